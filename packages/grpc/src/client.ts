@@ -1,0 +1,69 @@
+import * as grpc from '@grpc/grpc-js';
+import { GatewayError } from './gateway-error.js';
+
+/** The metadata key carrying the edge's request id to every service. */
+export const REQUEST_ID_METADATA = 'x-request-id';
+
+/**
+ * Channel options for long-lived channels: keepalive so a dead peer is noticed, round-robin over
+ * every address a name resolves to (so `dns:///executor:50053` spreads over all replicas), and
+ * retries of calls that never reached a server.
+ */
+export function channelOptions(extra: grpc.ChannelOptions = {}): grpc.ChannelOptions {
+  return {
+    'grpc.keepalive_time_ms': 15_000,
+    'grpc.keepalive_timeout_ms': 5_000,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    'grpc.initial_reconnect_backoff_ms': 200,
+    'grpc.max_reconnect_backoff_ms': 2_000,
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+    ...extra,
+  };
+}
+
+/** Creates a client on a long-lived insecure channel; create one per process and reuse it. */
+export function createClient<Client extends grpc.Client>(Constructor: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => Client, address: string, options?: grpc.ChannelOptions): Client {
+  return new Constructor(address, grpc.credentials.createInsecure(), channelOptions(options));
+}
+
+/** Per-call options: every call has a deadline. */
+export interface CallOptions {
+  deadlineMs: number;
+  requestId?: string;
+  /** Cancels the call when aborted (a client that went away). */
+  signal?: AbortSignal;
+}
+
+/** Builds the metadata and grpc-js options of one call. */
+export function callMetadata(options: CallOptions): { metadata: grpc.Metadata; callOptions: grpc.CallOptions } {
+  const metadata = new grpc.Metadata();
+  if (options.requestId) metadata.set(REQUEST_ID_METADATA, options.requestId);
+  return { metadata, callOptions: { deadline: Date.now() + options.deadlineMs } };
+}
+
+type UnaryMethod<Request, Response> = (request: Request, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Response>) => grpc.ClientUnaryCall;
+
+/**
+ * Calls a unary method and resolves with its response; a failure rejects with a GatewayError
+ * rebuilt from the status and its ErrorInfo trailer.
+ */
+export function callUnary<Request, Response>(client: grpc.Client, method: UnaryMethod<Request, Response>, request: Request, options: CallOptions): Promise<Response> {
+  const { metadata, callOptions } = callMetadata(options);
+  return new Promise<Response>((resolve, reject) => {
+    const call = method.call(client, request, metadata, callOptions, (error, response) => {
+      options.signal?.removeEventListener('abort', cancel);
+      if (error) reject(GatewayError.fromServiceError(error));
+      else resolve(response as Response);
+    });
+    function cancel() { call.cancel(); }
+    if (options.signal?.aborted) call.cancel();
+    else options.signal?.addEventListener('abort', cancel, { once: true });
+  });
+}
+
+/** Reads the request id a caller sent, or '' when none. */
+export function requestIdOf(call: { metadata: grpc.Metadata }): string {
+  const value = call.metadata.get(REQUEST_ID_METADATA)[0];
+  return typeof value === 'string' ? value : '';
+}

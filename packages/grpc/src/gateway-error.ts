@@ -1,0 +1,113 @@
+import * as grpc from '@grpc/grpc-js';
+import { messageCodec, type ErrorInfo, type ErrorInfoOutput } from '@gateway/proto';
+
+/** The binary trailer that carries a gateway.rpc.v1.ErrorInfo with every non-OK status. */
+export const ERROR_TRAILER = 'gateway-error-bin';
+
+const errorInfoCodec = messageCodec<ErrorInfo, ErrorInfoOutput>('gateway.rpc.v1.ErrorInfo');
+
+/** What a GatewayError says beyond its status. */
+export interface GatewayErrorOptions {
+  param?: string;
+  retryAfterMs?: number;
+  retryable?: boolean;
+  provider?: string;
+  upstreamStatus?: number;
+  cause?: unknown;
+}
+
+/**
+ * The one typed failure that crosses service boundaries. Inside a service, throw it with a gRPC
+ * status and a stable reason; the server wrapper turns it into a status with an ErrorInfo
+ * trailer, and the client side turns that back into a GatewayError. The message is shown to the
+ * caller, so it never holds a secret or an upstream body; the cause stays in the log.
+ */
+export class GatewayError extends Error {
+  readonly code: grpc.status;
+  readonly reason: string;
+  readonly param?: string;
+  readonly retryAfterMs?: number;
+  readonly retryable: boolean;
+  readonly provider?: string;
+  readonly upstreamStatus?: number;
+
+  constructor(code: grpc.status, reason: string, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.reason = reason;
+    this.param = options.param;
+    this.retryAfterMs = options.retryAfterMs;
+    this.retryable = options.retryable ?? false;
+    this.provider = options.provider;
+    this.upstreamStatus = options.upstreamStatus;
+  }
+
+  /** The grpc-js error object a handler passes to its callback or emits on its stream. */
+  toServiceError(): Partial<grpc.StatusObject> & { message: string } {
+    const metadata = new grpc.Metadata();
+    metadata.set(ERROR_TRAILER, Buffer.from(errorInfoCodec.encode({
+      reason: this.reason,
+      message: this.message,
+      param: this.param,
+      retry_after_ms: this.retryAfterMs,
+      retryable: this.retryable,
+      provider: this.provider,
+      upstream_status: this.upstreamStatus,
+    })));
+    return { code: this.code, details: this.message, message: this.message, metadata };
+  }
+
+  /**
+   * Rebuilds the GatewayError a peer sent. A status without the trailer (a deadline, a peer that
+   * is down, a proxy) becomes a GatewayError with a reason derived from its code.
+   */
+  static fromServiceError(error: unknown): GatewayError {
+    if (error instanceof GatewayError) return error;
+    const serviceError = error as Partial<grpc.ServiceError>;
+    const code = typeof serviceError.code === 'number' ? serviceError.code : grpc.status.UNKNOWN;
+    const trailer = serviceError.metadata?.get(ERROR_TRAILER)[0];
+    if (Buffer.isBuffer(trailer)) {
+      try {
+        const info = errorInfoCodec.decode(trailer);
+        return new GatewayError(code, info.reason ?? reasonOf(code), info.message ?? serviceError.details ?? 'failed', {
+          param: info.param,
+          retryAfterMs: info.retry_after_ms,
+          retryable: info.retryable ?? false,
+          provider: info.provider,
+          upstreamStatus: info.upstream_status,
+          cause: error,
+        });
+      } catch {
+        // A trailer we cannot read is treated like none.
+      }
+    }
+    return new GatewayError(code, reasonOf(code), transportMessage(code), {
+      retryable: code === grpc.status.UNAVAILABLE || code === grpc.status.RESOURCE_EXHAUSTED,
+      cause: error,
+    });
+  }
+}
+
+function reasonOf(code: grpc.status): string {
+  switch (code) {
+    case grpc.status.DEADLINE_EXCEEDED: return 'deadline_exceeded';
+    case grpc.status.UNAVAILABLE: return 'service_unavailable';
+    case grpc.status.CANCELLED: return 'cancelled';
+    case grpc.status.NOT_FOUND: return 'not_found';
+    case grpc.status.INVALID_ARGUMENT: return 'invalid_request';
+    case grpc.status.UNAUTHENTICATED: return 'invalid_api_key';
+    case grpc.status.PERMISSION_DENIED: return 'permission_denied';
+    case grpc.status.RESOURCE_EXHAUSTED: return 'rate_limit_exceeded';
+    default: return 'internal_error';
+  }
+}
+
+function transportMessage(code: grpc.status): string {
+  switch (code) {
+    case grpc.status.DEADLINE_EXCEEDED: return 'An internal service did not answer in time.';
+    case grpc.status.UNAVAILABLE: return 'An internal service is unavailable.';
+    case grpc.status.CANCELLED: return 'The request was cancelled.';
+    default: return 'An internal service failed.';
+  }
+}
