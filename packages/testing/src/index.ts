@@ -1,0 +1,60 @@
+/**
+ * Where integration tests find Redis and NATS: REDIS_URL and NATS_URL when set (CI and the
+ * project's scripts set them after making sure both answer), otherwise containers started with
+ * testcontainers where a Docker engine exists. Without either, the test fails and says what to do.
+ */
+import { connect } from 'node:net';
+
+const started: Array<{ stop(): Promise<unknown> }> = [];
+
+function reachable(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => { socket.destroy(); resolve(true); });
+    socket.setTimeout(1000, () => { socket.destroy(); resolve(false); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function fromEnvOrContainer(variable: string, image: string, port: number, args: string[], scheme: string): Promise<string> {
+  const fromEnv = process.env[variable];
+  if (fromEnv) return fromEnv;
+  try {
+    const { GenericContainer } = await import('testcontainers');
+    const container = await new GenericContainer(image).withExposedPorts(port).withCommand(args).start();
+    started.push(container);
+    return `${scheme}://${container.getHost()}:${container.getMappedPort(port)}`;
+  } catch (error) {
+    throw new Error(`${variable} is not set and no container could be started (${(error as Error).message}). Run \`bash scripts/dependencies.sh\` to start local Redis and NATS, then export the URLs it prints.`);
+  }
+}
+
+/** The Redis URL for integration tests. */
+export async function redisUrl(): Promise<string> {
+  const url = await fromEnvOrContainer('REDIS_URL', 'redis:7-alpine', 6379, ['redis-server', '--save', ''], 'redis');
+  if (!(await reachable(url))) throw new Error(`Redis at ${url} does not answer`);
+  return url;
+}
+
+/** The NATS URL (JetStream on) for integration tests. */
+export async function natsUrl(): Promise<string> {
+  const url = await fromEnvOrContainer('NATS_URL', 'nats:2.10-alpine', 4222, ['-js'], 'nats');
+  if (!(await reachable(url))) throw new Error(`NATS at ${url} does not answer`);
+  return url;
+}
+
+/** Stops the containers this process started. */
+export async function stopContainers(): Promise<void> {
+  await Promise.all(started.splice(0).map((container) => container.stop()));
+}
+
+/** Resolves when the condition holds, polling; rejects after timeoutMs with the description. */
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, description: string, timeoutMs = 5000, intervalMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
