@@ -3,3 +3,4 @@ export * from './gateway-error.js';
 export * from './server.js';
 export * from './client.js';
 export { status as GrpcStatus, Metadata } from '@grpc/grpc-js';
+export * from './health.js';

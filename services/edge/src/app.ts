@@ -1,0 +1,123 @@
+/**
+ * The edge as a fastify instance, not listening: pure wiring that tests build without a port.
+ * It speaks REST and SSE and nothing else; every decision is made by auth, router and executor.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
+import cors from '@fastify/cors';
+import type { Logger } from '@gateway/logger';
+import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent } from '@gateway/proto';
+import { prometheus } from '@gateway/observability';
+import type { CatalogView } from './catalog-view.js';
+import type { EdgeConfig } from './config.js';
+import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
+import { registerChatCompletions } from './routes/chat-completions.js';
+import { registerModels } from './routes/models.js';
+
+/** Everything the edge talks to. */
+export interface EdgeDependencies {
+  config: EdgeConfig;
+  logger: Logger;
+  registry: prometheus.Registry;
+  auth: AuthServiceClient;
+  router: RouterServiceClient;
+  executor: ExecutorServiceClient;
+  catalog: CatalogView;
+  usage: { publish(event: UsageEvent): void };
+  /** True when every dependency answers and the edge is not shutting down. */
+  ready(): Promise<boolean>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const EXPOSED_HEADERS = [
+  'x-request-id', 'openai-processing-ms', 'openai-model', 'retry-after', 'retry-after-ms', 'x-should-retry',
+  'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests',
+  'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens',
+];
+
+/** Maps fastify's own failures (body parsing, limits) to the error a caller should see. */
+function frameworkError(error: FastifyError, limit: number): RequestError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new RequestError(413, `The request body is too large: the limit is ${limit} bytes.`, { code: 'request_too_large' });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new RequestError(415, "Unsupported Content-Type: send the body as JSON with 'Content-Type: application/json'.", { code: 'unsupported_media_type' });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new RequestError(400, 'The request body is empty: send a JSON object.', { code: 'invalid_json' });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new RequestError(400, 'The Content-Length header does not match the body.', { code: 'invalid_body' });
+    default:
+      if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (error.statusCode === 400 && /JSON/i.test(error.message))) {
+        return new RequestError(400, `We could not parse the JSON body of your request: ${error.message.slice(0, 200)}. Send a valid JSON object.`, { code: 'invalid_json' });
+      }
+      if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+        return new RequestError(error.statusCode, error.message.slice(0, 300), { code: 'invalid_request' });
+      }
+      return undefined;
+  }
+}
+
+/** Builds the edge. */
+export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as unknown as FastifyBaseLogger,
+    bodyLimit: deps.config.EDGE_BODY_LIMIT_BYTES,
+    disableRequestLogging: true,
+    requestIdLogLabel: 'request_id',
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
+    },
+    return503OnClosing: true,
+  });
+
+  const requests = new prometheus.Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: [deps.registry] });
+  const duration = new prometheus.Histogram({
+    name: 'gateway_http_request_duration_seconds', help: 'Time from request to the end of the response.', labelNames: ['route'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [deps.registry],
+  });
+
+  await app.register(cors, { origin: true, methods: ['GET', 'POST', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
+
+  app.addHook('onRequest', async (request, reply) => { void reply.header('x-request-id', request.id); });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    requests.inc({ route, status: String(reply.statusCode) });
+    duration.observe({ route }, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const requestError = (error instanceof RequestError ? error : frameworkError(error, deps.config.EDGE_BODY_LIMIT_BYTES)) ?? toRequestError(error);
+    if (requestError.status >= 500) request.log.error({ err: error, status: requestError.status }, 'request failed');
+    else request.log.info({ status: requestError.status, code: requestError.code }, 'request refused');
+    void reply.status(requestError.status).headers(requestError.headers).header('content-type', 'application/json');
+    if (!shouldRetry(requestError.status)) void reply.header('x-should-retry', 'false');
+    return reply.send(errorBody(requestError));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    void reply.status(404).header('content-type', 'application/json').header('x-should-retry', 'false');
+    return reply.send(errorBody(new RequestError(404, `Unknown request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`, { code: 'unknown_url' })));
+  });
+
+  const methodNotAllowed = (allowed: string) => async () => {
+    throw new RequestError(405, `Method not allowed. This endpoint accepts ${allowed}.`, { code: 'method_not_allowed', headers: { allow: allowed } });
+  };
+  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/chat/completions', handler: methodNotAllowed('POST') });
+  app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', handler: methodNotAllowed('GET') });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const ready = await deps.ready();
+    void reply.status(ready ? 200 : 503);
+    return { status: ready ? 'ready' : 'not ready' };
+  });
+  app.get('/metrics', async (_request, reply) => {
+    void reply.header('content-type', deps.registry.contentType);
+    return deps.registry.metrics();
+  });
+
+  registerChatCompletions(app, deps);
+  registerModels(app, deps);
+  return app;
+}

@@ -1,0 +1,30 @@
+import { Type, loadConfig, type Static } from '@gateway/config';
+
+/** Every variable the edge reads; see .env.example. */
+export const EdgeConfigSchema = Type.Object({
+  EDGE_HOST: Type.String({ default: '0.0.0.0' }),
+  EDGE_PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+  AUTH_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50051' }),
+  ROUTER_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50052' }),
+  EXECUTOR_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50053' }),
+  NATS_URL: Type.String({ default: 'nats://127.0.0.1:4222' }),
+  LOG_LEVEL: Type.String({ default: 'info' }),
+  /** Largest accepted request body. */
+  EDGE_BODY_LIMIT_BYTES: Type.Integer({ default: 16 * 1024 * 1024, minimum: 1024 }),
+  /** Deadline of auth and router calls. */
+  EDGE_CONTROL_DEADLINE_MS: Type.Integer({ default: 2000, minimum: 10 }),
+  /** Deadline of a whole completion, stream included. */
+  EDGE_COMPLETION_DEADLINE_MS: Type.Integer({ default: 600_000, minimum: 100 }),
+  /** A `: ping` comment is sent when a stream has been silent this long. */
+  EDGE_STREAM_KEEPALIVE_MS: Type.Integer({ default: 15_000, minimum: 100 }),
+  /** How long in-flight requests may take to finish on SIGTERM. */
+  EDGE_SHUTDOWN_GRACE_MS: Type.Integer({ default: 20_000, minimum: 0 }),
+});
+
+/** The edge's configuration, frozen. */
+export type EdgeConfig = Readonly<Static<typeof EdgeConfigSchema>>;
+
+/** Reads the edge's configuration from the environment. */
+export function readEdgeConfig(env: Record<string, string | undefined>): EdgeConfig {
+  return loadConfig(EdgeConfigSchema, env);
+}

@@ -1,0 +1,283 @@
+/**
+ * POST /v1/chat/completions: validate, ask auth and (for `auto`) the router at the same time, run
+ * the request on an executor, answer whole or as SSE, and publish the usage event.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
+import { GatewayError, callMetadata, callUnary } from '@gateway/grpc';
+import type {
+  ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput,
+  ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
+} from '@gateway/proto';
+import { countPromptTokens, countTextTokens } from '@gateway/tokens';
+import type { EdgeDependencies } from '../app.js';
+import { RequestError, errorBody, toRequestError } from '../errors.js';
+import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
+import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-request.js';
+import { bearerKey, checkKey } from './authenticate.js';
+
+/** What the router or the edge's catalog decided. */
+interface Routing {
+  model: ModelOutput;
+  route?: RouteResponseOutput;
+}
+
+/** Checks that the chosen model can serve the request, before any upstream call. */
+function checkCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): void {
+  const capabilities = model.capabilities ?? {};
+  if (parsed.needsTools && !capabilities.tools) {
+    throw new RequestError(400, `The model \`${model.id}\` does not support tools; remove 'tools' or choose a model that supports them.`, { param: 'tools', code: 'unsupported_parameter' });
+  }
+  if (parsed.needsVision && !capabilities.vision) {
+    throw new RequestError(400, `The model \`${model.id}\` does not accept image inputs; remove the image parts or choose a model with vision.`, { param: 'messages', code: 'unsupported_parameter' });
+  }
+  if (parsed.request.stream && !capabilities.streaming) {
+    throw new RequestError(400, `The model \`${model.id}\` does not support streaming; set 'stream' to false.`, { param: 'stream', code: 'unsupported_parameter' });
+  }
+  const maxTokens = parsed.request.max_tokens;
+  if (maxTokens !== undefined && model.max_output_tokens && maxTokens > model.max_output_tokens) {
+    const param = parsed.request.max_tokens_is_completion_tokens ? 'max_completion_tokens' : 'max_tokens';
+    throw new RequestError(400, `'${param}' is too large: ${maxTokens}. The model \`${model.id}\` supports at most ${model.max_output_tokens} completion tokens.`, { param, code: 'invalid_value' });
+  }
+  if (model.context_window && promptTokens + (maxTokens ?? 0) > model.context_window) {
+    throw new RequestError(400, `This model's maximum context length is ${model.context_window} tokens. However, you requested ${promptTokens + (maxTokens ?? 0)} tokens (${promptTokens} in the messages, ${maxTokens ?? 0} in the completion). Please reduce the length of the messages or completion.`, { param: 'messages', code: 'context_length_exceeded' });
+  }
+}
+
+function modelNotFound(modelId: string): RequestError {
+  return new RequestError(404, `The model \`${modelId}\` does not exist or you do not have access to it.`, { param: 'model', code: 'model_not_found' });
+}
+
+function lastUserText(parsed: ParsedChatRequest): string {
+  const texts: string[] = [];
+  for (const message of parsed.request.messages ?? []) {
+    if (message.role !== 'ROLE_USER' && message.role !== 'ROLE_SYSTEM' && message.role !== 'ROLE_DEVELOPER') continue;
+    if (message.text !== undefined) texts.push(message.text);
+    for (const part of message.parts?.parts ?? []) if (part.text !== undefined) texts.push(part.text);
+  }
+  const text = texts.join('\n');
+  // The scorer reads the end of the conversation most; 16k characters are plenty.
+  return text.length > 16_384 ? text.slice(-16_384) : text;
+}
+
+/** Registers the route. */
+export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependencies): void {
+  const { config, catalog } = deps;
+
+  async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal): Promise<Routing> {
+    const modelId = parsed.request.model ?? '';
+    if (modelId !== 'auto' && catalog.ready) {
+      const model = catalog.get(modelId);
+      if (!model) throw modelNotFound(modelId);
+      checkCapabilities(model, parsed, promptTokens);
+      if (!model.available) throw new RequestError(503, `The model \`${modelId}\` is temporarily unavailable.`, { code: 'model_unavailable', param: 'model', headers: { 'retry-after': '1' } });
+      return { model };
+    }
+    const route = await callUnary<RouteRequest, RouteResponseOutput>(deps.router, deps.router.Route, {
+      request_id: requestId,
+      model: modelId,
+      prompt_text: modelId === 'auto' ? lastUserText(parsed) : '',
+      traits: {
+        needs_tools: parsed.needsTools,
+        needs_vision: parsed.needsVision,
+        needs_json_mode: parsed.needsJsonMode,
+        stream: parsed.stream,
+        prompt_tokens: promptTokens,
+        max_tokens: parsed.request.max_tokens ?? 0,
+      },
+    }, { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal });
+    const routedId = route.model_id ?? '';
+    const model = catalog.get(routedId) ?? ({ id: routedId, pricing: {}, capabilities: {}, fallbacks: [] } as unknown as ModelOutput);
+    if (catalog.ready) checkCapabilities(model, parsed, promptTokens);
+    return { model, route };
+  }
+
+  function gatewayInfo(routing: Routing, latencyMs: number, costPico: bigint): GatewayInfo {
+    const info: GatewayInfo = { routed_to: routing.model.id ?? '', latency_ms: Math.round(latencyMs * 100) / 100, cost_usd: picoUsdToUsd(costPico) };
+    if (routing.route && routing.route.score !== undefined) info.auto = { score: routing.route.score ?? null, policy: routing.route.policy ?? 'balanced' };
+    return info;
+  }
+
+  function publishUsage(requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, routing: Routing, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint): void {
+    deps.usage.publish({
+      event_id: requestId,
+      key_id: keyId,
+      model_id: routing.model.id,
+      provider,
+      usage,
+      received_at_ms: receivedAtMs,
+      latency_ms: Math.round(latencyMs),
+      stream: parsed.stream,
+      outcome,
+      requested_model: parsed.request.model,
+      reported_cost_pico_usd: Number(costPico),
+    });
+  }
+
+  app.post('/v1/chat/completions', async (request: FastifyRequest, reply: FastifyReply) => {
+    const receivedAtMs = Date.now();
+    const requestId = request.id;
+    const apiKey = bearerKey(request);
+    const parsed = parseChatRequest(request.body);
+    const promptTokens = countPromptTokens(parsed.request);
+
+    const abort = new AbortController();
+    reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort(); });
+
+    // Auth and routing at the same time; a key problem wins over any routing problem.
+    const [authResult, routeResult] = await Promise.allSettled([
+      checkKey(deps, apiKey, requestId, promptTokens + (parsed.request.max_tokens ?? 0), abort.signal),
+      resolve(parsed, promptTokens, requestId, abort.signal),
+    ]);
+    if (authResult.status === 'rejected') throw authResult.reason;
+    const decision: CheckKeyResponseOutput = authResult.value;
+    if (routeResult.status === 'rejected') throw routeResult.reason;
+    const routing = routeResult.value;
+
+    const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id };
+    const keyId = decision.key_id ?? '';
+    const pricing = routing.model.pricing ?? {};
+
+    if (!parsed.stream) {
+      const result = await callUnary<ExecuteRequest, ExecuteResponseOutput>(deps.executor, deps.executor.Complete, execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal });
+      const response = result.response!;
+      const costPico = costPicoUsd(pricing as never, response.usage ?? {});
+      const latencyMs = reply.elapsedTime;
+      const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, latencyMs, costPico)));
+      publishUsage(requestId, receivedAtMs, latencyMs, keyId, routing, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
+      void reply
+        .header('content-type', 'application/json')
+        .header('openai-processing-ms', String(Math.round(latencyMs)))
+        .header('openai-model', routing.model.id ?? '');
+      return body;
+    }
+
+    await streamCompletion(request, reply, execute, routing, parsed, abort, (usage, provider, outcome) => {
+      const costPico = costPicoUsd(pricing as never, usage ?? {});
+      const latencyMs = reply.elapsedTime;
+      publishUsage(requestId, receivedAtMs, latencyMs, keyId, routing, parsed, usage, provider, outcome, costPico);
+      return gatewayInfo(routing, latencyMs, costPico);
+    });
+    return reply;
+  });
+
+  /**
+   * Streams the executor's chunks as SSE. Headers are written only when the first event arrives,
+   * so a failure before the first byte is still a proper HTTP error. The chunk that carries a
+   * finish_reason is held back until the stream ends, so that the `gateway` object rides on the
+   * last chunk before [DONE]; every other chunk is written as soon as it arrives.
+   */
+  async function streamCompletion(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    execute: ExecuteRequest,
+    routing: Routing,
+    parsed: ParsedChatRequest,
+    abort: AbortController,
+    finish: (usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome']) => GatewayInfo,
+  ): Promise<void> {
+    const { metadata, callOptions } = callMetadata({ deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id });
+    const call = deps.executor.StreamComplete(execute, metadata, callOptions);
+    const cancel = () => call.cancel();
+    abort.signal.addEventListener('abort', cancel, { once: true });
+
+    const raw = reply.raw;
+    const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage };
+    let started = false;
+    let held: ChatChunkOutput | undefined;
+    let streamedText = '';
+    let keepAlive: NodeJS.Timeout | undefined;
+
+    const write = async (text: string) => {
+      if (!raw.write(text) && !raw.destroyed) {
+        await new Promise<void>((resolve) => {
+          const done = () => { raw.off('drain', done); raw.off('close', done); resolve(); };
+          raw.on('drain', done);
+          raw.on('close', done);
+        });
+      }
+    };
+    const armKeepAlive = () => {
+      if (keepAlive) keepAlive.refresh();
+      else keepAlive = setInterval(() => { if (!raw.destroyed) raw.write(': ping\n\n'); }, config.EDGE_STREAM_KEEPALIVE_MS);
+    };
+    const begin = (first: ChatChunkOutput | undefined) => {
+      started = true;
+      identity.id = first?.id || `chatcmpl-${request.id}`;
+      identity.created = first?.created || Math.floor(Date.now() / 1000);
+      reply.hijack();
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        'x-request-id': request.id,
+        'openai-model': routing.model.id ?? '',
+        ...corsHeaders(reply),
+      });
+      armKeepAlive();
+    };
+    const textOf = (chunk: ChatChunkOutput) => {
+      for (const choice of chunk.choices) {
+        if (choice.delta?.content) streamedText += choice.delta.content;
+        for (const toolCall of choice.delta?.tool_calls ?? []) streamedText += toolCall.function?.arguments ?? '';
+      }
+    };
+
+    try {
+      for await (const event of call as AsyncIterable<ExecuteStreamEventOutput>) {
+        if (event.chunk) {
+          const chunk = event.chunk;
+          if (!started) begin(chunk);
+          textOf(chunk);
+          if (held) { await write(`data: ${JSON.stringify(chunkJson(held, identity))}\n\n`); held = undefined; }
+          if (chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED')) held = chunk;
+          else await write(`data: ${JSON.stringify(chunkJson(chunk, identity))}\n\n`);
+          armKeepAlive();
+        } else if (event.end) {
+          if (!started) begin(undefined);
+          const gateway = finish(event.end.usage, event.end.provider ?? '', 'OUTCOME_COMPLETED');
+          let tail = '';
+          if (held) tail += `data: ${JSON.stringify(chunkJson(held, identity, parsed.includeUsage ? undefined : gateway))}\n\n`;
+          if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(event.end.usage, identity, gateway))}\n\n`;
+          else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
+          held = undefined;
+          raw.end(`${tail}data: [DONE]\n\n`);
+          return;
+        }
+      }
+      // The executor closed the stream without its end event: never end cleanly as if complete.
+      throw new GatewayError(14, 'upstream_error', 'The model stream ended unexpectedly.');
+    } catch (error) {
+      if (abort.signal.aborted) {
+        // The client went away: meter what was generated before it left.
+        finish(estimatedUsage(execute, streamedText), '', 'OUTCOME_CANCELLED');
+        return;
+      }
+      const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
+      if (!started) throw requestError;
+      request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
+      finish(estimatedUsage(execute, streamedText), '', 'OUTCOME_FAILED');
+      if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
+    } finally {
+      if (keepAlive) clearInterval(keepAlive);
+      abort.signal.removeEventListener('abort', cancel);
+    }
+  }
+}
+
+/** Usage of a stream that did not finish: the real prompt count and the tokens streamed so far. */
+function estimatedUsage(execute: ExecuteRequest, streamedText: string): UsageOutput {
+  const prompt = countPromptTokens(execute.request!);
+  const completion = countTextTokens(streamedText);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: 0, reasoning_tokens: 0 };
+}
+
+/** The CORS headers fastify's cors plugin set on the reply, carried onto a hijacked response. */
+function corsHeaders(reply: FastifyReply): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (name.startsWith('access-control-') || name === 'vary' || name.startsWith('x-ratelimit-')) headers[name] = String(value);
+  }
+  return headers;
+}

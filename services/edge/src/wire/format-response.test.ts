@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { chatCompletionJson, chunkJson, usageChunkJson } from './format-response.js';
+
+const gateway = { routed_to: 'sim-mini', latency_ms: 12.5, cost_usd: 0.000001 };
+
+describe('chatCompletionJson', () => {
+  it('writes every key real clients read, tool-call arguments as strings', () => {
+    const json = chatCompletionJson({
+      id: 'chatcmpl-1', created: 5, model: 'sim-mini',
+      choices: [{ index: 0, finish_reason: 'FINISH_REASON_TOOL_CALLS', message: { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] } }],
+      usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, cached_tokens: 1 },
+    }, gateway);
+    expect(json.object).toBe('chat.completion');
+    const choice = json.choices[0]!;
+    expect(choice).toMatchObject({ index: 0, logprobs: null, finish_reason: 'tool_calls' });
+    expect(choice.message).toMatchObject({ role: 'assistant', content: null, refusal: null });
+    expect(choice.message.tool_calls![0]!.function.arguments).toBe('{"a":1}');
+    expect(json.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, prompt_tokens_details: { cached_tokens: 1 } });
+    expect(json.gateway).toEqual(gateway);
+  });
+});
+
+describe('chunkJson', () => {
+  const identity = { id: 'chatcmpl-1', created: 5, model: 'sim-mini', includeUsage: true };
+
+  it('puts role only where sent, usage null when usage was asked for', () => {
+    const json = chunkJson({ choices: [{ index: 0, delta: { role: 'ROLE_ASSISTANT', content: '', tool_calls: [] } }] }, identity);
+    expect(json).toMatchObject({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 5, model: 'sim-mini', usage: null });
+    expect(json.choices[0]).toEqual({ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null });
+  });
+
+  it('writes id, type and name only on a tool call delta that has them', () => {
+    const first = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }] } }] }, identity);
+    const later = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] } }] }, identity);
+    expect(first.choices[0]!.delta.tool_calls).toEqual([{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }]);
+    expect(later.choices[0]!.delta.tool_calls).toEqual([{ index: 0, function: { arguments: '{"a"' } }]);
+  });
+
+  it('writes the usage chunk with empty choices', () => {
+    const json = usageChunkJson({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }, identity, gateway);
+    expect(json.choices).toEqual([]);
+    expect(json.usage.total_tokens).toBe(3);
+    expect(json.gateway).toEqual(gateway);
+  });
+});

@@ -1,0 +1,139 @@
+/**
+ * Writes protobuf responses and chunks as OpenAI's JSON, exactly in the shape real clients read
+ * (see CLIENT_COMPATIBILITY.md): every choice key present, `arguments` as strings, `usage` with
+ * its details objects, null where OpenAI sends null.
+ */
+import type { ChatChunkOutput, ChatResponseOutput, DeltaOutput, FinishReasonOutput, UsageOutput } from '@gateway/proto';
+
+/** The `gateway` object added to every non-streamed response and to a stream's last chunk. */
+export interface GatewayInfo {
+  routed_to: string;
+  latency_ms: number;
+  cost_usd: number;
+  /** Set when the model was chosen by `auto`. */
+  auto?: { score: number | null; policy: string };
+}
+
+const FINISH_REASONS: Record<FinishReasonOutput, string | null> = {
+  FINISH_REASON_UNSPECIFIED: null,
+  FINISH_REASON_STOP: 'stop',
+  FINISH_REASON_LENGTH: 'length',
+  FINISH_REASON_TOOL_CALLS: 'tool_calls',
+  FINISH_REASON_CONTENT_FILTER: 'content_filter',
+  FINISH_REASON_FUNCTION_CALL: 'function_call',
+};
+
+/** The OpenAI finish_reason of a protobuf one; null while a choice goes on. */
+export function finishReason(reason: FinishReasonOutput | undefined): string | null {
+  return reason === undefined ? null : FINISH_REASONS[reason] ?? null;
+}
+
+/** OpenAI's usage object, details included. */
+export function usageJson(usage: UsageOutput | undefined | null) {
+  const prompt = usage?.prompt_tokens ?? 0;
+  const completion = usage?.completion_tokens ?? 0;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: usage?.total_tokens || prompt + completion,
+    prompt_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: usage?.reasoning_tokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  };
+}
+
+/** A whole response as OpenAI's `chat.completion` object. */
+export function chatCompletionJson(response: ChatResponseOutput, gateway: GatewayInfo) {
+  return {
+    id: response.id,
+    object: 'chat.completion',
+    created: response.created ?? 0,
+    model: response.model,
+    choices: response.choices.map((choice) => {
+      const message = choice.message;
+      const toolCalls = message?.tool_calls ?? [];
+      return {
+        index: choice.index ?? 0,
+        message: {
+          role: 'assistant',
+          content: message?.content ?? null,
+          refusal: message?.refusal ?? null,
+          ...(toolCalls.length > 0 ? {
+            tool_calls: toolCalls.map((call) => ({
+              id: call.id,
+              type: 'function',
+              function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+            })),
+          } : {}),
+          annotations: [],
+        },
+        logprobs: null,
+        finish_reason: finishReason(choice.finish_reason) ?? 'stop',
+      };
+    }),
+    usage: usageJson(response.usage),
+    system_fingerprint: response.system_fingerprint ?? null,
+    gateway,
+  };
+}
+
+function deltaJson(delta: DeltaOutput | undefined) {
+  const out: Record<string, unknown> = {};
+  if (!delta) return out;
+  if (delta.role === 'ROLE_ASSISTANT') out.role = 'assistant';
+  if (delta.content !== undefined) out.content = delta.content;
+  if (delta.refusal !== undefined) out.refusal = delta.refusal;
+  if (delta.tool_calls.length > 0) {
+    out.tool_calls = delta.tool_calls.map((call) => {
+      const entry: Record<string, unknown> = { index: call.index ?? 0 };
+      if (call.id !== undefined) entry.id = call.id;
+      if (call.type !== undefined) entry.type = call.type;
+      const fn: Record<string, string> = {};
+      if (call.function?.name !== undefined) fn.name = call.function.name;
+      fn.arguments = call.function?.arguments ?? '';
+      entry.function = fn;
+      return entry;
+    });
+  }
+  return out;
+}
+
+/** The fields every chunk of one stream shares. */
+export interface StreamIdentity {
+  id: string;
+  created: number;
+  model: string;
+  includeUsage: boolean;
+}
+
+/** One streamed chunk as OpenAI's `chat.completion.chunk` object. */
+export function chunkJson(chunk: ChatChunkOutput, identity: StreamIdentity, gateway?: GatewayInfo) {
+  return {
+    id: identity.id,
+    object: 'chat.completion.chunk',
+    created: identity.created,
+    model: identity.model,
+    system_fingerprint: chunk.system_fingerprint ?? null,
+    choices: chunk.choices.map((choice) => ({
+      index: choice.index ?? 0,
+      delta: deltaJson(choice.delta),
+      logprobs: null,
+      finish_reason: finishReason(choice.finish_reason),
+    })),
+    ...(identity.includeUsage ? { usage: null } : {}),
+    ...(gateway ? { gateway } : {}),
+  };
+}
+
+/** The usage chunk sent before [DONE] when the caller set stream_options.include_usage. */
+export function usageChunkJson(usage: UsageOutput | undefined, identity: StreamIdentity, gateway?: GatewayInfo) {
+  return {
+    id: identity.id,
+    object: 'chat.completion.chunk',
+    created: identity.created,
+    model: identity.model,
+    system_fingerprint: null,
+    choices: [],
+    usage: usageJson(usage),
+    ...(gateway ? { gateway } : {}),
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * Starts the five services as separate processes on free ports against the real Redis and NATS,
+ * the way the start command does, and stops them again. Used by the end-to-end tests and the
+ * benchmarks.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { natsUrl, redisUrl } from '@gateway/testing';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
+type ServiceName = (typeof SERVICES)[number];
+
+/** A running cluster. */
+export interface Cluster {
+  baseUrl: string;
+  apiKey: string;
+  redisUrl: string;
+  natsUrl: string;
+  ports: Record<string, number>;
+  /** What each service printed, for failure reports. */
+  logs: Record<ServiceName, string[]>;
+  processes: Record<ServiceName, ChildProcess>;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** A random key in the gateway's format. */
+export function randomApiKey(): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  return `br-${Array.from(randomBytes(40), (byte) => alphabet[byte % alphabet.length]).join('')}`;
+}
+
+/** Options of a test cluster. */
+export interface ClusterOptions {
+  plan?: 'starter' | 'pro' | 'enterprise';
+  env?: Record<string, string>;
+}
+
+/** Starts the cluster and resolves once the edge's /readyz is green. */
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
+  const names = ['auth', 'router', 'executor', 'metering', 'edge', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'];
+  const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
+  const apiKey = randomApiKey();
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    LOG_LEVEL: 'warn',
+    REDIS_URL: redis,
+    NATS_URL: nats,
+    AUTH_LISTEN_ADDR: `127.0.0.1:${ports.auth}`,
+    AUTH_METRICS_PORT: String(ports.authMetrics),
+    ROUTER_LISTEN_ADDR: `127.0.0.1:${ports.router}`,
+    ROUTER_METRICS_PORT: String(ports.routerMetrics),
+    EXECUTOR_LISTEN_ADDR: `127.0.0.1:${ports.executor}`,
+    EXECUTOR_METRICS_PORT: String(ports.executorMetrics),
+    METERING_LISTEN_ADDR: `127.0.0.1:${ports.metering}`,
+    METERING_METRICS_PORT: String(ports.meteringMetrics),
+    EDGE_HOST: '127.0.0.1',
+    EDGE_PORT: String(ports.edge),
+    AUTH_SERVICE_ADDR: `127.0.0.1:${ports.auth}`,
+    ROUTER_SERVICE_ADDR: `127.0.0.1:${ports.router}`,
+    EXECUTOR_SERVICE_ADDR: `127.0.0.1:${ports.executor}`,
+    GATEWAY_BOOTSTRAP_KEY: apiKey,
+    GATEWAY_BOOTSTRAP_PLAN: options.plan ?? 'enterprise',
+    ...options.env,
+  };
+  const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
+  const processes = {} as Record<ServiceName, ChildProcess>;
+  for (const name of SERVICES) {
+    const child = spawn(process.execPath, [`services/${name}/dist/main.js`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (data: Buffer) => { logs[name].push(data.toString()); if (logs[name].length > 200) logs[name].shift(); };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    processes[name] = child;
+  }
+  const cluster: Cluster = {
+    baseUrl: `http://127.0.0.1:${ports.edge}/v1`,
+    apiKey,
+    redisUrl: redis,
+    natsUrl: nats,
+    ports,
+    logs,
+    processes,
+    stop: async () => {
+      await Promise.all(SERVICES.map((name) => stopProcess(processes[name])));
+    },
+  };
+  try {
+    await waitReady(`http://127.0.0.1:${ports.edge}/readyz`, processes, logs, 60_000);
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+  return cluster;
+}
+
+async function waitReady(url: string, processes: Record<ServiceName, ChildProcess>, logs: Record<ServiceName, string[]>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const name of SERVICES) {
+      if (processes[name].exitCode !== null) throw new Error(`${name} exited with ${processes[name].exitCode}:\n${logs[name].join('')}`);
+    }
+    try {
+      const response = await fetch(url);
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`the cluster was not ready within ${timeoutMs} ms:\n${SERVICES.map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Sends SIGTERM and waits for the exit; SIGKILL after 10 s. */
+export function stopProcess(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.kill(signal);
+  });
+}
