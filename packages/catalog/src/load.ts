@@ -1,4 +1,8 @@
-import type { Catalog, CatalogModel } from './model.js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { LineCounter, parseDocument } from 'yaml';
+import { PROVIDERS, QUALITY_TIERS, type Capabilities, type Catalog, type CatalogModel, type Provider, type QualityTier, type Simulation, type Upstream } from './model.js';
+import { usdPerMtokToMicro, type Pricing } from './pricing.js';
 
 /** Thrown when the catalog file is invalid; the message says exactly what and where. */
 export class CatalogError extends Error {
@@ -8,17 +12,242 @@ export class CatalogError extends Error {
   }
 }
 
-/** The default catalog shipped with the gateway. */
-export const DEFAULT_CATALOG_PATH: string = new URL('../catalog.yaml', import.meta.url).pathname;
+/** The default catalog shipped with the gateway (the package ships catalog.yaml beside dist/). */
+export const DEFAULT_CATALOG_PATH: string = fileURLToPath(new URL('../catalog.yaml', import.meta.url));
 
-/** Parses and validates catalog text (YAML or JSON). TODO(catalog helper): implement. */
-export function parseCatalog(_text: string, _source: string): Catalog {
-  throw new CatalogError('not implemented');
+/** The model id that asks the router to choose; no catalog model may take it. */
+export const AUTO_MODEL_ID = 'auto';
+
+/** What a simulated model does when its catalog entry says nothing. */
+export const DEFAULT_SIMULATION: Readonly<Simulation> = Object.freeze({ time_to_first_token_ms: 20, tokens_per_second: 0 });
+
+const TOP_LEVEL_FIELDS = ['models'];
+const MODEL_FIELDS = ['id', 'provider', 'owned_by', 'created', 'upstream', 'pricing', 'context_window', 'max_output_tokens', 'capabilities', 'quality_tier', 'fallbacks', 'simulation'];
+const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers'];
+const PRICING_FIELDS = ['input', 'cached_input', 'output'];
+const CAPABILITY_FIELDS = ['tools', 'vision', 'streaming', 'json_mode'] as const;
+const SIMULATION_FIELDS = ['time_to_first_token_ms', 'tokens_per_second'];
+/** Environment variable names as the house style spells them. */
+const ENV_VAR_NAME = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
+
+type Fields = Record<string, unknown>;
+
+/** How a bad value reads in an error: strings quoted, structures as JSON, absence as "nothing". */
+function describe(value: unknown): string {
+  if (value === undefined || value === null) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return JSON.stringify(value);
 }
 
-/** Reads and validates a catalog file. */
-export function loadCatalog(_path: string = DEFAULT_CATALOG_PATH): Catalog {
-  throw new CatalogError('not implemented');
+function isMapping(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Validates one model; `fail` throws with the file and model prefix, so every message names the
+ * file, the model (index and id) and the field.
+ */
+class ModelReader {
+  constructor(readonly fail: (message: string) => never) {}
+
+  rejectUnknown(fields: Fields, known: readonly string[], path: string): void {
+    for (const name of Object.keys(fields)) {
+      if (!known.includes(name)) this.fail(`unknown field "${path}${name}" (known: ${known.join(', ')})`);
+    }
+  }
+
+  mapping(value: unknown, field: string): Fields {
+    if (!isMapping(value)) this.fail(`${field} must be a mapping, got ${describe(value)}`);
+    return value;
+  }
+
+  text(value: unknown, field: string): string {
+    if (typeof value !== 'string' || value.trim() === '') this.fail(`${field} must be a non-empty string, got ${describe(value)}`);
+    return value;
+  }
+
+  oneOf<T extends string>(value: unknown, field: string, allowed: readonly T[]): T {
+    if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) this.fail(`${field} must be one of ${allowed.join(', ')}, got ${describe(value)}`);
+    return value as T;
+  }
+
+  integer(value: unknown, field: string, minimum: number, what: string): number {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum) this.fail(`${field} must be ${what}, got ${describe(value)}`);
+    return value;
+  }
+
+  price(value: unknown, field: string): number {
+    if (typeof value === 'string' || typeof value === 'number') {
+      try {
+        return usdPerMtokToMicro(value);
+      } catch {
+        // Reported below with the field's name.
+      }
+    }
+    this.fail(`${field} must be a price in USD per million tokens with at most 6 decimals, got ${describe(value)}`);
+  }
+
+  upstream(value: unknown, provider: Provider): Upstream {
+    const fields = this.mapping(value, 'upstream');
+    this.rejectUnknown(fields, UPSTREAM_FIELDS, 'upstream.');
+    const upstream: Upstream = { model: this.text(fields.model, 'upstream.model') };
+    if (provider !== 'simulated' || fields.base_url !== undefined) {
+      const baseUrl = fields.base_url;
+      if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`upstream.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
+      upstream.base_url = baseUrl;
+    }
+    if (provider !== 'simulated' || fields.api_key_env !== undefined) {
+      const keyVariable = fields.api_key_env;
+      if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable)) this.fail(`upstream.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
+      upstream.api_key_env = keyVariable;
+    }
+    if (fields.headers !== undefined) {
+      const headers = this.mapping(fields.headers, 'upstream.headers');
+      for (const [name, headerValue] of Object.entries(headers)) {
+        if (typeof headerValue !== 'string') this.fail(`upstream.headers.${name} must be a string, got ${describe(headerValue)}`);
+      }
+      upstream.headers = Object.freeze({ ...headers as Record<string, string> });
+    }
+    return Object.freeze(upstream);
+  }
+
+  pricing(value: unknown): Pricing {
+    const fields = this.mapping(value, 'pricing');
+    this.rejectUnknown(fields, PRICING_FIELDS, 'pricing.');
+    const input = this.price(fields.input, 'pricing.input');
+    // Providers without a prompt cache bill cached tokens like any other input token.
+    const cachedInput = fields.cached_input === undefined ? input : this.price(fields.cached_input, 'pricing.cached_input');
+    const output = this.price(fields.output, 'pricing.output');
+    return Object.freeze({ input_micro_usd_per_mtok: input, cached_input_micro_usd_per_mtok: cachedInput, output_micro_usd_per_mtok: output });
+  }
+
+  capabilities(value: unknown): Capabilities {
+    const fields = this.mapping(value, 'capabilities');
+    this.rejectUnknown(fields, CAPABILITY_FIELDS, 'capabilities.');
+    const capabilities = {} as Capabilities;
+    // Every capability is stated: a forgotten one must not silently read as false.
+    for (const name of CAPABILITY_FIELDS) {
+      const flag = fields[name];
+      if (typeof flag !== 'boolean') this.fail(`capabilities.${name} must be true or false, got ${describe(flag)}`);
+      capabilities[name] = flag;
+    }
+    return Object.freeze(capabilities);
+  }
+
+  fallbacks(value: unknown): string[] {
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) this.fail(`fallbacks must be a list of model ids, got ${describe(value)}`);
+    return value.map((entry, index) => this.text(entry, `fallbacks[${index}]`));
+  }
+
+  simulation(value: unknown, provider: Provider): Simulation | undefined {
+    if (provider !== 'simulated') {
+      if (value !== undefined) this.fail('simulation is only for provider simulated');
+      return undefined;
+    }
+    if (value === undefined) return DEFAULT_SIMULATION;
+    const fields = this.mapping(value, 'simulation');
+    this.rejectUnknown(fields, SIMULATION_FIELDS, 'simulation.');
+    const timeToFirstToken = fields.time_to_first_token_ms === undefined
+      ? DEFAULT_SIMULATION.time_to_first_token_ms
+      : this.integer(fields.time_to_first_token_ms, 'simulation.time_to_first_token_ms', 0, 'a non-negative integer');
+    const tokensPerSecond = fields.tokens_per_second ?? DEFAULT_SIMULATION.tokens_per_second;
+    if (typeof tokensPerSecond !== 'number' || !Number.isFinite(tokensPerSecond) || tokensPerSecond < 0) {
+      this.fail(`simulation.tokens_per_second must be a non-negative number (0: as fast as possible), got ${describe(tokensPerSecond)}`);
+    }
+    return Object.freeze({ time_to_first_token_ms: timeToFirstToken, tokens_per_second: tokensPerSecond });
+  }
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Parses and validates catalog text (YAML, or JSON, which is YAML too). `source` names the file
+ * in error messages. Anything unexpected fails with one CatalogError naming the file, the model
+ * (`models[2] (gpt-4o)`) and the field; unknown fields fail too, so that a typo never passes as
+ * an absent optional field.
+ */
+export function parseCatalog(text: string, source: string): Catalog {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false });
+  const syntaxError = document.errors[0];
+  if (syntaxError) {
+    const { line, col } = lineCounter.linePos(syntaxError.pos[0]);
+    throw new CatalogError(`${source}: not valid YAML or JSON at line ${line}, column ${col}: ${syntaxError.message}`);
+  }
+  const root: unknown = document.toJS();
+  if (!isMapping(root)) throw new CatalogError(`${source}: must be a mapping with a models list, got ${describe(root)}`);
+  for (const name of Object.keys(root)) {
+    if (!TOP_LEVEL_FIELDS.includes(name)) throw new CatalogError(`${source}: unknown field "${name}" (known: ${TOP_LEVEL_FIELDS.join(', ')})`);
+  }
+  const entries = root.models;
+  if (!Array.isArray(entries) || entries.length === 0) throw new CatalogError(`${source}: models must be a non-empty list of models, got ${describe(entries)}`);
+
+  const models: CatalogModel[] = [];
+  const indexById = new Map<string, number>();
+  entries.forEach((entry: unknown, index) => {
+    const id = isMapping(entry) && typeof entry.id === 'string' && entry.id.trim() !== '' ? entry.id : undefined;
+    const prefix = `${source}: models[${index}]${id === undefined ? '' : ` (${id})`}`;
+    const reader = new ModelReader((message) => { throw new CatalogError(`${prefix}: ${message}`); });
+    const fields = reader.mapping(entry, 'each model');
+    reader.rejectUnknown(fields, MODEL_FIELDS, '');
+    const modelId = reader.text(fields.id, 'id');
+    if (modelId === AUTO_MODEL_ID) reader.fail(`id "${AUTO_MODEL_ID}" is reserved for automatic routing`);
+    const firstIndex = indexById.get(modelId);
+    if (firstIndex !== undefined) throw new CatalogError(`${prefix}: id must be unique, already used by models[${firstIndex}]`);
+    indexById.set(modelId, index);
+    const provider = reader.oneOf(fields.provider, 'provider', PROVIDERS);
+    const contextWindow = reader.integer(fields.context_window, 'context_window', 1, 'a positive integer');
+    const maxOutputTokens = reader.integer(fields.max_output_tokens, 'max_output_tokens', 1, 'a positive integer');
+    if (maxOutputTokens > contextWindow) reader.fail(`max_output_tokens must be at most context_window (${contextWindow}), got ${maxOutputTokens}`);
+    const simulation = reader.simulation(fields.simulation, provider);
+    const model: CatalogModel = {
+      id: modelId,
+      provider,
+      owned_by: reader.text(fields.owned_by, 'owned_by'),
+      created: reader.integer(fields.created, 'created', 0, 'unix seconds (a non-negative integer)'),
+      upstream: reader.upstream(fields.upstream, provider),
+      pricing: reader.pricing(fields.pricing),
+      context_window: contextWindow,
+      max_output_tokens: maxOutputTokens,
+      capabilities: reader.capabilities(fields.capabilities),
+      quality_tier: reader.oneOf<QualityTier>(fields.quality_tier, 'quality_tier', QUALITY_TIERS),
+      fallbacks: Object.freeze(reader.fallbacks(fields.fallbacks)),
+      ...(simulation === undefined ? {} : { simulation }),
+    };
+    models.push(model);
+  });
+
+  // Fallbacks name other models, so they are checked once every id is known.
+  models.forEach((model, index) => {
+    model.fallbacks.forEach((fallback, position) => {
+      const fail = (message: string): never => { throw new CatalogError(`${source}: models[${index}] (${model.id}): fallbacks[${position}] ${message}`); };
+      if (fallback === model.id) fail('must not be the model itself');
+      if (!indexById.has(fallback)) fail(`must be the id of a model in this catalog, got ${describe(fallback)}`);
+    });
+  });
+
+  const frozen = Object.freeze(models.map((model) => Object.freeze(model)));
+  return Object.freeze({ models: frozen, byId: new Map(frozen.map((model) => [model.id, model])) });
+}
+
+/** Reads and validates a catalog file; errors name the path as given. */
+export function loadCatalog(path: string = DEFAULT_CATALOG_PATH): Catalog {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new CatalogError(`${path}: cannot read the catalog: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  return parseCatalog(text, path);
 }
 
 /** The models that are on: simulated ones always, others when their key variable is set and non-empty. */

@@ -1,0 +1,130 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, loadCatalog, parseCatalog } from './load.js';
+import { costPicoUsd } from './pricing.js';
+
+const INVALID_FIXTURES = fileURLToPath(new URL('../test/fixtures/invalid/', import.meta.url));
+const catalogFiles = readdirSync(INVALID_FIXTURES).filter((name) => /\.(ya?ml|json)$/.test(name)).sort();
+
+function errorOf(action: () => unknown): CatalogError {
+  try {
+    action();
+  } catch (error) {
+    expect(error).toBeInstanceOf(CatalogError);
+    return error as CatalogError;
+  }
+  throw new Error('expected a CatalogError, but nothing was thrown');
+}
+
+describe('parseCatalog with invalid catalogs', () => {
+  it('has a fixture for every case', () => {
+    expect(catalogFiles.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it.each(catalogFiles)('%s fails with its exact expected message', (name) => {
+    const text = readFileSync(join(INVALID_FIXTURES, name), 'utf8');
+    const expected = readFileSync(join(INVALID_FIXTURES, name.replace(/\.(ya?ml|json)$/, '.error')), 'utf8').trimEnd();
+    expect(errorOf(() => parseCatalog(text, name)).message).toBe(expected);
+  });
+});
+
+describe('parseCatalog with valid catalogs', () => {
+  const minimal = `
+models:
+  - id: sim-a
+    provider: simulated
+    owned_by: gateway
+    created: 1735689600
+    upstream: { model: sim-a }
+    pricing: { input: 2.5, output: "10" }
+    context_window: 1000
+    max_output_tokens: 1000
+    capabilities: { tools: false, vision: false, streaming: true, json_mode: false }
+    quality_tier: standard
+  - id: vendor/model-b
+    provider: anthropic
+    owned_by: vendor
+    created: 0
+    upstream: { model: model-b-2025, base_url: "http://localhost:8080", api_key_env: VENDOR_KEY_2, headers: { x-version: "1" } }
+    pricing: { input: "0.000001", cached_input: "0.5", output: "1.234567" }
+    context_window: 2000
+    max_output_tokens: 100
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: premium
+    fallbacks: [sim-a]
+`;
+
+  it('converts prices to integer micro-USD, defaulting cached input to the input price', () => {
+    const catalog = parseCatalog(minimal, 'minimal.yaml');
+    expect(catalog.byId.get('sim-a')?.pricing).toEqual({ input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 2_500_000, output_micro_usd_per_mtok: 10_000_000 });
+    expect(catalog.byId.get('vendor/model-b')?.pricing).toEqual({ input_micro_usd_per_mtok: 1, cached_input_micro_usd_per_mtok: 500_000, output_micro_usd_per_mtok: 1_234_567 });
+  });
+
+  it('keeps ids with slashes, upstream details and fallbacks, and gives simulated models default timings', () => {
+    const catalog = parseCatalog(minimal, 'minimal.yaml');
+    const model = catalog.byId.get('vendor/model-b');
+    expect(model?.upstream).toEqual({ model: 'model-b-2025', base_url: 'http://localhost:8080', api_key_env: 'VENDOR_KEY_2', headers: { 'x-version': '1' } });
+    expect(model?.fallbacks).toEqual(['sim-a']);
+    expect(model?.simulation).toBeUndefined();
+    expect(catalog.byId.get('sim-a')?.simulation).toEqual({ time_to_first_token_ms: 20, tokens_per_second: 0 });
+    expect(catalog.models.map((entry) => entry.id)).toEqual(['sim-a', 'vendor/model-b']);
+  });
+
+  it('reads the same catalog written as JSON', () => {
+    const fromYaml = parseCatalog(minimal, 'minimal.yaml');
+    const asJson = JSON.stringify({ models: [{ id: 'sim-a', provider: 'simulated', owned_by: 'gateway', created: 1735689600, upstream: { model: 'sim-a' }, pricing: { input: 2.5, output: '10' }, context_window: 1000, max_output_tokens: 1000, capabilities: { tools: false, vision: false, streaming: true, json_mode: false }, quality_tier: 'standard' }] });
+    expect(parseCatalog(asJson, 'catalog.json').models[0]).toEqual(fromYaml.models[0]);
+  });
+});
+
+describe('loadCatalog', () => {
+  it('names the path when the file cannot be read', () => {
+    expect(errorOf(() => loadCatalog('/nonexistent/catalog.yaml')).message).toBe('/nonexistent/catalog.yaml: cannot read the catalog: ENOENT');
+  });
+
+  it('names the path it was given in validation errors', () => {
+    const path = join(INVALID_FIXTURES, 'self-fallback.yaml');
+    expect(errorOf(() => loadCatalog(path)).message).toBe(`${path}: models[0] (sim-a): fallbacks[0] must not be the model itself`);
+  });
+});
+
+describe('the default catalog', () => {
+  const catalog = loadCatalog(DEFAULT_CATALOG_PATH);
+
+  it('loads, with the three simulated models chained by their fallbacks', () => {
+    expect(catalog.byId.get('sim-mini')).toMatchObject({ quality_tier: 'economy', capabilities: { tools: true, vision: false, json_mode: true }, fallbacks: [] });
+    expect(catalog.byId.get('sim-standard')).toMatchObject({ quality_tier: 'standard', capabilities: { tools: true, vision: true }, fallbacks: ['sim-mini'] });
+    expect(catalog.byId.get('sim-pro')).toMatchObject({ quality_tier: 'premium', capabilities: { tools: true, vision: true }, fallbacks: ['sim-standard', 'sim-mini'] });
+    const [mini, standard, pro] = ['sim-mini', 'sim-standard', 'sim-pro'].map((id) => catalog.byId.get(id)!);
+    expect(pro.context_window).toBeGreaterThan(standard.context_window);
+    expect(costPicoUsd(mini.pricing, { prompt_tokens: 1000, completion_tokens: 1000 })).toBeLessThan(costPicoUsd(standard.pricing, { prompt_tokens: 1000, completion_tokens: 1000 }));
+    expect(costPicoUsd(standard.pricing, { prompt_tokens: 1000, completion_tokens: 1000 })).toBeLessThan(costPicoUsd(pro.pricing, { prompt_tokens: 1000, completion_tokens: 1000 }));
+    for (const model of [mini, standard, pro]) {
+      expect(model.simulation?.time_to_first_token_ms).toBeGreaterThanOrEqual(10);
+      expect(model.simulation?.time_to_first_token_ms).toBeLessThanOrEqual(30);
+    }
+  });
+
+  it('prices gpt-4o at its list price', () => {
+    expect(catalog.byId.get('gpt-4o')?.pricing).toEqual({ input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 1_250_000, output_micro_usd_per_mtok: 10_000_000 });
+  });
+
+  it('turns on only the simulated models when no key variable is set', () => {
+    expect(enabledModels(catalog, {}).map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
+  });
+
+  it('turns a provider\'s models on only when its key variable is set and non-empty', () => {
+    expect(enabledModels(catalog, { OPENAI_API_KEY: '' }).map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
+    const withAnthropic = enabledModels(catalog, { ANTHROPIC_API_KEY: 'sk-ant-test' }).map((model) => model.id);
+    expect(withAnthropic).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'anthropic/claude-sonnet-4', 'anthropic/claude-3-5-haiku']);
+    const withOpenAi = enabledModels(catalog, { OPENAI_API_KEY: 'sk-test' }).map((model) => model.id);
+    expect(withOpenAi).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'gpt-4.1-mini', 'gpt-4.1-nano', 'o3-mini']);
+  });
+
+  it('names a key variable for every real model, and every provider listed in the brief', () => {
+    const variables = new Set(catalog.models.filter((model) => model.provider !== 'simulated').map((model) => model.upstream.api_key_env));
+    expect([...variables].sort()).toEqual(['ANTHROPIC_API_KEY', 'DEEPSEEK_API_KEY', 'GEMINI_API_KEY', 'GROQ_API_KEY', 'MISTRAL_API_KEY', 'OPENAI_API_KEY', 'TOGETHER_API_KEY']);
+  });
+});

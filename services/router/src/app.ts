@@ -1,0 +1,36 @@
+import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { loadGatewayGrpc } from '@gateway/proto';
+import type { Logger } from '@gateway/logger';
+import type { prometheus } from '@gateway/observability';
+import type { CatalogState } from './catalog-state.js';
+import { createRouterMetrics } from './router-metrics.js';
+import { createRouterService } from './router-service.js';
+
+/** What the router's server is wired from; main.ts builds these, tests build their own. */
+export interface RouterDependencies {
+  state: CatalogState;
+  logger: Logger;
+  /** Where the router's metrics are registered. */
+  registry: prometheus.Registry;
+}
+
+/**
+ * The router's unstarted gRPC server: RouterService and grpc.health.v1. Its shutdown first ends
+ * the open WatchCatalog streams (they never end on their own), then drains unary calls within
+ * the grace period.
+ */
+export function createServer({ state, logger, registry }: RouterDependencies): GatewayServer {
+  const service = createRouterService({ state, logger, metrics: createRouterMetrics(registry) });
+  const server = createGatewayServer([
+    { name: 'gateway.router.v1.RouterService', definition: loadGatewayGrpc().gateway.router.v1.RouterService.service, handlers: service.handlers },
+  ]);
+  return {
+    server: server.server,
+    health: server.health,
+    listen: (address) => server.listen(address),
+    shutdown: async (graceMs) => {
+      service.endWatches();
+      await server.shutdown(graceMs);
+    },
+  };
+}

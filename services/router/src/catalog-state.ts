@@ -1,0 +1,79 @@
+import { enabledModels, type Catalog, type CatalogModel } from '@gateway/catalog';
+import type { CatalogSnapshot } from '@gateway/proto';
+import { toModelMessage } from './model-message.js';
+
+/** Receives every new snapshot after a change. */
+export type SnapshotListener = (snapshot: CatalogSnapshot) => void;
+
+/**
+ * The catalog as the router serves it: which models are switched on (fixed at start from the
+ * key variables), which of them are available (changed at run time, by a health checker later),
+ * and a version that grows with every change. Watchers subscribe to be told of each change.
+ */
+export class CatalogState {
+  readonly catalog: Catalog;
+  private readonly enabled: ReadonlyMap<string, CatalogModel>;
+  private readonly unavailable = new Set<string>();
+  private readonly listeners = new Set<SnapshotListener>();
+  private currentVersion = 1;
+
+  /** `env` decides which models are on: simulated ones always, others when their key variable is set. */
+  constructor(catalog: Catalog, env: Record<string, string | undefined>) {
+    this.catalog = catalog;
+    this.enabled = new Map(enabledModels(catalog, env).map((model) => [model.id, model]));
+  }
+
+  /** The version of the current snapshot. */
+  get version(): number {
+    return this.currentVersion;
+  }
+
+  /** How many watchers are subscribed. */
+  get subscriberCount(): number {
+    return this.listeners.size;
+  }
+
+  /** The switched-on model with this id, or undefined when it is unknown or off. */
+  enabledModel(id: string): CatalogModel | undefined {
+    return this.enabled.get(id);
+  }
+
+  /** The switched-on models, in catalog order. */
+  enabledModels(): CatalogModel[] {
+    return [...this.enabled.values()];
+  }
+
+  /** Whether a switched-on model may take requests now. */
+  isAvailable(id: string): boolean {
+    return this.enabled.has(id) && !this.unavailable.has(id);
+  }
+
+  /**
+   * Marks a switched-on model available or not. A real change bumps the version and notifies
+   * every watcher; setting the current value again, or naming a model that is off, changes
+   * nothing and returns false.
+   */
+  setAvailability(id: string, available: boolean): boolean {
+    if (!this.enabled.has(id) || this.isAvailable(id) === available) return false;
+    if (available) this.unavailable.delete(id);
+    else this.unavailable.add(id);
+    this.currentVersion += 1;
+    const snapshot = this.snapshot();
+    for (const listener of [...this.listeners]) listener(snapshot);
+    return true;
+  }
+
+  /** The switched-on models as gateway.router.v1.CatalogSnapshot. */
+  snapshot(): CatalogSnapshot {
+    return {
+      version: this.currentVersion,
+      models: this.enabledModels().map((model) => toModelMessage(model, this.isAvailable(model.id))),
+    };
+  }
+
+  /** Calls the listener with each new snapshot until the returned function is called; a listener must not throw. */
+  subscribe(listener: SnapshotListener): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+}

@@ -1,0 +1,23 @@
+import { loadConfig, Type, type Static } from '@gateway/config';
+import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
+
+/** The router's environment; every variable is listed with its meaning in .env.example. */
+export const RouterConfigSchema = Type.Object({
+  /** Where the gRPC server listens. */
+  ROUTER_LISTEN_ADDR: Type.String({ minLength: 1, default: '0.0.0.0:50052' }),
+  /** The port of /metrics, /healthz and /readyz. */
+  ROUTER_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9102 }),
+  /** How long in-flight calls may take to finish after SIGTERM before they are cancelled. */
+  ROUTER_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** The catalog file (YAML or JSON); the catalog shipped with @gateway/catalog by default. */
+  CATALOG_PATH: Type.String({ minLength: 1, default: DEFAULT_CATALOG_PATH }),
+  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)), { default: 'info' }),
+});
+
+/** The router's validated, frozen configuration. */
+export type RouterConfig = Readonly<Static<typeof RouterConfigSchema>>;
+
+/** Reads the router's configuration; fails naming the bad variable. Only main.ts passes process.env. */
+export function loadRouterConfig(env: Record<string, string | undefined>): RouterConfig {
+  return loadConfig(RouterConfigSchema, env);
+}

@@ -1,0 +1,41 @@
+import { loadCatalog } from '@gateway/catalog';
+import { createLogger } from '@gateway/logger';
+import { createRegistry, startMetricsServer } from '@gateway/observability';
+import { createServer } from './app.js';
+import { CatalogState } from './catalog-state.js';
+import { loadRouterConfig } from './config.js';
+
+/**
+ * Runs the router: config, catalog (an invalid one stops the process with its CatalogError),
+ * metrics, gRPC server, and a graceful shutdown on SIGTERM or SIGINT.
+ */
+async function main(): Promise<void> {
+  const config = loadRouterConfig(process.env);
+  const logger = createLogger('router', config.LOG_LEVEL);
+  // The key variables only switch models on; the router never reads or logs their values.
+  const state = new CatalogState(loadCatalog(config.CATALOG_PATH), process.env);
+  const registry = createRegistry('router');
+  const server = createServer({ state, logger, registry });
+  let shuttingDown = false;
+  const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => !shuttingDown);
+  const port = await server.listen(config.ROUTER_LISTEN_ADDR);
+  logger.info({ address: config.ROUTER_LISTEN_ADDR, port, metrics_port: metricsServer.port, catalog: config.CATALOG_PATH, models: state.enabledModels().map((model) => model.id) }, 'router listening');
+
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal, grace_ms: config.ROUTER_SHUTDOWN_GRACE_MS }, 'router shutting down');
+    await server.shutdown(config.ROUTER_SHUTDOWN_GRACE_MS);
+    await metricsServer.close();
+    logger.info('router stopped');
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  // The logger may not exist yet (bad configuration), so the failure is one JSON line on stderr.
+  process.stderr.write(`${JSON.stringify({ level: 'fatal', service: 'router', msg: 'router failed to start', error: error instanceof Error ? error.message : String(error) })}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,28 @@
+import type { CatalogModel, QualityTier } from '@gateway/catalog';
+import type { Model } from '@gateway/proto';
+
+const QUALITY_TIER_ENUM: Readonly<Record<QualityTier, 'QUALITY_TIER_ECONOMY' | 'QUALITY_TIER_STANDARD' | 'QUALITY_TIER_PREMIUM'>> = {
+  economy: 'QUALITY_TIER_ECONOMY',
+  standard: 'QUALITY_TIER_STANDARD',
+  premium: 'QUALITY_TIER_PREMIUM',
+};
+
+/**
+ * A catalog model as gateway.router.v1.Model. `fallbacks` is the catalog's chain as given; the
+ * caller decides which of them are usable (Route filters them per request).
+ */
+export function toModelMessage(model: CatalogModel, available: boolean): Model {
+  return {
+    id: model.id,
+    provider: model.provider,
+    owned_by: model.owned_by,
+    created: model.created,
+    pricing: { ...model.pricing },
+    context_window: model.context_window,
+    max_output_tokens: model.max_output_tokens,
+    capabilities: { ...model.capabilities },
+    quality_tier: QUALITY_TIER_ENUM[model.quality_tier],
+    available,
+    fallbacks: [...model.fallbacks],
+  };
+}

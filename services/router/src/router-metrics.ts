@@ -1,0 +1,19 @@
+import { prometheus } from '@gateway/observability';
+
+/** The router's metrics. Labels are bounded: model ids come from the catalog, policies from a fixed list. */
+export interface RouterMetrics {
+  /** Successful routing decisions by chosen model and policy ("explicit" for a named model). */
+  readonly decisions: prometheus.Counter<'model' | 'policy'>;
+}
+
+/** Registers the router's metrics on the process registry. */
+export function createRouterMetrics(registry: prometheus.Registry): RouterMetrics {
+  return {
+    decisions: new prometheus.Counter({
+      name: 'gateway_router_decisions_total',
+      help: 'Routing decisions by chosen model and policy.',
+      labelNames: ['model', 'policy'] as const,
+      registers: [registry],
+    }),
+  };
+}
