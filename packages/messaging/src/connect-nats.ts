@@ -1,0 +1,32 @@
+import { connect, type NatsConnection } from 'nats';
+import type { Logger } from '@gateway/logger';
+
+/**
+ * Connects to NATS and keeps reconnecting forever (also for the first connection), so a NATS
+ * restart never needs a service restart. Status changes are logged; the caller owns the
+ * connection and drains it on shutdown.
+ */
+export async function connectNats(url: string, name: string, logger: Logger): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: url,
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 1000,
+    waitOnFirstConnect: true,
+    pingInterval: 20_000,
+  });
+  logger.info({ server: nc.getServer() }, 'nats connected');
+  void (async () => {
+    for await (const status of nc.status()) {
+      // Pings and staleness are noise; connection changes are what an operator looks for.
+      if (status.type === 'pingTimer' || status.type === 'staleConnection') continue;
+      const level = status.type === 'disconnect' || status.type === 'error' ? 'warn' : 'info';
+      logger[level]({ status: status.type, data: typeof status.data === 'object' ? String(status.data) : status.data }, 'nats status changed');
+    }
+  })();
+  void nc.closed().then((error) => {
+    if (error) logger.error({ err: error }, 'nats connection closed with an error');
+    else logger.info('nats connection closed');
+  });
+  return nc;
+}

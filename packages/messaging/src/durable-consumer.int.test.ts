@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type NatsConnection } from 'nats';
+import { createLogger } from '@gateway/logger';
+import { eventually, natsUrl } from '@gateway/testing';
+import type { UsageEventOutput } from '@gateway/proto';
+import { decodeUsageEvent, encodeUsageEvent } from './usage-codec.js';
+import { PoisonMessageError, startDurableConsumer } from './durable-consumer.js';
+import { ensureUsageStream } from './usage-stream.js';
+
+const logger = createLogger('messaging-test', 'silent');
+
+describe('startDurableConsumer', () => {
+  let nc: NatsConnection;
+  const id = randomUUID().replaceAll('-', '');
+  const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
+
+  beforeAll(async () => {
+    nc = await connect({ servers: await natsUrl() });
+    await ensureUsageStream(nc, names);
+  });
+
+  afterAll(async () => {
+    const manager = await nc.jetstreamManager();
+    await manager.streams.delete(names.stream).catch(() => undefined);
+    await nc.drain();
+  });
+
+  it('acknowledges handled messages, redelivers failures and terminates poison', async () => {
+    const js = nc.jetstream();
+    await js.publish(names.subject, encodeUsageEvent({ event_id: 'ok', model_id: 'm' }));
+    await js.publish(names.subject, new Uint8Array([0xff, 0xff, 0xff]));
+    await js.publish(names.subject, encodeUsageEvent({ event_id: 'flaky', model_id: 'm' }));
+    await js.publish(names.subject, encodeUsageEvent({ event_id: 'unknown-model', model_id: 'nope' }));
+
+    const handled: string[] = [];
+    const poison: string[] = [];
+    let flakyAttempts = 0;
+    const consumer = await startDurableConsumer<UsageEventOutput>(nc, {
+      stream: names.stream,
+      durableName: `test-${id}`,
+      filterSubject: names.subject,
+      decode: decodeUsageEvent,
+      logger,
+      backoffMs: [200, 400],
+      maxDeliver: 5,
+      onPoison: (reason) => poison.push(reason),
+      handle: async (event) => {
+        if (event.model_id === 'nope') throw new PoisonMessageError('unknown_model', 'no such model');
+        if (event.event_id === 'flaky' && (flakyAttempts += 1) === 1) throw new Error('redis is down');
+        handled.push(event.event_id ?? '');
+      },
+    });
+    try {
+      await eventually(() => handled.length === 2 && poison.length === 2, 'both good messages to be handled and both poison ones terminated', 10_000);
+      expect(handled).toEqual(['ok', 'flaky']);
+      expect(flakyAttempts).toBe(2);
+      expect(poison.sort()).toEqual(['undecodable', 'unknown_model']);
+
+      const manager = await nc.jetstreamManager();
+      await eventually(async () => {
+        const info = await manager.consumers.info(names.stream, `test-${id}`);
+        return info.num_ack_pending === 0 && info.num_pending === 0;
+      }, 'nothing left pending or unacknowledged', 5_000);
+    } finally {
+      await consumer.stop();
+    }
+  });
+});

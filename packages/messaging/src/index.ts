@@ -1,0 +1,11 @@
+/**
+ * NATS JetStream plumbing shared by the edge (publishing usage events) and metering (consuming
+ * them): the usage stream and subject, the protobuf payload codec, a connection that reconnects
+ * forever, a never-blocking publisher, and a durable consumer that acknowledges only committed work.
+ */
+export * from './usage-stream.js';
+export * from './usage-codec.js';
+export * from './connect-nats.js';
+export * from './usage-publisher.js';
+export * from './durable-consumer.js';
+export type { NatsConnection } from 'nats';

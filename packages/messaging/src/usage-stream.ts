@@ -1,0 +1,63 @@
+import { RetentionPolicy, StorageType, DiscardPolicy, nanos, type NatsConnection, type StreamInfo } from 'nats';
+
+/** The JetStream stream that holds usage events. */
+export const USAGE_STREAM = 'USAGE';
+
+/** The subject the edge publishes one gateway.usage.v1.UsageEvent per metered request on. */
+export const USAGE_SUBJECT = 'usage.v1.completion';
+
+/** Every subject the usage stream captures: all versions' usage events live in one stream. */
+export const USAGE_SUBJECTS = ['usage.v1.>'];
+
+/**
+ * How long JetStream remembers message ids to drop duplicates. Two minutes covers a publisher's
+ * retries after a lost acknowledgement, which is what the de-duplication exists for.
+ */
+export const USAGE_DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
+
+/** How long usage events stay in the stream: long enough to re-meter after a metering outage. */
+export const USAGE_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Which stream to ensure; tests pass their own name and subjects so parallel runs never share one. */
+export interface UsageStreamOptions {
+  stream?: string;
+  subjects?: string[];
+}
+
+/**
+ * Creates the usage stream, or updates it to this configuration when it exists. Idempotent, so
+ * every publisher and consumer calls it at start. File storage because events are money.
+ */
+export async function ensureUsageStream(nc: NatsConnection, options: UsageStreamOptions = {}): Promise<StreamInfo> {
+  const manager = await nc.jetstreamManager();
+  const config = {
+    name: options.stream ?? USAGE_STREAM,
+    subjects: options.subjects ?? USAGE_SUBJECTS,
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    duplicate_window: nanos(USAGE_DUPLICATE_WINDOW_MS),
+    max_age: nanos(USAGE_MAX_AGE_MS),
+    num_replicas: 1,
+  };
+  try {
+    await manager.streams.info(config.name);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    try {
+      return await manager.streams.add(config);
+    } catch (addError) {
+      // Another process created it between our lookup and our add: fall through to update.
+      if (!/already in use|already exists/i.test((addError as Error).message)) throw addError;
+    }
+  }
+  // Storage cannot change after creation, so the update leaves it out.
+  const { storage: _storage, ...updatable } = config;
+  return manager.streams.update(config.name, updatable);
+}
+
+/** Whether a JetStream API error means "stream not found" (code 404 / err_code 10059). */
+export function isNotFound(error: unknown): boolean {
+  const api = (error as { api_error?: { code?: number; err_code?: number } }).api_error;
+  return api?.code === 404 || api?.err_code === 10059 || /not found/i.test((error as Error)?.message ?? '');
+}

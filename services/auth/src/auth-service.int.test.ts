@@ -1,0 +1,238 @@
+import { randomUUID } from 'node:crypto';
+import { createServer as createTcpServer, connect as connectTcp, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { callUnary, createClient, GatewayError, GrpcStatus, type GatewayServer } from '@gateway/grpc';
+import { createLogger } from '@gateway/logger';
+import { loadGatewayGrpc, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput, type KeyInfoOutput, type ListKeysRequest, type ListKeysResponseOutput, type RevokeKeyRequest } from '@gateway/proto';
+import { eventually, redisUrl } from '@gateway/testing';
+import { createServer } from './app.js';
+import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
+import { ensureBootstrapKey } from './bootstrap-key.js';
+import { hashSecret } from './key-secret.js';
+import { KeyStore } from './key-store.js';
+import { loadPlans } from './plans.js';
+import { createRedis } from './redis-client.js';
+
+const logger = createLogger('auth-test', 'silent');
+const plans = loadPlans();
+
+/** A running auth service on port 0 with its own Redis prefix, and a real client to it. */
+async function startAuth(url: string, prefix: string) {
+  const redis = createRedis(url, logger);
+  const keys = new KeyStore(redis, { prefix });
+  const server: GatewayServer = createServer({ keys, plans, logger });
+  const port = await server.listen('127.0.0.1:0');
+  const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
+  return {
+    redis,
+    keys,
+    client,
+    checkKey: (apiKey: string) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(client, client.CheckKey, { api_key: apiKey, request_id: randomUUID() }, { deadlineMs: 3_000 }),
+    createKey: (request: CreateKeyRequest) => callUnary<CreateKeyRequest, CreateKeyResponseOutput>(client, client.CreateKey, request, { deadlineMs: 3_000 }),
+    listKeys: () => callUnary<ListKeysRequest, ListKeysResponseOutput>(client, client.ListKeys, {}, { deadlineMs: 3_000 }),
+    revokeKey: (keyId: string) => callUnary<RevokeKeyRequest, KeyInfoOutput>(client, client.RevokeKey, { key_id: keyId }, { deadlineMs: 3_000 }),
+    stop: async () => { client.close(); await server.shutdown(1_000); redis.disconnect(); },
+  };
+}
+
+describe('AuthService', () => {
+  const prefix = `test-${randomUUID()}:auth:`;
+  let auth: Awaited<ReturnType<typeof startAuth>>;
+  let inspector: Redis;
+
+  beforeAll(async () => {
+    const url = await redisUrl();
+    auth = await startAuth(url, prefix);
+    inspector = new Redis(url);
+    await eventually(() => auth.redis.status === 'ready', 'redis to be ready');
+  });
+
+  afterAll(async () => {
+    const names = await inspector.keys(`${prefix}*`);
+    if (names.length) await inspector.del(...names);
+    await inspector.quit();
+    await auth.stop();
+  });
+
+  const createKey = (plan: 'PLAN_STARTER' | 'PLAN_PRO' | 'PLAN_ENTERPRISE', name = 'test', secret?: string) =>
+    auth.createKey({ plan, name, secret });
+
+  it('allows a created key with its plan and limits', async () => {
+    const created = await createKey('PLAN_STARTER', 'alice');
+    expect(created.secret).toMatch(/^br-[A-Za-z0-9]{40}$/);
+    expect(created.key).toMatchObject({ plan: 'PLAN_STARTER', name: 'alice', revoked: false });
+    expect(created.key?.key_id).toMatch(/^key_[A-Za-z0-9]{16}$/);
+
+    const decision = await auth.checkKey(created.secret!);
+    expect(decision).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      key_id: created.key?.key_id,
+      plan: 'PLAN_STARTER',
+      requests: { limit: 60, remaining: 60 },
+      tokens: { limit: 100_000, remaining: 100_000 },
+    });
+  });
+
+  it('reports unlimited limits for enterprise and pro limits for pro', async () => {
+    const enterprise = await createKey('PLAN_ENTERPRISE');
+    expect(await auth.checkKey(enterprise.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', plan: 'PLAN_ENTERPRISE', requests: { unlimited: true }, tokens: { unlimited: true } });
+    const pro = await createKey('PLAN_PRO');
+    expect(await auth.checkKey(pro.secret!)).toMatchObject({ plan: 'PLAN_PRO', requests: { limit: 1_000 }, tokens: { limit: 2_000_000 } });
+  });
+
+  it('denies unknown, malformed and empty keys without echoing them', async () => {
+    const unknown = `br-${'Z'.repeat(40)}`;
+    for (const apiKey of [unknown, 'br-short', `sk-${'a'.repeat(40)}`, '', `br-${'a'.repeat(5000)}`]) {
+      const decision = await auth.checkKey(apiKey);
+      expect(decision.decision).toBe('DECISION_DENY_INVALID_KEY');
+      expect(decision.message).toBe(INVALID_KEY_MESSAGE);
+      expect(decision.key_id).toBeFalsy();
+    }
+  });
+
+  it('denies a revoked key and lists it as revoked, never with a secret', async () => {
+    const created = await createKey('PLAN_PRO', 'to-revoke');
+    const keyId = created.key!.key_id!;
+    const revoked = await auth.revokeKey(keyId);
+    expect(revoked).toMatchObject({ key_id: keyId, revoked: true });
+
+    const decision = await auth.checkKey(created.secret!);
+    expect(decision).toMatchObject({ decision: 'DECISION_DENY_INVALID_KEY', message: REVOKED_KEY_MESSAGE });
+
+    const listed = await auth.listKeys();
+    expect(listed.keys.find((key) => key.key_id === keyId)).toMatchObject({ revoked: true, plan: 'PLAN_PRO', name: 'to-revoke' });
+    expect(JSON.stringify(listed)).not.toContain('br-');
+  });
+
+  it('answers NOT_FOUND when revoking an unknown key id', async () => {
+    const error = await auth.revokeKey('key_doesnotexist00').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error).toMatchObject({ code: GrpcStatus.NOT_FOUND, reason: 'key_not_found' });
+  });
+
+  it('refuses CreateKey without a plan or with a malformed or taken secret', async () => {
+    const noPlan = await auth.createKey({ name: 'x' }).catch((caught: unknown) => caught);
+    expect(noPlan).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'plan' });
+    const badSecret = await createKey('PLAN_STARTER', 'x', 'br-short').catch((caught: unknown) => caught);
+    expect(badSecret).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'secret' });
+    const secret = `br-${randomUUID().replaceAll('-', '')}`;
+    expect((await createKey('PLAN_STARTER', 'chosen', secret)).secret).toBe(secret);
+    const taken = await createKey('PLAN_PRO', 'again', secret).catch((caught: unknown) => caught);
+    expect(taken).toMatchObject({ code: GrpcStatus.ALREADY_EXISTS, reason: 'key_exists' });
+    expect(await auth.checkKey(secret)).toMatchObject({ decision: 'DECISION_ALLOW', plan: 'PLAN_STARTER' });
+  });
+
+  it('stores only the SHA-256 of secrets: no Redis key or value contains one', async () => {
+    const secrets = [(await createKey('PLAN_STARTER')).secret!, (await createKey('PLAN_PRO')).secret!];
+    await auth.checkKey(secrets[0]);
+    const names = await inspector.keys(`${prefix}*`);
+    expect(names).toContain(`${prefix}key:${hashSecret(secrets[0])}`);
+    const dump: string[] = [];
+    for (const name of names) {
+      const type = await inspector.type(name);
+      if (type === 'hash') dump.push(name, ...Object.entries(await inspector.hgetall(name)).flat());
+      else if (type === 'set') dump.push(name, ...(await inspector.smembers(name)));
+      else dump.push(name, (await inspector.get(name)) ?? '');
+    }
+    const text = dump.join('\n');
+    for (const secret of secrets) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain(secret.slice(3));
+    }
+  });
+
+  it('records last use at most once a minute', async () => {
+    const created = await createKey('PLAN_STARTER');
+    const name = `${prefix}key:${hashSecret(created.secret!)}`;
+    expect(await inspector.hget(name, 'last_used_at_ms')).toBeNull();
+    await auth.checkKey(created.secret!);
+    const first = await eventually(() => inspector.hget(name, 'last_used_at_ms').then((value) => value ?? undefined), 'last use to be recorded');
+    await auth.checkKey(created.secret!);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await inspector.hget(name, 'last_used_at_ms')).toBe(first);
+  });
+
+  it('ensures the bootstrap key idempotently and never revives a revoked one', async () => {
+    const secret = `br-${randomUUID().replaceAll('-', '')}`;
+    const first = await ensureBootstrapKey(auth.keys, secret, 'starter', logger);
+    const again = await ensureBootstrapKey(auth.keys, secret, 'starter', logger);
+    expect(again.key_id).toBe(first.key_id);
+    expect((await auth.keys.list()).filter((key) => key.key_id === first.key_id)).toHaveLength(1);
+
+    const upgraded = await ensureBootstrapKey(auth.keys, secret, 'pro', logger);
+    expect(upgraded).toMatchObject({ key_id: first.key_id, plan: 'pro' });
+    expect(await auth.checkKey(secret)).toMatchObject({ decision: 'DECISION_ALLOW', key_id: first.key_id, plan: 'PLAN_PRO' });
+
+    await auth.keys.revoke(first.key_id);
+    const afterRevoke = await ensureBootstrapKey(auth.keys, secret, 'pro', logger);
+    expect(afterRevoke).toMatchObject({ key_id: first.key_id, revoked: true });
+    expect((await auth.checkKey(secret)).decision).toBe('DECISION_DENY_INVALID_KEY');
+  });
+
+  it('answers UNAVAILABLE quickly, never a decision, when Redis is unreachable', async () => {
+    const down = await startAuth('redis://127.0.0.1:1', `test-${randomUUID()}:auth:`);
+    try {
+      const started = Date.now();
+      const error = await down.checkKey(`br-${'a'.repeat(40)}`).catch((caught: unknown) => caught);
+      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(error).toBeInstanceOf(GatewayError);
+      expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'auth_unavailable', message: 'The key service cannot decide right now.' });
+      // A malformed key needs no lookup, so it is still denied.
+      expect((await down.checkKey('nope')).decision).toBe('DECISION_DENY_INVALID_KEY');
+    } finally {
+      await down.stop();
+    }
+  });
+
+  it('recovers by itself when Redis comes back', async () => {
+    const target = new URL(await redisUrl());
+    const proxy = await startProxy(0, target.hostname, Number(target.port));
+    const flaky = await startAuth(`redis://127.0.0.1:${proxy.port}`, prefix);
+    try {
+      await eventually(() => flaky.redis.status === 'ready', 'redis through the proxy to be ready');
+      const created = await createKey('PLAN_STARTER');
+      expect((await flaky.checkKey(created.secret!)).decision).toBe('DECISION_ALLOW');
+
+      await proxy.close();
+      const error = await flaky.checkKey(created.secret!).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE });
+
+      const reopened = await startProxy(proxy.port, target.hostname, Number(target.port));
+      try {
+        const decision = await eventually(() => flaky.checkKey(created.secret!).catch(() => undefined), 'CheckKey to answer again', 10_000, 100);
+        expect(decision).toMatchObject({ decision: 'DECISION_ALLOW', key_id: created.key?.key_id });
+      } finally {
+        await flaky.stop();
+        await reopened.close();
+      }
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+/** A TCP proxy whose close cuts every connection: Redis "going away" for one client only. */
+async function startProxy(port: number, host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((client) => {
+    const upstream = connectTcp(targetPort, host);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => resolve()); });
+  const address = server.address();
+  let closed = false;
+  return {
+    port: typeof address === 'object' && address ? address.port : port,
+    close: () => new Promise<void>((resolve) => {
+      if (closed) return resolve();
+      closed = true;
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}

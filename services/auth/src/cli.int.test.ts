@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { redisUrl } from '@gateway/testing';
+import { KeyStore } from './key-store.js';
+import { hashSecret } from './key-secret.js';
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const run = promisify(execFile);
+
+describe('auth CLI (dist/cli.js)', () => {
+  const prefix = `test-${randomUUID()}:auth:`;
+  let url: string;
+  let inspector: Redis;
+
+  /** Runs the built CLI; resolves with its output and exit code, whatever the code. */
+  const cli = (...args: string[]) => run(process.execPath, [CLI, ...args], { env: { ...process.env, REDIS_URL: url, AUTH_REDIS_PREFIX: prefix } })
+    .then(({ stdout, stderr }) => ({ stdout, stderr, code: 0 }))
+    .catch((error: { stdout: string; stderr: string; code: number }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code }));
+
+  beforeAll(async () => {
+    url = await redisUrl();
+    inspector = new Redis(url);
+  });
+
+  afterAll(async () => {
+    const names = await inspector.keys(`${prefix}*`);
+    if (names.length) await inspector.del(...names);
+    await inspector.quit();
+  });
+
+  it('creates a key, prints its secret once, lists it without the secret and revokes it', async () => {
+    const created = await cli('create-key', '--plan', 'pro', '--name', 'ci');
+    expect(created.code).toBe(0);
+    const secret = /secret: (br-[A-Za-z0-9]{40})/.exec(created.stdout)?.[1];
+    const keyId = /key_id: (key_[A-Za-z0-9]{16})/.exec(created.stdout)?.[1];
+    expect(secret).toBeDefined();
+    expect(keyId).toBeDefined();
+
+    // The service's key store sees the key the CLI made.
+    const keys = new KeyStore(inspector, { prefix });
+    expect((await keys.findBySecret(secret!))?.key).toMatchObject({ key_id: keyId, plan: 'pro', name: 'ci', revoked: false });
+
+    const listed = await cli('list');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`${keyId}\\s+pro\\s+active`));
+    expect(listed.stdout).not.toContain('br-');
+
+    const revoked = await cli('revoke', keyId!);
+    expect(revoked).toMatchObject({ code: 0, stdout: `revoked ${keyId}\n` });
+    expect((await keys.findBySecret(secret!))?.key.revoked).toBe(true);
+    expect((await cli('list')).stdout).toMatch(new RegExp(`${keyId}\\s+pro\\s+revoked`));
+  });
+
+  it('creates a key with a chosen secret, storing only its hash, and refuses it twice', async () => {
+    const secret = `br-${randomUUID().replaceAll('-', '')}`;
+    const created = await cli('create-key', '--plan', 'enterprise', '--secret', secret, '--json');
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ plan: 'enterprise', secret });
+    expect(await inspector.exists(`${prefix}key:${hashSecret(secret)}`)).toBe(1);
+
+    const again = await cli('create-key', '--plan', 'starter', '--secret', secret);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe('a key with this secret already exists\n');
+  });
+
+  it('rejects bad usage with exit code 2 and unknown key ids with 1', async () => {
+    const badPlan = await cli('create-key', '--plan', 'gold');
+    expect(badPlan.code).toBe(2);
+    expect(badPlan.stderr).toContain('--plan must be one of starter, pro, enterprise');
+    expect((await cli('frobnicate')).code).toBe(2);
+    const unknown = await cli('revoke', 'key_0000000000000000');
+    expect(unknown).toMatchObject({ code: 1, stderr: 'no key has the id key_0000000000000000\n' });
+  });
+
+  it('fails with a message when Redis is unreachable', async () => {
+    const result = await run(process.execPath, [CLI, 'list'], { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', AUTH_REDIS_PREFIX: prefix } }).catch((error: { code: number; stderr: string }) => error);
+    expect(result).toMatchObject({ code: 1 });
+    expect((result as { stderr: string }).stderr).toMatch(/^failed: /);
+  });
+});

@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { fullLimitState, loadPlans, parsePlans, planFromProto, planToProto, PlansError } from './plans.js';
+
+const fixture = (name: string) => readFileSync(new URL(`../fixtures/plans/${name}`, import.meta.url), 'utf8');
+
+describe('plans', () => {
+  it('ships the documented limits', () => {
+    expect(loadPlans()).toEqual({
+      starter: { requests_per_minute: 60, tokens_per_minute: 100_000 },
+      pro: { requests_per_minute: 1_000, tokens_per_minute: 2_000_000 },
+      enterprise: { requests_per_minute: 'unlimited', tokens_per_minute: 'unlimited' },
+    });
+  });
+
+  // Each invalid plans file and the exact error it must produce.
+  const invalid: Array<[string, string]> = [
+    ['unknown-plan.yaml', 'unknown-plan.yaml: unknown plan "gold" (expected starter, pro, enterprise)'],
+    ['missing-plan.yaml', 'missing-plan.yaml: plan "enterprise" is missing'],
+    ['negative-limit.yaml', 'negative-limit.yaml: starter.requests_per_minute must be a positive integer or "unlimited", got -1'],
+    ['fractional-limit.yaml', 'fractional-limit.yaml: starter.tokens_per_minute must be a positive integer or "unlimited", got 1.5'],
+    ['missing-field.yaml', 'missing-field.yaml: starter.tokens_per_minute is missing'],
+    ['unknown-field.yaml', 'unknown-field.yaml: starter: unknown field "burst"'],
+    ['not-a-mapping.yaml', 'not-a-mapping.yaml: expected a mapping of plan names to limits'],
+    ['misspelled-unlimited.yaml', 'misspelled-unlimited.yaml: enterprise.requests_per_minute must be a positive integer or "unlimited", got "unlimted"'],
+  ];
+  it.each(invalid)('rejects %s', (name, message) => {
+    expect(() => parsePlans(fixture(name), name)).toThrow(new PlansError(message));
+  });
+
+  it('rejects broken YAML naming the file', () => {
+    expect(() => parsePlans(fixture('invalid-yaml.yaml'), 'invalid-yaml.yaml')).toThrow(/^invalid-yaml\.yaml: invalid YAML: /);
+  });
+
+  it('names a file it cannot read', () => {
+    expect(() => loadPlans('/nonexistent/plans.yaml')).toThrow(/^\/nonexistent\/plans\.yaml: cannot read: /);
+  });
+
+  it('turns limits into limit states', () => {
+    expect(fullLimitState(60)).toEqual({ limit: 60, remaining: 60, reset_ms: 0, unlimited: false });
+    expect(fullLimitState('unlimited')).toEqual({ limit: 0, remaining: 0, reset_ms: 0, unlimited: true });
+  });
+
+  it('maps plan names to the proto enum and back', () => {
+    expect(planToProto('pro')).toBe('PLAN_PRO');
+    expect(planFromProto('PLAN_ENTERPRISE')).toBe('enterprise');
+    expect(planFromProto(1)).toBe('starter');
+    expect(planFromProto('PLAN_UNSPECIFIED')).toBeUndefined();
+    expect(planFromProto(undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import type { LimitState, Plan } from '@gateway/proto';
+
+/** The plan names used in configuration, the CLI and Redis. */
+export const PLAN_NAMES = ['starter', 'pro', 'enterprise'] as const;
+export type PlanName = (typeof PLAN_NAMES)[number];
+
+/** A per-minute limit, or no limit. */
+export type Limit = number | 'unlimited';
+
+/** The limits of one plan. */
+export interface PlanLimits {
+  requests_per_minute: Limit;
+  tokens_per_minute: Limit;
+}
+
+/** Every plan's limits, validated. */
+export type PlanTable = Readonly<Record<PlanName, Readonly<PlanLimits>>>;
+
+/** The plans file shipped with the service. */
+export const DEFAULT_PLANS_PATH: string = new URL('../plans.yaml', import.meta.url).pathname;
+
+/** Thrown when a plans file is invalid; the message names the file and exactly what is wrong. */
+export class PlansError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PlansError';
+  }
+}
+
+const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
+
+/** Whether a string names a plan. */
+export function isPlanName(value: string): value is PlanName {
+  return (PLAN_NAMES as readonly string[]).includes(value);
+}
+
+/** Parses and validates plans text; source names the file in error messages. */
+export function parsePlans(text: string, source: string): PlanTable {
+  let document: unknown;
+  try {
+    document = parse(text);
+  } catch (error) {
+    throw new PlansError(`${source}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  if (!isMapping(document)) throw new PlansError(`${source}: expected a mapping of plan names to limits`);
+  for (const name of Object.keys(document)) {
+    if (!isPlanName(name)) throw new PlansError(`${source}: unknown plan "${name}" (expected ${PLAN_NAMES.join(', ')})`);
+  }
+  const table = {} as Record<PlanName, PlanLimits>;
+  for (const name of PLAN_NAMES) {
+    const entry = document[name];
+    if (entry === undefined) throw new PlansError(`${source}: plan "${name}" is missing`);
+    if (!isMapping(entry)) throw new PlansError(`${source}: ${name}: expected a mapping with ${LIMIT_FIELDS.join(' and ')}`);
+    for (const field of Object.keys(entry)) {
+      if (!(LIMIT_FIELDS as readonly string[]).includes(field)) throw new PlansError(`${source}: ${name}: unknown field "${field}"`);
+    }
+    const limits = {} as PlanLimits;
+    for (const field of LIMIT_FIELDS) {
+      const value = entry[field];
+      if (value === undefined) throw new PlansError(`${source}: ${name}.${field} is missing`);
+      if (value !== 'unlimited' && !(typeof value === 'number' && Number.isSafeInteger(value) && value > 0)) {
+        throw new PlansError(`${source}: ${name}.${field} must be a positive integer or "unlimited", got ${JSON.stringify(value)}`);
+      }
+      limits[field] = value;
+    }
+    table[name] = Object.freeze(limits);
+  }
+  return Object.freeze(table);
+}
+
+/** Reads and validates a plans file. */
+export function loadPlans(path: string = DEFAULT_PLANS_PATH): PlanTable {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new PlansError(`${path}: cannot read: ${(error as Error).message}`);
+  }
+  return parsePlans(text, path);
+}
+
+/**
+ * The state of a limit before anything is counted against it. Until rate limiting lands,
+ * remaining is the whole limit and nothing needs replenishing (reset_ms 0).
+ */
+export function fullLimitState(limit: Limit): LimitState {
+  return limit === 'unlimited'
+    ? { limit: 0, remaining: 0, reset_ms: 0, unlimited: true }
+    : { limit, remaining: limit, reset_ms: 0, unlimited: false };
+}
+
+const PROTO_PLANS: Record<PlanName, Plan> = { starter: 'PLAN_STARTER', pro: 'PLAN_PRO', enterprise: 'PLAN_ENTERPRISE' };
+
+/** The proto enum value of a plan name. */
+export function planToProto(name: PlanName): Plan {
+  return PROTO_PLANS[name];
+}
+
+/** The plan name of a proto enum value; undefined for PLAN_UNSPECIFIED or anything unknown. */
+export function planFromProto(plan: Plan | undefined): PlanName | undefined {
+  return PLAN_NAMES.find((name) => PROTO_PLANS[name] === plan || PLAN_NAMES.indexOf(name) + 1 === plan);
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,29 @@
+import { Redis } from 'ioredis';
+import type { Logger } from '@gateway/logger';
+
+/**
+ * A Redis client that fails fast instead of queueing: while Redis is unreachable every command
+ * rejects at once (no offline queue, one retry at most, a command timeout for a Redis that hangs),
+ * so CheckKey answers UNAVAILABLE within a fraction of a second. It reconnects by itself.
+ */
+export function createRedis(url: string, logger: Logger, options: { lazyConnect?: boolean } = {}): Redis {
+  const redis = new Redis(url, {
+    connectTimeout: 500,
+    commandTimeout: 500,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    lazyConnect: options.lazyConnect ?? false,
+    // Reconnect forever, quickly at first, at most every two seconds.
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+  });
+  let lastErrorLogAt = 0;
+  redis.on('error', (error: Error) => {
+    // ioredis emits an error per failed reconnect; one line every ten seconds is enough.
+    const now = Date.now();
+    if (now - lastErrorLogAt < 10_000) return;
+    lastErrorLogAt = now;
+    logger.warn({ err: { message: error.message } }, 'redis error');
+  });
+  redis.on('ready', () => logger.info('redis ready'));
+  return redis;
+}

@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
+import { ConfigError } from '@gateway/config';
+import { loadMeteringConfig } from './config.js';
+
+describe('metering configuration', () => {
+  it('has working defaults', () => {
+    expect(loadMeteringConfig({})).toEqual({
+      METERING_LISTEN_ADDR: '0.0.0.0:50054',
+      METERING_METRICS_PORT: 9104,
+      NATS_URL: 'nats://127.0.0.1:4222',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      CATALOG_PATH: DEFAULT_CATALOG_PATH,
+      LOG_LEVEL: 'info',
+      METERING_SHUTDOWN_GRACE_MS: 5_000,
+    });
+  });
+
+  // Each invalid environment and the exact error it must produce.
+  const invalid: Array<[Record<string, string>, string]> = [
+    [{ NATS_URL: '127.0.0.1:4222' }, 'invalid configuration: env/NATS_URL must match pattern "^(nats|tls)://"'],
+    [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?://"'],
+    [{ METERING_METRICS_PORT: '70000' }, 'invalid configuration: env/METERING_METRICS_PORT must be <= 65535'],
+    [{ CATALOG_PATH: '' }, 'invalid configuration: env/CATALOG_PATH must NOT have fewer than 1 characters'],
+  ];
+  it.each(invalid)('rejects %o', (env, message) => {
+    expect(() => loadMeteringConfig(env)).toThrow(new ConfigError(message));
+  });
+});

@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import { createServer as createTcpServer, connect as connectTcp, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { connect, type NatsConnection } from 'nats';
+import { costPicoUsd, type Catalog, type CatalogModel } from '@gateway/catalog';
+import { createLogger } from '@gateway/logger';
+import { encodeUsageEvent, UsagePublisher } from '@gateway/messaging';
+import { createRegistry, prometheus } from '@gateway/observability';
+import type { UsageEvent } from '@gateway/proto';
+import { eventually, natsUrl, redisUrl } from '@gateway/testing';
+import { createServer, type MeteringServer } from './app.js';
+import { createRedis } from './redis-client.js';
+import { eventRecord, keyTotals, modelTotals } from './usage-store.js';
+
+const logger = createLogger('metering-test', 'silent');
+const run = randomUUID().slice(0, 8);
+
+/** Two models of this run: $2.50 / $1.25 cached / $10 per million tokens, and a cheap one. */
+const PREMIUM = `test-premium-${run}`;
+const ECONOMY = `test-economy-${run}`;
+
+function model(id: string, pricing: CatalogModel['pricing']): CatalogModel {
+  return {
+    id, provider: 'simulated', owned_by: 'test', created: 0, upstream: { model: id }, pricing,
+    context_window: 128_000, max_output_tokens: 4_096, capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
+    quality_tier: 'standard', fallbacks: [], simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 },
+  };
+}
+
+// Built by hand until loadCatalog lands; metering only uses byId and pricing.
+const models = [
+  model(PREMIUM, { input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 1_250_000, output_micro_usd_per_mtok: 10_000_000 }),
+  model(ECONOMY, { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 }),
+];
+const catalog: Catalog = { models, byId: new Map(models.map((entry) => [entry.id, entry])) };
+
+function usageEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
+  return {
+    event_id: `evt-${randomUUID()}`,
+    key_id: `key_${run}test`,
+    model_id: PREMIUM,
+    provider: 'simulated',
+    usage: { prompt_tokens: 1_200, completion_tokens: 350, total_tokens: 1_550, cached_tokens: 200 },
+    received_at_ms: 1_763_700_000_000,
+    latency_ms: 420,
+    outcome: 'OUTCOME_COMPLETED',
+    requested_model: 'auto',
+    ...overrides,
+  };
+}
+
+async function counterValue(registry: prometheus.Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) return 0;
+  const { values } = await metric.get();
+  return values.filter((value) => Object.entries(labels).every(([label, expected]) => value.labels[label] === expected)).reduce((sum, value) => sum + value.value, 0);
+}
+
+/** A stream, subject and metering consumer of one test group, so nothing else reads or writes them. */
+async function startMetering(nc: NatsConnection, redis: Redis) {
+  const id = randomUUID().replaceAll('-', '');
+  const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
+  const registry = createRegistry('metering-test');
+  const metering: MeteringServer = createServer({ nc, redis, catalog, logger, registry, ...names, durableName: `metering-${id}`, backoffMs: [200, 400] });
+  await metering.start();
+  return { ...names, registry, metering, publisher: new UsagePublisher(nc, logger, { subject: names.subject }) };
+}
+
+describe('metering', () => {
+  let nc: NatsConnection;
+  let redis: Redis;
+  let inspector: Redis;
+  let main: Awaited<ReturnType<typeof startMetering>>;
+  const streams: string[] = [];
+
+  beforeAll(async () => {
+    nc = await connect({ servers: await natsUrl() });
+    redis = createRedis(await redisUrl(), logger);
+    inspector = new Redis(await redisUrl());
+    await eventually(() => redis.status === 'ready', 'redis to be ready');
+    main = await startMetering(nc, redis);
+    streams.push(main.stream);
+  });
+
+  afterAll(async () => {
+    await main.metering.stop();
+    main.publisher.close();
+    const manager = await nc.jetstreamManager();
+    for (const stream of streams) await manager.streams.delete(stream).catch(() => undefined);
+    const names = await inspector.keys(`metering:*${run}*`);
+    if (names.length) await inspector.del(...names);
+    await nc.drain();
+    redis.disconnect();
+    await inspector.quit();
+  });
+
+  it('meters a published event with the exact catalog cost', async () => {
+    const event = usageEvent();
+    main.publisher.publish(event);
+    const record = await eventually(() => eventRecord(redis, event.event_id!), 'the event to be metered');
+    // (1200 - 200) x 2.5 + 200 x 1.25 + 350 x 10 micro-USD = 6,250 micro-USD = 6.25e9 pico-USD.
+    expect(record).toEqual({
+      key_id: event.key_id, model_id: PREMIUM, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200,
+      cost_pico_usd: 6_250_000_000n, cost_usd: '0.00625', outcome: 'OUTCOME_COMPLETED', received_at_ms: 1_763_700_000_000,
+    });
+    expect(record.cost_pico_usd).toBe(costPicoUsd(models[0].pricing, event.usage!));
+    const ttl = await inspector.ttl(`metering:event:${event.event_id}`);
+    expect(ttl).toBeGreaterThan(6 * 24 * 3600);
+    expect(ttl).toBeLessThanOrEqual(7 * 24 * 3600);
+  });
+
+  it('counts an event once however often it is published or redelivered', async () => {
+    const keyId = `key_${run}dup`;
+    const event = usageEvent({ key_id: keyId });
+    main.publisher.publish(event);
+    main.publisher.publish(event);
+    await main.publisher.flush(5_000);
+    // A redelivery: the same event as a distinct message, which JetStream cannot de-duplicate.
+    await nc.jetstream().publish(main.subject, encodeUsageEvent(event), { msgID: `redelivery-${event.event_id}` });
+    await eventually(async () => (await counterValue(main.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1, 'the redelivery to be seen as a duplicate');
+    expect(await keyTotals(redis, keyId)).toEqual({ requests: 1, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200, cost_pico_usd: 6_250_000_000n, cost_usd: 0.00625 });
+  });
+
+  it('terminates and counts poison messages, and keeps metering after them', async () => {
+    const js = nc.jetstream();
+    await js.publish(main.subject, new Uint8Array([0x0a, 0xff, 0xff, 0xff]));
+    main.publisher.publish(usageEvent({ model_id: 'no-such-model' }));
+    main.publisher.publish(usageEvent({ key_id: '' }));
+    const after = usageEvent({ key_id: `key_${run}after-poison` });
+    main.publisher.publish(after);
+    await eventually(() => eventRecord(redis, after.event_id!), 'the event after the poison to be metered');
+    await eventually(async () => (await counterValue(main.registry, 'gateway_metering_poison_messages_total')) === 3, 'three poison messages to be counted');
+    expect(await counterValue(main.registry, 'gateway_metering_poison_messages_total', { reason: 'undecodable' })).toBe(1);
+    expect(await counterValue(main.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' })).toBe(1);
+    expect(await counterValue(main.registry, 'gateway_metering_poison_messages_total', { reason: 'missing_key_id' })).toBe(1);
+    const manager = await nc.jetstreamManager();
+    await eventually(async () => {
+      const info = (await manager.consumers.list(main.stream).next()).find((consumer) => consumer.name.startsWith('metering-'));
+      return info && info.num_pending === 0 && info.num_ack_pending === 0;
+    }, 'nothing pending or unacknowledged');
+  });
+
+  it('adds up totals per key and per model', async () => {
+    const alice = `key_${run}alice`;
+    const bob = `key_${run}bob`;
+    const events = [
+      usageEvent({ key_id: alice, model_id: PREMIUM, usage: { prompt_tokens: 100, completion_tokens: 10 } }),
+      usageEvent({ key_id: alice, model_id: ECONOMY, usage: { prompt_tokens: 1_000, completion_tokens: 500, cached_tokens: 400 } }),
+      usageEvent({ key_id: alice, model_id: ECONOMY, usage: { prompt_tokens: 7, completion_tokens: 3 }, outcome: 'OUTCOME_CANCELLED' }),
+      usageEvent({ key_id: bob, model_id: ECONOMY, usage: { prompt_tokens: 50, completion_tokens: 0 }, outcome: 'OUTCOME_FAILED' }),
+    ];
+    for (const event of events) main.publisher.publish(event);
+    await eventually(async () => (await Promise.all(events.map((event) => eventRecord(redis, event.event_id!)))).every(Boolean), 'all four events to be metered');
+
+    // Premium: 100 x 2.5 + 10 x 10 = 350 micro-USD.
+    // Economy: 600 x 0.15 + 400 x 0.075 + 500 x 0.6 = 420; 7 x 0.15 + 3 x 0.6 = 2.85; 50 x 0.15 = 7.5.
+    expect(await keyTotals(redis, alice)).toEqual({ requests: 3, prompt_tokens: 1_107, completion_tokens: 513, cached_tokens: 400, cost_pico_usd: 772_850_000n, cost_usd: 0.00077285 });
+    expect(await keyTotals(redis, bob)).toEqual({ requests: 1, prompt_tokens: 50, completion_tokens: 0, cached_tokens: 0, cost_pico_usd: 7_500_000n, cost_usd: 0.0000075 });
+    const economy = await modelTotals(redis, ECONOMY);
+    expect(economy).toMatchObject({ requests: 3, prompt_tokens: 1_057, completion_tokens: 503, cached_tokens: 400, cost_pico_usd: 430_350_000n });
+    expect((await eventRecord(redis, events[3].event_id!))?.outcome).toBe('OUTCOME_FAILED');
+  });
+
+  it('counts a reported cost that differs from the metered one', async () => {
+    const before = await counterValue(main.registry, 'gateway_metering_cost_mismatch_total');
+    const agreeing = usageEvent({ reported_cost_pico_usd: 6_250_000_000 });
+    const differing = usageEvent({ reported_cost_pico_usd: 6_250_000_001 });
+    main.publisher.publish(agreeing);
+    main.publisher.publish(differing);
+    await eventually(async () => (await eventRecord(redis, agreeing.event_id!)) && eventRecord(redis, differing.event_id!), 'both events to be metered');
+    expect(await counterValue(main.registry, 'gateway_metering_cost_mismatch_total')).toBe(before + 1);
+    expect((await eventRecord(redis, differing.event_id!))?.cost_pico_usd).toBe(6_250_000_000n);
+  });
+
+  it('leaves events unacknowledged while Redis is down and meters them once it is back', async () => {
+    const target = new URL(await redisUrl());
+    const proxy = await startProxy(0, target.hostname, Number(target.port));
+    const flakyRedis = createRedis(`redis://127.0.0.1:${proxy.port}`, logger);
+    await eventually(() => flakyRedis.status === 'ready', 'redis through the proxy to be ready');
+    const flaky = await startMetering(nc, flakyRedis);
+    streams.push(flaky.stream);
+    try {
+      await proxy.close();
+      const event = usageEvent({ key_id: `key_${run}outage` });
+      flaky.publisher.publish(event);
+      await flaky.publisher.flush(5_000);
+      const manager = await nc.jetstreamManager();
+      await eventually(async () => {
+        const info = (await manager.consumers.list(flaky.stream).next())[0];
+        return info && info.num_redelivered > 0;
+      }, 'the event to be handed back for redelivery', 10_000);
+      expect(await eventRecord(redis, event.event_id!)).toBeUndefined();
+
+      const reopened = await startProxy(proxy.port, target.hostname, Number(target.port));
+      try {
+        const record = await eventually(() => eventRecord(redis, event.event_id!), 'the event to be metered after Redis returned', 15_000, 100);
+        expect(record.cost_pico_usd).toBe(6_250_000_000n);
+        expect((await keyTotals(redis, event.key_id!)).requests).toBe(1);
+      } finally {
+        await flaky.metering.stop();
+        flaky.publisher.close();
+        flakyRedis.disconnect();
+        await reopened.close();
+      }
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
+});
+
+/** A TCP proxy whose close cuts every connection: Redis "going away" for one client only. */
+async function startProxy(port: number, host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((client) => {
+    const upstream = connectTcp(targetPort, host);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => resolve()); });
+  const address = server.address();
+  let closed = false;
+  return {
+    port: typeof address === 'object' && address ? address.port : port,
+    close: () => new Promise<void>((resolve) => {
+      if (closed) return resolve();
+      closed = true;
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}

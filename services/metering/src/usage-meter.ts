@@ -1,0 +1,75 @@
+import type { Redis } from 'ioredis';
+import { costPicoUsd, picoUsdToUsd, type Catalog } from '@gateway/catalog';
+import type { Logger } from '@gateway/logger';
+import { PoisonMessageError } from '@gateway/messaging';
+import { prometheus } from '@gateway/observability';
+import type { UsageEventOutput } from '@gateway/proto';
+import { recordEvent } from './usage-store.js';
+
+/** What metering needs to price and store events. */
+export interface UsageMeterDependencies {
+  redis: Redis;
+  /** The whole catalog: a disabled model can still have usage in flight, and it is still billed. */
+  catalog: Catalog;
+  logger: Logger;
+  registry?: prometheus.Registry;
+}
+
+/** The metering outcome of one event. */
+export type MeterResult = 'metered' | 'duplicate';
+
+/** Meters one event: see createUsageMeter. */
+export type UsageMeter = (event: UsageEventOutput) => Promise<MeterResult>;
+
+/**
+ * Creates the function that meters one usage event: it prices the event with the catalog's
+ * pricing and costPicoUsd (the function the edge uses for gateway.cost_usd, so both agree to the
+ * pico-dollar) and records it atomically, once per event id. Throws PoisonMessageError for an
+ * event that can never be metered (no event id or key id, a model the catalog does not know);
+ * a Redis failure rejects as is, so the message is redelivered.
+ */
+export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMeter {
+  const { redis, catalog, logger } = dependencies;
+  const registers = dependencies.registry ? [dependencies.registry] : [];
+  const events = new prometheus.Counter({ name: 'gateway_metering_events_total', help: 'Usage events processed, by result (metered, duplicate).', labelNames: ['result'], registers });
+  const mismatches = new prometheus.Counter({ name: 'gateway_metering_cost_mismatch_total', help: 'Events whose cost reported by the edge differs from the metered cost.', registers });
+  const tokens = new prometheus.Counter({ name: 'gateway_metering_tokens_total', help: 'Metered tokens, by kind (prompt, completion, cached).', labelNames: ['kind'], registers });
+
+  return async (event) => {
+    const eventId = event.event_id ?? '';
+    const keyId = event.key_id ?? '';
+    const modelId = event.model_id ?? '';
+    if (!eventId) throw new PoisonMessageError('missing_event_id', 'usage event without event_id');
+    if (!keyId) throw new PoisonMessageError('missing_key_id', `usage event ${eventId} without key_id`);
+    const model = catalog.byId.get(modelId);
+    if (!model) throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
+
+    const usage = { prompt_tokens: event.usage?.prompt_tokens ?? 0, completion_tokens: event.usage?.completion_tokens ?? 0, cached_tokens: event.usage?.cached_tokens ?? 0 };
+    const cost = costPicoUsd(model.pricing, usage);
+    const metered = await recordEvent(redis, eventId, {
+      key_id: keyId,
+      model_id: modelId,
+      ...usage,
+      cost_pico_usd: cost,
+      cost_usd: String(picoUsdToUsd(cost)),
+      outcome: event.outcome ?? 'OUTCOME_UNSPECIFIED',
+      received_at_ms: event.received_at_ms ?? 0,
+    });
+    if (!metered) {
+      events.inc({ result: 'duplicate' });
+      logger.debug({ event_id: eventId }, 'usage event already metered');
+      return 'duplicate';
+    }
+    events.inc({ result: 'metered' });
+    tokens.inc({ kind: 'prompt' }, usage.prompt_tokens);
+    tokens.inc({ kind: 'completion' }, usage.completion_tokens);
+    tokens.inc({ kind: 'cached' }, usage.cached_tokens);
+    // proto3 cannot tell an unset int64 from 0, so 0 means "the edge reported nothing".
+    const reported = event.reported_cost_pico_usd ?? 0;
+    if (reported !== 0 && BigInt(Math.trunc(reported)) !== cost) {
+      mismatches.inc();
+      logger.warn({ event_id: eventId, key_id: keyId, model_id: modelId, reported_cost_pico_usd: reported, cost_pico_usd: cost.toString() }, 'reported cost differs from metered cost');
+    }
+    return 'metered';
+  };
+}
