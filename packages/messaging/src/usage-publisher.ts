@@ -34,7 +34,8 @@ interface QueuedEvent {
  * queue is bounded so an outage costs dropped events (logged and counted), never memory.
  */
 export class UsagePublisher {
-  private readonly js: JetStreamClient;
+  private js?: JetStreamClient;
+  private readonly connected: Promise<unknown>;
   private readonly queue: QueuedEvent[] = [];
   private readonly subject: string;
   private readonly maxQueue: number;
@@ -52,8 +53,15 @@ export class UsagePublisher {
   private wakeUp?: () => void;
   private idleWaiters: Array<() => void> = [];
 
-  constructor(nc: NatsConnection, private readonly logger: Logger, options: UsagePublisherOptions = {}) {
-    this.js = nc.jetstream();
+  /**
+   * Takes the connection or the promise of one, so that a service can start serving while NATS is
+   * still unreachable: events queue until the first connection is made.
+   */
+  constructor(connection: NatsConnection | Promise<NatsConnection>, private readonly logger: Logger, options: UsagePublisherOptions = {}) {
+    this.connected = Promise.resolve(connection).then(
+      (nc) => { this.js = nc.jetstream(); },
+      (error: unknown) => { this.logger.error({ err: error }, 'usage publisher has no NATS connection'); },
+    );
     this.subject = options.subject ?? USAGE_SUBJECT;
     this.maxQueue = options.maxQueue ?? 100_000;
     this.maxInFlight = options.maxInFlight ?? 64;
@@ -138,10 +146,12 @@ export class UsagePublisher {
 
   private async run(): Promise<void> {
     let backoffMs = this.initialBackoffMs;
-    while (!this.closed && this.queue.length > 0) {
+    if (!this.js) await this.connected;
+    while (!this.closed && this.queue.length > 0 && this.js) {
+      const js = this.js;
       const batch = this.queue.splice(0, this.maxInFlight);
       this.inFlight += batch.length;
-      const results = await Promise.allSettled(batch.map((item) => this.js.publish(this.subject, item.bytes, { msgID: item.eventId, timeout: this.publishTimeoutMs })));
+      const results = await Promise.allSettled(batch.map((item) => js.publish(this.subject, item.bytes, { msgID: item.eventId, timeout: this.publishTimeoutMs })));
       this.inFlight -= batch.length;
       const failed = batch.filter((_, index) => results[index].status === 'rejected');
       this.publishedCount += batch.length - failed.length;

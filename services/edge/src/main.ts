@@ -4,7 +4,7 @@
  */
 import { createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher, connectNats } from '@gateway/messaging';
+import { UsagePublisher, connectNats, ensureUsageStream } from '@gateway/messaging';
 import { createRegistry } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
@@ -24,7 +24,10 @@ const health = [config.AUTH_SERVICE_ADDR, config.ROUTER_SERVICE_ADDR, config.EXE
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
 
-const nats = await connectNats(config.NATS_URL, 'edge', logger);
+// NATS is not awaited: the edge serves while NATS is unreachable, and usage events queue until
+// the first connection (then the stream is made sure of, so events never wait on metering).
+const nats = connectNats(config.NATS_URL, 'edge', logger);
+void nats.then((connection) => ensureUsageStream(connection)).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger);
 
 let shuttingDown = false;
@@ -49,7 +52,7 @@ async function shutdown(signal: string): Promise<void> {
   await app.close();
   catalog.stop();
   await usage.flush(5000);
-  await nats.drain().catch(() => undefined);
+  await Promise.race([nats.then((connection) => connection.drain()), new Promise((resolve) => setTimeout(resolve, 2000))]).catch(() => undefined);
   for (const client of [auth, router, executor, ...health]) client.close();
   process.exit(0);
 }

@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
+import { createLogger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+import { loadGatewayGrpc, type ChatRequest, type ExecuteRequest, type ExecuteResponseOutput, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
+import { createServer } from './app.js';
+import { UpstreamPools } from './providers/openai-compatible/upstream-pools.js';
+import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from './testing/catalog-models.js';
+import { fixture, replaySse, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.js';
+
+let upstream: FakeUpstream;
+let pools: UpstreamPools;
+let server: GatewayServer;
+let client: ExecutorServiceClient;
+let registry: prometheus.Registry;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 5000, idleMs: 5000 });
+  registry = new prometheus.Registry();
+  const catalog = catalogOf([
+    simulatedModel(),
+    simulatedModel({ id: 'sim-paced', simulation: { time_to_first_token_ms: 0, tokens_per_second: 200 } }),
+    openAiCompatibleModel(upstream.baseUrl),
+    openAiCompatibleModel(upstream.baseUrl, { id: 'switched-off', upstream: { model: 'gpt-4o', base_url: upstream.baseUrl, api_key_env: 'UNSET_KEY_VARIABLE' } }),
+    { ...simulatedModel(), id: 'claude-test', provider: 'anthropic', upstream: { model: 'claude-sonnet', base_url: 'https://api.anthropic.com/v1', api_key_env: 'ANTHROPIC_TEST_KEY' } },
+  ]);
+  server = createServer({
+    catalog,
+    environment: { [TEST_KEY_ENV]: TEST_KEY, ANTHROPIC_TEST_KEY: 'sk-ant-test' },
+    logger: createLogger('executor-test', 'silent'),
+    registry,
+    pools,
+  });
+  const port = await server.listen('127.0.0.1:0');
+  client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
+});
+
+afterAll(async () => {
+  client.close();
+  await server.shutdown(1000);
+  await pools.close(100);
+  await upstream.close();
+});
+
+function chatRequest(text: string, extra: Partial<ChatRequest> = {}): ChatRequest {
+  return { model: 'auto', messages: [{ role: 'ROLE_USER', text }], ...extra };
+}
+
+function executeRequest(modelId: string, request: ChatRequest): ExecuteRequest {
+  return { request_id: 'req-test', model_id: modelId, key_id: 'key_test', request };
+}
+
+function metadata(): Metadata {
+  const value = new Metadata();
+  value.set('x-request-id', 'req-test');
+  return value;
+}
+
+function complete(request: ExecuteRequest): Promise<ExecuteResponseOutput> {
+  return new Promise((resolve, reject) => {
+    client.Complete(request, metadata(), { deadline: Date.now() + 10_000 }, (error, response) => (error ? reject(error) : resolve(response as ExecuteResponseOutput)));
+  });
+}
+
+/** Reads a whole stream: its events, and the error status it ended with, if any. */
+function streamComplete(request: ExecuteRequest): Promise<{ events: ExecuteStreamEventOutput[]; error?: GatewayError }> {
+  return new Promise((resolve) => {
+    const events: ExecuteStreamEventOutput[] = [];
+    const call = client.StreamComplete(request, metadata(), { deadline: Date.now() + 10_000 });
+    call.on('data', (event: ExecuteStreamEventOutput) => events.push(event));
+    call.on('error', (error) => resolve({ events, error: GatewayError.fromServiceError(error) }));
+    call.on('end', () => resolve({ events }));
+  });
+}
+
+function contentOf(events: ExecuteStreamEventOutput[]): string {
+  return events.flatMap((event) => event.chunk?.choices ?? []).map((choice) => choice.delta?.content ?? '').join('');
+}
+
+describe('ExecutorService over gRPC', () => {
+  it('Complete answers from a simulated model', async () => {
+    const response = await complete(executeRequest('sim-fast', chatRequest('Hello executor', { seed: 9 })));
+    expect(response.provider).toBe('simulated');
+    expect(response.response?.model).toBe('sim-fast');
+    expect(response.response?.choices[0]?.finish_reason).toBe('FINISH_REASON_STOP');
+    expect(response.response?.choices[0]?.message?.content?.length).toBeGreaterThan(10);
+    expect(response.response?.usage?.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it('StreamComplete sends the chunks, then exactly one end event with the usage of the whole stream', async () => {
+    const request = executeRequest('sim-paced', chatRequest('Hello executor', { seed: 9, stream: true }));
+    const whole = await complete(request);
+    const { events, error } = await streamComplete(request);
+    expect(error).toBeUndefined();
+    const ends = events.filter((event) => event.event === 'end');
+    expect(ends).toHaveLength(1);
+    expect(events.at(-1)?.event).toBe('end');
+    expect(ends[0]?.end).toEqual({ usage: whole.response?.usage, provider: 'simulated' });
+    const chunks = events.filter((event) => event.event === 'chunk');
+    expect(chunks.length).toBeGreaterThan(3);
+    expect(chunks.every((event) => !event.chunk?.usage)).toBe(true);
+    expect(contentOf(events)).toBe(whole.response?.choices[0]?.message?.content);
+    expect(chunks[0]?.chunk?.choices[0]?.delta?.role).toBe('ROLE_ASSISTANT');
+    expect(chunks.at(-1)?.chunk?.choices[0]?.finish_reason).toBe('FINISH_REASON_STOP');
+  });
+
+  it('StreamComplete relays an openai-compatible stream with the upstream usage in the end event', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    const { events, error } = await streamComplete(executeRequest('fake/gpt-4o-mini', chatRequest('Hi', { stream: true })));
+    expect(error).toBeUndefined();
+    expect(contentOf(events)).toBe('Hello! How can I help?');
+    expect(events.filter((event) => event.event === 'chunk')).toHaveLength(5);
+    expect(events.at(-1)?.end).toEqual({ usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 }, provider: 'openai-compatible' });
+  });
+
+  it('delivers a mid-stream failure as an error status after the chunks already sent', async () => {
+    const { events, error } = await streamComplete(executeRequest('sim-fast', chatRequest('Fail later [[simulate:fail_after=4]]')));
+    expect(events).toHaveLength(4);
+    expect(events.every((event) => event.event === 'chunk')).toBe(true);
+    expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, provider: 'simulated' });
+  });
+
+  it('answers NOT_FOUND model_not_found with the ErrorInfo trailer for an unknown or switched-off model', async () => {
+    for (const modelId of ['no-such-model', 'switched-off']) {
+      const failure = await complete(executeRequest(modelId, chatRequest('Hi'))).then(() => undefined, (error: unknown) => GatewayError.fromServiceError(error));
+      expect(failure).toMatchObject({ code: GrpcStatus.NOT_FOUND, reason: 'model_not_found', retryable: false });
+      expect(failure?.message).toContain(modelId);
+      const streamed = await streamComplete(executeRequest(modelId, chatRequest('Hi')));
+      expect(streamed.events).toEqual([]);
+      expect(streamed.error).toMatchObject({ code: GrpcStatus.NOT_FOUND, reason: 'model_not_found' });
+    }
+  });
+
+  it('answers UNAVAILABLE model_unavailable for a provider this executor does not support yet', async () => {
+    const failure = await complete(executeRequest('claude-test', chatRequest('Hi'))).then(() => undefined, (error: unknown) => GatewayError.fromServiceError(error));
+    expect(failure).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable' });
+    expect(failure?.message).toContain('anthropic');
+  });
+
+  it('carries upstream failures as typed statuses: a simulated 429 with its retry-after', async () => {
+    const failure = await complete(executeRequest('sim-fast', chatRequest('[[simulate:error=429]] [[simulate:retry_after_ms=1500]]'))).then(() => undefined, (error: unknown) => GatewayError.fromServiceError(error));
+    expect(failure).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 1500, upstreamStatus: 429, provider: 'simulated' });
+  });
+
+  it('aborts the upstream request when the caller cancels the stream', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
+    const before = upstream.requests.length;
+    const call = client.StreamComplete(executeRequest('fake/gpt-4o-mini', chatRequest('Hi')), metadata(), { deadline: Date.now() + 10_000 });
+    call.on('error', () => { /* CANCELLED, expected */ });
+    await new Promise<void>((resolve) => call.once('data', () => resolve()));
+    const cancelledAt = performance.now();
+    call.cancel();
+    const closedAt = await upstream.requests[before]?.closed;
+    expect((closedAt as number) - cancelledAt).toBeLessThan(100);
+    expect(upstream.requests[before]?.finished).toBe(false);
+  });
+
+  it('counts requests by model, provider and outcome', async () => {
+    const text = await registry.metrics();
+    expect(text).toMatch(/gateway_executor_requests_total\{model="sim-fast",provider="simulated",outcome="ok"\} [1-9]/);
+    expect(text).toMatch(/gateway_executor_requests_total\{model="unknown",provider="unknown",outcome="model_not_found"\} [1-9]/);
+    expect(text).toMatch(/gateway_executor_requests_total\{model="sim-fast",provider="simulated",outcome="upstream_error"\} 1/);
+    expect(text).toContain('gateway_executor_upstream_duration_seconds_bucket');
+    expect(text).not.toContain(TEST_KEY);
+  });
+});

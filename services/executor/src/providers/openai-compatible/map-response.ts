@@ -1,0 +1,105 @@
+/**
+ * Finish-reason and usage mapping, and OpenAI responses and chunks -> gateway ChatResponse and
+ * ChatChunk. The gateway reports its catalog model id as `model`, not the upstream's name, so a
+ * caller sees the id it can send again.
+ */
+import type { ChatChunk, ChatResponse, FinishReasonOutput, RoleOutput, Usage } from '@gateway/proto';
+import type { OpenAiChatChunk, OpenAiChatResponse, OpenAiUsage } from './wire-types.js';
+
+/**
+ * OpenAI finish reasons, plus the variants some compatible servers send: Mistral's `model_length`
+ * and vLLM's `abort` (mapped to `length` and `stop`, the closest a client understands).
+ */
+export function mapFinishReason(reason: string | null | undefined): FinishReasonOutput {
+  switch (reason) {
+    case 'stop': case 'eos': case 'end_turn': case 'abort': return 'FINISH_REASON_STOP';
+    case 'length': case 'model_length': case 'max_tokens': return 'FINISH_REASON_LENGTH';
+    case 'tool_calls': return 'FINISH_REASON_TOOL_CALLS';
+    case 'content_filter': return 'FINISH_REASON_CONTENT_FILTER';
+    case 'function_call': return 'FINISH_REASON_FUNCTION_CALL';
+    case null: case undefined: case '': return 'FINISH_REASON_UNSPECIFIED';
+    default: return 'FINISH_REASON_STOP';
+  }
+}
+
+/** CompletionUsage -> Usage, with cached prompt tokens and reasoning tokens from the *_details objects. */
+export function mapUsage(usage: OpenAiUsage): Usage {
+  const prompt = usage.prompt_tokens ?? 0;
+  const completion = usage.completion_tokens ?? 0;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: usage.total_tokens ?? prompt + completion,
+    cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    reasoning_tokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
+  };
+}
+
+function mapRole(role: string | null | undefined): RoleOutput | undefined {
+  return role === 'assistant' ? 'ROLE_ASSISTANT' : undefined;
+}
+
+/** A whole response; `model` is the catalog id. Returns undefined usage when the upstream sent none. */
+export function fromOpenAiResponse(body: OpenAiChatResponse, modelId: string): ChatResponse {
+  return {
+    id: body.id ?? '',
+    created: body.created ?? Math.floor(Date.now() / 1000),
+    model: modelId,
+    choices: (body.choices ?? []).map((choice, position) => {
+      const message = choice.message ?? {};
+      return {
+        index: choice.index ?? position,
+        finish_reason: mapFinishReason(choice.finish_reason),
+        message: {
+          ...(typeof message.content === 'string' ? { content: message.content } : {}),
+          ...(typeof message.refusal === 'string' ? { refusal: message.refusal } : {}),
+          tool_calls: (message.tool_calls ?? []).map((call) => ({
+            id: call.id,
+            type: call.type ?? 'function',
+            function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+          })),
+        },
+      };
+    }),
+    ...(body.usage ? { usage: mapUsage(body.usage) } : {}),
+    ...(body.system_fingerprint ? { system_fingerprint: body.system_fingerprint } : {}),
+  };
+}
+
+/** One chunk's choices; the usage, when the chunk carries it, is read separately by usageOfChunk. */
+export function fromOpenAiChunk(body: OpenAiChatChunk, modelId: string): ChatChunk {
+  return {
+    id: body.id ?? '',
+    created: body.created ?? Math.floor(Date.now() / 1000),
+    model: modelId,
+    ...(body.system_fingerprint ? { system_fingerprint: body.system_fingerprint } : {}),
+    choices: (body.choices ?? []).map((choice, position) => {
+      const delta = choice.delta ?? {};
+      const role = mapRole(delta.role);
+      return {
+        index: choice.index ?? position,
+        finish_reason: mapFinishReason(choice.finish_reason),
+        delta: {
+          ...(role ? { role } : {}),
+          ...(typeof delta.content === 'string' ? { content: delta.content } : {}),
+          ...(typeof delta.refusal === 'string' ? { refusal: delta.refusal } : {}),
+          tool_calls: (delta.tool_calls ?? []).map((call, callPosition) => ({
+            index: call.index ?? callPosition,
+            ...(call.id ? { id: call.id } : {}),
+            ...(call.type ? { type: call.type } : {}),
+            function: {
+              ...(typeof call.function?.name === 'string' ? { name: call.function.name } : {}),
+              ...(typeof call.function?.arguments === 'string' ? { arguments: call.function.arguments } : {}),
+            },
+          })),
+        },
+      };
+    }),
+  };
+}
+
+/** The usage a chunk carries (OpenAI's `usage`, Groq's `x_groq.usage`), if any. */
+export function usageOfChunk(body: OpenAiChatChunk): Usage | undefined {
+  const usage = body.usage ?? body.x_groq?.usage;
+  return usage ? mapUsage(usage) : undefined;
+}

@@ -1,0 +1,309 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import type { CatalogModel } from '@gateway/catalog';
+import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
+import { catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
+import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
+import { toGatewayError } from '../../to-gateway-error.js';
+import type { ProviderStreamEvent } from '../provider.js';
+import { UpstreamError } from '../upstream-error.js';
+import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
+import { UpstreamPools } from './upstream-pools.js';
+
+let upstream: FakeUpstream;
+let pools: UpstreamPools;
+let provider: OpenAiCompatibleProvider;
+let model: CatalogModel;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
+  provider = new OpenAiCompatibleProvider({ pools, environment: { [TEST_KEY_ENV]: TEST_KEY } });
+  model = openAiCompatibleModel(upstream.baseUrl);
+  expect(catalogOf([model]).byId.get(model.id)).toBe(model);
+});
+
+afterEach(() => { upstream.requests.length = 0; });
+
+afterAll(async () => {
+  await pools.close(100);
+  await upstream.close();
+});
+
+function contextOf(signal: AbortSignal = new AbortController().signal, catalogModel: CatalogModel = model) {
+  return { model: catalogModel, signal, requestId: 'test-request' };
+}
+
+function simpleRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
+  return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hello!', tool_calls: [] }], stop: [], tools: [], ...extra };
+}
+
+async function collect(iterable: AsyncIterable<ProviderStreamEvent>): Promise<ProviderStreamEvent[]> {
+  const events: ProviderStreamEvent[] = [];
+  for await (const event of iterable) events.push(event);
+  return events;
+}
+
+function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
+  return events.flatMap((event) => (event.type === 'chunk' ? [event.chunk] : []));
+}
+
+/** The GatewayError the gRPC boundary would send for a failed call. */
+async function gatewayErrorOf(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(() => undefined, (failure: unknown) => failure);
+  expect(error).toBeInstanceOf(UpstreamError);
+  const mapped = toGatewayError(error);
+  expect(mapped).toBeInstanceOf(GatewayError);
+  return mapped as GatewayError;
+}
+
+describe('OpenAiCompatibleProvider: requests it sends', () => {
+  it('translates every field of the chat request to OpenAI JSON, with the key from the named variable', async () => {
+    upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    const request: ChatRequestOutput = {
+      model: 'auto',
+      messages: [
+        { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
+        { role: 'ROLE_DEVELOPER', content: 'text', text: 'Use metric units.', tool_calls: [] },
+        {
+          role: 'ROLE_USER', content: 'parts', name: 'ada', tool_calls: [],
+          parts: { parts: [{ text: 'What is in this image?' }, { image_url: { url: 'https://example.com/cat.png', detail: 'low' } }] },
+        },
+        { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_current_weather', arguments: '{"location":"Paris"}' } }] },
+        { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'call_1', tool_calls: [] },
+      ],
+      temperature: 0.2,
+      top_p: 0.9,
+      n: 2,
+      stop: ['END'],
+      max_tokens: 256,
+      max_tokens_is_completion_tokens: true,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.3,
+      seed: 1234,
+      tools: [{ type: 'function', function: { name: 'get_current_weather', description: 'Weather now', parameters_json: '{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}', strict: true } }],
+      tool_choice: { choice: 'function_name', function_name: 'get_current_weather' },
+      parallel_tool_calls: false,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema_json: '{"type":"object"}', strict: true } },
+      user: 'user-42',
+      metadata: { team: 'search' },
+      logit_bias: { '50256': -100 },
+      reasoning_effort: 'low',
+      service_tier: 'auto',
+    };
+    await provider.complete(request, contextOf());
+    const received = upstream.requests[0];
+    expect(received?.method).toBe('POST');
+    expect(received?.path).toBe('/v1/chat/completions');
+    expect(received?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
+    expect(received?.headers['content-type']).toBe('application/json');
+    expect(received?.headers['x-team']).toBe('gateway');
+    expect(received?.body).toEqual({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'developer', content: 'Use metric units.' },
+        { role: 'user', name: 'ada', content: [{ type: 'text', text: 'What is in this image?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } }] },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_current_weather', arguments: '{"location":"Paris"}' } }] },
+        { role: 'tool', content: '{"temperature":21}', tool_call_id: 'call_1' },
+      ],
+      temperature: 0.2,
+      top_p: 0.9,
+      n: 2,
+      stop: ['END'],
+      max_completion_tokens: 256,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.3,
+      seed: 1234,
+      tools: [{ type: 'function', function: { name: 'get_current_weather', description: 'Weather now', parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] }, strict: true } }],
+      tool_choice: { type: 'function', function: { name: 'get_current_weather' } },
+      parallel_tool_calls: false,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' }, strict: true } },
+      user: 'user-42',
+      logit_bias: { '50256': -100 },
+      reasoning_effort: 'low',
+      service_tier: 'auto',
+    });
+  });
+
+  it('sends max_tokens as the caller named it, and stream options on streams only', async () => {
+    upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    await provider.complete(simpleRequest({ max_tokens: 50, tool_choice: { choice: 'mode', mode: 'auto' }, response_format: { type: 'json_object' } }), contextOf());
+    const body = upstream.requests[0]?.body;
+    expect(body).toMatchObject({ max_tokens: 50, tool_choice: 'auto', response_format: { type: 'json_object' } });
+    expect(body).not.toHaveProperty('max_completion_tokens');
+    expect(body).not.toHaveProperty('stream');
+    expect(body).not.toHaveProperty('stream_options');
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    await collect(provider.stream(simpleRequest(), contextOf()));
+    expect(upstream.requests[1]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(upstream.requests[1]?.headers.accept).toBe('text/event-stream');
+  });
+});
+
+describe('OpenAiCompatibleProvider: whole responses', () => {
+  it('translates a text response with cached and reasoning tokens', async () => {
+    upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    const response = await provider.complete(simpleRequest(), contextOf());
+    expect(response).toEqual({
+      id: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT',
+      created: 1741569952,
+      model: model.id,
+      system_fingerprint: 'fp_fc9f1d7035',
+      choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hello! How can I assist you today?', tool_calls: [] } }],
+      usage: { prompt_tokens: 19, completion_tokens: 10, total_tokens: 29, cached_tokens: 6, reasoning_tokens: 3 },
+    });
+  });
+
+  it('translates a response that calls a function', async () => {
+    upstream.respond(replayJson(200, fixture('chat-completion-tool-calls.json')));
+    const response = await provider.complete(simpleRequest(), contextOf());
+    const choice = response.choices?.[0];
+    expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
+    expect(choice?.message?.content).toBeUndefined();
+    expect(choice?.message?.tool_calls).toEqual([{ id: 'call_abc123', type: 'function', function: { name: 'get_current_weather', arguments: '{\n"location": "Boston, MA"\n}' } }]);
+    expect(response.usage).toEqual({ prompt_tokens: 82, completion_tokens: 17, total_tokens: 99, cached_tokens: 0, reasoning_tokens: 0 });
+  });
+});
+
+describe('OpenAiCompatibleProvider: streams', () => {
+  it('forwards one chunk per upstream chunk and ends with the usage chunk as usage', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    const chunks = chunksOf(events);
+    expect(chunks).toHaveLength(5);
+    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-123' && chunk.model === model.id && chunk.created === 1694268190)).toBe(true);
+    expect(chunks[0]?.choices?.[0]?.delta?.role).toBe('ROLE_ASSISTANT');
+    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
+    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 } });
+  });
+
+  it('forwards tool-call fragments that reassemble to the calls', async () => {
+    upstream.respond(replaySse(fixture('stream-tool-calls.sse')));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    const deltas = chunksOf(events).flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
+    expect(deltas[0]).toEqual({ index: 0, id: 'call_DdmO9pD3xa9XTPNJ32zg2hcA', type: 'function', function: { name: 'get_current_weather', arguments: '' } });
+    expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"lo' } });
+    const argumentsOf = (index: number) => deltas.filter((delta) => delta.index === index).map((delta) => delta.function?.arguments ?? '').join('');
+    expect(JSON.parse(argumentsOf(0))).toEqual({ location: 'Boston, MA' });
+    expect(JSON.parse(argumentsOf(1))).toEqual({ timezone: 'America/New_York' });
+    expect(chunksOf(events).at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
+    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 82, completion_tokens: 31, total_tokens: 113, cached_tokens: 64, reasoning_tokens: 0 } });
+  });
+
+  it('counts the usage itself when the upstream sends no usage chunk', async () => {
+    const withoutUsage = fixture('stream-text.sse').split('\n\n').filter((event) => !event.includes('"usage":{')).join('\n\n');
+    upstream.respond(replaySse(withoutUsage));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    const last = events.at(-1);
+    expect(last?.type).toBe('usage');
+    expect(last?.type === 'usage' && last.usage.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it('fails a truncated stream as an upstream error after the chunks it got', async () => {
+    upstream.respond(replaySse(fixture('stream-truncated.sse')));
+    const received: ProviderStreamEvent[] = [];
+    const error = await gatewayErrorOf((async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })());
+    expect(received).toHaveLength(2);
+    expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, provider: 'openai-compatible' });
+  });
+
+  it('fails on an error record inside a 200 stream and on an event that is not JSON', async () => {
+    upstream.respond(replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'));
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error' });
+    upstream.respond(replaySse('data: {"id":"x","choices":[{"index\n\n'));
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error' });
+  });
+});
+
+describe('OpenAiCompatibleProvider: upstream failures', () => {
+  it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
+    upstream.respond(replayJson(400, fixture('error-400.json')));
+    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
+    expect(error.message).toContain("Invalid value for 'temperature': must be between 0 and 2.");
+    upstream.respond(replayJson(422, JSON.stringify({ error: { message: `bad key ${TEST_KEY} in field`, type: 'invalid_request_error', param: null, code: null } })));
+    const echoed = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+    expect(echoed.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(echoed.message).not.toContain(TEST_KEY);
+    expect(echoed.message).toContain('[redacted]');
+  });
+
+  it('maps 401, 403 and 404 to FAILED_PRECONDITION with a general message', async () => {
+    for (const status of [401, 403, 404]) {
+      upstream.respond(replayJson(status, fixture('error-401.json')));
+      const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+      expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: status });
+      expect(error.message).not.toContain('sk-');
+      expect(error.message).not.toContain('Incorrect API key');
+    }
+  });
+
+  it('maps 429 to RESOURCE_EXHAUSTED with retry-after or retry-after-ms', async () => {
+    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 2000 });
+    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }));
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, retryAfterMs: 120 });
+  });
+
+  it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
+    upstream.respond(replayJson(500, fixture('error-500.json')));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, upstreamStatus: 500 });
+    upstream.respond(replayJson(200, fixture('malformed.txt')));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+    const closed = await startFakeUpstream();
+    const baseUrl = closed.baseUrl;
+    await closed.close();
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl))))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+  });
+
+  it('maps a first-byte timeout and an idle stream to DEADLINE_EXCEEDED', async () => {
+    upstream.respond(() => { /* never answers */ });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
+    const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
+    upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
+    const received: ProviderStreamEvent[] = [];
+    const error = await gatewayErrorOf((async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })());
+    expect(error).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
+    expect(received).toHaveLength(1);
+  });
+});
+
+describe('OpenAiCompatibleProvider: cancellation', () => {
+  it('closes the upstream connection promptly when a stream is aborted', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
+    const controller = new AbortController();
+    const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.value).toMatchObject({ type: 'chunk' });
+    const abortedAt = performance.now();
+    const pending = iterator.next();
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    const closedAt = await upstream.requests[0]?.closed;
+    expect((closedAt as number) - abortedAt).toBeLessThan(100);
+    expect(upstream.requests[0]?.finished).toBe(false);
+  });
+
+  it('closes the upstream connection when a whole request is aborted before the answer', async () => {
+    upstream.respond(() => { /* never answers */ });
+    const controller = new AbortController();
+    const pending = provider.complete(simpleRequest(), contextOf(controller.signal));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const abortedAt = performance.now();
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(((await upstream.requests[0]?.closed) as number) - abortedAt).toBeLessThan(100);
+  });
+
+  it('releases the connection when the caller stops reading early', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
+    for await (const event of provider.stream(simpleRequest(), contextOf())) {
+      expect(event.type).toBe('chunk');
+      break;
+    }
+    const leftAt = performance.now();
+    expect(((await upstream.requests[0]?.closed) as number) - leftAt).toBeLessThan(100);
+  });
+});

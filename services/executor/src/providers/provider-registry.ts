@@ -1,0 +1,29 @@
+/**
+ * Which adapter serves a catalog model. Providers the executor does not speak yet (anthropic,
+ * gemini) are a normal, stable failure: UNAVAILABLE `model_unavailable`, so the router can fall
+ * back to another model.
+ */
+import type { CatalogModel } from '@gateway/catalog';
+import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { OpenAiCompatibleProvider, type OpenAiCompatibleDependencies } from './openai-compatible/openai-compatible-provider.js';
+import type { Provider } from './provider.js';
+import { SimulatedProvider } from './simulated/simulated-provider.js';
+
+/** The adapters of one executor process. */
+export class ProviderRegistry {
+  private readonly providers: ReadonlyMap<string, Provider>;
+
+  constructor(dependencies: OpenAiCompatibleDependencies) {
+    const providers: Provider[] = [new SimulatedProvider(), new OpenAiCompatibleProvider(dependencies)];
+    this.providers = new Map(providers.map((provider) => [provider.name, provider]));
+  }
+
+  /** The adapter of a model's provider; throws UNAVAILABLE `model_unavailable` for one not supported yet. */
+  forModel(model: CatalogModel): Provider {
+    const provider = this.providers.get(model.provider);
+    if (!provider) {
+      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `Model ${model.id} uses the ${model.provider} provider, which this executor does not support yet.`, { provider: model.provider, retryable: false });
+    }
+    return provider;
+  }
+}

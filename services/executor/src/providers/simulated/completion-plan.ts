@@ -1,0 +1,211 @@
+/**
+ * What the simulated model answers, decided in full before any timer runs, so a whole response and
+ * a stream of the same request are built from the same plan (their contents are equal by
+ * construction). This is the simulated provider's "upstream": message conversion (the prompt ->
+ * a seed), the choice between text and tool calls, finish reasons and exact usage.
+ *
+ * Determinism: every random draw comes from a SeededRandom seeded with the model id, the request's
+ * `seed` (or "derived" when absent) and the conversation's text, roles and tools, plus the choice
+ * index. Same model + same request + same seed -> same output, on any machine.
+ *
+ * Tool calls, when tools are offered:
+ * - tool_choice `none`: never.
+ * - a named function: always that one function, one call.
+ * - `required`: the tools the rule below selects, or the first tool when it selects none.
+ * - `auto` (the default): the tools the rule selects; text when it selects none.
+ * - the rule: the LAST message is a user message whose text (case-insensitive) contains the tool's
+ *   name, its name with `_`/`-` read as spaces, or a word of 6+ letters of its description.
+ * - parallel_tool_calls false keeps only the first selected tool; otherwise one call per tool.
+ * Arguments satisfy the tool's parameters schema (see schema-instance.ts).
+ *
+ * Text: 2 to 5 sentences of plain ASCII words. Stop sequences cut the text before their first
+ * occurrence (finish `stop`); then the budget (max_tokens, else the model's max_output_tokens) cuts
+ * it to that many tokens (finish `length`, completion_tokens == the budget). response_format
+ * json_object gives `{"answer": "<text>"}`, json_schema an instance of the schema.
+ *
+ * Usage: prompt_tokens = countPromptTokens(request); completion_tokens = the tokens of the content,
+ * or for tool calls the tokens of each call's name plus its arguments.
+ */
+import type { CatalogModel } from '@gateway/catalog';
+import type { ChatRequestOutput, FinishReasonOutput, ToolOutput } from '@gateway/proto';
+import { countPromptTokens, countTextTokens, messageText, tokenPieces } from '@gateway/tokens';
+import { generateSchemaInstance, type JsonSchema } from './schema-instance.js';
+import { SeededRandom } from './seeded-random.js';
+
+/** One tool call the simulated model makes. */
+export interface PlannedToolCall {
+  readonly id: string;
+  readonly name: string;
+  /** Arguments as a JSON string. */
+  readonly arguments: string;
+}
+
+/** One choice of the simulated answer. */
+export interface PlannedChoice {
+  readonly index: number;
+  /** The content's token texts in order; joined they are the content. Empty when calling tools. */
+  readonly pieces: readonly string[];
+  readonly toolCalls: readonly PlannedToolCall[];
+  readonly finishReason: FinishReasonOutput;
+  readonly completionTokens: number;
+}
+
+/** The whole simulated answer to one request. */
+export interface CompletionPlan {
+  readonly choices: readonly PlannedChoice[];
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+}
+
+/** The most choices one request may ask for, to bound work; OpenAI's own limit is 128. */
+const MAX_CHOICES = 128;
+
+const WORDS = [
+  'the', 'gateway', 'routes', 'each', 'request', 'to', 'a', 'model', 'that', 'answers', 'with', 'care',
+  'simulated', 'tokens', 'arrive', 'in', 'order', 'and', 'every', 'stream', 'ends', 'cleanly', 'quick',
+  'brown', 'fox', 'jumps', 'over', 'lazy', 'dog', 'while', 'clouds', 'drift', 'above', 'quiet', 'hills',
+  'data', 'flows', 'through', 'pipes', 'between', 'services', 'under', 'clear', 'contracts', 'today',
+  'engineers', 'measure', 'latency', 'throughput', 'errors', 'carefully', 'before', 'release', 'is', 'ready',
+];
+
+function sentence(random: SeededRandom): string {
+  const words = Array.from({ length: random.integer(6, 14) }, () => random.pick(WORDS));
+  const first = words[0] as string;
+  words[0] = first.charAt(0).toUpperCase() + first.slice(1);
+  return `${words.join(' ')}${random.pick(['.', '.', '.', '!', '?'])}`;
+}
+
+function paragraph(random: SeededRandom): string {
+  return Array.from({ length: random.integer(2, 5) }, () => sentence(random)).join(' ');
+}
+
+/** The seed text: everything that makes two requests different, in a stable order. */
+function seedText(request: ChatRequestOutput, model: CatalogModel): string {
+  const conversation = (request.messages ?? []).map((message) => `${message.role ?? ''}:${messageText(message)}`);
+  const tools = (request.tools ?? []).map((tool) => `${tool.function?.name ?? ''}:${tool.function?.parameters_json ?? ''}`);
+  const seed = request.seed === undefined ? 'derived' : String(request.seed);
+  return [model.id, seed, ...conversation, '--tools', ...tools, '--format', request.response_format?.type ?? 'text', request.response_format?.json_schema?.schema_json ?? ''].join('\n');
+}
+
+function parseSchema(json: string | undefined): JsonSchema | undefined {
+  if (!json) return undefined;
+  try {
+    return JSON.parse(json) as JsonSchema;
+  } catch {
+    return undefined;
+  }
+}
+
+function mentions(text: string, tool: ToolOutput): boolean {
+  const name = (tool.function?.name ?? '').toLowerCase();
+  if (!name) return false;
+  if (text.includes(name) || text.includes(name.replace(/[_-]/g, ' '))) return true;
+  const words = (tool.function?.description ?? '').toLowerCase().match(/[a-z]{6,}/g) ?? [];
+  return words.some((word) => new RegExp(`\\b${word}\\b`).test(text));
+}
+
+/** The tools the simulated model calls for this request, per the rules in this file's header. */
+export function selectTools(request: ChatRequestOutput): ToolOutput[] {
+  const tools = (request.tools ?? []).filter((tool) => tool.function?.name);
+  if (tools.length === 0) return [];
+  const choice = request.tool_choice;
+  if (choice?.function_name) {
+    const named = tools.find((tool) => tool.function?.name === choice.function_name);
+    return [named ?? { type: 'function', function: { name: choice.function_name } }];
+  }
+  const mode = choice?.mode || 'auto';
+  if (mode === 'none') return [];
+  const messages = request.messages ?? [];
+  const last = messages[messages.length - 1];
+  const text = last?.role === 'ROLE_USER' ? messageText(last).toLowerCase() : '';
+  let selected = text ? tools.filter((tool) => mentions(text, tool)) : [];
+  if (selected.length === 0 && mode === 'required') selected = [tools[0] as ToolOutput];
+  return request.parallel_tool_calls === false ? selected.slice(0, 1) : selected;
+}
+
+/**
+ * The text's tokens as strings, one per streamed chunk. A token that is only part of a multi-byte
+ * character decodes to U+FFFD on its own, so such tokens are merged with the next ones until the
+ * pieces spell the text exactly.
+ */
+export function textPieces(text: string): string[] {
+  const pieces: string[] = [];
+  let consumed = 0;
+  let pending = '';
+  for (const piece of tokenPieces(text)) {
+    pending += piece;
+    if (text.startsWith(pending, consumed)) {
+      pieces.push(pending);
+      consumed += pending.length;
+      pending = '';
+    } else if (!pending.includes('\uFFFD')) {
+      break;
+    }
+  }
+  if (consumed < text.length) pieces.push(text.slice(consumed));
+  return pieces;
+}
+
+function planText(request: ChatRequestOutput, model: CatalogModel, random: SeededRandom): { pieces: string[]; finishReason: FinishReasonOutput } {
+  const format = request.response_format?.type;
+  let text: string;
+  if (format === 'json_schema' && parseSchema(request.response_format?.json_schema?.schema_json) !== undefined) {
+    const schema = parseSchema(request.response_format?.json_schema?.schema_json);
+    text = JSON.stringify(generateSchemaInstance(schema, random));
+  } else if (format === 'json_object' || format === 'json_schema') {
+    text = JSON.stringify({ answer: paragraph(random) });
+  } else {
+    text = paragraph(random);
+  }
+  let finishReason: FinishReasonOutput = 'FINISH_REASON_STOP';
+  const stops = (request.stop ?? []).filter((stop) => stop.length > 0);
+  const cut = Math.min(...stops.map((stop) => text.indexOf(stop)).filter((index) => index >= 0));
+  if (Number.isFinite(cut)) text = text.slice(0, cut);
+  let pieces = textPieces(text);
+  const budget = request.max_tokens ?? (model.max_output_tokens > 0 ? model.max_output_tokens : undefined);
+  if (budget !== undefined && countTextTokens(text) > budget) {
+    // Cut at a token boundary: a prefix of tokens almost always re-encodes to itself, so
+    // completion_tokens == the budget; usage is counted on the content, so it matches the text anyway.
+    const kept: string[] = [];
+    let prefix = '';
+    for (const piece of pieces) {
+      if (countTextTokens(prefix + piece) > budget) break;
+      kept.push(piece);
+      prefix += piece;
+    }
+    pieces = kept;
+    finishReason = 'FINISH_REASON_LENGTH';
+  }
+  return { pieces, finishReason };
+}
+
+/** Decides the whole answer of the simulated model to a request. */
+export function planCompletion(request: ChatRequestOutput, model: CatalogModel): CompletionPlan {
+  const base = seedText(request, model);
+  const tools = selectTools(request);
+  const count = Math.min(Math.max(request.n ?? 1, 1), MAX_CHOICES);
+  const choices: PlannedChoice[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const random = new SeededRandom(`${base}\n#choice:${index}`);
+    if (tools.length > 0) {
+      const toolCalls = tools.map((tool) => {
+        const schema = parseSchema(tool.function?.parameters_json) ?? { type: 'object', properties: {} };
+        return {
+          id: `call_${random.characters(24, 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')}`,
+          name: tool.function?.name ?? '',
+          arguments: JSON.stringify(generateSchemaInstance(schema, random)),
+        };
+      });
+      const completionTokens = toolCalls.reduce((sum, call) => sum + countTextTokens(call.name) + countTextTokens(call.arguments), 0);
+      choices.push({ index, pieces: [], toolCalls, finishReason: 'FINISH_REASON_TOOL_CALLS', completionTokens });
+    } else {
+      const { pieces, finishReason } = planText(request, model, random);
+      choices.push({ index, pieces, toolCalls: [], finishReason, completionTokens: countTextTokens(pieces.join('')) });
+    }
+  }
+  return {
+    choices,
+    promptTokens: countPromptTokens(request),
+    completionTokens: choices.reduce((sum, choice) => sum + choice.completionTokens, 0),
+  };
+}

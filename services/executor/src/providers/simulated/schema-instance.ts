@@ -1,0 +1,197 @@
+/**
+ * Generates a JSON value that satisfies a JSON Schema, deterministically from a SeededRandom: the
+ * simulated model's tool-call arguments and json_schema answers. Covers what tool and
+ * structured-output schemas use in practice: type (and type lists), enum, const, properties and
+ * required, items / prefixItems, min/max items, minimum / maximum (exclusive too), multipleOf,
+ * min/max length, formats date-time, date, time, email, uri, uuid, ipv4, ipv6, hostname, local
+ * `$ref`s (`#/$defs/...`, `#/definitions/...`), allOf, anyOf, oneOf. `pattern` is not honoured
+ * (it would need a regex inverter).
+ */
+import type { SeededRandom } from './seeded-random.js';
+
+/** A JSON Schema as parsed from JSON; a schema has no fixed shape. */
+export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
+
+type SchemaObject = { readonly [keyword: string]: unknown };
+
+const WORDS = ['alpha', 'amber', 'harbor', 'meadow', 'signal', 'vector', 'copper', 'river', 'summit', 'lantern', 'orbit', 'cedar', 'pixel', 'falcon', 'garden', 'atlas'];
+
+/** Nesting beyond this only fills required properties and minimum item counts, so recursion ends. */
+const MAX_DEPTH = 6;
+
+/** Returns a value valid against the schema; `root` resolves local `$ref`s. */
+export function generateSchemaInstance(schema: JsonSchema | undefined, random: SeededRandom, root: JsonSchema | undefined = schema, depth = 0): unknown {
+  if (schema === undefined || schema === true) return random.pick(WORDS);
+  if (schema === false) return null;
+  const resolved = flatten(schema, root, 0);
+  if ('const' in resolved) return resolved.const;
+  if (Array.isArray(resolved.enum) && resolved.enum.length > 0) return random.pick(resolved.enum);
+  if (Array.isArray(resolved.anyOf) && resolved.anyOf.length > 0) {
+    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['anyOf']), random.pick(resolved.anyOf as JsonSchema[]), root), random, root, depth);
+  }
+  if (Array.isArray(resolved.oneOf) && resolved.oneOf.length > 0) {
+    // The first branch: picking at random could produce a value that matches two branches.
+    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['oneOf']), resolved.oneOf[0] as JsonSchema, root), random, root, depth);
+  }
+  switch (typeOf(resolved, random)) {
+    case 'null': return null;
+    case 'boolean': return random.chance(0.5);
+    case 'integer': return generateNumber(resolved, random, true);
+    case 'number': return generateNumber(resolved, random, false);
+    case 'array': return generateArray(resolved, random, root, depth);
+    case 'object': return generateObject(resolved, random, root, depth);
+    default: return generateString(resolved, random);
+  }
+}
+
+function isObject(value: unknown): value is SchemaObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function withoutKeys(schema: SchemaObject, keys: string[]): SchemaObject {
+  return Object.fromEntries(Object.entries(schema).filter(([key]) => !keys.includes(key)));
+}
+
+/** Resolves a `$ref` and folds `allOf` into one schema object. */
+function flatten(schema: JsonSchema, root: JsonSchema | undefined, hops: number): SchemaObject {
+  if (!isObject(schema)) return {};
+  let result: SchemaObject = schema;
+  if (typeof result.$ref === 'string' && hops < 32) {
+    const target = resolvePointer(root, result.$ref);
+    result = { ...flatten(target ?? {}, root, hops + 1), ...withoutKeys(result, ['$ref']) };
+  }
+  if (Array.isArray(result.allOf)) {
+    let merged: SchemaObject = withoutKeys(result, ['allOf']);
+    for (const part of result.allOf as JsonSchema[]) merged = mergeSchemas(merged, part, root);
+    result = merged;
+  }
+  return result;
+}
+
+function mergeSchemas(base: SchemaObject, extra: JsonSchema, root: JsonSchema | undefined): SchemaObject {
+  const other = flatten(extra, root, 0);
+  const properties = { ...(isObject(base.properties) ? base.properties : {}), ...(isObject(other.properties) ? other.properties : {}) };
+  const required = [...(Array.isArray(base.required) ? base.required : []), ...(Array.isArray(other.required) ? other.required : [])];
+  return { ...base, ...other, ...(Object.keys(properties).length > 0 ? { properties } : {}), ...(required.length > 0 ? { required } : {}) };
+}
+
+function resolvePointer(root: JsonSchema | undefined, reference: string): JsonSchema | undefined {
+  if (!reference.startsWith('#')) return undefined;
+  let node: unknown = root;
+  for (const raw of reference.slice(1).split('/').filter(Boolean)) {
+    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    node = isObject(node) ? node[key] : undefined;
+  }
+  return node === undefined ? undefined : (node as JsonSchema);
+}
+
+function typeOf(schema: SchemaObject, random: SeededRandom): string {
+  const type = schema.type;
+  if (typeof type === 'string') return type;
+  if (Array.isArray(type) && type.length > 0) {
+    const concrete = type.filter((name) => name !== 'null');
+    return concrete.length > 0 ? random.pick(concrete as string[]) : 'null';
+  }
+  if (isObject(schema.properties) || Array.isArray(schema.required)) return 'object';
+  if (schema.items !== undefined || schema.prefixItems !== undefined) return 'array';
+  if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'].some((key) => typeof schema[key] === 'number')) return 'number';
+  return 'string';
+}
+
+function numberKeyword(schema: SchemaObject, key: string): number | undefined {
+  const value = schema[key];
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+function generateNumber(schema: SchemaObject, random: SeededRandom, integer: boolean): number {
+  const exclusiveMinimum = numberKeyword(schema, 'exclusiveMinimum');
+  const exclusiveMaximum = numberKeyword(schema, 'exclusiveMaximum');
+  const step = integer ? 1 : 0.01;
+  let low = numberKeyword(schema, 'minimum') ?? (exclusiveMinimum !== undefined ? exclusiveMinimum + step : undefined);
+  let high = numberKeyword(schema, 'maximum') ?? (exclusiveMaximum !== undefined ? exclusiveMaximum - step : undefined);
+  if (low === undefined && high === undefined) { low = 0; high = 100; }
+  else if (low === undefined) low = (high as number) - 100;
+  else if (high === undefined) high = low + 100;
+  if ((low as number) > (high as number)) high = low;
+  const multipleOf = numberKeyword(schema, 'multipleOf');
+  if (multipleOf !== undefined && multipleOf > 0) {
+    const first = Math.ceil((low as number) / multipleOf);
+    const last = Math.floor((high as number) / multipleOf);
+    return last >= first ? random.integer(first, last) * multipleOf : first * multipleOf;
+  }
+  if (integer) {
+    const first = Math.ceil(low as number);
+    const last = Math.floor(high as number);
+    return last >= first ? random.integer(first, last) : first;
+  }
+  // Two decimals keep the JSON short; clamp so rounding never leaves the range.
+  const value = Math.round(((low as number) + random.next() * ((high as number) - (low as number))) * 100) / 100;
+  return Math.min(Math.max(value, low as number), high as number);
+}
+
+function generateString(schema: SchemaObject, random: SeededRandom): string {
+  const minLength = numberKeyword(schema, 'minLength') ?? 0;
+  const maxLength = numberKeyword(schema, 'maxLength');
+  const formatted = formatValue(typeof schema.format === 'string' ? schema.format : undefined, random);
+  if (formatted !== undefined) return formatted;
+  let text = Array.from({ length: random.integer(1, 3) }, () => random.pick(WORDS)).join(' ');
+  if (maxLength !== undefined && text.length > maxLength) text = text.slice(0, maxLength).trimEnd();
+  while (text.length < minLength) text += random.characters(1, 'abcdefghijklmnopqrstuvwxyz');
+  return text;
+}
+
+function two(value: number): string {
+  return value.toString().padStart(2, '0');
+}
+
+function formatValue(format: string | undefined, random: SeededRandom): string | undefined {
+  const date = `${random.integer(2020, 2030)}-${two(random.integer(1, 12))}-${two(random.integer(1, 28))}`;
+  const time = `${two(random.integer(0, 23))}:${two(random.integer(0, 59))}:${two(random.integer(0, 59))}`;
+  switch (format) {
+    case 'date-time': return `${date}T${time}Z`;
+    case 'date': return date;
+    case 'time': return `${time}Z`;
+    case 'email': return `${random.pick(WORDS)}@example.com`;
+    case 'uri': case 'url': return `https://example.com/${random.pick(WORDS)}`;
+    case 'hostname': return `${random.pick(WORDS)}.example.com`;
+    case 'ipv4': return `192.0.2.${random.integer(1, 254)}`;
+    case 'ipv6': return `2001:db8::${random.integer(1, 65535).toString(16)}`;
+    case 'uuid': {
+      const hex = random.characters(32, '0123456789abcdef');
+      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${random.pick(['8', '9', 'a', 'b'])}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+    }
+    default: return undefined;
+  }
+}
+
+function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number): unknown[] {
+  const prefixItems = Array.isArray(schema.prefixItems) ? (schema.prefixItems as JsonSchema[]) : [];
+  const minItems = Math.max(numberKeyword(schema, 'minItems') ?? 0, 0);
+  const maxItems = numberKeyword(schema, 'maxItems');
+  const itemSchema = Array.isArray(schema.items) ? undefined : (schema.items as JsonSchema | undefined);
+  const wanted = depth >= MAX_DEPTH ? minItems : random.integer(Math.max(minItems, 1), Math.max(minItems, 1, Math.min(maxItems ?? 3, minItems + 2)));
+  const count = Math.min(Math.max(wanted, prefixItems.length > 0 ? Math.min(prefixItems.length, maxItems ?? prefixItems.length) : 0), maxItems ?? Number.MAX_SAFE_INTEGER);
+  const unique = schema.uniqueItems === true;
+  const items: unknown[] = [];
+  const seen = new Set<string>();
+  for (let attempt = 0; items.length < count && attempt < count * 10; attempt += 1) {
+    const position = items.length;
+    const value = generateSchemaInstance(position < prefixItems.length ? prefixItems[position] : itemSchema, random, root, depth + 1);
+    const key = JSON.stringify(value);
+    if (unique && seen.has(key)) continue;
+    seen.add(key);
+    items.push(value);
+  }
+  return items;
+}
+
+function generateObject(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number): Record<string, unknown> {
+  const properties = isObject(schema.properties) ? (schema.properties as Record<string, JsonSchema>) : {};
+  const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
+  const result: Record<string, unknown> = {};
+  for (const [name, property] of Object.entries(properties)) {
+    if (required.has(name) || (depth < MAX_DEPTH && random.chance(0.6))) result[name] = generateSchemaInstance(property, random, root, depth + 1);
+  }
+  for (const name of required) if (!(name in result)) result[name] = generateSchemaInstance(undefined, random, root, depth + 1);
+  return result;
+}

@@ -1,0 +1,49 @@
+/**
+ * Catalog models for tests, built directly (the catalog loader is another package's concern).
+ * Test-only: excluded from the build.
+ */
+import type { Catalog, CatalogModel } from '@gateway/catalog';
+
+const BASE: Omit<CatalogModel, 'id' | 'provider' | 'upstream'> = {
+  owned_by: 'gateway',
+  created: 1_700_000_000,
+  pricing: { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 },
+  context_window: 128_000,
+  max_output_tokens: 4_096,
+  capabilities: { tools: true, vision: true, streaming: true, json_mode: true },
+  quality_tier: 'standard',
+  fallbacks: [],
+};
+
+/** A simulated model with no latency unless given. */
+export function simulatedModel(overrides: Partial<CatalogModel> = {}): CatalogModel {
+  return {
+    ...BASE,
+    id: 'sim-fast',
+    provider: 'simulated',
+    upstream: { model: 'sim-fast' },
+    simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 },
+    ...overrides,
+  };
+}
+
+/** The environment variable the openai-compatible test model reads its key from. */
+export const TEST_KEY_ENV = 'FAKE_UPSTREAM_API_KEY';
+/** The key tests put in TEST_KEY_ENV; long enough to be scrubbed from upstream messages. */
+export const TEST_KEY = 'sk-test-0123456789abcdefsecret';
+
+/** An openai-compatible model pointing at a fake upstream. */
+export function openAiCompatibleModel(baseUrl: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
+  return {
+    ...BASE,
+    id: 'fake/gpt-4o-mini',
+    provider: 'openai-compatible',
+    upstream: { model: 'gpt-4o-mini', base_url: baseUrl, api_key_env: TEST_KEY_ENV, headers: { 'x-team': 'gateway' } },
+    ...overrides,
+  };
+}
+
+/** A catalog of the given models. */
+export function catalogOf(models: CatalogModel[]): Catalog {
+  return { models, byId: new Map(models.map((model) => [model.id, model])) };
+}

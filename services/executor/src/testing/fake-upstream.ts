@@ -1,0 +1,102 @@
+/**
+ * The one test double of the executor: a local HTTP server that speaks OpenAI's chat-completions
+ * wire format by replaying recorded fixtures (src/providers/openai-compatible/fixtures). It records
+ * every request (headers and JSON body) and when each request's connection closed, so tests can
+ * assert what the adapter sent and that cancelling a call closes the upstream connection.
+ * Test-only: excluded from the build.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+
+/** The fixture folder of the openai-compatible adapter. */
+export const FIXTURES = new URL('../providers/openai-compatible/fixtures/', import.meta.url);
+
+/** Reads a fixture file as text. */
+export function fixture(name: string): string {
+  return readFileSync(new URL(name, FIXTURES), 'utf8');
+}
+
+/** One request the fake upstream received. */
+export interface ReceivedRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly body: Record<string, unknown>;
+  /** Resolves with the time (performance.now()) the client closed the connection or the response finished. */
+  readonly closed: Promise<number>;
+  /** True when the response was fully written before the connection closed. */
+  finished: boolean;
+}
+
+/** How the fake upstream answers a request. */
+export type Responder = (request: ReceivedRequest, response: ServerResponse) => void | Promise<void>;
+
+/** A started fake upstream. */
+export interface FakeUpstream {
+  /** `http://127.0.0.1:<port>/v1`, the catalog base_url. */
+  readonly baseUrl: string;
+  readonly requests: ReceivedRequest[];
+  /** Sets how the next requests are answered. */
+  respond(responder: Responder): void;
+  close(): Promise<void>;
+}
+
+/** Answers with a JSON fixture (or text) and a status. */
+export function replayJson(status: number, body: string, headers: Record<string, string> = {}): Responder {
+  return (_request, response) => {
+    response.writeHead(status, { 'content-type': 'application/json', ...headers });
+    response.end(body);
+  };
+}
+
+/**
+ * Answers with an SSE fixture, one event at a time with `delayMs` between events; `end: false`
+ * leaves the response open after the last event (a stalled upstream).
+ */
+export function replaySse(text: string, options: { delayMs?: number; end?: boolean; status?: number } = {}): Responder {
+  const events = text.split(/\n\n/).filter((event) => event.trim().length > 0).map((event) => `${event}\n\n`);
+  return async (_request, response) => {
+    response.writeHead(options.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    for (const event of events) {
+      if (response.destroyed) return;
+      response.write(event);
+      if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+    }
+    if (options.end !== false) response.end();
+  };
+}
+
+/** Starts a fake upstream on a free port of 127.0.0.1. */
+export async function startFakeUpstream(initial: Responder = replayJson(200, fixture('chat-completion.json'))): Promise<FakeUpstream> {
+  let responder = initial;
+  const requests: ReceivedRequest[] = [];
+  const server: Server = createServer((incoming, response) => {
+    const pieces: Buffer[] = [];
+    incoming.on('data', (piece: Buffer) => pieces.push(piece));
+    incoming.on('end', () => {
+      const text = Buffer.concat(pieces).toString('utf8');
+      let markClosed: (at: number) => void = () => {};
+      const received: ReceivedRequest = {
+        method: incoming.method ?? '',
+        path: incoming.url ?? '',
+        headers: incoming.headers,
+        body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+        closed: new Promise<number>((resolve) => { markClosed = resolve; }),
+        finished: false,
+      };
+      response.on('finish', () => { received.finished = true; });
+      response.on('close', () => markClosed(performance.now()));
+      requests.push(received);
+      void Promise.resolve(responder(received, response)).catch(() => response.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    respond: (next) => { responder = next; },
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}

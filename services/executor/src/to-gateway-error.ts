@@ -1,0 +1,47 @@
+/**
+ * The one mapping from failures inside the executor to the GatewayError that leaves it. Handlers
+ * call it at the gRPC boundary and nowhere else, so the status table below is the whole story.
+ */
+import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { UpstreamError } from './providers/upstream-error.js';
+
+/**
+ * Converts an UpstreamError to its GatewayError; a GatewayError passes through; anything else
+ * (a bug) is returned unchanged so that toServiceError reports it and sends a general INTERNAL.
+ *
+ * | upstream failure                                   | status             | reason                   |
+ * |----------------------------------------------------|--------------------|--------------------------|
+ * | 429                                                | RESOURCE_EXHAUSTED | upstream_rate_limited    |
+ * | 5xx, no connection, malformed body, truncated stream | UNAVAILABLE      | upstream_error           |
+ * | connect / first-byte / idle timeout, 408           | DEADLINE_EXCEEDED  | upstream_timeout         |
+ * | 400, 422                                           | INVALID_ARGUMENT   | upstream_invalid_request |
+ * | 401, 403, 404                                      | FAILED_PRECONDITION| upstream_rejected        |
+ * | any other 4xx                                      | UNAVAILABLE        | upstream_error           |
+ */
+export function toGatewayError(error: unknown): unknown {
+  if (!(error instanceof UpstreamError)) return error;
+  const common = {
+    provider: error.provider,
+    upstreamStatus: error.status,
+    retryable: error.retryable,
+    retryAfterMs: error.retryAfterMs,
+    cause: error,
+  };
+  const status = error.status;
+  if (error.kind === 'timeout' || status === 408) {
+    return new GatewayError(GrpcStatus.DEADLINE_EXCEEDED, 'upstream_timeout', `The ${error.provider} upstream did not answer in time.`, common);
+  }
+  if (status === 429) {
+    return new GatewayError(GrpcStatus.RESOURCE_EXHAUSTED, 'upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, { ...common, retryable: true });
+  }
+  if (status === 400 || status === 422) {
+    const detail = error.upstreamMessage ? `: ${error.upstreamMessage}` : '.';
+    return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', `The ${error.provider} upstream rejected the request${detail}`, { ...common, retryable: false });
+  }
+  if (status === 401 || status === 403 || status === 404) {
+    // The operator's key, base URL or model name is wrong: nothing the caller can fix, and the
+    // upstream's own message may echo part of the key, so it stays in the log.
+    return new GatewayError(GrpcStatus.FAILED_PRECONDITION, 'upstream_rejected', `The ${error.provider} upstream rejected the gateway's credentials or model configuration.`, { ...common, retryable: false });
+  }
+  return new GatewayError(GrpcStatus.UNAVAILABLE, 'upstream_error', `The ${error.provider} upstream failed to answer.`, common);
+}
