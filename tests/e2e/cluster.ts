@@ -48,6 +48,8 @@ export function randomApiKey(): string {
 export interface ClusterOptions {
   plan?: 'starter' | 'pro' | 'enterprise';
   env?: Record<string, string>;
+  /** Extra node flags per service (profiling in benchmarks). */
+  nodeArgs?: Partial<Record<ServiceName, string[]>>;
 }
 
 /** Starts the cluster and resolves once the edge's /readyz is green. */
@@ -81,7 +83,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
   const processes = {} as Record<ServiceName, ChildProcess>;
   for (const name of SERVICES) {
-    const child = spawn(process.execPath, [`services/${name}/dist/main.js`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (data: Buffer) => { logs[name].push(data.toString()); if (logs[name].length > 200) logs[name].shift(); };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);

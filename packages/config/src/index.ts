@@ -19,7 +19,7 @@ export class ConfigError extends Error {
 /** Parses, coerces and validates the environment against the schema, with defaults applied. */
 export function loadConfig<Schema extends TObject>(schema: Schema, env: Record<string, string | undefined>): Readonly<Static<Schema>> {
   try {
-    const config = envSchema<Static<Schema>>({ schema, data: env, dotenv: false });
+    const config = envSchema<Static<Schema>>({ schema, data: env, dotenv: false, env: false } as Parameters<typeof envSchema>[0]);
     const known = Object.keys(schema.properties);
     return Object.freeze(Object.fromEntries(Object.entries(config as object).filter(([name]) => known.includes(name)))) as Readonly<Static<Schema>>;
   } catch (error) {

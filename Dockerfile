@@ -1,0 +1,33 @@
+# One image for all five services; the SERVICE variable (or the container's command) picks which
+# one runs:  docker run -e SERVICE=edge -p 8080:8080 gateway
+#   docker build -t gateway .
+
+# --- build: install everything, build every workspace package, then keep production deps only ---
+FROM node:20-slim AS build
+# pnpm from npm (corepack cannot fetch it in every environment we build in); the version the
+# workspace pins in package.json's packageManager.
+RUN npm install -g pnpm@10.34.9
+WORKDIR /app
+# The lockfile alone is enough to fetch every dependency: this layer stays cached until it changes.
+COPY pnpm-lock.yaml pnpm-workspace.yaml ./
+RUN pnpm fetch
+COPY . .
+RUN pnpm install --offline --frozen-lockfile \
+ && pnpm build \
+ && rm -rf node_modules packages/*/node_modules services/*/node_modules \
+ && CI=true pnpm install --offline --frozen-lockfile --prod --ignore-scripts
+
+# --- runtime: built output, production dependencies, the proto contracts and the catalog ---
+FROM node:20-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build --chown=root:root /app/package.json /app/pnpm-workspace.yaml ./
+COPY --from=build --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/proto ./proto
+COPY --from=build --chown=root:root /app/packages ./packages
+COPY --from=build --chown=root:root /app/services ./services
+# The files belong to root and the process runs as the image's unprivileged `node` user (uid 1000),
+# so it cannot change its own code; the root filesystem can be mounted read-only.
+USER 1000:1000
+EXPOSE 8080 50051 50052 50053 50054
+CMD ["sh", "-c", "exec node services/${SERVICE:?set SERVICE to one of edge auth router executor metering}/dist/main.js"]

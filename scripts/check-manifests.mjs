@@ -1,0 +1,278 @@
+// Checks the deployment files without a cluster: every YAML under deploy/ parses, every
+// kustomization's resources, components and patches exist (and no manifest is left unlisted),
+// each overlay's objects hold together (Services select a Deployment, probes and targetPorts name
+// declared ports, patches and the HPA target existing objects, config references resolve), and
+// every Deployment has an image, probes, resources and a non-root, read-only security context.
+// When `kubectl` or `kustomize` is on PATH each overlay is also rendered for real and the rendered
+// objects get the same checks. docker-compose.yml is parsed and checked for the services it must run.
+//
+//   node scripts/check-manifests.mjs        exit 0 when all hold, 1 with a list of problems
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments, parse } from 'yaml';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const deployDir = join(root, 'deploy');
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
+const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054 };
+
+const problems = [];
+let checks = 0;
+const rel = (path) => relative(root, path) || '.';
+/** Records one check; `ok` false adds the message to the problems. */
+function check(ok, message) {
+  checks += 1;
+  if (!ok) problems.push(message);
+  return ok;
+}
+
+/** Every file below a folder. */
+function walk(folder) {
+  return readdirSync(folder).flatMap((name) => {
+    const path = join(folder, name);
+    return statSync(path).isDirectory() ? walk(path) : [path];
+  });
+}
+
+/** Parses a YAML file into its documents (nulls dropped); records parse errors. */
+function loadYaml(path) {
+  const documents = parseAllDocuments(readFileSync(path, 'utf8'), { merge: true }); // compose uses << merge keys
+  const parsed = [];
+  for (const document of documents) {
+    if (!check(document.errors.length === 0, `${rel(path)}: YAML error: ${document.errors[0]?.message}`)) continue;
+    const value = document.toJS();
+    if (value !== null && value !== undefined) parsed.push(value);
+  }
+  return parsed;
+}
+
+const kustomizationFile = (folder) => ['kustomization.yaml', 'kustomization.yml', 'Kustomization'].map((name) => join(folder, name)).find(existsSync);
+
+// 1. Every YAML file under deploy/ parses, and every object in it has apiVersion, kind and a name.
+const yamlFiles = walk(deployDir).filter((path) => /\.ya?ml$/.test(path));
+check(yamlFiles.length > 0, 'deploy/ has no YAML files');
+for (const path of yamlFiles) {
+  for (const object of loadYaml(path)) {
+    check(typeof object.apiVersion === 'string' && typeof object.kind === 'string', `${rel(path)}: an object without apiVersion or kind`);
+    if (!/^kustomization\.ya?ml$/.test(path.split('/').pop())) check(Boolean(object.metadata?.name), `${rel(path)}: a ${object.kind} without metadata.name`);
+  }
+}
+
+/**
+ * Collects a kustomization's objects the simple way (resources and components, recursively, patches
+ * checked for their target but not applied) and checks its references on the way.
+ */
+function collect(folder, seen = new Set()) {
+  const file = kustomizationFile(folder);
+  if (!check(Boolean(file), `${rel(folder)}: no kustomization.yaml`)) return { objects: [], patches: [] };
+  if (seen.has(folder)) return { objects: [], patches: [] };
+  seen.add(folder);
+  const [kustomization = {}] = loadYaml(file);
+  const isComponent = kustomization.kind === 'Component';
+  check(isComponent ? kustomization.apiVersion === 'kustomize.config.k8s.io/v1alpha1' : kustomization.kind === 'Kustomization', `${rel(file)}: kind must be Kustomization (or Component with apiVersion kustomize.config.k8s.io/v1alpha1)`);
+  const objects = [];
+  const patches = [];
+  const listed = new Set([file]);
+  for (const entry of kustomization.resources ?? []) {
+    const path = resolve(folder, entry);
+    if (!check(existsSync(path), `${rel(file)}: resource ${entry} does not exist`)) continue;
+    if (statSync(path).isDirectory()) {
+      const nested = collect(path, seen);
+      objects.push(...nested.objects);
+      patches.push(...nested.patches);
+    } else {
+      listed.add(path);
+      objects.push(...loadYaml(path).map((object) => ({ ...object, source: rel(path) })));
+    }
+  }
+  for (const entry of kustomization.components ?? []) {
+    const path = resolve(folder, entry);
+    if (!check(existsSync(path) && statSync(path).isDirectory(), `${rel(file)}: component ${entry} is not a folder`)) continue;
+    const componentFile = kustomizationFile(path);
+    const [component = {}] = componentFile ? loadYaml(componentFile) : [];
+    check(component.kind === 'Component', `${rel(file)}: component ${entry} is not a kind: Component`);
+    const nested = collect(path, seen);
+    objects.push(...nested.objects);
+    patches.push(...nested.patches);
+  }
+  for (const entry of [...(kustomization.patches ?? []), ...(kustomization.patchesStrategicMerge ?? []).map((path) => ({ path }))]) {
+    if (typeof entry.patch === 'string') continue; // inline patch
+    const path = resolve(folder, entry.path ?? '');
+    if (!check(Boolean(entry.path) && existsSync(path), `${rel(file)}: patch ${entry.path} does not exist`)) continue;
+    listed.add(path);
+    for (const patch of loadYaml(path)) patches.push({ kind: entry.target?.kind ?? patch.kind, name: entry.target?.name ?? patch.metadata?.name, source: rel(path) });
+  }
+  for (const generator of [...(kustomization.configMapGenerator ?? []), ...(kustomization.secretGenerator ?? [])]) {
+    for (const entry of [...(generator.files ?? []), ...(generator.envs ?? [])]) {
+      const path = resolve(folder, String(entry).split('=').pop());
+      check(existsSync(path), `${rel(file)}: generator ${generator.name} file ${entry} does not exist`);
+      listed.add(path);
+    }
+    objects.push({ apiVersion: 'v1', kind: generator.name && kustomization.secretGenerator?.includes(generator) ? 'Secret' : 'ConfigMap', metadata: { name: generator.name }, source: rel(file) });
+  }
+  for (const entry of kustomization.replicas ?? []) patches.push({ kind: 'Deployment', name: entry.name, source: `${rel(file)} replicas` });
+  // A manifest in this folder that no kustomization lists is never deployed: most likely a mistake.
+  for (const name of readdirSync(folder).filter((name) => /\.ya?ml$/.test(name))) {
+    check(listed.has(join(folder, name)), `${rel(join(folder, name))}: not listed in ${rel(file)}`);
+  }
+  return { objects, patches };
+}
+
+const probeKinds = ['httpGet', 'grpc', 'tcpSocket', 'exec'];
+
+/** Checks one set of objects (an overlay, collected or rendered) for consistency and hardening. */
+function validate(label, objects, patches = []) {
+  const byKind = (kind) => objects.filter((object) => object.kind === kind);
+  const deployments = byKind('Deployment');
+  const services = byKind('Service');
+  const names = new Set(objects.map((object) => `${object.kind}/${object.metadata?.name}`));
+  const where = (object) => `${label}: ${object.kind}/${object.metadata?.name}${object.source ? ` (${object.source})` : ''}`;
+
+  for (const patch of patches) check(names.has(`${patch.kind}/${patch.name}`), `${label}: ${patch.source} patches ${patch.kind}/${patch.name}, which is not there`);
+  for (const name of names) check(objects.filter((object) => `${object.kind}/${object.metadata?.name}` === name).length === 1, `${label}: ${name} is defined twice`);
+
+  for (const deployment of deployments) {
+    const at = where(deployment);
+    const template = deployment.spec?.template ?? {};
+    const pod = template.spec ?? {};
+    const selector = deployment.spec?.selector?.matchLabels ?? {};
+    check(Object.keys(selector).length > 0, `${at}: spec.selector.matchLabels is empty`);
+    check(Object.entries(selector).every(([key, value]) => template.metadata?.labels?.[key] === value), `${at}: the selector does not match the pod template's labels`);
+    const containers = pod.containers ?? [];
+    check(containers.length > 0, `${at}: no containers`);
+    check(pod.securityContext?.runAsNonRoot === true || containers.every((container) => container.securityContext?.runAsNonRoot === true), `${at}: runAsNonRoot is not set`);
+    const volumes = new Set((pod.volumes ?? []).map((volume) => volume.name));
+    for (const container of containers) {
+      const cat = `${at} container ${container.name}`;
+      check(typeof container.image === 'string' && container.image.length > 0, `${cat}: no image`);
+      const ports = new Map((container.ports ?? []).map((port) => [port.name, port.containerPort]));
+      const portNumbers = new Set(ports.values());
+      for (const probeName of ['readinessProbe', 'livenessProbe']) {
+        const probe = container[probeName];
+        if (!check(probe && probeKinds.some((kind) => probe[kind]), `${cat}: no ${probeName}`)) continue;
+        const port = probe.httpGet?.port ?? probe.grpc?.port ?? probe.tcpSocket?.port;
+        if (port !== undefined) check(typeof port === 'number' ? portNumbers.has(port) : ports.has(port), `${cat}: ${probeName} uses port ${port}, which the container does not declare`);
+      }
+      check(Boolean(container.resources?.requests?.cpu && container.resources?.requests?.memory), `${cat}: resources.requests needs cpu and memory`);
+      check(Boolean(container.resources?.limits?.memory), `${cat}: resources.limits.memory is not set`);
+      check(container.securityContext?.readOnlyRootFilesystem === true, `${cat}: readOnlyRootFilesystem is not true`);
+      check(container.securityContext?.allowPrivilegeEscalation === false, `${cat}: allowPrivilegeEscalation is not false`);
+      for (const mount of container.volumeMounts ?? []) check(volumes.has(mount.name), `${cat}: mounts volume ${mount.name}, which the pod does not define`);
+      for (const source of container.envFrom ?? []) {
+        if (source.configMapRef) check(names.has(`ConfigMap/${source.configMapRef.name}`) || source.configMapRef.optional === true, `${cat}: envFrom ConfigMap ${source.configMapRef.name} is not there`);
+        if (source.secretRef) check(names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true, `${cat}: envFrom Secret ${source.secretRef.name} is neither there nor optional`);
+      }
+      for (const variable of container.env ?? []) {
+        const reference = variable.valueFrom?.secretKeyRef ?? variable.valueFrom?.configMapKeyRef;
+        const kind = variable.valueFrom?.secretKeyRef ? 'Secret' : 'ConfigMap';
+        if (reference) check(names.has(`${kind}/${reference.name}`) || reference.optional === true, `${cat}: ${variable.name} refers to ${kind} ${reference.name}, which is neither there nor optional`);
+      }
+    }
+  }
+
+  for (const service of services) {
+    const at = where(service);
+    const selector = service.spec?.selector ?? {};
+    if (!check(Object.keys(selector).length > 0, `${at}: no selector`)) continue;
+    const targets = deployments.filter((deployment) => Object.entries(selector).every(([key, value]) => deployment.spec?.template?.metadata?.labels?.[key] === value));
+    if (!check(targets.length > 0, `${at}: selects no Deployment`)) continue;
+    for (const port of service.spec?.ports ?? []) {
+      check(typeof port.port === 'number', `${at}: a port without a number`);
+      if (typeof port.targetPort === 'string') {
+        check(targets.every((deployment) => deployment.spec.template.spec.containers.some((container) => (container.ports ?? []).some((declared) => declared.name === port.targetPort))), `${at}: targetPort ${port.targetPort} is not a named port of ${targets.map((deployment) => deployment.metadata.name).join(', ')}`);
+      }
+    }
+  }
+
+  for (const autoscaler of byKind('HorizontalPodAutoscaler')) {
+    const target = autoscaler.spec?.scaleTargetRef ?? {};
+    check(names.has(`${target.kind}/${target.name}`), `${where(autoscaler)}: scales ${target.kind}/${target.name}, which is not there`);
+  }
+
+  // The gateway's own shape: five services, gRPC ones probed over gRPC on their port, the edge over
+  // HTTP, and the edge reaching executors through the headless Service.
+  for (const service of SERVICES) {
+    const deployment = deployments.find((object) => object.metadata?.name === service);
+    if (!check(Boolean(deployment), `${label}: no Deployment ${service}`)) continue;
+    check(services.some((object) => object.metadata?.name === service), `${label}: no Service ${service}`);
+    const container = deployment.spec.template.spec.containers?.[0] ?? {};
+    check(JSON.stringify(container.command ?? container.args ?? []).includes(`services/${service}/dist/main.js`), `${label}: Deployment ${service} does not run services/${service}/dist/main.js`);
+    if (GRPC_PORTS[service]) {
+      check(container.readinessProbe?.grpc?.port === GRPC_PORTS[service] && container.livenessProbe?.grpc?.port === GRPC_PORTS[service], `${label}: ${service} must be probed over gRPC on ${GRPC_PORTS[service]}`);
+    } else {
+      check(container.readinessProbe?.httpGet?.path === '/readyz' && container.livenessProbe?.httpGet?.path === '/healthz', `${label}: edge must be probed on /readyz (readiness) and /healthz (liveness)`);
+    }
+  }
+  const config = byKind('ConfigMap').find((object) => object.metadata?.name === 'gateway-config');
+  if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
+    const executorAddress = String(config.data?.EXECUTOR_SERVICE_ADDR ?? '');
+    const headlessName = /^dns:\/\/\/([^:.]+)/.exec(executorAddress)?.[1];
+    const headless = services.find((object) => object.metadata?.name === headlessName);
+    check(Boolean(headless) && headless.spec?.clusterIP === 'None', `${label}: EXECUTOR_SERVICE_ADDR (${executorAddress}) must be dns:///<headless Service>:50053`);
+  }
+}
+
+// 2. Each overlay (and the base) collected from its parts.
+const overlays = existsSync(join(deployDir, 'overlays')) ? readdirSync(join(deployDir, 'overlays')).map((name) => join(deployDir, 'overlays', name)).filter((path) => statSync(path).isDirectory()) : [];
+check(overlays.length > 0, 'deploy/overlays has no overlay');
+for (const folder of [join(deployDir, 'base'), ...overlays]) {
+  const { objects, patches } = collect(folder);
+  validate(rel(folder), objects, patches);
+}
+// Components are checked through the overlays that use them; a component no overlay uses is dead.
+const componentsDir = join(deployDir, 'components');
+if (existsSync(componentsDir)) {
+  for (const name of readdirSync(componentsDir)) {
+    const used = overlays.some((folder) => (parse(readFileSync(kustomizationFile(folder) ?? '/dev/null', 'utf8') || '{}')?.components ?? []).some((entry) => resolve(folder, entry) === join(componentsDir, name)));
+    check(used, `deploy/components/${name}: no overlay uses it`);
+    collect(join(componentsDir, name));
+  }
+}
+
+// 3. Render for real when a renderer is here (CI machines may have none).
+const renderer = [['kubectl', ['kustomize']], ['kustomize', ['build']]].find(([command]) => {
+  try {
+    execFileSync(command, ['version', ...(command === 'kubectl' ? ['--client'] : [])], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+});
+if (renderer) {
+  const [command, args] = renderer;
+  for (const folder of overlays) {
+    try {
+      const output = execFileSync(command, [...args, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const objects = parseAllDocuments(output).map((document) => document.toJS()).filter(Boolean);
+      validate(`${rel(folder)} (rendered by ${command})`, objects);
+    } catch (error) {
+      check(false, `${rel(folder)}: ${command} ${args.join(' ')} failed: ${String(error.stderr || error.message).trim()}`);
+    }
+  }
+} else {
+  console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');
+}
+
+// 4. docker-compose.yml: parses, runs the dependencies and the five services, edge on 8080.
+const composePath = join(root, 'docker-compose.yml');
+if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
+  const [compose = {}] = loadYaml(composePath);
+  const composeServices = compose.services ?? {};
+  for (const name of ['redis', 'nats', ...SERVICES]) {
+    const service = composeServices[name];
+    if (!check(Boolean(service), `docker-compose.yml: no service ${name}`)) continue;
+    check(Boolean(service.image || service.build), `docker-compose.yml: ${name} has neither image nor build`);
+    for (const dependency of Object.keys(service.depends_on ?? {})) check(dependency in composeServices, `docker-compose.yml: ${name} depends on unknown ${dependency}`);
+  }
+  check(JSON.stringify(composeServices.nats?.command ?? '').includes('-js'), 'docker-compose.yml: nats must run with -js');
+  check((composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')), 'docker-compose.yml: edge must publish 8080');
+}
+
+if (problems.length > 0) {
+  console.error(`check-manifests: ${problems.length} problem(s) in ${checks} checks:`);
+  for (const problem of problems) console.error(`  - ${problem}`);
+  process.exit(1);
+}
+console.log(`check-manifests: all ${checks} checks hold (${overlays.length} overlays${renderer ? `, rendered by ${renderer[0]}` : ''}, docker-compose.yml)`);

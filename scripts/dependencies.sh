@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Makes sure Redis and NATS (with JetStream) answer, and exports REDIS_URL and NATS_URL.
+#
+#   source scripts/dependencies.sh   # exports REDIS_URL / NATS_URL into your shell
+#   bash scripts/dependencies.sh     # prints `export ...` lines you can eval
+#
+# For each of the two, in order:
+#   1. REDIS_URL / NATS_URL when set and answering: used as they are.
+#   2. Set to a loopback address that does not answer: a local server is started on that port
+#      (so REDIS_URL=redis://127.0.0.1:6390 gets a Redis of its own on 6390).
+#      Set to another host that does not answer: fall through to 3 with a warning.
+#   3. Unset: the defaults 127.0.0.1:6379 / 127.0.0.1:4222 when they answer.
+#   4. Otherwise a local `redis-server` / `nats-server -js` is started on the default port, with its
+#      data, log and pid file under .run/ (installed first with apt-get when missing and we are
+#      root; otherwise the script prints the command to run).
+# Idempotent: a server this project started earlier is found by its pid file and reused.
+# `bash scripts/stop.sh` stops only the servers started here, never ones that were found running.
+# Sets DEPENDENCIES_STARTED to what this call started ("redis:6390 nats:4290"), for callers that
+# want to stop them again (scripts/test.sh does).
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DEFAULT_REDIS_URL="redis://127.0.0.1:6379"
+DEFAULT_NATS_URL="nats://127.0.0.1:4222"
+DEPENDENCIES_STARTED=""
+
+# host and port of a URL: "redis://user:pw@host:6380/0" -> "host 6380". First of a comma list.
+_deps_host_port() {
+  local url="${1%%,*}" default_port="$2" rest host port
+  rest="${url#*://}"
+  rest="${rest%%/*}"
+  rest="${rest##*@}"
+  if [[ "$rest" == \[*\]* ]]; then # [::1]:6379
+    host="${rest%%]*}"; host="${host#[}"
+    port="${rest##*]}"; port="${port#:}"
+  elif [[ "$rest" == *:* ]]; then
+    host="${rest%%:*}"; port="${rest##*:}"
+  else
+    host="$rest"; port=""
+  fi
+  printf '%s %s\n' "${host:-127.0.0.1}" "${port:-$default_port}"
+}
+
+_deps_is_loopback() { [[ "$1" == 127.* || "$1" == localhost || "$1" == ::1 ]]; }
+
+# Does a Redis answer PING at this URL? Uses redis-cli when present (it understands passwords and
+# TLS), otherwise speaks the protocol over bash's /dev/tcp.
+_deps_redis_answers() {
+  local url="$1" host port reply
+  if command -v redis-cli >/dev/null 2>&1; then
+    reply="$(timeout 3 redis-cli -u "$url" --no-auth-warning ping 2>/dev/null)" || true
+    [[ "$reply" == PONG* ]] && return 0
+  fi
+  read -r host port < <(_deps_host_port "$url" 6379)
+  timeout 3 bash -c '
+    { exec 3<>"/dev/tcp/$1/$2"; } 2>/dev/null || exit 1
+    printf "PING\r\n" >&3
+    IFS= read -r line <&3 || exit 1
+    [[ "$line" == +PONG* || "$line" == -NOAUTH* ]]' _ "$host" "$port" 2>/dev/null
+}
+
+# Does a NATS server with JetStream answer at this URL? Reads the INFO line the server sends first
+# (it carries "jetstream":true when JetStream is on), then checks it answers PING with PONG.
+_deps_nats_answers() {
+  local url="$1" host port
+  read -r host port < <(_deps_host_port "$url" 4222)
+  timeout 3 bash -c '
+    { exec 3<>"/dev/tcp/$1/$2"; } 2>/dev/null || exit 1
+    IFS= read -r info <&3 || exit 1
+    [[ "$info" == INFO* ]] || exit 1
+    if [[ "$info" != *"\"jetstream\":true"* ]]; then
+      echo "[gateway] NATS at $1:$2 answers but JetStream is off (start it with -js)" >&2
+      exit 2
+    fi
+    # A server that requires auth would answer CONNECT {} with -ERR; INFO is enough then.
+    [[ "$info" == *"\"auth_required\":true"* ]] && exit 0
+    printf "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nPING\r\n" >&3
+    IFS= read -r line <&3 || exit 1
+    [[ "$line" == PONG* ]]' _ "$host" "$port"
+}
+
+# Path of a server binary, looking in sbin too (Debian puts nats-server in /usr/sbin).
+_deps_binary() {
+  local name="$1" dir
+  if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return 0; fi
+  for dir in /usr/sbin /usr/local/sbin /usr/bin /usr/local/bin; do
+    [[ -x "$dir/$name" ]] && { echo "$dir/$name"; return 0; }
+  done
+  return 1
+}
+
+# Installs the Debian package of a missing server when we are root and have apt-get.
+_deps_install() {
+  local binary="$1" package="$2"
+  _deps_binary "$binary" >/dev/null && return 0
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    gateway_log "$binary is missing; installing it: apt-get install -y $package"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y "$package" ||
+      { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "$package"; }; } >&2 ||
+      { gateway_fail "apt-get install -y $package failed"; return 1; }
+    _deps_binary "$binary" >/dev/null && return 0
+  fi
+  gateway_fail "$binary is not installed. Install it, then run this again:"
+  gateway_fail "  sudo apt-get update && sudo apt-get install -y $package"
+  gateway_fail "or point ${3} at a running server."
+  return 1
+}
+
+# Waits up to $3 seconds for $1 (a check function) to succeed on URL $2.
+_deps_wait() {
+  local check="$1" url="$2" budget="${3:-20}" i
+  for ((i = 0; i < budget * 5; i++)); do
+    "$check" "$url" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+_deps_start_redis() {
+  local port="$1" binary dir pid_file log_file url="redis://127.0.0.1:$1"
+  pid_file="$RUN_DIR/pids/redis-$port.pid"
+  if gateway_pid_alive "$pid_file" redis-server && _deps_wait _deps_redis_answers "$url" 5; then
+    _DEPS_URL="$url"; return 0
+  fi
+  _deps_install redis-server redis-server REDIS_URL || return 1
+  # The package may have started the system's own Redis on the default port.
+  if [[ "$port" == 6379 ]] && _deps_redis_answers "$url"; then _DEPS_URL="$url"; return 0; fi
+  binary="$(_deps_binary redis-server)"
+  dir="$RUN_DIR/redis/$port"
+  log_file="$RUN_DIR/logs/redis-$port.log"
+  mkdir -p "$dir" "$RUN_DIR/pids" "$RUN_DIR/logs"
+  gateway_log "starting redis-server on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
+  "$binary" --port "$port" --bind 127.0.0.1 --daemonize yes --pidfile "$pid_file" \
+    --logfile "$log_file" --dir "$dir" --save "" --appendonly no >&2 ||
+    { gateway_fail "redis-server did not start; see $log_file"; return 1; }
+  if ! _deps_wait _deps_redis_answers "$url" 20; then
+    gateway_fail "redis-server on port $port does not answer; last lines of $log_file:"
+    tail -n 20 "$log_file" >&2 2>/dev/null
+    return 1
+  fi
+  DEPENDENCIES_STARTED+="redis:$port "
+  _DEPS_URL="$url"
+}
+
+_deps_start_nats() {
+  local port="$1" binary dir pid_file log_file url="nats://127.0.0.1:$1"
+  pid_file="$RUN_DIR/pids/nats-$port.pid"
+  if gateway_pid_alive "$pid_file" nats-server && _deps_wait _deps_nats_answers "$url" 5; then
+    _DEPS_URL="$url"; return 0
+  fi
+  _deps_install nats-server nats-server NATS_URL || return 1
+  if [[ "$port" == 4222 ]] && _deps_nats_answers "$url" 2>/dev/null; then _DEPS_URL="$url"; return 0; fi
+  binary="$(_deps_binary nats-server)"
+  dir="$RUN_DIR/nats/$port"
+  log_file="$RUN_DIR/logs/nats-$port.log"
+  mkdir -p "$dir" "$RUN_DIR/pids" "$RUN_DIR/logs"
+  gateway_log "starting nats-server -js on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
+  # nats-server does not daemonize itself: a new session detaches it from our terminal, and it
+  # writes its own pid file (-P).
+  setsid nohup "$binary" -a 127.0.0.1 -p "$port" -js -sd "$dir" -l "$log_file" -P "$pid_file" \
+    </dev/null >/dev/null 2>&1 &
+  if ! _deps_wait _deps_nats_answers "$url" 20; then
+    gateway_fail "nats-server on port $port does not answer; last lines of $log_file:"
+    tail -n 20 "$log_file" >&2 2>/dev/null
+    return 1
+  fi
+  DEPENDENCIES_STARTED+="nats:$port "
+  _DEPS_URL="$url"
+}
+
+# resolve KIND CHECK START DEFAULT_URL DEFAULT_PORT CURRENT_URL -> sets _DEPS_URL to the URL to use.
+# (A global rather than output: the start functions must run in this shell, not a $(...) subshell,
+# so that DEPENDENCIES_STARTED survives.)
+_deps_resolve() {
+  local kind="$1" check="$2" start="$3" default_url="$4" default_port="$5" current="$6" host port
+  if [[ -n "$current" ]]; then
+    if "$check" "$current"; then _DEPS_URL="$current"; return 0; fi
+    read -r host port < <(_deps_host_port "$current" "$default_port")
+    if _deps_is_loopback "$host"; then
+      gateway_log "$kind at $current does not answer; starting one there"
+      "$start" "$port"
+      return
+    fi
+    gateway_log "warning: $kind at $current does not answer; trying $default_url"
+  fi
+  if "$check" "$default_url"; then _DEPS_URL="$default_url"; return 0; fi
+  "$start" "$default_port"
+}
+
+# Runs the whole procedure; returns non-zero (and says why) when either cannot be had.
+gateway_dependencies() {
+  local redis_url
+  mkdir -p "$RUN_DIR"
+  DEPENDENCIES_STARTED=""
+  _DEPS_URL=""
+  _deps_resolve Redis _deps_redis_answers _deps_start_redis "$DEFAULT_REDIS_URL" 6379 "${REDIS_URL:-}" || return 1
+  redis_url="$_DEPS_URL"
+  _DEPS_URL=""
+  _deps_resolve NATS _deps_nats_answers _deps_start_nats "$DEFAULT_NATS_URL" 4222 "${NATS_URL:-}" || return 1
+  export REDIS_URL="$redis_url" NATS_URL="$_DEPS_URL"
+  DEPENDENCIES_STARTED="${DEPENDENCIES_STARTED% }"
+  export DEPENDENCIES_STARTED
+  gateway_log "Redis: $REDIS_URL   NATS (JetStream): $NATS_URL${DEPENDENCIES_STARTED:+   (started now: $DEPENDENCIES_STARTED)}"
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  # Run as a program: fail loudly, and print the variables for `eval "$(bash scripts/dependencies.sh)"`.
+  set -euo pipefail
+  gateway_dependencies
+  printf 'export REDIS_URL=%q NATS_URL=%q\n' "$REDIS_URL" "$NATS_URL"
+else
+  # Sourced: leave the caller's shell options alone and hand back the status.
+  gateway_dependencies
+fi

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Runs the whole gateway on this machine: installs, builds, makes sure Redis and NATS answer,
+# (re)starts the five services in the background and waits until the edge is ready.
+# Needs only Debian (or similar) and Node.js 20; installs pnpm, Redis and NATS when missing.
+#
+#   bash scripts/start.sh
+#   bash scripts/start.sh --no-build     # skip pnpm install / pnpm build
+#
+# Configuration comes from the environment, then from .env at the root (see .env.example).
+# Logs: .run/logs/<service>.log   pids: .run/pids/<service>.pid   stop: bash scripts/stop.sh
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$GATEWAY_ROOT"
+
+BUILD=1
+[[ "${1:-}" == --no-build ]] && BUILD=0
+
+# .env fills in what the environment does not set (the environment wins); empty values are skipped
+# so that a copied .env.example leaves every default alone.
+if [[ -f .env ]]; then
+  while IFS= read -r line || [[ -n "$line" ]]; do
+    [[ "$line" =~ ^[[:space:]]*([A-Z_][A-Z0-9_]*)=(.*)$ ]] || continue
+    name="${BASH_REMATCH[1]}" value="${BASH_REMATCH[2]}"
+    value="${value%\"}"; value="${value#\"}"; value="${value%\'}"; value="${value#\'}"
+    if [[ -n "$value" && -z "${!name+set}" ]]; then export "$name=$value"; fi
+  done <.env
+fi
+
+SERVICES=(auth router executor metering edge) # the edge last: it waits for the others anyway
+EDGE_PORT="${EDGE_PORT:-8080}"
+READY_TIMEOUT_SECONDS="${READY_TIMEOUT_SECONDS:-60}"
+
+if ((BUILD)); then
+  gateway_ensure_pnpm
+  gateway_install_and_build
+fi
+
+# shellcheck source=scripts/dependencies.sh
+source scripts/dependencies.sh || exit 1
+
+for service in "${SERVICES[@]}"; do
+  if [[ ! -f "services/$service/dist/main.js" ]]; then
+    gateway_fail "services/$service/dist/main.js is missing; did \`pnpm build\` succeed?"
+    exit 1
+  fi
+done
+
+# The bootstrap key: the environment's, else the one generated on the first start and kept.
+if [[ -z "${GATEWAY_BOOTSTRAP_KEY:-}" ]]; then
+  if [[ ! -s "$RUN_DIR/bootstrap-key" ]]; then
+    mkdir -p "$RUN_DIR"
+    (umask 077 && node -e '
+      const { randomInt } = require("node:crypto");
+      const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+      let key = "br-";
+      for (let i = 0; i < 40; i++) key += alphabet[randomInt(alphabet.length)];
+      process.stdout.write(key + "\n");' >"$RUN_DIR/bootstrap-key")
+    gateway_log "generated a bootstrap API key in .run/bootstrap-key"
+  fi
+  GATEWAY_BOOTSTRAP_KEY="$(head -n 1 "$RUN_DIR/bootstrap-key")"
+fi
+export GATEWAY_BOOTSTRAP_KEY
+export GATEWAY_BOOTSTRAP_PLAN="${GATEWAY_BOOTSTRAP_PLAN:-pro}"
+export EDGE_PORT LOG_LEVEL="${LOG_LEVEL:-info}"
+
+# Restart cleanly: whatever an earlier start left running goes first.
+bash scripts/stop.sh --services
+
+mkdir -p "$RUN_DIR/logs" "$RUN_DIR/pids"
+for service in "${SERVICES[@]}"; do
+  log_file="$RUN_DIR/logs/$service.log"
+  printf '\n=== %s: starting %s ===\n' "$(date -u +%FT%TZ)" "$service" >>"$log_file"
+  # A session of its own: Ctrl-C on this script or closing the terminal does not reach it.
+  setsid nohup node "services/$service/dist/main.js" </dev/null >>"$log_file" 2>&1 &
+  echo "$!" >"$RUN_DIR/pids/$service.pid"
+  gateway_log "started $service (pid $!, log .run/logs/$service.log)"
+done
+
+# The last N lines a log got since this start (logs are appended across starts).
+last_run_of_log() {
+  awk '/^=== .*: starting / { n = 0 } { lines[n++] = $0 } END { for (i = (n > max ? n - max : 0); i < n; i++) print lines[i] }' max="$2" "$1"
+}
+
+# HTTP GET with a 2-5 s budget: "status body" on stdout. curl when installed, else Node's fetch
+# (a minimal Debian has no curl).
+http_get() {
+  local url="$1" key="${2:-}"
+  if command -v curl >/dev/null 2>&1; then
+    curl -s --max-time 5 -w '\n%{http_code}' ${key:+-H "Authorization: Bearer $key"} "$url" 2>/dev/null |
+      awk '{ lines[NR] = $0 } END { printf "%s ", lines[NR]; for (i = 1; i < NR; i++) print lines[i] }'
+  else
+    node -e '
+      const [url, key] = process.argv.slice(1);
+      fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(5000) })
+        .then(async (response) => process.stdout.write(`${response.status} ${await response.text()}`), () => process.stdout.write("000 "));' "$url" "$key"
+  fi
+}
+
+# Bounded wait for /readyz, watching that every service stays alive.
+ready_url="http://127.0.0.1:$EDGE_PORT/readyz"
+gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for $ready_url"
+deadline=$((SECONDS + READY_TIMEOUT_SECONDS))
+while :; do
+  for service in "${SERVICES[@]}"; do
+    if ! gateway_pid_alive "$RUN_DIR/pids/$service.pid" "services/$service/dist/main.js"; then
+      gateway_fail "$service exited during start-up; last lines of .run/logs/$service.log:"
+      last_run_of_log "$RUN_DIR/logs/$service.log" 40 >&2
+      bash scripts/stop.sh --services
+      exit 1
+    fi
+  done
+  status="$(http_get "$ready_url" | cut -d' ' -f1 || true)"
+  [[ "$status" == 200 ]] && break
+  if ((SECONDS >= deadline)); then
+    gateway_fail "the edge was not ready within ${READY_TIMEOUT_SECONDS}s (last /readyz status: ${status:-none})"
+    for service in "${SERVICES[@]}"; do
+      printf '\n--- last lines of .run/logs/%s.log ---\n' "$service" >&2
+      last_run_of_log "$RUN_DIR/logs/$service.log" 15 >&2
+    done
+    gateway_fail "the services are left running for a look; stop them with: bash scripts/stop.sh"
+    exit 1
+  fi
+  sleep 0.5
+done
+
+base_url="http://127.0.0.1:$EDGE_PORT/v1"
+# The first model the gateway offers, for the examples.
+model="$(http_get "$base_url/models" "$GATEWAY_BOOTSTRAP_KEY" | cut -d' ' -f2- |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{process.stdout.write(JSON.parse(s).data[0].id)}catch{}})' || true)"
+model="${model:-MODEL_ID}"
+
+cat <<EOF
+
+The gateway is ready.
+
+  Base URL:  $base_url
+  API key:   $GATEWAY_BOOTSTRAP_KEY   (plan: $GATEWAY_BOOTSTRAP_PLAN)
+
+  curl $base_url/chat/completions \\
+    -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" -H "Content-Type: application/json" \\
+    -d '{"model":"$model","messages":[{"role":"user","content":"Hello!"}]}'
+
+  // npm install openai, then in an .mjs file:
+  import OpenAI from 'openai';
+  const client = new OpenAI({ baseURL: '$base_url', apiKey: '$GATEWAY_BOOTSTRAP_KEY' });
+  const completion = await client.chat.completions.create({ model: '$model', messages: [{ role: 'user', content: 'Hello!' }] });
+  console.log(completion.choices[0].message.content);
+
+  Models:   curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/models
+  Logs:     .run/logs/<service>.log  (auth router executor metering edge)
+  Stop:     bash scripts/stop.sh
+EOF

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Stops what scripts/start.sh and scripts/dependencies.sh started: the five services, then the
+# Redis and NATS servers this project started itself (their pid files are under .run/pids/).
+# A Redis or NATS that was already running when we looked is never touched: it has no pid file here.
+#
+#   bash scripts/stop.sh              # services and the dependencies we started
+#   bash scripts/stop.sh --services   # services only
+#   bash scripts/stop.sh --dependencies redis:6390 nats:4290   # just these dependencies
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SERVICES=(edge metering executor router auth) # the edge first: it stops taking requests
+
+stop_service() {
+  local service="$1" pid_file="$RUN_DIR/pids/$1.pid"
+  [[ -f "$pid_file" ]] || return 0
+  if gateway_pid_alive "$pid_file" "services/$service/dist/main.js"; then
+    gateway_log "stopping $service (pid $(cat "$pid_file"))"
+    # Services drain in-flight streams on SIGTERM; give them a little longer than their budget.
+    gateway_stop_pid "$pid_file" "services/$service/dist/main.js" 30
+  else
+    rm -f "$pid_file"
+  fi
+}
+
+# The edge first, so that it stops taking requests while the others still answer; then the rest
+# together (each drains on its own).
+stop_services() {
+  local service
+  stop_service edge
+  for service in "${SERVICES[@]:1}"; do stop_service "$service" & done
+  wait
+}
+
+# stop_dependency redis:6390 | nats:4290
+stop_dependency() {
+  local kind="${1%%:*}" port="${1##*:}" pid_file
+  pid_file="$RUN_DIR/pids/$kind-$port.pid"
+  [[ -f "$pid_file" ]] || return 0
+  if gateway_pid_alive "$pid_file" "$kind-server"; then
+    gateway_log "stopping $kind-server on port $port (pid $(cat "$pid_file"))"
+    gateway_stop_pid "$pid_file" "$kind-server" 10
+  else
+    rm -f "$pid_file"
+  fi
+}
+
+stop_all_dependencies() {
+  local pid_file name
+  shopt -s nullglob
+  for pid_file in "$RUN_DIR"/pids/redis-*.pid "$RUN_DIR"/pids/nats-*.pid; do
+    name="$(basename "$pid_file" .pid)" # redis-6390
+    stop_dependency "${name%%-*}:${name##*-}"
+  done
+}
+
+case "${1:-}" in
+  --services) stop_services ;;
+  --dependencies) shift; for dependency in "$@"; do stop_dependency "$dependency"; done ;;
+  "") stop_services; stop_all_dependencies ;;
+  *) gateway_fail "usage: bash scripts/stop.sh [--services | --dependencies redis:PORT nats:PORT ...]"; exit 2 ;;
+esac
