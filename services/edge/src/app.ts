@@ -69,6 +69,9 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
     },
     return503OnClosing: true,
+    // A `__proto__` or `constructor.prototype` key is dropped, not an error: it is never a field we read.
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
   });
 
   const requests = new prometheus.Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: [deps.registry] });
@@ -76,6 +79,9 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     name: 'gateway_http_request_duration_seconds', help: 'Time from request to the end of the response.', labelNames: ['route'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [deps.registry],
   });
+
+  // Only JSON bodies: a text/plain body is a 415, not a string to validate.
+  app.removeContentTypeParser('text/plain');
 
   await app.register(cors, { origin: true, methods: ['GET', 'POST', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
 

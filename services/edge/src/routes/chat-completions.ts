@@ -31,6 +31,9 @@ function checkCapabilities(model: ModelOutput, parsed: ParsedChatRequest, prompt
   if (parsed.needsVision && !capabilities.vision) {
     throw new RequestError(400, `The model \`${model.id}\` does not accept image inputs; remove the image parts or choose a model with vision.`, { param: 'messages', code: 'unsupported_parameter' });
   }
+  if (parsed.needsJsonMode && !capabilities.json_mode) {
+    throw new RequestError(400, `The model \`${model.id}\` does not support 'response_format' of type '${parsed.request.response_format?.type}'; remove it or choose a model with JSON mode.`, { param: 'response_format', code: 'unsupported_parameter' });
+  }
   if (parsed.request.stream && !capabilities.streaming) {
     throw new RequestError(400, `The model \`${model.id}\` does not support streaming; set 'stream' to false.`, { param: 'stream', code: 'unsupported_parameter' });
   }
@@ -202,7 +205,9 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       else keepAlive = setInterval(() => { if (!raw.destroyed) raw.write(': ping\n\n'); }, config.EDGE_STREAM_KEEPALIVE_MS);
     };
     const begin = (first: ChatChunkOutput | undefined) => {
+      if (started) return;
       started = true;
+      clearTimeout(commitTimer);
       identity.id = first?.id || `chatcmpl-${request.id}`;
       identity.created = first?.created || Math.floor(Date.now() / 1000);
       reply.hijack();
@@ -213,6 +218,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         'x-accel-buffering': 'no',
         'x-request-id': request.id,
         'openai-model': routing.model.id ?? '',
+        'openai-processing-ms': String(Math.round(reply.elapsedTime)),
         ...corsHeaders(reply),
       });
       armKeepAlive();
@@ -223,6 +229,15 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         for (const toolCall of choice.delta?.tool_calls ?? []) streamedText += toolCall.function?.arguments ?? '';
       }
     };
+
+    // A model silent for a whole keep-alive interval before its first chunk (a long time to first
+    // token) gets the stream committed and pinged, so that clients and proxies do not time out; a
+    // failure after that is an error event rather than a status.
+    const commitTimer = setTimeout(() => {
+      if (started || raw.destroyed) return;
+      begin(undefined);
+      raw.write(': ping\n\n');
+    }, config.EDGE_STREAM_KEEPALIVE_MS);
 
     try {
       for await (const event of call as AsyncIterable<ExecuteStreamEventOutput>) {
@@ -260,6 +275,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       finish(estimatedUsage(execute, streamedText), '', 'OUTCOME_FAILED');
       if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
     } finally {
+      clearTimeout(commitTimer);
       if (keepAlive) clearInterval(keepAlive);
       abort.signal.removeEventListener('abort', cancel);
     }

@@ -1,0 +1,373 @@
+/**
+ * Wire conformance: the running cluster driven by the official `openai` client (what a user's code
+ * sees) and by raw HTTP (what a client hides: the exact SSE bytes, headers, error bodies).
+ * The checklist is ../shared/reference/CLIENT_COMPATIBILITY.md.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { startCluster, type Cluster } from './cluster.js';
+
+const CATALOG = new URL('./fixtures/conformance-catalog.yaml', import.meta.url).pathname;
+const BODY_LIMIT = 64 * 1024;
+
+let cluster: Cluster;
+let client: OpenAI;
+let origin: string;
+
+beforeAll(async () => {
+  cluster = await startCluster({ env: { CATALOG_PATH: CATALOG, EDGE_BODY_LIMIT_BYTES: String(BODY_LIMIT), EDGE_STREAM_KEEPALIVE_MS: '150' } });
+  client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
+  origin = cluster.baseUrl.replace(/\/v1$/, '');
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const hello = [{ role: 'user' as const, content: 'Tell me about rivers.' }];
+const weatherTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'Current weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city', 'unit'] },
+  },
+};
+
+/** Sends a raw POST to the chat endpoint. */
+function post(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${cluster.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/** Parses an SSE body into its `data:` payloads, checking the framing on the way. */
+function sseEvents(text: string): string[] {
+  expect(text.endsWith('\n\n')).toBe(true);
+  return text.split('\n\n').filter((block) => block.length > 0 && !block.startsWith(':')).map((block) => {
+    expect(block.startsWith('data: ')).toBe(true);
+    expect(block.includes('\n')).toBe(false);
+    return block.slice('data: '.length);
+  });
+}
+
+async function expectError(response: Response, status: number, param: string | null, code?: string) {
+  expect(response.status).toBe(status);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(response.headers.get('x-request-id')).toBeTruthy();
+  const body = await response.json() as { error: Record<string, unknown> };
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'param', 'type']);
+  expect(typeof body.error.message).toBe('string');
+  expect(body.error.param).toBe(param);
+  if (code) expect(body.error.code).toBe(code);
+  return body.error;
+}
+
+describe('whole responses through the official client', () => {
+  it('has every key clients read', async () => {
+    const completion = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 1 });
+    expect(completion.id).toMatch(/^chatcmpl-/);
+    expect(completion.object).toBe('chat.completion');
+    expect(Number.isInteger(completion.created)).toBe(true);
+    expect(completion.model).toBe('sim-full');
+    const choice = completion.choices[0]!;
+    expect(Object.keys(choice).sort()).toEqual(['finish_reason', 'index', 'logprobs', 'message']);
+    expect(choice.logprobs).toBeNull();
+    expect(choice.message.refusal).toBeNull();
+    expect(completion.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
+    expect(completion.usage?.completion_tokens_details?.reasoning_tokens).toBe(0);
+  });
+
+  it('returns n choices', async () => {
+    const completion = await client.chat.completions.create({ model: 'sim-full', messages: hello, n: 3, max_tokens: 5 });
+    expect(completion.choices.map((choice) => choice.index)).toEqual([0, 1, 2]);
+    expect(completion.choices.every((choice) => choice.finish_reason === 'length')).toBe(true);
+  });
+
+  it('calls tools with arguments as a JSON string that fits the schema', async () => {
+    const completion = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+    const choice = completion.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.message.content).toBeNull();
+    const call = choice.message.tool_calls![0]!;
+    if (call.type !== 'function') throw new Error('expected a function call');
+    expect(call.id).toBeTruthy();
+    const args = JSON.parse(call.function.arguments) as { city: unknown; unit: unknown };
+    expect(typeof args.city).toBe('string');
+    expect(['c', 'f']).toContain(args.unit);
+  });
+
+  it('answers a tool result after a tool call', async () => {
+    const completion = await client.chat.completions.create({
+      model: 'sim-full',
+      tools: [weatherTool],
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo","unit":"c"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temperature": 3}' },
+      ],
+    });
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.choices[0]!.message.content).toBeTruthy();
+  });
+});
+
+describe('streams through the official client', () => {
+  it('streams chunks with one id, the role first and a finish reason last', async () => {
+    const stream = await client.chat.completions.create({ model: 'sim-full', messages: hello, stream: true, seed: 4 });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(2);
+    expect(new Set(chunks.map((chunk) => `${chunk.id}|${chunk.created}|${chunk.model}`)).size).toBe(1);
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+    expect(chunks.slice(1).every((chunk) => chunk.choices[0]?.delta.role === undefined)).toBe(true);
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+    expect(chunks.slice(0, -1).every((chunk) => chunk.choices[0]!.finish_reason === null)).toBe(true);
+  });
+
+  it('assembles the final message with the stream() helper', async () => {
+    const whole = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 9 });
+    const runner = client.chat.completions.stream({ model: 'sim-full', messages: hello, seed: 9 });
+    const final = await runner.finalChatCompletion();
+    expect(final.choices[0]!.message.content).toBe(whole.choices[0]!.message.content);
+    expect(final.choices[0]!.finish_reason).toBe('stop');
+  });
+
+  it('streams tool calls that the helper assembles into valid arguments', async () => {
+    const runner = client.chat.completions.stream({ model: 'sim-full', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [weatherTool], tool_choice: 'required' });
+    const final = await runner.finalChatCompletion();
+    const call = final.choices[0]!.message.tool_calls![0]!;
+    if (call.type !== 'function') throw new Error('expected a function call');
+    expect(call.function.name).toBe('get_weather');
+    expect(call.id).not.toMatch(/(call_\w+)\1/);
+    expect(JSON.parse(call.function.arguments)).toHaveProperty('city');
+    expect(final.choices[0]!.finish_reason).toBe('tool_calls');
+  });
+
+  it('sends a usage chunk with empty choices when asked', async () => {
+    const stream = await client.chat.completions.create({ model: 'sim-full', messages: hello, stream: true, stream_options: { include_usage: true } });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage!.total_tokens).toBe(last.usage!.prompt_tokens + last.usage!.completion_tokens);
+    expect(chunks.slice(0, -1).every((chunk) => chunk.usage === null)).toBe(true);
+  });
+});
+
+describe('the model list', () => {
+  it('lists every model in one page with prices and capabilities', async () => {
+    const page = await client.models.list();
+    const ids = page.data.map((model) => model.id);
+    expect(ids).toEqual(['sim-full', 'sim-text-only', 'vendor/family/sim-slashed']);
+    const textOnly = page.data[1] as unknown as { object: string; owned_by: string; context_window: number; pricing: { input: number; output: number }; capabilities: { tools: boolean } };
+    expect(textOnly).toMatchObject({ object: 'model', owned_by: 'gateway', context_window: 4096, pricing: { input: 0.2, output: 0.8 }, capabilities: { tools: false } });
+  });
+
+  it('retrieves a model whose id contains "/"', async () => {
+    const model = await client.models.retrieve('vendor/family/sim-slashed');
+    expect(model.id).toBe('vendor/family/sim-slashed');
+    const encoded = await fetch(`${cluster.baseUrl}/models/vendor%2Ffamily%2Fsim-slashed`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
+    expect(((await encoded.json()) as { id: string }).id).toBe('vendor/family/sim-slashed');
+  });
+
+  it('pages with limit and after', async () => {
+    const headers = { authorization: `Bearer ${cluster.apiKey}` };
+    const first = await (await fetch(`${cluster.baseUrl}/models?limit=2`, { headers })).json() as { data: Array<{ id: string }>; has_more: boolean; first_id: string; last_id: string };
+    expect(first.data.map((model) => model.id)).toEqual(['sim-full', 'sim-text-only']);
+    expect(first).toMatchObject({ has_more: true, first_id: 'sim-full', last_id: 'sim-text-only' });
+    const second = await (await fetch(`${cluster.baseUrl}/models?limit=2&after=${first.last_id}`, { headers })).json() as { data: Array<{ id: string }>; has_more: boolean };
+    expect(second.data.map((model) => model.id)).toEqual(['vendor/family/sim-slashed']);
+    expect(second.has_more).toBe(false);
+    await expectError(await fetch(`${cluster.baseUrl}/models?limit=0`, { headers }), 400, 'limit');
+  });
+
+  it('raises NotFoundError for an unknown model', async () => {
+    await expect(client.models.retrieve('nope')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe('error classes through the official client', () => {
+  it('maps each failure to its client exception', async () => {
+    const bad = new OpenAI({ baseURL: cluster.baseUrl, apiKey: 'br-wrong', maxRetries: 0 });
+    await expect(bad.chat.completions.create({ model: 'sim-full', messages: hello })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(client.chat.completions.create({ model: 'sim-full', messages: [] })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(client.chat.completions.create({ model: 'missing', messages: hello })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    const limited = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=429]] [[simulate:retry_after_ms=2000]]' }] }).catch((error: unknown) => error);
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('2');
+    const upstream = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=500]]' }] }).catch((error: unknown) => error);
+    expect(upstream).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((upstream as InstanceType<typeof OpenAI.InternalServerError>).status).toBe(502);
+    const timeout = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=timeout]]' }] }).catch((error: unknown) => error);
+    expect((timeout as InstanceType<typeof OpenAI.InternalServerError>).status).toBe(504);
+  });
+
+  it('refuses a parameter the model cannot honour before any upstream call', async () => {
+    const error = await client.chat.completions.create({ model: 'sim-text-only', messages: hello, tools: [weatherTool] }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('tools');
+    const image = await post({ model: 'sim-text-only', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }] });
+    await expectError(image, 400, 'messages', 'unsupported_parameter');
+    const json = await post({ model: 'sim-text-only', messages: hello, response_format: { type: 'json_object' } });
+    await expectError(json, 400, 'response_format', 'unsupported_parameter');
+    const tooLong = await post({ model: 'sim-full', messages: hello, max_tokens: 4000 });
+    await expectError(tooLong, 400, 'max_tokens');
+  });
+});
+
+describe('raw HTTP', () => {
+  it('sends the exact SSE framing, the gateway object last, then [DONE] and closes', async () => {
+    const response = await post({ model: 'sim-full', messages: hello, stream: true, max_tokens: 8 }, { accept: 'application/json' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(response.headers.get('x-request-id')).toBeTruthy();
+    expect(response.headers.get('openai-processing-ms')).toMatch(/^\d+$/);
+    const events = sseEvents(await response.text());
+    expect(events.at(-1)).toBe('[DONE]');
+    const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as Record<string, unknown> & { choices: Array<{ finish_reason: string | null }> });
+    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true);
+    const last = chunks.at(-1)!;
+    expect(last.choices[0]!.finish_reason).toBe('length');
+    expect(last.gateway).toMatchObject({ routed_to: 'sim-full' });
+    expect(chunks.slice(0, -1).every((chunk) => chunk.gateway === undefined)).toBe(true);
+    expect('usage' in chunks[0]!).toBe(false);
+  });
+
+  it('puts the gateway object on the usage chunk when usage was asked for', async () => {
+    const response = await post({ model: 'sim-full', messages: hello, stream: true, stream_options: { include_usage: true } });
+    const chunks = sseEvents(await response.text()).slice(0, -1).map((event) => JSON.parse(event) as Record<string, unknown>);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.gateway).toMatchObject({ routed_to: 'sim-full' });
+    expect((last.gateway as { cost_usd: number }).cost_usd).toBeGreaterThan(0);
+  });
+
+  it('ends a stream that fails after the first byte with an error event, never [DONE]', async () => {
+    const response = await post({ model: 'sim-full', messages: [{ role: 'user', content: 'go [[simulate:fail_after=3]]' }], stream: true });
+    expect(response.status).toBe(200);
+    const events = sseEvents(await response.text());
+    expect(events).not.toContain('[DONE]');
+    const error = JSON.parse(events.at(-1)!) as { error: Record<string, unknown> };
+    expect(Object.keys(error.error).sort()).toEqual(['code', 'message', 'param', 'type']);
+    expect(events.length).toBeGreaterThan(1);
+  });
+
+  it('answers a failure before the first byte with a status, not a stream', async () => {
+    const response = await post({ model: 'sim-full', messages: [{ role: 'user', content: 'go [[simulate:error=503]]' }], stream: true });
+    await expectError(response, 502, null, 'upstream_error');
+  });
+
+  it('keeps a silent stream alive with SSE comments only', async () => {
+    const response = await post({ model: 'sim-full', messages: [{ role: 'user', content: 'slow [[simulate:ttft_ms=700]]' }], stream: true, max_tokens: 3 });
+    const text = await response.text();
+    expect(text.startsWith(': ping\n\n') || text.includes('\n\n: ping\n\n')).toBe(true);
+    expect(sseEvents(text).at(-1)).toBe('[DONE]');
+  });
+
+  it('echoes a caller request id and sets one on every response', async () => {
+    const ok = await post({ model: 'sim-full', messages: hello }, { 'x-request-id': 'trace-123' });
+    expect(ok.headers.get('x-request-id')).toBe('trace-123');
+    expect(ok.headers.get('openai-processing-ms')).toMatch(/^\d+$/);
+    for (const response of [
+      await fetch(`${origin}/nowhere`),
+      await fetch(`${cluster.baseUrl}/chat/completions`),
+      await post({ model: 'sim-full' }),
+    ]) {
+      expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+      await response.arrayBuffer();
+    }
+  });
+
+  it('gives each malformed request its own clear error', async () => {
+    await expectError(await post('{"model": "sim-full", "messages": ['), 400, null, 'invalid_json');
+    await expectError(await post('[1, 2]'), 400, null, 'invalid_body');
+    await expectError(await post('"text"'), 400, null, 'invalid_body');
+    await expectError(await post('null'), 400, null);
+    await expectError(await post(JSON.stringify({ model: 'sim-full', messages: hello }), { 'content-type': 'text/plain' }), 415, null, 'unsupported_media_type');
+    await expectError(await post({ model: 'sim-full', messages: [{ role: 'user', content: 'x'.repeat(BODY_LIMIT) }] }), 413, null, 'request_too_large');
+    const notAllowed = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'GET', headers: { authorization: `Bearer ${cluster.apiKey}` } });
+    await expectError(notAllowed, 405, null, 'method_not_allowed');
+    await expectError(await fetch(`${origin}/v1/unknown`), 404, null, 'unknown_url');
+    const missingKey = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-full', messages: hello }) });
+    const error = await expectError(missingKey, 401, null, 'missing_api_key');
+    expect(missingKey.headers.get('x-should-retry')).toBe('false');
+    expect(String(error.message)).toMatch(/API key/);
+  });
+
+  it('drops prototype-poisoning keys instead of failing', async () => {
+    const response = await post('{"model":"sim-full","messages":[{"role":"user","content":"hi"}],"__proto__":{"polluted":true}}');
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+  });
+
+  it('allows browser clients through CORS', async () => {
+    const preflight = await fetch(`${cluster.baseUrl}/chat/completions`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-stainless-os, x-stainless-lang' },
+    });
+    expect(preflight.status).toBeLessThan(300);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/x-stainless-os/);
+    const actual = await post({ model: 'sim-full', messages: hello }, { origin: 'https://app.example' });
+    expect(actual.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(actual.headers.get('access-control-expose-headers')).toMatch(/x-request-id/);
+  });
+});
+
+describe('hostile bodies', () => {
+  /** A deterministic generator of mutated request bodies. */
+  function* hostileBodies(count: number): Generator<string> {
+    let state = 12345;
+    const random = () => { state = (state * 1103515245 + 12345) & 0x7fffffff; return state / 0x7fffffff; };
+    const values: unknown[] = [null, true, false, 0, -1, 1e308, -1e308, 2.5, '', 'x', 'auto', [], {}, [null], { a: 1 }, 'x'.repeat(3000), [1, 'a', null], { role: 'user' }, Number.MAX_SAFE_INTEGER + 2, '\u0000\ud800', { type: 'function' }];
+    const fields = ['model', 'messages', 'temperature', 'top_p', 'n', 'stop', 'max_tokens', 'max_completion_tokens', 'presence_penalty', 'frequency_penalty', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'stream', 'stream_options', 'logprobs', 'top_logprobs', 'logit_bias', 'user', 'metadata', 'store', 'reasoning_effort', 'functions', 'function_call'];
+    const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
+    const messageFields = ['role', 'content', 'name', 'tool_calls', 'tool_call_id', 'refusal'];
+    for (let i = 0; i < count; i += 1) {
+      const body: Record<string, unknown> = { model: random() < 0.8 ? 'sim-full' : pick(values), messages: [{ role: 'user', content: 'hi' }] };
+      const mutations = 1 + Math.floor(random() * 3);
+      for (let m = 0; m < mutations; m += 1) {
+        const roll = random();
+        if (roll < 0.5) body[pick(fields)] = pick(values);
+        else if (roll < 0.8) {
+          const message: Record<string, unknown> = { role: pick(['user', 'assistant', 'tool', 'system', 'developer', 'function', 'x']) };
+          message[pick(messageFields)] = pick(values);
+          if (random() < 0.5) message.content = pick(values);
+          if (!Array.isArray(body.messages)) body.messages = [];
+          (body.messages as unknown[]).push(random() < 0.9 ? message : pick(values));
+        } else {
+          body.tools = [{ type: 'function', function: { name: pick(['f', '', 'a b', 'x'.repeat(70)]), parameters: pick(values) } }];
+          if (random() < 0.5) body.tool_choice = pick(['none', 'auto', 'required', { type: 'function', function: { name: 'f' } }, { type: 'function' }]);
+        }
+      }
+      let text = JSON.stringify(body);
+      if (random() < 0.05) text = text.slice(0, Math.floor(random() * text.length));
+      yield text;
+    }
+  }
+
+  it('never answers 5xx and always answers with the OpenAI envelope', async () => {
+    const bodies = [...hostileBodies(600)];
+    const statuses = new Map<number, number>();
+    const concurrency = 12;
+    let next = 0;
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++]!;
+        const response = await post(body);
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+        const text = await response.text();
+        if (response.status >= 500) throw new Error(`${response.status} for ${body}: ${text}`);
+        if (response.status !== 200) {
+          const parsed = JSON.parse(text) as { error: Record<string, unknown> };
+          expect(Object.keys(parsed.error).sort()).toEqual(['code', 'message', 'param', 'type']);
+        }
+      }
+    }));
+    expect(statuses.get(400)).toBeGreaterThan(100);
+  });
+});
