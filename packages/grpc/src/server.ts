@@ -1,14 +1,15 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { GatewayError } from './gateway-error.js';
+import { requestIdOf } from './client.js';
 
 /** Where a server reports failures that are not GatewayErrors (bugs): the cause stays here. */
-export type ErrorReporter = (error: unknown, method: string) => void;
+export type ErrorReporter = (error: unknown, method: string, requestId?: string) => void;
 
 /** Converts anything a handler threw into the error object grpc-js sends. */
-export function toServiceError(error: unknown, method: string, report?: ErrorReporter): ReturnType<GatewayError['toServiceError']> {
+export function toServiceError(error: unknown, method: string, report?: ErrorReporter, requestId?: string): ReturnType<GatewayError['toServiceError']> {
   if (error instanceof GatewayError) return error.toServiceError();
-  report?.(error, method);
+  report?.(error, method, requestId);
   return new GatewayError(grpc.status.INTERNAL, 'internal_error', 'The service failed to handle the request.').toServiceError();
 }
 
@@ -20,7 +21,7 @@ export function unary<Request, Response>(handler: AsyncUnary<Request, Response>,
   return (call, callback) => {
     handler(call.request, call).then(
       (response) => callback(null, response),
-      (error: unknown) => callback(toServiceError(error, method, report)),
+      (error: unknown) => callback(toServiceError(error, method, report, requestIdOf(call))),
     );
   };
 }

@@ -266,6 +266,10 @@ export function parseChatRequest(body: Json): ParsedChatRequest {
   if (messages === undefined || messages === null) throw invalid('messages', "Missing required parameter: 'messages'.", 'missing_required_parameter');
   if (!Array.isArray(messages)) throw typeError('messages', 'an array of messages', messages);
   if (messages.length === 0) throw invalid('messages', "Invalid 'messages': empty array. Expected an array with at least 1 message.", 'empty_array');
+  if (body.functions != null || body.function_call != null) {
+    const param = body.functions != null ? 'functions' : 'function_call';
+    throw invalid(param, `'${param}' is deprecated and not supported by this gateway: send the functions as 'tools' (each {"type": "function", "function": {...}}) and use 'tool_choice'.`, 'unsupported_parameter');
+  }
   const traits = { vision: false };
   const request: ChatRequest = { model, messages: messages.map((message, index) => parseMessage(message, index, traits)) };
 
