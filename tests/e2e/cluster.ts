@@ -11,7 +11,8 @@ import { natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
-type ServiceName = (typeof SERVICES)[number];
+/** The name of one of the five services. */
+export type ServiceName = (typeof SERVICES)[number];
 
 /** A running cluster. */
 export interface Cluster {
@@ -23,6 +24,8 @@ export interface Cluster {
   /** What each service printed, for failure reports. */
   logs: Record<ServiceName, string[]>;
   processes: Record<ServiceName, ChildProcess>;
+  /** Starts a service again (after a test killed it) with the same environment. */
+  restart(name: ServiceName): void;
   stop(): Promise<void>;
 }
 
@@ -82,13 +85,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   };
   const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
   const processes = {} as Record<ServiceName, ChildProcess>;
-  for (const name of SERVICES) {
+  const launch = (name: ServiceName) => {
     const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (data: Buffer) => { logs[name].push(data.toString()); if (logs[name].length > 200) logs[name].shift(); };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     processes[name] = child;
-  }
+  };
+  for (const name of SERVICES) launch(name);
   const cluster: Cluster = {
     baseUrl: `http://127.0.0.1:${ports.edge}/v1`,
     apiKey,
@@ -97,6 +101,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     ports,
     logs,
     processes,
+    restart: launch,
     stop: async () => {
       await Promise.all(SERVICES.map((name) => stopProcess(processes[name])));
     },

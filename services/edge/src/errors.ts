@@ -30,6 +30,9 @@ export function fromGatewayError(error: GatewayError): RequestError {
   if (error.retryAfterMs !== undefined && error.retryAfterMs > 0) {
     headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
     headers['retry-after-ms'] = String(error.retryAfterMs);
+  } else if (status === 503) {
+    // A service that is down (restarting, redeploying) usually answers again within a second.
+    headers['retry-after'] = '1';
   }
   const message = status === 500 ? 'The gateway failed to handle the request.' : error.message;
   return new RequestError(status, message, { code: error.reason, param: error.param ?? null, headers });
