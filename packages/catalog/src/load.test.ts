@@ -72,6 +72,16 @@ models:
     expect(catalog.models.map((entry) => entry.id)).toEqual(['sim-a', 'vendor/model-b']);
   });
 
+  it('reads more deployments of a model, each inheriting the upstream fields it does not set', () => {
+    const text = minimal.replace('    fallbacks: [sim-a]\n', '    fallbacks: [sim-a]\n    deployments:\n      - { base_url: "http://eu.example.com/v1" }\n      - { base_url: "http://localhost:8080", model: model-b-eu, api_key_env: VENDOR_KEY_EU, headers: {} }\n');
+    const catalog = parseCatalog(text, 'deployments.yaml');
+    expect(catalog.byId.get('vendor/model-b')?.deployments).toEqual([
+      { model: 'model-b-2025', base_url: 'http://eu.example.com/v1', api_key_env: 'VENDOR_KEY_2', headers: { 'x-version': '1' } },
+      { model: 'model-b-eu', base_url: 'http://localhost:8080', api_key_env: 'VENDOR_KEY_EU', headers: {} },
+    ]);
+    expect(catalog.byId.get('sim-a')).not.toHaveProperty('deployments');
+  });
+
   it('reads the same catalog written as JSON', () => {
     const fromYaml = parseCatalog(minimal, 'minimal.yaml');
     const asJson = JSON.stringify({ models: [{ id: 'sim-a', provider: 'simulated', owned_by: 'gateway', created: 1735689600, upstream: { model: 'sim-a' }, pricing: { input: 2.5, output: '10' }, context_window: 1000, max_output_tokens: 1000, capabilities: { tools: false, vision: false, streaming: true, json_mode: false }, quality_tier: 'standard' }] });

@@ -22,7 +22,7 @@ export const AUTO_MODEL_ID = 'auto';
 export const DEFAULT_SIMULATION: Readonly<Simulation> = Object.freeze({ time_to_first_token_ms: 20, tokens_per_second: 0 });
 
 const TOP_LEVEL_FIELDS = ['models'];
-const MODEL_FIELDS = ['id', 'provider', 'owned_by', 'created', 'upstream', 'pricing', 'context_window', 'max_output_tokens', 'capabilities', 'quality_tier', 'fallbacks', 'simulation'];
+const MODEL_FIELDS = ['id', 'provider', 'owned_by', 'created', 'upstream', 'pricing', 'context_window', 'max_output_tokens', 'capabilities', 'quality_tier', 'fallbacks', 'simulation', 'deployments'];
 const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers'];
 const PRICING_FIELDS = ['input', 'cached_input', 'output'];
 const CAPABILITY_FIELDS = ['tools', 'vision', 'streaming', 'json_mode'] as const;
@@ -110,6 +110,42 @@ class ModelReader {
       upstream.headers = Object.freeze({ ...headers as Record<string, string> });
     }
     return Object.freeze(upstream);
+  }
+
+  /**
+   * More deployments of a real provider's model: each a mapping with the upstream fields, its own
+   * base_url required, the rest inherited from `upstream`. Two deployments at the same base_url
+   * and model would be one deployment counted twice, so that fails.
+   */
+  deployments(value: unknown, provider: Provider, upstream: Upstream): Upstream[] | undefined {
+    if (value === undefined) return undefined;
+    if (provider === 'simulated') this.fail('deployments is only for real providers (a simulated model runs in the executor)');
+    if (!Array.isArray(value) || value.length === 0) this.fail(`deployments must be a non-empty list of upstream mappings, got ${describe(value)}`);
+    const seen = new Set([`${upstream.base_url} ${upstream.model}`]);
+    return value.map((entry: unknown, index) => {
+      const path = `deployments[${index}]`;
+      const fields = this.mapping(entry, path);
+      this.rejectUnknown(fields, UPSTREAM_FIELDS, `${path}.`);
+      const baseUrl = fields.base_url;
+      if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`${path}.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
+      const deployment: Upstream = { model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`), base_url: baseUrl };
+      const keyVariable = fields.api_key_env ?? upstream.api_key_env;
+      if (keyVariable !== undefined) {
+        if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable)) this.fail(`${path}.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
+        deployment.api_key_env = keyVariable;
+      }
+      const headers = fields.headers === undefined ? upstream.headers : this.mapping(fields.headers, `${path}.headers`);
+      if (headers !== undefined) {
+        for (const [name, headerValue] of Object.entries(headers)) {
+          if (typeof headerValue !== 'string') this.fail(`${path}.headers.${name} must be a string, got ${describe(headerValue)}`);
+        }
+        deployment.headers = Object.freeze({ ...headers as Record<string, string> });
+      }
+      const key = `${deployment.base_url} ${deployment.model}`;
+      if (seen.has(key)) this.fail(`${path} must differ from upstream and the other deployments in base_url or model`);
+      seen.add(key);
+      return Object.freeze(deployment);
+    });
   }
 
   pricing(value: unknown): Pricing {
@@ -209,12 +245,14 @@ export function parseCatalog(text: string, source: string): Catalog {
     const maxOutputTokens = reader.integer(fields.max_output_tokens, 'max_output_tokens', 1, 'a positive integer');
     if (maxOutputTokens > contextWindow) reader.fail(`max_output_tokens must be at most context_window (${contextWindow}), got ${maxOutputTokens}`);
     const simulation = reader.simulation(fields.simulation, provider);
+    const upstream = reader.upstream(fields.upstream, provider);
+    const deployments = reader.deployments(fields.deployments, provider, upstream);
     const model: CatalogModel = {
       id: modelId,
       provider,
       owned_by: reader.text(fields.owned_by, 'owned_by'),
       created: reader.integer(fields.created, 'created', 0, 'unix seconds (a non-negative integer)'),
-      upstream: reader.upstream(fields.upstream, provider),
+      upstream,
       pricing: reader.pricing(fields.pricing),
       context_window: contextWindow,
       max_output_tokens: maxOutputTokens,
@@ -222,6 +260,7 @@ export function parseCatalog(text: string, source: string): Catalog {
       quality_tier: reader.oneOf<QualityTier>(fields.quality_tier, 'quality_tier', QUALITY_TIERS),
       fallbacks: Object.freeze(reader.fallbacks(fields.fallbacks)),
       ...(simulation === undefined ? {} : { simulation }),
+      ...(deployments === undefined ? {} : { deployments: Object.freeze(deployments) }),
     };
     models.push(model);
   });

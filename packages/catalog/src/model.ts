@@ -51,6 +51,12 @@ export interface CatalogModel {
   quality_tier: QualityTier;
   /** The catalog's fallback chain, each an id of this catalog. */
   fallbacks: readonly string[];
+  /**
+   * More deployments of the same model besides `upstream` (another region, account or server),
+   * each with its own base_url; model, api_key_env and headers default to `upstream`'s. The
+   * executor balances over `upstream` and these. Absent when the catalog lists none.
+   */
+  deployments?: readonly Upstream[];
   /** Present for simulated models. */
   simulation?: Simulation;
 }

@@ -6,7 +6,7 @@ import { loadGatewayGrpc, type ChatRequest, type ExecuteRequest, type ExecuteRes
 import { createServer } from './app.js';
 import { UpstreamPools } from './providers/openai-compatible/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from './testing/catalog-models.js';
-import { fixture, replaySse, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.js';
+import { fixture, providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.js';
 
 let upstream: FakeUpstream;
 let pools: UpstreamPools;
@@ -23,7 +23,7 @@ beforeAll(async () => {
     simulatedModel({ id: 'sim-paced', simulation: { time_to_first_token_ms: 0, tokens_per_second: 200 } }),
     openAiCompatibleModel(upstream.baseUrl),
     openAiCompatibleModel(upstream.baseUrl, { id: 'switched-off', upstream: { model: 'gpt-4o', base_url: upstream.baseUrl, api_key_env: 'UNSET_KEY_VARIABLE' } }),
-    { ...simulatedModel(), id: 'claude-test', provider: 'anthropic', upstream: { model: 'claude-sonnet', base_url: 'https://api.anthropic.com/v1', api_key_env: 'ANTHROPIC_TEST_KEY' } },
+    { ...simulatedModel(), id: 'claude-test', provider: 'anthropic', upstream: { model: 'claude-sonnet', base_url: new URL(upstream.baseUrl).origin, api_key_env: 'ANTHROPIC_TEST_KEY' } },
   ]);
   server = createServer({
     catalog,
@@ -96,7 +96,9 @@ describe('ExecutorService over gRPC', () => {
     const ends = events.filter((event) => event.event === 'end');
     expect(ends).toHaveLength(1);
     expect(events.at(-1)?.event).toBe('end');
-    expect(ends[0]?.end).toEqual({ usage: whole.response?.usage, provider: 'simulated' });
+    expect(ends[0]?.end).toEqual({ usage: whole.response?.usage, provider: 'simulated', model_id: 'sim-paced', attempts: [] });
+    expect(events[0]?.start).toEqual({ model_id: 'sim-paced', provider: 'simulated', attempts: [] });
+    expect(events.slice(1).every((event) => event.start === undefined)).toBe(true);
     const chunks = events.filter((event) => event.event === 'chunk');
     expect(chunks.length).toBeGreaterThan(3);
     expect(chunks.every((event) => !event.chunk?.usage)).toBe(true);
@@ -111,13 +113,17 @@ describe('ExecutorService over gRPC', () => {
     expect(error).toBeUndefined();
     expect(contentOf(events)).toBe('Hello! How can I help?');
     expect(events.filter((event) => event.event === 'chunk')).toHaveLength(5);
-    expect(events.at(-1)?.end).toEqual({ usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 }, provider: 'openai-compatible' });
+    expect(events.at(-1)?.end).toEqual({ usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 }, provider: 'openai-compatible', model_id: 'fake/gpt-4o-mini', attempts: [] });
   });
 
-  it('delivers a mid-stream failure as an error status after the chunks already sent', async () => {
+  it('delivers a mid-stream failure as an error status after the chunks already sent and a failure event with their usage', async () => {
     const { events, error } = await streamComplete(executeRequest('sim-fast', chatRequest('Fail later [[simulate:fail_after=4]]')));
-    expect(events).toHaveLength(4);
-    expect(events.every((event) => event.event === 'chunk')).toBe(true);
+    expect(events).toHaveLength(5);
+    expect(events.slice(0, 4).every((event) => event.event === 'chunk')).toBe(true);
+    const failure = events[4]?.failure;
+    expect(failure).toMatchObject({ provider: 'simulated', model_id: 'sim-fast', usage_estimated: true });
+    expect(failure?.usage?.prompt_tokens).toBeGreaterThan(0);
+    expect(failure?.usage?.completion_tokens).toBeGreaterThan(0);
     expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, provider: 'simulated' });
   });
 
@@ -132,10 +138,14 @@ describe('ExecutorService over gRPC', () => {
     }
   });
 
-  it('answers UNAVAILABLE model_unavailable for a provider this executor does not support yet', async () => {
-    const failure = await complete(executeRequest('claude-test', chatRequest('Hi'))).then(() => undefined, (error: unknown) => GatewayError.fromServiceError(error));
-    expect(failure).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable' });
-    expect(failure?.message).toContain('anthropic');
+  it('serves an anthropic model through its adapter (Messages API at the fake upstream)', async () => {
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
+    const response = await complete(executeRequest('claude-test', chatRequest('Hi')));
+    expect(response.provider).toBe('anthropic');
+    expect(response.response?.choices[0]?.message?.content).toBe('Hi! My name is Claude. How can I help you today?');
+    expect(response.response?.usage).toMatchObject({ prompt_tokens: 2160, cached_tokens: 2048 });
+    expect(upstream.requests.at(-1)?.path).toBe('/v1/messages');
+    expect(upstream.requests.at(-1)?.headers['x-api-key']).toBe('sk-ant-test');
   });
 
   it('carries upstream failures as typed statuses: a simulated 429 with its retry-after', async () => {

@@ -13,6 +13,19 @@ describe('loadExecutorConfig', () => {
       UPSTREAM_CONNECT_TIMEOUT_MS: 5_000,
       UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 60_000,
       UPSTREAM_IDLE_TIMEOUT_MS: 60_000,
+      UPSTREAM_MAX_CONNECTIONS: 1_024,
+      NATS_URL: 'nats://127.0.0.1:4222',
+      DEPLOYMENT_HEALTH_SUBJECT: 'health.v1.deployment',
+      EXECUTOR_HEALTH_INTERVAL_MS: 2_000,
+      EXECUTOR_RETRY_MAX_ATTEMPTS: 3,
+      EXECUTOR_RETRY_BASE_DELAY_MS: 100,
+      EXECUTOR_RETRY_MAX_DELAY_MS: 2_000,
+      EXECUTOR_BREAKER_CONSECUTIVE_FAILURES: 5,
+      EXECUTOR_BREAKER_ERROR_RATE: 0.5,
+      EXECUTOR_BREAKER_WINDOW: 20,
+      EXECUTOR_BREAKER_MINIMUM_CALLS: 10,
+      EXECUTOR_BREAKER_OPEN_MS: 5_000,
+      EXECUTOR_BREAKER_MAX_OPEN_MS: 60_000,
     });
   });
 
@@ -27,5 +40,6 @@ describe('loadExecutorConfig', () => {
     expect(() => loadExecutorConfig({ UPSTREAM_CONNECT_TIMEOUT_MS: 'soon' })).toThrow(/UPSTREAM_CONNECT_TIMEOUT_MS/);
     expect(() => loadExecutorConfig({ EXECUTOR_METRICS_PORT: '70000' })).toThrow(/EXECUTOR_METRICS_PORT/);
     expect(() => loadExecutorConfig({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
+    expect(() => loadExecutorConfig({ EXECUTOR_BREAKER_ERROR_RATE: '1' })).toThrow(/EXECUTOR_BREAKER_ERROR_RATE/);
   });
 });

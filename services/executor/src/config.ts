@@ -15,6 +15,21 @@ export const ExecutorConfigSchema = Type.Object({
   UPSTREAM_CONNECT_TIMEOUT_MS: Type.Integer({ default: 5_000, minimum: 1 }),
   UPSTREAM_FIRST_BYTE_TIMEOUT_MS: Type.Integer({ default: 60_000, minimum: 1 }),
   UPSTREAM_IDLE_TIMEOUT_MS: Type.Integer({ default: 60_000, minimum: 1 }),
+  /** Connections per upstream origin, each carrying one request at a time (HTTP/1.1): the cap on concurrent calls to one provider. */
+  UPSTREAM_MAX_CONNECTIONS: Type.Integer({ default: 1_024, minimum: 1 }),
+  /** NATS, where deployment health is published for the router (the executor serves without it). */
+  NATS_URL: Type.String({ default: 'nats://127.0.0.1:4222', minLength: 1 }),
+  DEPLOYMENT_HEALTH_SUBJECT: Type.String({ default: 'health.v1.deployment', minLength: 1 }),
+  EXECUTOR_HEALTH_INTERVAL_MS: Type.Integer({ default: 2_000, minimum: 100 }),
+  EXECUTOR_RETRY_MAX_ATTEMPTS: Type.Integer({ default: 3, minimum: 1, maximum: 10 }),
+  EXECUTOR_RETRY_BASE_DELAY_MS: Type.Integer({ default: 100, minimum: 0 }),
+  EXECUTOR_RETRY_MAX_DELAY_MS: Type.Integer({ default: 2_000, minimum: 0 }),
+  EXECUTOR_BREAKER_CONSECUTIVE_FAILURES: Type.Integer({ default: 5, minimum: 1 }),
+  EXECUTOR_BREAKER_ERROR_RATE: Type.Number({ default: 0.5, exclusiveMinimum: 0, exclusiveMaximum: 1 }),
+  EXECUTOR_BREAKER_WINDOW: Type.Integer({ default: 20, minimum: 1 }),
+  EXECUTOR_BREAKER_MINIMUM_CALLS: Type.Integer({ default: 10, minimum: 1 }),
+  EXECUTOR_BREAKER_OPEN_MS: Type.Integer({ default: 5_000, minimum: 1 }),
+  EXECUTOR_BREAKER_MAX_OPEN_MS: Type.Integer({ default: 60_000, minimum: 1 }),
 });
 
 /** The parsed, frozen configuration. */

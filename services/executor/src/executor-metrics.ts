@@ -9,11 +9,42 @@ import { prometheus } from '@gateway/observability';
 export interface ExecutorMetrics {
   readonly requests: prometheus.Counter<'model' | 'provider' | 'outcome'>;
   readonly upstreamDuration: prometheus.Histogram<'model' | 'provider' | 'outcome'>;
+  /** Retries of one model before the first byte, by the failure that caused them. */
+  readonly retries: prometheus.Counter<'model' | 'reason'>;
+  /** Models passed over for a fallback (or failed with every fallback), by why. */
+  readonly fallbacks: prometheus.Counter<'from' | 'reason'>;
 }
 
+/** What the deployment-state gauge reads: each deployment's model, id and state now. */
+export type DeploymentStates = () => Array<{ model: string; deployment: string; state: string }>;
+
 /** Registers the executor's metrics on a registry (once per registry). */
-export function createExecutorMetrics(registry: prometheus.Registry): ExecutorMetrics {
+export function createExecutorMetrics(registry: prometheus.Registry, deploymentStates?: DeploymentStates): ExecutorMetrics {
+  if (deploymentStates) {
+    new prometheus.Gauge({
+      name: 'gateway_executor_deployment_open',
+      help: 'Whether a deployment takes no requests now (1: breaker open or held by a rate limit; 0: healthy or probing).',
+      labelNames: ['model', 'deployment'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const entry of deploymentStates()) this.set({ model: entry.model, deployment: entry.deployment }, entry.state === 'DEPLOYMENT_STATE_OPEN' ? 1 : 0);
+      },
+    });
+  }
   return {
+    retries: new prometheus.Counter({
+      name: 'gateway_executor_retries_total',
+      help: 'Retries of a model before the first byte, by model and the reason of the failure retried.',
+      labelNames: ['model', 'reason'] as const,
+      registers: [registry],
+    }),
+    fallbacks: new prometheus.Counter({
+      name: 'gateway_executor_fallbacks_total',
+      help: 'Models passed over before the first byte (their fallback was tried next), by model and reason.',
+      labelNames: ['from', 'reason'] as const,
+      registers: [registry],
+    }),
     requests: new prometheus.Counter({
       name: 'gateway_executor_requests_total',
       help: 'Completions run by the executor, by model, provider and outcome.',

@@ -3,9 +3,10 @@ import { createClient, createGatewayServer, type GatewayServer } from '@gateway/
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc, type ChatRequestOutput, type ExecutorServiceClient } from '@gateway/proto';
-import { EXECUTOR_SERVICE_NAME } from './app.js';
+import { DEFAULT_BREAKER, DEFAULT_RETRY, EXECUTOR_SERVICE_NAME } from './app.js';
 import { createExecutorMetrics } from './executor-metrics.js';
 import { createExecutorHandlers } from './executor-service.js';
+import { DeploymentPool } from './pool/deployment-pool.js';
 import type { Provider, ProviderContext, ProviderStreamEvent } from './providers/provider.js';
 import { simulatedModel } from './testing/catalog-models.js';
 
@@ -45,8 +46,9 @@ afterEach(async () => {
 
 async function start(provider: Provider): Promise<ExecutorServiceClient> {
   const handlers = createExecutorHandlers({
-    models: [simulatedModel()],
+    pool: new DeploymentPool([simulatedModel()], {}, DEFAULT_BREAKER),
     providers: { forModel: () => provider },
+    retry: DEFAULT_RETRY,
     logger: createLogger('executor-test', 'silent'),
     metrics: createExecutorMetrics(new prometheus.Registry()),
   });

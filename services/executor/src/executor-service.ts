@@ -1,43 +1,44 @@
 /**
- * The ExecutorService handlers: resolve the catalog model, run its provider adapter, and convert
- * failures to gRPC statuses in one place (toGatewayError + toServiceError).
+ * The ExecutorService handlers: resolve the catalog model, run it through the deployment pool
+ * (retries, breakers, fallbacks: pool/run-with-fallbacks.ts), and convert failures to gRPC
+ * statuses in one place (toGatewayError + toServiceError).
  *
- * Streams: one `chunk` event per upstream chunk as it arrives, then exactly one `end` event with
- * the usage of the whole stream (whether or not the caller asked for include_usage: the edge
- * builds the usage chunk from it; usage-only upstream chunks are therefore never forwarded as
- * chunks). A failure after chunks were sent arrives as the stream's error status after them.
- * A cancelled call (client gone, deadline passed) aborts the upstream request at once. When
- * call.write() reports a full buffer, nothing more is pulled from the upstream until 'drain'.
+ * Streams: the first event carries `start` (which model answers, what was tried before it); one
+ * `chunk` event per upstream chunk as it arrives; then exactly one `end` event with the usage of
+ * the whole stream (whether or not the caller asked for include_usage: the edge builds the usage
+ * chunk from it; usage-only upstream chunks are therefore never forwarded as chunks). A failure
+ * after the first chunk sends one `failure` event with the usage so far, then the error status.
+ * Nothing is retried after the first byte. A cancelled call (client gone, deadline passed) aborts
+ * the upstream request, its retries and its fallbacks at once. When call.write() reports a full
+ * buffer, nothing more is pulled from the upstream until 'drain'.
  */
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError, GrpcStatus, requestIdOf, toServiceError, unary, type ErrorReporter } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import type { ChatRequestOutput, ExecuteRequestOutput, ExecuteResponse, ExecutorServiceHandlers, Usage } from '@gateway/proto';
+import type { ChatRequestOutput, ExecuteRequestOutput, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
+import { countPromptTokens, countTextTokens } from '@gateway/tokens';
 import type { ExecutorMetrics } from './executor-metrics.js';
-import type { Provider } from './providers/provider.js';
+import { blame, runWithFallbacks, type RetryOptions } from './pool/run-with-fallbacks.js';
+import type { Deployment, DeploymentPool } from './pool/deployment-pool.js';
+import type { Provider, ProviderStreamEvent } from './providers/provider.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import { toGatewayError } from './to-gateway-error.js';
 
 /** What the handlers need. */
 export interface ExecutorServiceDependencies {
-  /** The models that are on (enabledModels of the catalog). */
-  readonly models: readonly CatalogModel[];
+  /** The deployments of the models that are on (enabledModels of the catalog). */
+  readonly pool: DeploymentPool;
   /** Which adapter serves a model (the ProviderRegistry; tests may give their own). */
   readonly providers: Pick<ProviderRegistry, 'forModel'>;
   readonly logger: Logger;
   readonly metrics: ExecutorMetrics;
+  readonly retry: RetryOptions;
 }
 
 type StreamCall = Parameters<ExecutorServiceHandlers['StreamComplete']>[0];
 type UnaryCall = Parameters<ExecutorServiceHandlers['Complete']>[0];
-
-interface Resolved {
-  readonly model: CatalogModel;
-  readonly provider: Provider;
-  readonly request: ChatRequestOutput;
-}
 
 /** What one call did, for the log line and the metrics. */
 interface Outcome {
@@ -46,22 +47,44 @@ interface Outcome {
   readonly usage?: Usage;
 }
 
+/** Who answered a call, once known. */
+interface Answer {
+  readonly model: CatalogModel;
+  readonly provider: Provider;
+  readonly attempts: ExecutionAttempt[];
+}
+
+/** A stream that reached its first event. */
+interface OpenedStream {
+  readonly provider: Provider;
+  readonly iterator: AsyncIterator<ProviderStreamEvent>;
+  readonly first: IteratorResult<ProviderStreamEvent>;
+}
+
 /** Labels of a call whose model could not be resolved: never the caller's text. */
 const UNKNOWN = 'unknown';
 
+/** The deadline of a call in unix ms; Infinity when it has none. */
+function deadlineOf(call: StreamCall | UnaryCall): number {
+  const deadline = call.getDeadline();
+  const value = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+  return Number.isFinite(value) && value > 0 ? value : Number.POSITIVE_INFINITY;
+}
+
 /** Creates the grpc-js handlers of gateway.executor.v1.ExecutorService. */
 export function createExecutorHandlers(dependencies: ExecutorServiceDependencies): ExecutorServiceHandlers {
-  const { logger, metrics, providers } = dependencies;
-  const models = new Map(dependencies.models.map((model) => [model.id, model]));
+  const { logger, metrics, providers, pool } = dependencies;
   const report: ErrorReporter = (error, method) => logger.error({ err: error, method }, 'executor handler failed');
 
-  function resolve(execute: ExecuteRequestOutput): Resolved {
-    const model = models.get(execute.model_id ?? '');
-    if (!model) {
-      throw new GatewayError(GrpcStatus.NOT_FOUND, 'model_not_found', `The model '${execute.model_id ?? ''}' does not exist or is not available.`, { param: 'model' });
+  /** The models to try, the primary first; an unknown primary is NOT_FOUND before anything runs. */
+  function plan(execute: ExecuteRequestOutput): string[] {
+    const primary = execute.model_id ?? '';
+    if (!pool.has(primary)) {
+      throw new GatewayError(GrpcStatus.NOT_FOUND, 'model_not_found', `The model '${primary}' does not exist or is not available.`, { param: 'model' });
     }
     if (!execute.request) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'The execute request carries no chat request.');
-    return { model, provider: providers.forModel(model), request: execute.request };
+    const fallbacks = (execute.fallbacks ?? []).filter((id, index, all) => id !== primary && all.indexOf(id) === index);
+    return [primary, ...fallbacks];
   }
 
   function outcomeOf(error: unknown, signal: AbortSignal): Outcome {
@@ -70,18 +93,21 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     return { label: mapped instanceof GatewayError ? mapped.reason : 'internal_error', error: mapped };
   }
 
-  function record(execute: ExecuteRequestOutput, requestId: string, resolved: Resolved | undefined, started: number | undefined, outcome: Outcome, method: string): void {
-    const model = resolved?.model.id ?? UNKNOWN;
-    const provider = resolved?.provider.name ?? UNKNOWN;
+  function record(execute: ExecuteRequestOutput, requestId: string, answer: Answer | undefined, started: number | undefined, outcome: Outcome, method: string): void {
+    const model = answer?.model.id ?? (pool.has(execute.model_id ?? '') ? execute.model_id ?? UNKNOWN : UNKNOWN);
+    const provider = answer?.provider.name ?? UNKNOWN;
     metrics.requests.inc({ model, provider, outcome: outcome.label });
     const seconds = started === undefined ? undefined : (performance.now() - started) / 1000;
-    if (seconds !== undefined) metrics.upstreamDuration.observe({ model, provider, outcome: outcome.label }, seconds);
+    if (seconds !== undefined && answer) metrics.upstreamDuration.observe({ model, provider, outcome: outcome.label }, seconds);
+    for (const attempt of answer?.attempts ?? []) metrics.fallbacks.inc({ from: pool.has(attempt.model_id ?? '') ? attempt.model_id ?? UNKNOWN : UNKNOWN, reason: attempt.reason ?? UNKNOWN });
     const fields = {
       method,
       request_id: requestId || execute.request_id,
       key_id: execute.key_id,
-      model: resolved?.model.id ?? execute.model_id,
+      model: answer?.model.id ?? execute.model_id,
+      requested_model: execute.model_id,
       provider,
+      attempts: answer?.attempts.length ? answer.attempts : undefined,
       outcome: outcome.label,
       duration_ms: seconds === undefined ? undefined : Math.round(seconds * 1000),
       usage: outcome.usage,
@@ -101,21 +127,39 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     return () => call.off('cancelled', cancel);
   }
 
+  function onRetry(modelId: string, reason: string): void {
+    metrics.retries.inc({ model: modelId, reason });
+  }
+
   const complete = unary<ExecuteRequestOutput, ExecuteResponse>(async (execute, call) => {
     const requestId = requestIdOf(call);
     const controller = new AbortController();
     const stopListening = abortOnCancel(call, controller);
-    let resolved: Resolved | undefined;
-    let started: number | undefined;
+    let answer: Answer | undefined;
+    const started = performance.now();
     try {
-      resolved = resolve(execute);
-      started = performance.now();
-      const response = await resolved.provider.complete(resolved.request, { model: resolved.model, signal: controller.signal, requestId });
-      record(execute, requestId, resolved, started, { label: 'ok', usage: response.usage ?? undefined }, 'Complete');
-      return { response, provider: resolved.provider.name };
+      const models = plan(execute);
+      const request = execute.request as ChatRequestOutput;
+      const result = await runWithFallbacks({
+        pool,
+        models,
+        signal: controller.signal,
+        deadline: deadlineOf(call),
+        retry: dependencies.retry,
+        onRetry,
+        start: async (deployment) => {
+          const provider = providers.forModel(deployment.model);
+          return { provider, response: await provider.complete(request, { model: deployment.model, signal: controller.signal, requestId }) };
+        },
+      });
+      result.deployment.outstanding -= 1;
+      answer = { model: result.deployment.model, provider: result.value.provider, attempts: result.attempts };
+      const response = result.value.response;
+      record(execute, requestId, answer, started, { label: 'ok', usage: response.usage ?? undefined }, 'Complete');
+      return { response, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts };
     } catch (error) {
       const outcome = outcomeOf(error, controller.signal);
-      record(execute, requestId, resolved, started, outcome, 'Complete');
+      record(execute, requestId, answer, started, outcome, 'Complete');
       throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
     } finally {
       stopListening();
@@ -127,29 +171,80 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     const requestId = requestIdOf(call);
     const controller = new AbortController();
     const stopListening = abortOnCancel(call, controller);
-    let resolved: Resolved | undefined;
-    let started: number | undefined;
+    const started = performance.now();
+    let answer: Answer | undefined;
+    let deployment: Deployment | undefined;
+    let iterator: AsyncIterator<ProviderStreamEvent> | undefined;
+    let sentChunks = false;
+    let streamedText = '';
+    let usage: Usage | undefined;
     try {
-      resolved = resolve(execute);
-      started = performance.now();
-      let usage: Usage | undefined;
-      for await (const event of resolved.provider.stream(resolved.request, { model: resolved.model, signal: controller.signal, requestId })) {
+      const models = plan(execute);
+      const request = execute.request as ChatRequestOutput;
+      const result = await runWithFallbacks<OpenedStream>({
+        pool,
+        models,
+        signal: controller.signal,
+        deadline: deadlineOf(call),
+        retry: dependencies.retry,
+        onRetry,
+        start: async (candidate) => {
+          const provider = providers.forModel(candidate.model);
+          const opened = provider.stream(request, { model: candidate.model, signal: controller.signal, requestId })[Symbol.asyncIterator]();
+          try {
+            return { provider, iterator: opened, first: await opened.next() };
+          } catch (error) {
+            await opened.return?.().catch(() => undefined);
+            throw error;
+          }
+        },
+      });
+      deployment = result.deployment;
+      iterator = result.value.iterator;
+      answer = { model: deployment.model, provider: result.value.provider, attempts: result.attempts };
+      let start: StreamStart | undefined = { model_id: answer.model.id, provider: answer.provider.name, attempts: answer.attempts };
+      const send = async (event: ExecuteStreamEvent) => {
         controller.signal.throwIfAborted();
-        if (event.type === 'usage') { usage = event.usage; continue; }
-        if (!call.write({ chunk: event.chunk })) await once(call, 'drain', { signal: controller.signal });
+        const withStart = start ? { ...event, start } : event;
+        start = undefined;
+        if (!call.write(withStart)) await once(call, 'drain', { signal: controller.signal });
+      };
+      let next = result.value.first;
+      while (!next.done) {
+        const event = next.value;
+        if (event.type === 'usage') usage = event.usage;
+        else {
+          for (const choice of event.chunk.choices ?? []) {
+            streamedText += choice.delta?.content ?? '';
+            for (const toolCall of choice.delta?.tool_calls ?? []) streamedText += `${toolCall.function?.name ?? ''}${toolCall.function?.arguments ?? ''}`;
+          }
+          await send({ chunk: event.chunk });
+          sentChunks = true;
+        }
+        next = await iterator.next();
       }
       controller.signal.throwIfAborted();
-      call.write({ end: { usage: usage ?? {}, provider: resolved.provider.name } });
+      await send({ end: { usage: usage ?? {}, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts } });
       call.end();
-      record(execute, requestId, resolved, started, { label: 'ok', usage }, 'StreamComplete');
+      record(execute, requestId, answer, started, { label: 'ok', usage }, 'StreamComplete');
     } catch (error) {
+      // Only failures after the first byte reach the breaker here; earlier ones were reported by runWithFallbacks.
+      if (deployment && sentChunks) blame(deployment, error, controller.signal);
       const outcome = outcomeOf(error, controller.signal);
-      record(execute, requestId, resolved, started, outcome, 'StreamComplete');
+      // A cancelled call's usage is the edge's to estimate (it cannot hear from us any more).
+      const partial = answer && sentChunks && !controller.signal.aborted ? usage ?? estimatedUsage(execute.request as ChatRequestOutput, streamedText) : undefined;
+      record(execute, requestId, answer, started, { ...outcome, usage: partial }, 'StreamComplete');
       // A cancelled call has no one to tell; anything else leaves as the stream's status, after
-      // the chunks already written.
-      if (!controller.signal.aborted) call.emit('error', toServiceError(outcome.error, 'StreamComplete', report));
+      // the chunks already written and, when some were, the usage they cost.
+      if (!controller.signal.aborted) {
+        if (answer && partial) call.write({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: usage === undefined } });
+        call.emit('error', toServiceError(outcome.error, 'StreamComplete', report));
+      }
     } finally {
       stopListening();
+      if (deployment) deployment.outstanding -= 1;
+      // Leaving early (cancelled, failed while writing) releases the upstream connection.
+      await iterator?.return?.().catch(() => undefined);
     }
   }
 
@@ -157,4 +252,11 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     Complete: complete,
     StreamComplete: (call) => { void streamComplete(call); },
   };
+}
+
+/** Usage of a stream cut short: the prompt and what was streamed, counted with the gateway's tokenizer. */
+function estimatedUsage(request: ChatRequestOutput, streamedText: string): Usage {
+  const prompt = countPromptTokens(request);
+  const completion = countTextTokens(streamedText);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: 0, reasoning_tokens: 0 };
 }

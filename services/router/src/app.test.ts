@@ -91,12 +91,14 @@ describe('RouterService.Route over gRPC', () => {
     expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable', retryable: true, retryAfterMs: 5000, message: 'The model `sim-standard` is temporarily unavailable. Please retry later.' });
   });
 
-  it('auto picks the cheap model for "hi" and the premium one for a long hard prompt', async () => {
+  it('auto scores the prompt with the shipped model: the cheap model for "hi", the premium one for a long hard prompt', async () => {
     const easy = await router.route({ model: 'auto', prompt_text: 'hi', traits: { prompt_tokens: 8 } });
-    expect(easy).toMatchObject({ model_id: 'sim-mini', policy: 'balanced', score: 0 });
+    expect(easy).toMatchObject({ model_id: 'sim-mini', policy: 'balanced', tier: 'economy' });
+    expect(easy.score).toBeLessThan(0.05);
     const hard = await router.route({ model: 'auto', prompt_text: HARD_PROMPT, traits: { prompt_tokens: 250 } });
-    expect(hard).toMatchObject({ model_id: 'sim-pro', policy: 'balanced', fallbacks: ['sim-standard', 'sim-mini'] });
-    expect(hard.score).toBeGreaterThanOrEqual(0.6);
+    expect(hard).toMatchObject({ model_id: 'sim-pro', policy: 'balanced', tier: 'premium', fallbacks: ['sim-standard', 'sim-mini'] });
+    expect(hard.score).toBeGreaterThan(0.3);
+    expect(hard.reason).toMatch(/^score 0\.\d+ asks for premium \(standard from 0\.\d+, premium from 0\.\d+\); sim-pro \(premium tier\) among 3 capable available models\.$/);
   });
 
   it('auto respects tools, vision and the context window', async () => {
@@ -110,6 +112,9 @@ describe('RouterService.Route over gRPC', () => {
     expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'best' })).toMatchObject({ model_id: 'sim-pro', policy: 'best' });
     expect(await router.route({ model: 'auto', prompt_text: HARD_PROMPT, policy: 'cheapest' })).toMatchObject({ model_id: 'sim-mini', policy: 'cheapest' });
     expect(await router.route({ model: 'auto', prompt_text: HARD_PROMPT, policy: 'fastest' })).toMatchObject({ model_id: 'sim-mini', policy: 'fastest' });
+    expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'score >= 0' })).toMatchObject({ model_id: 'sim-pro', policy: 'score>=0', tier: 'premium' });
+    expect(await router.route({ model: 'auto', prompt_text: HARD_PROMPT, policy: 'score>=1' })).toMatchObject({ model_id: 'sim-mini', policy: 'score>=1', tier: 'economy' });
+    expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'tier>=standard' })).toMatchObject({ model_id: 'sim-standard', policy: 'tier>=standard' });
     expect(await failure(router.route({ model: 'auto', policy: 'smartest' }))).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_value', param: 'policy' });
   });
 
@@ -122,7 +127,9 @@ describe('RouterService.Route over gRPC', () => {
   it('counts decisions by model and policy', async () => {
     await router.route({ model: 'sim-standard' });
     await router.route({ model: 'auto', prompt_text: 'hi', policy: 'cheapest' });
+    await router.route({ model: 'auto', prompt_text: 'hi', policy: 'score>=0.5' });
     const text = await router.registry.metrics();
+    expect(text).toMatch(/gateway_router_decisions_total\{model="sim-mini",policy="score_threshold"\} [1-9]/);
     expect(text).toMatch(/gateway_router_decisions_total\{model="sim-standard",policy="explicit"\} [1-9]/);
     expect(text).toMatch(/gateway_router_decisions_total\{model="sim-mini",policy="cheapest"\} [1-9]/);
   });

@@ -2,6 +2,7 @@ import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import { loadGatewayGrpc } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
 import type { prometheus } from '@gateway/observability';
+import { AutoRouterScorer, loadAutoRouterModel } from './auto-router-model.js';
 import type { CatalogState } from './catalog-state.js';
 import { createRouterMetrics } from './router-metrics.js';
 import { createRouterService } from './router-service.js';
@@ -12,6 +13,8 @@ export interface RouterDependencies {
   logger: Logger;
   /** Where the router's metrics are registered. */
   registry: prometheus.Registry;
+  /** The `auto` scorer; by default the shipped model file, read once here (a bad file fails start-up). */
+  scorer?: AutoRouterScorer;
 }
 
 /**
@@ -19,8 +22,8 @@ export interface RouterDependencies {
  * the open WatchCatalog streams (they never end on their own), then drains unary calls within
  * the grace period.
  */
-export function createServer({ state, logger, registry }: RouterDependencies): GatewayServer {
-  const service = createRouterService({ state, logger, metrics: createRouterMetrics(registry) });
+export function createServer({ state, logger, registry, scorer = new AutoRouterScorer(loadAutoRouterModel()) }: RouterDependencies): GatewayServer {
+  const service = createRouterService({ state, logger, metrics: createRouterMetrics(registry), scorer });
   const server = createGatewayServer([
     { name: 'gateway.router.v1.RouterService', definition: loadGatewayGrpc().gateway.router.v1.RouterService.service, handlers: service.handlers },
   ]);

@@ -7,13 +7,16 @@ export type SnapshotListener = (snapshot: CatalogSnapshot) => void;
 
 /**
  * The catalog as the router serves it: which models are switched on (fixed at start from the
- * key variables), which of them are available (changed at run time, by a health checker later),
+ * key variables), which of them are available (changed at run time from the executors' deployment
+ * health, see deployment-health.ts),
  * and a version that grows with every change. Watchers subscribe to be told of each change.
  */
 export class CatalogState {
   readonly catalog: Catalog;
   private readonly enabled: ReadonlyMap<string, CatalogModel>;
   private readonly unavailable = new Set<string>();
+  /** For unavailable models: unix ms when a deployment is expected back, when known. */
+  private readonly backAt = new Map<string, number>();
   private readonly listeners = new Set<SnapshotListener>();
   private currentVersion = 1;
 
@@ -49,12 +52,25 @@ export class CatalogState {
   }
 
   /**
+   * While a model is unavailable: milliseconds until a deployment of it is expected back (for a
+   * Retry-After), or undefined when unknown or available.
+   */
+  retryAfterMs(id: string, now = Date.now()): number | undefined {
+    const at = this.backAt.get(id);
+    return at === undefined || !this.unavailable.has(id) ? undefined : Math.max(0, at - now);
+  }
+
+  /**
    * Marks a switched-on model available or not. A real change bumps the version and notifies
    * every watcher; setting the current value again, or naming a model that is off, changes
-   * nothing and returns false.
+   * nothing and returns false (a new `retryAfterMs` of a model that stays unavailable is kept,
+   * and rides on the next snapshot).
    */
-  setAvailability(id: string, available: boolean): boolean {
-    if (!this.enabled.has(id) || this.isAvailable(id) === available) return false;
+  setAvailability(id: string, available: boolean, retryAfterMs?: number): boolean {
+    if (!this.enabled.has(id)) return false;
+    if (available || retryAfterMs === undefined) this.backAt.delete(id);
+    else this.backAt.set(id, Date.now() + retryAfterMs);
+    if (this.isAvailable(id) === available) return false;
     if (available) this.unavailable.delete(id);
     else this.unavailable.add(id);
     this.currentVersion += 1;
@@ -67,7 +83,11 @@ export class CatalogState {
   snapshot(): CatalogSnapshot {
     return {
       version: this.currentVersion,
-      models: this.enabledModels().map((model) => toModelMessage(model, this.isAvailable(model.id))),
+      models: this.enabledModels().map((model) => {
+        const message = toModelMessage(model, this.isAvailable(model.id));
+        const retryAfterMs = this.retryAfterMs(model.id);
+        return retryAfterMs === undefined ? message : { ...message, retry_after_ms: retryAfterMs };
+      }),
     };
   }
 

@@ -1,29 +1,20 @@
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import { QUALITY_TIERS, type CatalogModel, type QualityTier } from '@gateway/catalog';
-import { difficultyScore, tierForScore } from './difficulty-score.js';
+import { wantedTier, type RoutingPolicy, type TierThresholds } from './routing-policy.js';
 import { traitRefusal, type Traits } from './trait-refusal.js';
 
-/** The policies "auto" accepts; an empty policy means balanced. */
-export const ROUTING_POLICIES = ['balanced', 'cheapest', 'best', 'fastest'] as const;
-export type RoutingPolicy = (typeof ROUTING_POLICIES)[number];
+export { readPolicy, type RoutingPolicy } from './routing-policy.js';
 
 /** How long a caller should wait before retrying when no capable model is available. */
 export const RETRY_AFTER_MS = 5_000;
 
-/** Reads a policy name; empty means balanced, anything unknown is the caller's error. */
-export function readPolicy(policy: string | undefined): RoutingPolicy {
-  const name = policy?.trim() || 'balanced';
-  if (!(ROUTING_POLICIES as readonly string[]).includes(name)) {
-    throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_value', `Unknown routing policy \`${name}\`; expected one of ${ROUTING_POLICIES.join(', ')}.`, { param: 'policy' });
-  }
-  return name as RoutingPolicy;
-}
-
 /** What "auto" chose and why. */
 export interface AutoChoice {
   model: CatalogModel;
-  /** The prompt's difficulty score, 0..1, whatever the policy. */
-  score: number;
+  /** The tier the score and policy asked for; undefined for cheapest and fastest. */
+  tier: QualityTier | undefined;
+  /** One sentence for the caller: what the policy asked for and why this model. */
+  reason: string;
 }
 
 /** Input of one "auto" decision. */
@@ -32,58 +23,96 @@ export interface AutoRequest {
   models: readonly CatalogModel[];
   isAvailable(id: string): boolean;
   traits: Traits;
-  promptText: string;
+  /** The scorer's P(strong model needed) for the prompt, 0..1. */
+  score: number;
   policy: RoutingPolicy;
+  /** Where the balanced policy's tiers begin (from the model file). */
+  thresholds: TierThresholds;
 }
 
 /**
- * Chooses a model for "auto". This is the first, simple policy; the learned chooser is a later
- * issue.
+ * Chooses a model for "auto".
  *
  * 1. Candidates: the switched-on models, but simulated ones only while no real provider is on,
- *    so that a production gateway never answers "auto" with a simulation.
+ *    so that a production gateway never answers "auto" with a simulation. A `tier>=T` policy also
+ *    drops models below T (none left: INVALID_ARGUMENT `invalid_value`, param `policy`).
  * 2. Capable: candidates that can serve the traits (tools, vision, JSON mode, streaming, the
- *    completion budget, the context window). None: INVALID_ARGUMENT naming what no model can do.
+ *    completion budget, the context window for prompt plus budget). None: INVALID_ARGUMENT naming
+ *    what no model can do.
  * 3. Available: capable models whose health allows traffic. None: UNAVAILABLE model_unavailable,
  *    retryable after RETRY_AFTER_MS.
- * 4. Policy:
- *    - balanced: the prompt's difficulty score picks a tier; the cheapest model of that tier
- *      wins. An empty tier gives way to the nearest tier with a model, the higher one on a tie,
- *      so that a hard prompt never lands on a weaker model than it has to.
- *    - cheapest: the cheapest model (input + output price per million tokens).
- *    - best: the highest tier; within it the priciest, price being the only strength signal the
- *      catalog has.
- *    - fastest: the smallest tier (smaller models answer sooner), then the lowest simulated
- *      time to first token, then the cheapest.
- *    Ties keep catalog order.
+ * 4. Policy (see routing-policy.ts): balanced, `score>=X` and `tier>=T` turn the score into a
+ *    wanted tier; the model of the nearest tier that has one wins (upwards on a tie, so that a
+ *    hard prompt never lands on a weaker model than it has to), the cheapest (input + output price)
+ *    within it, then the lowest time to first token. cheapest: the cheapest model. best: the
+ *    highest tier, the priciest within it (price is the only strength signal the catalog has).
+ *    fastest: the lowest tier (smaller models answer sooner), then the lowest time to first
+ *    token, then price. Ties keep catalog order.
  */
 export function chooseAutoModel(request: AutoRequest): AutoChoice {
-  const score = difficultyScore(request.promptText);
+  const { policy, traits } = request;
   const hasRealModel = request.models.some((model) => model.provider !== 'simulated');
-  const candidates = request.models.filter((model) => (model.provider === 'simulated') !== hasRealModel);
-  const capable = candidates.filter((model) => traitRefusal(model, request.traits) === undefined);
-  if (capable.length === 0) throw noCapableModel(candidates, request.traits);
+  let candidates = request.models.filter((model) => (model.provider === 'simulated') !== hasRealModel);
+  if (policy.kind === 'tier') {
+    candidates = candidates.filter((model) => tierRank(model.quality_tier) >= tierRank(policy.floor));
+    if (candidates.length === 0) {
+      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_value', `No model of this gateway is of tier ${policy.floor} or better; choose a lower floor.`, { param: 'policy' });
+    }
+  }
+  const capable = candidates.filter((model) => traitRefusal(model, traits) === undefined);
+  if (capable.length === 0) throw noCapableModel(candidates, traits);
   const available = capable.filter((model) => request.isAvailable(model.id));
   if (available.length === 0) {
     throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', 'No model able to serve this request is available right now. Please retry later.', { retryAfterMs: RETRY_AFTER_MS, retryable: true });
   }
-  return { model: pick(available, request.policy, score), score };
+  const tier = wantedTier(policy, request.score, request.thresholds);
+  const model = pick(available, policy, tier);
+  const skipped = capable.length - available.length;
+  return { model, tier, reason: explain(policy, request.score, request.thresholds, tier, model, available.length, skipped) };
 }
 
-function pick(models: CatalogModel[], policy: RoutingPolicy, score: number): CatalogModel {
-  switch (policy) {
+function pick(models: CatalogModel[], policy: RoutingPolicy, tier: QualityTier | undefined): CatalogModel {
+  switch (policy.kind) {
     case 'cheapest':
-      return first(models, (a, b) => price(a) - price(b));
+      return first(models, (a, b) => price(a) - price(b) || timeToFirstToken(a) - timeToFirstToken(b));
     case 'best':
       return first(models, (a, b) => tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(b) - price(a));
     case 'fastest':
       return first(models, (a, b) => tierRank(a.quality_tier) - tierRank(b.quality_tier) || timeToFirstToken(a) - timeToFirstToken(b) || price(a) - price(b));
-    case 'balanced': {
-      const target = tierRank(tierForScore(score));
+    case 'balanced':
+    case 'score':
+    case 'tier': {
+      const target = tierRank(tier ?? 'economy');
       const distance = (model: CatalogModel) => Math.abs(tierRank(model.quality_tier) - target);
-      return first(models, (a, b) => distance(a) - distance(b) || tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(a) - price(b));
+      return first(models, (a, b) => distance(a) - distance(b) || tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(a) - price(b) || timeToFirstToken(a) - timeToFirstToken(b));
     }
   }
+}
+
+function explain(policy: RoutingPolicy, score: number, thresholds: TierThresholds, tier: QualityTier | undefined, model: CatalogModel, choices: number, skipped: number): string {
+  let wanted: string;
+  switch (policy.kind) {
+    case 'balanced':
+      wanted = `score ${score} asks for ${tier} (standard from ${thresholds.standard}, premium from ${thresholds.premium})`;
+      break;
+    case 'score':
+      wanted = `score ${score} is ${score >= policy.threshold ? 'at or above' : 'below'} ${policy.threshold}, so ${tier}`;
+      break;
+    case 'tier':
+      wanted = `score ${score} asks for ${tier}, floor ${policy.floor}`;
+      break;
+    case 'best':
+      wanted = 'best asks for the strongest model';
+      break;
+    case 'cheapest':
+      wanted = 'cheapest asks for the lowest price';
+      break;
+    case 'fastest':
+      wanted = 'fastest asks for the quickest answer';
+      break;
+  }
+  const how = tier !== undefined && model.quality_tier !== tier ? `nearest tier with a capable model: ${model.quality_tier}` : `${model.quality_tier} tier`;
+  return `${wanted}; ${model.id} (${how}) among ${choices} capable available model${choices === 1 ? '' : 's'}${skipped > 0 ? `, ${skipped} unavailable skipped` : ''}.`;
 }
 
 /** The first model in the given order; the sort is stable, so ties keep catalog order. */
@@ -99,7 +128,10 @@ function price(model: CatalogModel): number {
   return model.pricing.input_micro_usd_per_mtok + model.pricing.output_micro_usd_per_mtok;
 }
 
-/** Real models have no measured latency yet; they sort after simulated ones of the same tier. */
+/**
+ * The time to first token the router expects. Only the simulated models declare one today; real
+ * models sort after them until measured latencies reach the router (not wired yet).
+ */
 function timeToFirstToken(model: CatalogModel): number {
   return model.simulation?.time_to_first_token_ms ?? Number.MAX_SAFE_INTEGER;
 }

@@ -9,6 +9,8 @@ describe('loadRouterConfig', () => {
       ROUTER_METRICS_PORT: 9102,
       ROUTER_SHUTDOWN_GRACE_MS: 10_000,
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
+      NATS_URL: 'nats://127.0.0.1:4222',
+      DEPLOYMENT_HEALTH_SUBJECT: 'health.v1.deployment',
       LOG_LEVEL: 'info',
     });
   });

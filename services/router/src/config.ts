@@ -11,6 +11,10 @@ export const RouterConfigSchema = Type.Object({
   ROUTER_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   /** The catalog file (YAML or JSON); the catalog shipped with @gateway/catalog by default. */
   CATALOG_PATH: Type.String({ minLength: 1, default: DEFAULT_CATALOG_PATH }),
+  /** NATS, where the executors publish deployment health (health.v1.deployment); the router serves without it. */
+  NATS_URL: Type.String({ minLength: 1, default: 'nats://127.0.0.1:4222' }),
+  /** The subject of the executors' health reports; one per gateway when several share a NATS. */
+  DEPLOYMENT_HEALTH_SUBJECT: Type.String({ minLength: 1, default: 'health.v1.deployment' }),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)), { default: 'info' }),
 });
 

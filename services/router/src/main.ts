@@ -1,9 +1,11 @@
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
+import { connectNats } from '@gateway/messaging';
 import { createRegistry, startMetricsServer } from '@gateway/observability';
 import { createServer } from './app.js';
 import { CatalogState } from './catalog-state.js';
 import { loadRouterConfig } from './config.js';
+import { DeploymentHealth, subscribeDeploymentHealth } from './deployment-health.js';
 
 /**
  * Runs the router: config, catalog (an invalid one stops the process with its CatalogError),
@@ -18,6 +20,11 @@ async function main(): Promise<void> {
   const server = createServer({ state, logger, registry });
   let shuttingDown = false;
   const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => !shuttingDown);
+  // Deployment health from the executors; not awaited: the router serves while NATS is unreachable
+  // (every model then counts as available).
+  const health = new DeploymentHealth(state);
+  const nats = connectNats(config.NATS_URL, 'router', logger);
+  nats.then((connection) => { subscribeDeploymentHealth(connection, health, logger, config.DEPLOYMENT_HEALTH_SUBJECT); }, (error: unknown) => logger.error({ err: error }, 'router has no NATS connection'));
   const port = await server.listen(config.ROUTER_LISTEN_ADDR);
   logger.info({ address: config.ROUTER_LISTEN_ADDR, port, metrics_port: metricsServer.port, catalog: config.CATALOG_PATH, models: state.enabledModels().map((model) => model.id) }, 'router listening');
 
@@ -26,6 +33,11 @@ async function main(): Promise<void> {
     shuttingDown = true;
     logger.info({ signal, grace_ms: config.ROUTER_SHUTDOWN_GRACE_MS }, 'router shutting down');
     await server.shutdown(config.ROUTER_SHUTDOWN_GRACE_MS);
+    health.stop();
+    await Promise.race([
+      nats.then((connection) => connection.drain()).catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
+    ]);
     await metricsServer.close();
     logger.info('router stopped');
     process.exit(0);

@@ -3,7 +3,9 @@ import { AUTO_MODEL_ID, type CatalogModel } from '@gateway/catalog';
 import type { CatalogSnapshot, RouteRequestOutput, RouteResponse, RouterServiceHandlers } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
 import type { CatalogState } from './catalog-state.js';
-import { chooseAutoModel, readPolicy, RETRY_AFTER_MS } from './choose-auto-model.js';
+import type { AutoRouterScorer } from './auto-router-model.js';
+import { chooseAutoModel, RETRY_AFTER_MS } from './choose-auto-model.js';
+import { policyLabel, readPolicy } from './routing-policy.js';
 import type { RouterMetrics } from './router-metrics.js';
 import { readTraits, traitRefusal, type Traits } from './trait-refusal.js';
 
@@ -19,6 +21,8 @@ export interface RouterServiceDependencies {
   state: CatalogState;
   logger: Logger;
   metrics: RouterMetrics;
+  /** The `auto` scorer (the shipped model file, loaded once at start). */
+  scorer: AutoRouterScorer;
 }
 
 /** The RouterService handlers, and a way to end every open WatchCatalog stream at shutdown. */
@@ -32,7 +36,7 @@ export interface RouterService {
 }
 
 /** Builds the gateway.router.v1.RouterService implementation. */
-export function createRouterService({ state, logger, metrics }: RouterServiceDependencies): RouterService {
+export function createRouterService({ state, logger, metrics, scorer }: RouterServiceDependencies): RouterService {
   const watches = new Map<WatchCall, () => void>();
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'router handler failed');
 
@@ -47,15 +51,19 @@ export function createRouterService({ state, logger, metrics }: RouterServiceDep
     const policy = readPolicy(request.policy);
     const requested = request.model ?? '';
     let response: RouteResponse;
+    let label: string;
     if (requested === AUTO_MODEL_ID) {
-      const choice = chooseAutoModel({ models: state.enabledModels(), isAvailable: (id) => state.isAvailable(id), traits, promptText: request.prompt_text ?? '', policy });
-      response = { model_id: choice.model.id, fallbacks: usableFallbacks(choice.model, traits), score: choice.score, policy };
+      const score = scorer.score(request.prompt_text ?? '');
+      const choice = chooseAutoModel({ models: state.enabledModels(), isAvailable: (id) => state.isAvailable(id), traits, score, policy, thresholds: scorer.model.tierThresholds });
+      response = { model_id: choice.model.id, fallbacks: usableFallbacks(choice.model, traits), score, policy: policy.name, tier: choice.tier ?? '', reason: choice.reason };
+      label = policyLabel(policy);
     } else {
       const model = explicitModel(requested, traits);
       response = { model_id: model.id, fallbacks: usableFallbacks(model, traits), policy: EXPLICIT_POLICY };
+      label = EXPLICIT_POLICY;
     }
-    metrics.decisions.inc({ model: response.model_id, policy: response.policy });
-    logger.debug({ request_id: request.request_id || requestIdOf(call), requested, model: response.model_id, policy: response.policy, score: response.score }, 'routed');
+    metrics.decisions.inc({ model: response.model_id, policy: label });
+    logger.debug({ request_id: request.request_id || requestIdOf(call), requested, model: response.model_id, policy: response.policy, score: response.score, tier: response.tier }, 'routed');
     return response;
   }
 

@@ -47,3 +47,32 @@ export function openAiCompatibleModel(baseUrl: string, overrides: Partial<Catalo
 export function catalogOf(models: CatalogModel[]): Catalog {
   return { models, byId: new Map(models.map((model) => [model.id, model])) };
 }
+
+/** The environment variable the anthropic and gemini test models read their keys from. */
+export const PROVIDER_TEST_KEY_ENV = 'FAKE_PROVIDER_API_KEY';
+/** The key tests put in PROVIDER_TEST_KEY_ENV; long enough to be scrubbed from upstream messages. */
+export const PROVIDER_TEST_KEY = 'sk-ant-test-0123456789abcdefsecret';
+
+/** An anthropic model pointing at a fake upstream's origin (`http://127.0.0.1:<port>`). */
+export function anthropicModel(origin: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
+  return {
+    ...BASE,
+    id: 'fake/claude-sonnet-4',
+    provider: 'anthropic',
+    max_output_tokens: 64_000,
+    upstream: { model: 'claude-sonnet-4-20250514', base_url: origin, api_key_env: PROVIDER_TEST_KEY_ENV, headers: { 'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14' } },
+    ...overrides,
+  };
+}
+
+/** A gemini model pointing at a fake upstream's origin (`http://127.0.0.1:<port>`). */
+export function geminiModel(origin: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
+  return {
+    ...BASE,
+    id: 'fake/gemini-2.0-flash',
+    provider: 'gemini',
+    max_output_tokens: 8_192,
+    upstream: { model: 'gemini-2.0-flash', base_url: origin, api_key_env: PROVIDER_TEST_KEY_ENV },
+    ...overrides,
+  };
+}

@@ -1,6 +1,7 @@
 /**
- * The one test double of the executor: a local HTTP server that speaks OpenAI's chat-completions
- * wire format by replaying recorded fixtures (src/providers/openai-compatible/fixtures). It records
+ * The one test double of the executor: a local HTTP server that speaks the providers' wire formats
+ * (OpenAI's chat completions, Anthropic's Messages, Gemini's generateContent) by replaying
+ * recorded fixtures (src/providers/<provider>/fixtures). It records
  * every request (headers and JSON body) and when each request's connection closed, so tests can
  * assert what the adapter sent and that cancelling a call closes the upstream connection.
  * Test-only: excluded from the build.
@@ -15,6 +16,14 @@ export const FIXTURES = new URL('../providers/openai-compatible/fixtures/', impo
 /** Reads a fixture file as text. */
 export function fixture(name: string): string {
   return readFileSync(new URL(name, FIXTURES), 'utf8');
+}
+
+/**
+ * Reads a fixture of any provider folder (`anthropic`, `gemini`, `openai-compatible`), each written
+ * from that provider's published API reference.
+ */
+export function providerFixture(provider: string, name: string): string {
+  return readFileSync(new URL(`../providers/${provider}/fixtures/${name}`, import.meta.url), 'utf8');
 }
 
 /** One request the fake upstream received. */
@@ -64,6 +73,17 @@ export function replaySse(text: string, options: { delayMs?: number; end?: boole
       if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
     }
     if (options.end !== false) response.end();
+  };
+}
+
+/**
+ * Answers with a body written exactly as given, in one piece and then ended: a stream cut off in
+ * the middle of an event stays cut off (replaySse completes every event).
+ */
+export function replayRaw(status: number, text: string, contentType = 'text/event-stream'): Responder {
+  return (_request, response) => {
+    response.writeHead(status, { 'content-type': contentType });
+    response.end(text);
   };
 }
 

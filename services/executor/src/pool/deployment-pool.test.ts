@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_BREAKER } from '../app.js';
+import { openAiCompatibleModel, TEST_KEY_ENV } from '../testing/catalog-models.js';
+import { DeploymentPool } from './deployment-pool.js';
+
+const model = openAiCompatibleModel('http://primary.test/v1', {
+  deployments: [
+    { model: 'gpt-4o-mini', base_url: 'http://second.test/v1', api_key_env: TEST_KEY_ENV },
+    { model: 'gpt-4o-mini', base_url: 'http://switched-off.test/v1', api_key_env: 'UNSET_VARIABLE' },
+  ],
+});
+
+function poolOf() {
+  return new DeploymentPool([model], { [TEST_KEY_ENV]: 'sk-test' }, { ...DEFAULT_BREAKER, consecutiveFailures: 1 }, () => 0);
+}
+
+describe('DeploymentPool', () => {
+  it('serves the deployments whose key is set, each reading its own upstream', () => {
+    const pool = poolOf();
+    expect(pool.deploymentsOf(model.id).map((deployment) => [deployment.id, deployment.model.upstream.base_url])).toEqual([
+      ['0:http://primary.test', 'http://primary.test/v1'],
+      ['1:http://second.test', 'http://second.test/v1'],
+    ]);
+  });
+
+  it('sends more requests to the faster deployment, and spreads by outstanding requests', () => {
+    const pool = poolOf();
+    const [primary, second] = pool.deploymentsOf(model.id);
+    primary!.observeLatency(400);
+    second!.observeLatency(100);
+    const picks = Array.from({ length: 4 }, () => pool.pick(model.id)!);
+    // 100 ms x (n + 1) stays below 400 ms for the first three outstanding requests.
+    expect(picks.map((deployment) => deployment.id)).toEqual(['1:http://second.test', '1:http://second.test', '1:http://second.test', '0:http://primary.test']);
+  });
+
+  it('skips a deployment whose breaker is open, avoids ones that failed this request, and reports health', () => {
+    const pool = poolOf();
+    const [primary, second] = pool.deploymentsOf(model.id);
+    primary!.breaker.tryAcquire();
+    primary!.breaker.failure();
+    expect(pool.pick(model.id)).toBe(second);
+    second!.outstanding = 0;
+    expect(pool.pick(model.id, new Set([second!]))).toBe(second);
+    expect(pool.health()).toEqual([
+      { model_id: model.id, deployment_id: '0:http://primary.test', state: 'DEPLOYMENT_STATE_OPEN', retry_after_ms: DEFAULT_BREAKER.openMs },
+      { model_id: model.id, deployment_id: '1:http://second.test', state: 'DEPLOYMENT_STATE_HEALTHY' },
+    ]);
+    second!.breaker.tryAcquire();
+    second!.breaker.failure();
+    expect(pool.pick(model.id)).toBeUndefined();
+    expect(pool.retryAfterMs(model.id)).toBeGreaterThan(0);
+    pool.dispose();
+  });
+});

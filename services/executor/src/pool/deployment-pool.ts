@@ -1,0 +1,135 @@
+/**
+ * Every deployment of every model this executor serves, each with its breaker, its measured time
+ * to first byte (an exponentially weighted moving average) and its count of outstanding requests.
+ * `pick` balances a model's usable deployments by expected wait: EWMA x (outstanding + 1), so a
+ * slower or busier deployment gets fewer requests and an unmeasured one is tried first. The pool
+ * also builds this replica's DeploymentHealthReport for the router.
+ */
+import type { CatalogModel, Upstream } from '@gateway/catalog';
+import type { DeploymentHealth } from '@gateway/proto';
+import { DeploymentBreaker, type BreakerOptions, type Clock } from './deployment-breaker.js';
+
+/** Weight of the newest sample in the latency average: about the last 10 requests count. */
+const EWMA_WEIGHT = 0.2;
+
+/** One deployment: a model at one upstream. */
+export class Deployment {
+  /** `"<index>:<origin>"`, or `"0:in-process"` for a simulated model; never a key. */
+  readonly id: string;
+  /** The catalog model with `upstream` set to this deployment's, as adapters read it. */
+  readonly model: CatalogModel;
+  readonly breaker: DeploymentBreaker;
+  /**
+   * A simulated model runs inside the executor: it cannot be down or overloaded, and its failures
+   * are directives written in the request, so they are neither retried nor held against it.
+   */
+  readonly inProcess: boolean;
+  /** Average time to first byte in ms; undefined until measured. */
+  latencyMs: number | undefined;
+  outstanding = 0;
+
+  constructor(model: CatalogModel, index: number, options: BreakerOptions, clock: Clock) {
+    this.model = model;
+    this.inProcess = model.provider === 'simulated';
+    this.id = this.inProcess ? `${index}:in-process` : `${index}:${originOf(model.upstream)}`;
+    this.breaker = new DeploymentBreaker(options, clock);
+  }
+
+  /** Records one time to first byte. */
+  observeLatency(ms: number): void {
+    this.latencyMs = this.latencyMs === undefined ? ms : this.latencyMs + EWMA_WEIGHT * (ms - this.latencyMs);
+  }
+
+  /** The expected wait of one more request here; lower is better. */
+  get cost(): number {
+    return (this.latencyMs ?? 0) * (this.outstanding + 1) + this.outstanding;
+  }
+}
+
+function originOf(upstream: Upstream): string {
+  try {
+    return new URL(upstream.base_url ?? '').origin;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The deployments of each served model. */
+export class DeploymentPool {
+  private readonly byModel = new Map<string, Deployment[]>();
+  private readonly listeners = new Set<() => void>();
+
+  /**
+   * `models` are the enabled models; a deployment beyond `upstream` is served only when its key
+   * variable is set in `environment` (the model itself is on through `upstream`'s).
+   */
+  constructor(models: readonly CatalogModel[], environment: Readonly<Record<string, string | undefined>>, options: BreakerOptions, clock: Clock = Date.now) {
+    for (const model of models) {
+      const upstreams = [model.upstream, ...(model.deployments ?? []).filter((upstream) => !upstream.api_key_env || Boolean(environment[upstream.api_key_env]))];
+      const deployments = upstreams.map((upstream, index) => new Deployment({ ...model, upstream }, index, options, clock));
+      for (const deployment of deployments) deployment.breaker.onChange(() => { for (const listener of this.listeners) listener(); });
+      this.byModel.set(model.id, deployments);
+    }
+  }
+
+  /** Whether this executor serves the model. */
+  has(modelId: string): boolean {
+    return this.byModel.has(modelId);
+  }
+
+  /** The deployments of a model, in catalog order. */
+  deploymentsOf(modelId: string): readonly Deployment[] {
+    return this.byModel.get(modelId) ?? [];
+  }
+
+  /**
+   * Chooses a usable deployment of the model and acquires its breaker (the caller must then
+   * `finish` it), preferring ones not in `avoid` (those that already failed this request);
+   * undefined when every deployment is open.
+   */
+  pick(modelId: string, avoid: ReadonlySet<Deployment> = new Set()): Deployment | undefined {
+    const deployments = this.deploymentsOf(modelId);
+    const ordered = [...deployments].sort((a, b) => (avoid.has(a) ? 1 : 0) - (avoid.has(b) ? 1 : 0) || a.cost - b.cost || Math.random() - 0.5);
+    for (const deployment of ordered) {
+      if (deployment.breaker.tryAcquire()) {
+        deployment.outstanding += 1;
+        return deployment;
+      }
+    }
+    return undefined;
+  }
+
+  /** While a model has no usable deployment: milliseconds until its first one probes again. */
+  retryAfterMs(modelId: string): number {
+    const waits = this.deploymentsOf(modelId).map((deployment) => deployment.breaker.retryAfterMs);
+    return waits.length === 0 ? 0 : Math.min(...waits);
+  }
+
+  /** Called whenever a deployment's state changes. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+
+  /** The state of every deployment, for the health report. */
+  health(): DeploymentHealth[] {
+    const entries: DeploymentHealth[] = [];
+    for (const [modelId, deployments] of this.byModel) {
+      for (const deployment of deployments) {
+        const state = deployment.breaker.state;
+        entries.push({
+          model_id: modelId,
+          deployment_id: deployment.id,
+          state: state === 'healthy' ? 'DEPLOYMENT_STATE_HEALTHY' : state === 'probing' ? 'DEPLOYMENT_STATE_PROBING' : 'DEPLOYMENT_STATE_OPEN',
+          ...(state === 'open' ? { retry_after_ms: deployment.breaker.retryAfterMs } : {}),
+        });
+      }
+    }
+    return entries;
+  }
+
+  /** Stops the breakers' timers. */
+  dispose(): void {
+    for (const deployments of this.byModel.values()) for (const deployment of deployments) deployment.breaker.dispose();
+  }
+}

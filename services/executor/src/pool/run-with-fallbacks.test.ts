@@ -1,0 +1,194 @@
+/**
+ * Failure handling before the first byte, through the real gRPC server and the fake upstream:
+ * retries with backoff and retry hints, the breaker, fallbacks, and cancellation of retries.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
+import { createLogger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+import { loadGatewayGrpc, type ExecuteRequest, type ExecuteResponseOutput, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
+import { createServer, DEFAULT_BREAKER } from '../app.js';
+import { UpstreamPools } from '../providers/openai-compatible/upstream-pools.js';
+import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
+import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../testing/fake-upstream.js';
+import { DeploymentPool } from './deployment-pool.js';
+
+const OPEN_MS = 400;
+let primary: FakeUpstream;
+let secondary: FakeUpstream;
+let pools: UpstreamPools;
+let server: GatewayServer;
+let client: ExecutorServiceClient;
+let deployments: DeploymentPool;
+
+const environment = { [TEST_KEY_ENV]: TEST_KEY };
+const failing = replayJson(503, fixture('error-500.json'));
+const answering = replayJson(200, fixture('chat-completion.json'));
+
+/** Fails the first `count` requests with `failure`, then answers with `then`. */
+function failTimes(count: number, failure: Responder, then: Responder = answering): Responder {
+  let seen = 0;
+  return (request, response) => (seen++ < count ? failure(request, response) : then(request, response));
+}
+
+beforeAll(async () => {
+  [primary, secondary] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
+  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 5000, idleMs: 5000 });
+  const catalog = catalogOf([
+    simulatedModel(),
+    openAiCompatibleModel(primary.baseUrl, { id: 'fake/one' }),
+    openAiCompatibleModel(primary.baseUrl, { id: 'fake/two', deployments: [{ model: 'gpt-4o-mini', base_url: secondary.baseUrl, api_key_env: TEST_KEY_ENV }] }),
+  ]);
+  deployments = new DeploymentPool(catalog.models, environment, { ...DEFAULT_BREAKER, consecutiveFailures: 3, openMs: OPEN_MS, maxOpenMs: OPEN_MS });
+  server = createServer({ catalog, environment, logger: createLogger('executor-test', 'silent'), registry: new prometheus.Registry(), pools, deployments, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 1_000 } });
+  const port = await server.listen('127.0.0.1:0');
+  client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
+});
+
+afterEach(async () => {
+  // Every test starts with closed breakers: wait out any open one and let a request close it.
+  primary.respond(answering);
+  secondary.respond(answering);
+  await new Promise((resolve) => setTimeout(resolve, OPEN_MS));
+  for (const modelId of ['fake/one', 'fake/two']) {
+    for (let i = 0; i < 2; i += 1) await complete(execute(modelId)).catch(() => undefined);
+  }
+  primary.requests.length = 0;
+  secondary.requests.length = 0;
+});
+
+afterAll(async () => {
+  client.close();
+  await server.shutdown(1000);
+  deployments.dispose();
+  await pools.close(100);
+  await Promise.all([primary.close(), secondary.close()]);
+});
+
+function execute(modelId: string, fallbacks: string[] = [], text = 'Hi'): ExecuteRequest {
+  return { request_id: 'req-test', model_id: modelId, fallbacks, request: { model: modelId, messages: [{ role: 'ROLE_USER', text }] } };
+}
+
+function complete(request: ExecuteRequest, signal?: AbortSignal): Promise<ExecuteResponseOutput> {
+  return new Promise((resolve, reject) => {
+    const call = client.Complete(request, new Metadata(), { deadline: Date.now() + 10_000 }, (error, response) => (error ? reject(GatewayError.fromServiceError(error)) : resolve(response as ExecuteResponseOutput)));
+    signal?.addEventListener('abort', () => call.cancel(), { once: true });
+  });
+}
+
+function failureOf(promise: Promise<unknown>): Promise<GatewayError | undefined> {
+  return promise.then(() => undefined, (error: unknown) => error as GatewayError);
+}
+
+function streamComplete(request: ExecuteRequest): Promise<{ events: ExecuteStreamEventOutput[]; error?: GatewayError }> {
+  return new Promise((resolve) => {
+    const events: ExecuteStreamEventOutput[] = [];
+    const call = client.StreamComplete(request, new Metadata(), { deadline: Date.now() + 10_000 });
+    call.on('data', (event: ExecuteStreamEventOutput) => events.push(event));
+    call.on('error', (error) => resolve({ events, error: GatewayError.fromServiceError(error) }));
+    call.on('end', () => resolve({ events }));
+  });
+}
+
+describe('retries before the first byte', () => {
+  it('retries a retryable failure and answers once the upstream recovers', async () => {
+    primary.respond(failTimes(2, failing));
+    const response = await complete(execute('fake/one'));
+    expect(response.model_id).toBe('fake/one');
+    expect(response.attempts).toEqual([]);
+    expect(primary.requests).toHaveLength(3);
+  });
+
+  it('waits for the upstream\'s retry hint before retrying a 429', async () => {
+    primary.respond(failTimes(1, replayJson(429, fixture('error-429.json'), { 'retry-after-ms': '300' })));
+    const started = performance.now();
+    const response = await complete(execute('fake/one'));
+    expect(response.response?.choices[0]?.message?.content).toBeTruthy();
+    expect(primary.requests).toHaveLength(2);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+  });
+
+  it('neither retries nor falls back on a failure the caller caused (400)', async () => {
+    primary.respond(replayJson(400, fixture('error-400.json')));
+    const failure = await failureOf(complete(execute('fake/one', ['sim-fast'])));
+    expect(failure).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request' });
+    expect(primary.requests).toHaveLength(1);
+  });
+
+  it('retries on the other deployment of the model when one is down', async () => {
+    primary.respond(failing);
+    for (let i = 0; i < 4; i += 1) {
+      const response = await complete(execute('fake/two'));
+      expect(response.model_id).toBe('fake/two');
+    }
+    expect(secondary.requests).toHaveLength(4);
+  });
+
+  it('stops retrying the moment the caller cancels', async () => {
+    primary.respond(replayJson(429, fixture('error-429.json'), { 'retry-after-ms': '800' }));
+    const controller = new AbortController();
+    const pending = failureOf(complete(execute('fake/one'), controller.signal));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    controller.abort();
+    expect(await pending).toMatchObject({ code: GrpcStatus.CANCELLED });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(primary.requests).toHaveLength(1);
+  });
+});
+
+describe('fallbacks', () => {
+  it('answers from the next model when the first keeps failing, saying which answered and what was tried', async () => {
+    primary.respond(failing);
+    const response = await complete(execute('fake/one', ['sim-fast']));
+    expect(response.model_id).toBe('sim-fast');
+    expect(response.provider).toBe('simulated');
+    expect(response.attempts).toMatchObject([{ model_id: 'fake/one', reason: 'upstream_error', tries: 3, upstream_status: 503 }]);
+  });
+
+  it('names the answering model on a stream\'s first event and in its end', async () => {
+    primary.respond(failing);
+    const { events, error } = await streamComplete(execute('fake/one', ['no-such-model', 'sim-fast']));
+    expect(error).toBeUndefined();
+    const attempts = [{ model_id: 'fake/one', reason: 'upstream_error', tries: 3, upstream_status: 503 }, { model_id: 'no-such-model', reason: 'model_not_found', tries: 0 }];
+    expect(events[0]?.start).toMatchObject({ model_id: 'sim-fast', provider: 'simulated', attempts });
+    expect(events.at(-1)?.end).toMatchObject({ model_id: 'sim-fast', attempts });
+  });
+
+  it('does not fall back after the first byte: the stream fails with its partial usage', async () => {
+    primary.respond(replaySse(fixture('stream-truncated.sse')));
+    const { events, error } = await streamComplete(execute('fake/one', ['sim-fast']));
+    expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error' });
+    expect(events[0]?.start?.model_id).toBe('fake/one');
+    expect(events.at(-1)?.failure).toMatchObject({ model_id: 'fake/one', usage_estimated: true });
+    expect(events.at(-1)?.failure?.usage?.completion_tokens).toBeGreaterThan(0);
+  });
+});
+
+describe('the circuit breaker', () => {
+  it('opens after repeated failures: no upstream call, UNAVAILABLE model_unavailable with a retry-after; then a probe closes it', async () => {
+    primary.respond(failing);
+    await failureOf(complete(execute('fake/one')));
+    expect(primary.requests).toHaveLength(3);
+    const refused = await failureOf(complete(execute('fake/one')));
+    expect(refused).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable', retryable: true });
+    expect(refused?.retryAfterMs).toBeGreaterThan(0);
+    expect(primary.requests).toHaveLength(3);
+    expect(deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_OPEN');
+
+    primary.respond(answering);
+    await new Promise((resolve) => setTimeout(resolve, OPEN_MS));
+    expect(deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_PROBING');
+    const response = await complete(execute('fake/one'));
+    expect(response.model_id).toBe('fake/one');
+    expect(deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_HEALTHY');
+  });
+
+  it('skips a model whose breaker is open straight to its fallback', async () => {
+    primary.respond(failing);
+    await failureOf(complete(execute('fake/one')));
+    const response = await complete(execute('fake/one', ['sim-fast']));
+    expect(response.model_id).toBe('sim-fast');
+    expect(response.attempts).toEqual([{ model_id: 'fake/one', reason: 'model_unavailable', tries: 0 }]);
+    expect(primary.requests).toHaveLength(3);
+  });
+});

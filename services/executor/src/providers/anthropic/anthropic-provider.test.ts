@@ -1,0 +1,325 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import type { CatalogModel } from '@gateway/catalog';
+import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
+import { anthropicModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
+import { providerFixture, replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
+import { toGatewayError } from '../../to-gateway-error.js';
+import type { ProviderStreamEvent } from '../provider.js';
+import { UpstreamError } from '../upstream-error.js';
+import { UpstreamPools } from '../upstream-pools.js';
+import { AnthropicProvider } from './anthropic-provider.js';
+
+const fixture = (name: string) => providerFixture('anthropic', name);
+
+let upstream: FakeUpstream;
+let pools: UpstreamPools;
+let provider: AnthropicProvider;
+let model: CatalogModel;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
+  provider = new AnthropicProvider({ pools, environment: { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY } });
+  model = anthropicModel(new URL(upstream.baseUrl).origin);
+});
+
+afterEach(() => { upstream.requests.length = 0; });
+
+afterAll(async () => {
+  await pools.close(100);
+  await upstream.close();
+});
+
+function contextOf(signal: AbortSignal = new AbortController().signal, catalogModel: CatalogModel = model) {
+  return { model: catalogModel, signal, requestId: 'test-request' };
+}
+
+function simpleRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
+  return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hello!', tool_calls: [] }], stop: [], tools: [], ...extra };
+}
+
+async function collect(iterable: AsyncIterable<ProviderStreamEvent>): Promise<ProviderStreamEvent[]> {
+  const events: ProviderStreamEvent[] = [];
+  for await (const event of iterable) events.push(event);
+  return events;
+}
+
+function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
+  return events.flatMap((event) => (event.type === 'chunk' ? [event.chunk] : []));
+}
+
+/** The GatewayError the gRPC boundary would send for a failed call. */
+async function gatewayErrorOf(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(() => undefined, (failure: unknown) => failure);
+  expect(error).toBeInstanceOf(UpstreamError);
+  const mapped = toGatewayError(error);
+  expect(mapped).toBeInstanceOf(GatewayError);
+  return mapped as GatewayError;
+}
+
+describe('AnthropicProvider: requests it sends', () => {
+  it('posts a Messages API body to /v1/messages with x-api-key and anthropic-version', async () => {
+    upstream.respond(replayJson(200, fixture('message.json')));
+    const request: ChatRequestOutput = {
+      messages: [
+        { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
+        { role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [
+          { text: 'What is in these images?' },
+          { image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          { image_url: { url: 'https://example.com/cat.jpg', detail: 'low' } },
+        ] } },
+        { role: 'ROLE_DEVELOPER', content: 'text', text: 'Use metric units.', tool_calls: [] },
+        { role: 'ROLE_USER', content: 'text', text: 'And the weather?', tool_calls: [] },
+        { role: 'ROLE_ASSISTANT', content: 'text', text: 'Checking.', tool_calls: [
+          { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+          { id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '{"timezone":"Europe/Paris"}' } },
+        ] },
+        { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'toolu_1', tool_calls: [] },
+        { role: 'ROLE_TOOL', content: 'text', text: '14:05', tool_call_id: 'toolu_2', tool_calls: [] },
+        { role: 'ROLE_USER', content: 'text', text: 'Thanks, summarize.', tool_calls: [] },
+      ],
+      temperature: 0.2,
+      top_p: 0.9,
+      stop: ['END', 'STOP'],
+      tools: [
+        { type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters_json: '{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}' } },
+        { type: 'function', function: { name: 'get_time' } },
+      ],
+      tool_choice: { choice: 'mode', mode: 'required' },
+      parallel_tool_calls: false,
+      user: 'user-42',
+      seed: 7,
+      presence_penalty: 0.5,
+      metadata: { team: 'search' },
+    };
+    await provider.complete(request, contextOf());
+    const received = upstream.requests[0];
+    expect(received?.method).toBe('POST');
+    expect(received?.path).toBe('/v1/messages');
+    expect(received?.headers['x-api-key']).toBe(PROVIDER_TEST_KEY);
+    expect(received?.headers['anthropic-version']).toBe('2023-06-01');
+    expect(received?.headers['anthropic-beta']).toBe('fine-grained-tool-streaming-2025-05-14');
+    expect(received?.headers.authorization).toBeUndefined();
+    expect(received?.body).toEqual({
+      model: 'claude-sonnet-4-20250514',
+      max_tokens: 64_000,
+      system: 'Be brief.\n\nUse metric units.',
+      messages: [
+        { role: 'user', content: [
+          { type: 'text', text: 'What is in these images?' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+          { type: 'text', text: 'And the weather?' },
+        ] },
+        { role: 'assistant', content: [
+          { type: 'text', text: 'Checking.' },
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { location: 'Paris' } },
+          { type: 'tool_use', id: 'toolu_2', name: 'get_time', input: { timezone: 'Europe/Paris' } },
+        ] },
+        { role: 'user', content: [
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: '{"temperature":21}' },
+          { type: 'tool_result', tool_use_id: 'toolu_2', content: '14:05' },
+          { type: 'text', text: 'Thanks, summarize.' },
+        ] },
+      ],
+      stop_sequences: ['END', 'STOP'],
+      temperature: 0.2,
+      top_p: 0.9,
+      tools: [
+        { name: 'get_weather', description: 'Weather now', input_schema: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } },
+        { name: 'get_time', input_schema: { type: 'object', properties: {} } },
+      ],
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      metadata: { user_id: 'user-42' },
+    });
+  });
+
+  it("uses the caller's max_tokens, maps each tool_choice, and asks for a stream only on streams", async () => {
+    upstream.respond(replayJson(200, fixture('message.json')));
+    const tools = [{ type: 'function', function: { name: 'get_weather' } }];
+    await provider.complete(simpleRequest({ max_tokens: 50, tools, tool_choice: { choice: 'mode', mode: 'auto' } }), contextOf());
+    await provider.complete(simpleRequest({ tools, tool_choice: { choice: 'mode', mode: 'none' } }), contextOf());
+    await provider.complete(simpleRequest({ tools, tool_choice: { choice: 'function_name', function_name: 'get_weather' } }), contextOf());
+    expect(upstream.requests.map((received) => [received.body.max_tokens, received.body.tool_choice])).toEqual([
+      [50, { type: 'auto' }],
+      [64_000, { type: 'none' }],
+      [64_000, { type: 'tool', name: 'get_weather' }],
+    ]);
+    expect(upstream.requests[0]?.body).not.toHaveProperty('stream');
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    await collect(provider.stream(simpleRequest(), contextOf()));
+    expect(upstream.requests[3]?.body).toMatchObject({ stream: true, messages: [{ role: 'user', content: 'Hello!' }] });
+    expect(upstream.requests[3]?.headers.accept).toBe('text/event-stream');
+  });
+
+  it('refuses tool-call arguments that are not a JSON object before calling the upstream', async () => {
+    const request = simpleRequest({ messages: [
+      { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
+      { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Par' } }] },
+    ] });
+    const error = await provider.complete(request, contextOf()).then(() => undefined, (failure: unknown) => failure);
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'messages[1].tool_calls[0].function.arguments' });
+    expect(error).not.toBeInstanceOf(UpstreamError);
+    expect(upstream.requests).toHaveLength(0);
+  });
+});
+
+describe('AnthropicProvider: whole responses', () => {
+  it('joins text blocks and reports cache reads as cached prompt tokens', async () => {
+    upstream.respond(replayJson(200, fixture('message.json')));
+    const response = await provider.complete(simpleRequest(), contextOf());
+    expect(response).toMatchObject({
+      id: 'chatcmpl-msg_013Zva2CMHLNnXjNJJKqJ2EF',
+      model: model.id,
+      choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hi! My name is Claude. How can I help you today?', tool_calls: [] } }],
+      usage: { prompt_tokens: 12 + 100 + 2048, completion_tokens: 15, total_tokens: 12 + 100 + 2048 + 15, cached_tokens: 2048, reasoning_tokens: 0 },
+    });
+  });
+
+  it('turns tool_use blocks into tool calls with JSON-string arguments', async () => {
+    upstream.respond(replayJson(200, fixture('message-tool-use.json')));
+    const response = await provider.complete(simpleRequest(), contextOf());
+    const choice = response.choices?.[0];
+    expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
+    expect(choice?.message?.content).toBe("I'll check the current weather in San Francisco for you.");
+    expect(choice?.message?.tool_calls).toEqual([{ id: 'toolu_01A09q90qw90lq917835lq9', type: 'function', function: { name: 'get_weather', arguments: '{"location":"San Francisco, CA","unit":"celsius"}' } }]);
+  });
+
+  it('maps max_tokens to length and refusal to content_filter', async () => {
+    const message = JSON.parse(fixture('message.json')) as Record<string, unknown>;
+    upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'max_tokens' })));
+    expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_LENGTH');
+    upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })));
+    expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
+  });
+});
+
+describe('AnthropicProvider: streams', () => {
+  it('streams text as OpenAI chunks: role first, content deltas, the finish reason, then the usage', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    const chunks = chunksOf(events);
+    expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
+    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === model.id)).toBe(true);
+    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(chunks.filter((chunk) => chunk.choices?.[0]?.finish_reason !== 'FINISH_REASON_UNSPECIFIED').map((chunk) => chunk.choices?.[0]?.finish_reason)).toEqual(['FINISH_REASON_STOP']);
+    expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
+    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 25 + 1024, completion_tokens: 8, total_tokens: 25 + 1024 + 8, cached_tokens: 1024, reasoning_tokens: 0 } });
+  });
+
+  it('streams tool_use blocks as OpenAI tool-call deltas whose fragments reassemble to the arguments', async () => {
+    upstream.respond(replaySse(fixture('stream-tool-use.sse')));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    const chunks = chunksOf(events);
+    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Okay, let me check the weather.');
+    const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
+    expect(deltas[0]).toEqual({ index: 0, id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', type: 'function', function: { name: 'get_weather', arguments: '' } });
+    expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"location":' } });
+    // id, type and name only on the first delta of each call.
+    for (const index of [0, 1, 2]) {
+      const ofCall = deltas.filter((delta) => delta.index === index);
+      expect(ofCall.filter((delta) => delta.id !== undefined || delta.function?.name !== undefined)).toHaveLength(1);
+    }
+    const argumentsOf = (index: number) => deltas.filter((delta) => delta.index === index).map((delta) => delta.function?.arguments ?? '').join('');
+    expect(JSON.parse(argumentsOf(0))).toEqual({ location: 'San Francisco, CA', unit: 'fahrenheit' });
+    expect(JSON.parse(argumentsOf(1))).toEqual({ timezone: 'America/Los_Angeles' });
+    expect(argumentsOf(2)).toBe('{}');
+    expect(deltas.filter((delta) => delta.id).map((delta) => delta.function?.name)).toEqual(['get_weather', 'get_time', 'list_alerts']);
+    expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
+    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 472, completion_tokens: 89, total_tokens: 561, cached_tokens: 0, reasoning_tokens: 0 } });
+  });
+
+  it('fails a stream that ends without message_stop as truncated, after the chunks it got', async () => {
+    for (const responder of [replayRaw(200, fixture('stream-truncated.sse')), replaySse(fixture('stream-text.sse').split('event: message_stop')[0] as string)]) {
+      upstream.respond(responder);
+      const received: ProviderStreamEvent[] = [];
+      const failure = await (async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })().then(() => undefined, (error: unknown) => error);
+      expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
+      expect(received.length).toBeGreaterThan(0);
+      expect(received.every((event) => event.type === 'chunk')).toBe(true);
+      expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', provider: 'anthropic' });
+    }
+  });
+
+  it('fails on an overloaded error event mid-stream as retryable, and on an event that is not JSON', async () => {
+    upstream.respond(replaySse(fixture('stream-error.sse')));
+    const received: ProviderStreamEvent[] = [];
+    const failure = await (async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })().then(() => undefined, (error: unknown) => error);
+    expect(failure).toMatchObject({ kind: 'stream_error', status: 529, retryable: true });
+    expect(chunksOf(received).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Let me think');
+    expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+    upstream.respond(replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n'));
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error' });
+  });
+});
+
+describe('AnthropicProvider: upstream failures', () => {
+  it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
+    upstream.respond(replayJson(400, fixture('error-400.json')));
+    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
+    expect(error.message).toContain('roles must alternate');
+    upstream.respond(replayJson(400, JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: `bad key ${PROVIDER_TEST_KEY}` } })));
+    const echoed = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+    expect(echoed.message).not.toContain(PROVIDER_TEST_KEY);
+    expect(echoed.message).toContain('[redacted]');
+  });
+
+  it('maps 401 to FAILED_PRECONDITION without the upstream message', async () => {
+    upstream.respond(replayJson(401, fixture('error-401.json')));
+    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+    expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: 401 });
+    expect(error.message).not.toContain('x-api-key');
+  });
+
+  it('maps 429 to RESOURCE_EXHAUSTED with its retry-after, whole and streamed', async () => {
+    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 7000 });
+    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }));
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, retryAfterMs: 3000 });
+  });
+
+  it('maps 500, 529 overloaded and a malformed body to retryable UNAVAILABLE', async () => {
+    for (const [status, name] of [[500, 'error-500.json'], [529, 'error-529.json']] as const) {
+      upstream.respond(replayJson(status, fixture(name)));
+      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, upstreamStatus: status });
+    }
+    upstream.respond(replayJson(200, fixture('malformed.txt')));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+  });
+
+  it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {
+    upstream.respond(() => { /* never answers */ });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
+  });
+});
+
+describe('AnthropicProvider: cancellation', () => {
+  it('closes the upstream connection promptly when a stream is aborted', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
+    const controller = new AbortController();
+    const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.value).toMatchObject({ type: 'chunk' });
+    const abortedAt = performance.now();
+    const pending = iterator.next();
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    const closedAt = await upstream.requests[0]?.closed;
+    expect((closedAt as number) - abortedAt).toBeLessThan(100);
+    expect(upstream.requests[0]?.finished).toBe(false);
+  });
+
+  it('closes the upstream connection when a whole request is aborted before the answer', async () => {
+    upstream.respond(() => { /* never answers */ });
+    const controller = new AbortController();
+    const pending = provider.complete(simpleRequest(), contextOf(controller.signal));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const abortedAt = performance.now();
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(((await upstream.requests[0]?.closed) as number) - abortedAt).toBeLessThan(100);
+  });
+});

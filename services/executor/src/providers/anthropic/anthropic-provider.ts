@@ -1,0 +1,121 @@
+/**
+ * The adapter for Anthropic's Messages API: POST {base_url}/v1/messages with `x-api-key` (from the
+ * variable the catalog names) and `anthropic-version: 2023-06-01`, whole or streamed, translated
+ * to and from the gateway's OpenAI-shaped messages (convert-request.ts, map-response.ts).
+ *
+ * Every request goes through the origin's keep-alive Pool with the connect, first-byte and idle
+ * timeouts, and carries the call's AbortSignal: a caller that goes away closes the upstream
+ * connection at once. Streams are read only as fast as the caller pulls. A stream that ends
+ * without `message_stop` is `truncated`, an event that is not JSON `malformed`, an `error` event a
+ * `stream_error` (retryable for overloaded_error and api_error).
+ */
+import type { Dispatcher } from 'undici';
+import type { EventSourceMessage } from 'eventsource-parser';
+import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
+import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
+import { readServerSentEvents } from '../server-sent-events.js';
+import { UpstreamError } from '../upstream-error.js';
+import { postToUpstream, readJsonBody, upstreamUrl, type HttpProviderDependencies } from '../upstream-http.js';
+import { toAnthropicRequest } from './convert-request.js';
+import { AnthropicStreamTranslator, fromAnthropicResponse } from './map-response.js';
+import { upstreamErrorFromResponse } from './parse-upstream-error.js';
+import type { AnthropicResponse, AnthropicStreamEvent } from './wire-types.js';
+
+/** The provider name reported to callers; the catalog's `provider` value. */
+export const ANTHROPIC_PROVIDER = 'anthropic';
+
+/** The Messages API version this adapter speaks. */
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+/** Used when a catalog model names no base_url. */
+const DEFAULT_BASE_URL = 'https://api.anthropic.com';
+
+/** The anthropic adapter. */
+export class AnthropicProvider implements Provider {
+  readonly name = ANTHROPIC_PROVIDER;
+
+  constructor(private readonly dependencies: HttpProviderDependencies) {}
+
+  /** A whole Message, translated to a ChatResponse. */
+  async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
+    const response = await this.send(request, context, false);
+    const body = await readJsonBody(response, this.name, context.signal) as AnthropicResponse;
+    if (typeof body !== 'object' || body === null || !Array.isArray(body.content)) {
+      throw new UpstreamError('upstream sent a message without content', { provider: this.name, kind: 'malformed', status: response.statusCode });
+    }
+    return fromAnthropicResponse(body, context.model.id);
+  }
+
+  /** A streamed Message: OpenAI-shaped chunks as the events arrive, then the usage. */
+  async *stream(request: ChatRequestOutput, context: ProviderContext): AsyncGenerator<ProviderStreamEvent> {
+    const response = await this.send(request, context, true);
+    const translator = new AnthropicStreamTranslator(this.name, context.model.id, this.secretsOf(context));
+    const events = readServerSentEvents(response.body, {
+      provider: this.name,
+      signal: context.signal,
+      isLast: isMessageStop,
+    });
+    // Not left early after message_stop: the reader then waits for the end of the response, which
+    // gives the connection back to the pool.
+    for await (const event of events) {
+      for (const chunk of translator.accept(parseEvent(event.data, this.name))) yield { type: 'chunk', chunk };
+    }
+    if (!translator.finished) {
+      throw new UpstreamError('upstream stream ended without message_stop', { provider: this.name, kind: 'truncated', status: response.statusCode });
+    }
+    yield { type: 'usage', usage: translator.totalUsage() };
+  }
+
+  private keyOf(context: ProviderContext): string | undefined {
+    const variable = context.model.upstream.api_key_env;
+    return variable ? this.dependencies.environment[variable] : undefined;
+  }
+
+  private secretsOf(context: ProviderContext): string[] {
+    const key = this.keyOf(context);
+    return key ? [key] : [];
+  }
+
+  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
+  private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+    const { model } = context;
+    const body = JSON.stringify(toAnthropicRequest(request, model, stream));
+    const key = this.keyOf(context);
+    const headers: Record<string, string> = {
+      ...(model.upstream.headers ?? {}),
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+      'user-agent': 'llm-gateway-executor/0.1',
+      'anthropic-version': ANTHROPIC_VERSION,
+      ...(key ? { 'x-api-key': key } : {}),
+    };
+    return postToUpstream({
+      provider: this.name,
+      pools: this.dependencies.pools,
+      url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'),
+      headers,
+      body,
+      signal: context.signal,
+      parseError: (status, responseHeaders, text) => upstreamErrorFromResponse(this.name, status, responseHeaders, text, this.secretsOf(context)),
+    });
+  }
+}
+
+/** message_stop, by its event name or, from a server that sends no names, by its type. */
+function isMessageStop(event: EventSourceMessage): boolean {
+  if (event.event !== undefined) return event.event === 'message_stop';
+  return /^\s*\{\s*"type"\s*:\s*"message_stop"/.test(event.data);
+}
+
+function parseEvent(data: string, provider: string): AnthropicStreamEvent {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch (error) {
+    throw new UpstreamError('upstream sent a stream event that is not JSON', { provider, kind: 'malformed', cause: error });
+  }
+  if (typeof parsed !== 'object' || parsed === null || typeof (parsed as { type?: unknown }).type !== 'string') {
+    throw new UpstreamError('upstream sent a stream event without a type', { provider, kind: 'malformed' });
+  }
+  return parsed as AnthropicStreamEvent;
+}

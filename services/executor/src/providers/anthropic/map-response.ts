@@ -1,0 +1,171 @@
+/**
+ * Finish-reason and usage mapping, and Anthropic Messages (whole and streamed) -> gateway
+ * ChatResponse and ChatChunks shaped as OpenAI's. The gateway reports its catalog model id as
+ * `model`, so a caller sees the id it can send again.
+ */
+import type { ChatChunk, ChatResponse, ChunkChoice, FinishReasonOutput, ToolCallDelta, Usage } from '@gateway/proto';
+import { completionId } from '../completion-id.js';
+import { UpstreamError } from '../upstream-error.js';
+import { streamErrorOf } from './parse-upstream-error.js';
+import type { AnthropicResponse, AnthropicStreamEvent, AnthropicUsage } from './wire-types.js';
+
+/**
+ * Anthropic stop reasons -> OpenAI finish reasons: end_turn, stop_sequence and pause_turn stop;
+ * max_tokens and a full context window are length; tool_use is tool_calls; refusal (the safety
+ * classifiers stopped the answer) is content_filter.
+ */
+export function mapStopReason(reason: string | null | undefined): FinishReasonOutput {
+  switch (reason) {
+    case 'end_turn': case 'stop_sequence': case 'pause_turn': return 'FINISH_REASON_STOP';
+    case 'max_tokens': case 'model_context_window_exceeded': return 'FINISH_REASON_LENGTH';
+    case 'tool_use': return 'FINISH_REASON_TOOL_CALLS';
+    case 'refusal': return 'FINISH_REASON_CONTENT_FILTER';
+    case null: case undefined: case '': return 'FINISH_REASON_UNSPECIFIED';
+    default: return 'FINISH_REASON_STOP';
+  }
+}
+
+/**
+ * Anthropic usage -> Usage. Anthropic's input_tokens excludes the tokens read from and written
+ * to its prompt cache, so prompt_tokens is the sum of the three; cached_tokens is the part read
+ * from the cache (billed at the cached-input price). Cache writes are billed as input here: the
+ * catalog has no cache-write price.
+ */
+export function mapUsage(usage: AnthropicUsage): Usage {
+  const cacheRead = usage.cache_read_input_tokens ?? 0;
+  const prompt = (usage.input_tokens ?? 0) + cacheRead + (usage.cache_creation_input_tokens ?? 0);
+  const completion = usage.output_tokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: cacheRead, reasoning_tokens: 0 };
+}
+
+/** A whole Message -> ChatResponse: text blocks are the content, tool_use blocks the tool calls. */
+export function fromAnthropicResponse(body: AnthropicResponse, modelId: string): ChatResponse {
+  const texts: string[] = [];
+  const toolCalls: NonNullable<NonNullable<ChatResponse['choices']>[number]['message']>['tool_calls'] = [];
+  for (const block of body.content ?? []) {
+    if (block.type === 'text' && typeof block.text === 'string') texts.push(block.text);
+    else if (block.type === 'tool_use') {
+      toolCalls.push({ id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: JSON.stringify(block.input ?? {}) } });
+    }
+  }
+  return {
+    id: completionId(body.id),
+    created: Math.floor(Date.now() / 1000),
+    model: modelId,
+    choices: [{
+      index: 0,
+      finish_reason: mapStopReason(body.stop_reason),
+      message: { ...(texts.length > 0 ? { content: texts.join('') } : {}), tool_calls: toolCalls },
+    }],
+    usage: mapUsage(body.usage ?? {}),
+  };
+}
+
+/** Events that only make sense after message_start. */
+const CONTENT_EVENTS = new Set(['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+
+/** What one content block of a stream is, by its Anthropic index. */
+type BlockState =
+  | { readonly kind: 'text' }
+  | { readonly kind: 'tool'; readonly toolIndex: number; readonly input: unknown; argumentsSent: boolean }
+  | { readonly kind: 'ignored' };
+
+/**
+ * Turns the events of one Messages stream into OpenAI-shaped chunks, in order:
+ * - message_start -> the first chunk, `role: assistant` with empty content;
+ * - text deltas -> content deltas;
+ * - each tool_use block -> a tool call numbered by the order of tool_use blocks: its first delta
+ *   has index, id, type and name (`arguments: ""`), then each input_json_delta fragment as it came
+ *   (so the fragments concatenate to the arguments JSON); a call whose input had no fragment gets
+ *   its input (`{}`) when the block stops;
+ * - message_delta -> a `delta: {}` chunk with the finish reason;
+ * - message_stop ends the stream (`finished`); an error event throws a `stream_error`;
+ * - ping, thinking blocks and event types added later are skipped, as Anthropic asks clients to.
+ */
+export class AnthropicStreamTranslator {
+  private id = completionId(undefined);
+  private readonly created = Math.floor(Date.now() / 1000);
+  private readonly blocks = new Map<number, BlockState>();
+  private nextToolIndex = 0;
+  private usage: AnthropicUsage = {};
+  private sawStart = false;
+  /** True once message_stop arrived: the stream is complete. */
+  finished = false;
+
+  /** `secrets` are scrubbed from the message of an error event. */
+  constructor(private readonly provider: string, private readonly modelId: string, private readonly secrets: readonly string[] = []) {}
+
+  /** The chunks one event produces (often none or one). */
+  accept(event: AnthropicStreamEvent): ChatChunk[] {
+    if (!this.sawStart && CONTENT_EVENTS.has(event.type)) {
+      throw new UpstreamError(`upstream stream sent ${event.type} before message_start`, { provider: this.provider, kind: 'malformed' });
+    }
+    switch (event.type) {
+      case 'message_start': {
+        this.sawStart = true;
+        this.id = completionId(event.message?.id);
+        this.usage = { ...(event.message?.usage ?? {}) };
+        return [this.chunk({ role: 'ROLE_ASSISTANT', content: '' })];
+      }
+      case 'content_block_start': {
+        const block = event.content_block;
+        if (block?.type === 'text') {
+          this.blocks.set(event.index, { kind: 'text' });
+          return typeof block.text === 'string' && block.text !== '' ? [this.chunk({ content: block.text })] : [];
+        }
+        if (block?.type === 'tool_use') {
+          const toolIndex = this.nextToolIndex++;
+          this.blocks.set(event.index, { kind: 'tool', toolIndex, input: block.input, argumentsSent: false });
+          return [this.chunk({ tool_calls: [{ index: toolIndex, id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: '' } }] })];
+        }
+        this.blocks.set(event.index, { kind: 'ignored' });
+        return [];
+      }
+      case 'content_block_delta': {
+        const state = this.blocks.get(event.index);
+        const delta = event.delta as { type?: string; text?: unknown; partial_json?: unknown };
+        if (delta?.type === 'text_delta' && typeof delta.text === 'string' && state?.kind !== 'ignored') return [this.chunk({ content: delta.text })];
+        if (delta?.type === 'input_json_delta' && state?.kind === 'tool' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
+          state.argumentsSent = true;
+          return [this.chunk({ tool_calls: [{ index: state.toolIndex, function: { arguments: delta.partial_json } }] })];
+        }
+        return [];
+      }
+      case 'content_block_stop': {
+        const state = this.blocks.get(event.index);
+        if (state?.kind === 'tool' && !state.argumentsSent) {
+          state.argumentsSent = true;
+          return [this.chunk({ tool_calls: [{ index: state.toolIndex, function: { arguments: JSON.stringify(state.input ?? {}) } }] })];
+        }
+        return [];
+      }
+      case 'message_delta': {
+        // message_delta's usage counts are cumulative: they replace what message_start said.
+        this.usage = { ...this.usage, ...definedFields(event.usage ?? {}) };
+        const reason = mapStopReason(event.delta?.stop_reason);
+        return reason === 'FINISH_REASON_UNSPECIFIED' ? [] : [this.chunk({}, reason)];
+      }
+      case 'message_stop':
+        this.finished = true;
+        return [];
+      case 'error':
+        throw streamErrorOf(this.provider, event.error, this.secrets);
+      default:
+        return [];
+    }
+  }
+
+  /** The usage of the whole stream so far. */
+  totalUsage(): Usage {
+    return mapUsage(this.usage);
+  }
+
+  private chunk(delta: { role?: 'ROLE_ASSISTANT'; content?: string; tool_calls?: ToolCallDelta[] }, finishReason: FinishReasonOutput = 'FINISH_REASON_UNSPECIFIED'): ChatChunk {
+    const choice: ChunkChoice = { index: 0, finish_reason: finishReason, delta: { ...delta, tool_calls: delta.tool_calls ?? [] } };
+    return { id: this.id, created: this.created, model: this.modelId, choices: [choice] };
+  }
+}
+
+function definedFields(usage: AnthropicUsage): AnthropicUsage {
+  return Object.fromEntries(Object.entries(usage).filter(([, value]) => typeof value === 'number')) as AnthropicUsage;
+}

@@ -1,0 +1,109 @@
+/**
+ * Anthropic's Messages API wire format (POST /v1/messages, anthropic-version 2023-06-01), as far as
+ * this adapter writes and reads it; names follow Anthropic's published API reference (Messages,
+ * Streaming Messages, Errors).
+ */
+
+/** Where an image or document comes from. */
+export type AnthropicSource =
+  | { type: 'base64'; media_type: string; data: string }
+  | { type: 'url'; url: string };
+
+/** A text block. */
+export interface AnthropicTextBlock { type: 'text'; text: string }
+/** An image block (jpeg, png, gif, webp). */
+export interface AnthropicImageBlock { type: 'image'; source: AnthropicSource }
+/** A PDF document block. */
+export interface AnthropicDocumentBlock { type: 'document'; source: AnthropicSource }
+/** A tool call the assistant made; `input` is an object. */
+export interface AnthropicToolUseBlock { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+/** The result of a tool call, sent in a user message. */
+export interface AnthropicToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string | Array<AnthropicTextBlock | AnthropicImageBlock>;
+  is_error?: boolean;
+}
+
+/** A content block of a request message. */
+export type AnthropicContentBlock = AnthropicTextBlock | AnthropicImageBlock | AnthropicDocumentBlock | AnthropicToolUseBlock | AnthropicToolResultBlock;
+
+/** A request message; roles alternate, starting with user. */
+export interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: string | AnthropicContentBlock[];
+}
+
+/** A client tool. */
+export interface AnthropicTool {
+  name: string;
+  description?: string;
+  input_schema: unknown;
+}
+
+/** How the model may use tools. */
+export type AnthropicToolChoice =
+  | { type: 'auto'; disable_parallel_tool_use?: boolean }
+  | { type: 'any'; disable_parallel_tool_use?: boolean }
+  | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
+  | { type: 'none' };
+
+/** The request body of POST /v1/messages. */
+export interface AnthropicRequest {
+  model: string;
+  max_tokens: number;
+  messages: AnthropicMessage[];
+  system?: string;
+  stop_sequences?: string[];
+  temperature?: number;
+  top_p?: number;
+  tools?: AnthropicTool[];
+  tool_choice?: AnthropicToolChoice;
+  metadata?: { user_id?: string };
+  stream?: boolean;
+}
+
+/** Token counts; input_tokens excludes the cached and cache-written parts. */
+export interface AnthropicUsage {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+/** A content block of a response (thinking blocks are read and dropped). */
+export type AnthropicResponseBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input?: unknown }
+  | { type: 'thinking' | 'redacted_thinking' | string; [field: string]: unknown };
+
+/** A whole Message. */
+export interface AnthropicResponse {
+  id?: string;
+  type?: string;
+  role?: string;
+  model?: string;
+  content?: AnthropicResponseBlock[];
+  /** end_turn, max_tokens, stop_sequence, tool_use, pause_turn, refusal. */
+  stop_reason?: string | null;
+  stop_sequence?: string | null;
+  usage?: AnthropicUsage;
+}
+
+/** The `error` object of the error envelope `{ type: "error", error: { type, message } }`. */
+export interface AnthropicError {
+  /** invalid_request_error, authentication_error, permission_error, not_found_error, request_too_large, rate_limit_error, api_error, overloaded_error. */
+  type?: string;
+  message?: string;
+}
+
+/** One event of a Messages stream (`event:` name = `type`). */
+export type AnthropicStreamEvent =
+  | { type: 'message_start'; message: AnthropicResponse }
+  | { type: 'content_block_start'; index: number; content_block: AnthropicResponseBlock }
+  | { type: 'content_block_delta'; index: number; delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string } | { type: string; [field: string]: unknown } }
+  | { type: 'content_block_stop'; index: number }
+  | { type: 'message_delta'; delta: { stop_reason?: string | null; stop_sequence?: string | null }; usage?: AnthropicUsage }
+  | { type: 'message_stop' }
+  | { type: 'ping' }
+  | { type: 'error'; error: AnthropicError };

@@ -1,0 +1,374 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import type { CatalogModel } from '@gateway/catalog';
+import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
+import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
+import { providerFixture, replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
+import { toGatewayError } from '../../to-gateway-error.js';
+import type { ProviderStreamEvent } from '../provider.js';
+import { UpstreamError } from '../upstream-error.js';
+import { UpstreamPools } from '../upstream-pools.js';
+import { GeminiProvider } from './gemini-provider.js';
+
+const fixture = (name: string) => providerFixture('gemini', name);
+
+let upstream: FakeUpstream;
+let pools: UpstreamPools;
+let provider: GeminiProvider;
+let model: CatalogModel;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
+  provider = new GeminiProvider({ pools, environment: { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY } });
+  model = geminiModel(new URL(upstream.baseUrl).origin);
+});
+
+afterEach(() => { upstream.requests.length = 0; });
+
+afterAll(async () => {
+  await pools.close(100);
+  await upstream.close();
+});
+
+function contextOf(signal: AbortSignal = new AbortController().signal, catalogModel: CatalogModel = model) {
+  return { model: catalogModel, signal, requestId: 'test-request' };
+}
+
+function simpleRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
+  return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hello!', tool_calls: [] }], stop: [], tools: [], ...extra };
+}
+
+async function collect(iterable: AsyncIterable<ProviderStreamEvent>): Promise<ProviderStreamEvent[]> {
+  const events: ProviderStreamEvent[] = [];
+  for await (const event of iterable) events.push(event);
+  return events;
+}
+
+function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
+  return events.flatMap((event) => (event.type === 'chunk' ? [event.chunk] : []));
+}
+
+/** Runs a stream to its end; returns what it yielded and the failure it ended with, if any. */
+async function drain(iterable: AsyncIterable<ProviderStreamEvent>): Promise<{ events: ProviderStreamEvent[]; failure: unknown }> {
+  const events: ProviderStreamEvent[] = [];
+  const failure = await (async () => { for await (const event of iterable) events.push(event); })().then(() => undefined, (error: unknown) => error);
+  return { events, failure };
+}
+
+/** The GatewayError the gRPC boundary would send for a failed call. */
+async function gatewayErrorOf(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(() => undefined, (failure: unknown) => failure);
+  expect(error).toBeInstanceOf(UpstreamError);
+  const mapped = toGatewayError(error);
+  expect(mapped).toBeInstanceOf(GatewayError);
+  return mapped as GatewayError;
+}
+
+describe('GeminiProvider: requests it sends', () => {
+  it('posts a generateContent body with the key in x-goog-api-key, never in the URL', async () => {
+    upstream.respond(replayJson(200, fixture('generate-content.json')));
+    const request: ChatRequestOutput = {
+      messages: [
+        { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
+        { role: 'ROLE_DEVELOPER', content: 'text', text: 'Use metric units.', tool_calls: [] },
+        { role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [
+          { text: 'What is in these images?' },
+          { image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          { image_url: { url: 'https://example.com/photos/cat.JPG?size=large' } },
+        ] } },
+        { role: 'ROLE_USER', content: 'text', text: 'And the weather in Boston?', tool_calls: [] },
+        { role: 'ROLE_ASSISTANT', content: 'text', text: 'Checking.', tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Boston, MA"}' } },
+          { id: 'call_2', type: 'function', function: { name: 'get_time', arguments: '' } },
+        ] },
+        { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'call_1', tool_calls: [] },
+        { role: 'ROLE_TOOL', content: 'text', text: '14:05', tool_call_id: 'call_2', tool_calls: [] },
+      ],
+      temperature: 0.2,
+      top_p: 0.9,
+      n: 2,
+      max_tokens: 256,
+      stop: ['END'],
+      seed: 42,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.3,
+      tools: [
+        { type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters_json: JSON.stringify({
+          $schema: 'https://json-schema.org/draft/2020-12/schema',
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            location: { type: 'string', description: 'City and state' },
+            unit: { type: ['string', 'null'], enum: ['celsius', 'fahrenheit', null] },
+            days: { type: 'integer', minimum: 1, exclusiveMaximum: 15, multipleOf: 1 },
+            when: { $ref: '#/$defs/moment' },
+          },
+          required: ['location'],
+          $defs: { moment: { type: 'string', format: 'date-time' } },
+        }) } },
+        { type: 'function', function: { name: 'get_time', parameters_json: '{"type":"object","properties":{}}' } },
+      ],
+      tool_choice: { choice: 'function_name', function_name: 'get_weather' },
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema_json: '{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}' } },
+      user: 'user-42',
+      logit_bias: { '50256': -100 },
+    };
+    await provider.complete(request, contextOf());
+    const received = upstream.requests[0];
+    expect(received?.method).toBe('POST');
+    expect(received?.path).toBe('/v1beta/models/gemini-2.0-flash:generateContent');
+    expect(received?.headers['x-goog-api-key']).toBe(PROVIDER_TEST_KEY);
+    expect(received?.path).not.toContain(PROVIDER_TEST_KEY);
+    expect(received?.body).toEqual({
+      systemInstruction: { parts: [{ text: 'Be brief.' }, { text: 'Use metric units.' }] },
+      contents: [
+        { role: 'user', parts: [
+          { text: 'What is in these images?' },
+          { inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } },
+          { fileData: { mimeType: 'image/jpeg', fileUri: 'https://example.com/photos/cat.JPG?size=large' } },
+          { text: 'And the weather in Boston?' },
+        ] },
+        { role: 'model', parts: [
+          { text: 'Checking.' },
+          { functionCall: { name: 'get_weather', args: { location: 'Boston, MA' } } },
+          { functionCall: { name: 'get_time', args: {} } },
+        ] },
+        { role: 'user', parts: [
+          { functionResponse: { name: 'get_weather', response: { temperature: 21 } } },
+          { functionResponse: { name: 'get_time', response: { content: '14:05' } } },
+        ] },
+      ],
+      tools: [{ functionDeclarations: [
+        { name: 'get_weather', description: 'Weather now', parameters: {
+          type: 'OBJECT',
+          properties: {
+            location: { type: 'STRING', description: 'City and state' },
+            unit: { type: 'STRING', nullable: true, format: 'enum', enum: ['celsius', 'fahrenheit'] },
+            days: { type: 'INTEGER', minimum: 1 },
+            when: { type: 'STRING', format: 'date-time' },
+          },
+          required: ['location'],
+        } },
+        { name: 'get_time' },
+      ] }],
+      toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_weather'] } },
+      generationConfig: {
+        temperature: 0.2,
+        topP: 0.9,
+        maxOutputTokens: 256,
+        stopSequences: ['END'],
+        candidateCount: 2,
+        presencePenalty: 0.1,
+        frequencyPenalty: 0.3,
+        seed: 42,
+        responseMimeType: 'application/json',
+        responseSchema: { type: 'OBJECT', properties: { answer: { type: 'STRING' } }, required: ['answer'] },
+      },
+    });
+  });
+
+  it('maps each tool_choice mode, asks for JSON for json_object, and streams with alt=sse', async () => {
+    upstream.respond(replayJson(200, fixture('generate-content.json')));
+    const tools = [{ type: 'function', function: { name: 'get_weather' } }];
+    for (const mode of ['auto', 'required', 'none']) await provider.complete(simpleRequest({ tools, tool_choice: { choice: 'mode', mode } }), contextOf());
+    expect(upstream.requests.map((received) => received.body.toolConfig)).toEqual([
+      { functionCallingConfig: { mode: 'AUTO' } },
+      { functionCallingConfig: { mode: 'ANY' } },
+      { functionCallingConfig: { mode: 'NONE' } },
+    ]);
+    await provider.complete(simpleRequest({ response_format: { type: 'json_object' } }), contextOf());
+    expect(upstream.requests[3]?.body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }], generationConfig: { responseMimeType: 'application/json' } });
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    await collect(provider.stream(simpleRequest(), contextOf()));
+    expect(upstream.requests[4]?.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
+    expect(upstream.requests[4]?.headers.accept).toBe('text/event-stream');
+  });
+
+  it('refuses what cannot be translated before calling the upstream', async () => {
+    const cases: Array<[Partial<ChatRequestOutput>, string]> = [
+      [{ messages: [
+        { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
+        { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '["Paris"]' } }] },
+      ] }, 'messages[1].tool_calls[0].function.arguments'],
+      [{ messages: [{ role: 'ROLE_TOOL', content: 'text', text: '21', tool_call_id: 'call_unknown', tool_calls: [] }] }, 'messages[0].tool_call_id'],
+      [{ messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ image_url: { url: 'https://example.com/render?id=7' } }] } }] }, 'messages[0].content[0].image_url.url'],
+    ];
+    for (const [extra, param] of cases) {
+      const error = await provider.complete(simpleRequest(extra), contextOf()).then(() => undefined, (failure: unknown) => failure);
+      expect(error).toBeInstanceOf(GatewayError);
+      expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+});
+
+describe('GeminiProvider: whole responses', () => {
+  it('drops thought parts, counts thinking tokens as reasoning, and reports cached prompt tokens', async () => {
+    upstream.respond(replayJson(200, fixture('generate-content.json')));
+    const response = await provider.complete(simpleRequest(), contextOf());
+    expect(response).toMatchObject({
+      id: 'chatcmpl-mAitaJjJHInWz7IPpv-L0Ak',
+      model: model.id,
+      choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hello! How can I help you today?', tool_calls: [] } }],
+      usage: { prompt_tokens: 2061, completion_tokens: 39, total_tokens: 2100, cached_tokens: 2048, reasoning_tokens: 30 },
+    });
+  });
+
+  it('turns functionCall parts into tool calls with stable ids and finish reason tool_calls', async () => {
+    upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
+    const first = await provider.complete(simpleRequest(), contextOf());
+    const again = await provider.complete(simpleRequest(), contextOf());
+    const calls = first.choices?.[0]?.message?.tool_calls ?? [];
+    expect(first.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
+    expect(first.choices?.[0]?.message?.content).toBeUndefined();
+    expect(calls.map((call) => [call.function?.name, JSON.parse(call.function?.arguments ?? '')])).toEqual([
+      ['get_weather', { location: 'Boston, MA', unit: 'celsius' }],
+      ['get_time', { timezone: 'America/New_York' }],
+    ]);
+    expect(calls.every((call) => /^call_[0-9a-f]{24}$/.test(call.id ?? ''))).toBe(true);
+    expect(new Set(calls.map((call) => call.id)).size).toBe(2);
+    expect(again.choices?.[0]?.message?.tool_calls?.map((call) => call.id)).toEqual(calls.map((call) => call.id));
+  });
+
+  it('maps MAX_TOKENS to length, SAFETY to content_filter, and a blocked prompt to a content_filter choice', async () => {
+    const body = JSON.parse(fixture('generate-content.json')) as { candidates: Array<Record<string, unknown>> };
+    for (const [reason, expected] of [['MAX_TOKENS', 'FINISH_REASON_LENGTH'], ['SAFETY', 'FINISH_REASON_CONTENT_FILTER'], ['RECITATION', 'FINISH_REASON_CONTENT_FILTER'], ['PROHIBITED_CONTENT', 'FINISH_REASON_CONTENT_FILTER']]) {
+      upstream.respond(replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })));
+      expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe(expected);
+    }
+    upstream.respond(replayJson(200, fixture('blocked-prompt.json')));
+    expect(await provider.complete(simpleRequest(), contextOf())).toMatchObject({
+      choices: [{ index: 0, finish_reason: 'FINISH_REASON_CONTENT_FILTER', message: { tool_calls: [] } }],
+      usage: { prompt_tokens: 14, completion_tokens: 0 },
+    });
+  });
+});
+
+describe('GeminiProvider: streams', () => {
+  it('streams text as OpenAI chunks with a finish chunk and the final cumulative usage', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    const chunks = chunksOf(events);
+    expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: 'Hello' });
+    expect(chunks.slice(1).every((chunk) => chunk.choices?.[0]?.delta?.role === undefined)).toBe(true);
+    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-4Bq0aOvSEqmV7dcPoLmVmAo' && chunk.model === model.id)).toBe(true);
+    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(chunks.at(-1)?.choices?.[0]).toMatchObject({ finish_reason: 'FINISH_REASON_STOP', delta: { tool_calls: [] } });
+    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 1033, completion_tokens: 7, total_tokens: 1040, cached_tokens: 1024, reasoning_tokens: 0 } });
+  });
+
+  it('reads CRLF-framed events as Google sends them', async () => {
+    upstream.respond(replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    expect(chunksOf(events).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+  });
+
+  it('streams each whole function call as one tool-call delta with id, name and complete arguments', async () => {
+    upstream.respond(replaySse(fixture('stream-function-call.sse')));
+    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    const chunks = chunksOf(events);
+    const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
+    expect(deltas).toHaveLength(2);
+    expect(deltas.map((delta) => [delta.index, delta.type, delta.function?.name, JSON.parse(delta.function?.arguments ?? '')])).toEqual([
+      [0, 'function', 'get_weather', { location: 'Boston, MA', unit: 'celsius' }],
+      [1, 'function', 'get_time', { timezone: 'America/New_York' }],
+    ]);
+    upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
+    const whole = await provider.complete(simpleRequest(), contextOf());
+    expect(deltas.map((delta) => delta.id)).toEqual(whole.choices?.[0]?.message?.tool_calls?.map((call) => call.id));
+    expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
+    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 82, completion_tokens: 30, total_tokens: 112, cached_tokens: 0, reasoning_tokens: 0 } });
+  });
+
+  it('fails a stream that ends without a finishReason as truncated, after the chunks it got', async () => {
+    for (const responder of [replaySse(fixture('stream-truncated.sse')), replayRaw(200, `${fixture('stream-truncated.sse')}data: {"candidates": [{"content": {"par`)]) {
+      upstream.respond(responder);
+      const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
+      expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
+      expect(chunksOf(events).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Once upon a time');
+      expect(events.every((event) => event.type === 'chunk')).toBe(true);
+      expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', provider: 'gemini' });
+    }
+  });
+
+  it('fails on an error record mid-stream as retryable, and on a chunk that is not JSON', async () => {
+    upstream.respond(replaySse(fixture('stream-error.sse')));
+    const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
+    expect(chunksOf(events).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Let me');
+    expect(failure).toMatchObject({ kind: 'stream_error', status: 503, retryable: true });
+    upstream.respond(replaySse(`${fixture('malformed.txt')}\n\n`));
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+  });
+});
+
+describe('GeminiProvider: upstream failures', () => {
+  it('maps 400 INVALID_ARGUMENT to INVALID_ARGUMENT with the upstream message', async () => {
+    upstream.respond(replayJson(400, fixture('error-400.json')));
+    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
+    expect(error.message).toContain('Unknown name "additionalProperties"');
+  });
+
+  it('maps a wrong key (400 API_KEY_INVALID) and 403 to FAILED_PRECONDITION without the upstream message', async () => {
+    for (const name of ['error-400-api-key.json', 'error-403.json']) {
+      upstream.respond(replayJson(name === 'error-403.json' ? 403 : 400, fixture(name)));
+      const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+      expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false });
+      expect(error.message).not.toContain('API key');
+    }
+  });
+
+  it('maps 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with the RetryInfo delay, whole and streamed', async () => {
+    upstream.respond(replayJson(429, fixture('error-429.json')));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 12_000 });
+    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }));
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, retryAfterMs: 12_000 });
+    upstream.respond(replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' }));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ retryAfterMs: 3000 });
+  });
+
+  it('maps 500, 503 UNAVAILABLE and a malformed body to retryable UNAVAILABLE', async () => {
+    for (const [status, name] of [[500, 'error-500.json'], [503, 'error-503.json']] as const) {
+      upstream.respond(replayJson(status, fixture(name)));
+      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, upstreamStatus: status });
+    }
+    upstream.respond(replayJson(200, fixture('malformed.txt')));
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+  });
+
+  it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {
+    const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
+    upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
+    const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
+    expect(events).toHaveLength(1);
+    expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
+  });
+});
+
+describe('GeminiProvider: cancellation', () => {
+  it('closes the upstream connection promptly when a stream is aborted', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
+    const controller = new AbortController();
+    const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.value).toMatchObject({ type: 'chunk' });
+    const abortedAt = performance.now();
+    const pending = iterator.next();
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    const closedAt = await upstream.requests[0]?.closed;
+    expect((closedAt as number) - abortedAt).toBeLessThan(100);
+    expect(upstream.requests[0]?.finished).toBe(false);
+  });
+
+  it('releases the connection when the caller stops reading early', async () => {
+    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
+    for await (const event of provider.stream(simpleRequest(), contextOf())) {
+      expect(event.type).toBe('chunk');
+      break;
+    }
+    const leftAt = performance.now();
+    expect(((await upstream.requests[0]?.closed) as number) - leftAt).toBeLessThan(100);
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * The adapter for Google's Gemini API: POST {base_url}/v1beta/models/{model}:generateContent, or
+ * :streamGenerateContent?alt=sse for streams, with the key in the `x-goog-api-key` header (never
+ * in the URL, which proxies and logs keep), translated to and from the gateway's OpenAI-shaped
+ * messages (convert-request.ts, map-response.ts).
+ *
+ * Every request goes through the origin's keep-alive Pool with the connect, first-byte and idle
+ * timeouts, and carries the call's AbortSignal: a caller that goes away closes the upstream
+ * connection at once. Streams are read only as fast as the caller pulls. Gemini's stream has no
+ * terminal event: one that ends before every candidate has a finishReason is `truncated`.
+ */
+import type { Dispatcher } from 'undici';
+import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
+import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
+import { readServerSentEvents } from '../server-sent-events.js';
+import { UpstreamError } from '../upstream-error.js';
+import { postToUpstream, readJsonBody, upstreamUrl, type HttpProviderDependencies } from '../upstream-http.js';
+import { toGeminiRequest } from './convert-request.js';
+import { fromGeminiResponse, GeminiStreamTranslator } from './map-response.js';
+import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
+import type { GeminiResponse } from './wire-types.js';
+
+/** The provider name reported to callers; the catalog's `provider` value. */
+export const GEMINI_PROVIDER = 'gemini';
+
+/** Used when a catalog model names no base_url. */
+const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
+
+/** The gemini adapter. */
+export class GeminiProvider implements Provider {
+  readonly name = GEMINI_PROVIDER;
+
+  constructor(private readonly dependencies: HttpProviderDependencies) {}
+
+  /** generateContent, translated to a ChatResponse. */
+  async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
+    const response = await this.send(request, context, false);
+    const body = await readJsonBody(response, this.name, context.signal) as GeminiResponse;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new UpstreamError('upstream sent a body that is not a GenerateContentResponse', { provider: this.name, kind: 'malformed', status: response.statusCode });
+    }
+    if (body.error) throw streamErrorOf(this.name, body.error, this.secretsOf(context));
+    if (!Array.isArray(body.candidates) && !body.promptFeedback?.blockReason) {
+      throw new UpstreamError('upstream sent a response without candidates', { provider: this.name, kind: 'malformed', status: response.statusCode });
+    }
+    return fromGeminiResponse(body, context.model.id);
+  }
+
+  /** streamGenerateContent?alt=sse: OpenAI-shaped chunks as the upstream chunks arrive, then the usage. */
+  async *stream(request: ChatRequestOutput, context: ProviderContext): AsyncGenerator<ProviderStreamEvent> {
+    const response = await this.send(request, context, true);
+    const translator = new GeminiStreamTranslator(context.model.id);
+    for await (const event of readServerSentEvents(response.body, { provider: this.name, signal: context.signal })) {
+      if (event.data.trim() === '') continue;
+      const body = parseChunk(event.data, this.name);
+      if (body.error) throw streamErrorOf(this.name, body.error, this.secretsOf(context));
+      for (const chunk of translator.accept(body)) yield { type: 'chunk', chunk };
+    }
+    if (!translator.complete) {
+      throw new UpstreamError('upstream stream ended before a finishReason', { provider: this.name, kind: 'truncated', status: response.statusCode });
+    }
+    yield { type: 'usage', usage: translator.totalUsage() };
+  }
+
+  private keyOf(context: ProviderContext): string | undefined {
+    const variable = context.model.upstream.api_key_env;
+    return variable ? this.dependencies.environment[variable] : undefined;
+  }
+
+  private secretsOf(context: ProviderContext): string[] {
+    const key = this.keyOf(context);
+    return key ? [key] : [];
+  }
+
+  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
+  private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+    const { model } = context;
+    const body = JSON.stringify(toGeminiRequest(request, model));
+    const key = this.keyOf(context);
+    const name = model.upstream.model.replace(/^models\//, '');
+    const url = upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1beta', `models/${name}:${stream ? 'streamGenerateContent' : 'generateContent'}`);
+    if (stream) url.searchParams.set('alt', 'sse');
+    const headers: Record<string, string> = {
+      ...(model.upstream.headers ?? {}),
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+      'user-agent': 'llm-gateway-executor/0.1',
+      ...(key ? { 'x-goog-api-key': key } : {}),
+    };
+    return postToUpstream({
+      provider: this.name,
+      pools: this.dependencies.pools,
+      url,
+      headers,
+      body,
+      signal: context.signal,
+      parseError: (status, responseHeaders, text) => upstreamErrorFromResponse(this.name, status, responseHeaders, text, this.secretsOf(context)),
+    });
+  }
+}
+
+function parseChunk(data: string, provider: string): GeminiResponse {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch (error) {
+    throw new UpstreamError('upstream sent a stream chunk that is not JSON', { provider, kind: 'malformed', cause: error });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new UpstreamError('upstream sent a stream chunk that is not an object', { provider, kind: 'malformed' });
+  }
+  return parsed as GeminiResponse;
+}

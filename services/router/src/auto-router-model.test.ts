@@ -1,0 +1,69 @@
+import { existsSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { AutoRouterScorer, DEFAULT_MODEL_PATH, loadAutoRouterModel } from './auto-router-model.js';
+import { promptText } from './prompt-text.js';
+import { readRoutingRows, serializeModel } from './routing-data.js';
+import { trainAutoRouter } from './train-auto-router.js';
+import { HARD_PROMPT } from '../test/prompts.js';
+
+/** The routing data sits beside the repository (../shared), in CI as here. */
+const DATA_PATH = fileURLToPath(new URL('../../../../shared/data/routing/train.jsonl', import.meta.url));
+
+describe('the shipped model file', () => {
+  it('is byte for byte what the training command produces from the data', { timeout: 180_000 }, () => {
+    expect(existsSync(DATA_PATH), `the routing data at ${DATA_PATH}`).toBe(true);
+    const { model, report } = trainAutoRouter(readRoutingRows(DATA_PATH));
+    expect(serializeModel(model)).toBe(readFileSync(DEFAULT_MODEL_PATH, 'utf8'));
+    // And it routes better than prompt length and random on the held-out split.
+    const validation = (router: string) => report.find((line) => line.split === 'validation' && line.router === router)!;
+    expect(validation('auto router').apgr).toBeGreaterThan(validation('prompt length').apgr);
+    expect(validation('random').apgr).toBeCloseTo(0.5, 10);
+  });
+
+  it('stays small enough to ship', () => {
+    expect(readFileSync(DEFAULT_MODEL_PATH).byteLength).toBeLessThan(2 * 1024 * 1024);
+  });
+});
+
+describe('AutoRouterScorer', () => {
+  const scorer = new AutoRouterScorer(loadAutoRouterModel());
+
+  it('scores within 0..1, nothing for an empty prompt, little for small talk', () => {
+    expect(scorer.score('')).toBe(0);
+    for (const text of ['hi', 'Hello! How are you today?', 'thanks!']) expect(scorer.score(text), text).toBeLessThan(scorer.model.tierThresholds.standard);
+    expect(scorer.score(`${HARD_PROMPT}\n`.repeat(20))).toBeLessThanOrEqual(1);
+  });
+
+  it('ranks multi-step math and code above small talk and plain writing', () => {
+    const math = scorer.score('A store sells pencils at 3 for $1.20 and pens at $0.85 each. Maria buys 15 pencils and 4 pens and pays with a $20 bill. How much change does she get, and how many more pencils could she buy with it?');
+    const code = scorer.score('Write a Python function that merges overlapping intervals in a list and returns them sorted; explain its complexity.');
+    const writing = scorer.score('Write a short, friendly note thanking my neighbour for watering the plants.');
+    expect(math).toBeGreaterThan(scorer.score('hi there'));
+    expect(code).toBeGreaterThan(writing);
+    expect(scorer.score(HARD_PROMPT)).toBeGreaterThanOrEqual(scorer.model.tierThresholds.premium);
+  });
+
+  it('refuses a model file that does not match its features', () => {
+    const folder = mkdtempSync(join(tmpdir(), 'auto-router-'));
+    const path = join(folder, 'model.json');
+    writeFileSync(path, JSON.stringify({ ...loadAutoRouterModel(), weights: [1, 2, 3] }));
+    expect(() => loadAutoRouterModel(path)).toThrow(/does not match this scorer's features; retrain/);
+  });
+});
+
+describe('promptText', () => {
+  it('joins user, system and developer texts as the edge does, and ignores the rest', () => {
+    expect(promptText([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'Look:' }, { type: 'image_url', image_url: { url: 'x' } }] },
+      { role: 'assistant', content: 'Sure.' },
+      { role: 'user', content: 'Why?' },
+    ])).toBe('Be brief.\nLook:\nWhy?');
+    expect(promptText('not messages')).toBe('');
+    expect(promptText([null, { role: 'user' }])).toBe('');
+    expect(promptText([{ role: 'user', content: 'x'.repeat(20_000) }])).toHaveLength(16_384);
+  });
+});

@@ -1,0 +1,232 @@
+/**
+ * The features the `auto` scorer reads from a prompt: a few dozen engineered signals that carry
+ * over to prompts unlike the training data (length, structure, math density, code, question type,
+ * multi-step cues), plus hashed word unigrams and bigrams for what the engineered ones miss.
+ *
+ * Contract: a pure function of the text, deterministic, no allocation proportional to more than
+ * the first SCANNED_CHARACTERS characters, so that one call stays far below a millisecond even for
+ * a 16k-character prompt. Changing a feature changes the meaning of the shipped weights: retrain
+ * (`pnpm --filter @gateway/router train`) and ship the new model file with it.
+ */
+
+/** Names of the engineered (dense) features, in index order; the model file stores them to check. */
+export const DENSE_FEATURE_NAMES = [
+  'bias',
+  'log_characters',
+  'log_words',
+  'log_lines',
+  'log_sentences',
+  'mean_word_length',
+  'long_word_share',
+  'digit_share',
+  'log_numbers',
+  'log_distinct_numbers',
+  'decimal_or_fraction',
+  'log_math_operators',
+  'math_notation',
+  'equation_like',
+  'money_or_unit',
+  'quantity_words',
+  'word_problem_cues',
+  'log_question_marks',
+  'asks_what_or_which',
+  'asks_why_or_how',
+  'asks_how_many_or_much',
+  'solve_verbs',
+  'explain_verbs',
+  'writing_verbs',
+  'greeting_or_small_talk',
+  'code_syntax',
+  'code_words',
+  'reasoning_words',
+  'conditional_words',
+  'negation_words',
+  'comparison_words',
+  'statement_pairs',
+  'enumerated_lines',
+  'numeric_options',
+  'capitalised_share',
+  'log_parentheses',
+  'log_quotes',
+  'first_or_second_person',
+  'short_prompt',
+] as const;
+
+/** How many engineered features there are; hashed features start at this index. */
+export const DENSE_FEATURE_COUNT = DENSE_FEATURE_NAMES.length;
+
+/**
+ * Only the first characters are read for the hashed n-grams and the costlier patterns: the task is
+ * stated at the start, and it bounds the cost of a long prompt.
+ */
+export const SCANNED_CHARACTERS = 4_000;
+
+/** Prompts shorter than this many words count as short (see the `short_prompt` feature). */
+export const SHORT_PROMPT_WORDS = 12;
+
+/** Sparse feature vector: parallel arrays of indices (dense first, then hashed) and values. */
+export interface PromptFeatures {
+  indices: number[];
+  values: number[];
+}
+
+/** Options that must match between training and scoring; the model file records them. */
+export interface FeatureOptions {
+  /** Hash buckets for word n-grams; a power of two. */
+  hashBuckets: number;
+  /** Whether word bigrams are hashed beside unigrams. */
+  bigrams: boolean;
+}
+
+const WORD = /[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*/g;
+const NUMBER = /\d+(?:[.,]\d+)*/g;
+const count = (text: string, pattern: RegExp): number => {
+  pattern.lastIndex = 0;
+  let total = 0;
+  while (pattern.exec(text) !== null) total += 1;
+  return total;
+};
+
+// Word lists: transferable cues, never subject names.
+const QUANTITY = /\b(?:how many|how much|total|each|per|every|times|twice|half|third|quarter|remaining|left over|altogether|in all|more than|less than|fewer|percent|average|rate|ratio)\b/g;
+const WORD_PROBLEM = /\b(?:buys?|bought|sells?|sold|pays?|paid|earns?|costs?|spends?|spent|saves?|saved|has|had|gives?|gave|needs?|makes?|made|uses?|used|gets?|got|takes?|took)\b/g;
+const MONEY_OR_UNIT = /[$€£¥%]|\b(?:dollars?|cents?|euros?|hours?|minutes?|seconds?|days?|weeks?|months?|years?|miles?|km|kilometers?|meters?|feet|inches?|pounds?|kg|grams?|liters?|gallons?)\b/g;
+const MATH_OPERATORS = /[=+*/^<>×÷−±]|\d\s*-\s*\d/g;
+const MATH_NOTATION = /\\(?:frac|int|sum|prod|lim|sqrt|mathbb|partial|cdot|leq|geq|infty|forall|exists|pi)\b|[∫∑∏√∂∞≤≥≠∀∃∈⊆πθαβλ]|\b(?:sqrt|log|ln|sin|cos|tan|mod|gcd|lcm)\b|\b[a-z]\s*\^\s*\d|\b[a-z]_\d/g;
+const EQUATION_LIKE = /\b[a-z]\s*[=<>]\s*[-\d(a-z]|\d\s*[a-z]\b\s*[-+=]|\b[a-z]\([a-z0-9, ]+\)\s*=/g;
+const DECIMAL_OR_FRACTION = /\d+\.\d+|\b\d+\/\d+\b/g;
+const SOLVE = /\b(?:solve|calculate|compute|find|determine|prove|derive|evaluate|simplify|estimate|show that|what is the value)\b/g;
+const EXPLAIN = /\b(?:explain|describe|discuss|analy[sz]e|compare|contrast|justify|summari[sz]e|interpret|why)\b/g;
+const WRITING = /\b(?:write|compose|draft|rewrite|story|poem|essay|email|letter|blog|tweet|slogan|song|lyrics|dialogue|script|translate|paraphrase)\b/g;
+const GREETING = /\b(?:hi|hello|hey|thanks|thank you|good morning|good evening|how are you|what's up|lol|please)\b/g;
+const CODE_SYNTAX = /```|[{};]\s*$|=>|->|::|&&|\|\||!==?|===|\b(?:def|function|return|class|import|const|let|var|public|private|void|int|printf|println|console\.log|#include|select\s+\S+\s+from)\b|\b[a-z]+[A-Z][a-zA-Z]*\(|\b[a-z]+_[a-z_]+\b/gm;
+const CODE_WORDS = /\b(?:code|program|function|script|algorithm|implement|debug|bug|compile|runtime|python|javascript|typescript|java|rust|golang|c\+\+|sql|regex|api|array|string|integer|variable|loop|recursion|complexity)\b/g;
+const REASONING = /\b(?:step|steps|therefore|thus|hence|because|since|implies|reason|reasoning|logic|conclude|assume|assuming|suppose|given|consider|follows?|must|consequently|argument|valid|infer)\b/g;
+const CONDITIONAL = /\b(?:if|unless|when|whenever|then|otherwise|only if|provided)\b/g;
+const NEGATION = /\b(?:not|no|never|none|except|false|incorrect|cannot|least)\b/g;
+const COMPARISON = /\b(?:more|less|greater|smaller|larger|fewer|most|best|worst|than|better|higher|lower)\b/g;
+const STATEMENT_PAIRS = /\bstatement\s*\d|\b(?:true|false)\s*,\s*(?:true|false)\b/g;
+const ENUMERATED = /^\s*(?:[A-Da-d]|\d{1,2}|[ivx]{1,4})[.)]\s+\S/gm;
+const NUMERIC_OPTION = /^\s*[A-Da-d][.)]\s*[-$]?\d/gm;
+const CAPITALISED = /(?<=[a-z,;:] )[A-Z][a-z]+/g;
+const PARENTHESES = /[()[\]]/g;
+const QUOTES = /["“”']/g;
+const PERSON = /\b(?:i|i'm|i've|me|my|mine|we|our|you|your|you're)\b/g;
+const WHAT_WHICH = /\b(?:what|which|who|whom|whose|where|when)\b/g;
+const WHY_HOW = /\b(?:why|how)\b/g;
+const HOW_MANY = /\bhow (?:many|much|long|far|old|often)\b/g;
+
+/** log(1 + x), the squashing used for counts so that no single long prompt dominates. */
+const log1p = Math.log1p;
+
+/**
+ * The engineered features of a text, in DENSE_FEATURE_NAMES order. Counts are log-squashed and
+ * shares lie in 0..1, so that the values have comparable scales before the model's standardisation.
+ */
+export function denseFeatures(text: string): number[] {
+  const head = text.length > SCANNED_CHARACTERS ? text.slice(0, SCANNED_CHARACTERS) : text;
+  const lower = head.toLowerCase();
+  const words = lower.match(WORD) ?? [];
+  const alphaWords = words.filter((word) => word.charCodeAt(0) >= 97);
+  const letters = alphaWords.reduce((sum, word) => sum + word.length, 0);
+  const numbers = head.match(NUMBER) ?? [];
+  let digits = 0;
+  for (let index = 0; index < head.length; index += 1) {
+    const code = head.charCodeAt(index);
+    if (code >= 48 && code <= 57) digits += 1;
+  }
+  const perWord = (hits: number) => Math.min(1, hits / Math.max(4, words.length) * 4);
+  const lines = count(text, /\n/g);
+  const sentences = count(head, /[.!?](?:\s|$)/g);
+  return [
+    1,
+    log1p(text.length) / 8,
+    log1p(words.length) / 6,
+    log1p(lines) / 4,
+    log1p(sentences) / 3,
+    alphaWords.length ? letters / alphaWords.length / 10 : 0,
+    alphaWords.length ? alphaWords.filter((word) => word.length >= 9).length / alphaWords.length : 0,
+    head.length ? Math.min(1, (digits / head.length) * 5) : 0,
+    log1p(numbers.length) / 3,
+    log1p(new Set(numbers).size) / 3,
+    Math.min(1, count(head, DECIMAL_OR_FRACTION) / 3),
+    log1p(count(head, MATH_OPERATORS)) / 3,
+    Math.min(1, count(head, MATH_NOTATION) / 3),
+    Math.min(1, count(lower, EQUATION_LIKE) / 3),
+    perWord(count(lower, MONEY_OR_UNIT)),
+    perWord(count(lower, QUANTITY)),
+    perWord(count(lower, WORD_PROBLEM)),
+    log1p(count(head, /\?/g)) / 2,
+    Math.min(1, count(lower, WHAT_WHICH) / 2),
+    Math.min(1, count(lower, WHY_HOW) / 2),
+    Math.min(1, count(lower, HOW_MANY)),
+    Math.min(1, count(lower, SOLVE) / 2),
+    Math.min(1, count(lower, EXPLAIN) / 2),
+    Math.min(1, count(lower, WRITING) / 2),
+    Math.min(1, count(lower, GREETING) / 2) * (words.length <= 30 ? 1 : 0.3),
+    Math.min(1, count(head, CODE_SYNTAX) / 4),
+    Math.min(1, count(lower, CODE_WORDS) / 3),
+    perWord(count(lower, REASONING)),
+    perWord(count(lower, CONDITIONAL)),
+    perWord(count(lower, NEGATION)),
+    perWord(count(lower, COMPARISON)),
+    Math.min(1, count(lower, STATEMENT_PAIRS) / 2),
+    log1p(count(head, ENUMERATED)) / 2,
+    Math.min(1, count(head, NUMERIC_OPTION) / 4),
+    alphaWords.length ? Math.min(1, (count(head, CAPITALISED) / alphaWords.length) * 4) : 0,
+    log1p(count(head, PARENTHESES)) / 3,
+    log1p(count(head, QUOTES)) / 3,
+    perWord(count(lower, PERSON)),
+    // 1 for a one-word prompt, 0 from SHORT_PROMPT_WORDS words on: the training prompts are all
+    // longer, so only a hand-set prior gives this a weight (a short message rarely needs a strong model).
+    Math.max(0, 1 - words.length / SHORT_PROMPT_WORDS),
+  ];
+}
+
+/** 32-bit FNV-1a: a stable, fast string hash, the same in training and in the service. */
+export function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index += 1) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/**
+ * Every feature of a text: the engineered ones at [0, DENSE_FEATURE_COUNT), then hashed word
+ * n-grams, each bucket's value being its share of the text's n-grams scaled to unit length, so
+ * that a long prompt does not outweigh the engineered signals. Numbers are folded into one token
+ * (`0`) so that the n-grams learn "a number here", not particular numbers.
+ */
+export function extractPromptFeatures(text: string, options: FeatureOptions): PromptFeatures {
+  const indices: number[] = [];
+  const values: number[] = [];
+  const dense = denseFeatures(text);
+  for (let index = 0; index < dense.length; index += 1) {
+    if (dense[index] !== 0) {
+      indices.push(index);
+      values.push(dense[index]);
+    }
+  }
+  const head = text.length > SCANNED_CHARACTERS ? text.slice(0, SCANNED_CHARACTERS) : text;
+  const tokens = (head.toLowerCase().match(WORD) ?? []).map((token) => (token.charCodeAt(0) < 97 ? '0' : token));
+  const buckets = new Map<number, number>();
+  const mask = options.hashBuckets - 1;
+  const add = (gram: string) => {
+    const bucket = DENSE_FEATURE_COUNT + (fnv1a(gram) & mask);
+    buckets.set(bucket, (buckets.get(bucket) ?? 0) + 1);
+  };
+  for (let index = 0; index < tokens.length; index += 1) {
+    add(tokens[index]);
+    if (options.bigrams && index > 0) add(`${tokens[index - 1]} ${tokens[index]}`);
+  }
+  let norm = 0;
+  for (const value of buckets.values()) norm += value * value;
+  norm = Math.sqrt(norm) || 1;
+  for (const [bucket, value] of [...buckets.entries()].sort((a, b) => a[0] - b[0])) {
+    indices.push(bucket);
+    values.push(value / norm);
+  }
+  return { indices, values };
+}

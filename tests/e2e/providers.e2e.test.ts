@@ -1,0 +1,178 @@
+/**
+ * The anthropic and gemini adapters end to end: the cluster with a catalog whose Claude and Gemini
+ * models point at a fake upstream in this process (replaying each provider's fixtures), driven by
+ * the official `openai` client. What a user notices: the answer, tool calls whose streamed
+ * arguments reassemble, cached prompt tokens in the usage, a cache-aware cost, and the provider's
+ * own 400 message.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
+import { providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../../services/executor/src/testing/fake-upstream.js';
+import { startCluster, type Cluster } from './cluster.js';
+
+const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
+const KEY = 'sk-fake-provider-0123456789abcdef';
+const PRICES = { input: '3.00', cached_input: '0.30', output: '15.00' };
+
+let upstream: FakeUpstream;
+let cluster: Cluster;
+let client: OpenAI;
+
+function catalogFile(origin: string): string {
+  const folder = mkdtempSync(join(tmpdir(), 'providers-e2e-'));
+  const path = join(folder, 'catalog.yaml');
+  const common = `    pricing: { input: "${PRICES.input}", cached_input: "${PRICES.cached_input}", output: "${PRICES.output}" }
+    context_window: 200000
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: premium`;
+  writeFileSync(path, `models:
+  - id: sim-mini
+    provider: simulated
+    owned_by: gateway
+    created: 1735689600
+    upstream: { model: sim-mini }
+    pricing: { input: "0.10", output: "0.40" }
+    context_window: 32768
+    max_output_tokens: 4096
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: economy
+    simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }
+  - id: fake-claude
+    provider: anthropic
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: claude-sonnet-4-20250514, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
+    max_output_tokens: 64000
+${common}
+  - id: fake-gemini
+    provider: gemini
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: gemini-2.5-pro, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
+    max_output_tokens: 65536
+${common}
+`);
+  return path;
+}
+
+/** The cost the gateway must report for a usage at PRICES, cached tokens at the cached price. */
+function expectedCost(usage: { prompt_tokens: number; completion_tokens: number; cached_tokens: number }): number {
+  const pricing = { input_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.input), cached_input_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.cached_input), output_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.output) };
+  return picoUsdToUsd(costPicoUsd(pricing, usage));
+}
+
+/** Answers by path: the provider's stream or whole fixture. */
+function byProvider(anthropic: Responder, gemini: Responder): Responder {
+  return (request, response) => (request.path.startsWith('/v1/messages') ? anthropic(request, response) : gemini(request, response));
+}
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  const origin = new URL(upstream.baseUrl).origin;
+  cluster = await startCluster({ env: { CATALOG_PATH: catalogFile(origin), [KEY_VARIABLE]: KEY } });
+  client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+  await upstream?.close();
+});
+
+describe('an anthropic model through the gateway', () => {
+  it('answers a whole completion with cached prompt tokens and a cache-aware cost', async () => {
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
+    const completion = await client.chat.completions.create({ model: 'fake-claude', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Who are you?' }] });
+    expect(completion.id).toMatch(/^chatcmpl-/);
+    expect(completion.choices[0]?.message.content).toBe('Hi! My name is Claude. How can I help you today?');
+    expect(completion.choices[0]?.finish_reason).toBe('stop');
+    expect(completion.usage).toMatchObject({ prompt_tokens: 2160, completion_tokens: 15, prompt_tokens_details: { cached_tokens: 2048 } });
+    const cost = (completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd;
+    expect(cost).toBe(expectedCost({ prompt_tokens: 2160, completion_tokens: 15, cached_tokens: 2048 }));
+    expect(cost).toBeLessThan(expectedCost({ prompt_tokens: 2160, completion_tokens: 15, cached_tokens: 0 }));
+    const sent = upstream.requests.at(-1);
+    expect(sent?.headers['x-api-key']).toBe(KEY);
+    expect(sent?.body).toMatchObject({ model: 'claude-sonnet-4-20250514', system: 'Be brief.', messages: [{ role: 'user', content: 'Who are you?' }], max_tokens: 64000 });
+  });
+
+  it('streams tool calls whose argument fragments reassemble, then the usage', async () => {
+    upstream.respond(replaySse(providerFixture('anthropic', 'stream-tool-use.sse')));
+    const stream = await client.chat.completions.create({
+      model: 'fake-claude',
+      messages: [{ role: 'user', content: 'Weather and time in San Francisco?' }],
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const calls = new Map<number, { id?: string; name?: string; arguments: string }>();
+    let finish: string | null = null;
+    let usage: OpenAI.CompletionUsage | undefined | null;
+    for await (const chunk of stream) {
+      for (const delta of chunk.choices[0]?.delta.tool_calls ?? []) {
+        const call = calls.get(delta.index) ?? { arguments: '' };
+        call.id ??= delta.id;
+        call.name ??= delta.function?.name;
+        call.arguments += delta.function?.arguments ?? '';
+        calls.set(delta.index, call);
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect([...calls.values()].map((call) => [call.id, call.name, JSON.parse(call.arguments)])).toEqual([
+      ['toolu_01T1x1fJ34qAmk2tNTrN7Up6', 'get_weather', { location: 'San Francisco, CA', unit: 'fahrenheit' }],
+      ['toolu_01CkHLUc9Hk7vDbJYL3Z2xNv', 'get_time', { timezone: 'America/Los_Angeles' }],
+      ['toolu_01NRLabsLyVHZPKxbKvkfSMn', 'list_alerts', {}],
+    ]);
+    expect(finish).toBe('tool_calls');
+    expect(usage).toMatchObject({ prompt_tokens: 472, completion_tokens: 89 });
+  });
+
+  it("gives the caller the provider's 400 message", async () => {
+    upstream.respond(replayJson(400, providerFixture('anthropic', 'error-400.json')));
+    const failure = await client.chat.completions.create({ model: 'fake-claude', messages: [{ role: 'user', content: 'Hi' }] }).then(() => undefined, (error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((failure as Error).message).toContain('roles must alternate');
+  });
+});
+
+describe('a gemini model through the gateway', () => {
+  it('answers a whole completion with cached and reasoning tokens', async () => {
+    upstream.respond(byProvider(replayJson(500, '{}'), replayJson(200, providerFixture('gemini', 'generate-content.json'))));
+    const completion = await client.chat.completions.create({ model: 'fake-gemini', messages: [{ role: 'user', content: 'Hello' }] });
+    expect(completion.choices[0]?.message.content).toBe('Hello! How can I help you today?');
+    expect(completion.usage).toMatchObject({ prompt_tokens: 2061, completion_tokens: 39, prompt_tokens_details: { cached_tokens: 2048 }, completion_tokens_details: { reasoning_tokens: 30 } });
+    expect((completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd).toBe(expectedCost({ prompt_tokens: 2061, completion_tokens: 39, cached_tokens: 2048 }));
+    const sent = upstream.requests.at(-1);
+    expect(sent?.path).toBe('/v1beta/models/gemini-2.5-pro:generateContent');
+    expect(sent?.headers['x-goog-api-key']).toBe(KEY);
+  });
+
+  it('streams whole function calls as tool-call deltas with their arguments', async () => {
+    upstream.respond(replaySse(providerFixture('gemini', 'stream-function-call.sse')));
+    const stream = await client.chat.completions.create({
+      model: 'fake-gemini',
+      messages: [{ role: 'user', content: 'Weather and time in Boston?' }],
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } }, additionalProperties: false } } }],
+      stream: true,
+    });
+    const calls: Array<{ id?: string; name?: string; arguments?: string }> = [];
+    let content = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      content += chunk.choices[0]?.delta.content ?? '';
+      for (const delta of chunk.choices[0]?.delta.tool_calls ?? []) calls[delta.index] = { id: delta.id, name: delta.function?.name, arguments: delta.function?.arguments };
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(content).toBe('Let me look that up.');
+    expect(calls.map((call) => [call.name, JSON.parse(call.arguments ?? '')])).toEqual([
+      ['get_weather', { location: 'Boston, MA', unit: 'celsius' }],
+      ['get_time', { timezone: 'America/New_York' }],
+    ]);
+    expect(calls.every((call) => call.id?.startsWith('call_'))).toBe(true);
+    expect(finish).toBe('tool_calls');
+    expect(upstream.requests.at(-1)?.body).toMatchObject({ tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'OBJECT', properties: { location: { type: 'STRING' } } } }] }] });
+  });
+});
