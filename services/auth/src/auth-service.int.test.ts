@@ -4,7 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { callUnary, createClient, GatewayError, GrpcStatus, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { loadGatewayGrpc, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput, type KeyInfoOutput, type ListKeysRequest, type ListKeysResponseOutput, type RevokeKeyRequest } from '@gateway/proto';
+import {
+  loadGatewayGrpc, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput, type GetKeyRequest, type KeyInfoOutput,
+  type ListKeysRequest, type ListKeysResponseOutput, type RevokeKeyRequest, type SettleUsageRequest, type SettleUsageResponseOutput, type UpdateKeyRequest,
+} from '@gateway/proto';
 import { eventually, redisUrl } from '@gateway/testing';
 import { createServer } from './app.js';
 import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
@@ -12,6 +15,7 @@ import { ensureBootstrapKey } from './bootstrap-key.js';
 import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
+import { QuotaLimiter } from './quota-limiter.js';
 import { createRedis } from './redis-client.js';
 
 const logger = createLogger('auth-test', 'silent');
@@ -21,7 +25,8 @@ const plans = loadPlans();
 async function startAuth(url: string, prefix: string) {
   const redis = createRedis(url, logger);
   const keys = new KeyStore(redis, { prefix });
-  const server: GatewayServer = createServer({ keys, plans, logger });
+  const limiter = new QuotaLimiter(redis, plans, { prefix });
+  const server: GatewayServer = createServer({ keys, limiter, plans, logger });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
   return {
@@ -32,6 +37,10 @@ async function startAuth(url: string, prefix: string) {
     createKey: (request: CreateKeyRequest) => callUnary<CreateKeyRequest, CreateKeyResponseOutput>(client, client.CreateKey, request, { deadlineMs: 3_000 }),
     listKeys: () => callUnary<ListKeysRequest, ListKeysResponseOutput>(client, client.ListKeys, {}, { deadlineMs: 3_000 }),
     revokeKey: (keyId: string) => callUnary<RevokeKeyRequest, KeyInfoOutput>(client, client.RevokeKey, { key_id: keyId }, { deadlineMs: 3_000 }),
+    reserve: (request: CheckKeyRequest) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(client, client.CheckKey, request, { deadlineMs: 3_000 }),
+    getKey: (keyId: string) => callUnary<GetKeyRequest, KeyInfoOutput>(client, client.GetKey, { key_id: keyId }, { deadlineMs: 3_000 }),
+    updateKey: (request: UpdateKeyRequest) => callUnary<UpdateKeyRequest, KeyInfoOutput>(client, client.UpdateKey, request, { deadlineMs: 3_000 }),
+    settle: (request: SettleUsageRequest) => callUnary<SettleUsageRequest, SettleUsageResponseOutput>(client, client.SettleUsage, request, { deadlineMs: 3_000 }),
     stop: async () => { client.close(); await server.shutdown(1_000); redis.disconnect(); },
   };
 }
@@ -69,7 +78,7 @@ describe('AuthService', () => {
       decision: 'DECISION_ALLOW',
       key_id: created.key?.key_id,
       plan: 'PLAN_STARTER',
-      requests: { limit: 60, remaining: 60 },
+      requests: { limit: 60, remaining: 59 },
       tokens: { limit: 100_000, remaining: 100_000 },
     });
   });
@@ -133,6 +142,7 @@ describe('AuthService', () => {
       const type = await inspector.type(name);
       if (type === 'hash') dump.push(name, ...Object.entries(await inspector.hgetall(name)).flat());
       else if (type === 'set') dump.push(name, ...(await inspector.smembers(name)));
+      else if (type === 'zset') dump.push(name, ...(await inspector.zrange(name, 0, -1)));
       else dump.push(name, (await inspector.get(name)) ?? '');
     }
     const text = dump.join('\n');
@@ -168,6 +178,59 @@ describe('AuthService', () => {
     const afterRevoke = await ensureBootstrapKey(auth.keys, secret, 'pro', logger);
     expect(afterRevoke).toMatchObject({ key_id: first.key_id, revoked: true });
     expect((await auth.checkKey(secret)).decision).toBe('DECISION_DENY_INVALID_KEY');
+  });
+
+  it('reserves, reports the state and settles over gRPC, once', async () => {
+    const created = await createKey('PLAN_STARTER');
+    const reservationId = randomUUID();
+    const decision = await auth.reserve({ api_key: created.secret!, request_id: 'r1', reserve_tokens: 40_000, reservation_id: reservationId });
+    expect(decision).toMatchObject({ decision: 'DECISION_ALLOW', reservation_id: `${created.key!.key_id}:${reservationId}`, requests: { remaining: 59 }, tokens: { remaining: 60_000, reset_ms: 60_000 } });
+    // The same reservation id again reserves nothing more.
+    expect(await auth.reserve({ api_key: created.secret!, request_id: 'r1', reserve_tokens: 40_000, reservation_id: reservationId })).toMatchObject({ requests: { remaining: 59 }, tokens: { remaining: 60_000 } });
+    // check_only counts nothing.
+    expect(await auth.reserve({ api_key: created.secret!, check_only: true })).toMatchObject({ decision: 'DECISION_ALLOW', reservation_id: '', requests: { remaining: 59 } });
+
+    const tooMuch = await auth.reserve({ api_key: created.secret!, reserve_tokens: 70_000, reservation_id: randomUUID() });
+    expect(tooMuch).toMatchObject({ decision: 'DECISION_DENY_TOKEN_LIMIT', tokens: { remaining: 60_000 } });
+    expect(tooMuch.message).toMatch(/^Rate limit reached on tokens per minute: limit 100000, used 40000, requested 70000\. Please try again in (59|60)s\.$/);
+    expect(tooMuch.retry_after_ms).toBeGreaterThan(58_000);
+    expect(tooMuch.retry_after_ms).toBeLessThanOrEqual(60_000);
+
+    expect(await auth.settle({ reservation_id: decision.reservation_id!, actual_tokens: 900 })).toEqual({ outcome: 'SETTLE_OUTCOME_SETTLED', delta_tokens: -39_100, tokens_in_window: 900 });
+    expect(await auth.settle({ reservation_id: decision.reservation_id!, actual_tokens: 900 })).toMatchObject({ outcome: 'SETTLE_OUTCOME_ALREADY_SETTLED', tokens_in_window: 900 });
+    expect(await auth.reserve({ api_key: created.secret!, reserve_tokens: 70_000, reservation_id: randomUUID() })).toMatchObject({ decision: 'DECISION_ALLOW', tokens: { remaining: 29_100 } });
+
+    const tooLarge = await auth.reserve({ api_key: created.secret!, reserve_tokens: 100_001 });
+    expect(tooLarge).toMatchObject({ decision: 'DECISION_DENY_REQUEST_TOO_LARGE', reservation_id: '' });
+    expect(tooLarge.message).toBe('Request too large: it needs 100001 tokens (the prompt plus the completion budget, max_tokens), but this key allows 100000 tokens per minute. Reduce max_tokens or the prompt.');
+
+    const malformed = await auth.settle({ reservation_id: 'nope', actual_tokens: 1 }).catch((caught: unknown) => caught);
+    expect(malformed).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'reservation_id' });
+    const enterprise = await createKey('PLAN_ENTERPRISE');
+    expect(await auth.reserve({ api_key: enterprise.secret!, reserve_tokens: 10, reservation_id: randomUUID() })).toMatchObject({ decision: 'DECISION_ALLOW', reservation_id: '', requests: { unlimited: true } });
+  });
+
+  it('creates, reads and updates keys with overrides and a routing policy', async () => {
+    const created = await auth.createKey({ plan: 'PLAN_PRO', name: 'tuned', requests_per_minute_override: { per_minute: 5 }, tokens_per_minute_override: { unlimited: true }, routing_policy: 'quality' });
+    expect(created.key).toMatchObject({
+      requests_per_minute_override: { per_minute: 5 }, tokens_per_minute_override: { unlimited: true }, routing_policy: 'quality',
+      requests_per_minute: { per_minute: 5 }, tokens_per_minute: { unlimited: true },
+    });
+    const keyId = created.key!.key_id!;
+    expect(await auth.checkKey(created.secret!)).toMatchObject({ routing_policy: 'quality', requests: { limit: 5 }, tokens: { unlimited: true } });
+
+    // Absent fields stay; plan_default and an empty policy remove.
+    const updated = await auth.updateKey({ key_id: keyId, plan: 'PLAN_STARTER', requests_per_minute_override: { plan_default: true }, routing_policy: '' });
+    expect(updated).toMatchObject({ name: 'tuned', plan: 'PLAN_STARTER', routing_policy: '', requests_per_minute: { per_minute: 60 }, tokens_per_minute_override: { unlimited: true } });
+    expect(updated.requests_per_minute_override).toBeFalsy();
+    const renamed = await auth.updateKey({ key_id: keyId, name: '' });
+    expect(renamed).toMatchObject({ name: '', plan: 'PLAN_STARTER' });
+    expect(await auth.getKey(keyId)).toMatchObject({ key_id: keyId, name: '', plan: 'PLAN_STARTER' });
+
+    expect(await auth.updateKey({ key_id: keyId, requests_per_minute_override: { per_minute: 0 } }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'requests_per_minute_override' });
+    expect(await auth.updateKey({ key_id: keyId, routing_policy: 'no spaces' }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'routing_policy' });
+    expect(await auth.getKey('key_0000000000000000').catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.NOT_FOUND });
+    expect(await auth.updateKey({ key_id: 'key_0000000000000000', name: 'x' }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.NOT_FOUND });
   });
 
   it('answers UNAVAILABLE quickly, never a decision, when Redis is unreachable', async () => {

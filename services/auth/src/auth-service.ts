@@ -1,14 +1,19 @@
 import { GatewayError, GrpcStatus, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import type { AuthServiceHandlers, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, KeyInfo, ListKeysResponse, RevokeKeyRequestOutput } from '@gateway/proto';
-import { isWellFormedSecret } from './key-secret.js';
-import { KeyExistsError, type KeyStore, type StoredKey } from './key-store.js';
-import { fullLimitState, planFromProto, planToProto, type PlanTable } from './plans.js';
+import type {
+  AuthServiceHandlers, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, GetKeyRequestOutput, KeyInfo, LimitState,
+  ListKeysResponse, MinuteLimit, MinuteLimitOutput, RevokeKeyRequestOutput, SettleUsageRequestOutput, SettleUsageResponse, UpdateKeyRequestOutput,
+} from '@gateway/proto';
+import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
+import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
+import { planFromProto, planToProto, type Limit, type PlanTable } from './plans.js';
+import { QuotaLimiter, RESERVATION_PART_PATTERN, ReservationIdError, type WindowState } from './quota-limiter.js';
 
 /** What the auth service needs. */
 export interface AuthServiceDependencies {
   keys: KeyStore;
+  limiter: QuotaLimiter;
   plans: PlanTable;
   logger: Logger;
   /** Where the service's metrics go; omitted in tests that do not look at them. */
@@ -20,9 +25,47 @@ export const INVALID_KEY_MESSAGE = 'Incorrect API key provided. You can find you
 /** The message of a revoked-key denial. */
 export const REVOKED_KEY_MESSAGE = 'This API key has been revoked.';
 
-/** The public facts of a stored key as a KeyInfo message. */
-export function toKeyInfo(key: StoredKey): KeyInfo {
-  return { key_id: key.key_id, plan: planToProto(key.plan), name: key.name, created_at_ms: key.created_at_ms, last_used_at_ms: key.last_used_at_ms, revoked: key.revoked };
+/** A per-minute limit as a MinuteLimit message. */
+export function toMinuteLimit(limit: Limit): MinuteLimit {
+  return limit === 'unlimited' ? { unlimited: true } : { per_minute: limit };
+}
+
+/**
+ * A MinuteLimit as received: a limit, null for plan_default (remove the override), undefined when
+ * absent. A per_minute that is not positive is refused with the field's name.
+ */
+export function fromMinuteLimit(message: MinuteLimitOutput | null | undefined, param: string): Limit | null | undefined {
+  if (!message) return undefined;
+  if (message.value === 'unlimited' && message.unlimited) return 'unlimited';
+  if (message.value === 'plan_default' && message.plan_default) return null;
+  if (message.value === 'per_minute') {
+    const value = Number(message.per_minute);
+    if (Number.isSafeInteger(value) && value > 0) return value;
+  }
+  throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `${param} must be a positive per_minute, unlimited or plan_default.`, { param });
+}
+
+/** The public facts of a stored key as a KeyInfo message, with the limits in force. */
+export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
+  const info: KeyInfo = {
+    key_id: key.key_id, plan: planToProto(key.plan), name: key.name, created_at_ms: key.created_at_ms, last_used_at_ms: key.last_used_at_ms, revoked: key.revoked,
+    routing_policy: key.routing_policy,
+    requests_per_minute: toMinuteLimit(key.requests_per_minute_override ?? plans[key.plan].requests_per_minute),
+    tokens_per_minute: toMinuteLimit(key.tokens_per_minute_override ?? plans[key.plan].tokens_per_minute),
+  };
+  if (key.requests_per_minute_override !== undefined) info.requests_per_minute_override = toMinuteLimit(key.requests_per_minute_override);
+  if (key.tokens_per_minute_override !== undefined) info.tokens_per_minute_override = toMinuteLimit(key.tokens_per_minute_override);
+  return info;
+}
+
+/** A window's state as the LimitState the edge turns into x-ratelimit headers. */
+function limitState(window: WindowState): LimitState {
+  if (window.limit < 0) return { limit: 0, remaining: 0, reset_ms: 0, unlimited: true };
+  return { limit: window.limit, remaining: Math.max(0, window.limit - window.used), reset_ms: Math.max(0, window.resetMs), unlimited: false };
+}
+
+function seconds(ms: number): string {
+  return `${Math.max(1, Math.ceil(ms / 1000))}s`;
 }
 
 /**
@@ -30,9 +73,11 @@ export function toKeyInfo(key: StoredKey): KeyInfo {
  * failure is an UNAVAILABLE error (never an allow), so the edge refuses the request with a 503.
  */
 export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthServiceHandlers {
-  const { keys, plans, logger } = dependencies;
-  const decisions = new prometheus.Counter({ name: 'gateway_auth_decisions_total', help: 'CheckKey decisions, by decision.', labelNames: ['decision'], registers: dependencies.registry ? [dependencies.registry] : [] });
-  const storeErrors = new prometheus.Counter({ name: 'gateway_auth_store_errors_total', help: 'Key store (Redis) operations that failed.', registers: dependencies.registry ? [dependencies.registry] : [] });
+  const { keys, limiter, plans, logger } = dependencies;
+  const registers = dependencies.registry ? [dependencies.registry] : [];
+  const decisions = new prometheus.Counter({ name: 'gateway_auth_decisions_total', help: 'CheckKey decisions, by decision.', labelNames: ['decision'], registers });
+  const storeErrors = new prometheus.Counter({ name: 'gateway_auth_store_errors_total', help: 'Key store (Redis) operations that failed.', registers });
+  const settlements = new prometheus.Counter({ name: 'gateway_auth_settlements_total', help: 'SettleUsage calls, by outcome.', labelNames: ['outcome'], registers });
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'auth handler failed');
 
   /** Runs a key store operation, turning a Redis failure into UNAVAILABLE with the cause logged. */
@@ -41,6 +86,8 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
       return await operation();
     } catch (error) {
       if (error instanceof KeyExistsError || error instanceof GatewayError) throw error;
+      if (error instanceof KeyInputError) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', error.message, { param: error.param });
+      if (error instanceof ReservationIdError) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', error.message, { param: 'reservation_id' });
       storeErrors.inc();
       logger.error({ err: { message: (error as Error).message }, request_id: requestId }, 'key store unavailable');
       throw new GatewayError(GrpcStatus.UNAVAILABLE, 'auth_unavailable', message, { retryable: true, cause: error });
@@ -55,19 +102,52 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
   async function checkKey(request: CheckKeyRequestOutput): Promise<CheckKeyResponse> {
     const secret = request.api_key ?? '';
     if (!isWellFormedSecret(secret)) return deny(INVALID_KEY_MESSAGE);
-    const found = await store(() => keys.findBySecret(secret), 'The key service cannot decide right now.', request.request_id);
-    if (!found) return deny(INVALID_KEY_MESSAGE);
-    if (found.key.revoked) return deny(REVOKED_KEY_MESSAGE);
-    keys.recordUse(found, (error) => logger.warn({ err: { message: (error as Error).message }, key_id: found.key.key_id }, 'last use not recorded'));
-    const limits = plans[found.key.plan];
-    decisions.inc({ decision: 'DECISION_ALLOW' });
-    return {
-      decision: 'DECISION_ALLOW',
-      key_id: found.key.key_id,
-      plan: planToProto(found.key.plan),
-      requests: fullLimitState(limits.requests_per_minute),
-      tokens: fullLimitState(limits.tokens_per_minute),
+    const reserve = Number(request.reserve_tokens ?? 0);
+    if (!Number.isSafeInteger(reserve) || reserve < 0) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reserve_tokens must be a non-negative integer.', { param: 'reserve_tokens' });
+    const part = request.reservation_id || randomBase62(22);
+    if (!RESERVATION_PART_PATTERN.test(part)) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', { param: 'reservation_id' });
+    const mode = request.check_only ? 'peek' : 'reserve';
+    const result = await store(() => limiter.check(keys.keyName(hashSecret(secret)), part, reserve, mode), 'The key service cannot decide right now.', request.request_id);
+    if (result.kind === 'unknown_key') return deny(INVALID_KEY_MESSAGE);
+    if (result.kind === 'revoked') return deny(REVOKED_KEY_MESSAGE);
+    const response: CheckKeyResponse = {
+      key_id: result.keyId,
+      plan: planToProto(result.plan),
+      requests: limitState(result.requests),
+      tokens: limitState(result.tokens),
+      routing_policy: result.routingPolicy,
+      reservation_id: result.reservationId,
     };
+    switch (result.kind) {
+      case 'allow':
+        response.decision = 'DECISION_ALLOW';
+        break;
+      case 'too_large':
+        response.decision = 'DECISION_DENY_REQUEST_TOO_LARGE';
+        response.message = `Request too large: it needs ${reserve} tokens (the prompt plus the completion budget, max_tokens), but this key allows ${result.tokens.limit} tokens per minute. Reduce max_tokens or the prompt.`;
+        break;
+      case 'deny_requests':
+        response.decision = 'DECISION_DENY_REQUEST_LIMIT';
+        response.retry_after_ms = result.retryAfterMs;
+        response.message = `Rate limit reached on requests per minute: limit ${result.requests.limit}, used ${result.requests.used}. Please try again in ${seconds(result.retryAfterMs)}.`;
+        break;
+      case 'deny_tokens':
+        response.decision = 'DECISION_DENY_TOKEN_LIMIT';
+        response.retry_after_ms = result.retryAfterMs;
+        response.message = `Rate limit reached on tokens per minute: limit ${result.tokens.limit}, used ${result.tokens.used}, requested ${reserve}. Please try again in ${seconds(result.retryAfterMs)}.`;
+        break;
+    }
+    decisions.inc({ decision: response.decision! });
+    return response;
+  }
+
+  async function settleUsage(request: SettleUsageRequestOutput): Promise<SettleUsageResponse> {
+    const actual = Number(request.actual_tokens ?? 0);
+    if (!Number.isSafeInteger(actual) || actual < 0) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'actual_tokens must be a non-negative integer.', { param: 'actual_tokens' });
+    const settled = await store(() => limiter.settle(request.reservation_id ?? '', actual), 'The quota store cannot settle right now.', request.request_id);
+    settlements.inc({ outcome: settled.outcome });
+    const outcome = settled.outcome === 'settled' ? 'SETTLE_OUTCOME_SETTLED' : settled.outcome === 'already_settled' ? 'SETTLE_OUTCOME_ALREADY_SETTLED' : 'SETTLE_OUTCOME_UNKNOWN_RESERVATION';
+    return { outcome, delta_tokens: settled.deltaTokens, tokens_in_window: settled.tokensInWindow };
   }
 
   async function createKey(request: CreateKeyRequestOutput): Promise<CreateKeyResponse> {
@@ -77,10 +157,12 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
     if (secret !== undefined && !isWellFormedSecret(secret)) {
       throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'A secret must be "br-" followed by at least 32 letters or digits.', { param: 'secret' });
     }
+    const requests = fromMinuteLimit(request.requests_per_minute_override, 'requests_per_minute_override') ?? undefined;
+    const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override') ?? undefined;
     try {
-      const created = await store(() => keys.create({ plan, name: request.name ?? '', secret }), 'The key store is unavailable.');
+      const created = await store(() => keys.create({ plan, name: request.name ?? '', secret, requests_per_minute_override: requests, tokens_per_minute_override: tokens, routing_policy: request.routing_policy ?? '' }), 'The key store is unavailable.');
       logger.info({ key_id: created.key.key_id, plan }, 'key created');
-      return { key: toKeyInfo(created.key), secret: created.secret };
+      return { key: toKeyInfo(created.key, plans), secret: created.secret };
     } catch (error) {
       if (error instanceof KeyExistsError) throw new GatewayError(GrpcStatus.ALREADY_EXISTS, 'key_exists', 'A key with this secret already exists.', { param: 'secret' });
       throw error;
@@ -89,15 +171,46 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
 
   async function listKeys(): Promise<ListKeysResponse> {
     const all = await store(() => keys.list(), 'The key store is unavailable.');
-    return { keys: all.map(toKeyInfo) };
+    return { keys: all.map((key) => toKeyInfo(key, plans)) };
+  }
+
+  function notFound(): GatewayError {
+    return new GatewayError(GrpcStatus.NOT_FOUND, 'key_not_found', 'No key has this id.', { param: 'key_id' });
+  }
+
+  async function getKey(request: GetKeyRequestOutput): Promise<KeyInfo> {
+    const keyId = request.key_id ?? '';
+    const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
+    if (!key) throw notFound();
+    return toKeyInfo(key, plans);
+  }
+
+  async function updateKey(request: UpdateKeyRequestOutput): Promise<KeyInfo> {
+    const changes: KeyChanges = {};
+    if (request.plan !== undefined && request.plan !== 'PLAN_UNSPECIFIED') {
+      const plan = planFromProto(request.plan);
+      if (!plan) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'plan must be PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', { param: 'plan' });
+      changes.plan = plan;
+    }
+    if (request._name === 'name') changes.name = request.name ?? '';
+    if (request._routing_policy === 'routing_policy') changes.routing_policy = request.routing_policy ?? '';
+    const requests = fromMinuteLimit(request.requests_per_minute_override, 'requests_per_minute_override');
+    const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override');
+    if (requests !== undefined) changes.requests_per_minute_override = requests;
+    if (tokens !== undefined) changes.tokens_per_minute_override = tokens;
+    const keyId = request.key_id ?? '';
+    const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
+    if (!updated) throw notFound();
+    logger.info({ key_id: updated.key_id, changed: Object.keys(changes) }, 'key updated');
+    return toKeyInfo(updated, plans);
   }
 
   async function revokeKey(request: RevokeKeyRequestOutput): Promise<KeyInfo> {
     const keyId = request.key_id ?? '';
     const revoked = keyId ? await store(() => keys.revoke(keyId), 'The key store is unavailable.') : undefined;
-    if (!revoked) throw new GatewayError(GrpcStatus.NOT_FOUND, 'key_not_found', 'No key has this id.', { param: 'key_id' });
+    if (!revoked) throw notFound();
     logger.info({ key_id: revoked.key_id }, 'key revoked');
-    return toKeyInfo(revoked);
+    return toKeyInfo(revoked, plans);
   }
 
   return {
@@ -105,5 +218,8 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
     CreateKey: unary(createKey, 'CreateKey', report),
     ListKeys: unary(listKeys, 'ListKeys', report),
     RevokeKey: unary(revokeKey, 'RevokeKey', report),
+    GetKey: unary(getKey, 'GetKey', report),
+    UpdateKey: unary(updateKey, 'UpdateKey', report),
+    SettleUsage: unary(settleUsage, 'SettleUsage', report),
   };
 }

@@ -76,6 +76,22 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(unknown).toMatchObject({ code: 1, stderr: 'no key has the id key_0000000000000000\n' });
   });
 
+  it('changes a key\'s plan, limits and routing policy, and shows it', async () => {
+    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--requests-per-minute', '10', '--routing-policy', 'cheapest', '--json')).stdout) as { key_id: string };
+    const keys = new KeyStore(inspector, { prefix });
+    expect(await keys.get(created.key_id)).toMatchObject({ plan: 'starter', requests_per_minute_override: 10, routing_policy: 'cheapest' });
+
+    const updated = await cli('update', created.key_id, '--plan', 'pro', '--requests-per-minute', 'plan', '--tokens-per-minute', 'unlimited', '--routing-policy', '');
+    expect(updated.code).toBe(0);
+    const shown = JSON.parse((await cli('get', created.key_id)).stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({ key_id: created.key_id, plan: 'pro', tokens_per_minute_override: 'unlimited', routing_policy: '' });
+    expect(shown).not.toHaveProperty('requests_per_minute_override');
+
+    expect((await cli('update', created.key_id, '--requests-per-minute', '-5')).code).toBe(2);
+    expect((await cli('update', created.key_id)).code).toBe(2);
+    expect(await cli('update', 'key_0000000000000000', '--plan', 'pro')).toMatchObject({ code: 1, stderr: 'no key has the id key_0000000000000000\n' });
+  });
+
   it('fails with a message when Redis is unreachable', async () => {
     const result = await run(process.execPath, [CLI, 'list'], { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', AUTH_REDIS_PREFIX: prefix } }).catch((error: { code: number; stderr: string }) => error);
     expect(result).toMatchObject({ code: 1 });

@@ -1,23 +1,31 @@
 #!/usr/bin/env node
 /**
  * Manages API keys from a shell, through the same key store as the service:
- *   node dist/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [--json]
+ *   node dist/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [limits] [--json]
  *   node dist/cli.js list [--json]
+ *   node dist/cli.js get <key_id>
+ *   node dist/cli.js update <key_id> [--plan p] [--name n] [limits]
  *   node dist/cli.js revoke <key_id>
+ * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
+ * [--routing-policy P] ("plan" removes an override; an empty policy removes the policy).
  * Reads REDIS_URL (default redis://127.0.0.1:6379) and AUTH_REDIS_PREFIX (default auth:). The secret is printed once, by create-key.
  */
 import { parseArgs } from 'node:util';
 import { loadConfig, Type } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
-import { KeyExistsError, KeyStore, type StoredKey } from './key-store.js';
-import { isPlanName, PLAN_NAMES } from './plans.js';
+import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
+import { isPlanName, PLAN_NAMES, type Limit } from './plans.js';
 import { createRedis } from './redis-client.js';
 
 const USAGE = `usage:
-  create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [--json]
+  create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [LIMITS] [--json]
   list [--json]
-  revoke KEY_ID`;
+  get KEY_ID
+  update KEY_ID [--plan ${PLAN_NAMES.join('|')}] [--name NAME] [LIMITS]
+  revoke KEY_ID
+LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
+  ("plan" goes back to the plan's limit; --routing-policy '' removes the policy)`;
 
 /** A mistake in the command line: printed with the usage, exit code 2. */
 class UsageError extends Error {}
@@ -33,18 +41,40 @@ function formatKey(key: StoredKey): string {
   return [key.key_id, key.plan.padEnd(10), (key.revoked ? 'revoked' : 'active').padEnd(7), new Date(key.created_at_ms).toISOString(), used, key.name].join('  ');
 }
 
+/** A limit flag: a positive integer, `unlimited`, or `plan` (null: remove the override). */
+function limitFlag(value: string | undefined, flag: string): Limit | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'plan') return null;
+  if (value === 'unlimited') return 'unlimited';
+  const number = Number(value);
+  if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(number) || number <= 0) throw new UsageError(`${flag} must be a positive integer, "unlimited" or "plan"`);
+  return number;
+}
+
 async function run(argv: string[], keys: KeyStore): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { plan: { type: 'string' }, name: { type: 'string' }, secret: { type: 'string' }, json: { type: 'boolean' } },
-  });
+  const options = {
+    plan: { type: 'string' }, name: { type: 'string' }, secret: { type: 'string' }, json: { type: 'boolean' },
+    'requests-per-minute': { type: 'string' }, 'tokens-per-minute': { type: 'string' }, 'routing-policy': { type: 'string' },
+  } as const;
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof options }>>;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options });
+  } catch (error) {
+    // An unknown flag or a missing value is a usage mistake, not a failure.
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
+  const requests = limitFlag(values['requests-per-minute'], '--requests-per-minute');
+  const tokens = limitFlag(values['tokens-per-minute'], '--tokens-per-minute');
   switch (command) {
     case 'create-key': {
       if (!values.plan || !isPlanName(values.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
       if (values.secret !== undefined && !isWellFormedSecret(values.secret)) throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
-      const { key, secret } = await keys.create({ plan: values.plan, name: values.name ?? '', secret: values.secret });
+      const { key, secret } = await keys.create({
+        plan: values.plan, name: values.name ?? '', secret: values.secret, routing_policy: values['routing-policy'],
+        requests_per_minute_override: requests ?? undefined, tokens_per_minute_override: tokens ?? undefined,
+      });
       if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
       else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
       return;
@@ -53,6 +83,30 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
       const all = await keys.list();
       if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
       else process.stdout.write(all.length ? `${all.map(formatKey).join('\n')}\n` : 'no keys\n');
+      return;
+    }
+    case 'get':
+    case 'update': {
+      if (rest.length !== 1) throw new UsageError(`${command} takes exactly one key id`);
+      let key: StoredKey | undefined;
+      if (command === 'get') key = await keys.get(rest[0]!);
+      else {
+        if (values.plan !== undefined && !isPlanName(values.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
+        const changes: KeyChanges = {};
+        if (values.plan !== undefined) changes.plan = values.plan;
+        if (values.name !== undefined) changes.name = values.name;
+        if (values['routing-policy'] !== undefined) changes.routing_policy = values['routing-policy'];
+        if (requests !== undefined) changes.requests_per_minute_override = requests;
+        if (tokens !== undefined) changes.tokens_per_minute_override = tokens;
+        if (Object.keys(changes).length === 0) throw new UsageError('update needs at least one change');
+        key = await keys.update(rest[0]!, changes);
+      }
+      if (!key) {
+        process.stderr.write(`no key has the id ${rest[0]}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      process.stdout.write(`${JSON.stringify(key)}\n`);
       return;
     }
     case 'revoke': {
@@ -79,6 +133,9 @@ try {
 } catch (error) {
   if (error instanceof UsageError) {
     process.stderr.write(`${error.message}\n${USAGE}\n`);
+    process.exitCode = 2;
+  } else if (error instanceof KeyInputError) {
+    process.stderr.write(`${error.message}\n`);
     process.exitCode = 2;
   } else if (error instanceof KeyExistsError) {
     process.stderr.write('a key with this secret already exists\n');

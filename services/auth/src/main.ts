@@ -5,6 +5,7 @@ import { ensureBootstrapKey } from './bootstrap-key.js';
 import { loadAuthConfig } from './config.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
+import { QuotaLimiter } from './quota-limiter.js';
 import { createRedis } from './redis-client.js';
 
 const config = loadAuthConfig(process.env);
@@ -12,6 +13,7 @@ const logger = createLogger('auth', config.LOG_LEVEL);
 const plans = loadPlans(config.AUTH_PLANS_PATH);
 const redis = createRedis(config.REDIS_URL, logger);
 const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX });
+const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX });
 let shuttingDown = false;
 
 // The bootstrap key must exist before the first CheckKey, so wait for Redis rather than serve
@@ -31,7 +33,7 @@ if (config.GATEWAY_BOOTSTRAP_KEY) {
 }
 
 const registry = createRegistry('auth');
-const server = createServer({ keys, plans, logger, registry });
+const server = createServer({ keys, limiter, plans, logger, registry });
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !shuttingDown && redis.status === 'ready');
 logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port, plans_path: config.AUTH_PLANS_PATH }, 'auth listening');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { fullLimitState, loadPlans, parsePlans, planFromProto, planToProto, PlansError } from './plans.js';
+import { loadPlans, parsePlans, planFromProto, planToProto, PlansError } from './plans.js';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/plans/${name}`, import.meta.url), 'utf8');
 
@@ -34,11 +34,6 @@ describe('plans', () => {
 
   it('names a file it cannot read', () => {
     expect(() => loadPlans('/nonexistent/plans.yaml')).toThrow(/^\/nonexistent\/plans\.yaml: cannot read: /);
-  });
-
-  it('turns limits into limit states', () => {
-    expect(fullLimitState(60)).toEqual({ limit: 60, remaining: 60, reset_ms: 0, unlimited: false });
-    expect(fullLimitState('unlimited')).toEqual({ limit: 0, remaining: 0, reset_ms: 0, unlimited: true });
   });
 
   it('maps plan names to the proto enum and back', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import type { LimitState, Plan } from '@gateway/proto';
+import type { Plan } from '@gateway/proto';
 
 /** The plan names used in configuration, the CLI and Redis. */
 export const PLAN_NAMES = ['starter', 'pro', 'enterprise'] as const;
@@ -79,16 +79,6 @@ export function loadPlans(path: string = DEFAULT_PLANS_PATH): PlanTable {
     throw new PlansError(`${path}: cannot read: ${(error as Error).message}`);
   }
   return parsePlans(text, path);
-}
-
-/**
- * The state of a limit before anything is counted against it. Until rate limiting lands,
- * remaining is the whole limit and nothing needs replenishing (reset_ms 0).
- */
-export function fullLimitState(limit: Limit): LimitState {
-  return limit === 'unlimited'
-    ? { limit: 0, remaining: 0, reset_ms: 0, unlimited: true }
-    : { limit, remaining: limit, reset_ms: 0, unlimited: false };
 }
 
 const PROTO_PLANS: Record<PlanName, Plan> = { starter: 'PLAN_STARTER', pro: 'PLAN_PRO', enterprise: 'PLAN_ENTERPRISE' };

@@ -13,6 +13,7 @@ import type { EdgeConfig } from './config.js';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
 import { registerChatCompletions } from './routes/chat-completions.js';
 import { registerModels } from './routes/models.js';
+import { registerAdminKeys } from './routes/admin-keys.js';
 
 /** Everything the edge talks to. */
 export interface EdgeDependencies {
@@ -125,5 +126,6 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
 
   registerChatCompletions(app, deps);
   registerModels(app, deps);
+  registerAdminKeys(app, deps);
   return app;
 }

@@ -19,6 +19,13 @@ export const EdgeConfigSchema = Type.Object({
   EDGE_STREAM_KEEPALIVE_MS: Type.Integer({ default: 15_000, minimum: 100 }),
   /** How long in-flight requests may take to finish on SIGTERM. */
   EDGE_SHUTDOWN_GRACE_MS: Type.Integer({ default: 20_000, minimum: 0 }),
+  /**
+   * Bearer token of the admin API (/admin/v1/keys), at least 32 characters. Empty: the admin API
+   * does not exist (404), so a deployment that sets no token exposes no key management.
+   */
+  EDGE_ADMIN_TOKEN: Type.String({ default: '', pattern: '^(\\S{32,})?$' }),
+  /** Completion tokens reserved when a request sets no max_tokens (capped by the model's largest output). */
+  EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS: Type.Integer({ default: 4096, minimum: 1 }),
 });
 
 /** The edge's configuration, frozen. */

@@ -2,11 +2,13 @@
  * Reads the caller's key and asks auth about it. A denial becomes the matching OpenAI error (401,
  * 429 with Retry-After); auth failing to decide becomes a 503, never an unmetered pass.
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { GatewayError, callUnary } from '@gateway/grpc';
-import type { CheckKeyRequest, CheckKeyResponseOutput } from '@gateway/proto';
+import { GatewayError, GrpcStatus, callUnary } from '@gateway/grpc';
+import type { CheckKeyRequest, CheckKeyResponseOutput, SettleUsageRequest, SettleUsageResponseOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError } from '../errors.js';
+import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 
 const MISSING_KEY = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
 const INVALID_KEY = 'Incorrect API key provided. You can find your API key in your gateway account.';
@@ -19,11 +21,27 @@ export function bearerKey(request: FastifyRequest): string {
   return match[1]!;
 }
 
-/** Asks auth about a key; resolves with the allowing decision, or throws the error to send. */
+/**
+ * The tokens a completion reserves: its prompt (counted with the real tokenizer) plus its
+ * completion budget, `max_tokens` when given, else the model's largest output capped at
+ * `defaultBudget` (the model is unknown for `auto`: then the cap alone).
+ */
+export function reservedTokens(promptTokens: number, maxTokens: number | undefined, modelMaxOutput: number | undefined, defaultBudget: number): number {
+  if (maxTokens !== undefined) return promptTokens + maxTokens;
+  return promptTokens + (modelMaxOutput ? Math.min(modelMaxOutput, defaultBudget) : defaultBudget);
+}
+
+/**
+ * Asks auth about a key; resolves with the allowing decision, or throws the error to send. With
+ * reserveTokens > 0 the request is counted and the tokens reserved under a reservation id drawn
+ * here (never the client's request id, which a client could repeat); 0 only checks the key, so
+ * listing models is not metered.
+ */
 export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId: string, reserveTokens: number, signal?: AbortSignal): Promise<CheckKeyResponseOutput> {
   let decision: CheckKeyResponseOutput;
   try {
-    decision = await callUnary<CheckKeyRequest, CheckKeyResponseOutput>(deps.auth, deps.auth.CheckKey, { api_key: apiKey, request_id: requestId, reserve_tokens: reserveTokens }, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal });
+    const checkOnly = reserveTokens <= 0;
+    decision = await callUnary<CheckKeyRequest, CheckKeyResponseOutput>(deps.auth, deps.auth.CheckKey, { api_key: apiKey, request_id: requestId, reserve_tokens: Math.max(0, reserveTokens), reservation_id: checkOnly ? '' : randomUUID(), check_only: checkOnly }, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal });
   } catch (error) {
     const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
     deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
@@ -35,15 +53,71 @@ export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId
     case 'DECISION_DENY_REQUEST_LIMIT':
     case 'DECISION_DENY_TOKEN_LIMIT':
     case 'DECISION_DENY_REQUEST_TOO_LARGE': {
-      const retryMs = Math.max(1, decision.retry_after_ms ?? 1000);
+      // Too large is a 429 as OpenAI sends it ("Request too large ... on tokens per min"), so
+      // clients that special-case OpenAI's rate-limit errors keep working; x-should-retry: false
+      // and no Retry-After, since waiting cannot help.
       const tooLarge = decision.decision === 'DECISION_DENY_REQUEST_TOO_LARGE';
-      throw new RequestError(tooLarge ? 429 : 429, decision.message || 'Rate limit reached.', {
+      throw new RequestError(429, decision.message || 'Rate limit reached.', {
         code: tooLarge ? 'request_too_large' : 'rate_limit_exceeded',
         type: decision.decision === 'DECISION_DENY_REQUEST_LIMIT' ? 'requests' : 'tokens',
-        headers: tooLarge ? { 'x-should-retry': 'false' } : { 'retry-after': String(Math.max(1, Math.ceil(retryMs / 1000))), 'retry-after-ms': String(retryMs) },
+        headers: { ...rateLimitHeaders(decision), ...(tooLarge ? { 'x-should-retry': 'false' } : retryAfterHeaders(decision.retry_after_ms ?? 1000)) },
       });
     }
     default:
       throw new RequestError(401, INVALID_KEY, { code: 'invalid_api_key', type: 'invalid_request_error' });
+  }
+}
+
+/** A request's reservation: settled once, with the tokens it actually used. */
+export interface Reservation {
+  /** Settles with the actual tokens; only the first call counts. */
+  settle(actualTokens: number): void;
+}
+
+const reservations = new WeakMap<FastifyRequest, Reservation>();
+const SETTLE_RETRY_DELAYS_MS = [250, 1_000, 3_000];
+
+/**
+ * Holds the reservation auth made for a request until the request ends. The paths that know the
+ * usage settle it with that usage; releaseReservation settles whatever is left with 0 (a request
+ * that failed without producing anything). Settlement runs in the background with retries: it is
+ * idempotent in auth, so a retry never charges twice, and a settlement that never lands leaves
+ * the reservation charged, once, until it leaves the window.
+ */
+export function holdReservation(deps: EdgeDependencies, request: FastifyRequest, decision: CheckKeyResponseOutput): Reservation {
+  const reservationId = decision.reservation_id ?? '';
+  let settled = reservationId === '';
+  const reservation: Reservation = {
+    settle(actualTokens) {
+      if (settled) return;
+      settled = true;
+      // After the current turn, so the response the caller waits for is written first.
+      setImmediate(() => void settleWithRetries(deps, { reservation_id: reservationId, actual_tokens: Math.max(0, Math.round(actualTokens)), request_id: request.id }));
+    },
+  };
+  reservations.set(request, reservation);
+  return reservation;
+}
+
+/** Settles a request's reservation with 0 tokens unless a path already settled it with its usage. */
+export function releaseReservation(request: FastifyRequest): void {
+  reservations.get(request)?.settle(0);
+}
+
+async function settleWithRetries(deps: EdgeDependencies, settlement: SettleUsageRequest): Promise<void> {
+  const requestId = settlement.request_id ?? '';
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await callUnary<SettleUsageRequest, SettleUsageResponseOutput>(deps.auth, deps.auth.SettleUsage, settlement, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId });
+      return;
+    } catch (error) {
+      const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+      const retryable = failure.code === GrpcStatus.UNAVAILABLE || failure.code === GrpcStatus.DEADLINE_EXCEEDED;
+      if (!retryable || attempt >= SETTLE_RETRY_DELAYS_MS.length) {
+        deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'usage not settled; the reservation stays charged until it leaves the window');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_DELAYS_MS[attempt]));
+    }
   }
 }

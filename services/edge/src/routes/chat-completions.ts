@@ -14,7 +14,8 @@ import type { EdgeDependencies } from '../app.js';
 import { RequestError, errorBody, toRequestError } from '../errors.js';
 import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
 import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-request.js';
-import { bearerKey, checkKey } from './authenticate.js';
+import { bearerKey, checkKey, holdReservation, releaseReservation, reservedTokens } from './authenticate.js';
+import { rateLimitHeaders } from '../rate-limit-headers.js';
 
 /** What the router or the edge's catalog decided. */
 interface Routing {
@@ -67,7 +68,7 @@ function lastUserText(parsed: ParsedChatRequest): string {
 export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependencies): void {
   const { config, catalog } = deps;
 
-  async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal): Promise<Routing> {
+  async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal, policy: string | undefined): Promise<Routing> {
     const modelId = parsed.request.model ?? '';
     if (modelId !== 'auto' && catalog.ready) {
       const model = catalog.get(modelId);
@@ -80,6 +81,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       request_id: requestId,
       model: modelId,
       prompt_text: modelId === 'auto' ? lastUserText(parsed) : '',
+      policy: modelId === 'auto' ? policy ?? '' : '',
       traits: {
         needs_tools: parsed.needsTools,
         needs_vision: parsed.needsVision,
@@ -88,7 +90,13 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         prompt_tokens: promptTokens,
         max_tokens: parsed.request.max_tokens ?? 0,
       },
-    }, { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal });
+    }, { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal }).catch((error: unknown) => {
+      // The router names its own field; the caller sent it as route_policy (or x-route-policy).
+      if (error instanceof GatewayError && error.param === 'policy') {
+        throw new RequestError(400, error.message, { param: 'route_policy', code: error.reason });
+      }
+      throw error;
+    });
     const routedId = route.model_id ?? '';
     const model = catalog.get(routedId) ?? ({ id: routedId, pricing: {}, capabilities: {}, fallbacks: [] } as unknown as ModelOutput);
     if (catalog.ready) checkCapabilities(model, parsed, promptTokens);
@@ -97,7 +105,10 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
 
   function gatewayInfo(routing: Routing, latencyMs: number, costPico: bigint): GatewayInfo {
     const info: GatewayInfo = { routed_to: routing.model.id ?? '', latency_ms: Math.round(latencyMs * 100) / 100, cost_usd: picoUsdToUsd(costPico) };
-    if (routing.route && routing.route.score !== undefined) info.auto = { score: routing.route.score ?? null, policy: routing.route.policy ?? 'balanced' };
+    const route = routing.route;
+    if (route && route.score !== undefined) {
+      info.auto = { score: route.score ?? null, policy: route.policy ?? 'balanced', tier: route.tier || null, reason: route.reason || null };
+    }
     return info;
   }
 
@@ -117,6 +128,9 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     });
   }
 
+  // A request that fails after auth reserved its tokens settles with 0: it produced nothing.
+  app.addHook('onError', async (request) => releaseReservation(request));
+
   app.post('/v1/chat/completions', async (request: FastifyRequest, reply: FastifyReply) => {
     const receivedAtMs = Date.now();
     const requestId = request.id;
@@ -129,11 +143,14 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
 
     // Auth and routing at the same time; a key problem wins over any routing problem.
     const [authResult, routeResult] = await Promise.allSettled([
-      checkKey(deps, apiKey, requestId, promptTokens + (parsed.request.max_tokens ?? 0), abort.signal),
-      resolve(parsed, promptTokens, requestId, abort.signal),
+      checkKey(deps, apiKey, requestId, reservedTokens(promptTokens, parsed.request.max_tokens, catalog.get(parsed.request.model ?? '')?.max_output_tokens, config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS), abort.signal),
+      resolve(parsed, promptTokens, requestId, abort.signal, routePolicy(request, parsed)),
     ]);
     if (authResult.status === 'rejected') throw authResult.reason;
     const decision: CheckKeyResponseOutput = authResult.value;
+    const reservation = holdReservation(deps, request, decision);
+    // On the reply before any stream starts: streamCompletion copies x-ratelimit-* onto the SSE head.
+    void reply.headers(rateLimitHeaders(decision));
     if (routeResult.status === 'rejected') throw routeResult.reason;
     const routing = routeResult.value;
 
@@ -148,6 +165,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const latencyMs = reply.elapsedTime;
       const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, latencyMs, costPico)));
       publishUsage(requestId, receivedAtMs, latencyMs, keyId, routing, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
+      reservation.settle(response.usage?.total_tokens ?? 0);
       void reply
         .header('content-type', 'application/json')
         .header('openai-processing-ms', String(Math.round(latencyMs)))
@@ -159,6 +177,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const costPico = costPicoUsd(pricing as never, usage ?? {});
       const latencyMs = reply.elapsedTime;
       publishUsage(requestId, receivedAtMs, latencyMs, keyId, routing, parsed, usage, provider, outcome, costPico);
+      reservation.settle(usage?.total_tokens ?? 0);
       return gatewayInfo(routing, latencyMs, costPico);
     });
     return reply;
@@ -280,6 +299,13 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       abort.signal.removeEventListener('abort', cancel);
     }
   }
+}
+
+/** The caller's routing policy: the body's `route_policy`, else the `x-route-policy` header. */
+function routePolicy(request: FastifyRequest, parsed: ParsedChatRequest): string | undefined {
+  if (parsed.routePolicy !== undefined) return parsed.routePolicy;
+  const header = request.headers['x-route-policy'];
+  return typeof header === 'string' && header.length > 0 && header.length <= 64 ? header : undefined;
 }
 
 /** Usage of a stream that did not finish: the real prompt count and the tokens streamed so far. */

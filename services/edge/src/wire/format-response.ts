@@ -11,7 +11,7 @@ export interface GatewayInfo {
   latency_ms: number;
   cost_usd: number;
   /** Set when the model was chosen by `auto`. */
-  auto?: { score: number | null; policy: string };
+  auto?: { score: number | null; policy: string; tier: string | null; reason: string | null };
 }
 
 const FINISH_REASONS: Record<FinishReasonOutput, string | null> = {

@@ -19,6 +19,13 @@ export interface ParsedChatRequest {
   needsTools: boolean;
   needsVision: boolean;
   needsJsonMode: boolean;
+  /** The caller's routing policy for `auto` (`route_policy` field), when set. */
+  routePolicy?: string;
+  /**
+   * `fallbacks`: the model ids to try in order when the chosen one fails before its first byte,
+   * `true` for the catalog's chain of the chosen model, `false` for none; absent: the key's default.
+   */
+  fallbacks?: string[] | boolean;
 }
 
 type Json = unknown;
@@ -38,6 +45,7 @@ const MAX_TOOLS = 128;
 const MAX_STOP = 4;
 const MAX_N = 128;
 const MAX_INT32 = 2_147_483_647;
+const MAX_FALLBACKS = 8;
 
 function isObject(value: Json): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -394,5 +402,24 @@ export function parseChatRequest(body: Json): ParsedChatRequest {
   const tier = optionalString(body, 'service_tier');
   if (tier !== undefined) request.service_tier = tier;
 
-  return { request, stream, includeUsage, needsTools, needsVision: traits.vision, needsJsonMode };
+  const routePolicy = optionalString(body, 'route_policy');
+  if (routePolicy !== undefined && (routePolicy.length === 0 || routePolicy.length > 64)) {
+    throw invalid('route_policy', "Invalid value for 'route_policy': expected 'balanced', 'cheapest', 'fastest', 'best', 'score>=X' or 'tier>=T'.", 'invalid_value');
+  }
+
+  let fallbacks: string[] | boolean | undefined;
+  const fallbackValue = body.fallbacks;
+  if (typeof fallbackValue === 'boolean') fallbacks = fallbackValue;
+  else if (Array.isArray(fallbackValue)) {
+    if (fallbackValue.length > MAX_FALLBACKS) throw invalid('fallbacks', `Invalid 'fallbacks': array too long. Expected at most ${MAX_FALLBACKS} model ids, but got ${fallbackValue.length}.`, 'array_above_max_length');
+    fallbacks = fallbackValue.map((id, index) => {
+      if (typeof id !== 'string' || id.length === 0) throw typeError(`fallbacks[${index}]`, 'a model id', id);
+      if (id === 'auto') throw invalid(`fallbacks[${index}]`, "Invalid value for 'fallbacks': 'auto' cannot be a fallback; name a model.", 'invalid_value');
+      return id;
+    });
+  } else if (fallbackValue !== undefined && fallbackValue !== null) {
+    throw typeError('fallbacks', 'true, false or an array of model ids', fallbackValue);
+  }
+
+  return { request, stream, includeUsage, needsTools, needsVision: traits.vision, needsJsonMode, routePolicy, fallbacks };
 }

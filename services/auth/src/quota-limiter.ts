@@ -1,0 +1,306 @@
+import type { Redis } from 'ioredis';
+import { LAST_USED_INTERVAL_MS } from './key-store.js';
+import { PLAN_NAMES, type Limit, type PlanName, type PlanTable } from './plans.js';
+
+/**
+ * The quota window: a sliding log of exactly one minute. At any instant, the requests allowed in
+ * the preceding 60,000 ms number at most the key's requests per minute, and the tokens charged to
+ * them sum to at most its tokens per minute. A request is charged at the instant it is allowed
+ * (Redis's clock, shared by every replica); settlement changes its charge, never its instant.
+ */
+export const WINDOW_MS = 60_000;
+
+/**
+ * How long an unsettled reservation that has left the window is remembered, so that a settlement
+ * arriving after a long stream still finds it (and charges any excess once). Longer than the
+ * edge's longest completion (10 minutes by default).
+ */
+export const PENDING_MAX_AGE_MS = 15 * 60_000;
+
+/** What a reservation id chosen by the caller may look like (a UUID, say). */
+export const RESERVATION_PART_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+const RESERVATION_PATTERN = /^(key_[A-Za-z0-9]{16}):([A-Za-z0-9_-]{1,64})$/;
+
+// Shared by both scripts: the window keys of one API key and the expiry of old entries.
+// R: zset request id -> allowed at (ms). T: zset charge id -> charged at (ms). H: hash
+// `t:<id>` -> tokens charged, `s:<id>` -> settled, `total` -> sum of the charges in T.
+// P: zset of unsettled charges that left T, kept until PENDING_MAX_AGE_MS for late settlement.
+// Every name carries the key id as a hash tag, so one key's data lives in one cluster slot.
+const WINDOW_LUA = `
+local function windowKeys(prefix, keyId)
+  local base = prefix .. 'window:{' .. keyId .. '}:'
+  return base .. 'requests', base .. 'tokens', base .. 'charges', base .. 'pending'
+end
+
+local function clock(given)
+  if given ~= '' then return tonumber(given) end
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- An entry charged at t counts while now < t + window.
+local function expire(R, T, H, P, now, window, pendingMaxAge)
+  local cutoff = now - window
+  redis.call('ZREMRANGEBYSCORE', R, '-inf', cutoff)
+  local old = redis.call('ZRANGEBYSCORE', T, '-inf', cutoff, 'WITHSCORES')
+  if #old > 0 then
+    local freed = 0
+    for i = 1, #old, 2 do
+      local id = old[i]
+      freed = freed + (tonumber(redis.call('HGET', H, 't:' .. id)) or 0)
+      if redis.call('HEXISTS', H, 's:' .. id) == 1 then
+        redis.call('HDEL', H, 't:' .. id, 's:' .. id)
+      else
+        redis.call('ZADD', P, old[i + 1], id)
+      end
+    end
+    redis.call('ZREMRANGEBYSCORE', T, '-inf', cutoff)
+    redis.call('HINCRBY', H, 'total', -freed)
+  end
+  local stale = redis.call('ZRANGEBYSCORE', P, '-inf', now - pendingMaxAge)
+  if #stale > 0 then
+    for i = 1, #stale do redis.call('HDEL', H, 't:' .. stale[i]) end
+    redis.call('ZREMRANGEBYSCORE', P, '-inf', now - pendingMaxAge)
+  end
+end
+
+local function newestAge(zset, now, window)
+  local newest = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
+  if #newest == 0 then return 0 end
+  return tonumber(newest[2]) + window - now
+end
+
+local function touch(R, T, H, P, ttl)
+  for _, name in ipairs({R, T, H, P}) do redis.call('PEXPIRE', name, ttl) end
+end
+`;
+
+// The whole CheckKey decision in one round trip: look the key up, check it is live, record its
+// use (once a minute), then decide and reserve atomically.
+// KEYS[1]: the key's record. ARGV: prefix, reservation id, reserve tokens, now ('' = Redis TIME),
+// window ms, pending max age ms, mode ('reserve' | 'peek'), then (plan, requests, tokens) triples
+// with -1 for unlimited.
+// Returns {status} for 0 unknown, {1, key_id} revoked, else {status, key_id, plan, policy,
+// requestLimit, requestsInWindow, requestReset, tokenLimit, tokensInWindow, tokenReset, retryAfter}
+// with status 2 allow, 3 over requests, 4 over tokens, 5 too large, 6 allow (already reserved).
+const CHECK_LUA = `${WINDOW_LUA}
+local record = redis.call('HGETALL', KEYS[1])
+local key = {}
+for i = 1, #record, 2 do key[record[i]] = record[i + 1] end
+if not key.key_id then return {0} end
+if key.revoked == '1' then return {1, key.key_id} end
+local requestLimit, tokenLimit
+for i = 8, #ARGV, 3 do
+  if ARGV[i] == key.plan then requestLimit = tonumber(ARGV[i + 1]); tokenLimit = tonumber(ARGV[i + 2]) end
+end
+if requestLimit == nil then return {0} end
+local function override(value, default)
+  if value == nil then return default end
+  if value == 'unlimited' then return -1 end
+  return tonumber(value) or default
+end
+requestLimit = override(key.requests_per_minute_override, requestLimit)
+tokenLimit = override(key.tokens_per_minute_override, tokenLimit)
+local policy = key.routing_policy or ''
+local now = clock(ARGV[4])
+if now - (tonumber(key.last_used_at_ms) or 0) >= ${LAST_USED_INTERVAL_MS} then redis.call('HSET', KEYS[1], 'last_used_at_ms', now) end
+if requestLimit < 0 and tokenLimit < 0 then return {2, key.key_id, key.plan, policy, -1, 0, 0, -1, 0, 0, 0} end
+
+local window, pendingMaxAge = tonumber(ARGV[5]), tonumber(ARGV[6])
+local R, T, H, P = windowKeys(ARGV[1], key.key_id)
+expire(R, T, H, P, now, window, pendingMaxAge)
+local id, reserve = ARGV[2], tonumber(ARGV[3])
+local count = redis.call('ZCARD', R)
+local total = tonumber(redis.call('HGET', H, 'total')) or 0
+local status, retry = 2, 0
+if ARGV[7] == 'reserve' then
+  if redis.call('HEXISTS', H, 't:' .. id) == 1 then
+    status = 6
+  elseif tokenLimit >= 0 and reserve > tokenLimit then
+    status = 5
+  else
+    local requestWait, tokenWait = -1, -1
+    if requestLimit >= 0 and count >= requestLimit then
+      local entry = redis.call('ZRANGE', R, count - requestLimit, count - requestLimit, 'WITHSCORES')
+      requestWait = tonumber(entry[2]) + window - now
+    end
+    if tokenLimit >= 0 and total + reserve > tokenLimit then
+      local need = total + reserve - tokenLimit
+      local entries = redis.call('ZRANGE', T, 0, -1, 'WITHSCORES')
+      local freed = 0
+      tokenWait = window
+      for i = 1, #entries, 2 do
+        freed = freed + (tonumber(redis.call('HGET', H, 't:' .. entries[i])) or 0)
+        if freed >= need then tokenWait = tonumber(entries[i + 1]) + window - now; break end
+      end
+    end
+    if requestWait >= 0 or tokenWait >= 0 then
+      if requestWait >= tokenWait then status = 3; retry = requestWait else status = 4; retry = tokenWait end
+    else
+      redis.call('ZADD', R, now, id)
+      redis.call('ZADD', T, now, id)
+      redis.call('HSET', H, 't:' .. id, reserve)
+      redis.call('HINCRBY', H, 'total', reserve)
+      count = count + 1
+      total = total + reserve
+      touch(R, T, H, P, window + pendingMaxAge)
+    end
+  end
+end
+return {status, key.key_id, key.plan, policy, requestLimit, count, newestAge(R, now, window), tokenLimit, total, newestAge(T, now, window), retry}
+`;
+
+// Settles one charge. KEYS: none (derived from the key id). ARGV: prefix, key id, charge id,
+// actual tokens, now ('' = Redis TIME), window ms, pending max age ms.
+// Returns {outcome, delta, tokensInWindow}: outcome 1 settled, 2 already settled, 3 unknown.
+const SETTLE_LUA = `${WINDOW_LUA}
+local R, T, H, P = windowKeys(ARGV[1], ARGV[2])
+local id, actual, now = ARGV[3], tonumber(ARGV[4]), clock(ARGV[5])
+local window, pendingMaxAge = tonumber(ARGV[6]), tonumber(ARGV[7])
+expire(R, T, H, P, now, window, pendingMaxAge)
+local reserved = tonumber(redis.call('HGET', H, 't:' .. id))
+local outcome, delta = 3, 0
+if reserved == nil then
+  outcome = 3
+elseif redis.call('HEXISTS', H, 's:' .. id) == 1 then
+  outcome = 2
+elseif redis.call('ZSCORE', T, id) then
+  delta = actual - reserved
+  redis.call('HSET', H, 't:' .. id, actual, 's:' .. id, 1)
+  redis.call('HINCRBY', H, 'total', delta)
+  outcome = 1
+else
+  -- The charge left the window before settling: a refund is moot, an excess is charged now.
+  redis.call('ZREM', P, id)
+  delta = math.max(0, actual - reserved)
+  if delta > 0 then
+    redis.call('ZADD', T, now, id)
+    redis.call('HSET', H, 't:' .. id, delta, 's:' .. id, 1)
+    redis.call('HINCRBY', H, 'total', delta)
+  else
+    redis.call('HDEL', H, 't:' .. id)
+  end
+  outcome = 1
+end
+if outcome == 1 then touch(R, T, H, P, window + pendingMaxAge) end
+return {outcome, delta, tonumber(redis.call('HGET', H, 'total')) or 0}
+`;
+
+/** The state of one per-minute limit after a decision; limit -1 means unlimited. */
+export interface WindowState {
+  limit: number;
+  /** Counted in the current window (requests, or tokens charged). */
+  used: number;
+  /** Milliseconds until everything counted has left the window. */
+  resetMs: number;
+}
+
+/** The outcome of a quota check. */
+export type QuotaDecision =
+  | { kind: 'unknown_key' }
+  | { kind: 'revoked'; keyId: string }
+  | {
+      kind: 'allow' | 'deny_requests' | 'deny_tokens' | 'too_large';
+      keyId: string;
+      plan: PlanName;
+      routingPolicy: string;
+      requests: WindowState;
+      tokens: WindowState;
+      /** On a rate-limit denial: ms until this request would be allowed. */
+      retryAfterMs: number;
+      /** Set when a reservation exists for this request: the handle to settle it with. */
+      reservationId: string;
+    };
+
+/** The outcome of a settlement. */
+export interface Settlement {
+  outcome: 'settled' | 'already_settled' | 'unknown_reservation';
+  /** Tokens charged (positive) or refunded (negative). */
+  deltaTokens: number;
+  tokensInWindow: number;
+}
+
+/** Thrown when a reservation id is malformed. */
+export class ReservationIdError extends Error {
+  constructor() {
+    super('A reservation id is "<key id>:<id>" as CheckKey returned it.');
+    this.name = 'ReservationIdError';
+  }
+}
+
+interface LimiterCommands {
+  gatewayCheckQuota(keyName: string, ...args: string[]): Promise<Array<string | number>>;
+  gatewaySettleQuota(...args: string[]): Promise<number[]>;
+}
+
+/** Options of a limiter; tests pass a clock and a prefix. */
+export interface QuotaLimiterOptions {
+  prefix?: string;
+  /** A clock in Unix ms; default Redis's own TIME, one clock for every replica. */
+  now?: () => number;
+}
+
+function limitArgument(limit: Limit): string {
+  return limit === 'unlimited' ? '-1' : String(limit);
+}
+
+/**
+ * Keys and quotas decided in Redis, one script call per decision (EVALSHA, loaded on first use):
+ * the lookup, the revocation check, both limits and the reservation happen atomically, so any
+ * number of auth replicas share exact limits.
+ */
+export class QuotaLimiter {
+  private readonly prefix: string;
+  private readonly planArguments: string[];
+  private readonly redis: Redis & LimiterCommands;
+
+  constructor(redis: Redis, plans: PlanTable, private readonly options: QuotaLimiterOptions = {}) {
+    this.prefix = options.prefix ?? 'auth:';
+    this.planArguments = PLAN_NAMES.flatMap((name) => [name, limitArgument(plans[name].requests_per_minute), limitArgument(plans[name].tokens_per_minute)]);
+    if (!('gatewayCheckQuota' in redis)) {
+      redis.defineCommand('gatewayCheckQuota', { numberOfKeys: 1, lua: CHECK_LUA });
+      redis.defineCommand('gatewaySettleQuota', { numberOfKeys: 0, lua: SETTLE_LUA });
+    }
+    this.redis = redis as Redis & LimiterCommands;
+  }
+
+  /**
+   * Decides about the key whose record is at keyName: with mode 'reserve', counts one request
+   * and reserves `reserveTokens` under `reservationPart` (a repeat with the same part reserves
+   * nothing more); with 'peek', only reports the state.
+   */
+  async check(keyName: string, reservationPart: string, reserveTokens: number, mode: 'reserve' | 'peek'): Promise<QuotaDecision> {
+    const now = this.options.now ? String(this.options.now()) : '';
+    const reply = await this.redis.gatewayCheckQuota(keyName, this.prefix, reservationPart, String(Math.max(0, Math.ceil(reserveTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS), mode, ...this.planArguments);
+    const status = Number(reply[0]);
+    if (status === 0) return { kind: 'unknown_key' };
+    const keyId = String(reply[1]);
+    if (status === 1) return { kind: 'revoked', keyId };
+    const [, , plan, policy, requestLimit, requestsUsed, requestReset, tokenLimit, tokensUsed, tokenReset, retryAfter] = reply;
+    const kind = status === 3 ? 'deny_requests' : status === 4 ? 'deny_tokens' : status === 5 ? 'too_large' : 'allow';
+    const limited = Number(requestLimit) >= 0 || Number(tokenLimit) >= 0;
+    return {
+      kind,
+      keyId,
+      plan: plan as PlanName,
+      routingPolicy: String(policy),
+      requests: { limit: Number(requestLimit), used: Number(requestsUsed), resetMs: Number(requestReset) },
+      tokens: { limit: Number(tokenLimit), used: Number(tokensUsed), resetMs: Number(tokenReset) },
+      retryAfterMs: Number(retryAfter),
+      reservationId: kind === 'allow' && mode === 'reserve' && limited ? `${keyId}:${reservationPart}` : '',
+    };
+  }
+
+  /** Settles a reservation with the tokens actually used; idempotent. */
+  async settle(reservationId: string, actualTokens: number): Promise<Settlement> {
+    const match = RESERVATION_PATTERN.exec(reservationId);
+    if (!match) throw new ReservationIdError();
+    const now = this.options.now ? String(this.options.now()) : '';
+    const [outcome, delta, inWindow] = await this.redis.gatewaySettleQuota(this.prefix, match[1]!, match[2]!, String(Math.max(0, Math.ceil(actualTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS));
+    return {
+      outcome: outcome === 1 ? 'settled' : outcome === 2 ? 'already_settled' : 'unknown_reservation',
+      deltaTokens: Number(delta),
+      tokensInWindow: Number(inWindow),
+    };
+  }
+}

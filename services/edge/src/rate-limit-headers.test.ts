@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { formatResetDuration, rateLimitHeaders, retryAfterHeaders } from './rate-limit-headers.js';
+
+describe('formatResetDuration', () => {
+  it('writes durations the way OpenAI does', () => {
+    expect(formatResetDuration(0)).toBe('0s');
+    expect(formatResetDuration(250)).toBe('250ms');
+    expect(formatResetDuration(999)).toBe('999ms');
+    expect(formatResetDuration(1_000)).toBe('1s');
+    expect(formatResetDuration(1_500)).toBe('1.5s');
+    expect(formatResetDuration(17_280)).toBe('17.28s');
+    expect(formatResetDuration(60_000)).toBe('1m0s');
+    expect(formatResetDuration(360_000)).toBe('6m0s');
+    expect(formatResetDuration(61_005)).toBe('1m1.005s');
+    expect(formatResetDuration(3_600_000)).toBe('1h0m0s');
+  });
+});
+
+describe('rateLimitHeaders', () => {
+  it('gives limit, remaining and reset for each limited dimension', () => {
+    expect(rateLimitHeaders({
+      requests: { limit: 60, remaining: 12, reset_ms: 59_250, unlimited: false },
+      tokens: { limit: 100_000, remaining: 0, reset_ms: 800, unlimited: false },
+    })).toEqual({
+      'x-ratelimit-limit-requests': '60', 'x-ratelimit-remaining-requests': '12', 'x-ratelimit-reset-requests': '59.25s',
+      'x-ratelimit-limit-tokens': '100000', 'x-ratelimit-remaining-tokens': '0', 'x-ratelimit-reset-tokens': '800ms',
+    });
+  });
+
+  it('sends nothing for an unlimited dimension', () => {
+    expect(rateLimitHeaders({ requests: { limit: 0, remaining: 0, reset_ms: 0, unlimited: true }, tokens: { limit: 5, remaining: 5, reset_ms: 0, unlimited: false } }))
+      .toEqual({ 'x-ratelimit-limit-tokens': '5', 'x-ratelimit-remaining-tokens': '5', 'x-ratelimit-reset-tokens': '0s' });
+    expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true } })).toEqual({});
+  });
+});
+
+describe('retryAfterHeaders', () => {
+  it('rounds seconds up, never below 1, and keeps the exact milliseconds', () => {
+    expect(retryAfterHeaders(59_001)).toEqual({ 'retry-after': '60', 'retry-after-ms': '59001' });
+    expect(retryAfterHeaders(60_000)).toEqual({ 'retry-after': '60', 'retry-after-ms': '60000' });
+    expect(retryAfterHeaders(3)).toEqual({ 'retry-after': '1', 'retry-after-ms': '3' });
+    expect(retryAfterHeaders(0)).toEqual({ 'retry-after': '1', 'retry-after-ms': '1' });
+  });
+});

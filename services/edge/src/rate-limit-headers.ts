@@ -1,0 +1,48 @@
+/**
+ * The rate-limit headers OpenAI sends, built from auth's decision: on every successful response
+ * (whole or streamed) and on every 429. A limit that is unlimited gets no headers at all, since
+ * any number would be a lie.
+ */
+import type { CheckKeyResponseOutput, LimitStateOutput } from '@gateway/proto';
+
+/**
+ * A duration the way OpenAI writes x-ratelimit-reset-* (Go's time.Duration format): `250ms`
+ * below a second, else hours, minutes and seconds with the seconds' fraction trimmed: `1s`,
+ * `1.5s`, `6m0s`, `1h0m0s`. Zero is `0s`.
+ */
+export function formatResetDuration(ms: number): string {
+  const total = Math.max(0, Math.round(ms));
+  if (total === 0) return '0s';
+  if (total < 1000) return `${total}ms`;
+  const hours = Math.floor(total / 3_600_000);
+  const minutes = Math.floor((total % 3_600_000) / 60_000);
+  const secondsMs = total % 60_000;
+  const seconds = `${Math.floor(secondsMs / 1000)}${secondsMs % 1000 ? `.${String(secondsMs % 1000).padStart(3, '0').replace(/0+$/, '')}` : ''}s`;
+  if (hours > 0) return `${hours}h${minutes}m${seconds}`;
+  if (minutes > 0) return `${minutes}m${seconds}`;
+  return seconds;
+}
+
+function limitHeaders(kind: 'requests' | 'tokens', state: LimitStateOutput | undefined): Record<string, string> {
+  if (!state || state.unlimited || !state.limit) return {};
+  return {
+    [`x-ratelimit-limit-${kind}`]: String(state.limit),
+    [`x-ratelimit-remaining-${kind}`]: String(Math.max(0, state.remaining ?? 0)),
+    [`x-ratelimit-reset-${kind}`]: formatResetDuration(state.reset_ms ?? 0),
+  };
+}
+
+/** The x-ratelimit-* headers of a decision: limit, remaining after this request, time until full. */
+export function rateLimitHeaders(decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens'>): Record<string, string> {
+  return { ...limitHeaders('requests', decision.requests), ...limitHeaders('tokens', decision.tokens) };
+}
+
+/**
+ * The headers telling a client when to retry: `retry-after` in whole seconds (at least 1, rounded
+ * up, so a client that waits it is never early) and the exact `retry-after-ms`, which the
+ * official SDKs prefer.
+ */
+export function retryAfterHeaders(retryAfterMs: number): Record<string, string> {
+  const ms = Math.max(1, Math.ceil(retryAfterMs));
+  return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))), 'retry-after-ms': String(ms) };
+}
