@@ -150,6 +150,18 @@ describe('model: "auto"', () => {
     expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('route_policy');
   });
 
+  it("applies the key's default policy when the request names none", async () => {
+    const { execFileSync } = await import('node:child_process');
+    const created = JSON.parse(execFileSync(process.execPath, ['services/auth/dist/cli.js', 'create-key', '--plan', 'pro', '--routing-policy', 'best', '--json'], {
+      cwd: new URL('../..', import.meta.url).pathname, env: { ...process.env, REDIS_URL: cluster.redisUrl }, encoding: 'utf8',
+    })) as { secret: string };
+    const keyed = new OpenAI({ baseURL: cluster.baseUrl, apiKey: created.secret, maxRetries: 0 });
+    const completion = await keyed.chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] });
+    expect((completion as unknown as { gateway: GatewayInfo }).gateway).toMatchObject({ routed_to: 'auto-premium', auto: { policy: 'best' } });
+    const overridden = await keyed.chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }], route_policy: 'cheapest' } as never);
+    expect((overridden as unknown as { gateway: GatewayInfo }).gateway.routed_to).toBe('auto-economy');
+  });
+
   it('never answers with the simulated model while real ones are on, however cheap it is', async () => {
     for (const content of ['hi', HARD]) expect((await auto({ messages: [{ role: 'user', content }] })).routed_to).not.toBe('sim-cheapest');
   });

@@ -23,7 +23,7 @@ import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } 
 import { freePort, startCluster, stopProcess, type Cluster } from './cluster.js';
 
 /** True once the edge sends ExecuteRequest.fallbacks and retries executor calls that failed before any message. */
-const EDGE_WIRED = false;
+const EDGE_WIRED = true;
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KEY_VARIABLE = 'FAKE_UPSTREAM_API_KEY';
@@ -254,9 +254,10 @@ describe('an upstream that is down', () => {
     for (const fallbacks of [['sim-mini'], true]) {
       const response = await post({ model: 'fake-model', messages: hello, fallbacks });
       expect(response.status).toBe(200);
-      const body = await response.json() as { model: string; gateway: { routed_to: string } };
+      const body = await response.json() as { model: string; gateway: { routed_to: string; tried: Array<{ model: string; reason: string }> } };
       expect(body.gateway.routed_to).toBe('sim-mini');
       expect(body.model).toBe('sim-mini');
+      expect(body.gateway.tried).toEqual([{ model: 'fake-model', reason: 'model_unavailable' }]);
     }
   });
 

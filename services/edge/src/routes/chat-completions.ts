@@ -4,9 +4,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
-import { GatewayError, callMetadata, callUnary } from '@gateway/grpc';
+import { GatewayError, GrpcStatus, callMetadata, callUnary } from '@gateway/grpc';
 import type {
-  ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput,
+  ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteResponseOutput, ExecuteStreamEventOutput,
   ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
 } from '@gateway/proto';
 import { countPromptTokens, countTextTokens } from '@gateway/tokens';
@@ -25,6 +25,22 @@ interface Routing {
 
 /** Checks that the chosen model can serve the request, before any upstream call. */
 function checkCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): void {
+  const problem = capabilityProblem(model, parsed, promptTokens);
+  if (problem) throw problem;
+}
+
+/** Why a model cannot serve the request, or undefined when it can. */
+function capabilityProblem(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): RequestError | undefined {
+  try {
+    assertCapabilities(model, parsed, promptTokens);
+    return undefined;
+  } catch (error) {
+    if (error instanceof RequestError) return error;
+    throw error;
+  }
+}
+
+function assertCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): void {
   const capabilities = model.capabilities ?? {};
   if (parsed.needsTools && !capabilities.tools) {
     throw new RequestError(400, `The model \`${model.id}\` does not support tools; remove 'tools' or choose a model that supports them.`, { param: 'tools', code: 'unsupported_parameter' });
@@ -74,7 +90,6 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const model = catalog.get(modelId);
       if (!model) throw modelNotFound(modelId);
       checkCapabilities(model, parsed, promptTokens);
-      if (!model.available) throw new RequestError(503, `The model \`${modelId}\` is temporarily unavailable.`, { code: 'model_unavailable', param: 'model', headers: { 'retry-after': '1' } });
       return { model };
     }
     const route = await callUnary<RouteRequest, RouteResponseOutput>(deps.router, deps.router.Route, {
@@ -103,20 +118,58 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     return { model, route };
   }
 
-  function gatewayInfo(routing: Routing, latencyMs: number, costPico: bigint): GatewayInfo {
-    const info: GatewayInfo = { routed_to: routing.model.id ?? '', latency_ms: Math.round(latencyMs * 100) / 100, cost_usd: picoUsdToUsd(costPico) };
+  /** The `gateway` object: the model that answered, what it cost, and how it was chosen. */
+  function gatewayInfo(routing: Routing, answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], latencyMs: number, costPico: bigint): GatewayInfo {
+    const info: GatewayInfo = { routed_to: answered.id ?? '', latency_ms: Math.round(latencyMs * 100) / 100, cost_usd: picoUsdToUsd(costPico) };
     const route = routing.route;
     if (route && route.score !== undefined) {
       info.auto = { score: route.score ?? null, policy: route.policy ?? 'balanced', tier: route.tier || null, reason: route.reason || null };
     }
+    if (attempts.length > 0) info.tried = attempts.map((attempt) => ({ model: attempt.model_id ?? '', reason: attempt.reason ?? '' }));
     return info;
   }
 
-  function publishUsage(requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, routing: Routing, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint): void {
+  /** The catalog entry of the model that answered (the primary, or a fallback). */
+  function answeredModel(routing: Routing, modelId: string | undefined): ModelOutput {
+    if (!modelId || modelId === routing.model.id) return routing.model;
+    return catalog.get(modelId) ?? ({ ...routing.model, id: modelId } as ModelOutput);
+  }
+
+  /**
+   * The models to try after the primary: the caller's list, or with `fallbacks: true` the catalog's
+   * chain of the model (for `auto`, the router's capable alternatives). Listed ids must exist and be
+   * able to serve the request; chain members that cannot are skipped.
+   */
+  function fallbackChain(parsed: ParsedChatRequest, routing: Routing, promptTokens: number): string[] {
+    const primary = routing.model.id ?? '';
+    const requested = parsed.fallbacks;
+    if (Array.isArray(requested)) {
+      const chain: string[] = [];
+      requested.forEach((id, index) => {
+        if (catalog.ready) {
+          const model = catalog.get(id);
+          if (!model) throw new RequestError(404, `The model \`${id.slice(0, 256)}\` in 'fallbacks' does not exist or you do not have access to it.`, { param: `fallbacks[${index}]`, code: 'model_not_found' });
+          const problem = capabilityProblem(model, parsed, promptTokens);
+          if (problem) throw new RequestError(400, `'fallbacks[${index}]': ${problem.message}`, { param: `fallbacks[${index}]`, code: problem.code });
+        }
+        if (id !== primary && !chain.includes(id)) chain.push(id);
+      });
+      return chain;
+    }
+    if (requested !== true) return [];
+    const candidates = routing.route ? routing.route.fallbacks : routing.model.fallbacks;
+    return candidates.filter((id) => {
+      if (id === primary) return false;
+      const model = catalog.get(id);
+      return model !== undefined && capabilityProblem(model, parsed, promptTokens) === undefined;
+    });
+  }
+
+  function publishUsage(requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint): void {
     deps.usage.publish({
       event_id: requestId,
       key_id: keyId,
-      model_id: routing.model.id,
+      model_id: answered.id,
       provider,
       usage,
       received_at_ms: receivedAtMs,
@@ -137,6 +190,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const apiKey = bearerKey(request);
     const parsed = parseChatRequest(request.body);
     const promptTokens = countPromptTokens(parsed.request);
+    const callerPolicy = routePolicy(request, parsed);
 
     const abort = new AbortController();
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort(); });
@@ -144,7 +198,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     // Auth and routing at the same time; a key problem wins over any routing problem.
     const [authResult, routeResult] = await Promise.allSettled([
       checkKey(deps, apiKey, requestId, reservedTokens(promptTokens, parsed.request.max_tokens, catalog.get(parsed.request.model ?? '')?.max_output_tokens, config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS), abort.signal),
-      resolve(parsed, promptTokens, requestId, abort.signal, routePolicy(request, parsed)),
+      resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy),
     ]);
     if (authResult.status === 'rejected') throw authResult.reason;
     const decision: CheckKeyResponseOutput = authResult.value;
@@ -152,33 +206,46 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     // On the reply before any stream starts: streamCompletion copies x-ratelimit-* onto the SSE head.
     void reply.headers(rateLimitHeaders(decision));
     if (routeResult.status === 'rejected') throw routeResult.reason;
-    const routing = routeResult.value;
+    let routing = routeResult.value;
+    // The key's default policy is known only now; only `auto` requests of keys that have one and
+    // name none themselves pay for a second routing call.
+    if (routing.route && callerPolicy === undefined && decision.routing_policy) {
+      routing = await resolve(parsed, promptTokens, requestId, abort.signal, decision.routing_policy);
+    }
 
-    const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id };
+    const fallbacks = fallbackChain(parsed, routing, promptTokens);
+    if (routing.model.available === false && fallbacks.length === 0) {
+      const retryAfterMs = Math.max(1000, routing.model.retry_after_ms ?? 1000);
+      throw new RequestError(503, `The model \`${routing.model.id}\` is temporarily unavailable: none of its deployments is healthy. Retry later, or send "fallbacks": true to let another model answer.`, {
+        code: 'model_unavailable', param: 'model', headers: { 'retry-after': String(Math.ceil(retryAfterMs / 1000)), 'retry-after-ms': String(retryAfterMs) },
+      });
+    }
+
+    const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks };
     const keyId = decision.key_id ?? '';
-    const pricing = routing.model.pricing ?? {};
 
     if (!parsed.stream) {
-      const result = await callUnary<ExecuteRequest, ExecuteResponseOutput>(deps.executor, deps.executor.Complete, execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal });
+      const result = await withReplicaRetry(abort.signal, () => callUnary<ExecuteRequest, ExecuteResponseOutput>(deps.executor, deps.executor.Complete, execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal }));
       const response = result.response!;
-      const costPico = costPicoUsd(pricing as never, response.usage ?? {});
+      const answered = answeredModel(routing, result.model_id);
+      const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
       const latencyMs = reply.elapsedTime;
-      const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, latencyMs, costPico)));
-      publishUsage(requestId, receivedAtMs, latencyMs, keyId, routing, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
+      const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico)));
+      publishUsage(requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
       reservation.settle(response.usage?.total_tokens ?? 0);
       void reply
         .header('content-type', 'application/json')
         .header('openai-processing-ms', String(Math.round(latencyMs)))
-        .header('openai-model', routing.model.id ?? '');
+        .header('openai-model', answered.id ?? '');
       return body;
     }
 
-    await streamCompletion(request, reply, execute, routing, parsed, abort, (usage, provider, outcome) => {
-      const costPico = costPicoUsd(pricing as never, usage ?? {});
+    await streamCompletion(request, reply, execute, routing, parsed, abort, (answered, attempts, usage, provider, outcome) => {
+      const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
       const latencyMs = reply.elapsedTime;
-      publishUsage(requestId, receivedAtMs, latencyMs, keyId, routing, parsed, usage, provider, outcome, costPico);
+      publishUsage(requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico);
       reservation.settle(usage?.total_tokens ?? 0);
-      return gatewayInfo(routing, latencyMs, costPico);
+      return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
     });
     return reply;
   });
@@ -187,7 +254,8 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
    * Streams the executor's chunks as SSE. Headers are written only when the first event arrives,
    * so a failure before the first byte is still a proper HTTP error. The chunk that carries a
    * finish_reason is held back until the stream ends, so that the `gateway` object rides on the
-   * last chunk before [DONE]; every other chunk is written as soon as it arrives.
+   * last chunk before [DONE]; every other chunk is written as soon as it arrives. An executor
+   * replica that dies before its first event is replaced by another, as for whole requests.
    */
   async function streamCompletion(
     request: FastifyRequest,
@@ -196,19 +264,18 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     routing: Routing,
     parsed: ParsedChatRequest,
     abort: AbortController,
-    finish: (usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome']) => GatewayInfo,
+    finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome']) => GatewayInfo,
   ): Promise<void> {
-    const { metadata, callOptions } = callMetadata({ deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id });
-    const call = deps.executor.StreamComplete(execute, metadata, callOptions);
-    const cancel = () => call.cancel();
-    abort.signal.addEventListener('abort', cancel, { once: true });
-
     const raw = reply.raw;
     const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage };
     let started = false;
     let held: ChatChunkOutput | undefined;
     let streamedText = '';
     let keepAlive: NodeJS.Timeout | undefined;
+    let answered = routing.model;
+    let attempts: readonly ExecutionAttemptOutput[] = [];
+    let provider = '';
+    let failureUsage: UsageOutput | undefined;
 
     const write = async (text: string) => {
       if (!raw.write(text) && !raw.destroyed) {
@@ -229,6 +296,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       clearTimeout(commitTimer);
       identity.id = first?.id || `chatcmpl-${request.id}`;
       identity.created = first?.created || Math.floor(Date.now() / 1000);
+      identity.model = answered.id ?? identity.model;
       reply.hijack();
       raw.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -236,7 +304,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         connection: 'keep-alive',
         'x-accel-buffering': 'no',
         'x-request-id': request.id,
-        'openai-model': routing.model.id ?? '',
+        'openai-model': identity.model,
         'openai-processing-ms': String(Math.round(reply.elapsedTime)),
         ...corsHeaders(reply),
       });
@@ -258,45 +326,99 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       raw.write(': ping\n\n');
     }, config.EDGE_STREAM_KEEPALIVE_MS);
 
+    let call: ReturnType<typeof deps.executor.StreamComplete> | undefined;
+    const cancel = () => call?.cancel();
+    abort.signal.addEventListener('abort', cancel, { once: true });
     try {
-      for await (const event of call as AsyncIterable<ExecuteStreamEventOutput>) {
-        if (event.chunk) {
-          const chunk = event.chunk;
-          if (!started) begin(chunk);
-          textOf(chunk);
-          if (held) { await write(`data: ${JSON.stringify(chunkJson(held, identity))}\n\n`); held = undefined; }
-          if (chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED')) held = chunk;
-          else await write(`data: ${JSON.stringify(chunkJson(chunk, identity))}\n\n`);
-          armKeepAlive();
-        } else if (event.end) {
-          if (!started) begin(undefined);
-          const gateway = finish(event.end.usage, event.end.provider ?? '', 'OUTCOME_COMPLETED');
-          let tail = '';
-          if (held) tail += `data: ${JSON.stringify(chunkJson(held, identity, parsed.includeUsage ? undefined : gateway))}\n\n`;
-          if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(event.end.usage, identity, gateway))}\n\n`;
-          else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
-          held = undefined;
-          raw.end(`${tail}data: [DONE]\n\n`);
-          return;
+      for (let replicaTry = 0; ; replicaTry += 1) {
+        const { metadata, callOptions } = callMetadata({ deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id });
+        call = deps.executor.StreamComplete(execute, metadata, callOptions);
+        let received = false;
+        try {
+          for await (const event of call as AsyncIterable<ExecuteStreamEventOutput>) {
+            received = true;
+            if (event.start) {
+              answered = answeredModel(routing, event.start.model_id);
+              attempts = event.start.attempts;
+              provider = event.start.provider ?? '';
+            }
+            if (event.chunk) {
+              const chunk = event.chunk;
+              if (!started) begin(chunk);
+              textOf(chunk);
+              if (held) { await write(`data: ${JSON.stringify(chunkJson(held, identity))}\n\n`); held = undefined; }
+              if (chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED')) held = chunk;
+              else await write(`data: ${JSON.stringify(chunkJson(chunk, identity))}\n\n`);
+              armKeepAlive();
+            } else if (event.failure) {
+              // The executor's own count of what was generated before it failed; its status follows.
+              failureUsage = event.failure.usage;
+              provider = event.failure.provider ?? provider;
+            } else if (event.end) {
+              if (!started) begin(undefined);
+              const end = event.end;
+              if (end.model_id) answered = answeredModel(routing, end.model_id);
+              if (end.attempts.length > 0) attempts = end.attempts;
+              const gateway = finish(answered, attempts, end.usage, end.provider ?? provider, 'OUTCOME_COMPLETED');
+              let tail = '';
+              if (held) tail += `data: ${JSON.stringify(chunkJson(held, identity, parsed.includeUsage ? undefined : gateway))}\n\n`;
+              if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(end.usage, identity, gateway))}\n\n`;
+              else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
+              held = undefined;
+              raw.end(`${tail}data: [DONE]\n\n`);
+              return;
+            }
+          }
+        } catch (error) {
+          if (!received && replicaTry < REPLICA_RETRIES && !abort.signal.aborted && isReplicaLoss(error)) {
+            request.log.warn('executor replica lost before the stream began; retrying on another');
+            continue;
+          }
+          throw error;
         }
+        // The executor closed the stream without its end event: never end cleanly as if complete.
+        throw new GatewayError(14, 'upstream_error', 'The model stream ended unexpectedly.');
       }
-      // The executor closed the stream without its end event: never end cleanly as if complete.
-      throw new GatewayError(14, 'upstream_error', 'The model stream ended unexpectedly.');
     } catch (error) {
       if (abort.signal.aborted) {
         // The client went away: meter what was generated before it left.
-        finish(estimatedUsage(execute, streamedText), '', 'OUTCOME_CANCELLED');
+        finish(answered, attempts, estimatedUsage(execute, streamedText), provider, 'OUTCOME_CANCELLED');
         return;
       }
       const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
       if (!started) throw requestError;
       request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-      finish(estimatedUsage(execute, streamedText), '', 'OUTCOME_FAILED');
+      finish(answered, attempts, failureUsage ?? estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED');
       if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
     } finally {
       clearTimeout(commitTimer);
       if (keepAlive) clearInterval(keepAlive);
       abort.signal.removeEventListener('abort', cancel);
+    }
+  }
+}
+
+/** How many times a request moves to another executor replica after losing one. */
+const REPLICA_RETRIES = 2;
+
+/**
+ * Whether a failure is an executor replica lost before it answered anything: a transport-level
+ * UNAVAILABLE with no ErrorInfo trailer (killed, refused the connection, went away). Such a call
+ * is safe to send to another replica; a status with a trailer (the executor decided: upstream
+ * errors, model_unavailable) is not, as it already retried and fell back itself.
+ */
+function isReplicaLoss(error: unknown): boolean {
+  const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+  return failure.code === GrpcStatus.UNAVAILABLE && failure.reason === 'service_unavailable';
+}
+
+/** Runs a whole-response call, moving to another replica when one is lost before answering. */
+async function withReplicaRetry<Result>(signal: AbortSignal, run: () => Promise<Result>): Promise<Result> {
+  for (let replicaTry = 0; ; replicaTry += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      if (replicaTry >= REPLICA_RETRIES || signal.aborted || !isReplicaLoss(error)) throw error;
     }
   }
 }

@@ -12,6 +12,8 @@ export interface GatewayInfo {
   cost_usd: number;
   /** Set when the model was chosen by `auto`. */
   auto?: { score: number | null; policy: string; tier: string | null; reason: string | null };
+  /** Models passed over before the one that answered (fallbacks), each with why. */
+  tried?: Array<{ model: string; reason: string }>;
 }
 
 const FINISH_REASONS: Record<FinishReasonOutput, string | null> = {
