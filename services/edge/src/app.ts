@@ -84,7 +84,7 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   // Only JSON bodies: a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
 
-  await app.register(cors, { origin: true, methods: ['GET', 'POST', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
+  await app.register(cors, { origin: true, methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
 
   app.addHook('onRequest', async (request, reply) => { void reply.header('x-request-id', request.id); });
   app.addHook('onResponse', async (request, reply) => {
