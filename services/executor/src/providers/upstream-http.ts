@@ -16,6 +16,21 @@ export interface HttpProviderDependencies {
   readonly environment: Readonly<Record<string, string | undefined>>;
 }
 
+/**
+ * The provider key of a model, read from the environment variable the catalog names; undefined
+ * when the model names none or the variable is empty.
+ */
+export function providerKey(environment: Readonly<Record<string, string | undefined>>, model: { upstream: { api_key_env?: string } }): string | undefined {
+  const variable = model.upstream.api_key_env;
+  return (variable ? environment[variable] : undefined) || undefined;
+}
+
+/** The secrets an error text must never show: the model's provider key, when it has one. */
+export function providerSecrets(environment: Readonly<Record<string, string | undefined>>, model: { upstream: { api_key_env?: string } }): string[] {
+  const key = providerKey(environment, model);
+  return key ? [key] : [];
+}
+
 /** Response headers as undici gives them. */
 export type ResponseHeaders = Record<string, string | string[] | undefined>;
 

@@ -14,7 +14,7 @@ import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { postToUpstream, readJsonBody, upstreamUrl, type HttpProviderDependencies } from '../upstream-http.js';
+import { providerKey, providerSecrets, postToUpstream, readJsonBody, upstreamUrl, type HttpProviderDependencies } from '../upstream-http.js';
 import { toGeminiRequest } from './convert-request.js';
 import { fromGeminiResponse, GeminiStreamTranslator } from './map-response.js';
 import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -63,13 +63,11 @@ export class GeminiProvider implements Provider {
   }
 
   private keyOf(context: ProviderContext): string | undefined {
-    const variable = context.model.upstream.api_key_env;
-    return variable ? this.dependencies.environment[variable] : undefined;
+    return providerKey(this.dependencies.environment, context.model);
   }
 
   private secretsOf(context: ProviderContext): string[] {
-    const key = this.keyOf(context);
-    return key ? [key] : [];
+    return providerSecrets(this.dependencies.environment, context.model);
   }
 
   /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */

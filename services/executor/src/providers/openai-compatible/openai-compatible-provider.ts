@@ -16,7 +16,7 @@ import { countPromptTokens, countTextTokens } from '@gateway/tokens';
 import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { postToUpstream, readJsonBody, type HttpProviderDependencies } from '../upstream-http.js';
+import { providerKey, postToUpstream, readJsonBody, type HttpProviderDependencies } from '../upstream-http.js';
 import { toOpenAiRequest } from './convert-request.js';
 import { fromOpenAiChunk, fromOpenAiResponse, usageOfChunk } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -91,7 +91,7 @@ export class OpenAiCompatibleProvider implements Provider {
     }
     const base = new URL(model.upstream.base_url);
     const url = new URL(`${base.pathname.replace(/\/+$/, '')}/chat/completions${base.search}`, base.origin);
-    const key = model.upstream.api_key_env ? this.dependencies.environment[model.upstream.api_key_env] : undefined;
+    const key = providerKey(this.dependencies.environment, model);
     const headers: Record<string, string> = {
       ...(model.upstream.headers ?? {}),
       'content-type': 'application/json',
