@@ -8,14 +8,11 @@
  * so the scaling ratio says how much the replicas add on this machine, not an upper bound.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient, createHealthClient, isServing, Metadata } from '@gateway/grpc';
 import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
 import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../services/executor/src/testing/fake-upstream.js';
-import { freePort, stopProcess } from '../tests/e2e/cluster.js';
+import { freePort, stopProcess, writeCatalog } from '../tests/e2e/cluster.js';
 import { fixed, processCpuMs, processRssMiB, table } from './measure.js';
 import type { BenchSuite } from './run.js';
 
@@ -31,9 +28,7 @@ interface Replica {
 }
 
 function catalogFile(baseUrl: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'executor-bench-')), 'catalog.yaml');
-  writeFileSync(path, `models:
-  - id: fake-model
+  return writeCatalog('executor-bench', [`  - id: fake-model
     provider: openai-compatible
     owned_by: bench
     created: 1735689600
@@ -42,9 +37,7 @@ function catalogFile(baseUrl: string): string {
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard
-`);
-  return path;
+    quality_tier: standard`]);
 }
 
 async function startReplica(catalogPath: string): Promise<Replica> {

@@ -5,7 +5,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { natsUrl, redisUrl } from '@gateway/testing';
 
@@ -140,4 +143,24 @@ export function stopProcess(child: ChildProcess | undefined, signal: NodeJS.Sign
     child.once('exit', () => { clearTimeout(timer); resolve(); });
     child.kill(signal);
   });
+}
+
+/** The simulated economy model most test catalogs include, as a catalog YAML entry. */
+export const SIM_MINI_ENTRY = `  - id: sim-mini
+    provider: simulated
+    owned_by: gateway
+    created: 1735689600
+    upstream: { model: sim-mini }
+    pricing: { input: "0.10", output: "0.40" }
+    context_window: 32768
+    max_output_tokens: 4096
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: economy
+    simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }`;
+
+/** Writes a catalog of the given YAML model entries to a new temporary file; returns its path. */
+export function writeCatalog(prefix: string, entries: readonly string[]): string {
+  const path = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'catalog.yaml');
+  writeFileSync(path, `models:\n${entries.join('\n')}\n`);
+  return path;
 }

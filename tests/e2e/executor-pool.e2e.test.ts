@@ -8,9 +8,6 @@
  * before their first message; they are skipped until the edge does (flip EDGE_WIRED to true).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -20,7 +17,7 @@ import { callUnary, createClient, createHealthClient, isServing } from '@gateway
 import { loadGatewayGrpc, type CatalogSnapshotOutput, type ExecuteRequest, type ExecuteResponseOutput, type ExecutorServiceClient, type RouterServiceClient } from '@gateway/proto';
 import { eventually, natsUrl } from '@gateway/testing';
 import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
-import { freePort, startCluster, stopProcess, type Cluster } from './cluster.js';
+import { SIM_MINI_ENTRY, freePort, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 /** True once the edge sends ExecuteRequest.fallbacks and retries executor calls that failed before any message. */
 const EDGE_WIRED = true;
@@ -39,21 +36,7 @@ let commonEnv: Record<string, string>;
 const grpc = loadGatewayGrpc().gateway;
 
 function catalogFile(baseUrl: string): string {
-  const folder = mkdtempSync(join(tmpdir(), 'executor-pool-'));
-  const path = join(folder, 'catalog.yaml');
-  writeFileSync(path, `models:
-  - id: sim-mini
-    provider: simulated
-    owned_by: gateway
-    created: 1735689600
-    upstream: { model: sim-mini }
-    pricing: { input: "0.10", output: "0.40" }
-    context_window: 32768
-    max_output_tokens: 4096
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: economy
-    simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }
-  - id: fake-model
+  return writeCatalog('executor-pool', [SIM_MINI_ENTRY, `  - id: fake-model
     provider: openai-compatible
     owned_by: tests
     created: 1735689600
@@ -63,9 +46,7 @@ function catalogFile(baseUrl: string): string {
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
     quality_tier: standard
-    fallbacks: [sim-mini]
-`);
-  return path;
+    fallbacks: [sim-mini]`]);
 }
 
 /** Starts the second executor replica and waits until it serves. */
@@ -133,6 +114,8 @@ beforeAll(async () => {
   commonEnv.NATS_URL = await natsUrl();
   await startSecondExecutor();
   cluster = await startCluster({
+    // Pro leaves catalog fallbacks off unless a request asks, so a failing model shows as a 503.
+    plan: 'pro',
     env: {
       ...commonEnv,
       EXECUTOR_LISTEN_ADDR: `127.0.0.1:${ports.first}`,
@@ -226,7 +209,7 @@ describe('an upstream that is down', () => {
   it('gives 503 model_unavailable with a Retry-After once the breakers open, and the router pushes available=false', async () => {
     upstream.respond(replayJson(503, fixture('error-500.json')));
     const response = await eventually(async () => {
-      const attempt = await post({ model: 'fake-model', messages: hello });
+      const attempt = await post({ model: 'fake-model', messages: hello, fallbacks: false });
       const body = await attempt.json() as { error: { code: string } };
       return attempt.status === 503 && body.error.code === 'model_unavailable' ? attempt : undefined;
     }, 'a 503 model_unavailable', 20_000, 50);
@@ -238,7 +221,7 @@ describe('an upstream that is down', () => {
     expect(snapshot.models.find((model) => model.id === 'sim-mini')?.available).toBe(true);
     // Answered without any upstream call: the breakers are open.
     const calls = upstream.requests.length;
-    const refused = await post({ model: 'fake-model', messages: hello });
+    const refused = await post({ model: 'fake-model', messages: hello, fallbacks: false });
     expect(refused.status).toBe(503);
     expect(upstream.requests.length).toBe(calls);
   });
@@ -264,7 +247,7 @@ describe('an upstream that is down', () => {
   it('recovers: once the upstream answers again, the breakers probe and close', async () => {
     upstream.respond(replayJson(200, fixture('chat-completion.json')));
     const completion = await eventually(async () => {
-      const response = await post({ model: 'fake-model', messages: hello });
+      const response = await post({ model: 'fake-model', messages: hello, fallbacks: false });
       return response.status === 200 ? await response.json() as { gateway: { routed_to: string } } : undefined;
     }, 'fake-model to answer again', 20_000, 100);
     expect(completion.gateway.routed_to).toBe('fake-model');

@@ -5,14 +5,11 @@
  * arguments reassemble, cached prompt tokens in the usage, a cache-aware cost, and the provider's
  * own 400 message.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import { providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../../services/executor/src/testing/fake-upstream.js';
-import { startCluster, type Cluster } from './cluster.js';
+import { SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 const KEY = 'sk-fake-provider-0123456789abcdef';
@@ -23,40 +20,23 @@ let cluster: Cluster;
 let client: OpenAI;
 
 function catalogFile(origin: string): string {
-  const folder = mkdtempSync(join(tmpdir(), 'providers-e2e-'));
-  const path = join(folder, 'catalog.yaml');
   const common = `    pricing: { input: "${PRICES.input}", cached_input: "${PRICES.cached_input}", output: "${PRICES.output}" }
     context_window: 200000
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
     quality_tier: premium`;
-  writeFileSync(path, `models:
-  - id: sim-mini
-    provider: simulated
-    owned_by: gateway
-    created: 1735689600
-    upstream: { model: sim-mini }
-    pricing: { input: "0.10", output: "0.40" }
-    context_window: 32768
-    max_output_tokens: 4096
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: economy
-    simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }
-  - id: fake-claude
+  return writeCatalog('providers-e2e', [SIM_MINI_ENTRY, `  - id: fake-claude
     provider: anthropic
     owned_by: tests
     created: 1735689600
     upstream: { model: claude-sonnet-4-20250514, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
     max_output_tokens: 64000
-${common}
-  - id: fake-gemini
+${common}`, `  - id: fake-gemini
     provider: gemini
     owned_by: tests
     created: 1735689600
     upstream: { model: gemini-2.5-pro, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
     max_output_tokens: 65536
-${common}
-`);
-  return path;
+${common}`]);
 }
 
 /** The cost the gateway must report for a usage at PRICES, cached tokens at the cached price. */
