@@ -284,6 +284,24 @@ describe('two edges and two auth processes on one Redis', () => {
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: { param: 'limits.requests_per_minute' } });
   });
+
+  it('sets a key\'s catalog fallbacks default and clears it back to the plan\'s', async () => {
+    const key = await createKey(edges[0]!, { plan: 'pro', catalog_fallbacks: true });
+    expect(key).toMatchObject({ plan: 'pro', catalog_fallbacks: true, overrides: { catalog_fallbacks: true } });
+    expect(await (await admin(edges[1]!, 'GET', `/${key.id}`)).json()).toMatchObject({ catalog_fallbacks: true, overrides: { catalog_fallbacks: true } });
+    const off = await (await admin(edges[1]!, 'PATCH', `/${key.id}`, { plan: 'enterprise', catalog_fallbacks: false })).json() as Record<string, unknown>;
+    expect(off).toMatchObject({ plan: 'enterprise', catalog_fallbacks: false, overrides: { catalog_fallbacks: false } });
+    const cleared = await (await admin(edges[1]!, 'PATCH', `/${key.id}`, { catalog_fallbacks: null })).json() as { catalog_fallbacks: boolean; overrides: Record<string, unknown> };
+    expect(cleared.catalog_fallbacks).toBe(true);
+    expect(cleared.overrides).not.toHaveProperty('catalog_fallbacks');
+    const plain = await createKey(edges[0]!, { plan: 'starter' });
+    expect(plain).toMatchObject({ catalog_fallbacks: false, overrides: {} });
+    const bad = await admin(edges[0]!, 'PATCH', `/${key.id}`, { catalog_fallbacks: 'yes' });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: { param: 'catalog_fallbacks' } });
+    const badCreate = await admin(edges[0]!, 'POST', '', { plan: 'pro', catalog_fallbacks: null });
+    expect(badCreate.status).toBe(400);
+  });
 });
 
 describe('Redis stopped mid-run', () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createTcpServer, connect as connectTcp, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { callUnary, createClient, GatewayError, GrpcStatus, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
@@ -231,6 +231,44 @@ describe('AuthService', () => {
     expect(await auth.updateKey({ key_id: keyId, routing_policy: 'no spaces' }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'routing_policy' });
     expect(await auth.getKey('key_0000000000000000').catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.NOT_FOUND });
     expect(await auth.updateKey({ key_id: 'key_0000000000000000', name: 'x' }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.NOT_FOUND });
+  });
+
+  it('answers catalog_fallbacks on ALLOW from the plan, or the key\'s override, in one Redis round trip', async () => {
+    const starter = await auth.createKey({ plan: 'PLAN_STARTER', name: 'plan-default' });
+    expect(starter.key).toMatchObject({ catalog_fallbacks: false });
+    expect(starter.key?.catalog_fallbacks_override).toBeUndefined();
+    expect(await auth.checkKey(starter.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', catalog_fallbacks: false });
+    const enterprise = await auth.createKey({ plan: 'PLAN_ENTERPRISE', name: 'plan-on' });
+    expect(enterprise.key).toMatchObject({ catalog_fallbacks: true });
+    expect(await auth.checkKey(enterprise.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', catalog_fallbacks: true });
+
+    const on = await auth.createKey({ plan: 'PLAN_PRO', name: 'override-on', catalog_fallbacks_override: true });
+    expect(on.key).toMatchObject({ catalog_fallbacks_override: true, catalog_fallbacks: true });
+    const keyId = on.key!.key_id!;
+    const sent = vi.spyOn(auth.redis, 'sendCommand');
+    try {
+      expect(await auth.checkKey(on.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', plan: 'PLAN_PRO', catalog_fallbacks: true });
+      expect(sent.mock.calls.map(([command]) => (command as { name: string }).name)).toEqual(['evalsha']);
+    } finally {
+      sent.mockRestore();
+    }
+
+    // An override of false beats a plan that says true; the plan changes under it, it stays.
+    const off = await auth.updateKey({ key_id: keyId, plan: 'PLAN_ENTERPRISE', catalog_fallbacks_override: false });
+    expect(off).toMatchObject({ plan: 'PLAN_ENTERPRISE', catalog_fallbacks_override: false, catalog_fallbacks: false });
+    expect(await auth.checkKey(on.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', catalog_fallbacks: false });
+    // Absent: unchanged.
+    expect(await auth.updateKey({ key_id: keyId, name: 'renamed' })).toMatchObject({ catalog_fallbacks_override: false, catalog_fallbacks: false });
+
+    // Back to the plan's (enterprise: on).
+    const cleared = await auth.updateKey({ key_id: keyId, catalog_fallbacks_plan_default: true });
+    expect(cleared.catalog_fallbacks_override).toBeUndefined();
+    expect(cleared.catalog_fallbacks).toBe(true);
+    expect(await auth.getKey(keyId)).toMatchObject({ catalog_fallbacks: true });
+    expect(await auth.checkKey(on.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', catalog_fallbacks: true });
+
+    expect(await auth.updateKey({ key_id: keyId, catalog_fallbacks_override: true, catalog_fallbacks_plan_default: true }).catch((caught: unknown) => caught))
+      .toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'catalog_fallbacks_override' });
   });
 
   it('answers UNAVAILABLE quickly, never a decision, when Redis is unreachable', async () => {

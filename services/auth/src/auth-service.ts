@@ -55,6 +55,8 @@ export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
   };
   if (key.requests_per_minute_override !== undefined) info.requests_per_minute_override = toMinuteLimit(key.requests_per_minute_override);
   if (key.tokens_per_minute_override !== undefined) info.tokens_per_minute_override = toMinuteLimit(key.tokens_per_minute_override);
+  if (key.catalog_fallbacks_override !== undefined) info.catalog_fallbacks_override = key.catalog_fallbacks_override;
+  info.catalog_fallbacks = key.catalog_fallbacks_override ?? plans[key.plan].catalog_fallbacks;
   return info;
 }
 
@@ -121,6 +123,7 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
     switch (result.kind) {
       case 'allow':
         response.decision = 'DECISION_ALLOW';
+        response.catalog_fallbacks = result.catalogFallbacks;
         break;
       case 'too_large':
         response.decision = 'DECISION_DENY_REQUEST_TOO_LARGE';
@@ -159,8 +162,11 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
     }
     const requests = fromMinuteLimit(request.requests_per_minute_override, 'requests_per_minute_override') ?? undefined;
     const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override') ?? undefined;
+    const fallbacks = request._catalog_fallbacks_override === 'catalog_fallbacks_override' ? request.catalog_fallbacks_override === true : undefined;
     try {
-      const created = await store(() => keys.create({ plan, name: request.name ?? '', secret, requests_per_minute_override: requests, tokens_per_minute_override: tokens, routing_policy: request.routing_policy ?? '' }), 'The key store is unavailable.');
+      const created = await store(() => keys.create({
+        plan, name: request.name ?? '', secret, requests_per_minute_override: requests, tokens_per_minute_override: tokens, routing_policy: request.routing_policy ?? '', catalog_fallbacks_override: fallbacks,
+      }), 'The key store is unavailable.');
       logger.info({ key_id: created.key.key_id, plan }, 'key created');
       return { key: toKeyInfo(created.key, plans), secret: created.secret };
     } catch (error) {
@@ -198,6 +204,12 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
     const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override');
     if (requests !== undefined) changes.requests_per_minute_override = requests;
     if (tokens !== undefined) changes.tokens_per_minute_override = tokens;
+    const fallbacksSet = request._catalog_fallbacks_override === 'catalog_fallbacks_override';
+    if (fallbacksSet && request.catalog_fallbacks_plan_default) {
+      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'Send either catalog_fallbacks_override or catalog_fallbacks_plan_default, not both.', { param: 'catalog_fallbacks_override' });
+    }
+    if (fallbacksSet) changes.catalog_fallbacks_override = request.catalog_fallbacks_override === true;
+    else if (request.catalog_fallbacks_plan_default) changes.catalog_fallbacks_override = null;
     const keyId = request.key_id ?? '';
     const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
     if (!updated) throw notFound();

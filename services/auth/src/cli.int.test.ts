@@ -92,6 +92,22 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(await cli('update', 'key_0000000000000000', '--plan', 'pro')).toMatchObject({ code: 1, stderr: 'no key has the id key_0000000000000000\n' });
   });
 
+  it('sets, changes and clears a key\'s catalog fallbacks override', async () => {
+    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--catalog-fallbacks', 'on', '--json')).stdout) as { key_id: string };
+    const keys = new KeyStore(inspector, { prefix });
+    expect(await keys.get(created.key_id)).toMatchObject({ plan: 'starter', catalog_fallbacks_override: true });
+
+    expect((await cli('update', created.key_id, '--catalog-fallbacks', 'off')).code).toBe(0);
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ catalog_fallbacks_override: false });
+
+    expect((await cli('update', created.key_id, '--catalog-fallbacks', 'plan')).code).toBe(0);
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).not.toHaveProperty('catalog_fallbacks_override');
+
+    const bad = await cli('update', created.key_id, '--catalog-fallbacks', 'yes');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--catalog-fallbacks must be "on", "off" or "plan"');
+  });
+
   it('fails with a message when Redis is unreachable', async () => {
     const result = await run(process.execPath, [CLI, 'list'], { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', AUTH_REDIS_PREFIX: prefix } }).catch((error: { code: number; stderr: string }) => error);
     expect(result).toMatchObject({ code: 1 });

@@ -7,7 +7,8 @@
  *   node dist/cli.js update <key_id> [--plan p] [--name n] [limits]
  *   node dist/cli.js revoke <key_id>
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
- * [--routing-policy P] ("plan" removes an override; an empty policy removes the policy).
+ * [--routing-policy P] [--catalog-fallbacks on|off|plan] ("plan" removes an override; an empty
+ * policy removes the policy).
  * Reads REDIS_URL (default redis://127.0.0.1:6379) and AUTH_REDIS_PREFIX (default auth:). The secret is printed once, by create-key.
  */
 import { parseArgs } from 'node:util';
@@ -25,7 +26,8 @@ const USAGE = `usage:
   update KEY_ID [--plan ${PLAN_NAMES.join('|')}] [--name NAME] [LIMITS]
   revoke KEY_ID
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
-  ("plan" goes back to the plan's limit; --routing-policy '' removes the policy)`;
+        [--catalog-fallbacks on|off|plan]
+  ("plan" goes back to the plan's limit or default; --routing-policy '' removes the policy)`;
 
 /** A mistake in the command line: printed with the usage, exit code 2. */
 class UsageError extends Error {}
@@ -51,10 +53,19 @@ function limitFlag(value: string | undefined, flag: string): Limit | null | unde
   return number;
 }
 
+/** The catalog fallbacks flag: `on`, `off`, or `plan` (null: remove the override). */
+function fallbacksFlag(value: string | undefined): boolean | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'plan') return null;
+  if (value === 'on' || value === 'off') return value === 'on';
+  throw new UsageError('--catalog-fallbacks must be "on", "off" or "plan"');
+}
+
 async function run(argv: string[], keys: KeyStore): Promise<void> {
   const options = {
     plan: { type: 'string' }, name: { type: 'string' }, secret: { type: 'string' }, json: { type: 'boolean' },
     'requests-per-minute': { type: 'string' }, 'tokens-per-minute': { type: 'string' }, 'routing-policy': { type: 'string' },
+    'catalog-fallbacks': { type: 'string' },
   } as const;
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof options }>>;
   try {
@@ -67,13 +78,14 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
   const [command, ...rest] = positionals;
   const requests = limitFlag(values['requests-per-minute'], '--requests-per-minute');
   const tokens = limitFlag(values['tokens-per-minute'], '--tokens-per-minute');
+  const fallbacks = fallbacksFlag(values['catalog-fallbacks']);
   switch (command) {
     case 'create-key': {
       if (!values.plan || !isPlanName(values.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
       if (values.secret !== undefined && !isWellFormedSecret(values.secret)) throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
       const { key, secret } = await keys.create({
         plan: values.plan, name: values.name ?? '', secret: values.secret, routing_policy: values['routing-policy'],
-        requests_per_minute_override: requests ?? undefined, tokens_per_minute_override: tokens ?? undefined,
+        requests_per_minute_override: requests ?? undefined, tokens_per_minute_override: tokens ?? undefined, catalog_fallbacks_override: fallbacks ?? undefined,
       });
       if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
       else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
@@ -98,6 +110,7 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
         if (values['routing-policy'] !== undefined) changes.routing_policy = values['routing-policy'];
         if (requests !== undefined) changes.requests_per_minute_override = requests;
         if (tokens !== undefined) changes.tokens_per_minute_override = tokens;
+        if (fallbacks !== undefined) changes.catalog_fallbacks_override = fallbacks;
         if (Object.keys(changes).length === 0) throw new UsageError('update needs at least one change');
         key = await keys.update(rest[0]!, changes);
       }

@@ -17,6 +17,8 @@ export interface StoredKey {
   tokens_per_minute_override?: Limit;
   /** The key's default routing policy, forwarded to the router; '' for none. */
   routing_policy: string;
+  /** Replaces the plan's catalog_fallbacks for this key; absent: the plan's. */
+  catalog_fallbacks_override?: boolean;
 }
 
 /** What may be set when a key is created; absent overrides mean the plan's limits. */
@@ -27,11 +29,13 @@ export interface NewKey {
   requests_per_minute_override?: Limit;
   tokens_per_minute_override?: Limit;
   routing_policy?: string;
+  catalog_fallbacks_override?: boolean;
 }
 
 /**
  * Changes to a key; an absent field stays as it is. An override of null removes it (the plan's
- * limit applies again); a routing policy of '' removes it.
+ * limit applies again); a routing policy of '' removes it; a catalog fallbacks override of null
+ * removes it (the plan's default applies again).
  */
 export interface KeyChanges {
   plan?: PlanName;
@@ -39,6 +43,7 @@ export interface KeyChanges {
   requests_per_minute_override?: Limit | null;
   tokens_per_minute_override?: Limit | null;
   routing_policy?: string;
+  catalog_fallbacks_override?: boolean | null;
   revoked?: true;
 }
 
@@ -60,7 +65,7 @@ export const KEY_ID_PATTERN = /^key_[A-Za-z0-9]{16}$/;
 const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_override'] as const;
 
 /** Checks the values both the gRPC service and the CLI accept; throws KeyInputError. */
-function validate(input: { name?: string; routing_policy?: string; requests_per_minute_override?: Limit | null; tokens_per_minute_override?: Limit | null }): void {
+function validate(input: { name?: string; routing_policy?: string; requests_per_minute_override?: Limit | null; tokens_per_minute_override?: Limit | null; catalog_fallbacks_override?: boolean | null }): void {
   if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH) throw new KeyInputError('name', `A key name has at most ${MAX_KEY_NAME_LENGTH} characters.`);
   if (input.routing_policy !== undefined && input.routing_policy !== '' && !ROUTING_POLICY_PATTERN.test(input.routing_policy)) {
     throw new KeyInputError('routing_policy', 'A routing policy is 1 to 64 letters, digits, ".", "_", ":" or "-".');
@@ -70,6 +75,8 @@ function validate(input: { name?: string; routing_policy?: string; requests_per_
     if (value === undefined || value === null || value === 'unlimited') continue;
     if (!Number.isSafeInteger(value) || value <= 0) throw new KeyInputError(field, `${field} must be a positive integer or "unlimited".`);
   }
+  const fallbacks = input.catalog_fallbacks_override;
+  if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean') throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
 }
 
 /** A key found by its secret, with the hash that addresses it. */
@@ -122,7 +129,8 @@ return redis.call('HGETALL', KEYS[1])
 /**
  * API keys in Redis, stored only as the SHA-256 of their secret:
  * `<prefix>key:<sha256>` is a hash {key_id, plan, name, created_at_ms, last_used_at_ms, revoked,
- * routing_policy?, requests_per_minute_override?, tokens_per_minute_override?},
+ * routing_policy?, requests_per_minute_override?, tokens_per_minute_override?,
+ * catalog_fallbacks_override? ('1' on, '0' off)},
  * `<prefix>key-id:<key_id>` holds the sha256 for admin lookups, and the set `<prefix>key-ids`
  * lists every key id. The gRPC service and the CLI both use this one module.
  */
@@ -148,10 +156,12 @@ export class KeyStore {
         key_id: generateKeyId(), plan: input.plan, name: input.name ?? '', created_at_ms: this.now(), last_used_at_ms: 0, revoked: false, routing_policy: input.routing_policy ?? '',
         ...(input.requests_per_minute_override !== undefined && { requests_per_minute_override: input.requests_per_minute_override }),
         ...(input.tokens_per_minute_override !== undefined && { tokens_per_minute_override: input.tokens_per_minute_override }),
+        ...(input.catalog_fallbacks_override !== undefined && { catalog_fallbacks_override: input.catalog_fallbacks_override }),
       };
       const fields = ['key_id', key.key_id, 'plan', key.plan, 'name', key.name, 'created_at_ms', String(key.created_at_ms), 'revoked', '0'];
       if (key.routing_policy) fields.push('routing_policy', key.routing_policy);
       for (const field of OVERRIDE_FIELDS) if (key[field] !== undefined) fields.push(field, String(key[field]));
+      if (key.catalog_fallbacks_override !== undefined) fields.push('catalog_fallbacks_override', key.catalog_fallbacks_override ? '1' : '0');
       const result = await this.redis.eval(CREATE_SCRIPT, 3, this.keyName(hash), this.idName(key.key_id), this.idSetName(), hash, key.key_id, ...fields);
       if (result === 1) return { key, secret };
       if (result === 0) throw new KeyExistsError();
@@ -223,6 +233,8 @@ export class KeyStore {
       if (value === null) deletes.push(field);
       else if (value !== undefined) sets.push(field, String(value));
     }
+    if (changes.catalog_fallbacks_override === null) deletes.push('catalog_fallbacks_override');
+    else if (changes.catalog_fallbacks_override !== undefined) sets.push('catalog_fallbacks_override', changes.catalog_fallbacks_override ? '1' : '0');
     const flat = (await this.redis.eval(UPDATE_SCRIPT, 1, this.keyName(hash), String(deletes.length), ...deletes, ...sets)) as string[];
     return parseStoredKey(recordOf(flat));
   }
@@ -266,5 +278,6 @@ export function parseStoredKey(hash: Record<string, string>): StoredKey | undefi
   const tokens = parseLimit(hash.tokens_per_minute_override);
   if (requests !== undefined) key.requests_per_minute_override = requests;
   if (tokens !== undefined) key.tokens_per_minute_override = tokens;
+  if (hash.catalog_fallbacks_override === '1' || hash.catalog_fallbacks_override === '0') key.catalog_fallbacks_override = hash.catalog_fallbacks_override === '1';
   return key;
 }

@@ -7,10 +7,19 @@ const fixture = (name: string) => readFileSync(new URL(`../fixtures/plans/${name
 describe('plans', () => {
   it('ships the documented limits', () => {
     expect(loadPlans()).toEqual({
-      starter: { requests_per_minute: 60, tokens_per_minute: 100_000 },
-      pro: { requests_per_minute: 1_000, tokens_per_minute: 2_000_000 },
-      enterprise: { requests_per_minute: 'unlimited', tokens_per_minute: 'unlimited' },
+      starter: { requests_per_minute: 60, tokens_per_minute: 100_000, catalog_fallbacks: false },
+      pro: { requests_per_minute: 1_000, tokens_per_minute: 2_000_000, catalog_fallbacks: false },
+      enterprise: { requests_per_minute: 'unlimited', tokens_per_minute: 'unlimited', catalog_fallbacks: true },
     });
+  });
+
+  it('reads catalog_fallbacks per plan, false where it is left out', () => {
+    const plans = parsePlans([
+      'starter: { requests_per_minute: 60, tokens_per_minute: 100000, catalog_fallbacks: true }',
+      'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000 }',
+      'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, catalog_fallbacks: false }',
+    ].join('\n'), 'inline.yaml');
+    expect([plans.starter.catalog_fallbacks, plans.pro.catalog_fallbacks, plans.enterprise.catalog_fallbacks]).toEqual([true, false, false]);
   });
 
   // Each invalid plans file and the exact error it must produce.
@@ -22,6 +31,8 @@ describe('plans', () => {
     ['missing-field.yaml', 'missing-field.yaml: starter.tokens_per_minute is missing'],
     ['unknown-field.yaml', 'unknown-field.yaml: starter: unknown field "burst"'],
     ['not-a-mapping.yaml', 'not-a-mapping.yaml: expected a mapping of plan names to limits'],
+    ['non-boolean-fallbacks.yaml', 'non-boolean-fallbacks.yaml: pro.catalog_fallbacks must be true or false, got "yes"'],
+    ['numeric-fallbacks.yaml', 'numeric-fallbacks.yaml: starter.catalog_fallbacks must be true or false, got 1'],
     ['misspelled-unlimited.yaml', 'misspelled-unlimited.yaml: enterprise.requests_per_minute must be a positive integer or "unlimited", got "unlimted"'],
   ];
   it.each(invalid)('rejects %s', (name, message) => {

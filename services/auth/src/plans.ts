@@ -9,13 +9,18 @@ export type PlanName = (typeof PLAN_NAMES)[number];
 /** A per-minute limit, or no limit. */
 export type Limit = number | 'unlimited';
 
-/** The limits of one plan. */
+/** The limits and defaults of one plan. */
 export interface PlanLimits {
   requests_per_minute: Limit;
   tokens_per_minute: Limit;
+  /**
+   * Whether a request that says nothing about fallbacks uses the catalog's fallback chain of its
+   * model (a key may override it); false when the file leaves it out.
+   */
+  catalog_fallbacks: boolean;
 }
 
-/** Every plan's limits, validated. */
+/** Every plan's limits and defaults, validated. */
 export type PlanTable = Readonly<Record<PlanName, Readonly<PlanLimits>>>;
 
 /** The plans file shipped with the service. */
@@ -30,6 +35,7 @@ export class PlansError extends Error {
 }
 
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
+const PLAN_FIELDS: readonly string[] = [...LIMIT_FIELDS, 'catalog_fallbacks'];
 
 /** Whether a string names a plan. */
 export function isPlanName(value: string): value is PlanName {
@@ -54,9 +60,11 @@ export function parsePlans(text: string, source: string): PlanTable {
     if (entry === undefined) throw new PlansError(`${source}: plan "${name}" is missing`);
     if (!isMapping(entry)) throw new PlansError(`${source}: ${name}: expected a mapping with ${LIMIT_FIELDS.join(' and ')}`);
     for (const field of Object.keys(entry)) {
-      if (!(LIMIT_FIELDS as readonly string[]).includes(field)) throw new PlansError(`${source}: ${name}: unknown field "${field}"`);
+      if (!PLAN_FIELDS.includes(field)) throw new PlansError(`${source}: ${name}: unknown field "${field}"`);
     }
-    const limits = {} as PlanLimits;
+    const fallbacks = entry.catalog_fallbacks === undefined ? false : entry.catalog_fallbacks;
+    if (typeof fallbacks !== 'boolean') throw new PlansError(`${source}: ${name}.catalog_fallbacks must be true or false, got ${JSON.stringify(fallbacks)}`);
+    const limits = { catalog_fallbacks: fallbacks } as PlanLimits;
     for (const field of LIMIT_FIELDS) {
       const value = entry[field];
       if (value === undefined) throw new PlansError(`${source}: ${name}.${field} is missing`);

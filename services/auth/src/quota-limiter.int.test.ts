@@ -29,7 +29,7 @@ afterAll(async () => {
 });
 
 /** A new key and a limiter on a fake clock; `replica` uses a second connection, like a second auth process. */
-async function newKey(plan: 'starter' | 'pro' | 'enterprise', overrides: { requests_per_minute_override?: number | 'unlimited'; tokens_per_minute_override?: number | 'unlimited' } = {}) {
+async function newKey(plan: 'starter' | 'pro' | 'enterprise', overrides: { requests_per_minute_override?: number | 'unlimited'; tokens_per_minute_override?: number | 'unlimited'; catalog_fallbacks_override?: boolean } = {}) {
   const { key, secret } = await keys.create({ plan, ...overrides });
   const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
   const replica = new QuotaLimiter(other, plans, { prefix, now: clock });
@@ -165,6 +165,17 @@ describe('plans and keys', () => {
     allowed(await key.check(50_000_000));
     allowed(await key.check(1));
     expect(await key.check(1)).toMatchObject({ kind: 'deny_requests', requests: { limit: 2 }, tokens: { limit: -1 } });
+  });
+
+  it('answers the plan\'s catalog fallbacks default, or the key\'s override, limited or not', async () => {
+    expect(allowed(await (await newKey('starter')).check(1)).catalogFallbacks).toBe(false);
+    expect(allowed(await (await newKey('enterprise')).check(1)).catalogFallbacks).toBe(true);
+    expect(allowed(await (await newKey('pro', { catalog_fallbacks_override: true })).check(1)).catalogFallbacks).toBe(true);
+    expect(allowed(await (await newKey('enterprise', { catalog_fallbacks_override: false })).check(1)).catalogFallbacks).toBe(false);
+    const key = await newKey('starter', { catalog_fallbacks_override: true });
+    expect(await key.peek()).toMatchObject({ kind: 'allow', catalogFallbacks: true });
+    await keys.update(key.key.key_id, { catalog_fallbacks_override: null });
+    expect(await key.peek()).toMatchObject({ kind: 'allow', catalogFallbacks: false });
   });
 
   it('applies a plan change and a revocation at the next decision', async () => {

@@ -81,8 +81,10 @@ end
 // window ms, pending max age ms, mode ('reserve' | 'peek'), then (plan, requests, tokens) triples
 // with -1 for unlimited.
 // Returns {status} for 0 unknown, {1, key_id} revoked, else {status, key_id, plan, policy,
-// requestLimit, requestsInWindow, requestReset, tokenLimit, tokensInWindow, tokenReset, retryAfter}
-// with status 2 allow, 3 over requests, 4 over tokens, 5 too large, 6 allow (already reserved).
+// requestLimit, requestsInWindow, requestReset, tokenLimit, tokensInWindow, tokenReset, retryAfter,
+// fallbacks} with status 2 allow, 3 over requests, 4 over tokens, 5 too large, 6 allow (already
+// reserved), and fallbacks the key's catalog fallbacks override: 1 on, 0 off, -1 none (the plan's,
+// which the caller knows), so the override travels with the one lookup.
 const CHECK_LUA = `${WINDOW_LUA}
 local record = redis.call('HGETALL', KEYS[1])
 local key = {}
@@ -102,9 +104,11 @@ end
 requestLimit = override(key.requests_per_minute_override, requestLimit)
 tokenLimit = override(key.tokens_per_minute_override, tokenLimit)
 local policy = key.routing_policy or ''
+local fallbacks = -1
+if key.catalog_fallbacks_override == '1' then fallbacks = 1 elseif key.catalog_fallbacks_override == '0' then fallbacks = 0 end
 local now = clock(ARGV[4])
 if now - (tonumber(key.last_used_at_ms) or 0) >= ${LAST_USED_INTERVAL_MS} then redis.call('HSET', KEYS[1], 'last_used_at_ms', now) end
-if requestLimit < 0 and tokenLimit < 0 then return {2, key.key_id, key.plan, policy, -1, 0, 0, -1, 0, 0, 0} end
+if requestLimit < 0 and tokenLimit < 0 then return {2, key.key_id, key.plan, policy, -1, 0, 0, -1, 0, 0, 0, fallbacks} end
 
 local window, pendingMaxAge = tonumber(ARGV[5]), tonumber(ARGV[6])
 local R, T, H, P = windowKeys(ARGV[1], key.key_id)
@@ -147,7 +151,7 @@ if ARGV[7] == 'reserve' then
     end
   end
 end
-return {status, key.key_id, key.plan, policy, requestLimit, count, newestAge(R, now, window), tokenLimit, total, newestAge(T, now, window), retry}
+return {status, key.key_id, key.plan, policy, requestLimit, count, newestAge(R, now, window), tokenLimit, total, newestAge(T, now, window), retry, fallbacks}
 `;
 
 // Settles one charge. KEYS: none (derived from the key id). ARGV: prefix, key id, charge id,
@@ -210,6 +214,11 @@ export type QuotaDecision =
       retryAfterMs: number;
       /** Set when a reservation exists for this request: the handle to settle it with. */
       reservationId: string;
+      /**
+       * Whether a request that says nothing about fallbacks uses the catalog's chain: the key's
+       * override when set, else its plan's `catalog_fallbacks`.
+       */
+      catalogFallbacks: boolean;
     };
 
 /** The outcome of a settlement. */
@@ -252,10 +261,12 @@ function limitArgument(limit: Limit): string {
 export class QuotaLimiter {
   private readonly prefix: string;
   private readonly planArguments: string[];
+  private readonly plans: PlanTable;
   private readonly redis: Redis & LimiterCommands;
 
   constructor(redis: Redis, plans: PlanTable, private readonly options: QuotaLimiterOptions = {}) {
     this.prefix = options.prefix ?? 'auth:';
+    this.plans = plans;
     this.planArguments = PLAN_NAMES.flatMap((name) => [name, limitArgument(plans[name].requests_per_minute), limitArgument(plans[name].tokens_per_minute)]);
     if (!('gatewayCheckQuota' in redis)) {
       redis.defineCommand('gatewayCheckQuota', { numberOfKeys: 1, lua: CHECK_LUA });
@@ -276,7 +287,7 @@ export class QuotaLimiter {
     if (status === 0) return { kind: 'unknown_key' };
     const keyId = String(reply[1]);
     if (status === 1) return { kind: 'revoked', keyId };
-    const [, , plan, policy, requestLimit, requestsUsed, requestReset, tokenLimit, tokensUsed, tokenReset, retryAfter] = reply;
+    const [, , plan, policy, requestLimit, requestsUsed, requestReset, tokenLimit, tokensUsed, tokenReset, retryAfter, fallbacks] = reply;
     const kind = status === 3 ? 'deny_requests' : status === 4 ? 'deny_tokens' : status === 5 ? 'too_large' : 'allow';
     const limited = Number(requestLimit) >= 0 || Number(tokenLimit) >= 0;
     return {
@@ -288,6 +299,7 @@ export class QuotaLimiter {
       tokens: { limit: Number(tokenLimit), used: Number(tokensUsed), resetMs: Number(tokenReset) },
       retryAfterMs: Number(retryAfter),
       reservationId: kind === 'allow' && mode === 'reserve' && limited ? `${keyId}:${reservationPart}` : '',
+      catalogFallbacks: Number(fallbacks) === -1 ? this.plans[plan as PlanName].catalog_fallbacks : Number(fallbacks) === 1,
     };
   }
 

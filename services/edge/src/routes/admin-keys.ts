@@ -34,9 +34,11 @@ export interface AdminKeyJson {
   revoked: boolean;
   /** The limits in force. */
   limits: Record<(typeof LIMIT_FIELDS)[number], LimitJson | null>;
-  /** This key's overrides of its plan's limits. */
-  overrides: Partial<Record<(typeof LIMIT_FIELDS)[number], LimitJson>>;
+  /** This key's overrides of its plan's limits and catalog fallbacks default. */
+  overrides: Partial<Record<(typeof LIMIT_FIELDS)[number], LimitJson>> & { catalog_fallbacks?: boolean };
   routing_policy: string | null;
+  /** In force: whether a request that says nothing about fallbacks uses the catalog's chain. */
+  catalog_fallbacks: boolean;
 }
 
 function limitJson(limit: MinuteLimitOutput | null | undefined): LimitJson | null {
@@ -52,6 +54,7 @@ export function adminKeyJson(key: KeyInfoOutput): AdminKeyJson {
   const tokens = limitJson(key.tokens_per_minute_override);
   if (requests !== null) overrides.requests_per_minute = requests;
   if (tokens !== null) overrides.tokens_per_minute = tokens;
+  if (key._catalog_fallbacks_override === 'catalog_fallbacks_override') overrides.catalog_fallbacks = key.catalog_fallbacks_override === true;
   return {
     object: 'api_key',
     id: key.key_id ?? '',
@@ -63,6 +66,7 @@ export function adminKeyJson(key: KeyInfoOutput): AdminKeyJson {
     limits: { requests_per_minute: limitJson(key.requests_per_minute), tokens_per_minute: limitJson(key.tokens_per_minute) },
     overrides,
     routing_policy: key.routing_policy || null,
+    catalog_fallbacks: key.catalog_fallbacks ?? false,
   };
 }
 
@@ -95,6 +99,12 @@ function policyOf(value: unknown): string {
     throw invalid('routing_policy', "'routing_policy' must be 1 to 64 letters, digits, '.', '_', ':' or '-', or null to remove it.");
   }
   return value;
+}
+
+/** A catalog_fallbacks field: true or false, or (in an update) null for the plan's default. */
+function catalogFallbacksOf(value: unknown, allowNull: boolean): boolean | null {
+  if (typeof value === 'boolean' || (value === null && allowNull)) return value;
+  throw invalid('catalog_fallbacks', `'catalog_fallbacks' must be true or false${allowNull ? ', or null for the plan\'s default' : ''}.`);
 }
 
 /** The limit overrides of a body: a positive integer, "unlimited", or (in an update) null for the plan's. */
@@ -131,10 +141,11 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
     });
 
     admin.post('/admin/v1/keys', async (request, reply) => {
-      const body = objectBody(request.body ?? {}, ['plan', 'name', 'limits', 'routing_policy']);
+      const body = objectBody(request.body ?? {}, ['plan', 'name', 'limits', 'routing_policy', 'catalog_fallbacks']);
       const create: CreateKeyRequest = { plan: planOf(body.plan) };
       if (body.name !== undefined) create.name = nameOf(body.name);
       if (body.routing_policy !== undefined) create.routing_policy = policyOf(body.routing_policy);
+      if (body.catalog_fallbacks !== undefined) create.catalog_fallbacks_override = catalogFallbacksOf(body.catalog_fallbacks, false)!;
       if (body.limits !== undefined) {
         const overrides = overridesOf(body.limits, false);
         create.requests_per_minute_override = overrides.requests_per_minute;
@@ -161,12 +172,17 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
     });
 
     admin.patch<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const body = objectBody(request.body ?? {}, ['plan', 'name', 'limits', 'routing_policy']);
-      if (Object.keys(body).length === 0) throw invalid(null, 'Nothing to change: send plan, name, limits or routing_policy.');
+      const body = objectBody(request.body ?? {}, ['plan', 'name', 'limits', 'routing_policy', 'catalog_fallbacks']);
+      if (Object.keys(body).length === 0) throw invalid(null, 'Nothing to change: send plan, name, limits, routing_policy or catalog_fallbacks.');
       const update: UpdateKeyRequest = { key_id: request.params.id };
       if (body.plan !== undefined) update.plan = planOf(body.plan);
       if (body.name !== undefined) update.name = nameOf(body.name);
       if (body.routing_policy !== undefined) update.routing_policy = policyOf(body.routing_policy);
+      if (body.catalog_fallbacks !== undefined) {
+        const fallbacks = catalogFallbacksOf(body.catalog_fallbacks, true);
+        if (fallbacks === null) update.catalog_fallbacks_plan_default = true;
+        else update.catalog_fallbacks_override = fallbacks;
+      }
       if (body.limits !== undefined) {
         const overrides = overridesOf(body.limits, true);
         update.requests_per_minute_override = overrides.requests_per_minute;

@@ -136,13 +136,15 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
   }
 
   /**
-   * The models to try after the primary: the caller's list, or with `fallbacks: true` the catalog's
-   * chain of the model (for `auto`, the router's capable alternatives). Listed ids must exist and be
+   * The models to try after the primary: the caller's list, or with `fallbacks: true` (or no
+   * `fallbacks` from a key whose plan or override turns chains on) the catalog's chain of the model
+   * (for `auto`, the router's capable alternatives). Listed ids must exist and be
    * able to serve the request; chain members that cannot are skipped.
    */
-  function fallbackChain(parsed: ParsedChatRequest, routing: Routing, promptTokens: number): string[] {
+  function fallbackChain(parsed: ParsedChatRequest, routing: Routing, promptTokens: number, keyDefault: boolean): string[] {
     const primary = routing.model.id ?? '';
-    const requested = parsed.fallbacks;
+    // Silence means the key's (or its plan's) default: the catalog's chain, or none.
+    const requested = parsed.fallbacks ?? keyDefault;
     if (Array.isArray(requested)) {
       const chain: string[] = [];
       requested.forEach((id, index) => {
@@ -213,7 +215,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       routing = await resolve(parsed, promptTokens, requestId, abort.signal, decision.routing_policy);
     }
 
-    const fallbacks = fallbackChain(parsed, routing, promptTokens);
+    const fallbacks = fallbackChain(parsed, routing, promptTokens, decision.catalog_fallbacks === true);
     if (routing.model.available === false && fallbacks.length === 0) {
       const retryAfterMs = Math.max(1000, routing.model.retry_after_ms ?? 1000);
       throw new RequestError(503, `The model \`${routing.model.id}\` is temporarily unavailable: none of its deployments is healthy. Retry later, or send "fallbacks": true to let another model answer.`, {
