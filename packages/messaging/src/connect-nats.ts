@@ -30,3 +30,14 @@ export async function connectNats(url: string, name: string, logger: Logger): Pr
   });
   return nc;
 }
+
+/**
+ * Drains a connection (or the promise of one that may never connect) on shutdown, waiting at most
+ * timeoutMs: a NATS that is down must not hold a process past its grace period.
+ */
+export async function drainNats(connection: NatsConnection | Promise<NatsConnection>, timeoutMs = 1_000): Promise<void> {
+  await Promise.race([
+    Promise.resolve(connection).then((nc) => nc.drain()).catch(() => undefined),
+    new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
+  ]);
+}

@@ -1,9 +1,8 @@
-import { createServer, connect as connectTcp, type Server, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
-import { eventually, natsUrl } from '@gateway/testing';
+import { eventually, natsUrl, startTcpProxy } from '@gateway/testing';
 import type { UsageEvent } from '@gateway/proto';
 import { connectNats } from './connect-nats.js';
 import { decodeUsageEvent } from './usage-codec.js';
@@ -100,7 +99,7 @@ describe('UsagePublisher', () => {
     created.push(names.stream);
     await ensureUsageStream(nc, names);
     const target = new URL(await natsUrl());
-    const proxy = await startProxy(0, target.hostname, Number(target.port));
+    const proxy = await startTcpProxy(0, target.hostname, Number(target.port));
     const proxied = await connectNats(`nats://127.0.0.1:${proxy.port}`, 'publisher-test', logger);
     try {
       const publisher = new UsagePublisher(proxied, logger, { subject: names.subject, initialBackoffMs: 50, maxBackoffMs: 200, publishTimeoutMs: 500 });
@@ -111,7 +110,7 @@ describe('UsagePublisher', () => {
       expect(publisher.pending).toBe(1);
       expect(await streamMessages(nc, names.stream)).toBe(0);
 
-      const reopened = await startProxy(proxy.port, target.hostname, Number(target.port));
+      const reopened = await startTcpProxy(proxy.port, target.hostname, Number(target.port));
       try {
         await eventually(() => publisher.pending === 0, 'the event to be published after NATS returned', 15_000);
         expect(await streamMessages(nc, names.stream)).toBe(1);
@@ -125,23 +124,3 @@ describe('UsagePublisher', () => {
     }
   }, 30_000);
 });
-
-/** A TCP proxy that can be closed (connections cut) to make NATS unreachable for one client. */
-async function startProxy(port: number, host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connectTcp(targetPort, host);
-    sockets.add(client);
-    sockets.add(upstream);
-    client.pipe(upstream).pipe(client);
-    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => resolve()); });
-  const address = server.address();
-  return {
-    port: typeof address === 'object' && address ? address.port : port,
-    close: () => new Promise<void>((resolve) => { for (const socket of sockets) socket.destroy(); server.close(() => resolve()); }),
-  };
-}

@@ -50,3 +50,4 @@ export async function startMetricsServer(registry: client.Registry, port: number
     close: () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
   };
 }
+export * from './shutdown-signal.js';

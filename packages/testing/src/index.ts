@@ -58,3 +58,39 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** A TCP proxy on loopback; closing it cuts every connection through it. */
+export interface TcpProxy {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a TCP proxy to host:targetPort on `port` (0 for a free one). Closing it makes a
+ * dependency (Redis, NATS) unreachable for the clients that go through it only, without stopping
+ * the shared server; starting it again on the same port brings the dependency back.
+ */
+export async function startTcpProxy(port: number, host: string, targetPort: number): Promise<TcpProxy> {
+  const { createServer: createTcpServer, connect: connectTcp } = await import('node:net');
+  const sockets = new Set<import('node:net').Socket>();
+  const server = createTcpServer((client) => {
+    const upstream = connectTcp(targetPort, host);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => resolve()); });
+  const address = server.address();
+  let closed = false;
+  return {
+    port: typeof address === 'object' && address ? address.port : port,
+    close: () => new Promise<void>((resolve) => {
+      if (closed) return resolve();
+      closed = true;
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer as createTcpServer, connect as connectTcp, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { callUnary, createClient, GatewayError, GrpcStatus, type GatewayServer } from '@gateway/grpc';
@@ -8,7 +7,7 @@ import {
   loadGatewayGrpc, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput, type GetKeyRequest, type KeyInfoOutput,
   type ListKeysRequest, type ListKeysResponseOutput, type RevokeKeyRequest, type SettleUsageRequest, type SettleUsageResponseOutput, type UpdateKeyRequest,
 } from '@gateway/proto';
-import { eventually, redisUrl } from '@gateway/testing';
+import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
 import { createServer } from './app.js';
 import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
 import { ensureBootstrapKey } from './bootstrap-key.js';
@@ -16,7 +15,7 @@ import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
-import { createRedis } from './redis-client.js';
+import { createRedis } from '@gateway/redis';
 
 const logger = createLogger('auth-test', 'silent');
 const plans = loadPlans();
@@ -288,7 +287,7 @@ describe('AuthService', () => {
 
   it('recovers by itself when Redis comes back', async () => {
     const target = new URL(await redisUrl());
-    const proxy = await startProxy(0, target.hostname, Number(target.port));
+    const proxy = await startTcpProxy(0, target.hostname, Number(target.port));
     const flaky = await startAuth(`redis://127.0.0.1:${proxy.port}`, prefix);
     try {
       await eventually(() => flaky.redis.status === 'ready', 'redis through the proxy to be ready');
@@ -299,7 +298,7 @@ describe('AuthService', () => {
       const error = await flaky.checkKey(created.secret!).catch((caught: unknown) => caught);
       expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE });
 
-      const reopened = await startProxy(proxy.port, target.hostname, Number(target.port));
+      const reopened = await startTcpProxy(proxy.port, target.hostname, Number(target.port));
       try {
         const decision = await eventually(() => flaky.checkKey(created.secret!).catch(() => undefined), 'CheckKey to answer again', 10_000, 100);
         expect(decision).toMatchObject({ decision: 'DECISION_ALLOW', key_id: created.key?.key_id });
@@ -312,28 +311,3 @@ describe('AuthService', () => {
     }
   });
 });
-
-/** A TCP proxy whose close cuts every connection: Redis "going away" for one client only. */
-async function startProxy(port: number, host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server = createTcpServer((client) => {
-    const upstream = connectTcp(targetPort, host);
-    sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => resolve()); });
-  const address = server.address();
-  let closed = false;
-  return {
-    port: typeof address === 'object' && address ? address.port : port,
-    close: () => new Promise<void>((resolve) => {
-      if (closed) return resolve();
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
-  };
-}

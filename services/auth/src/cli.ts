@@ -17,7 +17,7 @@ import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
 import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
 import { isPlanName, PLAN_NAMES, type Limit } from './plans.js';
-import { createRedis } from './redis-client.js';
+import { createRedis } from '@gateway/redis';
 
 const USAGE = `usage:
   create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [LIMITS] [--json]

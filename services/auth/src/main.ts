@@ -1,12 +1,12 @@
 import { createLogger } from '@gateway/logger';
-import { createRegistry, startMetricsServer } from '@gateway/observability';
+import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
 import { createServer } from './app.js';
 import { ensureBootstrapKey } from './bootstrap-key.js';
 import { loadAuthConfig } from './config.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
-import { createRedis } from './redis-client.js';
+import { createRedis } from '@gateway/redis';
 
 const config = loadAuthConfig(process.env);
 const logger = createLogger('auth', config.LOG_LEVEL);
@@ -14,7 +14,6 @@ const plans = loadPlans(config.AUTH_PLANS_PATH);
 const redis = createRedis(config.REDIS_URL, logger);
 const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX });
 const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX });
-let shuttingDown = false;
 
 // The bootstrap key must exist before the first CheckKey, so wait for Redis rather than serve
 // denials for the one key a fresh deployment has.
@@ -35,24 +34,11 @@ if (config.GATEWAY_BOOTSTRAP_KEY) {
 const registry = createRegistry('auth');
 const server = createServer({ keys, limiter, plans, logger, registry });
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
-const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !shuttingDown && redis.status === 'ready');
+const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
 logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port, plans_path: config.AUTH_PLANS_PATH }, 'auth listening');
 
-async function shutdown(signal: string): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  logger.info({ signal }, 'shutting down');
-  try {
-    await server.shutdown(config.AUTH_SHUTDOWN_GRACE_MS);
-    await metrics.close();
-    await redis.quit().catch(() => redis.disconnect());
-  } catch (error) {
-    logger.error({ err: error }, 'shutdown failed');
-    process.exitCode = 1;
-  }
-  logger.info('stopped');
-  process.exit();
-}
-
-process.once('SIGTERM', () => void shutdown('SIGTERM'));
-process.once('SIGINT', () => void shutdown('SIGINT'));
+const lifecycle = onShutdownSignal(logger, config.AUTH_SHUTDOWN_GRACE_MS + 5_000, async () => {
+  await server.shutdown(config.AUTH_SHUTDOWN_GRACE_MS);
+  await metrics.close();
+  await redis.quit().catch(() => redis.disconnect());
+});

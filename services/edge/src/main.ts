@@ -4,8 +4,8 @@
  */
 import { createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher, connectNats, ensureUsageStream } from '@gateway/messaging';
-import { createRegistry } from '@gateway/observability';
+import { UsagePublisher, connectNats, drainNats, ensureUsageStream } from '@gateway/messaging';
+import { createRegistry, onShutdownSignal } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import { WatchedCatalog } from './catalog-view.js';
@@ -30,10 +30,9 @@ const nats = connectNats(config.NATS_URL, 'edge', logger);
 void nats.then((connection) => ensureUsageStream(connection)).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger);
 
-let shuttingDown = false;
 let readyCache = { at: 0, value: false };
 async function ready(): Promise<boolean> {
-  if (shuttingDown) return false;
+  if (lifecycle.shuttingDown) return false;
   if (Date.now() - readyCache.at < 1000) return readyCache.value;
   const answers = await Promise.all(health.map((client) => isServing(client, '', 1000)));
   readyCache = { at: Date.now(), value: catalog.ready && answers.every(Boolean) };
@@ -43,18 +42,11 @@ async function ready(): Promise<boolean> {
 const app = await buildEdgeApp({ config, logger, registry, auth, router, executor, catalog, usage, ready });
 await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
 
-async function shutdown(signal: string): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  logger.info({ signal }, 'shutting down');
-  const timer = setTimeout(() => { logger.error('shutdown grace period over; exiting'); process.exit(1); }, config.EDGE_SHUTDOWN_GRACE_MS + 5000);
-  timer.unref();
+const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000, async () => {
+  // Readiness turns false at once; fastify answers new requests 503 and lets in-flight ones finish.
   await app.close();
   catalog.stop();
-  await usage.flush(5000);
-  await Promise.race([nats.then((connection) => connection.drain()), new Promise((resolve) => setTimeout(resolve, 2000))]).catch(() => undefined);
+  await usage.flush(5_000);
+  await drainNats(nats, 2_000);
   for (const client of [auth, router, executor, ...health]) client.close();
-  process.exit(0);
-}
-process.once('SIGTERM', () => void shutdown('SIGTERM'));
-process.once('SIGINT', () => void shutdown('SIGINT'));
+});

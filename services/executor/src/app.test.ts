@@ -4,7 +4,7 @@ import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc, type ChatRequest, type ExecuteRequest, type ExecuteResponseOutput, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
 import { createServer } from './app.js';
-import { UpstreamPools } from './providers/openai-compatible/upstream-pools.js';
+import { UpstreamPools } from './providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from './testing/catalog-models.js';
 import { fixture, providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.js';
 

@@ -13,7 +13,7 @@ import { createExecutorHandlers } from './executor-service.js';
 import type { BreakerOptions } from './pool/deployment-breaker.js';
 import { DeploymentPool } from './pool/deployment-pool.js';
 import type { RetryOptions } from './pool/run-with-fallbacks.js';
-import type { UpstreamPools } from './providers/openai-compatible/upstream-pools.js';
+import type { UpstreamPools } from './providers/upstream-pools.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
 
 /** The fully qualified name of the service, as grpc.health.v1 reports it. */

@@ -7,12 +7,12 @@
  */
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
-import { connectNats } from '@gateway/messaging';
-import { createRegistry, startMetricsServer } from '@gateway/observability';
+import { connectNats, drainNats } from '@gateway/messaging';
+import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
 import { createDeploymentPool, createServer } from './app.js';
 import { loadExecutorConfig } from './config.js';
 import { HealthPublisher, newReplicaId } from './health-publisher.js';
-import { UpstreamPools } from './providers/openai-compatible/upstream-pools.js';
+import { UpstreamPools } from './providers/upstream-pools.js';
 
 const config = loadExecutorConfig(process.env);
 const logger = createLogger('executor', config.LOG_LEVEL);
@@ -38,7 +38,6 @@ nats.catch(() => undefined);
 const replicaId = newReplicaId();
 const health = new HealthPublisher(nats, deployments, logger, { replicaId, intervalMs: config.EXECUTOR_HEALTH_INTERVAL_MS, ttlMs: 3 * config.EXECUTOR_HEALTH_INTERVAL_MS, subject: config.DEPLOYMENT_HEALTH_SUBJECT });
 health.start();
-let shuttingDown = false;
 const server = createServer({
   catalog,
   environment: process.env,
@@ -48,32 +47,15 @@ const server = createServer({
   deployments,
   retry: { maxAttempts: config.EXECUTOR_RETRY_MAX_ATTEMPTS, baseDelayMs: config.EXECUTOR_RETRY_BASE_DELAY_MS, maxDelayMs: config.EXECUTOR_RETRY_MAX_DELAY_MS },
 });
-const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => !shuttingDown);
+const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown);
 const port = await server.listen(config.EXECUTOR_LISTEN_ADDR);
 logger.info({ address: config.EXECUTOR_LISTEN_ADDR, port, metrics_port: metrics.port, catalog: config.CATALOG_PATH, replica_id: replicaId }, 'executor listening');
 
-async function shutdown(signal: string): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  logger.info({ signal, grace_ms: config.EXECUTOR_SHUTDOWN_GRACE_MS }, 'executor shutting down');
+const lifecycle = onShutdownSignal(logger, config.EXECUTOR_SHUTDOWN_GRACE_MS + 5_000, async () => {
   health.stop();
   await server.shutdown(config.EXECUTOR_SHUTDOWN_GRACE_MS);
   deployments.dispose();
   await pools.close();
-  await Promise.race([
-    nats.then((connection) => connection.drain()).catch(() => undefined),
-    new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
-  ]);
+  await drainNats(nats);
   await metrics.close();
-  logger.info('executor stopped');
-  process.exit(0);
-}
-
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, () => {
-    shutdown(signal).catch((error: unknown) => {
-      logger.error({ err: error }, 'executor shutdown failed');
-      process.exit(1);
-    });
-  });
-}
+});

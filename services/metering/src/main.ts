@@ -1,10 +1,10 @@
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
-import { connectNats } from '@gateway/messaging';
-import { createRegistry, startMetricsServer } from '@gateway/observability';
+import { connectNats, drainNats } from '@gateway/messaging';
+import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
 import { createServer } from './app.js';
 import { loadMeteringConfig } from './config.js';
-import { createRedis } from './redis-client.js';
+import { createRedis } from '@gateway/redis';
 
 const config = loadMeteringConfig(process.env);
 const logger = createLogger('metering', config.LOG_LEVEL);
@@ -12,31 +12,17 @@ const catalog = loadCatalog(config.CATALOG_PATH);
 const redis = createRedis(config.REDIS_URL, logger);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 const registry = createRegistry('metering');
-let shuttingDown = false;
 
 const metering = createServer({ nc, redis, catalog, logger, registry });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
-const metrics = await startMetricsServer(registry, config.METERING_METRICS_PORT, '0.0.0.0', () => !shuttingDown && redis.status === 'ready' && !nc.isClosed());
+const metrics = await startMetricsServer(registry, config.METERING_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed());
 logger.info({ address: config.METERING_LISTEN_ADDR, port, metrics_port: metrics.port, catalog_path: config.CATALOG_PATH, models: catalog.models.length }, 'metering running');
 
-async function shutdown(signal: string): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  logger.info({ signal }, 'shutting down');
-  try {
-    await metering.grpc.shutdown(config.METERING_SHUTDOWN_GRACE_MS);
-    await metering.stop();
-    await nc.drain();
-    await metrics.close();
-    await redis.quit().catch(() => redis.disconnect());
-  } catch (error) {
-    logger.error({ err: error }, 'shutdown failed');
-    process.exitCode = 1;
-  }
-  logger.info('stopped');
-  process.exit();
-}
-
-process.once('SIGTERM', () => void shutdown('SIGTERM'));
-process.once('SIGINT', () => void shutdown('SIGINT'));
+const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5_000, async () => {
+  await metering.grpc.shutdown(config.METERING_SHUTDOWN_GRACE_MS);
+  await metering.stop();
+  await drainNats(nc, 2_000);
+  await metrics.close();
+  await redis.quit().catch(() => redis.disconnect());
+});

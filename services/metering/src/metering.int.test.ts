@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer as createTcpServer, connect as connectTcp, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { connect, type NatsConnection } from 'nats';
@@ -8,9 +7,9 @@ import { createLogger } from '@gateway/logger';
 import { encodeUsageEvent, UsagePublisher } from '@gateway/messaging';
 import { createRegistry, prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
-import { eventually, natsUrl, redisUrl } from '@gateway/testing';
+import { eventually, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
 import { createServer, type MeteringServer } from './app.js';
-import { createRedis } from './redis-client.js';
+import { createRedis } from '@gateway/redis';
 import { eventRecord, keyTotals, modelTotals } from './usage-store.js';
 
 const logger = createLogger('metering-test', 'silent');
@@ -175,7 +174,7 @@ describe('metering', () => {
 
   it('leaves events unacknowledged while Redis is down and meters them once it is back', async () => {
     const target = new URL(await redisUrl());
-    const proxy = await startProxy(0, target.hostname, Number(target.port));
+    const proxy = await startTcpProxy(0, target.hostname, Number(target.port));
     const flakyRedis = createRedis(`redis://127.0.0.1:${proxy.port}`, logger);
     await eventually(() => flakyRedis.status === 'ready', 'redis through the proxy to be ready');
     const flaky = await startMetering(nc, flakyRedis);
@@ -192,7 +191,7 @@ describe('metering', () => {
       }, 'the event to be handed back for redelivery', 10_000);
       expect(await eventRecord(redis, event.event_id!)).toBeUndefined();
 
-      const reopened = await startProxy(proxy.port, target.hostname, Number(target.port));
+      const reopened = await startTcpProxy(proxy.port, target.hostname, Number(target.port));
       try {
         const record = await eventually(() => eventRecord(redis, event.event_id!), 'the event to be metered after Redis returned', 15_000, 100);
         expect(record.cost_pico_usd).toBe(6_250_000_000n);
@@ -208,28 +207,3 @@ describe('metering', () => {
     }
   }, 30_000);
 });
-
-/** A TCP proxy whose close cuts every connection: Redis "going away" for one client only. */
-async function startProxy(port: number, host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server = createTcpServer((client) => {
-    const upstream = connectTcp(targetPort, host);
-    sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => resolve()); });
-  const address = server.address();
-  let closed = false;
-  return {
-    port: typeof address === 'object' && address ? address.port : port,
-    close: () => new Promise<void>((resolve) => {
-      if (closed) return resolve();
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
-  };
-}

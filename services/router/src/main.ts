@@ -1,7 +1,7 @@
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
-import { connectNats } from '@gateway/messaging';
-import { createRegistry, startMetricsServer } from '@gateway/observability';
+import { connectNats, drainNats } from '@gateway/messaging';
+import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
 import { createServer } from './app.js';
 import { CatalogState } from './catalog-state.js';
 import { loadRouterConfig } from './config.js';
@@ -18,8 +18,7 @@ async function main(): Promise<void> {
   const state = new CatalogState(loadCatalog(config.CATALOG_PATH), process.env);
   const registry = createRegistry('router');
   const server = createServer({ state, logger, registry });
-  let shuttingDown = false;
-  const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => !shuttingDown);
+  const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown);
   // Deployment health from the executors; not awaited: the router serves while NATS is unreachable
   // (every model then counts as available).
   const health = new DeploymentHealth(state);
@@ -28,22 +27,12 @@ async function main(): Promise<void> {
   const port = await server.listen(config.ROUTER_LISTEN_ADDR);
   logger.info({ address: config.ROUTER_LISTEN_ADDR, port, metrics_port: metricsServer.port, catalog: config.CATALOG_PATH, models: state.enabledModels().map((model) => model.id) }, 'router listening');
 
-  const shutdown = async (signal: string) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    logger.info({ signal, grace_ms: config.ROUTER_SHUTDOWN_GRACE_MS }, 'router shutting down');
+  const lifecycle = onShutdownSignal(logger, config.ROUTER_SHUTDOWN_GRACE_MS + 5_000, async () => {
     await server.shutdown(config.ROUTER_SHUTDOWN_GRACE_MS);
     health.stop();
-    await Promise.race([
-      nats.then((connection) => connection.drain()).catch(() => undefined),
-      new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
-    ]);
+    await drainNats(nats);
     await metricsServer.close();
-    logger.info('router stopped');
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 main().catch((error: unknown) => {

@@ -8,7 +8,7 @@ import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc, type ExecuteRequest, type ExecuteResponseOutput, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
 import { createServer, DEFAULT_BREAKER } from '../app.js';
-import { UpstreamPools } from '../providers/openai-compatible/upstream-pools.js';
+import { UpstreamPools } from '../providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
 import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../testing/fake-upstream.js';
 import { DeploymentPool } from './deployment-pool.js';

@@ -8,7 +8,7 @@ import { toGatewayError } from '../../to-gateway-error.js';
 import type { ProviderStreamEvent } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
-import { UpstreamPools } from './upstream-pools.js';
+import { UpstreamPools } from '../upstream-pools.js';
 
 let upstream: FakeUpstream;
 let pools: UpstreamPools;

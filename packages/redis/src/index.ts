@@ -1,10 +1,14 @@
+/** The Redis client every service uses. */
 import { Redis } from 'ioredis';
 import type { Logger } from '@gateway/logger';
+
+export { Redis } from 'ioredis';
 
 /**
  * A Redis client that fails fast instead of queueing: while Redis is unreachable every command
  * rejects at once (no offline queue, one retry at most, a command timeout for a Redis that hangs),
- * so CheckKey answers UNAVAILABLE within a fraction of a second. It reconnects by itself.
+ * so that auth answers UNAVAILABLE and metering leaves its message for redelivery within a fraction
+ * of a second rather than hanging. It reconnects by itself, forever.
  */
 export function createRedis(url: string, logger: Logger, options: { lazyConnect?: boolean } = {}): Redis {
   const redis = new Redis(url, {
