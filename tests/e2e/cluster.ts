@@ -158,6 +158,24 @@ export const SIM_MINI_ENTRY = `  - id: sim-mini
     quality_tier: economy
     simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }`;
 
+/**
+ * An openai-compatible model `fake-model` served at baseUrl (a fake upstream of the test), with the
+ * key in keyVariable, falling back to sim-mini in the catalog's chain; as a catalog YAML entry.
+ */
+export function fakeModelEntry(baseUrl: string, keyVariable: string): string {
+  return `  - id: fake-model
+    provider: openai-compatible
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: gpt-4o-mini, base_url: "${baseUrl}", api_key_env: ${keyVariable} }
+    pricing: { input: "0.15", output: "0.60" }
+    context_window: 128000
+    max_output_tokens: 16384
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: standard
+    fallbacks: [sim-mini]`;
+}
+
 /** Writes a catalog of the given YAML model entries to a new temporary file; returns its path. */
 export function writeCatalog(prefix: string, entries: readonly string[]): string {
   const path = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'catalog.yaml');

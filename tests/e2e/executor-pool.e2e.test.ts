@@ -17,7 +17,7 @@ import { callUnary, createClient, createHealthClient, isServing } from '@gateway
 import { loadGatewayGrpc, type CatalogSnapshotOutput, type ExecuteRequest, type ExecuteResponseOutput, type ExecutorServiceClient, type RouterServiceClient } from '@gateway/proto';
 import { eventually, natsUrl } from '@gateway/testing';
 import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
-import { SIM_MINI_ENTRY, freePort, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
+import { SIM_MINI_ENTRY, fakeModelEntry, freePort, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 /** True once the edge sends ExecuteRequest.fallbacks and retries executor calls that failed before any message. */
 const EDGE_WIRED = true;
@@ -36,17 +36,7 @@ let commonEnv: Record<string, string>;
 const grpc = loadGatewayGrpc().gateway;
 
 function catalogFile(baseUrl: string): string {
-  return writeCatalog('executor-pool', [SIM_MINI_ENTRY, `  - id: fake-model
-    provider: openai-compatible
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: gpt-4o-mini, base_url: "${baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.15", output: "0.60" }
-    context_window: 128000
-    max_output_tokens: 16384
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard
-    fallbacks: [sim-mini]`]);
+  return writeCatalog('executor-pool', [SIM_MINI_ENTRY, fakeModelEntry(baseUrl, KEY_VARIABLE)]);
 }
 
 /** Starts the second executor replica and waits until it serves. */

@@ -4,13 +4,10 @@
  * openai-compatible model served by a failing fake upstream, falling back to `sim-mini`); an
  * explicit `"fallbacks": false` turns that off for the one request.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, replayJson, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
-import { startCluster, type Cluster } from './cluster.js';
+import { SIM_MINI_ENTRY, fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_UPSTREAM_API_KEY';
 const ADMIN_TOKEN = `admin-${randomBytes(16).toString('hex')}`;
@@ -18,32 +15,7 @@ let upstream: FakeUpstream;
 let cluster: Cluster;
 
 function catalogFile(baseUrl: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'key-fallbacks-')), 'catalog.yaml');
-  writeFileSync(path, `models:
-  - id: sim-mini
-    provider: simulated
-    owned_by: gateway
-    created: 1735689600
-    upstream: { model: sim-mini }
-    pricing: { input: "0.10", output: "0.40" }
-    context_window: 32768
-    max_output_tokens: 4096
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: economy
-    simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }
-  - id: fake-model
-    provider: openai-compatible
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: gpt-4o-mini, base_url: "${baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.15", output: "0.60" }
-    context_window: 128000
-    max_output_tokens: 16384
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard
-    fallbacks: [sim-mini]
-`);
-  return path;
+  return writeCatalog('key-fallbacks', [SIM_MINI_ENTRY, fakeModelEntry(baseUrl, KEY_VARIABLE)]);
 }
 
 function post(secret: string, body: Record<string, unknown>): Promise<Response> {
