@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { CatalogModel } from '@gateway/catalog';
-import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
+import type { ChatRequestOutput } from '@gateway/proto';
 import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
 import { providerFixture, replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
+import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import type { ProviderStreamEvent } from '../provider.js';
-import { UpstreamError } from '../upstream-error.js';
 import { UpstreamPools } from '../upstream-pools.js';
 import { GeminiProvider } from './gemini-provider.js';
 
@@ -35,34 +35,11 @@ function contextOf(signal: AbortSignal = new AbortController().signal, catalogMo
   return { model: catalogModel, signal, requestId: 'test-request' };
 }
 
-function simpleRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
-  return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hello!', tool_calls: [] }], stop: [], tools: [], ...extra };
-}
-
-async function collect(iterable: AsyncIterable<ProviderStreamEvent>): Promise<ProviderStreamEvent[]> {
-  const events: ProviderStreamEvent[] = [];
-  for await (const event of iterable) events.push(event);
-  return events;
-}
-
-function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
-  return events.flatMap((event) => (event.type === 'chunk' ? [event.chunk] : []));
-}
-
 /** Runs a stream to its end; returns what it yielded and the failure it ended with, if any. */
 async function drain(iterable: AsyncIterable<ProviderStreamEvent>): Promise<{ events: ProviderStreamEvent[]; failure: unknown }> {
   const events: ProviderStreamEvent[] = [];
   const failure = await (async () => { for await (const event of iterable) events.push(event); })().then(() => undefined, (error: unknown) => error);
   return { events, failure };
-}
-
-/** The GatewayError the gRPC boundary would send for a failed call. */
-async function gatewayErrorOf(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(() => undefined, (failure: unknown) => failure);
-  expect(error).toBeInstanceOf(UpstreamError);
-  const mapped = toGatewayError(error);
-  expect(mapped).toBeInstanceOf(GatewayError);
-  return mapped as GatewayError;
 }
 
 describe('GeminiProvider: requests it sends', () => {

@@ -1,0 +1,33 @@
+/** Helpers the provider adapters' tests share: a minimal request, and reading what a call produced. */
+import { expect } from 'vitest';
+import { GatewayError } from '@gateway/grpc';
+import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
+import type { ProviderStreamEvent } from '../providers/provider.js';
+import { UpstreamError } from '../providers/upstream-error.js';
+import { toGatewayError } from '../to-gateway-error.js';
+
+/** A one-message request ("Hello!"), with whatever else a test sets. */
+export function simpleRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
+  return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hello!', tool_calls: [] }], stop: [], tools: [], ...extra };
+}
+
+/** Every event a stream produced, in order. */
+export async function collect(iterable: AsyncIterable<ProviderStreamEvent>): Promise<ProviderStreamEvent[]> {
+  const events: ProviderStreamEvent[] = [];
+  for await (const event of iterable) events.push(event);
+  return events;
+}
+
+/** The chunks among a stream's events. */
+export function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
+  return events.flatMap((event) => (event.type === 'chunk' ? [event.chunk] : []));
+}
+
+/** The GatewayError the gRPC boundary would send for a call that failed with an UpstreamError. */
+export async function gatewayErrorOf(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(() => undefined, (failure: unknown) => failure);
+  expect(error).toBeInstanceOf(UpstreamError);
+  const mapped = toGatewayError(error);
+  expect(mapped).toBeInstanceOf(GatewayError);
+  return mapped as GatewayError;
+}
