@@ -279,7 +279,12 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     let provider = '';
     let failureUsage: UsageOutput | undefined;
 
+    // Events that arrive in one burst (several gRPC messages read at once) leave in one socket
+    // write: the response is corked at the first event of a tick and uncorked after it.
+    let corked = false;
+    const uncork = () => { corked = false; raw.uncork(); };
     const write = async (text: string) => {
+      if (!corked) { corked = true; raw.cork(); process.nextTick(uncork); }
       if (!raw.write(text) && !raw.destroyed) {
         await new Promise<void>((resolve) => {
           const done = () => { raw.off('drain', done); raw.off('close', done); resolve(); };
