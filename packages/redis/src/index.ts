@@ -17,6 +17,8 @@ export function createRedis(url: string, logger: Logger, options: { lazyConnect?
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     lazyConnect: options.lazyConnect ?? false,
+    // Commands issued in the same tick (concurrent decisions) leave in one socket write.
+    enableAutoPipelining: true,
     // Reconnect forever, quickly at first, at most every two seconds.
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
   });
