@@ -21,6 +21,7 @@ describe('toGatewayError', () => {
     [{ kind: 'http', status: 408 }, GrpcStatus.DEADLINE_EXCEEDED, 'upstream_timeout', true],
     [{ kind: 'http', status: 400, upstreamMessage: 'bad temperature' }, GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', false],
     [{ kind: 'http', status: 422 }, GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', false],
+    [{ kind: 'http', status: 413 }, GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', false],
     [{ kind: 'http', status: 401 }, GrpcStatus.FAILED_PRECONDITION, 'upstream_rejected', false],
     [{ kind: 'http', status: 403 }, GrpcStatus.FAILED_PRECONDITION, 'upstream_rejected', false],
     [{ kind: 'http', status: 404 }, GrpcStatus.FAILED_PRECONDITION, 'upstream_rejected', false],

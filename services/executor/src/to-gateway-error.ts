@@ -14,7 +14,7 @@ import { UpstreamError } from './providers/upstream-error.js';
  * | 429                                                | RESOURCE_EXHAUSTED | upstream_rate_limited    |
  * | 5xx, no connection, malformed body, truncated stream | UNAVAILABLE      | upstream_error           |
  * | connect / first-byte / idle timeout, 408           | DEADLINE_EXCEEDED  | upstream_timeout         |
- * | 400, 422                                           | INVALID_ARGUMENT   | upstream_invalid_request |
+ * | 400, 413, 422                                      | INVALID_ARGUMENT   | upstream_invalid_request |
  * | 401, 403, 404                                      | FAILED_PRECONDITION| upstream_rejected        |
  * | any other 4xx                                      | UNAVAILABLE        | upstream_error           |
  */
@@ -34,7 +34,8 @@ export function toGatewayError(error: unknown): unknown {
   if (status === 429) {
     return new GatewayError(GrpcStatus.RESOURCE_EXHAUSTED, 'upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, { ...common, retryable: true });
   }
-  if (status === 400 || status === 422) {
+  // 413: the request is too large for that upstream; sending it again cannot help.
+  if (status === 400 || status === 413 || status === 422) {
     const detail = error.upstreamMessage ? `: ${error.upstreamMessage}` : '.';
     return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', `The ${error.provider} upstream rejected the request${detail}`, { ...common, retryable: false });
   }
