@@ -1,5 +1,5 @@
 /**
- * The cost of an `auto` decision: the scorer alone (features, hashed n-grams, the linear model),
+ * The cost of an `auto` decision: the scorer alone (features and the two linear models),
  * and a whole Route call over gRPC to a router process (the built service), for a short and a long
  * prompt, beside a Route call that names its model (no scoring) as the baseline. The issue asks
  * for a decision well under a millisecond.

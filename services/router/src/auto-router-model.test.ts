@@ -49,7 +49,7 @@ describe('AutoRouterScorer', () => {
   it('refuses a model file that does not match its features', () => {
     const folder = mkdtempSync(join(tmpdir(), 'auto-router-'));
     const path = join(folder, 'model.json');
-    writeFileSync(path, JSON.stringify({ ...loadAutoRouterModel(), weights: [1, 2, 3] }));
+    writeFileSync(path, JSON.stringify({ ...loadAutoRouterModel(), strong: [1, 2, 3] }));
     expect(() => loadAutoRouterModel(path)).toThrow(/does not match this scorer's features; retrain/);
   });
 });

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { DENSE_FEATURE_COUNT, DENSE_FEATURE_NAMES, denseFeatures, extractPromptFeatures, fnv1a } from './prompt-features.js';
+import { PROMPT_FEATURE_COUNT, PROMPT_FEATURE_NAMES, promptFeatures } from './prompt-features.js';
 
-const feature = (text: string, name: (typeof DENSE_FEATURE_NAMES)[number]) => denseFeatures(text)[DENSE_FEATURE_NAMES.indexOf(name)];
-const OPTIONS = { hashBuckets: 1024, bigrams: true };
+const feature = (text: string, name: (typeof PROMPT_FEATURE_NAMES)[number]) => promptFeatures(text)[PROMPT_FEATURE_NAMES.indexOf(name)];
 
-describe('denseFeatures', () => {
+describe('promptFeatures', () => {
   it('has one value per named feature, the bias first', () => {
-    expect(denseFeatures('anything')).toHaveLength(DENSE_FEATURE_COUNT);
-    expect(denseFeatures('')[0]).toBe(1);
+    expect(promptFeatures('anything')).toHaveLength(PROMPT_FEATURE_COUNT);
+    expect(promptFeatures('')[0]).toBe(1);
+    expect(promptFeatures('He has 12 apples.\nA. 1\nB. 2')).toEqual(promptFeatures('He has 12 apples.\nA. 1\nB. 2'));
   });
 
   it('sees length, numbers and math density', () => {
@@ -34,20 +34,25 @@ describe('denseFeatures', () => {
   });
 });
 
-describe('extractPromptFeatures', () => {
-  it('puts engineered features first and unit-length hashed n-grams after, sorted', () => {
-    const { indices, values } = extractPromptFeatures('The cat sat on the mat.', OPTIONS);
-    const hashed = indices.map((index, position) => [index, values[position]] as const).filter(([index]) => index >= DENSE_FEATURE_COUNT);
-    expect(hashed.length).toBeGreaterThan(5);
-    expect(hashed.every(([index]) => index < DENSE_FEATURE_COUNT + OPTIONS.hashBuckets)).toBe(true);
-    expect(hashed.map(([index]) => index)).toEqual([...hashed.map(([index]) => index)].sort((a, b) => a - b));
-    expect(hashed.reduce((sum, [, value]) => sum + value * value, 0)).toBeCloseTo(1, 10);
+describe('answer option features', () => {
+  const question = (stem: string, ...options: string[]) => `${stem}\n${options.map((option, index) => `${'ABCD'[index]}. ${option}`).join('\n')}\nAnswer:`;
+
+  it('reads the options apart from the stem', () => {
+    const numeric = question('A train covers 120 km in 1.5 hours. What is its average speed?', '60 km/h', '80 km/h', '90 km/h', '180 km/h');
+    expect(feature(numeric, 'numeric_option_share')).toBe(1);
+    expect(feature(numeric, 'log_distinct_stem_numbers')).toBeCloseTo(Math.log1p(2) / 3, 10);
+    expect(feature(numeric, 'stem_words')).toBeLessThan(feature(`${numeric} Show your reasoning and explain every step of the computation carefully.`, 'stem_words'));
+    expect(feature('What is the capital of France?', 'option_words')).toBe(0);
+    expect(feature(question('Pick one.', 'yes', 'a much longer option with many words in it', 'no', 'maybe'), 'option_length_spread')).toBeGreaterThan(0.5);
   });
 
-  it('is deterministic and folds numbers into one token', () => {
-    expect(extractPromptFeatures('He has 12 apples.', OPTIONS)).toEqual(extractPromptFeatures('He has 12 apples.', OPTIONS));
-    const hashedOf = (text: string) => extractPromptFeatures(text, OPTIONS).indices.filter((index) => index >= DENSE_FEATURE_COUNT);
-    expect(hashedOf('He has 12 apples.')).toEqual(hashedOf('He has 7,500 apples.'));
-    expect(fnv1a('hello')).toBe(0x4f9f2cab);
+  it('sees paired verdicts, numeral combinations, "all of the above" and negated selection', () => {
+    expect(feature(question('Statement 1 | Every group is abelian. Statement 2 | Z is cyclic.', 'True, True', 'False, False', 'True, False', 'False, True'), 'verdict_pair_options')).toBe(1);
+    expect(feature(question('Which are prime? I. 2 II. 4 III. 5', 'I only', 'II only', 'I and III', 'I, II and III'), 'roman_combination_options')).toBe(1);
+    expect(feature(question('Which applies?', 'red', 'blue', 'green', 'All of the above'), 'all_or_none_option')).toBe(1);
+    expect(feature(question('Which of the following is NOT a mammal?', 'whale', 'bat', 'shark', 'dog'), 'negated_selection')).toBe(1);
+    expect(feature(question('Which of the following is a mammal?', 'whale', 'trout', 'shark', 'eel'), 'negated_selection')).toBe(0);
+    expect(feature('This question refers to the following information.\n"We hold these truths..."', 'passage_reference')).toBe(1);
+    expect(feature('Suppose the central bank raises rates.', 'hypothetical')).toBe(1);
   });
 });

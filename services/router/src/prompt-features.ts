@@ -1,7 +1,9 @@
 /**
- * The features the `auto` scorer reads from a prompt: a few dozen engineered signals that carry
- * over to prompts unlike the training data (length, structure, math density, code, question type,
- * multi-step cues), plus hashed word unigrams and bigrams for what the engineered ones miss.
+ * The features the `auto` scorer reads from a prompt: about fifty engineered signals chosen
+ * because they carry over to prompts unlike the training data (length, structure, math density,
+ * code, question type, multi-step cues, the shape of answer options). Word identities (hashed
+ * n-grams, word embeddings) were tried and dropped: they learn which subjects the training data
+ * holds, and on subjects it does not hold they routed no better than chance (see the README).
  *
  * Contract: a pure function of the text, deterministic, no allocation proportional to more than
  * the first SCANNED_CHARACTERS characters, so that one call stays far below a millisecond even for
@@ -9,8 +11,8 @@
  * (`pnpm --filter @gateway/router train`) and ship the new model file with it.
  */
 
-/** Names of the engineered (dense) features, in index order; the model file stores them to check. */
-export const DENSE_FEATURE_NAMES = [
+/** Names of the features, in index order; the model file stores them to check. */
+export const PROMPT_FEATURE_NAMES = [
   'bias',
   'log_characters',
   'log_words',
@@ -50,33 +52,30 @@ export const DENSE_FEATURE_NAMES = [
   'log_quotes',
   'first_or_second_person',
   'short_prompt',
+  'option_words',
+  'option_length_spread',
+  'numeric_option_share',
+  'verdict_pair_options',
+  'roman_combination_options',
+  'all_or_none_option',
+  'negated_selection',
+  'passage_reference',
+  'hypothetical',
+  'stem_words',
+  'log_distinct_stem_numbers',
 ] as const;
 
-/** How many engineered features there are; hashed features start at this index. */
-export const DENSE_FEATURE_COUNT = DENSE_FEATURE_NAMES.length;
+/** How many features there are. */
+export const PROMPT_FEATURE_COUNT = PROMPT_FEATURE_NAMES.length;
 
 /**
- * Only the first characters are read for the hashed n-grams and the costlier patterns: the task is
- * stated at the start, and it bounds the cost of a long prompt.
+ * Only the first characters are read for the costlier patterns: the task is stated at the start,
+ * and it bounds the cost of a long prompt.
  */
 export const SCANNED_CHARACTERS = 4_000;
 
 /** Prompts shorter than this many words count as short (see the `short_prompt` feature). */
 export const SHORT_PROMPT_WORDS = 12;
-
-/** Sparse feature vector: parallel arrays of indices (dense first, then hashed) and values. */
-export interface PromptFeatures {
-  indices: number[];
-  values: number[];
-}
-
-/** Options that must match between training and scoring; the model file records them. */
-export interface FeatureOptions {
-  /** Hash buckets for word n-grams; a power of two. */
-  hashBuckets: number;
-  /** Whether word bigrams are hashed beside unigrams. */
-  bigrams: boolean;
-}
 
 const WORD = /[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*/g;
 const NUMBER = /\d+(?:[.,]\d+)*/g;
@@ -111,6 +110,16 @@ const NUMERIC_OPTION = /^\s*[A-Da-d][.)]\s*[-$]?\d/gm;
 const CAPITALISED = /(?<=[a-z,;:] )[A-Z][a-z]+/g;
 const PARENTHESES = /[()[\]]/g;
 const QUOTES = /["“”']/g;
+// Answer options, one a line: "A. text" or "b) text".
+const OPTION_LINE = /^\s*[A-Da-d][.)][ \t]*(.*)$/gm;
+const NUMERIC_OPTION_TEXT = /^[-$−(]?\d/;
+const VERDICT_PAIR = /^[A-Za-z]+(?: [a-z]+)?, ?[A-Za-z]+(?: [a-z]+)?$/;
+const ROMAN_COMBINATION = /\b(?:I|II|III|IV)\b(?: only|,| and)/;
+const ALL_OR_NONE = /\b(?:all|none|both|neither) of the (?:above|following)\b/i;
+const NEGATED = /\b(?:not|except|least|false|incorrect)\b/;
+const SELECTION = /\bwhich\b|\bfollowing\b/;
+const PASSAGE = /refers to the following|following (?:passage|excerpt|information|quote)|read the following/;
+const HYPOTHETICAL = /\bsuppose|\bassume|\bimagine|\bif\b.*\bwould\b/;
 const PERSON = /\b(?:i|i'm|i've|me|my|mine|we|our|you|your|you're)\b/g;
 const WHAT_WHICH = /\b(?:what|which|who|whom|whose|where|when)\b/g;
 const WHY_HOW = /\b(?:why|how)\b/g;
@@ -119,11 +128,56 @@ const HOW_MANY = /\bhow (?:many|much|long|far|old|often)\b/g;
 /** log(1 + x), the squashing used for counts so that no single long prompt dominates. */
 const log1p = Math.log1p;
 
+/** Words of a text, split on white space. */
+const wordCount = (text: string) => text.split(/\s+/).filter(Boolean).length;
+
 /**
- * The engineered features of a text, in DENSE_FEATURE_NAMES order. Counts are log-squashed and
+ * The answer options' shape, in PROMPT_FEATURE_NAMES order from `option_words` to
+ * `log_distinct_stem_numbers`. Options (lines "A. ...") and the stem (the rest) are told apart
+ * because how the choices look says how hard the question is in any subject: numeric choices
+ * need a computation, paired verdicts ("True, False") and numeral combinations ("I and III only")
+ * need several judgements at once, "which is NOT" inverts the question.
+ */
+function optionFeatures(head: string, lower: string): number[] {
+  const options: number[] = [];
+  let numeric = 0;
+  let verdicts = 0;
+  let roman = 0;
+  let allOrNone = 0;
+  OPTION_LINE.lastIndex = 0;
+  for (let match = OPTION_LINE.exec(head); match !== null; match = OPTION_LINE.exec(head)) {
+    const option = match[1]!.trim();
+    options.push(wordCount(option));
+    if (NUMERIC_OPTION_TEXT.test(option)) numeric += 1;
+    if (VERDICT_PAIR.test(option)) verdicts += 1;
+    if (ROMAN_COMBINATION.test(option)) roman += 1;
+    if (ALL_OR_NONE.test(option)) allOrNone = 1;
+  }
+  const stem = head.replace(OPTION_LINE, '');
+  const stemLower = stem.toLowerCase();
+  const mean = options.length ? options.reduce((sum, words) => sum + words, 0) / options.length : 0;
+  const spread = options.length > 1 && mean > 0 ? Math.sqrt(options.reduce((sum, words) => sum + (words - mean) ** 2, 0) / options.length) / mean : 0;
+  const share = (hits: number) => (options.length ? hits / options.length : 0);
+  return [
+    log1p(mean) / 3,
+    Math.min(2, spread),
+    share(numeric),
+    share(verdicts),
+    share(roman),
+    allOrNone,
+    NEGATED.test(stemLower) && SELECTION.test(stemLower) ? 1 : 0,
+    PASSAGE.test(lower) ? 1 : 0,
+    HYPOTHETICAL.test(stemLower) ? 1 : 0,
+    log1p(wordCount(stem)) / 6,
+    log1p(new Set(stem.match(NUMBER) ?? []).size) / 3,
+  ];
+}
+
+/**
+ * The features of a text, in PROMPT_FEATURE_NAMES order. Counts are log-squashed and
  * shares lie in 0..1, so that the values have comparable scales before the model's standardisation.
  */
-export function denseFeatures(text: string): number[] {
+export function promptFeatures(text: string): number[] {
   const head = text.length > SCANNED_CHARACTERS ? text.slice(0, SCANNED_CHARACTERS) : text;
   const lower = head.toLowerCase();
   const words = lower.match(WORD) ?? [];
@@ -180,53 +234,6 @@ export function denseFeatures(text: string): number[] {
     // 1 for a one-word prompt, 0 from SHORT_PROMPT_WORDS words on: the training prompts are all
     // longer, so only a hand-set prior gives this a weight (a short message rarely needs a strong model).
     Math.max(0, 1 - words.length / SHORT_PROMPT_WORDS),
+    ...optionFeatures(head, lower),
   ];
-}
-
-/** 32-bit FNV-1a: a stable, fast string hash, the same in training and in the service. */
-export function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let index = 0; index < text.length; index += 1) {
-    hash ^= text.charCodeAt(index);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
-
-/**
- * Every feature of a text: the engineered ones at [0, DENSE_FEATURE_COUNT), then hashed word
- * n-grams, each bucket's value being its share of the text's n-grams scaled to unit length, so
- * that a long prompt does not outweigh the engineered signals. Numbers are folded into one token
- * (`0`) so that the n-grams learn "a number here", not particular numbers.
- */
-export function extractPromptFeatures(text: string, options: FeatureOptions): PromptFeatures {
-  const indices: number[] = [];
-  const values: number[] = [];
-  const dense = denseFeatures(text);
-  for (let index = 0; index < dense.length; index += 1) {
-    if (dense[index] !== 0) {
-      indices.push(index);
-      values.push(dense[index]);
-    }
-  }
-  const head = text.length > SCANNED_CHARACTERS ? text.slice(0, SCANNED_CHARACTERS) : text;
-  const tokens = (head.toLowerCase().match(WORD) ?? []).map((token) => (token.charCodeAt(0) < 97 ? '0' : token));
-  const buckets = new Map<number, number>();
-  const mask = options.hashBuckets - 1;
-  const add = (gram: string) => {
-    const bucket = DENSE_FEATURE_COUNT + (fnv1a(gram) & mask);
-    buckets.set(bucket, (buckets.get(bucket) ?? 0) + 1);
-  };
-  for (let index = 0; index < tokens.length; index += 1) {
-    add(tokens[index]);
-    if (options.bigrams && index > 0) add(`${tokens[index - 1]} ${tokens[index]}`);
-  }
-  let norm = 0;
-  for (const value of buckets.values()) norm += value * value;
-  norm = Math.sqrt(norm) || 1;
-  for (const [bucket, value] of [...buckets.entries()].sort((a, b) => a[0] - b[0])) {
-    indices.push(bucket);
-    values.push(value / norm);
-  }
-  return { indices, values };
 }

@@ -1,5 +1,5 @@
-import { AutoRouterScorer, linearLogit, type AutoRouterModel } from './auto-router-model.js';
-import { DENSE_FEATURE_COUNT, DENSE_FEATURE_NAMES, extractPromptFeatures, type FeatureOptions, type PromptFeatures } from './prompt-features.js';
+import { AutoRouterScorer, expectedGain, logit, standardize, type AutoRouterModel } from './auto-router-model.js';
+import { PROMPT_FEATURE_COUNT, PROMPT_FEATURE_NAMES, promptFeatures } from './prompt-features.js';
 import { routingQuality, type RoutingQuality } from './routing-quality.js';
 
 /** One row of ../shared/data/routing/train.jsonl, as the trainer reads it. */
@@ -18,18 +18,12 @@ export interface TrainingOptions {
   seed: number;
   /** Share of each source held out for validation. */
   validationShare: number;
-  features: FeatureOptions;
-  /**
-   * Weight of rows where both models agree (both right or both wrong). Their target is 0.5: they
-   * say "routing this prompt changes nothing", which keeps the scorer from reading "easy" or
-   * "impossible" as "needs the strong model".
-   */
-  tieWeight: number;
-  /** L2 penalty on the engineered and the hashed weights. */
-  l2Dense: number;
-  l2Hashed: number;
-  iterations: number;
-  learningRate: number;
+  /** L2 penalty on the standardised weights of both models (not on the intercepts). */
+  l2: number;
+  /** Newton steps per model; the fit has converged well before. */
+  newtonSteps: number;
+  /** How many folds of MMLU subjects the report holds out, one at a time, to measure unseen subjects. */
+  subjectFolds: number;
   /** Hand-set log-odds for signals absent from the data (see AutoRouterModel.priors). */
   priors: Record<string, number>;
   /** Shares of training prompts (by score, from the top) that balanced sends to premium, and to standard or better. */
@@ -41,13 +35,10 @@ export interface TrainingOptions {
 export const DEFAULT_TRAINING_OPTIONS: TrainingOptions = {
   seed: 20_240_701,
   validationShare: 0.2,
-  features: { hashBuckets: 4_096, bigrams: true },
-  tieWeight: 1,
-  l2Dense: 1e-3,
-  l2Hashed: 1e-2,
-  iterations: 300,
-  learningRate: 0.05,
-  priors: { code_syntax: 1.2, code_words: 0.6, writing_verbs: -0.6, greeting_or_small_talk: -2.5, short_prompt: -2 },
+  l2: 2e-2,
+  newtonSteps: 12,
+  subjectFolds: 5,
+  priors: { code_syntax: 1.2, log_characters: 1, code_words: 1.2, writing_verbs: -0.6, greeting_or_small_talk: -2.5, short_prompt: -2 },
   premiumShare: 0.25,
   standardOrBetterShare: 0.6,
 };
@@ -82,15 +73,15 @@ function seededRandom(seed: number): () => number {
  * Splits rows into training and validation, stratified by source and by outcome (which model was
  * right), in a seeded shuffle of the id-sorted rows: the same data and seed give the same split.
  */
-export function splitRows(rows: readonly RoutingRow[], share: number, seed: number): { train: RoutingRow[]; validation: RoutingRow[] } {
+export function splitRows<Row extends RoutingRow>(rows: readonly Row[], share: number, seed: number): { train: Row[]; validation: Row[] } {
   const random = seededRandom(seed);
-  const strata = new Map<string, RoutingRow[]>();
+  const strata = new Map<string, Row[]>();
   for (const row of [...rows].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
     const key = `${row.source}/${row.weakCorrect}/${row.strongCorrect}`;
     strata.set(key, [...(strata.get(key) ?? []), row]);
   }
-  const train: RoutingRow[] = [];
-  const validation: RoutingRow[] = [];
+  const train: Row[] = [];
+  const validation: Row[] = [];
   for (const key of [...strata.keys()].sort()) {
     const group = strata.get(key)!;
     for (let index = group.length - 1; index > 0; index -= 1) {
@@ -104,79 +95,92 @@ export function splitRows(rows: readonly RoutingRow[], share: number, seed: numb
   return { train, validation };
 }
 
-/** The smallest standard deviation an engineered feature is divided by. */
-const MIN_DENSE_SCALE = 0.1;
+/** The smallest standard deviation a feature is divided by. */
+const MIN_FEATURE_SCALE = 0.05;
 
-interface Example {
-  features: PromptFeatures;
-  target: number;
-  weight: number;
+/**
+ * Means and scales that standardise each feature over the training rows. A floor keeps a feature
+ * that is rare in the data (a greeting, a very short prompt) from being blown up to huge
+ * standardised values on the prompts that do have it. The bias column stays 1.
+ */
+function featureStandardization(rows: number[][]): Pick<AutoRouterModel, 'featureMean' | 'featureScale'> {
+  const featureMean = new Array<number>(PROMPT_FEATURE_COUNT).fill(0);
+  const squares = new Array<number>(PROMPT_FEATURE_COUNT).fill(0);
+  for (const features of rows) {
+    for (let index = 0; index < PROMPT_FEATURE_COUNT; index += 1) {
+      featureMean[index] += features[index];
+      squares[index] += features[index] ** 2;
+    }
+  }
+  const featureScale = featureMean.map((sum, index) => {
+    const mean = sum / rows.length;
+    return Math.max(MIN_FEATURE_SCALE, Math.sqrt(Math.max(0, squares[index] / rows.length - mean * mean)));
+  });
+  for (let index = 0; index < PROMPT_FEATURE_COUNT; index += 1) featureMean[index] /= rows.length;
+  featureMean[0] = 0;
+  featureScale[0] = 1;
+  return { featureMean: featureMean.map((value) => round(value, 6)), featureScale: featureScale.map((value) => round(value, 6)) };
 }
 
-/** Target and weight of a row: 1 when only the strong model is right, 0 when only the weak one is, 0.5 otherwise. */
-function example(row: RoutingRow, features: PromptFeatures, options: TrainingOptions): Example {
-  const agree = row.weakCorrect === row.strongCorrect;
-  return { features, target: agree ? 0.5 : row.strongCorrect ? 1 : 0, weight: agree ? options.tieWeight : 1 };
+/** Solves the symmetric positive definite system a x = b by Cholesky decomposition. */
+function solveSymmetric(a: number[][], b: number[]): number[] {
+  const size = b.length;
+  const lower = a.map(() => new Array<number>(size).fill(0));
+  for (let row = 0; row < size; row += 1) {
+    for (let column = 0; column <= row; column += 1) {
+      let sum = a[row][column];
+      for (let k = 0; k < column; k += 1) sum -= lower[row][k] * lower[column][k];
+      lower[row][column] = row === column ? Math.sqrt(Math.max(sum, 1e-12)) : sum / lower[column][column];
+    }
+  }
+  const forward = new Array<number>(size).fill(0);
+  for (let row = 0; row < size; row += 1) {
+    let sum = b[row];
+    for (let k = 0; k < row; k += 1) sum -= lower[row][k] * forward[k];
+    forward[row] = sum / lower[row][row];
+  }
+  const solution = new Array<number>(size).fill(0);
+  for (let row = size - 1; row >= 0; row -= 1) {
+    let sum = forward[row];
+    for (let k = row + 1; k < size; k += 1) sum -= lower[k][row] * solution[k];
+    solution[row] = sum / lower[row][row];
+  }
+  return solution;
 }
 
 /**
- * Fits the weights by full-batch Adam on weighted cross-entropy with L2: deterministic (no
- * sampling), a few seconds for ten thousand prompts.
+ * Fits a logistic regression with an L2 penalty (the intercept free) by Newton's method: exact to
+ * the optimum in a few steps for fifty features, so the result does not depend on a learning rate
+ * or an iteration count, and it is deterministic.
  */
-function fitWeights(examples: Example[], options: TrainingOptions): Pick<AutoRouterModel, 'weights' | 'denseMean' | 'denseScale'> {
-  const size = DENSE_FEATURE_COUNT + options.features.hashBuckets;
-  const denseMean = new Array<number>(DENSE_FEATURE_COUNT).fill(0);
-  const denseSquare = new Array<number>(DENSE_FEATURE_COUNT).fill(0);
-  for (const { features } of examples) {
-    for (let position = 0; position < features.indices.length && features.indices[position] < DENSE_FEATURE_COUNT; position += 1) {
-      denseMean[features.indices[position]] += features.values[position];
-      denseSquare[features.indices[position]] += features.values[position] ** 2;
-    }
-  }
-  const denseScale = denseMean.map((sum, index) => {
-    const mean = sum / examples.length;
-    const variance = denseSquare[index] / examples.length - mean * mean;
-    // A floor keeps a feature that is rare in the data (a greeting, a very short prompt) from
-    // being blown up to huge standardised values on the prompts that do have it.
-    return Math.max(MIN_DENSE_SCALE, Math.sqrt(Math.max(0, variance)));
-  });
-  for (let index = 0; index < DENSE_FEATURE_COUNT; index += 1) denseMean[index] /= examples.length;
-  // The bias column is constant: it stays 1 so that its weight is the intercept.
-  denseMean[0] = 0;
-  denseScale[0] = 1;
-
-  const weights = new Float64Array(size);
-  const moment = new Float64Array(size);
-  const velocity = new Float64Array(size);
-  const gradient = new Float64Array(size);
-  const totalWeight = examples.reduce((sum, item) => sum + item.weight, 0);
-  const beta1 = 0.9;
-  const beta2 = 0.999;
-  const current = { weights: weights as unknown as number[], denseMean, denseScale };
-  for (let step = 1; step <= options.iterations; step += 1) {
-    gradient.fill(0);
-    let offsetGradient = 0;
-    for (const { features, target, weight } of examples) {
-      const predicted = 1 / (1 + Math.exp(-linearLogit(current, features.indices, features.values)));
-      const error = (weight * (predicted - target)) / totalWeight;
-      offsetGradient += error;
-      for (let position = 0; position < features.indices.length; position += 1) {
-        const index = features.indices[position];
-        gradient[index] += error * (index < DENSE_FEATURE_COUNT ? features.values[position] / denseScale[index] : features.values[position]);
+function fitLogistic(standardized: number[][], labels: boolean[], l2: number, steps: number): number[] {
+  const size = PROMPT_FEATURE_COUNT;
+  let weights = new Array<number>(size).fill(0);
+  for (let step = 0; step < steps; step += 1) {
+    const gradient = new Array<number>(size).fill(0);
+    const hessian = weights.map(() => new Array<number>(size).fill(0));
+    for (let row = 0; row < standardized.length; row += 1) {
+      const features = standardized[row];
+      const predicted = 1 / (1 + Math.exp(-logit(weights, features)));
+      const error = (predicted - Number(labels[row])) / standardized.length;
+      const curvature = (predicted * (1 - predicted)) / standardized.length;
+      for (let i = 0; i < size; i += 1) {
+        gradient[i] += error * features[i];
+        const scaled = curvature * features[i];
+        for (let j = 0; j <= i; j += 1) hessian[i][j] += scaled * features[j];
       }
     }
-    // Standardised features are centred: every row also carries -mean/scale on each engineered column.
-    for (let index = 1; index < DENSE_FEATURE_COUNT; index += 1) gradient[index] -= offsetGradient * denseMean[index] / denseScale[index];
-    for (let index = 1; index < size; index += 1) gradient[index] += (index < DENSE_FEATURE_COUNT ? options.l2Dense : options.l2Hashed) * weights[index];
-    for (let index = 0; index < size; index += 1) {
-      moment[index] = beta1 * moment[index] + (1 - beta1) * gradient[index];
-      velocity[index] = beta2 * velocity[index] + (1 - beta2) * gradient[index] ** 2;
-      const corrected = moment[index] / (1 - beta1 ** step);
-      const scale = Math.sqrt(velocity[index] / (1 - beta2 ** step)) + 1e-8;
-      weights[index] -= (options.learningRate * corrected) / scale;
+    for (let i = 0; i < size; i += 1) {
+      for (let j = 0; j < i; j += 1) hessian[j][i] = hessian[i][j];
+      if (i > 0) {
+        gradient[i] += l2 * weights[i];
+        hessian[i][i] += l2;
+      }
     }
+    const change = solveSymmetric(hessian, gradient);
+    weights = weights.map((weight, index) => weight - change[index]);
   }
-  return { weights: Array.from(weights, (weight) => round(weight, 5)), denseMean: denseMean.map((value) => round(value, 6)), denseScale: denseScale.map((value) => round(value, 6)) };
+  return weights.map((weight) => round(weight, 5));
 }
 
 /**
@@ -212,15 +216,23 @@ function quantileFromTop(scores: number[], share: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.floor(sorted.length * share) - 1))];
 }
 
-/** Trains a full model (weights, calibration, thresholds) on rows whose features are known. */
-function trainModel(rows: RoutingRow[], featuresOf: (row: RoutingRow) => PromptFeatures, options: TrainingOptions, provenance: Record<string, unknown>): AutoRouterModel {
-  const fitted = fitWeights(rows.map((row) => example(row, featuresOf(row), options)), options);
-  const logits = rows.map((row) => linearLogit(fitted, featuresOf(row).indices, featuresOf(row).values));
-  const calibration = calibrate(logits, rows.map((row) => row.strongCorrect && !row.weakCorrect));
+/** Rows with their prompt features, computed once per training run. */
+type FeaturedRow = RoutingRow & { features: number[] };
+
+/** Trains a full model (both regressions, calibration, thresholds) on featured rows. */
+function trainModel(rows: FeaturedRow[], options: TrainingOptions, provenance: Record<string, unknown>): AutoRouterModel {
+  const scaling = featureStandardization(rows.map((row) => row.features));
+  const standardized = rows.map((row) => standardize(scaling, [...row.features]));
+  const strong = fitLogistic(standardized, rows.map((row) => row.strongCorrect), options.l2, options.newtonSteps);
+  const weak = fitLogistic(standardized, rows.map((row) => row.weakCorrect), options.l2, options.newtonSteps);
+  const gains = standardized.map((features) => expectedGain({ ...scaling, strong, weak }, features));
+  const calibration = calibrate(gains, rows.map((row) => row.strongCorrect && !row.weakCorrect));
   const draft: AutoRouterModel = {
-    format: 1,
-    features: { ...options.features, dense: [...DENSE_FEATURE_NAMES] },
-    ...fitted,
+    format: 2,
+    features: [...PROMPT_FEATURE_NAMES],
+    ...scaling,
+    strong,
+    weak,
     priors: { ...options.priors },
     calibration,
     tierThresholds: { standard: 0, premium: 0 },
@@ -232,55 +244,68 @@ function trainModel(rows: RoutingRow[], featuresOf: (row: RoutingRow) => PromptF
   return draft;
 }
 
-function evaluate(router: string, split: string, rows: RoutingRow[], score: (row: RoutingRow) => number): QualityLine {
+function evaluate(router: string, split: string, rows: readonly RoutingRow[], score: (row: RoutingRow) => number): QualityLine {
   const quality = routingQuality(rows.map((row) => ({ score: score(row), weakCorrect: row.weakCorrect, strongCorrect: row.strongCorrect })));
   return { router, split, ...quality };
 }
 
+/** The mean of several evaluations (one per fold), prompts added up. */
+function meanOf(router: string, split: string, lines: QualityLine[]): QualityLine {
+  const mean = (pick: (line: QualityLine) => number) => lines.reduce((sum, line) => sum + pick(line), 0) / lines.length;
+  return {
+    router, split, apgr: mean((line) => line.apgr), cpt50: mean((line) => line.cpt50), weakAccuracy: mean((line) => line.weakAccuracy), strongAccuracy: mean((line) => line.strongAccuracy),
+    count: lines.reduce((sum, line) => sum + line.count, 0),
+  };
+}
+
 /**
  * Trains the shipped model on the training split and reports, on the held-out validation split,
- * the router beside random routing (a constant score) and prompt length alone; then, to show how
+ * the router beside random routing (a constant score) and prompt length alone. Then, to show how
  * it carries over to prompts unlike its training data, models trained without one source, and
- * without a fifth of the MMLU subjects, scored on what they never saw. Deterministic: the same
- * rows and options give a byte-identical model.
+ * without each fold of the MMLU subjects in turn, scored on the prompts they never saw (every row
+ * of the held-out source or subjects). Deterministic: the same rows and options give a
+ * byte-identical model.
  */
 export function trainAutoRouter(rows: readonly RoutingRow[], options: TrainingOptions = DEFAULT_TRAINING_OPTIONS): TrainingResult {
-  const cache = new Map<string, PromptFeatures>();
-  const featuresOf = (row: RoutingRow) => {
-    let features = cache.get(row.id);
-    if (!features) cache.set(row.id, (features = extractPromptFeatures(row.text, options.features)));
-    return features;
-  };
-  const { train, validation } = splitRows(rows, options.validationShare, options.seed);
-  const model = trainModel(train, featuresOf, options, {
+  const featured: FeaturedRow[] = rows.map((row) => ({ ...row, features: promptFeatures(row.text) }));
+  const { train, validation } = splitRows(featured, options.validationShare, options.seed);
+  const model = trainModel(train, options, {
     trained_on: `${train.length} prompts of train.jsonl (seed ${options.seed}; ${validation.length} held out, stratified by source and outcome)`,
-    label: 'target 1 when only the strong model is right, 0 when only the weak one is, 0.5 (weight tieWeight) when they agree',
-    options: { ...options, features: undefined, priors: undefined },
+    labels: 'one logistic regression for "the strong model answered correctly", one for the weak model; the score ranks by their difference',
+    options: { ...options, priors: undefined },
   });
   const scorer = new AutoRouterScorer(model);
+  const length = (row: RoutingRow) => row.text.length;
   const report: QualityLine[] = [];
   const bySource = (source: string) => validation.filter((row) => row.source === source);
   for (const [split, part] of [['validation', validation], ['validation mmlu', bySource('mmlu')], ['validation gsm8k', bySource('gsm8k')]] as const) {
     report.push(evaluate('auto router', split, part, (row) => scorer.score(row.text)));
-    report.push(evaluate('prompt length', split, part, (row) => row.text.length));
+    report.push(evaluate('prompt length', split, part, length));
     report.push(evaluate('random', split, part, () => 0));
   }
 
-  // Generalisation: train without a whole source, or without a fifth of the MMLU subjects, and score those.
+  // Generalisation: train without a whole source, or without a fold of the MMLU subjects, and score those.
+  const heldOutScore = (trainingRows: FeaturedRow[]) => {
+    const held = new AutoRouterScorer(trainModel(trainingRows, options, {}));
+    return (row: RoutingRow) => held.score(row.text);
+  };
   for (const source of ['gsm8k', 'mmlu']) {
-    const unseen = rows.filter((row) => row.source === source);
-    const held = trainModel(train.filter((row) => row.source !== source), featuresOf, options, {});
-    const heldScorer = new AutoRouterScorer(held);
-    report.push(evaluate('auto router', `unseen source ${source}`, unseen, (row) => heldScorer.score(row.text)));
-    report.push(evaluate('prompt length', `unseen source ${source}`, unseen, (row) => row.text.length));
+    const unseen = featured.filter((row) => row.source === source);
+    report.push(evaluate('auto router', `unseen source ${source}`, unseen, heldOutScore(train.filter((row) => row.source !== source))));
+    report.push(evaluate('prompt length', `unseen source ${source}`, unseen, length));
   }
-  const subjects = [...new Set(rows.filter((row) => row.subject).map((row) => row.subject!))].sort();
-  const heldSubjects = new Set(subjects.filter((_, index) => index % 5 === 2));
-  const unseenSubjects = validation.filter((row) => row.subject !== undefined && heldSubjects.has(row.subject));
-  const withoutSubjects = trainModel(train.filter((row) => !(row.subject !== undefined && heldSubjects.has(row.subject))), featuresOf, options, {});
-  const subjectScorer = new AutoRouterScorer(withoutSubjects);
-  report.push(evaluate('auto router', `unseen MMLU subjects (${heldSubjects.size})`, unseenSubjects, (row) => subjectScorer.score(row.text)));
-  report.push(evaluate('prompt length', `unseen MMLU subjects (${heldSubjects.size})`, unseenSubjects, (row) => row.text.length));
+  const subjects = [...new Set(featured.filter((row) => row.subject).map((row) => row.subject!))].sort();
+  const routerFolds: QualityLine[] = [];
+  const lengthFolds: QualityLine[] = [];
+  for (let fold = 0; fold < options.subjectFolds; fold += 1) {
+    const held = new Set(subjects.filter((_, index) => index % options.subjectFolds === fold));
+    const isHeld = (row: RoutingRow) => row.subject !== undefined && held.has(row.subject);
+    const unseen = featured.filter(isHeld);
+    routerFolds.push(evaluate('auto router', '', unseen, heldOutScore(train.filter((row) => !isHeld(row)))));
+    lengthFolds.push(evaluate('prompt length', '', unseen, length));
+  }
+  const subjectSplit = `unseen MMLU subjects (${options.subjectFolds} folds of ${subjects.length}, mean)`;
+  report.push(meanOf('auto router', subjectSplit, routerFolds), meanOf('prompt length', subjectSplit, lengthFolds));
 
   model.provenance.validation = Object.fromEntries(report.filter((line) => line.router === 'auto router').map((line) => [line.split, { apgr: round(line.apgr, 4), cpt50: round(line.cpt50, 4) }]));
   return { model, report, trainCount: train.length, validationCount: validation.length };
