@@ -34,6 +34,18 @@ describe('toAnthropicRequest', () => {
     ]);
   });
 
+  it('sends the instructions of a system-only conversation as the user turn, since the Messages API needs one', () => {
+    const body = toAnthropicRequest(request({ messages: [
+      { role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] },
+      { role: 'ROLE_DEVELOPER', content: 'text', text: 'One line.', tool_calls: [] },
+    ] }), model, false);
+    expect(body.messages).toEqual([{ role: 'user', content: 'Name three rivers.\n\nOne line.' }]);
+    expect(body).not.toHaveProperty('system');
+    const withUser = toAnthropicRequest(request({ messages: [{ role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] }, { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] }] }), model, false);
+    expect(withUser.system).toBe('Be brief.');
+    expect(withUser.messages).toEqual([{ role: 'user', content: 'Hi' }]);
+  });
+
   it('turns parallel_tool_calls: false into disable_parallel_tool_use, and sends no tool_choice without tools', () => {
     const tools = [{ type: 'function', function: { name: 'lookup' } }];
     expect(toAnthropicRequest(request({ tools, parallel_tool_calls: false }), model, false).tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });

@@ -129,7 +129,10 @@ export function toAnthropicRequest(request: ChatRequestOutput, model: CatalogMod
     messages: alternatingMessages(request),
   };
   const system = (request.messages ?? []).filter((message) => message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER').map(systemText).filter((text) => text !== '');
-  if (system.length > 0) body.system = system.join('\n\n');
+  // OpenAI answers a conversation of system messages alone; the Messages API requires a message,
+  // so the instructions become the one user turn.
+  if (system.length > 0 && body.messages.length === 0) body.messages = [{ role: 'user', content: system.join('\n\n') }];
+  else if (system.length > 0) body.system = system.join('\n\n');
   if (request.stop?.length) body.stop_sequences = [...request.stop];
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.top_p !== undefined) body.top_p = request.top_p;

@@ -148,7 +148,10 @@ function functionDeclaration(tool: ChatRequestOutput['tools'][number], position:
 export function toGeminiRequest(request: ChatRequestOutput, _model: CatalogModel): GeminiRequest {
   const { contents, system } = convertContents(request);
   const body: GeminiRequest = { contents };
-  if (system.length > 0) body.systemInstruction = { parts: system };
+  // OpenAI answers a conversation of system messages alone; Gemini refuses empty contents, so
+  // the instructions become the one user turn.
+  if (system.length > 0 && contents.length === 0) contents.push({ role: 'user', parts: system });
+  else if (system.length > 0) body.systemInstruction = { parts: system };
   if (request.tools?.length) {
     body.tools = [{ functionDeclarations: request.tools.map(functionDeclaration) }];
     const choice = request.tool_choice;

@@ -162,6 +162,12 @@ describe('GeminiProvider: requests it sends', () => {
     expect(upstream.requests[4]?.headers.accept).toBe('text/event-stream');
   });
 
+  it('sends the instructions of a system-only conversation as the user turn, since Gemini refuses empty contents', async () => {
+    upstream.respond(replayJson(200, fixture('generate-content.json')));
+    await provider.complete(simpleRequest({ messages: [{ role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] }] }), contextOf());
+    expect(upstream.requests[0]?.body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'Name three rivers.' }] }] });
+  });
+
   it('refuses what cannot be translated before calling the upstream', async () => {
     const cases: Array<[Partial<ChatRequestOutput>, string]> = [
       [{ messages: [
