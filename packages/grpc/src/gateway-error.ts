@@ -43,10 +43,9 @@ export class GatewayError extends Error {
     this.upstreamStatus = options.upstreamStatus;
   }
 
-  /** The grpc-js error object a handler passes to its callback or emits on its stream. */
-  toServiceError(): Partial<grpc.StatusObject> & { message: string } {
-    const metadata = new grpc.Metadata();
-    metadata.set(ERROR_TRAILER, Buffer.from(errorInfoCodec.encode({
+  /** What this error says beyond its status, as the gateway.rpc.v1.ErrorInfo message. */
+  toErrorInfo(): ErrorInfo {
+    return {
       reason: this.reason,
       message: this.message,
       param: this.param,
@@ -54,8 +53,29 @@ export class GatewayError extends Error {
       retryable: this.retryable,
       provider: this.provider,
       upstream_status: this.upstreamStatus,
-    })));
+    };
+  }
+
+  /** The grpc-js error object a handler passes to its callback or emits on its stream. */
+  toServiceError(): Partial<grpc.StatusObject> & { message: string } {
+    const metadata = new grpc.Metadata();
+    metadata.set(ERROR_TRAILER, Buffer.from(errorInfoCodec.encode(this.toErrorInfo())));
     return { code: this.code, details: this.message, message: this.message, metadata };
+  }
+
+  /**
+   * Rebuilds a GatewayError from a status code and the ErrorInfo a peer sent with it (in a
+   * trailer or in a stream message); fields the info lacks fall back to what the code implies.
+   */
+  static fromErrorInfo(code: grpc.status, info: ErrorInfoOutput, options: { fallbackMessage?: string; cause?: unknown } = {}): GatewayError {
+    return new GatewayError(code, info.reason || reasonOf(code), info.message || options.fallbackMessage || transportMessage(code), {
+      param: info.param,
+      retryAfterMs: info.retry_after_ms,
+      retryable: info.retryable ?? false,
+      provider: info.provider,
+      upstreamStatus: info.upstream_status,
+      cause: options.cause,
+    });
   }
 
   /**
@@ -69,15 +89,7 @@ export class GatewayError extends Error {
     const trailer = serviceError.metadata?.get(ERROR_TRAILER)[0];
     if (Buffer.isBuffer(trailer)) {
       try {
-        const info = errorInfoCodec.decode(trailer);
-        return new GatewayError(code, info.reason ?? reasonOf(code), info.message ?? serviceError.details ?? 'failed', {
-          param: info.param,
-          retryAfterMs: info.retry_after_ms,
-          retryable: info.retryable ?? false,
-          provider: info.provider,
-          upstreamStatus: info.upstream_status,
-          cause: error,
-        });
+        return GatewayError.fromErrorInfo(code, errorInfoCodec.decode(trailer), { fallbackMessage: serviceError.details || 'failed', cause: error });
       } catch {
         // A trailer we cannot read is treated like none.
       }

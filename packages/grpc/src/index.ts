@@ -1,6 +1,7 @@
-/** Shared gRPC plumbing: the typed error that crosses services, servers with health, long-lived clients. */
+/** Shared gRPC plumbing: the typed error that crosses services, servers with health, long-lived clients, calls carried on long-lived streams. */
 export * from './gateway-error.js';
 export * from './server.js';
 export * from './client.js';
 export { status as GrpcStatus, Metadata } from '@grpc/grpc-js';
 export * from './health.js';
+export * from './streamed-calls.js';

@@ -6,11 +6,19 @@ import { requestIdOf } from './client.js';
 /** Where a server reports failures that are not GatewayErrors (bugs): the cause stays here. */
 export type ErrorReporter = (error: unknown, method: string, requestId?: string) => void;
 
+/**
+ * Anything a handler threw as the GatewayError to send: a GatewayError as it is, anything else (a
+ * bug) reported with its cause and sent as a bare INTERNAL.
+ */
+export function toGatewayError(error: unknown, method: string, report?: ErrorReporter, requestId?: string): GatewayError {
+  if (error instanceof GatewayError) return error;
+  report?.(error, method, requestId);
+  return new GatewayError(grpc.status.INTERNAL, 'internal_error', 'The service failed to handle the request.');
+}
+
 /** Converts anything a handler threw into the error object grpc-js sends. */
 export function toServiceError(error: unknown, method: string, report?: ErrorReporter, requestId?: string): ReturnType<GatewayError['toServiceError']> {
-  if (error instanceof GatewayError) return error.toServiceError();
-  report?.(error, method, requestId);
-  return new GatewayError(grpc.status.INTERNAL, 'internal_error', 'The service failed to handle the request.').toServiceError();
+  return toGatewayError(error, method, report, requestId).toServiceError();
 }
 
 /** An async unary handler: return the response or throw. */
@@ -32,15 +40,35 @@ export interface GatewayServer {
   readonly health: HealthImplementation;
   /** Binds and starts; resolves with the bound port (useful with port 0). */
   listen(address: string): Promise<number>;
-  /** Reports NOT_SERVING, stops taking calls, waits up to graceMs for in-flight ones, then cancels them. */
+  /**
+   * Reports NOT_SERVING, stops taking calls, drains long-lived streams, waits up to graceMs for
+   * in-flight calls, then cancels them.
+   */
   shutdown(graceMs: number): Promise<void>;
 }
+
+/** One service a GatewayServer serves. */
+export interface GatewayService {
+  /** The fully qualified name, also its grpc.health.v1 name. */
+  name: string;
+  definition: grpc.ServiceDefinition;
+  handlers: grpc.UntypedServiceImplementation;
+  /**
+   * Asks the callers of the service's long-lived streams to move elsewhere and resolves once those
+   * streams have ended; called on shutdown with how long callers get to cooperate. Without it, a
+   * stream that never ends would hold the shutdown for its whole grace.
+   */
+  drain?: (patienceMs: number) => Promise<void>;
+}
+
+/** How long callers of long-lived streams get, at most, to half-close them on shutdown. */
+const STREAM_DRAIN_PATIENCE_MS = 1_000;
 
 /**
  * Creates an unstarted server that serves the given services and grpc.health.v1, SERVING for ''
  * and for each service name until shutdown.
  */
-export function createGatewayServer(services: Array<{ name: string; definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation }>, options: grpc.ServerOptions = {}): GatewayServer {
+export function createGatewayServer(services: GatewayService[], options: grpc.ServerOptions = {}): GatewayServer {
   const server = new grpc.Server({
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
@@ -66,7 +94,11 @@ export function createGatewayServer(services: Array<{ name: string; definition: 
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => { server.forceShutdown(); resolve(); }, graceMs);
         timer.unref();
+        // tryShutdown sends GOAWAY first, so a stream a caller opens to replace a drained one
+        // reaches another replica; then the streams are asked to end.
         server.tryShutdown(() => { clearTimeout(timer); resolve(); });
+        const patienceMs = Math.min(STREAM_DRAIN_PATIENCE_MS, graceMs / 2);
+        for (const service of services) void service.drain?.(patienceMs);
       });
     },
   };
