@@ -3,10 +3,12 @@
  * error (never a hang or a 500) and nothing already accepted, and the cluster must heal when the
  * service comes back, without restarting anything else.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { eventually } from '@gateway/testing';
-import { startCluster, stopProcess, type Cluster } from './cluster.js';
+import { freePort, startCluster, stopProcess, type Cluster } from './cluster.js';
 
 let cluster: Cluster;
 let redis: Redis;
@@ -36,6 +38,17 @@ async function statusOf(response: Promise<Response>): Promise<number> {
   return answer.status;
 }
 
+/** The value of a counter or gauge on a /metrics page, summed over the series matching `labels`. */
+async function metric(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(url)).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([label, value]) => line.includes(`${label}="${value}"`))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
 describe('a killed router', () => {
   it('still serves explicit models from the pushed catalog, and auto again once it is back', async () => {
     await stopProcess(cluster.processes.router, 'SIGKILL');
@@ -58,6 +71,101 @@ describe('a killed auth', () => {
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('auth_unavailable');
     cluster.restart('auth');
     await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'auth to answer again', 15_000, 200);
+    // The edge's decision streams are back too, and carry the decisions again.
+    const edgeMetrics = `${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`;
+    await eventually(async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the decision streams to reopen', 10_000, 100);
+    const streamed = await metric(edgeMetrics, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
+    expect(await statusOf(complete('sim-mini'))).toBe(200);
+    expect(await metric(edgeMetrics, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(streamed + 1);
+  });
+});
+
+describe('a stalled auth', () => {
+  it('costs a 503 at the call\'s deadline, not a hang, and serves again once it resumes', async () => {
+    const edgeMetrics = `${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`;
+    await eventually(async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the decision streams to be open', 10_000, 100);
+    const auth = cluster.processes.auth;
+    auth.kill('SIGSTOP');
+    try {
+      const started = Date.now();
+      const refused = await complete('sim-mini');
+      // EDGE_CONTROL_DEADLINE_MS is 2 s: the stream stays open, so only the call's own deadline ends the wait.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+      expect(Date.now() - started).toBeLessThan(4_000);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('auth_unavailable');
+    } finally {
+      auth.kill('SIGCONT');
+    }
+    await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'auth to answer again', 15_000, 200);
+  });
+});
+
+describe('an auth replica killed mid-stream behind an edge with two', () => {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const children: ChildProcess[] = [];
+  afterAll(async () => { await Promise.all(children.map((child) => stopProcess(child))); });
+
+  it('answers the requests it held with 503s, not hangs, and serves every later request from the other replica', async () => {
+    const [authPort, authMetricsPort, edgePort] = await Promise.all([freePort(), freePort(), freePort()]);
+    const common = { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', REDIS_URL: cluster.redisUrl, NATS_URL: cluster.natsUrl };
+    const startAuth = () => spawn(process.execPath, ['services/auth/dist/main.js'], { cwd: root, stdio: 'ignore', env: { ...common, AUTH_LISTEN_ADDR: `127.0.0.1:${authPort}`, AUTH_METRICS_PORT: String(authMetricsPort), GATEWAY_BOOTSTRAP_KEY: '' } });
+    // The cluster's own edge keeps its streams on the cluster's auth: count from there.
+    const clusterEdgeMetrics = `${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`;
+    await eventually(async () => ((await metric(clusterEdgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the cluster edge\'s streams to be open', 10_000, 100);
+    const authMetrics = [`http://127.0.0.1:${cluster.ports.authMetrics}/metrics`, `http://127.0.0.1:${authMetricsPort}/metrics`];
+    const baseline = await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open');
+    const second = startAuth();
+    children.push(second);
+    await eventually(async () => (await fetch(`http://127.0.0.1:${authMetricsPort}/readyz`).catch(() => undefined))?.status === 200, 'the second auth to be ready', 30_000, 100);
+    const edge = spawn(process.execPath, ['services/edge/dist/main.js'], {
+      cwd: root, stdio: 'ignore',
+      env: {
+        ...common, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(edgePort), EDGE_AUTH_STREAMS: '4',
+        AUTH_SERVICE_ADDR: `ipv4:127.0.0.1:${cluster.ports.auth},127.0.0.1:${authPort}`,
+        ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`, EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
+      },
+    });
+    children.push(edge);
+    const origin = `http://127.0.0.1:${edgePort}`;
+    await eventually(async () => (await fetch(`${origin}/readyz`).catch(() => undefined))?.status === 200, 'the edge to be ready', 30_000, 100);
+    // The edge's four streams, two on each replica.
+    await eventually(async () => {
+      const open = await Promise.all(authMetrics.map((url) => metric(url, 'gateway_auth_decide_streams_open')));
+      return open[0] === baseline + 2 && open[1] === 2 ? true : undefined;
+    }, 'two decision streams on each auth replica', 10_000, 100);
+
+    const request = () => fetch(`${origin}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'hello' }] }),
+      signal: AbortSignal.timeout(10_000),
+    }).then(async (response) => ({ status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() }));
+
+    // Eight clients in a loop for 1.5 s; the second replica dies half a second in.
+    const answers: Array<Awaited<ReturnType<typeof request>>> = [];
+    const until = Date.now() + 1_500;
+    const killed = new Promise((resolve) => setTimeout(resolve, 500)).then(() => stopProcess(second, 'SIGKILL'));
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (Date.now() < until) answers.push(await request());
+    }));
+    await killed;
+    expect(answers.length).toBeGreaterThan(20);
+    for (const answer of answers) {
+      if (answer.status === 200) continue;
+      expect(answer.status).toBe(503);
+      expect(answer.retryAfter).toBeTruthy();
+      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'auth_unavailable' } });
+    }
+
+    // From here on every request is decided, over streams reopened on the replica left.
+    await eventually(async () => ((await metric(`${origin}/metrics`, 'gateway_auth_streams_open')) === 4 ? true : undefined), 'the edge to reopen its four streams', 10_000, 100);
+    expect(await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open')).toBe(baseline + 4);
+    const streamedBefore = await metric(`${origin}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
+    const later = await Promise.all(Array.from({ length: 20 }, () => request()));
+    expect(later.map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 200));
+    expect(await metric(`${origin}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(streamedBefore + 20);
   });
 });
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
-import { callUnary, createClient, GatewayError, GrpcStatus, type GatewayServer } from '@gateway/grpc';
+import { callUnary, createClient, GatewayError, GrpcStatus, StreamedCalls, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import {
   loadGatewayGrpc, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput, type GetKeyRequest, type KeyInfoOutput,
@@ -28,10 +28,21 @@ async function startAuth(url: string, prefix: string) {
   const server: GatewayServer = createServer({ keys, limiter, plans, logger });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
+  // Decisions over one Decide stream only: a call made while it is not open fails instead of going unary.
+  const notOnTheStream = () => Promise.reject(new Error('the Decide stream is not open'));
+  const decisions = new StreamedCalls<{ check_key: [CheckKeyRequest, CheckKeyResponseOutput]; settle_usage: [SettleUsageRequest, SettleUsageResponseOutput] }>({
+    open: () => client.Decide(), streams: 1, unary: { check_key: notOnTheStream, settle_usage: notOnTheStream },
+  });
   return {
     redis,
     keys,
     client,
+    decisions,
+    /** CheckKey and SettleUsage as messages on the Decide stream, once it is open. */
+    streamed: {
+      reserve: async (request: CheckKeyRequest) => { await eventually(() => decisions.openStreams === 1, 'the Decide stream to open'); return decisions.call('check_key', request, { deadlineMs: 3_000 }); },
+      settle: async (request: SettleUsageRequest) => { await eventually(() => decisions.openStreams === 1, 'the Decide stream to open'); return decisions.call('settle_usage', request, { deadlineMs: 3_000 }); },
+    },
     checkKey: (apiKey: string) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(client, client.CheckKey, { api_key: apiKey, request_id: randomUUID() }, { deadlineMs: 3_000 }),
     createKey: (request: CreateKeyRequest) => callUnary<CreateKeyRequest, CreateKeyResponseOutput>(client, client.CreateKey, request, { deadlineMs: 3_000 }),
     listKeys: () => callUnary<ListKeysRequest, ListKeysResponseOutput>(client, client.ListKeys, {}, { deadlineMs: 3_000 }),
@@ -40,7 +51,8 @@ async function startAuth(url: string, prefix: string) {
     getKey: (keyId: string) => callUnary<GetKeyRequest, KeyInfoOutput>(client, client.GetKey, { key_id: keyId }, { deadlineMs: 3_000 }),
     updateKey: (request: UpdateKeyRequest) => callUnary<UpdateKeyRequest, KeyInfoOutput>(client, client.UpdateKey, request, { deadlineMs: 3_000 }),
     settle: (request: SettleUsageRequest) => callUnary<SettleUsageRequest, SettleUsageResponseOutput>(client, client.SettleUsage, request, { deadlineMs: 3_000 }),
-    stop: async () => { client.close(); await server.shutdown(1_000); redis.disconnect(); },
+    shutdown: (graceMs: number) => server.shutdown(graceMs),
+    stop: async () => { await decisions.close(500); client.close(); await server.shutdown(1_000); redis.disconnect(); },
   };
 }
 
@@ -270,6 +282,56 @@ describe('AuthService', () => {
       .toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'catalog_fallbacks_override' });
   });
 
+  it('decides over the Decide stream exactly as over CheckKey and SettleUsage, on the same counters', async () => {
+    const created = await createKey('PLAN_STARTER');
+    const secret = created.secret!;
+    const streamedAllow = await auth.streamed.reserve({ api_key: secret, request_id: 's1', reserve_tokens: 40_000, reservation_id: randomUUID() });
+    const unaryAllow = await auth.reserve({ api_key: secret, request_id: 'u1', reserve_tokens: 10, reservation_id: randomUUID() });
+    expect(streamedAllow).toMatchObject({ decision: 'DECISION_ALLOW', key_id: created.key!.key_id, plan: 'PLAN_STARTER', catalog_fallbacks: unaryAllow.catalog_fallbacks, requests: { limit: 60, remaining: 59 }, tokens: { remaining: 60_000 } });
+    expect(unaryAllow).toMatchObject({ decision: 'DECISION_ALLOW', requests: { remaining: 58 }, tokens: { remaining: 59_990 } });
+    expect(Object.keys(streamedAllow).sort()).toEqual(Object.keys(unaryAllow).sort());
+
+    // A denial with its retry-after is payload on both paths.
+    const streamedTooMuch = await auth.streamed.reserve({ api_key: secret, reserve_tokens: 70_000, reservation_id: randomUUID() });
+    const unaryTooMuch = await auth.reserve({ api_key: secret, reserve_tokens: 70_000, reservation_id: randomUUID() });
+    for (const denial of [streamedTooMuch, unaryTooMuch]) {
+      expect(denial).toMatchObject({ decision: 'DECISION_DENY_TOKEN_LIMIT', tokens: { remaining: 59_990 } });
+      expect(denial.message).toMatch(/^Rate limit reached on tokens per minute: limit 100000, used 40010, requested 70000\. Please try again in (59|60)s\.$/);
+      expect(denial.retry_after_ms).toBeGreaterThan(58_000);
+      expect(denial.retry_after_ms).toBeLessThanOrEqual(60_000);
+    }
+
+    // The requests per minute run out over the stream (calls in flight together), then both paths deny.
+    const burst = await Promise.all(Array.from({ length: 60 }, () => auth.streamed.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() })));
+    expect(burst.filter((decision) => decision.decision === 'DECISION_ALLOW')).toHaveLength(58);
+    for (const denial of [await auth.streamed.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() }), await auth.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() })]) {
+      expect(denial).toMatchObject({ decision: 'DECISION_DENY_REQUEST_LIMIT', requests: { limit: 60, remaining: 0 } });
+      expect(denial.retry_after_ms).toBeGreaterThan(0);
+      expect(denial.retry_after_ms).toBeLessThanOrEqual(60_000);
+    }
+
+    expect(await auth.streamed.reserve({ api_key: `br-${'x'.repeat(40)}` })).toEqual(await auth.reserve({ api_key: `br-${'x'.repeat(40)}` }));
+    expect(await auth.streamed.settle({ reservation_id: streamedAllow.reservation_id!, actual_tokens: 900 })).toEqual({ outcome: 'SETTLE_OUTCOME_SETTLED', delta_tokens: -39_100, tokens_in_window: 910 + 58 });
+    expect(await auth.streamed.settle({ reservation_id: streamedAllow.reservation_id!, actual_tokens: 900 })).toMatchObject({ outcome: 'SETTLE_OUTCOME_ALREADY_SETTLED' });
+    const malformed = await auth.streamed.settle({ reservation_id: 'nope', actual_tokens: 1 }).catch((caught: unknown) => caught);
+    expect(malformed).toBeInstanceOf(GatewayError);
+    expect(malformed).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'reservation_id' });
+  });
+
+  it('ends its Decide streams on shutdown without waiting out its grace', async () => {
+    const leaving = await startAuth(await redisUrl(), prefix);
+    try {
+      const created = await createKey('PLAN_PRO');
+      expect(await leaving.streamed.reserve({ api_key: created.secret!, reserve_tokens: 1, reservation_id: randomUUID() })).toMatchObject({ decision: 'DECISION_ALLOW' });
+      const started = Date.now();
+      await leaving.shutdown(10_000);
+      expect(Date.now() - started).toBeLessThan(1_500);
+      await eventually(() => leaving.decisions.openStreams === 0, 'the caller to see its stream end');
+    } finally {
+      await leaving.stop();
+    }
+  });
+
   it('answers UNAVAILABLE quickly, never a decision, when Redis is unreachable', async () => {
     const down = await startAuth('redis://127.0.0.1:1', `test-${randomUUID()}:auth:`);
     try {
@@ -278,6 +340,10 @@ describe('AuthService', () => {
       expect(Date.now() - started).toBeLessThan(1_000);
       expect(error).toBeInstanceOf(GatewayError);
       expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'auth_unavailable', message: 'The key service cannot decide right now.' });
+      // The same over the Decide stream: a failure to decide, never a decision.
+      const streamed = await down.streamed.reserve({ api_key: `br-${'a'.repeat(40)}`, reserve_tokens: 1 }).catch((caught: unknown) => caught);
+      expect(streamed).toBeInstanceOf(GatewayError);
+      expect(streamed).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'auth_unavailable', message: 'The key service cannot decide right now.', retryable: true });
       // A malformed key needs no lookup, so it is still denied.
       expect((await down.checkKey('nope')).decision).toBe('DECISION_DENY_INVALID_KEY');
     } finally {

@@ -1,8 +1,8 @@
-import { GatewayError, GrpcStatus, unary } from '@gateway/grpc';
+import { GatewayError, GrpcStatus, serveStreamedCalls, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type {
-  AuthServiceHandlers, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, GetKeyRequestOutput, KeyInfo, LimitState,
+  AuthServiceHandlers, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, DecideRequestOutput, DecideResponse, GetKeyRequestOutput, KeyInfo, LimitState,
   ListKeysResponse, MinuteLimit, MinuteLimitOutput, RevokeKeyRequestOutput, SettleUsageRequestOutput, SettleUsageResponse, UpdateKeyRequestOutput,
 } from '@gateway/proto';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
@@ -70,11 +70,19 @@ function seconds(ms: number): string {
   return `${Math.max(1, Math.ceil(ms / 1000))}s`;
 }
 
+/** The AuthService's handlers, and the drain of its Decide streams on shutdown. */
+export interface AuthService {
+  handlers: AuthServiceHandlers;
+  /** Asks every Decide caller to move to another replica; resolves when their streams ended. */
+  drain(patienceMs: number): Promise<void>;
+}
+
 /**
- * The AuthService handlers. CheckKey answers a decision for every key it can look up; a key store
- * failure is an UNAVAILABLE error (never an allow), so the edge refuses the request with a 503.
+ * The AuthService. CheckKey answers a decision for every key it can look up; a key store failure
+ * is an UNAVAILABLE error (never an allow), so the edge refuses the request with a 503. Decide
+ * runs the very same CheckKey and SettleUsage functions for each message of its stream.
  */
-export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthServiceHandlers {
+export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
   const { keys, limiter, plans, logger } = dependencies;
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const decisions = new prometheus.Counter({ name: 'gateway_auth_decisions_total', help: 'CheckKey decisions, by decision.', labelNames: ['decision'], registers });
@@ -225,7 +233,9 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
     return toKeyInfo(revoked, plans);
   }
 
-  return {
+  const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
+  new prometheus.Gauge({ name: 'gateway_auth_decide_streams_open', help: 'Decide streams open from callers (edges).', registers, collect() { this.set(decide.openStreams); } });
+  const handlers: AuthServiceHandlers = {
     CheckKey: unary(checkKey, 'CheckKey', report),
     CreateKey: unary(createKey, 'CreateKey', report),
     ListKeys: unary(listKeys, 'ListKeys', report),
@@ -233,5 +243,7 @@ export function createAuthHandlers(dependencies: AuthServiceDependencies): AuthS
     GetKey: unary(getKey, 'GetKey', report),
     UpdateKey: unary(updateKey, 'UpdateKey', report),
     SettleUsage: unary(settleUsage, 'SettleUsage', report),
+    Decide: decide.handler,
   };
+  return { handlers, drain: decide.drain };
 }

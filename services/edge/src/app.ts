@@ -8,6 +8,7 @@ import cors from '@fastify/cors';
 import type { Logger } from '@gateway/logger';
 import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent } from '@gateway/proto';
 import { prometheus } from '@gateway/observability';
+import type { AuthDecisions } from './auth-decisions.js';
 import type { CatalogView } from './catalog-view.js';
 import type { EdgeConfig } from './config.js';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
@@ -21,6 +22,8 @@ export interface EdgeDependencies {
   logger: Logger;
   registry: prometheus.Registry;
   auth: AuthServiceClient;
+  /** Quota decisions and settlements, on long-lived streams to auth. */
+  decisions: AuthDecisions;
   router: RouterServiceClient;
   executor: ExecutorServiceClient;
   catalog: CatalogView;

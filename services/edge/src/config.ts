@@ -11,6 +11,11 @@ export const EdgeConfigSchema = Type.Object({
   LOG_LEVEL: Type.String({ default: 'info' }),
   /** Largest accepted request body. */
   EDGE_BODY_LIMIT_BYTES: Type.Integer({ default: 16 * 1024 * 1024, minimum: 1024 }),
+  /**
+   * Long-lived streams carrying quota decisions and settlements to auth, spread over its replicas;
+   * 0 makes one unary call per decision.
+   */
+  EDGE_AUTH_STREAMS: Type.Integer({ default: 2, minimum: 0, maximum: 64 }),
   /** Deadline of auth and router calls. */
   EDGE_CONTROL_DEADLINE_MS: Type.Integer({ default: 2000, minimum: 10 }),
   /** Deadline of a whole completion, stream included. */

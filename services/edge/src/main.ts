@@ -1,6 +1,7 @@
 /**
- * Runs the edge: reads config, opens long-lived channels to auth, router and executor, watches
- * the router's catalog, connects to NATS for usage events, listens, and shuts down gracefully.
+ * Runs the edge: reads config, opens long-lived channels to auth (with decision streams on it),
+ * router and executor, watches the router's catalog, connects to NATS for usage events, listens,
+ * and shuts down gracefully.
  */
 import { createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
@@ -8,6 +9,7 @@ import { UsagePublisher, connectNats, drainNats, ensureUsageStream } from '@gate
 import { createRegistry, onShutdownSignal } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
+import { createAuthDecisions } from './auth-decisions.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 
@@ -17,6 +19,7 @@ const registry = createRegistry('edge');
 const grpc = loadGatewayGrpc().gateway;
 
 const auth = createClient(grpc.auth.v1.AuthService, config.AUTH_SERVICE_ADDR);
+const decisions = createAuthDecisions(auth, config.EDGE_AUTH_STREAMS, registry, logger);
 const router = createClient(grpc.router.v1.RouterService, config.ROUTER_SERVICE_ADDR);
 const executor = createClient(grpc.executor.v1.ExecutorService, config.EXECUTOR_SERVICE_ADDR);
 const health = [config.AUTH_SERVICE_ADDR, config.ROUTER_SERVICE_ADDR, config.EXECUTOR_SERVICE_ADDR].map((address) => createHealthClient(address));
@@ -39,7 +42,7 @@ async function ready(): Promise<boolean> {
   return readyCache.value;
 }
 
-const app = await buildEdgeApp({ config, logger, registry, auth, router, executor, catalog, usage, ready });
+const app = await buildEdgeApp({ config, logger, registry, auth, decisions, router, executor, catalog, usage, ready });
 await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
 
 const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000, async () => {
@@ -48,5 +51,7 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   catalog.stop();
   await usage.flush(5_000);
   await drainNats(nats, 2_000);
+  // Settlements still in flight are answered before the streams and the channel close.
+  await decisions.close(2_000);
   for (const client of [auth, router, executor, ...health]) client.close();
 });

@@ -4,8 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { GatewayError, GrpcStatus, callUnary } from '@gateway/grpc';
-import type { CheckKeyRequest, CheckKeyResponseOutput, SettleUsageRequest, SettleUsageResponseOutput } from '@gateway/proto';
+import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import type { CheckKeyResponseOutput, SettleUsageRequest } from '@gateway/proto';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError } from '../errors.js';
 import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
@@ -41,7 +41,9 @@ export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId
   let decision: CheckKeyResponseOutput;
   try {
     const checkOnly = reserveTokens <= 0;
-    decision = await callUnary<CheckKeyRequest, CheckKeyResponseOutput>(deps.auth, deps.auth.CheckKey, { api_key: apiKey, request_id: requestId, reserve_tokens: Math.max(0, reserveTokens), reservation_id: checkOnly ? '' : randomUUID(), check_only: checkOnly }, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal });
+    // Sent once: a check whose answer is lost (deadline, a broken stream) has an unknown outcome
+    // and is refused, never resent, so a request is never charged twice.
+    decision = await deps.decisions.call('check_key', { api_key: apiKey, request_id: requestId, reserve_tokens: Math.max(0, reserveTokens), reservation_id: checkOnly ? '' : randomUUID(), check_only: checkOnly }, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal });
   } catch (error) {
     const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
     deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
@@ -108,7 +110,7 @@ async function settleWithRetries(deps: EdgeDependencies, settlement: SettleUsage
   const requestId = settlement.request_id ?? '';
   for (let attempt = 0; ; attempt += 1) {
     try {
-      await callUnary<SettleUsageRequest, SettleUsageResponseOutput>(deps.auth, deps.auth.SettleUsage, settlement, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId });
+      await deps.decisions.call('settle_usage', settlement, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId });
       return;
     } catch (error) {
       const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);

@@ -1,0 +1,38 @@
+/**
+ * The edge's quota decisions and settlements, carried on a few long-lived Decide streams to auth
+ * (a message each, instead of a unary call's HTTP/2 stream each), unary while no stream is open.
+ */
+import { StreamedCalls, callUnary } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+import type { AuthServiceClient, CheckKeyRequest, CheckKeyResponseOutput, SettleUsageRequest, SettleUsageResponseOutput } from '@gateway/proto';
+
+/** The calls the edge makes on a Decide stream, by their names in DecideRequest's oneof. */
+export type AuthDecisionMethods = {
+  check_key: [CheckKeyRequest, CheckKeyResponseOutput];
+  settle_usage: [SettleUsageRequest, SettleUsageResponseOutput];
+};
+
+/** CheckKey and SettleUsage over Decide streams, each call with its own deadline and signal. */
+export type AuthDecisions = StreamedCalls<AuthDecisionMethods>;
+
+/**
+ * Opens `streams` Decide streams on the auth channel (0: every call unary) and counts each call's
+ * path (`gateway_auth_calls_total`) and the open streams (`gateway_auth_streams_open`). Close it
+ * before the channel.
+ */
+export function createAuthDecisions(auth: AuthServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): AuthDecisions {
+  const calls = new prometheus.Counter({ name: 'gateway_auth_calls_total', help: 'Quota decisions and settlements sent to auth, by method and path (stream or unary).', labelNames: ['method', 'path'], registers: [registry] });
+  const decisions: AuthDecisions = new StreamedCalls<AuthDecisionMethods>({
+    open: () => auth.Decide(),
+    streams,
+    unary: {
+      check_key: (request, options) => callUnary(auth, auth.CheckKey, request, options),
+      settle_usage: (request, options) => callUnary(auth, auth.SettleUsage, request, options),
+    },
+    onCall: (method, path) => calls.inc({ method, path }),
+    onStreamBroken: (error) => logger.warn({ reason: error.reason }, 'a decision stream to auth broke; its calls in flight failed and it reopens'),
+  });
+  new prometheus.Gauge({ name: 'gateway_auth_streams_open', help: 'Decision streams to auth open and taking calls.', registers: [registry], collect() { this.set(decisions.openStreams); } });
+  return decisions;
+}
