@@ -1,15 +1,16 @@
 /**
- * The cost of a quota decision. Open-loop, paced load on auth's CheckKey (the whole decision: key
+ * The cost of a quota decision. Open-loop, paced load on auth's decision (the whole of it: key
  * lookup, both limits, the reservation, one Redis script call) at 1,000 and 5,000 decisions/s,
+ * both as a unary CheckKey call each and as messages on open Decide streams (what the edge uses),
  * with latency measured from each call's scheduled start, so a stall is charged to every call it
- * delays (no coordinated omission). Then the edge's added latency with everything warm: a metered
- * key (decision, reservation and settlement) against an unlimited one (lookup only) and against
- * the executor alone. Target: decision p99 under 1 ms.
+ * delays (no coordinated omission), and the CPU each side spends per decision. Then the edge's
+ * added latency with everything warm: a metered key (decision, reservation and settlement) against
+ * an unlimited one (lookup only) and against the executor alone. Target: decision p99 under 1 ms.
  */
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { Redis } from 'ioredis';
-import { callUnary, createClient } from '@gateway/grpc';
+import { StreamedCalls, callUnary, createClient, type CallOptions } from '@gateway/grpc';
 import {
   loadGatewayGrpc, type AuthServiceClient, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput,
   type ExecuteRequest, type ExecuteResponseOutput, type SettleUsageRequest, type SettleUsageResponseOutput,
@@ -21,6 +22,8 @@ import { fixed, processCpuMs, summarize, table, timeSequential } from './measure
 const CATALOG = new URL('./catalog.yaml', import.meta.url).pathname;
 const KEYS = 500;
 const SECONDS = 5;
+/** Decide streams, as many as an edge opens by default (EDGE_AUTH_STREAMS). */
+const STREAMS = 2;
 
 /**
  * Sends `rate` calls per second for `seconds`, paced by the clock (every call due is sent on each
@@ -68,7 +71,7 @@ async function createKeys(auth: AuthServiceClient, count: number, plan: CreateKe
 
 export const suite: BenchSuite = {
   name: 'auth',
-  description: 'quota decision latency at 1,000 and 5,000 decisions/s (open loop), and the edge\'s added latency',
+  description: 'quota decision latency and CPU at 1,000 and 5,000 decisions/s (open loop), unary CheckKey vs Decide streams, and the edge\'s added latency',
   async run() {
     const cluster = await startCluster({ env: { CATALOG_PATH: CATALOG } });
     const grpc = loadGatewayGrpc().gateway;
@@ -79,13 +82,35 @@ export const suite: BenchSuite = {
       // Many Pro tenants, as in production: 5,000/s over 500 keys is 600 requests/min per key,
       // under Pro's 1,000, so every decision is a full allow with a reservation.
       const secrets = await createKeys(auth, KEYS, 'PLAN_PRO');
-      const check = (index: number) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(auth, auth.CheckKey, {
-        api_key: secrets[index % KEYS], request_id: 'bench', reserve_tokens: 50, reservation_id: randomUUID(),
-      }, { deadlineMs: 5000 }).then((decision) => {
+      let unaryFallbacks = 0;
+      const streamed = new StreamedCalls<{ check_key: [CheckKeyRequest, CheckKeyResponseOutput]; settle_usage: [SettleUsageRequest, SettleUsageResponseOutput] }>({
+        open: () => auth.Decide(),
+        streams: STREAMS,
+        unary: {
+          check_key: (request, options) => callUnary(auth, auth.CheckKey, request, options),
+          settle_usage: (request, options) => callUnary(auth, auth.SettleUsage, request, options),
+        },
+        onCall: (_method, path) => { if (path === 'unary') unaryFallbacks += 1; },
+      });
+      while (streamed.openStreams < STREAMS) await new Promise((resolve) => setTimeout(resolve, 10));
+      const options: CallOptions = { deadlineMs: 5000 };
+      const checkRequest = (index: number): CheckKeyRequest => ({ api_key: secrets[index % KEYS], request_id: 'bench', reserve_tokens: 50, reservation_id: randomUUID() });
+      const allowed = (decision: CheckKeyResponseOutput) => {
         if (decision.decision !== 'DECISION_ALLOW') throw new Error(decision.decision);
         return decision;
-      });
-      await openLoop(1000, 2, check);
+      };
+      const paths = {
+        unary: {
+          check: (index: number) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(auth, auth.CheckKey, checkRequest(index), options).then(allowed),
+          settle: (request: SettleUsageRequest) => callUnary<SettleUsageRequest, SettleUsageResponseOutput>(auth, auth.SettleUsage, request, options),
+        },
+        stream: {
+          check: (index: number) => streamed.call('check_key', checkRequest(index), options).then(allowed),
+          settle: (request: SettleUsageRequest) => streamed.call('settle_usage', request, options),
+        },
+      };
+      await openLoop(1000, 2, paths.unary.check);
+      await openLoop(1000, 2, paths.stream.check);
 
       const scriptStats = async () => {
         const info = await redis.info('commandstats');
@@ -95,26 +120,35 @@ export const suite: BenchSuite = {
       const before = await scriptStats();
       const rows: Array<Array<string | number>> = [];
       const authPid = cluster.processes.auth.pid!;
-      for (const rate of [1000, 5000]) {
-        const cpuBefore = processCpuMs(authPid);
-        const { fromSchedule, fromSend, failures } = await openLoop(rate, SECONDS, check);
-        const cpu = (processCpuMs(authPid) - cpuBefore) / (rate * SECONDS);
+      /** Runs one open loop and adds its row: latencies, and each side's CPU per call. */
+      const measure = async (label: string, rate: number, seconds: number, call: (index: number) => Promise<unknown>) => {
+        const authCpuBefore = processCpuMs(authPid);
+        const callerCpuBefore = process.cpuUsage();
+        const { fromSchedule, fromSend, failures } = await openLoop(rate, seconds, call);
+        const callerCpu = process.cpuUsage(callerCpuBefore);
+        const calls = rate * seconds;
+        const authCpuUs = ((processCpuMs(authPid) - authCpuBefore) * 1000) / calls;
         const service = summarize(fromSend);
         const waited = summarize(fromSchedule);
-        rows.push([`CheckKey at ${rate}/s`, service.count, failures, fixed(service.p50, 3), fixed(service.p99, 3), fixed(waited.p50, 3), fixed(waited.p99, 3), fixed(cpu * 1000, 0)]);
+        rows.push([label, service.count, failures, fixed(service.p50, 3), fixed(service.p99, 3), fixed(waited.p50, 3), fixed(waited.p99, 3), fixed(authCpuUs, 0), fixed((callerCpu.user + callerCpu.system) / calls, 0)]);
+      };
+      for (const rate of [1000, 5000]) {
+        await measure(`CheckKey, unary, at ${rate}/s`, rate, SECONDS, paths.unary.check);
+        await measure(`CheckKey on ${STREAMS} Decide streams, at ${rate}/s`, rate, SECONDS, paths.stream.check);
       }
-      const reservations: string[] = [];
-      for (let index = 0; index < 2000; index += 1) reservations.push((await check(index)).reservation_id!);
-      const settle = await openLoop(1000, 2, (index) => callUnary<SettleUsageRequest, SettleUsageResponseOutput>(auth, auth.SettleUsage, { reservation_id: reservations[index]!, actual_tokens: 20, request_id: 'bench' }, { deadlineMs: 5000 }));
-      const settleService = summarize(settle.fromSend);
-      const settleWaited = summarize(settle.fromSchedule);
-      rows.push(['SettleUsage at 1000/s', settleService.count, settle.failures, fixed(settleService.p50, 3), fixed(settleService.p99, 3), fixed(settleWaited.p50, 3), fixed(settleWaited.p99, 3), '-']);
+      for (const [name, path] of [['unary', paths.unary], [`on ${STREAMS} Decide streams`, paths.stream]] as const) {
+        const reservations: string[] = [];
+        for (let index = 0; index < 2000; index += 1) reservations.push((await path.check(index)).reservation_id!);
+        await measure(`SettleUsage, ${name}, at 1000/s`, 1000, 2, (index) => path.settle({ reservation_id: reservations[index]!, actual_tokens: 20, request_id: 'bench' }));
+      }
+      await streamed.close();
 
       const after = await scriptStats();
       // The floor of any Redis round trip from a Node process on this machine.
       const ping = summarize(await timeSequential(2000, 200, () => redis.ping()));
       console.log(`Open loop, ${SECONDS} s per rate, ${KEYS} Pro keys; latency in ms from each call's send, and from its scheduled start (queueing included):\n`);
-      table(['call', 'answered', 'failed (5 s deadline)', 'p50', 'p99', 'p50 from schedule', 'p99 from schedule', 'auth CPU µs/call'], rows);
+      table(['call', 'answered', 'failed (5 s deadline)', 'p50', 'p99', 'p50 from schedule', 'p99 from schedule', 'auth CPU µs/call', 'caller CPU µs/call'], rows);
+      console.log(`\n(Calls that found no open stream and went unary: ${unaryFallbacks}. The caller's CPU includes the load generator's own.)`);
       console.log(`\n(Machine load average while measuring: ${loadavg().map((value) => fixed(value, 1)).join(', ')} on ${cpus().length} cores.)`);
       const scriptUs = after.calls > before.calls ? (after.usec - before.usec) / (after.calls - before.calls) : Number.NaN;
       console.log(`\nInside Redis, the scripts took ${fixed(scriptUs, 1)} µs per call on average (INFO commandstats, every client of this Redis).`);
