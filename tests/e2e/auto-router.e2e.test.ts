@@ -101,6 +101,17 @@ describe('model: "auto"', () => {
     expect(metrics).toMatch(/gateway_router_decisions_total\{model="auto-economy",policy="balanced"[^}]*\} [1-9]/);
   });
 
+  it('routes on the request being asked, not on a long system prompt around it', async () => {
+    const persona = 'You are the support assistant of a large retailer. Follow the policy below exactly. '.repeat(40);
+    const greeting = await auto({ messages: [{ role: 'system', content: persona }, { role: 'user', content: 'hi' }] });
+    expect(greeting.routed_to).toBe('auto-economy');
+    const hard = await auto({ messages: [{ role: 'system', content: persona }, { role: 'user', content: HARD }] });
+    expect(hard.routed_to).toBe('auto-premium');
+    // A short follow-up is read with the request before it.
+    const followUp = await auto({ messages: [{ role: 'user', content: HARD }, { role: 'assistant', content: 'Here is the proof...' }, { role: 'user', content: 'why?' }] });
+    expect(followUp.routed_to).toBe('auto-premium');
+  });
+
   it('streams too, and the gateway object on the last chunk names the choice', async () => {
     const stream = await client.chat.completions.create({ model: 'auto', stream: true, messages: [{ role: 'user', content: 'hello there' }] });
     let gateway: GatewayInfo | undefined;

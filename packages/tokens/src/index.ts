@@ -55,3 +55,5 @@ export function countPromptTokens(request: Pick<ChatRequest, 'messages' | 'tools
   }
   return tokens;
 }
+
+export * from './routing-text.js';

@@ -44,6 +44,7 @@ describe('AutoRouterScorer', () => {
     expect(math).toBeGreaterThan(scorer.score('hi there'));
     expect(code).toBeGreaterThan(writing);
     expect(scorer.score(HARD_PROMPT)).toBeGreaterThanOrEqual(scorer.model.tierThresholds.premium);
+    expect(scorer.score('Prove that there are infinitely many prime numbers.')).toBeGreaterThanOrEqual(scorer.model.tierThresholds.premium);
   });
 
   it('refuses a model file that does not match its features', () => {
@@ -55,15 +56,15 @@ describe('AutoRouterScorer', () => {
 });
 
 describe('promptText', () => {
-  it('joins user, system and developer texts as the edge does, and ignores the rest', () => {
+  it('reads OpenAI messages as the edge reads the request: the last user message, text parts included', () => {
     expect(promptText([
-      { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: [{ type: 'text', text: 'Look:' }, { type: 'image_url', image_url: { url: 'x' } }] },
+      { role: 'system', content: 'Be brief. '.repeat(200) },
+      { role: 'user', content: [{ type: 'text', text: 'Look at this chart of quarterly revenue by region:' }, { type: 'image_url', image_url: { url: 'x' } }] },
       { role: 'assistant', content: 'Sure.' },
       { role: 'user', content: 'Why?' },
-    ])).toBe('Be brief.\nLook:\nWhy?');
+    ])).toBe('Look at this chart of quarterly revenue by region:\nWhy?');
     expect(promptText('not messages')).toBe('');
-    expect(promptText([null, { role: 'user' }])).toBe('');
+    expect(promptText([null, { role: 'user' }, { role: 'robot', content: 'x' }])).toBe('');
     expect(promptText([{ role: 'user', content: 'x'.repeat(20_000) }])).toHaveLength(16_384);
   });
 });

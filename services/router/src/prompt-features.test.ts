@@ -29,6 +29,9 @@ describe('promptFeatures', () => {
     expect(feature('hi there, how are you?', 'greeting_or_small_talk')).toBeGreaterThan(0);
     expect(feature('Which is largest?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer:', 'enumerated_lines')).toBeGreaterThan(feature('Which is largest?', 'enumerated_lines'));
     expect(feature('Which is largest?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer:', 'numeric_options')).toBe(1);
+    expect(feature('Prove that the square root of 2 is irrational.', 'proof_or_derivation')).toBe(1);
+    expect(feature('Derive the variance of a binomial distribution.', 'proof_or_derivation')).toBe(1);
+    expect(feature('What is the square root of 2?', 'proof_or_derivation')).toBe(0);
     expect(feature('hi', 'short_prompt')).toBeGreaterThan(0.9);
     expect(feature('one two three four five six seven eight nine ten eleven twelve', 'short_prompt')).toBe(0);
   });

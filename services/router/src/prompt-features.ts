@@ -63,6 +63,7 @@ export const PROMPT_FEATURE_NAMES = [
   'hypothetical',
   'stem_words',
   'log_distinct_stem_numbers',
+  'proof_or_derivation',
 ] as const;
 
 /** How many features there are. */
@@ -120,6 +121,7 @@ const NEGATED = /\b(?:not|except|least|false|incorrect)\b/;
 const SELECTION = /\bwhich\b|\bfollowing\b/;
 const PASSAGE = /refers to the following|following (?:passage|excerpt|information|quote)|read the following/;
 const HYPOTHETICAL = /\bsuppose|\bassume|\bimagine|\bif\b.*\bwould\b/;
+const PROOF = /\b(?:prove|proof|show that|derive|derivation|demonstrate that)\b/;
 const PERSON = /\b(?:i|i'm|i've|me|my|mine|we|our|you|your|you're)\b/g;
 const WHAT_WHICH = /\b(?:what|which|who|whom|whose|where|when)\b/g;
 const WHY_HOW = /\b(?:why|how)\b/g;
@@ -235,5 +237,7 @@ export function promptFeatures(text: string): number[] {
     // longer, so only a hand-set prior gives this a weight (a short message rarely needs a strong model).
     Math.max(0, 1 - words.length / SHORT_PROMPT_WORDS),
     ...optionFeatures(head, lower),
+    // A proof or derivation asked for: open-ended reasoning, which the training data lacks.
+    PROOF.test(lower) ? 1 : 0,
   ];
 }

@@ -38,7 +38,7 @@ export const DEFAULT_TRAINING_OPTIONS: TrainingOptions = {
   l2: 2e-2,
   newtonSteps: 12,
   subjectFolds: 5,
-  priors: { code_syntax: 1.2, log_characters: 1, code_words: 1.2, writing_verbs: -0.6, greeting_or_small_talk: -2.5, short_prompt: -2 },
+  priors: { code_syntax: 1.2, log_characters: 1, code_words: 1.2, writing_verbs: -0.6, greeting_or_small_talk: -2.5, short_prompt: -2, proof_or_derivation: 2 },
   premiumShare: 0.25,
   standardOrBetterShare: 0.6,
 };

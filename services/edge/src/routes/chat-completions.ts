@@ -9,7 +9,7 @@ import type {
   ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteResponseOutput, ExecuteStreamEventOutput,
   ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
 } from '@gateway/proto';
-import { countPromptTokens, countTextTokens } from '@gateway/tokens';
+import { countPromptTokens, countTextTokens, routingText } from '@gateway/tokens';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError, errorBody, toRequestError } from '../errors.js';
 import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
@@ -68,18 +68,6 @@ function modelNotFound(modelId: string): RequestError {
   return new RequestError(404, `The model \`${modelId}\` does not exist or you do not have access to it.`, { param: 'model', code: 'model_not_found' });
 }
 
-function lastUserText(parsed: ParsedChatRequest): string {
-  const texts: string[] = [];
-  for (const message of parsed.request.messages ?? []) {
-    if (message.role !== 'ROLE_USER' && message.role !== 'ROLE_SYSTEM' && message.role !== 'ROLE_DEVELOPER') continue;
-    if (message.text !== undefined) texts.push(message.text);
-    for (const part of message.parts?.parts ?? []) if (part.text !== undefined) texts.push(part.text);
-  }
-  const text = texts.join('\n');
-  // The scorer reads the end of the conversation most; 16k characters are plenty.
-  return text.length > 16_384 ? text.slice(-16_384) : text;
-}
-
 /** Registers the route. */
 export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependencies): void {
   const { config, catalog } = deps;
@@ -95,7 +83,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const route = await callUnary<RouteRequest, RouteResponseOutput>(deps.router, deps.router.Route, {
       request_id: requestId,
       model: modelId,
-      prompt_text: modelId === 'auto' ? lastUserText(parsed) : '',
+      prompt_text: modelId === 'auto' ? routingText(parsed.request.messages ?? []) : '',
       policy: modelId === 'auto' ? policy ?? '' : '',
       traits: {
         needs_tools: parsed.needsTools,
