@@ -66,4 +66,43 @@ describe('startDurableConsumer', () => {
       await consumer.stop();
     }
   });
+
+  it('handles the messages of a burst together, each exactly once, and stops without losing any', async () => {
+    const subject = `test.${id}.usage.v1.burst`;
+    const js = nc.jetstream();
+    const ids = Array.from({ length: 300 }, (_, index) => `burst-${index}`);
+    await Promise.all(ids.map((eventId) => js.publish(subject, encodeUsageEvent({ event_id: eventId, model_id: 'm' }))));
+
+    const seen = new Map<string, number>();
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const start = () => startDurableConsumer<UsageEventOutput>(nc, {
+      stream: names.stream, durableName: `burst-${id}`, filterSubject: subject, decode: decodeUsageEvent, logger, backoffMs: [500], batchSize: 64,
+      handle: async (event) => {
+        inFlight += 1;
+        mostInFlight = Math.max(mostInFlight, inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        seen.set(event.event_id!, (seen.get(event.event_id!) ?? 0) + 1);
+        inFlight -= 1;
+      },
+    });
+    // Stopped partway and started again, as a restarted replica: whatever was in flight is
+    // finished or handed back, never dropped.
+    const first = await start();
+    await eventually(() => seen.size >= 50, 'some of the burst to be handled', 10_000);
+    await first.stop();
+    const second = await start();
+    try {
+      await eventually(() => seen.size === ids.length, 'every message of the burst to be handled', 15_000);
+      expect(mostInFlight).toBeGreaterThan(1);
+      const manager = await nc.jetstreamManager();
+      await eventually(async () => {
+        const info = await manager.consumers.info(names.stream, `burst-${id}`);
+        return info.num_ack_pending === 0 && info.num_pending === 0;
+      }, 'nothing left pending or unacknowledged', 5_000);
+      expect([...seen.values()].every((count) => count === 1)).toBe(true);
+    } finally {
+      await second.stop();
+    }
+  });
 });
