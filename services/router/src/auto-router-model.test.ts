@@ -45,6 +45,10 @@ describe('AutoRouterScorer', () => {
     expect(code).toBeGreaterThan(writing);
     expect(scorer.score(HARD_PROMPT)).toBeGreaterThanOrEqual(scorer.model.tierThresholds.premium);
     expect(scorer.score('Prove that there are infinitely many prime numbers.')).toBeGreaterThanOrEqual(scorer.model.tierThresholds.premium);
+    // A prompt in another script is read as words, not as a one-word message.
+    expect(scorer.score('一个商店以每支3元的价格出售铅笔，小明买了15支铅笔和4本笔记本，每本笔记本12元。他付了100元，应该找回多少钱？请一步一步地解答。'))
+      .toBeGreaterThanOrEqual(scorer.model.tierThresholds.standard);
+    expect(scorer.score('Привет!')).toBeLessThan(scorer.model.tierThresholds.standard);
   });
 
   it('refuses a model file that does not match its features', () => {

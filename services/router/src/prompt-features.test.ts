@@ -37,6 +37,17 @@ describe('promptFeatures', () => {
   });
 });
 
+describe('words in any script', () => {
+  it('counts Cyrillic, Greek and accented words, and Chinese and Japanese characters', () => {
+    const russian = 'Напишите функцию на Python, которая объединяет пересекающиеся интервалы в списке и возвращает их отсортированными.';
+    expect(feature(russian, 'short_prompt')).toBe(0);
+    expect(feature(russian, 'log_words')).toBeCloseTo(Math.log1p(14) / 6, 10);
+    expect(feature('Ο Σωκράτης ήταν Αθηναίος φιλόσοφος της κλασικής εποχής.', 'log_words')).toBeCloseTo(Math.log1p(8) / 6, 10);
+    expect(feature('小明买了15支铅笔和4本笔记本，他应该找回多少钱？', 'short_prompt')).toBe(0);
+    expect(feature('Привет!', 'short_prompt')).toBeGreaterThan(0.9);
+  });
+});
+
 describe('answer option features', () => {
   const question = (stem: string, ...options: string[]) => `${stem}\n${options.map((option, index) => `${'ABCD'[index]}. ${option}`).join('\n')}\nAnswer:`;
 

@@ -78,7 +78,11 @@ export const SCANNED_CHARACTERS = 4_000;
 /** Prompts shorter than this many words count as short (see the `short_prompt` feature). */
 export const SHORT_PROMPT_WORDS = 12;
 
-const WORD = /[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*/g;
+// Words in any script: letters (with their combining marks), numbers, and each Chinese or Japanese
+// character on its own, since those scripts put no spaces between words. Counting only [a-z]
+// made every prompt in Russian, Greek or Chinese look like a one-word message.
+const WORD = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]|[\p{L}\p{M}]+(?:'[\p{L}\p{M}]+)?|\d+(?:[.,]\d+)*/gu;
+const isDigit = (code: number) => code >= 48 && code <= 57;
 const NUMBER = /\d+(?:[.,]\d+)*/g;
 const count = (text: string, pattern: RegExp): number => {
   pattern.lastIndex = 0;
@@ -183,7 +187,7 @@ export function promptFeatures(text: string): number[] {
   const head = text.length > SCANNED_CHARACTERS ? text.slice(0, SCANNED_CHARACTERS) : text;
   const lower = head.toLowerCase();
   const words = lower.match(WORD) ?? [];
-  const alphaWords = words.filter((word) => word.charCodeAt(0) >= 97);
+  const alphaWords = words.filter((word) => !isDigit(word.charCodeAt(0)));
   const letters = alphaWords.reduce((sum, word) => sum + word.length, 0);
   const numbers = head.match(NUMBER) ?? [];
   let digits = 0;
