@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { startCluster, type Cluster } from './cluster.js';
+import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
 
 const CATALOG = new URL('./fixtures/conformance-catalog.yaml', import.meta.url).pathname;
 const BODY_LIMIT = 64 * 1024;
@@ -319,55 +320,8 @@ describe('raw HTTP', () => {
 });
 
 describe('hostile bodies', () => {
-  /** A deterministic generator of mutated request bodies. */
-  function* hostileBodies(count: number): Generator<string> {
-    let state = 12345;
-    const random = () => { state = (state * 1103515245 + 12345) & 0x7fffffff; return state / 0x7fffffff; };
-    const values: unknown[] = [null, true, false, 0, -1, 1e308, -1e308, 2.5, '', 'x', 'auto', [], {}, [null], { a: 1 }, 'x'.repeat(3000), [1, 'a', null], { role: 'user' }, Number.MAX_SAFE_INTEGER + 2, '\u0000\ud800', { type: 'function' }];
-    const fields = ['model', 'messages', 'temperature', 'top_p', 'n', 'stop', 'max_tokens', 'max_completion_tokens', 'presence_penalty', 'frequency_penalty', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'stream', 'stream_options', 'logprobs', 'top_logprobs', 'logit_bias', 'user', 'metadata', 'store', 'reasoning_effort', 'functions', 'function_call'];
-    const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
-    const messageFields = ['role', 'content', 'name', 'tool_calls', 'tool_call_id', 'refusal'];
-    for (let i = 0; i < count; i += 1) {
-      const body: Record<string, unknown> = { model: random() < 0.8 ? 'sim-full' : pick(values), messages: [{ role: 'user', content: 'hi' }] };
-      const mutations = 1 + Math.floor(random() * 3);
-      for (let m = 0; m < mutations; m += 1) {
-        const roll = random();
-        if (roll < 0.5) body[pick(fields)] = pick(values);
-        else if (roll < 0.8) {
-          const message: Record<string, unknown> = { role: pick(['user', 'assistant', 'tool', 'system', 'developer', 'function', 'x']) };
-          message[pick(messageFields)] = pick(values);
-          if (random() < 0.5) message.content = pick(values);
-          if (!Array.isArray(body.messages)) body.messages = [];
-          (body.messages as unknown[]).push(random() < 0.9 ? message : pick(values));
-        } else {
-          body.tools = [{ type: 'function', function: { name: pick(['f', '', 'a b', 'x'.repeat(70)]), parameters: pick(values) } }];
-          if (random() < 0.5) body.tool_choice = pick(['none', 'auto', 'required', { type: 'function', function: { name: 'f' } }, { type: 'function' }]);
-        }
-      }
-      let text = JSON.stringify(body);
-      if (random() < 0.05) text = text.slice(0, Math.floor(random() * text.length));
-      yield text;
-    }
-  }
-
   it('never answers 5xx and always answers with the OpenAI envelope', async () => {
-    const bodies = [...hostileBodies(600)];
-    const statuses = new Map<number, number>();
-    const concurrency = 12;
-    let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < bodies.length) {
-        const body = bodies[next++]!;
-        const response = await post(body);
-        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-        const text = await response.text();
-        if (response.status >= 500) throw new Error(`${response.status} for ${body}: ${text}`);
-        if (response.status !== 200) {
-          const parsed = JSON.parse(text) as { error: Record<string, unknown> };
-          expect(Object.keys(parsed.error).sort()).toEqual(['code', 'message', 'param', 'type']);
-        }
-      }
-    }));
+    const statuses = await sendHostileBodies([...hostileBodies(600, ['sim-full', 'auto'])], (body) => post(body));
     expect(statuses.get(400)).toBeGreaterThan(100);
   });
 });

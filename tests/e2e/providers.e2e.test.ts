@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import { providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../../services/executor/src/testing/fake-upstream.js';
 import { SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 const KEY = 'sk-fake-provider-0123456789abcdef';
@@ -154,5 +155,20 @@ describe('a gemini model through the gateway', () => {
     expect(calls.every((call) => call.id?.startsWith('call_'))).toBe(true);
     expect(finish).toBe('tool_calls');
     expect(upstream.requests.at(-1)?.body).toMatchObject({ tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'OBJECT', properties: { location: { type: 'STRING' } } } }] }] });
+  });
+});
+
+describe('hostile bodies for the anthropic and gemini adapters', () => {
+  it('are refused with 400s in the OpenAI envelope or answered, never a 5xx, whatever the conversion meets', async () => {
+    upstream.respond((request, response) => {
+      const stream = request.body.stream === true || request.path.includes('streamGenerateContent');
+      if (request.path.startsWith('/v1/messages')) return (stream ? replaySse(providerFixture('anthropic', 'stream-text.sse')) : replayJson(200, providerFixture('anthropic', 'message.json')))(request, response);
+      return (stream ? replaySse(providerFixture('gemini', 'stream-text.sse')) : replayJson(200, providerFixture('gemini', 'generate-content.json')))(request, response);
+    });
+    const post = (body: string) => fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' }, body });
+    const statuses = await sendHostileBodies([...hostileBodies(400, ['fake-claude', 'fake-gemini'], 4242)], post);
+    expect(statuses.get(400)).toBeGreaterThan(50);
+    // Some get through validation to the adapters and the fake upstreams, and are answered.
+    expect(statuses.get(200)).toBeGreaterThan(0);
   });
 });
