@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { AutoRouterScorer, loadAutoRouterModel } from './auto-router-model.js';
 import { promptText } from './prompt-text.js';
 
-/** The built command, as `pnpm --silent --filter @gateway/router score` runs it (needs `pnpm build`). */
-const COMMAND = fileURLToPath(new URL('../dist/score-command.js', import.meta.url));
+/** The command's launcher, as `pnpm --silent --filter @gateway/router score` runs it (it builds when needed). */
+const COMMAND = fileURLToPath(new URL('../score.mjs', import.meta.url));
 
 function run(input: string): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve, reject) => {
