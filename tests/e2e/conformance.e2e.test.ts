@@ -159,6 +159,42 @@ describe('streams through the official client', () => {
   });
 });
 
+describe('the deprecated function calling (functions, function_call)', () => {
+  const functions = [{ name: 'get_weather', description: weatherTool.function.description, parameters: weatherTool.function.parameters }];
+
+  it('answers with message.function_call, whole and streamed, and takes the result back as a function message', async () => {
+    const whole = await client.chat.completions.create({ model: 'sim-full', messages: hello, functions, function_call: { name: 'get_weather' }, seed: 3 });
+    const message = whole.choices[0]!.message;
+    expect(whole.choices[0]!.finish_reason).toBe('function_call');
+    expect(message.function_call?.name).toBe('get_weather');
+    expect(JSON.parse(message.function_call!.arguments)).toMatchObject({ city: expect.any(String) });
+    expect(message.tool_calls).toBeUndefined();
+
+    const stream = await client.chat.completions.create({ model: 'sim-full', messages: hello, functions, function_call: { name: 'get_weather' }, seed: 3, stream: true });
+    let name = '';
+    let args = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta;
+      name += delta?.function_call?.name ?? '';
+      args += delta?.function_call?.arguments ?? '';
+      expect(delta?.tool_calls).toBeUndefined();
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(name).toBe('get_weather');
+    expect(JSON.parse(args)).toEqual(JSON.parse(message.function_call!.arguments));
+    expect(finish).toBe('function_call');
+
+    const answer = await client.chat.completions.create({
+      model: 'sim-full',
+      functions,
+      messages: [...hello, { role: 'assistant', content: null, function_call: message.function_call! }, { role: 'function', name: 'get_weather', content: '{"celsius":21}' }],
+    });
+    expect(answer.choices[0]!.finish_reason).toBe('stop');
+    expect(typeof answer.choices[0]!.message.content).toBe('string');
+  });
+});
+
 describe('the model list', () => {
   it('lists every model in one page with prices and capabilities', async () => {
     const page = await client.models.list();

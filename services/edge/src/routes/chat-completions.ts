@@ -220,7 +220,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const answered = answeredModel(routing, result.model_id);
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
       const latencyMs = reply.elapsedTime;
-      const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico)));
+      const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
       publishUsage(requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
       reservation.settle(response.usage?.total_tokens ?? 0);
       void reply
@@ -257,7 +257,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome']) => GatewayInfo,
   ): Promise<void> {
     const raw = reply.raw;
-    const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage };
+    const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage, legacyFunctions: parsed.legacyFunctions };
     let started = false;
     let held: ChatChunkOutput | undefined;
     let streamedText = '';

@@ -20,6 +20,31 @@ describe('chatCompletionJson', () => {
   });
 });
 
+describe('the deprecated function calling', () => {
+  const response = {
+    id: 'chatcmpl-1', created: 5, model: 'sim-mini',
+    choices: [{ index: 0, finish_reason: 'FINISH_REASON_TOOL_CALLS' as const, message: { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] } }],
+  };
+
+  it('answers a caller of functions with message.function_call and finish_reason function_call', () => {
+    const choice = chatCompletionJson(response, gateway, true).choices[0]!;
+    expect(choice.finish_reason).toBe('function_call');
+    expect(choice.message).toMatchObject({ role: 'assistant', content: null, function_call: { name: 'f', arguments: '{"a":1}' } });
+    expect(choice.message).not.toHaveProperty('tool_calls');
+    expect(chatCompletionJson(response, gateway).choices[0]!.message).not.toHaveProperty('function_call');
+  });
+
+  it('streams the call as delta.function_call: the name once, then argument fragments', () => {
+    const identity = { id: 'chatcmpl-1', created: 5, model: 'sim-mini', includeUsage: false, legacyFunctions: true };
+    const first = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }] } }] }, identity);
+    const later = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] } }] }, identity);
+    const last = chunkJson({ choices: [{ index: 0, finish_reason: 'FINISH_REASON_TOOL_CALLS', delta: { tool_calls: [] } }] }, identity);
+    expect(first.choices[0]!.delta).toEqual({ function_call: { name: 'f', arguments: '' } });
+    expect(later.choices[0]!.delta).toEqual({ function_call: { arguments: '{"a"' } });
+    expect(last.choices[0]!.finish_reason).toBe('function_call');
+  });
+});
+
 describe('chunkJson', () => {
   const identity = { id: 'chatcmpl-1', created: 5, model: 'sim-mini', includeUsage: true };
 

@@ -43,8 +43,12 @@ export function usageJson(usage: UsageOutput | undefined | null) {
   };
 }
 
-/** A whole response as OpenAI's `chat.completion` object. */
-export function chatCompletionJson(response: ChatResponseOutput, gateway: GatewayInfo) {
+/**
+ * A whole response as OpenAI's `chat.completion` object. For a caller of the deprecated
+ * `functions` (legacyFunctions), the first tool call is `message.function_call` and the finish
+ * reason `function_call`, as that API answered.
+ */
+export function chatCompletionJson(response: ChatResponseOutput, gateway: GatewayInfo, legacyFunctions = false) {
   return {
     id: response.id,
     object: 'chat.completion',
@@ -53,23 +57,22 @@ export function chatCompletionJson(response: ChatResponseOutput, gateway: Gatewa
     choices: response.choices.map((choice) => {
       const message = choice.message;
       const toolCalls = message?.tool_calls ?? [];
+      const functionOf = (call: (typeof toolCalls)[number]) => ({ name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' });
+      const calls = toolCalls.length === 0 ? {}
+        : legacyFunctions ? { function_call: functionOf(toolCalls[0]!) }
+          : { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: functionOf(call) })) };
+      const finish = finishReason(choice.finish_reason) ?? 'stop';
       return {
         index: choice.index ?? 0,
         message: {
           role: 'assistant',
           content: message?.content ?? null,
           refusal: message?.refusal ?? null,
-          ...(toolCalls.length > 0 ? {
-            tool_calls: toolCalls.map((call) => ({
-              id: call.id,
-              type: 'function',
-              function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
-            })),
-          } : {}),
+          ...calls,
           annotations: [],
         },
         logprobs: null,
-        finish_reason: finishReason(choice.finish_reason) ?? 'stop',
+        finish_reason: legacyFunctions && finish === 'tool_calls' ? 'function_call' : finish,
       };
     }),
     usage: usageJson(response.usage),
@@ -78,13 +81,17 @@ export function chatCompletionJson(response: ChatResponseOutput, gateway: Gatewa
   };
 }
 
-function deltaJson(delta: DeltaOutput | undefined) {
+function deltaJson(delta: DeltaOutput | undefined, legacyFunctions: boolean) {
   const out: Record<string, unknown> = {};
   if (!delta) return out;
   if (delta.role === 'ROLE_ASSISTANT') out.role = 'assistant';
   if (delta.content !== undefined) out.content = delta.content;
   if (delta.refusal !== undefined) out.refusal = delta.refusal;
-  if (delta.tool_calls.length > 0) {
+  if (legacyFunctions) {
+    // The deprecated API streamed one call: the name once, then argument fragments.
+    const call = delta.tool_calls.find((entry) => (entry.index ?? 0) === 0);
+    if (call) out.function_call = { ...(call.function?.name !== undefined ? { name: call.function.name } : {}), arguments: call.function?.arguments ?? '' };
+  } else if (delta.tool_calls.length > 0) {
     out.tool_calls = delta.tool_calls.map((call) => {
       const entry: Record<string, unknown> = { index: call.index ?? 0 };
       if (call.id !== undefined) entry.id = call.id;
@@ -105,6 +112,8 @@ export interface StreamIdentity {
   created: number;
   model: string;
   includeUsage: boolean;
+  /** The caller used the deprecated `functions`: calls go out as `delta.function_call`. */
+  legacyFunctions?: boolean;
 }
 
 /** One streamed chunk as OpenAI's `chat.completion.chunk` object. */
@@ -115,12 +124,15 @@ export function chunkJson(chunk: ChatChunkOutput, identity: StreamIdentity, gate
     created: identity.created,
     model: identity.model,
     system_fingerprint: chunk.system_fingerprint ?? null,
-    choices: chunk.choices.map((choice) => ({
-      index: choice.index ?? 0,
-      delta: deltaJson(choice.delta),
-      logprobs: null,
-      finish_reason: finishReason(choice.finish_reason),
-    })),
+    choices: chunk.choices.map((choice) => {
+      const finish = finishReason(choice.finish_reason);
+      return {
+        index: choice.index ?? 0,
+        delta: deltaJson(choice.delta, identity.legacyFunctions === true),
+        logprobs: null,
+        finish_reason: identity.legacyFunctions && finish === 'tool_calls' ? 'function_call' : finish,
+      };
+    }),
     ...(identity.includeUsage ? { usage: null } : {}),
     ...(gateway ? { gateway } : {}),
   };

@@ -89,7 +89,13 @@ describe('parseChatRequest', () => {
     [{ ...base, metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata', "Invalid 'metadata': at most 16 keys are allowed, got 17."],
     [{ ...base, user: 5 }, 'user', "Invalid type for 'user': expected a string, but got an integer."],
     [{ ...base, reasoning_effort: 'extreme' }, 'reasoning_effort', "Invalid value for 'reasoning_effort': 'extreme'. Supported values are: 'minimal', 'low', 'medium', 'high'."],
-    [{ ...base, functions: [{ name: 'f' }] }, 'functions', `'functions' is deprecated and not supported by this gateway: send the functions as 'tools' (each {"type": "function", "function": {...}}) and use 'tool_choice'.`],
+    [{ ...base, functions: [{ name: 'f' }], tools: [{ type: 'function', function: { name: 'f' } }] }, 'functions', "Invalid parameter: 'functions' and 'tools' cannot both be set; send the functions as 'tools'."],
+    [{ ...base, functions: { name: 'f' } }, 'functions', "Invalid type for 'functions': expected an array of functions, but got an object."],
+    [{ ...base, functions: [{ name: 'f' }], function_call: 'required' }, 'function_call', `Invalid type for 'function_call': expected 'none', 'auto' or {"name": ...}, but got a string.`],
+    [{ ...base, functions: [{ name: 'f' }], function_call: 'auto', tool_choice: 'auto' }, 'function_call', "Invalid parameter: 'function_call' and 'tool_choice' cannot both be set; use 'tool_choice'."],
+    [{ ...base, functions: [{ name: 'a b' }] }, 'tools[0].function.name', "Invalid 'tools[0].function.name': string does not match pattern. Expected a string of 1 to 64 characters from a-z, A-Z, 0-9, underscores and dashes, but got 'a b'."],
+    [{ model: 'm', messages: [{ role: 'user', content: 'x' }, { role: 'function', name: 'f', content: '1' }] }, 'messages[1]', "Invalid 'messages[1]': a 'function' message must follow an assistant message with a 'function_call'."],
+    [{ model: 'm', messages: [{ role: 'function', content: '1' }] }, 'messages[0].name', "Missing required parameter: 'messages[0].name'."],
     [{ model: 'm', messages: 'hi' }, 'messages', "Invalid type for 'messages': expected an array of messages, but got a string."],
     [{ model: 'm', messages: ['hi'] }, 'messages[0]', "Invalid type for 'messages[0]': expected a message object, but got a string."],
     [{ model: 'm', messages: [{ content: 'x' }] }, 'messages[0].role', "Missing required parameter: 'messages[0].role'."],
@@ -133,6 +139,28 @@ describe('parseChatRequest', () => {
     expect(error.status).toBe(400);
     expect(error.param).toBe(param);
     expect(error.message).toBe(message);
+  });
+
+  it('translates the deprecated functions, function_call and function messages into tools', () => {
+    const parsed = parseChatRequest({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: null, function_call: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        { role: 'function', name: 'get_weather', content: '{"celsius":21}' },
+      ],
+      functions: [{ name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } }],
+      function_call: { name: 'get_weather' },
+    });
+    expect(parsed.legacyFunctions).toBe(true);
+    expect(parsed.needsTools).toBe(true);
+    expect(parsed.request.tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters_json: '{"type":"object","properties":{"city":{"type":"string"}}}' } }]);
+    expect(parsed.request.tool_choice).toEqual({ function_name: 'get_weather' });
+    expect(parsed.request.parallel_tool_calls).toBe(false);
+    expect(parsed.request.messages[1]!.tool_calls).toEqual([{ id: 'call_function_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+    expect(parsed.request.messages[2]).toMatchObject({ role: 'ROLE_TOOL', tool_call_id: 'call_function_1', text: '{"celsius":21}' });
+    expect(parseChatRequest({ ...base, functions: [{ name: 'f' }], function_call: 'none' }).request.tool_choice).toEqual({ mode: 'none' });
+    expect(parseChatRequest({ ...base, tools: [{ type: 'function', function: { name: 'f' } }] }).legacyFunctions).toBeUndefined();
   });
 
   it('accepts harmless fields clients send by default', () => {

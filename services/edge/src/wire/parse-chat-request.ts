@@ -26,6 +26,12 @@ export interface ParsedChatRequest {
    * `true` for the catalog's chain of the chosen model, `false` for none; absent: the key's default.
    */
   fallbacks?: string[] | boolean;
+  /**
+   * The caller used the deprecated `functions` / `function_call`: the request was translated to
+   * tools, and the answer must come back as `message.function_call` and finish_reason
+   * `function_call`, as such callers read it.
+   */
+  legacyFunctions?: boolean;
 }
 
 type Json = unknown;
@@ -257,29 +263,87 @@ function parseStop(value: Json): string[] {
   });
 }
 
+/** The tool call id given to a legacy `function_call` of the assistant message at `index`. */
+export function legacyCallId(index: number): string {
+  return `call_function_${index}`;
+}
+
+/**
+ * Rewrites OpenAI's deprecated function calling into tools, on a copy of the body: `functions`
+ * become `tools`, `function_call` becomes `tool_choice` (and one call at a time, as it was), an
+ * assistant message's `function_call` becomes a tool call with a made-up id, and a `function`
+ * message becomes a `tool` message answering the latest call of that name. Returns the body
+ * unchanged and false when nothing legacy is in it.
+ */
+function translateLegacyFunctions(body: JsonObject, messages: Json[]): { body: JsonObject; legacy: boolean } {
+  const legacyMessages = messages.some((message) => isObject(message) && (message.role === 'function' || (message.role === 'assistant' && message.function_call != null)));
+  const legacy = body.functions != null || body.function_call != null;
+  if (!legacy && !legacyMessages) return { body, legacy: false };
+  const translated: JsonObject = { ...body };
+  if (body.functions != null) {
+    if (body.tools != null) throw invalid('functions', "Invalid parameter: 'functions' and 'tools' cannot both be set; send the functions as 'tools'.", 'invalid_parameter');
+    if (!Array.isArray(body.functions)) throw typeError('functions', 'an array of functions', body.functions);
+    translated.tools = body.functions.map((fn, index) => {
+      if (!isObject(fn)) throw typeError(`functions[${index}]`, 'a function object', fn);
+      return { type: 'function', function: fn };
+    });
+    delete translated.functions;
+  }
+  if (body.function_call != null) {
+    if (body.tool_choice != null) throw invalid('function_call', "Invalid parameter: 'function_call' and 'tool_choice' cannot both be set; use 'tool_choice'.", 'invalid_parameter');
+    const choice = body.function_call;
+    if (choice === 'none' || choice === 'auto') translated.tool_choice = choice;
+    else if (isObject(choice) && typeof choice.name === 'string') translated.tool_choice = { type: 'function', function: { name: choice.name } };
+    else throw typeError('function_call', "'none', 'auto' or {\"name\": ...}", choice);
+    delete translated.function_call;
+  }
+  if (legacy && body.parallel_tool_calls == null) translated.parallel_tool_calls = false;
+  const callIds = new Map<string, string>();
+  let lastCallId: string | undefined;
+  translated.messages = messages.map((message, index) => {
+    if (!isObject(message)) return message;
+    if (message.role === 'assistant' && message.function_call != null && message.tool_calls == null) {
+      const call = message.function_call;
+      if (!isObject(call)) throw typeError(`messages[${index}].function_call`, 'an object with name and arguments', call);
+      const name = requiredString(call, 'name', `messages[${index}].function_call.name`);
+      const id = legacyCallId(index);
+      callIds.set(name, id);
+      lastCallId = id;
+      const { function_call: _ignored, ...rest } = message;
+      return { ...rest, tool_calls: [{ id, type: 'function', function: { name, arguments: call.arguments ?? '' } }] };
+    }
+    if (message.role === 'function') {
+      const name = requiredString(message, 'name', `messages[${index}].name`);
+      const id = callIds.get(name) ?? lastCallId;
+      if (id === undefined) throw invalid(`messages[${index}]`, `Invalid 'messages[${index}]': a 'function' message must follow an assistant message with a 'function_call'.`, 'invalid_value');
+      return { role: 'tool', tool_call_id: id, content: message.content ?? '' };
+    }
+    return message;
+  });
+  return { body: translated, legacy };
+}
+
 /**
  * Validates a parsed JSON body and converts it. Throws a RequestError (400) naming the first
  * offending field.
  */
-export function parseChatRequest(body: Json): ParsedChatRequest {
-  if (!isObject(body)) {
-    throw invalid(null, `The request body must be a JSON object, but got ${describe(body)}.`, 'invalid_body');
+export function parseChatRequest(original: Json): ParsedChatRequest {
+  if (!isObject(original)) {
+    throw invalid(null, `The request body must be a JSON object, but got ${describe(original)}.`, 'invalid_body');
   }
-  const model = body.model;
+  const model = original.model;
   if (model === undefined || model === null) throw invalid('model', "Missing required parameter: 'model'.", 'missing_required_parameter');
   if (typeof model !== 'string') throw typeError('model', 'a string', model);
   if (model.length === 0) throw invalid('model', "Invalid value for 'model': the model id must not be empty.", 'invalid_value');
 
-  const messages = body.messages;
+  const messages = original.messages;
   if (messages === undefined || messages === null) throw invalid('messages', "Missing required parameter: 'messages'.", 'missing_required_parameter');
   if (!Array.isArray(messages)) throw typeError('messages', 'an array of messages', messages);
   if (messages.length === 0) throw invalid('messages', "Invalid 'messages': empty array. Expected an array with at least 1 message.", 'empty_array');
-  if (body.functions != null || body.function_call != null) {
-    const param = body.functions != null ? 'functions' : 'function_call';
-    throw invalid(param, `'${param}' is deprecated and not supported by this gateway: send the functions as 'tools' (each {"type": "function", "function": {...}}) and use 'tool_choice'.`, 'unsupported_parameter');
-  }
+  const { body: modern, legacy: legacyFunctions } = translateLegacyFunctions(original, messages);
+  const body = modern;
   const traits = { vision: false };
-  const request: ChatRequest = { model, messages: messages.map((message, index) => parseMessage(message, index, traits)) };
+  const request: ChatRequest = { model, messages: (body.messages as Json[]).map((message, index) => parseMessage(message, index, traits)) };
 
   const temperature = optionalNumber(body, 'temperature', 0, 2);
   if (temperature !== undefined) request.temperature = temperature;
@@ -421,5 +485,5 @@ export function parseChatRequest(body: Json): ParsedChatRequest {
     throw typeError('fallbacks', 'true, false or an array of model ids', fallbackValue);
   }
 
-  return { request, stream, includeUsage, needsTools, needsVision: traits.vision, needsJsonMode, routePolicy, fallbacks };
+  return { request, stream, includeUsage, needsTools, needsVision: traits.vision, needsJsonMode, routePolicy, fallbacks, ...(legacyFunctions ? { legacyFunctions } : {}) };
 }
