@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { connect } from 'nats';
 import { natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -84,6 +85,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     EXECUTOR_SERVICE_ADDR: `127.0.0.1:${ports.executor}`,
     GATEWAY_BOOTSTRAP_KEY: apiKey,
     GATEWAY_BOOTSTRAP_PLAN: options.plan ?? 'enterprise',
+    // A usage stream of its own: clusters that share this NATS (tests run side by side, a benchmark
+    // beside the tests) never meter each other's events.
+    USAGE_STREAM: `USAGE_E2E_${randomBytes(4).toString('hex').toUpperCase()}`,
     ...options.env,
   };
   const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
@@ -107,6 +111,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     restart: launch,
     stop: async () => {
       await Promise.all(SERVICES.map((name) => stopProcess(processes[name])));
+      await deleteStream(nats, env.USAGE_STREAM!);
     },
   };
   try {
@@ -116,6 +121,17 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     throw error;
   }
   return cluster;
+}
+
+/** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */
+async function deleteStream(url: string, stream: string): Promise<void> {
+  const connection = await connect({ servers: url, timeout: 2_000 }).catch(() => undefined);
+  if (!connection) return;
+  try {
+    await (await connection.jetstreamManager()).streams.delete(stream).catch(() => false);
+  } finally {
+    await connection.close();
+  }
 }
 
 async function waitReady(url: string, processes: Record<ServiceName, ChildProcess>, logs: Record<ServiceName, string[]>, timeoutMs: number): Promise<void> {

@@ -18,6 +18,29 @@ export const USAGE_DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 /** How long usage events stay in the stream: long enough to re-meter after a metering outage. */
 export const USAGE_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
 
+/** A usage stream's name and subjects: what a gateway's edges publish to and its metering reads. */
+export interface UsageNames {
+  stream: string;
+  /** The subject of usage events. */
+  subject: string;
+  /** The subjects the stream captures. */
+  subjects: string[];
+}
+
+/** What a usage stream may be called (a JetStream stream name, kept short and plain). */
+export const USAGE_STREAM_NAME_PATTERN = '^[A-Za-z0-9_-]{1,32}$';
+
+/**
+ * The names of a usage stream. The default stream USAGE keeps the subjects `usage.v1.*`; another
+ * stream (USAGE_STREAM, for gateways that share one NATS) prefixes them with its lower-cased name,
+ * `<name>.usage.v1.*`, since two streams may not capture the same subjects.
+ */
+export function usageNames(stream: string = USAGE_STREAM): UsageNames {
+  if (stream === USAGE_STREAM) return { stream, subject: USAGE_SUBJECT, subjects: [...USAGE_SUBJECTS] };
+  const prefix = stream.toLowerCase();
+  return { stream, subject: `${prefix}.${USAGE_SUBJECT}`, subjects: USAGE_SUBJECTS.map((subject) => `${prefix}.${subject}`) };
+}
+
 /** Which stream to ensure; tests pass their own name and subjects so parallel runs never share one. */
 export interface UsageStreamOptions {
   stream?: string;

@@ -1,4 +1,5 @@
 import { Type, loadConfig, type Static } from '@gateway/config';
+import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 /** Every variable the edge reads; see .env.example. */
 export const EdgeConfigSchema = Type.Object({
@@ -8,6 +9,8 @@ export const EdgeConfigSchema = Type.Object({
   ROUTER_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50052' }),
   EXECUTOR_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50053' }),
   NATS_URL: Type.String({ default: 'nats://127.0.0.1:4222' }),
+  /** The JetStream stream of usage events (and so their subjects); one per gateway sharing a NATS. */
+  USAGE_STREAM: Type.String({ pattern: USAGE_STREAM_NAME_PATTERN, default: 'USAGE' }),
   LOG_LEVEL: Type.String({ default: 'info' }),
   /** Largest accepted request body. */
   EDGE_BODY_LIMIT_BYTES: Type.Integer({ default: 16 * 1024 * 1024, minimum: 1024 }),

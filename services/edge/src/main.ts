@@ -5,7 +5,7 @@
  */
 import { createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher, connectNats, drainNats, ensureUsageStream } from '@gateway/messaging';
+import { UsagePublisher, connectNats, drainNats, ensureUsageStream, usageNames } from '@gateway/messaging';
 import { createRegistry, onShutdownSignal } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
@@ -30,8 +30,9 @@ catalog.start();
 // NATS is not awaited: the edge serves while NATS is unreachable, and usage events queue until
 // the first connection (then the stream is made sure of, so events never wait on metering).
 const nats = connectNats(config.NATS_URL, 'edge', logger);
-void nats.then((connection) => ensureUsageStream(connection)).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
-const usage = new UsagePublisher(nats, logger);
+const usageStream = usageNames(config.USAGE_STREAM);
+void nats.then((connection) => ensureUsageStream(connection, usageStream)).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
+const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject });
 
 let readyCache = { at: 0, value: false };
 async function ready(): Promise<boolean> {

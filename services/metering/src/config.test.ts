@@ -13,6 +13,7 @@ describe('metering configuration', () => {
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
       LOG_LEVEL: 'info',
       METERING_SHUTDOWN_GRACE_MS: 5_000,
+      USAGE_STREAM: 'USAGE',
     });
   });
 
@@ -22,6 +23,7 @@ describe('metering configuration', () => {
     [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?://"'],
     [{ METERING_METRICS_PORT: '70000' }, 'invalid configuration: env/METERING_METRICS_PORT must be <= 65535'],
     [{ CATALOG_PATH: '' }, 'invalid configuration: env/CATALOG_PATH must NOT have fewer than 1 characters'],
+    [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],
   ];
   it.each(invalid)('rejects %o', (env, message) => {
     expect(() => loadMeteringConfig(env)).toThrow(new ConfigError(message));

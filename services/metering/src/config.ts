@@ -1,5 +1,6 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
 import { loadConfig, Type, type Static } from '@gateway/config';
+import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 type LogLevel = (typeof LOG_LEVELS)[number];
@@ -13,6 +14,7 @@ export const MeteringConfigSchema = Type.Object({
   CATALOG_PATH: Type.String({ minLength: 1, default: DEFAULT_CATALOG_PATH }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   METERING_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5_000 }),
+  USAGE_STREAM: Type.String({ pattern: USAGE_STREAM_NAME_PATTERN, default: 'USAGE' }),
 });
 
 /** The metering service's configuration, frozen. */

@@ -1,6 +1,6 @@
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
-import { connectNats, drainNats } from '@gateway/messaging';
+import { connectNats, drainNats, usageNames } from '@gateway/messaging';
 import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
 import { createServer } from './app.js';
 import { loadMeteringConfig } from './config.js';
@@ -13,7 +13,7 @@ const redis = createRedis(config.REDIS_URL, logger);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 const registry = createRegistry('metering');
 
-const metering = createServer({ nc, redis, catalog, logger, registry });
+const metering = createServer({ nc, redis, catalog, logger, registry, ...usageNames(config.USAGE_STREAM) });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.METERING_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed());
