@@ -159,6 +159,73 @@ describe('streams through the official client', () => {
   });
 });
 
+describe('log probabilities through the official client', () => {
+  type TokenLogprob = OpenAI.ChatCompletionTokenLogprob;
+
+  /** What every token entry must satisfy: OpenAI's four keys, bytes that spell the token, logprobs <= 0, `top` alternatives. */
+  function expectTokenEntry(entry: TokenLogprob, top: number) {
+    expect(Object.keys(entry).sort()).toEqual(['bytes', 'logprob', 'token', 'top_logprobs']);
+    expect(entry.logprob).toBeLessThanOrEqual(0);
+    expect(Buffer.from(entry.bytes!).toString('utf8')).toBe(entry.token);
+    expect(entry.top_logprobs).toHaveLength(top);
+    for (const alternative of entry.top_logprobs) {
+      expect(Object.keys(alternative).sort()).toEqual(['bytes', 'logprob', 'token']);
+      expect(alternative.logprob).toBeLessThanOrEqual(0);
+    }
+    if (top > 0) expect(entry.top_logprobs.map((alternative) => alternative.token)).toContain(entry.token);
+  }
+
+  it('gives every content token with its logprob, bytes and top_logprobs alternatives', async () => {
+    const completion = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 12, logprobs: true, top_logprobs: 3 });
+    const choice = completion.choices[0]!;
+    expect(Object.keys(choice.logprobs!).sort()).toEqual(['content', 'refusal']);
+    expect(choice.logprobs!.refusal).toBeNull();
+    const tokens = choice.logprobs!.content!;
+    expect(tokens.map((entry) => entry.token).join('')).toBe(choice.message.content);
+    expect(tokens).toHaveLength(completion.usage!.completion_tokens);
+    for (const entry of tokens) expectTokenEntry(entry, 3);
+    // Deterministic for a seed.
+    const again = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 12, logprobs: true, top_logprobs: 3 });
+    expect(again.choices[0]!.logprobs).toEqual(choice.logprobs);
+  });
+
+  it("streams each chunk's token logprobs, the same as the whole answer's", async () => {
+    const whole = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 13, logprobs: true, top_logprobs: 2 });
+    const stream = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 13, logprobs: true, top_logprobs: 2, stream: true });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks[0]!.choices[0]!.logprobs).toEqual({ content: [], refusal: null });
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+    expect(chunks.at(-1)!.choices[0]!.logprobs).toBeNull();
+    let content = '';
+    const tokens: TokenLogprob[] = [];
+    for (const chunk of chunks.slice(1, -1)) {
+      const choice = chunk.choices[0]!;
+      const own = choice.logprobs!.content!;
+      expect(own.map((entry) => entry.token).join('')).toBe(choice.delta.content);
+      for (const entry of own) expectTokenEntry(entry, 2);
+      content += choice.delta.content ?? '';
+      tokens.push(...own);
+    }
+    expect(tokens.map((entry) => entry.token).join('')).toBe(content);
+    expect(tokens).toEqual(whole.choices[0]!.logprobs!.content);
+    // The client's stream helper assembles them like OpenAI's.
+    const final = await client.chat.completions.stream({ model: 'sim-full', messages: hello, seed: 13, logprobs: true, top_logprobs: 2 }).finalChatCompletion();
+    expect(final.choices[0]!.logprobs?.content).toEqual(whole.choices[0]!.logprobs!.content);
+  });
+
+  it('gives no alternatives without top_logprobs, and logprobs null when not asked, whole and streamed', async () => {
+    const bare = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 14, logprobs: true });
+    expect(bare.choices[0]!.logprobs!.content!.length).toBeGreaterThan(0);
+    for (const entry of bare.choices[0]!.logprobs!.content!) expectTokenEntry(entry, 0);
+    const plain = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 14 });
+    expect(plain.choices[0]!.message.content).toBe(bare.choices[0]!.message.content);
+    expect(plain.choices[0]!.logprobs).toBeNull();
+    const stream = await client.chat.completions.create({ model: 'sim-full', messages: hello, seed: 14, stream: true });
+    for await (const chunk of stream) expect(chunk.choices[0]!.logprobs).toBeNull();
+  });
+});
+
 describe('the deprecated function calling (functions, function_call)', () => {
   const functions = [{ name: 'get_weather', description: weatherTool.function.description, parameters: weatherTool.function.parameters }];
 

@@ -3,13 +3,14 @@
  * models point at a fake upstream in this process (replaying each provider's fixtures), driven by
  * the official `openai` client. What a user notices: the answer, tool calls whose streamed
  * arguments reassemble, cached prompt tokens in the usage, a cache-aware cost, and the provider's
- * own 400 message.
+ * own 400 message. Also log probabilities: an OpenAI model's reach the caller exactly as OpenAI
+ * sent them, whole and streamed; Claude and Gemini answer a request for them with `logprobs: null`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
-import { providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../../services/executor/src/testing/fake-upstream.js';
-import { SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { fixture, providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../../services/executor/src/testing/fake-upstream.js';
+import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
@@ -20,12 +21,13 @@ let upstream: FakeUpstream;
 let cluster: Cluster;
 let client: OpenAI;
 
-function catalogFile(origin: string): string {
+function catalogFile(baseUrl: string): string {
+  const origin = new URL(baseUrl).origin;
   const common = `    pricing: { input: "${PRICES.input}", cached_input: "${PRICES.cached_input}", output: "${PRICES.output}" }
     context_window: 200000
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
     quality_tier: premium`;
-  return writeCatalog('providers-e2e', [SIM_MINI_ENTRY, `  - id: fake-claude
+  return writeCatalog('providers-e2e', [SIM_MINI_ENTRY, fakeModelEntry(baseUrl, KEY_VARIABLE), `  - id: fake-claude
     provider: anthropic
     owned_by: tests
     created: 1735689600
@@ -53,8 +55,7 @@ function byProvider(anthropic: Responder, gemini: Responder): Responder {
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  const origin = new URL(upstream.baseUrl).origin;
-  cluster = await startCluster({ env: { CATALOG_PATH: catalogFile(origin), [KEY_VARIABLE]: KEY } });
+  cluster = await startCluster({ env: { CATALOG_PATH: catalogFile(upstream.baseUrl), [KEY_VARIABLE]: KEY } });
   client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
 });
 
@@ -155,6 +156,48 @@ describe('a gemini model through the gateway', () => {
     expect(calls.every((call) => call.id?.startsWith('call_'))).toBe(true);
     expect(finish).toBe('tool_calls');
     expect(upstream.requests.at(-1)?.body).toMatchObject({ tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'OBJECT', properties: { location: { type: 'STRING' } } } }] }] });
+  });
+});
+
+describe('log probabilities through each adapter', () => {
+  const question = [{ role: 'user' as const, content: 'Hello!' }];
+
+  it("gives an OpenAI model's logprobs exactly as the upstream sent them, whole and streamed", async () => {
+    const published = JSON.parse(fixture('chat-completion-logprobs.json')) as { choices: Array<{ logprobs: unknown }> };
+    upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
+    const completion = await client.chat.completions.create({ model: 'fake-model', messages: question, logprobs: true, top_logprobs: 2 });
+    expect(upstream.requests.at(-1)?.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
+    expect(completion.choices[0]?.logprobs).toEqual(published.choices[0]?.logprobs);
+    // The special token without a byte representation keeps `bytes: null`.
+    expect(completion.choices[0]?.logprobs?.content?.[2]?.top_logprobs[1]).toEqual({ token: '<|end|>', logprob: -10.953937, bytes: null });
+
+    const sent = fixture('stream-logprobs.sse').split('\n\n').filter((event) => event.startsWith('data: {'))
+      .map((event) => JSON.parse(event.slice('data: '.length)) as { choices: Array<{ logprobs: unknown }> })
+      .filter((chunk) => chunk.choices.length > 0);
+    upstream.respond(replaySse(fixture('stream-logprobs.sse')));
+    const stream = await client.chat.completions.create({ model: 'fake-model', messages: question, logprobs: true, top_logprobs: 2, stream: true });
+    const received: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) received.push(chunk);
+    expect(received.map((chunk) => chunk.choices[0]?.logprobs)).toEqual(sent.map((chunk) => chunk.choices[0]?.logprobs));
+  });
+
+  it('answers a request for logprobs from Claude and Gemini normally, with logprobs null', async () => {
+    upstream.respond(byProvider(replayJson(200, providerFixture('anthropic', 'message.json')), replayJson(200, providerFixture('gemini', 'generate-content.json'))));
+    for (const model of ['fake-claude', 'fake-gemini']) {
+      const completion = await client.chat.completions.create({ model, messages: question, logprobs: true, top_logprobs: 3 });
+      expect(completion.choices[0]?.message.content).toBeTruthy();
+      expect(completion.choices[0]?.logprobs).toBeNull();
+    }
+    upstream.respond(byProvider(replaySse(providerFixture('anthropic', 'stream-text.sse')), replaySse(providerFixture('gemini', 'stream-text.sse'))));
+    for (const model of ['fake-claude', 'fake-gemini']) {
+      const stream = await client.chat.completions.create({ model, messages: question, logprobs: true, stream: true });
+      let content = '';
+      for await (const chunk of stream) {
+        content += chunk.choices[0]?.delta.content ?? '';
+        expect(chunk.choices[0]?.logprobs ?? null).toBeNull();
+      }
+      expect(content).toBe('Hello! How can I help?');
+    }
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { messageCodec, type ChatChunk, type ChatChunkOutput, type ChatResponse, type ChatResponseOutput } from '@gateway/proto';
 import { chatCompletionJson, chunkJson, usageChunkJson } from './format-response.js';
 
 const gateway = { routed_to: 'sim-mini', latency_ms: 12.5, cost_usd: 0.000001 };
@@ -17,6 +18,57 @@ describe('chatCompletionJson', () => {
     expect(choice.message.tool_calls![0]!.function.arguments).toBe('{"a":1}');
     expect(json.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, prompt_tokens_details: { cached_tokens: 1 } });
     expect(json.gateway).toEqual(gateway);
+  });
+});
+
+describe('log probabilities', () => {
+  // Through the protobuf wire, as the executor sends them: a zero logprob and empty lists arrive as absent fields.
+  const responseCodec = messageCodec<ChatResponse, ChatResponseOutput>('gateway.chat.v1.ChatResponse');
+  const chunkCodec = messageCodec<ChatChunk, ChatChunkOutput>('gateway.chat.v1.ChatChunk');
+  const identity = { id: 'chatcmpl-1', created: 5, model: 'gpt-4o-mini', includeUsage: false };
+
+  it('writes each content token with logprob, bytes and top_logprobs in OpenAI\'s shape, refusal null', () => {
+    const response = responseCodec.decode(responseCodec.encode({
+      id: 'chatcmpl-1', created: 5, model: 'gpt-4o-mini',
+      choices: [{
+        index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hello Santorini' },
+        logprobs: { content: { tokens: [
+          { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111], top_logprobs: [{ token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] }, { token: '<|end|>', logprob: -10.953937, bytes: [] }] },
+          { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
+          { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
+        ] } },
+      }],
+    }));
+    expect(chatCompletionJson(response, gateway).choices[0]!.logprobs).toEqual({
+      content: [
+        { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111], top_logprobs: [{ token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] }, { token: '<|end|>', logprob: -10.953937, bytes: null }] },
+        { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
+        { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
+      ],
+      refusal: null,
+    });
+  });
+
+  it('writes refusal tokens with content null, and null when the provider reported none', () => {
+    const refused = responseCodec.decode(responseCodec.encode({
+      id: 'chatcmpl-1', model: 'gpt-4o-mini',
+      choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { refusal: 'No.' }, logprobs: { refusal: { tokens: [{ token: 'No.', logprob: -0.5, bytes: [78, 111, 46] }] } } }],
+    }));
+    expect(chatCompletionJson(refused, gateway).choices[0]!.logprobs).toEqual({ content: null, refusal: [{ token: 'No.', logprob: -0.5, bytes: [78, 111, 46], top_logprobs: [] }] });
+    const plain = responseCodec.decode(responseCodec.encode({ id: 'chatcmpl-1', model: 'gpt-4o-mini', choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hi' } }] }));
+    expect(chatCompletionJson(plain, gateway).choices[0]!.logprobs).toBeNull();
+  });
+
+  it('writes a chunk\'s own tokens, an empty list where the provider sent one, and null on chunks without', () => {
+    const role = chunkCodec.decode(chunkCodec.encode({ choices: [{ index: 0, delta: { role: 'ROLE_ASSISTANT', content: '' }, logprobs: { content: { tokens: [] } } }] }));
+    expect(chunkJson(role, identity).choices[0]!.logprobs).toEqual({ content: [], refusal: null });
+    const token = chunkCodec.decode(chunkCodec.encode({ choices: [{ index: 0, delta: { content: '!' }, logprobs: { content: { tokens: [{ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }] }] } } }] }));
+    expect(chunkJson(token, identity).choices[0]).toEqual({
+      index: 0, delta: { content: '!' }, finish_reason: null,
+      logprobs: { content: [{ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }] }], refusal: null },
+    });
+    const finish = chunkCodec.decode(chunkCodec.encode({ choices: [{ index: 0, delta: {}, finish_reason: 'FINISH_REASON_STOP' }] }));
+    expect(chunkJson(finish, identity).choices[0]!.logprobs).toBeNull();
   });
 });
 

@@ -3,7 +3,7 @@
  * (see CLIENT_COMPATIBILITY.md): every choice key present, `arguments` as strings, `usage` with
  * its details objects, null where OpenAI sends null.
  */
-import type { ChatChunkOutput, ChatResponseOutput, DeltaOutput, FinishReasonOutput, UsageOutput } from '@gateway/proto';
+import type { ChatChunkOutput, ChatResponseOutput, ChoiceLogprobsOutput, DeltaOutput, FinishReasonOutput, TokenLogprobListOutput, TopLogprobOutput, UsageOutput } from '@gateway/proto';
 
 /** The `gateway` object added to every non-streamed response and to a stream's last chunk. */
 export interface GatewayInfo {
@@ -43,6 +43,25 @@ export function usageJson(usage: UsageOutput | undefined | null) {
   };
 }
 
+/** One ChatCompletionTokenLogprob or top_logprobs entry; an empty byte list is a token without bytes (null). */
+function topLogprobJson(entry: TopLogprobOutput) {
+  return { token: entry.token ?? '', logprob: entry.logprob ?? 0, bytes: entry.bytes.length > 0 ? entry.bytes : null };
+}
+
+function tokenListJson(list: TokenLogprobListOutput | undefined) {
+  return list ? list.tokens.map((entry) => ({ ...topLogprobJson(entry), top_logprobs: entry.top_logprobs.map(topLogprobJson) })) : null;
+}
+
+/**
+ * A choice's `logprobs`: null when the provider reported none (or the caller did not ask), else
+ * `{ content, refusal }`, each a token list or null as the provider sent it. In a chunk it holds
+ * that chunk's tokens only.
+ */
+export function logprobsJson(logprobs: ChoiceLogprobsOutput | undefined | null) {
+  if (!logprobs) return null;
+  return { content: tokenListJson(logprobs.content), refusal: tokenListJson(logprobs.refusal) };
+}
+
 /**
  * A whole response as OpenAI's `chat.completion` object. For a caller of the deprecated
  * `functions` (legacyFunctions), the first tool call is `message.function_call` and the finish
@@ -71,7 +90,7 @@ export function chatCompletionJson(response: ChatResponseOutput, gateway: Gatewa
           ...calls,
           annotations: [],
         },
-        logprobs: null,
+        logprobs: logprobsJson(choice.logprobs),
         finish_reason: legacyFunctions && finish === 'tool_calls' ? 'function_call' : finish,
       };
     }),
@@ -129,7 +148,7 @@ export function chunkJson(chunk: ChatChunkOutput, identity: StreamIdentity, gate
       return {
         index: choice.index ?? 0,
         delta: deltaJson(choice.delta, identity.legacyFunctions === true),
-        logprobs: null,
+        logprobs: logprobsJson(choice.logprobs),
         finish_reason: identity.legacyFunctions && finish === 'tool_calls' ? 'function_call' : finish,
       };
     }),

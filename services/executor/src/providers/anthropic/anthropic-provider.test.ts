@@ -172,6 +172,19 @@ describe('AnthropicProvider: whole responses', () => {
     upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })));
     expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
+  it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
+    const request = simpleRequest({ logprobs: true, top_logprobs: 2 });
+    upstream.respond(replayJson(200, fixture('message.json')));
+    const response = await provider.complete(request, contextOf());
+    expect(upstream.requests[0]?.body).not.toHaveProperty('logprobs');
+    expect(upstream.requests[0]?.body).not.toHaveProperty('top_logprobs');
+    expect(response.choices?.[0]?.message?.content).toBeTruthy();
+    expect(response.choices?.every((choice) => choice.logprobs === undefined)).toBe(true);
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    const chunks = chunksOf(await collect(provider.stream(request, contextOf())));
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
+  });
 });
 
 describe('AnthropicProvider: streams', () => {

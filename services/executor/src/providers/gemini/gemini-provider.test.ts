@@ -226,6 +226,18 @@ describe('GeminiProvider: whole responses', () => {
       usage: { prompt_tokens: 14, completion_tokens: 0 },
     });
   });
+  it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
+    const request = simpleRequest({ logprobs: true, top_logprobs: 2 });
+    upstream.respond(replayJson(200, fixture('generate-content.json')));
+    const response = await provider.complete(request, contextOf());
+    expect(JSON.stringify(upstream.requests[0]?.body)).not.toMatch(/logprobs/i);
+    expect(response.choices?.[0]?.message?.content).toBeTruthy();
+    expect(response.choices?.every((choice) => choice.logprobs === undefined)).toBe(true);
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    const chunks = chunksOf(await collect(provider.stream(request, contextOf())));
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
+  });
 });
 
 describe('GeminiProvider: streams', () => {

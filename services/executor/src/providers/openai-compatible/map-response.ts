@@ -1,10 +1,10 @@
 /**
- * Finish-reason and usage mapping, and OpenAI responses and chunks -> gateway ChatResponse and
- * ChatChunk. The gateway reports its catalog model id as `model`, not the upstream's name, so a
- * caller sees the id it can send again.
+ * Finish-reason, usage and log-probability mapping, and OpenAI responses and chunks -> gateway
+ * ChatResponse and ChatChunk. The gateway reports its catalog model id as `model`, not the
+ * upstream's name, so a caller sees the id it can send again.
  */
-import type { ChatChunk, ChatResponse, FinishReasonOutput, RoleOutput, Usage } from '@gateway/proto';
-import type { OpenAiChatChunk, OpenAiChatResponse, OpenAiUsage } from './wire-types.js';
+import type { ChatChunk, ChatResponse, ChoiceLogprobs, FinishReasonOutput, RoleOutput, TokenLogprob, TokenLogprobList, TopLogprob, Usage } from '@gateway/proto';
+import type { OpenAiChatChunk, OpenAiChatResponse, OpenAiChoiceLogprobs, OpenAiTokenLogprob, OpenAiTopLogprob, OpenAiUsage } from './wire-types.js';
 
 /**
  * OpenAI finish reasons, plus the variants some compatible servers send: Mistral's `model_length`
@@ -35,6 +35,35 @@ export function mapUsage(usage: OpenAiUsage): Usage {
   };
 }
 
+/** A token's UTF-8 bytes; null (no byte representation) and anything that is not a byte become an empty list. */
+function mapBytes(bytes: unknown): number[] {
+  return Array.isArray(bytes) ? bytes.filter((value): value is number => Number.isInteger(value) && value >= 0 && value <= 255) : [];
+}
+
+function mapTopLogprob(entry: OpenAiTopLogprob): TopLogprob {
+  return { token: entry.token ?? '', logprob: entry.logprob ?? 0, bytes: mapBytes(entry.bytes) };
+}
+
+function mapTokenLogprob(entry: OpenAiTokenLogprob): TokenLogprob {
+  return { ...mapTopLogprob(entry), top_logprobs: (entry.top_logprobs ?? []).map(mapTopLogprob) };
+}
+
+function mapTokenList(list: OpenAiTokenLogprob[] | null | undefined): TokenLogprobList | undefined {
+  return Array.isArray(list) ? { tokens: list.map(mapTokenLogprob) } : undefined;
+}
+
+/**
+ * A choice's `logprobs` (whole, or one chunk's tokens) -> ChoiceLogprobs; undefined when the
+ * upstream sent null or nothing. A null `content` or `refusal` stays absent, so the edge writes
+ * null where the upstream did and `[]` where it sent an empty list.
+ */
+export function mapLogprobs(logprobs: OpenAiChoiceLogprobs | null | undefined): ChoiceLogprobs | undefined {
+  if (typeof logprobs !== 'object' || logprobs === null) return undefined;
+  const content = mapTokenList(logprobs.content);
+  const refusal = mapTokenList(logprobs.refusal);
+  return { ...(content ? { content } : {}), ...(refusal ? { refusal } : {}) };
+}
+
 function mapRole(role: string | null | undefined): RoleOutput | undefined {
   return role === 'assistant' ? 'ROLE_ASSISTANT' : undefined;
 }
@@ -47,9 +76,11 @@ export function fromOpenAiResponse(body: OpenAiChatResponse, modelId: string): C
     model: modelId,
     choices: (body.choices ?? []).map((choice, position) => {
       const message = choice.message ?? {};
+      const logprobs = mapLogprobs(choice.logprobs);
       return {
         index: choice.index ?? position,
         finish_reason: mapFinishReason(choice.finish_reason),
+        ...(logprobs ? { logprobs } : {}),
         message: {
           ...(typeof message.content === 'string' ? { content: message.content } : {}),
           ...(typeof message.refusal === 'string' ? { refusal: message.refusal } : {}),
@@ -76,9 +107,11 @@ export function fromOpenAiChunk(body: OpenAiChatChunk, modelId: string): ChatChu
     choices: (body.choices ?? []).map((choice, position) => {
       const delta = choice.delta ?? {};
       const role = mapRole(delta.role);
+      const logprobs = mapLogprobs(choice.logprobs);
       return {
         index: choice.index ?? position,
         finish_reason: mapFinishReason(choice.finish_reason),
+        ...(logprobs ? { logprobs } : {}),
         delta: {
           ...(role ? { role } : {}),
           ...(typeof delta.content === 'string' ? { content: delta.content } : {}),

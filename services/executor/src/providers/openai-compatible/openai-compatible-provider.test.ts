@@ -142,6 +142,55 @@ describe('OpenAiCompatibleProvider: whole responses', () => {
   });
 });
 
+describe('OpenAiCompatibleProvider: log probabilities', () => {
+  const published = JSON.parse(fixture('chat-completion-logprobs.json')) as { choices: Array<{ message: { content: string }; logprobs: { content: Array<{ token: string; logprob: number; bytes: number[] | null; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] | null }> }> } }> };
+  const upstreamTokens = published.choices[0]!.logprobs.content;
+
+  it('asks the upstream for logprobs and top_logprobs as the caller did', async () => {
+    upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
+    await provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
+    expect(upstream.requests[0]?.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
+  });
+
+  it('carries every token of a whole response with its log probability, bytes and alternatives', async () => {
+    upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
+    const response = await provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
+    const logprobs = response.choices?.[0]?.logprobs;
+    expect(logprobs?.refusal).toBeUndefined();
+    const tokens = logprobs?.content?.tokens ?? [];
+    expect(tokens.map((token) => token.token).join('')).toBe(response.choices?.[0]?.message?.content);
+    expect(tokens[0]).toEqual({
+      token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111],
+      top_logprobs: [{ token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] }, { token: 'Hi', logprob: -1.3190403, bytes: [72, 105] }],
+    });
+    expect(tokens.map((token) => token.logprob)).toEqual(upstreamTokens.map((token) => token.logprob));
+    // The special token has no byte representation (`bytes: null`): an empty list, written back as null by the edge.
+    expect(tokens[2]?.top_logprobs?.[1]).toEqual({ token: '<|end|>', logprob: -10.953937, bytes: [] });
+  });
+
+  it('carries each stream chunk\'s token log probabilities, an empty list on the role chunk and none on the finish chunk', async () => {
+    upstream.respond(replaySse(fixture('stream-logprobs.sse')));
+    const chunks = chunksOf(await collect(provider.stream(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf())));
+    expect(chunks[0]?.choices?.[0]?.logprobs).toEqual({ content: { tokens: [] } });
+    expect(chunks.at(-1)?.choices?.[0]?.logprobs).toBeUndefined();
+    const tokens = chunks.flatMap((chunk) => chunk.choices?.[0]?.logprobs?.content?.tokens ?? []);
+    expect(tokens.map((token) => token.token)).toEqual(upstreamTokens.map((token) => token.token));
+    for (const chunk of chunks.slice(1, -1)) {
+      const choice = chunk.choices?.[0];
+      expect(choice?.logprobs?.content?.tokens.map((token) => token.token).join('')).toBe(choice?.delta?.content);
+    }
+    expect(tokens[1]).toEqual({ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }, { token: ' there', logprob: -3.787621, bytes: [32, 116, 104, 101, 114, 101] }] });
+  });
+
+  it('leaves logprobs absent when the upstream sends null', async () => {
+    upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]).not.toHaveProperty('logprobs');
+    upstream.respond(replaySse(fixture('stream-text.sse')));
+    const chunks = chunksOf(await collect(provider.stream(simpleRequest(), contextOf())));
+    expect(chunks.every((chunk) => chunk.choices?.every((choice) => !('logprobs' in choice)))).toBe(true);
+  });
+});
+
 describe('OpenAiCompatibleProvider: streams', () => {
   it('forwards one chunk per upstream chunk and ends with the usage chunk as usage', async () => {
     upstream.respond(replaySse(fixture('stream-text.sse')));

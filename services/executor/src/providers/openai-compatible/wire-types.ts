@@ -80,13 +80,31 @@ export interface OpenAiResponseMessage {
   tool_calls?: OpenAiToolCall[] | null;
 }
 
+/** One of the most likely tokens at a position (a `top_logprobs` entry). `bytes` is null for a token with no byte representation. */
+export interface OpenAiTopLogprob {
+  token?: string;
+  logprob?: number;
+  bytes?: number[] | null;
+}
+
+/** ChatCompletionTokenLogprob: one generated token with the most likely tokens at its position. */
+export interface OpenAiTokenLogprob extends OpenAiTopLogprob {
+  top_logprobs?: OpenAiTopLogprob[] | null;
+}
+
+/** A choice's `logprobs` object; in a stream chunk it holds that chunk's tokens. */
+export interface OpenAiChoiceLogprobs {
+  content?: OpenAiTokenLogprob[] | null;
+  refusal?: OpenAiTokenLogprob[] | null;
+}
+
 /** A whole chat completion. */
 export interface OpenAiChatResponse {
   id?: string;
   object?: string;
   created?: number;
   model?: string;
-  choices?: Array<{ index?: number; message?: OpenAiResponseMessage; finish_reason?: string | null }>;
+  choices?: Array<{ index?: number; message?: OpenAiResponseMessage; logprobs?: OpenAiChoiceLogprobs | null; finish_reason?: string | null }>;
   usage?: OpenAiUsage | null;
   system_fingerprint?: string | null;
 }
@@ -108,6 +126,7 @@ export interface OpenAiChatChunk {
   choices?: Array<{
     index?: number;
     delta?: { role?: string | null; content?: string | null; refusal?: string | null; tool_calls?: OpenAiToolCallChunk[] | null };
+    logprobs?: OpenAiChoiceLogprobs | null;
     finish_reason?: string | null;
   }>;
   usage?: OpenAiUsage | null;

@@ -25,12 +25,18 @@
  *
  * Usage: prompt_tokens = countPromptTokens(request); completion_tokens = the tokens of the content,
  * or for tool calls the tokens of each call's name plus its arguments.
+ *
+ * Log probabilities (`logprobs: true`): one entry per content piece, with `top_logprobs`
+ * alternatives when asked (see token-logprobs.ts). They are drawn from their own random streams, so
+ * asking for them does not change the text. A choice that calls tools has none (null on the wire):
+ * only message content tokens carry log probabilities.
  */
 import type { CatalogModel } from '@gateway/catalog';
-import type { ChatRequestOutput, FinishReasonOutput, ToolOutput } from '@gateway/proto';
+import type { ChatRequestOutput, FinishReasonOutput, TokenLogprob, ToolOutput } from '@gateway/proto';
 import { countPromptTokens, countTextTokens, messageText, tokenPieces } from '@gateway/tokens';
 import { generateSchemaInstance, type JsonSchema } from './schema-instance.js';
 import { SeededRandom } from './seeded-random.js';
+import { tokenLogprobs } from './token-logprobs.js';
 
 /** One tool call the simulated model makes. */
 export interface PlannedToolCall {
@@ -48,6 +54,8 @@ export interface PlannedChoice {
   readonly toolCalls: readonly PlannedToolCall[];
   readonly finishReason: FinishReasonOutput;
   readonly completionTokens: number;
+  /** One entry per piece when the request asked for logprobs and the choice is text; else absent. */
+  readonly logprobs?: readonly TokenLogprob[];
 }
 
 /** The whole simulated answer to one request. */
@@ -186,7 +194,8 @@ export function planCompletion(request: ChatRequestOutput, model: CatalogModel):
   const count = Math.min(Math.max(request.n ?? 1, 1), MAX_CHOICES);
   const choices: PlannedChoice[] = [];
   for (let index = 0; index < count; index += 1) {
-    const random = new SeededRandom(`${base}\n#choice:${index}`);
+    const choiceSeed = `${base}\n#choice:${index}`;
+    const random = new SeededRandom(choiceSeed);
     if (tools.length > 0) {
       const toolCalls = tools.map((tool) => {
         const schema = parseSchema(tool.function?.parameters_json) ?? { type: 'object', properties: {} };
@@ -200,7 +209,10 @@ export function planCompletion(request: ChatRequestOutput, model: CatalogModel):
       choices.push({ index, pieces: [], toolCalls, finishReason: 'FINISH_REASON_TOOL_CALLS', completionTokens });
     } else {
       const { pieces, finishReason } = planText(request, model, random);
-      choices.push({ index, pieces, toolCalls: [], finishReason, completionTokens: countTextTokens(pieces.join('')) });
+      const logprobs = request.logprobs === true
+        ? tokenLogprobs(pieces, { seedText: choiceSeed, topCount: request.top_logprobs ?? 0, vocabulary: WORDS })
+        : undefined;
+      choices.push({ index, pieces, toolCalls: [], finishReason, completionTokens: countTextTokens(pieces.join('')), ...(logprobs ? { logprobs } : {}) });
     }
   }
   return {

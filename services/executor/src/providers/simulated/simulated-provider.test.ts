@@ -156,6 +156,67 @@ describe('SimulatedProvider: text', () => {
   });
 });
 
+describe('SimulatedProvider: log probabilities', () => {
+  const logprobsOf = (response: ChatResponse, index = 0) => response.choices?.[index]?.logprobs?.content?.tokens ?? [];
+
+  it('gives every content token with a logprob <= 0, its UTF-8 bytes and top_logprobs alternatives', async () => {
+    const request = userRequest('Tell me how sure you are.', { seed: 21, logprobs: true, top_logprobs: 3 });
+    const response = await provider.complete(request, contextOf());
+    const tokens = logprobsOf(response);
+    expect(tokens.length).toBe(countTextTokens(contentOf(response)));
+    expect(tokens.map((token) => token.token).join('')).toBe(contentOf(response));
+    expect(response.choices?.[0]?.logprobs?.refusal).toBeUndefined();
+    for (const token of tokens) {
+      expect(token.logprob).toBeLessThanOrEqual(0);
+      expect(token.bytes).toEqual([...Buffer.from(token.token ?? '', 'utf8')]);
+      const top = token.top_logprobs ?? [];
+      expect(top).toHaveLength(3);
+      expect(top.map((entry) => entry.token)).toContain(token.token);
+      expect(new Set(top.map((entry) => entry.token)).size).toBe(3);
+      expect(top.map((entry) => entry.logprob)).toEqual(top.map((entry) => entry.logprob).sort((left, right) => (right as number) - (left as number)));
+      expect(top.reduce((sum, entry) => sum + Math.exp(entry.logprob as number), 0)).toBeLessThanOrEqual(1 + 1e-6);
+      for (const entry of top) expect(entry.bytes).toEqual([...Buffer.from(entry.token ?? '', 'utf8')]);
+    }
+  });
+
+  it('is deterministic for a seed, leaves the text unchanged, and keeps the chosen tokens\' logprobs whatever top_logprobs is', async () => {
+    const request = userRequest('Deterministic logprobs.', { seed: 8, logprobs: true, top_logprobs: 2 });
+    const first = await provider.complete(request, contextOf());
+    const again = await provider.complete(request, contextOf());
+    expect(logprobsOf(again)).toEqual(logprobsOf(first));
+    const other = await provider.complete({ ...request, seed: 9 }, contextOf());
+    expect(logprobsOf(other).map((token) => token.logprob)).not.toEqual(logprobsOf(first).map((token) => token.logprob));
+    expect(contentOf(await provider.complete({ ...request, logprobs: undefined, top_logprobs: undefined }, contextOf()))).toBe(contentOf(first));
+    const withoutAlternatives = await provider.complete({ ...request, top_logprobs: undefined }, contextOf());
+    expect(logprobsOf(withoutAlternatives).map((token) => token.logprob)).toEqual(logprobsOf(first).map((token) => token.logprob));
+    expect(logprobsOf(withoutAlternatives).every((token) => token.top_logprobs?.length === 0)).toBe(true);
+  });
+
+  it('streams each token\'s log probabilities with its chunk, the same as the whole response, for every choice', async () => {
+    const request = userRequest('Stream with logprobs.', { seed: 4, n: 2, logprobs: true, top_logprobs: 1 });
+    const whole = await provider.complete(request, contextOf());
+    const chunks = chunksOf(await collect(provider.stream(request, contextOf())));
+    for (const index of [0, 1]) {
+      const choices = chunks.flatMap((chunk) => chunk.choices ?? []).filter((choice) => choice.index === index);
+      expect(choices[0]?.logprobs).toEqual({ content: { tokens: [] } });
+      expect(choices.at(-1)?.finish_reason).toBe('FINISH_REASON_STOP');
+      expect(choices.at(-1)?.logprobs).toBeUndefined();
+      for (const choice of choices.slice(1, -1)) expect(choice.logprobs?.content?.tokens.map((token) => token.token)).toEqual([choice.delta?.content]);
+      expect(choices.flatMap((choice) => choice.logprobs?.content?.tokens ?? [])).toEqual(logprobsOf(whole, index));
+    }
+  });
+
+  it('gives none without logprobs, and none for a choice that calls tools', async () => {
+    const plain = await provider.complete(userRequest('No logprobs.', { seed: 2 }), contextOf());
+    expect(plain.choices?.[0]).not.toHaveProperty('logprobs');
+    const chunks = chunksOf(await collect(provider.stream(userRequest('No logprobs.', { seed: 2 }), contextOf())));
+    expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
+    const calling = await provider.complete(userRequest('Weather in Paris?', { logprobs: true, tools: [weatherTool], tool_choice: { choice: 'mode', mode: 'required' } }), contextOf());
+    expect(calling.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
+    expect(calling.choices?.[0]).not.toHaveProperty('logprobs');
+  });
+});
+
 describe('SimulatedProvider: tool calls', () => {
   const validator = schemaValidator();
 

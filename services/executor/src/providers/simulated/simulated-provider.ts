@@ -23,7 +23,10 @@ const DEFAULT_RETRY_AFTER_MS = 1000;
 /** One step of a simulated stream: the chunks sent together after one token interval. */
 type Step = ChunkChoice[];
 
-/** Each choice's deltas in order: role (with the first tool call), content tokens or argument fragments, finish. */
+/**
+ * Each choice's deltas in order: role (with the first tool call), content tokens or argument
+ * fragments, finish. A content token's chunk carries that token's log probabilities when asked.
+ */
 function choiceDeltas(choice: PlannedChoice): ChunkChoice[] {
   const deltas: ChunkChoice[] = [];
   if (choice.toolCalls.length > 0) {
@@ -35,8 +38,13 @@ function choiceDeltas(choice: PlannedChoice): ChunkChoice[] {
       }
     });
   } else {
-    deltas.push({ index: choice.index, delta: { role: 'ROLE_ASSISTANT', content: '' } });
-    for (const piece of choice.pieces) deltas.push({ index: choice.index, delta: { content: piece } });
+    // With logprobs, OpenAI's role chunk carries an empty list and each content chunk its tokens'.
+    const logprobs = choice.logprobs;
+    deltas.push({ index: choice.index, delta: { role: 'ROLE_ASSISTANT', content: '' }, ...(logprobs ? { logprobs: { content: { tokens: [] } } } : {}) });
+    choice.pieces.forEach((piece, position) => {
+      const token = logprobs?.[position];
+      deltas.push({ index: choice.index, delta: { content: piece }, ...(token ? { logprobs: { content: { tokens: [token] } } } : {}) });
+    });
   }
   deltas.push({ index: choice.index, delta: {}, finish_reason: choice.finishReason });
   return deltas;
@@ -89,6 +97,7 @@ export class SimulatedProvider implements Provider {
       choices: plan.choices.map((choice) => ({
         index: choice.index,
         finish_reason: choice.finishReason,
+        ...(choice.logprobs ? { logprobs: { content: { tokens: [...choice.logprobs] } } } : {}),
         message: choice.toolCalls.length > 0
           ? { tool_calls: choice.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
           : { content: choice.pieces.join('') },
