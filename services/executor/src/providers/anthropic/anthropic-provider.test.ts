@@ -4,7 +4,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { anthropicModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
 import { providerFixture, replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
-import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, collect, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import type { ProviderStreamEvent } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
@@ -173,17 +173,9 @@ describe('AnthropicProvider: whole responses', () => {
     expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
-    const request = simpleRequest({ logprobs: true, top_logprobs: 2 });
-    upstream.respond(replayJson(200, fixture('message.json')));
-    const response = await provider.complete(request, contextOf());
-    expect(upstream.requests[0]?.body).not.toHaveProperty('logprobs');
-    expect(upstream.requests[0]?.body).not.toHaveProperty('top_logprobs');
-    expect(response.choices?.[0]?.message?.content).toBeTruthy();
-    expect(response.choices?.every((choice) => choice.logprobs === undefined)).toBe(true);
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    const chunks = chunksOf(await collect(provider.stream(request, contextOf())));
-    expect(chunks.length).toBeGreaterThan(1);
-    expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
+    await expectAnswersWithoutLogprobs({ complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) }, upstream, {
+      whole: replayJson(200, fixture('message.json')), stream: replaySse(fixture('stream-text.sse')),
+    });
   });
 });
 

@@ -4,7 +4,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
 import { providerFixture, replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
-import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, collect, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import type { ProviderStreamEvent } from '../provider.js';
 import { UpstreamPools } from '../upstream-pools.js';
@@ -227,16 +227,9 @@ describe('GeminiProvider: whole responses', () => {
     });
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
-    const request = simpleRequest({ logprobs: true, top_logprobs: 2 });
-    upstream.respond(replayJson(200, fixture('generate-content.json')));
-    const response = await provider.complete(request, contextOf());
-    expect(JSON.stringify(upstream.requests[0]?.body)).not.toMatch(/logprobs/i);
-    expect(response.choices?.[0]?.message?.content).toBeTruthy();
-    expect(response.choices?.every((choice) => choice.logprobs === undefined)).toBe(true);
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    const chunks = chunksOf(await collect(provider.stream(request, contextOf())));
-    expect(chunks.length).toBeGreaterThan(1);
-    expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
+    await expectAnswersWithoutLogprobs({ complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) }, upstream, {
+      whole: replayJson(200, fixture('generate-content.json')), stream: replaySse(fixture('stream-text.sse')),
+    });
   });
 });
 
