@@ -323,6 +323,27 @@ describe('error classes through the official client', () => {
   });
 });
 
+describe('work refused before it is done', () => {
+  it('refuses a request without a key with 401 before reading its body', async () => {
+    const response = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model": "sim-full", "messages": [' });
+    expect(response.status).toBe(401);
+    expect((await response.json() as { error: { code: string } }).error.code).toBe('missing_api_key');
+  });
+
+  it('refuses a prompt longer than the model, or than any model for auto, without counting all of it', async () => {
+    // About 12,000 tokens: over sim-full's 4,096 and over the largest window of this catalog (8,192).
+    const long = 'lorem ipsum dolor sit amet '.repeat(2_400);
+    for (const [model, message] of [
+      ['sim-full', "This model's maximum context length is 4096 tokens. However, your messages resulted in more than 4096 tokens. Please reduce the length of the messages."],
+      ['auto', "The largest model's maximum context length is 8192 tokens. However, your messages resulted in more than 8192 tokens. Please reduce the length of the messages."],
+    ] as const) {
+      const response = await post({ model, messages: [{ role: 'user', content: long }] });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({ error: { message, type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } });
+    }
+  });
+});
+
 describe('raw HTTP', () => {
   it('sends the exact SSE framing, the gateway object last, then [DONE] and closes', async () => {
     const response = await post({ model: 'sim-full', messages: hello, stream: true, max_tokens: 8 }, { accept: 'application/json' });

@@ -3,7 +3,7 @@
  * Prompt counts follow OpenAI's published accounting for chat messages: a fixed overhead per
  * message and for the reply's priming, plus the tokens of each text.
  */
-import { countTokens, encode, decode } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens, encode, decode, isWithinTokenLimit } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatRequest, Message } from '@gateway/proto';
 
 /** Tokens added per message for its framing. */
@@ -36,22 +36,38 @@ export function messageText(message: Message): string {
   return pieces.join('\n');
 }
 
-/** Tokens of one message, framing included. */
-export function countMessageTokens(message: Message): number {
-  let tokens = TOKENS_PER_MESSAGE + 1 + countTextTokens(messageText(message));
-  if (message.name) tokens += 1 + countTextTokens(message.name);
-  for (const part of message.parts?.parts ?? []) if (part.image_url) tokens += IMAGE_TOKENS;
-  return tokens;
-}
-
 /** Prompt tokens of a request: its messages and the definitions of the tools it offers. */
 export function countPromptTokens(request: Pick<ChatRequest, 'messages' | 'tools'>): number {
+  return countPromptTokensWithin(request, Number.POSITIVE_INFINITY)!;
+}
+
+/**
+ * Prompt tokens of a request as countPromptTokens counts them, or undefined as soon as they exceed
+ * `limit`: the tokenizer stops there, so a huge prompt costs no more than the largest context
+ * window it could fit in (a 4 MB text over a 200k limit: a fifth of the work of counting it all).
+ */
+export function countPromptTokensWithin(request: Pick<ChatRequest, 'messages' | 'tools'>, limit: number): number | undefined {
   let tokens = REPLY_PRIMING_TOKENS;
-  for (const message of request.messages ?? []) tokens += countMessageTokens(message);
+  const add = (fixed: number, text: string): boolean => {
+    tokens += fixed;
+    if (text.length > 0) {
+      const remaining = limit - tokens;
+      const counted = Number.isFinite(remaining) ? (remaining < 0 ? false : isWithinTokenLimit(text, remaining)) : countTokens(text);
+      if (counted === false) return false;
+      tokens += counted;
+    }
+    return tokens <= limit;
+  };
+  for (const message of request.messages ?? []) {
+    let fixed = TOKENS_PER_MESSAGE + 1;
+    if (message.name) fixed += 1 + countTextTokens(message.name);
+    for (const part of message.parts?.parts ?? []) if (part.image_url) fixed += IMAGE_TOKENS;
+    if (!add(fixed, messageText(message))) return undefined;
+  }
   for (const tool of request.tools ?? []) {
     const fn = tool.function;
     if (!fn) continue;
-    tokens += TOKENS_PER_MESSAGE + countTextTokens(`${fn.name ?? ''}\n${fn.description ?? ''}\n${fn.parameters_json ?? ''}`);
+    if (!add(TOKENS_PER_MESSAGE, `${fn.name ?? ''}\n${fn.description ?? ''}\n${fn.parameters_json ?? ''}`)) return undefined;
   }
   return tokens;
 }

@@ -9,7 +9,7 @@ import type {
   ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteResponseOutput, ExecuteStreamEventOutput,
   ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
 } from '@gateway/proto';
-import { countPromptTokens, countTextTokens, routingText } from '@gateway/tokens';
+import { countPromptTokens, countPromptTokensWithin, countTextTokens, routingText } from '@gateway/tokens';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError, errorBody, toRequestError } from '../errors.js';
 import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
@@ -62,6 +62,20 @@ function assertCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promp
   if (model.context_window && promptTokens + (maxTokens ?? 0) > model.context_window) {
     throw new RequestError(400, `This model's maximum context length is ${model.context_window} tokens. However, you requested ${promptTokens + (maxTokens ?? 0)} tokens (${promptTokens} in the messages, ${maxTokens ?? 0} in the completion). Please reduce the length of the messages or completion.`, { param: 'messages', code: 'context_length_exceeded' });
   }
+}
+
+/**
+ * The prompt tokens of a request, counted no further than any model could take: the named
+ * model's context window, else (auto, or an id the catalog lacks) the largest in the catalog. A
+ * prompt past that is refused here, so a huge body costs a bounded share of the tokenizer.
+ */
+function countBoundedPromptTokens(catalog: EdgeDependencies['catalog'], parsed: ParsedChatRequest): number {
+  const named = catalog.get(parsed.request.model ?? '')?.context_window;
+  const limit = named || Math.max(0, ...catalog.list().map((model) => model.context_window ?? 0)) || Number.POSITIVE_INFINITY;
+  const tokens = countPromptTokensWithin(parsed.request, limit);
+  if (tokens !== undefined) return tokens;
+  const whose = named ? "This model's" : "The largest model's";
+  throw new RequestError(400, `${whose} maximum context length is ${limit} tokens. However, your messages resulted in more than ${limit} tokens. Please reduce the length of the messages.`, { param: 'messages', code: 'context_length_exceeded' });
 }
 
 function modelNotFound(modelId: string): RequestError {
@@ -174,12 +188,14 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
   // A request that fails after auth reserved its tokens settles with 0: it produced nothing.
   app.addHook('onError', async (request) => releaseReservation(request));
 
-  app.post('/v1/chat/completions', async (request: FastifyRequest, reply: FastifyReply) => {
+  // A request without a key is refused before its body is read and parsed.
+  const requireKey = async (request: FastifyRequest) => { bearerKey(request); };
+  app.post('/v1/chat/completions', { onRequest: requireKey }, async (request: FastifyRequest, reply: FastifyReply) => {
     const receivedAtMs = Date.now();
     const requestId = request.id;
     const apiKey = bearerKey(request);
     const parsed = parseChatRequest(request.body);
-    const promptTokens = countPromptTokens(parsed.request);
+    const promptTokens = countBoundedPromptTokens(catalog, parsed);
     const callerPolicy = routePolicy(request, parsed);
 
     const abort = new AbortController();
