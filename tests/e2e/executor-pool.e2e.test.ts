@@ -124,6 +124,8 @@ afterAll(async () => {
 
 describe('two executor replicas', () => {
   it('share the load', async () => {
+    // The edge is ready once either replica serves; both must be up here.
+    expect(cluster.processes.executor.exitCode, cluster.logs.executor.join('')).toBeNull();
     const before = [await answered(cluster.ports.executorMetrics, 'sim-mini'), await answered(ports.secondMetrics, 'sim-mini')];
     for (let i = 0; i < 12; i += 1) {
       const completion = await client.chat.completions.create({ model: 'sim-mini', messages: [{ role: 'user', content: `Request ${i}` }] });
