@@ -284,11 +284,13 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     let failureUsage: UsageOutput | undefined;
 
     // Events that arrive in one burst (several gRPC messages read at once) leave in one socket
-    // write: the response is corked at the first event of a tick and uncorked after it.
+    // write: the response is corked at the first event and uncorked in the same loop turn's check
+    // phase (setImmediate), after the promise chain of the stream's iterator has handed over every
+    // message already read; process.nextTick uncorked between two messages of one read.
     let corked = false;
     const uncork = () => { corked = false; raw.uncork(); };
     const write = async (text: string) => {
-      if (!corked) { corked = true; raw.cork(); process.nextTick(uncork); }
+      if (!corked) { corked = true; raw.cork(); setImmediate(uncork); }
       if (!raw.write(text) && !raw.destroyed) {
         await new Promise<void>((resolve) => {
           const done = () => { raw.off('drain', done); raw.off('close', done); resolve(); };
