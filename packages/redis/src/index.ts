@@ -10,15 +10,17 @@ export { Redis } from 'ioredis';
  * so that auth answers UNAVAILABLE and metering leaves its message for redelivery within a fraction
  * of a second rather than hanging. It reconnects by itself, forever.
  */
-export function createRedis(url: string, logger: Logger, options: { lazyConnect?: boolean } = {}): Redis {
+export function createRedis(url: string, logger: Logger, options: { lazyConnect?: boolean; autoPipelining?: boolean } = {}): Redis {
   const redis = new Redis(url, {
     connectTimeout: 500,
     commandTimeout: 500,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     lazyConnect: options.lazyConnect ?? false,
-    // Commands issued in the same tick (concurrent decisions) leave in one socket write.
-    enableAutoPipelining: true,
+    // Commands issued in the same tick leave in one socket write (default). ioredis keeps one
+    // such pipeline in flight per connection, so a command issued meanwhile waits for it: good for
+    // throughput (metering writes a pulled batch at once), worse for the latency of single calls.
+    enableAutoPipelining: options.autoPipelining ?? true,
     // Reconnect forever, quickly at first, at most every two seconds.
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
   });

@@ -11,7 +11,9 @@ import { createRedis } from '@gateway/redis';
 const config = loadAuthConfig(process.env);
 const logger = createLogger('auth', config.LOG_LEVEL);
 const plans = loadPlans(config.AUTH_PLANS_PATH);
-const redis = createRedis(config.REDIS_URL, logger);
+// Each quota decision is one script call that a request waits on: without auto-pipelining its
+// p99 at 1,000 decisions/s fell from 1.3 to 0.4-0.5 ms in pnpm bench auth (one run per variant).
+const redis = createRedis(config.REDIS_URL, logger, { autoPipelining: false });
 const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX });
 const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX });
 
