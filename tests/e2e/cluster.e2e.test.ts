@@ -6,7 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { Redis } from 'ioredis';
 import { eventually } from '@gateway/testing';
-import { startCluster, type Cluster } from './cluster.js';
+import { picoUsdToUsd } from '@gateway/catalog';
+import { meteredUsage, startCluster, type Cluster } from './cluster.js';
+
+/** A cost the gateway reported in USD, back in exact pico-USD (it is printed from an integer of them). */
+const usdToPico = (usd: number) => BigInt(Math.round(usd * 1e12));
 
 let cluster: Cluster;
 let client: OpenAI;
@@ -44,18 +48,33 @@ describe('a whole completion', () => {
   });
 
   it('meters the usage event with exactly the cost the response reported', async () => {
-    const { data: completion, response } = await client.chat.completions.create({ model: 'sim-standard', messages: question, seed: 3 }).withResponse();
-    const requestId = response.headers.get('x-request-id');
-    expect(requestId).toBeTruthy();
+    const before = await meteredUsage(redis, cluster.apiKey);
+    const completion = await client.chat.completions.create({ model: 'sim-standard', messages: question, seed: 3 });
     const reported = (completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd;
-    const record = await eventually(async () => {
-      const hash = await redis.hgetall(`metering:event:${requestId}`);
-      return Object.keys(hash).length > 0 ? hash : undefined;
-    }, 'the usage event to be metered', 10_000);
-    expect(Number(record.cost_usd)).toBe(reported);
-    expect(Number(record.prompt_tokens)).toBe(completion.usage!.prompt_tokens);
-    expect(Number(record.completion_tokens)).toBe(completion.usage!.completion_tokens);
-    expect(record.model_id).toBe('sim-standard');
+    const after = await eventually(async () => { const usage = await meteredUsage(redis, cluster.apiKey); return usage.requests > before.requests && usage; }, 'the usage event to be metered', 10_000);
+    expect(after.requests - before.requests).toBe(1);
+    expect(picoUsdToUsd(after.cost_pico_usd - before.cost_pico_usd)).toBe(reported);
+    expect(after.prompt_tokens - before.prompt_tokens).toBe(completion.usage!.prompt_tokens);
+    expect(after.completion_tokens - before.completion_tokens).toBe(completion.usage!.completion_tokens);
+  });
+
+  it('meters every request once, whatever x-request-id the caller repeats or forges', async () => {
+    // Five requests with one id, then ids copied from another answer: each is answered and billed.
+    const before = await meteredUsage(redis, cluster.apiKey);
+    const first = await client.chat.completions.create({ model: 'sim-mini', messages: question }).withResponse();
+    const answeredId = first.response.headers.get('x-request-id')!;
+    const ids = ['same-id-1234', 'same-id-1234', 'same-id-1234', 'same-id-1234', 'same-id-1234', answeredId, answeredId, first.data.id];
+    const answers = [first.data];
+    for (const id of ids) {
+      const { data, response } = await client.chat.completions.create({ model: 'sim-mini', messages: question }, { headers: { 'x-request-id': id } }).withResponse();
+      expect(response.headers.get('x-request-id')).toBe(id);
+      answers.push(data);
+    }
+    const expectedPico = answers.reduce((sum, answer) => sum + usdToPico((answer as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd), 0n);
+    const after = await eventually(async () => { const usage = await meteredUsage(redis, cluster.apiKey); return usage.requests >= before.requests + answers.length && usage; }, 'every request to be metered', 15_000);
+    expect(after.requests - before.requests).toBe(answers.length);
+    expect(after.cost_pico_usd - before.cost_pico_usd).toBe(expectedPico);
+    expect(after.prompt_tokens - before.prompt_tokens).toBe(answers.reduce((sum, answer) => sum + answer.usage!.prompt_tokens, 0));
   });
 });
 

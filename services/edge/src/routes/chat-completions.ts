@@ -2,6 +2,7 @@
  * POST /v1/chat/completions: validate, ask auth and (for `auto`) the router at the same time, run
  * the request on an executor, answer whole or as SSE, and publish the usage event.
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
 import { GatewayError, GrpcStatus, callMetadata, callUnary } from '@gateway/grpc';
@@ -14,7 +15,7 @@ import type { EdgeDependencies } from '../app.js';
 import { RequestError, errorBody, toRequestError } from '../errors.js';
 import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
 import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-request.js';
-import { bearerKey, checkKey, holdReservation, releaseReservation, reservedTokens } from './authenticate.js';
+import { bearerKey, checkKey, holdReservation, noteKeyChecked, releaseReservation, reservedTokens } from './authenticate.js';
 import { rateLimitHeaders } from '../rate-limit-headers.js';
 
 /** What the router or the edge's catalog decided. */
@@ -169,9 +170,15 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     });
   }
 
-  function publishUsage(requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint): void {
+  /**
+   * Publishes a request's usage event. Its id is drawn by the gateway for each request (eventId),
+   * never the caller's x-request-id: metering de-duplicates on it, so an id a caller could repeat
+   * or forge would let every request but one go unbilled.
+   */
+  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint): void {
     deps.usage.publish({
-      event_id: requestId,
+      event_id: eventId,
+      request_id: requestId,
       key_id: keyId,
       model_id: answered.id,
       provider,
@@ -193,6 +200,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
   app.post('/v1/chat/completions', { onRequest: requireKey }, async (request: FastifyRequest, reply: FastifyReply) => {
     const receivedAtMs = Date.now();
     const requestId = request.id;
+    const eventId = randomUUID();
     const apiKey = bearerKey(request);
     const parsed = parseChatRequest(request.body);
     const promptTokens = countBoundedPromptTokens(catalog, parsed);
@@ -202,6 +210,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort(); });
 
     // Auth and routing at the same time; a key problem wins over any routing problem.
+    noteKeyChecked(request);
     const [authResult, routeResult] = await Promise.allSettled([
       checkKey(deps, apiKey, requestId, reservedTokens(promptTokens, parsed.request.max_tokens, catalog.get(parsed.request.model ?? '')?.max_output_tokens, config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS), abort.signal),
       resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy),
@@ -237,7 +246,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
       const latencyMs = reply.elapsedTime;
       const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
-      publishUsage(requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
       reservation.settle(response.usage?.total_tokens ?? 0);
       void reply
         .header('content-type', 'application/json')
@@ -249,7 +258,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     await streamCompletion(request, reply, execute, routing, parsed, abort, (answered, attempts, usage, provider, outcome) => {
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
       const latencyMs = reply.elapsedTime;
-      publishUsage(requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico);
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico);
       reservation.settle(usage?.total_tokens ?? 0);
       return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
     });
