@@ -423,6 +423,26 @@ describe('raw HTTP', () => {
     expect(String(error.message)).toMatch(/API key/);
   });
 
+  it('checks the key before anything else about the request: a wrong key is a 401 whatever the body', async () => {
+    const wrongKey = { authorization: 'Bearer br-0000000000000000000000000000000000000000' };
+    const valid = JSON.stringify({ model: 'sim-full', messages: hello });
+    const refused = [
+      await post(valid, { ...wrongKey, 'content-type': 'text/plain' }),
+      await post('{"model": "sim-full", "messages": [', wrongKey),
+      await post('[1, 2]', wrongKey),
+      await post({ model: 'sim-full', messages: [{ role: 'x', content: 'hi' }], temperature: 9 }, wrongKey),
+      await post({ model: 'no-such-model', messages: hello }, wrongKey),
+      await post({ model: 'sim-full', messages: [{ role: 'user', content: 'x'.repeat(BODY_LIMIT) }] }, wrongKey),
+      await post(valid, wrongKey),
+    ];
+    for (const response of refused) await expectError(response, 401, null, 'invalid_api_key');
+    // The right key still gets each body's own error.
+    await expectError(await post(valid, { 'content-type': 'text/plain' }), 415, null, 'unsupported_media_type');
+    await expectError(await post({ model: 'no-such-model', messages: hello }), 404, 'model', 'model_not_found');
+    const models = await fetch(`${cluster.baseUrl}/models?limit=0`, { headers: wrongKey });
+    await expectError(models, 401, null, 'invalid_api_key');
+  });
+
   it('drops prototype-poisoning keys instead of failing', async () => {
     const response = await post('{"model":"sim-full","messages":[{"role":"user","content":"hi"}],"__proto__":{"polluted":true}}');
     expect(response.status).toBe(200);

@@ -15,6 +15,7 @@ import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.j
 import { registerChatCompletions } from './routes/chat-completions.js';
 import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
+import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './routes/authenticate.js';
 
 /** Everything the edge talks to. */
 export interface EdgeDependencies {
@@ -96,8 +97,18 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     duration.observe({ route }, reply.elapsedTime / 1000);
   });
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const requestError = (error instanceof RequestError ? error : frameworkError(error, deps.config.EDGE_BODY_LIMIT_BYTES)) ?? toRequestError(error);
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    let requestError = (error instanceof RequestError ? error : frameworkError(error, deps.config.EDGE_BODY_LIMIT_BYTES)) ?? toRequestError(error);
+    // The key first: a body refused before auth saw the key waits for the key's check, and an
+    // invalid key wins (401 rather than 400, 413 or 415).
+    if (requestError.status !== 401 && keyCheckPending(request)) {
+      noteKeyChecked(request);
+      try {
+        await checkKey(deps, bearerKey(request), request.id, 0);
+      } catch (keyError) {
+        requestError = toRequestError(keyError);
+      }
+    }
     if (requestError.status >= 500) request.log.error({ err: error, status: requestError.status }, 'request failed');
     else request.log.info({ status: requestError.status, code: requestError.code }, 'request refused');
     void reply.status(requestError.status).headers(requestError.headers).header('content-type', 'application/json');

@@ -13,6 +13,26 @@ import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 const MISSING_KEY = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
 const INVALID_KEY = 'Incorrect API key provided. You can find your API key in your gateway account.';
 
+const keyChecked = new WeakSet<FastifyRequest>();
+
+/** Records that a request's key is being (or was) put to auth, whatever the answer. */
+export function noteKeyChecked(request: FastifyRequest): void {
+  keyChecked.add(request);
+}
+
+/**
+ * Whether a failed request must have its key checked before its error is answered: a route that
+ * needs a key, whose key auth has not seen yet. The key is checked before anything else about a
+ * request, so that a caller without a valid key learns nothing from the body's errors (content
+ * type, size, JSON, validation): those answer 401 first.
+ */
+export function keyCheckPending(request: FastifyRequest): boolean {
+  return !keyChecked.has(request) && KEY_ROUTES.has(`${request.method} ${request.routeOptions.url ?? ''}`);
+}
+
+/** The routes that need an API key. */
+const KEY_ROUTES = new Set(['POST /v1/chat/completions', 'GET /v1/models', 'GET /v1/models/*']);
+
 /** The bearer token of a request, or a 401 when there is none. */
 export function bearerKey(request: FastifyRequest): string {
   const header = request.headers.authorization;

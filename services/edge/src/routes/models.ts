@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ModelOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError } from '../errors.js';
-import { bearerKey, checkKey } from './authenticate.js';
+import { bearerKey, checkKey, noteKeyChecked } from './authenticate.js';
 
 const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
 
@@ -51,6 +51,7 @@ function catalogOrUnavailable(deps: EdgeDependencies) {
 /** Registers the routes. */
 export function registerModels(app: FastifyInstance, deps: EdgeDependencies): void {
   app.get('/v1/models', async (request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply) => {
+    noteKeyChecked(request);
     await checkKey(deps, bearerKey(request), request.id, 0);
     const models = catalogOrUnavailable(deps).list();
     const { limit: limitText, after } = request.query;
@@ -78,6 +79,7 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
 
   // The id may contain '/', sent raw or as %2F: take everything after the prefix.
   app.get('/v1/models/*', async (request: FastifyRequest<{ Params: { '*': string } }>, reply) => {
+    noteKeyChecked(request);
     await checkKey(deps, bearerKey(request), request.id, 0);
     let id: string;
     try { id = decodeURIComponent(request.params['*']); } catch { id = request.params['*']; }
