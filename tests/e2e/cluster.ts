@@ -4,12 +4,13 @@
  * benchmarks.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { connect } from 'nats';
 import { natsUrl, redisUrl } from '@gateway/testing';
 
@@ -24,6 +25,8 @@ export interface Cluster {
   apiKey: string;
   redisUrl: string;
   natsUrl: string;
+  /** The cluster's own usage stream (USAGE_STREAM). */
+  usageStream: string;
   ports: Record<string, number>;
   /** What each service printed, for failure reports. */
   logs: Record<ServiceName, string[]>;
@@ -114,6 +117,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     apiKey,
     redisUrl: redis,
     natsUrl: nats,
+    usageStream: env.USAGE_STREAM!,
     ports,
     logs,
     processes,
@@ -121,6 +125,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     stop: async () => {
       await Promise.all(SERVICES.map((name) => stopProcess(processes[name])));
       await deleteStream(nats, env.USAGE_STREAM!);
+      // Metering's de-duplication records of that stream go with it.
+      const client = new Redis(redis, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await client.del(`metering:dedup:${env.USAGE_STREAM}`).catch(() => undefined);
+      client.disconnect();
     },
   };
   try {
@@ -206,4 +214,29 @@ export function writeCatalog(prefix: string, entries: readonly string[]): string
   const path = join(mkdtempSync(join(tmpdir(), `${prefix}-`)), 'catalog.yaml');
   writeFileSync(path, `models:\n${entries.join('\n')}\n`);
   return path;
+}
+
+/** Metering's running totals of one API key. */
+export interface MeteredUsage {
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_pico_usd: bigint;
+}
+
+/**
+ * What metering has recorded for an API key, found as auth stores it (`auth:key:<sha256>` names
+ * its key id) and as metering totals it (`metering:key:<key_id>`). Each cluster has a key of its
+ * own, so a test compares these totals before and after its requests.
+ */
+export async function meteredUsage(redis: { hget(key: string, field: string): Promise<string | null>; hgetall(key: string): Promise<Record<string, string>> }, apiKey: string): Promise<MeteredUsage> {
+  const keyId = await redis.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id');
+  if (!keyId) throw new Error('the API key is not stored');
+  const totals = await redis.hgetall(`metering:key:${keyId}`);
+  return {
+    requests: Number(totals.requests ?? 0),
+    prompt_tokens: Number(totals.prompt_tokens ?? 0),
+    completion_tokens: Number(totals.completion_tokens ?? 0),
+    cost_pico_usd: BigInt(totals.cost_pico_usd ?? '0'),
+  };
 }

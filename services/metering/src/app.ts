@@ -6,6 +6,7 @@ import { decodeUsageEvent, ensureUsageStream, startDurableConsumer, USAGE_STREAM
 import { prometheus } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import { createUsageMeter } from './usage-meter.js';
+import { dedupKey, pruneMetered } from './usage-store.js';
 
 /** The durable consumer name: every metering replica shares it, so each event goes to one. */
 export const METERING_DURABLE = 'metering';
@@ -23,7 +24,22 @@ export interface MeteringDependencies {
   durableName?: string;
   /** Redelivery delays after a failure; see DurableConsumerOptions.backoffMs. */
   backoffMs?: number[];
+  /** How long an acknowledged event's de-duplication record is kept (DEFAULT_DEDUP_RETENTION_MS). */
+  dedupRetentionMs?: number;
+  /** How often the records below the consumer's ack floor are pruned (DEFAULT_DEDUP_PRUNE_INTERVAL_MS). */
+  dedupPruneIntervalMs?: number;
 }
+
+/**
+ * How long the de-duplication record of an acknowledged event is kept. JetStream never delivers an
+ * acknowledged message again; what this retention covers is a publisher that lost the stream's
+ * acknowledgement and publishes the event again after the stream's two-minute duplicate window (a
+ * NATS outage that long): such a copy is still caught for this long.
+ */
+export const DEFAULT_DEDUP_RETENTION_MS = 10 * 60_000;
+
+/** How often records below the consumer's ack floor are pruned. */
+export const DEFAULT_DEDUP_PRUNE_INTERVAL_MS = 10_000;
 
 /** Metering, wired and not yet started. */
 export interface MeteringServer {
@@ -42,13 +58,44 @@ export interface MeteringServer {
 export function createServer(dependencies: MeteringDependencies): MeteringServer {
   const { nc, logger } = dependencies;
   const stream = dependencies.stream ?? USAGE_STREAM;
-  const meter = createUsageMeter(dependencies);
+  const meter = createUsageMeter({ ...dependencies, stream });
   const poison = new prometheus.Counter({
     name: 'gateway_metering_poison_messages_total',
     help: 'Usage messages terminated because they can never be metered, by reason.',
     labelNames: ['reason'],
     registers: dependencies.registry ? [dependencies.registry] : [],
   });
+  const records = new prometheus.Gauge({
+    name: 'gateway_metering_dedup_records',
+    help: 'De-duplication records held in Redis (events in flight plus the retention), after the last prune.',
+    registers: dependencies.registry ? [dependencies.registry] : [],
+  });
+  const durableName = dependencies.durableName ?? METERING_DURABLE;
+  const retentionMs = dependencies.dedupRetentionMs ?? DEFAULT_DEDUP_RETENTION_MS;
+  const pruneIntervalMs = dependencies.dedupPruneIntervalMs ?? DEFAULT_DEDUP_PRUNE_INTERVAL_MS;
+  // Ack floors seen, oldest first: records are pruned up to the floor seen at least retentionMs ago.
+  const floors: Array<{ atMs: number; sequence: number }> = [];
+  let pruneTimer: NodeJS.Timeout | undefined;
+
+  /** One prune: reads the durable consumer's ack floor and forgets the records that are done. */
+  const prune = async () => {
+    const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
+    const now = Date.now();
+    floors.push({ atMs: now, sequence: info.ack_floor.stream_seq });
+    // floors[0] becomes the newest floor seen at least retentionMs ago, when there is one.
+    while (floors.length > 1 && floors[1]!.atMs <= now - retentionMs) floors.shift();
+    if (floors[0]!.atMs <= now - retentionMs) await pruneMetered(dependencies.redis, stream, floors[0]!.sequence);
+    records.set(await dependencies.redis.zcard(dedupKey(stream)));
+  };
+  const schedulePrune = () => {
+    pruneTimer = setTimeout(() => {
+      prune().catch((error: unknown) => logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval')).finally(() => {
+        if (pruneTimer) schedulePrune();
+      });
+    }, pruneIntervalMs);
+    pruneTimer.unref();
+  };
+
   let consumer: RunningConsumer | undefined;
   return {
     grpc: createGatewayServer([]),
@@ -56,16 +103,19 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS });
       consumer = await startDurableConsumer<UsageEventOutput>(nc, {
         stream,
-        durableName: dependencies.durableName ?? METERING_DURABLE,
+        durableName,
         filterSubject: dependencies.subject ?? USAGE_SUBJECT,
         decode: decodeUsageEvent,
-        handle: async (event) => { await meter(event); },
+        handle: async (event, delivery) => { await meter(event, delivery.seq); },
         onPoison: (reason) => poison.inc({ reason }),
         backoffMs: dependencies.backoffMs,
         logger,
       });
+      schedulePrune();
     },
     stop: async () => {
+      clearTimeout(pruneTimer);
+      pruneTimer = undefined;
       await consumer?.stop();
       consumer = undefined;
     },

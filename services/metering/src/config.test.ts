@@ -14,6 +14,7 @@ describe('metering configuration', () => {
       LOG_LEVEL: 'info',
       METERING_SHUTDOWN_GRACE_MS: 5_000,
       USAGE_STREAM: 'USAGE',
+      METERING_DEDUP_RETENTION_MS: 600_000,
     });
   });
 

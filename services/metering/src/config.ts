@@ -15,6 +15,7 @@ export const MeteringConfigSchema = Type.Object({
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   METERING_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5_000 }),
   USAGE_STREAM: Type.String({ pattern: USAGE_STREAM_NAME_PATTERN, default: 'USAGE' }),
+  METERING_DEDUP_RETENTION_MS: Type.Integer({ minimum: 0, default: 600_000 }),
 });
 
 /** The metering service's configuration, frozen. */

@@ -8,9 +8,9 @@ import { encodeUsageEvent, UsagePublisher } from '@gateway/messaging';
 import { createRegistry, prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
 import { eventually, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
-import { createServer, type MeteringServer } from './app.js';
+import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
 import { createRedis } from '@gateway/redis';
-import { eventRecord, keyTotals, modelTotals } from './usage-store.js';
+import { dedupKey, isMetered, keyTotals, modelTotals, recordEvent } from './usage-store.js';
 
 const logger = createLogger('metering-test', 'silent');
 const run = randomUUID().slice(0, 8);
@@ -57,11 +57,11 @@ async function counterValue(registry: prometheus.Registry, name: string, labels:
 }
 
 /** A stream, subject and metering consumer of one test group, so nothing else reads or writes them. */
-async function startMetering(nc: NatsConnection, redis: Redis) {
+async function startMetering(nc: NatsConnection, redis: Redis, options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs'> = {}) {
   const id = randomUUID().replaceAll('-', '');
   const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
   const registry = createRegistry('metering-test');
-  const metering: MeteringServer = createServer({ nc, redis, catalog, logger, registry, ...names, durableName: `metering-${id}`, backoffMs: [200, 400] });
+  const metering: MeteringServer = createServer({ nc, redis, catalog, logger, registry, ...names, durableName: `metering-${id}`, backoffMs: [200, 400], ...options });
   await metering.start();
   return { ...names, registry, metering, publisher: new UsagePublisher(nc, logger, { subject: names.subject }) };
 }
@@ -87,6 +87,7 @@ describe('metering', () => {
     main.publisher.close();
     const manager = await nc.jetstreamManager();
     for (const stream of streams) await manager.streams.delete(stream).catch(() => undefined);
+    for (const stream of streams) await inspector.del(dedupKey(stream));
     const names = await inspector.keys(`metering:*${run}*`);
     if (names.length) await inspector.del(...names);
     await nc.drain();
@@ -94,19 +95,17 @@ describe('metering', () => {
     await inspector.quit();
   });
 
-  it('meters a published event with the exact catalog cost', async () => {
-    const event = usageEvent();
+  it('meters a published event with the exact catalog cost, on its key and its model', async () => {
+    const event = usageEvent({ key_id: `key_${run}exact` });
+    const modelBefore = await modelTotals(redis, PREMIUM);
     main.publisher.publish(event);
-    const record = await eventually(() => eventRecord(redis, event.event_id!), 'the event to be metered');
+    const totals = await eventually(async () => { const found = await keyTotals(redis, event.key_id!); return found.requests === 1 && found; }, 'the event to be metered');
     // (1200 - 200) x 2.5 + 200 x 1.25 + 350 x 10 micro-USD = 6,250 micro-USD = 6.25e9 pico-USD.
-    expect(record).toEqual({
-      key_id: event.key_id, model_id: PREMIUM, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200,
-      cost_pico_usd: 6_250_000_000n, cost_usd: '0.00625', outcome: 'OUTCOME_COMPLETED', received_at_ms: 1_763_700_000_000,
-    });
-    expect(record.cost_pico_usd).toBe(costPicoUsd(models[0].pricing, event.usage!));
-    const ttl = await inspector.ttl(`metering:event:${event.event_id}`);
-    expect(ttl).toBeGreaterThan(6 * 24 * 3600);
-    expect(ttl).toBeLessThanOrEqual(7 * 24 * 3600);
+    expect(totals).toEqual({ requests: 1, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200, cost_pico_usd: 6_250_000_000n, cost_usd: 0.00625 });
+    expect(totals.cost_pico_usd).toBe(costPicoUsd(models[0].pricing, event.usage!));
+    const modelAfter = await modelTotals(redis, PREMIUM);
+    expect(modelAfter.requests - modelBefore.requests).toBeGreaterThanOrEqual(1);
+    expect(await isMetered(redis, main.stream, event.event_id!)).toBe(true);
   });
 
   it('counts an event once however often it is published or redelivered', async () => {
@@ -128,7 +127,7 @@ describe('metering', () => {
     main.publisher.publish(usageEvent({ key_id: '' }));
     const after = usageEvent({ key_id: `key_${run}after-poison` });
     main.publisher.publish(after);
-    await eventually(() => eventRecord(redis, after.event_id!), 'the event after the poison to be metered');
+    await eventually(() => isMetered(redis, main.stream, after.event_id!), 'the event after the poison to be metered');
     await eventually(async () => (await counterValue(main.registry, 'gateway_metering_poison_messages_total')) === 3, 'three poison messages to be counted');
     expect(await counterValue(main.registry, 'gateway_metering_poison_messages_total', { reason: 'undecodable' })).toBe(1);
     expect(await counterValue(main.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' })).toBe(1);
@@ -150,7 +149,7 @@ describe('metering', () => {
       usageEvent({ key_id: bob, model_id: ECONOMY, usage: { prompt_tokens: 50, completion_tokens: 0 }, outcome: 'OUTCOME_FAILED' }),
     ];
     for (const event of events) main.publisher.publish(event);
-    await eventually(async () => (await Promise.all(events.map((event) => eventRecord(redis, event.event_id!)))).every(Boolean), 'all four events to be metered');
+    await eventually(async () => (await Promise.all(events.map((event) => isMetered(redis, main.stream, event.event_id!)))).every(Boolean), 'all four events to be metered');
 
     // Premium: 100 x 2.5 + 10 x 10 = 350 micro-USD.
     // Economy: 600 x 0.15 + 400 x 0.075 + 500 x 0.6 = 420; 7 x 0.15 + 3 x 0.6 = 2.85; 50 x 0.15 = 7.5.
@@ -158,18 +157,19 @@ describe('metering', () => {
     expect(await keyTotals(redis, bob)).toEqual({ requests: 1, prompt_tokens: 50, completion_tokens: 0, cached_tokens: 0, cost_pico_usd: 7_500_000n, cost_usd: 0.0000075 });
     const economy = await modelTotals(redis, ECONOMY);
     expect(economy).toMatchObject({ requests: 3, prompt_tokens: 1_057, completion_tokens: 503, cached_tokens: 400, cost_pico_usd: 430_350_000n });
-    expect((await eventRecord(redis, events[3].event_id!))?.outcome).toBe('OUTCOME_FAILED');
   });
 
   it('counts a reported cost that differs from the metered one', async () => {
     const before = await counterValue(main.registry, 'gateway_metering_cost_mismatch_total');
-    const agreeing = usageEvent({ reported_cost_pico_usd: 6_250_000_000 });
-    const differing = usageEvent({ reported_cost_pico_usd: 6_250_000_001 });
+    const keyId = `key_${run}mismatch`;
+    const agreeing = usageEvent({ key_id: keyId, reported_cost_pico_usd: 6_250_000_000 });
+    const differing = usageEvent({ key_id: keyId, reported_cost_pico_usd: 6_250_000_001 });
     main.publisher.publish(agreeing);
     main.publisher.publish(differing);
-    await eventually(async () => (await eventRecord(redis, agreeing.event_id!)) && eventRecord(redis, differing.event_id!), 'both events to be metered');
+    await eventually(async () => (await keyTotals(redis, keyId)).requests === 2, 'both events to be metered');
     expect(await counterValue(main.registry, 'gateway_metering_cost_mismatch_total')).toBe(before + 1);
-    expect((await eventRecord(redis, differing.event_id!))?.cost_pico_usd).toBe(6_250_000_000n);
+    // Billed at the catalog's price, not at the reported one.
+    expect((await keyTotals(redis, keyId)).cost_pico_usd).toBe(2n * 6_250_000_000n);
   });
 
   it('leaves events unacknowledged while Redis is down and meters them once it is back', async () => {
@@ -189,13 +189,13 @@ describe('metering', () => {
         const info = (await manager.consumers.list(flaky.stream).next())[0];
         return info && info.num_redelivered > 0;
       }, 'the event to be handed back for redelivery', 10_000);
-      expect(await eventRecord(redis, event.event_id!)).toBeUndefined();
+      expect(await isMetered(redis, flaky.stream, event.event_id!)).toBe(false);
 
       const reopened = await startTcpProxy(proxy.port, target.hostname, Number(target.port));
       try {
-        const record = await eventually(() => eventRecord(redis, event.event_id!), 'the event to be metered after Redis returned', 15_000, 100);
-        expect(record.cost_pico_usd).toBe(6_250_000_000n);
-        expect((await keyTotals(redis, event.key_id!)).requests).toBe(1);
+        const totals = await eventually(async () => { const found = await keyTotals(redis, event.key_id!); return found.requests > 0 && found; }, 'the event to be metered after Redis returned', 15_000, 100);
+        expect(totals.cost_pico_usd).toBe(6_250_000_000n);
+        expect(totals.requests).toBe(1);
       } finally {
         await flaky.metering.stop();
         flaky.publisher.close();
@@ -204,6 +204,28 @@ describe('metering', () => {
       }
     } finally {
       await proxy.close();
+    }
+  }, 30_000);
+
+  it('keeps de-duplication records only while an event can come back: pruned below the ack floor, kept above it', async () => {
+    const pruning = await startMetering(nc, redis, { dedupRetentionMs: 0, dedupPruneIntervalMs: 100 });
+    streams.push(pruning.stream);
+    try {
+      const keyId = `key_${run}prune`;
+      const events = Array.from({ length: 50 }, () => usageEvent({ key_id: keyId }));
+      for (const event of events) pruning.publisher.publish(event);
+      // A record above the consumer's ack floor (a metered event not yet acknowledged) must survive.
+      await recordEvent(redis, pruning.stream, 'evt-in-flight', 1_000_000_000, { key_id: `key_${run}inflight`, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n });
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 50, 'the fifty events to be metered');
+      await eventually(async () => (await inspector.zcard(dedupKey(pruning.stream))) === 1, 'the acknowledged events\' records to be pruned', 10_000, 100);
+      expect(await isMetered(redis, pruning.stream, 'evt-in-flight')).toBe(true);
+      expect(await counterValue(pruning.registry, 'gateway_metering_dedup_records')).toBe(1);
+      // Pruned or not, what was metered stays metered once.
+      expect((await keyTotals(redis, keyId)).cost_pico_usd).toBe(50n * 6_250_000_000n);
+    } finally {
+      await pruning.metering.stop();
+      pruning.publisher.close();
+      await inspector.del(dedupKey(pruning.stream));
     }
   }, 30_000);
 });

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { costPicoUsd, picoUsdToUsd, type Catalog } from '@gateway/catalog';
+import { costPicoUsd, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
@@ -13,13 +13,15 @@ export interface UsageMeterDependencies {
   catalog: Catalog;
   logger: Logger;
   registry?: prometheus.Registry;
+  /** The usage stream the events come from: their de-duplication records are kept per stream. */
+  stream: string;
 }
 
 /** The metering outcome of one event. */
 export type MeterResult = 'metered' | 'duplicate';
 
-/** Meters one event: see createUsageMeter. */
-export type UsageMeter = (event: UsageEventOutput) => Promise<MeterResult>;
+/** Meters one event, delivered at `sequence` of the usage stream: see createUsageMeter. */
+export type UsageMeter = (event: UsageEventOutput, sequence: number) => Promise<MeterResult>;
 
 /**
  * Creates the function that meters one usage event: it prices the event with the catalog's
@@ -35,7 +37,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   const mismatches = new prometheus.Counter({ name: 'gateway_metering_cost_mismatch_total', help: 'Events whose cost reported by the edge differs from the metered cost.', registers });
   const tokens = new prometheus.Counter({ name: 'gateway_metering_tokens_total', help: 'Metered tokens, by kind (prompt, completion, cached).', labelNames: ['kind'], registers });
 
-  return async (event) => {
+  return async (event, sequence) => {
     const eventId = event.event_id ?? '';
     const keyId = event.key_id ?? '';
     const modelId = event.model_id ?? '';
@@ -46,15 +48,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
 
     const usage = { prompt_tokens: event.usage?.prompt_tokens ?? 0, completion_tokens: event.usage?.completion_tokens ?? 0, cached_tokens: event.usage?.cached_tokens ?? 0 };
     const cost = costPicoUsd(model.pricing, usage);
-    const metered = await recordEvent(redis, eventId, {
-      key_id: keyId,
-      model_id: modelId,
-      ...usage,
-      cost_pico_usd: cost,
-      cost_usd: String(picoUsdToUsd(cost)),
-      outcome: event.outcome ?? 'OUTCOME_UNSPECIFIED',
-      received_at_ms: event.received_at_ms ?? 0,
-    });
+    const metered = await recordEvent(redis, dependencies.stream, eventId, sequence, { key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost });
     if (!metered) {
       events.inc({ result: 'duplicate' });
       logger.debug({ event_id: eventId }, 'usage event already metered');
@@ -68,7 +62,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     const reported = event.reported_cost_pico_usd ?? 0;
     if (reported !== 0 && BigInt(Math.trunc(reported)) !== cost) {
       mismatches.inc();
-      logger.warn({ event_id: eventId, key_id: keyId, model_id: modelId, reported_cost_pico_usd: reported, cost_pico_usd: cost.toString() }, 'reported cost differs from metered cost');
+      logger.warn({ event_id: eventId, request_id: event.request_id, key_id: keyId, model_id: modelId, reported_cost_pico_usd: reported, cost_pico_usd: cost.toString() }, 'reported cost differs from metered cost');
     }
     return 'metered';
   };

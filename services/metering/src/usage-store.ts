@@ -3,38 +3,43 @@ import { picoUsdToUsd } from '@gateway/catalog';
 
 /**
  * Metered usage in Redis:
- *   `metering:event:<event_id>`  hash, one per metered event, kept EVENT_TTL_SECONDS: the
- *                                de-duplication record (and an audit trail of what was billed)
  *   `metering:key:<key_id>`      hash of running totals per API key
  *   `metering:model:<model_id>`  hash of running totals per model
+ *   `metering:dedup:<stream>`    sorted set of the events metered from one usage stream: member the
+ *                                event id, score its stream sequence; the de-duplication record,
+ *                                kept only while the event can still come back (see pruneMetered)
  * Totals are Redis integers (64-bit signed): cost_pico_usd overflows beyond 9.2 million USD per
  * key or model, far beyond what one deployment bills between resets.
+ *
+ * Why a set pruned below the consumer's acknowledgement floor rather than a record per event with
+ * a time to live: an event comes back in two ways only. JetStream redelivers a message that was
+ * metered but not acknowledged (a metering replica died between the two), with the same stream
+ * sequence, for as long as it is unacknowledged: however long metering is down, so no time to
+ * live is safe. And a publisher that lost an acknowledgement publishes the event again: the
+ * stream drops it within its duplicate window, and these records catch a later copy for as long
+ * as they are retained past the floor. Once every message up to a sequence is acknowledged (the
+ * durable consumer's ack floor), none of them is delivered again, so their records can go: memory
+ * is bounded by the events in flight plus the retention, never by time.
  */
-export const EVENT_PREFIX = 'metering:event:';
-/** Prefix of the per-key totals hashes. */
 export const KEY_TOTALS_PREFIX = 'metering:key:';
 /** Prefix of the per-model totals hashes. */
 export const MODEL_TOTALS_PREFIX = 'metering:model:';
+/** Prefix of the de-duplication sets, one per usage stream. */
+export const DEDUP_PREFIX = 'metering:dedup:';
 
-/**
- * How long an event record (and so its de-duplication) lasts. JetStream gives up redelivering a
- * message within hours, so a week leaves a wide margin.
- */
-export const EVENT_TTL_SECONDS = 7 * 24 * 60 * 60;
+/** The de-duplication set of a usage stream. */
+export function dedupKey(stream: string): string {
+  return DEDUP_PREFIX + stream;
+}
 
-/** One metered event as stored. */
-export interface EventRecord {
+/** What one event adds to the totals of its key and its model. */
+export interface EventUsage {
   key_id: string;
   model_id: string;
   prompt_tokens: number;
   completion_tokens: number;
   cached_tokens: number;
   cost_pico_usd: bigint;
-  /** picoUsdToUsd(cost_pico_usd) as text: the same number the edge reports as gateway.cost_usd. */
-  cost_usd: string;
-  /** The gateway.usage.v1.Outcome name. */
-  outcome: string;
-  received_at_ms: number;
 }
 
 /** Running totals of a key or a model. */
@@ -48,58 +53,48 @@ export interface UsageTotals {
   cost_usd: number;
 }
 
-// Writes an event and adds it to the totals, only if the event is new: all or nothing, so a
-// redelivered event (or a crash between writes) can neither count twice nor half.
-// KEYS: event, key totals, model totals.
-// ARGV: ttl seconds, key_id, model_id, prompt, completion, cached, cost_pico_usd, cost_usd,
-//       outcome, received_at_ms.
+// Adds an event to the totals only if it is new, and remembers it: all or nothing, so a redelivered
+// event (or a crash between writes) can neither count twice nor half.
+// KEYS: the de-duplication set, key totals, model totals.
+// ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd.
 // Returns 1 when metered, 0 when the event was already metered.
 const RECORD_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'key_id', ARGV[2], 'model_id', ARGV[3], 'prompt_tokens', ARGV[4],
-  'completion_tokens', ARGV[5], 'cached_tokens', ARGV[6], 'cost_pico_usd', ARGV[7], 'cost_usd', ARGV[8],
-  'outcome', ARGV[9], 'received_at_ms', ARGV[10])
-redis.call('EXPIRE', KEYS[1], ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 for i = 2, 3 do
   redis.call('HINCRBY', KEYS[i], 'requests', 1)
-  redis.call('HINCRBY', KEYS[i], 'prompt_tokens', ARGV[4])
-  redis.call('HINCRBY', KEYS[i], 'completion_tokens', ARGV[5])
-  redis.call('HINCRBY', KEYS[i], 'cached_tokens', ARGV[6])
-  redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', ARGV[7])
+  redis.call('HINCRBY', KEYS[i], 'prompt_tokens', ARGV[3])
+  redis.call('HINCRBY', KEYS[i], 'completion_tokens', ARGV[4])
+  redis.call('HINCRBY', KEYS[i], 'cached_tokens', ARGV[5])
+  redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', ARGV[6])
 end
 return 1
 `;
 
 /**
- * Meters one event atomically; resolves true when it was new and counted, false when it had
- * already been metered (nothing changed). Rejects when Redis fails: then nothing changed either.
+ * Meters one event of a usage stream atomically; resolves true when it was new and counted, false
+ * when it had already been metered (nothing changed). Rejects when Redis fails: then nothing
+ * changed either. `sequence` is the event's stream sequence, by which its record is pruned.
  */
-export async function recordEvent(redis: Redis, eventId: string, record: EventRecord): Promise<boolean> {
+export async function recordEvent(redis: Redis, stream: string, eventId: string, sequence: number, usage: EventUsage): Promise<boolean> {
   const result = await redis.eval(
     RECORD_SCRIPT, 3,
-    EVENT_PREFIX + eventId, KEY_TOTALS_PREFIX + record.key_id, MODEL_TOTALS_PREFIX + record.model_id,
-    String(EVENT_TTL_SECONDS), record.key_id, record.model_id,
-    String(record.prompt_tokens), String(record.completion_tokens), String(record.cached_tokens),
-    record.cost_pico_usd.toString(), record.cost_usd, record.outcome, String(record.received_at_ms),
+    dedupKey(stream), KEY_TOTALS_PREFIX + usage.key_id, MODEL_TOTALS_PREFIX + usage.model_id,
+    eventId, String(sequence),
+    String(usage.prompt_tokens), String(usage.completion_tokens), String(usage.cached_tokens), usage.cost_pico_usd.toString(),
   );
   return result === 1;
 }
 
-/** The stored record of an event, or undefined when it was never metered (or has expired). */
-export async function eventRecord(redis: Redis, eventId: string): Promise<EventRecord | undefined> {
-  const hash = await redis.hgetall(EVENT_PREFIX + eventId);
-  if (!hash.key_id) return undefined;
-  return {
-    key_id: hash.key_id,
-    model_id: hash.model_id,
-    prompt_tokens: Number(hash.prompt_tokens),
-    completion_tokens: Number(hash.completion_tokens),
-    cached_tokens: Number(hash.cached_tokens),
-    cost_pico_usd: BigInt(hash.cost_pico_usd),
-    cost_usd: hash.cost_usd,
-    outcome: hash.outcome,
-    received_at_ms: Number(hash.received_at_ms),
-  };
+/** Whether an event of a usage stream is remembered as metered (false once its record is pruned). */
+export async function isMetered(redis: Redis, stream: string, eventId: string): Promise<boolean> {
+  return (await redis.zscore(dedupKey(stream), eventId)) !== null;
+}
+
+/** Forgets the events of a usage stream up to and including `sequence`; resolves how many. */
+export async function pruneMetered(redis: Redis, stream: string, sequence: number): Promise<number> {
+  if (sequence <= 0) return 0;
+  return redis.zremrangebyscore(dedupKey(stream), '-inf', String(sequence));
 }
 
 /** The totals of an API key; all zero for a key that has no metered usage. */
