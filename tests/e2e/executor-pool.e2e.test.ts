@@ -210,18 +210,20 @@ describe('an upstream that is down', () => {
   });
   afterAll(() => { router.close(); executor.close(); });
 
-  it('gives 503 model_unavailable with a Retry-After once the breakers open, and the router pushes available=false', async () => {
+  it('gives 503 model_unavailable with a Retry-After from the first failing request, and once the breakers open the router pushes available=false', async () => {
     upstream.respond(replayJson(503, fixture('error-500.json')));
-    const response = await eventually(async () => {
-      const attempt = await post({ model: 'fake-model', messages: hello, fallbacks: false });
-      const body = await attempt.json() as { error: { code: string } };
-      return attempt.status === 503 && body.error.code === 'model_unavailable' ? attempt : undefined;
-    }, 'a 503 model_unavailable', 20_000, 50);
-    expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const first = await post({ model: 'fake-model', messages: hello, fallbacks: false });
+    expect(first.status).toBe(503);
+    expect((await first.json() as { error: { code: string } }).error.code).toBe('model_unavailable');
+    expect(Number(first.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // Every replica's breaker opens as requests keep failing; then the router marks the model down.
     const snapshot = await eventually(async () => {
+      const attempt = await post({ model: 'fake-model', messages: hello, fallbacks: false });
+      expect(attempt.status).toBe(503);
+      await attempt.arrayBuffer();
       const latest = await latestSnapshot(router);
       return latest.models.find((model) => model.id === 'fake-model')?.available === false ? latest : undefined;
-    }, 'the router to push fake-model as unavailable', 10_000, 100);
+    }, 'the router to push fake-model as unavailable', 20_000, 50);
     expect(snapshot.models.find((model) => model.id === 'sim-mini')?.available).toBe(true);
     // Answered without any upstream call: the breakers are open.
     const calls = upstream.requests.length;

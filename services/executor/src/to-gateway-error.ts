@@ -9,14 +9,22 @@ import { UpstreamError } from './providers/upstream-error.js';
  * Converts an UpstreamError to its GatewayError; a GatewayError passes through; anything else
  * (a bug) is returned unchanged so that toServiceError reports it and sends a general INTERNAL.
  *
- * | upstream failure                                   | status             | reason                   |
- * |----------------------------------------------------|--------------------|--------------------------|
- * | 429                                                | RESOURCE_EXHAUSTED | upstream_rate_limited    |
- * | 5xx, no connection, malformed body, truncated stream | UNAVAILABLE      | upstream_error           |
- * | connect / first-byte / idle timeout, 408           | DEADLINE_EXCEEDED  | upstream_timeout         |
- * | 400, 413, 422                                      | INVALID_ARGUMENT   | upstream_invalid_request |
- * | 401, 403, 404                                      | FAILED_PRECONDITION| upstream_rejected        |
- * | any other 4xx                                      | UNAVAILABLE        | upstream_error           |
+ * This is the table of ONE failure as the upstream gave it: what a stream reports when it fails
+ * after its first byte, what a simulated model's directive stands for, what an upstream that
+ * answered something unusable leaves as. A model whose retries were all spent on failures of
+ * class `unavailable` (see UpstreamFailureClass) is not reported by this table: the pool
+ * (pool/run-with-fallbacks.ts) reports it as UNAVAILABLE `model_unavailable` with a retry-after.
+ *
+ * | upstream failure                                   | class       | status             | reason                   |
+ * |----------------------------------------------------|-------------|--------------------|--------------------------|
+ * | 429                                                | unavailable | RESOURCE_EXHAUSTED | upstream_rate_limited    |
+ * | 5xx, no connection before the headers              | unavailable | UNAVAILABLE        | upstream_error           |
+ * | connect / first-byte timeout                       | unavailable | DEADLINE_EXCEEDED  | upstream_timeout         |
+ * | idle timeout after the headers, 408                | unusable    | DEADLINE_EXCEEDED  | upstream_timeout         |
+ * | malformed body, truncated or dropped stream        | unusable    | UNAVAILABLE        | upstream_error           |
+ * | 400, 413, 422                                      | caller      | INVALID_ARGUMENT   | upstream_invalid_request |
+ * | 401, 403, 404                                      | unusable    | FAILED_PRECONDITION| upstream_rejected        |
+ * | any other 4xx                                      | unusable    | UNAVAILABLE        | upstream_error           |
  */
 export function toGatewayError(error: unknown): unknown {
   if (!(error instanceof UpstreamError)) return error;
@@ -34,8 +42,8 @@ export function toGatewayError(error: unknown): unknown {
   if (status === 429) {
     return new GatewayError(GrpcStatus.RESOURCE_EXHAUSTED, 'upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, { ...common, retryable: true });
   }
-  // 413: the request is too large for that upstream; sending it again cannot help.
-  if (status === 400 || status === 413 || status === 422) {
+  // 400, 413 (too large for that upstream), 422: sending the same request again cannot help.
+  if (error.failureClass === 'caller') {
     const detail = error.upstreamMessage ? `: ${error.upstreamMessage}` : '.';
     return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', `The ${error.provider} upstream rejected the request${detail}`, { ...common, retryable: false });
   }

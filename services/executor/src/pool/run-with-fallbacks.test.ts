@@ -142,14 +142,14 @@ describe('fallbacks', () => {
     const response = await complete(execute('fake/one', ['sim-fast']));
     expect(response.model_id).toBe('sim-fast');
     expect(response.provider).toBe('simulated');
-    expect(response.attempts).toMatchObject([{ model_id: 'fake/one', reason: 'upstream_error', tries: 3, upstream_status: 503 }]);
+    expect(response.attempts).toMatchObject([{ model_id: 'fake/one', reason: 'model_unavailable', tries: 3, upstream_status: 503 }]);
   });
 
   it('names the answering model on a stream\'s first event and in its end', async () => {
     primary.respond(failing);
     const { events, error } = await streamComplete(execute('fake/one', ['no-such-model', 'sim-fast']));
     expect(error).toBeUndefined();
-    const attempts = [{ model_id: 'fake/one', reason: 'upstream_error', tries: 3, upstream_status: 503 }, { model_id: 'no-such-model', reason: 'model_not_found', tries: 0 }];
+    const attempts = [{ model_id: 'fake/one', reason: 'model_unavailable', tries: 3, upstream_status: 503 }, { model_id: 'no-such-model', reason: 'model_not_found', tries: 0 }];
     expect(events[0]?.start).toMatchObject({ model_id: 'sim-fast', provider: 'simulated', attempts });
     expect(events.at(-1)?.end).toMatchObject({ model_id: 'sim-fast', attempts });
   });

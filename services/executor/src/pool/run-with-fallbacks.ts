@@ -8,6 +8,15 @@
  *
  * `start` runs the request on a deployment and resolves at the first byte (a whole response, or a
  * stream's first event): after that nothing is retried, since the caller may have seen output.
+ *
+ * A model is unavailable, from the first request on, when no deployment could be tried (every
+ * breaker open) or when the last of its tries failed in a way that says its upstream cannot be
+ * reached or cannot serve (UpstreamError `failureClass` `unavailable`: refused, reset, DNS, timeout
+ * before the headers, 5xx, 429, 529). Either way it is recorded as `model_unavailable`, its
+ * fallbacks are tried, and if none answers the call fails UNAVAILABLE `model_unavailable` with a
+ * retry-after (HTTP 503), which the caller may retry: the same answer its open breaker gives later
+ * requests. Only an upstream that answered something unusable (a malformed body, a 4xx that is the
+ * gateway's fault) leaves as that failure (HTTP 502), and a caller's error (400) as its own.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decorrelatedJitterGenerator, ExponentialBackoff, type IBackoff } from 'cockatiel';
@@ -55,6 +64,16 @@ export interface Started<T> {
 /** Leaves at least this much of the deadline for the retried call itself. */
 const DEADLINE_MARGIN_MS = 50;
 
+/**
+ * The retry-after of an unavailable model when neither an open breaker nor the upstream said how
+ * long: long enough that a caller honouring it does not spend its retry within the same blip,
+ * short enough that an upstream back after a restart costs little.
+ */
+export const UNAVAILABLE_RETRY_AFTER_MS = 2_000;
+
+/** The shortest retry-after sent: the HTTP Retry-After header counts whole seconds. */
+const MIN_RETRY_AFTER_MS = 1_000;
+
 /** Reports what a failure says about the deployment to its breaker. */
 export function blame(deployment: Deployment, error: unknown, signal: AbortSignal): void {
   if (signal.aborted || deployment.inProcess || !(error instanceof UpstreamError)) deployment.breaker.release();
@@ -68,6 +87,27 @@ function reasonOf(error: unknown): string {
   return mapped instanceof GatewayError ? mapped.reason : 'internal_error';
 }
 
+/**
+ * Whether a model's failure, once its retries are spent, means the model is unavailable rather
+ * than that its upstream answered something unusable. A deployment running in-process (simulated)
+ * is never unavailable: its failures are directives written in the request, each standing for one
+ * upstream answer, and are reported as that answer.
+ */
+function meansUnavailable(error: unknown, deployment: Deployment): boolean {
+  return !deployment.inProcess && error instanceof UpstreamError && error.failureClass === 'unavailable';
+}
+
+/**
+ * How long the caller of an unavailable model should wait: the remaining open time of its breakers
+ * when they are open, else the wait its upstream asked for, else UNAVAILABLE_RETRY_AFTER_MS.
+ */
+function unavailableForMs(pool: DeploymentPool, modelId: string, failure: unknown): number {
+  const breakerWait = pool.retryAfterMs(modelId);
+  const upstreamWait = failure instanceof UpstreamError ? failure.retryAfterMs ?? 0 : 0;
+  const wait = breakerWait > 0 ? breakerWait : upstreamWait > 0 ? upstreamWait : UNAVAILABLE_RETRY_AFTER_MS;
+  return Math.max(MIN_RETRY_AFTER_MS, wait);
+}
+
 /** Whether trying again (here or on a fallback) may help. */
 function worthAnotherTry(error: unknown): boolean {
   if (error instanceof UpstreamError) return error.retryable;
@@ -78,14 +118,16 @@ function worthAnotherTry(error: unknown): boolean {
 /**
  * Runs the plan. Resolves with the first deployment that reached its first byte; rejects with the
  * first non-retryable failure, the cancellation, or, when every model failed, the last failure
- * seen (or UNAVAILABLE `model_unavailable` with the earliest retry-after when no model had a
- * usable deployment to try).
+ * that was not unavailability; when every model was unavailable, with UNAVAILABLE
+ * `model_unavailable` naming the first model, with the earliest retry-after of them all.
  */
 export async function runWithFallbacks<T>(plan: RunPlan<T>): Promise<Started<T>> {
   const attempts: ExecutionAttempt[] = [];
   const backoffFactory = new ExponentialBackoff({ initialDelay: plan.retry.baseDelayMs, maxDelay: plan.retry.maxDelayMs, generator: decorrelatedJitterGenerator });
   let lastError: unknown;
   let earliestRetryMs: number | undefined;
+  /** The upstream failure that made the first unavailable model so, for the log and ErrorInfo. */
+  let unavailableCause: UpstreamError | undefined;
 
   for (const modelId of plan.models) {
     plan.signal.throwIfAborted();
@@ -97,6 +139,7 @@ export async function runWithFallbacks<T>(plan: RunPlan<T>): Promise<Started<T>>
     let backoff: IBackoff<unknown> | undefined;
     let tries = 0;
     let failure: unknown;
+    let failedOn: Deployment | undefined;
     while (tries < plan.retry.maxAttempts) {
       const deployment = plan.pool.pick(modelId, avoid);
       if (!deployment) break;
@@ -113,6 +156,7 @@ export async function runWithFallbacks<T>(plan: RunPlan<T>): Promise<Started<T>>
         plan.signal.throwIfAborted();
         if (!worthAnotherTry(error)) throw error;
         failure = error;
+        failedOn = deployment;
         avoid.add(deployment);
         // A simulated failure is written in the request: it would fail the same way again.
         if (deployment.inProcess || !(error instanceof UpstreamError) || tries >= plan.retry.maxAttempts) break;
@@ -125,20 +169,26 @@ export async function runWithFallbacks<T>(plan: RunPlan<T>): Promise<Started<T>>
         await sleep(delay, undefined, { signal: plan.signal });
       }
     }
-    if (failure === undefined) {
-      const wait = plan.pool.retryAfterMs(modelId);
-      if (wait > 0) earliestRetryMs = Math.min(earliestRetryMs ?? wait, wait);
-      attempts.push({ model_id: modelId, reason: 'model_unavailable', tries });
+    const status = failure instanceof UpstreamError && failure.status !== undefined ? { upstream_status: failure.status } : {};
+    if (failure === undefined || (failedOn && meansUnavailable(failure, failedOn))) {
+      // No deployment to try (breakers open), or retries spent on an upstream that cannot serve.
+      const wait = unavailableForMs(plan.pool, modelId, failure);
+      earliestRetryMs = Math.min(earliestRetryMs ?? wait, wait);
+      if (failure instanceof UpstreamError) unavailableCause ??= failure;
+      attempts.push({ model_id: modelId, reason: 'model_unavailable', tries, ...status });
     } else {
       lastError = failure;
-      const status = failure instanceof UpstreamError ? failure.status : undefined;
-      attempts.push({ model_id: modelId, reason: reasonOf(failure), tries, ...(status === undefined ? {} : { upstream_status: status }) });
+      attempts.push({ model_id: modelId, reason: reasonOf(failure), tries, ...status });
     }
   }
   if (lastError !== undefined) throw lastError;
   const primary = plan.models[0] ?? '';
-  throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `The model \`${primary}\` is temporarily unavailable: no deployment is healthy. Please retry later.`, {
+  const why = unavailableCause ? 'its provider cannot be reached or is overloaded' : 'no deployment is healthy';
+  throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `The model \`${primary}\` is temporarily unavailable: ${why}. Please retry later.`, {
     retryable: true,
-    retryAfterMs: Math.max(1000, earliestRetryMs ?? 1000),
+    retryAfterMs: earliestRetryMs ?? UNAVAILABLE_RETRY_AFTER_MS,
+    provider: unavailableCause?.provider,
+    upstreamStatus: unavailableCause?.status,
+    cause: unavailableCause,
   });
 }

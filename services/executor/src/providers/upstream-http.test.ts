@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { upstreamUrl } from './upstream-http.js';
+import { upstreamErrorFromTransport, upstreamUrl } from './upstream-http.js';
 
 describe('upstreamUrl', () => {
   it('adds the version segment unless the base_url already ends with it, keeping a proxy path and query', () => {
@@ -10,5 +10,20 @@ describe('upstreamUrl', () => {
       .toBe('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent');
     expect(upstreamUrl('https://gateway.example.com/google/v1beta?project=7', 'v1beta', 'models/gemini-2.5-pro:streamGenerateContent').href)
       .toBe('https://gateway.example.com/google/v1beta/models/gemini-2.5-pro:streamGenerateContent?project=7');
+  });
+});
+
+describe('upstreamErrorFromTransport', () => {
+  it.each([
+    ['ECONNREFUSED', 'request', 'connection', 'unavailable'],
+    ['ECONNRESET', 'request', 'connection', 'unavailable'],
+    ['ENOTFOUND', 'request', 'connection', 'unavailable'],
+    ['UND_ERR_CONNECT_TIMEOUT', 'request', 'timeout', 'unavailable'],
+    ['UND_ERR_HEADERS_TIMEOUT', 'request', 'timeout', 'unavailable'],
+    ['ECONNRESET', 'body', 'connection', 'unusable'],
+    ['UND_ERR_BODY_TIMEOUT', 'body', 'timeout', 'unusable'],
+  ] as const)('%s during the %s is a retryable %s failure of class %s', (code, phase, kind, failureClass) => {
+    const error = upstreamErrorFromTransport('openai-compatible', Object.assign(new Error(code), { code }), phase);
+    expect(error).toMatchObject({ kind, failureClass, retryable: true, status: undefined });
   });
 });

@@ -66,15 +66,21 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 
-/** An UpstreamError for a failure without an answer: undici's timeouts, refused or reset connections. */
+/**
+ * An UpstreamError for a transport failure: undici's timeouts, refused, reset or unresolvable
+ * connections. `phase` says whether the response headers had arrived: before them (`request`) the
+ * upstream gave no answer at all, so the model is `unavailable`; after them (`body`) it answered
+ * and then stalled or dropped the connection, an answer the gateway cannot use (`unusable`).
+ */
 export function upstreamErrorFromTransport(provider: string, error: unknown, phase: 'request' | 'body'): UpstreamError {
   const code = (error as { code?: unknown }).code;
+  const failureClass = phase === 'request' ? 'unavailable' : 'unusable';
   if (typeof code === 'string' && TIMEOUT_CODES.has(code)) {
     const which = code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connect' : code === 'UND_ERR_HEADERS_TIMEOUT' ? 'first-byte' : 'idle';
-    return new UpstreamError(`upstream ${which} timeout`, { provider, kind: 'timeout', cause: error });
+    return new UpstreamError(`upstream ${which} timeout`, { provider, kind: 'timeout', failureClass, cause: error });
   }
   const what = phase === 'request' ? 'upstream connection failed' : 'upstream connection dropped mid-body';
-  return new UpstreamError(`${what}${typeof code === 'string' ? ` (${code})` : ''}`, { provider, kind: 'connection', cause: error });
+  return new UpstreamError(`${what}${typeof code === 'string' ? ` (${code})` : ''}`, { provider, kind: 'connection', failureClass, cause: error });
 }
 
 /** Reads at most `limit` characters of a body, then drops the rest. */

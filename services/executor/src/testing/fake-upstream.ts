@@ -3,12 +3,13 @@
  * (OpenAI's chat completions, Anthropic's Messages, Gemini's generateContent) by replaying
  * recorded fixtures (src/providers/<provider>/fixtures). It records
  * every request (headers and JSON body) and when each request's connection closed, so tests can
- * assert what the adapter sent and that cancelling a call closes the upstream connection.
+ * assert what the adapter sent and that cancelling a call closes the upstream connection. For the
+ * failures below HTTP it also gives a refused port and upstreams that reset or never answer.
  * Test-only: excluded from the build.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 
 /** The fixture folder of the openai-compatible adapter. */
 export const FIXTURES = new URL('../providers/openai-compatible/fixtures/', import.meta.url);
@@ -118,5 +119,55 @@ export async function startFakeUpstream(initial: Responder = replayJson(200, fix
     requests,
     respond: (next) => { responder = next; },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+/**
+ * A base URL (`http://127.0.0.1:<port>/v1`) where nothing listens, so that every connection is
+ * refused: the port was bound once to get it from the OS and released at once.
+ */
+export async function refusedBaseUrl(): Promise<string> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}/v1`;
+}
+
+/** An upstream that misbehaves below HTTP: it never sends a status line. */
+export interface BrokenUpstream {
+  /** `http://127.0.0.1:<port>/v1`, the catalog base_url. */
+  readonly baseUrl: string;
+  /** How many requests reached it (connections on which bytes arrived). */
+  readonly requests: () => number;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts an upstream that accepts connections and, once a request's bytes arrive, either resets
+ * the connection (`reset`: a TCP RST, what a crashing or overloaded proxy does) or never answers
+ * (`silent`: the first-byte timeout has to fire).
+ */
+export async function startBrokenUpstream(behaviour: 'reset' | 'silent'): Promise<BrokenUpstream> {
+  const sockets = new Set<Socket>();
+  let requests = 0;
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    socket.once('data', () => {
+      requests += 1;
+      if (behaviour === 'reset') socket.resetAndDestroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests: () => requests,
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
   };
 }
