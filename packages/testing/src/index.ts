@@ -48,8 +48,8 @@ export async function stopContainers(): Promise<void> {
   await Promise.all(started.splice(0).map((container) => container.stop()));
 }
 
-/** Resolves when the condition holds, polling; rejects after timeoutMs with the description. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, description: string, timeoutMs = 5000, intervalMs = 25): Promise<T> {
+/** Resolves with the first value the check gives that is neither undefined nor false, polling; rejects after timeoutMs with the description. */
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, description: string, timeoutMs = 5000, intervalMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
