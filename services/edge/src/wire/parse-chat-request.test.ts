@@ -14,6 +14,14 @@ function refusal(body: unknown): RequestError {
   throw new Error('the body was accepted');
 }
 
+
+/** A JSON Schema `levels` objects deep (properties.a.properties.a...), built without recursion. */
+function deeplyNested(levels: number): Record<string, unknown> {
+  let schema: Record<string, unknown> = { type: 'string' };
+  for (let level = 1; level < levels; level += 1) schema = { type: 'object', properties: { a: schema } };
+  return schema;
+}
+
 describe('parseChatRequest', () => {
   it('converts a full request into the protobuf shape', () => {
     const parsed = parseChatRequest({
@@ -86,7 +94,8 @@ describe('parseChatRequest', () => {
     [{ ...base, logit_bias: { abc: 1 } }, 'logit_bias.abc', "Invalid key in 'logit_bias': 'abc' is not a token id."],
     [{ ...base, logit_bias: { 50256: 101 } }, 'logit_bias.50256', "Invalid value for 'logit_bias.50256': expected a number from -100 to 100."],
     [{ ...base, metadata: { a: 1 } }, 'metadata.a', "Invalid type for 'metadata.a': expected a string, but got an integer."],
-    [{ ...base, metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata', "Invalid 'metadata': at most 16 keys are allowed, got 17."],
+    [{ ...base, metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata', "Invalid 'metadata': at most 16 keys are allowed."],
+    [{ ...base, logit_bias: Object.fromEntries(Array.from({ length: 301 }, (_, i) => [String(i), 1])) }, 'logit_bias', "Invalid 'logit_bias': at most 300 tokens may be biased."],
     [{ ...base, user: 5 }, 'user', "Invalid type for 'user': expected a string, but got an integer."],
     [{ ...base, reasoning_effort: 'extreme' }, 'reasoning_effort', "Invalid value for 'reasoning_effort': 'extreme'. Supported values are: 'minimal', 'low', 'medium', 'high'."],
     [{ ...base, functions: [{ name: 'f' }], tools: [{ type: 'function', function: { name: 'f' } }] }, 'functions', "Invalid parameter: 'functions' and 'tools' cannot both be set; send the functions as 'tools'."],
@@ -139,6 +148,26 @@ describe('parseChatRequest', () => {
     expect(error.status).toBe(400);
     expect(error.param).toBe(param);
     expect(error.message).toBe(message);
+  });
+
+  it('refuses a schema nested deeper than 128 levels (64 of properties), at any depth, with a 400 rather than a stack overflow', () => {
+    expect(() => parseChatRequest({ ...base, tools: [{ type: 'function', function: { name: 'ok', parameters: deeplyNested(64) } }] })).not.toThrow();
+    const cases: Array<[unknown, string]> = [
+      [{ ...base, tools: [{ type: 'function', function: { name: 'deep', parameters: deeplyNested(65) } }] }, 'tools[0].function.parameters'],
+      [{ ...base, tools: [{ type: 'function', function: { name: 'deep', parameters: deeplyNested(200_000) } }] }, 'tools[0].function.parameters'],
+      [{ ...base, response_format: { type: 'json_schema', json_schema: { name: 's', schema: deeplyNested(100_000) } } }, 'response_format.json_schema.schema'],
+    ];
+    for (const [body, param] of cases) {
+      const error = refusal(body);
+      expect(error.status).toBe(400);
+      expect(error.param).toBe(param);
+      expect(error.message).toBe(`Invalid schema for '${param}': it nests deeper than 128 levels.`);
+    }
+  });
+
+  it('refuses 100,000 metadata keys by counting no further than the limit', () => {
+    const error = refusal({ ...base, metadata: Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, 'v'])) });
+    expect(error.message).toBe("Invalid 'metadata': at most 16 keys are allowed.");
   });
 
   it('translates the deprecated functions, function_call and function messages into tools', () => {

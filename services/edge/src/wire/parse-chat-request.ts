@@ -52,6 +52,16 @@ const MAX_STOP = 4;
 const MAX_N = 128;
 const MAX_INT32 = 2_147_483_647;
 const MAX_FALLBACKS = 8;
+/** OpenAI's limit on logit_bias entries. */
+const MAX_LOGIT_BIAS = 300;
+const MAX_METADATA_KEYS = 16;
+/**
+ * How many levels of objects and arrays a JSON Schema (tool parameters, a response format) may
+ * nest (64 levels of `properties` take 128). Far beyond any real
+ * schema; a deeper one would cost every service that walks it (and overflow the stack of those
+ * that recurse) for nothing.
+ */
+const MAX_SCHEMA_DEPTH = 128;
 
 function isObject(value: Json): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -123,9 +133,35 @@ function truncate(text: string, length = 64): string {
   return text.length > length ? `${text.slice(0, length)}...` : text;
 }
 
+/** Whether a value nests objects and arrays deeper than `limit` levels; iterative, so any depth is safe. */
+function nestsDeeperThan(value: Json, limit: number): boolean {
+  const stack: Array<{ node: Json; depth: number }> = [{ node: value, depth: 1 }];
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!;
+    if (depth > limit) return true;
+    if (node === null || typeof node !== 'object') continue;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push({ node: child, depth: depth + 1 });
+    }
+  }
+  return false;
+}
+
+/** How many own keys an object has, counting no further than `limit` + 1. */
+function keyCountUpTo(value: { [key: string]: Json }, limit: number): number {
+  let count = 0;
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && ++count > limit) break;
+  }
+  return count;
+}
+
 /** Parses a JSON Schema given as an object into the JSON string the contracts carry. */
 function schemaJson(value: Json, param: string): string {
   if (!isObject(value)) throw typeError(param, 'a JSON Schema object', value);
+  if (nestsDeeperThan(value, MAX_SCHEMA_DEPTH)) {
+    throw invalid(param, `Invalid schema for '${param}': it nests deeper than ${MAX_SCHEMA_DEPTH} levels.`, 'invalid_function_parameters');
+  }
   if (value.type !== undefined && value.type !== 'object') {
     throw invalid(param, `Invalid schema for '${param}': the top-level schema must be of type 'object', got ${JSON.stringify(value.type)}.`, 'invalid_function_parameters');
   }
@@ -438,6 +474,7 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
   const logitBias = body.logit_bias;
   if (logitBias !== undefined && logitBias !== null) {
     if (!isObject(logitBias)) throw typeError('logit_bias', 'an object mapping token ids to numbers from -100 to 100', logitBias);
+    if (keyCountUpTo(logitBias, MAX_LOGIT_BIAS) > MAX_LOGIT_BIAS) throw invalid('logit_bias', `Invalid 'logit_bias': at most ${MAX_LOGIT_BIAS} tokens may be biased.`, 'invalid_value');
     request.logit_bias = {};
     for (const [token, bias] of Object.entries(logitBias)) {
       if (!/^\d+$/.test(token)) throw invalid(`logit_bias.${truncate(token, 20)}`, `Invalid key in 'logit_bias': '${truncate(token, 20)}' is not a token id.`, 'invalid_value');
@@ -450,8 +487,8 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
   const metadata = body.metadata;
   if (metadata !== undefined && metadata !== null) {
     if (!isObject(metadata)) throw typeError('metadata', 'an object of string values', metadata);
+    if (keyCountUpTo(metadata, MAX_METADATA_KEYS) > MAX_METADATA_KEYS) throw invalid('metadata', `Invalid 'metadata': at most ${MAX_METADATA_KEYS} keys are allowed.`, 'invalid_value');
     const entries = Object.entries(metadata);
-    if (entries.length > 16) throw invalid('metadata', `Invalid 'metadata': at most 16 keys are allowed, got ${entries.length}.`, 'invalid_value');
     request.metadata = {};
     for (const [key, value] of entries) {
       if (key.length > 64) throw invalid('metadata', "Invalid 'metadata': keys must be at most 64 characters.", 'invalid_value');
