@@ -2,9 +2,29 @@
  * Token counting with a real tokenizer (o200k_base, the encoding of OpenAI's current models).
  * Prompt counts follow OpenAI's published accounting for chat messages: a fixed overhead per
  * message and for the reply's priming, plus the tokens of each text.
+ *
+ * Cost: linear in the length of the text, whatever the text (see text-segments.ts: a long run of
+ * one letter, emoji or space used to cost quadratic time in gpt-tokenizer). Counts are exact,
+ * equal to gpt-tokenizer's, for any text without such a run (LONG_RUN_CHARACTERS of letters, of
+ * symbols or of spaces) and with a token boundary every 2 KB or so (any space, line break, or
+ * letter or number followed by something else will do); otherwise they may differ by about a
+ * token per cut, one per LONG_RUN_CHARACTERS characters of a run.
+ *
+ * Every function has an `...Async` twin that returns the same result but gives the event loop a
+ * turn every few milliseconds (see time-slices.ts): a service that counts a caller's text while it
+ * serves other requests calls those. A text under SMALL_INPUT_BYTES of UTF-8 never pauses.
+ *
+ * The texts of special tokens (`<|endoftext|>`) are counted as plain text, as OpenAI's API reads
+ * them in a message; gpt-tokenizer's default would throw on them.
  */
-import { countTokens, encode, decode, isWithinTokenLimit } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens, encode, setMergeCacheSize } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatRequest, Message } from '@gateway/proto';
+import { nextTokenBoundary, textSegments } from './text-segments.js';
+import { runInTimeSlices, runToEnd, type Steps } from './time-slices.js';
+import { forEachTokenPiece } from './token-pieces.js';
+
+export { LONG_RUN_CHARACTERS, SEGMENT_BYTES } from './text-segments.js';
+export { SLICE_MILLISECONDS, SMALL_INPUT_BYTES } from './time-slices.js';
 
 /** Tokens added per message for its framing. */
 const TOKENS_PER_MESSAGE = 3;
@@ -13,14 +33,42 @@ const REPLY_PRIMING_TOKENS = 3;
 /** A low-detail image, as OpenAI bills it; a fair estimate where detail is unknown. */
 const IMAGE_TOKENS = 85;
 
-/** Tokens of a text. */
-export function countTextTokens(text: string): number {
-  return text.length === 0 ? 0 : countTokens(text);
+/** Special tokens' texts are plain text (see the file header). */
+const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+
+/**
+ * Entries of gpt-tokenizer's cache of byte-pair merges (its default is 100,000). Once its cache is
+ * full, each miss evicts the oldest entry through a Map iterator that walks past every entry
+ * deleted before it, so text of distinct pieces (random symbols, CJK) got up to ten times slower
+ * the longer a process ran: 256K characters of random code points took 0.25 s on a fresh cache
+ * and 2.5 s once it was full. At 3,000 entries a full cache costs 1.4 times a fresh one, and
+ * counting 1.5 MB of this repository's code and docs is as fast as with 100,000 (0.20 s).
+ */
+const MERGE_CACHE_ENTRIES = 3_000;
+setMergeCacheSize(MERGE_CACHE_ENTRIES);
+
+/** The fields of a request that its prompt tokens depend on. */
+export type PromptRequest = Pick<ChatRequest, 'messages' | 'tools'>;
+
+/** Counts a text's tokens a segment a step; false as soon as they exceed `limit`. */
+function* countTextSteps(text: string, limit: number): Steps<number | false> {
+  let tokens = 0;
+  for (const segment of textSegments(text)) {
+    tokens += countTokens(segment.text, PLAIN_TEXT);
+    if (tokens > limit) return false;
+    yield segment.bytes;
+  }
+  return tokens;
 }
 
-/** Splits a text into its tokens' texts, in order; joined, they give back the text. */
-export function tokenPieces(text: string): string[] {
-  return encode(text).map((token) => decode([token]));
+/** Tokens of a text. */
+export function countTextTokens(text: string): number {
+  return text.length === 0 ? 0 : (runToEnd(countTextSteps(text, Number.POSITIVE_INFINITY)) as number);
+}
+
+/** countTextTokens, pausing for the event loop on a big text. */
+export async function countTextTokensAsync(text: string): Promise<number> {
+  return text.length === 0 ? 0 : ((await runInTimeSlices(countTextSteps(text, Number.POSITIVE_INFINITY))) as number);
 }
 
 /** Every user-visible text of a message: its text, text parts, refusal and tool-call arguments. */
@@ -36,40 +84,195 @@ export function messageText(message: Message): string {
   return pieces.join('\n');
 }
 
-/** Prompt tokens of a request: its messages and the definitions of the tools it offers. */
-export function countPromptTokens(request: Pick<ChatRequest, 'messages' | 'tools'>): number {
-  return countPromptTokensWithin(request, Number.POSITIVE_INFINITY)!;
+/** The text a tool's definition is counted as. */
+function toolText(definition: { name?: string; description?: string; parameters_json?: string }): string {
+  return `${definition.name ?? ''}\n${definition.description ?? ''}\n${definition.parameters_json ?? ''}`;
 }
 
-/**
- * Prompt tokens of a request as countPromptTokens counts them, or undefined as soon as they exceed
- * `limit`: the tokenizer stops there, so a huge prompt costs no more than the largest context
- * window it could fit in (a 4 MB text over a 200k limit: a fifth of the work of counting it all).
- */
-export function countPromptTokensWithin(request: Pick<ChatRequest, 'messages' | 'tools'>, limit: number): number | undefined {
+/** Counts a request's prompt tokens a step at a time; undefined as soon as they exceed `limit`. */
+function* countPromptSteps(request: PromptRequest, limit: number): Steps<number | undefined> {
   let tokens = REPLY_PRIMING_TOKENS;
-  const add = (fixed: number, text: string): boolean => {
+  function* add(fixed: number, text: string): Steps<boolean> {
     tokens += fixed;
     if (text.length > 0) {
-      const remaining = limit - tokens;
-      const counted = Number.isFinite(remaining) ? (remaining < 0 ? false : isWithinTokenLimit(text, remaining)) : countTokens(text);
+      const counted = yield* countTextSteps(text, limit - tokens);
       if (counted === false) return false;
       tokens += counted;
     }
     return tokens <= limit;
-  };
+  }
   for (const message of request.messages ?? []) {
     let fixed = TOKENS_PER_MESSAGE + 1;
-    if (message.name) fixed += 1 + countTextTokens(message.name);
+    if (message.name) fixed += 1 + ((yield* countTextSteps(message.name, Number.POSITIVE_INFINITY)) as number);
     for (const part of message.parts?.parts ?? []) if (part.image_url) fixed += IMAGE_TOKENS;
-    if (!add(fixed, messageText(message))) return undefined;
+    if (!(yield* add(fixed, messageText(message)))) return undefined;
   }
   for (const tool of request.tools ?? []) {
-    const fn = tool.function;
-    if (!fn) continue;
-    if (!add(TOKENS_PER_MESSAGE, `${fn.name ?? ''}\n${fn.description ?? ''}\n${fn.parameters_json ?? ''}`)) return undefined;
+    if (!tool.function) continue;
+    if (!(yield* add(TOKENS_PER_MESSAGE, toolText(tool.function)))) return undefined;
   }
   return tokens;
+}
+
+/** Prompt tokens of a request: its messages and the definitions of the tools it offers. */
+export function countPromptTokens(request: PromptRequest): number {
+  return runToEnd(countPromptSteps(request, Number.POSITIVE_INFINITY))!;
+}
+
+/** countPromptTokens, pausing for the event loop on a big request. */
+export async function countPromptTokensAsync(request: PromptRequest): Promise<number> {
+  return (await runInTimeSlices(countPromptSteps(request, Number.POSITIVE_INFINITY)))!;
+}
+
+/**
+ * Prompt tokens of a request as countPromptTokens counts them, or undefined as soon as they exceed
+ * `limit`: counting stops within a segment (SEGMENT_BYTES) of that point, so a huge prompt
+ * costs no more than the largest context window it could fit in.
+ */
+export function countPromptTokensWithin(request: PromptRequest, limit: number): number | undefined {
+  return runToEnd(countPromptSteps(request, limit));
+}
+
+/**
+ * countPromptTokensWithin, pausing for the event loop on a big request: at most about
+ * SLICE_MILLISECONDS of work between two turns, none for a request whose texts total under
+ * SMALL_INPUT_BYTES. The same result as countPromptTokensWithin.
+ */
+export function countPromptTokensWithinAsync(request: PromptRequest, limit: number): Promise<number | undefined> {
+  return runInTimeSlices(countPromptSteps(request, limit));
+}
+
+/** The first tokens of a text, as pieces of text. */
+export interface TokenPrefix {
+  /**
+   * The tokens' texts in order: one piece per token, except that tokens that split a character
+   * share one piece. Joined, they are the text when `complete`, else a prefix of it.
+   */
+  readonly pieces: string[];
+  /** How many tokens the pieces hold. */
+  readonly tokens: number;
+  /** False when the budget stopped the pieces before the end of the text. */
+  readonly complete: boolean;
+}
+
+/** Cuts a text into token pieces a segment a step, stopping before the piece that would exceed `maxTokens`. */
+function* tokenPrefixSteps(text: string, maxTokens: number): Steps<TokenPrefix> {
+  const pieces: string[] = [];
+  let tokens = 0;
+  let complete = true;
+  const keep = (piece: string, pieceTokens: number): boolean => {
+    if (tokens + pieceTokens > maxTokens) return (complete = false);
+    pieces.push(piece);
+    tokens += pieceTokens;
+    return true;
+  };
+  for (const segment of textSegments(text)) {
+    if (!forEachTokenPiece(segment.text, encode(segment.text, PLAIN_TEXT), keep)) break;
+    yield segment.bytes;
+  }
+  return { pieces, tokens, complete };
+}
+
+/**
+ * The pieces of a text's first tokens, up to `maxTokens` (the whole text by default). Tokenizes
+ * no further than a segment past the budget, so a reply cut to a few tokens costs that much.
+ */
+export function tokenPrefix(text: string, maxTokens = Number.POSITIVE_INFINITY): TokenPrefix {
+  return runToEnd(tokenPrefixSteps(text, maxTokens));
+}
+
+/** tokenPrefix, pausing for the event loop on a big text. */
+export function tokenPrefixAsync(text: string, maxTokens = Number.POSITIVE_INFINITY): Promise<TokenPrefix> {
+  return runInTimeSlices(tokenPrefixSteps(text, maxTokens));
+}
+
+/**
+ * Splits a text into its tokens' texts, in order; joined, they give back the text. Tokens that
+ * split a character (part of an emoji's bytes) share one piece, so every piece is valid text.
+ */
+export function tokenPieces(text: string): string[] {
+  return tokenPrefix(text).pieces;
+}
+
+/** tokenPieces, pausing for the event loop on a big text. */
+export async function tokenPiecesAsync(text: string): Promise<string[]> {
+  return (await tokenPrefixAsync(text)).pieces;
+}
+
+/**
+ * How many characters an estimate reads at most: about 0.05 ms of tokenizer work for English and
+ * 5 ms for the costliest text (distinct CJK characters, 2.2 µs each).
+ */
+export const ESTIMATE_CHARACTERS = 2_048;
+
+/** Evenly spaced samples an estimate reads: enough that one unusual passage does not skew it. */
+const ESTIMATE_SAMPLES = 8;
+
+/** How far a sample's ends move to reach a token boundary, at most (a word's length, usually). */
+const SAMPLE_END_REACH = 64;
+
+/**
+ * Tokens of the texts, exact when they total at most `maxCharacters`; otherwise extrapolated from
+ * ESTIMATE_SAMPLES evenly spaced samples of the texts read end to end, `maxCharacters` in all.
+ */
+function sampledTokens(texts: readonly string[], maxCharacters: number): number {
+  let total = 0;
+  for (const text of texts) total += text.length;
+  if (total <= maxCharacters) return texts.reduce((sum, text) => sum + countTextTokens(text), 0);
+  const sampleLength = Math.max(1, Math.floor(maxCharacters / ESTIMATE_SAMPLES));
+  let readCharacters = 0;
+  let readTokens = 0;
+  let textIndex = 0;
+  let textStart = 0;
+  for (let sample = 0; sample < ESTIMATE_SAMPLES; sample += 1) {
+    const from = Math.floor((sample * (total - sampleLength)) / (ESTIMATE_SAMPLES - 1));
+    const to = from + sampleLength;
+    while (textStart + texts[textIndex]!.length <= from) textStart += texts[textIndex++]!.length;
+    for (let index = textIndex, start = textStart; index < texts.length && start < to; start += texts[index++]!.length) {
+      const text = texts[index]!;
+      // Cut at token boundaries, so that a sample counts the tokens the text has there: a cut
+      // through a word would count its halves as more tokens than the word.
+      const part = text.slice(nextTokenBoundary(text, Math.max(from, start) - start, SAMPLE_END_REACH), nextTokenBoundary(text, Math.min(to, start + text.length) - start, SAMPLE_END_REACH));
+      readCharacters += part.length;
+      readTokens += countTextTokens(part);
+    }
+  }
+  return readCharacters === 0 ? 0 : Math.round((readTokens * total) / readCharacters);
+}
+
+/**
+ * Tokens of a text for a bounded cost: countTextTokens when the text has at most `maxCharacters`
+ * characters, else an extrapolation from evenly spaced samples of `maxCharacters` characters in
+ * all (within a few percent for prose, code or any text of one kind throughout). For a usage that
+ * must be given synchronously, however big the text (a stream cut short).
+ */
+export function estimateTextTokens(text: string, maxCharacters = ESTIMATE_CHARACTERS): number {
+  return sampledTokens([text], maxCharacters);
+}
+
+/**
+ * Prompt tokens of a request for a bounded cost: countPromptTokens when its texts total at most
+ * `maxCharacters` characters, else the fixed overheads plus an estimate of the texts' tokens
+ * (see estimateTextTokens).
+ */
+export function estimatePromptTokens(request: PromptRequest, maxCharacters = ESTIMATE_CHARACTERS): number {
+  let fixed = REPLY_PRIMING_TOKENS;
+  const texts: string[] = [];
+  for (const message of request.messages ?? []) {
+    fixed += TOKENS_PER_MESSAGE + 1;
+    if (message.name) {
+      fixed += 1;
+      texts.push(message.name);
+    }
+    for (const part of message.parts?.parts ?? []) if (part.image_url) fixed += IMAGE_TOKENS;
+    texts.push(messageText(message));
+  }
+  for (const tool of request.tools ?? []) {
+    if (!tool.function) continue;
+    fixed += TOKENS_PER_MESSAGE;
+    texts.push(toolText(tool.function));
+  }
+  return fixed + sampledTokens(texts, maxCharacters);
 }
 
 export * from './routing-text.js';

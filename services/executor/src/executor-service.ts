@@ -18,7 +18,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError, GrpcStatus, requestIdOf, toServiceError, unary, type ErrorReporter } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { ChatRequestOutput, ExecuteRequestOutput, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
-import { countPromptTokens, countTextTokens } from '@gateway/tokens';
+import { estimatePromptTokens, estimateTextTokens } from '@gateway/tokens';
 import type { ExecutorMetrics } from './executor-metrics.js';
 import { blame, runWithFallbacks, type RetryOptions } from './pool/run-with-fallbacks.js';
 import type { Deployment, DeploymentPool } from './pool/deployment-pool.js';
@@ -254,9 +254,15 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
   };
 }
 
-/** Usage of a stream cut short: the prompt and what was streamed, counted with the gateway's tokenizer. */
+/**
+ * Usage of a stream cut short: the prompt and what was streamed, counted with the gateway's
+ * tokenizer. Synchronous (it is reported from the stream's error path), so it reads at most
+ * ESTIMATE_CHARACTERS (2,048) of each and extrapolates beyond: exact up to that, within a few
+ * percent above (16 MB: prose 0.1%, code 4%), in 2 ms (12 ms for distinct CJK) where counting a
+ * 16 MB request in full held the event loop for 0.6 s (prose) to 40 s (distinct CJK).
+ */
 function estimatedUsage(request: ChatRequestOutput, streamedText: string): Usage {
-  const prompt = countPromptTokens(request);
-  const completion = countTextTokens(streamedText);
+  const prompt = estimatePromptTokens(request);
+  const completion = estimateTextTokens(streamedText);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: 0, reasoning_tokens: 0 };
 }

@@ -70,3 +70,79 @@ describe('answer option features', () => {
     expect(feature('Suppose the central bank raises rates.', 'hypothetical')).toBe(1);
   });
 });
+
+describe('hostile text', () => {
+  const LENGTH = 16_384;
+  const repeat = (unit: string) => unit.repeat(Math.ceil(LENGTH / unit.length)).slice(0, LENGTH);
+
+  /** Valid UTF-16 from anywhere in Unicode, seeded so that a failure can be replayed. */
+  function randomCodePoints(length: number): string {
+    let state = 7;
+    let text = '';
+    while (text.length < length) {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      const codePoint = state % 0x110000;
+      if (codePoint < 0xd800 || codePoint > 0xdfff) text += String.fromCodePoint(codePoint);
+    }
+    return text;
+  }
+
+  const punctuation = [...'!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~'];
+  const inputs: Record<string, string> = {
+    'one long word': repeat('a'),
+    emoji: repeat('😀'),
+    'nested brackets': `${'('.repeat(LENGTH / 2)}${')'.repeat(LENGTH / 2)}`,
+    'random code points': randomCodePoints(LENGTH),
+    'line breaks': repeat('\n'),
+    'CRLF line breaks': repeat('\r\n'),
+    'blank lines of spaces': repeat(' \n'),
+    'one long number': repeat('3'),
+    'numbers and dots': repeat('1.'),
+    '"if" without "would"': repeat('if '),
+    'option-like lines': repeat('A.\n'),
+    'code-like calls': repeat('f('),
+    ...Object.fromEntries(punctuation.map((character) => [`one ${character}`, repeat(character)])),
+  };
+
+  // Ten calls per text under 200 ms: far above the ~1 ms each takes, far below what a pattern
+  // quadratic in a 4,000-character head costs (90 ms a call for line breaks before the fix).
+  it.each(Object.entries(inputs))('scores 16K characters of %s in linear time', (_name, text) => {
+    promptFeatures(text);
+    const start = performance.now();
+    for (let round = 0; round < 10; round += 1) expect(promptFeatures(text)).toHaveLength(PROMPT_FEATURE_COUNT);
+    expect(performance.now() - start).toBeLessThan(200);
+  });
+
+  it('finds what the original patterns found, on random text made of their edge cases', () => {
+    // The patterns as they were before they were made linear; the features they feed must not move.
+    const original = {
+      decimal: /\d+\.\d+|\b\d+\/\d+\b/g,
+      enumerated: /^\s*(?:[A-Da-d]|\d{1,2}|[ivx]{1,4})[.)]\s+\S/gm,
+      numericOption: /^\s*[A-Da-d][.)]\s*[-$]?\d/gm,
+      optionLine: /^\s*[A-Da-d][.)][ \t]*(.*)$/gm,
+      hypothetical: /\bsuppose|\bassume|\bimagine|\bif\b.*\bwould\b/,
+    };
+    const countOf = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
+    const units = ['\n', '\r\n', '\r', '\u2028', ' ', '\t', 'A. ', 'b) ', 'C.', 'i. ', 'iv) ', '12. ', '1.5', '2/3', '7', '.', '/', '$', '-', 'if', ' if ', ' would ', 'iff', 'x', 'word', 'suppose'];
+    let state = 11;
+    const random = () => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return state / 2 ** 32;
+    };
+    for (let trial = 0; trial < 3_000; trial += 1) {
+      let text = '';
+      for (let count = 1 + Math.floor(random() * 30); count > 0; count -= 1) text += units[Math.floor(random() * units.length)];
+      const options = [...text.matchAll(original.optionLine)].map((match) => match[1]!.trim());
+      const stem = text.replace(original.optionLine, '').toLowerCase();
+      const words = (part: string) => part.split(/\s+/).filter(Boolean).length;
+      const mean = options.length ? options.reduce((sum, option) => sum + words(option), 0) / options.length : 0;
+      const message = JSON.stringify(text);
+      expect(feature(text, 'decimal_or_fraction'), message).toBe(Math.min(1, countOf(text, original.decimal) / 3));
+      expect(feature(text, 'enumerated_lines'), message).toBe(Math.log1p(countOf(text, original.enumerated)) / 2);
+      expect(feature(text, 'numeric_options'), message).toBe(Math.min(1, countOf(text, original.numericOption) / 4));
+      expect(feature(text, 'option_words'), message).toBe(Math.log1p(mean) / 3);
+      expect(feature(text, 'stem_words'), message).toBe(Math.log1p(words(stem)) / 6);
+      expect(feature(text, 'hypothetical'), message).toBe(original.hypothetical.test(stem) ? 1 : 0);
+    }
+  });
+});

@@ -9,6 +9,11 @@
  * the first SCANNED_CHARACTERS characters, so that one call stays far below a millisecond even for
  * a 16k-character prompt. Changing a feature changes the meaning of the shipped weights: retrain
  * (`pnpm --filter @gateway/router train`) and ship the new model file with it.
+ *
+ * Every pattern runs in time linear in the text, hostile text included: a pattern that can start
+ * at every character of a run and scan to its end (`^\s*` over blank lines, `\d+\.` over a long
+ * number, `if .* would` over a line of "if"s) is written so that it starts once per run. Such a
+ * rewrite must find the same matches (prompt-features.test.ts compares them with the originals).
  */
 
 /** Names of the features, in index order; the model file stores them to check. */
@@ -98,7 +103,8 @@ const MONEY_OR_UNIT = /[$€£¥%]|\b(?:dollars?|cents?|euros?|hours?|minutes?|s
 const MATH_OPERATORS = /[=+*/^<>×÷−±]|\d\s*-\s*\d/g;
 const MATH_NOTATION = /\\(?:frac|int|sum|prod|lim|sqrt|mathbb|partial|cdot|leq|geq|infty|forall|exists|pi)\b|[∫∑∏√∂∞≤≥≠∀∃∈⊆πθαβλ]|\b(?:sqrt|log|ln|sin|cos|tan|mod|gcd|lcm)\b|\b[a-z]\s*\^\s*\d|\b[a-z]_\d/g;
 const EQUATION_LIKE = /\b[a-z]\s*[=<>]\s*[-\d(a-z]|\d\s*[a-z]\b\s*[-+=]|\b[a-z]\([a-z0-9, ]+\)\s*=/g;
-const DECIMAL_OR_FRACTION = /\d+\.\d+|\b\d+\/\d+\b/g;
+// A decimal starts where a run of digits does (a match never ends inside one, so none is lost).
+const DECIMAL_OR_FRACTION = /(?<!\d)\d+\.\d+|\b\d+\/\d+\b/g;
 const SOLVE = /\b(?:solve|calculate|compute|find|determine|prove|derive|evaluate|simplify|estimate|show that|what is the value)\b/g;
 const EXPLAIN = /\b(?:explain|describe|discuss|analy[sz]e|compare|contrast|justify|summari[sz]e|interpret|why)\b/g;
 const WRITING = /\b(?:write|compose|draft|rewrite|story|poem|essay|email|letter|blog|tweet|slogan|song|lyrics|dialogue|script|translate|paraphrase)\b/g;
@@ -110,13 +116,15 @@ const CONDITIONAL = /\b(?:if|unless|when|whenever|then|otherwise|only if|provide
 const NEGATION = /\b(?:not|no|never|none|except|false|incorrect|cannot|least)\b/g;
 const COMPARISON = /\b(?:more|less|greater|smaller|larger|fewer|most|best|worst|than|better|higher|lower)\b/g;
 const STATEMENT_PAIRS = /\bstatement\s*\d|\b(?:true|false)\s*,\s*(?:true|false)\b/g;
-const ENUMERATED = /^\s*(?:[A-Da-d]|\d{1,2}|[ivx]{1,4})[.)]\s+\S/gm;
-const NUMERIC_OPTION = /^\s*[A-Da-d][.)]\s*[-$]?\d/gm;
+// Line starts are read past spaces but not past line breaks (`^\s*` went on through every blank
+// line from each of them): a line matches exactly when it did, and the match starts on it.
+const ENUMERATED = /^[^\S\n\r\u2028\u2029]*(?:[A-Da-d]|\d{1,2}|[ivx]{1,4})[.)]\s+\S/gm;
+const NUMERIC_OPTION = /^[^\S\n\r\u2028\u2029]*[A-Da-d][.)]\s*[-$]?\d/gm;
 const CAPITALISED = /(?<=[a-z,;:] )[A-Z][a-z]+/g;
 const PARENTHESES = /[()[\]]/g;
 const QUOTES = /["“”']/g;
 // Answer options, one a line: "A. text" or "b) text".
-const OPTION_LINE = /^\s*[A-Da-d][.)][ \t]*(.*)$/gm;
+const OPTION_LINE = /^[^\S\n\r\u2028\u2029]*[A-Da-d][.)][ \t]*(.*)$/gm;
 const NUMERIC_OPTION_TEXT = /^[-$−(]?\d/;
 const VERDICT_PAIR = /^[A-Za-z]+(?: [a-z]+)?, ?[A-Za-z]+(?: [a-z]+)?$/;
 const ROMAN_COMBINATION = /\b(?:I|II|III|IV)\b(?: only|,| and)/;
@@ -124,7 +132,9 @@ const ALL_OR_NONE = /\b(?:all|none|both|neither) of the (?:above|following)\b/i;
 const NEGATED = /\b(?:not|except|least|false|incorrect)\b/;
 const SELECTION = /\bwhich\b|\bfollowing\b/;
 const PASSAGE = /refers to the following|following (?:passage|excerpt|information|quote)|read the following/;
-const HYPOTHETICAL = /\bsuppose|\bassume|\bimagine|\bif\b.*\bwould\b/;
+// "if ... would" on one line, tried from the first "if" of each line only (as `\bif\b.*\bwould\b`
+// scanned the rest of the line from every "if"): a later "if" finds no "would" the first misses.
+const HYPOTHETICAL = /\bsuppose|\bassume|\bimagine|^(?:(?!\bif\b).)*\bif\b.*\bwould\b/m;
 const PROOF = /\b(?:prove|proof|show that|derive|derivation|demonstrate that)\b/;
 const PERSON = /\b(?:i|i'm|i've|me|my|mine|we|our|you|your|you're)\b/g;
 const WHAT_WHICH = /\b(?:what|which|who|whom|whose|where|when)\b/g;

@@ -10,7 +10,7 @@ import type {
   ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteResponseOutput, ExecuteStreamEventOutput,
   ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
 } from '@gateway/proto';
-import { countPromptTokens, countPromptTokensWithin, countTextTokens, routingText } from '@gateway/tokens';
+import { countPromptTokensAsync, countPromptTokensWithinAsync, countTextTokensAsync, routingText } from '@gateway/tokens';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError, errorBody, toRequestError } from '../errors.js';
 import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
@@ -70,10 +70,11 @@ function assertCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promp
  * model's context window, else (auto, or an id the catalog lacks) the largest in the catalog. A
  * prompt past that is refused here, so a huge body costs a bounded share of the tokenizer.
  */
-function countBoundedPromptTokens(catalog: EdgeDependencies['catalog'], parsed: ParsedChatRequest): number {
+async function countBoundedPromptTokens(catalog: EdgeDependencies['catalog'], parsed: ParsedChatRequest): Promise<number> {
   const named = catalog.get(parsed.request.model ?? '')?.context_window;
   const limit = named || Math.max(0, ...catalog.list().map((model) => model.context_window ?? 0)) || Number.POSITIVE_INFINITY;
-  const tokens = countPromptTokensWithin(parsed.request, limit);
+  // In time slices: a prompt of megabytes never holds the event loop (a small one takes no slice).
+  const tokens = await countPromptTokensWithinAsync(parsed.request, limit);
   if (tokens !== undefined) return tokens;
   const whose = named ? "This model's" : "The largest model's";
   throw new RequestError(400, `${whose} maximum context length is ${limit} tokens. However, your messages resulted in more than ${limit} tokens. Please reduce the length of the messages.`, { param: 'messages', code: 'context_length_exceeded' });
@@ -203,7 +204,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const eventId = randomUUID();
     const apiKey = bearerKey(request);
     const parsed = parseChatRequest(request.body);
-    const promptTokens = countBoundedPromptTokens(catalog, parsed);
+    const promptTokens = await countBoundedPromptTokens(catalog, parsed);
     const callerPolicy = routePolicy(request, parsed);
 
     const abort = new AbortController();
@@ -404,13 +405,13 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     } catch (error) {
       if (abort.signal.aborted) {
         // The client went away: meter what was generated before it left.
-        finish(answered, attempts, estimatedUsage(execute, streamedText), provider, 'OUTCOME_CANCELLED');
+        finish(answered, attempts, await estimatedUsage(execute, streamedText), provider, 'OUTCOME_CANCELLED');
         return;
       }
       const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
       if (!started) throw requestError;
       request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-      finish(answered, attempts, failureUsage ?? estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED');
+      finish(answered, attempts, failureUsage ?? await estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED');
       if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
     } finally {
       clearTimeout(commitTimer);
@@ -453,9 +454,9 @@ function routePolicy(request: FastifyRequest, parsed: ParsedChatRequest): string
 }
 
 /** Usage of a stream that did not finish: the real prompt count and the tokens streamed so far. */
-function estimatedUsage(execute: ExecuteRequest, streamedText: string): UsageOutput {
-  const prompt = countPromptTokens(execute.request!);
-  const completion = countTextTokens(streamedText);
+async function estimatedUsage(execute: ExecuteRequest, streamedText: string): Promise<UsageOutput> {
+  const prompt = await countPromptTokensAsync(execute.request!);
+  const completion = await countTextTokensAsync(streamedText);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: 0, reasoning_tokens: 0 };
 }
 

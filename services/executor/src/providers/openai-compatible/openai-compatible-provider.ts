@@ -12,7 +12,7 @@ import type { Dispatcher } from 'undici';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput, ChatResponse, Usage } from '@gateway/proto';
-import { countPromptTokens, countTextTokens } from '@gateway/tokens';
+import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
@@ -45,7 +45,7 @@ export class OpenAiCompatibleProvider implements Provider {
     if (!converted.usage) {
       // A server that reports no usage (some vLLM and Ollama versions): count it ourselves.
       const completionText = converted.choices?.map((choice) => `${choice.message?.content ?? ''}${(choice.message?.tool_calls ?? []).map((call) => call.function?.arguments ?? '').join('')}`).join('') ?? '';
-      converted.usage = estimateUsage(request, completionText);
+      converted.usage = await estimateUsage(request, completionText);
     }
     return converted;
   }
@@ -80,7 +80,7 @@ export class OpenAiCompatibleProvider implements Provider {
     if (!done && !(sawFinish && unfinished.size === 0)) {
       throw new UpstreamError('upstream stream ended without [DONE] or a finish reason', { provider: this.name, kind: 'truncated', status: response.statusCode });
     }
-    yield { type: 'usage', usage: usage ?? estimateUsage(request, completionText) };
+    yield { type: 'usage', usage: usage ?? (await estimateUsage(request, completionText)) };
   }
 
   /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
@@ -131,9 +131,12 @@ function parseChunk(data: string, provider: string): OpenAiChatChunk {
   return parsed;
 }
 
-/** Usage counted by the gateway's tokenizer when the upstream reports none. */
-function estimateUsage(request: ChatRequestOutput, completionText: string): Usage {
-  const prompt = countPromptTokens(request);
-  const completion = countTextTokens(completionText);
+/**
+ * Usage counted by the gateway's tokenizer when the upstream reports none: exact, and in time
+ * slices, so that a big prompt or answer does not hold the event loop.
+ */
+async function estimateUsage(request: ChatRequestOutput, completionText: string): Promise<Usage> {
+  const prompt = await countPromptTokensAsync(request);
+  const completion = await countTextTokensAsync(completionText);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: 0, reasoning_tokens: 0 };
 }

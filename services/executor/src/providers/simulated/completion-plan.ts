@@ -23,8 +23,15 @@
  * it to that many tokens (finish `length`, completion_tokens == the budget). response_format
  * json_object gives `{"answer": "<text>"}`, json_schema an instance of the schema.
  *
- * Usage: prompt_tokens = countPromptTokens(request); completion_tokens = the tokens of the content,
- * or for tool calls the tokens of each call's name plus its arguments.
+ * Usage: prompt_tokens = countPromptTokens(request); completion_tokens = the tokens of the content
+ * (of a reply cut at the budget: the tokens kept), or for tool calls the tokens of each call's name
+ * plus its arguments.
+ *
+ * Cost: the reply can echo the caller's text (a json_schema `const`, an `enum` value, a tool's
+ * parameters), so planning does no work worse than linear in the request, and tokenizes with the
+ * time-sliced counters of @gateway/tokens, so a 16 MB request does not hold the executor's event
+ * loop: the conversation is hashed once for all choices (SeedPrefix), a reply is tokenized no
+ * further than its budget (tokenPrefixAsync), and tools are matched in one pass over the message.
  *
  * Log probabilities (`logprobs: true`): one entry per content piece, with `top_logprobs`
  * alternatives when asked (see token-logprobs.ts). They are drawn from their own random streams, so
@@ -33,9 +40,9 @@
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, FinishReasonOutput, TokenLogprob, ToolOutput } from '@gateway/proto';
-import { countPromptTokens, countTextTokens, messageText, tokenPieces } from '@gateway/tokens';
+import { countPromptTokensAsync, countTextTokensAsync, messageText, tokenPieces, tokenPrefixAsync } from '@gateway/tokens';
 import { generateSchemaInstance, type JsonSchema } from './schema-instance.js';
-import { SeededRandom } from './seeded-random.js';
+import { SeededRandom, SeedPrefix } from './seeded-random.js';
 import { tokenLogprobs } from './token-logprobs.js';
 
 /** One tool call the simulated model makes. */
@@ -104,12 +111,32 @@ function parseSchema(json: string | undefined): JsonSchema | undefined {
   }
 }
 
-function mentions(text: string, tool: ToolOutput): boolean {
-  const name = (tool.function?.name ?? '').toLowerCase();
-  if (!name) return false;
-  if (text.includes(name) || text.includes(name.replace(/[_-]/g, ' '))) return true;
-  const words = (tool.function?.description ?? '').toLowerCase().match(/[a-z]{6,}/g) ?? [];
-  return words.some((word) => new RegExp(`\\b${word}\\b`).test(text));
+/**
+ * The tools that `text` (lower-cased) mentions, per the rule in this file's header, in one pass
+ * over the text whatever the number of tools and description words: a description word is
+ * mentioned when it is a whole word of the text (what `\bword\b` tests: a word of 6 letters or
+ * more is matched by a maximal run of `\w` characters equal to it).
+ */
+function mentionedTools(text: string, tools: readonly ToolOutput[]): Set<ToolOutput> {
+  const mentioned = new Set<ToolOutput>();
+  const toolsByWord = new Map<string, ToolOutput[]>();
+  for (const tool of tools) {
+    const name = (tool.function?.name ?? '').toLowerCase();
+    if (!name) continue;
+    if (text.includes(name) || text.includes(name.replace(/[_-]/g, ' '))) {
+      mentioned.add(tool);
+      continue;
+    }
+    for (const word of (tool.function?.description ?? '').toLowerCase().match(/[a-z]{6,}/g) ?? []) {
+      const named = toolsByWord.get(word);
+      if (!named) toolsByWord.set(word, [tool]);
+      else if (named.at(-1) !== tool) named.push(tool);
+    }
+  }
+  if (toolsByWord.size > 0) {
+    for (const [word] of text.matchAll(/\w{6,}/g)) for (const tool of toolsByWord.get(word) ?? []) mentioned.add(tool);
+  }
+  return mentioned;
 }
 
 /** The tools the simulated model calls for this request, per the rules in this file's header. */
@@ -126,35 +153,27 @@ export function selectTools(request: ChatRequestOutput): ToolOutput[] {
   const messages = request.messages ?? [];
   const last = messages[messages.length - 1];
   const text = last?.role === 'ROLE_USER' ? messageText(last).toLowerCase() : '';
-  let selected = text ? tools.filter((tool) => mentions(text, tool)) : [];
+  const mentioned = text ? mentionedTools(text, tools) : new Set<ToolOutput>();
+  let selected = tools.filter((tool) => mentioned.has(tool));
   if (selected.length === 0 && mode === 'required') selected = [tools[0] as ToolOutput];
   return request.parallel_tool_calls === false ? selected.slice(0, 1) : selected;
 }
 
 /**
- * The text's tokens as strings, one per streamed chunk. A token that is only part of a multi-byte
- * character decodes to U+FFFD on its own, so such tokens are merged with the next ones until the
- * pieces spell the text exactly.
+ * The text's tokens as strings, one per streamed chunk. Tokens that are only part of a multi-byte
+ * character share a piece, so that every piece is whole text (see tokenPieces).
  */
 export function textPieces(text: string): string[] {
-  const pieces: string[] = [];
-  let consumed = 0;
-  let pending = '';
-  for (const piece of tokenPieces(text)) {
-    pending += piece;
-    if (text.startsWith(pending, consumed)) {
-      pieces.push(pending);
-      consumed += pending.length;
-      pending = '';
-    } else if (!pending.includes('\uFFFD')) {
-      break;
-    }
-  }
-  if (consumed < text.length) pieces.push(text.slice(consumed));
-  return pieces;
+  return tokenPieces(text);
 }
 
-function planText(request: ChatRequestOutput, model: CatalogModel, random: SeededRandom): { pieces: string[]; finishReason: FinishReasonOutput } {
+interface PlannedText {
+  readonly pieces: string[];
+  readonly finishReason: FinishReasonOutput;
+  readonly completionTokens: number;
+}
+
+async function planText(request: ChatRequestOutput, model: CatalogModel, random: SeededRandom): Promise<PlannedText> {
   const format = request.response_format?.type;
   let text: string;
   if (format === 'json_schema' && parseSchema(request.response_format?.json_schema?.schema_json) !== undefined) {
@@ -165,36 +184,25 @@ function planText(request: ChatRequestOutput, model: CatalogModel, random: Seede
   } else {
     text = paragraph(random);
   }
-  let finishReason: FinishReasonOutput = 'FINISH_REASON_STOP';
   const stops = (request.stop ?? []).filter((stop) => stop.length > 0);
   const cut = Math.min(...stops.map((stop) => text.indexOf(stop)).filter((index) => index >= 0));
   if (Number.isFinite(cut)) text = text.slice(0, cut);
-  let pieces = textPieces(text);
+  // Cut at a token boundary, tokenizing no further than the budget. completion_tokens is the
+  // number of tokens kept, what a model that wrote exactly those would bill: the budget, or a token
+  // or two less where the next piece holds the several tokens of one split character.
   const budget = request.max_tokens ?? (model.max_output_tokens > 0 ? model.max_output_tokens : undefined);
-  if (budget !== undefined && countTextTokens(text) > budget) {
-    // Cut at a token boundary: a prefix of tokens almost always re-encodes to itself, so
-    // completion_tokens == the budget; usage is counted on the content, so it matches the text anyway.
-    const kept: string[] = [];
-    let prefix = '';
-    for (const piece of pieces) {
-      if (countTextTokens(prefix + piece) > budget) break;
-      kept.push(piece);
-      prefix += piece;
-    }
-    pieces = kept;
-    finishReason = 'FINISH_REASON_LENGTH';
-  }
-  return { pieces, finishReason };
+  const prefix = await tokenPrefixAsync(text, budget);
+  return { pieces: prefix.pieces, finishReason: prefix.complete ? 'FINISH_REASON_STOP' : 'FINISH_REASON_LENGTH', completionTokens: prefix.tokens };
 }
 
 /** Decides the whole answer of the simulated model to a request. */
-export function planCompletion(request: ChatRequestOutput, model: CatalogModel): CompletionPlan {
-  const base = seedText(request, model);
+export async function planCompletion(request: ChatRequestOutput, model: CatalogModel): Promise<CompletionPlan> {
+  const base = new SeedPrefix(seedText(request, model));
   const tools = selectTools(request);
   const count = Math.min(Math.max(request.n ?? 1, 1), MAX_CHOICES);
   const choices: PlannedChoice[] = [];
   for (let index = 0; index < count; index += 1) {
-    const choiceSeed = `${base}\n#choice:${index}`;
+    const choiceSeed = base.extend(`\n#choice:${index}`);
     const random = new SeededRandom(choiceSeed);
     if (tools.length > 0) {
       const toolCalls = tools.map((tool) => {
@@ -205,19 +213,20 @@ export function planCompletion(request: ChatRequestOutput, model: CatalogModel):
           arguments: JSON.stringify(generateSchemaInstance(schema, random)),
         };
       });
-      const completionTokens = toolCalls.reduce((sum, call) => sum + countTextTokens(call.name) + countTextTokens(call.arguments), 0);
+      let completionTokens = 0;
+      for (const call of toolCalls) completionTokens += (await countTextTokensAsync(call.name)) + (await countTextTokensAsync(call.arguments));
       choices.push({ index, pieces: [], toolCalls, finishReason: 'FINISH_REASON_TOOL_CALLS', completionTokens });
     } else {
-      const { pieces, finishReason } = planText(request, model, random);
+      const { pieces, finishReason, completionTokens } = await planText(request, model, random);
       const logprobs = request.logprobs === true
         ? tokenLogprobs(pieces, { seedText: choiceSeed, topCount: request.top_logprobs ?? 0, vocabulary: WORDS })
         : undefined;
-      choices.push({ index, pieces, toolCalls: [], finishReason, completionTokens: countTextTokens(pieces.join('')), ...(logprobs ? { logprobs } : {}) });
+      choices.push({ index, pieces, toolCalls: [], finishReason, completionTokens, ...(logprobs ? { logprobs } : {}) });
     }
   }
   return {
     choices,
-    promptTokens: countPromptTokens(request),
+    promptTokens: await countPromptTokensAsync(request),
     completionTokens: choices.reduce((sum, choice) => sum + choice.completionTokens, 0),
   };
 }

@@ -40,4 +40,26 @@ describe('generateSchemaInstance', () => {
     expect(value.ratio).toBe(0.5);
     expect(value.count).toBe(10);
   });
+
+  it('bounds its work on schemas that multiply: nested minItems, a huge minLength, a required self-reference', () => {
+    const nested: JsonSchema = { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'integer' } } } } } };
+    const long: JsonSchema = { type: 'string', minLength: 1_000_000_000 };
+    const cyclic: JsonSchema = { $defs: { node: { type: 'object', required: ['next'], properties: { next: { $ref: '#/$defs/node' } } } }, $ref: '#/$defs/node' };
+    for (const schema of [nested, long, cyclic]) {
+      const start = performance.now();
+      const json = JSON.stringify(generateSchemaInstance(schema, new SeededRandom('hostile')));
+      // 3.2 million values for the first: 7 s before the budget.
+      expect(performance.now() - start).toBeLessThan(1_000);
+      expect(json.length).toBeLessThan(2_000_000);
+    }
+  });
+
+  it('merges a schema of many allOf parts in one pass', () => {
+    const parts = Array.from({ length: 20_000 }, (_, index) => ({ properties: { [`p${index}`]: { const: index } }, required: [`p${index}`] }));
+    const start = performance.now();
+    const value = generateSchemaInstance({ type: 'object', allOf: parts }, new SeededRandom('parts')) as Record<string, unknown>;
+    expect(performance.now() - start).toBeLessThan(1_000);
+    expect(value.p0).toBe(0);
+    expect(value.p19999).toBe(19_999);
+  });
 });

@@ -6,6 +6,12 @@
  * min/max length, formats date-time, date, time, email, uri, uuid, ipv4, ipv6, hostname, local
  * `$ref`s (`#/$defs/...`, `#/definitions/...`), allOf, anyOf, oneOf. `pattern` is not honoured
  * (it would need a regex inverter).
+ *
+ * Bounded work: the schema is the caller's, and minItems, minLength and nesting multiply (eight
+ * nested arrays of minItems 100 ask for 10^16 values; a required property may refer to its own
+ * object). One instance is built from at most MAX_GENERATED_UNITS values and string characters
+ * and MAX_NESTING nested values: past either, values are null and strings stop growing, so the
+ * instance no longer satisfies such a schema, and the executor stays responsive.
  */
 import type { SeededRandom } from './seeded-random.js';
 
@@ -19,28 +25,57 @@ const WORDS = ['alpha', 'amber', 'harbor', 'meadow', 'signal', 'vector', 'copper
 /** Nesting beyond this only fills required properties and minimum item counts, so recursion ends. */
 const MAX_DEPTH = 6;
 
+/** Values and string characters one instance is built from at most: about 1 MB of JSON. */
+const MAX_GENERATED_UNITS = 100_000;
+
+/** Values nested deeper than this (a cycle of `$ref`s through required properties or anyOf) are null. */
+const MAX_NESTING = 256;
+
+/** What is left of one instance's budget (see the file header). */
+interface Budget {
+  units: number;
+  nesting: number;
+}
+
 /** Returns a value valid against the schema; `root` resolves local `$ref`s. */
-export function generateSchemaInstance(schema: JsonSchema | undefined, random: SeededRandom, root: JsonSchema | undefined = schema, depth = 0): unknown {
+export function generateSchemaInstance(
+  schema: JsonSchema | undefined,
+  random: SeededRandom,
+  root: JsonSchema | undefined = schema,
+  depth = 0,
+  budget: Budget = { units: MAX_GENERATED_UNITS, nesting: 0 },
+): unknown {
+  if (budget.units <= 0 || budget.nesting >= MAX_NESTING) return null;
+  budget.units -= 1;
+  budget.nesting += 1;
+  try {
+    return generateWithin(schema, random, root, depth, budget);
+  } finally {
+    budget.nesting -= 1;
+  }
+}
+
+function generateWithin(schema: JsonSchema | undefined, random: SeededRandom, root: JsonSchema | undefined, depth: number, budget: Budget): unknown {
   if (schema === undefined || schema === true) return random.pick(WORDS);
   if (schema === false) return null;
   const resolved = flatten(schema, root, 0);
   if ('const' in resolved) return resolved.const;
   if (Array.isArray(resolved.enum) && resolved.enum.length > 0) return random.pick(resolved.enum);
   if (Array.isArray(resolved.anyOf) && resolved.anyOf.length > 0) {
-    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['anyOf']), random.pick(resolved.anyOf as JsonSchema[]), root), random, root, depth);
+    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['anyOf']), random.pick(resolved.anyOf as JsonSchema[]), root), random, root, depth, budget);
   }
   if (Array.isArray(resolved.oneOf) && resolved.oneOf.length > 0) {
     // The first branch: picking at random could produce a value that matches two branches.
-    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['oneOf']), resolved.oneOf[0] as JsonSchema, root), random, root, depth);
+    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['oneOf']), resolved.oneOf[0] as JsonSchema, root), random, root, depth, budget);
   }
   switch (typeOf(resolved, random)) {
     case 'null': return null;
     case 'boolean': return random.chance(0.5);
     case 'integer': return generateNumber(resolved, random, true);
     case 'number': return generateNumber(resolved, random, false);
-    case 'array': return generateArray(resolved, random, root, depth);
-    case 'object': return generateObject(resolved, random, root, depth);
-    default: return generateString(resolved, random);
+    case 'array': return generateArray(resolved, random, root, depth, budget);
+    case 'object': return generateObject(resolved, random, root, depth, budget);
+    default: return generateString(resolved, random, budget);
   }
 }
 
@@ -61,8 +96,19 @@ function flatten(schema: JsonSchema, root: JsonSchema | undefined, hops: number)
     result = { ...flatten(target ?? {}, root, hops + 1), ...withoutKeys(result, ['$ref']) };
   }
   if (Array.isArray(result.allOf)) {
-    let merged: SchemaObject = withoutKeys(result, ['allOf']);
-    for (const part of result.allOf as JsonSchema[]) merged = mergeSchemas(merged, part, root);
+    // One pass over the parts, as folding mergeSchemas over them would give, without copying the
+    // properties gathered so far at each part (quadratic in a schema of many parts).
+    const merged: { [keyword: string]: unknown } = withoutKeys(result, ['allOf']);
+    const properties: { [name: string]: unknown } = { ...(isObject(merged.properties) ? merged.properties : {}) };
+    const required: unknown[] = [...(Array.isArray(merged.required) ? merged.required : [])];
+    for (const part of result.allOf as JsonSchema[]) {
+      const other = flatten(part, root, 0);
+      Object.assign(merged, other);
+      if (isObject(other.properties)) Object.assign(properties, other.properties);
+      if (Array.isArray(other.required)) for (const name of other.required) required.push(name);
+    }
+    if (Object.keys(properties).length > 0) merged.properties = properties;
+    if (required.length > 0) merged.required = required;
     result = merged;
   }
   return result;
@@ -129,14 +175,18 @@ function generateNumber(schema: SchemaObject, random: SeededRandom, integer: boo
   return Math.min(Math.max(value, low as number), high as number);
 }
 
-function generateString(schema: SchemaObject, random: SeededRandom): string {
+function generateString(schema: SchemaObject, random: SeededRandom, budget: Budget): string {
   const minLength = numberKeyword(schema, 'minLength') ?? 0;
   const maxLength = numberKeyword(schema, 'maxLength');
   const formatted = formatValue(typeof schema.format === 'string' ? schema.format : undefined, random);
   if (formatted !== undefined) return formatted;
   let text = Array.from({ length: random.integer(1, 3) }, () => random.pick(WORDS)).join(' ');
   if (maxLength !== undefined && text.length > maxLength) text = text.slice(0, maxLength).trimEnd();
-  while (text.length < minLength) text += random.characters(1, 'abcdefghijklmnopqrstuvwxyz');
+  const padding = Math.min(minLength - text.length, budget.units);
+  if (padding > 0) {
+    text += random.characters(padding, 'abcdefghijklmnopqrstuvwxyz');
+    budget.units -= padding;
+  }
   return text;
 }
 
@@ -164,7 +214,7 @@ function formatValue(format: string | undefined, random: SeededRandom): string |
   }
 }
 
-function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number): unknown[] {
+function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number, budget: Budget): unknown[] {
   const prefixItems = Array.isArray(schema.prefixItems) ? (schema.prefixItems as JsonSchema[]) : [];
   const minItems = Math.max(numberKeyword(schema, 'minItems') ?? 0, 0);
   const maxItems = numberKeyword(schema, 'maxItems');
@@ -174,9 +224,9 @@ function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSch
   const unique = schema.uniqueItems === true;
   const items: unknown[] = [];
   const seen = new Set<string>();
-  for (let attempt = 0; items.length < count && attempt < count * 10; attempt += 1) {
+  for (let attempt = 0; items.length < count && attempt < count * 10 && budget.units > 0; attempt += 1) {
     const position = items.length;
-    const value = generateSchemaInstance(position < prefixItems.length ? prefixItems[position] : itemSchema, random, root, depth + 1);
+    const value = generateSchemaInstance(position < prefixItems.length ? prefixItems[position] : itemSchema, random, root, depth + 1, budget);
     const key = JSON.stringify(value);
     if (unique && seen.has(key)) continue;
     seen.add(key);
@@ -185,13 +235,13 @@ function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSch
   return items;
 }
 
-function generateObject(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number): Record<string, unknown> {
+function generateObject(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number, budget: Budget): Record<string, unknown> {
   const properties = isObject(schema.properties) ? (schema.properties as Record<string, JsonSchema>) : {};
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
   const result: Record<string, unknown> = {};
   for (const [name, property] of Object.entries(properties)) {
-    if (required.has(name) || (depth < MAX_DEPTH && random.chance(0.6))) result[name] = generateSchemaInstance(property, random, root, depth + 1);
+    if (required.has(name) || (depth < MAX_DEPTH && random.chance(0.6))) result[name] = generateSchemaInstance(property, random, root, depth + 1, budget);
   }
-  for (const name of required) if (!(name in result)) result[name] = generateSchemaInstance(undefined, random, root, depth + 1);
+  for (const name of required) if (!(name in result)) result[name] = generateSchemaInstance(undefined, random, root, depth + 1, budget);
   return result;
 }

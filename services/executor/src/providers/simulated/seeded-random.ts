@@ -3,7 +3,7 @@
  * provider produces the same output for the same inputs on every machine and Node version.
  * Not for anything secret.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 
 /** A deterministic random source seeded from any text. */
 export class SeededRandom {
@@ -12,9 +12,12 @@ export class SeededRandom {
   private c: number;
   private d: number;
 
-  /** Seeds the generator from a text; equal texts give equal sequences. */
-  constructor(seedText: string) {
-    const digest = createHash('sha256').update(seedText).digest();
+  /**
+   * Seeds the generator from a text; equal texts give equal sequences. A SeedPrefix seeds it from
+   * the prefix's text followed by `suffix`, as the whole text would.
+   */
+  constructor(seedText: string | SeedPrefix, suffix = '') {
+    const digest = (typeof seedText === 'string' ? createHash('sha256').update(seedText) : seedText.hashCopy()).update(suffix).digest();
     this.a = digest.readUInt32LE(0);
     this.b = digest.readUInt32LE(4);
     this.c = digest.readUInt32LE(8);
@@ -56,5 +59,29 @@ export class SeededRandom {
     let text = '';
     for (let index = 0; index < length; index += 1) text += alphabet[Math.floor(this.next() * alphabet.length)];
     return text;
+  }
+}
+
+/**
+ * The start of seed texts that many generators share (the simulated model seeds each choice from
+ * the whole conversation plus the choice's index): its hash is computed once, so seeding n
+ * generators from a 16 MB conversation hashes it once, not n times. Seeds equal those of the
+ * whole texts: `new SeededRandom(prefix.extend(a), b)` draws as `new SeededRandom(text + a + b)`.
+ */
+export class SeedPrefix {
+  private readonly hash: Hash;
+
+  constructor(text: string, hash: Hash = createHash('sha256')) {
+    this.hash = hash.update(text);
+  }
+
+  /** A prefix that goes on with `text`. */
+  extend(text: string): SeedPrefix {
+    return new SeedPrefix(text, this.hash.copy());
+  }
+
+  /** A copy of the hash state after the prefix, for a generator to finish. */
+  hashCopy(): Hash {
+    return this.hash.copy();
   }
 }

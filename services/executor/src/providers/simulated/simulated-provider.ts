@@ -80,7 +80,7 @@ export class SimulatedProvider implements Provider {
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const directives = parseSimulationDirectives(request);
     failBeforeFirstByte(directives);
-    const plan = planCompletion(request, context.model);
+    const plan = await planCompletion(request, context.model);
     const steps = stepsOf(plan);
     const chunkCount = steps.reduce((sum, step) => sum + step.length, 0);
     const timing = timingOf(context, directives);
@@ -110,7 +110,7 @@ export class SimulatedProvider implements Provider {
   async *stream(request: ChatRequestOutput, context: ProviderContext): AsyncGenerator<ProviderStreamEvent> {
     const directives = parseSimulationDirectives(request);
     failBeforeFirstByte(directives);
-    const plan = planCompletion(request, context.model);
+    const plan = await planCompletion(request, context.model);
     const timing = timingOf(context, directives);
     const id = completionId();
     const created = Math.floor(Date.now() / 1000);

@@ -15,12 +15,12 @@
  *   their own random stream, so they do not change with `topCount`.
  */
 import type { TokenLogprob, TopLogprob } from '@gateway/proto';
-import { SeededRandom } from './seeded-random.js';
+import { SeededRandom, type SeedPrefix } from './seeded-random.js';
 
 /** What shapes the log probabilities of one choice. */
 export interface TokenLogprobOptions {
   /** Seeds the values: the same text gives the same log probabilities. */
-  readonly seedText: string;
+  readonly seedText: string | SeedPrefix;
   /** Entries of `top_logprobs` per token (the request's top_logprobs, 0 to 20). */
   readonly topCount: number;
   /** Words the alternative tokens are drawn from. */
@@ -84,8 +84,8 @@ function topLogprobsOf(token: string, chosenLogprob: number, doubt: number, opti
 
 /** The log probabilities of a choice's content tokens, one entry per piece (see the file header). */
 export function tokenLogprobs(pieces: readonly string[], options: TokenLogprobOptions): TokenLogprob[] {
-  const chosenRandom = new SeededRandom(`${options.seedText}\n#logprobs`);
-  const alternativesRandom = new SeededRandom(`${options.seedText}\n#top_logprobs`);
+  const chosenRandom = new SeededRandom(options.seedText, '\n#logprobs');
+  const alternativesRandom = new SeededRandom(options.seedText, '\n#top_logprobs');
   return pieces.map((token) => {
     // Mostly confident, sometimes not: cubing skews the doubt towards 0. Never exactly 0, so the
     // alternatives keep a finite log probability.
