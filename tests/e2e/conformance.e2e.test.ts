@@ -412,6 +412,8 @@ describe('raw HTTP', () => {
     await expectError(await post('[1, 2]'), 400, null, 'invalid_body');
     await expectError(await post('"text"'), 400, null, 'invalid_body');
     await expectError(await post('null'), 400, null);
+    await expectError(await post(`{"model":"sim-full","messages":${'['.repeat(30_000)}`), 400, null, 'invalid_body');
+    await expectError(await post(`{"model":"sim-full","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${'{"type":"object","properties":{"a":'.repeat(100)}{}${'}}'.repeat(100)}}}]}`), 400, 'tools[0].function.parameters', 'invalid_function_parameters');
     await expectError(await post(JSON.stringify({ model: 'sim-full', messages: hello }), { 'content-type': 'text/plain' }), 415, null, 'unsupported_media_type');
     await expectError(await post({ model: 'sim-full', messages: [{ role: 'user', content: 'x'.repeat(BODY_LIMIT) }] }), 413, null, 'request_too_large');
     const notAllowed = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'GET', headers: { authorization: `Bearer ${cluster.apiKey}` } });
