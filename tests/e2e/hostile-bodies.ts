@@ -44,9 +44,99 @@ export function* hostileBodies(count: number, models: readonly string[], seed = 
   }
 }
 
+/** A string of about `length` characters of random code points, lone surrogates included. */
+function randomText(length: number, random: () => number): string {
+  const units: number[] = [];
+  for (let index = 0; index < length; index += 1) units.push(Math.floor(random() * 0x10000));
+  let text = '';
+  for (let index = 0; index < units.length; index += 8_192) text += String.fromCharCode(...units.slice(index, index + 8_192));
+  return text;
+}
+
+/** An object nested `depth` levels deep under `key` ('[]': arrays), built without recursion. */
+function nested(depth: number, key: string, leaf: unknown): unknown {
+  let value: unknown = leaf;
+  for (let level = 0; level < depth; level += 1) value = key === '[]' ? [value] : { type: 'object', properties: { [key]: value } };
+  return value;
+}
+
+/** A JSON text nested `depth` levels deep, written as text (JSON.stringify recurses). */
+function nestedText(depth: number, open: string, leaf: string, close: string): string {
+  return `${open.repeat(depth)}${leaf}${close.repeat(depth)}`;
+}
+
 /**
- * Sends every body (a few at a time) and checks each answer: no 5xx, errors in the OpenAI envelope,
- * a 200 stream ended by `[DONE]` or an error event. Returns how many answers had each status.
+ * Bodies that cost the gateway work rather than fail its validation: megabytes of one letter, of
+ * emoji, of CJK, of random code points, of spaces; thousands of messages or tools; structures
+ * nested thousands deep; huge numbers of stop sequences, logit biases, choices and tokens asked.
+ * Each is built when it is taken, so a drill holds one at a time; `count` cycles through the
+ * kinds (every kind is sent once `count` reaches HEAVY_BODY_KINDS).
+ */
+export function* heavyHostileBodies(model: string, count: number, seed = 777): Generator<string> {
+  let state = seed;
+  const random = () => { state = (state * 1103515245 + 12345) & 0x7fffffff; return state / 0x7fffffff; };
+  const MB = 1_000_000;
+  const user = (content: unknown) => ({ role: 'user', content });
+  const request = (fields: Record<string, unknown>) => JSON.stringify({ model, messages: [user('hi')], ...fields });
+  const head = `{"model":"${model}","messages":[{"role":"user","content":"hi"}]`;
+  const makers: Array<() => string> = [
+    () => request({ messages: [{ role: 'system', content: 'Be brief.' }, user('A'.repeat(100_000))] }),
+    () => request({ messages: [user('A'.repeat(MB))] }),
+    () => request({ messages: [user('\u{1F600}'.repeat(MB / 2))] }),
+    () => request({ messages: [user('\u4E2D\u6587\u5B57'.repeat(MB / 3))] }),
+    () => request({ messages: [user(randomText(MB, random))] }),
+    () => request({ messages: [user(' '.repeat(MB))] }),
+    () => request({ messages: [user('!'.repeat(MB))] }),
+    () => request({ messages: [user('1'.repeat(MB))] }),
+    () => request({ messages: [user(`${'ab'.repeat(MB / 4)} ${'\u{1F600}a'.repeat(MB / 6)}`)] }),
+    () => request({ messages: Array.from({ length: 5_000 }, (_, index) => (index % 2 ? { role: 'assistant', content: `answer ${index}` } : user(`question ${index}`))) }),
+    () => request({ messages: Array.from({ length: 5_000 }, () => user('x'.repeat(200))) }),
+    () => request({ messages: [user(Array.from({ length: 5_000 }, () => ({ type: 'text', text: 'part ' })))] }),
+    () => request({ tools: [{ type: 'function', function: { name: 'deep', parameters: nested(2_000, 'a', { type: 'string' }) } }] }),
+    () => `${head},"tools":[{"type":"function","function":{"name":"deep","parameters":${nestedText(100_000, '{"type":"object","properties":{"a":', '{"type":"string"}', '}}')}}}]}`,
+    () => `{"model":"${model}","messages":[{"role":"user","content":${nestedText(50_000, '[', '"x"', ']')}}]}`,
+    () => nestedText(200_000, '[', '1', ']'),
+    () => `{"model":"${model}","messages":${'['.repeat(500_000)}`,
+    () => request({ tools: Array.from({ length: 2_000 }, (_, index) => ({ type: 'function', function: { name: `tool_${index}`, description: 'd'.repeat(200), parameters: { type: 'object', properties: { a: { type: 'string' } } } } })) }),
+    () => request({ stop: Array.from({ length: 100_000 }, () => 'x') }),
+    () => request({ stop: ['A'.repeat(MB / 4), 'B'.repeat(MB / 4)] }),
+    () => request({ logit_bias: Object.fromEntries(Array.from({ length: 100_000 }, (_, index) => [String(index), 1])) }),
+    () => request({ n: 128, max_tokens: 4_096 }),
+    () => request({ max_tokens: 1_000_000_000 }),
+    () => request({ model: 'm'.repeat(MB) }),
+    () => request({ user: 'u'.repeat(MB), metadata: Object.fromEntries(Array.from({ length: 10_000 }, (_, index) => [`k${index}`, 'v'])) }),
+    () => request({ messages: [{ role: 'assistant', content: null, tool_calls: Array.from({ length: 5_000 }, (_, index) => ({ id: `call_${index}`, type: 'function', function: { name: 'f', arguments: '{"a":1}' } })) }, user('go on')] }),
+    () => request({ messages: [user([{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(4 * MB)}` } }, { type: 'text', text: 'what is this?' }])] }),
+    () => `${head},"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":${nestedText(20_000, '{"type":"object","properties":{"a":', '{"type":"string"}', '}}')}}}}`,
+    () => `{"model":"${model}","messages":[{"role":"user","content":"${'\\u00e9'.repeat(MB / 6)}"}]}`,
+    () => `${head}${', "x": 1'.repeat(200_000)}}`,
+    () => request({ stream: true, messages: [user('B'.repeat(MB))] }),
+    () => request({ stream: true, n: 64, max_tokens: 2_048 }),
+  ];
+  for (let index = 0; index < count; index += 1) yield makers[index % makers.length]!();
+}
+
+/** How many kinds of heavy body heavyHostileBodies cycles through. */
+export const HEAVY_BODY_KINDS = 32;
+
+/**
+ * Checks one answer to a hostile body: no 5xx, an error in OpenAI's envelope, a 200 stream ended
+ * by `[DONE]` or an error event.
+ */
+export function checkHostileAnswer(body: string, response: Response, text: string): void {
+  const shown = body.length > 300 ? `${body.slice(0, 300)}... (${body.length} characters)` : body;
+  if (response.status >= 500) throw new Error(`${response.status} for ${shown}: ${text.slice(0, 500)}`);
+  if (response.status !== 200) {
+    const parsed = JSON.parse(text) as { error: Record<string, unknown> };
+    expect(Object.keys(parsed.error).sort(), shown).toEqual(['code', 'message', 'param', 'type']);
+  } else if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    expect(text.trimEnd().endsWith('data: [DONE]') || text.includes('data: {"error"'), shown).toBe(true);
+  }
+}
+
+/**
+ * Sends every body (a few at a time) and checks each answer with checkHostileAnswer. Returns how
+ * many answers had each status.
  */
 export async function sendHostileBodies(bodies: readonly string[], post: (body: string) => Promise<Response>, concurrency = 12): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
@@ -56,14 +146,7 @@ export async function sendHostileBodies(bodies: readonly string[], post: (body: 
       const body = bodies[next++]!;
       const response = await post(body);
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-      const text = await response.text();
-      if (response.status >= 500) throw new Error(`${response.status} for ${body}: ${text}`);
-      if (response.status !== 200) {
-        const parsed = JSON.parse(text) as { error: Record<string, unknown> };
-        expect(Object.keys(parsed.error).sort(), body).toEqual(['code', 'message', 'param', 'type']);
-      } else if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-        expect(text.trimEnd().endsWith('data: [DONE]') || text.includes('data: {"error"'), body).toBe(true);
-      }
+      checkHostileAnswer(body, response, await response.text());
     }
   }));
   return statuses;
