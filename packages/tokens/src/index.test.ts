@@ -8,10 +8,7 @@ import {
   countPromptTokensWithinAsync,
   countTextTokens,
   countTextTokensAsync,
-  ESTIMATE_CHARACTERS,
   LONG_RUN_CHARACTERS,
-  estimatePromptTokens,
-  estimateTextTokens,
   tokenPieces,
   tokenPiecesAsync,
   tokenPrefix,
@@ -280,21 +277,3 @@ describe('tokenPrefix', () => {
   });
 });
 
-describe('estimates', { timeout: 30_000 }, () => {
-  it('are exact within the budget', () => {
-    const text = prose(ESTIMATE_CHARACTERS - 200, 4);
-    expect(estimateTextTokens(text)).toBe(countTextTokens(text));
-    expect(estimatePromptTokens(request(text))).toBe(countPromptTokens(request(text)));
-  });
-
-  it('read a bounded sample of a huge text and land within a few percent', () => {
-    for (const text of [prose(MEGABYTE, 5), CODE.repeat(3_000), MULTILINGUAL.repeat(2_000)]) {
-      const exact = countTextTokens(text);
-      const estimated = timed(() => estimateTextTokens(text));
-      expect(estimated.milliseconds).toBeLessThan(100);
-      expect(Math.abs(estimated.result - exact) / exact).toBeLessThan(0.05);
-      const prompt = request(text);
-      expect(Math.abs(estimatePromptTokens(prompt) - countPromptTokens(prompt)) / exact).toBeLessThan(0.05);
-    }
-  });
-});

@@ -19,7 +19,7 @@
  */
 import { countTokens, encode, setMergeCacheSize } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatRequest, Message } from '@gateway/proto';
-import { nextTokenBoundary, textSegments } from './text-segments.js';
+import { textSegments } from './text-segments.js';
 import { runInTimeSlices, runToEnd, type Steps } from './time-slices.js';
 import { forEachTokenPiece } from './token-pieces.js';
 
@@ -197,82 +197,6 @@ export function tokenPieces(text: string): string[] {
 /** tokenPieces, pausing for the event loop on a big text. */
 export async function tokenPiecesAsync(text: string): Promise<string[]> {
   return (await tokenPrefixAsync(text)).pieces;
-}
-
-/**
- * How many characters an estimate reads at most: about 0.05 ms of tokenizer work for English and
- * 5 ms for the costliest text (distinct CJK characters, 2.2 µs each).
- */
-export const ESTIMATE_CHARACTERS = 2_048;
-
-/** Evenly spaced samples an estimate reads: enough that one unusual passage does not skew it. */
-const ESTIMATE_SAMPLES = 8;
-
-/** How far a sample's ends move to reach a token boundary, at most (a word's length, usually). */
-const SAMPLE_END_REACH = 64;
-
-/**
- * Tokens of the texts, exact when they total at most `maxCharacters`; otherwise extrapolated from
- * ESTIMATE_SAMPLES evenly spaced samples of the texts read end to end, `maxCharacters` in all.
- */
-function sampledTokens(texts: readonly string[], maxCharacters: number): number {
-  let total = 0;
-  for (const text of texts) total += text.length;
-  if (total <= maxCharacters) return texts.reduce((sum, text) => sum + countTextTokens(text), 0);
-  const sampleLength = Math.max(1, Math.floor(maxCharacters / ESTIMATE_SAMPLES));
-  let readCharacters = 0;
-  let readTokens = 0;
-  let textIndex = 0;
-  let textStart = 0;
-  for (let sample = 0; sample < ESTIMATE_SAMPLES; sample += 1) {
-    const from = Math.floor((sample * (total - sampleLength)) / (ESTIMATE_SAMPLES - 1));
-    const to = from + sampleLength;
-    while (textStart + texts[textIndex]!.length <= from) textStart += texts[textIndex++]!.length;
-    for (let index = textIndex, start = textStart; index < texts.length && start < to; start += texts[index++]!.length) {
-      const text = texts[index]!;
-      // Cut at token boundaries, so that a sample counts the tokens the text has there: a cut
-      // through a word would count its halves as more tokens than the word.
-      const part = text.slice(nextTokenBoundary(text, Math.max(from, start) - start, SAMPLE_END_REACH), nextTokenBoundary(text, Math.min(to, start + text.length) - start, SAMPLE_END_REACH));
-      readCharacters += part.length;
-      readTokens += countTextTokens(part);
-    }
-  }
-  return readCharacters === 0 ? 0 : Math.round((readTokens * total) / readCharacters);
-}
-
-/**
- * Tokens of a text for a bounded cost: countTextTokens when the text has at most `maxCharacters`
- * characters, else an extrapolation from evenly spaced samples of `maxCharacters` characters in
- * all (within a few percent for prose, code or any text of one kind throughout). For a usage that
- * must be given synchronously, however big the text (a stream cut short).
- */
-export function estimateTextTokens(text: string, maxCharacters = ESTIMATE_CHARACTERS): number {
-  return sampledTokens([text], maxCharacters);
-}
-
-/**
- * Prompt tokens of a request for a bounded cost: countPromptTokens when its texts total at most
- * `maxCharacters` characters, else the fixed overheads plus an estimate of the texts' tokens
- * (see estimateTextTokens).
- */
-export function estimatePromptTokens(request: PromptRequest, maxCharacters = ESTIMATE_CHARACTERS): number {
-  let fixed = REPLY_PRIMING_TOKENS;
-  const texts: string[] = [];
-  for (const message of request.messages ?? []) {
-    fixed += TOKENS_PER_MESSAGE + 1;
-    if (message.name) {
-      fixed += 1;
-      texts.push(message.name);
-    }
-    for (const part of message.parts?.parts ?? []) if (part.image_url) fixed += IMAGE_TOKENS;
-    texts.push(messageText(message));
-  }
-  for (const tool of request.tools ?? []) {
-    if (!tool.function) continue;
-    fixed += TOKENS_PER_MESSAGE;
-    texts.push(toolText(tool.function));
-  }
-  return fixed + sampledTokens(texts, maxCharacters);
 }
 
 export * from './routing-text.js';

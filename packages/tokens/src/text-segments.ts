@@ -124,24 +124,6 @@ function lastTokenBoundary(text: string, from: number, to: number): number {
   return -1;
 }
 
-/**
- * The first token boundary at or after `index` within `reach` code units, so that a sample of a
- * text cut there counts exactly the tokens the whole text has there; `index` (moved off a
- * surrogate pair) when there is none that close.
- */
-export function nextTokenBoundary(text: string, index: number, reach: number): number {
-  const start = codePointBoundary(text, index);
-  if (start <= 0 || start >= text.length) return start;
-  let previous = codePointBefore(text, start);
-  for (let position = start; position < text.length && position - start <= reach;) {
-    const next = text.codePointAt(position)!;
-    if (isTokenBoundary(previous, next)) return position;
-    position += next > 0xffff ? 2 : 1;
-    previous = next;
-  }
-  return start;
-}
-
 /** What one pass of the scanner found from a position. */
 interface Scan {
   /** Where the scan stopped: the end of a long run's first LONG_RUN_CHARACTERS units, or of the budget or text. */
