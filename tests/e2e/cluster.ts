@@ -192,11 +192,12 @@ export const SIM_MINI_ENTRY = `  - id: sim-mini
     simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }`;
 
 /**
- * An openai-compatible model `fake-model` served at baseUrl (a fake upstream of the test), with the
- * key in keyVariable, falling back to sim-mini in the catalog's chain; as a catalog YAML entry.
+ * An openai-compatible model (`fake-model` unless named) served at baseUrl (a fake upstream of the
+ * test), with the key in keyVariable, falling back to sim-mini in the catalog's chain; as a
+ * catalog YAML entry.
  */
-export function fakeModelEntry(baseUrl: string, keyVariable: string): string {
-  return `  - id: fake-model
+export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-model'): string {
+  return `  - id: ${id}
     provider: openai-compatible
     owned_by: tests
     created: 1735689600

@@ -10,26 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { refusedBaseUrl } from '../../services/executor/src/testing/fake-upstream.js';
 import { UNAVAILABLE_RETRY_AFTER_MS } from '../../services/executor/src/pool/run-with-fallbacks.js';
-import { SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'UNREACHABLE_UPSTREAM_API_KEY';
 let cluster: Cluster;
 let client: OpenAI;
-
-/** An openai-compatible model at `baseUrl`, falling back to sim-mini in the catalog's chain. */
-function unreachableEntry(id: string, baseUrl: string): string {
-  return `  - id: ${id}
-    provider: openai-compatible
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: gpt-4o-mini, base_url: "${baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.15", output: "0.60" }
-    context_window: 128000
-    max_output_tokens: 16384
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard
-    fallbacks: [sim-mini]`;
-}
 
 function post(body: Record<string, unknown>): Promise<Response> {
   return fetch(`${cluster.baseUrl}/chat/completions`, {
@@ -45,7 +30,7 @@ beforeAll(async () => {
   const refused = await refusedBaseUrl();
   const catalog = writeCatalog('unreachable-model', [
     SIM_MINI_ENTRY,
-    ...['refused-whole', 'refused-stream', 'refused-client-stream', 'refused-fallback'].map((id) => unreachableEntry(id, refused)),
+    ...['refused-whole', 'refused-stream', 'refused-client-stream', 'refused-fallback'].map((id) => fakeModelEntry(refused, KEY_VARIABLE, id)),
   ]);
   cluster = await startCluster({
     // Pro leaves catalog fallbacks off unless a request asks, so the unreachable model answers itself.

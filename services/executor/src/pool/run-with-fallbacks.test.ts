@@ -3,15 +3,16 @@
  * retries with backoff and retry hints, the breaker, fallbacks, and cancellation of retries.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
+import { createClient, GrpcStatus, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import { loadGatewayGrpc, type ExecuteRequest, type ExecuteResponseOutput, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
+import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
 import { createServer, DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
 import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../testing/fake-upstream.js';
 import { DeploymentPool } from './deployment-pool.js';
+import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
 
 const OPEN_MS = 400;
 let primary: FakeUpstream;
@@ -69,26 +70,8 @@ function execute(modelId: string, fallbacks: string[] = [], text = 'Hi'): Execut
   return { request_id: 'req-test', model_id: modelId, fallbacks, request: { model: modelId, messages: [{ role: 'ROLE_USER', text }] } };
 }
 
-function complete(request: ExecuteRequest, signal?: AbortSignal): Promise<ExecuteResponseOutput> {
-  return new Promise((resolve, reject) => {
-    const call = client.Complete(request, new Metadata(), { deadline: Date.now() + 10_000 }, (error, response) => (error ? reject(GatewayError.fromServiceError(error)) : resolve(response as ExecuteResponseOutput)));
-    signal?.addEventListener('abort', () => call.cancel(), { once: true });
-  });
-}
-
-function failureOf(promise: Promise<unknown>): Promise<GatewayError | undefined> {
-  return promise.then(() => undefined, (error: unknown) => error as GatewayError);
-}
-
-function streamComplete(request: ExecuteRequest): Promise<{ events: ExecuteStreamEventOutput[]; error?: GatewayError }> {
-  return new Promise((resolve) => {
-    const events: ExecuteStreamEventOutput[] = [];
-    const call = client.StreamComplete(request, new Metadata(), { deadline: Date.now() + 10_000 });
-    call.on('data', (event: ExecuteStreamEventOutput) => events.push(event));
-    call.on('error', (error) => resolve({ events, error: GatewayError.fromServiceError(error) }));
-    call.on('end', () => resolve({ events }));
-  });
-}
+const complete = (request: ExecuteRequest, signal?: AbortSignal) => completeOn(client, request, signal);
+const streamComplete = (request: ExecuteRequest) => streamCompleteOn(client, request);
 
 describe('retries before the first byte', () => {
   it('retries a retryable failure and answers once the upstream recovers', async () => {

@@ -9,15 +9,16 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
-import { createClient, GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
+import { createClient, GrpcStatus, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import { loadGatewayGrpc, type ExecuteRequest, type ExecuteResponseOutput, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
+import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
 import { createServer, DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
 import { fixture, refusedBaseUrl, replayJson, startBrokenUpstream, startFakeUpstream, type BrokenUpstream, type FakeUpstream, type Responder } from '../testing/fake-upstream.js';
 import { DeploymentPool } from './deployment-pool.js';
+import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
 import { UNAVAILABLE_RETRY_AFTER_MS } from './run-with-fallbacks.js';
 
 const MAX_ATTEMPTS = 3;
@@ -129,25 +130,8 @@ function execute(modelId: string, fallbacks: string[] = []): ExecuteRequest {
   return { request_id: 'req-unavailable', model_id: modelId, fallbacks, request: { model: modelId, messages: [{ role: 'ROLE_USER', text: 'Hi' }] } };
 }
 
-function complete(request: ExecuteRequest): Promise<ExecuteResponseOutput> {
-  return new Promise((resolve, reject) => {
-    client.Complete(request, new Metadata(), { deadline: Date.now() + 10_000 }, (error, response) => (error ? reject(GatewayError.fromServiceError(error)) : resolve(response as ExecuteResponseOutput)));
-  });
-}
-
-function failureOf(promise: Promise<unknown>): Promise<GatewayError | undefined> {
-  return promise.then(() => undefined, (error: unknown) => error as GatewayError);
-}
-
-function streamComplete(request: ExecuteRequest): Promise<{ events: ExecuteStreamEventOutput[]; error?: GatewayError }> {
-  return new Promise((resolve) => {
-    const events: ExecuteStreamEventOutput[] = [];
-    const call = client.StreamComplete(request, new Metadata(), { deadline: Date.now() + 10_000 });
-    call.on('data', (event: ExecuteStreamEventOutput) => events.push(event));
-    call.on('error', (error) => resolve({ events, error: GatewayError.fromServiceError(error) }));
-    call.on('end', () => resolve({ events }));
-  });
-}
+const complete = (request: ExecuteRequest, signal?: AbortSignal) => completeOn(client, request, signal);
+const streamComplete = (request: ExecuteRequest) => streamCompleteOn(client, request);
 
 const unavailable = { code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable', retryable: true };
 
