@@ -186,22 +186,21 @@ describe('the hostile-body drill', () => {
     const before: number[] = [];
     for (let index = 0; index < 30; index += 1) before.push(await timedValid());
 
+    // Built before the valid traffic starts, so that building them does not slow it down.
+    const bodies = ['sim-mini', 'auto'].flatMap((model) => Object.entries(prompts).map(([name, messages]) => ({ model, name, body: JSON.stringify({ model, messages: messages(), max_tokens: 16 }) })));
     let running = true;
     const during: number[] = [];
     const background = (async () => { while (running) { during.push(await timedValid()); await new Promise((resolve) => setTimeout(resolve, 20)); } })();
     const timings: string[] = [];
     try {
-      for (const model of ['sim-mini', 'auto']) {
-        for (const [name, messages] of Object.entries(prompts)) {
-          const body = JSON.stringify({ model, messages: messages(), max_tokens: 16 });
-          const started = performance.now();
-          const response = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' }, body });
-          const text = await response.text();
-          const elapsed = performance.now() - started;
-          timings.push(`${model} ${name}: ${response.status} in ${Math.round(elapsed)} ms`);
-          expect(response.status, text.slice(0, 300)).toBeLessThan(500);
-          expect(elapsed, `${model} ${name}`).toBeLessThan(1_000);
-        }
+      for (const { model, name, body } of bodies) {
+        const started = performance.now();
+        const response = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' }, body });
+        const text = await response.text();
+        const elapsed = performance.now() - started;
+        timings.push(`${model} ${name}: ${response.status} in ${Math.round(elapsed)} ms`);
+        expect(response.status, text.slice(0, 300)).toBeLessThan(500);
+        expect(elapsed, `${model} ${name}`).toBeLessThan(1_000);
       }
     } finally {
       running = false;

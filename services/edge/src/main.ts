@@ -12,6 +12,7 @@ import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './auth-decisions.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
+import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = readEdgeConfig(process.env);
 const logger = createLogger('edge', config.LOG_LEVEL);
@@ -43,6 +44,7 @@ async function ready(): Promise<boolean> {
   return readyCache.value;
 }
 
+warmUpTokenizer();
 const app = await buildEdgeApp({ config, logger, registry, auth, decisions, router, executor, catalog, usage, ready });
 await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
 

@@ -13,6 +13,7 @@ import { createDeploymentPool, createServer } from './app.js';
 import { loadExecutorConfig } from './config.js';
 import { HealthPublisher, newReplicaId } from './health-publisher.js';
 import { UpstreamPools } from './providers/upstream-pools.js';
+import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = loadExecutorConfig(process.env);
 const logger = createLogger('executor', config.LOG_LEVEL);
@@ -48,6 +49,7 @@ const server = createServer({
   retry: { maxAttempts: config.EXECUTOR_RETRY_MAX_ATTEMPTS, baseDelayMs: config.EXECUTOR_RETRY_BASE_DELAY_MS, maxDelayMs: config.EXECUTOR_RETRY_MAX_DELAY_MS },
 });
 const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown);
+warmUpTokenizer();
 const port = await server.listen(config.EXECUTOR_LISTEN_ADDR);
 logger.info({ address: config.EXECUTOR_LISTEN_ADDR, port, metrics_port: metrics.port, catalog: config.CATALOG_PATH, replica_id: replicaId }, 'executor listening');
 
