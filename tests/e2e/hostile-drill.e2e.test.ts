@@ -211,4 +211,30 @@ describe('the hostile-body drill', () => {
     // builds their bodies), but never hold a loop, so the valid requests' median at most doubles.
     expect(percentile(during, 50)).toBeLessThan(2 * percentile(before, 50) + 10);
   }, 120_000);
+
+  it('parses a large body off the event loop with the same checks as a small one', async () => {
+    const post = (body: string) => fetch(`${cluster.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
+      body,
+    });
+    const filler = 'lorem ipsum '.repeat(30_000);
+    const answered = await post(JSON.stringify({ model: 'sim-standard', messages: [{ role: 'system', content: filler }, { role: 'user', content: 'Say hi.' }], max_tokens: 8 }));
+    expect(answered.status).toBe(200);
+    expect(((await answered.json()) as { choices: unknown[] }).choices).toHaveLength(1);
+
+    const broken = await post(JSON.stringify({ model: 'sim-standard', messages: [{ role: 'user', content: filler }] }).slice(0, -3));
+    expect(broken.status).toBe(400);
+    expect(((await broken.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+
+    const deep = await post(`{"model":"sim-standard","padding":"${filler}","messages":${'['.repeat(1_000)}`);
+    expect(deep.status).toBe(400);
+    expect(((await deep.json()) as { error: { code: string } }).error.code).toBe('invalid_body');
+
+    // Prototype poisoning is dropped, not applied and not an error: the body is answered.
+    const poisoned = await post(`{"model":"sim-standard","__proto__":{"stream":true},"constructor":{"prototype":{"n":3}},"messages":[{"role":"system","content":"${filler}"},{"role":"user","content":"Say hi."}],"max_tokens":8}`);
+    expect(poisoned.status).toBe(200);
+    expect(poisoned.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(((await poisoned.json()) as { choices: unknown[] }).choices).toHaveLength(1);
+  });
 });

@@ -14,6 +14,7 @@ import type { EdgeConfig } from './config.js';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
 import { registerChatCompletions } from './routes/chat-completions.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
+import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './routes/authenticate.js';
@@ -89,15 +90,31 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   // Only JSON bodies: a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
   // fastify's JSON parser (prototype poisoning removed), after a linear check that the body does
-  // not nest deeper than any request can: V8 parses deep nesting several times slower.
+  // not nest deeper than any request can: V8 parses deep nesting several times slower. A large
+  // body is parsed the same way on a thread of its own, so that it never holds the event loop.
   const parseJson = app.getDefaultJsonParser('remove', 'remove');
+  const offThread = new OffThreadJson();
+  app.addHook('onClose', () => offThread.close());
+  const tooDeep = () => new RequestError(400, `The request body nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`, { code: 'invalid_body' });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (jsonNestsDeeperThan(body as string, MAX_JSON_NESTING)) {
-      done(new RequestError(400, `The request body nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`, { code: 'invalid_body' }), undefined);
+    const text = body as string;
+    if (text.length >= OFF_THREAD_JSON_CHARACTERS) {
+      offThread.parse(text).then(
+        (value) => done(null, value),
+        (error: unknown) => {
+          if (error instanceof JsonParseFailure) done(error.failure === 'too_deep' ? tooDeep() : new SyntaxError(error.message), undefined);
+          // The parser thread died (it is started again for the next body): this body is refused.
+          else done(new RequestError(503, 'The gateway could not read the request body. Please retry.', { code: 'service_unavailable', headers: { 'retry-after': '1' } }), undefined);
+        },
+      );
       return;
     }
-    parseJson(request, body as string, done);
+    if (jsonNestsDeeperThan(text, MAX_JSON_NESTING)) {
+      done(tooDeep(), undefined);
+      return;
+    }
+    parseJson(request, text, done);
   });
 
   await app.register(cors, { origin: true, methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
