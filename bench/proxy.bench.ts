@@ -1,0 +1,337 @@
+/**
+ * The gateway's own cost on the path users run: a catalog model pointing at an OpenAI-compatible
+ * upstream (a node:http mock answering at once with 20-token answers), measured in one run beside
+ * two baselines: the mock called directly, and a bare node:http + fetch proxy in front of it.
+ *
+ * The benchmark starts its own Redis and NATS (so that their CPU is measured with the gateway's),
+ * the mock, the bare proxy and the five services. It reports, each figure beside its ratio to the
+ * bare proxy: one-at-a-time latency (whole p50/p99, stream time to first token), completions and
+ * streams per second at 50 connections with the CPU per request of every process, and the memory
+ * of 10,000 concurrent streams held open by a slow upstream.
+ *
+ * `pnpm bench proxy --pin` puts the gateway's processes (Redis and NATS included) and the bare
+ * proxy on core 0, the load generator and the mock on core 1.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { connect as connectTcp } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { freePort, startCluster, stopProcess, writeCatalog, type Cluster, type ClusterOptions } from '../tests/e2e/cluster.js';
+import { fixed, processCpuMs, processRssMiB, summarize, table } from './measure.js';
+import type { BenchSuite } from './run.js';
+
+const HERE = fileURLToPath(new URL('./proxy/', import.meta.url));
+const PIN = process.argv.includes('--pin');
+const CONNECTIONS = 50;
+const LOAD_SECONDS = 10;
+const SEQUENTIAL = 1_000;
+const OPEN_STREAMS = 10_000;
+const KEY_VARIABLE = 'BENCH_UPSTREAM_KEY';
+const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'redis', 'nats'] as const;
+type GatewayProcess = (typeof GATEWAY)[number];
+
+/** A request of about 1 KiB, as the issue's users send: a system prompt and a question. */
+export function requestBody(model: string, stream: boolean): string {
+  const system = 'You are a concise assistant for a team that runs many language models behind one gateway. '.repeat(6);
+  const question = 'Summarise in one sentence why a gateway should add as little latency as it can to every request it serves. '.repeat(3);
+  const body = { model, messages: [{ role: 'system', content: system }, { role: 'user', content: question }], max_tokens: 64, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
+  return JSON.stringify(body);
+}
+
+/** Starts a node script of this folder; resolves with the process and the port it printed. */
+function startScript(script: string, env: Record<string, string>): Promise<{ process: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [join(HERE, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    child.stdout!.once('data', (data: Buffer) => resolve({ process: child, port: Number(data.toString().trim()) }));
+  });
+}
+
+/** Resolves once something accepts TCP connections on the port. */
+async function waitForPort(port: number, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connectTcp(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not start on port ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A Redis and a NATS with JetStream of the benchmark's own, so that their CPU is attributable. */
+async function startState(directory: string): Promise<{ redis: ChildProcess; nats: ChildProcess; redisUrl: string; natsUrl: string }> {
+  for (const binary of ['redis-server', 'nats-server']) {
+    if (spawnSync('sh', ['-c', `command -v ${binary}`]).status !== 0) {
+      throw new Error(`${binary} is not installed: run 'bash scripts/dependencies.sh' (it installs Debian's package) and try again.`);
+    }
+  }
+  const [redisPort, natsPort] = [await freePort(), await freePort()];
+  // Persistence off: a snapshot's fork would land in some run's CPU figures at random.
+  const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory], { stdio: 'ignore' });
+  const nats = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(directory, 'jetstream')], { stdio: 'ignore' });
+  await Promise.all([waitForPort(redisPort, 'redis-server'), waitForPort(natsPort, 'nats-server')]);
+  return { redis, nats, redisUrl: `redis://127.0.0.1:${redisPort}`, natsUrl: `nats://127.0.0.1:${natsPort}` };
+}
+
+/** Pins a process and all its threads to one core. */
+function pin(pid: number, core: number): void {
+  const result = spawnSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' });
+  if (result.status !== 0) throw new Error(`taskset could not pin process ${pid} to core ${core}`);
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+/**
+ * One POST; resolves with the ms until the response ended and, for a stream, until the first
+ * event carrying content arrived (the time to first token).
+ */
+function timedPost(url: URL, headers: Record<string, string>, body: string): Promise<{ totalMs: number; firstTokenMs: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } }, (response) => {
+      let firstTokenMs = Number.NaN;
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (part: string) => {
+        if (Number.isNaN(firstTokenMs)) {
+          text += part;
+          if (text.includes('"content":"')) firstTokenMs = performance.now() - started;
+        }
+      });
+      response.on('end', () => {
+        if (response.statusCode !== 200) reject(new Error(`${url.href} answered ${response.statusCode}: ${text.slice(0, 300)}`));
+        else resolve({ totalMs: performance.now() - started, firstTokenMs });
+      });
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/** A path to measure: where requests go, with which headers and model, and the processes that serve it. */
+export interface Path {
+  label: string;
+  url: URL;
+  headers: Record<string, string>;
+  model: string;
+  pids: Partial<Record<string, number>>;
+}
+
+export async function sequential(path: Path, stream: boolean): Promise<{ total: ReturnType<typeof summarize>; firstToken: ReturnType<typeof summarize> }> {
+  const body = requestBody(path.model, stream);
+  for (let i = 0; i < 200; i += 1) await timedPost(path.url, path.headers, body);
+  const totals: number[] = [];
+  const firstTokens: number[] = [];
+  for (let i = 0; i < SEQUENTIAL; i += 1) {
+    const timing = await timedPost(path.url, path.headers, body);
+    totals.push(timing.totalMs);
+    firstTokens.push(timing.firstTokenMs);
+  }
+  return { total: summarize(totals), firstToken: summarize(firstTokens) };
+}
+
+function cpuOf(pids: Partial<Record<string, number>>): Record<string, number> {
+  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuMs(pid!)]));
+}
+
+/**
+ * CPU used since `before`, read once the processes have gone quiet (metering handles usage events
+ * after their answers left): until a 300 ms window adds less than 1% of a core, at most 10 s.
+ */
+async function cpuSince(pids: Partial<Record<string, number>>, before: Record<string, number>): Promise<Record<string, number>> {
+  let last = cpuOf(pids);
+  for (let waited = 0; waited < 10_000; waited += 300) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const now = cpuOf(pids);
+    const moved = Object.keys(now).reduce((sum, name) => sum + now[name]! - last[name]!, 0);
+    last = now;
+    if (moved < 3 * Object.keys(now).length) break;
+  }
+  return Object.fromEntries(Object.keys(last).map((name) => [name, last[name]! - before[name]!]));
+}
+
+/** Requests per second at CONNECTIONS connections, and the CPU per request of each process. */
+export async function throughput(path: Path, stream: boolean): Promise<{ perSecond: number; errors: number; cpuPerRequest: Record<string, number> }> {
+  const options = {
+    url: path.url.href,
+    method: 'POST' as const,
+    connections: CONNECTIONS,
+    headers: { ...path.headers, 'content-type': 'application/json' },
+    body: requestBody(path.model, stream),
+  };
+  await autocannon({ ...options, duration: 2 });
+  await cpuSince(path.pids, cpuOf(path.pids));
+  const before = cpuOf(path.pids);
+  const result = await autocannon({ ...options, duration: LOAD_SECONDS });
+  const used = await cpuSince(path.pids, before);
+  const count = Math.max(1, result.requests.total);
+  return {
+    perSecond: result.requests.total / LOAD_SECONDS,
+    errors: result.non2xx + result.errors + result.timeouts,
+    cpuPerRequest: Object.fromEntries(Object.entries(used).map(([name, ms]) => [name, ms / count])),
+  };
+}
+
+/** Opens OPEN_STREAMS streams through the gateway to the holding upstream; the summed RSS before and with them open. */
+async function openStreamsMemory(cluster: Cluster, pids: Record<GatewayProcess, number>): Promise<{ idleMiB: number; openMiB: number; opened: number; perProcess: Record<string, number> }> {
+  const rss = () => Object.fromEntries(GATEWAY.map((name) => [name, processRssMiB(pids[name])]));
+  const sum = (values: Record<string, number>) => Object.values(values).reduce((a, b) => a + b, 0);
+  const idle = rss();
+  const many = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
+  const url = new URL(`${cluster.baseUrl}/chat/completions`);
+  const body = requestBody('bench-slow', true);
+  const requests: Array<ReturnType<typeof httpRequest>> = [];
+  let opened = 0;
+  const batch = 500;
+  for (let start = 0; start < OPEN_STREAMS; start += batch) {
+    await Promise.all(Array.from({ length: Math.min(batch, OPEN_STREAMS - start) }, () => new Promise<void>((resolve) => {
+      const request = httpRequest(url, { method: 'POST', agent: many, headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' } }, (response) => {
+        response.once('data', () => { if (response.statusCode === 200) opened += 1; resolve(); });
+        response.once('end', resolve);
+      });
+      request.on('error', () => resolve());
+      request.setTimeout(60_000, () => { request.destroy(); resolve(); });
+      request.end(body);
+      requests.push(request);
+    })));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const open = rss();
+  for (const request of requests) request.destroy();
+  many.destroy();
+  return { idleMiB: sum(idle), openMiB: sum(open), opened, perProcess: Object.fromEntries(GATEWAY.map((name) => [name, open[name]! - idle[name]!])) };
+}
+
+/** The processes of one benchmark run, started by startProxyBench. */
+export interface ProxyBench {
+  cluster: Cluster;
+  /** The gateway's processes, Redis and NATS included. */
+  pids: Record<GatewayProcess, number>;
+  /** The upstream alone, the bare proxy, the gateway: in that order. */
+  paths: [Path, Path, Path];
+  mockPids: number[];
+  bareProxyPid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts Redis, NATS, the mock upstreams (one answering at once, one holding streams open), the
+ * bare proxy and the gateway with a catalog of two openai-compatible models pointing at them.
+ * `nodeArgs` adds node flags per service (`--cpu-prof` to profile).
+ */
+export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {}): Promise<ProxyBench> {
+  const directory = mkdtempSync(join(tmpdir(), 'bench-proxy-'));
+  const started: ChildProcess[] = [];
+  let cluster: Cluster | undefined;
+  const stop = async () => {
+    await cluster?.stop();
+    await Promise.all(started.map((child) => stopProcess(child)));
+    rmSync(directory, { recursive: true, force: true });
+  };
+  try {
+    const state = await startState(directory);
+    started.push(state.redis, state.nats);
+    const mock = await startScript('mock-upstream.mjs', {});
+    const holding = await startScript('mock-upstream.mjs', { MOCK_HOLD_STREAMS: '1' });
+    started.push(mock.process, holding.process);
+    const upstreamUrl = `http://127.0.0.1:${mock.port}/v1`;
+    const bare = await startScript('bare-proxy.mjs', { UPSTREAM: upstreamUrl });
+    started.push(bare.process);
+
+    const entry = (id: string, port: number) => `  - id: ${id}
+    provider: openai-compatible
+    owned_by: bench
+    created: 1735689600
+    upstream: { model: gpt-4o-mini, base_url: "http://127.0.0.1:${port}/v1", api_key_env: ${KEY_VARIABLE} }
+    pricing: { input: "0.15", cached_input: "0.075", output: "0.60" }
+    context_window: 128000
+    max_output_tokens: 16384
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: standard`;
+    const catalog = writeCatalog('bench-proxy', [entry('bench-model', mock.port), entry('bench-slow', holding.port)]);
+    // A Pro key whose limits are raised so that no request is refused: every request still goes
+    // through the sliding-window reservation and its settlement, as a limited key's do.
+    const plans = join(directory, 'plans.yaml');
+    writeFileSync(plans, ['starter', 'pro', 'enterprise'].map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`).join(''));
+    // The cluster (and its clean-up) use the benchmark's own Redis and NATS.
+    process.env.REDIS_URL = state.redisUrl;
+    process.env.NATS_URL = state.natsUrl;
+    cluster = await startCluster({
+      plan: 'pro',
+      nodeArgs,
+      env: { CATALOG_PATH: catalog, AUTH_PLANS_PATH: plans, [KEY_VARIABLE]: 'sk-bench', UPSTREAM_MAX_CONNECTIONS: String(OPEN_STREAMS + 1_000) },
+    });
+    const pids = {
+      ...Object.fromEntries((['edge', 'auth', 'router', 'executor', 'metering'] as const).map((name) => [name, cluster!.processes[name].pid!])),
+      redis: state.redis.pid!,
+      nats: state.nats.pid!,
+    } as Record<GatewayProcess, number>;
+    const paths: [Path, Path, Path] = [
+      { label: 'upstream alone', url: new URL(`${upstreamUrl}/chat/completions`), headers: {}, model: 'bench-model', pids: { mock: mock.process.pid! } },
+      { label: 'bare node:http + fetch proxy', url: new URL(`http://127.0.0.1:${bare.port}/v1/chat/completions`), headers: {}, model: 'bench-model', pids: { proxy: bare.process.pid!, mock: mock.process.pid! } },
+      { label: 'gateway', url: new URL(`${cluster.baseUrl}/chat/completions`), headers: { authorization: `Bearer ${cluster.apiKey}` }, model: 'bench-model', pids: { ...pids, mock: mock.process.pid! } },
+    ];
+    return { cluster, pids, paths, mockPids: [mock.process.pid!, holding.process.pid!], bareProxyPid: bare.process.pid!, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+export const suite: BenchSuite = {
+  name: 'proxy',
+  description: 'the gateway in front of an openai-compatible upstream, beside the upstream alone and a bare node:http + fetch proxy',
+  async run() {
+    const bench = await startProxyBench();
+    try {
+      const { cluster, pids, paths } = bench;
+      if (PIN) {
+        for (const pid of [...Object.values(pids), bench.bareProxyPid]) pin(pid, 0);
+        for (const pid of [process.pid, ...bench.mockPids]) pin(pid, 1);
+      }
+      console.log(`${new Date().toISOString().slice(0, 10)}, ${PIN ? 'pinned: the gateway (Redis and NATS included) and the bare proxy on core 0, the load generator and the mock on core 1' : 'unpinned: every process free to use both cores'}; Node ${process.version}.\n`);
+
+      // One request at a time.
+      const latency = { whole: [] as Array<ReturnType<typeof summarize>>, firstToken: [] as Array<ReturnType<typeof summarize>> };
+      for (const path of paths) {
+        latency.whole.push((await sequential(path, false)).total);
+        latency.firstToken.push((await sequential(path, true)).firstToken);
+      }
+      const added = (series: Array<ReturnType<typeof summarize>>, index: number, key: 'p50' | 'p99') => series[index]![key] - series[0]![key];
+      console.log(`One request at a time, ${SEQUENTIAL} each after 200 to warm up (ms; "added" is beyond the upstream alone):\n`);
+      table(['path', 'whole p50', 'whole p99', 'added p50', 'stream first token p50', 'first token p99', 'added first token p50'], paths.map((path, index) => [
+        path.label, fixed(latency.whole[index]!.p50), fixed(latency.whole[index]!.p99), index === 0 ? '' : fixed(added(latency.whole, index, 'p50')),
+        fixed(latency.firstToken[index]!.p50), fixed(latency.firstToken[index]!.p99), index === 0 ? '' : fixed(added(latency.firstToken, index, 'p50')),
+      ]));
+      console.log(`\nGateway vs bare proxy, added p50: whole ${fixed(added(latency.whole, 2, 'p50'))} vs ${fixed(added(latency.whole, 1, 'p50'))} ms, first token ${fixed(added(latency.firstToken, 2, 'p50'))} vs ${fixed(added(latency.firstToken, 1, 'p50'))} ms.\n`);
+
+      // Under load.
+      for (const stream of [false, true]) {
+        const results = [];
+        for (const path of paths) results.push(await throughput(path, stream));
+        const [, proxyResult, gatewayResult] = results as [Awaited<ReturnType<typeof throughput>>, Awaited<ReturnType<typeof throughput>>, Awaited<ReturnType<typeof throughput>>];
+        const own = (result: Awaited<ReturnType<typeof throughput>>) => Object.entries(result.cpuPerRequest).filter(([name]) => name !== 'mock').reduce((sum, [, ms]) => sum + ms, 0);
+        console.log(`${stream ? 'Streams (20 chunks and a usage chunk)' : 'Whole completions'}, ${CONNECTIONS} connections for ${LOAD_SECONDS} s:\n`);
+        table([stream ? 'streams/s' : 'completions/s', 'errors', 'CPU ms per request (mock excluded)', 'vs bare proxy', 'path'], results.map((result, index) => [
+          Math.round(result.perSecond), result.errors, fixed(own(result), 3), index === 0 ? '' : fixed(own(result) / own(proxyResult)), paths[index]!.label,
+        ]));
+        console.log(`\nThroughput gateway / bare proxy: ${fixed(gatewayResult.perSecond / proxyResult.perSecond)}. The gateway's CPU ms per request by process: ${GATEWAY.map((name) => `${name} ${fixed(gatewayResult.cpuPerRequest[name]!, 3)}`).join(', ')} (total ${fixed(own(gatewayResult), 3)}; bare proxy ${fixed(own(proxyResult), 3)}).\n`);
+      }
+
+      if (!PIN) {
+        const memory = await openStreamsMemory(cluster, pids);
+        console.log(`${OPEN_STREAMS} concurrent streams held open by a slow upstream (${memory.opened} opened): resident memory of every gateway process ${fixed(memory.idleMiB, 0)} MiB idle, ${fixed(memory.openMiB, 0)} MiB with the streams open (${fixed(memory.openMiB / 1024, 2)} GiB). Added by process (MiB): ${GATEWAY.map((name) => `${name} ${fixed(memory.perProcess[name]!, 0)}`).join(', ')}.\n`);
+      }
+    } finally {
+      await bench.stop();
+    }
+  },
+};
