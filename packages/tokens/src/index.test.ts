@@ -9,6 +9,7 @@ import {
   countTextTokens,
   countTextTokensAsync,
   LONG_RUN_CHARACTERS,
+  promptTokenBounds,
   tokenPieces,
   tokenPiecesAsync,
   tokenPrefix,
@@ -148,6 +149,32 @@ describe('countPromptTokensWithin', { timeout: 30_000 }, () => {
     const { result, milliseconds } = timed(() => countPromptTokensWithin(huge, 1_000));
     expect(result).toBeUndefined();
     expect(milliseconds).toBeLessThan(100);
+  });
+});
+
+describe('promptTokenBounds', { timeout: 30_000 }, () => {
+  it('never counts fewer tokens than the tokenizer as an upper bound, whatever the text', () => {
+    const random = seededRandom(7);
+    const samples = [
+      prose(20_000, 3), CODE.repeat(20), MULTILINGUAL.repeat(30), '😀🚀👍🏽'.repeat(500), '<|endoftext|>'.repeat(50), 'a'.repeat(5_000),
+      Array.from({ length: 4_000 }, () => String.fromCodePoint(Math.floor(random() * 0x2ffff))).join('').replace(/[\ud800-\udfff]/g, ''),
+    ];
+    for (const text of samples) {
+      const prompt = { ...request(text), messages: [...request(text).messages, { role: 'ROLE_ASSISTANT' as const, text: '', name: 'helper', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: text.slice(0, 300) } }] }] };
+      const exact = countPromptTokens(prompt);
+      const bounds = promptTokenBounds(prompt);
+      expect(bounds.upper).toBeGreaterThanOrEqual(exact);
+      expect(bounds.estimate).toBeLessThanOrEqual(bounds.upper);
+    }
+  });
+
+  it('estimates prose, code and other scripts from bytes alone, at most a third under and twice over the exact count', () => {
+    for (const text of [prose(40_000, 5), CODE.repeat(40), MULTILINGUAL.repeat(40)]) {
+      const exact = countPromptTokens(request(text));
+      const { estimate } = promptTokenBounds(request(text));
+      expect(estimate / exact).toBeGreaterThan(0.67);
+      expect(estimate / exact).toBeLessThan(2);
+    }
   });
 });
 

@@ -114,6 +114,52 @@ function* countPromptSteps(request: PromptRequest, limit: number): Steps<number 
   return tokens;
 }
 
+/** What a prompt's tokens can be known to be without tokenizing it: see promptTokenBounds. */
+export interface PromptTokenBounds {
+  /**
+   * A guess at the count, from the texts' UTF-8 size (a token of o200k is about 4 bytes of
+   * English or code, 3 of CJK): what a reservation is made with before the provider reports the
+   * real usage, as OpenAI's own limiter estimates from characters.
+   */
+  readonly estimate: number;
+  /**
+   * A bound the count never exceeds: every token is at least one byte of UTF-8, so the texts'
+   * bytes plus the fixed framing. A prompt whose bound fits a context window fits it.
+   */
+  readonly upper: number;
+}
+
+/** Bytes of UTF-8 a token of o200k averages over prose and code; the estimate's divisor. */
+const ESTIMATE_BYTES_PER_TOKEN = 4;
+
+/**
+ * Bounds of a request's prompt tokens as countPromptTokens counts them, at the cost of measuring
+ * the texts' UTF-8 length (no tokenizer): the gateway counts exactly only where a number reaches
+ * a caller (a context window that might be exceeded, a stream cut short) and estimates elsewhere.
+ */
+export function promptTokenBounds(request: PromptRequest): PromptTokenBounds {
+  let fixed = REPLY_PRIMING_TOKENS;
+  let bytes = 0;
+  for (const message of request.messages ?? []) {
+    fixed += TOKENS_PER_MESSAGE + 1;
+    if (message.name) { fixed += 1; bytes += Buffer.byteLength(message.name); }
+    if (typeof message.text === 'string') bytes += Buffer.byteLength(message.text);
+    for (const part of message.parts?.parts ?? []) {
+      if (part.image_url) fixed += IMAGE_TOKENS;
+      if (typeof part.text === 'string') bytes += Buffer.byteLength(part.text) + 1;
+      if (typeof part.refusal === 'string') bytes += Buffer.byteLength(part.refusal) + 1;
+    }
+    if (message.refusal) bytes += Buffer.byteLength(message.refusal) + 1;
+    for (const call of message.tool_calls ?? []) bytes += Buffer.byteLength(call.function?.name ?? '') + Buffer.byteLength(call.function?.arguments ?? '') + 2;
+  }
+  for (const tool of request.tools ?? []) {
+    if (!tool.function) continue;
+    fixed += TOKENS_PER_MESSAGE;
+    bytes += Buffer.byteLength(toolText(tool.function));
+  }
+  return { estimate: fixed + Math.ceil(bytes / ESTIMATE_BYTES_PER_TOKEN), upper: fixed + bytes };
+}
+
 /** Prompt tokens of a request: its messages and the definitions of the tools it offers. */
 export function countPromptTokens(request: PromptRequest): number {
   return runToEnd(countPromptSteps(request, Number.POSITIVE_INFINITY))!;

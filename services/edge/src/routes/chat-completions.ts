@@ -10,7 +10,7 @@ import type {
   ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteResponseOutput, ExecuteStreamEventOutput,
   ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
 } from '@gateway/proto';
-import { countPromptTokensAsync, countPromptTokensWithinAsync, countTextTokensAsync, routingText } from '@gateway/tokens';
+import { countPromptTokensAsync, countPromptTokensWithinAsync, countTextTokensAsync, promptTokenBounds, routingText } from '@gateway/tokens';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError, errorBody, toRequestError } from '../errors.js';
 import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
@@ -65,6 +65,41 @@ function assertCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promp
   }
 }
 
+/** The smallest and largest context windows of a catalog's models (0 when none has one). */
+interface CatalogWindows {
+  smallest: number;
+  largest: number;
+}
+
+const windowsOfList = new WeakMap<readonly ModelOutput[], CatalogWindows>();
+
+/** The catalog's windows, computed once per catalog snapshot. */
+function catalogWindows(catalog: EdgeDependencies['catalog']): CatalogWindows {
+  const models = catalog.list();
+  let windows = windowsOfList.get(models);
+  if (!windows) {
+    const sizes = models.map((model) => model.context_window ?? 0).filter((size) => size > 0);
+    windows = { smallest: sizes.length > 0 ? Math.min(...sizes) : 0, largest: sizes.length > 0 ? Math.max(...sizes) : 0 };
+    windowsOfList.set(models, windows);
+  }
+  return windows;
+}
+
+/**
+ * The prompt tokens a request is reserved and checked with. Exact counting is needed only where
+ * the number reaches the caller: when the prompt might not fit the context window of every model
+ * that could serve it. Otherwise (the prompt's upper bound, its UTF-8 bytes, fits) the cheap
+ * estimate is used, and the reservation is settled with the provider's reported usage.
+ */
+async function promptTokensOf(catalog: EdgeDependencies['catalog'], parsed: ParsedChatRequest): Promise<{ tokens: number; exact: boolean }> {
+  const bounds = promptTokenBounds(parsed.request);
+  const named = catalog.get(parsed.request.model ?? '');
+  // The window every candidate has: the named model's (none: no window check), else the smallest.
+  const window = named ? named.context_window || Number.POSITIVE_INFINITY : catalogWindows(catalog).smallest;
+  if (bounds.upper + (parsed.request.max_tokens ?? 0) <= window) return { tokens: bounds.estimate, exact: false };
+  return { tokens: await countBoundedPromptTokens(catalog, parsed), exact: true };
+}
+
 /**
  * The prompt tokens of a request, counted no further than any model could take: the named
  * model's context window, else (auto, or an id the catalog lacks) the largest in the catalog. A
@@ -72,7 +107,7 @@ function assertCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promp
  */
 async function countBoundedPromptTokens(catalog: EdgeDependencies['catalog'], parsed: ParsedChatRequest): Promise<number> {
   const named = catalog.get(parsed.request.model ?? '')?.context_window;
-  const limit = named || Math.max(0, ...catalog.list().map((model) => model.context_window ?? 0)) || Number.POSITIVE_INFINITY;
+  const limit = named || catalogWindows(catalog).largest || Number.POSITIVE_INFINITY;
   // In time slices: a prompt of megabytes never holds the event loop (a small one takes no slice).
   const tokens = await countPromptTokensWithinAsync(parsed.request, limit);
   if (tokens !== undefined) return tokens;
@@ -204,7 +239,8 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const eventId = randomUUID();
     const apiKey = bearerKey(request);
     const parsed = parseChatRequest(request.body);
-    const promptTokens = await countBoundedPromptTokens(catalog, parsed);
+    const prompt = await promptTokensOf(catalog, parsed);
+    const promptTokens = prompt.tokens;
     const callerPolicy = routePolicy(request, parsed);
 
     const abort = new AbortController();
@@ -212,8 +248,13 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
 
     // Auth and routing at the same time; a key problem wins over any routing problem.
     noteKeyChecked(request);
+    const reserve = (tokens: number) => reservedTokens(tokens, parsed.request.max_tokens, catalog.get(parsed.request.model ?? '')?.max_output_tokens, config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS);
     const [authResult, routeResult] = await Promise.allSettled([
-      checkKey(deps, apiKey, requestId, reservedTokens(promptTokens, parsed.request.max_tokens, catalog.get(parsed.request.model ?? '')?.max_output_tokens, config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS), abort.signal),
+      checkKey(deps, apiKey, requestId, reserve(promptTokens), abort.signal).catch(async (error: unknown) => {
+        // Too large for the key's tokens per minute on an estimate: the exact count decides.
+        if (!(error instanceof RequestError && error.code === 'request_too_large') || prompt.exact) throw error;
+        return checkKey(deps, apiKey, requestId, reserve(await countBoundedPromptTokens(catalog, parsed)), abort.signal);
+      }),
       resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy),
     ]);
     if (authResult.status === 'rejected') throw authResult.reason;
