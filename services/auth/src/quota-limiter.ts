@@ -1,79 +1,12 @@
 import type { Redis } from 'ioredis';
+import { DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, WINDOW_LUA, WINDOW_MS } from '@gateway/quota';
 import { LAST_USED_INTERVAL_MS } from './key-store.js';
 import { PLAN_NAMES, type Limit, type PlanName, type PlanTable } from './plans.js';
 
-/**
- * The quota window: a sliding log of exactly one minute. At any instant, the requests allowed in
- * the preceding 60,000 ms number at most the key's requests per minute, and the tokens charged to
- * them sum to at most its tokens per minute. A request is charged at the instant it is allowed
- * (Redis's clock, shared by every replica); settlement changes its charge, never its instant.
- */
-export const WINDOW_MS = 60_000;
-
-/**
- * How long an unsettled reservation that has left the window is remembered, so that a settlement
- * arriving after a long stream still finds it (and charges any excess once). Longer than the
- * edge's longest completion (10 minutes by default).
- */
-export const PENDING_MAX_AGE_MS = 15 * 60_000;
+export { PENDING_MAX_AGE_MS, WINDOW_MS } from '@gateway/quota';
 
 /** What a reservation id chosen by the caller may look like (a UUID, say). */
 export const RESERVATION_PART_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-const RESERVATION_PATTERN = /^(key_[A-Za-z0-9]{16}):([A-Za-z0-9_-]{1,64})$/;
-
-// Shared by both scripts: the window keys of one API key and the expiry of old entries.
-// R: zset request id -> allowed at (ms). T: zset charge id -> charged at (ms). H: hash
-// `t:<id>` -> tokens charged, `s:<id>` -> settled, `total` -> sum of the charges in T.
-// P: zset of unsettled charges that left T, kept until PENDING_MAX_AGE_MS for late settlement.
-// Every name carries the key id as a hash tag, so one key's data lives in one cluster slot.
-const WINDOW_LUA = `
-local function windowKeys(prefix, keyId)
-  local base = prefix .. 'window:{' .. keyId .. '}:'
-  return base .. 'requests', base .. 'tokens', base .. 'charges', base .. 'pending'
-end
-
-local function clock(given)
-  if given ~= '' then return tonumber(given) end
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-
--- An entry charged at t counts while now < t + window.
-local function expire(R, T, H, P, now, window, pendingMaxAge)
-  local cutoff = now - window
-  redis.call('ZREMRANGEBYSCORE', R, '-inf', cutoff)
-  local old = redis.call('ZRANGEBYSCORE', T, '-inf', cutoff, 'WITHSCORES')
-  if #old > 0 then
-    local freed = 0
-    for i = 1, #old, 2 do
-      local id = old[i]
-      freed = freed + (tonumber(redis.call('HGET', H, 't:' .. id)) or 0)
-      if redis.call('HEXISTS', H, 's:' .. id) == 1 then
-        redis.call('HDEL', H, 't:' .. id, 's:' .. id)
-      else
-        redis.call('ZADD', P, old[i + 1], id)
-      end
-    end
-    redis.call('ZREMRANGEBYSCORE', T, '-inf', cutoff)
-    redis.call('HINCRBY', H, 'total', -freed)
-  end
-  local stale = redis.call('ZRANGEBYSCORE', P, '-inf', now - pendingMaxAge)
-  if #stale > 0 then
-    for i = 1, #stale do redis.call('HDEL', H, 't:' .. stale[i]) end
-    redis.call('ZREMRANGEBYSCORE', P, '-inf', now - pendingMaxAge)
-  end
-end
-
-local function newestAge(zset, now, window)
-  local newest = redis.call('ZRANGE', zset, -1, -1, 'WITHSCORES')
-  if #newest == 0 then return 0 end
-  return tonumber(newest[2]) + window - now
-end
-
-local function touch(R, T, H, P, ttl)
-  for _, name in ipairs({R, T, H, P}) do redis.call('PEXPIRE', name, ttl) end
-end
-`;
 
 // The whole CheckKey decision in one round trip: look the key up, check it is live, record its
 // use (once a minute), then decide and reserve atomically.
@@ -158,36 +91,7 @@ return {status, key.key_id, key.plan, policy, requestLimit, count, newestAge(R, 
 // actual tokens, now ('' = Redis TIME), window ms, pending max age ms.
 // Returns {outcome, delta, tokensInWindow}: outcome 1 settled, 2 already settled, 3 unknown.
 const SETTLE_LUA = `${WINDOW_LUA}
-local R, T, H, P = windowKeys(ARGV[1], ARGV[2])
-local id, actual, now = ARGV[3], tonumber(ARGV[4]), clock(ARGV[5])
-local window, pendingMaxAge = tonumber(ARGV[6]), tonumber(ARGV[7])
-expire(R, T, H, P, now, window, pendingMaxAge)
-local reserved = tonumber(redis.call('HGET', H, 't:' .. id))
-local outcome, delta = 3, 0
-if reserved == nil then
-  outcome = 3
-elseif redis.call('HEXISTS', H, 's:' .. id) == 1 then
-  outcome = 2
-elseif redis.call('ZSCORE', T, id) then
-  delta = actual - reserved
-  redis.call('HSET', H, 't:' .. id, actual, 's:' .. id, 1)
-  redis.call('HINCRBY', H, 'total', delta)
-  outcome = 1
-else
-  -- The charge left the window before settling: a refund is moot, an excess is charged now.
-  redis.call('ZREM', P, id)
-  delta = math.max(0, actual - reserved)
-  if delta > 0 then
-    redis.call('ZADD', T, now, id)
-    redis.call('HSET', H, 't:' .. id, delta, 's:' .. id, 1)
-    redis.call('HINCRBY', H, 'total', delta)
-  else
-    redis.call('HDEL', H, 't:' .. id)
-  end
-  outcome = 1
-end
-if outcome == 1 then touch(R, T, H, P, window + pendingMaxAge) end
-return {outcome, delta, tonumber(redis.call('HGET', H, 'total')) or 0}
+return settleCharge(ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), clock(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
 `;
 
 /** The state of one per-minute limit after a decision; limit -1 means unlimited. */
@@ -265,7 +169,7 @@ export class QuotaLimiter {
   private readonly redis: Redis & LimiterCommands;
 
   constructor(redis: Redis, plans: PlanTable, private readonly options: QuotaLimiterOptions = {}) {
-    this.prefix = options.prefix ?? 'auth:';
+    this.prefix = options.prefix ?? DEFAULT_QUOTA_PREFIX;
     this.plans = plans;
     this.planArguments = PLAN_NAMES.flatMap((name) => [name, limitArgument(plans[name].requests_per_minute), limitArgument(plans[name].tokens_per_minute)]);
     if (!('gatewayCheckQuota' in redis)) {

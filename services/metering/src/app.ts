@@ -28,6 +28,8 @@ export interface MeteringDependencies {
   dedupRetentionMs?: number;
   /** How often the records below the consumer's ack floor are pruned (DEFAULT_DEDUP_PRUNE_INTERVAL_MS). */
   dedupPruneIntervalMs?: number;
+  /** auth's Redis key prefix, where the reservations that events settle live (DEFAULT_QUOTA_PREFIX). */
+  quotaPrefix?: string;
 }
 
 /**

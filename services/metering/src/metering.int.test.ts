@@ -57,7 +57,7 @@ async function counterValue(registry: prometheus.Registry, name: string, labels:
 }
 
 /** A stream, subject and metering consumer of one test group, so nothing else reads or writes them. */
-async function startMetering(nc: NatsConnection, redis: Redis, options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs'> = {}) {
+async function startMetering(nc: NatsConnection, redis: Redis, options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs' | 'quotaPrefix'> = {}) {
   const id = randomUUID().replaceAll('-', '');
   const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
   const registry = createRegistry('metering-test');
@@ -93,6 +93,32 @@ describe('metering', () => {
     await nc.drain();
     redis.disconnect();
     await inspector.quit();
+  });
+
+  it("settles the quota reservation an event names with the event's total tokens, once, however often the event comes", async () => {
+    const prefix = `metering-test-${run}:`;
+    const settling = await startMetering(nc, redis, { quotaPrefix: prefix });
+    streams.push(settling.stream);
+    try {
+      // A reservation of 5,000 tokens as auth's CheckKey leaves it in the key's window.
+      const keyId = `key_${run}settles1`;
+      const window = `${prefix}window:{${keyId}}:`;
+      const [seconds] = await inspector.time();
+      const now = Number(seconds) * 1000;
+      await inspector.multi().zadd(`${window}requests`, now, 'r1').zadd(`${window}tokens`, now, 'r1').hset(`${window}charges`, 't:r1', 5_000, 'total', 5_000).exec();
+      const event = usageEvent({ key_id: keyId, reservation_id: `${keyId}:r1` });
+      settling.publisher.publish(event);
+      settling.publisher.publish({ ...event });
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 1, 'the event to be metered');
+      // Redelivered after it was metered: neither metered nor settled again.
+      expect(await recordEvent(redis, settling.stream, event.event_id!, 1, { key_id: keyId, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n }, { reservationId: `${keyId}:r1`, actualTokens: 99, prefix })).toBe(false);
+      expect(await inspector.hgetall(`${window}charges`)).toEqual({ 't:r1': '1550', 's:r1': '1', total: '1550' });
+      expect((await keyTotals(redis, keyId)).requests).toBe(1);
+      await inspector.del(`${window}requests`, `${window}tokens`, `${window}charges`, `${window}pending`);
+    } finally {
+      await settling.metering.stop();
+      settling.publisher.close();
+    }
   });
 
   it('meters a published event with the exact catalog cost, on its key and its model', async () => {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { costPicoUsd, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
+import { DEFAULT_QUOTA_PREFIX } from '@gateway/quota';
 import { prometheus } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import { recordEvent } from './usage-store.js';
@@ -15,6 +16,8 @@ export interface UsageMeterDependencies {
   registry?: prometheus.Registry;
   /** The usage stream the events come from: their de-duplication records are kept per stream. */
   stream: string;
+  /** auth's Redis key prefix, where the reservations the events settle live (DEFAULT_QUOTA_PREFIX). */
+  quotaPrefix?: string;
 }
 
 /** The metering outcome of one event. */
@@ -26,12 +29,14 @@ export type UsageMeter = (event: UsageEventOutput, sequence: number) => Promise<
 /**
  * Creates the function that meters one usage event: it prices the event with the catalog's
  * pricing and costPicoUsd (the function the edge uses for gateway.cost_usd, so both agree to the
- * pico-dollar) and records it atomically, once per event id. Throws PoisonMessageError for an
+ * pico-dollar) and records it atomically, once per event id, settling the request's quota
+ * reservation (UsageEvent.reservation_id) in the same step. Throws PoisonMessageError for an
  * event that can never be metered (no event id or key id, a model the catalog does not know);
  * a Redis failure rejects as is, so the message is redelivered.
  */
 export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMeter {
   const { redis, catalog, logger } = dependencies;
+  const quotaPrefix = dependencies.quotaPrefix ?? DEFAULT_QUOTA_PREFIX;
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const events = new prometheus.Counter({ name: 'gateway_metering_events_total', help: 'Usage events processed, by result (metered, duplicate).', labelNames: ['result'], registers });
   const mismatches = new prometheus.Counter({ name: 'gateway_metering_cost_mismatch_total', help: 'Events whose cost reported by the edge differs from the metered cost.', registers });
@@ -48,7 +53,9 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
 
     const usage = { prompt_tokens: event.usage?.prompt_tokens ?? 0, completion_tokens: event.usage?.completion_tokens ?? 0, cached_tokens: event.usage?.cached_tokens ?? 0 };
     const cost = costPicoUsd(model.pricing, usage);
-    const metered = await recordEvent(redis, dependencies.stream, eventId, sequence, { key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost });
+    const reservationId = event.reservation_id ?? '';
+    const settlement = reservationId ? { reservationId, actualTokens: event.usage?.total_tokens ?? 0, prefix: quotaPrefix } : undefined;
+    const metered = await recordEvent(redis, dependencies.stream, eventId, sequence, { key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost }, settlement);
     if (!metered) {
       events.inc({ result: 'duplicate' });
       logger.debug({ event_id: eventId }, 'usage event already metered');

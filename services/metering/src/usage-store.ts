@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { picoUsdToUsd } from '@gateway/catalog';
+import { PENDING_MAX_AGE_MS, RESERVATION_PATTERN, WINDOW_LUA, WINDOW_MS } from '@gateway/quota';
 
 /**
  * Metered usage in Redis:
@@ -53,12 +54,14 @@ export interface UsageTotals {
   cost_usd: number;
 }
 
-// Adds an event to the totals only if it is new, and remembers it: all or nothing, so a redelivered
-// event (or a crash between writes) can neither count twice nor half.
+// Adds an event to the totals only if it is new, remembers it, and settles the request's quota
+// reservation with the tokens it used: all or nothing, so a redelivered event (or a crash between
+// writes) can neither count nor settle twice, nor half.
 // KEYS: the de-duplication set, key totals, model totals.
-// ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd.
+// ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd, then the settlement:
+// quota prefix, key id, charge id ('' = none), actual tokens, window ms, pending max age ms.
 // Returns 1 when metered, 0 when the event was already metered.
-const RECORD_SCRIPT = `
+const RECORD_SCRIPT = `${WINDOW_LUA}
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 for i = 2, 3 do
@@ -68,20 +71,40 @@ for i = 2, 3 do
   redis.call('HINCRBY', KEYS[i], 'cached_tokens', ARGV[5])
   redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', ARGV[6])
 end
+if ARGV[9] ~= '' then
+  settleCharge(ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]), clock(''), tonumber(ARGV[11]), tonumber(ARGV[12]))
+end
 return 1
 `;
 
+/** The quota reservation a usage event settles: see UsageEvent.reservation_id. */
+export interface EventSettlement {
+  /** `<key id>:<charge id>`, as CheckKey returned it. */
+  reservationId: string;
+  /** The tokens the request used: its usage's total. */
+  actualTokens: number;
+  /** auth's key prefix (DEFAULT_QUOTA_PREFIX unless a test chooses another). */
+  prefix: string;
+}
+
+interface MeteringCommands {
+  gatewayRecordUsage(dedup: string, keyTotals: string, modelTotals: string, ...args: string[]): Promise<number>;
+}
+
 /**
- * Meters one event of a usage stream atomically; resolves true when it was new and counted, false
- * when it had already been metered (nothing changed). Rejects when Redis fails: then nothing
- * changed either. `sequence` is the event's stream sequence, by which its record is pruned.
+ * Meters one event of a usage stream atomically, settling its reservation when it names one;
+ * resolves true when it was new and counted, false when it had already been metered (nothing
+ * changed). Rejects when Redis fails: then nothing changed either. `sequence` is the event's
+ * stream sequence, by which its record is pruned. A malformed reservation id is not settled.
  */
-export async function recordEvent(redis: Redis, stream: string, eventId: string, sequence: number, usage: EventUsage): Promise<boolean> {
-  const result = await redis.eval(
-    RECORD_SCRIPT, 3,
+export async function recordEvent(redis: Redis, stream: string, eventId: string, sequence: number, usage: EventUsage, settlement?: EventSettlement): Promise<boolean> {
+  if (!('gatewayRecordUsage' in redis)) redis.defineCommand('gatewayRecordUsage', { numberOfKeys: 3, lua: RECORD_SCRIPT });
+  const charge = settlement ? RESERVATION_PATTERN.exec(settlement.reservationId) : null;
+  const result = await (redis as Redis & MeteringCommands).gatewayRecordUsage(
     dedupKey(stream), KEY_TOTALS_PREFIX + usage.key_id, MODEL_TOTALS_PREFIX + usage.model_id,
     eventId, String(sequence),
     String(usage.prompt_tokens), String(usage.completion_tokens), String(usage.cached_tokens), usage.cost_pico_usd.toString(),
+    settlement?.prefix ?? '', charge?.[1] ?? '', charge?.[2] ?? '', String(Math.max(0, Math.ceil(settlement?.actualTokens ?? 0))), String(WINDOW_MS), String(PENDING_MAX_AGE_MS),
   );
   return result === 1;
 }

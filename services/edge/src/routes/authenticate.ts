@@ -92,17 +92,25 @@ export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId
 
 /** A request's reservation: settled once, with the tokens it actually used. */
 export interface Reservation {
-  /** Settles with the actual tokens; only the first call counts. */
+  /** Settles with the actual tokens through auth; only the first settle or hand-off counts. */
   settle(actualTokens: number): void;
+  /**
+   * Hands the settlement to the request's usage event: returns the reservation id to put in it
+   * (metering settles it with the event's usage, exactly once, in the step that meters it), or ''
+   * when there is nothing to settle or it was settled already. No call to auth is made.
+   */
+  handOff(): string;
 }
 
 const reservations = new WeakMap<FastifyRequest, Reservation>();
 const SETTLE_RETRY_DELAYS_MS = [250, 1_000, 3_000];
 
 /**
- * Holds the reservation auth made for a request until the request ends. The paths that know the
- * usage settle it with that usage; releaseReservation settles whatever is left with 0 (a request
- * that failed without producing anything). Settlement runs in the background with retries: it is
+ * Holds the reservation auth made for a request until the request ends. The paths that publish a
+ * usage event hand the settlement to it (metering settles with the event's usage: no second call
+ * to auth on the hot path, and a settlement that survives this edge stopping after the answer);
+ * releaseReservation settles whatever is left with 0 through auth (a request that failed without
+ * producing anything, so without a usage event). Settlement runs in the background with retries: it is
  * idempotent in auth, so a retry never charges twice, and a settlement that never lands leaves
  * the reservation charged, once, until it leaves the window.
  */
@@ -115,6 +123,11 @@ export function holdReservation(deps: EdgeDependencies, request: FastifyRequest,
       settled = true;
       // After the current turn, so the response the caller waits for is written first.
       setImmediate(() => void settleWithRetries(deps, { reservation_id: reservationId, actual_tokens: Math.max(0, Math.round(actualTokens)), request_id: request.id }));
+    },
+    handOff() {
+      if (settled) return '';
+      settled = true;
+      return reservationId;
     },
   };
   reservations.set(request, reservation);

@@ -211,8 +211,9 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
    * never the caller's x-request-id: metering de-duplicates on it, so an id a caller could repeat
    * or forge would let every request but one go unbilled.
    */
-  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint): void {
+  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint, reservationId: string): void {
     deps.usage.publish({
+      reservation_id: reservationId,
       event_id: eventId,
       request_id: requestId,
       key_id: keyId,
@@ -288,8 +289,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
       const latencyMs = reply.elapsedTime;
       const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico);
-      reservation.settle(response.usage?.total_tokens ?? 0);
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico, reservation.handOff());
       void reply
         .header('content-type', 'application/json')
         .header('openai-processing-ms', String(Math.round(latencyMs)))
@@ -300,8 +300,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     await streamCompletion(request, reply, execute, routing, parsed, abort, (answered, attempts, usage, provider, outcome) => {
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
       const latencyMs = reply.elapsedTime;
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico);
-      reservation.settle(usage?.total_tokens ?? 0);
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff());
       return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
     });
     return reply;
