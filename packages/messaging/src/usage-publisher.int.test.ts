@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect as connectTcp, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
@@ -32,6 +33,47 @@ function event(eventId: string): UsageEvent {
 async function streamMessages(nc: NatsConnection, stream: string): Promise<number> {
   const manager = await nc.jetstreamManager();
   return (await manager.streams.info(stream)).state.messages;
+}
+
+/** A TCP proxy whose server-to-client direction can be silenced while the other keeps flowing. */
+interface OneWayProxy {
+  readonly port: number;
+  /** From now on the server's bytes (acknowledgements, pongs) no longer reach the clients. */
+  dropServerBytes(): void;
+  /** Cuts every connection; connections made afterwards pass everything again. */
+  cut(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a proxy to host:targetPort that can let messages reach NATS while losing everything NATS
+ * sends back: stored events whose acknowledgements never arrive, which the all-or-nothing proxy of
+ * @gateway/testing cannot produce. A connection that lost bytes is out of step with the protocol,
+ * so it is never resumed, only cut.
+ */
+async function startOneWayProxy(host: string, targetPort: number): Promise<OneWayProxy> {
+  const sockets = new Set<Socket>();
+  let dropping = false;
+  const server = createServer((client) => {
+    const upstream = connectTcp(targetPort, host);
+    sockets.add(client).add(upstream);
+    client.on('data', (chunk) => upstream.write(chunk));
+    upstream.on('data', (chunk) => { if (!dropping) client.write(chunk); });
+    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', () => resolve()); });
+  const cut = () => {
+    dropping = false;
+    for (const socket of sockets) socket.destroy();
+  };
+  return {
+    port: (server.address() as { port: number }).port,
+    dropServerBytes: () => { dropping = true; },
+    cut,
+    close: () => new Promise<void>((resolve) => { cut(); server.close(() => resolve()); }),
+  };
 }
 
 describe('UsagePublisher', () => {
@@ -121,6 +163,81 @@ describe('UsagePublisher', () => {
       }
     } finally {
       await proxied.close().catch(() => undefined);
+    }
+  }, 30_000);
+
+  it('stores 5,000 events published back to back once each, with at most maxInFlight unacknowledged', async () => {
+    const names = uniqueStream();
+    created.push(names.stream);
+    await ensureUsageStream(nc, names);
+    const maxInFlight = 100;
+    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxInFlight });
+    // Every copy NATS routes on the subject, seen in this process: a copy seen was sent, so copies
+    // seen minus events acknowledged can never exceed the window.
+    let copies = 0;
+    let widest = 0;
+    const watcher = nc.subscribe(names.subject, { callback: () => { copies += 1; widest = Math.max(widest, copies - publisher.published); } });
+    await nc.flush();
+    try {
+      for (let index = 0; index < 5_000; index += 1) publisher.publish(event(randomUUID()));
+      expect(publisher.pending).toBe(5_000);
+      expect(publisher.dropped).toBe(0);
+
+      await publisher.flush(20_000);
+      expect(publisher.pending).toBe(0);
+      expect(publisher.published).toBe(5_000);
+      expect(await streamMessages(nc, names.stream)).toBe(5_000);
+      await nc.flush();
+      // A healthy stream acknowledges every first attempt: nothing was sent twice.
+      expect(copies).toBe(5_000);
+      expect(widest).toBeLessThanOrEqual(maxInFlight);
+      // A window, not one event at a time.
+      expect(widest).toBeGreaterThan(1);
+    } finally {
+      watcher.unsubscribe();
+      publisher.close();
+    }
+  });
+
+  it('sends an event again when its acknowledgement is lost, and the stream keeps it once', async () => {
+    const names = uniqueStream();
+    created.push(names.stream);
+    await ensureUsageStream(nc, names);
+    const target = new URL(await natsUrl());
+    const proxy = await startOneWayProxy(target.hostname, Number(target.port));
+    const proxied = await connectNats(`nats://127.0.0.1:${proxy.port}`, 'publisher-lost-ack-test', logger);
+    let copies = 0;
+    const watcher = nc.subscribe(names.subject, { callback: () => { copies += 1; } });
+    await nc.flush();
+    const publisher = new UsagePublisher(proxied, logger, { subject: names.subject, publishTimeoutMs: 300, initialBackoffMs: 20, maxBackoffMs: 100 });
+    try {
+      // The publisher's acknowledgement subscription reaches the server before anything is lost.
+      await proxied.flush();
+      proxy.dropServerBytes();
+      const ids = Array.from({ length: 50 }, () => randomUUID());
+      for (const id of ids) publisher.publish(event(id));
+
+      await eventually(async () => (await streamMessages(nc, names.stream)) === 50, 'the events to be stored', 5_000);
+      await eventually(() => copies >= 100, 'the unacknowledged events to be sent again', 10_000);
+      expect(await streamMessages(nc, names.stream)).toBe(50);
+      expect(publisher.published).toBe(0);
+      expect(publisher.pending).toBe(50);
+
+      proxy.cut();
+      await eventually(() => publisher.pending === 0, 'the events to be acknowledged after reconnecting', 15_000);
+      expect(publisher.published).toBe(50);
+      expect(await streamMessages(nc, names.stream)).toBe(50);
+      const manager = await nc.jetstreamManager();
+      const stored: string[] = [];
+      for (let sequence = 1; sequence <= 50; sequence += 1) {
+        stored.push((await manager.streams.getMessage(names.stream, { seq: sequence })).header.get('Nats-Msg-Id'));
+      }
+      expect(stored.sort()).toEqual([...ids].sort());
+    } finally {
+      publisher.close();
+      watcher.unsubscribe();
+      await proxied.close().catch(() => undefined);
+      await proxy.close();
     }
   }, 30_000);
 });
