@@ -241,3 +241,20 @@ export async function meteredUsage(redis: { hget(key: string, field: string): Pr
     cost_pico_usd: BigInt(totals.cost_pico_usd ?? '0'),
   };
 }
+
+/**
+ * What metering has recorded for an API key once it is quiet: the totals read twice, 300 ms
+ * apart, until they agree. A test reads its starting point with it, so that the events of the
+ * requests before it (metered a few milliseconds after their answers) are not counted as its own.
+ */
+export async function quietMeteredUsage(redis: Parameters<typeof meteredUsage>[0], apiKey: string, timeoutMs = 10_000): Promise<MeteredUsage> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await meteredUsage(redis, apiKey);
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const now = await meteredUsage(redis, apiKey);
+    if (now.requests === last.requests && now.cost_pico_usd === last.cost_pico_usd) return now;
+    if (Date.now() > deadline) throw new Error('metering did not become quiet');
+    last = now;
+  }
+}

@@ -10,6 +10,12 @@
  * the same name, or `error` (a status code and an ErrorInfo: the call failed, as a non-OK status
  * would end the unary call), or `drain` with call id 0 (the server is shutting down: send no more,
  * half-close, open another stream; every call sent before is still answered).
+ *
+ * Two optional parts, for calls whose work is worth stopping (an upstream model call): a request
+ * may carry `deadline_ms`, the time its caller waits for the answer, and the member `cancel` in
+ * the oneof instead of a method: the caller gave up on `call_id` (its deadline passed, its client
+ * went away), so the handler's signal aborts and no answer is sent. A stream that ends or breaks
+ * aborts every call it carried, as a cancelled unary call does.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { ErrorInfoOutput } from '@gateway/proto';
@@ -28,6 +34,8 @@ interface StreamedResponseOutput {
 /** A request message as received. */
 interface StreamedRequestOutput {
   call_id?: number;
+  deadline_ms?: number;
+  cancel?: object | null;
   [member: string]: unknown;
 }
 
@@ -38,8 +46,16 @@ function streamLost(cause?: unknown): GatewayError {
 
 // Server side ----------------------------------------------------------------------------------
 
+/** What a handler knows of the call it serves besides its request. */
+export interface StreamedCallContext {
+  /** Aborts when the caller cancels the call, or the stream that carries it ends or breaks. */
+  readonly signal: AbortSignal;
+  /** When the caller stops waiting, in Unix ms (from the request's `deadline_ms`); Infinity when it sent none. */
+  readonly deadline: number;
+}
+
 /** The handler of each method a stream carries, by the method's oneof name: the unary RPC's own function. */
-export type StreamedHandlers = Record<string, (request: never) => Promise<unknown>>;
+export type StreamedHandlers = Record<string, (request: never, context: StreamedCallContext) => Promise<unknown>>;
 
 /** A bidirectional streaming handler serving StreamedHandlers, and its part in shutdown. */
 export interface StreamedCallsService<Request, Response> {
@@ -76,6 +92,12 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
 
   const handler: grpc.handleBidiStreamingCall<Request, Response> = (call) => {
     let inFlight = 0;
+    /** The calls being handled, by call id: what a `cancel` or the stream's end aborts. */
+    const running = new Map<number, AbortController>();
+    const abortAll = () => {
+      for (const controller of running.values()) controller.abort();
+      running.clear();
+    };
     let closing = false;
     let ended = false;
     let drainSent = false;
@@ -113,6 +135,11 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
 
     call.on('data', (message: StreamedRequestOutput) => {
       const callId = message.call_id ?? 0;
+      if (message.cancel) {
+        running.get(callId)?.abort();
+        running.delete(callId);
+        return;
+      }
       const name = names.find((candidate) => message[candidate] !== undefined && message[candidate] !== null);
       if (!name) {
         const refusal = new GatewayError(grpc.status.INVALID_ARGUMENT, 'invalid_request', 'The call names no method this service serves.');
@@ -120,23 +147,31 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
         return;
       }
       const request = message[name] as { request_id?: unknown };
+      const controller = new AbortController();
+      running.set(callId, controller);
+      const deadline = message.deadline_ms ? Date.now() + Number(message.deadline_ms) : Number.POSITIVE_INFINITY;
       inFlight += 1;
-      handlers[name]!(request as never).then(
-        (response) => send({ call_id: callId, [name]: response }),
+      handlers[name]!(request as never, { signal: controller.signal, deadline }).then(
+        (response) => { if (!controller.signal.aborted) send({ call_id: callId, [name]: response }); },
         (error: unknown) => {
+          // A cancelled call's caller has forgotten it: nothing to answer.
+          if (controller.signal.aborted) return;
           const failure = toGatewayError(error, `${method}.${name}`, report, typeof request.request_id === 'string' ? request.request_id : undefined);
           send({ call_id: callId, error: { code: failure.code, info: failure.toErrorInfo() } });
         },
       ).finally(() => {
+        if (running.get(callId) === controller) running.delete(callId);
         inFlight -= 1;
         endIfIdle();
       });
     });
     // The caller half-closed: answer what is in flight, then end with OK.
     call.on('end', () => stream.close());
-    call.on('cancelled', finish);
-    call.on('error', finish);
-    call.on('close', finish);
+    // The stream is gone: nobody waits for the calls it carried.
+    const gone = () => { abortAll(); finish(); };
+    call.on('cancelled', gone);
+    call.on('error', gone);
+    call.on('close', () => { if (!ended) abortAll(); finish(); });
   };
 
   return {
@@ -185,6 +220,11 @@ export interface StreamedCallsOptions<Methods extends StreamedMethods> {
    * that came back after the streams were opened.
    */
   maxStreamAgeMs?: number;
+  /**
+   * Whether the server takes `deadline_ms` and `cancel` (see the file header): each call then
+   * carries its deadline, and a call given up on (deadline, abort) is cancelled on the server.
+   */
+  cancellable?: boolean;
   /** Told each call's path, for metrics. */
   onCall?: (method: keyof Methods & string, path: StreamedCallPath) => void;
   /** Told when an open stream broke (not when it was drained or replaced). */
@@ -274,7 +314,7 @@ export class StreamedCalls<Methods extends StreamedMethods> {
         options.signal.addEventListener('abort', pending.onAbort, { once: true });
       }
       stream.pending.set(callId, pending);
-      stream.call.write({ call_id: callId, [method]: request });
+      stream.call.write(this.#options.cancellable ? { call_id: callId, deadline_ms: options.deadlineMs, [method]: request } : { call_id: callId, [method]: request });
     });
   }
 
@@ -399,7 +439,12 @@ export class StreamedCalls<Methods extends StreamedMethods> {
     stream.pending.delete(callId);
     clearTimeout(pending.timer);
     if (pending.onAbort) pending.signal?.removeEventListener('abort', pending.onAbort);
-    if (failure) return pending.reject(failure);
+    if (failure) {
+      // Given up on here (deadline, abort) while the stream lives: the server stops its work.
+      // (A retired stream is half-closed: nothing more can be written on it.)
+      if (this.#options.cancellable && message === undefined && this.#live.has(stream) && !stream.retired) stream.call.write({ call_id: callId, cancel: {} });
+      return pending.reject(failure);
+    }
     const result = message?.result;
     if (result === 'error') {
       const error = message!.error ?? {};

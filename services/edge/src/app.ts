@@ -9,6 +9,7 @@ import type { Logger } from '@gateway/logger';
 import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent } from '@gateway/proto';
 import { prometheus } from '@gateway/observability';
 import type { AuthDecisions } from './auth-decisions.js';
+import type { ExecutorCalls } from './executor-calls.js';
 import type { CatalogView } from './catalog-view.js';
 import type { EdgeConfig } from './config.js';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
@@ -29,6 +30,8 @@ export interface EdgeDependencies {
   decisions: AuthDecisions;
   router: RouterServiceClient;
   executor: ExecutorServiceClient;
+  /** Whole completions, on long-lived streams to the executors. */
+  completions: ExecutorCalls;
   catalog: CatalogView;
   usage: { publish(event: UsageEvent): void };
   /** True when every dependency answers and the edge is not shutting down. */

@@ -19,6 +19,11 @@ export const EdgeConfigSchema = Type.Object({
    * 0 makes one unary call per decision.
    */
   EDGE_AUTH_STREAMS: Type.Integer({ default: 2, minimum: 0, maximum: 64 }),
+  /**
+   * Long-lived streams carrying whole completions to the executors, spread over their replicas
+   * (keep it at least the number of replicas); 0 makes one unary call per completion.
+   */
+  EDGE_EXECUTOR_STREAMS: Type.Integer({ default: 8, minimum: 0, maximum: 256 }),
   /** Deadline of auth and router calls. */
   EDGE_CONTROL_DEADLINE_MS: Type.Integer({ default: 2000, minimum: 10 }),
   /** Deadline of a whole completion, stream included. */

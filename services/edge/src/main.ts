@@ -10,6 +10,7 @@ import { createRegistry, onShutdownSignal } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './auth-decisions.js';
+import { createExecutorCalls } from './executor-calls.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 import { warmUpTokenizer } from '@gateway/tokens';
@@ -23,6 +24,7 @@ const auth = createClient(grpc.auth.v1.AuthService, config.AUTH_SERVICE_ADDR);
 const decisions = createAuthDecisions(auth, config.EDGE_AUTH_STREAMS, registry, logger);
 const router = createClient(grpc.router.v1.RouterService, config.ROUTER_SERVICE_ADDR);
 const executor = createClient(grpc.executor.v1.ExecutorService, config.EXECUTOR_SERVICE_ADDR);
+const completions = createExecutorCalls(executor, config.EDGE_EXECUTOR_STREAMS, registry, logger);
 const health = [config.AUTH_SERVICE_ADDR, config.ROUTER_SERVICE_ADDR, config.EXECUTOR_SERVICE_ADDR].map((address) => createHealthClient(address));
 
 const catalog = new WatchedCatalog(router, logger);
@@ -45,7 +47,7 @@ async function ready(): Promise<boolean> {
 }
 
 warmUpTokenizer();
-const app = await buildEdgeApp({ config, logger, registry, auth, decisions, router, executor, catalog, usage, ready });
+const app = await buildEdgeApp({ config, logger, registry, auth, decisions, router, executor, completions, catalog, usage, ready });
 await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
 
 const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000, async () => {
@@ -55,6 +57,6 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await usage.flush(5_000);
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
-  await decisions.close(2_000);
+  await Promise.all([decisions.close(2_000), completions.close(2_000)]);
   for (const client of [auth, router, executor, ...health]) client.close();
 });

@@ -51,7 +51,7 @@ export function createDeploymentPool(catalog: Catalog, environment: Readonly<Rec
 /** Creates the executor's gRPC server, unstarted. */
 export function createServer(dependencies: ExecutorDependencies): GatewayServer {
   const pool = dependencies.deployments ?? createDeploymentPool(dependencies.catalog, dependencies.environment);
-  const handlers = createExecutorHandlers({
+  const service = createExecutorHandlers({
     pool,
     providers: new ProviderRegistry({ pools: dependencies.pools, environment: dependencies.environment }),
     logger: dependencies.logger,
@@ -59,5 +59,5 @@ export function createServer(dependencies: ExecutorDependencies): GatewayServer 
     retry: dependencies.retry ?? DEFAULT_RETRY,
   });
   const definition = loadGatewayGrpc().gateway.executor.v1.ExecutorService.service;
-  return createGatewayServer([{ name: EXECUTOR_SERVICE_NAME, definition, handlers }]);
+  return createGatewayServer([{ name: EXECUTOR_SERVICE_NAME, definition, handlers: service.handlers, drain: service.drain }]);
 }

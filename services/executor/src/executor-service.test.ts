@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createClient, createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { callUnary, createClient, createGatewayServer, StreamedCalls, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import { loadGatewayGrpc, type ChatRequestOutput, type ExecutorServiceClient } from '@gateway/proto';
+import { loadGatewayGrpc, type ChatRequestOutput, type ExecuteResponseOutput, type ExecutorServiceClient } from '@gateway/proto';
+import { eventually } from '@gateway/testing';
 import { DEFAULT_BREAKER, DEFAULT_RETRY, EXECUTOR_SERVICE_NAME } from './app.js';
 import { createExecutorMetrics } from './executor-metrics.js';
 import { createExecutorHandlers } from './executor-service.js';
@@ -45,14 +46,14 @@ afterEach(async () => {
 });
 
 async function start(provider: Provider): Promise<ExecutorServiceClient> {
-  const handlers = createExecutorHandlers({
+  const service = createExecutorHandlers({
     pool: new DeploymentPool([simulatedModel()], {}, DEFAULT_BREAKER),
     providers: { forModel: () => provider },
     retry: DEFAULT_RETRY,
     logger: createLogger('executor-test', 'silent'),
     metrics: createExecutorMetrics(new prometheus.Registry()),
   });
-  server = createGatewayServer([{ name: EXECUTOR_SERVICE_NAME, definition: loadGatewayGrpc().gateway.executor.v1.ExecutorService.service, handlers }]);
+  server = createGatewayServer([{ name: EXECUTOR_SERVICE_NAME, definition: loadGatewayGrpc().gateway.executor.v1.ExecutorService.service, handlers: service.handlers, drain: service.drain }]);
   const port = await server.listen('127.0.0.1:0');
   client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
   return client;
@@ -81,5 +82,83 @@ describe('StreamComplete flow control', () => {
     await sleep(100);
     expect(provider.signal?.aborted).toBe(true);
     expect(provider.released).toBe(true);
+  });
+});
+
+/** A provider of our own whose complete answers at once, or (hang) waits until its signal aborts. */
+class WaitingProvider implements Provider {
+  readonly name = 'waiting';
+  signal?: AbortSignal;
+  constructor(private readonly hang: boolean) {}
+
+  async complete(_request: ChatRequestOutput, context: ProviderContext) {
+    this.signal = context.signal;
+    if (this.hang) await new Promise((_resolve, reject) => context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true }));
+    return { id: 'chatcmpl-waiting', created: 1, model: context.model.id, choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'FINISH_REASON_STOP' as const }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } };
+  }
+
+  // eslint-disable-next-line require-yield
+  async *stream(): AsyncGenerator<ProviderStreamEvent> {
+    throw new Error('not used');
+  }
+}
+
+describe('CompleteCalls', () => {
+  const request = { request_id: 'req-calls', model_id: 'sim-fast', request: { model: 'sim-fast', messages: [{ role: 'ROLE_USER' as const, text: 'hi' }] } };
+
+  function calls(executor: ExecutorServiceClient) {
+    return new StreamedCalls<{ complete: [typeof request, ExecuteResponseOutput] }>({
+      open: () => executor.CompleteCalls(),
+      streams: 1,
+      cancellable: true,
+      unary: { complete: () => Promise.reject(new Error('the CompleteCalls stream is not open')) },
+    });
+  }
+
+  it('answers a call on the stream with what Complete answers', async () => {
+    const executor = await start(new WaitingProvider(false));
+    const streamed = calls(executor);
+    await eventually(() => streamed.openStreams === 1, 'the stream to open');
+    const [onStream, unaryAnswer] = await Promise.all([
+      streamed.call('complete', request, { deadlineMs: 5_000 }),
+      callUnary<typeof request, ExecuteResponseOutput>(executor, executor.Complete, request, { deadlineMs: 5_000 }),
+    ]);
+    expect(onStream).toEqual(unaryAnswer);
+    expect(onStream.response?.choices[0]?.message?.content).toBe('done');
+    await streamed.close(100);
+  });
+
+  it('aborts the upstream call within 100 ms when the caller gives up on it, and keeps the stream', async () => {
+    const provider = new WaitingProvider(true);
+    const executor = await start(provider);
+    const streamed = calls(executor);
+    await eventually(() => streamed.openStreams === 1, 'the stream to open');
+    const abort = new AbortController();
+    const pending = streamed.call('complete', request, { deadlineMs: 5_000, signal: abort.signal });
+    await eventually(() => provider.signal, 'the upstream call to start');
+    abort.abort();
+    await expect(pending).rejects.toMatchObject({ code: 1 });
+    const cancelledAt = performance.now();
+    await eventually(() => provider.signal?.aborted, 'the upstream call to be aborted', 1_000, 5);
+    expect(performance.now() - cancelledAt).toBeLessThan(100);
+    // Its deadline passing cancels a call the same way.
+    provider.signal = undefined;
+    await expect(streamed.call('complete', request, { deadlineMs: 200 })).rejects.toMatchObject({ code: 4 });
+    await eventually(() => provider.signal?.aborted, 'the upstream call past its deadline to be aborted', 1_000, 5);
+    expect(streamed.openStreams).toBe(1);
+    await streamed.close(100);
+  });
+
+  it('aborts the calls a stream carried when the stream goes away', async () => {
+    const provider = new WaitingProvider(true);
+    const executor = await start(provider);
+    const streamed = calls(executor);
+    await eventually(() => streamed.openStreams === 1, 'the stream to open');
+    const pending = streamed.call('complete', request, { deadlineMs: 5_000 }).catch((error: unknown) => error);
+    await eventually(() => provider.signal, 'the upstream call to start');
+    // Closing waits 50 ms for the call's answer, then cancels the stream.
+    await streamed.close(50);
+    await eventually(() => provider.signal?.aborted, 'the upstream call to be aborted', 2_000, 5);
+    expect(await pending).toMatchObject({ code: 14 });
   });
 });

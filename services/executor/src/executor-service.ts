@@ -15,9 +15,9 @@
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { CatalogModel } from '@gateway/catalog';
-import { GatewayError, GrpcStatus, requestIdOf, toServiceError, unary, type ErrorReporter } from '@gateway/grpc';
+import { GatewayError, GrpcStatus, requestIdOf, serveStreamedCalls, toServiceError, unary, type ErrorReporter, type StreamedCallContext } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import type { ChatRequestOutput, ExecuteRequestOutput, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
+import type { ChatRequestOutput, CompleteCallRequestOutput, CompleteCallResponse, ExecuteRequestOutput, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import type { ExecutorMetrics } from './executor-metrics.js';
 import { blame, runWithFallbacks, type RetryOptions } from './pool/run-with-fallbacks.js';
@@ -71,8 +71,15 @@ function deadlineOf(call: StreamCall | UnaryCall): number {
   return Number.isFinite(value) && value > 0 ? value : Number.POSITIVE_INFINITY;
 }
 
+/** The executor's handlers, and how its CompleteCalls streams are drained on shutdown. */
+export interface ExecutorService {
+  readonly handlers: ExecutorServiceHandlers;
+  /** Asks the callers of CompleteCalls streams to move elsewhere; see GatewayService.drain. */
+  readonly drain: (patienceMs: number) => Promise<void>;
+}
+
 /** Creates the grpc-js handlers of gateway.executor.v1.ExecutorService. */
-export function createExecutorHandlers(dependencies: ExecutorServiceDependencies): ExecutorServiceHandlers {
+export function createExecutorHandlers(dependencies: ExecutorServiceDependencies): ExecutorService {
   const { logger, metrics, providers, pool } = dependencies;
   const report: ErrorReporter = (error, method) => logger.error({ err: error, method }, 'executor handler failed');
 
@@ -131,10 +138,11 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     metrics.retries.inc({ model: modelId, reason });
   }
 
-  const complete = unary<ExecuteRequestOutput, ExecuteResponse>(async (execute, call) => {
-    const requestId = requestIdOf(call);
-    const controller = new AbortController();
-    const stopListening = abortOnCancel(call, controller);
+  /**
+   * Runs a whole completion: the model, then its fallbacks, each with retries, until one answers.
+   * `signal` aborts everything at once (the caller went away); `deadline` bounds the retries.
+   */
+  async function runComplete(execute: ExecuteRequestOutput, requestId: string, deadline: number, signal: AbortSignal): Promise<ExecuteResponse> {
     let answer: Answer | undefined;
     const started = performance.now();
     try {
@@ -143,13 +151,13 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       const result = await runWithFallbacks({
         pool,
         models,
-        signal: controller.signal,
-        deadline: deadlineOf(call),
+        signal,
+        deadline,
         retry: dependencies.retry,
         onRetry,
         start: async (deployment) => {
           const provider = providers.forModel(deployment.model);
-          return { provider, response: await provider.complete(request, { model: deployment.model, signal: controller.signal, requestId }) };
+          return { provider, response: await provider.complete(request, { model: deployment.model, signal, requestId }) };
         },
       });
       result.deployment.outstanding -= 1;
@@ -158,13 +166,27 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       record(execute, requestId, answer, started, { label: 'ok', usage: response.usage ?? undefined }, 'Complete');
       return { response, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts };
     } catch (error) {
-      const outcome = outcomeOf(error, controller.signal);
+      const outcome = outcomeOf(error, signal);
       record(execute, requestId, answer, started, outcome, 'Complete');
       throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
+    }
+  }
+
+  const complete = unary<ExecuteRequestOutput, ExecuteResponse>(async (execute, call) => {
+    const controller = new AbortController();
+    const stopListening = abortOnCancel(call, controller);
+    try {
+      return await runComplete(execute, requestIdOf(call), deadlineOf(call), controller.signal);
     } finally {
       stopListening();
     }
   }, 'Complete', report);
+
+  // Complete as messages on CompleteCalls streams: the same work, its deadline and cancellation
+  // carried by the stream's messages.
+  const completeCalls = serveStreamedCalls<CompleteCallRequestOutput, CompleteCallResponse>({
+    complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) => runComplete(execute, execute.request_id ?? '', context.deadline, context.signal),
+  }, 'CompleteCalls', report);
 
   async function streamComplete(call: StreamCall): Promise<void> {
     const execute = call.request;
@@ -249,8 +271,12 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
   }
 
   return {
-    Complete: complete,
-    StreamComplete: (call) => { void streamComplete(call); },
+    handlers: {
+      Complete: complete,
+      StreamComplete: (call) => { void streamComplete(call); },
+      CompleteCalls: completeCalls.handler,
+    },
+    drain: completeCalls.drain,
   };
 }
 

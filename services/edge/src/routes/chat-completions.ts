@@ -283,7 +283,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const keyId = decision.key_id ?? '';
 
     if (!parsed.stream) {
-      const result = await withReplicaRetry(abort.signal, () => callUnary<ExecuteRequest, ExecuteResponseOutput>(deps.executor, deps.executor.Complete, execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal }));
+      const result = await withReplicaRetry(abort.signal, () => deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal }));
       const response = result.response!;
       const answered = answeredModel(routing, result.model_id);
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});

@@ -1,0 +1,39 @@
+/**
+ * The edge's whole completions, carried on a few long-lived CompleteCalls streams to the executors
+ * (a message each way instead of a unary call's HTTP/2 stream, headers and trailers), unary while
+ * no stream is open. Each call keeps its deadline, and a call the edge gives up on (its client went
+ * away) is cancelled on the executor, which aborts the upstream request.
+ */
+import { StreamedCalls, callUnary } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+import type { ExecuteRequest, ExecuteResponseOutput, ExecutorServiceClient } from '@gateway/proto';
+
+/** The calls the edge makes on a CompleteCalls stream, by their names in CompleteCallRequest's oneof. */
+export type ExecutorCallMethods = {
+  complete: [ExecuteRequest, ExecuteResponseOutput];
+};
+
+/** Complete over CompleteCalls streams, each call with its own deadline and signal. */
+export type ExecutorCalls = StreamedCalls<ExecutorCallMethods>;
+
+/**
+ * Opens `streams` CompleteCalls streams on the executor channel (0: every call unary) and counts
+ * each call's path (`gateway_executor_calls_total`) and the open streams
+ * (`gateway_executor_streams_open`). With a `dns:///` address the streams are spread round robin
+ * over the executors, and opened again every few minutes so that new replicas get their share:
+ * keep EDGE_EXECUTOR_STREAMS at least the number of executor replicas. Close it before the channel.
+ */
+export function createExecutorCalls(executor: ExecutorServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): ExecutorCalls {
+  const calls = new prometheus.Counter({ name: 'gateway_executor_calls_total', help: 'Whole completions sent to an executor, by path (stream or unary).', labelNames: ['method', 'path'], registers: [registry] });
+  const completions: ExecutorCalls = new StreamedCalls<ExecutorCallMethods>({
+    open: () => executor.CompleteCalls(),
+    streams,
+    cancellable: true,
+    unary: { complete: (request, options) => callUnary(executor, executor.Complete, request, options) },
+    onCall: (method, path) => calls.inc({ method, path }),
+    onStreamBroken: (error) => logger.warn({ reason: error.reason }, 'a completion stream to an executor broke; its calls in flight failed and it reopens'),
+  });
+  new prometheus.Gauge({ name: 'gateway_executor_streams_open', help: 'Completion streams to executors open and taking calls.', registers: [registry], collect() { this.set(completions.openStreams); } });
+  return completions;
+}
