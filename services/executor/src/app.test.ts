@@ -74,8 +74,19 @@ function streamComplete(request: ExecuteRequest): Promise<{ events: ExecuteStrea
   });
 }
 
+/** An OpenAI chunk as the executor rendered it. */
+interface RenderedChunkJson {
+  choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>;
+  usage?: unknown;
+}
+
+/** The chunks of a stream's events, as the caller will read them. */
+function chunksOf(events: ExecuteStreamEventOutput[]): RenderedChunkJson[] {
+  return events.flatMap((event) => event.rendered?.chunks ?? []).map((chunk) => JSON.parse(chunk.json ?? '') as RenderedChunkJson);
+}
+
 function contentOf(events: ExecuteStreamEventOutput[]): string {
-  return events.flatMap((event) => event.chunk?.choices ?? []).map((choice) => choice.delta?.content ?? '').join('');
+  return chunksOf(events).flatMap((chunk) => chunk.choices).map((choice) => choice.delta.content ?? '').join('');
 }
 
 describe('ExecutorService over gRPC', () => {
@@ -97,14 +108,17 @@ describe('ExecutorService over gRPC', () => {
     expect(ends).toHaveLength(1);
     expect(events.at(-1)?.event).toBe('end');
     expect(ends[0]?.end).toEqual({ usage: whole.response?.usage, provider: 'simulated', model_id: 'sim-paced', attempts: [] });
-    expect(events[0]?.start).toEqual({ model_id: 'sim-paced', provider: 'simulated', attempts: [] });
+    expect(events[0]?.start).toMatchObject({ model_id: 'sim-paced', provider: 'simulated', attempts: [] });
+    expect(events[0]?.start?.completion_id).toMatch(/^chatcmpl-/);
     expect(events.slice(1).every((event) => event.start === undefined)).toBe(true);
-    const chunks = events.filter((event) => event.event === 'chunk');
+    const chunks = chunksOf(events);
     expect(chunks.length).toBeGreaterThan(3);
-    expect(chunks.every((event) => !event.chunk?.usage)).toBe(true);
+    expect(chunks.every((chunk) => !chunk.usage)).toBe(true);
     expect(contentOf(events)).toBe(whole.response?.choices[0]?.message?.content);
-    expect(chunks[0]?.chunk?.choices[0]?.delta?.role).toBe('ROLE_ASSISTANT');
-    expect(chunks.at(-1)?.chunk?.choices[0]?.finish_reason).toBe('FINISH_REASON_STOP');
+    expect(chunks[0]?.choices[0]?.delta.role).toBe('assistant');
+    expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
+    // The text of the chunks travels beside them, for counting a stream cut short.
+    expect(events.map((event) => event.rendered?.text ?? '').join('')).toBe(whole.response?.choices[0]?.message?.content);
   });
 
   it('StreamComplete relays an openai-compatible stream with the upstream usage in the end event', async () => {
@@ -112,15 +126,16 @@ describe('ExecutorService over gRPC', () => {
     const { events, error } = await streamComplete(executeRequest('fake/gpt-4o-mini', chatRequest('Hi', { stream: true })));
     expect(error).toBeUndefined();
     expect(contentOf(events)).toBe('Hello! How can I help?');
-    expect(events.filter((event) => event.event === 'chunk')).toHaveLength(5);
+    expect(chunksOf(events)).toHaveLength(5);
     expect(events.at(-1)?.end).toEqual({ usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 }, provider: 'openai-compatible', model_id: 'fake/gpt-4o-mini', attempts: [] });
   });
 
   it('delivers a mid-stream failure as an error status after the chunks already sent and a failure event with their usage', async () => {
     const { events, error } = await streamComplete(executeRequest('sim-fast', chatRequest('Fail later [[simulate:fail_after=4]]')));
-    expect(events).toHaveLength(5);
-    expect(events.slice(0, 4).every((event) => event.event === 'chunk')).toBe(true);
-    const failure = events[4]?.failure;
+    expect(chunksOf(events)).toHaveLength(4);
+    expect(events.slice(0, -1).every((event) => event.event === 'rendered')).toBe(true);
+    expect(events.at(-1)?.event).toBe('failure');
+    const failure = events.at(-1)?.failure;
     expect(failure).toMatchObject({ provider: 'simulated', model_id: 'sim-fast', usage_estimated: true });
     expect(failure?.usage?.prompt_tokens).toBeGreaterThan(0);
     expect(failure?.usage?.completion_tokens).toBeGreaterThan(0);

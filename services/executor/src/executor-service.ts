@@ -17,7 +17,8 @@ import { performance } from 'node:perf_hooks';
 import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError, GrpcStatus, requestIdOf, serveStreamedCalls, toServiceError, unary, type ErrorReporter, type StreamedCallContext } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import type { ChatRequestOutput, CompleteCallRequestOutput, CompleteCallResponse, ExecuteRequestOutput, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
+import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
+import type { ChatChunk, ChatChunkOutput, ChatRequestOutput, CompleteCallRequestOutput, CompleteCallResponse, ExecuteRequestOutput, RenderedChunk, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import type { ExecutorMetrics } from './executor-metrics.js';
 import { blame, runWithFallbacks, type RetryOptions } from './pool/run-with-fallbacks.js';
@@ -224,27 +225,63 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       deployment = result.deployment;
       iterator = result.value.iterator;
       answer = { model: deployment.model, provider: result.value.provider, attempts: result.attempts };
-      let start: StreamStart | undefined = { model_id: answer.model.id, provider: answer.provider.name, attempts: answer.attempts };
+      // Chunks are rendered here as the caller's JSON (the edge writes them as they are), with the
+      // id and created of the stream's first chunk, which the start event tells the edge.
+      const first = result.value.first;
+      const firstChunk = !first.done && first.value.type === 'chunk' ? first.value.chunk : undefined;
+      const identity: StreamIdentity = {
+        id: firstChunk?.id || `chatcmpl-${execute.request_id || requestId}`,
+        created: Number(firstChunk?.created) || Math.floor(Date.now() / 1000),
+        model: answer.model.id,
+        includeUsage: request.stream_options?.include_usage === true,
+        legacyFunctions: execute.legacy_functions === true,
+      };
+      let start: StreamStart | undefined = { model_id: answer.model.id, provider: answer.provider.name, attempts: answer.attempts, completion_id: identity.id, created: identity.created };
       const send = async (event: ExecuteStreamEvent) => {
         controller.signal.throwIfAborted();
         const withStart = start ? { ...event, start } : event;
         start = undefined;
         if (!call.write(withStart)) await once(call, 'drain', { signal: controller.signal });
       };
-      let next = result.value.first;
+      // Chunks the upstream delivered together leave in one message: the batch is sent once the
+      // next chunk is not already at hand (it would need another read from the upstream).
+      let batch: RenderedChunk[] = [];
+      let batchText = '';
+      const flush = async () => {
+        if (batch.length === 0) return;
+        const rendered = { chunks: batch, text: batchText };
+        batch = [];
+        batchText = '';
+        await send({ rendered });
+        sentChunks = true;
+      };
+      let next = first;
       while (!next.done) {
         const event = next.value;
         if (event.type === 'usage') usage = event.usage;
         else {
-          for (const choice of event.chunk.choices ?? []) {
-            streamedText += choice.delta?.content ?? '';
-            for (const toolCall of choice.delta?.tool_calls ?? []) streamedText += `${toolCall.function?.name ?? ''}${toolCall.function?.arguments ?? ''}`;
-          }
-          await send({ chunk: event.chunk });
-          sentChunks = true;
+          const text = chunkText(event.chunk);
+          streamedText += text;
+          batchText += text;
+          batch.push({ json: JSON.stringify(chunkJson(event.chunk as ChatChunkOutput, identity)), finishes: event.chunk.choices?.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED') === true });
         }
-        next = await iterator.next();
+        // A batch is bounded, so that an upstream that is always at hand still meets backpressure.
+        if (batch.length >= MAX_BATCH_CHUNKS) await flush();
+        const pending = iterator.next();
+        let ready: IteratorResult<ProviderStreamEvent> | typeof NOT_AT_HAND;
+        try {
+          ready = await Promise.race([pending, nextLoopTurn()]);
+        } catch (error) {
+          // What was generated before the failure still reaches the caller.
+          await flush().catch(() => undefined);
+          throw error;
+        }
+        if (ready === NOT_AT_HAND) {
+          await flush();
+          next = await pending;
+        } else next = ready;
       }
+      await flush();
       controller.signal.throwIfAborted();
       await send({ end: { usage: usage ?? {}, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts } });
       call.end();
@@ -278,6 +315,26 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     },
     drain: completeCalls.drain,
   };
+}
+
+/** The most chunks one rendered event carries. */
+const MAX_BATCH_CHUNKS = 64;
+
+/** Resolves in the check phase of this loop turn: after whatever the upstream had already delivered. */
+const NOT_AT_HAND = Symbol('not at hand');
+function nextLoopTurn(): Promise<typeof NOT_AT_HAND> {
+  return new Promise((resolve) => setImmediate(resolve, NOT_AT_HAND));
+}
+
+/** The completion text of a chunk: content, refusal, tool-call names and arguments. */
+function chunkText(chunk: ChatChunk): string {
+  let text = '';
+  for (const choice of chunk.choices ?? []) {
+    text += choice.delta?.content ?? '';
+    text += choice.delta?.refusal ?? '';
+    for (const toolCall of choice.delta?.tool_calls ?? []) text += `${toolCall.function?.name ?? ''}${toolCall.function?.arguments ?? ''}`;
+  }
+  return text;
 }
 
 /**

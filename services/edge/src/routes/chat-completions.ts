@@ -13,7 +13,7 @@ import type {
 import { countPromptTokensAsync, countPromptTokensWithinAsync, countTextTokensAsync, promptTokenBounds, routingText } from '@gateway/tokens';
 import type { EdgeDependencies } from '../app.js';
 import { RequestError, errorBody, toRequestError } from '../errors.js';
-import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '../wire/format-response.js';
+import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '@gateway/openai-wire';
 import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { bearerKey, checkKey, holdReservation, noteKeyChecked, releaseReservation, reservedTokens } from './authenticate.js';
 import { rateLimitHeaders } from '../rate-limit-headers.js';
@@ -279,7 +279,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       });
     }
 
-    const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks };
+    const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks, legacy_functions: parsed.legacyFunctions };
     const keyId = decision.key_id ?? '';
 
     if (!parsed.stream) {
@@ -325,7 +325,8 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const raw = reply.raw;
     const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage, legacyFunctions: parsed.legacyFunctions };
     let started = false;
-    let held: ChatChunkOutput | undefined;
+    // The JSON of the latest chunk that carries a finish_reason, held back to carry `gateway`.
+    let held: string | undefined;
     let streamedText = '';
     let keepAlive: NodeJS.Timeout | undefined;
     let answered = routing.model;
@@ -357,8 +358,9 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       if (started) return;
       started = true;
       clearTimeout(commitTimer);
-      identity.id = first?.id || `chatcmpl-${request.id}`;
-      identity.created = first?.created || Math.floor(Date.now() / 1000);
+      // Set from the executor's start event when it sent them.
+      identity.id ||= first?.id || `chatcmpl-${request.id}`;
+      identity.created ||= Number(first?.created) || Math.floor(Date.now() / 1000);
       identity.model = answered.id ?? identity.model;
       reply.hijack();
       raw.writeHead(200, {
@@ -378,6 +380,12 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         if (choice.delta?.content) streamedText += choice.delta.content;
         for (const toolCall of choice.delta?.tool_calls ?? []) streamedText += toolCall.function?.arguments ?? '';
       }
+    };
+    // Writes a chunk's JSON, except the latest one that finishes a choice, which is held (see above).
+    const relay = async (json: string, finishes: boolean) => {
+      if (held !== undefined) { await write(`data: ${held}\n\n`); held = undefined; }
+      if (finishes) held = json;
+      else await write(`data: ${json}\n\n`);
     };
 
     // A model silent for a whole keep-alive interval before its first chunk (a long time to first
@@ -404,14 +412,23 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
               answered = answeredModel(routing, event.start.model_id);
               attempts = event.start.attempts;
               provider = event.start.provider ?? '';
+              if (event.start.completion_id && !started) {
+                identity.id = event.start.completion_id;
+                identity.created = Number(event.start.created) || 0;
+              }
             }
-            if (event.chunk) {
+            if (event.rendered) {
+              // Chunks the executor rendered: written as they are.
+              if (!started) begin(undefined);
+              streamedText += event.rendered.text ?? '';
+              for (const chunk of event.rendered.chunks) await relay(chunk.json ?? '', chunk.finishes === true);
+              armKeepAlive();
+            } else if (event.chunk) {
+              // A chunk as a message, from an executor that does not render: rendered here.
               const chunk = event.chunk;
               if (!started) begin(chunk);
               textOf(chunk);
-              if (held) { await write(`data: ${JSON.stringify(chunkJson(held, identity))}\n\n`); held = undefined; }
-              if (chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED')) held = chunk;
-              else await write(`data: ${JSON.stringify(chunkJson(chunk, identity))}\n\n`);
+              await relay(JSON.stringify(chunkJson(chunk, identity)), chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED'));
               armKeepAlive();
             } else if (event.failure) {
               // The executor's own count of what was generated before it failed; its status follows.
@@ -424,7 +441,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
               if (end.attempts.length > 0) attempts = end.attempts;
               const gateway = finish(answered, attempts, end.usage, end.provider ?? provider, 'OUTCOME_COMPLETED');
               let tail = '';
-              if (held) tail += `data: ${JSON.stringify(chunkJson(held, identity, parsed.includeUsage ? undefined : gateway))}\n\n`;
+              if (held !== undefined) tail += `data: ${parsed.includeUsage ? held : withGateway(held, gateway)}\n\n`;
               if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(end.usage, identity, gateway))}\n\n`;
               else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
               held = undefined;
@@ -498,6 +515,11 @@ async function estimatedUsage(execute: ExecuteRequest, streamedText: string): Pr
   const prompt = await countPromptTokensAsync(execute.request!);
   const completion = await countTextTokensAsync(streamedText);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: 0, reasoning_tokens: 0 };
+}
+
+/** A chunk's JSON with the `gateway` object added as its last member. */
+function withGateway(chunkJsonText: string, gateway: GatewayInfo): string {
+  return `${chunkJsonText.slice(0, -1)},"gateway":${JSON.stringify(gateway)}}`;
 }
 
 /** The CORS headers fastify's cors plugin set on the reply, carried onto a hijacked response. */

@@ -45,11 +45,13 @@ export function usageJson(usage: UsageOutput | undefined | null) {
 
 /** One ChatCompletionTokenLogprob or top_logprobs entry; an empty byte list is a token without bytes (null). */
 function topLogprobJson(entry: TopLogprobOutput) {
-  return { token: entry.token ?? '', logprob: entry.logprob ?? 0, bytes: entry.bytes.length > 0 ? entry.bytes : null };
+  return { token: entry.token ?? '', logprob: entry.logprob ?? 0, bytes: entry.bytes?.length > 0 ? entry.bytes : null };
 }
 
-function tokenListJson(list: TokenLogprobListOutput | undefined) {
-  return list ? list.tokens.map((entry) => ({ ...topLogprobJson(entry), top_logprobs: entry.top_logprobs.map(topLogprobJson) })) : null;
+// Repeated fields are read with `?? []` throughout: the executor renders chunks from the objects
+// its adapters build, which leave empty lists out, as well as from decoded messages.
+function tokenListJson(list: TokenLogprobListOutput | undefined | null) {
+  return list ? (list.tokens ?? []).map((entry) => ({ ...topLogprobJson(entry), top_logprobs: (entry.top_logprobs ?? []).map(topLogprobJson) })) : null;
 }
 
 /**
@@ -108,9 +110,9 @@ function deltaJson(delta: DeltaOutput | undefined, legacyFunctions: boolean) {
   if (delta.refusal !== undefined) out.refusal = delta.refusal;
   if (legacyFunctions) {
     // The deprecated API streamed one call: the name once, then argument fragments.
-    const call = delta.tool_calls.find((entry) => (entry.index ?? 0) === 0);
+    const call = (delta.tool_calls ?? []).find((entry) => (entry.index ?? 0) === 0);
     if (call) out.function_call = { ...(call.function?.name !== undefined ? { name: call.function.name } : {}), arguments: call.function?.arguments ?? '' };
-  } else if (delta.tool_calls.length > 0) {
+  } else if (delta.tool_calls?.length > 0) {
     out.tool_calls = delta.tool_calls.map((call) => {
       const entry: Record<string, unknown> = { index: call.index ?? 0 };
       if (call.id !== undefined) entry.id = call.id;
@@ -143,7 +145,7 @@ export function chunkJson(chunk: ChatChunkOutput, identity: StreamIdentity, gate
     created: identity.created,
     model: identity.model,
     system_fingerprint: chunk.system_fingerprint ?? null,
-    choices: chunk.choices.map((choice) => {
+    choices: (chunk.choices ?? []).map((choice) => {
       const finish = finishReason(choice.finish_reason);
       return {
         index: choice.index ?? 0,
