@@ -23,18 +23,26 @@ export function formatResetDuration(ms: number): string {
   return seconds;
 }
 
-function limitHeaders(kind: 'requests' | 'tokens', state: LimitStateOutput | undefined): Record<string, string> {
-  if (!state || state.unlimited || !state.limit) return {};
-  return {
-    [`x-ratelimit-limit-${kind}`]: String(state.limit),
-    [`x-ratelimit-remaining-${kind}`]: String(Math.max(0, state.remaining ?? 0)),
-    [`x-ratelimit-reset-${kind}`]: formatResetDuration(state.reset_ms ?? 0),
-  };
+/** The three header names of each limit, built once (they are set on every answer). */
+const LIMIT_HEADER_NAMES = {
+  requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+  tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+} as const;
+
+function addLimitHeaders(headers: Record<string, string>, kind: 'requests' | 'tokens', state: LimitStateOutput | undefined | null): void {
+  if (!state || state.unlimited || !state.limit) return;
+  const [limit, remaining, reset] = LIMIT_HEADER_NAMES[kind];
+  headers[limit] = String(state.limit);
+  headers[remaining] = String(Math.max(0, state.remaining ?? 0));
+  headers[reset] = formatResetDuration(state.reset_ms ?? 0);
 }
 
 /** The x-ratelimit-* headers of a decision: limit, remaining after this request, time until full. */
 export function rateLimitHeaders(decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens'>): Record<string, string> {
-  return { ...limitHeaders('requests', decision.requests), ...limitHeaders('tokens', decision.tokens) };
+  const headers: Record<string, string> = {};
+  addLimitHeaders(headers, 'requests', decision.requests);
+  addLimitHeaders(headers, 'tokens', decision.tokens);
+  return headers;
 }
 
 /**

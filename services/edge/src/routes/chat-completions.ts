@@ -233,7 +233,14 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
   app.addHook('onError', async (request) => releaseReservation(request));
 
   // A request without a key is refused before its body is read and parsed.
-  const requireKey = async (request: FastifyRequest) => { bearerKey(request); };
+  const requireKey = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+    try {
+      bearerKey(request);
+      done();
+    } catch (error) {
+      done(error as Error);
+    }
+  };
   app.post('/v1/chat/completions', { onRequest: requireKey }, async (request: FastifyRequest, reply: FastifyReply) => {
     const receivedAtMs = Date.now();
     const requestId = request.id;
@@ -405,9 +412,14 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         const { metadata, callOptions } = callMetadata({ deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id });
         call = deps.executor.StreamComplete(execute, metadata, callOptions);
         let received = false;
+        // Set at the end event. The loop then runs on to the stream's own end (its status follows
+        // at once): leaving the loop early would destroy the stream, which builds an AbortError
+        // with its stack trace for every stream.
+        let completed = false;
         try {
           for await (const event of call as AsyncIterable<ExecuteStreamEventOutput>) {
             received = true;
+            if (completed) continue;
             if (event.start) {
               answered = answeredModel(routing, event.start.model_id);
               attempts = event.start.attempts;
@@ -446,16 +458,19 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
               else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
               held = undefined;
               raw.end(`${tail}data: [DONE]\n\n`);
-              return;
+              completed = true;
             }
           }
         } catch (error) {
+          // The answer is complete: what the stream does after its end event changes nothing.
+          if (completed) return;
           if (!received && replicaTry < REPLICA_RETRIES && !abort.signal.aborted && isReplicaLoss(error)) {
             request.log.warn('executor replica lost before the stream began; retrying on another');
             continue;
           }
           throw error;
         }
+        if (completed) return;
         // The executor closed the stream without its end event: never end cleanly as if complete.
         throw new GatewayError(14, 'upstream_error', 'The model stream ended unexpectedly.');
       }
