@@ -6,7 +6,7 @@ import { createLogger } from '@gateway/logger';
 import { eventually, natsUrl, startTcpProxy } from '@gateway/testing';
 import type { UsageEvent } from '@gateway/proto';
 import { connectNats } from './connect-nats.js';
-import { decodeUsageEvent } from './usage-codec.js';
+import { decodeUsageEvent, decodeUsageEvents } from './usage-codec.js';
 import { UsagePublisher } from './usage-publisher.js';
 import { ensureUsageStream } from './usage-stream.js';
 
@@ -94,7 +94,8 @@ describe('UsagePublisher', () => {
     const names = uniqueStream();
     created.push(names.stream);
     await ensureUsageStream(nc, names);
-    const publisher = new UsagePublisher(nc, logger, { subject: names.subject });
+    // One event a message (maxBatch 1): what is checked here is JetStream's de-duplication by message id.
+    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 1 });
     const id = randomUUID();
     publisher.publish(event(id));
     publisher.publish(event(id));
@@ -109,10 +110,34 @@ describe('UsagePublisher', () => {
     expect(decodeUsageEvent(stored.data)).toMatchObject({ event_id: id, key_id: 'key_test', usage: { prompt_tokens: 12, completion_tokens: 30, cached_tokens: 2 }, outcome: 'OUTCOME_COMPLETED' });
   });
 
+  it('sends the events published in one turn of the event loop as one message, up to maxBatch, each event once', async () => {
+    const names = uniqueStream();
+    created.push(names.stream);
+    await ensureUsageStream(nc, names);
+    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 4 });
+    const ids = Array.from({ length: 6 }, () => randomUUID());
+    for (const id of ids) publisher.publish(event(id));
+    await new Promise((resolve) => setImmediate(resolve));
+    const alone = randomUUID();
+    publisher.publish(event(alone));
+    await publisher.flush(5_000);
+    expect(publisher.published).toBe(7);
+    // 4 and 2 from the first turn, then the one of the next turn as a plain UsageEvent.
+    expect(await streamMessages(nc, names.stream)).toBe(3);
+    const manager = await nc.jetstreamManager();
+    const stored = await Promise.all([1, 2, 3].map((seq) => manager.streams.getMessage(names.stream, { seq })));
+    expect(stored.map((message) => decodeUsageEvents(message.data).length)).toEqual([4, 2, 1]);
+    expect(stored.flatMap((message) => decodeUsageEvents(message.data).map((decoded) => decoded.event_id))).toEqual([...ids, alone]);
+    expect(decodeUsageEvent(stored[2]!.data)).toMatchObject({ event_id: alone, usage: { prompt_tokens: 12 } });
+    expect(stored[2]!.header.get('Nats-Msg-Id')).toBe(alone);
+    expect(stored[0]!.header.get('Nats-Msg-Id')).toMatch(/^batch-/);
+    publisher.close();
+  });
+
   it('keeps retrying while the stream is missing and delivers once it exists', async () => {
     const names = uniqueStream();
     created.push(names.stream);
-    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, initialBackoffMs: 20, maxBackoffMs: 100, publishTimeoutMs: 500 });
+    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 1, initialBackoffMs: 20, maxBackoffMs: 100, publishTimeoutMs: 500 });
     publisher.publish(event(randomUUID()));
     publisher.publish(event(randomUUID()));
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -171,7 +196,7 @@ describe('UsagePublisher', () => {
     created.push(names.stream);
     await ensureUsageStream(nc, names);
     const maxInFlight = 100;
-    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxInFlight });
+    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxInFlight, maxBatch: 1 });
     // Every copy NATS routes on the subject, seen in this process: a copy seen was sent, so copies
     // seen minus events acknowledged can never exceed the window.
     let copies = 0;
@@ -209,7 +234,7 @@ describe('UsagePublisher', () => {
     let copies = 0;
     const watcher = nc.subscribe(names.subject, { callback: () => { copies += 1; } });
     await nc.flush();
-    const publisher = new UsagePublisher(proxied, logger, { subject: names.subject, publishTimeoutMs: 300, initialBackoffMs: 20, maxBackoffMs: 100 });
+    const publisher = new UsagePublisher(proxied, logger, { subject: names.subject, maxBatch: 1, publishTimeoutMs: 300, initialBackoffMs: 20, maxBackoffMs: 100 });
     try {
       // The publisher's acknowledgement subscription reaches the server before anything is lost.
       await proxied.flush();

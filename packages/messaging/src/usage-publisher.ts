@@ -1,13 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import { createInbox, ErrorCode, Events, headers, type Msg, type MsgHdrs, type NatsConnection, type NatsError, type Subscription } from 'nats';
 import type { Logger } from '@gateway/logger';
 import type { UsageEvent } from '@gateway/proto';
-import { encodeUsageEvent } from './usage-codec.js';
+import { encodeUsageEvent, encodeUsageEventBatch } from './usage-codec.js';
 import { USAGE_SUBJECT } from './usage-stream.js';
 
 /** Tuning of a UsagePublisher; the defaults suit the edge. */
 export interface UsagePublisherOptions {
   /** The subject to publish on; tests use their own. */
   subject?: string;
+  /** The most events one message carries (a UsageEventBatch); default 64. */
+  maxBatch?: number;
   /** Events held (queued or awaiting acknowledgement) while NATS or the stream is unavailable; beyond it new events are dropped. */
   maxQueue?: number;
   /** Events sent and awaiting their JetStream acknowledgement at once (the window); the rest wait in the queue. */
@@ -32,9 +35,12 @@ const MAX_SWEEP_INTERVAL_MS = 250;
 
 /** One event on its way to the stream. */
 interface OutgoingEvent {
+  /** The JetStream message id: the event's id, or for a batch an id drawn for the batch. */
   eventId: string;
   /** Encoded once when queued; every attempt sends the same bytes. */
   bytes: Uint8Array;
+  /** The usage events it carries: 1, or a UsageEventBatch's. */
+  count: number;
   /** Built at the first attempt and reused by every retry, so a retry carries the same message id. */
   headers?: MsgHdrs;
   /** When the current attempt was sent (monotonic clock, ms); meaningful only while in flight. */
@@ -56,17 +62,21 @@ interface PublishAnswer {
 class EventQueue {
   private items: Array<OutgoingEvent | undefined> = [];
   private head = 0;
+  /** The usage events its entries carry. */
+  events = 0;
 
   get length(): number {
     return this.items.length - this.head;
   }
 
   push(event: OutgoingEvent): void {
+    this.events += event.count;
     this.items.push(event);
   }
 
   /** Puts an event back before all others: one taken from the front that could not be sent. */
   unshift(event: OutgoingEvent): void {
+    this.events += event.count;
     if (this.head > 0) this.items[--this.head] = event;
     else this.items.unshift(event);
   }
@@ -74,6 +84,7 @@ class EventQueue {
   shift(): OutgoingEvent | undefined {
     if (this.head === this.items.length) return undefined;
     const event = this.items[this.head];
+    if (event) this.events -= event.count;
     // Released at once so that a sent event's bytes belong to the window alone.
     this.items[this.head] = undefined;
     this.head += 1;
@@ -98,6 +109,8 @@ class EventQueue {
 class AckWindow {
   private readonly entries = new Map<number, OutgoingEvent>();
   private lastNumber = 0;
+  /** The usage events its attempts carry. */
+  events = 0;
 
   get size(): number {
     return this.entries.size;
@@ -107,6 +120,7 @@ class AckWindow {
   add(event: OutgoingEvent, now: number): number {
     this.lastNumber += 1;
     event.sentAt = now;
+    this.events += event.count;
     this.entries.set(this.lastNumber, event);
     return this.lastNumber;
   }
@@ -114,7 +128,10 @@ class AckWindow {
   /** Removes and returns the attempt with this number, or undefined when it is no longer awaited. */
   take(number: number): OutgoingEvent | undefined {
     const event = this.entries.get(number);
-    if (event) this.entries.delete(number);
+    if (event) {
+      this.entries.delete(number);
+      this.events -= event.count;
+    }
     return event;
   }
 
@@ -124,6 +141,7 @@ class AckWindow {
     for (const [number, event] of this.entries) {
       if (event.sentAt > sentAtOrBefore) break;
       this.entries.delete(number);
+      this.events -= event.count;
       expired.push(event);
     }
     return expired;
@@ -133,6 +151,7 @@ class AckWindow {
   takeAll(): OutgoingEvent[] {
     const all = [...this.entries.values()];
     this.entries.clear();
+    this.events = 0;
     return all;
   }
 }
@@ -163,8 +182,11 @@ function acknowledgementFailure(message: Msg): string | undefined {
  * Publishes usage events to JetStream without ever blocking or failing the request that produced
  * them, the way other clients' PublishAsync does: asynchronous acknowledgements in a bounded window.
  *
- * Each event goes out as one core NATS message carrying its event id as the JetStream message id
- * (`Nats-Msg-Id`), with a reply subject under one private inbox that a single long-lived
+ * The events published in one turn of the event loop go out together as one core NATS message (a
+ * UsageEventBatch, or the UsageEvent itself when alone): under load, requests end in bursts, and
+ * one message, store and acknowledgement per burst instead of per event is most of what NATS and
+ * metering spend on usage. A message carries its id as the JetStream message id (`Nats-Msg-Id`:
+ * the event's id, or the batch's), with a reply subject under one private inbox that a single long-lived
  * subscription listens on; JetStream's acknowledgement comes back there. A publish therefore costs
  * one message out and one in, with no per-publish request object, timer or error (which is what
  * `js.publish` builds, and what showed in the edge's profiles). At most maxInFlight events await
@@ -187,6 +209,9 @@ export class UsagePublisher {
   private replyPrefix = '';
   /** Events not sent yet, in publish order. */
   private readonly queue = new EventQueue();
+  /** Events published in this turn of the event loop, sent together once it ends. */
+  private forming: UsageEvent[] = [];
+  private readonly maxBatch: number;
   /** Events whose attempt failed: sent again before anything in the queue, to keep their place. */
   private readonly retries = new EventQueue();
   private readonly window = new AckWindow();
@@ -217,6 +242,7 @@ export class UsagePublisher {
   constructor(connection: NatsConnection | Promise<NatsConnection>, private readonly logger: Logger, options: UsagePublisherOptions = {}) {
     this.subject = options.subject ?? USAGE_SUBJECT;
     this.maxQueue = options.maxQueue ?? 100_000;
+    this.maxBatch = Math.max(1, options.maxBatch ?? 64);
     this.maxInFlight = Math.max(1, options.maxInFlight ?? 1024);
     this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
     this.sweepIntervalMs = Math.max(1, Math.min(this.publishTimeoutMs / 2, MAX_SWEEP_INTERVAL_MS));
@@ -232,7 +258,7 @@ export class UsagePublisher {
 
   /** Events queued or awaiting acknowledgement. */
   get pending(): number {
-    return this.queue.length + this.retries.length + this.window.size;
+    return this.forming.length + this.queue.events + this.retries.events + this.window.events;
   }
 
   /** Events dropped (queue full, publisher closed, no event id, too large to send), since start. */
@@ -246,20 +272,41 @@ export class UsagePublisher {
   }
 
   /**
-   * Queues an event and sends it at once when the window has room. Never throws and never waits:
-   * usage reporting must not fail or slow the request it describes. An event without an id cannot
-   * be de-duplicated and is dropped; so is any event that arrives while the queue is full.
+   * Queues an event; the events published in one turn of the event loop leave together, in one
+   * message (a UsageEventBatch when there are several, up to maxBatch), at the end of that turn,
+   * as soon as the window has room. Never throws and never waits: usage reporting must not fail or
+   * slow the request it describes. An event without an id cannot be de-duplicated and is dropped;
+   * so is any event that arrives while the queue is full.
    */
   publish(event: UsageEvent): void {
     try {
       if (this.closed) return this.drop(event?.event_id, 'publisher closed');
       if (!event.event_id) return this.drop(undefined, 'event without event_id');
       if (this.pending >= this.maxQueue) return this.drop(event.event_id, 'queue full');
-      this.queue.push({ eventId: event.event_id, bytes: encodeUsageEvent(event), sentAt: 0 });
-      this.pump();
+      this.forming.push(event);
+      if (this.forming.length >= this.maxBatch) this.seal();
+      else if (this.forming.length === 1) setImmediate(() => this.seal());
     } catch (error) {
       this.logger.error({ err: error, event_id: event?.event_id }, 'usage event could not be queued');
     }
+  }
+
+  /**
+   * Queues the events formed so far as one message and sends what the window has room for. One
+   * event keeps its own id as the message id; a batch gets an id of its own, kept by every retry.
+   */
+  private seal(): void {
+    const events = this.forming;
+    if (events.length === 0) return;
+    this.forming = [];
+    try {
+      if (events.length === 1) this.queue.push({ eventId: events[0]!.event_id!, bytes: encodeUsageEvent(events[0]!), count: 1, sentAt: 0 });
+      else this.queue.push({ eventId: `batch-${randomUUID()}`, bytes: encodeUsageEventBatch(events), count: events.length, sentAt: 0 });
+    } catch (error) {
+      this.logger.error({ err: error, events: events.length }, 'usage events could not be encoded');
+      return;
+    }
+    this.pump();
   }
 
   /**
@@ -267,6 +314,7 @@ export class UsagePublisher {
    * closed (logging how many are left): call it on shutdown before draining NATS.
    */
   async flush(timeoutMs: number): Promise<void> {
+    this.seal();
     if (this.pending === 0) return;
     if (!this.closed) {
       await new Promise<void>((resolve) => {
@@ -357,7 +405,7 @@ export class UsagePublisher {
         this.window.take(number);
         // No retry can make an oversized event fit; keeping it would block every event behind it.
         if ((error as NatsError).code === ErrorCode.MaxPayloadExceeded) {
-          this.drop(event.eventId, 'event larger than the NATS max payload');
+          this.drop(event.eventId, 'event larger than the NATS max payload', event.count);
           continue;
         }
         // Closed or draining connection: keep the event's place and try again after a pause.
@@ -385,7 +433,7 @@ export class UsagePublisher {
       if (!event) return;
       const failure = acknowledgementFailure(message);
       if (failure === undefined) {
-        this.publishedCount += 1;
+        this.publishedCount += event.count;
         this.backoffMs = this.initialBackoffMs;
       } else {
         this.retries.push(event);
@@ -443,9 +491,9 @@ export class UsagePublisher {
     if (this.idleWaiters.length > 0 && this.pending === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
   }
 
-  private drop(eventId: string | undefined, reason: string): void {
-    this.droppedCount += 1;
-    this.onDrop?.();
+  private drop(eventId: string | undefined, reason: string, count = 1): void {
+    this.droppedCount += count;
+    for (let dropped = 0; dropped < count; dropped += 1) this.onDrop?.();
     const now = Date.now();
     // One line per second at most: a long outage must not flood the log.
     if (now - this.lastDropLogAt >= 1000) {

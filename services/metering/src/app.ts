@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Catalog } from '@gateway/catalog';
 import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { decodeUsageEvent, ensureUsageStream, startDurableConsumer, USAGE_STREAM, USAGE_SUBJECT, USAGE_SUBJECTS, type NatsConnection, type RunningConsumer } from '@gateway/messaging';
+import { decodeUsageEvents, ensureUsageStream, PoisonMessageError, startDurableConsumer, USAGE_STREAM, USAGE_SUBJECT, USAGE_SUBJECTS, type NatsConnection, type RunningConsumer } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import { createUsageMeter } from './usage-meter.js';
@@ -103,12 +103,27 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     grpc: createGatewayServer([]),
     start: async () => {
       await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS });
-      consumer = await startDurableConsumer<UsageEventOutput>(nc, {
+      consumer = await startDurableConsumer<UsageEventOutput[]>(nc, {
         stream,
         durableName,
         filterSubject: dependencies.subject ?? USAGE_SUBJECT,
-        decode: decodeUsageEvent,
-        handle: async (event, delivery) => { await meter(event, delivery.seq); },
+        decode: decodeUsageEvents,
+        // The events of one message (a batch, or one event) are metered together; an event that
+        // can never be metered is counted and skipped without its neighbours, and any other
+        // failure has the whole message redelivered, where the events already metered are
+        // recognised by their ids and not metered again.
+        handle: async (events, delivery) => {
+          const results = await Promise.allSettled(events.map((event) => meter(event, delivery.seq)));
+          let failure: unknown;
+          for (const result of results) {
+            if (result.status === 'fulfilled') continue;
+            if (result.reason instanceof PoisonMessageError) {
+              poison.inc({ reason: result.reason.reason });
+              logger.error({ err: result.reason, reason: result.reason.reason, stream_sequence: delivery.seq }, 'usage event can never be metered; skipped');
+            } else failure ??= result.reason;
+          }
+          if (failure !== undefined) throw failure;
+        },
         onPoison: (reason) => poison.inc({ reason }),
         backoffMs: dependencies.backoffMs,
         logger,

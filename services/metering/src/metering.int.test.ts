@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { connect, type NatsConnection } from 'nats';
 import { costPicoUsd, type Catalog, type CatalogModel } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
-import { encodeUsageEvent, UsagePublisher } from '@gateway/messaging';
+import { encodeUsageEvent, encodeUsageEventBatch, UsagePublisher } from '@gateway/messaging';
 import { createRegistry, prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
 import { eventually, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
@@ -144,6 +144,29 @@ describe('metering', () => {
     await nc.jetstream().publish(main.subject, encodeUsageEvent(event), { msgID: `redelivery-${event.event_id}` });
     await eventually(async () => (await counterValue(main.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1, 'the redelivery to be seen as a duplicate');
     expect(await keyTotals(redis, keyId)).toEqual({ requests: 1, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200, cost_pico_usd: 6_250_000_000n, cost_usd: 0.00625 });
+  });
+
+  it('meters every event of a batch once, skips only its poison events, and meters none twice when the batch comes again', async () => {
+    const batching = await startMetering(nc, redis);
+    streams.push(batching.stream);
+    try {
+      const keyId = `key_${run}batch`;
+      const good = [usageEvent({ key_id: keyId }), usageEvent({ key_id: keyId }), usageEvent({ key_id: keyId, usage: { prompt_tokens: 10, completion_tokens: 5 } })];
+      const batch = encodeUsageEventBatch([good[0]!, usageEvent({ model_id: 'no-such-model' }), good[1]!, good[2]!]);
+      await nc.jetstream().publish(batching.subject, batch, { msgID: `batch-${run}-1` });
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 3, 'the batch to be metered');
+      // The same batch again as another message (a publisher that lost its acknowledgement after
+      // the stream's duplicate window): nothing is metered twice.
+      await nc.jetstream().publish(batching.subject, batch, { msgID: `batch-${run}-2` });
+      await eventually(async () => (await counterValue(batching.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' })) === 2, 'the poison event of both copies to be counted');
+      await eventually(async () => (await counterValue(batching.registry, 'gateway_metering_events_total', { result: 'duplicate' })) === 3, 'the second copy to be seen as duplicates');
+      const totals = await keyTotals(redis, keyId);
+      expect(totals.requests).toBe(3);
+      expect(totals.cost_pico_usd).toBe(good.reduce((sum, event) => sum + costPicoUsd(models[0].pricing, event.usage!), 0n));
+    } finally {
+      await batching.metering.stop();
+      batching.publisher.close();
+    }
   });
 
   it('terminates and counts poison messages, and keeps metering after them', async () => {
