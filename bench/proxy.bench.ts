@@ -125,12 +125,12 @@ export interface Path {
   pids: Partial<Record<string, number>>;
 }
 
-export async function sequential(path: Path, stream: boolean): Promise<{ total: ReturnType<typeof summarize>; firstToken: ReturnType<typeof summarize> }> {
+export async function sequential(path: Path, stream: boolean, count = SEQUENTIAL): Promise<{ total: ReturnType<typeof summarize>; firstToken: ReturnType<typeof summarize> }> {
   const body = requestBody(path.model, stream);
   for (let i = 0; i < 200; i += 1) await timedPost(path.url, path.headers, body);
   const totals: number[] = [];
   const firstTokens: number[] = [];
-  for (let i = 0; i < SEQUENTIAL; i += 1) {
+  for (let i = 0; i < count; i += 1) {
     const timing = await timedPost(path.url, path.headers, body);
     totals.push(timing.totalMs);
     firstTokens.push(timing.firstTokenMs);
@@ -181,7 +181,7 @@ export async function throughput(path: Path, stream: boolean): Promise<{ perSeco
 }
 
 /** Opens OPEN_STREAMS streams through the gateway to the holding upstream; the summed RSS before and with them open. */
-async function openStreamsMemory(cluster: Cluster, pids: Record<GatewayProcess, number>): Promise<{ idleMiB: number; openMiB: number; opened: number; perProcess: Record<string, number> }> {
+async function openStreamsMemory(cluster: Cluster, pids: Record<GatewayProcess, number>): Promise<{ idleMiB: number; openMiB: number; opened: number; perProcess: Record<string, number>; before: Record<string, number> }> {
   const rss = () => Object.fromEntries(GATEWAY.map((name) => [name, processRssMiB(pids[name])]));
   const sum = (values: Record<string, number>) => Object.values(values).reduce((a, b) => a + b, 0);
   const idle = rss();
@@ -207,7 +207,7 @@ async function openStreamsMemory(cluster: Cluster, pids: Record<GatewayProcess, 
   const open = rss();
   for (const request of requests) request.destroy();
   many.destroy();
-  return { idleMiB: sum(idle), openMiB: sum(open), opened, perProcess: Object.fromEntries(GATEWAY.map((name) => [name, open[name]! - idle[name]!])) };
+  return { idleMiB: sum(idle), openMiB: sum(open), opened, perProcess: Object.fromEntries(GATEWAY.map((name) => [name, open[name]! - idle[name]!])), before: idle };
 }
 
 /** The processes of one benchmark run, started by startProxyBench. */
@@ -299,6 +299,16 @@ export const suite: BenchSuite = {
       }
       console.log(`${new Date().toISOString().slice(0, 10)}, ${PIN ? 'pinned: the gateway (Redis and NATS included) and the bare proxy on core 0, the load generator and the mock on core 1' : 'unpinned: every process free to use both cores'}; Node ${process.version}.\n`);
 
+      if (!PIN) {
+        // First, on the fresh cluster warmed by a few hundred requests: what the streams cost,
+        // not what a throughput run left in the heaps.
+        for (const stream of [false, true]) await sequential({ ...paths[2], label: 'warm-up' }, stream, 100);
+        const memory = await openStreamsMemory(cluster, pids);
+        console.log(`${OPEN_STREAMS} concurrent streams held open by a slow upstream (${memory.opened} opened), on the cluster warmed by a few hundred requests: resident memory of every gateway process ${fixed(memory.idleMiB, 0)} MiB before, ${fixed(memory.openMiB, 0)} MiB with the streams open (${fixed(memory.openMiB / 1024, 2)} GiB). Added by process (MiB): ${GATEWAY.map((name) => `${name} ${fixed(memory.perProcess[name]!, 0)}`).join(', ')}; before, by process: ${GATEWAY.map((name) => `${name} ${fixed(memory.before[name]!, 0)}`).join(', ')}.\n`);
+        // The streams are gone once their connections closed.
+        await new Promise((resolve) => setTimeout(resolve, 3_000));
+      }
+
       // One request at a time.
       const latency = { whole: [] as Array<ReturnType<typeof summarize>>, firstToken: [] as Array<ReturnType<typeof summarize>> };
       for (const path of paths) {
@@ -326,10 +336,6 @@ export const suite: BenchSuite = {
         console.log(`\nThroughput gateway / bare proxy: ${fixed(gatewayResult.perSecond / proxyResult.perSecond)}. The gateway's CPU ms per request by process: ${GATEWAY.map((name) => `${name} ${fixed(gatewayResult.cpuPerRequest[name]!, 3)}`).join(', ')} (total ${fixed(own(gatewayResult), 3)}; bare proxy ${fixed(own(proxyResult), 3)}).\n`);
       }
 
-      if (!PIN) {
-        const memory = await openStreamsMemory(cluster, pids);
-        console.log(`${OPEN_STREAMS} concurrent streams held open by a slow upstream (${memory.opened} opened): resident memory of every gateway process ${fixed(memory.idleMiB, 0)} MiB idle, ${fixed(memory.openMiB, 0)} MiB with the streams open (${fixed(memory.openMiB / 1024, 2)} GiB). Added by process (MiB): ${GATEWAY.map((name) => `${name} ${fixed(memory.perProcess[name]!, 0)}`).join(', ')}.\n`);
-      }
     } finally {
       await bench.stop();
     }
