@@ -2,9 +2,10 @@
  * The edge's quota decisions and settlements, carried on a few long-lived Decide streams to auth
  * (a message each, instead of a unary call's HTTP/2 stream each), unary while no stream is open.
  */
-import { StreamedCalls, callUnary } from '@gateway/grpc';
+import { callUnary, type StreamedCalls } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import type { prometheus } from '@gateway/observability';
+import { measuredStreamedCalls } from './measured-streamed-calls.js';
 import type { AuthServiceClient, CheckKeyRequest, CheckKeyResponseOutput, SettleUsageRequest, SettleUsageResponseOutput } from '@gateway/proto';
 
 /** The calls the edge makes on a Decide stream, by their names in DecideRequest's oneof. */
@@ -22,17 +23,17 @@ export type AuthDecisions = StreamedCalls<AuthDecisionMethods>;
  * before the channel.
  */
 export function createAuthDecisions(auth: AuthServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): AuthDecisions {
-  const calls = new prometheus.Counter({ name: 'gateway_auth_calls_total', help: 'Quota decisions and settlements sent to auth, by method and path (stream or unary).', labelNames: ['method', 'path'], registers: [registry] });
-  const decisions: AuthDecisions = new StreamedCalls<AuthDecisionMethods>({
+  return measuredStreamedCalls<AuthDecisionMethods>({
+    service: 'auth',
+    calls: 'Quota decisions and settlements sent to auth',
+    streamsOf: 'Decision streams to auth',
     open: () => auth.Decide(),
     streams,
     unary: {
       check_key: (request, options) => callUnary(auth, auth.CheckKey, request, options),
       settle_usage: (request, options) => callUnary(auth, auth.SettleUsage, request, options),
     },
-    onCall: (method, path) => calls.inc({ method, path }),
-    onStreamBroken: (error) => logger.warn({ reason: error.reason }, 'a decision stream to auth broke; its calls in flight failed and it reopens'),
+    registry,
+    logger,
   });
-  new prometheus.Gauge({ name: 'gateway_auth_streams_open', help: 'Decision streams to auth open and taking calls.', registers: [registry], collect() { this.set(decisions.openStreams); } });
-  return decisions;
 }

@@ -4,9 +4,10 @@
  * no stream is open. Each call keeps its deadline, and a call the edge gives up on (its client went
  * away) is cancelled on the executor, which aborts the upstream request.
  */
-import { StreamedCalls, callUnary } from '@gateway/grpc';
+import { callUnary, type StreamedCalls } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import type { prometheus } from '@gateway/observability';
+import { measuredStreamedCalls } from './measured-streamed-calls.js';
 import type { ExecuteRequest, ExecuteResponseOutput, ExecutorServiceClient } from '@gateway/proto';
 
 /** The calls the edge makes on a CompleteCalls stream, by their names in CompleteCallRequest's oneof. */
@@ -25,15 +26,15 @@ export type ExecutorCalls = StreamedCalls<ExecutorCallMethods>;
  * keep EDGE_EXECUTOR_STREAMS at least the number of executor replicas. Close it before the channel.
  */
 export function createExecutorCalls(executor: ExecutorServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): ExecutorCalls {
-  const calls = new prometheus.Counter({ name: 'gateway_executor_calls_total', help: 'Whole completions sent to an executor, by path (stream or unary).', labelNames: ['method', 'path'], registers: [registry] });
-  const completions: ExecutorCalls = new StreamedCalls<ExecutorCallMethods>({
+  return measuredStreamedCalls<ExecutorCallMethods>({
+    service: 'executor',
+    calls: 'Whole completions sent to an executor',
+    streamsOf: 'Completion streams to executors',
     open: () => executor.CompleteCalls(),
     streams,
     cancellable: true,
     unary: { complete: (request, options) => callUnary(executor, executor.Complete, request, options) },
-    onCall: (method, path) => calls.inc({ method, path }),
-    onStreamBroken: (error) => logger.warn({ reason: error.reason }, 'a completion stream to an executor broke; its calls in flight failed and it reopens'),
+    registry,
+    logger,
   });
-  new prometheus.Gauge({ name: 'gateway_executor_streams_open', help: 'Completion streams to executors open and taking calls.', registers: [registry], collect() { this.set(completions.openStreams); } });
-  return completions;
 }

@@ -106,19 +106,21 @@ class WaitingProvider implements Provider {
 describe('CompleteCalls', () => {
   const request = { request_id: 'req-calls', model_id: 'sim-fast', request: { model: 'sim-fast', messages: [{ role: 'ROLE_USER' as const, text: 'hi' }] } };
 
-  function calls(executor: ExecutorServiceClient) {
-    return new StreamedCalls<{ complete: [typeof request, ExecuteResponseOutput] }>({
+  /** An executor serving the provider, and one open CompleteCalls stream to it. */
+  async function calls(provider: Provider) {
+    const executor = await start(provider);
+    const streamed = new StreamedCalls<{ complete: [typeof request, ExecuteResponseOutput] }>({
       open: () => executor.CompleteCalls(),
       streams: 1,
       cancellable: true,
       unary: { complete: () => Promise.reject(new Error('the CompleteCalls stream is not open')) },
     });
+    await eventually(() => streamed.openStreams === 1, 'the stream to open');
+    return { executor, streamed };
   }
 
   it('answers a call on the stream with what Complete answers', async () => {
-    const executor = await start(new WaitingProvider(false));
-    const streamed = calls(executor);
-    await eventually(() => streamed.openStreams === 1, 'the stream to open');
+    const { executor, streamed } = await calls(new WaitingProvider(false));
     const [onStream, unaryAnswer] = await Promise.all([
       streamed.call('complete', request, { deadlineMs: 5_000 }),
       callUnary<typeof request, ExecuteResponseOutput>(executor, executor.Complete, request, { deadlineMs: 5_000 }),
@@ -130,9 +132,7 @@ describe('CompleteCalls', () => {
 
   it('aborts the upstream call within 100 ms when the caller gives up on it, and keeps the stream', async () => {
     const provider = new WaitingProvider(true);
-    const executor = await start(provider);
-    const streamed = calls(executor);
-    await eventually(() => streamed.openStreams === 1, 'the stream to open');
+    const { streamed } = await calls(provider);
     const abort = new AbortController();
     const pending = streamed.call('complete', request, { deadlineMs: 5_000, signal: abort.signal });
     await eventually(() => provider.signal, 'the upstream call to start');
@@ -151,9 +151,7 @@ describe('CompleteCalls', () => {
 
   it('aborts the calls a stream carried when the stream goes away', async () => {
     const provider = new WaitingProvider(true);
-    const executor = await start(provider);
-    const streamed = calls(executor);
-    await eventually(() => streamed.openStreams === 1, 'the stream to open');
+    const { streamed } = await calls(provider);
     const pending = streamed.call('complete', request, { deadlineMs: 5_000 }).catch((error: unknown) => error);
     await eventually(() => provider.signal, 'the upstream call to start');
     // Closing waits 50 ms for the call's answer, then cancels the stream.

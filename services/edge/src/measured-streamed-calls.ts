@@ -1,0 +1,36 @@
+/**
+ * A StreamedCalls of the edge (to auth, to the executors) with its two metrics: the calls by
+ * method and path (`gateway_<service>_calls_total`) and the streams open and taking calls
+ * (`gateway_<service>_streams_open`).
+ */
+import { StreamedCalls, type StreamedCallsOptions, type StreamedMethods } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+
+/** What differs between the edge's streamed clients. */
+export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods> extends Pick<StreamedCallsOptions<Methods>, 'open' | 'streams' | 'unary' | 'cancellable'> {
+  /** The service called, as the metrics name it: `gateway_<service>_calls_total`. */
+  service: 'auth' | 'executor';
+  /** What one call is, for the metrics' help ("Quota decisions and settlements sent to auth"). */
+  calls: string;
+  /** What one stream is, for the metrics' help ("Decision streams to auth"). */
+  streamsOf: string;
+  registry: prometheus.Registry;
+  logger: Logger;
+}
+
+/** Opens the streams (0: every call unary) and registers the metrics. Close it before the channel. */
+export function measuredStreamedCalls<Methods extends StreamedMethods>(options: MeasuredStreamedCallsOptions<Methods>): StreamedCalls<Methods> {
+  const { service, registry, logger } = options;
+  const calls = new prometheus.Counter({ name: `gateway_${service}_calls_total`, help: `${options.calls}, by method and path (stream or unary).`, labelNames: ['method', 'path'], registers: [registry] });
+  const streamed = new StreamedCalls<Methods>({
+    open: options.open,
+    streams: options.streams,
+    unary: options.unary,
+    cancellable: options.cancellable,
+    onCall: (method, path) => calls.inc({ method, path }),
+    onStreamBroken: (error) => logger.warn({ reason: error.reason, service }, 'a call stream broke; its calls in flight failed and it reopens'),
+  });
+  new prometheus.Gauge({ name: `gateway_${service}_streams_open`, help: `${options.streamsOf} open and taking calls.`, registers: [registry], collect() { this.set(streamed.openStreams); } });
+  return streamed;
+}
