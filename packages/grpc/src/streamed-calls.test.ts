@@ -11,7 +11,7 @@ import { callUnary, createClient, type CallOptions } from './client.js';
 import { GatewayError } from './gateway-error.js';
 import { GrpcStatus } from './index.js';
 import { createGatewayServer, unary, type GatewayServer } from './server.js';
-import { serveStreamedCalls, StreamedCalls, type StreamedCallPath } from './streamed-calls.js';
+import { serveStreamedCalls, StreamedCalls, type StreamedCallPath, type StreamedCallsOptions } from './streamed-calls.js';
 
 type Methods = { check_key: [CheckKeyRequest, CheckKeyResponseOutput]; settle_usage: [SettleUsageRequest, SettleUsageResponseOutput] };
 type CheckHandler = (request: CheckKeyRequestOutput) => Promise<CheckKeyResponse>;
@@ -56,7 +56,7 @@ async function startServer(check: CheckHandler, options: { port?: number; stream
 }
 
 /** A client to `target` with StreamedCalls on it, recording each call's path. */
-function connect(target: string, streams = 2) {
+function connect(target: string, streams = 2, options: Partial<StreamedCallsOptions<Methods>> = {}) {
   const client: AuthServiceClient = createClient(definition, target);
   const paths: StreamedCallPath[] = [];
   const calls = new StreamedCalls<Methods>({
@@ -68,6 +68,7 @@ function connect(target: string, streams = 2) {
     },
     reopenBackoff: { initialMs: 20, maxMs: 200 },
     onCall: (_method, path) => paths.push(path),
+    ...options,
   });
   cleanups.push(async () => { await calls.close(200); client.close(); });
   const check = (reservationId: string, delayMs = 0, options: Partial<CallOptions> = {}) =>
@@ -235,6 +236,19 @@ describe('StreamedCalls', () => {
     expect((await check('after')).reservation_id).toBe('after');
     expect(staying.streamsServed).toBe(servedBefore);
   });
+
+  it('spreads its first streams again soon after the start, so a replica still connecting then gets its share', async () => {
+    const early = await startServer(echo);
+    const latePort = await startServer(echo).then(async (probe) => { await probe.server.shutdown(0); return probe.port; });
+    const { calls } = connect(`ipv4:127.0.0.1:${early.port},127.0.0.1:${latePort}`, 4, { respreadAfterStartMs: 3_000 });
+    await until(() => calls.openStreams === 4, 'four open streams');
+    expect(early.openStreams).toBe(4);
+    const late = await startServer(echo, { port: latePort });
+    // The channel reconnects to the late replica within about a second; the first streams are
+    // replaced between 1.5 and 3 s after they opened, round robin over both.
+    await until(() => late.openStreams > 0 && calls.openStreams === 4, 'a stream on the late replica', 8_000);
+    expect(early.openStreams + late.openStreams).toBe(4);
+  }, 15_000);
 
   it('on close, answers the calls already sent', async () => {
     const server = await startServer(echo);

@@ -221,6 +221,12 @@ export interface StreamedCallsOptions<Methods extends StreamedMethods> {
    */
   maxStreamAgeMs?: number;
   /**
+   * The streams opened at the start are replaced once between half this and this long after they
+   * opened, whatever maxStreamAgeMs says: a replica that was still connecting when they opened (all
+   * of them then went to the replicas already up) gets its share within seconds, not at their age.
+   */
+  respreadAfterStartMs?: number;
+  /**
    * Whether the server takes `deadline_ms` and `cancel` (see the file header): each call then
    * carries its deadline, and a call given up on (deadline, abort) is cancelled on the server.
    */
@@ -275,6 +281,8 @@ export class StreamedCalls<Methods extends StreamedMethods> {
   #nextSlot = 0;
   #closed = false;
   #allSlotsStarted = false;
+  /** Streams of the first generation still to be given the start's respread age. */
+  #firstGeneration = 0;
 
   constructor(options: StreamedCallsOptions<Methods>) {
     this.#options = options;
@@ -372,14 +380,25 @@ export class StreamedCalls<Methods extends StreamedMethods> {
       if (stream.retired) return;
       stream.open = true;
       this.#failedAttempts[slot] = 0;
-      const age = this.#options.maxStreamAgeMs ?? DEFAULT_MAX_STREAM_AGE_MS;
-      stream.ageTimer = setTimeout(() => this.#replace(slot, stream), age * (0.9 + Math.random() * 0.2));
+      const respread = this.#options.respreadAfterStartMs;
+      let age = (this.#options.maxStreamAgeMs ?? DEFAULT_MAX_STREAM_AGE_MS) * (0.9 + Math.random() * 0.2);
+      if (respread !== undefined && this.#allSlotsStarted && this.#firstGeneration > 0) {
+        this.#firstGeneration -= 1;
+        age = respread * (0.5 + Math.random() * 0.5);
+      }
+      stream.ageTimer = setTimeout(() => this.#replace(slot, stream), age);
       stream.ageTimer.unref();
       if (!this.#allSlotsStarted) {
         this.#allSlotsStarted = true;
+        this.#firstGeneration = this.#slots.length;
         if (this.#slots.length > 1) {
           this.#replace(slot, stream);
           for (let other = 1; other < this.#slots.length; other += 1) this.#openSlot(other);
+        } else if (respread !== undefined) {
+          this.#firstGeneration = 0;
+          clearTimeout(stream.ageTimer);
+          stream.ageTimer = setTimeout(() => this.#replace(slot, stream), respread * (0.5 + Math.random() * 0.5));
+          stream.ageTimer.unref();
         }
       }
     });

@@ -39,11 +39,15 @@ export interface EdgeDependencies {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * Joined once: @fastify/cors joins a list on every request, and each reply (each open stream) then
+ * holds its own copy of the 280-character value.
+ */
 const EXPOSED_HEADERS = [
   'x-request-id', 'openai-processing-ms', 'openai-model', 'retry-after', 'retry-after-ms', 'x-should-retry',
   'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests',
   'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens',
-];
+].join(', ');
 
 /** Maps fastify's own failures (body parsing, limits) to the error a caller should see. */
 function frameworkError(error: FastifyError, limit: number): RequestError | undefined {

@@ -22,8 +22,9 @@ export type ExecutorCalls = StreamedCalls<ExecutorCallMethods>;
  * Opens `streams` CompleteCalls streams on the executor channel (0: every call unary) and counts
  * each call's path (`gateway_executor_calls_total`) and the open streams
  * (`gateway_executor_streams_open`). With a `dns:///` address the streams are spread round robin
- * over the executors, and opened again every few minutes so that new replicas get their share:
- * keep EDGE_EXECUTOR_STREAMS at least the number of executor replicas. Close it before the channel.
+ * over the executors, and each is replaced about every 30 s (the first ones within 3 s of the
+ * start) so that new replicas get their share: keep EDGE_EXECUTOR_STREAMS at least the number of
+ * executor replicas. Close it before the channel.
  */
 export function createExecutorCalls(executor: ExecutorServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): ExecutorCalls {
   return measuredStreamedCalls<ExecutorCallMethods>({
@@ -33,6 +34,10 @@ export function createExecutorCalls(executor: ExecutorServiceClient, streams: nu
     open: () => executor.CompleteCalls(),
     streams,
     cancellable: true,
+    // Executors come and go with the load (an autoscaled pool): a new replica gets its share of
+    // the streams within about 30 s, and one still connecting at the edge's start within seconds.
+    maxStreamAgeMs: 30_000,
+    respreadAfterStartMs: 3_000,
     unary: { complete: (request, options) => callUnary(executor, executor.Complete, request, options) },
     registry,
     logger,

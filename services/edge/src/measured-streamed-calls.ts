@@ -8,7 +8,7 @@ import type { Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 
 /** What differs between the edge's streamed clients. */
-export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods> extends Pick<StreamedCallsOptions<Methods>, 'open' | 'streams' | 'unary' | 'cancellable'> {
+export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods> extends Pick<StreamedCallsOptions<Methods>, 'open' | 'streams' | 'unary' | 'cancellable' | 'maxStreamAgeMs' | 'respreadAfterStartMs'> {
   /** The service called, as the metrics name it: `gateway_<service>_calls_total`. */
   service: 'auth' | 'executor';
   /** What one call is, for the metrics' help ("Quota decisions and settlements sent to auth"). */
@@ -28,6 +28,8 @@ export function measuredStreamedCalls<Methods extends StreamedMethods>(options: 
     streams: options.streams,
     unary: options.unary,
     cancellable: options.cancellable,
+    maxStreamAgeMs: options.maxStreamAgeMs,
+    respreadAfterStartMs: options.respreadAfterStartMs,
     onCall: (method, path) => calls.inc({ method, path }),
     onStreamBroken: (error) => logger.warn({ reason: error.reason, service }, 'a call stream broke; its calls in flight failed and it reopens'),
   });

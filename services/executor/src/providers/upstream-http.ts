@@ -123,7 +123,9 @@ export async function postToUpstream(post: UpstreamPost): Promise<Dispatcher.Res
       method: 'POST',
       path: `${post.url.pathname}${post.url.search}`,
       headers: post.headers,
-      body: post.body,
+      // As bytes: undici keeps the body it was given until the response ends, beside the bytes it
+      // encodes a string to; a long stream would hold both copies.
+      body: Buffer.from(post.body),
       signal: post.signal,
     });
   } catch (error) {
