@@ -7,7 +7,7 @@ import {
   loadGatewayGrpc, type AuthServiceClient, type CheckKeyRequest, type CheckKeyRequestOutput, type CheckKeyResponse, type CheckKeyResponseOutput,
   type SettleUsageRequest, type SettleUsageRequestOutput, type SettleUsageResponseOutput,
 } from '@gateway/proto';
-import { callUnary, createClient, type CallOptions } from './client.js';
+import { callUnary, createClient, withoutCallerStack, type CallOptions } from './client.js';
 import { GatewayError } from './gateway-error.js';
 import { GrpcStatus } from './index.js';
 import { createGatewayServer, unary, type GatewayServer } from './server.js';
@@ -259,5 +259,15 @@ describe('StreamedCalls', () => {
     await calls.close(2_000);
     expect((await pending).reservation_id).toBe('in-flight');
     expect(calls.openStreams).toBe(0);
+  });
+});
+
+describe('withoutCallerStack', () => {
+  it('starts the call with no stack trace captured, and restores the limit even when starting throws', () => {
+    const before = Error.stackTraceLimit;
+    expect(withoutCallerStack(() => new Error('inside').stack)).toBe('Error: inside');
+    expect(() => withoutCallerStack(() => { throw new Error('refused'); })).toThrow('refused');
+    expect(Error.stackTraceLimit).toBe(before);
+    expect(new Error('outside').stack).toContain('\n    at ');
   });
 });

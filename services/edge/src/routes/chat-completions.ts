@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
-import { GatewayError, GrpcStatus, callMetadata, callUnary } from '@gateway/grpc';
+import { GatewayError, GrpcStatus, callMetadata, callUnary, withoutCallerStack } from '@gateway/grpc';
 import type {
   ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteResponseOutput, ExecuteStreamEventOutput,
   ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
@@ -410,7 +410,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     try {
       for (let replicaTry = 0; ; replicaTry += 1) {
         const { metadata, callOptions } = callMetadata({ deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id });
-        call = deps.executor.StreamComplete(execute, metadata, callOptions);
+        call = withoutCallerStack(() => deps.executor.StreamComplete(execute, metadata, callOptions));
         let received = false;
         // Set at the end event. The loop then runs on to the stream's own end (its status follows
         // at once): leaving the loop early would destroy the stream, which builds an AbortError
