@@ -322,8 +322,11 @@ const MAX_BATCH_CHUNKS = 64;
 
 /** Resolves in the check phase of this loop turn: after whatever the upstream had already delivered. */
 const NOT_AT_HAND = Symbol('not at hand');
+/** The end of the current loop turn, shared by every stream and chunk of that turn: one timer a turn. */
+let loopTurnEnd: Promise<typeof NOT_AT_HAND> | undefined;
 function nextLoopTurn(): Promise<typeof NOT_AT_HAND> {
-  return new Promise((resolve) => setImmediate(resolve, NOT_AT_HAND));
+  loopTurnEnd ??= new Promise((resolve) => setImmediate(() => { loopTurnEnd = undefined; resolve(NOT_AT_HAND); }));
+  return loopTurnEnd;
 }
 
 /** The completion text of a chunk: content, refusal, tool-call names and arguments. */
