@@ -258,3 +258,14 @@ export async function quietMeteredUsage(redis: Parameters<typeof meteredUsage>[0
     last = now;
   }
 }
+
+/** The value of a counter or gauge on a /metrics page, summed over the series matching `labels`. */
+export async function metric(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(url)).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([label, value]) => line.includes(`${label}="${value}"`))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}

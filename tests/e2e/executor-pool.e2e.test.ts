@@ -17,7 +17,7 @@ import { callUnary, createClient, createHealthClient, isServing } from '@gateway
 import { loadGatewayGrpc, type CatalogSnapshotOutput, type ExecuteRequest, type ExecuteResponseOutput, type ExecutorServiceClient, type RouterServiceClient } from '@gateway/proto';
 import { eventually, natsUrl } from '@gateway/testing';
 import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
-import { SIM_MINI_ENTRY, fakeModelEntry, freePort, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
+import { SIM_MINI_ENTRY, fakeModelEntry, freePort, metric, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 /** True once the edge sends ExecuteRequest.fallbacks and retries executor calls that failed before any message. */
 const EDGE_WIRED = true;
@@ -154,6 +154,7 @@ describe('cancellation', () => {
   it('a client that disconnects mid-stream aborts the upstream call within 100 ms', async () => {
     upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 10_000, end: false }));
     const before = upstream.requests.length;
+    const streamedBefore = await streamedOnCalls();
     const controller = new AbortController();
     const response = await post({ model: 'fake-model', messages: hello, stream: true }, controller.signal);
     expect(response.status).toBe(200);
@@ -164,6 +165,8 @@ describe('cancellation', () => {
     const closedAt = await upstream.requests[before]!.closed;
     expect(closedAt - abortedAt).toBeLessThan(100);
     expect(upstream.requests[before]!.finished).toBe(false);
+    // It rode on a long-lived CompleteCalls stream, cancelled by a message rather than a reset.
+    expect(await streamedOnCalls()).toBe(streamedBefore + 1);
   });
 });
 
@@ -176,11 +179,18 @@ describe('backpressure', () => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       while (written < total && !response.destroyed) {
         written += chunk.length;
-        if (!response.write(chunk)) await new Promise((resolve) => { response.once('drain', resolve); response.once('close', resolve); });
+        if (!response.write(chunk)) {
+          await new Promise<void>((resolve) => {
+            const done = () => { response.off('drain', done); response.off('close', done); resolve(); };
+            response.on('drain', done);
+            response.on('close', done);
+          });
+        }
       }
       response.end();
     });
     const rssBefore = await executorRssMiB();
+    const streamedBefore = await streamedOnCalls();
     const controller = new AbortController();
     const response = await post({ model: 'fake-model', messages: hello, stream: true }, controller.signal);
     const reader = response.body!.getReader();
@@ -192,8 +202,16 @@ describe('backpressure', () => {
     controller.abort();
     expect(writtenWhilePaused).toBeLessThan(48 * 1024 * 1024);
     expect(rssAfter - rssBefore).toBeLessThan(96);
+    // Held back by the credit of a streamed call on a shared CompleteCalls stream, not by HTTP/2
+    // flow control of a stream of its own.
+    expect(await streamedOnCalls()).toBe(streamedBefore + 1);
   });
 });
+
+/** Streamed completions the edge sent on CompleteCalls streams. */
+function streamedOnCalls(): Promise<number> {
+  return metric(`${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`, 'gateway_executor_calls_total', { method: 'stream', path: 'stream' });
+}
 
 /** Resident memory of both executors, MiB. */
 async function executorRssMiB(): Promise<number> {

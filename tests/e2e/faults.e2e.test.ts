@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { eventually } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
-import { freePort, meteredUsage, quietMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
+import { freePort, meteredUsage, metric, quietMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
 
 let cluster: Cluster;
 let redis: Redis;
@@ -37,17 +37,6 @@ async function statusOf(response: Promise<Response>): Promise<number> {
   const answer = await response;
   await answer.arrayBuffer();
   return answer.status;
-}
-
-/** The value of a counter or gauge on a /metrics page, summed over the series matching `labels`. */
-async function metric(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await (await fetch(url)).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(labels).every(([label, value]) => line.includes(`${label}="${value}"`))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return total;
 }
 
 describe('a killed router', () => {

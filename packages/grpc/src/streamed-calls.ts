@@ -16,6 +16,13 @@
  * the oneof instead of a method: the caller gave up on `call_id` (its deadline passed, its client
  * went away), so the handler's signal aborts and no answer is sent. A stream that ends or breaks
  * aborts every call it carried, as a cancelled unary call does.
+ *
+ * Streamed calls (a server-streaming RPC carried the same way): the method's request under its
+ * name, with `window`, the number of events the server may send before it waits for more credit
+ * (0: no limit). Each event is an answer with the call's id and the method's name; the last one
+ * has `last` set (or an `error` ends the call instead). The caller grants more events with the
+ * member `credit` (`{events}`) as its consumer takes them, so a slow consumer holds back the
+ * producer of each call while the other calls on the stream flow.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { ErrorInfoOutput } from '@gateway/proto';
@@ -28,6 +35,7 @@ interface StreamedResponseOutput {
   call_id?: number;
   result?: string;
   error?: { code?: number; info?: ErrorInfoOutput | null } | null;
+  last?: boolean;
   [member: string]: unknown;
 }
 
@@ -35,9 +43,20 @@ interface StreamedResponseOutput {
 interface StreamedRequestOutput {
   call_id?: number;
   deadline_ms?: number;
+  window?: number;
   cancel?: object | null;
+  credit?: { events?: number } | null;
   [member: string]: unknown;
 }
+
+const RESOLVED = Promise.resolve();
+
+/**
+ * The response header naming the methods a stream carries (`complete,stream`): a caller sends a
+ * streamed call only on a stream that names its method, so that it keeps working against a server
+ * of an earlier version during a rolling upgrade.
+ */
+const METHODS_HEADER = 'gateway-streamed-methods';
 
 /** The failure of a call whose stream ended before its answer came: its outcome is unknown. */
 function streamLost(cause?: unknown): GatewayError {
@@ -56,6 +75,32 @@ export interface StreamedCallContext {
 
 /** The handler of each method a stream carries, by the method's oneof name: the unary RPC's own function. */
 export type StreamedHandlers = Record<string, (request: never, context: StreamedCallContext) => Promise<unknown>>;
+
+/** What the handler of a streamed call has besides its request. */
+export interface StreamingCallContext<Event = unknown> extends StreamedCallContext {
+  /**
+   * Sends one event. Resolves when the next may be sent: at once while the caller's credit lasts
+   * and the stream's buffer has room; otherwise once both allow it, or when the call is aborted
+   * (check `signal` before producing more).
+   */
+  send(event: Event): Promise<void>;
+}
+
+/**
+ * The handler of each streamed method, by its oneof name: it sends its events through the context
+ * and resolves with the last one (sent with `last`, needing no credit); a throw after some events
+ * ends the call with an error as a unary handler's throw does.
+ */
+export type StreamingHandlers = Record<string, (request: never, context: StreamingCallContext<never>) => Promise<unknown>>;
+
+/** A call being handled. */
+interface RunningCall {
+  readonly controller: AbortController;
+  /** Events the handler may still send before waiting; Infinity without flow control. */
+  credit: number;
+  /** Wakes a handler waiting for credit. */
+  wake?: () => void;
+}
 
 /** A bidirectional streaming handler serving StreamedHandlers, and its part in shutdown. */
 export interface StreamedCallsService<Request, Response> {
@@ -85,18 +130,30 @@ interface ServedStream {
  * thrown error is converted exactly as `unary` converts it, so both paths answer alike. `method`
  * names the RPC in reports of unexpected errors.
  */
-export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers, method: string, report?: ErrorReporter): StreamedCallsService<Request, Response> {
-  const names = Object.keys(handlers);
+export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers, method: string, report?: ErrorReporter, streaming: StreamingHandlers = {}): StreamedCallsService<Request, Response> {
+  const names = [...Object.keys(handlers), ...Object.keys(streaming)];
+  const headers = new grpc.Metadata();
+  headers.set(METHODS_HEADER, names.join(','));
   const open = new Set<ServedStream>();
   let draining = false;
 
   const handler: grpc.handleBidiStreamingCall<Request, Response> = (call) => {
     let inFlight = 0;
     /** The calls being handled, by call id: what a `cancel` or the stream's end aborts. */
-    const running = new Map<number, AbortController>();
+    const running = new Map<number, RunningCall>();
     const abortAll = () => {
-      for (const controller of running.values()) controller.abort();
+      for (const entry of running.values()) entry.controller.abort();
       running.clear();
+    };
+    /** While the stream's buffer is full: resolves once it drained or the stream closed. */
+    let writable: Promise<void> | undefined;
+    const waitWritable = () => {
+      writable ??= new Promise<void>((resolve) => {
+        const done = () => { call.off('drain', done); call.off('close', done); writable = undefined; resolve(); };
+        call.on('drain', done);
+        call.on('close', done);
+      });
+      return writable;
     };
     let closing = false;
     let ended = false;
@@ -108,8 +165,10 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
       open.delete(stream);
       markFinished();
     };
-    const send = (message: Record<string, unknown>) => {
-      if (!ended && !call.cancelled) call.write(message as Response);
+    /** Writes a message; false when the stream's buffer is full (or the stream is over). */
+    const send = (message: Record<string, unknown>): boolean => {
+      if (ended || call.cancelled) return false;
+      return call.write(message as Response);
     };
     const endIfIdle = () => {
       if (ended || !closing || inFlight > 0) return;
@@ -129,15 +188,24 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
       finished,
     };
     open.add(stream);
-    // Headers at once tell the caller the stream is open; until then it sends its calls unary.
-    call.sendMetadata(new grpc.Metadata());
+    // Headers at once tell the caller the stream is open (until then it sends its calls unary),
+    // and which methods it carries.
+    call.sendMetadata(headers.clone());
     if (draining) stream.notifyDrain();
 
     call.on('data', (message: StreamedRequestOutput) => {
       const callId = message.call_id ?? 0;
       if (message.cancel) {
-        running.get(callId)?.abort();
+        running.get(callId)?.controller.abort();
         running.delete(callId);
+        return;
+      }
+      if (message.credit) {
+        const entry = running.get(callId);
+        if (entry) {
+          entry.credit += Number(message.credit.events ?? 0);
+          entry.wake?.();
+        }
         return;
       }
       const name = names.find((candidate) => message[candidate] !== undefined && message[candidate] !== null);
@@ -148,11 +216,16 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
       }
       const request = message[name] as { request_id?: unknown };
       const controller = new AbortController();
-      running.set(callId, controller);
+      const entry: RunningCall = { controller, credit: Number(message.window ?? 0) || Number.POSITIVE_INFINITY };
+      running.set(callId, entry);
       const deadline = message.deadline_ms ? Date.now() + Number(message.deadline_ms) : Number.POSITIVE_INFINITY;
       inFlight += 1;
-      handlers[name]!(request as never, { signal: controller.signal, deadline }).then(
-        (response) => { if (!controller.signal.aborted) send({ call_id: callId, [name]: response }); },
+      const streamed = Object.hasOwn(streaming, name) ? streaming[name] : undefined;
+      const handled = streamed
+        ? streamed(request as never, { signal: controller.signal, deadline, send: (event: never) => sendEvent(entry, callId, name, event) })
+        : handlers[name]!(request as never, { signal: controller.signal, deadline });
+      handled.then(
+        (response) => { if (!controller.signal.aborted) send(streamed !== undefined ? { call_id: callId, [name]: response, last: true } : { call_id: callId, [name]: response }); },
         (error: unknown) => {
           // A cancelled call's caller has forgotten it: nothing to answer.
           if (controller.signal.aborted) return;
@@ -160,11 +233,25 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
           send({ call_id: callId, error: { code: failure.code, info: failure.toErrorInfo() } });
         },
       ).finally(() => {
-        if (running.get(callId) === controller) running.delete(callId);
+        if (running.get(callId) === entry) running.delete(callId);
         inFlight -= 1;
         endIfIdle();
       });
     });
+    /** One event of a streamed call, within its credit and the stream's buffer. */
+    const sendEvent = (entry: RunningCall, callId: number, name: string, event: unknown): Promise<void> => {
+      if (entry.controller.signal.aborted) return RESOLVED;
+      if (entry.credit <= 0) {
+        return new Promise<void>((resolve) => {
+          const signal = entry.controller.signal;
+          const wake = () => { entry.wake = undefined; signal.removeEventListener('abort', wake); resolve(); };
+          entry.wake = wake;
+          signal.addEventListener('abort', wake, { once: true });
+        }).then(() => sendEvent(entry, callId, name, event));
+      }
+      entry.credit -= 1;
+      return send({ call_id: callId, [name]: event }) ? RESOLVED : waitWritable();
+    };
     // The caller half-closed: answer what is in flight, then end with OK.
     call.on('end', () => stream.close());
     // The stream is gone: nobody waits for the calls it carried.
@@ -231,20 +318,102 @@ export interface StreamedCallsOptions<Methods extends StreamedMethods> {
    * carries its deadline, and a call given up on (deadline, abort) is cancelled on the server.
    */
   cancellable?: boolean;
-  /** Told each call's path, for metrics. */
-  onCall?: (method: keyof Methods & string, path: StreamedCallPath) => void;
+  /** Told each call's path, for metrics (a streamed call that finds no stream open is counted unary). */
+  onCall?: (method: string, path: StreamedCallPath) => void;
   /** Told when an open stream broke (not when it was drained or replaced). */
   onStreamBroken?: (error: GatewayError) => void;
 }
 
-/** A call waiting for its answer. */
+/** A call waiting for its answer, or a streamed call for its next events. */
 interface PendingCall {
   method: string;
-  resolve(response: unknown): void;
-  reject(error: GatewayError): void;
+  /** A whole call's promise. */
+  resolve?(response: unknown): void;
+  reject?(error: GatewayError): void;
+  /** A streamed call's events. */
+  events?: CallEvents<unknown>;
   timer: NodeJS.Timeout;
   signal?: AbortSignal;
   onAbort?: () => void;
+}
+
+/**
+ * The events of one streamed call, as an async iterator. Events are queued as they arrive (at
+ * most the call's window ahead of the consumer, which the server respects); each time the
+ * consumer has taken half the window, that much credit is granted back. Leaving the iteration
+ * early (break, throw, return()) cancels the call on the server.
+ */
+class CallEvents<Event> implements AsyncIterableIterator<Event> {
+  readonly #queue: Event[] = [];
+  readonly #grantEvery: number;
+  readonly #grant: (events: number) => void;
+  readonly #giveUp: () => void;
+  #done = false;
+  #error: GatewayError | undefined;
+  #waiting: { resolve(result: IteratorResult<Event>): void; reject(error: GatewayError): void } | undefined;
+  /** The consumer holds an event it has not finished with (it has not asked for the next). */
+  #holding = false;
+  #taken = 0;
+
+  constructor(window: number, grant: (events: number) => void, giveUp: () => void) {
+    this.#grantEvery = window > 0 ? Math.max(1, Math.floor(window / 2)) : Number.POSITIVE_INFINITY;
+    this.#grant = grant;
+    this.#giveUp = giveUp;
+  }
+
+  push(event: Event): void {
+    if (this.#done) return;
+    const waiting = this.#waiting;
+    if (!waiting) { this.#queue.push(event); return; }
+    this.#waiting = undefined;
+    this.#holding = true;
+    waiting.resolve({ value: event, done: false });
+  }
+
+  /** No event follows: the iteration ends after the queued ones, with `error` when given. */
+  end(error?: GatewayError): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#error = error;
+    const waiting = this.#waiting;
+    if (!waiting) return;
+    this.#waiting = undefined;
+    if (error) waiting.reject(error);
+    else waiting.resolve({ value: undefined, done: true });
+  }
+
+  next(): Promise<IteratorResult<Event>> {
+    if (this.#holding) {
+      this.#holding = false;
+      this.#taken += 1;
+      if (this.#taken >= this.#grantEvery && !this.#done) {
+        this.#grant(this.#taken);
+        this.#taken = 0;
+      }
+    }
+    if (this.#queue.length > 0) {
+      this.#holding = true;
+      return Promise.resolve({ value: this.#queue.shift()!, done: false });
+    }
+    if (this.#done) {
+      const error = this.#error;
+      this.#error = undefined;
+      return error ? Promise.reject(error) : Promise.resolve({ value: undefined, done: true });
+    }
+    return new Promise((resolve, reject) => { this.#waiting = { resolve, reject }; });
+  }
+
+  return(): Promise<IteratorResult<Event>> {
+    if (!this.#done) this.#giveUp();
+    this.#done = true;
+    this.#error = undefined;
+    this.#queue.length = 0;
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<Event> {
+    return this;
+  }
 }
 
 /** One stream of a StreamedCalls. */
@@ -253,12 +422,17 @@ interface ClientStream {
   readonly pending: Map<number, PendingCall>;
   /** Its response headers came: the server took it. */
   open: boolean;
+  /** The methods the server said it carries; empty when it did not say (whole calls only). */
+  methods: ReadonlySet<string>;
   /** Takes no new calls: the server asked to drain, it is being replaced, or it ended. */
   retired: boolean;
+  /** Half-closed (retired, and its last call answered): nothing more can be written on it. */
+  halfClosed: boolean;
   ageTimer?: NodeJS.Timeout;
 }
 
 const DEFAULT_BACKOFF = { initialMs: 100, maxMs: 2_000 };
+const NO_METHODS: ReadonlySet<string> = new Set();
 const DEFAULT_MAX_STREAM_AGE_MS = 5 * 60_000;
 
 /**
@@ -268,7 +442,7 @@ const DEFAULT_MAX_STREAM_AGE_MS = 5 * 60_000;
  * and the stream is reopened with backoff; while no stream is open, calls go unary. A call
  * rejects with a GatewayError, as `callUnary` does.
  */
-export class StreamedCalls<Methods extends StreamedMethods> {
+export class StreamedCalls<Methods extends StreamedMethods, Streams extends StreamedMethods = Record<never, [unknown, unknown]>> {
   readonly #options: StreamedCallsOptions<Methods>;
   readonly #backoff: { initialMs: number; maxMs: number };
   /** The current stream of each slot; undefined while the slot waits to reopen. */
@@ -327,6 +501,44 @@ export class StreamedCalls<Methods extends StreamedMethods> {
   }
 
   /**
+   * Starts a streamed call on an open stream and returns its events, the last one included; a
+   * failure (from the server, the deadline, the signal, a lost stream) rejects the next read.
+   * `window` events may be in flight ahead of the consumer (0: no limit). Undefined while no
+   * stream is open: the caller then makes the server-streaming RPC itself. Needs a server that
+   * takes `cancel` (see `cancellable`).
+   */
+  stream<Name extends keyof Streams & string>(method: Name, request: Streams[Name][0], options: CallOptions & { window: number }): AsyncIterableIterator<Streams[Name][1]> | undefined {
+    const stream = this.#pickStream(method);
+    this.#options.onCall?.(method, stream ? 'stream' : 'unary');
+    if (!stream) return undefined;
+    const callId = this.#nextCallId;
+    this.#nextCallId += 1;
+    const cancelled = () => GatewayError.fromServiceError({ code: grpc.status.CANCELLED });
+    const events = new CallEvents<Streams[Name][1]>(
+      options.window,
+      (granted) => { if (!stream.halfClosed && this.#live.has(stream)) stream.call.write({ call_id: callId, credit: { events: granted } }); },
+      () => this.#answer(stream, callId, undefined, cancelled()),
+    );
+    if (options.signal?.aborted) {
+      events.end(cancelled());
+      return events;
+    }
+    const pending: PendingCall = {
+      method,
+      events,
+      timer: setTimeout(() => this.#answer(stream, callId, undefined, GatewayError.fromServiceError({ code: grpc.status.DEADLINE_EXCEEDED })), options.deadlineMs),
+      signal: options.signal,
+    };
+    if (options.signal) {
+      pending.onAbort = () => this.#answer(stream, callId, undefined, cancelled());
+      options.signal.addEventListener('abort', pending.onAbort, { once: true });
+    }
+    stream.pending.set(callId, pending);
+    stream.call.write({ call_id: callId, deadline_ms: options.deadlineMs, window: options.window, [method]: request });
+    return events;
+  }
+
+  /**
    * Stops opening streams and half-closes the open ones, so calls already sent are answered; after
    * graceMs, streams still open are cancelled and their calls rejected. Calls made after close go
    * unary.
@@ -351,12 +563,12 @@ export class StreamedCalls<Methods extends StreamedMethods> {
     });
   }
 
-  /** The next open stream taking calls, round robin over the slots. */
-  #pickStream(): ClientStream | undefined {
+  /** The next open stream taking calls (streamed calls of `method`, when given), round robin over the slots. */
+  #pickStream(method?: string): ClientStream | undefined {
     for (let tried = 0; tried < this.#slots.length; tried += 1) {
       const stream = this.#slots[this.#nextSlot];
       this.#nextSlot = (this.#nextSlot + 1) % this.#slots.length;
-      if (stream?.open && !stream.retired) return stream;
+      if (stream?.open && !stream.retired && (method === undefined || stream.methods.has(method))) return stream;
     }
     return undefined;
   }
@@ -371,14 +583,16 @@ export class StreamedCalls<Methods extends StreamedMethods> {
       this.#slots[slot] = undefined;
       return;
     }
-    const stream: ClientStream = { call, pending: new Map(), open: false, retired: false };
+    const stream: ClientStream = { call, pending: new Map(), open: false, methods: NO_METHODS, retired: false, halfClosed: false };
     this.#slots[slot] = stream;
     this.#live.add(stream);
     let statusSeen: grpc.StatusObject | undefined;
     let readEnded = false;
-    call.on('metadata', () => {
+    call.on('metadata', (headers: grpc.Metadata) => {
       if (stream.retired) return;
       stream.open = true;
+      const methods = headers.get(METHODS_HEADER)[0];
+      if (typeof methods === 'string') stream.methods = new Set(methods.split(','));
       this.#failedAttempts[slot] = 0;
       const respread = this.#options.respreadAfterStartMs;
       let age = (this.#options.maxStreamAgeMs ?? DEFAULT_MAX_STREAM_AGE_MS) * (0.9 + Math.random() * 0.2);
@@ -416,11 +630,20 @@ export class StreamedCalls<Methods extends StreamedMethods> {
     call.on('error', () => undefined);
   }
 
-  /** Stops giving a stream new calls and half-closes it; its calls in flight are still answered. */
+  /**
+   * Stops giving a stream new calls; its calls in flight are still answered. It is half-closed
+   * once none is left, so that streamed calls can still be granted credit or cancelled meanwhile.
+   */
   #retire(stream: ClientStream): void {
     if (stream.retired) return;
     stream.retired = true;
     clearTimeout(stream.ageTimer);
+    if (stream.pending.size === 0) this.#halfClose(stream);
+  }
+
+  #halfClose(stream: ClientStream): void {
+    if (stream.halfClosed) return;
+    stream.halfClosed = true;
     stream.call.end();
   }
 
@@ -435,6 +658,7 @@ export class StreamedCalls<Methods extends StreamedMethods> {
     if (!this.#live.delete(stream)) return;
     const wasOpen = stream.open && !stream.retired;
     stream.retired = true;
+    stream.halfClosed = true;
     clearTimeout(stream.ageTimer);
     const lost = streamLost(status);
     for (const callId of [...stream.pending.keys()]) this.#answer(stream, callId, undefined, lost);
@@ -451,26 +675,33 @@ export class StreamedCalls<Methods extends StreamedMethods> {
     this.#reopenTimers.add(timer);
   }
 
-  /** Settles a pending call with the server's message, or with a local failure. */
+  /** Settles a pending call (or passes on a streamed call's event) with the server's message, or with a local failure. */
   #answer(stream: ClientStream, callId: number, message: StreamedResponseOutput | undefined, failure?: GatewayError): void {
     const pending = stream.pending.get(callId);
     if (!pending) return;
+    const result = message?.result;
+    // Only the called method's own response counts as an answer (or as an event of a streamed call).
+    const value = result === pending.method ? message![result] : undefined;
+    if (pending.events && value !== undefined && !message!.last) {
+      pending.events.push(value);
+      return;
+    }
     stream.pending.delete(callId);
     clearTimeout(pending.timer);
     if (pending.onAbort) pending.signal?.removeEventListener('abort', pending.onAbort);
+    let error = failure;
     if (failure) {
       // Given up on here (deadline, abort) while the stream lives: the server stops its work.
-      // (A retired stream is half-closed: nothing more can be written on it.)
-      if (this.#options.cancellable && message === undefined && this.#live.has(stream) && !stream.retired) stream.call.write({ call_id: callId, cancel: {} });
-      return pending.reject(failure);
-    }
-    const result = message?.result;
-    if (result === 'error') {
-      const error = message!.error ?? {};
-      return pending.reject(GatewayError.fromErrorInfo(error.code ?? grpc.status.UNKNOWN, error.info ?? {}));
-    }
-    // Only the called method's own response counts as an answer.
-    if (result === pending.method && message![result] !== undefined) return pending.resolve(message![result]);
-    pending.reject(GatewayError.fromServiceError({ code: grpc.status.UNKNOWN }));
+      if ((this.#options.cancellable || pending.events) && message === undefined && this.#live.has(stream) && !stream.halfClosed) stream.call.write({ call_id: callId, cancel: {} });
+    } else if (result === 'error') {
+      const info = message!.error ?? {};
+      error = GatewayError.fromErrorInfo(info.code ?? grpc.status.UNKNOWN, info.info ?? {});
+    } else if (value === undefined) error = GatewayError.fromServiceError({ code: grpc.status.UNKNOWN });
+    if (stream.retired && stream.pending.size === 0 && this.#live.has(stream)) this.#halfClose(stream);
+    if (pending.events) {
+      if (!error) pending.events.push(value);
+      pending.events.end(error);
+    } else if (error) pending.reject!(error);
+    else pending.resolve!(value);
   }
 }

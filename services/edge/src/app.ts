@@ -30,7 +30,7 @@ export interface EdgeDependencies {
   decisions: AuthDecisions;
   router: RouterServiceClient;
   executor: ExecutorServiceClient;
-  /** Whole completions, on long-lived streams to the executors. */
+  /** Completions, whole and streamed, on long-lived streams to the executors. */
   completions: ExecutorCalls;
   catalog: CatalogView;
   usage: { publish(event: UsageEvent): void };

@@ -1,22 +1,29 @@
 /**
- * The edge's whole completions, carried on a few long-lived CompleteCalls streams to the executors
- * (a message each way instead of a unary call's HTTP/2 stream, headers and trailers), unary while
- * no stream is open. Each call keeps its deadline, and a call the edge gives up on (its client went
- * away) is cancelled on the executor, which aborts the upstream request.
+ * The edge's completions, whole and streamed, carried on a few long-lived CompleteCalls streams to
+ * the executors (a message each way instead of an HTTP/2 stream with headers and trailers per
+ * call), as unary and server-streaming calls while no stream is open. Each call keeps its
+ * deadline, a call the edge gives up on (its client went away) is cancelled on the executor, which
+ * aborts the upstream request, and a streamed call is paced by credit that the edge grants as its
+ * client takes the chunks.
  */
 import { callUnary, type StreamedCalls } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { prometheus } from '@gateway/observability';
 import { measuredStreamedCalls } from './measured-streamed-calls.js';
-import type { ExecuteRequest, ExecuteResponseOutput, ExecutorServiceClient } from '@gateway/proto';
+import type { ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, ExecutorServiceClient } from '@gateway/proto';
 
-/** The calls the edge makes on a CompleteCalls stream, by their names in CompleteCallRequest's oneof. */
+/** The whole calls the edge makes on a CompleteCalls stream, by their names in CompleteCallRequest's oneof. */
 export type ExecutorCallMethods = {
   complete: [ExecuteRequest, ExecuteResponseOutput];
 };
 
-/** Complete over CompleteCalls streams, each call with its own deadline and signal. */
-export type ExecutorCalls = StreamedCalls<ExecutorCallMethods>;
+/** The streamed calls, by name, with the type of one event. */
+export type ExecutorStreamMethods = {
+  stream: [ExecuteRequest, ExecuteStreamEventOutput];
+};
+
+/** Complete and StreamComplete over CompleteCalls streams, each call with its own deadline and signal. */
+export type ExecutorCalls = StreamedCalls<ExecutorCallMethods, ExecutorStreamMethods>;
 
 /**
  * Opens `streams` CompleteCalls streams on the executor channel (0: every call unary) and counts
@@ -27,9 +34,9 @@ export type ExecutorCalls = StreamedCalls<ExecutorCallMethods>;
  * executor replicas. Close it before the channel.
  */
 export function createExecutorCalls(executor: ExecutorServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): ExecutorCalls {
-  return measuredStreamedCalls<ExecutorCallMethods>({
+  return measuredStreamedCalls<ExecutorCallMethods, ExecutorStreamMethods>({
     service: 'executor',
-    calls: 'Whole completions sent to an executor',
+    calls: 'Completions (complete: whole, stream: streamed) sent to an executor',
     streamsOf: 'Completion streams to executors',
     open: () => executor.CompleteCalls(),
     streams,

@@ -20,10 +20,10 @@ export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods> e
 }
 
 /** Opens the streams (0: every call unary) and registers the metrics. Close it before the channel. */
-export function measuredStreamedCalls<Methods extends StreamedMethods>(options: MeasuredStreamedCallsOptions<Methods>): StreamedCalls<Methods> {
+export function measuredStreamedCalls<Methods extends StreamedMethods, Streams extends StreamedMethods = Record<never, [unknown, unknown]>>(options: MeasuredStreamedCallsOptions<Methods>): StreamedCalls<Methods, Streams> {
   const { service, registry, logger } = options;
   const calls = new prometheus.Counter({ name: `gateway_${service}_calls_total`, help: `${options.calls}, by method and path (stream or unary).`, labelNames: ['method', 'path'], registers: [registry] });
-  const streamed = new StreamedCalls<Methods>({
+  const streamed = new StreamedCalls<Methods, Streams>({
     open: options.open,
     streams: options.streams,
     unary: options.unary,

@@ -3,19 +3,21 @@
  * (retries, breakers, fallbacks: pool/run-with-fallbacks.ts), and convert failures to gRPC
  * statuses in one place (toGatewayError + toServiceError).
  *
- * Streams: the first event carries `start` (which model answers, what was tried before it); one
- * `chunk` event per upstream chunk as it arrives; then exactly one `end` event with the usage of
- * the whole stream (whether or not the caller asked for include_usage: the edge builds the usage
- * chunk from it; usage-only upstream chunks are therefore never forwarded as chunks). A failure
- * after the first chunk sends one `failure` event with the usage so far, then the error status.
- * Nothing is retried after the first byte. A cancelled call (client gone, deadline passed) aborts
- * the upstream request, its retries and its fallbacks at once. When call.write() reports a full
- * buffer, nothing more is pulled from the upstream until 'drain'.
+ * Streams (StreamComplete, or `stream` calls on CompleteCalls streams: one runStream serves both):
+ * the first event carries `start` (which model answers, what was tried before it); `rendered`
+ * events carry the upstream chunks as the caller's JSON as they arrive; then exactly one `end`
+ * event with the usage of the whole stream (whether or not the caller asked for include_usage: the
+ * edge builds the usage chunk from it; usage-only upstream chunks are therefore never forwarded as
+ * chunks). A failure after the first chunk sends one `failure` event with the usage so far, then
+ * the error. Nothing is retried after the first byte. A cancelled call (client gone, deadline
+ * passed) aborts the upstream request, its retries and its fallbacks at once. While the caller
+ * cannot take more (a full gRPC buffer, or a streamed call out of credit), nothing more is pulled
+ * from the upstream.
  */
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { CatalogModel } from '@gateway/catalog';
-import { GatewayError, GrpcStatus, requestIdOf, serveStreamedCalls, toServiceError, unary, type ErrorReporter, type StreamedCallContext } from '@gateway/grpc';
+import { GatewayError, GrpcStatus, requestIdOf, serveStreamedCalls, toServiceError, unary, type ErrorReporter, type StreamedCallContext, type StreamingCallContext } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
 import type { ChatChunk, ChatChunkOutput, ChatRequestOutput, CompleteCallRequestOutput, CompleteCallResponse, ExecuteRequestOutput, RenderedChunk, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
@@ -60,6 +62,16 @@ interface OpenedStream {
   readonly provider: Provider;
   readonly iterator: AsyncIterator<ProviderStreamEvent>;
   readonly first: IteratorResult<ProviderStreamEvent>;
+}
+
+/** Where a streamed completion's events go, and what bounds it. */
+interface StreamSink {
+  readonly signal: AbortSignal;
+  /** Unix ms; Infinity when the call has none. */
+  readonly deadline: number;
+  readonly requestId: string;
+  /** Sends one event; resolves when the next may be sent. */
+  send(event: ExecuteStreamEvent): Promise<void>;
 }
 
 /** Labels of a call whose model could not be resolved: never the caller's text. */
@@ -183,17 +195,13 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     }
   }, 'Complete', report);
 
-  // Complete as messages on CompleteCalls streams: the same work, its deadline and cancellation
-  // carried by the stream's messages.
-  const completeCalls = serveStreamedCalls<CompleteCallRequestOutput, CompleteCallResponse>({
-    complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) => runComplete(execute, execute.request_id ?? '', context.deadline, context.signal),
-  }, 'CompleteCalls', report);
-
-  async function streamComplete(call: StreamCall): Promise<void> {
-    const execute = call.request;
-    const requestId = requestIdOf(call);
-    const controller = new AbortController();
-    const stopListening = abortOnCancel(call, controller);
+  /**
+   * Runs a streamed completion, sending its events through `sink` (the StreamComplete call, or a
+   * streamed call on a CompleteCalls stream), and returns the `end` event, which the caller sends
+   * last. A failure after the first chunk sends the `failure` event first, then throws.
+   */
+  async function runStream(execute: ExecuteRequestOutput, sink: StreamSink): Promise<ExecuteStreamEvent> {
+    const { signal, requestId } = sink;
     const started = performance.now();
     let answer: Answer | undefined;
     let deployment: Deployment | undefined;
@@ -207,13 +215,13 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       const result = await runWithFallbacks<OpenedStream>({
         pool,
         models,
-        signal: controller.signal,
-        deadline: deadlineOf(call),
+        signal,
+        deadline: sink.deadline,
         retry: dependencies.retry,
         onRetry,
         start: async (candidate) => {
           const provider = providers.forModel(candidate.model);
-          const opened = provider.stream(request, { model: candidate.model, signal: controller.signal, requestId })[Symbol.asyncIterator]();
+          const opened = provider.stream(request, { model: candidate.model, signal, requestId })[Symbol.asyncIterator]();
           try {
             return { provider, iterator: opened, first: await opened.next() };
           } catch (error) {
@@ -237,11 +245,11 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         legacyFunctions: execute.legacy_functions === true,
       };
       let start: StreamStart | undefined = { model_id: answer.model.id, provider: answer.provider.name, attempts: answer.attempts, completion_id: identity.id, created: identity.created };
-      const send = async (event: ExecuteStreamEvent) => {
-        controller.signal.throwIfAborted();
+      const send = (event: ExecuteStreamEvent) => {
+        signal.throwIfAborted();
         const withStart = start ? { ...event, start } : event;
         start = undefined;
-        if (!call.write(withStart)) await once(call, 'drain', { signal: controller.signal });
+        return sink.send(withStart);
       };
       // Chunks the upstream delivered together leave in one message: the batch is sent once the
       // next chunk is not already at hand (it would need another read from the upstream).
@@ -282,30 +290,56 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         } else next = ready;
       }
       await flush();
-      controller.signal.throwIfAborted();
-      await send({ end: { usage: usage ?? {}, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts } });
-      call.end();
+      signal.throwIfAborted();
+      const end: ExecuteStreamEvent = { end: { usage: usage ?? {}, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts } };
       record(execute, requestId, answer, started, { label: 'ok', usage }, 'StreamComplete');
+      return start ? { ...end, start } : end;
     } catch (error) {
       // Only failures after the first byte reach the breaker here; earlier ones were reported by runWithFallbacks.
-      if (deployment && sentChunks) blame(deployment, error, controller.signal);
-      const outcome = outcomeOf(error, controller.signal);
+      if (deployment && sentChunks) blame(deployment, error, signal);
+      const outcome = outcomeOf(error, signal);
       // A cancelled call's usage is the edge's to estimate (it cannot hear from us any more).
-      const partial = answer && sentChunks && !controller.signal.aborted ? usage ?? await countedUsage(execute.request as ChatRequestOutput, streamedText) : undefined;
+      const partial = answer && sentChunks && !signal.aborted ? usage ?? await countedUsage(execute.request as ChatRequestOutput, streamedText) : undefined;
       record(execute, requestId, answer, started, { ...outcome, usage: partial }, 'StreamComplete');
-      // A cancelled call has no one to tell; anything else leaves as the stream's status, after
-      // the chunks already written and, when some were, the usage they cost.
-      if (!controller.signal.aborted) {
-        if (answer && partial) call.write({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: usage === undefined } });
-        call.emit('error', toServiceError(outcome.error, 'StreamComplete', report));
-      }
+      // The chunks already sent are followed by the usage they cost, then the failure itself.
+      if (answer && partial) await sink.send({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: usage === undefined } }).catch(() => undefined);
+      throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
     } finally {
-      stopListening();
       if (deployment) deployment.outstanding -= 1;
       // Leaving early (cancelled, failed while writing) releases the upstream connection.
       await iterator?.return?.().catch(() => undefined);
     }
   }
+
+  /** StreamComplete: runStream's events as the call's messages, a failure as its status. */
+  async function streamComplete(call: StreamCall): Promise<void> {
+    const controller = new AbortController();
+    const stopListening = abortOnCancel(call, controller);
+    const signal = controller.signal;
+    try {
+      const end = await runStream(call.request, {
+        signal,
+        deadline: deadlineOf(call),
+        requestId: requestIdOf(call),
+        send: async (event) => { if (!call.write(event)) await once(call, 'drain', { signal }); },
+      });
+      call.write(end);
+      call.end();
+    } catch (error) {
+      // A cancelled call has no one to tell; anything else leaves as the stream's status.
+      if (!signal.aborted) call.emit('error', toServiceError(error, 'StreamComplete', report));
+    } finally {
+      stopListening();
+    }
+  }
+
+  // Complete and StreamComplete as messages on CompleteCalls streams: the same work, its deadline,
+  // cancellation and (for streams) credit carried by the stream's messages.
+  const completeCalls = serveStreamedCalls<CompleteCallRequestOutput, CompleteCallResponse>({
+    complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) => runComplete(execute, execute.request_id ?? '', context.deadline, context.signal),
+  }, 'CompleteCalls', report, {
+    stream: (execute: ExecuteRequestOutput, context: StreamingCallContext<ExecuteStreamEvent>) => runStream(execute, { ...context, requestId: execute.request_id ?? '' }),
+  });
 
   return {
     handlers: {

@@ -404,20 +404,26 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       raw.write(': ping\n\n');
     }, config.EDGE_STREAM_KEEPALIVE_MS);
 
+    // A StreamComplete call of its own, made only while no CompleteCalls stream is open.
     let call: ReturnType<typeof deps.executor.StreamComplete> | undefined;
     const cancel = () => call?.cancel();
     abort.signal.addEventListener('abort', cancel, { once: true });
     try {
       for (let replicaTry = 0; ; replicaTry += 1) {
-        const { metadata, callOptions } = callMetadata({ deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id });
-        call = withoutCallerStack(() => deps.executor.StreamComplete(execute, metadata, callOptions));
+        const callOptions = { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id, signal: abort.signal };
+        let events: AsyncIterable<ExecuteStreamEventOutput> | undefined = deps.completions.stream('stream', execute, { ...callOptions, window: STREAM_WINDOW });
+        if (!events) {
+          const { metadata, callOptions: grpcOptions } = callMetadata(callOptions);
+          call = withoutCallerStack(() => deps.executor.StreamComplete(execute, metadata, grpcOptions));
+          events = call as AsyncIterable<ExecuteStreamEventOutput>;
+        }
         let received = false;
         // Set at the end event. The loop then runs on to the stream's own end (its status follows
-        // at once): leaving the loop early would destroy the stream, which builds an AbortError
-        // with its stack trace for every stream.
+        // at once): leaving the loop early would destroy a StreamComplete call, which builds an
+        // AbortError with its stack trace for every stream.
         let completed = false;
         try {
-          for await (const event of call as AsyncIterable<ExecuteStreamEventOutput>) {
+          for await (const event of events) {
             received = true;
             if (completed) continue;
             if (event.start) {
@@ -492,6 +498,13 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     }
   }
 }
+
+/**
+ * How many events of a streamed completion may travel ahead of its client: each event is one
+ * batch of the chunks the upstream delivered together, so this bounds what the edge buffers for a
+ * slow client while the upstream is held back.
+ */
+const STREAM_WINDOW = 8;
 
 /** How many times a request moves to another executor replica after losing one. */
 const REPLICA_RETRIES = 2;
