@@ -266,8 +266,14 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       let next = first;
       while (!next.done) {
         const event = next.value;
-        if (event.type === 'usage') usage = event.usage;
-        else {
+        if (event.type === 'usage') {
+          // The answer is whole: the last chunks and the end leave together, while the upstream's
+          // response ends in the background (its connection goes back to the pool).
+          usage = event.usage;
+          void drainQuietly(iterator);
+          iterator = undefined;
+          break;
+        } else {
           const text = chunkText(event.chunk);
           streamedText += text;
           batchText += text;
@@ -361,6 +367,15 @@ let loopTurnEnd: Promise<typeof NOT_AT_HAND> | undefined;
 function nextLoopTurn(): Promise<typeof NOT_AT_HAND> {
   loopTurnEnd ??= new Promise((resolve) => setImmediate(() => { loopTurnEnd = undefined; resolve(NOT_AT_HAND); }));
   return loopTurnEnd;
+}
+
+/** Pulls a provider stream to its end, ignoring what it yields and how it ends. */
+async function drainQuietly(iterator: AsyncIterator<ProviderStreamEvent>): Promise<void> {
+  try {
+    while (!(await iterator.next()).done);
+  } catch {
+    // The answer was already whole.
+  }
 }
 
 /** The completion text of a chunk: content, refusal, tool-call names and arguments. */

@@ -18,8 +18,10 @@ export interface ProviderContext {
 
 /**
  * One event of a provider stream: a chunk to forward as it arrives, or the usage of the whole
- * stream. A stream that completes has yielded exactly one `usage` event, last. Usage-only upstream
- * chunks are never yielded as chunks: the usage travels in the StreamEnd instead.
+ * stream. A stream that completes has yielded exactly one `usage` event, last: the answer is whole
+ * once it came, even if the upstream's response has not ended yet (the caller still pulls the
+ * iterator to its end, so that the connection goes back to the pool). Usage-only upstream chunks
+ * are never yielded as chunks: the usage travels in the StreamEnd instead.
  */
 export type ProviderStreamEvent =
   | { readonly type: 'chunk'; readonly chunk: ChatChunk }

@@ -204,6 +204,28 @@ describe('OpenAiCompatibleProvider: streams', () => {
     expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 } });
   });
 
+  it('yields the usage at [DONE] without waiting for the response to end, then ends with it and keeps the connection', async () => {
+    let endedAt = 0;
+    upstream.respond(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(fixture('stream-text.sse'));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      endedAt = performance.now();
+      response.end();
+    });
+    const iterator = provider.stream(simpleRequest(), contextOf())[Symbol.asyncIterator]();
+    let event = await iterator.next();
+    while (!event.done && event.value.type !== 'usage') event = await iterator.next();
+    const usageAt = performance.now();
+    expect(event.value).toMatchObject({ type: 'usage', usage: { total_tokens: 18 } });
+    expect(endedAt).toBe(0);
+    expect((await iterator.next()).done).toBe(true);
+    expect(performance.now()).toBeGreaterThanOrEqual(usageAt + 250);
+    expect(endedAt).toBeGreaterThan(0);
+    await upstream.requests[0]!.closed;
+    expect(upstream.requests[0]!.finished).toBe(true);
+  });
+
   it('forwards tool-call fragments that reassemble to the calls', async () => {
     upstream.respond(replaySse(fixture('stream-tool-calls.sse')));
     const events = await collect(provider.stream(simpleRequest(), contextOf()));

@@ -62,7 +62,12 @@ export class OpenAiCompatibleProvider implements Provider {
     // connection goes back to the pool (an upstream that keeps it open after [DONE] loses it).
     const events = readServerSentEvents(response.body, { provider: this.name, signal: context.signal, isLast: isDone });
     for await (const event of events) {
-      if (isDone(event)) { done = true; continue; }
+      if (isDone(event)) {
+        // The answer is whole: its usage goes out now, while the reader waits for the response's end.
+        done = true;
+        yield { type: 'usage', usage: usage ?? (await estimateUsage(request, completionText)) };
+        continue;
+      }
       const parsed = parseChunk(event.data, this.name);
       const chunkUsage = usageOfChunk(parsed);
       if (chunkUsage) usage = chunkUsage;
@@ -77,7 +82,8 @@ export class OpenAiCompatibleProvider implements Provider {
       }
       yield { type: 'chunk', chunk };
     }
-    if (!done && !(sawFinish && unfinished.size === 0)) {
+    if (done) return;
+    if (!(sawFinish && unfinished.size === 0)) {
       throw new UpstreamError('upstream stream ended without [DONE] or a finish reason', { provider: this.name, kind: 'truncated', status: response.statusCode });
     }
     yield { type: 'usage', usage: usage ?? (await estimateUsage(request, completionText)) };
