@@ -7,7 +7,9 @@
  * the mock, the bare proxy and the five services. It reports, each figure beside its ratio to the
  * bare proxy: one-at-a-time latency (whole p50/p99, stream time to first token), completions and
  * streams per second at 50 connections with the CPU per request of every process, and the memory
- * of 10,000 concurrent streams held open by a slow upstream.
+ * of 10,000 concurrent streams held open by a slow upstream; last, the edge-to-executor leg of a
+ * stream alone, carried as a streamed call on the long-lived CompleteCalls streams and as a
+ * StreamComplete call of its own, side by side.
  *
  * `pnpm bench proxy --pin` puts the gateway's processes (Redis and NATS included) and the bare
  * proxy on core 0, the load generator and the mock on core 1.
@@ -19,7 +21,10 @@ import { connect as connectTcp } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import { callMetadata, callUnary, createClient, StreamedCalls } from '@gateway/grpc';
+import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
 import { freePort, startCluster, stopProcess, writeCatalog, type Cluster, type ClusterOptions } from '../tests/e2e/cluster.js';
 import { fixed, processCpuMs, processRssMiB, summarize, table } from './measure.js';
 import type { BenchSuite } from './run.js';
@@ -210,6 +215,50 @@ async function openStreamsMemory(cluster: Cluster, pids: Record<GatewayProcess, 
   return { idleMiB: sum(idle), openMiB: sum(open), opened, perProcess: Object.fromEntries(GATEWAY.map((name) => [name, open[name]! - idle[name]!])), before: idle };
 }
 
+const TRANSPORT_ROUNDS = 2;
+const TRANSPORT_SECONDS = 4;
+
+/**
+ * Streams run against the executor directly, carried the two ways the edge can: a streamed call on
+ * long-lived CompleteCalls streams (as the edge does) and a StreamComplete call each (as it does
+ * while no stream is open). Rounds alternate, so that both ways see the same machine; figures are
+ * the sums over the rounds.
+ */
+async function streamTransports(executorPort: number, executorPid: number): Promise<Array<{ label: string; perSecond: number; executorMs: number; callerMs: number }>> {
+  const client: ExecutorServiceClient = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${executorPort}`);
+  const calls = new StreamedCalls<{ complete: [ExecuteRequest, unknown] }, { stream: [ExecuteRequest, unknown] }>({
+    open: () => client.CompleteCalls(), streams: 8, cancellable: true, unary: { complete: (request, options) => callUnary(client, client.Complete, request, options) },
+  });
+  try {
+    const request: ExecuteRequest = { request_id: 'bench', model_id: 'bench-model', request: { model: 'bench-model', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'ROLE_USER', text: 'Summarise in one sentence why a gateway should add as little latency as it can.' }] } };
+    const ways = [
+      { label: 'streamed call on CompleteCalls streams', one: async () => { for await (const _event of calls.stream('stream', request, { deadlineMs: 10_000, window: 8 })!); } },
+      { label: 'StreamComplete call of its own', one: async () => { const { metadata, callOptions } = callMetadata({ deadlineMs: 10_000 }); for await (const _event of client.StreamComplete(request, metadata, callOptions)); } },
+    ];
+    while (calls.openStreams < 8) await new Promise((resolve) => setTimeout(resolve, 50));
+    const totals = ways.map((way) => ({ label: way.label, count: 0, seconds: 0, executorMs: 0, callerMs: 0 }));
+    for (let round = 0; round < TRANSPORT_ROUNDS; round += 1) {
+      for (const [index, way] of ways.entries()) {
+        const total = totals[index]!;
+        const executorBefore = processCpuMs(executorPid);
+        const callerBefore = process.cpuUsage();
+        const end = performance.now() + TRANSPORT_SECONDS * 1000;
+        await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+          while (performance.now() < end) { await way.one(); total.count += 1; }
+        }));
+        const caller = process.cpuUsage(callerBefore);
+        total.seconds += TRANSPORT_SECONDS;
+        total.executorMs += processCpuMs(executorPid) - executorBefore;
+        total.callerMs += (caller.user + caller.system) / 1000;
+      }
+    }
+    return totals.map((total) => ({ label: total.label, perSecond: total.count / total.seconds, executorMs: total.executorMs / total.count, callerMs: total.callerMs / total.count }));
+  } finally {
+    await calls.close(1_000);
+    client.close();
+  }
+}
+
 /** The processes of one benchmark run, started by startProxyBench. */
 export interface ProxyBench {
   cluster: Cluster;
@@ -335,6 +384,12 @@ export const suite: BenchSuite = {
         ]));
         console.log(`\nThroughput gateway / bare proxy: ${fixed(gatewayResult.perSecond / proxyResult.perSecond)}. The gateway's CPU ms per request by process: ${GATEWAY.map((name) => `${name} ${fixed(gatewayResult.cpuPerRequest[name]!, 3)}`).join(', ')} (total ${fixed(own(gatewayResult), 3)}; bare proxy ${fixed(own(proxyResult), 3)}).\n`);
       }
+
+      // The edge-to-executor leg of a stream alone, both ways the edge can carry it.
+      const legs = await streamTransports(cluster.ports.executor, pids.executor);
+      console.log(`The executor called directly (this process standing in for the edge), ${CONNECTIONS} streams at a time, ${TRANSPORT_ROUNDS} alternating rounds of ${TRANSPORT_SECONDS} s each way:\n`);
+      table(['carried as', 'streams/s', 'executor CPU ms per stream', 'caller CPU ms per stream'], legs.map((leg) => [leg.label, Math.round(leg.perSecond), fixed(leg.executorMs, 3), fixed(leg.callerMs, 3)]));
+      console.log('');
 
     } finally {
       await bench.stop();
