@@ -20,8 +20,9 @@ export const EdgeConfigSchema = Type.Object({
    */
   EDGE_AUTH_STREAMS: Type.Integer({ default: 2, minimum: 0, maximum: 64 }),
   /**
-   * Long-lived streams carrying whole completions to the executors, spread over their replicas
-   * (keep it at least the number of replicas); 0 makes one unary call per completion.
+   * Long-lived streams carrying completions, whole and streamed, to the executors, spread over
+   * their replicas (keep it at least the number of replicas); 0 makes one call of its own per
+   * completion.
    */
   EDGE_EXECUTOR_STREAMS: Type.Integer({ default: 8, minimum: 0, maximum: 256 }),
   /** Deadline of auth and router calls. */
