@@ -8,7 +8,9 @@ import type { Logger } from '@gateway/logger';
  */
 export async function connectNats(url: string, name: string, logger: Logger): Promise<NatsConnection> {
   const nc = await connect({
-    servers: url,
+    // A cluster is named by several URLs, comma-separated; the client also learns the others from
+    // the server it reaches, and moves to another when it goes away.
+    servers: url.split(',').map((server) => server.trim()).filter((server) => server.length > 0),
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,

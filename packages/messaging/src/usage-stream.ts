@@ -45,11 +45,19 @@ export function usageNames(stream: string = USAGE_STREAM): UsageNames {
 export interface UsageStreamOptions {
   stream?: string;
   subjects?: string[];
+  /**
+   * How many servers keep each event (USAGE_STREAM_REPLICAS): 1 on a single server; 3 on a
+   * cluster, so that an acknowledged event survives the loss of a server (JetStream acknowledges a
+   * publish once a majority of the replicas stored it). Changing it on an existing stream
+   * re-replicates it in place.
+   */
+  replicas?: number;
 }
 
 /**
  * Creates the usage stream, or updates it to this configuration when it exists. Idempotent, so
- * every publisher and consumer calls it at start. File storage because events are money.
+ * every publisher and consumer calls it at start. File storage because events are money. More than
+ * one replica needs a NATS cluster with JetStream (a single server refuses it).
  */
 export async function ensureUsageStream(nc: NatsConnection, options: UsageStreamOptions = {}): Promise<StreamInfo> {
   const manager = await nc.jetstreamManager();
@@ -61,7 +69,7 @@ export async function ensureUsageStream(nc: NatsConnection, options: UsageStream
     discard: DiscardPolicy.Old,
     duplicate_window: nanos(USAGE_DUPLICATE_WINDOW_MS),
     max_age: nanos(USAGE_MAX_AGE_MS),
-    num_replicas: 1,
+    num_replicas: options.replicas ?? 1,
   };
   try {
     await manager.streams.info(config.name);

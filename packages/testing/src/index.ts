@@ -94,3 +94,5 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
     }),
   };
 }
+
+export * from './nats-cluster.js';

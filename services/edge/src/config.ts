@@ -11,6 +11,8 @@ export const EdgeConfigSchema = Type.Object({
   NATS_URL: Type.String({ default: 'nats://127.0.0.1:4222' }),
   /** The JetStream stream of usage events (and so their subjects); one per gateway sharing a NATS. */
   USAGE_STREAM: Type.String({ pattern: USAGE_STREAM_NAME_PATTERN, default: 'USAGE' }),
+  /** Copies JetStream keeps of every usage event: 1 on one NATS server, 3 on a cluster. Metering's must match. */
+  USAGE_STREAM_REPLICAS: Type.Integer({ minimum: 1, maximum: 5, default: 1 }),
   LOG_LEVEL: Type.String({ default: 'info' }),
   /** Largest accepted request body. */
   EDGE_BODY_LIMIT_BYTES: Type.Integer({ default: 16 * 1024 * 1024, minimum: 1024 }),

@@ -34,7 +34,7 @@ catalog.start();
 // the first connection (then the stream is made sure of, so events never wait on metering).
 const nats = connectNats(config.NATS_URL, 'edge', logger);
 const usageStream = usageNames(config.USAGE_STREAM);
-void nats.then((connection) => ensureUsageStream(connection, usageStream)).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
+void nats.then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS })).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject });
 
 let readyCache = { at: 0, value: false };

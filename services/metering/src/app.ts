@@ -20,6 +20,8 @@ export interface MeteringDependencies {
   registry?: prometheus.Registry;
   stream?: string;
   subjects?: string[];
+  /** Copies of each event the stream keeps (USAGE_STREAM_REPLICAS); 1 when not given. */
+  replicas?: number;
   subject?: string;
   durableName?: string;
   /** Redelivery delays after a failure; see DurableConsumerOptions.backoffMs. */
@@ -102,7 +104,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   return {
     grpc: createGatewayServer([]),
     start: async () => {
-      await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS });
+      await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas });
       consumer = await startDurableConsumer<UsageEventOutput[]>(nc, {
         stream,
         durableName,

@@ -14,6 +14,7 @@ describe('metering configuration', () => {
       LOG_LEVEL: 'info',
       METERING_SHUTDOWN_GRACE_MS: 5_000,
       USAGE_STREAM: 'USAGE',
+      USAGE_STREAM_REPLICAS: 1,
       METERING_DEDUP_RETENTION_MS: 600_000,
     });
   });
@@ -25,7 +26,14 @@ describe('metering configuration', () => {
     [{ METERING_METRICS_PORT: '70000' }, 'invalid configuration: env/METERING_METRICS_PORT must be <= 65535'],
     [{ CATALOG_PATH: '' }, 'invalid configuration: env/CATALOG_PATH must NOT have fewer than 1 characters'],
     [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],
+    [{ USAGE_STREAM_REPLICAS: '0' }, 'invalid configuration: env/USAGE_STREAM_REPLICAS must be >= 1'],
   ];
+  it('takes a NATS cluster as a list of servers and its replica count', () => {
+    expect(loadMeteringConfig({ NATS_URL: 'nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222', USAGE_STREAM_REPLICAS: '3' })).toMatchObject({
+      NATS_URL: 'nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222', USAGE_STREAM_REPLICAS: 3,
+    });
+  });
+
   it.each(invalid)('rejects %o', (env, message) => {
     expect(() => loadMeteringConfig(env)).toThrow(new ConfigError(message));
   });

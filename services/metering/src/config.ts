@@ -15,6 +15,8 @@ export const MeteringConfigSchema = Type.Object({
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   METERING_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5_000 }),
   USAGE_STREAM: Type.String({ pattern: USAGE_STREAM_NAME_PATTERN, default: 'USAGE' }),
+  /** Copies JetStream keeps of every usage event: 1 on one NATS server, 3 on a cluster. The edges' must match. */
+  USAGE_STREAM_REPLICAS: Type.Integer({ minimum: 1, maximum: 5, default: 1 }),
   METERING_DEDUP_RETENTION_MS: Type.Integer({ minimum: 0, default: 600_000 }),
 });
 

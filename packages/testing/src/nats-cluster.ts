@@ -1,0 +1,137 @@
+/**
+ * A NATS cluster with JetStream on loopback, started and stopped by the test itself: `nats-server`
+ * processes (Debian's package `nats-server`) joined by routes, each with its own store directory,
+ * so that a test can kill a node and start it again on the same data.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Whether a `nats-server` binary is on the PATH. */
+export function hasNatsServer(): boolean {
+  return spawnSync('nats-server', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+/** One node of a NatsCluster. */
+export interface NatsNode {
+  /** `server_name`, as JetStream names a stream's leader and replicas. */
+  readonly name: string;
+  /** `nats://127.0.0.1:<port>` of its client port. */
+  readonly url: string;
+  /** Whether its process runs. */
+  readonly running: boolean;
+  /** Kills the process (SIGKILL by default: a crash) and resolves once it exited. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same ports and store. */
+  start(): Promise<void>;
+  /** Deletes its JetStream store (while it is down): a server replaced with an empty disk. */
+  wipeStore(): void;
+}
+
+/** A started cluster. */
+export interface NatsCluster {
+  readonly nodes: readonly NatsNode[];
+  /** Every node's client URL, comma-separated: what NATS_URL takes for a cluster. */
+  readonly url: string;
+  /** The node of a server_name. */
+  node(name: string): NatsNode;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once the client port accepts connections; rejects if the process exits first. */
+async function listening(child: ChildProcess, port: number, output: () => string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${output()}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`nats-server did not listen on ${port}: ${output()}`);
+}
+
+/**
+ * Starts `size` nodes (3 by default) with JetStream, routed to one another, and resolves once each
+ * listens. JetStream elects its meta leader shortly after: a first stream request may need retries
+ * (see the caller's `eventually`).
+ */
+export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  const directory = mkdtempSync(join(tmpdir(), 'nats-cluster-'));
+  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
+  const nodes = ports.map((port, index) => {
+    const name = `n${index + 1}`;
+    const config = join(directory, `${name}.conf`);
+    const store = join(directory, name);
+    const routes = ports.filter((_, other) => other !== index).map((other) => `nats-route://127.0.0.1:${other.route}`);
+    writeFileSync(config, `server_name: ${name}
+listen: 127.0.0.1:${port.client}
+jetstream { store_dir: "${store}" }
+cluster {
+  name: gateway-test
+  listen: 127.0.0.1:${port.route}
+  routes: [${routes.join(', ')}]
+}
+`);
+    let child: ChildProcess | undefined;
+    const node: NatsNode = {
+      name,
+      url: `nats://127.0.0.1:${port.client}`,
+      get running() { return child !== undefined && child.exitCode === null && child.signalCode === null; },
+      async kill(signal = 'SIGKILL') {
+        const running = child;
+        if (!running || running.exitCode !== null || running.signalCode !== null) return;
+        const exited = new Promise((resolve) => running.once('exit', resolve));
+        running.kill(signal);
+        await exited;
+      },
+      wipeStore() {
+        if (node.running) throw new Error(`${name} is running: kill it before wiping its store`);
+        rmSync(store, { recursive: true, force: true });
+      },
+      async start() {
+        let output = '';
+        child = spawn('nats-server', ['-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+        child.stdout!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
+        child.stderr!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
+        await listening(child, port.client, () => output);
+      },
+    };
+    return node;
+  });
+  const cluster: NatsCluster = {
+    nodes,
+    url: nodes.map((node) => node.url).join(','),
+    node(name) {
+      const found = nodes.find((node) => node.name === name);
+      if (!found) throw new Error(`no node named ${name}`);
+      return found;
+    },
+    async stop() {
+      await Promise.all(nodes.map((node) => node.kill('SIGTERM')));
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+  try {
+    await Promise.all(nodes.map((node) => node.start()));
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+  return cluster;
+}
