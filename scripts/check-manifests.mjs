@@ -1,8 +1,8 @@
 // Checks the deployment files without a cluster: every YAML under deploy/ parses, every
 // kustomization's resources, components and patches exist (and no manifest is left unlisted),
-// each overlay's objects hold together (Services select a Deployment, probes and targetPorts name
+// each overlay's objects hold together (Services select a Deployment or StatefulSet, probes and targetPorts name
 // declared ports, patches and the HPA target existing objects, config references resolve), and
-// every Deployment has an image, probes, resources and a non-root, read-only security context.
+// every Deployment and StatefulSet has an image, probes, resources and a non-root, read-only security context.
 // When `kubectl` or `kustomize` is on PATH each overlay is also rendered for real and the rendered
 // objects get the same checks. docker-compose.yml is parsed and checked for the services it must run.
 //
@@ -126,6 +126,8 @@ const probeKinds = ['httpGet', 'grpc', 'tcpSocket', 'exec'];
 function validate(label, objects, patches = []) {
   const byKind = (kind) => objects.filter((object) => object.kind === kind);
   const deployments = byKind('Deployment');
+  // Every workload gets the same checks; Services may select any of them.
+  const workloads = [...deployments, ...byKind('StatefulSet')];
   const services = byKind('Service');
   const names = new Set(objects.map((object) => `${object.kind}/${object.metadata?.name}`));
   const where = (object) => `${label}: ${object.kind}/${object.metadata?.name}${object.source ? ` (${object.source})` : ''}`;
@@ -133,7 +135,7 @@ function validate(label, objects, patches = []) {
   for (const patch of patches) check(names.has(`${patch.kind}/${patch.name}`), `${label}: ${patch.source} patches ${patch.kind}/${patch.name}, which is not there`);
   for (const name of names) check(objects.filter((object) => `${object.kind}/${object.metadata?.name}` === name).length === 1, `${label}: ${name} is defined twice`);
 
-  for (const deployment of deployments) {
+  for (const deployment of workloads) {
     const at = where(deployment);
     const template = deployment.spec?.template ?? {};
     const pod = template.spec ?? {};
@@ -143,7 +145,7 @@ function validate(label, objects, patches = []) {
     const containers = pod.containers ?? [];
     check(containers.length > 0, `${at}: no containers`);
     check(pod.securityContext?.runAsNonRoot === true || containers.every((container) => container.securityContext?.runAsNonRoot === true), `${at}: runAsNonRoot is not set`);
-    const volumes = new Set((pod.volumes ?? []).map((volume) => volume.name));
+    const volumes = new Set([...(pod.volumes ?? []), ...(deployment.spec?.volumeClaimTemplates ?? []).map((claim) => claim.metadata ?? {})].map((volume) => volume.name));
     for (const container of containers) {
       const cat = `${at} container ${container.name}`;
       check(typeof container.image === 'string' && container.image.length > 0, `${cat}: no image`);
@@ -176,8 +178,8 @@ function validate(label, objects, patches = []) {
     const at = where(service);
     const selector = service.spec?.selector ?? {};
     if (!check(Object.keys(selector).length > 0, `${at}: no selector`)) continue;
-    const targets = deployments.filter((deployment) => Object.entries(selector).every(([key, value]) => deployment.spec?.template?.metadata?.labels?.[key] === value));
-    if (!check(targets.length > 0, `${at}: selects no Deployment`)) continue;
+    const targets = workloads.filter((deployment) => Object.entries(selector).every(([key, value]) => deployment.spec?.template?.metadata?.labels?.[key] === value));
+    if (!check(targets.length > 0, `${at}: selects no Deployment or StatefulSet`)) continue;
     for (const port of service.spec?.ports ?? []) {
       check(typeof port.port === 'number', `${at}: a port without a number`);
       if (typeof port.targetPort === 'string') {
