@@ -7,7 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { eventually } from '@gateway/testing';
+import { connect } from 'nats';
+import { eventually, hasNatsServer, startNatsCluster } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
 import { freePort, meteredUsage, metric, quietMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
 
@@ -216,4 +217,59 @@ describe('a stopped NATS', () => {
       rmSync(store, { recursive: true, force: true });
     }
   });
+});
+
+describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-node JetStream cluster', () => {
+  it('keeps answering, and meters every answered request exactly once, while the stream\'s leader is down and after it returns empty', async () => {
+    const nats = await startNatsCluster(3);
+    const probe = await connect({ servers: nats.nodes.map((node) => node.url) });
+    // JetStream elects its meta leader a moment after the servers start.
+    await eventually(async () => ((await probe.jetstreamManager().then((manager) => manager.getAccountInfo()).catch(() => undefined)) ? true : undefined), 'JetStream to be ready on the cluster', 30_000, 250);
+    const own = await startCluster({ env: { NATS_URL: nats.url, USAGE_STREAM_REPLICAS: '3' } });
+    try {
+      const manager = await probe.jetstreamManager();
+      const leader = await eventually(async () => (await manager.streams.info(own.usageStream).catch(() => undefined))?.cluster?.leader, 'the usage stream to be created with a leader', 30_000, 200);
+      expect((await manager.streams.info(own.usageStream)).config.num_replicas).toBe(3);
+
+      let stop = false;
+      const answered: number[] = [];
+      const statuses = new Map<number, number>();
+      const load = async () => {
+        while (!stop) {
+          const response = await fetch(`${own.baseUrl}/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${own.apiKey}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'hello' }] }),
+            signal: AbortSignal.timeout(10_000),
+          });
+          statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+          if (response.status === 200) answered.push((await response.json() as { gateway: { cost_usd: number } }).gateway.cost_usd);
+          else await response.arrayBuffer();
+        }
+      };
+      const loops = Array.from({ length: 4 }, load);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await nats.node(leader).kill();
+      nats.node(leader).wipeStore();
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      await nats.node(leader).start();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      stop = true;
+      await Promise.all(loops);
+
+      // Losing a NATS server never reaches the callers.
+      expect([...statuses.keys()]).toEqual([200]);
+      expect(answered.length).toBeGreaterThan(20);
+      const usage = await eventually(async () => { const found = await meteredUsage(redis, own.apiKey); return found.requests >= answered.length && found; }, 'every answered request to be metered', 30_000, 200);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const settled = await meteredUsage(redis, own.apiKey);
+      expect(settled.requests).toBe(answered.length);
+      expect(settled.cost_pico_usd).toBe(usage.cost_pico_usd);
+      expect(picoUsdToUsd(settled.cost_pico_usd)).toBeCloseTo(answered.reduce((sum, cost) => sum + cost, 0), 9);
+    } finally {
+      await own.stop();
+      await probe.close();
+      await nats.stop();
+    }
+  }, 120_000);
 });
