@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { connect } from 'nats';
-import { natsUrl, redisUrl } from '@gateway/testing';
+import { natsServers, natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
@@ -142,7 +142,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
 /** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */
 async function deleteStream(url: string, stream: string): Promise<void> {
-  const connection = await connect({ servers: url, timeout: 2_000 }).catch(() => undefined);
+  const connection = await connect({ servers: natsServers(url), timeout: 2_000 }).catch(() => undefined);
   if (!connection) return;
   try {
     await (await connection.jetstreamManager()).streams.delete(stream).catch(() => false);

@@ -195,7 +195,7 @@ describe('a stopped NATS', () => {
     const store = mkdtempSync(join(tmpdir(), 'gateway-nats-'));
     const startNats = () => spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', store], { stdio: 'ignore' });
     let nats = startNats();
-    const own = await startCluster({ env: { NATS_URL: `nats://127.0.0.1:${port}` } });
+    const own = await startCluster({ env: { NATS_URL: `nats://127.0.0.1:${port}`, USAGE_STREAM_REPLICAS: '1' } });
     try {
       const call = () => fetch(`${own.baseUrl}/chat/completions`, {
         method: 'POST',

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
-import { eventually, natsUrl } from '@gateway/testing';
+import { eventually, natsServers, natsUrl } from '@gateway/testing';
 import type { UsageEventOutput } from '@gateway/proto';
 import { decodeUsageEvent, encodeUsageEvent } from './usage-codec.js';
 import { PoisonMessageError, startDurableConsumer } from './durable-consumer.js';
@@ -16,7 +16,7 @@ describe('startDurableConsumer', () => {
   const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
 
   beforeAll(async () => {
-    nc = await connect({ servers: await natsUrl() });
+    nc = await connect({ servers: natsServers(await natsUrl()) });
     await ensureUsageStream(nc, names);
   });
 

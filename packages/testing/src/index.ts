@@ -36,11 +36,17 @@ export async function redisUrl(): Promise<string> {
   return url;
 }
 
-/** The NATS URL (JetStream on) for integration tests. */
+/** The NATS URL (JetStream on) for integration tests: one server, or a cluster's, comma-separated. */
 export async function natsUrl(): Promise<string> {
   const url = await fromEnvOrContainer('NATS_URL', 'nats:2.10-alpine', 4222, ['-js'], 'nats');
-  if (!(await reachable(url))) throw new Error(`NATS at ${url} does not answer`);
+  const [first] = natsServers(url);
+  if (!first || !(await reachable(first))) throw new Error(`NATS at ${url} does not answer`);
   return url;
+}
+
+/** The servers of a NATS_URL, as nats.js's `servers` option takes them. */
+export function natsServers(url: string): string[] {
+  return url.split(',').map((server) => server.trim()).filter((server) => server.length > 0);
 }
 
 /** Stops the containers this process started. */

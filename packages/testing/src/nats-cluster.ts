@@ -9,9 +9,17 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** Whether a `nats-server` binary is on the PATH. */
+/** The `nats-server` binary: on the PATH, or in an sbin folder (where Debian puts it). */
+function natsServerBinary(): string | undefined {
+  for (const candidate of ['nats-server', '/usr/sbin/nats-server', '/usr/local/sbin/nats-server', '/usr/local/bin/nats-server']) {
+    if (spawnSync(candidate, ['--version'], { stdio: 'ignore' }).status === 0) return candidate;
+  }
+  return undefined;
+}
+
+/** Whether a `nats-server` binary is installed. */
 export function hasNatsServer(): boolean {
-  return spawnSync('nats-server', ['--version'], { stdio: 'ignore' }).status === 0;
+  return natsServerBinary() !== undefined;
 }
 
 /** One node of a NatsCluster. */
@@ -72,6 +80,8 @@ async function listening(child: ChildProcess, port: number, output: () => string
  * (see the caller's `eventually`).
  */
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  const binary = natsServerBinary();
+  if (!binary) throw new Error('nats-server is not installed: apt-get install nats-server');
   const directory = mkdtempSync(join(tmpdir(), 'nats-cluster-'));
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
   const nodes = ports.map((port, index) => {
@@ -106,7 +116,7 @@ cluster {
       },
       async start() {
         let output = '';
-        child = spawn('nats-server', ['-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+        child = spawn(binary, ['-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
         child.stdout!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
         child.stderr!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
         await listening(child, port.client, () => output);

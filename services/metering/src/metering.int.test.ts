@@ -7,7 +7,7 @@ import { createLogger } from '@gateway/logger';
 import { encodeUsageEvent, encodeUsageEventBatch, UsagePublisher } from '@gateway/messaging';
 import { createRegistry, prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
-import { eventually, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
+import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
 import { createRedis } from '@gateway/redis';
 import { dedupKey, isMetered, keyTotals, modelTotals, recordEvent } from './usage-store.js';
@@ -74,7 +74,7 @@ describe('metering', () => {
   const streams: string[] = [];
 
   beforeAll(async () => {
-    nc = await connect({ servers: await natsUrl() });
+    nc = await connect({ servers: natsServers(await natsUrl()) });
     redis = createRedis(await redisUrl(), logger);
     inspector = new Redis(await redisUrl());
     await eventually(() => redis.status === 'ready', 'redis to be ready');
