@@ -250,7 +250,8 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
         }).then(() => sendEvent(entry, callId, name, event));
       }
       entry.credit -= 1;
-      return send({ call_id: callId, [name]: event }) ? RESOLVED : waitWritable();
+      // A full buffer is waited out; a stream already over has nothing to wait for.
+      return send({ call_id: callId, [name]: event }) || ended || call.cancelled ? RESOLVED : waitWritable();
     };
     // The caller half-closed: answer what is in flight, then end with OK.
     call.on('end', () => stream.close());
