@@ -21,7 +21,7 @@ describe('auth configuration', () => {
     [{ GATEWAY_BOOTSTRAP_KEY: `sk-${'a'.repeat(40)}` }, 'invalid configuration: env/GATEWAY_BOOTSTRAP_KEY must match pattern "^(br-[A-Za-z0-9]{32,})?$"'],
     [{ GATEWAY_BOOTSTRAP_PLAN: 'gold' }, 'invalid configuration: env/GATEWAY_BOOTSTRAP_PLAN must be equal to one of the allowed values'],
     [{ AUTH_METRICS_PORT: 'ninety' }, 'invalid configuration: env/AUTH_METRICS_PORT must be integer'],
-    [{ REDIS_URL: 'localhost:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?://"'],
+    [{ REDIS_URL: 'localhost:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?(-cluster)?://"'],
     [{ LOG_LEVEL: 'loud' }, 'invalid configuration: env/LOG_LEVEL must be equal to one of the allowed values'],
   ];
   it.each(invalid)('rejects %o', (env, message) => {

@@ -1,4 +1,5 @@
 import { loadConfig, Type, type Static } from '@gateway/config';
+import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './plans.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -8,7 +9,9 @@ type LogLevel = (typeof LOG_LEVELS)[number];
 export const AuthConfigSchema = Type.Object({
   AUTH_LISTEN_ADDR: Type.String({ default: '0.0.0.0:50051' }),
   AUTH_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9101 }),
-  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  REDIS_URL: Type.String({ pattern: REDIS_URL_PATTERN, default: 'redis://127.0.0.1:6379' }),
+  /** Redis replicas that must have a write before it counts as done (WAIT): 0 for none, 1 on a cluster with replicas. */
+  REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
   // Prefix of every Redis key auth writes, so environments can share one Redis.
   AUTH_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_-]*$', default: 'auth:' }),
   AUTH_PLANS_PATH: Type.String({ minLength: 1, default: DEFAULT_PLANS_PATH }),

@@ -10,6 +10,7 @@ describe('metering configuration', () => {
       METERING_METRICS_PORT: 9104,
       NATS_URL: 'nats://127.0.0.1:4222',
       REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_WAIT_REPLICAS: 0,
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
       LOG_LEVEL: 'info',
       METERING_SHUTDOWN_GRACE_MS: 5_000,
@@ -22,7 +23,7 @@ describe('metering configuration', () => {
   // Each invalid environment and the exact error it must produce.
   const invalid: Array<[Record<string, string>, string]> = [
     [{ NATS_URL: '127.0.0.1:4222' }, 'invalid configuration: env/NATS_URL must match pattern "^(nats|tls)://"'],
-    [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?://"'],
+    [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?(-cluster)?://"'],
     [{ METERING_METRICS_PORT: '70000' }, 'invalid configuration: env/METERING_METRICS_PORT must be <= 65535'],
     [{ CATALOG_PATH: '' }, 'invalid configuration: env/CATALOG_PATH must NOT have fewer than 1 characters'],
     [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],
