@@ -33,18 +33,24 @@ export const DEFAULT_QUOTA_PREFIX = 'auth:';
 export const RESERVATION_PATTERN = /^(key_[A-Za-z0-9]{16}):([A-Za-z0-9_-]{1,64})$/;
 
 /**
- * The Lua functions of the window: windowKeys(prefix, keyId), clock(given) (Redis TIME when
- * given is ''), expire(R, T, H, P, now, window, pendingMaxAge), newestAge(zset, now, window),
- * touch(R, T, H, P, ttl), and settleCharge(prefix, keyId, id, actual, now, window, pendingMaxAge),
+ * The names of one key's window, [R, T, H, P]: `<prefix>window:{<key id>}:requests|tokens|charges|
+ * pending`. A script that touches them declares them (Redis Cluster routes a script by its declared
+ * keys, and they share the key id's hash tag, so they share a slot with the key's record).
+ */
+export function windowKeyNames(prefix: string, keyId: string): [string, string, string, string] {
+  const base = `${prefix}window:{${keyId}}:`;
+  return [`${base}requests`, `${base}tokens`, `${base}charges`, `${base}pending`];
+}
+
+/**
+ * The Lua functions of the window, on the names windowKeyNames gives: clock(given) (Redis TIME
+ * when given is ''), expire(R, T, H, P, now, window, pendingMaxAge), newestAge(zset, now, window),
+ * touch(R, T, H, P, ttl), and settleCharge(R, T, H, P, id, actual, now, window, pendingMaxAge),
  * which settles one charge with the tokens actually used and returns {outcome, delta,
  * tokensInWindow}: outcome 1 settled, 2 already settled, 3 unknown. Settling is idempotent (the
  * `s:<id>` mark); a charge that already left the window charges only an excess, at `now`.
  */
 export const WINDOW_LUA = `
-local function windowKeys(prefix, keyId)
-  local base = prefix .. 'window:{' .. keyId .. '}:'
-  return base .. 'requests', base .. 'tokens', base .. 'charges', base .. 'pending'
-end
 
 local function clock(given)
   if given ~= '' then return tonumber(given) end
@@ -88,8 +94,7 @@ local function touch(R, T, H, P, ttl)
   for _, name in ipairs({R, T, H, P}) do redis.call('PEXPIRE', name, ttl) end
 end
 
-local function settleCharge(prefix, keyId, id, actual, now, window, pendingMaxAge)
-  local R, T, H, P = windowKeys(prefix, keyId)
+local function settleCharge(R, T, H, P, id, actual, now, window, pendingMaxAge)
   expire(R, T, H, P, now, window, pendingMaxAge)
   local reserved = tonumber(redis.call('HGET', H, 't:' .. id))
   local outcome, delta = 3, 0

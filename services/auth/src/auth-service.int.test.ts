@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Redis } from 'ioredis';
 import { callUnary, createClient, GatewayError, GrpcStatus, StreamedCalls, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import {
@@ -15,7 +14,7 @@ import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
-import { createRedis } from '@gateway/redis';
+import { connectRedis, createRedis, deleteMatching, keysMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
 
 const logger = createLogger('auth-test', 'silent');
 const plans = loadPlans();
@@ -24,7 +23,7 @@ const plans = loadPlans();
 async function startAuth(url: string, prefix: string) {
   const redis = createRedis(url, logger);
   const keys = new KeyStore(redis, { prefix });
-  const limiter = new QuotaLimiter(redis, plans, { prefix });
+  const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
   const server: GatewayServer = createServer({ keys, limiter, plans, logger });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
@@ -59,18 +58,17 @@ async function startAuth(url: string, prefix: string) {
 describe('AuthService', () => {
   const prefix = `test-${randomUUID()}:auth:`;
   let auth: Awaited<ReturnType<typeof startAuth>>;
-  let inspector: Redis;
+  let inspector: RedisClient;
 
   beforeAll(async () => {
     const url = await redisUrl();
     auth = await startAuth(url, prefix);
-    inspector = new Redis(url);
+    inspector = connectRedis(url);
     await eventually(() => auth.redis.status === 'ready', 'redis to be ready');
   });
 
   afterAll(async () => {
-    const names = await inspector.keys(`${prefix}*`);
-    if (names.length) await inspector.del(...names);
+    await deleteMatching(inspector, `${prefix}*`);
     await inspector.quit();
     await auth.stop();
   });
@@ -146,7 +144,7 @@ describe('AuthService', () => {
   it('stores only the SHA-256 of secrets: no Redis key or value contains one', async () => {
     const secrets = [(await createKey('PLAN_STARTER')).secret!, (await createKey('PLAN_PRO')).secret!];
     await auth.checkKey(secrets[0]);
-    const names = await inspector.keys(`${prefix}*`);
+    const names = await keysMatching(inspector, `${prefix}*`);
     expect(names).toContain(`${prefix}key:${hashSecret(secrets[0])}`);
     const dump: string[] = [];
     for (const name of names) {
@@ -165,7 +163,7 @@ describe('AuthService', () => {
 
   it('records last use at most once a minute', async () => {
     const created = await createKey('PLAN_STARTER');
-    const name = `${prefix}key:${hashSecret(created.secret!)}`;
+    const name = `${prefix}record:{${created.key!.key_id}}`;
     expect(await inspector.hget(name, 'last_used_at_ms')).toBeNull();
     await auth.checkKey(created.secret!);
     const first = await eventually(() => inspector.hget(name, 'last_used_at_ms').then((value) => value ?? undefined), 'last use to be recorded');
@@ -351,7 +349,8 @@ describe('AuthService', () => {
     }
   });
 
-  it('recovers by itself when Redis comes back', async () => {
+  // Through a TCP proxy to one server; a cluster's failover has a drill of its own.
+  it.skipIf(parseRedisUrl(process.env.REDIS_URL ?? 'redis://x').cluster)('recovers by itself when Redis comes back', async () => {
     const target = new URL(await redisUrl());
     const proxy = await startTcpProxy(0, target.hostname, Number(target.port));
     const flaky = await startAuth(`redis://127.0.0.1:${proxy.port}`, prefix);

@@ -117,7 +117,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const part = request.reservation_id || randomBase62(22);
     if (!RESERVATION_PART_PATTERN.test(part)) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', { param: 'reservation_id' });
     const mode = request.check_only ? 'peek' : 'reserve';
-    const result = await store(() => limiter.check(keys.keyName(hashSecret(secret)), part, reserve, mode), 'The key service cannot decide right now.', request.request_id);
+    const result = await store(() => limiter.check(hashSecret(secret), part, reserve, mode), 'The key service cannot decide right now.', request.request_id);
     if (result.kind === 'unknown_key') return deny(INVALID_KEY_MESSAGE);
     if (result.kind === 'revoked') return deny(REVOKED_KEY_MESSAGE);
     const response: CheckKeyResponse = {

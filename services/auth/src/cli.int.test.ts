@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { KeyStore } from './key-store.js';
 import { hashSecret } from './key-secret.js';
@@ -14,7 +14,7 @@ const run = promisify(execFile);
 describe('auth CLI (dist/cli.js)', () => {
   const prefix = `test-${randomUUID()}:auth:`;
   let url: string;
-  let inspector: Redis;
+  let inspector: RedisClient;
 
   /** Runs the built CLI; resolves with its output and exit code, whatever the code. */
   const cli = (...args: string[]) => run(process.execPath, [CLI, ...args], { env: { ...process.env, REDIS_URL: url, AUTH_REDIS_PREFIX: prefix } })
@@ -23,12 +23,11 @@ describe('auth CLI (dist/cli.js)', () => {
 
   beforeAll(async () => {
     url = await redisUrl();
-    inspector = new Redis(url);
+    inspector = connectRedis(url);
   });
 
   afterAll(async () => {
-    const names = await inspector.keys(`${prefix}*`);
-    if (names.length) await inspector.del(...names);
+    await deleteMatching(inspector, `${prefix}*`);
     await inspector.quit();
   });
 

@@ -17,7 +17,7 @@ import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
 import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
 import { isPlanName, PLAN_NAMES, type Limit } from './plans.js';
-import { createRedis } from '@gateway/redis';
+import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
 
 const USAGE = `usage:
   create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [LIMITS] [--json]
@@ -34,7 +34,9 @@ class UsageError extends Error {}
 
 /** The CLI's one setting, read through the same schema machinery as the services. */
 const CliConfigSchema = Type.Object({
-  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  REDIS_URL: Type.String({ pattern: REDIS_URL_PATTERN, default: 'redis://127.0.0.1:6379' }),
+  /** Redis replicas that must have a write before it counts as done (WAIT): 0 for none, 1 on a cluster with replicas. */
+  REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
   AUTH_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_-]*$', default: 'auth:' }),
 });
 
@@ -142,7 +144,7 @@ const config = loadConfig(CliConfigSchema, process.env);
 const redis = createRedis(config.REDIS_URL, createLogger('auth-cli', 'silent'), { lazyConnect: true });
 try {
   await redis.connect();
-  await run(process.argv.slice(2), new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX }));
+  await run(process.argv.slice(2), new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS }));
 } catch (error) {
   if (error instanceof UsageError) {
     process.stderr.write(`${error.message}\n${USAGE}\n`);

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import type { Logger } from '@gateway/logger';
+import { waitForReplicas, type RedisClient } from '@gateway/redis';
 import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
 import { isPlanName, type Limit, type PlanName } from './plans.js';
 
@@ -91,6 +92,13 @@ export interface KeyStoreOptions {
   prefix?: string;
   /** The clock, in Unix milliseconds. */
   now?: () => number;
+  /**
+   * Replicas that must have a key's creation or change before it is reported done (Redis WAIT),
+   * so that a revocation survives a failover to a replica; 0 (default) waits for none.
+   */
+  replicas?: number;
+  /** Warned about a change that fewer replicas than asked for acknowledged in time. */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /** Thrown by create when the secret already belongs to a key. */
@@ -104,20 +112,22 @@ export class KeyExistsError extends Error {
 /** How often last_used_at_ms may be written per key (by the quota script): once a minute. */
 export const LAST_USED_INTERVAL_MS = 60_000;
 
-// Creates a key only if its secret is new, with its id index and set entry, atomically.
-// KEYS: key hash, key-id index, key-id set. ARGV: hash, key id, then field/value pairs.
-const CREATE_SCRIPT = `
+/** How many secret hash -> key id entries a store remembers (about 150 bytes each). */
+export const KEY_ID_CACHE_SIZE = 100_000;
+
+/** How long WAIT may take for a key change to reach the replicas asked for. */
+const REPLICA_WAIT_MS = 1_000;
+
+// Writes a new key's record unless its id is taken. KEYS: the record. ARGV: field/value pairs.
+const CREATE_RECORD_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-redis.call('SET', KEYS[2], ARGV[1])
-redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `;
 
-// Changes fields of a key's hash only if the key exists, so an update never creates a partial key.
-// KEYS: key hash. ARGV: count of fields to delete, those fields, then field/value pairs to set.
-// Returns the hash after the update, or an empty list.
+// Changes fields of a key's record only if it exists, so an update never creates a partial key.
+// KEYS: the record. ARGV: count of fields to delete, those fields, then field/value pairs to set.
+// Returns the record after the update, or an empty list.
 const UPDATE_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local deletes = tonumber(ARGV[1])
@@ -126,19 +136,30 @@ if #ARGV > 1 + deletes then redis.call('HSET', KEYS[1], unpack(ARGV, 2 + deletes
 return redis.call('HGETALL', KEYS[1])
 `;
 
+// Copies a record of the earlier layout (the whole record under the secret's hash) to its place
+// under the key id, unless a record is already there. KEYS: the new record. ARGV: field/value pairs.
+const MIGRATE_RECORD_SCRIPT = CREATE_RECORD_SCRIPT;
+
 /**
- * API keys in Redis, stored only as the SHA-256 of their secret:
- * `<prefix>key:<sha256>` is a hash {key_id, plan, name, created_at_ms, last_used_at_ms, revoked,
- * routing_policy?, requests_per_minute_override?, tokens_per_minute_override?,
- * catalog_fallbacks_override? ('1' on, '0' off)},
- * `<prefix>key-id:<key_id>` holds the sha256 for admin lookups, and the set `<prefix>key-ids`
- * lists every key id. The gRPC service and the CLI both use this one module.
+ * API keys in Redis, stored only as the SHA-256 of their secret, laid out so that everything a
+ * request touches lives in one Redis Cluster slot, the key id's:
+ *   `<prefix>key:<sha256>`        hash {key_id}: the secret's index, written once, never changed
+ *   `<prefix>record:{<key_id>}`   hash {key_id, plan, name, created_at_ms, last_used_at_ms, revoked,
+ *                                 routing_policy?, requests_per_minute_override?,
+ *                                 tokens_per_minute_override?, catalog_fallbacks_override? ('1'
+ *                                 on, '0' off)}: the key, beside its quota window (`{<key_id>}`)
+ *   `<prefix>key-ids`             set of every key id
+ * Since a secret's key id never changes, the index is cached in memory: a request costs the one
+ * quota script on the key's slot. An earlier layout (the record under `key:<sha256>`, an index
+ * `key-id:<key_id>` -> sha256) is migrated by migrateEarlierLayout, and one key at a time when
+ * met. The gRPC service and the CLI both use this one module.
  */
 export class KeyStore {
   private readonly prefix: string;
   private readonly now: () => number;
+  private readonly keyIds = new Map<string, string>();
 
-  constructor(private readonly redis: Redis, options: KeyStoreOptions = {}) {
+  constructor(private readonly redis: RedisClient, private readonly options: KeyStoreOptions = {}) {
     this.prefix = options.prefix ?? 'auth:';
     this.now = options.now ?? Date.now;
   }
@@ -146,11 +167,14 @@ export class KeyStore {
   /**
    * Creates a key. With no secret a random one is drawn; an explicit secret (bootstrap keys) must
    * be well-formed, which the caller checks. Throws KeyExistsError when the secret is taken.
+   * The record is written first, then the secret's index (which claims the secret), then the id
+   * joins the list: a crash in between leaves at worst a record nobody can reach.
    */
   async create(input: NewKey): Promise<{ key: StoredKey; secret: string }> {
     validate(input);
     const secret = input.secret ?? generateSecret();
     const hash = hashSecret(secret);
+    if (await this.keyIdOf(hash)) throw new KeyExistsError();
     for (;;) {
       const key: StoredKey = {
         key_id: generateKeyId(), plan: input.plan, name: input.name ?? '', created_at_ms: this.now(), last_used_at_ms: 0, revoked: false, routing_policy: input.routing_policy ?? '',
@@ -162,40 +186,61 @@ export class KeyStore {
       if (key.routing_policy) fields.push('routing_policy', key.routing_policy);
       for (const field of OVERRIDE_FIELDS) if (key[field] !== undefined) fields.push(field, String(key[field]));
       if (key.catalog_fallbacks_override !== undefined) fields.push('catalog_fallbacks_override', key.catalog_fallbacks_override ? '1' : '0');
-      const result = await this.redis.eval(CREATE_SCRIPT, 3, this.keyName(hash), this.idName(key.key_id), this.idSetName(), hash, key.key_id, ...fields);
-      if (result === 1) return { key, secret };
-      if (result === 0) throw new KeyExistsError();
-      // -1: a key id collision (1 in 62^16); draw another id.
+      const record = this.recordName(key.key_id);
+      // 0: a key id collision (1 in 62^16); draw another id.
+      if ((await this.redis.eval(CREATE_RECORD_SCRIPT, 1, record, ...fields)) !== 1) continue;
+      if ((await this.redis.hsetnx(this.indexName(hash), 'key_id', key.key_id)) !== 1) {
+        await this.redis.del(record);
+        throw new KeyExistsError();
+      }
+      await this.redis.sadd(this.idSetName(), key.key_id);
+      await this.replicated(this.indexName(hash), 'key created');
+      await this.replicated(record, 'key created');
+      this.keyIds.set(hash, key.key_id);
+      return { key, secret };
     }
   }
 
-  /** Finds a key by its secret with exactly one Redis round trip (HGETALL). */
+  /**
+   * The key id a secret's hash names, or undefined: from memory once seen (it never changes), else
+   * one HGET. A record of the earlier layout met here is migrated first.
+   */
+  async keyIdOf(hash: string): Promise<string | undefined> {
+    const cached = this.keyIds.get(hash);
+    if (cached) return cached;
+    const [keyId, legacyPlan] = await this.redis.hmget(this.indexName(hash), 'key_id', 'plan');
+    if (!keyId) return undefined;
+    if (legacyPlan !== null) await this.migrateKey(hash);
+    if (this.keyIds.size >= KEY_ID_CACHE_SIZE) this.keyIds.delete(this.keyIds.keys().next().value!);
+    this.keyIds.set(hash, keyId);
+    return keyId;
+  }
+
+  /** Forgets a cached secret hash (its record was not found where the index said). */
+  forget(hash: string): void {
+    this.keyIds.delete(hash);
+  }
+
+  /** Finds a key by its secret. */
   async findBySecret(secret: string): Promise<FoundKey | undefined> {
     const hash = hashSecret(secret);
-    const key = parseStoredKey(await this.redis.hgetall(this.keyName(hash)));
+    const keyId = await this.keyIdOf(hash);
+    const key = keyId ? await this.get(keyId) : undefined;
     return key && { key, hash };
   }
 
   /** The key with this id, or undefined. */
   async get(keyId: string): Promise<StoredKey | undefined> {
-    const hash = await this.redis.get(this.idName(keyId));
-    return hash ? parseStoredKey(await this.redis.hgetall(this.keyName(hash))) : undefined;
+    if (!KEY_ID_PATTERN.test(keyId)) return undefined;
+    return parseStoredKey(await this.redis.hgetall(this.recordName(keyId)));
   }
 
   /** Every key, oldest first. */
   async list(): Promise<StoredKey[]> {
     const ids = await this.redis.smembers(this.idSetName());
-    if (ids.length === 0) return [];
-    const hashes = await this.redis.mget(ids.map((id) => this.idName(id)));
-    const pipeline = this.redis.pipeline();
-    for (const hash of hashes) if (hash) pipeline.hgetall(this.keyName(hash));
-    const results = (await pipeline.exec()) ?? [];
-    const keys: StoredKey[] = [];
-    for (const [error, value] of results) {
-      if (error) throw error;
-      const key = parseStoredKey(value as Record<string, string>);
-      if (key) keys.push(key);
-    }
+    // One command per record: on a cluster they live on different nodes (the client groups them).
+    const records = await Promise.all(ids.map((id) => this.redis.hgetall(this.recordName(id))));
+    const keys = records.map(parseStoredKey).filter((key): key is StoredKey => key !== undefined);
     return keys.sort((a, b) => a.created_at_ms - b.created_at_ms || a.key_id.localeCompare(b.key_id));
   }
 
@@ -217,8 +262,6 @@ export class KeyStore {
   async update(keyId: string, changes: KeyChanges): Promise<StoredKey | undefined> {
     validate(changes);
     if (!KEY_ID_PATTERN.test(keyId)) return undefined;
-    const hash = await this.redis.get(this.idName(keyId));
-    if (!hash) return undefined;
     const deletes: string[] = [];
     const sets: string[] = [];
     if (changes.plan !== undefined) sets.push('plan', changes.plan);
@@ -235,13 +278,54 @@ export class KeyStore {
     }
     if (changes.catalog_fallbacks_override === null) deletes.push('catalog_fallbacks_override');
     else if (changes.catalog_fallbacks_override !== undefined) sets.push('catalog_fallbacks_override', changes.catalog_fallbacks_override ? '1' : '0');
-    const flat = (await this.redis.eval(UPDATE_SCRIPT, 1, this.keyName(hash), String(deletes.length), ...deletes, ...sets)) as string[];
+    const record = this.recordName(keyId);
+    const flat = (await this.redis.eval(UPDATE_SCRIPT, 1, record, String(deletes.length), ...deletes, ...sets)) as string[];
+    if (flat.length > 0) await this.replicated(record, 'key changed');
     return parseStoredKey(recordOf(flat));
   }
 
-  /** The Redis key of a key's record, by the SHA-256 of its secret. */
-  keyName(hash: string): string { return `${this.prefix}key:${hash}`; }
-  private idName(keyId: string): string { return `${this.prefix}key-id:${keyId}`; }
+  /**
+   * Moves every key of the earlier layout to this one; resolves how many moved. Idempotent, and
+   * safe beside replicas serving requests (each key moves on its own, its record first). Auth runs
+   * it at start; replicas of the earlier version must be gone by then, or a change one of them
+   * makes to a moved key is not seen.
+   */
+  async migrateEarlierLayout(): Promise<number> {
+    const ids = await this.redis.smembers(this.idSetName());
+    let moved = 0;
+    for (const id of ids) {
+      const legacyIndex = `${this.prefix}key-id:${id}`;
+      const hash = await this.redis.get(legacyIndex);
+      if (hash && (await this.migrateKey(hash))) moved += 1;
+      if (hash) await this.redis.del(legacyIndex);
+    }
+    return moved;
+  }
+
+  /** Moves one key of the earlier layout: its record to `record:{key_id}`, its index to {key_id}. */
+  private async migrateKey(hash: string): Promise<boolean> {
+    const index = this.indexName(hash);
+    const legacy = await this.redis.hgetall(index);
+    if (!legacy.key_id || legacy.plan === undefined) return false;
+    await this.redis.eval(MIGRATE_RECORD_SCRIPT, 1, this.recordName(legacy.key_id), ...Object.entries(legacy).flat());
+    await this.redis.sadd(this.idSetName(), legacy.key_id);
+    const stale = Object.keys(legacy).filter((field) => field !== 'key_id');
+    if (stale.length > 0) await this.redis.hdel(index, ...stale);
+    return true;
+  }
+
+  /** Waits for the replicas asked for to have the writes to `name`; warns when they did not. */
+  private async replicated(name: string, what: string): Promise<void> {
+    const wanted = this.options.replicas ?? 0;
+    if (wanted <= 0) return;
+    const acknowledged = await waitForReplicas(this.redis, name, wanted, REPLICA_WAIT_MS).catch(() => 0);
+    if (acknowledged < wanted) this.options.logger?.warn({ replicas: acknowledged, wanted }, `${what}, but fewer Redis replicas than asked for have it yet`);
+  }
+
+  /** The Redis key of a secret's index, by the SHA-256 of the secret. */
+  indexName(hash: string): string { return `${this.prefix}key:${hash}`; }
+  /** The Redis key of a key's record, in its key id's slot. */
+  recordName(keyId: string): string { return `${this.prefix}record:{${keyId}}`; }
   private idSetName(): string { return `${this.prefix}key-ids`; }
 }
 

@@ -14,8 +14,23 @@ const plans = loadPlans(config.AUTH_PLANS_PATH);
 // Each quota decision is one script call that a request waits on: without auto-pipelining its
 // p99 at 1,000 decisions/s fell from 1.3 to 0.4-0.5 ms in pnpm bench auth (one run per variant).
 const redis = createRedis(config.REDIS_URL, logger, { autoPipelining: false });
-const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX });
-const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX });
+const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS, logger });
+const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX, keys });
+
+// Keys of the earlier layout move to this one (in the background: a key met before it is done
+// moves when met).
+void (async () => {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const moved = await keys.migrateEarlierLayout();
+      if (moved > 0) logger.info({ keys: moved }, 'keys moved to the current Redis layout');
+      return;
+    } catch (error) {
+      logger.warn({ err: { message: (error as Error).message }, attempt }, 'moving keys to the current Redis layout failed; retrying');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(attempt * 500, 5_000)));
+    }
+  }
+})();
 
 // The bootstrap key must exist before the first CheckKey, so wait for Redis rather than serve
 // denials for the one key a fresh deployment has.

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
-import { DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, WINDOW_LUA, WINDOW_MS } from '@gateway/quota';
-import { LAST_USED_INTERVAL_MS } from './key-store.js';
+import { DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, WINDOW_LUA, WINDOW_MS, windowKeyNames } from '@gateway/quota';
+import type { RedisClient } from '@gateway/redis';
+import { KeyStore, LAST_USED_INTERVAL_MS } from './key-store.js';
 import { PLAN_NAMES, type Limit, type PlanName, type PlanTable } from './plans.js';
 
 export { PENDING_MAX_AGE_MS, WINDOW_MS } from '@gateway/quota';
@@ -10,7 +10,7 @@ export const RESERVATION_PART_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 // The whole CheckKey decision in one round trip: look the key up, check it is live, record its
 // use (once a minute), then decide and reserve atomically.
-// KEYS[1]: the key's record. ARGV: prefix, reservation id, reserve tokens, now ('' = Redis TIME),
+// KEYS: the key's record, then its window R, T, H, P (one slot: the key id's). ARGV: '' (unused), reservation id, reserve tokens, now ('' = Redis TIME),
 // window ms, pending max age ms, mode ('reserve' | 'peek'), then (plan, requests, tokens) triples
 // with -1 for unlimited.
 // Returns {status} for 0 unknown, {1, key_id} revoked, else {status, key_id, plan, policy,
@@ -44,7 +44,7 @@ if now - (tonumber(key.last_used_at_ms) or 0) >= ${LAST_USED_INTERVAL_MS} then r
 if requestLimit < 0 and tokenLimit < 0 then return {2, key.key_id, key.plan, policy, -1, 0, 0, -1, 0, 0, 0, fallbacks} end
 
 local window, pendingMaxAge = tonumber(ARGV[5]), tonumber(ARGV[6])
-local R, T, H, P = windowKeys(ARGV[1], key.key_id)
+local R, T, H, P = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 expire(R, T, H, P, now, window, pendingMaxAge)
 local id, reserve = ARGV[2], tonumber(ARGV[3])
 local count = redis.call('ZCARD', R)
@@ -87,11 +87,11 @@ end
 return {status, key.key_id, key.plan, policy, requestLimit, count, newestAge(R, now, window), tokenLimit, total, newestAge(T, now, window), retry, fallbacks}
 `;
 
-// Settles one charge. KEYS: none (derived from the key id). ARGV: prefix, key id, charge id,
-// actual tokens, now ('' = Redis TIME), window ms, pending max age ms.
+// Settles one charge. KEYS: the key's window R, T, H, P. ARGV: charge id, actual tokens, now
+// ('' = Redis TIME), window ms, pending max age ms.
 // Returns {outcome, delta, tokensInWindow}: outcome 1 settled, 2 already settled, 3 unknown.
 const SETTLE_LUA = `${WINDOW_LUA}
-return settleCharge(ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), clock(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+return settleCharge(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[2]), clock(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
 `;
 
 /** The state of one per-minute limit after a decision; limit -1 means unlimited. */
@@ -142,7 +142,7 @@ export class ReservationIdError extends Error {
 }
 
 interface LimiterCommands {
-  gatewayCheckQuota(keyName: string, ...args: string[]): Promise<Array<string | number>>;
+  gatewayCheckQuota(...keysAndArgs: string[]): Promise<Array<string | number>>;
   gatewaySettleQuota(...args: string[]): Promise<number[]>;
 }
 
@@ -151,6 +151,8 @@ export interface QuotaLimiterOptions {
   prefix?: string;
   /** A clock in Unix ms; default Redis's own TIME, one clock for every replica. */
   now?: () => number;
+  /** Where the keys are found (their secret's index, cached); default a KeyStore on the same prefix. */
+  keys?: KeyStore;
 }
 
 function limitArgument(limit: Limit): string {
@@ -166,30 +168,37 @@ export class QuotaLimiter {
   private readonly prefix: string;
   private readonly planArguments: string[];
   private readonly plans: PlanTable;
-  private readonly redis: Redis & LimiterCommands;
+  private readonly redis: RedisClient & LimiterCommands;
+  private readonly keys: KeyStore;
 
-  constructor(redis: Redis, plans: PlanTable, private readonly options: QuotaLimiterOptions = {}) {
+  constructor(redis: RedisClient, plans: PlanTable, private readonly options: QuotaLimiterOptions = {}) {
     this.prefix = options.prefix ?? DEFAULT_QUOTA_PREFIX;
     this.plans = plans;
+    this.keys = options.keys ?? new KeyStore(redis, { prefix: this.prefix });
     this.planArguments = PLAN_NAMES.flatMap((name) => [name, limitArgument(plans[name].requests_per_minute), limitArgument(plans[name].tokens_per_minute)]);
     if (!('gatewayCheckQuota' in redis)) {
-      redis.defineCommand('gatewayCheckQuota', { numberOfKeys: 1, lua: CHECK_LUA });
-      redis.defineCommand('gatewaySettleQuota', { numberOfKeys: 0, lua: SETTLE_LUA });
+      redis.defineCommand('gatewayCheckQuota', { numberOfKeys: 5, lua: CHECK_LUA });
+      redis.defineCommand('gatewaySettleQuota', { numberOfKeys: 4, lua: SETTLE_LUA });
     }
-    this.redis = redis as Redis & LimiterCommands;
+    this.redis = redis as RedisClient & LimiterCommands;
   }
 
   /**
-   * Decides about the key whose record is at keyName: with mode 'reserve', counts one request
-   * and reserves `reserveTokens` under `reservationPart` (a repeat with the same part reserves
-   * nothing more); with 'peek', only reports the state.
+   * Decides about the key whose secret has the SHA-256 `secretHash`: with mode 'reserve', counts
+   * one request and reserves `reserveTokens` under `reservationPart` (a repeat with the same part
+   * reserves nothing more); with 'peek', only reports the state. One script call on the key id's
+   * slot once the secret's key id is known (it is cached; else one HGET first).
    */
-  async check(keyName: string, reservationPart: string, reserveTokens: number, mode: 'reserve' | 'peek'): Promise<QuotaDecision> {
+  async check(secretHash: string, reservationPart: string, reserveTokens: number, mode: 'reserve' | 'peek'): Promise<QuotaDecision> {
+    const keyId = await this.keys.keyIdOf(secretHash);
+    if (!keyId) return { kind: 'unknown_key' };
     const now = this.options.now ? String(this.options.now()) : '';
-    const reply = await this.redis.gatewayCheckQuota(keyName, this.prefix, reservationPart, String(Math.max(0, Math.ceil(reserveTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS), mode, ...this.planArguments);
+    const reply = await this.redis.gatewayCheckQuota(this.keys.recordName(keyId), ...windowKeyNames(this.prefix, keyId), '', reservationPart, String(Math.max(0, Math.ceil(reserveTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS), mode, ...this.planArguments);
     const status = Number(reply[0]);
-    if (status === 0) return { kind: 'unknown_key' };
-    const keyId = String(reply[1]);
+    if (status === 0) {
+      this.keys.forget(secretHash);
+      return { kind: 'unknown_key' };
+    }
     if (status === 1) return { kind: 'revoked', keyId };
     const [, , plan, policy, requestLimit, requestsUsed, requestReset, tokenLimit, tokensUsed, tokenReset, retryAfter, fallbacks] = reply;
     const kind = status === 3 ? 'deny_requests' : status === 4 ? 'deny_tokens' : status === 5 ? 'too_large' : 'allow';
@@ -212,7 +221,7 @@ export class QuotaLimiter {
     const match = RESERVATION_PATTERN.exec(reservationId);
     if (!match) throw new ReservationIdError();
     const now = this.options.now ? String(this.options.now()) : '';
-    const [outcome, delta, inWindow] = await this.redis.gatewaySettleQuota(this.prefix, match[1]!, match[2]!, String(Math.max(0, Math.ceil(actualTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS));
+    const [outcome, delta, inWindow] = await this.redis.gatewaySettleQuota(...windowKeyNames(this.prefix, match[1]!), match[2]!, String(Math.max(0, Math.ceil(actualTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS));
     return {
       outcome: outcome === 1 ? 'settled' : outcome === 2 ? 'already_settled' : 'unknown_reservation',
       deltaTokens: Number(delta),
