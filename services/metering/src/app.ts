@@ -1,12 +1,12 @@
-import type { Redis } from 'ioredis';
 import type { Catalog } from '@gateway/catalog';
 import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { decodeUsageEvents, ensureUsageStream, PoisonMessageError, startDurableConsumer, USAGE_STREAM, USAGE_SUBJECT, USAGE_SUBJECTS, type NatsConnection, type RunningConsumer } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
+import type { RedisClient } from '@gateway/redis';
 import { createUsageMeter } from './usage-meter.js';
-import { dedupKey, pruneMetered } from './usage-store.js';
+import { legacyDedupKey, pruneMetered } from './usage-store.js';
 
 /** The durable consumer name: every metering replica shares it, so each event goes to one. */
 export const METERING_DURABLE = 'metering';
@@ -14,7 +14,7 @@ export const METERING_DURABLE = 'metering';
 /** What metering is wired from; the stream fields exist so tests can use a stream of their own. */
 export interface MeteringDependencies {
   nc: NatsConnection;
-  redis: Redis;
+  redis: RedisClient;
   catalog: Catalog;
   logger: Logger;
   registry?: prometheus.Registry;
@@ -32,6 +32,8 @@ export interface MeteringDependencies {
   dedupPruneIntervalMs?: number;
   /** auth's Redis key prefix, where the reservations that events settle live (DEFAULT_QUOTA_PREFIX). */
   quotaPrefix?: string;
+  /** Redis replicas that must have an event's write before its message is acknowledged (REDIS_WAIT_REPLICAS). */
+  redisReplicas?: number;
 }
 
 /**
@@ -62,7 +64,11 @@ export interface MeteringServer {
 export function createServer(dependencies: MeteringDependencies): MeteringServer {
   const { nc, logger } = dependencies;
   const stream = dependencies.stream ?? USAGE_STREAM;
-  const meter = createUsageMeter({ ...dependencies, stream });
+  // The newest ack floor seen at least the retention ago: records up to it can go (0: none yet).
+  let pruneThrough = 0;
+  // Whether the earlier layout's set of this stream may hold records (until a sweep finds it empty).
+  let earlierRecords = true;
+  const meter = createUsageMeter({ ...dependencies, stream, pruneThrough: () => pruneThrough, earlierRecords: () => earlierRecords, redisReplicas: dependencies.redisReplicas });
   const poison = new prometheus.Counter({
     name: 'gateway_metering_poison_messages_total',
     help: 'Usage messages terminated because they can never be metered, by reason.',
@@ -81,15 +87,19 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   const floors: Array<{ atMs: number; sequence: number }> = [];
   let pruneTimer: NodeJS.Timeout | undefined;
 
-  /** One prune: reads the durable consumer's ack floor and forgets the records that are done. */
+  /**
+   * One prune: reads the durable consumer's ack floor and forgets the records that are done, in
+   * every key's set (the keys that meter also prune their own set as they go, up to pruneThrough).
+   */
   const prune = async () => {
     const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
     const now = Date.now();
     floors.push({ atMs: now, sequence: info.ack_floor.stream_seq });
     // floors[0] becomes the newest floor seen at least retentionMs ago, when there is one.
     while (floors.length > 1 && floors[1]!.atMs <= now - retentionMs) floors.shift();
-    if (floors[0]!.atMs <= now - retentionMs) await pruneMetered(dependencies.redis, stream, floors[0]!.sequence);
-    records.set(await dependencies.redis.zcard(dedupKey(stream)));
+    if (floors[0]!.atMs <= now - retentionMs) pruneThrough = floors[0]!.sequence;
+    records.set(await pruneMetered(dependencies.redis, stream, pruneThrough));
+    earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream))) === 1;
   };
   const schedulePrune = () => {
     pruneTimer = setTimeout(() => {

@@ -13,7 +13,7 @@ const redis = createRedis(config.REDIS_URL, logger);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 const registry = createRegistry('metering');
 
-const metering = createServer({ nc, redis, catalog, logger, registry, ...usageNames(config.USAGE_STREAM), replicas: config.USAGE_STREAM_REPLICAS, dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS });
+const metering = createServer({ nc, redis, catalog, logger, registry, ...usageNames(config.USAGE_STREAM), replicas: config.USAGE_STREAM_REPLICAS, dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS, redisReplicas: config.REDIS_WAIT_REPLICAS });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.METERING_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed());

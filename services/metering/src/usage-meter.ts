@@ -1,15 +1,15 @@
-import type { Redis } from 'ioredis';
 import { costPicoUsd, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
 import { DEFAULT_QUOTA_PREFIX } from '@gateway/quota';
 import { prometheus } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
-import { recordEvent } from './usage-store.js';
+import type { RedisClient } from '@gateway/redis';
+import { isMeteredEarlier, METERED_KEYS, recordEvent } from './usage-store.js';
 
 /** What metering needs to price and store events. */
 export interface UsageMeterDependencies {
-  redis: Redis;
+  redis: RedisClient;
   /** The whole catalog: a disabled model can still have usage in flight, and it is still billed. */
   catalog: Catalog;
   logger: Logger;
@@ -18,7 +18,16 @@ export interface UsageMeterDependencies {
   stream: string;
   /** auth's Redis key prefix, where the reservations the events settle live (DEFAULT_QUOTA_PREFIX). */
   quotaPrefix?: string;
+  /** The stream sequence up to which de-duplication records may go (0: none yet); see createServer. */
+  pruneThrough?: () => number;
+  /** Whether the earlier layout's de-duplication set of the stream may still hold records. */
+  earlierRecords?: () => boolean;
+  /** Redis replicas that must have an event's write before its message is acknowledged (REDIS_WAIT_REPLICAS). */
+  redisReplicas?: number;
 }
+
+/** How many key ids a meter remembers as listed in METERED_KEYS before it starts over. */
+const LISTED_KEYS_CACHE_SIZE = 200_000;
 
 /** The metering outcome of one event. */
 export type MeterResult = 'metered' | 'duplicate';
@@ -41,6 +50,9 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   const events = new prometheus.Counter({ name: 'gateway_metering_events_total', help: 'Usage events processed, by result (metered, duplicate).', labelNames: ['result'], registers });
   const mismatches = new prometheus.Counter({ name: 'gateway_metering_cost_mismatch_total', help: 'Events whose cost reported by the edge differs from the metered cost.', registers });
   const tokens = new prometheus.Counter({ name: 'gateway_metering_tokens_total', help: 'Metered tokens, by kind (prompt, completion, cached).', labelNames: ['kind'], registers });
+  const unreplicated = new prometheus.Counter({ name: 'gateway_metering_unreplicated_total', help: 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.', registers });
+  // Key ids already in METERED_KEYS: a key is added once per process, before its first event.
+  const listed = new Set<string>();
 
   return async (event, sequence) => {
     const eventId = event.event_id ?? '';
@@ -55,7 +67,17 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     const cost = costPicoUsd(model.pricing, usage);
     const reservationId = event.reservation_id ?? '';
     const settlement = reservationId ? { reservationId, actualTokens: event.usage?.total_tokens ?? 0, prefix: quotaPrefix } : undefined;
-    const metered = await recordEvent(redis, dependencies.stream, eventId, sequence, { key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost }, settlement);
+    if (!listed.has(keyId)) {
+      await redis.sadd(METERED_KEYS, keyId);
+      if (listed.size >= LISTED_KEYS_CACHE_SIZE) listed.clear();
+      listed.add(keyId);
+    }
+    const meteredEarlier = dependencies.earlierRecords?.() === true && await isMeteredEarlier(redis, dependencies.stream, eventId);
+    const metered = !meteredEarlier && await recordEvent(redis, dependencies.stream, eventId, sequence, { key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost }, settlement, {
+      pruneThrough: dependencies.pruneThrough?.() ?? 0,
+      replicas: dependencies.redisReplicas ?? 0,
+      onUnreplicated: () => unreplicated.inc(),
+    });
     if (!metered) {
       events.inc({ result: 'duplicate' });
       logger.debug({ event_id: eventId }, 'usage event already metered');

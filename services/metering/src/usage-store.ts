@@ -1,35 +1,68 @@
-import type { Redis } from 'ioredis';
 import { picoUsdToUsd } from '@gateway/catalog';
-import { PENDING_MAX_AGE_MS, RESERVATION_PATTERN, WINDOW_LUA, WINDOW_MS } from '@gateway/quota';
+import { USAGE_MAX_AGE_MS } from '@gateway/messaging';
+import { DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, WINDOW_LUA, WINDOW_MS, windowKeyNames } from '@gateway/quota';
+import { waitForReplicas, type RedisClient } from '@gateway/redis';
 
 /**
- * Metered usage in Redis:
- *   `metering:key:<key_id>`      hash of running totals per API key
- *   `metering:model:<model_id>`  hash of running totals per model
- *   `metering:dedup:<stream>`    sorted set of the events metered from one usage stream: member the
- *                                event id, score its stream sequence; the de-duplication record,
- *                                kept only while the event can still come back (see pruneMetered)
- * Totals are Redis integers (64-bit signed): cost_pico_usd overflows beyond 9.2 million USD per
- * key or model, far beyond what one deployment bills between resets.
+ * Metered usage in Redis, laid out so that metering one event touches one Redis Cluster slot, its
+ * key id's (`{key_id}`), where auth keeps the key's quota window too:
+ *   `metering:key:{<key_id>}`                   hash of running totals per API key
+ *   `metering:key:{<key_id>}:model:<model_id>`  hash of running totals per API key and model
+ *   `metering:dedup:{<key_id>}:<stream>`        sorted set of the key's events metered from one usage
+ *                                               stream: member the event id, score its stream
+ *                                               sequence; the de-duplication record, kept only while
+ *                                               the event can still come back (see pruneMetered)
+ *   `metering:keys`                             set of the key ids with usage: what sums a model's
+ *                                               totals and what the pruning sweeps
+ * A model's totals are the sum of its per-key totals, read when asked for (a report, not a request
+ * path): no event writes a hash that every request of a model shares, which would make one shard
+ * the ceiling of a popular model, and no script spans slots. Totals are Redis integers (64-bit
+ * signed): cost_pico_usd overflows beyond 9.2 million USD per key and model.
  *
- * Why a set pruned below the consumer's acknowledgement floor rather than a record per event with
+ * Why sets pruned below the consumer's acknowledgement floor rather than a record per event with
  * a time to live: an event comes back in two ways only. JetStream redelivers a message that was
  * metered but not acknowledged (a metering replica died between the two), with the same stream
- * sequence, for as long as it is unacknowledged: however long metering is down, so no time to
- * live is safe. And a publisher that lost an acknowledgement publishes the event again: the
+ * sequence, for as long as it is unacknowledged: however long metering is down, so no short time
+ * to live is safe. And a publisher that lost an acknowledgement publishes the event again: the
  * stream drops it within its duplicate window, and these records catch a later copy for as long
  * as they are retained past the floor. Once every message up to a sequence is acknowledged (the
  * durable consumer's ack floor), none of them is delivered again, so their records can go: memory
- * is bounded by the events in flight plus the retention, never by time.
+ * is bounded by the events in flight plus the retention, never by time. Each set is pruned as its
+ * key meters (in the same script) and by a sweep for keys gone quiet; it also expires once the
+ * stream can no longer hold any of its messages (the stream's maximum age), a bound for a set the
+ * sweep never reaches.
+ *
+ * The layout before this one (`metering:key:<key_id>`, `metering:model:<model_id>`,
+ * `metering:dedup:<stream>`, no hash tags) is still read: its totals are added to the current
+ * ones, and an event its de-duplication set remembers is not metered again.
  */
 export const KEY_TOTALS_PREFIX = 'metering:key:';
-/** Prefix of the per-model totals hashes. */
-export const MODEL_TOTALS_PREFIX = 'metering:model:';
-/** Prefix of the de-duplication sets, one per usage stream. */
+/** The set of key ids with metered usage. */
+export const METERED_KEYS = 'metering:keys';
+/** Prefix of the per-model totals of the earlier layout (read, never written). */
+export const LEGACY_MODEL_TOTALS_PREFIX = 'metering:model:';
+/** Prefix of the de-duplication sets. */
 export const DEDUP_PREFIX = 'metering:dedup:';
+/** How long a de-duplication set outlives its key's last event: past the stream's maximum age no message of it can come back. */
+export const DEDUP_TTL_MS = USAGE_MAX_AGE_MS + 24 * 60 * 60 * 1000;
 
-/** The de-duplication set of a usage stream. */
-export function dedupKey(stream: string): string {
+/** The totals hash of a key. */
+export function keyTotalsKey(keyId: string): string {
+  return `${KEY_TOTALS_PREFIX}{${keyId}}`;
+}
+
+/** The totals hash of a key's usage of one model. */
+export function keyModelTotalsKey(keyId: string, modelId: string): string {
+  return `${KEY_TOTALS_PREFIX}{${keyId}}:model:${modelId}`;
+}
+
+/** The de-duplication set of a key's events from a usage stream. */
+export function dedupKey(stream: string, keyId: string): string {
+  return `${DEDUP_PREFIX}{${keyId}}:${stream}`;
+}
+
+/** The de-duplication set of a usage stream in the earlier layout (read and pruned, never written). */
+export function legacyDedupKey(stream: string): string {
   return DEDUP_PREFIX + stream;
 }
 
@@ -56,14 +89,17 @@ export interface UsageTotals {
 
 // Adds an event to the totals only if it is new, remembers it, and settles the request's quota
 // reservation with the tokens it used: all or nothing, so a redelivered event (or a crash between
-// writes) can neither count nor settle twice, nor half.
-// KEYS: the de-duplication set, key totals, model totals.
-// ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd, then the settlement:
-// quota prefix, key id, charge id ('' = none), actual tokens, window ms, pending max age ms.
+// writes) can neither count nor settle twice, nor half. Every key is in the key id's slot.
+// KEYS: the de-duplication set, key totals, key-and-model totals, then the key's quota window
+// R, T, H, P. ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd, then the
+// settlement: charge id ('' = none), actual tokens, window ms, pending max age ms; then the
+// sequence up to which records may be pruned (0 = none) and the set's time to live in ms.
 // Returns 1 when metered, 0 when the event was already metered.
 const RECORD_SCRIPT = `${WINDOW_LUA}
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+if ARGV[11] ~= '0' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[11]) end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[12])
 for i = 2, 3 do
   redis.call('HINCRBY', KEYS[i], 'requests', 1)
   redis.call('HINCRBY', KEYS[i], 'prompt_tokens', ARGV[3])
@@ -71,8 +107,8 @@ for i = 2, 3 do
   redis.call('HINCRBY', KEYS[i], 'cached_tokens', ARGV[5])
   redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', ARGV[6])
 end
-if ARGV[9] ~= '' then
-  settleCharge(ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10]), clock(''), tonumber(ARGV[11]), tonumber(ARGV[12]))
+if ARGV[7] ~= '' then
+  settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], tonumber(ARGV[8]), clock(''), tonumber(ARGV[9]), tonumber(ARGV[10]))
 end
 return 1
 `;
@@ -88,56 +124,112 @@ export interface EventSettlement {
 }
 
 interface MeteringCommands {
-  gatewayRecordUsage(dedup: string, keyTotals: string, modelTotals: string, ...args: string[]): Promise<number>;
+  gatewayRecordUsage(...keysAndArgs: string[]): Promise<number>;
 }
+
+/** Options of recordEvent beyond the event. */
+export interface RecordOptions {
+  /** Records of this stream up to this sequence may be pruned on the way (0: none). */
+  pruneThrough?: number;
+  /** Replicas that must have the write before it counts (Redis WAIT); 0 waits for none. */
+  replicas?: number;
+  /** Called when fewer replicas than asked for acknowledged the write in time. */
+  onUnreplicated?: () => void;
+}
+
+/** How long metering waits for replicas to acknowledge an event's write. */
+const REPLICA_WAIT_MS = 1_000;
 
 /**
  * Meters one event of a usage stream atomically, settling its reservation when it names one;
  * resolves true when it was new and counted, false when it had already been metered (nothing
  * changed). Rejects when Redis fails: then nothing changed either. `sequence` is the event's
- * stream sequence, by which its record is pruned. A malformed reservation id is not settled.
+ * stream sequence, by which its record is pruned. A malformed reservation id, or one of another
+ * key than the event's, is not settled (its window lives in another slot).
  */
-export async function recordEvent(redis: Redis, stream: string, eventId: string, sequence: number, usage: EventUsage, settlement?: EventSettlement): Promise<boolean> {
-  if (!('gatewayRecordUsage' in redis)) redis.defineCommand('gatewayRecordUsage', { numberOfKeys: 3, lua: RECORD_SCRIPT });
-  const charge = settlement ? RESERVATION_PATTERN.exec(settlement.reservationId) : null;
-  const result = await (redis as Redis & MeteringCommands).gatewayRecordUsage(
-    dedupKey(stream), KEY_TOTALS_PREFIX + usage.key_id, MODEL_TOTALS_PREFIX + usage.model_id,
+export async function recordEvent(redis: RedisClient, stream: string, eventId: string, sequence: number, usage: EventUsage, settlement?: EventSettlement, options: RecordOptions = {}): Promise<boolean> {
+  if (!('gatewayRecordUsage' in redis)) redis.defineCommand('gatewayRecordUsage', { numberOfKeys: 7, lua: RECORD_SCRIPT });
+  const match = settlement ? RESERVATION_PATTERN.exec(settlement.reservationId) : null;
+  const charge = match && match[1] === usage.key_id ? match : null;
+  const dedup = dedupKey(stream, usage.key_id);
+  const result = await (redis as RedisClient & MeteringCommands).gatewayRecordUsage(
+    dedup, keyTotalsKey(usage.key_id), keyModelTotalsKey(usage.key_id, usage.model_id), ...windowKeyNames(settlement?.prefix ?? DEFAULT_QUOTA_PREFIX, usage.key_id),
     eventId, String(sequence),
     String(usage.prompt_tokens), String(usage.completion_tokens), String(usage.cached_tokens), usage.cost_pico_usd.toString(),
-    settlement?.prefix ?? '', charge?.[1] ?? '', charge?.[2] ?? '', String(Math.max(0, Math.ceil(settlement?.actualTokens ?? 0))), String(WINDOW_MS), String(PENDING_MAX_AGE_MS),
+    charge?.[2] ?? '', String(Math.max(0, Math.ceil(settlement?.actualTokens ?? 0))), String(WINDOW_MS), String(PENDING_MAX_AGE_MS),
+    String(Math.max(0, options.pruneThrough ?? 0)), String(DEDUP_TTL_MS),
   );
+  if (result === 1 && (options.replicas ?? 0) > 0) {
+    const acknowledged = await waitForReplicas(redis, dedup, options.replicas!, REPLICA_WAIT_MS).catch(() => 0);
+    if (acknowledged < options.replicas!) options.onUnreplicated?.();
+  }
   return result === 1;
 }
 
-/** Whether an event of a usage stream is remembered as metered (false once its record is pruned). */
-export async function isMetered(redis: Redis, stream: string, eventId: string): Promise<boolean> {
-  return (await redis.zscore(dedupKey(stream), eventId)) !== null;
+/** Whether an event of a key from a usage stream is remembered as metered (false once its record is pruned). */
+export async function isMetered(redis: RedisClient, stream: string, keyId: string, eventId: string): Promise<boolean> {
+  return (await redis.zscore(dedupKey(stream, keyId), eventId)) !== null;
 }
 
-/** Forgets the events of a usage stream up to and including `sequence`; resolves how many. */
-export async function pruneMetered(redis: Redis, stream: string, sequence: number): Promise<number> {
-  if (sequence <= 0) return 0;
-  return redis.zremrangebyscore(dedupKey(stream), '-inf', String(sequence));
+/** Whether the earlier layout's de-duplication set of a stream remembers an event. */
+export async function isMeteredEarlier(redis: RedisClient, stream: string, eventId: string): Promise<boolean> {
+  return (await redis.zscore(legacyDedupKey(stream), eventId)) !== null;
+}
+
+/** Every key id with metered usage (SSCAN: a large set is read in pieces). */
+export async function meteredKeys(redis: RedisClient): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, page] = await redis.sscan(METERED_KEYS, cursor, 'COUNT', 1_000);
+    cursor = next;
+    ids.push(...page);
+  } while (cursor !== '0');
+  return ids;
+}
+
+/**
+ * Forgets the events of a usage stream up to and including `sequence`, for every key with usage
+ * and in the earlier layout's set; resolves the records left (events in flight plus retention).
+ */
+export async function pruneMetered(redis: RedisClient, stream: string, sequence: number): Promise<number> {
+  const names = [...(await meteredKeys(redis)).map((keyId) => dedupKey(stream, keyId)), legacyDedupKey(stream)];
+  const left = await Promise.all(names.map(async (name) => {
+    if (sequence > 0) await redis.zremrangebyscore(name, '-inf', String(sequence));
+    return redis.zcard(name);
+  }));
+  return left.reduce((sum, count) => sum + count, 0);
 }
 
 /** The totals of an API key; all zero for a key that has no metered usage. */
-export async function keyTotals(redis: Redis, keyId: string): Promise<UsageTotals> {
-  return totals(await redis.hgetall(KEY_TOTALS_PREFIX + keyId));
+export async function keyTotals(redis: RedisClient, keyId: string): Promise<UsageTotals> {
+  const [current, earlier] = await Promise.all([redis.hgetall(keyTotalsKey(keyId)), redis.hgetall(KEY_TOTALS_PREFIX + keyId)]);
+  return totals([current, earlier]);
 }
 
-/** The totals of a model; all zero for a model that has no metered usage. */
-export async function modelTotals(redis: Redis, modelId: string): Promise<UsageTotals> {
-  return totals(await redis.hgetall(MODEL_TOTALS_PREFIX + modelId));
+/** The totals of a key's usage of one model; all zero when there is none. */
+export async function keyModelTotals(redis: RedisClient, keyId: string, modelId: string): Promise<UsageTotals> {
+  return totals([await redis.hgetall(keyModelTotalsKey(keyId, modelId))]);
 }
 
-function totals(hash: Record<string, string>): UsageTotals {
-  const cost = BigInt(hash.cost_pico_usd ?? '0');
+/** The totals of a model, summed over the keys that used it; all zero for a model without usage. */
+export async function modelTotals(redis: RedisClient, modelId: string): Promise<UsageTotals> {
+  const keys = await meteredKeys(redis);
+  const hashes = await Promise.all([...keys.map((keyId) => redis.hgetall(keyModelTotalsKey(keyId, modelId))), redis.hgetall(LEGACY_MODEL_TOTALS_PREFIX + modelId)]);
+  return totals(hashes);
+}
+
+const TOTAL_FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_pico_usd'] as const;
+
+function totals(hashes: Array<Record<string, string>>): UsageTotals {
+  const sum = { requests: 0n, prompt_tokens: 0n, completion_tokens: 0n, cached_tokens: 0n, cost_pico_usd: 0n };
+  for (const hash of hashes) for (const field of TOTAL_FIELDS) sum[field] += BigInt(hash[field] ?? '0');
   return {
-    requests: Number(hash.requests ?? 0),
-    prompt_tokens: Number(hash.prompt_tokens ?? 0),
-    completion_tokens: Number(hash.completion_tokens ?? 0),
-    cached_tokens: Number(hash.cached_tokens ?? 0),
-    cost_pico_usd: cost,
-    cost_usd: picoUsdToUsd(cost),
+    requests: Number(sum.requests),
+    prompt_tokens: Number(sum.prompt_tokens),
+    completion_tokens: Number(sum.completion_tokens),
+    cached_tokens: Number(sum.cached_tokens),
+    cost_pico_usd: sum.cost_pico_usd,
+    cost_usd: picoUsdToUsd(sum.cost_pico_usd),
   };
 }
