@@ -3,7 +3,8 @@
 # installs pnpm when missing, installs and builds the workspace, makes sure Redis and NATS answer
 # (scripts/dependencies.sh: reuses running ones, else starts its own), checks the deployment
 # manifests, then `pnpm test` (vitest: unit, integration and e2e projects), then the suites that
-# carry usage events again against a three-node NATS cluster (scripts/with-nats-cluster.mjs).
+# touch Redis or carry usage events again against a Redis Cluster and a three-node NATS cluster
+# (scripts/with-clusters.mjs).
 # Exit code: the tests' (non-zero as well when the manifests check fails).
 # Dependencies this run had to start itself are stopped again at the end.
 set -euo pipefail
@@ -21,8 +22,8 @@ if [[ -n "$DEPENDENCIES_STARTED" ]]; then
   trap 'bash scripts/stop.sh --dependencies $DEPENDENCIES_STARTED' EXIT
 fi
 
-# Run twice: against the single NATS above, and against a NATS cluster (below).
-NATS_CLUSTER_SUITES="packages/messaging/src/durable-consumer.int.test.ts services/metering tests/e2e/cluster.e2e.test.ts tests/e2e/faults.e2e.test.ts tests/e2e/executor-pool.e2e.test.ts tests/e2e/clients.e2e.test.ts tests/e2e/conformance.e2e.test.ts"
+# Run twice: against the single Redis and NATS above, and against clusters of both (below).
+CLUSTER_SUITES="packages/redis packages/messaging/src/durable-consumer.int.test.ts services/auth services/metering tests/e2e/cluster.e2e.test.ts tests/e2e/faults.e2e.test.ts tests/e2e/rate-limits.e2e.test.ts tests/e2e/redis-footprint.e2e.test.ts tests/e2e/executor-pool.e2e.test.ts tests/e2e/clients.e2e.test.ts tests/e2e/conformance.e2e.test.ts"
 
 manifests_status=0
 gateway_log "node scripts/check-manifests.mjs"
@@ -32,11 +33,12 @@ tests_status=0
 gateway_log "pnpm test (REDIS_URL=$REDIS_URL NATS_URL=$NATS_URL)"
 pnpm test || tests_status=$?
 
-# The suites that carry usage events, again against a three-node NATS cluster with JetStream and
-# three replicas of the usage stream.
+# The suites that touch Redis or carry usage events, again against a Redis Cluster (three masters
+# with a replica each) and a three-node NATS cluster with JetStream (three replicas of the stream).
 if ((tests_status == 0)); then
-  gateway_log "the usage-event suites against a three-node NATS cluster"
-  node scripts/with-nats-cluster.mjs pnpm exec vitest run $NATS_CLUSTER_SUITES || tests_status=$?
+  gateway_log "the Redis and usage-event suites against a Redis Cluster and a NATS cluster"
+  # shellcheck disable=SC2086 # a list of words on purpose
+  node scripts/with-clusters.mjs pnpm exec vitest run $CLUSTER_SUITES || tests_status=$?
 fi
 
 if ((tests_status == 0 && manifests_status != 0)); then

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisClient } from '@gateway/redis';
 import { eventually } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
 import { meteredUsage, quietMeteredUsage, startCluster, type Cluster } from './cluster.js';
@@ -14,12 +14,12 @@ const usdToPico = (usd: number) => BigInt(Math.round(usd * 1e12));
 
 let cluster: Cluster;
 let client: OpenAI;
-let redis: Redis;
+let redis: RedisClient;
 
 beforeAll(async () => {
   cluster = await startCluster();
   client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
-  redis = new Redis(cluster.redisUrl);
+  redis = connectRedis(cluster.redisUrl);
 });
 
 afterAll(async () => {

@@ -6,13 +6,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
-import { natsServers, natsUrl, redisUrl } from '@gateway/testing';
+import { freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
@@ -36,26 +35,7 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-/** Ports this process has handed out: the OS may give a freed port again before its user binds it. */
-const handedOut = new Set<number>();
-
-/** A free TCP port on loopback, never one this process handed out before. */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const address = server.address();
-        server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-      });
-    });
-    if (!handedOut.has(port)) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-}
+export { freePort } from '@gateway/testing';
 
 /** A random key in the gateway's format. */
 export function randomApiKey(): string {
@@ -126,8 +106,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       await Promise.all(SERVICES.map((name) => stopProcess(processes[name])));
       await deleteStream(nats, env.USAGE_STREAM!);
       // Metering's de-duplication records of that stream go with it.
-      const client = new Redis(redis, { lazyConnect: true, maxRetriesPerRequest: 1 });
-      await client.del(`metering:dedup:${env.USAGE_STREAM}`).catch(() => undefined);
+      const client = connectRedis(redis, { maxRetriesPerRequest: 1 });
+      const keyId = await client.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id').catch(() => null);
+      if (keyId) await client.del(`metering:dedup:{${keyId}}:${env.USAGE_STREAM}`).catch(() => undefined);
       client.disconnect();
     },
   };
@@ -227,13 +208,13 @@ export interface MeteredUsage {
 
 /**
  * What metering has recorded for an API key, found as auth stores it (`auth:key:<sha256>` names
- * its key id) and as metering totals it (`metering:key:<key_id>`). Each cluster has a key of its
+ * its key id) and as metering totals it (`metering:key:{<key_id>}`). Each cluster has a key of its
  * own, so a test compares these totals before and after its requests.
  */
 export async function meteredUsage(redis: { hget(key: string, field: string): Promise<string | null>; hgetall(key: string): Promise<Record<string, string>> }, apiKey: string): Promise<MeteredUsage> {
   const keyId = await redis.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id');
   if (!keyId) throw new Error('the API key is not stored');
-  const totals = await redis.hgetall(`metering:key:${keyId}`);
+  const totals = await redis.hgetall(`metering:key:{${keyId}}`);
   return {
     requests: Number(totals.requests ?? 0),
     prompt_tokens: Number(totals.prompt_tokens ?? 0),

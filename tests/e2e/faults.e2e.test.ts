@@ -6,18 +6,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisClient } from '@gateway/redis';
 import { connect } from 'nats';
 import { eventually, hasNatsServer, startNatsCluster } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
 import { freePort, meteredUsage, metric, quietMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
 
 let cluster: Cluster;
-let redis: Redis;
+let redis: RedisClient;
 
 beforeAll(async () => {
   cluster = await startCluster();
-  redis = new Redis(cluster.redisUrl);
+  redis = connectRedis(cluster.redisUrl);
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { connectRedis, keysMatching, type RedisClient } from '@gateway/redis';
 import { eventually } from '@gateway/testing';
 import { meteredUsage, startCluster, type Cluster } from './cluster.js';
 
@@ -18,11 +18,11 @@ const MAX_DEDUP_BYTES_PER_EVENT = 200;
 const REQUESTS = 300;
 
 let cluster: Cluster;
-let redis: Redis;
+let redis: RedisClient;
 
 beforeAll(async () => {
   cluster = await startCluster({ plan: 'pro', env: { METERING_DEDUP_RETENTION_MS: '0' } });
-  redis = new Redis(cluster.redisUrl);
+  redis = connectRedis(cluster.redisUrl);
 });
 
 afterAll(async () => {
@@ -32,14 +32,7 @@ afterAll(async () => {
 
 /** Every key whose name contains `text`. */
 async function keysContaining(text: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `*${text.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 10_000);
-    found.push(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  return found;
+  return keysMatching(redis, `*${text.replace(/[*?[\]\\]/g, '\\$&')}*`);
 }
 
 async function bytesOf(keys: readonly string[]): Promise<number> {
@@ -70,7 +63,10 @@ describe('Redis per request and per key', () => {
     const keyId = (await redis.hget(`auth:key:${secretHash}`, 'key_id'))!;
     const windowKeys = (await keysContaining(`{${keyId}}`)).filter((key) => key.includes(':window:'));
     expect(windowKeys.length).toBeGreaterThan(0);
-    const perKey = await bytesOf([`auth:key:${secretHash}`, `auth:key-id:${keyId}`, `metering:key:${keyId}`]);
+    // The secret's index, the key's record and its metering totals (over all and per model used).
+    const totals = (await keysContaining(`metering:key:{${keyId}}`));
+    expect(totals.length).toBeGreaterThanOrEqual(2);
+    const perKey = await bytesOf([`auth:key:${secretHash}`, `auth:record:{${keyId}}`, ...totals]);
     const windowBytes = await bytesOf(windowKeys);
     // The window's entries are per request, but settled and sharing structures; a key's window
     // with no request in it costs nothing (the keys expire with the window).
@@ -79,7 +75,7 @@ describe('Redis per request and per key', () => {
     expect(windowBytes / REQUESTS).toBeLessThanOrEqual(MAX_WINDOW_BYTES_PER_REQUEST);
 
     // Usage records: one per event while unacknowledged, then pruned (retention 0 here).
-    const dedup = `metering:dedup:${cluster.usageStream}`;
+    const dedup = `metering:dedup:{${keyId}}:${cluster.usageStream}`;
     const dedupSize = await redis.zcard(dedup);
     if (dedupSize > 0) {
       process.stdout.write(`redis footprint: ${((await bytesOf([dedup])) / dedupSize).toFixed(0)} bytes per usage record (${dedupSize} held)\n`);

@@ -29,10 +29,11 @@ async function fromEnvOrContainer(variable: string, image: string, port: number,
   }
 }
 
-/** The Redis URL for integration tests. */
+/** The Redis URL for integration tests: one server, or a cluster's nodes (`redis-cluster://h:p,h:p`). */
 export async function redisUrl(): Promise<string> {
   const url = await fromEnvOrContainer('REDIS_URL', 'redis:7-alpine', 6379, ['redis-server', '--save', ''], 'redis');
-  if (!(await reachable(url))) throw new Error(`Redis at ${url} does not answer`);
+  const first = url.replace(/^(rediss?)-cluster:/, '$1:').split(',')[0]!;
+  if (!(await reachable(first))) throw new Error(`Redis at ${url} does not answer`);
   return url;
 }
 
@@ -102,3 +103,5 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
 }
 
 export * from './nats-cluster.js';
+export * from './redis-cluster.js';
+export { freePort } from './processes.js';

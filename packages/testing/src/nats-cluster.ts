@@ -5,9 +5,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, listening } from './processes.js';
 
 /** The `nats-server` binary: on the PATH, or in an sbin folder (where Debian puts it). */
 function natsServerBinary(): string | undefined {
@@ -46,32 +46,6 @@ export interface NatsCluster {
   /** The node of a server_name. */
   node(name: string): NatsNode;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Resolves once the client port accepts connections; rejects if the process exits first. */
-async function listening(child: ChildProcess, port: number, output: () => string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${output()}`);
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`nats-server did not listen on ${port}: ${output()}`);
 }
 
 /**
@@ -119,7 +93,7 @@ cluster {
         child = spawn(binary, ['-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
         child.stdout!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
         child.stderr!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
-        await listening(child, port.client, () => output);
+        await listening(child, port.client, () => output, 'nats-server');
       },
     };
     return node;
