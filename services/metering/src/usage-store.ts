@@ -160,7 +160,10 @@ export async function recordEvent(redis: RedisClient, stream: string, eventId: s
     String(Math.max(0, options.pruneThrough ?? 0)), String(DEDUP_TTL_MS),
   );
   if (result === 1 && (options.replicas ?? 0) > 0) {
-    const acknowledged = await waitForReplicas(redis, dedup, options.replicas!, REPLICA_WAIT_MS).catch(() => 0);
+    // A WAIT that fails (the master is gone) rejects: the message comes back, and is metered on the
+    // promoted replica unless the write reached it. One that times out (a replica is down) counts
+    // and goes on, so that metering does not stop with a replica.
+    const acknowledged = await waitForReplicas(redis, dedup, options.replicas!, REPLICA_WAIT_MS);
     if (acknowledged < options.replicas!) options.onUnreplicated?.();
   }
   return result === 1;
