@@ -115,6 +115,9 @@ export const LAST_USED_INTERVAL_MS = 60_000;
 /** How many secret hash -> key id entries a store remembers (about 150 bytes each). */
 export const KEY_ID_CACHE_SIZE = 100_000;
 
+/** The layout this store writes (see KeyStore), recorded once every key is in it. */
+const LAYOUT_VERSION = 'record-by-key-id';
+
 /** How long WAIT may take for a key change to reach the replicas asked for. */
 const REPLICA_WAIT_MS = 1_000;
 
@@ -291,14 +294,22 @@ export class KeyStore {
    * makes to a moved key is not seen.
    */
   async migrateEarlierLayout(): Promise<number> {
+    if ((await this.redis.get(this.layoutName())) === LAYOUT_VERSION) return 0;
     const ids = await this.redis.smembers(this.idSetName());
     let moved = 0;
-    for (const id of ids) {
-      const legacyIndex = `${this.prefix}key-id:${id}`;
-      const hash = await this.redis.get(legacyIndex);
-      if (hash && (await this.migrateKey(hash))) moved += 1;
-      if (hash) await this.redis.del(legacyIndex);
+    // A few hundred keys at a time: one command per key, grouped by the client.
+    for (let start = 0; start < ids.length; start += 256) {
+      const results = await Promise.all(ids.slice(start, start + 256).map(async (id) => {
+        const legacyIndex = `${this.prefix}key-id:${id}`;
+        const hash = await this.redis.get(legacyIndex);
+        if (!hash) return false;
+        const migrated = await this.migrateKey(hash);
+        await this.redis.del(legacyIndex);
+        return migrated;
+      }));
+      moved += results.filter(Boolean).length;
     }
+    await this.redis.set(this.layoutName(), LAYOUT_VERSION);
     return moved;
   }
 
@@ -327,6 +338,8 @@ export class KeyStore {
   /** The Redis key of a key's record, in its key id's slot. */
   recordName(keyId: string): string { return `${this.prefix}record:{${keyId}}`; }
   private idSetName(): string { return `${this.prefix}key-ids`; }
+  /** Which layout the keys are in, once every key is: LAYOUT_VERSION. */
+  private layoutName(): string { return `${this.prefix}layout`; }
 }
 
 /** A flat HGETALL reply (field, value, ...) as a record. */
