@@ -25,7 +25,10 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { callMetadata, callUnary, createClient, StreamedCalls } from '@gateway/grpc';
 import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
-import { freePort, startCluster, stopProcess, writeCatalog, type Cluster, type ClusterOptions } from '../tests/e2e/cluster.js';
+import { connect as connectNats } from 'nats';
+import { connectRedis } from '@gateway/redis';
+import { natsServers } from '@gateway/testing';
+import { freePort, quietMeteredUsage, startCluster, stopProcess, writeCatalog, type Cluster, type ClusterOptions } from '../tests/e2e/cluster.js';
 import { fixed, processCpuMs, processRssMiB, summarize, table } from './measure.js';
 import type { BenchSuite } from './run.js';
 
@@ -259,6 +262,33 @@ async function streamTransports(executorPort: number, executorPid: number): Prom
   }
 }
 
+/** What the gateway's state costs per whole completion under load: Redis commands and bytes, JetStream messages and bytes. */
+export async function stateTraffic(path: Path, cluster: Cluster): Promise<{ requests: number; redisCalls: Record<string, number>; redisIn: number; redisOut: number; natsMessages: number; natsBytes: number }> {
+  const redis = connectRedis(cluster.redisUrl);
+  const nats = await connectNats({ servers: natsServers(cluster.natsUrl) });
+  try {
+    const manager = await nats.jetstreamManager();
+    const snapshot = async () => {
+      const [stats, commands, stream, usage] = await Promise.all([redis.info('stats'), redis.info('commandstats'), manager.streams.info(cluster.usageStream), quietMeteredUsage(redis, cluster.apiKey)]);
+      const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+      const calls: Record<string, number> = {};
+      for (const match of commands.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
+      return { requests: usage.requests, calls, input: field('total_net_input_bytes'), output: field('total_net_output_bytes'), messages: stream.state.messages, bytes: stream.state.bytes };
+    };
+    const before = await snapshot();
+    await autocannon({ url: path.url.href, method: 'POST', connections: CONNECTIONS, headers: { ...path.headers, 'content-type': 'application/json' }, body: requestBody(path.model, false), duration: 5 });
+    const after = await snapshot();
+    const requests = Math.max(1, after.requests - before.requests);
+    const redisCalls: Record<string, number> = {};
+    // The snapshots' own INFO calls are left out.
+    for (const [name, calls] of Object.entries(after.calls)) if (name !== 'info' && calls > (before.calls[name] ?? 0)) redisCalls[name] = (calls - (before.calls[name] ?? 0)) / requests;
+    return { requests, redisCalls, redisIn: (after.input - before.input) / requests, redisOut: (after.output - before.output) / requests, natsMessages: (after.messages - before.messages) / requests, natsBytes: (after.bytes - before.bytes) / requests };
+  } finally {
+    redis.disconnect();
+    await nats.close();
+  }
+}
+
 /** The processes of one benchmark run, started by startProxyBench. */
 export interface ProxyBench {
   cluster: Cluster;
@@ -384,6 +414,12 @@ export const suite: BenchSuite = {
         ]));
         console.log(`\nThroughput gateway / bare proxy: ${fixed(gatewayResult.perSecond / proxyResult.perSecond)}. The gateway's CPU ms per request by process: ${GATEWAY.map((name) => `${name} ${fixed(gatewayResult.cpuPerRequest[name]!, 3)}`).join(', ')} (total ${fixed(own(gatewayResult), 3)}; bare proxy ${fixed(own(proxyResult), 3)}).\n`);
       }
+
+      // What a request costs the state (the capacity model in deploy/README.md rests on it).
+      const traffic = await stateTraffic(paths[2], cluster);
+      const scripts = (traffic.redisCalls.evalsha ?? 0) + (traffic.redisCalls.eval ?? 0);
+      const inside = Object.entries(traffic.redisCalls).filter(([name]) => name !== 'evalsha' && name !== 'eval').sort((one, other) => other[1] - one[1]);
+      console.log(`State per whole completion (${traffic.requests} metered, ${CONNECTIONS} connections): Redis ${fixed(scripts, 2)} script calls; ${fixed(inside.reduce((sum, [, calls]) => sum + calls, 0), 1)} commands counted by Redis beside them, scripts' own included (${inside.slice(0, 8).map(([name, calls]) => `${name} ${fixed(calls, 2)}`).join(', ')}, ...); ${fixed(traffic.redisIn, 0)} bytes in, ${fixed(traffic.redisOut, 0)} bytes out. JetStream ${fixed(traffic.natsMessages, 3)} messages, ${fixed(traffic.natsBytes, 0)} bytes stored.\n`);
 
       // The edge-to-executor leg of a stream alone, both ways the edge can carry it.
       const legs = await streamTransports(cluster.ports.executor, pids.executor);

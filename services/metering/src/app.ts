@@ -115,6 +115,8 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     grpc: createGatewayServer([]),
     start: async () => {
       await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas });
+      // Most deployments never had the earlier layout: no extra lookup per event for them.
+      earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream)).catch(() => 1)) === 1;
       consumer = await startDurableConsumer<UsageEventOutput[]>(nc, {
         stream,
         durableName,
