@@ -3,11 +3,11 @@
  * processes (Debian's package `nats-server`) joined by routes, each with its own store directory,
  * so that a test can kill a node and start it again on the same data.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, listening } from './processes.js';
+import { freePort, serverProcess, type ServerProcess } from './processes.js';
 
 /** The `nats-server` binary: on the PATH, or in an sbin folder (where Debian puts it). */
 function natsServerBinary(): string | undefined {
@@ -23,17 +23,11 @@ export function hasNatsServer(): boolean {
 }
 
 /** One node of a NatsCluster. */
-export interface NatsNode {
+export interface NatsNode extends ServerProcess {
   /** `server_name`, as JetStream names a stream's leader and replicas. */
   readonly name: string;
   /** `nats://127.0.0.1:<port>` of its client port. */
   readonly url: string;
-  /** Whether its process runs. */
-  readonly running: boolean;
-  /** Kills the process (SIGKILL by default: a crash) and resolves once it exited. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts it again on the same ports and store. */
-  start(): Promise<void>;
   /** Deletes its JetStream store (while it is down): a server replaced with an empty disk. */
   wipeStore(): void;
 }
@@ -72,28 +66,16 @@ cluster {
   routes: [${routes.join(', ')}]
 }
 `);
-    let child: ChildProcess | undefined;
+    const server = serverProcess(binary, ['-c', config], port.client);
     const node: NatsNode = {
       name,
       url: `nats://127.0.0.1:${port.client}`,
-      get running() { return child !== undefined && child.exitCode === null && child.signalCode === null; },
-      async kill(signal = 'SIGKILL') {
-        const running = child;
-        if (!running || running.exitCode !== null || running.signalCode !== null) return;
-        const exited = new Promise((resolve) => running.once('exit', resolve));
-        running.kill(signal);
-        await exited;
-      },
+      get running() { return server.running; },
+      kill: (signal) => server.kill(signal),
+      start: () => server.start(),
       wipeStore() {
         if (node.running) throw new Error(`${name} is running: kill it before wiping its store`);
         rmSync(store, { recursive: true, force: true });
-      },
-      async start() {
-        let output = '';
-        child = spawn(binary, ['-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-        child.stdout!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
-        child.stderr!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
-        await listening(child, port.client, () => output, 'nats-server');
       },
     };
     return node;

@@ -4,28 +4,23 @@
  * joined with `redis-cli --cluster create`, each with its own folder so that a test can kill a
  * master, watch its replica take over, and start the old master again (it rejoins as a replica).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, listening } from './processes.js';
+import { freePort, serverProcess, type ServerProcess } from './processes.js';
 
 /** Whether `redis-server` and `redis-cli` are installed. */
 export function hasRedisServer(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0 && spawnSync('redis-cli', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
-/** One node of a RedisCluster. */
-export interface RedisNode {
+/** One node of a RedisCluster; start() starts it again on the same port and folder (its cluster config is kept). */
+export interface RedisNode extends ServerProcess {
   readonly port: number;
   /** `127.0.0.1:<port>`. */
   readonly address: string;
-  readonly running: boolean;
-  /** Kills the process (SIGKILL by default: a crash) and resolves once it exited. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts it again on the same port and folder (its cluster config is kept). */
-  start(): Promise<void>;
-  /** Runs a redis-cli command against this node; resolves its output, trimmed. */
+  /** Runs a redis-cli command against this node; returns its output, trimmed. */
   cli(...args: string[]): string;
 }
 
@@ -62,33 +57,21 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   const nodes = ports.map((port) => {
     const folder = join(directory, String(port));
     mkdirSync(folder);
-    let child: ChildProcess | undefined;
+    const server = serverProcess('redis-server', [
+      '--port', String(port), '--bind', '127.0.0.1', '--dir', folder,
+      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000',
+      // The slots of other masters keep serving while one master's are failing over.
+      '--cluster-require-full-coverage', 'no',
+      // A replica takes over however long it was cut off from its master.
+      '--cluster-replica-validity-factor', '0',
+      '--save', '', '--appendonly', 'no',
+    ], port);
     const node: RedisNode = {
       port,
       address: `127.0.0.1:${port}`,
-      get running() { return child !== undefined && child.exitCode === null && child.signalCode === null; },
-      async kill(signal = 'SIGKILL') {
-        const running = child;
-        if (!running || running.exitCode !== null || running.signalCode !== null) return;
-        const exited = new Promise((resolve) => running.once('exit', resolve));
-        running.kill(signal);
-        await exited;
-      },
-      async start() {
-        let output = '';
-        child = spawn('redis-server', [
-          '--port', String(port), '--bind', '127.0.0.1', '--dir', folder,
-          '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000',
-          // The slots of other masters keep serving while one master's are failing over.
-          '--cluster-require-full-coverage', 'no',
-          // A replica takes over however long it was cut off from its master.
-          '--cluster-replica-validity-factor', '0',
-          '--save', '', '--appendonly', 'no',
-        ], { stdio: ['ignore', 'pipe', 'pipe'] });
-        child.stdout!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
-        child.stderr!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
-        await listening(child, port, () => output, 'redis-server');
-      },
+      get running() { return server.running; },
+      kill: (signal) => server.kill(signal),
+      start: () => server.start(),
       cli: (...args) => cli(port, args),
     };
     return node;
