@@ -56,8 +56,7 @@ async function counterValue(registry: prometheus.Registry, name: string, labels:
 }
 
 /** A stream, subject and metering consumer of one test group, so nothing else reads or writes them. */
-async function startMetering(nc: NatsConnection, redis: RedisClient, options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs' | 'quotaPrefix'> = {}) {
-  const id = randomUUID().replaceAll('-', '');
+async function startMetering(nc: NatsConnection, redis: RedisClient, options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs' | 'quotaPrefix'> = {}, id = randomUUID().replaceAll('-', '')) {
   const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
   const registry = createRegistry('metering-test');
   const metering: MeteringServer = createServer({ nc, redis, catalog, logger, registry, ...names, durableName: `metering-${id}`, backoffMs: [200, 400], ...options });
@@ -211,15 +210,16 @@ describe('metering', () => {
   });
 
   it('reads the totals of the earlier layout and does not meter again an event its records remember', async () => {
-    const upgraded = await startMetering(nc, redis);
+    // What the layout before this one left: totals without hash tags, one set per stream.
+    const id = randomUUID().replaceAll('-', '');
+    const keyId = `key_${run}earlier`;
+    await inspector.hset(`metering:key:${keyId}`, { requests: 7, prompt_tokens: 70, completion_tokens: 7, cached_tokens: 0, cost_pico_usd: 1_000 });
+    await inspector.hset(`metering:model:${PREMIUM}`, { requests: 7, prompt_tokens: 70, completion_tokens: 7, cached_tokens: 0, cost_pico_usd: 1_000 });
+    const remembered = usageEvent({ key_id: keyId });
+    await inspector.zadd(`metering:dedup:USAGE_TEST_${id}`, 1, remembered.event_id!);
+    const upgraded = await startMetering(nc, redis, {}, id);
     streams.push(upgraded.stream);
     try {
-      const keyId = `key_${run}earlier`;
-      // What the layout before this one left: totals without hash tags, one set per stream.
-      await inspector.hset(`metering:key:${keyId}`, { requests: 7, prompt_tokens: 70, completion_tokens: 7, cached_tokens: 0, cost_pico_usd: 1_000 });
-      await inspector.hset(`metering:model:${PREMIUM}`, { requests: 7, prompt_tokens: 70, completion_tokens: 7, cached_tokens: 0, cost_pico_usd: 1_000 });
-      const remembered = usageEvent({ key_id: keyId });
-      await inspector.zadd(`metering:dedup:${upgraded.stream}`, 1, remembered.event_id!);
       const modelBefore = await modelTotals(redis, PREMIUM);
       const fresh = usageEvent({ key_id: keyId });
       upgraded.publisher.publish(remembered);
