@@ -88,6 +88,7 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     onConstructorPoisoning: 'remove',
   });
 
+  const errors = new prometheus.Counter({ name: 'gateway_errors_total', help: 'Requests answered with an error, by status and OpenAI error type and code.', labelNames: ['status', 'type', 'code'], registers: [deps.registry] });
   const requests = new prometheus.Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: [deps.registry] });
   const duration = new prometheus.Histogram({
     name: 'gateway_http_request_duration_seconds', help: 'Time from request to the end of the response.', labelNames: ['route'],
@@ -158,6 +159,7 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     }
     if (requestError.status >= 500) request.log.error({ err: error, status: requestError.status }, 'request failed');
     else request.log.info({ status: requestError.status, code: requestError.code }, 'request refused');
+    errors.inc({ status: String(requestError.status), type: requestError.type ?? '', code: requestError.code ?? '' });
     void reply.status(requestError.status).headers(requestError.headers).header('content-type', 'application/json');
     if (!shouldRetry(requestError.status)) void reply.header('x-should-retry', 'false');
     return reply.send(errorBody(requestError));
@@ -180,11 +182,6 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     void reply.status(ready ? 200 : 503);
     return { status: ready ? 'ready' : 'not ready' };
   });
-  app.get('/metrics', async (_request, reply) => {
-    void reply.header('content-type', deps.registry.contentType);
-    return deps.registry.metrics();
-  });
-
   registerChatCompletions(app, deps);
   registerModels(app, deps);
   registerAdminKeys(app, deps);

@@ -55,7 +55,7 @@ export function createServer(dependencies: ExecutorDependencies): GatewayServer 
     pool,
     providers: new ProviderRegistry({ pools: dependencies.pools, environment: dependencies.environment }),
     logger: dependencies.logger,
-    metrics: createExecutorMetrics(dependencies.registry, () => pool.health().map((entry) => ({ model: entry.model_id ?? '', deployment: entry.deployment_id ?? '', state: String(entry.state) }))),
+    metrics: createExecutorMetrics(dependencies.registry, () => pool.health().map((entry) => ({ model: entry.model_id ?? '', deployment: entry.deployment_id ?? '', state: String(entry.state) })), () => pool.inFlight()),
     retry: dependencies.retry ?? DEFAULT_RETRY,
   });
   const definition = loadGatewayGrpc().gateway.executor.v1.ExecutorService.service;

@@ -19,7 +19,15 @@ export interface ExecutorMetrics {
 export type DeploymentStates = () => Array<{ model: string; deployment: string; state: string }>;
 
 /** Registers the executor's metrics on a registry (once per registry). */
-export function createExecutorMetrics(registry: prometheus.Registry, deploymentStates?: DeploymentStates): ExecutorMetrics {
+export function createExecutorMetrics(registry: prometheus.Registry, deploymentStates?: DeploymentStates, inFlight?: () => number): ExecutorMetrics {
+  if (inFlight) {
+    new prometheus.Gauge({
+      name: 'gateway_executor_in_flight',
+      help: 'Completions the executor is serving now, over every deployment: the signal to scale the pool on (they mostly wait on upstreams).',
+      registers: [registry],
+      collect() { this.set(inFlight()); },
+    });
+  }
   if (deploymentStates) {
     new prometheus.Gauge({
       name: 'gateway_executor_deployment_open',

@@ -17,6 +17,7 @@ import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type S
 import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { bearerKey, checkKey, holdReservation, noteKeyChecked, releaseReservation, reservedTokens } from './authenticate.js';
 import { rateLimitHeaders } from '../rate-limit-headers.js';
+import { GenAiMetrics, planName } from '../genai-metrics.js';
 
 /** What the router or the edge's catalog decided. */
 interface Routing {
@@ -122,6 +123,7 @@ function modelNotFound(modelId: string): RequestError {
 /** Registers the route. */
 export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependencies): void {
   const { config, catalog } = deps;
+  const metrics = new GenAiMetrics(deps.registry);
 
   async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal, policy: string | undefined): Promise<Routing> {
     const modelId = parsed.request.model ?? '';
@@ -211,7 +213,21 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
    * never the caller's x-request-id: metering de-duplicates on it, so an id a caller could repeat
    * or forge would let every request but one go unbilled.
    */
-  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint, reservationId: string): void {
+  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint, reservationId: string, observed: { plan: string; routedModel: string; firstTokenMs?: number }): void {
+    metrics.observe({
+      requestModel: parsed.request.model ?? '',
+      responseModel: answered.id ?? '',
+      routedModel: observed.routedModel,
+      provider: answered.provider || provider,
+      plan: observed.plan,
+      stream: parsed.stream,
+      errorType: outcome === 'OUTCOME_COMPLETED' ? '' : outcome === 'OUTCOME_CANCELLED' ? 'cancelled' : 'failed',
+      durationSeconds: latencyMs / 1000,
+      ...(observed.firstTokenMs !== undefined ? { firstTokenSeconds: observed.firstTokenMs / 1000 } : {}),
+      inputTokens: usage?.prompt_tokens ?? 0,
+      outputTokens: usage?.completion_tokens ?? 0,
+      costUsd: picoUsdToUsd(costPico),
+    });
     deps.usage.publish({
       reservation_id: reservationId,
       event_id: eventId,
@@ -288,6 +304,9 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
 
     const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks, legacy_functions: parsed.legacyFunctions };
     const keyId = decision.key_id ?? '';
+    const observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '' };
+    const over = metrics.started();
+    reply.raw.once('close', over);
 
     if (!parsed.stream) {
       const result = await withReplicaRetry(abort.signal, () => deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal }));
@@ -296,7 +315,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
       const latencyMs = reply.elapsedTime;
       const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico, reservation.handOff());
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico, reservation.handOff(), observed);
       void reply
         .header('content-type', 'application/json')
         .header('openai-processing-ms', String(Math.round(latencyMs)))
@@ -304,10 +323,10 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       return body;
     }
 
-    await streamCompletion(request, reply, execute, routing, parsed, abort, (answered, attempts, usage, provider, outcome) => {
+    await streamCompletion(request, reply, execute, routing, parsed, abort, (answered, attempts, usage, provider, outcome, firstTokenMs) => {
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
       const latencyMs = reply.elapsedTime;
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff());
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff(), { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) });
       return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
     });
     return reply;
@@ -327,7 +346,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     routing: Routing,
     parsed: ParsedChatRequest,
     abort: AbortController,
-    finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome']) => GatewayInfo,
+    finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], firstTokenMs: number | undefined) => GatewayInfo,
   ): Promise<void> {
     const raw = reply.raw;
     const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage, legacyFunctions: parsed.legacyFunctions };
@@ -340,6 +359,8 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     let attempts: readonly ExecutionAttemptOutput[] = [];
     let provider = '';
     let failureUsage: UsageOutput | undefined;
+    // When the first chunk of content left (reply.elapsedTime), for the time to first token.
+    let firstTokenMs: number | undefined;
 
     // Events that arrive in one burst (several gRPC messages read at once) leave in one socket
     // write: the response is corked at the first event and uncorked in the same loop turn's check
@@ -438,6 +459,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
             if (event.rendered) {
               // Chunks the executor rendered: written as they are.
               if (!started) begin(undefined);
+              firstTokenMs ??= reply.elapsedTime;
               streamedText += event.rendered.text ?? '';
               for (const chunk of event.rendered.chunks) await relay(chunk.json ?? '', chunk.finishes === true);
               armKeepAlive();
@@ -445,6 +467,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
               // A chunk as a message, from an executor that does not render: rendered here.
               const chunk = event.chunk;
               if (!started) begin(chunk);
+              firstTokenMs ??= reply.elapsedTime;
               textOf(chunk);
               await relay(JSON.stringify(chunkJson(chunk, identity)), chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED'));
               armKeepAlive();
@@ -457,7 +480,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
               const end = event.end;
               if (end.model_id) answered = answeredModel(routing, end.model_id);
               if (end.attempts.length > 0) attempts = end.attempts;
-              const gateway = finish(answered, attempts, end.usage, end.provider ?? provider, 'OUTCOME_COMPLETED');
+              const gateway = finish(answered, attempts, end.usage, end.provider ?? provider, 'OUTCOME_COMPLETED', firstTokenMs);
               let tail = '';
               if (held !== undefined) tail += `data: ${parsed.includeUsage ? held : withGateway(held, gateway)}\n\n`;
               if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(end.usage, identity, gateway))}\n\n`;
@@ -483,13 +506,13 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     } catch (error) {
       if (abort.signal.aborted) {
         // The client went away: meter what was generated before it left.
-        finish(answered, attempts, await estimatedUsage(execute, streamedText), provider, 'OUTCOME_CANCELLED');
+        finish(answered, attempts, await estimatedUsage(execute, streamedText), provider, 'OUTCOME_CANCELLED', firstTokenMs);
         return;
       }
       const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
       if (!started) throw requestError;
       request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-      finish(answered, attempts, failureUsage ?? await estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED');
+      finish(answered, attempts, failureUsage ?? await estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED', firstTokenMs);
       if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
     } finally {
       clearTimeout(commitTimer);

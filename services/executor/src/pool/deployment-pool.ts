@@ -112,6 +112,13 @@ export class DeploymentPool {
   }
 
   /** The state of every deployment, for the health report. */
+  /** Requests being served now, over every deployment. */
+  inFlight(): number {
+    let total = 0;
+    for (const deployments of this.byModel.values()) for (const deployment of deployments) total += deployment.outstanding;
+    return total;
+  }
+
   health(): DeploymentHealth[] {
     const entries: DeploymentHealth[] = [];
     for (const [modelId, deployments] of this.byModel) {
