@@ -54,7 +54,7 @@ export interface ClusterOptions {
 /** Starts the cluster and resolves once the edge's /readyz is green. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
-  const names = ['auth', 'router', 'executor', 'metering', 'edge', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'];
+  const names = ['auth', 'router', 'executor', 'metering', 'edge', 'edgeMetrics', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'];
   const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
   const apiKey = randomApiKey();
   const env: Record<string, string> = {
@@ -72,6 +72,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     METERING_METRICS_PORT: String(ports.meteringMetrics),
     EDGE_HOST: '127.0.0.1',
     EDGE_PORT: String(ports.edge),
+    EDGE_METRICS_PORT: String(ports.edgeMetrics),
     AUTH_SERVICE_ADDR: `127.0.0.1:${ports.auth}`,
     ROUTER_SERVICE_ADDR: `127.0.0.1:${ports.router}`,
     EXECUTOR_SERVICE_ADDR: `127.0.0.1:${ports.executor}`,

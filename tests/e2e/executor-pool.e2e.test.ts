@@ -210,7 +210,7 @@ describe('backpressure', () => {
 
 /** Streamed completions the edge sent on CompleteCalls streams. */
 function streamedOnCalls(): Promise<number> {
-  return metric(`${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`, 'gateway_executor_calls_total', { method: 'stream', path: 'stream' });
+  return metric(`http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`, 'gateway_executor_calls_total', { method: 'stream', path: 'stream' });
 }
 
 /** Resident memory of both executors, MiB. */

@@ -63,7 +63,7 @@ describe('a killed auth', () => {
     cluster.restart('auth');
     await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'auth to answer again', 15_000, 200);
     // The edge's decision streams are back too, and carry the decisions again.
-    const edgeMetrics = `${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`;
+    const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
     await eventually(async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the decision streams to reopen', 10_000, 100);
     const streamed = await metric(edgeMetrics, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
     expect(await statusOf(complete('sim-mini'))).toBe(200);
@@ -73,7 +73,7 @@ describe('a killed auth', () => {
 
 describe('a stalled auth', () => {
   it('costs a 503 at the call\'s deadline, not a hang, and serves again once it resumes', async () => {
-    const edgeMetrics = `${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`;
+    const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
     await eventually(async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the decision streams to be open', 10_000, 100);
     const auth = cluster.processes.auth;
     auth.kill('SIGSTOP');
@@ -99,11 +99,11 @@ describe('an auth replica killed mid-stream behind an edge with two', () => {
   afterAll(async () => { await Promise.all(children.map((child) => stopProcess(child))); });
 
   it('answers the requests it held with 503s, not hangs, and serves every later request from the other replica', async () => {
-    const [authPort, authMetricsPort, edgePort] = await Promise.all([freePort(), freePort(), freePort()]);
+    const [authPort, authMetricsPort, edgePort, edgeMetricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
     const common = { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', REDIS_URL: cluster.redisUrl, NATS_URL: cluster.natsUrl };
     const startAuth = () => spawn(process.execPath, ['services/auth/dist/main.js'], { cwd: root, stdio: 'ignore', env: { ...common, AUTH_LISTEN_ADDR: `127.0.0.1:${authPort}`, AUTH_METRICS_PORT: String(authMetricsPort), GATEWAY_BOOTSTRAP_KEY: '' } });
     // The cluster's own edge keeps its streams on the cluster's auth: count from there.
-    const clusterEdgeMetrics = `${cluster.baseUrl.replace(/\/v1$/, '')}/metrics`;
+    const clusterEdgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
     await eventually(async () => ((await metric(clusterEdgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the cluster edge\'s streams to be open', 10_000, 100);
     const authMetrics = [`http://127.0.0.1:${cluster.ports.authMetrics}/metrics`, `http://127.0.0.1:${authMetricsPort}/metrics`];
     const baseline = await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open');
@@ -113,7 +113,7 @@ describe('an auth replica killed mid-stream behind an edge with two', () => {
     const edge = spawn(process.execPath, ['services/edge/dist/main.js'], {
       cwd: root, stdio: 'ignore',
       env: {
-        ...common, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(edgePort), EDGE_AUTH_STREAMS: '4',
+        ...common, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(edgePort), EDGE_METRICS_PORT: String(edgeMetricsPort), EDGE_AUTH_STREAMS: '4',
         AUTH_SERVICE_ADDR: `ipv4:127.0.0.1:${cluster.ports.auth},127.0.0.1:${authPort}`,
         ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`, EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
       },
@@ -151,12 +151,12 @@ describe('an auth replica killed mid-stream behind an edge with two', () => {
     }
 
     // From here on every request is decided, over streams reopened on the replica left.
-    await eventually(async () => ((await metric(`${origin}/metrics`, 'gateway_auth_streams_open')) === 4 ? true : undefined), 'the edge to reopen its four streams', 10_000, 100);
+    await eventually(async () => ((await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_streams_open')) === 4 ? true : undefined), 'the edge to reopen its four streams', 10_000, 100);
     expect(await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open')).toBe(baseline + 4);
-    const streamedBefore = await metric(`${origin}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
+    const streamedBefore = await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
     const later = await Promise.all(Array.from({ length: 20 }, () => request()));
     expect(later.map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 200));
-    expect(await metric(`${origin}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(streamedBefore + 20);
+    expect(await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(streamedBefore + 20);
   });
 });
 

@@ -75,7 +75,7 @@ describe('the hostile-body drill', () => {
   it(`answers ${BODIES} hostile bodies, ${CONCURRENCY} at a time, with no 5xx and none slower than ${MAX_ANSWER_MS} ms, /healthz under ${MAX_HEALTHZ_P99_MS} ms at p99`, async () => {
     const origin = cluster.baseUrl.replace(/\/v1$/, '');
     const metricsUrls: Record<string, string> = {
-      edge: `${origin}/metrics`,
+      edge: `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`,
       auth: `http://127.0.0.1:${cluster.ports.authMetrics}/metrics`,
       router: `http://127.0.0.1:${cluster.ports.routerMetrics}/metrics`,
       executor: `http://127.0.0.1:${cluster.ports.executorMetrics}/metrics`,

@@ -55,7 +55,7 @@ async function startReplicas(cluster: Cluster, env: Record<string, string>): Pro
     spawn(process.execPath, ['services/auth/dist/main.js'], { cwd: ROOT, stdio: 'ignore', env: { ...common, AUTH_LISTEN_ADDR: `127.0.0.1:${auth}`, AUTH_METRICS_PORT: String(authMetrics), GATEWAY_BOOTSTRAP_KEY: '' } }),
     spawn(process.execPath, ['services/edge/dist/main.js'], {
       cwd: ROOT, stdio: 'ignore',
-      env: { ...common, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(edge), AUTH_SERVICE_ADDR: `127.0.0.1:${auth}`, ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`, EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}` },
+      env: { ...common, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(edge), EDGE_METRICS_PORT: '0', AUTH_SERVICE_ADDR: `127.0.0.1:${auth}`, ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`, EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}` },
     }),
   ];
   const origin = `http://127.0.0.1:${edge}`;

@@ -5,6 +5,8 @@ import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 export const EdgeConfigSchema = Type.Object({
   EDGE_HOST: Type.String({ default: '0.0.0.0' }),
   EDGE_PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+  /** Port of /metrics (and /healthz, /readyz for probes), apart from the public API's port. */
+  EDGE_METRICS_PORT: Type.Integer({ default: 9100, minimum: 0, maximum: 65535 }),
   AUTH_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50051' }),
   ROUTER_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50052' }),
   EXECUTOR_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50053' }),
