@@ -4,7 +4,10 @@
 // declared ports, patches and the HPA target existing objects, config references resolve), and
 // every Deployment and StatefulSet has an image, probes, resources and a non-root, read-only security context.
 // When `kubectl` or `kustomize` is on PATH each overlay is also rendered for real and the rendered
-// objects get the same checks. docker-compose.yml is parsed and checked for the services it must run.
+// objects get the same checks. Every object, as written and as rendered, is validated against the
+// Kubernetes OpenAPI schemas (kubernetes-models, and @kubernetes-models/prometheus-operator for the
+// monitoring CRDs): an unknown field, a wrong type or a missing required field fails.
+// docker-compose.yml is parsed and checked for the services it must run.
 //
 //   node scripts/check-manifests.mjs        exit 0 when all hold, 1 with a list of problems
 import { execFileSync } from 'node:child_process';
@@ -17,6 +20,35 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
 const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
 const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054 };
+
+/**
+ * Validates objects against the Kubernetes schemas of their apiVersion and kind; an object of a kind
+ * no schema package covers is a problem too, so that nothing goes unvalidated by accident.
+ */
+async function validateSchemas(label, objects) {
+  for (const object of objects) {
+    if (!object || typeof object !== 'object') continue;
+    const { source: _source, ...manifest } = object;
+    const [group, version] = String(manifest.apiVersion ?? '').includes('/') ? manifest.apiVersion.split('/') : ['', manifest.apiVersion];
+    const module = group === 'monitoring.coreos.com'
+      ? `@kubernetes-models/prometheus-operator/${group}/${version}/${manifest.kind}`
+      : `kubernetes-models/${group ? `${group}/` : ''}${version}/${manifest.kind}`;
+    const name = `${label}: ${manifest.kind} ${manifest.metadata?.name ?? '?'}`;
+    let Model;
+    try {
+      Model = Object.values(await import(module)).find((value) => typeof value === 'function');
+    } catch {
+      check(false, `${name}: no Kubernetes schema for ${manifest.apiVersion} ${manifest.kind}`);
+      continue;
+    }
+    try {
+      new Model(manifest).validate();
+      check(true, name);
+    } catch (error) {
+      check(false, `${name}: ${String(error.message).split('\n')[0]}`);
+    }
+  }
+}
 
 const problems = [];
 let checks = 0;
@@ -222,6 +254,8 @@ check(overlays.length > 0, 'deploy/overlays has no overlay');
 for (const folder of [join(deployDir, 'base'), ...overlays]) {
   const { objects, patches } = collect(folder);
   validate(rel(folder), objects, patches);
+  // Generated objects carry no data here; the rendered ones below are validated whole.
+  await validateSchemas(rel(folder), objects.filter((object) => !String(object.source).endsWith('kustomization.yaml')));
 }
 // Components are checked through the overlays that use them; a component no overlay uses is dead.
 const componentsDir = join(deployDir, 'components');
@@ -249,6 +283,7 @@ if (renderer) {
       const output = execFileSync(command, [...args, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
       const objects = parseAllDocuments(output).map((document) => document.toJS()).filter(Boolean);
       validate(`${rel(folder)} (rendered by ${command})`, objects);
+      await validateSchemas(`${rel(folder)} (rendered by ${command})`, objects);
     } catch (error) {
       check(false, `${rel(folder)}: ${command} ${args.join(' ')} failed: ${String(error.stderr || error.message).trim()}`);
     }
