@@ -167,6 +167,14 @@ function validate(label, objects, patches = []) {
   for (const patch of patches) check(names.has(`${patch.kind}/${patch.name}`), `${label}: ${patch.source} patches ${patch.kind}/${patch.name}, which is not there`);
   for (const name of names) check(objects.filter((object) => `${object.kind}/${object.metadata?.name}` === name).length === 1, `${label}: ${name} is defined twice`);
 
+  // A workload an autoscaler owns carries no replica count: applying one would reset the autoscaler's.
+  for (const autoscaler of byKind('HorizontalPodAutoscaler')) {
+    const target = workloads.find((workload) => workload.kind === autoscaler.spec?.scaleTargetRef?.kind && workload.metadata?.name === autoscaler.spec?.scaleTargetRef?.name);
+    if (check(Boolean(target), `${where(autoscaler)}: scales ${autoscaler.spec?.scaleTargetRef?.kind}/${autoscaler.spec?.scaleTargetRef?.name}, which is not there`) && label.includes('rendered')) {
+      check(target.spec?.replicas === undefined, `${where(target)}: sets replicas although ${autoscaler.metadata?.name}'s autoscaler owns them`);
+    }
+  }
+
   for (const deployment of workloads) {
     const at = where(deployment);
     const template = deployment.spec?.template ?? {};
@@ -194,6 +202,15 @@ function validate(label, objects, patches = []) {
       check(container.securityContext?.readOnlyRootFilesystem === true, `${cat}: readOnlyRootFilesystem is not true`);
       check(container.securityContext?.allowPrivilegeEscalation === false, `${cat}: allowPrivilegeEscalation is not false`);
       for (const mount of container.volumeMounts ?? []) check(volumes.has(mount.name), `${cat}: mounts volume ${mount.name}, which the pod does not define`);
+      // The drain a service is given on SIGTERM, after the preStop pause and with 5 s to close,
+      // fits in the pod's grace period: otherwise the kubelet kills what the service still drains.
+      const drain = (container.env ?? []).find((variable) => /_SHUTDOWN_GRACE_MS$/.test(variable.name));
+      if (drain) {
+        const command = container.lifecycle?.preStop?.exec?.command ?? [];
+        const pause = command[0] === 'sleep' ? Number(command[1]) || 0 : 0;
+        const grace = pod.terminationGracePeriodSeconds ?? 30;
+        check(grace * 1000 >= pause * 1000 + Number(drain.value) + 5_000, `${cat}: terminationGracePeriodSeconds ${grace} is shorter than the preStop pause (${pause} s) + ${drain.name} (${drain.value} ms) + 5 s`);
+      }
       for (const source of container.envFrom ?? []) {
         if (source.configMapRef) check(names.has(`ConfigMap/${source.configMapRef.name}`) || source.configMapRef.optional === true, `${cat}: envFrom ConfigMap ${source.configMapRef.name} is not there`);
         if (source.secretRef) check(names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true, `${cat}: envFrom Secret ${source.secretRef.name} is neither there nor optional`);
@@ -220,11 +237,6 @@ function validate(label, objects, patches = []) {
     }
   }
 
-  for (const autoscaler of byKind('HorizontalPodAutoscaler')) {
-    const target = autoscaler.spec?.scaleTargetRef ?? {};
-    check(names.has(`${target.kind}/${target.name}`), `${where(autoscaler)}: scales ${target.kind}/${target.name}, which is not there`);
-  }
-
   // The gateway's own shape: five services, gRPC ones probed over gRPC on their port, the edge over
   // HTTP, and the edge reaching executors through the headless Service.
   for (const service of SERVICES) {
@@ -241,10 +253,14 @@ function validate(label, objects, patches = []) {
   }
   const config = byKind('ConfigMap').find((object) => object.metadata?.name === 'gateway-config');
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
-    const executorAddress = String(config.data?.EXECUTOR_SERVICE_ADDR ?? '');
-    const headlessName = /^dns:\/\/\/([^:.]+)/.exec(executorAddress)?.[1];
-    const headless = services.find((object) => object.metadata?.name === headlessName);
-    check(Boolean(headless) && headless.spec?.clusterIP === 'None', `${label}: EXECUTOR_SERVICE_ADDR (${executorAddress}) must be dns:///<headless Service>:50053`);
+    // The edge's long-lived streams to auth, the router and the executors spread over every pod
+    // only through headless Services (a ClusterIP pins a connection, and its streams, to one pod).
+    for (const [variable, port] of [['AUTH_SERVICE_ADDR', 50051], ['ROUTER_SERVICE_ADDR', 50052], ['EXECUTOR_SERVICE_ADDR', 50053]]) {
+      const address = String(config.data?.[variable] ?? '');
+      const headlessName = /^dns:\/\/\/([^:.]+)/.exec(address)?.[1];
+      const headless = services.find((object) => object.metadata?.name === headlessName);
+      check(Boolean(headless) && headless.spec?.clusterIP === 'None' && address.endsWith(`:${port}`), `${label}: ${variable} (${address}) must be dns:///<headless Service>:${port}`);
+    }
   }
 }
 
