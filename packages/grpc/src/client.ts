@@ -33,12 +33,18 @@ export interface CallOptions {
   requestId?: string;
   /** Cancels the call when aborted (a client that went away). */
   signal?: AbortSignal;
+  /** The caller's span as a W3C traceparent: the parent of the server's span (metadata `traceparent`). */
+  traceparent?: string;
 }
+
+/** The gRPC metadata key, and call-stream field, that carries a W3C traceparent. */
+export const TRACEPARENT_METADATA = 'traceparent';
 
 /** Builds the metadata and grpc-js options of one call. */
 export function callMetadata(options: CallOptions): { metadata: grpc.Metadata; callOptions: grpc.CallOptions } {
   const metadata = new grpc.Metadata();
   if (options.requestId) metadata.set(REQUEST_ID_METADATA, options.requestId);
+  if (options.traceparent) metadata.set(TRACEPARENT_METADATA, options.traceparent);
   return { metadata, callOptions: { deadline: Date.now() + options.deadlineMs } };
 }
 

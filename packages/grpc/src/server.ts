@@ -103,3 +103,17 @@ export function createGatewayServer(services: GatewayService[], options: grpc.Se
     },
   };
 }
+
+/**
+ * The caller's span as a W3C traceparent, from what a handler gets besides its request: a call on
+ * a call stream (its `traceparent` field) or a unary call (its `traceparent` metadata).
+ */
+export function callTraceparent(context: unknown): string | undefined {
+  if (!context || typeof context !== 'object') return undefined;
+  if ('traceparent' in context && typeof context.traceparent === 'string') return context.traceparent || undefined;
+  if ('metadata' in context && context.metadata instanceof grpc.Metadata) {
+    const [value] = context.metadata.get('traceparent');
+    return typeof value === 'string' && value ? value : undefined;
+  }
+  return undefined;
+}

@@ -44,6 +44,7 @@ interface StreamedRequestOutput {
   call_id?: number;
   deadline_ms?: number;
   window?: number;
+  traceparent?: string;
   cancel?: object | null;
   credit?: { events?: number } | null;
   [member: string]: unknown;
@@ -71,6 +72,8 @@ export interface StreamedCallContext {
   readonly signal: AbortSignal;
   /** When the caller stops waiting, in Unix ms (from the request's `deadline_ms`); Infinity when it sent none. */
   readonly deadline: number;
+  /** The caller's span, as a W3C traceparent (the request's `traceparent`), when it sent one. */
+  readonly traceparent?: string;
 }
 
 /** The handler of each method a stream carries, by the method's oneof name: the unary RPC's own function. */
@@ -221,9 +224,10 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
       const deadline = message.deadline_ms ? Date.now() + Number(message.deadline_ms) : Number.POSITIVE_INFINITY;
       inFlight += 1;
       const streamed = Object.hasOwn(streaming, name) ? streaming[name] : undefined;
+      const traceparent = message.traceparent || undefined;
       const handled = streamed
-        ? streamed(request as never, { signal: controller.signal, deadline, send: (event: never) => sendEvent(entry, callId, name, event) })
-        : handlers[name]!(request as never, { signal: controller.signal, deadline });
+        ? streamed(request as never, { signal: controller.signal, deadline, traceparent, send: (event: never) => sendEvent(entry, callId, name, event) })
+        : handlers[name]!(request as never, { signal: controller.signal, deadline, traceparent });
       handled.then(
         (response) => { if (!controller.signal.aborted) send(streamed !== undefined ? { call_id: callId, [name]: response, last: true } : { call_id: callId, [name]: response }); },
         (error: unknown) => {
@@ -497,7 +501,9 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
         options.signal.addEventListener('abort', pending.onAbort, { once: true });
       }
       stream.pending.set(callId, pending);
-      stream.call.write(this.#options.cancellable ? { call_id: callId, deadline_ms: options.deadlineMs, [method]: request } : { call_id: callId, [method]: request });
+      stream.call.write(this.#options.cancellable
+        ? { call_id: callId, deadline_ms: options.deadlineMs, traceparent: options.traceparent, [method]: request }
+        : { call_id: callId, traceparent: options.traceparent, [method]: request });
     });
   }
 
@@ -535,7 +541,7 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
       options.signal.addEventListener('abort', pending.onAbort, { once: true });
     }
     stream.pending.set(callId, pending);
-    stream.call.write({ call_id: callId, deadline_ms: options.deadlineMs, window: options.window, [method]: request });
+    stream.call.write({ call_id: callId, deadline_ms: options.deadlineMs, window: options.window, traceparent: options.traceparent, [method]: request });
     return events;
   }
 

@@ -84,3 +84,4 @@ export async function startMetricsServer(registry: client.Registry, port: number
   };
 }
 export * from './shutdown-signal.js';
+export * from './tracing.js';

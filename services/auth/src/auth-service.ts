@@ -1,6 +1,6 @@
-import { GatewayError, GrpcStatus, serveStreamedCalls, unary } from '@gateway/grpc';
+import { callTraceparent, GatewayError, GrpcStatus, serveStreamedCalls, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type {
   AuthServiceHandlers, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, DecideRequestOutput, DecideResponse, GetKeyRequestOutput, KeyInfo, LimitState,
   ListKeysResponse, MinuteLimit, MinuteLimitOutput, RevokeKeyRequestOutput, SettleUsageRequestOutput, SettleUsageResponse, UpdateKeyRequestOutput,
@@ -18,6 +18,8 @@ export interface AuthServiceDependencies {
   logger: Logger;
   /** Where the service's metrics go; omitted in tests that do not look at them. */
   registry?: prometheus.Registry;
+  /** Traces (OTLP), when configured; off by default. */
+  tracing?: Tracing;
 }
 
 /** The message of every invalid-key denial: it never echoes the key. */
@@ -84,6 +86,7 @@ export interface AuthService {
  */
 export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
   const { keys, limiter, plans, logger } = dependencies;
+  const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const decisions = new prometheus.Counter({ name: 'gateway_auth_decisions_total', help: 'CheckKey decisions, by decision.', labelNames: ['decision'], registers });
   const storeErrors = new prometheus.Counter({ name: 'gateway_auth_store_errors_total', help: 'Key store (Redis) operations that failed.', registers });
@@ -109,7 +112,22 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     return { decision: 'DECISION_DENY_INVALID_KEY', message };
   }
 
-  async function checkKey(request: CheckKeyRequestOutput): Promise<CheckKeyResponse> {
+  /** CheckKey, in a span of its own when tracing is on (the caller's span its parent). */
+  async function checkKey(request: CheckKeyRequestOutput, context?: unknown): Promise<CheckKeyResponse> {
+    const span = tracing.startSpan('auth.check_key', { kind: SpanKind.SERVER, parent: callTraceparent(context), attributes: { 'rpc.system': 'grpc', 'rpc.method': 'CheckKey', 'gateway.check_only': request.check_only === true } });
+    if (!span) return decideKey(request);
+    try {
+      const response = await decideKey(request);
+      span.setAttributes({ 'gateway.decision': response.decision ?? '', 'gateway.plan': response.plan ?? '' });
+      span.end();
+      return response;
+    } catch (error) {
+      endWithError(span, error instanceof GatewayError ? error.reason : 'internal_error');
+      throw error;
+    }
+  }
+
+  async function decideKey(request: CheckKeyRequestOutput): Promise<CheckKeyResponse> {
     const secret = request.api_key ?? '';
     if (!isWellFormedSecret(secret)) return deny(INVALID_KEY_MESSAGE);
     const reserve = Number(request.reserve_tokens ?? 0);

@@ -1,5 +1,5 @@
 import { createLogger } from '@gateway/logger';
-import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createServer } from './app.js';
 import { ensureBootstrapKey } from './bootstrap-key.js';
 import { loadAuthConfig } from './config.js';
@@ -49,7 +49,8 @@ if (config.GATEWAY_BOOTSTRAP_KEY) {
 }
 
 const registry = createRegistry('auth');
-const server = createServer({ keys, limiter, plans, logger, registry });
+const tracing = startTracing('auth');
+const server = createServer({ keys, limiter, plans, logger, registry, tracing });
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
 logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port, plans_path: config.AUTH_PLANS_PATH }, 'auth listening');
@@ -57,5 +58,6 @@ logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port
 const lifecycle = onShutdownSignal(logger, config.AUTH_SHUTDOWN_GRACE_MS + 5_000, async () => {
   await server.shutdown(config.AUTH_SHUTDOWN_GRACE_MS);
   await metrics.close();
+  await tracing.shutdown();
   await redis.quit().catch(() => redis.disconnect());
 });

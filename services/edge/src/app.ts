@@ -7,7 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyErro
 import cors from '@fastify/cors';
 import type { Logger } from '@gateway/logger';
 import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent } from '@gateway/proto';
-import { prometheus } from '@gateway/observability';
+import { prometheus, type Tracing } from '@gateway/observability';
 import type { AuthDecisions } from './auth-decisions.js';
 import type { ExecutorCalls } from './executor-calls.js';
 import type { CatalogView } from './catalog-view.js';
@@ -36,6 +36,8 @@ export interface EdgeDependencies {
   usage: { publish(event: UsageEvent): void };
   /** True when every dependency answers and the edge is not shutting down. */
   ready(): Promise<boolean>;
+  /** Traces (OTLP), when configured; off by default. */
+  tracing?: Tracing;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

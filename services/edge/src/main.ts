@@ -6,7 +6,7 @@
 import { createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { UsagePublisher, connectNats, drainNats, ensureUsageStream, usageNames } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './auth-decisions.js';
@@ -47,7 +47,8 @@ async function ready(): Promise<boolean> {
 }
 
 warmUpTokenizer();
-const app = await buildEdgeApp({ config, logger, registry, auth, decisions, router, executor, completions, catalog, usage, ready });
+const tracing = startTracing('edge');
+const app = await buildEdgeApp({ config, logger, registry, auth, decisions, router, executor, completions, catalog, usage, ready, tracing });
 await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
 // Metrics on a port of their own, never on the public API's.
 const metrics = await startMetricsServer(registry, config.EDGE_METRICS_PORT, config.EDGE_HOST, () => !lifecycle.shuttingDown);
@@ -62,4 +63,5 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
   for (const client of [auth, router, executor, ...health]) client.close();
   await metrics.close();
+  await tracing.shutdown();
 });

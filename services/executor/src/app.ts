@@ -6,7 +6,7 @@
 import { enabledModels, type Catalog } from '@gateway/catalog';
 import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import type { prometheus } from '@gateway/observability';
+import type { prometheus, Tracing } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { createExecutorMetrics } from './executor-metrics.js';
 import { createExecutorHandlers } from './executor-service.js';
@@ -41,6 +41,8 @@ export interface ExecutorDependencies {
   readonly deployments?: DeploymentPool;
   /** Retry tuning; DEFAULT_RETRY when absent. */
   readonly retry?: RetryOptions;
+  /** Traces (OTLP), when configured; off by default. */
+  readonly tracing?: Tracing;
 }
 
 /** The deployment pool of the catalog's enabled models. */
@@ -57,6 +59,7 @@ export function createServer(dependencies: ExecutorDependencies): GatewayServer 
     logger: dependencies.logger,
     metrics: createExecutorMetrics(dependencies.registry, () => pool.health().map((entry) => ({ model: entry.model_id ?? '', deployment: entry.deployment_id ?? '', state: String(entry.state) })), () => pool.inFlight()),
     retry: dependencies.retry ?? DEFAULT_RETRY,
+    tracing: dependencies.tracing,
   });
   const definition = loadGatewayGrpc().gateway.executor.v1.ExecutorService.service;
   return createGatewayServer([{ name: EXECUTOR_SERVICE_NAME, definition, handlers: service.handlers, drain: service.drain }]);

@@ -17,8 +17,9 @@
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { CatalogModel } from '@gateway/catalog';
-import { GatewayError, GrpcStatus, requestIdOf, serveStreamedCalls, toServiceError, unary, type ErrorReporter, type StreamedCallContext, type StreamingCallContext } from '@gateway/grpc';
+import { callTraceparent, GatewayError, GrpcStatus, requestIdOf, serveStreamedCalls, toServiceError, unary, type ErrorReporter, type StreamedCallContext, type StreamingCallContext } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
+import { endWithError, NO_TRACING, SpanKind, type Span, type Tracing } from '@gateway/observability';
 import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
 import type { ChatChunk, ChatChunkOutput, ChatRequestOutput, CompleteCallRequestOutput, CompleteCallResponse, ExecuteRequestOutput, RenderedChunk, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
@@ -38,6 +39,8 @@ export interface ExecutorServiceDependencies {
   readonly logger: Logger;
   readonly metrics: ExecutorMetrics;
   readonly retry: RetryOptions;
+  /** Traces (OTLP), when configured; off by default. */
+  readonly tracing?: Tracing;
 }
 
 type StreamCall = Parameters<ExecutorServiceHandlers['StreamComplete']>[0];
@@ -62,6 +65,8 @@ interface OpenedStream {
   readonly provider: Provider;
   readonly iterator: AsyncIterator<ProviderStreamEvent>;
   readonly first: IteratorResult<ProviderStreamEvent>;
+  /** The span of the upstream call (tracing on), ended with the stream. */
+  readonly upstream: Span | undefined;
 }
 
 /** Where a streamed completion's events go, and what bounds it. */
@@ -70,6 +75,8 @@ interface StreamSink {
   /** Unix ms; Infinity when the call has none. */
   readonly deadline: number;
   readonly requestId: string;
+  /** The caller's span as a W3C traceparent, when tracing is on. */
+  readonly traceparent?: string;
   /** Sends one event; resolves when the next may be sent. */
   send(event: ExecuteStreamEvent): Promise<void>;
 }
@@ -94,6 +101,7 @@ export interface ExecutorService {
 /** Creates the grpc-js handlers of gateway.executor.v1.ExecutorService. */
 export function createExecutorHandlers(dependencies: ExecutorServiceDependencies): ExecutorService {
   const { logger, metrics, providers, pool } = dependencies;
+  const tracing = dependencies.tracing ?? NO_TRACING;
   const report: ErrorReporter = (error, method) => logger.error({ err: error, method }, 'executor handler failed');
 
   /** The models to try, the primary first; an unknown primary is NOT_FOUND before anything runs. */
@@ -151,13 +159,40 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     metrics.retries.inc({ model: modelId, reason });
   }
 
+  /** The executor's span of one call (tracing on): the caller's span its parent. */
+  function callSpan(name: string, execute: ExecuteRequestOutput, traceparent: string | undefined): Span | undefined {
+    return tracing.startSpan(name, { kind: SpanKind.SERVER, parent: traceparent, attributes: { 'rpc.system': 'grpc', 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': execute.model_id ?? '' } });
+  }
+
+  /** The span of one upstream call, a child of the call's span, per the GenAI conventions. */
+  function upstreamSpan(parent: Span | undefined, model: CatalogModel, provider: string): Span | undefined {
+    if (!parent) return undefined;
+    let address = '';
+    try { address = model.upstream.base_url ? new URL(model.upstream.base_url).host : ''; } catch { address = ''; }
+    return tracing.startSpan(`chat ${model.upstream.model ?? model.id}`, {
+      kind: SpanKind.CLIENT,
+      parent: tracing.traceparentOf(parent),
+      attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': provider, 'gen_ai.request.model': model.upstream.model ?? model.id, 'gateway.model': model.id, ...(address ? { 'server.address': address } : {}) },
+    });
+  }
+
+  /** Ends a call's span with what it produced; failures with their reason. */
+  function endCallSpan(span: Span | undefined, answer: Answer | undefined, usage: Usage | undefined, outcome: Outcome): void {
+    if (!span) return;
+    span.setAttributes({ 'gen_ai.response.model': answer?.model.id ?? '', 'gen_ai.provider.name': answer?.provider.name ?? '', 'gen_ai.usage.input_tokens': usage?.prompt_tokens ?? 0, 'gen_ai.usage.output_tokens': usage?.completion_tokens ?? 0, 'gateway.outcome': outcome.label });
+    for (const attempt of answer?.attempts ?? []) span.addEvent('gateway.fallback', { 'gateway.fallback.from_model': attempt.model_id ?? '', 'gateway.fallback.reason': attempt.reason ?? '' });
+    if (outcome.label === 'ok') span.end();
+    else endWithError(span, outcome.label);
+  }
+
   /**
    * Runs a whole completion: the model, then its fallbacks, each with retries, until one answers.
    * `signal` aborts everything at once (the caller went away); `deadline` bounds the retries.
    */
-  async function runComplete(execute: ExecuteRequestOutput, requestId: string, deadline: number, signal: AbortSignal): Promise<ExecuteResponse> {
+  async function runComplete(execute: ExecuteRequestOutput, requestId: string, deadline: number, signal: AbortSignal, traceparent?: string): Promise<ExecuteResponse> {
     let answer: Answer | undefined;
     const started = performance.now();
+    const span = callSpan('executor.complete', execute, traceparent);
     try {
       const models = plan(execute);
       const request = execute.request as ChatRequestOutput;
@@ -170,17 +205,28 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         onRetry,
         start: async (deployment) => {
           const provider = providers.forModel(deployment.model);
-          return { provider, response: await provider.complete(request, { model: deployment.model, signal, requestId }) };
+          const upstream = upstreamSpan(span, deployment.model, provider.name);
+          try {
+            const response = await provider.complete(request, { model: deployment.model, signal, requestId, traceparent: tracing.traceparentOf(upstream) });
+            upstream?.setAttributes({ 'gen_ai.usage.input_tokens': response.usage?.prompt_tokens ?? 0, 'gen_ai.usage.output_tokens': response.usage?.completion_tokens ?? 0 });
+            upstream?.end();
+            return { provider, response };
+          } catch (error) {
+            endWithError(upstream, signal.aborted ? 'cancelled' : 'upstream_failed');
+            throw error;
+          }
         },
       });
       result.deployment.outstanding -= 1;
       answer = { model: result.deployment.model, provider: result.value.provider, attempts: result.attempts };
       const response = result.value.response;
       record(execute, requestId, answer, started, { label: 'ok', usage: response.usage ?? undefined }, 'Complete');
+      endCallSpan(span, answer, response.usage ?? undefined, { label: 'ok' });
       return { response, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts };
     } catch (error) {
       const outcome = outcomeOf(error, signal);
       record(execute, requestId, answer, started, outcome, 'Complete');
+      endCallSpan(span, answer, undefined, outcome);
       throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
     }
   }
@@ -189,7 +235,7 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     const controller = new AbortController();
     const stopListening = abortOnCancel(call, controller);
     try {
-      return await runComplete(execute, requestIdOf(call), deadlineOf(call), controller.signal);
+      return await runComplete(execute, requestIdOf(call), deadlineOf(call), controller.signal, callTraceparent(call));
     } finally {
       stopListening();
     }
@@ -203,6 +249,8 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
   async function runStream(execute: ExecuteRequestOutput, sink: StreamSink): Promise<ExecuteStreamEvent> {
     const { signal, requestId } = sink;
     const started = performance.now();
+    const span = callSpan('executor.stream', execute, sink.traceparent);
+    let upstream: Span | undefined;
     let answer: Answer | undefined;
     let deployment: Deployment | undefined;
     let iterator: AsyncIterator<ProviderStreamEvent> | undefined;
@@ -221,10 +269,12 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         onRetry,
         start: async (candidate) => {
           const provider = providers.forModel(candidate.model);
-          const opened = provider.stream(request, { model: candidate.model, signal, requestId })[Symbol.asyncIterator]();
+          const attemptSpan = upstreamSpan(span, candidate.model, provider.name);
+          const opened = provider.stream(request, { model: candidate.model, signal, requestId, traceparent: tracing.traceparentOf(attemptSpan) })[Symbol.asyncIterator]();
           try {
-            return { provider, iterator: opened, first: await opened.next() };
+            return { provider, iterator: opened, first: await opened.next(), upstream: attemptSpan };
           } catch (error) {
+            endWithError(attemptSpan, signal.aborted ? 'cancelled' : 'upstream_failed');
             await opened.return?.().catch(() => undefined);
             throw error;
           }
@@ -232,6 +282,7 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       });
       deployment = result.deployment;
       iterator = result.value.iterator;
+      upstream = result.value.upstream;
       answer = { model: deployment.model, provider: result.value.provider, attempts: result.attempts };
       // Chunks are rendered here as the caller's JSON (the edge writes them as they are), with the
       // id and created of the stream's first chunk, which the start event tells the edge.
@@ -299,6 +350,9 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       signal.throwIfAborted();
       const end: ExecuteStreamEvent = { end: { usage: usage ?? {}, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts } };
       record(execute, requestId, answer, started, { label: 'ok', usage }, 'StreamComplete');
+      upstream?.setAttributes({ 'gen_ai.usage.input_tokens': usage?.prompt_tokens ?? 0, 'gen_ai.usage.output_tokens': usage?.completion_tokens ?? 0 });
+      upstream?.end();
+      endCallSpan(span, answer, usage, { label: 'ok' });
       return start ? { ...end, start } : end;
     } catch (error) {
       // Only failures after the first byte reach the breaker here; earlier ones were reported by runWithFallbacks.
@@ -307,6 +361,8 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       // A cancelled call's usage is the edge's to estimate (it cannot hear from us any more).
       const partial = answer && sentChunks && !signal.aborted ? usage ?? await countedUsage(execute.request as ChatRequestOutput, streamedText) : undefined;
       record(execute, requestId, answer, started, { ...outcome, usage: partial }, 'StreamComplete');
+      endWithError(upstream, outcome.label);
+      endCallSpan(span, answer, partial, outcome);
       // The chunks already sent are followed by the usage they cost, then the failure itself.
       if (answer && partial) await sink.send({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: usage === undefined } }).catch(() => undefined);
       throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
@@ -327,6 +383,7 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         signal,
         deadline: deadlineOf(call),
         requestId: requestIdOf(call),
+        traceparent: callTraceparent(call),
         send: async (event) => { if (!call.write(event)) await once(call, 'drain', { signal }); },
       });
       call.write(end);
@@ -342,7 +399,7 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
   // Complete and StreamComplete as messages on CompleteCalls streams: the same work, its deadline,
   // cancellation and (for streams) credit carried by the stream's messages.
   const completeCalls = serveStreamedCalls<CompleteCallRequestOutput, CompleteCallResponse>({
-    complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) => runComplete(execute, execute.request_id ?? '', context.deadline, context.signal),
+    complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) => runComplete(execute, execute.request_id ?? '', context.deadline, context.signal, context.traceparent),
   }, 'CompleteCalls', report, {
     stream: (execute: ExecuteRequestOutput, context: StreamingCallContext<ExecuteStreamEvent>) => runStream(execute, { ...context, requestId: execute.request_id ?? '' }),
   });

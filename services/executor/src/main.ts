@@ -8,7 +8,7 @@
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createDeploymentPool, createServer } from './app.js';
 import { loadExecutorConfig } from './config.js';
 import { HealthPublisher, newReplicaId } from './health-publisher.js';
@@ -39,6 +39,7 @@ nats.catch(() => undefined);
 const replicaId = newReplicaId();
 const health = new HealthPublisher(nats, deployments, logger, { replicaId, intervalMs: config.EXECUTOR_HEALTH_INTERVAL_MS, ttlMs: 3 * config.EXECUTOR_HEALTH_INTERVAL_MS, subject: config.DEPLOYMENT_HEALTH_SUBJECT });
 health.start();
+const tracing = startTracing('executor');
 const server = createServer({
   catalog,
   environment: process.env,
@@ -46,6 +47,7 @@ const server = createServer({
   registry,
   pools,
   deployments,
+  tracing,
   retry: { maxAttempts: config.EXECUTOR_RETRY_MAX_ATTEMPTS, baseDelayMs: config.EXECUTOR_RETRY_BASE_DELAY_MS, maxDelayMs: config.EXECUTOR_RETRY_MAX_DELAY_MS },
 });
 const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown);
@@ -60,4 +62,5 @@ const lifecycle = onShutdownSignal(logger, config.EXECUTOR_SHUTDOWN_GRACE_MS + 5
   await pools.close();
   await drainNats(nats);
   await metrics.close();
+  await tracing.shutdown();
 });

@@ -2,7 +2,7 @@ import type { Catalog } from '@gateway/catalog';
 import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { decodeUsageEvents, ensureUsageStream, PoisonMessageError, startDurableConsumer, USAGE_STREAM, USAGE_SUBJECT, USAGE_SUBJECTS, type NatsConnection, type RunningConsumer } from '@gateway/messaging';
-import { prometheus } from '@gateway/observability';
+import { prometheus, type Tracing } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { createUsageMeter } from './usage-meter.js';
@@ -34,6 +34,8 @@ export interface MeteringDependencies {
   quotaPrefix?: string;
   /** Redis replicas that must have an event's write before its message is acknowledged (REDIS_WAIT_REPLICAS). */
   redisReplicas?: number;
+  /** Traces (OTLP), when configured; off by default. */
+  tracing?: Tracing;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats, usageNames } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createServer } from './app.js';
 import { loadMeteringConfig } from './config.js';
 import { createRedis } from '@gateway/redis';
@@ -13,7 +13,8 @@ const redis = createRedis(config.REDIS_URL, logger);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 const registry = createRegistry('metering');
 
-const metering = createServer({ nc, redis, catalog, logger, registry, ...usageNames(config.USAGE_STREAM), replicas: config.USAGE_STREAM_REPLICAS, dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS, redisReplicas: config.REDIS_WAIT_REPLICAS });
+const tracing = startTracing('metering');
+const metering = createServer({ nc, redis, catalog, logger, registry, tracing, ...usageNames(config.USAGE_STREAM), replicas: config.USAGE_STREAM_REPLICAS, dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS, redisReplicas: config.REDIS_WAIT_REPLICAS });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.METERING_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed());
@@ -24,5 +25,6 @@ const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5
   await metering.stop();
   await drainNats(nc, 2_000);
   await metrics.close();
+  await tracing.shutdown();
   await redis.quit().catch(() => redis.disconnect());
 });

@@ -2,7 +2,7 @@ import { costPicoUsd, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
 import { DEFAULT_QUOTA_PREFIX } from '@gateway/quota';
-import { prometheus } from '@gateway/observability';
+import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { isMeteredEarlier, METERED_KEYS, recordEvent } from './usage-store.js';
@@ -24,6 +24,8 @@ export interface UsageMeterDependencies {
   earlierRecords?: () => boolean;
   /** Redis replicas that must have an event's write before its message is acknowledged (REDIS_WAIT_REPLICAS). */
   redisReplicas?: number;
+  /** Traces (OTLP), when configured: a span per event, in the request's trace. */
+  tracing?: Tracing;
 }
 
 /** How many key ids a meter remembers as listed in METERED_KEYS before it starts over. */
@@ -54,7 +56,8 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   // Key ids already in METERED_KEYS: a key is added once per process, before its first event.
   const listed = new Set<string>();
 
-  return async (event, sequence) => {
+  const tracing = dependencies.tracing ?? NO_TRACING;
+  const meter: UsageMeter = async (event, sequence) => {
     const eventId = event.event_id ?? '';
     const keyId = event.key_id ?? '';
     const modelId = event.model_id ?? '';
@@ -94,5 +97,23 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       logger.warn({ event_id: eventId, request_id: event.request_id, key_id: keyId, model_id: modelId, reported_cost_pico_usd: reported, cost_pico_usd: cost.toString() }, 'reported cost differs from metered cost');
     }
     return 'metered';
+  };
+  if (!tracing.enabled) return meter;
+  // Each event in a span of its own, a child of the edge's span of its request.
+  return async (event, sequence) => {
+    const span = tracing.startSpan('metering.record', {
+      kind: SpanKind.CONSUMER,
+      parent: event.traceparent || undefined,
+      attributes: { 'messaging.system': 'nats', 'messaging.destination.name': dependencies.stream, 'gen_ai.response.model': event.model_id ?? '', 'gen_ai.usage.input_tokens': event.usage?.prompt_tokens ?? 0, 'gen_ai.usage.output_tokens': event.usage?.completion_tokens ?? 0 },
+    });
+    try {
+      const result = await meter(event, sequence);
+      span?.setAttribute('gateway.metering.result', result);
+      span?.end();
+      return result;
+    } catch (error) {
+      endWithError(span, error instanceof PoisonMessageError ? error.reason : 'store_unavailable');
+      throw error;
+    }
   };
 }

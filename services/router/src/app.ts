@@ -1,7 +1,7 @@
 import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import { loadGatewayGrpc } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
-import type { prometheus } from '@gateway/observability';
+import type { prometheus, Tracing } from '@gateway/observability';
 import { AutoRouterScorer, loadAutoRouterModel } from './auto-router-model.js';
 import type { CatalogState } from './catalog-state.js';
 import { createRouterMetrics } from './router-metrics.js';
@@ -15,6 +15,8 @@ export interface RouterDependencies {
   registry: prometheus.Registry;
   /** The `auto` scorer; by default the shipped model file, read once here (a bad file fails start-up). */
   scorer?: AutoRouterScorer;
+  /** Traces (OTLP), when configured; off by default. */
+  tracing?: Tracing;
 }
 
 /**
@@ -22,8 +24,8 @@ export interface RouterDependencies {
  * the open WatchCatalog streams (they never end on their own), then drains unary calls within
  * the grace period.
  */
-export function createServer({ state, logger, registry, scorer = new AutoRouterScorer(loadAutoRouterModel()) }: RouterDependencies): GatewayServer {
-  const service = createRouterService({ state, logger, metrics: createRouterMetrics(registry), scorer });
+export function createServer({ state, logger, registry, scorer = new AutoRouterScorer(loadAutoRouterModel()), tracing }: RouterDependencies): GatewayServer {
+  const service = createRouterService({ state, logger, metrics: createRouterMetrics(registry), scorer, tracing });
   const server = createGatewayServer([
     { name: 'gateway.router.v1.RouterService', definition: loadGatewayGrpc().gateway.router.v1.RouterService.service, handlers: service.handlers },
   ]);

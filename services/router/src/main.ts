@@ -1,7 +1,7 @@
 import { loadCatalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createServer } from './app.js';
 import { CatalogState } from './catalog-state.js';
 import { loadRouterConfig } from './config.js';
@@ -17,7 +17,8 @@ async function main(): Promise<void> {
   // The key variables only switch models on; the router never reads or logs their values.
   const state = new CatalogState(loadCatalog(config.CATALOG_PATH), process.env);
   const registry = createRegistry('router');
-  const server = createServer({ state, logger, registry });
+  const tracing = startTracing('router');
+  const server = createServer({ state, logger, registry, tracing });
   const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown);
   // Deployment health from the executors; not awaited: the router serves while NATS is unreachable
   // (every model then counts as available).
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     health.stop();
     await drainNats(nats);
     await metricsServer.close();
+    await tracing.shutdown();
   });
 }
 

@@ -1,4 +1,5 @@
-import { GatewayError, GrpcStatus, requestIdOf, unary } from '@gateway/grpc';
+import { callTraceparent, GatewayError, GrpcStatus, requestIdOf, unary } from '@gateway/grpc';
+import { endWithError, NO_TRACING, SpanKind, type Tracing } from '@gateway/observability';
 import { AUTO_MODEL_ID, type CatalogModel } from '@gateway/catalog';
 import type { CatalogSnapshot, RouteRequestOutput, RouteResponse, RouterServiceHandlers } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
@@ -23,6 +24,8 @@ export interface RouterServiceDependencies {
   metrics: RouterMetrics;
   /** The `auto` scorer (the shipped model file, loaded once at start). */
   scorer: AutoRouterScorer;
+  /** Traces (OTLP), when configured; off by default. */
+  tracing?: Tracing;
 }
 
 /** The RouterService handlers, and a way to end every open WatchCatalog stream at shutdown. */
@@ -36,7 +39,7 @@ export interface RouterService {
 }
 
 /** Builds the gateway.router.v1.RouterService implementation. */
-export function createRouterService({ state, logger, metrics, scorer }: RouterServiceDependencies): RouterService {
+export function createRouterService({ state, logger, metrics, scorer, tracing = NO_TRACING }: RouterServiceDependencies): RouterService {
   const watches = new Map<WatchCall, () => void>();
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'router handler failed');
 
@@ -46,7 +49,22 @@ export function createRouterService({ state, logger, metrics, scorer }: RouterSe
    * goes through chooseAutoModel. Fallbacks are the chosen model's catalog chain, keeping only
    * models that are on, available and able to serve the same traits.
    */
+  /** Route, in a span of its own when tracing is on: the decision as its attributes. */
   async function route(request: RouteRequestOutput, call: RouteCall): Promise<RouteResponse> {
+    const span = tracing.startSpan('router.route', { kind: SpanKind.SERVER, parent: callTraceparent(call), attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Route', 'gen_ai.request.model': request.model ?? '' } });
+    if (!span) return decide(request, call);
+    try {
+      const response = await decide(request, call);
+      span.setAttributes({ 'gateway.routed_to': response.model_id ?? '', 'gateway.auto.policy': response.policy ?? '', 'gateway.auto.tier': String(response.tier ?? ''), 'gateway.auto.score': response.score ?? 0, 'gateway.fallbacks': (response.fallbacks ?? []).join(',') });
+      span.end();
+      return response;
+    } catch (error) {
+      endWithError(span, error instanceof GatewayError ? error.reason : 'internal_error');
+      throw error;
+    }
+  }
+
+  async function decide(request: RouteRequestOutput, call: RouteCall): Promise<RouteResponse> {
     const traits = readTraits(request.traits);
     const policy = readPolicy(request.policy);
     const requested = request.model ?? '';

@@ -57,13 +57,13 @@ export function reservedTokens(promptTokens: number, maxTokens: number | undefin
  * here (never the client's request id, which a client could repeat); 0 only checks the key, so
  * listing models is not metered.
  */
-export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId: string, reserveTokens: number, signal?: AbortSignal): Promise<CheckKeyResponseOutput> {
+export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId: string, reserveTokens: number, signal?: AbortSignal, traceparent?: string): Promise<CheckKeyResponseOutput> {
   let decision: CheckKeyResponseOutput;
   try {
     const checkOnly = reserveTokens <= 0;
     // Sent once: a check whose answer is lost (deadline, a broken stream) has an unknown outcome
     // and is refused, never resent, so a request is never charged twice.
-    decision = await deps.decisions.call('check_key', { api_key: apiKey, request_id: requestId, reserve_tokens: Math.max(0, reserveTokens), reservation_id: checkOnly ? '' : randomUUID(), check_only: checkOnly }, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal });
+    decision = await deps.decisions.call('check_key', { api_key: apiKey, request_id: requestId, reserve_tokens: Math.max(0, reserveTokens), reservation_id: checkOnly ? '' : randomUUID(), check_only: checkOnly }, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent });
   } catch (error) {
     const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
     deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');

@@ -18,6 +18,16 @@ import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-req
 import { bearerKey, checkKey, holdReservation, noteKeyChecked, releaseReservation, reservedTokens } from './authenticate.js';
 import { rateLimitHeaders } from '../rate-limit-headers.js';
 import { GenAiMetrics, planName } from '../genai-metrics.js';
+import { NO_TRACING, SpanKind, SpanStatusCode, type Span } from '@gateway/observability';
+
+/** What a completion's metrics and span need when it ends. */
+interface Observed {
+  plan: string;
+  routedModel: string;
+  firstTokenMs?: number;
+  span?: Span;
+  traceparent?: string;
+}
 
 /** What the router or the edge's catalog decided. */
 interface Routing {
@@ -124,8 +134,9 @@ function modelNotFound(modelId: string): RequestError {
 export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependencies): void {
   const { config, catalog } = deps;
   const metrics = new GenAiMetrics(deps.registry);
+  const tracing = deps.tracing ?? NO_TRACING;
 
-  async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal, policy: string | undefined): Promise<Routing> {
+  async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal, policy: string | undefined, traceparent?: string): Promise<Routing> {
     const modelId = parsed.request.model ?? '';
     if (modelId !== 'auto' && catalog.ready) {
       const model = catalog.get(modelId);
@@ -146,7 +157,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         prompt_tokens: promptTokens,
         max_tokens: parsed.request.max_tokens ?? 0,
       },
-    }, { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal }).catch((error: unknown) => {
+    }, { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent }).catch((error: unknown) => {
       // The router names its own field; the caller sent it as route_policy (or x-route-policy).
       if (error instanceof GatewayError && error.param === 'policy') {
         throw new RequestError(400, error.message, { param: 'route_policy', code: error.reason });
@@ -213,7 +224,20 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
    * never the caller's x-request-id: metering de-duplicates on it, so an id a caller could repeat
    * or forge would let every request but one go unbilled.
    */
-  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint, reservationId: string, observed: { plan: string; routedModel: string; firstTokenMs?: number }): void {
+  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint, reservationId: string, observed: Observed, attempts: readonly ExecutionAttemptOutput[]): void {
+    const span = observed.span;
+    if (span) {
+      span.setAttributes({
+        'gen_ai.response.model': answered.id ?? '',
+        'gen_ai.provider.name': answered.provider || provider,
+        'gen_ai.usage.input_tokens': usage?.prompt_tokens ?? 0,
+        'gen_ai.usage.output_tokens': usage?.completion_tokens ?? 0,
+        'gateway.cost_usd': picoUsdToUsd(costPico),
+        'gateway.outcome': outcome ?? '',
+      });
+      if (observed.firstTokenMs !== undefined) span.setAttribute('gateway.time_to_first_token_ms', observed.firstTokenMs);
+      for (const attempt of attempts) span.addEvent('gateway.fallback', { 'gateway.fallback.from_model': attempt.model_id ?? '', 'gateway.fallback.reason': attempt.reason ?? '' });
+    }
     metrics.observe({
       requestModel: parsed.request.model ?? '',
       responseModel: answered.id ?? '',
@@ -242,6 +266,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       outcome,
       requested_model: parsed.request.model,
       reported_cost_pico_usd: Number(costPico),
+      ...(observed.traceparent ? { traceparent: observed.traceparent } : {}),
     });
   }
 
@@ -269,17 +294,27 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
 
     const abort = new AbortController();
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort(); });
+    // The request's span (tracing on): the parent of auth's, the router's, the executor's and
+    // metering's; ended when the response is over.
+    const span = tracing.startSpan(`chat ${parsed.request.model ?? ''}`, {
+      kind: SpanKind.SERVER,
+      parent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : undefined,
+      attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': parsed.request.model ?? '', 'http.request.method': 'POST', 'http.route': '/v1/chat/completions', 'gateway.stream': parsed.stream },
+    });
+    const traceparent = tracing.traceparentOf(span);
+    if (span) reply.raw.once('close', () => { span.setAttribute('http.response.status_code', reply.statusCode); span.end(); });
+    try {
 
     // Auth and routing at the same time; a key problem wins over any routing problem.
     noteKeyChecked(request);
     const reserve = (tokens: number) => reservedTokens(tokens, parsed.request.max_tokens, catalog.get(parsed.request.model ?? '')?.max_output_tokens, config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS);
     const [authResult, routeResult] = await Promise.allSettled([
-      checkKey(deps, apiKey, requestId, reserve(promptTokens), abort.signal).catch(async (error: unknown) => {
+      checkKey(deps, apiKey, requestId, reserve(promptTokens), abort.signal, traceparent).catch(async (error: unknown) => {
         // Too large for the key's tokens per minute on an estimate: the exact count decides.
         if (!(error instanceof RequestError && error.code === 'request_too_large') || prompt.exact) throw error;
-        return checkKey(deps, apiKey, requestId, reserve(await countBoundedPromptTokens(catalog, parsed)), abort.signal);
+        return checkKey(deps, apiKey, requestId, reserve(await countBoundedPromptTokens(catalog, parsed)), abort.signal, traceparent);
       }),
-      resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy),
+      resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy, traceparent),
     ]);
     if (authResult.status === 'rejected') throw authResult.reason;
     const decision: CheckKeyResponseOutput = authResult.value;
@@ -291,7 +326,12 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     // The key's default policy is known only now; only `auto` requests of keys that have one and
     // name none themselves pay for a second routing call.
     if (routing.route && callerPolicy === undefined && decision.routing_policy) {
-      routing = await resolve(parsed, promptTokens, requestId, abort.signal, decision.routing_policy);
+      routing = await resolve(parsed, promptTokens, requestId, abort.signal, decision.routing_policy, traceparent);
+    }
+    if (span) {
+      span.setAttribute('gateway.routed_to', routing.model.id ?? '');
+      const route = routing.route;
+      if (route) span.setAttributes({ 'gateway.auto.score': route.score ?? 0, 'gateway.auto.tier': String(route.tier ?? ''), 'gateway.auto.policy': route.policy ?? '' });
     }
 
     const fallbacks = fallbackChain(parsed, routing, promptTokens, decision.catalog_fallbacks === true);
@@ -304,18 +344,18 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
 
     const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks, legacy_functions: parsed.legacyFunctions };
     const keyId = decision.key_id ?? '';
-    const observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '' };
+    const observed: Observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '', span, traceparent };
     const over = metrics.started();
     reply.raw.once('close', over);
 
     if (!parsed.stream) {
-      const result = await withReplicaRetry(abort.signal, () => deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal }));
+      const result = await withReplicaRetry(abort.signal, () => deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal, traceparent }));
       const response = result.response!;
       const answered = answeredModel(routing, result.model_id);
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
       const latencyMs = reply.elapsedTime;
       const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico, reservation.handOff(), observed);
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico, reservation.handOff(), observed, result.attempts);
       void reply
         .header('content-type', 'application/json')
         .header('openai-processing-ms', String(Math.round(latencyMs)))
@@ -323,13 +363,20 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       return body;
     }
 
-    await streamCompletion(request, reply, execute, routing, parsed, abort, (answered, attempts, usage, provider, outcome, firstTokenMs) => {
+    await streamCompletion(request, reply, execute, routing, parsed, abort, traceparent, (answered, attempts, usage, provider, outcome, firstTokenMs) => {
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
       const latencyMs = reply.elapsedTime;
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff(), { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) });
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff(), { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) }, attempts);
       return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
     });
     return reply;
+    } catch (error) {
+      if (span) {
+        span.setAttribute('error.type', error instanceof RequestError ? error.code ?? String(error.status) : error instanceof GatewayError ? error.reason : 'internal_error');
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      throw error;
+    }
   });
 
   /**
@@ -346,6 +393,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     routing: Routing,
     parsed: ParsedChatRequest,
     abort: AbortController,
+    traceparent: string | undefined,
     finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], firstTokenMs: number | undefined) => GatewayInfo,
   ): Promise<void> {
     const raw = reply.raw;
@@ -431,7 +479,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     abort.signal.addEventListener('abort', cancel, { once: true });
     try {
       for (let replicaTry = 0; ; replicaTry += 1) {
-        const callOptions = { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id, signal: abort.signal };
+        const callOptions = { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id, signal: abort.signal, traceparent };
         let events: AsyncIterable<ExecuteStreamEventOutput> | undefined = deps.completions.stream('stream', execute, { ...callOptions, window: STREAM_WINDOW });
         if (!events) {
           const { metadata, callOptions: grpcOptions } = callMetadata(callOptions);

@@ -14,6 +14,8 @@ export interface ProviderContext {
   readonly signal: AbortSignal;
   /** The edge's request id, for upstream logs; never a secret. */
   readonly requestId: string;
+  /** The executor's span of this upstream call, as a W3C traceparent: sent as the `traceparent` header. */
+  readonly traceparent?: string;
 }
 
 /**

@@ -110,6 +110,8 @@ export interface UpstreamPost {
   /** The call's signal: aborting it closes the upstream connection at once. */
   readonly signal: AbortSignal;
   readonly parseError: ErrorResponseParser;
+  /** Sent as the `traceparent` header, when tracing is on. */
+  readonly traceparent?: string | undefined;
 }
 
 /**
@@ -122,7 +124,7 @@ export async function postToUpstream(post: UpstreamPost): Promise<Dispatcher.Res
     response = await post.pools.poolFor(post.url.origin).request({
       method: 'POST',
       path: `${post.url.pathname}${post.url.search}`,
-      headers: post.headers,
+      headers: post.traceparent ? { ...post.headers, traceparent: post.traceparent } : post.headers,
       // As bytes: undici keeps the body it was given until the response ends, beside the bytes it
       // encodes a string to; a long stream would hold both copies.
       body: Buffer.from(post.body),

@@ -88,6 +88,7 @@ export class AnthropicProvider implements Provider {
       ...(key ? { 'x-api-key': key } : {}),
     };
     return postToUpstream({
+      traceparent: context.traceparent,
       provider: this.name,
       pools: this.dependencies.pools,
       url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'),

@@ -86,6 +86,7 @@ export class GeminiProvider implements Provider {
       ...(key ? { 'x-goog-api-key': key } : {}),
     };
     return postToUpstream({
+      traceparent: context.traceparent,
       provider: this.name,
       pools: this.dependencies.pools,
       url,

@@ -106,6 +106,7 @@ export class OpenAiCompatibleProvider implements Provider {
       ...(key ? { authorization: `Bearer ${key}` } : {}),
     };
     return postToUpstream({
+      traceparent: context.traceparent,
       provider: this.name,
       pools: this.dependencies.pools,
       url,
