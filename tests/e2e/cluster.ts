@@ -175,10 +175,10 @@ export const SIM_MINI_ENTRY = `  - id: sim-mini
 
 /**
  * An openai-compatible model (`fake-model` unless named) served at baseUrl (a fake upstream of the
- * test), with the key in keyVariable, falling back to sim-mini in the catalog's chain; as a
+ * test), with the key in keyVariable, falling back to `fallbacks` (sim-mini unless given) in the catalog's chain; as a
  * catalog YAML entry.
  */
-export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-model'): string {
+export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-model', fallbacks: readonly string[] = ['sim-mini']): string {
   return `  - id: ${id}
     provider: openai-compatible
     owned_by: tests
@@ -188,8 +188,8 @@ export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard
-    fallbacks: [sim-mini]`;
+    quality_tier: standard${fallbacks.length > 0 ? `
+    fallbacks: [${fallbacks.join(', ')}]` : ''}`;
 }
 
 /** Writes a catalog of the given YAML model entries to a new temporary file; returns its path. */

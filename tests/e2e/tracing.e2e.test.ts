@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, freePort } from '@gateway/testing';
 import { startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
-import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'TRACING_UPSTREAM_KEY';
 
@@ -67,16 +67,7 @@ beforeAll(async () => {
   receiver = await startReceiver();
   upstream = await startFakeUpstream();
   // One model only, so that `auto` picks the one behind the upstream.
-  const catalog = writeCatalog('tracing', [`  - id: traced-model
-    provider: openai-compatible
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: gpt-4o-mini, base_url: "${upstream.baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.15", output: "0.60" }
-    context_window: 128000
-    max_output_tokens: 16384
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard`]);
+  const catalog = writeCatalog('tracing', [fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'traced-model', [])]);
   cluster = await startCluster({
     env: { CATALOG_PATH: catalog, [KEY_VARIABLE]: 'sk-test-tracing', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' },
   });
