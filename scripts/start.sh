@@ -97,9 +97,12 @@ http_get() {
   fi
 }
 
-# Bounded wait for /readyz, watching that every service stays alive.
+# Bounded wait for every service's /readyz (the edge's own, the others' on their metrics ports),
+# watching that every service stays alive.
 ready_url="http://127.0.0.1:$EDGE_PORT/readyz"
-gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for $ready_url"
+ready_urls=("$ready_url" "http://127.0.0.1:${AUTH_METRICS_PORT:-9101}/readyz" "http://127.0.0.1:${ROUTER_METRICS_PORT:-9102}/readyz"
+  "http://127.0.0.1:${EXECUTOR_METRICS_PORT:-9103}/readyz" "http://127.0.0.1:${METERING_METRICS_PORT:-9104}/readyz")
+gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for every service's /readyz"
 deadline=$((SECONDS + READY_TIMEOUT_SECONDS))
 while :; do
   for service in "${SERVICES[@]}"; do
@@ -110,10 +113,17 @@ while :; do
       exit 1
     fi
   done
-  status="$(http_get "$ready_url" | cut -d' ' -f1 || true)"
+  status=200
+  for url in "${ready_urls[@]}"; do
+    answer="$(http_get "$url" | cut -d' ' -f1 || true)"
+    if [[ "$answer" != 200 ]]; then
+      status="$answer ($url)"
+      break
+    fi
+  done
   [[ "$status" == 200 ]] && break
   if ((SECONDS >= deadline)); then
-    gateway_fail "the edge was not ready within ${READY_TIMEOUT_SECONDS}s (last /readyz status: ${status:-none})"
+    gateway_fail "the services were not ready within ${READY_TIMEOUT_SECONDS}s (last /readyz status: ${status:-none})"
     for service in "${SERVICES[@]}"; do
       printf '\n--- last lines of .run/logs/%s.log ---\n' "$service" >&2
       last_run_of_log "$RUN_DIR/logs/$service.log" 15 >&2

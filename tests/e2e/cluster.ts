@@ -51,7 +51,7 @@ export interface ClusterOptions {
   nodeArgs?: Partial<Record<ServiceName, string[]>>;
 }
 
-/** Starts the cluster and resolves once the edge's /readyz is green. */
+/** Starts the cluster and resolves once every service's /readyz is green. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
   const names = ['auth', 'router', 'executor', 'metering', 'edge', 'edgeMetrics', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'];
@@ -114,7 +114,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     },
   };
   try {
-    await waitReady(`http://127.0.0.1:${ports.edge}/readyz`, processes, logs, 60_000);
+    // The edge's readiness is its own; each service reports its own on its metrics port.
+    const readiness = [`http://127.0.0.1:${ports.edge}/readyz`, ...(['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'] as const).map((port) => `http://127.0.0.1:${ports[port]}/readyz`)];
+    await waitReady(readiness, processes, logs, 60_000);
   } catch (error) {
     await cluster.stop();
     throw error;
@@ -133,18 +135,14 @@ async function deleteStream(url: string, stream: string): Promise<void> {
   }
 }
 
-async function waitReady(url: string, processes: Record<ServiceName, ChildProcess>, logs: Record<ServiceName, string[]>, timeoutMs: number): Promise<void> {
+async function waitReady(urls: readonly string[], processes: Record<ServiceName, ChildProcess>, logs: Record<ServiceName, string[]>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const name of SERVICES) {
       if (processes[name].exitCode !== null) throw new Error(`${name} exited with ${processes[name].exitCode}:\n${logs[name].join('')}`);
     }
-    try {
-      const response = await fetch(url);
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
+    const statuses = await Promise.all(urls.map((url) => fetch(url).then((response) => response.status, () => 0)));
+    if (statuses.every((status) => status === 200)) return;
     if (Date.now() > deadline) throw new Error(`the cluster was not ready within ${timeoutMs} ms:\n${SERVICES.map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

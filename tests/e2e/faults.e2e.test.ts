@@ -54,12 +54,15 @@ describe('a killed router', () => {
 });
 
 describe('a killed auth', () => {
-  it('answers 503 with Retry-After, never lets a request through, and recovers by itself', async () => {
+  it('answers 503 with Retry-After, never lets a request through, stays ready, and recovers by itself', async () => {
     await stopProcess(cluster.processes.auth, 'SIGKILL');
     const refused = await complete('sim-mini');
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBeTruthy();
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('auth_unavailable');
+    // The edge stays in its Service meanwhile: its readiness is its own, not auth's.
+    const readyz = await fetch(cluster.baseUrl.replace(/\/v1$/, '/readyz'));
+    expect(readyz.status).toBe(200);
     cluster.restart('auth');
     await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'auth to answer again', 15_000, 200);
     // The edge's decision streams are back too, and carry the decisions again.

@@ -34,7 +34,7 @@ export interface EdgeDependencies {
   completions: ExecutorCalls;
   catalog: CatalogView;
   usage: { publish(event: UsageEvent): void };
-  /** True when every dependency answers and the edge is not shutting down. */
+  /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;

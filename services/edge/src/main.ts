@@ -25,7 +25,6 @@ const decisions = createAuthDecisions(auth, config.EDGE_AUTH_STREAMS, registry, 
 const router = createClient(grpc.router.v1.RouterService, config.ROUTER_SERVICE_ADDR);
 const executor = createClient(grpc.executor.v1.ExecutorService, config.EXECUTOR_SERVICE_ADDR);
 const completions = createExecutorCalls(executor, config.EDGE_EXECUTOR_STREAMS, registry, logger);
-const health = [config.AUTH_SERVICE_ADDR, config.ROUTER_SERVICE_ADDR, config.EXECUTOR_SERVICE_ADDR].map((address) => createHealthClient(address));
 
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
@@ -37,13 +36,22 @@ const usageStream = usageNames(config.USAGE_STREAM);
 void nats.then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS })).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject });
 
-let readyCache = { at: 0, value: false };
+// Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
+// executors answered once, so that its first requests do not meet channels still connecting) and
+// is not shutting down. After start-up an outage behind it is answered with 503s and Retry-After,
+// never by leaving the Service: a short auth outage would otherwise take every edge out at once.
+let startup: { at: number; done: boolean } = { at: 0, done: false };
+let health: Array<ReturnType<typeof createHealthClient>> = [config.AUTH_SERVICE_ADDR, config.ROUTER_SERVICE_ADDR, config.EXECUTOR_SERVICE_ADDR].map((address) => createHealthClient(address));
 async function ready(): Promise<boolean> {
   if (lifecycle.shuttingDown) return false;
-  if (Date.now() - readyCache.at < 1000) return readyCache.value;
+  if (startup.done || Date.now() - startup.at < 1000) return startup.done;
   const answers = await Promise.all(health.map((client) => isServing(client, '', 1000)));
-  readyCache = { at: Date.now(), value: catalog.ready && answers.every(Boolean) };
-  return readyCache.value;
+  startup = { at: Date.now(), done: catalog.ready && answers.every(Boolean) };
+  if (startup.done) {
+    for (const client of health) client.close();
+    health = [];
+  }
+  return startup.done;
 }
 
 warmUpTokenizer();

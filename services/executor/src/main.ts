@@ -50,9 +50,12 @@ const server = createServer({
   tracing,
   retry: { maxAttempts: config.EXECUTOR_RETRY_MAX_ATTEMPTS, baseDelayMs: config.EXECUTOR_RETRY_BASE_DELAY_MS, maxDelayMs: config.EXECUTOR_RETRY_MAX_DELAY_MS },
 });
-const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown);
+// Ready once the gRPC server listens, until shutdown.
+let listening = false;
+const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => listening && !lifecycle.shuttingDown);
 warmUpTokenizer();
 const port = await server.listen(config.EXECUTOR_LISTEN_ADDR);
+listening = true;
 logger.info({ address: config.EXECUTOR_LISTEN_ADDR, port, metrics_port: metrics.port, catalog: config.CATALOG_PATH, replica_id: replicaId }, 'executor listening');
 
 const lifecycle = onShutdownSignal(logger, config.EXECUTOR_SHUTDOWN_GRACE_MS + 5_000, async () => {

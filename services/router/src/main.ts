@@ -19,13 +19,16 @@ async function main(): Promise<void> {
   const registry = createRegistry('router');
   const tracing = startTracing('router');
   const server = createServer({ state, logger, registry, tracing });
-  const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown);
+  // Ready once the gRPC server listens, until shutdown.
+  let listening = false;
+  const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => listening && !lifecycle.shuttingDown);
   // Deployment health from the executors; not awaited: the router serves while NATS is unreachable
   // (every model then counts as available).
   const health = new DeploymentHealth(state);
   const nats = connectNats(config.NATS_URL, 'router', logger);
   nats.then((connection) => { subscribeDeploymentHealth(connection, health, logger, config.DEPLOYMENT_HEALTH_SUBJECT); }, (error: unknown) => logger.error({ err: error }, 'router has no NATS connection'));
   const port = await server.listen(config.ROUTER_LISTEN_ADDR);
+  listening = true;
   logger.info({ address: config.ROUTER_LISTEN_ADDR, port, metrics_port: metricsServer.port, catalog: config.CATALOG_PATH, models: state.enabledModels().map((model) => model.id) }, 'router listening');
 
   const lifecycle = onShutdownSignal(logger, config.ROUTER_SHUTDOWN_GRACE_MS + 5_000, async () => {
