@@ -19,6 +19,8 @@ import { parseAllDocuments, parse } from 'yaml';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
 const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
+/** Secrets the operator creates (deploy/README.md says how): workloads may require them. */
+const OPERATOR_SECRETS = ['gateway-provider-keys', 'gateway-admin', 'gateway-state', 'gateway-bootstrap'];
 const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054 };
 
 /**
@@ -82,10 +84,16 @@ function loadYaml(path) {
 
 const kustomizationFile = (folder) => ['kustomization.yaml', 'kustomization.yml', 'Kustomization'].map((name) => join(folder, name)).find(existsSync);
 
-// 1. Every YAML file under deploy/ parses, and every object in it has apiVersion, kind and a name.
+// 1. Every YAML file under deploy/ parses, and every object in it has apiVersion, kind and a name,
+// except the data files a generator turns into a ConfigMap (the catalog).
 const yamlFiles = walk(deployDir).filter((path) => /\.ya?ml$/.test(path));
 check(yamlFiles.length > 0, 'deploy/ has no YAML files');
+const DATA_FILES = new Set([join(deployDir, 'base', 'catalog.yaml')]);
 for (const path of yamlFiles) {
+  if (DATA_FILES.has(path)) {
+    loadYaml(path);
+    continue;
+  }
   for (const object of loadYaml(path)) {
     check(typeof object.apiVersion === 'string' && typeof object.kind === 'string', `${rel(path)}: an object without apiVersion or kind`);
     if (!/^kustomization\.ya?ml$/.test(path.split('/').pop())) check(Boolean(object.metadata?.name), `${rel(path)}: a ${object.kind} without metadata.name`);
@@ -213,12 +221,12 @@ function validate(label, objects, patches = []) {
       }
       for (const source of container.envFrom ?? []) {
         if (source.configMapRef) check(names.has(`ConfigMap/${source.configMapRef.name}`) || source.configMapRef.optional === true, `${cat}: envFrom ConfigMap ${source.configMapRef.name} is not there`);
-        if (source.secretRef) check(names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true, `${cat}: envFrom Secret ${source.secretRef.name} is neither there nor optional`);
+        if (source.secretRef) check(names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true || OPERATOR_SECRETS.includes(source.secretRef.name), `${cat}: envFrom Secret ${source.secretRef.name} is neither there, nor optional, nor one the operator creates`);
       }
       for (const variable of container.env ?? []) {
         const reference = variable.valueFrom?.secretKeyRef ?? variable.valueFrom?.configMapKeyRef;
         const kind = variable.valueFrom?.secretKeyRef ? 'Secret' : 'ConfigMap';
-        if (reference) check(names.has(`${kind}/${reference.name}`) || reference.optional === true, `${cat}: ${variable.name} refers to ${kind} ${reference.name}, which is neither there nor optional`);
+        if (reference) check(names.has(`${kind}/${reference.name}`) || reference.optional === true || (kind === 'Secret' && OPERATOR_SECRETS.includes(reference.name)), `${cat}: ${variable.name} refers to ${kind} ${reference.name}, which is neither there, nor optional, nor one the operator creates`);
       }
     }
   }
@@ -307,6 +315,14 @@ if (renderer) {
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');
 }
+
+// The catalog the base ships as a ConfigMap is the image's own.
+const shippedCatalog = join(deployDir, 'base', 'catalog.yaml');
+check(existsSync(shippedCatalog) && readFileSync(shippedCatalog, 'utf8') === readFileSync(join(root, 'packages', 'catalog', 'catalog.yaml'), 'utf8'), 'deploy/base/catalog.yaml differs from packages/catalog/catalog.yaml: copy it over');
+
+// The Secrets the operator creates are each documented with the command that creates them.
+const deployReadme = existsSync(join(deployDir, 'README.md')) ? readFileSync(join(deployDir, 'README.md'), 'utf8') : '';
+for (const secret of OPERATOR_SECRETS) check(deployReadme.includes(`create secret generic ${secret}`), `deploy/README.md: no \`kubectl create secret generic ${secret}\` for a Secret the workloads require`);
 
 // 4. docker-compose.yml: parses, runs the dependencies and the five services, edge on 8080.
 const composePath = join(root, 'docker-compose.yml');
