@@ -7,6 +7,8 @@ export const EdgeConfigSchema = Type.Object({
   EDGE_PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
   /** Port of /metrics (and /healthz, /readyz for probes), apart from the public API's port. */
   EDGE_METRICS_PORT: Type.Integer({ default: 9100, minimum: 0, maximum: 65535 }),
+  /** Adds the API key id (never the key) as a label of gateway_cost_usd_total: one series per key and model. */
+  EDGE_METRICS_KEY_ID: Type.Boolean({ default: false }),
   AUTH_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50051' }),
   ROUTER_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50052' }),
   EXECUTOR_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50053' }),

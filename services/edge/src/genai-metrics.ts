@@ -5,8 +5,9 @@
  * `gen_ai_server_time_per_output_token_seconds`, with the conventions' attributes
  * (`gen_ai_operation_name`, `gen_ai_provider_name`, `gen_ai_request_model`, `gen_ai_response_model`,
  * `error_type`) and the key's plan. Beside them the gateway's own: spend, fallbacks, completions in
- * flight. Never a key, a key id or anything else per caller: every label has a bounded set of values
- * (the catalog's models and providers, the plans, the outcomes).
+ * flight. Never a key, and a key id only where the operator opts in (EDGE_METRICS_KEY_ID, on spend
+ * only): every other label has a bounded set of values (the catalog's models and providers, the
+ * plans, the outcomes).
  */
 import { prometheus } from '@gateway/observability';
 
@@ -28,6 +29,8 @@ export interface CompletionObservation {
   provider: string;
   /** The key's plan: `starter`, `pro` or `enterprise`. */
   plan: string;
+  /** The key's public id; a label only where the operator opted in (GenAiMetricsOptions.keyId). */
+  keyId?: string;
   stream: boolean;
   /** '' when completed; else why not (`cancelled`, `failed`). */
   errorType: string;
@@ -59,15 +62,18 @@ export class GenAiMetrics {
   // Label children per combination: a label lookup per observation is a measurable share of the edge.
   private readonly children = new Map<string, { duration: Observer; input: Observer; output: Observer; firstToken: Observer; perToken: Observer; cost: Incrementer }>();
   private readonly fallbackChildren = new Map<string, Incrementer>();
+  private readonly keyIdLabel: boolean;
 
-  constructor(registry: prometheus.Registry) {
+  /** `keyId`: label spend by API key id too (EDGE_METRICS_KEY_ID), one series per key and model. */
+  constructor(registry: prometheus.Registry, options: { keyId?: boolean } = {}) {
+    this.keyIdLabel = options.keyId === true;
     const registers = [registry];
     const labels = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'plan', 'stream'];
     this.duration = new prometheus.Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'Duration of chat completions through the gateway, from the request to the last byte.', labelNames: [...labels, 'error_type'], buckets: DURATION_BUCKETS, registers });
     this.tokens = new prometheus.Histogram({ name: 'gen_ai_client_token_usage', help: 'Tokens per chat completion, by type (input, output).', labelNames: [...labels, 'gen_ai_token_type'], buckets: TOKEN_BUCKETS, registers });
     this.firstToken = new prometheus.Histogram({ name: 'gen_ai_server_time_to_first_token_seconds', help: 'Time from the request to the first chunk of a streamed completion.', labelNames: labels, buckets: FIRST_TOKEN_BUCKETS, registers });
     this.perToken = new prometheus.Histogram({ name: 'gen_ai_server_time_per_output_token_seconds', help: 'Time per output token after the first, of streamed completions.', labelNames: labels, buckets: PER_TOKEN_BUCKETS, registers });
-    this.cost = new prometheus.Counter({ name: 'gateway_cost_usd_total', help: 'What the completions cost at the catalog\'s prices, in USD.', labelNames: labels, registers });
+    this.cost = new prometheus.Counter({ name: 'gateway_cost_usd_total', help: 'What the completions cost at the catalog\'s prices, in USD.', labelNames: this.keyIdLabel ? [...labels, 'key_id'] : labels, registers });
     this.fallbacks = new prometheus.Counter({ name: 'gateway_fallbacks_total', help: 'Completions answered by another model than the one routed to, by both models.', labelNames: ['gen_ai_request_model', 'gen_ai_response_model'], registers });
     this.inFlight = new prometheus.Gauge({ name: 'gateway_completions_in_flight', help: 'Chat completions the edge is serving now (a scaling signal: they mostly wait on upstreams).', registers });
   }
@@ -85,7 +91,8 @@ export class GenAiMetrics {
 
   /** Records one completion that reached the executor. */
   observe(completion: CompletionObservation): void {
-    const key = `${completion.provider}\u0000${completion.requestModel}\u0000${completion.responseModel}\u0000${completion.plan}\u0000${completion.stream}\u0000${completion.errorType}`;
+    const keyId = this.keyIdLabel ? completion.keyId ?? '' : '';
+    const key = `${completion.provider}\u0000${completion.requestModel}\u0000${completion.responseModel}\u0000${completion.plan}\u0000${completion.stream}\u0000${completion.errorType}\u0000${keyId}`;
     let child = this.children.get(key);
     if (!child) {
       const labels = {
@@ -102,7 +109,7 @@ export class GenAiMetrics {
         output: this.tokens.labels({ ...labels, gen_ai_token_type: 'output' }),
         firstToken: this.firstToken.labels(labels),
         perToken: this.perToken.labels(labels),
-        cost: this.cost.labels(labels),
+        cost: this.cost.labels(this.keyIdLabel ? { ...labels, key_id: keyId } : labels),
       };
       this.children.set(key, child);
     }

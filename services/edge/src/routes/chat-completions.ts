@@ -133,7 +133,7 @@ function modelNotFound(modelId: string): RequestError {
 /** Registers the route. */
 export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependencies): void {
   const { config, catalog } = deps;
-  const metrics = new GenAiMetrics(deps.registry);
+  const metrics = new GenAiMetrics(deps.registry, { keyId: config.EDGE_METRICS_KEY_ID });
   const tracing = deps.tracing ?? NO_TRACING;
 
   async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal, policy: string | undefined, traceparent?: string): Promise<Routing> {
@@ -244,6 +244,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       routedModel: observed.routedModel,
       provider: answered.provider || provider,
       plan: observed.plan,
+      keyId,
       stream: parsed.stream,
       errorType: outcome === 'OUTCOME_COMPLETED' ? '' : outcome === 'OUTCOME_CANCELLED' ? 'cancelled' : 'failed',
       durationSeconds: latencyMs / 1000,
