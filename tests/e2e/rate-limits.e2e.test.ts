@@ -320,7 +320,8 @@ describe('Redis stopped mid-run', () => {
     folder = mkdtempSync(join(tmpdir(), 'rate-limits-redis-'));
     redis = startRedis();
     await eventually(() => spawnSync('redis-cli', ['-p', String(port), 'ping']).stdout?.toString().trim() === 'PONG', 'our redis-server to answer', 10_000, 50);
-    cluster = await startCluster({ plan: 'starter', env: { REDIS_URL: `redis://127.0.0.1:${port}`, CATALOG_PATH: writeCatalog() } });
+    // A Redis of its own, with no replica to wait for.
+    cluster = await startCluster({ plan: 'starter', env: { REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_WAIT_REPLICAS: '0', CATALOG_PATH: writeCatalog() } });
   });
 
   afterAll(async () => {

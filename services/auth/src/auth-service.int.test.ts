@@ -20,8 +20,10 @@ const logger = createLogger('auth-test', 'silent');
 const plans = loadPlans();
 
 /** A running auth service on port 0 with its own Redis prefix, and a real client to it. */
-async function startAuth(url: string, prefix: string) {
+async function startAuth(url: string, prefix: string, options: { reachable?: boolean } = {}) {
   const redis = createRedis(url, logger);
+  // A cluster's client learns the slots first; commands fail until then (no offline queue).
+  if (options.reachable !== false) await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
   const keys = new KeyStore(redis, { prefix });
   const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
   const server: GatewayServer = createServer({ keys, limiter, plans, logger });
@@ -332,7 +334,7 @@ describe('AuthService', () => {
   });
 
   it('answers UNAVAILABLE quickly, never a decision, when Redis is unreachable', async () => {
-    const down = await startAuth('redis://127.0.0.1:1', `test-${randomUUID()}:auth:`);
+    const down = await startAuth('redis://127.0.0.1:1', `test-${randomUUID()}:auth:`, { reachable: false });
     try {
       const started = Date.now();
       const error = await down.checkKey(`br-${'a'.repeat(40)}`).catch((caught: unknown) => caught);

@@ -99,6 +99,11 @@ export interface KeyStoreOptions {
   replicas?: number;
   /** Warned about a change that fewer replicas than asked for acknowledged in time. */
   logger?: Pick<Logger, 'warn'>;
+  /**
+   * A connection of its own for key changes, where a service's decisions share `redis`: WAIT holds
+   * the connection it runs on, and decisions must never wait on it. Default: `redis`.
+   */
+  writer?: RedisClient;
 }
 
 /** Thrown by create when the secret already belongs to a key. */
@@ -161,10 +166,13 @@ export class KeyStore {
   private readonly prefix: string;
   private readonly now: () => number;
   private readonly keyIds = new Map<string, string>();
+  /** The connection key changes are written on (see KeyStoreOptions.writer). */
+  private readonly writer: RedisClient;
 
   constructor(private readonly redis: RedisClient, private readonly options: KeyStoreOptions = {}) {
     this.prefix = options.prefix ?? 'auth:';
     this.now = options.now ?? Date.now;
+    this.writer = options.writer ?? redis;
   }
 
   /**
@@ -191,12 +199,12 @@ export class KeyStore {
       if (key.catalog_fallbacks_override !== undefined) fields.push('catalog_fallbacks_override', key.catalog_fallbacks_override ? '1' : '0');
       const record = this.recordName(key.key_id);
       // 0: a key id collision (1 in 62^16); draw another id.
-      if ((await this.redis.eval(CREATE_RECORD_SCRIPT, 1, record, ...fields)) !== 1) continue;
-      if ((await this.redis.hsetnx(this.indexName(hash), 'key_id', key.key_id)) !== 1) {
-        await this.redis.del(record);
+      if ((await this.writer.eval(CREATE_RECORD_SCRIPT, 1, record, ...fields)) !== 1) continue;
+      if ((await this.writer.hsetnx(this.indexName(hash), 'key_id', key.key_id)) !== 1) {
+        await this.writer.del(record);
         throw new KeyExistsError();
       }
-      await this.redis.sadd(this.idSetName(), key.key_id);
+      await this.writer.sadd(this.idSetName(), key.key_id);
       await this.replicated(this.indexName(hash), 'key created');
       await this.replicated(record, 'key created');
       this.keyIds.set(hash, key.key_id);
@@ -282,7 +290,7 @@ export class KeyStore {
     if (changes.catalog_fallbacks_override === null) deletes.push('catalog_fallbacks_override');
     else if (changes.catalog_fallbacks_override !== undefined) sets.push('catalog_fallbacks_override', changes.catalog_fallbacks_override ? '1' : '0');
     const record = this.recordName(keyId);
-    const flat = (await this.redis.eval(UPDATE_SCRIPT, 1, record, String(deletes.length), ...deletes, ...sets)) as string[];
+    const flat = (await this.writer.eval(UPDATE_SCRIPT, 1, record, String(deletes.length), ...deletes, ...sets)) as string[];
     if (flat.length > 0) await this.replicated(record, 'key changed');
     return parseStoredKey(recordOf(flat));
   }
@@ -329,7 +337,7 @@ export class KeyStore {
   private async replicated(name: string, what: string): Promise<void> {
     const wanted = this.options.replicas ?? 0;
     if (wanted <= 0) return;
-    const acknowledged = await waitForReplicas(this.redis, name, wanted, REPLICA_WAIT_MS).catch(() => 0);
+    const acknowledged = await waitForReplicas(this.writer, name, wanted, REPLICA_WAIT_MS).catch(() => 0);
     if (acknowledged < wanted) this.options.logger?.warn({ replicas: acknowledged, wanted }, `${what}, but fewer Redis replicas than asked for have it yet`);
   }
 
