@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { ProtoGrpcType as AuthGrpc } from './generated/auth.js';
 import type { ProtoGrpcType as ExecutorGrpc } from './generated/executor.js';
 import type { ProtoGrpcType as RouterGrpc } from './generated/router.js';
+import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
 
 /** The folder holding the .proto files. */
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto', import.meta.url));
@@ -39,7 +40,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AuthGrpc & ExecutorGrpc & RouterGrpc;
+export type GatewayGrpc = AuthGrpc & ExecutorGrpc & RouterGrpc & UsageGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

@@ -124,3 +124,5 @@ local function settleCharge(R, T, H, P, id, actual, now, window, pendingMaxAge)
   return {outcome, delta, tonumber(redis.call('HGET', H, 'total')) or 0}
 end
 `;
+
+export * from './spend.js';

@@ -2,13 +2,13 @@ import { callTraceparent, GatewayError, GrpcStatus, serveStreamedCalls, unary } 
 import type { Logger } from '@gateway/logger';
 import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type {
-  AuthServiceHandlers, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, DecideRequestOutput, DecideResponse, GetKeyRequestOutput, KeyInfo, LimitState,
+  AuthServiceHandlers, Budget, BudgetOutput, BudgetState, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, DecideRequestOutput, DecideResponse, GetKeyRequestOutput, KeyInfo, LimitState,
   ListKeysResponse, MinuteLimit, MinuteLimitOutput, RevokeKeyRequestOutput, SettleUsageRequestOutput, SettleUsageResponse, UpdateKeyRequestOutput,
 } from '@gateway/proto';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
-import { planFromProto, planToProto, type Limit, type PlanTable } from './plans.js';
-import { QuotaLimiter, RESERVATION_PART_PATTERN, ReservationIdError, type WindowState } from './quota-limiter.js';
+import { BUDGET_FIELDS, planFromProto, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
+import { QuotaLimiter, RESERVATION_PART_PATTERN, ReservationIdError, type BudgetDecisionState, type WindowState } from './quota-limiter.js';
 
 /** What the auth service needs. */
 export interface AuthServiceDependencies {
@@ -47,6 +47,40 @@ export function fromMinuteLimit(message: MinuteLimitOutput | null | undefined, p
   throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `${param} must be a positive per_minute, unlimited or plan_default.`, { param });
 }
 
+/** A budget as a Budget message. */
+export function toBudget(budget: BudgetLimit): Budget {
+  return budget === 'unlimited' ? { unlimited: true } : { micro_usd: budget };
+}
+
+/**
+ * A Budget as received: micro-USD, null for plan_default (remove the override), undefined when
+ * absent. A micro_usd that is not positive is refused with the field's name.
+ */
+export function fromBudget(message: BudgetOutput | null | undefined, param: string): BudgetLimit | null | undefined {
+  if (!message) return undefined;
+  if (message.value === 'unlimited' && message.unlimited) return 'unlimited';
+  if (message.value === 'plan_default' && message.plan_default) return null;
+  if (message.value === 'micro_usd') {
+    const value = Number(message.micro_usd);
+    if (Number.isSafeInteger(value) && value > 0) return value;
+  }
+  throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `${param} must be a positive micro_usd, unlimited or plan_default.`, { param });
+}
+
+/** The budget state of a decision as the BudgetState message. */
+function budgetState(budget: BudgetDecisionState): BudgetState {
+  if (!budget.limited) return { limited: false };
+  return {
+    limited: true, remaining_pico_usd: budget.remainingPicoUsd, spent_today_pico_usd: budget.spentTodayPicoUsd, spent_month_pico_usd: budget.spentMonthPicoUsd,
+    monthly_exhausted: budget.monthlyExhausted,
+  };
+}
+
+/** Pico-USD as USD for a message: at most six decimals, as budgets are set. */
+function usd(pico: number): string {
+  return `$${(pico / 1e12).toFixed(6).replace(/\.?0+$/, '')}`;
+}
+
 /** The public facts of a stored key as a KeyInfo message, with the limits in force. */
 export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
   const info: KeyInfo = {
@@ -59,6 +93,11 @@ export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
   if (key.tokens_per_minute_override !== undefined) info.tokens_per_minute_override = toMinuteLimit(key.tokens_per_minute_override);
   if (key.catalog_fallbacks_override !== undefined) info.catalog_fallbacks_override = key.catalog_fallbacks_override;
   info.catalog_fallbacks = key.catalog_fallbacks_override ?? plans[key.plan].catalog_fallbacks;
+  for (const field of BUDGET_FIELDS) {
+    const override = key[`${field}_override`];
+    if (override !== undefined) info[`${field}_override`] = toBudget(override);
+    info[field] = toBudget(override ?? plans[key.plan][field]);
+  }
   return info;
 }
 
@@ -145,6 +184,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       tokens: limitState(result.tokens),
       routing_policy: result.routingPolicy,
       reservation_id: result.reservationId,
+      budget: budgetState(result.budget),
     };
     switch (result.kind) {
       case 'allow':
@@ -160,6 +200,15 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
         response.retry_after_ms = result.retryAfterMs;
         response.message = `Rate limit reached on requests per minute: limit ${result.requests.limit}, used ${result.requests.used}. Please try again in ${seconds(result.retryAfterMs)}.`;
         break;
+      case 'over_budget': {
+        response.decision = 'DECISION_DENY_BUDGET';
+        response.retry_after_ms = result.retryAfterMs;
+        const { spentTodayPicoUsd, spentMonthPicoUsd, monthlyExhausted } = result.budget;
+        response.message = monthlyExhausted
+          ? `You exceeded your current quota: this key has spent its monthly budget (${usd(spentMonthPicoUsd)} spent this month, UTC). Ask your administrator to raise the key's budget.`
+          : `You exceeded your current quota: this key has spent its daily budget (${usd(spentTodayPicoUsd)} spent today, UTC). It resets at 00:00 UTC, in ${seconds(result.retryAfterMs)}.`;
+        break;
+      }
       case 'deny_tokens':
         response.decision = 'DECISION_DENY_TOKEN_LIMIT';
         response.retry_after_ms = result.retryAfterMs;
@@ -189,9 +238,12 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const requests = fromMinuteLimit(request.requests_per_minute_override, 'requests_per_minute_override') ?? undefined;
     const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override') ?? undefined;
     const fallbacks = request._catalog_fallbacks_override === 'catalog_fallbacks_override' ? request.catalog_fallbacks_override === true : undefined;
+    const daily = fromBudget(request.daily_budget_override, 'daily_budget_override') ?? undefined;
+    const monthly = fromBudget(request.monthly_budget_override, 'monthly_budget_override') ?? undefined;
     try {
       const created = await store(() => keys.create({
         plan, name: request.name ?? '', secret, requests_per_minute_override: requests, tokens_per_minute_override: tokens, routing_policy: request.routing_policy ?? '', catalog_fallbacks_override: fallbacks,
+        daily_budget_override: daily, monthly_budget_override: monthly,
       }), 'The key store is unavailable.');
       logger.info({ key_id: created.key.key_id, plan }, 'key created');
       return { key: toKeyInfo(created.key, plans), secret: created.secret };
@@ -230,6 +282,10 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override');
     if (requests !== undefined) changes.requests_per_minute_override = requests;
     if (tokens !== undefined) changes.tokens_per_minute_override = tokens;
+    const daily = fromBudget(request.daily_budget_override, 'daily_budget_override');
+    const monthly = fromBudget(request.monthly_budget_override, 'monthly_budget_override');
+    if (daily !== undefined) changes.daily_budget_override = daily;
+    if (monthly !== undefined) changes.monthly_budget_override = monthly;
     const fallbacksSet = request._catalog_fallbacks_override === 'catalog_fallbacks_override';
     if (fallbacksSet && request.catalog_fallbacks_plan_default) {
       throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'Send either catalog_fallbacks_override or catalog_fallbacks_plan_default, not both.', { param: 'catalog_fallbacks_override' });

@@ -107,6 +107,23 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(bad.stderr).toContain('--catalog-fallbacks must be "on", "off" or "plan"');
   });
 
+  it('sets, changes and clears a key\'s budgets in USD', async () => {
+    const created = JSON.parse((await cli('create-key', '--plan', 'pro', '--daily-budget-usd', '2.5', '--monthly-budget-usd', '0.000001', '--json')).stdout) as { key_id: string };
+    const keys = new KeyStore(inspector, { prefix });
+    expect(await keys.get(created.key_id)).toMatchObject({ daily_budget_override: 2_500_000, monthly_budget_override: 1 });
+
+    expect((await cli('update', created.key_id, '--daily-budget-usd', 'plan', '--monthly-budget-usd', 'unlimited')).code).toBe(0);
+    const shown = JSON.parse((await cli('get', created.key_id)).stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({ monthly_budget_override: 'unlimited' });
+    expect(shown).not.toHaveProperty('daily_budget_override');
+
+    for (const bad of ['0', '-1', '0.0000001', 'ten', '1e3']) {
+      const result = await cli('update', created.key_id, '--daily-budget-usd', bad);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('--daily-budget-usd must be a positive amount of USD (at least 0.000001), "unlimited" or "plan"');
+    }
+  });
+
   it('fails with a message when Redis is unreachable', async () => {
     const result = await run(process.execPath, [CLI, 'list'], { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', AUTH_REDIS_PREFIX: prefix } }).catch((error: { code: number; stderr: string }) => error);
     expect(result).toMatchObject({ code: 1 });

@@ -7,8 +7,9 @@
  *   node dist/cli.js update <key_id> [--plan p] [--name n] [limits]
  *   node dist/cli.js revoke <key_id>
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
- * [--routing-policy P] [--catalog-fallbacks on|off|plan] ("plan" removes an override; an empty
- * policy removes the policy).
+ * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
+ * [--monthly-budget-usd X|unlimited|plan] ("plan" removes an override; an empty policy removes the
+ * policy).
  * Reads REDIS_URL (default redis://127.0.0.1:6379) and AUTH_REDIS_PREFIX (default auth:). The secret is printed once, by create-key.
  */
 import { parseArgs } from 'node:util';
@@ -16,7 +17,7 @@ import { loadConfig, Type } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
 import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
-import { isPlanName, PLAN_NAMES, type Limit } from './plans.js';
+import { isPlanName, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit } from './plans.js';
 import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
 
 const USAGE = `usage:
@@ -26,7 +27,7 @@ const USAGE = `usage:
   update KEY_ID [--plan ${PLAN_NAMES.join('|')}] [--name NAME] [LIMITS]
   revoke KEY_ID
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
-        [--catalog-fallbacks on|off|plan]
+        [--catalog-fallbacks on|off|plan] [--daily-budget-usd USD|unlimited|plan] [--monthly-budget-usd USD|unlimited|plan]
   ("plan" goes back to the plan's limit or default; --routing-policy '' removes the policy)`;
 
 /** A mistake in the command line: printed with the usage, exit code 2. */
@@ -55,6 +56,16 @@ function limitFlag(value: string | undefined, flag: string): Limit | null | unde
   return number;
 }
 
+/** A budget flag: a positive amount of USD, `unlimited`, or `plan` (null: remove the override). */
+function budgetFlag(value: string | undefined, flag: string): BudgetLimit | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'plan') return null;
+  if (value === 'unlimited') return 'unlimited';
+  const budget = /^[0-9]*\.?[0-9]+$/.test(value) ? usdToBudget(Number(value)) : undefined;
+  if (budget === undefined) throw new UsageError(`${flag} must be a positive amount of USD (at least 0.000001), "unlimited" or "plan"`);
+  return budget;
+}
+
 /** The catalog fallbacks flag: `on`, `off`, or `plan` (null: remove the override). */
 function fallbacksFlag(value: string | undefined): boolean | null | undefined {
   if (value === undefined) return undefined;
@@ -67,7 +78,7 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
   const options = {
     plan: { type: 'string' }, name: { type: 'string' }, secret: { type: 'string' }, json: { type: 'boolean' },
     'requests-per-minute': { type: 'string' }, 'tokens-per-minute': { type: 'string' }, 'routing-policy': { type: 'string' },
-    'catalog-fallbacks': { type: 'string' },
+    'catalog-fallbacks': { type: 'string' }, 'daily-budget-usd': { type: 'string' }, 'monthly-budget-usd': { type: 'string' },
   } as const;
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof options }>>;
   try {
@@ -81,6 +92,8 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
   const requests = limitFlag(values['requests-per-minute'], '--requests-per-minute');
   const tokens = limitFlag(values['tokens-per-minute'], '--tokens-per-minute');
   const fallbacks = fallbacksFlag(values['catalog-fallbacks']);
+  const daily = budgetFlag(values['daily-budget-usd'], '--daily-budget-usd');
+  const monthly = budgetFlag(values['monthly-budget-usd'], '--monthly-budget-usd');
   switch (command) {
     case 'create-key': {
       if (!values.plan || !isPlanName(values.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
@@ -88,6 +101,7 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
       const { key, secret } = await keys.create({
         plan: values.plan, name: values.name ?? '', secret: values.secret, routing_policy: values['routing-policy'],
         requests_per_minute_override: requests ?? undefined, tokens_per_minute_override: tokens ?? undefined, catalog_fallbacks_override: fallbacks ?? undefined,
+        daily_budget_override: daily ?? undefined, monthly_budget_override: monthly ?? undefined,
       });
       if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
       else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
@@ -113,6 +127,8 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
         if (requests !== undefined) changes.requests_per_minute_override = requests;
         if (tokens !== undefined) changes.tokens_per_minute_override = tokens;
         if (fallbacks !== undefined) changes.catalog_fallbacks_override = fallbacks;
+        if (daily !== undefined) changes.daily_budget_override = daily;
+        if (monthly !== undefined) changes.monthly_budget_override = monthly;
         if (Object.keys(changes).length === 0) throw new UsageError('update needs at least one change');
         key = await keys.update(rest[0]!, changes);
       }

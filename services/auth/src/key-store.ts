@@ -1,7 +1,7 @@
 import type { Logger } from '@gateway/logger';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
 import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
-import { isPlanName, type Limit, type PlanName } from './plans.js';
+import { BUDGET_FIELDS, isPlanName, type BudgetLimit, type Limit, type PlanName } from './plans.js';
 
 /** The public facts of a key as stored; never its secret. */
 export interface StoredKey {
@@ -20,6 +20,10 @@ export interface StoredKey {
   routing_policy: string;
   /** Replaces the plan's catalog_fallbacks for this key; absent: the plan's. */
   catalog_fallbacks_override?: boolean;
+  /** Replaces the plan's daily budget (micro-USD) for this key; absent: the plan's. */
+  daily_budget_override?: BudgetLimit;
+  /** Replaces the plan's monthly budget (micro-USD) for this key; absent: the plan's. */
+  monthly_budget_override?: BudgetLimit;
 }
 
 /** What may be set when a key is created; absent overrides mean the plan's limits. */
@@ -31,6 +35,8 @@ export interface NewKey {
   tokens_per_minute_override?: Limit;
   routing_policy?: string;
   catalog_fallbacks_override?: boolean;
+  daily_budget_override?: BudgetLimit;
+  monthly_budget_override?: BudgetLimit;
 }
 
 /**
@@ -45,6 +51,9 @@ export interface KeyChanges {
   tokens_per_minute_override?: Limit | null;
   routing_policy?: string;
   catalog_fallbacks_override?: boolean | null;
+  /** A budget override of null removes it (the plan's budget applies again). */
+  daily_budget_override?: BudgetLimit | null;
+  monthly_budget_override?: BudgetLimit | null;
   revoked?: true;
 }
 
@@ -63,10 +72,11 @@ export const ROUTING_POLICY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 /** What a public key id looks like. */
 export const KEY_ID_PATTERN = /^key_[A-Za-z0-9]{16}$/;
 
-const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_override'] as const;
+const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_override', 'daily_budget_override', 'monthly_budget_override'] as const;
+const BUDGET_OVERRIDE_FIELDS = BUDGET_FIELDS.map((field) => `${field}_override` as const);
 
 /** Checks the values both the gRPC service and the CLI accept; throws KeyInputError. */
-function validate(input: { name?: string; routing_policy?: string; requests_per_minute_override?: Limit | null; tokens_per_minute_override?: Limit | null; catalog_fallbacks_override?: boolean | null }): void {
+function validate(input: { name?: string; routing_policy?: string; requests_per_minute_override?: Limit | null; tokens_per_minute_override?: Limit | null; catalog_fallbacks_override?: boolean | null } & Partial<Record<(typeof BUDGET_OVERRIDE_FIELDS)[number], BudgetLimit | null>>): void {
   if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH) throw new KeyInputError('name', `A key name has at most ${MAX_KEY_NAME_LENGTH} characters.`);
   if (input.routing_policy !== undefined && input.routing_policy !== '' && !ROUTING_POLICY_PATTERN.test(input.routing_policy)) {
     throw new KeyInputError('routing_policy', 'A routing policy is 1 to 64 letters, digits, ".", "_", ":" or "-".');
@@ -74,7 +84,8 @@ function validate(input: { name?: string; routing_policy?: string; requests_per_
   for (const field of OVERRIDE_FIELDS) {
     const value = input[field];
     if (value === undefined || value === null || value === 'unlimited') continue;
-    if (!Number.isSafeInteger(value) || value <= 0) throw new KeyInputError(field, `${field} must be a positive integer or "unlimited".`);
+    const budget = (BUDGET_OVERRIDE_FIELDS as readonly string[]).includes(field);
+    if (!Number.isSafeInteger(value) || value <= 0) throw new KeyInputError(field, budget ? `${field} must be a positive number of micro-USD or "unlimited".` : `${field} must be a positive integer or "unlimited".`);
   }
   const fallbacks = input.catalog_fallbacks_override;
   if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean') throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
@@ -155,7 +166,8 @@ const MIGRATE_RECORD_SCRIPT = CREATE_RECORD_SCRIPT;
  *   `<prefix>record:{<key_id>}`   hash {key_id, plan, name, created_at_ms, last_used_at_ms, revoked,
  *                                 routing_policy?, requests_per_minute_override?,
  *                                 tokens_per_minute_override?, catalog_fallbacks_override? ('1'
- *                                 on, '0' off)}: the key, beside its quota window (`{<key_id>}`)
+ *                                 on, '0' off), daily_budget_override?,
+ *                                 monthly_budget_override? (micro-USD or 'unlimited')}: the key, beside its quota window (`{<key_id>}`)
  *   `<prefix>key-ids`             set of every key id
  * Since a secret's key id never changes, the index is cached in memory: a request costs the one
  * quota script on the key's slot. An earlier layout (the record under `key:<sha256>`, an index
@@ -192,6 +204,8 @@ export class KeyStore {
         ...(input.requests_per_minute_override !== undefined && { requests_per_minute_override: input.requests_per_minute_override }),
         ...(input.tokens_per_minute_override !== undefined && { tokens_per_minute_override: input.tokens_per_minute_override }),
         ...(input.catalog_fallbacks_override !== undefined && { catalog_fallbacks_override: input.catalog_fallbacks_override }),
+        ...(input.daily_budget_override !== undefined && { daily_budget_override: input.daily_budget_override }),
+        ...(input.monthly_budget_override !== undefined && { monthly_budget_override: input.monthly_budget_override }),
       };
       const fields = ['key_id', key.key_id, 'plan', key.plan, 'name', key.name, 'created_at_ms', String(key.created_at_ms), 'revoked', '0'];
       if (key.routing_policy) fields.push('routing_policy', key.routing_policy);
@@ -383,6 +397,10 @@ export function parseStoredKey(hash: Record<string, string>): StoredKey | undefi
   const tokens = parseLimit(hash.tokens_per_minute_override);
   if (requests !== undefined) key.requests_per_minute_override = requests;
   if (tokens !== undefined) key.tokens_per_minute_override = tokens;
+  const daily = parseLimit(hash.daily_budget_override);
+  const monthly = parseLimit(hash.monthly_budget_override);
+  if (daily !== undefined) key.daily_budget_override = daily;
+  if (monthly !== undefined) key.monthly_budget_override = monthly;
   if (hash.catalog_fallbacks_override === '1' || hash.catalog_fallbacks_override === '0') key.catalog_fallbacks_override = hash.catalog_fallbacks_override === '1';
   return key;
 }

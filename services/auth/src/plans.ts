@@ -9,10 +9,34 @@ export type PlanName = (typeof PLAN_NAMES)[number];
 /** A per-minute limit, or no limit. */
 export type Limit = number | 'unlimited';
 
+/** A spend limit in micro-USD (10^-6 USD), or none. */
+export type BudgetLimit = number | 'unlimited';
+
+/** Micro-USD in one USD. */
+export const MICRO_USD_PER_USD = 1_000_000;
+
+/** The budgets of one plan, or of one key's overrides, by period. */
+export const BUDGET_FIELDS = ['daily_budget', 'monthly_budget'] as const;
+export type BudgetField = (typeof BUDGET_FIELDS)[number];
+
+/**
+ * An amount of USD as a budget in micro-USD: a positive finite number of USD, rounded to the
+ * micro-dollar, at least one; undefined for anything else (so callers name the bad field).
+ */
+export function usdToBudget(value: unknown): number | undefined {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) return undefined;
+  const micro = Math.round(value * MICRO_USD_PER_USD);
+  return micro >= 1 && Number.isSafeInteger(micro) ? micro : undefined;
+}
+
 /** The limits and defaults of one plan. */
 export interface PlanLimits {
   requests_per_minute: Limit;
   tokens_per_minute: Limit;
+  /** Spend per UTC day, in micro-USD; 'unlimited' when the file sets none. */
+  daily_budget: BudgetLimit;
+  /** Spend per UTC month, in micro-USD; 'unlimited' when the file sets none. */
+  monthly_budget: BudgetLimit;
   /**
    * Whether a request that says nothing about fallbacks uses the catalog's fallback chain of its
    * model (a key may override it); false when the file leaves it out.
@@ -35,7 +59,7 @@ export class PlansError extends Error {
 }
 
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
-const PLAN_FIELDS: readonly string[] = [...LIMIT_FIELDS, 'catalog_fallbacks'];
+const PLAN_FIELDS: readonly string[] = [...LIMIT_FIELDS, 'catalog_fallbacks', 'daily_budget_usd', 'monthly_budget_usd'];
 
 /** Whether a string names a plan. */
 export function isPlanName(value: string): value is PlanName {
@@ -65,6 +89,12 @@ export function parsePlans(text: string, source: string): PlanTable {
     const fallbacks = entry.catalog_fallbacks === undefined ? false : entry.catalog_fallbacks;
     if (typeof fallbacks !== 'boolean') throw new PlansError(`${source}: ${name}.catalog_fallbacks must be true or false, got ${JSON.stringify(fallbacks)}`);
     const limits = { catalog_fallbacks: fallbacks } as PlanLimits;
+    for (const field of BUDGET_FIELDS) {
+      const value = entry[`${field}_usd`];
+      const budget = value === undefined || value === 'unlimited' ? 'unlimited' : usdToBudget(value);
+      if (budget === undefined) throw new PlansError(`${source}: ${name}.${field}_usd must be a positive amount of USD (at least 0.000001) or "unlimited", got ${JSON.stringify(value)}`);
+      limits[field] = budget;
+    }
     for (const field of LIMIT_FIELDS) {
       const value = entry[field];
       if (value === undefined) throw new PlansError(`${source}: ${name}.${field} is missing`);

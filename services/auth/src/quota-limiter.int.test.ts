@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
+import { spendDayField, spendKeyName, spendMonthField } from '@gateway/quota';
 import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
+import { loadPlans, parsePlans } from './plans.js';
 import { QuotaLimiter, WINDOW_MS, type QuotaDecision } from './quota-limiter.js';
 
 const plans = loadPlans();
@@ -28,10 +29,10 @@ afterAll(async () => {
 });
 
 /** A new key and a limiter on a fake clock; `replica` uses a second connection, like a second auth process. */
-async function newKey(plan: 'starter' | 'pro' | 'enterprise', overrides: { requests_per_minute_override?: number | 'unlimited'; tokens_per_minute_override?: number | 'unlimited'; catalog_fallbacks_override?: boolean } = {}) {
+async function newKey(plan: 'starter' | 'pro' | 'enterprise', overrides: Omit<Parameters<KeyStore['create']>[0], 'plan'> = {}, table = plans) {
   const { key, secret } = await keys.create({ plan, ...overrides });
-  const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
-  const replica = new QuotaLimiter(other, plans, { prefix, now: clock });
+  const limiter = new QuotaLimiter(redis, table, { prefix, now: clock });
+  const replica = new QuotaLimiter(other, table, { prefix, now: clock });
   const name = hashSecret(secret);
   return {
     key,
@@ -192,5 +193,78 @@ describe('plans and keys', () => {
   it('does not know a key that does not exist', async () => {
     const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
     expect(await limiter.check(hashSecret(`br-${'x'.repeat(40)}`), randomUUID(), 1, 'reserve')).toEqual({ kind: 'unknown_key' });
+  });
+});
+
+/** Adds spend to a key as metering does in the step that meters an event (the shared spend hash). */
+async function spend(keyId: string, atMs: number, picoUsd: bigint): Promise<void> {
+  await redis.hincrby(spendKeyName(keyId), spendDayField(atMs), picoUsd.toString());
+  await redis.hincrby(spendKeyName(keyId), spendMonthField(atMs), picoUsd.toString());
+}
+
+describe('budgets', () => {
+  const DAY = 86_400_000;
+
+  it('allows requests while the day\'s spend is below the daily budget, then refuses until 00:00 UTC', async () => {
+    now = Date.UTC(2026, 10, 24, 22, 0, 0);
+    const key = await newKey('pro', { daily_budget_override: 10 });
+    expect(allowed(await key.check(1)).budget).toEqual({ limited: true, remainingPicoUsd: 10_000_000, spentTodayPicoUsd: 0, spentMonthPicoUsd: 0, monthlyExhausted: false });
+    await spend(key.key.key_id, now - DAY, 50_000_000n); // yesterday's spend does not count today
+    await spend(key.key.key_id, now, 9_999_999n);
+    expect(allowed(await key.check(1)).budget.remainingPicoUsd).toBe(1);
+    await spend(key.key.key_id, now, 1n);
+    const refused = await key.check(1);
+    expect(refused).toMatchObject({ kind: 'over_budget', retryAfterMs: 2 * 3_600_000, budget: { limited: true, remainingPicoUsd: 0, spentTodayPicoUsd: 10_000_000, monthlyExhausted: false } });
+    // A refusal over budget counts no request against the per-minute limits.
+    const peeked = await key.peek();
+    expect(peeked).toMatchObject({ kind: 'allow', requests: { used: 2 } });
+    now = Date.UTC(2026, 10, 25, 0, 0, 0);
+    expect(allowed(await key.check(1)).budget).toMatchObject({ remainingPicoUsd: 10_000_000, spentTodayPicoUsd: 0 });
+  });
+
+  it('refuses over the monthly budget with no time to wait, and applies the smaller remainder', async () => {
+    now = Date.UTC(2026, 10, 30, 23, 0, 0);
+    const key = await newKey('starter', { daily_budget_override: 100, monthly_budget_override: 30 });
+    await spend(key.key.key_id, Date.UTC(2026, 10, 2), 25_000_000n);
+    await spend(key.key.key_id, Date.UTC(2026, 9, 31), 99_000_000n); // last month
+    expect(allowed(await key.check(1)).budget).toMatchObject({ remainingPicoUsd: 5_000_000, spentTodayPicoUsd: 0, spentMonthPicoUsd: 25_000_000 });
+    await spend(key.key.key_id, now, 5_000_000n);
+    expect(await key.check(1)).toMatchObject({ kind: 'over_budget', retryAfterMs: 0, budget: { monthlyExhausted: true, spentMonthPicoUsd: 30_000_000 } });
+    now = Date.UTC(2026, 11, 1, 0, 0, 0);
+    expect(allowed(await key.check(1)).budget).toMatchObject({ remainingPicoUsd: 30_000_000, spentMonthPicoUsd: 0 });
+  });
+
+  it('takes the plan\'s budgets, which a key\'s override replaces or lifts', async () => {
+    now = Date.UTC(2026, 5, 1, 12);
+    const table = parsePlans([
+      'starter: { requests_per_minute: 60, tokens_per_minute: 100000, daily_budget_usd: 0.000002 }',
+      'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000 }',
+      'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, monthly_budget_usd: 0.000003 }',
+    ].join('\n'), 'inline.yaml');
+    const starter = await newKey('starter', {}, table);
+    const lifted = await newKey('starter', { daily_budget_override: 'unlimited' }, table);
+    const enterprise = await newKey('enterprise', {}, table);
+    for (const key of [starter, lifted, enterprise]) await spend(key.key.key_id, now, 2_000_000n);
+    expect(await starter.check(1)).toMatchObject({ kind: 'over_budget' });
+    expect(allowed(await lifted.check(1)).budget).toEqual({ limited: false, remainingPicoUsd: 0, spentTodayPicoUsd: 0, spentMonthPicoUsd: 0, monthlyExhausted: false });
+    // An enterprise key has no per-minute limits, and still a budget.
+    expect(allowed(await enterprise.check(1))).toMatchObject({ reservationId: '', budget: { remainingPicoUsd: 1_000_000 } });
+    await spend(enterprise.key.key_id, now, 1_000_000n);
+    expect(await enterprise.check(1)).toMatchObject({ kind: 'over_budget', retryAfterMs: 0 });
+  });
+
+  it('finds the same UTC month in the script as in TypeScript, at every month edge and leap day', async () => {
+    const key = await newKey('pro', { monthly_budget_override: 1_000 });
+    const instants = [
+      Date.UTC(2024, 1, 29, 23, 59, 59, 999), Date.UTC(2024, 2, 1), Date.UTC(2023, 11, 31, 23, 59, 59, 999), Date.UTC(2024, 0, 1),
+      Date.UTC(2000, 1, 29, 12), Date.UTC(2100, 1, 28, 23, 59), Date.UTC(2100, 2, 1), Date.UTC(1970, 0, 1), Date.UTC(2026, 11, 31, 23, 59, 59, 999),
+    ];
+    for (const [index, instant] of instants.entries()) {
+      await spend(key.key.key_id, instant, BigInt(index + 1));
+      now = instant;
+      const decision = allowed(await key.check(1));
+      expect({ instant: new Date(instant).toISOString(), month: decision.budget.spentMonthPicoUsd, day: decision.budget.spentTodayPicoUsd }).toEqual({ instant: new Date(instant).toISOString(), month: index + 1, day: index + 1 });
+      await redis.del(spendKeyName(key.key.key_id));
+    }
   });
 });

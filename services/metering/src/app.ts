@@ -3,10 +3,14 @@ import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { decodeUsageEvents, ensureUsageStream, PoisonMessageError, startDurableConsumer, USAGE_STREAM, USAGE_SUBJECT, USAGE_SUBJECTS, type NatsConnection, type RunningConsumer } from '@gateway/messaging';
 import { prometheus, type Tracing } from '@gateway/observability';
-import type { UsageEventOutput } from '@gateway/proto';
+import { loadGatewayGrpc, type UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { createUsageMeter } from './usage-meter.js';
 import { legacyDedupKey, pruneMetered } from './usage-store.js';
+import { createUsageService } from './usage-service.js';
+
+/** The fully qualified name the UsageService is registered and health-checked under. */
+export const USAGE_SERVICE_NAME = 'gateway.usage.v1.UsageService';
 
 /** The durable consumer name: every metering replica shares it, so each event goes to one. */
 export const METERING_DURABLE = 'metering';
@@ -51,7 +55,7 @@ export const DEFAULT_DEDUP_PRUNE_INTERVAL_MS = 10_000;
 
 /** Metering, wired and not yet started. */
 export interface MeteringServer {
-  /** Serves grpc.health.v1 only, for orchestrators' probes; listen on METERING_LISTEN_ADDR. */
+  /** Serves the UsageService (usage read back) and grpc.health.v1; listen on METERING_LISTEN_ADDR. */
   readonly grpc: GatewayServer;
   /** Ensures the usage stream and the durable consumer, then consumes. */
   start(): Promise<void>;
@@ -114,7 +118,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
 
   let consumer: RunningConsumer | undefined;
   return {
-    grpc: createGatewayServer([]),
+    grpc: createGatewayServer([{ name: USAGE_SERVICE_NAME, definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service, handlers: createUsageService({ redis: dependencies.redis, logger }) }]),
     start: async () => {
       await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas });
       // Most deployments never had the earlier layout: no extra lookup per event for them.

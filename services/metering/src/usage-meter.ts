@@ -6,6 +6,7 @@ import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@g
 import type { UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { isMeteredEarlier, METERED_KEYS, recordEvent } from './usage-store.js';
+import { noteRecentKey } from './usage-buckets.js';
 
 /** What metering needs to price and store events. */
 export interface UsageMeterDependencies {
@@ -30,6 +31,23 @@ export interface UsageMeterDependencies {
 
 /** How many key ids a meter remembers as listed in METERED_KEYS before it starts over. */
 const LISTED_KEYS_CACHE_SIZE = 200_000;
+/**
+ * How often a meter refreshes a key's place among the recently active keys: RECENT_KEYS is one
+ * sorted set every key shares, so it is written at most this often per key and process, never
+ * once per request.
+ */
+const RECENT_KEY_REFRESH_MS = 5_000;
+
+/** A metered request as the latest-requests list keeps it (RecentRequest's fields). */
+function recentJson(event: UsageEventOutput, usage: { prompt_tokens: number; completion_tokens: number }, cost: bigint): string {
+  const auto = event.auto ? { score: event.auto.score ?? 0, tier: event.auto.tier ?? '', policy: event.auto.policy ?? '' } : undefined;
+  return JSON.stringify({
+    event_id: event.event_id, request_id: event.request_id ?? '', key_id: event.key_id, received_at_ms: event.received_at_ms ?? 0,
+    requested_model: event.requested_model ?? '', model_id: event.model_id, provider: event.provider ?? '', stream: event.stream === true,
+    outcome: event.outcome ?? 'OUTCOME_UNSPECIFIED', latency_ms: event.latency_ms ?? 0, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
+    cost_pico_usd: cost.toString(), fallback_attempts: event.fallback_attempts ?? 0, ...(auto ? { auto } : {}), error_code: event.error_code ?? '',
+  });
+}
 
 /** The metering outcome of one event. */
 export type MeterResult = 'metered' | 'duplicate';
@@ -55,6 +73,8 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   const unreplicated = new prometheus.Counter({ name: 'gateway_metering_unreplicated_total', help: 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.', registers });
   // Key ids already in METERED_KEYS: a key is added once per process, before its first event.
   const listed = new Set<string>();
+  // When each key was last noted among the recently active keys.
+  const noted = new Map<string, number>();
 
   const tracing = dependencies.tracing ?? NO_TRACING;
   const meter: UsageMeter = async (event, sequence) => {
@@ -76,7 +96,12 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       listed.add(keyId);
     }
     const meteredEarlier = dependencies.earlierRecords?.() === true && await isMeteredEarlier(redis, dependencies.stream, eventId);
-    const metered = !meteredEarlier && await recordEvent(redis, dependencies.stream, eventId, sequence, { key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost }, settlement, {
+    const receivedAtMs = Number(event.received_at_ms ?? 0);
+    const recorded = {
+      key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost, received_at_ms: receivedAtMs,
+      failed: event.outcome === 'OUTCOME_FAILED', fell_back: (event.fallback_attempts ?? 0) > 0, recent: recentJson(event, usage, cost),
+    };
+    const metered = !meteredEarlier && await recordEvent(redis, dependencies.stream, eventId, sequence, recorded, settlement, {
       pruneThrough: dependencies.pruneThrough?.() ?? 0,
       replicas: dependencies.redisReplicas ?? 0,
       onUnreplicated: () => unreplicated.inc(),
@@ -87,6 +112,13 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       return 'duplicate';
     }
     events.inc({ result: 'metered' });
+    const now = Date.now();
+    if (now - (noted.get(keyId) ?? 0) >= RECENT_KEY_REFRESH_MS) {
+      if (noted.size >= LISTED_KEYS_CACHE_SIZE) noted.clear();
+      noted.set(keyId, now);
+      // Only which keys the console looks at first: a failure here loses no usage.
+      await noteRecentKey(redis, keyId, receivedAtMs || now).catch((error: unknown) => logger.warn({ err: error }, 'could not note a recently active key'));
+    }
     tokens.inc({ kind: 'prompt' }, usage.prompt_tokens);
     tokens.inc({ kind: 'completion' }, usage.completion_tokens);
     tokens.inc({ kind: 'cached' }, usage.cached_tokens);

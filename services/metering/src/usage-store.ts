@@ -1,6 +1,7 @@
 import { picoUsdToUsd } from '@gateway/catalog';
 import { USAGE_MAX_AGE_MS } from '@gateway/messaging';
-import { DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, WINDOW_LUA, WINDOW_MS, windowKeyNames } from '@gateway/quota';
+import { DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, SPEND_TTL_MS, spendDayField, spendKeyName, spendMonthField, utcDay, utcMonth, WINDOW_LUA, WINDOW_MS, windowKeyNames } from '@gateway/quota';
+import { bucketNames, DAILY_RETENTION_MS, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
 
 /**
@@ -31,6 +32,10 @@ import { waitForReplicas, type RedisClient } from '@gateway/redis';
  * key meters (in the same script) and by a sweep for keys gone quiet; it also expires once the
  * stream can no longer hold any of its messages (the stream's maximum age), a bound for a set the
  * sweep never reaches.
+ *
+ * Time buckets, the key's spend per UTC day and month (what auth checks budgets against) and its
+ * latest requests are written by the same script, in the same slot: see usage-buckets.ts and
+ * @gateway/quota's spend.ts.
  *
  * The layout before this one (`metering:key:<key_id>`, `metering:model:<model_id>`,
  * `metering:dedup:<stream>`, no hash tags) is still read: its totals are added to the current
@@ -74,6 +79,14 @@ export interface EventUsage {
   completion_tokens: number;
   cached_tokens: number;
   cost_pico_usd: bigint;
+  /** When the edge received the request (Unix ms): the time buckets and the spend day it counts in; default now. */
+  received_at_ms?: number;
+  /** The request ended in an error after reaching a model (OUTCOME_FAILED). */
+  failed?: boolean;
+  /** A fallback model answered after the first choice failed. */
+  fell_back?: boolean;
+  /** The request as the latest-requests list shows it (JSON); omitted: not listed. */
+  recent?: string;
 }
 
 /** Running totals of a key or a model. */
@@ -87,13 +100,19 @@ export interface UsageTotals {
   cost_usd: number;
 }
 
-// Adds an event to the totals only if it is new, remembers it, and settles the request's quota
-// reservation with the tokens it used: all or nothing, so a redelivered event (or a crash between
-// writes) can neither count nor settle twice, nor half. Every key is in the key id's slot.
-// KEYS: the de-duplication set, key totals, key-and-model totals, then the key's quota window
-// R, T, H, P. ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd, then the
+// Adds an event to the totals, its time buckets and the key's spend only if it is new, remembers
+// it, lists it among the key's latest requests, and settles the request's quota reservation with
+// the tokens it used: all or nothing, so a redelivered event (or a crash between writes) can
+// neither count nor settle twice, nor half. Every key is in the key id's slot.
+// KEYS: the de-duplication set, key totals, key-and-model totals, the key's quota window R, T, H,
+// P, then its spend hash, hourly bucket hash, daily bucket hash, latest-requests list and models
+// set. ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd, then the
 // settlement: charge id ('' = none), actual tokens, window ms, pending max age ms; then the
-// sequence up to which records may be pruned (0 = none) and the set's time to live in ms.
+// sequence up to which records may be pruned (0 = none) and the set's time to live in ms; then
+// model id, hour field prefix, hourly expiry (Unix ms), day field prefix, daily expiry, errors
+// (0|1), fallbacks (0|1), spend day field, spend month field, spend day, spend month, spend time
+// to live, latest-request JSON ('' = none), latest requests kept, their time to live, the models
+// set's time to live.
 // Returns 1 when metered, 0 when the event was already metered.
 const RECORD_SCRIPT = `${WINDOW_LUA}
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
@@ -109,6 +128,35 @@ for i = 2, 3 do
 end
 if ARGV[7] ~= '' then
   settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], tonumber(ARGV[8]), clock(''), tonumber(ARGV[9]), tonumber(ARGV[10]))
+end
+-- Time buckets: a field per count, only for counts that are not zero (most events have no cached
+-- tokens, error or fallback). A bucket whose retention has passed expires at once.
+local counts = {{'p', ARGV[3]}, {'c', ARGV[4]}, {'k', ARGV[5]}, {'$', ARGV[6]}, {'e', ARGV[18]}, {'f', ARGV[19]}}
+for _, bucket in ipairs({{KEYS[9], ARGV[14], ARGV[15]}, {KEYS[10], ARGV[16], ARGV[17]}}) do
+  redis.call('HINCRBY', bucket[1], bucket[2] .. 'r', 1)
+  for _, count in ipairs(counts) do
+    if count[2] ~= '0' then redis.call('HINCRBY', bucket[1], bucket[2] .. count[1], count[2]) end
+  end
+  redis.call('PEXPIREAT', bucket[1], bucket[3])
+end
+redis.call('SADD', KEYS[12], ARGV[13])
+redis.call('PEXPIRE', KEYS[12], ARGV[28])
+-- The key's spend per day and month; a day's first spend forgets days before the one before it.
+if ARGV[6] ~= '0' then
+  if redis.call('HEXISTS', KEYS[8], ARGV[20]) == 0 then
+    for _, field in ipairs(redis.call('HKEYS', KEYS[8])) do
+      local kind, number = string.sub(field, 1, 1), tonumber(string.sub(field, 3)) or 0
+      if (kind == 'd' and number < tonumber(ARGV[22]) - 1) or (kind == 'm' and number < tonumber(ARGV[23]) - 1) then redis.call('HDEL', KEYS[8], field) end
+    end
+  end
+  redis.call('HINCRBY', KEYS[8], ARGV[20], ARGV[6])
+  redis.call('HINCRBY', KEYS[8], ARGV[21], ARGV[6])
+  redis.call('PEXPIRE', KEYS[8], ARGV[24])
+end
+if ARGV[25] ~= '' then
+  redis.call('LPUSH', KEYS[11], ARGV[25])
+  redis.call('LTRIM', KEYS[11], 0, tonumber(ARGV[26]) - 1)
+  redis.call('PEXPIRE', KEYS[11], ARGV[27])
 end
 return 1
 `;
@@ -148,16 +196,23 @@ const REPLICA_WAIT_MS = 1_000;
  * key than the event's, is not settled (its window lives in another slot).
  */
 export async function recordEvent(redis: RedisClient, stream: string, eventId: string, sequence: number, usage: EventUsage, settlement?: EventSettlement, options: RecordOptions = {}): Promise<boolean> {
-  if (!('gatewayRecordUsage' in redis)) redis.defineCommand('gatewayRecordUsage', { numberOfKeys: 7, lua: RECORD_SCRIPT });
+  if (!('gatewayRecordUsage' in redis)) redis.defineCommand('gatewayRecordUsage', { numberOfKeys: 12, lua: RECORD_SCRIPT });
   const match = settlement ? RESERVATION_PATTERN.exec(settlement.reservationId) : null;
   const charge = match && match[1] === usage.key_id ? match : null;
   const dedup = dedupKey(stream, usage.key_id);
+  const at = usage.received_at_ms && usage.received_at_ms > 0 ? usage.received_at_ms : Date.now();
+  const buckets = bucketNames(usage.key_id, usage.model_id, at);
   const result = await (redis as RedisClient & MeteringCommands).gatewayRecordUsage(
     dedup, keyTotalsKey(usage.key_id), keyModelTotalsKey(usage.key_id, usage.model_id), ...windowKeyNames(settlement?.prefix ?? DEFAULT_QUOTA_PREFIX, usage.key_id),
+    spendKeyName(usage.key_id), buckets.hourly, buckets.daily, buckets.recent, buckets.models,
     eventId, String(sequence),
     String(usage.prompt_tokens), String(usage.completion_tokens), String(usage.cached_tokens), usage.cost_pico_usd.toString(),
     charge?.[2] ?? '', String(Math.max(0, Math.ceil(settlement?.actualTokens ?? 0))), String(WINDOW_MS), String(PENDING_MAX_AGE_MS),
     String(Math.max(0, options.pruneThrough ?? 0)), String(DEDUP_TTL_MS),
+    usage.model_id, buckets.hourField, String(buckets.hourlyExpiresAtMs), buckets.dayField, String(buckets.dailyExpiresAtMs),
+    usage.failed ? '1' : '0', usage.fell_back ? '1' : '0',
+    spendDayField(at), spendMonthField(at), String(utcDay(at)), String(utcMonth(at)), String(SPEND_TTL_MS),
+    usage.recent ?? '', String(RECENT_REQUESTS_PER_KEY), String(RECENT_TTL_MS), String(DAILY_RETENTION_MS),
   );
   if (result === 1 && (options.replicas ?? 0) > 0) {
     // A WAIT that fails (the master is gone) rejects: the message comes back, and is metered on the

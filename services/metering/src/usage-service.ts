@@ -1,0 +1,80 @@
+/**
+ * The UsageService: metered usage read back for the edge's usage API and web console. Reads only
+ * Redis, never the usage stream, so it answers while NATS is away (what is not metered yet is not
+ * in the answer).
+ */
+import { GatewayError, GrpcStatus, unary } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import type { ListRecentRequestsRequestOutput, ListRecentRequestsResponse, QueryUsageRequestOutput, QueryUsageResponse, RecentRequest, UsageServiceHandlers } from '@gateway/proto';
+import type { RedisClient } from '@gateway/redis';
+import { readBuckets, readRecent } from './usage-buckets.js';
+import { meteredKeys } from './usage-store.js';
+
+/** What the UsageService reads. */
+export interface UsageServiceDependencies {
+  redis: RedisClient;
+  logger: Logger;
+  /** The clock, in Unix ms; tests pass their own. */
+  now?: () => number;
+}
+
+/** The most key ids one query may name. */
+export const MAX_QUERY_KEYS = 1_000;
+/** The most latest requests one call returns. */
+export const MAX_RECENT_REQUESTS = 200;
+const KEY_ID = /^key_[A-Za-z0-9]{16}$/;
+
+function invalid(message: string, param: string): GatewayError {
+  return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', message, { param });
+}
+
+/** Creates the UsageService's handlers; a Redis failure is UNAVAILABLE (store_unavailable). */
+export function createUsageService(dependencies: UsageServiceDependencies): UsageServiceHandlers {
+  const { redis, logger } = dependencies;
+  const now = dependencies.now ?? Date.now;
+  const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'usage handler failed');
+
+  async function store<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      logger.error({ err: { message: (error as Error).message } }, 'usage store unavailable');
+      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'store_unavailable', 'Usage cannot be read right now.', { retryable: true, cause: error });
+    }
+  }
+
+  async function queryUsage(request: QueryUsageRequestOutput): Promise<QueryUsageResponse> {
+    const start = Number(request.start ?? 0);
+    const end = Number(request.end ?? 0);
+    if (!Number.isSafeInteger(start) || start < 0) throw invalid('start must be a non-negative number of Unix seconds.', 'start');
+    if (!Number.isSafeInteger(end) || end < start) throw invalid('end must be Unix seconds no earlier than start.', 'end');
+    const width = request.bucket === 'BUCKET_WIDTH_HOUR' ? 'hour' : request.bucket === 'BUCKET_WIDTH_DAY' ? 'day' : undefined;
+    if (!width) throw invalid('bucket must be BUCKET_WIDTH_HOUR or BUCKET_WIDTH_DAY.', 'bucket');
+    if (request.key_ids.length > MAX_QUERY_KEYS) throw invalid(`At most ${MAX_QUERY_KEYS} key ids per query.`, 'key_ids');
+    const named = request.key_ids.filter((keyId) => KEY_ID.test(keyId));
+    const buckets = await store(async () => readBuckets(redis, request.key_ids.length > 0 ? named : await meteredKeys(redis), width, start * 1000, end * 1000, now()));
+    return {
+      rows: buckets.map((bucket) => ({
+        start: Math.floor(bucket.startMs / 1000),
+        key_id: bucket.keyId,
+        model_id: bucket.modelId,
+        counts: { ...bucket.counts, cost_pico_usd: bucket.counts.cost_pico_usd.toString() },
+      })),
+    };
+  }
+
+  async function listRecentRequests(request: ListRecentRequestsRequestOutput): Promise<ListRecentRequestsResponse> {
+    const limit = request.limit ? Number(request.limit) : 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_RECENT_REQUESTS) throw invalid(`limit must be 1 to ${MAX_RECENT_REQUESTS}.`, 'limit');
+    const keyId = request.key_id ?? '';
+    if (keyId && !KEY_ID.test(keyId)) return { requests: [] };
+    const entries = await store(() => readRecent(redis, limit, keyId || undefined));
+    return { requests: entries.map((json) => JSON.parse(json) as RecentRequest) };
+  }
+
+  return {
+    QueryUsage: unary(queryUsage, 'QueryUsage', report),
+    ListRecentRequests: unary(listRecentRequests, 'ListRecentRequests', report),
+  };
+}
