@@ -118,7 +118,7 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(shown).not.toHaveProperty('daily_budget_override');
 
     for (const bad of ['0', '-1', '0.0000001', 'ten', '1e3']) {
-      const result = await cli('update', created.key_id, '--daily-budget-usd', bad);
+      const result = await cli('update', created.key_id, `--daily-budget-usd=${bad}`);
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('--daily-budget-usd must be a positive amount of USD (at least 0.000001), "unlimited" or "plan"');
     }
