@@ -61,6 +61,18 @@ if [[ -z "${GATEWAY_BOOTSTRAP_KEY:-}" ]]; then
   GATEWAY_BOOTSTRAP_KEY="$(head -n 1 "$RUN_DIR/bootstrap-key")"
 fi
 export GATEWAY_BOOTSTRAP_KEY
+
+# The admin token (admin API and web console): the environment's, else one generated on the first
+# start and kept in .run/admin-token, readable by this user only.
+if [[ -z "${EDGE_ADMIN_TOKEN:-}" ]]; then
+  if [[ ! -s "$RUN_DIR/admin-token" ]]; then
+    mkdir -p "$RUN_DIR"
+    (umask 077 && node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64url") + "\n")' >"$RUN_DIR/admin-token")
+    gateway_log "generated an admin token in .run/admin-token"
+  fi
+  EDGE_ADMIN_TOKEN="$(head -n 1 "$RUN_DIR/admin-token")"
+fi
+export EDGE_ADMIN_TOKEN
 export GATEWAY_BOOTSTRAP_PLAN="${GATEWAY_BOOTSTRAP_PLAN:-pro}"
 export EDGE_PORT LOG_LEVEL="${LOG_LEVEL:-info}"
 
@@ -158,6 +170,8 @@ The gateway is ready.
   console.log(completion.choices[0].message.content);
 
   Models:   curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/models
+  Usage:    curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" "$base_url/usage?start=\$(( \$(date +%s) - 86400 ))&bucket=hour"
+  Console:  http://127.0.0.1:$EDGE_PORT/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
   Logs:     .run/logs/<service>.log  (auth router executor metering edge)
   Stop:     bash scripts/stop.sh
 EOF

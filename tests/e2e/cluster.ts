@@ -76,6 +76,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     AUTH_SERVICE_ADDR: `127.0.0.1:${ports.auth}`,
     ROUTER_SERVICE_ADDR: `127.0.0.1:${ports.router}`,
     EXECUTOR_SERVICE_ADDR: `127.0.0.1:${ports.executor}`,
+    METERING_SERVICE_ADDR: `127.0.0.1:${ports.metering}`,
     GATEWAY_BOOTSTRAP_KEY: apiKey,
     GATEWAY_BOOTSTRAP_PLAN: options.plan ?? 'enterprise',
     // A usage stream of its own: clusters that share this NATS (tests run side by side, a benchmark
@@ -122,6 +123,29 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     throw error;
   }
   return cluster;
+}
+
+/** Another edge beside a running cluster, sharing its auth, router, executors, metering and usage stream. */
+export async function startSecondEdge(cluster: Cluster, env: Record<string, string> = {}): Promise<{ origin: string; baseUrl: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['services/edge/dist/main.js'], {
+    cwd: ROOT,
+    stdio: 'ignore',
+    env: {
+      ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', NATS_URL: cluster.natsUrl, USAGE_STREAM: cluster.usageStream,
+      EDGE_HOST: '127.0.0.1', EDGE_PORT: String(port), EDGE_METRICS_PORT: '0',
+      AUTH_SERVICE_ADDR: `127.0.0.1:${cluster.ports.auth}`, ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`,
+      EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`, METERING_SERVICE_ADDR: `127.0.0.1:${cluster.ports.metering}`,
+      ...env,
+    },
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  while ((await fetch(`${origin}/readyz`).then((response) => response.status, () => 0)) !== 200) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the second edge did not become ready');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child) };
 }
 
 /** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
 import cors from '@fastify/cors';
 import type { Logger } from '@gateway/logger';
-import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent } from '@gateway/proto';
+import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent, UsageServiceClient } from '@gateway/proto';
 import { prometheus, type Tracing } from '@gateway/observability';
 import type { AuthDecisions } from './auth-decisions.js';
 import type { ExecutorCalls } from './executor-calls.js';
@@ -18,6 +18,7 @@ import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
 import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
+import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './routes/authenticate.js';
 
 /** Everything the edge talks to. */
@@ -34,6 +35,8 @@ export interface EdgeDependencies {
   completions: ExecutorCalls;
   catalog: CatalogView;
   usage: { publish(event: UsageEvent): void };
+  /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
+  metering: UsageServiceClient;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */
@@ -48,7 +51,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const EXPOSED_HEADERS = [
   'x-request-id', 'openai-processing-ms', 'openai-model', 'retry-after', 'retry-after-ms', 'x-should-retry',
   'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests',
-  'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens',
+  'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens', 'x-gateway-budget-remaining-usd',
 ].join(', ');
 
 /** Maps fastify's own failures (body parsing, limits) to the error a caller should see. */
@@ -187,5 +190,7 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   registerChatCompletions(app, deps);
   registerModels(app, deps);
   registerAdminKeys(app, deps);
+  registerUsage(app, deps);
+  registerAdminUsage(app, deps);
   return app;
 }

@@ -12,6 +12,8 @@ export const EdgeConfigSchema = Type.Object({
   AUTH_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50051' }),
   ROUTER_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50052' }),
   EXECUTOR_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50053' }),
+  /** Metering's UsageService, which the usage API and the web console read usage from. */
+  METERING_SERVICE_ADDR: Type.String({ default: '127.0.0.1:50054' }),
   NATS_URL: Type.String({ default: 'nats://127.0.0.1:4222' }),
   /** The JetStream stream of usage events (and so their subjects); one per gateway sharing a NATS. */
   USAGE_STREAM: Type.String({ pattern: USAGE_STREAM_NAME_PATTERN, default: 'USAGE' }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatResetDuration, rateLimitHeaders, retryAfterHeaders } from './rate-limit-headers.js';
+import { formatResetDuration, picoUsdString, rateLimitHeaders, retryAfterHeaders } from './rate-limit-headers.js';
 
 describe('formatResetDuration', () => {
   it('writes durations the way OpenAI does', () => {
@@ -31,6 +31,21 @@ describe('rateLimitHeaders', () => {
     expect(rateLimitHeaders({ requests: { limit: 0, remaining: 0, reset_ms: 0, unlimited: true }, tokens: { limit: 5, remaining: 5, reset_ms: 0, unlimited: false } }))
       .toEqual({ 'x-ratelimit-limit-tokens': '5', 'x-ratelimit-remaining-tokens': '5', 'x-ratelimit-reset-tokens': '0s' });
     expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true } })).toEqual({});
+  });
+});
+
+describe('the budget header', () => {
+  it('tells a key with a budget what it may still spend, in exact USD', () => {
+    expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true }, budget: { limited: true, remaining_pico_usd: 1_234_567 } }))
+      .toEqual({ 'x-gateway-budget-remaining-usd': '0.000001234567' });
+    expect(rateLimitHeaders({ budget: { limited: true } })).toEqual({ 'x-gateway-budget-remaining-usd': '0' });
+    expect(rateLimitHeaders({ budget: { limited: false } })).toEqual({});
+  });
+
+  it('writes pico-USD as decimal USD without rounding', () => {
+    expect([0, 1, 10, 1_000_000_000_000, 2_500_000_000_000, 123_456_789_012_345].map((pico) => picoUsdString(pico)))
+      .toEqual(['0', '0.000000000001', '0.00000000001', '1', '2.5', '123.456789012345']);
+    expect(picoUsdString(9_223_372_036_854_775_807n)).toBe('9223372.036854775807');
   });
 });
 

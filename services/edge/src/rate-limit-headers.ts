@@ -37,11 +37,29 @@ function addLimitHeaders(headers: Record<string, string>, kind: 'requests' | 'to
   headers[reset] = formatResetDuration(state.reset_ms ?? 0);
 }
 
-/** The x-ratelimit-* headers of a decision: limit, remaining after this request, time until full. */
-export function rateLimitHeaders(decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens'>): Record<string, string> {
+/** The header that tells what a key with a budget may still spend, in USD. */
+export const BUDGET_REMAINING_HEADER = 'x-gateway-budget-remaining-usd';
+
+/** Pico-USD as an exact decimal USD string: 1234567 -> "0.000001234567", 2000000000000 -> "2". */
+export function picoUsdString(pico: number | bigint): string {
+  const value = BigInt(pico);
+  const negative = value < 0n;
+  const digits = (negative ? -value : value).toString().padStart(13, '0');
+  const whole = digits.slice(0, -12);
+  const fraction = digits.slice(-12).replace(/0+$/, '');
+  return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
+}
+
+/**
+ * The x-ratelimit-* headers of a decision (limit, remaining after this request, time until full),
+ * and for a key with a budget x-gateway-budget-remaining-usd: what it may still spend, the smaller
+ * of what is left of its day's and its month's budget as metered when the request started.
+ */
+export function rateLimitHeaders(decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens' | 'budget'>): Record<string, string> {
   const headers: Record<string, string> = {};
   addLimitHeaders(headers, 'requests', decision.requests);
   addLimitHeaders(headers, 'tokens', decision.tokens);
+  if (decision.budget?.limited) headers[BUDGET_REMAINING_HEADER] = picoUsdString(Math.max(0, decision.budget.remaining_pico_usd ?? 0));
   return headers;
 }
 

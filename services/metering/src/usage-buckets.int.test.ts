@@ -137,7 +137,7 @@ describe('usage buckets', () => {
     }
   });
 
-  it('lists the latest requests newest first, at most 50 per key', async () => {
+  it(`lists the latest requests newest first, at most ${RECENT_REQUESTS_PER_KEY} per key`, async () => {
     const erin = newKeyId();
     try {
       for (let index = 0; index < RECENT_REQUESTS_PER_KEY + 5; index += 1) {

@@ -27,9 +27,9 @@ export const HOURLY_RETENTION_MS = 14 * DAY_MS;
 /** How long daily buckets are kept after their month ends. */
 export const DAILY_RETENTION_MS = 400 * DAY_MS;
 /** How many of a key's latest requests are kept. */
-export const RECENT_REQUESTS_PER_KEY = 50;
+export const RECENT_REQUESTS_PER_KEY = 20;
 /** How long a key's latest requests outlive its last one. */
-export const RECENT_TTL_MS = 7 * DAY_MS;
+export const RECENT_TTL_MS = 2 * DAY_MS;
 /** The sorted set of keys with recent requests. */
 export const RECENT_KEYS = 'metering:recent-keys';
 /** How many keys RECENT_KEYS keeps (the most recently active). */

@@ -4,19 +4,27 @@
  * bearing that token: none or a wrong one is a 401, a gateway API key (`br-...`) a 403. Every
  * operation is an auth RPC, so the admin API and auth's CLI share one code path (auth's KeyStore).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { callUnary } from '@gateway/grpc';
 import type {
-  CreateKeyRequest, CreateKeyResponseOutput, GetKeyRequest, KeyInfoOutput, ListKeysRequest, ListKeysResponseOutput,
+  Budget, BudgetOutput, CreateKeyRequest, CreateKeyResponseOutput, GetKeyRequest, KeyInfoOutput, ListKeysRequest, ListKeysResponseOutput,
   MinuteLimit, MinuteLimitOutput, Plan, RevokeKeyRequest, UpdateKeyRequest,
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../app.js';
-import { RequestError, invalid } from '../errors.js';
+import { invalid } from '../errors.js';
+import { adminTokenHook } from './admin-token.js';
 
 const PLANS: Record<string, Plan> = { starter: 'PLAN_STARTER', pro: 'PLAN_PRO', enterprise: 'PLAN_ENTERPRISE' };
 const PLAN_NAMES: Record<string, string> = { PLAN_STARTER: 'starter', PLAN_PRO: 'pro', PLAN_ENTERPRISE: 'enterprise' };
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
+/** The budget fields of a body's `budgets`, and the proto fields they set. */
+const BUDGET_FIELDS = { daily_usd: 'daily_budget', monthly_usd: 'monthly_budget' } as const;
+type BudgetJsonField = keyof typeof BUDGET_FIELDS;
+/** The fields a key's body may carry. */
+const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks'] as const;
+
+/** A budget as the admin API shows it: USD, or "unlimited". */
+type BudgetJson = number | 'unlimited';
 
 /** A per-minute limit as the admin API shows it. */
 type LimitJson = number | 'unlimited';
@@ -34,8 +42,10 @@ export interface AdminKeyJson {
   revoked: boolean;
   /** The limits in force. */
   limits: Record<(typeof LIMIT_FIELDS)[number], LimitJson | null>;
-  /** This key's overrides of its plan's limits and catalog fallbacks default. */
-  overrides: Partial<Record<(typeof LIMIT_FIELDS)[number], LimitJson>> & { catalog_fallbacks?: boolean };
+  /** The budgets in force, in USD per UTC day and month; null: none. */
+  budgets: Record<BudgetJsonField, number | null>;
+  /** This key's overrides of its plan's limits, budgets and catalog fallbacks default. */
+  overrides: Partial<Record<(typeof LIMIT_FIELDS)[number], LimitJson>> & { catalog_fallbacks?: boolean; daily_budget_usd?: BudgetJson; monthly_budget_usd?: BudgetJson };
   routing_policy: string | null;
   /** In force: whether a request that says nothing about fallbacks uses the catalog's chain. */
   catalog_fallbacks: boolean;
@@ -47,6 +57,12 @@ function limitJson(limit: MinuteLimitOutput | null | undefined): LimitJson | nul
   return limit.per_minute ?? null;
 }
 
+/** A Budget message in USD; null for none (unlimited or absent). */
+function budgetUsd(budget: BudgetOutput | null | undefined): number | null {
+  if (!budget || budget.value !== 'micro_usd') return null;
+  return Number(budget.micro_usd ?? 0) / 1_000_000;
+}
+
 /** A KeyInfo as the admin API's JSON. */
 export function adminKeyJson(key: KeyInfoOutput): AdminKeyJson {
   const overrides: AdminKeyJson['overrides'] = {};
@@ -55,6 +71,10 @@ export function adminKeyJson(key: KeyInfoOutput): AdminKeyJson {
   if (requests !== null) overrides.requests_per_minute = requests;
   if (tokens !== null) overrides.tokens_per_minute = tokens;
   if (key._catalog_fallbacks_override === 'catalog_fallbacks_override') overrides.catalog_fallbacks = key.catalog_fallbacks_override === true;
+  for (const field of ['daily_budget', 'monthly_budget'] as const) {
+    const override = key[`${field}_override`];
+    if (override) overrides[`${field}_usd`] = override.value === 'unlimited' ? 'unlimited' : budgetUsd(override) ?? 'unlimited';
+  }
   return {
     object: 'api_key',
     id: key.key_id ?? '',
@@ -64,14 +84,11 @@ export function adminKeyJson(key: KeyInfoOutput): AdminKeyJson {
     last_used_at: key.last_used_at_ms ? Math.floor(key.last_used_at_ms / 1000) : null,
     revoked: key.revoked ?? false,
     limits: { requests_per_minute: limitJson(key.requests_per_minute), tokens_per_minute: limitJson(key.tokens_per_minute) },
+    budgets: { daily_usd: budgetUsd(key.daily_budget), monthly_usd: budgetUsd(key.monthly_budget) },
     overrides,
     routing_policy: key.routing_policy || null,
     catalog_fallbacks: key.catalog_fallbacks ?? false,
   };
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
 }
 
 function objectBody(body: unknown, allowed: readonly string[]): Record<string, unknown> {
@@ -122,26 +139,36 @@ function overridesOf(value: unknown, allowNull: boolean): Partial<Record<(typeof
   return result;
 }
 
+/**
+ * The budgets of a body: a positive amount of USD (to the micro-dollar), "unlimited", or (in an
+ * update) null for the plan's budget.
+ */
+function budgetsOf(value: unknown, allowNull: boolean): Partial<Record<'daily_budget' | 'monthly_budget', Budget>> {
+  const budgets = objectBody(value, Object.keys(BUDGET_FIELDS));
+  const result: Partial<Record<'daily_budget' | 'monthly_budget', Budget>> = {};
+  for (const [field, target] of Object.entries(BUDGET_FIELDS) as Array<[BudgetJsonField, 'daily_budget' | 'monthly_budget']>) {
+    if (!(field in budgets)) continue;
+    const budget = budgets[field];
+    const micro = typeof budget === 'number' && Number.isFinite(budget) ? Math.round(budget * 1_000_000) : 0;
+    if (budget === 'unlimited') result[target] = { unlimited: true };
+    else if (budget === null && allowNull) result[target] = { plan_default: true };
+    else if (micro >= 1 && Number.isSafeInteger(micro)) result[target] = { micro_usd: micro };
+    else throw invalid(`budgets.${field}`, `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited"${allowNull ? ', or null for the plan\'s budget' : ''}.`);
+  }
+  return result;
+}
+
 /** Registers /admin/v1/keys when an admin token is configured. */
 export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies): void {
   const token = deps.config.EDGE_ADMIN_TOKEN;
   if (!token) return;
-  const expected = sha256(token);
   const options = (requestId: string) => ({ deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId });
 
   void app.register(async (admin) => {
-    admin.addHook('onRequest', async (request: FastifyRequest) => {
-      const header = request.headers.authorization;
-      const match = typeof header === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
-      if (!match) throw new RequestError(401, 'The admin API needs the admin token in an Authorization header (Bearer).', { code: 'missing_admin_token' });
-      // Hashing first makes the comparison constant-time whatever the lengths.
-      if (timingSafeEqual(sha256(match[1]!), expected)) return;
-      if (match[1]!.startsWith('br-')) throw new RequestError(403, 'An API key cannot manage keys: use the admin token.', { code: 'admin_token_required' });
-      throw new RequestError(401, 'The admin token is not valid.', { code: 'invalid_admin_token' });
-    });
+    admin.addHook('onRequest', adminTokenHook(token));
 
     admin.post('/admin/v1/keys', async (request, reply) => {
-      const body = objectBody(request.body ?? {}, ['plan', 'name', 'limits', 'routing_policy', 'catalog_fallbacks']);
+      const body = objectBody(request.body ?? {}, KEY_BODY_FIELDS);
       const create: CreateKeyRequest = { plan: planOf(body.plan) };
       if (body.name !== undefined) create.name = nameOf(body.name);
       if (body.routing_policy !== undefined) create.routing_policy = policyOf(body.routing_policy);
@@ -150,6 +177,11 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
         const overrides = overridesOf(body.limits, false);
         create.requests_per_minute_override = overrides.requests_per_minute;
         create.tokens_per_minute_override = overrides.tokens_per_minute;
+      }
+      if (body.budgets !== undefined) {
+        const budgets = budgetsOf(body.budgets, false);
+        create.daily_budget_override = budgets.daily_budget;
+        create.monthly_budget_override = budgets.monthly_budget;
       }
       const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request.id));
       void reply.status(201);
@@ -172,8 +204,8 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
     });
 
     admin.patch<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const body = objectBody(request.body ?? {}, ['plan', 'name', 'limits', 'routing_policy', 'catalog_fallbacks']);
-      if (Object.keys(body).length === 0) throw invalid(null, 'Nothing to change: send plan, name, limits, routing_policy or catalog_fallbacks.');
+      const body = objectBody(request.body ?? {}, KEY_BODY_FIELDS);
+      if (Object.keys(body).length === 0) throw invalid(null, 'Nothing to change: send plan, name, limits, budgets, routing_policy or catalog_fallbacks.');
       const update: UpdateKeyRequest = { key_id: request.params.id };
       if (body.plan !== undefined) update.plan = planOf(body.plan);
       if (body.name !== undefined) update.name = nameOf(body.name);
@@ -187,6 +219,11 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
         const overrides = overridesOf(body.limits, true);
         update.requests_per_minute_override = overrides.requests_per_minute;
         update.tokens_per_minute_override = overrides.tokens_per_minute;
+      }
+      if (body.budgets !== undefined) {
+        const budgets = budgetsOf(body.budgets, true);
+        update.daily_budget_override = budgets.daily_budget;
+        update.monthly_budget_override = budgets.monthly_budget;
       }
       const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request.id));
       return adminKeyJson(key);

@@ -12,6 +12,8 @@ import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 
 const MISSING_KEY = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
 const INVALID_KEY = 'Incorrect API key provided. You can find your API key in your gateway account.';
+/** auth's message for a revoked key, passed on as it is: the caller learns why the key stopped working. */
+const REVOKED_KEY = 'This API key has been revoked.';
 
 const keyChecked = new WeakSet<FastifyRequest>();
 
@@ -31,7 +33,7 @@ export function keyCheckPending(request: FastifyRequest): boolean {
 }
 
 /** The routes that need an API key. */
-const KEY_ROUTES = new Set(['POST /v1/chat/completions', 'GET /v1/models', 'GET /v1/models/*']);
+const KEY_ROUTES = new Set(['POST /v1/chat/completions', 'GET /v1/models', 'GET /v1/models/*', 'GET /v1/usage']);
 
 /** The bearer token of a request, or a 401 when there is none. */
 export function bearerKey(request: FastifyRequest): string {
@@ -85,8 +87,19 @@ export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId
         headers: { ...rateLimitHeaders(decision), ...(tooLarge ? { 'x-should-retry': 'false' } : retryAfterHeaders(decision.retry_after_ms ?? 1000)) },
       });
     }
+    case 'DECISION_DENY_BUDGET': {
+      // OpenAI's answer when credit runs out: 429 insufficient_quota. Over a daily budget the time
+      // until the UTC day ends is the Retry-After; over a monthly one waiting cannot help, so there
+      // is none. Either way an SDK's quick retries cannot help: x-should-retry: false.
+      const retryAfterMs = decision.retry_after_ms ?? 0;
+      throw new RequestError(429, decision.message || 'You exceeded your current quota.', {
+        code: 'insufficient_quota',
+        type: 'insufficient_quota',
+        headers: { ...rateLimitHeaders(decision), ...(retryAfterMs > 0 ? retryAfterHeaders(retryAfterMs) : {}), 'x-should-retry': 'false' },
+      });
+    }
     default:
-      throw new RequestError(401, INVALID_KEY, { code: 'invalid_api_key', type: 'invalid_request_error' });
+      throw new RequestError(401, decision.message === REVOKED_KEY ? REVOKED_KEY : INVALID_KEY, { code: 'invalid_api_key', type: 'invalid_request_error' });
   }
 }
 

@@ -16,18 +16,25 @@ import { RequestError, errorBody, toRequestError } from '../errors.js';
 import { chatCompletionJson, chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '@gateway/openai-wire';
 import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { bearerKey, checkKey, holdReservation, noteKeyChecked, releaseReservation, reservedTokens } from './authenticate.js';
-import { rateLimitHeaders } from '../rate-limit-headers.js';
+import { BUDGET_REMAINING_HEADER, rateLimitHeaders } from '../rate-limit-headers.js';
 import { GenAiMetrics, planName } from '../genai-metrics.js';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Span } from '@gateway/observability';
 
-/** What a completion's metrics and span need when it ends. */
+/** What a completion's metrics, span and usage event need when it ends. */
 interface Observed {
   plan: string;
   routedModel: string;
   firstTokenMs?: number;
   span?: Span;
   traceparent?: string;
+  /** How `auto` chose, for the usage event (the latest requests show it). */
+  auto?: UsageEvent['auto'];
+  /** For a failed request: the error code its caller was answered with. */
+  errorCode?: string;
 }
+
+/** The usage of a request that produced nothing the gateway could count. */
+const NO_USAGE: UsageOutput = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
 
 /** What the router or the edge's catalog decided. */
 interface Routing {
@@ -268,6 +275,9 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       requested_model: parsed.request.model,
       reported_cost_pico_usd: Number(costPico),
       ...(observed.traceparent ? { traceparent: observed.traceparent } : {}),
+      fallback_attempts: attempts.length,
+      ...(observed.auto ? { auto: observed.auto } : {}),
+      ...(observed.errorCode ? { error_code: observed.errorCode } : {}),
     });
   }
 
@@ -345,12 +355,21 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
 
     const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks, legacy_functions: parsed.legacyFunctions };
     const keyId = decision.key_id ?? '';
-    const observed: Observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '', span, traceparent };
+    const route = routing.route;
+    const auto = route && route.score !== undefined ? { score: route.score ?? 0, tier: route.tier ?? '', policy: route.policy ?? '' } : undefined;
+    const observed: Observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '', span, traceparent, auto };
     const over = metrics.started();
     reply.raw.once('close', over);
 
     if (!parsed.stream) {
-      const result = await withReplicaRetry(abort.signal, () => deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal, traceparent }));
+      const result = await withReplicaRetry(abort.signal, () => deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal, traceparent })).catch((error: unknown) => {
+        // A request that reached a model and failed (or whose caller left) is metered too: a
+        // request with no usage, counted among the key's errors unless it was cancelled.
+        const cancelled = abort.signal.aborted;
+        const errorCode = cancelled ? undefined : toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error';
+        publishUsage(eventId, requestId, receivedAtMs, reply.elapsedTime, keyId, routing.model, parsed, NO_USAGE, '', cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED', 0n, reservation.handOff(), { ...observed, errorCode }, []);
+        throw error;
+      });
       const response = result.response!;
       const answered = answeredModel(routing, result.model_id);
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
@@ -364,10 +383,10 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       return body;
     }
 
-    await streamCompletion(request, reply, execute, routing, parsed, abort, traceparent, (answered, attempts, usage, provider, outcome, firstTokenMs) => {
+    await streamCompletion(request, reply, execute, routing, parsed, abort, traceparent, (answered, attempts, usage, provider, outcome, firstTokenMs, errorCode) => {
       const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
       const latencyMs = reply.elapsedTime;
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff(), { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) }, attempts);
+      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff(), { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}), errorCode }, attempts);
       return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
     });
     return reply;
@@ -395,7 +414,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     parsed: ParsedChatRequest,
     abort: AbortController,
     traceparent: string | undefined,
-    finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], firstTokenMs: number | undefined) => GatewayInfo,
+    finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], firstTokenMs: number | undefined, errorCode?: string) => GatewayInfo,
   ): Promise<void> {
     const raw = reply.raw;
     const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage, legacyFunctions: parsed.legacyFunctions };
@@ -559,9 +578,14 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         return;
       }
       const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
-      if (!started) throw requestError;
+      if (!started) {
+        // Nothing reached the caller: the request is metered as an error with what the executor
+        // counted, if anything, and answered with a status.
+        finish(answered, attempts, failureUsage ?? NO_USAGE, provider, 'OUTCOME_FAILED', firstTokenMs, requestError.code ?? 'internal_error');
+        throw requestError;
+      }
       request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-      finish(answered, attempts, failureUsage ?? await estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED', firstTokenMs);
+      finish(answered, attempts, failureUsage ?? await estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED', firstTokenMs, requestError.code ?? 'internal_error');
       if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
     } finally {
       clearTimeout(commitTimer);
@@ -626,7 +650,7 @@ function withGateway(chunkJsonText: string, gateway: GatewayInfo): string {
 function corsHeaders(reply: FastifyReply): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (name.startsWith('access-control-') || name === 'vary' || name.startsWith('x-ratelimit-')) headers[name] = String(value);
+    if (name.startsWith('access-control-') || name === 'vary' || name.startsWith('x-ratelimit-') || name === BUDGET_REMAINING_HEADER) headers[name] = String(value);
   }
   return headers;
 }
