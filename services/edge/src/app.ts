@@ -19,6 +19,7 @@ import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './w
 import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
+import { registerConsole } from './routes/console.js';
 import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './routes/authenticate.js';
 
 /** Everything the edge talks to. */
@@ -192,5 +193,6 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   registerAdminKeys(app, deps);
   registerUsage(app, deps);
   registerAdminUsage(app, deps);
+  registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
   return app;
 }

@@ -1,0 +1,34 @@
+/**
+ * Where the admin token lives between page loads: this tab's sessionStorage and nowhere else.
+ * Not localStorage (it would outlive the tab and be shared with every other tab) and not a cookie
+ * (the browser would send it by itself, which is what cross-site request forgery abuses).
+ */
+const STORAGE_KEY = 'gateway-console.admin-token';
+
+/** The token of this tab's session, if its user logged in. */
+export function loadAdminToken(): string | null {
+  try {
+    return sessionStorage.getItem(STORAGE_KEY);
+  } catch {
+    // Storage disabled by the browser: the user logs in on every load.
+    return null;
+  }
+}
+
+/** Keeps the token for this tab's session. */
+export function saveAdminToken(token: string): void {
+  try {
+    sessionStorage.setItem(STORAGE_KEY, token);
+  } catch {
+    // Storage disabled: the token lives in memory until the page is left.
+  }
+}
+
+/** Forgets the token (log out, or the gateway refused it). */
+export function clearAdminToken(): void {
+  try {
+    sessionStorage.removeItem(STORAGE_KEY);
+  } catch {
+    // Nothing was stored.
+  }
+}

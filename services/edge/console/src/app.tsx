@@ -1,0 +1,103 @@
+/**
+ * The console's shell: the login form while there is no token, else the navigation bar and the
+ * page that the location's hash names (`#/keys`, `#/usage`, `#/requests`, `#/models`). Hash
+ * routing keeps every page at the one URL the edge serves, /console.
+ */
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { AdminApi, type ApiError } from './admin-api';
+import { asApiError } from './use-loader';
+import { clearAdminToken, loadAdminToken, saveAdminToken } from './admin-token';
+import { LoginPage } from './pages/login-page';
+import { KeysPage } from './pages/keys-page';
+import { UsagePage } from './pages/usage-page';
+import { RequestsPage } from './pages/requests-page';
+import { ModelsPage } from './pages/models-page';
+
+/** The pages, in the order the navigation bar lists them. */
+const PAGES = [
+  { id: 'keys', title: 'Keys' },
+  { id: 'usage', title: 'Usage' },
+  { id: 'requests', title: 'Requests' },
+  { id: 'models', title: 'Models' },
+] as const;
+
+type PageId = (typeof PAGES)[number]['id'];
+
+/** The page the hash names; anything else is the first page. */
+function pageOf(hash: string): PageId {
+  const id = hash.replace(/^#\/?/, '').split(/[/?]/)[0];
+  return PAGES.find((page) => page.id === id)?.id ?? 'keys';
+}
+
+/** The current page, following the hash. */
+function useHashPage(): PageId {
+  const [page, setPage] = useState(() => pageOf(location.hash));
+  useEffect(() => {
+    const follow = () => setPage(pageOf(location.hash));
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
+  return page;
+}
+
+/** The whole console. */
+export function App() {
+  const [token, setToken] = useState(loadAdminToken);
+  const [loginError, setLoginError] = useState<ApiError | string | undefined>(undefined);
+  const page = useHashPage();
+
+  // A refused token (expired, rotated, or a gateway key typed by mistake) ends the session: back
+  // to the login form, with the gateway's reason.
+  const logOut = (reason?: ApiError) => {
+    clearAdminToken();
+    setToken(null);
+    setLoginError(reason);
+  };
+  const api = useMemo(() => (token ? new AdminApi(token, logOut) : undefined), [token]);
+
+  useEffect(() => {
+    document.title = token ? `${PAGES.find((entry) => entry.id === page)!.title} · Gateway console` : 'Log in · Gateway console';
+  }, [token, page]);
+
+  if (!api) {
+    return (
+      <LoginPage
+        error={loginError}
+        onLogin={async (candidate) => {
+          // Checked with a real call before it is kept, so a wrong token never reaches the pages.
+          try {
+            await new AdminApi(candidate, () => undefined).listKeys();
+          } catch (error) {
+            setLoginError(asApiError(error));
+            return;
+          }
+          saveAdminToken(candidate);
+          setLoginError(undefined);
+          setToken(candidate);
+        }}
+      />
+    );
+  }
+
+  return (
+    <div class="shell">
+      <header class="top">
+        <span class="brand">Gateway console</span>
+        <nav>
+          {PAGES.map((entry) => (
+            <a key={entry.id} href={`#/${entry.id}`} class={entry.id === page ? 'active' : undefined} aria-current={entry.id === page ? 'page' : undefined} data-testid={`nav-${entry.id}`}>
+              {entry.title}
+            </a>
+          ))}
+        </nav>
+        <button type="button" class="secondary" data-testid="logout" onClick={() => logOut()}>Log out</button>
+      </header>
+      <main>
+        {page === 'keys' && <KeysPage api={api} />}
+        {page === 'usage' && <UsagePage api={api} />}
+        {page === 'requests' && <RequestsPage api={api} />}
+        {page === 'models' && <ModelsPage api={api} />}
+      </main>
+    </div>
+  );
+}

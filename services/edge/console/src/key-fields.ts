@@ -1,0 +1,81 @@
+/**
+ * The key forms' limit and budget fields as text: empty means "the plan's", `unlimited` lifts
+ * the limit or budget, anything else must be a number. Checked here so a typo is explained next to
+ * the form; the admin API checks again and its word is final.
+ */
+import type { Budget, Key, KeyChange, Limit, Plan } from './admin-api';
+
+/** A field the user filled in wrongly. */
+export class FieldError extends Error {}
+
+/** The text of a limit field: a whole number of requests or tokens per minute, or `unlimited`. */
+export function parseLimit(text: string, label: string): Limit | undefined {
+  const value = text.trim().toLowerCase();
+  if (value === '') return undefined;
+  if (value === 'unlimited') return 'unlimited';
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new FieldError(`${label} must be a whole number or "unlimited".`);
+  return Number(value);
+}
+
+/** The text of a budget field: USD with up to cents and beyond (`12.5`, `0.25`), or `unlimited`. */
+export function parseBudget(text: string, label: string): Budget | undefined {
+  const value = text.trim().toLowerCase().replace(/^\$/, '');
+  if (value === '') return undefined;
+  if (value === 'unlimited') return 'unlimited';
+  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(value)) throw new FieldError(`${label} must be an amount in USD or "unlimited".`);
+  return Number(value);
+}
+
+/** The form's text of every field. */
+export interface KeyFields {
+  name: string;
+  plan: Plan;
+  requestsPerMinute: string;
+  tokensPerMinute: string;
+  dailyBudget: string;
+  monthlyBudget: string;
+}
+
+/** The fields of an edit form for a key: its own overrides, empty where it follows its plan. */
+export function fieldsOfKey(key: Key): KeyFields {
+  const text = (value: number | string | undefined) => (value === undefined ? '' : String(value));
+  return {
+    name: key.name,
+    plan: key.plan,
+    requestsPerMinute: text(key.overrides.requests_per_minute),
+    tokensPerMinute: text(key.overrides.tokens_per_minute),
+    dailyBudget: text(key.overrides.daily_budget_usd),
+    monthlyBudget: text(key.overrides.monthly_budget_usd),
+  };
+}
+
+/** The parsed limit and budget fields; undefined where the form leaves it to the plan. */
+export function parseFields(fields: KeyFields) {
+  return {
+    requestsPerMinute: parseLimit(fields.requestsPerMinute, 'Requests per minute'),
+    tokensPerMinute: parseLimit(fields.tokensPerMinute, 'Tokens per minute'),
+    dailyBudget: parseBudget(fields.dailyBudget, 'Daily budget'),
+    monthlyBudget: parseBudget(fields.monthlyBudget, 'Monthly budget'),
+  };
+}
+
+/**
+ * The PATCH body that turns `before` into `after`: only what changed, with null for a limit or
+ * budget that goes back to the plan's. Undefined when nothing changed.
+ */
+export function keyChange(before: KeyFields, after: KeyFields): KeyChange | undefined {
+  const old = parseFields(before);
+  const next = parseFields(after);
+  const change: KeyChange = {};
+  if (after.plan !== before.plan) change.plan = after.plan;
+  if (after.name.trim() !== before.name.trim()) change.name = after.name.trim();
+  const limits: NonNullable<KeyChange['limits']> = {};
+  if (next.requestsPerMinute !== old.requestsPerMinute) limits.requests_per_minute = next.requestsPerMinute ?? null;
+  if (next.tokensPerMinute !== old.tokensPerMinute) limits.tokens_per_minute = next.tokensPerMinute ?? null;
+  if (Object.keys(limits).length > 0) change.limits = limits;
+  const budgets: NonNullable<KeyChange['budgets']> = {};
+  if (next.dailyBudget !== old.dailyBudget) budgets.daily_usd = next.dailyBudget ?? null;
+  if (next.monthlyBudget !== old.monthlyBudget) budgets.monthly_usd = next.monthlyBudget ?? null;
+  if (Object.keys(budgets).length > 0) change.budgets = budgets;
+  return Object.keys(change).length > 0 ? change : undefined;
+}

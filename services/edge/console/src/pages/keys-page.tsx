@@ -1,0 +1,298 @@
+/**
+ * Keys: every API key with its plan, limits, budgets and state; a form that creates one and shows
+ * its secret once; per key, a form that changes its plan, name, limits and budgets, and a
+ * revocation that asks to be confirmed.
+ */
+import { useMemo, useRef, useState } from 'preact/hooks';
+import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan } from '../admin-api';
+import { ErrorBanner } from '../error-banner';
+import { FieldError, fieldsOfKey, keyChange, parseFields, type KeyFields } from '../key-fields';
+import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
+import { asApiError, useLoader } from '../use-loader';
+
+const EMPTY_FIELDS: KeyFields = { name: '', plan: 'starter', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '' };
+
+/** A form error: a field typed wrongly, or what the admin API answered. */
+function formError(error: unknown): ApiError | string {
+  return error instanceof FieldError ? error.message : asApiError(error);
+}
+
+/**
+ * The plan, name, limit and budget inputs of both key forms. `prefix` names their test ids;
+ * `placeholders` shows what an empty field stands for.
+ */
+function KeyFieldInputs({ fields, onChange, prefix, placeholders }: {
+  fields: KeyFields;
+  onChange: (fields: KeyFields) => void;
+  prefix: string;
+  placeholders: { requestsPerMinute: string; tokensPerMinute: string; dailyBudget: string; monthlyBudget: string };
+}) {
+  const input = (field: Exclude<keyof KeyFields, 'plan'>, label: string, testId: string, placeholder: string, mode: 'numeric' | 'decimal' | 'text') => (
+    <label>
+      {label}
+      <input
+        type="text"
+        inputMode={mode}
+        autocomplete="off"
+        value={fields[field]}
+        placeholder={placeholder}
+        onInput={(event) => onChange({ ...fields, [field]: event.currentTarget.value })}
+        data-testid={`${prefix}-${testId}`}
+      />
+    </label>
+  );
+  return (
+    <div class="fields">
+      {input('name', 'Name', 'name', 'optional', 'text')}
+      <label>
+        Plan
+        <select value={fields.plan} onChange={(event) => onChange({ ...fields, plan: event.currentTarget.value as Plan })} data-testid={`${prefix}-plan`}>
+          {PLANS.map((plan) => <option key={plan} value={plan}>{plan}</option>)}
+        </select>
+      </label>
+      {input('requestsPerMinute', 'Requests / min', 'rpm', placeholders.requestsPerMinute, 'numeric')}
+      {input('tokensPerMinute', 'Tokens / min', 'tpm', placeholders.tokensPerMinute, 'numeric')}
+      {input('dailyBudget', 'Daily budget (USD)', 'daily', placeholders.dailyBudget, 'decimal')}
+      {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', placeholders.monthlyBudget, 'decimal')}
+    </div>
+  );
+}
+
+/** Creates a key; what is left empty follows the plan. */
+function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: CreatedKey) => void }) {
+  const [fields, setFields] = useState<KeyFields>(EMPTY_FIELDS);
+  const [error, setError] = useState<ApiError | string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="card"
+      data-testid="create-key-form"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setError(undefined);
+        try {
+          const parsed = parseFields(fields);
+          const creation: KeyCreation = { plan: fields.plan };
+          if (fields.name.trim()) creation.name = fields.name.trim();
+          const limits: NonNullable<KeyCreation['limits']> = {};
+          if (parsed.requestsPerMinute !== undefined) limits.requests_per_minute = parsed.requestsPerMinute;
+          if (parsed.tokensPerMinute !== undefined) limits.tokens_per_minute = parsed.tokensPerMinute;
+          if (Object.keys(limits).length > 0) creation.limits = limits;
+          const budgets: NonNullable<KeyCreation['budgets']> = {};
+          if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
+          if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
+          if (Object.keys(budgets).length > 0) creation.budgets = budgets;
+          setBusy(true);
+          onCreated(await api.createKey(creation));
+          setFields(EMPTY_FIELDS);
+        } catch (caught) {
+          setError(formError(caught));
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <h2>Create a key</h2>
+      <KeyFieldInputs
+        fields={fields}
+        onChange={setFields}
+        prefix="create-key"
+        placeholders={{ requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" }}
+      />
+      <p class="hint">Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it.</p>
+      <ErrorBanner error={error} testId="create-key-error" />
+      <button type="submit" disabled={busy} data-testid="create-key-submit">{busy ? 'Creating…' : 'Create key'}</button>
+    </form>
+  );
+}
+
+/** The new key's secret, shown this once. */
+function SecretBox({ created, onDismiss }: { created: CreatedKey; onDismiss: () => void }) {
+  const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no');
+  const secretElement = useRef<HTMLElement>(null);
+  return (
+    <section class="card secret-box" role="status" data-testid="new-key-box">
+      <h2>Key created: {created.name || created.id}</h2>
+      <p>
+        Key id <code data-testid="new-key-id">{created.id}</code>, plan {created.plan}. Its secret:
+      </p>
+      <div class="secret-line">
+        <code class="secret" data-testid="new-key-secret" ref={secretElement}>{created.secret}</code>
+        <button
+          type="button"
+          data-testid="new-key-copy"
+          onClick={async () => {
+            try {
+              await navigator.clipboard.writeText(created.secret);
+              setCopied('yes');
+            } catch {
+              // No clipboard (an insecure origin, a denied permission): select it for a manual copy.
+              if (secretElement.current) getSelection()?.selectAllChildren(secretElement.current);
+              setCopied('failed');
+            }
+          }}
+        >
+          {copied === 'yes' ? 'Copied' : 'Copy'}
+        </button>
+      </div>
+      {copied === 'failed' && <p class="hint">The browser did not allow copying: the secret is selected, copy it with the keyboard.</p>}
+      <p class="warning"><strong>Copy the secret now: you will not see it again.</strong> The gateway keeps only its hash.</p>
+      <button type="button" class="secondary" onClick={onDismiss} data-testid="new-key-dismiss">I have saved it</button>
+    </section>
+  );
+}
+
+/** Changes a key's plan, name, limits and budgets with one PATCH of what changed. */
+function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDone: (changed: boolean) => void }) {
+  const original = fieldsOfKey(apiKey);
+  const [fields, setFields] = useState<KeyFields>(original);
+  const [error, setError] = useState<ApiError | string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const planned = (value: string) => `plan's (${value})`;
+  return (
+    <form
+      class="edit"
+      data-testid="edit-key-form"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setError(undefined);
+        try {
+          const change = keyChange(original, fields);
+          if (!change) return onDone(false);
+          setBusy(true);
+          await api.updateKey(apiKey.id, change);
+          onDone(true);
+        } catch (caught) {
+          setError(formError(caught));
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <KeyFieldInputs
+        fields={fields}
+        onChange={setFields}
+        prefix="edit-key"
+        placeholders={{
+          requestsPerMinute: original.requestsPerMinute ? "plan's" : planned(formatLimit(apiKey.limits.requests_per_minute)),
+          tokensPerMinute: original.tokensPerMinute ? "plan's" : planned(formatLimit(apiKey.limits.tokens_per_minute)),
+          dailyBudget: original.dailyBudget ? "plan's" : planned(formatBudget(apiKey.budgets.daily_usd)),
+          monthlyBudget: original.monthlyBudget ? "plan's" : planned(formatBudget(apiKey.budgets.monthly_usd)),
+        }}
+      />
+      <p class="hint">Empty a field to go back to the plan's value. A plan change takes the new plan's limits where the key sets none.</p>
+      <ErrorBanner error={error} testId="edit-key-error" />
+      <div class="actions">
+        <button type="submit" disabled={busy} data-testid="edit-key-save">{busy ? 'Saving…' : 'Save'}</button>
+        <button type="button" class="secondary" onClick={() => onDone(false)} data-testid="edit-key-cancel">Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+/** A limit or budget cell, marked when the key overrides its plan. */
+function Setting({ text, overridden }: { text: string; overridden: boolean }) {
+  return overridden ? <span class="override" title="Set on this key, over its plan">{text}*</span> : <span>{text}</span>;
+}
+
+/** One key's row, with its edit form and revocation below it when open. */
+function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChanged: () => void }) {
+  const [mode, setMode] = useState<'view' | 'edit' | 'confirm-revoke'>('view');
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const { overrides } = apiKey;
+  return (
+    <>
+      <tr data-testid="key-row" data-key-id={apiKey.id} class={apiKey.revoked ? 'revoked' : undefined}>
+        <td><code>{apiKey.id}</code></td>
+        <td>{apiKey.name || <span class="muted">—</span>}</td>
+        <td data-testid="key-plan">{apiKey.plan}</td>
+        <td class="number"><Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} /></td>
+        <td class="number"><Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} /></td>
+        <td class="number"><Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} /></td>
+        <td class="number"><Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} /></td>
+        <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
+        <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
+        <td>
+          {!apiKey.revoked && mode === 'view' && (
+            <div class="actions">
+              <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="key-edit">Edit</button>
+              <button type="button" class="danger" onClick={() => setMode('confirm-revoke')} data-testid="key-revoke">Revoke</button>
+            </div>
+          )}
+        </td>
+      </tr>
+      {mode !== 'view' && (
+        <tr class="detail">
+          <td colSpan={10}>
+            {mode === 'edit' && <EditKeyForm api={api} apiKey={apiKey} onDone={(changed) => { setMode('view'); if (changed) onChanged(); }} />}
+            {mode === 'confirm-revoke' && (
+              <div class="confirm" role="alertdialog" data-testid="key-revoke-dialog">
+                <p>Revoke <code>{apiKey.id}</code>{apiKey.name ? ` (${apiKey.name})` : ''}? Requests with it are refused at once. This cannot be undone.</p>
+                <ErrorBanner error={error} testId="key-revoke-error" />
+                <div class="actions">
+                  <button
+                    type="button"
+                    class="danger"
+                    disabled={busy}
+                    data-testid="key-revoke-confirm"
+                    onClick={async () => {
+                      setBusy(true);
+                      setError(undefined);
+                      try {
+                        await api.revokeKey(apiKey.id);
+                        setMode('view');
+                        onChanged();
+                      } catch (caught) {
+                        setError(asApiError(caught));
+                      } finally {
+                        setBusy(false);
+                      }
+                    }}
+                  >
+                    Revoke key
+                  </button>
+                  <button type="button" class="secondary" onClick={() => { setMode('view'); setError(undefined); }} data-testid="key-revoke-cancel">Cancel</button>
+                </div>
+              </div>
+            )}
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+/** The Keys page. */
+export function KeysPage({ api }: { api: AdminApi }) {
+  const keys = useLoader(() => api.listKeys(), [api]);
+  const [created, setCreated] = useState<CreatedKey | undefined>(undefined);
+  // Newest first: the key just created is at the top, beside its secret.
+  const list = useMemo(() => [...(keys.data ?? [])].sort((left, right) => right.created_at - left.created_at), [keys.data]);
+  return (
+    <section data-testid="page-keys" data-state={keys.loading ? 'loading' : keys.error ? 'error' : 'ready'}>
+      <div class="page-head">
+        <h1>Keys</h1>
+        <button type="button" class="secondary" onClick={keys.reload} data-testid="keys-refresh">Refresh</button>
+      </div>
+      {created && <SecretBox created={created} onDismiss={() => setCreated(undefined)} />}
+      <CreateKeyForm api={api} onCreated={(key) => { setCreated(key); keys.reload(); }} />
+      <ErrorBanner error={keys.error} />
+      <div class="table-wrap">
+        <table data-testid="keys-table">
+          <thead>
+            <tr>
+              <th>Id</th><th>Name</th><th>Plan</th><th class="number">Requests / min</th><th class="number">Tokens / min</th>
+              <th class="number">Daily budget</th><th class="number">Monthly budget</th><th>State</th><th>Last used</th><th />
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((key) => <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />)}
+            {keys.data && list.length === 0 && <tr><td colSpan={10} class="muted">No keys yet.</td></tr>}
+          </tbody>
+        </table>
+      </div>
+      <p class="hint">* set on the key itself, over its plan.</p>
+    </section>
+  );
+}

@@ -1,0 +1,50 @@
+/**
+ * Asks for the admin token (EDGE_ADMIN_TOKEN). It is checked against the admin API before the
+ * console keeps it, and kept in this tab's sessionStorage only.
+ */
+import { useState } from 'preact/hooks';
+import type { ApiError } from '../admin-api';
+import { ErrorBanner } from '../error-banner';
+
+/** The login form; `error` is why the last attempt or session ended. */
+export function LoginPage({ error, onLogin }: { error: ApiError | string | undefined; onLogin: (token: string) => Promise<void> }) {
+  const [token, setToken] = useState('');
+  const [busy, setBusy] = useState(false);
+  return (
+    <main class="login" data-testid="page-login">
+      <form
+        class="card"
+        data-testid="login-form"
+        onSubmit={async (event) => {
+          event.preventDefault();
+          const candidate = token.trim();
+          if (!candidate) return;
+          setBusy(true);
+          try {
+            await onLogin(candidate);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <h1>Gateway console</h1>
+        <p class="hint">Enter the gateway's admin token (the edge's <code>EDGE_ADMIN_TOKEN</code>). It stays in this tab only and is forgotten when you close it or log out.</p>
+        <label>
+          Admin token
+          <input
+            type="password"
+            name="admin-token"
+            autocomplete="off"
+            spellcheck={false}
+            required
+            value={token}
+            onInput={(event) => setToken(event.currentTarget.value)}
+            data-testid="login-token"
+          />
+        </label>
+        <ErrorBanner error={error} testId="login-error" />
+        <button type="submit" disabled={busy} data-testid="login-submit">{busy ? 'Checking…' : 'Log in'}</button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,175 @@
+/**
+ * Usage: spend over time per model and per key as charts, and the totals of the window per key
+ * and per model, for one of four ranges, of every key or of one. Two usage queries (grouped by
+ * model, grouped by key) on the same buckets, and the key list for the keys' names.
+ */
+import { useCallback, useMemo, useState } from 'preact/hooks';
+import type { AdminApi, Key, UsagePage as UsagePageJson, UsageResult } from '../admin-api';
+import { ErrorBanner } from '../error-banner';
+import { formatCount, formatUsd } from '../format';
+import { SpendChart } from '../spend-chart';
+import { OTHER_SERIES, RANGES, spendSeries, totalsBy, usageWindow, type RangeId, type UsageTotals, type UsageWindow } from '../usage-series';
+import { useLoader } from '../use-loader';
+
+/** The page's choices as the hash keeps them (`#/usage?range=7d&key=key_...`), so a reload keeps them too. */
+function choicesFromHash(): { range: RangeId; keyId: string } {
+  const query = new URLSearchParams(location.hash.split('?')[1] ?? '');
+  const wanted = query.get('range');
+  return { range: RANGES.find((range) => range.id === wanted)?.id ?? RANGES[0]!.id, keyId: query.get('key') ?? '' };
+}
+
+/** Writes the page's choices into the hash without a navigation. */
+function keepChoices(range: RangeId, keyId: string): void {
+  const query = new URLSearchParams({ range });
+  if (keyId) query.set('key', keyId);
+  history.replaceState(null, '', `#/usage?${query}`);
+}
+
+interface UsageData {
+  window: UsageWindow;
+  byModel: UsagePageJson;
+  byKey: UsagePageJson;
+  keys: Key[];
+}
+
+/** A key as the charts and tables name it: its name and id, or its id. */
+function keyLabel(keys: ReadonlyMap<string, Key>, id: string): string {
+  if (id === OTHER_SERIES) return 'other keys';
+  const key = keys.get(id);
+  return key?.name ? `${key.name} (${id})` : id;
+}
+
+/** One totals row; `testId` and `groupId` let a test find a key's or model's row. */
+function TotalsRow({ label, totals, testId, groupId }: { label: string; totals: UsageTotals | UsageResult; testId: string; groupId?: string }) {
+  return (
+    <tr data-testid={testId} data-group-id={groupId}>
+      <td>{label}</td>
+      <td class="number" data-testid="usage-requests">{formatCount(totals.requests)}</td>
+      <td class="number">{formatCount(totals.prompt_tokens)}</td>
+      <td class="number">{formatCount(totals.completion_tokens)}</td>
+      <td class="number">{formatCount(totals.cached_tokens)}</td>
+      <td class="number" data-testid="usage-cost" data-cost-usd={String(totals.cost_usd)}>{formatUsd(totals.cost_usd)}</td>
+      <td class="number">{formatCount(totals.errors)}</td>
+      <td class="number">{formatCount(totals.fallbacks)}</td>
+    </tr>
+  );
+}
+
+/** The totals of each group over the window, and the window's totals. */
+function TotalsTable({ testId, title, rows, all, rowTestId }: {
+  testId: string;
+  title: string;
+  rows: Array<{ id: string; label: string; totals: UsageTotals }>;
+  all: UsageResult;
+  rowTestId: string;
+}) {
+  return (
+    <div class="table-wrap">
+      <table data-testid={testId}>
+        <caption>{title}</caption>
+        <thead>
+          <tr>
+            <th>{title.replace(/^By /, '').replace(/^./, (first) => first.toUpperCase())}</th>
+            <th class="number">Requests</th><th class="number">Prompt tokens</th><th class="number">Completion tokens</th>
+            <th class="number">Cached tokens</th><th class="number">Cost</th><th class="number">Errors</th><th class="number">Fallbacks</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row) => <TotalsRow key={row.id} label={row.label} totals={row.totals} testId={rowTestId} groupId={row.id} />)}
+          {rows.length === 0 && <tr><td colSpan={8} class="muted">No usage in this range.</td></tr>}
+        </tbody>
+        <tfoot>
+          <TotalsRow label="All" totals={all} testId={`${testId}-all`} />
+        </tfoot>
+      </table>
+    </div>
+  );
+}
+
+/** The Usage page. */
+export function UsagePage({ api }: { api: AdminApi }) {
+  const [rangeId, setRangeId] = useState<RangeId>(() => choicesFromHash().range);
+  const [keyId, setKeyId] = useState(() => choicesFromHash().keyId);
+  const range = RANGES.find((entry) => entry.id === rangeId)!;
+  const usage = useLoader<UsageData>(async () => {
+    const timeWindow = usageWindow(range, Date.now() / 1000);
+    const query = { start: timeWindow.start, end: timeWindow.end, bucket: timeWindow.bucket, keyId: keyId || undefined };
+    const [byModel, byKey, keys] = await Promise.all([
+      api.usage({ ...query, groupBy: ['model'] }),
+      api.usage({ ...query, groupBy: ['key'] }),
+      api.listKeys(),
+    ]);
+    return { window: timeWindow, byModel, byKey, keys };
+  }, [api, rangeId, keyId]);
+
+  const data = usage.data;
+  const keys = useMemo(() => new Map((data?.keys ?? []).map((key) => [key.id, key])), [data]);
+  const modelSpend = useMemo(() => (data ? spendSeries(data.byModel.data, 'model', data.window.times) : undefined), [data]);
+  const keySpend = useMemo(() => (data ? spendSeries(data.byKey.data, 'key_id', data.window.times) : undefined), [data]);
+  const modelLabel = useCallback((id: string) => (id === OTHER_SERIES ? 'other models' : id), []);
+  const labelKey = useCallback((id: string) => keyLabel(keys, id), [keys]);
+
+  return (
+    <section data-testid="page-usage" data-state={usage.loading ? 'loading' : usage.error ? 'error' : 'ready'}>
+      <div class="page-head">
+        <h1>Usage</h1>
+        <label class="inline">
+          Range
+          <select
+            value={rangeId}
+            data-testid="usage-range"
+            onChange={(event) => {
+              const next = event.currentTarget.value as RangeId;
+              setRangeId(next);
+              keepChoices(next, keyId);
+            }}
+          >
+            {RANGES.map((entry) => <option key={entry.id} value={entry.id}>{entry.label}</option>)}
+          </select>
+        </label>
+        <label class="inline">
+          Key
+          <select
+            value={keyId}
+            data-testid="usage-key-filter"
+            onChange={(event) => {
+              const next = event.currentTarget.value;
+              setKeyId(next);
+              keepChoices(rangeId, next);
+            }}
+          >
+            <option value="">All keys</option>
+            {/* The chosen key stays listed while the key list loads. */}
+            {keyId && !keys.has(keyId) && <option value={keyId}>{keyId}</option>}
+            {[...keys.values()].sort((left, right) => right.created_at - left.created_at).map((key) => <option key={key.id} value={key.id}>{keyLabel(keys, key.id)}</option>)}
+          </select>
+        </label>
+        <button type="button" class="secondary" onClick={usage.reload} data-testid="usage-refresh">Refresh</button>
+      </div>
+      <ErrorBanner error={usage.error} />
+      {(data?.byKey.has_more || data?.byModel.has_more) && <p class="warning">The gateway returned only part of this range; the figures are incomplete.</p>}
+      <div class="charts">
+        <SpendChart id="chart-spend-by-model" title="Spend per model (USD)" spend={modelSpend} label={modelLabel} />
+        <SpendChart id="chart-spend-by-key" title="Spend per key (USD)" spend={keySpend} label={labelKey} />
+      </div>
+      {data && (
+        <>
+          <TotalsTable
+            testId="usage-totals-by-key"
+            rowTestId="usage-key-row"
+            title="By key"
+            rows={totalsBy(data.byKey.data, 'key_id').map((row) => ({ ...row, label: keyLabel(keys, row.id) }))}
+            all={data.byKey.totals}
+          />
+          <TotalsTable
+            testId="usage-totals-by-model"
+            rowTestId="usage-model-row"
+            title="By model"
+            rows={totalsBy(data.byModel.data, 'model').map((row) => ({ ...row, label: row.id }))}
+            all={data.byModel.totals}
+          />
+        </>
+      )}
+    </section>
+  );
+}
