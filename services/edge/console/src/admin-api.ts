@@ -5,6 +5,8 @@
  * to the login form.
  */
 
+import type { UsageResultJson } from '../../src/wire/usage-json';
+
 /** A key's plan. */
 export type Plan = 'starter' | 'pro' | 'enterprise';
 /** The plans, in the order the forms offer them. */
@@ -66,22 +68,8 @@ export interface KeyChange {
 /** A bucket's width in GET /admin/v1/usage. */
 export type BucketWidth = 'hour' | 'day';
 
-/** Usage totals, of one group (key, model) where the query groups by it. */
-export interface UsageResult {
-  object: 'usage.result';
-  key_id?: string;
-  model?: string;
-  plan?: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cost_usd: number;
-  /** Exact cost in 10⁻¹² USD, as a decimal string. */
-  cost_pico_usd: string;
-  errors: number;
-  fallbacks: number;
-}
+/** Usage totals, of one group (key, model, plan) where the query groups by it: the edge's own declaration. */
+export type UsageResult = UsageResultJson;
 
 /** One non-empty time bucket of a usage page. */
 export interface UsageBucket {

@@ -16,28 +16,12 @@ import type {
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../app.js';
 import { invalid } from '../errors.js';
+import type { UsageResultJson } from '../wire/usage-json.js';
 import { adminTokenHook } from './admin-token.js';
 import { bearerKey, checkKey, noteKeyChecked } from './authenticate.js';
 
 /** What usage can be grouped by. */
 type Grouping = 'key' | 'model' | 'plan';
-
-/** One result of a bucket (or the totals), as the usage API shows it. */
-export interface UsageResultJson {
-  object: 'usage.result';
-  key_id?: string;
-  model?: string;
-  plan?: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cost_usd: number;
-  /** The exact cost, pico-USD as a decimal integer. */
-  cost_pico_usd: string;
-  errors: number;
-  fallbacks: number;
-}
 
 /** A parsed usage query. */
 interface UsageQuery {
