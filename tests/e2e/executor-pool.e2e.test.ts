@@ -3,9 +3,6 @@
  * and one spawned here), reached by the edge through one gRPC target that lists both addresses
  * (round robin), and a catalog whose `fake-model` is an openai-compatible model served by a fake
  * upstream in this process (falling back to the simulated `sim-mini`).
- *
- * Cases marked EDGE-DEPENDENT need the edge to send `fallbacks` / retry executor calls that failed
- * before their first message; they are skipped until the edge does (flip EDGE_WIRED to true).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -18,9 +15,6 @@ import { loadGatewayGrpc, type CatalogSnapshotOutput, type ExecuteRequest, type 
 import { eventually, natsUrl } from '@gateway/testing';
 import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
 import { SIM_MINI_ENTRY, fakeModelEntry, freePort, metric, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
-
-/** True once the edge sends ExecuteRequest.fallbacks and retries executor calls that failed before any message. */
-const EDGE_WIRED = true;
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KEY_VARIABLE = 'FAKE_UPSTREAM_API_KEY';
@@ -257,7 +251,7 @@ describe('an upstream that is down', () => {
     expect(response.attempts).toMatchObject([{ model_id: 'fake-model', reason: 'model_unavailable', tries: 0 }]);
   });
 
-  it.skipIf(!EDGE_WIRED)('EDGE-DEPENDENT: with fallbacks the next model answers and gateway.routed_to shows it', async () => {
+  it('with fallbacks the next model answers and gateway.routed_to shows it', async () => {
     for (const fallbacks of [['sim-mini'], true]) {
       const response = await post({ model: 'fake-model', messages: hello, fallbacks });
       expect(response.status).toBe(200);
@@ -313,7 +307,7 @@ describe('replicas that go away', () => {
     expect(after.map((result) => result.status)).toEqual(Array(8).fill(200));
   });
 
-  it.skipIf(!EDGE_WIRED)('EDGE-DEPENDENT: a replica killed mid-run loses no request that had not started streaming', async () => {
+  it('a replica killed mid-run loses no request that had not started streaming', async () => {
     await startSecondExecutor();
     const inFlight = [...slowRequests(6, 1_500), ...slowRequests(6, 1_500, true)];
     await new Promise((resolve) => setTimeout(resolve, 400));

@@ -20,7 +20,22 @@ function errorOf(action: () => unknown): CatalogError {
 
 describe('parseCatalog with invalid catalogs', () => {
   it('has a fixture for every case', () => {
-    expect(catalogFiles.length).toBeGreaterThanOrEqual(20);
+    // Every fixture has its expected message and every expected message its fixture, no two
+    // fixtures expect the same message, and every message load.ts can throw (each template of a
+    // fail() or CatalogError(), its ${...} parts as wildcards) is expected by at least one fixture:
+    // a new check without a fixture fails here. Reading a missing file is tested below.
+    const expectedFiles = readdirSync(INVALID_FIXTURES).filter((name) => name.endsWith('.error')).sort();
+    expect(expectedFiles).toEqual(catalogFiles.map((name) => name.replace(/\.(ya?ml|json)$/, '.error')).sort());
+    const messages = expectedFiles.map((name) => readFileSync(join(INVALID_FIXTURES, name), 'utf8').trimEnd());
+    expect(new Set(messages).size).toBe(messages.length);
+    const source = readFileSync(fileURLToPath(new URL('./load.ts', import.meta.url)), 'utf8');
+    const templates = [...source.matchAll(/(?:fail|CatalogError)\((`(?:[^`\\]|\\.)*`|'[^']*')/g)].map((match) => match[1]!.slice(1, -1));
+    expect(templates.length).toBeGreaterThan(20);
+    const uncovered = templates.filter((template) => !template.includes('cannot read the catalog')).filter((template) => {
+      const pattern = new RegExp(template.split(/\$\{(?:[^{}]|\{[^}]*\})*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*'));
+      return !messages.some((message) => pattern.test(message));
+    });
+    expect(uncovered).toEqual([]);
   });
 
   it.each(catalogFiles)('%s fails with its exact expected message', (name) => {
