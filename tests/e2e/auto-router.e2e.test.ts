@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { eventually } from '@gateway/testing';
-import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
+import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
+import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { startCluster, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'AUTO_ROUTER_E2E_API_KEY';

@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, loadCatalog } from '@gateway/catalog';
-import { eventually } from '@gateway/testing';
-import { fixture, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
+import { eventually, type FakeUpstream, replayJson, startFakeUpstream } from '@gateway/testing';
+import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, startSecondEdge, writeCatalog, type Cluster } from './cluster.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-budget-tests-0123456789abcdef';
@@ -20,7 +20,7 @@ let upstream: FakeUpstream;
 let cost: bigint;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
+  upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   // Priced at 1 USD per million tokens of every kind, so that an answer costs whole micro-dollars,
   // the unit budgets are set in: a budget of exactly three answers is expressible.
   const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'metered-model', []).replace('pricing: { input: "0.15", output: "0.60" }', 'pricing: { input: "1", cached_input: "1", output: "1" }');

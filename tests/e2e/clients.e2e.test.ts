@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { APICallError, generateText, Output, stepCountIs, streamText, tool as aiTool, type LanguageModel } from 'ai';
 import { ChatOpenAI } from '@langchain/openai';
-import { AIMessageChunk, HumanMessage, SystemMessage } from '@langchain/core/messages';
+import { type AIMessageChunk, HumanMessage, SystemMessage } from '@langchain/core/messages';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { startCluster, type Cluster } from './cluster.js';

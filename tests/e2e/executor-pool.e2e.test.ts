@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { callUnary, createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { loadGatewayGrpc, type CatalogSnapshotOutput, type ExecuteRequest, type ExecuteResponseOutput, type ExecutorServiceClient, type RouterServiceClient } from '@gateway/proto';
-import { eventually, natsUrl } from '@gateway/testing';
-import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
+import { eventually, type FakeUpstream, natsUrl, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
+import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { SIM_MINI_ENTRY, fakeModelEntry, freePort, metric, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refusedBaseUrl } from '../../services/executor/src/testing/fake-upstream.js';
+import { refusedBaseUrl } from '@gateway/testing';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'OBSERVABILITY_UPSTREAM_KEY';

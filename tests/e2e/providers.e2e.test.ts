@@ -9,7 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
-import { fixture, providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../../services/executor/src/testing/fake-upstream.js';
+import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { fixture, providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
 
@@ -54,7 +55,7 @@ function byProvider(anthropic: Responder, gemini: Responder): Responder {
 }
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
+  upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   cluster = await startCluster({ env: { CATALOG_PATH: catalogFile(upstream.baseUrl), [KEY_VARIABLE]: KEY } });
   client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
 });

@@ -7,8 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, freePort } from '@gateway/testing';
-import { startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
+import { eventually, type FakeUpstream, freePort, replayJson, startFakeUpstream } from '@gateway/testing';
+import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'TRACING_UPSTREAM_KEY';
@@ -65,7 +65,7 @@ let cluster: Cluster;
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  upstream = await startFakeUpstream();
+  upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   // One model only, so that `auto` picks the one behind the upstream.
   const catalog = writeCatalog('tracing', [fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'traced-model', [])]);
   cluster = await startCluster({

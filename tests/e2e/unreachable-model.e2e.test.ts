@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { refusedBaseUrl } from '../../services/executor/src/testing/fake-upstream.js';
+import { refusedBaseUrl } from '@gateway/testing';
 import { UNAVAILABLE_RETRY_AFTER_MS } from '../../services/executor/src/pool/run-with-fallbacks.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 

@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, loadCatalog, type Catalog } from '@gateway/catalog';
-import { eventually } from '@gateway/testing';
-import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../services/executor/src/testing/fake-upstream.js';
+import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
+import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-usage-tests-0123456789abcdef';

@@ -6,7 +6,8 @@ import { loadGatewayGrpc, type ChatRequest, type ExecuteRequest, type ExecuteRes
 import { createServer } from './app.js';
 import { UpstreamPools } from './providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from './testing/catalog-models.js';
-import { fixture, providerFixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.js';
+import { replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { fixture, providerFixture } from './testing/fixtures.js';
 
 let upstream: FakeUpstream;
 let pools: UpstreamPools;
@@ -15,7 +16,7 @@ let client: ExecutorServiceClient;
 let registry: prometheus.Registry;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
+  upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 5000, idleMs: 5000 });
   registry = new prometheus.Registry();
   const catalog = catalogOf([

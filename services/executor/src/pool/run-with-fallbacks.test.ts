@@ -10,7 +10,8 @@ import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from
 import { createServer, DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
-import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '../testing/fake-upstream.js';
+import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { fixture } from '../testing/fixtures.js';
 import { DeploymentPool } from './deployment-pool.js';
 import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
 
@@ -33,7 +34,7 @@ function failTimes(count: number, failure: Responder, then: Responder = answerin
 }
 
 beforeAll(async () => {
-  [primary, secondary] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
+  [primary, secondary] = await Promise.all([startFakeUpstream(replayJson(200, fixture('chat-completion.json'))), startFakeUpstream(replayJson(200, fixture('chat-completion.json')))]);
   pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 5000, idleMs: 5000 });
   const catalog = catalogOf([
     simulatedModel(),

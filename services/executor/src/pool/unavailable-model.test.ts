@@ -16,7 +16,8 @@ import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from
 import { createServer, DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
-import { fixture, refusedBaseUrl, replayJson, startBrokenUpstream, startFakeUpstream, type BrokenUpstream, type FakeUpstream, type Responder } from '../testing/fake-upstream.js';
+import { refusedBaseUrl, replayJson, startBrokenUpstream, startFakeUpstream, type BrokenUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { fixture } from '../testing/fixtures.js';
 import { DeploymentPool } from './deployment-pool.js';
 import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
 import { UNAVAILABLE_RETRY_AFTER_MS } from './run-with-fallbacks.js';

@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import { GatewayError } from '@gateway/grpc';
 import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
 import type { ProviderStreamEvent } from '../providers/provider.js';
-import type { FakeUpstream, Responder } from './fake-upstream.js';
+import type { FakeUpstream, Responder } from '@gateway/testing';
 import { UpstreamError } from '../providers/upstream-error.js';
 import { toGatewayError } from '../to-gateway-error.js';
 

@@ -3,7 +3,8 @@ import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { providerFixture, replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
+import { replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import type { ProviderStreamEvent } from '../provider.js';
@@ -18,7 +19,7 @@ let provider: GeminiProvider;
 let model: CatalogModel;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
+  upstream = await startFakeUpstream(replayJson(200, providerFixture('openai-compatible', 'chat-completion.json')));
   pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
   provider = new GeminiProvider({ pools, environment: { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY } });
   model = geminiModel(new URL(upstream.baseUrl).origin);

@@ -3,7 +3,8 @@ import { GrpcStatus } from '@gateway/grpc';
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { fixture, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '../../testing/fake-upstream.js';
+import { replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { fixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import type { ProviderStreamEvent } from '../provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
@@ -15,7 +16,7 @@ let provider: OpenAiCompatibleProvider;
 let model: CatalogModel;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
+  upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
   provider = new OpenAiCompatibleProvider({ pools, environment: { [TEST_KEY_ENV]: TEST_KEY } });
   model = openAiCompatibleModel(upstream.baseUrl);
@@ -299,7 +300,7 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
     expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, upstreamStatus: 500 });
     upstream.respond(replayJson(200, fixture('malformed.txt')));
     expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
-    const closed = await startFakeUpstream();
+    const closed = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     const baseUrl = closed.baseUrl;
     await closed.close();
     expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl))))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });

@@ -1,31 +1,16 @@
 /**
- * The one test double of the executor: a local HTTP server that speaks the providers' wire formats
- * (OpenAI's chat completions, Anthropic's Messages, Gemini's generateContent) by replaying
- * recorded fixtures (src/providers/<provider>/fixtures). It records
+ * The one test double of the gateway: a local HTTP server standing in for a model provider, which
+ * speaks the providers' wire formats (OpenAI's chat completions, Anthropic's Messages, Gemini's
+ * generateContent) by replaying the recorded fixtures of the executor's adapters
+ * (services/executor/src/providers/<provider>/fixtures, read with that folder's testing/fixtures.ts).
+ * It records
  * every request (headers and JSON body) and when each request's connection closed, so tests can
  * assert what the adapter sent and that cancelling a call closes the upstream connection. For the
  * failures below HTTP it also gives a refused port and upstreams that reset or never answer.
- * Test-only: excluded from the build.
+ * Used by the executor's tests, the end-to-end tests and the benchmarks.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
-
-/** The fixture folder of the openai-compatible adapter. */
-export const FIXTURES = new URL('../providers/openai-compatible/fixtures/', import.meta.url);
-
-/** Reads a fixture file as text. */
-export function fixture(name: string): string {
-  return readFileSync(new URL(name, FIXTURES), 'utf8');
-}
-
-/**
- * Reads a fixture of any provider folder (`anthropic`, `gemini`, `openai-compatible`), each written
- * from that provider's published API reference.
- */
-export function providerFixture(provider: string, name: string): string {
-  return readFileSync(new URL(`../providers/${provider}/fixtures/${name}`, import.meta.url), 'utf8');
-}
 
 /** One request the fake upstream received. */
 export interface ReceivedRequest {
@@ -88,8 +73,8 @@ export function replayRaw(status: number, text: string, contentType = 'text/even
   };
 }
 
-/** Starts a fake upstream on a free port of 127.0.0.1. */
-export async function startFakeUpstream(initial: Responder = replayJson(200, fixture('chat-completion.json'))): Promise<FakeUpstream> {
+/** Starts a fake upstream on a free port of 127.0.0.1, answering with `initial` until told otherwise. */
+export async function startFakeUpstream(initial: Responder): Promise<FakeUpstream> {
   let responder = initial;
   const requests: ReceivedRequest[] = [];
   const server: Server = createServer((incoming, response) => {
