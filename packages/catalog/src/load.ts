@@ -293,3 +293,12 @@ export function loadCatalog(path: string = DEFAULT_CATALOG_PATH): Catalog {
 export function enabledModels(catalog: Catalog, env: Record<string, string | undefined>): CatalogModel[] {
   return catalog.models.filter((model) => model.provider === 'simulated' || (model.upstream.api_key_env !== undefined && Boolean(env[model.upstream.api_key_env])));
 }
+
+/** Every environment variable a catalog reads provider keys from (its models' and deployments' api_key_env), sorted. */
+export function keyVariables(catalog: Catalog): string[] {
+  const names = new Set<string>();
+  for (const model of catalog.models) {
+    for (const upstream of [model.upstream, ...(model.deployments ?? [])]) if (upstream.api_key_env) names.add(upstream.api_key_env);
+  }
+  return [...names].sort();
+}

@@ -26,3 +26,25 @@ export function loadConfig<Schema extends TObject>(schema: Schema, env: Record<s
     throw new ConfigError(`invalid configuration: ${(error as Error).message}`);
   }
 }
+
+/** The variables a `.env.example` text names: `NAME=value` lines and commented-out `# NAME=value` ones. */
+export function envExampleVariables(text: string): Set<string> {
+  return new Set([...text.matchAll(/^#?\s*([A-Z][A-Z0-9_]*)=/gm)].map((match) => match[1]!));
+}
+
+/**
+ * What a `.env.example` gets wrong about a config schema: each variable the schema reads that the
+ * example does not name, and (with `complete`, for a service's own example) each variable the
+ * example names that the schema does not read, unless listed in `readElsewhere` (provider keys
+ * named by the catalog, say). Empty when the two agree.
+ */
+export function envExampleProblems(schema: TObject, text: string, options: { complete?: boolean; readElsewhere?: readonly string[] } = {}): string[] {
+  const named = envExampleVariables(text);
+  const read = Object.keys(schema.properties);
+  const problems = read.filter((name) => !named.has(name)).map((name) => `${name} is read but not listed`);
+  if (options.complete) {
+    const elsewhere = new Set(options.readElsewhere ?? []);
+    for (const name of named) if (!read.includes(name) && !elsewhere.has(name)) problems.push(`${name} is listed but not read`);
+  }
+  return problems;
+}

@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '@gateway/config';
-import { loadAuthConfig } from './config.js';
+import { ConfigError, envExampleProblems } from '@gateway/config';
+import { loadAuthConfig, AuthConfigSchema } from './config.js';
 
 describe('auth configuration', () => {
   it('has working defaults', () => {
@@ -26,5 +27,14 @@ describe('auth configuration', () => {
   ];
   it.each(invalid)('rejects %o', (env, message) => {
     expect(() => loadAuthConfig(env)).toThrow(new ConfigError(message));
+  });
+});
+
+describe('.env.example', () => {
+  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+    const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
+    const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
+    expect(envExampleProblems(AuthConfigSchema, own, { complete: true })).toEqual([]);
+    expect(envExampleProblems(AuthConfigSchema, all)).toEqual([]);
   });
 });

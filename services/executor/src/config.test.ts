@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadExecutorConfig } from './config.js';
+import { DEFAULT_CATALOG_PATH, keyVariables, loadCatalog } from '@gateway/catalog';
+import { envExampleProblems } from '@gateway/config';
+import { loadExecutorConfig, ExecutorConfigSchema } from './config.js';
 
 describe('loadExecutorConfig', () => {
   it('applies the documented defaults', () => {
@@ -41,5 +43,16 @@ describe('loadExecutorConfig', () => {
     expect(() => loadExecutorConfig({ EXECUTOR_METRICS_PORT: '70000' })).toThrow(/EXECUTOR_METRICS_PORT/);
     expect(() => loadExecutorConfig({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
     expect(() => loadExecutorConfig({ EXECUTOR_BREAKER_ERROR_RATE: '1' })).toThrow(/EXECUTOR_BREAKER_ERROR_RATE/);
+  });
+});
+
+describe('.env.example', () => {
+  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+    const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
+    const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
+    expect(envExampleProblems(ExecutorConfigSchema, own, { complete: true, readElsewhere: keyVariables(loadCatalog()) })).toEqual([]);
+    expect(envExampleProblems(ExecutorConfigSchema, all)).toEqual([]);
+    // The shipped catalog's provider key variables are read too (the models they turn on).
+    expect(keyVariables(loadCatalog()).filter((name) => !readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8').includes(`${name}=`))).toEqual([]);
   });
 });

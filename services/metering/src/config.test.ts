@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { ConfigError } from '@gateway/config';
-import { loadMeteringConfig } from './config.js';
+import { ConfigError, envExampleProblems } from '@gateway/config';
+import { loadMeteringConfig, MeteringConfigSchema } from './config.js';
 
 describe('metering configuration', () => {
   it('has working defaults', () => {
@@ -37,5 +38,14 @@ describe('metering configuration', () => {
 
   it.each(invalid)('rejects %o', (env, message) => {
     expect(() => loadMeteringConfig(env)).toThrow(new ConfigError(message));
+  });
+});
+
+describe('.env.example', () => {
+  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+    const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
+    const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
+    expect(envExampleProblems(MeteringConfigSchema, own, { complete: true })).toEqual([]);
+    expect(envExampleProblems(MeteringConfigSchema, all)).toEqual([]);
   });
 });

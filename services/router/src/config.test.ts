@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadRouterConfig } from './config.js';
+import { DEFAULT_CATALOG_PATH, keyVariables, loadCatalog } from '@gateway/catalog';
+import { envExampleProblems } from '@gateway/config';
+import { loadRouterConfig, RouterConfigSchema } from './config.js';
 
 describe('loadRouterConfig', () => {
   it('applies the documented defaults', () => {
@@ -25,5 +27,16 @@ describe('loadRouterConfig', () => {
   it('fails naming a bad variable', () => {
     expect(() => loadRouterConfig({ ROUTER_METRICS_PORT: 'ninety' })).toThrow(/ROUTER_METRICS_PORT/);
     expect(() => loadRouterConfig({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
+  });
+});
+
+describe('.env.example', () => {
+  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+    const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
+    const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
+    expect(envExampleProblems(RouterConfigSchema, own, { complete: true, readElsewhere: keyVariables(loadCatalog()) })).toEqual([]);
+    expect(envExampleProblems(RouterConfigSchema, all)).toEqual([]);
+    // The shipped catalog's provider key variables are read too (the models they turn on).
+    expect(keyVariables(loadCatalog()).filter((name) => !readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8').includes(`${name}=`))).toEqual([]);
   });
 });
