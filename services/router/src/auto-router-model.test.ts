@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AutoRouterScorer, DEFAULT_MODEL_PATH, loadAutoRouterModel } from './auto-router-model.js';
 import { promptText } from './prompt-text.js';
-import { readRoutingRows, serializeModel } from './routing-data.js';
-import { trainAutoRouter } from './train-auto-router.js';
+import { readRoutingRows, serializeModel } from '../training/routing-data.js';
+import { trainAutoRouter } from '../training/train-auto-router.js';
 import { HARD_PROMPT } from '../test/prompts.js';
 
 /** The routing data sits beside the repository (../shared), in CI as here. */

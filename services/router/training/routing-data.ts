@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { AutoRouterModel } from './auto-router-model.js';
-import { promptText } from './prompt-text.js';
+import type { AutoRouterModel } from '../src/auto-router-model.js';
+import { promptText } from '../src/prompt-text.js';
 import type { RoutingRow } from './train-auto-router.js';
 
 /** Reads train.jsonl (fields in ../shared/data/routing/README.md) into training rows. */

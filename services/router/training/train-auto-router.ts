@@ -1,5 +1,5 @@
-import { AutoRouterScorer, expectedGain, logit, standardize, type AutoRouterModel } from './auto-router-model.js';
-import { PROMPT_FEATURE_COUNT, PROMPT_FEATURE_NAMES, promptFeatures } from './prompt-features.js';
+import { AutoRouterScorer, expectedGain, logit, standardize, type AutoRouterModel } from '../src/auto-router-model.js';
+import { PROMPT_FEATURE_COUNT, PROMPT_FEATURE_NAMES, promptFeatures } from '../src/prompt-features.js';
 import { routingQuality, type RoutingQuality } from './routing-quality.js';
 
 /** One row of ../shared/data/routing/train.jsonl, as the trainer reads it. */

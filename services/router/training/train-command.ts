@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_MODEL_PATH } from './auto-router-model.js';
+import { DEFAULT_MODEL_PATH } from '../src/auto-router-model.js';
 import { readRoutingRows, serializeModel } from './routing-data.js';
 import { trainAutoRouter } from './train-auto-router.js';
 
