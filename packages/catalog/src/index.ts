@@ -2,3 +2,4 @@
 export * from './model.js';
 export * from './pricing.js';
 export * from './load.js';
+export * from './capabilities.js';

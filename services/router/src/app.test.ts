@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadCatalog } from '@gateway/catalog';
-import { callUnary, createClient, GatewayError, GrpcStatus, type GatewayServer } from '@gateway/grpc';
+import { callUnary, createClient, GatewayError, GrpcStatus, } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc, type CatalogSnapshotOutput, type RouteRequest, type RouteResponseOutput, type RouterServiceClient } from '@gateway/proto';
@@ -59,10 +59,10 @@ describe('RouterService.Route over gRPC', () => {
 
   it('refuses traits the named model cannot serve, naming the parameter', async () => {
     expect(await failure(router.route({ model: 'sim-mini', traits: { needs_vision: true } }))).toMatchObject({
-      code: GrpcStatus.INVALID_ARGUMENT, reason: 'unsupported_parameter', param: 'messages', message: 'The model `sim-mini` does not support image inputs.',
+      code: GrpcStatus.INVALID_ARGUMENT, reason: 'unsupported_parameter', param: 'messages', message: 'The model `sim-mini` does not accept image inputs; remove the image parts or choose a model with vision.',
     });
     expect(await failure(router.route({ model: 'sim-mini', traits: { max_tokens: 5000 } }))).toMatchObject({
-      code: GrpcStatus.INVALID_ARGUMENT, reason: 'unsupported_parameter', param: 'max_tokens', message: 'max_tokens is too large: 5000. The model `sim-mini` supports at most 4096 completion tokens.',
+      code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_value', param: 'max_tokens', message: "'max_tokens' is too large: 5000. The model `sim-mini` supports at most 4096 completion tokens.",
     });
     expect(await failure(router.route({ model: 'sim-mini', traits: { prompt_tokens: 30000, max_tokens: 4000 } }))).toMatchObject({
       code: GrpcStatus.INVALID_ARGUMENT,

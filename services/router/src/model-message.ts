@@ -1,7 +1,8 @@
 import type { CatalogModel, QualityTier } from '@gateway/catalog';
 import type { Model } from '@gateway/proto';
 
-const QUALITY_TIER_ENUM: Readonly<Record<QualityTier, 'QUALITY_TIER_ECONOMY' | 'QUALITY_TIER_STANDARD' | 'QUALITY_TIER_PREMIUM'>> = {
+/** A catalog quality tier as the proto QualityTier. */
+export const QUALITY_TIER_ENUM: Readonly<Record<QualityTier, 'QUALITY_TIER_ECONOMY' | 'QUALITY_TIER_STANDARD' | 'QUALITY_TIER_PREMIUM'>> = {
   economy: 'QUALITY_TIER_ECONOMY',
   standard: 'QUALITY_TIER_STANDARD',
   premium: 'QUALITY_TIER_PREMIUM',

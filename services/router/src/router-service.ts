@@ -9,6 +9,7 @@ import { chooseAutoModel, RETRY_AFTER_MS } from './choose-auto-model.js';
 import { policyLabel, readPolicy } from './routing-policy.js';
 import type { RouterMetrics } from './router-metrics.js';
 import { readTraits, traitRefusal, type Traits } from './trait-refusal.js';
+import { QUALITY_TIER_ENUM } from './model-message.js';
 
 /** A server call of WatchCatalog and of Route, as grpc-js hands them to the handlers. */
 type WatchCall = Parameters<RouterServiceHandlers['WatchCatalog']>[0];
@@ -73,7 +74,7 @@ export function createRouterService({ state, logger, metrics, scorer, tracing = 
     if (requested === AUTO_MODEL_ID) {
       const score = scorer.score(request.prompt_text ?? '');
       const choice = chooseAutoModel({ models: state.enabledModels(), isAvailable: (id) => state.isAvailable(id), traits, score, policy, thresholds: scorer.model.tierThresholds });
-      response = { model_id: choice.model.id, fallbacks: usableFallbacks(choice.model, traits), score, policy: policy.name, tier: choice.tier ?? '', reason: choice.reason };
+      response = { model_id: choice.model.id, fallbacks: usableFallbacks(choice.model, traits), score, policy: policy.name, tier: choice.tier ?? '', reason: choice.reason, ...(choice.tier ? { quality_tier: QUALITY_TIER_ENUM[choice.tier] } : {}) };
       label = policyLabel(policy);
     } else {
       const model = explicitModel(requested, traits);

@@ -16,14 +16,14 @@ describe('traitRefusal', () => {
 
   it('names the parameter of each need the model lacks', () => {
     const cases = [
-      [{ needs_tools: true }, 'tools', 'The model `plain` does not support tools.'],
-      [{ needs_vision: true }, 'messages', 'The model `plain` does not support image inputs.'],
-      [{ needs_json_mode: true }, 'response_format', 'The model `plain` does not support JSON mode (response_format).'],
-      [{ stream: true }, 'stream', 'The model `plain` does not support streaming.'],
-      [{ max_tokens: 2001 }, 'max_tokens', 'max_tokens is too large: 2001. The model `plain` supports at most 2000 completion tokens.'],
+      [{ needs_tools: true }, 'tools', 'unsupported_parameter', "The model `plain` does not support tools; remove 'tools' or choose a model that supports them."],
+      [{ needs_vision: true }, 'messages', 'unsupported_parameter', 'The model `plain` does not accept image inputs; remove the image parts or choose a model with vision.'],
+      [{ needs_json_mode: true }, 'response_format', 'unsupported_parameter', "The model `plain` does not support JSON mode ('response_format'); remove it or choose a model with JSON mode."],
+      [{ stream: true }, 'stream', 'unsupported_parameter', "The model `plain` does not support streaming; set 'stream' to false."],
+      [{ max_tokens: 2001 }, 'max_tokens', 'invalid_value', "'max_tokens' is too large: 2001. The model `plain` supports at most 2000 completion tokens."],
     ] as const;
-    for (const [traits, param, message] of cases) {
-      expect(traitRefusal(model, readTraits(traits))).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'unsupported_parameter', param, message });
+    for (const [traits, param, reason, message] of cases) {
+      expect(traitRefusal(model, readTraits(traits))).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason, param, message });
     }
   });
 

@@ -4,10 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
+import { capabilityProblem as catalogCapabilityProblem, costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
 import { GatewayError, GrpcStatus, callMetadata, callUnary, withoutCallerStack } from '@gateway/grpc';
 import type {
-  ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteResponseOutput, ExecuteStreamEventOutput,
+  ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteStreamEventOutput,
   ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
 } from '@gateway/proto';
 import { countPromptTokensAsync, countPromptTokensWithinAsync, countTextTokensAsync, promptTokenBounds, routingText } from '@gateway/tokens';
@@ -18,6 +18,7 @@ import { parseChatRequest, type ParsedChatRequest } from '../wire/parse-chat-req
 import { bearerKey, checkKey, holdReservation, noteKeyChecked, releaseReservation, reservedTokens } from './authenticate.js';
 import { BUDGET_REMAINING_HEADER, rateLimitHeaders } from '../rate-limit-headers.js';
 import { GenAiMetrics, planName } from '../genai-metrics.js';
+import { tierName } from './models.js';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Span } from '@gateway/observability';
 
 /** What a completion's metrics, span and usage event need when it ends. */
@@ -48,39 +49,13 @@ function checkCapabilities(model: ModelOutput, parsed: ParsedChatRequest, prompt
   if (problem) throw problem;
 }
 
-/** Why a model cannot serve the request, or undefined when it can. */
+/** Why a model cannot serve the request (the catalog's one rule set, shared with the router), or undefined when it can. */
 function capabilityProblem(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): RequestError | undefined {
-  try {
-    assertCapabilities(model, parsed, promptTokens);
-    return undefined;
-  } catch (error) {
-    if (error instanceof RequestError) return error;
-    throw error;
-  }
-}
-
-function assertCapabilities(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): void {
-  const capabilities = model.capabilities ?? {};
-  if (parsed.needsTools && !capabilities.tools) {
-    throw new RequestError(400, `The model \`${model.id}\` does not support tools; remove 'tools' or choose a model that supports them.`, { param: 'tools', code: 'unsupported_parameter' });
-  }
-  if (parsed.needsVision && !capabilities.vision) {
-    throw new RequestError(400, `The model \`${model.id}\` does not accept image inputs; remove the image parts or choose a model with vision.`, { param: 'messages', code: 'unsupported_parameter' });
-  }
-  if (parsed.needsJsonMode && !capabilities.json_mode) {
-    throw new RequestError(400, `The model \`${model.id}\` does not support 'response_format' of type '${parsed.request.response_format?.type}'; remove it or choose a model with JSON mode.`, { param: 'response_format', code: 'unsupported_parameter' });
-  }
-  if (parsed.request.stream && !capabilities.streaming) {
-    throw new RequestError(400, `The model \`${model.id}\` does not support streaming; set 'stream' to false.`, { param: 'stream', code: 'unsupported_parameter' });
-  }
-  const maxTokens = parsed.request.max_tokens;
-  if (maxTokens !== undefined && model.max_output_tokens && maxTokens > model.max_output_tokens) {
-    const param = parsed.request.max_tokens_is_completion_tokens ? 'max_completion_tokens' : 'max_tokens';
-    throw new RequestError(400, `'${param}' is too large: ${maxTokens}. The model \`${model.id}\` supports at most ${model.max_output_tokens} completion tokens.`, { param, code: 'invalid_value' });
-  }
-  if (model.context_window && promptTokens + (maxTokens ?? 0) > model.context_window) {
-    throw new RequestError(400, `This model's maximum context length is ${model.context_window} tokens. However, you requested ${promptTokens + (maxTokens ?? 0)} tokens (${promptTokens} in the messages, ${maxTokens ?? 0} in the completion). Please reduce the length of the messages or completion.`, { param: 'messages', code: 'context_length_exceeded' });
-  }
+  const problem = catalogCapabilityProblem(model, {
+    tools: parsed.needsTools, vision: parsed.needsVision, jsonMode: parsed.needsJsonMode, stream: parsed.request.stream === true, promptTokens,
+    maxTokens: parsed.request.max_tokens, maxTokensParam: parsed.request.max_tokens_is_completion_tokens ? 'max_completion_tokens' : 'max_tokens',
+  });
+  return problem && new RequestError(400, problem.message, { param: problem.param, code: problem.code });
 }
 
 /** The smallest and largest context windows of a catalog's models (0 when none has one). */
@@ -182,7 +157,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const info: GatewayInfo = { routed_to: answered.id ?? '', latency_ms: Math.round(latencyMs * 100) / 100, cost_usd: picoUsdToUsd(costPico) };
     const route = routing.route;
     if (route && route.score !== undefined) {
-      info.auto = { score: route.score ?? null, policy: route.policy ?? 'balanced', tier: route.tier || null, reason: route.reason || null };
+      info.auto = { score: route.score ?? null, policy: route.policy ?? 'balanced', tier: tierName(route.quality_tier) ?? (route.tier || null), reason: route.reason || null };
     }
     if (attempts.length > 0) info.tried = attempts.map((attempt) => ({ model: attempt.model_id ?? '', reason: attempt.reason ?? '' }));
     return info;
@@ -342,7 +317,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     if (span) {
       span.setAttribute('gateway.routed_to', routing.model.id ?? '');
       const route = routing.route;
-      if (route) span.setAttributes({ 'gateway.auto.score': route.score ?? 0, 'gateway.auto.tier': String(route.tier ?? ''), 'gateway.auto.policy': route.policy ?? '' });
+      if (route) span.setAttributes({ 'gateway.auto.score': route.score ?? 0, 'gateway.auto.tier': tierName(route.quality_tier) ?? route.tier ?? '', 'gateway.auto.policy': route.policy ?? '' });
     }
 
     const fallbacks = fallbackChain(parsed, routing, promptTokens, decision.catalog_fallbacks === true);
@@ -356,7 +331,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks, legacy_functions: parsed.legacyFunctions };
     const keyId = decision.key_id ?? '';
     const route = routing.route;
-    const auto = route && route.score !== undefined ? { score: route.score ?? 0, tier: route.tier ?? '', policy: route.policy ?? '' } : undefined;
+    const auto = route && route.score !== undefined ? { score: route.score ?? 0, tier: tierName(route.quality_tier) ?? route.tier ?? '', policy: route.policy ?? '' } : undefined;
     const observed: Observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '', span, traceparent, auto };
     const over = metrics.started();
     reply.raw.once('close', over);

@@ -11,6 +11,11 @@ import { bearerKey, checkKey, noteKeyChecked } from './authenticate.js';
 
 const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
 
+/** A proto QualityTier as the API shows it (`economy`, `standard`, `premium`), or null when unspecified. */
+export function tierName(tier: string | null | undefined): string | null {
+  return TIERS[tier ?? ''] ?? null;
+}
+
 /** Integer micro-USD back to the catalog's decimal USD; dividing by a power of ten prints exactly. */
 function usdPerMtok(microPerMtok: number | undefined): number {
   return (microPerMtok ?? 0) / 1_000_000;
@@ -38,7 +43,7 @@ export function modelJson(model: ModelOutput) {
       streaming: model.capabilities?.streaming ?? false,
       json_mode: model.capabilities?.json_mode ?? false,
     },
-    quality_tier: TIERS[model.quality_tier ?? ''] ?? null,
+    quality_tier: tierName(model.quality_tier),
     available: model.available ?? false,
   };
 }

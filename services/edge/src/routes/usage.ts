@@ -19,6 +19,7 @@ import { invalid } from '../errors.js';
 import type { UsageResultJson } from '../wire/usage-json.js';
 import { adminTokenHook } from './admin-token.js';
 import { bearerKey, checkKey, noteKeyChecked } from './authenticate.js';
+import { tierName } from './models.js';
 
 /** What usage can be grouped by. */
 type Grouping = 'key' | 'model' | 'plan';
@@ -233,7 +234,7 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
         provider: model.provider ?? '',
         available: model.available === true,
         retry_after_ms: model.available === false && model.retry_after_ms !== undefined && model.retry_after_ms !== null ? Number(model.retry_after_ms) : null,
-        quality_tier: model.quality_tier && model.quality_tier !== 'QUALITY_TIER_UNSPECIFIED' ? model.quality_tier.replace('QUALITY_TIER_', '').toLowerCase() : null,
+        quality_tier: tierName(model.quality_tier),
       })),
     }));
   });
