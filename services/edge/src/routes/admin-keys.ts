@@ -59,7 +59,7 @@ function limitJson(limit: MinuteLimitOutput | null | undefined): LimitJson | nul
 
 /** A Budget message in USD; null for none (unlimited or absent). */
 function budgetUsd(budget: BudgetOutput | null | undefined): number | null {
-  if (!budget || budget.value !== 'micro_usd') return null;
+  if (budget?.value !== 'micro_usd') return null;
   return Number(budget.micro_usd ?? 0) / 1_000_000;
 }
 
