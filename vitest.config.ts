@@ -10,9 +10,35 @@ const exclude = ['**/node_modules/**', '**/dist/**'];
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: 'unit', sequence: { groupOrder: 0 }, include: ['{packages,services}/*/src/**/*.test.ts', 'services/edge/console/src/**/*.test.ts', 'services/router/training/**/*.test.ts'], exclude: [...exclude, '**/*.int.test.ts'] } },
-      { test: { name: 'integration', sequence: { groupOrder: 0 }, include: ['{packages,services}/*/src/**/*.int.test.ts'], exclude, testTimeout: 30_000, hookTimeout: 60_000 } },
-      { test: { name: 'e2e', include: ['tests/e2e/**/*.test.ts'], exclude, testTimeout: 60_000, hookTimeout: 180_000, fileParallelism: false, sequence: { groupOrder: 1 } } },
+      {
+        test: {
+          name: 'unit',
+          sequence: { groupOrder: 0 },
+          include: ['{packages,services}/*/src/**/*.test.ts', 'services/edge/console/src/**/*.test.ts', 'services/router/training/**/*.test.ts'],
+          exclude: [...exclude, '**/*.int.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          sequence: { groupOrder: 0 },
+          include: ['{packages,services}/*/src/**/*.int.test.ts'],
+          exclude,
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['tests/e2e/**/*.test.ts'],
+          exclude,
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
     ],
   },
 });

@@ -12,8 +12,16 @@ import { cpus, loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { StreamedCalls, callUnary, createClient, type CallOptions } from '@gateway/grpc';
 import {
-  loadGatewayGrpc, type AuthServiceClient, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput,
-  type ExecuteRequest, type ExecuteResponseOutput, type SettleUsageRequest, type SettleUsageResponseOutput,
+  loadGatewayGrpc,
+  type AuthServiceClient,
+  type CheckKeyRequest,
+  type CheckKeyResponseOutput,
+  type CreateKeyRequest,
+  type CreateKeyResponseOutput,
+  type ExecuteRequest,
+  type ExecuteResponseOutput,
+  type SettleUsageRequest,
+  type SettleUsageResponseOutput,
 } from '@gateway/proto';
 import { startCluster } from '../tests/e2e/cluster.js';
 import type { BenchSuite } from './run.js';
@@ -30,7 +38,11 @@ const STREAMS = 2;
  * 1 ms tick). Returns each call's ms from its scheduled start (what a caller waits, queueing
  * included) and from its actual send (the service time; the tick adds up to 1 ms to the former).
  */
-async function openLoop(rate: number, seconds: number, call: (index: number) => Promise<unknown>): Promise<{ fromSchedule: number[]; fromSend: number[]; failures: number }> {
+async function openLoop(
+  rate: number,
+  seconds: number,
+  call: (index: number) => Promise<unknown>,
+): Promise<{ fromSchedule: number[]; fromSend: number[]; failures: number }> {
   const total = rate * seconds;
   const interval = 1000 / rate;
   const fromSchedule: number[] = [];
@@ -44,14 +56,19 @@ async function openLoop(rate: number, seconds: number, call: (index: number) => 
     for (; sent < due; sent += 1) {
       const scheduled = start + sent * interval;
       const sentAt = performance.now();
-      pending.push(call(sent).then(() => {
-        const done = performance.now();
-        fromSchedule.push(done - scheduled);
-        fromSend.push(done - sentAt);
-      }, (error: unknown) => {
-        failures += 1;
-        if (failures === 1) console.log(`first failure: ${(error as Error).message}`);
-      }));
+      pending.push(
+        call(sent).then(
+          () => {
+            const done = performance.now();
+            fromSchedule.push(done - scheduled);
+            fromSend.push(done - sentAt);
+          },
+          (error: unknown) => {
+            failures += 1;
+            if (failures === 1) console.log(`first failure: ${(error as Error).message}`);
+          },
+        ),
+      );
     }
     // A 1 ms timer rather than a spin: the pacer must not eat the CPU that auth and Redis need.
     await new Promise((resolve) => setTimeout(resolve, 1));
@@ -71,7 +88,7 @@ async function createKeys(auth: AuthServiceClient, count: number, plan: CreateKe
 
 export const suite: BenchSuite = {
   name: 'auth',
-  description: 'quota decision latency and CPU at 1,000 and 5,000 decisions/s (open loop), unary CheckKey vs Decide streams, and the edge\'s added latency',
+  description: "quota decision latency and CPU at 1,000 and 5,000 decisions/s (open loop), unary CheckKey vs Decide streams, and the edge's added latency",
   async run() {
     const cluster = await startCluster({ env: { CATALOG_PATH: CATALOG } });
     const grpc = loadGatewayGrpc().gateway;
@@ -83,18 +100,28 @@ export const suite: BenchSuite = {
       // under Pro's 1,000, so every decision is a full allow with a reservation.
       const secrets = await createKeys(auth, KEYS, 'PLAN_PRO');
       let unaryFallbacks = 0;
-      const streamed = new StreamedCalls<{ check_key: [CheckKeyRequest, CheckKeyResponseOutput]; settle_usage: [SettleUsageRequest, SettleUsageResponseOutput] }>({
+      const streamed = new StreamedCalls<{
+        check_key: [CheckKeyRequest, CheckKeyResponseOutput];
+        settle_usage: [SettleUsageRequest, SettleUsageResponseOutput];
+      }>({
         open: () => auth.Decide(),
         streams: STREAMS,
         unary: {
           check_key: (request, options) => callUnary(auth, auth.CheckKey, request, options),
           settle_usage: (request, options) => callUnary(auth, auth.SettleUsage, request, options),
         },
-        onCall: (_method, path) => { if (path === 'unary') unaryFallbacks += 1; },
+        onCall: (_method, path) => {
+          if (path === 'unary') unaryFallbacks += 1;
+        },
       });
       while (streamed.openStreams < STREAMS) await new Promise((resolve) => setTimeout(resolve, 10));
       const options: CallOptions = { deadlineMs: 5000 };
-      const checkRequest = (index: number): CheckKeyRequest => ({ api_key: secrets[index % KEYS], request_id: 'bench', reserve_tokens: 50, reservation_id: randomUUID() });
+      const checkRequest = (index: number): CheckKeyRequest => ({
+        api_key: secrets[index % KEYS],
+        request_id: 'bench',
+        reserve_tokens: 50,
+        reservation_id: randomUUID(),
+      });
       const allowed = (decision: CheckKeyResponseOutput) => {
         if (decision.decision !== 'DECISION_ALLOW') throw new Error(decision.decision);
         return decision;
@@ -130,26 +157,50 @@ export const suite: BenchSuite = {
         const authCpuUs = ((processCpuMs(authPid) - authCpuBefore) * 1000) / calls;
         const service = summarize(fromSend);
         const waited = summarize(fromSchedule);
-        rows.push([label, service.count, failures, fixed(service.p50, 3), fixed(service.p99, 3), fixed(waited.p50, 3), fixed(waited.p99, 3), fixed(authCpuUs, 0), fixed((callerCpu.user + callerCpu.system) / calls, 0)]);
+        rows.push([
+          label,
+          service.count,
+          failures,
+          fixed(service.p50, 3),
+          fixed(service.p99, 3),
+          fixed(waited.p50, 3),
+          fixed(waited.p99, 3),
+          fixed(authCpuUs, 0),
+          fixed((callerCpu.user + callerCpu.system) / calls, 0),
+        ]);
       };
       for (const rate of [1000, 5000]) {
         await measure(`CheckKey, unary, at ${rate}/s`, rate, SECONDS, paths.unary.check);
         await measure(`CheckKey on ${STREAMS} Decide streams, at ${rate}/s`, rate, SECONDS, paths.stream.check);
       }
-      for (const [name, path] of [['unary', paths.unary], [`on ${STREAMS} Decide streams`, paths.stream]] as const) {
+      for (const [name, path] of [
+        ['unary', paths.unary],
+        [`on ${STREAMS} Decide streams`, paths.stream],
+      ] as const) {
         const reservations: string[] = [];
         for (let index = 0; index < 2000; index += 1) reservations.push((await path.check(index)).reservation_id!);
-        await measure(`SettleUsage, ${name}, at 1000/s`, 1000, 2, (index) => path.settle({ reservation_id: reservations[index]!, actual_tokens: 20, request_id: 'bench' }));
+        await measure(`SettleUsage, ${name}, at 1000/s`, 1000, 2, (index) =>
+          path.settle({ reservation_id: reservations[index]!, actual_tokens: 20, request_id: 'bench' }),
+        );
       }
       await streamed.close();
 
       const after = await scriptStats();
       // The floor of any Redis round trip from a Node process on this machine.
       const ping = summarize(await timeSequential(2000, 200, () => redis.ping()));
-      console.log(`Open loop, ${SECONDS} s per rate, ${KEYS} Pro keys; latency in ms from each call's send, and from its scheduled start (queueing included):\n`);
-      table(['call', 'answered', 'failed (5 s deadline)', 'p50', 'p99', 'p50 from schedule', 'p99 from schedule', 'auth CPU µs/call', 'caller CPU µs/call'], rows);
+      console.log(
+        `Open loop, ${SECONDS} s per rate, ${KEYS} Pro keys; latency in ms from each call's send, and from its scheduled start (queueing included):\n`,
+      );
+      table(
+        ['call', 'answered', 'failed (5 s deadline)', 'p50', 'p99', 'p50 from schedule', 'p99 from schedule', 'auth CPU µs/call', 'caller CPU µs/call'],
+        rows,
+      );
       console.log(`\n(Calls that found no open stream and went unary: ${unaryFallbacks}. The caller's CPU includes the load generator's own.)`);
-      console.log(`\n(Machine load average while measuring: ${loadavg().map((value) => fixed(value, 1)).join(', ')} on ${cpus().length} cores.)`);
+      console.log(
+        `\n(Machine load average while measuring: ${loadavg()
+          .map((value) => fixed(value, 1))
+          .join(', ')} on ${cpus().length} cores.)`,
+      );
       const scriptUs = after.calls > before.calls ? (after.usec - before.usec) / (after.calls - before.calls) : Number.NaN;
       console.log(`\nInside Redis, the scripts took ${fixed(scriptUs, 1)} µs per call on average (INFO commandstats, every client of this Redis).`);
       console.log(`A bare Redis PING from this process: p50 ${fixed(ping.p50, 3)} ms, p99 ${fixed(ping.p99, 3)} ms.`);
@@ -159,21 +210,46 @@ export const suite: BenchSuite = {
       const [unlimited] = await createKeys(auth, 1, 'PLAN_ENTERPRISE');
       const body = JSON.stringify({ model: 'sim-bench', messages: [{ role: 'user', content: 'Say hello in five words.' }], seed: 1, max_tokens: 50 });
       const through = (secret: string) => async () => {
-        const response = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body });
+        const response = await fetch(`${cluster.baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+          body,
+        });
         if (response.status !== 200) throw new Error(`status ${response.status}: ${await response.text()}`);
         await response.arrayBuffer();
       };
-      const execute: ExecuteRequest = { request_id: 'bench', model_id: 'sim-bench', request: { model: 'sim-bench', messages: [{ role: 'ROLE_USER', text: 'Say hello in five words.' }], seed: 1, max_tokens: 50 } };
-      const direct = summarize(await timeSequential(500, 100, () => callUnary<ExecuteRequest, ExecuteResponseOutput>(executor, executor.Complete, execute, { deadlineMs: 5000 })));
+      const execute: ExecuteRequest = {
+        request_id: 'bench',
+        model_id: 'sim-bench',
+        request: { model: 'sim-bench', messages: [{ role: 'ROLE_USER', text: 'Say hello in five words.' }], seed: 1, max_tokens: 50 },
+      };
+      const direct = summarize(
+        await timeSequential(500, 100, () => callUnary<ExecuteRequest, ExecuteResponseOutput>(executor, executor.Complete, execute, { deadlineMs: 5000 })),
+      );
       // Under a minute of 500 requests stays within Pro's 1,000 per minute.
       const withLimits = summarize(await timeSequential(400, 50, through(metered!)));
       const withoutLimits = summarize(await timeSequential(400, 50, through(unlimited!)));
       console.log('\nSequential requests through the edge, warm (ms):\n');
-      table(['path', 'p50', 'p99', 'mean', 'added over the executor at p50'], [
-        ['executor over gRPC (the model alone)', fixed(direct.p50), fixed(direct.p99), fixed(direct.mean), '-'],
-        ['edge, Pro key (limits, reservation, settlement)', fixed(withLimits.p50), fixed(withLimits.p99), fixed(withLimits.mean), fixed(withLimits.p50 - direct.p50)],
-        ['edge, Enterprise key (lookup only)', fixed(withoutLimits.p50), fixed(withoutLimits.p99), fixed(withoutLimits.mean), fixed(withoutLimits.p50 - direct.p50)],
-      ]);
+      table(
+        ['path', 'p50', 'p99', 'mean', 'added over the executor at p50'],
+        [
+          ['executor over gRPC (the model alone)', fixed(direct.p50), fixed(direct.p99), fixed(direct.mean), '-'],
+          [
+            'edge, Pro key (limits, reservation, settlement)',
+            fixed(withLimits.p50),
+            fixed(withLimits.p99),
+            fixed(withLimits.mean),
+            fixed(withLimits.p50 - direct.p50),
+          ],
+          [
+            'edge, Enterprise key (lookup only)',
+            fixed(withoutLimits.p50),
+            fixed(withoutLimits.p99),
+            fixed(withoutLimits.mean),
+            fixed(withoutLimits.p50 - direct.p50),
+          ],
+        ],
+      );
       console.log(`\nThe limits' share of the edge's latency at p50: ${fixed(withLimits.p50 - withoutLimits.p50)} ms.`);
     } finally {
       auth.close();

@@ -36,21 +36,32 @@ export const suite: BenchSuite = {
     try {
       const grpc = loadGatewayGrpc().gateway;
       const executor = createClient(grpc.executor.v1.ExecutorService, `127.0.0.1:${cluster.ports.executor}`);
-      const execute: ExecuteRequest = { request_id: 'bench', model_id: 'sim-bench', request: { model: 'sim-bench', messages: [{ role: 'ROLE_USER', text: MESSAGES[0]!.content }], seed: 1 } };
+      const execute: ExecuteRequest = {
+        request_id: 'bench',
+        model_id: 'sim-bench',
+        request: { model: 'sim-bench', messages: [{ role: 'ROLE_USER', text: MESSAGES[0]!.content }], seed: 1 },
+      };
       const body = JSON.stringify({ model: 'sim-bench', messages: MESSAGES, seed: 1 });
       const headers = { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' };
 
-      const direct = summarize(await timeSequential(500, 100, () => callUnary<ExecuteRequest, ExecuteResponseOutput>(executor, executor.Complete, execute, { deadlineMs: 5000 })));
-      const gateway = summarize(await timeSequential(500, 100, async () => {
-        const response = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers, body });
-        if (response.status !== 200) throw new Error(`status ${response.status}: ${await response.text()}`);
-        await response.arrayBuffer();
-      }));
+      const direct = summarize(
+        await timeSequential(500, 100, () => callUnary<ExecuteRequest, ExecuteResponseOutput>(executor, executor.Complete, execute, { deadlineMs: 5000 })),
+      );
+      const gateway = summarize(
+        await timeSequential(500, 100, async () => {
+          const response = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers, body });
+          if (response.status !== 200) throw new Error(`status ${response.status}: ${await response.text()}`);
+          await response.arrayBuffer();
+        }),
+      );
       console.log('Sequential latency, one request at a time (ms):\n');
-      table(['path', 'p50', 'p99', 'mean'], [
-        ['executor over gRPC (the model alone)', fixed(direct.p50), fixed(direct.p99), fixed(direct.mean)],
-        ['through the gateway (HTTP, auth, executor)', fixed(gateway.p50), fixed(gateway.p99), fixed(gateway.mean)],
-      ]);
+      table(
+        ['path', 'p50', 'p99', 'mean'],
+        [
+          ['executor over gRPC (the model alone)', fixed(direct.p50), fixed(direct.p99), fixed(direct.mean)],
+          ['through the gateway (HTTP, auth, executor)', fixed(gateway.p50), fixed(gateway.p99), fixed(gateway.mean)],
+        ],
+      );
       console.log(`\nAdded by the gateway at p50: ${fixed(gateway.p50 - direct.p50)} ms (gateway/executor ratio ${fixed(gateway.p50 / direct.p50)}x).\n`);
 
       const rows: Array<Array<string | number>> = [];
@@ -60,12 +71,20 @@ export const suite: BenchSuite = {
       ] as const) {
         const { result, cpu } = await load(cluster, requestBody, 32, 8);
         const total = result.requests.total || 1;
-        rows.push([label, Math.round(result.requests.average), fixed(result.latency.p50), fixed(result.latency.p99), result.non2xx,
-          ...SERVICES.map((name) => fixed(cpu[name]! / total, 3))]);
+        rows.push([
+          label,
+          Math.round(result.requests.average),
+          fixed(result.latency.p50),
+          fixed(result.latency.p99),
+          result.non2xx,
+          ...SERVICES.map((name) => fixed(cpu[name]! / total, 3)),
+        ]);
       }
       console.log('Under load, 32 connections for 8 s each:\n');
       table(['mode', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', ...SERVICES.map((name) => `${name} CPU ms/req`)], rows);
-      console.log(`\nResident memory after the run (MiB): ${SERVICES.map((name) => `${name} ${fixed(processRssMiB(cluster.processes[name].pid!), 0)}`).join(', ')}`);
+      console.log(
+        `\nResident memory after the run (MiB): ${SERVICES.map((name) => `${name} ${fixed(processRssMiB(cluster.processes[name].pid!), 0)}`).join(', ')}`,
+      );
       executor.close();
     } finally {
       await cluster.stop();

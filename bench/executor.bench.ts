@@ -29,7 +29,8 @@ interface Replica {
 }
 
 function catalogFile(baseUrl: string): string {
-  return writeCatalog('executor-bench', [`  - id: fake-model
+  return writeCatalog('executor-bench', [
+    `  - id: fake-model
     provider: openai-compatible
     owned_by: bench
     created: 1735689600
@@ -38,7 +39,8 @@ function catalogFile(baseUrl: string): string {
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard`]);
+    quality_tier: standard`,
+  ]);
 }
 
 async function startReplica(catalogPath: string): Promise<Replica> {
@@ -67,7 +69,11 @@ async function startReplica(catalogPath: string): Promise<Replica> {
   return { process: child, port };
 }
 
-const request: ExecuteRequest = { request_id: 'bench', model_id: 'fake-model', request: { model: 'fake-model', messages: [{ role: 'ROLE_USER', text: 'Say hello.' }] } };
+const request: ExecuteRequest = {
+  request_id: 'bench',
+  model_id: 'fake-model',
+  request: { model: 'fake-model', messages: [{ role: 'ROLE_USER', text: 'Say hello.' }] },
+};
 
 function completeOnce(client: ExecutorServiceClient): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -81,11 +87,20 @@ async function throughput(client: ExecutorServiceClient): Promise<{ perSecond: n
   let done = 0;
   let failures = 0;
   const end = performance.now() + SECONDS * 1000;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (performance.now() < end) {
-      await completeOnce(client).then(() => { done += 1; }, () => { failures += 1; });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        await completeOnce(client).then(
+          () => {
+            done += 1;
+          },
+          () => {
+            failures += 1;
+          },
+        );
+      }
+    }),
+  );
   return { perSecond: done / SECONDS, failures };
 }
 
@@ -95,7 +110,9 @@ export const suite: BenchSuite = {
   async run() {
     const upstream: FakeUpstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     // The fake upstream keeps every request; a bench sends too many to keep.
-    const forget = setInterval(() => { upstream.requests.length = 0; }, 500);
+    const forget = setInterval(() => {
+      upstream.requests.length = 0;
+    }, 500);
     const catalogPath = catalogFile(upstream.baseUrl);
     const replicas: Replica[] = [];
     const grpc = loadGatewayGrpc().gateway;
@@ -104,7 +121,10 @@ export const suite: BenchSuite = {
       const rows: Array<Array<string | number>> = [];
       let single = 0;
       for (let count = 1; count <= 3; count += 1) {
-        const target = `ipv4:${replicas.slice(0, count).map((replica) => `127.0.0.1:${replica.port}`).join(',')}`;
+        const target = `ipv4:${replicas
+          .slice(0, count)
+          .map((replica) => `127.0.0.1:${replica.port}`)
+          .join(',')}`;
         const client = createClient(grpc.executor.v1.ExecutorService, target);
         const cpuBefore = replicas.slice(0, count).map((replica) => processCpuMs(replica.process.pid!));
         const ownBefore = process.cpuUsage();
@@ -115,7 +135,14 @@ export const suite: BenchSuite = {
         if (count === 1) single = result.perSecond;
         // CPU shares over the measured run plus its warm-up: where the machine's cores went.
         const share = (ms: number) => fixed((ms / (SECONDS * 1000)) * 100, 0);
-        rows.push([count, Math.round(result.perSecond), fixed(result.perSecond / single), result.failures, cpu.map(share).join(' / '), share((own.user + own.system) / 1000)]);
+        rows.push([
+          count,
+          Math.round(result.perSecond),
+          fixed(result.perSecond / single),
+          result.failures,
+          cpu.map(share).join(' / '),
+          share((own.user + own.system) / 1000),
+        ]);
       }
       console.log(`Whole completions through the pool, ${CONCURRENCY} calls in flight for ${SECONDS} s each (fake upstream, no delay):\n`);
       table(['replicas', 'completions/s', 'vs 1 replica', 'failures', 'replica CPU %', 'load generator + fake upstream CPU %'], rows);
@@ -127,22 +154,48 @@ export const suite: BenchSuite = {
       const replica = await startReplica(catalogPath);
       replicas.push(replica);
       const client = createClient(grpc.executor.v1.ExecutorService, `127.0.0.1:${replica.port}`);
-      const warm = Array.from({ length: 50 }, () => client.StreamComplete({ ...request, request: { ...request.request, stream: true } }, new Metadata(), { deadline: Date.now() + 120_000 }));
-      await Promise.all(warm.map((call) => new Promise<void>((resolve) => { call.once('data', () => resolve()); call.once('error', () => resolve()); })));
-      for (const call of warm) { call.on('error', () => undefined); call.cancel(); }
+      const warm = Array.from({ length: 50 }, () =>
+        client.StreamComplete({ ...request, request: { ...request.request, stream: true } }, new Metadata(), { deadline: Date.now() + 120_000 }),
+      );
+      await Promise.all(
+        warm.map(
+          (call) =>
+            new Promise<void>((resolve) => {
+              call.once('data', () => resolve());
+              call.once('error', () => resolve());
+            }),
+        ),
+      );
+      for (const call of warm) {
+        call.on('error', () => undefined);
+        call.cancel();
+      }
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const idle = processRssMiB(replica.process.pid!);
-      const calls = Array.from({ length: OPEN_STREAMS }, () => client.StreamComplete({ ...request, request: { ...request.request, stream: true } }, new Metadata(), { deadline: Date.now() + 120_000 }));
-      await Promise.all(calls.map((call) => new Promise<void>((resolve) => {
-        call.once('data', () => resolve());
-        call.once('error', () => resolve());
-      })));
+      const calls = Array.from({ length: OPEN_STREAMS }, () =>
+        client.StreamComplete({ ...request, request: { ...request.request, stream: true } }, new Metadata(), { deadline: Date.now() + 120_000 }),
+      );
+      await Promise.all(
+        calls.map(
+          (call) =>
+            new Promise<void>((resolve) => {
+              call.once('data', () => resolve());
+              call.once('error', () => resolve());
+            }),
+        ),
+      );
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const open = processRssMiB(replica.process.pid!);
-      for (const call of calls) { call.on('error', () => undefined); call.cancel(); }
+      for (const call of calls) {
+        call.on('error', () => undefined);
+        call.cancel();
+      }
       client.close();
       console.log(`\nMemory of one executor with ${OPEN_STREAMS} streams open (each past its first chunk, upstream holding):\n`);
-      table(['idle RSS MiB', `RSS with ${OPEN_STREAMS} streams MiB`, 'KiB per open stream'], [[fixed(idle, 0), fixed(open, 0), fixed(((open - idle) * 1024) / OPEN_STREAMS, 1)]]);
+      table(
+        ['idle RSS MiB', `RSS with ${OPEN_STREAMS} streams MiB`, 'KiB per open stream'],
+        [[fixed(idle, 0), fixed(open, 0), fixed(((open - idle) * 1024) / OPEN_STREAMS, 1)]],
+      );
     } finally {
       clearInterval(forget);
       await Promise.all(replicas.map((replica) => stopProcess(replica.process)));

@@ -46,7 +46,15 @@ type GatewayProcess = (typeof GATEWAY)[number];
 export function requestBody(model: string, stream: boolean): string {
   const system = 'You are a concise assistant for a team that runs many language models behind one gateway. '.repeat(6);
   const question = 'Summarise in one sentence why a gateway should add as little latency as it can to every request it serves. '.repeat(3);
-  const body = { model, messages: [{ role: 'system', content: system }, { role: 'user', content: question }], max_tokens: 64, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
+  const body = {
+    model,
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content: question },
+    ],
+    max_tokens: 64,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  };
   return JSON.stringify(body);
 }
 
@@ -64,7 +72,10 @@ async function waitForPort(port: number, what: string): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
-      const socket = connectTcp(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
+      const socket = connectTcp(port, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
       socket.once('error', () => resolve(false));
     });
     if (open) return;
@@ -82,7 +93,9 @@ async function startState(directory: string): Promise<{ redis: ChildProcess; nat
   }
   const [redisPort, natsPort] = [await freePort(), await freePort()];
   // Persistence off: a snapshot's fork would land in some run's CPU figures at random.
-  const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory], { stdio: 'ignore' });
+  const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory], {
+    stdio: 'ignore',
+  });
   const nats = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(directory, 'jetstream')], { stdio: 'ignore' });
   await Promise.all([waitForPort(redisPort, 'redis-server'), waitForPort(natsPort, 'nats-server')]);
   return { redis, nats, redisUrl: `redis://127.0.0.1:${redisPort}`, natsUrl: `nats://127.0.0.1:${natsPort}` };
@@ -103,22 +116,26 @@ const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 function timedPost(url: URL, headers: Record<string, string>, body: string): Promise<{ totalMs: number; firstTokenMs: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const request = httpRequest(url, { method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } }, (response) => {
-      let firstTokenMs = Number.NaN;
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (part: string) => {
-        if (Number.isNaN(firstTokenMs)) {
-          text += part;
-          if (text.includes('"content":"')) firstTokenMs = performance.now() - started;
-        }
-      });
-      response.on('end', () => {
-        if (response.statusCode !== 200) reject(new Error(`${url.href} answered ${response.statusCode}: ${text.slice(0, 300)}`));
-        else resolve({ totalMs: performance.now() - started, firstTokenMs });
-      });
-      response.on('error', reject);
-    });
+    const request = httpRequest(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } },
+      (response) => {
+        let firstTokenMs = Number.NaN;
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (part: string) => {
+          if (Number.isNaN(firstTokenMs)) {
+            text += part;
+            if (text.includes('"content":"')) firstTokenMs = performance.now() - started;
+          }
+        });
+        response.on('end', () => {
+          if (response.statusCode !== 200) reject(new Error(`${url.href} answered ${response.statusCode}: ${text.slice(0, 300)}`));
+          else resolve({ totalMs: performance.now() - started, firstTokenMs });
+        });
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -133,7 +150,11 @@ export interface Path {
   pids: Partial<Record<string, number>>;
 }
 
-export async function sequential(path: Path, stream: boolean, count = SEQUENTIAL): Promise<{ total: ReturnType<typeof summarize>; firstToken: ReturnType<typeof summarize> }> {
+export async function sequential(
+  path: Path,
+  stream: boolean,
+  count = SEQUENTIAL,
+): Promise<{ total: ReturnType<typeof summarize>; firstToken: ReturnType<typeof summarize> }> {
   const body = requestBody(path.model, stream);
   for (let i = 0; i < 200; i += 1) await timedPost(path.url, path.headers, body);
   const totals: number[] = [];
@@ -189,7 +210,10 @@ export async function throughput(path: Path, stream: boolean): Promise<{ perSeco
 }
 
 /** Opens OPEN_STREAMS streams through the gateway to the holding upstream; the summed RSS before and with them open. */
-async function openStreamsMemory(cluster: Cluster, pids: Record<GatewayProcess, number>): Promise<{ idleMiB: number; openMiB: number; opened: number; perProcess: Record<string, number>; before: Record<string, number> }> {
+async function openStreamsMemory(
+  cluster: Cluster,
+  pids: Record<GatewayProcess, number>,
+): Promise<{ idleMiB: number; openMiB: number; opened: number; perProcess: Record<string, number>; before: Record<string, number> }> {
   const rss = () => Object.fromEntries(GATEWAY.map((name) => [name, processRssMiB(pids[name])]));
   const sum = (values: Record<string, number>) => Object.values(values).reduce((a, b) => a + b, 0);
   const idle = rss();
@@ -200,22 +224,44 @@ async function openStreamsMemory(cluster: Cluster, pids: Record<GatewayProcess, 
   let opened = 0;
   const batch = 500;
   for (let start = 0; start < OPEN_STREAMS; start += batch) {
-    await Promise.all(Array.from({ length: Math.min(batch, OPEN_STREAMS - start) }, () => new Promise<void>((resolve) => {
-      const request = httpRequest(url, { method: 'POST', agent: many, headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' } }, (response) => {
-        response.once('data', () => { if (response.statusCode === 200) opened += 1; resolve(); });
-        response.once('end', resolve);
-      });
-      request.on('error', () => resolve());
-      request.setTimeout(60_000, () => { request.destroy(); resolve(); });
-      request.end(body);
-      requests.push(request);
-    })));
+    await Promise.all(
+      Array.from(
+        { length: Math.min(batch, OPEN_STREAMS - start) },
+        () =>
+          new Promise<void>((resolve) => {
+            const request = httpRequest(
+              url,
+              { method: 'POST', agent: many, headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' } },
+              (response) => {
+                response.once('data', () => {
+                  if (response.statusCode === 200) opened += 1;
+                  resolve();
+                });
+                response.once('end', resolve);
+              },
+            );
+            request.on('error', () => resolve());
+            request.setTimeout(60_000, () => {
+              request.destroy();
+              resolve();
+            });
+            request.end(body);
+            requests.push(request);
+          }),
+      ),
+    );
   }
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const open = rss();
   for (const request of requests) request.destroy();
   many.destroy();
-  return { idleMiB: sum(idle), openMiB: sum(open), opened, perProcess: Object.fromEntries(GATEWAY.map((name) => [name, open[name]! - idle[name]!])), before: idle };
+  return {
+    idleMiB: sum(idle),
+    openMiB: sum(open),
+    opened,
+    perProcess: Object.fromEntries(GATEWAY.map((name) => [name, open[name]! - idle[name]!])),
+    before: idle,
+  };
 }
 
 const TRANSPORT_ROUNDS = 2;
@@ -227,16 +273,42 @@ const TRANSPORT_SECONDS = 4;
  * while no stream is open). Rounds alternate, so that both ways see the same machine; figures are
  * the sums over the rounds.
  */
-async function streamTransports(executorPort: number, executorPid: number): Promise<Array<{ label: string; perSecond: number; executorMs: number; callerMs: number }>> {
+async function streamTransports(
+  executorPort: number,
+  executorPid: number,
+): Promise<Array<{ label: string; perSecond: number; executorMs: number; callerMs: number }>> {
   const client: ExecutorServiceClient = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${executorPort}`);
   const calls = new StreamedCalls<{ complete: [ExecuteRequest, unknown] }, { stream: [ExecuteRequest, unknown] }>({
-    open: () => client.CompleteCalls(), streams: 8, cancellable: true, unary: { complete: (request, options) => callUnary(client, client.Complete, request, options) },
+    open: () => client.CompleteCalls(),
+    streams: 8,
+    cancellable: true,
+    unary: { complete: (request, options) => callUnary(client, client.Complete, request, options) },
   });
   try {
-    const request: ExecuteRequest = { request_id: 'bench', model_id: 'bench-model', request: { model: 'bench-model', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'ROLE_USER', text: 'Summarise in one sentence why a gateway should add as little latency as it can.' }] } };
+    const request: ExecuteRequest = {
+      request_id: 'bench',
+      model_id: 'bench-model',
+      request: {
+        model: 'bench-model',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'ROLE_USER', text: 'Summarise in one sentence why a gateway should add as little latency as it can.' }],
+      },
+    };
     const ways = [
-      { label: 'streamed call on CompleteCalls streams', one: async () => { for await (const _event of calls.stream('stream', request, { deadlineMs: 10_000, window: 8 })!); } },
-      { label: 'StreamComplete call of its own', one: async () => { const { metadata, callOptions } = callMetadata({ deadlineMs: 10_000 }); for await (const _event of client.StreamComplete(request, metadata, callOptions)); } },
+      {
+        label: 'streamed call on CompleteCalls streams',
+        one: async () => {
+          for await (const _event of calls.stream('stream', request, { deadlineMs: 10_000, window: 8 })!);
+        },
+      },
+      {
+        label: 'StreamComplete call of its own',
+        one: async () => {
+          const { metadata, callOptions } = callMetadata({ deadlineMs: 10_000 });
+          for await (const _event of client.StreamComplete(request, metadata, callOptions));
+        },
+      },
     ];
     while (calls.openStreams < 8) await new Promise((resolve) => setTimeout(resolve, 50));
     const totals = ways.map((way) => ({ label: way.label, count: 0, seconds: 0, executorMs: 0, callerMs: 0 }));
@@ -246,16 +318,26 @@ async function streamTransports(executorPort: number, executorPid: number): Prom
         const executorBefore = processCpuMs(executorPid);
         const callerBefore = process.cpuUsage();
         const end = performance.now() + TRANSPORT_SECONDS * 1000;
-        await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-          while (performance.now() < end) { await way.one(); total.count += 1; }
-        }));
+        await Promise.all(
+          Array.from({ length: CONNECTIONS }, async () => {
+            while (performance.now() < end) {
+              await way.one();
+              total.count += 1;
+            }
+          }),
+        );
         const caller = process.cpuUsage(callerBefore);
         total.seconds += TRANSPORT_SECONDS;
         total.executorMs += processCpuMs(executorPid) - executorBefore;
         total.callerMs += (caller.user + caller.system) / 1000;
       }
     }
-    return totals.map((total) => ({ label: total.label, perSecond: total.count / total.seconds, executorMs: total.executorMs / total.count, callerMs: total.callerMs / total.count }));
+    return totals.map((total) => ({
+      label: total.label,
+      perSecond: total.count / total.seconds,
+      executorMs: total.executorMs / total.count,
+      callerMs: total.callerMs / total.count,
+    }));
   } finally {
     await calls.close(1_000);
     client.close();
@@ -263,26 +345,56 @@ async function streamTransports(executorPort: number, executorPid: number): Prom
 }
 
 /** What the gateway's state costs per whole completion under load: Redis commands and bytes, JetStream messages and bytes. */
-export async function stateTraffic(path: Path, cluster: Cluster): Promise<{ requests: number; redisCalls: Record<string, number>; redisIn: number; redisOut: number; natsMessages: number; natsBytes: number }> {
+export async function stateTraffic(
+  path: Path,
+  cluster: Cluster,
+): Promise<{ requests: number; redisCalls: Record<string, number>; redisIn: number; redisOut: number; natsMessages: number; natsBytes: number }> {
   const redis = connectRedis(cluster.redisUrl);
   const nats = await connectNats({ servers: natsServers(cluster.natsUrl) });
   try {
     const manager = await nats.jetstreamManager();
     const snapshot = async () => {
-      const [stats, commands, stream, usage] = await Promise.all([redis.info('stats'), redis.info('commandstats'), manager.streams.info(cluster.usageStream), quietMeteredUsage(redis, cluster.apiKey)]);
+      const [stats, commands, stream, usage] = await Promise.all([
+        redis.info('stats'),
+        redis.info('commandstats'),
+        manager.streams.info(cluster.usageStream),
+        quietMeteredUsage(redis, cluster.apiKey),
+      ]);
       const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
       const calls: Record<string, number> = {};
       for (const match of commands.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
-      return { requests: usage.requests, calls, input: field('total_net_input_bytes'), output: field('total_net_output_bytes'), messages: stream.state.messages, bytes: stream.state.bytes };
+      return {
+        requests: usage.requests,
+        calls,
+        input: field('total_net_input_bytes'),
+        output: field('total_net_output_bytes'),
+        messages: stream.state.messages,
+        bytes: stream.state.bytes,
+      };
     };
     const before = await snapshot();
-    await autocannon({ url: path.url.href, method: 'POST', connections: CONNECTIONS, headers: { ...path.headers, 'content-type': 'application/json' }, body: requestBody(path.model, false), duration: 5 });
+    await autocannon({
+      url: path.url.href,
+      method: 'POST',
+      connections: CONNECTIONS,
+      headers: { ...path.headers, 'content-type': 'application/json' },
+      body: requestBody(path.model, false),
+      duration: 5,
+    });
     const after = await snapshot();
     const requests = Math.max(1, after.requests - before.requests);
     const redisCalls: Record<string, number> = {};
     // The snapshots' own INFO calls are left out.
-    for (const [name, calls] of Object.entries(after.calls)) if (name !== 'info' && calls > (before.calls[name] ?? 0)) redisCalls[name] = (calls - (before.calls[name] ?? 0)) / requests;
-    return { requests, redisCalls, redisIn: (after.input - before.input) / requests, redisOut: (after.output - before.output) / requests, natsMessages: (after.messages - before.messages) / requests, natsBytes: (after.bytes - before.bytes) / requests };
+    for (const [name, calls] of Object.entries(after.calls))
+      if (name !== 'info' && calls > (before.calls[name] ?? 0)) redisCalls[name] = (calls - (before.calls[name] ?? 0)) / requests;
+    return {
+      requests,
+      redisCalls,
+      redisIn: (after.input - before.input) / requests,
+      redisOut: (after.output - before.output) / requests,
+      natsMessages: (after.messages - before.messages) / requests,
+      natsBytes: (after.bytes - before.bytes) / requests,
+    };
   } finally {
     redis.disconnect();
     await nats.close();
@@ -339,7 +451,12 @@ export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {})
     // A Pro key whose limits are raised so that no request is refused: every request still goes
     // through the sliding-window reservation and its settlement, as a limited key's do.
     const plans = join(directory, 'plans.yaml');
-    writeFileSync(plans, ['starter', 'pro', 'enterprise'].map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`).join(''));
+    writeFileSync(
+      plans,
+      ['starter', 'pro', 'enterprise']
+        .map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`)
+        .join(''),
+    );
     // The cluster (and its clean-up) use the benchmark's own Redis and NATS.
     process.env.REDIS_URL = state.redisUrl;
     process.env.NATS_URL = state.natsUrl;
@@ -355,8 +472,20 @@ export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {})
     } as Record<GatewayProcess, number>;
     const paths: [Path, Path, Path] = [
       { label: 'upstream alone', url: new URL(`${upstreamUrl}/chat/completions`), headers: {}, model: 'bench-model', pids: { mock: mock.process.pid! } },
-      { label: 'bare node:http + fetch proxy', url: new URL(`http://127.0.0.1:${bare.port}/v1/chat/completions`), headers: {}, model: 'bench-model', pids: { proxy: bare.process.pid!, mock: mock.process.pid! } },
-      { label: 'gateway', url: new URL(`${cluster.baseUrl}/chat/completions`), headers: { authorization: `Bearer ${cluster.apiKey}` }, model: 'bench-model', pids: { ...pids, mock: mock.process.pid! } },
+      {
+        label: 'bare node:http + fetch proxy',
+        url: new URL(`http://127.0.0.1:${bare.port}/v1/chat/completions`),
+        headers: {},
+        model: 'bench-model',
+        pids: { proxy: bare.process.pid!, mock: mock.process.pid! },
+      },
+      {
+        label: 'gateway',
+        url: new URL(`${cluster.baseUrl}/chat/completions`),
+        headers: { authorization: `Bearer ${cluster.apiKey}` },
+        model: 'bench-model',
+        pids: { ...pids, mock: mock.process.pid! },
+      },
     ];
     return { cluster, pids, paths, mockPids: [mock.process.pid!, holding.process.pid!], bareProxyPid: bare.process.pid!, stop };
   } catch (error) {
@@ -376,14 +505,18 @@ export const suite: BenchSuite = {
         for (const pid of [...Object.values(pids), bench.bareProxyPid]) pin(pid, 0);
         for (const pid of [process.pid, ...bench.mockPids]) pin(pid, 1);
       }
-      console.log(`${new Date().toISOString().slice(0, 10)}, ${PIN ? 'pinned: the gateway (Redis and NATS included) and the bare proxy on core 0, the load generator and the mock on core 1' : 'unpinned: every process free to use both cores'}; Node ${process.version}.\n`);
+      console.log(
+        `${new Date().toISOString().slice(0, 10)}, ${PIN ? 'pinned: the gateway (Redis and NATS included) and the bare proxy on core 0, the load generator and the mock on core 1' : 'unpinned: every process free to use both cores'}; Node ${process.version}.\n`,
+      );
 
       if (!PIN) {
         // First, on the fresh cluster warmed by a few hundred requests: what the streams cost,
         // not what a throughput run left in the heaps.
         for (const stream of [false, true]) await sequential({ ...paths[2], label: 'warm-up' }, stream, 100);
         const memory = await openStreamsMemory(cluster, pids);
-        console.log(`${OPEN_STREAMS} concurrent streams held open by a slow upstream (${memory.opened} opened), on the cluster warmed by a few hundred requests: resident memory of every gateway process ${fixed(memory.idleMiB, 0)} MiB before, ${fixed(memory.openMiB, 0)} MiB with the streams open (${fixed(memory.openMiB / 1024, 2)} GiB). Added by process (MiB): ${GATEWAY.map((name) => `${name} ${fixed(memory.perProcess[name]!, 0)}`).join(', ')}; before, by process: ${GATEWAY.map((name) => `${name} ${fixed(memory.before[name]!, 0)}`).join(', ')}.\n`);
+        console.log(
+          `${OPEN_STREAMS} concurrent streams held open by a slow upstream (${memory.opened} opened), on the cluster warmed by a few hundred requests: resident memory of every gateway process ${fixed(memory.idleMiB, 0)} MiB before, ${fixed(memory.openMiB, 0)} MiB with the streams open (${fixed(memory.openMiB / 1024, 2)} GiB). Added by process (MiB): ${GATEWAY.map((name) => `${name} ${fixed(memory.perProcess[name]!, 0)}`).join(', ')}; before, by process: ${GATEWAY.map((name) => `${name} ${fixed(memory.before[name]!, 0)}`).join(', ')}.\n`,
+        );
         // The streams are gone once their connections closed.
         await new Promise((resolve) => setTimeout(resolve, 3_000));
       }
@@ -396,37 +529,79 @@ export const suite: BenchSuite = {
       }
       const added = (series: Array<ReturnType<typeof summarize>>, index: number, key: 'p50' | 'p99') => series[index]![key] - series[0]![key];
       console.log(`One request at a time, ${SEQUENTIAL} each after 200 to warm up (ms; "added" is beyond the upstream alone):\n`);
-      table(['path', 'whole p50', 'whole p99', 'added p50', 'stream first token p50', 'first token p99', 'added first token p50'], paths.map((path, index) => [
-        path.label, fixed(latency.whole[index]!.p50), fixed(latency.whole[index]!.p99), index === 0 ? '' : fixed(added(latency.whole, index, 'p50')),
-        fixed(latency.firstToken[index]!.p50), fixed(latency.firstToken[index]!.p99), index === 0 ? '' : fixed(added(latency.firstToken, index, 'p50')),
-      ]));
-      console.log(`\nGateway vs bare proxy, added p50: whole ${fixed(added(latency.whole, 2, 'p50'))} vs ${fixed(added(latency.whole, 1, 'p50'))} ms, first token ${fixed(added(latency.firstToken, 2, 'p50'))} vs ${fixed(added(latency.firstToken, 1, 'p50'))} ms.\n`);
+      table(
+        ['path', 'whole p50', 'whole p99', 'added p50', 'stream first token p50', 'first token p99', 'added first token p50'],
+        paths.map((path, index) => [
+          path.label,
+          fixed(latency.whole[index]!.p50),
+          fixed(latency.whole[index]!.p99),
+          index === 0 ? '' : fixed(added(latency.whole, index, 'p50')),
+          fixed(latency.firstToken[index]!.p50),
+          fixed(latency.firstToken[index]!.p99),
+          index === 0 ? '' : fixed(added(latency.firstToken, index, 'p50')),
+        ]),
+      );
+      console.log(
+        `\nGateway vs bare proxy, added p50: whole ${fixed(added(latency.whole, 2, 'p50'))} vs ${fixed(added(latency.whole, 1, 'p50'))} ms, first token ${fixed(added(latency.firstToken, 2, 'p50'))} vs ${fixed(added(latency.firstToken, 1, 'p50'))} ms.\n`,
+      );
 
       // Under load.
       for (const stream of [false, true]) {
         const results = [];
         for (const path of paths) results.push(await throughput(path, stream));
-        const [, proxyResult, gatewayResult] = results as [Awaited<ReturnType<typeof throughput>>, Awaited<ReturnType<typeof throughput>>, Awaited<ReturnType<typeof throughput>>];
-        const own = (result: Awaited<ReturnType<typeof throughput>>) => Object.entries(result.cpuPerRequest).filter(([name]) => name !== 'mock').reduce((sum, [, ms]) => sum + ms, 0);
+        const [, proxyResult, gatewayResult] = results as [
+          Awaited<ReturnType<typeof throughput>>,
+          Awaited<ReturnType<typeof throughput>>,
+          Awaited<ReturnType<typeof throughput>>,
+        ];
+        const own = (result: Awaited<ReturnType<typeof throughput>>) =>
+          Object.entries(result.cpuPerRequest)
+            .filter(([name]) => name !== 'mock')
+            .reduce((sum, [, ms]) => sum + ms, 0);
         console.log(`${stream ? 'Streams (20 chunks and a usage chunk)' : 'Whole completions'}, ${CONNECTIONS} connections for ${LOAD_SECONDS} s:\n`);
-        table([stream ? 'streams/s' : 'completions/s', 'errors', 'CPU ms per request (mock excluded)', 'vs bare proxy', 'path'], results.map((result, index) => [
-          Math.round(result.perSecond), result.errors, fixed(own(result), 3), index === 0 ? '' : fixed(own(result) / own(proxyResult)), paths[index]!.label,
-        ]));
-        console.log(`\nThroughput gateway / bare proxy: ${fixed(gatewayResult.perSecond / proxyResult.perSecond)}. The gateway's CPU ms per request by process: ${GATEWAY.map((name) => `${name} ${fixed(gatewayResult.cpuPerRequest[name]!, 3)}`).join(', ')} (total ${fixed(own(gatewayResult), 3)}; bare proxy ${fixed(own(proxyResult), 3)}).\n`);
+        table(
+          [stream ? 'streams/s' : 'completions/s', 'errors', 'CPU ms per request (mock excluded)', 'vs bare proxy', 'path'],
+          results.map((result, index) => [
+            Math.round(result.perSecond),
+            result.errors,
+            fixed(own(result), 3),
+            index === 0 ? '' : fixed(own(result) / own(proxyResult)),
+            paths[index]!.label,
+          ]),
+        );
+        console.log(
+          `\nThroughput gateway / bare proxy: ${fixed(gatewayResult.perSecond / proxyResult.perSecond)}. The gateway's CPU ms per request by process: ${GATEWAY.map((name) => `${name} ${fixed(gatewayResult.cpuPerRequest[name]!, 3)}`).join(', ')} (total ${fixed(own(gatewayResult), 3)}; bare proxy ${fixed(own(proxyResult), 3)}).\n`,
+        );
       }
 
       // What a request costs the state (the capacity model in deploy/README.md rests on it).
       const traffic = await stateTraffic(paths[2], cluster);
       const scripts = (traffic.redisCalls.evalsha ?? 0) + (traffic.redisCalls.eval ?? 0);
-      const inside = Object.entries(traffic.redisCalls).filter(([name]) => name !== 'evalsha' && name !== 'eval').sort((one, other) => other[1] - one[1]);
-      console.log(`State per whole completion (${traffic.requests} metered, ${CONNECTIONS} connections): Redis ${fixed(scripts, 2)} script calls; ${fixed(inside.reduce((sum, [, calls]) => sum + calls, 0), 1)} commands counted by Redis beside them, scripts' own included (${inside.slice(0, 8).map(([name, calls]) => `${name} ${fixed(calls, 2)}`).join(', ')}, ...); ${fixed(traffic.redisIn, 0)} bytes in, ${fixed(traffic.redisOut, 0)} bytes out. JetStream ${fixed(traffic.natsMessages, 3)} messages, ${fixed(traffic.natsBytes, 0)} bytes stored.\n`);
+      const inside = Object.entries(traffic.redisCalls)
+        .filter(([name]) => name !== 'evalsha' && name !== 'eval')
+        .sort((one, other) => other[1] - one[1]);
+      console.log(
+        `State per whole completion (${traffic.requests} metered, ${CONNECTIONS} connections): Redis ${fixed(scripts, 2)} script calls; ${fixed(
+          inside.reduce((sum, [, calls]) => sum + calls, 0),
+          1,
+        )} commands counted by Redis beside them, scripts' own included (${inside
+          .slice(0, 8)
+          .map(([name, calls]) => `${name} ${fixed(calls, 2)}`)
+          .join(
+            ', ',
+          )}, ...); ${fixed(traffic.redisIn, 0)} bytes in, ${fixed(traffic.redisOut, 0)} bytes out. JetStream ${fixed(traffic.natsMessages, 3)} messages, ${fixed(traffic.natsBytes, 0)} bytes stored.\n`,
+      );
 
       // The edge-to-executor leg of a stream alone, both ways the edge can carry it.
       const legs = await streamTransports(cluster.ports.executor, pids.executor);
-      console.log(`The executor called directly (this process standing in for the edge), ${CONNECTIONS} streams at a time, ${TRANSPORT_ROUNDS} alternating rounds of ${TRANSPORT_SECONDS} s each way:\n`);
-      table(['carried as', 'streams/s', 'executor CPU ms per stream', 'caller CPU ms per stream'], legs.map((leg) => [leg.label, Math.round(leg.perSecond), fixed(leg.executorMs, 3), fixed(leg.callerMs, 3)]));
+      console.log(
+        `The executor called directly (this process standing in for the edge), ${CONNECTIONS} streams at a time, ${TRANSPORT_ROUNDS} alternating rounds of ${TRANSPORT_SECONDS} s each way:\n`,
+      );
+      table(
+        ['carried as', 'streams/s', 'executor CPU ms per stream', 'caller CPU ms per stream'],
+        legs.map((leg) => [leg.label, Math.round(leg.perSecond), fixed(leg.executorMs, 3), fixed(leg.callerMs, 3)]),
+      );
       console.log('');
-
     } finally {
       await bench.stop();
     }

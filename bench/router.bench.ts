@@ -15,7 +15,8 @@ import type { BenchSuite } from './run.js';
 import { fixed, summarize, table, timeSequential } from './measure.js';
 
 const SHORT = 'What is the capital of Australia, and why is it not Sydney?';
-const PARAGRAPH = 'A store sells pencils at 3 for $1.20 and pens at $0.85 each. Maria buys 15 pencils and 4 pens, pays with a $20 bill, and asks how much change she gets. ';
+const PARAGRAPH =
+  'A store sells pencils at 3 for $1.20 and pens at $0.85 each. Maria buys 15 pencils and 4 pens, pays with a $20 bill, and asks how much change she gets. ';
 /** About 16k characters: the most the edge sends. */
 const LONG = `${PARAGRAPH.repeat(Math.ceil(16_384 / PARAGRAPH.length))}`.slice(0, 16_384);
 
@@ -37,7 +38,10 @@ export const suite: BenchSuite = {
   async run() {
     const scorer = new AutoRouterScorer(loadAutoRouterModel());
     const rows: Array<Array<string | number>> = [];
-    for (const [label, text] of [['short', SHORT], ['long (16k chars)', LONG]] as const) {
+    for (const [label, text] of [
+      ['short', SHORT],
+      ['long (16k chars)', LONG],
+    ] as const) {
       const stats = summarize(timeSync(20_000, 2_000, () => scorer.score(text)));
       rows.push([`scorer alone, ${label} prompt`, fixed(stats.p50, 4), fixed(stats.p99, 4), fixed(stats.mean, 4)]);
     }
@@ -46,11 +50,26 @@ export const suite: BenchSuite = {
     const router = spawn(process.execPath, ['services/router/dist/main.js'], {
       cwd: fileURLToPath(new URL('..', import.meta.url)),
       // Only the simulated models: no provider key reaches the benchmark's router.
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ROUTER_LISTEN_ADDR: `127.0.0.1:${port}`, ROUTER_METRICS_PORT: String(metricsPort), NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        LOG_LEVEL: 'warn',
+        ROUTER_LISTEN_ADDR: `127.0.0.1:${port}`,
+        ROUTER_METRICS_PORT: String(metricsPort),
+        NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     const health = createHealthClient(`127.0.0.1:${port}`);
-    await eventually(() => isServing(health).then((serving) => serving || undefined, () => undefined), 'the router to serve', 20_000, 100);
+    await eventually(
+      () =>
+        isServing(health).then(
+          (serving) => serving || undefined,
+          () => undefined,
+        ),
+      'the router to serve',
+      20_000,
+      100,
+    );
     health.close();
     const client = createClient(loadGatewayGrpc().gateway.router.v1.RouterService, `127.0.0.1:${port}`);
     const route = (request: RouteRequest) => () => callUnary<RouteRequest, RouteResponseOutput>(client, client.Route, request, { deadlineMs: 5_000 });
@@ -58,14 +77,21 @@ export const suite: BenchSuite = {
       const explicit = summarize(await timeSequential(3_000, 500, route({ model: 'sim-standard', traits: { prompt_tokens: 20 } })));
       rows.push(['Route over gRPC, explicit model (baseline)', fixed(explicit.p50, 4), fixed(explicit.p99, 4), fixed(explicit.mean, 4)]);
       const autoP50: number[] = [];
-      for (const [label, text] of [['short', SHORT], ['long (16k chars)', LONG]] as const) {
-        const stats = summarize(await timeSequential(3_000, 500, route({ model: 'auto', prompt_text: text, traits: { prompt_tokens: Math.ceil(text.length / 4) } })));
+      for (const [label, text] of [
+        ['short', SHORT],
+        ['long (16k chars)', LONG],
+      ] as const) {
+        const stats = summarize(
+          await timeSequential(3_000, 500, route({ model: 'auto', prompt_text: text, traits: { prompt_tokens: Math.ceil(text.length / 4) } })),
+        );
         autoP50.push(stats.p50);
         rows.push([`Route over gRPC, auto, ${label} prompt`, fixed(stats.p50, 4), fixed(stats.p99, 4), fixed(stats.mean, 4)]);
       }
       console.log('Latency of one decision, one at a time (ms):\n');
       table(['what', 'p50', 'p99', 'mean'], rows);
-      console.log(`\nauto over explicit at p50: short ${fixed(autoP50[0]! / explicit.p50)}x, long ${fixed(autoP50[1]! / explicit.p50)}x (the gRPC round trip dominates; the scorer adds the difference).`);
+      console.log(
+        `\nauto over explicit at p50: short ${fixed(autoP50[0]! / explicit.p50)}x, long ${fixed(autoP50[1]! / explicit.p50)}x (the gRPC round trip dominates; the scorer adds the difference).`,
+      );
     } finally {
       client.close();
       await stopProcess(router);

@@ -17,7 +17,9 @@ export interface BenchSuite {
 const folder = fileURLToPath(new URL('.', import.meta.url));
 // Flags (`--pin`) are read by the suites that take them.
 const wanted = process.argv.slice(2).filter((argument) => !argument.startsWith('--'));
-const files = readdirSync(folder).filter((name) => name.endsWith('.bench.ts')).sort();
+const files = readdirSync(folder)
+  .filter((name) => name.endsWith('.bench.ts'))
+  .sort();
 for (const file of files) {
   const { suite } = (await import(`./${file}`)) as { suite: BenchSuite };
   if (wanted.length > 0 && !wanted.includes(suite.name)) continue;

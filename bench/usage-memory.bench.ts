@@ -27,16 +27,47 @@ export const suite: BenchSuite = {
   async run() {
     const redis = connectRedis(await redisUrl());
     const stream = `USAGE_MEMORY_${randomUUID().slice(0, 8)}`;
-    const keyIds = Array.from({ length: KEYS }, () => `key_${randomBytes(16).toString('hex').replace(/[^A-Za-z0-9]/g, '').slice(0, 16)}`);
+    const keyIds = Array.from(
+      { length: KEYS },
+      () =>
+        `key_${randomBytes(16)
+          .toString('hex')
+          .replace(/[^A-Za-z0-9]/g, '')
+          .slice(0, 16)}`,
+    );
     // A day of events from yesterday 00:00 UTC; then one event per model on each of the month's
     // other days, which fills the daily buckets without the hourly ones of those days.
     const day = Math.floor(Date.now() / DAY_MS) - 1;
     const monthStart = Date.UTC(new Date(day * DAY_MS).getUTCFullYear(), new Date(day * DAY_MS).getUTCMonth(), 1);
     let sequence = 0;
-    const record = (keyId: string, modelId: string, atMs: number) => recordEvent(redis, stream, `evt-${randomUUID()}`, (sequence += 1), {
-      key_id: keyId, model_id: modelId, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: sequence % 3 === 0 ? 256 : 0, cost_pico_usd: 6_250_000_000n, received_at_ms: atMs,
-      recent: JSON.stringify({ event_id: randomUUID(), request_id: `req_${randomUUID().replaceAll('-', '')}`, key_id: keyId, received_at_ms: atMs, requested_model: 'auto', model_id: modelId, provider: 'openai', stream: true, outcome: 'OUTCOME_COMPLETED', latency_ms: 812, prompt_tokens: 1200, completion_tokens: 350, cost_pico_usd: '6250000000', fallback_attempts: 0, auto: { score: 0.4123, tier: 'standard', policy: 'balanced' }, error_code: '' }),
-    });
+    const record = (keyId: string, modelId: string, atMs: number) =>
+      recordEvent(redis, stream, `evt-${randomUUID()}`, (sequence += 1), {
+        key_id: keyId,
+        model_id: modelId,
+        prompt_tokens: 1_200,
+        completion_tokens: 350,
+        cached_tokens: sequence % 3 === 0 ? 256 : 0,
+        cost_pico_usd: 6_250_000_000n,
+        received_at_ms: atMs,
+        recent: JSON.stringify({
+          event_id: randomUUID(),
+          request_id: `req_${randomUUID().replaceAll('-', '')}`,
+          key_id: keyId,
+          received_at_ms: atMs,
+          requested_model: 'auto',
+          model_id: modelId,
+          provider: 'openai',
+          stream: true,
+          outcome: 'OUTCOME_COMPLETED',
+          latency_ms: 812,
+          prompt_tokens: 1200,
+          completion_tokens: 350,
+          cost_pico_usd: '6250000000',
+          fallback_attempts: 0,
+          auto: { score: 0.4123, tier: 'standard', policy: 'balanced' },
+          error_code: '',
+        }),
+      });
     try {
       const started = performance.now();
       for (const keyId of keyIds) {
@@ -76,16 +107,21 @@ export const suite: BenchSuite = {
       const dailyPerDay = Math.round(perKey(sums.dailyMonth) / DAYS);
       const fixed = perKey(sums.recent + sums.spend + sums.models);
       const steady = 15 * hourlyPerDay + 14 * perKey(sums.dailyMonth) + fixed;
-      table(['what', 'bytes per key'], [
-        ['hourly buckets, one day (3 models x 24 hours)', hourlyPerDay],
-        ['daily buckets, per day (a month hash of 28 days / 28)', dailyPerDay],
-        ['daily buckets, one month hash set (3 models)', perKey(sums.dailyMonth)],
-        [`latest requests (20, about ${Math.round(perKey(sums.recent) / 20)} B each)`, perKey(sums.recent)],
-        ['spend hash + models set', perKey(sums.spend + sums.models)],
-        ['**per key per day (hourly + daily)**', hourlyPerDay + dailyPerDay],
-        ['**steady state per key (15 days hourly, 14 months daily, latest requests)**', steady],
-      ]);
-      console.log(`\n${events} events metered through the record script in ${(ms / 1000).toFixed(1)} s (${Math.round(events / (ms / 1000))} events/s, one client).`);
+      table(
+        ['what', 'bytes per key'],
+        [
+          ['hourly buckets, one day (3 models x 24 hours)', hourlyPerDay],
+          ['daily buckets, per day (a month hash of 28 days / 28)', dailyPerDay],
+          ['daily buckets, one month hash set (3 models)', perKey(sums.dailyMonth)],
+          [`latest requests (20, about ${Math.round(perKey(sums.recent) / 20)} B each)`, perKey(sums.recent)],
+          ['spend hash + models set', perKey(sums.spend + sums.models)],
+          ['**per key per day (hourly + daily)**', hourlyPerDay + dailyPerDay],
+          ['**steady state per key (15 days hourly, 14 months daily, latest requests)**', steady],
+        ],
+      );
+      console.log(
+        `\n${events} events metered through the record script in ${(ms / 1000).toFixed(1)} s (${Math.round(events / (ms / 1000))} events/s, one client).`,
+      );
     } finally {
       for (const keyId of keyIds) await deleteMatching(redis, `metering:*{${keyId}}*`);
       await redis.quit();

@@ -32,9 +32,10 @@ async function validateSchemas(label, objects) {
     if (!object || typeof object !== 'object') continue;
     const { source: _source, ...manifest } = object;
     const [group, version] = String(manifest.apiVersion ?? '').includes('/') ? manifest.apiVersion.split('/') : ['', manifest.apiVersion];
-    const module = group === 'monitoring.coreos.com'
-      ? `@kubernetes-models/prometheus-operator/${group}/${version}/${manifest.kind}`
-      : `kubernetes-models/${group ? `${group}/` : ''}${version}/${manifest.kind}`;
+    const module =
+      group === 'monitoring.coreos.com'
+        ? `@kubernetes-models/prometheus-operator/${group}/${version}/${manifest.kind}`
+        : `kubernetes-models/${group ? `${group}/` : ''}${version}/${manifest.kind}`;
     const name = `${label}: ${manifest.kind} ${manifest.metadata?.name ?? '?'}`;
     let Model;
     try {
@@ -111,7 +112,10 @@ function collect(folder, seen = new Set()) {
   seen.add(folder);
   const [kustomization = {}] = loadYaml(file);
   const isComponent = kustomization.kind === 'Component';
-  check(isComponent ? kustomization.apiVersion === 'kustomize.config.k8s.io/v1alpha1' : kustomization.kind === 'Kustomization', `${rel(file)}: kind must be Kustomization (or Component with apiVersion kustomize.config.k8s.io/v1alpha1)`);
+  check(
+    isComponent ? kustomization.apiVersion === 'kustomize.config.k8s.io/v1alpha1' : kustomization.kind === 'Kustomization',
+    `${rel(file)}: kind must be Kustomization (or Component with apiVersion kustomize.config.k8s.io/v1alpha1)`,
+  );
   const objects = [];
   const patches = [];
   const listed = new Set([file]);
@@ -142,7 +146,8 @@ function collect(folder, seen = new Set()) {
     const path = resolve(folder, entry.path ?? '');
     if (!check(Boolean(entry.path) && existsSync(path), `${rel(file)}: patch ${entry.path} does not exist`)) continue;
     listed.add(path);
-    for (const patch of loadYaml(path)) patches.push({ kind: entry.target?.kind ?? patch.kind, name: entry.target?.name ?? patch.metadata?.name, source: rel(path) });
+    for (const patch of loadYaml(path))
+      patches.push({ kind: entry.target?.kind ?? patch.kind, name: entry.target?.name ?? patch.metadata?.name, source: rel(path) });
   }
   for (const generator of [...(kustomization.configMapGenerator ?? []), ...(kustomization.secretGenerator ?? [])]) {
     for (const entry of [...(generator.files ?? []), ...(generator.envs ?? [])]) {
@@ -150,7 +155,12 @@ function collect(folder, seen = new Set()) {
       check(existsSync(path), `${rel(file)}: generator ${generator.name} file ${entry} does not exist`);
       listed.add(path);
     }
-    objects.push({ apiVersion: 'v1', kind: generator.name && kustomization.secretGenerator?.includes(generator) ? 'Secret' : 'ConfigMap', metadata: { name: generator.name }, source: rel(file) });
+    objects.push({
+      apiVersion: 'v1',
+      kind: generator.name && kustomization.secretGenerator?.includes(generator) ? 'Secret' : 'ConfigMap',
+      metadata: { name: generator.name },
+      source: rel(file),
+    });
   }
   for (const entry of kustomization.replicas ?? []) patches.push({ kind: 'Deployment', name: entry.name, source: `${rel(file)} replicas` });
   // A manifest in this folder that no kustomization lists is never deployed: most likely a mistake.
@@ -172,13 +182,23 @@ function validate(label, objects, patches = []) {
   const names = new Set(objects.map((object) => `${object.kind}/${object.metadata?.name}`));
   const where = (object) => `${label}: ${object.kind}/${object.metadata?.name}${object.source ? ` (${object.source})` : ''}`;
 
-  for (const patch of patches) check(names.has(`${patch.kind}/${patch.name}`), `${label}: ${patch.source} patches ${patch.kind}/${patch.name}, which is not there`);
-  for (const name of names) check(objects.filter((object) => `${object.kind}/${object.metadata?.name}` === name).length === 1, `${label}: ${name} is defined twice`);
+  for (const patch of patches)
+    check(names.has(`${patch.kind}/${patch.name}`), `${label}: ${patch.source} patches ${patch.kind}/${patch.name}, which is not there`);
+  for (const name of names)
+    check(objects.filter((object) => `${object.kind}/${object.metadata?.name}` === name).length === 1, `${label}: ${name} is defined twice`);
 
   // A workload an autoscaler owns carries no replica count: applying one would reset the autoscaler's.
   for (const autoscaler of byKind('HorizontalPodAutoscaler')) {
-    const target = workloads.find((workload) => workload.kind === autoscaler.spec?.scaleTargetRef?.kind && workload.metadata?.name === autoscaler.spec?.scaleTargetRef?.name);
-    if (check(Boolean(target), `${where(autoscaler)}: scales ${autoscaler.spec?.scaleTargetRef?.kind}/${autoscaler.spec?.scaleTargetRef?.name}, which is not there`) && label.includes('rendered')) {
+    const target = workloads.find(
+      (workload) => workload.kind === autoscaler.spec?.scaleTargetRef?.kind && workload.metadata?.name === autoscaler.spec?.scaleTargetRef?.name,
+    );
+    if (
+      check(
+        Boolean(target),
+        `${where(autoscaler)}: scales ${autoscaler.spec?.scaleTargetRef?.kind}/${autoscaler.spec?.scaleTargetRef?.name}, which is not there`,
+      ) &&
+      label.includes('rendered')
+    ) {
       check(target.spec?.replicas === undefined, `${where(target)}: sets replicas although ${autoscaler.metadata?.name}'s autoscaler owns them`);
     }
   }
@@ -189,11 +209,19 @@ function validate(label, objects, patches = []) {
     const pod = template.spec ?? {};
     const selector = deployment.spec?.selector?.matchLabels ?? {};
     check(Object.keys(selector).length > 0, `${at}: spec.selector.matchLabels is empty`);
-    check(Object.entries(selector).every(([key, value]) => template.metadata?.labels?.[key] === value), `${at}: the selector does not match the pod template's labels`);
+    check(
+      Object.entries(selector).every(([key, value]) => template.metadata?.labels?.[key] === value),
+      `${at}: the selector does not match the pod template's labels`,
+    );
     const containers = pod.containers ?? [];
     check(containers.length > 0, `${at}: no containers`);
-    check(pod.securityContext?.runAsNonRoot === true || containers.every((container) => container.securityContext?.runAsNonRoot === true), `${at}: runAsNonRoot is not set`);
-    const volumes = new Set([...(pod.volumes ?? []), ...(deployment.spec?.volumeClaimTemplates ?? []).map((claim) => claim.metadata ?? {})].map((volume) => volume.name));
+    check(
+      pod.securityContext?.runAsNonRoot === true || containers.every((container) => container.securityContext?.runAsNonRoot === true),
+      `${at}: runAsNonRoot is not set`,
+    );
+    const volumes = new Set(
+      [...(pod.volumes ?? []), ...(deployment.spec?.volumeClaimTemplates ?? []).map((claim) => claim.metadata ?? {})].map((volume) => volume.name),
+    );
     for (const container of containers) {
       const cat = `${at} container ${container.name}`;
       check(typeof container.image === 'string' && container.image.length > 0, `${cat}: no image`);
@@ -203,7 +231,11 @@ function validate(label, objects, patches = []) {
         const probe = container[probeName];
         if (!check(probe && probeKinds.some((kind) => probe[kind]), `${cat}: no ${probeName}`)) continue;
         const port = probe.httpGet?.port ?? probe.grpc?.port ?? probe.tcpSocket?.port;
-        if (port !== undefined) check(typeof port === 'number' ? portNumbers.has(port) : ports.has(port), `${cat}: ${probeName} uses port ${port}, which the container does not declare`);
+        if (port !== undefined)
+          check(
+            typeof port === 'number' ? portNumbers.has(port) : ports.has(port),
+            `${cat}: ${probeName} uses port ${port}, which the container does not declare`,
+          );
       }
       check(Boolean(container.resources?.requests?.cpu && container.resources?.requests?.memory), `${cat}: resources.requests needs cpu and memory`);
       check(Boolean(container.resources?.limits?.memory), `${cat}: resources.limits.memory is not set`);
@@ -217,16 +249,31 @@ function validate(label, objects, patches = []) {
         const command = container.lifecycle?.preStop?.exec?.command ?? [];
         const pause = command[0] === 'sleep' ? Number(command[1]) || 0 : 0;
         const grace = pod.terminationGracePeriodSeconds ?? 30;
-        check(grace * 1000 >= pause * 1000 + Number(drain.value) + 5_000, `${cat}: terminationGracePeriodSeconds ${grace} is shorter than the preStop pause (${pause} s) + ${drain.name} (${drain.value} ms) + 5 s`);
+        check(
+          grace * 1000 >= pause * 1000 + Number(drain.value) + 5_000,
+          `${cat}: terminationGracePeriodSeconds ${grace} is shorter than the preStop pause (${pause} s) + ${drain.name} (${drain.value} ms) + 5 s`,
+        );
       }
       for (const source of container.envFrom ?? []) {
-        if (source.configMapRef) check(names.has(`ConfigMap/${source.configMapRef.name}`) || source.configMapRef.optional === true, `${cat}: envFrom ConfigMap ${source.configMapRef.name} is not there`);
-        if (source.secretRef) check(names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true || OPERATOR_SECRETS.includes(source.secretRef.name), `${cat}: envFrom Secret ${source.secretRef.name} is neither there, nor optional, nor one the operator creates`);
+        if (source.configMapRef)
+          check(
+            names.has(`ConfigMap/${source.configMapRef.name}`) || source.configMapRef.optional === true,
+            `${cat}: envFrom ConfigMap ${source.configMapRef.name} is not there`,
+          );
+        if (source.secretRef)
+          check(
+            names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true || OPERATOR_SECRETS.includes(source.secretRef.name),
+            `${cat}: envFrom Secret ${source.secretRef.name} is neither there, nor optional, nor one the operator creates`,
+          );
       }
       for (const variable of container.env ?? []) {
         const reference = variable.valueFrom?.secretKeyRef ?? variable.valueFrom?.configMapKeyRef;
         const kind = variable.valueFrom?.secretKeyRef ? 'Secret' : 'ConfigMap';
-        if (reference) check(names.has(`${kind}/${reference.name}`) || reference.optional === true || (kind === 'Secret' && OPERATOR_SECRETS.includes(reference.name)), `${cat}: ${variable.name} refers to ${kind} ${reference.name}, which is neither there, nor optional, nor one the operator creates`);
+        if (reference)
+          check(
+            names.has(`${kind}/${reference.name}`) || reference.optional === true || (kind === 'Secret' && OPERATOR_SECRETS.includes(reference.name)),
+            `${cat}: ${variable.name} refers to ${kind} ${reference.name}, which is neither there, nor optional, nor one the operator creates`,
+          );
       }
     }
   }
@@ -235,12 +282,19 @@ function validate(label, objects, patches = []) {
     const at = where(service);
     const selector = service.spec?.selector ?? {};
     if (!check(Object.keys(selector).length > 0, `${at}: no selector`)) continue;
-    const targets = workloads.filter((deployment) => Object.entries(selector).every(([key, value]) => deployment.spec?.template?.metadata?.labels?.[key] === value));
+    const targets = workloads.filter((deployment) =>
+      Object.entries(selector).every(([key, value]) => deployment.spec?.template?.metadata?.labels?.[key] === value),
+    );
     if (!check(targets.length > 0, `${at}: selects no Deployment or StatefulSet`)) continue;
     for (const port of service.spec?.ports ?? []) {
       check(typeof port.port === 'number', `${at}: a port without a number`);
       if (typeof port.targetPort === 'string') {
-        check(targets.every((deployment) => deployment.spec.template.spec.containers.some((container) => (container.ports ?? []).some((declared) => declared.name === port.targetPort))), `${at}: targetPort ${port.targetPort} is not a named port of ${targets.map((deployment) => deployment.metadata.name).join(', ')}`);
+        check(
+          targets.every((deployment) =>
+            deployment.spec.template.spec.containers.some((container) => (container.ports ?? []).some((declared) => declared.name === port.targetPort)),
+          ),
+          `${at}: targetPort ${port.targetPort} is not a named port of ${targets.map((deployment) => deployment.metadata.name).join(', ')}`,
+        );
       }
     }
   }
@@ -250,49 +304,82 @@ function validate(label, objects, patches = []) {
   for (const service of SERVICES) {
     const deployment = deployments.find((object) => object.metadata?.name === service);
     if (!check(Boolean(deployment), `${label}: no Deployment ${service}`)) continue;
-    check(services.some((object) => object.metadata?.name === service), `${label}: no Service ${service}`);
+    check(
+      services.some((object) => object.metadata?.name === service),
+      `${label}: no Service ${service}`,
+    );
     const container = deployment.spec.template.spec.containers?.[0] ?? {};
-    check(JSON.stringify(container.command ?? container.args ?? []).includes(`services/${service}/dist/main.js`), `${label}: Deployment ${service} does not run services/${service}/dist/main.js`);
+    check(
+      JSON.stringify(container.command ?? container.args ?? []).includes(`services/${service}/dist/main.js`),
+      `${label}: Deployment ${service} does not run services/${service}/dist/main.js`,
+    );
     if (GRPC_PORTS[service]) {
-      check(container.readinessProbe?.grpc?.port === GRPC_PORTS[service] && container.livenessProbe?.grpc?.port === GRPC_PORTS[service], `${label}: ${service} must be probed over gRPC on ${GRPC_PORTS[service]}`);
+      check(
+        container.readinessProbe?.grpc?.port === GRPC_PORTS[service] && container.livenessProbe?.grpc?.port === GRPC_PORTS[service],
+        `${label}: ${service} must be probed over gRPC on ${GRPC_PORTS[service]}`,
+      );
     } else {
-      check(container.readinessProbe?.httpGet?.path === '/readyz' && container.livenessProbe?.httpGet?.path === '/healthz', `${label}: edge must be probed on /readyz (readiness) and /healthz (liveness)`);
+      check(
+        container.readinessProbe?.httpGet?.path === '/readyz' && container.livenessProbe?.httpGet?.path === '/healthz',
+        `${label}: edge must be probed on /readyz (readiness) and /healthz (liveness)`,
+      );
     }
   }
   const config = byKind('ConfigMap').find((object) => object.metadata?.name === 'gateway-config');
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
     // The edge's long-lived streams to auth, the router and the executors spread over every pod
     // only through headless Services (a ClusterIP pins a connection, and its streams, to one pod).
-    for (const [variable, port] of [['AUTH_SERVICE_ADDR', 50051], ['ROUTER_SERVICE_ADDR', 50052], ['EXECUTOR_SERVICE_ADDR', 50053]]) {
+    for (const [variable, port] of [
+      ['AUTH_SERVICE_ADDR', 50051],
+      ['ROUTER_SERVICE_ADDR', 50052],
+      ['EXECUTOR_SERVICE_ADDR', 50053],
+    ]) {
       const address = String(config.data?.[variable] ?? '');
       const headlessName = /^dns:\/\/\/([^:.]+)/.exec(address)?.[1];
       const headless = services.find((object) => object.metadata?.name === headlessName);
-      check(Boolean(headless) && headless.spec?.clusterIP === 'None' && address.endsWith(`:${port}`), `${label}: ${variable} (${address}) must be dns:///<headless Service>:${port}`);
+      check(
+        Boolean(headless) && headless.spec?.clusterIP === 'None' && address.endsWith(`:${port}`),
+        `${label}: ${variable} (${address}) must be dns:///<headless Service>:${port}`,
+      );
     }
   }
 }
 
 // 2. Each overlay (and the base) collected from its parts.
-const overlays = existsSync(join(deployDir, 'overlays')) ? readdirSync(join(deployDir, 'overlays')).map((name) => join(deployDir, 'overlays', name)).filter((path) => statSync(path).isDirectory()) : [];
+const overlays = existsSync(join(deployDir, 'overlays'))
+  ? readdirSync(join(deployDir, 'overlays'))
+      .map((name) => join(deployDir, 'overlays', name))
+      .filter((path) => statSync(path).isDirectory())
+  : [];
 check(overlays.length > 0, 'deploy/overlays has no overlay');
 for (const folder of [join(deployDir, 'base'), ...overlays]) {
   const { objects, patches } = collect(folder);
   validate(rel(folder), objects, patches);
   // Generated objects carry no data here; the rendered ones below are validated whole.
-  await validateSchemas(rel(folder), objects.filter((object) => !String(object.source).endsWith('kustomization.yaml')));
+  await validateSchemas(
+    rel(folder),
+    objects.filter((object) => !String(object.source).endsWith('kustomization.yaml')),
+  );
 }
 // Components are checked through the overlays that use them; a component no overlay uses is dead.
 const componentsDir = join(deployDir, 'components');
 if (existsSync(componentsDir)) {
   for (const name of readdirSync(componentsDir)) {
-    const used = overlays.some((folder) => (parse(readFileSync(kustomizationFile(folder) ?? '/dev/null', 'utf8') || '{}')?.components ?? []).some((entry) => resolve(folder, entry) === join(componentsDir, name)));
+    const used = overlays.some((folder) =>
+      (parse(readFileSync(kustomizationFile(folder) ?? '/dev/null', 'utf8') || '{}')?.components ?? []).some(
+        (entry) => resolve(folder, entry) === join(componentsDir, name),
+      ),
+    );
     check(used, `deploy/components/${name}: no overlay uses it`);
     collect(join(componentsDir, name));
   }
 }
 
 // 3. Render for real when a renderer is here (CI machines may have none).
-const renderer = [['kubectl', ['kustomize']], ['kustomize', ['build']]].find(([command]) => {
+const renderer = [
+  ['kubectl', ['kustomize']],
+  ['kustomize', ['build']],
+].find(([command]) => {
   try {
     execFileSync(command, ['version', ...(command === 'kubectl' ? ['--client'] : [])], { stdio: 'ignore' });
     return true;
@@ -305,7 +392,9 @@ if (renderer) {
   for (const folder of overlays) {
     try {
       const output = execFileSync(command, [...args, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-      const objects = parseAllDocuments(output).map((document) => document.toJS()).filter(Boolean);
+      const objects = parseAllDocuments(output)
+        .map((document) => document.toJS())
+        .filter(Boolean);
       validate(`${rel(folder)} (rendered by ${command})`, objects);
       await validateSchemas(`${rel(folder)} (rendered by ${command})`, objects);
     } catch (error) {
@@ -318,11 +407,18 @@ if (renderer) {
 
 // The catalog the base ships as a ConfigMap is the image's own.
 const shippedCatalog = join(deployDir, 'base', 'catalog.yaml');
-check(existsSync(shippedCatalog) && readFileSync(shippedCatalog, 'utf8') === readFileSync(join(root, 'packages', 'catalog', 'catalog.yaml'), 'utf8'), 'deploy/base/catalog.yaml differs from packages/catalog/catalog.yaml: copy it over');
+check(
+  existsSync(shippedCatalog) && readFileSync(shippedCatalog, 'utf8') === readFileSync(join(root, 'packages', 'catalog', 'catalog.yaml'), 'utf8'),
+  'deploy/base/catalog.yaml differs from packages/catalog/catalog.yaml: copy it over',
+);
 
 // The Secrets the operator creates are each documented with the command that creates them.
 const deployReadme = existsSync(join(deployDir, 'README.md')) ? readFileSync(join(deployDir, 'README.md'), 'utf8') : '';
-for (const secret of OPERATOR_SECRETS) check(deployReadme.includes(`create secret generic ${secret}`), `deploy/README.md: no \`kubectl create secret generic ${secret}\` for a Secret the workloads require`);
+for (const secret of OPERATOR_SECRETS)
+  check(
+    deployReadme.includes(`create secret generic ${secret}`),
+    `deploy/README.md: no \`kubectl create secret generic ${secret}\` for a Secret the workloads require`,
+  );
 
 // 4. docker-compose.yml: parses, runs the dependencies and the five services, edge on 8080.
 const composePath = join(root, 'docker-compose.yml');
@@ -333,10 +429,14 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
     const service = composeServices[name];
     if (!check(Boolean(service), `docker-compose.yml: no service ${name}`)) continue;
     check(Boolean(service.image || service.build), `docker-compose.yml: ${name} has neither image nor build`);
-    for (const dependency of Object.keys(service.depends_on ?? {})) check(dependency in composeServices, `docker-compose.yml: ${name} depends on unknown ${dependency}`);
+    for (const dependency of Object.keys(service.depends_on ?? {}))
+      check(dependency in composeServices, `docker-compose.yml: ${name} depends on unknown ${dependency}`);
   }
   check(JSON.stringify(composeServices.nats?.command ?? '').includes('-js'), 'docker-compose.yml: nats must run with -js');
-  check((composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')), 'docker-compose.yml: edge must publish 8080');
+  check(
+    (composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')),
+    'docker-compose.yml: edge must publish 8080',
+  );
 }
 
 if (problems.length > 0) {

@@ -41,7 +41,18 @@ try {
     stops.push(() => nats.stop());
     // JetStream elects its meta leader a moment after the servers start.
     const probe = await connect({ servers: nats.nodes.map((node) => node.url) });
-    await eventually(async () => ((await probe.jetstreamManager().then((manager) => manager.getAccountInfo()).catch(() => undefined)) ? true : undefined), 'JetStream to be ready on the cluster', 30_000, 250);
+    await eventually(
+      async () =>
+        (await probe
+          .jetstreamManager()
+          .then((manager) => manager.getAccountInfo())
+          .catch(() => undefined))
+          ? true
+          : undefined,
+      'JetStream to be ready on the cluster',
+      30_000,
+      250,
+    );
     await probe.close();
     console.log(`NATS cluster with JetStream: ${nats.url}`);
     Object.assign(env, { NATS_URL: nats.url, USAGE_STREAM_REPLICAS: '3' });

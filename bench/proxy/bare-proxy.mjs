@@ -11,7 +11,9 @@ const server = createServer(async (request, response) => {
   for await (const part of request) parts.push(part);
   try {
     const answer = await fetch(`${upstream}${request.url.replace(/^\/v1/, '')}`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body: Buffer.concat(parts),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+      body: Buffer.concat(parts),
     });
     response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
     for await (const part of answer.body) response.write(part);

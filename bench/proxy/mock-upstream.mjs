@@ -8,27 +8,60 @@
 import { createServer } from 'node:http';
 
 const HOLD = process.env.MOCK_HOLD_STREAMS === '1';
-const WORDS = ['The', ' quick', ' brown', ' fox', ' jumps', ' over', ' the', ' lazy', ' dog', ' while', ' the', ' cat', ' sleeps', ' in', ' the', ' warm', ' afternoon', ' sun', ' today', '.'];
+const WORDS = [
+  'The',
+  ' quick',
+  ' brown',
+  ' fox',
+  ' jumps',
+  ' over',
+  ' the',
+  ' lazy',
+  ' dog',
+  ' while',
+  ' the',
+  ' cat',
+  ' sleeps',
+  ' in',
+  ' the',
+  ' warm',
+  ' afternoon',
+  ' sun',
+  ' today',
+  '.',
+];
 const CREATED = 1735689600;
 const USAGE = { prompt_tokens: 250, completion_tokens: WORDS.length, total_tokens: 250 + WORDS.length };
 
-const whole = (model) => JSON.stringify({
-  id: 'chatcmpl-mock', object: 'chat.completion', created: CREATED, model,
-  choices: [{ index: 0, message: { role: 'assistant', content: WORDS.join('') }, finish_reason: 'stop', logprobs: null }],
-  usage: USAGE,
-});
-const chunk = (model, delta, finish, usage) => `data: ${JSON.stringify({
-  id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: CREATED, model,
-  choices: finish === undefined ? [] : [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-  ...(usage ? { usage } : {}),
-})}\n\n`;
+const whole = (model) =>
+  JSON.stringify({
+    id: 'chatcmpl-mock',
+    object: 'chat.completion',
+    created: CREATED,
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: WORDS.join('') }, finish_reason: 'stop', logprobs: null }],
+    usage: USAGE,
+  });
+const chunk = (model, delta, finish, usage) =>
+  `data: ${JSON.stringify({
+    id: 'chatcmpl-mock',
+    object: 'chat.completion.chunk',
+    created: CREATED,
+    model,
+    choices: finish === undefined ? [] : [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+    ...(usage ? { usage } : {}),
+  })}\n\n`;
 
 const server = createServer((request, response) => {
   const parts = [];
   request.on('data', (part) => parts.push(part));
   request.on('end', () => {
     let body;
-    try { body = JSON.parse(Buffer.concat(parts).toString('utf8')); } catch { body = undefined; }
+    try {
+      body = JSON.parse(Buffer.concat(parts).toString('utf8'));
+    } catch {
+      body = undefined;
+    }
     if (!body || !Array.isArray(body.messages)) {
       response.writeHead(400, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ error: { message: 'invalid body', type: 'invalid_request_error', param: null, code: null } }));
@@ -46,7 +79,9 @@ const server = createServer((request, response) => {
       return; // held until the client goes away
     }
     let text = '';
-    WORDS.forEach((word, index) => { text += chunk(model, index === 0 ? { role: 'assistant', content: word } : { content: word }, null); });
+    WORDS.forEach((word, index) => {
+      text += chunk(model, index === 0 ? { role: 'assistant', content: word } : { content: word }, null);
+    });
     text += chunk(model, {}, 'stop');
     if (body.stream_options?.include_usage) text += chunk(model, undefined, undefined, USAGE);
     response.end(`${text}data: [DONE]\n\n`);

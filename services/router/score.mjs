@@ -7,7 +7,9 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 
 const here = (path) => new URL(path, import.meta.url);
 const command = here('./dist/score-command.js');
-const sources = readdirSync(here('./src/')).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts')).map((name) => here(`./src/${name}`));
+const sources = readdirSync(here('./src/'))
+  .filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts'))
+  .map((name) => here(`./src/${name}`));
 const builtAt = existsSync(command) && existsSync(here('../../packages/tokens/dist/index.js')) ? statSync(command).mtimeMs : -1;
 if (builtAt < 0 || sources.some((source) => statSync(source).mtimeMs > builtAt)) {
   const build = spawnSync('pnpm', ['--filter', '@gateway/router...', 'run', 'build'], { stdio: ['ignore', 2, 2] });

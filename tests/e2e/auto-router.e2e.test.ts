@@ -24,12 +24,28 @@ function catalogFile(baseUrl: string): string {
   const real = (id: string, tier: string, extra: string) =>
     `  - { id: ${id}, provider: openai-compatible, owned_by: tests, created: 1735689600, upstream: { model: upstream-${id}, base_url: "${baseUrl}", api_key_env: ${KEY_VARIABLE} }, ${extra}, quality_tier: ${tier} }`;
   const path = join(mkdtempSync(join(tmpdir(), 'auto-router-e2e-')), 'catalog.yaml');
-  writeFileSync(path, `${['models:',
-    '  - { id: sim-cheapest, provider: simulated, owned_by: gateway, created: 1735689600, upstream: { model: sim-cheapest }, pricing: { input: "0.01", output: "0.01" }, context_window: 200000, max_output_tokens: 16384, capabilities: { tools: true, vision: true, streaming: true, json_mode: true }, quality_tier: economy, simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 } }',
-    real('auto-economy', 'economy', 'pricing: { input: "0.10", output: "0.40" }, context_window: 8192, max_output_tokens: 2048, capabilities: { tools: false, vision: false, streaming: true, json_mode: true }'),
-    real('auto-standard', 'standard', 'pricing: { input: "0.50", output: "1.50" }, context_window: 65536, max_output_tokens: 8192, capabilities: { tools: true, vision: true, streaming: true, json_mode: true }'),
-    real('auto-premium', 'premium', 'pricing: { input: "3.00", output: "12.00" }, context_window: 200000, max_output_tokens: 16384, capabilities: { tools: true, vision: true, streaming: true, json_mode: true }'),
-  ].join('\n')}\n`);
+  writeFileSync(
+    path,
+    `${[
+      'models:',
+      '  - { id: sim-cheapest, provider: simulated, owned_by: gateway, created: 1735689600, upstream: { model: sim-cheapest }, pricing: { input: "0.01", output: "0.01" }, context_window: 200000, max_output_tokens: 16384, capabilities: { tools: true, vision: true, streaming: true, json_mode: true }, quality_tier: economy, simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 } }',
+      real(
+        'auto-economy',
+        'economy',
+        'pricing: { input: "0.10", output: "0.40" }, context_window: 8192, max_output_tokens: 2048, capabilities: { tools: false, vision: false, streaming: true, json_mode: true }',
+      ),
+      real(
+        'auto-standard',
+        'standard',
+        'pricing: { input: "0.50", output: "1.50" }, context_window: 65536, max_output_tokens: 8192, capabilities: { tools: true, vision: true, streaming: true, json_mode: true }',
+      ),
+      real(
+        'auto-premium',
+        'premium',
+        'pricing: { input: "3.00", output: "12.00" }, context_window: 200000, max_output_tokens: 16384, capabilities: { tools: true, vision: true, streaming: true, json_mode: true }',
+      ),
+    ].join('\n')}\n`,
+  );
   return path;
 }
 
@@ -81,7 +97,9 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function auto(request: Partial<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming> & { messages: OpenAI.Chat.ChatCompletionMessageParam[] }): Promise<GatewayInfo> {
+async function auto(
+  request: Partial<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming> & { messages: OpenAI.Chat.ChatCompletionMessageParam[] },
+): Promise<GatewayInfo> {
   const completion = await client.chat.completions.create({ model: 'auto', seed: 1, ...request });
   expect(completion.choices[0]?.message).toBeDefined();
   return (completion as unknown as { gateway: GatewayInfo }).gateway;
@@ -103,12 +121,28 @@ describe('model: "auto"', () => {
 
   it('routes on the request being asked, not on a long system prompt around it', async () => {
     const persona = 'You are the support assistant of a large retailer. Follow the policy below exactly. '.repeat(40);
-    const greeting = await auto({ messages: [{ role: 'system', content: persona }, { role: 'user', content: 'hi' }] });
+    const greeting = await auto({
+      messages: [
+        { role: 'system', content: persona },
+        { role: 'user', content: 'hi' },
+      ],
+    });
     expect(greeting.routed_to).toBe('auto-economy');
-    const hard = await auto({ messages: [{ role: 'system', content: persona }, { role: 'user', content: HARD }] });
+    const hard = await auto({
+      messages: [
+        { role: 'system', content: persona },
+        { role: 'user', content: HARD },
+      ],
+    });
     expect(hard.routed_to).toBe('auto-premium');
     // A short follow-up is read with the request before it.
-    const followUp = await auto({ messages: [{ role: 'user', content: HARD }, { role: 'assistant', content: 'Here is the proof...' }, { role: 'user', content: 'why?' }] });
+    const followUp = await auto({
+      messages: [
+        { role: 'user', content: HARD },
+        { role: 'assistant', content: 'Here is the proof...' },
+        { role: 'user', content: 'why?' },
+      ],
+    });
     expect(followUp.routed_to).toBe('auto-premium');
   });
 
@@ -121,7 +155,9 @@ describe('model: "auto"', () => {
   });
 
   it('only picks a model with tools when the request has tools', async () => {
-    const tools: OpenAI.Chat.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_time', description: 'The current time', parameters: { type: 'object', properties: {} } } }];
+    const tools: OpenAI.Chat.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'get_time', description: 'The current time', parameters: { type: 'object', properties: {} } } },
+    ];
     const gateway = await auto({ messages: [{ role: 'user', content: 'hi' }], tools });
     expect(gateway.routed_to).toBe('auto-standard');
   });
@@ -138,10 +174,15 @@ describe('model: "auto"', () => {
     premiumDown = true;
     try {
       // Failed calls open the premium model's breaker; the executor reports it, the router skips it.
-      const avoided = await eventually(async () => {
-        const gateway = await hard();
-        return gateway?.routed_to === 'auto-standard' ? gateway : undefined;
-      }, 'auto to avoid the failing premium model', 20_000, 50);
+      const avoided = await eventually(
+        async () => {
+          const gateway = await hard();
+          return gateway?.routed_to === 'auto-standard' ? gateway : undefined;
+        },
+        'auto to avoid the failing premium model',
+        20_000,
+        50,
+      );
       expect(avoided.auto?.policy).toBe('balanced');
     } finally {
       premiumDown = false;
@@ -154,18 +195,27 @@ describe('model: "auto"', () => {
     expect(best.routed_to).toBe('auto-premium');
     expect(best.auto).toMatchObject({ policy: 'best', tier: 'premium' });
     expect(typeof best.auto?.reason).toBe('string');
-    const cheapest = await client.chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: HARD }] }, { headers: { 'x-route-policy': 'cheapest' } });
+    const cheapest = await client.chat.completions.create(
+      { model: 'auto', messages: [{ role: 'user', content: HARD }] },
+      { headers: { 'x-route-policy': 'cheapest' } },
+    );
     expect((cheapest as unknown as { gateway: GatewayInfo }).gateway.routed_to).toBe('auto-economy');
-    const refused = await client.chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }], route_policy: 'luckiest' } as never).catch((error: unknown) => error);
+    const refused = await client.chat.completions
+      .create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }], route_policy: 'luckiest' } as never)
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
     expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('route_policy');
   });
 
   it("applies the key's default policy when the request names none", async () => {
     const { execFileSync } = await import('node:child_process');
-    const created = JSON.parse(execFileSync(process.execPath, ['services/auth/dist/cli.js', 'create-key', '--plan', 'pro', '--routing-policy', 'best', '--json'], {
-      cwd: new URL('../..', import.meta.url).pathname, env: { ...process.env, REDIS_URL: cluster.redisUrl }, encoding: 'utf8',
-    })) as { secret: string };
+    const created = JSON.parse(
+      execFileSync(process.execPath, ['services/auth/dist/cli.js', 'create-key', '--plan', 'pro', '--routing-policy', 'best', '--json'], {
+        cwd: new URL('../..', import.meta.url).pathname,
+        env: { ...process.env, REDIS_URL: cluster.redisUrl },
+        encoding: 'utf8',
+      }),
+    ) as { secret: string };
     const keyed = new OpenAI({ baseURL: cluster.baseUrl, apiKey: created.secret, maxRetries: 0 });
     const completion = await keyed.chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] });
     expect((completion as unknown as { gateway: GatewayInfo }).gateway).toMatchObject({ routed_to: 'auto-premium', auto: { policy: 'best' } });

@@ -23,11 +23,22 @@ beforeAll(async () => {
   upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   // Priced at 1 USD per million tokens of every kind, so that an answer costs whole micro-dollars,
   // the unit budgets are set in: a budget of exactly three answers is expressible.
-  const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'metered-model', []).replace('pricing: { input: "0.15", output: "0.60" }', 'pricing: { input: "1", cached_input: "1", output: "1" }');
+  const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'metered-model', []).replace(
+    'pricing: { input: "0.15", output: "0.60" }',
+    'pricing: { input: "1", cached_input: "1", output: "1" }',
+  );
   const catalogPath = writeCatalog('budgets', [SIM_MINI_ENTRY, entry]);
   // What one answer of the fixture costs, priced as metering prices it.
-  const usage = (JSON.parse(fixture('chat-completion.json')) as { usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } } }).usage;
-  cost = costPicoUsd(loadCatalog(catalogPath).byId.get('metered-model')!.pricing, { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, cached_tokens: usage.prompt_tokens_details.cached_tokens });
+  const usage = (
+    JSON.parse(fixture('chat-completion.json')) as {
+      usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+    }
+  ).usage;
+  cost = costPicoUsd(loadCatalog(catalogPath).byId.get('metered-model')!.pricing, {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    cached_tokens: usage.prompt_tokens_details.cached_tokens,
+  });
   expect(cost % 1_000_000n).toBe(0n);
   cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test-budgets', EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
   second = await startSecondEdge(cluster, { CATALOG_PATH: catalogPath, EDGE_ADMIN_TOKEN: ADMIN_TOKEN });
@@ -43,10 +54,12 @@ const origin = () => cluster.baseUrl.replace(/\/v1$/, '');
 
 async function admin(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   const response = await fetch(`${origin()}/admin/v1${path}`, {
-    method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   expect(response.status, await response.clone().text()).toBeLessThan(300);
-  return await response.json() as Record<string, unknown>;
+  return (await response.json()) as Record<string, unknown>;
 }
 
 function complete(baseUrl: string, secret: string): Promise<Response> {
@@ -59,7 +72,9 @@ function complete(baseUrl: string, secret: string): Promise<Response> {
 
 /** The key's usage as metering has it, read with the key itself. */
 async function meteredRequests(secret: string): Promise<number> {
-  const response = await fetch(`${cluster.baseUrl}/usage?start=${Math.floor(Date.now() / 1000) - 7_200}&bucket=day`, { headers: { authorization: `Bearer ${secret}` } });
+  const response = await fetch(`${cluster.baseUrl}/usage?start=${Math.floor(Date.now() / 1000) - 7_200}&bucket=day`, {
+    headers: { authorization: `Bearer ${secret}` },
+  });
   return ((await response.json()) as { totals: { requests: number } }).totals.requests;
 }
 
@@ -70,7 +85,11 @@ function usdFor(requests: number): number {
 
 describe('budgets', () => {
   it('gives a key exactly the requests its daily budget covers across two edges, then 429 insufficient_quota until 00:00 UTC', async () => {
-    const key = await admin('POST', '/keys', { plan: 'pro', name: 'tiny budget', budgets: { daily_usd: usdFor(3) } }) as { id: string; secret: string; budgets: { daily_usd: number } };
+    const key = (await admin('POST', '/keys', { plan: 'pro', name: 'tiny budget', budgets: { daily_usd: usdFor(3) } })) as {
+      id: string;
+      secret: string;
+      budgets: { daily_usd: number };
+    };
     expect(key.budgets.daily_usd).toBe(usdFor(3));
     const edges = [cluster.baseUrl, second.baseUrl];
     const remaining: string[] = [];
@@ -87,10 +106,10 @@ describe('budgets', () => {
     for (const edge of edges) {
       const refused = await complete(edge, key.secret);
       expect(refused.status).toBe(429);
-      const body = await refused.json() as { error: { type: string; code: string; message: string } };
+      const body = (await refused.json()) as { error: { type: string; code: string; message: string } };
       expect(body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota' });
       expect(body.error.message).toMatch(/daily budget/);
-      const untilMidnight = 86_400 - Math.floor(Date.now() / 1000) % 86_400;
+      const untilMidnight = 86_400 - (Math.floor(Date.now() / 1000) % 86_400);
       expect(Math.abs(Number(refused.headers.get('retry-after')) - untilMidnight)).toBeLessThanOrEqual(2);
       expect(refused.headers.get('x-gateway-budget-remaining-usd')).toBe('0');
       expect(refused.headers.get('x-should-retry')).toBe('false');
@@ -102,7 +121,9 @@ describe('budgets', () => {
 
     // The official client sees OpenAI's error for credit run out, and does not retry it.
     const client = new OpenAI({ baseURL: second.baseUrl, apiKey: key.secret, maxRetries: 2 });
-    const error = await client.chat.completions.create({ model: 'metered-model', messages: [{ role: 'user', content: 'Hello' }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: 'metered-model', messages: [{ role: 'user', content: 'Hello' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     expect((error as InstanceType<typeof OpenAI.RateLimitError>).code).toBe('insufficient_quota');
 
@@ -112,7 +133,7 @@ describe('budgets', () => {
   });
 
   it('refuses a key over its monthly budget with no Retry-After, and a key with no budget sends no budget header', async () => {
-    const key = await admin('POST', '/keys', { plan: 'pro', budgets: { monthly_usd: usdFor(1) } }) as { id: string; secret: string };
+    const key = (await admin('POST', '/keys', { plan: 'pro', budgets: { monthly_usd: usdFor(1) } })) as { id: string; secret: string };
     expect((await complete(cluster.baseUrl, key.secret)).status).toBe(200);
     await eventually(async () => (await meteredRequests(key.secret)) === 1, 'the answer to be metered', 30_000, 100);
     const refused = await complete(second.baseUrl, key.secret);
@@ -121,22 +142,30 @@ describe('budgets', () => {
     expect(refused.headers.get('x-should-retry')).toBe('false');
     expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/monthly budget/);
 
-    const unlimited = await admin('POST', '/keys', { plan: 'pro' }) as { secret: string; budgets: Record<string, unknown> };
+    const unlimited = (await admin('POST', '/keys', { plan: 'pro' })) as { secret: string; budgets: Record<string, unknown> };
     expect(unlimited.budgets).toEqual({ daily_usd: null, monthly_usd: null });
     const answered = await complete(cluster.baseUrl, unlimited.secret);
     expect(answered.status).toBe(200);
     expect(answered.headers.get('x-gateway-budget-remaining-usd')).toBeNull();
   });
 
-  it('refuses a malformed budget with the field named, and takes null back to the plan\'s', async () => {
+  it("refuses a malformed budget with the field named, and takes null back to the plan's", async () => {
     const response = await fetch(`${origin()}/admin/v1/keys`, {
-      method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ plan: 'pro', budgets: { daily_usd: -1 } }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'pro', budgets: { daily_usd: -1 } }),
     });
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { param: string } }).error.param).toBe('budgets.daily_usd');
-    const key = await admin('POST', '/keys', { plan: 'pro', budgets: { daily_usd: 5, monthly_usd: 'unlimited' } }) as { id: string; overrides: Record<string, unknown> };
+    const key = (await admin('POST', '/keys', { plan: 'pro', budgets: { daily_usd: 5, monthly_usd: 'unlimited' } })) as {
+      id: string;
+      overrides: Record<string, unknown>;
+    };
     expect(key.overrides).toMatchObject({ daily_budget_usd: 5, monthly_budget_usd: 'unlimited' });
-    const back = await admin('PATCH', `/keys/${key.id}`, { budgets: { daily_usd: null } }) as { budgets: Record<string, unknown>; overrides: Record<string, unknown> };
+    const back = (await admin('PATCH', `/keys/${key.id}`, { budgets: { daily_usd: null } })) as {
+      budgets: Record<string, unknown>;
+      overrides: Record<string, unknown>;
+    };
     expect(back.budgets).toEqual({ daily_usd: null, monthly_usd: null });
     expect(back.overrides).not.toHaveProperty('daily_budget_usd');
   });

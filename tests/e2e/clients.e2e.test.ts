@@ -42,7 +42,10 @@ async function reference(seed: number) {
   const completion = await official.chat.completions.create({
     model: MODEL,
     seed,
-    messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: QUESTION }],
+    messages: [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: QUESTION },
+    ],
   });
   const choice = completion.choices[0]!;
   expect(choice.finish_reason).toBe('stop');
@@ -56,8 +59,7 @@ function expectWeatherInput(input: unknown): void {
 }
 
 describe('Vercel AI SDK (ai with @ai-sdk/openai, chat completions)', () => {
-  const model = (apiKey?: string, id = MODEL): LanguageModel =>
-    createOpenAI({ baseURL: cluster.baseUrl, apiKey: apiKey ?? cluster.apiKey }).chat(id);
+  const model = (apiKey?: string, id = MODEL): LanguageModel => createOpenAI({ baseURL: cluster.baseUrl, apiKey: apiKey ?? cluster.apiKey }).chat(id);
 
   it('generateText returns the text, finish reason and usage the gateway reports', async () => {
     const expected = await reference(11);
@@ -109,7 +111,10 @@ describe('Vercel AI SDK (ai with @ai-sdk/openai, chat completions)', () => {
         get_weather: aiTool({
           description: 'Current weather for a city',
           inputSchema: weatherInput,
-          execute: async (input) => { received.push(input); return { temperature: 3 }; },
+          execute: async (input) => {
+            received.push(input);
+            return { temperature: 3 };
+          },
         }),
       },
       stopWhen: stepCountIs(3),
@@ -164,7 +169,14 @@ describe('Vercel AI SDK (ai with @ai-sdk/openai, chat completions)', () => {
 
   it('reports a failure in the middle of a stream as an error, not as a finished answer', async () => {
     const errors: unknown[] = [];
-    const result = streamText({ model: model(), prompt: `${QUESTION} [[simulate:fail_after=3]]`, maxRetries: 0, onError: ({ error }) => { errors.push(error); } });
+    const result = streamText({
+      model: model(),
+      prompt: `${QUESTION} [[simulate:fail_after=3]]`,
+      maxRetries: 0,
+      onError: ({ error }) => {
+        errors.push(error);
+      },
+    });
     const parts: string[] = [];
     for await (const part of result.fullStream) parts.push(part.type);
     expect(parts).toContain('text-delta');
@@ -182,7 +194,8 @@ describe('Vercel AI SDK (ai with @ai-sdk/openai, chat completions)', () => {
 });
 
 describe('LangChain (@langchain/openai ChatOpenAI)', () => {
-  const chat = (apiKey?: string) => new ChatOpenAI({ model: MODEL, apiKey: apiKey ?? cluster.apiKey, configuration: { baseURL: cluster.baseUrl }, maxRetries: 0 });
+  const chat = (apiKey?: string) =>
+    new ChatOpenAI({ model: MODEL, apiKey: apiKey ?? cluster.apiKey, configuration: { baseURL: cluster.baseUrl }, maxRetries: 0 });
   const conversation = () => [new SystemMessage(SYSTEM), new HumanMessage(QUESTION)];
   const weatherTool = langchainTool(async () => ({ temperature: 3 }), { name: 'get_weather', description: 'Current weather for a city', schema: weatherInput });
 
@@ -246,7 +259,9 @@ describe('LangChain (@langchain/openai ChatOpenAI)', () => {
   });
 
   it('surfaces a bad key as an error with status 401', async () => {
-    const error = await chat('br-not-a-real-key').invoke(QUESTION).catch((caught: unknown) => caught);
+    const error = await chat('br-not-a-real-key')
+      .invoke(QUESTION)
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Error);
     expect((error as { status?: number }).status).toBe(401);
   });

@@ -51,7 +51,14 @@ describe('a whole completion', () => {
     const before = await quietMeteredUsage(redis, cluster.apiKey);
     const completion = await client.chat.completions.create({ model: 'sim-standard', messages: question, seed: 3 });
     const reported = (completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd;
-    const after = await eventually(async () => { const usage = await meteredUsage(redis, cluster.apiKey); return usage.requests > before.requests && usage; }, 'the usage event to be metered', 10_000);
+    const after = await eventually(
+      async () => {
+        const usage = await meteredUsage(redis, cluster.apiKey);
+        return usage.requests > before.requests && usage;
+      },
+      'the usage event to be metered',
+      10_000,
+    );
     expect(after.requests - before.requests).toBe(1);
     expect(picoUsdToUsd(after.cost_pico_usd - before.cost_pico_usd)).toBe(reported);
     expect(after.prompt_tokens - before.prompt_tokens).toBe(completion.usage!.prompt_tokens);
@@ -66,12 +73,21 @@ describe('a whole completion', () => {
     const ids = ['same-id-1234', 'same-id-1234', 'same-id-1234', 'same-id-1234', 'same-id-1234', answeredId, answeredId, first.data.id];
     const answers = [first.data];
     for (const id of ids) {
-      const { data, response } = await client.chat.completions.create({ model: 'sim-mini', messages: question }, { headers: { 'x-request-id': id } }).withResponse();
+      const { data, response } = await client.chat.completions
+        .create({ model: 'sim-mini', messages: question }, { headers: { 'x-request-id': id } })
+        .withResponse();
       expect(response.headers.get('x-request-id')).toBe(id);
       answers.push(data);
     }
     const expectedPico = answers.reduce((sum, answer) => sum + usdToPico((answer as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd), 0n);
-    const after = await eventually(async () => { const usage = await meteredUsage(redis, cluster.apiKey); return usage.requests >= before.requests + answers.length && usage; }, 'every request to be metered', 15_000);
+    const after = await eventually(
+      async () => {
+        const usage = await meteredUsage(redis, cluster.apiKey);
+        return usage.requests >= before.requests + answers.length && usage;
+      },
+      'every request to be metered',
+      15_000,
+    );
     expect(after.requests - before.requests).toBe(answers.length);
     expect(after.cost_pico_usd - before.cost_pico_usd).toBe(expectedPico);
     expect(after.prompt_tokens - before.prompt_tokens).toBe(answers.reduce((sum, answer) => sum + answer.usage!.prompt_tokens, 0));
@@ -81,7 +97,13 @@ describe('a whole completion', () => {
 describe('a stream', () => {
   it('streams the same text as the whole completion for the same seed', async () => {
     const whole = await client.chat.completions.create({ model: 'sim-mini', messages: question, seed: 11 });
-    const stream = await client.chat.completions.create({ model: 'sim-mini', messages: question, seed: 11, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'sim-mini',
+      messages: question,
+      seed: 11,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     const ids = new Set<string>();
     let finish: string | null = null;
@@ -89,7 +111,10 @@ describe('a stream', () => {
     let first = true;
     for await (const chunk of stream) {
       ids.add(chunk.id);
-      if (first) { expect(chunk.choices[0]?.delta.role).toBe('assistant'); first = false; }
+      if (first) {
+        expect(chunk.choices[0]?.delta.role).toBe('assistant');
+        first = false;
+      }
       for (const choice of chunk.choices) {
         text += choice.delta.content ?? '';
         if (choice.finish_reason) finish = choice.finish_reason;
@@ -142,7 +167,9 @@ describe('auto and tools', () => {
     const completion = await client.chat.completions.create({
       model: 'sim-mini',
       messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
-      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }],
+      tools: [
+        { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+      ],
       tool_choice: 'required',
     });
     const choice = completion.choices[0]!;

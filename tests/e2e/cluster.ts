@@ -87,8 +87,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
   const processes = {} as Record<ServiceName, ChildProcess>;
   const launch = (name: ServiceName) => {
-    const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const keep = (data: Buffer) => { logs[name].push(data.toString()); if (logs[name].length > 200) logs[name].shift(); };
+    const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (data: Buffer) => {
+      logs[name].push(data.toString());
+      if (logs[name].length > 200) logs[name].shift();
+    };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     processes[name] = child;
@@ -116,7 +123,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   };
   try {
     // The edge's readiness is its own; each service reports its own on its metrics port.
-    const readiness = [`http://127.0.0.1:${ports.edge}/readyz`, ...(['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'] as const).map((port) => `http://127.0.0.1:${ports[port]}/readyz`)];
+    const readiness = [
+      `http://127.0.0.1:${ports.edge}/readyz`,
+      ...(['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'] as const).map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
+    ];
     await waitReady(readiness, processes, logs, 60_000);
   } catch (error) {
     await cluster.stop();
@@ -132,16 +142,28 @@ export async function startSecondEdge(cluster: Cluster, env: Record<string, stri
     cwd: ROOT,
     stdio: 'ignore',
     env: {
-      ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', NATS_URL: cluster.natsUrl, USAGE_STREAM: cluster.usageStream,
-      EDGE_HOST: '127.0.0.1', EDGE_PORT: String(port), EDGE_METRICS_PORT: '0',
-      AUTH_SERVICE_ADDR: `127.0.0.1:${cluster.ports.auth}`, ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`,
-      EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`, METERING_SERVICE_ADDR: `127.0.0.1:${cluster.ports.metering}`,
+      ...(process.env as Record<string, string>),
+      LOG_LEVEL: 'warn',
+      NATS_URL: cluster.natsUrl,
+      USAGE_STREAM: cluster.usageStream,
+      EDGE_HOST: '127.0.0.1',
+      EDGE_PORT: String(port),
+      EDGE_METRICS_PORT: '0',
+      AUTH_SERVICE_ADDR: `127.0.0.1:${cluster.ports.auth}`,
+      ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`,
+      EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
+      METERING_SERVICE_ADDR: `127.0.0.1:${cluster.ports.metering}`,
       ...env,
     },
   });
   const origin = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
-  while ((await fetch(`${origin}/readyz`).then((response) => response.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`${origin}/readyz`).then(
+      (response) => response.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('the second edge did not become ready');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -159,15 +181,28 @@ async function deleteStream(url: string, stream: string): Promise<void> {
   }
 }
 
-async function waitReady(urls: readonly string[], processes: Record<ServiceName, ChildProcess>, logs: Record<ServiceName, string[]>, timeoutMs: number): Promise<void> {
+async function waitReady(
+  urls: readonly string[],
+  processes: Record<ServiceName, ChildProcess>,
+  logs: Record<ServiceName, string[]>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const name of SERVICES) {
       if (processes[name].exitCode !== null) throw new Error(`${name} exited with ${processes[name].exitCode}:\n${logs[name].join('')}`);
     }
-    const statuses = await Promise.all(urls.map((url) => fetch(url).then((response) => response.status, () => 0)));
+    const statuses = await Promise.all(
+      urls.map((url) =>
+        fetch(url).then(
+          (response) => response.status,
+          () => 0,
+        ),
+      ),
+    );
     if (statuses.every((status) => status === 200)) return;
-    if (Date.now() > deadline) throw new Error(`the cluster was not ready within ${timeoutMs} ms:\n${SERVICES.map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(`the cluster was not ready within ${timeoutMs} ms:\n${SERVICES.map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -177,7 +212,10 @@ export function stopProcess(child: ChildProcess | undefined, signal: NodeJS.Sign
   if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
     child.kill(signal);
   });
 }
@@ -210,8 +248,12 @@ export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard${fallbacks.length > 0 ? `
-    fallbacks: [${fallbacks.join(', ')}]` : ''}`;
+    quality_tier: standard${
+      fallbacks.length > 0
+        ? `
+    fallbacks: [${fallbacks.join(', ')}]`
+        : ''
+    }`;
 }
 
 /** Writes a catalog of the given YAML model entries to a new temporary file; returns its path. */
@@ -234,7 +276,10 @@ export interface MeteredUsage {
  * its key id) and as metering totals it (`metering:key:{<key_id>}`). Each cluster has a key of its
  * own, so a test compares these totals before and after its requests.
  */
-export async function meteredUsage(redis: { hget(key: string, field: string): Promise<string | null>; hgetall(key: string): Promise<Record<string, string>> }, apiKey: string): Promise<MeteredUsage> {
+export async function meteredUsage(
+  redis: { hget(key: string, field: string): Promise<string | null>; hgetall(key: string): Promise<Record<string, string>> },
+  apiKey: string,
+): Promise<MeteredUsage> {
   const keyId = await redis.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id');
   if (!keyId) throw new Error('the API key is not stored');
   const totals = await redis.hgetall(`metering:key:{${keyId}}`);

@@ -47,18 +47,21 @@ function post(body: unknown, headers: Record<string, string> = {}): Promise<Resp
 /** Parses an SSE body into its `data:` payloads, checking the framing on the way. */
 function sseEvents(text: string): string[] {
   expect(text.endsWith('\n\n')).toBe(true);
-  return text.split('\n\n').filter((block) => block.length > 0 && !block.startsWith(':')).map((block) => {
-    expect(block.startsWith('data: ')).toBe(true);
-    expect(block.includes('\n')).toBe(false);
-    return block.slice('data: '.length);
-  });
+  return text
+    .split('\n\n')
+    .filter((block) => block.length > 0 && !block.startsWith(':'))
+    .map((block) => {
+      expect(block.startsWith('data: ')).toBe(true);
+      expect(block.includes('\n')).toBe(false);
+      return block.slice('data: '.length);
+    });
 }
 
 async function expectError(response: Response, status: number, param: string | null, code?: string) {
   expect(response.status).toBe(status);
   expect(response.headers.get('content-type')).toMatch(/^application\/json/);
   expect(response.headers.get('x-request-id')).toBeTruthy();
-  const body = await response.json() as { error: Record<string, unknown> };
+  const body = (await response.json()) as { error: Record<string, unknown> };
   expect(Object.keys(body)).toEqual(['error']);
   expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'param', 'type']);
   expect(typeof body.error.message).toBe('string');
@@ -89,7 +92,12 @@ describe('whole responses through the official client', () => {
   });
 
   it('calls tools with arguments as a JSON string that fits the schema', async () => {
-    const completion = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+    const completion = await client.chat.completions.create({
+      model: 'sim-full',
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      tools: [weatherTool],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    });
     const choice = completion.choices[0]!;
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.content).toBeNull();
@@ -107,7 +115,11 @@ describe('whole responses through the official client', () => {
       tools: [weatherTool],
       messages: [
         { role: 'user', content: 'Weather in Oslo?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo","unit":"c"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo","unit":"c"}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: '{"temperature": 3}' },
       ],
     });
@@ -138,7 +150,12 @@ describe('streams through the official client', () => {
   });
 
   it('streams tool calls that the helper assembles into valid arguments', async () => {
-    const runner = client.chat.completions.stream({ model: 'sim-full', messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: [weatherTool], tool_choice: 'required' });
+    const runner = client.chat.completions.stream({
+      model: 'sim-full',
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      tools: [weatherTool],
+      tool_choice: 'required',
+    });
     const final = await runner.finalChatCompletion();
     const call = final.choices[0]!.message.tool_calls![0]!;
     if (call.type !== 'function') throw new Error('expected a function call');
@@ -237,7 +254,14 @@ describe('the deprecated function calling (functions, function_call)', () => {
     expect(JSON.parse(message.function_call!.arguments)).toMatchObject({ city: expect.any(String) });
     expect(message.tool_calls).toBeUndefined();
 
-    const stream = await client.chat.completions.create({ model: 'sim-full', messages: hello, functions, function_call: { name: 'get_weather' }, seed: 3, stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'sim-full',
+      messages: hello,
+      functions,
+      function_call: { name: 'get_weather' },
+      seed: 3,
+      stream: true,
+    });
     let name = '';
     let args = '';
     let finish: string | null = null;
@@ -255,7 +279,11 @@ describe('the deprecated function calling (functions, function_call)', () => {
     const answer = await client.chat.completions.create({
       model: 'sim-full',
       functions,
-      messages: [...hello, { role: 'assistant', content: null, function_call: message.function_call! }, { role: 'function', name: 'get_weather', content: '{"celsius":21}' }],
+      messages: [
+        ...hello,
+        { role: 'assistant', content: null, function_call: message.function_call! },
+        { role: 'function', name: 'get_weather', content: '{"celsius":21}' },
+      ],
     });
     expect(answer.choices[0]!.finish_reason).toBe('stop');
     expect(typeof answer.choices[0]!.message.content).toBe('string');
@@ -267,8 +295,20 @@ describe('the model list', () => {
     const page = await client.models.list();
     const ids = page.data.map((model) => model.id);
     expect(ids).toEqual(['sim-full', 'sim-text-only', 'vendor/family/sim-slashed']);
-    const textOnly = page.data[1] as unknown as { object: string; owned_by: string; context_window: number; pricing: { input: number; output: number }; capabilities: { tools: boolean } };
-    expect(textOnly).toMatchObject({ object: 'model', owned_by: 'gateway', context_window: 4096, pricing: { input: 0.2, output: 0.8 }, capabilities: { tools: false } });
+    const textOnly = page.data[1] as unknown as {
+      object: string;
+      owned_by: string;
+      context_window: number;
+      pricing: { input: number; output: number };
+      capabilities: { tools: boolean };
+    };
+    expect(textOnly).toMatchObject({
+      object: 'model',
+      owned_by: 'gateway',
+      context_window: 4096,
+      pricing: { input: 0.2, output: 0.8 },
+      capabilities: { tools: false },
+    });
   });
 
   it('retrieves a model whose id contains "/"', async () => {
@@ -280,10 +320,18 @@ describe('the model list', () => {
 
   it('pages with limit and after', async () => {
     const headers = { authorization: `Bearer ${cluster.apiKey}` };
-    const first = await (await fetch(`${cluster.baseUrl}/models?limit=2`, { headers })).json() as { data: Array<{ id: string }>; has_more: boolean; first_id: string; last_id: string };
+    const first = (await (await fetch(`${cluster.baseUrl}/models?limit=2`, { headers })).json()) as {
+      data: Array<{ id: string }>;
+      has_more: boolean;
+      first_id: string;
+      last_id: string;
+    };
     expect(first.data.map((model) => model.id)).toEqual(['sim-full', 'sim-text-only']);
     expect(first).toMatchObject({ has_more: true, first_id: 'sim-full', last_id: 'sim-text-only' });
-    const second = await (await fetch(`${cluster.baseUrl}/models?limit=2&after=${first.last_id}`, { headers })).json() as { data: Array<{ id: string }>; has_more: boolean };
+    const second = (await (await fetch(`${cluster.baseUrl}/models?limit=2&after=${first.last_id}`, { headers })).json()) as {
+      data: Array<{ id: string }>;
+      has_more: boolean;
+    };
     expect(second.data.map((model) => model.id)).toEqual(['vendor/family/sim-slashed']);
     expect(second.has_more).toBe(false);
     await expectError(await fetch(`${cluster.baseUrl}/models?limit=0`, { headers }), 400, 'limit');
@@ -300,13 +348,19 @@ describe('error classes through the official client', () => {
     await expect(bad.chat.completions.create({ model: 'sim-full', messages: hello })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
     await expect(client.chat.completions.create({ model: 'sim-full', messages: [] })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     await expect(client.chat.completions.create({ model: 'missing', messages: hello })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    const limited = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=429]] [[simulate:retry_after_ms=2000]]' }] }).catch((error: unknown) => error);
+    const limited = await client.chat.completions
+      .create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=429]] [[simulate:retry_after_ms=2000]]' }] })
+      .catch((error: unknown) => error);
     expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
     expect((limited as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('2');
-    const upstream = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=500]]' }] }).catch((error: unknown) => error);
+    const upstream = await client.chat.completions
+      .create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=500]]' }] })
+      .catch((error: unknown) => error);
     expect(upstream).toBeInstanceOf(OpenAI.InternalServerError);
     expect((upstream as InstanceType<typeof OpenAI.InternalServerError>).status).toBe(502);
-    const timeout = await client.chat.completions.create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=timeout]]' }] }).catch((error: unknown) => error);
+    const timeout = await client.chat.completions
+      .create({ model: 'sim-full', messages: [{ role: 'user', content: 'x [[simulate:error=timeout]]' }] })
+      .catch((error: unknown) => error);
     expect((timeout as InstanceType<typeof OpenAI.InternalServerError>).status).toBe(504);
   });
 
@@ -314,7 +368,10 @@ describe('error classes through the official client', () => {
     const error = await client.chat.completions.create({ model: 'sim-text-only', messages: hello, tools: [weatherTool] }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('tools');
-    const image = await post({ model: 'sim-text-only', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }] });
+    const image = await post({
+      model: 'sim-text-only',
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }],
+    });
     await expectError(image, 400, 'messages', 'unsupported_parameter');
     const json = await post({ model: 'sim-text-only', messages: hello, response_format: { type: 'json_object' } });
     await expectError(json, 400, 'response_format', 'unsupported_parameter');
@@ -325,17 +382,27 @@ describe('error classes through the official client', () => {
 
 describe('work refused before it is done', () => {
   it('refuses a request without a key with 401 before reading its body', async () => {
-    const response = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model": "sim-full", "messages": [' });
+    const response = await fetch(`${cluster.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model": "sim-full", "messages": [',
+    });
     expect(response.status).toBe(401);
-    expect((await response.json() as { error: { code: string } }).error.code).toBe('missing_api_key');
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('missing_api_key');
   });
 
   it('refuses a prompt longer than the model, or than any model for auto, without counting all of it', async () => {
     // About 12,000 tokens: over sim-full's 4,096 and over the largest window of this catalog (8,192).
     const long = 'lorem ipsum dolor sit amet '.repeat(2_400);
     for (const [model, message] of [
-      ['sim-full', "This model's maximum context length is 4096 tokens. However, your messages resulted in more than 4096 tokens. Please reduce the length of the messages."],
-      ['auto', "The largest model's maximum context length is 8192 tokens. However, your messages resulted in more than 8192 tokens. Please reduce the length of the messages."],
+      [
+        'sim-full',
+        "This model's maximum context length is 4096 tokens. However, your messages resulted in more than 4096 tokens. Please reduce the length of the messages.",
+      ],
+      [
+        'auto',
+        "The largest model's maximum context length is 8192 tokens. However, your messages resulted in more than 8192 tokens. Please reduce the length of the messages.",
+      ],
     ] as const) {
       const response = await post({ model, messages: [{ role: 'user', content: long }] });
       expect(response.status).toBe(400);
@@ -364,7 +431,9 @@ describe('raw HTTP', () => {
 
   it('puts the gateway object on the usage chunk when usage was asked for', async () => {
     const response = await post({ model: 'sim-full', messages: hello, stream: true, stream_options: { include_usage: true } });
-    const chunks = sseEvents(await response.text()).slice(0, -1).map((event) => JSON.parse(event) as Record<string, unknown>);
+    const chunks = sseEvents(await response.text())
+      .slice(0, -1)
+      .map((event) => JSON.parse(event) as Record<string, unknown>);
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
     expect(last.gateway).toMatchObject({ routed_to: 'sim-full' });
@@ -397,11 +466,7 @@ describe('raw HTTP', () => {
     const ok = await post({ model: 'sim-full', messages: hello }, { 'x-request-id': 'trace-123' });
     expect(ok.headers.get('x-request-id')).toBe('trace-123');
     expect(ok.headers.get('openai-processing-ms')).toMatch(/^\d+$/);
-    for (const response of [
-      await fetch(`${origin}/nowhere`),
-      await fetch(`${cluster.baseUrl}/chat/completions`),
-      await post({ model: 'sim-full' }),
-    ]) {
+    for (const response of [await fetch(`${origin}/nowhere`), await fetch(`${cluster.baseUrl}/chat/completions`), await post({ model: 'sim-full' })]) {
       expect(response.headers.get('x-request-id')).toMatch(/^req_/);
       await response.arrayBuffer();
     }
@@ -413,13 +478,29 @@ describe('raw HTTP', () => {
     await expectError(await post('"text"'), 400, null, 'invalid_body');
     await expectError(await post('null'), 400, null);
     await expectError(await post(`{"model":"sim-full","messages":${'['.repeat(30_000)}`), 400, null, 'invalid_body');
-    await expectError(await post(`{"model":"sim-full","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${'{"type":"object","properties":{"a":'.repeat(100)}{}${'}}'.repeat(100)}}}]}`), 400, 'tools[0].function.parameters', 'invalid_function_parameters');
-    await expectError(await post(JSON.stringify({ model: 'sim-full', messages: hello }), { 'content-type': 'text/plain' }), 415, null, 'unsupported_media_type');
+    await expectError(
+      await post(
+        `{"model":"sim-full","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${'{"type":"object","properties":{"a":'.repeat(100)}{}${'}}'.repeat(100)}}}]}`,
+      ),
+      400,
+      'tools[0].function.parameters',
+      'invalid_function_parameters',
+    );
+    await expectError(
+      await post(JSON.stringify({ model: 'sim-full', messages: hello }), { 'content-type': 'text/plain' }),
+      415,
+      null,
+      'unsupported_media_type',
+    );
     await expectError(await post({ model: 'sim-full', messages: [{ role: 'user', content: 'x'.repeat(BODY_LIMIT) }] }), 413, null, 'request_too_large');
     const notAllowed = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'GET', headers: { authorization: `Bearer ${cluster.apiKey}` } });
     await expectError(notAllowed, 405, null, 'method_not_allowed');
     await expectError(await fetch(`${origin}/v1/unknown`), 404, null, 'unknown_url');
-    const missingKey = await fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-full', messages: hello }) });
+    const missingKey = await fetch(`${cluster.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-full', messages: hello }),
+    });
     const error = await expectError(missingKey, 401, null, 'missing_api_key');
     expect(missingKey.headers.get('x-should-retry')).toBe('false');
     expect(String(error.message)).toMatch(/API key/);
@@ -454,7 +535,11 @@ describe('raw HTTP', () => {
   it('allows browser clients through CORS', async () => {
     const preflight = await fetch(`${cluster.baseUrl}/chat/completions`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-stainless-os, x-stainless-lang' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, x-stainless-os, x-stainless-lang',
+      },
     });
     expect(preflight.status).toBeLessThan(300);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example');

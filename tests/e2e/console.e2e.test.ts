@@ -20,7 +20,8 @@ import { startCluster, type Cluster } from './cluster.js';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const SCREENSHOTS = fileURLToPath(new URL('../../test-results/console/', import.meta.url));
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 const MODEL = 'sim-mini';
 
 /**
@@ -28,7 +29,10 @@ const MODEL = 'sim-mini';
  * DOM types, and a `lib: dom` here would change the types of every other test.
  */
 interface PageGlobals {
-  document: { cookie: string; addEventListener(type: 'securitypolicyviolation', listener: (event: { violatedDirective: string; blockedURI: string }) => void): void };
+  document: {
+    cookie: string;
+    addEventListener(type: 'securitypolicyviolation', listener: (event: { violatedDirective: string; blockedURI: string }) => void): void;
+  };
   sessionStorage: { readonly length: number; key(index: number): string | null; getItem(name: string): string | null };
   localStorage: PageGlobals['sessionStorage'];
   console: { error(message: string): void };
@@ -60,7 +64,8 @@ const client = (apiKey: string) => new OpenAI({ baseURL: cluster.baseUrl, apiKey
 
 beforeAll(async () => {
   // A missing browser is a failure with the fix in it, never a silent skip.
-  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: install it with \`apt-get install chromium\` (or set CHROMIUM_PATH to a Chromium executable).`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`No Chromium at ${CHROMIUM}: install it with \`apt-get install chromium\` (or set CHROMIUM_PATH to a Chromium executable).`);
   mkdirSync(SCREENSHOTS, { recursive: true });
   cluster = await startCluster({
     env: {
@@ -157,8 +162,8 @@ describe('the web console', () => {
     expect(await keyRow().getByTestId('key-plan').textContent()).toBe('pro');
     await screenshot('keys');
 
-    const { data: completion, response } = await client(secret!).chat.completions
-      .create({ model: MODEL, messages: [{ role: 'user', content: 'Hello from the console test.' }] })
+    const { data: completion, response } = await client(secret!)
+      .chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello from the console test.' }] })
       .withResponse();
     expect(completion.choices[0]!.message.content).toBeTruthy();
     requestId = response.headers.get('x-request-id');
@@ -234,10 +239,12 @@ describe('the web console', () => {
     await byTestId('key-revoke-confirm').click();
     await expect.poll(() => keyRow().getByTestId('key-revoked').textContent(), { timeout: 10_000 }).toBe('revoked');
 
-    const refused = await client(secret!).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Still there?' }] }).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const refused = await client(secret!)
+      .chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Still there?' }] })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
     expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((refused as InstanceType<typeof OpenAI.AuthenticationError>).status).toBe(401);
   });

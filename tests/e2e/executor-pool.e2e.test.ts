@@ -11,7 +11,14 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { callUnary, createClient, createHealthClient, isServing } from '@gateway/grpc';
-import { loadGatewayGrpc, type CatalogSnapshotOutput, type ExecuteRequest, type ExecuteResponseOutput, type ExecutorServiceClient, type RouterServiceClient } from '@gateway/proto';
+import {
+  loadGatewayGrpc,
+  type CatalogSnapshotOutput,
+  type ExecuteRequest,
+  type ExecuteResponseOutput,
+  type ExecutorServiceClient,
+  type RouterServiceClient,
+} from '@gateway/proto';
 import { eventually, type FakeUpstream, natsUrl, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
 import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { SIM_MINI_ENTRY, fakeModelEntry, freePort, metric, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
@@ -78,8 +85,13 @@ const hello = [{ role: 'user', content: 'Hello there' }];
 async function latestSnapshot(router: RouterServiceClient): Promise<CatalogSnapshotOutput> {
   return new Promise((resolve, reject) => {
     const call = router.WatchCatalog({}, { deadline: Date.now() + 2_000 });
-    call.once('data', (snapshot: CatalogSnapshotOutput) => { call.cancel(); resolve(snapshot); });
-    call.once('error', (error: Error & { code?: number }) => { if (error.code !== 1) reject(error); });
+    call.once('data', (snapshot: CatalogSnapshotOutput) => {
+      call.cancel();
+      resolve(snapshot);
+    });
+    call.once('error', (error: Error & { code?: number }) => {
+      if (error.code !== 1) reject(error);
+    });
   });
 }
 
@@ -130,14 +142,19 @@ describe('two executor replicas', () => {
     let sent = 0;
     // Requests in rounds of 12 until both replicas have answered some: the edge's channel takes a
     // replica into its rotation once it has connected to it (within its reconnect backoff).
-    await eventually(async () => {
-      for (let i = 0; i < 12; i += 1, sent += 1) {
-        const completion = await client.chat.completions.create({ model: 'sim-mini', messages: [{ role: 'user', content: `Request ${sent}` }] });
-        expect(completion.choices[0]?.message.content).toBeTruthy();
-      }
-      const after = await counts();
-      return (after[0]! > before[0]! && after[1]! > before[1]!) || undefined;
-    }, 'both replicas to answer requests', 10_000, 0);
+    await eventually(
+      async () => {
+        for (let i = 0; i < 12; i += 1, sent += 1) {
+          const completion = await client.chat.completions.create({ model: 'sim-mini', messages: [{ role: 'user', content: `Request ${sent}` }] });
+          expect(completion.choices[0]?.message.content).toBeTruthy();
+        }
+        const after = await counts();
+        return (after[0]! > before[0]! && after[1]! > before[1]!) || undefined;
+      },
+      'both replicas to answer requests',
+      10_000,
+      0,
+    );
     const after = await counts();
     // Each request answered once, by one replica or the other.
     expect(after[0]! + after[1]! - before[0]! - before[1]!).toBe(sent);
@@ -175,7 +192,11 @@ describe('backpressure', () => {
         written += chunk.length;
         if (!response.write(chunk)) {
           await new Promise<void>((resolve) => {
-            const done = () => { response.off('drain', done); response.off('close', done); resolve(); };
+            const done = () => {
+              response.off('drain', done);
+              response.off('close', done);
+              resolve();
+            };
             response.on('drain', done);
             response.on('close', done);
           });
@@ -220,22 +241,30 @@ describe('an upstream that is down', () => {
     router = createClient(grpc.router.v1.RouterService, `127.0.0.1:${cluster.ports.router}`);
     executor = createClient(grpc.executor.v1.ExecutorService, `127.0.0.1:${ports.first}`);
   });
-  afterAll(() => { router.close(); executor.close(); });
+  afterAll(() => {
+    router.close();
+    executor.close();
+  });
 
   it('gives 503 model_unavailable with a Retry-After from the first failing request, and once the breakers open the router pushes available=false', async () => {
     upstream.respond(replayJson(503, fixture('error-500.json')));
     const first = await post({ model: 'fake-model', messages: hello, fallbacks: false });
     expect(first.status).toBe(503);
-    expect((await first.json() as { error: { code: string } }).error.code).toBe('model_unavailable');
+    expect(((await first.json()) as { error: { code: string } }).error.code).toBe('model_unavailable');
     expect(Number(first.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     // Every replica's breaker opens as requests keep failing; then the router marks the model down.
-    const snapshot = await eventually(async () => {
-      const attempt = await post({ model: 'fake-model', messages: hello, fallbacks: false });
-      expect(attempt.status).toBe(503);
-      await attempt.arrayBuffer();
-      const latest = await latestSnapshot(router);
-      return latest.models.find((model) => model.id === 'fake-model')?.available === false ? latest : undefined;
-    }, 'the router to push fake-model as unavailable', 20_000, 50);
+    const snapshot = await eventually(
+      async () => {
+        const attempt = await post({ model: 'fake-model', messages: hello, fallbacks: false });
+        expect(attempt.status).toBe(503);
+        await attempt.arrayBuffer();
+        const latest = await latestSnapshot(router);
+        return latest.models.find((model) => model.id === 'fake-model')?.available === false ? latest : undefined;
+      },
+      'the router to push fake-model as unavailable',
+      20_000,
+      50,
+    );
     expect(snapshot.models.find((model) => model.id === 'sim-mini')?.available).toBe(true);
     // Answered without any upstream call: the breakers are open.
     const calls = upstream.requests.length;
@@ -245,7 +274,12 @@ describe('an upstream that is down', () => {
   });
 
   it('an executor asked with fallbacks answers from the next model and says what it tried (gRPC)', async () => {
-    const request: ExecuteRequest = { request_id: 'fallback-test', model_id: 'fake-model', fallbacks: ['sim-mini'], request: { model: 'fake-model', messages: [{ role: 'ROLE_USER', text: 'Hello there' }] } };
+    const request: ExecuteRequest = {
+      request_id: 'fallback-test',
+      model_id: 'fake-model',
+      fallbacks: ['sim-mini'],
+      request: { model: 'fake-model', messages: [{ role: 'ROLE_USER', text: 'Hello there' }] },
+    };
     const response = await callUnary<ExecuteRequest, ExecuteResponseOutput>(executor, executor.Complete, request, { deadlineMs: 10_000 });
     expect(response.model_id).toBe('sim-mini');
     expect(response.attempts).toMatchObject([{ model_id: 'fake-model', reason: 'model_unavailable', tries: 0 }]);
@@ -255,7 +289,7 @@ describe('an upstream that is down', () => {
     for (const fallbacks of [['sim-mini'], true]) {
       const response = await post({ model: 'fake-model', messages: hello, fallbacks });
       expect(response.status).toBe(200);
-      const body = await response.json() as { model: string; gateway: { routed_to: string; tried: Array<{ model: string; reason: string }> } };
+      const body = (await response.json()) as { model: string; gateway: { routed_to: string; tried: Array<{ model: string; reason: string }> } };
       expect(body.gateway.routed_to).toBe('sim-mini');
       expect(body.model).toBe('sim-mini');
       expect(body.gateway.tried).toEqual([{ model: 'fake-model', reason: 'model_unavailable' }]);
@@ -264,23 +298,37 @@ describe('an upstream that is down', () => {
 
   it('recovers: once the upstream answers again, the breakers probe and close', async () => {
     upstream.respond(replayJson(200, fixture('chat-completion.json')));
-    const completion = await eventually(async () => {
-      const response = await post({ model: 'fake-model', messages: hello, fallbacks: false });
-      return response.status === 200 ? await response.json() as { gateway: { routed_to: string } } : undefined;
-    }, 'fake-model to answer again', 20_000, 100);
+    const completion = await eventually(
+      async () => {
+        const response = await post({ model: 'fake-model', messages: hello, fallbacks: false });
+        return response.status === 200 ? ((await response.json()) as { gateway: { routed_to: string } }) : undefined;
+      },
+      'fake-model to answer again',
+      20_000,
+      100,
+    );
     expect(completion.gateway.routed_to).toBe('fake-model');
-    await eventually(async () => {
-      const latest = await latestSnapshot(router);
-      return latest.models.find((model) => model.id === 'fake-model')?.available === true || undefined;
-    }, 'the router to push fake-model as available', 10_000, 100);
+    await eventually(
+      async () => {
+        const latest = await latestSnapshot(router);
+        return latest.models.find((model) => model.id === 'fake-model')?.available === true || undefined;
+      },
+      'the router to push fake-model as available',
+      10_000,
+      100,
+    );
   });
 });
 
 describe('replicas that go away', () => {
   /** Whole completions on sim-mini that take about `ms` before their answer. */
   function slowRequests(count: number, ms: number, stream = false): Array<Promise<{ status: number; text: string }>> {
-    return Array.from({ length: count }, (_, index) => post({ model: 'sim-mini', stream, messages: [{ role: 'user', content: `Slow ${index} [[simulate:ttft_ms=${ms}]]` }] })
-      .then(async (response) => ({ status: response.status, text: await response.text() })));
+    return Array.from({ length: count }, (_, index) =>
+      post({ model: 'sim-mini', stream, messages: [{ role: 'user', content: `Slow ${index} [[simulate:ttft_ms=${ms}]]` }] }).then(async (response) => ({
+        status: response.status,
+        text: await response.text(),
+      })),
+    );
   }
 
   it('a replica that drains (SIGTERM) finishes its in-flight streams, and new calls go to the other', async () => {

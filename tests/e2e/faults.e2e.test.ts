@@ -67,7 +67,12 @@ describe('a killed auth', () => {
     await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'auth to answer again', 15_000, 200);
     // The edge's decision streams are back too, and carry the decisions again.
     const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
-    await eventually(async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the decision streams to reopen', 10_000, 100);
+    await eventually(
+      async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined),
+      'the decision streams to reopen',
+      10_000,
+      100,
+    );
     const streamed = await metric(edgeMetrics, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
     expect(await statusOf(complete('sim-mini'))).toBe(200);
     expect(await metric(edgeMetrics, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(streamed + 1);
@@ -75,9 +80,14 @@ describe('a killed auth', () => {
 });
 
 describe('a stalled auth', () => {
-  it('costs a 503 at the call\'s deadline, not a hang, and serves again once it resumes', async () => {
+  it("costs a 503 at the call's deadline, not a hang, and serves again once it resumes", async () => {
     const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
-    await eventually(async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the decision streams to be open', 10_000, 100);
+    await eventually(
+      async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined),
+      'the decision streams to be open',
+      10_000,
+      100,
+    );
     const auth = cluster.processes.auth;
     auth.kill('SIGSTOP');
     try {
@@ -99,51 +109,82 @@ describe('a stalled auth', () => {
 describe('an auth replica killed mid-stream behind an edge with two', () => {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const children: ChildProcess[] = [];
-  afterAll(async () => { await Promise.all(children.map((child) => stopProcess(child))); });
+  afterAll(async () => {
+    await Promise.all(children.map((child) => stopProcess(child)));
+  });
 
   it('answers the requests it held with 503s, not hangs, and serves every later request from the other replica', async () => {
     const [authPort, authMetricsPort, edgePort, edgeMetricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
     const common = { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', REDIS_URL: cluster.redisUrl, NATS_URL: cluster.natsUrl };
-    const startAuth = () => spawn(process.execPath, ['services/auth/dist/main.js'], { cwd: root, stdio: 'ignore', env: { ...common, AUTH_LISTEN_ADDR: `127.0.0.1:${authPort}`, AUTH_METRICS_PORT: String(authMetricsPort), GATEWAY_BOOTSTRAP_KEY: '' } });
+    const startAuth = () =>
+      spawn(process.execPath, ['services/auth/dist/main.js'], {
+        cwd: root,
+        stdio: 'ignore',
+        env: { ...common, AUTH_LISTEN_ADDR: `127.0.0.1:${authPort}`, AUTH_METRICS_PORT: String(authMetricsPort), GATEWAY_BOOTSTRAP_KEY: '' },
+      });
     // The cluster's own edge keeps its streams on the cluster's auth: count from there.
     const clusterEdgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
-    await eventually(async () => ((await metric(clusterEdgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined), 'the cluster edge\'s streams to be open', 10_000, 100);
+    await eventually(
+      async () => ((await metric(clusterEdgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined),
+      "the cluster edge's streams to be open",
+      10_000,
+      100,
+    );
     const authMetrics = [`http://127.0.0.1:${cluster.ports.authMetrics}/metrics`, `http://127.0.0.1:${authMetricsPort}/metrics`];
     const baseline = await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open');
     const second = startAuth();
     children.push(second);
-    await eventually(async () => (await fetch(`http://127.0.0.1:${authMetricsPort}/readyz`).catch(() => undefined))?.status === 200, 'the second auth to be ready', 30_000, 100);
+    await eventually(
+      async () => (await fetch(`http://127.0.0.1:${authMetricsPort}/readyz`).catch(() => undefined))?.status === 200,
+      'the second auth to be ready',
+      30_000,
+      100,
+    );
     const edge = spawn(process.execPath, ['services/edge/dist/main.js'], {
-      cwd: root, stdio: 'ignore',
+      cwd: root,
+      stdio: 'ignore',
       env: {
-        ...common, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(edgePort), EDGE_METRICS_PORT: String(edgeMetricsPort), EDGE_AUTH_STREAMS: '4',
+        ...common,
+        EDGE_HOST: '127.0.0.1',
+        EDGE_PORT: String(edgePort),
+        EDGE_METRICS_PORT: String(edgeMetricsPort),
+        EDGE_AUTH_STREAMS: '4',
         AUTH_SERVICE_ADDR: `ipv4:127.0.0.1:${cluster.ports.auth},127.0.0.1:${authPort}`,
-        ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`, EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
+        ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`,
+        EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
       },
     });
     children.push(edge);
     const origin = `http://127.0.0.1:${edgePort}`;
     await eventually(async () => (await fetch(`${origin}/readyz`).catch(() => undefined))?.status === 200, 'the edge to be ready', 30_000, 100);
     // The edge's four streams, two on each replica.
-    await eventually(async () => {
-      const open = await Promise.all(authMetrics.map((url) => metric(url, 'gateway_auth_decide_streams_open')));
-      return open[0] === baseline + 2 && open[1] === 2 ? true : undefined;
-    }, 'two decision streams on each auth replica', 10_000, 100);
+    await eventually(
+      async () => {
+        const open = await Promise.all(authMetrics.map((url) => metric(url, 'gateway_auth_decide_streams_open')));
+        return open[0] === baseline + 2 && open[1] === 2 ? true : undefined;
+      },
+      'two decision streams on each auth replica',
+      10_000,
+      100,
+    );
 
-    const request = () => fetch(`${origin}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'hello' }] }),
-      signal: AbortSignal.timeout(10_000),
-    }).then(async (response) => ({ status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() }));
+    const request = () =>
+      fetch(`${origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'hello' }] }),
+        signal: AbortSignal.timeout(10_000),
+      }).then(async (response) => ({ status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() }));
 
     // Eight clients in a loop for 1.5 s; the second replica dies half a second in.
     const answers: Array<Awaited<ReturnType<typeof request>>> = [];
     const until = Date.now() + 1_500;
     const killed = new Promise((resolve) => setTimeout(resolve, 500)).then(() => stopProcess(second, 'SIGKILL'));
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      while (Date.now() < until) answers.push(await request());
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (Date.now() < until) answers.push(await request());
+      }),
+    );
     await killed;
     expect(answers.length).toBeGreaterThan(20);
     for (const answer of answers) {
@@ -154,12 +195,19 @@ describe('an auth replica killed mid-stream behind an edge with two', () => {
     }
 
     // From here on every request is decided, over streams reopened on the replica left.
-    await eventually(async () => ((await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_streams_open')) === 4 ? true : undefined), 'the edge to reopen its four streams', 10_000, 100);
+    await eventually(
+      async () => ((await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_streams_open')) === 4 ? true : undefined),
+      'the edge to reopen its four streams',
+      10_000,
+      100,
+    );
     expect(await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open')).toBe(baseline + 4);
     const streamedBefore = await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
     const later = await Promise.all(Array.from({ length: 20 }, () => request()));
     expect(later.map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 200));
-    expect(await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(streamedBefore + 20);
+    expect(await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(
+      streamedBefore + 20,
+    );
   });
 });
 
@@ -181,7 +229,15 @@ describe('a killed metering', () => {
     expect(response.status).toBe(200);
     const reported = ((await response.json()) as { gateway: { cost_usd: number } }).gateway.cost_usd;
     cluster.restart('metering');
-    const after = await eventually(async () => { const usage = await meteredUsage(redis, cluster.apiKey); return usage.requests > before.requests && usage; }, 'the event to be metered after the restart', 20_000, 100);
+    const after = await eventually(
+      async () => {
+        const usage = await meteredUsage(redis, cluster.apiKey);
+        return usage.requests > before.requests && usage;
+      },
+      'the event to be metered after the restart',
+      20_000,
+      100,
+    );
     expect(after.requests - before.requests).toBe(1);
     expect(picoUsdToUsd(after.cost_pico_usd - before.cost_pico_usd)).toBe(reported);
   });
@@ -200,20 +256,32 @@ describe('a stopped NATS', () => {
     let nats = startNats();
     const own = await startCluster({ env: { NATS_URL: `nats://127.0.0.1:${port}`, USAGE_STREAM_REPLICAS: '1' } });
     try {
-      const call = () => fetch(`${own.baseUrl}/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${own.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'hello' }] }),
-        signal: AbortSignal.timeout(10_000),
-      });
+      const call = () =>
+        fetch(`${own.baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${own.apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'hello' }] }),
+          signal: AbortSignal.timeout(10_000),
+        });
       await stopProcess(nats, 'SIGKILL');
       const during = await Promise.all([call(), call(), call()]);
       expect(during.map((response) => response.status)).toEqual([200, 200, 200]);
       const answers = await Promise.all(during.map((response) => response.json() as Promise<{ gateway: { cost_usd: number } }>));
       nats = startNats();
-      const usage = await eventually(async () => { const found = await meteredUsage(redis, own.apiKey); return found.requests >= 3 && found; }, 'the three events to be metered after NATS returned', 30_000, 200);
+      const usage = await eventually(
+        async () => {
+          const found = await meteredUsage(redis, own.apiKey);
+          return found.requests >= 3 && found;
+        },
+        'the three events to be metered after NATS returned',
+        30_000,
+        200,
+      );
       expect(usage.requests).toBe(3);
-      expect(picoUsdToUsd(usage.cost_pico_usd)).toBeCloseTo(answers.reduce((sum, answer) => sum + answer.gateway.cost_usd, 0), 12);
+      expect(picoUsdToUsd(usage.cost_pico_usd)).toBeCloseTo(
+        answers.reduce((sum, answer) => sum + answer.gateway.cost_usd, 0),
+        12,
+      );
     } finally {
       await own.stop();
       await stopProcess(nats);
@@ -223,15 +291,31 @@ describe('a stopped NATS', () => {
 });
 
 describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-node JetStream cluster', () => {
-  it('keeps answering, and meters every answered request exactly once, while the stream\'s leader is down and after it returns empty', async () => {
+  it("keeps answering, and meters every answered request exactly once, while the stream's leader is down and after it returns empty", async () => {
     const nats = await startNatsCluster(3);
     const probe = await connect({ servers: nats.nodes.map((node) => node.url) });
     // JetStream elects its meta leader a moment after the servers start.
-    await eventually(async () => ((await probe.jetstreamManager().then((manager) => manager.getAccountInfo()).catch(() => undefined)) ? true : undefined), 'JetStream to be ready on the cluster', 30_000, 250);
+    await eventually(
+      async () =>
+        (await probe
+          .jetstreamManager()
+          .then((manager) => manager.getAccountInfo())
+          .catch(() => undefined))
+          ? true
+          : undefined,
+      'JetStream to be ready on the cluster',
+      30_000,
+      250,
+    );
     const own = await startCluster({ env: { NATS_URL: nats.url, USAGE_STREAM_REPLICAS: '3' } });
     try {
       const manager = await probe.jetstreamManager();
-      const leader = await eventually(async () => (await manager.streams.info(own.usageStream).catch(() => undefined))?.cluster?.leader, 'the usage stream to be created with a leader', 30_000, 200);
+      const leader = await eventually(
+        async () => (await manager.streams.info(own.usageStream).catch(() => undefined))?.cluster?.leader,
+        'the usage stream to be created with a leader',
+        30_000,
+        200,
+      );
       expect((await manager.streams.info(own.usageStream)).config.num_replicas).toBe(3);
 
       let stop = false;
@@ -246,7 +330,7 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
             signal: AbortSignal.timeout(10_000),
           });
           statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-          if (response.status === 200) answered.push((await response.json() as { gateway: { cost_usd: number } }).gateway.cost_usd);
+          if (response.status === 200) answered.push(((await response.json()) as { gateway: { cost_usd: number } }).gateway.cost_usd);
           else await response.arrayBuffer();
         }
       };
@@ -263,12 +347,23 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
       // Losing a NATS server never reaches the callers.
       expect([...statuses.keys()]).toEqual([200]);
       expect(answered.length).toBeGreaterThan(20);
-      const usage = await eventually(async () => { const found = await meteredUsage(redis, own.apiKey); return found.requests >= answered.length && found; }, 'every answered request to be metered', 30_000, 200);
+      const usage = await eventually(
+        async () => {
+          const found = await meteredUsage(redis, own.apiKey);
+          return found.requests >= answered.length && found;
+        },
+        'every answered request to be metered',
+        30_000,
+        200,
+      );
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const settled = await meteredUsage(redis, own.apiKey);
       expect(settled.requests).toBe(answered.length);
       expect(settled.cost_pico_usd).toBe(usage.cost_pico_usd);
-      expect(picoUsdToUsd(settled.cost_pico_usd)).toBeCloseTo(answered.reduce((sum, cost) => sum + cost, 0), 9);
+      expect(picoUsdToUsd(settled.cost_pico_usd)).toBeCloseTo(
+        answered.reduce((sum, cost) => sum + cost, 0),
+        9,
+      );
     } finally {
       await own.stop();
       await probe.close();

@@ -7,10 +7,69 @@
 import { expect } from 'vitest';
 
 /** Values that land where a field is expected. */
-const VALUES: unknown[] = [null, true, false, 0, -1, 1e308, -1e308, 2.5, '', 'x', 'auto', [], {}, [null], { a: 1 }, 'x'.repeat(3000), [1, 'a', null], { role: 'user' }, Number.MAX_SAFE_INTEGER + 2, '\u0000\ud800', { type: 'function' }];
-const FIELDS = ['model', 'messages', 'temperature', 'top_p', 'n', 'stop', 'max_tokens', 'max_completion_tokens', 'presence_penalty', 'frequency_penalty', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'stream', 'stream_options', 'logprobs', 'top_logprobs', 'logit_bias', 'user', 'metadata', 'store', 'reasoning_effort', 'functions', 'function_call'];
+const VALUES: unknown[] = [
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1e308,
+  -1e308,
+  2.5,
+  '',
+  'x',
+  'auto',
+  [],
+  {},
+  [null],
+  { a: 1 },
+  'x'.repeat(3000),
+  [1, 'a', null],
+  { role: 'user' },
+  Number.MAX_SAFE_INTEGER + 2,
+  '\u0000\ud800',
+  { type: 'function' },
+];
+const FIELDS = [
+  'model',
+  'messages',
+  'temperature',
+  'top_p',
+  'n',
+  'stop',
+  'max_tokens',
+  'max_completion_tokens',
+  'presence_penalty',
+  'frequency_penalty',
+  'seed',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'stream',
+  'stream_options',
+  'logprobs',
+  'top_logprobs',
+  'logit_bias',
+  'user',
+  'metadata',
+  'store',
+  'reasoning_effort',
+  'functions',
+  'function_call',
+];
 const MESSAGE_FIELDS = ['role', 'content', 'name', 'tool_calls', 'tool_call_id', 'refusal'];
-const PARTS: unknown[] = [{ type: 'text', text: 'Look:' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }, { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'x' } }, { type: 'image_url', image_url: 'x' }, { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }, { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0x' } }, { type: 'refusal', refusal: 'no' }, { type: 'x' }, null];
+const PARTS: unknown[] = [
+  { type: 'text', text: 'Look:' },
+  { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+  { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'x' } },
+  { type: 'image_url', image_url: 'x' },
+  { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } },
+  { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0x' } },
+  { type: 'refusal', refusal: 'no' },
+  { type: 'x' },
+  null,
+];
 
 /**
  * `count` request bodies from `seed`, each a valid request on `models` bent by one to three
@@ -18,7 +77,10 @@ const PARTS: unknown[] = [{ type: 'text', text: 'Look:' }, { type: 'image_url', 
  */
 export function* hostileBodies(count: number, models: readonly string[], seed = 12345): Generator<string> {
   let state = seed;
-  const random = () => { state = (state * 1103515245 + 12345) & 0x7fffffff; return state / 0x7fffffff; };
+  const random = () => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    return state / 0x7fffffff;
+  };
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
   for (let index = 0; index < count; index += 1) {
     const body: Record<string, unknown> = { model: random() < 0.8 ? pick(models) : pick(VALUES), messages: [{ role: 'user', content: 'hi' }] };
@@ -30,11 +92,26 @@ export function* hostileBodies(count: number, models: readonly string[], seed = 
         const message: Record<string, unknown> = { role: pick(['user', 'assistant', 'tool', 'system', 'developer', 'function', 'x']) };
         message[pick(MESSAGE_FIELDS)] = pick(VALUES);
         if (random() < 0.5) message.content = random() < 0.5 ? pick(VALUES) : [pick(PARTS), pick(PARTS)];
-        if (random() < 0.2) message.tool_calls = [{ id: pick(['call_1', '', null]), type: 'function', function: { name: pick(['f', '', null]), arguments: pick(['{}', '{"a":1}', 'not json', '[1]', null]) } }];
+        if (random() < 0.2)
+          message.tool_calls = [
+            {
+              id: pick(['call_1', '', null]),
+              type: 'function',
+              function: { name: pick(['f', '', null]), arguments: pick(['{}', '{"a":1}', 'not json', '[1]', null]) },
+            },
+          ];
         if (!Array.isArray(body.messages)) body.messages = [];
         (body.messages as unknown[]).push(random() < 0.9 ? message : pick(VALUES));
       } else {
-        body.tools = [{ type: 'function', function: { name: pick(['f', '', 'a b', 'x'.repeat(70)]), parameters: pick([...VALUES, { type: 'object', properties: { a: { type: pick(['string', 'integer', 'x']) } } }]) } }];
+        body.tools = [
+          {
+            type: 'function',
+            function: {
+              name: pick(['f', '', 'a b', 'x'.repeat(70)]),
+              parameters: pick([...VALUES, { type: 'object', properties: { a: { type: pick(['string', 'integer', 'x']) } } }]),
+            },
+          },
+        ];
         if (random() < 0.5) body.tool_choice = pick(['none', 'auto', 'required', { type: 'function', function: { name: 'f' } }, { type: 'function' }]);
       }
     }
@@ -74,7 +151,10 @@ function nestedText(depth: number, open: string, leaf: string, close: string): s
  */
 export function* heavyHostileBodies(model: string, count: number, seed = 777): Generator<string> {
   let state = seed;
-  const random = () => { state = (state * 1103515245 + 12345) & 0x7fffffff; return state / 0x7fffffff; };
+  const random = () => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    return state / 0x7fffffff;
+  };
   const MB = 1_000_000;
   const user = (content: unknown) => ({ role: 'user', content });
   const request = (fields: Record<string, unknown>) => JSON.stringify({ model, messages: [user('hi')], ...fields });
@@ -89,15 +169,25 @@ export function* heavyHostileBodies(model: string, count: number, seed = 777): G
     () => request({ messages: [user('!'.repeat(MB))] }),
     () => request({ messages: [user('1'.repeat(MB))] }),
     () => request({ messages: [user(`${'ab'.repeat(MB / 4)} ${'\u{1F600}a'.repeat(MB / 6)}`)] }),
-    () => request({ messages: Array.from({ length: 5_000 }, (_, index) => (index % 2 ? { role: 'assistant', content: `answer ${index}` } : user(`question ${index}`))) }),
+    () =>
+      request({
+        messages: Array.from({ length: 5_000 }, (_, index) => (index % 2 ? { role: 'assistant', content: `answer ${index}` } : user(`question ${index}`))),
+      }),
     () => request({ messages: Array.from({ length: 5_000 }, () => user('x'.repeat(200))) }),
     () => request({ messages: [user(Array.from({ length: 5_000 }, () => ({ type: 'text', text: 'part ' })))] }),
     () => request({ tools: [{ type: 'function', function: { name: 'deep', parameters: nested(2_000, 'a', { type: 'string' }) } }] }),
-    () => `${head},"tools":[{"type":"function","function":{"name":"deep","parameters":${nestedText(100_000, '{"type":"object","properties":{"a":', '{"type":"string"}', '}}')}}}]}`,
+    () =>
+      `${head},"tools":[{"type":"function","function":{"name":"deep","parameters":${nestedText(100_000, '{"type":"object","properties":{"a":', '{"type":"string"}', '}}')}}}]}`,
     () => `{"model":"${model}","messages":[{"role":"user","content":${nestedText(50_000, '[', '"x"', ']')}}]}`,
     () => nestedText(200_000, '[', '1', ']'),
     () => `{"model":"${model}","messages":${'['.repeat(500_000)}`,
-    () => request({ tools: Array.from({ length: 2_000 }, (_, index) => ({ type: 'function', function: { name: `tool_${index}`, description: 'd'.repeat(200), parameters: { type: 'object', properties: { a: { type: 'string' } } } } })) }),
+    () =>
+      request({
+        tools: Array.from({ length: 2_000 }, (_, index) => ({
+          type: 'function',
+          function: { name: `tool_${index}`, description: 'd'.repeat(200), parameters: { type: 'object', properties: { a: { type: 'string' } } } },
+        })),
+      }),
     () => request({ stop: Array.from({ length: 100_000 }, () => 'x') }),
     () => request({ stop: ['A'.repeat(MB / 4), 'B'.repeat(MB / 4)] }),
     () => request({ logit_bias: Object.fromEntries(Array.from({ length: 100_000 }, (_, index) => [String(index), 1])) }),
@@ -105,9 +195,28 @@ export function* heavyHostileBodies(model: string, count: number, seed = 777): G
     () => request({ max_tokens: 1_000_000_000 }),
     () => request({ model: 'm'.repeat(MB) }),
     () => request({ user: 'u'.repeat(MB), metadata: Object.fromEntries(Array.from({ length: 10_000 }, (_, index) => [`k${index}`, 'v'])) }),
-    () => request({ messages: [{ role: 'assistant', content: null, tool_calls: Array.from({ length: 5_000 }, (_, index) => ({ id: `call_${index}`, type: 'function', function: { name: 'f', arguments: '{"a":1}' } })) }, user('go on')] }),
-    () => request({ messages: [user([{ type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(4 * MB)}` } }, { type: 'text', text: 'what is this?' }])] }),
-    () => `${head},"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":${nestedText(20_000, '{"type":"object","properties":{"a":', '{"type":"string"}', '}}')}}}}`,
+    () =>
+      request({
+        messages: [
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: Array.from({ length: 5_000 }, (_, index) => ({ id: `call_${index}`, type: 'function', function: { name: 'f', arguments: '{"a":1}' } })),
+          },
+          user('go on'),
+        ],
+      }),
+    () =>
+      request({
+        messages: [
+          user([
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(4 * MB)}` } },
+            { type: 'text', text: 'what is this?' },
+          ]),
+        ],
+      }),
+    () =>
+      `${head},"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":${nestedText(20_000, '{"type":"object","properties":{"a":', '{"type":"string"}', '}}')}}}}`,
     () => `{"model":"${model}","messages":[{"role":"user","content":"${'\\u00e9'.repeat(MB / 6)}"}]}`,
     () => `${head}${', "x": 1'.repeat(200_000)}}`,
     () => request({ stream: true, messages: [user('B'.repeat(MB))] }),
@@ -141,13 +250,15 @@ export function checkHostileAnswer(body: string, response: Response, text: strin
 export async function sendHostileBodies(bodies: readonly string[], post: (body: string) => Promise<Response>, concurrency = 12): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < bodies.length) {
-      const body = bodies[next++]!;
-      const response = await post(body);
-      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-      checkHostileAnswer(body, response, await response.text());
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++]!;
+        const response = await post(body);
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+        checkHostileAnswer(body, response, await response.text());
+      }
+    }),
+  );
   return statuses;
 }

@@ -38,7 +38,7 @@ function admin(method: string, path: string, body: unknown): Promise<Response> {
 /** Expects the catalog's fallback to have answered after the failed primary. */
 async function expectFallbackAnswer(response: Response): Promise<void> {
   expect(response.status).toBe(200);
-  const body = await response.json() as { gateway: { routed_to: string; tried: Array<{ model: string }> } };
+  const body = (await response.json()) as { gateway: { routed_to: string; tried: Array<{ model: string }> } };
   expect(body.gateway.routed_to).toBe('sim-mini');
   expect(body.gateway.tried.map((attempt) => attempt.model)).toEqual(['fake-model']);
 }
@@ -82,7 +82,7 @@ describe('catalog fallbacks on by default', () => {
   it('a key override turns chains on over a plan that has them off, and back', async () => {
     const created = await admin('POST', '', { plan: 'pro' });
     expect(created.status).toBe(201);
-    const key = await created.json() as { id: string; secret: string; catalog_fallbacks: boolean };
+    const key = (await created.json()) as { id: string; secret: string; catalog_fallbacks: boolean };
     expect(key.catalog_fallbacks).toBe(false);
     await expectRefused(await post(key.secret, {}));
 

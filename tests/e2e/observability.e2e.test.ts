@@ -38,7 +38,11 @@ async function complete(body: Record<string, unknown>): Promise<Response> {
 }
 
 /** One sample line of a /metrics page. */
-interface Sample { name: string; labels: Record<string, string>; value: number }
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
 
 function samples(text: string): Sample[] {
   const found: Sample[] = [];
@@ -58,7 +62,11 @@ function selectors(expr: string): Array<{ name: string; matchers: Array<{ label:
   // Grouping clauses name labels, not metrics.
   const metricsOnly = expr.replace(/\b(?:by|without)\s*\([^)]*\)/g, '');
   for (const match of metricsOnly.matchAll(/\b((?:gen_ai|gateway)_[a-z0-9_]+)(?:\{([^}]*)\})?/g)) {
-    const matchers = [...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)].map((matcher) => ({ label: matcher[1]!, op: matcher[2]!, value: matcher[3]!.replace(/\\(.)/g, '$1') }));
+    const matchers = [...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)].map((matcher) => ({
+      label: matcher[1]!,
+      op: matcher[2]!,
+      value: matcher[3]!.replace(/\\(.)/g, '$1'),
+    }));
     found.push({ name: match[1]!, matchers });
   }
   return found;
@@ -83,29 +91,41 @@ describe('metrics and the dashboard after a short load', () => {
     // more than Starter's 60 requests a minute.
     const statuses: number[] = [];
     for (let index = 0; index < 10; index += 1) statuses.push((await complete({ model: 'sim-mini' })).status);
-    for (let index = 0; index < 10; index += 1) statuses.push((await complete({ model: 'sim-mini', stream: true, stream_options: { include_usage: true } })).status);
+    for (let index = 0; index < 10; index += 1)
+      statuses.push((await complete({ model: 'sim-mini', stream: true, stream_options: { include_usage: true } })).status);
     for (let index = 0; index < 2; index += 1) statuses.push((await complete({ model: 'unreachable', fallbacks: true })).status);
     statuses.push((await complete({ model: 'sim-mini', temperature: 7 })).status);
     for (let round = 0; round < 6 && !statuses.includes(429); round += 1) {
-      statuses.push(...await Promise.all(Array.from({ length: 10 }, async () => (await complete({ model: 'sim-mini' })).status)));
+      statuses.push(...(await Promise.all(Array.from({ length: 10 }, async () => (await complete({ model: 'sim-mini' })).status))));
     }
     expect(statuses.filter((status) => status === 200).length).toBeGreaterThanOrEqual(22);
     expect(statuses).toContain(400);
     expect(statuses).toContain(429);
     // Metering meters asynchronously: give it a moment so that its counters have moved.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    const urls = [...(['edgeMetrics', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'] as const).map((port) => `http://127.0.0.1:${cluster.ports[port]}/metrics`)];
+    const urls = [
+      ...(['edgeMetrics', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'] as const).map(
+        (port) => `http://127.0.0.1:${cluster.ports[port]}/metrics`,
+      ),
+    ];
     const texts = await Promise.all(urls.map(async (url) => (await fetch(url)).text()));
     pages = texts.join('\n');
     scraped = samples(pages);
   }, 60_000);
 
-  const sum = (name: string, labels: Record<string, string> = {}) => scraped
-    .filter((sample) => sample.name === name && Object.entries(labels).every(([label, value]) => sample.labels[label] === value))
-    .reduce((total, sample) => total + sample.value, 0);
+  const sum = (name: string, labels: Record<string, string> = {}) =>
+    scraped
+      .filter((sample) => sample.name === name && Object.entries(labels).every(([label, value]) => sample.labels[label] === value))
+      .reduce((total, sample) => total + sample.value, 0);
 
   it('counts completions in GenAI-convention histograms by model, provider, plan and stream', () => {
-    const common = { gen_ai_operation_name: 'chat', gen_ai_request_model: 'sim-mini', gen_ai_response_model: 'sim-mini', gen_ai_provider_name: 'simulated', plan: 'starter' };
+    const common = {
+      gen_ai_operation_name: 'chat',
+      gen_ai_request_model: 'sim-mini',
+      gen_ai_response_model: 'sim-mini',
+      gen_ai_provider_name: 'simulated',
+      plan: 'starter',
+    };
     expect(sum('gen_ai_client_operation_duration_seconds_count', { ...common, stream: 'true', error_type: '' })).toBe(10);
     expect(sum('gen_ai_client_operation_duration_seconds_count', { ...common, stream: 'false', error_type: '' })).toBeGreaterThanOrEqual(10);
     expect(sum('gen_ai_server_time_to_first_token_seconds_count', { ...common, stream: 'true' })).toBe(10);

@@ -28,24 +28,33 @@ function catalogFile(baseUrl: string): string {
     context_window: 200000
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
     quality_tier: premium`;
-  return writeCatalog('providers-e2e', [SIM_MINI_ENTRY, fakeModelEntry(baseUrl, KEY_VARIABLE), `  - id: fake-claude
+  return writeCatalog('providers-e2e', [
+    SIM_MINI_ENTRY,
+    fakeModelEntry(baseUrl, KEY_VARIABLE),
+    `  - id: fake-claude
     provider: anthropic
     owned_by: tests
     created: 1735689600
     upstream: { model: claude-sonnet-4-20250514, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
     max_output_tokens: 64000
-${common}`, `  - id: fake-gemini
+${common}`,
+    `  - id: fake-gemini
     provider: gemini
     owned_by: tests
     created: 1735689600
     upstream: { model: gemini-2.5-pro, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
     max_output_tokens: 65536
-${common}`]);
+${common}`,
+  ]);
 }
 
 /** The cost the gateway must report for a usage at PRICES, cached tokens at the cached price. */
 function expectedCost(usage: { prompt_tokens: number; completion_tokens: number; cached_tokens: number }): number {
-  const pricing = { input_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.input), cached_input_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.cached_input), output_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.output) };
+  const pricing = {
+    input_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.input),
+    cached_input_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.cached_input),
+    output_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.output),
+  };
   return picoUsdToUsd(costPicoUsd(pricing, usage));
 }
 
@@ -68,7 +77,13 @@ afterAll(async () => {
 describe('an anthropic model through the gateway', () => {
   it('answers a whole completion with cached prompt tokens and a cache-aware cost', async () => {
     upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
-    const completion = await client.chat.completions.create({ model: 'fake-claude', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Who are you?' }] });
+    const completion = await client.chat.completions.create({
+      model: 'fake-claude',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Who are you?' },
+      ],
+    });
     expect(completion.id).toMatch(/^chatcmpl-/);
     expect(completion.choices[0]?.message.content).toBe('Hi! My name is Claude. How can I help you today?');
     expect(completion.choices[0]?.finish_reason).toBe('stop');
@@ -78,7 +93,12 @@ describe('an anthropic model through the gateway', () => {
     expect(cost).toBeLessThan(expectedCost({ prompt_tokens: 2160, completion_tokens: 15, cached_tokens: 0 }));
     const sent = upstream.requests.at(-1);
     expect(sent?.headers['x-api-key']).toBe(KEY);
-    expect(sent?.body).toMatchObject({ model: 'claude-sonnet-4-20250514', system: 'Be brief.', messages: [{ role: 'user', content: 'Who are you?' }], max_tokens: 64000 });
+    expect(sent?.body).toMatchObject({
+      model: 'claude-sonnet-4-20250514',
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'Who are you?' }],
+      max_tokens: 64000,
+    });
   });
 
   it('streams tool calls whose argument fragments reassemble, then the usage', async () => {
@@ -115,7 +135,10 @@ describe('an anthropic model through the gateway', () => {
 
   it("gives the caller the provider's 400 message", async () => {
     upstream.respond(replayJson(400, providerFixture('anthropic', 'error-400.json')));
-    const failure = await client.chat.completions.create({ model: 'fake-claude', messages: [{ role: 'user', content: 'Hi' }] }).then(() => undefined, (error: unknown) => error);
+    const failure = await client.chat.completions.create({ model: 'fake-claude', messages: [{ role: 'user', content: 'Hi' }] }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
     expect((failure as Error).message).toContain('roles must alternate');
   });
@@ -126,8 +149,15 @@ describe('a gemini model through the gateway', () => {
     upstream.respond(byProvider(replayJson(500, '{}'), replayJson(200, providerFixture('gemini', 'generate-content.json'))));
     const completion = await client.chat.completions.create({ model: 'fake-gemini', messages: [{ role: 'user', content: 'Hello' }] });
     expect(completion.choices[0]?.message.content).toBe('Hello! How can I help you today?');
-    expect(completion.usage).toMatchObject({ prompt_tokens: 2061, completion_tokens: 39, prompt_tokens_details: { cached_tokens: 2048 }, completion_tokens_details: { reasoning_tokens: 30 } });
-    expect((completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd).toBe(expectedCost({ prompt_tokens: 2061, completion_tokens: 39, cached_tokens: 2048 }));
+    expect(completion.usage).toMatchObject({
+      prompt_tokens: 2061,
+      completion_tokens: 39,
+      prompt_tokens_details: { cached_tokens: 2048 },
+      completion_tokens_details: { reasoning_tokens: 30 },
+    });
+    expect((completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd).toBe(
+      expectedCost({ prompt_tokens: 2061, completion_tokens: 39, cached_tokens: 2048 }),
+    );
     const sent = upstream.requests.at(-1);
     expect(sent?.path).toBe('/v1beta/models/gemini-2.5-pro:generateContent');
     expect(sent?.headers['x-goog-api-key']).toBe(KEY);
@@ -138,7 +168,12 @@ describe('a gemini model through the gateway', () => {
     const stream = await client.chat.completions.create({
       model: 'fake-gemini',
       messages: [{ role: 'user', content: 'Weather and time in Boston?' }],
-      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } }, additionalProperties: false } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } }, additionalProperties: false } },
+        },
+      ],
       stream: true,
     });
     const calls: Array<{ id?: string; name?: string; arguments?: string }> = [];
@@ -146,7 +181,8 @@ describe('a gemini model through the gateway', () => {
     let finish: string | null = null;
     for await (const chunk of stream) {
       content += chunk.choices[0]?.delta.content ?? '';
-      for (const delta of chunk.choices[0]?.delta.tool_calls ?? []) calls[delta.index] = { id: delta.id, name: delta.function?.name, arguments: delta.function?.arguments };
+      for (const delta of chunk.choices[0]?.delta.tool_calls ?? [])
+        calls[delta.index] = { id: delta.id, name: delta.function?.name, arguments: delta.function?.arguments };
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
     expect(content).toBe('Let me look that up.');
@@ -156,7 +192,9 @@ describe('a gemini model through the gateway', () => {
     ]);
     expect(calls.every((call) => call.id?.startsWith('call_'))).toBe(true);
     expect(finish).toBe('tool_calls');
-    expect(upstream.requests.at(-1)?.body).toMatchObject({ tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'OBJECT', properties: { location: { type: 'STRING' } } } }] }] });
+    expect(upstream.requests.at(-1)?.body).toMatchObject({
+      tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'OBJECT', properties: { location: { type: 'STRING' } } } }] }],
+    });
   });
 });
 
@@ -172,7 +210,9 @@ describe('log probabilities through each adapter', () => {
     // The special token without a byte representation keeps `bytes: null`.
     expect(completion.choices[0]?.logprobs?.content?.[2]?.top_logprobs[1]).toEqual({ token: '<|end|>', logprob: -10.953937, bytes: null });
 
-    const sent = fixture('stream-logprobs.sse').split('\n\n').filter((event) => event.startsWith('data: {'))
+    const sent = fixture('stream-logprobs.sse')
+      .split('\n\n')
+      .filter((event) => event.startsWith('data: {'))
       .map((event) => JSON.parse(event.slice('data: '.length)) as { choices: Array<{ logprobs: unknown }> })
       .filter((chunk) => chunk.choices.length > 0);
     upstream.respond(replaySse(fixture('stream-logprobs.sse')));
@@ -183,7 +223,9 @@ describe('log probabilities through each adapter', () => {
   });
 
   it('answers a request for logprobs from Claude and Gemini normally, with logprobs null', async () => {
-    upstream.respond(byProvider(replayJson(200, providerFixture('anthropic', 'message.json')), replayJson(200, providerFixture('gemini', 'generate-content.json'))));
+    upstream.respond(
+      byProvider(replayJson(200, providerFixture('anthropic', 'message.json')), replayJson(200, providerFixture('gemini', 'generate-content.json'))),
+    );
     for (const model of ['fake-claude', 'fake-gemini']) {
       const completion = await client.chat.completions.create({ model, messages: question, logprobs: true, top_logprobs: 3 });
       expect(completion.choices[0]?.message.content).toBeTruthy();
@@ -206,10 +248,22 @@ describe('hostile bodies for the anthropic and gemini adapters', () => {
   it('are refused with 400s in the OpenAI envelope or answered, never a 5xx, whatever the conversion meets', async () => {
     upstream.respond((request, response) => {
       const stream = request.body.stream === true || request.path.includes('streamGenerateContent');
-      if (request.path.startsWith('/v1/messages')) return (stream ? replaySse(providerFixture('anthropic', 'stream-text.sse')) : replayJson(200, providerFixture('anthropic', 'message.json')))(request, response);
-      return (stream ? replaySse(providerFixture('gemini', 'stream-text.sse')) : replayJson(200, providerFixture('gemini', 'generate-content.json')))(request, response);
+      if (request.path.startsWith('/v1/messages'))
+        return (stream ? replaySse(providerFixture('anthropic', 'stream-text.sse')) : replayJson(200, providerFixture('anthropic', 'message.json')))(
+          request,
+          response,
+        );
+      return (stream ? replaySse(providerFixture('gemini', 'stream-text.sse')) : replayJson(200, providerFixture('gemini', 'generate-content.json')))(
+        request,
+        response,
+      );
     });
-    const post = (body: string) => fetch(`${cluster.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' }, body });
+    const post = (body: string) =>
+      fetch(`${cluster.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
+        body,
+      });
     const statuses = await sendHostileBodies([...hostileBodies(400, ['fake-claude', 'fake-gemini'], 4242)], post);
     expect(statuses.get(400)).toBeGreaterThan(50);
     // Some get through validation to the adapters and the fake upstreams, and are answered.

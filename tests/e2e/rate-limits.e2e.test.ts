@@ -52,18 +52,42 @@ async function startReplicas(cluster: Cluster, env: Record<string, string>): Pro
   const [auth, authMetrics, edge] = await Promise.all([freePort(), freePort(), freePort()]);
   const common = { ...(process.env as Record<string, string>), LOG_LEVEL: 'warn', REDIS_URL: cluster.redisUrl, NATS_URL: cluster.natsUrl, ...env };
   const children: ChildProcess[] = [
-    spawn(process.execPath, ['services/auth/dist/main.js'], { cwd: ROOT, stdio: 'ignore', env: { ...common, AUTH_LISTEN_ADDR: `127.0.0.1:${auth}`, AUTH_METRICS_PORT: String(authMetrics), GATEWAY_BOOTSTRAP_KEY: '' } }),
+    spawn(process.execPath, ['services/auth/dist/main.js'], {
+      cwd: ROOT,
+      stdio: 'ignore',
+      env: { ...common, AUTH_LISTEN_ADDR: `127.0.0.1:${auth}`, AUTH_METRICS_PORT: String(authMetrics), GATEWAY_BOOTSTRAP_KEY: '' },
+    }),
     spawn(process.execPath, ['services/edge/dist/main.js'], {
-      cwd: ROOT, stdio: 'ignore',
-      env: { ...common, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(edge), EDGE_METRICS_PORT: '0', AUTH_SERVICE_ADDR: `127.0.0.1:${auth}`, ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`, EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}` },
+      cwd: ROOT,
+      stdio: 'ignore',
+      env: {
+        ...common,
+        EDGE_HOST: '127.0.0.1',
+        EDGE_PORT: String(edge),
+        EDGE_METRICS_PORT: '0',
+        AUTH_SERVICE_ADDR: `127.0.0.1:${auth}`,
+        ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`,
+        EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
+      },
     }),
   ];
   const origin = `http://127.0.0.1:${edge}`;
   await eventually(async () => (await fetch(`${origin}/readyz`).catch(() => undefined))?.status === 200, 'the second edge to be ready', 60_000, 100);
-  return { origin, stop: async () => { await Promise.all(children.map((child) => stopProcess(child))); } };
+  return {
+    origin,
+    stop: async () => {
+      await Promise.all(children.map((child) => stopProcess(child)));
+    },
+  };
 }
 
-interface KeyJson { id: string; secret: string; plan: string; revoked: boolean; limits: Record<string, unknown> }
+interface KeyJson {
+  id: string;
+  secret: string;
+  plan: string;
+  revoked: boolean;
+  limits: Record<string, unknown>;
+}
 
 function admin(origin: string, method: string, path: string, body?: unknown, token = ADMIN_TOKEN): Promise<Response> {
   return fetch(`${origin}/admin/v1/keys${path}`, {
@@ -154,7 +178,7 @@ describe('two edges and two auth processes on one Redis', () => {
     expect(Number(onTime.headers.get('x-ratelimit-remaining-requests'))).toBeLessThan(60);
   }, 120_000);
 
-  it('puts the rate-limit headers on a stream\'s response head', async () => {
+  it("puts the rate-limit headers on a stream's response head", async () => {
     const key = await createKey(edges[1]!, { plan: 'pro' });
     const response = await complete(edges[0]!, key.secret, { stream: true });
     expect(response.status).toBe(200);
@@ -186,18 +210,22 @@ describe('two edges and two auth processes on one Redis', () => {
     const { usage } = (await first.json()) as { usage: { total_tokens: number } };
 
     // Settled to the real usage: the same 20k request now fits, and the headers show the refund.
-    const after = await eventually(async () => {
-      const response = await complete(edges[1]!, key.secret, { max_tokens: 20_000 });
-      if (response.status === 200) return response;
-      await response.arrayBuffer();
-      return undefined;
-    }, 'the settlement to refund the reservation', 3_000);
+    const after = await eventually(
+      async () => {
+        const response = await complete(edges[1]!, key.secret, { max_tokens: 20_000 });
+        if (response.status === 200) return response;
+        await response.arrayBuffer();
+        return undefined;
+      },
+      'the settlement to refund the reservation',
+      3_000,
+    );
     const remainingAfter = Number(after.headers.get('x-ratelimit-remaining-tokens'));
     expect(remainingAfter).toBeLessThanOrEqual(100_000 - usage.total_tokens - 20_000);
     expect(remainingAfter).toBeGreaterThan(100_000 - usage.total_tokens - 20_000 - 100);
   });
 
-  it('refuses a request that alone needs more than the minute\'s tokens, saying so, without retry', async () => {
+  it("refuses a request that alone needs more than the minute's tokens, saying so, without retry", async () => {
     const key = await createKey(edges[0]!, { plan: 'starter' });
     const response = await complete(edges[1]!, key.secret, { max_tokens: 110_000 });
     expect(response.status).toBe(429);
@@ -217,12 +245,16 @@ describe('two edges and two auth processes on one Redis', () => {
     expect(failed.status).toBe(404);
     await failed.arrayBuffer();
     // Settled with 0: a 20k request fits again, and only the failed request's slot stays counted.
-    const next = await eventually(async () => {
-      const response = await complete(edges[1]!, key.secret, { max_tokens: 20_000 });
-      if (response.status === 200) return response;
-      await response.arrayBuffer();
-      return undefined;
-    }, 'the failed request\'s reservation to be released', 3_000);
+    const next = await eventually(
+      async () => {
+        const response = await complete(edges[1]!, key.secret, { max_tokens: 20_000 });
+        if (response.status === 200) return response;
+        await response.arrayBuffer();
+        return undefined;
+      },
+      "the failed request's reservation to be released",
+      3_000,
+    );
     expect(Number(next.headers.get('x-ratelimit-remaining-tokens'))).toBeGreaterThan(79_000);
     expect(next.headers.get('x-ratelimit-remaining-requests')).toBe('58');
   });
@@ -263,7 +295,12 @@ describe('two edges and two auth processes on one Redis', () => {
   it('manages keys only with the admin token', async () => {
     const key = await createKey(edges[0]!, { plan: 'pro', name: 'managed', limits: { requests_per_minute: 5 }, routing_policy: 'cheapest' });
     expect(key.secret).toMatch(/^br-[A-Za-z0-9]{40}$/);
-    expect(key).toMatchObject({ plan: 'pro', limits: { requests_per_minute: 5, tokens_per_minute: 2_000_000 }, overrides: { requests_per_minute: 5 }, routing_policy: 'cheapest' });
+    expect(key).toMatchObject({
+      plan: 'pro',
+      limits: { requests_per_minute: 5, tokens_per_minute: 2_000_000 },
+      overrides: { requests_per_minute: 5 },
+      routing_policy: 'cheapest',
+    });
     expect((await admin(edges[0]!, 'GET', '', undefined, '')).status).toBe(401);
     expect((await admin(edges[0]!, 'GET', '', undefined, 'not-the-admin-token-at-all-0123456789')).status).toBe(401);
     const withApiKey = await admin(edges[0]!, 'GET', '', undefined, key.secret);
@@ -285,13 +322,16 @@ describe('two edges and two auth processes on one Redis', () => {
     expect(await bad.json()).toMatchObject({ error: { param: 'limits.requests_per_minute' } });
   });
 
-  it('sets a key\'s catalog fallbacks default and clears it back to the plan\'s', async () => {
+  it("sets a key's catalog fallbacks default and clears it back to the plan's", async () => {
     const key = await createKey(edges[0]!, { plan: 'pro', catalog_fallbacks: true });
     expect(key).toMatchObject({ plan: 'pro', catalog_fallbacks: true, overrides: { catalog_fallbacks: true } });
     expect(await (await admin(edges[1]!, 'GET', `/${key.id}`)).json()).toMatchObject({ catalog_fallbacks: true, overrides: { catalog_fallbacks: true } });
-    const off = await (await admin(edges[1]!, 'PATCH', `/${key.id}`, { plan: 'enterprise', catalog_fallbacks: false })).json() as Record<string, unknown>;
+    const off = (await (await admin(edges[1]!, 'PATCH', `/${key.id}`, { plan: 'enterprise', catalog_fallbacks: false })).json()) as Record<string, unknown>;
     expect(off).toMatchObject({ plan: 'enterprise', catalog_fallbacks: false, overrides: { catalog_fallbacks: false } });
-    const cleared = await (await admin(edges[1]!, 'PATCH', `/${key.id}`, { catalog_fallbacks: null })).json() as { catalog_fallbacks: boolean; overrides: Record<string, unknown> };
+    const cleared = (await (await admin(edges[1]!, 'PATCH', `/${key.id}`, { catalog_fallbacks: null })).json()) as {
+      catalog_fallbacks: boolean;
+      overrides: Record<string, unknown>;
+    };
     expect(cleared.catalog_fallbacks).toBe(true);
     expect(cleared.overrides).not.toHaveProperty('catalog_fallbacks');
     const plain = await createKey(edges[0]!, { plan: 'starter' });
@@ -311,7 +351,9 @@ describe('Redis stopped mid-run', () => {
   let folder: string;
 
   function startRedis(): ChildProcess {
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', folder], { stdio: 'ignore' });
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', folder], {
+      stdio: 'ignore',
+    });
     return child;
   }
 
@@ -319,7 +361,15 @@ describe('Redis stopped mid-run', () => {
     port = await freePort();
     folder = mkdtempSync(join(tmpdir(), 'rate-limits-redis-'));
     redis = startRedis();
-    await eventually(() => spawnSync('redis-cli', ['-p', String(port), 'ping']).stdout?.toString().trim() === 'PONG', 'our redis-server to answer', 10_000, 50);
+    await eventually(
+      () =>
+        spawnSync('redis-cli', ['-p', String(port), 'ping'])
+          .stdout?.toString()
+          .trim() === 'PONG',
+      'our redis-server to answer',
+      10_000,
+      50,
+    );
     // A Redis of its own, with no replica to wait for.
     cluster = await startCluster({ plan: 'starter', env: { REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_WAIT_REPLICAS: '0', CATALOG_PATH: writeCatalog() } });
   });
@@ -344,10 +394,15 @@ describe('Redis stopped mid-run', () => {
     }
 
     redis = startRedis();
-    const recovered = await eventually(async () => {
-      const response = await complete(origin, cluster.apiKey);
-      return response.status === 200 ? response : undefined;
-    }, 'the gateway to serve again once Redis is back', 15_000, 200);
+    const recovered = await eventually(
+      async () => {
+        const response = await complete(origin, cluster.apiKey);
+        return response.status === 200 ? response : undefined;
+      },
+      'the gateway to serve again once Redis is back',
+      15_000,
+      200,
+    );
     // Metered again: the request counted (the earlier 200 and this one; the 503s did not).
     expect(recovered.headers.get('x-ratelimit-remaining-requests')).toBe('58');
   }, 60_000);

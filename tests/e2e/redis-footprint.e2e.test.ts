@@ -56,7 +56,14 @@ describe('Redis per request and per key', () => {
     };
     for (let sent = 0; sent < REQUESTS; sent += 10) await Promise.all(Array.from({ length: 10 }, send));
 
-    const usage = await eventually(async () => { const found = await meteredUsage(redis, cluster.apiKey); return found.requests === REQUESTS && found; }, 'every request to be metered', 20_000);
+    const usage = await eventually(
+      async () => {
+        const found = await meteredUsage(redis, cluster.apiKey);
+        return found.requests === REQUESTS && found;
+      },
+      'every request to be metered',
+      20_000,
+    );
     expect(usage.requests).toBe(REQUESTS);
 
     const secretHash = createHash('sha256').update(cluster.apiKey).digest('hex');
@@ -64,7 +71,7 @@ describe('Redis per request and per key', () => {
     const windowKeys = (await keysContaining(`{${keyId}}`)).filter((key) => key.includes(':window:'));
     expect(windowKeys.length).toBeGreaterThan(0);
     // The secret's index, the key's record and its metering totals (over all and per model used).
-    const totals = (await keysContaining(`metering:key:{${keyId}}`));
+    const totals = await keysContaining(`metering:key:{${keyId}}`);
     expect(totals.length).toBeGreaterThanOrEqual(2);
     const perKey = await bytesOf([`auth:key:${secretHash}`, `auth:record:{${keyId}}`, ...totals]);
     const windowBytes = await bytesOf(windowKeys);
@@ -81,7 +88,7 @@ describe('Redis per request and per key', () => {
       process.stdout.write(`redis footprint: ${((await bytesOf([dedup])) / dedupSize).toFixed(0)} bytes per usage record (${dedupSize} held)\n`);
       expect((await bytesOf([dedup])) / dedupSize).toBeLessThanOrEqual(MAX_DEDUP_BYTES_PER_EVENT);
     }
-    await eventually(async () => (await redis.zcard(dedup)) === 0, 'the acknowledged events\' records to be pruned', 30_000, 500);
+    await eventually(async () => (await redis.zcard(dedup)) === 0, "the acknowledged events' records to be pruned", 30_000, 500);
 
     // Nothing is named after a request.
     for (const requestId of requestIds.slice(0, 20)) expect(await keysContaining(requestId)).toEqual([]);

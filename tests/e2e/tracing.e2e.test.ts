@@ -31,14 +31,27 @@ async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; cl
   const server: Server = createServer((request, response) => {
     let body = '';
     request.setEncoding('utf8');
-    request.on('data', (chunk: string) => { body += chunk; });
+    request.on('data', (chunk: string) => {
+      body += chunk;
+    });
     request.on('end', () => {
       if (request.url === '/v1/traces') {
-        const payload = JSON.parse(body) as { resourceSpans?: Array<{ resource?: { attributes?: OtlpAttribute[] }; scopeSpans?: Array<{ spans?: OtlpSpan[] }> }> };
+        const payload = JSON.parse(body) as {
+          resourceSpans?: Array<{ resource?: { attributes?: OtlpAttribute[] }; scopeSpans?: Array<{ spans?: OtlpSpan[] }> }>;
+        };
         for (const resourceSpans of payload.resourceSpans ?? []) {
           const service = String(attributesOf(resourceSpans.resource?.attributes)['service.name'] ?? '');
           for (const scope of resourceSpans.scopeSpans ?? []) {
-            for (const span of scope.spans ?? []) spans.push({ service, traceId: span.traceId, spanId: span.spanId, parentSpanId: span.parentSpanId ?? '', name: span.name, kind: span.kind, attributes: attributesOf(span.attributes) });
+            for (const span of scope.spans ?? [])
+              spans.push({
+                service,
+                traceId: span.traceId,
+                spanId: span.spanId,
+                parentSpanId: span.parentSpanId ?? '',
+                name: span.name,
+                kind: span.kind,
+                attributes: attributesOf(span.attributes),
+              });
           }
         }
       }
@@ -50,12 +63,23 @@ async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; cl
   return { url: `http://127.0.0.1:${port}`, spans, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-interface OtlpAttribute { key: string; value: { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean } }
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: OtlpAttribute[] }
+interface OtlpAttribute {
+  key: string;
+  value: { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean };
+}
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: OtlpAttribute[];
+}
 
 function attributesOf(list: OtlpAttribute[] | undefined): Record<string, unknown> {
   const result: Record<string, unknown> = {};
-  for (const { key, value } of list ?? []) result[key] = value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : undefined) ?? value.doubleValue ?? value.boolValue;
+  for (const { key, value } of list ?? [])
+    result[key] = value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : undefined) ?? value.doubleValue ?? value.boolValue;
   return result;
 }
 
@@ -80,7 +104,7 @@ afterAll(async () => {
 });
 
 describe('one request, one trace', () => {
-  it('spans the edge, auth, the router, the executor, the upstream call and metering, under the caller\'s span', async () => {
+  it("spans the edge, auth, the router, the executor, the upstream call and metering, under the caller's span", async () => {
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');
     const response = await fetch(`${cluster.baseUrl}/chat/completions`, {
@@ -89,20 +113,31 @@ describe('one request, one trace', () => {
       body: JSON.stringify({ model: 'auto', messages: [{ role: 'user', content: 'Say hello' }] }),
     });
     expect(response.status).toBe(200);
-    const body = await response.json() as { gateway: { routed_to: string } };
+    const body = (await response.json()) as { gateway: { routed_to: string } };
     expect(body.gateway.routed_to).toBe('traced-model');
 
     const services = ['edge', 'auth', 'router', 'executor', 'metering'];
-    const spans = await eventually(() => {
-      const found = receiver.spans.filter((span) => span.traceId === traceId);
-      return services.every((service) => found.some((span) => span.service === service)) && found.some((span) => span.kind === 3) ? found : undefined;
-    }, 'every service\'s span of the request to be exported', 20_000, 100);
+    const spans = await eventually(
+      () => {
+        const found = receiver.spans.filter((span) => span.traceId === traceId);
+        return services.every((service) => found.some((span) => span.service === service)) && found.some((span) => span.kind === 3) ? found : undefined;
+      },
+      "every service's span of the request to be exported",
+      20_000,
+      100,
+    );
 
     // The edge's span is the caller's child; every other span descends from it.
     const edge = spans.find((span) => span.service === 'edge')!;
     expect(edge.parentSpanId).toBe(callerSpanId);
     expect(edge.name).toBe('chat auto');
-    expect(edge.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'auto', 'gen_ai.response.model': 'traced-model', 'gen_ai.provider.name': 'openai-compatible', 'gateway.routed_to': 'traced-model' });
+    expect(edge.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': 'auto',
+      'gen_ai.response.model': 'traced-model',
+      'gen_ai.provider.name': 'openai-compatible',
+      'gateway.routed_to': 'traced-model',
+    });
     expect(Number(edge.attributes['gen_ai.usage.input_tokens'])).toBeGreaterThan(0);
     expect(Number(edge.attributes['gen_ai.usage.output_tokens'])).toBeGreaterThan(0);
     const byId = new Map(spans.map((span) => [span.spanId, span]));
@@ -117,7 +152,12 @@ describe('one request, one trace', () => {
     // The upstream call: a client span named by the conventions, and its traceparent sent upstream.
     const call = spans.find((span) => span.service === 'executor' && span.kind === 3)!;
     expect(call.name).toBe('chat gpt-4o-mini');
-    expect(call.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai-compatible', 'gen_ai.request.model': 'gpt-4o-mini', 'server.address': new URL(upstream.baseUrl).host });
+    expect(call.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai-compatible',
+      'gen_ai.request.model': 'gpt-4o-mini',
+      'server.address': new URL(upstream.baseUrl).host,
+    });
     const sent = upstream.requests.at(-1)!.headers.traceparent;
     expect(sent).toBe(`00-${traceId}-${call.spanId}-01`);
 

@@ -60,7 +60,7 @@ async function expectModelUnavailable(response: Response): Promise<void> {
   expect(response.headers.get('content-type')).toMatch(/^application\/json/);
   expect(response.headers.get('retry-after')).toBe(String(Math.ceil(UNAVAILABLE_RETRY_AFTER_MS / 1000)));
   expect(response.headers.get('retry-after-ms')).toBe(String(UNAVAILABLE_RETRY_AFTER_MS));
-  const body = await response.json() as { error: { type: string; code: string; message: string } };
+  const body = (await response.json()) as { error: { type: string; code: string; message: string } };
   expect(body.error).toMatchObject({ type: 'service_unavailable_error', code: 'model_unavailable' });
 }
 
@@ -80,7 +80,7 @@ describe('a model whose upstream refuses connections', () => {
     await expectModelUnavailable(await post({ model: 'refused-stream', messages: hello, stream: true }));
   });
 
-  it('the official client\'s stream fails with the 503 before yielding anything', async () => {
+  it("the official client's stream fails with the 503 before yielding anything", async () => {
     const error = await client.chat.completions.create({ model: 'refused-client-stream', messages: hello, stream: true }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
@@ -99,7 +99,7 @@ describe('fallbacks of a model whose upstream refuses connections', () => {
     for (const fallbacks of [true, ['sim-mini']]) {
       const response = await post({ model: 'refused-fallback', messages: hello, fallbacks });
       expect(response.status).toBe(200);
-      const body = await response.json() as Answer;
+      const body = (await response.json()) as Answer;
       expect(body.model).toBe('sim-mini');
       expect(body.gateway.routed_to).toBe('sim-mini');
       expect(body.gateway.tried).toEqual([{ model: 'refused-fallback', reason: 'model_unavailable' }]);
@@ -107,7 +107,12 @@ describe('fallbacks of a model whose upstream refuses connections', () => {
   });
 
   it('streamed with "fallbacks": true, the next model streams to [DONE] (official client)', async () => {
-    const stream = await client.chat.completions.create({ model: 'refused-fallback', messages: hello, stream: true, fallbacks: true } as OpenAI.ChatCompletionCreateParamsStreaming);
+    const stream = await client.chat.completions.create({
+      model: 'refused-fallback',
+      messages: hello,
+      stream: true,
+      fallbacks: true,
+    } as OpenAI.ChatCompletionCreateParamsStreaming);
     const models = new Set<string>();
     let text = '';
     for await (const chunk of stream) {

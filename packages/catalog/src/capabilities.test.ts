@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { capabilityProblem, type RequestNeeds } from './capabilities.js';
 
-const plain = { id: 'plain', capabilities: { tools: false, vision: false, streaming: false, json_mode: false }, max_output_tokens: 2_000, context_window: 8_000 };
+const plain = {
+  id: 'plain',
+  capabilities: { tools: false, vision: false, streaming: false, json_mode: false },
+  max_output_tokens: 2_000,
+  context_window: 8_000,
+};
 const full = { ...plain, id: 'full', capabilities: { tools: true, vision: true, streaming: true, json_mode: true } };
 const none: RequestNeeds = { tools: false, vision: false, jsonMode: false, stream: false, promptTokens: 10 };
 
@@ -20,9 +25,15 @@ describe('capabilityProblem', () => {
 
   it('names the budget as the caller did, and counts the prompt and the budget against the window', () => {
     expect(capabilityProblem(full, { ...none, maxTokens: 2_001, maxTokensParam: 'max_completion_tokens' })).toEqual({
-      param: 'max_completion_tokens', code: 'invalid_value', message: "'max_completion_tokens' is too large: 2001. The model `full` supports at most 2000 completion tokens.",
+      param: 'max_completion_tokens',
+      code: 'invalid_value',
+      message: "'max_completion_tokens' is too large: 2001. The model `full` supports at most 2000 completion tokens.",
     });
-    expect(capabilityProblem(full, { ...none, promptTokens: 6_001, maxTokens: 2_000 })).toMatchObject({ param: 'messages', code: 'context_length_exceeded', message: expect.stringContaining('you requested 8001 tokens (6001 in the messages, 2000 in the completion)') });
+    expect(capabilityProblem(full, { ...none, promptTokens: 6_001, maxTokens: 2_000 })).toMatchObject({
+      param: 'messages',
+      code: 'context_length_exceeded',
+      message: expect.stringContaining('you requested 8001 tokens (6001 in the messages, 2000 in the completion)'),
+    });
   });
 
   it('checks no limit a model does not state', () => {

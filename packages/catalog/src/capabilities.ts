@@ -47,13 +47,25 @@ export function capabilityProblem(model: CapabilityModel, needs: RequestNeeds): 
   const capabilities = model.capabilities ?? {};
   const id = model.id ?? '';
   if (needs.tools && !capabilities.tools) {
-    return { param: 'tools', code: 'unsupported_parameter', message: `The model \`${id}\` does not support tools; remove 'tools' or choose a model that supports them.` };
+    return {
+      param: 'tools',
+      code: 'unsupported_parameter',
+      message: `The model \`${id}\` does not support tools; remove 'tools' or choose a model that supports them.`,
+    };
   }
   if (needs.vision && !capabilities.vision) {
-    return { param: 'messages', code: 'unsupported_parameter', message: `The model \`${id}\` does not accept image inputs; remove the image parts or choose a model with vision.` };
+    return {
+      param: 'messages',
+      code: 'unsupported_parameter',
+      message: `The model \`${id}\` does not accept image inputs; remove the image parts or choose a model with vision.`,
+    };
   }
   if (needs.jsonMode && !capabilities.json_mode) {
-    return { param: 'response_format', code: 'unsupported_parameter', message: `The model \`${id}\` does not support JSON mode ('response_format'); remove it or choose a model with JSON mode.` };
+    return {
+      param: 'response_format',
+      code: 'unsupported_parameter',
+      message: `The model \`${id}\` does not support JSON mode ('response_format'); remove it or choose a model with JSON mode.`,
+    };
   }
   if (needs.stream && !capabilities.streaming) {
     return { param: 'stream', code: 'unsupported_parameter', message: `The model \`${id}\` does not support streaming; set 'stream' to false.` };
@@ -61,7 +73,11 @@ export function capabilityProblem(model: CapabilityModel, needs: RequestNeeds): 
   const maxTokens = needs.maxTokens ?? 0;
   if (maxTokens > 0 && model.max_output_tokens && maxTokens > model.max_output_tokens) {
     const param = needs.maxTokensParam ?? 'max_tokens';
-    return { param, code: 'invalid_value', message: `'${param}' is too large: ${maxTokens}. The model \`${id}\` supports at most ${model.max_output_tokens} completion tokens.` };
+    return {
+      param,
+      code: 'invalid_value',
+      message: `'${param}' is too large: ${maxTokens}. The model \`${id}\` supports at most ${model.max_output_tokens} completion tokens.`,
+    };
   }
   const requested = needs.promptTokens + maxTokens;
   if (model.context_window && requested > model.context_window) {

@@ -6,7 +6,9 @@ import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, loadCatalog, parseCa
 import { costPicoUsd } from './pricing.js';
 
 const INVALID_FIXTURES = fileURLToPath(new URL('../test/fixtures/invalid/', import.meta.url));
-const catalogFiles = readdirSync(INVALID_FIXTURES).filter((name) => /\.(ya?ml|json)$/.test(name)).sort();
+const catalogFiles = readdirSync(INVALID_FIXTURES)
+  .filter((name) => /\.(ya?ml|json)$/.test(name))
+  .sort();
 
 function errorOf(action: () => unknown): CatalogError {
   try {
@@ -24,17 +26,26 @@ describe('parseCatalog with invalid catalogs', () => {
     // fixtures expect the same message, and every message load.ts can throw (each template of a
     // fail() or CatalogError(), its ${...} parts as wildcards) is expected by at least one fixture:
     // a new check without a fixture fails here. Reading a missing file is tested below.
-    const expectedFiles = readdirSync(INVALID_FIXTURES).filter((name) => name.endsWith('.error')).sort();
+    const expectedFiles = readdirSync(INVALID_FIXTURES)
+      .filter((name) => name.endsWith('.error'))
+      .sort();
     expect(expectedFiles).toEqual(catalogFiles.map((name) => name.replace(/\.(ya?ml|json)$/, '.error')).sort());
     const messages = expectedFiles.map((name) => readFileSync(join(INVALID_FIXTURES, name), 'utf8').trimEnd());
     expect(new Set(messages).size).toBe(messages.length);
     const source = readFileSync(fileURLToPath(new URL('./load.ts', import.meta.url)), 'utf8');
-    const templates = [...source.matchAll(/(?:fail|CatalogError)\((`(?:[^`\\]|\\.)*`|'[^']*')/g)].map((match) => match[1]!.slice(1, -1));
+    const templates = [...source.matchAll(/(?:fail|CatalogError)\(\s*(`(?:[^`\\]|\\.)*`|'[^']*')/g)].map((match) => match[1]!.slice(1, -1));
     expect(templates.length).toBeGreaterThan(20);
-    const uncovered = templates.filter((template) => !template.includes('cannot read the catalog')).filter((template) => {
-      const pattern = new RegExp(template.split(/\$\{(?:[^{}]|\{[^}]*\})*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*'));
-      return !messages.some((message) => pattern.test(message));
-    });
+    const uncovered = templates
+      .filter((template) => !template.includes('cannot read the catalog'))
+      .filter((template) => {
+        const pattern = new RegExp(
+          template
+            .split(/\$\{(?:[^{}]|\{[^}]*\})*\}/)
+            .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+            .join('[\\s\\S]*'),
+        );
+        return !messages.some((message) => pattern.test(message));
+      });
     expect(uncovered).toEqual([]);
   });
 
@@ -73,8 +84,16 @@ models:
 
   it('converts prices to integer micro-USD, defaulting cached input to the input price', () => {
     const catalog = parseCatalog(minimal, 'minimal.yaml');
-    expect(catalog.byId.get('sim-a')?.pricing).toEqual({ input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 2_500_000, output_micro_usd_per_mtok: 10_000_000 });
-    expect(catalog.byId.get('vendor/model-b')?.pricing).toEqual({ input_micro_usd_per_mtok: 1, cached_input_micro_usd_per_mtok: 500_000, output_micro_usd_per_mtok: 1_234_567 });
+    expect(catalog.byId.get('sim-a')?.pricing).toEqual({
+      input_micro_usd_per_mtok: 2_500_000,
+      cached_input_micro_usd_per_mtok: 2_500_000,
+      output_micro_usd_per_mtok: 10_000_000,
+    });
+    expect(catalog.byId.get('vendor/model-b')?.pricing).toEqual({
+      input_micro_usd_per_mtok: 1,
+      cached_input_micro_usd_per_mtok: 500_000,
+      output_micro_usd_per_mtok: 1_234_567,
+    });
   });
 
   it('keeps ids with slashes, upstream details and fallbacks, and gives simulated models default timings', () => {
@@ -88,7 +107,10 @@ models:
   });
 
   it('reads more deployments of a model, each inheriting the upstream fields it does not set', () => {
-    const text = minimal.replace('    fallbacks: [sim-a]\n', '    fallbacks: [sim-a]\n    deployments:\n      - { base_url: "http://eu.example.com/v1" }\n      - { base_url: "http://localhost:8080", model: model-b-eu, api_key_env: VENDOR_KEY_EU, headers: {} }\n');
+    const text = minimal.replace(
+      '    fallbacks: [sim-a]\n',
+      '    fallbacks: [sim-a]\n    deployments:\n      - { base_url: "http://eu.example.com/v1" }\n      - { base_url: "http://localhost:8080", model: model-b-eu, api_key_env: VENDOR_KEY_EU, headers: {} }\n',
+    );
     const catalog = parseCatalog(text, 'deployments.yaml');
     expect(catalog.byId.get('vendor/model-b')?.deployments).toEqual([
       { model: 'model-b-2025', base_url: 'http://eu.example.com/v1', api_key_env: 'VENDOR_KEY_2', headers: { 'x-version': '1' } },
@@ -99,7 +121,22 @@ models:
 
   it('reads the same catalog written as JSON', () => {
     const fromYaml = parseCatalog(minimal, 'minimal.yaml');
-    const asJson = JSON.stringify({ models: [{ id: 'sim-a', provider: 'simulated', owned_by: 'gateway', created: 1735689600, upstream: { model: 'sim-a' }, pricing: { input: 2.5, output: '10' }, context_window: 1000, max_output_tokens: 1000, capabilities: { tools: false, vision: false, streaming: true, json_mode: false }, quality_tier: 'standard' }] });
+    const asJson = JSON.stringify({
+      models: [
+        {
+          id: 'sim-a',
+          provider: 'simulated',
+          owned_by: 'gateway',
+          created: 1735689600,
+          upstream: { model: 'sim-a' },
+          pricing: { input: 2.5, output: '10' },
+          context_window: 1000,
+          max_output_tokens: 1000,
+          capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
+          quality_tier: 'standard',
+        },
+      ],
+    });
     expect(parseCatalog(asJson, 'catalog.json').models[0]).toEqual(fromYaml.models[0]);
   });
 });
@@ -119,13 +156,25 @@ describe('the default catalog', () => {
   const catalog = loadCatalog(DEFAULT_CATALOG_PATH);
 
   it('loads, with the three simulated models chained by their fallbacks', () => {
-    expect(catalog.byId.get('sim-mini')).toMatchObject({ quality_tier: 'economy', capabilities: { tools: true, vision: false, json_mode: true }, fallbacks: [] });
+    expect(catalog.byId.get('sim-mini')).toMatchObject({
+      quality_tier: 'economy',
+      capabilities: { tools: true, vision: false, json_mode: true },
+      fallbacks: [],
+    });
     expect(catalog.byId.get('sim-standard')).toMatchObject({ quality_tier: 'standard', capabilities: { tools: true, vision: true }, fallbacks: ['sim-mini'] });
-    expect(catalog.byId.get('sim-pro')).toMatchObject({ quality_tier: 'premium', capabilities: { tools: true, vision: true }, fallbacks: ['sim-standard', 'sim-mini'] });
+    expect(catalog.byId.get('sim-pro')).toMatchObject({
+      quality_tier: 'premium',
+      capabilities: { tools: true, vision: true },
+      fallbacks: ['sim-standard', 'sim-mini'],
+    });
     const [mini, standard, pro] = ['sim-mini', 'sim-standard', 'sim-pro'].map((id) => catalog.byId.get(id)!);
     expect(pro.context_window).toBeGreaterThan(standard.context_window);
-    expect(costPicoUsd(mini.pricing, { prompt_tokens: 1000, completion_tokens: 1000 })).toBeLessThan(costPicoUsd(standard.pricing, { prompt_tokens: 1000, completion_tokens: 1000 }));
-    expect(costPicoUsd(standard.pricing, { prompt_tokens: 1000, completion_tokens: 1000 })).toBeLessThan(costPicoUsd(pro.pricing, { prompt_tokens: 1000, completion_tokens: 1000 }));
+    expect(costPicoUsd(mini.pricing, { prompt_tokens: 1000, completion_tokens: 1000 })).toBeLessThan(
+      costPicoUsd(standard.pricing, { prompt_tokens: 1000, completion_tokens: 1000 }),
+    );
+    expect(costPicoUsd(standard.pricing, { prompt_tokens: 1000, completion_tokens: 1000 })).toBeLessThan(
+      costPicoUsd(pro.pricing, { prompt_tokens: 1000, completion_tokens: 1000 }),
+    );
     for (const model of [mini, standard, pro]) {
       expect(model.simulation?.time_to_first_token_ms).toBeGreaterThanOrEqual(10);
       expect(model.simulation?.time_to_first_token_ms).toBeLessThanOrEqual(30);
@@ -133,14 +182,18 @@ describe('the default catalog', () => {
   });
 
   it('prices gpt-4o at its list price', () => {
-    expect(catalog.byId.get('gpt-4o')?.pricing).toEqual({ input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 1_250_000, output_micro_usd_per_mtok: 10_000_000 });
+    expect(catalog.byId.get('gpt-4o')?.pricing).toEqual({
+      input_micro_usd_per_mtok: 2_500_000,
+      cached_input_micro_usd_per_mtok: 1_250_000,
+      output_micro_usd_per_mtok: 10_000_000,
+    });
   });
 
   it('turns on only the simulated models when no key variable is set', () => {
     expect(enabledModels(catalog, {}).map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
   });
 
-  it('turns a provider\'s models on only when its key variable is set and non-empty', () => {
+  it("turns a provider's models on only when its key variable is set and non-empty", () => {
     expect(enabledModels(catalog, { OPENAI_API_KEY: '' }).map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
     const withAnthropic = enabledModels(catalog, { ANTHROPIC_API_KEY: 'sk-ant-test' }).map((model) => model.id);
     expect(withAnthropic).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'anthropic/claude-sonnet-4', 'anthropic/claude-3-5-haiku']);
@@ -150,6 +203,14 @@ describe('the default catalog', () => {
 
   it('names a key variable for every real model, and every provider listed in the brief', () => {
     const variables = new Set(catalog.models.filter((model) => model.provider !== 'simulated').map((model) => model.upstream.api_key_env));
-    expect([...variables].sort()).toEqual(['ANTHROPIC_API_KEY', 'DEEPSEEK_API_KEY', 'GEMINI_API_KEY', 'GROQ_API_KEY', 'MISTRAL_API_KEY', 'OPENAI_API_KEY', 'TOGETHER_API_KEY']);
+    expect([...variables].sort()).toEqual([
+      'ANTHROPIC_API_KEY',
+      'DEEPSEEK_API_KEY',
+      'GEMINI_API_KEY',
+      'GROQ_API_KEY',
+      'MISTRAL_API_KEY',
+      'OPENAI_API_KEY',
+      'TOGETHER_API_KEY',
+    ]);
   });
 });

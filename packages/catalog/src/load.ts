@@ -1,7 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
-import { PROVIDERS, QUALITY_TIERS, type Capabilities, type Catalog, type CatalogModel, type Provider, type QualityTier, type Simulation, type Upstream } from './model.js';
+import {
+  PROVIDERS,
+  QUALITY_TIERS,
+  type Capabilities,
+  type Catalog,
+  type CatalogModel,
+  type Provider,
+  type QualityTier,
+  type Simulation,
+  type Upstream,
+} from './model.js';
 import { usdPerMtokToMicro, type Pricing } from './pricing.js';
 
 /** Thrown when the catalog file is invalid; the message says exactly what and where. */
@@ -22,7 +32,21 @@ export const AUTO_MODEL_ID = 'auto';
 export const DEFAULT_SIMULATION: Readonly<Simulation> = Object.freeze({ time_to_first_token_ms: 20, tokens_per_second: 0 });
 
 const TOP_LEVEL_FIELDS = ['models'];
-const MODEL_FIELDS = ['id', 'provider', 'owned_by', 'created', 'upstream', 'pricing', 'context_window', 'max_output_tokens', 'capabilities', 'quality_tier', 'fallbacks', 'simulation', 'deployments'];
+const MODEL_FIELDS = [
+  'id',
+  'provider',
+  'owned_by',
+  'created',
+  'upstream',
+  'pricing',
+  'context_window',
+  'max_output_tokens',
+  'capabilities',
+  'quality_tier',
+  'fallbacks',
+  'simulation',
+  'deployments',
+];
 const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers'];
 const PRICING_FIELDS = ['input', 'cached_input', 'output'];
 const CAPABILITY_FIELDS = ['tools', 'vision', 'streaming', 'json_mode'] as const;
@@ -68,7 +92,8 @@ class ModelReader {
   }
 
   oneOf<T extends string>(value: unknown, field: string, allowed: readonly T[]): T {
-    if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) this.fail(`${field} must be one of ${allowed.join(', ')}, got ${describe(value)}`);
+    if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value))
+      this.fail(`${field} must be one of ${allowed.join(', ')}, got ${describe(value)}`);
     return value as T;
   }
 
@@ -99,7 +124,8 @@ class ModelReader {
     }
     if (provider !== 'simulated' || fields.api_key_env !== undefined) {
       const keyVariable = fields.api_key_env;
-      if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable)) this.fail(`upstream.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
+      if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
+        this.fail(`upstream.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
       upstream.api_key_env = keyVariable;
     }
     if (fields.headers !== undefined) {
@@ -107,7 +133,7 @@ class ModelReader {
       for (const [name, headerValue] of Object.entries(headers)) {
         if (typeof headerValue !== 'string') this.fail(`upstream.headers.${name} must be a string, got ${describe(headerValue)}`);
       }
-      upstream.headers = Object.freeze({ ...headers as Record<string, string> });
+      upstream.headers = Object.freeze({ ...(headers as Record<string, string>) });
     }
     return Object.freeze(upstream);
   }
@@ -131,7 +157,8 @@ class ModelReader {
       const deployment: Upstream = { model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`), base_url: baseUrl };
       const keyVariable = fields.api_key_env ?? upstream.api_key_env;
       if (keyVariable !== undefined) {
-        if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable)) this.fail(`${path}.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
+        if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
+          this.fail(`${path}.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
         deployment.api_key_env = keyVariable;
       }
       const headers = fields.headers === undefined ? upstream.headers : this.mapping(fields.headers, `${path}.headers`);
@@ -139,7 +166,7 @@ class ModelReader {
         for (const [name, headerValue] of Object.entries(headers)) {
           if (typeof headerValue !== 'string') this.fail(`${path}.headers.${name} must be a string, got ${describe(headerValue)}`);
         }
-        deployment.headers = Object.freeze({ ...headers as Record<string, string> });
+        deployment.headers = Object.freeze({ ...(headers as Record<string, string>) });
       }
       const key = `${deployment.base_url} ${deployment.model}`;
       if (seen.has(key)) this.fail(`${path} must differ from upstream and the other deployments in base_url or model`);
@@ -185,9 +212,10 @@ class ModelReader {
     if (value === undefined) return DEFAULT_SIMULATION;
     const fields = this.mapping(value, 'simulation');
     this.rejectUnknown(fields, SIMULATION_FIELDS, 'simulation.');
-    const timeToFirstToken = fields.time_to_first_token_ms === undefined
-      ? DEFAULT_SIMULATION.time_to_first_token_ms
-      : this.integer(fields.time_to_first_token_ms, 'simulation.time_to_first_token_ms', 0, 'a non-negative integer');
+    const timeToFirstToken =
+      fields.time_to_first_token_ms === undefined
+        ? DEFAULT_SIMULATION.time_to_first_token_ms
+        : this.integer(fields.time_to_first_token_ms, 'simulation.time_to_first_token_ms', 0, 'a non-negative integer');
     const tokensPerSecond = fields.tokens_per_second ?? DEFAULT_SIMULATION.tokens_per_second;
     if (typeof tokensPerSecond !== 'number' || !Number.isFinite(tokensPerSecond) || tokensPerSecond < 0) {
       this.fail(`simulation.tokens_per_second must be a non-negative number (0: as fast as possible), got ${describe(tokensPerSecond)}`);
@@ -232,7 +260,9 @@ export function parseCatalog(text: string, source: string): Catalog {
   entries.forEach((entry: unknown, index) => {
     const id = isMapping(entry) && typeof entry.id === 'string' && entry.id.trim() !== '' ? entry.id : undefined;
     const prefix = `${source}: models[${index}]${id === undefined ? '' : ` (${id})`}`;
-    const reader = new ModelReader((message) => { throw new CatalogError(`${prefix}: ${message}`); });
+    const reader = new ModelReader((message) => {
+      throw new CatalogError(`${prefix}: ${message}`);
+    });
     const fields = reader.mapping(entry, 'each model');
     reader.rejectUnknown(fields, MODEL_FIELDS, '');
     const modelId = reader.text(fields.id, 'id');
@@ -268,7 +298,9 @@ export function parseCatalog(text: string, source: string): Catalog {
   // Fallbacks name other models, so they are checked once every id is known.
   models.forEach((model, index) => {
     model.fallbacks.forEach((fallback, position) => {
-      const fail = (message: string): never => { throw new CatalogError(`${source}: models[${index}] (${model.id}): fallbacks[${position}] ${message}`); };
+      const fail = (message: string): never => {
+        throw new CatalogError(`${source}: models[${index}] (${model.id}): fallbacks[${position}] ${message}`);
+      };
       if (fallback === model.id) fail('must not be the model itself');
       if (!indexById.has(fallback)) fail(`must be the id of a model in this catalog, got ${describe(fallback)}`);
     });
@@ -291,7 +323,9 @@ export function loadCatalog(path: string = DEFAULT_CATALOG_PATH): Catalog {
 
 /** The models that are on: simulated ones always, others when their key variable is set and non-empty. */
 export function enabledModels(catalog: Catalog, env: Record<string, string | undefined>): CatalogModel[] {
-  return catalog.models.filter((model) => model.provider === 'simulated' || (model.upstream.api_key_env !== undefined && Boolean(env[model.upstream.api_key_env])));
+  return catalog.models.filter(
+    (model) => model.provider === 'simulated' || (model.upstream.api_key_env !== undefined && Boolean(env[model.upstream.api_key_env])),
+  );
 }
 
 /** Every environment variable a catalog reads provider keys from (its models' and deployments' api_key_env), sorted. */

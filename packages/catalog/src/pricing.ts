@@ -27,9 +27,11 @@ export function costPicoUsd(pricing: Pricing, usage: BilledUsage): bigint {
   const prompt = BigInt(usage.prompt_tokens ?? 0);
   const cached = BigInt(Math.min(usage.cached_tokens ?? 0, usage.prompt_tokens ?? 0));
   const completion = BigInt(usage.completion_tokens ?? 0);
-  return (prompt - cached) * BigInt(pricing.input_micro_usd_per_mtok ?? 0)
-    + cached * BigInt(pricing.cached_input_micro_usd_per_mtok ?? 0)
-    + completion * BigInt(pricing.output_micro_usd_per_mtok ?? 0);
+  return (
+    (prompt - cached) * BigInt(pricing.input_micro_usd_per_mtok ?? 0) +
+    cached * BigInt(pricing.cached_input_micro_usd_per_mtok ?? 0) +
+    completion * BigInt(pricing.output_micro_usd_per_mtok ?? 0)
+  );
 }
 
 const PICO_PER_USD = 1_000_000_000_000n;

@@ -23,7 +23,11 @@ export function channelOptions(extra: grpc.ChannelOptions = {}): grpc.ChannelOpt
 }
 
 /** Creates a client on a long-lived insecure channel; create one per process and reuse it. */
-export function createClient<Client extends grpc.Client>(Constructor: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => Client, address: string, options?: grpc.ChannelOptions): Client {
+export function createClient<Client extends grpc.Client>(
+  Constructor: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => Client,
+  address: string,
+  options?: grpc.ChannelOptions,
+): Client {
   return new Constructor(address, grpc.credentials.createInsecure(), channelOptions(options));
 }
 
@@ -48,21 +52,35 @@ export function callMetadata(options: CallOptions): { metadata: grpc.Metadata; c
   return { metadata, callOptions: { deadline: Date.now() + options.deadlineMs } };
 }
 
-type UnaryMethod<Request, Response> = (request: Request, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Response>) => grpc.ClientUnaryCall;
+type UnaryMethod<Request, Response> = (
+  request: Request,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: grpc.requestCallback<Response>,
+) => grpc.ClientUnaryCall;
 
 /**
  * Calls a unary method and resolves with its response; a failure rejects with a GatewayError
  * rebuilt from the status and its ErrorInfo trailer.
  */
-export function callUnary<Request, Response>(client: grpc.Client, method: UnaryMethod<Request, Response>, request: Request, options: CallOptions): Promise<Response> {
+export function callUnary<Request, Response>(
+  client: grpc.Client,
+  method: UnaryMethod<Request, Response>,
+  request: Request,
+  options: CallOptions,
+): Promise<Response> {
   const { metadata, callOptions } = callMetadata(options);
   return new Promise<Response>((resolve, reject) => {
-    const call = withoutCallerStack(() => method.call(client, request, metadata, callOptions, (error, response) => {
-      options.signal?.removeEventListener('abort', cancel);
-      if (error) reject(GatewayError.fromServiceError(error));
-      else resolve(response as Response);
-    }));
-    function cancel() { call.cancel(); }
+    const call = withoutCallerStack(() =>
+      method.call(client, request, metadata, callOptions, (error, response) => {
+        options.signal?.removeEventListener('abort', cancel);
+        if (error) reject(GatewayError.fromServiceError(error));
+        else resolve(response as Response);
+      }),
+    );
+    function cancel() {
+      call.cancel();
+    }
     if (options.signal?.aborted) call.cancel();
     else options.signal?.addEventListener('abort', cancel, { once: true });
   });

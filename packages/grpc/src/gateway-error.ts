@@ -103,23 +103,36 @@ export class GatewayError extends Error {
 
 function reasonOf(code: grpc.status): string {
   switch (code) {
-    case grpc.status.DEADLINE_EXCEEDED: return 'deadline_exceeded';
-    case grpc.status.UNAVAILABLE: return 'service_unavailable';
-    case grpc.status.CANCELLED: return 'cancelled';
-    case grpc.status.NOT_FOUND: return 'not_found';
-    case grpc.status.INVALID_ARGUMENT: return 'invalid_request';
-    case grpc.status.UNAUTHENTICATED: return 'invalid_api_key';
-    case grpc.status.PERMISSION_DENIED: return 'permission_denied';
-    case grpc.status.RESOURCE_EXHAUSTED: return 'rate_limit_exceeded';
-    default: return 'internal_error';
+    case grpc.status.DEADLINE_EXCEEDED:
+      return 'deadline_exceeded';
+    case grpc.status.UNAVAILABLE:
+      return 'service_unavailable';
+    case grpc.status.CANCELLED:
+      return 'cancelled';
+    case grpc.status.NOT_FOUND:
+      return 'not_found';
+    case grpc.status.INVALID_ARGUMENT:
+      return 'invalid_request';
+    case grpc.status.UNAUTHENTICATED:
+      return 'invalid_api_key';
+    case grpc.status.PERMISSION_DENIED:
+      return 'permission_denied';
+    case grpc.status.RESOURCE_EXHAUSTED:
+      return 'rate_limit_exceeded';
+    default:
+      return 'internal_error';
   }
 }
 
 function transportMessage(code: grpc.status): string {
   switch (code) {
-    case grpc.status.DEADLINE_EXCEEDED: return 'An internal service did not answer in time.';
-    case grpc.status.UNAVAILABLE: return 'An internal service is unavailable.';
-    case grpc.status.CANCELLED: return 'The request was cancelled.';
-    default: return 'An internal service failed.';
+    case grpc.status.DEADLINE_EXCEEDED:
+      return 'An internal service did not answer in time.';
+    case grpc.status.UNAVAILABLE:
+      return 'An internal service is unavailable.';
+    case grpc.status.CANCELLED:
+      return 'The request was cancelled.';
+    default:
+      return 'An internal service failed.';
   }
 }

@@ -4,7 +4,12 @@ import { protoPath } from 'grpc-health-check';
 import { channelOptions } from './client.js';
 
 interface HealthClient extends grpc.Client {
-  Check(request: { service: string }, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (error: grpc.ServiceError | null, response?: { status: string }) => void): grpc.ClientUnaryCall;
+  Check(
+    request: { service: string },
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: (error: grpc.ServiceError | null, response?: { status: string }) => void,
+  ): grpc.ClientUnaryCall;
 }
 
 let HealthConstructor: (new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => HealthClient) | undefined;

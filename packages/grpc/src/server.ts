@@ -25,7 +25,11 @@ export function toServiceError(error: unknown, method: string, report?: ErrorRep
 export type AsyncUnary<Request, Response> = (request: Request, call: grpc.ServerUnaryCall<Request, Response>) => Promise<Response>;
 
 /** Adapts an async unary handler to grpc-js, converting every thrown error in one place. */
-export function unary<Request, Response>(handler: AsyncUnary<Request, Response>, method: string, report?: ErrorReporter): grpc.handleUnaryCall<Request, Response> {
+export function unary<Request, Response>(
+  handler: AsyncUnary<Request, Response>,
+  method: string,
+  report?: ErrorReporter,
+): grpc.handleUnaryCall<Request, Response> {
   return (call, callback) => {
     handler(call.request, call).then(
       (response) => callback(null, response),
@@ -86,17 +90,24 @@ export function createGatewayServer(services: GatewayService[], options: grpc.Se
   return {
     server,
     health,
-    listen: (address) => new Promise((resolve, reject) => {
-      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)));
-    }),
+    listen: (address) =>
+      new Promise((resolve, reject) => {
+        server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)));
+      }),
     shutdown: async (graceMs) => {
       for (const name of Object.keys(statuses)) health.setStatus(name, 'NOT_SERVING');
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => { server.forceShutdown(); resolve(); }, graceMs);
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
         timer.unref();
         // tryShutdown sends GOAWAY first, so a stream a caller opens to replace a drained one
         // reaches another replica; then the streams are asked to end.
-        server.tryShutdown(() => { clearTimeout(timer); resolve(); });
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
         const patienceMs = Math.min(STREAM_DRAIN_PATIENCE_MS, graceMs / 2);
         for (const service of services) void service.drain?.(patienceMs);
       });

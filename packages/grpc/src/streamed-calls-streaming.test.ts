@@ -5,7 +5,16 @@
  * replacement of a stream under a call, and servers that carry no streamed calls.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadGatewayGrpc, type ExecuteRequest, type ExecuteRequestOutput, type ExecuteResponse, type ExecuteResponseOutput, type ExecuteStreamEvent, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
+import {
+  loadGatewayGrpc,
+  type ExecuteRequest,
+  type ExecuteRequestOutput,
+  type ExecuteResponse,
+  type ExecuteResponseOutput,
+  type ExecuteStreamEvent,
+  type ExecuteStreamEventOutput,
+  type ExecutorServiceClient,
+} from '@gateway/proto';
 import { callUnary, createClient } from './client.js';
 import { GatewayError } from './gateway-error.js';
 import { GrpcStatus } from './index.js';
@@ -31,7 +40,14 @@ afterEach(async () => {
 async function startServer(stream: StreamHandler, options: { streamed?: boolean } = {}) {
   const complete = async (): Promise<ExecuteResponse> => ({ provider: 'test', model_id: 'm' });
   const service = serveStreamedCalls({ complete }, 'CompleteCalls', undefined, options.streamed === false ? {} : { stream });
-  const server = createGatewayServer([{ name: 'gateway.executor.v1.ExecutorService', definition: definition.service, handlers: { CompleteCalls: service.handler } as never, drain: service.drain }]);
+  const server = createGatewayServer([
+    {
+      name: 'gateway.executor.v1.ExecutorService',
+      definition: definition.service,
+      handlers: { CompleteCalls: service.handler } as never,
+      drain: service.drain,
+    },
+  ]);
   const port = await server.listen('127.0.0.1:0');
   cleanups.push(() => server.shutdown(100));
   return { port, service };
@@ -46,7 +62,10 @@ function connect(port: number, options: Partial<StreamedCallsOptions<Methods>> =
     unary: { complete: (request, callOptions) => callUnary(client, client.Complete, request, callOptions) },
     ...options,
   });
-  cleanups.push(async () => { await calls.close(200); client.close(); });
+  cleanups.push(async () => {
+    await calls.close(200);
+    client.close();
+  });
   return calls;
 }
 
@@ -138,7 +157,7 @@ describe('StreamedCalls: streamed calls', () => {
     await until(() => aborted.includes('late'), 'the server to abort the call past its deadline');
   });
 
-  it('ends with the server\'s failure after the events it sent before failing', async () => {
+  it("ends with the server's failure after the events it sent before failing", async () => {
     const { port } = await startServer(async (_call, context) => {
       await context.send(event('one'));
       await context.send({ failure: { provider: 'test' } });

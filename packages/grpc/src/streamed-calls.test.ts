@@ -4,8 +4,15 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  loadGatewayGrpc, type AuthServiceClient, type CheckKeyRequest, type CheckKeyRequestOutput, type CheckKeyResponse, type CheckKeyResponseOutput,
-  type SettleUsageRequest, type SettleUsageRequestOutput, type SettleUsageResponseOutput,
+  loadGatewayGrpc,
+  type AuthServiceClient,
+  type CheckKeyRequest,
+  type CheckKeyRequestOutput,
+  type CheckKeyResponse,
+  type CheckKeyResponseOutput,
+  type SettleUsageRequest,
+  type SettleUsageRequestOutput,
+  type SettleUsageResponseOutput,
 } from '@gateway/proto';
 import { callUnary, createClient, withoutCallerStack, type CallOptions } from './client.js';
 import { GatewayError } from './gateway-error.js';
@@ -42,17 +49,34 @@ afterEach(async () => {
 
 /** A server whose CheckKey (unary and streamed) runs `check`; without Decide when `streamed` is false. */
 async function startServer(check: CheckHandler, options: { port?: number; streamed?: boolean } = {}): Promise<TestServer> {
-  const settle = async (request: SettleUsageRequestOutput) => ({ outcome: 'SETTLE_OUTCOME_SETTLED' as const, delta_tokens: Number(request.actual_tokens ?? 0) });
+  const settle = async (request: SettleUsageRequestOutput) => ({
+    outcome: 'SETTLE_OUTCOME_SETTLED' as const,
+    delta_tokens: Number(request.actual_tokens ?? 0),
+  });
   const decide = serveStreamedCalls({ check_key: check, settle_usage: settle }, 'Decide');
   const handlers: Record<string, unknown> = { CheckKey: unary(check, 'CheckKey'), SettleUsage: unary(settle, 'SettleUsage') };
   const state = { streamsServed: 0 };
   if (options.streamed !== false) {
-    handlers.Decide = (call: Parameters<typeof decide.handler>[0]) => { state.streamsServed += 1; decide.handler(call); };
+    handlers.Decide = (call: Parameters<typeof decide.handler>[0]) => {
+      state.streamsServed += 1;
+      decide.handler(call);
+    };
   }
-  const server = createGatewayServer([{ name: 'gateway.auth.v1.AuthService', definition: definition.service, handlers: handlers as never, drain: decide.drain }]);
+  const server = createGatewayServer([
+    { name: 'gateway.auth.v1.AuthService', definition: definition.service, handlers: handlers as never, drain: decide.drain },
+  ]);
   const port = await server.listen(`127.0.0.1:${options.port ?? 0}`);
   cleanups.push(() => server.shutdown(100));
-  return { port, server, get streamsServed() { return state.streamsServed; }, get openStreams() { return decide.openStreams; } };
+  return {
+    port,
+    server,
+    get streamsServed() {
+      return state.streamsServed;
+    },
+    get openStreams() {
+      return decide.openStreams;
+    },
+  };
 }
 
 /** A client to `target` with StreamedCalls on it, recording each call's path. */
@@ -70,7 +94,10 @@ function connect(target: string, streams = 2, options: Partial<StreamedCallsOpti
     onCall: (_method, path) => paths.push(path),
     ...options,
   });
-  cleanups.push(async () => { await calls.close(200); client.close(); });
+  cleanups.push(async () => {
+    await calls.close(200);
+    client.close();
+  });
   const check = (reservationId: string, delayMs = 0, options: Partial<CallOptions> = {}) =>
     calls.call('check_key', { api_key: 'k', request_id: 'r', reserve_tokens: delayMs, reservation_id: reservationId }, { deadlineMs: 5_000, ...options });
   return { client, calls, paths, check };
@@ -101,7 +128,11 @@ describe('StreamedCalls', () => {
     const server = await startServer(async (request) => {
       inFlight += 1;
       mostInFlight = Math.max(mostInFlight, inFlight);
-      try { return await echo(request); } finally { inFlight -= 1; }
+      try {
+        return await echo(request);
+      } finally {
+        inFlight -= 1;
+      }
     });
     const { calls, paths, check } = connect(`127.0.0.1:${server.port}`);
     await until(() => calls.openStreams === 2, 'two open streams');
@@ -109,7 +140,14 @@ describe('StreamedCalls', () => {
     const finished: string[] = [];
     const ids = Array.from({ length: 20 }, (_, index) => `call-${index}`);
     // The first call sent takes longest: answers come back out of order.
-    const answers = await Promise.all(ids.map((id, index) => check(id, 200 - index * 10).then((answer) => { finished.push(id); return answer; })));
+    const answers = await Promise.all(
+      ids.map((id, index) =>
+        check(id, 200 - index * 10).then((answer) => {
+          finished.push(id);
+          return answer;
+        }),
+      ),
+    );
     expect(answers.map((answer) => answer.reservation_id)).toEqual(ids);
     expect(finished[0]).toBe('call-19');
     expect(mostInFlight).toBe(20);
@@ -120,18 +158,35 @@ describe('StreamedCalls', () => {
   it('fails a call with the same GatewayError as the unary call', async () => {
     const server = await startServer(async (request) => {
       if (request.api_key === 'bug') throw new Error('a bug with a secret in it');
-      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'auth_unavailable', 'The key service cannot decide right now.', { retryable: true, retryAfterMs: 1_000, param: 'api_key' });
+      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'auth_unavailable', 'The key service cannot decide right now.', {
+        retryable: true,
+        retryAfterMs: 1_000,
+        param: 'api_key',
+      });
     });
     const { client, calls } = connect(`127.0.0.1:${server.port}`);
     await until(() => calls.openStreams === 2, 'two open streams');
-    const shape = (error: GatewayError) => ({ code: error.code, reason: error.reason, message: error.message, retryable: error.retryable, retryAfterMs: error.retryAfterMs, param: error.param });
+    const shape = (error: GatewayError) => ({
+      code: error.code,
+      reason: error.reason,
+      message: error.message,
+      retryable: error.retryable,
+      retryAfterMs: error.retryAfterMs,
+      param: error.param,
+    });
     const both = async (apiKey: string) => {
       const streamed = await failureOf(calls.call('check_key', { api_key: apiKey }, { deadlineMs: 5_000 }));
       const viaUnary = await failureOf(callUnary(client, client.CheckKey, { api_key: apiKey }, { deadlineMs: 5_000 }));
       expect(shape(streamed)).toEqual(shape(viaUnary));
       return streamed;
     };
-    expect(await both('store-down')).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'auth_unavailable', retryable: true, retryAfterMs: 1_000, param: 'api_key' });
+    expect(await both('store-down')).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'auth_unavailable',
+      retryable: true,
+      retryAfterMs: 1_000,
+      param: 'api_key',
+    });
     const bug = await both('bug');
     expect(bug).toMatchObject({ code: GrpcStatus.INTERNAL, reason: 'internal_error' });
     expect(bug.message).not.toContain('secret');
@@ -239,7 +294,10 @@ describe('StreamedCalls', () => {
 
   it('spreads its first streams again soon after the start, so a replica still connecting then gets its share', async () => {
     const early = await startServer(echo);
-    const latePort = await startServer(echo).then(async (probe) => { await probe.server.shutdown(0); return probe.port; });
+    const latePort = await startServer(echo).then(async (probe) => {
+      await probe.server.shutdown(0);
+      return probe.port;
+    });
     const { calls } = connect(`ipv4:127.0.0.1:${early.port},127.0.0.1:${latePort}`, 4, { respreadAfterStartMs: 3_000 });
     await until(() => calls.openStreams === 4, 'four open streams');
     expect(early.openStreams).toBe(4);
@@ -266,7 +324,11 @@ describe('withoutCallerStack', () => {
   it('starts the call with no stack trace captured, and restores the limit even when starting throws', () => {
     const before = Error.stackTraceLimit;
     expect(withoutCallerStack(() => new Error('inside').stack)).toBe('Error: inside');
-    expect(() => withoutCallerStack(() => { throw new Error('refused'); })).toThrow('refused');
+    expect(() =>
+      withoutCallerStack(() => {
+        throw new Error('refused');
+      }),
+    ).toThrow('refused');
     expect(Error.stackTraceLimit).toBe(before);
     expect(new Error('outside').stack).toContain('\n    at ');
   });

@@ -133,7 +133,12 @@ interface ServedStream {
  * thrown error is converted exactly as `unary` converts it, so both paths answer alike. `method`
  * names the RPC in reports of unexpected errors.
  */
-export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers, method: string, report?: ErrorReporter, streaming: StreamingHandlers = {}): StreamedCallsService<Request, Response> {
+export function serveStreamedCalls<Request, Response>(
+  handlers: StreamedHandlers,
+  method: string,
+  report?: ErrorReporter,
+  streaming: StreamingHandlers = {},
+): StreamedCallsService<Request, Response> {
   const names = [...Object.keys(handlers), ...Object.keys(streaming)];
   const headers = new grpc.Metadata();
   headers.set(METHODS_HEADER, names.join(','));
@@ -152,7 +157,12 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
     let writable: Promise<void> | undefined;
     const waitWritable = () => {
       writable ??= new Promise<void>((resolve) => {
-        const done = () => { call.off('drain', done); call.off('close', done); writable = undefined; resolve(); };
+        const done = () => {
+          call.off('drain', done);
+          call.off('close', done);
+          writable = undefined;
+          resolve();
+        };
         call.on('drain', done);
         call.on('close', done);
       });
@@ -162,7 +172,9 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
     let ended = false;
     let drainSent = false;
     let markFinished!: () => void;
-    const finished = new Promise<void>((resolve) => { markFinished = resolve; });
+    const finished = new Promise<void>((resolve) => {
+      markFinished = resolve;
+    });
     const finish = () => {
       ended = true;
       open.delete(stream);
@@ -228,19 +240,24 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
       const handled = streamed
         ? streamed(request as never, { signal: controller.signal, deadline, traceparent, send: (event: never) => sendEvent(entry, callId, name, event) })
         : handlers[name]!(request as never, { signal: controller.signal, deadline, traceparent });
-      handled.then(
-        (response) => { if (!controller.signal.aborted) send(streamed !== undefined ? { call_id: callId, [name]: response, last: true } : { call_id: callId, [name]: response }); },
-        (error: unknown) => {
-          // A cancelled call's caller has forgotten it: nothing to answer.
-          if (controller.signal.aborted) return;
-          const failure = toGatewayError(error, `${method}.${name}`, report, typeof request.request_id === 'string' ? request.request_id : undefined);
-          send({ call_id: callId, error: { code: failure.code, info: failure.toErrorInfo() } });
-        },
-      ).finally(() => {
-        if (running.get(callId) === entry) running.delete(callId);
-        inFlight -= 1;
-        endIfIdle();
-      });
+      handled
+        .then(
+          (response) => {
+            if (!controller.signal.aborted)
+              send(streamed !== undefined ? { call_id: callId, [name]: response, last: true } : { call_id: callId, [name]: response });
+          },
+          (error: unknown) => {
+            // A cancelled call's caller has forgotten it: nothing to answer.
+            if (controller.signal.aborted) return;
+            const failure = toGatewayError(error, `${method}.${name}`, report, typeof request.request_id === 'string' ? request.request_id : undefined);
+            send({ call_id: callId, error: { code: failure.code, info: failure.toErrorInfo() } });
+          },
+        )
+        .finally(() => {
+          if (running.get(callId) === entry) running.delete(callId);
+          inFlight -= 1;
+          endIfIdle();
+        });
     });
     /** One event of a streamed call, within its credit and the stream's buffer. */
     const sendEvent = (entry: RunningCall, callId: number, name: string, event: unknown): Promise<void> => {
@@ -248,7 +265,11 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
       if (entry.credit <= 0) {
         return new Promise<void>((resolve) => {
           const signal = entry.controller.signal;
-          const wake = () => { entry.wake = undefined; signal.removeEventListener('abort', wake); resolve(); };
+          const wake = () => {
+            entry.wake = undefined;
+            signal.removeEventListener('abort', wake);
+            resolve();
+          };
           entry.wake = wake;
           signal.addEventListener('abort', wake, { once: true });
         }).then(() => sendEvent(entry, callId, name, event));
@@ -260,22 +281,32 @@ export function serveStreamedCalls<Request, Response>(handlers: StreamedHandlers
     // The caller half-closed: answer what is in flight, then end with OK.
     call.on('end', () => stream.close());
     // The stream is gone: nobody waits for the calls it carried.
-    const gone = () => { abortAll(); finish(); };
+    const gone = () => {
+      abortAll();
+      finish();
+    };
     call.on('cancelled', gone);
     call.on('error', gone);
-    call.on('close', () => { if (!ended) abortAll(); finish(); });
+    call.on('close', () => {
+      if (!ended) abortAll();
+      finish();
+    });
   };
 
   return {
     handler,
-    get openStreams() { return open.size; },
+    get openStreams() {
+      return open.size;
+    },
     drain: async (patienceMs) => {
       draining = true;
       const streams = [...open];
       for (const stream of streams) stream.notifyDrain();
       // A caller that does not half-close in time (one that does not know `drain`) has its stream
       // ended once its calls are answered; a call it sends after that has an unknown outcome.
-      const patience = setTimeout(() => { for (const stream of open) stream.close(); }, patienceMs);
+      const patience = setTimeout(() => {
+        for (const stream of open) stream.close();
+      }, patienceMs);
       patience.unref();
       await Promise.all(streams.map((stream) => stream.finished));
       clearTimeout(patience);
@@ -369,7 +400,10 @@ class CallEvents<Event> implements AsyncIterableIterator<Event> {
   push(event: Event): void {
     if (this.#done) return;
     const waiting = this.#waiting;
-    if (!waiting) { this.#queue.push(event); return; }
+    if (!waiting) {
+      this.#queue.push(event);
+      return;
+    }
     this.#waiting = undefined;
     this.#holding = true;
     waiting.resolve({ value: event, done: false });
@@ -405,7 +439,9 @@ class CallEvents<Event> implements AsyncIterableIterator<Event> {
       this.#error = undefined;
       return error ? Promise.reject(error) : Promise.resolve({ value: undefined, done: true });
     }
-    return new Promise((resolve, reject) => { this.#waiting = { resolve, reject }; });
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+    });
   }
 
   return(): Promise<IteratorResult<Event>> {
@@ -493,7 +529,10 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
         method,
         resolve: resolve as (response: unknown) => void,
         reject,
-        timer: setTimeout(() => this.#answer(stream, callId, undefined, GatewayError.fromServiceError({ code: grpc.status.DEADLINE_EXCEEDED })), options.deadlineMs),
+        timer: setTimeout(
+          () => this.#answer(stream, callId, undefined, GatewayError.fromServiceError({ code: grpc.status.DEADLINE_EXCEEDED })),
+          options.deadlineMs,
+        ),
         signal: options.signal,
       };
       if (options.signal) {
@@ -501,9 +540,11 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
         options.signal.addEventListener('abort', pending.onAbort, { once: true });
       }
       stream.pending.set(callId, pending);
-      stream.call.write(this.#options.cancellable
-        ? { call_id: callId, deadline_ms: options.deadlineMs, traceparent: options.traceparent, [method]: request }
-        : { call_id: callId, traceparent: options.traceparent, [method]: request });
+      stream.call.write(
+        this.#options.cancellable
+          ? { call_id: callId, deadline_ms: options.deadlineMs, traceparent: options.traceparent, [method]: request }
+          : { call_id: callId, traceparent: options.traceparent, [method]: request },
+      );
     });
   }
 
@@ -514,7 +555,11 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
    * stream is open: the caller then makes the server-streaming RPC itself. Needs a server that
    * takes `cancel` (see `cancellable`).
    */
-  stream<Name extends keyof Streams & string>(method: Name, request: Streams[Name][0], options: CallOptions & { window: number }): AsyncIterableIterator<Streams[Name][1]> | undefined {
+  stream<Name extends keyof Streams & string>(
+    method: Name,
+    request: Streams[Name][0],
+    options: CallOptions & { window: number },
+  ): AsyncIterableIterator<Streams[Name][1]> | undefined {
     const stream = this.#pickStream(method);
     this.#options.onCall?.(method, stream ? 'stream' : 'unary');
     if (!stream) return undefined;
@@ -523,7 +568,9 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     const cancelled = () => GatewayError.fromServiceError({ code: grpc.status.CANCELLED });
     const events = new CallEvents<Streams[Name][1]>(
       options.window,
-      (granted) => { if (!stream.halfClosed && this.#live.has(stream)) stream.call.write({ call_id: callId, credit: { events: granted } }); },
+      (granted) => {
+        if (!stream.halfClosed && this.#live.has(stream)) stream.call.write({ call_id: callId, credit: { events: granted } });
+      },
       () => this.#answer(stream, callId, undefined, cancelled()),
     );
     if (options.signal?.aborted) {
@@ -533,7 +580,10 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     const pending: PendingCall = {
       method,
       events,
-      timer: setTimeout(() => this.#answer(stream, callId, undefined, GatewayError.fromServiceError({ code: grpc.status.DEADLINE_EXCEEDED })), options.deadlineMs),
+      timer: setTimeout(
+        () => this.#answer(stream, callId, undefined, GatewayError.fromServiceError({ code: grpc.status.DEADLINE_EXCEEDED })),
+        options.deadlineMs,
+      ),
       signal: options.signal,
     };
     if (options.signal) {
@@ -558,7 +608,10 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     for (const stream of streams) this.#retire(stream);
     if (streams.length === 0) return;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { for (const stream of this.#live) stream.call.cancel(); resolve(); }, graceMs);
+      const timer = setTimeout(() => {
+        for (const stream of this.#live) stream.call.cancel();
+        resolve();
+      }, graceMs);
       const check = setInterval(() => {
         if (this.#live.size > 0) return;
         clearInterval(check);
@@ -631,8 +684,14 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     const over = () => {
       if (statusSeen && readEnded) this.#ended(slot, stream, statusSeen);
     };
-    call.on('status', (status: grpc.StatusObject) => { statusSeen = status; over(); });
-    call.on('end', () => { readEnded = true; over(); });
+    call.on('status', (status: grpc.StatusObject) => {
+      statusSeen = status;
+      over();
+    });
+    call.on('end', () => {
+      readEnded = true;
+      over();
+    });
     // Errors also arrive as the status; the listener keeps them from being thrown.
     call.on('error', () => undefined);
   }
@@ -677,7 +736,10 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     const attempts = this.#failedAttempts[slot]! + 1;
     this.#failedAttempts[slot] = attempts;
     const delay = Math.min(this.#backoff.maxMs, this.#backoff.initialMs * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4);
-    const timer = setTimeout(() => { this.#reopenTimers.delete(timer); this.#openSlot(slot); }, delay);
+    const timer = setTimeout(() => {
+      this.#reopenTimers.delete(timer);
+      this.#openSlot(slot);
+    }, delay);
     timer.unref();
     this.#reopenTimers.add(timer);
   }
@@ -699,7 +761,8 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     let error = failure;
     if (failure) {
       // Given up on here (deadline, abort) while the stream lives: the server stops its work.
-      if ((this.#options.cancellable || pending.events) && message === undefined && this.#live.has(stream) && !stream.halfClosed) stream.call.write({ call_id: callId, cancel: {} });
+      if ((this.#options.cancellable || pending.events) && message === undefined && this.#live.has(stream) && !stream.halfClosed)
+        stream.call.write({ call_id: callId, cancel: {} });
     } else if (result === 'error') {
       const info = message!.error ?? {};
       error = GatewayError.fromErrorInfo(info.code ?? grpc.status.UNKNOWN, info.info ?? {});

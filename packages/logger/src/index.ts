@@ -8,9 +8,19 @@ export type { Logger } from 'pino';
 
 /** Paths never written to a log. */
 export const REDACTED_PATHS = [
-  'api_key', 'apiKey', 'secret', 'authorization', 'token',
-  '*.api_key', '*.apiKey', '*.secret', '*.authorization', '*.token',
-  'req.headers.authorization', 'req.headers["x-admin-token"]', 'headers.authorization',
+  'api_key',
+  'apiKey',
+  'secret',
+  'authorization',
+  'token',
+  '*.api_key',
+  '*.apiKey',
+  '*.secret',
+  '*.authorization',
+  '*.token',
+  'req.headers.authorization',
+  'req.headers["x-admin-token"]',
+  'headers.authorization',
 ];
 
 /** Creates the logger of a service. */

@@ -10,7 +10,10 @@ export async function connectNats(url: string, name: string, logger: Logger): Pr
   const nc = await connect({
     // A cluster is named by several URLs, comma-separated; the client also learns the others from
     // the server it reaches, and moves to another when it goes away.
-    servers: url.split(',').map((server) => server.trim()).filter((server) => server.length > 0),
+    servers: url
+      .split(',')
+      .map((server) => server.trim())
+      .filter((server) => server.length > 0),
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
@@ -39,7 +42,9 @@ export async function connectNats(url: string, name: string, logger: Logger): Pr
  */
 export async function drainNats(connection: NatsConnection | Promise<NatsConnection>, timeoutMs = 1_000): Promise<void> {
   await Promise.race([
-    Promise.resolve(connection).then((nc) => nc.drain()).catch(() => undefined),
+    Promise.resolve(connection)
+      .then((nc) => nc.drain())
+      .catch(() => undefined),
     new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
   ]);
 }

@@ -58,10 +58,14 @@ describe('startDurableConsumer', () => {
       expect(poison.sort()).toEqual(['undecodable', 'unknown_model']);
 
       const manager = await nc.jetstreamManager();
-      await eventually(async () => {
-        const info = await manager.consumers.info(names.stream, `test-${id}`);
-        return info.num_ack_pending === 0 && info.num_pending === 0;
-      }, 'nothing left pending or unacknowledged', 5_000);
+      await eventually(
+        async () => {
+          const info = await manager.consumers.info(names.stream, `test-${id}`);
+          return info.num_ack_pending === 0 && info.num_pending === 0;
+        },
+        'nothing left pending or unacknowledged',
+        5_000,
+      );
     } finally {
       await consumer.stop();
     }
@@ -76,16 +80,23 @@ describe('startDurableConsumer', () => {
     const seen = new Map<string, number>();
     let inFlight = 0;
     let mostInFlight = 0;
-    const start = () => startDurableConsumer<UsageEventOutput>(nc, {
-      stream: names.stream, durableName: `burst-${id}`, filterSubject: subject, decode: decodeUsageEvent, logger, backoffMs: [500], batchSize: 64,
-      handle: async (event) => {
-        inFlight += 1;
-        mostInFlight = Math.max(mostInFlight, inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 2));
-        seen.set(event.event_id!, (seen.get(event.event_id!) ?? 0) + 1);
-        inFlight -= 1;
-      },
-    });
+    const start = () =>
+      startDurableConsumer<UsageEventOutput>(nc, {
+        stream: names.stream,
+        durableName: `burst-${id}`,
+        filterSubject: subject,
+        decode: decodeUsageEvent,
+        logger,
+        backoffMs: [500],
+        batchSize: 64,
+        handle: async (event) => {
+          inFlight += 1;
+          mostInFlight = Math.max(mostInFlight, inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+          seen.set(event.event_id!, (seen.get(event.event_id!) ?? 0) + 1);
+          inFlight -= 1;
+        },
+      });
     // Stopped partway and started again, as a restarted replica: whatever was in flight is
     // finished or handed back, never dropped.
     const first = await start();
@@ -96,10 +107,14 @@ describe('startDurableConsumer', () => {
       await eventually(() => seen.size === ids.length, 'every message of the burst to be handled', 15_000);
       expect(mostInFlight).toBeGreaterThan(1);
       const manager = await nc.jetstreamManager();
-      await eventually(async () => {
-        const info = await manager.consumers.info(names.stream, `burst-${id}`);
-        return info.num_ack_pending === 0 && info.num_pending === 0;
-      }, 'nothing left pending or unacknowledged', 5_000);
+      await eventually(
+        async () => {
+          const info = await manager.consumers.info(names.stream, `burst-${id}`);
+          return info.num_ack_pending === 0 && info.num_pending === 0;
+        },
+        'nothing left pending or unacknowledged',
+        5_000,
+      );
       expect([...seen.values()].every((count) => count === 1)).toBe(true);
     } finally {
       await second.stop();

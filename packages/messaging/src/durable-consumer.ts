@@ -68,7 +68,10 @@ export interface RunningConsumer {
  * Creates the durable pull consumer, or updates it to these settings. Explicit acknowledgement:
  * a message is done only when its handler says so.
  */
-export async function ensureDurableConsumer(nc: NatsConnection, options: Pick<DurableConsumerOptions<unknown>, 'stream' | 'durableName' | 'filterSubject' | 'maxDeliver' | 'backoffMs' | 'maxAckPending'>): Promise<ConsumerInfo> {
+export async function ensureDurableConsumer(
+  nc: NatsConnection,
+  options: Pick<DurableConsumerOptions<unknown>, 'stream' | 'durableName' | 'filterSubject' | 'maxDeliver' | 'backoffMs' | 'maxAckPending'>,
+): Promise<ConsumerInfo> {
   const manager = await nc.jetstreamManager();
   const backoff = options.backoffMs ?? DEFAULT_BACKOFF_MS;
   const config = {
@@ -112,10 +115,16 @@ export async function startDurableConsumer<Message>(nc: NatsConnection, options:
   let pauseMs = 0;
   let wakeUp: (() => void) | undefined;
 
-  const pause = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    wakeUp = () => { clearTimeout(timer); resolve(); };
-  }).finally(() => { wakeUp = undefined; });
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => {
+      wakeUp = undefined;
+    });
 
   const terminate = (delivery: JsMsg, reason: string, error: unknown) => {
     // No reason on the wire: servers before 2.10.4 do not parse `+TERM <reason>` and would
@@ -204,7 +213,13 @@ export async function startDurableConsumer<Message>(nc: NatsConnection, options:
       // handled; one that arrives after this is handed back (or redelivered after its ack wait).
       const current = handling;
       pull?.stop();
-      await Promise.race([loop, current?.then(() => undefined, () => undefined) ?? Promise.resolve()]);
+      await Promise.race([
+        loop,
+        current?.then(
+          () => undefined,
+          () => undefined,
+        ) ?? Promise.resolve(),
+      ]);
     },
   };
 }

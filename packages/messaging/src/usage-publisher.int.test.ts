@@ -58,21 +58,37 @@ async function startOneWayProxy(host: string, targetPort: number): Promise<OneWa
     const upstream = connectTcp(targetPort, host);
     sockets.add(client).add(upstream);
     client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk) => { if (!dropping) client.write(chunk); });
-    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+    upstream.on('data', (chunk) => {
+      if (!dropping) client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
   });
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', () => resolve()); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
   const cut = () => {
     dropping = false;
     for (const socket of sockets) socket.destroy();
   };
   return {
     port: (server.address() as { port: number }).port,
-    dropServerBytes: () => { dropping = true; },
+    dropServerBytes: () => {
+      dropping = true;
+    },
     cut,
-    close: () => new Promise<void>((resolve) => { cut(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        cut();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -107,7 +123,12 @@ describe('UsagePublisher', () => {
     const manager = await nc.jetstreamManager();
     const stored = await manager.streams.getMessage(names.stream, { seq: 1 });
     expect(stored.header.get('Nats-Msg-Id')).toBe(id);
-    expect(decodeUsageEvent(stored.data)).toMatchObject({ event_id: id, key_id: 'key_test', usage: { prompt_tokens: 12, completion_tokens: 30, cached_tokens: 2 }, outcome: 'OUTCOME_COMPLETED' });
+    expect(decodeUsageEvent(stored.data)).toMatchObject({
+      event_id: id,
+      key_id: 'key_test',
+      usage: { prompt_tokens: 12, completion_tokens: 30, cached_tokens: 2 },
+      outcome: 'OUTCOME_COMPLETED',
+    });
   });
 
   it('sends the events published in one turn of the event loop as one message, up to maxBatch, each event once', async () => {
@@ -152,7 +173,15 @@ describe('UsagePublisher', () => {
   it('drops and counts events beyond the queue bound without throwing', async () => {
     const names = uniqueStream();
     let drops = 0;
-    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxQueue: 2, initialBackoffMs: 1_000, publishTimeoutMs: 200, onDrop: () => { drops += 1; } });
+    const publisher = new UsagePublisher(nc, logger, {
+      subject: names.subject,
+      maxQueue: 2,
+      initialBackoffMs: 1_000,
+      publishTimeoutMs: 200,
+      onDrop: () => {
+        drops += 1;
+      },
+    });
     for (let index = 0; index < 5; index += 1) publisher.publish(event(randomUUID()));
     publisher.publish({ key_id: 'no id' });
     expect(publisher.pending).toBe(2);
@@ -201,7 +230,12 @@ describe('UsagePublisher', () => {
     // seen minus events acknowledged can never exceed the window.
     let copies = 0;
     let widest = 0;
-    const watcher = nc.subscribe(names.subject, { callback: () => { copies += 1; widest = Math.max(widest, copies - publisher.published); } });
+    const watcher = nc.subscribe(names.subject, {
+      callback: () => {
+        copies += 1;
+        widest = Math.max(widest, copies - publisher.published);
+      },
+    });
     await nc.flush();
     try {
       for (let index = 0; index < 5_000; index += 1) publisher.publish(event(randomUUID()));
@@ -232,9 +266,19 @@ describe('UsagePublisher', () => {
     const proxy = await startOneWayProxy(target.hostname, Number(target.port));
     const proxied = await connectNats(`nats://127.0.0.1:${proxy.port}`, 'publisher-lost-ack-test', logger);
     let copies = 0;
-    const watcher = nc.subscribe(names.subject, { callback: () => { copies += 1; } });
+    const watcher = nc.subscribe(names.subject, {
+      callback: () => {
+        copies += 1;
+      },
+    });
     await nc.flush();
-    const publisher = new UsagePublisher(proxied, logger, { subject: names.subject, maxBatch: 1, publishTimeoutMs: 300, initialBackoffMs: 20, maxBackoffMs: 100 });
+    const publisher = new UsagePublisher(proxied, logger, {
+      subject: names.subject,
+      maxBatch: 1,
+      publishTimeoutMs: 300,
+      initialBackoffMs: 20,
+      maxBackoffMs: 100,
+    });
     try {
       // The publisher's acknowledgement subscription reaches the server before anything is lost.
       await proxied.flush();

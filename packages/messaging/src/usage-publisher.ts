@@ -239,7 +239,11 @@ export class UsagePublisher {
    * Takes the connection or the promise of one, so that a service can start serving while NATS is
    * still unreachable: events queue until the first connection is made.
    */
-  constructor(connection: NatsConnection | Promise<NatsConnection>, private readonly logger: Logger, options: UsagePublisherOptions = {}) {
+  constructor(
+    connection: NatsConnection | Promise<NatsConnection>,
+    private readonly logger: Logger,
+    options: UsagePublisherOptions = {},
+  ) {
     this.subject = options.subject ?? USAGE_SUBJECT;
     this.maxQueue = options.maxQueue ?? 100_000;
     this.maxBatch = Math.max(1, options.maxBatch ?? 64);
@@ -252,7 +256,9 @@ export class UsagePublisher {
     this.onDrop = options.onDrop;
     Promise.resolve(connection).then(
       (nc) => this.attach(nc),
-      (error: unknown) => { this.logger.error({ err: error }, 'usage publisher has no NATS connection'); },
+      (error: unknown) => {
+        this.logger.error({ err: error }, 'usage publisher has no NATS connection');
+      },
     );
   }
 
@@ -328,7 +334,10 @@ export class UsagePublisher {
     if (!this.closed) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, timeoutMs);
-        this.idleWaiters.push(() => { clearTimeout(timer); resolve(); });
+        this.idleWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
         // Shutting down: retry now rather than after the current backoff.
         this.endBackoff();
       });

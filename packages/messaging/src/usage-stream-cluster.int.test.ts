@@ -72,10 +72,15 @@ describe.skipIf(!available)('the usage stream on a 3-node NATS cluster', () => {
     expect(publisher.pending).toBe(0);
 
     // Another server leads the stream now; every stored message is read back.
-    const info = await eventually(async () => {
-      const current = await manager.streams.info(names.stream).catch(() => undefined);
-      return current?.cluster?.leader ? current : undefined;
-    }, 'the stream to have a leader', 20_000, 200);
+    const info = await eventually(
+      async () => {
+        const current = await manager.streams.info(names.stream).catch(() => undefined);
+        return current?.cluster?.leader ? current : undefined;
+      },
+      'the stream to have a leader',
+      20_000,
+      200,
+    );
     const stored = new Map<string, number>();
     for (let sequence = info.state.first_seq; sequence <= info.state.last_seq; sequence += 1) {
       const message = await manager.streams.getMessage(names.stream, { seq: sequence });
@@ -85,9 +90,14 @@ describe.skipIf(!available)('the usage stream on a 3-node NATS cluster', () => {
     expect(published.every((eventId) => stored.get(eventId) === 1)).toBe(true);
 
     // The replaced server caught up from the others: all three hold the events again.
-    await eventually(async () => {
-      const current = await manager.streams.info(names.stream);
-      return current.cluster?.replicas?.every((replica) => replica.current && !replica.lag) ? true : undefined;
-    }, 'the restarted server to catch up', 20_000, 200);
+    await eventually(
+      async () => {
+        const current = await manager.streams.info(names.stream);
+        return current.cluster?.replicas?.every((replica) => replica.current && !replica.lag) ? true : undefined;
+      },
+      'the restarted server to catch up',
+      20_000,
+      200,
+    );
   }, 60_000);
 });

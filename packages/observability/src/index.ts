@@ -36,7 +36,9 @@ function registerEventLoopDelay(registry: client.Registry): void {
     name: 'gateway_event_loop_delay_p99_seconds',
     help: '99th percentile of the event loop delay since the previous scrape, less the 10 ms sampling interval.',
     registers: [registry],
-    collect() { this.set(histogram.count > 0 ? seconds(histogram.percentile(99)) : 0); },
+    collect() {
+      this.set(histogram.count > 0 ? seconds(histogram.percentile(99)) : 0);
+    },
   });
   new client.Gauge({
     name: 'gateway_event_loop_delay_max_seconds',
@@ -62,25 +64,43 @@ export async function startMetricsServer(registry: client.Registry, port: number
   const server: Server = createServer((request, response) => {
     if (request.url === '/metrics') {
       registry.metrics().then(
-        (text) => { response.writeHead(200, { 'content-type': registry.contentType }); response.end(text); },
-        () => { response.writeHead(500); response.end(); },
+        (text) => {
+          response.writeHead(200, { 'content-type': registry.contentType });
+          response.end(text);
+        },
+        () => {
+          response.writeHead(500);
+          response.end();
+        },
       );
       return;
     }
-    if (request.url === '/healthz') { response.writeHead(200, { 'content-type': 'application/json' }); response.end('{"status":"ok"}'); return; }
+    if (request.url === '/healthz') {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('{"status":"ok"}');
+      return;
+    }
     if (request.url === '/readyz') {
       const ok = ready();
       response.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
       response.end(ok ? '{"status":"ready"}' : '{"status":"not ready"}');
       return;
     }
-    response.writeHead(404); response.end();
+    response.writeHead(404);
+    response.end();
   });
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, host, () => resolve()); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
   const address = server.address();
   return {
     port: typeof address === 'object' && address ? address.port : port,
-    close: () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 export * from './shutdown-signal.js';

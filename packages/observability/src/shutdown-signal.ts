@@ -21,11 +21,20 @@ export function onShutdownSignal(logger: ShutdownLogger, deadlineMs: number, sto
     if (state.shuttingDown) return;
     state.shuttingDown = true;
     logger.info({ signal }, 'shutting down');
-    const timer = setTimeout(() => { logger.error({ deadline_ms: deadlineMs }, 'shutdown took too long; exiting'); process.exit(1); }, deadlineMs);
+    const timer = setTimeout(() => {
+      logger.error({ deadline_ms: deadlineMs }, 'shutdown took too long; exiting');
+      process.exit(1);
+    }, deadlineMs);
     timer.unref();
     stop(signal).then(
-      () => { logger.info({}, 'stopped'); process.exit(0); },
-      (error: unknown) => { logger.error({ err: error }, 'shutdown failed'); process.exit(1); },
+      () => {
+        logger.info({}, 'stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
     );
   };
   process.once('SIGTERM', () => run('SIGTERM'));

@@ -35,7 +35,11 @@ export interface Tracing {
 
 const propagator = new W3CTraceContextPropagator();
 const getter = { get: (carrier: Record<string, string>, key: string) => carrier[key], keys: (carrier: Record<string, string>) => Object.keys(carrier) };
-const setter = { set: (carrier: Record<string, string>, key: string, value: string) => { carrier[key] = value; } };
+const setter = {
+  set: (carrier: Record<string, string>, key: string, value: string) => {
+    carrier[key] = value;
+  },
+};
 
 /** What a traceparent looks like (version 00). */
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
@@ -63,7 +67,8 @@ export function startTracing(service: string, env: Record<string, string | undef
   return {
     enabled: true,
     startSpan(name, options = {}) {
-      const parent = options.parent && TRACEPARENT.test(options.parent) ? propagator.extract(ROOT_CONTEXT, { traceparent: options.parent }, getter) : ROOT_CONTEXT;
+      const parent =
+        options.parent && TRACEPARENT.test(options.parent) ? propagator.extract(ROOT_CONTEXT, { traceparent: options.parent }, getter) : ROOT_CONTEXT;
       return tracer.startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parent);
     },
     traceparentOf(span) {

@@ -6,11 +6,22 @@ const gateway = { routed_to: 'sim-mini', latency_ms: 12.5, cost_usd: 0.000001 };
 
 describe('chatCompletionJson', () => {
   it('writes every key real clients read, tool-call arguments as strings', () => {
-    const json = chatCompletionJson({
-      id: 'chatcmpl-1', created: 5, model: 'sim-mini',
-      choices: [{ index: 0, finish_reason: 'FINISH_REASON_TOOL_CALLS', message: { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] } }],
-      usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, cached_tokens: 1 },
-    }, gateway);
+    const json = chatCompletionJson(
+      {
+        id: 'chatcmpl-1',
+        created: 5,
+        model: 'sim-mini',
+        choices: [
+          {
+            index: 0,
+            finish_reason: 'FINISH_REASON_TOOL_CALLS',
+            message: { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+          },
+        ],
+        usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, cached_tokens: 1 },
+      },
+      gateway,
+    );
     expect(json.object).toBe('chat.completion');
     const choice = json.choices[0]!;
     expect(choice).toMatchObject({ index: 0, logprobs: null, finish_reason: 'tool_calls' });
@@ -27,21 +38,49 @@ describe('log probabilities', () => {
   const chunkCodec = messageCodec<ChatChunk, ChatChunkOutput>('gateway.chat.v1.ChatChunk');
   const identity = { id: 'chatcmpl-1', created: 5, model: 'gpt-4o-mini', includeUsage: false };
 
-  it('writes each content token with logprob, bytes and top_logprobs in OpenAI\'s shape, refusal null', () => {
-    const response = responseCodec.decode(responseCodec.encode({
-      id: 'chatcmpl-1', created: 5, model: 'gpt-4o-mini',
-      choices: [{
-        index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hello Santorini' },
-        logprobs: { content: { tokens: [
-          { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111], top_logprobs: [{ token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] }, { token: '<|end|>', logprob: -10.953937, bytes: [] }] },
-          { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
-          { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
-        ] } },
-      }],
-    }));
+  it("writes each content token with logprob, bytes and top_logprobs in OpenAI's shape, refusal null", () => {
+    const response = responseCodec.decode(
+      responseCodec.encode({
+        id: 'chatcmpl-1',
+        created: 5,
+        model: 'gpt-4o-mini',
+        choices: [
+          {
+            index: 0,
+            finish_reason: 'FINISH_REASON_STOP',
+            message: { content: 'Hello Santorini' },
+            logprobs: {
+              content: {
+                tokens: [
+                  {
+                    token: 'Hello',
+                    logprob: -0.31725305,
+                    bytes: [72, 101, 108, 108, 111],
+                    top_logprobs: [
+                      { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] },
+                      { token: '<|end|>', logprob: -10.953937, bytes: [] },
+                    ],
+                  },
+                  { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
+                  { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
+                ],
+              },
+            },
+          },
+        ],
+      }),
+    );
     expect(chatCompletionJson(response, gateway).choices[0]!.logprobs).toEqual({
       content: [
-        { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111], top_logprobs: [{ token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] }, { token: '<|end|>', logprob: -10.953937, bytes: null }] },
+        {
+          token: 'Hello',
+          logprob: -0.31725305,
+          bytes: [72, 101, 108, 108, 111],
+          top_logprobs: [
+            { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] },
+            { token: '<|end|>', logprob: -10.953937, bytes: null },
+          ],
+        },
         { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
         { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
       ],
@@ -50,22 +89,60 @@ describe('log probabilities', () => {
   });
 
   it('writes refusal tokens with content null, and null when the provider reported none', () => {
-    const refused = responseCodec.decode(responseCodec.encode({
-      id: 'chatcmpl-1', model: 'gpt-4o-mini',
-      choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { refusal: 'No.' }, logprobs: { refusal: { tokens: [{ token: 'No.', logprob: -0.5, bytes: [78, 111, 46] }] } } }],
-    }));
-    expect(chatCompletionJson(refused, gateway).choices[0]!.logprobs).toEqual({ content: null, refusal: [{ token: 'No.', logprob: -0.5, bytes: [78, 111, 46], top_logprobs: [] }] });
-    const plain = responseCodec.decode(responseCodec.encode({ id: 'chatcmpl-1', model: 'gpt-4o-mini', choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hi' } }] }));
+    const refused = responseCodec.decode(
+      responseCodec.encode({
+        id: 'chatcmpl-1',
+        model: 'gpt-4o-mini',
+        choices: [
+          {
+            index: 0,
+            finish_reason: 'FINISH_REASON_STOP',
+            message: { refusal: 'No.' },
+            logprobs: { refusal: { tokens: [{ token: 'No.', logprob: -0.5, bytes: [78, 111, 46] }] } },
+          },
+        ],
+      }),
+    );
+    expect(chatCompletionJson(refused, gateway).choices[0]!.logprobs).toEqual({
+      content: null,
+      refusal: [{ token: 'No.', logprob: -0.5, bytes: [78, 111, 46], top_logprobs: [] }],
+    });
+    const plain = responseCodec.decode(
+      responseCodec.encode({
+        id: 'chatcmpl-1',
+        model: 'gpt-4o-mini',
+        choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hi' } }],
+      }),
+    );
     expect(chatCompletionJson(plain, gateway).choices[0]!.logprobs).toBeNull();
   });
 
-  it('writes a chunk\'s own tokens, an empty list where the provider sent one, and null on chunks without', () => {
-    const role = chunkCodec.decode(chunkCodec.encode({ choices: [{ index: 0, delta: { role: 'ROLE_ASSISTANT', content: '' }, logprobs: { content: { tokens: [] } } }] }));
+  it("writes a chunk's own tokens, an empty list where the provider sent one, and null on chunks without", () => {
+    const role = chunkCodec.decode(
+      chunkCodec.encode({ choices: [{ index: 0, delta: { role: 'ROLE_ASSISTANT', content: '' }, logprobs: { content: { tokens: [] } } }] }),
+    );
     expect(chunkJson(role, identity).choices[0]!.logprobs).toEqual({ content: [], refusal: null });
-    const token = chunkCodec.decode(chunkCodec.encode({ choices: [{ index: 0, delta: { content: '!' }, logprobs: { content: { tokens: [{ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }] }] } } }] }));
+    const token = chunkCodec.decode(
+      chunkCodec.encode({
+        choices: [
+          {
+            index: 0,
+            delta: { content: '!' },
+            logprobs: {
+              content: { tokens: [{ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }] }] },
+            },
+          },
+        ],
+      }),
+    );
     expect(chunkJson(token, identity).choices[0]).toEqual({
-      index: 0, delta: { content: '!' }, finish_reason: null,
-      logprobs: { content: [{ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }] }], refusal: null },
+      index: 0,
+      delta: { content: '!' },
+      finish_reason: null,
+      logprobs: {
+        content: [{ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }] }],
+        refusal: null,
+      },
     });
     const finish = chunkCodec.decode(chunkCodec.encode({ choices: [{ index: 0, delta: {}, finish_reason: 'FINISH_REASON_STOP' }] }));
     expect(chunkJson(finish, identity).choices[0]!.logprobs).toBeNull();
@@ -74,8 +151,16 @@ describe('log probabilities', () => {
 
 describe('the deprecated function calling', () => {
   const response = {
-    id: 'chatcmpl-1', created: 5, model: 'sim-mini',
-    choices: [{ index: 0, finish_reason: 'FINISH_REASON_TOOL_CALLS' as const, message: { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] } }],
+    id: 'chatcmpl-1',
+    created: 5,
+    model: 'sim-mini',
+    choices: [
+      {
+        index: 0,
+        finish_reason: 'FINISH_REASON_TOOL_CALLS' as const,
+        message: { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+      },
+    ],
   };
 
   it('answers a caller of functions with message.function_call and finish_reason function_call', () => {
@@ -88,7 +173,10 @@ describe('the deprecated function calling', () => {
 
   it('streams the call as delta.function_call: the name once, then argument fragments', () => {
     const identity = { id: 'chatcmpl-1', created: 5, model: 'sim-mini', includeUsage: false, legacyFunctions: true };
-    const first = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }] } }] }, identity);
+    const first = chunkJson(
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }] } }] },
+      identity,
+    );
     const later = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] } }] }, identity);
     const last = chunkJson({ choices: [{ index: 0, finish_reason: 'FINISH_REASON_TOOL_CALLS', delta: { tool_calls: [] } }] }, identity);
     expect(first.choices[0]!.delta).toEqual({ function_call: { name: 'f', arguments: '' } });
@@ -107,7 +195,10 @@ describe('chunkJson', () => {
   });
 
   it('writes id, type and name only on a tool call delta that has them', () => {
-    const first = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }] } }] }, identity);
+    const first = chunkJson(
+      { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }] } }] },
+      identity,
+    );
     const later = chunkJson({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] } }] }, identity);
     expect(first.choices[0]!.delta.tool_calls).toEqual([{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }]);
     expect(later.choices[0]!.delta.tool_calls).toEqual([{ index: 0, function: { arguments: '{"a"' } }]);

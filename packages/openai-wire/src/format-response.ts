@@ -3,7 +3,16 @@
  * (see CLIENT_COMPATIBILITY.md): every choice key present, `arguments` as strings, `usage` with
  * its details objects, null where OpenAI sends null.
  */
-import type { ChatChunkOutput, ChatResponseOutput, ChoiceLogprobsOutput, DeltaOutput, FinishReasonOutput, TokenLogprobListOutput, TopLogprobOutput, UsageOutput } from '@gateway/proto';
+import type {
+  ChatChunkOutput,
+  ChatResponseOutput,
+  ChoiceLogprobsOutput,
+  DeltaOutput,
+  FinishReasonOutput,
+  TokenLogprobListOutput,
+  TopLogprobOutput,
+  UsageOutput,
+} from '@gateway/proto';
 
 /** The `gateway` object added to every non-streamed response and to a stream's last chunk. */
 export interface GatewayInfo {
@@ -27,7 +36,7 @@ const FINISH_REASONS: Record<FinishReasonOutput, string | null> = {
 
 /** The OpenAI finish_reason of a protobuf one; null while a choice goes on. */
 export function finishReason(reason: FinishReasonOutput | undefined): string | null {
-  return reason === undefined ? null : FINISH_REASONS[reason] ?? null;
+  return reason === undefined ? null : (FINISH_REASONS[reason] ?? null);
 }
 
 /** OpenAI's usage object, details included. */
@@ -39,7 +48,12 @@ export function usageJson(usage: UsageOutput | undefined | null) {
     completion_tokens: completion,
     total_tokens: usage?.total_tokens || prompt + completion,
     prompt_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: usage?.reasoning_tokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: usage?.reasoning_tokens ?? 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
 }
 
@@ -79,9 +93,12 @@ export function chatCompletionJson(response: ChatResponseOutput, gateway: Gatewa
       const message = choice.message;
       const toolCalls = message?.tool_calls ?? [];
       const functionOf = (call: (typeof toolCalls)[number]) => ({ name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' });
-      const calls = toolCalls.length === 0 ? {}
-        : legacyFunctions ? { function_call: functionOf(toolCalls[0]!) }
-          : { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: functionOf(call) })) };
+      const calls =
+        toolCalls.length === 0
+          ? {}
+          : legacyFunctions
+            ? { function_call: functionOf(toolCalls[0]!) }
+            : { tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: functionOf(call) })) };
       const finish = finishReason(choice.finish_reason) ?? 'stop';
       return {
         index: choice.index ?? 0,

@@ -6,16 +6,34 @@ import { createLogger } from '@gateway/logger';
 describe('REDIS_URL', () => {
   it('names one server, with credentials, TLS and a database', () => {
     expect(parseRedisUrl('redis://127.0.0.1:6379')).toEqual({ cluster: false, tls: false, nodes: [{ host: '127.0.0.1', port: 6379 }], db: 0 });
-    expect(parseRedisUrl('rediss://gateway:s%40cret@redis.internal:6380/2')).toEqual({ cluster: false, tls: true, nodes: [{ host: 'redis.internal', port: 6380 }], username: 'gateway', password: 's@cret', db: 2 });
+    expect(parseRedisUrl('rediss://gateway:s%40cret@redis.internal:6380/2')).toEqual({
+      cluster: false,
+      tls: true,
+      nodes: [{ host: 'redis.internal', port: 6380 }],
+      username: 'gateway',
+      password: 's@cret',
+      db: 2,
+    });
     expect(parseRedisUrl('redis://:only-password@redis')).toMatchObject({ nodes: [{ host: 'redis', port: 6379 }], password: 'only-password' });
   });
 
   it('names a cluster by some of its nodes', () => {
     expect(parseRedisUrl('redis-cluster://10.0.0.1:7000,10.0.0.2:7001, 10.0.0.3:7002')).toEqual({
-      cluster: true, tls: false, db: 0,
-      nodes: [{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }, { host: '10.0.0.3', port: 7002 }],
+      cluster: true,
+      tls: false,
+      db: 0,
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: '10.0.0.2', port: 7001 },
+        { host: '10.0.0.3', port: 7002 },
+      ],
     });
-    expect(parseRedisUrl('rediss-cluster://:pw@clustercfg.cache.amazonaws.com:6379')).toMatchObject({ cluster: true, tls: true, password: 'pw', nodes: [{ host: 'clustercfg.cache.amazonaws.com', port: 6379 }] });
+    expect(parseRedisUrl('rediss-cluster://:pw@clustercfg.cache.amazonaws.com:6379')).toMatchObject({
+      cluster: true,
+      tls: true,
+      password: 'pw',
+      nodes: [{ host: 'clustercfg.cache.amazonaws.com', port: 6379 }],
+    });
   });
 
   it('rejects what is neither, and several hosts without the cluster scheme', () => {

@@ -35,13 +35,17 @@ export function parseRedisUrl(url: string): RedisTarget {
   const match = /^(rediss?)(-cluster)?:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?#]+)(?:\/(\d+))?\/?$/.exec(url.trim());
   if (!match) throw new Error('REDIS_URL must be redis://host:port, rediss://, or redis-cluster://host:port,host:port,...');
   const [, scheme, clusterSuffix, user, password, hosts, db] = match;
-  const nodes = hosts!.split(',').map((entry) => entry.trim()).filter(Boolean).map((entry) => {
-    const at = entry.lastIndexOf(':');
-    const host = at > 0 ? entry.slice(0, at) : entry;
-    const port = at > 0 ? Number(entry.slice(at + 1)) : 6379;
-    if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`REDIS_URL names an invalid port in "${entry}"`);
-    return { host: host.replace(/^\[|\]$/g, ''), port };
-  });
+  const nodes = hosts!
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const at = entry.lastIndexOf(':');
+      const host = at > 0 ? entry.slice(0, at) : entry;
+      const port = at > 0 ? Number(entry.slice(at + 1)) : 6379;
+      if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`REDIS_URL names an invalid port in "${entry}"`);
+      return { host: host.replace(/^\[|\]$/g, ''), port };
+    });
   if (nodes.length === 0) throw new Error('REDIS_URL names no host');
   const cluster = clusterSuffix !== undefined;
   if (!cluster && nodes.length > 1) throw new Error('REDIS_URL lists several hosts: use redis-cluster:// for a cluster');
@@ -96,30 +100,30 @@ export function createRedis(url: string, logger: Logger, options: RedisClientOpt
   const retry = (attempt: number) => Math.min(attempt * 100, 2_000);
   const redis: RedisClient = target.cluster
     ? new Cluster(target.nodes, {
-      redisOptions: common,
-      enableOfflineQueue: false,
-      enableAutoPipelining: autoPipelining,
-      lazyConnect: options.lazyConnect ?? false,
-      clusterRetryStrategy: retry,
-      // While a master fails over, its slots answer CLUSTERDOWN or move: retry shortly, then give up
-      // (the caller answers UNAVAILABLE, or redelivers).
-      retryDelayOnClusterDown: 100,
-      retryDelayOnFailover: 100,
-      retryDelayOnTryAgain: 100,
-      slotsRefreshTimeout: 1_000,
-      slotsRefreshInterval: 5_000,
-      scaleReads: 'master',
-    })
+        redisOptions: common,
+        enableOfflineQueue: false,
+        enableAutoPipelining: autoPipelining,
+        lazyConnect: options.lazyConnect ?? false,
+        clusterRetryStrategy: retry,
+        // While a master fails over, its slots answer CLUSTERDOWN or move: retry shortly, then give up
+        // (the caller answers UNAVAILABLE, or redelivers).
+        retryDelayOnClusterDown: 100,
+        retryDelayOnFailover: 100,
+        retryDelayOnTryAgain: 100,
+        slotsRefreshTimeout: 1_000,
+        slotsRefreshInterval: 5_000,
+        scaleReads: 'master',
+      })
     : new Redis({
-      ...common,
-      host: target.nodes[0]!.host,
-      port: target.nodes[0]!.port,
-      db: target.db,
-      enableOfflineQueue: false,
-      lazyConnect: options.lazyConnect ?? false,
-      enableAutoPipelining: autoPipelining,
-      retryStrategy: retry,
-    });
+        ...common,
+        host: target.nodes[0]!.host,
+        port: target.nodes[0]!.port,
+        db: target.db,
+        enableOfflineQueue: false,
+        lazyConnect: options.lazyConnect ?? false,
+        enableAutoPipelining: autoPipelining,
+        retryStrategy: retry,
+      });
   let lastErrorLogAt = 0;
   redis.on('error', (error: Error) => {
     // ioredis emits an error per failed reconnect; one line every ten seconds is enough.

@@ -50,7 +50,10 @@ export function replayJson(status: number, body: string, headers: Record<string,
  * leaves the response open after the last event (a stalled upstream).
  */
 export function replaySse(text: string, options: { delayMs?: number; end?: boolean; status?: number } = {}): Responder {
-  const events = text.split(/\n\n/).filter((event) => event.trim().length > 0).map((event) => `${event}\n\n`);
+  const events = text
+    .split(/\n\n/)
+    .filter((event) => event.trim().length > 0)
+    .map((event) => `${event}\n\n`);
   return async (_request, response) => {
     response.writeHead(options.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     for (const event of events) {
@@ -88,10 +91,14 @@ export async function startFakeUpstream(initial: Responder): Promise<FakeUpstrea
         path: incoming.url ?? '',
         headers: incoming.headers,
         body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
-        closed: new Promise<number>((resolve) => { markClosed = resolve; }),
+        closed: new Promise<number>((resolve) => {
+          markClosed = resolve;
+        }),
         finished: false,
       };
-      response.on('finish', () => { received.finished = true; });
+      response.on('finish', () => {
+        received.finished = true;
+      });
       response.on('close', () => markClosed(performance.now()));
       requests.push(received);
       void Promise.resolve(responder(received, response)).catch(() => response.destroy());
@@ -102,8 +109,14 @@ export async function startFakeUpstream(initial: Responder): Promise<FakeUpstrea
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
-    respond: (next) => { responder = next; },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    respond: (next) => {
+      responder = next;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -150,9 +163,10 @@ export async function startBrokenUpstream(behaviour: 'reset' | 'silent'): Promis
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests: () => requests,
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -10,8 +10,14 @@ const started: Array<{ stop(): Promise<unknown> }> = [];
 function reachable(url: string): Promise<boolean> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port) }, () => { socket.destroy(); resolve(true); });
-    socket.setTimeout(1000, () => { socket.destroy(); resolve(false); });
+    const socket = connect({ host: hostname, port: Number(port) }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.setTimeout(1000, () => {
+      socket.destroy();
+      resolve(false);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -25,7 +31,9 @@ async function fromEnvOrContainer(variable: string, image: string, port: number,
     started.push(container);
     return `${scheme}://${container.getHost()}:${container.getMappedPort(port)}`;
   } catch (error) {
-    throw new Error(`${variable} is not set and no container could be started (${(error as Error).message}). Run \`bash scripts/dependencies.sh\` to start local Redis and NATS, then export the URLs it prints.`);
+    throw new Error(
+      `${variable} is not set and no container could be started (${(error as Error).message}). Run \`bash scripts/dependencies.sh\` to start local Redis and NATS, then export the URLs it prints.`,
+    );
   }
 }
 
@@ -47,7 +55,10 @@ export async function natsUrl(): Promise<string> {
 
 /** The servers of a NATS_URL, as nats.js's `servers` option takes them. */
 export function natsServers(url: string): string[] {
-  return url.split(',').map((server) => server.trim()).filter((server) => server.length > 0);
+  return url
+    .split(',')
+    .map((server) => server.trim())
+    .filter((server) => server.length > 0);
 }
 
 /** Stops the containers this process started. */
@@ -56,7 +67,12 @@ export async function stopContainers(): Promise<void> {
 }
 
 /** Resolves with the first value the check gives that is neither undefined nor false, polling; rejects after timeoutMs with the description. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, description: string, timeoutMs = 5000, intervalMs = 25): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  description: string,
+  timeoutMs = 5000,
+  intervalMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -84,21 +100,30 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
     const upstream = connectTcp(targetPort, host);
     sockets.add(client).add(upstream);
     client.pipe(upstream).pipe(client);
-    const end = () => { client.destroy(); upstream.destroy(); sockets.delete(client); sockets.delete(upstream); };
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
   });
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', () => resolve()); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
   const address = server.address();
   let closed = false;
   return {
     port: typeof address === 'object' && address ? address.port : port,
-    close: () => new Promise<void>((resolve) => {
-      if (closed) return resolve();
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (closed) return resolve();
+        closed = true;
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -57,7 +57,9 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     const config = join(directory, `${name}.conf`);
     const store = join(directory, name);
     const routes = ports.filter((_, other) => other !== index).map((other) => `nats-route://127.0.0.1:${other.route}`);
-    writeFileSync(config, `server_name: ${name}
+    writeFileSync(
+      config,
+      `server_name: ${name}
 listen: 127.0.0.1:${port.client}
 jetstream { store_dir: "${store}" }
 cluster {
@@ -65,12 +67,15 @@ cluster {
   listen: 127.0.0.1:${port.route}
   routes: [${routes.join(', ')}]
 }
-`);
+`,
+    );
     const server = serverProcess(binary, ['-c', config], port.client);
     const node: NatsNode = {
       name,
       url: `nats://127.0.0.1:${port.client}`,
-      get running() { return server.running; },
+      get running() {
+        return server.running;
+      },
       kill: (signal) => server.kill(signal),
       start: () => server.start(),
       wipeStore() {

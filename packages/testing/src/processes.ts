@@ -31,7 +31,10 @@ export async function listening(child: ChildProcess, port: number, output: () =>
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${output()}`);
     const open = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
+      const socket = connect({ host: '127.0.0.1', port }, () => {
+        socket.destroy();
+        resolve(true);
+      });
       socket.once('error', () => resolve(false));
     });
     if (open) return;
@@ -54,7 +57,9 @@ export interface ServerProcess {
 export function serverProcess(binary: string, args: string[], port: number): ServerProcess {
   let child: ChildProcess | undefined;
   return {
-    get running() { return child !== undefined && child.exitCode === null && child.signalCode === null; },
+    get running() {
+      return child !== undefined && child.exitCode === null && child.signalCode === null;
+    },
     async kill(signal = 'SIGKILL') {
       const running = child;
       if (!running || running.exitCode !== null || running.signalCode !== null) return;
@@ -65,8 +70,12 @@ export function serverProcess(binary: string, args: string[], port: number): Ser
     async start() {
       let output = '';
       child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      child.stdout!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
-      child.stderr!.on('data', (data: Buffer) => { output = (output + data.toString()).slice(-4_000); });
+      child.stdout!.on('data', (data: Buffer) => {
+        output = (output + data.toString()).slice(-4_000);
+      });
+      child.stderr!.on('data', (data: Buffer) => {
+        output = (output + data.toString()).slice(-4_000);
+      });
       await listening(child, port, () => output, binary);
     },
   };

@@ -57,19 +57,40 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   const nodes = ports.map((port) => {
     const folder = join(directory, String(port));
     mkdirSync(folder);
-    const server = serverProcess('redis-server', [
-      '--port', String(port), '--bind', '127.0.0.1', '--dir', folder,
-      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000',
-      // The slots of other masters keep serving while one master's are failing over.
-      '--cluster-require-full-coverage', 'no',
-      // A replica takes over however long it was cut off from its master.
-      '--cluster-replica-validity-factor', '0',
-      '--save', '', '--appendonly', 'no',
-    ], port);
+    const server = serverProcess(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        folder,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        '1000',
+        // The slots of other masters keep serving while one master's are failing over.
+        '--cluster-require-full-coverage',
+        'no',
+        // A replica takes over however long it was cut off from its master.
+        '--cluster-replica-validity-factor',
+        '0',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      port,
+    );
     const node: RedisNode = {
       port,
       address: `127.0.0.1:${port}`,
-      get running() { return server.running; },
+      get running() {
+        return server.running;
+      },
       kill: (signal) => server.kill(signal),
       start: () => server.start(),
       cli: (...args) => cli(port, args),
@@ -105,8 +126,9 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
       for (;;) {
         let ok = false;
         try {
-          ok = running().every((node) => node.cli('CLUSTER', 'INFO').includes('cluster_state:ok'))
-            && running().every((node) => node.cli('CLUSTER', 'INFO').includes('cluster_slots_ok:16384'));
+          ok =
+            running().every((node) => node.cli('CLUSTER', 'INFO').includes('cluster_state:ok')) &&
+            running().every((node) => node.cli('CLUSTER', 'INFO').includes('cluster_slots_ok:16384'));
         } catch {
           ok = false;
         }
@@ -122,7 +144,11 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   };
   try {
     await Promise.all(nodes.map((node) => node.start()));
-    const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((node) => node.address), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
+    const created = spawnSync(
+      'redis-cli',
+      ['--cluster', 'create', ...nodes.map((node) => node.address), '--cluster-replicas', String(replicas), '--cluster-yes'],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
     await cluster.healthy();
   } catch (error) {

@@ -16,7 +16,10 @@ import {
 } from './index.js';
 
 const request = (text: string): Pick<ChatRequest, 'messages' | 'tools'> => ({
-  messages: [{ role: 'ROLE_SYSTEM', text: 'Be brief.', tool_calls: [] }, { role: 'ROLE_USER', text, tool_calls: [] }],
+  messages: [
+    { role: 'ROLE_SYSTEM', text: 'Be brief.', tool_calls: [] },
+    { role: 'ROLE_USER', text, tool_calls: [] },
+  ],
   tools: [{ type: 'function', function: { name: 'lookup', description: 'Looks a word up.', parameters_json: '{"type":"object"}' } }],
 });
 
@@ -44,7 +47,28 @@ function randomCodePoints(length: number, seed: number): string {
   return characters.join('');
 }
 
-const WORDS = ['the', 'gateway', 'routes', 'requests', 'to', 'models', 'and', 'counts', 'their', 'tokens', 'before', 'calling', 'upstream', 'providers', 'with', 'retries', 'quickly', 'because', 'latency', 'matters'];
+const WORDS = [
+  'the',
+  'gateway',
+  'routes',
+  'requests',
+  'to',
+  'models',
+  'and',
+  'counts',
+  'their',
+  'tokens',
+  'before',
+  'calling',
+  'upstream',
+  'providers',
+  'with',
+  'retries',
+  'quickly',
+  'because',
+  'latency',
+  'matters',
+];
 
 function prose(length: number, seed: number): string {
   const random = seededRandom(seed);
@@ -68,7 +92,14 @@ const CODE = `export async function retry<T>(work: () => Promise<T>, attempts = 
 }
 `;
 
-const record = (index: number) => ({ id: `req_${index.toString(36)}`, model: 'gpt-4o-mini', usage: { prompt_tokens: index * 7, completion_tokens: index % 97 }, tags: ['a', 'β', '中文'], ok: index % 3 === 0, ratio: index / 7 });
+const record = (index: number) => ({
+  id: `req_${index.toString(36)}`,
+  model: 'gpt-4o-mini',
+  usage: { prompt_tokens: index * 7, completion_tokens: index % 97 },
+  tags: ['a', 'β', '中文'],
+  ok: index % 3 === 0,
+  ratio: index / 7,
+});
 
 const MULTILINGUAL = [
   '小明买了15支铅笔和4本笔记本，他应该找回多少钱？请一步一步地解释。',
@@ -156,11 +187,29 @@ describe('promptTokenBounds', { timeout: 30_000 }, () => {
   it('never counts fewer tokens than the tokenizer as an upper bound, whatever the text', () => {
     const random = seededRandom(7);
     const samples = [
-      prose(20_000, 3), CODE.repeat(20), MULTILINGUAL.repeat(30), '😀🚀👍🏽'.repeat(500), '<|endoftext|>'.repeat(50), 'a'.repeat(5_000),
-      Array.from({ length: 4_000 }, () => String.fromCodePoint(Math.floor(random() * 0x2ffff))).join('').replace(/[\ud800-\udfff]/g, ''),
+      prose(20_000, 3),
+      CODE.repeat(20),
+      MULTILINGUAL.repeat(30),
+      '😀🚀👍🏽'.repeat(500),
+      '<|endoftext|>'.repeat(50),
+      'a'.repeat(5_000),
+      Array.from({ length: 4_000 }, () => String.fromCodePoint(Math.floor(random() * 0x2ffff)))
+        .join('')
+        .replace(/[\ud800-\udfff]/g, ''),
     ];
     for (const text of samples) {
-      const prompt = { ...request(text), messages: [...request(text).messages, { role: 'ROLE_ASSISTANT' as const, text: '', name: 'helper', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: text.slice(0, 300) } }] }] };
+      const prompt = {
+        ...request(text),
+        messages: [
+          ...request(text).messages,
+          {
+            role: 'ROLE_ASSISTANT' as const,
+            text: '',
+            name: 'helper',
+            tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: text.slice(0, 300) } }],
+          },
+        ],
+      };
       const exact = countPromptTokens(prompt);
       const bounds = promptTokenBounds(prompt);
       expect(bounds.upper).toBeGreaterThanOrEqual(exact);
@@ -182,11 +231,18 @@ describe('exact counts for ordinary text', { timeout: 30_000 }, () => {
   const texts: Record<string, string> = {
     prose: prose(200_000, 2),
     code: CODE.repeat(300),
-    'JSON, indented': JSON.stringify(Array.from({ length: 600 }, (_, index) => record(index)), null, 2),
+    'JSON, indented': JSON.stringify(
+      Array.from({ length: 600 }, (_, index) => record(index)),
+      null,
+      2,
+    ),
     'JSON, minified': JSON.stringify(Array.from({ length: 1_500 }, (_, index) => record(index))),
     multilingual: MULTILINGUAL.repeat(400),
     'a short message': 'hi, how are you?',
-    'rules, indentation, a Thai phrase and a long identifier': `${'-'.repeat(80)}\n${' '.repeat(120)}{}\n${'ภาษาไทยเป็นภาษาที่ไม่มีการเว้นวรรคระหว่างคำ'.repeat(4)} ${'veryLong'.repeat(20)}Identifier\n${'='.repeat(200)}\n`.repeat(50),
+    'rules, indentation, a Thai phrase and a long identifier':
+      `${'-'.repeat(80)}\n${' '.repeat(120)}{}\n${'ภาษาไทยเป็นภาษาที่ไม่มีการเว้นวรรคระหว่างคำ'.repeat(4)} ${'veryLong'.repeat(20)}Identifier\n${'='.repeat(200)}\n`.repeat(
+        50,
+      ),
     'special tokens as text': 'Say <|endoftext|> and <|im_start|> literally.',
   };
 
@@ -272,7 +328,9 @@ describe('hostile text', { timeout: 30_000 }, () => {
 describe('time slices', () => {
   it('gives the event loop no turn for a small input, and turns for a big one', async () => {
     let turned = false;
-    setImmediate(() => { turned = true; });
+    setImmediate(() => {
+      turned = true;
+    });
     // Under SMALL_INPUT_BYTES each, however long they take.
     await countPromptTokensWithinAsync(request('A typical prompt. '.repeat(400)), 128_000);
     await countTextTokensAsync('😀'.repeat(2_000));
@@ -303,4 +361,3 @@ describe('tokenPrefix', () => {
     expect(pieces.every((piece) => !piece.includes('\uFFFD'))).toBe(true);
   });
 });
-

@@ -142,7 +142,10 @@ export function promptTokenBounds(request: PromptRequest): PromptTokenBounds {
   let bytes = 0;
   for (const message of request.messages ?? []) {
     fixed += TOKENS_PER_MESSAGE + 1;
-    if (message.name) { fixed += 1; bytes += Buffer.byteLength(message.name); }
+    if (message.name) {
+      fixed += 1;
+      bytes += Buffer.byteLength(message.name);
+    }
     if (typeof message.text === 'string') bytes += Buffer.byteLength(message.text);
     for (const part of message.parts?.parts ?? []) {
       if (part.image_url) fixed += IMAGE_TOKENS;
@@ -254,9 +257,21 @@ export async function tokenPiecesAsync(text: string): Promise<string[]> {
  */
 export function warmUpTokenizer(): void {
   let state = 1;
-  const random = () => { state = (state * 1103515245 + 12345) & 0x7fffffff; return state / 0x7fffffff; };
+  const random = () => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    return state / 0x7fffffff;
+  };
   const randomUnits = String.fromCharCode(...Array.from({ length: 8_192 }, () => Math.floor(random() * 0x10000)));
-  const sample = ['The quick brown fox, 1234567 jumps.', '\u4E2D\u6587\u5B57'.repeat(300), '\u{1F600}'.repeat(300), 'A'.repeat(600), '!'.repeat(600), ' '.repeat(600), '9'.repeat(600), randomUnits];
+  const sample = [
+    'The quick brown fox, 1234567 jumps.',
+    '\u4E2D\u6587\u5B57'.repeat(300),
+    '\u{1F600}'.repeat(300),
+    'A'.repeat(600),
+    '!'.repeat(600),
+    ' '.repeat(600),
+    '9'.repeat(600),
+    randomUnits,
+  ];
   for (const text of sample) countTextTokens(text);
 }
 

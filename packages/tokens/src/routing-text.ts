@@ -37,10 +37,17 @@ const wordCount = (text: string) => text.split(/\s+/).filter(Boolean).length;
  * length) are routed on separately.
  */
 export function routingText(messages: ReadonlyArray<Pick<Message, 'role' | 'text' | 'parts'>>): string {
-  const users = messages.filter((message) => message.role === 'ROLE_USER').map(ownText).filter((text) => text !== '');
+  const users = messages
+    .filter((message) => message.role === 'ROLE_USER')
+    .map(ownText)
+    .filter((text) => text !== '');
   let text: string;
   if (users.length === 0) {
-    text = messages.filter((message) => message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER').map(ownText).filter((part) => part !== '').join('\n');
+    text = messages
+      .filter((message) => message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER')
+      .map(ownText)
+      .filter((part) => part !== '')
+      .join('\n');
   } else {
     const read = [users.at(-1)!];
     let words = wordCount(read[0]!);

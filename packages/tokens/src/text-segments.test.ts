@@ -17,9 +17,64 @@ function seededRandom(seed: number): () => number {
 // of several scripts, spaces of several kinds, line breaks, `/` (which may trail symbols), symbols,
 // emoji, CJK, an astral letter, lone surrogates and a special token's text.
 const UNITS = [
-  'a', 'b', 'Z', 'Q', 'é', 'É', 'ß', 'ǅ', 'ʰ', '\u0301', '\u0308', "'", '’', "'s", "'T", "'ll", "'Re", "'ve", "'D", "'m", 's', 't',
-  '1', '2', '9', '½', '٣', ' ', ' ', '\t', '\u00a0', '\u3000', '\u2028', '\ufeff', '\n', '\r', '\r\n', '/', '/\n', '.', '!', '?', ',',
-  '"', '-', '#', '_', '$', '😀', '👍🏽', '中', '文', 'あ', 'ア', '𠀀', '\ud800', '\udc00', '<|endoftext|>',
+  'a',
+  'b',
+  'Z',
+  'Q',
+  'é',
+  'É',
+  'ß',
+  'ǅ',
+  'ʰ',
+  '\u0301',
+  '\u0308',
+  "'",
+  '’',
+  "'s",
+  "'T",
+  "'ll",
+  "'Re",
+  "'ve",
+  "'D",
+  "'m",
+  's',
+  't',
+  '1',
+  '2',
+  '9',
+  '½',
+  '٣',
+  ' ',
+  ' ',
+  '\t',
+  '\u00a0',
+  '\u3000',
+  '\u2028',
+  '\ufeff',
+  '\n',
+  '\r',
+  '\r\n',
+  '/',
+  '/\n',
+  '.',
+  '!',
+  '?',
+  ',',
+  '"',
+  '-',
+  '#',
+  '_',
+  '$',
+  '😀',
+  '👍🏽',
+  '中',
+  '文',
+  'あ',
+  'ア',
+  '𠀀',
+  '\ud800',
+  '\udc00',
+  '<|endoftext|>',
 ];
 
 describe('isTokenBoundary', () => {
@@ -42,7 +97,10 @@ describe('isTokenBoundary', () => {
       }
       parts.push(text.slice(start));
       cuts += parts.length - 1;
-      expect(parts.flatMap((part) => encode(part, PLAIN_TEXT)), JSON.stringify(parts)).toEqual(encode(text, PLAIN_TEXT));
+      expect(
+        parts.flatMap((part) => encode(part, PLAIN_TEXT)),
+        JSON.stringify(parts),
+      ).toEqual(encode(text, PLAIN_TEXT));
     }
     // The rules do cut: about five times per text of twenty units.
     expect(cuts).toBeGreaterThan(10_000);
@@ -67,7 +125,10 @@ describe('textSegments', () => {
   });
 
   it('cuts a long ordinary text into segments of about SEGMENT_BYTES at token boundaries', () => {
-    for (const text of ['Routing picks a model for each request, and the executor calls it. '.repeat(2_000), '路由为每个请求选择一个模型，执行器调用它。'.repeat(2_000)]) {
+    for (const text of [
+      'Routing picks a model for each request, and the executor calls it. '.repeat(2_000),
+      '路由为每个请求选择一个模型，执行器调用它。'.repeat(2_000),
+    ]) {
       const segments = [...textSegments(text)];
       expect(segments.length).toBeGreaterThan(Buffer.byteLength(text) / SEGMENT_BYTES);
       expect(segments.map((segment) => segment.text).join('')).toBe(text);

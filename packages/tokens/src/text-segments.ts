@@ -91,7 +91,7 @@ function codePointBytes(codePoint: number): number {
 /** UTF-8 bytes of text[from, to), both code point boundaries. */
 function bytesBetween(text: string, from: number, to: number): number {
   let bytes = 0;
-  for (let index = from; index < to;) {
+  for (let index = from; index < to; ) {
     const codePoint = text.codePointAt(index)!;
     bytes += codePointBytes(codePoint);
     index += codePoint > 0xffff ? 2 : 1;
@@ -204,7 +204,7 @@ export function* textSegments(text: string): Generator<TextSegment, void, undefi
       runEnd += codePoint > 0xffff ? 2 : 1;
       runBytes += codePointBytes(codePoint);
     }
-    for (let chunkStart = found.runStart; chunkStart < runEnd;) {
+    for (let chunkStart = found.runStart; chunkStart < runEnd; ) {
       const chunkEnd = Math.min(runEnd, codePointBoundary(text, chunkStart + LONG_RUN_CHARACTERS));
       yield { text: text.slice(chunkStart, chunkEnd), bytes: bytesBetween(text, chunkStart, chunkEnd) };
       chunkStart = chunkEnd;

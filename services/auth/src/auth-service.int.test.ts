@@ -3,8 +3,19 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { callUnary, createClient, GatewayError, GrpcStatus, StreamedCalls, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import {
-  loadGatewayGrpc, type CheckKeyRequest, type CheckKeyResponseOutput, type CreateKeyRequest, type CreateKeyResponseOutput, type GetKeyRequest, type KeyInfoOutput,
-  type ListKeysRequest, type ListKeysResponseOutput, type RevokeKeyRequest, type SettleUsageRequest, type SettleUsageResponseOutput, type UpdateKeyRequest,
+  loadGatewayGrpc,
+  type CheckKeyRequest,
+  type CheckKeyResponseOutput,
+  type CreateKeyRequest,
+  type CreateKeyResponseOutput,
+  type GetKeyRequest,
+  type KeyInfoOutput,
+  type ListKeysRequest,
+  type ListKeysResponseOutput,
+  type RevokeKeyRequest,
+  type SettleUsageRequest,
+  type SettleUsageResponseOutput,
+  type UpdateKeyRequest,
 } from '@gateway/proto';
 import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
 import { createServer } from './app.js';
@@ -32,7 +43,9 @@ async function startAuth(url: string, prefix: string, options: { reachable?: boo
   // Decisions over one Decide stream only: a call made while it is not open fails instead of going unary.
   const notOnTheStream = () => Promise.reject(new Error('the Decide stream is not open'));
   const decisions = new StreamedCalls<{ check_key: [CheckKeyRequest, CheckKeyResponseOutput]; settle_usage: [SettleUsageRequest, SettleUsageResponseOutput] }>({
-    open: () => client.Decide(), streams: 1, unary: { check_key: notOnTheStream, settle_usage: notOnTheStream },
+    open: () => client.Decide(),
+    streams: 1,
+    unary: { check_key: notOnTheStream, settle_usage: notOnTheStream },
   });
   return {
     redis,
@@ -41,19 +54,32 @@ async function startAuth(url: string, prefix: string, options: { reachable?: boo
     decisions,
     /** CheckKey and SettleUsage as messages on the Decide stream, once it is open. */
     streamed: {
-      reserve: async (request: CheckKeyRequest) => { await eventually(() => decisions.openStreams === 1, 'the Decide stream to open'); return decisions.call('check_key', request, { deadlineMs: 3_000 }); },
-      settle: async (request: SettleUsageRequest) => { await eventually(() => decisions.openStreams === 1, 'the Decide stream to open'); return decisions.call('settle_usage', request, { deadlineMs: 3_000 }); },
+      reserve: async (request: CheckKeyRequest) => {
+        await eventually(() => decisions.openStreams === 1, 'the Decide stream to open');
+        return decisions.call('check_key', request, { deadlineMs: 3_000 });
+      },
+      settle: async (request: SettleUsageRequest) => {
+        await eventually(() => decisions.openStreams === 1, 'the Decide stream to open');
+        return decisions.call('settle_usage', request, { deadlineMs: 3_000 });
+      },
     },
-    checkKey: (apiKey: string) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(client, client.CheckKey, { api_key: apiKey, request_id: randomUUID() }, { deadlineMs: 3_000 }),
+    checkKey: (apiKey: string) =>
+      callUnary<CheckKeyRequest, CheckKeyResponseOutput>(client, client.CheckKey, { api_key: apiKey, request_id: randomUUID() }, { deadlineMs: 3_000 }),
     createKey: (request: CreateKeyRequest) => callUnary<CreateKeyRequest, CreateKeyResponseOutput>(client, client.CreateKey, request, { deadlineMs: 3_000 }),
     listKeys: () => callUnary<ListKeysRequest, ListKeysResponseOutput>(client, client.ListKeys, {}, { deadlineMs: 3_000 }),
     revokeKey: (keyId: string) => callUnary<RevokeKeyRequest, KeyInfoOutput>(client, client.RevokeKey, { key_id: keyId }, { deadlineMs: 3_000 }),
     reserve: (request: CheckKeyRequest) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(client, client.CheckKey, request, { deadlineMs: 3_000 }),
     getKey: (keyId: string) => callUnary<GetKeyRequest, KeyInfoOutput>(client, client.GetKey, { key_id: keyId }, { deadlineMs: 3_000 }),
     updateKey: (request: UpdateKeyRequest) => callUnary<UpdateKeyRequest, KeyInfoOutput>(client, client.UpdateKey, request, { deadlineMs: 3_000 }),
-    settle: (request: SettleUsageRequest) => callUnary<SettleUsageRequest, SettleUsageResponseOutput>(client, client.SettleUsage, request, { deadlineMs: 3_000 }),
+    settle: (request: SettleUsageRequest) =>
+      callUnary<SettleUsageRequest, SettleUsageResponseOutput>(client, client.SettleUsage, request, { deadlineMs: 3_000 }),
     shutdown: (graceMs: number) => server.shutdown(graceMs),
-    stop: async () => { await decisions.close(500); client.close(); await server.shutdown(1_000); redis.disconnect(); },
+    stop: async () => {
+      await decisions.close(500);
+      client.close();
+      await server.shutdown(1_000);
+      redis.disconnect();
+    },
   };
 }
 
@@ -75,8 +101,7 @@ describe('AuthService', () => {
     await auth.stop();
   });
 
-  const createKey = (plan: 'PLAN_STARTER' | 'PLAN_PRO' | 'PLAN_ENTERPRISE', name = 'test', secret?: string) =>
-    auth.createKey({ plan, name, secret });
+  const createKey = (plan: 'PLAN_STARTER' | 'PLAN_PRO' | 'PLAN_ENTERPRISE', name = 'test', secret?: string) => auth.createKey({ plan, name, secret });
 
   it('allows a created key with its plan and limits', async () => {
     const created = await createKey('PLAN_STARTER', 'alice');
@@ -96,7 +121,12 @@ describe('AuthService', () => {
 
   it('reports unlimited limits for enterprise and pro limits for pro', async () => {
     const enterprise = await createKey('PLAN_ENTERPRISE');
-    expect(await auth.checkKey(enterprise.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', plan: 'PLAN_ENTERPRISE', requests: { unlimited: true }, tokens: { unlimited: true } });
+    expect(await auth.checkKey(enterprise.secret!)).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      plan: 'PLAN_ENTERPRISE',
+      requests: { unlimited: true },
+      tokens: { unlimited: true },
+    });
     const pro = await createKey('PLAN_PRO');
     expect(await auth.checkKey(pro.secret!)).toMatchObject({ plan: 'PLAN_PRO', requests: { limit: 1_000 }, tokens: { limit: 2_000_000 } });
   });
@@ -195,11 +225,23 @@ describe('AuthService', () => {
     const created = await createKey('PLAN_STARTER');
     const reservationId = randomUUID();
     const decision = await auth.reserve({ api_key: created.secret!, request_id: 'r1', reserve_tokens: 40_000, reservation_id: reservationId });
-    expect(decision).toMatchObject({ decision: 'DECISION_ALLOW', reservation_id: `${created.key!.key_id}:${reservationId}`, requests: { remaining: 59 }, tokens: { remaining: 60_000, reset_ms: 60_000 } });
+    expect(decision).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      reservation_id: `${created.key!.key_id}:${reservationId}`,
+      requests: { remaining: 59 },
+      tokens: { remaining: 60_000, reset_ms: 60_000 },
+    });
     // The same reservation id again reserves nothing more.
-    expect(await auth.reserve({ api_key: created.secret!, request_id: 'r1', reserve_tokens: 40_000, reservation_id: reservationId })).toMatchObject({ requests: { remaining: 59 }, tokens: { remaining: 60_000 } });
+    expect(await auth.reserve({ api_key: created.secret!, request_id: 'r1', reserve_tokens: 40_000, reservation_id: reservationId })).toMatchObject({
+      requests: { remaining: 59 },
+      tokens: { remaining: 60_000 },
+    });
     // check_only counts nothing.
-    expect(await auth.reserve({ api_key: created.secret!, check_only: true })).toMatchObject({ decision: 'DECISION_ALLOW', reservation_id: '', requests: { remaining: 59 } });
+    expect(await auth.reserve({ api_key: created.secret!, check_only: true })).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      reservation_id: '',
+      requests: { remaining: 59 },
+    });
 
     const tooMuch = await auth.reserve({ api_key: created.secret!, reserve_tokens: 70_000, reservation_id: randomUUID() });
     expect(tooMuch).toMatchObject({ decision: 'DECISION_DENY_TOKEN_LIMIT', tokens: { remaining: 60_000 } });
@@ -207,44 +249,83 @@ describe('AuthService', () => {
     expect(tooMuch.retry_after_ms).toBeGreaterThan(58_000);
     expect(tooMuch.retry_after_ms).toBeLessThanOrEqual(60_000);
 
-    expect(await auth.settle({ reservation_id: decision.reservation_id!, actual_tokens: 900 })).toEqual({ outcome: 'SETTLE_OUTCOME_SETTLED', delta_tokens: -39_100, tokens_in_window: 900 });
-    expect(await auth.settle({ reservation_id: decision.reservation_id!, actual_tokens: 900 })).toMatchObject({ outcome: 'SETTLE_OUTCOME_ALREADY_SETTLED', tokens_in_window: 900 });
-    expect(await auth.reserve({ api_key: created.secret!, reserve_tokens: 70_000, reservation_id: randomUUID() })).toMatchObject({ decision: 'DECISION_ALLOW', tokens: { remaining: 29_100 } });
+    expect(await auth.settle({ reservation_id: decision.reservation_id!, actual_tokens: 900 })).toEqual({
+      outcome: 'SETTLE_OUTCOME_SETTLED',
+      delta_tokens: -39_100,
+      tokens_in_window: 900,
+    });
+    expect(await auth.settle({ reservation_id: decision.reservation_id!, actual_tokens: 900 })).toMatchObject({
+      outcome: 'SETTLE_OUTCOME_ALREADY_SETTLED',
+      tokens_in_window: 900,
+    });
+    expect(await auth.reserve({ api_key: created.secret!, reserve_tokens: 70_000, reservation_id: randomUUID() })).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      tokens: { remaining: 29_100 },
+    });
 
     const tooLarge = await auth.reserve({ api_key: created.secret!, reserve_tokens: 100_001 });
     expect(tooLarge).toMatchObject({ decision: 'DECISION_DENY_REQUEST_TOO_LARGE', reservation_id: '' });
-    expect(tooLarge.message).toBe('Request too large: it needs 100001 tokens (the prompt plus the completion budget, max_tokens), but this key allows 100000 tokens per minute. Reduce max_tokens or the prompt.');
+    expect(tooLarge.message).toBe(
+      'Request too large: it needs 100001 tokens (the prompt plus the completion budget, max_tokens), but this key allows 100000 tokens per minute. Reduce max_tokens or the prompt.',
+    );
 
     const malformed = await auth.settle({ reservation_id: 'nope', actual_tokens: 1 }).catch((caught: unknown) => caught);
     expect(malformed).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'reservation_id' });
     const enterprise = await createKey('PLAN_ENTERPRISE');
-    expect(await auth.reserve({ api_key: enterprise.secret!, reserve_tokens: 10, reservation_id: randomUUID() })).toMatchObject({ decision: 'DECISION_ALLOW', reservation_id: '', requests: { unlimited: true } });
+    expect(await auth.reserve({ api_key: enterprise.secret!, reserve_tokens: 10, reservation_id: randomUUID() })).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      reservation_id: '',
+      requests: { unlimited: true },
+    });
   });
 
   it('creates, reads and updates keys with overrides and a routing policy', async () => {
-    const created = await auth.createKey({ plan: 'PLAN_PRO', name: 'tuned', requests_per_minute_override: { per_minute: 5 }, tokens_per_minute_override: { unlimited: true }, routing_policy: 'quality' });
+    const created = await auth.createKey({
+      plan: 'PLAN_PRO',
+      name: 'tuned',
+      requests_per_minute_override: { per_minute: 5 },
+      tokens_per_minute_override: { unlimited: true },
+      routing_policy: 'quality',
+    });
     expect(created.key).toMatchObject({
-      requests_per_minute_override: { per_minute: 5 }, tokens_per_minute_override: { unlimited: true }, routing_policy: 'quality',
-      requests_per_minute: { per_minute: 5 }, tokens_per_minute: { unlimited: true },
+      requests_per_minute_override: { per_minute: 5 },
+      tokens_per_minute_override: { unlimited: true },
+      routing_policy: 'quality',
+      requests_per_minute: { per_minute: 5 },
+      tokens_per_minute: { unlimited: true },
     });
     const keyId = created.key!.key_id!;
     expect(await auth.checkKey(created.secret!)).toMatchObject({ routing_policy: 'quality', requests: { limit: 5 }, tokens: { unlimited: true } });
 
     // Absent fields stay; plan_default and an empty policy remove.
     const updated = await auth.updateKey({ key_id: keyId, plan: 'PLAN_STARTER', requests_per_minute_override: { plan_default: true }, routing_policy: '' });
-    expect(updated).toMatchObject({ name: 'tuned', plan: 'PLAN_STARTER', routing_policy: '', requests_per_minute: { per_minute: 60 }, tokens_per_minute_override: { unlimited: true } });
+    expect(updated).toMatchObject({
+      name: 'tuned',
+      plan: 'PLAN_STARTER',
+      routing_policy: '',
+      requests_per_minute: { per_minute: 60 },
+      tokens_per_minute_override: { unlimited: true },
+    });
     expect(updated.requests_per_minute_override).toBeFalsy();
     const renamed = await auth.updateKey({ key_id: keyId, name: '' });
     expect(renamed).toMatchObject({ name: '', plan: 'PLAN_STARTER' });
     expect(await auth.getKey(keyId)).toMatchObject({ key_id: keyId, name: '', plan: 'PLAN_STARTER' });
 
-    expect(await auth.updateKey({ key_id: keyId, requests_per_minute_override: { per_minute: 0 } }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'requests_per_minute_override' });
-    expect(await auth.updateKey({ key_id: keyId, routing_policy: 'no spaces' }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'routing_policy' });
+    expect(await auth.updateKey({ key_id: keyId, requests_per_minute_override: { per_minute: 0 } }).catch((caught: unknown) => caught)).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      param: 'requests_per_minute_override',
+    });
+    expect(await auth.updateKey({ key_id: keyId, routing_policy: 'no spaces' }).catch((caught: unknown) => caught)).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      param: 'routing_policy',
+    });
     expect(await auth.getKey('key_0000000000000000').catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.NOT_FOUND });
-    expect(await auth.updateKey({ key_id: 'key_0000000000000000', name: 'x' }).catch((caught: unknown) => caught)).toMatchObject({ code: GrpcStatus.NOT_FOUND });
+    expect(await auth.updateKey({ key_id: 'key_0000000000000000', name: 'x' }).catch((caught: unknown) => caught)).toMatchObject({
+      code: GrpcStatus.NOT_FOUND,
+    });
   });
 
-  it('answers catalog_fallbacks on ALLOW from the plan, or the key\'s override, in one Redis round trip', async () => {
+  it("answers catalog_fallbacks on ALLOW from the plan, or the key's override, in one Redis round trip", async () => {
     const starter = await auth.createKey({ plan: 'PLAN_STARTER', name: 'plan-default' });
     expect(starter.key).toMatchObject({ catalog_fallbacks: false });
     expect(starter.key?.catalog_fallbacks_override).toBeUndefined();
@@ -279,8 +360,9 @@ describe('AuthService', () => {
     expect(await auth.getKey(keyId)).toMatchObject({ catalog_fallbacks: true });
     expect(await auth.checkKey(on.secret!)).toMatchObject({ decision: 'DECISION_ALLOW', catalog_fallbacks: true });
 
-    expect(await auth.updateKey({ key_id: keyId, catalog_fallbacks_override: true, catalog_fallbacks_plan_default: true }).catch((caught: unknown) => caught))
-      .toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'catalog_fallbacks_override' });
+    expect(
+      await auth.updateKey({ key_id: keyId, catalog_fallbacks_override: true, catalog_fallbacks_plan_default: true }).catch((caught: unknown) => caught),
+    ).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'catalog_fallbacks_override' });
   });
 
   it('decides over the Decide stream exactly as over CheckKey and SettleUsage, on the same counters', async () => {
@@ -288,7 +370,14 @@ describe('AuthService', () => {
     const secret = created.secret!;
     const streamedAllow = await auth.streamed.reserve({ api_key: secret, request_id: 's1', reserve_tokens: 40_000, reservation_id: randomUUID() });
     const unaryAllow = await auth.reserve({ api_key: secret, request_id: 'u1', reserve_tokens: 10, reservation_id: randomUUID() });
-    expect(streamedAllow).toMatchObject({ decision: 'DECISION_ALLOW', key_id: created.key!.key_id, plan: 'PLAN_STARTER', catalog_fallbacks: unaryAllow.catalog_fallbacks, requests: { limit: 60, remaining: 59 }, tokens: { remaining: 60_000 } });
+    expect(streamedAllow).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      key_id: created.key!.key_id,
+      plan: 'PLAN_STARTER',
+      catalog_fallbacks: unaryAllow.catalog_fallbacks,
+      requests: { limit: 60, remaining: 59 },
+      tokens: { remaining: 60_000 },
+    });
     expect(unaryAllow).toMatchObject({ decision: 'DECISION_ALLOW', requests: { remaining: 58 }, tokens: { remaining: 59_990 } });
     expect(Object.keys(streamedAllow).sort()).toEqual(Object.keys(unaryAllow).sort());
 
@@ -303,17 +392,28 @@ describe('AuthService', () => {
     }
 
     // The requests per minute run out over the stream (calls in flight together), then both paths deny.
-    const burst = await Promise.all(Array.from({ length: 60 }, () => auth.streamed.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() })));
+    const burst = await Promise.all(
+      Array.from({ length: 60 }, () => auth.streamed.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() })),
+    );
     expect(burst.filter((decision) => decision.decision === 'DECISION_ALLOW')).toHaveLength(58);
-    for (const denial of [await auth.streamed.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() }), await auth.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() })]) {
+    for (const denial of [
+      await auth.streamed.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() }),
+      await auth.reserve({ api_key: secret, reserve_tokens: 1, reservation_id: randomUUID() }),
+    ]) {
       expect(denial).toMatchObject({ decision: 'DECISION_DENY_REQUEST_LIMIT', requests: { limit: 60, remaining: 0 } });
       expect(denial.retry_after_ms).toBeGreaterThan(0);
       expect(denial.retry_after_ms).toBeLessThanOrEqual(60_000);
     }
 
     expect(await auth.streamed.reserve({ api_key: `br-${'x'.repeat(40)}` })).toEqual(await auth.reserve({ api_key: `br-${'x'.repeat(40)}` }));
-    expect(await auth.streamed.settle({ reservation_id: streamedAllow.reservation_id!, actual_tokens: 900 })).toEqual({ outcome: 'SETTLE_OUTCOME_SETTLED', delta_tokens: -39_100, tokens_in_window: 910 + 58 });
-    expect(await auth.streamed.settle({ reservation_id: streamedAllow.reservation_id!, actual_tokens: 900 })).toMatchObject({ outcome: 'SETTLE_OUTCOME_ALREADY_SETTLED' });
+    expect(await auth.streamed.settle({ reservation_id: streamedAllow.reservation_id!, actual_tokens: 900 })).toEqual({
+      outcome: 'SETTLE_OUTCOME_SETTLED',
+      delta_tokens: -39_100,
+      tokens_in_window: 910 + 58,
+    });
+    expect(await auth.streamed.settle({ reservation_id: streamedAllow.reservation_id!, actual_tokens: 900 })).toMatchObject({
+      outcome: 'SETTLE_OUTCOME_ALREADY_SETTLED',
+    });
     const malformed = await auth.streamed.settle({ reservation_id: 'nope', actual_tokens: 1 }).catch((caught: unknown) => caught);
     expect(malformed).toBeInstanceOf(GatewayError);
     expect(malformed).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'reservation_id' });
@@ -323,7 +423,9 @@ describe('AuthService', () => {
     const leaving = await startAuth(await redisUrl(), prefix);
     try {
       const created = await createKey('PLAN_PRO');
-      expect(await leaving.streamed.reserve({ api_key: created.secret!, reserve_tokens: 1, reservation_id: randomUUID() })).toMatchObject({ decision: 'DECISION_ALLOW' });
+      expect(await leaving.streamed.reserve({ api_key: created.secret!, reserve_tokens: 1, reservation_id: randomUUID() })).toMatchObject({
+        decision: 'DECISION_ALLOW',
+      });
       const started = Date.now();
       await leaving.shutdown(10_000);
       expect(Date.now() - started).toBeLessThan(1_500);
@@ -344,7 +446,12 @@ describe('AuthService', () => {
       // The same over the Decide stream: a failure to decide, never a decision.
       const streamed = await down.streamed.reserve({ api_key: `br-${'a'.repeat(40)}`, reserve_tokens: 1 }).catch((caught: unknown) => caught);
       expect(streamed).toBeInstanceOf(GatewayError);
-      expect(streamed).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'auth_unavailable', message: 'The key service cannot decide right now.', retryable: true });
+      expect(streamed).toMatchObject({
+        code: GrpcStatus.UNAVAILABLE,
+        reason: 'auth_unavailable',
+        message: 'The key service cannot decide right now.',
+        retryable: true,
+      });
       // A malformed key needs no lookup, so it is still denied.
       expect((await down.checkKey('nope')).decision).toBe('DECISION_DENY_INVALID_KEY');
     } finally {

@@ -2,8 +2,26 @@ import { callTraceparent, GatewayError, GrpcStatus, serveStreamedCalls, unary } 
 import type { Logger } from '@gateway/logger';
 import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type {
-  AuthServiceHandlers, Budget, BudgetOutput, BudgetState, CheckKeyRequestOutput, CheckKeyResponse, CreateKeyRequestOutput, CreateKeyResponse, DecideRequestOutput, DecideResponse, GetKeyRequestOutput, KeyInfo, LimitState,
-  ListKeysResponse, MinuteLimit, MinuteLimitOutput, RevokeKeyRequestOutput, SettleUsageRequestOutput, SettleUsageResponse, UpdateKeyRequestOutput,
+  AuthServiceHandlers,
+  Budget,
+  BudgetOutput,
+  BudgetState,
+  CheckKeyRequestOutput,
+  CheckKeyResponse,
+  CreateKeyRequestOutput,
+  CreateKeyResponse,
+  DecideRequestOutput,
+  DecideResponse,
+  GetKeyRequestOutput,
+  KeyInfo,
+  LimitState,
+  ListKeysResponse,
+  MinuteLimit,
+  MinuteLimitOutput,
+  RevokeKeyRequestOutput,
+  SettleUsageRequestOutput,
+  SettleUsageResponse,
+  UpdateKeyRequestOutput,
 } from '@gateway/proto';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
@@ -71,7 +89,10 @@ export function fromBudget(message: BudgetOutput | null | undefined, param: stri
 function budgetState(budget: BudgetDecisionState): BudgetState {
   if (!budget.limited) return { limited: false };
   return {
-    limited: true, remaining_pico_usd: budget.remainingPicoUsd, spent_today_pico_usd: budget.spentTodayPicoUsd, spent_month_pico_usd: budget.spentMonthPicoUsd,
+    limited: true,
+    remaining_pico_usd: budget.remainingPicoUsd,
+    spent_today_pico_usd: budget.spentTodayPicoUsd,
+    spent_month_pico_usd: budget.spentMonthPicoUsd,
     monthly_exhausted: budget.monthlyExhausted,
   };
 }
@@ -84,7 +105,12 @@ function usd(pico: number): string {
 /** The public facts of a stored key as a KeyInfo message, with the limits in force. */
 export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
   const info: KeyInfo = {
-    key_id: key.key_id, plan: planToProto(key.plan), name: key.name, created_at_ms: key.created_at_ms, last_used_at_ms: key.last_used_at_ms, revoked: key.revoked,
+    key_id: key.key_id,
+    plan: planToProto(key.plan),
+    name: key.name,
+    created_at_ms: key.created_at_ms,
+    last_used_at_ms: key.last_used_at_ms,
+    revoked: key.revoked,
     routing_policy: key.routing_policy,
     requests_per_minute: toMinuteLimit(key.requests_per_minute_override ?? plans[key.plan].requests_per_minute),
     tokens_per_minute: toMinuteLimit(key.tokens_per_minute_override ?? plans[key.plan].tokens_per_minute),
@@ -127,9 +153,19 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   const { keys, limiter, plans, logger } = dependencies;
   const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
-  const decisions = new prometheus.Counter({ name: 'gateway_auth_decisions_total', help: 'CheckKey decisions, by decision.', labelNames: ['decision'], registers });
+  const decisions = new prometheus.Counter({
+    name: 'gateway_auth_decisions_total',
+    help: 'CheckKey decisions, by decision.',
+    labelNames: ['decision'],
+    registers,
+  });
   const storeErrors = new prometheus.Counter({ name: 'gateway_auth_store_errors_total', help: 'Key store (Redis) operations that failed.', registers });
-  const settlements = new prometheus.Counter({ name: 'gateway_auth_settlements_total', help: 'SettleUsage calls, by outcome.', labelNames: ['outcome'], registers });
+  const settlements = new prometheus.Counter({
+    name: 'gateway_auth_settlements_total',
+    help: 'SettleUsage calls, by outcome.',
+    labelNames: ['outcome'],
+    registers,
+  });
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'auth handler failed');
 
   /** Runs a key store operation, turning a Redis failure into UNAVAILABLE with the cause logged. */
@@ -139,7 +175,8 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     } catch (error) {
       if (error instanceof KeyExistsError || error instanceof GatewayError) throw error;
       if (error instanceof KeyInputError) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', error.message, { param: error.param });
-      if (error instanceof ReservationIdError) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', error.message, { param: 'reservation_id' });
+      if (error instanceof ReservationIdError)
+        throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', error.message, { param: 'reservation_id' });
       storeErrors.inc();
       logger.error({ err: { message: (error as Error).message }, request_id: requestId }, 'key store unavailable');
       throw new GatewayError(GrpcStatus.UNAVAILABLE, 'auth_unavailable', message, { retryable: true, cause: error });
@@ -153,7 +190,11 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
 
   /** CheckKey, in a span of its own when tracing is on (the caller's span its parent). */
   async function checkKey(request: CheckKeyRequestOutput, context?: unknown): Promise<CheckKeyResponse> {
-    const span = tracing.startSpan('auth.check_key', { kind: SpanKind.SERVER, parent: callTraceparent(context), attributes: { 'rpc.system': 'grpc', 'rpc.method': 'CheckKey', 'gateway.check_only': request.check_only === true } });
+    const span = tracing.startSpan('auth.check_key', {
+      kind: SpanKind.SERVER,
+      parent: callTraceparent(context),
+      attributes: { 'rpc.system': 'grpc', 'rpc.method': 'CheckKey', 'gateway.check_only': request.check_only === true },
+    });
     if (!span) return decideKey(request);
     try {
       const response = await decideKey(request);
@@ -170,9 +211,13 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const secret = request.api_key ?? '';
     if (!isWellFormedSecret(secret)) return deny(INVALID_KEY_MESSAGE);
     const reserve = Number(request.reserve_tokens ?? 0);
-    if (!Number.isSafeInteger(reserve) || reserve < 0) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reserve_tokens must be a non-negative integer.', { param: 'reserve_tokens' });
+    if (!Number.isSafeInteger(reserve) || reserve < 0)
+      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reserve_tokens must be a non-negative integer.', { param: 'reserve_tokens' });
     const part = request.reservation_id || randomBase62(22);
-    if (!RESERVATION_PART_PATTERN.test(part)) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', { param: 'reservation_id' });
+    if (!RESERVATION_PART_PATTERN.test(part))
+      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', {
+        param: 'reservation_id',
+      });
     const mode = request.check_only ? 'peek' : 'reserve';
     const result = await store(() => limiter.check(hashSecret(secret), part, reserve, mode), 'The key service cannot decide right now.', request.request_id);
     if (result.kind === 'unknown_key') return deny(INVALID_KEY_MESSAGE);
@@ -221,19 +266,30 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
 
   async function settleUsage(request: SettleUsageRequestOutput): Promise<SettleUsageResponse> {
     const actual = Number(request.actual_tokens ?? 0);
-    if (!Number.isSafeInteger(actual) || actual < 0) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'actual_tokens must be a non-negative integer.', { param: 'actual_tokens' });
+    if (!Number.isSafeInteger(actual) || actual < 0)
+      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'actual_tokens must be a non-negative integer.', { param: 'actual_tokens' });
     const settled = await store(() => limiter.settle(request.reservation_id ?? '', actual), 'The quota store cannot settle right now.', request.request_id);
     settlements.inc({ outcome: settled.outcome });
-    const outcome = settled.outcome === 'settled' ? 'SETTLE_OUTCOME_SETTLED' : settled.outcome === 'already_settled' ? 'SETTLE_OUTCOME_ALREADY_SETTLED' : 'SETTLE_OUTCOME_UNKNOWN_RESERVATION';
+    const outcome =
+      settled.outcome === 'settled'
+        ? 'SETTLE_OUTCOME_SETTLED'
+        : settled.outcome === 'already_settled'
+          ? 'SETTLE_OUTCOME_ALREADY_SETTLED'
+          : 'SETTLE_OUTCOME_UNKNOWN_RESERVATION';
     return { outcome, delta_tokens: settled.deltaTokens, tokens_in_window: settled.tokensInWindow };
   }
 
   async function createKey(request: CreateKeyRequestOutput): Promise<CreateKeyResponse> {
     const plan = planFromProto(request.plan);
-    if (!plan) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'A plan is required: PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', { param: 'plan' });
+    if (!plan)
+      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'A plan is required: PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', {
+        param: 'plan',
+      });
     const secret = request.secret || undefined;
     if (secret !== undefined && !isWellFormedSecret(secret)) {
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'A secret must be "br-" followed by at least 32 letters or digits.', { param: 'secret' });
+      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'A secret must be "br-" followed by at least 32 letters or digits.', {
+        param: 'secret',
+      });
     }
     const requests = fromMinuteLimit(request.requests_per_minute_override, 'requests_per_minute_override') ?? undefined;
     const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override') ?? undefined;
@@ -241,14 +297,26 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const daily = fromBudget(request.daily_budget_override, 'daily_budget_override') ?? undefined;
     const monthly = fromBudget(request.monthly_budget_override, 'monthly_budget_override') ?? undefined;
     try {
-      const created = await store(() => keys.create({
-        plan, name: request.name ?? '', secret, requests_per_minute_override: requests, tokens_per_minute_override: tokens, routing_policy: request.routing_policy ?? '', catalog_fallbacks_override: fallbacks,
-        daily_budget_override: daily, monthly_budget_override: monthly,
-      }), 'The key store is unavailable.');
+      const created = await store(
+        () =>
+          keys.create({
+            plan,
+            name: request.name ?? '',
+            secret,
+            requests_per_minute_override: requests,
+            tokens_per_minute_override: tokens,
+            routing_policy: request.routing_policy ?? '',
+            catalog_fallbacks_override: fallbacks,
+            daily_budget_override: daily,
+            monthly_budget_override: monthly,
+          }),
+        'The key store is unavailable.',
+      );
       logger.info({ key_id: created.key.key_id, plan }, 'key created');
       return { key: toKeyInfo(created.key, plans), secret: created.secret };
     } catch (error) {
-      if (error instanceof KeyExistsError) throw new GatewayError(GrpcStatus.ALREADY_EXISTS, 'key_exists', 'A key with this secret already exists.', { param: 'secret' });
+      if (error instanceof KeyExistsError)
+        throw new GatewayError(GrpcStatus.ALREADY_EXISTS, 'key_exists', 'A key with this secret already exists.', { param: 'secret' });
       throw error;
     }
   }
@@ -273,7 +341,8 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const changes: KeyChanges = {};
     if (request.plan !== undefined && request.plan !== 'PLAN_UNSPECIFIED') {
       const plan = planFromProto(request.plan);
-      if (!plan) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'plan must be PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', { param: 'plan' });
+      if (!plan)
+        throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'plan must be PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', { param: 'plan' });
       changes.plan = plan;
     }
     if (request._name === 'name') changes.name = request.name ?? '';
@@ -288,7 +357,12 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     if (monthly !== undefined) changes.monthly_budget_override = monthly;
     const fallbacksSet = request._catalog_fallbacks_override === 'catalog_fallbacks_override';
     if (fallbacksSet && request.catalog_fallbacks_plan_default) {
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'Send either catalog_fallbacks_override or catalog_fallbacks_plan_default, not both.', { param: 'catalog_fallbacks_override' });
+      throw new GatewayError(
+        GrpcStatus.INVALID_ARGUMENT,
+        'invalid_request',
+        'Send either catalog_fallbacks_override or catalog_fallbacks_plan_default, not both.',
+        { param: 'catalog_fallbacks_override' },
+      );
     }
     if (fallbacksSet) changes.catalog_fallbacks_override = request.catalog_fallbacks_override === true;
     else if (request.catalog_fallbacks_plan_default) changes.catalog_fallbacks_override = null;
@@ -308,7 +382,14 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   }
 
   const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
-  new prometheus.Gauge({ name: 'gateway_auth_decide_streams_open', help: 'Decide streams open from callers (edges).', registers, collect() { this.set(decide.openStreams); } });
+  new prometheus.Gauge({
+    name: 'gateway_auth_decide_streams_open',
+    help: 'Decide streams open from callers (edges).',
+    registers,
+    collect() {
+      this.set(decide.openStreams);
+    },
+  });
   const handlers: AuthServiceHandlers = {
     CheckKey: unary(checkKey, 'CheckKey', report),
     CreateKey: unary(createKey, 'CreateKey', report),

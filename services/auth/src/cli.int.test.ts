@@ -17,9 +17,10 @@ describe('auth CLI (dist/cli.js)', () => {
   let inspector: RedisClient;
 
   /** Runs the built CLI; resolves with its output and exit code, whatever the code. */
-  const cli = (...args: string[]) => run(process.execPath, [CLI, ...args], { env: { ...process.env, REDIS_URL: url, AUTH_REDIS_PREFIX: prefix } })
-    .then(({ stdout, stderr }) => ({ stdout, stderr, code: 0 }))
-    .catch((error: { stdout: string; stderr: string; code: number }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code }));
+  const cli = (...args: string[]) =>
+    run(process.execPath, [CLI, ...args], { env: { ...process.env, REDIS_URL: url, AUTH_REDIS_PREFIX: prefix } })
+      .then(({ stdout, stderr }) => ({ stdout, stderr, code: 0 }))
+      .catch((error: { stdout: string; stderr: string; code: number }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code }));
 
   beforeAll(async () => {
     url = await redisUrl();
@@ -75,12 +76,25 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(unknown).toMatchObject({ code: 1, stderr: 'no key has the id key_0000000000000000\n' });
   });
 
-  it('changes a key\'s plan, limits and routing policy, and shows it', async () => {
-    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--requests-per-minute', '10', '--routing-policy', 'cheapest', '--json')).stdout) as { key_id: string };
+  it("changes a key's plan, limits and routing policy, and shows it", async () => {
+    const created = JSON.parse(
+      (await cli('create-key', '--plan', 'starter', '--requests-per-minute', '10', '--routing-policy', 'cheapest', '--json')).stdout,
+    ) as { key_id: string };
     const keys = new KeyStore(inspector, { prefix });
     expect(await keys.get(created.key_id)).toMatchObject({ plan: 'starter', requests_per_minute_override: 10, routing_policy: 'cheapest' });
 
-    const updated = await cli('update', created.key_id, '--plan', 'pro', '--requests-per-minute', 'plan', '--tokens-per-minute', 'unlimited', '--routing-policy', '');
+    const updated = await cli(
+      'update',
+      created.key_id,
+      '--plan',
+      'pro',
+      '--requests-per-minute',
+      'plan',
+      '--tokens-per-minute',
+      'unlimited',
+      '--routing-policy',
+      '',
+    );
     expect(updated.code).toBe(0);
     const shown = JSON.parse((await cli('get', created.key_id)).stdout) as Record<string, unknown>;
     expect(shown).toMatchObject({ key_id: created.key_id, plan: 'pro', tokens_per_minute_override: 'unlimited', routing_policy: '' });
@@ -91,7 +105,7 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(await cli('update', 'key_0000000000000000', '--plan', 'pro')).toMatchObject({ code: 1, stderr: 'no key has the id key_0000000000000000\n' });
   });
 
-  it('sets, changes and clears a key\'s catalog fallbacks override', async () => {
+  it("sets, changes and clears a key's catalog fallbacks override", async () => {
     const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--catalog-fallbacks', 'on', '--json')).stdout) as { key_id: string };
     const keys = new KeyStore(inspector, { prefix });
     expect(await keys.get(created.key_id)).toMatchObject({ plan: 'starter', catalog_fallbacks_override: true });
@@ -107,8 +121,10 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(bad.stderr).toContain('--catalog-fallbacks must be "on", "off" or "plan"');
   });
 
-  it('sets, changes and clears a key\'s budgets in USD', async () => {
-    const created = JSON.parse((await cli('create-key', '--plan', 'pro', '--daily-budget-usd', '2.5', '--monthly-budget-usd', '0.000001', '--json')).stdout) as { key_id: string };
+  it("sets, changes and clears a key's budgets in USD", async () => {
+    const created = JSON.parse(
+      (await cli('create-key', '--plan', 'pro', '--daily-budget-usd', '2.5', '--monthly-budget-usd', '0.000001', '--json')).stdout,
+    ) as { key_id: string };
     const keys = new KeyStore(inspector, { prefix });
     expect(await keys.get(created.key_id)).toMatchObject({ daily_budget_override: 2_500_000, monthly_budget_override: 1 });
 
@@ -125,7 +141,9 @@ describe('auth CLI (dist/cli.js)', () => {
   });
 
   it('fails with a message when Redis is unreachable', async () => {
-    const result = await run(process.execPath, [CLI, 'list'], { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', AUTH_REDIS_PREFIX: prefix } }).catch((error: { code: number; stderr: string }) => error);
+    const result = await run(process.execPath, [CLI, 'list'], { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', AUTH_REDIS_PREFIX: prefix } }).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
     expect(result).toMatchObject({ code: 1 });
     expect((result as { stderr: string }).stderr).toMatch(/^failed: /);
   });

@@ -43,7 +43,9 @@ const CliConfigSchema = Type.Object({
 
 function formatKey(key: StoredKey): string {
   const used = key.last_used_at_ms ? new Date(key.last_used_at_ms).toISOString() : 'never';
-  return [key.key_id, key.plan.padEnd(10), (key.revoked ? 'revoked' : 'active').padEnd(7), new Date(key.created_at_ms).toISOString(), used, key.name].join('  ');
+  return [key.key_id, key.plan.padEnd(10), (key.revoked ? 'revoked' : 'active').padEnd(7), new Date(key.created_at_ms).toISOString(), used, key.name].join(
+    '  ',
+  );
 }
 
 /** A limit flag: a positive integer, `unlimited`, or `plan` (null: remove the override). */
@@ -52,7 +54,8 @@ function limitFlag(value: string | undefined, flag: string): Limit | null | unde
   if (value === 'plan') return null;
   if (value === 'unlimited') return 'unlimited';
   const number = Number(value);
-  if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(number) || number <= 0) throw new UsageError(`${flag} must be a positive integer, "unlimited" or "plan"`);
+  if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(number) || number <= 0)
+    throw new UsageError(`${flag} must be a positive integer, "unlimited" or "plan"`);
   return number;
 }
 
@@ -76,9 +79,16 @@ function fallbacksFlag(value: string | undefined): boolean | null | undefined {
 
 async function run(argv: string[], keys: KeyStore): Promise<void> {
   const options = {
-    plan: { type: 'string' }, name: { type: 'string' }, secret: { type: 'string' }, json: { type: 'boolean' },
-    'requests-per-minute': { type: 'string' }, 'tokens-per-minute': { type: 'string' }, 'routing-policy': { type: 'string' },
-    'catalog-fallbacks': { type: 'string' }, 'daily-budget-usd': { type: 'string' }, 'monthly-budget-usd': { type: 'string' },
+    plan: { type: 'string' },
+    name: { type: 'string' },
+    secret: { type: 'string' },
+    json: { type: 'boolean' },
+    'requests-per-minute': { type: 'string' },
+    'tokens-per-minute': { type: 'string' },
+    'routing-policy': { type: 'string' },
+    'catalog-fallbacks': { type: 'string' },
+    'daily-budget-usd': { type: 'string' },
+    'monthly-budget-usd': { type: 'string' },
   } as const;
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof options }>>;
   try {
@@ -97,11 +107,18 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
   switch (command) {
     case 'create-key': {
       if (!values.plan || !isPlanName(values.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
-      if (values.secret !== undefined && !isWellFormedSecret(values.secret)) throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
+      if (values.secret !== undefined && !isWellFormedSecret(values.secret))
+        throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
       const { key, secret } = await keys.create({
-        plan: values.plan, name: values.name ?? '', secret: values.secret, routing_policy: values['routing-policy'],
-        requests_per_minute_override: requests ?? undefined, tokens_per_minute_override: tokens ?? undefined, catalog_fallbacks_override: fallbacks ?? undefined,
-        daily_budget_override: daily ?? undefined, monthly_budget_override: monthly ?? undefined,
+        plan: values.plan,
+        name: values.name ?? '',
+        secret: values.secret,
+        routing_policy: values['routing-policy'],
+        requests_per_minute_override: requests ?? undefined,
+        tokens_per_minute_override: tokens ?? undefined,
+        catalog_fallbacks_override: fallbacks ?? undefined,
+        daily_budget_override: daily ?? undefined,
+        monthly_budget_override: monthly ?? undefined,
       });
       if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
       else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);

@@ -6,14 +6,24 @@ import { loadAuthConfig, AuthConfigSchema } from './config.js';
 describe('auth configuration', () => {
   it('has working defaults', () => {
     const config = loadAuthConfig({});
-    expect(config).toMatchObject({ AUTH_LISTEN_ADDR: '0.0.0.0:50051', AUTH_METRICS_PORT: 9101, REDIS_URL: 'redis://127.0.0.1:6379', GATEWAY_BOOTSTRAP_KEY: '', GATEWAY_BOOTSTRAP_PLAN: 'starter', LOG_LEVEL: 'info' });
+    expect(config).toMatchObject({
+      AUTH_LISTEN_ADDR: '0.0.0.0:50051',
+      AUTH_METRICS_PORT: 9101,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      GATEWAY_BOOTSTRAP_KEY: '',
+      GATEWAY_BOOTSTRAP_PLAN: 'starter',
+      LOG_LEVEL: 'info',
+    });
     expect(config.AUTH_PLANS_PATH).toMatch(/services\/auth\/plans\.yaml$/);
     expect(Object.isFrozen(config)).toBe(true);
   });
 
   it('accepts a well-formed bootstrap key and plan', () => {
     const key = `br-${'a1B2'.repeat(10)}`;
-    expect(loadAuthConfig({ GATEWAY_BOOTSTRAP_KEY: key, GATEWAY_BOOTSTRAP_PLAN: 'pro' })).toMatchObject({ GATEWAY_BOOTSTRAP_KEY: key, GATEWAY_BOOTSTRAP_PLAN: 'pro' });
+    expect(loadAuthConfig({ GATEWAY_BOOTSTRAP_KEY: key, GATEWAY_BOOTSTRAP_PLAN: 'pro' })).toMatchObject({
+      GATEWAY_BOOTSTRAP_KEY: key,
+      GATEWAY_BOOTSTRAP_PLAN: 'pro',
+    });
   });
 
   // Each invalid environment and the exact error it must produce; none echoes a secret.
@@ -31,7 +41,7 @@ describe('auth configuration', () => {
 });
 
 describe('.env.example', () => {
-  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+  it("lists every variable the service reads, here and in the repository's, and nothing it does not", () => {
     const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
     const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
     expect(envExampleProblems(AuthConfigSchema, own, { complete: true })).toEqual([]);

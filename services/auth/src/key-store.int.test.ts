@@ -38,7 +38,9 @@ describe('key layout', () => {
     const { key, secret } = await keys.create({ plan: 'starter' });
     expect(await limiter.check(hashSecret(secret), randomUUID(), 10, 'reserve')).toMatchObject({ kind: 'allow' });
     const names = (await keysMatching(redis, `${prefix}*`)).filter((name) => name.includes(key.key_id));
-    expect(names.sort()).toEqual([`${prefix}record:{${key.key_id}}`, ...['charges', 'requests', 'tokens'].map((part) => `${prefix}window:{${key.key_id}}:${part}`)].sort());
+    expect(names.sort()).toEqual(
+      [`${prefix}record:{${key.key_id}}`, ...['charges', 'requests', 'tokens'].map((part) => `${prefix}window:{${key.key_id}}:${part}`)].sort(),
+    );
     // The secret's index names the key id only; it is written once and never changes.
     expect(await redis.hgetall(`${prefix}key:${hashSecret(secret)}`)).toEqual({ key_id: key.key_id });
   });
@@ -71,7 +73,15 @@ describe('key layout', () => {
     const keys = new KeyStore(redis, { prefix });
     expect(await keys.migrateEarlierLayout()).toBe(2);
     expect(await keys.migrateEarlierLayout()).toBe(0);
-    expect(await keys.get(live.keyId)).toMatchObject({ key_id: live.keyId, plan: 'starter', name: 'from before', requests_per_minute_override: 2, routing_policy: 'cheap', last_used_at_ms: 1700000000001, revoked: false });
+    expect(await keys.get(live.keyId)).toMatchObject({
+      key_id: live.keyId,
+      plan: 'starter',
+      name: 'from before',
+      requests_per_minute_override: 2,
+      routing_policy: 'cheap',
+      last_used_at_ms: 1700000000001,
+      revoked: false,
+    });
     expect(await redis.hgetall(`${prefix}key:${live.hash}`)).toEqual({ key_id: live.keyId });
     expect(await redis.exists(`${prefix}key-id:${live.keyId}`)).toBe(0);
     expect((await keys.list()).map((key) => key.key_id)).toEqual(expect.arrayContaining([live.keyId, revoked.keyId]));

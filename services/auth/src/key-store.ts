@@ -59,7 +59,10 @@ export interface KeyChanges {
 
 /** Thrown when a value given for a key is invalid; `param` names the field. */
 export class KeyInputError extends Error {
-  constructor(readonly param: string, message: string) {
+  constructor(
+    readonly param: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'KeyInputError';
   }
@@ -76,8 +79,17 @@ const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_over
 const BUDGET_OVERRIDE_FIELDS = BUDGET_FIELDS.map((field) => `${field}_override` as const);
 
 /** Checks the values both the gRPC service and the CLI accept; throws KeyInputError. */
-function validate(input: { name?: string; routing_policy?: string; requests_per_minute_override?: Limit | null; tokens_per_minute_override?: Limit | null; catalog_fallbacks_override?: boolean | null } & Partial<Record<(typeof BUDGET_OVERRIDE_FIELDS)[number], BudgetLimit | null>>): void {
-  if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH) throw new KeyInputError('name', `A key name has at most ${MAX_KEY_NAME_LENGTH} characters.`);
+function validate(
+  input: {
+    name?: string;
+    routing_policy?: string;
+    requests_per_minute_override?: Limit | null;
+    tokens_per_minute_override?: Limit | null;
+    catalog_fallbacks_override?: boolean | null;
+  } & Partial<Record<(typeof BUDGET_OVERRIDE_FIELDS)[number], BudgetLimit | null>>,
+): void {
+  if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH)
+    throw new KeyInputError('name', `A key name has at most ${MAX_KEY_NAME_LENGTH} characters.`);
   if (input.routing_policy !== undefined && input.routing_policy !== '' && !ROUTING_POLICY_PATTERN.test(input.routing_policy)) {
     throw new KeyInputError('routing_policy', 'A routing policy is 1 to 64 letters, digits, ".", "_", ":" or "-".');
   }
@@ -85,10 +97,15 @@ function validate(input: { name?: string; routing_policy?: string; requests_per_
     const value = input[field];
     if (value === undefined || value === null || value === 'unlimited') continue;
     const budget = (BUDGET_OVERRIDE_FIELDS as readonly string[]).includes(field);
-    if (!Number.isSafeInteger(value) || value <= 0) throw new KeyInputError(field, budget ? `${field} must be a positive number of micro-USD or "unlimited".` : `${field} must be a positive integer or "unlimited".`);
+    if (!Number.isSafeInteger(value) || value <= 0)
+      throw new KeyInputError(
+        field,
+        budget ? `${field} must be a positive number of micro-USD or "unlimited".` : `${field} must be a positive integer or "unlimited".`,
+      );
   }
   const fallbacks = input.catalog_fallbacks_override;
-  if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean') throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
+  if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean')
+    throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
 }
 
 /** A key found by its secret, with the hash that addresses it. */
@@ -181,7 +198,10 @@ export class KeyStore {
   /** The connection key changes are written on (see KeyStoreOptions.writer). */
   private readonly writer: RedisClient;
 
-  constructor(private readonly redis: RedisClient, private readonly options: KeyStoreOptions = {}) {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly options: KeyStoreOptions = {},
+  ) {
     this.prefix = options.prefix ?? 'auth:';
     this.now = options.now ?? Date.now;
     this.writer = options.writer ?? redis;
@@ -200,7 +220,13 @@ export class KeyStore {
     if (await this.keyIdOf(hash)) throw new KeyExistsError();
     for (;;) {
       const key: StoredKey = {
-        key_id: generateKeyId(), plan: input.plan, name: input.name ?? '', created_at_ms: this.now(), last_used_at_ms: 0, revoked: false, routing_policy: input.routing_policy ?? '',
+        key_id: generateKeyId(),
+        plan: input.plan,
+        name: input.name ?? '',
+        created_at_ms: this.now(),
+        last_used_at_ms: 0,
+        revoked: false,
+        routing_policy: input.routing_policy ?? '',
         ...(input.requests_per_minute_override !== undefined && { requests_per_minute_override: input.requests_per_minute_override }),
         ...(input.tokens_per_minute_override !== undefined && { tokens_per_minute_override: input.tokens_per_minute_override }),
         ...(input.catalog_fallbacks_override !== undefined && { catalog_fallbacks_override: input.catalog_fallbacks_override }),
@@ -321,14 +347,16 @@ export class KeyStore {
     let moved = 0;
     // A few hundred keys at a time: one command per key, grouped by the client.
     for (let start = 0; start < ids.length; start += 256) {
-      const results = await Promise.all(ids.slice(start, start + 256).map(async (id) => {
-        const legacyIndex = `${this.prefix}key-id:${id}`;
-        const hash = await this.redis.get(legacyIndex);
-        if (!hash) return false;
-        const migrated = await this.migrateKey(hash);
-        await this.redis.del(legacyIndex);
-        return migrated;
-      }));
+      const results = await Promise.all(
+        ids.slice(start, start + 256).map(async (id) => {
+          const legacyIndex = `${this.prefix}key-id:${id}`;
+          const hash = await this.redis.get(legacyIndex);
+          if (!hash) return false;
+          const migrated = await this.migrateKey(hash);
+          await this.redis.del(legacyIndex);
+          return migrated;
+        }),
+      );
       moved += results.filter(Boolean).length;
     }
     await this.redis.set(this.layoutName(), LAYOUT_VERSION);
@@ -356,12 +384,20 @@ export class KeyStore {
   }
 
   /** The Redis key of a secret's index, by the SHA-256 of the secret. */
-  indexName(hash: string): string { return `${this.prefix}key:${hash}`; }
+  indexName(hash: string): string {
+    return `${this.prefix}key:${hash}`;
+  }
   /** The Redis key of a key's record, in its key id's slot. */
-  recordName(keyId: string): string { return `${this.prefix}record:{${keyId}}`; }
-  private idSetName(): string { return `${this.prefix}key-ids`; }
+  recordName(keyId: string): string {
+    return `${this.prefix}record:{${keyId}}`;
+  }
+  private idSetName(): string {
+    return `${this.prefix}key-ids`;
+  }
   /** Which layout the keys are in, once every key is: LAYOUT_VERSION. */
-  private layoutName(): string { return `${this.prefix}layout`; }
+  private layoutName(): string {
+    return `${this.prefix}layout`;
+  }
 }
 
 /** A flat HGETALL reply (field, value, ...) as a record. */
@@ -401,6 +437,7 @@ export function parseStoredKey(hash: Record<string, string>): StoredKey | undefi
   const monthly = parseLimit(hash.monthly_budget_override);
   if (daily !== undefined) key.daily_budget_override = daily;
   if (monthly !== undefined) key.monthly_budget_override = monthly;
-  if (hash.catalog_fallbacks_override === '1' || hash.catalog_fallbacks_override === '0') key.catalog_fallbacks_override = hash.catalog_fallbacks_override === '1';
+  if (hash.catalog_fallbacks_override === '1' || hash.catalog_fallbacks_override === '0')
+    key.catalog_fallbacks_override = hash.catalog_fallbacks_override === '1';
   return key;
 }

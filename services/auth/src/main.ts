@@ -40,7 +40,14 @@ void (async () => {
 if (config.GATEWAY_BOOTSTRAP_KEY) {
   for (let attempt = 1; ; attempt += 1) {
     // Commands fail at once while disconnected (no offline queue), so give the connection a moment.
-    if (redis.status !== 'ready') await new Promise((resolve) => { const timer = setTimeout(resolve, 2_000); redis.once('ready', () => { clearTimeout(timer); resolve(undefined); }); });
+    if (redis.status !== 'ready')
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, 2_000);
+        redis.once('ready', () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        });
+      });
     try {
       await ensureBootstrapKey(keys, config.GATEWAY_BOOTSTRAP_KEY, config.GATEWAY_BOOTSTRAP_PLAN, logger);
       break;

@@ -92,7 +92,10 @@ export function parsePlans(text: string, source: string): PlanTable {
     for (const field of BUDGET_FIELDS) {
       const value = entry[`${field}_usd`];
       const budget = value === undefined || value === 'unlimited' ? 'unlimited' : usdToBudget(value);
-      if (budget === undefined) throw new PlansError(`${source}: ${name}.${field}_usd must be a positive amount of USD (at least 0.000001) or "unlimited", got ${JSON.stringify(value)}`);
+      if (budget === undefined)
+        throw new PlansError(
+          `${source}: ${name}.${field}_usd must be a positive amount of USD (at least 0.000001) or "unlimited", got ${JSON.stringify(value)}`,
+        );
       limits[field] = budget;
     }
     for (const field of LIMIT_FIELDS) {

@@ -49,7 +49,7 @@ function allowed(decision: QuotaDecision) {
 }
 
 describe('the sliding one-minute window', () => {
-  it('allows exactly the plan\'s requests under concurrency from two replicas', async () => {
+  it("allows exactly the plan's requests under concurrency from two replicas", async () => {
     const key = await newKey('starter');
     const decisions = await Promise.all(Array.from({ length: 200 }, (_, index) => key.check(10, randomUUID(), index % 2 ? key.limiter : key.replica)));
     expect(decisions.filter((decision) => decision.kind === 'allow')).toHaveLength(60);
@@ -99,7 +99,7 @@ describe('tokens', () => {
     allowed(await key.check(10_000));
   });
 
-  it('refuses a request larger than the whole minute\'s tokens without charging anything', async () => {
+  it("refuses a request larger than the whole minute's tokens without charging anything", async () => {
     const key = await newKey('starter');
     const decision = await key.check(100_001);
     expect(decision).toMatchObject({ kind: 'too_large', reservationId: '', tokens: { limit: 100_000, used: 0 }, requests: { used: 0 } });
@@ -167,7 +167,7 @@ describe('plans and keys', () => {
     expect(await key.check(1)).toMatchObject({ kind: 'deny_requests', requests: { limit: 2 }, tokens: { limit: -1 } });
   });
 
-  it('answers the plan\'s catalog fallbacks default, or the key\'s override, limited or not', async () => {
+  it("answers the plan's catalog fallbacks default, or the key's override, limited or not", async () => {
     expect(allowed(await (await newKey('starter')).check(1)).catalogFallbacks).toBe(false);
     expect(allowed(await (await newKey('enterprise')).check(1)).catalogFallbacks).toBe(true);
     expect(allowed(await (await newKey('pro', { catalog_fallbacks_override: true })).check(1)).catalogFallbacks).toBe(true);
@@ -205,16 +205,26 @@ async function spend(keyId: string, atMs: number, picoUsd: bigint): Promise<void
 describe('budgets', () => {
   const DAY = 86_400_000;
 
-  it('allows requests while the day\'s spend is below the daily budget, then refuses until 00:00 UTC', async () => {
+  it("allows requests while the day's spend is below the daily budget, then refuses until 00:00 UTC", async () => {
     now = Date.UTC(2026, 10, 24, 22, 0, 0);
     const key = await newKey('pro', { daily_budget_override: 10 });
-    expect(allowed(await key.check(1)).budget).toEqual({ limited: true, remainingPicoUsd: 10_000_000, spentTodayPicoUsd: 0, spentMonthPicoUsd: 0, monthlyExhausted: false });
+    expect(allowed(await key.check(1)).budget).toEqual({
+      limited: true,
+      remainingPicoUsd: 10_000_000,
+      spentTodayPicoUsd: 0,
+      spentMonthPicoUsd: 0,
+      monthlyExhausted: false,
+    });
     await spend(key.key.key_id, now - DAY, 50_000_000n); // yesterday's spend does not count today
     await spend(key.key.key_id, now, 9_999_999n);
     expect(allowed(await key.check(1)).budget.remainingPicoUsd).toBe(1);
     await spend(key.key.key_id, now, 1n);
     const refused = await key.check(1);
-    expect(refused).toMatchObject({ kind: 'over_budget', retryAfterMs: 2 * 3_600_000, budget: { limited: true, remainingPicoUsd: 0, spentTodayPicoUsd: 10_000_000, monthlyExhausted: false } });
+    expect(refused).toMatchObject({
+      kind: 'over_budget',
+      retryAfterMs: 2 * 3_600_000,
+      budget: { limited: true, remainingPicoUsd: 0, spentTodayPicoUsd: 10_000_000, monthlyExhausted: false },
+    });
     // A refusal over budget counts no request against the per-minute limits.
     const peeked = await key.peek();
     expect(peeked).toMatchObject({ kind: 'allow', requests: { used: 2 } });
@@ -234,19 +244,28 @@ describe('budgets', () => {
     expect(allowed(await key.check(1)).budget).toMatchObject({ remainingPicoUsd: 30_000_000, spentMonthPicoUsd: 0 });
   });
 
-  it('takes the plan\'s budgets, which a key\'s override replaces or lifts', async () => {
+  it("takes the plan's budgets, which a key's override replaces or lifts", async () => {
     now = Date.UTC(2026, 5, 1, 12);
-    const table = parsePlans([
-      'starter: { requests_per_minute: 60, tokens_per_minute: 100000, daily_budget_usd: 0.000002 }',
-      'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000 }',
-      'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, monthly_budget_usd: 0.000003 }',
-    ].join('\n'), 'inline.yaml');
+    const table = parsePlans(
+      [
+        'starter: { requests_per_minute: 60, tokens_per_minute: 100000, daily_budget_usd: 0.000002 }',
+        'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000 }',
+        'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, monthly_budget_usd: 0.000003 }',
+      ].join('\n'),
+      'inline.yaml',
+    );
     const starter = await newKey('starter', {}, table);
     const lifted = await newKey('starter', { daily_budget_override: 'unlimited' }, table);
     const enterprise = await newKey('enterprise', {}, table);
     for (const key of [starter, lifted, enterprise]) await spend(key.key.key_id, now, 2_000_000n);
     expect(await starter.check(1)).toMatchObject({ kind: 'over_budget' });
-    expect(allowed(await lifted.check(1)).budget).toEqual({ limited: false, remainingPicoUsd: 0, spentTodayPicoUsd: 0, spentMonthPicoUsd: 0, monthlyExhausted: false });
+    expect(allowed(await lifted.check(1)).budget).toEqual({
+      limited: false,
+      remainingPicoUsd: 0,
+      spentTodayPicoUsd: 0,
+      spentMonthPicoUsd: 0,
+      monthlyExhausted: false,
+    });
     // An enterprise key has no per-minute limits, and still a budget.
     expect(allowed(await enterprise.check(1))).toMatchObject({ reservationId: '', budget: { remainingPicoUsd: 1_000_000 } });
     await spend(enterprise.key.key_id, now, 1_000_000n);
@@ -256,14 +275,25 @@ describe('budgets', () => {
   it('finds the same UTC month in the script as in TypeScript, at every month edge and leap day', async () => {
     const key = await newKey('pro', { monthly_budget_override: 1_000 });
     const instants = [
-      Date.UTC(2024, 1, 29, 23, 59, 59, 999), Date.UTC(2024, 2, 1), Date.UTC(2023, 11, 31, 23, 59, 59, 999), Date.UTC(2024, 0, 1),
-      Date.UTC(2000, 1, 29, 12), Date.UTC(2100, 1, 28, 23, 59), Date.UTC(2100, 2, 1), Date.UTC(1970, 0, 1), Date.UTC(2026, 11, 31, 23, 59, 59, 999),
+      Date.UTC(2024, 1, 29, 23, 59, 59, 999),
+      Date.UTC(2024, 2, 1),
+      Date.UTC(2023, 11, 31, 23, 59, 59, 999),
+      Date.UTC(2024, 0, 1),
+      Date.UTC(2000, 1, 29, 12),
+      Date.UTC(2100, 1, 28, 23, 59),
+      Date.UTC(2100, 2, 1),
+      Date.UTC(1970, 0, 1),
+      Date.UTC(2026, 11, 31, 23, 59, 59, 999),
     ];
     for (const [index, instant] of instants.entries()) {
       await spend(key.key.key_id, instant, BigInt(index + 1));
       now = instant;
       const decision = allowed(await key.check(1));
-      expect({ instant: new Date(instant).toISOString(), month: decision.budget.spentMonthPicoUsd, day: decision.budget.spentTodayPicoUsd }).toEqual({ instant: new Date(instant).toISOString(), month: index + 1, day: index + 1 });
+      expect({ instant: new Date(instant).toISOString(), month: decision.budget.spentMonthPicoUsd, day: decision.budget.spentTodayPicoUsd }).toEqual({
+        instant: new Date(instant).toISOString(),
+        month: index + 1,
+        day: index + 1,
+      });
       await redis.del(spendKeyName(key.key.key_id));
     }
   });

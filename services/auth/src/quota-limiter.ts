@@ -1,4 +1,14 @@
-import { DAY_MS, DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, SPEND_LUA, spendKeyName, WINDOW_LUA, WINDOW_MS, windowKeyNames } from '@gateway/quota';
+import {
+  DAY_MS,
+  DEFAULT_QUOTA_PREFIX,
+  PENDING_MAX_AGE_MS,
+  RESERVATION_PATTERN,
+  SPEND_LUA,
+  spendKeyName,
+  WINDOW_LUA,
+  WINDOW_MS,
+  windowKeyNames,
+} from '@gateway/quota';
 import type { RedisClient } from '@gateway/redis';
 import { KeyStore, LAST_USED_INTERVAL_MS } from './key-store.js';
 import { PLAN_NAMES, type BudgetLimit, type Limit, type PlanName, type PlanTable } from './plans.js';
@@ -217,12 +227,20 @@ export class QuotaLimiter {
   private readonly redis: RedisClient & LimiterCommands;
   private readonly keys: KeyStore;
 
-  constructor(redis: RedisClient, plans: PlanTable, private readonly options: QuotaLimiterOptions = {}) {
+  constructor(
+    redis: RedisClient,
+    plans: PlanTable,
+    private readonly options: QuotaLimiterOptions = {},
+  ) {
     this.prefix = options.prefix ?? DEFAULT_QUOTA_PREFIX;
     this.plans = plans;
     this.keys = options.keys ?? new KeyStore(redis, { prefix: this.prefix });
     this.planArguments = PLAN_NAMES.flatMap((name) => [
-      name, limitArgument(plans[name].requests_per_minute), limitArgument(plans[name].tokens_per_minute), limitArgument(plans[name].daily_budget), limitArgument(plans[name].monthly_budget),
+      name,
+      limitArgument(plans[name].requests_per_minute),
+      limitArgument(plans[name].tokens_per_minute),
+      limitArgument(plans[name].daily_budget),
+      limitArgument(plans[name].monthly_budget),
     ]);
     if (!('gatewayCheckQuota' in redis)) {
       redis.defineCommand('gatewayCheckQuota', { numberOfKeys: 6, lua: CHECK_LUA });
@@ -241,14 +259,44 @@ export class QuotaLimiter {
     const keyId = await this.keys.keyIdOf(secretHash);
     if (!keyId) return { kind: 'unknown_key' };
     const now = this.options.now ? String(this.options.now()) : '';
-    const reply = await this.redis.gatewayCheckQuota(this.keys.recordName(keyId), ...windowKeyNames(this.prefix, keyId), spendKeyName(keyId), '', reservationPart, String(Math.max(0, Math.ceil(reserveTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS), mode, ...this.planArguments);
+    const reply = await this.redis.gatewayCheckQuota(
+      this.keys.recordName(keyId),
+      ...windowKeyNames(this.prefix, keyId),
+      spendKeyName(keyId),
+      '',
+      reservationPart,
+      String(Math.max(0, Math.ceil(reserveTokens))),
+      now,
+      String(WINDOW_MS),
+      String(PENDING_MAX_AGE_MS),
+      mode,
+      ...this.planArguments,
+    );
     const status = Number(reply[0]);
     if (status === 0) {
       this.keys.forget(secretHash);
       return { kind: 'unknown_key' };
     }
     if (status === 1) return { kind: 'revoked', keyId };
-    const [, , plan, policy, requestLimit, requestsUsed, requestReset, tokenLimit, tokensUsed, tokenReset, retryAfter, fallbacks, budgeted, remaining, spentDay, spentMonth, monthExhausted] = reply;
+    const [
+      ,
+      ,
+      plan,
+      policy,
+      requestLimit,
+      requestsUsed,
+      requestReset,
+      tokenLimit,
+      tokensUsed,
+      tokenReset,
+      retryAfter,
+      fallbacks,
+      budgeted,
+      remaining,
+      spentDay,
+      spentMonth,
+      monthExhausted,
+    ] = reply;
     const kind = status === 3 ? 'deny_requests' : status === 4 ? 'deny_tokens' : status === 5 ? 'too_large' : status === 7 ? 'over_budget' : 'allow';
     const limited = Number(requestLimit) >= 0 || Number(tokenLimit) >= 0;
     return {
@@ -276,7 +324,14 @@ export class QuotaLimiter {
     const match = RESERVATION_PATTERN.exec(reservationId);
     if (!match) throw new ReservationIdError();
     const now = this.options.now ? String(this.options.now()) : '';
-    const [outcome, delta, inWindow] = await this.redis.gatewaySettleQuota(...windowKeyNames(this.prefix, match[1]!), match[2]!, String(Math.max(0, Math.ceil(actualTokens))), now, String(WINDOW_MS), String(PENDING_MAX_AGE_MS));
+    const [outcome, delta, inWindow] = await this.redis.gatewaySettleQuota(
+      ...windowKeyNames(this.prefix, match[1]!),
+      match[2]!,
+      String(Math.max(0, Math.ceil(actualTokens))),
+      now,
+      String(WINDOW_MS),
+      String(PENDING_MAX_AGE_MS),
+    );
     return {
       outcome: outcome === 1 ? 'settled' : outcome === 2 ? 'already_settled' : 'unknown_reservation',
       deltaTokens: Number(delta),

@@ -50,9 +50,19 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * holds its own copy of the 280-character value.
  */
 const EXPOSED_HEADERS = [
-  'x-request-id', 'openai-processing-ms', 'openai-model', 'retry-after', 'retry-after-ms', 'x-should-retry',
-  'x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests',
-  'x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens', 'x-gateway-budget-remaining-usd',
+  'x-request-id',
+  'openai-processing-ms',
+  'openai-model',
+  'retry-after',
+  'retry-after-ms',
+  'x-should-retry',
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-reset-requests',
+  'x-ratelimit-limit-tokens',
+  'x-ratelimit-remaining-tokens',
+  'x-ratelimit-reset-tokens',
+  'x-gateway-budget-remaining-usd',
 ].join(', ');
 
 /** Maps fastify's own failures (body parsing, limits) to the error a caller should see. */
@@ -61,14 +71,18 @@ function frameworkError(error: FastifyError, limit: number): RequestError | unde
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new RequestError(413, `The request body is too large: the limit is ${limit} bytes.`, { code: 'request_too_large' });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new RequestError(415, "Unsupported Content-Type: send the body as JSON with 'Content-Type: application/json'.", { code: 'unsupported_media_type' });
+      return new RequestError(415, "Unsupported Content-Type: send the body as JSON with 'Content-Type: application/json'.", {
+        code: 'unsupported_media_type',
+      });
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new RequestError(400, 'The request body is empty: send a JSON object.', { code: 'invalid_json' });
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new RequestError(400, 'The Content-Length header does not match the body.', { code: 'invalid_body' });
     default:
       if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (error.statusCode === 400 && /JSON/i.test(error.message))) {
-        return new RequestError(400, `We could not parse the JSON body of your request: ${error.message.slice(0, 200)}. Send a valid JSON object.`, { code: 'invalid_json' });
+        return new RequestError(400, `We could not parse the JSON body of your request: ${error.message.slice(0, 200)}. Send a valid JSON object.`, {
+          code: 'invalid_json',
+        });
       }
       if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
         return new RequestError(error.statusCode, error.message.slice(0, 300), { code: 'invalid_request' });
@@ -94,11 +108,24 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     onConstructorPoisoning: 'remove',
   });
 
-  const errors = new prometheus.Counter({ name: 'gateway_errors_total', help: 'Requests answered with an error, by status and OpenAI error type and code.', labelNames: ['status', 'type', 'code'], registers: [deps.registry] });
-  const requests = new prometheus.Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: [deps.registry] });
+  const errors = new prometheus.Counter({
+    name: 'gateway_errors_total',
+    help: 'Requests answered with an error, by status and OpenAI error type and code.',
+    labelNames: ['status', 'type', 'code'],
+    registers: [deps.registry],
+  });
+  const requests = new prometheus.Counter({
+    name: 'gateway_http_requests_total',
+    help: 'HTTP requests by route and status.',
+    labelNames: ['route', 'status'],
+    registers: [deps.registry],
+  });
   const duration = new prometheus.Histogram({
-    name: 'gateway_http_request_duration_seconds', help: 'Time from request to the end of the response.', labelNames: ['route'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [deps.registry],
+    name: 'gateway_http_request_duration_seconds',
+    help: 'Time from request to the end of the response.',
+    labelNames: ['route'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [deps.registry],
   });
 
   // Only JSON bodies: a text/plain body is a 415, not a string to validate.
@@ -119,7 +146,14 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
         (error: unknown) => {
           if (error instanceof JsonParseFailure) done(error.failure === 'too_deep' ? tooDeep() : new SyntaxError(error.message), undefined);
           // The parser thread died (it is started again for the next body): this body is refused.
-          else done(new RequestError(503, 'The gateway could not read the request body. Please retry.', { code: 'service_unavailable', headers: { 'retry-after': '1' } }), undefined);
+          else
+            done(
+              new RequestError(503, 'The gateway could not read the request body. Please retry.', {
+                code: 'service_unavailable',
+                headers: { 'retry-after': '1' },
+              }),
+              undefined,
+            );
         },
       );
       return;
@@ -137,7 +171,10 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   // on every request, where a promise or a label lookup each is a measurable share of the edge.
   const requestCounters = new Map<string, { inc(): void }>();
   const durationHistograms = new Map<string, { observe(value: number): void }>();
-  app.addHook('onRequest', (request, reply, done) => { void reply.header('x-request-id', request.id); done(); });
+  app.addHook('onRequest', (request, reply, done) => {
+    void reply.header('x-request-id', request.id);
+    done();
+  });
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
@@ -173,7 +210,9 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
 
   app.setNotFoundHandler((request, reply) => {
     void reply.status(404).header('content-type', 'application/json').header('x-should-retry', 'false');
-    return reply.send(errorBody(new RequestError(404, `Unknown request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`, { code: 'unknown_url' })));
+    return reply.send(
+      errorBody(new RequestError(404, `Unknown request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`, { code: 'unknown_url' })),
+    );
   });
 
   const methodNotAllowed = (allowed: string) => async () => {

@@ -25,7 +25,11 @@ export class WatchedCatalog implements CatalogView {
   private attempt = 0;
   ready = false;
 
-  constructor(private readonly client: RouterServiceClient, private readonly logger: Logger, private readonly watchDeadlineMs = 10 * 60_000) {}
+  constructor(
+    private readonly client: RouterServiceClient,
+    private readonly logger: Logger,
+    private readonly watchDeadlineMs = 10 * 60_000,
+  ) {}
 
   /** Applies a snapshot (also used by tests to seed the view). */
   apply(snapshot: CatalogSnapshotOutput): void {
@@ -49,7 +53,10 @@ export class WatchedCatalog implements CatalogView {
     if (this.stopped) return;
     const call = this.client.WatchCatalog({}, { deadline: Date.now() + this.watchDeadlineMs });
     this.call = call;
-    call.on('data', (snapshot: CatalogSnapshotOutput) => { this.attempt = 0; this.apply(snapshot); });
+    call.on('data', (snapshot: CatalogSnapshotOutput) => {
+      this.attempt = 0;
+      this.apply(snapshot);
+    });
     call.on('error', (error: Error & { code?: number }) => {
       if (!this.stopped && error.code !== 4) this.logger.warn({ err: error.message }, 'catalog watch failed; retrying');
     });
@@ -61,7 +68,10 @@ export class WatchedCatalog implements CatalogView {
     if (this.stopped || this.retryTimer) return;
     const delay = Math.min(100 * 2 ** this.attempt, 2000);
     this.attempt += 1;
-    this.retryTimer = setTimeout(() => { this.retryTimer = undefined; this.start(); }, delay);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.start();
+    }, delay);
     this.retryTimer.unref();
   }
 

@@ -12,7 +12,7 @@ describe('edge configuration', () => {
 });
 
 describe('.env.example', () => {
-  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+  it("lists every variable the service reads, here and in the repository's, and nothing it does not", () => {
     const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
     const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
     expect(envExampleProblems(EdgeConfigSchema, own, { complete: true })).toEqual([]);

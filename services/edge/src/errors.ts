@@ -10,16 +10,27 @@ export { RequestError, invalid, typeForStatus } from './wire/request-error.js';
 /** The HTTP status of each gRPC status that a peer service can return. */
 function statusForGrpc(error: GatewayError): number {
   switch (error.code) {
-    case GrpcStatus.INVALID_ARGUMENT: case GrpcStatus.OUT_OF_RANGE: return 400;
-    case GrpcStatus.UNAUTHENTICATED: return 401;
-    case GrpcStatus.PERMISSION_DENIED: return 403;
-    case GrpcStatus.NOT_FOUND: return 404;
-    case GrpcStatus.RESOURCE_EXHAUSTED: return 429;
-    case GrpcStatus.FAILED_PRECONDITION: return error.reason.startsWith('upstream_') ? 502 : 400;
-    case GrpcStatus.UNAVAILABLE: return error.reason === 'upstream_error' ? 502 : 503;
-    case GrpcStatus.DEADLINE_EXCEEDED: return 504;
-    case GrpcStatus.CANCELLED: return 499;
-    default: return 500;
+    case GrpcStatus.INVALID_ARGUMENT:
+    case GrpcStatus.OUT_OF_RANGE:
+      return 400;
+    case GrpcStatus.UNAUTHENTICATED:
+      return 401;
+    case GrpcStatus.PERMISSION_DENIED:
+      return 403;
+    case GrpcStatus.NOT_FOUND:
+      return 404;
+    case GrpcStatus.RESOURCE_EXHAUSTED:
+      return 429;
+    case GrpcStatus.FAILED_PRECONDITION:
+      return error.reason.startsWith('upstream_') ? 502 : 400;
+    case GrpcStatus.UNAVAILABLE:
+      return error.reason === 'upstream_error' ? 502 : 503;
+    case GrpcStatus.DEADLINE_EXCEEDED:
+      return 504;
+    case GrpcStatus.CANCELLED:
+      return 499;
+    default:
+      return 500;
   }
 }
 

@@ -60,7 +60,10 @@ export class GenAiMetrics {
   private readonly fallbacks: prometheus.Counter<string>;
   private readonly inFlight: prometheus.Gauge<string>;
   // Label children per combination: a label lookup per observation is a measurable share of the edge.
-  private readonly children = new Map<string, { duration: Observer; input: Observer; output: Observer; firstToken: Observer; perToken: Observer; cost: Incrementer }>();
+  private readonly children = new Map<
+    string,
+    { duration: Observer; input: Observer; output: Observer; firstToken: Observer; perToken: Observer; cost: Incrementer }
+  >();
   private readonly fallbackChildren = new Map<string, Incrementer>();
   private readonly keyIdLabel: boolean;
 
@@ -69,13 +72,51 @@ export class GenAiMetrics {
     this.keyIdLabel = options.keyId === true;
     const registers = [registry];
     const labels = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'plan', 'stream'];
-    this.duration = new prometheus.Histogram({ name: 'gen_ai_client_operation_duration_seconds', help: 'Duration of chat completions through the gateway, from the request to the last byte.', labelNames: [...labels, 'error_type'], buckets: DURATION_BUCKETS, registers });
-    this.tokens = new prometheus.Histogram({ name: 'gen_ai_client_token_usage', help: 'Tokens per chat completion, by type (input, output).', labelNames: [...labels, 'gen_ai_token_type'], buckets: TOKEN_BUCKETS, registers });
-    this.firstToken = new prometheus.Histogram({ name: 'gen_ai_server_time_to_first_token_seconds', help: 'Time from the request to the first chunk of a streamed completion.', labelNames: labels, buckets: FIRST_TOKEN_BUCKETS, registers });
-    this.perToken = new prometheus.Histogram({ name: 'gen_ai_server_time_per_output_token_seconds', help: 'Time per output token after the first, of streamed completions.', labelNames: labels, buckets: PER_TOKEN_BUCKETS, registers });
-    this.cost = new prometheus.Counter({ name: 'gateway_cost_usd_total', help: 'What the completions cost at the catalog\'s prices, in USD.', labelNames: this.keyIdLabel ? [...labels, 'key_id'] : labels, registers });
-    this.fallbacks = new prometheus.Counter({ name: 'gateway_fallbacks_total', help: 'Completions answered by another model than the one routed to, by both models.', labelNames: ['gen_ai_request_model', 'gen_ai_response_model'], registers });
-    this.inFlight = new prometheus.Gauge({ name: 'gateway_completions_in_flight', help: 'Chat completions the edge is serving now (a scaling signal: they mostly wait on upstreams).', registers });
+    this.duration = new prometheus.Histogram({
+      name: 'gen_ai_client_operation_duration_seconds',
+      help: 'Duration of chat completions through the gateway, from the request to the last byte.',
+      labelNames: [...labels, 'error_type'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.tokens = new prometheus.Histogram({
+      name: 'gen_ai_client_token_usage',
+      help: 'Tokens per chat completion, by type (input, output).',
+      labelNames: [...labels, 'gen_ai_token_type'],
+      buckets: TOKEN_BUCKETS,
+      registers,
+    });
+    this.firstToken = new prometheus.Histogram({
+      name: 'gen_ai_server_time_to_first_token_seconds',
+      help: 'Time from the request to the first chunk of a streamed completion.',
+      labelNames: labels,
+      buckets: FIRST_TOKEN_BUCKETS,
+      registers,
+    });
+    this.perToken = new prometheus.Histogram({
+      name: 'gen_ai_server_time_per_output_token_seconds',
+      help: 'Time per output token after the first, of streamed completions.',
+      labelNames: labels,
+      buckets: PER_TOKEN_BUCKETS,
+      registers,
+    });
+    this.cost = new prometheus.Counter({
+      name: 'gateway_cost_usd_total',
+      help: "What the completions cost at the catalog's prices, in USD.",
+      labelNames: this.keyIdLabel ? [...labels, 'key_id'] : labels,
+      registers,
+    });
+    this.fallbacks = new prometheus.Counter({
+      name: 'gateway_fallbacks_total',
+      help: 'Completions answered by another model than the one routed to, by both models.',
+      labelNames: ['gen_ai_request_model', 'gen_ai_response_model'],
+      registers,
+    });
+    this.inFlight = new prometheus.Gauge({
+      name: 'gateway_completions_in_flight',
+      help: 'Chat completions the edge is serving now (a scaling signal: they mostly wait on upstreams).',
+      registers,
+    });
   }
 
   /** A completion started; call the returned function once when it is over, however it ends. */
@@ -91,7 +132,7 @@ export class GenAiMetrics {
 
   /** Records one completion that reached the executor. */
   observe(completion: CompletionObservation): void {
-    const keyId = this.keyIdLabel ? completion.keyId ?? '' : '';
+    const keyId = this.keyIdLabel ? (completion.keyId ?? '') : '';
     const key = `${completion.provider}\u0000${completion.requestModel}\u0000${completion.responseModel}\u0000${completion.plan}\u0000${completion.stream}\u0000${completion.errorType}\u0000${keyId}`;
     let child = this.children.get(key);
     if (!child) {
@@ -119,12 +160,17 @@ export class GenAiMetrics {
     if (completion.costUsd > 0) child.cost.inc(completion.costUsd);
     if (completion.firstTokenSeconds !== undefined) {
       child.firstToken.observe(completion.firstTokenSeconds);
-      if (completion.outputTokens > 1 && completion.errorType === '') child.perToken.observe((completion.durationSeconds - completion.firstTokenSeconds) / (completion.outputTokens - 1));
+      if (completion.outputTokens > 1 && completion.errorType === '')
+        child.perToken.observe((completion.durationSeconds - completion.firstTokenSeconds) / (completion.outputTokens - 1));
     }
     if (completion.routedModel && completion.responseModel !== completion.routedModel) {
       const fallbackKey = `${completion.routedModel}\u0000${completion.responseModel}`;
       let counter = this.fallbackChildren.get(fallbackKey);
-      if (!counter) this.fallbackChildren.set(fallbackKey, (counter = this.fallbacks.labels({ gen_ai_request_model: completion.routedModel, gen_ai_response_model: completion.responseModel })));
+      if (!counter)
+        this.fallbackChildren.set(
+          fallbackKey,
+          (counter = this.fallbacks.labels({ gen_ai_request_model: completion.routedModel, gen_ai_response_model: completion.responseModel })),
+        );
       counter.inc();
     }
   }

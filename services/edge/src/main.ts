@@ -34,7 +34,9 @@ catalog.start();
 // the first connection (then the stream is made sure of, so events never wait on metering).
 const nats = connectNats(config.NATS_URL, 'edge', logger);
 const usageStream = usageNames(config.USAGE_STREAM);
-void nats.then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS })).catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
+void nats
+  .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS }))
+  .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject });
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
@@ -42,7 +44,9 @@ const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject })
 // is not shutting down. After start-up an outage behind it is answered with 503s and Retry-After,
 // never by leaving the Service: a short auth outage would otherwise take every edge out at once.
 let startup: { at: number; done: boolean } = { at: 0, done: false };
-let health: Array<ReturnType<typeof createHealthClient>> = [config.AUTH_SERVICE_ADDR, config.ROUTER_SERVICE_ADDR, config.EXECUTOR_SERVICE_ADDR].map((address) => createHealthClient(address));
+let health: Array<ReturnType<typeof createHealthClient>> = [config.AUTH_SERVICE_ADDR, config.ROUTER_SERVICE_ADDR, config.EXECUTOR_SERVICE_ADDR].map((address) =>
+  createHealthClient(address),
+);
 async function ready(): Promise<boolean> {
   if (lifecycle.shuttingDown) return false;
   if (startup.done || Date.now() - startup.at < 1000) return startup.done;

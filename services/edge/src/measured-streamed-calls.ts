@@ -8,7 +8,8 @@ import type { Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 
 /** What differs between the edge's streamed clients. */
-export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods> extends Pick<StreamedCallsOptions<Methods>, 'open' | 'streams' | 'unary' | 'cancellable' | 'maxStreamAgeMs' | 'respreadAfterStartMs'> {
+export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods>
+  extends Pick<StreamedCallsOptions<Methods>, 'open' | 'streams' | 'unary' | 'cancellable' | 'maxStreamAgeMs' | 'respreadAfterStartMs'> {
   /** The service called, as the metrics name it: `gateway_<service>_calls_total`. */
   service: 'auth' | 'executor';
   /** What one call is, for the metrics' help ("Quota decisions and settlements sent to auth"). */
@@ -20,9 +21,16 @@ export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods> e
 }
 
 /** Opens the streams (0: every call unary) and registers the metrics. Close it before the channel. */
-export function measuredStreamedCalls<Methods extends StreamedMethods, Streams extends StreamedMethods = Record<never, [unknown, unknown]>>(options: MeasuredStreamedCallsOptions<Methods>): StreamedCalls<Methods, Streams> {
+export function measuredStreamedCalls<Methods extends StreamedMethods, Streams extends StreamedMethods = Record<never, [unknown, unknown]>>(
+  options: MeasuredStreamedCallsOptions<Methods>,
+): StreamedCalls<Methods, Streams> {
   const { service, registry, logger } = options;
-  const calls = new prometheus.Counter({ name: `gateway_${service}_calls_total`, help: `${options.calls}, by method and path (stream or unary).`, labelNames: ['method', 'path'], registers: [registry] });
+  const calls = new prometheus.Counter({
+    name: `gateway_${service}_calls_total`,
+    help: `${options.calls}, by method and path (stream or unary).`,
+    labelNames: ['method', 'path'],
+    registers: [registry],
+  });
   const streamed = new StreamedCalls<Methods, Streams>({
     open: options.open,
     streams: options.streams,
@@ -33,6 +41,13 @@ export function measuredStreamedCalls<Methods extends StreamedMethods, Streams e
     onCall: (method, path) => calls.inc({ method, path }),
     onStreamBroken: (error) => logger.warn({ reason: error.reason, service }, 'a call stream broke; its calls in flight failed and it reopens'),
   });
-  new prometheus.Gauge({ name: `gateway_${service}_streams_open`, help: `${options.streamsOf} open and taking calls.`, registers: [registry], collect() { this.set(streamed.openStreams); } });
+  new prometheus.Gauge({
+    name: `gateway_${service}_streams_open`,
+    help: `${options.streamsOf} open and taking calls.`,
+    registers: [registry],
+    collect() {
+      this.set(streamed.openStreams);
+    },
+  });
   return streamed;
 }

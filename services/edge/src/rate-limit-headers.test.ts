@@ -18,33 +18,50 @@ describe('formatResetDuration', () => {
 
 describe('rateLimitHeaders', () => {
   it('gives limit, remaining and reset for each limited dimension', () => {
-    expect(rateLimitHeaders({
-      requests: { limit: 60, remaining: 12, reset_ms: 59_250, unlimited: false },
-      tokens: { limit: 100_000, remaining: 0, reset_ms: 800, unlimited: false },
-    })).toEqual({
-      'x-ratelimit-limit-requests': '60', 'x-ratelimit-remaining-requests': '12', 'x-ratelimit-reset-requests': '59.25s',
-      'x-ratelimit-limit-tokens': '100000', 'x-ratelimit-remaining-tokens': '0', 'x-ratelimit-reset-tokens': '800ms',
+    expect(
+      rateLimitHeaders({
+        requests: { limit: 60, remaining: 12, reset_ms: 59_250, unlimited: false },
+        tokens: { limit: 100_000, remaining: 0, reset_ms: 800, unlimited: false },
+      }),
+    ).toEqual({
+      'x-ratelimit-limit-requests': '60',
+      'x-ratelimit-remaining-requests': '12',
+      'x-ratelimit-reset-requests': '59.25s',
+      'x-ratelimit-limit-tokens': '100000',
+      'x-ratelimit-remaining-tokens': '0',
+      'x-ratelimit-reset-tokens': '800ms',
     });
   });
 
   it('sends nothing for an unlimited dimension', () => {
-    expect(rateLimitHeaders({ requests: { limit: 0, remaining: 0, reset_ms: 0, unlimited: true }, tokens: { limit: 5, remaining: 5, reset_ms: 0, unlimited: false } }))
-      .toEqual({ 'x-ratelimit-limit-tokens': '5', 'x-ratelimit-remaining-tokens': '5', 'x-ratelimit-reset-tokens': '0s' });
+    expect(
+      rateLimitHeaders({
+        requests: { limit: 0, remaining: 0, reset_ms: 0, unlimited: true },
+        tokens: { limit: 5, remaining: 5, reset_ms: 0, unlimited: false },
+      }),
+    ).toEqual({ 'x-ratelimit-limit-tokens': '5', 'x-ratelimit-remaining-tokens': '5', 'x-ratelimit-reset-tokens': '0s' });
     expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true } })).toEqual({});
   });
 });
 
 describe('the budget header', () => {
   it('tells a key with a budget what it may still spend, in exact USD', () => {
-    expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true }, budget: { limited: true, remaining_pico_usd: 1_234_567 } }))
-      .toEqual({ 'x-gateway-budget-remaining-usd': '0.000001234567' });
+    expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true }, budget: { limited: true, remaining_pico_usd: 1_234_567 } })).toEqual({
+      'x-gateway-budget-remaining-usd': '0.000001234567',
+    });
     expect(rateLimitHeaders({ budget: { limited: true } })).toEqual({ 'x-gateway-budget-remaining-usd': '0' });
     expect(rateLimitHeaders({ budget: { limited: false } })).toEqual({});
   });
 
   it('writes pico-USD as decimal USD without rounding', () => {
-    expect([0, 1, 10, 1_000_000_000_000, 2_500_000_000_000, 123_456_789_012_345].map((pico) => picoUsdString(pico)))
-      .toEqual(['0', '0.000000000001', '0.00000000001', '1', '2.5', '123.456789012345']);
+    expect([0, 1, 10, 1_000_000_000_000, 2_500_000_000_000, 123_456_789_012_345].map((pico) => picoUsdString(pico))).toEqual([
+      '0',
+      '0.000000000001',
+      '0.00000000001',
+      '1',
+      '2.5',
+      '123.456789012345',
+    ]);
     expect(picoUsdString(9_223_372_036_854_775_807n)).toBe('9223372.036854775807');
   });
 });

@@ -17,7 +17,13 @@ export function formatResetDuration(ms: number): string {
   const hours = Math.floor(total / 3_600_000);
   const minutes = Math.floor((total % 3_600_000) / 60_000);
   const secondsMs = total % 60_000;
-  const seconds = `${Math.floor(secondsMs / 1000)}${secondsMs % 1000 ? `.${String(secondsMs % 1000).padStart(3, '0').replace(/0+$/, '')}` : ''}s`;
+  const seconds = `${Math.floor(secondsMs / 1000)}${
+    secondsMs % 1000
+      ? `.${String(secondsMs % 1000)
+          .padStart(3, '0')
+          .replace(/0+$/, '')}`
+      : ''
+  }s`;
   if (hours > 0) return `${hours}h${minutes}m${seconds}`;
   if (minutes > 0) return `${minutes}m${seconds}`;
   return seconds;

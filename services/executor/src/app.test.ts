@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import { loadGatewayGrpc, type ChatRequest, type ExecuteRequest, type ExecuteResponseOutput, type ExecuteStreamEventOutput, type ExecutorServiceClient } from '@gateway/proto';
+import {
+  loadGatewayGrpc,
+  type ChatRequest,
+  type ExecuteRequest,
+  type ExecuteResponseOutput,
+  type ExecuteStreamEventOutput,
+  type ExecutorServiceClient,
+} from '@gateway/proto';
 import { createServer } from './app.js';
 import { UpstreamPools } from './providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from './testing/catalog-models.js';
@@ -23,8 +30,16 @@ beforeAll(async () => {
     simulatedModel(),
     simulatedModel({ id: 'sim-paced', simulation: { time_to_first_token_ms: 0, tokens_per_second: 200 } }),
     openAiCompatibleModel(upstream.baseUrl),
-    openAiCompatibleModel(upstream.baseUrl, { id: 'switched-off', upstream: { model: 'gpt-4o', base_url: upstream.baseUrl, api_key_env: 'UNSET_KEY_VARIABLE' } }),
-    { ...simulatedModel(), id: 'claude-test', provider: 'anthropic', upstream: { model: 'claude-sonnet', base_url: new URL(upstream.baseUrl).origin, api_key_env: 'ANTHROPIC_TEST_KEY' } },
+    openAiCompatibleModel(upstream.baseUrl, {
+      id: 'switched-off',
+      upstream: { model: 'gpt-4o', base_url: upstream.baseUrl, api_key_env: 'UNSET_KEY_VARIABLE' },
+    }),
+    {
+      ...simulatedModel(),
+      id: 'claude-test',
+      provider: 'anthropic',
+      upstream: { model: 'claude-sonnet', base_url: new URL(upstream.baseUrl).origin, api_key_env: 'ANTHROPIC_TEST_KEY' },
+    },
   ]);
   server = createServer({
     catalog,
@@ -60,7 +75,9 @@ function metadata(): Metadata {
 
 function complete(request: ExecuteRequest): Promise<ExecuteResponseOutput> {
   return new Promise((resolve, reject) => {
-    client.Complete(request, metadata(), { deadline: Date.now() + 10_000 }, (error, response) => (error ? reject(error) : resolve(response as ExecuteResponseOutput)));
+    client.Complete(request, metadata(), { deadline: Date.now() + 10_000 }, (error, response) =>
+      error ? reject(error) : resolve(response as ExecuteResponseOutput),
+    );
   });
 }
 
@@ -87,7 +104,10 @@ function chunksOf(events: ExecuteStreamEventOutput[]): RenderedChunkJson[] {
 }
 
 function contentOf(events: ExecuteStreamEventOutput[]): string {
-  return chunksOf(events).flatMap((chunk) => chunk.choices).map((choice) => choice.delta.content ?? '').join('');
+  return chunksOf(events)
+    .flatMap((chunk) => chunk.choices)
+    .map((choice) => choice.delta.content ?? '')
+    .join('');
 }
 
 describe('ExecutorService over gRPC', () => {
@@ -128,7 +148,12 @@ describe('ExecutorService over gRPC', () => {
     expect(error).toBeUndefined();
     expect(contentOf(events)).toBe('Hello! How can I help?');
     expect(chunksOf(events)).toHaveLength(5);
-    expect(events.at(-1)?.end).toEqual({ usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 }, provider: 'openai-compatible', model_id: 'fake/gpt-4o-mini', attempts: [] });
+    expect(events.at(-1)?.end).toEqual({
+      usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 },
+      provider: 'openai-compatible',
+      model_id: 'fake/gpt-4o-mini',
+      attempts: [],
+    });
   });
 
   it('delivers a mid-stream failure as an error status after the chunks already sent and a failure event with their usage', async () => {
@@ -145,7 +170,10 @@ describe('ExecutorService over gRPC', () => {
 
   it('answers NOT_FOUND model_not_found with the ErrorInfo trailer for an unknown or switched-off model', async () => {
     for (const modelId of ['no-such-model', 'switched-off']) {
-      const failure = await complete(executeRequest(modelId, chatRequest('Hi'))).then(() => undefined, (error: unknown) => GatewayError.fromServiceError(error));
+      const failure = await complete(executeRequest(modelId, chatRequest('Hi'))).then(
+        () => undefined,
+        (error: unknown) => GatewayError.fromServiceError(error),
+      );
       expect(failure).toMatchObject({ code: GrpcStatus.NOT_FOUND, reason: 'model_not_found', retryable: false });
       expect(failure?.message).toContain(modelId);
       const streamed = await streamComplete(executeRequest(modelId, chatRequest('Hi')));
@@ -165,15 +193,27 @@ describe('ExecutorService over gRPC', () => {
   });
 
   it('carries upstream failures as typed statuses: a simulated 429 with its retry-after', async () => {
-    const failure = await complete(executeRequest('sim-fast', chatRequest('[[simulate:error=429]] [[simulate:retry_after_ms=1500]]'))).then(() => undefined, (error: unknown) => GatewayError.fromServiceError(error));
-    expect(failure).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 1500, upstreamStatus: 429, provider: 'simulated' });
+    const failure = await complete(executeRequest('sim-fast', chatRequest('[[simulate:error=429]] [[simulate:retry_after_ms=1500]]'))).then(
+      () => undefined,
+      (error: unknown) => GatewayError.fromServiceError(error),
+    );
+    expect(failure).toMatchObject({
+      code: GrpcStatus.RESOURCE_EXHAUSTED,
+      reason: 'upstream_rate_limited',
+      retryable: true,
+      retryAfterMs: 1500,
+      upstreamStatus: 429,
+      provider: 'simulated',
+    });
   });
 
   it('aborts the upstream request when the caller cancels the stream', async () => {
     upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
     const before = upstream.requests.length;
     const call = client.StreamComplete(executeRequest('fake/gpt-4o-mini', chatRequest('Hi')), metadata(), { deadline: Date.now() + 10_000 });
-    call.on('error', () => { /* CANCELLED, expected */ });
+    call.on('error', () => {
+      /* CANCELLED, expected */
+    });
     await new Promise<void>((resolve) => call.once('data', () => resolve()));
     const cancelledAt = performance.now();
     call.cancel();

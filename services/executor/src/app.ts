@@ -22,7 +22,15 @@ export const EXECUTOR_SERVICE_NAME = 'gateway.executor.v1.ExecutorService';
 /** The defaults of .env.example, for callers (tests) that do not read the configuration. */
 export const DEFAULT_RETRY: RetryOptions = Object.freeze({ maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 2_000 });
 /** The defaults of .env.example. */
-export const DEFAULT_BREAKER: BreakerOptions = Object.freeze({ consecutiveFailures: 5, errorRate: 0.5, window: 20, minimumCalls: 10, openMs: 5_000, maxOpenMs: 60_000, probes: 1 });
+export const DEFAULT_BREAKER: BreakerOptions = Object.freeze({
+  consecutiveFailures: 5,
+  errorRate: 0.5,
+  window: 20,
+  minimumCalls: 10,
+  openMs: 5_000,
+  maxOpenMs: 60_000,
+  probes: 1,
+});
 
 /** What the executor's server is built from; the caller owns (and closes) each resource. */
 export interface ExecutorDependencies {
@@ -46,7 +54,11 @@ export interface ExecutorDependencies {
 }
 
 /** The deployment pool of the catalog's enabled models. */
-export function createDeploymentPool(catalog: Catalog, environment: Readonly<Record<string, string | undefined>>, breaker: BreakerOptions = DEFAULT_BREAKER): DeploymentPool {
+export function createDeploymentPool(
+  catalog: Catalog,
+  environment: Readonly<Record<string, string | undefined>>,
+  breaker: BreakerOptions = DEFAULT_BREAKER,
+): DeploymentPool {
   return new DeploymentPool(enabledModels(catalog, environment), environment, breaker);
 }
 
@@ -57,7 +69,11 @@ export function createServer(dependencies: ExecutorDependencies): GatewayServer 
     pool,
     providers: new ProviderRegistry({ pools: dependencies.pools, environment: dependencies.environment }),
     logger: dependencies.logger,
-    metrics: createExecutorMetrics(dependencies.registry, () => pool.health().map((entry) => ({ model: entry.model_id ?? '', deployment: entry.deployment_id ?? '', state: String(entry.state) })), () => pool.inFlight()),
+    metrics: createExecutorMetrics(
+      dependencies.registry,
+      () => pool.health().map((entry) => ({ model: entry.model_id ?? '', deployment: entry.deployment_id ?? '', state: String(entry.state) })),
+      () => pool.inFlight(),
+    ),
     retry: dependencies.retry ?? DEFAULT_RETRY,
     tracing: dependencies.tracing,
   });

@@ -47,12 +47,14 @@ describe('loadExecutorConfig', () => {
 });
 
 describe('.env.example', () => {
-  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+  it("lists every variable the service reads, here and in the repository's, and nothing it does not", () => {
     const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
     const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
     expect(envExampleProblems(ExecutorConfigSchema, own, { complete: true, readElsewhere: keyVariables(loadCatalog()) })).toEqual([]);
     expect(envExampleProblems(ExecutorConfigSchema, all)).toEqual([]);
     // The shipped catalog's provider key variables are read too (the models they turn on).
-    expect(keyVariables(loadCatalog()).filter((name) => !readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8').includes(`${name}=`))).toEqual([]);
+    expect(keyVariables(loadCatalog()).filter((name) => !readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8').includes(`${name}=`))).toEqual(
+      [],
+    );
   });
 });

@@ -25,7 +25,9 @@ export function createExecutorMetrics(registry: prometheus.Registry, deploymentS
       name: 'gateway_executor_in_flight',
       help: 'Completions the executor is serving now, over every deployment: the signal to scale the pool on (they mostly wait on upstreams).',
       registers: [registry],
-      collect() { this.set(inFlight()); },
+      collect() {
+        this.set(inFlight());
+      },
     });
   }
   if (deploymentStates) {

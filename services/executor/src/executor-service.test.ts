@@ -53,7 +53,14 @@ async function start(provider: Provider): Promise<ExecutorServiceClient> {
     logger: createLogger('executor-test', 'silent'),
     metrics: createExecutorMetrics(new prometheus.Registry()),
   });
-  server = createGatewayServer([{ name: EXECUTOR_SERVICE_NAME, definition: loadGatewayGrpc().gateway.executor.v1.ExecutorService.service, handlers: service.handlers, drain: service.drain }]);
+  server = createGatewayServer([
+    {
+      name: EXECUTOR_SERVICE_NAME,
+      definition: loadGatewayGrpc().gateway.executor.v1.ExecutorService.service,
+      handlers: service.handlers,
+      drain: service.drain,
+    },
+  ]);
   const port = await server.listen('127.0.0.1:0');
   client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
   return client;
@@ -65,9 +72,19 @@ describe('StreamComplete flow control', () => {
   it('stops pulling from the upstream while the caller does not read, and releases it when the caller leaves', async () => {
     const provider = new EndlessProvider();
     const executor = await start(provider);
-    const call = executor.StreamComplete({ model_id: 'sim-fast', request: { messages: [{ role: 'ROLE_USER', text: 'go' }] } }, { deadline: Date.now() + 10_000 });
-    call.on('error', () => { /* CANCELLED at the end, expected */ });
-    await new Promise<void>((resolve) => call.once('data', () => { call.pause(); resolve(); }));
+    const call = executor.StreamComplete(
+      { model_id: 'sim-fast', request: { messages: [{ role: 'ROLE_USER', text: 'go' }] } },
+      { deadline: Date.now() + 10_000 },
+    );
+    call.on('error', () => {
+      /* CANCELLED at the end, expected */
+    });
+    await new Promise<void>((resolve) =>
+      call.once('data', () => {
+        call.pause();
+        resolve();
+      }),
+    );
     await sleep(300);
     const pulledWhilePaused = provider.pulled;
     await sleep(300);
@@ -94,7 +111,13 @@ class WaitingProvider implements Provider {
   async complete(_request: ChatRequestOutput, context: ProviderContext) {
     this.signal = context.signal;
     if (this.hang) await new Promise((_resolve, reject) => context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true }));
-    return { id: 'chatcmpl-waiting', created: 1, model: context.model.id, choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'FINISH_REASON_STOP' as const }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } };
+    return {
+      id: 'chatcmpl-waiting',
+      created: 1,
+      model: context.model.id,
+      choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'FINISH_REASON_STOP' as const }],
+      usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+    };
   }
 
   // biome-ignore lint/correctness/useYield: a provider whose stream this test never reads

@@ -17,11 +17,36 @@
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { CatalogModel } from '@gateway/catalog';
-import { callTraceparent, GatewayError, GrpcStatus, requestIdOf, serveStreamedCalls, toServiceError, unary, type ErrorReporter, type StreamedCallContext, type StreamingCallContext } from '@gateway/grpc';
+import {
+  callTraceparent,
+  GatewayError,
+  GrpcStatus,
+  requestIdOf,
+  serveStreamedCalls,
+  toServiceError,
+  unary,
+  type ErrorReporter,
+  type StreamedCallContext,
+  type StreamingCallContext,
+} from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { endWithError, NO_TRACING, SpanKind, type Span, type Tracing } from '@gateway/observability';
 import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
-import type { ChatChunk, ChatChunkOutput, ChatRequestOutput, CompleteCallRequestOutput, CompleteCallResponse, ExecuteRequestOutput, RenderedChunk, ExecuteResponse, ExecuteStreamEvent, ExecutionAttempt, ExecutorServiceHandlers, StreamStart, Usage } from '@gateway/proto';
+import type {
+  ChatChunk,
+  ChatChunkOutput,
+  ChatRequestOutput,
+  CompleteCallRequestOutput,
+  CompleteCallResponse,
+  ExecuteRequestOutput,
+  RenderedChunk,
+  ExecuteResponse,
+  ExecuteStreamEvent,
+  ExecutionAttempt,
+  ExecutorServiceHandlers,
+  StreamStart,
+  Usage,
+} from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import type { ExecutorMetrics } from './executor-metrics.js';
 import { blame, runWithFallbacks, type RetryOptions } from './pool/run-with-fallbacks.js';
@@ -121,13 +146,21 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     return { label: mapped instanceof GatewayError ? mapped.reason : 'internal_error', error: mapped };
   }
 
-  function record(execute: ExecuteRequestOutput, requestId: string, answer: Answer | undefined, started: number | undefined, outcome: Outcome, method: string): void {
-    const model = answer?.model.id ?? (pool.has(execute.model_id ?? '') ? execute.model_id ?? UNKNOWN : UNKNOWN);
+  function record(
+    execute: ExecuteRequestOutput,
+    requestId: string,
+    answer: Answer | undefined,
+    started: number | undefined,
+    outcome: Outcome,
+    method: string,
+  ): void {
+    const model = answer?.model.id ?? (pool.has(execute.model_id ?? '') ? (execute.model_id ?? UNKNOWN) : UNKNOWN);
     const provider = answer?.provider.name ?? UNKNOWN;
     metrics.requests.inc({ model, provider, outcome: outcome.label });
     const seconds = started === undefined ? undefined : (performance.now() - started) / 1000;
     if (seconds !== undefined && answer) metrics.upstreamDuration.observe({ model, provider, outcome: outcome.label }, seconds);
-    for (const attempt of answer?.attempts ?? []) metrics.fallbacks.inc({ from: pool.has(attempt.model_id ?? '') ? attempt.model_id ?? UNKNOWN : UNKNOWN, reason: attempt.reason ?? UNKNOWN });
+    for (const attempt of answer?.attempts ?? [])
+      metrics.fallbacks.inc({ from: pool.has(attempt.model_id ?? '') ? (attempt.model_id ?? UNKNOWN) : UNKNOWN, reason: attempt.reason ?? UNKNOWN });
     const fields = {
       method,
       request_id: requestId || execute.request_id,
@@ -161,26 +194,47 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
 
   /** The executor's span of one call (tracing on): the caller's span its parent. */
   function callSpan(name: string, execute: ExecuteRequestOutput, traceparent: string | undefined): Span | undefined {
-    return tracing.startSpan(name, { kind: SpanKind.SERVER, parent: traceparent, attributes: { 'rpc.system': 'grpc', 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': execute.model_id ?? '' } });
+    return tracing.startSpan(name, {
+      kind: SpanKind.SERVER,
+      parent: traceparent,
+      attributes: { 'rpc.system': 'grpc', 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': execute.model_id ?? '' },
+    });
   }
 
   /** The span of one upstream call, a child of the call's span, per the GenAI conventions. */
   function upstreamSpan(parent: Span | undefined, model: CatalogModel, provider: string): Span | undefined {
     if (!parent) return undefined;
     let address = '';
-    try { address = model.upstream.base_url ? new URL(model.upstream.base_url).host : ''; } catch { address = ''; }
+    try {
+      address = model.upstream.base_url ? new URL(model.upstream.base_url).host : '';
+    } catch {
+      address = '';
+    }
     return tracing.startSpan(`chat ${model.upstream.model ?? model.id}`, {
       kind: SpanKind.CLIENT,
       parent: tracing.traceparentOf(parent),
-      attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': provider, 'gen_ai.request.model': model.upstream.model ?? model.id, 'gateway.model': model.id, ...(address ? { 'server.address': address } : {}) },
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': provider,
+        'gen_ai.request.model': model.upstream.model ?? model.id,
+        'gateway.model': model.id,
+        ...(address ? { 'server.address': address } : {}),
+      },
     });
   }
 
   /** Ends a call's span with what it produced; failures with their reason. */
   function endCallSpan(span: Span | undefined, answer: Answer | undefined, usage: Usage | undefined, outcome: Outcome): void {
     if (!span) return;
-    span.setAttributes({ 'gen_ai.response.model': answer?.model.id ?? '', 'gen_ai.provider.name': answer?.provider.name ?? '', 'gen_ai.usage.input_tokens': usage?.prompt_tokens ?? 0, 'gen_ai.usage.output_tokens': usage?.completion_tokens ?? 0, 'gateway.outcome': outcome.label });
-    for (const attempt of answer?.attempts ?? []) span.addEvent('gateway.fallback', { 'gateway.fallback.from_model': attempt.model_id ?? '', 'gateway.fallback.reason': attempt.reason ?? '' });
+    span.setAttributes({
+      'gen_ai.response.model': answer?.model.id ?? '',
+      'gen_ai.provider.name': answer?.provider.name ?? '',
+      'gen_ai.usage.input_tokens': usage?.prompt_tokens ?? 0,
+      'gen_ai.usage.output_tokens': usage?.completion_tokens ?? 0,
+      'gateway.outcome': outcome.label,
+    });
+    for (const attempt of answer?.attempts ?? [])
+      span.addEvent('gateway.fallback', { 'gateway.fallback.from_model': attempt.model_id ?? '', 'gateway.fallback.reason': attempt.reason ?? '' });
     if (outcome.label === 'ok') span.end();
     else endWithError(span, outcome.label);
   }
@@ -189,7 +243,13 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
    * Runs a whole completion: the model, then its fallbacks, each with retries, until one answers.
    * `signal` aborts everything at once (the caller went away); `deadline` bounds the retries.
    */
-  async function runComplete(execute: ExecuteRequestOutput, requestId: string, deadline: number, signal: AbortSignal, traceparent?: string): Promise<ExecuteResponse> {
+  async function runComplete(
+    execute: ExecuteRequestOutput,
+    requestId: string,
+    deadline: number,
+    signal: AbortSignal,
+    traceparent?: string,
+  ): Promise<ExecuteResponse> {
     let answer: Answer | undefined;
     const started = performance.now();
     const span = callSpan('executor.complete', execute, traceparent);
@@ -208,7 +268,10 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
           const upstream = upstreamSpan(span, deployment.model, provider.name);
           try {
             const response = await provider.complete(request, { model: deployment.model, signal, requestId, traceparent: tracing.traceparentOf(upstream) });
-            upstream?.setAttributes({ 'gen_ai.usage.input_tokens': response.usage?.prompt_tokens ?? 0, 'gen_ai.usage.output_tokens': response.usage?.completion_tokens ?? 0 });
+            upstream?.setAttributes({
+              'gen_ai.usage.input_tokens': response.usage?.prompt_tokens ?? 0,
+              'gen_ai.usage.output_tokens': response.usage?.completion_tokens ?? 0,
+            });
             upstream?.end();
             return { provider, response };
           } catch (error) {
@@ -231,15 +294,19 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
     }
   }
 
-  const complete = unary<ExecuteRequestOutput, ExecuteResponse>(async (execute, call) => {
-    const controller = new AbortController();
-    const stopListening = abortOnCancel(call, controller);
-    try {
-      return await runComplete(execute, requestIdOf(call), deadlineOf(call), controller.signal, callTraceparent(call));
-    } finally {
-      stopListening();
-    }
-  }, 'Complete', report);
+  const complete = unary<ExecuteRequestOutput, ExecuteResponse>(
+    async (execute, call) => {
+      const controller = new AbortController();
+      const stopListening = abortOnCancel(call, controller);
+      try {
+        return await runComplete(execute, requestIdOf(call), deadlineOf(call), controller.signal, callTraceparent(call));
+      } finally {
+        stopListening();
+      }
+    },
+    'Complete',
+    report,
+  );
 
   /**
    * Runs a streamed completion, sending its events through `sink` (the StreamComplete call, or a
@@ -270,7 +337,9 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         start: async (candidate) => {
           const provider = providers.forModel(candidate.model);
           const attemptSpan = upstreamSpan(span, candidate.model, provider.name);
-          const opened = provider.stream(request, { model: candidate.model, signal, requestId, traceparent: tracing.traceparentOf(attemptSpan) })[Symbol.asyncIterator]();
+          const opened = provider
+            .stream(request, { model: candidate.model, signal, requestId, traceparent: tracing.traceparentOf(attemptSpan) })
+            [Symbol.asyncIterator]();
           try {
             return { provider, iterator: opened, first: await opened.next(), upstream: attemptSpan };
           } catch (error) {
@@ -295,7 +364,13 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         includeUsage: request.stream_options?.include_usage === true,
         legacyFunctions: execute.legacy_functions === true,
       };
-      let start: StreamStart | undefined = { model_id: answer.model.id, provider: answer.provider.name, attempts: answer.attempts, completion_id: identity.id, created: identity.created };
+      let start: StreamStart | undefined = {
+        model_id: answer.model.id,
+        provider: answer.provider.name,
+        attempts: answer.attempts,
+        completion_id: identity.id,
+        created: identity.created,
+      };
       const send = (event: ExecuteStreamEvent) => {
         signal.throwIfAborted();
         const withStart = start ? { ...event, start } : event;
@@ -328,7 +403,10 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
           const text = chunkText(event.chunk);
           streamedText += text;
           batchText += text;
-          batch.push({ json: JSON.stringify(chunkJson(event.chunk as ChatChunkOutput, identity)), finishes: event.chunk.choices?.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED') === true });
+          batch.push({
+            json: JSON.stringify(chunkJson(event.chunk as ChatChunkOutput, identity)),
+            finishes: event.chunk.choices?.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED') === true,
+          });
         }
         // A batch is bounded, so that an upstream that is always at hand still meets backpressure.
         if (batch.length >= MAX_BATCH_CHUNKS) await flush();
@@ -359,12 +437,15 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       if (deployment && sentChunks) blame(deployment, error, signal);
       const outcome = outcomeOf(error, signal);
       // A cancelled call's usage is the edge's to estimate (it cannot hear from us any more).
-      const partial = answer && sentChunks && !signal.aborted ? usage ?? await countedUsage(execute.request as ChatRequestOutput, streamedText) : undefined;
+      const partial = answer && sentChunks && !signal.aborted ? (usage ?? (await countedUsage(execute.request as ChatRequestOutput, streamedText))) : undefined;
       record(execute, requestId, answer, started, { ...outcome, usage: partial }, 'StreamComplete');
       endWithError(upstream, outcome.label);
       endCallSpan(span, answer, partial, outcome);
       // The chunks already sent are followed by the usage they cost, then the failure itself.
-      if (answer && partial) await sink.send({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: usage === undefined } }).catch(() => undefined);
+      if (answer && partial)
+        await sink
+          .send({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: usage === undefined } })
+          .catch(() => undefined);
       throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
     } finally {
       if (deployment) deployment.outstanding -= 1;
@@ -384,7 +465,9 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         deadline: deadlineOf(call),
         requestId: requestIdOf(call),
         traceparent: callTraceparent(call),
-        send: async (event) => { if (!call.write(event)) await once(call, 'drain', { signal }); },
+        send: async (event) => {
+          if (!call.write(event)) await once(call, 'drain', { signal });
+        },
       });
       call.write(end);
       call.end();
@@ -398,16 +481,25 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
 
   // Complete and StreamComplete as messages on CompleteCalls streams: the same work, its deadline,
   // cancellation and (for streams) credit carried by the stream's messages.
-  const completeCalls = serveStreamedCalls<CompleteCallRequestOutput, CompleteCallResponse>({
-    complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) => runComplete(execute, execute.request_id ?? '', context.deadline, context.signal, context.traceparent),
-  }, 'CompleteCalls', report, {
-    stream: (execute: ExecuteRequestOutput, context: StreamingCallContext<ExecuteStreamEvent>) => runStream(execute, { ...context, requestId: execute.request_id ?? '' }),
-  });
+  const completeCalls = serveStreamedCalls<CompleteCallRequestOutput, CompleteCallResponse>(
+    {
+      complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) =>
+        runComplete(execute, execute.request_id ?? '', context.deadline, context.signal, context.traceparent),
+    },
+    'CompleteCalls',
+    report,
+    {
+      stream: (execute: ExecuteRequestOutput, context: StreamingCallContext<ExecuteStreamEvent>) =>
+        runStream(execute, { ...context, requestId: execute.request_id ?? '' }),
+    },
+  );
 
   return {
     handlers: {
       Complete: complete,
-      StreamComplete: (call) => { void streamComplete(call); },
+      StreamComplete: (call) => {
+        void streamComplete(call);
+      },
       CompleteCalls: completeCalls.handler,
     },
     drain: completeCalls.drain,
@@ -422,7 +514,12 @@ const NOT_AT_HAND = Symbol('not at hand');
 /** The end of the current loop turn, shared by every stream and chunk of that turn: one timer a turn. */
 let loopTurnEnd: Promise<typeof NOT_AT_HAND> | undefined;
 function nextLoopTurn(): Promise<typeof NOT_AT_HAND> {
-  loopTurnEnd ??= new Promise((resolve) => setImmediate(() => { loopTurnEnd = undefined; resolve(NOT_AT_HAND); }));
+  loopTurnEnd ??= new Promise((resolve) =>
+    setImmediate(() => {
+      loopTurnEnd = undefined;
+      resolve(NOT_AT_HAND);
+    }),
+  );
   return loopTurnEnd;
 }
 

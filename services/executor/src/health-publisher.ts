@@ -37,10 +37,20 @@ export class HealthPublisher {
   private draining = false;
 
   /** Takes the promise of a connection, so the executor serves while NATS is still unreachable. */
-  constructor(connection: Promise<NatsConnection>, private readonly pool: DeploymentPool, private readonly logger: Logger, private readonly options: HealthPublisherOptions) {
+  constructor(
+    connection: Promise<NatsConnection>,
+    private readonly pool: DeploymentPool,
+    private readonly logger: Logger,
+    private readonly options: HealthPublisherOptions,
+  ) {
     connection.then(
-      (nc) => { this.connection = nc; this.publish(); },
-      (error: unknown) => { this.logger.error({ err: error }, 'health publisher has no NATS connection'); },
+      (nc) => {
+        this.connection = nc;
+        this.publish();
+      },
+      (error: unknown) => {
+        this.logger.error({ err: error }, 'health publisher has no NATS connection');
+      },
     );
   }
 
@@ -50,7 +60,10 @@ export class HealthPublisher {
     this.interval.unref();
     this.stopListening = this.pool.onChange(() => {
       if (this.debounce) return;
-      this.debounce = setTimeout(() => { this.debounce = undefined; this.publish(); }, DEBOUNCE_MS);
+      this.debounce = setTimeout(() => {
+        this.debounce = undefined;
+        this.publish();
+      }, DEBOUNCE_MS);
       this.debounce.unref();
     });
   }
@@ -72,13 +85,16 @@ export class HealthPublisher {
     const connection = this.connection;
     if (!connection || connection.isClosed()) return;
     try {
-      connection.publish(this.options.subject ?? DEPLOYMENT_HEALTH_SUBJECT, encodeDeploymentHealth({
-        replica_id: this.options.replicaId,
-        sent_at_ms: Date.now(),
-        ttl_ms: this.options.ttlMs,
-        deployments: this.draining ? [] : this.pool.health(),
-        draining: this.draining,
-      }));
+      connection.publish(
+        this.options.subject ?? DEPLOYMENT_HEALTH_SUBJECT,
+        encodeDeploymentHealth({
+          replica_id: this.options.replicaId,
+          sent_at_ms: Date.now(),
+          ttl_ms: this.options.ttlMs,
+          deployments: this.draining ? [] : this.pool.health(),
+          draining: this.draining,
+        }),
+      );
     } catch (error) {
       this.logger.warn({ err: error }, 'deployment health report not published');
     }

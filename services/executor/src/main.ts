@@ -19,11 +19,14 @@ const config = loadExecutorConfig(process.env);
 const logger = createLogger('executor', config.LOG_LEVEL);
 const catalog = loadCatalog(config.CATALOG_PATH);
 const registry = createRegistry('executor');
-const pools = new UpstreamPools({
-  connectMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
-  firstByteMs: config.UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
-  idleMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
-}, config.UPSTREAM_MAX_CONNECTIONS);
+const pools = new UpstreamPools(
+  {
+    connectMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
+    firstByteMs: config.UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
+    idleMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
+  },
+  config.UPSTREAM_MAX_CONNECTIONS,
+);
 const deployments = createDeploymentPool(catalog, process.env, {
   consecutiveFailures: config.EXECUTOR_BREAKER_CONSECUTIVE_FAILURES,
   errorRate: config.EXECUTOR_BREAKER_ERROR_RATE,
@@ -37,7 +40,12 @@ const deployments = createDeploymentPool(catalog, process.env, {
 const nats = connectNats(config.NATS_URL, 'executor', logger);
 nats.catch(() => undefined);
 const replicaId = newReplicaId();
-const health = new HealthPublisher(nats, deployments, logger, { replicaId, intervalMs: config.EXECUTOR_HEALTH_INTERVAL_MS, ttlMs: 3 * config.EXECUTOR_HEALTH_INTERVAL_MS, subject: config.DEPLOYMENT_HEALTH_SUBJECT });
+const health = new HealthPublisher(nats, deployments, logger, {
+  replicaId,
+  intervalMs: config.EXECUTOR_HEALTH_INTERVAL_MS,
+  ttlMs: 3 * config.EXECUTOR_HEALTH_INTERVAL_MS,
+  subject: config.DEPLOYMENT_HEALTH_SUBJECT,
+});
 health.start();
 const tracing = startTracing('executor');
 const server = createServer({
@@ -56,7 +64,10 @@ const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT,
 warmUpTokenizer();
 const port = await server.listen(config.EXECUTOR_LISTEN_ADDR);
 listening = true;
-logger.info({ address: config.EXECUTOR_LISTEN_ADDR, port, metrics_port: metrics.port, catalog: config.CATALOG_PATH, replica_id: replicaId }, 'executor listening');
+logger.info(
+  { address: config.EXECUTOR_LISTEN_ADDR, port, metrics_port: metrics.port, catalog: config.CATALOG_PATH, replica_id: replicaId },
+  'executor listening',
+);
 
 const lifecycle = onShutdownSignal(logger, config.EXECUTOR_SHUTDOWN_GRACE_MS + 5_000, async () => {
   health.stop();

@@ -40,17 +40,28 @@ export function toGatewayError(error: unknown): unknown {
     return new GatewayError(GrpcStatus.DEADLINE_EXCEEDED, 'upstream_timeout', `The ${error.provider} upstream did not answer in time.`, common);
   }
   if (status === 429) {
-    return new GatewayError(GrpcStatus.RESOURCE_EXHAUSTED, 'upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, { ...common, retryable: true });
+    return new GatewayError(GrpcStatus.RESOURCE_EXHAUSTED, 'upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, {
+      ...common,
+      retryable: true,
+    });
   }
   // 400, 413 (too large for that upstream), 422: sending the same request again cannot help.
   if (error.failureClass === 'caller') {
     const detail = error.upstreamMessage ? `: ${error.upstreamMessage}` : '.';
-    return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', `The ${error.provider} upstream rejected the request${detail}`, { ...common, retryable: false });
+    return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', `The ${error.provider} upstream rejected the request${detail}`, {
+      ...common,
+      retryable: false,
+    });
   }
   if (status === 401 || status === 403 || status === 404) {
     // The operator's key, base URL or model name is wrong: nothing the caller can fix, and the
     // upstream's own message may echo part of the key, so it stays in the log.
-    return new GatewayError(GrpcStatus.FAILED_PRECONDITION, 'upstream_rejected', `The ${error.provider} upstream rejected the gateway's credentials or model configuration.`, { ...common, retryable: false });
+    return new GatewayError(
+      GrpcStatus.FAILED_PRECONDITION,
+      'upstream_rejected',
+      `The ${error.provider} upstream rejected the gateway's credentials or model configuration.`,
+      { ...common, retryable: false },
+    );
   }
   return new GatewayError(GrpcStatus.UNAVAILABLE, 'upstream_error', `The ${error.provider} upstream failed to answer.`, common);
 }

@@ -1,7 +1,17 @@
 import type { Catalog } from '@gateway/catalog';
 import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { decodeUsageEvents, ensureUsageStream, PoisonMessageError, startDurableConsumer, USAGE_STREAM, USAGE_SUBJECT, USAGE_SUBJECTS, type NatsConnection, type RunningConsumer } from '@gateway/messaging';
+import {
+  decodeUsageEvents,
+  ensureUsageStream,
+  PoisonMessageError,
+  startDurableConsumer,
+  USAGE_STREAM,
+  USAGE_SUBJECT,
+  USAGE_SUBJECTS,
+  type NatsConnection,
+  type RunningConsumer,
+} from '@gateway/messaging';
 import { prometheus, type Tracing } from '@gateway/observability';
 import { loadGatewayGrpc, type UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
@@ -74,7 +84,13 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   let pruneThrough = 0;
   // Whether the earlier layout's set of this stream may hold records (until a sweep finds it empty).
   let earlierRecords = true;
-  const meter = createUsageMeter({ ...dependencies, stream, pruneThrough: () => pruneThrough, earlierRecords: () => earlierRecords, redisReplicas: dependencies.redisReplicas });
+  const meter = createUsageMeter({
+    ...dependencies,
+    stream,
+    pruneThrough: () => pruneThrough,
+    earlierRecords: () => earlierRecords,
+    redisReplicas: dependencies.redisReplicas,
+  });
   const poison = new prometheus.Counter({
     name: 'gateway_metering_poison_messages_total',
     help: 'Usage messages terminated because they can never be metered, by reason.',
@@ -109,16 +125,24 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   };
   const schedulePrune = () => {
     pruneTimer = setTimeout(() => {
-      prune().catch((error: unknown) => logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval')).finally(() => {
-        if (pruneTimer) schedulePrune();
-      });
+      prune()
+        .catch((error: unknown) => logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval'))
+        .finally(() => {
+          if (pruneTimer) schedulePrune();
+        });
     }, pruneIntervalMs);
     pruneTimer.unref();
   };
 
   let consumer: RunningConsumer | undefined;
   return {
-    grpc: createGatewayServer([{ name: USAGE_SERVICE_NAME, definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service, handlers: createUsageService({ redis: dependencies.redis, logger }) }]),
+    grpc: createGatewayServer([
+      {
+        name: USAGE_SERVICE_NAME,
+        definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
+        handlers: createUsageService({ redis: dependencies.redis, logger }),
+      },
+    ]),
     start: async () => {
       await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas });
       // Most deployments never had the earlier layout: no extra lookup per event for them.

@@ -32,7 +32,8 @@ describe('metering configuration', () => {
   ];
   it('takes a NATS cluster as a list of servers and its replica count', () => {
     expect(loadMeteringConfig({ NATS_URL: 'nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222', USAGE_STREAM_REPLICAS: '3' })).toMatchObject({
-      NATS_URL: 'nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222', USAGE_STREAM_REPLICAS: 3,
+      NATS_URL: 'nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222',
+      USAGE_STREAM_REPLICAS: 3,
     });
   });
 
@@ -42,7 +43,7 @@ describe('metering configuration', () => {
 });
 
 describe('.env.example', () => {
-  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+  it("lists every variable the service reads, here and in the repository's, and nothing it does not", () => {
     const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
     const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
     expect(envExampleProblems(MeteringConfigSchema, own, { complete: true })).toEqual([]);

@@ -14,11 +14,30 @@ const nc = await connectNats(config.NATS_URL, 'metering', logger);
 const registry = createRegistry('metering');
 
 const tracing = startTracing('metering');
-const metering = createServer({ nc, redis, catalog, logger, registry, tracing, ...usageNames(config.USAGE_STREAM), replicas: config.USAGE_STREAM_REPLICAS, dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS, redisReplicas: config.REDIS_WAIT_REPLICAS });
+const metering = createServer({
+  nc,
+  redis,
+  catalog,
+  logger,
+  registry,
+  tracing,
+  ...usageNames(config.USAGE_STREAM),
+  replicas: config.USAGE_STREAM_REPLICAS,
+  dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
+  redisReplicas: config.REDIS_WAIT_REPLICAS,
+});
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
-const metrics = await startMetricsServer(registry, config.METERING_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed());
-logger.info({ address: config.METERING_LISTEN_ADDR, port, metrics_port: metrics.port, catalog_path: config.CATALOG_PATH, models: catalog.models.length }, 'metering running');
+const metrics = await startMetricsServer(
+  registry,
+  config.METERING_METRICS_PORT,
+  '0.0.0.0',
+  () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed(),
+);
+logger.info(
+  { address: config.METERING_LISTEN_ADDR, port, metrics_port: metrics.port, catalog_path: config.CATALOG_PATH, models: catalog.models.length },
+  'metering running',
+);
 
 const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5_000, async () => {
   await metering.grpc.shutdown(config.METERING_SHUTDOWN_GRACE_MS);

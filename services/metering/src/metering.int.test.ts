@@ -20,9 +20,18 @@ const ECONOMY = `test-economy-${run}`;
 
 function model(id: string, pricing: CatalogModel['pricing']): CatalogModel {
   return {
-    id, provider: 'simulated', owned_by: 'test', created: 0, upstream: { model: id }, pricing,
-    context_window: 128_000, max_output_tokens: 4_096, capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
-    quality_tier: 'standard', fallbacks: [], simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 },
+    id,
+    provider: 'simulated',
+    owned_by: 'test',
+    created: 0,
+    upstream: { model: id },
+    pricing,
+    context_window: 128_000,
+    max_output_tokens: 4_096,
+    capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
+    quality_tier: 'standard',
+    fallbacks: [],
+    simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 },
   };
 }
 
@@ -52,14 +61,31 @@ async function counterValue(registry: prometheus.Registry, name: string, labels:
   const metric = registry.getSingleMetric(name);
   if (!metric) return 0;
   const { values } = await metric.get();
-  return values.filter((value) => Object.entries(labels).every(([label, expected]) => value.labels[label] === expected)).reduce((sum, value) => sum + value.value, 0);
+  return values
+    .filter((value) => Object.entries(labels).every(([label, expected]) => value.labels[label] === expected))
+    .reduce((sum, value) => sum + value.value, 0);
 }
 
 /** A stream, subject and metering consumer of one test group, so nothing else reads or writes them. */
-async function startMetering(nc: NatsConnection, redis: RedisClient, options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs' | 'quotaPrefix'> = {}, id = randomUUID().replaceAll('-', '')) {
+async function startMetering(
+  nc: NatsConnection,
+  redis: RedisClient,
+  options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs' | 'quotaPrefix'> = {},
+  id = randomUUID().replaceAll('-', ''),
+) {
   const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
   const registry = createRegistry('metering-test');
-  const metering: MeteringServer = createServer({ nc, redis, catalog, logger, registry, ...names, durableName: `metering-${id}`, backoffMs: [200, 400], ...options });
+  const metering: MeteringServer = createServer({
+    nc,
+    redis,
+    catalog,
+    logger,
+    registry,
+    ...names,
+    durableName: `metering-${id}`,
+    backoffMs: [200, 400],
+    ...options,
+  });
   await metering.start();
   return { ...names, registry, metering, publisher: new UsagePublisher(nc, logger, { subject: names.subject }) };
 }
@@ -86,7 +112,9 @@ describe('metering', () => {
     const manager = await nc.jetstreamManager();
     for (const stream of streams) await manager.streams.delete(stream).catch(() => undefined);
     await deleteMatching(inspector, `metering:*${run}*`);
-    await Promise.all((await inspector.smembers('metering:keys')).filter((keyId) => keyId.includes(run)).map((keyId) => inspector.srem('metering:keys', keyId)));
+    await Promise.all(
+      (await inspector.smembers('metering:keys')).filter((keyId) => keyId.includes(run)).map((keyId) => inspector.srem('metering:keys', keyId)),
+    );
     await nc.drain();
     redis.disconnect();
     await inspector.quit();
@@ -102,13 +130,27 @@ describe('metering', () => {
       const window = `${prefix}window:{${keyId}}:`;
       const [seconds] = await inspector.time();
       const now = Number(seconds) * 1000;
-      await inspector.multi().zadd(`${window}requests`, now, 'r1').zadd(`${window}tokens`, now, 'r1').hset(`${window}charges`, 't:r1', 5_000, 'total', 5_000).exec();
+      await inspector
+        .multi()
+        .zadd(`${window}requests`, now, 'r1')
+        .zadd(`${window}tokens`, now, 'r1')
+        .hset(`${window}charges`, 't:r1', 5_000, 'total', 5_000)
+        .exec();
       const event = usageEvent({ key_id: keyId, reservation_id: `${keyId}:r1` });
       settling.publisher.publish(event);
       settling.publisher.publish({ ...event });
       await eventually(async () => (await keyTotals(redis, keyId)).requests === 1, 'the event to be metered');
       // Redelivered after it was metered: neither metered nor settled again.
-      expect(await recordEvent(redis, settling.stream, event.event_id!, 1, { key_id: keyId, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n }, { reservationId: `${keyId}:r1`, actualTokens: 99, prefix })).toBe(false);
+      expect(
+        await recordEvent(
+          redis,
+          settling.stream,
+          event.event_id!,
+          1,
+          { key_id: keyId, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n },
+          { reservationId: `${keyId}:r1`, actualTokens: 99, prefix },
+        ),
+      ).toBe(false);
       expect(await inspector.hgetall(`${window}charges`)).toEqual({ 't:r1': '1550', 's:r1': '1', total: '1550' });
       expect((await keyTotals(redis, keyId)).requests).toBe(1);
       await inspector.del(`${window}requests`, `${window}tokens`, `${window}charges`, `${window}pending`);
@@ -122,7 +164,10 @@ describe('metering', () => {
     const event = usageEvent({ key_id: `key_${run}exact` });
     const modelBefore = await modelTotals(redis, PREMIUM);
     main.publisher.publish(event);
-    const totals = await eventually(async () => { const found = await keyTotals(redis, event.key_id!); return found.requests === 1 && found; }, 'the event to be metered');
+    const totals = await eventually(async () => {
+      const found = await keyTotals(redis, event.key_id!);
+      return found.requests === 1 && found;
+    }, 'the event to be metered');
     // (1200 - 200) x 2.5 + 200 x 1.25 + 350 x 10 micro-USD = 6,250 micro-USD = 6.25e9 pico-USD.
     expect(totals).toEqual({ requests: 1, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200, cost_pico_usd: 6_250_000_000n, cost_usd: 0.00625 });
     expect(totals.cost_pico_usd).toBe(costPicoUsd(models[0].pricing, event.usage!));
@@ -139,8 +184,18 @@ describe('metering', () => {
     await main.publisher.flush(5_000);
     // A redelivery: the same event as a distinct message, which JetStream cannot de-duplicate.
     await nc.jetstream().publish(main.subject, encodeUsageEvent(event), { msgID: `redelivery-${event.event_id}` });
-    await eventually(async () => (await counterValue(main.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1, 'the redelivery to be seen as a duplicate');
-    expect(await keyTotals(redis, keyId)).toEqual({ requests: 1, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200, cost_pico_usd: 6_250_000_000n, cost_usd: 0.00625 });
+    await eventually(
+      async () => (await counterValue(main.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1,
+      'the redelivery to be seen as a duplicate',
+    );
+    expect(await keyTotals(redis, keyId)).toEqual({
+      requests: 1,
+      prompt_tokens: 1_200,
+      completion_tokens: 350,
+      cached_tokens: 200,
+      cost_pico_usd: 6_250_000_000n,
+      cost_usd: 0.00625,
+    });
   });
 
   it('meters every event of a batch once, skips only its poison events, and meters none twice when the batch comes again', async () => {
@@ -148,15 +203,25 @@ describe('metering', () => {
     streams.push(batching.stream);
     try {
       const keyId = `key_${run}batch`;
-      const good = [usageEvent({ key_id: keyId }), usageEvent({ key_id: keyId }), usageEvent({ key_id: keyId, usage: { prompt_tokens: 10, completion_tokens: 5 } })];
+      const good = [
+        usageEvent({ key_id: keyId }),
+        usageEvent({ key_id: keyId }),
+        usageEvent({ key_id: keyId, usage: { prompt_tokens: 10, completion_tokens: 5 } }),
+      ];
       const batch = encodeUsageEventBatch([good[0]!, usageEvent({ model_id: 'no-such-model' }), good[1]!, good[2]!]);
       await nc.jetstream().publish(batching.subject, batch, { msgID: `batch-${run}-1` });
       await eventually(async () => (await keyTotals(redis, keyId)).requests === 3, 'the batch to be metered');
       // The same batch again as another message (a publisher that lost its acknowledgement after
       // the stream's duplicate window): nothing is metered twice.
       await nc.jetstream().publish(batching.subject, batch, { msgID: `batch-${run}-2` });
-      await eventually(async () => (await counterValue(batching.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' })) === 2, 'the poison event of both copies to be counted');
-      await eventually(async () => (await counterValue(batching.registry, 'gateway_metering_events_total', { result: 'duplicate' })) === 3, 'the second copy to be seen as duplicates');
+      await eventually(
+        async () => (await counterValue(batching.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' })) === 2,
+        'the poison event of both copies to be counted',
+      );
+      await eventually(
+        async () => (await counterValue(batching.registry, 'gateway_metering_events_total', { result: 'duplicate' })) === 3,
+        'the second copy to be seen as duplicates',
+      );
       const totals = await keyTotals(redis, keyId);
       expect(totals.requests).toBe(3);
       expect(totals.cost_pico_usd).toBe(good.reduce((sum, event) => sum + costPicoUsd(models[0].pricing, event.usage!), 0n));
@@ -195,16 +260,39 @@ describe('metering', () => {
       usageEvent({ key_id: bob, model_id: ECONOMY, usage: { prompt_tokens: 50, completion_tokens: 0 }, outcome: 'OUTCOME_FAILED' }),
     ];
     for (const event of events) main.publisher.publish(event);
-    await eventually(async () => (await Promise.all(events.map((event) => isMetered(redis, main.stream, event.key_id!, event.event_id!)))).every(Boolean), 'all four events to be metered');
+    await eventually(
+      async () => (await Promise.all(events.map((event) => isMetered(redis, main.stream, event.key_id!, event.event_id!)))).every(Boolean),
+      'all four events to be metered',
+    );
 
     // Premium: 100 x 2.5 + 10 x 10 = 350 micro-USD.
     // Economy: 600 x 0.15 + 400 x 0.075 + 500 x 0.6 = 420; 7 x 0.15 + 3 x 0.6 = 2.85; 50 x 0.15 = 7.5.
-    expect(await keyTotals(redis, alice)).toEqual({ requests: 3, prompt_tokens: 1_107, completion_tokens: 513, cached_tokens: 400, cost_pico_usd: 772_850_000n, cost_usd: 0.00077285 });
-    expect(await keyTotals(redis, bob)).toEqual({ requests: 1, prompt_tokens: 50, completion_tokens: 0, cached_tokens: 0, cost_pico_usd: 7_500_000n, cost_usd: 0.0000075 });
+    expect(await keyTotals(redis, alice)).toEqual({
+      requests: 3,
+      prompt_tokens: 1_107,
+      completion_tokens: 513,
+      cached_tokens: 400,
+      cost_pico_usd: 772_850_000n,
+      cost_usd: 0.00077285,
+    });
+    expect(await keyTotals(redis, bob)).toEqual({
+      requests: 1,
+      prompt_tokens: 50,
+      completion_tokens: 0,
+      cached_tokens: 0,
+      cost_pico_usd: 7_500_000n,
+      cost_usd: 0.0000075,
+    });
     const economy = await modelTotals(redis, ECONOMY);
     expect(economy).toMatchObject({ requests: 3, prompt_tokens: 1_057, completion_tokens: 503, cached_tokens: 400, cost_pico_usd: 430_350_000n });
     // Kept per key and model in the key's slot; a model's totals are their sum over keys.
-    expect(await keyModelTotals(redis, alice, ECONOMY)).toMatchObject({ requests: 2, prompt_tokens: 1_007, completion_tokens: 503, cached_tokens: 400, cost_pico_usd: 422_850_000n });
+    expect(await keyModelTotals(redis, alice, ECONOMY)).toMatchObject({
+      requests: 2,
+      prompt_tokens: 1_007,
+      completion_tokens: 503,
+      cached_tokens: 400,
+      cost_pico_usd: 422_850_000n,
+    });
     expect(await keyModelTotals(redis, alice, PREMIUM)).toMatchObject({ requests: 1, prompt_tokens: 100, completion_tokens: 10, cost_pico_usd: 350_000_000n });
     expect(await keyModelTotals(redis, bob, PREMIUM)).toMatchObject({ requests: 0, cost_pico_usd: 0n });
   });
@@ -255,40 +343,56 @@ describe('metering', () => {
   });
 
   // Through a TCP proxy to one server; a cluster's failover has a drill of its own.
-  it.skipIf(parseRedisUrl(process.env.REDIS_URL ?? 'redis://x').cluster)('leaves events unacknowledged while Redis is down and meters them once it is back', async () => {
-    const target = new URL(await redisUrl());
-    const proxy = await startTcpProxy(0, target.hostname, Number(target.port));
-    const flakyRedis = createRedis(`redis://127.0.0.1:${proxy.port}`, logger);
-    await eventually(() => flakyRedis.status === 'ready', 'redis through the proxy to be ready');
-    const flaky = await startMetering(nc, flakyRedis);
-    streams.push(flaky.stream);
-    try {
-      await proxy.close();
-      const event = usageEvent({ key_id: `key_${run}outage` });
-      flaky.publisher.publish(event);
-      await flaky.publisher.flush(5_000);
-      const manager = await nc.jetstreamManager();
-      await eventually(async () => {
-        const info = (await manager.consumers.list(flaky.stream).next())[0];
-        return info && info.num_redelivered > 0;
-      }, 'the event to be handed back for redelivery', 10_000);
-      expect(await isMetered(redis, flaky.stream, event.key_id!, event.event_id!)).toBe(false);
-
-      const reopened = await startTcpProxy(proxy.port, target.hostname, Number(target.port));
+  it.skipIf(parseRedisUrl(process.env.REDIS_URL ?? 'redis://x').cluster)(
+    'leaves events unacknowledged while Redis is down and meters them once it is back',
+    async () => {
+      const target = new URL(await redisUrl());
+      const proxy = await startTcpProxy(0, target.hostname, Number(target.port));
+      const flakyRedis = createRedis(`redis://127.0.0.1:${proxy.port}`, logger);
+      await eventually(() => flakyRedis.status === 'ready', 'redis through the proxy to be ready');
+      const flaky = await startMetering(nc, flakyRedis);
+      streams.push(flaky.stream);
       try {
-        const totals = await eventually(async () => { const found = await keyTotals(redis, event.key_id!); return found.requests > 0 && found; }, 'the event to be metered after Redis returned', 15_000, 100);
-        expect(totals.cost_pico_usd).toBe(6_250_000_000n);
-        expect(totals.requests).toBe(1);
+        await proxy.close();
+        const event = usageEvent({ key_id: `key_${run}outage` });
+        flaky.publisher.publish(event);
+        await flaky.publisher.flush(5_000);
+        const manager = await nc.jetstreamManager();
+        await eventually(
+          async () => {
+            const info = (await manager.consumers.list(flaky.stream).next())[0];
+            return info && info.num_redelivered > 0;
+          },
+          'the event to be handed back for redelivery',
+          10_000,
+        );
+        expect(await isMetered(redis, flaky.stream, event.key_id!, event.event_id!)).toBe(false);
+
+        const reopened = await startTcpProxy(proxy.port, target.hostname, Number(target.port));
+        try {
+          const totals = await eventually(
+            async () => {
+              const found = await keyTotals(redis, event.key_id!);
+              return found.requests > 0 && found;
+            },
+            'the event to be metered after Redis returned',
+            15_000,
+            100,
+          );
+          expect(totals.cost_pico_usd).toBe(6_250_000_000n);
+          expect(totals.requests).toBe(1);
+        } finally {
+          await flaky.metering.stop();
+          flaky.publisher.close();
+          flakyRedis.disconnect();
+          await reopened.close();
+        }
       } finally {
-        await flaky.metering.stop();
-        flaky.publisher.close();
-        flakyRedis.disconnect();
-        await reopened.close();
+        await proxy.close();
       }
-    } finally {
-      await proxy.close();
-    }
-  }, 30_000);
+    },
+    30_000,
+  );
 
   it('keeps de-duplication records only while an event can come back: pruned below the ack floor, kept above it', async () => {
     const pruning = await startMetering(nc, redis, { dedupRetentionMs: 0, dedupPruneIntervalMs: 100 });
@@ -299,9 +403,21 @@ describe('metering', () => {
       for (const event of events) pruning.publisher.publish(event);
       // A record above the consumer's ack floor (a metered event not yet acknowledged) must survive.
       await inspector.sadd('metering:keys', `key_${run}inflight`);
-      await recordEvent(redis, pruning.stream, 'evt-in-flight', 1_000_000_000, { key_id: `key_${run}inflight`, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n });
+      await recordEvent(redis, pruning.stream, 'evt-in-flight', 1_000_000_000, {
+        key_id: `key_${run}inflight`,
+        model_id: PREMIUM,
+        prompt_tokens: 1,
+        completion_tokens: 1,
+        cached_tokens: 0,
+        cost_pico_usd: 1n,
+      });
       await eventually(async () => (await keyTotals(redis, keyId)).requests === 50, 'the fifty events to be metered');
-      await eventually(async () => (await inspector.zcard(dedupKey(pruning.stream, keyId))) === 0, 'the acknowledged events\' records to be pruned', 10_000, 100);
+      await eventually(
+        async () => (await inspector.zcard(dedupKey(pruning.stream, keyId))) === 0,
+        "the acknowledged events' records to be pruned",
+        10_000,
+        100,
+      );
       expect(await isMetered(redis, pruning.stream, `key_${run}inflight`, 'evt-in-flight')).toBe(true);
       expect(await counterValue(pruning.registry, 'gateway_metering_dedup_records')).toBe(1);
       // Pruned or not, what was metered stays metered once.

@@ -2,7 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callUnary, createClient, createGatewayServer, GatewayError, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { loadGatewayGrpc, type ListRecentRequestsResponseOutput, type QueryUsageRequest, type QueryUsageResponseOutput, type UsageServiceClient } from '@gateway/proto';
+import {
+  loadGatewayGrpc,
+  type ListRecentRequestsResponseOutput,
+  type QueryUsageRequest,
+  type QueryUsageResponseOutput,
+  type UsageServiceClient,
+} from '@gateway/proto';
 import { DAY_MS, spendDayField, spendKeyName, spendMonthField } from '@gateway/quota';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
@@ -16,7 +22,11 @@ const STREAM = `USAGE_BUCKETS_${randomUUID().slice(0, 8)}`;
 
 /** A key id as auth draws them: `key_` and 16 letters or digits. */
 function newKeyId(): string {
-  return `key_${randomBytes(12).toString('base64').replace(/[^A-Za-z0-9]/g, '').padEnd(16, 'x').slice(0, 16)}`;
+  return `key_${randomBytes(12)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, '')
+    .padEnd(16, 'x')
+    .slice(0, 16)}`;
 }
 
 describe('usage buckets', () => {
@@ -30,14 +40,29 @@ describe('usage buckets', () => {
   const base = Math.floor(Date.now() / DAY_MS) * DAY_MS - 2 * DAY_MS + 22 * HOUR;
   let sequence = 0;
 
-  const record = (keyId: string, modelId: string, atMs: number, usage: Partial<EventUsage> = {}, eventId = `evt-${randomUUID()}`) => recordEvent(redis, STREAM, eventId, (sequence += 1), {
-    key_id: keyId, model_id: modelId, prompt_tokens: 10, completion_tokens: 20, cached_tokens: 0, cost_pico_usd: 1_000_000n, received_at_ms: atMs, ...usage,
-  });
-  const query = (request: QueryUsageRequest) => callUnary<QueryUsageRequest, QueryUsageResponseOutput>(client, client.QueryUsage, request, { deadlineMs: 5_000 });
+  const record = (keyId: string, modelId: string, atMs: number, usage: Partial<EventUsage> = {}, eventId = `evt-${randomUUID()}`) =>
+    recordEvent(redis, STREAM, eventId, (sequence += 1), {
+      key_id: keyId,
+      model_id: modelId,
+      prompt_tokens: 10,
+      completion_tokens: 20,
+      cached_tokens: 0,
+      cost_pico_usd: 1_000_000n,
+      received_at_ms: atMs,
+      ...usage,
+    });
+  const query = (request: QueryUsageRequest) =>
+    callUnary<QueryUsageRequest, QueryUsageResponseOutput>(client, client.QueryUsage, request, { deadlineMs: 5_000 });
 
   beforeAll(async () => {
     redis = connectRedis(await redisUrl());
-    server = createGatewayServer([{ name: 'gateway.usage.v1.UsageService', definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service, handlers: createUsageService({ redis, logger }) }]);
+    server = createGatewayServer([
+      {
+        name: 'gateway.usage.v1.UsageService',
+        definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
+        handlers: createUsageService({ redis, logger }),
+      },
+    ]);
     const port = await server.listen('127.0.0.1:0');
     client = createClient(loadGatewayGrpc().gateway.usage.v1.UsageService, `127.0.0.1:${port}`);
 
@@ -48,7 +73,13 @@ describe('usage buckets', () => {
     expect(await record(alice, models[0]!, base + 6 * 60_000, {}, repeated)).toBe(false);
     await record(alice, models[0]!, base + 59 * 60_000 + 59_999, { prompt_tokens: 7, completion_tokens: 0, cost_pico_usd: 3n });
     await record(alice, models[0]!, base + 90 * 60_000, { prompt_tokens: 0, completion_tokens: 0, cost_pico_usd: 0n, failed: true });
-    await record(alice, models[1]!, base + 2 * HOUR + 1, { prompt_tokens: 100, completion_tokens: 50, cached_tokens: 40, cost_pico_usd: 123_456_789_012n, fell_back: true });
+    await record(alice, models[1]!, base + 2 * HOUR + 1, {
+      prompt_tokens: 100,
+      completion_tokens: 50,
+      cached_tokens: 40,
+      cost_pico_usd: 123_456_789_012n,
+      fell_back: true,
+    });
     // bob: one event of B on the same day as alice's first.
     await record(bob, models[1]!, base + HOUR / 2, { prompt_tokens: 1, completion_tokens: 1, cost_pico_usd: 5n });
   });
@@ -62,7 +93,13 @@ describe('usage buckets', () => {
 
   const seconds = (ms: number) => Math.floor(ms / 1000);
   const counts = (requests: number, prompt: number, completion: number, cached: number, cost: string, errors = 0, fallbacks = 0) => ({
-    requests, prompt_tokens: prompt, completion_tokens: completion, cached_tokens: cached, cost_pico_usd: cost, errors, fallbacks,
+    requests,
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    cached_tokens: cached,
+    cost_pico_usd: cost,
+    errors,
+    fallbacks,
   });
 
   it('counts every event once in its UTC hour, per key and model, errors and fallbacks included', async () => {
@@ -70,18 +107,29 @@ describe('usage buckets', () => {
     const shown = rows.map((row) => ({ start: Number(row.start), key: row.key_id, model: row.model_id, counts: { ...row.counts } }));
     // Counts that are zero are absent on the wire (proto3); fill them for the comparison.
     for (const row of shown) row.counts = { ...counts(0, 0, 0, 0, '0'), ...row.counts, requests: Number(row.counts.requests) };
-    expect(shown).toEqual([
-      { start: seconds(base), key: alice, model: models[0], counts: counts(2, 17, 20, 0, '1000003') },
-      { start: seconds(base), key: bob, model: models[1], counts: counts(1, 1, 1, 0, '5') },
-      { start: seconds(base + HOUR), key: alice, model: models[0], counts: counts(1, 0, 0, 0, '0', 1) },
-      { start: seconds(base + 2 * HOUR), key: alice, model: models[1], counts: counts(1, 100, 50, 40, '123456789012', 0, 1) },
-    ].sort((a, b) => a.start - b.start || a.key.localeCompare(b.key) || a.model!.localeCompare(b.model!)));
+    expect(shown).toEqual(
+      [
+        { start: seconds(base), key: alice, model: models[0], counts: counts(2, 17, 20, 0, '1000003') },
+        { start: seconds(base), key: bob, model: models[1], counts: counts(1, 1, 1, 0, '5') },
+        { start: seconds(base + HOUR), key: alice, model: models[0], counts: counts(1, 0, 0, 0, '0', 1) },
+        { start: seconds(base + 2 * HOUR), key: alice, model: models[1], counts: counts(1, 100, 50, 40, '123456789012', 0, 1) },
+      ].sort((a, b) => a.start - b.start || a.key.localeCompare(b.key) || a.model!.localeCompare(b.model!)),
+    );
   });
 
   it('counts the same events in UTC days, split at midnight', async () => {
     const { rows } = await query({ start: seconds(base - 3 * DAY_MS), end: seconds(base + 3 * DAY_MS), bucket: 'BUCKET_WIDTH_DAY', key_ids: [alice] });
     const day = Math.floor(base / DAY_MS) * DAY_MS;
-    expect(rows.map((row) => [Number(row.start), row.model_id, Number(row.counts?.requests ?? 0), row.counts?.cost_pico_usd ?? '0', Number(row.counts?.errors ?? 0), Number(row.counts?.fallbacks ?? 0)])).toEqual([
+    expect(
+      rows.map((row) => [
+        Number(row.start),
+        row.model_id,
+        Number(row.counts?.requests ?? 0),
+        row.counts?.cost_pico_usd ?? '0',
+        Number(row.counts?.errors ?? 0),
+        Number(row.counts?.fallbacks ?? 0),
+      ]),
+    ).toEqual([
       [seconds(day), models[0], 3, '1000003', 1, 0],
       [seconds(day + DAY_MS), models[1], 1, '123456789012', 0, 1],
     ]);
@@ -91,7 +139,9 @@ describe('usage buckets', () => {
     const inside = await query({ start: seconds(base + 30 * 60_000), end: seconds(base + HOUR), bucket: 'BUCKET_WIDTH_HOUR', key_ids: [alice] });
     expect(inside.rows.map((row) => Number(row.start))).toEqual([seconds(base)]);
     expect((await query({ start: seconds(base), end: seconds(base), bucket: 'BUCKET_WIDTH_HOUR', key_ids: [alice] })).rows).toEqual([]);
-    expect((await query({ start: seconds(base - 10 * DAY_MS), end: seconds(base - 9 * DAY_MS), bucket: 'BUCKET_WIDTH_DAY', key_ids: [alice] })).rows).toEqual([]);
+    expect((await query({ start: seconds(base - 10 * DAY_MS), end: seconds(base - 9 * DAY_MS), bucket: 'BUCKET_WIDTH_DAY', key_ids: [alice] })).rows).toEqual(
+      [],
+    );
     // A key with no usage, and a malformed key id, read nothing.
     expect((await query({ start: 0, end: seconds(Date.now()), bucket: 'BUCKET_WIDTH_DAY', key_ids: [newKeyId(), 'key_../../*'] })).rows).toEqual([]);
   });
@@ -142,14 +192,33 @@ describe('usage buckets', () => {
     try {
       for (let index = 0; index < RECENT_REQUESTS_PER_KEY + 5; index += 1) {
         await recordEvent(redis, STREAM, `evt-${randomUUID()}`, (sequence += 1), {
-          key_id: erin, model_id: models[0]!, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n, received_at_ms: base + index,
-          recent: JSON.stringify({ key_id: erin, received_at_ms: base + index, model_id: models[0], outcome: 'OUTCOME_COMPLETED', auto: { score: 0.5, tier: 'economy', policy: 'balanced' } }),
+          key_id: erin,
+          model_id: models[0]!,
+          prompt_tokens: 1,
+          completion_tokens: 1,
+          cached_tokens: 0,
+          cost_pico_usd: 1n,
+          received_at_ms: base + index,
+          recent: JSON.stringify({
+            key_id: erin,
+            received_at_ms: base + index,
+            model_id: models[0],
+            outcome: 'OUTCOME_COMPLETED',
+            auto: { score: 0.5, tier: 'economy', policy: 'balanced' },
+          }),
         });
       }
-      const listed = await callUnary<{ limit: number; key_id: string }, ListRecentRequestsResponseOutput>(client, client.ListRecentRequests, { limit: 200, key_id: erin }, { deadlineMs: 5_000 });
+      const listed = await callUnary<{ limit: number; key_id: string }, ListRecentRequestsResponseOutput>(
+        client,
+        client.ListRecentRequests,
+        { limit: 200, key_id: erin },
+        { deadlineMs: 5_000 },
+      );
       expect(listed.requests).toHaveLength(RECENT_REQUESTS_PER_KEY);
       expect(listed.requests[0]).toMatchObject({ received_at_ms: base + RECENT_REQUESTS_PER_KEY + 4, auto: { score: 0.5, tier: 'economy' } });
-      expect(listed.requests.map((request) => Number(request.received_at_ms))).toEqual([...listed.requests.map((request) => Number(request.received_at_ms))].sort((a, b) => b - a));
+      expect(listed.requests.map((request) => Number(request.received_at_ms))).toEqual(
+        [...listed.requests.map((request) => Number(request.received_at_ms))].sort((a, b) => b - a),
+      );
     } finally {
       await deleteMatching(redis, `metering:*{${erin}}*`);
     }

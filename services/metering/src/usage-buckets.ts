@@ -111,7 +111,13 @@ export interface UsageBucket {
 export type BucketWidth = 'hour' | 'day';
 
 const COUNT_FIELDS: Record<string, keyof BucketCounts> = {
-  r: 'requests', p: 'prompt_tokens', c: 'completion_tokens', k: 'cached_tokens', $: 'cost_pico_usd', e: 'errors', f: 'fallbacks',
+  r: 'requests',
+  p: 'prompt_tokens',
+  c: 'completion_tokens',
+  k: 'cached_tokens',
+  $: 'cost_pico_usd',
+  e: 'errors',
+  f: 'fallbacks',
 };
 
 function emptyCounts(): BucketCounts {
@@ -139,7 +145,14 @@ function bucketsOf(hash: Record<string, string>, keyId: string, modelId: string,
  * overlap [startMs, endMs), by start, then key, then model. Only what is still retained is read:
  * the range is clamped to the retention, so a range older than that is simply empty.
  */
-export async function readBuckets(redis: RedisClient, keyIds: readonly string[], width: BucketWidth, startMs: number, endMs: number, nowMs = Date.now()): Promise<UsageBucket[]> {
+export async function readBuckets(
+  redis: RedisClient,
+  keyIds: readonly string[],
+  width: BucketWidth,
+  startMs: number,
+  endMs: number,
+  nowMs = Date.now(),
+): Promise<UsageBucket[]> {
   if (endMs <= startMs || keyIds.length === 0) return [];
   const hourly = width === 'hour';
   const oldest = nowMs - (hourly ? HOURLY_RETENTION_MS : DAILY_RETENTION_MS) - (hourly ? DAY_MS : 31 * DAY_MS);
@@ -150,14 +163,22 @@ export async function readBuckets(redis: RedisClient, keyIds: readonly string[],
   const units: number[] = [];
   for (let unit = hourly ? utcDay(from) : utcMonth(from); unit <= (hourly ? utcDay(to - 1) : utcMonth(to - 1)); unit += 1) units.push(unit);
   const found: UsageBucket[] = [];
-  await Promise.all(keyIds.map(async (keyId) => {
-    const models = await redis.smembers(modelsKey(keyId));
-    await Promise.all(models.flatMap((modelId) => units.map(async (unit) => {
-      const hash = await redis.hgetall(hourly ? hourlyKey(keyId, modelId, unit) : dailyKey(keyId, modelId, unit));
-      const buckets = hourly ? bucketsOf(hash, keyId, modelId, unit * DAY_MS, 0, HOUR_MS) : bucketsOf(hash, keyId, modelId, utcMonthStartMs(unit), 1, DAY_MS);
-      for (const bucket of buckets) if (bucket.startMs + (hourly ? HOUR_MS : DAY_MS) > startMs && bucket.startMs < endMs) found.push(bucket);
-    })));
-  }));
+  await Promise.all(
+    keyIds.map(async (keyId) => {
+      const models = await redis.smembers(modelsKey(keyId));
+      await Promise.all(
+        models.flatMap((modelId) =>
+          units.map(async (unit) => {
+            const hash = await redis.hgetall(hourly ? hourlyKey(keyId, modelId, unit) : dailyKey(keyId, modelId, unit));
+            const buckets = hourly
+              ? bucketsOf(hash, keyId, modelId, unit * DAY_MS, 0, HOUR_MS)
+              : bucketsOf(hash, keyId, modelId, utcMonthStartMs(unit), 1, DAY_MS);
+            for (const bucket of buckets) if (bucket.startMs + (hourly ? HOUR_MS : DAY_MS) > startMs && bucket.startMs < endMs) found.push(bucket);
+          }),
+        ),
+      );
+    }),
+  );
   return found.sort((a, b) => a.startMs - b.startMs || a.keyId.localeCompare(b.keyId) || a.modelId.localeCompare(b.modelId));
 }
 
@@ -170,7 +191,10 @@ export async function readRecent(redis: RedisClient, limit: number, keyId?: stri
   const keys = await redis.zrevrange(RECENT_KEYS, 0, Math.min(limit, 100) - 1);
   const lists = await Promise.all(keys.map((key) => redis.lrange(recentKey(key), 0, limit - 1)));
   const entries = lists.flat().map((json) => ({ json, at: Number((JSON.parse(json) as { received_at_ms?: number }).received_at_ms ?? 0) }));
-  return entries.sort((a, b) => b.at - a.at).slice(0, limit).map((entry) => entry.json);
+  return entries
+    .sort((a, b) => b.at - a.at)
+    .slice(0, limit)
+    .map((entry) => entry.json);
 }
 
 /** Notes that a key has new requests listed, keeping the RECENT_KEYS_KEPT most recent keys. */

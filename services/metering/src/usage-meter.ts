@@ -42,10 +42,22 @@ const RECENT_KEY_REFRESH_MS = 5_000;
 function recentJson(event: UsageEventOutput, usage: { prompt_tokens: number; completion_tokens: number }, cost: bigint): string {
   const auto = event.auto ? { score: event.auto.score ?? 0, tier: event.auto.tier ?? '', policy: event.auto.policy ?? '' } : undefined;
   return JSON.stringify({
-    event_id: event.event_id, request_id: event.request_id ?? '', key_id: event.key_id, received_at_ms: event.received_at_ms ?? 0,
-    requested_model: event.requested_model ?? '', model_id: event.model_id, provider: event.provider ?? '', stream: event.stream === true,
-    outcome: event.outcome ?? 'OUTCOME_UNSPECIFIED', latency_ms: event.latency_ms ?? 0, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
-    cost_pico_usd: cost.toString(), fallback_attempts: event.fallback_attempts ?? 0, ...(auto ? { auto } : {}), error_code: event.error_code ?? '',
+    event_id: event.event_id,
+    request_id: event.request_id ?? '',
+    key_id: event.key_id,
+    received_at_ms: event.received_at_ms ?? 0,
+    requested_model: event.requested_model ?? '',
+    model_id: event.model_id,
+    provider: event.provider ?? '',
+    stream: event.stream === true,
+    outcome: event.outcome ?? 'OUTCOME_UNSPECIFIED',
+    latency_ms: event.latency_ms ?? 0,
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    cost_pico_usd: cost.toString(),
+    fallback_attempts: event.fallback_attempts ?? 0,
+    ...(auto ? { auto } : {}),
+    error_code: event.error_code ?? '',
   });
 }
 
@@ -67,10 +79,28 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   const { redis, catalog, logger } = dependencies;
   const quotaPrefix = dependencies.quotaPrefix ?? DEFAULT_QUOTA_PREFIX;
   const registers = dependencies.registry ? [dependencies.registry] : [];
-  const events = new prometheus.Counter({ name: 'gateway_metering_events_total', help: 'Usage events processed, by result (metered, duplicate).', labelNames: ['result'], registers });
-  const mismatches = new prometheus.Counter({ name: 'gateway_metering_cost_mismatch_total', help: 'Events whose cost reported by the edge differs from the metered cost.', registers });
-  const tokens = new prometheus.Counter({ name: 'gateway_metering_tokens_total', help: 'Metered tokens, by kind (prompt, completion, cached).', labelNames: ['kind'], registers });
-  const unreplicated = new prometheus.Counter({ name: 'gateway_metering_unreplicated_total', help: 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.', registers });
+  const events = new prometheus.Counter({
+    name: 'gateway_metering_events_total',
+    help: 'Usage events processed, by result (metered, duplicate).',
+    labelNames: ['result'],
+    registers,
+  });
+  const mismatches = new prometheus.Counter({
+    name: 'gateway_metering_cost_mismatch_total',
+    help: 'Events whose cost reported by the edge differs from the metered cost.',
+    registers,
+  });
+  const tokens = new prometheus.Counter({
+    name: 'gateway_metering_tokens_total',
+    help: 'Metered tokens, by kind (prompt, completion, cached).',
+    labelNames: ['kind'],
+    registers,
+  });
+  const unreplicated = new prometheus.Counter({
+    name: 'gateway_metering_unreplicated_total',
+    help: 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
+    registers,
+  });
   // Key ids already in METERED_KEYS: a key is added once per process, before its first event.
   const listed = new Set<string>();
   // When each key was last noted among the recently active keys.
@@ -86,7 +116,11 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     const model = catalog.byId.get(modelId);
     if (!model) throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
 
-    const usage = { prompt_tokens: event.usage?.prompt_tokens ?? 0, completion_tokens: event.usage?.completion_tokens ?? 0, cached_tokens: event.usage?.cached_tokens ?? 0 };
+    const usage = {
+      prompt_tokens: event.usage?.prompt_tokens ?? 0,
+      completion_tokens: event.usage?.completion_tokens ?? 0,
+      cached_tokens: event.usage?.cached_tokens ?? 0,
+    };
     const cost = costPicoUsd(model.pricing, usage);
     const reservationId = event.reservation_id ?? '';
     const settlement = reservationId ? { reservationId, actualTokens: event.usage?.total_tokens ?? 0, prefix: quotaPrefix } : undefined;
@@ -95,17 +129,25 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       if (listed.size >= LISTED_KEYS_CACHE_SIZE) listed.clear();
       listed.add(keyId);
     }
-    const meteredEarlier = dependencies.earlierRecords?.() === true && await isMeteredEarlier(redis, dependencies.stream, eventId);
+    const meteredEarlier = dependencies.earlierRecords?.() === true && (await isMeteredEarlier(redis, dependencies.stream, eventId));
     const receivedAtMs = Number(event.received_at_ms ?? 0);
     const recorded = {
-      key_id: keyId, model_id: modelId, ...usage, cost_pico_usd: cost, received_at_ms: receivedAtMs,
-      failed: event.outcome === 'OUTCOME_FAILED', fell_back: (event.fallback_attempts ?? 0) > 0, recent: recentJson(event, usage, cost),
+      key_id: keyId,
+      model_id: modelId,
+      ...usage,
+      cost_pico_usd: cost,
+      received_at_ms: receivedAtMs,
+      failed: event.outcome === 'OUTCOME_FAILED',
+      fell_back: (event.fallback_attempts ?? 0) > 0,
+      recent: recentJson(event, usage, cost),
     };
-    const metered = !meteredEarlier && await recordEvent(redis, dependencies.stream, eventId, sequence, recorded, settlement, {
-      pruneThrough: dependencies.pruneThrough?.() ?? 0,
-      replicas: dependencies.redisReplicas ?? 0,
-      onUnreplicated: () => unreplicated.inc(),
-    });
+    const metered =
+      !meteredEarlier &&
+      (await recordEvent(redis, dependencies.stream, eventId, sequence, recorded, settlement, {
+        pruneThrough: dependencies.pruneThrough?.() ?? 0,
+        replicas: dependencies.redisReplicas ?? 0,
+        onUnreplicated: () => unreplicated.inc(),
+      }));
     if (!metered) {
       events.inc({ result: 'duplicate' });
       logger.debug({ event_id: eventId }, 'usage event already metered');
@@ -126,7 +168,10 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     const reported = event.reported_cost_pico_usd ?? 0;
     if (reported !== 0 && BigInt(Math.trunc(reported)) !== cost) {
       mismatches.inc();
-      logger.warn({ event_id: eventId, request_id: event.request_id, key_id: keyId, model_id: modelId, reported_cost_pico_usd: reported, cost_pico_usd: cost.toString() }, 'reported cost differs from metered cost');
+      logger.warn(
+        { event_id: eventId, request_id: event.request_id, key_id: keyId, model_id: modelId, reported_cost_pico_usd: reported, cost_pico_usd: cost.toString() },
+        'reported cost differs from metered cost',
+      );
     }
     return 'metered';
   };
@@ -136,7 +181,13 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     const span = tracing.startSpan('metering.record', {
       kind: SpanKind.CONSUMER,
       parent: event.traceparent || undefined,
-      attributes: { 'messaging.system': 'nats', 'messaging.destination.name': dependencies.stream, 'gen_ai.response.model': event.model_id ?? '', 'gen_ai.usage.input_tokens': event.usage?.prompt_tokens ?? 0, 'gen_ai.usage.output_tokens': event.usage?.completion_tokens ?? 0 },
+      attributes: {
+        'messaging.system': 'nats',
+        'messaging.destination.name': dependencies.stream,
+        'gen_ai.response.model': event.model_id ?? '',
+        'gen_ai.usage.input_tokens': event.usage?.prompt_tokens ?? 0,
+        'gen_ai.usage.output_tokens': event.usage?.completion_tokens ?? 0,
+      },
     });
     try {
       const result = await meter(event, sequence);

@@ -5,7 +5,14 @@
  */
 import { GatewayError, GrpcStatus, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import type { ListRecentRequestsRequestOutput, ListRecentRequestsResponse, QueryUsageRequestOutput, QueryUsageResponse, RecentRequest, UsageServiceHandlers } from '@gateway/proto';
+import type {
+  ListRecentRequestsRequestOutput,
+  ListRecentRequestsResponse,
+  QueryUsageRequestOutput,
+  QueryUsageResponse,
+  RecentRequest,
+  UsageServiceHandlers,
+} from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { readBuckets, readRecent } from './usage-buckets.js';
 import { meteredKeys } from './usage-store.js';
@@ -53,7 +60,9 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
     if (!width) throw invalid('bucket must be BUCKET_WIDTH_HOUR or BUCKET_WIDTH_DAY.', 'bucket');
     if (request.key_ids.length > MAX_QUERY_KEYS) throw invalid(`At most ${MAX_QUERY_KEYS} key ids per query.`, 'key_ids');
     const named = request.key_ids.filter((keyId) => KEY_ID.test(keyId));
-    const buckets = await store(async () => readBuckets(redis, request.key_ids.length > 0 ? named : await meteredKeys(redis), width, start * 1000, end * 1000, now()));
+    const buckets = await store(async () =>
+      readBuckets(redis, request.key_ids.length > 0 ? named : await meteredKeys(redis), width, start * 1000, end * 1000, now()),
+    );
     return {
       rows: buckets.map((bucket) => ({
         start: Math.floor(bucket.startMs / 1000),

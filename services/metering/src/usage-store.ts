@@ -1,6 +1,19 @@
 import { picoUsdToUsd } from '@gateway/catalog';
 import { USAGE_MAX_AGE_MS } from '@gateway/messaging';
-import { DEFAULT_QUOTA_PREFIX, PENDING_MAX_AGE_MS, RESERVATION_PATTERN, SPEND_TTL_MS, spendDayField, spendKeyName, spendMonthField, utcDay, utcMonth, WINDOW_LUA, WINDOW_MS, windowKeyNames } from '@gateway/quota';
+import {
+  DEFAULT_QUOTA_PREFIX,
+  PENDING_MAX_AGE_MS,
+  RESERVATION_PATTERN,
+  SPEND_TTL_MS,
+  spendDayField,
+  spendKeyName,
+  spendMonthField,
+  utcDay,
+  utcMonth,
+  WINDOW_LUA,
+  WINDOW_MS,
+  windowKeyNames,
+} from '@gateway/quota';
 import { bucketNames, DAILY_RETENTION_MS, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
 
@@ -195,7 +208,15 @@ const REPLICA_WAIT_MS = 1_000;
  * stream sequence, by which its record is pruned. A malformed reservation id, or one of another
  * key than the event's, is not settled (its window lives in another slot).
  */
-export async function recordEvent(redis: RedisClient, stream: string, eventId: string, sequence: number, usage: EventUsage, settlement?: EventSettlement, options: RecordOptions = {}): Promise<boolean> {
+export async function recordEvent(
+  redis: RedisClient,
+  stream: string,
+  eventId: string,
+  sequence: number,
+  usage: EventUsage,
+  settlement?: EventSettlement,
+  options: RecordOptions = {},
+): Promise<boolean> {
   if (!('gatewayRecordUsage' in redis)) redis.defineCommand('gatewayRecordUsage', { numberOfKeys: 12, lua: RECORD_SCRIPT });
   const match = settlement ? RESERVATION_PATTERN.exec(settlement.reservationId) : null;
   const charge = match && match[1] === usage.key_id ? match : null;
@@ -203,16 +224,43 @@ export async function recordEvent(redis: RedisClient, stream: string, eventId: s
   const at = usage.received_at_ms && usage.received_at_ms > 0 ? usage.received_at_ms : Date.now();
   const buckets = bucketNames(usage.key_id, usage.model_id, at);
   const result = await (redis as RedisClient & MeteringCommands).gatewayRecordUsage(
-    dedup, keyTotalsKey(usage.key_id), keyModelTotalsKey(usage.key_id, usage.model_id), ...windowKeyNames(settlement?.prefix ?? DEFAULT_QUOTA_PREFIX, usage.key_id),
-    spendKeyName(usage.key_id), buckets.hourly, buckets.daily, buckets.recent, buckets.models,
-    eventId, String(sequence),
-    String(usage.prompt_tokens), String(usage.completion_tokens), String(usage.cached_tokens), usage.cost_pico_usd.toString(),
-    charge?.[2] ?? '', String(Math.max(0, Math.ceil(settlement?.actualTokens ?? 0))), String(WINDOW_MS), String(PENDING_MAX_AGE_MS),
-    String(Math.max(0, options.pruneThrough ?? 0)), String(DEDUP_TTL_MS),
-    usage.model_id, buckets.hourField, String(buckets.hourlyExpiresAtMs), buckets.dayField, String(buckets.dailyExpiresAtMs),
-    usage.failed ? '1' : '0', usage.fell_back ? '1' : '0',
-    spendDayField(at), spendMonthField(at), String(utcDay(at)), String(utcMonth(at)), String(SPEND_TTL_MS),
-    usage.recent ?? '', String(RECENT_REQUESTS_PER_KEY), String(RECENT_TTL_MS), String(DAILY_RETENTION_MS),
+    dedup,
+    keyTotalsKey(usage.key_id),
+    keyModelTotalsKey(usage.key_id, usage.model_id),
+    ...windowKeyNames(settlement?.prefix ?? DEFAULT_QUOTA_PREFIX, usage.key_id),
+    spendKeyName(usage.key_id),
+    buckets.hourly,
+    buckets.daily,
+    buckets.recent,
+    buckets.models,
+    eventId,
+    String(sequence),
+    String(usage.prompt_tokens),
+    String(usage.completion_tokens),
+    String(usage.cached_tokens),
+    usage.cost_pico_usd.toString(),
+    charge?.[2] ?? '',
+    String(Math.max(0, Math.ceil(settlement?.actualTokens ?? 0))),
+    String(WINDOW_MS),
+    String(PENDING_MAX_AGE_MS),
+    String(Math.max(0, options.pruneThrough ?? 0)),
+    String(DEDUP_TTL_MS),
+    usage.model_id,
+    buckets.hourField,
+    String(buckets.hourlyExpiresAtMs),
+    buckets.dayField,
+    String(buckets.dailyExpiresAtMs),
+    usage.failed ? '1' : '0',
+    usage.fell_back ? '1' : '0',
+    spendDayField(at),
+    spendMonthField(at),
+    String(utcDay(at)),
+    String(utcMonth(at)),
+    String(SPEND_TTL_MS),
+    usage.recent ?? '',
+    String(RECENT_REQUESTS_PER_KEY),
+    String(RECENT_TTL_MS),
+    String(DAILY_RETENTION_MS),
   );
   if (result === 1 && (options.replicas ?? 0) > 0) {
     // A WAIT that fails (the master is gone) rejects: the message comes back, and is metered on the
@@ -252,10 +300,12 @@ export async function meteredKeys(redis: RedisClient): Promise<string[]> {
  */
 export async function pruneMetered(redis: RedisClient, stream: string, sequence: number): Promise<number> {
   const names = [...(await meteredKeys(redis)).map((keyId) => dedupKey(stream, keyId)), legacyDedupKey(stream)];
-  const left = await Promise.all(names.map(async (name) => {
-    if (sequence > 0) await redis.zremrangebyscore(name, '-inf', String(sequence));
-    return redis.zcard(name);
-  }));
+  const left = await Promise.all(
+    names.map(async (name) => {
+      if (sequence > 0) await redis.zremrangebyscore(name, '-inf', String(sequence));
+      return redis.zcard(name);
+    }),
+  );
   return left.reduce((sum, count) => sum + count, 0);
 }
 
@@ -273,7 +323,10 @@ export async function keyModelTotals(redis: RedisClient, keyId: string, modelId:
 /** The totals of a model, summed over the keys that used it; all zero for a model without usage. */
 export async function modelTotals(redis: RedisClient, modelId: string): Promise<UsageTotals> {
   const keys = await meteredKeys(redis);
-  const hashes = await Promise.all([...keys.map((keyId) => redis.hgetall(keyModelTotalsKey(keyId, modelId))), redis.hgetall(LEGACY_MODEL_TOTALS_PREFIX + modelId)]);
+  const hashes = await Promise.all([
+    ...keys.map((keyId) => redis.hgetall(keyModelTotalsKey(keyId, modelId))),
+    redis.hgetall(LEGACY_MODEL_TOTALS_PREFIX + modelId),
+  ]);
   return totals(hashes);
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadCatalog } from '@gateway/catalog';
-import { callUnary, createClient, GatewayError, GrpcStatus, } from '@gateway/grpc';
+import { callUnary, createClient, GatewayError, GrpcStatus } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc, type CatalogSnapshotOutput, type RouteRequest, type RouteResponseOutput, type RouterServiceClient } from '@gateway/proto';
@@ -19,21 +19,32 @@ async function startRouter(env: Record<string, string> = {}) {
   const server = createServer({ state, logger, registry });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.router.v1.RouterService, `127.0.0.1:${port}`);
-  const route = (request: RouteRequest) => callUnary<RouteRequest, RouteResponseOutput>(client, client.route, request, { deadlineMs: 5_000, requestId: 'request-1' });
+  const route = (request: RouteRequest) =>
+    callUnary<RouteRequest, RouteResponseOutput>(client, client.route, request, { deadlineMs: 5_000, requestId: 'request-1' });
   return { state, registry, server, client, route };
 }
 
 async function failure(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(() => undefined, (rejection: unknown) => rejection);
+  const error = await promise.then(
+    () => undefined,
+    (rejection: unknown) => rejection,
+  );
   expect(error).toBeInstanceOf(GatewayError);
   return error as GatewayError;
 }
 
 describe('RouterService.Route over gRPC', () => {
   let router: Awaited<ReturnType<typeof startRouter>>;
-  beforeAll(async () => { router = await startRouter({ OPENAI_API_KEY: '' }); });
-  afterEach(() => { for (const model of router.state.enabledModels()) router.state.setAvailability(model.id, true); });
-  afterAll(async () => { router.client.close(); await router.server.shutdown(1_000); });
+  beforeAll(async () => {
+    router = await startRouter({ OPENAI_API_KEY: '' });
+  });
+  afterEach(() => {
+    for (const model of router.state.enabledModels()) router.state.setAvailability(model.id, true);
+  });
+  afterAll(async () => {
+    router.client.close();
+    await router.server.shutdown(1_000);
+  });
 
   it('resolves an explicit id with its fallbacks', async () => {
     const response = await router.route({ request_id: 'request-1', model: 'sim-pro', traits: { prompt_tokens: 12 } });
@@ -47,28 +58,44 @@ describe('RouterService.Route over gRPC', () => {
     expect((await router.route({ model: 'sim-pro', traits: { needs_vision: true } })).fallbacks).toEqual(['sim-standard']);
   });
 
-  it('answers an unknown id with NOT_FOUND model_not_found in OpenAI\'s words', async () => {
+  it("answers an unknown id with NOT_FOUND model_not_found in OpenAI's words", async () => {
     const error = await failure(router.route({ model: 'gpt-5-ultra' }));
-    expect(error).toMatchObject({ code: GrpcStatus.NOT_FOUND, reason: 'model_not_found', param: 'model', message: 'The model `gpt-5-ultra` does not exist or you do not have access to it.' });
+    expect(error).toMatchObject({
+      code: GrpcStatus.NOT_FOUND,
+      reason: 'model_not_found',
+      param: 'model',
+      message: 'The model `gpt-5-ultra` does not exist or you do not have access to it.',
+    });
   });
 
   it('treats a catalog model whose key variable is empty as not found', async () => {
     const error = await failure(router.route({ model: 'gpt-4o' }));
-    expect(error).toMatchObject({ code: GrpcStatus.NOT_FOUND, reason: 'model_not_found', message: 'The model `gpt-4o` does not exist or you do not have access to it.' });
+    expect(error).toMatchObject({
+      code: GrpcStatus.NOT_FOUND,
+      reason: 'model_not_found',
+      message: 'The model `gpt-4o` does not exist or you do not have access to it.',
+    });
   });
 
   it('refuses traits the named model cannot serve, naming the parameter', async () => {
     expect(await failure(router.route({ model: 'sim-mini', traits: { needs_vision: true } }))).toMatchObject({
-      code: GrpcStatus.INVALID_ARGUMENT, reason: 'unsupported_parameter', param: 'messages', message: 'The model `sim-mini` does not accept image inputs; remove the image parts or choose a model with vision.',
+      code: GrpcStatus.INVALID_ARGUMENT,
+      reason: 'unsupported_parameter',
+      param: 'messages',
+      message: 'The model `sim-mini` does not accept image inputs; remove the image parts or choose a model with vision.',
     });
     expect(await failure(router.route({ model: 'sim-mini', traits: { max_tokens: 5000 } }))).toMatchObject({
-      code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_value', param: 'max_tokens', message: "'max_tokens' is too large: 5000. The model `sim-mini` supports at most 4096 completion tokens.",
+      code: GrpcStatus.INVALID_ARGUMENT,
+      reason: 'invalid_value',
+      param: 'max_tokens',
+      message: "'max_tokens' is too large: 5000. The model `sim-mini` supports at most 4096 completion tokens.",
     });
     expect(await failure(router.route({ model: 'sim-mini', traits: { prompt_tokens: 30000, max_tokens: 4000 } }))).toMatchObject({
       code: GrpcStatus.INVALID_ARGUMENT,
       reason: 'context_length_exceeded',
       param: 'messages',
-      message: 'This model\'s maximum context length is 32768 tokens. However, you requested 34000 tokens (30000 in the messages, 4000 in the completion). Please reduce the length of the messages or completion.',
+      message:
+        "This model's maximum context length is 32768 tokens. However, you requested 34000 tokens (30000 in the messages, 4000 in the completion). Please reduce the length of the messages or completion.",
     });
   });
 
@@ -77,7 +104,9 @@ describe('RouterService.Route over gRPC', () => {
     try {
       expect(state.enabledModel('anthropic/claude-3-5-haiku')).toBeDefined();
       expect(await failure(route({ model: 'anthropic/claude-3-5-haiku', traits: { needs_json_mode: true } }))).toMatchObject({
-        code: GrpcStatus.INVALID_ARGUMENT, reason: 'unsupported_parameter', param: 'response_format',
+        code: GrpcStatus.INVALID_ARGUMENT,
+        reason: 'unsupported_parameter',
+        param: 'response_format',
       });
     } finally {
       client.close();
@@ -88,7 +117,13 @@ describe('RouterService.Route over gRPC', () => {
   it('answers a model marked unavailable with UNAVAILABLE model_unavailable and a retry delay', async () => {
     router.state.setAvailability('sim-standard', false);
     const error = await failure(router.route({ model: 'sim-standard' }));
-    expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable', retryable: true, retryAfterMs: 5000, message: 'The model `sim-standard` is temporarily unavailable. Please retry later.' });
+    expect(error).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'model_unavailable',
+      retryable: true,
+      retryAfterMs: 5000,
+      message: 'The model `sim-standard` is temporarily unavailable. Please retry later.',
+    });
   });
 
   it('auto scores the prompt with the shipped model: the cheap model for "hi", the premium one for a long hard prompt', async () => {
@@ -98,30 +133,55 @@ describe('RouterService.Route over gRPC', () => {
     const hard = await router.route({ model: 'auto', prompt_text: HARD_PROMPT, traits: { prompt_tokens: 250 } });
     expect(hard).toMatchObject({ model_id: 'sim-pro', policy: 'balanced', tier: 'premium', fallbacks: ['sim-standard', 'sim-mini'] });
     expect(hard.score).toBeGreaterThan(0.3);
-    expect(hard.reason).toMatch(/^score 0\.\d+ asks for premium \(standard from 0\.\d+, premium from 0\.\d+\); sim-pro \(premium tier\) among 3 capable available models\.$/);
+    expect(hard.reason).toMatch(
+      /^score 0\.\d+ asks for premium \(standard from 0\.\d+, premium from 0\.\d+\); sim-pro \(premium tier\) among 3 capable available models\.$/,
+    );
   });
 
   it('auto respects tools, vision and the context window', async () => {
     expect((await router.route({ model: 'auto', prompt_text: 'hi', traits: { needs_tools: true } })).model_id).toBe('sim-mini');
     expect((await router.route({ model: 'auto', prompt_text: 'hi', traits: { needs_vision: true } })).model_id).toBe('sim-standard');
     expect((await router.route({ model: 'auto', prompt_text: 'hi', traits: { prompt_tokens: 60_000, max_tokens: 8_000 } })).model_id).toBe('sim-pro');
-    expect(await failure(router.route({ model: 'auto', prompt_text: 'hi', traits: { prompt_tokens: 300_000 } }))).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'context_length_exceeded', param: 'messages' });
+    expect(await failure(router.route({ model: 'auto', prompt_text: 'hi', traits: { prompt_tokens: 300_000 } }))).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      reason: 'context_length_exceeded',
+      param: 'messages',
+    });
   });
 
   it('auto honours the policy and rejects an unknown one', async () => {
     expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'best' })).toMatchObject({ model_id: 'sim-pro', policy: 'best' });
     expect(await router.route({ model: 'auto', prompt_text: HARD_PROMPT, policy: 'cheapest' })).toMatchObject({ model_id: 'sim-mini', policy: 'cheapest' });
     expect(await router.route({ model: 'auto', prompt_text: HARD_PROMPT, policy: 'fastest' })).toMatchObject({ model_id: 'sim-mini', policy: 'fastest' });
-    expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'score >= 0' })).toMatchObject({ model_id: 'sim-pro', policy: 'score>=0', tier: 'premium' });
-    expect(await router.route({ model: 'auto', prompt_text: HARD_PROMPT, policy: 'score>=1' })).toMatchObject({ model_id: 'sim-mini', policy: 'score>=1', tier: 'economy' });
-    expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'tier>=standard' })).toMatchObject({ model_id: 'sim-standard', policy: 'tier>=standard' });
-    expect(await failure(router.route({ model: 'auto', policy: 'smartest' }))).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_value', param: 'policy' });
+    expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'score >= 0' })).toMatchObject({
+      model_id: 'sim-pro',
+      policy: 'score>=0',
+      tier: 'premium',
+    });
+    expect(await router.route({ model: 'auto', prompt_text: HARD_PROMPT, policy: 'score>=1' })).toMatchObject({
+      model_id: 'sim-mini',
+      policy: 'score>=1',
+      tier: 'economy',
+    });
+    expect(await router.route({ model: 'auto', prompt_text: 'hi', policy: 'tier>=standard' })).toMatchObject({
+      model_id: 'sim-standard',
+      policy: 'tier>=standard',
+    });
+    expect(await failure(router.route({ model: 'auto', policy: 'smartest' }))).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      reason: 'invalid_value',
+      param: 'policy',
+    });
   });
 
   it('auto is UNAVAILABLE when every capable model is down', async () => {
     router.state.setAvailability('sim-standard', false);
     router.state.setAvailability('sim-pro', false);
-    expect(await failure(router.route({ model: 'auto', prompt_text: 'hi', traits: { needs_vision: true } }))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable', retryAfterMs: 5000 });
+    expect(await failure(router.route({ model: 'auto', prompt_text: 'hi', traits: { needs_vision: true } }))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'model_unavailable',
+      retryAfterMs: 5000,
+    });
   });
 
   it('counts decisions by model and policy', async () => {

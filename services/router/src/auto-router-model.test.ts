@@ -38,7 +38,9 @@ describe('AutoRouterScorer', () => {
   });
 
   it('ranks multi-step math and code above small talk and plain writing', () => {
-    const math = scorer.score('A store sells pencils at 3 for $1.20 and pens at $0.85 each. Maria buys 15 pencils and 4 pens and pays with a $20 bill. How much change does she get, and how many more pencils could she buy with it?');
+    const math = scorer.score(
+      'A store sells pencils at 3 for $1.20 and pens at $0.85 each. Maria buys 15 pencils and 4 pens and pays with a $20 bill. How much change does she get, and how many more pencils could she buy with it?',
+    );
     const code = scorer.score('Write a Python function that merges overlapping intervals in a list and returns them sorted; explain its complexity.');
     const writing = scorer.score('Write a short, friendly note thanking my neighbour for watering the plants.');
     expect(math).toBeGreaterThan(scorer.score('hi there'));
@@ -46,8 +48,9 @@ describe('AutoRouterScorer', () => {
     expect(scorer.score(HARD_PROMPT)).toBeGreaterThanOrEqual(scorer.model.tierThresholds.premium);
     expect(scorer.score('Prove that there are infinitely many prime numbers.')).toBeGreaterThanOrEqual(scorer.model.tierThresholds.premium);
     // A prompt in another script is read as words, not as a one-word message.
-    expect(scorer.score('一个商店以每支3元的价格出售铅笔，小明买了15支铅笔和4本笔记本，每本笔记本12元。他付了100元，应该找回多少钱？请一步一步地解答。'))
-      .toBeGreaterThanOrEqual(scorer.model.tierThresholds.standard);
+    expect(
+      scorer.score('一个商店以每支3元的价格出售铅笔，小明买了15支铅笔和4本笔记本，每本笔记本12元。他付了100元，应该找回多少钱？请一步一步地解答。'),
+    ).toBeGreaterThanOrEqual(scorer.model.tierThresholds.standard);
     expect(scorer.score('Привет!')).toBeLessThan(scorer.model.tierThresholds.standard);
   });
 
@@ -61,12 +64,20 @@ describe('AutoRouterScorer', () => {
 
 describe('promptText', () => {
   it('reads OpenAI messages as the edge reads the request: the last user message, text parts included', () => {
-    expect(promptText([
-      { role: 'system', content: 'Be brief. '.repeat(200) },
-      { role: 'user', content: [{ type: 'text', text: 'Look at this chart of quarterly revenue by region:' }, { type: 'image_url', image_url: { url: 'x' } }] },
-      { role: 'assistant', content: 'Sure.' },
-      { role: 'user', content: 'Why?' },
-    ])).toBe('Look at this chart of quarterly revenue by region:\nWhy?');
+    expect(
+      promptText([
+        { role: 'system', content: 'Be brief. '.repeat(200) },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Look at this chart of quarterly revenue by region:' },
+            { type: 'image_url', image_url: { url: 'x' } },
+          ],
+        },
+        { role: 'assistant', content: 'Sure.' },
+        { role: 'user', content: 'Why?' },
+      ]),
+    ).toBe('Look at this chart of quarterly revenue by region:\nWhy?');
     expect(promptText('not messages')).toBe('');
     expect(promptText([null, { role: 'user' }, { role: 'robot', content: 'x' }])).toBe('');
     expect(promptText([{ role: 'user', content: 'x'.repeat(20_000) }])).toHaveLength(16_384);

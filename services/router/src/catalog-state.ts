@@ -94,6 +94,8 @@ export class CatalogState {
   /** Calls the listener with each new snapshot until the returned function is called; a listener must not throw. */
   subscribe(listener: SnapshotListener): () => void {
     this.listeners.add(listener);
-    return () => { this.listeners.delete(listener); };
+    return () => {
+      this.listeners.delete(listener);
+    };
   }
 }

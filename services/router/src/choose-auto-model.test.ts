@@ -13,14 +13,29 @@ const HARD = 0.5;
 const THRESHOLDS = { standard: 0.15, premium: 0.3 };
 
 const catalog = loadCatalog();
-const ALL_KEYS = { OPENAI_API_KEY: 'k', GROQ_API_KEY: 'k', TOGETHER_API_KEY: 'k', MISTRAL_API_KEY: 'k', DEEPSEEK_API_KEY: 'k', ANTHROPIC_API_KEY: 'k', GEMINI_API_KEY: 'k' };
+const ALL_KEYS = {
+  OPENAI_API_KEY: 'k',
+  GROQ_API_KEY: 'k',
+  TOGETHER_API_KEY: 'k',
+  MISTRAL_API_KEY: 'k',
+  DEEPSEEK_API_KEY: 'k',
+  ANTHROPIC_API_KEY: 'k',
+  GEMINI_API_KEY: 'k',
+};
 
 function choose(state: CatalogState, score: number, policy = 'balanced', traits: Partial<Traits> = {}): string {
   return chooseAutoModel(request(state, score, policy, traits)).model.id;
 }
 
 function request(state: CatalogState, score: number, policy: string, traits: Partial<Traits>): AutoRequest {
-  return { models: state.enabledModels(), isAvailable: (id) => state.isAvailable(id), traits: { ...readTraits(undefined), ...traits }, score, policy: readPolicy(policy), thresholds: THRESHOLDS };
+  return {
+    models: state.enabledModels(),
+    isAvailable: (id) => state.isAvailable(id),
+    traits: { ...readTraits(undefined), ...traits },
+    score,
+    policy: readPolicy(policy),
+    thresholds: THRESHOLDS,
+  };
 }
 
 function refusal(action: () => unknown): GatewayError {
@@ -87,7 +102,8 @@ describe('chooseAutoModel with only the simulated models', () => {
       code: GrpcStatus.INVALID_ARGUMENT,
       reason: 'context_length_exceeded',
       param: 'messages',
-      message: 'The largest context window of any model is 200000 tokens. However, you requested 206000 tokens (190000 in the messages, 16000 in the completion). Please reduce the length of the messages or completion.',
+      message:
+        'The largest context window of any model is 200000 tokens. However, you requested 206000 tokens (190000 in the messages, 16000 in the completion). Please reduce the length of the messages or completion.',
     });
     expect(refusal(() => choose(state, EASY, 'balanced', { maxTokens: 20_000 }))).toMatchObject({
       code: GrpcStatus.INVALID_ARGUMENT,
@@ -98,11 +114,14 @@ describe('chooseAutoModel with only the simulated models', () => {
   });
 
   it('names the combination when each need alone is met but not together', () => {
-    const small = parseCatalog(`
+    const small = parseCatalog(
+      `
 models:
   - { id: long, provider: simulated, owned_by: t, created: 0, upstream: { model: long }, pricing: { input: "1", output: "1" }, context_window: 1000000, max_output_tokens: 1000, capabilities: { tools: false, vision: false, streaming: true, json_mode: false }, quality_tier: economy }
   - { id: eyes, provider: simulated, owned_by: t, created: 0, upstream: { model: eyes }, pricing: { input: "1", output: "1" }, context_window: 8000, max_output_tokens: 1000, capabilities: { tools: false, vision: true, streaming: true, json_mode: false }, quality_tier: economy }
-`, 'small.yaml');
+`,
+      'small.yaml',
+    );
     const state = new CatalogState(small, {});
     expect(refusal(() => choose(state, EASY, 'balanced', { needsVision: true, promptTokens: 100_000 }))).toMatchObject({
       code: GrpcStatus.INVALID_ARGUMENT,
@@ -110,7 +129,10 @@ models:
       param: undefined,
       message: 'No model of this gateway supports this combination: image inputs, 100000 tokens of context.',
     });
-    expect(refusal(() => choose(state, EASY, 'balanced', { needsTools: true }))).toMatchObject({ param: 'tools', message: 'No model of this gateway supports tools.' });
+    expect(refusal(() => choose(state, EASY, 'balanced', { needsTools: true }))).toMatchObject({
+      param: 'tools',
+      message: 'No model of this gateway supports tools.',
+    });
   });
 });
 
@@ -118,7 +140,13 @@ describe('chooseAutoModel: the score and the policy', () => {
   const state = new CatalogState(catalog, {});
 
   it('balanced: the thresholds split economy, standard and premium', () => {
-    expect([EASY, 0.149, MEDIUM, 0.299, HARD].map((score) => choose(state, score))).toEqual(['sim-mini', 'sim-mini', 'sim-standard', 'sim-standard', 'sim-pro']);
+    expect([EASY, 0.149, MEDIUM, 0.299, HARD].map((score) => choose(state, score))).toEqual([
+      'sim-mini',
+      'sim-mini',
+      'sim-standard',
+      'sim-standard',
+      'sim-pro',
+    ]);
   });
 
   it('score>=X: premium at or above X, economy below, whatever the balanced thresholds', () => {
@@ -137,18 +165,35 @@ describe('chooseAutoModel: the score and the policy', () => {
       state.setAvailability('sim-standard', true);
       state.setAvailability('sim-pro', true);
     }
-    const economyOnly = new CatalogState(parseCatalog(`
+    const economyOnly = new CatalogState(
+      parseCatalog(
+        `
 models:
   - { id: small, provider: simulated, owned_by: t, created: 0, upstream: { model: small }, pricing: { input: "1", output: "1" }, context_window: 8000, max_output_tokens: 1000, capabilities: { tools: true, vision: false, streaming: true, json_mode: true }, quality_tier: economy }
-`, 'economy.yaml'), {});
-    expect(refusal(() => choose(economyOnly, HARD, 'tier>=premium'))).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_value', param: 'policy' });
+`,
+        'economy.yaml',
+      ),
+      {},
+    );
+    expect(refusal(() => choose(economyOnly, HARD, 'tier>=premium'))).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      reason: 'invalid_value',
+      param: 'policy',
+    });
   });
 
   it('explains the choice: the wanted tier and a reason naming the model and what was skipped', () => {
-    expect(chooseAutoModel(request(state, HARD, 'balanced', {}))).toMatchObject({ tier: 'premium', reason: 'score 0.5 asks for premium (standard from 0.15, premium from 0.3); sim-pro (premium tier) among 3 capable available models.' });
+    expect(chooseAutoModel(request(state, HARD, 'balanced', {}))).toMatchObject({
+      tier: 'premium',
+      reason: 'score 0.5 asks for premium (standard from 0.15, premium from 0.3); sim-pro (premium tier) among 3 capable available models.',
+    });
     state.setAvailability('sim-pro', false);
     try {
-      expect(chooseAutoModel(request(state, HARD, 'balanced', {}))).toMatchObject({ tier: 'premium', reason: 'score 0.5 asks for premium (standard from 0.15, premium from 0.3); sim-standard (nearest tier with a capable model: standard) among 2 capable available models, 1 unavailable skipped.' });
+      expect(chooseAutoModel(request(state, HARD, 'balanced', {}))).toMatchObject({
+        tier: 'premium',
+        reason:
+          'score 0.5 asks for premium (standard from 0.15, premium from 0.3); sim-standard (nearest tier with a capable model: standard) among 2 capable available models, 1 unavailable skipped.',
+      });
     } finally {
       state.setAvailability('sim-pro', true);
     }

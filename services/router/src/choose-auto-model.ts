@@ -56,14 +56,22 @@ export function chooseAutoModel(request: AutoRequest): AutoChoice {
   if (policy.kind === 'tier') {
     candidates = candidates.filter((model) => tierRank(model.quality_tier) >= tierRank(policy.floor));
     if (candidates.length === 0) {
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_value', `No model of this gateway is of tier ${policy.floor} or better; choose a lower floor.`, { param: 'policy' });
+      throw new GatewayError(
+        GrpcStatus.INVALID_ARGUMENT,
+        'invalid_value',
+        `No model of this gateway is of tier ${policy.floor} or better; choose a lower floor.`,
+        { param: 'policy' },
+      );
     }
   }
   const capable = candidates.filter((model) => traitRefusal(model, traits) === undefined);
   if (capable.length === 0) throw noCapableModel(candidates, traits);
   const available = capable.filter((model) => request.isAvailable(model.id));
   if (available.length === 0) {
-    throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', 'No model able to serve this request is available right now. Please retry later.', { retryAfterMs: RETRY_AFTER_MS, retryable: true });
+    throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', 'No model able to serve this request is available right now. Please retry later.', {
+      retryAfterMs: RETRY_AFTER_MS,
+      retryable: true,
+    });
   }
   const tier = wantedTier(policy, request.score, request.thresholds);
   const model = pick(available, policy, tier);
@@ -84,12 +92,24 @@ function pick(models: CatalogModel[], policy: RoutingPolicy, tier: QualityTier |
     case 'tier': {
       const target = tierRank(tier ?? 'economy');
       const distance = (model: CatalogModel) => Math.abs(tierRank(model.quality_tier) - target);
-      return first(models, (a, b) => distance(a) - distance(b) || tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(a) - price(b) || timeToFirstToken(a) - timeToFirstToken(b));
+      return first(
+        models,
+        (a, b) =>
+          distance(a) - distance(b) || tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(a) - price(b) || timeToFirstToken(a) - timeToFirstToken(b),
+      );
     }
   }
 }
 
-function explain(policy: RoutingPolicy, score: number, thresholds: TierThresholds, tier: QualityTier | undefined, model: CatalogModel, choices: number, skipped: number): string {
+function explain(
+  policy: RoutingPolicy,
+  score: number,
+  thresholds: TierThresholds,
+  tier: QualityTier | undefined,
+  model: CatalogModel,
+  choices: number,
+  skipped: number,
+): string {
   let wanted: string;
   switch (policy.kind) {
     case 'balanced':
@@ -141,14 +161,20 @@ function timeToFirstToken(model: CatalogModel): number {
  * when each need alone is met by some model, the combination.
  */
 function noCapableModel(candidates: CatalogModel[], traits: Traits): GatewayError {
-  const unsupported = (param: string | undefined, message: string) => new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'unsupported_parameter', message, { param });
+  const unsupported = (param: string | undefined, message: string) =>
+    new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'unsupported_parameter', message, { param });
   const none = (test: (model: CatalogModel) => boolean) => !candidates.some(test);
   if (traits.needsTools && none((model) => model.capabilities.tools)) return unsupported('tools', 'No model of this gateway supports tools.');
   if (traits.needsVision && none((model) => model.capabilities.vision)) return unsupported('messages', 'No model of this gateway supports image inputs.');
-  if (traits.needsJsonMode && none((model) => model.capabilities.json_mode)) return unsupported('response_format', 'No model of this gateway supports JSON mode (response_format).');
+  if (traits.needsJsonMode && none((model) => model.capabilities.json_mode))
+    return unsupported('response_format', 'No model of this gateway supports JSON mode (response_format).');
   if (traits.stream && none((model) => model.capabilities.streaming)) return unsupported('stream', 'No model of this gateway supports streaming.');
   const largestOutput = Math.max(0, ...candidates.map((model) => model.max_output_tokens));
-  if (traits.maxTokens > largestOutput) return unsupported('max_tokens', `max_tokens is too large: ${traits.maxTokens}. No model of this gateway supports more than ${largestOutput} completion tokens.`);
+  if (traits.maxTokens > largestOutput)
+    return unsupported(
+      'max_tokens',
+      `max_tokens is too large: ${traits.maxTokens}. No model of this gateway supports more than ${largestOutput} completion tokens.`,
+    );
   const largestWindow = Math.max(0, ...candidates.map((model) => model.context_window));
   const requested = traits.promptTokens + traits.maxTokens;
   if (requested > largestWindow) {

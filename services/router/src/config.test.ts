@@ -18,8 +18,19 @@ describe('loadRouterConfig', () => {
   });
 
   it('reads and coerces the variables, ignoring unrelated ones', () => {
-    const config = loadRouterConfig({ ROUTER_LISTEN_ADDR: '127.0.0.1:6000', ROUTER_METRICS_PORT: '9999', CATALOG_PATH: '/etc/gateway/catalog.yaml', LOG_LEVEL: 'debug', OPENAI_API_KEY: 'sk-test' });
-    expect(config).toMatchObject({ ROUTER_LISTEN_ADDR: '127.0.0.1:6000', ROUTER_METRICS_PORT: 9999, CATALOG_PATH: '/etc/gateway/catalog.yaml', LOG_LEVEL: 'debug' });
+    const config = loadRouterConfig({
+      ROUTER_LISTEN_ADDR: '127.0.0.1:6000',
+      ROUTER_METRICS_PORT: '9999',
+      CATALOG_PATH: '/etc/gateway/catalog.yaml',
+      LOG_LEVEL: 'debug',
+      OPENAI_API_KEY: 'sk-test',
+    });
+    expect(config).toMatchObject({
+      ROUTER_LISTEN_ADDR: '127.0.0.1:6000',
+      ROUTER_METRICS_PORT: 9999,
+      CATALOG_PATH: '/etc/gateway/catalog.yaml',
+      LOG_LEVEL: 'debug',
+    });
     expect(Object.isFrozen(config)).toBe(true);
     expect(config).not.toHaveProperty('OPENAI_API_KEY');
   });
@@ -31,12 +42,14 @@ describe('loadRouterConfig', () => {
 });
 
 describe('.env.example', () => {
-  it('lists every variable the service reads, here and in the repository\'s, and nothing it does not', () => {
+  it("lists every variable the service reads, here and in the repository's, and nothing it does not", () => {
     const own = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
     const all = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
     expect(envExampleProblems(RouterConfigSchema, own, { complete: true, readElsewhere: keyVariables(loadCatalog()) })).toEqual([]);
     expect(envExampleProblems(RouterConfigSchema, all)).toEqual([]);
     // The shipped catalog's provider key variables are read too (the models they turn on).
-    expect(keyVariables(loadCatalog()).filter((name) => !readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8').includes(`${name}=`))).toEqual([]);
+    expect(keyVariables(loadCatalog()).filter((name) => !readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8').includes(`${name}=`))).toEqual(
+      [],
+    );
   });
 });

@@ -15,7 +15,10 @@ export const RouterConfigSchema = Type.Object({
   NATS_URL: Type.String({ minLength: 1, default: 'nats://127.0.0.1:4222' }),
   /** The subject of the executors' health reports; one per gateway when several share a NATS. */
   DEPLOYMENT_HEALTH_SUBJECT: Type.String({ minLength: 1, default: 'health.v1.deployment' }),
-  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)), { default: 'info' }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info' },
+  ),
 });
 
 /** The router's validated, frozen configuration. */

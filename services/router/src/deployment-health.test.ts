@@ -7,21 +7,32 @@ import { DeploymentHealth } from './deployment-health.js';
 /** A clock the test moves by hand. */
 function manualClock(start = 1_000_000) {
   let now = start;
-  return { now: () => now, advance: (ms: number) => { now += ms; } };
+  return {
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
 }
 
-function report(replicaId: string, states: Record<string, Array<'DEPLOYMENT_STATE_HEALTHY' | 'DEPLOYMENT_STATE_PROBING' | 'DEPLOYMENT_STATE_OPEN'>>, options: { ttlMs?: number; retryAfterMs?: number; draining?: boolean } = {}): DeploymentHealthReport {
+function report(
+  replicaId: string,
+  states: Record<string, Array<'DEPLOYMENT_STATE_HEALTHY' | 'DEPLOYMENT_STATE_PROBING' | 'DEPLOYMENT_STATE_OPEN'>>,
+  options: { ttlMs?: number; retryAfterMs?: number; draining?: boolean } = {},
+): DeploymentHealthReport {
   return {
     replica_id: replicaId,
     sent_at_ms: 0,
     ttl_ms: options.ttlMs ?? 6_000,
     draining: options.draining ?? false,
-    deployments: Object.entries(states).flatMap(([modelId, deployments]) => deployments.map((state, index) => ({
-      model_id: modelId,
-      deployment_id: `${index}:http://upstream-${index}`,
-      state,
-      ...(state === 'DEPLOYMENT_STATE_OPEN' ? { retry_after_ms: options.retryAfterMs ?? 5_000 } : {}),
-    }))),
+    deployments: Object.entries(states).flatMap(([modelId, deployments]) =>
+      deployments.map((state, index) => ({
+        model_id: modelId,
+        deployment_id: `${index}:http://upstream-${index}`,
+        state,
+        ...(state === 'DEPLOYMENT_STATE_OPEN' ? { retry_after_ms: options.retryAfterMs ?? 5_000 } : {}),
+      })),
+    ),
   };
 }
 

@@ -39,7 +39,10 @@ export class DeploymentHealth {
   private readonly replicas = new Map<string, ReplicaReport>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly state: CatalogState, private readonly clock: () => number = Date.now) {}
+  constructor(
+    private readonly state: CatalogState,
+    private readonly clock: () => number = Date.now,
+  ) {}
 
   /** How many replicas have a live report. */
   get replicaCount(): number {
@@ -107,7 +110,13 @@ export class DeploymentHealth {
   private schedule(delayMs: number): void {
     this.stop();
     if (!Number.isFinite(delayMs)) return;
-    this.timer = setTimeout(() => { this.timer = undefined; this.update(); }, Math.max(1, delayMs));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.update();
+      },
+      Math.max(1, delayMs),
+    );
     this.timer.unref();
   }
 }
@@ -116,7 +125,12 @@ export class DeploymentHealth {
  * Feeds every report published on NATS to `health` until the subscription ends (connection
  * drained); a payload that is not a report is logged and skipped.
  */
-export function subscribeDeploymentHealth(connection: NatsConnection, health: DeploymentHealth, logger: Logger, subject = DEPLOYMENT_HEALTH_SUBJECT): ReturnType<NatsConnection['subscribe']> {
+export function subscribeDeploymentHealth(
+  connection: NatsConnection,
+  health: DeploymentHealth,
+  logger: Logger,
+  subject = DEPLOYMENT_HEALTH_SUBJECT,
+): ReturnType<NatsConnection['subscribe']> {
   const subscription = connection.subscribe(subject);
   void (async () => {
     for await (const message of subscription) {

@@ -26,10 +26,24 @@ async function main(): Promise<void> {
   // (every model then counts as available).
   const health = new DeploymentHealth(state);
   const nats = connectNats(config.NATS_URL, 'router', logger);
-  nats.then((connection) => { subscribeDeploymentHealth(connection, health, logger, config.DEPLOYMENT_HEALTH_SUBJECT); }, (error: unknown) => logger.error({ err: error }, 'router has no NATS connection'));
+  nats.then(
+    (connection) => {
+      subscribeDeploymentHealth(connection, health, logger, config.DEPLOYMENT_HEALTH_SUBJECT);
+    },
+    (error: unknown) => logger.error({ err: error }, 'router has no NATS connection'),
+  );
   const port = await server.listen(config.ROUTER_LISTEN_ADDR);
   listening = true;
-  logger.info({ address: config.ROUTER_LISTEN_ADDR, port, metrics_port: metricsServer.port, catalog: config.CATALOG_PATH, models: state.enabledModels().map((model) => model.id) }, 'router listening');
+  logger.info(
+    {
+      address: config.ROUTER_LISTEN_ADDR,
+      port,
+      metrics_port: metricsServer.port,
+      catalog: config.CATALOG_PATH,
+      models: state.enabledModels().map((model) => model.id),
+    },
+    'router listening',
+  );
 
   const lifecycle = onShutdownSignal(logger, config.ROUTER_SHUTDOWN_GRACE_MS + 5_000, async () => {
     await server.shutdown(config.ROUTER_SHUTDOWN_GRACE_MS);
@@ -42,6 +56,8 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // The logger may not exist yet (bad configuration), so the failure is one JSON line on stderr.
-  process.stderr.write(`${JSON.stringify({ level: 'fatal', service: 'router', msg: 'router failed to start', error: error instanceof Error ? error.message : String(error) })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ level: 'fatal', service: 'router', msg: 'router failed to start', error: error instanceof Error ? error.message : String(error) })}\n`,
+  );
   process.exit(1);
 });

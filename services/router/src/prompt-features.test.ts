@@ -55,13 +55,20 @@ describe('answer option features', () => {
     const numeric = question('A train covers 120 km in 1.5 hours. What is its average speed?', '60 km/h', '80 km/h', '90 km/h', '180 km/h');
     expect(feature(numeric, 'numeric_option_share')).toBe(1);
     expect(feature(numeric, 'log_distinct_stem_numbers')).toBeCloseTo(Math.log1p(2) / 3, 10);
-    expect(feature(numeric, 'stem_words')).toBeLessThan(feature(`${numeric} Show your reasoning and explain every step of the computation carefully.`, 'stem_words'));
+    expect(feature(numeric, 'stem_words')).toBeLessThan(
+      feature(`${numeric} Show your reasoning and explain every step of the computation carefully.`, 'stem_words'),
+    );
     expect(feature('What is the capital of France?', 'option_words')).toBe(0);
     expect(feature(question('Pick one.', 'yes', 'a much longer option with many words in it', 'no', 'maybe'), 'option_length_spread')).toBeGreaterThan(0.5);
   });
 
   it('sees paired verdicts, numeral combinations, "all of the above" and negated selection', () => {
-    expect(feature(question('Statement 1 | Every group is abelian. Statement 2 | Z is cyclic.', 'True, True', 'False, False', 'True, False', 'False, True'), 'verdict_pair_options')).toBe(1);
+    expect(
+      feature(
+        question('Statement 1 | Every group is abelian. Statement 2 | Z is cyclic.', 'True, True', 'False, False', 'True, False', 'False, True'),
+        'verdict_pair_options',
+      ),
+    ).toBe(1);
     expect(feature(question('Which are prime? I. 2 II. 4 III. 5', 'I only', 'II only', 'I and III', 'I, II and III'), 'roman_combination_options')).toBe(1);
     expect(feature(question('Which applies?', 'red', 'blue', 'green', 'All of the above'), 'all_or_none_option')).toBe(1);
     expect(feature(question('Which of the following is NOT a mammal?', 'whale', 'bat', 'shark', 'dog'), 'negated_selection')).toBe(1);
@@ -123,7 +130,34 @@ describe('hostile text', () => {
       hypothetical: /\bsuppose|\bassume|\bimagine|\bif\b.*\bwould\b/,
     };
     const countOf = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
-    const units = ['\n', '\r\n', '\r', '\u2028', ' ', '\t', 'A. ', 'b) ', 'C.', 'i. ', 'iv) ', '12. ', '1.5', '2/3', '7', '.', '/', '$', '-', 'if', ' if ', ' would ', 'iff', 'x', 'word', 'suppose'];
+    const units = [
+      '\n',
+      '\r\n',
+      '\r',
+      '\u2028',
+      ' ',
+      '\t',
+      'A. ',
+      'b) ',
+      'C.',
+      'i. ',
+      'iv) ',
+      '12. ',
+      '1.5',
+      '2/3',
+      '7',
+      '.',
+      '/',
+      '$',
+      '-',
+      'if',
+      ' if ',
+      ' would ',
+      'iff',
+      'x',
+      'word',
+      'suppose',
+    ];
     let state = 11;
     const random = () => {
       state = (Math.imul(state, 1103515245) + 12345) >>> 0;

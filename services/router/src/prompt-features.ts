@@ -97,11 +97,15 @@ const count = (text: string, pattern: RegExp): number => {
 };
 
 // Word lists: transferable cues, never subject names.
-const QUANTITY = /\b(?:how many|how much|total|each|per|every|times|twice|half|third|quarter|remaining|left over|altogether|in all|more than|less than|fewer|percent|average|rate|ratio)\b/g;
-const WORD_PROBLEM = /\b(?:buys?|bought|sells?|sold|pays?|paid|earns?|costs?|spends?|spent|saves?|saved|has|had|gives?|gave|needs?|makes?|made|uses?|used|gets?|got|takes?|took)\b/g;
-const MONEY_OR_UNIT = /[$€£¥%]|\b(?:dollars?|cents?|euros?|hours?|minutes?|seconds?|days?|weeks?|months?|years?|miles?|km|kilometers?|meters?|feet|inches?|pounds?|kg|grams?|liters?|gallons?)\b/g;
+const QUANTITY =
+  /\b(?:how many|how much|total|each|per|every|times|twice|half|third|quarter|remaining|left over|altogether|in all|more than|less than|fewer|percent|average|rate|ratio)\b/g;
+const WORD_PROBLEM =
+  /\b(?:buys?|bought|sells?|sold|pays?|paid|earns?|costs?|spends?|spent|saves?|saved|has|had|gives?|gave|needs?|makes?|made|uses?|used|gets?|got|takes?|took)\b/g;
+const MONEY_OR_UNIT =
+  /[$€£¥%]|\b(?:dollars?|cents?|euros?|hours?|minutes?|seconds?|days?|weeks?|months?|years?|miles?|km|kilometers?|meters?|feet|inches?|pounds?|kg|grams?|liters?|gallons?)\b/g;
 const MATH_OPERATORS = /[=+*/^<>×÷−±]|\d\s*-\s*\d/g;
-const MATH_NOTATION = /\\(?:frac|int|sum|prod|lim|sqrt|mathbb|partial|cdot|leq|geq|infty|forall|exists|pi)\b|[∫∑∏√∂∞≤≥≠∀∃∈⊆πθαβλ]|\b(?:sqrt|log|ln|sin|cos|tan|mod|gcd|lcm)\b|\b[a-z]\s*\^\s*\d|\b[a-z]_\d/g;
+const MATH_NOTATION =
+  /\\(?:frac|int|sum|prod|lim|sqrt|mathbb|partial|cdot|leq|geq|infty|forall|exists|pi)\b|[∫∑∏√∂∞≤≥≠∀∃∈⊆πθαβλ]|\b(?:sqrt|log|ln|sin|cos|tan|mod|gcd|lcm)\b|\b[a-z]\s*\^\s*\d|\b[a-z]_\d/g;
 const EQUATION_LIKE = /\b[a-z]\s*[=<>]\s*[-\d(a-z]|\d\s*[a-z]\b\s*[-+=]|\b[a-z]\([a-z0-9, ]+\)\s*=/g;
 // A decimal starts where a run of digits does (a match never ends inside one, so none is lost).
 const DECIMAL_OR_FRACTION = /(?<!\d)\d+\.\d+|\b\d+\/\d+\b/g;
@@ -109,9 +113,12 @@ const SOLVE = /\b(?:solve|calculate|compute|find|determine|prove|derive|evaluate
 const EXPLAIN = /\b(?:explain|describe|discuss|analy[sz]e|compare|contrast|justify|summari[sz]e|interpret|why)\b/g;
 const WRITING = /\b(?:write|compose|draft|rewrite|story|poem|essay|email|letter|blog|tweet|slogan|song|lyrics|dialogue|script|translate|paraphrase)\b/g;
 const GREETING = /\b(?:hi|hello|hey|thanks|thank you|good morning|good evening|how are you|what's up|lol|please)\b/g;
-const CODE_SYNTAX = /```|[{};]\s*$|=>|->|::|&&|\|\||!==?|===|\b(?:def|function|return|class|import|const|let|var|public|private|void|int|printf|println|console\.log|#include|select\s+\S+\s+from)\b|\b[a-z]+[A-Z][a-zA-Z]*\(|\b[a-z]+_[a-z_]+\b/gm;
-const CODE_WORDS = /\b(?:code|program|function|script|algorithm|implement|debug|bug|compile|runtime|python|javascript|typescript|java|rust|golang|c\+\+|sql|regex|api|array|string|integer|variable|loop|recursion|complexity)\b/g;
-const REASONING = /\b(?:step|steps|therefore|thus|hence|because|since|implies|reason|reasoning|logic|conclude|assume|assuming|suppose|given|consider|follows?|must|consequently|argument|valid|infer)\b/g;
+const CODE_SYNTAX =
+  /```|[{};]\s*$|=>|->|::|&&|\|\||!==?|===|\b(?:def|function|return|class|import|const|let|var|public|private|void|int|printf|println|console\.log|#include|select\s+\S+\s+from)\b|\b[a-z]+[A-Z][a-zA-Z]*\(|\b[a-z]+_[a-z_]+\b/gm;
+const CODE_WORDS =
+  /\b(?:code|program|function|script|algorithm|implement|debug|bug|compile|runtime|python|javascript|typescript|java|rust|golang|c\+\+|sql|regex|api|array|string|integer|variable|loop|recursion|complexity)\b/g;
+const REASONING =
+  /\b(?:step|steps|therefore|thus|hence|because|since|implies|reason|reasoning|logic|conclude|assume|assuming|suppose|given|consider|follows?|must|consequently|argument|valid|infer)\b/g;
 const CONDITIONAL = /\b(?:if|unless|when|whenever|then|otherwise|only if|provided)\b/g;
 const NEGATION = /\b(?:not|no|never|none|except|false|incorrect|cannot|least)\b/g;
 const COMPARISON = /\b(?:more|less|greater|smaller|larger|fewer|most|best|worst|than|better|higher|lower)\b/g;
@@ -205,7 +212,7 @@ export function promptFeatures(text: string): number[] {
     const code = head.charCodeAt(index);
     if (code >= 48 && code <= 57) digits += 1;
   }
-  const perWord = (hits: number) => Math.min(1, hits / Math.max(4, words.length) * 4);
+  const perWord = (hits: number) => Math.min(1, (hits / Math.max(4, words.length)) * 4);
   const lines = count(text, /\n/g);
   const sentences = count(head, /[.!?](?:\s|$)/g);
   return [

@@ -7,7 +7,13 @@
 import type { Message } from '@gateway/proto';
 import { routingText } from '@gateway/tokens';
 
-const ROLES: Record<string, Message['role']> = { user: 'ROLE_USER', system: 'ROLE_SYSTEM', developer: 'ROLE_DEVELOPER', assistant: 'ROLE_ASSISTANT', tool: 'ROLE_TOOL' };
+const ROLES: Record<string, Message['role']> = {
+  user: 'ROLE_USER',
+  system: 'ROLE_SYSTEM',
+  developer: 'ROLE_DEVELOPER',
+  assistant: 'ROLE_ASSISTANT',
+  tool: 'ROLE_TOOL',
+};
 
 /** One OpenAI message as the text-bearing part of a gateway Message; anything unreadable is skipped. */
 function toMessage(message: unknown): Pick<Message, 'role' | 'text' | 'parts'> | undefined {
@@ -17,7 +23,9 @@ function toMessage(message: unknown): Pick<Message, 'role' | 'text' | 'parts'> |
   if (!mapped) return undefined;
   if (typeof content === 'string') return { role: mapped, text: content };
   if (!Array.isArray(content)) return { role: mapped };
-  const parts = (content as Array<{ text?: unknown }>).filter((part) => part !== null && typeof part === 'object' && typeof part.text === 'string').map((part) => ({ text: part.text as string }));
+  const parts = (content as Array<{ text?: unknown }>)
+    .filter((part) => part !== null && typeof part === 'object' && typeof part.text === 'string')
+    .map((part) => ({ text: part.text as string }));
   return { role: mapped, parts: { parts } };
 }
 

@@ -52,11 +52,21 @@ export function createRouterService({ state, logger, metrics, scorer, tracing = 
    */
   /** Route, in a span of its own when tracing is on: the decision as its attributes. */
   async function route(request: RouteRequestOutput, call: RouteCall): Promise<RouteResponse> {
-    const span = tracing.startSpan('router.route', { kind: SpanKind.SERVER, parent: callTraceparent(call), attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Route', 'gen_ai.request.model': request.model ?? '' } });
+    const span = tracing.startSpan('router.route', {
+      kind: SpanKind.SERVER,
+      parent: callTraceparent(call),
+      attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Route', 'gen_ai.request.model': request.model ?? '' },
+    });
     if (!span) return decide(request, call);
     try {
       const response = await decide(request, call);
-      span.setAttributes({ 'gateway.routed_to': response.model_id ?? '', 'gateway.auto.policy': response.policy ?? '', 'gateway.auto.tier': String(response.tier ?? ''), 'gateway.auto.score': response.score ?? 0, 'gateway.fallbacks': (response.fallbacks ?? []).join(',') });
+      span.setAttributes({
+        'gateway.routed_to': response.model_id ?? '',
+        'gateway.auto.policy': response.policy ?? '',
+        'gateway.auto.tier': String(response.tier ?? ''),
+        'gateway.auto.score': response.score ?? 0,
+        'gateway.fallbacks': (response.fallbacks ?? []).join(','),
+      });
       span.end();
       return response;
     } catch (error) {
@@ -73,8 +83,23 @@ export function createRouterService({ state, logger, metrics, scorer, tracing = 
     let label: string;
     if (requested === AUTO_MODEL_ID) {
       const score = scorer.score(request.prompt_text ?? '');
-      const choice = chooseAutoModel({ models: state.enabledModels(), isAvailable: (id) => state.isAvailable(id), traits, score, policy, thresholds: scorer.model.tierThresholds });
-      response = { model_id: choice.model.id, fallbacks: usableFallbacks(choice.model, traits), score, policy: policy.name, tier: choice.tier ?? '', reason: choice.reason, ...(choice.tier ? { quality_tier: QUALITY_TIER_ENUM[choice.tier] } : {}) };
+      const choice = chooseAutoModel({
+        models: state.enabledModels(),
+        isAvailable: (id) => state.isAvailable(id),
+        traits,
+        score,
+        policy,
+        thresholds: scorer.model.tierThresholds,
+      });
+      response = {
+        model_id: choice.model.id,
+        fallbacks: usableFallbacks(choice.model, traits),
+        score,
+        policy: policy.name,
+        tier: choice.tier ?? '',
+        reason: choice.reason,
+        ...(choice.tier ? { quality_tier: QUALITY_TIER_ENUM[choice.tier] } : {}),
+      };
       label = policyLabel(policy);
     } else {
       const model = explicitModel(requested, traits);
@@ -82,19 +107,34 @@ export function createRouterService({ state, logger, metrics, scorer, tracing = 
       label = EXPLICIT_POLICY;
     }
     metrics.decisions.inc({ model: response.model_id, policy: label });
-    logger.debug({ request_id: request.request_id || requestIdOf(call), requested, model: response.model_id, policy: response.policy, score: response.score, tier: response.tier }, 'routed');
+    logger.debug(
+      {
+        request_id: request.request_id || requestIdOf(call),
+        requested,
+        model: response.model_id,
+        policy: response.policy,
+        score: response.score,
+        tier: response.tier,
+      },
+      'routed',
+    );
     return response;
   }
 
   function explicitModel(id: string, traits: Traits): CatalogModel {
     const model = state.enabledModel(id);
     if (!model) {
-      throw new GatewayError(GrpcStatus.NOT_FOUND, 'model_not_found', `The model \`${id}\` does not exist or you do not have access to it.`, { param: 'model' });
+      throw new GatewayError(GrpcStatus.NOT_FOUND, 'model_not_found', `The model \`${id}\` does not exist or you do not have access to it.`, {
+        param: 'model',
+      });
     }
     const refusal = traitRefusal(model, traits);
     if (refusal) throw refusal;
     if (!state.isAvailable(model.id)) {
-      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `The model \`${id}\` is temporarily unavailable. Please retry later.`, { retryAfterMs: RETRY_AFTER_MS, retryable: true });
+      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `The model \`${id}\` is temporarily unavailable. Please retry later.`, {
+        retryAfterMs: RETRY_AFTER_MS,
+        retryable: true,
+      });
     }
     return model;
   }

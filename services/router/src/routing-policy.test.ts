@@ -30,9 +30,14 @@ describe('readPolicy', () => {
 
   it('rejects anything outside the grammar as invalid_value on policy', () => {
     for (const policy of ['smartest', 'score>=1.5', 'score>0.3', 'score>=', 'tier>=gold', 'quality>=0.7']) {
-      expect(refusal(() => readPolicy(policy)), policy).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_value', param: 'policy' });
+      expect(
+        refusal(() => readPolicy(policy)),
+        policy,
+      ).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_value', param: 'policy' });
     }
-    expect(refusal(() => readPolicy('smartest')).message).toBe('Unknown routing policy `smartest`; expected one of balanced, cheapest, fastest, best, score>=<0..1> or tier>=<economy|standard|premium>.');
+    expect(refusal(() => readPolicy('smartest')).message).toBe(
+      'Unknown routing policy `smartest`; expected one of balanced, cheapest, fastest, best, score>=<0..1> or tier>=<economy|standard|premium>.',
+    );
   });
 });
 

@@ -12,8 +12,12 @@ function run(input: string): Promise<{ stdout: string; stderr: string; code: num
     const child = spawn(process.execPath, [COMMAND], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (data: Buffer) => { stdout += data.toString(); });
-    child.stderr.on('data', (data: Buffer) => { stderr += data.toString(); });
+    child.stdout.on('data', (data: Buffer) => {
+      stdout += data.toString();
+    });
+    child.stderr.on('data', (data: Buffer) => {
+      stderr += data.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ stdout, stderr, code }));
     child.stdin.end(input);
@@ -35,7 +39,12 @@ describe('the score command', () => {
     ].join('\n');
     const { stdout, stderr, code } = await run(input);
     expect(code).toBe(0);
-    expect(stdout.trim().split('\n').map((line) => JSON.parse(line))).toEqual([
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([
       { id: 'q1', score: scorer.score(promptText(messages)) },
       { id: 7, score: 0 },
       { id: 'q2', score: scorer.score('hi') },

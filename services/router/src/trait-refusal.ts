@@ -32,7 +32,12 @@ export function readTraits(traits: RequestTraitsOutput | undefined | null): Trai
  */
 export function traitRefusal(model: CatalogModel, traits: Traits): GatewayError | undefined {
   const problem = capabilityProblem(model, {
-    tools: traits.needsTools, vision: traits.needsVision, jsonMode: traits.needsJsonMode, stream: traits.stream, promptTokens: traits.promptTokens, maxTokens: traits.maxTokens,
+    tools: traits.needsTools,
+    vision: traits.needsVision,
+    jsonMode: traits.needsJsonMode,
+    stream: traits.stream,
+    promptTokens: traits.promptTokens,
+    maxTokens: traits.maxTokens,
   });
   return problem && new GatewayError(GrpcStatus.INVALID_ARGUMENT, problem.code, problem.message, { param: problem.param });
 }

@@ -37,7 +37,7 @@ export function routingQuality(outcomes: readonly ScoredOutcome[]): RoutingQuali
   // Points (share of strong calls, PGR) at each boundary between groups of equal score.
   const points: Array<[number, number]> = [[0, 0]];
   let correct = weakTotal;
-  for (let index = 0; index < count;) {
+  for (let index = 0; index < count; ) {
     let end = index;
     while (end < count && sorted[end].score === sorted[index].score) {
       correct += Number(sorted[end].strongCorrect) - Number(sorted[end].weakCorrect);

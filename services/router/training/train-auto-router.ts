@@ -223,10 +223,23 @@ type FeaturedRow = RoutingRow & { features: number[] };
 function trainModel(rows: FeaturedRow[], options: TrainingOptions, provenance: Record<string, unknown>): AutoRouterModel {
   const scaling = featureStandardization(rows.map((row) => row.features));
   const standardized = rows.map((row) => standardize(scaling, [...row.features]));
-  const strong = fitLogistic(standardized, rows.map((row) => row.strongCorrect), options.l2, options.newtonSteps);
-  const weak = fitLogistic(standardized, rows.map((row) => row.weakCorrect), options.l2, options.newtonSteps);
+  const strong = fitLogistic(
+    standardized,
+    rows.map((row) => row.strongCorrect),
+    options.l2,
+    options.newtonSteps,
+  );
+  const weak = fitLogistic(
+    standardized,
+    rows.map((row) => row.weakCorrect),
+    options.l2,
+    options.newtonSteps,
+  );
   const gains = standardized.map((features) => expectedGain({ ...scaling, strong, weak }, features));
-  const calibration = calibrate(gains, rows.map((row) => row.strongCorrect && !row.weakCorrect));
+  const calibration = calibrate(
+    gains,
+    rows.map((row) => row.strongCorrect && !row.weakCorrect),
+  );
   const draft: AutoRouterModel = {
     format: 2,
     features: [...PROMPT_FEATURE_NAMES],
@@ -253,7 +266,12 @@ function evaluate(router: string, split: string, rows: readonly RoutingRow[], sc
 function meanOf(router: string, split: string, lines: QualityLine[]): QualityLine {
   const mean = (pick: (line: QualityLine) => number) => lines.reduce((sum, line) => sum + pick(line), 0) / lines.length;
   return {
-    router, split, apgr: mean((line) => line.apgr), cpt50: mean((line) => line.cpt50), weakAccuracy: mean((line) => line.weakAccuracy), strongAccuracy: mean((line) => line.strongAccuracy),
+    router,
+    split,
+    apgr: mean((line) => line.apgr),
+    cpt50: mean((line) => line.cpt50),
+    weakAccuracy: mean((line) => line.weakAccuracy),
+    strongAccuracy: mean((line) => line.strongAccuracy),
     count: lines.reduce((sum, line) => sum + line.count, 0),
   };
 }
@@ -278,7 +296,11 @@ export function trainAutoRouter(rows: readonly RoutingRow[], options: TrainingOp
   const length = (row: RoutingRow) => row.text.length;
   const report: QualityLine[] = [];
   const bySource = (source: string) => validation.filter((row) => row.source === source);
-  for (const [split, part] of [['validation', validation], ['validation mmlu', bySource('mmlu')], ['validation gsm8k', bySource('gsm8k')]] as const) {
+  for (const [split, part] of [
+    ['validation', validation],
+    ['validation mmlu', bySource('mmlu')],
+    ['validation gsm8k', bySource('gsm8k')],
+  ] as const) {
     report.push(evaluate('auto router', split, part, (row) => scorer.score(row.text)));
     report.push(evaluate('prompt length', split, part, length));
     report.push(evaluate('random', split, part, () => 0));
@@ -307,6 +329,8 @@ export function trainAutoRouter(rows: readonly RoutingRow[], options: TrainingOp
   const subjectSplit = `unseen MMLU subjects (${options.subjectFolds} folds of ${subjects.length}, mean)`;
   report.push(meanOf('auto router', subjectSplit, routerFolds), meanOf('prompt length', subjectSplit, lengthFolds));
 
-  model.provenance.validation = Object.fromEntries(report.filter((line) => line.router === 'auto router').map((line) => [line.split, { apgr: round(line.apgr, 4), cpt50: round(line.cpt50, 4) }]));
+  model.provenance.validation = Object.fromEntries(
+    report.filter((line) => line.router === 'auto router').map((line) => [line.split, { apgr: round(line.apgr, 4), cpt50: round(line.cpt50, 4) }]),
+  );
   return { model, report, trainCount: train.length, validationCount: validation.length };
 }

@@ -85,12 +85,20 @@ export function App() {
         <span class="brand">Gateway console</span>
         <nav>
           {PAGES.map((entry) => (
-            <a key={entry.id} href={`#/${entry.id}`} class={entry.id === page ? 'active' : undefined} aria-current={entry.id === page ? 'page' : undefined} data-testid={`nav-${entry.id}`}>
+            <a
+              key={entry.id}
+              href={`#/${entry.id}`}
+              class={entry.id === page ? 'active' : undefined}
+              aria-current={entry.id === page ? 'page' : undefined}
+              data-testid={`nav-${entry.id}`}
+            >
               {entry.title}
             </a>
           ))}
         </nav>
-        <button type="button" class="secondary" data-testid="logout" onClick={() => logOut()}>Log out</button>
+        <button type="button" class="secondary" data-testid="logout" onClick={() => logOut()}>
+          Log out
+        </button>
       </header>
       <main>
         {page === 'keys' && <KeysPage api={api} />}

@@ -3,11 +3,18 @@ import type { Key } from './admin-api';
 import { FieldError, fieldsOfKey, keyChange, parseBudget, parseLimit } from './key-fields';
 
 const KEY: Key = {
-  object: 'api_key', id: 'key_ABCDEFGHIJKLMNOP', name: 'web', plan: 'pro', created_at: 0, last_used_at: null, revoked: false,
+  object: 'api_key',
+  id: 'key_ABCDEFGHIJKLMNOP',
+  name: 'web',
+  plan: 'pro',
+  created_at: 0,
+  last_used_at: null,
+  revoked: false,
   limits: { requests_per_minute: 120, tokens_per_minute: 1_000_000 },
   budgets: { daily_usd: 5, monthly_usd: null },
   overrides: { requests_per_minute: 120, daily_budget_usd: 5 },
-  routing_policy: null, catalog_fallbacks: false,
+  routing_policy: null,
+  catalog_fallbacks: false,
 };
 
 describe('parseLimit and parseBudget', () => {
@@ -29,7 +36,7 @@ describe('parseLimit and parseBudget', () => {
 });
 
 describe('keyChange', () => {
-  it('sends only what changed, with null for a field emptied back to the plan\'s', () => {
+  it("sends only what changed, with null for a field emptied back to the plan's", () => {
     const before = fieldsOfKey(KEY);
     expect(before).toEqual({ name: 'web', plan: 'pro', requestsPerMinute: '120', tokensPerMinute: '', dailyBudget: '5', monthlyBudget: '' });
     expect(keyChange(before, before)).toBeUndefined();

@@ -54,13 +54,15 @@ function chartOptions(width: number, spend: SpendSeries, label: (id: string) => 
     ],
     series: [
       { label: 'Bucket (UTC)', value: (_plot, value) => (value === null ? '—' : formatUnixSeconds(value)) },
-      ...spend.series.map((series, index): uPlot.Series => ({
-        label: label(series.id),
-        stroke: PALETTE[index % PALETTE.length],
-        width: 2,
-        points: { size: 5 },
-        value: (_plot, value) => (value === null ? '—' : formatUsd(value)),
-      })),
+      ...spend.series.map(
+        (series, index): uPlot.Series => ({
+          label: label(series.id),
+          stroke: PALETTE[index % PALETTE.length],
+          width: 2,
+          points: { size: 5 },
+          value: (_plot, value) => (value === null ? '—' : formatUsd(value)),
+        }),
+      ),
     ],
     legend: { live: true },
     cursor: { drag: { x: false, y: false } },

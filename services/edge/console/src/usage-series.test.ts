@@ -9,8 +9,16 @@ const NOW = Date.UTC(2025, 2, 10, 14, 25) / 1000;
 
 function result(group: Partial<UsageResult>, cost: number, requests = 1): UsageResult {
   return {
-    object: 'usage.result', requests, prompt_tokens: 10 * requests, completion_tokens: 20 * requests, cached_tokens: 0,
-    cost_usd: cost, cost_pico_usd: String(Math.round(cost * 1e12)), errors: 0, fallbacks: 0, ...group,
+    object: 'usage.result',
+    requests,
+    prompt_tokens: 10 * requests,
+    completion_tokens: 20 * requests,
+    cached_tokens: 0,
+    cost_usd: cost,
+    cost_pico_usd: String(Math.round(cost * 1e12)),
+    errors: 0,
+    fallbacks: 0,
+    ...group,
   };
 }
 
@@ -43,10 +51,14 @@ describe('spendSeries', () => {
   const [first, second] = [window.times[3]!, window.times[20]!];
 
   it('fills the buckets the API left out, and groups absent from a bucket, with zero', () => {
-    const spend = spendSeries([
-      bucket(first, HOUR, [result({ model: 'sim-mini' }, 0.002), result({ model: 'sim-full' }, 0.5)]),
-      bucket(second, HOUR, [result({ model: 'sim-mini' }, 0.001)]),
-    ], 'model', window.times);
+    const spend = spendSeries(
+      [
+        bucket(first, HOUR, [result({ model: 'sim-mini' }, 0.002), result({ model: 'sim-full' }, 0.5)]),
+        bucket(second, HOUR, [result({ model: 'sim-mini' }, 0.001)]),
+      ],
+      'model',
+      window.times,
+    );
     expect(spend.times).toEqual(window.times);
     expect(spend.series.map((series) => series.id)).toEqual(['sim-full', 'sim-mini']);
     const [full, mini] = spend.series;
@@ -65,11 +77,15 @@ describe('spendSeries', () => {
   });
 
   it('puts a bucket cut off the grid into the bucket it starts in, and leaves out one outside the window', () => {
-    const spend = spendSeries([
-      bucket(first + 1800, HOUR, [result({ key_id: 'key_a' }, 1)]),
-      bucket(window.start - HOUR, HOUR, [result({ key_id: 'key_a' }, 100)]),
-      bucket(window.end, HOUR, [result({ key_id: 'key_a' }, 100)]),
-    ], 'key_id', window.times);
+    const spend = spendSeries(
+      [
+        bucket(first + 1800, HOUR, [result({ key_id: 'key_a' }, 1)]),
+        bucket(window.start - HOUR, HOUR, [result({ key_id: 'key_a' }, 100)]),
+        bucket(window.end, HOUR, [result({ key_id: 'key_a' }, 100)]),
+      ],
+      'key_id',
+      window.times,
+    );
     expect(spend.series[0]!.values[3]).toBe(1);
     expect(spend.total).toBe(1);
   });
@@ -85,10 +101,10 @@ describe('spendSeries', () => {
 
 describe('totalsBy', () => {
   it('sums each group over every bucket, largest spend first', () => {
-    const totals = totalsBy([
-      bucket(0, HOUR, [result({ key_id: 'key_a' }, 0.25, 2), result({ key_id: 'key_b' }, 1, 1)]),
-      bucket(HOUR, HOUR, [result({ key_id: 'key_a' }, 1, 3)]),
-    ], 'key_id');
+    const totals = totalsBy(
+      [bucket(0, HOUR, [result({ key_id: 'key_a' }, 0.25, 2), result({ key_id: 'key_b' }, 1, 1)]), bucket(HOUR, HOUR, [result({ key_id: 'key_a' }, 1, 3)])],
+      'key_id',
+    );
     expect(totals).toEqual([
       { id: 'key_a', totals: { requests: 5, prompt_tokens: 50, completion_tokens: 100, cached_tokens: 0, cost_usd: 1.25, errors: 0, fallbacks: 0 } },
       { id: 'key_b', totals: { requests: 1, prompt_tokens: 10, completion_tokens: 20, cached_tokens: 0, cost_usd: 1, errors: 0, fallbacks: 0 } },

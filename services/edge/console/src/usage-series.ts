@@ -89,7 +89,8 @@ export function spendSeries(buckets: readonly UsageBucket[], dimension: 'key_id'
       values[index] = values[index]! + result.cost_usd;
     }
   }
-  const all = [...byGroup].map(([id, values]) => ({ id, values, total: values.reduce((sum, value) => sum + value, 0) }))
+  const all = [...byGroup]
+    .map(([id, values]) => ({ id, values, total: values.reduce((sum, value) => sum + value, 0) }))
     .sort((left, right) => right.total - left.total || left.id.localeCompare(right.id));
   const total = all.reduce((sum, series) => sum + series.total, 0);
   if (all.length <= maxSeries) return { times: [...times], series: all, total };
@@ -126,6 +127,7 @@ export function totalsBy(buckets: readonly UsageBucket[], dimension: 'key_id' | 
       byGroup.set(group, add(byGroup.get(group) ?? ZERO, result));
     }
   }
-  return [...byGroup].map(([id, totals]) => ({ id, totals }))
+  return [...byGroup]
+    .map(([id, totals]) => ({ id, totals }))
     .sort((left, right) => right.totals.cost_usd - left.totals.cost_usd || right.totals.requests - left.totals.requests || left.id.localeCompare(right.id));
 }

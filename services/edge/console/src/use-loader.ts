@@ -31,7 +31,11 @@ function sameInputs(left: readonly unknown[] | undefined, right: readonly unknow
 
 /** Runs `load` now and whenever one of `inputs` changes or `reload` is called. */
 export function useLoader<T>(load: () => Promise<T>, inputs: readonly unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data: T | undefined; error: ApiError | undefined; settled: readonly unknown[] | undefined }>({ data: undefined, error: undefined, settled: undefined });
+  const [state, setState] = useState<{ data: T | undefined; error: ApiError | undefined; settled: readonly unknown[] | undefined }>({
+    data: undefined,
+    error: undefined,
+    settled: undefined,
+  });
   const [round, setRound] = useState(0);
   const latest = useRef(0);
   const current = [...inputs, round];
@@ -39,12 +43,21 @@ export function useLoader<T>(load: () => Promise<T>, inputs: readonly unknown[])
     const generation = ++latest.current;
     const started = current;
     load().then(
-      (data) => { if (generation === latest.current) setState({ data, error: undefined, settled: started }); },
-      (error: unknown) => { if (generation === latest.current) setState((previous) => ({ data: previous.data, error: asApiError(error), settled: started })); },
+      (data) => {
+        if (generation === latest.current) setState({ data, error: undefined, settled: started });
+      },
+      (error: unknown) => {
+        if (generation === latest.current) setState((previous) => ({ data: previous.data, error: asApiError(error), settled: started }));
+      },
     );
     // `load` is a new closure on every render; `inputs` name what it depends on.
   }, current);
-  useEffect(() => () => { latest.current = Number.NaN; }, []);
+  useEffect(
+    () => () => {
+      latest.current = Number.NaN;
+    },
+    [],
+  );
   const reload = useCallback(() => setRound((value) => value + 1), []);
   return { data: state.data, error: state.error, loading: !sameInputs(state.settled, current), reload };
 }

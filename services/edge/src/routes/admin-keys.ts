@@ -7,8 +7,19 @@
 import type { FastifyInstance } from 'fastify';
 import { callUnary } from '@gateway/grpc';
 import type {
-  Budget, BudgetOutput, CreateKeyRequest, CreateKeyResponseOutput, GetKeyRequest, KeyInfoOutput, ListKeysRequest, ListKeysResponseOutput,
-  MinuteLimit, MinuteLimitOutput, Plan, RevokeKeyRequest, UpdateKeyRequest,
+  Budget,
+  BudgetOutput,
+  CreateKeyRequest,
+  CreateKeyResponseOutput,
+  GetKeyRequest,
+  KeyInfoOutput,
+  ListKeysRequest,
+  ListKeysResponseOutput,
+  MinuteLimit,
+  MinuteLimitOutput,
+  Plan,
+  RevokeKeyRequest,
+  UpdateKeyRequest,
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../app.js';
 import { invalid } from '../errors.js';
@@ -45,7 +56,11 @@ export interface AdminKeyJson {
   /** The budgets in force, in USD per UTC day and month; null: none. */
   budgets: Record<BudgetJsonField, number | null>;
   /** This key's overrides of its plan's limits, budgets and catalog fallbacks default. */
-  overrides: Partial<Record<(typeof LIMIT_FIELDS)[number], LimitJson>> & { catalog_fallbacks?: boolean; daily_budget_usd?: BudgetJson; monthly_budget_usd?: BudgetJson };
+  overrides: Partial<Record<(typeof LIMIT_FIELDS)[number], LimitJson>> & {
+    catalog_fallbacks?: boolean;
+    daily_budget_usd?: BudgetJson;
+    monthly_budget_usd?: BudgetJson;
+  };
   routing_policy: string | null;
   /** In force: whether a request that says nothing about fallbacks uses the catalog's chain. */
   catalog_fallbacks: boolean;
@@ -73,7 +88,7 @@ export function adminKeyJson(key: KeyInfoOutput): AdminKeyJson {
   if (key._catalog_fallbacks_override === 'catalog_fallbacks_override') overrides.catalog_fallbacks = key.catalog_fallbacks_override === true;
   for (const field of ['daily_budget', 'monthly_budget'] as const) {
     const override = key[`${field}_override`];
-    if (override) overrides[`${field}_usd`] = override.value === 'unlimited' ? 'unlimited' : budgetUsd(override) ?? 'unlimited';
+    if (override) overrides[`${field}_usd`] = override.value === 'unlimited' ? 'unlimited' : (budgetUsd(override) ?? 'unlimited');
   }
   return {
     object: 'api_key',
@@ -121,7 +136,7 @@ function policyOf(value: unknown): string {
 /** A catalog_fallbacks field: true or false, or (in an update) null for the plan's default. */
 function catalogFallbacksOf(value: unknown, allowNull: boolean): boolean | null {
   if (typeof value === 'boolean' || (value === null && allowNull)) return value;
-  throw invalid('catalog_fallbacks', `'catalog_fallbacks' must be true or false${allowNull ? ', or null for the plan\'s default' : ''}.`);
+  throw invalid('catalog_fallbacks', `'catalog_fallbacks' must be true or false${allowNull ? ", or null for the plan's default" : ''}.`);
 }
 
 /** The limit overrides of a body: a positive integer, "unlimited", or (in an update) null for the plan's. */
@@ -134,7 +149,7 @@ function overridesOf(value: unknown, allowNull: boolean): Partial<Record<(typeof
     if (limit === 'unlimited') result[field] = { unlimited: true };
     else if (limit === null && allowNull) result[field] = { plan_default: true };
     else if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit > 0) result[field] = { per_minute: limit };
-    else throw invalid(`limits.${field}`, `'limits.${field}' must be a positive integer or "unlimited"${allowNull ? ', or null for the plan\'s limit' : ''}.`);
+    else throw invalid(`limits.${field}`, `'limits.${field}' must be a positive integer or "unlimited"${allowNull ? ", or null for the plan's limit" : ''}.`);
   }
   return result;
 }
@@ -153,7 +168,11 @@ function budgetsOf(value: unknown, allowNull: boolean): Partial<Record<'daily_bu
     if (budget === 'unlimited') result[target] = { unlimited: true };
     else if (budget === null && allowNull) result[target] = { plan_default: true };
     else if (micro >= 1 && Number.isSafeInteger(micro)) result[target] = { micro_usd: micro };
-    else throw invalid(`budgets.${field}`, `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited"${allowNull ? ', or null for the plan\'s budget' : ''}.`);
+    else
+      throw invalid(
+        `budgets.${field}`,
+        `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited"${allowNull ? ", or null for the plan's budget" : ''}.`,
+      );
   }
   return result;
 }

@@ -10,7 +10,8 @@ import type { EdgeDependencies } from '../app.js';
 import { RequestError } from '../errors.js';
 import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 
-const MISSING_KEY = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+const MISSING_KEY =
+  "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
 const INVALID_KEY = 'Incorrect API key provided. You can find your API key in your gateway account.';
 /** auth's message for a revoked key, passed on as it is: the caller learns why the key stopped working. */
 const REVOKED_KEY = 'This API key has been revoked.';
@@ -59,17 +60,37 @@ export function reservedTokens(promptTokens: number, maxTokens: number | undefin
  * here (never the client's request id, which a client could repeat); 0 only checks the key, so
  * listing models is not metered.
  */
-export async function checkKey(deps: EdgeDependencies, apiKey: string, requestId: string, reserveTokens: number, signal?: AbortSignal, traceparent?: string): Promise<CheckKeyResponseOutput> {
+export async function checkKey(
+  deps: EdgeDependencies,
+  apiKey: string,
+  requestId: string,
+  reserveTokens: number,
+  signal?: AbortSignal,
+  traceparent?: string,
+): Promise<CheckKeyResponseOutput> {
   let decision: CheckKeyResponseOutput;
   try {
     const checkOnly = reserveTokens <= 0;
     // Sent once: a check whose answer is lost (deadline, a broken stream) has an unknown outcome
     // and is refused, never resent, so a request is never charged twice.
-    decision = await deps.decisions.call('check_key', { api_key: apiKey, request_id: requestId, reserve_tokens: Math.max(0, reserveTokens), reservation_id: checkOnly ? '' : randomUUID(), check_only: checkOnly }, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent });
+    decision = await deps.decisions.call(
+      'check_key',
+      {
+        api_key: apiKey,
+        request_id: requestId,
+        reserve_tokens: Math.max(0, reserveTokens),
+        reservation_id: checkOnly ? '' : randomUUID(),
+        check_only: checkOnly,
+      },
+      { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent },
+    );
   } catch (error) {
     const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
     deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
-    throw new RequestError(503, 'The gateway cannot check API keys right now. Please retry shortly.', { code: 'auth_unavailable', headers: { 'retry-after': '1' } });
+    throw new RequestError(503, 'The gateway cannot check API keys right now. Please retry shortly.', {
+      code: 'auth_unavailable',
+      headers: { 'retry-after': '1' },
+    });
   }
   switch (decision.decision) {
     case 'DECISION_ALLOW':
@@ -135,7 +156,9 @@ export function holdReservation(deps: EdgeDependencies, request: FastifyRequest,
       if (settled) return;
       settled = true;
       // After the current turn, so the response the caller waits for is written first.
-      setImmediate(() => void settleWithRetries(deps, { reservation_id: reservationId, actual_tokens: Math.max(0, Math.round(actualTokens)), request_id: request.id }));
+      setImmediate(
+        () => void settleWithRetries(deps, { reservation_id: reservationId, actual_tokens: Math.max(0, Math.round(actualTokens)), request_id: request.id }),
+      );
     },
     handOff() {
       if (settled) return '';

@@ -7,8 +7,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { capabilityProblem as catalogCapabilityProblem, costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
 import { GatewayError, GrpcStatus, callMetadata, callUnary, withoutCallerStack } from '@gateway/grpc';
 import type {
-  ChatChunkOutput, CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ExecuteStreamEventOutput,
-  ModelOutput, RouteRequest, RouteResponseOutput, UsageEvent, UsageOutput,
+  ChatChunkOutput,
+  CheckKeyResponseOutput,
+  ExecuteRequest,
+  ExecutionAttemptOutput,
+  ExecuteStreamEventOutput,
+  ModelOutput,
+  RouteRequest,
+  RouteResponseOutput,
+  UsageEvent,
+  UsageOutput,
 } from '@gateway/proto';
 import { countPromptTokensAsync, countPromptTokensWithinAsync, countTextTokensAsync, promptTokenBounds, routingText } from '@gateway/tokens';
 import type { EdgeDependencies } from '../app.js';
@@ -52,8 +60,13 @@ function checkCapabilities(model: ModelOutput, parsed: ParsedChatRequest, prompt
 /** Why a model cannot serve the request (the catalog's one rule set, shared with the router), or undefined when it can. */
 function capabilityProblem(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): RequestError | undefined {
   const problem = catalogCapabilityProblem(model, {
-    tools: parsed.needsTools, vision: parsed.needsVision, jsonMode: parsed.needsJsonMode, stream: parsed.request.stream === true, promptTokens,
-    maxTokens: parsed.request.max_tokens, maxTokensParam: parsed.request.max_tokens_is_completion_tokens ? 'max_completion_tokens' : 'max_tokens',
+    tools: parsed.needsTools,
+    vision: parsed.needsVision,
+    jsonMode: parsed.needsJsonMode,
+    stream: parsed.request.stream === true,
+    promptTokens,
+    maxTokens: parsed.request.max_tokens,
+    maxTokensParam: parsed.request.max_tokens_is_completion_tokens ? 'max_completion_tokens' : 'max_tokens',
   });
   return problem && new RequestError(400, problem.message, { param: problem.param, code: problem.code });
 }
@@ -105,7 +118,11 @@ async function countBoundedPromptTokens(catalog: EdgeDependencies['catalog'], pa
   const tokens = await countPromptTokensWithinAsync(parsed.request, limit);
   if (tokens !== undefined) return tokens;
   const whose = named ? "This model's" : "The largest model's";
-  throw new RequestError(400, `${whose} maximum context length is ${limit} tokens. However, your messages resulted in more than ${limit} tokens. Please reduce the length of the messages.`, { param: 'messages', code: 'context_length_exceeded' });
+  throw new RequestError(
+    400,
+    `${whose} maximum context length is ${limit} tokens. However, your messages resulted in more than ${limit} tokens. Please reduce the length of the messages.`,
+    { param: 'messages', code: 'context_length_exceeded' },
+  );
 }
 
 function modelNotFound(modelId: string): RequestError {
@@ -118,7 +135,14 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
   const metrics = new GenAiMetrics(deps.registry, { keyId: config.EDGE_METRICS_KEY_ID });
   const tracing = deps.tracing ?? NO_TRACING;
 
-  async function resolve(parsed: ParsedChatRequest, promptTokens: number, requestId: string, signal: AbortSignal, policy: string | undefined, traceparent?: string): Promise<Routing> {
+  async function resolve(
+    parsed: ParsedChatRequest,
+    promptTokens: number,
+    requestId: string,
+    signal: AbortSignal,
+    policy: string | undefined,
+    traceparent?: string,
+  ): Promise<Routing> {
     const modelId = parsed.request.model ?? '';
     if (modelId !== 'auto' && catalog.ready) {
       const model = catalog.get(modelId);
@@ -126,20 +150,25 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       checkCapabilities(model, parsed, promptTokens);
       return { model };
     }
-    const route = await callUnary<RouteRequest, RouteResponseOutput>(deps.router, deps.router.Route, {
-      request_id: requestId,
-      model: modelId,
-      prompt_text: modelId === 'auto' ? routingText(parsed.request.messages ?? []) : '',
-      policy: modelId === 'auto' ? policy ?? '' : '',
-      traits: {
-        needs_tools: parsed.needsTools,
-        needs_vision: parsed.needsVision,
-        needs_json_mode: parsed.needsJsonMode,
-        stream: parsed.stream,
-        prompt_tokens: promptTokens,
-        max_tokens: parsed.request.max_tokens ?? 0,
+    const route = await callUnary<RouteRequest, RouteResponseOutput>(
+      deps.router,
+      deps.router.Route,
+      {
+        request_id: requestId,
+        model: modelId,
+        prompt_text: modelId === 'auto' ? routingText(parsed.request.messages ?? []) : '',
+        policy: modelId === 'auto' ? (policy ?? '') : '',
+        traits: {
+          needs_tools: parsed.needsTools,
+          needs_vision: parsed.needsVision,
+          needs_json_mode: parsed.needsJsonMode,
+          stream: parsed.stream,
+          prompt_tokens: promptTokens,
+          max_tokens: parsed.request.max_tokens ?? 0,
+        },
       },
-    }, { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent }).catch((error: unknown) => {
+      { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent },
+    ).catch((error: unknown) => {
       // The router names its own field; the caller sent it as route_policy (or x-route-policy).
       if (error instanceof GatewayError && error.param === 'policy') {
         throw new RequestError(400, error.message, { param: 'route_policy', code: error.reason });
@@ -157,7 +186,12 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const info: GatewayInfo = { routed_to: answered.id ?? '', latency_ms: Math.round(latencyMs * 100) / 100, cost_usd: picoUsdToUsd(costPico) };
     const route = routing.route;
     if (route && route.score !== undefined) {
-      info.auto = { score: route.score ?? null, policy: route.policy ?? 'balanced', tier: tierName(route.quality_tier) ?? (route.tier || null), reason: route.reason || null };
+      info.auto = {
+        score: route.score ?? null,
+        policy: route.policy ?? 'balanced',
+        tier: tierName(route.quality_tier) ?? (route.tier || null),
+        reason: route.reason || null,
+      };
     }
     if (attempts.length > 0) info.tried = attempts.map((attempt) => ({ model: attempt.model_id ?? '', reason: attempt.reason ?? '' }));
     return info;
@@ -184,7 +218,11 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       requested.forEach((id, index) => {
         if (catalog.ready) {
           const model = catalog.get(id);
-          if (!model) throw new RequestError(404, `The model \`${id.slice(0, 256)}\` in 'fallbacks' does not exist or you do not have access to it.`, { param: `fallbacks[${index}]`, code: 'model_not_found' });
+          if (!model)
+            throw new RequestError(404, `The model \`${id.slice(0, 256)}\` in 'fallbacks' does not exist or you do not have access to it.`, {
+              param: `fallbacks[${index}]`,
+              code: 'model_not_found',
+            });
           const problem = capabilityProblem(model, parsed, promptTokens);
           if (problem) throw new RequestError(400, `'fallbacks[${index}]': ${problem.message}`, { param: `fallbacks[${index}]`, code: problem.code });
         }
@@ -206,7 +244,22 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
    * never the caller's x-request-id: metering de-duplicates on it, so an id a caller could repeat
    * or forge would let every request but one go unbilled.
    */
-  function publishUsage(eventId: string, requestId: string, receivedAtMs: number, latencyMs: number, keyId: string, answered: ModelOutput, parsed: ParsedChatRequest, usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], costPico: bigint, reservationId: string, observed: Observed, attempts: readonly ExecutionAttemptOutput[]): void {
+  function publishUsage(
+    eventId: string,
+    requestId: string,
+    receivedAtMs: number,
+    latencyMs: number,
+    keyId: string,
+    answered: ModelOutput,
+    parsed: ParsedChatRequest,
+    usage: UsageOutput | undefined,
+    provider: string,
+    outcome: UsageEvent['outcome'],
+    costPico: bigint,
+    reservationId: string,
+    observed: Observed,
+    attempts: readonly ExecutionAttemptOutput[],
+  ): void {
     const span = observed.span;
     if (span) {
       span.setAttributes({
@@ -218,7 +271,8 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         'gateway.outcome': outcome ?? '',
       });
       if (observed.firstTokenMs !== undefined) span.setAttribute('gateway.time_to_first_token_ms', observed.firstTokenMs);
-      for (const attempt of attempts) span.addEvent('gateway.fallback', { 'gateway.fallback.from_model': attempt.model_id ?? '', 'gateway.fallback.reason': attempt.reason ?? '' });
+      for (const attempt of attempts)
+        span.addEvent('gateway.fallback', { 'gateway.fallback.from_model': attempt.model_id ?? '', 'gateway.fallback.reason': attempt.reason ?? '' });
     }
     metrics.observe({
       requestModel: parsed.request.model ?? '',
@@ -279,95 +333,194 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     const callerPolicy = routePolicy(request, parsed);
 
     const abort = new AbortController();
-    reply.raw.once('close', () => { if (!reply.raw.writableFinished) abort.abort(); });
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
     // The request's span (tracing on): the parent of auth's, the router's, the executor's and
     // metering's; ended when the response is over.
     const span = tracing.startSpan(`chat ${parsed.request.model ?? ''}`, {
       kind: SpanKind.SERVER,
       parent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : undefined,
-      attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': parsed.request.model ?? '', 'http.request.method': 'POST', 'http.route': '/v1/chat/completions', 'gateway.stream': parsed.stream },
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.request.model': parsed.request.model ?? '',
+        'http.request.method': 'POST',
+        'http.route': '/v1/chat/completions',
+        'gateway.stream': parsed.stream,
+      },
     });
     const traceparent = tracing.traceparentOf(span);
-    if (span) reply.raw.once('close', () => { span.setAttribute('http.response.status_code', reply.statusCode); span.end(); });
+    if (span)
+      reply.raw.once('close', () => {
+        span.setAttribute('http.response.status_code', reply.statusCode);
+        span.end();
+      });
     try {
+      // Auth and routing at the same time; a key problem wins over any routing problem.
+      noteKeyChecked(request);
+      const reserve = (tokens: number) =>
+        reservedTokens(
+          tokens,
+          parsed.request.max_tokens,
+          catalog.get(parsed.request.model ?? '')?.max_output_tokens,
+          config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS,
+        );
+      const [authResult, routeResult] = await Promise.allSettled([
+        checkKey(deps, apiKey, requestId, reserve(promptTokens), abort.signal, traceparent).catch(async (error: unknown) => {
+          // Too large for the key's tokens per minute on an estimate: the exact count decides.
+          if (!(error instanceof RequestError && error.code === 'request_too_large') || prompt.exact) throw error;
+          return checkKey(deps, apiKey, requestId, reserve(await countBoundedPromptTokens(catalog, parsed)), abort.signal, traceparent);
+        }),
+        resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy, traceparent),
+      ]);
+      if (authResult.status === 'rejected') throw authResult.reason;
+      const decision: CheckKeyResponseOutput = authResult.value;
+      const reservation = holdReservation(deps, request, decision);
+      // On the reply before any stream starts: streamCompletion copies x-ratelimit-* onto the SSE head.
+      void reply.headers(rateLimitHeaders(decision));
+      if (routeResult.status === 'rejected') throw routeResult.reason;
+      let routing = routeResult.value;
+      // The key's default policy is known only now; only `auto` requests of keys that have one and
+      // name none themselves pay for a second routing call.
+      if (routing.route && callerPolicy === undefined && decision.routing_policy) {
+        routing = await resolve(parsed, promptTokens, requestId, abort.signal, decision.routing_policy, traceparent);
+      }
+      if (span) {
+        span.setAttribute('gateway.routed_to', routing.model.id ?? '');
+        const route = routing.route;
+        if (route)
+          span.setAttributes({
+            'gateway.auto.score': route.score ?? 0,
+            'gateway.auto.tier': tierName(route.quality_tier) ?? route.tier ?? '',
+            'gateway.auto.policy': route.policy ?? '',
+          });
+      }
 
-    // Auth and routing at the same time; a key problem wins over any routing problem.
-    noteKeyChecked(request);
-    const reserve = (tokens: number) => reservedTokens(tokens, parsed.request.max_tokens, catalog.get(parsed.request.model ?? '')?.max_output_tokens, config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS);
-    const [authResult, routeResult] = await Promise.allSettled([
-      checkKey(deps, apiKey, requestId, reserve(promptTokens), abort.signal, traceparent).catch(async (error: unknown) => {
-        // Too large for the key's tokens per minute on an estimate: the exact count decides.
-        if (!(error instanceof RequestError && error.code === 'request_too_large') || prompt.exact) throw error;
-        return checkKey(deps, apiKey, requestId, reserve(await countBoundedPromptTokens(catalog, parsed)), abort.signal, traceparent);
-      }),
-      resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy, traceparent),
-    ]);
-    if (authResult.status === 'rejected') throw authResult.reason;
-    const decision: CheckKeyResponseOutput = authResult.value;
-    const reservation = holdReservation(deps, request, decision);
-    // On the reply before any stream starts: streamCompletion copies x-ratelimit-* onto the SSE head.
-    void reply.headers(rateLimitHeaders(decision));
-    if (routeResult.status === 'rejected') throw routeResult.reason;
-    let routing = routeResult.value;
-    // The key's default policy is known only now; only `auto` requests of keys that have one and
-    // name none themselves pay for a second routing call.
-    if (routing.route && callerPolicy === undefined && decision.routing_policy) {
-      routing = await resolve(parsed, promptTokens, requestId, abort.signal, decision.routing_policy, traceparent);
-    }
-    if (span) {
-      span.setAttribute('gateway.routed_to', routing.model.id ?? '');
+      const fallbacks = fallbackChain(parsed, routing, promptTokens, decision.catalog_fallbacks === true);
+      if (routing.model.available === false && fallbacks.length === 0) {
+        const retryAfterMs = Math.max(1000, routing.model.retry_after_ms ?? 1000);
+        throw new RequestError(
+          503,
+          `The model \`${routing.model.id}\` is temporarily unavailable: none of its deployments is healthy. Retry later, or send "fallbacks": true to let another model answer.`,
+          {
+            code: 'model_unavailable',
+            param: 'model',
+            headers: { 'retry-after': String(Math.ceil(retryAfterMs / 1000)), 'retry-after-ms': String(retryAfterMs) },
+          },
+        );
+      }
+
+      const execute: ExecuteRequest = {
+        request_id: requestId,
+        model_id: routing.model.id,
+        request: parsed.request,
+        key_id: decision.key_id,
+        fallbacks,
+        legacy_functions: parsed.legacyFunctions,
+      };
+      const keyId = decision.key_id ?? '';
       const route = routing.route;
-      if (route) span.setAttributes({ 'gateway.auto.score': route.score ?? 0, 'gateway.auto.tier': tierName(route.quality_tier) ?? route.tier ?? '', 'gateway.auto.policy': route.policy ?? '' });
-    }
+      const auto =
+        route && route.score !== undefined
+          ? { score: route.score ?? 0, tier: tierName(route.quality_tier) ?? route.tier ?? '', policy: route.policy ?? '' }
+          : undefined;
+      const observed: Observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '', span, traceparent, auto };
+      const over = metrics.started();
+      reply.raw.once('close', over);
 
-    const fallbacks = fallbackChain(parsed, routing, promptTokens, decision.catalog_fallbacks === true);
-    if (routing.model.available === false && fallbacks.length === 0) {
-      const retryAfterMs = Math.max(1000, routing.model.retry_after_ms ?? 1000);
-      throw new RequestError(503, `The model \`${routing.model.id}\` is temporarily unavailable: none of its deployments is healthy. Retry later, or send "fallbacks": true to let another model answer.`, {
-        code: 'model_unavailable', param: 'model', headers: { 'retry-after': String(Math.ceil(retryAfterMs / 1000)), 'retry-after-ms': String(retryAfterMs) },
-      });
-    }
+      if (!parsed.stream) {
+        const result = await withReplicaRetry(abort.signal, () =>
+          deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal, traceparent }),
+        ).catch((error: unknown) => {
+          // A request that reached a model and failed (or whose caller left) is metered too: a
+          // request with no usage, counted among the key's errors unless it was cancelled.
+          const cancelled = abort.signal.aborted;
+          const errorCode = cancelled
+            ? undefined
+            : (toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error');
+          publishUsage(
+            eventId,
+            requestId,
+            receivedAtMs,
+            reply.elapsedTime,
+            keyId,
+            routing.model,
+            parsed,
+            NO_USAGE,
+            '',
+            cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED',
+            0n,
+            reservation.handOff(),
+            { ...observed, errorCode },
+            [],
+          );
+          throw error;
+        });
+        const response = result.response!;
+        const answered = answeredModel(routing, result.model_id);
+        const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
+        const latencyMs = reply.elapsedTime;
+        const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
+        publishUsage(
+          eventId,
+          requestId,
+          receivedAtMs,
+          latencyMs,
+          keyId,
+          answered,
+          parsed,
+          response.usage,
+          result.provider ?? '',
+          'OUTCOME_COMPLETED',
+          costPico,
+          reservation.handOff(),
+          observed,
+          result.attempts,
+        );
+        void reply
+          .header('content-type', 'application/json')
+          .header('openai-processing-ms', String(Math.round(latencyMs)))
+          .header('openai-model', answered.id ?? '');
+        return body;
+      }
 
-    const execute: ExecuteRequest = { request_id: requestId, model_id: routing.model.id, request: parsed.request, key_id: decision.key_id, fallbacks, legacy_functions: parsed.legacyFunctions };
-    const keyId = decision.key_id ?? '';
-    const route = routing.route;
-    const auto = route && route.score !== undefined ? { score: route.score ?? 0, tier: tierName(route.quality_tier) ?? route.tier ?? '', policy: route.policy ?? '' } : undefined;
-    const observed: Observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '', span, traceparent, auto };
-    const over = metrics.started();
-    reply.raw.once('close', over);
-
-    if (!parsed.stream) {
-      const result = await withReplicaRetry(abort.signal, () => deps.completions.call('complete', execute, { deadlineMs: config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal: abort.signal, traceparent })).catch((error: unknown) => {
-        // A request that reached a model and failed (or whose caller left) is metered too: a
-        // request with no usage, counted among the key's errors unless it was cancelled.
-        const cancelled = abort.signal.aborted;
-        const errorCode = cancelled ? undefined : toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error';
-        publishUsage(eventId, requestId, receivedAtMs, reply.elapsedTime, keyId, routing.model, parsed, NO_USAGE, '', cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED', 0n, reservation.handOff(), { ...observed, errorCode }, []);
-        throw error;
-      });
-      const response = result.response!;
-      const answered = answeredModel(routing, result.model_id);
-      const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
-      const latencyMs = reply.elapsedTime;
-      const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', costPico, reservation.handOff(), observed, result.attempts);
-      void reply
-        .header('content-type', 'application/json')
-        .header('openai-processing-ms', String(Math.round(latencyMs)))
-        .header('openai-model', answered.id ?? '');
-      return body;
-    }
-
-    await streamCompletion(request, reply, execute, routing, parsed, abort, traceparent, (answered, attempts, usage, provider, outcome, firstTokenMs, errorCode) => {
-      const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
-      const latencyMs = reply.elapsedTime;
-      publishUsage(eventId, requestId, receivedAtMs, latencyMs, keyId, answered, parsed, usage, provider, outcome, costPico, reservation.handOff(), { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}), errorCode }, attempts);
-      return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
-    });
-    return reply;
+      await streamCompletion(
+        request,
+        reply,
+        execute,
+        routing,
+        parsed,
+        abort,
+        traceparent,
+        (answered, attempts, usage, provider, outcome, firstTokenMs, errorCode) => {
+          const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
+          const latencyMs = reply.elapsedTime;
+          publishUsage(
+            eventId,
+            requestId,
+            receivedAtMs,
+            latencyMs,
+            keyId,
+            answered,
+            parsed,
+            usage,
+            provider,
+            outcome,
+            costPico,
+            reservation.handOff(),
+            { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}), errorCode },
+            attempts,
+          );
+          return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
+        },
+      );
+      return reply;
     } catch (error) {
       if (span) {
-        span.setAttribute('error.type', error instanceof RequestError ? error.code ?? String(error.status) : error instanceof GatewayError ? error.reason : 'internal_error');
+        span.setAttribute(
+          'error.type',
+          error instanceof RequestError ? (error.code ?? String(error.status)) : error instanceof GatewayError ? error.reason : 'internal_error',
+        );
         span.setStatus({ code: SpanStatusCode.ERROR });
       }
       throw error;
@@ -389,10 +542,24 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     parsed: ParsedChatRequest,
     abort: AbortController,
     traceparent: string | undefined,
-    finish: (answered: ModelOutput, attempts: readonly ExecutionAttemptOutput[], usage: UsageOutput | undefined, provider: string, outcome: UsageEvent['outcome'], firstTokenMs: number | undefined, errorCode?: string) => GatewayInfo,
+    finish: (
+      answered: ModelOutput,
+      attempts: readonly ExecutionAttemptOutput[],
+      usage: UsageOutput | undefined,
+      provider: string,
+      outcome: UsageEvent['outcome'],
+      firstTokenMs: number | undefined,
+      errorCode?: string,
+    ) => GatewayInfo,
   ): Promise<void> {
     const raw = reply.raw;
-    const identity: StreamIdentity = { id: '', created: 0, model: routing.model.id ?? '', includeUsage: parsed.includeUsage, legacyFunctions: parsed.legacyFunctions };
+    const identity: StreamIdentity = {
+      id: '',
+      created: 0,
+      model: routing.model.id ?? '',
+      includeUsage: parsed.includeUsage,
+      legacyFunctions: parsed.legacyFunctions,
+    };
     let started = false;
     // The JSON of the latest chunk that carries a finish_reason, held back to carry `gateway`.
     let held: string | undefined;
@@ -410,12 +577,23 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     // phase (setImmediate), after the promise chain of the stream's iterator has handed over every
     // message already read; process.nextTick uncorked between two messages of one read.
     let corked = false;
-    const uncork = () => { corked = false; raw.uncork(); };
+    const uncork = () => {
+      corked = false;
+      raw.uncork();
+    };
     const write = async (text: string) => {
-      if (!corked) { corked = true; raw.cork(); setImmediate(uncork); }
+      if (!corked) {
+        corked = true;
+        raw.cork();
+        setImmediate(uncork);
+      }
       if (!raw.write(text) && !raw.destroyed) {
         await new Promise<void>((resolve) => {
-          const done = () => { raw.off('drain', done); raw.off('close', done); resolve(); };
+          const done = () => {
+            raw.off('drain', done);
+            raw.off('close', done);
+            resolve();
+          };
           raw.on('drain', done);
           raw.on('close', done);
         });
@@ -423,7 +601,10 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     };
     const armKeepAlive = () => {
       if (keepAlive) keepAlive.refresh();
-      else keepAlive = setInterval(() => { if (!raw.destroyed) raw.write(': ping\n\n'); }, config.EDGE_STREAM_KEEPALIVE_MS);
+      else
+        keepAlive = setInterval(() => {
+          if (!raw.destroyed) raw.write(': ping\n\n');
+        }, config.EDGE_STREAM_KEEPALIVE_MS);
     };
     const begin = (first: ChatChunkOutput | undefined) => {
       if (started) return;
@@ -454,7 +635,10 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
     };
     // Writes a chunk's JSON, except the latest one that finishes a choice, which is held (see above).
     const relay = async (json: string, finishes: boolean) => {
-      if (held !== undefined) { await write(`data: ${held}\n\n`); held = undefined; }
+      if (held !== undefined) {
+        await write(`data: ${held}\n\n`);
+        held = undefined;
+      }
       if (finishes) held = json;
       else await write(`data: ${json}\n\n`);
     };
@@ -512,7 +696,10 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
               if (!started) begin(chunk);
               firstTokenMs ??= reply.elapsedTime;
               textOf(chunk);
-              await relay(JSON.stringify(chunkJson(chunk, identity)), chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED'));
+              await relay(
+                JSON.stringify(chunkJson(chunk, identity)),
+                chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED'),
+              );
               armKeepAlive();
             } else if (event.failure) {
               // The executor's own count of what was generated before it failed; its status follows.
@@ -560,7 +747,15 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         throw requestError;
       }
       request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-      finish(answered, attempts, failureUsage ?? await estimatedUsage(execute, streamedText), provider, 'OUTCOME_FAILED', firstTokenMs, requestError.code ?? 'internal_error');
+      finish(
+        answered,
+        attempts,
+        failureUsage ?? (await estimatedUsage(execute, streamedText)),
+        provider,
+        'OUTCOME_FAILED',
+        firstTokenMs,
+        requestError.code ?? 'internal_error',
+      );
       if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
     } finally {
       clearTimeout(commitTimer);
@@ -625,7 +820,8 @@ function withGateway(chunkJsonText: string, gateway: GatewayInfo): string {
 function corsHeaders(reply: FastifyReply): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (name.startsWith('access-control-') || name === 'vary' || name.startsWith('x-ratelimit-') || name === BUDGET_REMAINING_HEADER) headers[name] = String(value);
+    if (name.startsWith('access-control-') || name === 'vary' || name.startsWith('x-ratelimit-') || name === BUDGET_REMAINING_HEADER)
+      headers[name] = String(value);
   }
   return headers;
 }

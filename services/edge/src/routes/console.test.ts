@@ -62,7 +62,9 @@ describe('registerConsole', () => {
       expect(response.body).toBe(body);
       expectSecurityHeaders(response.headers);
     }
-    expect(CONSOLE_SECURITY_HEADERS['content-security-policy']).toBe("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    expect(CONSOLE_SECURITY_HEADERS['content-security-policy']).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
   });
 
   it('answers 304 to a matching If-None-Match and the full file to a stale one', async () => {

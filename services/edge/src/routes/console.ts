@@ -19,7 +19,8 @@ import { RequestError, errorBody } from '../errors.js';
  * `img-src data:` is for the empty favicon that stops the browser asking for /favicon.ico.
  */
 export const CONSOLE_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
@@ -93,7 +94,9 @@ export function registerConsole(app: FastifyInstance, options: ConsoleOptions): 
   const directory = options.directory ?? fileURLToPath(new URL('../console/', import.meta.url));
   const files = readConsoleFiles(directory);
   if (!files) app.log.warn({ directory }, 'the console was not built: /console answers 503');
-  const notBuilt = new RequestError(503, 'The console was not built. Build the edge (pnpm --filter @gateway/edge build) and restart it.', { code: 'console_not_built' });
+  const notBuilt = new RequestError(503, 'The console was not built. Build the edge (pnpm --filter @gateway/edge build) and restart it.', {
+    code: 'console_not_built',
+  });
 
   const serve = (name: ConsoleFileName) => async (request: FastifyRequest, reply: FastifyReply) => {
     void reply.headers(CONSOLE_SECURITY_HEADERS);

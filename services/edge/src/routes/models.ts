@@ -49,7 +49,11 @@ export function modelJson(model: ModelOutput) {
 }
 
 function catalogOrUnavailable(deps: EdgeDependencies) {
-  if (!deps.catalog.ready) throw new RequestError(503, 'The model catalog is not available yet. Please retry shortly.', { code: 'catalog_unavailable', headers: { 'retry-after': '1' } });
+  if (!deps.catalog.ready)
+    throw new RequestError(503, 'The model catalog is not available yet. Please retry shortly.', {
+      code: 'catalog_unavailable',
+      headers: { 'retry-after': '1' },
+    });
   return deps.catalog;
 }
 
@@ -63,12 +67,17 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
     let limit = models.length;
     if (limitText !== undefined) {
       limit = Number(limitText);
-      if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000) throw new RequestError(400, `Invalid value for 'limit': expected an integer from 1 to 1000, got '${limitText.slice(0, 32)}'.`, { param: 'limit', code: 'invalid_value' });
+      if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000)
+        throw new RequestError(400, `Invalid value for 'limit': expected an integer from 1 to 1000, got '${limitText.slice(0, 32)}'.`, {
+          param: 'limit',
+          code: 'invalid_value',
+        });
     }
     let start = 0;
     if (after !== undefined) {
       const index = models.findIndex((model) => model.id === after);
-      if (index < 0) throw new RequestError(400, `Invalid value for 'after': no model has the id '${after.slice(0, 128)}'.`, { param: 'after', code: 'invalid_value' });
+      if (index < 0)
+        throw new RequestError(400, `Invalid value for 'after': no model has the id '${after.slice(0, 128)}'.`, { param: 'after', code: 'invalid_value' });
       start = index + 1;
     }
     const page = models.slice(start, start + limit).map(modelJson);
@@ -87,9 +96,17 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
     noteKeyChecked(request);
     await checkKey(deps, bearerKey(request), request.id, 0);
     let id: string;
-    try { id = decodeURIComponent(request.params['*']); } catch { id = request.params['*']; }
+    try {
+      id = decodeURIComponent(request.params['*']);
+    } catch {
+      id = request.params['*'];
+    }
     const model = catalogOrUnavailable(deps).get(id);
-    if (!model) throw new RequestError(404, `The model \`${id.slice(0, 256)}\` does not exist or you do not have access to it.`, { param: 'model', code: 'model_not_found' });
+    if (!model)
+      throw new RequestError(404, `The model \`${id.slice(0, 256)}\` does not exist or you do not have access to it.`, {
+        param: 'model',
+        code: 'model_not_found',
+      });
     void reply.header('content-type', 'application/json');
     return JSON.stringify(modelJson(model));
   });

@@ -11,8 +11,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { picoUsdToUsd } from '@gateway/catalog';
 import { callUnary } from '@gateway/grpc';
 import type {
-  ListKeysRequest, ListKeysResponseOutput, ListRecentRequestsRequest, ListRecentRequestsResponseOutput, QueryUsageRequest, QueryUsageResponseOutput,
-  RecentRequestOutput, UsageCountsOutput,
+  ListKeysRequest,
+  ListKeysResponseOutput,
+  ListRecentRequestsRequest,
+  ListRecentRequestsResponseOutput,
+  QueryUsageRequest,
+  QueryUsageResponseOutput,
+  RecentRequestOutput,
+  UsageCountsOutput,
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../app.js';
 import { invalid } from '../errors.js';
@@ -103,9 +109,16 @@ function addCounts(sums: Sums, counts: UsageCountsOutput | null | undefined): vo
 
 function resultJson(sums: Sums, group: Partial<Record<'key_id' | 'model' | 'plan', string>>): UsageResultJson {
   return {
-    object: 'usage.result', ...group,
-    requests: sums.requests, prompt_tokens: sums.prompt_tokens, completion_tokens: sums.completion_tokens, cached_tokens: sums.cached_tokens,
-    cost_usd: picoUsdToUsd(sums.cost), cost_pico_usd: sums.cost.toString(), errors: sums.errors, fallbacks: sums.fallbacks,
+    object: 'usage.result',
+    ...group,
+    requests: sums.requests,
+    prompt_tokens: sums.prompt_tokens,
+    completion_tokens: sums.completion_tokens,
+    cached_tokens: sums.cached_tokens,
+    cost_usd: picoUsdToUsd(sums.cost),
+    cost_pico_usd: sums.cost.toString(),
+    errors: sums.errors,
+    fallbacks: sums.fallbacks,
   };
 }
 
@@ -138,21 +151,31 @@ function usagePage(query: UsageQuery, rows: QueryUsageResponseOutput['rows'], pl
     start: query.start,
     end: query.end,
     group_by: query.groupBy,
-    data: [...buckets].sort(([a], [b]) => a - b).map(([start, results]) => ({
-      object: 'bucket' as const,
-      start_time: start,
-      end_time: start + width,
-      results: [...results.values()].map((entry) => resultJson(entry.sums, entry.group)),
-    })),
+    data: [...buckets]
+      .sort(([a], [b]) => a - b)
+      .map(([start, results]) => ({
+        object: 'bucket' as const,
+        start_time: start,
+        end_time: start + width,
+        results: [...results.values()].map((entry) => resultJson(entry.sums, entry.group)),
+      })),
     totals: resultJson(totals, {}),
     has_more: false,
   };
 }
 
 function queryUsage(deps: EdgeDependencies, request: FastifyRequest, query: UsageQuery, keyIds: string[]): Promise<QueryUsageResponseOutput> {
-  return callUnary<QueryUsageRequest, QueryUsageResponseOutput>(deps.metering, deps.metering.QueryUsage, {
-    start: query.start, end: query.end, bucket: query.bucket === 'hour' ? 'BUCKET_WIDTH_HOUR' : 'BUCKET_WIDTH_DAY', key_ids: keyIds,
-  }, { deadlineMs: Math.max(deps.config.EDGE_CONTROL_DEADLINE_MS, 10_000), requestId: request.id });
+  return callUnary<QueryUsageRequest, QueryUsageResponseOutput>(
+    deps.metering,
+    deps.metering.QueryUsage,
+    {
+      start: query.start,
+      end: query.end,
+      bucket: query.bucket === 'hour' ? 'BUCKET_WIDTH_HOUR' : 'BUCKET_WIDTH_DAY',
+      key_ids: keyIds,
+    },
+    { deadlineMs: Math.max(deps.config.EDGE_CONTROL_DEADLINE_MS, 10_000), requestId: request.id },
+  );
 }
 
 /** Registers GET /v1/usage: a key's own usage, read with that key. */
@@ -207,7 +230,9 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
         queryUsage(deps, request, query, query.keyId ? [query.keyId] : []),
         // A key's plan is its plan now: usage is grouped by the plans keys have today.
         query.groupBy.includes('plan')
-          ? callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id)).then((listed) => new Map(listed.keys.map((key) => [key.key_id ?? '', PLAN_NAMES[key.plan ?? ''] ?? 'unknown'])))
+          ? callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id)).then(
+              (listed) => new Map(listed.keys.map((key) => [key.key_id ?? '', PLAN_NAMES[key.plan ?? ''] ?? 'unknown'])),
+            )
           : Promise.resolve(new Map<string, string>()),
       ]);
       return usagePage(query, rows, (keyId) => plans.get(keyId) ?? 'unknown');
@@ -223,7 +248,12 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
       if (!/^[0-9]{1,3}$/.test(limitText ?? '50') || limit < 1 || limit > 200) throw invalid('limit', "'limit' must be an integer from 1 to 200.");
       const keyId = single(query, ['key_id']);
       if (keyId !== undefined && !KEY_ID.test(keyId)) throw invalid('key_id', "'key_id' must be a key id (key_ and 16 letters or digits).");
-      const listed = await callUnary<ListRecentRequestsRequest, ListRecentRequestsResponseOutput>(deps.metering, deps.metering.ListRecentRequests, { limit, key_id: keyId ?? '' }, options(request.id));
+      const listed = await callUnary<ListRecentRequestsRequest, ListRecentRequestsResponseOutput>(
+        deps.metering,
+        deps.metering.ListRecentRequests,
+        { limit, key_id: keyId ?? '' },
+        options(request.id),
+      );
       return { object: 'list', data: listed.requests.map(recentJson) };
     });
 

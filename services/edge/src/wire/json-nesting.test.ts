@@ -7,7 +7,10 @@ function depthOf(value: unknown): number {
   const stack: Array<[unknown, number]> = [[value, 0]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop()!;
-    if (node === null || typeof node !== 'object') { deepest = Math.max(deepest, depth); continue; }
+    if (node === null || typeof node !== 'object') {
+      deepest = Math.max(deepest, depth);
+      continue;
+    }
     deepest = Math.max(deepest, depth + 1);
     for (const child of Object.values(node)) stack.push([child, depth + 1]);
   }
@@ -17,7 +20,13 @@ function depthOf(value: unknown): number {
 describe('jsonNestsDeeperThan', () => {
   it('agrees with the depth JSON.parse finds, brackets and escaped quotes in strings aside', () => {
     const texts = [
-      '{}', '[]', '1', '"["', '{"a":"]]]]"}', '{"a":"\\"[[[","b":[[1]]}', '{"a":"\\\\","b":[[[1]]]}',
+      '{}',
+      '[]',
+      '1',
+      '"["',
+      '{"a":"]]]]"}',
+      '{"a":"\\"[[[","b":[[1]]}',
+      '{"a":"\\\\","b":[[[1]]]}',
       '{"messages":[{"role":"user","content":[{"type":"text","text":"{[{["}]}]}',
       JSON.stringify({ a: [{ b: [{ c: '\\"}]' }] }] }),
     ];

@@ -13,7 +13,10 @@ export const OFF_THREAD_JSON_CHARACTERS = 256 * 1024;
 
 /** Why a body parsed off the loop was refused. */
 export class JsonParseFailure extends Error {
-  constructor(readonly failure: 'too_deep' | 'syntax', message: string) {
+  constructor(
+    readonly failure: 'too_deep' | 'syntax',
+    message: string,
+  ) {
     super(message);
     this.name = 'JsonParseFailure';
   }

@@ -85,7 +85,10 @@ function optionalNumber(body: JsonObject, name: string, min: number, max: number
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value)) throw typeError(name, `a number between ${min} and ${max}`, value);
   if (value < min || value > max) {
-    throw invalid(name, `Invalid value for '${name}': ${value} is ${value < min ? 'below the minimum' : 'above the maximum'}; it must be between ${min} and ${max}.`);
+    throw invalid(
+      name,
+      `Invalid value for '${name}': ${value} is ${value < min ? 'below the minimum' : 'above the maximum'}; it must be between ${min} and ${max}.`,
+    );
   }
   return value;
 }
@@ -95,7 +98,10 @@ function optionalInteger(body: JsonObject, name: string, min: number, max: numbe
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isInteger(value)) throw typeError(param, `an integer between ${min} and ${max}`, value);
   if (value < min || value > max) {
-    throw invalid(param, `Invalid value for '${param}': ${value} is ${value < min ? 'below the minimum' : 'above the maximum'}; it must be an integer between ${min} and ${max}.`);
+    throw invalid(
+      param,
+      `Invalid value for '${param}': ${value} is ${value < min ? 'below the minimum' : 'above the maximum'}; it must be an integer between ${min} and ${max}.`,
+    );
   }
   return value;
 }
@@ -163,45 +169,67 @@ function schemaJson(value: Json, param: string): string {
     throw invalid(param, `Invalid schema for '${param}': it nests deeper than ${MAX_SCHEMA_DEPTH} levels.`, 'invalid_function_parameters');
   }
   if (value.type !== undefined && value.type !== 'object') {
-    throw invalid(param, `Invalid schema for '${param}': the top-level schema must be of type 'object', got ${JSON.stringify(value.type)}.`, 'invalid_function_parameters');
+    throw invalid(
+      param,
+      `Invalid schema for '${param}': the top-level schema must be of type 'object', got ${JSON.stringify(value.type)}.`,
+      'invalid_function_parameters',
+    );
   }
   return JSON.stringify(value);
 }
 
 function parseContentPart(part: Json, role: RoleName, param: string, traits: { vision: boolean }): ContentPart {
   if (!isObject(part)) throw typeError(param, 'a content part object', part);
-  const allowed: readonly string[] = role === 'user' ? ['text', 'image_url', 'input_audio', 'file']
-    : role === 'assistant' ? ['text', 'refusal'] : ['text'];
+  const allowed: readonly string[] = role === 'user' ? ['text', 'image_url', 'input_audio', 'file'] : role === 'assistant' ? ['text', 'refusal'] : ['text'];
   const type = part.type;
   if (type === undefined) throw invalid(`${param}.type`, `Missing required parameter: '${param}.type'.`, 'missing_required_parameter');
   if (typeof type !== 'string' || !allowed.includes(type)) {
-    throw invalid(`${param}.type`, `Invalid value for '${param}.type': ${typeof type === 'string' ? `'${truncate(type)}'` : describe(type)}. Content parts of ${role} messages may be: ${allowed.map((v) => `'${v}'`).join(', ')}.`);
+    throw invalid(
+      `${param}.type`,
+      `Invalid value for '${param}.type': ${typeof type === 'string' ? `'${truncate(type)}'` : describe(type)}. Content parts of ${role} messages may be: ${allowed.map((v) => `'${v}'`).join(', ')}.`,
+    );
   }
   switch (type) {
-    case 'text': return { text: requiredString(part, 'text', `${param}.text`) };
-    case 'refusal': return { refusal: requiredString(part, 'refusal', `${param}.refusal`) };
+    case 'text':
+      return { text: requiredString(part, 'text', `${param}.text`) };
+    case 'refusal':
+      return { refusal: requiredString(part, 'refusal', `${param}.refusal`) };
     case 'image_url': {
       const image = part.image_url;
-      if (!isObject(image)) throw image === undefined ? invalid(`${param}.image_url`, `Missing required parameter: '${param}.image_url'.`, 'missing_required_parameter') : typeError(`${param}.image_url`, 'an object', image);
+      if (!isObject(image))
+        throw image === undefined
+          ? invalid(`${param}.image_url`, `Missing required parameter: '${param}.image_url'.`, 'missing_required_parameter')
+          : typeError(`${param}.image_url`, 'an object', image);
       const url = requiredString(image, 'url', `${param}.image_url.url`);
       if (!/^(https?:\/\/|data:image\/[a-zA-Z0-9.+-]+;base64,)/.test(url)) {
-        throw invalid(`${param}.image_url.url`, `Invalid value for '${param}.image_url.url': expected an http(s) URL or a base64 data URL of an image.`, 'invalid_image_url');
+        throw invalid(
+          `${param}.image_url.url`,
+          `Invalid value for '${param}.image_url.url': expected an http(s) URL or a base64 data URL of an image.`,
+          'invalid_image_url',
+        );
       }
-      const detail = image.detail === undefined || image.detail === null ? '' : oneOf(image.detail, ['auto', 'low', 'high'] as const, `${param}.image_url.detail`);
+      const detail =
+        image.detail === undefined || image.detail === null ? '' : oneOf(image.detail, ['auto', 'low', 'high'] as const, `${param}.image_url.detail`);
       traits.vision = true;
       return { image_url: { url, detail } };
     }
     case 'input_audio': {
       const audio = part.input_audio;
       if (!isObject(audio)) throw typeError(`${param}.input_audio`, 'an object', audio);
-      return { input_audio: { data: requiredString(audio, 'data', `${param}.input_audio.data`), format: oneOf(audio.format, ['wav', 'mp3'] as const, `${param}.input_audio.format`) } };
+      return {
+        input_audio: {
+          data: requiredString(audio, 'data', `${param}.input_audio.data`),
+          format: oneOf(audio.format, ['wav', 'mp3'] as const, `${param}.input_audio.format`),
+        },
+      };
     }
     default: {
       const file = part.file;
       if (!isObject(file)) throw typeError(`${param}.file`, 'an object', file);
       const fileId = optionalString(file, 'file_id', `${param}.file.file_id`);
       const fileData = optionalString(file, 'file_data', `${param}.file.file_data`);
-      if (!fileId && !fileData) throw invalid(`${param}.file`, `Invalid value for '${param}.file': one of 'file_id' or 'file_data' is required.`, 'missing_required_parameter');
+      if (!fileId && !fileData)
+        throw invalid(`${param}.file`, `Invalid value for '${param}.file': one of 'file_id' or 'file_data' is required.`, 'missing_required_parameter');
       return { file: { file_id: fileId ?? '', file_data: fileData ?? '', filename: optionalString(file, 'filename', `${param}.file.filename`) ?? '' } };
     }
   }
@@ -212,10 +240,14 @@ function parseToolCall(call: Json, param: string): ToolCall {
   const id = requiredString(call, 'id', `${param}.id`);
   if (call.type !== undefined && call.type !== 'function') oneOf(call.type, ['function'] as const, `${param}.type`);
   const fn = call.function;
-  if (!isObject(fn)) throw fn === undefined ? invalid(`${param}.function`, `Missing required parameter: '${param}.function'.`, 'missing_required_parameter') : typeError(`${param}.function`, 'an object', fn);
+  if (!isObject(fn))
+    throw fn === undefined
+      ? invalid(`${param}.function`, `Missing required parameter: '${param}.function'.`, 'missing_required_parameter')
+      : typeError(`${param}.function`, 'an object', fn);
   const name = requiredString(fn, 'name', `${param}.function.name`);
   const args = fn.arguments;
-  if (args === undefined || args === null) throw invalid(`${param}.function.arguments`, `Missing required parameter: '${param}.function.arguments'.`, 'missing_required_parameter');
+  if (args === undefined || args === null)
+    throw invalid(`${param}.function.arguments`, `Missing required parameter: '${param}.function.arguments'.`, 'missing_required_parameter');
   if (typeof args !== 'string') throw typeError(`${param}.function.arguments`, 'a string holding JSON', args);
   return { id, type: 'function', function: { name, arguments: args } };
 }
@@ -224,7 +256,8 @@ function parseMessage(raw: Json, index: number, traits: { vision: boolean }): Me
   const param = `messages[${index}]`;
   if (!isObject(raw)) throw typeError(param, 'a message object', raw);
   const roleValue = raw.role;
-  if (roleValue === undefined || roleValue === null) throw invalid(`${param}.role`, `Missing required parameter: '${param}.role'.`, 'missing_required_parameter');
+  if (roleValue === undefined || roleValue === null)
+    throw invalid(`${param}.role`, `Missing required parameter: '${param}.role'.`, 'missing_required_parameter');
   const role = oneOf(roleValue, Object.keys(ROLES) as RoleName[], `${param}.role`);
   const message: Message = { role: ROLES[role] };
 
@@ -233,12 +266,17 @@ function parseMessage(raw: Json, index: number, traits: { vision: boolean }): Me
   if (content === undefined || content === null) {
     const hasToolCalls = Array.isArray(raw.tool_calls) && raw.tool_calls.length > 0;
     if (role !== 'assistant' || (!hasToolCalls && raw.function_call == null && raw.refusal == null)) {
-      throw invalid(contentParam, `Missing required parameter: '${contentParam}'. ${role === 'assistant' ? "An assistant message needs 'content', 'tool_calls' or 'refusal'." : `A ${role} message needs 'content'.`}`, 'missing_required_parameter');
+      throw invalid(
+        contentParam,
+        `Missing required parameter: '${contentParam}'. ${role === 'assistant' ? "An assistant message needs 'content', 'tool_calls' or 'refusal'." : `A ${role} message needs 'content'.`}`,
+        'missing_required_parameter',
+      );
     }
   } else if (typeof content === 'string') {
     message.text = content;
   } else if (Array.isArray(content)) {
-    if (content.length === 0 && role !== 'assistant') throw invalid(contentParam, `Invalid '${contentParam}': an array of content parts must not be empty.`, 'empty_array');
+    if (content.length === 0 && role !== 'assistant')
+      throw invalid(contentParam, `Invalid '${contentParam}': an array of content parts must not be empty.`, 'empty_array');
     message.parts = { parts: content.map((part, partIndex) => parseContentPart(part, role, `${contentParam}[${partIndex}]`, traits)) };
   } else {
     throw typeError(contentParam, 'a string or an array of content parts', content);
@@ -248,7 +286,8 @@ function parseMessage(raw: Json, index: number, traits: { vision: boolean }): Me
   if (name !== undefined) message.name = name;
 
   if (raw.tool_calls !== undefined && raw.tool_calls !== null) {
-    if (role !== 'assistant') throw invalid(`${param}.tool_calls`, `Invalid parameter: '${param}.tool_calls' is only allowed on messages with role 'assistant'.`, 'invalid_parameter');
+    if (role !== 'assistant')
+      throw invalid(`${param}.tool_calls`, `Invalid parameter: '${param}.tool_calls' is only allowed on messages with role 'assistant'.`, 'invalid_parameter');
     if (!Array.isArray(raw.tool_calls)) throw typeError(`${param}.tool_calls`, 'an array', raw.tool_calls);
     message.tool_calls = raw.tool_calls.map((call, callIndex) => parseToolCall(call, `${param}.tool_calls[${callIndex}]`));
   }
@@ -262,7 +301,12 @@ function parseMessage(raw: Json, index: number, traits: { vision: boolean }): Me
 
 function parseTools(value: Json): Tool[] {
   if (!Array.isArray(value)) throw typeError('tools', 'an array of tools', value);
-  if (value.length > MAX_TOOLS) throw invalid('tools', `Invalid 'tools': array too long. Expected an array with at most ${MAX_TOOLS} elements, but got ${value.length}.`, 'array_above_max_length');
+  if (value.length > MAX_TOOLS)
+    throw invalid(
+      'tools',
+      `Invalid 'tools': array too long. Expected an array with at most ${MAX_TOOLS} elements, but got ${value.length}.`,
+      'array_above_max_length',
+    );
   const names = new Set<string>();
   return value.map((tool, index) => {
     const param = `tools[${index}]`;
@@ -271,12 +315,24 @@ function parseTools(value: Json): Tool[] {
     if (type === undefined) throw invalid(`${param}.type`, `Missing required parameter: '${param}.type'.`, 'missing_required_parameter');
     oneOf(type, ['function'] as const, `${param}.type`);
     const fn = tool.function;
-    if (!isObject(fn)) throw fn === undefined ? invalid(`${param}.function`, `Missing required parameter: '${param}.function'.`, 'missing_required_parameter') : typeError(`${param}.function`, 'an object', fn);
+    if (!isObject(fn))
+      throw fn === undefined
+        ? invalid(`${param}.function`, `Missing required parameter: '${param}.function'.`, 'missing_required_parameter')
+        : typeError(`${param}.function`, 'an object', fn);
     const name = requiredString(fn, 'name', `${param}.function.name`);
     if (!FUNCTION_NAME.test(name)) {
-      throw invalid(`${param}.function.name`, `Invalid '${param}.function.name': string does not match pattern. Expected a string of 1 to 64 characters from a-z, A-Z, 0-9, underscores and dashes, but got '${truncate(name)}'.`, 'invalid_function_name');
+      throw invalid(
+        `${param}.function.name`,
+        `Invalid '${param}.function.name': string does not match pattern. Expected a string of 1 to 64 characters from a-z, A-Z, 0-9, underscores and dashes, but got '${truncate(name)}'.`,
+        'invalid_function_name',
+      );
     }
-    if (names.has(name)) throw invalid(`${param}.function.name`, `Invalid '${param}.function.name': the function name '${name}' is used by more than one tool.`, 'duplicate_function_name');
+    if (names.has(name))
+      throw invalid(
+        `${param}.function.name`,
+        `Invalid '${param}.function.name': the function name '${name}' is used by more than one tool.`,
+        'duplicate_function_name',
+      );
     names.add(name);
     const definition: Tool = { type: 'function', function: { name } };
     const description = optionalString(fn, 'description', `${param}.function.description`);
@@ -292,7 +348,12 @@ function parseStop(value: Json): string[] {
   if (value === undefined || value === null) return [];
   if (typeof value === 'string') return [value];
   if (!Array.isArray(value)) throw typeError('stop', 'a string or an array of 1 to 4 strings', value);
-  if (value.length > MAX_STOP) throw invalid('stop', `Invalid 'stop': array too long. Expected an array with at most ${MAX_STOP} strings, but got ${value.length}.`, 'array_above_max_length');
+  if (value.length > MAX_STOP)
+    throw invalid(
+      'stop',
+      `Invalid 'stop': array too long. Expected an array with at most ${MAX_STOP} strings, but got ${value.length}.`,
+      'array_above_max_length',
+    );
   return value.map((item, index) => {
     if (typeof item !== 'string') throw typeError(`stop[${index}]`, 'a string', item);
     return item;
@@ -312,12 +373,15 @@ export function legacyCallId(index: number): string {
  * unchanged and false when nothing legacy is in it.
  */
 function translateLegacyFunctions(body: JsonObject, messages: Json[]): { body: JsonObject; legacy: boolean } {
-  const legacyMessages = messages.some((message) => isObject(message) && (message.role === 'function' || (message.role === 'assistant' && message.function_call != null)));
+  const legacyMessages = messages.some(
+    (message) => isObject(message) && (message.role === 'function' || (message.role === 'assistant' && message.function_call != null)),
+  );
   const legacy = body.functions != null || body.function_call != null;
   if (!legacy && !legacyMessages) return { body, legacy: false };
   const translated: JsonObject = { ...body };
   if (body.functions != null) {
-    if (body.tools != null) throw invalid('functions', "Invalid parameter: 'functions' and 'tools' cannot both be set; send the functions as 'tools'.", 'invalid_parameter');
+    if (body.tools != null)
+      throw invalid('functions', "Invalid parameter: 'functions' and 'tools' cannot both be set; send the functions as 'tools'.", 'invalid_parameter');
     if (!Array.isArray(body.functions)) throw typeError('functions', 'an array of functions', body.functions);
     translated.tools = body.functions.map((fn, index) => {
       if (!isObject(fn)) throw typeError(`functions[${index}]`, 'a function object', fn);
@@ -326,7 +390,8 @@ function translateLegacyFunctions(body: JsonObject, messages: Json[]): { body: J
     delete translated.functions;
   }
   if (body.function_call != null) {
-    if (body.tool_choice != null) throw invalid('function_call', "Invalid parameter: 'function_call' and 'tool_choice' cannot both be set; use 'tool_choice'.", 'invalid_parameter');
+    if (body.tool_choice != null)
+      throw invalid('function_call', "Invalid parameter: 'function_call' and 'tool_choice' cannot both be set; use 'tool_choice'.", 'invalid_parameter');
     const choice = body.function_call;
     if (choice === 'none' || choice === 'auto') translated.tool_choice = choice;
     else if (isObject(choice) && typeof choice.name === 'string') translated.tool_choice = { type: 'function', function: { name: choice.name } };
@@ -351,7 +416,12 @@ function translateLegacyFunctions(body: JsonObject, messages: Json[]): { body: J
     if (message.role === 'function') {
       const name = requiredString(message, 'name', `messages[${index}].name`);
       const id = callIds.get(name) ?? lastCallId;
-      if (id === undefined) throw invalid(`messages[${index}]`, `Invalid 'messages[${index}]': a 'function' message must follow an assistant message with a 'function_call'.`, 'invalid_value');
+      if (id === undefined)
+        throw invalid(
+          `messages[${index}]`,
+          `Invalid 'messages[${index}]': a 'function' message must follow an assistant message with a 'function_call'.`,
+          'invalid_value',
+        );
       return { role: 'tool', tool_call_id: id, content: message.content ?? '' };
     }
     return message;
@@ -413,7 +483,8 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
     const toolNames = new Set((request.tools ?? []).map((tool) => tool.function?.name));
     if (typeof toolChoice === 'string') {
       const mode = oneOf(toolChoice, ['none', 'auto', 'required'] as const, 'tool_choice');
-      if (mode !== 'none' && toolNames.size === 0) throw invalid('tool_choice', `Invalid value for 'tool_choice': '${mode}' is only allowed when 'tools' are specified.`, 'invalid_value');
+      if (mode !== 'none' && toolNames.size === 0)
+        throw invalid('tool_choice', `Invalid value for 'tool_choice': '${mode}' is only allowed when 'tools' are specified.`, 'invalid_value');
       request.tool_choice = { mode };
     } else if (isObject(toolChoice)) {
       if (toolChoice.type !== 'function') oneOf(toolChoice.type ?? null, ['function'] as const, 'tool_choice.type');
@@ -421,11 +492,15 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
       if (!isObject(fn)) throw typeError('tool_choice.function', 'an object with a name', fn ?? null);
       const name = requiredString(fn, 'name', 'tool_choice.function.name');
       if (!toolNames.has(name)) {
-        throw invalid('tool_choice.function.name', `Invalid value for 'tool_choice': the function '${truncate(name)}' is not among the functions in 'tools'.`, 'invalid_value');
+        throw invalid(
+          'tool_choice.function.name',
+          `Invalid value for 'tool_choice': the function '${truncate(name)}' is not among the functions in 'tools'.`,
+          'invalid_value',
+        );
       }
       request.tool_choice = { function_name: name };
     } else {
-      throw typeError('tool_choice', "'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}", toolChoice);
+      throw typeError('tool_choice', '\'none\', \'auto\', \'required\' or {"type": "function", "function": {"name": ...}}', toolChoice);
     }
   }
   const parallel = optionalBoolean(body, 'parallel_tool_calls');
@@ -441,13 +516,22 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
     needsJsonMode = type !== 'text';
     if (type === 'json_schema') {
       const schema = format.json_schema;
-      if (!isObject(schema)) throw schema === undefined ? invalid('response_format.json_schema', "Missing required parameter: 'response_format.json_schema'.", 'missing_required_parameter') : typeError('response_format.json_schema', 'an object', schema);
+      if (!isObject(schema))
+        throw schema === undefined
+          ? invalid('response_format.json_schema', "Missing required parameter: 'response_format.json_schema'.", 'missing_required_parameter')
+          : typeError('response_format.json_schema', 'an object', schema);
       const name = requiredString(schema, 'name', 'response_format.json_schema.name');
-      if (!FUNCTION_NAME.test(name)) throw invalid('response_format.json_schema.name', "Invalid 'response_format.json_schema.name': expected 1 to 64 characters from a-z, A-Z, 0-9, underscores and dashes.", 'invalid_value');
+      if (!FUNCTION_NAME.test(name))
+        throw invalid(
+          'response_format.json_schema.name',
+          "Invalid 'response_format.json_schema.name': expected 1 to 64 characters from a-z, A-Z, 0-9, underscores and dashes.",
+          'invalid_value',
+        );
       request.response_format.json_schema = { name };
       const description = optionalString(schema, 'description', 'response_format.json_schema.description');
       if (description !== undefined) request.response_format.json_schema.description = description;
-      if (schema.schema !== undefined && schema.schema !== null) request.response_format.json_schema.schema_json = schemaJson(schema.schema, 'response_format.json_schema.schema');
+      if (schema.schema !== undefined && schema.schema !== null)
+        request.response_format.json_schema.schema_json = schemaJson(schema.schema, 'response_format.json_schema.schema');
       const strict = optionalBoolean(schema, 'strict', 'response_format.json_schema.strict');
       if (strict !== undefined) request.response_format.json_schema.strict = strict;
     }
@@ -458,7 +542,8 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
   let includeUsage = false;
   const streamOptions = body.stream_options;
   if (streamOptions !== undefined && streamOptions !== null) {
-    if (!stream) throw invalid('stream_options', "Invalid value for 'stream_options': 'stream_options' is only allowed when 'stream' is true.", 'invalid_value');
+    if (!stream)
+      throw invalid('stream_options', "Invalid value for 'stream_options': 'stream_options' is only allowed when 'stream' is true.", 'invalid_value');
     if (!isObject(streamOptions)) throw typeError('stream_options', 'an object', streamOptions);
     includeUsage = optionalBoolean(streamOptions, 'include_usage', 'stream_options.include_usage') ?? false;
     request.stream_options = { include_usage: includeUsage };
@@ -474,11 +559,14 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
   const logitBias = body.logit_bias;
   if (logitBias !== undefined && logitBias !== null) {
     if (!isObject(logitBias)) throw typeError('logit_bias', 'an object mapping token ids to numbers from -100 to 100', logitBias);
-    if (keyCountUpTo(logitBias, MAX_LOGIT_BIAS) > MAX_LOGIT_BIAS) throw invalid('logit_bias', `Invalid 'logit_bias': at most ${MAX_LOGIT_BIAS} tokens may be biased.`, 'invalid_value');
+    if (keyCountUpTo(logitBias, MAX_LOGIT_BIAS) > MAX_LOGIT_BIAS)
+      throw invalid('logit_bias', `Invalid 'logit_bias': at most ${MAX_LOGIT_BIAS} tokens may be biased.`, 'invalid_value');
     request.logit_bias = {};
     for (const [token, bias] of Object.entries(logitBias)) {
-      if (!/^\d+$/.test(token)) throw invalid(`logit_bias.${truncate(token, 20)}`, `Invalid key in 'logit_bias': '${truncate(token, 20)}' is not a token id.`, 'invalid_value');
-      if (typeof bias !== 'number' || bias < -100 || bias > 100) throw invalid(`logit_bias.${token}`, `Invalid value for 'logit_bias.${token}': expected a number from -100 to 100.`, 'invalid_value');
+      if (!/^\d+$/.test(token))
+        throw invalid(`logit_bias.${truncate(token, 20)}`, `Invalid key in 'logit_bias': '${truncate(token, 20)}' is not a token id.`, 'invalid_value');
+      if (typeof bias !== 'number' || bias < -100 || bias > 100)
+        throw invalid(`logit_bias.${token}`, `Invalid value for 'logit_bias.${token}': expected a number from -100 to 100.`, 'invalid_value');
       request.logit_bias[token] = Math.round(bias);
     }
   }
@@ -487,7 +575,8 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
   const metadata = body.metadata;
   if (metadata !== undefined && metadata !== null) {
     if (!isObject(metadata)) throw typeError('metadata', 'an object of string values', metadata);
-    if (keyCountUpTo(metadata, MAX_METADATA_KEYS) > MAX_METADATA_KEYS) throw invalid('metadata', `Invalid 'metadata': at most ${MAX_METADATA_KEYS} keys are allowed.`, 'invalid_value');
+    if (keyCountUpTo(metadata, MAX_METADATA_KEYS) > MAX_METADATA_KEYS)
+      throw invalid('metadata', `Invalid 'metadata': at most ${MAX_METADATA_KEYS} keys are allowed.`, 'invalid_value');
     const entries = Object.entries(metadata);
     request.metadata = {};
     for (const [key, value] of entries) {
@@ -505,14 +594,23 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
 
   const routePolicy = optionalString(body, 'route_policy');
   if (routePolicy !== undefined && (routePolicy.length === 0 || routePolicy.length > 64)) {
-    throw invalid('route_policy', "Invalid value for 'route_policy': expected 'balanced', 'cheapest', 'fastest', 'best', 'score>=X' or 'tier>=T'.", 'invalid_value');
+    throw invalid(
+      'route_policy',
+      "Invalid value for 'route_policy': expected 'balanced', 'cheapest', 'fastest', 'best', 'score>=X' or 'tier>=T'.",
+      'invalid_value',
+    );
   }
 
   let fallbacks: string[] | boolean | undefined;
   const fallbackValue = body.fallbacks;
   if (typeof fallbackValue === 'boolean') fallbacks = fallbackValue;
   else if (Array.isArray(fallbackValue)) {
-    if (fallbackValue.length > MAX_FALLBACKS) throw invalid('fallbacks', `Invalid 'fallbacks': array too long. Expected at most ${MAX_FALLBACKS} model ids, but got ${fallbackValue.length}.`, 'array_above_max_length');
+    if (fallbackValue.length > MAX_FALLBACKS)
+      throw invalid(
+        'fallbacks',
+        `Invalid 'fallbacks': array too long. Expected at most ${MAX_FALLBACKS} model ids, but got ${fallbackValue.length}.`,
+        'array_above_max_length',
+      );
     fallbacks = fallbackValue.map((id, index) => {
       if (typeof id !== 'string' || id.length === 0) throw typeError(`fallbacks[${index}]`, 'a model id', id);
       if (id === 'auto') throw invalid(`fallbacks[${index}]`, "Invalid value for 'fallbacks': 'auto' cannot be a fallback; name a model.", 'invalid_value');
@@ -522,5 +620,15 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
     throw typeError('fallbacks', 'true, false or an array of model ids', fallbackValue);
   }
 
-  return { request, stream, includeUsage, needsTools, needsVision: traits.vision, needsJsonMode, routePolicy, fallbacks, ...(legacyFunctions ? { legacyFunctions } : {}) };
+  return {
+    request,
+    stream,
+    includeUsage,
+    needsTools,
+    needsVision: traits.vision,
+    needsJsonMode,
+    routePolicy,
+    fallbacks,
+    ...(legacyFunctions ? { legacyFunctions } : {}),
+  };
 }

@@ -23,14 +23,28 @@ export class RequestError extends Error {
 /** The OpenAI error `type` of each status; one table for the whole edge. */
 export function typeForStatus(status: number): string {
   switch (status) {
-    case 400: case 404: case 405: case 409: case 413: case 415: case 422: return 'invalid_request_error';
-    case 401: return 'authentication_error';
-    case 403: return 'permission_error';
-    case 429: return 'rate_limit_error';
-    case 502: return 'upstream_error';
-    case 503: return 'service_unavailable_error';
-    case 504: return 'timeout_error';
-    default: return status >= 500 ? 'server_error' : 'invalid_request_error';
+    case 400:
+    case 404:
+    case 405:
+    case 409:
+    case 413:
+    case 415:
+    case 422:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 429:
+      return 'rate_limit_error';
+    case 502:
+      return 'upstream_error';
+    case 503:
+      return 'service_unavailable_error';
+    case 504:
+      return 'timeout_error';
+    default:
+      return status >= 500 ? 'server_error' : 'invalid_request_error';
   }
 }
 

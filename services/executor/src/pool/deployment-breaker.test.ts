@@ -7,8 +7,16 @@ function setup(options: Partial<BreakerOptions> = {}) {
   let now = 0;
   const breaker = new DeploymentBreaker({ ...OPTIONS, ...options }, () => now);
   let changes = 0;
-  breaker.onChange(() => { changes += 1; });
-  return { breaker, advance: (ms: number) => { now += ms; }, changes: () => changes };
+  breaker.onChange(() => {
+    changes += 1;
+  });
+  return {
+    breaker,
+    advance: (ms: number) => {
+      now += ms;
+    },
+    changes: () => changes,
+  };
 }
 
 /** One call through the breaker: acquire, then report. */
@@ -64,7 +72,7 @@ describe('DeploymentBreaker', () => {
     expect(breaker.state).toBe('healthy');
   });
 
-  it('holds the deployment out for exactly a rate limit\'s retry hint, then takes requests again', () => {
+  it("holds the deployment out for exactly a rate limit's retry hint, then takes requests again", () => {
     const { breaker, advance } = setup();
     breaker.hold(2_500);
     expect(breaker.state).toBe('open');

@@ -50,7 +50,10 @@ export class DeploymentBreaker {
   private listener: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: BreakerOptions, private readonly clock: Clock = Date.now) {
+  constructor(
+    private readonly options: BreakerOptions,
+    private readonly clock: Clock = Date.now,
+  ) {
     this.consecutive = new ConsecutiveBreaker(options.consecutiveFailures);
     this.rate = new CountBreaker({ threshold: options.errorRate, size: options.window, minimumNumberOfCalls: Math.min(options.minimumCalls, options.window) });
     this.backoffFactory = new ExponentialBackoff({ initialDelay: options.openMs, maxDelay: options.maxOpenMs, exponent: 2, generator: noJitterGenerator });
@@ -166,7 +169,13 @@ export class DeploymentBreaker {
 
   private schedule(ms: number, action: () => void): void {
     this.dispose();
-    this.timer = setTimeout(() => { this.timer = undefined; action(); }, Math.max(0, ms));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        action();
+      },
+      Math.max(0, ms),
+    );
     this.timer.unref();
   }
 

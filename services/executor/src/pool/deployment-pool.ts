@@ -65,9 +65,15 @@ export class DeploymentPool {
    */
   constructor(models: readonly CatalogModel[], environment: Readonly<Record<string, string | undefined>>, options: BreakerOptions, clock: Clock = Date.now) {
     for (const model of models) {
-      const upstreams = [model.upstream, ...(model.deployments ?? []).filter((upstream) => !upstream.api_key_env || Boolean(environment[upstream.api_key_env]))];
+      const upstreams = [
+        model.upstream,
+        ...(model.deployments ?? []).filter((upstream) => !upstream.api_key_env || Boolean(environment[upstream.api_key_env])),
+      ];
       const deployments = upstreams.map((upstream, index) => new Deployment({ ...model, upstream }, index, options, clock));
-      for (const deployment of deployments) deployment.breaker.onChange(() => { for (const listener of this.listeners) listener(); });
+      for (const deployment of deployments)
+        deployment.breaker.onChange(() => {
+          for (const listener of this.listeners) listener();
+        });
       this.byModel.set(model.id, deployments);
     }
   }
@@ -108,7 +114,9 @@ export class DeploymentPool {
   /** Called whenever a deployment's state changes. */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
-    return () => { this.listeners.delete(listener); };
+    return () => {
+      this.listeners.delete(listener);
+    };
   }
 
   /** The state of every deployment, for the health report. */

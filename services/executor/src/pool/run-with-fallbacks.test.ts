@@ -34,7 +34,10 @@ function failTimes(count: number, failure: Responder, then: Responder = answerin
 }
 
 beforeAll(async () => {
-  [primary, secondary] = await Promise.all([startFakeUpstream(replayJson(200, fixture('chat-completion.json'))), startFakeUpstream(replayJson(200, fixture('chat-completion.json')))]);
+  [primary, secondary] = await Promise.all([
+    startFakeUpstream(replayJson(200, fixture('chat-completion.json'))),
+    startFakeUpstream(replayJson(200, fixture('chat-completion.json'))),
+  ]);
   pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 5000, idleMs: 5000 });
   const catalog = catalogOf([
     simulatedModel(),
@@ -42,7 +45,15 @@ beforeAll(async () => {
     openAiCompatibleModel(primary.baseUrl, { id: 'fake/two', deployments: [{ model: 'gpt-4o-mini', base_url: secondary.baseUrl, api_key_env: TEST_KEY_ENV }] }),
   ]);
   deployments = new DeploymentPool(catalog.models, environment, { ...DEFAULT_BREAKER, consecutiveFailures: 3, openMs: OPEN_MS, maxOpenMs: OPEN_MS });
-  server = createServer({ catalog, environment, logger: createLogger('executor-test', 'silent'), registry: new prometheus.Registry(), pools, deployments, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 1_000 } });
+  server = createServer({
+    catalog,
+    environment,
+    logger: createLogger('executor-test', 'silent'),
+    registry: new prometheus.Registry(),
+    pools,
+    deployments,
+    retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 1_000 },
+  });
   const port = await server.listen('127.0.0.1:0');
   client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
 });
@@ -83,7 +94,7 @@ describe('retries before the first byte', () => {
     expect(primary.requests).toHaveLength(3);
   });
 
-  it('waits for the upstream\'s retry hint before retrying a 429', async () => {
+  it("waits for the upstream's retry hint before retrying a 429", async () => {
     primary.respond(failTimes(1, replayJson(429, fixture('error-429.json'), { 'retry-after-ms': '300' })));
     const started = performance.now();
     const response = await complete(execute('fake/one'));
@@ -129,11 +140,14 @@ describe('fallbacks', () => {
     expect(response.attempts).toMatchObject([{ model_id: 'fake/one', reason: 'model_unavailable', tries: 3, upstream_status: 503 }]);
   });
 
-  it('names the answering model on a stream\'s first event and in its end', async () => {
+  it("names the answering model on a stream's first event and in its end", async () => {
     primary.respond(failing);
     const { events, error } = await streamComplete(execute('fake/one', ['no-such-model', 'sim-fast']));
     expect(error).toBeUndefined();
-    const attempts = [{ model_id: 'fake/one', reason: 'model_unavailable', tries: 3, upstream_status: 503 }, { model_id: 'no-such-model', reason: 'model_not_found', tries: 0 }];
+    const attempts = [
+      { model_id: 'fake/one', reason: 'model_unavailable', tries: 3, upstream_status: 503 },
+      { model_id: 'no-such-model', reason: 'model_not_found', tries: 0 },
+    ];
     expect(events[0]?.start).toMatchObject({ model_id: 'sim-fast', provider: 'simulated', attempts });
     expect(events.at(-1)?.end).toMatchObject({ model_id: 'sim-fast', attempts });
   });

@@ -103,7 +103,7 @@ function meansUnavailable(error: unknown, deployment: Deployment): boolean {
  */
 function unavailableForMs(pool: DeploymentPool, modelId: string, failure: unknown): number {
   const breakerWait = pool.retryAfterMs(modelId);
-  const upstreamWait = failure instanceof UpstreamError ? failure.retryAfterMs ?? 0 : 0;
+  const upstreamWait = failure instanceof UpstreamError ? (failure.retryAfterMs ?? 0) : 0;
   const wait = breakerWait > 0 ? breakerWait : upstreamWait > 0 ? upstreamWait : UNAVAILABLE_RETRY_AFTER_MS;
   return Math.max(MIN_RETRY_AFTER_MS, wait);
 }
@@ -123,7 +123,11 @@ function worthAnotherTry(error: unknown): boolean {
  */
 export async function runWithFallbacks<T>(plan: RunPlan<T>): Promise<Started<T>> {
   const attempts: ExecutionAttempt[] = [];
-  const backoffFactory = new ExponentialBackoff({ initialDelay: plan.retry.baseDelayMs, maxDelay: plan.retry.maxDelayMs, generator: decorrelatedJitterGenerator });
+  const backoffFactory = new ExponentialBackoff({
+    initialDelay: plan.retry.baseDelayMs,
+    maxDelay: plan.retry.maxDelayMs,
+    generator: decorrelatedJitterGenerator,
+  });
   let lastError: unknown;
   let earliestRetryMs: number | undefined;
   /** The upstream failure that made the first unavailable model so, for the log and ErrorInfo. */

@@ -105,7 +105,12 @@ beforeAll(async () => {
     answering('drops', 'drops-after-first-byte'),
   ]);
   const environment = { [TEST_KEY_ENV]: TEST_KEY };
-  deployments = new DeploymentPool(catalog.models, environment, { ...DEFAULT_BREAKER, consecutiveFailures: CONSECUTIVE_FAILURES, openMs: OPEN_MS, maxOpenMs: OPEN_MS });
+  deployments = new DeploymentPool(catalog.models, environment, {
+    ...DEFAULT_BREAKER,
+    consecutiveFailures: CONSECUTIVE_FAILURES,
+    openMs: OPEN_MS,
+    maxOpenMs: OPEN_MS,
+  });
   server = createServer({
     catalog,
     environment,
@@ -150,14 +155,19 @@ describe('an upstream that cannot be reached or cannot serve', () => {
     ['http-503', '503 on every try', () => requestsFor('answers-503')],
     ['http-529', '529 (overloaded) on every try', () => requestsFor('answers-529')],
     ['http-429', '429 without a retry hint on every try', () => requestsFor('answers-429')],
-  ])('%s (%s): UNAVAILABLE model_unavailable on the first request, after the retries, with the default retry-after', async (modelId, _what, upstreamRequests) => {
-    const before = upstreamRequests();
-    const failure = await failureOf(complete(execute(modelId)));
-    expect(failure).toMatchObject({ ...unavailable, retryAfterMs: UNAVAILABLE_RETRY_AFTER_MS });
-    expect(failure?.message).toBe(`The model \`${modelId}\` is temporarily unavailable: its provider cannot be reached or is overloaded. Please retry later.`);
-    // Where the upstream can count them: every try reached it before the model was given up.
-    if (before !== undefined) expect(upstreamRequests()! - before).toBe(MAX_ATTEMPTS);
-  });
+  ])(
+    '%s (%s): UNAVAILABLE model_unavailable on the first request, after the retries, with the default retry-after',
+    async (modelId, _what, upstreamRequests) => {
+      const before = upstreamRequests();
+      const failure = await failureOf(complete(execute(modelId)));
+      expect(failure).toMatchObject({ ...unavailable, retryAfterMs: UNAVAILABLE_RETRY_AFTER_MS });
+      expect(failure?.message).toBe(
+        `The model \`${modelId}\` is temporarily unavailable: its provider cannot be reached or is overloaded. Please retry later.`,
+      );
+      // Where the upstream can count them: every try reached it before the model was given up.
+      if (before !== undefined) expect(upstreamRequests()! - before).toBe(MAX_ATTEMPTS);
+    },
+  );
 
   it('a streamed request fails with the same status before its first event', async () => {
     const { events, error } = await streamComplete(execute('refused/stream'));
@@ -165,7 +175,7 @@ describe('an upstream that cannot be reached or cannot serve', () => {
     expect(error).toMatchObject({ ...unavailable, retryAfterMs: UNAVAILABLE_RETRY_AFTER_MS });
   });
 
-  it('takes its retry-after from the upstream\'s own hint when it gave one', async () => {
+  it("takes its retry-after from the upstream's own hint when it gave one", async () => {
     const before = requestsFor('answers-503-retry-after');
     const failure = await failureOf(complete(execute('http-503-retry-after')));
     expect(failure).toMatchObject({ ...unavailable, retryAfterMs: 3_000, upstreamStatus: 503 });
@@ -180,7 +190,7 @@ describe('an upstream that cannot be reached or cannot serve', () => {
     expect(failure?.retryAfterMs).toBeLessThanOrEqual(3_000);
   });
 
-  it('answers the same from the first request to the one the open breaker refuses, with the breaker\'s remaining time once it is open', async () => {
+  it("answers the same from the first request to the one the open breaker refuses, with the breaker's remaining time once it is open", async () => {
     const first = await failureOf(complete(execute('refused/breaker')));
     expect(first).toMatchObject({ ...unavailable, retryAfterMs: UNAVAILABLE_RETRY_AFTER_MS });
     // The fourth failure in a row opens the breaker during the second request.
@@ -206,7 +216,10 @@ describe('fallbacks of an unreachable model', () => {
   it('answers a stream from the next model, naming what was tried on its first event', async () => {
     const { events, error } = await streamComplete(execute('refused/stream-fallback', ['sim-fast']));
     expect(error).toBeUndefined();
-    expect(events[0]?.start).toMatchObject({ model_id: 'sim-fast', attempts: [{ model_id: 'refused/stream-fallback', reason: 'model_unavailable', tries: MAX_ATTEMPTS }] });
+    expect(events[0]?.start).toMatchObject({
+      model_id: 'sim-fast',
+      attempts: [{ model_id: 'refused/stream-fallback', reason: 'model_unavailable', tries: MAX_ATTEMPTS }],
+    });
     expect(events.at(-1)?.end?.model_id).toBe('sim-fast');
   });
 
@@ -225,13 +238,13 @@ describe('an upstream that answered something unusable', () => {
     expect(requestsFor('answers-malformed')).toBe(MAX_ATTEMPTS);
   });
 
-  it('a 401 (the gateway\'s key) is upstream_rejected, not retried', async () => {
+  it("a 401 (the gateway's key) is upstream_rejected, not retried", async () => {
     const failure = await failureOf(complete(execute('http-401', ['sim-fast'])));
     expect(failure).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', upstreamStatus: 401 });
     expect(requestsFor('answers-401')).toBe(1);
   });
 
-  it('a 400 (the caller\'s request) keeps its mapping and is not sent to a fallback', async () => {
+  it("a 400 (the caller's request) keeps its mapping and is not sent to a fallback", async () => {
     const failure = await failureOf(complete(execute('http-400', ['sim-fast'])));
     expect(failure).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request' });
     expect(requestsFor('answers-400')).toBe(1);

@@ -17,7 +17,12 @@ export class ProviderRegistry {
   private readonly providers: ReadonlyMap<string, Provider>;
 
   constructor(dependencies: OpenAiCompatibleDependencies) {
-    const providers: Provider[] = [new SimulatedProvider(), new OpenAiCompatibleProvider(dependencies), new AnthropicProvider(dependencies), new GeminiProvider(dependencies)];
+    const providers: Provider[] = [
+      new SimulatedProvider(),
+      new OpenAiCompatibleProvider(dependencies),
+      new AnthropicProvider(dependencies),
+      new GeminiProvider(dependencies),
+    ];
     this.providers = new Map(providers.map((provider) => [provider.name, provider]));
   }
 
@@ -25,7 +30,12 @@ export class ProviderRegistry {
   forModel(model: CatalogModel): Provider {
     const provider = this.providers.get(model.provider);
     if (!provider) {
-      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `Model ${model.id} uses the ${model.provider} provider, which this executor does not support.`, { provider: model.provider, retryable: false });
+      throw new GatewayError(
+        GrpcStatus.UNAVAILABLE,
+        'model_unavailable',
+        `Model ${model.id} uses the ${model.provider} provider, which this executor does not support.`,
+        { provider: model.provider, retryable: false },
+      );
     }
     return provider;
   }

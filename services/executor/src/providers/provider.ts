@@ -25,9 +25,7 @@ export interface ProviderContext {
  * iterator to its end, so that the connection goes back to the pool). Usage-only upstream chunks
  * are never yielded as chunks: the usage travels in the StreamEnd instead.
  */
-export type ProviderStreamEvent =
-  | { readonly type: 'chunk'; readonly chunk: ChatChunk }
-  | { readonly type: 'usage'; readonly usage: Usage };
+export type ProviderStreamEvent = { readonly type: 'chunk'; readonly chunk: ChatChunk } | { readonly type: 'usage'; readonly usage: Usage };
 
 /** A provider adapter. */
 export interface Provider {

@@ -6,10 +6,12 @@ describe('upstreamUrl', () => {
     expect(upstreamUrl('https://api.anthropic.com', 'v1', 'messages').href).toBe('https://api.anthropic.com/v1/messages');
     expect(upstreamUrl('https://api.anthropic.com/v1/', 'v1', 'messages').href).toBe('https://api.anthropic.com/v1/messages');
     expect(upstreamUrl('https://proxy.example.com/anthropic', 'v1', 'messages').href).toBe('https://proxy.example.com/anthropic/v1/messages');
-    expect(upstreamUrl('https://generativelanguage.googleapis.com', 'v1beta', 'models/gemini-2.0-flash:generateContent').href)
-      .toBe('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent');
-    expect(upstreamUrl('https://gateway.example.com/google/v1beta?project=7', 'v1beta', 'models/gemini-2.5-pro:streamGenerateContent').href)
-      .toBe('https://gateway.example.com/google/v1beta/models/gemini-2.5-pro:streamGenerateContent?project=7');
+    expect(upstreamUrl('https://generativelanguage.googleapis.com', 'v1beta', 'models/gemini-2.0-flash:generateContent').href).toBe(
+      'https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent',
+    );
+    expect(upstreamUrl('https://gateway.example.com/google/v1beta?project=7', 'v1beta', 'models/gemini-2.5-pro:streamGenerateContent').href).toBe(
+      'https://gateway.example.com/google/v1beta/models/gemini-2.5-pro:streamGenerateContent?project=7',
+    );
   });
 });
 

@@ -88,7 +88,10 @@ export async function readLimited(body: Dispatcher.ResponseData['body'], limit: 
   let text = '';
   for await (const bytes of body as AsyncIterable<Buffer>) {
     text += bytes.toString('utf8');
-    if (text.length >= limit) { body.destroy(); break; }
+    if (text.length >= limit) {
+      body.destroy();
+      break;
+    }
   }
   return text.slice(0, limit);
 }

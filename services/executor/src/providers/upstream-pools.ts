@@ -21,7 +21,10 @@ export class UpstreamPools {
   private readonly pools = new Map<string, Pool>();
 
   /** `timeouts` apply to every pool; `connections` caps concurrent sockets per origin. */
-  constructor(readonly timeouts: UpstreamTimeouts, private readonly connections = 128) {}
+  constructor(
+    readonly timeouts: UpstreamTimeouts,
+    private readonly connections = 128,
+  ) {}
 
   /** The pool of an origin (`https://api.openai.com`), created on first use. */
   poolFor(origin: string): Pool {
@@ -47,12 +50,16 @@ export class UpstreamPools {
   async close(graceMs = 2_000): Promise<void> {
     const pools = [...this.pools.values()];
     this.pools.clear();
-    await Promise.all(pools.map(async (pool) => {
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<'expired'>((resolve) => { timer = setTimeout(() => resolve('expired'), graceMs); });
-      const result = await Promise.race([pool.close().then(() => 'closed' as const), expired]);
-      clearTimeout(timer);
-      if (result === 'expired') await pool.destroy();
-    }));
+    await Promise.all(
+      pools.map(async (pool) => {
+        let timer: NodeJS.Timeout | undefined;
+        const expired = new Promise<'expired'>((resolve) => {
+          timer = setTimeout(() => resolve('expired'), graceMs);
+        });
+        const result = await Promise.race([pool.close().then(() => 'closed' as const), expired]);
+        clearTimeout(timer);
+        if (result === 'expired') await pool.destroy();
+      }),
+    );
   }
 }

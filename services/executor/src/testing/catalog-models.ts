@@ -60,7 +60,12 @@ export function anthropicModel(origin: string, overrides: Partial<CatalogModel> 
     id: 'fake/claude-sonnet-4',
     provider: 'anthropic',
     max_output_tokens: 64_000,
-    upstream: { model: 'claude-sonnet-4-20250514', base_url: origin, api_key_env: PROVIDER_TEST_KEY_ENV, headers: { 'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14' } },
+    upstream: {
+      model: 'claude-sonnet-4-20250514',
+      base_url: origin,
+      api_key_env: PROVIDER_TEST_KEY_ENV,
+      headers: { 'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14' },
+    },
     ...overrides,
   };
 }

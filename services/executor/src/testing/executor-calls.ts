@@ -8,18 +8,26 @@ import type { ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, E
 /** Complete on `client`; aborting `signal` cancels the call. */
 export function completeOn(client: ExecutorServiceClient, request: ExecuteRequest, signal?: AbortSignal): Promise<ExecuteResponseOutput> {
   return new Promise((resolve, reject) => {
-    const call = client.Complete(request, new Metadata(), { deadline: Date.now() + 10_000 }, (error, response) => (error ? reject(GatewayError.fromServiceError(error)) : resolve(response as ExecuteResponseOutput)));
+    const call = client.Complete(request, new Metadata(), { deadline: Date.now() + 10_000 }, (error, response) =>
+      error ? reject(GatewayError.fromServiceError(error)) : resolve(response as ExecuteResponseOutput),
+    );
     signal?.addEventListener('abort', () => call.cancel(), { once: true });
   });
 }
 
 /** The failure a call ended with, or undefined when it succeeded. */
 export function failureOf(promise: Promise<unknown>): Promise<GatewayError | undefined> {
-  return promise.then(() => undefined, (error: unknown) => error as GatewayError);
+  return promise.then(
+    () => undefined,
+    (error: unknown) => error as GatewayError,
+  );
 }
 
 /** StreamComplete on `client`: every event, and the error the stream ended with, if any. */
-export function streamCompleteOn(client: ExecutorServiceClient, request: ExecuteRequest): Promise<{ events: ExecuteStreamEventOutput[]; error?: GatewayError }> {
+export function streamCompleteOn(
+  client: ExecutorServiceClient,
+  request: ExecuteRequest,
+): Promise<{ events: ExecuteStreamEventOutput[]; error?: GatewayError }> {
   return new Promise((resolve) => {
     const events: ExecuteStreamEventOutput[] = [];
     const call = client.StreamComplete(request, new Metadata(), { deadline: Date.now() + 10_000 });

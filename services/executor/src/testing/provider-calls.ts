@@ -26,7 +26,10 @@ export function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
 
 /** The GatewayError the gRPC boundary would send for a call that failed with an UpstreamError. */
 export async function gatewayErrorOf(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(() => undefined, (failure: unknown) => failure);
+  const error = await promise.then(
+    () => undefined,
+    (failure: unknown) => failure,
+  );
   expect(error).toBeInstanceOf(UpstreamError);
   const mapped = toGatewayError(error);
   expect(mapped).toBeInstanceOf(GatewayError);

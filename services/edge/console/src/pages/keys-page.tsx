@@ -21,7 +21,12 @@ function formError(error: unknown): ApiError | string {
  * The plan, name, limit and budget inputs of both key forms. `prefix` names their test ids;
  * `placeholders` shows what an empty field stands for.
  */
-function KeyFieldInputs({ fields, onChange, prefix, placeholders }: {
+function KeyFieldInputs({
+  fields,
+  onChange,
+  prefix,
+  placeholders,
+}: {
   fields: KeyFields;
   onChange: (fields: KeyFields) => void;
   prefix: string;
@@ -47,7 +52,11 @@ function KeyFieldInputs({ fields, onChange, prefix, placeholders }: {
       <label>
         Plan
         <select value={fields.plan} onChange={(event) => onChange({ ...fields, plan: event.currentTarget.value as Plan })} data-testid={`${prefix}-plan`}>
-          {PLANS.map((plan) => <option key={plan} value={plan}>{plan}</option>)}
+          {PLANS.map((plan) => (
+            <option key={plan} value={plan}>
+              {plan}
+            </option>
+          ))}
         </select>
       </label>
       {input('requestsPerMinute', 'Requests / min', 'rpm', placeholders.requestsPerMinute, 'numeric')}
@@ -99,9 +108,13 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         prefix="create-key"
         placeholders={{ requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" }}
       />
-      <p class="hint">Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it.</p>
+      <p class="hint">
+        Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it.
+      </p>
       <ErrorBanner error={error} testId="create-key-error" />
-      <button type="submit" disabled={busy} data-testid="create-key-submit">{busy ? 'Creating…' : 'Create key'}</button>
+      <button type="submit" disabled={busy} data-testid="create-key-submit">
+        {busy ? 'Creating…' : 'Create key'}
+      </button>
     </form>
   );
 }
@@ -117,7 +130,9 @@ function SecretBox({ created, onDismiss }: { created: CreatedKey; onDismiss: () 
         Key id <code data-testid="new-key-id">{created.id}</code>, plan {created.plan}. Its secret:
       </p>
       <div class="secret-line">
-        <code class="secret" data-testid="new-key-secret" ref={secretElement}>{created.secret}</code>
+        <code class="secret" data-testid="new-key-secret" ref={secretElement}>
+          {created.secret}
+        </code>
         <button
           type="button"
           data-testid="new-key-copy"
@@ -136,8 +151,12 @@ function SecretBox({ created, onDismiss }: { created: CreatedKey; onDismiss: () 
         </button>
       </div>
       {copied === 'failed' && <p class="hint">The browser did not allow copying: the secret is selected, copy it with the keyboard.</p>}
-      <p class="warning"><strong>Copy the secret now: you will not see it again.</strong> The gateway keeps only its hash.</p>
-      <button type="button" class="secondary" onClick={onDismiss} data-testid="new-key-dismiss">I have saved it</button>
+      <p class="warning">
+        <strong>Copy the secret now: you will not see it again.</strong> The gateway keeps only its hash.
+      </p>
+      <button type="button" class="secondary" onClick={onDismiss} data-testid="new-key-dismiss">
+        I have saved it
+      </button>
     </section>
   );
 }
@@ -183,8 +202,12 @@ function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDo
       <p class="hint">Empty a field to go back to the plan's value. A plan change takes the new plan's limits where the key sets none.</p>
       <ErrorBanner error={error} testId="edit-key-error" />
       <div class="actions">
-        <button type="submit" disabled={busy} data-testid="edit-key-save">{busy ? 'Saving…' : 'Save'}</button>
-        <button type="button" class="secondary" onClick={() => onDone(false)} data-testid="edit-key-cancel">Cancel</button>
+        <button type="submit" disabled={busy} data-testid="edit-key-save">
+          {busy ? 'Saving…' : 'Save'}
+        </button>
+        <button type="button" class="secondary" onClick={() => onDone(false)} data-testid="edit-key-cancel">
+          Cancel
+        </button>
       </div>
     </form>
   );
@@ -192,7 +215,13 @@ function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDo
 
 /** A limit or budget cell, marked when the key overrides its plan. */
 function Setting({ text, overridden }: { text: string; overridden: boolean }) {
-  return overridden ? <span class="override" title="Set on this key, over its plan">{text}*</span> : <span>{text}</span>;
+  return overridden ? (
+    <span class="override" title="Set on this key, over its plan">
+      {text}*
+    </span>
+  ) : (
+    <span>{text}</span>
+  );
 }
 
 /** One key's row, with its edit form and revocation below it when open. */
@@ -204,20 +233,34 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
   return (
     <>
       <tr data-testid="key-row" data-key-id={apiKey.id} class={apiKey.revoked ? 'revoked' : undefined}>
-        <td><code>{apiKey.id}</code></td>
+        <td>
+          <code>{apiKey.id}</code>
+        </td>
         <td>{apiKey.name || <span class="muted">—</span>}</td>
         <td data-testid="key-plan">{apiKey.plan}</td>
-        <td class="number"><Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} /></td>
-        <td class="number"><Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} /></td>
-        <td class="number"><Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} /></td>
-        <td class="number"><Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} /></td>
+        <td class="number">
+          <Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} />
+        </td>
+        <td class="number">
+          <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
+        </td>
+        <td class="number">
+          <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
+        </td>
+        <td class="number">
+          <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
+        </td>
         <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
         <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
         <td>
           {!apiKey.revoked && mode === 'view' && (
             <div class="actions">
-              <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="key-edit">Edit</button>
-              <button type="button" class="danger" onClick={() => setMode('confirm-revoke')} data-testid="key-revoke">Revoke</button>
+              <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="key-edit">
+                Edit
+              </button>
+              <button type="button" class="danger" onClick={() => setMode('confirm-revoke')} data-testid="key-revoke">
+                Revoke
+              </button>
             </div>
           )}
         </td>
@@ -225,10 +268,22 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
       {mode !== 'view' && (
         <tr class="detail">
           <td colSpan={10}>
-            {mode === 'edit' && <EditKeyForm api={api} apiKey={apiKey} onDone={(changed) => { setMode('view'); if (changed) onChanged(); }} />}
+            {mode === 'edit' && (
+              <EditKeyForm
+                api={api}
+                apiKey={apiKey}
+                onDone={(changed) => {
+                  setMode('view');
+                  if (changed) onChanged();
+                }}
+              />
+            )}
             {mode === 'confirm-revoke' && (
               <div class="confirm" role="alertdialog" data-testid="key-revoke-dialog">
-                <p>Revoke <code>{apiKey.id}</code>{apiKey.name ? ` (${apiKey.name})` : ''}? Requests with it are refused at once. This cannot be undone.</p>
+                <p>
+                  Revoke <code>{apiKey.id}</code>
+                  {apiKey.name ? ` (${apiKey.name})` : ''}? Requests with it are refused at once. This cannot be undone.
+                </p>
                 <ErrorBanner error={error} testId="key-revoke-error" />
                 <div class="actions">
                   <button
@@ -252,7 +307,17 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
                   >
                     Revoke key
                   </button>
-                  <button type="button" class="secondary" onClick={() => { setMode('view'); setError(undefined); }} data-testid="key-revoke-cancel">Cancel</button>
+                  <button
+                    type="button"
+                    class="secondary"
+                    onClick={() => {
+                      setMode('view');
+                      setError(undefined);
+                    }}
+                    data-testid="key-revoke-cancel"
+                  >
+                    Cancel
+                  </button>
                 </div>
               </div>
             )}
@@ -273,22 +338,46 @@ export function KeysPage({ api }: { api: AdminApi }) {
     <section data-testid="page-keys" data-state={keys.loading ? 'loading' : keys.error ? 'error' : 'ready'}>
       <div class="page-head">
         <h1>Keys</h1>
-        <button type="button" class="secondary" onClick={keys.reload} data-testid="keys-refresh">Refresh</button>
+        <button type="button" class="secondary" onClick={keys.reload} data-testid="keys-refresh">
+          Refresh
+        </button>
       </div>
       {created && <SecretBox created={created} onDismiss={() => setCreated(undefined)} />}
-      <CreateKeyForm api={api} onCreated={(key) => { setCreated(key); keys.reload(); }} />
+      <CreateKeyForm
+        api={api}
+        onCreated={(key) => {
+          setCreated(key);
+          keys.reload();
+        }}
+      />
       <ErrorBanner error={keys.error} />
       <div class="table-wrap">
         <table data-testid="keys-table">
           <thead>
             <tr>
-              <th>Id</th><th>Name</th><th>Plan</th><th class="number">Requests / min</th><th class="number">Tokens / min</th>
-              <th class="number">Daily budget</th><th class="number">Monthly budget</th><th>State</th><th>Last used</th><th />
+              <th>Id</th>
+              <th>Name</th>
+              <th>Plan</th>
+              <th class="number">Requests / min</th>
+              <th class="number">Tokens / min</th>
+              <th class="number">Daily budget</th>
+              <th class="number">Monthly budget</th>
+              <th>State</th>
+              <th>Last used</th>
+              <th />
             </tr>
           </thead>
           <tbody>
-            {list.map((key) => <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />)}
-            {keys.data && list.length === 0 && <tr><td colSpan={10} class="muted">No keys yet.</td></tr>}
+            {list.map((key) => (
+              <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />
+            ))}
+            {keys.data && list.length === 0 && (
+              <tr>
+                <td colSpan={10} class="muted">
+                  No keys yet.
+                </td>
+              </tr>
+            )}
           </tbody>
         </table>
       </div>

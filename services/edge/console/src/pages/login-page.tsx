@@ -28,7 +28,9 @@ export function LoginPage({ error, onLogin }: { error: ApiError | string | undef
         }}
       >
         <h1>Gateway console</h1>
-        <p class="hint">Enter the gateway's admin token (the edge's <code>EDGE_ADMIN_TOKEN</code>). It stays in this tab only and is forgotten when you close it or log out.</p>
+        <p class="hint">
+          Enter the gateway's admin token (the edge's <code>EDGE_ADMIN_TOKEN</code>). It stays in this tab only and is forgotten when you close it or log out.
+        </p>
         <label>
           Admin token
           <input
@@ -43,7 +45,9 @@ export function LoginPage({ error, onLogin }: { error: ApiError | string | undef
           />
         </label>
         <ErrorBanner error={error} testId="login-error" />
-        <button type="submit" disabled={busy} data-testid="login-submit">{busy ? 'Checking…' : 'Log in'}</button>
+        <button type="submit" disabled={busy} data-testid="login-submit">
+          {busy ? 'Checking…' : 'Log in'}
+        </button>
       </form>
     </main>
   );

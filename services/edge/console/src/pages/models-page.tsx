@@ -15,25 +15,41 @@ export function ModelsPage({ api }: { api: AdminApi }) {
     <section data-testid="page-models" data-state={models.loading ? 'loading' : models.error ? 'error' : 'ready'}>
       <div class="page-head">
         <h1>Models</h1>
-        <button type="button" class="secondary" onClick={models.reload} data-testid="models-refresh">Refresh</button>
+        <button type="button" class="secondary" onClick={models.reload} data-testid="models-refresh">
+          Refresh
+        </button>
       </div>
       <ErrorBanner error={models.error} />
       <div class="table-wrap">
         <table data-testid="models-table">
           <thead>
-            <tr><th>Id</th><th>Provider</th><th>Available</th><th>Retry after</th><th>Quality tier</th></tr>
+            <tr>
+              <th>Id</th>
+              <th>Provider</th>
+              <th>Available</th>
+              <th>Retry after</th>
+              <th>Quality tier</th>
+            </tr>
           </thead>
           <tbody>
             {list.map((model) => (
               <tr key={model.id} data-testid="model-row" data-model-id={model.id}>
-                <td><code>{model.id}</code></td>
+                <td>
+                  <code>{model.id}</code>
+                </td>
                 <td>{model.provider}</td>
                 <td data-testid="model-available">{model.available ? <span class="badge good">yes</span> : <span class="badge bad">no</span>}</td>
                 <td>{model.retry_after_ms === null ? <span class="muted">—</span> : `in ${formatMilliseconds(model.retry_after_ms)}`}</td>
                 <td>{model.quality_tier ?? <span class="muted">—</span>}</td>
               </tr>
             ))}
-            {models.data && list.length === 0 && <tr><td colSpan={5} class="muted">The catalog has no models.</td></tr>}
+            {models.data && list.length === 0 && (
+              <tr>
+                <td colSpan={5} class="muted">
+                  The catalog has no models.
+                </td>
+              </tr>
+            )}
           </tbody>
         </table>
       </div>

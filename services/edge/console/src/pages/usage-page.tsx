@@ -44,11 +44,15 @@ function TotalsRow({ label, totals, testId, groupId }: { label: string; totals: 
   return (
     <tr data-testid={testId} data-group-id={groupId}>
       <td>{label}</td>
-      <td class="number" data-testid="usage-requests">{formatCount(totals.requests)}</td>
+      <td class="number" data-testid="usage-requests">
+        {formatCount(totals.requests)}
+      </td>
       <td class="number">{formatCount(totals.prompt_tokens)}</td>
       <td class="number">{formatCount(totals.completion_tokens)}</td>
       <td class="number">{formatCount(totals.cached_tokens)}</td>
-      <td class="number" data-testid="usage-cost" data-cost-usd={String(totals.cost_usd)}>{formatUsd(totals.cost_usd)}</td>
+      <td class="number" data-testid="usage-cost" data-cost-usd={String(totals.cost_usd)}>
+        {formatUsd(totals.cost_usd)}
+      </td>
       <td class="number">{formatCount(totals.errors)}</td>
       <td class="number">{formatCount(totals.fallbacks)}</td>
     </tr>
@@ -56,7 +60,13 @@ function TotalsRow({ label, totals, testId, groupId }: { label: string; totals: 
 }
 
 /** The totals of each group over the window, and the window's totals. */
-function TotalsTable({ testId, title, rows, all, rowTestId }: {
+function TotalsTable({
+  testId,
+  title,
+  rows,
+  all,
+  rowTestId,
+}: {
   testId: string;
   title: string;
   rows: Array<{ id: string; label: string; totals: UsageTotals }>;
@@ -70,13 +80,26 @@ function TotalsTable({ testId, title, rows, all, rowTestId }: {
         <thead>
           <tr>
             <th>{title.replace(/^By /, '').replace(/^./, (first) => first.toUpperCase())}</th>
-            <th class="number">Requests</th><th class="number">Prompt tokens</th><th class="number">Completion tokens</th>
-            <th class="number">Cached tokens</th><th class="number">Cost</th><th class="number">Errors</th><th class="number">Fallbacks</th>
+            <th class="number">Requests</th>
+            <th class="number">Prompt tokens</th>
+            <th class="number">Completion tokens</th>
+            <th class="number">Cached tokens</th>
+            <th class="number">Cost</th>
+            <th class="number">Errors</th>
+            <th class="number">Fallbacks</th>
           </tr>
         </thead>
         <tbody>
-          {rows.map((row) => <TotalsRow key={row.id} label={row.label} totals={row.totals} testId={rowTestId} groupId={row.id} />)}
-          {rows.length === 0 && <tr><td colSpan={8} class="muted">No usage in this range.</td></tr>}
+          {rows.map((row) => (
+            <TotalsRow key={row.id} label={row.label} totals={row.totals} testId={rowTestId} groupId={row.id} />
+          ))}
+          {rows.length === 0 && (
+            <tr>
+              <td colSpan={8} class="muted">
+                No usage in this range.
+              </td>
+            </tr>
+          )}
         </tbody>
         <tfoot>
           <TotalsRow label="All" totals={all} testId={`${testId}-all`} />
@@ -94,11 +117,7 @@ export function UsagePage({ api }: { api: AdminApi }) {
   const usage = useLoader<UsageData>(async () => {
     const timeWindow = usageWindow(range, Date.now() / 1000);
     const query = { start: timeWindow.start, end: timeWindow.end, bucket: timeWindow.bucket, keyId: keyId || undefined };
-    const [byModel, byKey, keys] = await Promise.all([
-      api.usage({ ...query, groupBy: ['model'] }),
-      api.usage({ ...query, groupBy: ['key'] }),
-      api.listKeys(),
-    ]);
+    const [byModel, byKey, keys] = await Promise.all([api.usage({ ...query, groupBy: ['model'] }), api.usage({ ...query, groupBy: ['key'] }), api.listKeys()]);
     return { window: timeWindow, byModel, byKey, keys };
   }, [api, rangeId, keyId]);
 
@@ -124,7 +143,11 @@ export function UsagePage({ api }: { api: AdminApi }) {
               keepChoices(next, keyId);
             }}
           >
-            {RANGES.map((entry) => <option key={entry.id} value={entry.id}>{entry.label}</option>)}
+            {RANGES.map((entry) => (
+              <option key={entry.id} value={entry.id}>
+                {entry.label}
+              </option>
+            ))}
           </select>
         </label>
         <label class="inline">
@@ -141,10 +164,18 @@ export function UsagePage({ api }: { api: AdminApi }) {
             <option value="">All keys</option>
             {/* The chosen key stays listed while the key list loads. */}
             {keyId && !keys.has(keyId) && <option value={keyId}>{keyId}</option>}
-            {[...keys.values()].sort((left, right) => right.created_at - left.created_at).map((key) => <option key={key.id} value={key.id}>{keyLabel(keys, key.id)}</option>)}
+            {[...keys.values()]
+              .sort((left, right) => right.created_at - left.created_at)
+              .map((key) => (
+                <option key={key.id} value={key.id}>
+                  {keyLabel(keys, key.id)}
+                </option>
+              ))}
           </select>
         </label>
-        <button type="button" class="secondary" onClick={usage.reload} data-testid="usage-refresh">Refresh</button>
+        <button type="button" class="secondary" onClick={usage.reload} data-testid="usage-refresh">
+          Refresh
+        </button>
       </div>
       <ErrorBanner error={usage.error} />
       {(data?.byKey.has_more || data?.byModel.has_more) && <p class="warning">The gateway returned only part of this range; the figures are incomplete.</p>}

@@ -26,7 +26,9 @@ beforeAll(async () => {
   model = anthropicModel(new URL(upstream.baseUrl).origin);
 });
 
-afterEach(() => { upstream.requests.length = 0; });
+afterEach(() => {
+  upstream.requests.length = 0;
+});
 
 afterAll(async () => {
   await pools.close(100);
@@ -43,17 +45,29 @@ describe('AnthropicProvider: requests it sends', () => {
     const request: ChatRequestOutput = {
       messages: [
         { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
-        { role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [
-          { text: 'What is in these images?' },
-          { image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
-          { image_url: { url: 'https://example.com/cat.jpg', detail: 'low' } },
-        ] } },
+        {
+          role: 'ROLE_USER',
+          content: 'parts',
+          tool_calls: [],
+          parts: {
+            parts: [
+              { text: 'What is in these images?' },
+              { image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+              { image_url: { url: 'https://example.com/cat.jpg', detail: 'low' } },
+            ],
+          },
+        },
         { role: 'ROLE_DEVELOPER', content: 'text', text: 'Use metric units.', tool_calls: [] },
         { role: 'ROLE_USER', content: 'text', text: 'And the weather?', tool_calls: [] },
-        { role: 'ROLE_ASSISTANT', content: 'text', text: 'Checking.', tool_calls: [
-          { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
-          { id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '{"timezone":"Europe/Paris"}' } },
-        ] },
+        {
+          role: 'ROLE_ASSISTANT',
+          content: 'text',
+          text: 'Checking.',
+          tool_calls: [
+            { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+            { id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '{"timezone":"Europe/Paris"}' } },
+          ],
+        },
         { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'toolu_1', tool_calls: [] },
         { role: 'ROLE_TOOL', content: 'text', text: '14:05', tool_call_id: 'toolu_2', tool_calls: [] },
         { role: 'ROLE_USER', content: 'text', text: 'Thanks, summarize.', tool_calls: [] },
@@ -62,7 +76,14 @@ describe('AnthropicProvider: requests it sends', () => {
       top_p: 0.9,
       stop: ['END', 'STOP'],
       tools: [
-        { type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters_json: '{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}' } },
+        {
+          type: 'function',
+          function: {
+            name: 'get_weather',
+            description: 'Weather now',
+            parameters_json: '{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}',
+          },
+        },
         { type: 'function', function: { name: 'get_time' } },
       ],
       tool_choice: { choice: 'mode', mode: 'required' },
@@ -85,28 +106,41 @@ describe('AnthropicProvider: requests it sends', () => {
       max_tokens: 64_000,
       system: 'Be brief.\n\nUse metric units.',
       messages: [
-        { role: 'user', content: [
-          { type: 'text', text: 'What is in these images?' },
-          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
-          { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
-          { type: 'text', text: 'And the weather?' },
-        ] },
-        { role: 'assistant', content: [
-          { type: 'text', text: 'Checking.' },
-          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { location: 'Paris' } },
-          { type: 'tool_use', id: 'toolu_2', name: 'get_time', input: { timezone: 'Europe/Paris' } },
-        ] },
-        { role: 'user', content: [
-          { type: 'tool_result', tool_use_id: 'toolu_1', content: '{"temperature":21}' },
-          { type: 'tool_result', tool_use_id: 'toolu_2', content: '14:05' },
-          { type: 'text', text: 'Thanks, summarize.' },
-        ] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is in these images?' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+            { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+            { type: 'text', text: 'And the weather?' },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Checking.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { location: 'Paris' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'get_time', input: { timezone: 'Europe/Paris' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: '{"temperature":21}' },
+            { type: 'tool_result', tool_use_id: 'toolu_2', content: '14:05' },
+            { type: 'text', text: 'Thanks, summarize.' },
+          ],
+        },
       ],
       stop_sequences: ['END', 'STOP'],
       temperature: 0.2,
       top_p: 0.9,
       tools: [
-        { name: 'get_weather', description: 'Weather now', input_schema: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } },
+        {
+          name: 'get_weather',
+          description: 'Weather now',
+          input_schema: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+        },
         { name: 'get_time', input_schema: { type: 'object', properties: {} } },
       ],
       tool_choice: { type: 'any', disable_parallel_tool_use: true },
@@ -133,11 +167,16 @@ describe('AnthropicProvider: requests it sends', () => {
   });
 
   it('refuses tool-call arguments that are not a JSON object before calling the upstream', async () => {
-    const request = simpleRequest({ messages: [
-      { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
-      { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Par' } }] },
-    ] });
-    const error = await provider.complete(request, contextOf()).then(() => undefined, (failure: unknown) => failure);
+    const request = simpleRequest({
+      messages: [
+        { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
+        { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Par' } }] },
+      ],
+    });
+    const error = await provider.complete(request, contextOf()).then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect(error).toBeInstanceOf(GatewayError);
     expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'messages[1].tool_calls[0].function.arguments' });
     expect(error).not.toBeInstanceOf(UpstreamError);
@@ -163,7 +202,13 @@ describe('AnthropicProvider: whole responses', () => {
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBe("I'll check the current weather in San Francisco for you.");
-    expect(choice?.message?.tool_calls).toEqual([{ id: 'toolu_01A09q90qw90lq917835lq9', type: 'function', function: { name: 'get_weather', arguments: '{"location":"San Francisco, CA","unit":"celsius"}' } }]);
+    expect(choice?.message?.tool_calls).toEqual([
+      {
+        id: 'toolu_01A09q90qw90lq917835lq9',
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"location":"San Francisco, CA","unit":"celsius"}' },
+      },
+    ]);
   });
 
   it('maps max_tokens to length and refusal to content_filter', async () => {
@@ -174,9 +219,14 @@ describe('AnthropicProvider: whole responses', () => {
     expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
-    await expectAnswersWithoutLogprobs({ complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) }, upstream, {
-      whole: replayJson(200, fixture('message.json')), stream: replaySse(fixture('stream-text.sse')),
-    });
+    await expectAnswersWithoutLogprobs(
+      { complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) },
+      upstream,
+      {
+        whole: replayJson(200, fixture('message.json')),
+        stream: replaySse(fixture('stream-text.sse')),
+      },
+    );
   });
 });
 
@@ -188,9 +238,14 @@ describe('AnthropicProvider: streams', () => {
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === model.id)).toBe(true);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
-    expect(chunks.filter((chunk) => chunk.choices?.[0]?.finish_reason !== 'FINISH_REASON_UNSPECIFIED').map((chunk) => chunk.choices?.[0]?.finish_reason)).toEqual(['FINISH_REASON_STOP']);
+    expect(
+      chunks.filter((chunk) => chunk.choices?.[0]?.finish_reason !== 'FINISH_REASON_UNSPECIFIED').map((chunk) => chunk.choices?.[0]?.finish_reason),
+    ).toEqual(['FINISH_REASON_STOP']);
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
-    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 25 + 1024, completion_tokens: 8, total_tokens: 25 + 1024 + 8, cached_tokens: 1024, reasoning_tokens: 0 } });
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: { prompt_tokens: 25 + 1024, completion_tokens: 8, total_tokens: 25 + 1024 + 8, cached_tokens: 1024, reasoning_tokens: 0 },
+    });
   });
 
   it('streams tool_use blocks as OpenAI tool-call deltas whose fragments reassemble to the arguments', async () => {
@@ -206,20 +261,35 @@ describe('AnthropicProvider: streams', () => {
       const ofCall = deltas.filter((delta) => delta.index === index);
       expect(ofCall.filter((delta) => delta.id !== undefined || delta.function?.name !== undefined)).toHaveLength(1);
     }
-    const argumentsOf = (index: number) => deltas.filter((delta) => delta.index === index).map((delta) => delta.function?.arguments ?? '').join('');
+    const argumentsOf = (index: number) =>
+      deltas
+        .filter((delta) => delta.index === index)
+        .map((delta) => delta.function?.arguments ?? '')
+        .join('');
     expect(JSON.parse(argumentsOf(0))).toEqual({ location: 'San Francisco, CA', unit: 'fahrenheit' });
     expect(JSON.parse(argumentsOf(1))).toEqual({ timezone: 'America/Los_Angeles' });
     expect(argumentsOf(2)).toBe('{}');
     expect(deltas.filter((delta) => delta.id).map((delta) => delta.function?.name)).toEqual(['get_weather', 'get_time', 'list_alerts']);
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
-    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 472, completion_tokens: 89, total_tokens: 561, cached_tokens: 0, reasoning_tokens: 0 } });
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: { prompt_tokens: 472, completion_tokens: 89, total_tokens: 561, cached_tokens: 0, reasoning_tokens: 0 },
+    });
   });
 
   it('fails a stream that ends without message_stop as truncated, after the chunks it got', async () => {
-    for (const responder of [replayRaw(200, fixture('stream-truncated.sse')), replaySse(fixture('stream-text.sse').split('event: message_stop')[0] as string)]) {
+    for (const responder of [
+      replayRaw(200, fixture('stream-truncated.sse')),
+      replaySse(fixture('stream-text.sse').split('event: message_stop')[0] as string),
+    ]) {
       upstream.respond(responder);
       const received: ProviderStreamEvent[] = [];
-      const failure = await (async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })().then(() => undefined, (error: unknown) => error);
+      const failure = await (async () => {
+        for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
+      })().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
       expect(received.length).toBeGreaterThan(0);
       expect(received.every((event) => event.type === 'chunk')).toBe(true);
@@ -230,12 +300,24 @@ describe('AnthropicProvider: streams', () => {
   it('fails on an overloaded error event mid-stream as retryable, and on an event that is not JSON', async () => {
     upstream.respond(replaySse(fixture('stream-error.sse')));
     const received: ProviderStreamEvent[] = [];
-    const failure = await (async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })().then(() => undefined, (error: unknown) => error);
+    const failure = await (async () => {
+      for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
+    })().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(failure).toMatchObject({ kind: 'stream_error', status: 529, retryable: true });
-    expect(chunksOf(received).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Let me think');
+    expect(
+      chunksOf(received)
+        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
+        .join(''),
+    ).toBe('Let me think');
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
     upstream.respond(replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n'));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error' });
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+    });
   });
 });
 
@@ -260,23 +342,48 @@ describe('AnthropicProvider: upstream failures', () => {
 
   it('maps 429 to RESOURCE_EXHAUSTED with its retry-after, whole and streamed', async () => {
     upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 7000 });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.RESOURCE_EXHAUSTED,
+      reason: 'upstream_rate_limited',
+      retryable: true,
+      retryAfterMs: 7000,
+    });
     upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, retryAfterMs: 3000 });
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+      code: GrpcStatus.RESOURCE_EXHAUSTED,
+      retryAfterMs: 3000,
+    });
   });
 
   it('maps 500, 529 overloaded and a malformed body to retryable UNAVAILABLE', async () => {
-    for (const [status, name] of [[500, 'error-500.json'], [529, 'error-529.json']] as const) {
+    for (const [status, name] of [
+      [500, 'error-500.json'],
+      [529, 'error-529.json'],
+    ] as const) {
       upstream.respond(replayJson(status, fixture(name)));
-      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, upstreamStatus: status });
+      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+        code: GrpcStatus.UNAVAILABLE,
+        reason: 'upstream_error',
+        retryable: true,
+        upstreamStatus: status,
+      });
     }
     upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+      retryable: true,
+    });
   });
 
   it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {
-    upstream.respond(() => { /* never answers */ });
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
+    upstream.respond(() => {
+      /* never answers */
+    });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.DEADLINE_EXCEEDED,
+      reason: 'upstream_timeout',
+    });
   });
 });
 
@@ -297,7 +404,9 @@ describe('AnthropicProvider: cancellation', () => {
   });
 
   it('closes the upstream connection when a whole request is aborted before the answer', async () => {
-    upstream.respond(() => { /* never answers */ });
+    upstream.respond(() => {
+      /* never answers */
+    });
     const controller = new AbortController();
     const pending = provider.complete(simpleRequest(), contextOf(controller.signal));
     await new Promise((resolve) => setTimeout(resolve, 50));

@@ -39,7 +39,7 @@ export class AnthropicProvider implements Provider {
   /** A whole Message, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = await readJsonBody(response, this.name, context.signal) as AnthropicResponse;
+    const body = (await readJsonBody(response, this.name, context.signal)) as AnthropicResponse;
     if (typeof body !== 'object' || body === null || !Array.isArray(body.content)) {
       throw new UpstreamError('upstream sent a message without content', { provider: this.name, kind: 'malformed', status: response.statusCode });
     }

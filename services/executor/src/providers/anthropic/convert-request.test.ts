@@ -11,45 +11,103 @@ function request(extra: Partial<ChatRequestOutput>): ChatRequestOutput {
 }
 
 function failureOf(convert: () => unknown): GatewayError | undefined {
-  try { convert(); } catch (error) { return error as GatewayError; }
+  try {
+    convert();
+  } catch (error) {
+    return error as GatewayError;
+  }
   return undefined;
 }
 
 describe('toAnthropicRequest', () => {
   it('sends PDFs as documents, tool results with parts as blocks, and drops empty messages', () => {
-    const body = toAnthropicRequest(request({ messages: [
-      { role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ text: 'Summarize' }, { file: { file_data: 'data:application/pdf;base64,JVBERi0x', filename: 'a.pdf' } }] } },
-      { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [{ id: 'toolu_9', type: 'function', function: { name: 'render', arguments: '' } }] },
-      { role: 'ROLE_TOOL', content: 'parts', tool_call_id: 'toolu_9', tool_calls: [], parts: { parts: [{ text: 'Rendered:' }, { image_url: { url: 'data:image/webp;base64,UklGR' } }] } },
-      { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [] },
-      { role: 'ROLE_USER', content: 'text', text: 'Thanks', tool_calls: [] },
-    ] }), model, false);
+    const body = toAnthropicRequest(
+      request({
+        messages: [
+          {
+            role: 'ROLE_USER',
+            content: 'parts',
+            tool_calls: [],
+            parts: { parts: [{ text: 'Summarize' }, { file: { file_data: 'data:application/pdf;base64,JVBERi0x', filename: 'a.pdf' } }] },
+          },
+          { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [{ id: 'toolu_9', type: 'function', function: { name: 'render', arguments: '' } }] },
+          {
+            role: 'ROLE_TOOL',
+            content: 'parts',
+            tool_call_id: 'toolu_9',
+            tool_calls: [],
+            parts: { parts: [{ text: 'Rendered:' }, { image_url: { url: 'data:image/webp;base64,UklGR' } }] },
+          },
+          { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [] },
+          { role: 'ROLE_USER', content: 'text', text: 'Thanks', tool_calls: [] },
+        ],
+      }),
+      model,
+      false,
+    );
     expect(body.messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Summarize' }, { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0x' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Summarize' },
+          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0x' } },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_9', name: 'render', input: {} }] },
-      { role: 'user', content: [
-        { type: 'tool_result', tool_use_id: 'toolu_9', content: [{ type: 'text', text: 'Rendered:' }, { type: 'image', source: { type: 'base64', media_type: 'image/webp', data: 'UklGR' } }] },
-        { type: 'text', text: 'Thanks' },
-      ] },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_9',
+            content: [
+              { type: 'text', text: 'Rendered:' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/webp', data: 'UklGR' } },
+            ],
+          },
+          { type: 'text', text: 'Thanks' },
+        ],
+      },
     ]);
   });
 
   it('sends the instructions of a system-only conversation as the user turn, since the Messages API needs one', () => {
-    const body = toAnthropicRequest(request({ messages: [
-      { role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] },
-      { role: 'ROLE_DEVELOPER', content: 'text', text: 'One line.', tool_calls: [] },
-    ] }), model, false);
+    const body = toAnthropicRequest(
+      request({
+        messages: [
+          { role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] },
+          { role: 'ROLE_DEVELOPER', content: 'text', text: 'One line.', tool_calls: [] },
+        ],
+      }),
+      model,
+      false,
+    );
     expect(body.messages).toEqual([{ role: 'user', content: 'Name three rivers.\n\nOne line.' }]);
     expect(body).not.toHaveProperty('system');
-    const withUser = toAnthropicRequest(request({ messages: [{ role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] }, { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] }] }), model, false);
+    const withUser = toAnthropicRequest(
+      request({
+        messages: [
+          { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
+          { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
+        ],
+      }),
+      model,
+      false,
+    );
     expect(withUser.system).toBe('Be brief.');
     expect(withUser.messages).toEqual([{ role: 'user', content: 'Hi' }]);
   });
 
   it('turns parallel_tool_calls: false into disable_parallel_tool_use, and sends no tool_choice without tools', () => {
     const tools = [{ type: 'function', function: { name: 'lookup' } }];
-    expect(toAnthropicRequest(request({ tools, parallel_tool_calls: false }), model, false).tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
-    expect(toAnthropicRequest(request({ tools, tool_choice: { choice: 'function_name', function_name: 'lookup' }, parallel_tool_calls: false }), model, false).tool_choice).toEqual({ type: 'tool', name: 'lookup', disable_parallel_tool_use: true });
+    expect(toAnthropicRequest(request({ tools, parallel_tool_calls: false }), model, false).tool_choice).toEqual({
+      type: 'auto',
+      disable_parallel_tool_use: true,
+    });
+    expect(
+      toAnthropicRequest(request({ tools, tool_choice: { choice: 'function_name', function_name: 'lookup' }, parallel_tool_calls: false }), model, false)
+        .tool_choice,
+    ).toEqual({ type: 'tool', name: 'lookup', disable_parallel_tool_use: true });
     expect(toAnthropicRequest(request({ tool_choice: { choice: 'mode', mode: 'auto' } }), model, false)).not.toHaveProperty('tool_choice');
   });
 
@@ -57,9 +115,18 @@ describe('toAnthropicRequest', () => {
     const cases: Array<[Partial<ChatRequestOutput>, string]> = [
       [{ n: 2 }, 'n'],
       [{ response_format: { type: 'json_object' } }, 'response_format'],
-      [{ messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ input_audio: { data: 'UklGRg==', format: 'wav' } }] } }] }, 'messages[0].content[0].input_audio'],
-      [{ messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ file: { file_id: 'file-abc' } }] } }] }, 'messages[0].content[0].file'],
-      [{ messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ image_url: { url: 'ftp://example.com/a.png' } }] } }] }, 'messages[0].content[0].image_url.url'],
+      [
+        { messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ input_audio: { data: 'UklGRg==', format: 'wav' } }] } }] },
+        'messages[0].content[0].input_audio',
+      ],
+      [
+        { messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ file: { file_id: 'file-abc' } }] } }] },
+        'messages[0].content[0].file',
+      ],
+      [
+        { messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ image_url: { url: 'ftp://example.com/a.png' } }] } }] },
+        'messages[0].content[0].image_url.url',
+      ],
       [{ messages: [{ role: 'ROLE_TOOL', content: 'text', text: 'x', tool_calls: [] }] }, 'messages[0].tool_call_id'],
       [{ tools: [{ type: 'function', function: { name: 'broken', parameters_json: '{not json' } }] }, 'tools[0].function.parameters'],
     ];

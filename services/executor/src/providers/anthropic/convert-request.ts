@@ -36,7 +36,11 @@ function partBlock(part: ContentPartOutput, param: string): AnthropicContentBloc
   if (part.file) {
     const data = part.file.file_data ? parseDataUrl(part.file.file_data) : undefined;
     if (data && DOCUMENT_MEDIA_TYPES.has(data.mediaType)) return { type: 'document', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
-    throw invalidRequest('The anthropic provider accepts files only as base64 data URLs of PDF or plain text (file_data); file ids are not supported.', `${param}.file`, 'unsupported_parameter');
+    throw invalidRequest(
+      'The anthropic provider accepts files only as base64 data URLs of PDF or plain text (file_data); file ids are not supported.',
+      `${param}.file`,
+      'unsupported_parameter',
+    );
   }
   if (part.input_audio) throw invalidRequest('The anthropic provider does not accept audio input.', `${param}.input_audio`, 'unsupported_parameter');
   // A refusal part is the assistant's own earlier refusal: there is nothing to send for it.
@@ -54,13 +58,16 @@ function contentBlocks(message: MessageOutput, position: number): AnthropicConte
 
 /** The text of a system or developer message. */
 function systemText(message: MessageOutput): string {
-  if (message.content === 'parts' || message.parts) return (message.parts?.parts ?? []).flatMap((part) => (part.text === undefined ? [] : [part.text])).join('\n');
+  if (message.content === 'parts' || message.parts)
+    return (message.parts?.parts ?? []).flatMap((part) => (part.text === undefined ? [] : [part.text])).join('\n');
   return message.text ?? '';
 }
 
 function toolResultContent(message: MessageOutput, position: number): string | Array<AnthropicTextBlock | AnthropicImageBlock> {
   if (message.content === 'parts' || message.parts) {
-    return contentBlocks(message, position).filter((block): block is AnthropicTextBlock | AnthropicImageBlock => block.type === 'text' || block.type === 'image');
+    return contentBlocks(message, position).filter(
+      (block): block is AnthropicTextBlock | AnthropicImageBlock => block.type === 'text' || block.type === 'image',
+    );
   }
   return message.text ?? '';
 }
@@ -77,12 +84,18 @@ function convertMessage(message: MessageOutput, position: number): { role: 'user
       const blocks = contentBlocks(message, position);
       (message.tool_calls ?? []).forEach((call, index) => {
         const param = `messages[${position}].tool_calls[${index}].function.arguments`;
-        blocks.push({ type: 'tool_use', id: call.id ?? '', name: call.function?.name ?? '', input: parseArgumentsObject(call.function?.arguments ?? '', param) });
+        blocks.push({
+          type: 'tool_use',
+          id: call.id ?? '',
+          name: call.function?.name ?? '',
+          input: parseArgumentsObject(call.function?.arguments ?? '', param),
+        });
       });
       return { role: 'assistant', blocks };
     }
     case 'ROLE_TOOL': {
-      if (!message.tool_call_id) throw invalidRequest(`messages[${position}].tool_call_id is required on a tool message.`, `messages[${position}].tool_call_id`);
+      if (!message.tool_call_id)
+        throw invalidRequest(`messages[${position}].tool_call_id is required on a tool message.`, `messages[${position}].tool_call_id`);
       return { role: 'user', blocks: [{ type: 'tool_result', tool_use_id: message.tool_call_id, content: toolResultContent(message, position) }] };
     }
     default:
@@ -118,17 +131,25 @@ function toolChoiceOf(request: ChatRequestOutput): AnthropicToolChoice | undefin
 
 /** Builds the Messages API body; throws INVALID_ARGUMENT for what cannot be translated. */
 export function toAnthropicRequest(request: ChatRequestOutput, model: CatalogModel, stream: boolean): AnthropicRequest {
-  if (request.n !== undefined && request.n > 1) throw invalidRequest('The anthropic provider returns one choice per request; n must be 1.', 'n', 'unsupported_parameter');
+  if (request.n !== undefined && request.n > 1)
+    throw invalidRequest('The anthropic provider returns one choice per request; n must be 1.', 'n', 'unsupported_parameter');
   const format = request.response_format?.type;
   if (format === 'json_object' || format === 'json_schema') {
-    throw invalidRequest('The anthropic provider has no JSON response format; remove response_format or choose a model with JSON mode.', 'response_format', 'unsupported_parameter');
+    throw invalidRequest(
+      'The anthropic provider has no JSON response format; remove response_format or choose a model with JSON mode.',
+      'response_format',
+      'unsupported_parameter',
+    );
   }
   const body: AnthropicRequest = {
     model: model.upstream.model,
     max_tokens: request.max_tokens ?? model.max_output_tokens,
     messages: alternatingMessages(request),
   };
-  const system = (request.messages ?? []).filter((message) => message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER').map(systemText).filter((text) => text !== '');
+  const system = (request.messages ?? [])
+    .filter((message) => message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER')
+    .map(systemText)
+    .filter((text) => text !== '');
   // OpenAI answers a conversation of system messages alone; the Messages API requires a message,
   // so the instructions become the one user turn.
   if (system.length > 0 && body.messages.length === 0) body.messages = [{ role: 'user', content: system.join('\n\n') }];

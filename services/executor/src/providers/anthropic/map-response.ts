@@ -16,12 +16,23 @@ import type { AnthropicResponse, AnthropicStreamEvent, AnthropicUsage } from './
  */
 export function mapStopReason(reason: string | null | undefined): FinishReasonOutput {
   switch (reason) {
-    case 'end_turn': case 'stop_sequence': case 'pause_turn': return 'FINISH_REASON_STOP';
-    case 'max_tokens': case 'model_context_window_exceeded': return 'FINISH_REASON_LENGTH';
-    case 'tool_use': return 'FINISH_REASON_TOOL_CALLS';
-    case 'refusal': return 'FINISH_REASON_CONTENT_FILTER';
-    case null: case undefined: case '': return 'FINISH_REASON_UNSPECIFIED';
-    default: return 'FINISH_REASON_STOP';
+    case 'end_turn':
+    case 'stop_sequence':
+    case 'pause_turn':
+      return 'FINISH_REASON_STOP';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'FINISH_REASON_LENGTH';
+    case 'tool_use':
+      return 'FINISH_REASON_TOOL_CALLS';
+    case 'refusal':
+      return 'FINISH_REASON_CONTENT_FILTER';
+    case null:
+    case undefined:
+    case '':
+      return 'FINISH_REASON_UNSPECIFIED';
+    default:
+      return 'FINISH_REASON_STOP';
   }
 }
 
@@ -45,18 +56,24 @@ export function fromAnthropicResponse(body: AnthropicResponse, modelId: string):
   for (const block of body.content ?? []) {
     if (block.type === 'text' && typeof block.text === 'string') texts.push(block.text);
     else if (block.type === 'tool_use') {
-      toolCalls.push({ id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: JSON.stringify(block.input ?? {}) } });
+      toolCalls.push({
+        id: String(block.id ?? ''),
+        type: 'function',
+        function: { name: String(block.name ?? ''), arguments: JSON.stringify(block.input ?? {}) },
+      });
     }
   }
   return {
     id: completionId(body.id),
     created: Math.floor(Date.now() / 1000),
     model: modelId,
-    choices: [{
-      index: 0,
-      finish_reason: mapStopReason(body.stop_reason),
-      message: { ...(texts.length > 0 ? { content: texts.join('') } : {}), tool_calls: toolCalls },
-    }],
+    choices: [
+      {
+        index: 0,
+        finish_reason: mapStopReason(body.stop_reason),
+        message: { ...(texts.length > 0 ? { content: texts.join('') } : {}), tool_calls: toolCalls },
+      },
+    ],
     usage: mapUsage(body.usage ?? {}),
   };
 }
@@ -93,7 +110,11 @@ export class AnthropicStreamTranslator {
   finished = false;
 
   /** `secrets` are scrubbed from the message of an error event. */
-  constructor(private readonly provider: string, private readonly modelId: string, private readonly secrets: readonly string[] = []) {}
+  constructor(
+    private readonly provider: string,
+    private readonly modelId: string,
+    private readonly secrets: readonly string[] = [],
+  ) {}
 
   /** The chunks one event produces (often none or one). */
   accept(event: AnthropicStreamEvent): ChatChunk[] {
@@ -116,7 +137,11 @@ export class AnthropicStreamTranslator {
         if (block?.type === 'tool_use') {
           const toolIndex = this.nextToolIndex++;
           this.blocks.set(event.index, { kind: 'tool', toolIndex, input: block.input, argumentsSent: false });
-          return [this.chunk({ tool_calls: [{ index: toolIndex, id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: '' } }] })];
+          return [
+            this.chunk({
+              tool_calls: [{ index: toolIndex, id: String(block.id ?? ''), type: 'function', function: { name: String(block.name ?? ''), arguments: '' } }],
+            }),
+          ];
         }
         this.blocks.set(event.index, { kind: 'ignored' });
         return [];
@@ -160,7 +185,10 @@ export class AnthropicStreamTranslator {
     return mapUsage(this.usage);
   }
 
-  private chunk(delta: { role?: 'ROLE_ASSISTANT'; content?: string; tool_calls?: ToolCallDelta[] }, finishReason: FinishReasonOutput = 'FINISH_REASON_UNSPECIFIED'): ChatChunk {
+  private chunk(
+    delta: { role?: 'ROLE_ASSISTANT'; content?: string; tool_calls?: ToolCallDelta[] },
+    finishReason: FinishReasonOutput = 'FINISH_REASON_UNSPECIFIED',
+  ): ChatChunk {
     const choice: ChunkChoice = { index: 0, finish_reason: finishReason, delta: { ...delta, tool_calls: delta.tool_calls ?? [] } };
     return { id: this.id, created: this.created, model: this.modelId, choices: [choice] };
   }

@@ -42,7 +42,13 @@ function upstreamMessageOf(error: AnthropicError | undefined, secrets: readonly 
 }
 
 /** An UpstreamError for a non-2xx answer, with the retry-after of a 429 or 529. */
-export function upstreamErrorFromResponse(provider: string, status: number, headers: ResponseHeaders, bodyText: string, secrets: readonly string[]): UpstreamError {
+export function upstreamErrorFromResponse(
+  provider: string,
+  status: number,
+  headers: ResponseHeaders,
+  bodyText: string,
+  secrets: readonly string[],
+): UpstreamError {
   const error = anthropicErrorOf(bodyText);
   const upstreamMessage = upstreamMessageOf(error, secrets);
   return new UpstreamError(`upstream answered ${status}${error?.type ? ` ${error.type}` : ''}${upstreamMessage ? `: ${upstreamMessage}` : ''}`, {

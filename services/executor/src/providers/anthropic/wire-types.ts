@@ -5,18 +5,30 @@
  */
 
 /** Where an image or document comes from. */
-export type AnthropicSource =
-  | { type: 'base64'; media_type: string; data: string }
-  | { type: 'url'; url: string };
+export type AnthropicSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
 
 /** A text block. */
-export interface AnthropicTextBlock { type: 'text'; text: string }
+export interface AnthropicTextBlock {
+  type: 'text';
+  text: string;
+}
 /** An image block (jpeg, png, gif, webp). */
-export interface AnthropicImageBlock { type: 'image'; source: AnthropicSource }
+export interface AnthropicImageBlock {
+  type: 'image';
+  source: AnthropicSource;
+}
 /** A PDF document block. */
-export interface AnthropicDocumentBlock { type: 'document'; source: AnthropicSource }
+export interface AnthropicDocumentBlock {
+  type: 'document';
+  source: AnthropicSource;
+}
 /** A tool call the assistant made; `input` is an object. */
-export interface AnthropicToolUseBlock { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+export interface AnthropicToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
 /** The result of a tool call, sent in a user message. */
 export interface AnthropicToolResultBlock {
   type: 'tool_result';
@@ -101,7 +113,11 @@ export interface AnthropicError {
 export type AnthropicStreamEvent =
   | { type: 'message_start'; message: AnthropicResponse }
   | { type: 'content_block_start'; index: number; content_block: AnthropicResponseBlock }
-  | { type: 'content_block_delta'; index: number; delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string } | { type: string; [field: string]: unknown } }
+  | {
+      type: 'content_block_delta';
+      index: number;
+      delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string } | { type: string; [field: string]: unknown };
+    }
   | { type: 'content_block_stop'; index: number }
   | { type: 'message_delta'; delta: { stop_reason?: string | null; stop_sequence?: string | null }; usage?: AnthropicUsage }
   | { type: 'message_stop' }

@@ -24,7 +24,13 @@ import type { GeminiContent, GeminiFunctionDeclaration, GeminiPart, GeminiReques
 
 /** Media types by file extension, for http(s) image URLs (Gemini's fileData needs one). */
 const MEDIA_TYPES: Readonly<Record<string, string>> = {
-  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic', heif: 'image/heif',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  heic: 'image/heic',
+  heif: 'image/heif',
   pdf: 'application/pdf',
 };
 
@@ -38,7 +44,11 @@ function imagePart(url: string, param: string): GeminiPart {
     const extension = /\.([a-z0-9]+)$/i.exec(new URL(url).pathname)?.[1]?.toLowerCase();
     const mimeType = extension ? MEDIA_TYPES[extension] : undefined;
     if (!mimeType) {
-      throw invalidRequest(`The gemini provider needs the image type of ${param}: use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a base64 data URL.`, param, 'unsupported_parameter');
+      throw invalidRequest(
+        `The gemini provider needs the image type of ${param}: use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a base64 data URL.`,
+        param,
+        'unsupported_parameter',
+      );
     }
     return { fileData: { mimeType, fileUri: url } };
   }
@@ -56,7 +66,11 @@ function convertPart(part: ContentPartOutput, param: string): GeminiPart | undef
   if (part.file) {
     const data = part.file.file_data ? parseDataUrl(part.file.file_data) : undefined;
     if (data) return { inlineData: { mimeType: data.mediaType, data: data.data } };
-    throw invalidRequest('The gemini provider accepts files only as base64 data URLs (file_data); file ids are not supported.', `${param}.file`, 'unsupported_parameter');
+    throw invalidRequest(
+      'The gemini provider accepts files only as base64 data URLs (file_data); file ids are not supported.',
+      `${param}.file`,
+      'unsupported_parameter',
+    );
   }
   return undefined;
 }
@@ -70,9 +84,10 @@ function contentParts(message: MessageOutput, position: number): GeminiPart[] {
 
 /** A tool message's text as the object functionResponse.response must be. */
 function responseObject(message: MessageOutput): Record<string, unknown> {
-  const text = message.content === 'parts' || message.parts
-    ? (message.parts?.parts ?? []).flatMap((part) => (part.text === undefined ? [] : [part.text])).join('')
-    : message.text ?? '';
+  const text =
+    message.content === 'parts' || message.parts
+      ? (message.parts?.parts ?? []).flatMap((part) => (part.text === undefined ? [] : [part.text])).join('')
+      : (message.text ?? '');
   try {
     const parsed = JSON.parse(text) as unknown;
     if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
@@ -106,7 +121,9 @@ function convertContents(request: ChatRequestOutput): { contents: GeminiContent[
         (message.tool_calls ?? []).forEach((call, index) => {
           const name = call.function?.name ?? '';
           if (call.id) names.set(call.id, name);
-          parts.push({ functionCall: { name, args: parseArgumentsObject(call.function?.arguments ?? '', `messages[${position}].tool_calls[${index}].function.arguments`) } });
+          parts.push({
+            functionCall: { name, args: parseArgumentsObject(call.function?.arguments ?? '', `messages[${position}].tool_calls[${index}].function.arguments`) },
+          });
         });
         append('model', parts);
         return;
@@ -114,7 +131,10 @@ function convertContents(request: ChatRequestOutput): { contents: GeminiContent[
       case 'ROLE_TOOL': {
         const name = message.tool_call_id === undefined ? undefined : names.get(message.tool_call_id);
         if (name === undefined) {
-          throw invalidRequest(`messages[${position}].tool_call_id must name a tool call of an earlier assistant message.`, `messages[${position}].tool_call_id`);
+          throw invalidRequest(
+            `messages[${position}].tool_call_id must name a tool call of an earlier assistant message.`,
+            `messages[${position}].tool_call_id`,
+          );
         }
         append('user', [{ functionResponse: { name, response: responseObject(message) } }]);
         return;
@@ -137,7 +157,8 @@ function functionDeclaration(tool: ChatRequestOutput['tools'][number], position:
       // Gemini rejects an OBJECT without properties: a function without parameters has none.
       if (!(parameters.type === 'OBJECT' && Object.keys(parameters.properties ?? {}).length === 0)) declaration.parameters = parameters;
     } catch (error) {
-      if (error instanceof UnconvertibleSchemaError) throw invalidRequest(`${param} cannot be expressed in Gemini's schema subset: ${error.message}.`, param, 'unsupported_parameter');
+      if (error instanceof UnconvertibleSchemaError)
+        throw invalidRequest(`${param} cannot be expressed in Gemini's schema subset: ${error.message}.`, param, 'unsupported_parameter');
       throw error;
     }
   }

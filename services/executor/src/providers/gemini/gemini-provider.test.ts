@@ -25,7 +25,9 @@ beforeAll(async () => {
   model = geminiModel(new URL(upstream.baseUrl).origin);
 });
 
-afterEach(() => { upstream.requests.length = 0; });
+afterEach(() => {
+  upstream.requests.length = 0;
+});
 
 afterAll(async () => {
   await pools.close(100);
@@ -39,7 +41,12 @@ function contextOf(signal: AbortSignal = new AbortController().signal, catalogMo
 /** Runs a stream to its end; returns what it yielded and the failure it ended with, if any. */
 async function drain(iterable: AsyncIterable<ProviderStreamEvent>): Promise<{ events: ProviderStreamEvent[]; failure: unknown }> {
   const events: ProviderStreamEvent[] = [];
-  const failure = await (async () => { for await (const event of iterable) events.push(event); })().then(() => undefined, (error: unknown) => error);
+  const failure = await (async () => {
+    for await (const event of iterable) events.push(event);
+  })().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   return { events, failure };
 }
 
@@ -50,16 +57,28 @@ describe('GeminiProvider: requests it sends', () => {
       messages: [
         { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
         { role: 'ROLE_DEVELOPER', content: 'text', text: 'Use metric units.', tool_calls: [] },
-        { role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [
-          { text: 'What is in these images?' },
-          { image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
-          { image_url: { url: 'https://example.com/photos/cat.JPG?size=large' } },
-        ] } },
+        {
+          role: 'ROLE_USER',
+          content: 'parts',
+          tool_calls: [],
+          parts: {
+            parts: [
+              { text: 'What is in these images?' },
+              { image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+              { image_url: { url: 'https://example.com/photos/cat.JPG?size=large' } },
+            ],
+          },
+        },
         { role: 'ROLE_USER', content: 'text', text: 'And the weather in Boston?', tool_calls: [] },
-        { role: 'ROLE_ASSISTANT', content: 'text', text: 'Checking.', tool_calls: [
-          { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Boston, MA"}' } },
-          { id: 'call_2', type: 'function', function: { name: 'get_time', arguments: '' } },
-        ] },
+        {
+          role: 'ROLE_ASSISTANT',
+          content: 'text',
+          text: 'Checking.',
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Boston, MA"}' } },
+            { id: 'call_2', type: 'function', function: { name: 'get_time', arguments: '' } },
+          ],
+        },
         { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'call_1', tool_calls: [] },
         { role: 'ROLE_TOOL', content: 'text', text: '14:05', tool_call_id: 'call_2', tool_calls: [] },
       ],
@@ -72,23 +91,36 @@ describe('GeminiProvider: requests it sends', () => {
       presence_penalty: 0.1,
       frequency_penalty: 0.3,
       tools: [
-        { type: 'function', function: { name: 'get_weather', description: 'Weather now', parameters_json: JSON.stringify({
-          $schema: 'https://json-schema.org/draft/2020-12/schema',
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            location: { type: 'string', description: 'City and state' },
-            unit: { type: ['string', 'null'], enum: ['celsius', 'fahrenheit', null] },
-            days: { type: 'integer', minimum: 1, exclusiveMaximum: 15, multipleOf: 1 },
-            when: { $ref: '#/$defs/moment' },
+        {
+          type: 'function',
+          function: {
+            name: 'get_weather',
+            description: 'Weather now',
+            parameters_json: JSON.stringify({
+              $schema: 'https://json-schema.org/draft/2020-12/schema',
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                location: { type: 'string', description: 'City and state' },
+                unit: { type: ['string', 'null'], enum: ['celsius', 'fahrenheit', null] },
+                days: { type: 'integer', minimum: 1, exclusiveMaximum: 15, multipleOf: 1 },
+                when: { $ref: '#/$defs/moment' },
+              },
+              required: ['location'],
+              $defs: { moment: { type: 'string', format: 'date-time' } },
+            }),
           },
-          required: ['location'],
-          $defs: { moment: { type: 'string', format: 'date-time' } },
-        }) } },
+        },
         { type: 'function', function: { name: 'get_time', parameters_json: '{"type":"object","properties":{}}' } },
       ],
       tool_choice: { choice: 'function_name', function_name: 'get_weather' },
-      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema_json: '{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}' } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          name: 'answer',
+          schema_json: '{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}',
+        },
+      },
       user: 'user-42',
       logit_bias: { '50256': -100 },
     };
@@ -101,35 +133,52 @@ describe('GeminiProvider: requests it sends', () => {
     expect(received?.body).toEqual({
       systemInstruction: { parts: [{ text: 'Be brief.' }, { text: 'Use metric units.' }] },
       contents: [
-        { role: 'user', parts: [
-          { text: 'What is in these images?' },
-          { inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } },
-          { fileData: { mimeType: 'image/jpeg', fileUri: 'https://example.com/photos/cat.JPG?size=large' } },
-          { text: 'And the weather in Boston?' },
-        ] },
-        { role: 'model', parts: [
-          { text: 'Checking.' },
-          { functionCall: { name: 'get_weather', args: { location: 'Boston, MA' } } },
-          { functionCall: { name: 'get_time', args: {} } },
-        ] },
-        { role: 'user', parts: [
-          { functionResponse: { name: 'get_weather', response: { temperature: 21 } } },
-          { functionResponse: { name: 'get_time', response: { content: '14:05' } } },
-        ] },
+        {
+          role: 'user',
+          parts: [
+            { text: 'What is in these images?' },
+            { inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } },
+            { fileData: { mimeType: 'image/jpeg', fileUri: 'https://example.com/photos/cat.JPG?size=large' } },
+            { text: 'And the weather in Boston?' },
+          ],
+        },
+        {
+          role: 'model',
+          parts: [
+            { text: 'Checking.' },
+            { functionCall: { name: 'get_weather', args: { location: 'Boston, MA' } } },
+            { functionCall: { name: 'get_time', args: {} } },
+          ],
+        },
+        {
+          role: 'user',
+          parts: [
+            { functionResponse: { name: 'get_weather', response: { temperature: 21 } } },
+            { functionResponse: { name: 'get_time', response: { content: '14:05' } } },
+          ],
+        },
       ],
-      tools: [{ functionDeclarations: [
-        { name: 'get_weather', description: 'Weather now', parameters: {
-          type: 'OBJECT',
-          properties: {
-            location: { type: 'STRING', description: 'City and state' },
-            unit: { type: 'STRING', nullable: true, format: 'enum', enum: ['celsius', 'fahrenheit'] },
-            days: { type: 'INTEGER', minimum: 1 },
-            when: { type: 'STRING', format: 'date-time' },
-          },
-          required: ['location'],
-        } },
-        { name: 'get_time' },
-      ] }],
+      tools: [
+        {
+          functionDeclarations: [
+            {
+              name: 'get_weather',
+              description: 'Weather now',
+              parameters: {
+                type: 'OBJECT',
+                properties: {
+                  location: { type: 'STRING', description: 'City and state' },
+                  unit: { type: 'STRING', nullable: true, format: 'enum', enum: ['celsius', 'fahrenheit'] },
+                  days: { type: 'INTEGER', minimum: 1 },
+                  when: { type: 'STRING', format: 'date-time' },
+                },
+                required: ['location'],
+              },
+            },
+            { name: 'get_time' },
+          ],
+        },
+      ],
       toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_weather'] } },
       generationConfig: {
         temperature: 0.2,
@@ -156,7 +205,10 @@ describe('GeminiProvider: requests it sends', () => {
       { functionCallingConfig: { mode: 'NONE' } },
     ]);
     await provider.complete(simpleRequest({ response_format: { type: 'json_object' } }), contextOf());
-    expect(upstream.requests[3]?.body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }], generationConfig: { responseMimeType: 'application/json' } });
+    expect(upstream.requests[3]?.body).toEqual({
+      contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }],
+      generationConfig: { responseMimeType: 'application/json' },
+    });
     upstream.respond(replaySse(fixture('stream-text.sse')));
     await collect(provider.stream(simpleRequest(), contextOf()));
     expect(upstream.requests[4]?.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
@@ -171,15 +223,26 @@ describe('GeminiProvider: requests it sends', () => {
 
   it('refuses what cannot be translated before calling the upstream', async () => {
     const cases: Array<[Partial<ChatRequestOutput>, string]> = [
-      [{ messages: [
-        { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
-        { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '["Paris"]' } }] },
-      ] }, 'messages[1].tool_calls[0].function.arguments'],
+      [
+        {
+          messages: [
+            { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
+            { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '["Paris"]' } }] },
+          ],
+        },
+        'messages[1].tool_calls[0].function.arguments',
+      ],
       [{ messages: [{ role: 'ROLE_TOOL', content: 'text', text: '21', tool_call_id: 'call_unknown', tool_calls: [] }] }, 'messages[0].tool_call_id'],
-      [{ messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ image_url: { url: 'https://example.com/render?id=7' } }] } }] }, 'messages[0].content[0].image_url.url'],
+      [
+        { messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ image_url: { url: 'https://example.com/render?id=7' } }] } }] },
+        'messages[0].content[0].image_url.url',
+      ],
     ];
     for (const [extra, param] of cases) {
-      const error = await provider.complete(simpleRequest(extra), contextOf()).then(() => undefined, (failure: unknown) => failure);
+      const error = await provider.complete(simpleRequest(extra), contextOf()).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
       expect(error).toBeInstanceOf(GatewayError);
       expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param });
     }
@@ -217,7 +280,12 @@ describe('GeminiProvider: whole responses', () => {
 
   it('maps MAX_TOKENS to length, SAFETY to content_filter, and a blocked prompt to a content_filter choice', async () => {
     const body = JSON.parse(fixture('generate-content.json')) as { candidates: Array<Record<string, unknown>> };
-    for (const [reason, expected] of [['MAX_TOKENS', 'FINISH_REASON_LENGTH'], ['SAFETY', 'FINISH_REASON_CONTENT_FILTER'], ['RECITATION', 'FINISH_REASON_CONTENT_FILTER'], ['PROHIBITED_CONTENT', 'FINISH_REASON_CONTENT_FILTER']]) {
+    for (const [reason, expected] of [
+      ['MAX_TOKENS', 'FINISH_REASON_LENGTH'],
+      ['SAFETY', 'FINISH_REASON_CONTENT_FILTER'],
+      ['RECITATION', 'FINISH_REASON_CONTENT_FILTER'],
+      ['PROHIBITED_CONTENT', 'FINISH_REASON_CONTENT_FILTER'],
+    ]) {
       upstream.respond(replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })));
       expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe(expected);
     }
@@ -228,9 +296,14 @@ describe('GeminiProvider: whole responses', () => {
     });
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
-    await expectAnswersWithoutLogprobs({ complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) }, upstream, {
-      whole: replayJson(200, fixture('generate-content.json')), stream: replaySse(fixture('stream-text.sse')),
-    });
+    await expectAnswersWithoutLogprobs(
+      { complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) },
+      upstream,
+      {
+        whole: replayJson(200, fixture('generate-content.json')),
+        stream: replaySse(fixture('stream-text.sse')),
+      },
+    );
   });
 });
 
@@ -244,13 +317,20 @@ describe('GeminiProvider: streams', () => {
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-4Bq0aOvSEqmV7dcPoLmVmAo' && chunk.model === model.id)).toBe(true);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]).toMatchObject({ finish_reason: 'FINISH_REASON_STOP', delta: { tool_calls: [] } });
-    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 1033, completion_tokens: 7, total_tokens: 1040, cached_tokens: 1024, reasoning_tokens: 0 } });
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: { prompt_tokens: 1033, completion_tokens: 7, total_tokens: 1040, cached_tokens: 1024, reasoning_tokens: 0 },
+    });
   });
 
   it('reads CRLF-framed events as Google sends them', async () => {
     upstream.respond(replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
     const events = await collect(provider.stream(simpleRequest(), contextOf()));
-    expect(chunksOf(events).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(
+      chunksOf(events)
+        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
+        .join(''),
+    ).toBe('Hello! How can I help?');
   });
 
   it('streams each whole function call as one tool-call delta with id, name and complete arguments', async () => {
@@ -267,15 +347,25 @@ describe('GeminiProvider: streams', () => {
     const whole = await provider.complete(simpleRequest(), contextOf());
     expect(deltas.map((delta) => delta.id)).toEqual(whole.choices?.[0]?.message?.tool_calls?.map((call) => call.id));
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
-    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 82, completion_tokens: 30, total_tokens: 112, cached_tokens: 0, reasoning_tokens: 0 } });
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: { prompt_tokens: 82, completion_tokens: 30, total_tokens: 112, cached_tokens: 0, reasoning_tokens: 0 },
+    });
   });
 
   it('fails a stream that ends without a finishReason as truncated, after the chunks it got', async () => {
-    for (const responder of [replaySse(fixture('stream-truncated.sse')), replayRaw(200, `${fixture('stream-truncated.sse')}data: {"candidates": [{"content": {"par`)]) {
+    for (const responder of [
+      replaySse(fixture('stream-truncated.sse')),
+      replayRaw(200, `${fixture('stream-truncated.sse')}data: {"candidates": [{"content": {"par`),
+    ]) {
       upstream.respond(responder);
       const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
-      expect(chunksOf(events).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Once upon a time');
+      expect(
+        chunksOf(events)
+          .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
+          .join(''),
+      ).toBe('Once upon a time');
       expect(events.every((event) => event.type === 'chunk')).toBe(true);
       expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', provider: 'gemini' });
     }
@@ -284,10 +374,18 @@ describe('GeminiProvider: streams', () => {
   it('fails on an error record mid-stream as retryable, and on a chunk that is not JSON', async () => {
     upstream.respond(replaySse(fixture('stream-error.sse')));
     const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
-    expect(chunksOf(events).map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Let me');
+    expect(
+      chunksOf(events)
+        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
+        .join(''),
+    ).toBe('Let me');
     expect(failure).toMatchObject({ kind: 'stream_error', status: 503, retryable: true });
     upstream.respond(replaySse(`${fixture('malformed.txt')}\n\n`));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+      retryable: true,
+    });
   });
 });
 
@@ -310,20 +408,40 @@ describe('GeminiProvider: upstream failures', () => {
 
   it('maps 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with the RetryInfo delay, whole and streamed', async () => {
     upstream.respond(replayJson(429, fixture('error-429.json')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 12_000 });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.RESOURCE_EXHAUSTED,
+      reason: 'upstream_rate_limited',
+      retryable: true,
+      retryAfterMs: 12_000,
+    });
     upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, retryAfterMs: 12_000 });
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+      code: GrpcStatus.RESOURCE_EXHAUSTED,
+      retryAfterMs: 12_000,
+    });
     upstream.respond(replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' }));
     expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ retryAfterMs: 3000 });
   });
 
   it('maps 500, 503 UNAVAILABLE and a malformed body to retryable UNAVAILABLE', async () => {
-    for (const [status, name] of [[500, 'error-500.json'], [503, 'error-503.json']] as const) {
+    for (const [status, name] of [
+      [500, 'error-500.json'],
+      [503, 'error-503.json'],
+    ] as const) {
       upstream.respond(replayJson(status, fixture(name)));
-      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, upstreamStatus: status });
+      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+        code: GrpcStatus.UNAVAILABLE,
+        reason: 'upstream_error',
+        retryable: true,
+        upstreamStatus: status,
+      });
     }
     upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+      retryable: true,
+    });
   });
 
   it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {

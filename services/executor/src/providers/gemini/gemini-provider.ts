@@ -35,9 +35,13 @@ export class GeminiProvider implements Provider {
   /** generateContent, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = await readJsonBody(response, this.name, context.signal) as GeminiResponse;
+    const body = (await readJsonBody(response, this.name, context.signal)) as GeminiResponse;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new UpstreamError('upstream sent a body that is not a GenerateContentResponse', { provider: this.name, kind: 'malformed', status: response.statusCode });
+      throw new UpstreamError('upstream sent a body that is not a GenerateContentResponse', {
+        provider: this.name,
+        kind: 'malformed',
+        status: response.statusCode,
+      });
     }
     if (body.error) throw streamErrorOf(this.name, body.error, this.secretsOf(context));
     if (!Array.isArray(body.candidates) && !body.promptFeedback?.blockReason) {

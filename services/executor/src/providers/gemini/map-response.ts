@@ -49,7 +49,9 @@ export function mapUsage(usage: GeminiUsageMetadata | undefined): Usage {
  */
 export function toolCallId(responseId: string, candidate: number, position: number, call: NonNullable<GeminiPart['functionCall']>): string {
   if (call.id) return call.id;
-  const digest = createHash('sha256').update(`${responseId}\u0000${candidate}\u0000${position}\u0000${call.name}\u0000${JSON.stringify(call.args ?? {})}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(`${responseId}\u0000${candidate}\u0000${position}\u0000${call.name}\u0000${JSON.stringify(call.args ?? {})}`)
+    .digest('hex');
   return `call_${digest.slice(0, 24)}`;
 }
 
@@ -72,7 +74,11 @@ export function fromGeminiResponse(body: GeminiResponse, modelId: string): ChatR
       finish_reason: mapFinishReason(candidate.finishReason, calls.length > 0),
       message: {
         ...(texts.length > 0 ? { content: texts.join('') } : {}),
-        tool_calls: calls.map((call, callPosition) => ({ id: toolCallId(responseId, index, callPosition, call), type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) } })),
+        tool_calls: calls.map((call, callPosition) => ({
+          id: toolCallId(responseId, index, callPosition, call),
+          type: 'function',
+          function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) },
+        })),
       },
     };
   });
@@ -122,16 +128,32 @@ export class GeminiStreamTranslator {
       const index = candidate.index ?? position;
       let state = this.candidates.get(index);
       const first = state === undefined;
-      if (!state) { state = { calls: 0, finished: false }; this.candidates.set(index, state); }
+      if (!state) {
+        state = { calls: 0, finished: false };
+        this.candidates.set(index, state);
+      }
       const parts = answerParts(candidate);
       const text = parts.flatMap((part) => (typeof part.text === 'string' ? [part.text] : [])).join('');
       const toolCalls: ToolCallDelta[] = parts.flatMap((part) => {
         if (!part.functionCall) return [];
         const callIndex = state.calls++;
-        return [{ index: callIndex, id: toolCallId(this.responseId ?? '', index, callIndex, part.functionCall), type: 'function', function: { name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) } }];
+        return [
+          {
+            index: callIndex,
+            id: toolCallId(this.responseId ?? '', index, callIndex, part.functionCall),
+            type: 'function',
+            function: { name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) },
+          },
+        ];
       });
       if (first || text !== '' || toolCalls.length > 0) {
-        chunks.push(this.chunk({ index, finish_reason: 'FINISH_REASON_UNSPECIFIED', delta: { ...(first ? { role: 'ROLE_ASSISTANT' } : {}), ...(text !== '' || first ? { content: text } : {}), tool_calls: toolCalls } }));
+        chunks.push(
+          this.chunk({
+            index,
+            finish_reason: 'FINISH_REASON_UNSPECIFIED',
+            delta: { ...(first ? { role: 'ROLE_ASSISTANT' } : {}), ...(text !== '' || first ? { content: text } : {}), tool_calls: toolCalls },
+          }),
+        );
       }
       const reason = mapFinishReason(candidate.finishReason, state.calls > 0);
       if (reason !== 'FINISH_REASON_UNSPECIFIED' && !state.finished) {

@@ -18,11 +18,19 @@ describe('gemini error parsing', () => {
     const error = upstreamErrorFromResponse('gemini', 400, {}, body, [key]);
     expect(error).toMatchObject({ kind: 'http', status: 400, retryable: false, upstreamMessage: 'key [redacted] is malformed' });
     expect(error.message).not.toContain(key);
-    expect(upstreamErrorFromResponse('gemini', 502, {}, '<html>Bad Gateway</html>', [])).toMatchObject({ status: 502, retryable: true, upstreamMessage: undefined });
+    expect(upstreamErrorFromResponse('gemini', 502, {}, '<html>Bad Gateway</html>', [])).toMatchObject({
+      status: 502,
+      retryable: true,
+      upstreamMessage: undefined,
+    });
   });
 
   it('treats an error record in a stream as retryable unless its code is a client error', () => {
-    expect(streamErrorOf('gemini', { code: 500, message: 'internal', status: 'INTERNAL' })).toMatchObject({ kind: 'stream_error', status: 500, retryable: true });
+    expect(streamErrorOf('gemini', { code: 500, message: 'internal', status: 'INTERNAL' })).toMatchObject({
+      kind: 'stream_error',
+      status: 500,
+      retryable: true,
+    });
     expect(streamErrorOf('gemini', { code: 400, message: 'bad', status: 'INVALID_ARGUMENT' })).toMatchObject({ status: 400, retryable: false });
     expect(streamErrorOf('gemini', { message: 'unknown' })).toMatchObject({ status: undefined, retryable: true });
   });

@@ -58,7 +58,13 @@ function upstreamMessageOf(error: GeminiError | undefined, secrets: readonly str
 }
 
 /** An UpstreamError for a non-2xx answer, with the retry hint of a 429 or 503. */
-export function upstreamErrorFromResponse(provider: string, status: number, headers: ResponseHeaders, bodyText: string, secrets: readonly string[]): UpstreamError {
+export function upstreamErrorFromResponse(
+  provider: string,
+  status: number,
+  headers: ResponseHeaders,
+  bodyText: string,
+  secrets: readonly string[],
+): UpstreamError {
   const error = geminiErrorOf(bodyText);
   const upstreamMessage = upstreamMessageOf(error, secrets);
   const effectiveStatus = isKeyFailure(error) ? 401 : status;

@@ -19,7 +19,13 @@ export class UnconvertibleSchemaError extends Error {
 type JsonSchema = Record<string, unknown>;
 
 const TYPES: Readonly<Record<string, GeminiSchema['type']>> = {
-  string: 'STRING', number: 'NUMBER', integer: 'INTEGER', boolean: 'BOOLEAN', array: 'ARRAY', object: 'OBJECT', null: 'NULL',
+  string: 'STRING',
+  number: 'NUMBER',
+  integer: 'INTEGER',
+  boolean: 'BOOLEAN',
+  array: 'ARRAY',
+  object: 'OBJECT',
+  null: 'NULL',
 };
 
 /** The formats Gemini documents, per type; any other format is a 400 there. */
@@ -30,7 +36,22 @@ const FORMATS: Readonly<Partial<Record<NonNullable<GeminiSchema['type']>, Readon
 };
 
 /** Keywords copied as they are. */
-const COPIED = ['title', 'description', 'pattern', 'minimum', 'maximum', 'minItems', 'maxItems', 'minLength', 'maxLength', 'minProperties', 'maxProperties', 'default', 'example', 'propertyOrdering'] as const;
+const COPIED = [
+  'title',
+  'description',
+  'pattern',
+  'minimum',
+  'maximum',
+  'minItems',
+  'maxItems',
+  'minLength',
+  'maxLength',
+  'minProperties',
+  'maxProperties',
+  'default',
+  'example',
+  'propertyOrdering',
+] as const;
 
 /** Deeper than this, a schema is taken to be recursive through `$ref`. */
 const MAX_DEPTH = 32;
@@ -60,7 +81,8 @@ function mergeAllOf(schema: JsonSchema, root: JsonSchema, depth: number): JsonSc
     const flat = Array.isArray(resolved.allOf) ? mergeAllOf(resolved, root, depth + 1) : resolved;
     for (const [key, value] of Object.entries(flat)) {
       if (key === 'properties' && isSchema(value)) merged.properties = { ...(isSchema(merged.properties) ? merged.properties : {}), ...value };
-      else if (key === 'required' && Array.isArray(value)) merged.required = [...new Set([...(Array.isArray(merged.required) ? merged.required : []), ...value])];
+      else if (key === 'required' && Array.isArray(value))
+        merged.required = [...new Set([...(Array.isArray(merged.required) ? merged.required : []), ...value])];
       else if (!(key in merged)) merged[key] = value;
     }
   }
@@ -78,7 +100,11 @@ function convert(input: unknown, root: JsonSchema, depth: number): GeminiSchema 
   if (Array.isArray(schema.allOf)) schema = mergeAllOf(schema, root, depth);
   const result: GeminiSchema = {};
 
-  const declared = Array.isArray(schema.type) ? schema.type.filter((type): type is string => typeof type === 'string') : typeof schema.type === 'string' ? [schema.type] : [];
+  const declared = Array.isArray(schema.type)
+    ? schema.type.filter((type): type is string => typeof type === 'string')
+    : typeof schema.type === 'string'
+      ? [schema.type]
+      : [];
   const nonNull = declared.filter((type) => type !== 'null');
   if (declared.includes('null') && nonNull.length > 0) result.nullable = true;
   if (nonNull.length > 1) {
@@ -102,11 +128,15 @@ function convert(input: unknown, root: JsonSchema, depth: number): GeminiSchema 
   // Gemini's enum holds strings only; numeric or mixed enums are left to the description.
   if (nonNullValues?.length && nonNullValues.every((value) => typeof value === 'string')) {
     result.enum = nonNullValues as string[];
-    if (!type || type === 'STRING') { result.type = 'STRING'; result.format = 'enum'; }
+    if (!type || type === 'STRING') {
+      result.type = 'STRING';
+      result.format = 'enum';
+    }
   }
   if (isSchema(schema.properties)) {
     result.properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => [name, convert(property, root, depth + 1)]));
-    if (Array.isArray(schema.required)) result.required = schema.required.filter((name): name is string => typeof name === 'string' && name in (result.properties as object));
+    if (Array.isArray(schema.required))
+      result.required = schema.required.filter((name): name is string => typeof name === 'string' && name in (result.properties as object));
   }
   if (isSchema(schema.items)) result.items = convert(schema.items, root, depth + 1);
   const alternatives = Array.isArray(schema.anyOf) ? schema.anyOf : Array.isArray(schema.oneOf) ? schema.oneOf : undefined;

@@ -7,46 +7,76 @@ const model = openAiCompatibleModel('http://127.0.0.1:1/v1');
 
 describe('toOpenAiRequest', () => {
   it('converts every content part kind and keeps refusals', () => {
-    const body = toOpenAiRequest({
-      messages: [
-        {
-          role: 'ROLE_USER', content: 'parts', tool_calls: [],
-          parts: { parts: [
-            { input_audio: { data: 'UklGRg==', format: 'wav' } },
-            { file: { file_id: 'file-abc', filename: 'notes.pdf' } },
-            { image_url: { url: 'data:image/png;base64,iVBO' } },
-          ] },
-        },
-        { role: 'ROLE_ASSISTANT', content: 'parts', tool_calls: [], refusal: 'I cannot help with that.', parts: { parts: [{ refusal: 'I cannot help with that.' }] } },
-      ],
-      stop: [],
-      tools: [],
-    }, model, false);
+    const body = toOpenAiRequest(
+      {
+        messages: [
+          {
+            role: 'ROLE_USER',
+            content: 'parts',
+            tool_calls: [],
+            parts: {
+              parts: [
+                { input_audio: { data: 'UklGRg==', format: 'wav' } },
+                { file: { file_id: 'file-abc', filename: 'notes.pdf' } },
+                { image_url: { url: 'data:image/png;base64,iVBO' } },
+              ],
+            },
+          },
+          {
+            role: 'ROLE_ASSISTANT',
+            content: 'parts',
+            tool_calls: [],
+            refusal: 'I cannot help with that.',
+            parts: { parts: [{ refusal: 'I cannot help with that.' }] },
+          },
+        ],
+        stop: [],
+        tools: [],
+      },
+      model,
+      false,
+    );
     expect(body.messages).toEqual([
-      { role: 'user', content: [
-        { type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } },
-        { type: 'file', file: { file_id: 'file-abc', filename: 'notes.pdf' } },
-        { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBO' } },
-      ] },
+      {
+        role: 'user',
+        content: [
+          { type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } },
+          { type: 'file', file: { file_id: 'file-abc', filename: 'notes.pdf' } },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBO' } },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot help with that.' }], refusal: 'I cannot help with that.' },
     ]);
   });
 
   it('sends nothing the caller did not set', () => {
-    expect(toOpenAiRequest({ messages: [{ role: 'ROLE_USER', content: 'text', text: 'hi', tool_calls: [] }], stop: [], tools: [], metadata: {}, logit_bias: {} }, model, false)).toEqual({
+    expect(
+      toOpenAiRequest(
+        { messages: [{ role: 'ROLE_USER', content: 'text', text: 'hi', tool_calls: [] }], stop: [], tools: [], metadata: {}, logit_bias: {} },
+        model,
+        false,
+      ),
+    ).toEqual({
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: 'hi' }],
     });
   });
 
   it('rejects a tool whose parameters are not JSON, naming the field', () => {
-    const convert = () => toOpenAiRequest({
-      messages: [{ role: 'ROLE_USER', content: 'text', text: 'hi', tool_calls: [] }],
-      stop: [],
-      tools: [{ type: 'function', function: { name: 'broken', parameters_json: '{not json' } }],
-    }, model, false);
+    const convert = () =>
+      toOpenAiRequest(
+        {
+          messages: [{ role: 'ROLE_USER', content: 'text', text: 'hi', tool_calls: [] }],
+          stop: [],
+          tools: [{ type: 'function', function: { name: 'broken', parameters_json: '{not json' } }],
+        },
+        model,
+        false,
+      );
     expect(convert).toThrow(GatewayError);
-    try { convert(); } catch (error) {
+    try {
+      convert();
+    } catch (error) {
       expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'tools[0].function.parameters' });
     }
   });

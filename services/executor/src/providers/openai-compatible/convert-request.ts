@@ -19,11 +19,19 @@ const ROLES: Partial<Record<RoleOutput, OpenAiMessage['role']>> = {
 
 function convertPart(part: ContentPartOutput): OpenAiContentPart | undefined {
   if (part.text !== undefined) return { type: 'text', text: part.text };
-  if (part.image_url) return { type: 'image_url', image_url: { url: part.image_url.url ?? '', ...(part.image_url.detail ? { detail: part.image_url.detail } : {}) } };
+  if (part.image_url)
+    return { type: 'image_url', image_url: { url: part.image_url.url ?? '', ...(part.image_url.detail ? { detail: part.image_url.detail } : {}) } };
   if (part.input_audio) return { type: 'input_audio', input_audio: { data: part.input_audio.data ?? '', format: part.input_audio.format ?? '' } };
   if (part.file) {
     const file = part.file;
-    return { type: 'file', file: { ...(file.file_id ? { file_id: file.file_id } : {}), ...(file.file_data ? { file_data: file.file_data } : {}), ...(file.filename ? { filename: file.filename } : {}) } };
+    return {
+      type: 'file',
+      file: {
+        ...(file.file_id ? { file_id: file.file_id } : {}),
+        ...(file.file_data ? { file_data: file.file_data } : {}),
+        ...(file.filename ? { filename: file.filename } : {}),
+      },
+    };
   }
   if (part.refusal !== undefined) return { type: 'refusal', refusal: part.refusal };
   return undefined;
@@ -31,7 +39,10 @@ function convertPart(part: ContentPartOutput): OpenAiContentPart | undefined {
 
 function convertMessage(message: MessageOutput, position: number): OpenAiMessage {
   const role = message.role ? ROLES[message.role] : undefined;
-  if (!role) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `messages[${position}].role is missing or unknown.`, { param: `messages[${position}].role` });
+  if (!role)
+    throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `messages[${position}].role is missing or unknown.`, {
+      param: `messages[${position}].role`,
+    });
   let content: OpenAiMessage['content'];
   if (message.content === 'parts' || message.parts) content = (message.parts?.parts ?? []).flatMap((part) => convertPart(part) ?? []);
   else if (typeof message.text === 'string') content = message.text;
@@ -39,7 +50,11 @@ function convertMessage(message: MessageOutput, position: number): OpenAiMessage
   const converted: OpenAiMessage = { role, content };
   if (message.name !== undefined) converted.name = message.name;
   if (message.tool_calls?.length) {
-    converted.tool_calls = message.tool_calls.map((call) => ({ id: call.id ?? '', type: 'function', function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' } }));
+    converted.tool_calls = message.tool_calls.map((call) => ({
+      id: call.id ?? '',
+      type: 'function',
+      function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+    }));
   }
   if (message.tool_call_id !== undefined) converted.tool_call_id = message.tool_call_id;
   if (message.refusal !== undefined) converted.refusal = message.refusal;

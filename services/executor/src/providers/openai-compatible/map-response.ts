@@ -3,7 +3,17 @@
  * ChatResponse and ChatChunk. The gateway reports its catalog model id as `model`, not the
  * upstream's name, so a caller sees the id it can send again.
  */
-import type { ChatChunk, ChatResponse, ChoiceLogprobs, FinishReasonOutput, RoleOutput, TokenLogprob, TokenLogprobList, TopLogprob, Usage } from '@gateway/proto';
+import type {
+  ChatChunk,
+  ChatResponse,
+  ChoiceLogprobs,
+  FinishReasonOutput,
+  RoleOutput,
+  TokenLogprob,
+  TokenLogprobList,
+  TopLogprob,
+  Usage,
+} from '@gateway/proto';
 import type { OpenAiChatChunk, OpenAiChatResponse, OpenAiChoiceLogprobs, OpenAiTokenLogprob, OpenAiTopLogprob, OpenAiUsage } from './wire-types.js';
 
 /**
@@ -12,13 +22,27 @@ import type { OpenAiChatChunk, OpenAiChatResponse, OpenAiChoiceLogprobs, OpenAiT
  */
 export function mapFinishReason(reason: string | null | undefined): FinishReasonOutput {
   switch (reason) {
-    case 'stop': case 'eos': case 'end_turn': case 'abort': return 'FINISH_REASON_STOP';
-    case 'length': case 'model_length': case 'max_tokens': return 'FINISH_REASON_LENGTH';
-    case 'tool_calls': return 'FINISH_REASON_TOOL_CALLS';
-    case 'content_filter': return 'FINISH_REASON_CONTENT_FILTER';
-    case 'function_call': return 'FINISH_REASON_FUNCTION_CALL';
-    case null: case undefined: case '': return 'FINISH_REASON_UNSPECIFIED';
-    default: return 'FINISH_REASON_STOP';
+    case 'stop':
+    case 'eos':
+    case 'end_turn':
+    case 'abort':
+      return 'FINISH_REASON_STOP';
+    case 'length':
+    case 'model_length':
+    case 'max_tokens':
+      return 'FINISH_REASON_LENGTH';
+    case 'tool_calls':
+      return 'FINISH_REASON_TOOL_CALLS';
+    case 'content_filter':
+      return 'FINISH_REASON_CONTENT_FILTER';
+    case 'function_call':
+      return 'FINISH_REASON_FUNCTION_CALL';
+    case null:
+    case undefined:
+    case '':
+      return 'FINISH_REASON_UNSPECIFIED';
+    default:
+      return 'FINISH_REASON_STOP';
   }
 }
 

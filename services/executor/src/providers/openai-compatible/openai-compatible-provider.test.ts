@@ -23,7 +23,9 @@ beforeAll(async () => {
   expect(catalogOf([model]).byId.get(model.id)).toBe(model);
 });
 
-afterEach(() => { upstream.requests.length = 0; });
+afterEach(() => {
+  upstream.requests.length = 0;
+});
 
 afterAll(async () => {
   await pools.close(100);
@@ -43,10 +45,16 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
         { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
         { role: 'ROLE_DEVELOPER', content: 'text', text: 'Use metric units.', tool_calls: [] },
         {
-          role: 'ROLE_USER', content: 'parts', name: 'ada', tool_calls: [],
+          role: 'ROLE_USER',
+          content: 'parts',
+          name: 'ada',
+          tool_calls: [],
           parts: { parts: [{ text: 'What is in this image?' }, { image_url: { url: 'https://example.com/cat.png', detail: 'low' } }] },
         },
-        { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_current_weather', arguments: '{"location":"Paris"}' } }] },
+        {
+          role: 'ROLE_ASSISTANT',
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_current_weather', arguments: '{"location":"Paris"}' } }],
+        },
         { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'call_1', tool_calls: [] },
       ],
       temperature: 0.2,
@@ -58,7 +66,17 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
       presence_penalty: 0.1,
       frequency_penalty: 0.3,
       seed: 1234,
-      tools: [{ type: 'function', function: { name: 'get_current_weather', description: 'Weather now', parameters_json: '{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}', strict: true } }],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'get_current_weather',
+            description: 'Weather now',
+            parameters_json: '{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}',
+            strict: true,
+          },
+        },
+      ],
       tool_choice: { choice: 'function_name', function_name: 'get_current_weather' },
       parallel_tool_calls: false,
       response_format: { type: 'json_schema', json_schema: { name: 'answer', schema_json: '{"type":"object"}', strict: true } },
@@ -80,8 +98,19 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
       messages: [
         { role: 'system', content: 'Be brief.' },
         { role: 'developer', content: 'Use metric units.' },
-        { role: 'user', name: 'ada', content: [{ type: 'text', text: 'What is in this image?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } }] },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_current_weather', arguments: '{"location":"Paris"}' } }] },
+        {
+          role: 'user',
+          name: 'ada',
+          content: [
+            { type: 'text', text: 'What is in this image?' },
+            { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_current_weather', arguments: '{"location":"Paris"}' } }],
+        },
         { role: 'tool', content: '{"temperature":21}', tool_call_id: 'call_1' },
       ],
       temperature: 0.2,
@@ -92,7 +121,17 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
       presence_penalty: 0.1,
       frequency_penalty: 0.3,
       seed: 1234,
-      tools: [{ type: 'function', function: { name: 'get_current_weather', description: 'Weather now', parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] }, strict: true } }],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'get_current_weather',
+            description: 'Weather now',
+            parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+            strict: true,
+          },
+        },
+      ],
       tool_choice: { type: 'function', function: { name: 'get_current_weather' } },
       parallel_tool_calls: false,
       response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' }, strict: true } },
@@ -105,7 +144,10 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
 
   it('sends max_tokens as the caller named it, and stream options on streams only', async () => {
     upstream.respond(replayJson(200, fixture('chat-completion.json')));
-    await provider.complete(simpleRequest({ max_tokens: 50, tool_choice: { choice: 'mode', mode: 'auto' }, response_format: { type: 'json_object' } }), contextOf());
+    await provider.complete(
+      simpleRequest({ max_tokens: 50, tool_choice: { choice: 'mode', mode: 'auto' }, response_format: { type: 'json_object' } }),
+      contextOf(),
+    );
     const body = upstream.requests[0]?.body;
     expect(body).toMatchObject({ max_tokens: 50, tool_choice: 'auto', response_format: { type: 'json_object' } });
     expect(body).not.toHaveProperty('max_completion_tokens');
@@ -138,13 +180,27 @@ describe('OpenAiCompatibleProvider: whole responses', () => {
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBeUndefined();
-    expect(choice?.message?.tool_calls).toEqual([{ id: 'call_abc123', type: 'function', function: { name: 'get_current_weather', arguments: '{\n"location": "Boston, MA"\n}' } }]);
+    expect(choice?.message?.tool_calls).toEqual([
+      { id: 'call_abc123', type: 'function', function: { name: 'get_current_weather', arguments: '{\n"location": "Boston, MA"\n}' } },
+    ]);
     expect(response.usage).toEqual({ prompt_tokens: 82, completion_tokens: 17, total_tokens: 99, cached_tokens: 0, reasoning_tokens: 0 });
   });
 });
 
 describe('OpenAiCompatibleProvider: log probabilities', () => {
-  const published = JSON.parse(fixture('chat-completion-logprobs.json')) as { choices: Array<{ message: { content: string }; logprobs: { content: Array<{ token: string; logprob: number; bytes: number[] | null; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] | null }> }> } }> };
+  const published = JSON.parse(fixture('chat-completion-logprobs.json')) as {
+    choices: Array<{
+      message: { content: string };
+      logprobs: {
+        content: Array<{
+          token: string;
+          logprob: number;
+          bytes: number[] | null;
+          top_logprobs: Array<{ token: string; logprob: number; bytes: number[] | null }>;
+        }>;
+      };
+    }>;
+  };
   const upstreamTokens = published.choices[0]!.logprobs.content;
 
   it('asks the upstream for logprobs and top_logprobs as the caller did', async () => {
@@ -161,15 +217,20 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
     const tokens = logprobs?.content?.tokens ?? [];
     expect(tokens.map((token) => token.token).join('')).toBe(response.choices?.[0]?.message?.content);
     expect(tokens[0]).toEqual({
-      token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111],
-      top_logprobs: [{ token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] }, { token: 'Hi', logprob: -1.3190403, bytes: [72, 105] }],
+      token: 'Hello',
+      logprob: -0.31725305,
+      bytes: [72, 101, 108, 108, 111],
+      top_logprobs: [
+        { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] },
+        { token: 'Hi', logprob: -1.3190403, bytes: [72, 105] },
+      ],
     });
     expect(tokens.map((token) => token.logprob)).toEqual(upstreamTokens.map((token) => token.logprob));
     // The special token has no byte representation (`bytes: null`): an empty list, written back as null by the edge.
     expect(tokens[2]?.top_logprobs?.[1]).toEqual({ token: '<|end|>', logprob: -10.953937, bytes: [] });
   });
 
-  it('carries each stream chunk\'s token log probabilities, an empty list on the role chunk and none on the finish chunk', async () => {
+  it("carries each stream chunk's token log probabilities, an empty list on the role chunk and none on the finish chunk", async () => {
     upstream.respond(replaySse(fixture('stream-logprobs.sse')));
     const chunks = chunksOf(await collect(provider.stream(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf())));
     expect(chunks[0]?.choices?.[0]?.logprobs).toEqual({ content: { tokens: [] } });
@@ -180,7 +241,15 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
       const choice = chunk.choices?.[0];
       expect(choice?.logprobs?.content?.tokens.map((token) => token.token).join('')).toBe(choice?.delta?.content);
     }
-    expect(tokens[1]).toEqual({ token: '!', logprob: -0.02380986, bytes: [33], top_logprobs: [{ token: '!', logprob: -0.02380986, bytes: [33] }, { token: ' there', logprob: -3.787621, bytes: [32, 116, 104, 101, 114, 101] }] });
+    expect(tokens[1]).toEqual({
+      token: '!',
+      logprob: -0.02380986,
+      bytes: [33],
+      top_logprobs: [
+        { token: '!', logprob: -0.02380986, bytes: [33] },
+        { token: ' there', logprob: -3.787621, bytes: [32, 116, 104, 101, 114, 101] },
+      ],
+    });
   });
 
   it('leaves logprobs absent when the upstream sends null', async () => {
@@ -202,7 +271,10 @@ describe('OpenAiCompatibleProvider: streams', () => {
     expect(chunks[0]?.choices?.[0]?.delta?.role).toBe('ROLE_ASSISTANT');
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
-    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 } });
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18, cached_tokens: 0, reasoning_tokens: 0 },
+    });
   });
 
   it('yields the usage at [DONE] without waiting for the response to end, then ends with it and keeps the connection', async () => {
@@ -233,15 +305,25 @@ describe('OpenAiCompatibleProvider: streams', () => {
     const deltas = chunksOf(events).flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas[0]).toEqual({ index: 0, id: 'call_DdmO9pD3xa9XTPNJ32zg2hcA', type: 'function', function: { name: 'get_current_weather', arguments: '' } });
     expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"lo' } });
-    const argumentsOf = (index: number) => deltas.filter((delta) => delta.index === index).map((delta) => delta.function?.arguments ?? '').join('');
+    const argumentsOf = (index: number) =>
+      deltas
+        .filter((delta) => delta.index === index)
+        .map((delta) => delta.function?.arguments ?? '')
+        .join('');
     expect(JSON.parse(argumentsOf(0))).toEqual({ location: 'Boston, MA' });
     expect(JSON.parse(argumentsOf(1))).toEqual({ timezone: 'America/New_York' });
     expect(chunksOf(events).at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
-    expect(events.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 82, completion_tokens: 31, total_tokens: 113, cached_tokens: 64, reasoning_tokens: 0 } });
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: { prompt_tokens: 82, completion_tokens: 31, total_tokens: 113, cached_tokens: 64, reasoning_tokens: 0 },
+    });
   });
 
   it('counts the usage itself when the upstream sends no usage chunk', async () => {
-    const withoutUsage = fixture('stream-text.sse').split('\n\n').filter((event) => !event.includes('"usage":{')).join('\n\n');
+    const withoutUsage = fixture('stream-text.sse')
+      .split('\n\n')
+      .filter((event) => !event.includes('"usage":{'))
+      .join('\n\n');
     upstream.respond(replaySse(withoutUsage));
     const events = await collect(provider.stream(simpleRequest(), contextOf()));
     const last = events.at(-1);
@@ -252,16 +334,26 @@ describe('OpenAiCompatibleProvider: streams', () => {
   it('fails a truncated stream as an upstream error after the chunks it got', async () => {
     upstream.respond(replaySse(fixture('stream-truncated.sse')));
     const received: ProviderStreamEvent[] = [];
-    const error = await gatewayErrorOf((async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })());
+    const error = await gatewayErrorOf(
+      (async () => {
+        for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
+      })(),
+    );
     expect(received).toHaveLength(2);
     expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, provider: 'openai-compatible' });
   });
 
   it('fails on an error record inside a 200 stream and on an event that is not JSON', async () => {
     upstream.respond(replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error' });
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+    });
     upstream.respond(replaySse('data: {"id":"x","choices":[{"index\n\n'));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error' });
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+    });
   });
 });
 
@@ -271,7 +363,9 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
     const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
     expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
     expect(error.message).toContain("Invalid value for 'temperature': must be between 0 and 2.");
-    upstream.respond(replayJson(422, JSON.stringify({ error: { message: `bad key ${TEST_KEY} in field`, type: 'invalid_request_error', param: null, code: null } })));
+    upstream.respond(
+      replayJson(422, JSON.stringify({ error: { message: `bad key ${TEST_KEY} in field`, type: 'invalid_request_error', param: null, code: null } })),
+    );
     const echoed = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
     expect(echoed.code).toBe(GrpcStatus.INVALID_ARGUMENT);
     expect(echoed.message).not.toContain(TEST_KEY);
@@ -290,29 +384,59 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
 
   it('maps 429 to RESOURCE_EXHAUSTED with retry-after or retry-after-ms', async () => {
     upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 2000 });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.RESOURCE_EXHAUSTED,
+      reason: 'upstream_rate_limited',
+      retryable: true,
+      retryAfterMs: 2000,
+    });
     upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, retryAfterMs: 120 });
+    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+      code: GrpcStatus.RESOURCE_EXHAUSTED,
+      retryAfterMs: 120,
+    });
   });
 
   it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
     upstream.respond(replayJson(500, fixture('error-500.json')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true, upstreamStatus: 500 });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+      retryable: true,
+      upstreamStatus: 500,
+    });
     upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+      retryable: true,
+    });
     const closed = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     const baseUrl = closed.baseUrl;
     await closed.close();
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl))))).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl))))).toMatchObject({
+      code: GrpcStatus.UNAVAILABLE,
+      reason: 'upstream_error',
+      retryable: true,
+    });
   });
 
   it('maps a first-byte timeout and an idle stream to DEADLINE_EXCEEDED', async () => {
-    upstream.respond(() => { /* never answers */ });
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
+    upstream.respond(() => {
+      /* never answers */
+    });
+    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      code: GrpcStatus.DEADLINE_EXCEEDED,
+      reason: 'upstream_timeout',
+    });
     const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
     upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
     const received: ProviderStreamEvent[] = [];
-    const error = await gatewayErrorOf((async () => { for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event); })());
+    const error = await gatewayErrorOf(
+      (async () => {
+        for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
+      })(),
+    );
     expect(error).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
     expect(received).toHaveLength(1);
   });
@@ -335,7 +459,9 @@ describe('OpenAiCompatibleProvider: cancellation', () => {
   });
 
   it('closes the upstream connection when a whole request is aborted before the answer', async () => {
-    upstream.respond(() => { /* never answers */ });
+    upstream.respond(() => {
+      /* never answers */
+    });
     const controller = new AbortController();
     const pending = provider.complete(simpleRequest(), contextOf(controller.signal));
     await new Promise((resolve) => setTimeout(resolve, 50));

@@ -37,14 +37,17 @@ export class OpenAiCompatibleProvider implements Provider {
   /** POST /chat/completions without streaming, translated back to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = await readJsonBody(response, this.name, context.signal) as OpenAiChatResponse;
+    const body = (await readJsonBody(response, this.name, context.signal)) as OpenAiChatResponse;
     if (typeof body !== 'object' || body === null || !Array.isArray(body.choices) || body.choices.length === 0) {
       throw new UpstreamError('upstream sent a response without choices', { provider: this.name, kind: 'malformed', status: response.statusCode });
     }
     const converted = fromOpenAiResponse(body, context.model.id);
     if (!converted.usage) {
       // A server that reports no usage (some vLLM and Ollama versions): count it ourselves.
-      const completionText = converted.choices?.map((choice) => `${choice.message?.content ?? ''}${(choice.message?.tool_calls ?? []).map((call) => call.function?.arguments ?? '').join('')}`).join('') ?? '';
+      const completionText =
+        converted.choices
+          ?.map((choice) => `${choice.message?.content ?? ''}${(choice.message?.tool_calls ?? []).map((call) => call.function?.arguments ?? '').join('')}`)
+          .join('') ?? '';
       converted.usage = await estimateUsage(request, completionText);
     }
     return converted;
@@ -75,8 +78,10 @@ export class OpenAiCompatibleProvider implements Provider {
       const chunk = fromOpenAiChunk(parsed, context.model.id);
       for (const choice of chunk.choices ?? []) {
         const index = choice.index ?? 0;
-        if (choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED') { unfinished.delete(index); sawFinish = true; }
-        else unfinished.add(index);
+        if (choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED') {
+          unfinished.delete(index);
+          sawFinish = true;
+        } else unfinished.add(index);
         completionText += choice.delta?.content ?? '';
         for (const call of choice.delta?.tool_calls ?? []) completionText += call.function?.arguments ?? '';
       }
@@ -84,7 +89,11 @@ export class OpenAiCompatibleProvider implements Provider {
     }
     if (done) return;
     if (!(sawFinish && unfinished.size === 0)) {
-      throw new UpstreamError('upstream stream ended without [DONE] or a finish reason', { provider: this.name, kind: 'truncated', status: response.statusCode });
+      throw new UpstreamError('upstream stream ended without [DONE] or a finish reason', {
+        provider: this.name,
+        kind: 'truncated',
+        status: response.statusCode,
+      });
     }
     yield { type: 'usage', usage: usage ?? (await estimateUsage(request, completionText)) };
   }
@@ -130,10 +139,16 @@ function parseChunk(data: string, provider: string): OpenAiChatChunk {
   } catch (error) {
     throw new UpstreamError('upstream sent a stream event that is not JSON', { provider, kind: 'malformed', cause: error });
   }
-  if (typeof parsed !== 'object' || parsed === null) throw new UpstreamError('upstream sent a stream event that is not an object', { provider, kind: 'malformed' });
+  if (typeof parsed !== 'object' || parsed === null)
+    throw new UpstreamError('upstream sent a stream event that is not an object', { provider, kind: 'malformed' });
   if (parsed.error) {
     const status = typeof parsed.error.code === 'number' ? parsed.error.code : undefined;
-    throw new UpstreamError(`upstream sent an error inside the stream: ${parsed.error.message ?? 'no message'}`, { provider, kind: 'stream_error', status: status !== undefined && status >= 400 && status <= 599 ? status : undefined, retryable: true });
+    throw new UpstreamError(`upstream sent an error inside the stream: ${parsed.error.message ?? 'no message'}`, {
+      provider,
+      kind: 'stream_error',
+      status: status !== undefined && status >= 400 && status <= 599 ? status : undefined,
+      retryable: true,
+    });
   }
   return parsed;
 }

@@ -23,8 +23,17 @@ describe('upstream error parsing', () => {
   });
 
   it("classifies undici's timeouts as timeouts and anything else as a connection failure", () => {
-    expect(upstreamErrorFromTransport('openai-compatible', Object.assign(new Error('t'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), 'request')).toMatchObject({ kind: 'timeout', message: 'upstream first-byte timeout' });
-    expect(upstreamErrorFromTransport('openai-compatible', Object.assign(new Error('t'), { code: 'UND_ERR_CONNECT_TIMEOUT' }), 'request')).toMatchObject({ kind: 'timeout', message: 'upstream connect timeout' });
-    expect(upstreamErrorFromTransport('openai-compatible', Object.assign(new Error('r'), { code: 'ECONNREFUSED' }), 'request')).toMatchObject({ kind: 'connection', retryable: true });
+    expect(upstreamErrorFromTransport('openai-compatible', Object.assign(new Error('t'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), 'request')).toMatchObject({
+      kind: 'timeout',
+      message: 'upstream first-byte timeout',
+    });
+    expect(upstreamErrorFromTransport('openai-compatible', Object.assign(new Error('t'), { code: 'UND_ERR_CONNECT_TIMEOUT' }), 'request')).toMatchObject({
+      kind: 'timeout',
+      message: 'upstream connect timeout',
+    });
+    expect(upstreamErrorFromTransport('openai-compatible', Object.assign(new Error('r'), { code: 'ECONNREFUSED' }), 'request')).toMatchObject({
+      kind: 'connection',
+      retryable: true,
+    });
   });
 });

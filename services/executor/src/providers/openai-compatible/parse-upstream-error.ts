@@ -24,7 +24,13 @@ export function errorMessageOf(bodyText: string): string | undefined {
 }
 
 /** An UpstreamError for a non-2xx answer. */
-export function upstreamErrorFromResponse(provider: string, status: number, headers: ResponseHeaders, bodyText: string, secrets: readonly string[]): UpstreamError {
+export function upstreamErrorFromResponse(
+  provider: string,
+  status: number,
+  headers: ResponseHeaders,
+  bodyText: string,
+  secrets: readonly string[],
+): UpstreamError {
   const message = errorMessageOf(bodyText);
   const upstreamMessage = message === undefined ? undefined : scrubSecrets(message, secrets).slice(0, 1000);
   return new UpstreamError(`upstream answered ${status}${upstreamMessage ? `: ${upstreamMessage}` : ''}`, {

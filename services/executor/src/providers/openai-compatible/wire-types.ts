@@ -52,7 +52,10 @@ export interface OpenAiChatRequest {
   tools?: OpenAiTool[];
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
   parallel_tool_calls?: boolean;
-  response_format?: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: unknown; strict?: boolean } };
+  response_format?:
+    | { type: 'text' }
+    | { type: 'json_object' }
+    | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: unknown; strict?: boolean } };
   stream?: boolean;
   stream_options?: { include_usage: boolean };
   user?: string;

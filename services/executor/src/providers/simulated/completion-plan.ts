@@ -76,11 +76,61 @@ export interface CompletionPlan {
 const MAX_CHOICES = 128;
 
 const WORDS = [
-  'the', 'gateway', 'routes', 'each', 'request', 'to', 'a', 'model', 'that', 'answers', 'with', 'care',
-  'simulated', 'tokens', 'arrive', 'in', 'order', 'and', 'every', 'stream', 'ends', 'cleanly', 'quick',
-  'brown', 'fox', 'jumps', 'over', 'lazy', 'dog', 'while', 'clouds', 'drift', 'above', 'quiet', 'hills',
-  'data', 'flows', 'through', 'pipes', 'between', 'services', 'under', 'clear', 'contracts', 'today',
-  'engineers', 'measure', 'latency', 'throughput', 'errors', 'carefully', 'before', 'release', 'is', 'ready',
+  'the',
+  'gateway',
+  'routes',
+  'each',
+  'request',
+  'to',
+  'a',
+  'model',
+  'that',
+  'answers',
+  'with',
+  'care',
+  'simulated',
+  'tokens',
+  'arrive',
+  'in',
+  'order',
+  'and',
+  'every',
+  'stream',
+  'ends',
+  'cleanly',
+  'quick',
+  'brown',
+  'fox',
+  'jumps',
+  'over',
+  'lazy',
+  'dog',
+  'while',
+  'clouds',
+  'drift',
+  'above',
+  'quiet',
+  'hills',
+  'data',
+  'flows',
+  'through',
+  'pipes',
+  'between',
+  'services',
+  'under',
+  'clear',
+  'contracts',
+  'today',
+  'engineers',
+  'measure',
+  'latency',
+  'throughput',
+  'errors',
+  'carefully',
+  'before',
+  'release',
+  'is',
+  'ready',
 ];
 
 function sentence(random: SeededRandom): string {
@@ -99,7 +149,16 @@ function seedText(request: ChatRequestOutput, model: CatalogModel): string {
   const conversation = (request.messages ?? []).map((message) => `${message.role ?? ''}:${messageText(message)}`);
   const tools = (request.tools ?? []).map((tool) => `${tool.function?.name ?? ''}:${tool.function?.parameters_json ?? ''}`);
   const seed = request.seed === undefined ? 'derived' : String(request.seed);
-  return [model.id, seed, ...conversation, '--tools', ...tools, '--format', request.response_format?.type ?? 'text', request.response_format?.json_schema?.schema_json ?? ''].join('\n');
+  return [
+    model.id,
+    seed,
+    ...conversation,
+    '--tools',
+    ...tools,
+    '--format',
+    request.response_format?.type ?? 'text',
+    request.response_format?.json_schema?.schema_json ?? '',
+  ].join('\n');
 }
 
 function parseSchema(json: string | undefined): JsonSchema | undefined {
@@ -218,9 +277,8 @@ export async function planCompletion(request: ChatRequestOutput, model: CatalogM
       choices.push({ index, pieces: [], toolCalls, finishReason: 'FINISH_REASON_TOOL_CALLS', completionTokens });
     } else {
       const { pieces, finishReason, completionTokens } = await planText(request, model, random);
-      const logprobs = request.logprobs === true
-        ? tokenLogprobs(pieces, { seedText: choiceSeed, topCount: request.top_logprobs ?? 0, vocabulary: WORDS })
-        : undefined;
+      const logprobs =
+        request.logprobs === true ? tokenLogprobs(pieces, { seedText: choiceSeed, topCount: request.top_logprobs ?? 0, vocabulary: WORDS }) : undefined;
       choices.push({ index, pieces, toolCalls: [], finishReason, completionTokens, ...(logprobs ? { logprobs } : {}) });
     }
   }

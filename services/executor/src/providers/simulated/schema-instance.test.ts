@@ -42,9 +42,20 @@ describe('generateSchemaInstance', () => {
   });
 
   it('bounds its work on schemas that multiply: nested minItems, a huge minLength, a required self-reference', () => {
-    const nested: JsonSchema = { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'integer' } } } } } };
+    const nested: JsonSchema = {
+      type: 'array',
+      minItems: 20,
+      items: {
+        type: 'array',
+        minItems: 20,
+        items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'array', minItems: 20, items: { type: 'integer' } } } },
+      },
+    };
     const long: JsonSchema = { type: 'string', minLength: 1_000_000_000 };
-    const cyclic: JsonSchema = { $defs: { node: { type: 'object', required: ['next'], properties: { next: { $ref: '#/$defs/node' } } } }, $ref: '#/$defs/node' };
+    const cyclic: JsonSchema = {
+      $defs: { node: { type: 'object', required: ['next'], properties: { next: { $ref: '#/$defs/node' } } } },
+      $ref: '#/$defs/node',
+    };
     for (const schema of [nested, long, cyclic]) {
       const start = performance.now();
       const json = JSON.stringify(generateSchemaInstance(schema, new SeededRandom('hostile')));

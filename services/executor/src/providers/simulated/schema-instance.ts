@@ -20,7 +20,24 @@ export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
 type SchemaObject = { readonly [keyword: string]: unknown };
 
-const WORDS = ['alpha', 'amber', 'harbor', 'meadow', 'signal', 'vector', 'copper', 'river', 'summit', 'lantern', 'orbit', 'cedar', 'pixel', 'falcon', 'garden', 'atlas'];
+const WORDS = [
+  'alpha',
+  'amber',
+  'harbor',
+  'meadow',
+  'signal',
+  'vector',
+  'copper',
+  'river',
+  'summit',
+  'lantern',
+  'orbit',
+  'cedar',
+  'pixel',
+  'falcon',
+  'garden',
+  'atlas',
+];
 
 /** Nesting beyond this only fills required properties and minimum item counts, so recursion ends. */
 const MAX_DEPTH = 6;
@@ -62,20 +79,33 @@ function generateWithin(schema: JsonSchema | undefined, random: SeededRandom, ro
   if ('const' in resolved) return resolved.const;
   if (Array.isArray(resolved.enum) && resolved.enum.length > 0) return random.pick(resolved.enum);
   if (Array.isArray(resolved.anyOf) && resolved.anyOf.length > 0) {
-    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['anyOf']), random.pick(resolved.anyOf as JsonSchema[]), root), random, root, depth, budget);
+    return generateSchemaInstance(
+      mergeSchemas(withoutKeys(resolved, ['anyOf']), random.pick(resolved.anyOf as JsonSchema[]), root),
+      random,
+      root,
+      depth,
+      budget,
+    );
   }
   if (Array.isArray(resolved.oneOf) && resolved.oneOf.length > 0) {
     // The first branch: picking at random could produce a value that matches two branches.
     return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['oneOf']), resolved.oneOf[0] as JsonSchema, root), random, root, depth, budget);
   }
   switch (typeOf(resolved, random)) {
-    case 'null': return null;
-    case 'boolean': return random.chance(0.5);
-    case 'integer': return generateNumber(resolved, random, true);
-    case 'number': return generateNumber(resolved, random, false);
-    case 'array': return generateArray(resolved, random, root, depth, budget);
-    case 'object': return generateObject(resolved, random, root, depth, budget);
-    default: return generateString(resolved, random, budget);
+    case 'null':
+      return null;
+    case 'boolean':
+      return random.chance(0.5);
+    case 'integer':
+      return generateNumber(resolved, random, true);
+    case 'number':
+      return generateNumber(resolved, random, false);
+    case 'array':
+      return generateArray(resolved, random, root, depth, budget);
+    case 'object':
+      return generateObject(resolved, random, root, depth, budget);
+    default:
+      return generateString(resolved, random, budget);
   }
 }
 
@@ -155,8 +185,10 @@ function generateNumber(schema: SchemaObject, random: SeededRandom, integer: boo
   const step = integer ? 1 : 0.01;
   let low = numberKeyword(schema, 'minimum') ?? (exclusiveMinimum !== undefined ? exclusiveMinimum + step : undefined);
   let high = numberKeyword(schema, 'maximum') ?? (exclusiveMaximum !== undefined ? exclusiveMaximum - step : undefined);
-  if (low === undefined && high === undefined) { low = 0; high = 100; }
-  else if (low === undefined) low = (high as number) - 100;
+  if (low === undefined && high === undefined) {
+    low = 0;
+    high = 100;
+  } else if (low === undefined) low = (high as number) - 100;
   else if (high === undefined) high = low + 100;
   if ((low as number) > (high as number)) high = low;
   const multipleOf = numberKeyword(schema, 'multipleOf');
@@ -198,19 +230,29 @@ function formatValue(format: string | undefined, random: SeededRandom): string |
   const date = `${random.integer(2020, 2030)}-${two(random.integer(1, 12))}-${two(random.integer(1, 28))}`;
   const time = `${two(random.integer(0, 23))}:${two(random.integer(0, 59))}:${two(random.integer(0, 59))}`;
   switch (format) {
-    case 'date-time': return `${date}T${time}Z`;
-    case 'date': return date;
-    case 'time': return `${time}Z`;
-    case 'email': return `${random.pick(WORDS)}@example.com`;
-    case 'uri': case 'url': return `https://example.com/${random.pick(WORDS)}`;
-    case 'hostname': return `${random.pick(WORDS)}.example.com`;
-    case 'ipv4': return `192.0.2.${random.integer(1, 254)}`;
-    case 'ipv6': return `2001:db8::${random.integer(1, 65535).toString(16)}`;
+    case 'date-time':
+      return `${date}T${time}Z`;
+    case 'date':
+      return date;
+    case 'time':
+      return `${time}Z`;
+    case 'email':
+      return `${random.pick(WORDS)}@example.com`;
+    case 'uri':
+    case 'url':
+      return `https://example.com/${random.pick(WORDS)}`;
+    case 'hostname':
+      return `${random.pick(WORDS)}.example.com`;
+    case 'ipv4':
+      return `192.0.2.${random.integer(1, 254)}`;
+    case 'ipv6':
+      return `2001:db8::${random.integer(1, 65535).toString(16)}`;
     case 'uuid': {
       const hex = random.characters(32, '0123456789abcdef');
       return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${random.pick(['8', '9', 'a', 'b'])}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
     }
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 
@@ -220,7 +262,10 @@ function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSch
   const maxItems = numberKeyword(schema, 'maxItems');
   const itemSchema = Array.isArray(schema.items) ? undefined : (schema.items as JsonSchema | undefined);
   const wanted = depth >= MAX_DEPTH ? minItems : random.integer(Math.max(minItems, 1), Math.max(minItems, 1, Math.min(maxItems ?? 3, minItems + 2)));
-  const count = Math.min(Math.max(wanted, prefixItems.length > 0 ? Math.min(prefixItems.length, maxItems ?? prefixItems.length) : 0), maxItems ?? Number.MAX_SAFE_INTEGER);
+  const count = Math.min(
+    Math.max(wanted, prefixItems.length > 0 ? Math.min(prefixItems.length, maxItems ?? prefixItems.length) : 0),
+    maxItems ?? Number.MAX_SAFE_INTEGER,
+  );
   const unique = schema.uniqueItems === true;
   const items: unknown[] = [];
   const seen = new Set<string>();

@@ -29,7 +29,11 @@ function userRequest(text: string, extra: Partial<ChatRequestOutput> = {}): Chat
 
 const weatherTool: ToolOutput = {
   type: 'function',
-  function: { name: 'get_current_weather', description: 'Get the current weather in a given location', parameters_json: JSON.stringify(schemas.get_current_weather) },
+  function: {
+    name: 'get_current_weather',
+    description: 'Get the current weather in a given location',
+    parameters_json: JSON.stringify(schemas.get_current_weather),
+  },
 };
 const meetingTool: ToolOutput = {
   type: 'function',
@@ -47,7 +51,11 @@ function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
 }
 
 function streamedContent(events: ProviderStreamEvent[], index = 0): string {
-  return chunksOf(events).flatMap((chunk) => chunk.choices ?? []).filter((choice) => choice.index === index).map((choice) => choice.delta?.content ?? '').join('');
+  return chunksOf(events)
+    .flatMap((chunk) => chunk.choices ?? [])
+    .filter((choice) => choice.index === index)
+    .map((choice) => choice.delta?.content ?? '')
+    .join('');
 }
 
 function contentOf(response: ChatResponse, index = 0): string {
@@ -148,7 +156,9 @@ describe('SimulatedProvider: text', () => {
     const objectAnswer = contentOf(await provider.complete(userRequest('JSON please.', { response_format: { type: 'json_object' } }), contextOf()));
     expect(JSON.parse(objectAnswer)).toEqual({ answer: expect.any(String) });
     const schema = schemas.book_meeting;
-    const request = userRequest('Structured please.', { response_format: { type: 'json_schema', json_schema: { name: 'meeting', schema_json: JSON.stringify(schema), strict: true } } });
+    const request = userRequest('Structured please.', {
+      response_format: { type: 'json_schema', json_schema: { name: 'meeting', schema_json: JSON.stringify(schema), strict: true } },
+    });
     const answer = contentOf(await provider.complete(request, contextOf()));
     const validate = schemaValidator().compile(schema);
     expect(validate(JSON.parse(answer))).toBe(true);
@@ -179,7 +189,7 @@ describe('SimulatedProvider: log probabilities', () => {
     }
   });
 
-  it('is deterministic for a seed, leaves the text unchanged, and keeps the chosen tokens\' logprobs whatever top_logprobs is', async () => {
+  it("is deterministic for a seed, leaves the text unchanged, and keeps the chosen tokens' logprobs whatever top_logprobs is", async () => {
     const request = userRequest('Deterministic logprobs.', { seed: 8, logprobs: true, top_logprobs: 2 });
     const first = await provider.complete(request, contextOf());
     const again = await provider.complete(request, contextOf());
@@ -192,7 +202,7 @@ describe('SimulatedProvider: log probabilities', () => {
     expect(logprobsOf(withoutAlternatives).every((token) => token.top_logprobs?.length === 0)).toBe(true);
   });
 
-  it('streams each token\'s log probabilities with its chunk, the same as the whole response, for every choice', async () => {
+  it("streams each token's log probabilities with its chunk, the same as the whole response, for every choice", async () => {
     const request = userRequest('Stream with logprobs.', { seed: 4, n: 2, logprobs: true, top_logprobs: 1 });
     const whole = await provider.complete(request, contextOf());
     const chunks = chunksOf(await collect(provider.stream(request, contextOf())));
@@ -211,7 +221,10 @@ describe('SimulatedProvider: log probabilities', () => {
     expect(plain.choices?.[0]).not.toHaveProperty('logprobs');
     const chunks = chunksOf(await collect(provider.stream(userRequest('No logprobs.', { seed: 2 }), contextOf())));
     expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
-    const calling = await provider.complete(userRequest('Weather in Paris?', { logprobs: true, tools: [weatherTool], tool_choice: { choice: 'mode', mode: 'required' } }), contextOf());
+    const calling = await provider.complete(
+      userRequest('Weather in Paris?', { logprobs: true, tools: [weatherTool], tool_choice: { choice: 'mode', mode: 'required' } }),
+      contextOf(),
+    );
     expect(calling.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(calling.choices?.[0]).not.toHaveProperty('logprobs');
   });
@@ -234,30 +247,49 @@ describe('SimulatedProvider: tool calls', () => {
       const args: unknown = JSON.parse(call.function?.arguments ?? '');
       expect(validate(args), validator.errorsText(validate.errors)).toBe(true);
     }
-    expect(response.usage?.completion_tokens).toBe(calls.reduce((sum, call) => sum + countTextTokens(call.function?.name ?? '') + countTextTokens(call.function?.arguments ?? ''), 0));
+    expect(response.usage?.completion_tokens).toBe(
+      calls.reduce((sum, call) => sum + countTextTokens(call.function?.name ?? '') + countTextTokens(call.function?.arguments ?? ''), 0),
+    );
   }
 
   it('always calls with tool_choice required, with arguments valid against the schema', async () => {
     for (let seed = 0; seed < 20; seed += 1) {
-      expectValidCalls(await provider.complete(userRequest('Hello there.', { seed, tools: [meetingTool, weatherTool], tool_choice: { choice: 'mode', mode: 'required' } }), contextOf()), ['book_meeting']);
+      expectValidCalls(
+        await provider.complete(
+          userRequest('Hello there.', { seed, tools: [meetingTool, weatherTool], tool_choice: { choice: 'mode', mode: 'required' } }),
+          contextOf(),
+        ),
+        ['book_meeting'],
+      );
     }
   });
 
   it('calls the named function when tool_choice names one', async () => {
-    expectValidCalls(await provider.complete(userRequest('Hello there.', { tools: [meetingTool, weatherTool], tool_choice: { choice: 'function_name', function_name: 'get_current_weather' } }), contextOf()), ['get_current_weather']);
+    expectValidCalls(
+      await provider.complete(
+        userRequest('Hello there.', { tools: [meetingTool, weatherTool], tool_choice: { choice: 'function_name', function_name: 'get_current_weather' } }),
+        contextOf(),
+      ),
+      ['get_current_weather'],
+    );
   });
 
   it('with auto, calls a tool the last user message mentions by name or by a description word, and answers text otherwise', async () => {
     const tools = [meetingTool, weatherTool];
     expectValidCalls(await provider.complete(userRequest('Please get current weather for Paris.', { tools }), contextOf()), ['get_current_weather']);
-    expectValidCalls(await provider.complete(userRequest('What is the weather like?', { tools, tool_choice: { choice: 'mode', mode: 'auto' } }), contextOf()), ['get_current_weather']);
+    expectValidCalls(await provider.complete(userRequest('What is the weather like?', { tools, tool_choice: { choice: 'mode', mode: 'auto' } }), contextOf()), [
+      'get_current_weather',
+    ]);
     const plain = await provider.complete(userRequest('Just chat with me.', { tools }), contextOf());
     expect(plain.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(plain.choices?.[0]?.message?.tool_calls ?? []).toEqual([]);
   });
 
   it('never calls with tool_choice none', async () => {
-    const response = await provider.complete(userRequest('Please get_current_weather now.', { tools: [weatherTool], tool_choice: { choice: 'mode', mode: 'none' } }), contextOf());
+    const response = await provider.complete(
+      userRequest('Please get_current_weather now.', { tools: [weatherTool], tool_choice: { choice: 'mode', mode: 'none' } }),
+      contextOf(),
+    );
     expect(response.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(contentOf(response).length).toBeGreaterThan(0);
   });
@@ -265,7 +297,9 @@ describe('SimulatedProvider: tool calls', () => {
   it('makes parallel calls unless parallel_tool_calls is false', async () => {
     const text = 'Check the weather and book_meeting for us.';
     expectValidCalls(await provider.complete(userRequest(text, { tools: [meetingTool, weatherTool] }), contextOf()), ['book_meeting', 'get_current_weather']);
-    expectValidCalls(await provider.complete(userRequest(text, { tools: [meetingTool, weatherTool], parallel_tool_calls: false }), contextOf()), ['book_meeting']);
+    expectValidCalls(await provider.complete(userRequest(text, { tools: [meetingTool, weatherTool], parallel_tool_calls: false }), contextOf()), [
+      'book_meeting',
+    ]);
   });
 
   it("streams tool calls the way OpenAI does: id, type and name only on each call's first delta, arguments in fragments", async () => {
@@ -352,12 +386,20 @@ describe('SimulatedProvider: test hooks', () => {
     const request = userRequest('Break please [[simulate:error=503]]');
     await expect(provider.complete(request, contextOf())).rejects.toMatchObject({ name: 'UpstreamError', status: 503, retryable: true });
     const received: ProviderStreamEvent[] = [];
-    await expect((async () => { for await (const event of provider.stream(request, contextOf())) received.push(event); })()).rejects.toBeInstanceOf(UpstreamError);
+    await expect(
+      (async () => {
+        for await (const event of provider.stream(request, contextOf())) received.push(event);
+      })(),
+    ).rejects.toBeInstanceOf(UpstreamError);
     expect(received).toEqual([]);
   });
 
   it('sends a retry-after with a simulated 429 and fails timeouts and connections without a status', async () => {
-    await expect(provider.complete(userRequest('[[simulate:error=429]] [[simulate:retry_after_ms=2500]]'), contextOf())).rejects.toMatchObject({ status: 429, retryAfterMs: 2500, retryable: true });
+    await expect(provider.complete(userRequest('[[simulate:error=429]] [[simulate:retry_after_ms=2500]]'), contextOf())).rejects.toMatchObject({
+      status: 429,
+      retryAfterMs: 2500,
+      retryable: true,
+    });
     await expect(provider.complete(userRequest('[[simulate:error=400]]'), contextOf())).rejects.toMatchObject({ status: 400, retryable: false });
     await expect(provider.complete(userRequest('[[simulate:error=timeout]]'), contextOf())).rejects.toMatchObject({ kind: 'timeout', status: undefined });
     await expect(provider.complete(userRequest('[[simulate:error=connection]]'), contextOf())).rejects.toMatchObject({ kind: 'connection' });
@@ -366,7 +408,11 @@ describe('SimulatedProvider: test hooks', () => {
   it('fails the stream after the given number of chunks with [[simulate:fail_after=5]], and the whole response too', async () => {
     const request = userRequest('Then fail [[simulate:fail_after=5]]', { seed: 2 });
     const received: ProviderStreamEvent[] = [];
-    await expect((async () => { for await (const event of provider.stream(request, contextOf())) received.push(event); })()).rejects.toMatchObject({ name: 'UpstreamError', kind: 'truncated', retryable: true });
+    await expect(
+      (async () => {
+        for await (const event of provider.stream(request, contextOf())) received.push(event);
+      })(),
+    ).rejects.toMatchObject({ name: 'UpstreamError', kind: 'truncated', retryable: true });
     expect(received).toHaveLength(5);
     expect(received.every((event) => event.type === 'chunk')).toBe(true);
     await expect(provider.complete(request, contextOf())).rejects.toBeInstanceOf(UpstreamError);
@@ -408,7 +454,10 @@ describe('SimulatedProvider: hostile requests', () => {
 
   it('echoes a 1 MB json_schema const cut at max_tokens, tokenizing no more than the budget', async () => {
     const echo = '😀'.repeat(1 << 19);
-    const request = userRequest('Repeat it.', { max_tokens: 40, response_format: { type: 'json_schema', json_schema: { name: 'echo', schema_json: JSON.stringify({ const: echo }) } } });
+    const request = userRequest('Repeat it.', {
+      max_tokens: 40,
+      response_format: { type: 'json_schema', json_schema: { name: 'echo', schema_json: JSON.stringify({ const: echo }) } },
+    });
     const { result, milliseconds } = await timed(() => provider.complete(request, contextOf()));
     expect(milliseconds).toBeLessThan(1_000);
     expect(result.choices?.[0]?.finish_reason).toBe('FINISH_REASON_LENGTH');
@@ -419,7 +468,10 @@ describe('SimulatedProvider: hostile requests', () => {
   it('matches tools against a 1 MB message and a 1 MB description in one pass', async () => {
     // Description words (letters a-m) never occur in the message (letters n-z): every word of the
     // description used to be searched for in the whole message.
-    const words = (count: number, first: number) => Array.from({ length: count }, (_, index) => Array.from({ length: 7 }, (_, position) => String.fromCharCode(first + ((index * 31 + position * 7 + (index >> (position + 1))) % 13))).join('')).join(' ');
+    const words = (count: number, first: number) =>
+      Array.from({ length: count }, (_, index) =>
+        Array.from({ length: 7 }, (_, position) => String.fromCharCode(first + ((index * 31 + position * 7 + (index >> (position + 1))) % 13))).join(''),
+      ).join(' ');
     const tool: ToolOutput = { type: 'function', function: { name: 'lookup', description: words(1 << 17, 97), parameters_json: '{"type":"object"}' } };
     const { result, milliseconds } = await timed(() => provider.complete(userRequest(words(1 << 17, 110), { tools: [tool] }), contextOf()));
     expect(milliseconds).toBeLessThan(2_000);

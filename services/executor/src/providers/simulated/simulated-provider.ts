@@ -69,7 +69,13 @@ function stepsOf(plan: CompletionPlan): Step[] {
 }
 
 function usageOf(plan: CompletionPlan) {
-  return { prompt_tokens: plan.promptTokens, completion_tokens: plan.completionTokens, total_tokens: plan.promptTokens + plan.completionTokens, cached_tokens: 0, reasoning_tokens: 0 };
+  return {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: plan.completionTokens,
+    total_tokens: plan.promptTokens + plan.completionTokens,
+    cached_tokens: 0,
+    reasoning_tokens: 0,
+  };
 }
 
 /** The simulated provider. */
@@ -98,9 +104,10 @@ export class SimulatedProvider implements Provider {
         index: choice.index,
         finish_reason: choice.finishReason,
         ...(choice.logprobs ? { logprobs: { content: { tokens: [...choice.logprobs] } } } : {}),
-        message: choice.toolCalls.length > 0
-          ? { tool_calls: choice.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
-          : { content: choice.pieces.join('') },
+        message:
+          choice.toolCalls.length > 0
+            ? { tool_calls: choice.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
+            : { content: choice.pieces.join('') },
       })),
       usage: usageOf(plan),
     };

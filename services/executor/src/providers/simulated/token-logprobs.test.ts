@@ -2,7 +2,29 @@ import { describe, expect, it } from 'vitest';
 import { textPieces } from './completion-plan.js';
 import { tokenLogprobs } from './token-logprobs.js';
 
-const vocabulary = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta', 'iota', 'kappa', 'lambda', 'mu', 'nu', 'xi', 'omicron', 'pi', 'rho', 'sigma', 'tau', 'upsilon', 'phi'];
+const vocabulary = [
+  'alpha',
+  'beta',
+  'gamma',
+  'delta',
+  'epsilon',
+  'zeta',
+  'eta',
+  'theta',
+  'iota',
+  'kappa',
+  'lambda',
+  'mu',
+  'nu',
+  'xi',
+  'omicron',
+  'pi',
+  'rho',
+  'sigma',
+  'tau',
+  'upsilon',
+  'phi',
+];
 
 describe('tokenLogprobs', () => {
   it('keeps tokens and bytes consistent with a text of multi-byte characters', () => {
