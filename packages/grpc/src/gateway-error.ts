@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { messageCodec, type ErrorInfo, type ErrorInfoOutput } from '@gateway/proto';
+import { ERROR_REASONS, reasonOfStatus, type ErrorReason } from './error-reasons.js';
 
 /** The binary trailer that carries a gateway.rpc.v1.ErrorInfo with every non-OK status. */
 export const ERROR_TRAILER = 'gateway-error-bin';
@@ -43,6 +44,15 @@ export class GatewayError extends Error {
     this.upstreamStatus = options.upstreamStatus;
   }
 
+  /**
+   * A GatewayError of a registered reason: its gRPC status, and unless options say otherwise
+   * whether it is retryable, come from the registry (ERROR_REASONS), so the two never disagree.
+   */
+  static of(reason: ErrorReason, message: string, options: GatewayErrorOptions = {}): GatewayError {
+    const entry = ERROR_REASONS[reason];
+    return new GatewayError(entry.grpc, reason, message, { ...options, retryable: options.retryable ?? entry.retryable });
+  }
+
   /** What this error says beyond its status, as the gateway.rpc.v1.ErrorInfo message. */
   toErrorInfo(): ErrorInfo {
     return {
@@ -68,7 +78,7 @@ export class GatewayError extends Error {
    * trailer or in a stream message); fields the info lacks fall back to what the code implies.
    */
   static fromErrorInfo(code: grpc.status, info: ErrorInfoOutput, options: { fallbackMessage?: string; cause?: unknown } = {}): GatewayError {
-    return new GatewayError(code, info.reason || reasonOf(code), info.message || options.fallbackMessage || transportMessage(code), {
+    return new GatewayError(code, info.reason || reasonOfStatus(code), info.message || options.fallbackMessage || transportMessage(code), {
       param: info.param,
       retryAfterMs: info.retry_after_ms,
       retryable: info.retryable ?? false,
@@ -94,33 +104,10 @@ export class GatewayError extends Error {
         // A trailer we cannot read is treated like none.
       }
     }
-    return new GatewayError(code, reasonOf(code), transportMessage(code), {
+    return new GatewayError(code, reasonOfStatus(code), transportMessage(code), {
       retryable: code === grpc.status.UNAVAILABLE || code === grpc.status.RESOURCE_EXHAUSTED,
       cause: error,
     });
-  }
-}
-
-function reasonOf(code: grpc.status): string {
-  switch (code) {
-    case grpc.status.DEADLINE_EXCEEDED:
-      return 'deadline_exceeded';
-    case grpc.status.UNAVAILABLE:
-      return 'service_unavailable';
-    case grpc.status.CANCELLED:
-      return 'cancelled';
-    case grpc.status.NOT_FOUND:
-      return 'not_found';
-    case grpc.status.INVALID_ARGUMENT:
-      return 'invalid_request';
-    case grpc.status.UNAUTHENTICATED:
-      return 'invalid_api_key';
-    case grpc.status.PERMISSION_DENIED:
-      return 'permission_denied';
-    case grpc.status.RESOURCE_EXHAUSTED:
-      return 'rate_limit_exceeded';
-    default:
-      return 'internal_error';
   }
 }
 

@@ -1,5 +1,6 @@
 /** Shared gRPC plumbing: the typed error that crosses services, servers with health, long-lived clients, calls carried on long-lived streams. */
 export * from './gateway-error.js';
+export * from './error-reasons.js';
 export * from './server.js';
 export * from './client.js';
 export { status as GrpcStatus, Metadata } from '@grpc/grpc-js';

@@ -1,4 +1,4 @@
-import { callTraceparent, GatewayError, GrpcStatus, serveStreamedCalls, unary } from '@gateway/grpc';
+import { callTraceparent, GatewayError, serveStreamedCalls, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type {
@@ -62,7 +62,7 @@ export function fromMinuteLimit(message: MinuteLimitOutput | null | undefined, p
     const value = Number(message.per_minute);
     if (Number.isSafeInteger(value) && value > 0) return value;
   }
-  throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `${param} must be a positive per_minute, unlimited or plan_default.`, { param });
+  throw GatewayError.of('invalid_request', `${param} must be a positive per_minute, unlimited or plan_default.`, { param });
 }
 
 /** A budget as a Budget message. */
@@ -82,7 +82,7 @@ export function fromBudget(message: BudgetOutput | null | undefined, param: stri
     const value = Number(message.micro_usd);
     if (Number.isSafeInteger(value) && value > 0) return value;
   }
-  throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `${param} must be a positive micro_usd, unlimited or plan_default.`, { param });
+  throw GatewayError.of('invalid_request', `${param} must be a positive micro_usd, unlimited or plan_default.`, { param });
 }
 
 /** The budget state of a decision as the BudgetState message. */
@@ -174,12 +174,11 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       return await operation();
     } catch (error) {
       if (error instanceof KeyExistsError || error instanceof GatewayError) throw error;
-      if (error instanceof KeyInputError) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', error.message, { param: error.param });
-      if (error instanceof ReservationIdError)
-        throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', error.message, { param: 'reservation_id' });
+      if (error instanceof KeyInputError) throw GatewayError.of('invalid_request', error.message, { param: error.param });
+      if (error instanceof ReservationIdError) throw GatewayError.of('invalid_request', error.message, { param: 'reservation_id' });
       storeErrors.inc();
       logger.error({ err: { message: (error as Error).message }, request_id: requestId }, 'key store unavailable');
-      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'auth_unavailable', message, { retryable: true, cause: error });
+      throw GatewayError.of('auth_unavailable', message, { retryable: true, cause: error });
     }
   }
 
@@ -212,10 +211,10 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     if (!isWellFormedSecret(secret)) return deny(INVALID_KEY_MESSAGE);
     const reserve = Number(request.reserve_tokens ?? 0);
     if (!Number.isSafeInteger(reserve) || reserve < 0)
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reserve_tokens must be a non-negative integer.', { param: 'reserve_tokens' });
+      throw GatewayError.of('invalid_request', 'reserve_tokens must be a non-negative integer.', { param: 'reserve_tokens' });
     const part = request.reservation_id || randomBase62(22);
     if (!RESERVATION_PART_PATTERN.test(part))
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', {
+      throw GatewayError.of('invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', {
         param: 'reservation_id',
       });
     const mode = request.check_only ? 'peek' : 'reserve';
@@ -267,7 +266,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   async function settleUsage(request: SettleUsageRequestOutput): Promise<SettleUsageResponse> {
     const actual = Number(request.actual_tokens ?? 0);
     if (!Number.isSafeInteger(actual) || actual < 0)
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'actual_tokens must be a non-negative integer.', { param: 'actual_tokens' });
+      throw GatewayError.of('invalid_request', 'actual_tokens must be a non-negative integer.', { param: 'actual_tokens' });
     const settled = await store(() => limiter.settle(request.reservation_id ?? '', actual), 'The quota store cannot settle right now.', request.request_id);
     settlements.inc({ outcome: settled.outcome });
     const outcome =
@@ -282,12 +281,12 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   async function createKey(request: CreateKeyRequestOutput): Promise<CreateKeyResponse> {
     const plan = planFromProto(request.plan);
     if (!plan)
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'A plan is required: PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', {
+      throw GatewayError.of('invalid_request', 'A plan is required: PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', {
         param: 'plan',
       });
     const secret = request.secret || undefined;
     if (secret !== undefined && !isWellFormedSecret(secret)) {
-      throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'A secret must be "br-" followed by at least 32 letters or digits.', {
+      throw GatewayError.of('invalid_request', 'A secret must be "br-" followed by at least 32 letters or digits.', {
         param: 'secret',
       });
     }
@@ -315,8 +314,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       logger.info({ key_id: created.key.key_id, plan }, 'key created');
       return { key: toKeyInfo(created.key, plans), secret: created.secret };
     } catch (error) {
-      if (error instanceof KeyExistsError)
-        throw new GatewayError(GrpcStatus.ALREADY_EXISTS, 'key_exists', 'A key with this secret already exists.', { param: 'secret' });
+      if (error instanceof KeyExistsError) throw GatewayError.of('key_exists', 'A key with this secret already exists.', { param: 'secret' });
       throw error;
     }
   }
@@ -327,7 +325,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   }
 
   function notFound(): GatewayError {
-    return new GatewayError(GrpcStatus.NOT_FOUND, 'key_not_found', 'No key has this id.', { param: 'key_id' });
+    return GatewayError.of('key_not_found', 'No key has this id.', { param: 'key_id' });
   }
 
   async function getKey(request: GetKeyRequestOutput): Promise<KeyInfo> {
@@ -341,8 +339,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const changes: KeyChanges = {};
     if (request.plan !== undefined && request.plan !== 'PLAN_UNSPECIFIED') {
       const plan = planFromProto(request.plan);
-      if (!plan)
-        throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'plan must be PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', { param: 'plan' });
+      if (!plan) throw GatewayError.of('invalid_request', 'plan must be PLAN_STARTER, PLAN_PRO or PLAN_ENTERPRISE.', { param: 'plan' });
       changes.plan = plan;
     }
     if (request._name === 'name') changes.name = request.name ?? '';
@@ -357,12 +354,9 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     if (monthly !== undefined) changes.monthly_budget_override = monthly;
     const fallbacksSet = request._catalog_fallbacks_override === 'catalog_fallbacks_override';
     if (fallbacksSet && request.catalog_fallbacks_plan_default) {
-      throw new GatewayError(
-        GrpcStatus.INVALID_ARGUMENT,
-        'invalid_request',
-        'Send either catalog_fallbacks_override or catalog_fallbacks_plan_default, not both.',
-        { param: 'catalog_fallbacks_override' },
-      );
+      throw GatewayError.of('invalid_request', 'Send either catalog_fallbacks_override or catalog_fallbacks_plan_default, not both.', {
+        param: 'catalog_fallbacks_override',
+      });
     }
     if (fallbacksSet) changes.catalog_fallbacks_override = request.catalog_fallbacks_override === true;
     else if (request.catalog_fallbacks_plan_default) changes.catalog_fallbacks_override = null;

@@ -1,42 +1,19 @@
 /**
  * The one place where failures become HTTP responses. Every error leaves in OpenAI's envelope
- * `{"error":{"message","type","param","code"}}`, with its status chosen by one table.
+ * `{"error":{"message","type","param","code"}}`: a peer's GatewayError with the HTTP status and
+ * OpenAI type of its reason in the registry (@gateway/grpc's ERROR_REASONS), the edge's own
+ * refusals as they are thrown.
  */
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { errorReason, GatewayError, httpStatusOf } from '@gateway/grpc';
 import { RequestError } from './wire/request-error.js';
 
 export { RequestError, invalid, typeForStatus } from './wire/request-error.js';
 
-/** The HTTP status of each gRPC status that a peer service can return. */
-function statusForGrpc(error: GatewayError): number {
-  switch (error.code) {
-    case GrpcStatus.INVALID_ARGUMENT:
-    case GrpcStatus.OUT_OF_RANGE:
-      return 400;
-    case GrpcStatus.UNAUTHENTICATED:
-      return 401;
-    case GrpcStatus.PERMISSION_DENIED:
-      return 403;
-    case GrpcStatus.NOT_FOUND:
-      return 404;
-    case GrpcStatus.RESOURCE_EXHAUSTED:
-      return 429;
-    case GrpcStatus.FAILED_PRECONDITION:
-      return error.reason.startsWith('upstream_') ? 502 : 400;
-    case GrpcStatus.UNAVAILABLE:
-      return error.reason === 'upstream_error' ? 502 : 503;
-    case GrpcStatus.DEADLINE_EXCEEDED:
-      return 504;
-    case GrpcStatus.CANCELLED:
-      return 499;
-    default:
-      return 500;
-  }
-}
-
 /** Converts what a peer service returned into the error the caller sees. */
 export function fromGatewayError(error: GatewayError): RequestError {
-  const status = statusForGrpc(error);
+  // The registry of reasons decides (ERROR_REASONS); a reason it does not know, from a peer of
+  // another version, falls back on its gRPC status.
+  const status = httpStatusOf(error);
   const headers: Record<string, string> = {};
   if (error.retryAfterMs !== undefined && error.retryAfterMs > 0) {
     headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
@@ -46,7 +23,7 @@ export function fromGatewayError(error: GatewayError): RequestError {
     headers['retry-after'] = '1';
   }
   const message = status === 500 ? 'The gateway failed to handle the request.' : error.message;
-  return new RequestError(status, message, { code: error.reason, param: error.param ?? null, headers });
+  return new RequestError(status, message, { code: error.reason, type: errorReason(error.reason)?.type, param: error.param ?? null, headers });
 }
 
 /** Any thrown value as a RequestError; unknown failures are a 500 whose cause is logged, not shown. */

@@ -133,9 +133,9 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
   function plan(execute: ExecuteRequestOutput): string[] {
     const primary = execute.model_id ?? '';
     if (!pool.has(primary)) {
-      throw new GatewayError(GrpcStatus.NOT_FOUND, 'model_not_found', `The model '${primary}' does not exist or is not available.`, { param: 'model' });
+      throw GatewayError.of('model_not_found', `The model '${primary}' does not exist or is not available.`, { param: 'model' });
     }
-    if (!execute.request) throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', 'The execute request carries no chat request.');
+    if (!execute.request) throw GatewayError.of('invalid_request', 'The execute request carries no chat request.');
     const fallbacks = (execute.fallbacks ?? []).filter((id, index, all) => id !== primary && all.indexOf(id) === index);
     return [primary, ...fallbacks];
   }
@@ -290,7 +290,7 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       const outcome = outcomeOf(error, signal);
       record(execute, requestId, answer, started, outcome, 'Complete');
       endCallSpan(span, answer, undefined, outcome);
-      throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
+      throw outcome.error ?? GatewayError.of('cancelled', 'The request was cancelled.');
     }
   }
 
@@ -446,7 +446,7 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
         await sink
           .send({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: usage === undefined } })
           .catch(() => undefined);
-      throw outcome.error ?? new GatewayError(GrpcStatus.CANCELLED, 'cancelled', 'The request was cancelled.');
+      throw outcome.error ?? GatewayError.of('cancelled', 'The request was cancelled.');
     } finally {
       if (deployment) deployment.outstanding -= 1;
       // Leaving early (cancelled, failed while writing) releases the upstream connection.

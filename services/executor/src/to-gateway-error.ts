@@ -2,7 +2,7 @@
  * The one mapping from failures inside the executor to the GatewayError that leaves it. Handlers
  * call it at the gRPC boundary and nowhere else, so the status table below is the whole story.
  */
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import { UpstreamError } from './providers/upstream-error.js';
 
 /**
@@ -37,10 +37,10 @@ export function toGatewayError(error: unknown): unknown {
   };
   const status = error.status;
   if (error.kind === 'timeout' || status === 408) {
-    return new GatewayError(GrpcStatus.DEADLINE_EXCEEDED, 'upstream_timeout', `The ${error.provider} upstream did not answer in time.`, common);
+    return GatewayError.of('upstream_timeout', `The ${error.provider} upstream did not answer in time.`, common);
   }
   if (status === 429) {
-    return new GatewayError(GrpcStatus.RESOURCE_EXHAUSTED, 'upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, {
+    return GatewayError.of('upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, {
       ...common,
       retryable: true,
     });
@@ -48,7 +48,7 @@ export function toGatewayError(error: unknown): unknown {
   // 400, 413 (too large for that upstream), 422: sending the same request again cannot help.
   if (error.failureClass === 'caller') {
     const detail = error.upstreamMessage ? `: ${error.upstreamMessage}` : '.';
-    return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', `The ${error.provider} upstream rejected the request${detail}`, {
+    return GatewayError.of('upstream_invalid_request', `The ${error.provider} upstream rejected the request${detail}`, {
       ...common,
       retryable: false,
     });
@@ -56,12 +56,10 @@ export function toGatewayError(error: unknown): unknown {
   if (status === 401 || status === 403 || status === 404) {
     // The operator's key, base URL or model name is wrong: nothing the caller can fix, and the
     // upstream's own message may echo part of the key, so it stays in the log.
-    return new GatewayError(
-      GrpcStatus.FAILED_PRECONDITION,
-      'upstream_rejected',
-      `The ${error.provider} upstream rejected the gateway's credentials or model configuration.`,
-      { ...common, retryable: false },
-    );
+    return GatewayError.of('upstream_rejected', `The ${error.provider} upstream rejected the gateway's credentials or model configuration.`, {
+      ...common,
+      retryable: false,
+    });
   }
-  return new GatewayError(GrpcStatus.UNAVAILABLE, 'upstream_error', `The ${error.provider} upstream failed to answer.`, common);
+  return GatewayError.of('upstream_error', `The ${error.provider} upstream failed to answer.`, common);
 }

@@ -3,7 +3,7 @@
  * Redis, never the usage stream, so it answers while NATS is away (what is not metered yet is not
  * in the answer).
  */
-import { GatewayError, GrpcStatus, unary } from '@gateway/grpc';
+import { GatewayError, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type {
   ListRecentRequestsRequestOutput,
@@ -32,7 +32,7 @@ export const MAX_RECENT_REQUESTS = 200;
 const KEY_ID = /^key_[A-Za-z0-9]{16}$/;
 
 function invalid(message: string, param: string): GatewayError {
-  return new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', message, { param });
+  return GatewayError.of('invalid_request', message, { param });
 }
 
 /** Creates the UsageService's handlers; a Redis failure is UNAVAILABLE (store_unavailable). */
@@ -47,7 +47,7 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
     } catch (error) {
       if (error instanceof GatewayError) throw error;
       logger.error({ err: { message: (error as Error).message } }, 'usage store unavailable');
-      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'store_unavailable', 'Usage cannot be read right now.', { retryable: true, cause: error });
+      throw GatewayError.of('store_unavailable', 'Usage cannot be read right now.', { retryable: true, cause: error });
     }
   }
 

@@ -1,4 +1,4 @@
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import { QUALITY_TIERS, type CatalogModel, type QualityTier } from '@gateway/catalog';
 import { wantedTier, type RoutingPolicy, type TierThresholds } from './routing-policy.js';
 import { traitRefusal, type Traits } from './trait-refusal.js';
@@ -56,19 +56,14 @@ export function chooseAutoModel(request: AutoRequest): AutoChoice {
   if (policy.kind === 'tier') {
     candidates = candidates.filter((model) => tierRank(model.quality_tier) >= tierRank(policy.floor));
     if (candidates.length === 0) {
-      throw new GatewayError(
-        GrpcStatus.INVALID_ARGUMENT,
-        'invalid_value',
-        `No model of this gateway is of tier ${policy.floor} or better; choose a lower floor.`,
-        { param: 'policy' },
-      );
+      throw GatewayError.of('invalid_value', `No model of this gateway is of tier ${policy.floor} or better; choose a lower floor.`, { param: 'policy' });
     }
   }
   const capable = candidates.filter((model) => traitRefusal(model, traits) === undefined);
   if (capable.length === 0) throw noCapableModel(candidates, traits);
   const available = capable.filter((model) => request.isAvailable(model.id));
   if (available.length === 0) {
-    throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', 'No model able to serve this request is available right now. Please retry later.', {
+    throw GatewayError.of('model_unavailable', 'No model able to serve this request is available right now. Please retry later.', {
       retryAfterMs: RETRY_AFTER_MS,
       retryable: true,
     });
@@ -161,8 +156,7 @@ function timeToFirstToken(model: CatalogModel): number {
  * when each need alone is met by some model, the combination.
  */
 function noCapableModel(candidates: CatalogModel[], traits: Traits): GatewayError {
-  const unsupported = (param: string | undefined, message: string) =>
-    new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'unsupported_parameter', message, { param });
+  const unsupported = (param: string | undefined, message: string) => GatewayError.of('unsupported_parameter', message, { param });
   const none = (test: (model: CatalogModel) => boolean) => !candidates.some(test);
   if (traits.needsTools && none((model) => model.capabilities.tools)) return unsupported('tools', 'No model of this gateway supports tools.');
   if (traits.needsVision && none((model) => model.capabilities.vision)) return unsupported('messages', 'No model of this gateway supports image inputs.');
@@ -178,8 +172,7 @@ function noCapableModel(candidates: CatalogModel[], traits: Traits): GatewayErro
   const largestWindow = Math.max(0, ...candidates.map((model) => model.context_window));
   const requested = traits.promptTokens + traits.maxTokens;
   if (requested > largestWindow) {
-    return new GatewayError(
-      GrpcStatus.INVALID_ARGUMENT,
+    return GatewayError.of(
       'context_length_exceeded',
       `The largest context window of any model is ${largestWindow} tokens. However, you requested ${requested} tokens (${traits.promptTokens} in the messages, ${traits.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
       { param: 'messages' },

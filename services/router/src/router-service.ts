@@ -1,4 +1,4 @@
-import { callTraceparent, GatewayError, GrpcStatus, requestIdOf, unary } from '@gateway/grpc';
+import { callTraceparent, GatewayError, requestIdOf, unary } from '@gateway/grpc';
 import { endWithError, NO_TRACING, SpanKind, type Tracing } from '@gateway/observability';
 import { AUTO_MODEL_ID, type CatalogModel } from '@gateway/catalog';
 import type { CatalogSnapshot, RouteRequestOutput, RouteResponse, RouterServiceHandlers } from '@gateway/proto';
@@ -124,14 +124,14 @@ export function createRouterService({ state, logger, metrics, scorer, tracing = 
   function explicitModel(id: string, traits: Traits): CatalogModel {
     const model = state.enabledModel(id);
     if (!model) {
-      throw new GatewayError(GrpcStatus.NOT_FOUND, 'model_not_found', `The model \`${id}\` does not exist or you do not have access to it.`, {
+      throw GatewayError.of('model_not_found', `The model \`${id}\` does not exist or you do not have access to it.`, {
         param: 'model',
       });
     }
     const refusal = traitRefusal(model, traits);
     if (refusal) throw refusal;
     if (!state.isAvailable(model.id)) {
-      throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `The model \`${id}\` is temporarily unavailable. Please retry later.`, {
+      throw GatewayError.of('model_unavailable', `The model \`${id}\` is temporarily unavailable. Please retry later.`, {
         retryAfterMs: RETRY_AFTER_MS,
         retryable: true,
       });

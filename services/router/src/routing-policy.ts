@@ -1,4 +1,4 @@
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import { QUALITY_TIERS, type QualityTier } from '@gateway/catalog';
 
 /**
@@ -40,8 +40,7 @@ export function readPolicy(policy: string | undefined): RoutingPolicy {
   }
   const floor = /^tier>=(economy|standard|premium)$/.exec(text);
   if (floor) return { kind: 'tier', floor: floor[1] as QualityTier, name: `tier>=${floor[1]}` };
-  throw new GatewayError(
-    GrpcStatus.INVALID_ARGUMENT,
+  throw GatewayError.of(
     'invalid_value',
     `Unknown routing policy \`${policy?.trim()}\`; expected one of ${NAMED_POLICIES.join(', ')}, score>=<0..1> or tier>=<economy|standard|premium>.`,
     { param: 'policy' },

@@ -1,4 +1,4 @@
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import { capabilityProblem, type CatalogModel } from '@gateway/catalog';
 import type { RequestTraitsOutput } from '@gateway/proto';
 
@@ -39,5 +39,5 @@ export function traitRefusal(model: CatalogModel, traits: Traits): GatewayError 
     promptTokens: traits.promptTokens,
     maxTokens: traits.maxTokens,
   });
-  return problem && new GatewayError(GrpcStatus.INVALID_ARGUMENT, problem.code, problem.message, { param: problem.param });
+  return problem && GatewayError.of(problem.code, problem.message, { param: problem.param });
 }

@@ -731,7 +731,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         }
         if (completed) return;
         // The executor closed the stream without its end event: never end cleanly as if complete.
-        throw new GatewayError(14, 'upstream_error', 'The model stream ended unexpectedly.');
+        throw GatewayError.of('upstream_error', 'The model stream ended unexpectedly.');
       }
     } catch (error) {
       if (abort.signal.aborted) {

@@ -20,7 +20,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decorrelatedJitterGenerator, ExponentialBackoff, type IBackoff } from 'cockatiel';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import type { ExecutionAttempt } from '@gateway/proto';
 import { UpstreamError } from '../providers/upstream-error.js';
 import { toGatewayError } from '../to-gateway-error.js';
@@ -188,7 +188,7 @@ export async function runWithFallbacks<T>(plan: RunPlan<T>): Promise<Started<T>>
   if (lastError !== undefined) throw lastError;
   const primary = plan.models[0] ?? '';
   const why = unavailableCause ? 'its provider cannot be reached or is overloaded' : 'no deployment is healthy';
-  throw new GatewayError(GrpcStatus.UNAVAILABLE, 'model_unavailable', `The model \`${primary}\` is temporarily unavailable: ${why}. Please retry later.`, {
+  throw GatewayError.of('model_unavailable', `The model \`${primary}\` is temporarily unavailable: ${why}. Please retry later.`, {
     retryable: true,
     retryAfterMs: earliestRetryMs ?? UNAVAILABLE_RETRY_AFTER_MS,
     provider: unavailableCause?.provider,

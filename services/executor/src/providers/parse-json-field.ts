@@ -3,11 +3,11 @@
  * arguments, tool parameter schemas): a caller's mistake is an INVALID_ARGUMENT naming the field,
  * found before any upstream call is paid for.
  */
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError, type ErrorReason } from '@gateway/grpc';
 
 /** A GatewayError for a request the adapter cannot translate: the caller's to fix (HTTP 400). */
-export function invalidRequest(message: string, param: string, reason = 'invalid_request'): GatewayError {
-  return new GatewayError(GrpcStatus.INVALID_ARGUMENT, reason, message, { param });
+export function invalidRequest(message: string, param: string, reason: ErrorReason = 'invalid_request'): GatewayError {
+  return GatewayError.of(reason, message, { param });
 }
 
 /** Parses a JSON string the caller sent; throws INVALID_ARGUMENT naming `param` when it is not JSON. */

@@ -5,7 +5,7 @@
  * model.
  */
 import type { CatalogModel } from '@gateway/catalog';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import { AnthropicProvider } from './anthropic/anthropic-provider.js';
 import { GeminiProvider } from './gemini/gemini-provider.js';
 import { OpenAiCompatibleProvider, type OpenAiCompatibleDependencies } from './openai-compatible/openai-compatible-provider.js';
@@ -30,12 +30,10 @@ export class ProviderRegistry {
   forModel(model: CatalogModel): Provider {
     const provider = this.providers.get(model.provider);
     if (!provider) {
-      throw new GatewayError(
-        GrpcStatus.UNAVAILABLE,
-        'model_unavailable',
-        `Model ${model.id} uses the ${model.provider} provider, which this executor does not support.`,
-        { provider: model.provider, retryable: false },
-      );
+      throw GatewayError.of('model_unavailable', `Model ${model.id} uses the ${model.provider} provider, which this executor does not support.`, {
+        provider: model.provider,
+        retryable: false,
+      });
     }
     return provider;
   }

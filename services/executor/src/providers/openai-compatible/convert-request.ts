@@ -5,7 +5,7 @@
  * (OpenAI rejects it unless `store` is on).
  */
 import type { CatalogModel } from '@gateway/catalog';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import type { ChatRequestOutput, ContentPartOutput, MessageOutput, RoleOutput } from '@gateway/proto';
 import type { OpenAiChatRequest, OpenAiContentPart, OpenAiMessage } from './wire-types.js';
 
@@ -40,7 +40,7 @@ function convertPart(part: ContentPartOutput): OpenAiContentPart | undefined {
 function convertMessage(message: MessageOutput, position: number): OpenAiMessage {
   const role = message.role ? ROLES[message.role] : undefined;
   if (!role)
-    throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `messages[${position}].role is missing or unknown.`, {
+    throw GatewayError.of('invalid_request', `messages[${position}].role is missing or unknown.`, {
       param: `messages[${position}].role`,
     });
   let content: OpenAiMessage['content'];
@@ -65,7 +65,7 @@ function parseJson(text: string, param: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new GatewayError(GrpcStatus.INVALID_ARGUMENT, 'invalid_request', `${param} is not valid JSON.`, { param });
+    throw GatewayError.of('invalid_request', `${param} is not valid JSON.`, { param });
   }
 }
 

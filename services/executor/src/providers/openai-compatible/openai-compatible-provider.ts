@@ -10,7 +10,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { EventSourceMessage } from 'eventsource-parser';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
 import type { ChatRequestOutput, ChatResponse, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
@@ -102,7 +102,7 @@ export class OpenAiCompatibleProvider implements Provider {
   private async send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const { model } = context;
     if (!model.upstream.base_url) {
-      throw new GatewayError(GrpcStatus.FAILED_PRECONDITION, 'model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
+      throw GatewayError.of('model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
     }
     const base = new URL(model.upstream.base_url);
     const url = new URL(`${base.pathname.replace(/\/+$/, '')}/chat/completions${base.search}`, base.origin);
