@@ -5,13 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
 import cors from '@fastify/cors';
-import type { Logger } from '@gateway/logger';
-import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent, UsageServiceClient } from '@gateway/proto';
-import { prometheus, type Tracing } from '@gateway/observability';
-import type { AuthDecisions } from './auth-decisions.js';
-import type { ExecutorCalls } from './executor-calls.js';
-import type { CatalogView } from './catalog-view.js';
-import type { EdgeConfig } from './config.js';
+import { prometheus } from '@gateway/observability';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
 import { registerChatCompletions } from './routes/chat-completions.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
@@ -20,29 +14,10 @@ import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
-import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './routes/authenticate.js';
+import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './auth/key-check.js';
+import type { EdgeDependencies } from './dependencies.js';
 
-/** Everything the edge talks to. */
-export interface EdgeDependencies {
-  config: EdgeConfig;
-  logger: Logger;
-  registry: prometheus.Registry;
-  auth: AuthServiceClient;
-  /** Quota decisions and settlements, on long-lived streams to auth. */
-  decisions: AuthDecisions;
-  router: RouterServiceClient;
-  executor: ExecutorServiceClient;
-  /** Completions, whole and streamed, on long-lived streams to the executors. */
-  completions: ExecutorCalls;
-  catalog: CatalogView;
-  usage: { publish(event: UsageEvent): void };
-  /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
-  metering: UsageServiceClient;
-  /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
-  ready(): Promise<boolean>;
-  /** Traces (OTLP), when configured; off by default. */
-  tracing?: Tracing;
-}
+export type { EdgeDependencies } from './dependencies.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /**

@@ -5,9 +5,9 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ModelOutput } from '@gateway/proto';
-import type { EdgeDependencies } from '../app.js';
+import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from '../errors.js';
-import { bearerKey, checkKey, noteKeyChecked } from './authenticate.js';
+import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
 
 const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
 

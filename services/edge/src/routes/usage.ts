@@ -20,11 +20,11 @@ import type {
   RecentRequestOutput,
   UsageCountsOutput,
 } from '@gateway/proto';
-import type { EdgeDependencies } from '../app.js';
+import type { EdgeDependencies } from '../dependencies.js';
 import { invalid } from '../errors.js';
 import type { UsageResultJson } from '../wire/usage-json.js';
 import { adminTokenHook } from './admin-token.js';
-import { bearerKey, checkKey, noteKeyChecked } from './authenticate.js';
+import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
 import { tierName } from './models.js';
 
 /** What usage can be grouped by. */

@@ -1,0 +1,33 @@
+/**
+ * Everything the edge talks to, as one object the app and its routes are built from: a file of its
+ * own, so that the routes and the app do not import each other.
+ */
+import type { Logger } from '@gateway/logger';
+import type { prometheus, Tracing } from '@gateway/observability';
+import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent, UsageServiceClient } from '@gateway/proto';
+import type { AuthDecisions } from './auth-decisions.js';
+import type { CatalogView } from './catalog-view.js';
+import type { EdgeConfig } from './config.js';
+import type { ExecutorCalls } from './executor-calls.js';
+
+/** Everything the edge talks to. */
+export interface EdgeDependencies {
+  config: EdgeConfig;
+  logger: Logger;
+  registry: prometheus.Registry;
+  auth: AuthServiceClient;
+  /** Quota decisions and settlements, on long-lived streams to auth. */
+  decisions: AuthDecisions;
+  router: RouterServiceClient;
+  executor: ExecutorServiceClient;
+  /** Completions, whole and streamed, on long-lived streams to the executors. */
+  completions: ExecutorCalls;
+  catalog: CatalogView;
+  usage: { publish(event: UsageEvent): void };
+  /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
+  metering: UsageServiceClient;
+  /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
+  ready(): Promise<boolean>;
+  /** Traces (OTLP), when configured; off by default. */
+  tracing?: Tracing;
+}
