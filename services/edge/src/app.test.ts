@@ -1,0 +1,246 @@
+/**
+ * The edge app through fastify's inject(), with the services behind it faked through the edge's
+ * own interfaces (auth decisions, executor calls, the catalog view, the usage publisher): what a
+ * caller of POST /v1/chat/completions sees, and what the edge sends to auth, the executor and
+ * metering, without a port or a peer process.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { GatewayError } from '@gateway/grpc';
+import { createLogger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+import type {
+  CheckKeyRequest,
+  CheckKeyResponseOutput,
+  ExecuteRequest,
+  ExecuteResponseOutput,
+  ExecuteStreamEventOutput,
+  ModelOutput,
+  UsageEvent,
+} from '@gateway/proto';
+import { buildEdgeApp } from './app.js';
+import type { CatalogView } from './catalog-view.js';
+import { readEdgeConfig } from './config.js';
+import type { EdgeDependencies } from './dependencies.js';
+
+const KEY = `br-${'k'.repeat(40)}`;
+const model = (id: string, overrides: Partial<ModelOutput> = {}): ModelOutput =>
+  ({
+    id,
+    provider: 'openai-compatible',
+    owned_by: 'tests',
+    created: 0,
+    pricing: { input_micro_usd_per_mtok: 1_000_000, cached_input_micro_usd_per_mtok: 500_000, output_micro_usd_per_mtok: 2_000_000 },
+    context_window: 8_000,
+    max_output_tokens: 1_000,
+    capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
+    quality_tier: 'QUALITY_TIER_STANDARD',
+    available: true,
+    fallbacks: [],
+    ...overrides,
+  }) as ModelOutput;
+
+const allow: CheckKeyResponseOutput = {
+  decision: 'DECISION_ALLOW',
+  key_id: 'key_AAAAAAAAAAAAAAAA',
+  plan: 'PLAN_PRO',
+  requests: { limit: 1000, remaining: 999, reset_ms: 60, unlimited: false },
+  tokens: { limit: 0, remaining: 0, reset_ms: 0, unlimited: true },
+  reservation_id: 'key_AAAAAAAAAAAAAAAA:r1',
+  budget: { limited: true, remaining_pico_usd: 5_000_000, spent_today_pico_usd: 0, spent_month_pico_usd: 0, monthly_exhausted: false },
+} as CheckKeyResponseOutput;
+
+const answer: ExecuteResponseOutput = {
+  response: {
+    id: 'chatcmpl-1',
+    created: 1_700_000_000,
+    model: 'up-model',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello!' }, finish_reason: 'FINISH_REASON_STOP' }],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cached_tokens: 0 },
+  },
+  provider: 'openai-compatible',
+  model_id: 'plain',
+  attempts: [],
+} as unknown as ExecuteResponseOutput;
+
+/** What the fakes saw, and how they answer. */
+interface Fakes {
+  decision: CheckKeyResponseOutput | Error;
+  checks: CheckKeyRequest[];
+  executes: ExecuteRequest[];
+  whole: ExecuteResponseOutput | Error;
+  events: ExecuteStreamEventOutput[];
+  published: UsageEvent[];
+}
+
+let app: FastifyInstance;
+let fakes: Fakes;
+
+beforeEach(async () => {
+  fakes = { decision: allow, checks: [], executes: [], whole: answer, events: [], published: [] };
+  const models = [
+    model('plain'),
+    model('tooled', { capabilities: { tools: true, vision: false, streaming: true, json_mode: false } }),
+    model('down', { available: false, retry_after_ms: 3_000 }),
+  ];
+  const catalog: CatalogView = { ready: true, get: (id) => models.find((entry) => entry.id === id), list: () => models };
+  const deps = {
+    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: '' }),
+    logger: createLogger('edge-test', 'silent'),
+    registry: new prometheus.Registry(),
+    decisions: {
+      call: async (method: string, request: CheckKeyRequest) => {
+        if (method !== 'check_key') return { outcome: 'SETTLE_OUTCOME_SETTLED' };
+        fakes.checks.push(request);
+        if (fakes.decision instanceof Error) throw fakes.decision;
+        return fakes.decision;
+      },
+    },
+    completions: {
+      call: async (_method: string, request: ExecuteRequest) => {
+        fakes.executes.push(request);
+        if (fakes.whole instanceof Error) throw fakes.whole;
+        return fakes.whole;
+      },
+      stream: (_method: string, request: ExecuteRequest) => {
+        fakes.executes.push(request);
+        const events = fakes.events;
+        return (async function* () {
+          yield* events;
+        })();
+      },
+    },
+    catalog,
+    usage: { publish: (event: UsageEvent) => fakes.published.push(event) },
+    ready: async () => true,
+  } as unknown as EdgeDependencies;
+  app = await buildEdgeApp(deps);
+});
+
+afterEach(async () => {
+  await app.close();
+});
+
+const complete = (body: Record<string, unknown>, key: string | null = KEY) =>
+  app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    payload: JSON.stringify(body),
+  });
+const hello = [{ role: 'user', content: 'Hello there' }];
+
+describe('POST /v1/chat/completions', () => {
+  it('answers a whole completion with the gateway object, its price and the limits, and reports its usage once', async () => {
+    const response = await complete({ model: 'plain', messages: hello });
+    expect(response.statusCode).toBe(200);
+    const body = response.json() as { object: string; choices: Array<{ message: { content: string } }>; gateway: Record<string, unknown> };
+    // 10 prompt tokens at 1 USD and 5 completion tokens at 2 USD per million.
+    expect(body).toMatchObject({
+      object: 'chat.completion',
+      choices: [{ message: { content: 'Hello!' } }],
+      gateway: { routed_to: 'plain', cost_usd: 0.00002 },
+    });
+    expect(response.headers).toMatchObject({
+      'x-ratelimit-limit-requests': '1000',
+      'x-ratelimit-remaining-requests': '999',
+      'x-gateway-budget-remaining-usd': '0.000005',
+    });
+    expect(fakes.checks).toEqual([expect.objectContaining({ api_key: KEY, check_only: false })]);
+    expect(fakes.executes).toEqual([expect.objectContaining({ model_id: 'plain', key_id: 'key_AAAAAAAAAAAAAAAA', fallbacks: [] })]);
+    expect(fakes.published).toEqual([
+      expect.objectContaining({
+        key_id: 'key_AAAAAAAAAAAAAAAA',
+        model_id: 'plain',
+        outcome: 'OUTCOME_COMPLETED',
+        reservation_id: 'key_AAAAAAAAAAAAAAAA:r1',
+        reported_cost_pico_usd: 20_000_000,
+      }),
+    ]);
+  });
+
+  it("streams the executor's chunks as SSE, the gateway object on the last chunk before [DONE]", async () => {
+    const chunk = (content: string, finish = false) => ({
+      json: JSON.stringify({
+        id: 'chatcmpl-2',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'plain',
+        choices: [{ index: 0, delta: { content }, finish_reason: finish ? 'stop' : null }],
+      }),
+      finishes: finish,
+    });
+    fakes.events = [
+      { start: { model_id: 'plain', provider: 'openai-compatible', attempts: [] }, rendered: { chunks: [chunk('Hel'), chunk('lo')], text: 'Hello' } },
+      { rendered: { chunks: [chunk('', true)], text: '' } },
+      { end: { usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 }, provider: 'openai-compatible', model_id: 'plain', attempts: [] } },
+    ] as unknown as ExecuteStreamEventOutput[];
+    const response = await complete({ model: 'plain', messages: hello, stream: true });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^text\/event-stream/);
+    const data = response.body
+      .split('\n\n')
+      .filter((event) => event.startsWith('data: '))
+      .map((event) => event.slice(6));
+    expect(data.at(-1)).toBe('[DONE]');
+    expect(JSON.parse(data.at(-2)!)).toMatchObject({ choices: [{ finish_reason: 'stop' }], gateway: { routed_to: 'plain' } });
+    expect(data.slice(0, 2).map((json) => JSON.parse(json).choices[0].delta.content)).toEqual(['Hel', 'lo']);
+    expect(fakes.published).toEqual([
+      expect.objectContaining({ outcome: 'OUTCOME_COMPLETED', stream: true, usage: expect.objectContaining({ completion_tokens: 2 }) }),
+    ]);
+  });
+
+  it("refuses a request without a key before reading its body, and one auth refuses, with OpenAI's errors", async () => {
+    const missing = await complete({ model: 'plain', messages: hello }, null);
+    expect(missing.statusCode).toBe(401);
+    expect(missing.json()).toMatchObject({ error: { code: 'missing_api_key', type: 'invalid_request_error' } });
+    expect(fakes.checks).toEqual([]);
+
+    fakes.decision = {
+      decision: 'DECISION_DENY_BUDGET',
+      key_id: 'key_AAAAAAAAAAAAAAAA',
+      retry_after_ms: 7_200_000,
+      message: 'You exceeded your current quota.',
+      budget: { limited: true },
+    } as CheckKeyResponseOutput;
+    const broke = await complete({ model: 'plain', messages: hello });
+    expect(broke.statusCode).toBe(429);
+    expect(broke.json()).toMatchObject({ error: { type: 'insufficient_quota', code: 'insufficient_quota' } });
+    expect(broke.headers).toMatchObject({ 'retry-after': '7200', 'x-should-retry': 'false', 'x-gateway-budget-remaining-usd': '0' });
+
+    fakes.decision = new GatewayError(14, 'auth_unavailable', 'down');
+    const down = await complete({ model: 'plain', messages: hello });
+    expect(down.statusCode).toBe(503);
+    expect(down.json()).toMatchObject({ error: { code: 'auth_unavailable' } });
+    expect(fakes.executes).toEqual([]);
+  });
+
+  it('refuses what the model cannot serve, and an unavailable model without fallbacks, before any executor call', async () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
+    const refused = await complete({ model: 'plain', messages: hello, tools });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toMatchObject({ error: { param: 'tools', code: 'unsupported_parameter' } });
+    expect((await complete({ model: 'tooled', messages: hello, tools })).statusCode).toBe(200);
+
+    const down = await complete({ model: 'down', messages: hello });
+    expect(down.statusCode).toBe(503);
+    expect(down.headers).toMatchObject({ 'retry-after': '3', 'retry-after-ms': '3000' });
+    expect((await complete({ model: 'nope', messages: hello })).json()).toMatchObject({ error: { code: 'model_not_found', param: 'model' } });
+    expect(fakes.executes.map((request) => request.model_id)).toEqual(['tooled']);
+  });
+
+  it('answers an executor failure with its registered status, and meters it as an error with no usage', async () => {
+    fakes.whole = GatewayError.of('upstream_error', 'The openai-compatible upstream failed to answer.');
+    const failed = await complete({ model: 'plain', messages: hello });
+    expect(failed.statusCode).toBe(502);
+    expect(failed.json()).toMatchObject({ error: { type: 'upstream_error', code: 'upstream_error' } });
+    expect(fakes.published).toEqual([
+      expect.objectContaining({
+        outcome: 'OUTCOME_FAILED',
+        error_code: 'upstream_error',
+        reservation_id: 'key_AAAAAAAAAAAAAAAA:r1',
+        usage: expect.objectContaining({ total_tokens: 0 }),
+      }),
+    ]);
+  });
+});
