@@ -4,6 +4,10 @@
  */
 import type { CatalogSnapshotOutput, ModelOutput, RouterServiceClient } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
+import { ExponentialBackoff, noJitterGenerator, type IBackoff } from 'cockatiel';
+
+/** Reconnection delays of the catalog watch: 100 ms doubling to at most 2 s, with no jitter. */
+const RECONNECT_BACKOFF = new ExponentialBackoff({ initialDelay: 100, maxDelay: 2_000, exponent: 2, generator: noJitterGenerator });
 
 /** What the edge reads of the catalog. */
 export interface CatalogView {
@@ -22,7 +26,8 @@ export class WatchedCatalog implements CatalogView {
   private call: ReturnType<RouterServiceClient['WatchCatalog']> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private attempt = 0;
+  /** The reconnection backoff since the last snapshot arrived; undefined when connected. */
+  private backoff: IBackoff<unknown> | undefined;
   ready = false;
 
   constructor(
@@ -54,7 +59,7 @@ export class WatchedCatalog implements CatalogView {
     const call = this.client.WatchCatalog({}, { deadline: Date.now() + this.watchDeadlineMs });
     this.call = call;
     call.on('data', (snapshot: CatalogSnapshotOutput) => {
-      this.attempt = 0;
+      this.backoff = undefined;
       this.apply(snapshot);
     });
     call.on('error', (error: Error & { code?: number }) => {
@@ -66,8 +71,8 @@ export class WatchedCatalog implements CatalogView {
 
   private scheduleRetry(): void {
     if (this.stopped || this.retryTimer) return;
-    const delay = Math.min(100 * 2 ** this.attempt, 2000);
-    this.attempt += 1;
+    this.backoff = this.backoff ? this.backoff.next(undefined) : RECONNECT_BACKOFF.next();
+    const delay = this.backoff.duration;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.start();

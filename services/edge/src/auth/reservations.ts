@@ -4,6 +4,7 @@
  * auth when the request produced nothing.
  */
 import type { FastifyRequest } from 'fastify';
+import { handleWhen, IterableBackoff, retry } from 'cockatiel';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { CheckKeyResponseOutput, SettleUsageRequest } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
@@ -59,20 +60,24 @@ export function releaseReservation(request: FastifyRequest): void {
   reservations.get(request)?.settle(0);
 }
 
+/** Whether a settlement that failed may succeed if sent again: auth was away or late, not refusing. */
+function settlementRetryable(error: unknown): boolean {
+  const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+  return failure.code === GrpcStatus.UNAVAILABLE || failure.code === GrpcStatus.DEADLINE_EXCEEDED;
+}
+
+/** Settlement's retries: three more tries, 0.25, 1 and 3 s after a failure auth may recover from. */
+const settlementRetries = retry(handleWhen(settlementRetryable), {
+  maxAttempts: SETTLE_RETRY_DELAYS_MS.length,
+  backoff: new IterableBackoff(SETTLE_RETRY_DELAYS_MS),
+});
+
 async function settleWithRetries(deps: EdgeDependencies, settlement: SettleUsageRequest): Promise<void> {
   const requestId = settlement.request_id ?? '';
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      await deps.decisions.call('settle_usage', settlement, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId });
-      return;
-    } catch (error) {
-      const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
-      const retryable = failure.code === GrpcStatus.UNAVAILABLE || failure.code === GrpcStatus.DEADLINE_EXCEEDED;
-      if (!retryable || attempt >= SETTLE_RETRY_DELAYS_MS.length) {
-        deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'usage not settled; the reservation stays charged until it leaves the window');
-        return;
-      }
-      await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_DELAYS_MS[attempt]));
-    }
+  try {
+    await settlementRetries.execute(() => deps.decisions.call('settle_usage', settlement, { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId }));
+  } catch (error) {
+    const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+    deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'usage not settled; the reservation stays charged until it leaves the window');
   }
 }

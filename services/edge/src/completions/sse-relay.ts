@@ -10,7 +10,7 @@ import type { EdgeDependencies } from '../dependencies.js';
 import { errorBody, toRequestError } from '../errors.js';
 import { BUDGET_REMAINING_HEADER } from '../rate-limit-headers.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
-import { isReplicaLoss, REPLICA_RETRIES } from './executor-replicas.js';
+import { isReplicaLoss, ReplicaLost, streamReplicaRetries } from './executor-replicas.js';
 import { answeredModel as answeredModelOf, type Routing } from './model-resolution.js';
 import { estimatedUsage, NO_USAGE } from './usage-report.js';
 
@@ -145,82 +145,88 @@ export async function relayStream(
   const cancel = () => call?.cancel();
   abort.signal.addEventListener('abort', cancel, { once: true });
   try {
-    for (let replicaTry = 0; ; replicaTry += 1) {
-      const callOptions = { deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id, signal: abort.signal, traceparent };
-      let events: AsyncIterable<ExecuteStreamEventOutput> | undefined = deps.completions.stream('stream', execute, { ...callOptions, window: STREAM_WINDOW });
-      if (!events) {
-        const { metadata, callOptions: grpcOptions } = callMetadata(callOptions);
-        call = withoutCallerStack(() => deps.executor.StreamComplete(execute, metadata, grpcOptions));
-        events = call as AsyncIterable<ExecuteStreamEventOutput>;
-      }
-      let received = false;
-      // Set at the end event. The loop then runs on to the stream's own end (its status follows
-      // at once): leaving the loop early would destroy a StreamComplete call, which builds an
-      // AbortError with its stack trace for every stream.
-      let completed = false;
-      try {
-        for await (const event of events) {
-          received = true;
-          if (completed) continue;
-          if (event.start) {
-            answered = answeredModelOf(deps.catalog, routing, event.start.model_id);
-            attempts = event.start.attempts;
-            provider = event.start.provider ?? '';
-            if (event.start.completion_id && !started) {
-              identity.id = event.start.completion_id;
-              identity.created = Number(event.start.created) || 0;
+    // One try per executor replica: a replica lost before the stream's first event is replaced by
+    // another (executor-replicas.ts); anything else ends the stream.
+    await streamReplicaRetries
+      .execute(async () => {
+        const callOptions = { deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id, signal: abort.signal, traceparent };
+        let events: AsyncIterable<ExecuteStreamEventOutput> | undefined = deps.completions.stream('stream', execute, { ...callOptions, window: STREAM_WINDOW });
+        if (!events) {
+          const { metadata, callOptions: grpcOptions } = callMetadata(callOptions);
+          call = withoutCallerStack(() => deps.executor.StreamComplete(execute, metadata, grpcOptions));
+          events = call as AsyncIterable<ExecuteStreamEventOutput>;
+        }
+        let received = false;
+        // Set at the end event. The loop then runs on to the stream's own end (its status follows
+        // at once): leaving the loop early would destroy a StreamComplete call, which builds an
+        // AbortError with its stack trace for every stream.
+        let completed = false;
+        try {
+          for await (const event of events) {
+            received = true;
+            if (completed) continue;
+            if (event.start) {
+              answered = answeredModelOf(deps.catalog, routing, event.start.model_id);
+              attempts = event.start.attempts;
+              provider = event.start.provider ?? '';
+              if (event.start.completion_id && !started) {
+                identity.id = event.start.completion_id;
+                identity.created = Number(event.start.created) || 0;
+              }
+            }
+            if (event.rendered) {
+              // Chunks the executor rendered: written as they are.
+              if (!started) begin(undefined);
+              firstTokenMs ??= reply.elapsedTime;
+              streamedText += event.rendered.text ?? '';
+              for (const chunk of event.rendered.chunks) await relay(chunk.json ?? '', chunk.finishes === true);
+              armKeepAlive();
+            } else if (event.chunk) {
+              // A chunk as a message, from an executor that does not render: rendered here.
+              const chunk = event.chunk;
+              if (!started) begin(chunk);
+              firstTokenMs ??= reply.elapsedTime;
+              textOf(chunk);
+              await relay(
+                JSON.stringify(chunkJson(chunk, identity)),
+                chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED'),
+              );
+              armKeepAlive();
+            } else if (event.failure) {
+              // The executor's own count of what was generated before it failed; its status follows.
+              failureUsage = event.failure.usage;
+              provider = event.failure.provider ?? provider;
+            } else if (event.end) {
+              if (!started) begin(undefined);
+              const end = event.end;
+              if (end.model_id) answered = answeredModelOf(deps.catalog, routing, end.model_id);
+              if (end.attempts.length > 0) attempts = end.attempts;
+              const gateway = finish(answered, attempts, end.usage, end.provider ?? provider, 'OUTCOME_COMPLETED', firstTokenMs);
+              let tail = '';
+              if (held !== undefined) tail += `data: ${parsed.includeUsage ? held : withGateway(held, gateway)}\n\n`;
+              if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(end.usage, identity, gateway))}\n\n`;
+              else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
+              held = undefined;
+              raw.end(`${tail}data: [DONE]\n\n`);
+              completed = true;
             }
           }
-          if (event.rendered) {
-            // Chunks the executor rendered: written as they are.
-            if (!started) begin(undefined);
-            firstTokenMs ??= reply.elapsedTime;
-            streamedText += event.rendered.text ?? '';
-            for (const chunk of event.rendered.chunks) await relay(chunk.json ?? '', chunk.finishes === true);
-            armKeepAlive();
-          } else if (event.chunk) {
-            // A chunk as a message, from an executor that does not render: rendered here.
-            const chunk = event.chunk;
-            if (!started) begin(chunk);
-            firstTokenMs ??= reply.elapsedTime;
-            textOf(chunk);
-            await relay(
-              JSON.stringify(chunkJson(chunk, identity)),
-              chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED'),
-            );
-            armKeepAlive();
-          } else if (event.failure) {
-            // The executor's own count of what was generated before it failed; its status follows.
-            failureUsage = event.failure.usage;
-            provider = event.failure.provider ?? provider;
-          } else if (event.end) {
-            if (!started) begin(undefined);
-            const end = event.end;
-            if (end.model_id) answered = answeredModelOf(deps.catalog, routing, end.model_id);
-            if (end.attempts.length > 0) attempts = end.attempts;
-            const gateway = finish(answered, attempts, end.usage, end.provider ?? provider, 'OUTCOME_COMPLETED', firstTokenMs);
-            let tail = '';
-            if (held !== undefined) tail += `data: ${parsed.includeUsage ? held : withGateway(held, gateway)}\n\n`;
-            if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(end.usage, identity, gateway))}\n\n`;
-            else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
-            held = undefined;
-            raw.end(`${tail}data: [DONE]\n\n`);
-            completed = true;
+        } catch (error) {
+          // The answer is complete: what the stream does after its end event changes nothing.
+          if (completed) return;
+          if (!received && isReplicaLoss(error)) {
+            request.log.warn('executor replica lost before the stream began');
+            throw new ReplicaLost(error);
           }
+          throw error;
         }
-      } catch (error) {
-        // The answer is complete: what the stream does after its end event changes nothing.
         if (completed) return;
-        if (!received && replicaTry < REPLICA_RETRIES && !abort.signal.aborted && isReplicaLoss(error)) {
-          request.log.warn('executor replica lost before the stream began; retrying on another');
-          continue;
-        }
-        throw error;
-      }
-      if (completed) return;
-      // The executor closed the stream without its end event: never end cleanly as if complete.
-      throw GatewayError.of('upstream_error', 'The model stream ended unexpectedly.');
-    }
+        // The executor closed the stream without its end event: never end cleanly as if complete.
+        throw GatewayError.of('upstream_error', 'The model stream ended unexpectedly.');
+      }, abort.signal)
+      .catch((error: unknown) => {
+        throw error instanceof ReplicaLost ? error.failure : error;
+      });
   } catch (error) {
     if (abort.signal.aborted) {
       // The client went away: meter what was generated before it left.
