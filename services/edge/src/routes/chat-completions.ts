@@ -9,7 +9,7 @@ import { costPicoUsd } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { NO_TRACING, SpanKind, SpanStatusCode } from '@gateway/observability';
 import { chatCompletionJson } from '@gateway/openai-wire';
-import type { CheckKeyResponseOutput, ExecuteRequest } from '@gateway/proto';
+import type { CheckKeyResponseOutput, ExecuteRequest, ExecutionAttemptOutput, ModelOutput, UsageEvent, UsageOutput } from '@gateway/proto';
 import { bearerKey, checkKey, noteKeyChecked, reservedTokens } from '../auth/key-check.js';
 import { holdReservation, releaseReservation } from '../auth/reservations.js';
 import { withReplicaRetry } from '../completions/executor-replicas.js';
@@ -149,6 +149,37 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
       const observed: Observed = { plan: planName(decision.plan), routedModel: routing.model.id ?? '', span, traceparent, auto };
       const over = metrics.started();
       reply.raw.once('close', over);
+      /** Reports how the request ended (usage event, metrics, span), priced; returns its `gateway` object. */
+      const report = (
+        answered: ModelOutput,
+        usage: UsageOutput | undefined,
+        provider: string,
+        outcome: UsageEvent['outcome'],
+        attempts: readonly ExecutionAttemptOutput[],
+        ended: Partial<Observed> = {},
+      ) => {
+        const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
+        const latencyMs = reply.elapsedTime;
+        const reservationId = reservation.handOff();
+        const observedNow = { ...observed, ...ended };
+        publishUsage({
+          eventId,
+          requestId,
+          receivedAtMs,
+          latencyMs,
+          keyId,
+          answered,
+          parsed,
+          usage,
+          provider,
+          outcome,
+          costPico,
+          reservationId,
+          observed: observedNow,
+          attempts,
+        });
+        return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
+      };
 
       if (!parsed.stream) {
         const result = await withReplicaRetry(abort.signal, () =>
@@ -160,48 +191,16 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
           const errorCode = cancelled
             ? undefined
             : (toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error');
-          publishUsage({
-            eventId,
-            requestId,
-            receivedAtMs,
-            latencyMs: reply.elapsedTime,
-            keyId,
-            answered: routing.model,
-            parsed,
-            usage: NO_USAGE,
-            provider: '',
-            outcome: cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED',
-            costPico: 0n,
-            reservationId: reservation.handOff(),
-            observed: { ...observed, errorCode },
-            attempts: [],
-          });
+          report(routing.model, NO_USAGE, '', cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED', [], { errorCode });
           throw error;
         });
         const response = result.response!;
         const answered = answeredModel(catalog, routing, result.model_id);
-        const costPico = costPicoUsd((answered.pricing ?? {}) as never, response.usage ?? {});
-        const latencyMs = reply.elapsedTime;
-        const body = JSON.stringify(chatCompletionJson(response, gatewayInfo(routing, answered, result.attempts, latencyMs, costPico), parsed.legacyFunctions));
-        publishUsage({
-          eventId,
-          requestId,
-          receivedAtMs,
-          latencyMs,
-          keyId,
-          answered,
-          parsed,
-          usage: response.usage,
-          provider: result.provider ?? '',
-          outcome: 'OUTCOME_COMPLETED',
-          costPico,
-          reservationId: reservation.handOff(),
-          observed,
-          attempts: result.attempts,
-        });
+        const gateway = report(answered, response.usage, result.provider ?? '', 'OUTCOME_COMPLETED', result.attempts);
+        const body = JSON.stringify(chatCompletionJson(response, gateway, parsed.legacyFunctions));
         void reply
           .header('content-type', 'application/json')
-          .header('openai-processing-ms', String(Math.round(latencyMs)))
+          .header('openai-processing-ms', String(Math.round(gateway.latency_ms)))
           .header('openai-model', answered.id ?? '');
         return body;
       }
@@ -215,27 +214,8 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
         parsed,
         abort,
         traceparent,
-        (answered, attempts, usage, provider, outcome, firstTokenMs, errorCode) => {
-          const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
-          const latencyMs = reply.elapsedTime;
-          publishUsage({
-            eventId,
-            requestId,
-            receivedAtMs,
-            latencyMs,
-            keyId,
-            answered,
-            parsed,
-            usage,
-            provider,
-            outcome,
-            costPico,
-            reservationId: reservation.handOff(),
-            observed: { ...observed, ...(firstTokenMs !== undefined ? { firstTokenMs } : {}), errorCode },
-            attempts,
-          });
-          return gatewayInfo(routing, answered, attempts, latencyMs, costPico);
-        },
+        (answered, attempts, usage, provider, outcome, firstTokenMs, errorCode) =>
+          report(answered, usage, provider, outcome, attempts, { ...(firstTokenMs !== undefined ? { firstTokenMs } : {}), errorCode }),
       );
       return reply;
     } catch (error) {
