@@ -3,6 +3,7 @@
  * handlers of the test's own (the generic part knows nothing about keys or quotas).
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { Metadata, type ServerDuplexStream } from '@grpc/grpc-js';
 import {
   loadGatewayGrpc,
   type AuthServiceClient,
@@ -47,8 +48,12 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A server whose CheckKey (unary and streamed) runs `check`; without Decide when `streamed` is false. */
-async function startServer(check: CheckHandler, options: { port?: number; streamed?: boolean } = {}): Promise<TestServer> {
+/**
+ * A server whose CheckKey (unary and streamed) runs `check`; without Decide when `streamed` is
+ * false; with a Decide that takes each stream (sends its headers) and ends it at once with
+ * UNAVAILABLE when `endStreams` is set.
+ */
+async function startServer(check: CheckHandler, options: { port?: number; streamed?: boolean; endStreams?: boolean } = {}): Promise<TestServer> {
   const settle = async (request: SettleUsageRequestOutput) => ({
     outcome: 'SETTLE_OUTCOME_SETTLED' as const,
     delta_tokens: Number(request.actual_tokens ?? 0),
@@ -56,7 +61,13 @@ async function startServer(check: CheckHandler, options: { port?: number; stream
   const decide = serveStreamedCalls({ check_key: check, settle_usage: settle }, 'Decide');
   const handlers: Record<string, unknown> = { CheckKey: unary(check, 'CheckKey'), SettleUsage: unary(settle, 'SettleUsage') };
   const state = { streamsServed: 0 };
-  if (options.streamed !== false) {
+  if (options.endStreams) {
+    handlers.Decide = (call: ServerDuplexStream<unknown, unknown>) => {
+      state.streamsServed += 1;
+      call.sendMetadata(new Metadata());
+      call.emit('error', { code: GrpcStatus.UNAVAILABLE, details: 'ended at once' });
+    };
+  } else if (options.streamed !== false) {
     handlers.Decide = (call: Parameters<typeof decide.handler>[0]) => {
       state.streamsServed += 1;
       decide.handler(call);
@@ -101,6 +112,25 @@ function connect(target: string, streams = 2, options: Partial<StreamedCallsOpti
   const check = (reservationId: string, delayMs = 0, options: Partial<CallOptions> = {}) =>
     calls.call('check_key', { api_key: 'k', request_id: 'r', reserve_tokens: delayMs, reservation_id: reservationId }, { deadlineMs: 5_000, ...options });
   return { client, calls, paths, check };
+}
+
+/**
+ * One stream to 127.0.0.1:port with the given backoff, on a channel already connected (so that the
+ * first pause is not the connection's); returns when each open began (performance.now), as they happen.
+ */
+async function recordOpens(port: number, reopenBackoff: { initialMs: number; maxMs: number }): Promise<number[]> {
+  const client: AuthServiceClient = createClient(definition, `127.0.0.1:${port}`);
+  cleanups.push(() => client.close());
+  await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 5_000, (error) => (error ? reject(error) : resolve())));
+  const opens: number[] = [];
+  connect(`127.0.0.1:${port}`, 1, {
+    reopenBackoff,
+    open: () => {
+      opens.push(performance.now());
+      return client.Decide();
+    },
+  });
+  return opens;
 }
 
 async function until(condition: () => boolean, description: string, timeoutMs = 5_000): Promise<void> {
@@ -243,6 +273,32 @@ describe('StreamedCalls', () => {
     expect((await check('back')).reservation_id).toBe('back');
     expect(paths).toEqual(['stream']);
     expect(second.streamsServed).toBe(2);
+  });
+
+  it('reopens a stream that fails to open after pauses doubling from initialMs up to maxMs', async () => {
+    // Without Decide every stream fails before it opens (UNIMPLEMENTED, no headers).
+    const server = await startServer(echo, { streamed: false });
+    const opens = await recordOpens(server.port, { initialMs: 50, maxMs: 100 });
+    await until(() => opens.length >= 6, 'six attempts to open a stream');
+    const pauses = [0, 1, 2, 3, 4].map((index) => opens[index + 1]! - opens[index]!);
+    // A timer never fires early: each pause is at least its delay less the 20% spread. Lateness on a
+    // busy machine only lengthens pauses, so the upper bound is loose and checked only where the cap
+    // shows: without it the fifth pause would be 800 ms ±20%, at least 640.
+    for (const [index, delay] of [50, 100, 100, 100, 100].entries()) expect(pauses[index]).toBeGreaterThanOrEqual(delay * 0.8 - 2);
+    expect(pauses[4]).toBeLessThan(100 * 1.2 + 250);
+  });
+
+  it('waits initialMs again after a stream that opened, even when every stream ends at once', async () => {
+    const server = await startServer(echo, { endStreams: true });
+    const opens = await recordOpens(server.port, { initialMs: 20, maxMs: 1_000 });
+    await until(() => opens.length >= 6 && server.streamsServed >= 6, 'six streams opened');
+    const pauses = opens.slice(1, 6).map((at, index) => at - opens[index]!);
+    // Counted from the first open instead, the fifth pause would be 320 ms ±20%, at least 256; the
+    // bound leaves a busy machine's timers 170 ms of lateness.
+    for (const pause of pauses) {
+      expect(pause).toBeGreaterThanOrEqual(20 * 0.8 - 2);
+      expect(pause).toBeLessThan(200);
+    }
   });
 
   it('goes unary while no stream is open: a server without the streaming method, or no streams wanted', async () => {

@@ -25,6 +25,7 @@
  * producer of each call while the other calls on the stream flow.
  */
 import * as grpc from '@grpc/grpc-js';
+import { ExponentialBackoff, noJitterGenerator, type GeneratorFn, type IBackoff } from 'cockatiel';
 import type { ErrorInfoOutput } from '@gateway/proto';
 import { GatewayError } from './gateway-error.js';
 import type { CallOptions } from './client.js';
@@ -335,7 +336,8 @@ export interface StreamedCallsOptions<Methods extends StreamedMethods> {
   unary: { [Name in keyof Methods]: (request: Methods[Name][0], options: CallOptions) => Promise<Methods[Name][1]> };
   /**
    * Delay before reopening a stream that broke or failed to open, doubling per attempt since the
-   * slot's last open stream, up to maxMs (default 100 ms to 2 s, like the channel's reconnects).
+   * slot's last open stream, up to maxMs, each one ±20% (default 100 ms to 2 s, like the channel's
+   * reconnects).
    */
   reopenBackoff?: { initialMs: number; maxMs: number };
   /**
@@ -477,6 +479,16 @@ const NO_METHODS: ReadonlySet<string> = new Set();
 const DEFAULT_MAX_STREAM_AGE_MS = 5 * 60_000;
 
 /**
+ * cockatiel's doubling delay spread over ±20%, so that the streams of many callers broken by one
+ * replica's restart do not all come back at the same instant. None of cockatiel's own generators
+ * does this: full and half jitter only ever shorten the delay.
+ */
+const spreadTwentyPercent: GeneratorFn<number> = (attempts, options) => {
+  const [delay, next] = noJitterGenerator(attempts, options);
+  return [delay * (0.8 + Math.random() * 0.4), next];
+};
+
+/**
  * Calls carried on a few long-lived streams, correlated by call id. Each call keeps its own
  * deadline and AbortSignal, enforced here since the stream has none. When a stream breaks, every
  * call waiting on it is rejected with UNAVAILABLE (its outcome is unknown, so it is never resent)
@@ -485,10 +497,18 @@ const DEFAULT_MAX_STREAM_AGE_MS = 5 * 60_000;
  */
 export class StreamedCalls<Methods extends StreamedMethods, Streams extends StreamedMethods = Record<never, [unknown, unknown]>> {
   readonly #options: StreamedCallsOptions<Methods>;
-  readonly #backoff: { initialMs: number; maxMs: number };
+  /**
+   * The delays between reopenings are cockatiel's ExponentialBackoff, but the reopening is ours,
+   * not its retry(), which runs a function and retries its rejections counting from its start: a
+   * slot has no such call. Its attempts count from its last stream that opened, which may break
+   * minutes later and then waits the first delay before it is reopened, and a drained or aged
+   * stream is replaced at once. (The executor's deployment breaker uses cockatiel the same way.)
+   */
+  readonly #reopenBackoff: ExponentialBackoff<number>;
   /** The current stream of each slot; undefined while the slot waits to reopen. */
   readonly #slots: Array<ClientStream | undefined>;
-  readonly #failedAttempts: number[];
+  /** The last delay of each slot since its last stream opened; undefined: the next is the first. */
+  readonly #slotBackoffs: Array<IBackoff<unknown> | undefined>;
   readonly #reopenTimers = new Set<NodeJS.Timeout>();
   /** Every stream not yet ended: the current ones and those draining. */
   readonly #live = new Set<ClientStream>();
@@ -501,9 +521,10 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
 
   constructor(options: StreamedCallsOptions<Methods>) {
     this.#options = options;
-    this.#backoff = options.reopenBackoff ?? DEFAULT_BACKOFF;
+    const { initialMs, maxMs } = options.reopenBackoff ?? DEFAULT_BACKOFF;
+    this.#reopenBackoff = new ExponentialBackoff({ initialDelay: initialMs, maxDelay: maxMs, exponent: 2, generator: spreadTwentyPercent });
     this.#slots = Array.from({ length: Math.max(0, options.streams) }, () => undefined);
-    this.#failedAttempts = this.#slots.map(() => 0);
+    this.#slotBackoffs = this.#slots.map(() => undefined);
     // One stream first; once it is open, the channel has connected to the replicas it resolved,
     // and all the streams are opened together (that first one replaced), so that round robin gives
     // each replica its share. Opened at once from the start, they would all wait for, and go to,
@@ -653,7 +674,7 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
       stream.open = true;
       const methods = headers.get(METHODS_HEADER)[0];
       if (typeof methods === 'string') stream.methods = new Set(methods.split(','));
-      this.#failedAttempts[slot] = 0;
+      this.#slotBackoffs[slot] = undefined;
       const respread = this.#options.respreadAfterStartMs;
       let age = (this.#options.maxStreamAgeMs ?? DEFAULT_MAX_STREAM_AGE_MS) * (0.9 + Math.random() * 0.2);
       if (respread !== undefined && this.#allSlotsStarted && this.#firstGeneration > 0) {
@@ -733,13 +754,12 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     this.#slots[slot] = undefined;
     // Attempts count from the last stream that opened, so a server that ends every stream at once
     // is not asked again in a tight loop; meanwhile calls take the other streams or go unary.
-    const attempts = this.#failedAttempts[slot]! + 1;
-    this.#failedAttempts[slot] = attempts;
-    const delay = Math.min(this.#backoff.maxMs, this.#backoff.initialMs * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4);
+    const backoff = this.#slotBackoffs[slot]?.next(undefined) ?? this.#reopenBackoff.next();
+    this.#slotBackoffs[slot] = backoff;
     const timer = setTimeout(() => {
       this.#reopenTimers.delete(timer);
       this.#openSlot(slot);
-    }, delay);
+    }, backoff.duration);
     timer.unref();
     this.#reopenTimers.add(timer);
   }

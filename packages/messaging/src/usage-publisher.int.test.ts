@@ -170,6 +170,45 @@ describe('UsagePublisher', () => {
     publisher.close();
   });
 
+  it('pauses between failed rounds for initialBackoffMs, doubling up to maxBackoffMs, and from initialBackoffMs again after an acknowledgement', async () => {
+    const names = uniqueStream();
+    created.push(names.stream);
+    // The pause of each failed round, from the publisher's warning (which a round logs once).
+    const pauses: number[] = [];
+    const recording = createLogger('messaging-test', 'warn', {
+      hooks: {
+        logMethod(args) {
+          const [fields, message] = args as unknown as [{ retry_in_ms?: number }, string];
+          if (message === 'usage events not acknowledged; retrying') pauses.push(fields.retry_in_ms!);
+        },
+      },
+    });
+    const publisher = new UsagePublisher(nc, recording, {
+      subject: names.subject,
+      maxBatch: 1,
+      initialBackoffMs: 20,
+      maxBackoffMs: 100,
+      publishTimeoutMs: 500,
+    });
+    try {
+      // No stream captures the subject: every attempt is refused at once (no responders).
+      publisher.publish(event(randomUUID()));
+      await eventually(() => pauses.length >= 6, 'six failed rounds', 5_000);
+      expect(pauses.slice(0, 6)).toEqual([20, 40, 80, 100, 100, 100]);
+
+      await ensureUsageStream(nc, names);
+      await eventually(() => publisher.pending === 0, 'the event to be published', 5_000);
+      const manager = await nc.jetstreamManager();
+      await manager.streams.delete(names.stream);
+      const before = pauses.length;
+      publisher.publish(event(randomUUID()));
+      await eventually(() => pauses.length >= before + 2, 'two failed rounds after the acknowledgement', 5_000);
+      expect(pauses.slice(before, before + 2)).toEqual([20, 40]);
+    } finally {
+      publisher.close();
+    }
+  });
+
   it('drops and counts events beyond the queue bound without throwing', async () => {
     const names = uniqueStream();
     let drops = 0;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ExponentialBackoff, noJitterGenerator, type IBackoff } from 'cockatiel';
 import { createInbox, ErrorCode, Events, headers, type Msg, type MsgHdrs, type NatsConnection, type NatsError, type Subscription } from 'nats';
 import type { Logger } from '@gateway/logger';
 import type { UsageEvent } from '@gateway/proto';
@@ -220,15 +221,23 @@ export class UsagePublisher {
   private readonly maxInFlight: number;
   private readonly publishTimeoutMs: number;
   private readonly sweepIntervalMs: number;
-  private readonly initialBackoffMs: number;
-  private readonly maxBackoffMs: number;
+  /**
+   * The pauses between failed rounds are cockatiel's ExponentialBackoff, but the pausing is ours,
+   * not its retry(), which retries one call from its own start: here every attempt in the window
+   * shares one pause (a round costs one doubling, not one per event), an acknowledgement or a
+   * reconnection starts the pauses over, flush() cuts the current one short, and an attempt has no
+   * promise or timer of its own to wrap (what this class exists to avoid). The executor's
+   * deployment breaker uses cockatiel the same way.
+   */
+  private readonly backoffFactory: ExponentialBackoff<number>;
+  /** The current or last pause; undefined when the next failure pauses for initialBackoffMs. */
+  private backoff?: IBackoff<unknown>;
   private readonly onDrop?: () => void;
   private connectionUp = true;
   private closed = false;
   private droppedCount = 0;
   private publishedCount = 0;
   private lastDropLogAt = 0;
-  private backoffMs: number;
   /** When the current or last pause began: failures of attempts sent before it were already paid for. */
   private backoffStartedAt = Number.NEGATIVE_INFINITY;
   private backoffTimer?: NodeJS.Timeout;
@@ -250,9 +259,12 @@ export class UsagePublisher {
     this.maxInFlight = Math.max(1, options.maxInFlight ?? 1024);
     this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
     this.sweepIntervalMs = Math.max(1, Math.min(this.publishTimeoutMs / 2, MAX_SWEEP_INTERVAL_MS));
-    this.initialBackoffMs = options.initialBackoffMs ?? 100;
-    this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
-    this.backoffMs = this.initialBackoffMs;
+    this.backoffFactory = new ExponentialBackoff({
+      initialDelay: options.initialBackoffMs ?? 100,
+      maxDelay: options.maxBackoffMs ?? 5_000,
+      exponent: 2,
+      generator: noJitterGenerator,
+    });
     this.onDrop = options.onDrop;
     Promise.resolve(connection).then(
       (nc) => this.attach(nc),
@@ -390,7 +402,7 @@ export class UsagePublisher {
         } else if (status.type === Events.Reconnect) {
           this.connectionUp = true;
           for (const event of this.window.takeAll()) this.retries.push(event);
-          this.backoffMs = this.initialBackoffMs;
+          this.backoff = undefined;
           this.endBackoff();
         }
       }
@@ -452,7 +464,7 @@ export class UsagePublisher {
       const failure = acknowledgementFailure(message);
       if (failure === undefined) {
         this.publishedCount += event.count;
-        this.backoffMs = this.initialBackoffMs;
+        this.backoff = undefined;
       } else {
         this.retries.push(event);
         this.failed(event.sentAt, failure);
@@ -488,8 +500,8 @@ export class UsagePublisher {
    */
   private failed(sentAt: number, reason: string): void {
     if (this.backoffTimer || sentAt < this.backoffStartedAt) return;
-    const delayMs = this.backoffMs;
-    this.backoffMs = Math.min(this.backoffMs * 2, this.maxBackoffMs);
+    this.backoff = this.backoff ? this.backoff.next(undefined) : this.backoffFactory.next();
+    const delayMs = this.backoff.duration;
     this.backoffStartedAt = performance.now();
     this.logger.warn({ reason, pending: this.pending, retry_in_ms: delayMs }, 'usage events not acknowledged; retrying');
     this.backoffTimer = setTimeout(() => {

@@ -1,11 +1,12 @@
 import { createLogger } from '@gateway/logger';
 import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createServer } from './app.js';
-import { ensureBootstrapKey } from './bootstrap-key.js';
+import { ensureBootstrapKeyOnceReachable } from './bootstrap-key.js';
 import { loadAuthConfig } from './config.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
+import { startUpRetry } from './start-up-retry.js';
 import { createRedis } from '@gateway/redis';
 
 const config = loadAuthConfig(process.env);
@@ -21,42 +22,14 @@ const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: c
 const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX, keys });
 
 // Keys of the earlier layout move to this one (in the background: a key met before it is done
-// moves when met).
-void (async () => {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      const moved = await keys.migrateEarlierLayout();
-      if (moved > 0) logger.info({ keys: moved }, 'keys moved to the current Redis layout');
-      return;
-    } catch (error) {
-      logger.warn({ err: { message: (error as Error).message }, attempt }, 'moving keys to the current Redis layout failed; retrying');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(attempt * 500, 5_000)));
-    }
-  }
-})();
+// moves when met), retried until Redis lets them.
+void startUpRetry(logger, { stepMs: 500, maxMs: 5_000, message: 'moving keys to the current Redis layout failed; retrying' })
+  .execute(() => keys.migrateEarlierLayout())
+  .then((moved) => {
+    if (moved > 0) logger.info({ keys: moved }, 'keys moved to the current Redis layout');
+  });
 
-// The bootstrap key must exist before the first CheckKey, so wait for Redis rather than serve
-// denials for the one key a fresh deployment has.
-if (config.GATEWAY_BOOTSTRAP_KEY) {
-  for (let attempt = 1; ; attempt += 1) {
-    // Commands fail at once while disconnected (no offline queue), so give the connection a moment.
-    if (redis.status !== 'ready')
-      await new Promise((resolve) => {
-        const timer = setTimeout(resolve, 2_000);
-        redis.once('ready', () => {
-          clearTimeout(timer);
-          resolve(undefined);
-        });
-      });
-    try {
-      await ensureBootstrapKey(keys, config.GATEWAY_BOOTSTRAP_KEY, config.GATEWAY_BOOTSTRAP_PLAN, logger);
-      break;
-    } catch (error) {
-      logger.warn({ err: { message: (error as Error).message }, attempt }, 'bootstrap key not ensured yet; retrying');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(attempt * 250, 2_000)));
-    }
-  }
-}
+if (config.GATEWAY_BOOTSTRAP_KEY) await ensureBootstrapKeyOnceReachable(redis, keys, config.GATEWAY_BOOTSTRAP_KEY, config.GATEWAY_BOOTSTRAP_PLAN, logger);
 
 const registry = createRegistry('auth');
 const tracing = startTracing('auth');
