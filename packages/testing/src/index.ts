@@ -129,5 +129,5 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
 
 export * from './nats-cluster.js';
 export * from './redis-cluster.js';
-export { freePort } from './processes.js';
+export { freePort, serverProcess, type ServerProcess } from './processes.js';
 export * from './fake-upstream.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { freePort, serverProcess, type ServerProcess } from './processes.js';
 
 /** The `nats-server` binary: on the PATH, or in an sbin folder (where Debian puts it). */
-function natsServerBinary(): string | undefined {
+export function natsServerBinary(): string | undefined {
   for (const candidate of ['nats-server', '/usr/sbin/nats-server', '/usr/local/sbin/nats-server', '/usr/local/bin/nats-server']) {
     if (spawnSync(candidate, ['--version'], { stdio: 'ignore' }).status === 0) return candidate;
   }

@@ -1,4 +1,5 @@
 import type { Catalog } from '@gateway/catalog';
+import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import {
@@ -135,6 +136,15 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   };
 
   let consumer: RunningConsumer | undefined;
+  const starting = new AbortController();
+  const startRetries = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 250, maxDelay: 5_000 }) });
+  startRetries.onRetry(({ delay, ...outcome }) => {
+    const error = 'error' in outcome ? outcome.error : undefined;
+    logger.warn(
+      { err: error instanceof Error ? { message: error.message } : error, retry_in_ms: Math.round(delay) },
+      'usage stream not reachable at start; retrying',
+    );
+  });
   return {
     grpc: createGatewayServer([
       {
@@ -144,37 +154,50 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       },
     ]),
     start: async () => {
-      await ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas });
+      // JetStream may not answer at start (a NATS cluster electing a leader, a server replaced):
+      // metering waits for it, retrying, rather than exiting and leaving usage unmetered.
+      await startRetries.execute(
+        () => ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas }),
+        starting.signal,
+      );
       // Most deployments never had the earlier layout: no extra lookup per event for them.
       earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream)).catch(() => 1)) === 1;
-      consumer = await startDurableConsumer<UsageEventOutput[]>(nc, {
-        stream,
-        durableName,
-        filterSubject: dependencies.subject ?? USAGE_SUBJECT,
-        decode: decodeUsageEvents,
-        // The events of one message (a batch, or one event) are metered together; an event that
-        // can never be metered is counted and skipped without its neighbours, and any other
-        // failure has the whole message redelivered, where the events already metered are
-        // recognised by their ids and not metered again.
-        handle: async (events, delivery) => {
-          const results = await Promise.allSettled(events.map((event) => meter(event, delivery.seq)));
-          let failure: unknown;
-          for (const result of results) {
-            if (result.status === 'fulfilled') continue;
-            if (result.reason instanceof PoisonMessageError) {
-              poison.inc({ reason: result.reason.reason });
-              logger.error({ err: result.reason, reason: result.reason.reason, stream_sequence: delivery.seq }, 'usage event can never be metered; skipped');
-            } else failure ??= result.reason;
-          }
-          if (failure !== undefined) throw failure;
-        },
-        onPoison: (reason) => poison.inc({ reason }),
-        backoffMs: dependencies.backoffMs,
-        logger,
-      });
+      consumer = await startRetries.execute(
+        () =>
+          startDurableConsumer<UsageEventOutput[]>(nc, {
+            stream,
+            durableName,
+            filterSubject: dependencies.subject ?? USAGE_SUBJECT,
+            decode: decodeUsageEvents,
+            // The events of one message (a batch, or one event) are metered together; an event that
+            // can never be metered is counted and skipped without its neighbours, and any other
+            // failure has the whole message redelivered, where the events already metered are
+            // recognised by their ids and not metered again.
+            handle: async (events, delivery) => {
+              const results = await Promise.allSettled(events.map((event) => meter(event, delivery.seq)));
+              let failure: unknown;
+              for (const result of results) {
+                if (result.status === 'fulfilled') continue;
+                if (result.reason instanceof PoisonMessageError) {
+                  poison.inc({ reason: result.reason.reason });
+                  logger.error(
+                    { err: result.reason, reason: result.reason.reason, stream_sequence: delivery.seq },
+                    'usage event can never be metered; skipped',
+                  );
+                } else failure ??= result.reason;
+              }
+              if (failure !== undefined) throw failure;
+            },
+            onPoison: (reason) => poison.inc({ reason }),
+            backoffMs: dependencies.backoffMs,
+            logger,
+          }),
+        starting.signal,
+      );
       schedulePrune();
     },
     stop: async () => {
+      starting.abort();
       clearTimeout(pruneTimer);
       pruneTimer = undefined;
       await consumer?.stop();
