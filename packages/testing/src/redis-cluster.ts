@@ -31,7 +31,7 @@ export interface RedisCluster {
   readonly url: string;
   /** The node that serves a key's slot as master now (as a running node sees it). */
   masterOf(key: string): RedisNode;
-  /** Resolves once every running node reports the cluster ok and every slot has a running master. */
+  /** Resolves once every running node reports the cluster ok, every slot has a running master,, and every running replica is in sync with its master. */
   healthy(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -128,7 +128,15 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
         try {
           ok =
             running().every((node) => node.cli('CLUSTER', 'INFO').includes('cluster_state:ok')) &&
-            running().every((node) => node.cli('CLUSTER', 'INFO').includes('cluster_slots_ok:16384'));
+            running().every((node) => node.cli('CLUSTER', 'INFO').includes('cluster_slots_ok:16384')) &&
+            // Every replica has its master's data: a replica still in its first sync holds nothing,
+            // and a failover to it would lose every key of its slots, not only the writes in flight.
+            running().every((node) => {
+              const replication = node.cli('INFO', 'replication');
+              return (
+                !replication.includes('role:slave') || (replication.includes('master_link_status:up') && replication.includes('master_sync_in_progress:0'))
+              );
+            });
         } catch {
           ok = false;
         }
