@@ -31,7 +31,7 @@ export interface RedisCluster {
   readonly url: string;
   /** The node that serves a key's slot as master now (as a running node sees it). */
   masterOf(key: string): RedisNode;
-  /** Resolves once every running node reports the cluster ok, every slot has a running master,, and every running replica is in sync with its master. */
+  /** Resolves once every running node reports the cluster ok, every slot has a running master, and every running replica is in sync with its master. */
   healthy(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
