@@ -1,16 +1,15 @@
 import { existsSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AutoRouterScorer, DEFAULT_MODEL_PATH, loadAutoRouterModel } from './auto-router-model.js';
 import { promptText } from './prompt-text.js';
-import { readRoutingRows, serializeModel } from '../training/routing-data.js';
+import { DEFAULT_DATA_PATH, readRoutingRows, serializeModel } from '../training/routing-data.js';
 import { trainAutoRouter } from '../training/train-auto-router.js';
 import { HARD_PROMPT } from '../test/prompts.js';
 
-/** The routing data sits beside the repository (../shared), in CI as here. */
-const DATA_PATH = fileURLToPath(new URL('../../../../shared/data/routing/train.jsonl', import.meta.url));
+/** The routing data the repository ships. */
+const DATA_PATH = DEFAULT_DATA_PATH;
 
 describe('the shipped model file', () => {
   it('is byte for byte what the training command produces from the data', { timeout: 180_000 }, () => {

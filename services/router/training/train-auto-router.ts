@@ -2,7 +2,7 @@ import { AutoRouterScorer, expectedGain, logit, standardize, type AutoRouterMode
 import { PROMPT_FEATURE_COUNT, PROMPT_FEATURE_NAMES, promptFeatures } from '../src/prompt-features.js';
 import { routingQuality, type RoutingQuality } from './routing-quality.js';
 
-/** One row of ../shared/data/routing/train.jsonl, as the trainer reads it. */
+/** One row of the routing data (data/train.jsonl.gz), as the trainer reads it. */
 export interface RoutingRow {
   id: string;
   source: string;

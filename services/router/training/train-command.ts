@@ -1,17 +1,13 @@
 /**
  * `pnpm --filter @gateway/router train [data.jsonl] [model.json]`: trains the `auto` scorer on
- * the routing data (default: ../shared/data/routing/train.jsonl beside the repository), prints
+ * the routing data (default: training/data/train.jsonl.gz, shipped in the repository), prints
  * APGR and CPT(50%) on its held-out validation split beside random routing and prompt length, and
  * writes the model file the router ships (default: services/router/model/auto-router.json).
  */
 import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { DEFAULT_MODEL_PATH } from '../src/auto-router-model.js';
-import { readRoutingRows, serializeModel } from './routing-data.js';
+import { DEFAULT_DATA_PATH, readRoutingRows, serializeModel } from './routing-data.js';
 import { trainAutoRouter } from './train-auto-router.js';
-
-/** The training data's place when the repository and shared/ sit side by side, as in CI. */
-const DEFAULT_DATA_PATH = fileURLToPath(new URL('../../../../shared/data/routing/train.jsonl', import.meta.url));
 
 const [dataPath = DEFAULT_DATA_PATH, modelPath = DEFAULT_MODEL_PATH] = process.argv.slice(2);
 const started = performance.now();
