@@ -1,13 +1,19 @@
 import * as grpc from '@grpc/grpc-js';
+import { installAddressResolver } from './address-resolver.js';
 import { GatewayError } from './gateway-error.js';
+
+// Every channel of the process resolves `dns:` names again every few seconds, so that replicas
+// added behind a name get calls (address-resolver.ts).
+installAddressResolver();
 
 /** The metadata key carrying the edge's request id to every service. */
 export const REQUEST_ID_METADATA = 'x-request-id';
 
 /**
  * Channel options for long-lived channels: keepalive so a dead peer is noticed, round-robin over
- * every address a name resolves to (so `dns:///executor:50053` spreads over all replicas), and
- * retries of calls that never reached a server.
+ * every address a name resolves to (so `dns:///executor:50053` spreads over all replicas, the set
+ * resolved again every few seconds: see address-resolver.ts), and retries of calls that never
+ * reached a server.
  */
 export function channelOptions(extra: grpc.ChannelOptions = {}): grpc.ChannelOptions {
   return {

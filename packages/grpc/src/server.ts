@@ -69,6 +69,24 @@ export interface GatewayService {
 const STREAM_DRAIN_PATIENCE_MS = 1_000;
 
 /**
+ * Every connection to a server is asked to go away (HTTP/2 GOAWAY) after about this long (grpc-js
+ * adds ±10%), so that a client reaching the service through an address that does not change (a
+ * Kubernetes ClusterIP, an L4 load balancer) or with a resolver that looks the name up again only
+ * when a connection ends (grpc-js's own) reconnects, resolves again, and spreads over replicas
+ * added since. The gateway's own clients follow a name's address set sooner (address-resolver.ts);
+ * this bounds the rest.
+ */
+export const MAX_CONNECTION_AGE_MS = 2 * 60_000;
+
+/**
+ * How long a connection asked to go away may still carry the calls it has: the longest call (a
+ * completion streamed for many minutes, a catalog watch renewed every ten) finishes on it, and the
+ * gateway's call streams move to a new connection at their age (at most a few minutes) after
+ * answering what they carry, so no call is cut by a connection's age.
+ */
+export const MAX_CONNECTION_AGE_GRACE_MS = 30 * 60_000;
+
+/**
  * Creates an unstarted server that serves the given services and grpc.health.v1, SERVING for ''
  * and for each service name until shutdown.
  */
@@ -78,6 +96,8 @@ export function createGatewayServer(services: GatewayService[], options: grpc.Se
     'grpc.keepalive_timeout_ms': 10_000,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS,
+    'grpc.max_connection_age_grace_ms': MAX_CONNECTION_AGE_GRACE_MS,
     ...options,
   });
   const statuses: Record<string, 'SERVING'> = { '': 'SERVING' };

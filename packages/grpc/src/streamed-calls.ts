@@ -29,6 +29,7 @@ import { ExponentialBackoff, noJitterGenerator, type GeneratorFn, type IBackoff 
 import type { ErrorInfoOutput } from '@gateway/proto';
 import { GatewayError } from './gateway-error.js';
 import type { CallOptions } from './client.js';
+import { watchAddresses } from './address-resolver.js';
 import { toGatewayError, type ErrorReporter } from './server.js';
 
 /** A response message as received. */
@@ -330,8 +331,19 @@ export interface StreamedCallsOptions<Methods extends StreamedMethods> {
    * round_robin channel, each stream goes to the next ready replica.
    */
   open: () => grpc.ClientDuplexStream<never, unknown>;
-  /** How many streams to keep open; 0 sends every call unary. */
+  /**
+   * How many streams to keep open; 0 sends every call unary. With `target`, the smallest multiple
+   * of the number of addresses the target resolves to that is at least this, so that each replica
+   * carries as many streams, and as many calls, as any other.
+   */
   streams: number;
+  /**
+   * The channel's target (`dns:///executors:50053`). When it is a DNS name, the streams spread
+   * again as soon as its address set changes (see address-resolver.ts): a replica added gets its
+   * share within seconds, and one removed from the name is left by its streams at once (its calls
+   * in flight still finish), rather than at the streams' age.
+   */
+  target?: string;
   /** The unary call of each method, used while no stream is open (and never to resend a call). */
   unary: { [Name in keyof Methods]: (request: Methods[Name][0], options: CallOptions) => Promise<Methods[Name][1]> };
   /**
@@ -477,6 +489,11 @@ interface ClientStream {
 const DEFAULT_BACKOFF = { initialMs: 100, maxMs: 2_000 };
 const NO_METHODS: ReadonlySet<string> = new Set();
 const DEFAULT_MAX_STREAM_AGE_MS = 5 * 60_000;
+/**
+ * How long after a change of the address set the streams are replaced: the channel connects to
+ * the new addresses meanwhile (a round_robin channel gives a stream only to a connected one).
+ */
+const RESPREAD_DELAY_MS = 1_000;
 
 /**
  * cockatiel's doubling delay spread over ±20%, so that the streams of many callers broken by one
@@ -518,6 +535,10 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
   #allSlotsStarted = false;
   /** Streams of the first generation still to be given the start's respread age. */
   #firstGeneration = 0;
+  /** How many addresses the target resolves to (0: not known, or not a DNS name). */
+  #addressCount = 0;
+  #respreadTimer: NodeJS.Timeout | undefined;
+  readonly #unwatch: () => void;
 
   constructor(options: StreamedCallsOptions<Methods>) {
     this.#options = options;
@@ -530,6 +551,8 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     // each replica its share. Opened at once from the start, they would all wait for, and go to,
     // the first replica to connect.
     if (this.#slots.length > 0) this.#openSlot(0);
+    this.#unwatch =
+      options.target && options.streams > 0 ? watchAddresses(options.target, (addresses) => this.#addressesChanged(addresses.length)) : () => undefined;
   }
 
   /** How many streams are open and taking calls. */
@@ -623,6 +646,8 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
    */
   async close(graceMs = 2_000): Promise<void> {
     this.#closed = true;
+    this.#unwatch();
+    clearTimeout(this.#respreadTimer);
     for (const timer of this.#reopenTimers) clearTimeout(timer);
     this.#reopenTimers.clear();
     const streams = [...this.#live];
@@ -654,8 +679,49 @@ export class StreamedCalls<Methods extends StreamedMethods, Streams extends Stre
     return undefined;
   }
 
+  /**
+   * The target's address set changed: as many streams per address as before, and every stream
+   * replaced shortly, so that round robin spreads them over the new set. The first set known only
+   * sizes the slots: the start spreads the streams once the channel has connected.
+   */
+  #addressesChanged(count: number): void {
+    if (this.#closed || count === 0) return;
+    const first = this.#addressCount === 0;
+    this.#addressCount = count;
+    this.#resize(Math.ceil(this.#options.streams / count) * count);
+    if (first || !this.#allSlotsStarted) return;
+    clearTimeout(this.#respreadTimer);
+    this.#respreadTimer = setTimeout(() => {
+      this.#respreadTimer = undefined;
+      this.#slots.forEach((stream, slot) => {
+        if (stream?.open && !stream.retired) this.#replace(slot, stream);
+      });
+    }, RESPREAD_DELAY_MS);
+    this.#respreadTimer.unref();
+  }
+
+  /** Grows or shrinks the slots; the streams of slots removed are retired (their calls still finish). */
+  #resize(count: number): void {
+    const before = this.#slots.length;
+    if (count === before) return;
+    for (let slot = count; slot < before; slot += 1) {
+      const stream = this.#slots[slot];
+      if (stream) this.#retire(stream);
+    }
+    this.#slots.length = count;
+    this.#slotBackoffs.length = count;
+    for (let slot = before; slot < count; slot += 1) {
+      this.#slots[slot] = undefined;
+      this.#slotBackoffs[slot] = undefined;
+      // Before the start has spread the streams, it opens every slot there is then.
+      if (this.#allSlotsStarted) this.#openSlot(slot);
+    }
+    this.#nextSlot %= count;
+  }
+
   #openSlot(slot: number): void {
-    if (this.#closed) return;
+    // A slot removed since its reopening was scheduled stays removed.
+    if (this.#closed || slot >= this.#slots.length) return;
     let call: ClientStream['call'];
     try {
       call = this.#options.open() as unknown as ClientStream['call'];

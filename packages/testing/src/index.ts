@@ -131,3 +131,4 @@ export * from './nats-cluster.js';
 export * from './redis-cluster.js';
 export { freePort, serverProcess, type ServerProcess } from './processes.js';
 export * from './fake-upstream.js';
+export * from './dns-server.js';

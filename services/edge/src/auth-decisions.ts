@@ -19,16 +19,23 @@ export type AuthDecisions = StreamedCalls<AuthDecisionMethods>;
 
 /**
  * Opens `streams` Decide streams on the auth channel (0: every call unary) and counts each call's
- * path (`gateway_auth_calls_total`) and the open streams (`gateway_auth_streams_open`). Close it
- * before the channel.
+ * path (`gateway_auth_calls_total`) and the open streams (`gateway_auth_streams_open`); with a
+ * DNS name as `target` (the channel's), as many streams to each auth replica, spread again when
+ * the name's address set changes. Close it before the channel.
  */
-export function createAuthDecisions(auth: AuthServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): AuthDecisions {
+export function createAuthDecisions(
+  auth: AuthServiceClient,
+  { streams, target }: { streams: number; target: string },
+  registry: prometheus.Registry,
+  logger: Logger,
+): AuthDecisions {
   return measuredStreamedCalls<AuthDecisionMethods>({
     service: 'auth',
     calls: 'Quota decisions and settlements sent to auth',
     streamsOf: 'Decision streams to auth',
     open: () => auth.Decide(),
     streams,
+    target,
     unary: {
       check_key: (request, options) => callUnary(auth, auth.CheckKey, request, options),
       settle_usage: (request, options) => callUnary(auth, auth.SettleUsage, request, options),

@@ -28,21 +28,30 @@ export type ExecutorCalls = StreamedCalls<ExecutorCallMethods, ExecutorStreamMet
 /**
  * Opens `streams` CompleteCalls streams on the executor channel (0: every call unary) and counts
  * each call's path (`gateway_executor_calls_total`) and the open streams
- * (`gateway_executor_streams_open`). With a `dns:///` address the streams are spread round robin
- * over the executors, and each is replaced about every 30 s (the first ones within 3 s of the
- * start) so that new replicas get their share: keep EDGE_EXECUTOR_STREAMS at least the number of
- * executor replicas. Close it before the channel.
+ * (`gateway_executor_streams_open`). With a DNS name as `target` (the channel's), the streams are
+ * as many on each executor (EDGE_EXECUTOR_STREAMS rounded up to a multiple of the replicas), and
+ * spread again within seconds of a change of the name's address set: a replica added gets its
+ * share, one removed is left. Each is also replaced about every 30 s (the first ones within 3 s of
+ * the start), which spreads them behind an address that hides its replicas (a ClusterIP). Close it
+ * before the channel.
  */
-export function createExecutorCalls(executor: ExecutorServiceClient, streams: number, registry: prometheus.Registry, logger: Logger): ExecutorCalls {
+export function createExecutorCalls(
+  executor: ExecutorServiceClient,
+  { streams, target }: { streams: number; target: string },
+  registry: prometheus.Registry,
+  logger: Logger,
+): ExecutorCalls {
   return measuredStreamedCalls<ExecutorCallMethods, ExecutorStreamMethods>({
     service: 'executor',
     calls: 'Completions (complete: whole, stream: streamed) sent to an executor',
     streamsOf: 'Completion streams to executors',
     open: () => executor.CompleteCalls(),
     streams,
+    target,
     cancellable: true,
-    // Executors come and go with the load (an autoscaled pool): a new replica gets its share of
-    // the streams within about 30 s, and one still connecting at the edge's start within seconds.
+    // Executors come and go with the load (an autoscaled pool): behind an address that hides its
+    // replicas a new one gets its share within about 30 s, and one still connecting at the edge's
+    // start within seconds.
     maxStreamAgeMs: 30_000,
     respreadAfterStartMs: 3_000,
     unary: { complete: (request, options) => callUnary(executor, executor.Complete, request, options) },

@@ -21,10 +21,10 @@ const registry = createRegistry('edge');
 const grpc = loadGatewayGrpc().gateway;
 
 const auth = createClient(grpc.auth.v1.AuthService, config.AUTH_SERVICE_ADDR);
-const decisions = createAuthDecisions(auth, config.EDGE_AUTH_STREAMS, registry, logger);
+const decisions = createAuthDecisions(auth, { streams: config.EDGE_AUTH_STREAMS, target: config.AUTH_SERVICE_ADDR }, registry, logger);
 const router = createClient(grpc.router.v1.RouterService, config.ROUTER_SERVICE_ADDR);
 const executor = createClient(grpc.executor.v1.ExecutorService, config.EXECUTOR_SERVICE_ADDR);
-const completions = createExecutorCalls(executor, config.EDGE_EXECUTOR_STREAMS, registry, logger);
+const completions = createExecutorCalls(executor, { streams: config.EDGE_EXECUTOR_STREAMS, target: config.EXECUTOR_SERVICE_ADDR }, registry, logger);
 const metering = createClient(grpc.usage.v1.UsageService, config.METERING_SERVICE_ADDR);
 
 const catalog = new WatchedCatalog(router, logger);

@@ -9,7 +9,7 @@ import { prometheus } from '@gateway/observability';
 
 /** What differs between the edge's streamed clients. */
 export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods>
-  extends Pick<StreamedCallsOptions<Methods>, 'open' | 'streams' | 'unary' | 'cancellable' | 'maxStreamAgeMs' | 'respreadAfterStartMs'> {
+  extends Pick<StreamedCallsOptions<Methods>, 'open' | 'streams' | 'target' | 'unary' | 'cancellable' | 'maxStreamAgeMs' | 'respreadAfterStartMs'> {
   /** The service called, as the metrics name it: `gateway_<service>_calls_total`. */
   service: 'auth' | 'executor';
   /** What one call is, for the metrics' help ("Quota decisions and settlements sent to auth"). */
@@ -34,6 +34,7 @@ export function measuredStreamedCalls<Methods extends StreamedMethods, Streams e
   const streamed = new StreamedCalls<Methods, Streams>({
     open: options.open,
     streams: options.streams,
+    target: options.target,
     unary: options.unary,
     cancellable: options.cancellable,
     maxStreamAgeMs: options.maxStreamAgeMs,
