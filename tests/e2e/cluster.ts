@@ -27,6 +27,8 @@ export interface Cluster {
   /** The cluster's own usage stream (USAGE_STREAM). */
   usageStream: string;
   ports: Record<string, number>;
+  /** The environment every service of the cluster runs with: what a replica added beside them takes. */
+  env: Record<string, string>;
   /** What each service printed, for failure reports. */
   logs: Record<ServiceName, string[]>;
   processes: Record<ServiceName, ChildProcess>;
@@ -108,6 +110,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     natsUrl: nats,
     usageStream: env.USAGE_STREAM!,
     ports,
+    env,
     logs,
     processes,
     restart: launch,
