@@ -125,7 +125,10 @@ function startLoad(): { stop(): Promise<{ answered: number; failures: string[] }
  */
 async function addAndWaitForShare(service: Service, name: string, hosts: string[]): Promise<{ afterMs: number; shares: Map<string, number> }> {
   for (const host of hosts) await startReplica(service, host);
-  dns.set(name, replicas[service].map((replica) => replica.host));
+  dns.set(
+    name,
+    replicas[service].map((replica) => replica.host),
+  );
   const addedAt = Date.now();
   let last = new Map<string, number>();
   while (Date.now() - addedAt < JOIN_WITHIN_MS) {
