@@ -2,7 +2,8 @@
 # The project's whole test run, as CI runs it (.ci/run) and as a developer runs it:
 # installs pnpm when missing, installs and builds the workspace, makes sure Redis and NATS answer
 # (scripts/dependencies.sh: reuses running ones, else starts its own), checks the deployment
-# manifests, runs Biome (format and lint) and buf (lint, breaking) over the code and the contracts,
+# manifests, runs Biome (format and lint), the type checker (tests included) and buf (lint,
+# breaking) over the code and the contracts,
 # then `pnpm test` (vitest: unit, integration and e2e projects), then the suites that
 # touch Redis or carry usage events again against a Redis Cluster and a three-node NATS cluster
 # (scripts/with-clusters.mjs), then the unit and integration projects again on Node 22 LTS (the
@@ -46,13 +47,16 @@ manifests_status=0
 gateway_log "node scripts/check-manifests.mjs"
 node scripts/check-manifests.mjs || manifests_status=$?
 
-# Format, lint and contracts: Biome over the TypeScript, JSON and the console (biome.json), buf
+# Format, lint, types and contracts: Biome over the TypeScript, JSON and the console (biome.json), buf
 # lint over proto/ (buf.yaml: every element commented), and buf breaking against the contracts of
 # the commit this change starts from (main's merge base, or on main the commit before), so that
 # a change that would break a running peer of the previous version fails here.
 static_status=0
 gateway_log "biome ci (format and lint)"
 node_modules/.bin/biome ci --error-on-warnings . || static_status=$?
+# Every source file type-checked, the test files included (tsconfig.tests.json), not only what builds.
+gateway_log "pnpm typecheck"
+pnpm typecheck >&2 || static_status=$?
 gateway_log "buf lint"
 node_modules/.bin/buf lint || static_status=$?
 against="$(git merge-base HEAD main 2>/dev/null || true)"

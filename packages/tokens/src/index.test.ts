@@ -201,7 +201,7 @@ describe('promptTokenBounds', { timeout: 30_000 }, () => {
       const prompt = {
         ...request(text),
         messages: [
-          ...request(text).messages,
+          ...(request(text).messages ?? []),
           {
             role: 'ROLE_ASSISTANT' as const,
             text: '',
@@ -301,7 +301,7 @@ describe('hostile text', { timeout: 30_000 }, () => {
   it('counts a request of 5,000 messages quickly, and refuses it past the limit at once', async () => {
     const random = seededRandom(3);
     const messages = Array.from({ length: 5_000 }, (_, index) => ({
-      role: index % 2 === 0 ? 'ROLE_USER' : 'ROLE_ASSISTANT',
+      role: index % 2 === 0 ? ('ROLE_USER' as const) : ('ROLE_ASSISTANT' as const),
       text: `${prose(150 + Math.floor(random() * 100), index)}${index % 50 === 0 ? '😀'.repeat(200) : ''}`,
       tool_calls: [],
     }));

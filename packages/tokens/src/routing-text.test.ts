@@ -34,7 +34,6 @@ describe('routingText', () => {
       routingText([
         {
           role: 'ROLE_USER',
-          tool_calls: [],
           parts: {
             parts: [{ text: 'Describe' }, { image_url: { url: 'data:image/png;base64,AA' } }, { text: 'this chart in detail for a financial report.' }],
           },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadCatalog } from '@gateway/catalog';
-import type { CatalogSnapshot, DeploymentHealthReport } from '@gateway/proto';
+import type { CatalogSnapshot, DeploymentHealthReportOutput } from '@gateway/proto';
 import { CatalogState } from './catalog-state.js';
 import { DeploymentHealth } from './deployment-health.js';
 
@@ -19,7 +19,7 @@ function report(
   replicaId: string,
   states: Record<string, Array<'DEPLOYMENT_STATE_HEALTHY' | 'DEPLOYMENT_STATE_PROBING' | 'DEPLOYMENT_STATE_OPEN'>>,
   options: { ttlMs?: number; retryAfterMs?: number; draining?: boolean } = {},
-): DeploymentHealthReport {
+): DeploymentHealthReportOutput {
   return {
     replica_id: replicaId,
     sent_at_ms: 0,

@@ -388,10 +388,10 @@ describe('parseChatRequest', () => {
     ]);
     expect(parsed.request.tool_choice).toEqual({ function_name: 'get_weather' });
     expect(parsed.request.parallel_tool_calls).toBe(false);
-    expect(parsed.request.messages[1]!.tool_calls).toEqual([
+    expect(parsed.request.messages?.[1]?.tool_calls).toEqual([
       { id: 'call_function_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
     ]);
-    expect(parsed.request.messages[2]).toMatchObject({ role: 'ROLE_TOOL', tool_call_id: 'call_function_1', text: '{"celsius":21}' });
+    expect(parsed.request.messages?.[2]).toMatchObject({ role: 'ROLE_TOOL', tool_call_id: 'call_function_1', text: '{"celsius":21}' });
     expect(parseChatRequest({ ...base, functions: [{ name: 'f' }], function_call: 'none' }).request.tool_choice).toEqual({ mode: 'none' });
     expect(parseChatRequest({ ...base, tools: [{ type: 'function', function: { name: 'f' } }] }).legacyFunctions).toBeUndefined();
   });

@@ -239,7 +239,7 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
     expect(tokens.map((token) => token.token)).toEqual(upstreamTokens.map((token) => token.token));
     for (const chunk of chunks.slice(1, -1)) {
       const choice = chunk.choices?.[0];
-      expect(choice?.logprobs?.content?.tokens.map((token) => token.token).join('')).toBe(choice?.delta?.content);
+      expect(choice?.logprobs?.content?.tokens?.map((token) => token.token).join('')).toBe(choice?.delta?.content);
     }
     expect(tokens[1]).toEqual({
       token: '!',

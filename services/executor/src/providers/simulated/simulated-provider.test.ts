@@ -211,7 +211,7 @@ describe('SimulatedProvider: log probabilities', () => {
       expect(choices[0]?.logprobs).toEqual({ content: { tokens: [] } });
       expect(choices.at(-1)?.finish_reason).toBe('FINISH_REASON_STOP');
       expect(choices.at(-1)?.logprobs).toBeUndefined();
-      for (const choice of choices.slice(1, -1)) expect(choice.logprobs?.content?.tokens.map((token) => token.token)).toEqual([choice.delta?.content]);
+      for (const choice of choices.slice(1, -1)) expect(choice.logprobs?.content?.tokens?.map((token) => token.token)).toEqual([choice.delta?.content]);
       expect(choices.flatMap((choice) => choice.logprobs?.content?.tokens ?? [])).toEqual(logprobsOf(whole, index));
     }
   });
