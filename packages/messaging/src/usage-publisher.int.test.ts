@@ -164,9 +164,14 @@ describe('UsagePublisher', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(publisher.pending).toBe(2);
 
+    // Every refused attempt is sent again, and counted as such.
+    expect(publisher.republished).toBeGreaterThanOrEqual(2);
+
     await ensureUsageStream(nc, names);
     await eventually(() => publisher.pending === 0, 'the queued events to be published', 10_000);
     expect(await streamMessages(nc, names.stream)).toBe(2);
+    expect(publisher.queued).toBe(2);
+    expect(publisher.dropped).toBe(0);
     publisher.close();
   });
 
@@ -209,24 +214,49 @@ describe('UsagePublisher', () => {
     }
   });
 
-  it('drops and counts events beyond the queue bound without throwing', async () => {
+  it('drops and counts events beyond the queue bound without throwing, by reason', async () => {
     const names = uniqueStream();
-    let drops = 0;
+    const drops: string[] = [];
     const publisher = new UsagePublisher(nc, logger, {
       subject: names.subject,
       maxQueue: 2,
       initialBackoffMs: 1_000,
       publishTimeoutMs: 200,
-      onDrop: () => {
-        drops += 1;
-      },
+      onDrop: (reason) => drops.push(reason),
     });
     for (let index = 0; index < 5; index += 1) publisher.publish(event(randomUUID()));
     publisher.publish({ key_id: 'no id' });
     expect(publisher.pending).toBe(2);
+    expect(publisher.queued).toBe(2);
     expect(publisher.dropped).toBe(4);
-    expect(drops).toBe(4);
+    expect(drops).toEqual(['queue_full', 'queue_full', 'queue_full', 'no_event_id']);
+    expect(publisher.droppedBy).toEqual({ queue_full: 3, closed: 0, too_large: 0, no_event_id: 1, malformed: 0 });
+
+    // Closing abandons the two held events, and refuses what comes after: both are lost usage.
     publisher.close();
+    publisher.publish(event(randomUUID()));
+    expect(publisher.droppedBy).toMatchObject({ queue_full: 3, closed: 3 });
+    expect(publisher.dropped).toBe(7);
+  });
+
+  it('counts an event larger than the NATS max payload as dropped (too_large) and sends the next one', async () => {
+    const names = uniqueStream();
+    created.push(names.stream);
+    await ensureUsageStream(nc, names);
+    const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 1 });
+    try {
+      const huge = event(randomUUID());
+      huge.model_id = 'm'.repeat(nc.info!.max_payload + 1);
+      publisher.publish(huge);
+      publisher.publish(event(randomUUID()));
+      await publisher.flush(5_000);
+      expect(publisher.droppedBy.too_large).toBe(1);
+      expect(publisher.queued).toBe(2);
+      expect(publisher.published).toBe(1);
+      expect(await streamMessages(nc, names.stream)).toBe(1);
+    } finally {
+      publisher.close();
+    }
   });
 
   it('delivers events published while NATS is unreachable once it is back', async () => {
@@ -330,6 +360,8 @@ describe('UsagePublisher', () => {
       expect(await streamMessages(nc, names.stream)).toBe(50);
       expect(publisher.published).toBe(0);
       expect(publisher.pending).toBe(50);
+      // Each copy beyond the first was a re-send the publisher counted.
+      expect(publisher.republished).toBeGreaterThanOrEqual(50);
 
       proxy.cut();
       await eventually(() => publisher.pending === 0, 'the events to be acknowledged after reconnecting', 15_000);

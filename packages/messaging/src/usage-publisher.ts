@@ -21,9 +21,22 @@ export interface UsagePublisherOptions {
   /** First pause after a failed attempt; doubles up to maxBackoffMs while failures continue. */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
-  /** Called once per dropped event, e.g. to increment a metric. */
-  onDrop?: () => void;
+  /** Called once per dropped event with why it was dropped; the counts are also kept (droppedBy). */
+  onDrop?: (reason: UsageDropReason) => void;
 }
+
+/**
+ * Why a usage event was dropped instead of reaching the stream: a bounded set, used as a metric label.
+ * - `queue_full`: published while maxQueue events were already held (NATS or the stream unavailable for long).
+ * - `closed`: published after close(), or still held when the publisher closed (shutdown before flush finished).
+ * - `too_large`: its message exceeds the NATS server's max payload; no retry can make it fit.
+ * - `no_event_id`: without an id it cannot be de-duplicated, so it is never sent.
+ * - `malformed`: it could not be read or encoded.
+ */
+export type UsageDropReason = 'queue_full' | 'closed' | 'too_large' | 'no_event_id' | 'malformed';
+
+/** Every drop reason, for exporting each count from zero (an alert on increase() misses a series' first sample). */
+export const USAGE_DROP_REASONS: readonly UsageDropReason[] = ['queue_full', 'closed', 'too_large', 'no_event_id', 'malformed'];
 
 /**
  * The header JetStream de-duplicates on: what `js.publish`'s `msgID` option sets. A copy carrying an
@@ -232,11 +245,14 @@ export class UsagePublisher {
   private readonly backoffFactory: ExponentialBackoff<number>;
   /** The current or last pause; undefined when the next failure pauses for initialBackoffMs. */
   private backoff?: IBackoff<unknown>;
-  private readonly onDrop?: () => void;
+  private readonly onDrop?: (reason: UsageDropReason) => void;
   private connectionUp = true;
   private closed = false;
   private droppedCount = 0;
+  private readonly droppedByReason: Record<UsageDropReason, number> = { queue_full: 0, closed: 0, too_large: 0, no_event_id: 0, malformed: 0 };
   private publishedCount = 0;
+  private queuedCount = 0;
+  private republishedCount = 0;
   private lastDropLogAt = 0;
   /** When the current or last pause began: failures of attempts sent before it were already paid for. */
   private backoffStartedAt = Number.NEGATIVE_INFINITY;
@@ -284,9 +300,28 @@ export class UsagePublisher {
     return this.droppedCount;
   }
 
+  /** Events dropped since start, by reason; a live view, not a copy. */
+  get droppedBy(): Readonly<Record<UsageDropReason, number>> {
+    return this.droppedByReason;
+  }
+
   /** Events acknowledged by JetStream (duplicates included), since start. */
   get published(): number {
     return this.publishedCount;
+  }
+
+  /** Events accepted by publish() to be sent (the dropped ones not included), since start. */
+  get queued(): number {
+    return this.queuedCount;
+  }
+
+  /**
+   * Events scheduled to be sent again, since start: their attempt was refused, not acknowledged
+   * within publishTimeoutMs, could not be written, or was in flight when the connection was lost.
+   * Each counts once per attempt that failed; the stream's de-duplication keeps them billed once.
+   */
+  get republished(): number {
+    return this.republishedCount;
   }
 
   /**
@@ -299,22 +334,24 @@ export class UsagePublisher {
   publish(event: UsageEvent): void {
     try {
       if (this.closed) {
-        this.drop(event?.event_id, 'publisher closed');
+        this.drop(event?.event_id, 'closed');
         return;
       }
       if (!event.event_id) {
-        this.drop(undefined, 'event without event_id');
+        this.drop(undefined, 'no_event_id');
         return;
       }
       if (this.pending >= this.maxQueue) {
-        this.drop(event.event_id, 'queue full');
+        this.drop(event.event_id, 'queue_full');
         return;
       }
       this.forming.push(event);
+      this.queuedCount += 1;
       if (this.forming.length >= this.maxBatch) this.seal();
       else if (this.forming.length === 1) setImmediate(() => this.seal());
     } catch (error) {
       this.logger.error({ err: error, event_id: event?.event_id }, 'usage event could not be queued');
+      this.drop(undefined, 'malformed');
     }
   }
 
@@ -331,6 +368,7 @@ export class UsagePublisher {
       else this.queue.push({ eventId: `batch-${randomUUID()}`, bytes: encodeUsageEventBatch(events), count: events.length, sentAt: 0 });
     } catch (error) {
       this.logger.error({ err: error, events: events.length }, 'usage events could not be encoded');
+      this.drop(events[0]?.event_id, 'malformed', events.length);
       return;
     }
     this.pump();
@@ -357,10 +395,15 @@ export class UsagePublisher {
     if (this.pending > 0) this.logger.error({ pending: this.pending }, 'usage events not published before shutdown');
   }
 
-  /** Stops publishing; events still queued or awaiting acknowledgement are abandoned (flush first). */
+  /**
+   * Stops publishing; events still queued or awaiting acknowledgement are abandoned (flush first)
+   * and counted as dropped (`closed`).
+   */
   close(): void {
     if (this.closed) return;
+    const abandoned = this.pending;
     this.closed = true;
+    if (abandoned > 0) this.drop(undefined, 'closed', abandoned);
     clearTimeout(this.backoffTimer);
     clearInterval(this.sweepTimer);
     this.backoffTimer = undefined;
@@ -401,7 +444,7 @@ export class UsagePublisher {
           this.connectionUp = false;
         } else if (status.type === Events.Reconnect) {
           this.connectionUp = true;
-          for (const event of this.window.takeAll()) this.retries.push(event);
+          for (const event of this.window.takeAll()) this.retry(event);
           this.backoff = undefined;
           this.endBackoff();
         }
@@ -435,11 +478,12 @@ export class UsagePublisher {
         this.window.take(number);
         // No retry can make an oversized event fit; keeping it would block every event behind it.
         if ((error as NatsError).code === ErrorCode.MaxPayloadExceeded) {
-          this.drop(event.eventId, 'event larger than the NATS max payload', event.count);
+          this.drop(event.eventId, 'too_large', event.count);
           continue;
         }
         // Closed or draining connection: keep the event's place and try again after a pause.
         this.retries.unshift(event);
+        this.republishedCount += event.count;
         this.failed(now, (error as Error).message);
         break;
       }
@@ -466,7 +510,7 @@ export class UsagePublisher {
         this.publishedCount += event.count;
         this.backoff = undefined;
       } else {
-        this.retries.push(event);
+        this.retry(event);
         this.failed(event.sentAt, failure);
       }
       this.pump();
@@ -488,7 +532,7 @@ export class UsagePublisher {
     }
     const expired = this.window.takeSentBefore(performance.now() - this.publishTimeoutMs);
     if (expired.length === 0) return;
-    for (const event of expired) this.retries.push(event);
+    for (const event of expired) this.retry(event);
     this.failed(expired[expired.length - 1].sentAt, `no acknowledgement within ${this.publishTimeoutMs} ms`);
     this.pump();
   }
@@ -521,9 +565,16 @@ export class UsagePublisher {
     if (this.idleWaiters.length > 0 && this.pending === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
   }
 
-  private drop(eventId: string | undefined, reason: string, count = 1): void {
+  /** Queues an event whose attempt failed to be sent again, before anything not yet sent. */
+  private retry(event: OutgoingEvent): void {
+    this.retries.push(event);
+    this.republishedCount += event.count;
+  }
+
+  private drop(eventId: string | undefined, reason: UsageDropReason, count = 1): void {
     this.droppedCount += count;
-    for (let dropped = 0; dropped < count; dropped += 1) this.onDrop?.();
+    this.droppedByReason[reason] += count;
+    for (let dropped = 0; dropped < count; dropped += 1) this.onDrop?.(reason);
     const now = Date.now();
     // One line per second at most: a long outage must not flood the log.
     if (now - this.lastDropLogAt >= 1000) {

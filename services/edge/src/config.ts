@@ -20,6 +20,12 @@ export const EdgeConfigSchema = Type.Object({
   /** Copies JetStream keeps of every usage event: 1 on one NATS server, 3 on a cluster. Metering's must match. */
   USAGE_STREAM_REPLICAS: Type.Integer({ minimum: 1, maximum: 5, default: 1 }),
   LOG_LEVEL: Type.String({ default: 'info' }),
+  /**
+   * Usage events the edge holds (queued, or awaiting JetStream's acknowledgement) while NATS or the
+   * stream is unavailable; beyond it new events are dropped and counted
+   * (gateway_usage_events_dropped_total{reason="queue_full"}). About 200 bytes each.
+   */
+  EDGE_USAGE_QUEUE_MAX_EVENTS: Type.Integer({ default: 100_000, minimum: 1 }),
   /** Largest accepted request body. */
   EDGE_BODY_LIMIT_BYTES: Type.Integer({ default: 16 * 1024 * 1024, minimum: 1024 }),
   /**

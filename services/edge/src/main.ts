@@ -13,6 +13,7 @@ import { createAuthDecisions } from './auth-decisions.js';
 import { createExecutorCalls } from './executor-calls.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
+import { registerUsagePublisherMetrics } from './usage-metrics.js';
 import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = readEdgeConfig(process.env);
@@ -37,7 +38,8 @@ const usageStream = usageNames(config.USAGE_STREAM);
 void nats
   .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS }))
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
-const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject });
+const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject, maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS });
+registerUsagePublisherMetrics(registry, usage);
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
