@@ -16,6 +16,7 @@ import {
 import { prometheus, type Tracing } from '@gateway/observability';
 import { loadGatewayGrpc, type UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
+import { createConsumerLag } from './consumer-lag.js';
 import { createUsageMeter } from './usage-meter.js';
 import { legacyDedupKey, pruneMetered } from './usage-store.js';
 import { createUsageService } from './usage-service.js';
@@ -51,6 +52,8 @@ export interface MeteringDependencies {
   redisReplicas?: number;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
+  /** How often the consumer's lag is read (DEFAULT_CONSUMER_LAG_INTERVAL_MS). */
+  lagIntervalMs?: number;
 }
 
 /**
@@ -104,6 +107,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     registers: dependencies.registry ? [dependencies.registry] : [],
   });
   const durableName = dependencies.durableName ?? METERING_DURABLE;
+  const lag = createConsumerLag({ nc, stream, durableName, logger, registry: dependencies.registry, intervalMs: dependencies.lagIntervalMs });
   const retentionMs = dependencies.dedupRetentionMs ?? DEFAULT_DEDUP_RETENTION_MS;
   const pruneIntervalMs = dependencies.dedupPruneIntervalMs ?? DEFAULT_DEDUP_PRUNE_INTERVAL_MS;
   // Ack floors seen, oldest first: records are pruned up to the floor seen at least retentionMs ago.
@@ -162,6 +166,8 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       );
       // Most deployments never had the earlier layout: no extra lookup per event for them.
       earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream)).catch(() => 1)) === 1;
+      // Read before consuming: what a restarted metering finds waiting is reported, not only what is left later.
+      await lag.start();
       consumer = await startRetries.execute(
         () =>
           startDurableConsumer<UsageEventOutput[]>(nc, {
@@ -200,6 +206,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       starting.abort();
       clearTimeout(pruneTimer);
       pruneTimer = undefined;
+      lag.stop();
       await consumer?.stop();
       consumer = undefined;
     },

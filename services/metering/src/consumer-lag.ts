@@ -1,0 +1,139 @@
+/**
+ * How far metering is behind the usage stream, from the durable consumer's own state in JetStream:
+ * `gateway_metering_consumer_pending_messages` (messages not metered yet: not delivered, or
+ * delivered and not acknowledged) and `gateway_metering_oldest_unmetered_age_seconds` (how long
+ * the oldest of them has been in the stream; 0 when none). Usage not metered is usage not billed
+ * yet, and not counted against budgets: these say how late the bill is, where the consumer's own
+ * counters only say what it did.
+ *
+ * Read from JetStream rather than counted here, so the figures are the same whichever replica
+ * reports them and include what no replica has pulled yet (one consumer info per poll, plus one
+ * stream message read when something is pending).
+ */
+import type { Logger } from '@gateway/logger';
+import { isNotFound, type NatsConnection } from '@gateway/messaging';
+import { prometheus } from '@gateway/observability';
+
+/** How often the consumer's state is read by default. */
+export const DEFAULT_CONSUMER_LAG_INTERVAL_MS = 5_000;
+
+/** What the lag is read from and reported to. */
+export interface ConsumerLagOptions {
+  nc: NatsConnection;
+  stream: string;
+  /** The durable consumer metering consumes with. */
+  durableName: string;
+  logger: Logger;
+  /** Where the gauges are registered; none, and they are kept but not exported. */
+  registry?: prometheus.Registry;
+  /** Between two reads; default DEFAULT_CONSUMER_LAG_INTERVAL_MS. */
+  intervalMs?: number;
+  /** The wall clock the stream's timestamps are compared with (tests pass their own). */
+  now?: () => number;
+}
+
+/** One reading of the lag. */
+export interface ConsumerLagReading {
+  /** Messages not metered yet (num_pending + num_ack_pending). */
+  pendingMessages: number;
+  /** Age of the oldest message not acknowledged, in seconds; 0 when none is pending. */
+  oldestAgeSeconds: number;
+}
+
+/** The lag reporter; started and stopped with the consumer. */
+export interface ConsumerLag {
+  /** Reads the lag once now (the start's reading, before any message is consumed), then every interval. */
+  start(): Promise<void>;
+  /** Stops reading; the gauges keep their last values. */
+  stop(): void;
+  /** Reads the lag once and sets the gauges; resolves undefined when it could not be read (logged). */
+  poll(): Promise<ConsumerLagReading | undefined>;
+}
+
+/** At most one warning per this long while the lag cannot be read (NATS down for minutes must not flood the log). */
+const WARNING_INTERVAL_MS = 60_000;
+
+/**
+ * Creates the lag reporter and its two gauges. A failed read leaves the gauges as they were and
+ * logs a warning: when NATS is unreachable the edges' `gateway_usage_events_held` tells the story.
+ */
+export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
+  const { nc, stream, durableName, logger } = options;
+  const intervalMs = options.intervalMs ?? DEFAULT_CONSUMER_LAG_INTERVAL_MS;
+  const now = options.now ?? Date.now;
+  const registers = options.registry ? [options.registry] : [];
+  const pending = new prometheus.Gauge({
+    name: 'gateway_metering_consumer_pending_messages',
+    help: 'Usage stream messages not metered yet: not delivered to metering, or delivered and not acknowledged.',
+    registers,
+  });
+  const oldestAge = new prometheus.Gauge({
+    name: 'gateway_metering_oldest_unmetered_age_seconds',
+    help: 'Age of the oldest usage stream message not metered yet (0 when none): how late the bill is.',
+    registers,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let lastWarningAt = Number.NEGATIVE_INFINITY;
+
+  /** When the oldest message not acknowledged was stored: the first one after the ack floor still in the stream. */
+  const oldestStoredAt = async (ackFloor: number): Promise<number | undefined> => {
+    const manager = await nc.jetstreamManager();
+    try {
+      return (await manager.streams.getMessage(stream, { seq: ackFloor + 1 })).time.getTime();
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    // Removed since (the stream's age limit, a purge): the oldest one left after it is the oldest not metered.
+    const first = (await manager.streams.info(stream)).state.first_seq;
+    if (first <= ackFloor + 1) return undefined;
+    return (await manager.streams.getMessage(stream, { seq: first })).time.getTime();
+  };
+
+  const poll = async (): Promise<ConsumerLagReading | undefined> => {
+    try {
+      const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
+      const pendingMessages = info.num_pending + info.num_ack_pending;
+      let oldestAgeSeconds = 0;
+      if (pendingMessages > 0) {
+        const storedAt = await oldestStoredAt(info.ack_floor.stream_seq);
+        if (storedAt !== undefined) oldestAgeSeconds = Math.max(0, (now() - storedAt) / 1000);
+      }
+      pending.set(pendingMessages);
+      oldestAge.set(oldestAgeSeconds);
+      return { pendingMessages, oldestAgeSeconds };
+    } catch (error) {
+      // Before metering's first start there is no durable consumer yet: nothing was ever consumed to be behind on.
+      if (isNotFound(error)) return undefined;
+      if (now() - lastWarningAt >= WARNING_INTERVAL_MS) {
+        lastWarningAt = now();
+        logger.warn({ err: error, stream, durable: durableName }, 'metering lag could not be read; the lag gauges keep their last values');
+      }
+      return undefined;
+    }
+  };
+
+  const schedule = () => {
+    timer = setTimeout(() => {
+      void poll().finally(() => {
+        if (running) schedule();
+      });
+    }, intervalMs);
+    timer.unref();
+  };
+
+  return {
+    poll,
+    start: async () => {
+      if (running) return;
+      running = true;
+      await poll();
+      if (running) schedule();
+    },
+    stop: () => {
+      running = false;
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
