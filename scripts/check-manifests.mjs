@@ -8,13 +8,19 @@
 // Kubernetes OpenAPI schemas (kubernetes-models, and @kubernetes-models/prometheus-operator for the
 // monitoring CRDs): an unknown field, a wrong type or a missing required field fails.
 // docker-compose.yml is parsed and checked for the services it must run.
+// Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
+// runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
+// declares, with the labels the rules use. Where `promtool` is on PATH (scripts/test.sh installs
+// it) the rule groups are also checked by `promtool check rules` and unit-tested by
+// `promtool test rules` with the `*.test.yaml` files beside them.
 //
 //   node scripts/check-manifests.mjs        exit 0 when all hold, 1 with a list of problems
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments, parse } from 'yaml';
+import { parseAllDocuments, parse, stringify } from 'yaml';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
@@ -22,6 +28,15 @@ const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
 /** Secrets the operator creates (deploy/README.md says how): workloads may require them. */
 const OPERATOR_SECRETS = ['gateway-provider-keys', 'gateway-admin', 'gateway-state', 'gateway-bootstrap'];
 const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054 };
+/**
+ * Metrics the rules may read before any service declares them, each with the change that adds it.
+ * Once a service declares one, the check fails until it is removed from here.
+ */
+const PENDING_METRICS = {
+  gateway_metering_store_errors_total: "metering's Redis-failover change (label operation)",
+};
+/** Labels Prometheus adds at scrape (the PodMonitor's target labels) or histograms carry; no service declares them. */
+const SCRAPE_LABELS = new Set(['namespace', 'pod', 'container', 'job', 'instance', 'endpoint', 'le', 'service']);
 
 /**
  * Validates objects against the Kubernetes schemas of their apiVersion and kind; an object of a kind
@@ -90,8 +105,10 @@ const kustomizationFile = (folder) => ['kustomization.yaml', 'kustomization.yml'
 const yamlFiles = walk(deployDir).filter((path) => /\.ya?ml$/.test(path));
 check(yamlFiles.length > 0, 'deploy/ has no YAML files');
 const DATA_FILES = new Set([join(deployDir, 'base', 'catalog.yaml')]);
+/** promtool's unit tests of alerting rules (`<name>.test.yaml` beside the PrometheusRule): data, not manifests. */
+const isRuleTest = (path) => /\.test\.ya?ml$/.test(path);
 for (const path of yamlFiles) {
-  if (DATA_FILES.has(path)) {
+  if (DATA_FILES.has(path) || isRuleTest(path)) {
     loadYaml(path);
     continue;
   }
@@ -164,7 +181,7 @@ function collect(folder, seen = new Set()) {
   }
   for (const entry of kustomization.replicas ?? []) patches.push({ kind: 'Deployment', name: entry.name, source: `${rel(file)} replicas` });
   // A manifest in this folder that no kustomization lists is never deployed: most likely a mistake.
-  for (const name of readdirSync(folder).filter((name) => /\.ya?ml$/.test(name))) {
+  for (const name of readdirSync(folder).filter((name) => /\.ya?ml$/.test(name) && !isRuleTest(name))) {
     check(listed.has(join(folder, name)), `${rel(join(folder, name))}: not listed in ${rel(file)}`);
   }
   return { objects, patches };
@@ -420,7 +437,16 @@ for (const secret of OPERATOR_SECRETS)
     `deploy/README.md: no \`kubectl create secret generic ${secret}\` for a Secret the workloads require`,
   );
 
-// 4. docker-compose.yml: parses, runs the dependencies and the five services, edge on 8080.
+// 4. Alerting rules.
+checkAlertRules(
+  yamlFiles.flatMap((path) =>
+    loadYaml(path)
+      .filter((object) => object.kind === 'PrometheusRule')
+      .map((object) => ({ object, path })),
+  ),
+);
+
+// 5. docker-compose.yml: parses, runs the dependencies and the five services, edge on 8080.
 const composePath = join(root, 'docker-compose.yml');
 if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
   const [compose = {}] = loadYaml(composePath);
@@ -437,6 +463,105 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
     (composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')),
     'docker-compose.yml: edge must publish 8080',
   );
+}
+
+/** Every metric a service or package declares (`name: '...'` in its non-test sources), with the file declaring it. */
+function declaredMetrics() {
+  const declared = new Map();
+  for (const top of ['services', 'packages']) {
+    for (const unit of readdirSync(join(root, top))) {
+      const source = join(root, top, unit, 'src');
+      if (!existsSync(source)) continue;
+      for (const path of walk(source).filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))) {
+        const text = readFileSync(path, 'utf8');
+        for (const match of text.matchAll(/name: '((?:gateway|gen_ai)_[a-z0-9_]+)'/g)) declared.set(match[1], text);
+      }
+    }
+  }
+  return declared;
+}
+
+/** The metric names and the label names a PromQL expression uses (recording rules' names, `a:b:c`, left out). */
+function promqlNames(expression) {
+  const text = expression.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  const labels = new Set();
+  for (const match of text.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)) for (const label of match[1].split(',')) if (label.trim()) labels.add(label.trim());
+  for (const match of text.matchAll(/\{([^}]*)\}/g))
+    for (const matcher of match[1].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)) labels.add(matcher[1]);
+  const metrics = new Set([...text.matchAll(/(?<![a-zA-Z0-9_:])((?:gateway|gen_ai)_[a-z0-9_]+)(?![a-z0-9_:])/g)].map((match) => match[1]));
+  return { metrics, labels };
+}
+
+/**
+ * Checks each PrometheusRule: alerts' labels and annotations, runbooks, the metrics and labels the
+ * expressions use; then promtool's own check and unit tests of its groups, when promtool is here.
+ */
+function checkAlertRules(rules) {
+  const declared = declaredMetrics();
+  for (const [metric, reason] of Object.entries(PENDING_METRICS))
+    check(!declared.has(metric), `scripts/check-manifests.mjs: ${metric} is declared now; remove it from PENDING_METRICS (${reason})`);
+  const runbookIndex = join(root, 'docs', 'runbooks', 'README.md');
+  const index = existsSync(runbookIndex) ? readFileSync(runbookIndex, 'utf8') : '';
+  let promtool = true;
+  try {
+    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
+  } catch {
+    promtool = false;
+    console.log('check-manifests: no promtool here; alerting rules not checked or unit-tested by promtool (scripts/test.sh installs it)');
+  }
+  for (const { object, path } of rules) {
+    const at = `${rel(path)}: PrometheusRule ${object.metadata?.name}`;
+    const groups = object.spec?.groups ?? [];
+    for (const rule of groups.flatMap((group) => group.rules ?? [])) {
+      const { metrics, labels } = promqlNames(String(rule.expr ?? ''));
+      const name = rule.alert ?? rule.record;
+      for (const metric of metrics) {
+        const base = [metric, metric.replace(/_(bucket|count|sum)$/, '')].find((candidate) => declared.has(candidate) || candidate in PENDING_METRICS);
+        if (!check(Boolean(base), `${at}: ${name} reads ${metric}, which no service declares`) || base in PENDING_METRICS) continue;
+        const source = declared.get(base);
+        for (const label of labels) {
+          if (SCRAPE_LABELS.has(label)) continue;
+          const onOther = [...metrics].some((other) => other !== metric && declared.get(other.replace(/_(bucket|count|sum)$/, ''))?.includes(`'${label}'`));
+          check(source.includes(`'${label}'`) || onOther, `${at}: ${name} uses the label ${label}, which ${base} does not have`);
+        }
+      }
+      if (!rule.alert) continue;
+      check(['critical', 'warning', 'info'].includes(rule.labels?.severity), `${at}: ${rule.alert} has no severity label (critical, warning or info)`);
+      for (const annotation of ['summary', 'description', 'runbook_url'])
+        check(Boolean(rule.annotations?.[annotation]), `${at}: ${rule.alert} has no ${annotation} annotation`);
+      // GatewayMeteringLagging -> docs/runbooks/gateway-metering-lagging.md (file names are kebab-case).
+      const runbook = `docs/runbooks/${rule.alert.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}.md`;
+      check(String(rule.annotations?.runbook_url ?? '').endsWith(`/${runbook}`), `${at}: ${rule.alert}'s runbook_url must end with /${runbook}`);
+      check(existsSync(join(root, runbook)), `${at}: ${rule.alert}'s runbook ${runbook} does not exist`);
+      check(index.includes(`(${basename(runbook)})`), `docs/runbooks/README.md: does not link ${basename(runbook)} (${rule.alert})`);
+    }
+    if (!promtool) continue;
+    // promtool reads plain Prometheus rule files: the PrometheusRule's groups, as one, with its tests beside it.
+    const folder = mkdtempSync(join(tmpdir(), 'gateway-rules-'));
+    try {
+      const rulesFile = join(folder, `${basename(path).replace(/\.ya?ml$/, '')}.rules.yaml`);
+      writeFileSync(rulesFile, stringify({ groups }));
+      runPromtool(at, ['check', 'rules', rulesFile]);
+      const tests = readdirSync(dirname(path)).filter(isRuleTest);
+      check(tests.length > 0, `${at}: no promtool unit test (*.test.yaml) beside it`);
+      for (const test of tests) {
+        copyFileSync(join(dirname(path), test), join(folder, test));
+        runPromtool(`${at}: ${test}`, ['test', 'rules', join(folder, test)]);
+      }
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }
+}
+
+/** Runs promtool; its output is a problem when it fails. */
+function runPromtool(label, args) {
+  try {
+    execFileSync('promtool', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    check(true, label);
+  } catch (error) {
+    check(false, `${label}: promtool ${args[0]} ${args[1]} failed:\n${String(error.stdout ?? '') + String(error.stderr ?? error.message)}`);
+  }
 }
 
 if (problems.length > 0) {

@@ -44,6 +44,19 @@ if [[ -z "${CHROMIUM_PATH:-}" ]] && ! command -v chromium >/dev/null 2>&1; then
 fi
 
 manifests_status=0
+# The alerting rules' checks in check-manifests need promtool: Debian's prometheus package, installed
+# with apt-get when missing and we are root; without promtool the manifests check fails.
+if ! command -v promtool >/dev/null 2>&1; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    gateway_log "promtool is missing; installing it: apt-get install -y prometheus"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus ||
+      { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus; }; } >/dev/null 2>&1 || true
+  fi
+  if ! command -v promtool >/dev/null 2>&1; then
+    gateway_fail "promtool is not installed: run \`sudo apt-get install -y prometheus\`; the alerting rules cannot be checked without it"
+    manifests_status=1
+  fi
+fi
 gateway_log "node scripts/check-manifests.mjs"
 node scripts/check-manifests.mjs || manifests_status=$?
 
