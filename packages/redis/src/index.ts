@@ -12,6 +12,7 @@ import { Cluster, Redis } from 'ioredis';
 import type { Logger } from '@gateway/logger';
 
 export { Cluster, Redis } from 'ioredis';
+export { ReplicaWaiter, type ReplicaWaiterOptions } from './replica-waiter.js';
 
 /** A client of one server or of a cluster: the commands are the same. */
 export type RedisClient = Redis | Cluster;

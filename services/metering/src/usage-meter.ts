@@ -4,7 +4,7 @@ import { PoisonMessageError } from '@gateway/messaging';
 import { DEFAULT_QUOTA_PREFIX } from '@gateway/quota';
 import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
-import type { RedisClient } from '@gateway/redis';
+import { ReplicaWaiter, type RedisClient } from '@gateway/redis';
 import { isMeteredEarlier, METERED_KEYS, recordEvent } from './usage-store.js';
 import { noteRecentKey } from './usage-buckets.js';
 
@@ -27,6 +27,8 @@ export interface UsageMeterDependencies {
   redisReplicas?: number;
   /** Traces (OTLP), when configured: a span per event, in the request's trace. */
   tracing?: Tracing;
+  /** Told of each event Redis failed to meter (gateway_metering_store_errors_total). */
+  onStoreError?: () => void;
 }
 
 /** How many key ids a meter remembers as listed in METERED_KEYS before it starts over. */
@@ -101,13 +103,15 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     help: 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
     registers,
   });
+  // One WAIT per master node at a time, bounded, shared by the events written meanwhile.
+  const replicas = (dependencies.redisReplicas ?? 0) > 0 ? new ReplicaWaiter(redis, { replicas: dependencies.redisReplicas! }) : undefined;
   // Key ids already in METERED_KEYS: a key is added once per process, before its first event.
   const listed = new Set<string>();
   // When each key was last noted among the recently active keys.
   const noted = new Map<string, number>();
 
   const tracing = dependencies.tracing ?? NO_TRACING;
-  const meter: UsageMeter = async (event, sequence) => {
+  const meterOnce: UsageMeter = async (event, sequence) => {
     const eventId = event.event_id ?? '';
     const keyId = event.key_id ?? '';
     const modelId = event.model_id ?? '';
@@ -145,7 +149,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       !meteredEarlier &&
       (await recordEvent(redis, dependencies.stream, eventId, sequence, recorded, settlement, {
         pruneThrough: dependencies.pruneThrough?.() ?? 0,
-        replicas: dependencies.redisReplicas ?? 0,
+        replicas,
         onUnreplicated: () => unreplicated.inc(),
       }));
     if (!metered) {
@@ -175,6 +179,12 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     }
     return 'metered';
   };
+  // Anything but a poison event is Redis failing (a command, a WAIT): counted, and redelivered.
+  const meter: UsageMeter = (event, sequence) =>
+    meterOnce(event, sequence).catch((error: unknown) => {
+      if (!(error instanceof PoisonMessageError)) dependencies.onStoreError?.();
+      throw error;
+    });
   if (!tracing.enabled) return meter;
   // Each event in a span of its own, a child of the edge's span of its request.
   return async (event, sequence) => {

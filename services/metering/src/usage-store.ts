@@ -15,7 +15,7 @@ import {
   windowKeyNames,
 } from '@gateway/quota';
 import { bucketNames, DAILY_RETENTION_MS, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
-import { waitForReplicas, type RedisClient } from '@gateway/redis';
+import type { RedisClient, ReplicaWaiter } from '@gateway/redis';
 
 /**
  * Metered usage in Redis, laid out so that metering one event touches one Redis Cluster slot, its
@@ -192,14 +192,11 @@ interface MeteringCommands {
 export interface RecordOptions {
   /** Records of this stream up to this sequence may be pruned on the way (0: none). */
   pruneThrough?: number;
-  /** Replicas that must have the write before it counts (Redis WAIT); 0 waits for none. */
-  replicas?: number;
-  /** Called when fewer replicas than asked for acknowledged the write in time. */
+  /** Waits for Redis replicas to have the write before it counts (REDIS_WAIT_REPLICAS); none: no wait. */
+  replicas?: ReplicaWaiter;
+  /** Called when fewer replicas than asked for had the write in time (or its master is known to lack them). */
   onUnreplicated?: () => void;
 }
-
-/** How long metering waits for replicas to acknowledge an event's write. */
-const REPLICA_WAIT_MS = 1_000;
 
 /**
  * Meters one event of a usage stream atomically, settling its reservation when it names one;
@@ -262,12 +259,11 @@ export async function recordEvent(
     String(RECENT_TTL_MS),
     String(DAILY_RETENTION_MS),
   );
-  if (result === 1 && (options.replicas ?? 0) > 0) {
+  if (result === 1 && options.replicas) {
     // A WAIT that fails (the master is gone) rejects: the message comes back, and is metered on the
-    // promoted replica unless the write reached it. One that times out (a replica is down) counts
-    // and goes on, so that metering does not stop with a replica.
-    const acknowledged = await waitForReplicas(redis, dedup, options.replicas!, REPLICA_WAIT_MS);
-    if (acknowledged < options.replicas!) options.onUnreplicated?.();
+    // promoted replica unless the write reached it. One that times out (a replica is down, or a
+    // promoted master has none yet) counts and goes on, so that metering never stops with a replica.
+    if (!(await options.replicas.wait(dedup))) options.onUnreplicated?.();
   }
   return result === 1;
 }
