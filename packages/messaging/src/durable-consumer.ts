@@ -47,6 +47,8 @@ export interface DurableConsumerOptions<Message> {
   maxAckPending?: number;
   /** Messages one pull asks for, handled concurrently as they arrive (default 256). */
   batchSize?: number;
+  /** Messages handled at once at most, across pulls (default twice batchSize; keep it under maxAckPending). */
+  maxInFlight?: number;
 }
 
 /** Messages one pull asks for by default. */
@@ -100,11 +102,13 @@ export async function ensureDurableConsumer(
  * messages and each message is handled as soon as it arrives, concurrently with the others of the
  * pull (handlers must not depend on order; metering's are idempotent per request): one pull
  * request per batch instead of one per message, and the handlers' Redis writes leave together.
+ * The next pull does not wait for the messages of the last one: up to `maxInFlight` are handled at
+ * once, so a message that is slow (a store shard failing over) holds back none of the others.
  * A handler that resolves acknowledges its message; PoisonMessageError or an undecodable payload
  * terminates it (counted through onPoison); any other failure naks it with a growing delay, and
- * once the pull's messages are settled the loop pauses, so an outage of what the handler writes
- * to is waited out rather than burned through. No message waits in a local buffer: each is handled
- * or handed back on arrival, so none outlives its acknowledgement time unseen.
+ * when every message since the last pull failed the loop pauses, so an outage of what the handler
+ * writes to is waited out rather than burned through. No message waits in a local buffer: each is
+ * handled or handed back on arrival, so none outlives its acknowledgement time unseen.
  */
 export async function startDurableConsumer<Message>(nc: NatsConnection, options: DurableConsumerOptions<Message>): Promise<RunningConsumer> {
   const { logger } = options;
@@ -161,43 +165,65 @@ export async function startDurableConsumer<Message>(nc: NatsConnection, options:
   };
 
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const maxInFlight = Math.max(1, options.maxInFlight ?? 2 * batchSize);
   let pull: Awaited<ReturnType<typeof consumer.fetch>> | undefined;
-  let handling: Promise<unknown> | undefined;
+  /** The messages being handled: pulling goes on while they run, up to maxInFlight. */
+  const handlings = new Set<Promise<void>>();
+  let slotFreed: (() => void) | undefined;
+  // Outcomes since the loop last looked: it pauses only when messages failed and none succeeded.
+  let succeeded = 0;
+  let failed = 0;
 
-  /** Handles one pull's messages as they arrive; returns the longest redelivery delay among its failures. */
-  const handlePull = async (messages: NonNullable<typeof pull>): Promise<number | undefined> => {
-    const handlings: Array<Promise<number | undefined>> = [];
-    for await (const delivery of messages) {
-      // Handed back untouched so that another replica can take it at once.
-      if (stopping) delivery.nak();
-      else handlings.push(handleOne(delivery));
-    }
-    const delays = (await Promise.all(handlings)).filter((delay) => delay !== undefined);
-    return delays.length ? Math.max(...delays) : undefined;
+  const track = (delivery: JsMsg) => {
+    const handling: Promise<void> = handleOne(delivery)
+      .then((delayMs) => {
+        if (delayMs === undefined) succeeded += 1;
+        else failed += 1;
+      })
+      .finally(() => {
+        handlings.delete(handling);
+        slotFreed?.();
+      });
+    handlings.add(handling);
   };
 
   const loop = (async () => {
     while (!stopping) {
-      let failedDelayMs: number | undefined;
+      if (handlings.size >= maxInFlight) {
+        await new Promise<void>((resolve) => {
+          slotFreed = resolve;
+        });
+        slotFreed = undefined;
+        continue;
+      }
+      let fetchFailed = false;
       try {
-        pull = await consumer.fetch({ max_messages: batchSize, expires: PULL_EXPIRES_MS });
-        const pulled = handlePull(pull);
-        handling = pulled;
-        failedDelayMs = await pulled;
+        pull = await consumer.fetch({ max_messages: Math.min(batchSize, maxInFlight - handlings.size), expires: PULL_EXPIRES_MS });
+        for await (const delivery of pull) {
+          // Handed back untouched so that another replica can take it at once.
+          if (stopping) delivery.nak();
+          else track(delivery);
+        }
       } catch (error) {
         if (stopping) break;
         // NATS unreachable or the consumer gone: keep trying, as the connection does.
         logger.warn({ err: error }, 'fetching messages failed; retrying');
-        failedDelayMs = 1_000;
+        fetchFailed = true;
       } finally {
         pull = undefined;
-        handling = undefined;
       }
-      if (failedDelayMs === undefined) {
+      // A message that fails (one shard of the store down, a WAIT that failed) is handed back with
+      // its delay and the others go on: one slow or failing shard never holds back the rest. Only
+      // when everything fails (the store, or NATS, down) does pulling pause, growing to 5 s, so
+      // that an outage is waited out rather than burned through.
+      const allFailed = fetchFailed || (failed > 0 && succeeded === 0);
+      succeeded = 0;
+      failed = 0;
+      if (!allFailed) {
         pauseMs = 0;
         continue;
       }
-      pauseMs = Math.min(Math.max(pauseMs * 2, 250), 5_000);
+      pauseMs = Math.min(Math.max(pauseMs * 2, fetchFailed ? 1_000 : 250), 5_000);
       if (!stopping) await pause(pauseMs);
     }
   })().catch((error: unknown) => {
@@ -209,17 +235,12 @@ export async function startDurableConsumer<Message>(nc: NatsConnection, options:
     stop: async () => {
       stopping = true;
       wakeUp?.();
+      slotFreed?.();
       // End the open pull rather than wait for it to expire, then wait for the messages being
       // handled; one that arrives after this is handed back (or redelivered after its ack wait).
-      const current = handling;
       pull?.stop();
-      await Promise.race([
-        loop,
-        current?.then(
-          () => undefined,
-          () => undefined,
-        ) ?? Promise.resolve(),
-      ]);
+      await loop;
+      await Promise.all([...handlings]);
     },
   };
 }
