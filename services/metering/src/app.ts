@@ -88,9 +88,17 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   let pruneThrough = 0;
   // Whether the earlier layout's set of this stream may hold records (until a sweep finds it empty).
   let earlierRecords = true;
+  const storeErrors = new prometheus.Counter({
+    name: 'gateway_metering_store_errors_total',
+    help: 'Redis operations of metering that failed, by operation (record: metering an event, its WAIT included; prune; read: the usage API).',
+    labelNames: ['operation'],
+    registers: dependencies.registry ? [dependencies.registry] : [],
+  });
+  for (const operation of ['record', 'prune', 'read']) storeErrors.inc({ operation }, 0);
   const meter = createUsageMeter({
     ...dependencies,
     stream,
+    onStoreError: () => storeErrors.inc({ operation: 'record' }),
     pruneThrough: () => pruneThrough,
     earlierRecords: () => earlierRecords,
     redisReplicas: dependencies.redisReplicas,
@@ -131,7 +139,10 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   const schedulePrune = () => {
     pruneTimer = setTimeout(() => {
       prune()
-        .catch((error: unknown) => logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval'))
+        .catch((error: unknown) => {
+          storeErrors.inc({ operation: 'prune' });
+          logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval');
+        })
         .finally(() => {
           if (pruneTimer) schedulePrune();
         });
@@ -154,7 +165,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       {
         name: USAGE_SERVICE_NAME,
         definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
-        handlers: createUsageService({ redis: dependencies.redis, logger }),
+        handlers: createUsageService({ redis: dependencies.redis, logger, onStoreError: () => storeErrors.inc({ operation: 'read' }) }),
       },
     ]),
     start: async () => {

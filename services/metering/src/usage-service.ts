@@ -23,6 +23,8 @@ export interface UsageServiceDependencies {
   logger: Logger;
   /** The clock, in Unix ms; tests pass their own. */
   now?: () => number;
+  /** Told of each read Redis failed (gateway_metering_store_errors_total). */
+  onStoreError?: () => void;
 }
 
 /** The most key ids one query may name. */
@@ -46,6 +48,7 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
       return await operation();
     } catch (error) {
       if (error instanceof GatewayError) throw error;
+      dependencies.onStoreError?.();
       logger.error({ err: { message: (error as Error).message } }, 'usage store unavailable');
       throw GatewayError.of('store_unavailable', 'Usage cannot be read right now.', { retryable: true, cause: error });
     }
