@@ -152,6 +152,7 @@ export async function readBuckets(
   startMs: number,
   endMs: number,
   nowMs = Date.now(),
+  unavailable?: string[],
 ): Promise<UsageBucket[]> {
   if (endMs <= startMs || keyIds.length === 0) return [];
   const hourly = width === 'hour';
@@ -165,18 +166,27 @@ export async function readBuckets(
   const found: UsageBucket[] = [];
   await Promise.all(
     keyIds.map(async (keyId) => {
-      const models = await redis.smembers(modelsKey(keyId));
-      await Promise.all(
-        models.flatMap((modelId) =>
-          units.map(async (unit) => {
-            const hash = await redis.hgetall(hourly ? hourlyKey(keyId, modelId, unit) : dailyKey(keyId, modelId, unit));
-            const buckets = hourly
-              ? bucketsOf(hash, keyId, modelId, unit * DAY_MS, 0, HOUR_MS)
-              : bucketsOf(hash, keyId, modelId, utcMonthStartMs(unit), 1, DAY_MS);
-            for (const bucket of buckets) if (bucket.startMs + (hourly ? HOUR_MS : DAY_MS) > startMs && bucket.startMs < endMs) found.push(bucket);
-          }),
-        ),
-      );
+      const ofKey: UsageBucket[] = [];
+      try {
+        const models = await redis.smembers(modelsKey(keyId));
+        await Promise.all(
+          models.flatMap((modelId) =>
+            units.map(async (unit) => {
+              const hash = await redis.hgetall(hourly ? hourlyKey(keyId, modelId, unit) : dailyKey(keyId, modelId, unit));
+              const buckets = hourly
+                ? bucketsOf(hash, keyId, modelId, unit * DAY_MS, 0, HOUR_MS)
+                : bucketsOf(hash, keyId, modelId, utcMonthStartMs(unit), 1, DAY_MS);
+              for (const bucket of buckets) if (bucket.startMs + (hourly ? HOUR_MS : DAY_MS) > startMs && bucket.startMs < endMs) ofKey.push(bucket);
+            }),
+          ),
+        );
+      } catch (error) {
+        // A key whose shard does not answer: left out and named, when the caller takes a partial answer.
+        if (!unavailable) throw error;
+        unavailable.push(keyId);
+        return;
+      }
+      found.push(...ofKey);
     }),
   );
   return found.sort((a, b) => a.startMs - b.startMs || a.keyId.localeCompare(b.keyId) || a.modelId.localeCompare(b.modelId));

@@ -63,10 +63,20 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
     if (!width) throw invalid('bucket must be BUCKET_WIDTH_HOUR or BUCKET_WIDTH_DAY.', 'bucket');
     if (request.key_ids.length > MAX_QUERY_KEYS) throw invalid(`At most ${MAX_QUERY_KEYS} key ids per query.`, 'key_ids');
     const named = request.key_ids.filter((keyId) => KEY_ID.test(keyId));
-    const buckets = await store(async () =>
-      readBuckets(redis, request.key_ids.length > 0 ? named : await meteredKeys(redis), width, start * 1000, end * 1000, now()),
-    );
+    // The keys of shards that answer are read; the others are named (a shard failing over).
+    const unavailable: string[] = [];
+    const buckets = await store(async () => {
+      const keys = request.key_ids.length > 0 ? named : await meteredKeys(redis);
+      const read = await readBuckets(redis, keys, width, start * 1000, end * 1000, now(), unavailable);
+      if (keys.length > 0 && unavailable.length === keys.length) throw new Error('no key could be read');
+      if (unavailable.length > 0) {
+        dependencies.onStoreError?.();
+        logger.warn({ unavailable: unavailable.length, keys: keys.length }, 'usage of some keys could not be read');
+      }
+      return read;
+    });
     return {
+      unavailable_key_ids: unavailable.sort(),
       rows: buckets.map((bucket) => ({
         start: Math.floor(bucket.startMs / 1000),
         key_id: bucket.keyId,

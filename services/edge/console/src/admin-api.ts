@@ -90,6 +90,8 @@ export interface UsagePage {
   data: UsageBucket[];
   totals: UsageResult;
   has_more: boolean;
+  /** Keys left out because their usage could not be read now (a Redis shard failing over). */
+  unavailable_key_ids?: string[];
 }
 
 /** The query of GET /admin/v1/usage. */

@@ -126,8 +126,12 @@ function emptySums(): Sums {
   return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cost: 0n, errors: 0, fallbacks: 0 };
 }
 
-/** Metering's rows grouped into buckets (ascending) of results, and their totals. */
-function usagePage(query: UsageQuery, rows: QueryUsageResponseOutput['rows'], planOf: (keyId: string) => string) {
+/**
+ * Metering's rows grouped into buckets (ascending) of results, and their totals; with
+ * `unavailable_key_ids` when some keys could not be read (a Redis shard failing over): the page
+ * and its totals leave them out.
+ */
+function usagePage(query: UsageQuery, { rows, unavailable_key_ids: unavailable }: QueryUsageResponseOutput, planOf: (keyId: string) => string) {
   const width = query.bucket === 'hour' ? 3_600 : 86_400;
   const buckets = new Map<number, Map<string, { group: Partial<Record<'key_id' | 'model' | 'plan', string>>; sums: Sums }>>();
   const totals = emptySums();
@@ -161,6 +165,7 @@ function usagePage(query: UsageQuery, rows: QueryUsageResponseOutput['rows'], pl
       })),
     totals: resultJson(totals, {}),
     has_more: false,
+    ...(unavailable?.length ? { unavailable_key_ids: unavailable } : {}),
   };
 }
 
@@ -186,8 +191,7 @@ export function registerUsage(app: FastifyInstance, deps: EdgeDependencies): voi
     const decision = await checkKey(deps, bearerKey(request), request.id, 0);
     const query = usageQuery(request, ['model'], false);
     const keyId = decision.key_id ?? '';
-    const { rows } = await queryUsage(deps, request, query, [keyId]);
-    return usagePage(query, rows, () => '');
+    return usagePage(query, await queryUsage(deps, request, query, [keyId]), () => '');
   });
 }
 
@@ -226,7 +230,7 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
 
     admin.get('/admin/v1/usage', async (request) => {
       const query = usageQuery(request, ['key', 'model', 'plan'], true);
-      const [{ rows }, plans] = await Promise.all([
+      const [usage, plans] = await Promise.all([
         queryUsage(deps, request, query, query.keyId ? [query.keyId] : []),
         // A key's plan is its plan now: usage is grouped by the plans keys have today.
         query.groupBy.includes('plan')
@@ -235,7 +239,7 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
             )
           : Promise.resolve(new Map<string, string>()),
       ]);
-      return usagePage(query, rows, (keyId) => plans.get(keyId) ?? 'unknown');
+      return usagePage(query, usage, (keyId) => plans.get(keyId) ?? 'unknown');
     });
 
     admin.get('/admin/v1/requests', async (request) => {
