@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
-import type { Catalog, CatalogModel } from '@gateway/catalog';
+import type { Catalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
 import { UsagePublisher } from '@gateway/messaging';
 import { createRegistry, type prometheus } from '@gateway/observability';
@@ -14,24 +14,12 @@ import { connectRedis, type RedisClient } from '@gateway/redis';
 import { eventually, natsServers, natsUrl, redisUrl } from '@gateway/testing';
 import { createServer } from './app.js';
 import { createConsumerLag } from './consumer-lag.js';
+import { testModel } from './testing/catalog-model.js';
 
 const logger = createLogger('consumer-lag-test', 'silent');
 const id = randomUUID().replaceAll('-', '');
 const MODEL = `test-lag-${id.slice(0, 8)}`;
-const model: CatalogModel = {
-  id: MODEL,
-  provider: 'simulated',
-  owned_by: 'test',
-  created: 0,
-  upstream: { model: MODEL },
-  pricing: { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 },
-  context_window: 128_000,
-  max_output_tokens: 4_096,
-  capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
-  quality_tier: 'standard',
-  fallbacks: [],
-  simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 },
-};
+const model = testModel(MODEL, { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 });
 const catalog: Catalog = { models: [model], byId: new Map([[MODEL, model]]) };
 const names = { stream: `USAGE_LAG_${id}`, subject: `lag.${id}.usage.v1.completion`, subjects: [`lag.${id}.usage.v1.>`], durableName: `metering-${id}` };
 

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
-import { costPicoUsd, type Catalog, type CatalogModel } from '@gateway/catalog';
+import { costPicoUsd, type Catalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
 import { encodeUsageEvent, encodeUsageEventBatch, UsagePublisher } from '@gateway/messaging';
 import { createRegistry, type prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
 import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
+import { testModel } from './testing/catalog-model.js';
 import { connectRedis, createRedis, deleteMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
 import { dedupKey, isMetered, keyModelTotals, keyTotals, modelTotals, recordEvent } from './usage-store.js';
 
@@ -18,27 +19,10 @@ const run = randomUUID().slice(0, 8);
 const PREMIUM = `test-premium-${run}`;
 const ECONOMY = `test-economy-${run}`;
 
-function model(id: string, pricing: CatalogModel['pricing']): CatalogModel {
-  return {
-    id,
-    provider: 'simulated',
-    owned_by: 'test',
-    created: 0,
-    upstream: { model: id },
-    pricing,
-    context_window: 128_000,
-    max_output_tokens: 4_096,
-    capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
-    quality_tier: 'standard',
-    fallbacks: [],
-    simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 },
-  };
-}
-
 // Built by hand until loadCatalog lands; metering only uses byId and pricing.
 const models = [
-  model(PREMIUM, { input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 1_250_000, output_micro_usd_per_mtok: 10_000_000 }),
-  model(ECONOMY, { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 }),
+  testModel(PREMIUM, { input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 1_250_000, output_micro_usd_per_mtok: 10_000_000 }),
+  testModel(ECONOMY, { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 }),
 ];
 const catalog: Catalog = { models, byId: new Map(models.map((entry) => [entry.id, entry])) };
 
