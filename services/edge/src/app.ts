@@ -3,7 +3,7 @@
  * It speaks REST and SSE and nothing else; every decision is made by auth, router and executor.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
 import cors from '@fastify/cors';
 import { prometheus } from '@gateway/observability';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
@@ -66,13 +66,28 @@ function frameworkError(error: FastifyError, limit: number): RequestError | unde
   }
 }
 
+/** A route the edge serves: its method and path as registered (`/admin/v1/keys/:id`). */
+export interface EdgeRoute {
+  method: string;
+  url: string;
+}
+
+const registered = new WeakMap<FastifyInstance, EdgeRoute[]>();
+
+/**
+ * Every route an app of buildEdgeApp serves (HEAD and OPTIONS, which fastify adds, and the 405
+ * answers to other methods left out): what its README must list.
+ */
+export function registeredRoutes(app: FastifyInstance): readonly EdgeRoute[] {
+  return registered.get(app) ?? [];
+}
+
 /** Builds the edge. */
 export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     bodyLimit: deps.config.EDGE_BODY_LIMIT_BYTES,
-    disableRequestLogging: true,
-    requestIdLogLabel: 'request_id',
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
@@ -81,6 +96,13 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     // A `__proto__` or `constructor.prototype` key is dropped, not an error: it is never a field we read.
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
+  });
+
+  const routes: EdgeRoute[] = [];
+  registered.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { methodNotAllowed?: boolean } | undefined)?.methodNotAllowed) return;
+    for (const method of [route.method].flat()) if (method !== 'HEAD' && method !== 'OPTIONS') routes.push({ method, url: route.url });
   });
 
   const errors = new prometheus.Counter({
@@ -193,8 +215,10 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   const methodNotAllowed = (allowed: string) => async () => {
     throw new RequestError(405, `Method not allowed. This endpoint accepts ${allowed}.`, { code: 'method_not_allowed', headers: { allow: allowed } });
   };
-  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/chat/completions', handler: methodNotAllowed('POST') });
-  app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', handler: methodNotAllowed('GET') });
+  // Marked: they answer 405, they are no endpoints (registeredRoutes leaves them out).
+  const refusal = { methodNotAllowed: true };
+  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/chat/completions', config: refusal, handler: methodNotAllowed('POST') });
+  app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', config: refusal, handler: methodNotAllowed('GET') });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
