@@ -32,8 +32,8 @@ const STREAM_WINDOW = 8;
  * `gateway` object) to the last chunk; every other chunk is written as soon as it arrives. An
  * executor replica that dies before its first event is replaced by another, as for whole requests.
  */
-export async function relayStream(deps: RelayDependencies, completion: Completion, report: UsageReporter): Promise<void> {
-  await new SseRelay(deps, completion, report).run();
+export function relayStream(deps: RelayDependencies, completion: Completion, report: UsageReporter): Promise<void> {
+  return new SseRelay(deps, completion, report).run();
 }
 
 /** One stream's relay: its state lives as long as the stream. */
@@ -75,6 +75,7 @@ class SseRelay {
     }, deps.config.EDGE_STREAM_KEEPALIVE_MS);
   }
 
+  /** Relays the stream to its end, reports it, and settles every timer and listener it set. */
   async run(): Promise<void> {
     const { signal } = this.completion;
     signal.addEventListener('abort', this.cancel, { once: true });
