@@ -177,14 +177,16 @@ export class CompletionPipeline {
       completion.errorCode = cancelled
         ? undefined
         : (toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error');
-      this.report(completion, cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED', NO_USAGE);
+      completion.usage = NO_USAGE;
+      this.report(completion, cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED');
       throw error;
     });
     const response = result.response!;
     completion.answered = answeredModel(deps.catalog, completion.routing, result.model_id);
     completion.provider = result.provider ?? '';
     completion.attempts = result.attempts;
-    this.report(completion, 'OUTCOME_COMPLETED', response.usage);
+    completion.usage = response.usage;
+    this.report(completion, 'OUTCOME_COMPLETED');
     return completion.wire.renderWhole(completion, response);
   }
 }

@@ -65,6 +65,8 @@ export class Completion {
   answered!: ModelOutput;
   attempts: readonly ExecutionAttemptOutput[] = [];
   provider = '';
+  /** The usage the answer reported, or what could be counted of an answer that did not finish. */
+  usage: UsageOutput | undefined;
   /** Streams: when the first chunk of content left (reply.elapsedTime). */
   firstTokenMs: number | undefined;
   /** For a failed request: the error code its caller was answered with. */

@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { GatewayError, callMetadata, withoutCallerStack } from '@gateway/grpc';
-import type { ChatChunkOutput, ExecuteStreamEventOutput, StreamEndOutput, UsageOutput } from '@gateway/proto';
+import type { ChatChunkOutput, ExecuteStreamEventOutput, StreamEndOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
 import { toRequestError } from '../errors.js';
 import { BUDGET_REMAINING_HEADER } from '../rate-limit-headers.js';
@@ -46,7 +46,6 @@ class SseRelay {
   private held: string | undefined;
   private streamedText = '';
   private keepAlive: NodeJS.Timeout | undefined;
-  private failureUsage: UsageOutput | undefined;
   private corked = false;
   private readonly commitTimer: NodeJS.Timeout;
   /** A StreamComplete call of its own, made only while no CompleteCalls stream is open. */
@@ -142,7 +141,7 @@ class SseRelay {
           this.armKeepAlive();
         } else if (event.failure) {
           // The executor's own count of what was generated before it failed; its status follows.
-          this.failureUsage = event.failure.usage;
+          completion.usage = event.failure.usage;
           completion.provider = event.failure.provider ?? completion.provider;
         } else if (event.end) {
           this.onEnd(event.end);
@@ -179,7 +178,8 @@ class SseRelay {
     if (end.model_id) completion.answered = answeredModel(this.deps.catalog, completion.routing, end.model_id);
     if (end.attempts.length > 0) completion.attempts = end.attempts;
     completion.provider = end.provider ?? completion.provider;
-    this.report(completion, 'OUTCOME_COMPLETED', end.usage);
+    completion.usage = end.usage;
+    this.report(completion, 'OUTCOME_COMPLETED');
     const held = this.held;
     this.held = undefined;
     this.raw.end(this.renderer.end(held, end.usage));
@@ -190,7 +190,8 @@ class SseRelay {
     const { completion } = this;
     if (completion.signal.aborted) {
       // The client went away: meter what was generated before it left.
-      this.report(completion, 'OUTCOME_CANCELLED', await estimatedUsage(completion.execute, this.streamedText));
+      completion.usage = await estimatedUsage(completion.execute, this.streamedText);
+      this.report(completion, 'OUTCOME_CANCELLED');
       return;
     }
     const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
@@ -198,11 +199,13 @@ class SseRelay {
     if (!this.started) {
       // Nothing reached the caller: the request is metered as an error with what the executor
       // counted, if anything, and answered with a status.
-      this.report(completion, 'OUTCOME_FAILED', this.failureUsage ?? NO_USAGE);
+      completion.usage ??= NO_USAGE;
+      this.report(completion, 'OUTCOME_FAILED');
       throw requestError;
     }
     completion.request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-    this.report(completion, 'OUTCOME_FAILED', this.failureUsage ?? (await estimatedUsage(completion.execute, this.streamedText)));
+    completion.usage ??= await estimatedUsage(completion.execute, this.streamedText);
+    this.report(completion, 'OUTCOME_FAILED');
     if (!this.raw.destroyed) this.raw.end(this.renderer.failure(requestError));
   }
 

@@ -14,23 +14,23 @@ import type { Completion } from './completion.js';
 export const NO_USAGE: UsageOutput = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
 
 /** The report stage: reports how a completion ended; see createUsageReporter. */
-export type UsageReporter = (completion: Completion, outcome: UsageEvent['outcome'], usage: UsageOutput | undefined) => void;
+export type UsageReporter = (completion: Completion, outcome: UsageEvent['outcome']) => void;
 
 /**
- * Creates the report stage: it prices a completion that ended (on its `answered`, `attempts`,
- * `provider`, `firstTokenMs` and `errorCode`), hands its reservation to the usage event, sets its
+ * Creates the report stage: it prices a completion that ended (on its `answered`, `usage`,
+ * `attempts`, `provider`, `firstTokenMs` and `errorCode`), hands its reservation to the usage event, sets its
  * span's attributes, observes its metrics and publishes its usage event; the wire then renders
  * the `gateway` object from the completion's `latencyMs` and `costPico`.
  */
 export function createUsageReporter(deps: Pick<EdgeDependencies, 'usage'>, metrics: GenAiMetrics): UsageReporter {
-  return function report(completion, outcome, usage): void {
-    const { answered, parsed } = completion;
+  return function report(completion, outcome): void {
+    const { answered, parsed, usage } = completion;
     const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
     completion.costPico = costPico;
     completion.latencyMs = completion.reply.elapsedTime;
     const reservationId = completion.reservation.handOff();
     const provider = answered.provider || completion.provider;
-    if (completion.span) observeSpan(completion, outcome, usage);
+    if (completion.span) observeSpan(completion, outcome);
     metrics.observe({
       requestModel: parsed.request.model ?? '',
       responseModel: answered.id ?? '',
@@ -46,13 +46,13 @@ export function createUsageReporter(deps: Pick<EdgeDependencies, 'usage'>, metri
       outputTokens: usage?.completion_tokens ?? 0,
       costUsd: picoUsdToUsd(costPico),
     });
-    deps.usage.publish(usageEvent(completion, outcome, usage, reservationId));
+    deps.usage.publish(usageEvent(completion, outcome, reservationId));
   };
 }
 
 /** The completion's usage event, as metering takes it. */
-function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], usage: UsageOutput | undefined, reservationId: string): UsageEvent {
-  const { parsed, traceparent, errorCode } = completion;
+function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], reservationId: string): UsageEvent {
+  const { parsed, usage, traceparent, errorCode } = completion;
   const route = completion.routing.route;
   return {
     reservation_id: reservationId,
@@ -79,9 +79,9 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], usag
 }
 
 /** The span attributes and fallback events of a completion that ended. */
-function observeSpan(completion: Completion, outcome: UsageEvent['outcome'], usage: UsageOutput | undefined): void {
+function observeSpan(completion: Completion, outcome: UsageEvent['outcome']): void {
   const span = completion.span!;
-  const { answered } = completion;
+  const { answered, usage } = completion;
   span.setAttributes({
     'gen_ai.response.model': answered.id ?? '',
     'gen_ai.provider.name': answered.provider || completion.provider,
