@@ -66,29 +66,16 @@ function recentJson(event: UsageEventOutput, usage: { prompt_tokens: number; com
 /** The counters of a meter, registered in `registry` when given. */
 function meterCounters(registry: prometheus.Registry | undefined) {
   const registers = registry ? [registry] : [];
+  const counter = <Label extends string>(name: string, help: string, labelNames: readonly Label[] = []) =>
+    new prometheus.Counter<Label>({ name, help, labelNames, registers });
   return {
-    events: new prometheus.Counter({
-      name: 'gateway_metering_events_total',
-      help: 'Usage events processed, by result (metered, duplicate).',
-      labelNames: ['result'],
-      registers,
-    }),
-    mismatches: new prometheus.Counter({
-      name: 'gateway_metering_cost_mismatch_total',
-      help: 'Events whose cost reported by the edge differs from the metered cost.',
-      registers,
-    }),
-    tokens: new prometheus.Counter({
-      name: 'gateway_metering_tokens_total',
-      help: 'Metered tokens, by kind (prompt, completion, cached).',
-      labelNames: ['kind'],
-      registers,
-    }),
-    unreplicated: new prometheus.Counter({
-      name: 'gateway_metering_unreplicated_total',
-      help: 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
-      registers,
-    }),
+    events: counter('gateway_metering_events_total', 'Usage events processed, by result (metered, duplicate).', ['result']),
+    mismatches: counter('gateway_metering_cost_mismatch_total', 'Events whose cost reported by the edge differs from the metered cost.'),
+    tokens: counter('gateway_metering_tokens_total', 'Metered tokens, by kind (prompt, completion, cached).', ['kind']),
+    unreplicated: counter(
+      'gateway_metering_unreplicated_total',
+      'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
+    ),
   };
 }
 
