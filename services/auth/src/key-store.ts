@@ -317,7 +317,8 @@ export class KeyStore {
    * Moves every key of the earlier layout to this one; resolves how many moved. Idempotent, and
    * safe beside replicas serving requests (each key moves on its own, its record first). Auth runs
    * it at start; replicas of the earlier version must be gone by then, or a change one of them
-   * makes to a moved key is not seen.
+   * makes to a moved key is not seen. The move is @gateway/keyspace's migrations/v1-to-v2.ts,
+   * which goes in release 0.3.0.
    */
   async migrateEarlierLayout(): Promise<number> {
     return v1ToV2.migrateEveryKey(this.redis, this.names);
