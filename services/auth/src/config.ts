@@ -14,6 +14,8 @@ export const AuthConfigSchema = Type.Object({
   REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
   // Prefix of every Redis key auth writes, so environments can share one Redis.
   AUTH_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_-]*$', default: 'auth:' }),
+  /** The quota window's length: a key's requests and tokens per minute count over this many seconds. */
+  AUTH_QUOTA_WINDOW_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 60 }),
   AUTH_PLANS_PATH: Type.String({ minLength: 1, default: DEFAULT_PLANS_PATH }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   // Empty means none, so an .env file can list the variable without setting it.
