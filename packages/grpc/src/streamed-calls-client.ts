@@ -116,11 +116,9 @@ const spreadTwentyPercent: GeneratorFn<number> = (attempts, options) => {
 };
 
 /**
- * Calls carried on a few long-lived streams, correlated by call id. Each call keeps its own
- * deadline and AbortSignal, enforced here since the stream has none. When a stream breaks, every
- * call waiting on it is rejected with UNAVAILABLE (its outcome is unknown, so it is never resent)
- * and the stream is reopened with backoff; while no stream is open, calls go unary. A call
- * rejects with a GatewayError, as `callUnary` does.
+ * Calls carried on a few long-lived streams, correlated by call id; while no stream is open, calls
+ * go unary. A call rejects with a GatewayError, as `callUnary` does. Deadlines, cancels, credit,
+ * drain and what a broken stream does to its calls follow STREAMED_CALLS.md.
  */
 export class StreamedCalls<Methods extends StreamedMethods, Streams extends StreamedMethods = Record<never, [unknown, unknown]>> {
   readonly #options: StreamedCallsOptions<Methods>;
