@@ -12,10 +12,11 @@
 import type { Dispatcher } from 'undici';
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
-import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
+import { HttpProvider } from '../http-provider.js';
+import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { providerKey, providerSecrets, postToUpstream, readJsonBody, upstreamUrl, type HttpProviderDependencies } from '../upstream-http.js';
+import { readJsonBody, upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toAnthropicRequest } from './convert-request.js';
 import { AnthropicStreamTranslator, fromAnthropicResponse } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -31,10 +32,8 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
 /** The anthropic adapter. */
-export class AnthropicProvider implements Provider {
+export class AnthropicProvider extends HttpProvider {
   readonly name = ANTHROPIC_PROVIDER;
-
-  constructor(private readonly dependencies: HttpProviderDependencies) {}
 
   /** A whole Message, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
@@ -66,37 +65,20 @@ export class AnthropicProvider implements Provider {
     yield { type: 'usage', usage: translator.totalUsage() };
   }
 
-  private keyOf(context: ProviderContext): string | undefined {
-    return providerKey(this.dependencies.environment, context.model);
+  protected authorize(headers: Record<string, string>, key: string | undefined): void {
+    headers['anthropic-version'] = ANTHROPIC_VERSION;
+    if (key) headers['x-api-key'] = key;
   }
 
-  private secretsOf(context: ProviderContext): string[] {
-    return providerSecrets(this.dependencies.environment, context.model);
+  protected errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+    return upstreamErrorFromResponse(this.name, response, secrets);
   }
 
   /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
   private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const { model } = context;
     const body = JSON.stringify(toAnthropicRequest(request, model, stream));
-    const key = this.keyOf(context);
-    const headers: Record<string, string> = {
-      ...(model.upstream.headers ?? {}),
-      'content-type': 'application/json',
-      accept: stream ? 'text/event-stream' : 'application/json',
-      'user-agent': 'llm-gateway-executor/0.1',
-      'anthropic-version': ANTHROPIC_VERSION,
-      ...(key ? { 'x-api-key': key } : {}),
-    };
-    return postToUpstream({
-      traceparent: context.traceparent,
-      provider: this.name,
-      pools: this.dependencies.pools,
-      url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'),
-      headers,
-      body,
-      signal: context.signal,
-      parseError: (status, responseHeaders, text) => upstreamErrorFromResponse(this.name, status, responseHeaders, text, this.secretsOf(context)),
-    });
+    return this.post(context, { url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'), body, stream });
   }
 }
 
