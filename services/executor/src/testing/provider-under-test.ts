@@ -4,11 +4,12 @@
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
+import type { GatewayError } from '@gateway/grpc';
 import { startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
 import type { Provider, ProviderContext } from '../providers/provider.js';
 import type { HttpProviderDependencies } from '../providers/upstream-http.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
-import { simpleRequest } from './provider-calls.js';
+import { collect, gatewayErrorOf, simpleRequest } from './provider-calls.js';
 
 /** How a test file builds its adapter. */
 export interface ProviderSetup<P extends Provider> {
@@ -99,4 +100,15 @@ export async function expectEarlyLeaveReleasesUpstream(under: ProviderUnderTest<
   }
   const leftAt = performance.now();
   expect(((await upstream.requests[0]?.closed) as number) - leftAt).toBeLessThan(100);
+}
+
+/**
+ * Answers the next request with `reply`, runs a call (whole, or a stream read to its end), and
+ * returns the GatewayError the gRPC boundary would send for its UpstreamError.
+ */
+export function failureOf(under: ProviderUnderTest<Provider>, reply: Responder, call: 'complete' | 'stream' = 'complete'): Promise<GatewayError> {
+  under.upstream.respond(reply);
+  const running =
+    call === 'complete' ? under.provider.complete(simpleRequest(), under.contextOf()) : collect(under.provider.stream(simpleRequest(), under.contextOf()));
+  return gatewayErrorOf(running);
 }

@@ -5,7 +5,7 @@ import { anthropicModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectStreamAbortClosesUpstream, expectWholeAbortClosesUpstream, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { expectStreamAbortClosesUpstream, expectWholeAbortClosesUpstream, failureOf, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { UpstreamError } from '../upstream-error.js';
 import { AnthropicProvider } from './anthropic-provider.js';
@@ -292,35 +292,31 @@ describe('AnthropicProvider: streams', () => {
 
 describe('AnthropicProvider: upstream failures', () => {
   it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
-    under.upstream.respond(replayJson(400, fixture('error-400.json')));
-    const error = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
+    const error = await failureOf(under, replayJson(400, fixture('error-400.json')));
     expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
     expect(error.message).toContain('roles must alternate');
-    under.upstream.respond(
+    const echoed = await failureOf(
+      under,
       replayJson(400, JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: `bad key ${PROVIDER_TEST_KEY}` } })),
     );
-    const echoed = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
     expect(echoed.message).not.toContain(PROVIDER_TEST_KEY);
     expect(echoed.message).toContain('[redacted]');
   });
 
   it('maps 401 to FAILED_PRECONDITION without the upstream message', async () => {
-    under.upstream.respond(replayJson(401, fixture('error-401.json')));
-    const error = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
+    const error = await failureOf(under, replayJson(401, fixture('error-401.json')));
     expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: 401 });
     expect(error.message).not.toContain('x-api-key');
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with its retry-after, whole and streamed', async () => {
-    under.upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 7000,
     });
-    under.upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }));
-    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 3000,
     });
@@ -331,16 +327,14 @@ describe('AnthropicProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [529, 'error-529.json'],
     ] as const) {
-      under.upstream.respond(replayJson(status, fixture(name)));
-      expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      expect(await failureOf(under, replayJson(status, fixture(name)))).toMatchObject({
         code: GrpcStatus.UNAVAILABLE,
         reason: 'upstream_error',
         retryable: true,
         upstreamStatus: status,
       });
     }
-    under.upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(200, fixture('malformed.txt')))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
       retryable: true,
@@ -348,10 +342,11 @@ describe('AnthropicProvider: upstream failures', () => {
   });
 
   it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {
-    under.upstream.respond(() => {
-      /* never answers */
-    });
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(
+      await failureOf(under, () => {
+        /* never answers */
+      }),
+    ).toMatchObject({
       code: GrpcStatus.DEADLINE_EXCEEDED,
       reason: 'upstream_timeout',
     });

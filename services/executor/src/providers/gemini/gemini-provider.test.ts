@@ -5,7 +5,7 @@ import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../tes
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectEarlyLeaveReleasesUpstream, expectStreamAbortClosesUpstream, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { expectEarlyLeaveReleasesUpstream, expectStreamAbortClosesUpstream, failureOf, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { GeminiProvider } from './gemini-provider.js';
 
@@ -364,36 +364,33 @@ describe('GeminiProvider: streams', () => {
 
 describe('GeminiProvider: upstream failures', () => {
   it('maps 400 INVALID_ARGUMENT to INVALID_ARGUMENT with the upstream message', async () => {
-    under.upstream.respond(replayJson(400, fixture('error-400.json')));
-    const error = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
+    const error = await failureOf(under, replayJson(400, fixture('error-400.json')));
     expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
     expect(error.message).toContain('Unknown name "additionalProperties"');
   });
 
   it('maps a wrong key (400 API_KEY_INVALID) and 403 to FAILED_PRECONDITION without the upstream message', async () => {
     for (const name of ['error-400-api-key.json', 'error-403.json']) {
-      under.upstream.respond(replayJson(name === 'error-403.json' ? 403 : 400, fixture(name)));
-      const error = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
+      const error = await failureOf(under, replayJson(name === 'error-403.json' ? 403 : 400, fixture(name)));
       expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false });
       expect(error.message).not.toContain('API key');
     }
   });
 
   it('maps 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with the RetryInfo delay, whole and streamed', async () => {
-    under.upstream.respond(replayJson(429, fixture('error-429.json')));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json')))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 12_000,
     });
-    under.upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }));
-    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 12_000,
     });
-    under.upstream.respond(replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' }));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({ retryAfterMs: 3000 });
+    expect(
+      await failureOf(under, replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' })),
+    ).toMatchObject({ retryAfterMs: 3000 });
   });
 
   it('maps 500, 503 UNAVAILABLE and a malformed body to retryable UNAVAILABLE', async () => {
@@ -401,16 +398,14 @@ describe('GeminiProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [503, 'error-503.json'],
     ] as const) {
-      under.upstream.respond(replayJson(status, fixture(name)));
-      expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+      expect(await failureOf(under, replayJson(status, fixture(name)))).toMatchObject({
         code: GrpcStatus.UNAVAILABLE,
         reason: 'upstream_error',
         retryable: true,
         upstreamStatus: status,
       });
     }
-    under.upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(200, fixture('malformed.txt')))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
       retryable: true,

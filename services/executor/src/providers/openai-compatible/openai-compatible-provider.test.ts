@@ -9,6 +9,7 @@ import {
   expectEarlyLeaveReleasesUpstream,
   expectStreamAbortClosesUpstream,
   expectWholeAbortClosesUpstream,
+  failureOf,
   useProviderUnderTest,
 } from '../../testing/provider-under-test.js';
 import type { ProviderStreamEvent } from '../provider.js';
@@ -339,8 +340,7 @@ describe('OpenAiCompatibleProvider: streams', () => {
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });
-    under.upstream.respond(replaySse('data: {"id":"x","choices":[{"index\n\n'));
-    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replaySse('data: {"id":"x","choices":[{"index\n\n'), 'stream')).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });
@@ -349,14 +349,13 @@ describe('OpenAiCompatibleProvider: streams', () => {
 
 describe('OpenAiCompatibleProvider: upstream failures', () => {
   it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
-    under.upstream.respond(replayJson(400, fixture('error-400.json')));
-    const error = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
+    const error = await failureOf(under, replayJson(400, fixture('error-400.json')));
     expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
     expect(error.message).toContain("Invalid value for 'temperature': must be between 0 and 2.");
-    under.upstream.respond(
+    const echoed = await failureOf(
+      under,
       replayJson(422, JSON.stringify({ error: { message: `bad key ${TEST_KEY} in field`, type: 'invalid_request_error', param: null, code: null } })),
     );
-    const echoed = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
     expect(echoed.code).toBe(GrpcStatus.INVALID_ARGUMENT);
     expect(echoed.message).not.toContain(TEST_KEY);
     expect(echoed.message).toContain('[redacted]');
@@ -364,8 +363,7 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
 
   it('maps 401, 403 and 404 to FAILED_PRECONDITION with a general message', async () => {
     for (const status of [401, 403, 404]) {
-      under.upstream.respond(replayJson(status, fixture('error-401.json')));
-      const error = await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()));
+      const error = await failureOf(under, replayJson(status, fixture('error-401.json')));
       expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: status });
       expect(error.message).not.toContain('sk-');
       expect(error.message).not.toContain('Incorrect API key');
@@ -373,30 +371,26 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with retry-after or retry-after-ms', async () => {
-    under.upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 2000,
     });
-    under.upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }));
-    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 120,
     });
   });
 
   it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
-    under.upstream.respond(replayJson(500, fixture('error-500.json')));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(500, fixture('error-500.json')))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
       retryable: true,
       upstreamStatus: 500,
     });
-    under.upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(200, fixture('malformed.txt')))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
       retryable: true,
@@ -412,10 +406,11 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps a first-byte timeout and an idle stream to DEADLINE_EXCEEDED', async () => {
-    under.upstream.respond(() => {
-      /* never answers */
-    });
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(
+      await failureOf(under, () => {
+        /* never answers */
+      }),
+    ).toMatchObject({
       code: GrpcStatus.DEADLINE_EXCEEDED,
       reason: 'upstream_timeout',
     });
