@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
-import type { GatewayError } from '@gateway/grpc';
+import { type GatewayError, GrpcStatus } from '@gateway/grpc';
 import { startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
 import type { Provider, ProviderContext } from '../providers/provider.js';
 import type { HttpProviderDependencies } from '../providers/upstream-http.js';
@@ -111,4 +111,22 @@ export function failureOf(under: ProviderUnderTest<Provider>, reply: Responder, 
   const running =
     call === 'complete' ? under.provider.complete(simpleRequest(), under.contextOf()) : collect(under.provider.stream(simpleRequest(), under.contextOf()));
   return gatewayErrorOf(running);
+}
+
+/** A call that failed as a server failure: retryable UNAVAILABLE `upstream_error`, with the upstream's status when it sent one. */
+export async function expectRetryableUnavailable(failure: Promise<GatewayError>, upstreamStatus?: number): Promise<void> {
+  expect(await failure).toMatchObject({
+    code: GrpcStatus.UNAVAILABLE,
+    reason: 'upstream_error',
+    retryable: true,
+    ...(upstreamStatus === undefined ? {} : { upstreamStatus }),
+  });
+}
+
+/** An upstream that never answers fails a whole call with DEADLINE_EXCEEDED `upstream_timeout` after the first-byte timeout. */
+export async function expectFirstByteTimeout(under: ProviderUnderTest<Provider>): Promise<void> {
+  const failure = await failureOf(under, () => {
+    /* never answers */
+  });
+  expect(failure).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
 }

@@ -5,7 +5,14 @@ import { anthropicModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectStreamAbortClosesUpstream, expectWholeAbortClosesUpstream, failureOf, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import {
+  expectFirstByteTimeout,
+  expectRetryableUnavailable,
+  expectStreamAbortClosesUpstream,
+  expectWholeAbortClosesUpstream,
+  failureOf,
+  useProviderUnderTest,
+} from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { UpstreamError } from '../upstream-error.js';
 import { AnthropicProvider } from './anthropic-provider.js';
@@ -327,29 +334,13 @@ describe('AnthropicProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [529, 'error-529.json'],
     ] as const) {
-      expect(await failureOf(under, replayJson(status, fixture(name)))).toMatchObject({
-        code: GrpcStatus.UNAVAILABLE,
-        reason: 'upstream_error',
-        retryable: true,
-        upstreamStatus: status,
-      });
+      await expectRetryableUnavailable(failureOf(under, replayJson(status, fixture(name))), status);
     }
-    expect(await failureOf(under, replayJson(200, fixture('malformed.txt')))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
   });
 
   it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {
-    expect(
-      await failureOf(under, () => {
-        /* never answers */
-      }),
-    ).toMatchObject({
-      code: GrpcStatus.DEADLINE_EXCEEDED,
-      reason: 'upstream_timeout',
-    });
+    await expectFirstByteTimeout(under);
   });
 });
 

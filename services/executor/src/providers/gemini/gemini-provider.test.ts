@@ -5,7 +5,13 @@ import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../tes
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectEarlyLeaveReleasesUpstream, expectStreamAbortClosesUpstream, failureOf, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import {
+  expectEarlyLeaveReleasesUpstream,
+  expectRetryableUnavailable,
+  expectStreamAbortClosesUpstream,
+  failureOf,
+  useProviderUnderTest,
+} from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { GeminiProvider } from './gemini-provider.js';
 
@@ -398,18 +404,9 @@ describe('GeminiProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [503, 'error-503.json'],
     ] as const) {
-      expect(await failureOf(under, replayJson(status, fixture(name)))).toMatchObject({
-        code: GrpcStatus.UNAVAILABLE,
-        reason: 'upstream_error',
-        retryable: true,
-        upstreamStatus: status,
-      });
+      await expectRetryableUnavailable(failureOf(under, replayJson(status, fixture(name))), status);
     }
-    expect(await failureOf(under, replayJson(200, fixture('malformed.txt')))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
   });
 
   it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {

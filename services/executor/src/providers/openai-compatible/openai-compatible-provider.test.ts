@@ -7,6 +7,8 @@ import { fixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
   expectEarlyLeaveReleasesUpstream,
+  expectFirstByteTimeout,
+  expectRetryableUnavailable,
   expectStreamAbortClosesUpstream,
   expectWholeAbortClosesUpstream,
   failureOf,
@@ -384,36 +386,16 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
-    expect(await failureOf(under, replayJson(500, fixture('error-500.json')))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-      upstreamStatus: 500,
-    });
-    expect(await failureOf(under, replayJson(200, fixture('malformed.txt')))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(failureOf(under, replayJson(500, fixture('error-500.json'))), 500);
+    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
     const closed = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     const baseUrl = closed.baseUrl;
     await closed.close();
-    expect(await gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl))))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl)))));
   });
 
   it('maps a first-byte timeout and an idle stream to DEADLINE_EXCEEDED', async () => {
-    expect(
-      await failureOf(under, () => {
-        /* never answers */
-      }),
-    ).toMatchObject({
-      code: GrpcStatus.DEADLINE_EXCEEDED,
-      reason: 'upstream_timeout',
-    });
+    await expectFirstByteTimeout(under);
     const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
     under.upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
     const received: ProviderStreamEvent[] = [];
