@@ -5,18 +5,18 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
 import { type GatewayError, GrpcStatus } from '@gateway/grpc';
-import { startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { replayJson, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
 import type { Provider, ProviderContext } from '../providers/provider.js';
 import type { HttpProviderDependencies } from '../providers/upstream-http.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
+import { PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from './catalog-models.js';
+import { providerFixture } from './fixtures.js';
 import { collect, gatewayErrorOf, simpleRequest } from './provider-calls.js';
 
 /** How a test file builds its adapter. */
 export interface ProviderSetup<P extends Provider> {
-  /** What the fake upstream answers until a test says otherwise. */
-  readonly firstAnswer: Responder;
-  /** The environment the adapter reads its key from. */
-  readonly environment: Readonly<Record<string, string>>;
+  /** The environment the adapter reads its key from; PROVIDER_TEST_KEY in PROVIDER_TEST_KEY_ENV unless given. */
+  readonly environment?: Readonly<Record<string, string>>;
   create(dependencies: HttpProviderDependencies): P;
   /** The catalog model served by the fake upstream at `baseUrl`. */
   modelOf(baseUrl: string): CatalogModel;
@@ -43,9 +43,10 @@ export function useProviderUnderTest<P extends Provider>(setup: ProviderSetup<P>
     },
   } as { upstream: FakeUpstream; provider: P; model: CatalogModel } & Pick<ProviderUnderTest<P>, 'contextOf'>;
   beforeAll(async () => {
-    under.upstream = await startFakeUpstream(setup.firstAnswer);
+    // Until a test says otherwise, the upstream answers an OpenAI chat completion.
+    under.upstream = await startFakeUpstream(replayJson(200, providerFixture('openai-compatible', 'chat-completion.json')));
     pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
-    under.provider = setup.create({ pools, environment: setup.environment });
+    under.provider = setup.create({ pools, environment: setup.environment ?? { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY } });
     under.model = setup.modelOf(under.upstream.baseUrl);
   });
   afterEach(() => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { anthropicModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
+import { anthropicModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
@@ -20,8 +20,6 @@ import { AnthropicProvider } from './anthropic-provider.js';
 const fixture = (name: string) => providerFixture('anthropic', name);
 
 const under = useProviderUnderTest({
-  firstAnswer: replayJson(200, providerFixture('openai-compatible', 'chat-completion.json')),
-  environment: { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY },
   create: (dependencies) => new AnthropicProvider(dependencies),
   modelOf: (baseUrl) => anthropicModel(new URL(baseUrl).origin),
 });

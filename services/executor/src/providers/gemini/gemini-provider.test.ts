@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
+import { geminiModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
@@ -18,8 +18,6 @@ import { GeminiProvider } from './gemini-provider.js';
 const fixture = (name: string) => providerFixture('gemini', name);
 
 const under = useProviderUnderTest({
-  firstAnswer: replayJson(200, providerFixture('openai-compatible', 'chat-completion.json')),
-  environment: { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY },
   create: (dependencies) => new GeminiProvider(dependencies),
   modelOf: (baseUrl) => geminiModel(new URL(baseUrl).origin),
 });

@@ -18,7 +18,6 @@ import type { ProviderStreamEvent } from '../provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
 
 const under = useProviderUnderTest({
-  firstAnswer: replayJson(200, fixture('chat-completion.json')),
   environment: { [TEST_KEY_ENV]: TEST_KEY },
   create: (dependencies) => new OpenAiCompatibleProvider(dependencies),
   modelOf: (baseUrl) => openAiCompatibleModel(baseUrl),
