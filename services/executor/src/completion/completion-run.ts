@@ -49,14 +49,11 @@ export interface Answer {
   readonly attempts: ExecutionAttempt[];
 }
 
-/** One try of the request on a deployment, as `open` receives it. */
-export interface UpstreamAttempt {
-  readonly provider: Provider;
-  /** What the adapter needs besides the request. */
-  readonly context: ProviderContext;
-  /** The span of this upstream call (tracing on), the run's child. */
-  readonly upstream: Span | undefined;
-}
+/**
+ * Runs the request on one deployment through its adapter, with the adapter's context and the span
+ * of this upstream call (tracing on), and resolves at its first byte.
+ */
+export type OpenUpstream<T> = (provider: Provider, context: ProviderContext, upstream: Span | undefined) => Promise<T>;
 
 /** The span each method's run opens. */
 const SPAN_NAME: Readonly<Record<CompletionMethod, string>> = { Complete: 'executor.complete', StreamComplete: 'executor.stream' };
@@ -99,21 +96,24 @@ export class CompletionRun {
    * first byte (pool/run-with-fallbacks.ts); records who answered (`answer`, `deployment`). A failed
    * try ends its upstream span before the next one.
    */
-  async start<T>(open: (attempt: UpstreamAttempt) => Promise<T>): Promise<T> {
-    const { pool, retry, recorder } = this.services;
+  async start<T>(open: OpenUpstream<T>): Promise<T> {
+    const { pool, retry, recorder, providers, tracing } = this.services;
     const result = await runWithFallbacks<{ value: T; provider: Provider }>({
       pool,
       models: this.plan(),
       signal: this.signal,
       deadline: this.bounds.deadline,
       retry,
-      onRetry: (modelId, reason) => recorder.retried(modelId, reason),
+      onRetry: recorder.retried,
       start: async (deployment) => {
-        const attempt = this.attemptOn(deployment.model);
+        const { model } = deployment;
+        const provider = providers.forModel(model);
+        const upstream = recorder.upstreamSpan(this.span, model, provider.name);
+        const context = { model, signal: this.signal, requestId: this.requestId, traceparent: tracing.traceparentOf(upstream) };
         try {
-          return { value: await open(attempt), provider: attempt.provider };
+          return { value: await open(provider, context, upstream), provider };
         } catch (error) {
-          recorder.endUpstream(attempt.upstream, { label: this.signal.aborted ? 'cancelled' : 'upstream_failed' });
+          recorder.endUpstream(upstream, { label: this.signal.aborted ? 'cancelled' : 'upstream_failed' });
           throw error;
         }
       },
@@ -155,13 +155,5 @@ export class CompletionRun {
     if (!execute.request) throw GatewayError.of('invalid_request', 'The execute request carries no chat request.');
     const fallbacks = (execute.fallbacks ?? []).filter((id, index, all) => id !== primary && all.indexOf(id) === index);
     return [primary, ...fallbacks];
-  }
-
-  private attemptOn(model: CatalogModel): UpstreamAttempt {
-    const { providers, recorder, tracing } = this.services;
-    const provider = providers.forModel(model);
-    const upstream = recorder.upstreamSpan(this.span, model, provider.name);
-    const context = { model, signal: this.signal, requestId: this.requestId, traceparent: tracing.traceparentOf(upstream) };
-    return { provider, context, upstream };
   }
 }

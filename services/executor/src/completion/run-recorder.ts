@@ -45,10 +45,10 @@ export class RunRecorder {
     return { label: mapped instanceof GatewayError ? mapped.reason : 'internal_error', error: mapped };
   }
 
-  /** Counts a retry of a model before its first byte. */
-  retried(modelId: string, reason: string): void {
+  /** Counts a retry of a model before its first byte; bound, so every run passes it as it is. */
+  readonly retried = (modelId: string, reason: string): void => {
     this.dependencies.metrics.retries.inc({ model: modelId, reason });
-  }
+  };
 
   /** The executor's span of one call (tracing on): the caller's span its parent. */
   callSpan(name: string, execute: ExecuteRequestOutput, traceparent: string | undefined): Span | undefined {

@@ -67,7 +67,7 @@ export async function runStream(run: CompletionRun, sink: ChunkSink): Promise<Ex
 
 /** Runs the plan until a deployment's stream reaches its first event, which it returns. */
 async function openStream(run: CompletionRun, state: StreamState): Promise<IteratorResult<ProviderStreamEvent>> {
-  const opened = await run.start(async ({ provider, context, upstream }) => {
+  const opened = await run.start(async (provider, context, upstream) => {
     const iterator = provider.stream(run.request, context)[Symbol.asyncIterator]();
     try {
       return { iterator, first: await iterator.next(), upstream };

@@ -12,7 +12,7 @@ import { type Answer, CompletionRun, type RunServices } from './completion-run.j
 export async function runWhole(run: CompletionRun): Promise<ExecuteResponse> {
   const { recorder } = run.services;
   try {
-    const response = await run.start(async ({ provider, context, upstream }) => {
+    const response = await run.start(async (provider, context, upstream) => {
       const answered = await provider.complete(run.request, context);
       recorder.endUpstream(upstream, { label: 'ok', usage: answered.usage ?? undefined });
       return answered;
