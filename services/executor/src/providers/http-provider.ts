@@ -5,10 +5,11 @@
  * envelope, with our key kept out of every message.
  */
 import type { Dispatcher } from 'undici';
+import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import type { Provider, ProviderContext, ProviderStreamEvent } from './provider.js';
-import type { UpstreamError } from './upstream-error.js';
-import { providerKey, providerSecrets, postToUpstream, type ErrorResponse, type HttpProviderDependencies } from './upstream-http.js';
+import { UpstreamError } from './upstream-error.js';
+import { providerKey, providerSecrets, postToUpstream, readJsonBody, type ErrorResponse, type HttpProviderDependencies } from './upstream-http.js';
 
 /** Sent as `user-agent` on every upstream request. */
 const USER_AGENT = 'llm-gateway-executor/0.1';
@@ -18,8 +19,6 @@ export interface UpstreamRequest {
   readonly url: URL;
   /** The request body, as JSON. */
   readonly body: string;
-  /** Whether the answer is a stream (`accept: text/event-stream`). */
-  readonly stream: boolean;
 }
 
 /** An HTTP adapter. */
@@ -32,6 +31,9 @@ export abstract class HttpProvider implements Provider {
 
   abstract stream(request: ChatRequestOutput, context: ProviderContext): AsyncIterable<ProviderStreamEvent>;
 
+  /** The URL and body of a chat request in the provider's wire format; throws for what cannot be translated. */
+  protected abstract requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest;
+
   /** Adds the provider's key header (and any header of its API version) to the request's headers. */
   protected abstract authorize(headers: Record<string, string>, key: string | undefined): void;
 
@@ -43,13 +45,14 @@ export abstract class HttpProvider implements Provider {
     return providerSecrets(this.dependencies.environment, context.model);
   }
 
-  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  protected post(context: ProviderContext, request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+  /** Sends the request, whole or streamed; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
+  protected send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const { model } = context;
+    const upstreamRequest = this.requestFor(request, model, stream);
     const headers: Record<string, string> = {
       ...(model.upstream.headers ?? {}),
       'content-type': 'application/json',
-      accept: request.stream ? 'text/event-stream' : 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
       'user-agent': USER_AGENT,
     };
     this.authorize(headers, providerKey(this.dependencies.environment, model));
@@ -57,11 +60,28 @@ export abstract class HttpProvider implements Provider {
       traceparent: context.traceparent,
       provider: this.name,
       pools: this.dependencies.pools,
-      url: request.url,
+      url: upstreamRequest.url,
       headers,
-      body: request.body,
+      body: upstreamRequest.body,
       signal: context.signal,
       parseError: (response) => this.errorOf(response, this.secretsOf(context)),
     });
+  }
+
+  /**
+   * The JSON body of a whole 2xx answer; a body that is not JSON, not an object, or not `isWhole`
+   * is a `malformed` failure saying `missing`.
+   */
+  protected async readWhole<T extends object>(
+    response: Dispatcher.ResponseData,
+    signal: AbortSignal,
+    isWhole: (body: T) => boolean,
+    missing: string,
+  ): Promise<T> {
+    const body = (await readJsonBody(response, this.name, signal)) as T;
+    if (typeof body !== 'object' || body === null || !isWhole(body)) {
+      throw new UpstreamError(missing, { provider: this.name, kind: 'malformed', status: response.statusCode });
+    }
+    return body;
   }
 }

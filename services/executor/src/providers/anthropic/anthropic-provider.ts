@@ -9,14 +9,14 @@
  * without `message_stop` is `truncated`, an event that is not JSON `malformed`, an `error` event a
  * `stream_error` (retryable for overloaded_error and api_error).
  */
-import type { Dispatcher } from 'undici';
 import type { EventSourceMessage } from 'eventsource-parser';
+import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
-import { HttpProvider } from '../http-provider.js';
+import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
 import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { readJsonBody, upstreamUrl, type ErrorResponse } from '../upstream-http.js';
+import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toAnthropicRequest } from './convert-request.js';
 import { AnthropicStreamTranslator, fromAnthropicResponse } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -38,10 +38,7 @@ export class AnthropicProvider extends HttpProvider {
   /** A whole Message, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = (await readJsonBody(response, this.name, context.signal)) as AnthropicResponse;
-    if (typeof body !== 'object' || body === null || !Array.isArray(body.content)) {
-      throw new UpstreamError('upstream sent a message without content', { provider: this.name, kind: 'malformed', status: response.statusCode });
-    }
+    const body = await this.readWhole(response, context.signal, hasContent, 'upstream sent a message without content');
     return fromAnthropicResponse(body, context.model.id);
   }
 
@@ -74,12 +71,15 @@ export class AnthropicProvider extends HttpProvider {
     return upstreamErrorFromResponse(this.name, response, secrets);
   }
 
-  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const { model } = context;
+  protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
     const body = JSON.stringify(toAnthropicRequest(request, model, stream));
-    return this.post(context, { url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'), body, stream });
+    return { url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'), body };
   }
+}
+
+/** Whether a whole answer is a Message: it has content. */
+function hasContent(body: AnthropicResponse): boolean {
+  return Array.isArray(body.content);
 }
 
 /** message_stop, by its event name or, from a server that sends no names, by its type. */

@@ -9,13 +9,13 @@
  * connection at once. Streams are read only as fast as the caller pulls. Gemini's stream has no
  * terminal event: one that ends before every candidate has a finishReason is `truncated`.
  */
-import type { Dispatcher } from 'undici';
+import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
-import { HttpProvider } from '../http-provider.js';
+import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
 import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { readJsonBody, upstreamUrl, type ErrorResponse } from '../upstream-http.js';
+import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toGeminiRequest } from './convert-request.js';
 import { fromGeminiResponse, GeminiStreamTranslator } from './map-response.js';
 import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -34,14 +34,7 @@ export class GeminiProvider extends HttpProvider {
   /** generateContent, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = (await readJsonBody(response, this.name, context.signal)) as GeminiResponse;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new UpstreamError('upstream sent a body that is not a GenerateContentResponse', {
-        provider: this.name,
-        kind: 'malformed',
-        status: response.statusCode,
-      });
-    }
+    const body = await this.readWhole(response, context.signal, isNotArray, 'upstream sent a body that is not a GenerateContentResponse');
     if (body.error) throw streamErrorOf(this.name, body.error, this.secretsOf(context));
     if (!Array.isArray(body.candidates) && !body.promptFeedback?.blockReason) {
       throw new UpstreamError('upstream sent a response without candidates', { provider: this.name, kind: 'malformed', status: response.statusCode });
@@ -73,15 +66,18 @@ export class GeminiProvider extends HttpProvider {
     return upstreamErrorFromResponse(this.name, response, secrets);
   }
 
-  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const { model } = context;
+  protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
     const body = JSON.stringify(toGeminiRequest(request, model));
     const name = model.upstream.model.replace(/^models\//, '');
     const url = upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1beta', `models/${name}:${stream ? 'streamGenerateContent' : 'generateContent'}`);
     if (stream) url.searchParams.set('alt', 'sse');
-    return this.post(context, { url, body, stream });
+    return { url, body };
   }
+}
+
+/** Whether a whole answer is a GenerateContentResponse object rather than a list. */
+function isNotArray(body: GeminiResponse): boolean {
+  return !Array.isArray(body);
 }
 
 function parseChunk(data: string, provider: string): GeminiResponse {

@@ -8,16 +8,16 @@
  * connection at once. Streams are read only as fast as the caller pulls (backpressure reaches the
  * upstream's TCP window) and always ask for the usage chunk, which becomes the StreamEnd's usage.
  */
-import type { Dispatcher } from 'undici';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { GatewayError } from '@gateway/grpc';
+import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
-import { HttpProvider } from '../http-provider.js';
+import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
 import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { readJsonBody, type ErrorResponse, type HttpProviderDependencies } from '../upstream-http.js';
+import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
 import { toOpenAiRequest } from './convert-request.js';
 import { fromOpenAiChunk, fromOpenAiResponse, usageOfChunk } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -36,10 +36,7 @@ export class OpenAiCompatibleProvider extends HttpProvider {
   /** POST /chat/completions without streaming, translated back to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = (await readJsonBody(response, this.name, context.signal)) as OpenAiChatResponse;
-    if (typeof body !== 'object' || body === null || !Array.isArray(body.choices) || body.choices.length === 0) {
-      throw new UpstreamError('upstream sent a response without choices', { provider: this.name, kind: 'malformed', status: response.statusCode });
-    }
+    const body = await this.readWhole(response, context.signal, hasChoices, 'upstream sent a response without choices');
     const converted = fromOpenAiResponse(body, context.model.id);
     if (!converted.usage) {
       // A server that reports no usage (some vLLM and Ollama versions): count it ourselves.
@@ -105,16 +102,19 @@ export class OpenAiCompatibleProvider extends HttpProvider {
     return upstreamErrorFromResponse(this.name, response, secrets);
   }
 
-  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const { model } = context;
+  protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
     if (!model.upstream.base_url) {
       throw GatewayError.of('model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
     }
     const base = new URL(model.upstream.base_url);
     const url = new URL(`${base.pathname.replace(/\/+$/, '')}/chat/completions${base.search}`, base.origin);
-    return this.post(context, { url, body: JSON.stringify(toOpenAiRequest(request, model, stream)), stream });
+    return { url, body: JSON.stringify(toOpenAiRequest(request, model, stream)) };
   }
+}
+
+/** Whether a whole answer has choices. */
+function hasChoices(body: OpenAiChatResponse): boolean {
+  return Array.isArray(body.choices) && body.choices.length > 0;
 }
 
 /** The `[DONE]` sentinel that ends an OpenAI stream. */
