@@ -131,3 +131,18 @@ export async function expectFirstByteTimeout(under: ProviderUnderTest<Provider>)
   });
   expect(failure).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
 }
+
+/** A 400 the caller caused: INVALID_ARGUMENT `upstream_invalid_request`, not retryable, showing the upstream's message. */
+export async function expectInvalidRequest(under: ProviderUnderTest<Provider>, reply: Responder, upstreamMessage: string): Promise<void> {
+  const error = await failureOf(under, reply);
+  expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
+  expect(error.message).toContain(upstreamMessage);
+}
+
+/** An upstream message that echoes our key reaches the caller with the key redacted; returns the failure. */
+export async function expectKeyRedacted(under: ProviderUnderTest<Provider>, reply: Responder, key: string): Promise<GatewayError> {
+  const echoed = await failureOf(under, reply);
+  expect(echoed.message).not.toContain(key);
+  expect(echoed.message).toContain('[redacted]');
+  return echoed;
+}
