@@ -78,10 +78,12 @@ export class CompletionRun {
     this.span = services.recorder.callSpan(SPAN_NAME[method], execute, bounds.traceparent);
   }
 
+  /** Aborted when the call is cancelled. */
   get signal(): AbortSignal {
     return this.bounds.signal;
   }
 
+  /** The edge's request id. */
   get requestId(): string {
     return this.bounds.requestId;
   }

@@ -27,8 +27,10 @@ export abstract class HttpProvider implements Provider {
 
   constructor(protected readonly dependencies: HttpProviderDependencies) {}
 
+  /** See Provider.complete. */
   abstract complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse>;
 
+  /** See Provider.stream. */
   abstract stream(request: ChatRequestOutput, context: ProviderContext): AsyncIterable<ProviderStreamEvent>;
 
   /** The URL and body of a chat request in the provider's wire format; throws for what cannot be translated. */
