@@ -85,11 +85,15 @@ describe('StreamComplete flow control', () => {
         resolve();
       }),
     );
-    await sleep(300);
-    const pulledWhilePaused = provider.pulled;
-    await sleep(300);
     // Without backpressure an endless upstream would be pulled without bound (hundreds of
-    // thousands of chunks in 600 ms); with it, pulling stops once the transport's window is full.
+    // thousands of chunks a second); with it, pulling stops once the transport's window is full:
+    // wait until it stands still (however loaded the machine), then see that it stays still.
+    let pulledWhilePaused = -1;
+    for (let waited = 0; waited < 10_000 && provider.pulled !== pulledWhilePaused; waited += 200) {
+      pulledWhilePaused = provider.pulled;
+      await sleep(200);
+    }
+    await sleep(300);
     expect(provider.pulled).toBe(pulledWhilePaused);
     expect(pulledWhilePaused).toBeLessThan(20_000);
     call.resume();
