@@ -192,7 +192,7 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     if (requestError.status !== 401 && keyCheckPending(request)) {
       noteKeyChecked(request);
       try {
-        await checkKey(deps, bearerKey(request), request.id, 0);
+        await checkKey(deps, bearerKey(request), request.id);
       } catch (keyError) {
         requestError = toRequestError(keyError);
       }

@@ -88,10 +88,14 @@ export function registerChatCompletions(app: FastifyInstance, deps: EdgeDependen
           config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS,
         );
       const [authResult, routeResult] = await Promise.allSettled([
-        checkKey(deps, apiKey, requestId, reserve(promptTokens), abort.signal, traceparent).catch(async (error: unknown) => {
+        checkKey(deps, apiKey, requestId, { reserveTokens: reserve(promptTokens), signal: abort.signal, traceparent }).catch(async (error: unknown) => {
           // Too large for the key's tokens per minute on an estimate: the exact count decides.
           if (!(error instanceof RequestError && error.code === 'request_too_large') || prompt.exact) throw error;
-          return checkKey(deps, apiKey, requestId, reserve(await countBoundedPromptTokens(catalog, parsed)), abort.signal, traceparent);
+          return checkKey(deps, apiKey, requestId, {
+            reserveTokens: reserve(await countBoundedPromptTokens(catalog, parsed)),
+            signal: abort.signal,
+            traceparent,
+          });
         }),
         resolve(parsed, promptTokens, requestId, abort.signal, callerPolicy, traceparent),
       ]);

@@ -188,7 +188,7 @@ export function registerUsage(app: FastifyInstance, deps: EdgeDependencies): voi
   app.get('/v1/usage', async (request) => {
     // The key first: a caller without a valid key learns nothing from the query's errors.
     noteKeyChecked(request);
-    const decision = await checkKey(deps, bearerKey(request), request.id, 0);
+    const decision = await checkKey(deps, bearerKey(request), request.id);
     const query = usageQuery(request, ['model'], false);
     const keyId = decision.key_id ?? '';
     return usagePage(query, await queryUsage(deps, request, query, [keyId]), () => '');
