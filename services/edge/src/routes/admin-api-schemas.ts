@@ -297,8 +297,8 @@ export const GatewayRequestSchema = Type.Object({
   model: Type.String(),
   provider: Type.String(),
   stream: Type.Boolean(),
-  /** completed, cancelled or failed (unspecified from a metering that does not say). */
-  outcome: Type.String(),
+  /** unspecified from a metering that does not say. */
+  outcome: Type.Union([Type.Literal('completed'), Type.Literal('cancelled'), Type.Literal('failed'), Type.Literal('unspecified')]),
   /** Why a failed request failed (the error envelope's code), where the gateway says. */
   error_code: Nullable(Type.String()),
   latency_ms: Type.Integer(),

@@ -199,7 +199,7 @@ export function registerUsage(app: FastifyInstance, deps: EdgeDependencies): voi
 
 /** A metered request as the admin API shows it. */
 function recentJson(entry: RecentRequestOutput): GatewayRequest {
-  const outcome = (entry.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase();
+  const outcome = (entry.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase() as GatewayRequest['outcome'];
   return {
     object: 'gateway.request',
     id: entry.event_id ?? '',

@@ -81,7 +81,8 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         setError(undefined);
         try {
           const parsed = parseFields(fields);
-          const creation: KeyCreation = { plan: fields.plan };
+          // The create form starts from a plan it offers and offers only those: never `unknown`.
+          const creation: KeyCreation = { plan: fields.plan as Plan };
           if (fields.name.trim()) creation.name = fields.name.trim();
           const limits: NonNullable<KeyCreation['limits']> = {};
           if (parsed.requestsPerMinute !== undefined) limits.requests_per_minute = parsed.requestsPerMinute;
