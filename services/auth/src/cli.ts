@@ -13,7 +13,8 @@
  * Reads REDIS_URL (default redis://127.0.0.1:6379) and AUTH_REDIS_PREFIX (default auth:). The secret is printed once, by create-key.
  */
 import { parseArgs } from 'node:util';
-import { loadConfig, Type } from '@gateway/config';
+import { loadConfig, redisVariables, Type } from '@gateway/config';
+import { AuthConfigSchema } from './config.js';
 import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
 import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
@@ -33,12 +34,10 @@ LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimite
 /** A mistake in the command line: printed with the usage, exit code 2. */
 class UsageError extends Error {}
 
-/** The CLI's one setting, read through the same schema machinery as the services. */
+/** The CLI's settings (auth's own Redis variables), read through the same schema machinery as the services. */
 const CliConfigSchema = Type.Object({
-  REDIS_URL: Type.String({ pattern: REDIS_URL_PATTERN, default: 'redis://127.0.0.1:6379' }),
-  /** Redis replicas that must have a write before it counts as done (WAIT): 0 for none, 1 on a cluster with replicas. */
-  REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
-  AUTH_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_-]*$', default: 'auth:' }),
+  ...redisVariables(REDIS_URL_PATTERN),
+  AUTH_REDIS_PREFIX: AuthConfigSchema.properties.AUTH_REDIS_PREFIX,
 });
 
 function formatKey(key: StoredKey): string {

@@ -1,4 +1,4 @@
-import { loadConfig, Type, type Static } from '@gateway/config';
+import { loadConfig, redisVariables, Type, type Static } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './plans.js';
 
@@ -9,19 +9,7 @@ type LogLevel = (typeof LOG_LEVELS)[number];
 export const AuthConfigSchema = Type.Object({
   AUTH_LISTEN_ADDR: Type.String({ description: "Address auth's gRPC server listens on.", default: '0.0.0.0:50051' }),
   AUTH_METRICS_PORT: Type.Integer({ description: "Port of auth's /metrics, /healthz and /readyz.", minimum: 0, maximum: 65535, default: 9101 }),
-  REDIS_URL: Type.String({
-    description:
-      "Redis (auth's keys and quotas, metering's totals): redis://host:port for one server (rediss:// with TLS), redis-cluster://host:port,host:port,... for a Redis Cluster (rediss-cluster:// with TLS).",
-    pattern: REDIS_URL_PATTERN,
-    default: 'redis://127.0.0.1:6379',
-  }),
-  REDIS_WAIT_REPLICAS: Type.Integer({
-    description:
-      "Redis replicas that must have metered usage and key changes before they count (WAIT; auth and metering): 0 for none, 1 on a cluster with replicas, so that a master's failover loses neither.",
-    minimum: 0,
-    maximum: 5,
-    default: 0,
-  }),
+  ...redisVariables(REDIS_URL_PATTERN),
   AUTH_REDIS_PREFIX: Type.String({
     description: 'Prefix of every Redis key auth (and its CLI) writes, so environments can share one Redis.',
     pattern: '^[A-Za-z0-9:_-]*$',

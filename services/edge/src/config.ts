@@ -1,4 +1,4 @@
-import { Type, loadConfig, type Static } from '@gateway/config';
+import { Type, loadConfig, type Static, usageStreamVariables } from '@gateway/config';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 /** Every variable the edge reads; see .env.example. */
@@ -33,19 +33,7 @@ export const EdgeConfigSchema = Type.Object({
       "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222).",
     default: 'nats://127.0.0.1:4222',
   }),
-  USAGE_STREAM: Type.String({
-    description:
-      'The JetStream stream of usage events (edge and metering); one per gateway sharing a NATS. The default USAGE uses the subjects usage.v1.*; another name N uses n.usage.v1.* (lower-cased).',
-    pattern: USAGE_STREAM_NAME_PATTERN,
-    default: 'USAGE',
-  }),
-  USAGE_STREAM_REPLICAS: Type.Integer({
-    description:
-      'Servers that keep each usage event (edge and metering, the same on both): 1 on one NATS server, 3 on a NATS cluster, so that an acknowledged event survives the loss of a server and its disk.',
-    minimum: 1,
-    maximum: 5,
-    default: 1,
-  }),
+  ...usageStreamVariables(USAGE_STREAM_NAME_PATTERN),
   LOG_LEVEL: Type.String({ description: 'pino log level: fatal, error, warn, info, debug, trace.', default: 'info' }),
   EDGE_USAGE_QUEUE_MAX_EVENTS: Type.Integer({
     description:
