@@ -1,14 +1,30 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects: `unit` (next to the code, no outside dependency; the web console's sources
-// live outside the edge's src/), `integration`
-// (`*.int.test.ts`, real Redis and NATS) and `e2e` (the five services as processes, driven by
-// real clients). `pnpm test` runs all three: unit and integration side by side, then e2e alone, so
-// that the e2e timing checks (the hostile-body drill's /healthz latency) own the machine's cores.
+// Four projects, run by `pnpm test` in three groups, one after the other:
+//   0. `unit` (next to the code, no outside dependency; the web console's sources live outside the
+//      edge's src/) and `integration` (`*.int.test.ts`, real Redis and NATS), side by side;
+//   1. `e2e`: the five services as processes, driven by real clients, several files at a time
+//      (each file starts its own cluster on free ports, with its own usage stream and keys);
+//   2. `drills`: the scale, failover, fault, alert, hostile-body and rate-limit drills, one file at
+//      a time, since each loads the machine on purpose or kills what it runs on.
+// Most of a test's time here is waiting on sockets and child processes, not on the CPU, so more
+// files run at once than the machine has cores (vitest's default is one worker per core less one:
+// a single worker on a two-core machine).
 const exclude = ['**/node_modules/**', '**/dist/**'];
+
+/** The drills: each file alone on the machine. */
+export const DRILLS = [
+  'tests/e2e/alerts.e2e.test.ts',
+  'tests/e2e/faults.e2e.test.ts',
+  'tests/e2e/hostile-drill.e2e.test.ts',
+  'tests/e2e/rate-limits.e2e.test.ts',
+  'tests/e2e/redis-failover.e2e.test.ts',
+  'tests/e2e/scale.e2e.test.ts',
+];
 
 export default defineConfig({
   test: {
+    maxWorkers: 4,
     projects: [
       {
         test: {
@@ -32,11 +48,22 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['tests/e2e/**/*.test.ts'],
+          exclude: [...exclude, ...DRILLS],
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+          maxWorkers: 3,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        test: {
+          name: 'drills',
+          include: DRILLS,
           exclude,
           testTimeout: 60_000,
           hookTimeout: 180_000,
           fileParallelism: false,
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
         },
       },
     ],

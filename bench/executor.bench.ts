@@ -104,6 +104,23 @@ async function throughput(client: ExecutorServiceClient): Promise<{ perSecond: n
   return { perSecond: done / SECONDS, failures };
 }
 
+/** Opens `count` streamed completions on `client`; resolves with them once each has its first event (or failed). */
+async function openStreams(client: ExecutorServiceClient, count: number): Promise<ReturnType<ExecutorServiceClient['StreamComplete']>[]> {
+  const calls = Array.from({ length: count }, () =>
+    client.StreamComplete({ ...request, request: { ...request.request, stream: true } }, new Metadata(), { deadline: Date.now() + 120_000 }),
+  );
+  await Promise.all(
+    calls.map(
+      (call) =>
+        new Promise<void>((resolve) => {
+          call.once('data', () => resolve());
+          call.once('error', () => resolve());
+        }),
+    ),
+  );
+  return calls;
+}
+
 export const suite: BenchSuite = {
   name: 'executor',
   description: 'executor pool throughput with 1, 2 and 3 replicas, and memory per open stream',
@@ -154,36 +171,14 @@ export const suite: BenchSuite = {
       const replica = await startReplica(catalogPath);
       replicas.push(replica);
       const client = createClient(grpc.executor.v1.ExecutorService, `127.0.0.1:${replica.port}`);
-      const warm = Array.from({ length: 50 }, () =>
-        client.StreamComplete({ ...request, request: { ...request.request, stream: true } }, new Metadata(), { deadline: Date.now() + 120_000 }),
-      );
-      await Promise.all(
-        warm.map(
-          (call) =>
-            new Promise<void>((resolve) => {
-              call.once('data', () => resolve());
-              call.once('error', () => resolve());
-            }),
-        ),
-      );
+      const warm = await openStreams(client, 50);
       for (const call of warm) {
         call.on('error', () => undefined);
         call.cancel();
       }
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const idle = processRssMiB(replica.process.pid!);
-      const calls = Array.from({ length: OPEN_STREAMS }, () =>
-        client.StreamComplete({ ...request, request: { ...request.request, stream: true } }, new Metadata(), { deadline: Date.now() + 120_000 }),
-      );
-      await Promise.all(
-        calls.map(
-          (call) =>
-            new Promise<void>((resolve) => {
-              call.once('data', () => resolve());
-              call.once('error', () => resolve());
-            }),
-        ),
-      );
+      const calls = await openStreams(client, OPEN_STREAMS);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const open = processRssMiB(replica.process.pid!);
       for (const call of calls) {

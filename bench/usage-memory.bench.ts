@@ -8,9 +8,9 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connectRedis, deleteMatching } from '@gateway/redis';
-import { DAY_MS, spendKeyName } from '../packages/quota/src/spend.js';
+import { DAY_MS } from '../packages/keyspace/src/spend.js';
 import { redisUrl } from '@gateway/testing';
-import { dailyKey, hourlyKey, modelsKey, recentKey } from '../services/metering/src/usage-buckets.js';
+import { dailyKey, hourlyKey, modelsKey, recentKey, spendKeyName } from '../packages/keyspace/src/keys.js';
 import { recordEvent } from '../services/metering/src/usage-store.js';
 import type { BenchSuite } from './run.js';
 import { table } from './measure.js';
@@ -41,32 +41,37 @@ export const suite: BenchSuite = {
     const monthStart = Date.UTC(new Date(day * DAY_MS).getUTCFullYear(), new Date(day * DAY_MS).getUTCMonth(), 1);
     let sequence = 0;
     const record = (keyId: string, modelId: string, atMs: number) =>
-      recordEvent(redis, stream, `evt-${randomUUID()}`, (sequence += 1), {
-        key_id: keyId,
-        model_id: modelId,
-        prompt_tokens: 1_200,
-        completion_tokens: 350,
-        cached_tokens: sequence % 3 === 0 ? 256 : 0,
-        cost_pico_usd: 6_250_000_000n,
-        received_at_ms: atMs,
-        recent: JSON.stringify({
-          event_id: randomUUID(),
-          request_id: `req_${randomUUID().replaceAll('-', '')}`,
+      recordEvent(redis, {
+        stream: stream,
+        eventId: `evt-${randomUUID()}`,
+        sequence: (sequence += 1),
+        usage: {
           key_id: keyId,
-          received_at_ms: atMs,
-          requested_model: 'auto',
           model_id: modelId,
-          provider: 'openai',
-          stream: true,
-          outcome: 'OUTCOME_COMPLETED',
-          latency_ms: 812,
-          prompt_tokens: 1200,
+          prompt_tokens: 1_200,
           completion_tokens: 350,
-          cost_pico_usd: '6250000000',
-          fallback_attempts: 0,
-          auto: { score: 0.4123, tier: 'standard', policy: 'balanced' },
-          error_code: '',
-        }),
+          cached_tokens: sequence % 3 === 0 ? 256 : 0,
+          cost_pico_usd: 6_250_000_000n,
+          received_at_ms: atMs,
+          recent: JSON.stringify({
+            event_id: randomUUID(),
+            request_id: `req_${randomUUID().replaceAll('-', '')}`,
+            key_id: keyId,
+            received_at_ms: atMs,
+            requested_model: 'auto',
+            model_id: modelId,
+            provider: 'openai',
+            stream: true,
+            outcome: 'OUTCOME_COMPLETED',
+            latency_ms: 812,
+            prompt_tokens: 1200,
+            completion_tokens: 350,
+            cost_pico_usd: '6250000000',
+            fallback_attempts: 0,
+            auto: { score: 0.4123, tier: 'standard', policy: 'balanced' },
+            error_code: '',
+          }),
+        },
       });
     try {
       const started = performance.now();

@@ -67,28 +67,21 @@ export function errorReason(reason: string): ErrorReasonEntry | undefined {
   return Object.hasOwn(ERROR_REASONS, reason) ? ERROR_REASONS[reason as ErrorReason] : undefined;
 }
 
+/** The reason each bare gRPC status stands for; any other status stands for `internal_error`. */
+const REASON_OF_STATUS: ReadonlyMap<GrpcStatus, ErrorReason> = new Map<GrpcStatus, ErrorReason>([
+  [GrpcStatus.DEADLINE_EXCEEDED, 'deadline_exceeded'],
+  [GrpcStatus.UNAVAILABLE, 'service_unavailable'],
+  [GrpcStatus.CANCELLED, 'cancelled'],
+  [GrpcStatus.NOT_FOUND, 'not_found'],
+  [GrpcStatus.INVALID_ARGUMENT, 'invalid_request'],
+  [GrpcStatus.UNAUTHENTICATED, 'invalid_api_key'],
+  [GrpcStatus.PERMISSION_DENIED, 'permission_denied'],
+  [GrpcStatus.RESOURCE_EXHAUSTED, 'rate_limit_exceeded'],
+]);
+
 /** The reason a bare gRPC status stands for, when a peer sent no ErrorInfo (a deadline, a peer that is down). */
 export function reasonOfStatus(code: GrpcStatus): ErrorReason {
-  switch (code) {
-    case GrpcStatus.DEADLINE_EXCEEDED:
-      return 'deadline_exceeded';
-    case GrpcStatus.UNAVAILABLE:
-      return 'service_unavailable';
-    case GrpcStatus.CANCELLED:
-      return 'cancelled';
-    case GrpcStatus.NOT_FOUND:
-      return 'not_found';
-    case GrpcStatus.INVALID_ARGUMENT:
-      return 'invalid_request';
-    case GrpcStatus.UNAUTHENTICATED:
-      return 'invalid_api_key';
-    case GrpcStatus.PERMISSION_DENIED:
-      return 'permission_denied';
-    case GrpcStatus.RESOURCE_EXHAUSTED:
-      return 'rate_limit_exceeded';
-    default:
-      return 'internal_error';
-  }
+  return REASON_OF_STATUS.get(code) ?? 'internal_error';
 }
 
 /** The HTTP status of a GatewayError: its reason's, or for an unregistered reason its gRPC status's. */

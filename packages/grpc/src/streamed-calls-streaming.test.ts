@@ -15,6 +15,7 @@ import {
   type ExecuteStreamEventOutput,
   type ExecutorServiceClient,
 } from '@gateway/proto';
+import { eventually } from '@gateway/testing';
 import { callUnary, createClient } from './client.js';
 import { GatewayError } from './gateway-error.js';
 import { GrpcStatus } from './index.js';
@@ -69,13 +70,8 @@ function connect(port: number, options: Partial<StreamedCallsOptions<Methods>> =
   return calls;
 }
 
-async function until(condition: () => boolean, description: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
-    await sleep(5);
-  }
-}
+/** Polls every 5 ms until `condition` holds; fails naming `description` after timeoutMs. */
+const until = (condition: () => boolean, description: string, timeoutMs?: number) => eventually(condition, description, timeoutMs, 5);
 
 async function collect(events: AsyncIterable<ExecuteStreamEventOutput>): Promise<string[]> {
   const texts: string[] = [];

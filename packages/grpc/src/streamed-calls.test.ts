@@ -15,6 +15,7 @@ import {
   type SettleUsageRequestOutput,
   type SettleUsageResponseOutput,
 } from '@gateway/proto';
+import { eventually } from '@gateway/testing';
 import { callUnary, createClient, withoutCallerStack, type CallOptions } from './client.js';
 import { GatewayError } from './gateway-error.js';
 import { GrpcStatus } from './index.js';
@@ -133,13 +134,8 @@ async function recordOpens(port: number, reopenBackoff: { initialMs: number; max
   return opens;
 }
 
-async function until(condition: () => boolean, description: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
-    await sleep(10);
-  }
-}
+/** Polls every 10 ms until `condition` holds; fails naming `description` after timeoutMs. */
+const until = (condition: () => boolean, description: string, timeoutMs?: number) => eventually(condition, description, timeoutMs, 10);
 
 async function failureOf(promise: Promise<unknown>): Promise<GatewayError> {
   try {

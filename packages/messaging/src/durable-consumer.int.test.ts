@@ -10,6 +10,19 @@ import { ensureUsageStream } from './usage-stream.js';
 
 const logger = createLogger('messaging-test', 'silent');
 
+/** Waits until the consumer has nothing left to deliver and nothing delivered unacknowledged. */
+async function nothingLeftPending(nc: NatsConnection, stream: string, consumer: string): Promise<void> {
+  const manager = await nc.jetstreamManager();
+  await eventually(
+    async () => {
+      const info = await manager.consumers.info(stream, consumer);
+      return info.num_ack_pending === 0 && info.num_pending === 0;
+    },
+    'nothing left pending or unacknowledged',
+    5_000,
+  );
+}
+
 describe('startDurableConsumer', () => {
   let nc: NatsConnection;
   const id = randomUUID().replaceAll('-', '');
@@ -57,15 +70,7 @@ describe('startDurableConsumer', () => {
       expect(flakyAttempts).toBe(2);
       expect(poison.sort()).toEqual(['undecodable', 'unknown_model']);
 
-      const manager = await nc.jetstreamManager();
-      await eventually(
-        async () => {
-          const info = await manager.consumers.info(names.stream, `test-${id}`);
-          return info.num_ack_pending === 0 && info.num_pending === 0;
-        },
-        'nothing left pending or unacknowledged',
-        5_000,
-      );
+      await nothingLeftPending(nc, names.stream, `test-${id}`);
     } finally {
       await consumer.stop();
     }
@@ -106,15 +111,7 @@ describe('startDurableConsumer', () => {
     try {
       await eventually(() => seen.size === ids.length, 'every message of the burst to be handled', 15_000);
       expect(mostInFlight).toBeGreaterThan(1);
-      const manager = await nc.jetstreamManager();
-      await eventually(
-        async () => {
-          const info = await manager.consumers.info(names.stream, `burst-${id}`);
-          return info.num_ack_pending === 0 && info.num_pending === 0;
-        },
-        'nothing left pending or unacknowledged',
-        5_000,
-      );
+      await nothingLeftPending(nc, names.stream, `burst-${id}`);
       expect([...seen.values()].every((count) => count === 1)).toBe(true);
     } finally {
       await second.stop();

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { connect as connectTcp, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
@@ -41,60 +40,46 @@ interface OneWayProxy {
   /** From now on the server's bytes (acknowledgements, pongs) no longer reach the clients. */
   dropServerBytes(): void;
   /** Cuts every connection; connections made afterwards pass everything again. */
-  cut(): void;
+  cut(): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * Starts a proxy to host:targetPort that can let messages reach NATS while losing everything NATS
- * sends back: stored events whose acknowledgements never arrive, which the all-or-nothing proxy of
- * @gateway/testing cannot produce. A connection that lost bytes is out of step with the protocol,
- * so it is never resumed, only cut.
+ * A proxy to host:targetPort that can let messages reach NATS while losing everything NATS sends
+ * back: stored events whose acknowledgements never arrive. A connection that lost bytes is out of
+ * step with the protocol, so it is never resumed, only cut (the proxy closed and opened again on
+ * its port).
  */
 async function startOneWayProxy(host: string, targetPort: number): Promise<OneWayProxy> {
-  const sockets = new Set<Socket>();
   let dropping = false;
-  const server = createServer((client) => {
-    const upstream = connectTcp(targetPort, host);
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk) => {
-      if (!dropping) client.write(chunk);
-    });
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const cut = () => {
-    dropping = false;
-    for (const socket of sockets) socket.destroy();
-  };
+  const options = { passFromTarget: () => !dropping };
+  let proxy = await startTcpProxy(0, host, targetPort, options);
+  const port = proxy.port;
   return {
-    port: (server.address() as { port: number }).port,
+    port,
     dropServerBytes: () => {
       dropping = true;
     },
-    cut,
-    close: () =>
-      new Promise<void>((resolve) => {
-        cut();
-        server.close(() => resolve());
-      }),
+    cut: async () => {
+      await proxy.close();
+      dropping = false;
+      proxy = await startTcpProxy(port, host, targetPort, options);
+    },
+    close: () => proxy.close(),
   };
 }
 
 describe('UsagePublisher', () => {
   let nc: NatsConnection;
   const created: string[] = [];
+
+  /** A stream and subject of this test alone, created now and deleted after the suite. */
+  async function createdStream(): Promise<ReturnType<typeof uniqueStream>> {
+    const names = uniqueStream();
+    created.push(names.stream);
+    await ensureUsageStream(nc, names);
+    return names;
+  }
 
   beforeAll(async () => {
     nc = await connect({ servers: await natsUrl() });
@@ -107,9 +92,7 @@ describe('UsagePublisher', () => {
   });
 
   it('stores an event published twice with the same id once, with its content intact', async () => {
-    const names = uniqueStream();
-    created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    const names = await createdStream();
     // One event a message (maxBatch 1): what is checked here is JetStream's de-duplication by message id.
     const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 1 });
     const id = randomUUID();
@@ -132,9 +115,7 @@ describe('UsagePublisher', () => {
   });
 
   it('sends the events published in one turn of the event loop as one message, up to maxBatch, each event once', async () => {
-    const names = uniqueStream();
-    created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    const names = await createdStream();
     const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 4 });
     const ids = Array.from({ length: 6 }, () => randomUUID());
     for (const id of ids) publisher.publish(event(id));
@@ -240,9 +221,7 @@ describe('UsagePublisher', () => {
   });
 
   it('counts an event larger than the NATS max payload as dropped (too_large) and sends the next one', async () => {
-    const names = uniqueStream();
-    created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    const names = await createdStream();
     const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 1 });
     try {
       const huge = event(randomUUID());
@@ -260,9 +239,7 @@ describe('UsagePublisher', () => {
   });
 
   it('delivers events published while NATS is unreachable once it is back', async () => {
-    const names = uniqueStream();
-    created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    const names = await createdStream();
     const target = new URL(await natsUrl());
     const proxy = await startTcpProxy(0, target.hostname, Number(target.port));
     const proxied = await connectNats(`nats://127.0.0.1:${proxy.port}`, 'publisher-test', logger);
@@ -290,9 +267,7 @@ describe('UsagePublisher', () => {
   }, 30_000);
 
   it('stores 5,000 events published back to back once each, with at most maxInFlight unacknowledged', async () => {
-    const names = uniqueStream();
-    created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    const names = await createdStream();
     const maxInFlight = 100;
     const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxInFlight, maxBatch: 1 });
     // Every copy NATS routes on the subject, seen in this process: a copy seen was sent, so copies
@@ -328,9 +303,7 @@ describe('UsagePublisher', () => {
   });
 
   it('sends an event again when its acknowledgement is lost, and the stream keeps it once', async () => {
-    const names = uniqueStream();
-    created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    const names = await createdStream();
     const target = new URL(await natsUrl());
     const proxy = await startOneWayProxy(target.hostname, Number(target.port));
     const proxied = await connectNats(`nats://127.0.0.1:${proxy.port}`, 'publisher-lost-ack-test', logger);
@@ -363,7 +336,7 @@ describe('UsagePublisher', () => {
       // Each copy beyond the first was a re-send the publisher counted.
       expect(publisher.republished).toBeGreaterThanOrEqual(50);
 
-      proxy.cut();
+      await proxy.cut();
       await eventually(() => publisher.pending === 0, 'the events to be acknowledged after reconnecting', 15_000);
       expect(publisher.published).toBe(50);
       expect(await streamMessages(nc, names.stream)).toBe(50);

@@ -1,6 +1,7 @@
 /**
- * proto/README.md against proto/: every contract file is in the README's table with the package
- * it declares, and every file the table names exists, so the two cannot drift apart.
+ * The docs against the contracts: proto/README.md lists every contract file with the package it
+ * declares (and only files that exist), and each gRPC service's README names every RPC of the
+ * service it serves, so neither can drift from proto/.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -8,6 +9,15 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const PROTO = fileURLToPath(new URL('../../../proto/', import.meta.url));
+const SERVICES = fileURLToPath(new URL('../../../services/', import.meta.url));
+
+/** Which process serves which gRPC service of the contracts. */
+const SERVED_BY: Readonly<Record<string, string>> = {
+  'gateway/auth/v1/auth.proto': 'auth',
+  'gateway/executor/v1/executor.proto': 'executor',
+  'gateway/router/v1/router.proto': 'router',
+  'gateway/usage/v1/usage_service.proto': 'metering',
+};
 
 function protoFiles(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
@@ -25,6 +35,18 @@ describe('proto/README.md', () => {
     for (const file of files) {
       const declared = /^package ([\w.]+);/m.exec(readFileSync(join(PROTO, file), 'utf8'))?.[1];
       expect(rows.get(file), file).toBe(declared);
+    }
+  });
+
+  it("is what every file declaring a gRPC service is served by, and that service's README names each of its RPCs", () => {
+    const declaring = protoFiles(PROTO).filter((file) => /^service \w+ \{/m.test(readFileSync(join(PROTO, file), 'utf8')));
+    expect(declaring.sort()).toEqual(Object.keys(SERVED_BY).sort());
+    for (const [file, service] of Object.entries(SERVED_BY)) {
+      const rpcs = [...readFileSync(join(PROTO, file), 'utf8').matchAll(/^\s*rpc (\w+)\(/gm)].map((match) => match[1]!);
+      expect(rpcs.length, file).toBeGreaterThan(0);
+      const readme = readFileSync(join(SERVICES, service, 'README.md'), 'utf8');
+      const missing = rpcs.filter((rpc) => !new RegExp(`\\b${rpc}\\b`).test(readme));
+      expect(missing, `RPCs of ${file} that services/${service}/README.md does not name`).toEqual([]);
     }
   });
 });

@@ -91,15 +91,23 @@ export interface TcpProxy {
 /**
  * Starts a TCP proxy to host:targetPort on `port` (0 for a free one). Closing it makes a
  * dependency (Redis, NATS) unreachable for the clients that go through it only, without stopping
- * the shared server; starting it again on the same port brings the dependency back.
+ * the shared server; starting it again on the same port brings the dependency back. With
+ * `passFromTarget`, the target's bytes reach the clients only while it says so (the clients' bytes
+ * always pass): a dependency that takes requests and whose answers are lost.
  */
-export async function startTcpProxy(port: number, host: string, targetPort: number): Promise<TcpProxy> {
+export async function startTcpProxy(port: number, host: string, targetPort: number, options: { passFromTarget?: () => boolean } = {}): Promise<TcpProxy> {
   const { createServer: createTcpServer, connect: connectTcp } = await import('node:net');
   const sockets = new Set<import('node:net').Socket>();
+  const { passFromTarget } = options;
   const server = createTcpServer((client) => {
     const upstream = connectTcp(targetPort, host);
     sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
+    if (passFromTarget) {
+      client.pipe(upstream);
+      upstream.on('data', (chunk) => {
+        if (passFromTarget()) client.write(chunk);
+      });
+    } else client.pipe(upstream).pipe(client);
     const end = () => {
       client.destroy();
       upstream.destroy();

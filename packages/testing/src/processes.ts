@@ -4,25 +4,40 @@ import { connect, createServer } from 'node:net';
 
 const handedOut = new Set<number>();
 
+// Ports are handed out below the kernel's ephemeral range (32768-60999 by default on Linux), so a
+// port chosen here is never taken meanwhile by an outgoing connection's local port, and each
+// vitest worker (VITEST_POOL_ID) draws from a block of its own, so test files run side by side
+// never hand out the same port. A process outside vitest draws from block 0.
+const PORT_BLOCK_SIZE = 2_000;
+const PORT_BLOCKS_START = 12_000;
+const PORT_BLOCKS = 10;
+const block = Number(process.env.VITEST_POOL_ID ?? 0) % PORT_BLOCKS;
+const blockStart = PORT_BLOCKS_START + block * PORT_BLOCK_SIZE;
+let nextInBlock = Math.floor(Math.random() * PORT_BLOCK_SIZE);
+
+/** Whether nothing listens on `port`, on any address. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '0.0.0.0', () => server.close(() => resolve(true)));
+  });
+}
+
 /**
- * A TCP port free on loopback right now, never one this process handed out before (a server
- * started with the one before may not listen yet).
+ * A TCP port free on every address right now, never one this process handed out before (a server
+ * started with the one before may not listen yet), from this worker's own block of ports.
  */
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const { port: chosen } = server.address() as { port: number };
-        server.close(() => resolve(chosen));
-      });
-    });
-    if (!handedOut.has(port)) {
+  for (let tried = 0; tried < PORT_BLOCK_SIZE; tried++) {
+    const port = blockStart + (nextInBlock++ % PORT_BLOCK_SIZE);
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
       handedOut.add(port);
       return port;
     }
   }
+  throw new Error(`no free port left in ${blockStart}-${blockStart + PORT_BLOCK_SIZE - 1}`);
 }
 
 /** Resolves once `port` accepts connections; rejects if the process exits first, or after 10 s. */

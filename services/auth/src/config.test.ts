@@ -13,6 +13,7 @@ describe('auth configuration', () => {
       GATEWAY_BOOTSTRAP_KEY: '',
       GATEWAY_BOOTSTRAP_PLAN: 'starter',
       LOG_LEVEL: 'info',
+      AUTH_QUOTA_WINDOW_SECONDS: 60,
     });
     expect(config.AUTH_PLANS_PATH).toMatch(/services\/auth\/plans\.yaml$/);
     expect(Object.isFrozen(config)).toBe(true);
@@ -33,6 +34,7 @@ describe('auth configuration', () => {
     [{ GATEWAY_BOOTSTRAP_PLAN: 'gold' }, 'invalid configuration: env/GATEWAY_BOOTSTRAP_PLAN must be equal to one of the allowed values'],
     [{ AUTH_METRICS_PORT: 'ninety' }, 'invalid configuration: env/AUTH_METRICS_PORT must be integer'],
     [{ REDIS_URL: 'localhost:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?(-cluster)?://"'],
+    [{ AUTH_QUOTA_WINDOW_SECONDS: '0' }, 'invalid configuration: env/AUTH_QUOTA_WINDOW_SECONDS must be >= 1'],
     [{ LOG_LEVEL: 'loud' }, 'invalid configuration: env/LOG_LEVEL must be equal to one of the allowed values'],
   ];
   it.each(invalid)('rejects %o', (env, message) => {

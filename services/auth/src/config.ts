@@ -15,6 +15,13 @@ export const AuthConfigSchema = Type.Object({
     pattern: '^[A-Za-z0-9:_-]*$',
     default: 'auth:',
   }),
+  AUTH_QUOTA_WINDOW_SECONDS: Type.Integer({
+    description:
+      "Length of the quota window in seconds: plans' requests and tokens per minute count over it (60; a drill may shorten it, say to 2, instead of waiting out a minute).",
+    minimum: 1,
+    maximum: 3_600,
+    default: 60,
+  }),
   AUTH_PLANS_PATH: Type.String({
     description: 'Plans file (YAML); unset = services/auth/plans.yaml.',
     examples: ['/etc/gateway/plans.yaml'],

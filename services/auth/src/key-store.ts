@@ -1,3 +1,4 @@
+import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, updateKeyRecord, v1ToV2, type AuthKeys } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
 import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
@@ -148,33 +149,8 @@ export const LAST_USED_INTERVAL_MS = 60_000;
 /** How many secret hash -> key id entries a store remembers (about 150 bytes each). */
 export const KEY_ID_CACHE_SIZE = 100_000;
 
-/** The layout this store writes (see KeyStore), recorded once every key is in it. */
-const LAYOUT_VERSION = 'record-by-key-id';
-
 /** How long WAIT may take for a key change to reach the replicas asked for. */
 const REPLICA_WAIT_MS = 1_000;
-
-// Writes a new key's record unless its id is taken. KEYS: the record. ARGV: field/value pairs.
-const CREATE_RECORD_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV))
-return 1
-`;
-
-// Changes fields of a key's record only if it exists, so an update never creates a partial key.
-// KEYS: the record. ARGV: count of fields to delete, those fields, then field/value pairs to set.
-// Returns the record after the update, or an empty list.
-const UPDATE_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local deletes = tonumber(ARGV[1])
-if deletes > 0 then redis.call('HDEL', KEYS[1], unpack(ARGV, 2, 1 + deletes)) end
-if #ARGV > 1 + deletes then redis.call('HSET', KEYS[1], unpack(ARGV, 2 + deletes)) end
-return redis.call('HGETALL', KEYS[1])
-`;
-
-// Copies a record of the earlier layout (the whole record under the secret's hash) to its place
-// under the key id, unless a record is already there. KEYS: the new record. ARGV: field/value pairs.
-const MIGRATE_RECORD_SCRIPT = CREATE_RECORD_SCRIPT;
 
 /**
  * API keys in Redis, stored only as the SHA-256 of their secret, laid out so that everything a
@@ -187,12 +163,13 @@ const MIGRATE_RECORD_SCRIPT = CREATE_RECORD_SCRIPT;
  *                                 monthly_budget_override? (micro-USD or 'unlimited')}: the key, beside its quota window (`{<key_id>}`)
  *   `<prefix>key-ids`             set of every key id
  * Since a secret's key id never changes, the index is cached in memory: a request costs the one
- * quota script on the key's slot. An earlier layout (the record under `key:<sha256>`, an index
- * `key-id:<key_id>` -> sha256) is migrated by migrateEarlierLayout, and one key at a time when
- * met. The gRPC service and the CLI both use this one module.
+ * quota script on the key's slot. The names come from @gateway/keyspace (authKeys). An earlier
+ * layout is moved by migrateEarlierLayout, and one key at a time when met (@gateway/keyspace's
+ * migrations/v1-to-v2.ts). The gRPC service and the CLI both use this one module.
  */
 export class KeyStore {
-  private readonly prefix: string;
+  /** The names of this store's keys. */
+  private readonly names: AuthKeys;
   private readonly now: () => number;
   private readonly keyIds = new Map<string, string>();
   /** The connection key changes are written on (see KeyStoreOptions.writer). */
@@ -202,7 +179,7 @@ export class KeyStore {
     private readonly redis: RedisClient,
     private readonly options: KeyStoreOptions = {},
   ) {
-    this.prefix = options.prefix ?? 'auth:';
+    this.names = authKeys(options.prefix ?? DEFAULT_AUTH_PREFIX);
     this.now = options.now ?? Date.now;
     this.writer = options.writer ?? redis;
   }
@@ -233,19 +210,20 @@ export class KeyStore {
         ...(input.daily_budget_override !== undefined && { daily_budget_override: input.daily_budget_override }),
         ...(input.monthly_budget_override !== undefined && { monthly_budget_override: input.monthly_budget_override }),
       };
-      const fields = ['key_id', key.key_id, 'plan', key.plan, 'name', key.name, 'created_at_ms', String(key.created_at_ms), 'revoked', '0'];
-      if (key.routing_policy) fields.push('routing_policy', key.routing_policy);
-      for (const field of OVERRIDE_FIELDS) if (key[field] !== undefined) fields.push(field, String(key[field]));
-      if (key.catalog_fallbacks_override !== undefined) fields.push('catalog_fallbacks_override', key.catalog_fallbacks_override ? '1' : '0');
-      const record = this.recordName(key.key_id);
-      // 0: a key id collision (1 in 62^16); draw another id.
-      if ((await this.writer.eval(CREATE_RECORD_SCRIPT, 1, record, ...fields)) !== 1) continue;
-      if ((await this.writer.hsetnx(this.indexName(hash), 'key_id', key.key_id)) !== 1) {
+      const fields: Record<string, string> = { key_id: key.key_id, plan: key.plan, name: key.name, created_at_ms: String(key.created_at_ms), revoked: '0' };
+      if (key.routing_policy) fields.routing_policy = key.routing_policy;
+      for (const field of OVERRIDE_FIELDS) if (key[field] !== undefined) fields[field] = String(key[field]);
+      if (key.catalog_fallbacks_override !== undefined) fields.catalog_fallbacks_override = key.catalog_fallbacks_override ? '1' : '0';
+      const record = this.names.record(key.key_id);
+      // 'exists': a key id collision (1 in 62^16); draw another id.
+      if ((await createKeyRecord(this.writer, record, fields)) !== 'created') continue;
+      const index = this.names.secretIndex(hash);
+      if ((await this.writer.hsetnx(index, 'key_id', key.key_id)) !== 1) {
         await this.writer.del(record);
         throw new KeyExistsError();
       }
-      await this.writer.sadd(this.idSetName(), key.key_id);
-      await this.replicated(this.indexName(hash), 'key created');
+      await this.writer.sadd(this.names.keyIds, key.key_id);
+      await this.replicated(index, 'key created');
       await this.replicated(record, 'key created');
       this.keyIds.set(hash, key.key_id);
       return { key, secret };
@@ -259,9 +237,9 @@ export class KeyStore {
   async keyIdOf(hash: string): Promise<string | undefined> {
     const cached = this.keyIds.get(hash);
     if (cached) return cached;
-    const [keyId, legacyPlan] = await this.redis.hmget(this.indexName(hash), 'key_id', 'plan');
+    const [keyId, legacyPlan] = await this.redis.hmget(this.names.secretIndex(hash), 'key_id', 'plan');
     if (!keyId) return undefined;
-    if (legacyPlan !== null) await this.migrateKey(hash);
+    if (v1ToV2.isV1Index(legacyPlan)) await v1ToV2.migrateKey(this.redis, this.names, hash);
     if (this.keyIds.size >= KEY_ID_CACHE_SIZE) this.keyIds.delete(this.keyIds.keys().next().value!);
     this.keyIds.set(hash, keyId);
     return keyId;
@@ -283,14 +261,14 @@ export class KeyStore {
   /** The key with this id, or undefined. */
   async get(keyId: string): Promise<StoredKey | undefined> {
     if (!KEY_ID_PATTERN.test(keyId)) return undefined;
-    return parseStoredKey(await this.redis.hgetall(this.recordName(keyId)));
+    return parseStoredKey(await this.redis.hgetall(this.names.record(keyId)));
   }
 
   /** Every key, oldest first. */
   async list(): Promise<StoredKey[]> {
-    const ids = await this.redis.smembers(this.idSetName());
+    const ids = await this.redis.smembers(this.names.keyIds);
     // One command per record: on a cluster they live on different nodes (the client groups them).
-    const records = await Promise.all(ids.map((id) => this.redis.hgetall(this.recordName(id))));
+    const records = await Promise.all(ids.map((id) => this.redis.hgetall(this.names.record(id))));
     const keys = records.map(parseStoredKey).filter((key): key is StoredKey => key !== undefined);
     return keys.sort((a, b) => a.created_at_ms - b.created_at_ms || a.key_id.localeCompare(b.key_id));
   }
@@ -314,65 +292,36 @@ export class KeyStore {
     validate(changes);
     if (!KEY_ID_PATTERN.test(keyId)) return undefined;
     const deletes: string[] = [];
-    const sets: string[] = [];
-    if (changes.plan !== undefined) sets.push('plan', changes.plan);
-    if (changes.name !== undefined) sets.push('name', changes.name);
-    if (changes.revoked) sets.push('revoked', '1');
+    const sets: Record<string, string> = {};
+    if (changes.plan !== undefined) sets.plan = changes.plan;
+    if (changes.name !== undefined) sets.name = changes.name;
+    if (changes.revoked) sets.revoked = '1';
     if (changes.routing_policy !== undefined) {
       if (changes.routing_policy === '') deletes.push('routing_policy');
-      else sets.push('routing_policy', changes.routing_policy);
+      else sets.routing_policy = changes.routing_policy;
     }
     for (const field of OVERRIDE_FIELDS) {
       const value = changes[field];
       if (value === null) deletes.push(field);
-      else if (value !== undefined) sets.push(field, String(value));
+      else if (value !== undefined) sets[field] = String(value);
     }
     if (changes.catalog_fallbacks_override === null) deletes.push('catalog_fallbacks_override');
-    else if (changes.catalog_fallbacks_override !== undefined) sets.push('catalog_fallbacks_override', changes.catalog_fallbacks_override ? '1' : '0');
-    const record = this.recordName(keyId);
-    const flat = (await this.writer.eval(UPDATE_SCRIPT, 1, record, String(deletes.length), ...deletes, ...sets)) as string[];
-    if (flat.length > 0) await this.replicated(record, 'key changed');
-    return parseStoredKey(recordOf(flat));
+    else if (changes.catalog_fallbacks_override !== undefined) sets.catalog_fallbacks_override = changes.catalog_fallbacks_override ? '1' : '0';
+    const record = this.names.record(keyId);
+    const updated = await updateKeyRecord(this.writer, record, { deletes, sets });
+    if (updated) await this.replicated(record, 'key changed');
+    return updated && parseStoredKey(updated);
   }
 
   /**
    * Moves every key of the earlier layout to this one; resolves how many moved. Idempotent, and
    * safe beside replicas serving requests (each key moves on its own, its record first). Auth runs
    * it at start; replicas of the earlier version must be gone by then, or a change one of them
-   * makes to a moved key is not seen.
+   * makes to a moved key is not seen. The move is @gateway/keyspace's migrations/v1-to-v2.ts,
+   * which goes in release 0.3.0.
    */
   async migrateEarlierLayout(): Promise<number> {
-    if ((await this.redis.get(this.layoutName())) === LAYOUT_VERSION) return 0;
-    const ids = await this.redis.smembers(this.idSetName());
-    let moved = 0;
-    // A few hundred keys at a time: one command per key, grouped by the client.
-    for (let start = 0; start < ids.length; start += 256) {
-      const results = await Promise.all(
-        ids.slice(start, start + 256).map(async (id) => {
-          const legacyIndex = `${this.prefix}key-id:${id}`;
-          const hash = await this.redis.get(legacyIndex);
-          if (!hash) return false;
-          const migrated = await this.migrateKey(hash);
-          await this.redis.del(legacyIndex);
-          return migrated;
-        }),
-      );
-      moved += results.filter(Boolean).length;
-    }
-    await this.redis.set(this.layoutName(), LAYOUT_VERSION);
-    return moved;
-  }
-
-  /** Moves one key of the earlier layout: its record to `record:{key_id}`, its index to {key_id}. */
-  private async migrateKey(hash: string): Promise<boolean> {
-    const index = this.indexName(hash);
-    const legacy = await this.redis.hgetall(index);
-    if (!legacy.key_id || legacy.plan === undefined) return false;
-    await this.redis.eval(MIGRATE_RECORD_SCRIPT, 1, this.recordName(legacy.key_id), ...Object.entries(legacy).flat());
-    await this.redis.sadd(this.idSetName(), legacy.key_id);
-    const stale = Object.keys(legacy).filter((field) => field !== 'key_id');
-    if (stale.length > 0) await this.redis.hdel(index, ...stale);
-    return true;
+    return v1ToV2.migrateEveryKey(this.redis, this.names);
   }
 
   /** Waits for the replicas asked for to have the writes to `name`; warns when they did not. */
@@ -382,29 +331,6 @@ export class KeyStore {
     const acknowledged = await waitForReplicas(this.writer, name, wanted, REPLICA_WAIT_MS).catch(() => 0);
     if (acknowledged < wanted) this.options.logger?.warn({ replicas: acknowledged, wanted }, `${what}, but fewer Redis replicas than asked for have it yet`);
   }
-
-  /** The Redis key of a secret's index, by the SHA-256 of the secret. */
-  indexName(hash: string): string {
-    return `${this.prefix}key:${hash}`;
-  }
-  /** The Redis key of a key's record, in its key id's slot. */
-  recordName(keyId: string): string {
-    return `${this.prefix}record:{${keyId}}`;
-  }
-  private idSetName(): string {
-    return `${this.prefix}key-ids`;
-  }
-  /** Which layout the keys are in, once every key is: LAYOUT_VERSION. */
-  private layoutName(): string {
-    return `${this.prefix}layout`;
-  }
-}
-
-/** A flat HGETALL reply (field, value, ...) as a record. */
-export function recordOf(flat: string[]): Record<string, string> {
-  const record: Record<string, string> = {};
-  for (let index = 0; index + 1 < flat.length; index += 2) record[flat[index]!] = flat[index + 1]!;
-  return record;
 }
 
 function parseLimit(value: string | undefined): Limit | undefined {

@@ -19,7 +19,7 @@ const redis = createRedis(config.REDIS_URL, logger, { autoPipelining: false });
 // so that decisions never wait behind one.
 const writer = config.REDIS_WAIT_REPLICAS > 0 ? createRedis(config.REDIS_URL, logger) : redis;
 const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS, logger, writer });
-const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX, keys });
+const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX, keys, windowMs: config.AUTH_QUOTA_WINDOW_SECONDS * 1_000 });
 
 // Keys of the earlier layout move to this one (in the background: a key met before it is done
 // moves when met), retried until Redis lets them.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
-import { spendDayField, spendKeyName, spendMonthField } from '@gateway/quota';
+import { spendDayField, spendKeyName, spendMonthField } from '@gateway/keyspace';
 import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans, parsePlans } from './plans.js';
@@ -296,5 +296,20 @@ describe('budgets', () => {
       });
       await redis.del(spendKeyName(key.key.key_id));
     }
+  });
+});
+
+describe('a shorter window (AUTH_QUOTA_WINDOW_SECONDS)', () => {
+  it("counts the plan's requests over the configured length, and records it for metering's settlement", async () => {
+    const { key, secret } = await keys.create({ plan: 'starter' });
+    const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock, windowMs: 2_000 });
+    const check = () => limiter.check(hashSecret(secret), randomUUID(), 1, 'reserve');
+    const first = now;
+    for (let index = 0; index < 60; index += 1) allowed(await check());
+    now += 500;
+    expect(await check()).toMatchObject({ kind: 'deny_requests', retryAfterMs: 1_500, requests: { limit: 60, used: 60, resetMs: 1_500 } });
+    expect(await redis.hget(`${prefix}window:{${key.key_id}}:charges`, 'window_ms')).toBe('2000');
+    now = first + 2_000;
+    expect(allowed(await check()).requests.used).toBe(1);
   });
 });

@@ -5,7 +5,7 @@
  * metering, without a port or a peer process.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
@@ -19,9 +19,12 @@ import type {
   UsageEvent,
 } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
+import type { CompletionWire } from './completions/completion.js';
+import { CompletionPipeline } from './completions/completion-pipeline.js';
 import type { CatalogView } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 import type { EdgeDependencies } from './dependencies.js';
+import { parseChatRequest } from './wire/parse-chat-request.js';
 
 const KEY = `br-${'k'.repeat(40)}`;
 const model = (id: string, overrides: Partial<ModelOutput> = {}): ModelOutput =>
@@ -75,6 +78,7 @@ interface Fakes {
 
 let app: FastifyInstance;
 let fakes: Fakes;
+let deps: EdgeDependencies;
 
 beforeEach(async () => {
   fakes = { decision: allow, checks: [], executes: [], whole: answer, events: [], published: [] };
@@ -84,7 +88,7 @@ beforeEach(async () => {
     model('down', { available: false, retry_after_ms: 3_000 }),
   ];
   const catalog: CatalogView = { ready: true, get: (id) => models.find((entry) => entry.id === id), list: () => models };
-  const deps = {
+  deps = {
     config: readEdgeConfig({ EDGE_ADMIN_TOKEN: '' }),
     logger: createLogger('edge-test', 'silent'),
     registry: new prometheus.Registry(),
@@ -242,5 +246,68 @@ describe('POST /v1/chat/completions', () => {
         usage: expect.objectContaining({ total_tokens: 0 }),
       }),
     ]);
+  });
+});
+
+/**
+ * Another API's wire, plugged into the same pipeline: `{model, prompt}` in, `{text, model}` or
+ * `event: delta` ... `event: done` out.
+ */
+const promptWire: CompletionWire = {
+  route: '/v1/prompt',
+  operation: 'text_completion',
+  parse: (body) => {
+    const { model, prompt, stream } = body as { model: string; prompt: string; stream?: boolean };
+    return parseChatRequest({ model, messages: [{ role: 'user', content: prompt }], stream });
+  },
+  renderWhole: (completion, response) => JSON.stringify({ text: response.choices[0]?.message?.content, model: completion.answered.id }),
+  openStream: (completion) => ({
+    named() {},
+    begin(_first, head) {
+      head['x-wire'] = 'prompt';
+    },
+    event: (json) => `event: delta\ndata: ${json}\n\n`,
+    chunkJson: (chunk) => JSON.stringify(chunk),
+    end: (held, usage) =>
+      `${held === undefined ? '' : `event: delta\ndata: ${held}\n\n`}event: done\ndata: ${JSON.stringify({ tokens: usage?.total_tokens, model: completion.answered.id })}\n\n`,
+    failure: (error) => `event: error\ndata: ${error.message}\n\n`,
+  }),
+  renderError: (error) => JSON.stringify({ type: 'error', message: error.message }),
+};
+
+describe('the completion pipeline', () => {
+  it("serves another wire's body and answer shapes with the same admission, routing, execution and metering", async () => {
+    const pipeline = new CompletionPipeline({ ...deps, registry: new prometheus.Registry() });
+    const other = Fastify();
+    other.post(promptWire.route, (request, reply) => pipeline.run(promptWire, request, reply));
+    const send = (body: Record<string, unknown>) =>
+      other.inject({ method: 'POST', url: promptWire.route, headers: { authorization: `Bearer ${KEY}` }, payload: body });
+
+    const whole = await send({ model: 'plain', prompt: 'Hello there' });
+    expect(whole.json()).toEqual({ text: 'Hello!', model: 'plain' });
+    expect(whole.headers).toMatchObject({ 'x-ratelimit-remaining-requests': '999' });
+
+    fakes.events = [
+      {
+        start: { model_id: 'plain', provider: 'openai-compatible', attempts: [] },
+        rendered: { chunks: [{ json: '{"t":"Hi"}', finishes: false }], text: 'Hi' },
+      },
+      { rendered: { chunks: [{ json: '{"t":""}', finishes: true }], text: '' } },
+      { end: { usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 }, provider: 'openai-compatible', model_id: 'plain', attempts: [] } },
+    ] as unknown as ExecuteStreamEventOutput[];
+    const streamed = await send({ model: 'plain', prompt: 'Hello there', stream: true });
+    expect(streamed.headers['x-wire']).toBe('prompt');
+    expect(streamed.body).toBe('event: delta\ndata: {"t":"Hi"}\n\nevent: delta\ndata: {"t":""}\n\nevent: done\ndata: {"tokens":4,"model":"plain"}\n\n');
+
+    expect(fakes.checks).toHaveLength(2);
+    expect(fakes.executes.map((request) => [request.model_id, request.request?.stream])).toEqual([
+      ['plain', false],
+      ['plain', true],
+    ]);
+    expect(fakes.published).toEqual([
+      expect.objectContaining({ outcome: 'OUTCOME_COMPLETED', stream: false, reservation_id: 'key_AAAAAAAAAAAAAAAA:r1' }),
+      expect.objectContaining({ outcome: 'OUTCOME_COMPLETED', stream: true, usage: expect.objectContaining({ total_tokens: 4 }) }),
+    ]);
+    await other.close();
   });
 });

@@ -3,7 +3,7 @@
  * It speaks REST and SSE and nothing else; every decision is made by auth, router and executor.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyError } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type onResponseHookHandler } from 'fastify';
 import cors from '@fastify/cors';
 import { prometheus } from '@gateway/observability';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
@@ -16,6 +16,7 @@ import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './auth/key-check.js';
 import type { EdgeDependencies } from './dependencies.js';
+import type { WireErrors } from './completions/completion.js';
 
 export type { EdgeDependencies } from './dependencies.js';
 
@@ -82,9 +83,9 @@ export function registeredRoutes(app: FastifyInstance): readonly EdgeRoute[] {
   return registered.get(app) ?? [];
 }
 
-/** Builds the edge. */
-export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInstance> {
-  const app = Fastify({
+/** The fastify instance of the edge: its logger, body limit, request ids and prototype-poisoning rules. */
+function createFastify(deps: EdgeDependencies): FastifyInstance {
+  return Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     bodyLimit: deps.config.EDGE_BODY_LIMIT_BYTES,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
@@ -97,82 +98,77 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
   });
+}
 
+/** Records every route registered on the app, for registeredRoutes. */
+function trackRoutes(app: FastifyInstance): void {
   const routes: EdgeRoute[] = [];
   registered.set(app, routes);
   app.addHook('onRoute', (route) => {
     if ((route.config as { methodNotAllowed?: boolean } | undefined)?.methodNotAllowed) return;
     for (const method of [route.method].flat()) if (method !== 'HEAD' && method !== 'OPTIONS') routes.push({ method, url: route.url });
   });
+}
 
-  const errors = new prometheus.Counter({
-    name: 'gateway_errors_total',
-    help: 'Requests answered with an error, by status and OpenAI error type and code.',
-    labelNames: ['status', 'type', 'code'],
-    registers: [deps.registry],
+/**
+ * Only JSON bodies: a text/plain body is a 415, not a string to validate. fastify's JSON parser
+ * (prototype poisoning removed), after a linear check that the body does not nest deeper than any
+ * request can: V8 parses deep nesting several times slower. A large body is parsed the same way
+ * on a thread of its own, so that it never holds the event loop.
+ */
+function registerJsonParser(app: FastifyInstance): void {
+  app.removeContentTypeParser('text/plain');
+  const parseJson = app.getDefaultJsonParser('remove', 'remove');
+  const offThread = new OffThreadJson();
+  app.addHook('onClose', () => offThread.close());
+  const tooDeep = () => new RequestError(400, `The request body nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`, { code: 'invalid_body' });
+  const parseOffThread = (text: string, done: (error: Error | null, body?: unknown) => void) =>
+    offThread.parse(text).then(
+      (value) => done(null, value),
+      (error: unknown) => {
+        if (error instanceof JsonParseFailure) done(error.failure === 'too_deep' ? tooDeep() : new SyntaxError(error.message), undefined);
+        // The parser thread died (it is started again for the next body): this body is refused.
+        else
+          done(
+            new RequestError(503, 'The gateway could not read the request body. Please retry.', {
+              code: 'service_unavailable',
+              headers: { 'retry-after': '1' },
+            }),
+            undefined,
+          );
+      },
+    );
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    if (text.length >= OFF_THREAD_JSON_CHARACTERS) void parseOffThread(text, done);
+    else if (jsonNestsDeeperThan(text, MAX_JSON_NESTING)) done(tooDeep(), undefined);
+    else parseJson(request, text, done);
   });
+}
+
+/**
+ * Requests by route and status, and their duration. Hooks in callback style, and the metrics'
+ * label children kept per route and status: they run on every request, where a promise or a
+ * label lookup each is a measurable share of the edge.
+ */
+function httpMetricsHook(registry: prometheus.Registry): onResponseHookHandler {
   const requests = new prometheus.Counter({
     name: 'gateway_http_requests_total',
     help: 'HTTP requests by route and status.',
     labelNames: ['route', 'status'],
-    registers: [deps.registry],
+    registers: [registry],
   });
   const duration = new prometheus.Histogram({
     name: 'gateway_http_request_duration_seconds',
     help: 'Time from request to the end of the response.',
     labelNames: ['route'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [deps.registry],
+    registers: [registry],
   });
-
-  // Only JSON bodies: a text/plain body is a 415, not a string to validate.
-  app.removeContentTypeParser('text/plain');
-  // fastify's JSON parser (prototype poisoning removed), after a linear check that the body does
-  // not nest deeper than any request can: V8 parses deep nesting several times slower. A large
-  // body is parsed the same way on a thread of its own, so that it never holds the event loop.
-  const parseJson = app.getDefaultJsonParser('remove', 'remove');
-  const offThread = new OffThreadJson();
-  app.addHook('onClose', () => offThread.close());
-  const tooDeep = () => new RequestError(400, `The request body nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.`, { code: 'invalid_body' });
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
-    if (text.length >= OFF_THREAD_JSON_CHARACTERS) {
-      offThread.parse(text).then(
-        (value) => done(null, value),
-        (error: unknown) => {
-          if (error instanceof JsonParseFailure) done(error.failure === 'too_deep' ? tooDeep() : new SyntaxError(error.message), undefined);
-          // The parser thread died (it is started again for the next body): this body is refused.
-          else
-            done(
-              new RequestError(503, 'The gateway could not read the request body. Please retry.', {
-                code: 'service_unavailable',
-                headers: { 'retry-after': '1' },
-              }),
-              undefined,
-            );
-        },
-      );
-      return;
-    }
-    if (jsonNestsDeeperThan(text, MAX_JSON_NESTING)) {
-      done(tooDeep(), undefined);
-      return;
-    }
-    parseJson(request, text, done);
-  });
-
-  await app.register(cors, { origin: true, methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
-
-  // Hooks in callback style, and the metrics' label children kept per route and status: they run
-  // on every request, where a promise or a label lookup each is a measurable share of the edge.
   const requestCounters = new Map<string, { inc(): void }>();
   const durationHistograms = new Map<string, { observe(value: number): void }>();
-  app.addHook('onRequest', (request, reply, done) => {
-    void reply.header('x-request-id', request.id);
-    done();
-  });
-  app.addHook('onResponse', (request, reply, done) => {
+  return (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.statusCode;
     const key = `${status} ${route}`;
@@ -183,8 +179,14 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     if (!histogram) durationHistograms.set(route, (histogram = duration.labels({ route })));
     histogram.observe(reply.elapsedTime / 1000);
     done();
-  });
+  };
+}
 
+/**
+ * Every error in one envelope: the route's wire's (WireErrors, set as the route's `wire`), else
+ * OpenAI's. Unknown URLs are 404s in OpenAI's envelope too.
+ */
+function registerErrorHandlers(app: FastifyInstance, deps: EdgeDependencies, errors: prometheus.Counter<string>): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     let requestError = (error instanceof RequestError ? error : frameworkError(error, deps.config.EDGE_BODY_LIMIT_BYTES)) ?? toRequestError(error);
     // The key first: a body refused before auth saw the key waits for the key's check, and an
@@ -202,24 +204,47 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     errors.inc({ status: String(requestError.status), type: requestError.type ?? '', code: requestError.code ?? '' });
     void reply.status(requestError.status).headers(requestError.headers).header('content-type', 'application/json');
     if (!shouldRetry(requestError.status)) void reply.header('x-should-retry', 'false');
-    return reply.send(errorBody(requestError));
+    const wire = (request.routeOptions.config as { wire?: WireErrors } | undefined)?.wire;
+    return reply.send(wire ? wire.renderError(requestError) : errorBody(requestError));
   });
-
   app.setNotFoundHandler((request, reply) => {
     void reply.status(404).header('content-type', 'application/json').header('x-should-retry', 'false');
     return reply.send(
       errorBody(new RequestError(404, `Unknown request URL: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`, { code: 'unknown_url' })),
     );
   });
+}
 
+/** 405s for the other methods on the API's paths; marked, as they are no endpoints (registeredRoutes leaves them out). */
+function registerMethodRefusals(app: FastifyInstance): void {
   const methodNotAllowed = (allowed: string) => async () => {
     throw new RequestError(405, `Method not allowed. This endpoint accepts ${allowed}.`, { code: 'method_not_allowed', headers: { allow: allowed } });
   };
-  // Marked: they answer 405, they are no endpoints (registeredRoutes leaves them out).
   const refusal = { methodNotAllowed: true };
   app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/chat/completions', config: refusal, handler: methodNotAllowed('POST') });
   app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', config: refusal, handler: methodNotAllowed('GET') });
+}
 
+/** Builds the edge. */
+export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInstance> {
+  const app = createFastify(deps);
+  trackRoutes(app);
+  const errors = new prometheus.Counter({
+    name: 'gateway_errors_total',
+    help: 'Requests answered with an error, by status and OpenAI error type and code.',
+    labelNames: ['status', 'type', 'code'],
+    registers: [deps.registry],
+  });
+  const recordResponse = httpMetricsHook(deps.registry);
+  registerJsonParser(app);
+  await app.register(cors, { origin: true, methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
+  app.addHook('onRequest', (request, reply, done) => {
+    void reply.header('x-request-id', request.id);
+    done();
+  });
+  app.addHook('onResponse', recordResponse);
+  registerErrorHandlers(app, deps, errors);
+  registerMethodRefusals(app);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ready = await deps.ready();

@@ -1,19 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
+import { GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
 import { prometheus } from '@gateway/observability';
-import {
-  loadGatewayGrpc,
-  type ChatRequest,
-  type ExecuteRequest,
-  type ExecuteResponseOutput,
-  type ExecuteStreamEventOutput,
-  type ExecutorServiceClient,
-} from '@gateway/proto';
-import { createServer } from './app.js';
+import type { ChatRequest, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, ExecutorServiceClient } from '@gateway/proto';
 import { UpstreamPools } from './providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from './testing/catalog-models.js';
 import { replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { startExecutor } from './testing/executor-calls.js';
 import { fixture, providerFixture } from './testing/fixtures.js';
 
 let upstream: FakeUpstream;
@@ -41,15 +33,12 @@ beforeAll(async () => {
       upstream: { model: 'claude-sonnet', base_url: new URL(upstream.baseUrl).origin, api_key_env: 'ANTHROPIC_TEST_KEY' },
     },
   ]);
-  server = createServer({
+  ({ server, client } = await startExecutor({
     catalog,
     environment: { [TEST_KEY_ENV]: TEST_KEY, ANTHROPIC_TEST_KEY: 'sk-ant-test' },
-    logger: createLogger('executor-test', 'silent'),
     registry,
     pools,
-  });
-  const port = await server.listen('127.0.0.1:0');
-  client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
+  }));
 });
 
 afterAll(async () => {

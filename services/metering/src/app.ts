@@ -46,7 +46,7 @@ export interface MeteringDependencies {
   dedupRetentionMs?: number;
   /** How often the records below the consumer's ack floor are pruned (DEFAULT_DEDUP_PRUNE_INTERVAL_MS). */
   dedupPruneIntervalMs?: number;
-  /** auth's Redis key prefix, where the reservations that events settle live (DEFAULT_QUOTA_PREFIX). */
+  /** auth's Redis key prefix, where the reservations that events settle live (DEFAULT_AUTH_PREFIX). */
   quotaPrefix?: string;
   /** Redis replicas that must have an event's write before its message is acknowledged (REDIS_WAIT_REPLICAS). */
   redisReplicas?: number;

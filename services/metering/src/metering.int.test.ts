@@ -10,7 +10,8 @@ import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy } from '@gate
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
 import { testModel } from './testing/catalog-model.js';
 import { connectRedis, createRedis, deleteMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
-import { dedupKey, isMetered, keyModelTotals, keyTotals, modelTotals, recordEvent } from './usage-store.js';
+import { dedupKey } from '@gateway/keyspace';
+import { isMetered, keyModelTotals, keyTotals, modelTotals, recordEvent } from './usage-store.js';
 
 const logger = createLogger('metering-test', 'silent');
 const run = randomUUID().slice(0, 8);
@@ -126,14 +127,13 @@ describe('metering', () => {
       await eventually(async () => (await keyTotals(redis, keyId)).requests === 1, 'the event to be metered');
       // Redelivered after it was metered: neither metered nor settled again.
       expect(
-        await recordEvent(
-          redis,
-          settling.stream,
-          event.event_id!,
-          1,
-          { key_id: keyId, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n },
-          { reservationId: `${keyId}:r1`, actualTokens: 99, prefix },
-        ),
+        await recordEvent(redis, {
+          stream: settling.stream,
+          eventId: event.event_id!,
+          sequence: 1,
+          usage: { key_id: keyId, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n },
+          settlement: { reservationId: `${keyId}:r1`, actualTokens: 99, prefix },
+        }),
       ).toBe(false);
       expect(await inspector.hgetall(`${window}charges`)).toEqual({ 't:r1': '1550', 's:r1': '1', total: '1550' });
       expect((await keyTotals(redis, keyId)).requests).toBe(1);
@@ -387,13 +387,11 @@ describe('metering', () => {
       for (const event of events) pruning.publisher.publish(event);
       // A record above the consumer's ack floor (a metered event not yet acknowledged) must survive.
       await inspector.sadd('metering:keys', `key_${run}inflight`);
-      await recordEvent(redis, pruning.stream, 'evt-in-flight', 1_000_000_000, {
-        key_id: `key_${run}inflight`,
-        model_id: PREMIUM,
-        prompt_tokens: 1,
-        completion_tokens: 1,
-        cached_tokens: 0,
-        cost_pico_usd: 1n,
+      await recordEvent(redis, {
+        stream: pruning.stream,
+        eventId: 'evt-in-flight',
+        sequence: 1_000_000_000,
+        usage: { key_id: `key_${run}inflight`, model_id: PREMIUM, prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cost_pico_usd: 1n },
       });
       await eventually(async () => (await keyTotals(redis, keyId)).requests === 50, 'the fifty events to be metered');
       await eventually(

@@ -9,10 +9,10 @@ import {
   type QueryUsageResponseOutput,
   type UsageServiceClient,
 } from '@gateway/proto';
-import { DAY_MS, spendDayField, spendKeyName, spendMonthField } from '@gateway/quota';
+import { dailyKey, DAY_MS, hourlyKey, spendDayField, spendKeyName, spendMonthField } from '@gateway/keyspace';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
-import { hourlyKey, dailyKey, HOURLY_RETENTION_MS, RECENT_REQUESTS_PER_KEY } from './usage-buckets.js';
+import { HOURLY_RETENTION_MS, RECENT_REQUESTS_PER_KEY } from './usage-buckets.js';
 import { createUsageService } from './usage-service.js';
 import { recordEvent, type EventUsage } from './usage-store.js';
 
@@ -41,15 +41,20 @@ describe('usage buckets', () => {
   let sequence = 0;
 
   const record = (keyId: string, modelId: string, atMs: number, usage: Partial<EventUsage> = {}, eventId = `evt-${randomUUID()}`) =>
-    recordEvent(redis, STREAM, eventId, (sequence += 1), {
-      key_id: keyId,
-      model_id: modelId,
-      prompt_tokens: 10,
-      completion_tokens: 20,
-      cached_tokens: 0,
-      cost_pico_usd: 1_000_000n,
-      received_at_ms: atMs,
-      ...usage,
+    recordEvent(redis, {
+      stream: STREAM,
+      eventId,
+      sequence: (sequence += 1),
+      usage: {
+        key_id: keyId,
+        model_id: modelId,
+        prompt_tokens: 10,
+        completion_tokens: 20,
+        cached_tokens: 0,
+        cost_pico_usd: 1_000_000n,
+        received_at_ms: atMs,
+        ...usage,
+      },
     });
   const query = (request: QueryUsageRequest) =>
     callUnary<QueryUsageRequest, QueryUsageResponseOutput>(client, client.QueryUsage, request, { deadlineMs: 5_000 });
@@ -191,21 +196,26 @@ describe('usage buckets', () => {
     const erin = newKeyId();
     try {
       for (let index = 0; index < RECENT_REQUESTS_PER_KEY + 5; index += 1) {
-        await recordEvent(redis, STREAM, `evt-${randomUUID()}`, (sequence += 1), {
-          key_id: erin,
-          model_id: models[0]!,
-          prompt_tokens: 1,
-          completion_tokens: 1,
-          cached_tokens: 0,
-          cost_pico_usd: 1n,
-          received_at_ms: base + index,
-          recent: JSON.stringify({
+        await recordEvent(redis, {
+          stream: STREAM,
+          eventId: `evt-${randomUUID()}`,
+          sequence: (sequence += 1),
+          usage: {
             key_id: erin,
+            model_id: models[0]!,
+            prompt_tokens: 1,
+            completion_tokens: 1,
+            cached_tokens: 0,
+            cost_pico_usd: 1n,
             received_at_ms: base + index,
-            model_id: models[0],
-            outcome: 'OUTCOME_COMPLETED',
-            auto: { score: 0.5, tier: 'economy', policy: 'balanced' },
-          }),
+            recent: JSON.stringify({
+              key_id: erin,
+              received_at_ms: base + index,
+              model_id: models[0],
+              outcome: 'OUTCOME_COMPLETED',
+              auto: { score: 0.5, tier: 'economy', policy: 'balanced' },
+            }),
+          },
         });
       }
       const listed = await callUnary<{ limit: number; key_id: string }, ListRecentRequestsResponseOutput>(

@@ -1,6 +1,7 @@
 /**
  * Metered usage on a time axis, per API key and model, written by the record script in the same
- * atomic step as the totals (so exactly once), and read back by the UsageService:
+ * atomic step as the totals (so exactly once), and read back by the UsageService (the names are
+ * @gateway/keyspace's; docs/keyspace.md maps them):
  *   `metering:usage:{<key_id>}:<model>:h:<day>`    hourly buckets of one UTC day: fields
  *                                                  `<hour>:<count>`; kept until HOURLY_RETENTION_MS
  *                                                  after the day ends
@@ -14,12 +15,12 @@
  *   `metering:recent-keys`                         sorted set key id -> last listed (Unix ms), the
  *                                                  keys whose latest requests the console merges
  * where <day> counts UTC days since 1970-01-01 and <month> is year * 12 + (month - 1), as in
- * @gateway/quota's spend hash. Counts are one letter each: r requests, p prompt tokens, c
+ * @gateway/keyspace's spend hash. Counts are one letter each: r requests, p prompt tokens, c
  * completion tokens, k cached tokens, $ cost in pico-USD, e errors, f fallbacks; a count that is
  * zero has no field. Memory is bounded by time, never by traffic: a key costs at most
  * (models used) x (15 hourly hashes + 14 daily hashes) plus its list.
  */
-import { DAY_MS, utcDay, utcMonth, utcMonthStartMs } from '@gateway/quota';
+import { DAY_MS, dailyKey, HOUR_MS, hourlyKey, modelsKey, RECENT_KEYS, recentKey, utcDay, utcMonth, utcMonthStartMs } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 
 /** How long hourly buckets are kept after their day ends. */
@@ -30,62 +31,8 @@ export const DAILY_RETENTION_MS = 400 * DAY_MS;
 export const RECENT_REQUESTS_PER_KEY = 20;
 /** How long a key's latest requests outlive its last one. */
 export const RECENT_TTL_MS = 2 * DAY_MS;
-/** The sorted set of keys with recent requests. */
-export const RECENT_KEYS = 'metering:recent-keys';
 /** How many keys RECENT_KEYS keeps (the most recently active). */
 export const RECENT_KEYS_KEPT = 1_000;
-
-const HOUR_MS = 3_600_000;
-
-/** Where one event's buckets live, and its fields' prefixes. */
-export interface BucketNames {
-  hourly: string;
-  daily: string;
-  models: string;
-  recent: string;
-  /** `<hour>:` */
-  hourField: string;
-  /** `<day of month>:` */
-  dayField: string;
-  hourlyExpiresAtMs: number;
-  dailyExpiresAtMs: number;
-}
-
-/** The hourly bucket hash of a key and model for a UTC day. */
-export function hourlyKey(keyId: string, modelId: string, day: number): string {
-  return `metering:usage:{${keyId}}:${modelId}:h:${day}`;
-}
-
-/** The daily bucket hash of a key and model for a UTC month. */
-export function dailyKey(keyId: string, modelId: string, month: number): string {
-  return `metering:usage:{${keyId}}:${modelId}:d:${month}`;
-}
-
-/** The set of models a key used. */
-export function modelsKey(keyId: string): string {
-  return `metering:usage:{${keyId}}:models`;
-}
-
-/** The list of a key's latest requests. */
-export function recentKey(keyId: string): string {
-  return `metering:recent:{${keyId}}`;
-}
-
-/** The buckets an event received at `atMs` counts in. */
-export function bucketNames(keyId: string, modelId: string, atMs: number): BucketNames {
-  const day = utcDay(atMs);
-  const month = utcMonth(atMs);
-  return {
-    hourly: hourlyKey(keyId, modelId, day),
-    daily: dailyKey(keyId, modelId, month),
-    models: modelsKey(keyId),
-    recent: recentKey(keyId),
-    hourField: `${Math.floor((atMs - day * DAY_MS) / HOUR_MS)}:`,
-    dayField: `${new Date(atMs).getUTCDate()}:`,
-    hourlyExpiresAtMs: (day + 1) * DAY_MS + HOURLY_RETENTION_MS,
-    dailyExpiresAtMs: utcMonthStartMs(month + 1) + DAILY_RETENTION_MS,
-  };
-}
 
 /** What one bucket counted for one key and model. */
 export interface BucketCounts {
@@ -124,8 +71,26 @@ function emptyCounts(): BucketCounts {
   return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cost_pico_usd: 0n, errors: 0, fallbacks: 0 };
 }
 
+/** How buckets of one width are laid out: a hash per `unit` (UTC day or month) of `widthMs` buckets. */
+interface BucketAxis {
+  widthMs: number;
+  /** How far back a hash may still be retained: its retention plus its unit's length. */
+  keptMs: number;
+  unitOf(ms: number): number;
+  hashOf(keyId: string, modelId: string, unit: number): string;
+  /** Unix ms when a unit's first bucket starts. */
+  firstMsOf(unit: number): number;
+  /** The index of a unit's first bucket (hours count from 0, days of the month from 1). */
+  offset: number;
+}
+
+const AXES: Record<BucketWidth, BucketAxis> = {
+  hour: { widthMs: HOUR_MS, keptMs: HOURLY_RETENTION_MS + DAY_MS, unitOf: utcDay, hashOf: hourlyKey, firstMsOf: (day) => day * DAY_MS, offset: 0 },
+  day: { widthMs: DAY_MS, keptMs: DAILY_RETENTION_MS + 31 * DAY_MS, unitOf: utcMonth, hashOf: dailyKey, firstMsOf: utcMonthStartMs, offset: 1 },
+};
+
 /** The buckets of one hash: `<n>:<count>` fields, bucket n starting at firstMs + (n - offset) * widthMs. */
-function bucketsOf(hash: Record<string, string>, keyId: string, modelId: string, firstMs: number, offset: number, widthMs: number): UsageBucket[] {
+function bucketsOf(hash: Record<string, string>, owner: { keyId: string; modelId: string }, firstMs: number, axis: BucketAxis): UsageBucket[] {
   const byIndex = new Map<number, BucketCounts>();
   for (const [field, value] of Object.entries(hash)) {
     const colon = field.indexOf(':');
@@ -137,56 +102,60 @@ function bucketsOf(hash: Record<string, string>, keyId: string, modelId: string,
     if (count === 'cost_pico_usd') counts.cost_pico_usd = BigInt(value);
     else counts[count] = Number(value);
   }
-  return [...byIndex].map(([index, counts]) => ({ startMs: firstMs + (index - offset) * widthMs, keyId, modelId, counts }));
+  return [...byIndex].map(([index, counts]) => ({ startMs: firstMs + (index - axis.offset) * axis.widthMs, ...owner, counts }));
+}
+
+/** What readBuckets reads. */
+export interface BucketQuery {
+  /** The keys whose buckets are read. */
+  keyIds: readonly string[];
+  width: BucketWidth;
+  /** The range, [startMs, endMs), Unix ms. */
+  startMs: number;
+  endMs: number;
+  /** The clock (default now): what is still retained is counted from it. */
+  nowMs?: number;
+  /** Given, a key whose shard does not answer is left out and named here instead of failing the read. */
+  unavailable?: string[];
+}
+
+/** The non-empty buckets of one key that overlap the query's range, from the hashes of `units`. */
+async function readKeyBuckets(redis: RedisClient, keyId: string, query: BucketQuery, units: readonly number[]): Promise<UsageBucket[]> {
+  const axis = AXES[query.width];
+  const models = await redis.smembers(modelsKey(keyId));
+  const read = await Promise.all(
+    models.flatMap((modelId) =>
+      units.map(async (unit) => bucketsOf(await redis.hgetall(axis.hashOf(keyId, modelId, unit)), { keyId, modelId }, axis.firstMsOf(unit), axis)),
+    ),
+  );
+  return read.flat().filter((bucket) => bucket.startMs + axis.widthMs > query.startMs && bucket.startMs < query.endMs);
 }
 
 /**
- * The non-empty buckets of the given keys (every key with usage when `keyIds` is undefined) that
- * overlap [startMs, endMs), by start, then key, then model. Only what is still retained is read:
- * the range is clamped to the retention, so a range older than that is simply empty.
+ * The non-empty buckets of the given keys that overlap [startMs, endMs), by start, then key, then
+ * model. Only what is still retained is read: the range is clamped to the retention, so a range
+ * older than that is simply empty.
  */
-export async function readBuckets(
-  redis: RedisClient,
-  keyIds: readonly string[],
-  width: BucketWidth,
-  startMs: number,
-  endMs: number,
-  nowMs = Date.now(),
-  unavailable?: string[],
-): Promise<UsageBucket[]> {
+export async function readBuckets(redis: RedisClient, query: BucketQuery): Promise<UsageBucket[]> {
+  const { keyIds, startMs, endMs, nowMs = Date.now(), unavailable } = query;
   if (endMs <= startMs || keyIds.length === 0) return [];
-  const hourly = width === 'hour';
-  const oldest = nowMs - (hourly ? HOURLY_RETENTION_MS : DAILY_RETENTION_MS) - (hourly ? DAY_MS : 31 * DAY_MS);
-  const from = Math.max(startMs, oldest);
+  const axis = AXES[query.width];
+  const from = Math.max(startMs, nowMs - axis.keptMs);
   const to = Math.min(endMs, nowMs + DAY_MS);
   if (to <= from) return [];
   // The hashes that can hold the range: one per UTC day (hourly) or month (daily).
   const units: number[] = [];
-  for (let unit = hourly ? utcDay(from) : utcMonth(from); unit <= (hourly ? utcDay(to - 1) : utcMonth(to - 1)); unit += 1) units.push(unit);
+  for (let unit = axis.unitOf(from); unit <= axis.unitOf(to - 1); unit += 1) units.push(unit);
   const found: UsageBucket[] = [];
   await Promise.all(
     keyIds.map(async (keyId) => {
-      const ofKey: UsageBucket[] = [];
       try {
-        const models = await redis.smembers(modelsKey(keyId));
-        await Promise.all(
-          models.flatMap((modelId) =>
-            units.map(async (unit) => {
-              const hash = await redis.hgetall(hourly ? hourlyKey(keyId, modelId, unit) : dailyKey(keyId, modelId, unit));
-              const buckets = hourly
-                ? bucketsOf(hash, keyId, modelId, unit * DAY_MS, 0, HOUR_MS)
-                : bucketsOf(hash, keyId, modelId, utcMonthStartMs(unit), 1, DAY_MS);
-              for (const bucket of buckets) if (bucket.startMs + (hourly ? HOUR_MS : DAY_MS) > startMs && bucket.startMs < endMs) ofKey.push(bucket);
-            }),
-          ),
-        );
+        found.push(...(await readKeyBuckets(redis, keyId, query, units)));
       } catch (error) {
         // A key whose shard does not answer: left out and named, when the caller takes a partial answer.
         if (!unavailable) throw error;
         unavailable.push(keyId);
-        return;
       }
-      found.push(...ofKey);
     }),
   );
   return found.sort((a, b) => a.startMs - b.startMs || a.keyId.localeCompare(b.keyId) || a.modelId.localeCompare(b.modelId));

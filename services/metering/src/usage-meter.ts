@@ -1,11 +1,11 @@
 import { costPicoUsd, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
-import { DEFAULT_QUOTA_PREFIX } from '@gateway/quota';
+import { DEFAULT_AUTH_PREFIX, METERED_KEYS } from '@gateway/keyspace';
 import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import { ReplicaWaiter, type RedisClient } from '@gateway/redis';
-import { isMeteredEarlier, METERED_KEYS, recordEvent } from './usage-store.js';
+import { isMeteredEarlier, recordEvent, type EventUsage } from './usage-store.js';
 import { noteRecentKey } from './usage-buckets.js';
 
 /** What metering needs to price and store events. */
@@ -17,7 +17,7 @@ export interface UsageMeterDependencies {
   registry?: prometheus.Registry;
   /** The usage stream the events come from: their de-duplication records are kept per stream. */
   stream: string;
-  /** auth's Redis key prefix, where the reservations the events settle live (DEFAULT_QUOTA_PREFIX). */
+  /** auth's Redis key prefix, where the reservations the events settle live (DEFAULT_AUTH_PREFIX). */
   quotaPrefix?: string;
   /** The stream sequence up to which de-duplication records may go (0: none yet); see createServer. */
   pruneThrough?: () => number;
@@ -63,6 +63,36 @@ function recentJson(event: UsageEventOutput, usage: { prompt_tokens: number; com
   });
 }
 
+/** The counters of a meter, registered in `registry` when given. */
+function meterCounters(registry: prometheus.Registry | undefined) {
+  const registers = registry ? [registry] : [];
+  const counter = <Label extends string>(name: string, help: string, labelNames: readonly Label[] = []) =>
+    new prometheus.Counter<Label>({ name, help, labelNames, registers });
+  return {
+    events: counter('gateway_metering_events_total', 'Usage events processed, by result (metered, duplicate).', ['result']),
+    mismatches: counter('gateway_metering_cost_mismatch_total', 'Events whose cost reported by the edge differs from the metered cost.'),
+    tokens: counter('gateway_metering_tokens_total', 'Metered tokens, by kind (prompt, completion, cached).', ['kind']),
+    unreplicated: counter(
+      'gateway_metering_unreplicated_total',
+      'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
+    ),
+  };
+}
+
+/**
+ * The catalog model of an event that can be metered; throws PoisonMessageError for one that can
+ * never be (no event id or key id, a model the catalog does not know).
+ */
+function meterableModel(event: UsageEventOutput, catalog: Catalog) {
+  const eventId = event.event_id ?? '';
+  const modelId = event.model_id ?? '';
+  if (!eventId) throw new PoisonMessageError('missing_event_id', 'usage event without event_id');
+  if (!event.key_id) throw new PoisonMessageError('missing_key_id', `usage event ${eventId} without key_id`);
+  const model = catalog.byId.get(modelId);
+  if (!model) throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
+  return model;
+}
+
 /** The metering outcome of one event. */
 export type MeterResult = 'metered' | 'duplicate';
 
@@ -79,30 +109,8 @@ export type UsageMeter = (event: UsageEventOutput, sequence: number) => Promise<
  */
 export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMeter {
   const { redis, catalog, logger } = dependencies;
-  const quotaPrefix = dependencies.quotaPrefix ?? DEFAULT_QUOTA_PREFIX;
-  const registers = dependencies.registry ? [dependencies.registry] : [];
-  const events = new prometheus.Counter({
-    name: 'gateway_metering_events_total',
-    help: 'Usage events processed, by result (metered, duplicate).',
-    labelNames: ['result'],
-    registers,
-  });
-  const mismatches = new prometheus.Counter({
-    name: 'gateway_metering_cost_mismatch_total',
-    help: 'Events whose cost reported by the edge differs from the metered cost.',
-    registers,
-  });
-  const tokens = new prometheus.Counter({
-    name: 'gateway_metering_tokens_total',
-    help: 'Metered tokens, by kind (prompt, completion, cached).',
-    labelNames: ['kind'],
-    registers,
-  });
-  const unreplicated = new prometheus.Counter({
-    name: 'gateway_metering_unreplicated_total',
-    help: 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
-    registers,
-  });
+  const quotaPrefix = dependencies.quotaPrefix ?? DEFAULT_AUTH_PREFIX;
+  const counters = meterCounters(dependencies.registry);
   // One WAIT per master node at a time, bounded, shared by the events written meanwhile.
   const replicas = (dependencies.redisReplicas ?? 0) > 0 ? new ReplicaWaiter(redis, { replicas: dependencies.redisReplicas! }) : undefined;
   // Key ids already in METERED_KEYS: a key is added once per process, before its first event.
@@ -111,69 +119,80 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   const noted = new Map<string, number>();
 
   const tracing = dependencies.tracing ?? NO_TRACING;
+  /** Lists a key in METERED_KEYS before its first event, once per process. */
+  const listKey = async (keyId: string) => {
+    if (listed.has(keyId)) return;
+    await redis.sadd(METERED_KEYS, keyId);
+    if (listed.size >= LISTED_KEYS_CACHE_SIZE) listed.clear();
+    listed.add(keyId);
+  };
+  /** Refreshes a key's place among the recently active keys, at most every RECENT_KEY_REFRESH_MS. */
+  const noteKey = async (keyId: string, receivedAtMs: number) => {
+    const now = Date.now();
+    if (now - (noted.get(keyId) ?? 0) < RECENT_KEY_REFRESH_MS) return;
+    if (noted.size >= LISTED_KEYS_CACHE_SIZE) noted.clear();
+    noted.set(keyId, now);
+    // Only which keys the console looks at first: a failure here loses no usage.
+    await noteRecentKey(redis, keyId, receivedAtMs || now).catch((error: unknown) => logger.warn({ err: error }, 'could not note a recently active key'));
+  };
+  /** Meters a priced event unless the earlier layout remembers it; resolves whether it was new. */
+  const record = async (event: UsageEventOutput, sequence: number, usage: EventUsage) => {
+    const eventId = event.event_id!;
+    const meteredEarlier = dependencies.earlierRecords?.() === true && (await isMeteredEarlier(redis, dependencies.stream, eventId));
+    if (meteredEarlier) return false;
+    const reservationId = event.reservation_id ?? '';
+    const settlement = reservationId ? { reservationId, actualTokens: event.usage?.total_tokens ?? 0, prefix: quotaPrefix } : undefined;
+    return recordEvent(
+      redis,
+      { stream: dependencies.stream, eventId, sequence, usage, ...(settlement && { settlement }) },
+      { pruneThrough: dependencies.pruneThrough?.() ?? 0, replicas, onUnreplicated: () => counters.unreplicated.inc() },
+    );
+  };
   const meterOnce: UsageMeter = async (event, sequence) => {
-    const eventId = event.event_id ?? '';
-    const keyId = event.key_id ?? '';
-    const modelId = event.model_id ?? '';
-    if (!eventId) throw new PoisonMessageError('missing_event_id', 'usage event without event_id');
-    if (!keyId) throw new PoisonMessageError('missing_key_id', `usage event ${eventId} without key_id`);
-    const model = catalog.byId.get(modelId);
-    if (!model) throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
-
-    const usage = {
+    const model = meterableModel(event, catalog);
+    const keyId = event.key_id!;
+    const modelId = event.model_id!;
+    const tokenCounts = {
       prompt_tokens: event.usage?.prompt_tokens ?? 0,
       completion_tokens: event.usage?.completion_tokens ?? 0,
       cached_tokens: event.usage?.cached_tokens ?? 0,
     };
-    const cost = costPicoUsd(model.pricing, usage);
-    const reservationId = event.reservation_id ?? '';
-    const settlement = reservationId ? { reservationId, actualTokens: event.usage?.total_tokens ?? 0, prefix: quotaPrefix } : undefined;
-    if (!listed.has(keyId)) {
-      await redis.sadd(METERED_KEYS, keyId);
-      if (listed.size >= LISTED_KEYS_CACHE_SIZE) listed.clear();
-      listed.add(keyId);
-    }
-    const meteredEarlier = dependencies.earlierRecords?.() === true && (await isMeteredEarlier(redis, dependencies.stream, eventId));
+    const cost = costPicoUsd(model.pricing, tokenCounts);
+    await listKey(keyId);
     const receivedAtMs = Number(event.received_at_ms ?? 0);
-    const recorded = {
+    const usage: EventUsage = {
       key_id: keyId,
       model_id: modelId,
-      ...usage,
+      ...tokenCounts,
       cost_pico_usd: cost,
       received_at_ms: receivedAtMs,
       failed: event.outcome === 'OUTCOME_FAILED',
       fell_back: (event.fallback_attempts ?? 0) > 0,
-      recent: recentJson(event, usage, cost),
+      recent: recentJson(event, tokenCounts, cost),
     };
-    const metered =
-      !meteredEarlier &&
-      (await recordEvent(redis, dependencies.stream, eventId, sequence, recorded, settlement, {
-        pruneThrough: dependencies.pruneThrough?.() ?? 0,
-        replicas,
-        onUnreplicated: () => unreplicated.inc(),
-      }));
-    if (!metered) {
-      events.inc({ result: 'duplicate' });
-      logger.debug({ event_id: eventId }, 'usage event already metered');
+    if (!(await record(event, sequence, usage))) {
+      counters.events.inc({ result: 'duplicate' });
+      logger.debug({ event_id: event.event_id }, 'usage event already metered');
       return 'duplicate';
     }
-    events.inc({ result: 'metered' });
-    const now = Date.now();
-    if (now - (noted.get(keyId) ?? 0) >= RECENT_KEY_REFRESH_MS) {
-      if (noted.size >= LISTED_KEYS_CACHE_SIZE) noted.clear();
-      noted.set(keyId, now);
-      // Only which keys the console looks at first: a failure here loses no usage.
-      await noteRecentKey(redis, keyId, receivedAtMs || now).catch((error: unknown) => logger.warn({ err: error }, 'could not note a recently active key'));
-    }
-    tokens.inc({ kind: 'prompt' }, usage.prompt_tokens);
-    tokens.inc({ kind: 'completion' }, usage.completion_tokens);
-    tokens.inc({ kind: 'cached' }, usage.cached_tokens);
+    counters.events.inc({ result: 'metered' });
+    await noteKey(keyId, receivedAtMs);
+    counters.tokens.inc({ kind: 'prompt' }, tokenCounts.prompt_tokens);
+    counters.tokens.inc({ kind: 'completion' }, tokenCounts.completion_tokens);
+    counters.tokens.inc({ kind: 'cached' }, tokenCounts.cached_tokens);
     // proto3 cannot tell an unset int64 from 0, so 0 means "the edge reported nothing".
     const reported = event.reported_cost_pico_usd ?? 0;
     if (reported !== 0 && BigInt(Math.trunc(reported)) !== cost) {
-      mismatches.inc();
+      counters.mismatches.inc();
       logger.warn(
-        { event_id: eventId, request_id: event.request_id, key_id: keyId, model_id: modelId, reported_cost_pico_usd: reported, cost_pico_usd: cost.toString() },
+        {
+          event_id: event.event_id,
+          request_id: event.request_id,
+          key_id: keyId,
+          model_id: modelId,
+          reported_cost_pico_usd: reported,
+          cost_pico_usd: cost.toString(),
+        },
         'reported cost differs from metered cost',
       );
     }

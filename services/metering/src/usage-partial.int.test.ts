@@ -72,13 +72,18 @@ describe.skipIf(!hasRedisServer())('usage while a shard is down', () => {
     const keys = [...byMaster.values()];
     let sequence = 0;
     for (const keyId of keys) {
-      await recordEvent(redis, 'USAGE_PARTIAL', `evt-${keyId}`, (sequence += 1), {
-        key_id: keyId,
-        model_id: 'sim-mini',
-        prompt_tokens: 10,
-        completion_tokens: 20,
-        cached_tokens: 0,
-        cost_pico_usd: 5_000_000n,
+      await recordEvent(redis, {
+        stream: 'USAGE_PARTIAL',
+        eventId: `evt-${keyId}`,
+        sequence: (sequence += 1),
+        usage: {
+          key_id: keyId,
+          model_id: 'sim-mini',
+          prompt_tokens: 10,
+          completion_tokens: 20,
+          cached_tokens: 0,
+          cost_pico_usd: 5_000_000n,
+        },
       });
     }
     expect((await query(keys)).rows.map((row) => row.key_id).sort()).toEqual([...keys].sort());

@@ -67,7 +67,7 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
     const unavailable: string[] = [];
     const buckets = await store(async () => {
       const keys = request.key_ids.length > 0 ? named : await meteredKeys(redis);
-      const read = await readBuckets(redis, keys, width, start * 1000, end * 1000, now(), unavailable);
+      const read = await readBuckets(redis, { keyIds: keys, width, startMs: start * 1000, endMs: end * 1000, nowMs: now(), unavailable });
       if (keys.length > 0 && unavailable.length === keys.length) throw new Error('no key could be read');
       if (unavailable.length > 0) {
         dependencies.onStoreError?.();

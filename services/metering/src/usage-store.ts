@@ -1,25 +1,13 @@
 import { picoUsdToUsd } from '@gateway/catalog';
+import { dedupKey, keyModelTotalsKey, keyTotalsKey, METERED_KEYS, parseReservationId, recordUsage, SPEND_TTL_MS, v1ToV2 } from '@gateway/keyspace';
 import { USAGE_MAX_AGE_MS } from '@gateway/messaging';
-import {
-  DEFAULT_QUOTA_PREFIX,
-  PENDING_MAX_AGE_MS,
-  RESERVATION_PATTERN,
-  SPEND_TTL_MS,
-  spendDayField,
-  spendKeyName,
-  spendMonthField,
-  utcDay,
-  utcMonth,
-  WINDOW_LUA,
-  WINDOW_MS,
-  windowKeyNames,
-} from '@gateway/quota';
-import { bucketNames, DAILY_RETENTION_MS, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
 import type { RedisClient, ReplicaWaiter } from '@gateway/redis';
+import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
 
 /**
  * Metered usage in Redis, laid out so that metering one event touches one Redis Cluster slot, its
- * key id's (`{key_id}`), where auth keeps the key's quota window too:
+ * key id's (`{key_id}`), where auth keeps the key's quota window too. The names, and the script
+ * that meters an event (record-usage.lua), are @gateway/keyspace's; docs/keyspace.md maps them:
  *   `metering:key:{<key_id>}`                   hash of running totals per API key
  *   `metering:key:{<key_id>}:model:<model_id>`  hash of running totals per API key and model
  *   `metering:dedup:{<key_id>}:<stream>`        sorted set of the key's events metered from one usage
@@ -48,41 +36,18 @@ import type { RedisClient, ReplicaWaiter } from '@gateway/redis';
  *
  * Time buckets, the key's spend per UTC day and month (what auth checks budgets against) and its
  * latest requests are written by the same script, in the same slot: see usage-buckets.ts and
- * @gateway/quota's spend.ts.
+ * @gateway/keyspace's spend.ts.
  *
- * The layout before this one (`metering:key:<key_id>`, `metering:model:<model_id>`,
- * `metering:dedup:<stream>`, no hash tags) is still read: its totals are added to the current
- * ones, and an event its de-duplication set remembers is not metered again.
+ * The layout before this one (v1: no hash tags) is still read: its totals are added to the current
+ * ones, and an event its de-duplication set remembers is not metered again (@gateway/keyspace's
+ * migrations/v1-to-v2.ts names its keys).
  */
-export const KEY_TOTALS_PREFIX = 'metering:key:';
-/** The set of key ids with metered usage. */
-export const METERED_KEYS = 'metering:keys';
-/** Prefix of the per-model totals of the earlier layout (read, never written). */
-export const LEGACY_MODEL_TOTALS_PREFIX = 'metering:model:';
-/** Prefix of the de-duplication sets. */
-export const DEDUP_PREFIX = 'metering:dedup:';
-/** How long a de-duplication set outlives its key's last event: past the stream's maximum age no message of it can come back. */
-export const DEDUP_TTL_MS = USAGE_MAX_AGE_MS + 24 * 60 * 60 * 1000;
-
-/** The totals hash of a key. */
-export function keyTotalsKey(keyId: string): string {
-  return `${KEY_TOTALS_PREFIX}{${keyId}}`;
-}
-
-/** The totals hash of a key's usage of one model. */
-export function keyModelTotalsKey(keyId: string, modelId: string): string {
-  return `${KEY_TOTALS_PREFIX}{${keyId}}:model:${modelId}`;
-}
-
-/** The de-duplication set of a key's events from a usage stream. */
-export function dedupKey(stream: string, keyId: string): string {
-  return `${DEDUP_PREFIX}{${keyId}}:${stream}`;
-}
 
 /** The de-duplication set of a usage stream in the earlier layout (read and pruned, never written). */
-export function legacyDedupKey(stream: string): string {
-  return DEDUP_PREFIX + stream;
-}
+export const legacyDedupKey: (stream: string) => string = v1ToV2.v1DedupKey;
+
+/** How long a de-duplication set outlives its key's last event: past the stream's maximum age no message of it can come back. */
+export const DEDUP_TTL_MS = USAGE_MAX_AGE_MS + 24 * 60 * 60 * 1000;
 
 /** What one event adds to the totals of its key and its model. */
 export interface EventUsage {
@@ -113,79 +78,14 @@ export interface UsageTotals {
   cost_usd: number;
 }
 
-// Adds an event to the totals, its time buckets and the key's spend only if it is new, remembers
-// it, lists it among the key's latest requests, and settles the request's quota reservation with
-// the tokens it used: all or nothing, so a redelivered event (or a crash between writes) can
-// neither count nor settle twice, nor half. Every key is in the key id's slot.
-// KEYS: the de-duplication set, key totals, key-and-model totals, the key's quota window R, T, H,
-// P, then its spend hash, hourly bucket hash, daily bucket hash, latest-requests list and models
-// set. ARGV: event id, stream sequence, prompt, completion, cached, cost_pico_usd, then the
-// settlement: charge id ('' = none), actual tokens, window ms, pending max age ms; then the
-// sequence up to which records may be pruned (0 = none) and the set's time to live in ms; then
-// model id, hour field prefix, hourly expiry (Unix ms), day field prefix, daily expiry, errors
-// (0|1), fallbacks (0|1), spend day field, spend month field, spend day, spend month, spend time
-// to live, latest-request JSON ('' = none), latest requests kept, their time to live, the models
-// set's time to live.
-// Returns 1 when metered, 0 when the event was already metered.
-const RECORD_SCRIPT = `${WINDOW_LUA}
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
-if ARGV[11] ~= '0' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[11]) end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[12])
-for i = 2, 3 do
-  redis.call('HINCRBY', KEYS[i], 'requests', 1)
-  redis.call('HINCRBY', KEYS[i], 'prompt_tokens', ARGV[3])
-  redis.call('HINCRBY', KEYS[i], 'completion_tokens', ARGV[4])
-  redis.call('HINCRBY', KEYS[i], 'cached_tokens', ARGV[5])
-  redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', ARGV[6])
-end
-if ARGV[7] ~= '' then
-  settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], tonumber(ARGV[8]), clock(''), tonumber(ARGV[9]), tonumber(ARGV[10]))
-end
--- Time buckets: a field per count, only for counts that are not zero (most events have no cached
--- tokens, error or fallback). A bucket whose retention has passed expires at once.
-local counts = {{'p', ARGV[3]}, {'c', ARGV[4]}, {'k', ARGV[5]}, {'$', ARGV[6]}, {'e', ARGV[18]}, {'f', ARGV[19]}}
-for _, bucket in ipairs({{KEYS[9], ARGV[14], ARGV[15]}, {KEYS[10], ARGV[16], ARGV[17]}}) do
-  redis.call('HINCRBY', bucket[1], bucket[2] .. 'r', 1)
-  for _, count in ipairs(counts) do
-    if count[2] ~= '0' then redis.call('HINCRBY', bucket[1], bucket[2] .. count[1], count[2]) end
-  end
-  redis.call('PEXPIREAT', bucket[1], bucket[3])
-end
-redis.call('SADD', KEYS[12], ARGV[13])
-redis.call('PEXPIRE', KEYS[12], ARGV[28])
--- The key's spend per day and month; a day's first spend forgets days before the one before it.
-if ARGV[6] ~= '0' then
-  if redis.call('HEXISTS', KEYS[8], ARGV[20]) == 0 then
-    for _, field in ipairs(redis.call('HKEYS', KEYS[8])) do
-      local kind, number = string.sub(field, 1, 1), tonumber(string.sub(field, 3)) or 0
-      if (kind == 'd' and number < tonumber(ARGV[22]) - 1) or (kind == 'm' and number < tonumber(ARGV[23]) - 1) then redis.call('HDEL', KEYS[8], field) end
-    end
-  end
-  redis.call('HINCRBY', KEYS[8], ARGV[20], ARGV[6])
-  redis.call('HINCRBY', KEYS[8], ARGV[21], ARGV[6])
-  redis.call('PEXPIRE', KEYS[8], ARGV[24])
-end
-if ARGV[25] ~= '' then
-  redis.call('LPUSH', KEYS[11], ARGV[25])
-  redis.call('LTRIM', KEYS[11], 0, tonumber(ARGV[26]) - 1)
-  redis.call('PEXPIRE', KEYS[11], ARGV[27])
-end
-return 1
-`;
-
 /** The quota reservation a usage event settles: see UsageEvent.reservation_id. */
 export interface EventSettlement {
   /** `<key id>:<charge id>`, as CheckKey returned it. */
   reservationId: string;
   /** The tokens the request used: its usage's total. */
   actualTokens: number;
-  /** auth's key prefix (DEFAULT_QUOTA_PREFIX unless a test chooses another). */
+  /** auth's key prefix (DEFAULT_AUTH_PREFIX unless a test chooses another). */
   prefix: string;
-}
-
-interface MeteringCommands {
-  gatewayRecordUsage(...keysAndArgs: string[]): Promise<number>;
 }
 
 /** Options of recordEvent beyond the event. */
@@ -198,74 +98,61 @@ export interface RecordOptions {
   onUnreplicated?: () => void;
 }
 
+/** One event of a usage stream, to meter. */
+export interface StreamEvent {
+  /** The usage stream it came from: its de-duplication records are kept per stream. */
+  stream: string;
+  eventId: string;
+  /** Its stream sequence, by which its record is pruned. */
+  sequence: number;
+  usage: EventUsage;
+  /** The reservation it settles, if any. */
+  settlement?: EventSettlement;
+}
+
 /**
  * Meters one event of a usage stream atomically, settling its reservation when it names one;
  * resolves true when it was new and counted, false when it had already been metered (nothing
- * changed). Rejects when Redis fails: then nothing changed either. `sequence` is the event's
- * stream sequence, by which its record is pruned. A malformed reservation id, or one of another
- * key than the event's, is not settled (its window lives in another slot).
+ * changed). Rejects when Redis fails: then nothing changed either. A malformed reservation id, or
+ * one of another key than the event's, is not settled (its window lives in another slot).
  */
-export async function recordEvent(
-  redis: RedisClient,
-  stream: string,
-  eventId: string,
-  sequence: number,
-  usage: EventUsage,
-  settlement?: EventSettlement,
-  options: RecordOptions = {},
-): Promise<boolean> {
-  if (!('gatewayRecordUsage' in redis)) redis.defineCommand('gatewayRecordUsage', { numberOfKeys: 12, lua: RECORD_SCRIPT });
-  const match = settlement ? RESERVATION_PATTERN.exec(settlement.reservationId) : null;
-  const charge = match && match[1] === usage.key_id ? match : null;
-  const dedup = dedupKey(stream, usage.key_id);
-  const at = usage.received_at_ms && usage.received_at_ms > 0 ? usage.received_at_ms : Date.now();
-  const buckets = bucketNames(usage.key_id, usage.model_id, at);
-  const result = await (redis as RedisClient & MeteringCommands).gatewayRecordUsage(
-    dedup,
-    keyTotalsKey(usage.key_id),
-    keyModelTotalsKey(usage.key_id, usage.model_id),
-    ...windowKeyNames(settlement?.prefix ?? DEFAULT_QUOTA_PREFIX, usage.key_id),
-    spendKeyName(usage.key_id),
-    buckets.hourly,
-    buckets.daily,
-    buckets.recent,
-    buckets.models,
-    eventId,
-    String(sequence),
-    String(usage.prompt_tokens),
-    String(usage.completion_tokens),
-    String(usage.cached_tokens),
-    usage.cost_pico_usd.toString(),
-    charge?.[2] ?? '',
-    String(Math.max(0, Math.ceil(settlement?.actualTokens ?? 0))),
-    String(WINDOW_MS),
-    String(PENDING_MAX_AGE_MS),
-    String(Math.max(0, options.pruneThrough ?? 0)),
-    String(DEDUP_TTL_MS),
-    usage.model_id,
-    buckets.hourField,
-    String(buckets.hourlyExpiresAtMs),
-    buckets.dayField,
-    String(buckets.dailyExpiresAtMs),
-    usage.failed ? '1' : '0',
-    usage.fell_back ? '1' : '0',
-    spendDayField(at),
-    spendMonthField(at),
-    String(utcDay(at)),
-    String(utcMonth(at)),
-    String(SPEND_TTL_MS),
-    usage.recent ?? '',
-    String(RECENT_REQUESTS_PER_KEY),
-    String(RECENT_TTL_MS),
-    String(DAILY_RETENTION_MS),
-  );
-  if (result === 1 && options.replicas) {
+export async function recordEvent(redis: RedisClient, event: StreamEvent, options: RecordOptions = {}): Promise<boolean> {
+  const { usage, settlement } = event;
+  const reservation = settlement ? parseReservationId(settlement.reservationId) : undefined;
+  const charge = reservation?.keyId === usage.key_id ? reservation : undefined;
+  const { outcome, dedupKey: dedup } = await recordUsage(redis, {
+    event: {
+      stream: event.stream,
+      eventId: event.eventId,
+      sequence: event.sequence,
+      keyId: usage.key_id,
+      modelId: usage.model_id,
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+      cachedTokens: usage.cached_tokens,
+      costPicoUsd: usage.cost_pico_usd,
+      atMs: usage.received_at_ms && usage.received_at_ms > 0 ? usage.received_at_ms : Date.now(),
+      failed: usage.failed === true,
+      fellBack: usage.fell_back === true,
+      recent: usage.recent ?? '',
+    },
+    ...(settlement && charge && { settlement: { chargeId: charge.chargeId, actualTokens: settlement.actualTokens, prefix: settlement.prefix } }),
+    retention: {
+      pruneThrough: options.pruneThrough ?? 0,
+      dedupTtlMs: DEDUP_TTL_MS,
+      buckets: { hourlyMs: HOURLY_RETENTION_MS, dailyMs: DAILY_RETENTION_MS },
+      spendTtlMs: SPEND_TTL_MS,
+      recentKept: RECENT_REQUESTS_PER_KEY,
+      recentTtlMs: RECENT_TTL_MS,
+    },
+  });
+  if (outcome === 'metered' && options.replicas) {
     // A WAIT that fails (the master is gone) rejects: the message comes back, and is metered on the
     // promoted replica unless the write reached it. One that times out (a replica is down, or a
     // promoted master has none yet) counts and goes on, so that metering never stops with a replica.
     if (!(await options.replicas.wait(dedup))) options.onUnreplicated?.();
   }
-  return result === 1;
+  return outcome === 'metered';
 }
 
 /** Whether an event of a key from a usage stream is remembered as metered (false once its record is pruned). */
@@ -275,7 +162,7 @@ export async function isMetered(redis: RedisClient, stream: string, keyId: strin
 
 /** Whether the earlier layout's de-duplication set of a stream remembers an event. */
 export async function isMeteredEarlier(redis: RedisClient, stream: string, eventId: string): Promise<boolean> {
-  return (await redis.zscore(legacyDedupKey(stream), eventId)) !== null;
+  return (await redis.zscore(v1ToV2.v1DedupKey(stream), eventId)) !== null;
 }
 
 /** Every key id with metered usage (SSCAN: a large set is read in pieces). */
@@ -295,7 +182,7 @@ export async function meteredKeys(redis: RedisClient): Promise<string[]> {
  * and in the earlier layout's set; resolves the records left (events in flight plus retention).
  */
 export async function pruneMetered(redis: RedisClient, stream: string, sequence: number): Promise<number> {
-  const names = [...(await meteredKeys(redis)).map((keyId) => dedupKey(stream, keyId)), legacyDedupKey(stream)];
+  const names = [...(await meteredKeys(redis)).map((keyId) => dedupKey(stream, keyId)), v1ToV2.v1DedupKey(stream)];
   const left = await Promise.all(
     names.map(async (name) => {
       if (sequence > 0) await redis.zremrangebyscore(name, '-inf', String(sequence));
@@ -307,7 +194,7 @@ export async function pruneMetered(redis: RedisClient, stream: string, sequence:
 
 /** The totals of an API key; all zero for a key that has no metered usage. */
 export async function keyTotals(redis: RedisClient, keyId: string): Promise<UsageTotals> {
-  const [current, earlier] = await Promise.all([redis.hgetall(keyTotalsKey(keyId)), redis.hgetall(KEY_TOTALS_PREFIX + keyId)]);
+  const [current, earlier] = await Promise.all([redis.hgetall(keyTotalsKey(keyId)), redis.hgetall(v1ToV2.v1KeyTotalsKey(keyId))]);
   return totals([current, earlier]);
 }
 
@@ -319,10 +206,7 @@ export async function keyModelTotals(redis: RedisClient, keyId: string, modelId:
 /** The totals of a model, summed over the keys that used it; all zero for a model without usage. */
 export async function modelTotals(redis: RedisClient, modelId: string): Promise<UsageTotals> {
   const keys = await meteredKeys(redis);
-  const hashes = await Promise.all([
-    ...keys.map((keyId) => redis.hgetall(keyModelTotalsKey(keyId, modelId))),
-    redis.hgetall(LEGACY_MODEL_TOTALS_PREFIX + modelId),
-  ]);
+  const hashes = await Promise.all([...keys.map((keyId) => redis.hgetall(keyModelTotalsKey(keyId, modelId))), redis.hgetall(v1ToV2.v1ModelTotalsKey(modelId))]);
   return totals(hashes);
 }
 

@@ -3,19 +3,21 @@ import { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { capabilityProblem, type Routing } from './model-resolution.js';
 
+/** What the chain of a request depends on (a Completion is one). */
+export interface ChainQuery {
+  parsed: ParsedChatRequest;
+  routing: Routing;
+  promptTokens: number;
+}
+
 /**
  * The models to try after the primary: the caller's list, or with `fallbacks: true` (or no
  * `fallbacks` from a key whose plan or override turns chains on) the catalog's chain of the model
  * (for `auto`, the router's capable alternatives). Listed ids must exist and be
  * able to serve the request; chain members that cannot are skipped.
  */
-export function fallbackChain(
-  catalog: EdgeDependencies['catalog'],
-  parsed: ParsedChatRequest,
-  routing: Routing,
-  promptTokens: number,
-  keyDefault: boolean,
-): string[] {
+export function fallbackChain(catalog: EdgeDependencies['catalog'], query: ChainQuery, keyDefault: boolean): string[] {
+  const { parsed, routing, promptTokens } = query;
   const primary = routing.model.id ?? '';
   // Silence means the key's (or its plan's) default: the catalog's chain, or none.
   const requested = parsed.fallbacks ?? keyDefault;

@@ -96,15 +96,17 @@ function modelNotFound(modelId: string): RequestError {
   return new RequestError(404, `The model \`${modelId}\` does not exist or you do not have access to it.`, { param: 'model', code: 'model_not_found' });
 }
 
-/** A routing decision's function: resolves the model of a request; see createModelResolver. */
-export type ModelResolver = (
-  parsed: ParsedChatRequest,
-  promptTokens: number,
-  requestId: string,
-  signal: AbortSignal,
-  policy: string | undefined,
-  traceparent?: string,
-) => Promise<Routing>;
+/** What routing reads of a request (a Completion is one). */
+export interface RouteQuery {
+  parsed: ParsedChatRequest;
+  promptTokens: number;
+  requestId: string;
+  signal: AbortSignal;
+  traceparent?: string;
+}
+
+/** A routing decision's function: resolves the model of a request under a policy; see createModelResolver. */
+export type ModelResolver = (query: RouteQuery, policy: string | undefined) => Promise<Routing>;
 
 /**
  * The resolver of a chat completion's model: an explicit id is looked up in the pushed catalog and
@@ -112,14 +114,7 @@ export type ModelResolver = (
  */
 export function createModelResolver(deps: Pick<EdgeDependencies, 'config' | 'catalog' | 'router'>): ModelResolver {
   const { config, catalog } = deps;
-  return async function resolve(
-    parsed: ParsedChatRequest,
-    promptTokens: number,
-    requestId: string,
-    signal: AbortSignal,
-    policy: string | undefined,
-    traceparent?: string,
-  ): Promise<Routing> {
+  return async function resolve({ parsed, promptTokens, requestId, signal, traceparent }: RouteQuery, policy: string | undefined): Promise<Routing> {
     const modelId = parsed.request.model ?? '';
     if (modelId !== 'auto' && catalog.ready) {
       const model = catalog.get(modelId);

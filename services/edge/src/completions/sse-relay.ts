@@ -1,79 +1,245 @@
 /**
- * The SSE relay of a streamed chat completion: the executor's events, as OpenAI's
- * `data: {chunk}` ... `data: [DONE]`, with the `gateway` object on the last chunk.
+ * The streamed execution of a completion: the executor's events relayed to the caller as
+ * server-sent events, rendered by the completion's wire (a StreamRenderer), and reported when the
+ * stream ends however it ends.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
 import { GatewayError, callMetadata, withoutCallerStack } from '@gateway/grpc';
-import { chunkJson, usageChunkJson, type GatewayInfo, type StreamIdentity } from '@gateway/openai-wire';
-import type { ChatChunkOutput, ExecuteRequest, ExecuteStreamEventOutput, ExecutionAttemptOutput, ModelOutput, UsageEvent, UsageOutput } from '@gateway/proto';
+import type { ChatChunkOutput, ExecuteStreamEventOutput, StreamEndOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
-import { errorBody, toRequestError } from '../errors.js';
+import { toRequestError } from '../errors.js';
 import { BUDGET_REMAINING_HEADER } from '../rate-limit-headers.js';
-import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
+import type { Completion, StreamRenderer } from './completion.js';
 import { isReplicaLoss, ReplicaLost, streamReplicaRetries } from './executor-replicas.js';
-import { answeredModel as answeredModelOf, type Routing } from './model-resolution.js';
-import { estimatedUsage, NO_USAGE } from './usage-report.js';
+import { answeredModel } from './model-resolution.js';
+import { estimatedUsage, NO_USAGE, type UsageReporter } from './usage-report.js';
+
+/** What the relay uses of the edge. */
+type RelayDependencies = Pick<EdgeDependencies, 'config' | 'catalog' | 'completions' | 'executor'>;
+
+/**
+ * How many events of a streamed completion may travel ahead of its client: each event is one
+ * batch of the chunks the upstream delivered together, so this bounds what the edge buffers for a
+ * slow client while the upstream is held back.
+ */
+const STREAM_WINDOW = 8;
 
 /**
  * Streams the executor's chunks as SSE. Headers are written only when the first event arrives,
  * so a failure before the first byte is still a proper HTTP error. The chunk that carries a
- * finish_reason is held back until the stream ends, so that the `gateway` object rides on the
- * last chunk before [DONE]; every other chunk is written as soon as it arrives. An executor
- * replica that dies before its first event is replaced by another, as for whole requests.
+ * finish_reason is held back until the stream ends, so that the wire can add its summary (the
+ * `gateway` object) to the last chunk; every other chunk is written as soon as it arrives. An
+ * executor replica that dies before its first event is replaced by another, as for whole requests.
  */
-export async function relayStream(
-  deps: Pick<EdgeDependencies, 'config' | 'catalog' | 'completions' | 'executor'>,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  execute: ExecuteRequest,
-  routing: Routing,
-  parsed: ParsedChatRequest,
-  abort: AbortController,
-  traceparent: string | undefined,
-  finish: (
-    answered: ModelOutput,
-    attempts: readonly ExecutionAttemptOutput[],
-    usage: UsageOutput | undefined,
-    provider: string,
-    outcome: UsageEvent['outcome'],
-    firstTokenMs: number | undefined,
-    errorCode?: string,
-  ) => GatewayInfo,
-): Promise<void> {
-  const raw = reply.raw;
-  const identity: StreamIdentity = {
-    id: '',
-    created: 0,
-    model: routing.model.id ?? '',
-    includeUsage: parsed.includeUsage,
-    legacyFunctions: parsed.legacyFunctions,
-  };
-  let started = false;
-  // The JSON of the latest chunk that carries a finish_reason, held back to carry `gateway`.
-  let held: string | undefined;
-  let streamedText = '';
-  let keepAlive: NodeJS.Timeout | undefined;
-  let answered = routing.model;
-  let attempts: readonly ExecutionAttemptOutput[] = [];
-  let provider = '';
-  let failureUsage: UsageOutput | undefined;
-  // When the first chunk of content left (reply.elapsedTime), for the time to first token.
-  let firstTokenMs: number | undefined;
+export function relayStream(deps: RelayDependencies, completion: Completion, report: UsageReporter): Promise<void> {
+  return new SseRelay(deps, completion, report).run();
+}
 
-  // Events that arrive in one burst (several gRPC messages read at once) leave in one socket
-  // write: the response is corked at the first event and uncorked in the same loop turn's check
-  // phase (setImmediate), after the promise chain of the stream's iterator has handed over every
-  // message already read; process.nextTick uncorked between two messages of one read.
-  let corked = false;
-  const uncork = () => {
-    corked = false;
-    raw.uncork();
+/** One stream's relay: its state lives as long as the stream. */
+class SseRelay {
+  private readonly raw: ServerResponse;
+  private readonly reply: FastifyReply;
+  private readonly renderer: StreamRenderer;
+  private started = false;
+  /** The latest chunk that carries a finish_reason, held back for the wire's summary. */
+  private held: string | undefined;
+  private streamedText = '';
+  private keepAlive: NodeJS.Timeout | undefined;
+  private corked = false;
+  private readonly commitTimer: NodeJS.Timeout;
+  /** A StreamComplete call of its own, made only while no CompleteCalls stream is open. */
+  private call: ReturnType<RelayDependencies['executor']['StreamComplete']> | undefined;
+  private readonly cancel = () => this.call?.cancel();
+  private readonly uncork = () => {
+    this.corked = false;
+    this.raw.uncork();
   };
-  const write = async (text: string) => {
-    if (!corked) {
-      corked = true;
+
+  constructor(
+    private readonly deps: RelayDependencies,
+    private readonly completion: Completion,
+    private readonly report: UsageReporter,
+  ) {
+    this.reply = completion.reply;
+    this.raw = completion.reply.raw;
+    this.renderer = completion.wire.openStream(completion);
+    // A model silent for a whole keep-alive interval before its first chunk (a long time to first
+    // token) gets the stream committed and pinged, so that clients and proxies do not time out; a
+    // failure after that is an error event rather than a status.
+    this.commitTimer = setTimeout(() => {
+      if (this.started || this.raw.destroyed) return;
+      this.begin(undefined);
+      this.raw.write(': ping\n\n');
+    }, deps.config.EDGE_STREAM_KEEPALIVE_MS);
+  }
+
+  /** Relays the stream to its end, reports it, and settles every timer and listener it set. */
+  async run(): Promise<void> {
+    const { signal } = this.completion;
+    signal.addEventListener('abort', this.cancel, { once: true });
+    try {
+      // One try per executor replica: a replica lost before the stream's first event is replaced
+      // by another (executor-replicas.ts); anything else ends the stream.
+      await streamReplicaRetries
+        .execute(() => this.attempt(), signal)
+        .catch((error: unknown) => {
+          throw error instanceof ReplicaLost ? error.failure : error;
+        });
+    } catch (error) {
+      await this.failed(error);
+    } finally {
+      clearTimeout(this.commitTimer);
+      if (this.keepAlive) clearInterval(this.keepAlive);
+      signal.removeEventListener('abort', this.cancel);
+    }
+  }
+
+  /** The executor's events: on a CompleteCalls stream, else a StreamComplete call of their own. */
+  private events(): AsyncIterable<ExecuteStreamEventOutput> {
+    const { deps, completion } = this;
+    const callOptions = {
+      deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS,
+      requestId: completion.requestId,
+      signal: completion.signal,
+      traceparent: completion.traceparent,
+    };
+    const events = deps.completions.stream('stream', completion.execute, { ...callOptions, window: STREAM_WINDOW });
+    if (events) return events;
+    const { metadata, callOptions: grpcOptions } = callMetadata(callOptions);
+    this.call = withoutCallerStack(() => deps.executor.StreamComplete(completion.execute, metadata, grpcOptions));
+    return this.call as AsyncIterable<ExecuteStreamEventOutput>;
+  }
+
+  /** One try on one executor replica. */
+  private async attempt(): Promise<void> {
+    const { completion, reply } = this;
+    let received = false;
+    // Set at the end event. The loop then runs on to the stream's own end (its status follows at
+    // once): leaving the loop early would destroy a StreamComplete call, which builds an
+    // AbortError with its stack trace for every stream.
+    let completed = false;
+    try {
+      for await (const event of this.events()) {
+        received = true;
+        if (completed) continue;
+        if (event.start) this.onStart(event.start);
+        if (event.rendered) {
+          // Chunks the executor rendered: written as they are.
+          if (!this.started) this.begin(undefined);
+          completion.firstTokenMs ??= reply.elapsedTime;
+          this.streamedText += event.rendered.text ?? '';
+          for (const chunk of event.rendered.chunks) await this.relay(chunk.json ?? '', chunk.finishes === true);
+          this.armKeepAlive();
+        } else if (event.chunk) {
+          // A chunk as a message, from an executor that does not render: rendered by the wire.
+          const chunk = event.chunk;
+          if (!this.started) this.begin(chunk);
+          completion.firstTokenMs ??= reply.elapsedTime;
+          this.addText(chunk);
+          await this.relay(this.renderer.chunkJson(chunk), chunk.choices.some(finishes));
+          this.armKeepAlive();
+        } else if (event.failure) {
+          // The executor's own count of what was generated before it failed; its status follows.
+          completion.usage = event.failure.usage;
+          completion.provider = event.failure.provider ?? completion.provider;
+        } else if (event.end) {
+          this.onEnd(event.end);
+          completed = true;
+        }
+      }
+    } catch (error) {
+      // The answer is complete: what the stream does after its end event changes nothing.
+      if (completed) return;
+      if (!received && isReplicaLoss(error)) {
+        completion.request.log.warn('executor replica lost before the stream began');
+        throw new ReplicaLost(error);
+      }
+      throw error;
+    }
+    if (completed) return;
+    // The executor closed the stream without its end event: never end cleanly as if complete.
+    throw GatewayError.of('upstream_error', 'The model stream ended unexpectedly.');
+  }
+
+  /** The executor's start event: the model that answers, after which attempts, and the completion's id. */
+  private onStart(start: NonNullable<ExecuteStreamEventOutput['start']>): void {
+    const { completion } = this;
+    completion.answered = answeredModel(this.deps.catalog, completion.routing, start.model_id);
+    completion.attempts = start.attempts;
+    completion.provider = start.provider ?? '';
+    if (start.completion_id && !this.started) this.renderer.named(start.completion_id, Number(start.created) || 0);
+  }
+
+  /** The end event: reported, and the stream's last events written. */
+  private onEnd(end: StreamEndOutput): void {
+    const { completion } = this;
+    if (!this.started) this.begin(undefined);
+    if (end.model_id) completion.answered = answeredModel(this.deps.catalog, completion.routing, end.model_id);
+    if (end.attempts.length > 0) completion.attempts = end.attempts;
+    completion.provider = end.provider ?? completion.provider;
+    completion.usage = end.usage;
+    this.report(completion, 'OUTCOME_COMPLETED');
+    const held = this.held;
+    this.held = undefined;
+    this.raw.end(this.renderer.end(held, end.usage));
+  }
+
+  /** The stream failed: reported, and answered with a status before the first byte, else an error event. */
+  private async failed(error: unknown): Promise<void> {
+    const { completion } = this;
+    if (completion.signal.aborted) {
+      // The client went away: meter what was generated before it left.
+      completion.usage = await estimatedUsage(completion.execute, this.streamedText);
+      this.report(completion, 'OUTCOME_CANCELLED');
+      return;
+    }
+    const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
+    completion.errorCode = requestError.code ?? 'internal_error';
+    if (!this.started) {
+      // Nothing reached the caller: the request is metered as an error with what the executor
+      // counted, if anything, and answered with a status.
+      completion.usage ??= NO_USAGE;
+      this.report(completion, 'OUTCOME_FAILED');
+      throw requestError;
+    }
+    completion.request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
+    completion.usage ??= await estimatedUsage(completion.execute, this.streamedText);
+    this.report(completion, 'OUTCOME_FAILED');
+    if (!this.raw.destroyed) this.raw.end(this.renderer.failure(requestError));
+  }
+
+  /** Writes the head: the stream is committed (200), and the reply hijacked from fastify. */
+  private begin(first: ChatChunkOutput | undefined): void {
+    if (this.started) return;
+    this.started = true;
+    clearTimeout(this.commitTimer);
+    const head: Record<string, string> = {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-request-id': this.completion.requestId,
+    };
+    this.renderer.begin(first, head);
+    addCarriedHeaders(this.reply, head);
+    this.reply.hijack();
+    this.raw.writeHead(200, head);
+    this.armKeepAlive();
+  }
+
+  /**
+   * Events that arrive in one burst (several gRPC messages read at once) leave in one socket
+   * write: the response is corked at the first event and uncorked in the same loop turn's check
+   * phase (setImmediate), after the promise chain of the stream's iterator has handed over every
+   * message already read; process.nextTick uncorked between two messages of one read.
+   */
+  private async write(text: string): Promise<void> {
+    const raw = this.raw;
+    if (!this.corked) {
+      this.corked = true;
       raw.cork();
-      setImmediate(uncork);
+      setImmediate(this.uncork);
     }
     if (!raw.write(text) && !raw.destroyed) {
       await new Promise<void>((resolve) => {
@@ -86,196 +252,44 @@ export async function relayStream(
         raw.on('close', done);
       });
     }
-  };
-  const armKeepAlive = () => {
-    if (keepAlive) keepAlive.refresh();
+  }
+
+  /** Writes a chunk's JSON, except the latest one that finishes a choice, which is held (see relayStream). */
+  private async relay(json: string, finishing: boolean): Promise<void> {
+    if (this.held !== undefined) {
+      await this.write(this.renderer.event(this.held));
+      this.held = undefined;
+    }
+    if (finishing) this.held = json;
+    else await this.write(this.renderer.event(json));
+  }
+
+  private armKeepAlive(): void {
+    if (this.keepAlive) this.keepAlive.refresh();
     else
-      keepAlive = setInterval(() => {
-        if (!raw.destroyed) raw.write(': ping\n\n');
-      }, deps.config.EDGE_STREAM_KEEPALIVE_MS);
-  };
-  const begin = (first: ChatChunkOutput | undefined) => {
-    if (started) return;
-    started = true;
-    clearTimeout(commitTimer);
-    // Set from the executor's start event when it sent them.
-    identity.id ||= first?.id || `chatcmpl-${request.id}`;
-    identity.created ||= Number(first?.created) || Math.floor(Date.now() / 1000);
-    identity.model = answered.id ?? identity.model;
-    reply.hijack();
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-request-id': request.id,
-      'openai-model': identity.model,
-      'openai-processing-ms': String(Math.round(reply.elapsedTime)),
-      ...corsHeaders(reply),
-    });
-    armKeepAlive();
-  };
-  const textOf = (chunk: ChatChunkOutput) => {
+      this.keepAlive = setInterval(() => {
+        if (!this.raw.destroyed) this.raw.write(': ping\n\n');
+      }, this.deps.config.EDGE_STREAM_KEEPALIVE_MS);
+  }
+
+  /** Adds a chunk's text (content and tool call arguments) to what the stream produced, for a stream cut short. */
+  private addText(chunk: ChatChunkOutput): void {
     for (const choice of chunk.choices) {
-      if (choice.delta?.content) streamedText += choice.delta.content;
-      for (const toolCall of choice.delta?.tool_calls ?? []) streamedText += toolCall.function?.arguments ?? '';
+      if (choice.delta?.content) this.streamedText += choice.delta.content;
+      for (const toolCall of choice.delta?.tool_calls ?? []) this.streamedText += toolCall.function?.arguments ?? '';
     }
-  };
-  // Writes a chunk's JSON, except the latest one that finishes a choice, which is held (see above).
-  const relay = async (json: string, finishes: boolean) => {
-    if (held !== undefined) {
-      await write(`data: ${held}\n\n`);
-      held = undefined;
-    }
-    if (finishes) held = json;
-    else await write(`data: ${json}\n\n`);
-  };
-
-  // A model silent for a whole keep-alive interval before its first chunk (a long time to first
-  // token) gets the stream committed and pinged, so that clients and proxies do not time out; a
-  // failure after that is an error event rather than a status.
-  const commitTimer = setTimeout(() => {
-    if (started || raw.destroyed) return;
-    begin(undefined);
-    raw.write(': ping\n\n');
-  }, deps.config.EDGE_STREAM_KEEPALIVE_MS);
-
-  // A StreamComplete call of its own, made only while no CompleteCalls stream is open.
-  let call: ReturnType<typeof deps.executor.StreamComplete> | undefined;
-  const cancel = () => call?.cancel();
-  abort.signal.addEventListener('abort', cancel, { once: true });
-  try {
-    // One try per executor replica: a replica lost before the stream's first event is replaced by
-    // another (executor-replicas.ts); anything else ends the stream.
-    await streamReplicaRetries
-      .execute(async () => {
-        const callOptions = { deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id, signal: abort.signal, traceparent };
-        let events: AsyncIterable<ExecuteStreamEventOutput> | undefined = deps.completions.stream('stream', execute, { ...callOptions, window: STREAM_WINDOW });
-        if (!events) {
-          const { metadata, callOptions: grpcOptions } = callMetadata(callOptions);
-          call = withoutCallerStack(() => deps.executor.StreamComplete(execute, metadata, grpcOptions));
-          events = call as AsyncIterable<ExecuteStreamEventOutput>;
-        }
-        let received = false;
-        // Set at the end event. The loop then runs on to the stream's own end (its status follows
-        // at once): leaving the loop early would destroy a StreamComplete call, which builds an
-        // AbortError with its stack trace for every stream.
-        let completed = false;
-        try {
-          for await (const event of events) {
-            received = true;
-            if (completed) continue;
-            if (event.start) {
-              answered = answeredModelOf(deps.catalog, routing, event.start.model_id);
-              attempts = event.start.attempts;
-              provider = event.start.provider ?? '';
-              if (event.start.completion_id && !started) {
-                identity.id = event.start.completion_id;
-                identity.created = Number(event.start.created) || 0;
-              }
-            }
-            if (event.rendered) {
-              // Chunks the executor rendered: written as they are.
-              if (!started) begin(undefined);
-              firstTokenMs ??= reply.elapsedTime;
-              streamedText += event.rendered.text ?? '';
-              for (const chunk of event.rendered.chunks) await relay(chunk.json ?? '', chunk.finishes === true);
-              armKeepAlive();
-            } else if (event.chunk) {
-              // A chunk as a message, from an executor that does not render: rendered here.
-              const chunk = event.chunk;
-              if (!started) begin(chunk);
-              firstTokenMs ??= reply.elapsedTime;
-              textOf(chunk);
-              await relay(
-                JSON.stringify(chunkJson(chunk, identity)),
-                chunk.choices.some((choice) => choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED'),
-              );
-              armKeepAlive();
-            } else if (event.failure) {
-              // The executor's own count of what was generated before it failed; its status follows.
-              failureUsage = event.failure.usage;
-              provider = event.failure.provider ?? provider;
-            } else if (event.end) {
-              if (!started) begin(undefined);
-              const end = event.end;
-              if (end.model_id) answered = answeredModelOf(deps.catalog, routing, end.model_id);
-              if (end.attempts.length > 0) attempts = end.attempts;
-              const gateway = finish(answered, attempts, end.usage, end.provider ?? provider, 'OUTCOME_COMPLETED', firstTokenMs);
-              let tail = '';
-              if (held !== undefined) tail += `data: ${parsed.includeUsage ? held : withGateway(held, gateway)}\n\n`;
-              if (parsed.includeUsage) tail += `data: ${JSON.stringify(usageChunkJson(end.usage, identity, gateway))}\n\n`;
-              else if (!held) tail += `data: ${JSON.stringify({ ...chunkJson({ choices: [] } as unknown as ChatChunkOutput, identity), gateway })}\n\n`;
-              held = undefined;
-              raw.end(`${tail}data: [DONE]\n\n`);
-              completed = true;
-            }
-          }
-        } catch (error) {
-          // The answer is complete: what the stream does after its end event changes nothing.
-          if (completed) return;
-          if (!received && isReplicaLoss(error)) {
-            request.log.warn('executor replica lost before the stream began');
-            throw new ReplicaLost(error);
-          }
-          throw error;
-        }
-        if (completed) return;
-        // The executor closed the stream without its end event: never end cleanly as if complete.
-        throw GatewayError.of('upstream_error', 'The model stream ended unexpectedly.');
-      }, abort.signal)
-      .catch((error: unknown) => {
-        throw error instanceof ReplicaLost ? error.failure : error;
-      });
-  } catch (error) {
-    if (abort.signal.aborted) {
-      // The client went away: meter what was generated before it left.
-      finish(answered, attempts, await estimatedUsage(execute, streamedText), provider, 'OUTCOME_CANCELLED', firstTokenMs);
-      return;
-    }
-    const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
-    if (!started) {
-      // Nothing reached the caller: the request is metered as an error with what the executor
-      // counted, if anything, and answered with a status.
-      finish(answered, attempts, failureUsage ?? NO_USAGE, provider, 'OUTCOME_FAILED', firstTokenMs, requestError.code ?? 'internal_error');
-      throw requestError;
-    }
-    request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-    finish(
-      answered,
-      attempts,
-      failureUsage ?? (await estimatedUsage(execute, streamedText)),
-      provider,
-      'OUTCOME_FAILED',
-      firstTokenMs,
-      requestError.code ?? 'internal_error',
-    );
-    if (!raw.destroyed) raw.end(`data: ${errorBody(requestError)}\n\n`);
-  } finally {
-    clearTimeout(commitTimer);
-    if (keepAlive) clearInterval(keepAlive);
-    abort.signal.removeEventListener('abort', cancel);
   }
 }
 
-/**
- * How many events of a streamed completion may travel ahead of its client: each event is one
- * batch of the chunks the upstream delivered together, so this bounds what the edge buffers for a
- * slow client while the upstream is held back.
- */
-const STREAM_WINDOW = 8;
-
-/** A chunk's JSON with the `gateway` object added as its last member. */
-function withGateway(chunkJsonText: string, gateway: GatewayInfo): string {
-  return `${chunkJsonText.slice(0, -1)},"gateway":${JSON.stringify(gateway)}}`;
+/** Whether a choice of a chunk finishes. */
+function finishes(choice: ChatChunkOutput['choices'][number]): boolean {
+  return Boolean(choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED');
 }
 
-/** The CORS headers fastify's cors plugin set on the reply, carried onto a hijacked response. */
-function corsHeaders(reply: FastifyReply): Record<string, string> {
-  const headers: Record<string, string> = {};
+/** Adds the headers set on the reply that a hijacked response must carry: CORS, rate limits, budget. */
+function addCarriedHeaders(reply: FastifyReply, head: Record<string, string>): void {
   for (const [name, value] of Object.entries(reply.getHeaders())) {
     if (name.startsWith('access-control-') || name === 'vary' || name.startsWith('x-ratelimit-') || name === BUDGET_REMAINING_HEADER)
-      headers[name] = String(value);
+      head[name] = String(value);
   }
-  return headers;
 }

@@ -80,27 +80,33 @@ function typeError(param: string, expected: string, value: Json) {
   return invalid(param, `Invalid type for '${param}': expected ${expected}, but got ${describe(value)}.`, 'invalid_type');
 }
 
-function optionalNumber(body: JsonObject, name: string, min: number, max: number): number | undefined {
+function missing(param: string) {
+  return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+}
+
+/** A nested object a field needs: absent is a missing parameter, anything else but an object a type error. */
+function requiredObject(value: Json, param: string): JsonObject {
+  if (isObject(value)) return value;
+  throw value === undefined ? missing(param) : typeError(param, 'an object', value);
+}
+
+/** The values a numeric field allows. */
+interface NumberRange {
+  min: number;
+  max: number;
+  integer?: boolean;
+}
+
+function optionalNumber(body: JsonObject, name: string, range: NumberRange): number | undefined {
   const value = body[name];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw typeError(name, `a number between ${min} and ${max}`, value);
+  const { min, max, integer } = range;
+  if (typeof value !== 'number' || !(integer ? Number.isInteger(value) : Number.isFinite(value)))
+    throw typeError(name, `${integer ? 'an integer' : 'a number'} between ${min} and ${max}`, value);
   if (value < min || value > max) {
     throw invalid(
       name,
-      `Invalid value for '${name}': ${value} is ${value < min ? 'below the minimum' : 'above the maximum'}; it must be between ${min} and ${max}.`,
-    );
-  }
-  return value;
-}
-
-function optionalInteger(body: JsonObject, name: string, min: number, max: number, param = name): number | undefined {
-  const value = body[name];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw typeError(param, `an integer between ${min} and ${max}`, value);
-  if (value < min || value > max) {
-    throw invalid(
-      param,
-      `Invalid value for '${param}': ${value} is ${value < min ? 'below the minimum' : 'above the maximum'}; it must be an integer between ${min} and ${max}.`,
+      `Invalid value for '${name}': ${value} is ${value < min ? 'below the minimum' : 'above the maximum'}; it must be ${integer ? 'an integer ' : ''}between ${min} and ${max}.`,
     );
   }
   return value;
@@ -122,7 +128,7 @@ function optionalString(body: JsonObject, name: string, param = name): string | 
 
 function requiredString(body: JsonObject, name: string, param: string): string {
   const value = body[name];
-  if (value === undefined || value === null) throw invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+  if (value === undefined || value === null) throw missing(param);
   if (typeof value !== 'string') throw typeError(param, 'a string', value);
   return value;
 }
@@ -182,7 +188,7 @@ function parseContentPart(part: Json, role: RoleName, param: string, traits: { v
   if (!isObject(part)) throw typeError(param, 'a content part object', part);
   const allowed: readonly string[] = role === 'user' ? ['text', 'image_url', 'input_audio', 'file'] : role === 'assistant' ? ['text', 'refusal'] : ['text'];
   const type = part.type;
-  if (type === undefined) throw invalid(`${param}.type`, `Missing required parameter: '${param}.type'.`, 'missing_required_parameter');
+  if (type === undefined) throw missing(`${param}.type`);
   if (typeof type !== 'string' || !allowed.includes(type)) {
     throw invalid(
       `${param}.type`,
@@ -195,11 +201,7 @@ function parseContentPart(part: Json, role: RoleName, param: string, traits: { v
     case 'refusal':
       return { refusal: requiredString(part, 'refusal', `${param}.refusal`) };
     case 'image_url': {
-      const image = part.image_url;
-      if (!isObject(image))
-        throw image === undefined
-          ? invalid(`${param}.image_url`, `Missing required parameter: '${param}.image_url'.`, 'missing_required_parameter')
-          : typeError(`${param}.image_url`, 'an object', image);
+      const image = requiredObject(part.image_url, `${param}.image_url`);
       const url = requiredString(image, 'url', `${param}.image_url.url`);
       if (!/^(https?:\/\/|data:image\/[a-zA-Z0-9.+-]+;base64,)/.test(url)) {
         throw invalid(
@@ -239,15 +241,10 @@ function parseToolCall(call: Json, param: string): ToolCall {
   if (!isObject(call)) throw typeError(param, 'a tool call object', call);
   const id = requiredString(call, 'id', `${param}.id`);
   if (call.type !== undefined && call.type !== 'function') oneOf(call.type, ['function'] as const, `${param}.type`);
-  const fn = call.function;
-  if (!isObject(fn))
-    throw fn === undefined
-      ? invalid(`${param}.function`, `Missing required parameter: '${param}.function'.`, 'missing_required_parameter')
-      : typeError(`${param}.function`, 'an object', fn);
+  const fn = requiredObject(call.function, `${param}.function`);
   const name = requiredString(fn, 'name', `${param}.function.name`);
   const args = fn.arguments;
-  if (args === undefined || args === null)
-    throw invalid(`${param}.function.arguments`, `Missing required parameter: '${param}.function.arguments'.`, 'missing_required_parameter');
+  if (args === undefined || args === null) throw missing(`${param}.function.arguments`);
   if (typeof args !== 'string') throw typeError(`${param}.function.arguments`, 'a string holding JSON', args);
   return { id, type: 'function', function: { name, arguments: args } };
 }
@@ -256,8 +253,7 @@ function parseMessage(raw: Json, index: number, traits: { vision: boolean }): Me
   const param = `messages[${index}]`;
   if (!isObject(raw)) throw typeError(param, 'a message object', raw);
   const roleValue = raw.role;
-  if (roleValue === undefined || roleValue === null)
-    throw invalid(`${param}.role`, `Missing required parameter: '${param}.role'.`, 'missing_required_parameter');
+  if (roleValue === undefined || roleValue === null) throw missing(`${param}.role`);
   const role = oneOf(roleValue, Object.keys(ROLES) as RoleName[], `${param}.role`);
   const message: Message = { role: ROLES[role] };
 
@@ -299,26 +295,27 @@ function parseMessage(raw: Json, index: number, traits: { vision: boolean }): Me
   return message;
 }
 
-function parseTools(value: Json): Tool[] {
-  if (!Array.isArray(value)) throw typeError('tools', 'an array of tools', value);
-  if (value.length > MAX_TOOLS)
+/** Refuses an array longer than `max` (`things`: what its elements are called in the message). */
+function checkLength(value: Json[], param: string, max: number, things: string): void {
+  if (value.length > max)
     throw invalid(
-      'tools',
-      `Invalid 'tools': array too long. Expected an array with at most ${MAX_TOOLS} elements, but got ${value.length}.`,
+      param,
+      `Invalid '${param}': array too long. Expected an array with at most ${max} ${things}, but got ${value.length}.`,
       'array_above_max_length',
     );
+}
+
+function parseTools(value: Json): Tool[] {
+  if (!Array.isArray(value)) throw typeError('tools', 'an array of tools', value);
+  checkLength(value, 'tools', MAX_TOOLS, 'elements');
   const names = new Set<string>();
   return value.map((tool, index) => {
     const param = `tools[${index}]`;
     if (!isObject(tool)) throw typeError(param, 'a tool object', tool);
     const type = tool.type;
-    if (type === undefined) throw invalid(`${param}.type`, `Missing required parameter: '${param}.type'.`, 'missing_required_parameter');
+    if (type === undefined) throw missing(`${param}.type`);
     oneOf(type, ['function'] as const, `${param}.type`);
-    const fn = tool.function;
-    if (!isObject(fn))
-      throw fn === undefined
-        ? invalid(`${param}.function`, `Missing required parameter: '${param}.function'.`, 'missing_required_parameter')
-        : typeError(`${param}.function`, 'an object', fn);
+    const fn = requiredObject(tool.function, `${param}.function`);
     const name = requiredString(fn, 'name', `${param}.function.name`);
     if (!FUNCTION_NAME.test(name)) {
       throw invalid(
@@ -348,12 +345,7 @@ function parseStop(value: Json): string[] {
   if (value === undefined || value === null) return [];
   if (typeof value === 'string') return [value];
   if (!Array.isArray(value)) throw typeError('stop', 'a string or an array of 1 to 4 strings', value);
-  if (value.length > MAX_STOP)
-    throw invalid(
-      'stop',
-      `Invalid 'stop': array too long. Expected an array with at most ${MAX_STOP} strings, but got ${value.length}.`,
-      'array_above_max_length',
-    );
+  checkLength(value, 'stop', MAX_STOP, 'strings');
   return value.map((item, index) => {
     if (typeof item !== 'string') throw typeError(`stop[${index}]`, 'a string', item);
     return item;
@@ -429,169 +421,206 @@ function translateLegacyFunctions(body: JsonObject, messages: Json[]): { body: J
   return { body: translated, legacy };
 }
 
-/**
- * Validates a parsed JSON body and converts it. Throws a RequestError (400) naming the first
- * offending field.
- */
-export function parseChatRequest(original: Json): ParsedChatRequest {
-  if (!isObject(original)) {
-    throw invalid(null, `The request body must be a JSON object, but got ${describe(original)}.`, 'invalid_body');
+type NumberField = 'temperature' | 'top_p' | 'n' | 'presence_penalty' | 'frequency_penalty' | 'seed' | 'top_logprobs';
+
+/** The numeric fields before `stop`, in the order they are checked, with what each allows. */
+const SAMPLING_FIELDS: ReadonlyArray<readonly [NumberField, NumberRange]> = [
+  ['temperature', { min: 0, max: 2 }],
+  ['top_p', { min: 0, max: 1 }],
+  ['n', { min: 1, max: MAX_N, integer: true }],
+];
+/** The numeric fields after the token limits. */
+const PENALTY_FIELDS: ReadonlyArray<readonly [NumberField, NumberRange]> = [
+  ['presence_penalty', { min: -2, max: 2 }],
+  ['frequency_penalty', { min: -2, max: 2 }],
+  ['seed', { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER, integer: true }],
+];
+const TOKEN_LIMIT: NumberRange = { min: 1, max: MAX_INT32, integer: true };
+const TOP_LOGPROBS: NumberRange = { min: 0, max: 20, integer: true };
+
+/** Copies each numeric field of a table onto the request, checked. */
+function copyNumbers(body: JsonObject, request: ChatRequest, fields: ReadonlyArray<readonly [NumberField, NumberRange]>): void {
+  for (const [name, range] of fields) {
+    const value = optionalNumber(body, name, range);
+    if (value !== undefined) request[name] = value;
   }
-  const model = original.model;
-  if (model === undefined || model === null) throw invalid('model', "Missing required parameter: 'model'.", 'missing_required_parameter');
+}
+
+/** The body, which must be an object. */
+function requiredBody(original: Json): JsonObject {
+  if (isObject(original)) return original;
+  throw invalid(null, `The request body must be a JSON object, but got ${describe(original)}.`, 'invalid_body');
+}
+
+/** `model`: a non-empty id. */
+function requiredModel(body: JsonObject): string {
+  const model = body.model;
+  if (model === undefined || model === null) throw missing('model');
   if (typeof model !== 'string') throw typeError('model', 'a string', model);
   if (model.length === 0) throw invalid('model', "Invalid value for 'model': the model id must not be empty.", 'invalid_value');
+  return model;
+}
 
-  const messages = original.messages;
-  if (messages === undefined || messages === null) throw invalid('messages', "Missing required parameter: 'messages'.", 'missing_required_parameter');
+/** `messages`: a non-empty array (each message is checked by parseMessage). */
+function requiredMessages(body: JsonObject): Json[] {
+  const messages = body.messages;
+  if (messages === undefined || messages === null) throw missing('messages');
   if (!Array.isArray(messages)) throw typeError('messages', 'an array of messages', messages);
   if (messages.length === 0) throw invalid('messages', "Invalid 'messages': empty array. Expected an array with at least 1 message.", 'empty_array');
-  const { body: modern, legacy: legacyFunctions } = translateLegacyFunctions(original, messages);
-  const body = modern;
-  const traits = { vision: false };
-  const request: ChatRequest = { model, messages: (body.messages as Json[]).map((message, index) => parseMessage(message, index, traits)) };
+  return messages;
+}
 
-  const temperature = optionalNumber(body, 'temperature', 0, 2);
-  if (temperature !== undefined) request.temperature = temperature;
-  const topP = optionalNumber(body, 'top_p', 0, 1);
-  if (topP !== undefined) request.top_p = topP;
-  const n = optionalInteger(body, 'n', 1, MAX_N);
-  if (n !== undefined) request.n = n;
+/** Sampling and length: temperature, top_p, n, stop, max_tokens / max_completion_tokens, penalties, seed. */
+function parseSampling(body: JsonObject, request: ChatRequest): void {
+  copyNumbers(body, request, SAMPLING_FIELDS);
   request.stop = parseStop(body.stop);
-  const maxTokens = optionalInteger(body, 'max_tokens', 1, MAX_INT32);
-  const maxCompletionTokens = optionalInteger(body, 'max_completion_tokens', 1, MAX_INT32);
+  const maxTokens = optionalNumber(body, 'max_tokens', TOKEN_LIMIT);
+  const maxCompletionTokens = optionalNumber(body, 'max_completion_tokens', TOKEN_LIMIT);
   if (maxCompletionTokens !== undefined) {
     request.max_tokens = maxCompletionTokens;
     request.max_tokens_is_completion_tokens = true;
   } else if (maxTokens !== undefined) {
     request.max_tokens = maxTokens;
   }
-  const presence = optionalNumber(body, 'presence_penalty', -2, 2);
-  if (presence !== undefined) request.presence_penalty = presence;
-  const frequency = optionalNumber(body, 'frequency_penalty', -2, 2);
-  if (frequency !== undefined) request.frequency_penalty = frequency;
-  const seed = optionalInteger(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-  if (seed !== undefined) request.seed = seed;
+  copyNumbers(body, request, PENALTY_FIELDS);
+}
 
+/** `tools`, `tool_choice` and `parallel_tool_calls`; returns whether the request needs tool support. */
+function parseToolFields(body: JsonObject, request: ChatRequest): boolean {
   let needsTools = false;
   if (body.tools !== undefined && body.tools !== null) {
     request.tools = parseTools(body.tools);
     needsTools = request.tools.length > 0;
   }
   const toolChoice = body.tool_choice;
-  if (toolChoice !== undefined && toolChoice !== null) {
-    const toolNames = new Set((request.tools ?? []).map((tool) => tool.function?.name));
-    if (typeof toolChoice === 'string') {
-      const mode = oneOf(toolChoice, ['none', 'auto', 'required'] as const, 'tool_choice');
-      if (mode !== 'none' && toolNames.size === 0)
-        throw invalid('tool_choice', `Invalid value for 'tool_choice': '${mode}' is only allowed when 'tools' are specified.`, 'invalid_value');
-      request.tool_choice = { mode };
-    } else if (isObject(toolChoice)) {
-      if (toolChoice.type !== 'function') oneOf(toolChoice.type ?? null, ['function'] as const, 'tool_choice.type');
-      const fn = toolChoice.function;
-      if (!isObject(fn)) throw typeError('tool_choice.function', 'an object with a name', fn ?? null);
-      const name = requiredString(fn, 'name', 'tool_choice.function.name');
-      if (!toolNames.has(name)) {
-        throw invalid(
-          'tool_choice.function.name',
-          `Invalid value for 'tool_choice': the function '${truncate(name)}' is not among the functions in 'tools'.`,
-          'invalid_value',
-        );
-      }
-      request.tool_choice = { function_name: name };
-    } else {
-      throw typeError('tool_choice', '\'none\', \'auto\', \'required\' or {"type": "function", "function": {"name": ...}}', toolChoice);
-    }
-  }
+  if (toolChoice !== undefined && toolChoice !== null) request.tool_choice = parseToolChoice(toolChoice, request.tools ?? []);
   const parallel = optionalBoolean(body, 'parallel_tool_calls');
   // Accepted without tools too, as OpenAI does; it then has no effect.
   if (parallel !== undefined) request.parallel_tool_calls = parallel;
+  return needsTools;
+}
 
-  let needsJsonMode = false;
-  const format = body.response_format;
-  if (format !== undefined && format !== null) {
-    if (!isObject(format)) throw typeError('response_format', 'an object', format);
-    const type = oneOf(format.type ?? null, ['text', 'json_object', 'json_schema'] as const, 'response_format.type');
-    request.response_format = { type };
-    needsJsonMode = type !== 'text';
-    if (type === 'json_schema') {
-      const schema = format.json_schema;
-      if (!isObject(schema))
-        throw schema === undefined
-          ? invalid('response_format.json_schema', "Missing required parameter: 'response_format.json_schema'.", 'missing_required_parameter')
-          : typeError('response_format.json_schema', 'an object', schema);
-      const name = requiredString(schema, 'name', 'response_format.json_schema.name');
-      if (!FUNCTION_NAME.test(name))
-        throw invalid(
-          'response_format.json_schema.name',
-          "Invalid 'response_format.json_schema.name': expected 1 to 64 characters from a-z, A-Z, 0-9, underscores and dashes.",
-          'invalid_value',
-        );
-      request.response_format.json_schema = { name };
-      const description = optionalString(schema, 'description', 'response_format.json_schema.description');
-      if (description !== undefined) request.response_format.json_schema.description = description;
-      if (schema.schema !== undefined && schema.schema !== null)
-        request.response_format.json_schema.schema_json = schemaJson(schema.schema, 'response_format.json_schema.schema');
-      const strict = optionalBoolean(schema, 'strict', 'response_format.json_schema.strict');
-      if (strict !== undefined) request.response_format.json_schema.strict = strict;
-    }
+function parseToolChoice(toolChoice: Json, tools: Tool[]): NonNullable<ChatRequest['tool_choice']> {
+  const toolNames = new Set(tools.map((tool) => tool.function?.name));
+  if (typeof toolChoice === 'string') {
+    const mode = oneOf(toolChoice, ['none', 'auto', 'required'] as const, 'tool_choice');
+    if (mode !== 'none' && toolNames.size === 0)
+      throw invalid('tool_choice', `Invalid value for 'tool_choice': '${mode}' is only allowed when 'tools' are specified.`, 'invalid_value');
+    return { mode };
   }
+  if (!isObject(toolChoice)) {
+    throw typeError('tool_choice', '\'none\', \'auto\', \'required\' or {"type": "function", "function": {"name": ...}}', toolChoice);
+  }
+  if (toolChoice.type !== 'function') oneOf(toolChoice.type ?? null, ['function'] as const, 'tool_choice.type');
+  const fn = toolChoice.function;
+  if (!isObject(fn)) throw typeError('tool_choice.function', 'an object with a name', fn ?? null);
+  const name = requiredString(fn, 'name', 'tool_choice.function.name');
+  if (!toolNames.has(name)) {
+    throw invalid(
+      'tool_choice.function.name',
+      `Invalid value for 'tool_choice': the function '${truncate(name)}' is not among the functions in 'tools'.`,
+      'invalid_value',
+    );
+  }
+  return { function_name: name };
+}
 
+/** `response_format`; returns whether the request needs JSON mode. */
+function parseResponseFormat(format: Json, request: ChatRequest): boolean {
+  if (format === undefined || format === null) return false;
+  if (!isObject(format)) throw typeError('response_format', 'an object', format);
+  const type = oneOf(format.type ?? null, ['text', 'json_object', 'json_schema'] as const, 'response_format.type');
+  request.response_format = { type };
+  if (type === 'json_schema') request.response_format.json_schema = parseJsonSchemaFormat(requiredObject(format.json_schema, 'response_format.json_schema'));
+  return type !== 'text';
+}
+
+function parseJsonSchemaFormat(schema: JsonObject): NonNullable<NonNullable<ChatRequest['response_format']>['json_schema']> {
+  const name = requiredString(schema, 'name', 'response_format.json_schema.name');
+  if (!FUNCTION_NAME.test(name))
+    throw invalid(
+      'response_format.json_schema.name',
+      "Invalid 'response_format.json_schema.name': expected 1 to 64 characters from a-z, A-Z, 0-9, underscores and dashes.",
+      'invalid_value',
+    );
+  const jsonSchema: NonNullable<NonNullable<ChatRequest['response_format']>['json_schema']> = { name };
+  const description = optionalString(schema, 'description', 'response_format.json_schema.description');
+  if (description !== undefined) jsonSchema.description = description;
+  if (schema.schema !== undefined && schema.schema !== null) jsonSchema.schema_json = schemaJson(schema.schema, 'response_format.json_schema.schema');
+  const strict = optionalBoolean(schema, 'strict', 'response_format.json_schema.strict');
+  if (strict !== undefined) jsonSchema.strict = strict;
+  return jsonSchema;
+}
+
+/** `stream` and `stream_options`; returns whether the stream ends with a usage chunk. */
+function parseStreaming(body: JsonObject, request: ChatRequest): boolean {
   const stream = optionalBoolean(body, 'stream') ?? false;
   request.stream = stream;
-  let includeUsage = false;
   const streamOptions = body.stream_options;
-  if (streamOptions !== undefined && streamOptions !== null) {
-    if (!stream)
-      throw invalid('stream_options', "Invalid value for 'stream_options': 'stream_options' is only allowed when 'stream' is true.", 'invalid_value');
-    if (!isObject(streamOptions)) throw typeError('stream_options', 'an object', streamOptions);
-    includeUsage = optionalBoolean(streamOptions, 'include_usage', 'stream_options.include_usage') ?? false;
-    request.stream_options = { include_usage: includeUsage };
-  }
+  if (streamOptions === undefined || streamOptions === null) return false;
+  if (!stream) throw invalid('stream_options', "Invalid value for 'stream_options': 'stream_options' is only allowed when 'stream' is true.", 'invalid_value');
+  if (!isObject(streamOptions)) throw typeError('stream_options', 'an object', streamOptions);
+  const includeUsage = optionalBoolean(streamOptions, 'include_usage', 'stream_options.include_usage') ?? false;
+  request.stream_options = { include_usage: includeUsage };
+  return includeUsage;
+}
 
+/** `logprobs`, `top_logprobs` and `logit_bias`. */
+function parseLogprobs(body: JsonObject, request: ChatRequest): void {
   const logprobs = optionalBoolean(body, 'logprobs');
   if (logprobs !== undefined) request.logprobs = logprobs;
-  const topLogprobs = optionalInteger(body, 'top_logprobs', 0, 20);
+  const topLogprobs = optionalNumber(body, 'top_logprobs', TOP_LOGPROBS);
   if (topLogprobs !== undefined) {
     if (!logprobs) throw invalid('top_logprobs', "Invalid value for 'top_logprobs': 'logprobs' must be true when 'top_logprobs' is set.", 'invalid_value');
     request.top_logprobs = topLogprobs;
   }
   const logitBias = body.logit_bias;
-  if (logitBias !== undefined && logitBias !== null) {
-    if (!isObject(logitBias)) throw typeError('logit_bias', 'an object mapping token ids to numbers from -100 to 100', logitBias);
-    if (keyCountUpTo(logitBias, MAX_LOGIT_BIAS) > MAX_LOGIT_BIAS)
-      throw invalid('logit_bias', `Invalid 'logit_bias': at most ${MAX_LOGIT_BIAS} tokens may be biased.`, 'invalid_value');
-    request.logit_bias = {};
-    for (const [token, bias] of Object.entries(logitBias)) {
-      if (!/^\d+$/.test(token))
-        throw invalid(`logit_bias.${truncate(token, 20)}`, `Invalid key in 'logit_bias': '${truncate(token, 20)}' is not a token id.`, 'invalid_value');
-      if (typeof bias !== 'number' || bias < -100 || bias > 100)
-        throw invalid(`logit_bias.${token}`, `Invalid value for 'logit_bias.${token}': expected a number from -100 to 100.`, 'invalid_value');
-      request.logit_bias[token] = Math.round(bias);
-    }
+  if (logitBias !== undefined && logitBias !== null) request.logit_bias = parseLogitBias(logitBias);
+}
+
+function parseLogitBias(logitBias: Json): Record<string, number> {
+  if (!isObject(logitBias)) throw typeError('logit_bias', 'an object mapping token ids to numbers from -100 to 100', logitBias);
+  if (keyCountUpTo(logitBias, MAX_LOGIT_BIAS) > MAX_LOGIT_BIAS)
+    throw invalid('logit_bias', `Invalid 'logit_bias': at most ${MAX_LOGIT_BIAS} tokens may be biased.`, 'invalid_value');
+  const biases: Record<string, number> = {};
+  for (const [token, bias] of Object.entries(logitBias)) {
+    if (!/^\d+$/.test(token))
+      throw invalid(`logit_bias.${truncate(token, 20)}`, `Invalid key in 'logit_bias': '${truncate(token, 20)}' is not a token id.`, 'invalid_value');
+    if (typeof bias !== 'number' || bias < -100 || bias > 100)
+      throw invalid(`logit_bias.${token}`, `Invalid value for 'logit_bias.${token}': expected a number from -100 to 100.`, 'invalid_value');
+    biases[token] = Math.round(bias);
   }
+  return biases;
+}
+
+function parseMetadata(metadata: Json): Record<string, string> {
+  if (!isObject(metadata)) throw typeError('metadata', 'an object of string values', metadata);
+  if (keyCountUpTo(metadata, MAX_METADATA_KEYS) > MAX_METADATA_KEYS)
+    throw invalid('metadata', `Invalid 'metadata': at most ${MAX_METADATA_KEYS} keys are allowed.`, 'invalid_value');
+  const entries: Record<string, string> = {};
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key.length > 64) throw invalid('metadata', "Invalid 'metadata': keys must be at most 64 characters.", 'invalid_value');
+    if (typeof value !== 'string') throw typeError(`metadata.${truncate(key, 64)}`, 'a string', value);
+    if (value.length > 512) throw invalid(`metadata.${key}`, `Invalid 'metadata.${key}': values must be at most 512 characters.`, 'invalid_value');
+    entries[key] = value;
+  }
+  return entries;
+}
+
+/** The fields the gateway passes on or accepts without using: user, metadata, store, reasoning_effort, service_tier. */
+function parsePassThrough(body: JsonObject, request: ChatRequest): void {
   const user = optionalString(body, 'user');
   if (user !== undefined) request.user = user;
   const metadata = body.metadata;
-  if (metadata !== undefined && metadata !== null) {
-    if (!isObject(metadata)) throw typeError('metadata', 'an object of string values', metadata);
-    if (keyCountUpTo(metadata, MAX_METADATA_KEYS) > MAX_METADATA_KEYS)
-      throw invalid('metadata', `Invalid 'metadata': at most ${MAX_METADATA_KEYS} keys are allowed.`, 'invalid_value');
-    const entries = Object.entries(metadata);
-    request.metadata = {};
-    for (const [key, value] of entries) {
-      if (key.length > 64) throw invalid('metadata', "Invalid 'metadata': keys must be at most 64 characters.", 'invalid_value');
-      if (typeof value !== 'string') throw typeError(`metadata.${truncate(key, 64)}`, 'a string', value);
-      if (value.length > 512) throw invalid(`metadata.${key}`, `Invalid 'metadata.${key}': values must be at most 512 characters.`, 'invalid_value');
-      request.metadata[key] = value;
-    }
-  }
+  if (metadata !== undefined && metadata !== null) request.metadata = parseMetadata(metadata);
   optionalBoolean(body, 'store');
   const effort = body.reasoning_effort;
   if (effort !== undefined && effort !== null) request.reasoning_effort = oneOf(effort, ['minimal', 'low', 'medium', 'high'] as const, 'reasoning_effort');
   const tier = optionalString(body, 'service_tier');
   if (tier !== undefined) request.service_tier = tier;
+}
 
+function parseRoutePolicy(body: JsonObject): string | undefined {
   const routePolicy = optionalString(body, 'route_policy');
   if (routePolicy !== undefined && (routePolicy.length === 0 || routePolicy.length > 64)) {
     throw invalid(
@@ -600,29 +629,47 @@ export function parseChatRequest(original: Json): ParsedChatRequest {
       'invalid_value',
     );
   }
+  return routePolicy;
+}
 
-  let fallbacks: string[] | boolean | undefined;
-  const fallbackValue = body.fallbacks;
-  if (typeof fallbackValue === 'boolean') fallbacks = fallbackValue;
-  else if (Array.isArray(fallbackValue)) {
-    if (fallbackValue.length > MAX_FALLBACKS)
-      throw invalid(
-        'fallbacks',
-        `Invalid 'fallbacks': array too long. Expected at most ${MAX_FALLBACKS} model ids, but got ${fallbackValue.length}.`,
-        'array_above_max_length',
-      );
-    fallbacks = fallbackValue.map((id, index) => {
-      if (typeof id !== 'string' || id.length === 0) throw typeError(`fallbacks[${index}]`, 'a model id', id);
-      if (id === 'auto') throw invalid(`fallbacks[${index}]`, "Invalid value for 'fallbacks': 'auto' cannot be a fallback; name a model.", 'invalid_value');
-      return id;
-    });
-  } else if (fallbackValue !== undefined && fallbackValue !== null) {
-    throw typeError('fallbacks', 'true, false or an array of model ids', fallbackValue);
-  }
+function parseFallbacks(fallbackValue: Json): string[] | boolean | undefined {
+  if (typeof fallbackValue === 'boolean') return fallbackValue;
+  if (fallbackValue === undefined || fallbackValue === null) return undefined;
+  if (!Array.isArray(fallbackValue)) throw typeError('fallbacks', 'true, false or an array of model ids', fallbackValue);
+  if (fallbackValue.length > MAX_FALLBACKS)
+    throw invalid(
+      'fallbacks',
+      `Invalid 'fallbacks': array too long. Expected at most ${MAX_FALLBACKS} model ids, but got ${fallbackValue.length}.`,
+      'array_above_max_length',
+    );
+  return fallbackValue.map((id, index) => {
+    if (typeof id !== 'string' || id.length === 0) throw typeError(`fallbacks[${index}]`, 'a model id', id);
+    if (id === 'auto') throw invalid(`fallbacks[${index}]`, "Invalid value for 'fallbacks': 'auto' cannot be a fallback; name a model.", 'invalid_value');
+    return id;
+  });
+}
 
+/**
+ * Validates a parsed JSON body and converts it. Throws a RequestError (400) naming the first
+ * offending field; the fields are checked in a fixed order, so that error is always the same.
+ */
+export function parseChatRequest(original: Json): ParsedChatRequest {
+  const given = requiredBody(original);
+  const model = requiredModel(given);
+  const { body, legacy: legacyFunctions } = translateLegacyFunctions(given, requiredMessages(given));
+  const traits = { vision: false };
+  const request: ChatRequest = { model, messages: (body.messages as Json[]).map((message, index) => parseMessage(message, index, traits)) };
+  parseSampling(body, request);
+  const needsTools = parseToolFields(body, request);
+  const needsJsonMode = parseResponseFormat(body.response_format, request);
+  const includeUsage = parseStreaming(body, request);
+  parseLogprobs(body, request);
+  parsePassThrough(body, request);
+  const routePolicy = parseRoutePolicy(body);
+  const fallbacks = parseFallbacks(body.fallbacks);
   return {
     request,
-    stream,
+    stream: request.stream === true,
     includeUsage,
     needsTools,
     needsVision: traits.vision,

@@ -88,11 +88,17 @@ export class DeploymentBreaker {
     return true;
   }
 
+  /** Ends the probe this request was, when the breaker is half-open: its outcome then decides the circuit. */
+  private endProbe(): boolean {
+    if (this.circuit !== CircuitState.HalfOpen) return false;
+    this.probesInFlight = Math.max(0, this.probesInFlight - 1);
+    return true;
+  }
+
   /** The request got its first byte (or its whole answer): the deployment works. */
   success(): void {
     if (this.circuit === CircuitState.Isolated) return;
-    if (this.circuit === CircuitState.HalfOpen) {
-      this.probesInFlight = Math.max(0, this.probesInFlight - 1);
+    if (this.endProbe()) {
       this.close();
       return;
     }
@@ -103,8 +109,7 @@ export class DeploymentBreaker {
   /** The request failed in a way that blames the deployment (retryable upstream failure). */
   failure(): void {
     if (this.circuit === CircuitState.Isolated) return;
-    if (this.circuit === CircuitState.HalfOpen) {
-      this.probesInFlight = Math.max(0, this.probesInFlight - 1);
+    if (this.endProbe()) {
       this.open();
       return;
     }

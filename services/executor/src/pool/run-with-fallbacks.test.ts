@@ -3,17 +3,15 @@
  * retries with backoff and retry hints, the breaker, fallbacks, and cancellation of retries.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, GrpcStatus, type GatewayServer } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
-import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
-import { createServer, DEFAULT_BREAKER } from '../app.js';
+import { GrpcStatus, type GatewayServer } from '@gateway/grpc';
+import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
+import { DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
 import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
 import { fixture } from '../testing/fixtures.js';
 import { DeploymentPool } from './deployment-pool.js';
-import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
+import { completeOn, failureOf, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
 
 const OPEN_MS = 400;
 let primary: FakeUpstream;
@@ -45,17 +43,13 @@ beforeAll(async () => {
     openAiCompatibleModel(primary.baseUrl, { id: 'fake/two', deployments: [{ model: 'gpt-4o-mini', base_url: secondary.baseUrl, api_key_env: TEST_KEY_ENV }] }),
   ]);
   deployments = new DeploymentPool(catalog.models, environment, { ...DEFAULT_BREAKER, consecutiveFailures: 3, openMs: OPEN_MS, maxOpenMs: OPEN_MS });
-  server = createServer({
+  ({ server, client } = await startExecutor({
     catalog,
     environment,
-    logger: createLogger('executor-test', 'silent'),
-    registry: new prometheus.Registry(),
     pools,
     deployments,
     retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 1_000 },
-  });
-  const port = await server.listen('127.0.0.1:0');
-  client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
+  }));
 });
 
 afterEach(async () => {

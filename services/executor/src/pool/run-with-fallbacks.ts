@@ -115,6 +115,35 @@ function worthAnotherTry(error: unknown): boolean {
   return error instanceof GatewayError && error.reason === 'model_unavailable';
 }
 
+/** What trying one model came to when none of its deployments answered. */
+interface ModelFailure {
+  readonly tries: number;
+  /** The last failure; undefined when no deployment could be tried (every breaker open). */
+  readonly failure: unknown;
+  /** The deployment of the last failure. */
+  readonly failedOn: Deployment | undefined;
+}
+
+/** What the models passed over said, for the final failure. */
+interface PassedOver {
+  readonly attempts: ExecutionAttempt[];
+  /** The last failure that was not unavailability. */
+  lastError: unknown;
+  earliestRetryMs: number | undefined;
+  /** The upstream failure that made the first unavailable model so, for the log and ErrorInfo. */
+  unavailableCause: UpstreamError | undefined;
+}
+
+/** A retry about to be decided. */
+interface RetryDecision {
+  readonly modelId: string;
+  readonly error: UpstreamError;
+  /** The backoff's next wait. */
+  readonly backoffMs: number;
+  /** How many of the model's deployments failed already. */
+  readonly avoided: number;
+}
+
 /**
  * Runs the plan. Resolves with the first deployment that reached its first byte; rejects with the
  * first non-retryable failure, the cancellation, or, when every model failed, the last failure
@@ -122,77 +151,109 @@ function worthAnotherTry(error: unknown): boolean {
  * `model_unavailable` naming the first model, with the earliest retry-after of them all.
  */
 export async function runWithFallbacks<T>(plan: RunPlan<T>): Promise<Started<T>> {
-  const attempts: ExecutionAttempt[] = [];
+  const passed: PassedOver = { attempts: [], lastError: undefined, earliestRetryMs: undefined, unavailableCause: undefined };
   const backoffFactory = new ExponentialBackoff({
     initialDelay: plan.retry.baseDelayMs,
     maxDelay: plan.retry.maxDelayMs,
     generator: decorrelatedJitterGenerator,
   });
-  let lastError: unknown;
-  let earliestRetryMs: number | undefined;
-  /** The upstream failure that made the first unavailable model so, for the log and ErrorInfo. */
-  let unavailableCause: UpstreamError | undefined;
-
   for (const modelId of plan.models) {
     plan.signal.throwIfAborted();
     if (!plan.pool.has(modelId)) {
-      attempts.push({ model_id: modelId, reason: 'model_not_found', tries: 0 });
+      passed.attempts.push({ model_id: modelId, reason: 'model_not_found', tries: 0 });
       continue;
     }
-    const avoid = new Set<Deployment>();
-    let backoff: IBackoff<unknown> | undefined;
-    let tries = 0;
-    let failure: unknown;
-    let failedOn: Deployment | undefined;
-    while (tries < plan.retry.maxAttempts) {
-      const deployment = plan.pool.pick(modelId, avoid);
-      if (!deployment) break;
-      tries += 1;
-      const sentAt = performance.now();
-      try {
-        const value = await plan.start(deployment);
-        deployment.breaker.success();
-        deployment.observeLatency(performance.now() - sentAt);
-        return { value, deployment, attempts };
-      } catch (error) {
-        deployment.outstanding -= 1;
-        blame(deployment, error, plan.signal);
-        plan.signal.throwIfAborted();
-        if (!worthAnotherTry(error)) throw error;
-        failure = error;
-        failedOn = deployment;
-        avoid.add(deployment);
-        // A simulated failure is written in the request: it would fail the same way again.
-        if (deployment.inProcess || !(error instanceof UpstreamError) || tries >= plan.retry.maxAttempts) break;
-        backoff = backoff ? backoff.next(undefined) : backoffFactory.next();
-        const hint = error.retryAfterMs ?? 0;
-        if (hint > plan.retry.maxDelayMs && plan.pool.deploymentsOf(modelId).length === avoid.size) break;
-        const delay = hint > 0 && hint <= plan.retry.maxDelayMs ? Math.max(hint, backoff.duration) : backoff.duration;
-        if (Date.now() + delay + DEADLINE_MARGIN_MS >= plan.deadline) break;
-        plan.onRetry?.(modelId, reasonOf(error));
-        await sleep(delay, undefined, { signal: plan.signal });
-      }
-    }
-    const status = failure instanceof UpstreamError && failure.status !== undefined ? { upstream_status: failure.status } : {};
-    if (failure === undefined || (failedOn && meansUnavailable(failure, failedOn))) {
-      // No deployment to try (breakers open), or retries spent on an upstream that cannot serve.
-      const wait = unavailableForMs(plan.pool, modelId, failure);
-      earliestRetryMs = Math.min(earliestRetryMs ?? wait, wait);
-      if (failure instanceof UpstreamError) unavailableCause ??= failure;
-      attempts.push({ model_id: modelId, reason: 'model_unavailable', tries, ...status });
-    } else {
-      lastError = failure;
-      attempts.push({ model_id: modelId, reason: reasonOf(failure), tries, ...status });
+    const tried = await tryModel(plan, modelId, backoffFactory, passed.attempts);
+    if ('value' in tried) return tried;
+    passOver(plan.pool, modelId, tried, passed);
+  }
+  if (passed.lastError !== undefined) throw passed.lastError;
+  throw unavailableError(plan.models[0] ?? '', passed);
+}
+
+/**
+ * Tries one model's deployments, with retries, until one reaches its first byte (resolved as what
+ * answered); resolves with what the tries came to when none did; rejects with a failure another
+ * try cannot help, or the cancellation.
+ */
+async function tryModel<T>(
+  plan: RunPlan<T>,
+  modelId: string,
+  backoffFactory: ExponentialBackoff<unknown>,
+  attempts: ExecutionAttempt[],
+): Promise<Started<T> | ModelFailure> {
+  const avoid = new Set<Deployment>();
+  let backoff: IBackoff<unknown> | undefined;
+  let tries = 0;
+  let failure: unknown;
+  let failedOn: Deployment | undefined;
+  while (tries < plan.retry.maxAttempts) {
+    const deployment = plan.pool.pick(modelId, avoid);
+    if (!deployment) break;
+    tries += 1;
+    const sentAt = performance.now();
+    try {
+      const value = await plan.start(deployment);
+      deployment.breaker.success();
+      deployment.observeLatency(performance.now() - sentAt);
+      return { value, deployment, attempts };
+    } catch (error) {
+      deployment.outstanding -= 1;
+      blame(deployment, error, plan.signal);
+      plan.signal.throwIfAborted();
+      if (!worthAnotherTry(error)) throw error;
+      failure = error;
+      failedOn = deployment;
+      avoid.add(deployment);
+      // A simulated failure is written in the request: it would fail the same way again.
+      if (deployment.inProcess || !(error instanceof UpstreamError) || tries >= plan.retry.maxAttempts) break;
+      backoff = backoff ? backoff.next(undefined) : backoffFactory.next();
+      const delay = retryDelay(plan, { modelId, error, backoffMs: backoff.duration, avoided: avoid.size });
+      if (delay === undefined) break;
+      plan.onRetry?.(modelId, reasonOf(error));
+      await sleep(delay, undefined, { signal: plan.signal });
     }
   }
-  if (lastError !== undefined) throw lastError;
-  const primary = plan.models[0] ?? '';
-  const why = unavailableCause ? 'its provider cannot be reached or is overloaded' : 'no deployment is healthy';
-  throw GatewayError.of('model_unavailable', `The model \`${primary}\` is temporarily unavailable: ${why}. Please retry later.`, {
+  return { tries, failure, failedOn };
+}
+
+/**
+ * The wait before retrying the same model: the backoff, or the upstream's hint when longer and
+ * within maxDelayMs. Undefined when it is not retried: a longer hint with no other deployment left,
+ * or a wait that would reach the deadline.
+ */
+function retryDelay(plan: RunPlan<unknown>, retry: RetryDecision): number | undefined {
+  const hint = retry.error.retryAfterMs ?? 0;
+  if (hint > plan.retry.maxDelayMs && plan.pool.deploymentsOf(retry.modelId).length === retry.avoided) return undefined;
+  const delay = hint > 0 && hint <= plan.retry.maxDelayMs ? Math.max(hint, retry.backoffMs) : retry.backoffMs;
+  return Date.now() + delay + DEADLINE_MARGIN_MS >= plan.deadline ? undefined : delay;
+}
+
+/** Records a model passed over: unavailable, or failed with its last failure. */
+function passOver(pool: DeploymentPool, modelId: string, tried: ModelFailure, passed: PassedOver): void {
+  const { failure, failedOn, tries } = tried;
+  const status = failure instanceof UpstreamError && failure.status !== undefined ? { upstream_status: failure.status } : {};
+  if (failure === undefined || (failedOn && meansUnavailable(failure, failedOn))) {
+    // No deployment to try (breakers open), or retries spent on an upstream that cannot serve.
+    const wait = unavailableForMs(pool, modelId, failure);
+    passed.earliestRetryMs = Math.min(passed.earliestRetryMs ?? wait, wait);
+    if (failure instanceof UpstreamError) passed.unavailableCause ??= failure;
+    passed.attempts.push({ model_id: modelId, reason: 'model_unavailable', tries, ...status });
+  } else {
+    passed.lastError = failure;
+    passed.attempts.push({ model_id: modelId, reason: reasonOf(failure), tries, ...status });
+  }
+}
+
+/** UNAVAILABLE `model_unavailable` naming the first model, with the earliest retry-after of them all. */
+function unavailableError(primary: string, passed: PassedOver): GatewayError {
+  const cause = passed.unavailableCause;
+  const why = cause ? 'its provider cannot be reached or is overloaded' : 'no deployment is healthy';
+  return GatewayError.of('model_unavailable', `The model \`${primary}\` is temporarily unavailable: ${why}. Please retry later.`, {
     retryable: true,
-    retryAfterMs: earliestRetryMs ?? UNAVAILABLE_RETRY_AFTER_MS,
-    provider: unavailableCause?.provider,
-    upstreamStatus: unavailableCause?.status,
-    cause: unavailableCause,
+    retryAfterMs: passed.earliestRetryMs ?? UNAVAILABLE_RETRY_AFTER_MS,
+    provider: cause?.provider,
+    upstreamStatus: cause?.status,
+    cause,
   });
 }

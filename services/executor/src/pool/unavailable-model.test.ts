@@ -9,17 +9,15 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
-import { createClient, GrpcStatus, type GatewayServer } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
-import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
-import { createServer, DEFAULT_BREAKER } from '../app.js';
+import { GrpcStatus, type GatewayServer } from '@gateway/grpc';
+import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
+import { DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
 import { refusedBaseUrl, replayJson, startBrokenUpstream, startFakeUpstream, type BrokenUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
 import { fixture } from '../testing/fixtures.js';
 import { DeploymentPool } from './deployment-pool.js';
-import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
+import { completeOn, failureOf, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
 import { UNAVAILABLE_RETRY_AFTER_MS } from './run-with-fallbacks.js';
 
 const MAX_ATTEMPTS = 3;
@@ -111,17 +109,13 @@ beforeAll(async () => {
     openMs: OPEN_MS,
     maxOpenMs: OPEN_MS,
   });
-  server = createServer({
+  ({ server, client } = await startExecutor({
     catalog,
     environment,
-    logger: createLogger('executor-test', 'silent'),
-    registry: new prometheus.Registry(),
     pools,
     deployments,
     retry: { maxAttempts: MAX_ATTEMPTS, baseDelayMs: 10, maxDelayMs: 1_000 },
-  });
-  const port = await server.listen('127.0.0.1:0');
-  client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
+  }));
 });
 
 afterAll(async () => {

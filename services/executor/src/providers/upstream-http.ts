@@ -96,11 +96,47 @@ export async function readLimited(body: Dispatcher.ResponseData['body'], limit: 
   return text.slice(0, limit);
 }
 
+/** A non-2xx answer: its status, headers and the first MAX_ERROR_BODY_CHARS of its body. */
+export interface ErrorResponse {
+  readonly status: number;
+  readonly headers: ResponseHeaders;
+  readonly bodyText: string;
+}
+
+/** Builds the UpstreamError of a non-2xx answer; each provider reads its own error envelope. */
+export type ErrorResponseParser = (response: ErrorResponse) => UpstreamError;
+
+/** What a provider read in an error envelope. */
+export interface ErrorEnvelope {
+  /** The envelope's error type or status name, shown after the HTTP status. */
+  readonly type?: string;
+  /** The upstream's message, already scrubbed (upstreamMessageOf). */
+  readonly message?: string;
+  /** The status the failure counts as, when not the HTTP status (a key failure sent as a 400). */
+  readonly status?: number;
+  /** The wait the envelope asks for; the retry-after header otherwise. */
+  readonly retryAfterMs?: number;
+}
+
+/** The upstream's own message, with our secrets replaced, up to 1000 characters; undefined when it sent none. */
+export function upstreamMessageOf(message: unknown, secrets: readonly string[]): string | undefined {
+  return typeof message === 'string' ? scrubSecrets(message, secrets).slice(0, 1000) : undefined;
+}
+
 /**
- * Builds the UpstreamError of a non-2xx answer from its status, headers and (the first
- * MAX_ERROR_BODY_CHARS of) its body; each provider reads its own error envelope.
+ * The UpstreamError of a non-2xx answer: "upstream answered {status}[ {type}][: {message}]", with
+ * the envelope's retry hint, else the retry-after header's.
  */
-export type ErrorResponseParser = (status: number, headers: ResponseHeaders, bodyText: string) => UpstreamError;
+export function httpUpstreamError(provider: string, response: ErrorResponse, envelope: ErrorEnvelope): UpstreamError {
+  const { status, headers } = response;
+  return new UpstreamError(`upstream answered ${status}${envelope.type ? ` ${envelope.type}` : ''}${envelope.message ? `: ${envelope.message}` : ''}`, {
+    provider,
+    kind: 'http',
+    status: envelope.status ?? status,
+    retryAfterMs: envelope.retryAfterMs ?? parseRetryAfter(headers),
+    upstreamMessage: envelope.message,
+  });
+}
 
 /** One JSON POST to an upstream. */
 export interface UpstreamPost {
@@ -139,7 +175,7 @@ export async function postToUpstream(post: UpstreamPost): Promise<Dispatcher.Res
   }
   if (response.statusCode >= 200 && response.statusCode < 300) return response;
   const text = await readLimited(response.body, MAX_ERROR_BODY_CHARS).catch(() => '');
-  throw post.parseError(response.statusCode, response.headers, text);
+  throw post.parseError({ status: response.statusCode, headers: response.headers, bodyText: text });
 }
 
 /** Reads a whole 2xx body and parses it as JSON; a body that is not JSON is a `malformed` failure. */

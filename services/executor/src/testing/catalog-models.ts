@@ -15,16 +15,17 @@ const BASE: Omit<CatalogModel, 'id' | 'provider' | 'upstream'> = {
   fallbacks: [],
 };
 
+/** A model with the shared test fields, its own, then the test's overrides. */
+function testModel(own: Pick<CatalogModel, 'id' | 'provider' | 'upstream'> & Partial<CatalogModel>, overrides: Partial<CatalogModel>): CatalogModel {
+  return { ...BASE, ...own, ...overrides };
+}
+
 /** A simulated model with no latency unless given. */
 export function simulatedModel(overrides: Partial<CatalogModel> = {}): CatalogModel {
-  return {
-    ...BASE,
-    id: 'sim-fast',
-    provider: 'simulated',
-    upstream: { model: 'sim-fast' },
-    simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 },
-    ...overrides,
-  };
+  return testModel(
+    { id: 'sim-fast', provider: 'simulated', upstream: { model: 'sim-fast' }, simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 } },
+    overrides,
+  );
 }
 
 /** The environment variable the openai-compatible test model reads its key from. */
@@ -34,13 +35,14 @@ export const TEST_KEY = 'sk-test-0123456789abcdefsecret';
 
 /** An openai-compatible model pointing at a fake upstream. */
 export function openAiCompatibleModel(baseUrl: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
-  return {
-    ...BASE,
-    id: 'fake/gpt-4o-mini',
-    provider: 'openai-compatible',
-    upstream: { model: 'gpt-4o-mini', base_url: baseUrl, api_key_env: TEST_KEY_ENV, headers: { 'x-team': 'gateway' } },
-    ...overrides,
-  };
+  return testModel(
+    {
+      id: 'fake/gpt-4o-mini',
+      provider: 'openai-compatible',
+      upstream: { model: 'gpt-4o-mini', base_url: baseUrl, api_key_env: TEST_KEY_ENV, headers: { 'x-team': 'gateway' } },
+    },
+    overrides,
+  );
 }
 
 /** A catalog of the given models. */
@@ -55,29 +57,31 @@ export const PROVIDER_TEST_KEY = 'sk-ant-test-0123456789abcdefsecret';
 
 /** An anthropic model pointing at a fake upstream's origin (`http://127.0.0.1:<port>`). */
 export function anthropicModel(origin: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
-  return {
-    ...BASE,
-    id: 'fake/claude-sonnet-4',
-    provider: 'anthropic',
-    max_output_tokens: 64_000,
-    upstream: {
-      model: 'claude-sonnet-4-20250514',
-      base_url: origin,
-      api_key_env: PROVIDER_TEST_KEY_ENV,
-      headers: { 'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14' },
+  return testModel(
+    {
+      id: 'fake/claude-sonnet-4',
+      provider: 'anthropic',
+      max_output_tokens: 64_000,
+      upstream: {
+        model: 'claude-sonnet-4-20250514',
+        base_url: origin,
+        api_key_env: PROVIDER_TEST_KEY_ENV,
+        headers: { 'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14' },
+      },
     },
-    ...overrides,
-  };
+    overrides,
+  );
 }
 
 /** A gemini model pointing at a fake upstream's origin (`http://127.0.0.1:<port>`). */
 export function geminiModel(origin: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
-  return {
-    ...BASE,
-    id: 'fake/gemini-2.0-flash',
-    provider: 'gemini',
-    max_output_tokens: 8_192,
-    upstream: { model: 'gemini-2.0-flash', base_url: origin, api_key_env: PROVIDER_TEST_KEY_ENV },
-    ...overrides,
-  };
+  return testModel(
+    {
+      id: 'fake/gemini-2.0-flash',
+      provider: 'gemini',
+      max_output_tokens: 8_192,
+      upstream: { model: 'gemini-2.0-flash', base_url: origin, api_key_env: PROVIDER_TEST_KEY_ENV },
+    },
+    overrides,
+  );
 }

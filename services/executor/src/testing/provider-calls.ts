@@ -58,3 +58,15 @@ export async function expectAnswersWithoutLogprobs(calls: Completes, upstream: F
   expect(chunks.length).toBeGreaterThan(1);
   expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
 }
+
+/** Runs a stream to its end; returns what it yielded and the failure it ended with, if any. */
+export async function drain(iterable: AsyncIterable<ProviderStreamEvent>): Promise<{ events: ProviderStreamEvent[]; failure: unknown }> {
+  const events: ProviderStreamEvent[] = [];
+  const failure = await (async () => {
+    for await (const event of iterable) events.push(event);
+  })().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  return { events, failure };
+}

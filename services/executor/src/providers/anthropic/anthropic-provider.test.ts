@@ -1,47 +1,35 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
-import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { anthropicModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { anthropicModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
+import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
-import { chunksOf, collect, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import {
+  expectFirstByteTimeout,
+  expectInvalidRequest,
+  expectKeyRedacted,
+  expectRetryableUnavailable,
+  expectStreamAbortClosesUpstream,
+  expectWholeAbortClosesUpstream,
+  failureOf,
+  useProviderUnderTest,
+} from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
-import type { ProviderStreamEvent } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
-import { UpstreamPools } from '../upstream-pools.js';
 import { AnthropicProvider } from './anthropic-provider.js';
 
 const fixture = (name: string) => providerFixture('anthropic', name);
 
-let upstream: FakeUpstream;
-let pools: UpstreamPools;
-let provider: AnthropicProvider;
-let model: CatalogModel;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream(replayJson(200, providerFixture('openai-compatible', 'chat-completion.json')));
-  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
-  provider = new AnthropicProvider({ pools, environment: { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY } });
-  model = anthropicModel(new URL(upstream.baseUrl).origin);
+const under = useProviderUnderTest({
+  create: (dependencies) => new AnthropicProvider(dependencies),
+  modelOf: (baseUrl) => anthropicModel(new URL(baseUrl).origin),
 });
-
-afterEach(() => {
-  upstream.requests.length = 0;
-});
-
-afterAll(async () => {
-  await pools.close(100);
-  await upstream.close();
-});
-
-function contextOf(signal: AbortSignal = new AbortController().signal, catalogModel: CatalogModel = model) {
-  return { model: catalogModel, signal, requestId: 'test-request' };
-}
+const { contextOf } = under;
 
 describe('AnthropicProvider: requests it sends', () => {
   it('posts a Messages API body to /v1/messages with x-api-key and anthropic-version', async () => {
-    upstream.respond(replayJson(200, fixture('message.json')));
+    under.upstream.respond(replayJson(200, fixture('message.json')));
     const request: ChatRequestOutput = {
       messages: [
         { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
@@ -93,8 +81,8 @@ describe('AnthropicProvider: requests it sends', () => {
       presence_penalty: 0.5,
       metadata: { team: 'search' },
     };
-    await provider.complete(request, contextOf());
-    const received = upstream.requests[0];
+    await under.provider.complete(request, contextOf());
+    const received = under.upstream.requests[0];
     expect(received?.method).toBe('POST');
     expect(received?.path).toBe('/v1/messages');
     expect(received?.headers['x-api-key']).toBe(PROVIDER_TEST_KEY);
@@ -149,21 +137,21 @@ describe('AnthropicProvider: requests it sends', () => {
   });
 
   it("uses the caller's max_tokens, maps each tool_choice, and asks for a stream only on streams", async () => {
-    upstream.respond(replayJson(200, fixture('message.json')));
+    under.upstream.respond(replayJson(200, fixture('message.json')));
     const tools = [{ type: 'function', function: { name: 'get_weather' } }];
-    await provider.complete(simpleRequest({ max_tokens: 50, tools, tool_choice: { choice: 'mode', mode: 'auto' } }), contextOf());
-    await provider.complete(simpleRequest({ tools, tool_choice: { choice: 'mode', mode: 'none' } }), contextOf());
-    await provider.complete(simpleRequest({ tools, tool_choice: { choice: 'function_name', function_name: 'get_weather' } }), contextOf());
-    expect(upstream.requests.map((received) => [received.body.max_tokens, received.body.tool_choice])).toEqual([
+    await under.provider.complete(simpleRequest({ max_tokens: 50, tools, tool_choice: { choice: 'mode', mode: 'auto' } }), contextOf());
+    await under.provider.complete(simpleRequest({ tools, tool_choice: { choice: 'mode', mode: 'none' } }), contextOf());
+    await under.provider.complete(simpleRequest({ tools, tool_choice: { choice: 'function_name', function_name: 'get_weather' } }), contextOf());
+    expect(under.upstream.requests.map((received) => [received.body.max_tokens, received.body.tool_choice])).toEqual([
       [50, { type: 'auto' }],
       [64_000, { type: 'none' }],
       [64_000, { type: 'tool', name: 'get_weather' }],
     ]);
-    expect(upstream.requests[0]?.body).not.toHaveProperty('stream');
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    await collect(provider.stream(simpleRequest(), contextOf()));
-    expect(upstream.requests[3]?.body).toMatchObject({ stream: true, messages: [{ role: 'user', content: 'Hello!' }] });
-    expect(upstream.requests[3]?.headers.accept).toBe('text/event-stream');
+    expect(under.upstream.requests[0]?.body).not.toHaveProperty('stream');
+    under.upstream.respond(replaySse(fixture('stream-text.sse')));
+    await collect(under.provider.stream(simpleRequest(), contextOf()));
+    expect(under.upstream.requests[3]?.body).toMatchObject({ stream: true, messages: [{ role: 'user', content: 'Hello!' }] });
+    expect(under.upstream.requests[3]?.headers.accept).toBe('text/event-stream');
   });
 
   it('refuses tool-call arguments that are not a JSON object before calling the upstream', async () => {
@@ -173,32 +161,32 @@ describe('AnthropicProvider: requests it sends', () => {
         { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Par' } }] },
       ],
     });
-    const error = await provider.complete(request, contextOf()).then(
+    const error = await under.provider.complete(request, contextOf()).then(
       () => undefined,
       (failure: unknown) => failure,
     );
     expect(error).toBeInstanceOf(GatewayError);
     expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'messages[1].tool_calls[0].function.arguments' });
     expect(error).not.toBeInstanceOf(UpstreamError);
-    expect(upstream.requests).toHaveLength(0);
+    expect(under.upstream.requests).toHaveLength(0);
   });
 });
 
 describe('AnthropicProvider: whole responses', () => {
   it('joins text blocks and reports cache reads as cached prompt tokens', async () => {
-    upstream.respond(replayJson(200, fixture('message.json')));
-    const response = await provider.complete(simpleRequest(), contextOf());
+    under.upstream.respond(replayJson(200, fixture('message.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
     expect(response).toMatchObject({
       id: 'chatcmpl-msg_013Zva2CMHLNnXjNJJKqJ2EF',
-      model: model.id,
+      model: under.model.id,
       choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hi! My name is Claude. How can I help you today?', tool_calls: [] } }],
       usage: { prompt_tokens: 12 + 100 + 2048, completion_tokens: 15, total_tokens: 12 + 100 + 2048 + 15, cached_tokens: 2048, reasoning_tokens: 0 },
     });
   });
 
   it('turns tool_use blocks into tool calls with JSON-string arguments', async () => {
-    upstream.respond(replayJson(200, fixture('message-tool-use.json')));
-    const response = await provider.complete(simpleRequest(), contextOf());
+    under.upstream.respond(replayJson(200, fixture('message-tool-use.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBe("I'll check the current weather in San Francisco for you.");
@@ -213,15 +201,15 @@ describe('AnthropicProvider: whole responses', () => {
 
   it('maps max_tokens to length and refusal to content_filter', async () => {
     const message = JSON.parse(fixture('message.json')) as Record<string, unknown>;
-    upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'max_tokens' })));
-    expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_LENGTH');
-    upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })));
-    expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
+    under.upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'max_tokens' })));
+    expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_LENGTH');
+    under.upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })));
+    expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
     await expectAnswersWithoutLogprobs(
-      { complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) },
-      upstream,
+      { complete: (request) => under.provider.complete(request, contextOf()), stream: (request) => under.provider.stream(request, contextOf()) },
+      under.upstream,
       {
         whole: replayJson(200, fixture('message.json')),
         stream: replaySse(fixture('stream-text.sse')),
@@ -232,11 +220,11 @@ describe('AnthropicProvider: whole responses', () => {
 
 describe('AnthropicProvider: streams', () => {
   it('streams text as OpenAI chunks: role first, content deltas, the finish reason, then the usage', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(fixture('stream-text.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
-    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === model.id)).toBe(true);
+    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === under.model.id)).toBe(true);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
     expect(
       chunks.filter((chunk) => chunk.choices?.[0]?.finish_reason !== 'FINISH_REASON_UNSPECIFIED').map((chunk) => chunk.choices?.[0]?.finish_reason),
@@ -249,8 +237,8 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it('streams tool_use blocks as OpenAI tool-call deltas whose fragments reassemble to the arguments', async () => {
-    upstream.respond(replaySse(fixture('stream-tool-use.sse')));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(fixture('stream-tool-use.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     const chunks = chunksOf(events);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Okay, let me check the weather.');
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
@@ -282,14 +270,8 @@ describe('AnthropicProvider: streams', () => {
       replayRaw(200, fixture('stream-truncated.sse')),
       replaySse(fixture('stream-text.sse').split('event: message_stop')[0] as string),
     ]) {
-      upstream.respond(responder);
-      const received: ProviderStreamEvent[] = [];
-      const failure = await (async () => {
-        for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
-      })().then(
-        () => undefined,
-        (error: unknown) => error,
-      );
+      under.upstream.respond(responder);
+      const { events: received, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
       expect(received.length).toBeGreaterThan(0);
       expect(received.every((event) => event.type === 'chunk')).toBe(true);
@@ -298,14 +280,8 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it('fails on an overloaded error event mid-stream as retryable, and on an event that is not JSON', async () => {
-    upstream.respond(replaySse(fixture('stream-error.sse')));
-    const received: ProviderStreamEvent[] = [];
-    const failure = await (async () => {
-      for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
-    })().then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    under.upstream.respond(replaySse(fixture('stream-error.sse')));
+    const { events: received, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
     expect(failure).toMatchObject({ kind: 'stream_error', status: 529, retryable: true });
     expect(
       chunksOf(received)
@@ -313,8 +289,8 @@ describe('AnthropicProvider: streams', () => {
         .join(''),
     ).toBe('Let me think');
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
-    upstream.respond(replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n'));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    under.upstream.respond(replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n'));
+    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });
@@ -323,33 +299,25 @@ describe('AnthropicProvider: streams', () => {
 
 describe('AnthropicProvider: upstream failures', () => {
   it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
-    upstream.respond(replayJson(400, fixture('error-400.json')));
-    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
-    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
-    expect(error.message).toContain('roles must alternate');
-    upstream.respond(replayJson(400, JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: `bad key ${PROVIDER_TEST_KEY}` } })));
-    const echoed = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
-    expect(echoed.message).not.toContain(PROVIDER_TEST_KEY);
-    expect(echoed.message).toContain('[redacted]');
+    await expectInvalidRequest(under, replayJson(400, fixture('error-400.json')), 'roles must alternate');
+    const echoed = { type: 'error', error: { type: 'invalid_request_error', message: `bad key ${PROVIDER_TEST_KEY}` } };
+    await expectKeyRedacted(under, replayJson(400, JSON.stringify(echoed)), PROVIDER_TEST_KEY);
   });
 
   it('maps 401 to FAILED_PRECONDITION without the upstream message', async () => {
-    upstream.respond(replayJson(401, fixture('error-401.json')));
-    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+    const error = await failureOf(under, replayJson(401, fixture('error-401.json')));
     expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: 401 });
     expect(error.message).not.toContain('x-api-key');
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with its retry-after, whole and streamed', async () => {
-    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 7000,
     });
-    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 3000,
     });
@@ -360,59 +328,19 @@ describe('AnthropicProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [529, 'error-529.json'],
     ] as const) {
-      upstream.respond(replayJson(status, fixture(name)));
-      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-        code: GrpcStatus.UNAVAILABLE,
-        reason: 'upstream_error',
-        retryable: true,
-        upstreamStatus: status,
-      });
+      await expectRetryableUnavailable(failureOf(under, replayJson(status, fixture(name))), status);
     }
-    upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
   });
 
   it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {
-    upstream.respond(() => {
-      /* never answers */
-    });
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-      code: GrpcStatus.DEADLINE_EXCEEDED,
-      reason: 'upstream_timeout',
-    });
+    await expectFirstByteTimeout(under);
   });
 });
 
 describe('AnthropicProvider: cancellation', () => {
-  it('closes the upstream connection promptly when a stream is aborted', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
-    const controller = new AbortController();
-    const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
-    const first = await iterator.next();
-    expect(first.value).toMatchObject({ type: 'chunk' });
-    const abortedAt = performance.now();
-    const pending = iterator.next();
-    controller.abort();
-    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    const closedAt = await upstream.requests[0]?.closed;
-    expect((closedAt as number) - abortedAt).toBeLessThan(100);
-    expect(upstream.requests[0]?.finished).toBe(false);
-  });
+  it('closes the upstream connection promptly when a stream is aborted', () =>
+    expectStreamAbortClosesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 
-  it('closes the upstream connection when a whole request is aborted before the answer', async () => {
-    upstream.respond(() => {
-      /* never answers */
-    });
-    const controller = new AbortController();
-    const pending = provider.complete(simpleRequest(), contextOf(controller.signal));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const abortedAt = performance.now();
-    controller.abort();
-    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    expect(((await upstream.requests[0]?.closed) as number) - abortedAt).toBeLessThan(100);
-  });
+  it('closes the upstream connection when a whole request is aborted before the answer', () => expectWholeAbortClosesUpstream(under));
 });

@@ -9,13 +9,14 @@
  * without `message_stop` is `truncated`, an event that is not JSON `malformed`, an `error` event a
  * `stream_error` (retryable for overloaded_error and api_error).
  */
-import type { Dispatcher } from 'undici';
 import type { EventSourceMessage } from 'eventsource-parser';
+import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
-import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
+import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
+import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { providerKey, providerSecrets, postToUpstream, readJsonBody, upstreamUrl, type HttpProviderDependencies } from '../upstream-http.js';
+import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toAnthropicRequest } from './convert-request.js';
 import { AnthropicStreamTranslator, fromAnthropicResponse } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -31,18 +32,13 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
 /** The anthropic adapter. */
-export class AnthropicProvider implements Provider {
+export class AnthropicProvider extends HttpProvider {
   readonly name = ANTHROPIC_PROVIDER;
-
-  constructor(private readonly dependencies: HttpProviderDependencies) {}
 
   /** A whole Message, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = (await readJsonBody(response, this.name, context.signal)) as AnthropicResponse;
-    if (typeof body !== 'object' || body === null || !Array.isArray(body.content)) {
-      throw new UpstreamError('upstream sent a message without content', { provider: this.name, kind: 'malformed', status: response.statusCode });
-    }
+    const body = await this.readWhole(response, context.signal, hasContent, 'upstream sent a message without content');
     return fromAnthropicResponse(body, context.model.id);
   }
 
@@ -66,38 +62,24 @@ export class AnthropicProvider implements Provider {
     yield { type: 'usage', usage: translator.totalUsage() };
   }
 
-  private keyOf(context: ProviderContext): string | undefined {
-    return providerKey(this.dependencies.environment, context.model);
+  protected authorize(headers: Record<string, string>, key: string | undefined): void {
+    headers['anthropic-version'] = ANTHROPIC_VERSION;
+    if (key) headers['x-api-key'] = key;
   }
 
-  private secretsOf(context: ProviderContext): string[] {
-    return providerSecrets(this.dependencies.environment, context.model);
+  protected errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+    return upstreamErrorFromResponse(this.name, response, secrets);
   }
 
-  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const { model } = context;
+  protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
     const body = JSON.stringify(toAnthropicRequest(request, model, stream));
-    const key = this.keyOf(context);
-    const headers: Record<string, string> = {
-      ...(model.upstream.headers ?? {}),
-      'content-type': 'application/json',
-      accept: stream ? 'text/event-stream' : 'application/json',
-      'user-agent': 'llm-gateway-executor/0.1',
-      'anthropic-version': ANTHROPIC_VERSION,
-      ...(key ? { 'x-api-key': key } : {}),
-    };
-    return postToUpstream({
-      traceparent: context.traceparent,
-      provider: this.name,
-      pools: this.dependencies.pools,
-      url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'),
-      headers,
-      body,
-      signal: context.signal,
-      parseError: (status, responseHeaders, text) => upstreamErrorFromResponse(this.name, status, responseHeaders, text, this.secretsOf(context)),
-    });
+    return { url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'), body };
   }
+}
+
+/** Whether a whole answer is a Message: it has content. */
+function hasContent(body: AnthropicResponse): boolean {
+  return Array.isArray(body.content);
 }
 
 /** message_stop, by its event name or, from a server that sends no names, by its type. */

@@ -10,6 +10,11 @@ function request(extra: Partial<ChatRequestOutput>): ChatRequestOutput {
   return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] }], stop: [], tools: [], ...extra };
 }
 
+/** The Messages API body of a whole request with the given fields. */
+function bodyOf(extra: Partial<ChatRequestOutput>): ReturnType<typeof toAnthropicRequest> {
+  return toAnthropicRequest(request(extra), model, false);
+}
+
 function failureOf(convert: () => unknown): GatewayError | undefined {
   try {
     convert();
@@ -21,30 +26,26 @@ function failureOf(convert: () => unknown): GatewayError | undefined {
 
 describe('toAnthropicRequest', () => {
   it('sends PDFs as documents, tool results with parts as blocks, and drops empty messages', () => {
-    const body = toAnthropicRequest(
-      request({
-        messages: [
-          {
-            role: 'ROLE_USER',
-            content: 'parts',
-            tool_calls: [],
-            parts: { parts: [{ text: 'Summarize' }, { file: { file_data: 'data:application/pdf;base64,JVBERi0x', filename: 'a.pdf' } }] },
-          },
-          { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [{ id: 'toolu_9', type: 'function', function: { name: 'render', arguments: '' } }] },
-          {
-            role: 'ROLE_TOOL',
-            content: 'parts',
-            tool_call_id: 'toolu_9',
-            tool_calls: [],
-            parts: { parts: [{ text: 'Rendered:' }, { image_url: { url: 'data:image/webp;base64,UklGR' } }] },
-          },
-          { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [] },
-          { role: 'ROLE_USER', content: 'text', text: 'Thanks', tool_calls: [] },
-        ],
-      }),
-      model,
-      false,
-    );
+    const body = bodyOf({
+      messages: [
+        {
+          role: 'ROLE_USER',
+          content: 'parts',
+          tool_calls: [],
+          parts: { parts: [{ text: 'Summarize' }, { file: { file_data: 'data:application/pdf;base64,JVBERi0x', filename: 'a.pdf' } }] },
+        },
+        { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [{ id: 'toolu_9', type: 'function', function: { name: 'render', arguments: '' } }] },
+        {
+          role: 'ROLE_TOOL',
+          content: 'parts',
+          tool_call_id: 'toolu_9',
+          tool_calls: [],
+          parts: { parts: [{ text: 'Rendered:' }, { image_url: { url: 'data:image/webp;base64,UklGR' } }] },
+        },
+        { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [] },
+        { role: 'ROLE_USER', content: 'text', text: 'Thanks', tool_calls: [] },
+      ],
+    });
     expect(body.messages).toEqual([
       {
         role: 'user',
@@ -72,43 +73,36 @@ describe('toAnthropicRequest', () => {
   });
 
   it('sends the instructions of a system-only conversation as the user turn, since the Messages API needs one', () => {
-    const body = toAnthropicRequest(
-      request({
-        messages: [
-          { role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] },
-          { role: 'ROLE_DEVELOPER', content: 'text', text: 'One line.', tool_calls: [] },
-        ],
-      }),
-      model,
-      false,
-    );
+    const body = bodyOf({
+      messages: [
+        { role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] },
+        { role: 'ROLE_DEVELOPER', content: 'text', text: 'One line.', tool_calls: [] },
+      ],
+    });
     expect(body.messages).toEqual([{ role: 'user', content: 'Name three rivers.\n\nOne line.' }]);
     expect(body).not.toHaveProperty('system');
-    const withUser = toAnthropicRequest(
-      request({
-        messages: [
-          { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
-          { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
-        ],
-      }),
-      model,
-      false,
-    );
+    const withUser = bodyOf({
+      messages: [
+        { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
+        { role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] },
+      ],
+    });
     expect(withUser.system).toBe('Be brief.');
     expect(withUser.messages).toEqual([{ role: 'user', content: 'Hi' }]);
   });
 
   it('turns parallel_tool_calls: false into disable_parallel_tool_use, and sends no tool_choice without tools', () => {
     const tools = [{ type: 'function', function: { name: 'lookup' } }];
-    expect(toAnthropicRequest(request({ tools, parallel_tool_calls: false }), model, false).tool_choice).toEqual({
+    expect(bodyOf({ tools, parallel_tool_calls: false }).tool_choice).toEqual({
       type: 'auto',
       disable_parallel_tool_use: true,
     });
-    expect(
-      toAnthropicRequest(request({ tools, tool_choice: { choice: 'function_name', function_name: 'lookup' }, parallel_tool_calls: false }), model, false)
-        .tool_choice,
-    ).toEqual({ type: 'tool', name: 'lookup', disable_parallel_tool_use: true });
-    expect(toAnthropicRequest(request({ tool_choice: { choice: 'mode', mode: 'auto' } }), model, false)).not.toHaveProperty('tool_choice');
+    expect(bodyOf({ tools, tool_choice: { choice: 'function_name', function_name: 'lookup' }, parallel_tool_calls: false }).tool_choice).toEqual({
+      type: 'tool',
+      name: 'lookup',
+      disable_parallel_tool_use: true,
+    });
+    expect(bodyOf({ tool_choice: { choice: 'mode', mode: 'auto' } })).not.toHaveProperty('tool_choice');
   });
 
   it('refuses what the Messages API cannot do, naming the field', () => {
@@ -131,7 +125,7 @@ describe('toAnthropicRequest', () => {
       [{ tools: [{ type: 'function', function: { name: 'broken', parameters_json: '{not json' } }] }, 'tools[0].function.parameters'],
     ];
     for (const [extra, param] of cases) {
-      const failure = failureOf(() => toAnthropicRequest(request(extra), model, false));
+      const failure = failureOf(() => bodyOf(extra));
       expect(failure).toBeInstanceOf(GatewayError);
       expect(failure).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param });
     }

@@ -5,6 +5,7 @@
  */
 import type { ChatChunk, ChatResponse, ChunkChoice, FinishReasonOutput, ToolCallDelta, Usage } from '@gateway/proto';
 import { completionId } from '../completion-id.js';
+import { finishReasonMapper, type FinishReasonMapper } from '../finish-reasons.js';
 import { UpstreamError } from '../upstream-error.js';
 import { streamErrorOf } from './parse-upstream-error.js';
 import type { AnthropicResponse, AnthropicStreamEvent, AnthropicUsage } from './wire-types.js';
@@ -14,27 +15,15 @@ import type { AnthropicResponse, AnthropicStreamEvent, AnthropicUsage } from './
  * max_tokens and a full context window are length; tool_use is tool_calls; refusal (the safety
  * classifiers stopped the answer) is content_filter.
  */
-export function mapStopReason(reason: string | null | undefined): FinishReasonOutput {
-  switch (reason) {
-    case 'end_turn':
-    case 'stop_sequence':
-    case 'pause_turn':
-      return 'FINISH_REASON_STOP';
-    case 'max_tokens':
-    case 'model_context_window_exceeded':
-      return 'FINISH_REASON_LENGTH';
-    case 'tool_use':
-      return 'FINISH_REASON_TOOL_CALLS';
-    case 'refusal':
-      return 'FINISH_REASON_CONTENT_FILTER';
-    case null:
-    case undefined:
-    case '':
-      return 'FINISH_REASON_UNSPECIFIED';
-    default:
-      return 'FINISH_REASON_STOP';
-  }
-}
+export const mapStopReason: FinishReasonMapper = finishReasonMapper({
+  end_turn: 'FINISH_REASON_STOP',
+  stop_sequence: 'FINISH_REASON_STOP',
+  pause_turn: 'FINISH_REASON_STOP',
+  max_tokens: 'FINISH_REASON_LENGTH',
+  model_context_window_exceeded: 'FINISH_REASON_LENGTH',
+  tool_use: 'FINISH_REASON_TOOL_CALLS',
+  refusal: 'FINISH_REASON_CONTENT_FILTER',
+});
 
 /**
  * Anthropic usage -> Usage. Anthropic's input_tokens excludes the tokens read from and written

@@ -6,7 +6,7 @@
  * key replaced.
  */
 import { UpstreamError, isRetryable } from '../upstream-error.js';
-import { parseRetryAfter, scrubSecrets, type ResponseHeaders } from '../upstream-http.js';
+import { httpUpstreamError, upstreamMessageOf, type ErrorResponse } from '../upstream-http.js';
 import type { AnthropicError } from './wire-types.js';
 
 /**
@@ -37,27 +37,10 @@ export function anthropicErrorOf(bodyText: string): AnthropicError | undefined {
   return undefined;
 }
 
-function upstreamMessageOf(error: AnthropicError | undefined, secrets: readonly string[]): string | undefined {
-  return typeof error?.message === 'string' ? scrubSecrets(error.message, secrets).slice(0, 1000) : undefined;
-}
-
 /** An UpstreamError for a non-2xx answer, with the retry-after of a 429 or 529. */
-export function upstreamErrorFromResponse(
-  provider: string,
-  status: number,
-  headers: ResponseHeaders,
-  bodyText: string,
-  secrets: readonly string[],
-): UpstreamError {
-  const error = anthropicErrorOf(bodyText);
-  const upstreamMessage = upstreamMessageOf(error, secrets);
-  return new UpstreamError(`upstream answered ${status}${error?.type ? ` ${error.type}` : ''}${upstreamMessage ? `: ${upstreamMessage}` : ''}`, {
-    provider,
-    kind: 'http',
-    status,
-    retryAfterMs: parseRetryAfter(headers),
-    upstreamMessage,
-  });
+export function upstreamErrorFromResponse(provider: string, response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+  const error = anthropicErrorOf(response.bodyText);
+  return httpUpstreamError(provider, response, { type: error?.type, message: upstreamMessageOf(error?.message, secrets) });
 }
 
 /**
@@ -67,7 +50,7 @@ export function upstreamErrorFromResponse(
  */
 export function streamErrorOf(provider: string, error: AnthropicError | undefined, secrets: readonly string[] = []): UpstreamError {
   const status = error?.type ? STATUS_OF_ERROR_TYPE[error.type] : undefined;
-  const upstreamMessage = upstreamMessageOf(error, secrets);
+  const upstreamMessage = upstreamMessageOf(error?.message, secrets);
   return new UpstreamError(`upstream sent an error event${error?.type ? ` (${error.type})` : ''}: ${upstreamMessage ?? 'no message'}`, {
     provider,
     kind: 'stream_error',

@@ -1,58 +1,32 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
-import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { geminiModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { replayJson, replayRaw, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { geminiModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
+import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
-import { chunksOf, collect, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import {
+  expectEarlyLeaveReleasesUpstream,
+  expectInvalidRequest,
+  expectRetryableUnavailable,
+  expectStreamAbortClosesUpstream,
+  failureOf,
+  useProviderUnderTest,
+} from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
-import type { ProviderStreamEvent } from '../provider.js';
-import { UpstreamPools } from '../upstream-pools.js';
 import { GeminiProvider } from './gemini-provider.js';
 
 const fixture = (name: string) => providerFixture('gemini', name);
 
-let upstream: FakeUpstream;
-let pools: UpstreamPools;
-let provider: GeminiProvider;
-let model: CatalogModel;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream(replayJson(200, providerFixture('openai-compatible', 'chat-completion.json')));
-  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
-  provider = new GeminiProvider({ pools, environment: { [PROVIDER_TEST_KEY_ENV]: PROVIDER_TEST_KEY } });
-  model = geminiModel(new URL(upstream.baseUrl).origin);
+const under = useProviderUnderTest({
+  create: (dependencies) => new GeminiProvider(dependencies),
+  modelOf: (baseUrl) => geminiModel(new URL(baseUrl).origin),
 });
-
-afterEach(() => {
-  upstream.requests.length = 0;
-});
-
-afterAll(async () => {
-  await pools.close(100);
-  await upstream.close();
-});
-
-function contextOf(signal: AbortSignal = new AbortController().signal, catalogModel: CatalogModel = model) {
-  return { model: catalogModel, signal, requestId: 'test-request' };
-}
-
-/** Runs a stream to its end; returns what it yielded and the failure it ended with, if any. */
-async function drain(iterable: AsyncIterable<ProviderStreamEvent>): Promise<{ events: ProviderStreamEvent[]; failure: unknown }> {
-  const events: ProviderStreamEvent[] = [];
-  const failure = await (async () => {
-    for await (const event of iterable) events.push(event);
-  })().then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  return { events, failure };
-}
+const { contextOf } = under;
 
 describe('GeminiProvider: requests it sends', () => {
   it('posts a generateContent body with the key in x-goog-api-key, never in the URL', async () => {
-    upstream.respond(replayJson(200, fixture('generate-content.json')));
+    under.upstream.respond(replayJson(200, fixture('generate-content.json')));
     const request: ChatRequestOutput = {
       messages: [
         { role: 'ROLE_SYSTEM', content: 'text', text: 'Be brief.', tool_calls: [] },
@@ -124,8 +98,8 @@ describe('GeminiProvider: requests it sends', () => {
       user: 'user-42',
       logit_bias: { '50256': -100 },
     };
-    await provider.complete(request, contextOf());
-    const received = upstream.requests[0];
+    await under.provider.complete(request, contextOf());
+    const received = under.upstream.requests[0];
     expect(received?.method).toBe('POST');
     expect(received?.path).toBe('/v1beta/models/gemini-2.0-flash:generateContent');
     expect(received?.headers['x-goog-api-key']).toBe(PROVIDER_TEST_KEY);
@@ -196,29 +170,33 @@ describe('GeminiProvider: requests it sends', () => {
   });
 
   it('maps each tool_choice mode, asks for JSON for json_object, and streams with alt=sse', async () => {
-    upstream.respond(replayJson(200, fixture('generate-content.json')));
+    under.upstream.respond(replayJson(200, fixture('generate-content.json')));
     const tools = [{ type: 'function', function: { name: 'get_weather' } }];
-    for (const mode of ['auto', 'required', 'none']) await provider.complete(simpleRequest({ tools, tool_choice: { choice: 'mode', mode } }), contextOf());
-    expect(upstream.requests.map((received) => received.body.toolConfig)).toEqual([
+    for (const mode of ['auto', 'required', 'none'])
+      await under.provider.complete(simpleRequest({ tools, tool_choice: { choice: 'mode', mode } }), contextOf());
+    expect(under.upstream.requests.map((received) => received.body.toolConfig)).toEqual([
       { functionCallingConfig: { mode: 'AUTO' } },
       { functionCallingConfig: { mode: 'ANY' } },
       { functionCallingConfig: { mode: 'NONE' } },
     ]);
-    await provider.complete(simpleRequest({ response_format: { type: 'json_object' } }), contextOf());
-    expect(upstream.requests[3]?.body).toEqual({
+    await under.provider.complete(simpleRequest({ response_format: { type: 'json_object' } }), contextOf());
+    expect(under.upstream.requests[3]?.body).toEqual({
       contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }],
       generationConfig: { responseMimeType: 'application/json' },
     });
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    await collect(provider.stream(simpleRequest(), contextOf()));
-    expect(upstream.requests[4]?.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
-    expect(upstream.requests[4]?.headers.accept).toBe('text/event-stream');
+    under.upstream.respond(replaySse(fixture('stream-text.sse')));
+    await collect(under.provider.stream(simpleRequest(), contextOf()));
+    expect(under.upstream.requests[4]?.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
+    expect(under.upstream.requests[4]?.headers.accept).toBe('text/event-stream');
   });
 
   it('sends the instructions of a system-only conversation as the user turn, since Gemini refuses empty contents', async () => {
-    upstream.respond(replayJson(200, fixture('generate-content.json')));
-    await provider.complete(simpleRequest({ messages: [{ role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] }] }), contextOf());
-    expect(upstream.requests[0]?.body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'Name three rivers.' }] }] });
+    under.upstream.respond(replayJson(200, fixture('generate-content.json')));
+    await under.provider.complete(
+      simpleRequest({ messages: [{ role: 'ROLE_SYSTEM', content: 'text', text: 'Name three rivers.', tool_calls: [] }] }),
+      contextOf(),
+    );
+    expect(under.upstream.requests[0]?.body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'Name three rivers.' }] }] });
   });
 
   it('refuses what cannot be translated before calling the upstream', async () => {
@@ -239,33 +217,33 @@ describe('GeminiProvider: requests it sends', () => {
       ],
     ];
     for (const [extra, param] of cases) {
-      const error = await provider.complete(simpleRequest(extra), contextOf()).then(
+      const error = await under.provider.complete(simpleRequest(extra), contextOf()).then(
         () => undefined,
         (failure: unknown) => failure,
       );
       expect(error).toBeInstanceOf(GatewayError);
       expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param });
     }
-    expect(upstream.requests).toHaveLength(0);
+    expect(under.upstream.requests).toHaveLength(0);
   });
 });
 
 describe('GeminiProvider: whole responses', () => {
   it('drops thought parts, counts thinking tokens as reasoning, and reports cached prompt tokens', async () => {
-    upstream.respond(replayJson(200, fixture('generate-content.json')));
-    const response = await provider.complete(simpleRequest(), contextOf());
+    under.upstream.respond(replayJson(200, fixture('generate-content.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
     expect(response).toMatchObject({
       id: 'chatcmpl-mAitaJjJHInWz7IPpv-L0Ak',
-      model: model.id,
+      model: under.model.id,
       choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hello! How can I help you today?', tool_calls: [] } }],
       usage: { prompt_tokens: 2061, completion_tokens: 39, total_tokens: 2100, cached_tokens: 2048, reasoning_tokens: 30 },
     });
   });
 
   it('turns functionCall parts into tool calls with stable ids and finish reason tool_calls', async () => {
-    upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
-    const first = await provider.complete(simpleRequest(), contextOf());
-    const again = await provider.complete(simpleRequest(), contextOf());
+    under.upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
+    const first = await under.provider.complete(simpleRequest(), contextOf());
+    const again = await under.provider.complete(simpleRequest(), contextOf());
     const calls = first.choices?.[0]?.message?.tool_calls ?? [];
     expect(first.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(first.choices?.[0]?.message?.content).toBeUndefined();
@@ -286,19 +264,19 @@ describe('GeminiProvider: whole responses', () => {
       ['RECITATION', 'FINISH_REASON_CONTENT_FILTER'],
       ['PROHIBITED_CONTENT', 'FINISH_REASON_CONTENT_FILTER'],
     ]) {
-      upstream.respond(replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })));
-      expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe(expected);
+      under.upstream.respond(replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })));
+      expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe(expected);
     }
-    upstream.respond(replayJson(200, fixture('blocked-prompt.json')));
-    expect(await provider.complete(simpleRequest(), contextOf())).toMatchObject({
+    under.upstream.respond(replayJson(200, fixture('blocked-prompt.json')));
+    expect(await under.provider.complete(simpleRequest(), contextOf())).toMatchObject({
       choices: [{ index: 0, finish_reason: 'FINISH_REASON_CONTENT_FILTER', message: { tool_calls: [] } }],
       usage: { prompt_tokens: 14, completion_tokens: 0 },
     });
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
     await expectAnswersWithoutLogprobs(
-      { complete: (request) => provider.complete(request, contextOf()), stream: (request) => provider.stream(request, contextOf()) },
-      upstream,
+      { complete: (request) => under.provider.complete(request, contextOf()), stream: (request) => under.provider.stream(request, contextOf()) },
+      under.upstream,
       {
         whole: replayJson(200, fixture('generate-content.json')),
         stream: replaySse(fixture('stream-text.sse')),
@@ -309,12 +287,12 @@ describe('GeminiProvider: whole responses', () => {
 
 describe('GeminiProvider: streams', () => {
   it('streams text as OpenAI chunks with a finish chunk and the final cumulative usage', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(fixture('stream-text.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: 'Hello' });
     expect(chunks.slice(1).every((chunk) => chunk.choices?.[0]?.delta?.role === undefined)).toBe(true);
-    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-4Bq0aOvSEqmV7dcPoLmVmAo' && chunk.model === model.id)).toBe(true);
+    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-4Bq0aOvSEqmV7dcPoLmVmAo' && chunk.model === under.model.id)).toBe(true);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]).toMatchObject({ finish_reason: 'FINISH_REASON_STOP', delta: { tool_calls: [] } });
     expect(events.at(-1)).toEqual({
@@ -324,8 +302,8 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('reads CRLF-framed events as Google sends them', async () => {
-    upstream.respond(replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     expect(
       chunksOf(events)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
@@ -334,8 +312,8 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('streams each whole function call as one tool-call delta with id, name and complete arguments', async () => {
-    upstream.respond(replaySse(fixture('stream-function-call.sse')));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(fixture('stream-function-call.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     const chunks = chunksOf(events);
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas).toHaveLength(2);
@@ -343,8 +321,8 @@ describe('GeminiProvider: streams', () => {
       [0, 'function', 'get_weather', { location: 'Boston, MA', unit: 'celsius' }],
       [1, 'function', 'get_time', { timezone: 'America/New_York' }],
     ]);
-    upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
-    const whole = await provider.complete(simpleRequest(), contextOf());
+    under.upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
+    const whole = await under.provider.complete(simpleRequest(), contextOf());
     expect(deltas.map((delta) => delta.id)).toEqual(whole.choices?.[0]?.message?.tool_calls?.map((call) => call.id));
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(events.at(-1)).toEqual({
@@ -358,8 +336,8 @@ describe('GeminiProvider: streams', () => {
       replaySse(fixture('stream-truncated.sse')),
       replayRaw(200, `${fixture('stream-truncated.sse')}data: {"candidates": [{"content": {"par`),
     ]) {
-      upstream.respond(responder);
-      const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
+      under.upstream.respond(responder);
+      const { events, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
       expect(
         chunksOf(events)
@@ -372,16 +350,16 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('fails on an error record mid-stream as retryable, and on a chunk that is not JSON', async () => {
-    upstream.respond(replaySse(fixture('stream-error.sse')));
-    const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(fixture('stream-error.sse')));
+    const { events, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
     expect(
       chunksOf(events)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
         .join(''),
     ).toBe('Let me');
     expect(failure).toMatchObject({ kind: 'stream_error', status: 503, retryable: true });
-    upstream.respond(replaySse(`${fixture('malformed.txt')}\n\n`));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    under.upstream.respond(replaySse(`${fixture('malformed.txt')}\n\n`));
+    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
       retryable: true,
@@ -391,36 +369,31 @@ describe('GeminiProvider: streams', () => {
 
 describe('GeminiProvider: upstream failures', () => {
   it('maps 400 INVALID_ARGUMENT to INVALID_ARGUMENT with the upstream message', async () => {
-    upstream.respond(replayJson(400, fixture('error-400.json')));
-    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
-    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
-    expect(error.message).toContain('Unknown name "additionalProperties"');
+    await expectInvalidRequest(under, replayJson(400, fixture('error-400.json')), 'Unknown name "additionalProperties"');
   });
 
   it('maps a wrong key (400 API_KEY_INVALID) and 403 to FAILED_PRECONDITION without the upstream message', async () => {
     for (const name of ['error-400-api-key.json', 'error-403.json']) {
-      upstream.respond(replayJson(name === 'error-403.json' ? 403 : 400, fixture(name)));
-      const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+      const error = await failureOf(under, replayJson(name === 'error-403.json' ? 403 : 400, fixture(name)));
       expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false });
       expect(error.message).not.toContain('API key');
     }
   });
 
   it('maps 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with the RetryInfo delay, whole and streamed', async () => {
-    upstream.respond(replayJson(429, fixture('error-429.json')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json')))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 12_000,
     });
-    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 12_000,
     });
-    upstream.respond(replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' }));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({ retryAfterMs: 3000 });
+    expect(
+      await failureOf(under, replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' })),
+    ).toMatchObject({ retryAfterMs: 3000 });
   });
 
   it('maps 500, 503 UNAVAILABLE and a malformed body to retryable UNAVAILABLE', async () => {
@@ -428,54 +401,24 @@ describe('GeminiProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [503, 'error-503.json'],
     ] as const) {
-      upstream.respond(replayJson(status, fixture(name)));
-      expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-        code: GrpcStatus.UNAVAILABLE,
-        reason: 'upstream_error',
-        retryable: true,
-        upstreamStatus: status,
-      });
+      await expectRetryableUnavailable(failureOf(under, replayJson(status, fixture(name))), status);
     }
-    upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
   });
 
   it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {
     const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
-    upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
-    const { events, failure } = await drain(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
+    const { events, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
     expect(events).toHaveLength(1);
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
   });
 });
 
 describe('GeminiProvider: cancellation', () => {
-  it('closes the upstream connection promptly when a stream is aborted', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
-    const controller = new AbortController();
-    const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
-    const first = await iterator.next();
-    expect(first.value).toMatchObject({ type: 'chunk' });
-    const abortedAt = performance.now();
-    const pending = iterator.next();
-    controller.abort();
-    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    const closedAt = await upstream.requests[0]?.closed;
-    expect((closedAt as number) - abortedAt).toBeLessThan(100);
-    expect(upstream.requests[0]?.finished).toBe(false);
-  });
+  it('closes the upstream connection promptly when a stream is aborted', () =>
+    expectStreamAbortClosesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 
-  it('releases the connection when the caller stops reading early', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
-    for await (const event of provider.stream(simpleRequest(), contextOf())) {
-      expect(event.type).toBe('chunk');
-      break;
-    }
-    const leftAt = performance.now();
-    expect(((await upstream.requests[0]?.closed) as number) - leftAt).toBeLessThan(100);
-  });
+  it('releases the connection when the caller stops reading early', () =>
+    expectEarlyLeaveReleasesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 });

@@ -9,12 +9,13 @@
  * connection at once. Streams are read only as fast as the caller pulls. Gemini's stream has no
  * terminal event: one that ends before every candidate has a finishReason is `truncated`.
  */
-import type { Dispatcher } from 'undici';
+import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
-import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
+import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
+import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { providerKey, providerSecrets, postToUpstream, readJsonBody, upstreamUrl, type HttpProviderDependencies } from '../upstream-http.js';
+import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toGeminiRequest } from './convert-request.js';
 import { fromGeminiResponse, GeminiStreamTranslator } from './map-response.js';
 import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -27,22 +28,13 @@ export const GEMINI_PROVIDER = 'gemini';
 const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 
 /** The gemini adapter. */
-export class GeminiProvider implements Provider {
+export class GeminiProvider extends HttpProvider {
   readonly name = GEMINI_PROVIDER;
-
-  constructor(private readonly dependencies: HttpProviderDependencies) {}
 
   /** generateContent, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = (await readJsonBody(response, this.name, context.signal)) as GeminiResponse;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new UpstreamError('upstream sent a body that is not a GenerateContentResponse', {
-        provider: this.name,
-        kind: 'malformed',
-        status: response.statusCode,
-      });
-    }
+    const body = await this.readWhole(response, context.signal, isNotArray, 'upstream sent a body that is not a GenerateContentResponse');
     if (body.error) throw streamErrorOf(this.name, body.error, this.secretsOf(context));
     if (!Array.isArray(body.candidates) && !body.promptFeedback?.blockReason) {
       throw new UpstreamError('upstream sent a response without candidates', { provider: this.name, kind: 'malformed', status: response.statusCode });
@@ -66,40 +58,26 @@ export class GeminiProvider implements Provider {
     yield { type: 'usage', usage: translator.totalUsage() };
   }
 
-  private keyOf(context: ProviderContext): string | undefined {
-    return providerKey(this.dependencies.environment, context.model);
+  protected authorize(headers: Record<string, string>, key: string | undefined): void {
+    if (key) headers['x-goog-api-key'] = key;
   }
 
-  private secretsOf(context: ProviderContext): string[] {
-    return providerSecrets(this.dependencies.environment, context.model);
+  protected errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+    return upstreamErrorFromResponse(this.name, response, secrets);
   }
 
-  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  private send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const { model } = context;
+  protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
     const body = JSON.stringify(toGeminiRequest(request, model));
-    const key = this.keyOf(context);
     const name = model.upstream.model.replace(/^models\//, '');
     const url = upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1beta', `models/${name}:${stream ? 'streamGenerateContent' : 'generateContent'}`);
     if (stream) url.searchParams.set('alt', 'sse');
-    const headers: Record<string, string> = {
-      ...(model.upstream.headers ?? {}),
-      'content-type': 'application/json',
-      accept: stream ? 'text/event-stream' : 'application/json',
-      'user-agent': 'llm-gateway-executor/0.1',
-      ...(key ? { 'x-goog-api-key': key } : {}),
-    };
-    return postToUpstream({
-      traceparent: context.traceparent,
-      provider: this.name,
-      pools: this.dependencies.pools,
-      url,
-      headers,
-      body,
-      signal: context.signal,
-      parseError: (status, responseHeaders, text) => upstreamErrorFromResponse(this.name, status, responseHeaders, text, this.secretsOf(context)),
-    });
+    return { url, body };
   }
+}
+
+/** Whether a whole answer is a GenerateContentResponse object rather than a list. */
+function isNotArray(body: GeminiResponse): boolean {
+  return !Array.isArray(body);
 }
 
 function parseChunk(data: string, provider: string): GeminiResponse {

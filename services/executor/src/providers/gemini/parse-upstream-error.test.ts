@@ -15,10 +15,10 @@ describe('gemini error parsing', () => {
   it('reads the envelope bare or inside an array, and keeps no key in the message', () => {
     const key = 'AIzaSyA-0123456789abcdefghijk';
     const body = JSON.stringify([{ error: { code: 400, message: `key ${key} is malformed`, status: 'INVALID_ARGUMENT' } }]);
-    const error = upstreamErrorFromResponse('gemini', 400, {}, body, [key]);
+    const error = upstreamErrorFromResponse('gemini', { status: 400, headers: {}, bodyText: body }, [key]);
     expect(error).toMatchObject({ kind: 'http', status: 400, retryable: false, upstreamMessage: 'key [redacted] is malformed' });
     expect(error.message).not.toContain(key);
-    expect(upstreamErrorFromResponse('gemini', 502, {}, '<html>Bad Gateway</html>', [])).toMatchObject({
+    expect(upstreamErrorFromResponse('gemini', { status: 502, headers: {}, bodyText: '<html>Bad Gateway</html>' }, [])).toMatchObject({
       status: 502,
       retryable: true,
       upstreamMessage: undefined,

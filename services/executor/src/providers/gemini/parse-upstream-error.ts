@@ -12,7 +12,7 @@
  *   stays in the log).
  */
 import { UpstreamError, isRetryable } from '../upstream-error.js';
-import { parseRetryAfter, scrubSecrets, type ResponseHeaders } from '../upstream-http.js';
+import { httpUpstreamError, upstreamMessageOf, type ErrorResponse } from '../upstream-http.js';
 import type { GeminiError } from './wire-types.js';
 
 /** ErrorInfo reasons that mean the gateway's key is wrong, whatever status they came with. */
@@ -53,34 +53,21 @@ function isKeyFailure(error: GeminiError | undefined): boolean {
   return (error?.details ?? []).some((detail) => typeof detail.reason === 'string' && KEY_REASONS.has(detail.reason));
 }
 
-function upstreamMessageOf(error: GeminiError | undefined, secrets: readonly string[]): string | undefined {
-  return typeof error?.message === 'string' ? scrubSecrets(error.message, secrets).slice(0, 1000) : undefined;
-}
-
 /** An UpstreamError for a non-2xx answer, with the retry hint of a 429 or 503. */
-export function upstreamErrorFromResponse(
-  provider: string,
-  status: number,
-  headers: ResponseHeaders,
-  bodyText: string,
-  secrets: readonly string[],
-): UpstreamError {
-  const error = geminiErrorOf(bodyText);
-  const upstreamMessage = upstreamMessageOf(error, secrets);
-  const effectiveStatus = isKeyFailure(error) ? 401 : status;
-  return new UpstreamError(`upstream answered ${status}${error?.status ? ` ${error.status}` : ''}${upstreamMessage ? `: ${upstreamMessage}` : ''}`, {
-    provider,
-    kind: 'http',
-    status: effectiveStatus,
-    retryAfterMs: retryDelayOf(error) ?? parseRetryAfter(headers),
-    upstreamMessage,
+export function upstreamErrorFromResponse(provider: string, response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+  const error = geminiErrorOf(response.bodyText);
+  return httpUpstreamError(provider, response, {
+    type: error?.status,
+    message: upstreamMessageOf(error?.message, secrets),
+    status: isKeyFailure(error) ? 401 : undefined,
+    retryAfterMs: retryDelayOf(error),
   });
 }
 
 /** An UpstreamError for an error record inside a 200 stream; retryable unless its code says otherwise. */
 export function streamErrorOf(provider: string, error: GeminiError, secrets: readonly string[] = []): UpstreamError {
   const status = typeof error.code === 'number' && error.code >= 400 && error.code <= 599 ? error.code : undefined;
-  const upstreamMessage = upstreamMessageOf(error, secrets);
+  const upstreamMessage = upstreamMessageOf(error.message, secrets);
   return new UpstreamError(`upstream sent an error inside the stream${error.status ? ` (${error.status})` : ''}: ${upstreamMessage ?? 'no message'}`, {
     provider,
     kind: 'stream_error',

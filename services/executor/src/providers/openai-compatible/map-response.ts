@@ -3,48 +3,26 @@
  * ChatResponse and ChatChunk. The gateway reports its catalog model id as `model`, not the
  * upstream's name, so a caller sees the id it can send again.
  */
-import type {
-  ChatChunk,
-  ChatResponse,
-  ChoiceLogprobs,
-  FinishReasonOutput,
-  RoleOutput,
-  TokenLogprob,
-  TokenLogprobList,
-  TopLogprob,
-  Usage,
-} from '@gateway/proto';
+import type { ChatChunk, ChatResponse, ChoiceLogprobs, RoleOutput, TokenLogprob, TokenLogprobList, TopLogprob, Usage } from '@gateway/proto';
+import { finishReasonMapper, type FinishReasonMapper } from '../finish-reasons.js';
 import type { OpenAiChatChunk, OpenAiChatResponse, OpenAiChoiceLogprobs, OpenAiTokenLogprob, OpenAiTopLogprob, OpenAiUsage } from './wire-types.js';
 
 /**
  * OpenAI finish reasons, plus the variants some compatible servers send: Mistral's `model_length`
  * and vLLM's `abort` (mapped to `length` and `stop`, the closest a client understands).
  */
-export function mapFinishReason(reason: string | null | undefined): FinishReasonOutput {
-  switch (reason) {
-    case 'stop':
-    case 'eos':
-    case 'end_turn':
-    case 'abort':
-      return 'FINISH_REASON_STOP';
-    case 'length':
-    case 'model_length':
-    case 'max_tokens':
-      return 'FINISH_REASON_LENGTH';
-    case 'tool_calls':
-      return 'FINISH_REASON_TOOL_CALLS';
-    case 'content_filter':
-      return 'FINISH_REASON_CONTENT_FILTER';
-    case 'function_call':
-      return 'FINISH_REASON_FUNCTION_CALL';
-    case null:
-    case undefined:
-    case '':
-      return 'FINISH_REASON_UNSPECIFIED';
-    default:
-      return 'FINISH_REASON_STOP';
-  }
-}
+export const mapFinishReason: FinishReasonMapper = finishReasonMapper({
+  stop: 'FINISH_REASON_STOP',
+  eos: 'FINISH_REASON_STOP',
+  end_turn: 'FINISH_REASON_STOP',
+  abort: 'FINISH_REASON_STOP',
+  length: 'FINISH_REASON_LENGTH',
+  model_length: 'FINISH_REASON_LENGTH',
+  max_tokens: 'FINISH_REASON_LENGTH',
+  tool_calls: 'FINISH_REASON_TOOL_CALLS',
+  content_filter: 'FINISH_REASON_CONTENT_FILTER',
+  function_call: 'FINISH_REASON_FUNCTION_CALL',
+});
 
 /** CompletionUsage -> Usage, with cached prompt tokens and reasoning tokens from the *_details objects. */
 export function mapUsage(usage: OpenAiUsage): Usage {

@@ -1,44 +1,38 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
-import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
 import { fixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import {
+  expectEarlyLeaveReleasesUpstream,
+  expectFirstByteTimeout,
+  expectInvalidRequest,
+  expectKeyRedacted,
+  expectRetryableUnavailable,
+  expectStreamAbortClosesUpstream,
+  expectWholeAbortClosesUpstream,
+  failureOf,
+  useProviderUnderTest,
+} from '../../testing/provider-under-test.js';
 import type { ProviderStreamEvent } from '../provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
-import { UpstreamPools } from '../upstream-pools.js';
 
-let upstream: FakeUpstream;
-let pools: UpstreamPools;
-let provider: OpenAiCompatibleProvider;
-let model: CatalogModel;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
-  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
-  provider = new OpenAiCompatibleProvider({ pools, environment: { [TEST_KEY_ENV]: TEST_KEY } });
-  model = openAiCompatibleModel(upstream.baseUrl);
-  expect(catalogOf([model]).byId.get(model.id)).toBe(model);
+const under = useProviderUnderTest({
+  environment: { [TEST_KEY_ENV]: TEST_KEY },
+  create: (dependencies) => new OpenAiCompatibleProvider(dependencies),
+  modelOf: (baseUrl) => openAiCompatibleModel(baseUrl),
 });
+const { contextOf } = under;
 
-afterEach(() => {
-  upstream.requests.length = 0;
+beforeAll(() => {
+  expect(catalogOf([under.model]).byId.get(under.model.id)).toBe(under.model);
 });
-
-afterAll(async () => {
-  await pools.close(100);
-  await upstream.close();
-});
-
-function contextOf(signal: AbortSignal = new AbortController().signal, catalogModel: CatalogModel = model) {
-  return { model: catalogModel, signal, requestId: 'test-request' };
-}
 
 describe('OpenAiCompatibleProvider: requests it sends', () => {
   it('translates every field of the chat request to OpenAI JSON, with the key from the named variable', async () => {
-    upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    under.upstream.respond(replayJson(200, fixture('chat-completion.json')));
     const request: ChatRequestOutput = {
       model: 'auto',
       messages: [
@@ -86,8 +80,8 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
       reasoning_effort: 'low',
       service_tier: 'auto',
     };
-    await provider.complete(request, contextOf());
-    const received = upstream.requests[0];
+    await under.provider.complete(request, contextOf());
+    const received = under.upstream.requests[0];
     expect(received?.method).toBe('POST');
     expect(received?.path).toBe('/v1/chat/completions');
     expect(received?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
@@ -143,31 +137,31 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
   });
 
   it('sends max_tokens as the caller named it, and stream options on streams only', async () => {
-    upstream.respond(replayJson(200, fixture('chat-completion.json')));
-    await provider.complete(
+    under.upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    await under.provider.complete(
       simpleRequest({ max_tokens: 50, tool_choice: { choice: 'mode', mode: 'auto' }, response_format: { type: 'json_object' } }),
       contextOf(),
     );
-    const body = upstream.requests[0]?.body;
+    const body = under.upstream.requests[0]?.body;
     expect(body).toMatchObject({ max_tokens: 50, tool_choice: 'auto', response_format: { type: 'json_object' } });
     expect(body).not.toHaveProperty('max_completion_tokens');
     expect(body).not.toHaveProperty('stream');
     expect(body).not.toHaveProperty('stream_options');
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    await collect(provider.stream(simpleRequest(), contextOf()));
-    expect(upstream.requests[1]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
-    expect(upstream.requests[1]?.headers.accept).toBe('text/event-stream');
+    under.upstream.respond(replaySse(fixture('stream-text.sse')));
+    await collect(under.provider.stream(simpleRequest(), contextOf()));
+    expect(under.upstream.requests[1]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(under.upstream.requests[1]?.headers.accept).toBe('text/event-stream');
   });
 });
 
 describe('OpenAiCompatibleProvider: whole responses', () => {
   it('translates a text response with cached and reasoning tokens', async () => {
-    upstream.respond(replayJson(200, fixture('chat-completion.json')));
-    const response = await provider.complete(simpleRequest(), contextOf());
+    under.upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
     expect(response).toEqual({
       id: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT',
       created: 1741569952,
-      model: model.id,
+      model: under.model.id,
       system_fingerprint: 'fp_fc9f1d7035',
       choices: [{ index: 0, finish_reason: 'FINISH_REASON_STOP', message: { content: 'Hello! How can I assist you today?', tool_calls: [] } }],
       usage: { prompt_tokens: 19, completion_tokens: 10, total_tokens: 29, cached_tokens: 6, reasoning_tokens: 3 },
@@ -175,8 +169,8 @@ describe('OpenAiCompatibleProvider: whole responses', () => {
   });
 
   it('translates a response that calls a function', async () => {
-    upstream.respond(replayJson(200, fixture('chat-completion-tool-calls.json')));
-    const response = await provider.complete(simpleRequest(), contextOf());
+    under.upstream.respond(replayJson(200, fixture('chat-completion-tool-calls.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBeUndefined();
@@ -204,14 +198,14 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   const upstreamTokens = published.choices[0]!.logprobs.content;
 
   it('asks the upstream for logprobs and top_logprobs as the caller did', async () => {
-    upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
-    await provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
-    expect(upstream.requests[0]?.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
+    under.upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
+    await under.provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
+    expect(under.upstream.requests[0]?.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
   });
 
   it('carries every token of a whole response with its log probability, bytes and alternatives', async () => {
-    upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
-    const response = await provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
+    under.upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
+    const response = await under.provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
     const logprobs = response.choices?.[0]?.logprobs;
     expect(logprobs?.refusal).toBeUndefined();
     const tokens = logprobs?.content?.tokens ?? [];
@@ -231,8 +225,8 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   });
 
   it("carries each stream chunk's token log probabilities, an empty list on the role chunk and none on the finish chunk", async () => {
-    upstream.respond(replaySse(fixture('stream-logprobs.sse')));
-    const chunks = chunksOf(await collect(provider.stream(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf())));
+    under.upstream.respond(replaySse(fixture('stream-logprobs.sse')));
+    const chunks = chunksOf(await collect(under.provider.stream(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf())));
     expect(chunks[0]?.choices?.[0]?.logprobs).toEqual({ content: { tokens: [] } });
     expect(chunks.at(-1)?.choices?.[0]?.logprobs).toBeUndefined();
     const tokens = chunks.flatMap((chunk) => chunk.choices?.[0]?.logprobs?.content?.tokens ?? []);
@@ -253,21 +247,21 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   });
 
   it('leaves logprobs absent when the upstream sends null', async () => {
-    upstream.respond(replayJson(200, fixture('chat-completion.json')));
-    expect((await provider.complete(simpleRequest(), contextOf())).choices?.[0]).not.toHaveProperty('logprobs');
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    const chunks = chunksOf(await collect(provider.stream(simpleRequest(), contextOf())));
+    under.upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]).not.toHaveProperty('logprobs');
+    under.upstream.respond(replaySse(fixture('stream-text.sse')));
+    const chunks = chunksOf(await collect(under.provider.stream(simpleRequest(), contextOf())));
     expect(chunks.every((chunk) => chunk.choices?.every((choice) => !('logprobs' in choice)))).toBe(true);
   });
 });
 
 describe('OpenAiCompatibleProvider: streams', () => {
   it('forwards one chunk per upstream chunk and ends with the usage chunk as usage', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse')));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(fixture('stream-text.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     const chunks = chunksOf(events);
     expect(chunks).toHaveLength(5);
-    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-123' && chunk.model === model.id && chunk.created === 1694268190)).toBe(true);
+    expect(chunks.every((chunk) => chunk.id === 'chatcmpl-123' && chunk.model === under.model.id && chunk.created === 1694268190)).toBe(true);
     expect(chunks[0]?.choices?.[0]?.delta?.role).toBe('ROLE_ASSISTANT');
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
@@ -279,14 +273,14 @@ describe('OpenAiCompatibleProvider: streams', () => {
 
   it('yields the usage at [DONE] without waiting for the response to end, then ends with it and keeps the connection', async () => {
     let endedAt = 0;
-    upstream.respond(async (_request, response) => {
+    under.upstream.respond(async (_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       response.write(fixture('stream-text.sse'));
       await new Promise((resolve) => setTimeout(resolve, 300));
       endedAt = performance.now();
       response.end();
     });
-    const iterator = provider.stream(simpleRequest(), contextOf())[Symbol.asyncIterator]();
+    const iterator = under.provider.stream(simpleRequest(), contextOf())[Symbol.asyncIterator]();
     let event = await iterator.next();
     while (!event.done && event.value.type !== 'usage') event = await iterator.next();
     const usageAt = performance.now();
@@ -295,13 +289,13 @@ describe('OpenAiCompatibleProvider: streams', () => {
     expect((await iterator.next()).done).toBe(true);
     expect(performance.now()).toBeGreaterThanOrEqual(usageAt + 250);
     expect(endedAt).toBeGreaterThan(0);
-    await upstream.requests[0]!.closed;
-    expect(upstream.requests[0]!.finished).toBe(true);
+    await under.upstream.requests[0]!.closed;
+    expect(under.upstream.requests[0]!.finished).toBe(true);
   });
 
   it('forwards tool-call fragments that reassemble to the calls', async () => {
-    upstream.respond(replaySse(fixture('stream-tool-calls.sse')));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(fixture('stream-tool-calls.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     const deltas = chunksOf(events).flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas[0]).toEqual({ index: 0, id: 'call_DdmO9pD3xa9XTPNJ32zg2hcA', type: 'function', function: { name: 'get_current_weather', arguments: '' } });
     expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"lo' } });
@@ -324,19 +318,19 @@ describe('OpenAiCompatibleProvider: streams', () => {
       .split('\n\n')
       .filter((event) => !event.includes('"usage":{'))
       .join('\n\n');
-    upstream.respond(replaySse(withoutUsage));
-    const events = await collect(provider.stream(simpleRequest(), contextOf()));
+    under.upstream.respond(replaySse(withoutUsage));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     const last = events.at(-1);
     expect(last?.type).toBe('usage');
     expect(last?.type === 'usage' && last.usage.completion_tokens).toBeGreaterThan(0);
   });
 
   it('fails a truncated stream as an upstream error after the chunks it got', async () => {
-    upstream.respond(replaySse(fixture('stream-truncated.sse')));
+    under.upstream.respond(replaySse(fixture('stream-truncated.sse')));
     const received: ProviderStreamEvent[] = [];
     const error = await gatewayErrorOf(
       (async () => {
-        for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
+        for await (const event of under.provider.stream(simpleRequest(), contextOf())) received.push(event);
       })(),
     );
     expect(received).toHaveLength(2);
@@ -344,13 +338,12 @@ describe('OpenAiCompatibleProvider: streams', () => {
   });
 
   it('fails on an error record inside a 200 stream and on an event that is not JSON', async () => {
-    upstream.respond(replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    under.upstream.respond(replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'));
+    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });
-    upstream.respond(replaySse('data: {"id":"x","choices":[{"index\n\n'));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replaySse('data: {"id":"x","choices":[{"index\n\n'), 'stream')).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });
@@ -359,23 +352,14 @@ describe('OpenAiCompatibleProvider: streams', () => {
 
 describe('OpenAiCompatibleProvider: upstream failures', () => {
   it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
-    upstream.respond(replayJson(400, fixture('error-400.json')));
-    const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
-    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
-    expect(error.message).toContain("Invalid value for 'temperature': must be between 0 and 2.");
-    upstream.respond(
-      replayJson(422, JSON.stringify({ error: { message: `bad key ${TEST_KEY} in field`, type: 'invalid_request_error', param: null, code: null } })),
-    );
-    const echoed = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
-    expect(echoed.code).toBe(GrpcStatus.INVALID_ARGUMENT);
-    expect(echoed.message).not.toContain(TEST_KEY);
-    expect(echoed.message).toContain('[redacted]');
+    await expectInvalidRequest(under, replayJson(400, fixture('error-400.json')), "Invalid value for 'temperature': must be between 0 and 2.");
+    const echoed = { error: { message: `bad key ${TEST_KEY} in field`, type: 'invalid_request_error', param: null, code: null } };
+    expect((await expectKeyRedacted(under, replayJson(422, JSON.stringify(echoed)), TEST_KEY)).code).toBe(GrpcStatus.INVALID_ARGUMENT);
   });
 
   it('maps 401, 403 and 404 to FAILED_PRECONDITION with a general message', async () => {
     for (const status of [401, 403, 404]) {
-      upstream.respond(replayJson(status, fixture('error-401.json')));
-      const error = await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()));
+      const error = await failureOf(under, replayJson(status, fixture('error-401.json')));
       expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: status });
       expect(error.message).not.toContain('sk-');
       expect(error.message).not.toContain('Incorrect API key');
@@ -383,58 +367,35 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with retry-after or retry-after-ms', async () => {
-    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 2000,
     });
-    upstream.respond(replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }));
-    expect(await gatewayErrorOf(collect(provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 120,
     });
   });
 
   it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
-    upstream.respond(replayJson(500, fixture('error-500.json')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-      upstreamStatus: 500,
-    });
-    upstream.respond(replayJson(200, fixture('malformed.txt')));
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(failureOf(under, replayJson(500, fixture('error-500.json'))), 500);
+    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
     const closed = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     const baseUrl = closed.baseUrl;
     await closed.close();
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl))))).toMatchObject({
-      code: GrpcStatus.UNAVAILABLE,
-      reason: 'upstream_error',
-      retryable: true,
-    });
+    await expectRetryableUnavailable(gatewayErrorOf(under.provider.complete(simpleRequest(), contextOf(undefined, openAiCompatibleModel(baseUrl)))));
   });
 
   it('maps a first-byte timeout and an idle stream to DEADLINE_EXCEEDED', async () => {
-    upstream.respond(() => {
-      /* never answers */
-    });
-    expect(await gatewayErrorOf(provider.complete(simpleRequest(), contextOf()))).toMatchObject({
-      code: GrpcStatus.DEADLINE_EXCEEDED,
-      reason: 'upstream_timeout',
-    });
+    await expectFirstByteTimeout(under);
     const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
-    upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
+    under.upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
     const received: ProviderStreamEvent[] = [];
     const error = await gatewayErrorOf(
       (async () => {
-        for await (const event of provider.stream(simpleRequest(), contextOf())) received.push(event);
+        for await (const event of under.provider.stream(simpleRequest(), contextOf())) received.push(event);
       })(),
     );
     expect(error).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
@@ -443,41 +404,11 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
 });
 
 describe('OpenAiCompatibleProvider: cancellation', () => {
-  it('closes the upstream connection promptly when a stream is aborted', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
-    const controller = new AbortController();
-    const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
-    const first = await iterator.next();
-    expect(first.value).toMatchObject({ type: 'chunk' });
-    const abortedAt = performance.now();
-    const pending = iterator.next();
-    controller.abort();
-    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    const closedAt = await upstream.requests[0]?.closed;
-    expect((closedAt as number) - abortedAt).toBeLessThan(100);
-    expect(upstream.requests[0]?.finished).toBe(false);
-  });
+  it('closes the upstream connection promptly when a stream is aborted', () =>
+    expectStreamAbortClosesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 
-  it('closes the upstream connection when a whole request is aborted before the answer', async () => {
-    upstream.respond(() => {
-      /* never answers */
-    });
-    const controller = new AbortController();
-    const pending = provider.complete(simpleRequest(), contextOf(controller.signal));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const abortedAt = performance.now();
-    controller.abort();
-    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    expect(((await upstream.requests[0]?.closed) as number) - abortedAt).toBeLessThan(100);
-  });
+  it('closes the upstream connection when a whole request is aborted before the answer', () => expectWholeAbortClosesUpstream(under));
 
-  it('releases the connection when the caller stops reading early', async () => {
-    upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
-    for await (const event of provider.stream(simpleRequest(), contextOf())) {
-      expect(event.type).toBe('chunk');
-      break;
-    }
-    const leftAt = performance.now();
-    expect(((await upstream.requests[0]?.closed) as number) - leftAt).toBeLessThan(100);
-  });
+  it('releases the connection when the caller stops reading early', () =>
+    expectEarlyLeaveReleasesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 });

@@ -8,15 +8,16 @@
  * connection at once. Streams are read only as fast as the caller pulls (backpressure reaches the
  * upstream's TCP window) and always ask for the usage chunk, which becomes the StreamEnd's usage.
  */
-import type { Dispatcher } from 'undici';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { GatewayError } from '@gateway/grpc';
+import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
-import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
+import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
+import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import { providerKey, postToUpstream, readJsonBody, type HttpProviderDependencies } from '../upstream-http.js';
+import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
 import { toOpenAiRequest } from './convert-request.js';
 import { fromOpenAiChunk, fromOpenAiResponse, usageOfChunk } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -29,18 +30,13 @@ export const OPENAI_COMPATIBLE_PROVIDER = 'openai-compatible';
 export type OpenAiCompatibleDependencies = HttpProviderDependencies;
 
 /** The openai-compatible adapter. */
-export class OpenAiCompatibleProvider implements Provider {
+export class OpenAiCompatibleProvider extends HttpProvider {
   readonly name = OPENAI_COMPATIBLE_PROVIDER;
-
-  constructor(private readonly dependencies: OpenAiCompatibleDependencies) {}
 
   /** POST /chat/completions without streaming, translated back to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
     const response = await this.send(request, context, false);
-    const body = (await readJsonBody(response, this.name, context.signal)) as OpenAiChatResponse;
-    if (typeof body !== 'object' || body === null || !Array.isArray(body.choices) || body.choices.length === 0) {
-      throw new UpstreamError('upstream sent a response without choices', { provider: this.name, kind: 'malformed', status: response.statusCode });
-    }
+    const body = await this.readWhole(response, context.signal, hasChoices, 'upstream sent a response without choices');
     const converted = fromOpenAiResponse(body, context.model.id);
     if (!converted.usage) {
       // A server that reports no usage (some vLLM and Ollama versions): count it ourselves.
@@ -98,33 +94,27 @@ export class OpenAiCompatibleProvider implements Provider {
     yield { type: 'usage', usage: usage ?? (await estimateUsage(request, completionText)) };
   }
 
-  /** Sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  private async send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const { model } = context;
+  protected authorize(headers: Record<string, string>, key: string | undefined): void {
+    if (key) headers.authorization = `Bearer ${key}`;
+  }
+
+  protected errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+    return upstreamErrorFromResponse(this.name, response, secrets);
+  }
+
+  protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
     if (!model.upstream.base_url) {
       throw GatewayError.of('model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
     }
     const base = new URL(model.upstream.base_url);
     const url = new URL(`${base.pathname.replace(/\/+$/, '')}/chat/completions${base.search}`, base.origin);
-    const key = providerKey(this.dependencies.environment, model);
-    const headers: Record<string, string> = {
-      ...(model.upstream.headers ?? {}),
-      'content-type': 'application/json',
-      accept: stream ? 'text/event-stream' : 'application/json',
-      'user-agent': 'llm-gateway-executor/0.1',
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-    };
-    return postToUpstream({
-      traceparent: context.traceparent,
-      provider: this.name,
-      pools: this.dependencies.pools,
-      url,
-      headers,
-      body: JSON.stringify(toOpenAiRequest(request, model, stream)),
-      signal: context.signal,
-      parseError: (status, responseHeaders, text) => upstreamErrorFromResponse(this.name, status, responseHeaders, text, key ? [key] : []),
-    });
+    return { url, body: JSON.stringify(toOpenAiRequest(request, model, stream)) };
   }
+}
+
+/** Whether a whole answer has choices. */
+function hasChoices(body: OpenAiChatResponse): boolean {
+  return Array.isArray(body.choices) && body.choices.length > 0;
 }
 
 /** The `[DONE]` sentinel that ends an OpenAI stream. */

@@ -18,7 +18,7 @@ describe('upstream error parsing', () => {
     expect(errorMessageOf(fixture('error-400.json'))).toBe("Invalid value for 'temperature': must be between 0 and 2.");
     expect(errorMessageOf('<html>Bad gateway</html>')).toBeUndefined();
     expect(scrubSecrets('key sk-live-abcdefgh1234 leaked', ['sk-live-abcdefgh1234'])).toBe('key [redacted] leaked');
-    const error = upstreamErrorFromResponse('openai-compatible', 429, { 'retry-after': '1' }, fixture('error-429.json'), []);
+    const error = upstreamErrorFromResponse('openai-compatible', { status: 429, headers: { 'retry-after': '1' }, bodyText: fixture('error-429.json') }, []);
     expect(error).toMatchObject({ kind: 'http', status: 429, retryable: true, retryAfterMs: 1000 });
   });
 

@@ -4,8 +4,8 @@
  * caller for 400/422), with every secret we sent replaced. The parts every HTTP adapter shares
  * (retry hints, scrubbing, transport failures) live in ../upstream-http.ts and are re-exported here.
  */
-import { UpstreamError } from '../upstream-error.js';
-import { parseRetryAfter, scrubSecrets, type ResponseHeaders } from '../upstream-http.js';
+import type { UpstreamError } from '../upstream-error.js';
+import { httpUpstreamError, upstreamMessageOf, type ErrorResponse } from '../upstream-http.js';
 import type { OpenAiError } from './wire-types.js';
 
 export { MAX_ERROR_BODY_CHARS, parseRetryAfter, scrubSecrets, upstreamErrorFromTransport, type ResponseHeaders } from '../upstream-http.js';
@@ -24,20 +24,6 @@ export function errorMessageOf(bodyText: string): string | undefined {
 }
 
 /** An UpstreamError for a non-2xx answer. */
-export function upstreamErrorFromResponse(
-  provider: string,
-  status: number,
-  headers: ResponseHeaders,
-  bodyText: string,
-  secrets: readonly string[],
-): UpstreamError {
-  const message = errorMessageOf(bodyText);
-  const upstreamMessage = message === undefined ? undefined : scrubSecrets(message, secrets).slice(0, 1000);
-  return new UpstreamError(`upstream answered ${status}${upstreamMessage ? `: ${upstreamMessage}` : ''}`, {
-    provider,
-    kind: 'http',
-    status,
-    retryAfterMs: parseRetryAfter(headers),
-    upstreamMessage,
-  });
+export function upstreamErrorFromResponse(provider: string, response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+  return httpUpstreamError(provider, response, { message: upstreamMessageOf(errorMessageOf(response.bodyText), secrets) });
 }

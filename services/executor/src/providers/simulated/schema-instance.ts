@@ -54,42 +54,45 @@ interface Budget {
   nesting: number;
 }
 
+/** What one instance is generated with. */
+interface Generation {
+  readonly random: SeededRandom;
+  /** Resolves local `$ref`s. */
+  readonly root: JsonSchema | undefined;
+  readonly budget: Budget;
+}
+
 /** Returns a value valid against the schema; `root` resolves local `$ref`s. */
-export function generateSchemaInstance(
-  schema: JsonSchema | undefined,
-  random: SeededRandom,
-  root: JsonSchema | undefined = schema,
-  depth = 0,
-  budget: Budget = { units: MAX_GENERATED_UNITS, nesting: 0 },
-): unknown {
+export function generateSchemaInstance(schema: JsonSchema | undefined, random: SeededRandom, root: JsonSchema | undefined = schema): unknown {
+  return generateValue(schema, { random, root, budget: { units: MAX_GENERATED_UNITS, nesting: 0 } }, 0);
+}
+
+/** A value of `schema` at `depth`, within what is left of the generation's budget. */
+function generateValue(schema: JsonSchema | undefined, generation: Generation, depth: number): unknown {
+  const { budget } = generation;
   if (budget.units <= 0 || budget.nesting >= MAX_NESTING) return null;
   budget.units -= 1;
   budget.nesting += 1;
   try {
-    return generateWithin(schema, random, root, depth, budget);
+    return generateWithin(schema, generation, depth);
   } finally {
     budget.nesting -= 1;
   }
 }
 
-function generateWithin(schema: JsonSchema | undefined, random: SeededRandom, root: JsonSchema | undefined, depth: number, budget: Budget): unknown {
+function generateWithin(schema: JsonSchema | undefined, generation: Generation, depth: number): unknown {
+  const { random, root } = generation;
   if (schema === undefined || schema === true) return random.pick(WORDS);
   if (schema === false) return null;
   const resolved = flatten(schema, root, 0);
   if ('const' in resolved) return resolved.const;
   if (Array.isArray(resolved.enum) && resolved.enum.length > 0) return random.pick(resolved.enum);
   if (Array.isArray(resolved.anyOf) && resolved.anyOf.length > 0) {
-    return generateSchemaInstance(
-      mergeSchemas(withoutKeys(resolved, ['anyOf']), random.pick(resolved.anyOf as JsonSchema[]), root),
-      random,
-      root,
-      depth,
-      budget,
-    );
+    return generateValue(mergeSchemas(withoutKeys(resolved, ['anyOf']), random.pick(resolved.anyOf as JsonSchema[]), root), generation, depth);
   }
   if (Array.isArray(resolved.oneOf) && resolved.oneOf.length > 0) {
     // The first branch: picking at random could produce a value that matches two branches.
-    return generateSchemaInstance(mergeSchemas(withoutKeys(resolved, ['oneOf']), resolved.oneOf[0] as JsonSchema, root), random, root, depth, budget);
+    return generateValue(mergeSchemas(withoutKeys(resolved, ['oneOf']), resolved.oneOf[0] as JsonSchema, root), generation, depth);
   }
   switch (typeOf(resolved, random)) {
     case 'null':
@@ -101,11 +104,11 @@ function generateWithin(schema: JsonSchema | undefined, random: SeededRandom, ro
     case 'number':
       return generateNumber(resolved, random, false);
     case 'array':
-      return generateArray(resolved, random, root, depth, budget);
+      return generateArray(resolved, generation, depth);
     case 'object':
-      return generateObject(resolved, random, root, depth, budget);
+      return generateObject(resolved, generation, depth);
     default:
-      return generateString(resolved, random, budget);
+      return generateString(resolved, random, generation.budget);
   }
 }
 
@@ -256,7 +259,8 @@ function formatValue(format: string | undefined, random: SeededRandom): string |
   }
 }
 
-function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number, budget: Budget): unknown[] {
+function generateArray(schema: SchemaObject, generation: Generation, depth: number): unknown[] {
+  const { random, budget } = generation;
   const prefixItems = Array.isArray(schema.prefixItems) ? (schema.prefixItems as JsonSchema[]) : [];
   const minItems = Math.max(numberKeyword(schema, 'minItems') ?? 0, 0);
   const maxItems = numberKeyword(schema, 'maxItems');
@@ -271,7 +275,7 @@ function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSch
   const seen = new Set<string>();
   for (let attempt = 0; items.length < count && attempt < count * 10 && budget.units > 0; attempt += 1) {
     const position = items.length;
-    const value = generateSchemaInstance(position < prefixItems.length ? prefixItems[position] : itemSchema, random, root, depth + 1, budget);
+    const value = generateValue(position < prefixItems.length ? prefixItems[position] : itemSchema, generation, depth + 1);
     const key = JSON.stringify(value);
     if (unique && seen.has(key)) continue;
     seen.add(key);
@@ -280,13 +284,14 @@ function generateArray(schema: SchemaObject, random: SeededRandom, root: JsonSch
   return items;
 }
 
-function generateObject(schema: SchemaObject, random: SeededRandom, root: JsonSchema | undefined, depth: number, budget: Budget): Record<string, unknown> {
+function generateObject(schema: SchemaObject, generation: Generation, depth: number): Record<string, unknown> {
+  const { random } = generation;
   const properties = isObject(schema.properties) ? (schema.properties as Record<string, JsonSchema>) : {};
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
   const result: Record<string, unknown> = {};
   for (const [name, property] of Object.entries(properties)) {
-    if (required.has(name) || (depth < MAX_DEPTH && random.chance(0.6))) result[name] = generateSchemaInstance(property, random, root, depth + 1, budget);
+    if (required.has(name) || (depth < MAX_DEPTH && random.chance(0.6))) result[name] = generateValue(property, generation, depth + 1);
   }
-  for (const name of required) if (!(name in result)) result[name] = generateSchemaInstance(undefined, random, root, depth + 1, budget);
+  for (const name of required) if (!(name in result)) result[name] = generateValue(undefined, generation, depth + 1);
   return result;
 }

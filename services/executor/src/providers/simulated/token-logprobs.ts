@@ -68,12 +68,14 @@ function pickDistinct(candidates: string[], count: number, random: SeededRandom)
   return picked;
 }
 
-/** The `top_logprobs` of one position: the chosen token and `topCount - 1` alternatives sharing `doubt`. */
-function topLogprobsOf(token: string, chosenLogprob: number, doubt: number, options: TokenLogprobOptions, random: SeededRandom): TopLogprob[] {
-  if (options.topCount <= 0) return [];
-  const alternatives = pickDistinct(candidatesFor(token, options.vocabulary), options.topCount - 1, random);
+/**
+ * The `top_logprobs` of one position (topCount > 0): the chosen entry and `topCount - 1`
+ * alternatives sharing `doubt`.
+ */
+function topLogprobsOf(chosen: TopLogprob & { token: string }, doubt: number, options: TokenLogprobOptions, random: SeededRandom): TopLogprob[] {
+  const alternatives = pickDistinct(candidatesFor(chosen.token, options.vocabulary), options.topCount - 1, random);
   let remaining = doubt;
-  const entries: TopLogprob[] = [{ token, logprob: chosenLogprob, bytes: utf8Bytes(token) }];
+  const entries: TopLogprob[] = [chosen];
   for (const alternative of alternatives) {
     const share = remaining * (0.3 + 0.4 * random.next());
     remaining -= share;
@@ -91,6 +93,7 @@ export function tokenLogprobs(pieces: readonly string[], options: TokenLogprobOp
     // alternatives keep a finite log probability.
     const doubt = MAX_DOUBT * Math.max(chosenRandom.next() ** 3, 1e-9);
     const logprob = logOf(1 - doubt);
-    return { token, logprob, bytes: utf8Bytes(token), top_logprobs: topLogprobsOf(token, logprob, doubt, options, alternativesRandom) };
+    const topLogprobs = options.topCount <= 0 ? [] : topLogprobsOf({ token, logprob, bytes: utf8Bytes(token) }, doubt, options, alternativesRandom);
+    return { token, logprob, bytes: utf8Bytes(token), top_logprobs: topLogprobs };
   });
 }

@@ -1,0 +1,43 @@
+import { dailyKey, hourlyKey, modelsKey, recentKey } from './keys.js';
+import { DAY_MS, utcDay, utcMonth, utcMonthStartMs } from './spend.js';
+
+/** Milliseconds in an hour. */
+export const HOUR_MS = 3_600_000;
+
+/** How long each kind of usage bucket is kept after its period ends. */
+export interface BucketRetention {
+  /** Hourly buckets, after their UTC day ends. */
+  hourlyMs: number;
+  /** Daily buckets, after their UTC month ends. */
+  dailyMs: number;
+}
+
+/** Where one event's usage buckets live, and its fields' prefixes there. */
+export interface BucketPlacement {
+  hourly: string;
+  daily: string;
+  models: string;
+  recent: string;
+  /** `<hour>:` */
+  hourField: string;
+  /** `<day of month>:` */
+  dayField: string;
+  hourlyExpiresAtMs: number;
+  dailyExpiresAtMs: number;
+}
+
+/** The buckets an event of a key and model received at `atMs` counts in. */
+export function bucketPlacement(keyId: string, modelId: string, atMs: number, retention: BucketRetention): BucketPlacement {
+  const day = utcDay(atMs);
+  const month = utcMonth(atMs);
+  return {
+    hourly: hourlyKey(keyId, modelId, day),
+    daily: dailyKey(keyId, modelId, month),
+    models: modelsKey(keyId),
+    recent: recentKey(keyId),
+    hourField: `${Math.floor((atMs - day * DAY_MS) / HOUR_MS)}:`,
+    dayField: `${new Date(atMs).getUTCDate()}:`,
+    hourlyExpiresAtMs: (day + 1) * DAY_MS + retention.hourlyMs,
+    dailyExpiresAtMs: utcMonthStartMs(month + 1) + retention.dailyMs,
+  };
+}

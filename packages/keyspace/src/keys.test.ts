@@ -1,0 +1,83 @@
+import calculateSlot from 'cluster-key-slot';
+import { describe, expect, it } from 'vitest';
+import { bucketPlacement } from './buckets.js';
+import {
+  authKeys,
+  dailyKey,
+  dedupKey,
+  hourlyKey,
+  keyModelTotalsKey,
+  keyTotalsKey,
+  METERED_KEYS,
+  modelsKey,
+  RECENT_KEYS,
+  recentKey,
+  spendKeyName,
+  windowKeyList,
+} from './keys.js';
+import { v1DedupKey, v1KeyIdIndex, v1KeyTotalsKey, v1ModelTotalsKey } from './migrations/v1-to-v2.js';
+import { DAY_MS } from './spend.js';
+
+const KEY = 'key_AbCdEfGh12345678';
+
+describe('key names', () => {
+  // The names on the wire: data written by earlier releases must stay where these find it.
+  it('are the ones every release has written', () => {
+    const auth = authKeys();
+    expect(auth.secretIndex('ab12')).toBe('auth:key:ab12');
+    expect(auth.record(KEY)).toBe(`auth:record:{${KEY}}`);
+    expect(auth.keyIds).toBe('auth:key-ids');
+    expect(auth.layout).toBe('auth:layout');
+    expect(windowKeyList(authKeys('test:').window(KEY))).toEqual([
+      `test:window:{${KEY}}:requests`,
+      `test:window:{${KEY}}:tokens`,
+      `test:window:{${KEY}}:charges`,
+      `test:window:{${KEY}}:pending`,
+    ]);
+    expect(spendKeyName(KEY)).toBe(`metering:spend:{${KEY}}`);
+    expect(keyTotalsKey(KEY)).toBe(`metering:key:{${KEY}}`);
+    expect(keyModelTotalsKey(KEY, 'sim-mini')).toBe(`metering:key:{${KEY}}:model:sim-mini`);
+    expect(dedupKey('USAGE', KEY)).toBe(`metering:dedup:{${KEY}}:USAGE`);
+    expect(hourlyKey(KEY, 'sim-mini', 20_000)).toBe(`metering:usage:{${KEY}}:sim-mini:h:20000`);
+    expect(dailyKey(KEY, 'sim-mini', 24_311)).toBe(`metering:usage:{${KEY}}:sim-mini:d:24311`);
+    expect(modelsKey(KEY)).toBe(`metering:usage:{${KEY}}:models`);
+    expect(recentKey(KEY)).toBe(`metering:recent:{${KEY}}`);
+    expect(METERED_KEYS).toBe('metering:keys');
+    expect(RECENT_KEYS).toBe('metering:recent-keys');
+  });
+
+  it('of the earlier layout are the ones it wrote', () => {
+    expect(v1KeyIdIndex(authKeys(), KEY)).toBe(`auth:key-id:${KEY}`);
+    expect(v1KeyTotalsKey(KEY)).toBe(`metering:key:${KEY}`);
+    expect(v1ModelTotalsKey('sim-mini')).toBe('metering:model:sim-mini');
+    expect(v1DedupKey('USAGE')).toBe('metering:dedup:USAGE');
+  });
+
+  // A script's keys must share a cluster slot: Redis Cluster refuses a script across slots.
+  it("put everything a request's scripts touch in its key id's slot", () => {
+    const slot = calculateSlot(authKeys().record(KEY));
+    const buckets = bucketPlacement(KEY, 'sim-mini', Date.UTC(2026, 10, 25, 8), { hourlyMs: DAY_MS, dailyMs: DAY_MS });
+    const names = [
+      ...windowKeyList(authKeys().window(KEY)),
+      spendKeyName(KEY),
+      keyTotalsKey(KEY),
+      keyModelTotalsKey(KEY, 'sim-mini'),
+      dedupKey('USAGE', KEY),
+      buckets.hourly,
+      buckets.daily,
+      buckets.models,
+      buckets.recent,
+    ];
+    for (const name of names) expect(calculateSlot(name), name).toBe(slot);
+  });
+});
+
+describe('bucket placement', () => {
+  it("names an event's hour and day fields and when their hashes expire", () => {
+    const at = Date.UTC(2026, 10, 25, 8, 30);
+    const placement = bucketPlacement(KEY, 'sim-mini', at, { hourlyMs: 2 * DAY_MS, dailyMs: 3 * DAY_MS });
+    expect(placement).toMatchObject({ hourField: '8:', dayField: '25:' });
+    expect(placement.hourlyExpiresAtMs).toBe(Date.UTC(2026, 10, 26) + 2 * DAY_MS);
+    expect(placement.dailyExpiresAtMs).toBe(Date.UTC(2026, 11, 1) + 3 * DAY_MS);
+  });
+});

@@ -1,0 +1,133 @@
+import type { RedisClient } from '@gateway/redis';
+import { authKeys, spendKeyName, windowKeyList } from '../keys.js';
+import { PENDING_MAX_AGE_MS } from '../window.js';
+import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
+
+const CHECK_QUOTA = luaScript('gatewayCheckQuota', 6, ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'check-quota.lua']);
+
+/** A plan's limits as the decision applies them: -1 unlimited; budgets in micro-USD. */
+export interface PlanQuota {
+  requests: number;
+  tokens: number;
+  dailyBudget: number;
+  monthlyBudget: number;
+}
+
+/** The plans argument of checkQuota: encode once (plansArgument), pass with every call. */
+export type PlansArgument = string & { readonly __plans: unique symbol };
+
+/** Encodes the plans for the script (a JSON object plan -> [requests, tokens, daily, monthly]). */
+export function plansArgument(plans: Readonly<Record<string, PlanQuota>>): PlansArgument {
+  const table = Object.fromEntries(Object.entries(plans).map(([name, plan]) => [name, [plan.requests, plan.tokens, plan.dailyBudget, plan.monthlyBudget]]));
+  return JSON.stringify(table) as PlansArgument;
+}
+
+/** What one CheckKey decision asks of the script. */
+export interface CheckQuotaInput {
+  keyId: string;
+  /** auth's key prefix. */
+  prefix: string;
+  /** The charge id the reservation is kept under (the caller's part of the reservation id). */
+  chargeId: string;
+  reserveTokens: number;
+  /** 'reserve' counts the request and reserves; 'peek' only reports. */
+  mode: 'reserve' | 'peek';
+  /** Unix ms; absent: Redis's TIME. */
+  nowMs?: number;
+  windowMs: number;
+  /** How often the record's last_used_at_ms may be written. */
+  lastUsedIntervalMs: number;
+  plans: PlansArgument;
+}
+
+/** The status of a decision, as the script names it. */
+export const CHECK_QUOTA_STATUSES = [
+  'unknown_key',
+  'revoked',
+  'allow',
+  /** Allowed: a reservation under this charge id existed already (nothing more reserved). */
+  'already_reserved',
+  'deny_requests',
+  'deny_tokens',
+  'too_large',
+  'over_budget',
+] as const;
+/** The status of a decision. */
+export type CheckQuotaStatus = (typeof CHECK_QUOTA_STATUSES)[number];
+
+/** The state of one window limit after a decision; limit -1 means unlimited. */
+export interface WindowLimitState {
+  limit: number;
+  /** Counted in the current window (requests, or tokens charged). */
+  used: number;
+  /** Milliseconds until everything counted has left the window. */
+  resetMs: number;
+}
+
+/** A live key's decision, as the script answered it. */
+export interface CheckQuotaDecision {
+  status: Exclude<CheckQuotaStatus, 'unknown_key' | 'revoked'>;
+  keyId: string;
+  plan: string;
+  routingPolicy: string;
+  requests: WindowLimitState;
+  tokens: WindowLimitState;
+  retryAfterMs: number;
+  /** The key's catalog fallbacks override: 'plan' when it has none. */
+  catalogFallbacks: 'on' | 'off' | 'plan';
+  budgeted: boolean;
+  remainingPicoUsd: number;
+  spentDayPicoUsd: number;
+  spentMonthPicoUsd: number;
+  monthExhausted: boolean;
+}
+
+/** The script's answer. */
+export type CheckQuotaReply = { status: 'unknown_key' } | { status: 'revoked'; keyId: string } | CheckQuotaDecision;
+
+/** Decodes the script's name/value reply. */
+export function decodeCheckQuota(reply: unknown): CheckQuotaReply {
+  const named = namedReply(reply);
+  const status = oneOf(named, 'status', CHECK_QUOTA_STATUSES);
+  if (status === 'unknown_key') return { status };
+  if (status === 'revoked') return { status, keyId: String(named.key_id) };
+  return {
+    status,
+    keyId: String(named.key_id),
+    plan: String(named.plan),
+    routingPolicy: String(named.routing_policy ?? ''),
+    requests: { limit: numberField(named, 'request_limit'), used: numberField(named, 'requests_in_window'), resetMs: numberField(named, 'request_reset_ms') },
+    tokens: { limit: numberField(named, 'token_limit'), used: numberField(named, 'tokens_in_window'), resetMs: numberField(named, 'token_reset_ms') },
+    retryAfterMs: numberField(named, 'retry_after_ms'),
+    catalogFallbacks: oneOf(named, 'catalog_fallbacks', ['on', 'off', 'plan'] as const),
+    budgeted: numberField(named, 'budgeted') === 1,
+    remainingPicoUsd: numberField(named, 'remaining_pico_usd'),
+    spentDayPicoUsd: numberField(named, 'spent_day_pico_usd'),
+    spentMonthPicoUsd: numberField(named, 'spent_month_pico_usd'),
+    monthExhausted: numberField(named, 'month_exhausted') === 1,
+  };
+}
+
+/**
+ * One CheckKey decision: the key's record, its window and its spend hash in one script call on the
+ * key id's slot (scripts/check-quota.lua).
+ */
+export async function checkQuota(redis: RedisClient, input: CheckQuotaInput): Promise<CheckQuotaReply> {
+  const keys = authKeys(input.prefix);
+  const reply = await runScript(
+    redis,
+    CHECK_QUOTA,
+    [keys.record(input.keyId), ...windowKeyList(keys.window(input.keyId)), spendKeyName(input.keyId)],
+    namedArguments({
+      reservation: input.chargeId,
+      reserve: Math.max(0, Math.ceil(input.reserveTokens)),
+      now: input.nowMs ?? '',
+      window_ms: input.windowMs,
+      pending_max_age_ms: PENDING_MAX_AGE_MS,
+      mode: input.mode,
+      last_used_interval_ms: input.lastUsedIntervalMs,
+      plans: input.plans,
+    }),
+  );
+  return decodeCheckQuota(reply);
+}

@@ -1,0 +1,59 @@
+-- Meters one usage event: adds it to the totals, its time buckets and the key's spend only if it
+-- is new, remembers it, lists it among the key's latest requests, and settles the request's quota
+-- reservation with the tokens it used: all or nothing, so a redelivered event (or a crash between
+-- writes) can neither count nor settle twice, nor half. Every key is in the key id's slot.
+-- KEYS: the de-duplication set, key totals, key-and-model totals, the key's quota window R, T, H,
+-- P, its spend hash, hourly bucket hash, daily bucket hash, latest-requests list, models set.
+-- args (see record-usage.ts, which names each): the event (event_id, sequence, prompt_tokens,
+-- completion_tokens, cached_tokens, cost_pico_usd, model_id, errors, fallbacks), its settlement
+-- (charge, '' for none; actual_tokens; pending_max_age_ms), the de-duplication record
+-- (prune_through, 0 for none; dedup_ttl_ms), the buckets (hour_field, hourly_expires_at_ms,
+-- day_field, daily_expires_at_ms, models_ttl_ms), the spend (spend_day_field, spend_month_field,
+-- spend_day, spend_month, spend_ttl_ms) and the latest requests (recent, '' for none;
+-- recent_kept, recent_ttl_ms).
+-- Returns name/value pairs, decoded by record-usage.ts: outcome ('metered' | 'duplicate').
+if redis.call('ZSCORE', KEYS[1], args.event_id) then return {'outcome', 'duplicate'} end
+if args.prune_through ~= '0' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', args.prune_through) end
+redis.call('ZADD', KEYS[1], args.sequence, args.event_id)
+redis.call('PEXPIRE', KEYS[1], args.dedup_ttl_ms)
+for i = 2, 3 do
+  redis.call('HINCRBY', KEYS[i], 'requests', 1)
+  redis.call('HINCRBY', KEYS[i], 'prompt_tokens', args.prompt_tokens)
+  redis.call('HINCRBY', KEYS[i], 'completion_tokens', args.completion_tokens)
+  redis.call('HINCRBY', KEYS[i], 'cached_tokens', args.cached_tokens)
+  redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', args.cost_pico_usd)
+end
+if args.charge ~= '' then
+  -- The window's length is the one auth recorded with the charge.
+  settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], args.charge, tonumber(args.actual_tokens), clock(''), nil, tonumber(args.pending_max_age_ms))
+end
+-- Time buckets: a field per count, only for counts that are not zero (most events have no cached
+-- tokens, error or fallback). A bucket whose retention has passed expires at once.
+local counts = {{'p', args.prompt_tokens}, {'c', args.completion_tokens}, {'k', args.cached_tokens}, {'$', args.cost_pico_usd}, {'e', args.errors}, {'f', args.fallbacks}}
+for _, bucket in ipairs({{KEYS[9], args.hour_field, args.hourly_expires_at_ms}, {KEYS[10], args.day_field, args.daily_expires_at_ms}}) do
+  redis.call('HINCRBY', bucket[1], bucket[2] .. 'r', 1)
+  for _, count in ipairs(counts) do
+    if count[2] ~= '0' then redis.call('HINCRBY', bucket[1], bucket[2] .. count[1], count[2]) end
+  end
+  redis.call('PEXPIREAT', bucket[1], bucket[3])
+end
+redis.call('SADD', KEYS[12], args.model_id)
+redis.call('PEXPIRE', KEYS[12], args.models_ttl_ms)
+-- The key's spend per day and month; a day's first spend forgets days before the one before it.
+if args.cost_pico_usd ~= '0' then
+  if redis.call('HEXISTS', KEYS[8], args.spend_day_field) == 0 then
+    for _, field in ipairs(redis.call('HKEYS', KEYS[8])) do
+      local kind, number = string.sub(field, 1, 1), tonumber(string.sub(field, 3)) or 0
+      if (kind == 'd' and number < tonumber(args.spend_day) - 1) or (kind == 'm' and number < tonumber(args.spend_month) - 1) then redis.call('HDEL', KEYS[8], field) end
+    end
+  end
+  redis.call('HINCRBY', KEYS[8], args.spend_day_field, args.cost_pico_usd)
+  redis.call('HINCRBY', KEYS[8], args.spend_month_field, args.cost_pico_usd)
+  redis.call('PEXPIRE', KEYS[8], args.spend_ttl_ms)
+end
+if args.recent ~= '' then
+  redis.call('LPUSH', KEYS[11], args.recent)
+  redis.call('LTRIM', KEYS[11], 0, tonumber(args.recent_kept) - 1)
+  redis.call('PEXPIRE', KEYS[11], args.recent_ttl_ms)
+end
+return {'outcome', 'metered'}

@@ -1,0 +1,55 @@
+import type { RedisClient } from '@gateway/redis';
+import { authKeys, windowKeyList } from '../keys.js';
+import { PENDING_MAX_AGE_MS, type ReservationId } from '../window.js';
+import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
+
+const SETTLE_QUOTA = luaScript('gatewaySettleQuota', 4, ['lib/arguments.lua', 'lib/window.lua', 'settle-quota.lua']);
+
+/** How a settlement went, as the script names it. */
+export const SETTLEMENT_OUTCOMES = ['settled', 'already_settled', 'unknown_reservation'] as const;
+
+/** The outcome of a settlement. */
+export interface Settlement {
+  outcome: (typeof SETTLEMENT_OUTCOMES)[number];
+  /** Tokens charged (positive) or refunded (negative). */
+  deltaTokens: number;
+  tokensInWindow: number;
+}
+
+/** What one settlement asks of the script. */
+export interface SettleQuotaInput {
+  reservation: ReservationId;
+  /** auth's key prefix. */
+  prefix: string;
+  actualTokens: number;
+  /** Unix ms; absent: Redis's TIME. */
+  nowMs?: number;
+  windowMs: number;
+}
+
+/** Decodes the script's name/value reply. */
+export function decodeSettlement(reply: unknown): Settlement {
+  const named = namedReply(reply);
+  return {
+    outcome: oneOf(named, 'outcome', SETTLEMENT_OUTCOMES),
+    deltaTokens: numberField(named, 'delta_tokens'),
+    tokensInWindow: numberField(named, 'tokens_in_window'),
+  };
+}
+
+/** Settles one reservation with the tokens actually used; idempotent (scripts/settle-quota.lua). */
+export async function settleQuota(redis: RedisClient, input: SettleQuotaInput): Promise<Settlement> {
+  const reply = await runScript(
+    redis,
+    SETTLE_QUOTA,
+    windowKeyList(authKeys(input.prefix).window(input.reservation.keyId)),
+    namedArguments({
+      charge: input.reservation.chargeId,
+      actual: Math.max(0, Math.ceil(input.actualTokens)),
+      now: input.nowMs ?? '',
+      window_ms: input.windowMs,
+      pending_max_age_ms: PENDING_MAX_AGE_MS,
+    }),
+  );
+  return decodeSettlement(reply);
+}

@@ -1,0 +1,208 @@
+/**
+ * The completion pipeline: every completion request, whichever wire it came in on, passes through
+ * the same stages. Admit (the key's check and its quota) and route (the model, or `auto`) run at
+ * the same time; execute runs it on an executor, whole or streamed (sse-relay.ts); report
+ * publishes its usage event and metrics (usage-report.ts). The wire (CompletionWire, completion.ts) only
+ * parses the body and renders the answer.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '@gateway/grpc';
+import { NO_TRACING, SpanKind, SpanStatusCode, type Tracing } from '@gateway/observability';
+import type { CheckKeyResponseOutput } from '@gateway/proto';
+import { checkKey, noteKeyChecked, reservedTokens } from '../auth/key-check.js';
+import { holdReservation } from '../auth/reservations.js';
+import type { EdgeDependencies } from '../dependencies.js';
+import { RequestError, toRequestError } from '../errors.js';
+import { GenAiMetrics } from '../genai-metrics.js';
+import { rateLimitHeaders } from '../rate-limit-headers.js';
+import { tierName } from '../routes/models.js';
+import { Completion, type CompletionWire } from './completion.js';
+import { withReplicaRetry } from './executor-replicas.js';
+import { fallbackChain } from './fallback-chain.js';
+import { answeredModel, countBoundedPromptTokens, createModelResolver, type ModelResolver, promptTokensOf, type Routing } from './model-resolution.js';
+import { relayStream } from './sse-relay.js';
+import { createUsageReporter, NO_USAGE, type UsageReporter } from './usage-report.js';
+
+/** The stages of a completion, built once per edge from its dependencies. */
+export class CompletionPipeline {
+  private readonly metrics: GenAiMetrics;
+  private readonly tracing: Tracing;
+  private readonly resolve: ModelResolver;
+  private readonly report: UsageReporter;
+
+  constructor(private readonly deps: EdgeDependencies) {
+    this.metrics = new GenAiMetrics(deps.registry, { keyId: deps.config.EDGE_METRICS_KEY_ID });
+    this.tracing = deps.tracing ?? NO_TRACING;
+    this.resolve = createModelResolver(deps);
+    this.report = createUsageReporter(deps, this.metrics);
+  }
+
+  /**
+   * Serves one request of a wire: the body of a whole answer, or the reply once its stream ended.
+   * Every failure is thrown, for the edge's error handler to answer in the wire's shape.
+   */
+  async run(wire: CompletionWire, request: FastifyRequest, reply: FastifyReply): Promise<string | FastifyReply> {
+    const completion = new Completion(request, reply, wire);
+    const prompt = await promptTokensOf(this.deps.catalog, completion.parsed);
+    completion.promptTokens = prompt.tokens;
+    completion.promptExact = prompt.exact;
+    this.open(completion);
+    try {
+      await this.admitAndRoute(completion);
+      reply.raw.once('close', this.metrics.started());
+      if (!completion.parsed.stream) return await this.executeWhole(completion);
+      await relayStream(this.deps, completion, this.report);
+      return reply;
+    } catch (error) {
+      const span = completion.span;
+      if (span) {
+        span.setAttribute(
+          'error.type',
+          error instanceof RequestError ? (error.code ?? String(error.status)) : error instanceof GatewayError ? error.reason : 'internal_error',
+        );
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      throw error;
+    }
+  }
+
+  /** The request's abort (the client went away) and its span (tracing on), ended with the response. */
+  private open(completion: Completion): void {
+    const { reply, parsed, wire } = completion;
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) completion.abort.abort();
+    });
+    // The parent of auth's, the router's, the executor's and metering's spans.
+    const traceparent = completion.request.headers.traceparent;
+    const span = this.tracing.startSpan(`${wire.operation} ${parsed.request.model ?? ''}`, {
+      kind: SpanKind.SERVER,
+      parent: typeof traceparent === 'string' ? traceparent : undefined,
+      attributes: {
+        'gen_ai.operation.name': wire.operation,
+        'gen_ai.request.model': parsed.request.model ?? '',
+        'http.request.method': 'POST',
+        'http.route': wire.route,
+        'gateway.stream': parsed.stream,
+      },
+    });
+    completion.span = span;
+    completion.traceparent = this.tracing.traceparentOf(span);
+    if (span)
+      reply.raw.once('close', () => {
+        span.setAttribute('http.response.status_code', reply.statusCode);
+        span.end();
+      });
+  }
+
+  /** Admit and route at the same time; a key problem wins over any routing problem. */
+  private async admitAndRoute(completion: Completion): Promise<void> {
+    noteKeyChecked(completion.request);
+    const [admitted, routed] = await Promise.allSettled([this.admit(completion), this.resolve(completion, completion.callerPolicy)]);
+    if (admitted.status === 'rejected') throw admitted.reason;
+    const decision = admitted.value;
+    completion.decision = decision;
+    completion.reservation = holdReservation(this.deps, completion.request, decision);
+    // On the reply before any stream starts: the relay copies x-ratelimit-* onto the SSE head.
+    void completion.reply.headers(rateLimitHeaders(decision));
+    if (routed.status === 'rejected') throw routed.reason;
+    let routing = routed.value;
+    // The key's default policy is known only now; only `auto` requests of keys that have one and
+    // name none themselves pay for a second routing call.
+    if (routing.route && completion.callerPolicy === undefined && decision.routing_policy) {
+      routing = await this.resolve(completion, decision.routing_policy);
+    }
+    this.route(completion, routing);
+  }
+
+  /** Admit: the key's check, reserving the request's tokens against its quota. */
+  private admit(completion: Completion): Promise<CheckKeyResponseOutput> {
+    const { deps } = this;
+    const { apiKey, requestId, signal, traceparent } = completion;
+    return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, completion.promptTokens), signal, traceparent }).catch(
+      async (error: unknown) => {
+        // Too large for the key's tokens per minute on an estimate: the exact count decides.
+        if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
+        const exact = await countBoundedPromptTokens(deps.catalog, completion.parsed);
+        return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, exact), signal, traceparent });
+      },
+    );
+  }
+
+  /** The tokens a request reserves: its prompt and the completion it may produce. */
+  private reserved(completion: Completion, promptTokens: number): number {
+    const { request } = completion.parsed;
+    return reservedTokens(
+      promptTokens,
+      request.max_tokens,
+      this.deps.catalog.get(request.model ?? '')?.max_output_tokens,
+      this.deps.config.EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS,
+    );
+  }
+
+  /** Route: the chosen model with its fallbacks, as the call to the executor. */
+  private route(completion: Completion, routing: Routing): void {
+    const { parsed, decision, span } = completion;
+    completion.routing = routing;
+    completion.answered = routing.model;
+    if (span) {
+      span.setAttribute('gateway.routed_to', routing.model.id ?? '');
+      const route = routing.route;
+      if (route)
+        span.setAttributes({
+          'gateway.auto.score': route.score ?? 0,
+          'gateway.auto.tier': tierName(route.quality_tier) ?? route.tier ?? '',
+          'gateway.auto.policy': route.policy ?? '',
+        });
+    }
+    const fallbacks = fallbackChain(this.deps.catalog, completion, decision.catalog_fallbacks === true);
+    if (routing.model.available === false && fallbacks.length === 0) throw modelUnavailable(routing);
+    completion.execute = {
+      request_id: completion.requestId,
+      model_id: routing.model.id,
+      request: parsed.request,
+      key_id: decision.key_id,
+      fallbacks,
+      legacy_functions: parsed.legacyFunctions,
+    };
+  }
+
+  /** Execute, whole: one call to an executor (another replica when one is lost), then report. */
+  private async executeWhole(completion: Completion): Promise<string> {
+    const { deps } = this;
+    const { requestId, signal, traceparent } = completion;
+    const result = await withReplicaRetry(signal, () =>
+      deps.completions.call('complete', completion.execute, { deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal, traceparent }),
+    ).catch((error: unknown) => {
+      // A request that reached a model and failed (or whose caller left) is metered too: a
+      // request with no usage, counted among the key's errors unless it was cancelled.
+      const cancelled = signal.aborted;
+      completion.errorCode = cancelled
+        ? undefined
+        : (toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error');
+      completion.usage = NO_USAGE;
+      this.report(completion, cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED');
+      throw error;
+    });
+    const response = result.response!;
+    completion.answered = answeredModel(deps.catalog, completion.routing, result.model_id);
+    completion.provider = result.provider ?? '';
+    completion.attempts = result.attempts;
+    completion.usage = response.usage;
+    this.report(completion, 'OUTCOME_COMPLETED');
+    return completion.wire.renderWhole(completion, response);
+  }
+}
+
+/** The 503 of a model none of whose deployments is healthy, when no fallback may answer instead. */
+function modelUnavailable(routing: Routing): RequestError {
+  const retryAfterMs = Math.max(1000, routing.model.retry_after_ms ?? 1000);
+  return new RequestError(
+    503,
+    `The model \`${routing.model.id}\` is temporarily unavailable: none of its deployments is healthy. Retry later, or send "fallbacks": true to let another model answer.`,
+    {
+      code: 'model_unavailable',
+      param: 'model',
+      headers: { 'retry-after': String(Math.ceil(retryAfterMs / 1000)), 'retry-after-ms': String(retryAfterMs) },
+    },
+  );
+}

@@ -1,0 +1,128 @@
+/**
+ * One completion request as the pipeline carries it through its stages (completion-pipeline.ts):
+ * created once per request, filled in by each stage, read by the next and by the wire that
+ * renders its answer. Plain fields, so a request costs one object rather than a closure per step.
+ *
+ * And the wire of an ingress API: how a body of that API becomes the gateway's request, and how
+ * the pipeline's answer, chunks and errors are written in that API's shape. Limits, routing,
+ * execution and metering are the pipeline's, the same for every wire; an API the edge serves
+ * (OpenAI's chat completions today, wire/chat-completions-wire.ts) is one CompletionWire plugged
+ * into it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Span } from '@gateway/observability';
+import type {
+  ChatChunkOutput,
+  ChatResponseOutput,
+  CheckKeyResponseOutput,
+  ExecuteRequest,
+  ExecutionAttemptOutput,
+  ModelOutput,
+  UsageOutput,
+} from '@gateway/proto';
+import { bearerKey } from '../auth/key-check.js';
+import type { Reservation } from '../auth/reservations.js';
+import type { RequestError } from '../errors.js';
+import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
+import { type Routing, routePolicy } from './model-resolution.js';
+
+/** A request on its way through admit, route, execute and report. */
+export class Completion {
+  /** When the edge took the request (ms since the epoch), for its usage event. */
+  readonly receivedAtMs = Date.now();
+  /**
+   * Drawn by the gateway for each request: metering's de-duplication key. Never the caller's
+   * x-request-id: an id a caller could repeat or forge would let every request but one go unbilled.
+   */
+  readonly eventId = randomUUID();
+  readonly requestId: string;
+  readonly apiKey: string;
+  /** The request in the gateway's own terms, whichever wire it came in on. */
+  readonly parsed: ParsedChatRequest;
+  /** The caller's routing policy for `auto` (body or header), when it named one. */
+  readonly callerPolicy: string | undefined;
+  /** Aborted when the client goes away: cancels the calls made for it. */
+  readonly abort = new AbortController();
+  readonly signal: AbortSignal = this.abort.signal;
+
+  /** The prompt tokens the request is checked and reserved with; exact, or an estimate. */
+  promptTokens = 0;
+  promptExact = false;
+  /** The request's span (tracing on), and its W3C traceparent for the calls made for it. */
+  span: Span | undefined;
+  traceparent: string | undefined;
+
+  // Admit: auth's decision and the tokens it reserved.
+  decision!: CheckKeyResponseOutput;
+  reservation!: Reservation;
+  // Route: the chosen model, and the call to the executor with its fallbacks.
+  routing!: Routing;
+  execute!: ExecuteRequest;
+
+  // Execute: what is observed as the answer comes; report reads it.
+  /** The model that answered (the routed one, or a fallback). */
+  answered!: ModelOutput;
+  attempts: readonly ExecutionAttemptOutput[] = [];
+  provider = '';
+  /** The usage the answer reported, or what could be counted of an answer that did not finish. */
+  usage: UsageOutput | undefined;
+  /** Streams: when the first chunk of content left (reply.elapsedTime). */
+  firstTokenMs: number | undefined;
+  /** For a failed request: the error code its caller was answered with. */
+  errorCode: string | undefined;
+
+  // Report: what the answer's own summary (the `gateway` object) shows.
+  latencyMs = 0;
+  costPico = 0n;
+
+  constructor(
+    readonly request: FastifyRequest,
+    readonly reply: FastifyReply,
+    readonly wire: CompletionWire,
+  ) {
+    this.requestId = request.id;
+    this.apiKey = bearerKey(request);
+    this.parsed = wire.parse(request.body);
+    this.callerPolicy = routePolicy(request, this.parsed);
+  }
+}
+
+/** The error shape of a wire: what the edge's error handler sends on the wire's route. */
+export interface WireErrors {
+  /** The body of an error response (or of a stream's last event). */
+  renderError(error: RequestError): string;
+}
+
+/** One ingress API, as the completion pipeline uses it. */
+export interface CompletionWire extends WireErrors {
+  /** The route it serves (`/v1/chat/completions`), as spans and metrics name it. */
+  readonly route: string;
+  /** The GenAI operation name of its requests (`chat`). */
+  readonly operation: string;
+  /** Validates a body and converts it; throws a RequestError (400) naming the offending field. */
+  parse(body: unknown): ParsedChatRequest;
+  /** Sets the answer's headers and returns the body of a whole (not streamed) answer. */
+  renderWhole(completion: Completion, response: ChatResponseOutput): string;
+  /** The renderer of one streamed answer. */
+  openStream(completion: Completion): StreamRenderer;
+}
+
+/**
+ * How one streamed answer is written. The relay (sse-relay.ts) owns the transport: when the head
+ * goes out, batching, keep-alive, back-pressure, replicas; the renderer owns every byte of content.
+ */
+export interface StreamRenderer {
+  /** The executor named the completion (its start event) before the head went out. */
+  named(id: string, created: number): void;
+  /** The head goes out: adds the wire's headers to it; `first` is the first chunk when one came with it. */
+  begin(first: ChatChunkOutput | undefined, head: Record<string, string>): void;
+  /** The event of a JSON chunk the executor rendered. */
+  event(json: string): string;
+  /** The JSON of a chunk the executor sent as a message. */
+  chunkJson(chunk: ChatChunkOutput): string;
+  /** The last events of a completed answer: the held-back chunk that finished it (if any), the usage, the end. */
+  end(held: string | undefined, usage: UsageOutput | undefined): string;
+  /** The last event of an answer that failed after its first byte. */
+  failure(error: RequestError): string;
+}
