@@ -6,6 +6,8 @@ import { envSchema } from 'env-schema';
 import type { Static, TObject } from '@sinclair/typebox';
 
 export { Type } from '@sinclair/typebox';
+export { redisVariables, usageStreamVariables } from './shared-variables.js';
+export { commentLines, type EnvExampleSection, renderEnvExample, undescribedVariables } from './env-example.js';
 export type { Static, TObject } from '@sinclair/typebox';
 
 /** Thrown when the environment does not satisfy the schema; the message names each bad variable. */

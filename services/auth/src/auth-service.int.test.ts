@@ -137,6 +137,7 @@ describe('AuthService', () => {
       const decision = await auth.checkKey(apiKey);
       expect(decision.decision).toBe('DECISION_DENY_INVALID_KEY');
       expect(decision.message).toBe(INVALID_KEY_MESSAGE);
+      expect(decision.deny_reason).toBe('DENY_REASON_UNKNOWN_KEY');
       expect(decision.key_id).toBeFalsy();
     }
   });
@@ -148,7 +149,7 @@ describe('AuthService', () => {
     expect(revoked).toMatchObject({ key_id: keyId, revoked: true });
 
     const decision = await auth.checkKey(created.secret!);
-    expect(decision).toMatchObject({ decision: 'DECISION_DENY_INVALID_KEY', message: REVOKED_KEY_MESSAGE });
+    expect(decision).toMatchObject({ decision: 'DECISION_DENY_INVALID_KEY', deny_reason: 'DENY_REASON_REVOKED', message: REVOKED_KEY_MESSAGE });
 
     const listed = await auth.listKeys();
     expect(listed.keys.find((key) => key.key_id === keyId)).toMatchObject({ revoked: true, plan: 'PLAN_PRO', name: 'to-revoke' });

@@ -182,9 +182,11 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     }
   }
 
-  function deny(message: string): CheckKeyResponse {
+  /** An invalid-key denial: the reason for the caller's code, the message for its user. */
+  function deny(reason: 'DENY_REASON_UNKNOWN_KEY' | 'DENY_REASON_REVOKED'): CheckKeyResponse {
     decisions.inc({ decision: 'DECISION_DENY_INVALID_KEY' });
-    return { decision: 'DECISION_DENY_INVALID_KEY', message };
+    const message = reason === 'DENY_REASON_REVOKED' ? REVOKED_KEY_MESSAGE : INVALID_KEY_MESSAGE;
+    return { decision: 'DECISION_DENY_INVALID_KEY', deny_reason: reason, message };
   }
 
   /** CheckKey, in a span of its own when tracing is on (the caller's span its parent). */
@@ -208,7 +210,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
 
   async function decideKey(request: CheckKeyRequestOutput): Promise<CheckKeyResponse> {
     const secret = request.api_key ?? '';
-    if (!isWellFormedSecret(secret)) return deny(INVALID_KEY_MESSAGE);
+    if (!isWellFormedSecret(secret)) return deny('DENY_REASON_UNKNOWN_KEY');
     const reserve = Number(request.reserve_tokens ?? 0);
     if (!Number.isSafeInteger(reserve) || reserve < 0)
       throw GatewayError.of('invalid_request', 'reserve_tokens must be a non-negative integer.', { param: 'reserve_tokens' });
@@ -219,8 +221,8 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       });
     const mode = request.check_only ? 'peek' : 'reserve';
     const result = await store(() => limiter.check(hashSecret(secret), part, reserve, mode), 'The key service cannot decide right now.', request.request_id);
-    if (result.kind === 'unknown_key') return deny(INVALID_KEY_MESSAGE);
-    if (result.kind === 'revoked') return deny(REVOKED_KEY_MESSAGE);
+    if (result.kind === 'unknown_key') return deny('DENY_REASON_UNKNOWN_KEY');
+    if (result.kind === 'revoked') return deny('DENY_REASON_REVOKED');
     const response: CheckKeyResponse = {
       key_id: result.keyId,
       plan: planToProto(result.plan),

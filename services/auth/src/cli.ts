@@ -13,11 +13,12 @@
  * Reads REDIS_URL (default redis://127.0.0.1:6379) and AUTH_REDIS_PREFIX (default auth:). The secret is printed once, by create-key.
  */
 import { parseArgs } from 'node:util';
-import { loadConfig, Type } from '@gateway/config';
+import { loadConfig, redisVariables, Type } from '@gateway/config';
+import { AuthConfigSchema } from './config.js';
 import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
 import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
-import { isPlanName, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit } from './plans.js';
+import { isPlanName, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName } from './plans.js';
 import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
 
 const USAGE = `usage:
@@ -33,12 +34,10 @@ LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimite
 /** A mistake in the command line: printed with the usage, exit code 2. */
 class UsageError extends Error {}
 
-/** The CLI's one setting, read through the same schema machinery as the services. */
+/** The CLI's settings (auth's own Redis variables), read through the same schema machinery as the services. */
 const CliConfigSchema = Type.Object({
-  REDIS_URL: Type.String({ pattern: REDIS_URL_PATTERN, default: 'redis://127.0.0.1:6379' }),
-  /** Redis replicas that must have a write before it counts as done (WAIT): 0 for none, 1 on a cluster with replicas. */
-  REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
-  AUTH_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_-]*$', default: 'auth:' }),
+  ...redisVariables(REDIS_URL_PATTERN),
+  AUTH_REDIS_PREFIX: AuthConfigSchema.properties.AUTH_REDIS_PREFIX,
 });
 
 function formatKey(key: StoredKey): string {
@@ -77,97 +76,109 @@ function fallbacksFlag(value: string | undefined): boolean | null | undefined {
   throw new UsageError('--catalog-fallbacks must be "on", "off" or "plan"');
 }
 
+const OPTIONS = {
+  plan: { type: 'string' },
+  name: { type: 'string' },
+  secret: { type: 'string' },
+  json: { type: 'boolean' },
+  'requests-per-minute': { type: 'string' },
+  'tokens-per-minute': { type: 'string' },
+  'routing-policy': { type: 'string' },
+  'catalog-fallbacks': { type: 'string' },
+  'daily-budget-usd': { type: 'string' },
+  'monthly-budget-usd': { type: 'string' },
+} as const;
+
+/** The flags of a command line, as parseArgs reads them. */
+type Flags = ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof OPTIONS }>>['values'];
+
+/** The overrides the flags set: undefined for one not given, null for one taken back to the plan's. */
+type OverrideFlags = ReturnType<typeof overrideFlags>;
+
+/** Reads the override flags, refusing a malformed one whatever the command. */
+function overrideFlags(values: Flags) {
+  return {
+    requests_per_minute_override: limitFlag(values['requests-per-minute'], '--requests-per-minute'),
+    tokens_per_minute_override: limitFlag(values['tokens-per-minute'], '--tokens-per-minute'),
+    catalog_fallbacks_override: fallbacksFlag(values['catalog-fallbacks']),
+    daily_budget_override: budgetFlag(values['daily-budget-usd'], '--daily-budget-usd'),
+    monthly_budget_override: budgetFlag(values['monthly-budget-usd'], '--monthly-budget-usd'),
+  };
+}
+
+/** A --plan flag's value when it is a plan; a usage mistake otherwise. */
+function planFlag(plan: string | undefined): PlanName {
+  if (!plan || !isPlanName(plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
+  return plan;
+}
+
+async function createKey(keys: KeyStore, values: Flags, overrides: OverrideFlags): Promise<void> {
+  const plan = planFlag(values.plan);
+  if (values.secret !== undefined && !isWellFormedSecret(values.secret))
+    throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
+  // A creation has no override to take back: "plan" is the same as leaving the flag out.
+  const set = Object.fromEntries(Object.entries(overrides).map(([field, value]) => [field, value ?? undefined]));
+  const { key, secret } = await keys.create({ plan, name: values.name ?? '', secret: values.secret, routing_policy: values['routing-policy'], ...set });
+  if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
+  else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
+}
+
+/** The changes an update's flags ask for. */
+function keyChanges(values: Flags, overrides: OverrideFlags): KeyChanges {
+  const changes: KeyChanges = {};
+  if (values.plan !== undefined) changes.plan = planFlag(values.plan);
+  if (values.name !== undefined) changes.name = values.name;
+  if (values['routing-policy'] !== undefined) changes.routing_policy = values['routing-policy'];
+  for (const [field, value] of Object.entries(overrides)) if (value !== undefined) Object.assign(changes, { [field]: value });
+  if (Object.keys(changes).length === 0) throw new UsageError('update needs at least one change');
+  return changes;
+}
+
+/** Prints a key, or says that no key has the id (exit code 1). */
+function printKey(key: StoredKey | undefined, keyId: string | undefined, print: (key: StoredKey) => string): void {
+  if (key) process.stdout.write(`${print(key)}\n`);
+  else {
+    process.stderr.write(`no key has the id ${keyId}\n`);
+    process.exitCode = 1;
+  }
+}
+
+/** The one key id a command takes. */
+function oneKeyId(command: string, rest: string[]): string {
+  if (rest.length !== 1) throw new UsageError(`${command} takes exactly one key id`);
+  return rest[0]!;
+}
+
 async function run(argv: string[], keys: KeyStore): Promise<void> {
-  const options = {
-    plan: { type: 'string' },
-    name: { type: 'string' },
-    secret: { type: 'string' },
-    json: { type: 'boolean' },
-    'requests-per-minute': { type: 'string' },
-    'tokens-per-minute': { type: 'string' },
-    'routing-policy': { type: 'string' },
-    'catalog-fallbacks': { type: 'string' },
-    'daily-budget-usd': { type: 'string' },
-    'monthly-budget-usd': { type: 'string' },
-  } as const;
-  let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof options }>>;
+  let parsed: { values: Flags; positionals: string[] };
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   } catch (error) {
     // An unknown flag or a missing value is a usage mistake, not a failure.
     throw new UsageError((error as Error).message);
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  const requests = limitFlag(values['requests-per-minute'], '--requests-per-minute');
-  const tokens = limitFlag(values['tokens-per-minute'], '--tokens-per-minute');
-  const fallbacks = fallbacksFlag(values['catalog-fallbacks']);
-  const daily = budgetFlag(values['daily-budget-usd'], '--daily-budget-usd');
-  const monthly = budgetFlag(values['monthly-budget-usd'], '--monthly-budget-usd');
+  const overrides = overrideFlags(values);
   switch (command) {
-    case 'create-key': {
-      if (!values.plan || !isPlanName(values.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
-      if (values.secret !== undefined && !isWellFormedSecret(values.secret))
-        throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
-      const { key, secret } = await keys.create({
-        plan: values.plan,
-        name: values.name ?? '',
-        secret: values.secret,
-        routing_policy: values['routing-policy'],
-        requests_per_minute_override: requests ?? undefined,
-        tokens_per_minute_override: tokens ?? undefined,
-        catalog_fallbacks_override: fallbacks ?? undefined,
-        daily_budget_override: daily ?? undefined,
-        monthly_budget_override: monthly ?? undefined,
-      });
-      if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
-      else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
-      return;
-    }
+    case 'create-key':
+      return createKey(keys, values, overrides);
     case 'list': {
       const all = await keys.list();
       if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
       else process.stdout.write(all.length ? `${all.map(formatKey).join('\n')}\n` : 'no keys\n');
       return;
     }
-    case 'get':
+    case 'get': {
+      const keyId = oneKeyId(command, rest);
+      return printKey(await keys.get(keyId), keyId, (key) => JSON.stringify(key));
+    }
     case 'update': {
-      if (rest.length !== 1) throw new UsageError(`${command} takes exactly one key id`);
-      let key: StoredKey | undefined;
-      if (command === 'get') key = await keys.get(rest[0]!);
-      else {
-        if (values.plan !== undefined && !isPlanName(values.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
-        const changes: KeyChanges = {};
-        if (values.plan !== undefined) changes.plan = values.plan;
-        if (values.name !== undefined) changes.name = values.name;
-        if (values['routing-policy'] !== undefined) changes.routing_policy = values['routing-policy'];
-        if (requests !== undefined) changes.requests_per_minute_override = requests;
-        if (tokens !== undefined) changes.tokens_per_minute_override = tokens;
-        if (fallbacks !== undefined) changes.catalog_fallbacks_override = fallbacks;
-        if (daily !== undefined) changes.daily_budget_override = daily;
-        if (monthly !== undefined) changes.monthly_budget_override = monthly;
-        if (Object.keys(changes).length === 0) throw new UsageError('update needs at least one change');
-        key = await keys.update(rest[0]!, changes);
-      }
-      if (!key) {
-        process.stderr.write(`no key has the id ${rest[0]}\n`);
-        process.exitCode = 1;
-        return;
-      }
-      process.stdout.write(`${JSON.stringify(key)}\n`);
-      return;
+      const keyId = oneKeyId(command, rest);
+      return printKey(await keys.update(keyId, keyChanges(values, overrides)), keyId, (key) => JSON.stringify(key));
     }
-    case 'revoke': {
-      if (rest.length !== 1) throw new UsageError('revoke takes exactly one key id');
-      const revoked = await keys.revoke(rest[0]);
-      if (!revoked) {
-        process.stderr.write(`no key has the id ${rest[0]}\n`);
-        process.exitCode = 1;
-        return;
-      }
-      process.stdout.write(`revoked ${revoked.key_id}\n`);
-      return;
-    }
+    case 'revoke':
+      return printKey(await keys.revoke(oneKeyId(command, rest)), rest[0], (key) => `revoked ${key.key_id}`);
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }

@@ -1,4 +1,4 @@
-import { loadConfig, Type, type Static } from '@gateway/config';
+import { loadConfig, redisVariables, Type, type Static } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './plans.js';
 
@@ -7,21 +7,46 @@ type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Every environment variable of the auth service; .env.example documents each. */
 export const AuthConfigSchema = Type.Object({
-  AUTH_LISTEN_ADDR: Type.String({ default: '0.0.0.0:50051' }),
-  AUTH_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9101 }),
-  REDIS_URL: Type.String({ pattern: REDIS_URL_PATTERN, default: 'redis://127.0.0.1:6379' }),
-  /** Redis replicas that must have a write before it counts as done (WAIT): 0 for none, 1 on a cluster with replicas. */
-  REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
-  // Prefix of every Redis key auth writes, so environments can share one Redis.
-  AUTH_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_-]*$', default: 'auth:' }),
-  /** The quota window's length: a key's requests and tokens per minute count over this many seconds. */
-  AUTH_QUOTA_WINDOW_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 60 }),
-  AUTH_PLANS_PATH: Type.String({ minLength: 1, default: DEFAULT_PLANS_PATH }),
-  LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
-  // Empty means none, so an .env file can list the variable without setting it.
-  GATEWAY_BOOTSTRAP_KEY: Type.String({ pattern: '^(br-[A-Za-z0-9]{32,})?$', default: '' }),
-  GATEWAY_BOOTSTRAP_PLAN: Type.Unsafe<PlanName>({ type: 'string', enum: PLAN_NAMES, default: 'starter' }),
-  AUTH_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5_000 }),
+  AUTH_LISTEN_ADDR: Type.String({ description: "Address auth's gRPC server listens on.", default: '0.0.0.0:50051' }),
+  AUTH_METRICS_PORT: Type.Integer({ description: "Port of auth's /metrics, /healthz and /readyz.", minimum: 0, maximum: 65535, default: 9101 }),
+  ...redisVariables(REDIS_URL_PATTERN),
+  AUTH_REDIS_PREFIX: Type.String({
+    description: 'Prefix of every Redis key auth (and its CLI) writes, so environments can share one Redis.',
+    pattern: '^[A-Za-z0-9:_-]*$',
+    default: 'auth:',
+  }),
+  AUTH_QUOTA_WINDOW_SECONDS: Type.Integer({
+    description:
+      "Length of the quota window in seconds: plans' requests and tokens per minute count over it (60; a drill may shorten it, say to 2, instead of waiting out a minute).",
+    minimum: 1,
+    maximum: 3_600,
+    default: 60,
+  }),
+  AUTH_PLANS_PATH: Type.String({
+    description: 'Plans file (YAML); unset = services/auth/plans.yaml.',
+    examples: ['/etc/gateway/plans.yaml'],
+    minLength: 1,
+    default: DEFAULT_PLANS_PATH,
+  }),
+  LOG_LEVEL: Type.Unsafe<LogLevel>({
+    description: 'pino log level: fatal, error, warn, info, debug, trace, silent.',
+    type: 'string',
+    enum: LOG_LEVELS,
+    default: 'info',
+  }),
+  GATEWAY_BOOTSTRAP_KEY: Type.String({
+    description:
+      'An API key (br- and at least 32 letters or digits) auth creates at start if missing (idempotent). Empty: none (so an .env file can list it without setting it); scripts/start.sh then generates one into .run/bootstrap-key.',
+    pattern: '^(br-[A-Za-z0-9]{32,})?$',
+    default: '',
+  }),
+  GATEWAY_BOOTSTRAP_PLAN: Type.Unsafe<PlanName>({
+    description: "The bootstrap key's plan: starter, pro or enterprise (auth's default: starter; scripts/start.sh's: pro).",
+    type: 'string',
+    enum: PLAN_NAMES,
+    default: 'starter',
+  }),
+  AUTH_SHUTDOWN_GRACE_MS: Type.Integer({ description: "How long auth's in-flight calls may take to finish after SIGTERM (ms).", minimum: 0, default: 5_000 }),
 });
 
 /** The auth service's configuration, frozen. */

@@ -194,7 +194,7 @@ function registerErrorHandlers(app: FastifyInstance, deps: EdgeDependencies, err
     if (requestError.status !== 401 && keyCheckPending(request)) {
       noteKeyChecked(request);
       try {
-        await checkKey(deps, bearerKey(request), request.id, 0);
+        await checkKey(deps, bearerKey(request), request.id);
       } catch (keyError) {
         requestError = toRequestError(keyError);
       }

@@ -1,5 +1,5 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadConfig, Type, type Static } from '@gateway/config';
+import { loadConfig, redisVariables, Type, type Static, usageStreamVariables } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
@@ -8,19 +8,37 @@ type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Every environment variable of the metering service; .env.example documents each. */
 export const MeteringConfigSchema = Type.Object({
-  METERING_LISTEN_ADDR: Type.String({ default: '0.0.0.0:50054' }),
-  METERING_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9104 }),
-  NATS_URL: Type.String({ pattern: '^(nats|tls)://', default: 'nats://127.0.0.1:4222' }),
-  REDIS_URL: Type.String({ pattern: REDIS_URL_PATTERN, default: 'redis://127.0.0.1:6379' }),
-  /** Redis replicas that must have a write before it counts as done (WAIT): 0 for none, 1 on a cluster with replicas. */
-  REDIS_WAIT_REPLICAS: Type.Integer({ minimum: 0, maximum: 5, default: 0 }),
-  CATALOG_PATH: Type.String({ minLength: 1, default: DEFAULT_CATALOG_PATH }),
-  LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
-  METERING_SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5_000 }),
-  USAGE_STREAM: Type.String({ pattern: USAGE_STREAM_NAME_PATTERN, default: 'USAGE' }),
-  /** Copies JetStream keeps of every usage event: 1 on one NATS server, 3 on a cluster. The edges' must match. */
-  USAGE_STREAM_REPLICAS: Type.Integer({ minimum: 1, maximum: 5, default: 1 }),
-  METERING_DEDUP_RETENTION_MS: Type.Integer({ minimum: 0, default: 600_000 }),
+  METERING_LISTEN_ADDR: Type.String({
+    description: "Address of metering's gRPC server (the UsageService, which the edge reads usage from, and grpc.health.v1).",
+    default: '0.0.0.0:50054',
+  }),
+  METERING_METRICS_PORT: Type.Integer({ description: "Port of metering's /metrics, /healthz and /readyz.", minimum: 0, maximum: 65535, default: 9104 }),
+  NATS_URL: Type.String({
+    description: 'NATS with JetStream, where the edge publishes usage events.',
+    pattern: '^(nats|tls)://',
+    default: 'nats://127.0.0.1:4222',
+  }),
+  ...redisVariables(REDIS_URL_PATTERN),
+  CATALOG_PATH: Type.String({
+    description: 'The model catalog (YAML) to price events with; unset = packages/catalog/catalog.yaml.',
+    examples: ['/etc/gateway/catalog.yaml'],
+    minLength: 1,
+    default: DEFAULT_CATALOG_PATH,
+  }),
+  LOG_LEVEL: Type.Unsafe<LogLevel>({
+    description: 'pino log level: fatal, error, warn, info, debug, trace, silent.',
+    type: 'string',
+    enum: LOG_LEVELS,
+    default: 'info',
+  }),
+  METERING_SHUTDOWN_GRACE_MS: Type.Integer({ description: 'How long shutdown may take to finish the event being metered (ms).', minimum: 0, default: 5_000 }),
+  ...usageStreamVariables(USAGE_STREAM_NAME_PATTERN),
+  METERING_DEDUP_RETENTION_MS: Type.Integer({
+    description:
+      "How long an acknowledged event's de-duplication record stays in Redis (ms): catches a copy the edge publishes again after a lost acknowledgement, past the stream's 2-minute duplicate window.",
+    minimum: 0,
+    default: 600_000,
+  }),
 });
 
 /** The metering service's configuration, frozen. */

@@ -5,94 +5,25 @@
  * to the login form.
  */
 
-import type { UsageResultJson } from '../../src/wire/usage-json';
+import type {
+  BucketWidth,
+  CreatedKey,
+  GatewayRequest,
+  Key,
+  KeyChange,
+  KeyCreation,
+  List,
+  ModelHealth,
+  Plan,
+  UsagePage,
+} from '../../src/routes/admin-api-schemas';
 
-/** A key's plan. */
-export type Plan = 'starter' | 'pro' | 'enterprise';
+// The admin API's types, declared once beside the routes (their TypeBox schemas' static types):
+// the console imports types only, so no schema code is bundled.
+export type * from '../../src/routes/admin-api-schemas';
+
 /** The plans, in the order the forms offer them. */
 export const PLANS: readonly Plan[] = ['starter', 'pro', 'enterprise'];
-
-/** A per-minute limit: a count, or no limit at all. */
-export type Limit = number | 'unlimited';
-/** A budget in USD, or none. */
-export type Budget = number | 'unlimited';
-
-/** An API key as the admin API shows it; never its secret. */
-export interface Key {
-  object: 'api_key';
-  id: string;
-  name: string;
-  plan: Plan;
-  /** Unix seconds. */
-  created_at: number;
-  /** Unix seconds; null when never used. */
-  last_used_at: number | null;
-  revoked: boolean;
-  /** In force: the key's overrides, else its plan's; null where neither sets one. */
-  limits: { requests_per_minute: Limit | null; tokens_per_minute: Limit | null };
-  /** In force; null is no budget. */
-  budgets: { daily_usd: number | null; monthly_usd: number | null };
-  /** What the key sets itself, over its plan's. */
-  overrides: {
-    requests_per_minute?: Limit;
-    tokens_per_minute?: Limit;
-    catalog_fallbacks?: boolean;
-    daily_budget_usd?: Budget;
-    monthly_budget_usd?: Budget;
-  };
-  routing_policy: string | null;
-  catalog_fallbacks: boolean;
-}
-
-/** A new key: the secret is in this one response only. */
-export interface CreatedKey extends Key {
-  secret: string;
-}
-
-/** The body of POST /admin/v1/keys. Absent fields take the plan's values. */
-export interface KeyCreation {
-  plan: Plan;
-  name?: string;
-  limits?: { requests_per_minute?: Limit; tokens_per_minute?: Limit };
-  budgets?: { daily_usd?: Budget; monthly_usd?: Budget };
-}
-
-/** The body of PATCH /admin/v1/keys/:id: absent fields stay; null goes back to the plan's. */
-export interface KeyChange {
-  plan?: Plan;
-  name?: string;
-  limits?: { requests_per_minute?: Limit | null; tokens_per_minute?: Limit | null };
-  budgets?: { daily_usd?: Budget | null; monthly_usd?: Budget | null };
-}
-
-/** A bucket's width in GET /admin/v1/usage. */
-export type BucketWidth = 'hour' | 'day';
-
-/** Usage totals, of one group (key, model, plan) where the query groups by it: the edge's own declaration. */
-export type UsageResult = UsageResultJson;
-
-/** One non-empty time bucket of a usage page. */
-export interface UsageBucket {
-  object: 'bucket';
-  /** Unix seconds. */
-  start_time: number;
-  end_time: number;
-  results: UsageResult[];
-}
-
-/** GET /admin/v1/usage: only non-empty buckets, ascending. */
-export interface UsagePage {
-  object: 'page';
-  bucket: BucketWidth;
-  start: number;
-  end: number;
-  group_by: string[];
-  data: UsageBucket[];
-  totals: UsageResult;
-  has_more: boolean;
-  /** Keys left out because their usage could not be read now (a Redis shard failing over). */
-  unavailable_key_ids?: string[];
-}
 
 /** The query of GET /admin/v1/usage. */
 export interface UsageQuery {
@@ -101,44 +32,6 @@ export interface UsageQuery {
   bucket: BucketWidth;
   groupBy: ReadonlyArray<'key' | 'model' | 'plan'>;
   keyId?: string;
-}
-
-/** One completion request the gateway handled. */
-export interface GatewayRequest {
-  object: 'gateway.request';
-  id: string;
-  request_id: string;
-  key_id: string;
-  /** Unix milliseconds. */
-  created_at: number;
-  requested_model: string;
-  model: string;
-  provider: string;
-  stream: boolean;
-  outcome: 'completed' | 'cancelled' | 'failed';
-  /** Why a failed request failed (the error envelope's code), where the gateway says. */
-  error_code?: string | null;
-  latency_ms: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cost_usd: number;
-  fallbacks: number;
-  /** For `"model": "auto"` only. */
-  auto: { score: number; tier: string; policy: string } | null;
-}
-
-/** A model's health as the gateway sees it. */
-export interface ModelHealth {
-  id: string;
-  provider: string;
-  available: boolean;
-  retry_after_ms: number | null;
-  quality_tier: string | null;
-}
-
-interface List<T> {
-  object: 'list';
-  data: T[];
 }
 
 /** A failed call: the HTTP status (0 when the gateway could not be reached) and the envelope's fields. */

@@ -3,7 +3,7 @@
  * the limit or budget, anything else must be a number. Checked here so a typo is explained next to
  * the form; the admin API checks again and its word is final.
  */
-import type { Budget, Key, KeyChange, Limit, Plan } from './admin-api';
+import type { Budget, Key, KeyChange, Limit } from './admin-api';
 
 /** A field the user filled in wrongly. */
 export class FieldError extends Error {}
@@ -29,7 +29,8 @@ export function parseBudget(text: string, label: string): Budget | undefined {
 /** The form's text of every field. */
 export interface KeyFields {
   name: string;
-  plan: Plan;
+  /** `unknown` for a plan the edge does not know; the form offers only the ones it does. */
+  plan: Key['plan'];
   requestsPerMinute: string;
   tokensPerMinute: string;
   dailyBudget: string;
@@ -67,7 +68,7 @@ export function keyChange(before: KeyFields, after: KeyFields): KeyChange | unde
   const old = parseFields(before);
   const next = parseFields(after);
   const change: KeyChange = {};
-  if (after.plan !== before.plan) change.plan = after.plan;
+  if (after.plan !== before.plan && after.plan !== 'unknown') change.plan = after.plan;
   if (after.name.trim() !== before.name.trim()) change.name = after.name.trim();
   const limits: NonNullable<KeyChange['limits']> = {};
   if (next.requestsPerMinute !== old.requestsPerMinute) limits.requests_per_minute = next.requestsPerMinute ?? null;

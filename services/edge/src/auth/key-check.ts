@@ -1,19 +1,21 @@
 /**
  * Reads the caller's key and asks auth about it. A denial becomes the matching OpenAI error (401,
- * 429 with Retry-After); auth failing to decide becomes a 503, never an unmetered pass.
+ * 429 with Retry-After: error-codes.ts's DENIALS); auth failing to decide becomes a 503, never an
+ * unmetered pass.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { GatewayError } from '@gateway/grpc';
 import type { CheckKeyResponseOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
+import { DENIALS, edgeError } from '../error-codes.js';
 import { RequestError } from '../errors.js';
 import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 
 const MISSING_KEY =
   "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
 const INVALID_KEY = 'Incorrect API key provided. You can find your API key in your gateway account.';
-/** auth's message for a revoked key, passed on as it is: the caller learns why the key stopped working. */
+/** The message of a revoked key: the caller learns why the key stopped working. */
 const REVOKED_KEY = 'This API key has been revoked.';
 
 const keyChecked = new WeakSet<FastifyRequest>();
@@ -40,7 +42,7 @@ const KEY_ROUTES = new Set(['POST /v1/chat/completions', 'GET /v1/models', 'GET 
 export function bearerKey(request: FastifyRequest): string {
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
-  if (!match) throw new RequestError(401, MISSING_KEY, { code: 'missing_api_key', type: 'invalid_request_error' });
+  if (!match) throw edgeError('missing_api_key', MISSING_KEY);
   return match[1]!;
 }
 
@@ -54,6 +56,15 @@ export function reservedTokens(promptTokens: number, maxTokens: number | undefin
   return promptTokens + (modelMaxOutput ? Math.min(modelMaxOutput, defaultBudget) : defaultBudget);
 }
 
+/** What a key check may carry besides the key: the tokens to reserve, cancellation and the trace. */
+export interface CheckKeyOptions {
+  /** Tokens to reserve; 0 or absent only checks the key (nothing counted, nothing reserved). */
+  reserveTokens?: number;
+  signal?: AbortSignal;
+  /** The caller's W3C traceparent, so that auth's span joins the request's trace. */
+  traceparent?: string;
+}
+
 /**
  * Asks auth about a key; resolves with the allowing decision, or throws the error to send. With
  * reserveTokens > 0 the request is counted and the tokens reserved under a reservation id drawn
@@ -64,9 +75,7 @@ export async function checkKey(
   deps: EdgeDependencies,
   apiKey: string,
   requestId: string,
-  reserveTokens: number,
-  signal?: AbortSignal,
-  traceparent?: string,
+  { reserveTokens = 0, signal, traceparent }: CheckKeyOptions = {},
 ): Promise<CheckKeyResponseOutput> {
   let decision: CheckKeyResponseOutput;
   try {
@@ -87,39 +96,52 @@ export async function checkKey(
   } catch (error) {
     const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
     deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
-    throw new RequestError(503, 'The gateway cannot check API keys right now. Please retry shortly.', {
-      code: 'auth_unavailable',
-      headers: { 'retry-after': '1' },
-    });
+    throw edgeError('auth_unavailable', 'The gateway cannot check API keys right now. Please retry shortly.', { headers: { 'retry-after': '1' } });
   }
-  switch (decision.decision) {
-    case 'DECISION_ALLOW':
-      return decision;
-    case 'DECISION_DENY_REQUEST_LIMIT':
-    case 'DECISION_DENY_TOKEN_LIMIT':
-    case 'DECISION_DENY_REQUEST_TOO_LARGE': {
-      // Too large is a 429 as OpenAI sends it ("Request too large ... on tokens per min"), so
-      // clients that special-case OpenAI's rate-limit errors keep working; x-should-retry: false
-      // and no Retry-After, since waiting cannot help.
-      const tooLarge = decision.decision === 'DECISION_DENY_REQUEST_TOO_LARGE';
-      throw new RequestError(429, decision.message || 'Rate limit reached.', {
-        code: tooLarge ? 'request_too_large' : 'rate_limit_exceeded',
-        type: decision.decision === 'DECISION_DENY_REQUEST_LIMIT' ? 'requests' : 'tokens',
-        headers: { ...rateLimitHeaders(decision), ...(tooLarge ? { 'x-should-retry': 'false' } : retryAfterHeaders(decision.retry_after_ms ?? 1000)) },
-      });
-    }
-    case 'DECISION_DENY_BUDGET': {
-      // OpenAI's answer when credit runs out: 429 insufficient_quota. Over a daily budget the time
-      // until the UTC day ends is the Retry-After; over a monthly one waiting cannot help, so there
-      // is none. Either way an SDK's quick retries cannot help: x-should-retry: false.
+  if (decision.decision === 'DECISION_ALLOW') return decision;
+  throw denialError(decision);
+}
+
+/**
+ * Whether an invalid-key denial is for a revoked key: auth's deny_reason says so; an auth that
+ * predates it (a rolling upgrade) leaves it unspecified, and then its message does.
+ */
+function isRevoked(decision: CheckKeyResponseOutput): boolean {
+  switch (decision.deny_reason) {
+    case 'DENY_REASON_REVOKED':
+      return true;
+    case 'DENY_REASON_UNKNOWN_KEY':
+      return false;
+    default:
+      return decision.message === REVOKED_KEY;
+  }
+}
+
+/** The error answering one of auth's denials, by the DENIALS table; an unknown decision is an invalid key. */
+export function denialError(decision: CheckKeyResponseOutput): RequestError {
+  const name = decision.decision as keyof typeof DENIALS;
+  const { code, status, type } = Object.hasOwn(DENIALS, name) ? DENIALS[name] : DENIALS.DECISION_DENY_INVALID_KEY;
+  switch (code) {
+    case 'invalid_api_key':
+      return new RequestError(status, isRevoked(decision) ? REVOKED_KEY : INVALID_KEY, { code, type });
+    case 'insufficient_quota': {
+      // Over a daily budget the time until the UTC day ends is the Retry-After; over a monthly one
+      // waiting cannot help, so there is none. Either way an SDK's quick retries cannot help.
       const retryAfterMs = decision.retry_after_ms ?? 0;
-      throw new RequestError(429, decision.message || 'You exceeded your current quota.', {
-        code: 'insufficient_quota',
-        type: 'insufficient_quota',
+      return new RequestError(status, decision.message || 'You exceeded your current quota.', {
+        code,
+        type,
         headers: { ...rateLimitHeaders(decision), ...(retryAfterMs > 0 ? retryAfterHeaders(retryAfterMs) : {}), 'x-should-retry': 'false' },
       });
     }
-    default:
-      throw new RequestError(401, decision.message === REVOKED_KEY ? REVOKED_KEY : INVALID_KEY, { code: 'invalid_api_key', type: 'invalid_request_error' });
+    default: {
+      // Too large: x-should-retry: false and no Retry-After, since waiting cannot help.
+      const tooLarge = code === 'request_too_large';
+      return new RequestError(status, decision.message || 'Rate limit reached.', {
+        code,
+        type,
+        headers: { ...rateLimitHeaders(decision), ...(tooLarge ? { 'x-should-retry': 'false' } : retryAfterHeaders(decision.retry_after_ms ?? 1000)) },
+      });
+    }
   }
 }

@@ -118,12 +118,14 @@ export class CompletionPipeline {
   private admit(completion: Completion): Promise<CheckKeyResponseOutput> {
     const { deps } = this;
     const { apiKey, requestId, signal, traceparent } = completion;
-    return checkKey(deps, apiKey, requestId, this.reserved(completion, completion.promptTokens), signal, traceparent).catch(async (error: unknown) => {
-      // Too large for the key's tokens per minute on an estimate: the exact count decides.
-      if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
-      const exact = await countBoundedPromptTokens(deps.catalog, completion.parsed);
-      return checkKey(deps, apiKey, requestId, this.reserved(completion, exact), signal, traceparent);
-    });
+    return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, completion.promptTokens), signal, traceparent }).catch(
+      async (error: unknown) => {
+        // Too large for the key's tokens per minute on an estimate: the exact count decides.
+        if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
+        const exact = await countBoundedPromptTokens(deps.catalog, completion.parsed);
+        return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, exact), signal, traceparent });
+      },
+    );
   }
 
   /** The tokens a request reserves: its prompt and the completion it may produce. */

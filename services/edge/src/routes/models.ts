@@ -61,7 +61,7 @@ function catalogOrUnavailable(deps: EdgeDependencies) {
 export function registerModels(app: FastifyInstance, deps: EdgeDependencies): void {
   app.get('/v1/models', async (request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply) => {
     noteKeyChecked(request);
-    await checkKey(deps, bearerKey(request), request.id, 0);
+    await checkKey(deps, bearerKey(request), request.id);
     const models = catalogOrUnavailable(deps).list();
     const { limit: limitText, after } = request.query;
     let limit = models.length;
@@ -94,7 +94,7 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
   // The id may contain '/', sent raw or as %2F: take everything after the prefix.
   app.get('/v1/models/*', async (request: FastifyRequest<{ Params: { '*': string } }>, reply) => {
     noteKeyChecked(request);
-    await checkKey(deps, bearerKey(request), request.id, 0);
+    await checkKey(deps, bearerKey(request), request.id);
     let id: string;
     try {
       id = decodeURIComponent(request.params['*']);

@@ -21,69 +21,61 @@ import type {
   UsageCountsOutput,
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
-import { invalid } from '../errors.js';
-import type { UsageResultJson } from '../wire/usage-json.js';
-import { adminTokenHook } from './admin-token.js';
 import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
+import { edgeError } from '../error-codes.js';
+import { planName } from './admin-keys.js';
+import {
+  AdminUsageQuerySchema,
+  BUCKET_ALIASES,
+  type BucketWidth,
+  type GatewayRequest,
+  type Grouping,
+  KeyUsageQuerySchema,
+  type List,
+  type ModelHealth,
+  type RecentRequestsQuery,
+  RecentRequestsQuerySchema,
+  type UsagePage,
+  type UsageQueryString,
+  type UsageResult,
+} from './admin-api-schemas.js';
+import { registerAdminScope } from './admin-scope.js';
 import { tierName } from './models.js';
+import { compileSchemaValidator, schemaRefusal } from './schema-validation.js';
 
-/** What usage can be grouped by. */
-type Grouping = 'key' | 'model' | 'plan';
-
-/** A parsed usage query. */
+/** A checked usage query. */
 interface UsageQuery {
   start: number;
   end: number;
-  bucket: 'hour' | 'day';
+  bucket: BucketWidth;
   groupBy: Grouping[];
   keyId?: string;
 }
 
-const BUCKET_ALIASES: Record<string, 'hour' | 'day'> = { hour: 'hour', '1h': 'hour', day: 'day', '1d': 'day' };
-const KEY_ID = /^key_[A-Za-z0-9]{16}$/;
-const PLAN_NAMES: Record<string, string> = { PLAN_STARTER: 'starter', PLAN_PRO: 'pro', PLAN_ENTERPRISE: 'enterprise' };
+/** OpenAI's names of usage query parameters, read as ours when ours are absent. */
+const QUERY_ALIASES = [
+  ['start_time', 'start'],
+  ['end_time', 'end'],
+  ['bucket_width', 'bucket'],
+] as const;
 
-/** One query parameter as a single string (a repeated parameter is refused). */
-function single(query: Record<string, unknown>, names: readonly string[]): string | undefined {
-  for (const name of names) {
-    const value = query[name];
-    if (value === undefined) continue;
-    if (typeof value !== 'string') throw invalid(name, `'${name}' must be given once.`);
-    return value;
+/** Reads start_time, end_time and bucket_width as start, end and bucket, before the query is validated. */
+async function readAliases(request: FastifyRequest): Promise<void> {
+  const query = request.query as Record<string, unknown>;
+  for (const [alias, name] of QUERY_ALIASES) {
+    if (query[name] !== undefined || query[alias] === undefined) continue;
+    query[name] = query[alias];
+    delete query[alias];
   }
-  return undefined;
 }
 
-function unixSeconds(value: string | undefined, param: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[0-9]{1,12}$/.test(value)) throw invalid(param, `'${param}' must be a time in Unix seconds (a non-negative integer).`);
-  return Number(value);
-}
-
-/** Reads and checks a usage query; `groupings` are what this route may group by. */
-function usageQuery(request: FastifyRequest, groupings: readonly Grouping[], admin: boolean): UsageQuery {
-  const query = (request.query ?? {}) as Record<string, unknown>;
-  const known = ['start', 'start_time', 'end', 'end_time', 'bucket', 'bucket_width', 'group_by', ...(admin ? ['key_id'] : [])];
-  for (const name of Object.keys(query)) {
-    if (!known.includes(name)) throw invalid(name, `Unknown query parameter '${name}'. Allowed: ${known.join(', ')}.`, 'unknown_parameter');
-  }
-  const start = unixSeconds(single(query, ['start', 'start_time']), 'start');
-  if (start === undefined) throw invalid('start', "'start' is required: the range's start in Unix seconds.", 'missing_required_parameter');
-  const end = unixSeconds(single(query, ['end', 'end_time']), 'end') ?? Math.ceil(Date.now() / 1000);
-  if (end < start) throw invalid('end', "'end' must not be before 'start'.");
-  const bucketText = single(query, ['bucket', 'bucket_width']) ?? 'day';
-  const bucket = BUCKET_ALIASES[bucketText];
-  if (!bucket) throw invalid('bucket', "'bucket' must be 'hour' or 'day'.");
-  const groupText = single(query, ['group_by']);
-  const groupBy: Grouping[] = [];
-  for (const part of groupText ? groupText.split(',') : []) {
-    const name = part.trim() as Grouping;
-    if (!groupings.includes(name)) throw invalid('group_by', `'group_by' takes a comma-separated list of ${groupings.join(', ')}.`);
-    if (!groupBy.includes(name)) groupBy.push(name);
-  }
-  const keyId = admin ? single(query, ['key_id']) : undefined;
-  if (keyId !== undefined && !KEY_ID.test(keyId)) throw invalid('key_id', "'key_id' must be a key id (key_ and 16 letters or digits).");
-  return { start, end, bucket, groupBy, ...(keyId ? { keyId } : {}) };
+/** A validated usage query string as a query; the one check no schema can make, that `end` is not before `start`. */
+function usageQuery(query: UsageQueryString): UsageQuery {
+  const start = Number(query.start);
+  const end = query.end === undefined ? Math.ceil(Date.now() / 1000) : Number(query.end);
+  if (end < start) throw edgeError('invalid_value', "'end' must not be before 'start'.", { param: 'end' });
+  const groupBy = [...new Set((query.group_by || undefined)?.split(',').map((part) => part.trim() as Grouping) ?? [])];
+  return { start, end, bucket: BUCKET_ALIASES[query.bucket ?? 'day'], groupBy, ...(query.key_id ? { keyId: query.key_id } : {}) };
 }
 
 /** Sums of one group. */
@@ -107,7 +99,7 @@ function addCounts(sums: Sums, counts: UsageCountsOutput | null | undefined): vo
   sums.fallbacks += Number(counts?.fallbacks ?? 0);
 }
 
-function resultJson(sums: Sums, group: Partial<Record<'key_id' | 'model' | 'plan', string>>): UsageResultJson {
+function resultJson(sums: Sums, group: Partial<Record<'key_id' | 'model' | 'plan', string>>): UsageResult {
   return {
     object: 'usage.result',
     ...group,
@@ -185,19 +177,29 @@ function queryUsage(deps: EdgeDependencies, request: FastifyRequest, query: Usag
 
 /** Registers GET /v1/usage: a key's own usage, read with that key. */
 export function registerUsage(app: FastifyInstance, deps: EdgeDependencies): void {
-  app.get('/v1/usage', async (request) => {
-    // The key first: a caller without a valid key learns nothing from the query's errors.
-    noteKeyChecked(request);
-    const decision = await checkKey(deps, bearerKey(request), request.id, 0);
-    const query = usageQuery(request, ['model'], false);
-    const keyId = decision.key_id ?? '';
-    return usagePage(query, await queryUsage(deps, request, query, [keyId]), () => '');
-  });
+  app.get<{ Querystring: UsageQueryString }>(
+    '/v1/usage',
+    {
+      schema: { querystring: KeyUsageQuerySchema },
+      validatorCompiler: compileSchemaValidator,
+      schemaErrorFormatter: schemaRefusal,
+      preValidation: readAliases,
+    },
+    async (request): Promise<UsagePage> => {
+      // The key first: a caller without a valid key learns nothing from the query's errors (a
+      // query refused by its schema waits for the key's check too: app.ts's error handler).
+      noteKeyChecked(request);
+      const decision = await checkKey(deps, bearerKey(request), request.id);
+      const query = usageQuery(request.query);
+      const keyId = decision.key_id ?? '';
+      return usagePage(query, await queryUsage(deps, request, query, [keyId]), () => '');
+    },
+  );
 }
 
 /** A metered request as the admin API shows it. */
-function recentJson(entry: RecentRequestOutput) {
-  const outcome = (entry.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase();
+function recentJson(entry: RecentRequestOutput): GatewayRequest {
+  const outcome = (entry.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase() as GatewayRequest['outcome'];
   return {
     object: 'gateway.request',
     id: entry.event_id ?? '',
@@ -221,55 +223,53 @@ function recentJson(entry: RecentRequestOutput) {
 
 /** Registers the admin API's usage, latest requests and model health, when an admin token is configured. */
 export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies): void {
-  const token = deps.config.EDGE_ADMIN_TOKEN;
-  if (!token) return;
-  const options = (requestId: string) => ({ deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId });
+  registerAdminScope(app, deps, (admin, options) => {
+    admin.get<{ Querystring: UsageQueryString }>(
+      '/admin/v1/usage',
+      { schema: { querystring: AdminUsageQuerySchema }, preValidation: readAliases },
+      async (request): Promise<UsagePage> => {
+        const query = usageQuery(request.query);
+        const [usage, plans] = await Promise.all([
+          queryUsage(deps, request, query, query.keyId ? [query.keyId] : []),
+          // A key's plan is its plan now: usage is grouped by the plans keys have today.
+          query.groupBy.includes('plan')
+            ? callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id)).then(
+                (listed) => new Map(listed.keys.map((key) => [key.key_id ?? '', planName(key.plan)])),
+              )
+            : Promise.resolve(new Map<string, string>()),
+        ]);
+        return usagePage(query, usage, (keyId) => plans.get(keyId) ?? 'unknown');
+      },
+    );
 
-  void app.register(async (admin) => {
-    admin.addHook('onRequest', adminTokenHook(token));
+    admin.get<{ Querystring: RecentRequestsQuery }>(
+      '/admin/v1/requests',
+      { schema: { querystring: RecentRequestsQuerySchema } },
+      async (request): Promise<List<GatewayRequest>> => {
+        const { limit = '50', key_id: keyId = '' } = request.query;
+        const listed = await callUnary<ListRecentRequestsRequest, ListRecentRequestsResponseOutput>(
+          deps.metering,
+          deps.metering.ListRecentRequests,
+          { limit: Number(limit), key_id: keyId },
+          options(request.id),
+        );
+        return { object: 'list', data: listed.requests.map(recentJson) };
+      },
+    );
 
-    admin.get('/admin/v1/usage', async (request) => {
-      const query = usageQuery(request, ['key', 'model', 'plan'], true);
-      const [usage, plans] = await Promise.all([
-        queryUsage(deps, request, query, query.keyId ? [query.keyId] : []),
-        // A key's plan is its plan now: usage is grouped by the plans keys have today.
-        query.groupBy.includes('plan')
-          ? callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id)).then(
-              (listed) => new Map(listed.keys.map((key) => [key.key_id ?? '', PLAN_NAMES[key.plan ?? ''] ?? 'unknown'])),
-            )
-          : Promise.resolve(new Map<string, string>()),
-      ]);
-      return usagePage(query, usage, (keyId) => plans.get(keyId) ?? 'unknown');
-    });
-
-    admin.get('/admin/v1/requests', async (request) => {
-      const query = (request.query ?? {}) as Record<string, unknown>;
-      for (const name of Object.keys(query)) {
-        if (name !== 'limit' && name !== 'key_id') throw invalid(name, `Unknown query parameter '${name}'. Allowed: limit, key_id.`, 'unknown_parameter');
-      }
-      const limitText = single(query, ['limit']);
-      const limit = limitText === undefined ? 50 : Number(limitText);
-      if (!/^[0-9]{1,3}$/.test(limitText ?? '50') || limit < 1 || limit > 200) throw invalid('limit', "'limit' must be an integer from 1 to 200.");
-      const keyId = single(query, ['key_id']);
-      if (keyId !== undefined && !KEY_ID.test(keyId)) throw invalid('key_id', "'key_id' must be a key id (key_ and 16 letters or digits).");
-      const listed = await callUnary<ListRecentRequestsRequest, ListRecentRequestsResponseOutput>(
-        deps.metering,
-        deps.metering.ListRecentRequests,
-        { limit, key_id: keyId ?? '' },
-        options(request.id),
-      );
-      return { object: 'list', data: listed.requests.map(recentJson) };
-    });
-
-    admin.get('/admin/v1/models', async () => ({
-      object: 'list',
-      data: deps.catalog.list().map((model) => ({
-        id: model.id ?? '',
-        provider: model.provider ?? '',
-        available: model.available === true,
-        retry_after_ms: model.available === false && model.retry_after_ms !== undefined && model.retry_after_ms !== null ? Number(model.retry_after_ms) : null,
-        quality_tier: tierName(model.quality_tier),
-      })),
-    }));
+    admin.get(
+      '/admin/v1/models',
+      async (): Promise<List<ModelHealth>> => ({
+        object: 'list',
+        data: deps.catalog.list().map((model) => ({
+          id: model.id ?? '',
+          provider: model.provider ?? '',
+          available: model.available === true,
+          retry_after_ms:
+            model.available === false && model.retry_after_ms !== undefined && model.retry_after_ms !== null ? Number(model.retry_after_ms) : null,
+          quality_tier: tierName(model.quality_tier),
+        })),
+      }),
+    );
   });
 }

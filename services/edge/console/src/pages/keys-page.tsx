@@ -8,6 +8,8 @@ import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type Ke
 import { ErrorBanner } from '../error-banner';
 import { FieldError, fieldsOfKey, keyChange, parseFields, type KeyFields } from '../key-fields';
 import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
+import { EmptyRow, Page, RefreshButton, SubmitRow } from '../page';
+import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
 const EMPTY_FIELDS: KeyFields = { name: '', plan: 'starter', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '' };
@@ -70,18 +72,17 @@ function KeyFieldInputs({
 /** Creates a key; what is left empty follows the plan. */
 function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: CreatedKey) => void }) {
   const [fields, setFields] = useState<KeyFields>(EMPTY_FIELDS);
-  const [error, setError] = useState<ApiError | string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction(formError);
   return (
     <form
       class="card"
       data-testid="create-key-form"
-      onSubmit={async (event) => {
+      onSubmit={(event) => {
         event.preventDefault();
-        setError(undefined);
-        try {
+        return run(async () => {
           const parsed = parseFields(fields);
-          const creation: KeyCreation = { plan: fields.plan };
+          // The create form starts from a plan it offers and offers only those: never `unknown`.
+          const creation: KeyCreation = { plan: fields.plan as Plan };
           if (fields.name.trim()) creation.name = fields.name.trim();
           const limits: NonNullable<KeyCreation['limits']> = {};
           if (parsed.requestsPerMinute !== undefined) limits.requests_per_minute = parsed.requestsPerMinute;
@@ -91,14 +92,9 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
           if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
           if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
           if (Object.keys(budgets).length > 0) creation.budgets = budgets;
-          setBusy(true);
           onCreated(await api.createKey(creation));
           setFields(EMPTY_FIELDS);
-        } catch (caught) {
-          setError(formError(caught));
-        } finally {
-          setBusy(false);
-        }
+        });
       }}
     >
       <h2>Create a key</h2>
@@ -111,10 +107,7 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
       <p class="hint">
         Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it.
       </p>
-      <ErrorBanner error={error} testId="create-key-error" />
-      <button type="submit" disabled={busy} data-testid="create-key-submit">
-        {busy ? 'Creating…' : 'Create key'}
-      </button>
+      <SubmitRow error={error} errorTestId="create-key-error" busy={busy} label="Create key" busyLabel="Creating…" testId="create-key-submit" />
     </form>
   );
 }
@@ -165,27 +158,20 @@ function SecretBox({ created, onDismiss }: { created: CreatedKey; onDismiss: () 
 function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDone: (changed: boolean) => void }) {
   const original = fieldsOfKey(apiKey);
   const [fields, setFields] = useState<KeyFields>(original);
-  const [error, setError] = useState<ApiError | string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction(formError);
   const planned = (value: string) => `plan's (${value})`;
   return (
     <form
       class="edit"
       data-testid="edit-key-form"
-      onSubmit={async (event) => {
+      onSubmit={(event) => {
         event.preventDefault();
-        setError(undefined);
-        try {
+        return run(async () => {
           const change = keyChange(original, fields);
           if (!change) return onDone(false);
-          setBusy(true);
           await api.updateKey(apiKey.id, change);
           onDone(true);
-        } catch (caught) {
-          setError(formError(caught));
-        } finally {
-          setBusy(false);
-        }
+        });
       }}
     >
       <KeyFieldInputs
@@ -227,8 +213,7 @@ function Setting({ text, overridden }: { text: string; overridden: boolean }) {
 /** One key's row, with its edit form and revocation below it when open. */
 function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChanged: () => void }) {
   const [mode, setMode] = useState<'view' | 'edit' | 'confirm-revoke'>('view');
-  const [error, setError] = useState<ApiError | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run, clearError } = useAction(asApiError);
   const { overrides } = apiKey;
   return (
     <>
@@ -291,19 +276,13 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
                     class="danger"
                     disabled={busy}
                     data-testid="key-revoke-confirm"
-                    onClick={async () => {
-                      setBusy(true);
-                      setError(undefined);
-                      try {
+                    onClick={() =>
+                      run(async () => {
                         await api.revokeKey(apiKey.id);
                         setMode('view');
                         onChanged();
-                      } catch (caught) {
-                        setError(asApiError(caught));
-                      } finally {
-                        setBusy(false);
-                      }
-                    }}
+                      })
+                    }
                   >
                     Revoke key
                   </button>
@@ -312,7 +291,7 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
                     class="secondary"
                     onClick={() => {
                       setMode('view');
-                      setError(undefined);
+                      clearError();
                     }}
                     data-testid="key-revoke-cancel"
                   >
@@ -335,13 +314,7 @@ export function KeysPage({ api }: { api: AdminApi }) {
   // Newest first: the key just created is at the top, beside its secret.
   const list = useMemo(() => [...(keys.data ?? [])].sort((left, right) => right.created_at - left.created_at), [keys.data]);
   return (
-    <section data-testid="page-keys" data-state={keys.loading ? 'loading' : keys.error ? 'error' : 'ready'}>
-      <div class="page-head">
-        <h1>Keys</h1>
-        <button type="button" class="secondary" onClick={keys.reload} data-testid="keys-refresh">
-          Refresh
-        </button>
-      </div>
+    <Page name="keys" title="Keys" loaded={keys} tools={<RefreshButton loaded={keys} testId="keys-refresh" />}>
       {created && <SecretBox created={created} onDismiss={() => setCreated(undefined)} />}
       <CreateKeyForm
         api={api}
@@ -371,17 +344,13 @@ export function KeysPage({ api }: { api: AdminApi }) {
             {list.map((key) => (
               <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />
             ))}
-            {keys.data && list.length === 0 && (
-              <tr>
-                <td colSpan={10} class="muted">
-                  No keys yet.
-                </td>
-              </tr>
-            )}
+            <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={10}>
+              No keys yet.
+            </EmptyRow>
           </tbody>
         </table>
       </div>
       <p class="hint">* set on the key itself, over its plan.</p>
-    </section>
+    </Page>
   );
 }

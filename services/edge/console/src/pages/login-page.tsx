@@ -4,7 +4,7 @@
  */
 import { useState } from 'preact/hooks';
 import type { ApiError } from '../admin-api';
-import { ErrorBanner } from '../error-banner';
+import { SubmitRow } from '../page';
 
 /** The login form; `error` is why the last attempt or session ended. */
 export function LoginPage({ error, onLogin }: { error: ApiError | string | undefined; onLogin: (token: string) => Promise<void> }) {
@@ -44,10 +44,7 @@ export function LoginPage({ error, onLogin }: { error: ApiError | string | undef
             data-testid="login-token"
           />
         </label>
-        <ErrorBanner error={error} testId="login-error" />
-        <button type="submit" disabled={busy} data-testid="login-submit">
-          {busy ? 'Checking…' : 'Log in'}
-        </button>
+        <SubmitRow error={error} errorTestId="login-error" busy={busy} label="Log in" busyLabel="Checking…" testId="login-submit" />
       </form>
     </main>
   );

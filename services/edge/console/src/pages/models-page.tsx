@@ -5,6 +5,7 @@
 import type { AdminApi } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatMilliseconds } from '../format';
+import { EmptyRow, Page, RefreshButton } from '../page';
 import { useLoader } from '../use-loader';
 
 /** The Models page. */
@@ -12,13 +13,7 @@ export function ModelsPage({ api }: { api: AdminApi }) {
   const models = useLoader(() => api.models(), [api]);
   const list = models.data ?? [];
   return (
-    <section data-testid="page-models" data-state={models.loading ? 'loading' : models.error ? 'error' : 'ready'}>
-      <div class="page-head">
-        <h1>Models</h1>
-        <button type="button" class="secondary" onClick={models.reload} data-testid="models-refresh">
-          Refresh
-        </button>
-      </div>
+    <Page name="models" title="Models" loaded={models} tools={<RefreshButton loaded={models} testId="models-refresh" />}>
       <ErrorBanner error={models.error} />
       <div class="table-wrap">
         <table data-testid="models-table">
@@ -43,16 +38,12 @@ export function ModelsPage({ api }: { api: AdminApi }) {
                 <td>{model.quality_tier ?? <span class="muted">—</span>}</td>
               </tr>
             ))}
-            {models.data && list.length === 0 && (
-              <tr>
-                <td colSpan={5} class="muted">
-                  The catalog has no models.
-                </td>
-              </tr>
-            )}
+            <EmptyRow shown={models.data !== undefined && list.length === 0} columns={5}>
+              The catalog has no models.
+            </EmptyRow>
           </tbody>
         </table>
       </div>
-    </section>
+    </Page>
   );
 }

@@ -5,6 +5,7 @@
 import { useState } from 'preact/hooks';
 import type { AdminApi, GatewayRequest } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
+import { EmptyRow, Page, RefreshButton } from '../page';
 import { formatCount, formatMilliseconds, formatUnixMilliseconds, formatUsd } from '../format';
 import { useLoader } from '../use-loader';
 
@@ -24,24 +25,27 @@ export function RequestsPage({ api }: { api: AdminApi }) {
   const names = new Map((keys.data ?? []).map((key) => [key.id, key.name]));
   const list = requests.data ?? [];
   return (
-    <section data-testid="page-requests" data-state={requests.loading ? 'loading' : requests.error ? 'error' : 'ready'}>
-      <div class="page-head">
-        <h1>Requests</h1>
-        <label class="inline">
-          Key
-          <select value={keyId} onChange={(event) => setKeyId(event.currentTarget.value)} data-testid="requests-key-filter">
-            <option value="">All keys</option>
-            {(keys.data ?? []).map((key) => (
-              <option key={key.id} value={key.id}>
-                {key.name ? `${key.name} (${key.id})` : key.id}
-              </option>
-            ))}
-          </select>
-        </label>
-        <button type="button" class="secondary" onClick={requests.reload} data-testid="requests-refresh">
-          Refresh
-        </button>
-      </div>
+    <Page
+      name="requests"
+      title="Requests"
+      loaded={requests}
+      tools={
+        <>
+          <label class="inline">
+            Key
+            <select value={keyId} onChange={(event) => setKeyId(event.currentTarget.value)} data-testid="requests-key-filter">
+              <option value="">All keys</option>
+              {(keys.data ?? []).map((key) => (
+                <option key={key.id} value={key.id}>
+                  {key.name ? `${key.name} (${key.id})` : key.id}
+                </option>
+              ))}
+            </select>
+          </label>
+          <RefreshButton loaded={requests} testId="requests-refresh" />
+        </>
+      }
+    >
       <ErrorBanner error={requests.error ?? keys.error} />
       <div class="table-wrap">
         <table data-testid="requests-table">
@@ -95,16 +99,12 @@ export function RequestsPage({ api }: { api: AdminApi }) {
                 <td class="number">{formatCount(request.fallbacks)}</td>
               </tr>
             ))}
-            {requests.data && list.length === 0 && (
-              <tr>
-                <td colSpan={10} class="muted">
-                  No requests yet.
-                </td>
-              </tr>
-            )}
+            <EmptyRow shown={requests.data !== undefined && list.length === 0} columns={10}>
+              No requests yet.
+            </EmptyRow>
           </tbody>
         </table>
       </div>
-    </section>
+    </Page>
   );
 }

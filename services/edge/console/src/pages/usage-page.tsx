@@ -7,6 +7,7 @@ import { useCallback, useMemo, useState } from 'preact/hooks';
 import type { AdminApi, Key, UsagePage as UsagePageJson, UsageResult } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatCount, formatUsd } from '../format';
+import { EmptyRow, Page, RefreshButton } from '../page';
 import { SpendChart } from '../spend-chart';
 import { OTHER_SERIES, RANGES, spendSeries, totalsBy, usageWindow, type RangeId, type UsageTotals, type UsageWindow } from '../usage-series';
 import { useLoader } from '../use-loader';
@@ -93,13 +94,9 @@ function TotalsTable({
           {rows.map((row) => (
             <TotalsRow key={row.id} label={row.label} totals={row.totals} testId={rowTestId} groupId={row.id} />
           ))}
-          {rows.length === 0 && (
-            <tr>
-              <td colSpan={8} class="muted">
-                No usage in this range.
-              </td>
-            </tr>
-          )}
+          <EmptyRow shown={rows.length === 0} columns={8}>
+            No usage in this range.
+          </EmptyRow>
         </tbody>
         <tfoot>
           <TotalsRow label="All" totals={all} testId={`${testId}-all`} />
@@ -129,54 +126,57 @@ export function UsagePage({ api }: { api: AdminApi }) {
   const labelKey = useCallback((id: string) => keyLabel(keys, id), [keys]);
 
   return (
-    <section data-testid="page-usage" data-state={usage.loading ? 'loading' : usage.error ? 'error' : 'ready'}>
-      <div class="page-head">
-        <h1>Usage</h1>
-        <label class="inline">
-          Range
-          <select
-            value={rangeId}
-            data-testid="usage-range"
-            onChange={(event) => {
-              const next = event.currentTarget.value as RangeId;
-              setRangeId(next);
-              keepChoices(next, keyId);
-            }}
-          >
-            {RANGES.map((entry) => (
-              <option key={entry.id} value={entry.id}>
-                {entry.label}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="inline">
-          Key
-          <select
-            value={keyId}
-            data-testid="usage-key-filter"
-            onChange={(event) => {
-              const next = event.currentTarget.value;
-              setKeyId(next);
-              keepChoices(rangeId, next);
-            }}
-          >
-            <option value="">All keys</option>
-            {/* The chosen key stays listed while the key list loads. */}
-            {keyId && !keys.has(keyId) && <option value={keyId}>{keyId}</option>}
-            {[...keys.values()]
-              .sort((left, right) => right.created_at - left.created_at)
-              .map((key) => (
-                <option key={key.id} value={key.id}>
-                  {keyLabel(keys, key.id)}
+    <Page
+      name="usage"
+      title="Usage"
+      loaded={usage}
+      tools={
+        <>
+          <label class="inline">
+            Range
+            <select
+              value={rangeId}
+              data-testid="usage-range"
+              onChange={(event) => {
+                const next = event.currentTarget.value as RangeId;
+                setRangeId(next);
+                keepChoices(next, keyId);
+              }}
+            >
+              {RANGES.map((entry) => (
+                <option key={entry.id} value={entry.id}>
+                  {entry.label}
                 </option>
               ))}
-          </select>
-        </label>
-        <button type="button" class="secondary" onClick={usage.reload} data-testid="usage-refresh">
-          Refresh
-        </button>
-      </div>
+            </select>
+          </label>
+          <label class="inline">
+            Key
+            <select
+              value={keyId}
+              data-testid="usage-key-filter"
+              onChange={(event) => {
+                const next = event.currentTarget.value;
+                setKeyId(next);
+                keepChoices(rangeId, next);
+              }}
+            >
+              <option value="">All keys</option>
+              {/* The chosen key stays listed while the key list loads. */}
+              {keyId && !keys.has(keyId) && <option value={keyId}>{keyId}</option>}
+              {[...keys.values()]
+                .sort((left, right) => right.created_at - left.created_at)
+                .map((key) => (
+                  <option key={key.id} value={key.id}>
+                    {keyLabel(keys, key.id)}
+                  </option>
+                ))}
+            </select>
+          </label>
+          <RefreshButton loaded={usage} testId="usage-refresh" />
+        </>
+      }
+    >
       <ErrorBanner error={usage.error} />
       {(data?.byKey.has_more || data?.byModel.has_more) && <p class="warning">The gateway returned only part of this range; the figures are incomplete.</p>}
       <div class="charts">
@@ -201,6 +201,6 @@ export function UsagePage({ api }: { api: AdminApi }) {
           />
         </>
       )}
-    </section>
+    </Page>
   );
 }

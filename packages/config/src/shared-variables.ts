@@ -1,0 +1,44 @@
+/**
+ * Variables more than one service reads, declared once so that each reads, checks and documents
+ * them alike. The patterns come from the packages that own them (@gateway/redis,
+ * @gateway/messaging), which this package does not depend on.
+ */
+import { Type } from '@sinclair/typebox';
+
+/** REDIS_URL and REDIS_WAIT_REPLICAS: auth (and its CLI) and metering. */
+export function redisVariables(urlPattern: string) {
+  return {
+    REDIS_URL: Type.String({
+      description:
+        "Redis (auth's keys and quotas, metering's totals): redis://host:port for one server (rediss:// with TLS), redis-cluster://host:port,host:port,... for a Redis Cluster (rediss-cluster:// with TLS).",
+      pattern: urlPattern,
+      default: 'redis://127.0.0.1:6379',
+    }),
+    REDIS_WAIT_REPLICAS: Type.Integer({
+      description:
+        "Redis replicas that must have metered usage and key changes before they count (WAIT; auth and metering): 0 for none, 1 on a cluster with replicas, so that a master's failover loses neither.",
+      minimum: 0,
+      maximum: 5,
+      default: 0,
+    }),
+  };
+}
+
+/** USAGE_STREAM and USAGE_STREAM_REPLICAS: the edge and metering, which must agree on both. */
+export function usageStreamVariables(namePattern: string) {
+  return {
+    USAGE_STREAM: Type.String({
+      description:
+        'The JetStream stream of usage events (edge and metering); one per gateway sharing a NATS. The default USAGE uses the subjects usage.v1.*; another name N uses n.usage.v1.* (lower-cased).',
+      pattern: namePattern,
+      default: 'USAGE',
+    }),
+    USAGE_STREAM_REPLICAS: Type.Integer({
+      description:
+        'Servers that keep each usage event (edge and metering, the same on both): 1 on one NATS server, 3 on a NATS cluster, so that an acknowledged event survives the loss of a server and its disk.',
+      minimum: 1,
+      maximum: 5,
+      default: 1,
+    }),
+  };
+}

@@ -1,0 +1,328 @@
+/**
+ * The admin API's contract, declared once: the TypeBox schemas of its request bodies and query
+ * strings, which the routes validate with (routes/admin-keys.ts, routes/usage.ts), and of its
+ * answers, whose static types the routes build and the web console reads
+ * (console/src/admin-api.ts imports the types only, so the console bundles no TypeBox).
+ *
+ * A schema node that a request can break carries the message it answers with as `errorMessage`
+ * (ajv-errors): one message for any failure of a value, or one per keyword of an object. An object
+ * is checked in steps (an `allOf`), each complete before the next, so that the first error is the
+ * first fault a reader would name: unknown field names, then a missing required field, then the
+ * values in the order of the fields. `{field}` in a message stands for the unknown field's name.
+ */
+import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
+
+/** The plans a key can have. */
+export const PLAN_NAMES = ['starter', 'pro', 'enterprise'] as const;
+/** The message of a body, or of its `limits` or `budgets`, that is not a JSON object. */
+export const NOT_AN_OBJECT = 'The request body must be a JSON object.';
+
+const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
+const BUDGET_FIELDS = ['daily_usd', 'monthly_usd'] as const;
+/** The fields a key's body may carry, in the order an unknown field's message lists them. */
+const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks'] as const;
+
+/** An object holding only `fields`, whatever their values; `emptyMessage` refuses an empty one. */
+function fieldNames(fields: readonly string[], emptyMessage?: string) {
+  const errorMessage = {
+    type: NOT_AN_OBJECT,
+    additionalProperties: `Unknown field '{field}'. Allowed: ${fields.join(', ')}.`,
+    ...(emptyMessage === undefined ? {} : { minProperties: emptyMessage }),
+  };
+  const properties = Object.fromEntries(fields.map((field) => [field, Type.Optional(Type.Unknown())]));
+  return Type.Object(properties, { additionalProperties: false, ...(emptyMessage === undefined ? {} : { minProperties: 1 }), errorMessage });
+}
+
+/**
+ * Checks of one object in steps, each complete before the next. TypeBox gives an intersection of
+ * objects a `type` of its own, which fails before any step: it carries the steps' message.
+ */
+function steps<Schemas extends TSchema[]>(...schemas: [...Schemas]) {
+  return Type.Intersect(schemas, { errorMessage: { type: NOT_AN_OBJECT } });
+}
+
+/** `limits` or `budgets`: an object of only `fields`, each optional and valued by `schemaOf(field)`. */
+function fieldsObject<Field extends string, Value extends TSchema>(fields: readonly Field[], schemaOf: (field: Field) => Value) {
+  const properties = Object.fromEntries(fields.map((field) => [field, Type.Optional(schemaOf(field)) as TOptional<Value>])) as {
+    [Name in Field]: TOptional<Value>;
+  };
+  return steps(fieldNames(fields), Type.Object(properties));
+}
+
+/** A key's plan by name. */
+export const PlanSchema = Type.Union(
+  PLAN_NAMES.map((plan) => Type.Literal(plan)),
+  { errorMessage: `'plan' must be one of ${PLAN_NAMES.join(', ')}.` },
+);
+/** A key's plan. */
+export type Plan = Static<typeof PlanSchema>;
+
+const NameSchema = Type.String({ maxLength: 200, errorMessage: "'name' must be a string of at most 200 characters." });
+
+/** A routing policy, or null for none: in a creation too, where it means the same as leaving it out. */
+const RoutingPolicySchema = Type.Union([Type.String({ pattern: '^[A-Za-z0-9._:-]{1,64}$' }), Type.Null()], {
+  errorMessage: "'routing_policy' must be 1 to 64 letters, digits, '.', '_', ':' or '-', or null to remove it.",
+});
+
+const PerMinute = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+const Unlimited = Type.Literal('unlimited');
+
+/**
+ * The USD amounts whose micro-dollars (`Math.round(usd * 1e6)`, what auth stores) are at least 1
+ * and a safe integer: exactly the doubles from 5e-7 to 9007199254.74099, since multiplying and
+ * rounding never reverse an order (the bounds were found by stepping across them; tests pin both).
+ */
+const Usd = Type.Number({ minimum: 5e-7, maximum: 9007199254.74099 });
+
+/** A per-minute limit: a count, or no limit at all. */
+export const LimitSchema = Type.Union([PerMinute, Unlimited]);
+export type Limit = Static<typeof LimitSchema>;
+/** A budget in USD, or none. */
+export const BudgetSchema = Type.Union([Usd, Unlimited]);
+export type Budget = Static<typeof BudgetSchema>;
+
+/** The body of POST /admin/v1/keys: the plan, and overrides of the plan's settings. */
+export const KeyCreationSchema = steps(
+  fieldNames(KEY_BODY_FIELDS),
+  Type.Object({ plan: Type.Unknown() }, { errorMessage: { required: { plan: `'plan' must be one of ${PLAN_NAMES.join(', ')}.` } } }),
+  Type.Object({
+    plan: PlanSchema,
+    name: Type.Optional(NameSchema),
+    routing_policy: Type.Optional(RoutingPolicySchema),
+    catalog_fallbacks: Type.Optional(Type.Boolean({ errorMessage: "'catalog_fallbacks' must be true or false." })),
+    limits: Type.Optional(
+      fieldsObject(LIMIT_FIELDS, (field) =>
+        Type.Union([PerMinute, Unlimited], { errorMessage: `'limits.${field}' must be a positive integer or "unlimited".` }),
+      ),
+    ),
+    budgets: Type.Optional(
+      fieldsObject(BUDGET_FIELDS, (field) =>
+        Type.Union([Usd, Unlimited], { errorMessage: `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited".` }),
+      ),
+    ),
+  }),
+);
+/** The body of POST /admin/v1/keys. Absent fields take the plan's values. */
+export type KeyCreation = Static<typeof KeyCreationSchema>;
+
+/** The body of PATCH /admin/v1/keys/:id: each field as in a creation, or null to take the plan's setting back. */
+export const KeyChangeSchema = steps(
+  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy or catalog_fallbacks.'),
+  Type.Object({
+    plan: Type.Optional(PlanSchema),
+    name: Type.Optional(NameSchema),
+    routing_policy: Type.Optional(RoutingPolicySchema),
+    catalog_fallbacks: Type.Optional(
+      Type.Union([Type.Boolean(), Type.Null()], { errorMessage: "'catalog_fallbacks' must be true or false, or null for the plan's default." }),
+    ),
+    limits: Type.Optional(
+      fieldsObject(LIMIT_FIELDS, (field) =>
+        Type.Union([PerMinute, Unlimited, Type.Null()], {
+          errorMessage: `'limits.${field}' must be a positive integer or "unlimited", or null for the plan's limit.`,
+        }),
+      ),
+    ),
+    budgets: Type.Optional(
+      fieldsObject(BUDGET_FIELDS, (field) =>
+        Type.Union([Usd, Unlimited, Type.Null()], {
+          errorMessage: `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited", or null for the plan's budget.`,
+        }),
+      ),
+    ),
+  }),
+);
+/** The body of PATCH /admin/v1/keys/:id: absent fields stay; null goes back to the plan's. */
+export type KeyChange = Static<typeof KeyChangeSchema>;
+
+const Nullable = <Schema extends TSchema>(schema: Schema) => Type.Union([schema, Type.Null()]);
+
+/** A key as the admin API returns it; never its secret, except once in the creation response. */
+export const KeySchema = Type.Object({
+  object: Type.Literal('api_key'),
+  id: Type.String(),
+  name: Type.String(),
+  /** A plan this edge does not know (a newer auth's) is `unknown`. */
+  plan: Type.Union([PlanSchema, Type.Literal('unknown')]),
+  /** Unix seconds. */
+  created_at: Type.Integer(),
+  /** Unix seconds, precise to a minute; null when never used. */
+  last_used_at: Nullable(Type.Integer()),
+  revoked: Type.Boolean(),
+  /** The limits in force: the key's overrides, else its plan's; null where neither sets one. */
+  limits: Type.Object({ requests_per_minute: Nullable(LimitSchema), tokens_per_minute: Nullable(LimitSchema) }),
+  /** The budgets in force, in USD per UTC day and month; null: none. */
+  budgets: Type.Object({ daily_usd: Nullable(Type.Number()), monthly_usd: Nullable(Type.Number()) }),
+  /** This key's overrides of its plan's limits, budgets and catalog fallbacks default. */
+  overrides: Type.Object({
+    requests_per_minute: Type.Optional(LimitSchema),
+    tokens_per_minute: Type.Optional(LimitSchema),
+    catalog_fallbacks: Type.Optional(Type.Boolean()),
+    daily_budget_usd: Type.Optional(BudgetSchema),
+    monthly_budget_usd: Type.Optional(BudgetSchema),
+  }),
+  routing_policy: Nullable(Type.String()),
+  /** In force: whether a request that says nothing about fallbacks uses the catalog's chain. */
+  catalog_fallbacks: Type.Boolean(),
+});
+/** An API key as the admin API shows it. */
+export type Key = Static<typeof KeySchema>;
+
+/** A new key: the secret is in this one response only. */
+export const CreatedKeySchema = Type.Intersect([KeySchema, Type.Object({ secret: Type.String() })]);
+export type CreatedKey = Static<typeof CreatedKeySchema>;
+
+/** A bucket's width. */
+export type BucketWidth = 'hour' | 'day';
+/** What usage can be grouped by. */
+export type Grouping = 'key' | 'model' | 'plan';
+
+/** A query string holding only `names`. */
+function queryNames(names: readonly string[]) {
+  const properties = Object.fromEntries(names.map((name) => [name, Type.Optional(Type.Unknown())]));
+  return Type.Object(properties, {
+    additionalProperties: false,
+    errorMessage: { additionalProperties: `Unknown query parameter '{field}'. Allowed: ${names.join(', ')}.` },
+  });
+}
+
+/** A query parameter given once (a repeated one arrives as an array) and matching `pattern`. */
+function queryParameter(name: string, pattern: string, message: string) {
+  return Type.String({ pattern, errorMessage: { type: `'${name}' must be given once.`, pattern: message } });
+}
+
+const UnixSeconds = (name: string) => queryParameter(name, '^[0-9]{1,12}$', `'${name}' must be a time in Unix seconds (a non-negative integer).`);
+const KeyIdParameter = queryParameter('key_id', '^key_[A-Za-z0-9]{16}$', "'key_id' must be a key id (key_ and 16 letters or digits).");
+
+/** A usage query's bucket width as the caller may spell it. */
+export const BUCKET_ALIASES = { hour: 'hour', '1h': 'hour', day: 'day', '1d': 'day' } as const satisfies Record<string, BucketWidth>;
+
+/**
+ * The query of GET /v1/usage (`groupings` ['model']) and GET /admin/v1/usage (every grouping, and
+ * key_id), once start_time, end_time and bucket_width (OpenAI's names) are read as start, end and
+ * bucket. That `end` is not before `start` is the route's to check.
+ */
+function usageQuerySchema(groupings: readonly Grouping[], admin: boolean) {
+  const names = ['start', 'start_time', 'end', 'end_time', 'bucket', 'bucket_width', 'group_by', ...(admin ? ['key_id'] : [])];
+  const grouping = `\\s*(?:${groupings.join('|')})\\s*`;
+  return steps(
+    queryNames(names),
+    Type.Object({ start: Type.Unknown() }, { errorMessage: { required: { start: "'start' is required: the range's start in Unix seconds." } } }),
+    Type.Object({
+      start: UnixSeconds('start'),
+      end: Type.Optional(UnixSeconds('end')),
+      bucket: Type.Optional(
+        Type.Unsafe<keyof typeof BUCKET_ALIASES>({
+          type: 'string',
+          enum: Object.keys(BUCKET_ALIASES),
+          errorMessage: { type: "'bucket' must be given once.", enum: "'bucket' must be 'hour' or 'day'." },
+        }),
+      ),
+      group_by: Type.Optional(
+        queryParameter('group_by', `^(?:${grouping}(?:,${grouping})*)?$`, `'group_by' takes a comma-separated list of ${groupings.join(', ')}.`),
+      ),
+      ...(admin ? { key_id: Type.Optional(KeyIdParameter) } : {}),
+    }),
+  );
+}
+
+/** The query of GET /v1/usage: a key's own usage, by model at most. */
+export const KeyUsageQuerySchema = usageQuerySchema(['model'], false);
+/** The query of GET /admin/v1/usage. */
+export const AdminUsageQuerySchema = usageQuerySchema(['key', 'model', 'plan'], true);
+/** A usage query as the route reads it. */
+export type UsageQueryString = Static<typeof KeyUsageQuerySchema> & { key_id?: string };
+
+/** The query of GET /admin/v1/requests: from 1 to 200 (leading zeros allowed), 50 when absent. */
+export const RecentRequestsQuerySchema = steps(
+  queryNames(['limit', 'key_id']),
+  Type.Object({
+    limit: Type.Optional(queryParameter('limit', '^(?!0+$)(?:[0-9]{1,2}|[01][0-9]{2}|200)$', "'limit' must be an integer from 1 to 200.")),
+    key_id: Type.Optional(KeyIdParameter),
+  }),
+);
+export type RecentRequestsQuery = Static<typeof RecentRequestsQuerySchema>;
+
+/** Usage totals of one group where the query groups by key, model or plan (or of everything). */
+export const UsageResultSchema = Type.Object({
+  object: Type.Literal('usage.result'),
+  key_id: Type.Optional(Type.String()),
+  model: Type.Optional(Type.String()),
+  plan: Type.Optional(Type.String()),
+  requests: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  cached_tokens: Type.Integer(),
+  cost_usd: Type.Number(),
+  /** The exact cost: pico-USD (10^-12 USD) as a decimal integer. */
+  cost_pico_usd: Type.String(),
+  errors: Type.Integer(),
+  fallbacks: Type.Integer(),
+});
+export type UsageResult = Static<typeof UsageResultSchema>;
+
+/** One non-empty time bucket of a usage page. */
+export const UsageBucketSchema = Type.Object({
+  object: Type.Literal('bucket'),
+  /** Unix seconds. */
+  start_time: Type.Integer(),
+  end_time: Type.Integer(),
+  results: Type.Array(UsageResultSchema),
+});
+export type UsageBucket = Static<typeof UsageBucketSchema>;
+
+/** GET /v1/usage and /admin/v1/usage: only non-empty buckets, ascending. */
+export const UsagePageSchema = Type.Object({
+  object: Type.Literal('page'),
+  bucket: Type.Union([Type.Literal('hour'), Type.Literal('day')]),
+  start: Type.Integer(),
+  end: Type.Integer(),
+  group_by: Type.Array(Type.Union([Type.Literal('key'), Type.Literal('model'), Type.Literal('plan')])),
+  data: Type.Array(UsageBucketSchema),
+  totals: UsageResultSchema,
+  has_more: Type.Boolean(),
+  /** Keys left out because their usage could not be read now (a Redis shard failing over). */
+  unavailable_key_ids: Type.Optional(Type.Array(Type.String())),
+});
+export type UsagePage = Static<typeof UsagePageSchema>;
+
+/** One completion request the gateway handled (GET /admin/v1/requests). */
+export const GatewayRequestSchema = Type.Object({
+  object: Type.Literal('gateway.request'),
+  id: Type.String(),
+  request_id: Type.String(),
+  key_id: Type.String(),
+  /** Unix milliseconds. */
+  created_at: Type.Integer(),
+  requested_model: Type.String(),
+  model: Type.String(),
+  provider: Type.String(),
+  stream: Type.Boolean(),
+  /** unspecified from a metering that does not say. */
+  outcome: Type.Union([Type.Literal('completed'), Type.Literal('cancelled'), Type.Literal('failed'), Type.Literal('unspecified')]),
+  /** Why a failed request failed (the error envelope's code), where the gateway says. */
+  error_code: Nullable(Type.String()),
+  latency_ms: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  cost_usd: Type.Number(),
+  fallbacks: Type.Integer(),
+  /** For `"model": "auto"` only. */
+  auto: Nullable(Type.Object({ score: Type.Number(), tier: Type.String(), policy: Type.String() })),
+});
+export type GatewayRequest = Static<typeof GatewayRequestSchema>;
+
+/** A model's health as the gateway sees it (GET /admin/v1/models). */
+export const ModelHealthSchema = Type.Object({
+  id: Type.String(),
+  provider: Type.String(),
+  available: Type.Boolean(),
+  retry_after_ms: Nullable(Type.Integer()),
+  quality_tier: Nullable(Type.String()),
+});
+export type ModelHealth = Static<typeof ModelHealthSchema>;
+
+/** A list answer. */
+export interface List<T> {
+  object: 'list';
+  data: T[];
+}

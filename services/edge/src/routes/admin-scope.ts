@@ -1,0 +1,26 @@
+/**
+ * The scope every /admin route lives in: it exists only when EDGE_ADMIN_TOKEN is set (otherwise
+ * every path is a plain 404), answers only requests bearing that token, and checks bodies and
+ * query strings against the admin API's schemas (schema-validation.ts).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { CallOptions } from '@gateway/grpc';
+import type { EdgeDependencies } from '../dependencies.js';
+import { adminTokenHook } from './admin-token.js';
+import { compileSchemaValidator, schemaRefusal } from './schema-validation.js';
+
+/** Registers `routes` in the admin scope, handing them the options of a call to a peer. */
+export function registerAdminScope(
+  app: FastifyInstance,
+  deps: EdgeDependencies,
+  routes: (admin: FastifyInstance, callOptions: (requestId: string) => CallOptions) => void,
+): void {
+  const token = deps.config.EDGE_ADMIN_TOKEN;
+  if (!token) return;
+  void app.register(async (admin) => {
+    admin.addHook('onRequest', adminTokenHook(token));
+    admin.setValidatorCompiler(compileSchemaValidator);
+    admin.setSchemaErrorFormatter(schemaRefusal);
+    routes(admin, (requestId) => ({ deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId }));
+  });
+}

@@ -1,0 +1,150 @@
+/**
+ * The usage API's query strings: what each route accepts, and the 400 (code and param) each
+ * malformed query answers. Metering and auth are in-process fakes of their gRPC methods.
+ */
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+import type { UsageServiceClient } from '@gateway/proto';
+import { buildEdgeApp } from '../app.js';
+import { readEdgeConfig } from '../config.js';
+import type { EdgeDependencies } from '../dependencies.js';
+
+const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
+const API_KEY = `br-${'k'.repeat(40)}`;
+const KEY_ID = 'key_0123456789abcdef';
+
+/** The requests metering received, in order. */
+const received: Array<{ method: string; request: Record<string, unknown> }> = [];
+
+function fakeMetering(): UsageServiceClient {
+  const unary =
+    (method: string, response: unknown) =>
+    (request: Record<string, unknown>, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: unknown) => void) => {
+      received.push({ method, request });
+      setImmediate(() => callback(null, response));
+      return { cancel() {} };
+    };
+  return {
+    QueryUsage: unary('QueryUsage', { rows: [] }),
+    ListRecentRequests: unary('ListRecentRequests', { requests: [] }),
+  } as unknown as UsageServiceClient;
+}
+
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  const deps = {
+    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }),
+    logger: createLogger('edge', 'silent'),
+    registry: new prometheus.Registry(),
+    metering: fakeMetering(),
+    decisions: { call: async () => ({ decision: 'DECISION_ALLOW', key_id: KEY_ID }) },
+    ready: async () => true,
+  } as unknown as EdgeDependencies;
+  app = await buildEdgeApp(deps);
+  await app.ready();
+});
+
+afterAll(async () => {
+  await app.close();
+});
+
+beforeEach(() => {
+  received.length = 0;
+});
+
+async function get(url: string, token: string) {
+  const response = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
+  return { status: response.statusCode, body: response.json() };
+}
+
+function refused(param: string | null, message: string, code = 'invalid_value') {
+  return { status: 400, body: { error: { message, type: 'invalid_request_error', param, code } } };
+}
+
+const KEY_ALLOWED = 'start, start_time, end, end_time, bucket, bucket_width, group_by';
+const START = "'start' must be a time in Unix seconds (a non-negative integer).";
+
+/** [query of GET /v1/usage, param, message, code] of each refused query. */
+const REFUSED_KEY_QUERIES: Array<[string, string | null, string, string?]> = [
+  ['', 'start', "'start' is required: the range's start in Unix seconds.", 'missing_required_parameter'],
+  ['?start=-5', 'start', START],
+  ['?start=1e3', 'start', START],
+  ['?start_time=x', 'start', START],
+  ['?start=1&start=2', 'start', "'start' must be given once."],
+  ['?start=100&end=99', 'end', "'end' must not be before 'start'."],
+  ['?start=100&end=soon', 'end', "'end' must be a time in Unix seconds (a non-negative integer)."],
+  ['?start=100&bucket=week', 'bucket', "'bucket' must be 'hour' or 'day'."],
+  ['?start=100&bucket_width=week', 'bucket', "'bucket' must be 'hour' or 'day'."],
+  ['?start=100&group_by=model,moon', 'group_by', "'group_by' takes a comma-separated list of model."],
+  ['?start=100&group_by=key', 'group_by', "'group_by' takes a comma-separated list of model."],
+  ['?start=100&group_by=model,,model', 'group_by', "'group_by' takes a comma-separated list of model."],
+  [`?start=100&key_id=${KEY_ID}`, 'key_id', `Unknown query parameter 'key_id'. Allowed: ${KEY_ALLOWED}.`, 'unknown_parameter'],
+  ['?bucket=week&moon=1', 'moon', `Unknown query parameter 'moon'. Allowed: ${KEY_ALLOWED}.`, 'unknown_parameter'],
+];
+
+describe('GET /v1/usage', () => {
+  it.each(REFUSED_KEY_QUERIES)('refuses %s', async (query, param, message, code) => {
+    expect(await get(`/v1/usage${query}`, API_KEY)).toEqual(refused(param, message, code));
+    expect(received).toEqual([]);
+  });
+
+  it("reads OpenAI's names of the parameters, and groups once by each grouping", async () => {
+    const answer = await get('/v1/usage?start_time=100&end_time=7300&bucket_width=1h&group_by= model ,model', API_KEY);
+    expect(answer).toMatchObject({ status: 200, body: { object: 'page', bucket: 'hour', start: 100, end: 7300, group_by: ['model'] } });
+    expect(received).toEqual([{ method: 'QueryUsage', request: { start: 100, end: 7300, bucket: 'BUCKET_WIDTH_HOUR', key_ids: [KEY_ID] } }]);
+  });
+
+  it('takes a day bucket and no grouping by default, and ours over an alias given too', async () => {
+    const answer = await get('/v1/usage?start=100&start_time=oops&end=200&group_by=', API_KEY);
+    expect(answer).toMatchObject({ status: 200, body: { bucket: 'day', start: 100, end: 200, group_by: [] } });
+  });
+});
+
+describe('GET /admin/v1/usage', () => {
+  it('refuses a malformed key id, and a grouping it does not know', async () => {
+    expect(await get('/admin/v1/usage?start=1&key_id=key_short', ADMIN_TOKEN)).toEqual(
+      refused('key_id', "'key_id' must be a key id (key_ and 16 letters or digits)."),
+    );
+    expect(await get('/admin/v1/usage?start=1&group_by=key,moon', ADMIN_TOKEN)).toEqual(
+      refused('group_by', "'group_by' takes a comma-separated list of key, model, plan."),
+    );
+  });
+
+  it("reads one key's usage, by key and model", async () => {
+    const answer = await get(`/admin/v1/usage?start=100&end=200&group_by=key,model&key_id=${KEY_ID}`, ADMIN_TOKEN);
+    expect(answer).toMatchObject({ status: 200, body: { group_by: ['key', 'model'] } });
+    expect(received).toEqual([{ method: 'QueryUsage', request: { start: 100, end: 200, bucket: 'BUCKET_WIDTH_DAY', key_ids: [KEY_ID] } }]);
+  });
+});
+
+describe('GET /admin/v1/requests', () => {
+  it.each([
+    ['?limit=0', 'limit', "'limit' must be an integer from 1 to 200."],
+    ['?limit=201', 'limit', "'limit' must be an integer from 1 to 200."],
+    ['?limit=1000', 'limit', "'limit' must be an integer from 1 to 200."],
+    ['?limit=5&limit=6', 'limit', "'limit' must be given once."],
+    ['?key_id=key_', 'key_id', "'key_id' must be a key id (key_ and 16 letters or digits)."],
+  ])('refuses %s', async (query, param, message) => {
+    expect(await get(`/admin/v1/requests${query}`, ADMIN_TOKEN)).toEqual(refused(param, message));
+  });
+
+  it('refuses an unknown parameter', async () => {
+    expect(await get('/admin/v1/requests?since=1', ADMIN_TOKEN)).toEqual(
+      refused('since', "Unknown query parameter 'since'. Allowed: limit, key_id.", 'unknown_parameter'),
+    );
+  });
+
+  it('lists 50 by default, and up to 200 (leading zeros allowed)', async () => {
+    for (const query of ['', '?limit=200', '?limit=007', `?limit=1&key_id=${KEY_ID}`])
+      expect((await get(`/admin/v1/requests${query}`, ADMIN_TOKEN)).status).toBe(200);
+    expect(received.map((entry) => entry.request)).toEqual([
+      { limit: 50, key_id: '' },
+      { limit: 200, key_id: '' },
+      { limit: 7, key_id: '' },
+      { limit: 1, key_id: KEY_ID },
+    ]);
+  });
+});
