@@ -4,7 +4,8 @@
  * check every answer must pass: never a 5xx, every error in OpenAI's envelope, every stream ended
  * by `[DONE]` or an error event.
  */
-import { expect } from 'vitest';
+// No test framework here: the benchmarks send these bodies too, outside a test run; a check that
+// fails throws.
 
 /** Values that land where a field is expected. */
 const VALUES: unknown[] = [
@@ -237,9 +238,11 @@ export function checkHostileAnswer(body: string, response: Response, text: strin
   if (response.status >= 500) throw new Error(`${response.status} for ${shown}: ${text.slice(0, 500)}`);
   if (response.status !== 200) {
     const parsed = JSON.parse(text) as { error: Record<string, unknown> };
-    expect(Object.keys(parsed.error).sort(), shown).toEqual(['code', 'message', 'param', 'type']);
+    const keys = Object.keys(parsed.error).sort().join(',');
+    if (keys !== 'code,message,param,type') throw new Error(`an error with the fields ${keys} (not code, message, param, type) for ${shown}`);
   } else if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-    expect(text.trimEnd().endsWith('data: [DONE]') || text.includes('data: {"error"'), shown).toBe(true);
+    if (!(text.trimEnd().endsWith('data: [DONE]') || text.includes('data: {"error"')))
+      throw new Error(`a stream ended by neither [DONE] nor an error event for ${shown}`);
   }
 }
 
