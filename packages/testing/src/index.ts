@@ -66,22 +66,6 @@ export async function stopContainers(): Promise<void> {
   await Promise.all(started.splice(0).map((container) => container.stop()));
 }
 
-/** Resolves with the first value the check gives that is neither undefined nor false, polling; rejects after timeoutMs with the description. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  description: string,
-  timeoutMs = 5000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
-
 /** A TCP proxy on loopback; closing it cuts every connection through it. */
 export interface TcpProxy {
   readonly port: number;
@@ -127,6 +111,8 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
   };
 }
 
+export { eventually } from './eventually.js';
+export { thrownBy } from './thrown-by.js';
 export * from './nats-cluster.js';
 export * from './redis-cluster.js';
 export { freePort, serverProcess, type ServerProcess } from './processes.js';
