@@ -7,7 +7,7 @@
  * exit non-zero.
  */
 import { startCluster } from '../tests/e2e/cluster.js';
-import { checkHostileAnswer, heavyHostileBodies, hostileBodies } from '../tests/e2e/hostile-bodies.js';
+import { checkHostileAnswer, hostileBodyQueue } from '../tests/e2e/hostile-bodies.js';
 import { startProbe } from '../tests/e2e/latency-probe.js';
 import { fixed, summarize, table } from './measure.js';
 import type { BenchSuite } from './run.js';
@@ -30,15 +30,7 @@ export const suite: BenchSuite = {
       await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
       const idle = summarize(await idleProbe.stop());
 
-      const light = hostileBodies(BODIES, ['sim-mini', 'sim-standard', 'auto'], 4242);
-      const heavy = heavyHostileBodies('sim-mini', Math.ceil(BODIES / HEAVY_EVERY));
-      let taken = 0;
-      const nextBody = (): string | undefined => {
-        if (taken >= BODIES) return undefined;
-        taken += 1;
-        const next = (taken % HEAVY_EVERY === 0 ? heavy : light).next();
-        return next.done ? light.next().value : next.value;
-      };
+      const nextBody = hostileBodyQueue(BODIES, ['sim-mini', 'sim-standard', 'auto'], HEAVY_EVERY);
       const answers: number[] = [];
       const drillProbe = startProbe(`${origin}/healthz`, 20);
       await Promise.all(

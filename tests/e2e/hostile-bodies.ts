@@ -226,6 +226,22 @@ export function* heavyHostileBodies(model: string, count: number, seed = 777): G
   for (let index = 0; index < count; index += 1) yield makers[index % makers.length]!();
 }
 
+/**
+ * `count` bodies, one at a time: hostileBodies on `models` (seed 4242), with every `heavyEvery`-th
+ * one a heavy body on the first model; undefined once all are taken. Concurrent senders share one.
+ */
+export function hostileBodyQueue(count: number, models: readonly string[], heavyEvery: number): () => string | undefined {
+  const light = hostileBodies(count, models, 4242);
+  const heavy = heavyHostileBodies(models[0]!, Math.ceil(count / heavyEvery));
+  let taken = 0;
+  return () => {
+    if (taken >= count) return undefined;
+    taken += 1;
+    const next = (taken % heavyEvery === 0 ? heavy : light).next();
+    return next.done ? light.next().value : next.value;
+  };
+}
+
 /** How many kinds of heavy body heavyHostileBodies cycles through. */
 export const HEAVY_BODY_KINDS = 32;
 

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from './cluster.js';
-import { checkHostileAnswer, HEAVY_BODY_KINDS, heavyHostileBodies, hostileBodies } from './hostile-bodies.js';
+import { checkHostileAnswer, HEAVY_BODY_KINDS, hostileBodyQueue } from './hostile-bodies.js';
 import { percentile, startProbe } from './latency-probe.js';
 
 const BODIES = 10_000;
@@ -58,16 +58,7 @@ describe('the hostile-body drill', () => {
         body,
         signal: AbortSignal.timeout(15_000),
       });
-    const light = hostileBodies(BODIES, ['sim-mini', 'sim-standard', 'auto'], 4242);
-    const heavy = heavyHostileBodies('sim-mini', Math.ceil(BODIES / HEAVY_EVERY));
-    let taken = 0;
-    const nextBody = (): string | undefined => {
-      if (taken >= BODIES) return undefined;
-      taken += 1;
-      const source = taken % HEAVY_EVERY === 0 ? heavy : light;
-      const next = source.next();
-      return next.done ? light.next().value : next.value;
-    };
+    const nextBody = hostileBodyQueue(BODIES, ['sim-mini', 'sim-standard', 'auto'], HEAVY_EVERY);
 
     const probe = startProbe(`${origin}/healthz`, 20);
     let drilling = true;
