@@ -13,7 +13,7 @@ import { createClient, createHealthClient, isServing, Metadata } from '@gateway/
 import { loadGatewayGrpc, type ExecuteRequest, type ExecutorServiceClient } from '@gateway/proto';
 import { replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
 import { fixture } from '../services/executor/src/testing/fixtures.js';
-import { freePort, stopProcess, writeCatalog } from '../tests/e2e/cluster.js';
+import { fakeModelEntry, freePort, stopProcess, writeCatalog } from '../tests/e2e/cluster.js';
 import { fixed, processCpuMs, processRssMiB, table } from './measure.js';
 import type { BenchSuite } from './run.js';
 
@@ -29,18 +29,7 @@ interface Replica {
 }
 
 function catalogFile(baseUrl: string): string {
-  return writeCatalog('executor-bench', [
-    `  - id: fake-model
-    provider: openai-compatible
-    owned_by: bench
-    created: 1735689600
-    upstream: { model: gpt-4o-mini, base_url: "${baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.15", output: "0.60" }
-    context_window: 128000
-    max_output_tokens: 16384
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard`,
-  ]);
+  return writeCatalog('executor-bench', [fakeModelEntry(baseUrl, KEY_VARIABLE, 'fake-model', [])]);
 }
 
 async function startReplica(catalogPath: string): Promise<Replica> {

@@ -117,57 +117,54 @@ _deps_wait() {
   return 1
 }
 
-_deps_start_redis() {
-  local port="$1" binary dir pid_file log_file url="redis://127.0.0.1:$1"
-  pid_file="$RUN_DIR/pids/redis-$port.pid"
-  if gateway_pid_alive "$pid_file" redis-server && _deps_wait _deps_redis_answers "$url" 5; then
+# _deps_start_server KIND PORT DEFAULT_PORT CHECK VARIABLE URL: makes a KIND-server (redis, nats)
+# answer on loopback PORT and sets _DEPS_URL to URL. Reuses ours from an earlier run (its pid file)
+# or the system's own on the default port once its package is installed; otherwise starts one with
+# _deps_launch_KIND, its data, log and pid file under .run/, and records it in DEPENDENCIES_STARTED.
+_deps_start_server() {
+  local kind="$1" port="$2" default_port="$3" check="$4" variable="$5" url="$6" dir log_file
+  local pid_file="$RUN_DIR/pids/$kind-$port.pid"
+  if gateway_pid_alive "$pid_file" "$kind-server" && _deps_wait "$check" "$url" 5; then
     _DEPS_URL="$url"; return 0
   fi
-  _deps_install redis-server redis-server REDIS_URL || return 1
-  # The package may have started the system's own Redis on the default port.
-  if [[ "$port" == 6379 ]] && _deps_redis_answers "$url"; then _DEPS_URL="$url"; return 0; fi
-  binary="$(_deps_binary redis-server)"
-  dir="$RUN_DIR/redis/$port"
-  log_file="$RUN_DIR/logs/redis-$port.log"
+  _deps_install "$kind-server" "$kind-server" "$variable" || return 1
+  # The package may have started the system's own server on the default port.
+  if [[ "$port" == "$default_port" ]] && "$check" "$url" 2>/dev/null; then _DEPS_URL="$url"; return 0; fi
+  dir="$RUN_DIR/$kind/$port"
+  log_file="$RUN_DIR/logs/$kind-$port.log"
   mkdir -p "$dir" "$RUN_DIR/pids" "$RUN_DIR/logs"
-  gateway_log "starting redis-server on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
-  "$binary" --port "$port" --bind 127.0.0.1 --daemonize yes --pidfile "$pid_file" \
-    --logfile "$log_file" --dir "$dir" --save "" --appendonly no >&2 ||
-    { gateway_fail "redis-server did not start; see $log_file"; return 1; }
-  if ! _deps_wait _deps_redis_answers "$url" 20; then
-    gateway_fail "redis-server on port $port does not answer; last lines of $log_file:"
+  "_deps_launch_$kind" "$(_deps_binary "$kind-server")" "$port" "$dir" "$pid_file" "$log_file" ||
+    { gateway_fail "$kind-server did not start; see $log_file"; return 1; }
+  if ! _deps_wait "$check" "$url" 20; then
+    gateway_fail "$kind-server on port $port does not answer; last lines of $log_file:"
     tail -n 20 "$log_file" >&2 2>/dev/null
     return 1
   fi
-  DEPENDENCIES_STARTED+="redis:$port "
+  DEPENDENCIES_STARTED+="$kind:$port "
   _DEPS_URL="$url"
 }
 
-_deps_start_nats() {
-  local port="$1" binary dir pid_file log_file url="nats://127.0.0.1:$1"
-  pid_file="$RUN_DIR/pids/nats-$port.pid"
-  if gateway_pid_alive "$pid_file" nats-server && _deps_wait _deps_nats_answers "$url" 5; then
-    _DEPS_URL="$url"; return 0
-  fi
-  _deps_install nats-server nats-server NATS_URL || return 1
-  if [[ "$port" == 4222 ]] && _deps_nats_answers "$url" 2>/dev/null; then _DEPS_URL="$url"; return 0; fi
-  binary="$(_deps_binary nats-server)"
-  dir="$RUN_DIR/nats/$port"
-  log_file="$RUN_DIR/logs/nats-$port.log"
-  mkdir -p "$dir" "$RUN_DIR/pids" "$RUN_DIR/logs"
+# _deps_launch_redis BINARY PORT DIR PID_FILE LOG_FILE: starts redis-server, daemonized, without persistence.
+_deps_launch_redis() {
+  local binary="$1" port="$2" dir="$3" pid_file="$4" log_file="$5"
+  gateway_log "starting redis-server on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
+  "$binary" --port "$port" --bind 127.0.0.1 --daemonize yes --pidfile "$pid_file" \
+    --logfile "$log_file" --dir "$dir" --save "" --appendonly no >&2
+}
+
+# _deps_launch_nats BINARY PORT DIR PID_FILE LOG_FILE: starts nats-server with JetStream, detached.
+_deps_launch_nats() {
+  local binary="$1" port="$2" dir="$3" pid_file="$4" log_file="$5"
   gateway_log "starting nats-server -js on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
   # nats-server does not daemonize itself: a new session detaches it from our terminal, and it
   # writes its own pid file (-P).
   setsid nohup "$binary" -a 127.0.0.1 -p "$port" -js -sd "$dir" -l "$log_file" -P "$pid_file" \
     </dev/null >/dev/null 2>&1 &
-  if ! _deps_wait _deps_nats_answers "$url" 20; then
-    gateway_fail "nats-server on port $port does not answer; last lines of $log_file:"
-    tail -n 20 "$log_file" >&2 2>/dev/null
-    return 1
-  fi
-  DEPENDENCIES_STARTED+="nats:$port "
-  _DEPS_URL="$url"
 }
+
+_deps_start_redis() { _deps_start_server redis "$1" 6379 _deps_redis_answers REDIS_URL "redis://127.0.0.1:$1"; }
+
+_deps_start_nats() { _deps_start_server nats "$1" 4222 _deps_nats_answers NATS_URL "nats://127.0.0.1:$1"; }
 
 # resolve KIND CHECK START DEFAULT_URL DEFAULT_PORT CURRENT_URL -> sets _DEPS_URL to the URL to use.
 # (A global rather than output: the start functions must run in this shell, not a $(...) subshell,

@@ -12,17 +12,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SERVICES=(edge metering executor router auth) # the edge first: it stops taking requests
 
-stop_service() {
-  local service="$1" pid_file="$RUN_DIR/pids/$1.pid"
+# stop_ours PID_FILE PATTERN WHAT GRACE: stops the process of PID_FILE, given GRACE seconds after
+# SIGTERM, while it is still PATTERN's; a pid file whose process is gone is removed.
+stop_ours() {
+  local pid_file="$1" pattern="$2" what="$3" grace="$4"
   [[ -f "$pid_file" ]] || return 0
-  if gateway_pid_alive "$pid_file" "services/$service/dist/main.js"; then
-    gateway_log "stopping $service (pid $(cat "$pid_file"))"
-    # Services drain in-flight streams on SIGTERM; give them a little longer than their budget.
-    gateway_stop_pid "$pid_file" "services/$service/dist/main.js" 30
+  if gateway_pid_alive "$pid_file" "$pattern"; then
+    gateway_log "stopping $what (pid $(cat "$pid_file"))"
+    gateway_stop_pid "$pid_file" "$pattern" "$grace"
   else
     rm -f "$pid_file"
   fi
 }
+
+# Services drain in-flight streams on SIGTERM; give them a little longer than their budget.
+stop_service() { stop_ours "$RUN_DIR/pids/$1.pid" "services/$1/dist/main.js" "$1" 30; }
 
 # The edge first, so that it stops taking requests while the others still answer; then the rest
 # together (each drains on its own).
@@ -35,15 +39,8 @@ stop_services() {
 
 # stop_dependency redis:6390 | nats:4290
 stop_dependency() {
-  local kind="${1%%:*}" port="${1##*:}" pid_file
-  pid_file="$RUN_DIR/pids/$kind-$port.pid"
-  [[ -f "$pid_file" ]] || return 0
-  if gateway_pid_alive "$pid_file" "$kind-server"; then
-    gateway_log "stopping $kind-server on port $port (pid $(cat "$pid_file"))"
-    gateway_stop_pid "$pid_file" "$kind-server" 10
-  else
-    rm -f "$pid_file"
-  fi
+  local kind="${1%%:*}" port="${1##*:}"
+  stop_ours "$RUN_DIR/pids/$kind-$port.pid" "$kind-server" "$kind-server on port $port" 10
 }
 
 stop_all_dependencies() {

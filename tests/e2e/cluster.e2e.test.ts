@@ -5,9 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { connectRedis, type RedisClient } from '@gateway/redis';
-import { eventually } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
-import { meteredUsage, quietMeteredUsage, startCluster, type Cluster } from './cluster.js';
+import { meteredAtLeast, quietMeteredUsage, startCluster, type Cluster } from './cluster.js';
 
 /** A cost the gateway reported in USD, back in exact pico-USD (it is printed from an integer of them). */
 const usdToPico = (usd: number) => BigInt(Math.round(usd * 1e12));
@@ -51,14 +50,7 @@ describe('a whole completion', () => {
     const before = await quietMeteredUsage(redis, cluster.apiKey);
     const completion = await client.chat.completions.create({ model: 'sim-standard', messages: question, seed: 3 });
     const reported = (completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd;
-    const after = await eventually(
-      async () => {
-        const usage = await meteredUsage(redis, cluster.apiKey);
-        return usage.requests > before.requests && usage;
-      },
-      'the usage event to be metered',
-      10_000,
-    );
+    const after = await meteredAtLeast(redis, cluster.apiKey, before.requests + 1, { description: 'the usage event to be metered', timeoutMs: 10_000 });
     expect(after.requests - before.requests).toBe(1);
     expect(picoUsdToUsd(after.cost_pico_usd - before.cost_pico_usd)).toBe(reported);
     expect(after.prompt_tokens - before.prompt_tokens).toBe(completion.usage!.prompt_tokens);
@@ -80,14 +72,10 @@ describe('a whole completion', () => {
       answers.push(data);
     }
     const expectedPico = answers.reduce((sum, answer) => sum + usdToPico((answer as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd), 0n);
-    const after = await eventually(
-      async () => {
-        const usage = await meteredUsage(redis, cluster.apiKey);
-        return usage.requests >= before.requests + answers.length && usage;
-      },
-      'every request to be metered',
-      15_000,
-    );
+    const after = await meteredAtLeast(redis, cluster.apiKey, before.requests + answers.length, {
+      description: 'every request to be metered',
+      timeoutMs: 15_000,
+    });
     expect(after.requests - before.requests).toBe(answers.length);
     expect(after.cost_pico_usd - before.cost_pico_usd).toBe(expectedPico);
     expect(after.prompt_tokens - before.prompt_tokens).toBe(answers.reduce((sum, answer) => sum + answer.usage!.prompt_tokens, 0));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
-import { freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
+import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
@@ -309,6 +309,24 @@ export async function quietMeteredUsage(redis: Parameters<typeof meteredUsage>[0
     if (Date.now() > deadline) throw new Error('metering did not become quiet');
     last = now;
   }
+}
+
+/** Metering's totals for an API key once they count at least `requests` requests, polled until then. */
+export function meteredAtLeast(
+  redis: Parameters<typeof meteredUsage>[0],
+  apiKey: string,
+  requests: number,
+  options: { description: string; timeoutMs: number; intervalMs?: number },
+): Promise<MeteredUsage> {
+  return eventually(
+    async () => {
+      const usage = await meteredUsage(redis, apiKey);
+      return usage.requests >= requests && usage;
+    },
+    options.description,
+    options.timeoutMs,
+    options.intervalMs,
+  );
 }
 
 /** The value of a counter or gauge on a /metrics page, summed over the series matching `labels`. */

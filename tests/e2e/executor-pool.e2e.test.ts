@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
@@ -191,15 +192,11 @@ describe('backpressure', () => {
       while (written < total && !response.destroyed) {
         written += chunk.length;
         if (!response.write(chunk)) {
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              response.off('drain', done);
-              response.off('close', done);
-              resolve();
-            };
-            response.on('drain', done);
-            response.on('close', done);
-          });
+          // Until the reader takes more, or goes away; the listener left over is removed.
+          const waiting = new AbortController();
+          await Promise.race([once(response, 'drain', { signal: waiting.signal }), once(response, 'close', { signal: waiting.signal })]).finally(() =>
+            waiting.abort(),
+          );
         }
       }
       response.end();

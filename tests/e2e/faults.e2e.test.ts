@@ -8,9 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
 import { connect } from 'nats';
-import { eventually, hasNatsServer, startNatsCluster } from '@gateway/testing';
+import { eventually, hasNatsServer, startNatsCluster, waitForJetStream } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
-import { freePort, meteredUsage, metric, quietMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
+import { freePort, meteredAtLeast, meteredUsage, metric, quietMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
 
 let cluster: Cluster;
 let redis: RedisClient;
@@ -32,6 +32,11 @@ function complete(model: string, content = 'hello'): Promise<Response> {
     body: JSON.stringify({ model, messages: [{ role: 'user', content }] }),
     signal: AbortSignal.timeout(10_000),
   });
+}
+
+/** Resolves once an edge's /metrics (at `metricsUrl`) counts `count` open decision streams to auth; rejects after 10 s. */
+function authStreamsOpen(metricsUrl: string, count: number, description: string): Promise<true> {
+  return eventually(async () => ((await metric(metricsUrl, 'gateway_auth_streams_open')) === count ? true : undefined), description, 10_000, 100);
 }
 
 async function statusOf(response: Promise<Response>): Promise<number> {
@@ -67,12 +72,7 @@ describe('a killed auth', () => {
     await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'auth to answer again', 15_000, 200);
     // The edge's decision streams are back too, and carry the decisions again.
     const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
-    await eventually(
-      async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined),
-      'the decision streams to reopen',
-      10_000,
-      100,
-    );
+    await authStreamsOpen(edgeMetrics, 2, 'the decision streams to reopen');
     const streamed = await metric(edgeMetrics, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
     expect(await statusOf(complete('sim-mini'))).toBe(200);
     expect(await metric(edgeMetrics, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' })).toBe(streamed + 1);
@@ -82,12 +82,7 @@ describe('a killed auth', () => {
 describe('a stalled auth', () => {
   it("costs a 503 at the call's deadline, not a hang, and serves again once it resumes", async () => {
     const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
-    await eventually(
-      async () => ((await metric(edgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined),
-      'the decision streams to be open',
-      10_000,
-      100,
-    );
+    await authStreamsOpen(edgeMetrics, 2, 'the decision streams to be open');
     const auth = cluster.processes.auth;
     auth.kill('SIGSTOP');
     try {
@@ -124,12 +119,7 @@ describe('an auth replica killed mid-stream behind an edge with two', () => {
       });
     // The cluster's own edge keeps its streams on the cluster's auth: count from there.
     const clusterEdgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
-    await eventually(
-      async () => ((await metric(clusterEdgeMetrics, 'gateway_auth_streams_open')) === 2 ? true : undefined),
-      "the cluster edge's streams to be open",
-      10_000,
-      100,
-    );
+    await authStreamsOpen(clusterEdgeMetrics, 2, "the cluster edge's streams to be open");
     const authMetrics = [`http://127.0.0.1:${cluster.ports.authMetrics}/metrics`, `http://127.0.0.1:${authMetricsPort}/metrics`];
     const baseline = await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open');
     const second = startAuth();
@@ -195,12 +185,7 @@ describe('an auth replica killed mid-stream behind an edge with two', () => {
     }
 
     // From here on every request is decided, over streams reopened on the replica left.
-    await eventually(
-      async () => ((await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_streams_open')) === 4 ? true : undefined),
-      'the edge to reopen its four streams',
-      10_000,
-      100,
-    );
+    await authStreamsOpen(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 4, 'the edge to reopen its four streams');
     expect(await metric(authMetrics[0]!, 'gateway_auth_decide_streams_open')).toBe(baseline + 4);
     const streamedBefore = await metric(`http://127.0.0.1:${edgeMetricsPort}/metrics`, 'gateway_auth_calls_total', { method: 'check_key', path: 'stream' });
     const later = await Promise.all(Array.from({ length: 20 }, () => request()));
@@ -229,15 +214,11 @@ describe('a killed metering', () => {
     expect(response.status).toBe(200);
     const reported = ((await response.json()) as { gateway: { cost_usd: number } }).gateway.cost_usd;
     cluster.restart('metering');
-    const after = await eventually(
-      async () => {
-        const usage = await meteredUsage(redis, cluster.apiKey);
-        return usage.requests > before.requests && usage;
-      },
-      'the event to be metered after the restart',
-      20_000,
-      100,
-    );
+    const after = await meteredAtLeast(redis, cluster.apiKey, before.requests + 1, {
+      description: 'the event to be metered after the restart',
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
     expect(after.requests - before.requests).toBe(1);
     expect(picoUsdToUsd(after.cost_pico_usd - before.cost_pico_usd)).toBe(reported);
   });
@@ -268,15 +249,11 @@ describe('a stopped NATS', () => {
       expect(during.map((response) => response.status)).toEqual([200, 200, 200]);
       const answers = await Promise.all(during.map((response) => response.json() as Promise<{ gateway: { cost_usd: number } }>));
       nats = startNats();
-      const usage = await eventually(
-        async () => {
-          const found = await meteredUsage(redis, own.apiKey);
-          return found.requests >= 3 && found;
-        },
-        'the three events to be metered after NATS returned',
-        30_000,
-        200,
-      );
+      const usage = await meteredAtLeast(redis, own.apiKey, 3, {
+        description: 'the three events to be metered after NATS returned',
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
       expect(usage.requests).toBe(3);
       expect(picoUsdToUsd(usage.cost_pico_usd)).toBeCloseTo(
         answers.reduce((sum, answer) => sum + answer.gateway.cost_usd, 0),
@@ -294,19 +271,7 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
   it("keeps answering, and meters every answered request exactly once, while the stream's leader is down and after it returns empty", async () => {
     const nats = await startNatsCluster(3);
     const probe = await connect({ servers: nats.nodes.map((node) => node.url) });
-    // JetStream elects its meta leader a moment after the servers start.
-    await eventually(
-      async () =>
-        (await probe
-          .jetstreamManager()
-          .then((manager) => manager.getAccountInfo())
-          .catch(() => undefined))
-          ? true
-          : undefined,
-      'JetStream to be ready on the cluster',
-      30_000,
-      250,
-    );
+    await waitForJetStream(probe);
     const own = await startCluster({ env: { NATS_URL: nats.url, USAGE_STREAM_REPLICAS: '3' } });
     try {
       const manager = await probe.jetstreamManager();
@@ -347,15 +312,11 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
       // Losing a NATS server never reaches the callers.
       expect([...statuses.keys()]).toEqual([200]);
       expect(answered.length).toBeGreaterThan(20);
-      const usage = await eventually(
-        async () => {
-          const found = await meteredUsage(redis, own.apiKey);
-          return found.requests >= answered.length && found;
-        },
-        'every answered request to be metered',
-        30_000,
-        200,
-      );
+      const usage = await meteredAtLeast(redis, own.apiKey, answered.length, {
+        description: 'every answered request to be metered',
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const settled = await meteredUsage(redis, own.apiKey);
       expect(settled.requests).toBe(answered.length);

@@ -4,7 +4,8 @@
  * check every answer must pass: never a 5xx, every error in OpenAI's envelope, every stream ended
  * by `[DONE]` or an error event.
  */
-import { expect } from 'vitest';
+// No test framework here: the benchmarks send these bodies too, outside a test run; a check that
+// fails throws.
 
 /** Values that land where a field is expected. */
 const VALUES: unknown[] = [
@@ -225,6 +226,22 @@ export function* heavyHostileBodies(model: string, count: number, seed = 777): G
   for (let index = 0; index < count; index += 1) yield makers[index % makers.length]!();
 }
 
+/**
+ * `count` bodies, one at a time: hostileBodies on `models` (seed 4242), with every `heavyEvery`-th
+ * one a heavy body on the first model; undefined once all are taken. Concurrent senders share one.
+ */
+export function hostileBodyQueue(count: number, models: readonly string[], heavyEvery: number): () => string | undefined {
+  const light = hostileBodies(count, models, 4242);
+  const heavy = heavyHostileBodies(models[0]!, Math.ceil(count / heavyEvery));
+  let taken = 0;
+  return () => {
+    if (taken >= count) return undefined;
+    taken += 1;
+    const next = (taken % heavyEvery === 0 ? heavy : light).next();
+    return next.done ? light.next().value : next.value;
+  };
+}
+
 /** How many kinds of heavy body heavyHostileBodies cycles through. */
 export const HEAVY_BODY_KINDS = 32;
 
@@ -237,9 +254,11 @@ export function checkHostileAnswer(body: string, response: Response, text: strin
   if (response.status >= 500) throw new Error(`${response.status} for ${shown}: ${text.slice(0, 500)}`);
   if (response.status !== 200) {
     const parsed = JSON.parse(text) as { error: Record<string, unknown> };
-    expect(Object.keys(parsed.error).sort(), shown).toEqual(['code', 'message', 'param', 'type']);
+    const keys = Object.keys(parsed.error).sort().join(',');
+    if (keys !== 'code,message,param,type') throw new Error(`an error with the fields ${keys} (not code, message, param, type) for ${shown}`);
   } else if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-    expect(text.trimEnd().endsWith('data: [DONE]') || text.includes('data: {"error"'), shown).toBe(true);
+    if (!(text.trimEnd().endsWith('data: [DONE]') || text.includes('data: {"error"')))
+      throw new Error(`a stream ended by neither [DONE] nor an error event for ${shown}`);
   }
 }
 

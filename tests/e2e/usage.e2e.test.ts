@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { costPicoUsd, loadCatalog, type Catalog } from '@gateway/catalog';
 import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
 import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import type { UsageResultJson } from '../../services/edge/src/wire/usage-json.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-usage-tests-0123456789abcdef';
@@ -18,17 +19,13 @@ let cluster: Cluster;
 let catalog: Catalog;
 const upstreams: FakeUpstream[] = [];
 
-/** What one request should add to its key's and model's buckets. */
-interface Expected {
+/** One result of a usage page (a bucket's group, or the totals), as the edge writes it. */
+type Result = Omit<UsageResultJson, 'object'>;
+/** What one request should add to its key's and model's buckets: a result's counts, the cost exact. */
+interface Expected extends Omit<Result, 'key_id' | 'model' | 'plan' | 'cost_pico_usd' | 'cost_usd'> {
   key: string;
   model: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
   cost: bigint;
-  errors: number;
-  fallbacks: number;
 }
 const expected: Expected[] = [];
 const keys: Record<'a' | 'b', { id: string; secret: string }> = {} as never;
@@ -63,19 +60,6 @@ function sum(entries: readonly Expected[]) {
   return { ...total, cost_pico_usd: total.cost_pico_usd.toString(), cost_usd: Number(total.cost_pico_usd) / 1e12 };
 }
 
-interface Result {
-  key_id?: string;
-  model?: string;
-  plan?: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cost_pico_usd: string;
-  cost_usd: number;
-  errors: number;
-  fallbacks: number;
-}
 interface Page {
   object: string;
   bucket: string;

@@ -4,21 +4,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, loadCatalog, parseCatalog } from './load.js';
 import { costPicoUsd } from './pricing.js';
+import { thrownBy } from '@gateway/testing';
 
 const INVALID_FIXTURES = fileURLToPath(new URL('../test/fixtures/invalid/', import.meta.url));
 const catalogFiles = readdirSync(INVALID_FIXTURES)
   .filter((name) => /\.(ya?ml|json)$/.test(name))
   .sort();
 
-function errorOf(action: () => unknown): CatalogError {
-  try {
-    action();
-  } catch (error) {
-    expect(error).toBeInstanceOf(CatalogError);
-    return error as CatalogError;
-  }
-  throw new Error('expected a CatalogError, but nothing was thrown');
-}
+const errorOf = (action: () => unknown): CatalogError => thrownBy(CatalogError, action);
 
 describe('parseCatalog with invalid catalogs', () => {
   it('has a fixture for every case', () => {

@@ -38,6 +38,14 @@ describe('log probabilities', () => {
   const chunkCodec = messageCodec<ChatChunk, ChatChunkOutput>('gateway.chat.v1.ChatChunk');
   const identity = { id: 'chatcmpl-1', created: 5, model: 'gpt-4o-mini', includeUsage: false };
 
+  // Tokens as the provider sent them and as OpenAI's shape writes them back.
+  const HELLO = { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] };
+  const END = { token: '<|end|>', logprob: -10.953937 };
+  const REST = [
+    { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
+    { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
+  ];
+
   it("writes each content token with logprob, bytes and top_logprobs in OpenAI's shape, refusal null", () => {
     const response = responseCodec.decode(
       responseCodec.encode({
@@ -51,19 +59,7 @@ describe('log probabilities', () => {
             message: { content: 'Hello Santorini' },
             logprobs: {
               content: {
-                tokens: [
-                  {
-                    token: 'Hello',
-                    logprob: -0.31725305,
-                    bytes: [72, 101, 108, 108, 111],
-                    top_logprobs: [
-                      { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] },
-                      { token: '<|end|>', logprob: -10.953937, bytes: [] },
-                    ],
-                  },
-                  { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
-                  { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
-                ],
+                tokens: [{ ...HELLO, top_logprobs: [HELLO, { ...END, bytes: [] }] }, ...REST],
               },
             },
           },
@@ -71,19 +67,8 @@ describe('log probabilities', () => {
       }),
     );
     expect(chatCompletionJson(response, gateway).choices[0]!.logprobs).toEqual({
-      content: [
-        {
-          token: 'Hello',
-          logprob: -0.31725305,
-          bytes: [72, 101, 108, 108, 111],
-          top_logprobs: [
-            { token: 'Hello', logprob: -0.31725305, bytes: [72, 101, 108, 108, 111] },
-            { token: '<|end|>', logprob: -10.953937, bytes: null },
-          ],
-        },
-        { token: ' Sant', logprob: -0.058394875, bytes: [32, 83, 97, 110, 116], top_logprobs: [] },
-        { token: 'orini', logprob: 0, bytes: [111, 114, 105, 110, 105], top_logprobs: [] },
-      ],
+      // A token without bytes (a special token's) is written with bytes null.
+      content: [{ ...HELLO, top_logprobs: [HELLO, { ...END, bytes: null }] }, ...REST],
       refusal: null,
     });
   });

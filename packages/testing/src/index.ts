@@ -22,7 +22,16 @@ function reachable(url: string): Promise<boolean> {
   });
 }
 
-async function fromEnvOrContainer(variable: string, image: string, port: number, args: string[], scheme: string): Promise<string> {
+/** A dependency a test needs: the variable naming its URL, and the container to start without one. */
+interface Dependency {
+  variable: string;
+  image: string;
+  port: number;
+  args: string[];
+  scheme: string;
+}
+
+async function fromEnvOrContainer({ variable, image, port, args, scheme }: Dependency): Promise<string> {
   const fromEnv = process.env[variable];
   if (fromEnv) return fromEnv;
   try {
@@ -39,7 +48,7 @@ async function fromEnvOrContainer(variable: string, image: string, port: number,
 
 /** The Redis URL for integration tests: one server, or a cluster's nodes (`redis-cluster://h:p,h:p`). */
 export async function redisUrl(): Promise<string> {
-  const url = await fromEnvOrContainer('REDIS_URL', 'redis:7-alpine', 6379, ['redis-server', '--save', ''], 'redis');
+  const url = await fromEnvOrContainer({ variable: 'REDIS_URL', image: 'redis:7-alpine', port: 6379, args: ['redis-server', '--save', ''], scheme: 'redis' });
   const first = url.replace(/^(rediss?)-cluster:/, '$1:').split(',')[0]!;
   if (!(await reachable(first))) throw new Error(`Redis at ${url} does not answer`);
   return url;
@@ -47,7 +56,7 @@ export async function redisUrl(): Promise<string> {
 
 /** The NATS URL (JetStream on) for integration tests: one server, or a cluster's, comma-separated. */
 export async function natsUrl(): Promise<string> {
-  const url = await fromEnvOrContainer('NATS_URL', 'nats:2.10-alpine', 4222, ['-js'], 'nats');
+  const url = await fromEnvOrContainer({ variable: 'NATS_URL', image: 'nats:2.10-alpine', port: 4222, args: ['-js'], scheme: 'nats' });
   const [first] = natsServers(url);
   if (!first || !(await reachable(first))) throw new Error(`NATS at ${url} does not answer`);
   return url;
@@ -64,22 +73,6 @@ export function natsServers(url: string): string[] {
 /** Stops the containers this process started. */
 export async function stopContainers(): Promise<void> {
   await Promise.all(started.splice(0).map((container) => container.stop()));
-}
-
-/** Resolves with the first value the check gives that is neither undefined nor false, polling; rejects after timeoutMs with the description. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  description: string,
-  timeoutMs = 5000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
 }
 
 /** A TCP proxy on loopback; closing it cuts every connection through it. */
@@ -135,6 +128,8 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
   };
 }
 
+export { eventually } from './eventually.js';
+export { thrownBy } from './thrown-by.js';
 export * from './nats-cluster.js';
 export * from './redis-cluster.js';
 export { freePort, serverProcess, type ServerProcess } from './processes.js';

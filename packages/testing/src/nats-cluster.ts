@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from './eventually.js';
 import { freePort, serverProcess, type ServerProcess } from './processes.js';
 
 /** The `nats-server` binary: on the PATH, or in an sbin folder (where Debian puts it). */
@@ -45,7 +46,7 @@ export interface NatsCluster {
 /**
  * Starts `size` nodes (3 by default) with JetStream, routed to one another, and resolves once each
  * listens. JetStream elects its meta leader shortly after: a first stream request may need retries
- * (see the caller's `eventually`).
+ * (see waitForJetStream).
  */
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   const binary = natsServerBinary();
@@ -105,4 +106,28 @@ cluster {
     throw error;
   }
   return cluster;
+}
+
+/** What waitForJetStream needs of a NATS connection; nats.js's NatsConnection has it. */
+export interface JetStreamConnection {
+  jetstreamManager(): Promise<{ getAccountInfo(): Promise<unknown> }>;
+}
+
+/**
+ * Resolves once JetStream answers on the connection, rejects after `timeoutMs`: a cluster elects
+ * its meta leader a moment after its servers start, and refuses stream requests until then.
+ */
+export async function waitForJetStream(connection: JetStreamConnection, timeoutMs = 30_000): Promise<void> {
+  await eventually(
+    async () =>
+      (await connection
+        .jetstreamManager()
+        .then((manager) => manager.getAccountInfo())
+        .catch(() => undefined))
+        ? true
+        : undefined,
+    'JetStream to be ready on the cluster',
+    timeoutMs,
+    250,
+  );
 }

@@ -183,6 +183,18 @@ export function countPromptTokensWithin(request: PromptRequest, limit: number): 
 }
 
 /**
+ * The UTF-8 bytes of the segments that countPromptTokensWithin(request, limit) has counted when it
+ * answers: its work, counted rather than timed, so that a test can check it stops early or reads
+ * each byte once on a noisy machine.
+ */
+export function bytesCountedWithin(request: PromptRequest, limit: number): number {
+  const steps = countPromptSteps(request, limit);
+  let bytes = 0;
+  for (let step = steps.next(); !step.done; step = steps.next()) bytes += step.value;
+  return bytes;
+}
+
+/**
  * countPromptTokensWithin, pausing for the event loop on a big request: at most about
  * SLICE_MILLISECONDS of work between two turns, none for a request whose texts total under
  * SMALL_INPUT_BYTES. The same result as countPromptTokensWithin.

@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { seededRandom } from './testing/hostile-texts.js';
 import { LONG_RUN_CHARACTERS, SEGMENT_BYTES, isTokenBoundary, textSegments } from './text-segments.js';
 
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
-
-/** A deterministic pseudo-random source, so that a failure can be replayed. */
-function seededRandom(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-    return state / 2 ** 32;
-  };
-}
 
 // Units that sit on the pre-tokenizer's edges: letters of each case, marks, contractions, numbers
 // of several scripts, spaces of several kinds, line breaks, `/` (which may trail symbols), symbols,

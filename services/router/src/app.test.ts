@@ -58,22 +58,17 @@ describe('RouterService.Route over gRPC', () => {
     expect((await router.route({ model: 'sim-pro', traits: { needs_vision: true } })).fallbacks).toEqual(['sim-standard']);
   });
 
-  it("answers an unknown id with NOT_FOUND model_not_found in OpenAI's words", async () => {
-    const error = await failure(router.route({ model: 'gpt-5-ultra' }));
+  // An unknown id, and a catalog model whose key variable is empty: both not found, in OpenAI's words.
+  it.each([
+    ['an unknown id', 'gpt-5-ultra'],
+    ['a catalog model whose key variable is empty', 'gpt-4o'],
+  ])('answers %s with NOT_FOUND model_not_found', async (_case, model) => {
+    const error = await failure(router.route({ model }));
     expect(error).toMatchObject({
       code: GrpcStatus.NOT_FOUND,
       reason: 'model_not_found',
       param: 'model',
-      message: 'The model `gpt-5-ultra` does not exist or you do not have access to it.',
-    });
-  });
-
-  it('treats a catalog model whose key variable is empty as not found', async () => {
-    const error = await failure(router.route({ model: 'gpt-4o' }));
-    expect(error).toMatchObject({
-      code: GrpcStatus.NOT_FOUND,
-      reason: 'model_not_found',
-      message: 'The model `gpt-4o` does not exist or you do not have access to it.',
+      message: `The model \`${model}\` does not exist or you do not have access to it.`,
     });
   });
 

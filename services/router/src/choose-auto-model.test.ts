@@ -5,6 +5,7 @@ import { CatalogState } from './catalog-state.js';
 import { chooseAutoModel, type AutoRequest } from './choose-auto-model.js';
 import { readPolicy } from './routing-policy.js';
 import { readTraits, type Traits } from './trait-refusal.js';
+import { thrownBy } from '@gateway/testing';
 
 /** Scores standing for an easy and a hard prompt, against fixed thresholds (the model file's are retrained). */
 const EASY = 0.01;
@@ -38,15 +39,7 @@ function request(state: CatalogState, score: number, policy: string, traits: Par
   };
 }
 
-function refusal(action: () => unknown): GatewayError {
-  try {
-    action();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GatewayError);
-    return error as GatewayError;
-  }
-  throw new Error('expected a GatewayError');
-}
+const refusal = (action: () => unknown): GatewayError => thrownBy(GatewayError, action);
 
 describe('chooseAutoModel with every provider switched on', () => {
   const state = new CatalogState(catalog, ALL_KEYS);

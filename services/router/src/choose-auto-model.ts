@@ -71,7 +71,7 @@ export function chooseAutoModel(request: AutoRequest): AutoChoice {
   const tier = wantedTier(policy, request.score, request.thresholds);
   const model = pick(available, policy, tier);
   const skipped = capable.length - available.length;
-  return { model, tier, reason: explain(policy, request.score, request.thresholds, tier, model, available.length, skipped) };
+  return { model, tier, reason: explain(request, { tier, model, choices: available.length, skipped }) };
 }
 
 function pick(models: CatalogModel[], policy: RoutingPolicy, tier: QualityTier | undefined): CatalogModel {
@@ -96,15 +96,17 @@ function pick(models: CatalogModel[], policy: RoutingPolicy, tier: QualityTier |
   }
 }
 
-function explain(
-  policy: RoutingPolicy,
-  score: number,
-  thresholds: TierThresholds,
-  tier: QualityTier | undefined,
-  model: CatalogModel,
-  choices: number,
-  skipped: number,
-): string {
+/** What explain says of a choice: the tier wanted, the model chosen, among how many, and how many unavailable were skipped. */
+interface Choice {
+  tier: QualityTier | undefined;
+  model: CatalogModel;
+  choices: number;
+  skipped: number;
+}
+
+/** The reason of an `auto` choice, in words: what the policy asked for and what was chosen among what. */
+function explain(request: Pick<AutoRequest, 'policy' | 'score' | 'thresholds'>, { tier, model, choices, skipped }: Choice): string {
+  const { policy, score, thresholds } = request;
   let wanted: string;
   switch (policy.kind) {
     case 'balanced':

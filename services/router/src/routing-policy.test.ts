@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import { policyLabel, readPolicy, wantedTier } from './routing-policy.js';
+import { thrownBy } from '@gateway/testing';
 
-function refusal(action: () => unknown): GatewayError {
-  try {
-    action();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GatewayError);
-    return error as GatewayError;
-  }
-  throw new Error('expected a GatewayError');
-}
+const refusal = (action: () => unknown): GatewayError => thrownBy(GatewayError, action);
 
 describe('readPolicy', () => {
   it('defaults to balanced and reads the named policies, case and spaces aside', () => {
