@@ -11,7 +11,7 @@
 //   exit code: the command's
 import { spawnSync } from 'node:child_process';
 import { connect } from 'nats';
-import { eventually, hasNatsServer, hasRedisServer, startNatsCluster, startRedisCluster } from '@gateway/testing';
+import { hasNatsServer, hasRedisServer, startNatsCluster, startRedisCluster, waitForJetStream } from '@gateway/testing';
 
 const argv = process.argv.slice(2);
 const flags = new Set();
@@ -41,18 +41,7 @@ try {
     stops.push(() => nats.stop());
     // JetStream elects its meta leader a moment after the servers start.
     const probe = await connect({ servers: nats.nodes.map((node) => node.url) });
-    await eventually(
-      async () =>
-        (await probe
-          .jetstreamManager()
-          .then((manager) => manager.getAccountInfo())
-          .catch(() => undefined))
-          ? true
-          : undefined,
-      'JetStream to be ready on the cluster',
-      30_000,
-      250,
-    );
+    await waitForJetStream(probe);
     await probe.close();
     console.log(`NATS cluster with JetStream: ${nats.url}`);
     Object.assign(env, { NATS_URL: nats.url, USAGE_STREAM_REPLICAS: '3' });
