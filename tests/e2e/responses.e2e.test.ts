@@ -5,12 +5,15 @@
  * envelope, and the usage metered for the key. The simulated model answers the same conversation
  * the same way on either API, so the chat completion of the same messages is the reference.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
 
 const CATALOG = new URL('./fixtures/conformance-catalog.yaml', import.meta.url).pathname;
+/** A body shaped like Codex's (0.169): developer and user messages, function, namespace and web_search tools, its hints. */
+const CODEX_BODY: unknown = JSON.parse(readFileSync(new URL('../../services/edge/src/wire/fixtures/codex-request.json', import.meta.url), 'utf8'));
 const ADMIN_TOKEN = 'admin-token-for-the-responses-tests-0123456789';
 const MODEL = 'sim-full';
 const INSTRUCTIONS = 'You are a concise assistant.';
@@ -185,65 +188,7 @@ describe('POST /v1/responses with the official client', () => {
   });
 
   it("answers a body shaped like Codex's with 200 and a completed stream", async () => {
-    const response = await post({
-      model: MODEL,
-      instructions: 'You are Codex, a coding agent.',
-      input: [
-        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions instructions>workspace-write</permissions instructions>' }] },
-        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Approval policy: on-request.' }] },
-        { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context><cwd>/repo</cwd></environment_context>' }] },
-        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Summarize this repository in one sentence.' }] },
-      ],
-      tools: [
-        {
-          type: 'function',
-          name: 'exec_command',
-          description: 'Runs a command in a PTY, returning output or a session ID for ongoing interaction.',
-          strict: false,
-          parameters: {
-            type: 'object',
-            properties: { cmd: { type: 'string', description: 'Shell command to execute.' } },
-            required: ['cmd'],
-            additionalProperties: false,
-          },
-        },
-        {
-          type: 'function',
-          name: 'write_stdin',
-          description: 'Writes characters to an existing unified exec session and returns recent output.',
-          strict: false,
-          parameters: {
-            type: 'object',
-            properties: { session_id: { type: 'number' }, chars: { type: 'string' } },
-            required: ['session_id'],
-            additionalProperties: false,
-          },
-        },
-        {
-          type: 'namespace',
-          name: 'mcp__docs',
-          description: 'Tools of the docs MCP server.',
-          tools: [
-            {
-              type: 'function',
-              name: 'lookup',
-              description: 'Looks up a page.',
-              strict: false,
-              parameters: { type: 'object', properties: { page: { type: 'string' } } },
-            },
-          ],
-        },
-        { type: 'web_search', external_web_access: false },
-      ],
-      tool_choice: 'auto',
-      parallel_tool_calls: true,
-      reasoning: { summary: 'auto' },
-      store: false,
-      stream: true,
-      include: ['reasoning.encrypted_content'],
-      prompt_cache_key: '019a7f3e-4c1b-7d2a-9e0f-1a2b3c4d5e6f',
-      client_metadata: { 'x-codex-installation-id': 'test' },
-    });
+    const response = await post(CODEX_BODY);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const events = parseEvents(await response.text());

@@ -2,19 +2,21 @@
  * The Responses request translated into the gateway's chat request: what each field and item
  * becomes, what is dropped by rule, and the 400s, named by their Responses field.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RequestError } from './request-error.js';
 import { flattenedName, parseResponsesRequest } from './parse-responses-request.js';
 
 /** The 400 a body is refused with. */
 function refusal(body: unknown): RequestError {
+  let caught: unknown;
   try {
     parseResponsesRequest(body);
   } catch (error) {
-    if (error instanceof RequestError) return error;
-    throw error;
+    caught = error;
   }
-  throw new Error('the body was accepted');
+  expect(caught).toBeInstanceOf(RequestError);
+  return caught as RequestError;
 }
 
 const execCommand = {
@@ -25,44 +27,8 @@ const execCommand = {
   parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
 };
 
-/** A body shaped like the one Codex sends. */
-const CODEX_BODY = {
-  model: 'sim-full',
-  instructions: 'You are a coding agent.',
-  input: [
-    { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Sandbox: workspace-write.' }] },
-    { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Approval policy: on-request.' }] },
-    { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>cwd: /repo</environment_context>' }] },
-    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'List the files.' }] },
-  ],
-  tools: [
-    execCommand,
-    {
-      type: 'function',
-      name: 'write_stdin',
-      description: 'Writes to a session',
-      strict: false,
-      parameters: { type: 'object', properties: { chars: { type: 'string' } } },
-    },
-    {
-      type: 'namespace',
-      name: 'mcp_docs',
-      description: 'Documentation server',
-      tools: [
-        { type: 'function', name: 'search', description: 'Searches the docs', parameters: { type: 'object', properties: { query: { type: 'string' } } } },
-      ],
-    },
-    { type: 'web_search', external_web_access: false },
-  ],
-  tool_choice: 'auto',
-  parallel_tool_calls: true,
-  reasoning: { summary: 'auto' },
-  store: false,
-  stream: true,
-  include: ['reasoning.encrypted_content'],
-  prompt_cache_key: '0199a7c1-5a3e-7d52-b1a0-5b0ce8b6d1e2',
-  client_metadata: { originator: 'codex_cli_rs' },
-};
+/** A body shaped like the one Codex sends (also sent through the cluster by tests/e2e/responses.e2e.test.ts). */
+const CODEX_BODY = JSON.parse(readFileSync(new URL('./fixtures/codex-request.json', import.meta.url), 'utf8')) as { tools: Array<{ parameters?: unknown }> };
 
 describe('parseResponsesRequest', () => {
   it('reads a string input as one user message, after the instructions as a system message', () => {
@@ -78,12 +44,12 @@ describe('parseResponsesRequest', () => {
   it("takes Codex's body: roles kept, namespace functions flattened, the hosted web_search dropped", () => {
     const parsed = parseResponsesRequest(CODEX_BODY);
     expect(parsed.request.messages?.map((message) => message.role)).toEqual(['ROLE_SYSTEM', 'ROLE_DEVELOPER', 'ROLE_DEVELOPER', 'ROLE_USER', 'ROLE_USER']);
-    expect(parsed.request.messages?.[4]).toEqual({ role: 'ROLE_USER', parts: { parts: [{ text: 'List the files.' }] } });
-    expect(parsed.request.tools?.map((tool) => tool.function?.name)).toEqual(['exec_command', 'write_stdin', 'mcp_docs__search']);
-    expect(parsed.request.tools?.[0]?.function?.parameters_json).toBe(JSON.stringify(execCommand.parameters));
+    expect(parsed.request.messages?.[4]).toEqual({ role: 'ROLE_USER', parts: { parts: [{ text: 'Summarize this repository in one sentence.' }] } });
+    expect(parsed.request.tools?.map((tool) => tool.function?.name)).toEqual(['exec_command', 'write_stdin', 'mcp__docs__lookup']);
+    expect(parsed.request.tools?.[0]?.function?.parameters_json).toBe(JSON.stringify(CODEX_BODY.tools[0]!.parameters));
     expect(parsed.request.tool_choice).toEqual({ mode: 'auto' });
     expect(parsed).toMatchObject({ stream: true, needsTools: true });
-    expect(parsed.responses.namespaced.get('mcp_docs__search')).toEqual({ namespace: 'mcp_docs', name: 'search' });
+    expect(parsed.responses.namespaced.get('mcp__docs__lookup')).toEqual({ namespace: 'mcp__docs', name: 'lookup' });
     // The response repeats the tools as the caller sent them.
     expect(parsed.responses.echo).toMatchObject({
       tools: CODEX_BODY.tools,

@@ -3,7 +3,8 @@
  * gives, rendered as the Response object and the Responses event sequence OpenAI publishes.
  */
 import { describe, expect, it } from 'vitest';
-import type { ChatResponseOutput } from '@gateway/proto';
+import type { ChatResponseOutput, UsageOutput } from '@gateway/proto';
+import type { StreamRenderer } from '../completions/completion.js';
 import { RequestError } from './request-error.js';
 import { parseResponsesRequest } from './parse-responses-request.js';
 import type { ResponsesCompletion } from './responses-output.js';
@@ -54,6 +55,13 @@ function events(text: string): Array<{ type: string; sequence_number: number } &
       expect(eventLine).toBe(`event: ${event.type}`);
       return event;
     });
+}
+
+/** The events a stream writes for these chunk deltas, ended by a chunk with the finish reason. */
+function streamed(stream: StreamRenderer, deltas: Array<Record<string, unknown>>, finish: string, usage?: Partial<UsageOutput>) {
+  const text = deltas.map((delta) => stream.event(chunk(delta))).join('') + stream.end(chunk({}, finish), usage as UsageOutput | undefined);
+  expect(text).not.toContain('[DONE]');
+  return events(text);
 }
 
 describe('the Responses wire', () => {
@@ -119,13 +127,11 @@ describe('the Responses wire', () => {
     const head: Record<string, string> = {};
     stream.begin(undefined, head);
     expect(head['openai-model']).toBe('sim-full');
-    const text =
-      stream.event(chunk({ role: 'assistant', content: '' })) +
-      stream.event(chunk({ content: 'Hel' })) +
-      stream.event(chunk({ content: 'lo' })) +
-      stream.end(chunk({}, 'stop'), { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } as never);
-    expect(text).not.toContain('[DONE]');
-    const sequence = events(text);
+    const sequence = streamed(stream, [{ role: 'assistant', content: '' }, { content: 'Hel' }, { content: 'lo' }], 'stop', {
+      prompt_tokens: 3,
+      completion_tokens: 2,
+      total_tokens: 5,
+    });
     expect(sequence.map((event) => event.type)).toEqual([
       'response.created',
       'response.in_progress',
@@ -154,12 +160,16 @@ describe('the Responses wire', () => {
   it('streams a tool call as a function_call item with argument deltas, named back by its namespace', () => {
     const stream = responsesWire.openStream(completionOf({ input: 'Look up ACME.', tools, stream: true }));
     stream.begin(undefined, {});
-    const text =
-      stream.event(chunk({ tool_calls: [{ index: 0, id: 'call_9', type: 'function', function: { name: 'crm__lookup', arguments: '' } }] })) +
-      stream.event(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"q":' } }] })) +
-      stream.event(chunk({ tool_calls: [{ index: 0, function: { arguments: '"ACME"}' } }] })) +
-      stream.end(chunk({}, 'tool_calls'), { prompt_tokens: 8, completion_tokens: 6, total_tokens: 14 } as never);
-    const sequence = events(text);
+    const sequence = streamed(
+      stream,
+      [
+        { tool_calls: [{ index: 0, id: 'call_9', type: 'function', function: { name: 'crm__lookup', arguments: '' } }] },
+        { tool_calls: [{ index: 0, function: { arguments: '{"q":' } }] },
+        { tool_calls: [{ index: 0, function: { arguments: '"ACME"}' } }] },
+      ],
+      'tool_calls',
+      { prompt_tokens: 8, completion_tokens: 6, total_tokens: 14 },
+    );
     expect(sequence.map((event) => event.type)).toEqual([
       'response.created',
       'response.in_progress',
@@ -180,7 +190,7 @@ describe('the Responses wire', () => {
 
   it('ends a stream cut at max_output_tokens with response.incomplete, and a failed one with response.failed', () => {
     const cut = responsesWire.openStream(completionOf({ input: 'Hi', stream: true, max_output_tokens: 1 }));
-    const cutEvents = events(cut.event(chunk({ content: 'Hi' })) + cut.end(chunk({}, 'length'), undefined));
+    const cutEvents = streamed(cut, [{ content: 'Hi' }], 'length');
     expect(cutEvents.at(-1)).toMatchObject({
       type: 'response.incomplete',
       response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } },
