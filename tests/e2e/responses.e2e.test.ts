@@ -82,7 +82,8 @@ async function reference() {
 describe('POST /v1/responses with the official client', () => {
   it('creates a whole response: the same text and usage as the chat completion, with the gateway object', async () => {
     const expected = await reference();
-    const response = await client.responses.create({ model: MODEL, instructions: INSTRUCTIONS, input: QUESTION });
+    // `store: true` is answered as usual (nothing is stored yet).
+    const response = await client.responses.create({ model: MODEL, instructions: INSTRUCTIONS, input: QUESTION, store: true });
     expect(response.id).toMatch(/^resp_/);
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: MODEL, instructions: INSTRUCTIONS, error: null });
     expect(response.output_text).toBe(expected.text);
@@ -197,6 +198,36 @@ describe('POST /v1/responses with the official client', () => {
       type: 'response.completed',
       response: { status: 'completed', store: false, usage: { input_tokens: expect.any(Number) } },
     });
+  });
+});
+
+describe('routing and failures, as for chat completions', () => {
+  it('routes `auto` to a model able to call the offered tools', async () => {
+    const response = await client.responses.create({
+      model: 'auto',
+      input: QUESTION,
+      tools: [{ type: 'function', name: 'get_weather', description: 'Current weather for a city', parameters: weatherParameters, strict: true }],
+    });
+    const gateway = (response as unknown as { gateway: { routed_to: string; auto?: unknown } }).gateway;
+    expect(['sim-full', 'vendor/family/sim-slashed']).toContain(gateway.routed_to);
+    expect(response.model).toBe(gateway.routed_to);
+    expect(gateway.auto).toBeDefined();
+  });
+
+  it('answers a failure before the first byte with its status, and ends a stream that fails later with response.failed', async () => {
+    const early = await post({ model: MODEL, input: `${QUESTION} [[simulate:error=503]]`, stream: true });
+    expect(early.status).toBeGreaterThanOrEqual(500);
+    expect(((await early.json()) as { error: { code: string } }).error.code).toBeTruthy();
+
+    const late = await post({ model: MODEL, input: `${QUESTION} [[simulate:fail_after=3]]`, stream: true });
+    expect(late.status).toBe(200);
+    const events = parseEvents(await late.text());
+    expect(events.map((event) => event.type)).toContain('response.output_text.delta');
+    expect(events.at(-1)).toMatchObject({
+      type: 'response.failed',
+      response: { status: 'failed', error: { code: expect.any(String), message: expect.any(String) } },
+    });
+    expect(events.some((event) => event.type === 'response.completed')).toBe(false);
   });
 });
 

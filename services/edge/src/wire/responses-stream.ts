@@ -1,7 +1,7 @@
 /**
  * One streamed answer in the Responses API's event sequence: the executor's chat chunks, as they
- * come, become `response.created`, `response.in_progress`, then per output item
- * `response.output_item.added`, its content (`response.content_part.added`,
+ * come, become `response.created`, `response.in_progress`, then per output item, one after
+ * another, `response.output_item.added`, its content (`response.content_part.added`,
  * `response.output_text.delta`... or `response.function_call_arguments.delta`...) and its `.done`
  * events, and last `response.completed` (or `response.incomplete` when cut at max_output_tokens)
  * with the whole response, its usage and the `gateway` object. A failure after the first byte ends
@@ -63,8 +63,9 @@ export class ResponsesStream implements StreamRenderer {
   private readonly output: JsonObject[] = [];
   private outputCount = 0;
   private message: OpenMessage | undefined;
-  /** Open function calls by their chat tool call index. */
+  /** Open function calls by their chat tool call index, and the indexes of every call begun. */
   private readonly calls = new Map<number, OpenCall>();
+  private readonly callsSeen = new Set<number>();
   private finish: string | null = null;
   /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
   private readonly identity: StreamIdentity;
@@ -141,6 +142,8 @@ export class ResponsesStream implements StreamRenderer {
   private text(delta: string): string {
     let events = '';
     if (!this.message) {
+      // Items follow one another: a function call before this text is done.
+      events += this.closeItems();
       this.message = { id: newId('msg'), outputIndex: this.outputCount++, text: '' };
       const { id, outputIndex } = this.message;
       events += this.emit('response.output_item.added', { output_index: outputIndex, item: messageItem(id, [], 'in_progress') });
@@ -156,7 +159,12 @@ export class ResponsesStream implements StreamRenderer {
     const index = delta.index ?? 0;
     let events = '';
     let call = this.calls.get(index);
+    // Chat streams send calls one after another: a fragment of a call already done cannot come.
+    if (!call && this.callsSeen.has(index)) return events;
     if (!call) {
+      // Items follow one another: the message or call before this one is done.
+      events += this.closeItems();
+      this.callsSeen.add(index);
       call = { id: newId('fc'), outputIndex: this.outputCount++, callId: delta.id ?? newId('fc'), name: delta.function?.name ?? '', arguments: '' };
       this.calls.set(index, call);
       const item = functionCallItem({ ...call, status: 'in_progress' }, this.completion.parsed.responses.namespaced);

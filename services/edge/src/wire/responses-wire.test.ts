@@ -188,6 +188,52 @@ describe('the Responses wire', () => {
     expect(sequence.at(-1)).toMatchObject({ response: { output: [{ type: 'function_call', arguments: '{"q":"ACME"}', status: 'completed' }] } });
   });
 
+  it('finishes each output item before the next begins: the message, then its function calls', () => {
+    const stream = responsesWire.openStream(completionOf({ input: 'Look up ACME.', tools, stream: true }));
+    const sequence = streamed(
+      stream,
+      [{ content: 'Looking.' }, { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } }] }],
+      'tool_calls',
+    );
+    const placed = sequence.filter((event) => 'output_index' in event).map((event) => [event.type, event.output_index]);
+    expect(placed).toEqual([
+      ['response.output_item.added', 0],
+      ['response.content_part.added', 0],
+      ['response.output_text.delta', 0],
+      ['response.output_text.done', 0],
+      ['response.content_part.done', 0],
+      ['response.output_item.done', 0],
+      ['response.output_item.added', 1],
+      ['response.function_call_arguments.delta', 1],
+      ['response.function_call_arguments.done', 1],
+      ['response.output_item.done', 1],
+    ]);
+    expect(sequence.at(-1)).toMatchObject({ response: { output: [{ type: 'message' }, { type: 'function_call', name: 'lookup' }] } });
+
+    const parallel = streamed(
+      responsesWire.openStream(completionOf({ input: 'Look up ACME and Initech.', tools, stream: true })),
+      [
+        {
+          tool_calls: [
+            { index: 0, id: 'call_1', type: 'function', function: { name: 'crm__lookup', arguments: '{"q":"ACME"}' } },
+            { index: 1, id: 'call_2', type: 'function', function: { name: 'crm__lookup', arguments: '{"q":"Initech"}' } },
+          ],
+        },
+      ],
+      'tool_calls',
+    );
+    const items = parallel.filter((event) => event.type.startsWith('response.output_item.')).map((event) => `${event.type} ${event.output_index}`);
+    expect(items).toEqual(['response.output_item.added 0', 'response.output_item.done 0', 'response.output_item.added 1', 'response.output_item.done 1']);
+    expect(parallel.at(-1)).toMatchObject({
+      response: {
+        output: [
+          { call_id: 'call_1', arguments: '{"q":"ACME"}' },
+          { call_id: 'call_2', arguments: '{"q":"Initech"}' },
+        ],
+      },
+    });
+  });
+
   it('ends a stream cut at max_output_tokens with response.incomplete, and a failed one with response.failed', () => {
     const cut = responsesWire.openStream(completionOf({ input: 'Hi', stream: true, max_output_tokens: 1 }));
     const cutEvents = streamed(cut, [{ content: 'Hi' }], 'length');
