@@ -161,6 +161,29 @@ describe('POST /v1/responses with the official client', () => {
     expect(second.output.some((item) => item.type === 'function_call')).toBe(false);
   });
 
+  it('calls a custom tool with a raw input, and answers its output', async () => {
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: 'custom',
+        name: 'apply_patch',
+        description: 'Applies a patch to the files',
+        format: { type: 'grammar', syntax: 'lark', definition: 'start: /(.|\\n)+/' },
+      },
+    ];
+    const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'Fix the typo. Use apply_patch.' }];
+    const first = await client.responses.create({ model: MODEL, input, tools });
+    const call = first.output.find((item) => item.type === 'custom_tool_call');
+    if (call?.type !== 'custom_tool_call') throw new Error(`no custom tool call in ${JSON.stringify(first.output)}`);
+    expect(call).toMatchObject({ name: 'apply_patch', call_id: expect.any(String), input: expect.any(String) });
+    const second = await client.responses.create({
+      model: MODEL,
+      tools,
+      input: [...input, ...first.output, { type: 'custom_tool_call_output', call_id: call.call_id, output: 'Done.' }] as OpenAI.Responses.ResponseInput,
+    });
+    expect(second.status).toBe('completed');
+    expect(second.output_text).toBeTruthy();
+  });
+
   it('streams a call of a namespace function, named back by its namespace', async () => {
     const events = parseEvents(
       await (

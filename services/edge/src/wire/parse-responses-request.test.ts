@@ -114,6 +114,42 @@ describe('parseResponsesRequest', () => {
     expect(request.tool_choice).toEqual({ function_name: 'crm__lookup' });
   });
 
+  it('offers a custom tool as a function of one string input, its grammar in the description, and reads back its calls', () => {
+    const { request, responses } = parseResponsesRequest({
+      model: 'm',
+      tools: [
+        {
+          type: 'custom',
+          name: 'apply_patch',
+          description: 'Applies a patch.',
+          format: { type: 'grammar', syntax: 'lark', definition: 'start: "*** Begin Patch"' },
+        },
+      ],
+      tool_choice: { type: 'custom', name: 'apply_patch' },
+      input: [
+        { role: 'user', content: 'Fix the typo.' },
+        { type: 'custom_tool_call', call_id: 'call_1', name: 'apply_patch', input: '*** Begin Patch' },
+        { type: 'custom_tool_call_output', call_id: 'call_1', output: 'Done.' },
+      ],
+    });
+    const fn = request.tools?.[0]?.function;
+    expect(fn?.name).toBe('apply_patch');
+    expect(JSON.parse(fn?.parameters_json ?? '')).toEqual({
+      type: 'object',
+      properties: { input: { type: 'string' } },
+      required: ['input'],
+      additionalProperties: false,
+    });
+    expect(fn?.description).toContain('Applies a patch.');
+    expect(fn?.description).toContain('lark grammar:\nstart: "*** Begin Patch"');
+    expect(request.tool_choice).toEqual({ function_name: 'apply_patch' });
+    expect(responses.custom.has('apply_patch')).toBe(true);
+    expect(request.messages?.slice(1)).toEqual([
+      { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Begin Patch"}' } }] },
+      { role: 'ROLE_TOOL', text: 'Done.', tool_call_id: 'call_1' },
+    ]);
+  });
+
   it('drops a tool_choice of auto when only hosted tools were offered', () => {
     const { request, needsTools } = parseResponsesRequest({ model: 'm', input: 'hi', tools: [{ type: 'web_search' }], tool_choice: 'auto' });
     expect(request.tools).toBeUndefined();

@@ -8,13 +8,15 @@
  * An agent must work as it is, so what an upstream cannot use is translated or dropped, never
  * refused (the rules, as services/edge/README.md documents them):
  * - `instructions` becomes a leading system message;
- * - `input` items: messages keep their role; `function_call` items join the assistant message
- *   before them as tool calls; `function_call_output` items become tool messages (the text of
- *   their parts; other parts are noted as omitted); `reasoning` items and the items of hosted
- *   tools (web search, shell, custom tools, ...) are dropped;
- * - `tools`: functions as they are; a `namespace` tool's functions flattened to `<namespace>__<name>`
- *   (mapped back to `name` and `namespace` on output); every other tool type (hosted tools such as
- *   `web_search`, custom tools) dropped; a `tool_choice` naming a dropped tool becomes `auto`;
+ * - `input` items: messages keep their role; `function_call` and `custom_tool_call` items join
+ *   the assistant message before them as tool calls; their outputs become tool messages (the text
+ *   of their parts; other parts are noted as omitted); `reasoning` items and the items of hosted
+ *   tools (web search, shell, ...) are dropped;
+ * - `tools`: functions as they are; a custom tool as a function of one string `input` (its grammar
+ *   told in the description), its calls answered as `custom_tool_call` items; a `namespace` tool's
+ *   tools flattened to `<namespace>__<name>` (mapped back to `name` and `namespace` on output);
+ *   every other tool type (hosted tools such as `web_search`) dropped; a `tool_choice` naming a
+ *   dropped tool becomes `auto`;
  * - `text.format` becomes `response_format`, `max_output_tokens` `max_completion_tokens`,
  *   `reasoning.effort` `reasoning_effort` (`none` dropped, `xhigh` read as `high`);
  * - `store`, `include`, `prompt_cache_key`, `safety_identifier`, `truncation`, `client_metadata`
@@ -39,6 +41,8 @@ export interface NamespacedFunction {
 export interface ResponsesContext {
   /** Flattened tool name -> the namespace and name a `function_call` item carries. */
   namespaced: ReadonlyMap<string, NamespacedFunction>;
+  /** The (flattened) names of custom tools: their calls are `custom_tool_call` items with the raw `input`. */
+  custom: ReadonlySet<string>;
   /** The request's fields a Response object repeats (`instructions`, `tools`, `temperature`, ...). */
   echo: JsonObject;
 }
@@ -54,6 +58,7 @@ interface Translation {
   tools: JsonObject[];
   sources: Array<readonly [string, string]>;
   namespaced: Map<string, NamespacedFunction>;
+  custom: Set<string>;
 }
 
 /** The longest flattened name an upstream accepts (OpenAI's limit on function names). */
@@ -125,7 +130,36 @@ function chatFunction(tool: JsonObject, name: Json): JsonObject {
   return { type: 'function', function: fn };
 }
 
-/** `tools`: functions kept, a namespace's functions flattened, every other type dropped. */
+/**
+ * A custom tool (free-form text input, optionally held to a grammar) as a function of one string
+ * parameter, `input`; its grammar, which chat upstreams cannot enforce, is told in the description.
+ */
+function customFunction(tool: JsonObject, name: string, out: Translation): JsonObject {
+  out.custom.add(name);
+  const format = isObject(tool.format) && tool.format.type === 'grammar' ? tool.format : undefined;
+  const description = [
+    typeof tool.description === 'string' ? tool.description : '',
+    "Pass the tool's raw input as the string `input`.",
+    format ? `The input must match this ${String(format.syntax)} grammar:\n${String(format.definition)}` : '',
+  ];
+  return {
+    type: 'function',
+    function: {
+      name,
+      description: description.filter(Boolean).join('\n\n'),
+      parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'], additionalProperties: false },
+    },
+  };
+}
+
+/** One function or custom tool under the chat name it is offered by. */
+function addTool(tool: JsonObject, chatName: string, param: string, out: Translation): void {
+  if (typeof tool.name !== 'string') throw wrongType(`${param}.name`, 'a string', tool.name ?? null);
+  out.sources.push([`tools[${out.tools.length}].function`, param], [`tools[${out.tools.length}]`, param]);
+  out.tools.push(tool.type === 'custom' ? customFunction(tool, chatName, out) : chatFunction(tool, chatName));
+}
+
+/** `tools`: functions and custom tools kept, a namespace's flattened, every other type dropped. */
 function translateTools(value: Json, out: Translation): void {
   if (!given(value)) return;
   if (!Array.isArray(value)) throw wrongType('tools', 'an array of tools', value);
@@ -133,16 +167,15 @@ function translateTools(value: Json, out: Translation): void {
     const param = `tools[${index}]`;
     if (!isObject(tool)) throw wrongType(param, 'a tool object', tool);
     if (typeof tool.type !== 'string') throw wrongType(`${param}.type`, 'a string', tool.type ?? null);
-    if (tool.type === 'function') {
-      out.sources.push([`tools[${out.tools.length}].function`, param], [`tools[${out.tools.length}]`, param]);
-      out.tools.push(chatFunction(tool, tool.name));
+    if (tool.type === 'function' || tool.type === 'custom') {
+      addTool(tool, tool.name as string, param, out);
     } else if (tool.type === 'namespace') {
       translateNamespace(tool, param, out);
     }
   });
 }
 
-/** A `namespace` tool: each of its functions under its flattened name; its custom tools dropped. */
+/** A `namespace` tool: each of its functions and custom tools under its flattened name. */
 function translateNamespace(tool: JsonObject, param: string, out: Translation): void {
   const namespace = tool.name;
   if (typeof namespace !== 'string' || namespace.length === 0) throw wrongType(`${param}.name`, 'a non-empty string', namespace ?? null);
@@ -150,22 +183,21 @@ function translateNamespace(tool: JsonObject, param: string, out: Translation): 
   tool.tools.forEach((inner, index) => {
     const innerParam = `${param}.tools[${index}]`;
     if (!isObject(inner)) throw wrongType(innerParam, 'a tool object', inner);
-    if (inner.type !== 'function') return;
+    if (inner.type !== 'function' && inner.type !== 'custom') return;
     if (typeof inner.name !== 'string') throw wrongType(`${innerParam}.name`, 'a string', inner.name ?? null);
     const flat = flattenedName(namespace, inner.name);
     out.namespaced.set(flat, { namespace, name: inner.name });
-    out.sources.push([`tools[${out.tools.length}].function`, innerParam], [`tools[${out.tools.length}]`, innerParam]);
-    out.tools.push(chatFunction(inner, flat));
+    addTool(inner, flat, innerParam, out);
   });
 }
 
-/** `tool_choice`: modes as they are, a function by its (flattened) name, a dropped tool's choice `auto`. */
+/** `tool_choice`: modes as they are, a function or custom tool by its (flattened) name, a dropped tool's choice `auto`. */
 function translateToolChoice(choice: Json, out: Translation): Json {
   if (!given(choice)) return undefined;
   const hasTools = out.tools.length > 0;
   if (typeof choice === 'string') return choice === 'auto' && !hasTools ? undefined : choice;
   if (!isObject(choice)) return choice;
-  if (choice.type === 'function') {
+  if (choice.type === 'function' || choice.type === 'custom') {
     const names = out.tools.map((tool) => (tool.function as JsonObject).name);
     const namespaced = [...out.namespaced].find(([, entry]) => entry.name === choice.name)?.[0];
     return { type: 'function', function: { name: names.includes(choice.name) || namespaced === undefined ? choice.name : namespaced } };
@@ -224,7 +256,10 @@ function translateMessage(item: JsonObject, param: string, out: Translation): vo
   out.messages.push({ role, content });
 }
 
-/** A `function_call` item: a tool call of the assistant message it follows (or of a new one). */
+/**
+ * A `function_call` item (or a `custom_tool_call`, its `input` as the arguments `{"input": ...}`):
+ * a tool call of the assistant message it follows (or of a new one).
+ */
 function translateFunctionCall(item: JsonObject, param: string, out: Translation): void {
   let message = out.messages.at(-1);
   if (message?.role !== 'assistant') {
@@ -241,7 +276,8 @@ function translateFunctionCall(item: JsonObject, param: string, out: Translation
     [`${prefix}.id`, `${param}.call_id`],
     [prefix, param],
   );
-  calls.push({ id: item.call_id, type: 'function', function: { name, arguments: item.arguments } });
+  const args = item.type === 'custom_tool_call' ? JSON.stringify({ input: item.input }) : item.arguments;
+  calls.push({ id: item.call_id, type: 'function', function: { name, arguments: args } });
 }
 
 /** A `function_call_output` item: a tool message with the output's text. */
@@ -284,8 +320,8 @@ function translateItem(item: Json, param: string, out: Translation): void {
   const type = item.type ?? (given(item.role) ? 'message' : undefined);
   if (typeof type !== 'string') throw invalid(`${param}.type`, `Missing required parameter: '${param}.type'.`, 'missing_required_parameter');
   if (type === 'message') translateMessage(item, param, out);
-  else if (type === 'function_call') translateFunctionCall(item, param, out);
-  else if (type === 'function_call_output') translateFunctionCallOutput(item, param, out);
+  else if (type === 'function_call' || type === 'custom_tool_call') translateFunctionCall(item, param, out);
+  else if (type === 'function_call_output' || type === 'custom_tool_call_output') translateFunctionCallOutput(item, param, out);
   else if (type === 'item_reference')
     throw invalid(
       `${param}.id`,
@@ -391,7 +427,7 @@ export function parseResponsesRequest(original: Json): ParsedResponsesRequest {
   if (!isObject(original)) throw invalid(null, `The request body must be a JSON object, but got ${kindOf(original)}.`, 'invalid_body');
   if (!given(original.model)) throw invalid('model', "Missing required parameter: 'model'.", 'missing_required_parameter');
   refuseStateful(original);
-  const out: Translation = { messages: [], tools: [], sources: [], namespaced: new Map() };
+  const out: Translation = { messages: [], tools: [], sources: [], namespaced: new Map(), custom: new Set() };
   const chat = chatBody(original, out);
   let parsed: ParsedChatRequest;
   try {
@@ -399,5 +435,5 @@ export function parseResponsesRequest(original: Json): ParsedResponsesRequest {
   } catch (error) {
     throw error instanceof RequestError ? renamed(error, out.sources) : error;
   }
-  return { ...parsed, responses: { namespaced: out.namespaced, echo: echoFields(original) } };
+  return { ...parsed, responses: { namespaced: out.namespaced, custom: out.custom, echo: echoFields(original) } };
 }

@@ -7,15 +7,15 @@ import { randomUUID } from 'node:crypto';
 import type { UsageOutput } from '@gateway/proto';
 import type { Completion } from '../completions/completion.js';
 import { gatewayInfo } from './chat-completions-wire.js';
-import type { NamespacedFunction, ParsedResponsesRequest } from './parse-responses-request.js';
+import type { ParsedResponsesRequest, ResponsesContext } from './parse-responses-request.js';
 
 type JsonObject = Record<string, unknown>;
 
 /** A Responses completion: one whose request came in on the Responses wire. */
 export type ResponsesCompletion = Completion<ParsedResponsesRequest>;
 
-/** A new id of a response (`resp_`), message item (`msg_`) or function call item (`fc_`). */
-export function newId(prefix: 'resp' | 'msg' | 'fc'): string {
+/** A new id of a response (`resp_`), message item (`msg_`), function call item (`fc_`) or custom tool call item (`ctc_`). */
+export function newId(prefix: 'resp' | 'msg' | 'fc' | 'ctc'): string {
   return `${prefix}_${randomUUID().replaceAll('-', '')}`;
 }
 
@@ -49,21 +49,40 @@ export function messageItem(id: string, content: readonly JsonObject[], status: 
   return { id, type: 'message', status, role: 'assistant', content };
 }
 
-/** A `function_call` item; a flattened namespace function is named back by its namespace and name. */
-export function functionCallItem(
-  call: { id: string; callId: string; name: string; arguments: string; status: string },
-  namespaced: ReadonlyMap<string, NamespacedFunction>,
-): JsonObject {
-  const original = namespaced.get(call.name);
-  return {
-    id: call.id,
-    type: 'function_call',
-    status: call.status,
-    arguments: call.arguments,
-    call_id: call.callId,
-    name: original?.name ?? call.name,
-    ...(original ? { namespace: original.namespace } : {}),
-  };
+/** One tool call the model made, as the chat answer names it. */
+export interface ToolCallFields {
+  id: string;
+  callId: string;
+  name: string;
+  arguments: string;
+  status: string;
+}
+
+/** The raw input of a custom tool's call: the `input` of its arguments (the arguments as they are if they hold none). */
+export function customInput(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    const input = typeof parsed === 'object' && parsed !== null ? (parsed as { input?: unknown }).input : undefined;
+    return typeof input === 'string' ? input : args;
+  } catch {
+    return args;
+  }
+}
+
+/** A new id of a tool call's output item: `ctc_` for a custom tool's, else `fc_`. */
+export function toolCallId(name: string, context: ResponsesContext): string {
+  return newId(context.custom.has(name) ? 'ctc' : 'fc');
+}
+
+/**
+ * The output item of a tool call: a `function_call`, or a `custom_tool_call` with its raw `input`
+ * for a custom tool; a flattened namespace tool is named back by its namespace and name.
+ */
+export function toolCallItem(call: ToolCallFields, context: ResponsesContext): JsonObject {
+  const original = context.namespaced.get(call.name);
+  const named = { call_id: call.callId, name: original?.name ?? call.name, ...(original ? { namespace: original.namespace } : {}) };
+  if (context.custom.has(call.name)) return { id: call.id, type: 'custom_tool_call', status: call.status, input: customInput(call.arguments), ...named };
+  return { id: call.id, type: 'function_call', status: call.status, arguments: call.arguments, ...named };
 }
 
 /** What one Response object says beyond what its request repeats. */

@@ -12,8 +12,8 @@ import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
 import type { ChatChunkOutput, UsageOutput } from '@gateway/proto';
 import type { StreamRenderer } from '../completions/completion.js';
 import type { RequestError } from '../errors.js';
+import type { ResponsesContext } from './parse-responses-request.js';
 import {
-  functionCallItem,
   messageItem,
   newId,
   outputText,
@@ -21,6 +21,8 @@ import {
   type ResponsesCompletion,
   responseObject,
   statusOf,
+  toolCallId,
+  toolCallItem,
 } from './responses-output.js';
 
 type JsonObject = Record<string, unknown>;
@@ -69,10 +71,12 @@ export class ResponsesStream implements StreamRenderer {
   private finish: string | null = null;
   /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
   private readonly identity: StreamIdentity;
+  private readonly responses: ResponsesContext;
 
   constructor(private readonly completion: ResponsesCompletion) {
     this.model = completion.routing.model.id ?? '';
     this.identity = { id: this.id, created: this.createdAt, model: this.model, includeUsage: false };
+    this.responses = completion.parsed.responses;
   }
 
   named(_id: string, created: number): void {
@@ -154,7 +158,10 @@ export class ResponsesStream implements StreamRenderer {
     return `${events}${this.emit('response.output_text.delta', { item_id: message.id, output_index: message.outputIndex, content_index: 0, delta, logprobs: [] })}`;
   }
 
-  /** A tool call delta: opens its function_call item at its first fragment, then its arguments. */
+  /**
+   * A tool call delta: opens its item at its first fragment, then its arguments. A custom tool's
+   * call streams no deltas: its raw input is read out of the whole arguments when it is done.
+   */
   private toolCall(delta: NonNullable<NonNullable<ChunkChoice['delta']>['tool_calls']>[number]): string {
     const index = delta.index ?? 0;
     let events = '';
@@ -165,14 +172,15 @@ export class ResponsesStream implements StreamRenderer {
       // Items follow one another: the message or call before this one is done.
       events += this.closeItems();
       this.callsSeen.add(index);
-      call = { id: newId('fc'), outputIndex: this.outputCount++, callId: delta.id ?? newId('fc'), name: delta.function?.name ?? '', arguments: '' };
+      const name = delta.function?.name ?? '';
+      call = { id: toolCallId(name, this.responses), outputIndex: this.outputCount++, callId: delta.id ?? newId('fc'), name, arguments: '' };
       this.calls.set(index, call);
-      const item = functionCallItem({ ...call, status: 'in_progress' }, this.completion.parsed.responses.namespaced);
+      const item = toolCallItem({ ...call, status: 'in_progress' }, this.responses);
       events += this.emit('response.output_item.added', { output_index: call.outputIndex, item });
     }
     const fragment = delta.function?.arguments ?? '';
-    if (fragment === '') return events;
     call.arguments += fragment;
+    if (fragment === '' || this.responses.custom.has(call.name)) return events;
     return events + this.emit('response.function_call_arguments.delta', { item_id: call.id, output_index: call.outputIndex, delta: fragment });
   }
 
@@ -203,8 +211,17 @@ export class ResponsesStream implements StreamRenderer {
   }
 
   private closeCall(call: OpenCall): string {
-    const item = functionCallItem({ ...call, status: 'completed' }, this.completion.parsed.responses.namespaced);
+    const item = toolCallItem({ ...call, status: 'completed' }, this.responses);
     this.output.push(item);
+    if (item.type === 'custom_tool_call') {
+      const input = item.input as string;
+      const place = { item_id: call.id, output_index: call.outputIndex };
+      return (
+        (input === '' ? '' : this.emit('response.custom_tool_call_input.delta', { ...place, delta: input })) +
+        this.emit('response.custom_tool_call_input.done', { ...place, input }) +
+        this.emit('response.output_item.done', { output_index: call.outputIndex, item })
+      );
+    }
     return (
       this.emit('response.function_call_arguments.done', { item_id: call.id, output_index: call.outputIndex, name: item.name, arguments: call.arguments }) +
       this.emit('response.output_item.done', { output_index: call.outputIndex, item })

@@ -234,6 +234,49 @@ describe('the Responses wire', () => {
     });
   });
 
+  it("answers a custom tool's call as a custom_tool_call item with its raw input, whole and streamed", () => {
+    const custom = [{ type: 'custom', name: 'apply_patch', description: 'Applies a patch.' }];
+    const patchArguments = JSON.stringify({ input: '*** Begin Patch\n*** End Patch' });
+    const response = {
+      choices: [
+        {
+          index: 0,
+          message: { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: patchArguments } }] },
+          finish_reason: 'FINISH_REASON_TOOL_CALLS',
+        },
+      ],
+    } as unknown as ChatResponseOutput;
+    const body = JSON.parse(responsesWire.renderWhole(completionOf({ input: 'Patch it.', tools: custom }), response));
+    expect(body.output).toEqual([
+      {
+        id: expect.stringMatching(/^ctc_/),
+        type: 'custom_tool_call',
+        status: 'completed',
+        call_id: 'call_1',
+        name: 'apply_patch',
+        input: '*** Begin Patch\n*** End Patch',
+      },
+    ]);
+
+    const sequence = streamed(
+      responsesWire.openStream(completionOf({ input: 'Patch it.', tools: custom, stream: true })),
+      [
+        { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: patchArguments.slice(0, 10) } }] },
+        { tool_calls: [{ index: 0, function: { arguments: patchArguments.slice(10) } }] },
+      ],
+      'tool_calls',
+    );
+    expect(sequence.map((event) => event.type).slice(2)).toEqual([
+      'response.output_item.added',
+      'response.custom_tool_call_input.delta',
+      'response.custom_tool_call_input.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(sequence[2]).toMatchObject({ item: { type: 'custom_tool_call', input: '' } });
+    expect(sequence[4]).toMatchObject({ input: '*** Begin Patch\n*** End Patch' });
+  });
+
   it('ends a stream cut at max_output_tokens with response.incomplete, and a failed one with response.failed', () => {
     const cut = responsesWire.openStream(completionOf({ input: 'Hi', stream: true, max_output_tokens: 1 }));
     const cutEvents = streamed(cut, [{ content: 'Hi' }], 'length');

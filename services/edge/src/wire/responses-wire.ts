@@ -9,12 +9,12 @@ import type { ChatResponseOutput } from '@gateway/proto';
 import type { CompletionWire } from '../completions/completion.js';
 import { errorBody } from '../errors.js';
 import { type ParsedResponsesRequest, parseResponsesRequest } from './parse-responses-request.js';
-import { functionCallItem, messageItem, newId, outputText, type ResponsesCompletion, responseObject, statusOf } from './responses-output.js';
+import { messageItem, newId, outputText, type ResponsesCompletion, responseObject, statusOf, toolCallId, toolCallItem } from './responses-output.js';
 import { ResponsesStream } from './responses-stream.js';
 
 type JsonObject = Record<string, unknown>;
 
-/** The output items of a whole answer: its message (text or refusal), then its function calls. */
+/** The output items of a whole answer: its message (text or refusal), then its tool calls. */
 function outputItems(completion: ResponsesCompletion, response: ChatResponseOutput, status: string): JsonObject[] {
   const message = response.choices[0]?.message;
   const items: JsonObject[] = [];
@@ -22,15 +22,11 @@ function outputItems(completion: ResponsesCompletion, response: ChatResponseOutp
   if (message?.content) content.push(outputText(message.content));
   if (message?.refusal) content.push({ type: 'refusal', refusal: message.refusal });
   if (content.length > 0) items.push(messageItem(newId('msg'), content, status));
+  const { responses } = completion.parsed;
   for (const call of message?.tool_calls ?? []) {
-    const fields = {
-      id: newId('fc'),
-      callId: call.id ?? newId('fc'),
-      name: call.function?.name ?? '',
-      arguments: call.function?.arguments ?? '',
-      status: 'completed',
-    };
-    items.push(functionCallItem(fields, completion.parsed.responses.namespaced));
+    const name = call.function?.name ?? '';
+    const fields = { id: toolCallId(name, responses), callId: call.id ?? newId('fc'), name, arguments: call.function?.arguments ?? '', status: 'completed' };
+    items.push(toolCallItem(fields, responses));
   }
   return items;
 }
