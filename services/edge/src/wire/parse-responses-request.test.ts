@@ -177,6 +177,10 @@ describe('parseResponsesRequest', () => {
     expect(refusal({ model: 'm', instructions: 5, input: 'hi' })).toMatchObject({ param: 'instructions' });
     expect(refusal({ model: 'm', input: [{ type: 'function_call', call_id: 'c', name: 'f' }] })).toMatchObject({ param: 'input[0].arguments' });
     expect(refusal({ model: 'm', input: [{ type: 'function_call_output', output: 'x' }] })).toMatchObject({ param: 'input[0].call_id' });
+    expect(refusal({ model: 'm', input: [{ type: 'custom_tool_call', call_id: 'c', name: 'f' }] })).toMatchObject({
+      param: 'input[0].input',
+      code: 'invalid_type',
+    });
     expect(refusal({ model: 'm', input: 'hi', text: { format: { type: 'json_schema', schema: {} } } })).toMatchObject({ param: 'text.format.name' });
   });
 

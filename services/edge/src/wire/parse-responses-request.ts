@@ -276,6 +276,7 @@ function translateFunctionCall(item: JsonObject, param: string, out: Translation
     [`${prefix}.id`, `${param}.call_id`],
     [prefix, param],
   );
+  if (item.type === 'custom_tool_call' && typeof item.input !== 'string') throw wrongType(`${param}.input`, 'a string', item.input ?? null);
   const args = item.type === 'custom_tool_call' ? JSON.stringify({ input: item.input }) : item.arguments;
   calls.push({ id: item.call_id, type: 'function', function: { name, arguments: args } });
 }
