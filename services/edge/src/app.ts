@@ -222,6 +222,7 @@ function registerMethodRefusals(app: FastifyInstance): void {
   };
   const refusal = { methodNotAllowed: true };
   app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/chat/completions', config: refusal, handler: methodNotAllowed('POST') });
+  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/responses', config: refusal, handler: methodNotAllowed('POST') });
   app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', config: refusal, handler: methodNotAllowed('GET') });
 }
 

@@ -16,6 +16,7 @@ import { RequestError, toRequestError } from '../errors.js';
 import { GenAiMetrics } from '../genai-metrics.js';
 import { rateLimitHeaders } from '../rate-limit-headers.js';
 import { tierName } from '../routes/models.js';
+import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { Completion, type CompletionWire } from './completion.js';
 import { withReplicaRetry } from './executor-replicas.js';
 import { fallbackChain } from './fallback-chain.js';
@@ -41,7 +42,7 @@ export class CompletionPipeline {
    * Serves one request of a wire: the body of a whole answer, or the reply once its stream ended.
    * Every failure is thrown, for the edge's error handler to answer in the wire's shape.
    */
-  async run(wire: CompletionWire, request: FastifyRequest, reply: FastifyReply): Promise<string | FastifyReply> {
+  async run<Parsed extends ParsedChatRequest>(wire: CompletionWire<Parsed>, request: FastifyRequest, reply: FastifyReply): Promise<string | FastifyReply> {
     const completion = new Completion(request, reply, wire);
     const prompt = await promptTokensOf(this.deps.catalog, completion.parsed);
     completion.promptTokens = prompt.tokens;

@@ -27,8 +27,11 @@ import type { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
 
-/** A request on its way through admit, route, execute and report. */
-export class Completion {
+/**
+ * A request on its way through admit, route, execute and report. `Parsed` is what its wire's
+ * parse returns: the gateway's request, plus whatever that wire needs to render its answer.
+ */
+export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   /** When the edge took the request (ms since the epoch), for its usage event. */
   readonly receivedAtMs = Date.now();
   /**
@@ -39,7 +42,7 @@ export class Completion {
   readonly requestId: string;
   readonly apiKey: string;
   /** The request in the gateway's own terms, whichever wire it came in on. */
-  readonly parsed: ParsedChatRequest;
+  readonly parsed: Parsed;
   /** The caller's routing policy for `auto` (body or header), when it named one. */
   readonly callerPolicy: string | undefined;
   /** Aborted when the client goes away: cancels the calls made for it. */
@@ -79,7 +82,7 @@ export class Completion {
   constructor(
     readonly request: FastifyRequest,
     readonly reply: FastifyReply,
-    readonly wire: CompletionWire,
+    readonly wire: CompletionWire<Parsed>,
   ) {
     this.requestId = request.id;
     this.apiKey = bearerKey(request);
@@ -94,18 +97,21 @@ export interface WireErrors {
   renderError(error: RequestError): string;
 }
 
-/** One ingress API, as the completion pipeline uses it. */
-export interface CompletionWire extends WireErrors {
+/**
+ * One ingress API, as the completion pipeline uses it. `Parsed` is the request its parse returns:
+ * the gateway's own (ParsedChatRequest), which a wire may extend with what its renderers read.
+ */
+export interface CompletionWire<Parsed extends ParsedChatRequest = ParsedChatRequest> extends WireErrors {
   /** The route it serves (`/v1/chat/completions`), as spans and metrics name it. */
   readonly route: string;
   /** The GenAI operation name of its requests (`chat`). */
   readonly operation: string;
   /** Validates a body and converts it; throws a RequestError (400) naming the offending field. */
-  parse(body: unknown): ParsedChatRequest;
+  parse(body: unknown): Parsed;
   /** Sets the answer's headers and returns the body of a whole (not streamed) answer. */
-  renderWhole(completion: Completion, response: ChatResponseOutput): string;
+  renderWhole(completion: Completion<Parsed>, response: ChatResponseOutput): string;
   /** The renderer of one streamed answer. */
-  openStream(completion: Completion): StreamRenderer;
+  openStream(completion: Completion<Parsed>): StreamRenderer;
 }
 
 /**

@@ -10,9 +10,10 @@ import type { CompletionWire } from '../completions/completion.js';
 import { CompletionPipeline } from '../completions/completion-pipeline.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { chatCompletionsWire } from '../wire/chat-completions-wire.js';
+import { responsesWire } from '../wire/responses-wire.js';
 
 /** The completion APIs the edge serves, each a wire on the one pipeline. */
-const WIRES: readonly CompletionWire[] = [chatCompletionsWire];
+const WIRES: readonly CompletionWire[] = [chatCompletionsWire, responsesWire];
 
 /** A request without a key is refused before its body is read and parsed. */
 function requireKey(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
