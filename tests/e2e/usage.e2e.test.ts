@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { costPicoUsd, loadCatalog, type Catalog } from '@gateway/catalog';
 import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
 import { fixture } from '../../services/executor/src/testing/fixtures.js';
-import type { UsageResultJson } from '../../services/edge/src/wire/usage-json.js';
+import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-usage-tests-0123456789abcdef';
@@ -20,7 +20,7 @@ let catalog: Catalog;
 const upstreams: FakeUpstream[] = [];
 
 /** One result of a usage page (a bucket's group, or the totals), as the edge writes it. */
-type Result = Omit<UsageResultJson, 'object'>;
+type Result = Omit<UsageResult, 'object'>;
 /** What one request should add to its key's and model's buckets: a result's counts, the cost exact. */
 interface Expected extends Omit<Result, 'key_id' | 'model' | 'plan' | 'cost_pico_usd' | 'cost_usd'> {
   key: string;
