@@ -7,7 +7,7 @@ import { envSchema } from 'env-schema';
 import type { Static, TObject } from '@sinclair/typebox';
 
 export { Type } from '@sinclair/typebox';
-export { redisVariables, usageStreamVariables } from './shared-variables.js';
+export { logLevelVariable, redisVariables, usageStreamVariables } from './shared-variables.js';
 export { commentLines, type EnvExampleSection, renderEnvExample, undescribedVariables } from './env-example.js';
 export type { Static, TObject } from '@sinclair/typebox';
 
