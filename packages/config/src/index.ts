@@ -2,11 +2,12 @@
  * Reads a service's environment once, through a TypeBox schema, into a frozen typed object.
  * Only a service's main.ts calls this, with process.env; nothing else reads the environment.
  */
+import { readFileSync } from 'node:fs';
 import { envSchema } from 'env-schema';
 import type { Static, TObject } from '@sinclair/typebox';
 
 export { Type } from '@sinclair/typebox';
-export { redisVariables, usageStreamVariables } from './shared-variables.js';
+export { logLevelVariable, redisVariables, usageStreamVariables } from './shared-variables.js';
 export { commentLines, type EnvExampleSection, renderEnvExample, undescribedVariables } from './env-example.js';
 export type { Static, TObject } from '@sinclair/typebox';
 
@@ -49,4 +50,20 @@ export function envExampleProblems(schema: TObject, text: string, options: { com
     for (const name of named) if (!read.includes(name) && !elsewhere.has(name)) problems.push(`${name} is listed but not read`);
   }
   return problems;
+}
+
+/**
+ * What a service's two `.env.example` files get wrong about its config schema: its own
+ * (`.env.example` in `serviceRoot`, complete but for `readElsewhere`) and the repository's (two
+ * folders above), which must name every variable the service reads, `readElsewhere` included.
+ * Each problem names its file; empty when both agree.
+ */
+export function serviceEnvExampleProblems(schema: TObject, serviceRoot: URL, readElsewhere: readonly string[] = []): string[] {
+  const own = readFileSync(new URL('.env.example', serviceRoot), 'utf8');
+  const all = readFileSync(new URL('../../.env.example', serviceRoot), 'utf8');
+  return [
+    ...envExampleProblems(schema, own, { complete: true, readElsewhere }).map((problem) => `the service's .env.example: ${problem}`),
+    ...envExampleProblems(schema, all).map((problem) => `the repository's .env.example: ${problem}`),
+    ...readElsewhere.filter((name) => !all.includes(`${name}=`)).map((name) => `the repository's .env.example: ${name} is read but not listed`),
+  ];
 }

@@ -42,3 +42,18 @@ export function usageStreamVariables(namePattern: string) {
     }),
   };
 }
+
+/** The levels of pino, the services' logger. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** LOG_LEVEL, one of pino's levels: auth and metering. */
+export function logLevelVariable() {
+  return {
+    LOG_LEVEL: Type.Unsafe<(typeof LOG_LEVELS)[number]>({
+      description: 'pino log level: fatal, error, warn, info, debug, trace, silent.',
+      type: 'string',
+      enum: LOG_LEVELS,
+      default: 'info',
+    }),
+  };
+}

@@ -8,6 +8,7 @@ import { ExponentialBackoff, noJitterGenerator, type IBackoff } from 'cockatiel'
 import { createInbox, ErrorCode, Events, headers, type Msg, type NatsConnection, type NatsError, type Subscription } from 'nats';
 import type { Logger } from '@gateway/logger';
 import { AckWindow, EventQueue, type OutgoingEvent } from './outgoing-events.js';
+import { SingleTimeout } from './single-timeout.js';
 import type { UsagePublisherMetrics } from './usage-publisher-metrics.js';
 
 /**
@@ -98,7 +99,8 @@ export class AcknowledgedSender {
   private stopped = false;
   /** When the current or last pause began: failures of attempts sent before it were already paid for. */
   private backoffStartedAt = Number.NEGATIVE_INFINITY;
-  private backoffTimer?: NodeJS.Timeout;
+  /** The end of the current pause: sends resume when it fires. */
+  private readonly backoffTimer = new SingleTimeout(() => this.pump());
   private sweepTimer?: NodeJS.Timeout;
 
   constructor(private readonly options: AcknowledgedSenderOptions) {
@@ -135,9 +137,8 @@ export class AcknowledgedSender {
   /** Stops sending for good: no timer and no subscription is left behind. */
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.backoffTimer);
+    this.backoffTimer.cancel();
     clearInterval(this.sweepTimer);
-    this.backoffTimer = undefined;
     this.sweepTimer = undefined;
     try {
       this.subscription?.unsubscribe();
@@ -176,7 +177,7 @@ export class AcknowledgedSender {
    */
   pump(): void {
     const nc = this.nc;
-    if (!nc || this.stopped || !this.connectionUp || this.backoffTimer) return;
+    if (!nc || this.stopped || !this.connectionUp || this.backoffTimer.pending) return;
     let now = -1;
     while (this.window.size < this.options.maxInFlight) {
       const event = this.retries.shift() ?? this.options.takeQueued();
@@ -258,22 +259,17 @@ export class AcknowledgedSender {
    * paid for: an outage costs one doubling per round, not one per event in the window.
    */
   private failed(sentAt: number, reason: string): void {
-    if (this.backoffTimer || sentAt < this.backoffStartedAt) return;
+    if (this.backoffTimer.pending || sentAt < this.backoffStartedAt) return;
     this.backoff = this.backoff ? this.backoff.next(undefined) : this.backoffFactory.next();
     const delayMs = this.backoff.duration;
     this.backoffStartedAt = performance.now();
     this.options.logger.warn({ reason, pending: this.options.pending(), retry_in_ms: delayMs }, 'usage events not acknowledged; retrying');
-    this.backoffTimer = setTimeout(() => {
-      this.backoffTimer = undefined;
-      this.pump();
-    }, delayMs);
-    this.backoffTimer.unref();
+    this.backoffTimer.schedule(delayMs);
   }
 
   /** Ends the current pause, if any, and sends what the window has room for. */
   endBackoff(): void {
-    clearTimeout(this.backoffTimer);
-    this.backoffTimer = undefined;
+    this.backoffTimer.cancel();
     this.pump();
   }
 

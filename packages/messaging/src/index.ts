@@ -10,4 +10,5 @@ export * from './connect-nats.js';
 export * from './usage-publisher.js';
 export * from './durable-consumer.js';
 export * from './deployment-health.js';
+export * from './single-timeout.js';
 export type { NatsConnection } from 'nats';

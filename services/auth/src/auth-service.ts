@@ -51,18 +51,31 @@ export function toMinuteLimit(limit: Limit): MinuteLimit {
 }
 
 /**
+ * A limit message as received (a MinuteLimit or a Budget): its positive `field`, 'unlimited', null
+ * for plan_default (remove the override), undefined when absent. A `field` that is not a positive
+ * integer is refused with the message's name, `param`.
+ */
+function fromLimitMessage<Field extends 'per_minute' | 'micro_usd'>(
+  message: ({ value?: string; unlimited?: boolean; plan_default?: boolean } & { [name in Field]?: number | string }) | null | undefined,
+  field: Field,
+  param: string,
+): number | 'unlimited' | null | undefined {
+  if (!message) return undefined;
+  if (message.value === 'unlimited' && message.unlimited) return 'unlimited';
+  if (message.value === 'plan_default' && message.plan_default) return null;
+  if (message.value === field) {
+    const value = Number(message[field]);
+    if (Number.isSafeInteger(value) && value > 0) return value;
+  }
+  throw GatewayError.of('invalid_request', `${param} must be a positive ${field}, unlimited or plan_default.`, { param });
+}
+
+/**
  * A MinuteLimit as received: a limit, null for plan_default (remove the override), undefined when
  * absent. A per_minute that is not positive is refused with the field's name.
  */
 export function fromMinuteLimit(message: MinuteLimitOutput | null | undefined, param: string): Limit | null | undefined {
-  if (!message) return undefined;
-  if (message.value === 'unlimited' && message.unlimited) return 'unlimited';
-  if (message.value === 'plan_default' && message.plan_default) return null;
-  if (message.value === 'per_minute') {
-    const value = Number(message.per_minute);
-    if (Number.isSafeInteger(value) && value > 0) return value;
-  }
-  throw GatewayError.of('invalid_request', `${param} must be a positive per_minute, unlimited or plan_default.`, { param });
+  return fromLimitMessage(message, 'per_minute', param);
 }
 
 /** A budget as a Budget message. */
@@ -75,14 +88,7 @@ export function toBudget(budget: BudgetLimit): Budget {
  * absent. A micro_usd that is not positive is refused with the field's name.
  */
 export function fromBudget(message: BudgetOutput | null | undefined, param: string): BudgetLimit | null | undefined {
-  if (!message) return undefined;
-  if (message.value === 'unlimited' && message.unlimited) return 'unlimited';
-  if (message.value === 'plan_default' && message.plan_default) return null;
-  if (message.value === 'micro_usd') {
-    const value = Number(message.micro_usd);
-    if (Number.isSafeInteger(value) && value > 0) return value;
-  }
-  throw GatewayError.of('invalid_request', `${param} must be a positive micro_usd, unlimited or plan_default.`, { param });
+  return fromLimitMessage(message, 'micro_usd', param);
 }
 
 /** The budget state of a decision as the BudgetState message. */

@@ -1,23 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
-import { connectRedis, createRedis, deleteMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
+import { createRedis, parseRedisUrl } from '@gateway/redis';
 import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
 import { ensureBootstrapKeyOnceReachable } from './bootstrap-key.js';
 import { generateSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
+import { usePrefixedRedis } from './testing/prefixed-redis.js';
 
-const prefix = `test-${randomUUID()}:auth:`;
-let inspector: RedisClient;
-
-beforeAll(async () => {
-  inspector = connectRedis(await redisUrl());
-});
-
-afterAll(async () => {
-  await deleteMatching(inspector, `${prefix}*`);
-  await inspector.quit();
-});
+const inspection = usePrefixedRedis();
+const { prefix } = inspection;
 
 describe('ensureBootstrapKeyOnceReachable', () => {
   // Through a TCP proxy to one server, closed while auth starts.
@@ -47,7 +38,7 @@ describe('ensureBootstrapKeyOnceReachable', () => {
         reopened = await startTcpProxy(proxy.port, target.hostname, Number(target.port));
         const key = await ensured;
         expect(key).toMatchObject({ plan: 'starter', revoked: false });
-        expect((await new KeyStore(inspector, { prefix }).findBySecret(secret))?.key.key_id).toBe(key.key_id);
+        expect((await new KeyStore(inspection.redis, { prefix }).findBySecret(secret))?.key.key_id).toBe(key.key_id);
         expect(warnings.map((warning) => warning.attempt)).toEqual(warnings.map((_, index) => index + 1));
         // An attempt that gave up waiting for the connection leaves no listener behind.
         for (const warning of warnings) expect(warning.readyListeners).toBe(ownListeners);

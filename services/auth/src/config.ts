@@ -1,9 +1,6 @@
-import { loadConfig, redisVariables, Type, type Static } from '@gateway/config';
+import { loadConfig, logLevelVariable, redisVariables, Type, type Static } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './plans.js';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Every environment variable of the auth service; .env.example documents each. */
 export const AuthConfigSchema = Type.Object({
@@ -28,12 +25,7 @@ export const AuthConfigSchema = Type.Object({
     minLength: 1,
     default: DEFAULT_PLANS_PATH,
   }),
-  LOG_LEVEL: Type.Unsafe<LogLevel>({
-    description: 'pino log level: fatal, error, warn, info, debug, trace, silent.',
-    type: 'string',
-    enum: LOG_LEVELS,
-    default: 'info',
-  }),
+  ...logLevelVariable(),
   GATEWAY_BOOTSTRAP_KEY: Type.String({
     description:
       'An API key (br- and at least 32 letters or digits) auth creates at start if missing (idempotent). Empty: none (so an .env file can list it without setting it); scripts/start.sh then generates one into .run/bootstrap-key.',

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { loadPlans, parsePlans, planFromProto, planToProto, PlansError } from './plans.js';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/plans/${name}`, import.meta.url), 'utf8');
+/** Plans from YAML lines, one plan a line. */
+const inlinePlans = (lines: string[]) => parsePlans(lines.join('\n'), 'inline.yaml');
 
 describe('plans', () => {
   it('ships the documented limits', () => {
@@ -20,28 +22,22 @@ describe('plans', () => {
   });
 
   it('reads budgets in USD per plan as micro-USD, unlimited where left out', () => {
-    const plans = parsePlans(
-      [
-        'starter: { requests_per_minute: 60, tokens_per_minute: 100000, daily_budget_usd: 2.5, monthly_budget_usd: 0.000001 }',
-        'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000, monthly_budget_usd: unlimited }',
-        'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, daily_budget_usd: 1000000 }',
-      ].join('\n'),
-      'inline.yaml',
-    );
+    const plans = inlinePlans([
+      'starter: { requests_per_minute: 60, tokens_per_minute: 100000, daily_budget_usd: 2.5, monthly_budget_usd: 0.000001 }',
+      'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000, monthly_budget_usd: unlimited }',
+      'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, daily_budget_usd: 1000000 }',
+    ]);
     expect([plans.starter.daily_budget, plans.starter.monthly_budget]).toEqual([2_500_000, 1]);
     expect([plans.pro.daily_budget, plans.pro.monthly_budget]).toEqual(['unlimited', 'unlimited']);
     expect([plans.enterprise.daily_budget, plans.enterprise.monthly_budget]).toEqual([1_000_000_000_000, 'unlimited']);
   });
 
   it('reads catalog_fallbacks per plan, false where it is left out', () => {
-    const plans = parsePlans(
-      [
-        'starter: { requests_per_minute: 60, tokens_per_minute: 100000, catalog_fallbacks: true }',
-        'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000 }',
-        'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, catalog_fallbacks: false }',
-      ].join('\n'),
-      'inline.yaml',
-    );
+    const plans = inlinePlans([
+      'starter: { requests_per_minute: 60, tokens_per_minute: 100000, catalog_fallbacks: true }',
+      'pro: { requests_per_minute: 1000, tokens_per_minute: 2000000 }',
+      'enterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited, catalog_fallbacks: false }',
+    ]);
     expect([plans.starter.catalog_fallbacks, plans.pro.catalog_fallbacks, plans.enterprise.catalog_fallbacks]).toEqual([true, false, false]);
   });
 

@@ -4,6 +4,7 @@
  */
 import type { CatalogSnapshotOutput, ModelOutput, RouterServiceClient } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
+import { SingleTimeout } from '@gateway/messaging';
 import { ExponentialBackoff, noJitterGenerator, type IBackoff } from 'cockatiel';
 
 /** Reconnection delays of the catalog watch: 100 ms doubling to at most 2 s, with no jitter. */
@@ -24,7 +25,7 @@ export class WatchedCatalog implements CatalogView {
   private byId = new Map<string, ModelOutput>();
   private version = -1;
   private call: ReturnType<RouterServiceClient['WatchCatalog']> | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly retryTimer = new SingleTimeout(() => this.start());
   private stopped = false;
   /** The reconnection backoff since the last snapshot arrived; undefined when connected. */
   private backoff: IBackoff<unknown> | undefined;
@@ -70,20 +71,15 @@ export class WatchedCatalog implements CatalogView {
   }
 
   private scheduleRetry(): void {
-    if (this.stopped || this.retryTimer) return;
+    if (this.stopped || this.retryTimer.pending) return;
     this.backoff = this.backoff ? this.backoff.next(undefined) : RECONNECT_BACKOFF.next();
-    const delay = this.backoff.duration;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.start();
-    }, delay);
-    this.retryTimer.unref();
+    this.retryTimer.schedule(this.backoff.duration);
   }
 
   /** Stops watching. */
   stop(): void {
     this.stopped = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer.cancel();
     this.call?.cancel();
   }
 }

@@ -8,7 +8,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '@gateway/logger';
-import { DEPLOYMENT_HEALTH_SUBJECT, encodeDeploymentHealth, type NatsConnection } from '@gateway/messaging';
+import { DEPLOYMENT_HEALTH_SUBJECT, encodeDeploymentHealth, type NatsConnection, SingleTimeout } from '@gateway/messaging';
 import type { DeploymentPool } from './pool/deployment-pool.js';
 
 /** A change is published after this pause, so a burst of changes makes one report. */
@@ -32,7 +32,8 @@ export interface HealthPublisherOptions {
 export class HealthPublisher {
   private connection: NatsConnection | undefined;
   private interval: NodeJS.Timeout | undefined;
-  private debounce: NodeJS.Timeout | undefined;
+  /** The report on change, after DEBOUNCE_MS. */
+  private readonly debounce = new SingleTimeout(() => this.publish());
   private stopListening: (() => void) | undefined;
   private draining = false;
 
@@ -58,14 +59,7 @@ export class HealthPublisher {
   start(): void {
     this.interval = setInterval(() => this.publish(), this.options.intervalMs);
     this.interval.unref();
-    this.stopListening = this.pool.onChange(() => {
-      if (this.debounce) return;
-      this.debounce = setTimeout(() => {
-        this.debounce = undefined;
-        this.publish();
-      }, DEBOUNCE_MS);
-      this.debounce.unref();
-    });
+    this.stopListening = this.pool.onChange(() => this.debounce.schedule(DEBOUNCE_MS));
   }
 
   /**
@@ -76,7 +70,7 @@ export class HealthPublisher {
     this.draining = true;
     this.publish();
     if (this.interval) clearInterval(this.interval);
-    if (this.debounce) clearTimeout(this.debounce);
+    this.debounce.cancel();
     this.stopListening?.();
   }
 

@@ -1,10 +1,7 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadConfig, redisVariables, Type, type Static, usageStreamVariables } from '@gateway/config';
+import { loadConfig, logLevelVariable, redisVariables, Type, type Static, usageStreamVariables } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Every environment variable of the metering service; .env.example documents each. */
 export const MeteringConfigSchema = Type.Object({
@@ -25,12 +22,7 @@ export const MeteringConfigSchema = Type.Object({
     minLength: 1,
     default: DEFAULT_CATALOG_PATH,
   }),
-  LOG_LEVEL: Type.Unsafe<LogLevel>({
-    description: 'pino log level: fatal, error, warn, info, debug, trace, silent.',
-    type: 'string',
-    enum: LOG_LEVELS,
-    default: 'info',
-  }),
+  ...logLevelVariable(),
   METERING_SHUTDOWN_GRACE_MS: Type.Integer({ description: 'How long shutdown may take to finish the event being metered (ms).', minimum: 0, default: 5_000 }),
   ...usageStreamVariables(USAGE_STREAM_NAME_PATTERN),
   METERING_DEDUP_RETENTION_MS: Type.Integer({

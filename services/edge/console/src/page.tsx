@@ -79,3 +79,65 @@ export function SubmitRow({
     </>
   );
 }
+
+/** A column's heading: its text, or `{ number: text }` for a right-aligned column of numbers. */
+export type Column = string | { number: string };
+
+/** A table in its scrolling wrapper: an optional caption, one heading row of `columns`, then `children` as its body. */
+export function Table({
+  testId,
+  caption,
+  columns,
+  children,
+}: {
+  testId: string;
+  caption?: ComponentChildren;
+  columns: readonly Column[];
+  children: ComponentChildren;
+}) {
+  return (
+    <div class="table-wrap">
+      <table data-testid={testId}>
+        {caption !== undefined && <caption>{caption}</caption>}
+        <thead>
+          <tr>
+            {columns.map((column) =>
+              typeof column === 'string' ? (
+                <th key={column}>{column}</th>
+              ) : (
+                <th key={column.number} class="number">
+                  {column.number}
+                </th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** A labelled select among a page's tools; `onChange` gets the value chosen. */
+export function ToolSelect({
+  label,
+  value,
+  testId,
+  onChange,
+  children,
+}: {
+  label: string;
+  value: string;
+  testId: string;
+  onChange: (value: string) => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <label class="inline">
+      {label}
+      <select value={value} data-testid={testId} onChange={(event) => onChange(event.currentTarget.value)}>
+        {children}
+      </select>
+    </label>
+  );
+}

@@ -63,3 +63,12 @@ export async function* readServerSentEvents(body: Dispatcher.ResponseData['body'
     if (!ended) body.destroy();
   }
 }
+
+/** Parses one stream record's data as JSON; data that is not JSON is a `malformed` failure naming the record (`event` or `chunk`). */
+export function parseStreamJson(data: string, provider: string, record: 'event' | 'chunk'): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch (error) {
+    throw new UpstreamError(`upstream sent a stream ${record} that is not JSON`, { provider, kind: 'malformed', cause: error });
+  }
+}

@@ -33,18 +33,6 @@ export const TEST_KEY_ENV = 'FAKE_UPSTREAM_API_KEY';
 /** The key tests put in TEST_KEY_ENV; long enough to be scrubbed from upstream messages. */
 export const TEST_KEY = 'sk-test-0123456789abcdefsecret';
 
-/** An openai-compatible model pointing at a fake upstream. */
-export function openAiCompatibleModel(baseUrl: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
-  return testModel(
-    {
-      id: 'fake/gpt-4o-mini',
-      provider: 'openai-compatible',
-      upstream: { model: 'gpt-4o-mini', base_url: baseUrl, api_key_env: TEST_KEY_ENV, headers: { 'x-team': 'gateway' } },
-    },
-    overrides,
-  );
-}
-
 /** A catalog of the given models. */
 export function catalogOf(models: CatalogModel[]): Catalog {
   return { models, byId: new Map(models.map((model) => [model.id, model])) };
@@ -55,33 +43,39 @@ export const PROVIDER_TEST_KEY_ENV = 'FAKE_PROVIDER_API_KEY';
 /** The key tests put in PROVIDER_TEST_KEY_ENV; long enough to be scrubbed from upstream messages. */
 export const PROVIDER_TEST_KEY = 'sk-ant-test-0123456789abcdefsecret';
 
-/** An anthropic model pointing at a fake upstream's origin (`http://127.0.0.1:<port>`). */
-export function anthropicModel(origin: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
-  return testModel(
-    {
-      id: 'fake/claude-sonnet-4',
-      provider: 'anthropic',
-      max_output_tokens: 64_000,
-      upstream: {
-        model: 'claude-sonnet-4-20250514',
-        base_url: origin,
-        api_key_env: PROVIDER_TEST_KEY_ENV,
-        headers: { 'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14' },
-      },
-    },
-    overrides,
-  );
+/**
+ * A model of a provider's own upstream (everything but its address), as a function of the fake
+ * upstream's address and the test's overrides.
+ */
+function upstreamModel(own: Pick<CatalogModel, 'id' | 'provider' | 'upstream'> & Partial<CatalogModel>) {
+  const { model, ...rest } = own.upstream;
+  return (baseUrl: string, overrides: Partial<CatalogModel> = {}): CatalogModel =>
+    testModel({ ...own, upstream: { model, base_url: baseUrl, ...rest } }, overrides);
 }
 
+/** An openai-compatible model pointing at a fake upstream. */
+export const openAiCompatibleModel = upstreamModel({
+  id: 'fake/gpt-4o-mini',
+  provider: 'openai-compatible',
+  upstream: { model: 'gpt-4o-mini', api_key_env: TEST_KEY_ENV, headers: { 'x-team': 'gateway' } },
+});
+
+/** An anthropic model pointing at a fake upstream's origin (`http://127.0.0.1:<port>`). */
+export const anthropicModel = upstreamModel({
+  id: 'fake/claude-sonnet-4',
+  provider: 'anthropic',
+  max_output_tokens: 64_000,
+  upstream: {
+    model: 'claude-sonnet-4-20250514',
+    api_key_env: PROVIDER_TEST_KEY_ENV,
+    headers: { 'anthropic-beta': 'fine-grained-tool-streaming-2025-05-14' },
+  },
+});
+
 /** A gemini model pointing at a fake upstream's origin (`http://127.0.0.1:<port>`). */
-export function geminiModel(origin: string, overrides: Partial<CatalogModel> = {}): CatalogModel {
-  return testModel(
-    {
-      id: 'fake/gemini-2.0-flash',
-      provider: 'gemini',
-      max_output_tokens: 8_192,
-      upstream: { model: 'gemini-2.0-flash', base_url: origin, api_key_env: PROVIDER_TEST_KEY_ENV },
-    },
-    overrides,
-  );
-}
+export const geminiModel = upstreamModel({
+  id: 'fake/gemini-2.0-flash',
+  provider: 'gemini',
+  max_output_tokens: 8_192,
+  upstream: { model: 'gemini-2.0-flash', api_key_env: PROVIDER_TEST_KEY_ENV },
+});

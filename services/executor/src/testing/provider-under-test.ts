@@ -6,12 +6,13 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
 import { type GatewayError, GrpcStatus } from '@gateway/grpc';
 import { replayJson, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
-import type { Provider, ProviderContext } from '../providers/provider.js';
+import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
+import type { Provider, ProviderContext, ProviderStreamEvent } from '../providers/provider.js';
 import type { HttpProviderDependencies } from '../providers/upstream-http.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from './catalog-models.js';
 import { providerFixture } from './fixtures.js';
-import { collect, gatewayErrorOf, simpleRequest } from './provider-calls.js';
+import { collect, drain, gatewayErrorOf, simpleRequest } from './provider-calls.js';
 
 /** How a test file builds its adapter. */
 export interface ProviderSetup<P extends Provider> {
@@ -103,15 +104,30 @@ export async function expectEarlyLeaveReleasesUpstream(under: ProviderUnderTest<
   expect(((await upstream.requests[0]?.closed) as number) - leftAt).toBeLessThan(100);
 }
 
+/** Answers the next request with `reply`, then makes a whole call of `request`. */
+export function completeWith(under: ProviderUnderTest<Provider>, reply: Responder, request: ChatRequestOutput = simpleRequest()): Promise<ChatResponse> {
+  under.upstream.respond(reply);
+  return under.provider.complete(request, under.contextOf());
+}
+
+/** Answers the next request with `reply`, then reads a stream of `request` to its end. */
+export function streamWith(under: ProviderUnderTest<Provider>, reply: Responder, request: ChatRequestOutput = simpleRequest()): Promise<ProviderStreamEvent[]> {
+  under.upstream.respond(reply);
+  return collect(under.provider.stream(request, under.contextOf()));
+}
+
+/** Answers the next request with `reply`, then reads a stream until it ends or fails: the events it got and the failure. */
+export function drainWith(under: ProviderUnderTest<Provider>, reply: Responder): Promise<{ events: ProviderStreamEvent[]; failure: unknown }> {
+  under.upstream.respond(reply);
+  return drain(under.provider.stream(simpleRequest(), under.contextOf()));
+}
+
 /**
  * Answers the next request with `reply`, runs a call (whole, or a stream read to its end), and
  * returns the GatewayError the gRPC boundary would send for its UpstreamError.
  */
 export function failureOf(under: ProviderUnderTest<Provider>, reply: Responder, call: 'complete' | 'stream' = 'complete'): Promise<GatewayError> {
-  under.upstream.respond(reply);
-  const running =
-    call === 'complete' ? under.provider.complete(simpleRequest(), under.contextOf()) : collect(under.provider.stream(simpleRequest(), under.contextOf()));
-  return gatewayErrorOf(running);
+  return gatewayErrorOf(call === 'complete' ? completeWith(under, reply) : streamWith(under, reply));
 }
 
 /** A call that failed as a server failure: retryable UNAVAILABLE `upstream_error`, with the upstream's status when it sent one. */

@@ -8,7 +8,7 @@ import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type Ke
 import { ErrorBanner } from '../error-banner';
 import { FieldError, fieldsOfKey, keyChange, parseFields, type KeyFields } from '../key-fields';
 import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
-import { EmptyRow, Page, RefreshButton, SubmitRow } from '../page';
+import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
@@ -72,30 +72,27 @@ function KeyFieldInputs({
 /** Creates a key; what is left empty follows the plan. */
 function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: CreatedKey) => void }) {
   const [fields, setFields] = useState<KeyFields>(EMPTY_FIELDS);
-  const { error, busy, run } = useAction(formError);
+  const { error, busy, submit } = useAction(formError);
   return (
     <form
       class="card"
       data-testid="create-key-form"
-      onSubmit={(event) => {
-        event.preventDefault();
-        return run(async () => {
-          const parsed = parseFields(fields);
-          // The create form starts from a plan it offers and offers only those: never `unknown`.
-          const creation: KeyCreation = { plan: fields.plan as Plan };
-          if (fields.name.trim()) creation.name = fields.name.trim();
-          const limits: NonNullable<KeyCreation['limits']> = {};
-          if (parsed.requestsPerMinute !== undefined) limits.requests_per_minute = parsed.requestsPerMinute;
-          if (parsed.tokensPerMinute !== undefined) limits.tokens_per_minute = parsed.tokensPerMinute;
-          if (Object.keys(limits).length > 0) creation.limits = limits;
-          const budgets: NonNullable<KeyCreation['budgets']> = {};
-          if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
-          if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
-          if (Object.keys(budgets).length > 0) creation.budgets = budgets;
-          onCreated(await api.createKey(creation));
-          setFields(EMPTY_FIELDS);
-        });
-      }}
+      onSubmit={submit(async () => {
+        const parsed = parseFields(fields);
+        // The create form starts from a plan it offers and offers only those: never `unknown`.
+        const creation: KeyCreation = { plan: fields.plan as Plan };
+        if (fields.name.trim()) creation.name = fields.name.trim();
+        const limits: NonNullable<KeyCreation['limits']> = {};
+        if (parsed.requestsPerMinute !== undefined) limits.requests_per_minute = parsed.requestsPerMinute;
+        if (parsed.tokensPerMinute !== undefined) limits.tokens_per_minute = parsed.tokensPerMinute;
+        if (Object.keys(limits).length > 0) creation.limits = limits;
+        const budgets: NonNullable<KeyCreation['budgets']> = {};
+        if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
+        if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
+        if (Object.keys(budgets).length > 0) creation.budgets = budgets;
+        onCreated(await api.createKey(creation));
+        setFields(EMPTY_FIELDS);
+      })}
     >
       <h2>Create a key</h2>
       <KeyFieldInputs
@@ -158,21 +155,18 @@ function SecretBox({ created, onDismiss }: { created: CreatedKey; onDismiss: () 
 function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDone: (changed: boolean) => void }) {
   const original = fieldsOfKey(apiKey);
   const [fields, setFields] = useState<KeyFields>(original);
-  const { error, busy, run } = useAction(formError);
+  const { error, busy, submit } = useAction(formError);
   const planned = (value: string) => `plan's (${value})`;
   return (
     <form
       class="edit"
       data-testid="edit-key-form"
-      onSubmit={(event) => {
-        event.preventDefault();
-        return run(async () => {
-          const change = keyChange(original, fields);
-          if (!change) return onDone(false);
-          await api.updateKey(apiKey.id, change);
-          onDone(true);
-        });
-      }}
+      onSubmit={submit(async () => {
+        const change = keyChange(original, fields);
+        if (!change) return onDone(false);
+        await api.updateKey(apiKey.id, change);
+        onDone(true);
+      })}
     >
       <KeyFieldInputs
         fields={fields}
@@ -201,12 +195,16 @@ function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDo
 
 /** A limit or budget cell, marked when the key overrides its plan. */
 function Setting({ text, overridden }: { text: string; overridden: boolean }) {
-  return overridden ? (
-    <span class="override" title="Set on this key, over its plan">
-      {text}*
-    </span>
-  ) : (
-    <span>{text}</span>
+  return (
+    <td class="number">
+      {overridden ? (
+        <span class="override" title="Set on this key, over its plan">
+          {text}*
+        </span>
+      ) : (
+        <span>{text}</span>
+      )}
+    </td>
   );
 }
 
@@ -223,18 +221,10 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
         </td>
         <td>{apiKey.name || <span class="muted">—</span>}</td>
         <td data-testid="key-plan">{apiKey.plan}</td>
-        <td class="number">
-          <Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} />
-        </td>
-        <td class="number">
-          <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
-        </td>
-        <td class="number">
-          <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
-        </td>
-        <td class="number">
-          <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
-        </td>
+        <Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} />
+        <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
+        <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
+        <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
         <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
         <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
         <td>
@@ -324,32 +314,28 @@ export function KeysPage({ api }: { api: AdminApi }) {
         }}
       />
       <ErrorBanner error={keys.error} />
-      <div class="table-wrap">
-        <table data-testid="keys-table">
-          <thead>
-            <tr>
-              <th>Id</th>
-              <th>Name</th>
-              <th>Plan</th>
-              <th class="number">Requests / min</th>
-              <th class="number">Tokens / min</th>
-              <th class="number">Daily budget</th>
-              <th class="number">Monthly budget</th>
-              <th>State</th>
-              <th>Last used</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((key) => (
-              <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />
-            ))}
-            <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={10}>
-              No keys yet.
-            </EmptyRow>
-          </tbody>
-        </table>
-      </div>
+      <Table
+        testId="keys-table"
+        columns={[
+          'Id',
+          'Name',
+          'Plan',
+          { number: 'Requests / min' },
+          { number: 'Tokens / min' },
+          { number: 'Daily budget' },
+          { number: 'Monthly budget' },
+          'State',
+          'Last used',
+          '',
+        ]}
+      >
+        {list.map((key) => (
+          <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />
+        ))}
+        <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={10}>
+          No keys yet.
+        </EmptyRow>
+      </Table>
       <p class="hint">* set on the key itself, over its plan.</p>
     </Page>
   );

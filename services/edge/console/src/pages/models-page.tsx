@@ -5,7 +5,7 @@
 import type { AdminApi } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatMilliseconds } from '../format';
-import { EmptyRow, Page, RefreshButton } from '../page';
+import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { useLoader } from '../use-loader';
 
 /** The Models page. */
@@ -15,35 +15,22 @@ export function ModelsPage({ api }: { api: AdminApi }) {
   return (
     <Page name="models" title="Models" loaded={models} tools={<RefreshButton loaded={models} testId="models-refresh" />}>
       <ErrorBanner error={models.error} />
-      <div class="table-wrap">
-        <table data-testid="models-table">
-          <thead>
-            <tr>
-              <th>Id</th>
-              <th>Provider</th>
-              <th>Available</th>
-              <th>Retry after</th>
-              <th>Quality tier</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((model) => (
-              <tr key={model.id} data-testid="model-row" data-model-id={model.id}>
-                <td>
-                  <code>{model.id}</code>
-                </td>
-                <td>{model.provider}</td>
-                <td data-testid="model-available">{model.available ? <span class="badge good">yes</span> : <span class="badge bad">no</span>}</td>
-                <td>{model.retry_after_ms === null ? <span class="muted">—</span> : `in ${formatMilliseconds(model.retry_after_ms)}`}</td>
-                <td>{model.quality_tier ?? <span class="muted">—</span>}</td>
-              </tr>
-            ))}
-            <EmptyRow shown={models.data !== undefined && list.length === 0} columns={5}>
-              The catalog has no models.
-            </EmptyRow>
-          </tbody>
-        </table>
-      </div>
+      <Table testId="models-table" columns={['Id', 'Provider', 'Available', 'Retry after', 'Quality tier']}>
+        {list.map((model) => (
+          <tr key={model.id} data-testid="model-row" data-model-id={model.id}>
+            <td>
+              <code>{model.id}</code>
+            </td>
+            <td>{model.provider}</td>
+            <td data-testid="model-available">{model.available ? <span class="badge good">yes</span> : <span class="badge bad">no</span>}</td>
+            <td>{model.retry_after_ms === null ? <span class="muted">—</span> : `in ${formatMilliseconds(model.retry_after_ms)}`}</td>
+            <td>{model.quality_tier ?? <span class="muted">—</span>}</td>
+          </tr>
+        ))}
+        <EmptyRow shown={models.data !== undefined && list.length === 0} columns={5}>
+          The catalog has no models.
+        </EmptyRow>
+      </Table>
     </Page>
   );
 }

@@ -7,7 +7,7 @@ import { useCallback, useMemo, useState } from 'preact/hooks';
 import type { AdminApi, Key, UsagePage as UsagePageJson, UsageResult } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatCount, formatUsd } from '../format';
-import { EmptyRow, Page, RefreshButton } from '../page';
+import { EmptyRow, Page, RefreshButton, ToolSelect } from '../page';
 import { SpendChart } from '../spend-chart';
 import { OTHER_SERIES, RANGES, spendSeries, totalsBy, usageWindow, type RangeId, type UsageTotals, type UsageWindow } from '../usage-series';
 import { useLoader } from '../use-loader';
@@ -132,47 +132,42 @@ export function UsagePage({ api }: { api: AdminApi }) {
       loaded={usage}
       tools={
         <>
-          <label class="inline">
-            Range
-            <select
-              value={rangeId}
-              data-testid="usage-range"
-              onChange={(event) => {
-                const next = event.currentTarget.value as RangeId;
-                setRangeId(next);
-                keepChoices(next, keyId);
-              }}
-            >
-              {RANGES.map((entry) => (
-                <option key={entry.id} value={entry.id}>
-                  {entry.label}
+          <ToolSelect
+            label="Range"
+            value={rangeId}
+            testId="usage-range"
+            onChange={(value) => {
+              const next = value as RangeId;
+              setRangeId(next);
+              keepChoices(next, keyId);
+            }}
+          >
+            {RANGES.map((entry) => (
+              <option key={entry.id} value={entry.id}>
+                {entry.label}
+              </option>
+            ))}
+          </ToolSelect>
+          <ToolSelect
+            label="Key"
+            value={keyId}
+            testId="usage-key-filter"
+            onChange={(next) => {
+              setKeyId(next);
+              keepChoices(rangeId, next);
+            }}
+          >
+            <option value="">All keys</option>
+            {/* The chosen key stays listed while the key list loads. */}
+            {keyId && !keys.has(keyId) && <option value={keyId}>{keyId}</option>}
+            {[...keys.values()]
+              .sort((left, right) => right.created_at - left.created_at)
+              .map((key) => (
+                <option key={key.id} value={key.id}>
+                  {keyLabel(keys, key.id)}
                 </option>
               ))}
-            </select>
-          </label>
-          <label class="inline">
-            Key
-            <select
-              value={keyId}
-              data-testid="usage-key-filter"
-              onChange={(event) => {
-                const next = event.currentTarget.value;
-                setKeyId(next);
-                keepChoices(rangeId, next);
-              }}
-            >
-              <option value="">All keys</option>
-              {/* The chosen key stays listed while the key list loads. */}
-              {keyId && !keys.has(keyId) && <option value={keyId}>{keyId}</option>}
-              {[...keys.values()]
-                .sort((left, right) => right.created_at - left.created_at)
-                .map((key) => (
-                  <option key={key.id} value={key.id}>
-                    {keyLabel(keys, key.id)}
-                  </option>
-                ))}
-            </select>
-          </label>
+          </ToolSelect>
           <RefreshButton loaded={usage} testId="usage-refresh" />
         </>
       }

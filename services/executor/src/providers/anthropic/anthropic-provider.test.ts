@@ -4,8 +4,10 @@ import type { ChatRequestOutput } from '@gateway/proto';
 import { anthropicModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
-import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
+  completeWith,
+  drainWith,
   expectFirstByteTimeout,
   expectInvalidRequest,
   expectKeyRedacted,
@@ -13,6 +15,7 @@ import {
   expectStreamAbortClosesUpstream,
   expectWholeAbortClosesUpstream,
   failureOf,
+  streamWith,
   useProviderUnderTest,
 } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
@@ -148,8 +151,7 @@ describe('AnthropicProvider: requests it sends', () => {
       [64_000, { type: 'tool', name: 'get_weather' }],
     ]);
     expect(under.upstream.requests[0]?.body).not.toHaveProperty('stream');
-    under.upstream.respond(replaySse(fixture('stream-text.sse')));
-    await collect(under.provider.stream(simpleRequest(), contextOf()));
+    await streamWith(under, replaySse(fixture('stream-text.sse')));
     expect(under.upstream.requests[3]?.body).toMatchObject({ stream: true, messages: [{ role: 'user', content: 'Hello!' }] });
     expect(under.upstream.requests[3]?.headers.accept).toBe('text/event-stream');
   });
@@ -174,8 +176,7 @@ describe('AnthropicProvider: requests it sends', () => {
 
 describe('AnthropicProvider: whole responses', () => {
   it('joins text blocks and reports cache reads as cached prompt tokens', async () => {
-    under.upstream.respond(replayJson(200, fixture('message.json')));
-    const response = await under.provider.complete(simpleRequest(), contextOf());
+    const response = await completeWith(under, replayJson(200, fixture('message.json')));
     expect(response).toMatchObject({
       id: 'chatcmpl-msg_013Zva2CMHLNnXjNJJKqJ2EF',
       model: under.model.id,
@@ -185,8 +186,7 @@ describe('AnthropicProvider: whole responses', () => {
   });
 
   it('turns tool_use blocks into tool calls with JSON-string arguments', async () => {
-    under.upstream.respond(replayJson(200, fixture('message-tool-use.json')));
-    const response = await under.provider.complete(simpleRequest(), contextOf());
+    const response = await completeWith(under, replayJson(200, fixture('message-tool-use.json')));
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBe("I'll check the current weather in San Francisco for you.");
@@ -201,10 +201,12 @@ describe('AnthropicProvider: whole responses', () => {
 
   it('maps max_tokens to length and refusal to content_filter', async () => {
     const message = JSON.parse(fixture('message.json')) as Record<string, unknown>;
-    under.upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'max_tokens' })));
-    expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_LENGTH');
-    under.upstream.respond(replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })));
-    expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
+    expect((await completeWith(under, replayJson(200, JSON.stringify({ ...message, stop_reason: 'max_tokens' })))).choices?.[0]?.finish_reason).toBe(
+      'FINISH_REASON_LENGTH',
+    );
+    expect((await completeWith(under, replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })))).choices?.[0]?.finish_reason).toBe(
+      'FINISH_REASON_CONTENT_FILTER',
+    );
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
     await expectAnswersWithoutLogprobs(
@@ -220,8 +222,7 @@ describe('AnthropicProvider: whole responses', () => {
 
 describe('AnthropicProvider: streams', () => {
   it('streams text as OpenAI chunks: role first, content deltas, the finish reason, then the usage', async () => {
-    under.upstream.respond(replaySse(fixture('stream-text.sse')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(fixture('stream-text.sse')));
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === under.model.id)).toBe(true);
@@ -237,8 +238,7 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it('streams tool_use blocks as OpenAI tool-call deltas whose fragments reassemble to the arguments', async () => {
-    under.upstream.respond(replaySse(fixture('stream-tool-use.sse')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(fixture('stream-tool-use.sse')));
     const chunks = chunksOf(events);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Okay, let me check the weather.');
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
@@ -270,8 +270,7 @@ describe('AnthropicProvider: streams', () => {
       replayRaw(200, fixture('stream-truncated.sse')),
       replaySse(fixture('stream-text.sse').split('event: message_stop')[0] as string),
     ]) {
-      under.upstream.respond(responder);
-      const { events: received, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
+      const { events: received, failure } = await drainWith(under, responder);
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
       expect(received.length).toBeGreaterThan(0);
       expect(received.every((event) => event.type === 'chunk')).toBe(true);
@@ -280,8 +279,7 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it('fails on an overloaded error event mid-stream as retryable, and on an event that is not JSON', async () => {
-    under.upstream.respond(replaySse(fixture('stream-error.sse')));
-    const { events: received, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
+    const { events: received, failure } = await drainWith(under, replaySse(fixture('stream-error.sse')));
     expect(failure).toMatchObject({ kind: 'stream_error', status: 529, retryable: true });
     expect(
       chunksOf(received)
@@ -289,8 +287,11 @@ describe('AnthropicProvider: streams', () => {
         .join(''),
     ).toBe('Let me think');
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
-    under.upstream.respond(replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n'));
-    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(
+      await gatewayErrorOf(
+        streamWith(under, replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n')),
+      ),
+    ).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });

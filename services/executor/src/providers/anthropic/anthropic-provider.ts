@@ -14,7 +14,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
 import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
-import { readServerSentEvents } from '../server-sent-events.js';
+import { parseStreamJson, readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
 import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toAnthropicRequest } from './convert-request.js';
@@ -89,12 +89,7 @@ function isMessageStop(event: EventSourceMessage): boolean {
 }
 
 function parseEvent(data: string, provider: string): AnthropicStreamEvent {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(data);
-  } catch (error) {
-    throw new UpstreamError('upstream sent a stream event that is not JSON', { provider, kind: 'malformed', cause: error });
-  }
+  const parsed = parseStreamJson(data, provider, 'event');
   if (typeof parsed !== 'object' || parsed === null || typeof (parsed as { type?: unknown }).type !== 'string') {
     throw new UpstreamError('upstream sent a stream event without a type', { provider, kind: 'malformed' });
   }

@@ -4,13 +4,16 @@ import type { ChatRequestOutput } from '@gateway/proto';
 import { geminiModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
 import { replayJson, replayRaw, replaySse } from '@gateway/testing';
 import { providerFixture } from '../../testing/fixtures.js';
-import { chunksOf, collect, drain, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
+  completeWith,
+  drainWith,
   expectEarlyLeaveReleasesUpstream,
   expectInvalidRequest,
   expectRetryableUnavailable,
   expectStreamAbortClosesUpstream,
   failureOf,
+  streamWith,
   useProviderUnderTest,
 } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
@@ -184,8 +187,7 @@ describe('GeminiProvider: requests it sends', () => {
       contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }],
       generationConfig: { responseMimeType: 'application/json' },
     });
-    under.upstream.respond(replaySse(fixture('stream-text.sse')));
-    await collect(under.provider.stream(simpleRequest(), contextOf()));
+    await streamWith(under, replaySse(fixture('stream-text.sse')));
     expect(under.upstream.requests[4]?.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
     expect(under.upstream.requests[4]?.headers.accept).toBe('text/event-stream');
   });
@@ -230,8 +232,7 @@ describe('GeminiProvider: requests it sends', () => {
 
 describe('GeminiProvider: whole responses', () => {
   it('drops thought parts, counts thinking tokens as reasoning, and reports cached prompt tokens', async () => {
-    under.upstream.respond(replayJson(200, fixture('generate-content.json')));
-    const response = await under.provider.complete(simpleRequest(), contextOf());
+    const response = await completeWith(under, replayJson(200, fixture('generate-content.json')));
     expect(response).toMatchObject({
       id: 'chatcmpl-mAitaJjJHInWz7IPpv-L0Ak',
       model: under.model.id,
@@ -241,8 +242,7 @@ describe('GeminiProvider: whole responses', () => {
   });
 
   it('turns functionCall parts into tool calls with stable ids and finish reason tool_calls', async () => {
-    under.upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
-    const first = await under.provider.complete(simpleRequest(), contextOf());
+    const first = await completeWith(under, replayJson(200, fixture('generate-content-function-call.json')));
     const again = await under.provider.complete(simpleRequest(), contextOf());
     const calls = first.choices?.[0]?.message?.tool_calls ?? [];
     expect(first.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
@@ -264,11 +264,12 @@ describe('GeminiProvider: whole responses', () => {
       ['RECITATION', 'FINISH_REASON_CONTENT_FILTER'],
       ['PROHIBITED_CONTENT', 'FINISH_REASON_CONTENT_FILTER'],
     ]) {
-      under.upstream.respond(replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })));
-      expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]?.finish_reason).toBe(expected);
+      expect(
+        (await completeWith(under, replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })))).choices?.[0]
+          ?.finish_reason,
+      ).toBe(expected);
     }
-    under.upstream.respond(replayJson(200, fixture('blocked-prompt.json')));
-    expect(await under.provider.complete(simpleRequest(), contextOf())).toMatchObject({
+    expect(await completeWith(under, replayJson(200, fixture('blocked-prompt.json')))).toMatchObject({
       choices: [{ index: 0, finish_reason: 'FINISH_REASON_CONTENT_FILTER', message: { tool_calls: [] } }],
       usage: { prompt_tokens: 14, completion_tokens: 0 },
     });
@@ -287,8 +288,7 @@ describe('GeminiProvider: whole responses', () => {
 
 describe('GeminiProvider: streams', () => {
   it('streams text as OpenAI chunks with a finish chunk and the final cumulative usage', async () => {
-    under.upstream.respond(replaySse(fixture('stream-text.sse')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(fixture('stream-text.sse')));
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: 'Hello' });
     expect(chunks.slice(1).every((chunk) => chunk.choices?.[0]?.delta?.role === undefined)).toBe(true);
@@ -302,8 +302,7 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('reads CRLF-framed events as Google sends them', async () => {
-    under.upstream.respond(replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
     expect(
       chunksOf(events)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
@@ -312,8 +311,7 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('streams each whole function call as one tool-call delta with id, name and complete arguments', async () => {
-    under.upstream.respond(replaySse(fixture('stream-function-call.sse')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(fixture('stream-function-call.sse')));
     const chunks = chunksOf(events);
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas).toHaveLength(2);
@@ -321,8 +319,7 @@ describe('GeminiProvider: streams', () => {
       [0, 'function', 'get_weather', { location: 'Boston, MA', unit: 'celsius' }],
       [1, 'function', 'get_time', { timezone: 'America/New_York' }],
     ]);
-    under.upstream.respond(replayJson(200, fixture('generate-content-function-call.json')));
-    const whole = await under.provider.complete(simpleRequest(), contextOf());
+    const whole = await completeWith(under, replayJson(200, fixture('generate-content-function-call.json')));
     expect(deltas.map((delta) => delta.id)).toEqual(whole.choices?.[0]?.message?.tool_calls?.map((call) => call.id));
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(events.at(-1)).toEqual({
@@ -336,8 +333,7 @@ describe('GeminiProvider: streams', () => {
       replaySse(fixture('stream-truncated.sse')),
       replayRaw(200, `${fixture('stream-truncated.sse')}data: {"candidates": [{"content": {"par`),
     ]) {
-      under.upstream.respond(responder);
-      const { events, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
+      const { events, failure } = await drainWith(under, responder);
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
       expect(
         chunksOf(events)
@@ -350,16 +346,14 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('fails on an error record mid-stream as retryable, and on a chunk that is not JSON', async () => {
-    under.upstream.respond(replaySse(fixture('stream-error.sse')));
-    const { events, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
+    const { events, failure } = await drainWith(under, replaySse(fixture('stream-error.sse')));
     expect(
       chunksOf(events)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
         .join(''),
     ).toBe('Let me');
     expect(failure).toMatchObject({ kind: 'stream_error', status: 503, retryable: true });
-    under.upstream.respond(replaySse(`${fixture('malformed.txt')}\n\n`));
-    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(await gatewayErrorOf(streamWith(under, replaySse(`${fixture('malformed.txt')}\n\n`)))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
       retryable: true,
@@ -408,8 +402,7 @@ describe('GeminiProvider: upstream failures', () => {
 
   it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {
     const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
-    under.upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
-    const { events, failure } = await drain(under.provider.stream(simpleRequest(), contextOf()));
+    const { events, failure } = await drainWith(under, replaySse(`${firstEvent}\n\n`, { end: false }));
     expect(events).toHaveLength(1);
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
   });

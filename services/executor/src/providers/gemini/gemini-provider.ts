@@ -13,7 +13,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
 import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
-import { readServerSentEvents } from '../server-sent-events.js';
+import { parseStreamJson, readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
 import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toGeminiRequest } from './convert-request.js';
@@ -81,12 +81,7 @@ function isNotArray(body: GeminiResponse): boolean {
 }
 
 function parseChunk(data: string, provider: string): GeminiResponse {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(data);
-  } catch (error) {
-    throw new UpstreamError('upstream sent a stream chunk that is not JSON', { provider, kind: 'malformed', cause: error });
-  }
+  const parsed = parseStreamJson(data, provider, 'chunk');
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new UpstreamError('upstream sent a stream chunk that is not an object', { provider, kind: 'malformed' });
   }

@@ -4,8 +4,9 @@ import type { ChatRequestOutput } from '@gateway/proto';
 import { catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
 import { replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
 import { fixture } from '../../testing/fixtures.js';
-import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
+  completeWith,
   expectEarlyLeaveReleasesUpstream,
   expectFirstByteTimeout,
   expectInvalidRequest,
@@ -14,6 +15,7 @@ import {
   expectStreamAbortClosesUpstream,
   expectWholeAbortClosesUpstream,
   failureOf,
+  streamWith,
   useProviderUnderTest,
 } from '../../testing/provider-under-test.js';
 import type { ProviderStreamEvent } from '../provider.js';
@@ -147,8 +149,7 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
     expect(body).not.toHaveProperty('max_completion_tokens');
     expect(body).not.toHaveProperty('stream');
     expect(body).not.toHaveProperty('stream_options');
-    under.upstream.respond(replaySse(fixture('stream-text.sse')));
-    await collect(under.provider.stream(simpleRequest(), contextOf()));
+    await streamWith(under, replaySse(fixture('stream-text.sse')));
     expect(under.upstream.requests[1]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(under.upstream.requests[1]?.headers.accept).toBe('text/event-stream');
   });
@@ -156,8 +157,7 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
 
 describe('OpenAiCompatibleProvider: whole responses', () => {
   it('translates a text response with cached and reasoning tokens', async () => {
-    under.upstream.respond(replayJson(200, fixture('chat-completion.json')));
-    const response = await under.provider.complete(simpleRequest(), contextOf());
+    const response = await completeWith(under, replayJson(200, fixture('chat-completion.json')));
     expect(response).toEqual({
       id: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT',
       created: 1741569952,
@@ -169,8 +169,7 @@ describe('OpenAiCompatibleProvider: whole responses', () => {
   });
 
   it('translates a response that calls a function', async () => {
-    under.upstream.respond(replayJson(200, fixture('chat-completion-tool-calls.json')));
-    const response = await under.provider.complete(simpleRequest(), contextOf());
+    const response = await completeWith(under, replayJson(200, fixture('chat-completion-tool-calls.json')));
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBeUndefined();
@@ -198,14 +197,12 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   const upstreamTokens = published.choices[0]!.logprobs.content;
 
   it('asks the upstream for logprobs and top_logprobs as the caller did', async () => {
-    under.upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
-    await under.provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
+    await completeWith(under, replayJson(200, fixture('chat-completion-logprobs.json')), simpleRequest({ logprobs: true, top_logprobs: 2 }));
     expect(under.upstream.requests[0]?.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
   });
 
   it('carries every token of a whole response with its log probability, bytes and alternatives', async () => {
-    under.upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
-    const response = await under.provider.complete(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf());
+    const response = await completeWith(under, replayJson(200, fixture('chat-completion-logprobs.json')), simpleRequest({ logprobs: true, top_logprobs: 2 }));
     const logprobs = response.choices?.[0]?.logprobs;
     expect(logprobs?.refusal).toBeUndefined();
     const tokens = logprobs?.content?.tokens ?? [];
@@ -225,8 +222,7 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   });
 
   it("carries each stream chunk's token log probabilities, an empty list on the role chunk and none on the finish chunk", async () => {
-    under.upstream.respond(replaySse(fixture('stream-logprobs.sse')));
-    const chunks = chunksOf(await collect(under.provider.stream(simpleRequest({ logprobs: true, top_logprobs: 2 }), contextOf())));
+    const chunks = chunksOf(await streamWith(under, replaySse(fixture('stream-logprobs.sse')), simpleRequest({ logprobs: true, top_logprobs: 2 })));
     expect(chunks[0]?.choices?.[0]?.logprobs).toEqual({ content: { tokens: [] } });
     expect(chunks.at(-1)?.choices?.[0]?.logprobs).toBeUndefined();
     const tokens = chunks.flatMap((chunk) => chunk.choices?.[0]?.logprobs?.content?.tokens ?? []);
@@ -247,18 +243,15 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   });
 
   it('leaves logprobs absent when the upstream sends null', async () => {
-    under.upstream.respond(replayJson(200, fixture('chat-completion.json')));
-    expect((await under.provider.complete(simpleRequest(), contextOf())).choices?.[0]).not.toHaveProperty('logprobs');
-    under.upstream.respond(replaySse(fixture('stream-text.sse')));
-    const chunks = chunksOf(await collect(under.provider.stream(simpleRequest(), contextOf())));
+    expect((await completeWith(under, replayJson(200, fixture('chat-completion.json')))).choices?.[0]).not.toHaveProperty('logprobs');
+    const chunks = chunksOf(await streamWith(under, replaySse(fixture('stream-text.sse'))));
     expect(chunks.every((chunk) => chunk.choices?.every((choice) => !('logprobs' in choice)))).toBe(true);
   });
 });
 
 describe('OpenAiCompatibleProvider: streams', () => {
   it('forwards one chunk per upstream chunk and ends with the usage chunk as usage', async () => {
-    under.upstream.respond(replaySse(fixture('stream-text.sse')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(fixture('stream-text.sse')));
     const chunks = chunksOf(events);
     expect(chunks).toHaveLength(5);
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-123' && chunk.model === under.model.id && chunk.created === 1694268190)).toBe(true);
@@ -294,8 +287,7 @@ describe('OpenAiCompatibleProvider: streams', () => {
   });
 
   it('forwards tool-call fragments that reassemble to the calls', async () => {
-    under.upstream.respond(replaySse(fixture('stream-tool-calls.sse')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(fixture('stream-tool-calls.sse')));
     const deltas = chunksOf(events).flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas[0]).toEqual({ index: 0, id: 'call_DdmO9pD3xa9XTPNJ32zg2hcA', type: 'function', function: { name: 'get_current_weather', arguments: '' } });
     expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"lo' } });
@@ -318,8 +310,7 @@ describe('OpenAiCompatibleProvider: streams', () => {
       .split('\n\n')
       .filter((event) => !event.includes('"usage":{'))
       .join('\n\n');
-    under.upstream.respond(replaySse(withoutUsage));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(withoutUsage));
     const last = events.at(-1);
     expect(last?.type).toBe('usage');
     expect(last?.type === 'usage' && last.usage.completion_tokens).toBeGreaterThan(0);
@@ -338,8 +329,9 @@ describe('OpenAiCompatibleProvider: streams', () => {
   });
 
   it('fails on an error record inside a 200 stream and on an event that is not JSON', async () => {
-    under.upstream.respond(replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'));
-    expect(await gatewayErrorOf(collect(under.provider.stream(simpleRequest(), contextOf())))).toMatchObject({
+    expect(
+      await gatewayErrorOf(streamWith(under, replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'))),
+    ).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });

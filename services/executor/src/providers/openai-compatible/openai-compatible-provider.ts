@@ -15,7 +15,7 @@ import type { ChatRequestOutput, ChatResponse, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
 import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
-import { readServerSentEvents } from '../server-sent-events.js';
+import { parseStreamJson, readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
 import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
 import { toOpenAiRequest } from './convert-request.js';
@@ -123,12 +123,7 @@ function isDone(event: EventSourceMessage): boolean {
 }
 
 function parseChunk(data: string, provider: string): OpenAiChatChunk {
-  let parsed: OpenAiChatChunk;
-  try {
-    parsed = JSON.parse(data) as OpenAiChatChunk;
-  } catch (error) {
-    throw new UpstreamError('upstream sent a stream event that is not JSON', { provider, kind: 'malformed', cause: error });
-  }
+  const parsed = parseStreamJson(data, provider, 'event') as OpenAiChatChunk;
   if (typeof parsed !== 'object' || parsed === null)
     throw new UpstreamError('upstream sent a stream event that is not an object', { provider, kind: 'malformed' });
   if (parsed.error) {

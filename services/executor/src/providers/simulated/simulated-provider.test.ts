@@ -439,33 +439,22 @@ describe('SimulatedProvider: hostile requests', () => {
     HANG_GUARD_MS,
   );
 
-  it(
-    'echoes a 1 MB json_schema const cut at max_tokens, tokenizing no more than the budget',
-    async () => {
-      const result = await provider.complete(HOSTILE_REQUESTS.echoedConst(), contextOf());
-      expect(result.choices?.[0]?.finish_reason).toBe('FINISH_REASON_LENGTH');
-      expect(result.usage?.completion_tokens).toBe(40);
-      expect(JSON.stringify(ECHOED_CONST).startsWith(contentOf(result))).toBe(true);
-    },
-    HANG_GUARD_MS,
-  );
+  /** A hostile request's test under the hang guard: `check` reads its whole answer. */
+  const itAnswersWhole = (name: string, request: () => ChatRequestOutput, check: (result: ChatResponse) => void) =>
+    it(name, async () => check(await provider.complete(request(), contextOf())), HANG_GUARD_MS);
 
-  it(
-    'matches tools against a 1 MB message and a 1 MB description',
-    async () => {
-      const result = await provider.complete(HOSTILE_REQUESTS.toolsAgainstMegabytes(), contextOf());
-      expect(result.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
-    },
-    HANG_GUARD_MS,
-  );
+  itAnswersWhole('echoes a 1 MB json_schema const cut at max_tokens, tokenizing no more than the budget', HOSTILE_REQUESTS.echoedConst, (result) => {
+    expect(result.choices?.[0]?.finish_reason).toBe('FINISH_REASON_LENGTH');
+    expect(result.usage?.completion_tokens).toBe(40);
+    expect(JSON.stringify(ECHOED_CONST).startsWith(contentOf(result))).toBe(true);
+  });
 
-  it(
-    'answers 128 choices with log probabilities of a 4 MB prompt',
-    async () => {
-      const result = await provider.complete(HOSTILE_REQUESTS.manyChoicesOfFourMegabytes(), contextOf());
-      expect(result.choices).toHaveLength(128);
-      expect(result.choices?.every((choice) => (choice.logprobs?.content?.tokens?.length ?? 0) > 0)).toBe(true);
-    },
-    HANG_GUARD_MS,
-  );
+  itAnswersWhole('matches tools against a 1 MB message and a 1 MB description', HOSTILE_REQUESTS.toolsAgainstMegabytes, (result) => {
+    expect(result.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
+  });
+
+  itAnswersWhole('answers 128 choices with log probabilities of a 4 MB prompt', HOSTILE_REQUESTS.manyChoicesOfFourMegabytes, (result) => {
+    expect(result.choices).toHaveLength(128);
+    expect(result.choices?.every((choice) => (choice.logprobs?.content?.tokens?.length ?? 0) > 0)).toBe(true);
+  });
 });
