@@ -36,7 +36,14 @@ export function keyCheckPending(request: FastifyRequest): boolean {
 }
 
 /** The routes that need an API key. */
-const KEY_ROUTES = new Set(['POST /v1/chat/completions', 'GET /v1/models', 'GET /v1/models/*', 'GET /v1/usage']);
+const KEY_ROUTES = new Set([
+  'POST /v1/chat/completions',
+  'POST /v1/messages',
+  'POST /v1/messages/count_tokens',
+  'GET /v1/models',
+  'GET /v1/models/*',
+  'GET /v1/usage',
+]);
 
 /** The bearer token of a request, or a 401 when there is none. */
 export function bearerKey(request: FastifyRequest): string {
@@ -44,6 +51,26 @@ export function bearerKey(request: FastifyRequest): string {
   const match = typeof header === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
   if (!match) throw edgeError('missing_api_key', MISSING_KEY);
   return match[1]!;
+}
+
+/**
+ * The key of a request of Anthropic's API: its `x-api-key` header (what Anthropic's SDK sends), else
+ * its bearer token (ANTHROPIC_AUTH_TOKEN); a 401 when there is neither.
+ */
+export function headerKey(request: FastifyRequest): string {
+  const header = request.headers['x-api-key'];
+  const key = typeof header === 'string' ? header.trim() : '';
+  if (key.length > 0 && !/\s/.test(key)) return key;
+  return bearerKey(request);
+}
+
+/**
+ * The key of a request as its route reads it: the route's wire's reader (its `readKey`, set with
+ * the wire in the route's config), else the bearer token.
+ */
+export function requestKey(request: FastifyRequest): string {
+  const wire = (request.routeOptions.config as { wire?: { readKey?: (request: FastifyRequest) => string } } | undefined)?.wire;
+  return (wire?.readKey ?? bearerKey)(request);
 }
 
 /**

@@ -44,6 +44,7 @@ export class CompletionPipeline {
    */
   async run<Parsed extends ParsedChatRequest>(wire: CompletionWire<Parsed>, request: FastifyRequest, reply: FastifyReply): Promise<string | FastifyReply> {
     const completion = new Completion(request, reply, wire);
+    if (wire.maxTokensCeiling) fitMaxTokens(this.deps.catalog, completion.parsed);
     const prompt = await promptTokensOf(this.deps.catalog, completion.parsed);
     completion.promptTokens = prompt.tokens;
     completion.promptExact = prompt.exact;
@@ -192,6 +193,19 @@ export class CompletionPipeline {
     this.report(completion, 'OUTCOME_COMPLETED');
     return completion.wire.renderWhole(completion, response);
   }
+}
+
+/**
+ * Lowers a `max_tokens` that is only a ceiling to what the named model (for `auto`, the catalog's
+ * largest) can produce, rather than refusing it: an agent such as Claude Code sends a fixed large
+ * ceiling (32000) whatever model the gateway maps it to.
+ */
+function fitMaxTokens(catalog: EdgeDependencies['catalog'], parsed: ParsedChatRequest): void {
+  const { request } = parsed;
+  if (request.max_tokens === undefined) return;
+  const named = catalog.get(request.model ?? '');
+  const largest = named ? (named.max_output_tokens ?? 0) : Math.max(0, ...catalog.list().map((model) => model.max_output_tokens ?? 0));
+  if (largest > 0 && request.max_tokens > largest) request.max_tokens = largest;
 }
 
 /** The 503 of a model none of whose deployments is healthy, when no fallback may answer instead. */
