@@ -68,6 +68,36 @@ describe('parseMessagesRequest', () => {
     expect(request.messages![2]).toMatchObject({ tool_call_id: 'toolu_1', text: '3 degrees' });
   });
 
+  it('keeps the text of tool results (images noted, errors marked) and documents; drops thinking-only turns', () => {
+    const { request } = parseMessagesRequest({
+      model: 'sim-full',
+      max_tokens: 64,
+      messages: [
+        { role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Notes.' } }] },
+        { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_2', name: 'screenshot', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_2',
+              is_error: true,
+              content: [
+                { type: 'text', text: 'No display.' },
+                { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    expect(request.messages!.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_ASSISTANT', 'ROLE_TOOL']);
+    expect(request.messages![0]!.parts!.parts![0]).toMatchObject({ text: 'Notes.' });
+    expect(request.messages![1]!.tool_calls![0]).toMatchObject({ id: 'toolu_2', function: { name: 'screenshot', arguments: '{}' } });
+    expect(request.messages![2]).toMatchObject({ tool_call_id: 'toolu_2', text: 'Error: No display.\n[image omitted]' });
+  });
+
   it('maps images, tools, tool_choice, stop_sequences and metadata; drops server tools, top_k, thinking and unknown fields', () => {
     const parsed = parseMessagesRequest({
       model: 'sim-full',
@@ -106,30 +136,21 @@ describe('parseMessagesRequest', () => {
     ]);
     expect(request.tools?.map((tool) => tool.function?.name)).toEqual(['get_weather']);
     expect(request).toMatchObject({ stop: ['END'], user: 'user-42', temperature: 0.5, parallel_tool_calls: false });
-    expect(JSON.stringify(request.tool_choice)).toContain('required');
+    expect(request.tool_choice).toEqual({ mode: 'required' });
   });
 
-  it('chooses a named tool, and falls back to auto when the named tool was dropped', () => {
+  it('maps every tool_choice, and falls back to auto when the named tool was dropped', () => {
     const tools = [
       { name: 'get_weather', input_schema: schema },
       { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' },
     ];
-    const named = parseMessagesRequest({
-      model: 'm',
-      max_tokens: 8,
-      messages: [{ role: 'user', content: 'x' }],
-      tools,
-      tool_choice: { type: 'tool', name: 'get_weather' },
-    });
-    expect(JSON.stringify(named.request.tool_choice)).toContain('get_weather');
-    const dropped = parseMessagesRequest({
-      model: 'm',
-      max_tokens: 8,
-      messages: [{ role: 'user', content: 'x' }],
-      tools,
-      tool_choice: { type: 'tool', name: 'str_replace_based_edit_tool' },
-    });
-    expect(JSON.stringify(dropped.request.tool_choice)).not.toContain('str_replace_based_edit_tool');
+    const choiceOf = (toolChoice: unknown) =>
+      parseMessagesRequest({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: toolChoice }).request.tool_choice;
+    expect(choiceOf({ type: 'tool', name: 'get_weather' })).toEqual({ function_name: 'get_weather' });
+    expect(choiceOf({ type: 'tool', name: 'str_replace_based_edit_tool' })).toEqual({ mode: 'auto' });
+    expect(choiceOf({ type: 'any' })).toEqual({ mode: 'required' });
+    expect(choiceOf({ type: 'none' })).toEqual({ mode: 'none' });
+    expect(choiceOf({ type: 'auto' })).toEqual({ mode: 'auto' });
   });
 
   it('requires max_tokens except for a count, and names the Messages field of a 400', () => {
