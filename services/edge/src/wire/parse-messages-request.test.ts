@@ -170,5 +170,29 @@ describe('parseMessagesRequest', () => {
     });
     expect(badImage).toMatchObject({ status: 400, param: 'messages[0].content[0].source.type' });
     expect(refusal('not an object')).toMatchObject({ status: 400, code: 'invalid_body' });
+    const longName = `mcp__${'x'.repeat(70)}`;
+    const tools = [
+      { type: 'web_search_20250305', name: 'web_search' },
+      { name: longName, input_schema: schema },
+    ];
+    const badTool = refusal({ model: 'm', max_tokens: 8, system: 'S', messages: [{ role: 'user', content: 'x' }], tools });
+    expect(badTool).toMatchObject({ status: 400, param: 'tools[1].name' });
+    expect(badTool.message).toContain("'tools[1].name'");
+    const badCall = refusal({
+      model: 'm',
+      max_tokens: 8,
+      system: 'S',
+      messages: [
+        { role: 'user', content: 'x' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Calling.' },
+            { type: 'tool_use', id: 'toolu_1', name: 42, input: {} },
+          ],
+        },
+      ],
+    });
+    expect(badCall).toMatchObject({ status: 400, param: 'messages[1].content[1].name' });
   });
 });

@@ -44,7 +44,6 @@ const RENAMED_FIELDS: ReadonlyArray<readonly [string, string]> = [
   ['stop', 'stop_sequences'],
   ['user', 'metadata.user_id'],
   ['tool_choice.function.name', 'tool_choice.name'],
-  ['tools', 'tools'],
 ];
 
 function isObject(value: Json): value is JsonObject {
@@ -146,6 +145,7 @@ function translateUser(blocks: Json[], param: string, out: Translation): void {
     if (!isObject(block)) throw wrongType(blockParam, 'a content block object', block);
     if (block.type === 'tool_result') {
       if (typeof block.tool_use_id !== 'string') throw wrongType(`${blockParam}.tool_use_id`, 'a string', block.tool_use_id ?? null);
+      out.sources.push([`messages[${out.messages.length}].tool_call_id`, `${blockParam}.tool_use_id`]);
       push(out, { role: 'tool', tool_call_id: block.tool_use_id, content: toolResultText(block, blockParam) }, blockParam);
       return;
     }
@@ -159,6 +159,7 @@ function translateUser(blocks: Json[], param: string, out: Translation): void {
 function translateAssistant(blocks: Json[], param: string, out: Translation): void {
   const text: string[] = [];
   const calls: JsonObject[] = [];
+  const chatParam = `messages[${out.messages.length}]`;
   blocks.forEach((block, index) => {
     const blockParam = `${param}.content[${index}]`;
     if (!isObject(block)) throw wrongType(blockParam, 'a content block object', block);
@@ -166,6 +167,8 @@ function translateAssistant(blocks: Json[], param: string, out: Translation): vo
     else if (block.type === 'tool_use') {
       if (typeof block.id !== 'string') throw wrongType(`${blockParam}.id`, 'a string', block.id ?? null);
       if (typeof block.name !== 'string') throw wrongType(`${blockParam}.name`, 'a string', block.name ?? null);
+      const call = `${chatParam}.tool_calls[${calls.length}]`;
+      out.sources.push([`${call}.function.name`, `${blockParam}.name`], [`${call}.function.arguments`, `${blockParam}.input`], [call, blockParam]);
       calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
     }
   });
@@ -200,13 +203,19 @@ function translateMessages(value: Json, out: Translation): void {
 }
 
 /** `tools`: custom tools as functions; every typed (server or client-defined) tool dropped. */
-function translateTools(value: Json): JsonObject[] {
+function translateTools(value: Json, out: Translation): JsonObject[] {
   if (!given(value)) return [];
   if (!Array.isArray(value)) throw wrongType('tools', 'an array of tools', value);
   const tools: JsonObject[] = [];
   value.forEach((tool, index) => {
     if (!isObject(tool)) throw wrongType(`tools[${index}]`, 'a tool object', tool);
     if (given(tool.type) && tool.type !== 'custom') return;
+    const chatParam = `tools[${tools.length}]`;
+    out.sources.push(
+      [`${chatParam}.function.parameters`, `tools[${index}].input_schema`],
+      [`${chatParam}.function`, `tools[${index}]`],
+      [chatParam, `tools[${index}]`],
+    );
     const fn: JsonObject = { name: tool.name, parameters: tool.input_schema ?? { type: 'object', properties: {} } };
     if (typeof tool.description === 'string') fn.description = tool.description;
     tools.push({ type: 'function', function: fn });
@@ -232,9 +241,9 @@ function translateToolChoice(choice: Json, tools: readonly JsonObject[]): Json {
 }
 
 /** The chat fields of a Messages body's settings: sampling, stop, user, tools and their choice. */
-function settings(body: JsonObject, countOnly: boolean): JsonObject {
+function settings(body: JsonObject, countOnly: boolean, out: Translation): JsonObject {
   if (!countOnly && !given(body.max_tokens)) throw missing('max_tokens');
-  const tools = translateTools(body.tools);
+  const tools = translateTools(body.tools, out);
   const choice = isObject(body.tool_choice) ? body.tool_choice : undefined;
   const stop = typeof body.stop_sequences === 'string' ? [body.stop_sequences] : body.stop_sequences;
   const metadata = isObject(body.metadata) ? body.metadata : {};
@@ -279,13 +288,16 @@ function renamed(error: RequestError, sources: ReadonlyArray<readonly [string, s
 export function parseMessagesRequest(original: Json, { countOnly = false }: { countOnly?: boolean } = {}): ParsedChatRequest {
   if (!isObject(original)) throw invalid(null, `The request body must be a JSON object, but got ${kindOf(original)}.`, 'invalid_body');
   if (!given(original.model)) throw missing('model');
-  const chat = settings(original, countOnly);
   const out: Translation = { system: given(original.system) ? [systemText(original.system, 'system')] : [], messages: [], sources: [] };
+  const chat = settings(original, countOnly, out);
   translateMessages(original.messages, out);
   const system = out.system.filter((text) => text.length > 0);
   if (system.length > 0) {
     out.messages.unshift({ role: 'system', content: system.join('\n\n') });
-    out.sources = out.sources.map(([chatParam, param]) => [chatParam.replace(/^messages\[(\d+)\]/, (_, index) => `messages[${Number(index) + 1}]`), param]);
+    out.sources = out.sources.map(([chatParam, param]) => [
+      chatParam.replace(/^messages\[(\d+)\]/, (_, index: string) => `messages[${Number(index) + 1}]`),
+      param,
+    ]);
     out.sources.push(['messages[0]', 'system']);
   }
   if (out.messages.length === 0) throw invalid('messages', "Invalid 'messages': at least one message with content is required.", 'empty_array');
