@@ -295,6 +295,12 @@ describe("refusals in Anthropic's envelope", () => {
     const message = await client.messages.stream({ model: MODEL, max_tokens: 32_000, messages: [{ role: 'user', content: QUESTION }] }).finalMessage();
     expect(message.stop_reason).toBe('end_turn');
     expect(message.usage.output_tokens).toBeGreaterThan(0);
+    // `auto` chooses among every model able to answer, then fits the ceiling to the chosen one.
+    const routed = await client.messages
+      .stream({ model: 'auto', max_tokens: 32_000, messages: [{ role: 'user', content: QUESTION }], tools: [weatherTool] })
+      .finalMessage();
+    expect(routed.stop_reason).toBe('end_turn');
+    expect(['sim-full', 'vendor/family/sim-slashed']).toContain(routed.model);
   });
 
   it('ends a stream that fails after its first byte with an error event', async () => {

@@ -49,6 +49,8 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   readonly abort = new AbortController();
   readonly signal: AbortSignal = this.abort.signal;
 
+  /** A wire's `max_tokens` ceiling of an `auto` request, held back until the model is chosen. */
+  maxTokensCeiling: number | undefined;
   /** The prompt tokens the request is checked and reserved with; exact, or an estimate. */
   promptTokens = 0;
   promptExact = false;
