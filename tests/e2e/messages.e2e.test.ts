@@ -253,7 +253,13 @@ describe("refusals in Anthropic's envelope", () => {
     expect(await raw.json()).toEqual({ type: 'error', error: { type: 'authentication_error', message: expect.any(String) } });
     const none = await fetch(`${origin}/v1/messages/count_tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(none.status).toBe(401);
-    expect(await none.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    expect(await none.json()).toEqual({
+      type: 'error',
+      error: {
+        type: 'authentication_error',
+        message: "You didn't provide an API key. Send it in an x-api-key header, or in an Authorization header using Bearer auth.",
+      },
+    });
   });
 
   it('400 for a malformed body, invalid JSON and a wrong content type: BadRequestError', async () => {
@@ -303,7 +309,14 @@ describe("refusals in Anthropic's envelope", () => {
     expect(['sim-full', 'vendor/family/sim-slashed']).toContain(routed.model);
   });
 
-  it('ends a stream that fails after its first byte with an error event', async () => {
+  it('answers a failure before the first byte with its status, and ends a stream that fails later with an error event', async () => {
+    const early = await post({ model: MODEL, max_tokens: 1024, stream: true, messages: [{ role: 'user', content: `${QUESTION} [[simulate:error=503]]` }] });
+    expect(early.status).toBeGreaterThanOrEqual(500);
+    expect(await early.json()).toEqual({
+      type: 'error',
+      error: { type: expect.stringMatching(/^(api_error|overloaded_error)$/), message: expect.any(String) },
+    });
+
     const response = await post({
       model: MODEL,
       max_tokens: 1024,

@@ -14,6 +14,8 @@ import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 
 const MISSING_KEY =
   "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+/** The message of a missing key on a route that also reads `x-api-key` (Anthropic's API). */
+const MISSING_HEADER_KEY = "You didn't provide an API key. Send it in an x-api-key header, or in an Authorization header using Bearer auth.";
 const INVALID_KEY = 'Incorrect API key provided. You can find your API key in your gateway account.';
 /** The message of a revoked key: the caller learns why the key stopped working. */
 const REVOKED_KEY = 'This API key has been revoked.';
@@ -61,6 +63,7 @@ export function headerKey(request: FastifyRequest): string {
   const header = request.headers['x-api-key'];
   const key = typeof header === 'string' ? header.trim() : '';
   if (key.length > 0 && !/\s/.test(key)) return key;
+  if (request.headers.authorization === undefined) throw edgeError('missing_api_key', MISSING_HEADER_KEY);
   return bearerKey(request);
 }
 
