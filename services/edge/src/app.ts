@@ -14,7 +14,9 @@ import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
-import { bearerKey, checkKey, keyCheckPending, noteKeyChecked } from './auth/key-check.js';
+import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
+import { messagesErrors } from './wire/messages-wire.js';
+import { checkKey, keyCheckPending, noteKeyChecked, requestKey } from './auth/key-check.js';
 import type { EdgeDependencies } from './dependencies.js';
 import type { WireErrors } from './completions/completion.js';
 
@@ -194,7 +196,7 @@ function registerErrorHandlers(app: FastifyInstance, deps: EdgeDependencies, err
     if (requestError.status !== 401 && keyCheckPending(request)) {
       noteKeyChecked(request);
       try {
-        await checkKey(deps, bearerKey(request), request.id);
+        await checkKey(deps, requestKey(request), request.id);
       } catch (keyError) {
         requestError = toRequestError(keyError);
       }
@@ -223,6 +225,8 @@ function registerMethodRefusals(app: FastifyInstance): void {
   const refusal = { methodNotAllowed: true };
   app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/chat/completions', config: refusal, handler: methodNotAllowed('POST') });
   app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/responses', config: refusal, handler: methodNotAllowed('POST') });
+  for (const url of ['/v1/messages', '/v1/messages/count_tokens'])
+    app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url, config: { ...refusal, wire: messagesErrors }, handler: methodNotAllowed('POST') });
   app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', config: refusal, handler: methodNotAllowed('GET') });
 }
 
@@ -253,6 +257,7 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
     return { status: ready ? 'ready' : 'not ready' };
   });
   registerChatCompletions(app, deps);
+  registerMessagesCountTokens(app, deps);
   registerModels(app, deps);
   registerAdminKeys(app, deps);
   registerUsage(app, deps);

@@ -14,6 +14,8 @@ import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 
 const MISSING_KEY =
   "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+/** The message of a missing key on a route that also reads `x-api-key` (Anthropic's API). */
+const MISSING_HEADER_KEY = "You didn't provide an API key. Send it in an x-api-key header, or in an Authorization header using Bearer auth.";
 const INVALID_KEY = 'Incorrect API key provided. You can find your API key in your gateway account.';
 /** The message of a revoked key: the caller learns why the key stopped working. */
 const REVOKED_KEY = 'This API key has been revoked.';
@@ -36,7 +38,14 @@ export function keyCheckPending(request: FastifyRequest): boolean {
 }
 
 /** The routes that need an API key. */
-const KEY_ROUTES = new Set(['POST /v1/chat/completions', 'GET /v1/models', 'GET /v1/models/*', 'GET /v1/usage']);
+const KEY_ROUTES = new Set([
+  'POST /v1/chat/completions',
+  'POST /v1/messages',
+  'POST /v1/messages/count_tokens',
+  'GET /v1/models',
+  'GET /v1/models/*',
+  'GET /v1/usage',
+]);
 
 /** The bearer token of a request, or a 401 when there is none. */
 export function bearerKey(request: FastifyRequest): string {
@@ -44,6 +53,27 @@ export function bearerKey(request: FastifyRequest): string {
   const match = typeof header === 'string' ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header) : null;
   if (!match) throw edgeError('missing_api_key', MISSING_KEY);
   return match[1]!;
+}
+
+/**
+ * The key of a request of Anthropic's API: its `x-api-key` header (what Anthropic's SDK sends), else
+ * its bearer token (ANTHROPIC_AUTH_TOKEN); a 401 when there is neither.
+ */
+export function headerKey(request: FastifyRequest): string {
+  const header = request.headers['x-api-key'];
+  const key = typeof header === 'string' ? header.trim() : '';
+  if (key.length > 0 && !/\s/.test(key)) return key;
+  if (request.headers.authorization === undefined) throw edgeError('missing_api_key', MISSING_HEADER_KEY);
+  return bearerKey(request);
+}
+
+/**
+ * The key of a request as its route reads it: the route's wire's reader (its `readKey`, set with
+ * the wire in the route's config), else the bearer token.
+ */
+export function requestKey(request: FastifyRequest): string {
+  const wire = (request.routeOptions.config as { wire?: { readKey?: (request: FastifyRequest) => string } } | undefined)?.wire;
+  return (wire?.readKey ?? bearerKey)(request);
 }
 
 /**

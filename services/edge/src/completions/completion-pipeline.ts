@@ -8,7 +8,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@gateway/grpc';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Tracing } from '@gateway/observability';
-import type { CheckKeyResponseOutput } from '@gateway/proto';
+import type { CheckKeyResponseOutput, ModelOutput } from '@gateway/proto';
 import { checkKey, noteKeyChecked, reservedTokens } from '../auth/key-check.js';
 import { holdReservation } from '../auth/reservations.js';
 import type { EdgeDependencies } from '../dependencies.js';
@@ -44,6 +44,7 @@ export class CompletionPipeline {
    */
   async run<Parsed extends ParsedChatRequest>(wire: CompletionWire<Parsed>, request: FastifyRequest, reply: FastifyReply): Promise<string | FastifyReply> {
     const completion = new Completion(request, reply, wire);
+    if (wire.maxTokensCeiling) holdMaxTokens(this.deps.catalog, completion);
     const prompt = await promptTokensOf(this.deps.catalog, completion.parsed);
     completion.promptTokens = prompt.tokens;
     completion.promptExact = prompt.exact;
@@ -145,6 +146,7 @@ export class CompletionPipeline {
     const { parsed, decision, span } = completion;
     completion.routing = routing;
     completion.answered = routing.model;
+    if (completion.maxTokensCeiling !== undefined) parsed.request.max_tokens = fittedMaxTokens(completion.maxTokensCeiling, routing.model);
     if (span) {
       span.setAttribute('gateway.routed_to', routing.model.id ?? '');
       const route = routing.route;
@@ -192,6 +194,30 @@ export class CompletionPipeline {
     this.report(completion, 'OUTCOME_COMPLETED');
     return completion.wire.renderWhole(completion, response);
   }
+}
+
+/** A `max_tokens` ceiling lowered to what a model can produce (a model of unknown output: as it is). */
+function fittedMaxTokens(ceiling: number, model: ModelOutput): number {
+  const largest = model.max_output_tokens ?? 0;
+  return largest > 0 ? Math.min(ceiling, largest) : ceiling;
+}
+
+/**
+ * A wire's `max_tokens` that is only a ceiling (Claude Code sends 32000 whatever model the gateway
+ * maps it to) is fitted to the model rather than refused: a named model's at once; for `auto` it
+ * is held back while the model is chosen (routing on it would leave only the models of the largest
+ * output), and fitted to the chosen one in route.
+ */
+function holdMaxTokens(catalog: EdgeDependencies['catalog'], completion: Completion): void {
+  const { request } = completion.parsed;
+  if (request.max_tokens === undefined) return;
+  const named = catalog.get(request.model ?? '');
+  if (named) {
+    request.max_tokens = fittedMaxTokens(request.max_tokens, named);
+    return;
+  }
+  completion.maxTokensCeiling = request.max_tokens;
+  delete request.max_tokens;
 }
 
 /** The 503 of a model none of whose deployments is healthy, when no fallback may answer instead. */

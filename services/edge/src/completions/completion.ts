@@ -49,6 +49,8 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   readonly abort = new AbortController();
   readonly signal: AbortSignal = this.abort.signal;
 
+  /** A wire's `max_tokens` ceiling of an `auto` request, held back until the model is chosen. */
+  maxTokensCeiling: number | undefined;
   /** The prompt tokens the request is checked and reserved with; exact, or an estimate. */
   promptTokens = 0;
   promptExact = false;
@@ -85,7 +87,7 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
     readonly wire: CompletionWire<Parsed>,
   ) {
     this.requestId = request.id;
-    this.apiKey = bearerKey(request);
+    this.apiKey = (wire.readKey ?? bearerKey)(request);
     this.parsed = wire.parse(request.body);
     this.callerPolicy = routePolicy(request, this.parsed);
   }
@@ -95,6 +97,8 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
 export interface WireErrors {
   /** The body of an error response (or of a stream's last event). */
   renderError(error: RequestError): string;
+  /** Reads the caller's key from the request's headers (a 401 when there is none); absent: the bearer token. */
+  readKey?(request: FastifyRequest): string;
 }
 
 /**
@@ -106,6 +110,11 @@ export interface CompletionWire<Parsed extends ParsedChatRequest = ParsedChatReq
   readonly route: string;
   /** The GenAI operation name of its requests (`chat`). */
   readonly operation: string;
+  /**
+   * The API's `max_tokens` is a ceiling its clients cannot tune (Anthropic's, which Claude Code fills
+   * with 32000): one above what the model can produce is lowered to it rather than refused.
+   */
+  readonly maxTokensCeiling?: boolean;
   /** Validates a body and converts it; throws a RequestError (400) naming the offending field. */
   parse(body: unknown): Parsed;
   /** Sets the answer's headers and returns the body of a whole (not streamed) answer. */

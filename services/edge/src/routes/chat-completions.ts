@@ -4,21 +4,22 @@
  * executes and reports every completion the same way whatever its wire.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { bearerKey } from '../auth/key-check.js';
+import { requestKey } from '../auth/key-check.js';
 import { releaseReservation } from '../auth/reservations.js';
 import type { CompletionWire } from '../completions/completion.js';
 import { CompletionPipeline } from '../completions/completion-pipeline.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { chatCompletionsWire } from '../wire/chat-completions-wire.js';
+import { messagesWire } from '../wire/messages-wire.js';
 import { responsesWire } from '../wire/responses-wire.js';
 
 /** The completion APIs the edge serves, each a wire on the one pipeline. */
-const WIRES: readonly CompletionWire[] = [chatCompletionsWire, responsesWire];
+const WIRES: readonly CompletionWire[] = [chatCompletionsWire, responsesWire, messagesWire];
 
 /** A request without a key is refused before its body is read and parsed. */
-function requireKey(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+export function requireKey(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
   try {
-    bearerKey(request);
+    requestKey(request);
     done();
   } catch (error) {
     done(error as Error);

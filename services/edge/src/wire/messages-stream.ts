@@ -1,0 +1,156 @@
+/**
+ * The Messages stream of one answer, as Anthropic's API writes it: `message_start`, then per
+ * content block `content_block_start`, its deltas (`text_delta`, `input_json_delta`) and
+ * `content_block_stop`, then `message_delta` (stop reason, usage, and the `gateway` object as an
+ * extra field) and `message_stop`; a failure after the first byte ends it with an `error` event.
+ * Each event is written as `event: <type>` and `data: <json>`. The executor's chat chunks are read
+ * and translated as they come.
+ */
+import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
+import type { ChatChunkOutput, UsageOutput } from '@gateway/proto';
+import type { Completion, StreamRenderer } from '../completions/completion.js';
+import type { RequestError } from '../errors.js';
+import { gatewayInfo } from './chat-completions-wire.js';
+import { anthropicErrorJson, messageUsage, newMessageId, stopReason } from './messages-output.js';
+
+type JsonObject = Record<string, unknown>;
+
+/** A chat chunk's choice as OpenAI's JSON writes it (what the executor renders). */
+interface ChunkChoice {
+  index?: number;
+  delta?: {
+    content?: string | null;
+    refusal?: string | null;
+    tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
+  };
+  finish_reason?: string | null;
+}
+
+type ToolCallDelta = NonNullable<NonNullable<ChunkChoice['delta']>['tool_calls']>[number];
+
+/** The content block being written: text, or the tool use of one chat tool call index. */
+type OpenBlock = { kind: 'text' } | { kind: 'tool_use'; callIndex: number };
+
+/** The Messages renderer of one stream. */
+export class MessagesStream implements StreamRenderer {
+  private readonly id = newMessageId();
+  private model: string;
+  private opened = false;
+  private blockCount = 0;
+  private block: OpenBlock | undefined;
+  /** Chat tool call indexes already given a block: a later fragment of a finished call is dropped. */
+  private readonly callsSeen = new Set<number>();
+  private finish: string | null = null;
+  /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
+  private readonly identity: StreamIdentity;
+
+  constructor(private readonly completion: Completion) {
+    this.model = completion.routing.model.id ?? '';
+    this.identity = { id: this.id, created: Math.floor(Date.now() / 1000), model: this.model, includeUsage: false };
+  }
+
+  named(): void {}
+
+  begin(_first: ChatChunkOutput | undefined, head: Record<string, string>): void {
+    this.model = this.completion.answered.id ?? this.model;
+    head['request-id'] = this.completion.requestId;
+  }
+
+  event(json: string): string {
+    return this.open() + this.translate(JSON.parse(json) as { choices?: ChunkChoice[] });
+  }
+
+  chunkJson(chunk: ChatChunkOutput): string {
+    return JSON.stringify(chunkJson(chunk, this.identity));
+  }
+
+  end(held: string | undefined, usage: UsageOutput | undefined): string {
+    let tail = held === undefined ? this.open() : this.event(held);
+    tail += this.closeBlock();
+    const { input_tokens, output_tokens, cache_read_input_tokens } = messageUsage(usage);
+    tail += this.emit('message_delta', {
+      delta: { stop_reason: stopReason(this.finish), stop_sequence: null },
+      usage: { input_tokens, output_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens },
+      gateway: gatewayInfo(this.completion),
+    });
+    return tail + this.emit('message_stop', {});
+  }
+
+  failure(error: RequestError): string {
+    return `${this.open()}event: error\ndata: ${anthropicErrorJson(error)}\n\n`;
+  }
+
+  private emit(type: string, fields: JsonObject): string {
+    return `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+  }
+
+  /** `message_start` (the message with no content yet, its input tokens as counted), before the first content. */
+  private open(): string {
+    if (this.opened) return '';
+    this.opened = true;
+    const message = {
+      id: this.id,
+      type: 'message',
+      role: 'assistant',
+      model: this.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: this.completion.promptTokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    };
+    return this.emit('message_start', { message }) + this.emit('ping', {});
+  }
+
+  /** The events of one chat chunk (its first choice: a message has one). */
+  private translate(chunk: { choices?: ChunkChoice[] }): string {
+    let events = '';
+    for (const choice of chunk.choices ?? []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta = choice.delta;
+      if (delta?.content) events += this.text(delta.content);
+      if (delta?.refusal) events += this.text(delta.refusal);
+      for (const call of delta?.tool_calls ?? []) events += this.toolCall(call);
+      if (choice.finish_reason) this.finish = choice.finish_reason;
+    }
+    return events;
+  }
+
+  /** A text delta: opens a text block at the first (after a tool use, a new one). */
+  private text(delta: string): string {
+    let events = '';
+    if (this.block?.kind !== 'text') {
+      events += this.closeBlock();
+      events += this.startBlock({ kind: 'text' }, { type: 'text', text: '' });
+    }
+    return events + this.emit('content_block_delta', { index: this.blockCount - 1, delta: { type: 'text_delta', text: delta } });
+  }
+
+  /** A tool call delta: opens its tool_use block at its first fragment, then its arguments as partial JSON. */
+  private toolCall(delta: ToolCallDelta): string {
+    const callIndex = delta.index ?? 0;
+    let events = '';
+    const open = this.block?.kind === 'tool_use' && this.block.callIndex === callIndex;
+    if (!open) {
+      // Chat streams send calls one after another: a fragment of a call already done cannot come.
+      if (this.callsSeen.has(callIndex)) return events;
+      this.callsSeen.add(callIndex);
+      events += this.closeBlock();
+      const block = { type: 'tool_use', id: delta.id || newMessageId('toolu'), name: delta.function?.name ?? '', input: {} };
+      events += this.startBlock({ kind: 'tool_use', callIndex }, block);
+    }
+    const fragment = delta.function?.arguments ?? '';
+    if (fragment === '') return events;
+    return events + this.emit('content_block_delta', { index: this.blockCount - 1, delta: { type: 'input_json_delta', partial_json: fragment } });
+  }
+
+  private startBlock(block: OpenBlock, contentBlock: JsonObject): string {
+    this.block = block;
+    return this.emit('content_block_start', { index: this.blockCount++, content_block: contentBlock });
+  }
+
+  private closeBlock(): string {
+    if (!this.block) return '';
+    this.block = undefined;
+    return this.emit('content_block_stop', { index: this.blockCount - 1 });
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * A Messages body translated into the gateway's request: what each Anthropic field becomes, what
+ * is dropped rather than refused (Claude Code's fields), and 400s named by the Messages field.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseMessagesRequest } from './parse-messages-request.js';
+import { RequestError } from './request-error.js';
+
+const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+
+function refusal(body: unknown, options?: { countOnly?: boolean }): RequestError {
+  try {
+    parseMessagesRequest(body, options);
+  } catch (error) {
+    if (error instanceof RequestError) return error;
+    throw error;
+  }
+  throw new Error('accepted');
+}
+
+describe('parseMessagesRequest', () => {
+  it('folds system blocks and a system-role message into one leading system message', () => {
+    const { request } = parseMessagesRequest({
+      model: 'sim-full',
+      max_tokens: 64,
+      system: [
+        { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+        { type: 'text', text: 'Be brief.' },
+      ],
+      messages: [
+        { role: 'system', content: 'Reminder: tests first.' },
+        { role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] },
+      ],
+    });
+    expect(request.messages!.map((message) => message.role)).toEqual(['ROLE_SYSTEM', 'ROLE_USER']);
+    expect(request.messages![0]!.text).toBe('You are Claude Code.\n\nBe brief.\n\nReminder: tests first.');
+    expect(request.max_tokens).toBe(64);
+  });
+
+  it('turns tool_use into tool calls and tool_result into tool messages before the rest of the user turn', () => {
+    const { request } = parseMessagesRequest({
+      model: 'sim-full',
+      max_tokens: 64,
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'Use the tool.', signature: 'sig' },
+            { type: 'text', text: 'Checking.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '3 degrees' }], is_error: false },
+            { type: 'text', text: 'And tomorrow?' },
+          ],
+        },
+      ],
+    });
+    expect(request.messages!.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_ASSISTANT', 'ROLE_TOOL', 'ROLE_USER']);
+    expect(request.messages![1]).toMatchObject({
+      text: 'Checking.',
+      tool_calls: [{ id: 'toolu_1', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+    });
+    expect(request.messages![2]).toMatchObject({ tool_call_id: 'toolu_1', text: '3 degrees' });
+  });
+
+  it('keeps the text of tool results (images noted, errors marked) and documents; drops thinking-only turns', () => {
+    const { request } = parseMessagesRequest({
+      model: 'sim-full',
+      max_tokens: 64,
+      messages: [
+        { role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Notes.' } }] },
+        { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_2', name: 'screenshot', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_2',
+              is_error: true,
+              content: [
+                { type: 'text', text: 'No display.' },
+                { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    expect(request.messages!.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_ASSISTANT', 'ROLE_TOOL']);
+    expect(request.messages![0]!.parts!.parts![0]).toMatchObject({ text: 'Notes.' });
+    expect(request.messages![1]!.tool_calls![0]).toMatchObject({ id: 'toolu_2', function: { name: 'screenshot', arguments: '{}' } });
+    expect(request.messages![2]).toMatchObject({ tool_call_id: 'toolu_2', text: 'Error: No display.\n[image omitted]' });
+  });
+
+  it('maps images, tools, tool_choice, stop_sequences and metadata; drops server tools, top_k, thinking and unknown fields', () => {
+    const parsed = parseMessagesRequest({
+      model: 'sim-full',
+      max_tokens: 64,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+            { type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } },
+            { type: 'text', text: 'What is this?' },
+          ],
+        },
+      ],
+      tools: [
+        { name: 'get_weather', description: 'Weather', input_schema: schema, cache_control: { type: 'ephemeral' } },
+        { type: 'web_search_20250305', name: 'web_search', max_uses: 3 },
+        { type: 'bash_20250124', name: 'bash' },
+      ],
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      stop_sequences: ['END'],
+      metadata: { user_id: 'user-42' },
+      temperature: 0.5,
+      top_k: 5,
+      thinking: { type: 'adaptive' },
+      context_management: { edits: [] },
+      output_config: { effort: 'high' },
+      something_new: true,
+    });
+    const { request } = parsed;
+    expect(parsed.needsVision).toBe(true);
+    expect(request.messages![0]!.parts!.parts!.map((part) => part.image_url?.url ?? part.text)).toEqual([
+      'data:image/png;base64,iVBORw0KGgo=',
+      'https://example.com/a.png',
+      'What is this?',
+    ]);
+    expect(request.tools?.map((tool) => tool.function?.name)).toEqual(['get_weather']);
+    expect(request).toMatchObject({ stop: ['END'], user: 'user-42', temperature: 0.5, parallel_tool_calls: false });
+    expect(request.tool_choice).toEqual({ mode: 'required' });
+  });
+
+  it('maps every tool_choice, and falls back to auto when the named tool was dropped', () => {
+    const tools = [
+      { name: 'get_weather', input_schema: schema },
+      { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' },
+    ];
+    const choiceOf = (toolChoice: unknown) =>
+      parseMessagesRequest({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'x' }], tools, tool_choice: toolChoice }).request.tool_choice;
+    expect(choiceOf({ type: 'tool', name: 'get_weather' })).toEqual({ function_name: 'get_weather' });
+    expect(choiceOf({ type: 'tool', name: 'str_replace_based_edit_tool' })).toEqual({ mode: 'auto' });
+    expect(choiceOf({ type: 'any' })).toEqual({ mode: 'required' });
+    expect(choiceOf({ type: 'none' })).toEqual({ mode: 'none' });
+    expect(choiceOf({ type: 'auto' })).toEqual({ mode: 'auto' });
+  });
+
+  it('requires max_tokens except for a count, and names the Messages field of a 400', () => {
+    expect(refusal({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).toMatchObject({ status: 400, param: 'max_tokens' });
+    expect(parseMessagesRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { countOnly: true }).request.max_tokens).toBeUndefined();
+    expect(refusal({ max_tokens: 8, messages: [] })).toMatchObject({ param: 'model' });
+    expect(refusal({ model: 'm', max_tokens: 8 })).toMatchObject({ param: 'messages' });
+    expect(refusal({ model: 'm', max_tokens: 8, messages: [{ role: 'robot', content: 'x' }] })).toMatchObject({ param: 'messages[0].role' });
+    expect(refusal({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'x' }], stop_sequences: ['a', 'b', 'c', 'd', 'e'] })).toMatchObject({
+      param: 'stop_sequences',
+    });
+    const badImage = refusal({
+      model: 'm',
+      max_tokens: 8,
+      system: 'S',
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }],
+    });
+    expect(badImage).toMatchObject({ status: 400, param: 'messages[0].content[0].source.type' });
+    expect(refusal('not an object')).toMatchObject({ status: 400, code: 'invalid_body' });
+    const longName = `mcp__${'x'.repeat(70)}`;
+    const tools = [
+      { type: 'web_search_20250305', name: 'web_search' },
+      { name: longName, input_schema: schema },
+    ];
+    const badTool = refusal({ model: 'm', max_tokens: 8, system: 'S', messages: [{ role: 'user', content: 'x' }], tools });
+    expect(badTool).toMatchObject({ status: 400, param: 'tools[1].name' });
+    expect(badTool.message).toContain("'tools[1].name'");
+    const badCall = refusal({
+      model: 'm',
+      max_tokens: 8,
+      system: 'S',
+      messages: [
+        { role: 'user', content: 'x' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Calling.' },
+            { type: 'tool_use', id: 'toolu_1', name: 42, input: {} },
+          ],
+        },
+      ],
+    });
+    expect(badCall).toMatchObject({ status: 400, param: 'messages[1].content[1].name' });
+  });
+});

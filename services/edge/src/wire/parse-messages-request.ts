@@ -1,0 +1,309 @@
+/**
+ * Translates a body of Anthropic's Messages API (POST /v1/messages, and /v1/messages/count_tokens)
+ * into the gateway's own request: the chat-completions body it means, validated and converted by
+ * the one chat parser (parse-chat-request.ts), so every provider and the simulated models answer
+ * it. A 400 of that parser is renamed back to the Messages field it came from (`messages[2].content`
+ * becomes the Messages index it was translated from, `max_tokens` stays `max_tokens`).
+ *
+ * Claude Code must work as it is, so what an upstream cannot use is translated or dropped, never
+ * refused (the rules, as the root README documents them):
+ * - `system` (a string or text blocks) and any `system`-role message inside `messages` are folded,
+ *   in order, into one leading system message;
+ * - content blocks: `text` as text, `image` (base64 or url source) as an image part, `document`
+ *   (base64 PDF as a file part, plain-text source as text); `tool_use` blocks of an assistant
+ *   message become its tool calls (`input` as JSON arguments); `tool_result` blocks of a user
+ *   message become tool messages before the rest of it (their text; an image in them is noted as
+ *   omitted; `is_error` prefixes `Error: `); `thinking`, `redacted_thinking`, server-tool blocks
+ *   (`server_tool_use`, `web_search_tool_result`, ...) and unknown block types are dropped;
+ *   `cache_control` is accepted and unused;
+ * - `tools`: custom tools (no `type`, or `custom`) as functions with `input_schema` as their
+ *   parameters; Anthropic's server and client-defined tool types (`web_search_20250305`,
+ *   `bash_20250124`, `text_editor_*`, `computer_*`, ...) are dropped; a `tool_choice` naming a
+ *   dropped tool becomes `auto`, and with no tool left it is dropped;
+ * - `tool_choice`: `auto`, `any` (`required`), `tool` (that function), `none`;
+ *   `disable_parallel_tool_use` becomes `parallel_tool_calls: false`;
+ * - `stop_sequences` become `stop`, `metadata.user_id` `user`; `temperature`, `top_p` as they are;
+ *   `top_k`, `thinking`, `context_management`, `output_config`, `service_tier`, `container`,
+ *   `mcp_servers` and every other unknown top-level field are accepted and unused.
+ */
+import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';
+import { invalid, RequestError } from './request-error.js';
+
+type Json = unknown;
+type JsonObject = Record<string, Json>;
+
+/** The chat body being built, and where each of its messages came from (chat param -> Messages param). */
+interface Translation {
+  system: string[];
+  messages: JsonObject[];
+  sources: Array<readonly [string, string]>;
+}
+
+/** Top-level fields whose Messages name differs from the chat one. */
+const RENAMED_FIELDS: ReadonlyArray<readonly [string, string]> = [
+  ['stop', 'stop_sequences'],
+  ['user', 'metadata.user_id'],
+  ['tool_choice.function.name', 'tool_choice.name'],
+];
+
+function isObject(value: Json): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function kindOf(value: Json): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function wrongType(param: string, expected: string, value: Json): RequestError {
+  return invalid(param, `Invalid type for '${param}': expected ${expected}, but got ${kindOf(value)}.`, 'invalid_type');
+}
+
+function given(value: Json): boolean {
+  return value !== undefined && value !== null;
+}
+
+function missing(param: string): RequestError {
+  return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
+}
+
+/** The text of a `system` value or of a system-role message's content: a string, or text blocks. */
+function systemText(value: Json, param: string): string {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) throw wrongType(param, 'a string or an array of text blocks', value);
+  return value
+    .map((block, index) => {
+      if (!isObject(block) || typeof block.text !== 'string')
+        throw wrongType(`${param}[${index}].text`, 'a string', isObject(block) ? (block.text ?? null) : block);
+      return block.text;
+    })
+    .join('\n\n');
+}
+
+/** An image block's source as a chat image part. */
+function imagePart(block: JsonObject, param: string): JsonObject {
+  const source = block.source;
+  if (!isObject(source)) throw missing(`${param}.source`);
+  if (source.type === 'url') return { type: 'image_url', image_url: { url: source.url } };
+  if (source.type === 'base64') return { type: 'image_url', image_url: { url: `data:${String(source.media_type)};base64,${String(source.data)}` } };
+  throw invalid(`${param}.source.type`, `Invalid value for '${param}.source.type': supported values are 'base64' and 'url'.`);
+}
+
+/** A document block: a base64 PDF as a file part, a plain-text source as text; any other source dropped. */
+function documentPart(block: JsonObject): JsonObject | undefined {
+  const source = isObject(block.source) ? block.source : {};
+  if (source.type === 'text' && typeof source.data === 'string') return { type: 'text', text: source.data };
+  if (source.type === 'base64') {
+    const filename = typeof block.title === 'string' ? block.title : 'document.pdf';
+    return { type: 'file', file: { file_data: `data:${String(source.media_type)};base64,${String(source.data)}`, filename } };
+  }
+  return undefined;
+}
+
+/** A content block of a user or assistant message as a chat part; undefined for a dropped block. */
+function contentPart(block: JsonObject, param: string): JsonObject | undefined {
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', text: block.text };
+    case 'image':
+      return imagePart(block, param);
+    case 'document':
+      return documentPart(block);
+    default:
+      return undefined;
+  }
+}
+
+/** The text of a `tool_result` block's content: a string, or its text blocks (other blocks noted as omitted). */
+function toolResultText(block: JsonObject, param: string): string {
+  const content = block.content;
+  let text: string;
+  if (!given(content)) text = '';
+  else if (typeof content === 'string') text = content;
+  else if (Array.isArray(content)) {
+    text = content
+      .map((part) =>
+        isObject(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : `[${isObject(part) ? String(part.type) : 'content'} omitted]`,
+      )
+      .join('\n');
+  } else throw wrongType(`${param}.content`, 'a string or an array of content blocks', content);
+  return block.is_error === true ? `Error: ${text}` : text;
+}
+
+/** Adds a chat message, remembering the Messages param it came from. */
+function push(out: Translation, message: JsonObject, param: string): void {
+  out.sources.push([`messages[${out.messages.length}]`, param]);
+  out.messages.push(message);
+}
+
+/** A user message: its tool results as tool messages first, then the rest of its content (if any). */
+function translateUser(blocks: Json[], param: string, out: Translation): void {
+  const parts: JsonObject[] = [];
+  blocks.forEach((block, index) => {
+    const blockParam = `${param}.content[${index}]`;
+    if (!isObject(block)) throw wrongType(blockParam, 'a content block object', block);
+    if (block.type === 'tool_result') {
+      if (typeof block.tool_use_id !== 'string') throw wrongType(`${blockParam}.tool_use_id`, 'a string', block.tool_use_id ?? null);
+      out.sources.push([`messages[${out.messages.length}].tool_call_id`, `${blockParam}.tool_use_id`]);
+      push(out, { role: 'tool', tool_call_id: block.tool_use_id, content: toolResultText(block, blockParam) }, blockParam);
+      return;
+    }
+    const part = contentPart(block, blockParam);
+    if (part) parts.push(part);
+  });
+  if (parts.length > 0) push(out, { role: 'user', content: parts }, `${param}.content`);
+}
+
+/** An assistant message: its text, and its `tool_use` blocks as tool calls; thinking dropped. */
+function translateAssistant(blocks: Json[], param: string, out: Translation): void {
+  const text: string[] = [];
+  const calls: JsonObject[] = [];
+  const chatParam = `messages[${out.messages.length}]`;
+  blocks.forEach((block, index) => {
+    const blockParam = `${param}.content[${index}]`;
+    if (!isObject(block)) throw wrongType(blockParam, 'a content block object', block);
+    if (block.type === 'text' && typeof block.text === 'string') text.push(block.text);
+    else if (block.type === 'tool_use') {
+      if (typeof block.id !== 'string') throw wrongType(`${blockParam}.id`, 'a string', block.id ?? null);
+      if (typeof block.name !== 'string') throw wrongType(`${blockParam}.name`, 'a string', block.name ?? null);
+      const call = `${chatParam}.tool_calls[${calls.length}]`;
+      out.sources.push([`${call}.function.name`, `${blockParam}.name`], [`${call}.function.arguments`, `${blockParam}.input`], [call, blockParam]);
+      calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+    }
+  });
+  if (text.length === 0 && calls.length === 0) return;
+  const message: JsonObject = { role: 'assistant', content: text.length > 0 ? text.join('') : null };
+  if (calls.length > 0) message.tool_calls = calls;
+  push(out, message, `${param}.content`);
+}
+
+/** `messages`: each as one or more chat messages; a system-role message folded into the system text. */
+function translateMessages(value: Json, out: Translation): void {
+  if (!given(value)) throw missing('messages');
+  if (!Array.isArray(value)) throw wrongType('messages', 'an array of messages', value);
+  value.forEach((message, index) => {
+    const param = `messages[${index}]`;
+    if (!isObject(message)) throw wrongType(param, 'a message object', message);
+    const { role, content } = message;
+    if (!given(content)) throw missing(`${param}.content`);
+    if (role === 'system') {
+      out.system.push(systemText(content, `${param}.content`));
+      return;
+    }
+    if (role !== 'user' && role !== 'assistant') {
+      if (!given(role)) throw missing(`${param}.role`);
+      throw invalid(`${param}.role`, `Invalid value for '${param}.role': supported values are 'user' and 'assistant'.`);
+    }
+    if (typeof content === 'string') push(out, { role, content }, param);
+    else if (!Array.isArray(content)) throw wrongType(`${param}.content`, 'a string or an array of content blocks', content);
+    else if (role === 'user') translateUser(content, param, out);
+    else translateAssistant(content, param, out);
+  });
+}
+
+/** `tools`: custom tools as functions; every typed (server or client-defined) tool dropped. */
+function translateTools(value: Json, out: Translation): JsonObject[] {
+  if (!given(value)) return [];
+  if (!Array.isArray(value)) throw wrongType('tools', 'an array of tools', value);
+  const tools: JsonObject[] = [];
+  value.forEach((tool, index) => {
+    if (!isObject(tool)) throw wrongType(`tools[${index}]`, 'a tool object', tool);
+    if (given(tool.type) && tool.type !== 'custom') return;
+    const chatParam = `tools[${tools.length}]`;
+    out.sources.push(
+      [`${chatParam}.function.parameters`, `tools[${index}].input_schema`],
+      [`${chatParam}.function`, `tools[${index}]`],
+      [chatParam, `tools[${index}]`],
+    );
+    const fn: JsonObject = { name: tool.name, parameters: tool.input_schema ?? { type: 'object', properties: {} } };
+    if (typeof tool.description === 'string') fn.description = tool.description;
+    tools.push({ type: 'function', function: fn });
+  });
+  return tools;
+}
+
+/** `tool_choice` in the chat shape; undefined when there is no tool left to choose. */
+function translateToolChoice(choice: Json, tools: readonly JsonObject[]): Json {
+  if (!isObject(choice) || tools.length === 0) return undefined;
+  switch (choice.type) {
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
+    case 'tool': {
+      const offered = tools.some((tool) => (tool.function as JsonObject).name === choice.name);
+      return offered ? { type: 'function', function: { name: choice.name } } : 'auto';
+    }
+    default:
+      return 'auto';
+  }
+}
+
+/** The chat fields of a Messages body's settings: sampling, stop, user, tools and their choice. */
+function settings(body: JsonObject, countOnly: boolean, out: Translation): JsonObject {
+  if (!countOnly && !given(body.max_tokens)) throw missing('max_tokens');
+  const tools = translateTools(body.tools, out);
+  const choice = isObject(body.tool_choice) ? body.tool_choice : undefined;
+  const stop = typeof body.stop_sequences === 'string' ? [body.stop_sequences] : body.stop_sequences;
+  const metadata = isObject(body.metadata) ? body.metadata : {};
+  const chat: JsonObject = {
+    model: body.model,
+    max_tokens: countOnly ? undefined : body.max_tokens,
+    temperature: body.temperature,
+    top_p: body.top_p,
+    stream: countOnly ? undefined : body.stream,
+    stop: Array.isArray(stop) && stop.length === 0 ? undefined : stop,
+    user: metadata.user_id,
+    tools: tools.length > 0 ? tools : undefined,
+    tool_choice: translateToolChoice(choice, tools),
+    parallel_tool_calls: tools.length > 0 && choice?.disable_parallel_tool_use === true ? false : undefined,
+    route_policy: body.route_policy,
+    fallbacks: body.fallbacks,
+  };
+  for (const [field, value] of Object.entries(chat)) if (!given(value)) delete chat[field];
+  return chat;
+}
+
+/** A chat parser's 400 about a field, renamed to the Messages field it came from. */
+function renamed(error: RequestError, sources: ReadonlyArray<readonly [string, string]>): RequestError {
+  const param = error.param;
+  if (param === null) return error;
+  const matches = (prefix: string) => param === prefix || param.startsWith(`${prefix}.`) || param.startsWith(`${prefix}[`);
+  const best = [...sources, ...RENAMED_FIELDS].filter(([prefix]) => matches(prefix)).sort((a, b) => b[0].length - a[0].length)[0];
+  if (!best) return error;
+  const messagesParam = best[1] + param.slice(best[0].length);
+  return new RequestError(error.status, error.message.replaceAll(param, messagesParam), {
+    type: error.type,
+    code: error.code,
+    param: messagesParam,
+    headers: { ...error.headers },
+  });
+}
+
+/**
+ * Validates a Messages body and converts it into the gateway's request. `countOnly` (count_tokens)
+ * does not require `max_tokens`. Throws a RequestError (400) naming the offending Messages field.
+ */
+export function parseMessagesRequest(original: Json, { countOnly = false }: { countOnly?: boolean } = {}): ParsedChatRequest {
+  if (!isObject(original)) throw invalid(null, `The request body must be a JSON object, but got ${kindOf(original)}.`, 'invalid_body');
+  if (!given(original.model)) throw missing('model');
+  const out: Translation = { system: given(original.system) ? [systemText(original.system, 'system')] : [], messages: [], sources: [] };
+  const chat = settings(original, countOnly, out);
+  translateMessages(original.messages, out);
+  const system = out.system.filter((text) => text.length > 0);
+  if (system.length > 0) {
+    out.messages.unshift({ role: 'system', content: system.join('\n\n') });
+    out.sources = out.sources.map(([chatParam, param]) => [
+      chatParam.replace(/^messages\[(\d+)\]/, (_, index: string) => `messages[${Number(index) + 1}]`),
+      param,
+    ]);
+    out.sources.push(['messages[0]', 'system']);
+  }
+  if (out.messages.length === 0) throw invalid('messages', "Invalid 'messages': at least one message with content is required.", 'empty_array');
+  try {
+    return parseChatRequest({ ...chat, messages: out.messages });
+  } catch (error) {
+    throw error instanceof RequestError ? renamed(error, out.sources) : error;
+  }
+}
