@@ -207,7 +207,9 @@ describe('ExecutorService over gRPC', () => {
     const cancelledAt = performance.now();
     call.cancel();
     const closedAt = await upstream.requests[before]?.closed;
-    expect((closedAt as number) - cancelledAt).toBeLessThan(100);
+    // The upstream pauses 5 s before its next event: its call closed well before that, unfinished,
+    // so the cancel reached it (a bound for a loaded machine, not a target).
+    expect((closedAt as number) - cancelledAt).toBeLessThan(2_000);
     expect(upstream.requests[before]?.finished).toBe(false);
   });
 
