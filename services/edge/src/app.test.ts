@@ -219,6 +219,18 @@ describe('POST /v1/chat/completions', () => {
     expect(fakes.executes).toEqual([]);
   });
 
+  it.each(['/v1/chat/completions', '/v1/responses', '/v1/messages'])('answers a key auth refuses with 401 before the errors of its body on %s', async (url) => {
+    fakes.decision = { decision: 'DECISION_DENY_INVALID_KEY', message: 'Incorrect API key provided.' } as CheckKeyResponseOutput;
+    const refused = await app.inject({
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      payload: '{"model":',
+    });
+    expect(refused.statusCode).toBe(401);
+    expect(fakes.executes).toEqual([]);
+  });
+
   it('refuses what the model cannot serve, and an unavailable model without fallbacks, before any executor call', async () => {
     const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
     const refused = await complete({ model: 'plain', messages: hello, tools });

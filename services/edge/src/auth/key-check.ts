@@ -40,6 +40,7 @@ export function keyCheckPending(request: FastifyRequest): boolean {
 /** The routes that need an API key. */
 const KEY_ROUTES = new Set([
   'POST /v1/chat/completions',
+  'POST /v1/responses',
   'POST /v1/messages',
   'POST /v1/messages/count_tokens',
   'GET /v1/models',
