@@ -67,7 +67,7 @@ models:
     owned_by: vendor
     created: 0
     upstream: { model: model-b-2025, base_url: "http://localhost:8080", api_key_env: VENDOR_KEY_2, headers: { x-version: "1" } }
-    pricing: { input: "0.000001", cached_input: "0.5", output: "1.234567" }
+    pricing: { input: "0.000001", cached_input: "0.5", cache_write: "1.25", output: "1.234567" }
     context_window: 2000
     max_output_tokens: 100
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
@@ -75,17 +75,25 @@ models:
     fallbacks: [sim-a]
 `;
 
-  it('converts prices to integer micro-USD, defaulting cached input to the input price', () => {
+  it('converts prices to integer micro-USD, defaulting cached input and cache writes to the input price', () => {
     const catalog = parseCatalog(minimal, 'minimal.yaml');
     expect(catalog.byId.get('sim-a')?.pricing).toEqual({
       input_micro_usd_per_mtok: 2_500_000,
       cached_input_micro_usd_per_mtok: 2_500_000,
       output_micro_usd_per_mtok: 10_000_000,
+      cache_write_micro_usd_per_mtok: 2_500_000,
+      cache_write_1h_micro_usd_per_mtok: 2_500_000,
     });
+  });
+
+  it('defaults the one-hour cache-write price to the five-minute one', () => {
+    const catalog = parseCatalog(minimal, 'minimal.yaml');
     expect(catalog.byId.get('vendor/model-b')?.pricing).toEqual({
       input_micro_usd_per_mtok: 1,
       cached_input_micro_usd_per_mtok: 500_000,
       output_micro_usd_per_mtok: 1_234_567,
+      cache_write_micro_usd_per_mtok: 1_250_000,
+      cache_write_1h_micro_usd_per_mtok: 1_250_000,
     });
   });
 
@@ -179,6 +187,25 @@ describe('the default catalog', () => {
       input_micro_usd_per_mtok: 2_500_000,
       cached_input_micro_usd_per_mtok: 1_250_000,
       output_micro_usd_per_mtok: 10_000_000,
+      cache_write_micro_usd_per_mtok: 2_500_000,
+      cache_write_1h_micro_usd_per_mtok: 2_500_000,
+    });
+  });
+
+  it("prices the Anthropic models at Anthropic's published rates: writes 1.25x (5m) and 2x (1h), reads 0.1x input", () => {
+    expect(catalog.byId.get('anthropic/claude-sonnet-4')?.pricing).toEqual({
+      input_micro_usd_per_mtok: 3_000_000,
+      cached_input_micro_usd_per_mtok: 300_000,
+      output_micro_usd_per_mtok: 15_000_000,
+      cache_write_micro_usd_per_mtok: 3_750_000,
+      cache_write_1h_micro_usd_per_mtok: 6_000_000,
+    });
+    expect(catalog.byId.get('anthropic/claude-3-5-haiku')?.pricing).toEqual({
+      input_micro_usd_per_mtok: 800_000,
+      cached_input_micro_usd_per_mtok: 80_000,
+      output_micro_usd_per_mtok: 4_000_000,
+      cache_write_micro_usd_per_mtok: 1_000_000,
+      cache_write_1h_micro_usd_per_mtok: 1_600_000,
     });
   });
 
