@@ -184,6 +184,27 @@ describe('AnthropicProvider: whole responses', () => {
     });
   });
 
+  it('counts cache writes in prompt_tokens, apart from reads, with their 5-minute and 1-hour split', async () => {
+    under.upstream.respond(replayJson(200, fixture('message-cache-write.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
+    expect(response.usage).toEqual({
+      prompt_tokens: 10_000 + 58_000 + 120_000,
+      completion_tokens: 2_000,
+      total_tokens: 10_000 + 58_000 + 120_000 + 2_000,
+      cached_tokens: 120_000,
+      reasoning_tokens: 0,
+      cache_write_tokens: 58_000,
+      cache_write_5m_tokens: 50_000,
+      cache_write_1h_tokens: 8_000,
+    });
+  });
+
+  it('counts cache writes reported without their split as 5-minute writes', async () => {
+    under.upstream.respond(replayJson(200, fixture('message.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
+    expect(response.usage).toMatchObject({ cache_write_tokens: 100, cache_write_5m_tokens: 100, cache_write_1h_tokens: 0 });
+  });
+
   it('turns tool_use blocks into tool calls with JSON-string arguments', async () => {
     under.upstream.respond(replayJson(200, fixture('message-tool-use.json')));
     const response = await under.provider.complete(simpleRequest(), contextOf());
@@ -232,7 +253,34 @@ describe('AnthropicProvider: streams', () => {
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(events.at(-1)).toEqual({
       type: 'usage',
-      usage: { prompt_tokens: 25 + 1024, completion_tokens: 8, total_tokens: 25 + 1024 + 8, cached_tokens: 1024, reasoning_tokens: 0 },
+      usage: {
+        prompt_tokens: 25 + 1024,
+        completion_tokens: 8,
+        total_tokens: 25 + 1024 + 8,
+        cached_tokens: 1024,
+        reasoning_tokens: 0,
+        cache_write_tokens: 0,
+        cache_write_5m_tokens: 0,
+        cache_write_1h_tokens: 0,
+      },
+    });
+  });
+
+  it("keeps message_start's cache-write split when message_delta restates the counts without it", async () => {
+    under.upstream.respond(replaySse(fixture('stream-cache-write.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: {
+        prompt_tokens: 40 + 3000 + 4096,
+        completion_tokens: 6,
+        total_tokens: 40 + 3000 + 4096 + 6,
+        cached_tokens: 4096,
+        reasoning_tokens: 0,
+        cache_write_tokens: 3000,
+        cache_write_5m_tokens: 1000,
+        cache_write_1h_tokens: 2000,
+      },
     });
   });
 
@@ -261,7 +309,16 @@ describe('AnthropicProvider: streams', () => {
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(events.at(-1)).toEqual({
       type: 'usage',
-      usage: { prompt_tokens: 472, completion_tokens: 89, total_tokens: 561, cached_tokens: 0, reasoning_tokens: 0 },
+      usage: {
+        prompt_tokens: 472,
+        completion_tokens: 89,
+        total_tokens: 561,
+        cached_tokens: 0,
+        reasoning_tokens: 0,
+        cache_write_tokens: 0,
+        cache_write_5m_tokens: 0,
+        cache_write_1h_tokens: 0,
+      },
     });
   });
 

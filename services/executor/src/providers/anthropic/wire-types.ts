@@ -79,8 +79,17 @@ export interface AnthropicRequest {
 export interface AnthropicUsage {
   input_tokens?: number | null;
   output_tokens?: number | null;
+  /** Tokens written to the prompt cache, both lifetimes together. */
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** cache_creation_input_tokens split by the cache entry's lifetime (absent from older answers). */
+  cache_creation?: AnthropicCacheCreation | null;
+}
+
+/** Cache writes by lifetime: 5 minutes (the default) and 1 hour (`ttl: "1h"`). */
+export interface AnthropicCacheCreation {
+  ephemeral_5m_input_tokens?: number | null;
+  ephemeral_1h_input_tokens?: number | null;
 }
 
 /** A content block of a response (thinking blocks are read and dropped). */
