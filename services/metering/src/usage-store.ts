@@ -56,6 +56,8 @@ export interface EventUsage {
   prompt_tokens: number;
   completion_tokens: number;
   cached_tokens: number;
+  /** Prompt tokens written to the provider's cache (a part of prompt_tokens); default 0. */
+  cache_write_tokens?: number;
   cost_pico_usd: bigint;
   /** When the edge received the request (Unix ms): the time buckets and the spend day it counts in; default now. */
   received_at_ms?: number;
@@ -73,6 +75,7 @@ export interface UsageTotals {
   prompt_tokens: number;
   completion_tokens: number;
   cached_tokens: number;
+  cache_write_tokens: number;
   cost_pico_usd: bigint;
   /** cost_pico_usd in USD, for display. */
   cost_usd: number;
@@ -130,6 +133,7 @@ export async function recordEvent(redis: RedisClient, event: StreamEvent, option
       promptTokens: usage.prompt_tokens,
       completionTokens: usage.completion_tokens,
       cachedTokens: usage.cached_tokens,
+      cacheWriteTokens: usage.cache_write_tokens ?? 0,
       costPicoUsd: usage.cost_pico_usd,
       atMs: usage.received_at_ms && usage.received_at_ms > 0 ? usage.received_at_ms : Date.now(),
       failed: usage.failed === true,
@@ -210,16 +214,17 @@ export async function modelTotals(redis: RedisClient, modelId: string): Promise<
   return totals(hashes);
 }
 
-const TOTAL_FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_pico_usd'] as const;
+const TOTAL_FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'cost_pico_usd'] as const;
 
 function totals(hashes: Array<Record<string, string>>): UsageTotals {
-  const sum = { requests: 0n, prompt_tokens: 0n, completion_tokens: 0n, cached_tokens: 0n, cost_pico_usd: 0n };
+  const sum = { requests: 0n, prompt_tokens: 0n, completion_tokens: 0n, cached_tokens: 0n, cache_write_tokens: 0n, cost_pico_usd: 0n };
   for (const hash of hashes) for (const field of TOTAL_FIELDS) sum[field] += BigInt(hash[field] ?? '0');
   return {
     requests: Number(sum.requests),
     prompt_tokens: Number(sum.prompt_tokens),
     completion_tokens: Number(sum.completion_tokens),
     cached_tokens: Number(sum.cached_tokens),
+    cache_write_tokens: Number(sum.cache_write_tokens),
     cost_pico_usd: sum.cost_pico_usd,
     cost_usd: picoUsdToUsd(sum.cost_pico_usd),
   };
