@@ -36,6 +36,17 @@ const models = [
 ];
 const catalog: Catalog = { models, byId: new Map(models.map((entry) => [entry.id, entry])) };
 
+/** A key's totals after one usageEvent() on PREMIUM: (1200 - 200) x 2.5 + 200 x 1.25 + 350 x 10 micro-USD. */
+const ONE_EVENT_TOTALS = {
+  requests: 1,
+  prompt_tokens: 1_200,
+  completion_tokens: 350,
+  cached_tokens: 200,
+  cache_write_tokens: 0,
+  cost_pico_usd: 6_250_000_000n,
+  cost_usd: 0.00625,
+};
+
 function usageEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
   return {
     event_id: `evt-${randomUUID()}`,
@@ -162,15 +173,7 @@ describe('metering', () => {
       return found.requests === 1 && found;
     }, 'the event to be metered');
     // (1200 - 200) x 2.5 + 200 x 1.25 + 350 x 10 micro-USD = 6,250 micro-USD = 6.25e9 pico-USD.
-    expect(totals).toEqual({
-      requests: 1,
-      prompt_tokens: 1_200,
-      completion_tokens: 350,
-      cached_tokens: 200,
-      cache_write_tokens: 0,
-      cost_pico_usd: 6_250_000_000n,
-      cost_usd: 0.00625,
-    });
+    expect(totals).toEqual(ONE_EVENT_TOTALS);
     expect(totals.cost_pico_usd).toBe(costPicoUsd(models[0].pricing, event.usage!));
     const modelAfter = await modelTotals(redis, PREMIUM);
     expect(modelAfter.requests - modelBefore.requests).toBeGreaterThanOrEqual(1);
@@ -220,15 +223,7 @@ describe('metering', () => {
       async () => (await counterValue(main.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1,
       'the redelivery to be seen as a duplicate',
     );
-    expect(await keyTotals(redis, keyId)).toEqual({
-      requests: 1,
-      prompt_tokens: 1_200,
-      completion_tokens: 350,
-      cached_tokens: 200,
-      cache_write_tokens: 0,
-      cost_pico_usd: 6_250_000_000n,
-      cost_usd: 0.00625,
-    });
+    expect(await keyTotals(redis, keyId)).toEqual(ONE_EVENT_TOTALS);
   });
 
   it('meters every event of a batch once, skips only its poison events, and meters none twice when the batch comes again', async () => {

@@ -35,15 +35,20 @@ export const RECENT_TTL_MS = 2 * DAY_MS;
 /** How many keys RECENT_KEYS keeps (the most recently active). */
 export const RECENT_KEYS_KEPT = 1_000;
 
-/** What one bucket counted for one key and model. */
-export interface BucketCounts {
+/** The counts both the totals and the buckets keep. */
+export interface MeteredCounts {
   requests: number;
   prompt_tokens: number;
   completion_tokens: number;
+  /** Prompt tokens read from the provider's cache (a part of prompt_tokens). */
   cached_tokens: number;
   /** Prompt tokens written to the provider's cache (a part of prompt_tokens). */
   cache_write_tokens: number;
   cost_pico_usd: bigint;
+}
+
+/** What one bucket counted for one key and model. */
+export interface BucketCounts extends MeteredCounts {
   errors: number;
   fallbacks: number;
 }

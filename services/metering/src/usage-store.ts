@@ -2,7 +2,7 @@ import { picoUsdToUsd } from '@gateway/catalog';
 import { dedupKey, keyModelTotalsKey, keyTotalsKey, METERED_KEYS, parseReservationId, recordUsage, SPEND_TTL_MS, v1ToV2 } from '@gateway/keyspace';
 import { USAGE_MAX_AGE_MS } from '@gateway/messaging';
 import type { RedisClient, ReplicaWaiter } from '@gateway/redis';
-import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
+import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, type MeteredCounts, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
 
 /**
  * Metered usage in Redis, laid out so that metering one event touches one Redis Cluster slot, its
@@ -70,13 +70,7 @@ export interface EventUsage {
 }
 
 /** Running totals of a key or a model. */
-export interface UsageTotals {
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  cost_pico_usd: bigint;
+export interface UsageTotals extends MeteredCounts {
   /** cost_pico_usd in USD, for display. */
   cost_usd: number;
 }

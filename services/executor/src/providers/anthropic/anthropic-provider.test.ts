@@ -21,6 +21,25 @@ import { AnthropicProvider } from './anthropic-provider.js';
 
 const fixture = (name: string) => providerFixture('anthropic', name);
 
+/**
+ * The gateway Usage of Anthropic counts: prompt_tokens is input plus cache reads plus cache writes
+ * (Anthropic's input_tokens leaves both out).
+ */
+function expectedUsage(counts: { input: number; read?: number; written5m?: number; written1h?: number; output: number }) {
+  const { input, read = 0, written5m = 0, written1h = 0, output } = counts;
+  const prompt = input + read + written5m + written1h;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: output,
+    total_tokens: prompt + output,
+    cached_tokens: read,
+    reasoning_tokens: 0,
+    cache_write_tokens: written5m + written1h,
+    cache_write_5m_tokens: written5m,
+    cache_write_1h_tokens: written1h,
+  };
+}
+
 const under = useProviderUnderTest({
   create: (dependencies) => new AnthropicProvider(dependencies),
   modelOf: (baseUrl) => anthropicModel(new URL(baseUrl).origin),
@@ -187,16 +206,7 @@ describe('AnthropicProvider: whole responses', () => {
   it('counts cache writes in prompt_tokens, apart from reads, with their 5-minute and 1-hour split', async () => {
     under.upstream.respond(replayJson(200, fixture('message-cache-write.json')));
     const response = await under.provider.complete(simpleRequest(), contextOf());
-    expect(response.usage).toEqual({
-      prompt_tokens: 10_000 + 58_000 + 120_000,
-      completion_tokens: 2_000,
-      total_tokens: 10_000 + 58_000 + 120_000 + 2_000,
-      cached_tokens: 120_000,
-      reasoning_tokens: 0,
-      cache_write_tokens: 58_000,
-      cache_write_5m_tokens: 50_000,
-      cache_write_1h_tokens: 8_000,
-    });
+    expect(response.usage).toEqual(expectedUsage({ input: 10_000, read: 120_000, written5m: 50_000, written1h: 8_000, output: 2_000 }));
   });
 
   it('counts cache writes reported without their split as 5-minute writes', async () => {
@@ -253,16 +263,7 @@ describe('AnthropicProvider: streams', () => {
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(events.at(-1)).toEqual({
       type: 'usage',
-      usage: {
-        prompt_tokens: 25 + 1024,
-        completion_tokens: 8,
-        total_tokens: 25 + 1024 + 8,
-        cached_tokens: 1024,
-        reasoning_tokens: 0,
-        cache_write_tokens: 0,
-        cache_write_5m_tokens: 0,
-        cache_write_1h_tokens: 0,
-      },
+      usage: expectedUsage({ input: 25, read: 1024, output: 8 }),
     });
   });
 
@@ -271,16 +272,7 @@ describe('AnthropicProvider: streams', () => {
     const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
     expect(events.at(-1)).toEqual({
       type: 'usage',
-      usage: {
-        prompt_tokens: 40 + 3000 + 4096,
-        completion_tokens: 6,
-        total_tokens: 40 + 3000 + 4096 + 6,
-        cached_tokens: 4096,
-        reasoning_tokens: 0,
-        cache_write_tokens: 3000,
-        cache_write_5m_tokens: 1000,
-        cache_write_1h_tokens: 2000,
-      },
+      usage: expectedUsage({ input: 40, read: 4096, written5m: 1000, written1h: 2000, output: 6 }),
     });
   });
 
@@ -309,16 +301,7 @@ describe('AnthropicProvider: streams', () => {
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(events.at(-1)).toEqual({
       type: 'usage',
-      usage: {
-        prompt_tokens: 472,
-        completion_tokens: 89,
-        total_tokens: 561,
-        cached_tokens: 0,
-        reasoning_tokens: 0,
-        cache_write_tokens: 0,
-        cache_write_5m_tokens: 0,
-        cache_write_1h_tokens: 0,
-      },
+      usage: expectedUsage({ input: 472, output: 89 }),
     });
   });
 
