@@ -3,13 +3,15 @@
  * models point at a fake upstream in this process (replaying each provider's fixtures), driven by
  * the official `openai` client. What a user notices: the answer, tool calls whose streamed
  * arguments reassemble, cached prompt tokens in the usage, a cache-aware cost, and the provider's
- * own 400 message. Also log probabilities: an OpenAI model's reach the caller exactly as OpenAI
+ * own 400 message; a cached three-turn Claude session (cache_control forwarded, cache reads and
+ * 5-minute and 1-hour writes) billed to the pico-dollar, in the answers and in /v1/usage. Also log probabilities: an OpenAI model's reach the caller exactly as OpenAI
  * sent them, whole and streamed; Claude and Gemini answer a request for them with `logprobs: null`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
-import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
 import { fixture, providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
@@ -38,6 +40,17 @@ function catalogFile(baseUrl: string): string {
     upstream: { model: claude-sonnet-4-20250514, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
     max_output_tokens: 64000
 ${common}`,
+    // Anthropic's published rates for claude-sonnet-4: writes 1.25x (5m) and 2x (1h), reads 0.1x.
+    `  - id: fake-claude-cached
+    provider: anthropic
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: claude-sonnet-4-20250514, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
+    max_output_tokens: 64000
+    pricing: { input: "3.00", cached_input: "0.30", cache_write: "3.75", cache_write_1h: "6.00", output: "15.00" }
+    context_window: 200000
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium`,
     `  - id: fake-gemini
     provider: gemini
     owned_by: tests
@@ -141,6 +154,83 @@ describe('an anthropic model through the gateway', () => {
     );
     expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
     expect((failure as Error).message).toContain('roles must alternate');
+  });
+});
+
+describe('a cached Claude session through the gateway', () => {
+  const costOf = (completion: object) => (completion as { gateway: { cost_usd: number } }).gateway.cost_usd;
+  const manual = 'The operations manual, long enough to be worth caching.';
+
+  it('forwards cache_control and bills three turns of cache reads and 5-minute and 1-hour writes to the pico-dollar', async () => {
+    const system = { role: 'system' as const, content: [{ type: 'text' as const, text: manual, cache_control: { type: 'ephemeral', ttl: '1h' } }] };
+    // Turn 1: 10,000 plain, 50,000 written for 5 minutes, 8,000 for an hour, 120,000 read, 2,000 out:
+    // 10,000 x 3 + 50,000 x 3.75 + 8,000 x 6 + 120,000 x 0.30 + 2,000 x 15 micro-USD = $0.3315.
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message-cache-write.json')));
+    const first = await client.chat.completions.create({
+      model: 'fake-claude-cached',
+      messages: [system, { role: 'user', content: 'Summarize it.' }],
+    } as never);
+    expect(first.usage).toMatchObject({
+      prompt_tokens: 188_000,
+      completion_tokens: 2_000,
+      prompt_tokens_details: { cached_tokens: 120_000, cache_write_tokens: 58_000 },
+    });
+    expect(costOf(first)).toBe(0.3315);
+    expect(upstream.requests.at(-1)?.body).toMatchObject({
+      system: [{ type: 'text', text: manual, cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      messages: [{ role: 'user', content: 'Summarize it.' }],
+    });
+
+    // Turn 2: 12 plain, 100 written (no split: 5 minutes), 2,048 read, 15 out:
+    // 12 x 3 + 100 x 3.75 + 2,048 x 0.30 + 15 x 15 micro-USD = 1,250.4 micro-USD.
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
+    const turn2Messages = [
+      system,
+      { role: 'user', content: 'Summarize it.' },
+      { role: 'assistant', content: 'The document describes a gateway.' },
+      { role: 'user', content: [{ type: 'text', text: 'And the second chapter?', cache_control: { type: 'ephemeral' } }] },
+    ];
+    const second = await client.chat.completions.create({ model: 'fake-claude-cached', messages: turn2Messages } as never);
+    expect(costOf(second)).toBe(0.0012504);
+    expect((upstream.requests.at(-1)?.body as { messages: unknown[] }).messages.at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'And the second chapter?', cache_control: { type: 'ephemeral' } }],
+    });
+
+    // Turn 3, streamed: 40 plain, 1,000 written for 5 minutes, 2,000 for an hour, 4,096 read, 6 out:
+    // 40 x 3 + 1,000 x 3.75 + 2,000 x 6 + 4,096 x 0.30 + 6 x 15 micro-USD = 17,188.8 micro-USD.
+    upstream.respond(replaySse(providerFixture('anthropic', 'stream-cache-write.sse')));
+    const stream = await client.chat.completions.create({
+      model: 'fake-claude-cached',
+      messages: [...turn2Messages, { role: 'assistant', content: 'It covers routing.' }, { role: 'user', content: 'Thanks.' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    } as never);
+    let last: object = {};
+    for await (const chunk of stream as unknown as AsyncIterable<object>) last = chunk;
+    expect((last as { usage: object }).usage).toMatchObject({
+      prompt_tokens: 7_136,
+      prompt_tokens_details: { cached_tokens: 4_096, cache_write_tokens: 3_000 },
+    });
+    expect(costOf(last)).toBe(0.0171888);
+
+    // Metered alike: $0.3315 + $0.0012504 + $0.0171888 = 349,939,200,000 pico-USD.
+    const start = Math.floor(Date.now() / 1000) - 3_600;
+    const origin = cluster.baseUrl.replace(/\/v1$/, '');
+    const result = await eventually(async () => {
+      const response = await fetch(`${origin}/v1/usage?start=${start}&bucket=day&group_by=model`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
+      const page = (await response.json()) as { data: Array<{ results: UsageResult[] }> };
+      const found = page.data.flatMap((bucket) => bucket.results).filter((entry) => entry.model === 'fake-claude-cached');
+      return found.length === 1 && found[0]!.requests === 3 && found[0];
+    }, 'the three turns to be metered');
+    expect(result).toMatchObject({
+      requests: 3,
+      prompt_tokens: 188_000 + 2_160 + 7_136,
+      completion_tokens: 2_000 + 15 + 6,
+      cached_tokens: 120_000 + 2_048 + 4_096,
+      cache_write_tokens: 58_000 + 100 + 3_000,
+      cost_pico_usd: '349939200000',
+    });
   });
 });
 

@@ -35,24 +35,29 @@ const failedCodes: string[] = [];
 function add(
   key: string,
   model: string,
-  usage: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null | undefined,
+  usage:
+    | { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number } | null }
+    | null
+    | undefined,
   extra: Partial<Expected> = {},
 ): void {
   const counted = {
     prompt_tokens: usage?.prompt_tokens ?? 0,
     completion_tokens: usage?.completion_tokens ?? 0,
     cached_tokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+    cache_write_tokens: usage?.prompt_tokens_details?.cache_write_tokens ?? 0,
   };
   expected.push({ key, model, requests: 1, ...counted, cost: costPicoUsd(catalog.byId.get(model)!.pricing, counted), errors: 0, fallbacks: 0, ...extra });
 }
 
 function sum(entries: readonly Expected[]) {
-  const total = { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cost_pico_usd: 0n, errors: 0, fallbacks: 0 };
+  const total = { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost_pico_usd: 0n, errors: 0, fallbacks: 0 };
   for (const entry of entries) {
     total.requests += entry.requests;
     total.prompt_tokens += entry.prompt_tokens;
     total.completion_tokens += entry.completion_tokens;
     total.cached_tokens += entry.cached_tokens;
+    total.cache_write_tokens += entry.cache_write_tokens;
     total.cost_pico_usd += entry.cost;
     total.errors += entry.errors;
     total.fallbacks += entry.fallbacks;
@@ -81,6 +86,7 @@ function byGroup(page: Page): Map<string, ReturnType<typeof sum>> {
         prompt_tokens: result.prompt_tokens,
         completion_tokens: result.completion_tokens,
         cached_tokens: result.cached_tokens,
+        cache_write_tokens: result.cache_write_tokens,
         cost: BigInt(result.cost_pico_usd),
         errors: result.errors,
         fallbacks: result.fallbacks,

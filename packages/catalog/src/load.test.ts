@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, loadCatalog, parseCatalog } from './load.js';
-import { costPicoUsd } from './pricing.js';
+import { costPicoUsd, type Pricing } from './pricing.js';
 import { thrownBy } from '@gateway/testing';
 
 const INVALID_FIXTURES = fileURLToPath(new URL('../test/fixtures/invalid/', import.meta.url));
@@ -12,6 +12,17 @@ const catalogFiles = readdirSync(INVALID_FIXTURES)
   .sort();
 
 const errorOf = (action: () => unknown): CatalogError => thrownBy(CatalogError, action);
+
+/** A Pricing from its prices in micro-USD per million tokens. */
+function micro(prices: { input: number; cached: number; write: number; write1h: number; output: number }): Pricing {
+  return {
+    input_micro_usd_per_mtok: prices.input,
+    cached_input_micro_usd_per_mtok: prices.cached,
+    output_micro_usd_per_mtok: prices.output,
+    cache_write_micro_usd_per_mtok: prices.write,
+    cache_write_1h_micro_usd_per_mtok: prices.write1h,
+  };
+}
 
 describe('parseCatalog with invalid catalogs', () => {
   it('has a fixture for every case', () => {
@@ -67,7 +78,7 @@ models:
     owned_by: vendor
     created: 0
     upstream: { model: model-b-2025, base_url: "http://localhost:8080", api_key_env: VENDOR_KEY_2, headers: { x-version: "1" } }
-    pricing: { input: "0.000001", cached_input: "0.5", output: "1.234567" }
+    pricing: { input: "0.000001", cached_input: "0.5", cache_write: "1.25", output: "1.234567" }
     context_window: 2000
     max_output_tokens: 100
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
@@ -75,18 +86,16 @@ models:
     fallbacks: [sim-a]
 `;
 
-  it('converts prices to integer micro-USD, defaulting cached input to the input price', () => {
+  it('converts prices to integer micro-USD, defaulting cached input and cache writes to the input price', () => {
     const catalog = parseCatalog(minimal, 'minimal.yaml');
-    expect(catalog.byId.get('sim-a')?.pricing).toEqual({
-      input_micro_usd_per_mtok: 2_500_000,
-      cached_input_micro_usd_per_mtok: 2_500_000,
-      output_micro_usd_per_mtok: 10_000_000,
-    });
-    expect(catalog.byId.get('vendor/model-b')?.pricing).toEqual({
-      input_micro_usd_per_mtok: 1,
-      cached_input_micro_usd_per_mtok: 500_000,
-      output_micro_usd_per_mtok: 1_234_567,
-    });
+    expect(catalog.byId.get('sim-a')?.pricing).toEqual(
+      micro({ input: 2_500_000, cached: 2_500_000, write: 2_500_000, write1h: 2_500_000, output: 10_000_000 }),
+    );
+  });
+
+  it('defaults the one-hour cache-write price to the five-minute one', () => {
+    const catalog = parseCatalog(minimal, 'minimal.yaml');
+    expect(catalog.byId.get('vendor/model-b')?.pricing).toEqual(micro({ input: 1, cached: 500_000, write: 1_250_000, write1h: 1_250_000, output: 1_234_567 }));
   });
 
   it('keeps ids with slashes, upstream details and fallbacks, and gives simulated models default timings', () => {
@@ -175,11 +184,18 @@ describe('the default catalog', () => {
   });
 
   it('prices gpt-4o at its list price', () => {
-    expect(catalog.byId.get('gpt-4o')?.pricing).toEqual({
-      input_micro_usd_per_mtok: 2_500_000,
-      cached_input_micro_usd_per_mtok: 1_250_000,
-      output_micro_usd_per_mtok: 10_000_000,
-    });
+    expect(catalog.byId.get('gpt-4o')?.pricing).toEqual(
+      micro({ input: 2_500_000, cached: 1_250_000, write: 2_500_000, write1h: 2_500_000, output: 10_000_000 }),
+    );
+  });
+
+  it("prices the Anthropic models at Anthropic's published rates: writes 1.25x (5m) and 2x (1h), reads 0.1x input", () => {
+    expect(catalog.byId.get('anthropic/claude-sonnet-4')?.pricing).toEqual(
+      micro({ input: 3_000_000, cached: 300_000, write: 3_750_000, write1h: 6_000_000, output: 15_000_000 }),
+    );
+    expect(catalog.byId.get('anthropic/claude-3-5-haiku')?.pricing).toEqual(
+      micro({ input: 800_000, cached: 80_000, write: 1_000_000, write1h: 1_600_000, output: 4_000_000 }),
+    );
   });
 
   it('turns on only the simulated models when no key variable is set', () => {

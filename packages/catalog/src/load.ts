@@ -48,7 +48,7 @@ const MODEL_FIELDS = [
   'deployments',
 ];
 const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers'];
-const PRICING_FIELDS = ['input', 'cached_input', 'output'];
+const PRICING_FIELDS = ['input', 'cached_input', 'cache_write', 'cache_write_1h', 'output'];
 const CAPABILITY_FIELDS = ['tools', 'vision', 'streaming', 'json_mode'] as const;
 const SIMULATION_FIELDS = ['time_to_first_token_ms', 'tokens_per_second'];
 /** Environment variable names as the house style spells them. */
@@ -181,8 +181,18 @@ class ModelReader {
     const input = this.price(fields.input, 'pricing.input');
     // Providers without a prompt cache bill cached tokens like any other input token.
     const cachedInput = fields.cached_input === undefined ? input : this.price(fields.cached_input, 'pricing.cached_input');
+    // Cache writes cost what plain input costs unless the catalog states their rate (Anthropic's
+    // are 1.25x and 2x the input price); one-hour writes default to the five-minute rate.
+    const cacheWrite = fields.cache_write === undefined ? input : this.price(fields.cache_write, 'pricing.cache_write');
+    const cacheWrite1h = fields.cache_write_1h === undefined ? cacheWrite : this.price(fields.cache_write_1h, 'pricing.cache_write_1h');
     const output = this.price(fields.output, 'pricing.output');
-    return Object.freeze({ input_micro_usd_per_mtok: input, cached_input_micro_usd_per_mtok: cachedInput, output_micro_usd_per_mtok: output });
+    return Object.freeze({
+      input_micro_usd_per_mtok: input,
+      cached_input_micro_usd_per_mtok: cachedInput,
+      output_micro_usd_per_mtok: output,
+      cache_write_micro_usd_per_mtok: cacheWrite,
+      cache_write_1h_micro_usd_per_mtok: cacheWrite1h,
+    });
   }
 
   capabilities(value: unknown): Capabilities {

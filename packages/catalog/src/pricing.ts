@@ -9,28 +9,59 @@
 
 /** Prices of one model; field names match gateway.router.v1.Pricing. */
 export interface Pricing {
+  /** Plain prompt tokens: neither read from nor written to a cache. */
   input_micro_usd_per_mtok: number;
+  /** Prompt tokens read from the provider's cache. */
   cached_input_micro_usd_per_mtok: number;
   output_micro_usd_per_mtok: number;
+  /**
+   * Prompt tokens written to the cache for five minutes; absent or 0: the input price (0 is what
+   * a Pricing message from a router that predates the field reads as, so a free write is not
+   * expressible).
+   */
+  cache_write_micro_usd_per_mtok?: number;
+  /** Prompt tokens written to the cache for one hour; absent or 0: the five-minute write price. */
+  cache_write_1h_micro_usd_per_mtok?: number;
 }
 
 /** The token counts that are billed; field names match gateway.chat.v1.Usage. */
 export interface BilledUsage {
+  /** Every input token: plain, cache reads and cache writes. */
   prompt_tokens?: number;
   completion_tokens?: number;
   /** Part of prompt_tokens that the provider served from its cache. */
   cached_tokens?: number;
+  /** Part of prompt_tokens written to the cache: the five-minute and one-hour writes together. */
+  cache_write_tokens?: number;
+  /** Part of cache_write_tokens written for five minutes. */
+  cache_write_5m_tokens?: number;
+  /** Part of cache_write_tokens written for one hour. */
+  cache_write_1h_tokens?: number;
 }
 
-/** The exact cost of a usage in pico-USD (1e-12 USD). */
+/**
+ * The exact cost of a usage in pico-USD (1e-12 USD): plain input, cache reads, five-minute and
+ * one-hour cache writes and output, each at its price. Cache writes that a provider reports
+ * without their lifetime (cache_write_tokens above the sum of the split) are five-minute writes,
+ * the providers' default. Counts a provider reports past prompt_tokens are capped by it, reads
+ * first, so that no token is billed twice.
+ */
 export function costPicoUsd(pricing: Pricing, usage: BilledUsage): bigint {
-  const prompt = BigInt(usage.prompt_tokens ?? 0);
-  const cached = BigInt(Math.min(usage.cached_tokens ?? 0, usage.prompt_tokens ?? 0));
-  const completion = BigInt(usage.completion_tokens ?? 0);
+  const prompt = usage.prompt_tokens ?? 0;
+  const cached = Math.min(usage.cached_tokens ?? 0, prompt);
+  const written1h = Math.min(usage.cache_write_1h_tokens ?? 0, prompt - cached);
+  const writtenTotal = Math.max(usage.cache_write_tokens ?? 0, (usage.cache_write_5m_tokens ?? 0) + (usage.cache_write_1h_tokens ?? 0));
+  const written5m = Math.min(writtenTotal - (usage.cache_write_1h_tokens ?? 0), prompt - cached - written1h);
+  const plain = prompt - cached - written1h - written5m;
+  const inputPrice = pricing.input_micro_usd_per_mtok ?? 0;
+  const write5mPrice = pricing.cache_write_micro_usd_per_mtok || inputPrice;
+  const write1hPrice = pricing.cache_write_1h_micro_usd_per_mtok || write5mPrice;
   return (
-    (prompt - cached) * BigInt(pricing.input_micro_usd_per_mtok ?? 0) +
-    cached * BigInt(pricing.cached_input_micro_usd_per_mtok ?? 0) +
-    completion * BigInt(pricing.output_micro_usd_per_mtok ?? 0)
+    BigInt(plain) * BigInt(inputPrice) +
+    BigInt(cached) * BigInt(pricing.cached_input_micro_usd_per_mtok ?? 0) +
+    BigInt(written5m) * BigInt(write5mPrice) +
+    BigInt(written1h) * BigInt(write1hPrice) +
+    BigInt(usage.completion_tokens ?? 0) * BigInt(pricing.output_micro_usd_per_mtok ?? 0)
   );
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { messageCodec, type ChatChunk, type ChatChunkOutput, type ChatResponse, type ChatResponseOutput } from '@gateway/proto';
-import { chatCompletionJson, chunkJson, usageChunkJson } from './format-response.js';
+import { chatCompletionJson, chunkJson, usageChunkJson, usageJson } from './format-response.js';
 
 const gateway = { routed_to: 'sim-mini', latency_ms: 12.5, cost_usd: 0.000001 };
 
@@ -29,6 +29,19 @@ describe('chatCompletionJson', () => {
     expect(choice.message.tool_calls![0]!.function.arguments).toBe('{"a":1}');
     expect(json.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, prompt_tokens_details: { cached_tokens: 1 } });
     expect(json.gateway).toEqual(gateway);
+  });
+});
+
+describe('usageJson', () => {
+  it('adds cache_write_tokens to prompt_tokens_details only when the provider wrote to its cache', () => {
+    expect(usageJson({ prompt_tokens: 10, completion_tokens: 1, total_tokens: 11, cached_tokens: 4 }).prompt_tokens_details).toEqual({
+      cached_tokens: 4,
+      audio_tokens: 0,
+    });
+    expect(
+      usageJson({ prompt_tokens: 10, completion_tokens: 1, total_tokens: 11, cached_tokens: 4, cache_write_tokens: 5, cache_write_1h_tokens: 5 })
+        .prompt_tokens_details,
+    ).toEqual({ cached_tokens: 4, audio_tokens: 0, cache_write_tokens: 5 });
   });
 });
 

@@ -39,15 +39,21 @@ export function finishReason(reason: FinishReasonOutput | undefined): string | n
   return reason === undefined ? null : (FINISH_REASONS[reason] ?? null);
 }
 
-/** OpenAI's usage object, details included. */
+/**
+ * OpenAI's usage object, details included. `prompt_tokens_details.cache_write_tokens` (the prompt
+ * tokens written to the provider's cache, as OpenRouter reports them) is added only when the
+ * provider wrote some: OpenAI's clients ignore a field they do not know, and an answer without
+ * cache writes keeps OpenAI's exact shape.
+ */
 export function usageJson(usage: UsageOutput | undefined | null) {
   const prompt = usage?.prompt_tokens ?? 0;
   const completion = usage?.completion_tokens ?? 0;
+  const cacheWrites = usage?.cache_write_tokens ?? 0;
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: usage?.total_tokens || prompt + completion,
-    prompt_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0, audio_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0, audio_tokens: 0, ...(cacheWrites > 0 ? { cache_write_tokens: cacheWrites } : {}) },
     completion_tokens_details: {
       reasoning_tokens: usage?.reasoning_tokens ?? 0,
       audio_tokens: 0,

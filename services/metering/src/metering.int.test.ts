@@ -10,7 +10,7 @@ import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy } from '@gate
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
 import { testModel } from './testing/catalog-model.js';
 import { connectRedis, createRedis, deleteMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
-import { dedupKey } from '@gateway/keyspace';
+import { dailyKey, dedupKey, utcMonth } from '@gateway/keyspace';
 import { isMetered, keyModelTotals, keyTotals, modelTotals, recordEvent } from './usage-store.js';
 
 const logger = createLogger('metering-test', 'silent');
@@ -19,13 +19,33 @@ const run = randomUUID().slice(0, 8);
 /** Two models of this run: $2.50 / $1.25 cached / $10 per million tokens, and a cheap one. */
 const PREMIUM = `test-premium-${run}`;
 const ECONOMY = `test-economy-${run}`;
+/** A model priced as claude-sonnet-4: $3 input, $0.30 cache reads, $3.75 / $6 cache writes (5m / 1h), $15 output. */
+const CACHING = `test-caching-${run}`;
 
 // Built by hand until loadCatalog lands; metering only uses byId and pricing.
 const models = [
   testModel(PREMIUM, { input_micro_usd_per_mtok: 2_500_000, cached_input_micro_usd_per_mtok: 1_250_000, output_micro_usd_per_mtok: 10_000_000 }),
   testModel(ECONOMY, { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 }),
+  testModel(CACHING, {
+    input_micro_usd_per_mtok: 3_000_000,
+    cached_input_micro_usd_per_mtok: 300_000,
+    output_micro_usd_per_mtok: 15_000_000,
+    cache_write_micro_usd_per_mtok: 3_750_000,
+    cache_write_1h_micro_usd_per_mtok: 6_000_000,
+  }),
 ];
 const catalog: Catalog = { models, byId: new Map(models.map((entry) => [entry.id, entry])) };
+
+/** A key's totals after one usageEvent() on PREMIUM: (1200 - 200) x 2.5 + 200 x 1.25 + 350 x 10 micro-USD. */
+const ONE_EVENT_TOTALS = {
+  requests: 1,
+  prompt_tokens: 1_200,
+  completion_tokens: 350,
+  cached_tokens: 200,
+  cache_write_tokens: 0,
+  cost_pico_usd: 6_250_000_000n,
+  cost_usd: 0.00625,
+};
 
 function usageEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
   return {
@@ -153,11 +173,42 @@ describe('metering', () => {
       return found.requests === 1 && found;
     }, 'the event to be metered');
     // (1200 - 200) x 2.5 + 200 x 1.25 + 350 x 10 micro-USD = 6,250 micro-USD = 6.25e9 pico-USD.
-    expect(totals).toEqual({ requests: 1, prompt_tokens: 1_200, completion_tokens: 350, cached_tokens: 200, cost_pico_usd: 6_250_000_000n, cost_usd: 0.00625 });
+    expect(totals).toEqual(ONE_EVENT_TOTALS);
     expect(totals.cost_pico_usd).toBe(costPicoUsd(models[0].pricing, event.usage!));
     const modelAfter = await modelTotals(redis, PREMIUM);
     expect(modelAfter.requests - modelBefore.requests).toBeGreaterThanOrEqual(1);
     expect(await isMetered(redis, main.stream, event.key_id!, event.event_id!)).toBe(true);
+  });
+
+  it('meters cache writes at their 5-minute and 1-hour prices and sums them into totals and buckets', async () => {
+    const keyId = `key_${run}cachewrite`;
+    const usage = {
+      prompt_tokens: 188_000,
+      completion_tokens: 2_000,
+      total_tokens: 190_000,
+      cached_tokens: 120_000,
+      cache_write_tokens: 58_000,
+      cache_write_5m_tokens: 50_000,
+      cache_write_1h_tokens: 8_000,
+    };
+    const events = [usageEvent({ key_id: keyId, model_id: CACHING, usage }), usageEvent({ key_id: keyId, model_id: CACHING, usage })];
+    for (const event of events) main.publisher.publish(event);
+    await eventually(async () => (await keyTotals(redis, keyId)).requests === 2 || undefined, 'both events to be metered');
+    // Each: 10,000 x 3 + 50,000 x 3.75 + 8,000 x 6 + 120,000 x 0.30 + 2,000 x 15 micro-USD = 331,500 micro-USD.
+    expect(await keyTotals(redis, keyId)).toEqual({
+      requests: 2,
+      prompt_tokens: 376_000,
+      completion_tokens: 4_000,
+      cached_tokens: 240_000,
+      cache_write_tokens: 116_000,
+      cost_pico_usd: 663_000_000_000n,
+      cost_usd: 0.663,
+    });
+    // The events' day (their hourly buckets are past retention): its daily bucket counts the writes.
+    const receivedAt = 1_763_700_000_000;
+    const day = new Date(receivedAt).getUTCDate();
+    const daily = await inspector.hgetall(dailyKey(keyId, CACHING, utcMonth(receivedAt)));
+    expect(daily).toMatchObject({ [`${day}:r`]: '2', [`${day}:k`]: '240000', [`${day}:w`]: '116000', [`${day}:$`]: '663000000000' });
   });
 
   it('counts an event once however often it is published or redelivered', async () => {
@@ -172,14 +223,7 @@ describe('metering', () => {
       async () => (await counterValue(main.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1,
       'the redelivery to be seen as a duplicate',
     );
-    expect(await keyTotals(redis, keyId)).toEqual({
-      requests: 1,
-      prompt_tokens: 1_200,
-      completion_tokens: 350,
-      cached_tokens: 200,
-      cost_pico_usd: 6_250_000_000n,
-      cost_usd: 0.00625,
-    });
+    expect(await keyTotals(redis, keyId)).toEqual(ONE_EVENT_TOTALS);
   });
 
   it('meters every event of a batch once, skips only its poison events, and meters none twice when the batch comes again', async () => {
@@ -256,6 +300,7 @@ describe('metering', () => {
       prompt_tokens: 1_107,
       completion_tokens: 513,
       cached_tokens: 400,
+      cache_write_tokens: 0,
       cost_pico_usd: 772_850_000n,
       cost_usd: 0.00077285,
     });
@@ -264,6 +309,7 @@ describe('metering', () => {
       prompt_tokens: 50,
       completion_tokens: 0,
       cached_tokens: 0,
+      cache_write_tokens: 0,
       cost_pico_usd: 7_500_000n,
       cost_usd: 0.0000075,
     });

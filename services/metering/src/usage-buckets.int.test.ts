@@ -72,7 +72,8 @@ describe('usage buckets', () => {
     client = createClient(loadGatewayGrpc().gateway.usage.v1.UsageService, `127.0.0.1:${port}`);
 
     // alice: two events of model A in the 22:00 hour, one failed event of A at 23:30, one of B
-    // answered by a fallback after midnight with cached tokens; the 22:00 event delivered twice.
+    // answered by a fallback after midnight with cache reads and writes; the 22:00 event delivered
+    // twice.
     const repeated = `evt-${randomUUID()}`;
     expect(await record(alice, models[0]!, base + 5 * 60_000, {}, repeated)).toBe(true);
     expect(await record(alice, models[0]!, base + 6 * 60_000, {}, repeated)).toBe(false);
@@ -82,6 +83,7 @@ describe('usage buckets', () => {
       prompt_tokens: 100,
       completion_tokens: 50,
       cached_tokens: 40,
+      cache_write_tokens: 30,
       cost_pico_usd: 123_456_789_012n,
       fell_back: true,
     });
@@ -97,17 +99,18 @@ describe('usage buckets', () => {
   });
 
   const seconds = (ms: number) => Math.floor(ms / 1000);
-  const counts = (requests: number, prompt: number, completion: number, cached: number, cost: string, errors = 0, fallbacks = 0) => ({
+  const counts = (requests: number, prompt: number, completion: number, cached: number, cost: string, errors = 0, fallbacks = 0, cacheWrite = 0) => ({
     requests,
     prompt_tokens: prompt,
     completion_tokens: completion,
     cached_tokens: cached,
+    cache_write_tokens: cacheWrite,
     cost_pico_usd: cost,
     errors,
     fallbacks,
   });
 
-  it('counts every event once in its UTC hour, per key and model, errors and fallbacks included', async () => {
+  it('counts every event once in its UTC hour, per key and model, errors, fallbacks and cache writes included', async () => {
     const { rows } = await query({ start: seconds(base - DAY_MS), end: seconds(base + DAY_MS), bucket: 'BUCKET_WIDTH_HOUR', key_ids: [alice, bob] });
     const shown = rows.map((row) => ({ start: Number(row.start), key: row.key_id, model: row.model_id, counts: { ...row.counts } }));
     // Counts that are zero are absent on the wire (proto3); fill them for the comparison.
@@ -117,7 +120,7 @@ describe('usage buckets', () => {
         { start: seconds(base), key: alice, model: models[0], counts: counts(2, 17, 20, 0, '1000003') },
         { start: seconds(base), key: bob, model: models[1], counts: counts(1, 1, 1, 0, '5') },
         { start: seconds(base + HOUR), key: alice, model: models[0], counts: counts(1, 0, 0, 0, '0', 1) },
-        { start: seconds(base + 2 * HOUR), key: alice, model: models[1], counts: counts(1, 100, 50, 40, '123456789012', 0, 1) },
+        { start: seconds(base + 2 * HOUR), key: alice, model: models[1], counts: counts(1, 100, 50, 40, '123456789012', 0, 1, 30) },
       ].sort((a, b) => a.start - b.start || a.key.localeCompare(b.key) || a.model!.localeCompare(b.model!)),
     );
   });

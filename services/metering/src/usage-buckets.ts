@@ -16,7 +16,8 @@
  *                                                  keys whose latest requests the console merges
  * where <day> counts UTC days since 1970-01-01 and <month> is year * 12 + (month - 1), as in
  * @gateway/keyspace's spend hash. Counts are one letter each: r requests, p prompt tokens, c
- * completion tokens, k cached tokens, $ cost in pico-USD, e errors, f fallbacks; a count that is
+ * completion tokens, k cached tokens, w cache-written tokens, $ cost in pico-USD, e errors, f
+ * fallbacks; a count that is
  * zero has no field. Memory is bounded by time, never by traffic: a key costs at most
  * (models used) x (15 hourly hashes + 14 daily hashes) plus its list.
  */
@@ -34,13 +35,20 @@ export const RECENT_TTL_MS = 2 * DAY_MS;
 /** How many keys RECENT_KEYS keeps (the most recently active). */
 export const RECENT_KEYS_KEPT = 1_000;
 
-/** What one bucket counted for one key and model. */
-export interface BucketCounts {
+/** The counts both the totals and the buckets keep. */
+export interface MeteredCounts {
   requests: number;
   prompt_tokens: number;
   completion_tokens: number;
+  /** Prompt tokens read from the provider's cache (a part of prompt_tokens). */
   cached_tokens: number;
+  /** Prompt tokens written to the provider's cache (a part of prompt_tokens). */
+  cache_write_tokens: number;
   cost_pico_usd: bigint;
+}
+
+/** What one bucket counted for one key and model. */
+export interface BucketCounts extends MeteredCounts {
   errors: number;
   fallbacks: number;
 }
@@ -62,13 +70,14 @@ const COUNT_FIELDS: Record<string, keyof BucketCounts> = {
   p: 'prompt_tokens',
   c: 'completion_tokens',
   k: 'cached_tokens',
+  w: 'cache_write_tokens',
   $: 'cost_pico_usd',
   e: 'errors',
   f: 'fallbacks',
 };
 
 function emptyCounts(): BucketCounts {
-  return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cost_pico_usd: 0n, errors: 0, fallbacks: 0 };
+  return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost_pico_usd: 0n, errors: 0, fallbacks: 0 };
 }
 
 /** How buckets of one width are laid out: a hash per `unit` (UTC day or month) of `widthMs` buckets. */

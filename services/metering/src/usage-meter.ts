@@ -71,7 +71,7 @@ function meterCounters(registry: prometheus.Registry | undefined) {
   return {
     events: counter('gateway_metering_events_total', 'Usage events processed, by result (metered, duplicate).', ['result']),
     mismatches: counter('gateway_metering_cost_mismatch_total', 'Events whose cost reported by the edge differs from the metered cost.'),
-    tokens: counter('gateway_metering_tokens_total', 'Metered tokens, by kind (prompt, completion, cached).', ['kind']),
+    tokens: counter('gateway_metering_tokens_total', 'Metered tokens, by kind (prompt, completion, cached, cache_write).', ['kind']),
     unreplicated: counter(
       'gateway_metering_unreplicated_total',
       'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
@@ -156,8 +156,14 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       prompt_tokens: event.usage?.prompt_tokens ?? 0,
       completion_tokens: event.usage?.completion_tokens ?? 0,
       cached_tokens: event.usage?.cached_tokens ?? 0,
+      cache_write_tokens: event.usage?.cache_write_tokens ?? 0,
     };
-    const cost = costPicoUsd(model.pricing, tokenCounts);
+    // The lifetime split prices the writes; the buckets count them together.
+    const cost = costPicoUsd(model.pricing, {
+      ...tokenCounts,
+      cache_write_5m_tokens: event.usage?.cache_write_5m_tokens ?? 0,
+      cache_write_1h_tokens: event.usage?.cache_write_1h_tokens ?? 0,
+    });
     await listKey(keyId);
     const receivedAtMs = Number(event.received_at_ms ?? 0);
     const usage: EventUsage = {
@@ -180,6 +186,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     counters.tokens.inc({ kind: 'prompt' }, tokenCounts.prompt_tokens);
     counters.tokens.inc({ kind: 'completion' }, tokenCounts.completion_tokens);
     counters.tokens.inc({ kind: 'cached' }, tokenCounts.cached_tokens);
+    counters.tokens.inc({ kind: 'cache_write' }, tokenCounts.cache_write_tokens);
     // proto3 cannot tell an unset int64 from 0, so 0 means "the edge reported nothing".
     const reported = event.reported_cost_pico_usd ?? 0;
     if (reported !== 0 && BigInt(Math.trunc(reported)) !== cost) {

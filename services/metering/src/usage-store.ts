@@ -2,7 +2,7 @@ import { picoUsdToUsd } from '@gateway/catalog';
 import { dedupKey, keyModelTotalsKey, keyTotalsKey, METERED_KEYS, parseReservationId, recordUsage, SPEND_TTL_MS, v1ToV2 } from '@gateway/keyspace';
 import { USAGE_MAX_AGE_MS } from '@gateway/messaging';
 import type { RedisClient, ReplicaWaiter } from '@gateway/redis';
-import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
+import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, type MeteredCounts, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
 
 /**
  * Metered usage in Redis, laid out so that metering one event touches one Redis Cluster slot, its
@@ -56,6 +56,8 @@ export interface EventUsage {
   prompt_tokens: number;
   completion_tokens: number;
   cached_tokens: number;
+  /** Prompt tokens written to the provider's cache (a part of prompt_tokens); default 0. */
+  cache_write_tokens?: number;
   cost_pico_usd: bigint;
   /** When the edge received the request (Unix ms): the time buckets and the spend day it counts in; default now. */
   received_at_ms?: number;
@@ -68,12 +70,7 @@ export interface EventUsage {
 }
 
 /** Running totals of a key or a model. */
-export interface UsageTotals {
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cost_pico_usd: bigint;
+export interface UsageTotals extends MeteredCounts {
   /** cost_pico_usd in USD, for display. */
   cost_usd: number;
 }
@@ -130,6 +127,7 @@ export async function recordEvent(redis: RedisClient, event: StreamEvent, option
       promptTokens: usage.prompt_tokens,
       completionTokens: usage.completion_tokens,
       cachedTokens: usage.cached_tokens,
+      cacheWriteTokens: usage.cache_write_tokens ?? 0,
       costPicoUsd: usage.cost_pico_usd,
       atMs: usage.received_at_ms && usage.received_at_ms > 0 ? usage.received_at_ms : Date.now(),
       failed: usage.failed === true,
@@ -210,16 +208,17 @@ export async function modelTotals(redis: RedisClient, modelId: string): Promise<
   return totals(hashes);
 }
 
-const TOTAL_FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_pico_usd'] as const;
+const TOTAL_FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'cost_pico_usd'] as const;
 
 function totals(hashes: Array<Record<string, string>>): UsageTotals {
-  const sum = { requests: 0n, prompt_tokens: 0n, completion_tokens: 0n, cached_tokens: 0n, cost_pico_usd: 0n };
+  const sum = { requests: 0n, prompt_tokens: 0n, completion_tokens: 0n, cached_tokens: 0n, cache_write_tokens: 0n, cost_pico_usd: 0n };
   for (const hash of hashes) for (const field of TOTAL_FIELDS) sum[field] += BigInt(hash[field] ?? '0');
   return {
     requests: Number(sum.requests),
     prompt_tokens: Number(sum.prompt_tokens),
     completion_tokens: Number(sum.completion_tokens),
     cached_tokens: Number(sum.cached_tokens),
+    cache_write_tokens: Number(sum.cache_write_tokens),
     cost_pico_usd: sum.cost_pico_usd,
     cost_usd: picoUsdToUsd(sum.cost_pico_usd),
   };

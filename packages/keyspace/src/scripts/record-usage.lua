@@ -5,7 +5,7 @@
 -- KEYS: the de-duplication set, key totals, key-and-model totals, the key's quota window R, T, H,
 -- P, its spend hash, hourly bucket hash, daily bucket hash, latest-requests list, models set.
 -- args (see record-usage.ts, which names each): the event (event_id, sequence, prompt_tokens,
--- completion_tokens, cached_tokens, cost_pico_usd, model_id, errors, fallbacks), its settlement
+-- completion_tokens, cached_tokens, cache_write_tokens, cost_pico_usd, model_id, errors, fallbacks), its settlement
 -- (charge, '' for none; actual_tokens; pending_max_age_ms), the de-duplication record
 -- (prune_through, 0 for none; dedup_ttl_ms), the buckets (hour_field, hourly_expires_at_ms,
 -- day_field, daily_expires_at_ms, models_ttl_ms), the spend (spend_day_field, spend_month_field,
@@ -21,6 +21,8 @@ for i = 2, 3 do
   redis.call('HINCRBY', KEYS[i], 'prompt_tokens', args.prompt_tokens)
   redis.call('HINCRBY', KEYS[i], 'completion_tokens', args.completion_tokens)
   redis.call('HINCRBY', KEYS[i], 'cached_tokens', args.cached_tokens)
+  -- Only when not zero: the totals of a key that never writes a cache keep the fields they had.
+  if args.cache_write_tokens ~= '0' then redis.call('HINCRBY', KEYS[i], 'cache_write_tokens', args.cache_write_tokens) end
   redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', args.cost_pico_usd)
 end
 if args.charge ~= '' then
@@ -28,8 +30,8 @@ if args.charge ~= '' then
   settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], args.charge, tonumber(args.actual_tokens), clock(''), nil, tonumber(args.pending_max_age_ms))
 end
 -- Time buckets: a field per count, only for counts that are not zero (most events have no cached
--- tokens, error or fallback). A bucket whose retention has passed expires at once.
-local counts = {{'p', args.prompt_tokens}, {'c', args.completion_tokens}, {'k', args.cached_tokens}, {'$', args.cost_pico_usd}, {'e', args.errors}, {'f', args.fallbacks}}
+-- or cache-written tokens, error or fallback). A bucket whose retention has passed expires at once.
+local counts = {{'p', args.prompt_tokens}, {'c', args.completion_tokens}, {'k', args.cached_tokens}, {'w', args.cache_write_tokens}, {'$', args.cost_pico_usd}, {'e', args.errors}, {'f', args.fallbacks}}
 for _, bucket in ipairs({{KEYS[9], args.hour_field, args.hourly_expires_at_ms}, {KEYS[10], args.day_field, args.daily_expires_at_ms}}) do
   redis.call('HINCRBY', bucket[1], bucket[2] .. 'r', 1)
   for _, count in ipairs(counts) do

@@ -19,6 +19,8 @@ export interface UsageRecord {
   promptTokens: number;
   completionTokens: number;
   cachedTokens: number;
+  /** Prompt tokens written to the provider's cache (a part of promptTokens, apart from cachedTokens). */
+  cacheWriteTokens: number;
   costPicoUsd: bigint;
   /** When the edge received the request (Unix ms): the buckets and the spend day it counts in. */
   atMs: number;
@@ -84,6 +86,7 @@ function recordArguments({ event, settlement, retention }: RecordUsageInput, buc
     prompt_tokens: event.promptTokens,
     completion_tokens: event.completionTokens,
     cached_tokens: event.cachedTokens,
+    cache_write_tokens: event.cacheWriteTokens,
     cost_pico_usd: event.costPicoUsd.toString(),
     model_id: event.modelId,
     errors: event.failed ? 1 : 0,

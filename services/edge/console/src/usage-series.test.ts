@@ -14,6 +14,7 @@ function result(group: Partial<UsageResult>, cost: number, requests = 1): UsageR
     prompt_tokens: 10 * requests,
     completion_tokens: 20 * requests,
     cached_tokens: 0,
+    cache_write_tokens: 0,
     cost_usd: cost,
     cost_pico_usd: String(Math.round(cost * 1e12)),
     errors: 0,
@@ -106,8 +107,14 @@ describe('totalsBy', () => {
       'key_id',
     );
     expect(totals).toEqual([
-      { id: 'key_a', totals: { requests: 5, prompt_tokens: 50, completion_tokens: 100, cached_tokens: 0, cost_usd: 1.25, errors: 0, fallbacks: 0 } },
-      { id: 'key_b', totals: { requests: 1, prompt_tokens: 10, completion_tokens: 20, cached_tokens: 0, cost_usd: 1, errors: 0, fallbacks: 0 } },
+      {
+        id: 'key_a',
+        totals: { requests: 5, prompt_tokens: 50, completion_tokens: 100, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 1.25, errors: 0, fallbacks: 0 },
+      },
+      {
+        id: 'key_b',
+        totals: { requests: 1, prompt_tokens: 10, completion_tokens: 20, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 1, errors: 0, fallbacks: 0 },
+      },
     ]);
   });
 });

@@ -103,7 +103,16 @@ export function spendSeries(buckets: readonly UsageBucket[], dimension: 'key_id'
 /** A result's counters, without its group. */
 export type UsageTotals = Omit<UsageResult, 'object' | 'key_id' | 'model' | 'plan' | 'cost_pico_usd'>;
 
-const ZERO: UsageTotals = { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cost_usd: 0, errors: 0, fallbacks: 0 };
+const ZERO: UsageTotals = {
+  requests: 0,
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  cached_tokens: 0,
+  cache_write_tokens: 0,
+  cost_usd: 0,
+  errors: 0,
+  fallbacks: 0,
+};
 
 /** Adds a result's counters to totals. */
 function add(totals: UsageTotals, result: UsageTotals): UsageTotals {
@@ -112,6 +121,7 @@ function add(totals: UsageTotals, result: UsageTotals): UsageTotals {
     prompt_tokens: totals.prompt_tokens + result.prompt_tokens,
     completion_tokens: totals.completion_tokens + result.completion_tokens,
     cached_tokens: totals.cached_tokens + result.cached_tokens,
+    cache_write_tokens: totals.cache_write_tokens + result.cache_write_tokens,
     cost_usd: totals.cost_usd + result.cost_usd,
     errors: totals.errors + result.errors,
     fallbacks: totals.fallbacks + result.fallbacks,

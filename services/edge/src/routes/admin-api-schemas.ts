@@ -252,6 +252,8 @@ export const UsageResultSchema = Type.Object({
   prompt_tokens: Type.Integer(),
   completion_tokens: Type.Integer(),
   cached_tokens: Type.Integer(),
+  /** Prompt tokens written to the provider's cache: a part of prompt_tokens, apart from cached_tokens (cache reads). */
+  cache_write_tokens: Type.Integer(),
   cost_usd: Type.Number(),
   /** The exact cost: pico-USD (10^-12 USD) as a decimal integer. */
   cost_pico_usd: Type.String(),

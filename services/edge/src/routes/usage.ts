@@ -84,6 +84,7 @@ interface Sums {
   prompt_tokens: number;
   completion_tokens: number;
   cached_tokens: number;
+  cache_write_tokens: number;
   cost: bigint;
   errors: number;
   fallbacks: number;
@@ -94,6 +95,7 @@ function addCounts(sums: Sums, counts: UsageCountsOutput | null | undefined): vo
   sums.prompt_tokens += Number(counts?.prompt_tokens ?? 0);
   sums.completion_tokens += Number(counts?.completion_tokens ?? 0);
   sums.cached_tokens += Number(counts?.cached_tokens ?? 0);
+  sums.cache_write_tokens += Number(counts?.cache_write_tokens ?? 0);
   sums.cost += BigInt(counts?.cost_pico_usd || '0');
   sums.errors += Number(counts?.errors ?? 0);
   sums.fallbacks += Number(counts?.fallbacks ?? 0);
@@ -107,6 +109,7 @@ function resultJson(sums: Sums, group: Partial<Record<'key_id' | 'model' | 'plan
     prompt_tokens: sums.prompt_tokens,
     completion_tokens: sums.completion_tokens,
     cached_tokens: sums.cached_tokens,
+    cache_write_tokens: sums.cache_write_tokens,
     cost_usd: picoUsdToUsd(sums.cost),
     cost_pico_usd: sums.cost.toString(),
     errors: sums.errors,
@@ -115,7 +118,7 @@ function resultJson(sums: Sums, group: Partial<Record<'key_id' | 'model' | 'plan
 }
 
 function emptySums(): Sums {
-  return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cost: 0n, errors: 0, fallbacks: 0 };
+  return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost: 0n, errors: 0, fallbacks: 0 };
 }
 
 /**

@@ -396,6 +396,35 @@ describe('parseChatRequest', () => {
     expect(parseChatRequest({ ...base, tools: [{ type: 'function', function: { name: 'f' } }] }).legacyFunctions).toBeUndefined();
   });
 
+  it("keeps Anthropic's cache_control on content parts, messages and tools, as LiteLLM and OpenRouter accept it", () => {
+    const parsed = parseChatRequest({
+      ...base,
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'the manual', cache_control: { type: 'ephemeral', ttl: '1h' } }] },
+        { role: 'user', content: 'the question', cache_control: { type: 'ephemeral' } },
+      ],
+      tools: [{ type: 'function', function: { name: 'f' }, cache_control: { type: 'ephemeral', ttl: '5m' } }],
+    });
+    expect(parsed.request.messages).toEqual([
+      { role: 'ROLE_SYSTEM', parts: { parts: [{ text: 'the manual', cache_control: { type: 'ephemeral', ttl: '1h' } }] } },
+      { role: 'ROLE_USER', text: 'the question', cache_control: { type: 'ephemeral' } },
+    ]);
+    expect(parsed.request.tools).toEqual([{ type: 'function', function: { name: 'f' }, cache_control: { type: 'ephemeral', ttl: '5m' } }]);
+    expect(parseChatRequest({ ...base, messages: [{ role: 'user', content: 'hi', cache_control: null }] }).request.messages).toEqual([
+      { role: 'ROLE_USER', text: 'hi' },
+    ]);
+  });
+
+  it('refuses a cache_control other than ephemeral with a 5m or 1h ttl, naming the field', () => {
+    const part = (cacheControl: unknown) => ({ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: cacheControl }] }] });
+    expect(refusal(part({ type: 'persistent' })).param).toBe('messages[0].content[0].cache_control.type');
+    expect(refusal(part({ type: 'ephemeral', ttl: '2h' })).message).toBe(
+      "Invalid value for 'messages[0].content[0].cache_control.ttl': '2h'. Supported values are: '5m', '1h'.",
+    );
+    expect(refusal(part('ephemeral')).param).toBe('messages[0].content[0].cache_control');
+    expect(refusal({ ...base, tools: [{ type: 'function', function: { name: 'f' }, cache_control: {} }] }).param).toBe('tools[0].cache_control.type');
+  });
+
   it('accepts harmless fields clients send by default', () => {
     const parsed = parseChatRequest({
       ...base,

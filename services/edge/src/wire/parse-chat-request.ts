@@ -5,10 +5,13 @@
  * violation is a 400 whose `param` names the field (`messages[2].content[0].image_url.url`) and
  * whose message says what is wrong and what is allowed. Fields the gateway does not use but
  * clients send routinely (`store`, `metadata`, `user`, `service_tier`, ...) are accepted.
+ * Anthropic's prompt-cache breakpoint `cache_control` (`{"type":"ephemeral","ttl"?:"5m"|"1h"}`) is
+ * accepted on content parts, messages and tools, as LiteLLM and OpenRouter accept it, and kept as
+ * the request's CacheControl for the providers that take breakpoints.
  * Hand-written rather than schema-compiled: the messages name the exact path and the allowed
  * values, and one pass both checks and converts, so the body is walked once.
  */
-import type { ChatRequest, ContentPart, Message, Tool, ToolCall } from '@gateway/proto';
+import type { CacheControl, ChatRequest, ContentPart, Message, Tool, ToolCall } from '@gateway/proto';
 import { invalid } from './request-error.js';
 
 /** A validated request and the traits the router and the limiter need. */
@@ -184,8 +187,30 @@ function schemaJson(value: Json, param: string): string {
   return JSON.stringify(value);
 }
 
+/** A `cache_control` breakpoint on a part, message or tool; undefined when absent or null. */
+function parseCacheControl(holder: JsonObject, param: string): CacheControl | undefined {
+  const value = holder.cache_control;
+  if (value === undefined || value === null) return undefined;
+  const controlParam = `${param}.cache_control`;
+  if (!isObject(value)) throw typeError(controlParam, 'an object', value);
+  const type = oneOf(value.type, ['ephemeral'] as const, `${controlParam}.type`);
+  if (value.ttl === undefined || value.ttl === null) return { type };
+  return { type, ttl: oneOf(value.ttl, ['5m', '1h'] as const, `${controlParam}.ttl`) };
+}
+
+/** The holder with its `cache_control` set, when the body gave one. */
+function withCacheControl<Holder extends { cache_control?: CacheControl | null }>(target: Holder, raw: JsonObject, param: string): Holder {
+  const control = parseCacheControl(raw, param);
+  if (control) target.cache_control = control;
+  return target;
+}
+
 function parseContentPart(part: Json, role: RoleName, param: string, traits: { vision: boolean }): ContentPart {
   if (!isObject(part)) throw typeError(param, 'a content part object', part);
+  return withCacheControl(contentOfPart(part, role, param, traits), part, param);
+}
+
+function contentOfPart(part: JsonObject, role: RoleName, param: string, traits: { vision: boolean }): ContentPart {
   const allowed: readonly string[] = role === 'user' ? ['text', 'image_url', 'input_audio', 'file'] : role === 'assistant' ? ['text', 'refusal'] : ['text'];
   const type = part.type;
   if (type === undefined) throw missing(`${param}.type`);
@@ -292,7 +317,7 @@ function parseMessage(raw: Json, index: number, traits: { vision: boolean }): Me
   }
   const refusal = role === 'assistant' ? optionalString(raw, 'refusal', `${param}.refusal`) : undefined;
   if (refusal !== undefined) message.refusal = refusal;
-  return message;
+  return withCacheControl(message, raw, param);
 }
 
 /** Refuses an array longer than `max` (`things`: what its elements are called in the message). */
@@ -337,7 +362,7 @@ function parseTools(value: Json): Tool[] {
     if (fn.parameters !== undefined && fn.parameters !== null) definition.function!.parameters_json = schemaJson(fn.parameters, `${param}.function.parameters`);
     const strict = optionalBoolean(fn, 'strict', `${param}.function.strict`);
     if (strict !== undefined) definition.function!.strict = strict;
-    return definition;
+    return withCacheControl(definition, tool, param);
   });
 }
 

@@ -24,6 +24,25 @@ import { AnthropicProvider } from './anthropic-provider.js';
 
 const fixture = (name: string) => providerFixture('anthropic', name);
 
+/**
+ * The gateway Usage of Anthropic counts: prompt_tokens is input plus cache reads plus cache writes
+ * (Anthropic's input_tokens leaves both out).
+ */
+function expectedUsage(counts: { input: number; read?: number; written5m?: number; written1h?: number; output: number }) {
+  const { input, read = 0, written5m = 0, written1h = 0, output } = counts;
+  const prompt = input + read + written5m + written1h;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: output,
+    total_tokens: prompt + output,
+    cached_tokens: read,
+    reasoning_tokens: 0,
+    cache_write_tokens: written5m + written1h,
+    cache_write_5m_tokens: written5m,
+    cache_write_1h_tokens: written1h,
+  };
+}
+
 const under = useProviderUnderTest({
   create: (dependencies) => new AnthropicProvider(dependencies),
   modelOf: (baseUrl) => anthropicModel(new URL(baseUrl).origin),
@@ -185,6 +204,18 @@ describe('AnthropicProvider: whole responses', () => {
     });
   });
 
+  it('counts cache writes in prompt_tokens, apart from reads, with their 5-minute and 1-hour split', async () => {
+    under.upstream.respond(replayJson(200, fixture('message-cache-write.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
+    expect(response.usage).toEqual(expectedUsage({ input: 10_000, read: 120_000, written5m: 50_000, written1h: 8_000, output: 2_000 }));
+  });
+
+  it('counts cache writes reported without their split as 5-minute writes', async () => {
+    under.upstream.respond(replayJson(200, fixture('message.json')));
+    const response = await under.provider.complete(simpleRequest(), contextOf());
+    expect(response.usage).toMatchObject({ cache_write_tokens: 100, cache_write_5m_tokens: 100, cache_write_1h_tokens: 0 });
+  });
+
   it('turns tool_use blocks into tool calls with JSON-string arguments', async () => {
     const response = await completeWith(under, replayJson(200, fixture('message-tool-use.json')));
     const choice = response.choices?.[0];
@@ -233,7 +264,16 @@ describe('AnthropicProvider: streams', () => {
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(events.at(-1)).toEqual({
       type: 'usage',
-      usage: { prompt_tokens: 25 + 1024, completion_tokens: 8, total_tokens: 25 + 1024 + 8, cached_tokens: 1024, reasoning_tokens: 0 },
+      usage: expectedUsage({ input: 25, read: 1024, output: 8 }),
+    });
+  });
+
+  it("keeps message_start's cache-write split when message_delta restates the counts without it", async () => {
+    under.upstream.respond(replaySse(fixture('stream-cache-write.sse')));
+    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      usage: expectedUsage({ input: 40, read: 4096, written5m: 1000, written1h: 2000, output: 6 }),
     });
   });
 
@@ -261,7 +301,7 @@ describe('AnthropicProvider: streams', () => {
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(events.at(-1)).toEqual({
       type: 'usage',
-      usage: { prompt_tokens: 472, completion_tokens: 89, total_tokens: 561, cached_tokens: 0, reasoning_tokens: 0 },
+      usage: expectedUsage({ input: 472, output: 89 }),
     });
   });
 

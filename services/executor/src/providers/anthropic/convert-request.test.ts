@@ -105,6 +105,62 @@ describe('toAnthropicRequest', () => {
     expect(bodyOf({ tool_choice: { choice: 'mode', mode: 'auto' } })).not.toHaveProperty('tool_choice');
   });
 
+  it('forwards cache breakpoints on system blocks, content parts, whole messages and tools', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'ROLE_SYSTEM', content: 'text', text: 'You are terse.', tool_calls: [] },
+        { role: 'ROLE_SYSTEM', content: 'text', text: 'The manual: ...', tool_calls: [], cache_control: { type: 'ephemeral', ttl: '1h' } },
+        {
+          role: 'ROLE_USER',
+          content: 'parts',
+          tool_calls: [],
+          parts: { parts: [{ text: 'The document', cache_control: { type: 'ephemeral' } }, { text: 'Question?' }] },
+        },
+        { role: 'ROLE_ASSISTANT', content: 'text', text: 'Answer.', tool_calls: [], cache_control: { type: 'ephemeral', ttl: '5m' } },
+        { role: 'ROLE_USER', content: 'text', text: 'More?', tool_calls: [] },
+      ],
+      tools: [
+        { type: 'function', function: { name: 'first' } },
+        { type: 'function', function: { name: 'last' }, cache_control: { type: 'ephemeral', ttl: '1h' } },
+      ],
+    });
+    expect(body.system).toEqual([
+      { type: 'text', text: 'You are terse.' },
+      { type: 'text', text: 'The manual: ...', cache_control: { type: 'ephemeral', ttl: '1h' } },
+    ]);
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'The document', cache_control: { type: 'ephemeral' } },
+          { type: 'text', text: 'Question?' },
+        ],
+      },
+      { role: 'assistant', content: [{ type: 'text', text: 'Answer.', cache_control: { type: 'ephemeral', ttl: '5m' } }] },
+      { role: 'user', content: 'More?' },
+    ]);
+    expect(body.tools).toEqual([
+      { name: 'first', input_schema: { type: 'object', properties: {} } },
+      { name: 'last', input_schema: { type: 'object', properties: {} }, cache_control: { type: 'ephemeral', ttl: '1h' } },
+    ]);
+    // Without a breakpoint, system stays one string.
+    expect(bodyOf({ messages: [{ role: 'ROLE_SYSTEM', content: 'text', text: 'A', tool_calls: [] }, ...request({}).messages!] }).system).toBe('A');
+  });
+
+  it("puts a tool message's breakpoint on its tool_result block", () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'ROLE_USER', content: 'text', text: 'Look it up', tool_calls: [] },
+        { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] },
+        { role: 'ROLE_TOOL', content: 'text', text: 'found', tool_call_id: 'toolu_1', tool_calls: [], cache_control: { type: 'ephemeral' } },
+      ],
+    });
+    expect(body.messages.at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'found', cache_control: { type: 'ephemeral' } }],
+    });
+  });
+
   it('refuses what the Messages API cannot do, naming the field', () => {
     const cases: Array<[Partial<ChatRequestOutput>, string]> = [
       [{ n: 2 }, 'n'],
@@ -123,6 +179,15 @@ describe('toAnthropicRequest', () => {
       ],
       [{ messages: [{ role: 'ROLE_TOOL', content: 'text', text: 'x', tool_calls: [] }] }, 'messages[0].tool_call_id'],
       [{ tools: [{ type: 'function', function: { name: 'broken', parameters_json: '{not json' } }] }, 'tools[0].function.parameters'],
+      [
+        {
+          messages: [
+            { role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ text: 'x', cache_control: { type: 'ephemeral', ttl: '2h' } }] } },
+          ],
+        },
+        'messages[0].content[0].cache_control.ttl',
+      ],
+      [{ tools: [{ type: 'function', function: { name: 'lookup' }, cache_control: { type: 'persistent' } }] }, 'tools[0].cache_control.type'],
     ];
     for (const [extra, param] of cases) {
       const failure = failureOf(() => bodyOf(extra));

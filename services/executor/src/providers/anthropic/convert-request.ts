@@ -13,15 +13,43 @@
  *   a document block; audio and file ids have no Anthropic equivalent (INVALID_ARGUMENT);
  * - `max_tokens` is required: the caller's, else the catalog model's max_output_tokens;
  * - OpenAI-only sampling fields Anthropic lacks (seed, penalties, logit_bias, logprobs) are not
- *   sent; `n > 1` and JSON response formats cannot be honoured and are refused.
+ *   sent; `n > 1` and JSON response formats cannot be honoured and are refused;
+ * - cache breakpoints (`cache_control`) go on the matching blocks: a part's on its block, a
+ *   message's on its last block (a system message's on its system block: `system` is then a list
+ *   of text blocks, one per system message), a tool's on the tool. A ttl other than 5m and 1h is
+ *   the caller's mistake (INVALID_ARGUMENT).
  */
 import type { CatalogModel } from '@gateway/catalog';
-import type { ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
+import type { CacheControlOutput, ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
 import { invalidRequest, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
-import type { AnthropicContentBlock, AnthropicImageBlock, AnthropicMessage, AnthropicRequest, AnthropicTextBlock, AnthropicToolChoice } from './wire-types.js';
+import type {
+  AnthropicCacheControl,
+  AnthropicContentBlock,
+  AnthropicImageBlock,
+  AnthropicMessage,
+  AnthropicRequest,
+  AnthropicTextBlock,
+  AnthropicTool,
+  AnthropicToolChoice,
+} from './wire-types.js';
 
 /** The media types Anthropic's document blocks accept from a data URL. */
 const DOCUMENT_MEDIA_TYPES = new Set(['application/pdf', 'text/plain']);
+
+/** A gateway cache breakpoint -> Anthropic's; undefined when none was set. */
+function cacheControlOf(control: CacheControlOutput | null | undefined, param: string): AnthropicCacheControl | undefined {
+  if (!control) return undefined;
+  if (control.type !== undefined && control.type !== '' && control.type !== 'ephemeral')
+    throw invalidRequest(`${param}.type must be "ephemeral".`, `${param}.type`);
+  if (control.ttl === undefined || control.ttl === '') return { type: 'ephemeral' };
+  if (control.ttl !== '5m' && control.ttl !== '1h') throw invalidRequest(`${param}.ttl must be "5m" or "1h".`, `${param}.ttl`);
+  return { type: 'ephemeral', ttl: control.ttl };
+}
+
+/** The block with the breakpoint set, when there is one. */
+function withCacheControl<Block extends { cache_control?: AnthropicCacheControl }>(block: Block, control: AnthropicCacheControl | undefined): Block {
+  return control ? { ...block, cache_control: control } : block;
+}
 
 function imageBlock(url: string, param: string): AnthropicImageBlock {
   const data = parseDataUrl(url);
@@ -31,6 +59,11 @@ function imageBlock(url: string, param: string): AnthropicImageBlock {
 }
 
 function partBlock(part: ContentPartOutput, param: string): AnthropicContentBlock | undefined {
+  const block = contentOfPart(part, param);
+  return block && withCacheControl(block, cacheControlOf(part.cache_control, `${param}.cache_control`));
+}
+
+function contentOfPart(part: ContentPartOutput, param: string): AnthropicContentBlock | undefined {
   if (part.text !== undefined) return part.text === '' ? undefined : { type: 'text', text: part.text };
   if (part.image_url) return imageBlock(part.image_url.url ?? '', `${param}.image_url.url`);
   if (part.file) {
@@ -56,11 +89,40 @@ function contentBlocks(message: MessageOutput, position: number): AnthropicConte
   return [];
 }
 
+/** The message's blocks, its own cache breakpoint on the last one. */
+function messageBlocks(blocks: AnthropicContentBlock[], message: MessageOutput, position: number): AnthropicContentBlock[] {
+  const control = cacheControlOf(message.cache_control, `messages[${position}].cache_control`);
+  if (!control || blocks.length === 0) return blocks;
+  return [...blocks.slice(0, -1), withCacheControl(blocks.at(-1)!, control)];
+}
+
 /** The text of a system or developer message. */
 function systemText(message: MessageOutput): string {
   if (message.content === 'parts' || message.parts)
     return (message.parts?.parts ?? []).flatMap((part) => (part.text === undefined ? [] : [part.text])).join('\n');
   return message.text ?? '';
+}
+
+/** A system or developer message's cache breakpoint: its own, else the last one of its parts. */
+function systemCacheControl(message: MessageOutput, position: number): AnthropicCacheControl | undefined {
+  const parts = message.parts?.parts ?? [];
+  const index = parts.findLastIndex((part) => part.cache_control);
+  const own = cacheControlOf(message.cache_control, `messages[${position}].cache_control`);
+  return own ?? (index < 0 ? undefined : cacheControlOf(parts[index]!.cache_control, `messages[${position}].content[${index}].cache_control`));
+}
+
+/**
+ * The top-level `system`: the system and developer messages' texts, joined by a blank line, or,
+ * when one of them carries a cache breakpoint, one text block per message with its breakpoint.
+ */
+function systemOf(request: ChatRequestOutput): { text: string; blocks?: AnthropicTextBlock[] } {
+  const blocks = (request.messages ?? []).flatMap((message, position) => {
+    if (message.role !== 'ROLE_SYSTEM' && message.role !== 'ROLE_DEVELOPER') return [];
+    const text = systemText(message);
+    return text === '' ? [] : [withCacheControl<AnthropicTextBlock>({ type: 'text', text }, systemCacheControl(message, position))];
+  });
+  const text = blocks.map((block) => block.text).join('\n\n');
+  return blocks.some((block) => block.cache_control) ? { text, blocks } : { text };
 }
 
 function toolResultContent(message: MessageOutput, position: number): string | Array<AnthropicTextBlock | AnthropicImageBlock> {
@@ -79,7 +141,7 @@ function convertMessage(message: MessageOutput, position: number): { role: 'user
     case 'ROLE_DEVELOPER':
       return undefined;
     case 'ROLE_USER':
-      return { role: 'user', blocks: contentBlocks(message, position) };
+      return { role: 'user', blocks: messageBlocks(contentBlocks(message, position), message, position) };
     case 'ROLE_ASSISTANT': {
       const blocks = contentBlocks(message, position);
       (message.tool_calls ?? []).forEach((call, index) => {
@@ -91,12 +153,13 @@ function convertMessage(message: MessageOutput, position: number): { role: 'user
           input: parseArgumentsObject(call.function?.arguments ?? '', param),
         });
       });
-      return { role: 'assistant', blocks };
+      return { role: 'assistant', blocks: messageBlocks(blocks, message, position) };
     }
     case 'ROLE_TOOL': {
       if (!message.tool_call_id)
         throw invalidRequest(`messages[${position}].tool_call_id is required on a tool message.`, `messages[${position}].tool_call_id`);
-      return { role: 'user', blocks: [{ type: 'tool_result', tool_use_id: message.tool_call_id, content: toolResultContent(message, position) }] };
+      const result = { type: 'tool_result' as const, tool_use_id: message.tool_call_id, content: toolResultContent(message, position) };
+      return { role: 'user', blocks: messageBlocks([result], message, position) };
     }
     default:
       throw invalidRequest(`messages[${position}].role is missing or unknown.`, `messages[${position}].role`);
@@ -115,7 +178,8 @@ function alternatingMessages(request: ChatRequestOutput): AnthropicMessage[] {
   });
   return merged.map(({ role, blocks }) => {
     const only = blocks.length === 1 ? blocks[0] : undefined;
-    return { role, content: only?.type === 'text' ? only.text : blocks };
+    // One plain text block is sent as a string; one with a cache breakpoint must stay a block.
+    return { role, content: only?.type === 'text' && !only.cache_control ? only.text : blocks };
   });
 }
 
@@ -146,27 +210,25 @@ export function toAnthropicRequest(request: ChatRequestOutput, model: CatalogMod
     max_tokens: request.max_tokens ?? model.max_output_tokens,
     messages: alternatingMessages(request),
   };
-  const system = (request.messages ?? [])
-    .filter((message) => message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER')
-    .map(systemText)
-    .filter((text) => text !== '');
+  const system = systemOf(request);
   // OpenAI answers a conversation of system messages alone; the Messages API requires a message,
   // so the instructions become the one user turn.
-  if (system.length > 0 && body.messages.length === 0) body.messages = [{ role: 'user', content: system.join('\n\n') }];
-  else if (system.length > 0) body.system = system.join('\n\n');
+  if (system.text !== '' && body.messages.length === 0) body.messages = [{ role: 'user', content: system.blocks ?? system.text }];
+  else if (system.text !== '') body.system = system.blocks ?? system.text;
   if (request.stop?.length) body.stop_sequences = [...request.stop];
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.top_p !== undefined) body.top_p = request.top_p;
   if (request.tools?.length) {
     body.tools = request.tools.map((tool, position) => {
       const definition = tool.function;
-      return {
+      const converted: AnthropicTool = {
         name: definition?.name ?? '',
         ...(definition?.description !== undefined ? { description: definition.description } : {}),
         input_schema: definition?.parameters_json
           ? parseJsonField(definition.parameters_json, `tools[${position}].function.parameters`)
           : { type: 'object', properties: {} },
       };
+      return withCacheControl(converted, cacheControlOf(tool.cache_control, `tools[${position}].cache_control`));
     });
     const choice = toolChoiceOf(request);
     if (choice) body.tool_choice = choice;

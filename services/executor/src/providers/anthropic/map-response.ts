@@ -28,14 +28,26 @@ export const mapStopReason: FinishReasonMapper = finishReasonMapper({
 /**
  * Anthropic usage -> Usage. Anthropic's input_tokens excludes the tokens read from and written
  * to its prompt cache, so prompt_tokens is the sum of the three; cached_tokens is the part read
- * from the cache (billed at the cached-input price). Cache writes are billed as input here: the
- * catalog has no cache-write price.
+ * from the cache (billed at the cached-input price), cache_write_tokens the part written to it,
+ * split by lifetime from `cache_creation` (billed at the cache-write prices). Writes an answer
+ * reports without the split (older API versions) are five-minute writes, Anthropic's default.
  */
 export function mapUsage(usage: AnthropicUsage): Usage {
   const cacheRead = usage.cache_read_input_tokens ?? 0;
-  const prompt = (usage.input_tokens ?? 0) + cacheRead + (usage.cache_creation_input_tokens ?? 0);
+  const written1h = usage.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  const written = Math.max(usage.cache_creation_input_tokens ?? 0, (usage.cache_creation?.ephemeral_5m_input_tokens ?? 0) + written1h);
+  const prompt = (usage.input_tokens ?? 0) + cacheRead + written;
   const completion = usage.output_tokens ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: cacheRead, reasoning_tokens: 0 };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    cached_tokens: cacheRead,
+    reasoning_tokens: 0,
+    cache_write_tokens: written,
+    cache_write_5m_tokens: written - written1h,
+    cache_write_1h_tokens: written1h,
+  };
 }
 
 /** A whole Message -> ChatResponse: text blocks are the content, tool_use blocks the tool calls. */
@@ -183,6 +195,9 @@ export class AnthropicStreamTranslator {
   }
 }
 
+/** The counts a usage object states (numbers, and the cache_creation split when present). */
 function definedFields(usage: AnthropicUsage): AnthropicUsage {
-  return Object.fromEntries(Object.entries(usage).filter(([, value]) => typeof value === 'number')) as AnthropicUsage;
+  return Object.fromEntries(
+    Object.entries(usage).filter(([name, value]) => typeof value === 'number' || (name === 'cache_creation' && value !== null && typeof value === 'object')),
+  ) as AnthropicUsage;
 }

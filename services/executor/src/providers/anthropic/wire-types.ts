@@ -7,30 +7,42 @@
 /** Where an image or document comes from. */
 export type AnthropicSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
 
+/** A prompt-cache breakpoint: the prompt up to and including the block is cached. */
+export interface AnthropicCacheControl {
+  type: 'ephemeral';
+  /** The entry's lifetime; absent: 5 minutes. */
+  ttl?: '5m' | '1h';
+}
+
+/** What any request block may carry. */
+interface Cacheable {
+  cache_control?: AnthropicCacheControl;
+}
+
 /** A text block. */
-export interface AnthropicTextBlock {
+export interface AnthropicTextBlock extends Cacheable {
   type: 'text';
   text: string;
 }
 /** An image block (jpeg, png, gif, webp). */
-export interface AnthropicImageBlock {
+export interface AnthropicImageBlock extends Cacheable {
   type: 'image';
   source: AnthropicSource;
 }
 /** A PDF document block. */
-export interface AnthropicDocumentBlock {
+export interface AnthropicDocumentBlock extends Cacheable {
   type: 'document';
   source: AnthropicSource;
 }
 /** A tool call the assistant made; `input` is an object. */
-export interface AnthropicToolUseBlock {
+export interface AnthropicToolUseBlock extends Cacheable {
   type: 'tool_use';
   id: string;
   name: string;
   input: Record<string, unknown>;
 }
 /** The result of a tool call, sent in a user message. */
-export interface AnthropicToolResultBlock {
+export interface AnthropicToolResultBlock extends Cacheable {
   type: 'tool_result';
   tool_use_id: string;
   content: string | Array<AnthropicTextBlock | AnthropicImageBlock>;
@@ -47,7 +59,7 @@ export interface AnthropicMessage {
 }
 
 /** A client tool. */
-export interface AnthropicTool {
+export interface AnthropicTool extends Cacheable {
   name: string;
   description?: string;
   input_schema: unknown;
@@ -65,7 +77,8 @@ export interface AnthropicRequest {
   model: string;
   max_tokens: number;
   messages: AnthropicMessage[];
-  system?: string;
+  /** One string, or text blocks when one of them carries a cache breakpoint. */
+  system?: string | AnthropicTextBlock[];
   stop_sequences?: string[];
   temperature?: number;
   top_p?: number;
@@ -79,8 +92,17 @@ export interface AnthropicRequest {
 export interface AnthropicUsage {
   input_tokens?: number | null;
   output_tokens?: number | null;
+  /** Tokens written to the prompt cache, both lifetimes together. */
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** cache_creation_input_tokens split by the cache entry's lifetime (absent from older answers). */
+  cache_creation?: AnthropicCacheCreation | null;
+}
+
+/** Cache writes by lifetime: 5 minutes (the default) and 1 hour (`ttl: "1h"`). */
+export interface AnthropicCacheCreation {
+  ephemeral_5m_input_tokens?: number | null;
+  ephemeral_1h_input_tokens?: number | null;
 }
 
 /** A content block of a response (thinking blocks are read and dropped). */

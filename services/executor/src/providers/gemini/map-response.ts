@@ -27,7 +27,8 @@ export function mapFinishReason(reason: string | undefined, calledFunctions: boo
  * UsageMetadata -> Usage. promptTokenCount already includes the cached part
  * (cachedContentTokenCount, billed at the cached-input price) and tool-use prompt tokens are input
  * too. Thinking tokens are billed as output, so completion_tokens includes them, as OpenAI's does
- * its reasoning tokens.
+ * its reasoning tokens. Gemini reports no cache writes (its implicit cache costs nothing to fill;
+ * explicit caches are billed for storage, outside any completion), so cache_write_tokens stays 0.
  */
 export function mapUsage(usage: GeminiUsageMetadata | undefined): Usage {
   const prompt = (usage?.promptTokenCount ?? 0) + (usage?.toolUsePromptTokenCount ?? 0);

@@ -24,7 +24,11 @@ export const mapFinishReason: FinishReasonMapper = finishReasonMapper({
   function_call: 'FINISH_REASON_FUNCTION_CALL',
 });
 
-/** CompletionUsage -> Usage, with cached prompt tokens and reasoning tokens from the *_details objects. */
+/**
+ * CompletionUsage -> Usage, with cached prompt tokens and reasoning tokens from the *_details
+ * objects. OpenAI's prompt cache costs nothing to fill and reports no writes: cache_write_tokens
+ * stays 0.
+ */
 export function mapUsage(usage: OpenAiUsage): Usage {
   const prompt = usage.prompt_tokens ?? 0;
   const completion = usage.completion_tokens ?? 0;
