@@ -311,6 +311,30 @@ export async function quietMeteredUsage(redis: Parameters<typeof meteredUsage>[0
   }
 }
 
+/**
+ * Metering's totals for an API key once metering has acknowledged every usage event of the
+ * cluster's stream (its durable consumer has none pending or unacknowledged) and the totals stand
+ * still: what every answered request so far comes to, none still on its way.
+ */
+export async function settledMeteredUsage(cluster: Cluster, redis: Parameters<typeof meteredUsage>[0], timeoutMs = 20_000): Promise<MeteredUsage> {
+  const connection = await connect({ servers: natsServers(cluster.natsUrl), timeout: 2_000 });
+  try {
+    const manager = await connection.jetstreamManager();
+    await eventually(
+      async () => {
+        const info = await manager.consumers.info(cluster.usageStream, 'metering').catch(() => undefined);
+        return (info && info.num_pending === 0 && info.num_ack_pending === 0) || undefined;
+      },
+      'metering to acknowledge every usage event of the stream',
+      timeoutMs,
+      100,
+    );
+  } finally {
+    await connection.close();
+  }
+  return quietMeteredUsage(redis, cluster.apiKey);
+}
+
 /** Metering's totals for an API key once they count at least `requests` requests, polled until then. */
 export function meteredAtLeast(
   redis: Parameters<typeof meteredUsage>[0],

@@ -192,7 +192,7 @@ describe('a cached Claude session through the gateway', () => {
     ];
     const second = await client.chat.completions.create({ model: 'fake-claude-cached', messages: turn2Messages } as never);
     expect(costOf(second)).toBe(0.0012504);
-    expect((upstream.requests.at(-1)?.body as { messages: unknown[] }).messages.at(-1)).toEqual({
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages.at(-1)).toEqual({
       role: 'user',
       content: [{ type: 'text', text: 'And the second chapter?', cache_control: { type: 'ephemeral' } }],
     });

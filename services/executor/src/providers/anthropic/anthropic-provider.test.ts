@@ -269,8 +269,7 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it("keeps message_start's cache-write split when message_delta restates the counts without it", async () => {
-    under.upstream.respond(replaySse(fixture('stream-cache-write.sse')));
-    const events = await collect(under.provider.stream(simpleRequest(), contextOf()));
+    const events = await streamWith(under, replaySse(fixture('stream-cache-write.sse')));
     expect(events.at(-1)).toEqual({
       type: 'usage',
       usage: expectedUsage({ input: 40, read: 4096, written5m: 1000, written1h: 2000, output: 6 }),
