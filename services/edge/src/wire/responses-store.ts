@@ -16,7 +16,6 @@ import type { FastifyRequest } from 'fastify';
 import { callUnary } from '@gateway/grpc';
 import { prometheus } from '@gateway/observability';
 import type {
-  DeleteResponseRequest,
   DeleteResponseResponseOutput,
   GetResponseRequest,
   GetResponseResponseOutput,
@@ -29,6 +28,8 @@ import { RequestError } from './request-error.js';
 import type { ResponsesCompletion } from './responses-output.js';
 
 type JsonObject = Record<string, unknown>;
+/** Which stored response a read or a delete is about (GetResponseRequest and DeleteResponseRequest alike). */
+type ResponseRef = Required<Pick<GetResponseRequest, 'key_id' | 'response_id'>>;
 
 /** A stored response as read back: the Response object and the input items that led to it. */
 export interface StoredResponse {
@@ -116,29 +117,22 @@ export class ResponsesStore {
 
   /** A key's stored response, or undefined when it has none by that id. */
   async get(keyId: string, responseId: string, requestId: string): Promise<StoredResponse | undefined> {
-    await this.pending.get(responseId);
-    const client = this.deps.responseStore;
-    const found = await callUnary<GetResponseRequest, GetResponseResponseOutput>(
-      client,
-      client.GetResponse,
-      { key_id: keyId, response_id: responseId },
-      this.options(requestId),
-    );
+    const found = await this.byId<GetResponseResponseOutput>('GetResponse', { key_id: keyId, response_id: responseId }, requestId);
     if (!found.found) return undefined;
     return { response: JSON.parse(found.response_json ?? '{}') as JsonObject, inputItems: JSON.parse(found.input_items_json || '[]') as JsonObject[] };
   }
 
   /** Deletes a key's stored response; false when it had none by that id. */
   async delete(keyId: string, responseId: string, requestId: string): Promise<boolean> {
-    await this.pending.get(responseId);
-    const client = this.deps.responseStore;
-    const answer = await callUnary<DeleteResponseRequest, DeleteResponseResponseOutput>(
-      client,
-      client.DeleteResponse,
-      { key_id: keyId, response_id: responseId },
-      this.options(requestId),
-    );
+    const answer = await this.byId<DeleteResponseResponseOutput>('DeleteResponse', { key_id: keyId, response_id: responseId }, requestId);
     return answer.deleted === true;
+  }
+
+  /** A call about one stored response, once a put of it this edge has in flight is done. */
+  private async byId<Response>(method: 'GetResponse' | 'DeleteResponse', request: ResponseRef, requestId: string): Promise<Response> {
+    await this.pending.get(request.response_id);
+    const client = this.deps.responseStore;
+    return callUnary<ResponseRef, Response>(client, client[method] as never, request, this.options(requestId));
   }
 
   /** Stores a response without waiting: a failure is logged and counted, never thrown. */
