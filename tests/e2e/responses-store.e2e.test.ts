@@ -3,8 +3,8 @@
  * client: a conversation of two turns chained by `previous_response_id`, whole and streamed, whose
  * second answer is the one the model gives to the whole conversation (the simulated model answers
  * a conversation deterministically, so the chat completion of the same messages is the
- * reference, and the second question alone is answered otherwise); `responses.retrieve` and
- * `responses.delete`; another key's and unstored responses are 404s.
+ * reference, and the second question alone is answered otherwise); `responses.inputItems.list`,
+ * `responses.retrieve` and `responses.delete`; another key's and unstored responses are 404s.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { NotFoundError } from 'openai';
@@ -73,6 +73,15 @@ describe('stored responses with the official client', () => {
     expect(second.output_text).toBe(whole);
     // The second question alone is answered otherwise: the answer came from the first turn too.
     expect(second.output_text).not.toBe(await said([{ role: 'user', content: SECOND }]));
+    // The second response's input items: the whole conversation, newest first by default.
+    const items = await client.responses.inputItems.list(second.id);
+    expect(items.data.map((item) => [item.type, 'role' in item ? item.role : undefined])).toEqual([
+      ['message', 'user'],
+      ['message', 'assistant'],
+      ['message', 'user'],
+    ]);
+    expect(items.data[1]).toEqual(first.output[0]);
+    expect(items.data.every((item) => typeof item.id === 'string' && item.id.length > 0)).toBe(true);
   });
 
   it('continues a streamed response, streamed, the same way', async () => {

@@ -154,7 +154,9 @@ describe('stored responses', () => {
     expect(puts[0]).toMatchObject({ key_id: KEY_ID, response_id: body.id });
     expect(JSON.parse(puts[0]!.response_json!)).toEqual(body);
     // Instructions are not an input item: a response that continues this one does not carry them over.
-    expect(JSON.parse(puts[0]!.input_items_json!)).toEqual([{ type: 'message', role: 'user', content: 'Capital of France?' }]);
+    expect(JSON.parse(puts[0]!.input_items_json!)).toEqual([
+      { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), type: 'message', role: 'user', content: 'Capital of France?' },
+    ]);
   });
 
   it('stores nothing with store: false', async () => {
@@ -180,11 +182,22 @@ describe('stored responses', () => {
     ]);
     await stored(2);
     const inputItems = JSON.parse(puts[1]!.input_items_json!) as Array<Record<string, unknown>>;
-    expect(inputItems).toEqual([
-      { type: 'message', role: 'user', content: 'Capital of France?' },
-      first.output[0],
-      { type: 'message', role: 'user', content: 'And of Italy?' },
-    ]);
+    const firstInput = JSON.parse(puts[0]!.input_items_json!)[0];
+    expect(inputItems).toEqual([firstInput, first.output[0], { id: expect.stringMatching(/^msg_/), type: 'message', role: 'user', content: 'And of Italy?' }]);
+    // Listed newest first by default, a page at a time.
+    const page = await send('GET', `/v1/responses/${second.json().id}/input_items?limit=2`);
+    expect(page.json()).toEqual({
+      object: 'list',
+      data: [inputItems[2], inputItems[1]],
+      first_id: inputItems[2]!.id,
+      last_id: inputItems[1]!.id,
+      has_more: true,
+    });
+    const rest = await send('GET', `/v1/responses/${second.json().id}/input_items?limit=2&after=${inputItems[1]!.id}`);
+    expect(rest.json()).toEqual({ object: 'list', data: [firstInput], first_id: firstInput.id, last_id: firstInput.id, has_more: false });
+    const ascending = await send('GET', `/v1/responses/${second.json().id}/input_items?order=asc`);
+    expect(ascending.json().data).toEqual(inputItems);
+    expect((await send('GET', `/v1/responses/${second.json().id}/input_items?limit=101`)).statusCode).toBe(400);
   });
 
   it("refuses a previous_response_id the key has none of: unknown, or another key's", async () => {

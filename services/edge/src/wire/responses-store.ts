@@ -12,6 +12,7 @@
  *   `previous_response_not_found`.
  * - reading back and deleting for GET and DELETE /v1/responses/{id} (routes/responses.ts).
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { callUnary } from '@gateway/grpc';
 import { prometheus } from '@gateway/observability';
@@ -68,6 +69,16 @@ export function inputItemsOf(input: unknown): JsonObject[] | undefined {
 export function conversationOf(stored: StoredResponse): JsonObject[] {
   const output = Array.isArray(stored.response.output) ? (stored.response.output as JsonObject[]) : [];
   return [...stored.inputItems, ...output];
+}
+
+/**
+ * An input item as stored: with an id of its own (`msg_` for a message, `item_` for any other),
+ * so that listing the items of a response can page by id; one that has an id keeps it.
+ */
+export function withItemId(item: JsonObject): JsonObject {
+  if (typeof item.id === 'string' && item.id !== '') return item;
+  const message = item.type === undefined || item.type === 'message';
+  return { id: `${message ? 'msg' : 'item'}_${randomUUID().replaceAll('-', '')}`, ...(message ? { type: 'message' } : {}), ...item };
 }
 
 /** The 400 of a `previous_response_id` no stored response of the key has, in OpenAI's words. */
@@ -197,5 +208,5 @@ export function keepResponse(completion: ResponsesCompletion, response: JsonObje
   const session = sessions.get(completion.request);
   const keyId = completion.decision?.key_id;
   if (!session?.keep || !keyId || response.status === 'failed') return;
-  session.store.put(keyId, response, session.inputItems, completion.requestId);
+  session.store.put(keyId, response, session.inputItems.map(withItemId), completion.requestId);
 }
