@@ -86,6 +86,7 @@ function fakeResponseStore(puts: PutResponseRequest[], kept: Map<string, { respo
 }
 
 let app: FastifyInstance;
+let deps: EdgeDependencies;
 let executes: ExecuteRequest[];
 let puts: PutResponseRequest[];
 let kept: Map<string, { response_json: string; input_items_json: string }>;
@@ -97,7 +98,7 @@ beforeEach(async () => {
   kept = new Map();
   events = [];
   const catalog: CatalogView = { ready: true, get: (id) => (id === 'plain' ? plain : undefined), list: () => [plain] };
-  const deps = {
+  deps = {
     config: readEdgeConfig({ EDGE_ADMIN_TOKEN: '' }),
     logger: createLogger('edge-test', 'silent'),
     registry: new prometheus.Registry(),
@@ -263,5 +264,21 @@ describe('stored responses', () => {
     expect(gone.json()).toEqual({
       error: { message: `Response with id '${created.id}' not found.`, type: 'invalid_request_error', param: null, code: 'not_found' },
     });
+  });
+
+  it('answers all the same when the store fails, and counts the failure', async () => {
+    const failing = (_request: unknown, _metadata: unknown, _options: unknown, callback: (error: Error) => void) =>
+      setImmediate(() => callback(Object.assign(new Error('14 UNAVAILABLE: connect refused'), { code: 14, details: 'connect refused' })));
+    Object.assign(deps.responseStore, { PutResponse: failing });
+    const created = await send('POST', '/v1/responses', { model: 'plain', input: 'Capital of France?' });
+    expect(created.statusCode).toBe(200);
+    expect(created.json()).toMatchObject({ status: 'completed', output: [{ content: [{ text: 'Paris.' }] }] });
+    let metric = '';
+    for (let tries = 0; !metric.includes('outcome="failed"} 1') && tries < 100; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      metric = await deps.registry.getSingleMetricAsString('gateway_responses_store_total');
+    }
+    expect(metric).toContain('outcome="failed"} 1');
+    expect(metric).toContain('outcome="stored"} 0');
   });
 });
