@@ -82,7 +82,7 @@ async function reference() {
 describe('POST /v1/responses with the official client', () => {
   it('creates a whole response: the same text and usage as the chat completion, with the gateway object', async () => {
     const expected = await reference();
-    // `store: true` is answered as usual (nothing is stored yet).
+    // `store: true` is answered as usual (and stored: responses-store.e2e.test.ts).
     const response = await client.responses.create({ model: MODEL, instructions: INSTRUCTIONS, input: QUESTION, store: true });
     expect(response.id).toMatch(/^resp_/);
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: MODEL, instructions: INSTRUCTIONS, error: null });

@@ -13,6 +13,7 @@ import {
   RECENT_KEYS,
   recentKey,
   spendKeyName,
+  storedResponseKey,
   windowKeyList,
 } from './keys.js';
 import { v1DedupKey, v1KeyIdIndex, v1KeyTotalsKey, v1ModelTotalsKey } from './migrations/v1-to-v2.js';
@@ -38,6 +39,7 @@ describe('key names', () => {
     expect(keyTotalsKey(KEY)).toBe(`metering:key:{${KEY}}`);
     expect(keyModelTotalsKey(KEY, 'sim-mini')).toBe(`metering:key:{${KEY}}:model:sim-mini`);
     expect(dedupKey('USAGE', KEY)).toBe(`metering:dedup:{${KEY}}:USAGE`);
+    expect(storedResponseKey(KEY, 'resp_1')).toBe(`metering:response:{${KEY}}:resp_1`);
     expect(hourlyKey(KEY, 'sim-mini', 20_000)).toBe(`metering:usage:{${KEY}}:sim-mini:h:20000`);
     expect(dailyKey(KEY, 'sim-mini', 24_311)).toBe(`metering:usage:{${KEY}}:sim-mini:d:24311`);
     expect(modelsKey(KEY)).toBe(`metering:usage:{${KEY}}:models`);
@@ -79,5 +81,12 @@ describe('bucket placement', () => {
     expect(placement).toMatchObject({ hourField: '8:', dayField: '25:' });
     expect(placement.hourlyExpiresAtMs).toBe(Date.UTC(2026, 10, 26) + 2 * DAY_MS);
     expect(placement.dailyExpiresAtMs).toBe(Date.UTC(2026, 11, 1) + 3 * DAY_MS);
+  });
+});
+
+describe('stored responses', () => {
+  it("live in their owner's slot, and another key's id names another key", () => {
+    expect(calculateSlot(storedResponseKey(KEY, 'resp_1'))).toBe(calculateSlot(keyTotalsKey(KEY)));
+    expect(storedResponseKey('key_Other00000000000', 'resp_1')).not.toBe(storedResponseKey(KEY, 'resp_1'));
   });
 });

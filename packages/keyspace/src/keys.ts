@@ -116,3 +116,13 @@ export function recentKey(keyId: string): string {
 
 /** zset: key id -> when its latest requests were last listed (Unix ms). */
 export const RECENT_KEYS = 'metering:recent-keys';
+
+/**
+ * hash: one stored response of the Responses API (`response`: the Response object as answered,
+ * `input`: the input items that led to it, both JSON), under its owner's key id: another key's id
+ * names another key, so a response is found only by the key that created it. In its owner's slot,
+ * so its one key (and every response of the key) lives in one cluster slot.
+ */
+export function storedResponseKey(keyId: string, responseId: string): string {
+  return `metering:response:${keyIdTag(keyId)}:${responseId}`;
+}

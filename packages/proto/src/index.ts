@@ -14,6 +14,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ProtoGrpcType as AuthGrpc } from './generated/auth.js';
 import type { ProtoGrpcType as ExecutorGrpc } from './generated/executor.js';
+import type { ProtoGrpcType as ResponseStoreGrpc } from './generated/response_store.js';
 import type { ProtoGrpcType as RouterGrpc } from './generated/router.js';
 import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
 
@@ -40,7 +41,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AuthGrpc & ExecutorGrpc & RouterGrpc & UsageGrpc;
+export type GatewayGrpc = AuthGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

@@ -12,6 +12,7 @@ import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
 import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
+import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
@@ -261,6 +262,7 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   registerModels(app, deps);
   registerAdminKeys(app, deps);
   registerUsage(app, deps);
+  registerResponses(app, deps);
   registerAdminUsage(app, deps);
   registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
   return app;

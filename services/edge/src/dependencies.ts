@@ -4,7 +4,7 @@
  */
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
-import type { AuthServiceClient, ExecutorServiceClient, RouterServiceClient, UsageEvent, UsageServiceClient } from '@gateway/proto';
+import type { AuthServiceClient, ExecutorServiceClient, ResponseStoreServiceClient, RouterServiceClient, UsageEvent, UsageServiceClient } from '@gateway/proto';
 import type { AuthDecisions } from './auth-decisions.js';
 import type { CatalogView } from './catalog-view.js';
 import type { EdgeConfig } from './config.js';
@@ -26,6 +26,8 @@ export interface EdgeDependencies {
   usage: { publish(event: UsageEvent): void };
   /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
   metering: UsageServiceClient;
+  /** Metering's ResponseStoreService: stored responses of the Responses API (`store`, `previous_response_id`, GET/DELETE). */
+  responseStore: ResponseStoreServiceClient;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */

@@ -45,7 +45,7 @@ export const EDGE_ERROR_CODES = Object.freeze({
   invalid_function_parameters: BAD_REQUEST,
   invalid_function_name: BAD_REQUEST,
   invalid_image_url: BAD_REQUEST,
-  // The Responses API's references to what the gateway keeps (OpenAI answers them 400 when unknown).
+  // The Responses API's references to stored state: a previous response, an item.
   previous_response_not_found: BAD_REQUEST,
   item_not_found: BAD_REQUEST,
   // The URL and the method.

@@ -27,6 +27,8 @@ const router = createClient(grpc.router.v1.RouterService, config.ROUTER_SERVICE_
 const executor = createClient(grpc.executor.v1.ExecutorService, config.EXECUTOR_SERVICE_ADDR);
 const completions = createExecutorCalls(executor, { streams: config.EDGE_EXECUTOR_STREAMS, target: config.EXECUTOR_SERVICE_ADDR }, registry, logger);
 const metering = createClient(grpc.usage.v1.UsageService, config.METERING_SERVICE_ADDR);
+// Same address and options as metering's client: grpc-js's subchannel pool gives both one connection.
+const responseStore = createClient(grpc.responses.v1.ResponseStoreService, config.METERING_SERVICE_ADDR);
 
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
@@ -63,7 +65,22 @@ async function ready(): Promise<boolean> {
 
 warmUpTokenizer();
 const tracing = startTracing('edge');
-const app = await buildEdgeApp({ config, logger, registry, auth, decisions, router, executor, completions, catalog, usage, metering, ready, tracing });
+const app = await buildEdgeApp({
+  config,
+  logger,
+  registry,
+  auth,
+  decisions,
+  router,
+  executor,
+  completions,
+  catalog,
+  usage,
+  metering,
+  responseStore,
+  ready,
+  tracing,
+});
 await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
 // Metrics on a port of their own, never on the public API's.
 const metrics = await startMetricsServer(registry, config.EDGE_METRICS_PORT, config.EDGE_HOST, () => !lifecycle.shuttingDown);
@@ -76,7 +93,7 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [auth, router, executor, metering, ...health]) client.close();
+  for (const client of [auth, router, executor, metering, responseStore, ...health]) client.close();
   await metrics.close();
   await tracing.shutdown();
 });

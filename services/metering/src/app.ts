@@ -17,6 +17,7 @@ import { prometheus, type Tracing } from '@gateway/observability';
 import { loadGatewayGrpc, type UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { createConsumerLag } from './consumer-lag.js';
+import { createResponseStoreService, RESPONSE_STORE_SERVICE_NAME } from './response-store-service.js';
 import { createUsageMeter } from './usage-meter.js';
 import { legacyDedupKey, pruneMetered } from './usage-store.js';
 import { createUsageService } from './usage-service.js';
@@ -54,6 +55,8 @@ export interface MeteringDependencies {
   tracing?: Tracing;
   /** How often the consumer's lag is read (DEFAULT_CONSUMER_LAG_INTERVAL_MS). */
   lagIntervalMs?: number;
+  /** How long a stored response of the Responses API is kept (METERING_RESPONSES_TTL_SECONDS; 30 days when not given). */
+  responsesTtlSeconds?: number;
 }
 
 /**
@@ -69,7 +72,7 @@ export const DEFAULT_DEDUP_PRUNE_INTERVAL_MS = 10_000;
 
 /** Metering, wired and not yet started. */
 export interface MeteringServer {
-  /** Serves the UsageService (usage read back) and grpc.health.v1; listen on METERING_LISTEN_ADDR. */
+  /** Serves the UsageService (usage read back), the ResponseStoreService (stored responses) and grpc.health.v1; listen on METERING_LISTEN_ADDR. */
   readonly grpc: GatewayServer;
   /** Ensures the usage stream and the durable consumer, then consumes. */
   start(): Promise<void>;
@@ -166,6 +169,11 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
         name: USAGE_SERVICE_NAME,
         definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
         handlers: createUsageService({ redis: dependencies.redis, logger, onStoreError: () => storeErrors.inc({ operation: 'read' }) }),
+      },
+      {
+        name: RESPONSE_STORE_SERVICE_NAME,
+        definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
+        handlers: createResponseStoreService({ ...dependencies, ttlSeconds: dependencies.responsesTtlSeconds }),
       },
     ]),
     start: async () => {

@@ -17,6 +17,7 @@ describe('metering configuration', () => {
       USAGE_STREAM: 'USAGE',
       USAGE_STREAM_REPLICAS: 1,
       METERING_DEDUP_RETENTION_MS: 600_000,
+      METERING_RESPONSES_TTL_SECONDS: 2_592_000,
     });
   });
 
@@ -28,6 +29,7 @@ describe('metering configuration', () => {
     [{ CATALOG_PATH: '' }, 'invalid configuration: env/CATALOG_PATH must NOT have fewer than 1 characters'],
     [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],
     [{ USAGE_STREAM_REPLICAS: '0' }, 'invalid configuration: env/USAGE_STREAM_REPLICAS must be >= 1'],
+    [{ METERING_RESPONSES_TTL_SECONDS: '0' }, 'invalid configuration: env/METERING_RESPONSES_TTL_SECONDS must be >= 1'],
   ];
   it('takes a NATS cluster as a list of servers and its replica count', () => {
     expect(loadMeteringConfig({ NATS_URL: 'nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222', USAGE_STREAM_REPLICAS: '3' })).toMatchObject({

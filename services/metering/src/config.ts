@@ -31,6 +31,12 @@ export const MeteringConfigSchema = Type.Object({
     minimum: 0,
     default: 600_000,
   }),
+  METERING_RESPONSES_TTL_SECONDS: Type.Integer({
+    description:
+      'How long a stored response of the Responses API (store: true, the default) is kept for GET /v1/responses/{id} and previous_response_id (s); 30 days, as OpenAI keeps them.',
+    minimum: 1,
+    default: 2_592_000,
+  }),
 });
 
 /** The metering service's configuration, frozen. */

@@ -25,6 +25,7 @@ const metering = createServer({
   replicas: config.USAGE_STREAM_REPLICAS,
   dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
   redisReplicas: config.REDIS_WAIT_REPLICAS,
+  responsesTtlSeconds: config.METERING_RESPONSES_TTL_SECONDS,
 });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);

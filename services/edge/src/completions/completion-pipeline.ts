@@ -43,6 +43,7 @@ export class CompletionPipeline {
    * Every failure is thrown, for the edge's error handler to answer in the wire's shape.
    */
   async run<Parsed extends ParsedChatRequest>(wire: CompletionWire<Parsed>, request: FastifyRequest, reply: FastifyReply): Promise<string | FastifyReply> {
+    await wire.prepare?.(request, this.deps);
     const completion = new Completion(request, reply, wire);
     if (wire.maxTokensCeiling) holdMaxTokens(this.deps.catalog, completion);
     const prompt = await promptTokensOf(this.deps.catalog, completion.parsed);

@@ -23,6 +23,7 @@ import type {
 } from '@gateway/proto';
 import { bearerKey } from '../auth/key-check.js';
 import type { Reservation } from '../auth/reservations.js';
+import type { EdgeDependencies } from '../dependencies.js';
 import type { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
@@ -115,6 +116,11 @@ export interface CompletionWire<Parsed extends ParsedChatRequest = ParsedChatReq
    * with 32000): one above what the model can produce is lowered to it rather than refused.
    */
   readonly maxTokensCeiling?: boolean;
+  /**
+   * Optional: reads what the body refers to outside itself (stored state) and completes the body
+   * with it, before the body is parsed; throws the RequestError to answer instead.
+   */
+  prepare?(request: FastifyRequest, deps: EdgeDependencies): Promise<void>;
   /** Validates a body and converts it; throws a RequestError (400) naming the offending field. */
   parse(body: unknown): Parsed;
   /** Sets the answer's headers and returns the body of a whole (not streamed) answer. */

@@ -97,6 +97,7 @@ async function edge(adminToken: string): Promise<FastifyInstance> {
     catalog: unused('catalog'),
     usage: unused('usage'),
     metering: unused('metering'),
+    responseStore: unused('responseStore'),
     ready: async () => true,
   };
   const app = await buildEdgeApp(deps);

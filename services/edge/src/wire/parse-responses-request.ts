@@ -19,9 +19,11 @@
  *   dropped tool becomes `auto`;
  * - `text.format` becomes `response_format`, `max_output_tokens` `max_completion_tokens`,
  *   `reasoning.effort` `reasoning_effort` (`none` dropped, `xhigh` read as `high`);
- * - `store`, `include`, `prompt_cache_key`, `safety_identifier`, `truncation`, `client_metadata`
- *   and the like are accepted and unused: responses are not stored yet.
- * Refused: what cannot be honoured without stored state (`previous_response_id`, `conversation`,
+ * - `store` and `previous_response_id` are the store's (responses-store.ts: the earlier
+ *   conversation is put before `input` before this parser sees the body); `include`,
+ *   `prompt_cache_key`, `safety_identifier`, `truncation`, `client_metadata` and the like are
+ *   accepted and unused.
+ * Refused: what cannot be honoured without other stored state (an unresolved `previous_response_id`, `conversation`,
  * `background`, `prompt` templates, `item_reference` items) and what is malformed.
  */
 import { createHash } from 'node:crypto';
@@ -91,14 +93,17 @@ function given(value: Json): boolean {
   return value !== undefined && value !== null;
 }
 
-/** What a request without stored state cannot mean: refused with what to send instead. */
+/**
+ * What a request without stored state cannot mean: refused with what to send instead. A
+ * `previous_response_id` the store resolved (responses-store.ts) is gone from the body by now:
+ * one still here was not resolved.
+ */
 function refuseStateful(body: JsonObject): void {
   if (given(body.previous_response_id)) {
-    throw new RequestError(
-      400,
-      `Previous response with id '${String(body.previous_response_id).slice(0, 64)}' not found: this gateway does not store responses yet. Send the whole conversation in 'input' instead.`,
-      { param: 'previous_response_id', code: 'previous_response_not_found' },
-    );
+    throw new RequestError(400, `Previous response with id '${String(body.previous_response_id).slice(0, 64)}' not found.`, {
+      param: 'previous_response_id',
+      code: 'previous_response_not_found',
+    });
   }
   const unsupported: ReadonlyArray<readonly [string, string]> = [
     ['conversation', "Conversations are not stored by this gateway: send the whole conversation in 'input'."],
@@ -108,11 +113,7 @@ function refuseStateful(body: JsonObject): void {
     if (given(body[field])) throw invalid(field, `Unsupported parameter: '${field}'. ${why}`, 'unsupported_parameter');
   }
   if (body.background === true)
-    throw invalid(
-      'background',
-      "Unsupported parameter: 'background'. Responses are not stored, so they cannot run in the background.",
-      'unsupported_parameter',
-    );
+    throw invalid('background', "Unsupported parameter: 'background'. Responses do not run in the background on this gateway.", 'unsupported_parameter');
 }
 
 /** A namespaced function's flattened name: `<namespace>__<name>`, kept to the characters and length upstreams accept. */

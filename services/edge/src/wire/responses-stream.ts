@@ -24,6 +24,7 @@ import {
   toolCallId,
   toolCallItem,
 } from './responses-output.js';
+import { keepResponse, storedFields } from './responses-store.js';
 
 type JsonObject = Record<string, unknown>;
 
@@ -102,6 +103,7 @@ export class ResponsesStream implements StreamRenderer {
     tail += this.closeItems();
     const { status, incomplete_details } = statusOf(this.finish);
     const response = this.response({ status, incompleteDetails: incomplete_details, usage, final: true });
+    keepResponse(this.completion, response);
     return tail + this.emit(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
   }
 
@@ -112,7 +114,8 @@ export class ResponsesStream implements StreamRenderer {
 
   /** The response as it stands. */
   private response(state: Omit<ResponseState, 'id' | 'createdAt' | 'model' | 'output'>): JsonObject {
-    return responseObject(this.completion, { id: this.id, createdAt: this.createdAt, model: this.model, output: this.output, ...state });
+    const response = responseObject(this.completion, { id: this.id, createdAt: this.createdAt, model: this.model, output: this.output, ...state });
+    return Object.assign(response, storedFields(this.completion));
   }
 
   /** The first two events, before the first content. */

@@ -10,6 +10,7 @@ import type { CompletionWire } from '../completions/completion.js';
 import { errorBody } from '../errors.js';
 import { type ParsedResponsesRequest, parseResponsesRequest } from './parse-responses-request.js';
 import { messageItem, newId, outputText, type ResponsesCompletion, responseObject, statusOf, toolCallId, toolCallItem } from './responses-output.js';
+import { keepResponse, prepareResponsesRequest, storedFields } from './responses-store.js';
 import { ResponsesStream } from './responses-stream.js';
 
 type JsonObject = Record<string, unknown>;
@@ -35,6 +36,7 @@ function outputItems(completion: ResponsesCompletion, response: ChatResponseOutp
 export const responsesWire: CompletionWire<ParsedResponsesRequest> = {
   route: '/v1/responses',
   operation: 'chat',
+  prepare: prepareResponsesRequest,
   parse: parseResponsesRequest,
   renderWhole(completion: ResponsesCompletion, response: ChatResponseOutput): string {
     const { status, incomplete_details } = statusOf(finishReason(response.choices[0]?.finish_reason));
@@ -48,6 +50,8 @@ export const responsesWire: CompletionWire<ParsedResponsesRequest> = {
       usage: response.usage,
       final: true,
     });
+    Object.assign(body, storedFields(completion));
+    keepResponse(completion, body);
     void completion.reply
       .header('content-type', 'application/json')
       .header('openai-processing-ms', String(Math.round(completion.latencyMs)))
