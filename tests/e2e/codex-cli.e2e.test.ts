@@ -8,7 +8,6 @@
  * a user notices: Codex ran the command (the file is there), printed the answer, and the gateway
  * metered the requests for the key.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,9 +18,13 @@ import { eventually, startFakeUpstream, type FakeUpstream, type Responder } from
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 import {
   anthropicMessagesModel,
+  anthropicModelEntry,
   chatCompletionsModel,
+  runCli,
   startRecordingProxy,
   USAGE,
+  usageTotals,
+  type CliRun,
   type RecordingProxy,
   type ScriptedTurn,
   type ScriptOptions,
@@ -34,13 +37,6 @@ let upstream: FakeUpstream;
 let cluster: Cluster;
 let proxy: RecordingProxy;
 const temporary: string[] = [];
-
-/** What one `codex exec` printed and how it ended. */
-interface CodexRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /**
  * A CODEX_HOME with a config.toml naming the gateway as the only model provider (`--strict-config`
@@ -91,11 +87,11 @@ apps = false
 }
 
 /** Runs `codex exec` with the prompt in a new temporary working directory; resolves when it exits. */
-async function codexExec(model: string, prompt: string): Promise<CodexRun & { workdir: string }> {
+async function codexExec(model: string, prompt: string): Promise<CliRun & { workdir: string }> {
   const workdir = mkdtempSync(join(tmpdir(), 'codex-work-'));
   temporary.push(workdir);
   const home = codexHome(model);
-  const child = spawn(CODEX, ['exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-C', workdir, prompt], {
+  const run = await runCli(CODEX, ['exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-C', workdir, prompt], {
     cwd: workdir,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -104,31 +100,13 @@ async function codexExec(model: string, prompt: string): Promise<CodexRun & { wo
       GATEWAY_API_KEY: cluster.apiKey,
       RUST_LOG: 'warn',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    timeoutMs: 90_000,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (data: Buffer) => {
-    stdout += data.toString();
-  });
-  child.stderr.on('data', (data: Buffer) => {
-    stderr += data.toString();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', resolve);
-    // No binary (node_modules without the optional platform package): a failure with the reason.
-    child.once('error', (error) => {
-      stderr += String(error);
-      resolve(null);
-    });
-  });
-  clearTimeout(timer);
-  return { code, stdout, stderr, workdir };
+  return { ...run, workdir };
 }
 
 /** What the gateway's logs and the fake upstream received, for a failure's message. */
-function report(run: CodexRun): string {
+function report(run: CliRun): string {
   return [
     `codex exited ${run.code}`,
     `--- codex stdout\n${run.stdout}`,
@@ -140,19 +118,6 @@ function report(run: CodexRun): string {
   ].join('\n');
 }
 
-/** The key's usage totals since `since` (Unix seconds), as GET /v1/usage reports them. */
-async function usageTotals(since: number): Promise<UsageTotals> {
-  const response = await fetch(`${cluster.baseUrl}/usage?start=${since}&bucket=hour`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { totals: UsageTotals }).totals;
-}
-
-interface UsageTotals {
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-}
-
 /**
  * Runs Codex on `model` with the scripted model (speaking its provider's wire) behind the gateway,
  * and checks what a user would: Codex exits 0, the command it was asked to run wrote the marker
@@ -161,7 +126,7 @@ interface UsageTotals {
  */
 async function expectCodexRunsTheShellTool(model: string, scriptedModel: (options: ScriptOptions) => Responder): Promise<void> {
   const since = Math.floor(Date.now() / 1000) - 3_600;
-  const before = await usageTotals(since);
+  const before = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
   const fileMarker = `gateway-marker-${randomBytes(6).toString('hex')}`;
   const answerMarker = `gateway-answer-${randomBytes(6).toString('hex')}`;
   const turns: ScriptedTurn[] = [];
@@ -195,7 +160,7 @@ async function expectCodexRunsTheShellTool(model: string, scriptedModel: (option
 
   const after = await eventually(
     async () => {
-      const totals = await usageTotals(since);
+      const totals = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
       return totals.requests >= before.requests + 2 && totals;
     },
     "Codex's requests in the key's usage",
@@ -213,19 +178,13 @@ beforeAll(async () => {
   upstream = await startFakeUpstream((_request, response) => {
     response.writeHead(500).end();
   });
-  const claude = `  - id: fake-claude
-    provider: anthropic
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: claude-sonnet-4-20250514, base_url: "${new URL(upstream.baseUrl).origin}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "3.00", output: "15.00" }
-    context_window: 200000
-    max_output_tokens: 64000
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: premium`;
   cluster = await startCluster({
     env: {
-      CATALOG_PATH: writeCatalog('codex-cli', [SIM_MINI_ENTRY, fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'fake-model', []), claude]),
+      CATALOG_PATH: writeCatalog('codex-cli', [
+        SIM_MINI_ENTRY,
+        fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'fake-model', []),
+        anthropicModelEntry(upstream.baseUrl, KEY_VARIABLE),
+      ]),
       [KEY_VARIABLE]: 'sk-fake-provider-codex-0123456789',
     },
   });
