@@ -9,36 +9,28 @@
  * command (the file is there), printed the answer, reached nothing but the gateway, and the gateway
  * metered its requests for the key.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
-import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import type { Responder } from '@gateway/testing';
 import {
-  anthropicMessagesModel,
-  anthropicModelEntry,
-  chatCompletionsModel,
+  cliLines,
+  expectMetered,
   runCli,
+  scriptShellTask,
+  startCliBackend,
   startEgressTrap,
-  startRecordingProxy,
-  USAGE,
-  usageTotals,
+  type CliBackend,
   type CliRun,
   type EgressTrap,
-  type RecordingProxy,
-  type ScriptedTurn,
-  type ScriptOptions,
-} from './codex-cli-upstream.js';
+} from './cli-backend.js';
+import { anthropicMessagesModel, chatCompletionsModel, type ScriptedTurn, type ScriptOptions } from './codex-cli-upstream.js';
 
 const CLAUDE = fileURLToPath(new URL('../../node_modules/.bin/claude', import.meta.url));
-const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 
-let upstream: FakeUpstream;
-let cluster: Cluster;
-let proxy: RecordingProxy;
+let backend: CliBackend;
 let egress: EgressTrap;
 const temporary: string[] = [];
 
@@ -49,10 +41,11 @@ type KeyVariable = 'ANTHROPIC_AUTH_TOKEN' | 'ANTHROPIC_API_KEY';
  * Claude Code's whole environment: the gateway (through the recording proxy) as its Anthropic API,
  * the key in `keyVariable`, every model it picks (main, background, and the per-family defaults)
  * set to the catalog model, and a temporary HOME and config directory. Nothing else is reached:
- * telemetry, error reporting, the auto-updater and the other non-essential traffic are off (without
- * these, version 2.1.331 calls api.anthropic.com), and any other host would go through the egress
- * trap given as its proxy, which records it. `IS_SANDBOX=1` lets `--dangerously-skip-permissions` run
- * as root (this container), which Claude Code otherwise refuses. Claude Code logs that it does not
+ * telemetry, error reporting, the auto-updater and the other non-essential traffic are off
+ * (without these, version 2.1.331 calls api.anthropic.com), and any other host would go through
+ * the egress trap given as its proxy, which records it. `IS_SANDBOX=1` lets
+ * `--dangerously-skip-permissions` run as root (this container), which Claude Code otherwise
+ * refuses. Claude Code logs that it does not
  * know the gateway's model ids (`[claude-code:unrecognized_model]` on stderr) and assumes a large
  * context window, which is harmless here.
  */
@@ -63,8 +56,8 @@ function claudeEnvironment(model: string, keyVariable: KeyVariable): Record<stri
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: home,
     CLAUDE_CONFIG_DIR: join(home, '.claude'),
-    ANTHROPIC_BASE_URL: proxy.origin,
-    [keyVariable]: cluster.apiKey,
+    ANTHROPIC_BASE_URL: backend.proxy.origin,
+    [keyVariable]: backend.cluster.apiKey,
     ANTHROPIC_MODEL: model,
     ANTHROPIC_SMALL_FAST_MODEL: model,
     ANTHROPIC_DEFAULT_SONNET_MODEL: model,
@@ -94,18 +87,12 @@ async function claudePrint(model: string, keyVariable: KeyVariable, prompt: stri
   return { ...run, workdir };
 }
 
-/** What the gateway and the fake upstream received, and the services' logs, for a failure's message. */
+/**
+ * What Claude Code printed, the scripted turns, what the gateway and the fake upstream received,
+ * and the logs: a failure's message.
+ */
 function report(run: CliRun, turns: readonly ScriptedTurn[]): string {
-  return [
-    `claude exited ${run.code}`,
-    `--- claude stdout\n${run.stdout}`,
-    `--- claude stderr\n${run.stderr}`,
-    `--- scripted turns\n${JSON.stringify(turns)}`,
-    `--- gateway requests\n${proxy.requests.map((request) => `${request.method} ${request.path} ${request.status ?? '-'}`).join('\n')}`,
-    `--- upstream requests\n${upstream.requests.map((request) => `${request.method} ${request.path} ${JSON.stringify(request.body).slice(0, 2_000)}`).join('\n')}`,
-    `--- edge\n${cluster.logs.edge.join('')}`,
-    `--- executor\n${cluster.logs.executor.join('')}`,
-  ].join('\n');
+  return backend.report([...cliLines('claude', run), `--- scripted turns\n${JSON.stringify(turns)}`]);
 }
 
 /**
@@ -116,16 +103,8 @@ function report(run: CliRun, turns: readonly ScriptedTurn[]): string {
  * metered each of Claude Code's requests with the upstream's usage.
  */
 async function expectClaudeRunsTheBashTool(model: string, keyVariable: KeyVariable, scriptedModel: (options: ScriptOptions) => Responder): Promise<void> {
-  const since = Math.floor(Date.now() / 1000) - 3_600;
-  const before = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
-  const fileMarker = `gateway-marker-${randomBytes(6).toString('hex')}`;
-  const answerMarker = `gateway-answer-${randomBytes(6).toString('hex')}`;
-  const turns: ScriptedTurn[] = [];
-  proxy.requests.length = 0;
+  const { fileMarker, answerMarker, turns, since, before, firstUpstreamRequest } = await scriptShellTask(backend, scriptedModel);
   egress.attempts.length = 0;
-  upstream.respond(
-    scriptedModel({ command: `echo ${fileMarker} > marker.txt && cat marker.txt`, expectedOutput: fileMarker, answer: `Done: ${answerMarker}`, turns }),
-  );
 
   const run = await claudePrint(model, keyVariable, 'Write the marker file with the Bash tool, then tell me you are done.');
 
@@ -145,58 +124,33 @@ async function expectClaudeRunsTheBashTool(model: string, keyVariable: KeyVariab
   ).toEqual(['tool-call', 'answer']);
   expect(conversation[0]!.tool).toBe('Bash');
   expect(conversation[1]!.toolOutput).toContain(fileMarker);
-  // Every generation Claude Code asked for was a POST /v1/messages the gateway answered, with the key where it was told to put it.
-  const generations = proxy.requests.filter((request) => request.method === 'POST' && /^\/v1\/messages(\?|$)/.test(request.path));
+  // Every generation Claude Code asked for was a POST /v1/messages the gateway answered, with the
+  // key where it was told to put it.
+  const generations = backend.proxy.requests.filter((request) => request.method === 'POST' && /^\/v1\/messages(\?|$)/.test(request.path));
   expect(generations.length, report(run, turns)).toBe(turns.length);
   expect(
     generations.map((request) => request.status),
     report(run, turns),
   ).toEqual(generations.map(() => 200));
+  // Claude Code streams, and so does the gateway's call of the upstream.
+  expect(backend.upstream.requests.slice(firstUpstreamRequest).map((request) => request.body.stream)).toEqual(generations.map(() => true));
   for (const request of generations) {
-    if (keyVariable === 'ANTHROPIC_AUTH_TOKEN') expect(request.headers.authorization).toBe(`Bearer ${cluster.apiKey}`);
-    else expect(request.headers['x-api-key']).toBe(cluster.apiKey);
+    if (keyVariable === 'ANTHROPIC_AUTH_TOKEN') expect(request.headers.authorization).toBe(`Bearer ${backend.cluster.apiKey}`);
+    else expect(request.headers['x-api-key']).toBe(backend.cluster.apiKey);
   }
 
-  const after = await eventually(
-    async () => {
-      const totals = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
-      return totals.requests >= before.requests + generations.length && totals;
-    },
-    "Claude Code's requests in the key's usage",
-    10_000,
-    100,
-  );
   expect(generations.length).toBeGreaterThanOrEqual(2);
-  expect({
-    requests: after.requests - before.requests,
-    prompt_tokens: after.prompt_tokens - before.prompt_tokens,
-    completion_tokens: after.completion_tokens - before.completion_tokens,
-  }).toEqual({ requests: generations.length, prompt_tokens: generations.length * USAGE.input, completion_tokens: generations.length * USAGE.output });
+  await expectMetered(backend, { since, before, requests: generations.length });
 }
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream((_request, response) => {
-    response.writeHead(500).end();
-  });
-  cluster = await startCluster({
-    env: {
-      CATALOG_PATH: writeCatalog('claude-code-cli', [
-        SIM_MINI_ENTRY,
-        fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'fake-model', []),
-        anthropicModelEntry(upstream.baseUrl, KEY_VARIABLE),
-      ]),
-      [KEY_VARIABLE]: 'sk-fake-provider-claude-0123456789',
-    },
-  });
-  proxy = await startRecordingProxy(cluster.baseUrl);
+  backend = await startCliBackend('claude-code-cli');
   egress = await startEgressTrap();
 });
 
 afterAll(async () => {
   await egress?.close();
-  await proxy?.close();
-  await cluster?.stop();
-  await upstream?.close();
+  await backend?.close();
   for (const path of temporary) rmSync(path, { recursive: true, force: true });
 });
 

@@ -1,16 +1,14 @@
 /**
- * A scripted model behind the gateway for the Codex CLI and Claude Code tests, speaking OpenAI's chat completions
- * (what the executor sends an openai-compatible upstream): asked with Codex's tools, it calls
- * Codex's shell tool with a command; asked again with that call's output as a tool message, it
- * answers with text. The shell tool's name and argument shape are taken from the tools of the
- * request (Codex has offered `shell` with an argv array, `shell_command` with a string and
- * `exec_command` with `cmd` across versions; Claude Code offers `Bash` with a `command` string), so
- * the script follows the installed CLI. The same script speaks Anthropic's Messages API (streamed
- * events or whole) for a Claude model. Also a recording proxy for what a CLI asks of the gateway.
+ * A scripted model behind the gateway for the Codex CLI and Claude Code tests, speaking OpenAI's
+ * chat completions (what the executor sends an openai-compatible upstream): asked with the CLI's
+ * tools, it calls the CLI's shell tool with a command; asked again with that call's output as a
+ * tool message, it answers with text. The shell tool's name and argument shape are taken from the
+ * tools of the request (Codex has offered `shell` with an argv array, `shell_command` with a string
+ * and `exec_command` with `cmd` across versions; Claude Code offers `Bash` with a `command`
+ * string), so the script follows the installed CLI. The same script speaks Anthropic's Messages
+ * API (streamed events or whole) for a Claude model.
  */
-import { spawn } from 'node:child_process';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import type { ReceivedRequest, Responder } from '@gateway/testing';
 
 /** Codex's shell tools, most recent first, then Claude Code's. */
@@ -204,166 +202,4 @@ export function chatCompletionsModel(options: ScriptOptions): Responder {
 /** The scripted model speaking Anthropic's Messages API. */
 export function anthropicMessagesModel(options: ScriptOptions): Responder {
   return scriptedModel(ANTHROPIC_MESSAGES, options);
-}
-
-/** A request the recording proxy passed on to the gateway, and the gateway's status. */
-export interface ProxiedRequest {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  status?: number;
-}
-
-/** A started recording proxy. */
-export interface RecordingProxy {
-  /** `http://127.0.0.1:<port>/v1`, the base URL to give Codex. */
-  readonly baseUrl: string;
-  /** `http://127.0.0.1:<port>`, the base URL to give Claude Code (Anthropic's SDK adds `/v1`). */
-  readonly origin: string;
-  readonly requests: ProxiedRequest[];
-  close(): Promise<void>;
-}
-
-/**
- * A pass-through HTTP proxy in front of the gateway that records each request's method, path and
- * status (and its headers), bodies streamed both ways untouched: what the CLI asked of the gateway, for the test's
- * assertions and a failure's report (the edge does not log requests).
- */
-export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
-  const targetUrl = new URL(target);
-  const requests: ProxiedRequest[] = [];
-  const server = createServer((incoming, outgoing) => {
-    const record: ProxiedRequest = { method: incoming.method ?? '', path: incoming.url ?? '', headers: incoming.headers };
-    requests.push(record);
-    const forward = httpRequest(
-      { host: targetUrl.hostname, port: targetUrl.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: targetUrl.host } },
-      (answer) => {
-        record.status = answer.statusCode;
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
-      },
-    );
-    forward.on('error', () => outgoing.destroy());
-    incoming.pipe(forward);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    origin: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-/**
- * A Claude model (`provider: anthropic`) served at the fake upstream's origin with the key in
- * keyVariable, as a catalog YAML entry.
- */
-export function anthropicModelEntry(upstreamBaseUrl: string, keyVariable: string, id = 'fake-claude'): string {
-  return `  - id: ${id}
-    provider: anthropic
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: claude-sonnet-4-20250514, base_url: "${new URL(upstreamBaseUrl).origin}", api_key_env: ${keyVariable} }
-    pricing: { input: "3.00", output: "15.00" }
-    context_window: 200000
-    max_output_tokens: 64000
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: premium`;
-}
-
-/** What one run of a CLI printed and how it ended. */
-export interface CliRun {
-  /** The exit code; null when it was killed or could not start. */
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** How to run a CLI: its working directory, its whole environment, and how long it may take. */
-export interface CliOptions {
-  cwd: string;
-  env: Record<string, string>;
-  timeoutMs: number;
-}
-
-/** Runs a CLI with nothing on stdin and only the given environment; resolves when it exits. */
-export async function runCli(command: string, args: readonly string[], options: CliOptions): Promise<CliRun> {
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (data: Buffer) => {
-    stdout += data.toString();
-  });
-  child.stderr.on('data', (data: Buffer) => {
-    stderr += data.toString();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', resolve);
-    // No binary (node_modules without the optional platform package): a failure with the reason.
-    child.once('error', (error) => {
-      stderr += String(error);
-      resolve(null);
-    });
-  });
-  clearTimeout(timer);
-  return { code, stdout, stderr };
-}
-
-/** A key's usage totals, as GET /v1/usage reports them. */
-export interface UsageTotals {
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-}
-
-/** The key's usage totals since `since` (Unix seconds), from the gateway at `baseUrl` (…/v1). */
-export async function usageTotals(baseUrl: string, apiKey: string, since: number): Promise<UsageTotals> {
-  const response = await fetch(`${baseUrl}/usage?start=${since}&bucket=hour`, { headers: { authorization: `Bearer ${apiKey}` } });
-  if (response.status !== 200) throw new Error(`GET /v1/usage answered ${response.status}: ${await response.text()}`);
-  return ((await response.json()) as { totals: UsageTotals }).totals;
-}
-
-/** A started egress trap. */
-export interface EgressTrap {
-  /** `http://127.0.0.1:<port>`, for HTTPS_PROXY and HTTP_PROXY. */
-  readonly url: string;
-  /** Each host (`host:port` of a CONNECT, or a plain request's URL) a client tried to reach. */
-  readonly attempts: string[];
-  close(): Promise<void>;
-}
-
-/**
- * An HTTP proxy that refuses everything and records what was asked of it: given to a CLI as its
- * HTTPS_PROXY and HTTP_PROXY (with NO_PROXY for the gateway), it shows whether the CLI tried to
- * reach anything beyond the gateway.
- */
-export async function startEgressTrap(): Promise<EgressTrap> {
-  const attempts: string[] = [];
-  const server = createServer((incoming, outgoing) => {
-    attempts.push(incoming.url ?? '');
-    outgoing.writeHead(502).end();
-  });
-  server.on('connect', (incoming, socket) => {
-    attempts.push(incoming.url ?? '');
-    socket.on('error', () => socket.destroy());
-    socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    attempts,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
