@@ -1,19 +1,18 @@
 /**
- * A scripted model behind the gateway for the Codex CLI test, speaking OpenAI's chat completions
- * (what the executor sends an openai-compatible upstream): asked with Codex's tools, it calls
- * Codex's shell tool with a command; asked again with that call's output as a tool message, it
- * answers with text. The shell tool's name and argument shape are taken from the tools of the
- * request (Codex has offered `shell` with an argv array, `shell_command` with a string and
- * `exec_command` with `cmd` across versions), so the script follows the installed Codex. The same
- * script speaks Anthropic's Messages API (streamed events or whole) for a Claude model. Also a
- * recording proxy for what Codex asks of the gateway.
+ * A scripted model behind the gateway for the Codex CLI and Claude Code tests, speaking OpenAI's
+ * chat completions (what the executor sends an openai-compatible upstream): asked with the CLI's
+ * tools, it calls the CLI's shell tool with a command; asked again with that call's output as a
+ * tool message, it answers with text. The shell tool's name and argument shape are taken from the
+ * tools of the request (Codex has offered `shell` with an argv array, `shell_command` with a string
+ * and `exec_command` with `cmd` across versions; Claude Code offers `Bash` with a `command`
+ * string), so the script follows the installed CLI. The same script speaks Anthropic's Messages
+ * API (streamed events or whole) for a Claude model.
  */
-import { createServer, request as httpRequest, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import type { ReceivedRequest, Responder } from '@gateway/testing';
 
-/** Codex's shell tools, most recent first. */
-const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell'];
+/** Codex's shell tools, most recent first, then Claude Code's. */
+const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell', 'Bash'];
 const CALL_ID = 'call_codex_shell_1';
 /** The usage each answer reports, for the metering assertions. */
 export const USAGE = { input: 120, output: 15 };
@@ -68,7 +67,7 @@ function contentText(content: unknown): string {
   return '';
 }
 
-/** Codex's shell tool among the offered tools, and the arguments that run `command` with it. */
+/** The CLI's shell tool among the offered tools, and the arguments that run `command` with it. */
 export function shellCall(tools: readonly OfferedTool[], command: string): { name: string; arguments: Record<string, unknown> } | undefined {
   for (const name of SHELL_TOOLS) {
     const tool = tools.find((candidate) => candidate.name === name);
@@ -203,54 +202,4 @@ export function chatCompletionsModel(options: ScriptOptions): Responder {
 /** The scripted model speaking Anthropic's Messages API. */
 export function anthropicMessagesModel(options: ScriptOptions): Responder {
   return scriptedModel(ANTHROPIC_MESSAGES, options);
-}
-
-/** A request the recording proxy passed on to the gateway, and the gateway's status. */
-export interface ProxiedRequest {
-  method: string;
-  path: string;
-  status?: number;
-}
-
-/** A started recording proxy. */
-export interface RecordingProxy {
-  /** `http://127.0.0.1:<port>/v1`, the base URL to give Codex. */
-  readonly baseUrl: string;
-  readonly requests: ProxiedRequest[];
-  close(): Promise<void>;
-}
-
-/**
- * A pass-through HTTP proxy in front of the gateway that records each request's method, path and
- * status, bodies streamed both ways untouched: what Codex asked of the gateway, for the test's
- * assertions and a failure's report (the edge does not log requests).
- */
-export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
-  const targetUrl = new URL(target);
-  const requests: ProxiedRequest[] = [];
-  const server = createServer((incoming, outgoing) => {
-    const record: ProxiedRequest = { method: incoming.method ?? '', path: incoming.url ?? '' };
-    requests.push(record);
-    const forward = httpRequest(
-      { host: targetUrl.hostname, port: targetUrl.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: targetUrl.host } },
-      (answer) => {
-        record.status = answer.statusCode;
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
-      },
-    );
-    forward.on('error', () => outgoing.destroy());
-    incoming.pipe(forward);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

@@ -8,39 +8,19 @@
  * a user notices: Codex ran the command (the file is there), printed the answer, and the gateway
  * metered the requests for the key.
  */
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
-import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
-import {
-  anthropicMessagesModel,
-  chatCompletionsModel,
-  startRecordingProxy,
-  USAGE,
-  type RecordingProxy,
-  type ScriptedTurn,
-  type ScriptOptions,
-} from './codex-cli-upstream.js';
+import type { Responder } from '@gateway/testing';
+import { cliLines, expectMetered, runCli, scriptShellTask, startCliBackend, type CliBackend, type CliRun } from './cli-backend.js';
+import { anthropicMessagesModel, chatCompletionsModel, type ScriptOptions } from './codex-cli-upstream.js';
 
 const CODEX = fileURLToPath(new URL('../../node_modules/.bin/codex', import.meta.url));
-const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 
-let upstream: FakeUpstream;
-let cluster: Cluster;
-let proxy: RecordingProxy;
+let backend: CliBackend;
 const temporary: string[] = [];
-
-/** What one `codex exec` printed and how it ended. */
-interface CodexRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /**
  * A CODEX_HOME with a config.toml naming the gateway as the only model provider (`--strict-config`
@@ -66,7 +46,7 @@ check_for_update_on_startup = false
 
 [model_providers.gateway]
 name = "LLM gateway"
-base_url = "${proxy.baseUrl}"
+base_url = "${backend.proxy.baseUrl}"
 env_key = "GATEWAY_API_KEY"
 wire_api = "responses"
 request_max_retries = 0
@@ -91,66 +71,27 @@ apps = false
 }
 
 /** Runs `codex exec` with the prompt in a new temporary working directory; resolves when it exits. */
-async function codexExec(model: string, prompt: string): Promise<CodexRun & { workdir: string }> {
+async function codexExec(model: string, prompt: string): Promise<CliRun & { workdir: string }> {
   const workdir = mkdtempSync(join(tmpdir(), 'codex-work-'));
   temporary.push(workdir);
   const home = codexHome(model);
-  const child = spawn(CODEX, ['exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-C', workdir, prompt], {
+  const run = await runCli(CODEX, ['exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-C', workdir, prompt], {
     cwd: workdir,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: home,
       CODEX_HOME: home,
-      GATEWAY_API_KEY: cluster.apiKey,
+      GATEWAY_API_KEY: backend.cluster.apiKey,
       RUST_LOG: 'warn',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    timeoutMs: 90_000,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (data: Buffer) => {
-    stdout += data.toString();
-  });
-  child.stderr.on('data', (data: Buffer) => {
-    stderr += data.toString();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', resolve);
-    // No binary (node_modules without the optional platform package): a failure with the reason.
-    child.once('error', (error) => {
-      stderr += String(error);
-      resolve(null);
-    });
-  });
-  clearTimeout(timer);
-  return { code, stdout, stderr, workdir };
+  return { ...run, workdir };
 }
 
-/** What the gateway's logs and the fake upstream received, for a failure's message. */
-function report(run: CodexRun): string {
-  return [
-    `codex exited ${run.code}`,
-    `--- codex stdout\n${run.stdout}`,
-    `--- codex stderr\n${run.stderr}`,
-    `--- gateway requests\n${proxy.requests.map((request) => `${request.method} ${request.path} ${request.status ?? '-'}`).join('\n')}`,
-    `--- upstream requests\n${upstream.requests.map((request) => `${request.method} ${request.path} ${JSON.stringify(request.body).slice(0, 2_000)}`).join('\n')}`,
-    `--- edge\n${cluster.logs.edge.join('')}`,
-    `--- executor\n${cluster.logs.executor.join('')}`,
-  ].join('\n');
-}
-
-/** The key's usage totals since `since` (Unix seconds), as GET /v1/usage reports them. */
-async function usageTotals(since: number): Promise<UsageTotals> {
-  const response = await fetch(`${cluster.baseUrl}/usage?start=${since}&bucket=hour`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { totals: UsageTotals }).totals;
-}
-
-interface UsageTotals {
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
+/** What Codex printed, what the gateway and the fake upstream received, and the logs: a failure's message. */
+function report(run: CliRun): string {
+  return backend.report(cliLines('codex', run));
 }
 
 /**
@@ -160,16 +101,7 @@ interface UsageTotals {
  * output back, and the gateway metered each of Codex's requests with the upstream's usage.
  */
 async function expectCodexRunsTheShellTool(model: string, scriptedModel: (options: ScriptOptions) => Responder): Promise<void> {
-  const since = Math.floor(Date.now() / 1000) - 3_600;
-  const before = await usageTotals(since);
-  const fileMarker = `gateway-marker-${randomBytes(6).toString('hex')}`;
-  const answerMarker = `gateway-answer-${randomBytes(6).toString('hex')}`;
-  const turns: ScriptedTurn[] = [];
-  proxy.requests.length = 0;
-  const firstUpstreamRequest = upstream.requests.length;
-  upstream.respond(
-    scriptedModel({ command: `echo ${fileMarker} > marker.txt && cat marker.txt`, expectedOutput: fileMarker, answer: `Done: ${answerMarker}`, turns }),
-  );
+  const { fileMarker, answerMarker, turns, since, before, firstUpstreamRequest } = await scriptShellTask(backend, scriptedModel);
 
   const run = await codexExec(model, 'Write the marker file, then tell me you are done.');
 
@@ -185,57 +117,23 @@ async function expectCodexRunsTheShellTool(model: string, scriptedModel: (option
   ).toEqual(['tool-call', 'answer']);
   expect(turns[1]!.toolOutput).toContain(fileMarker);
   // Each turn was one streamed POST /v1/responses that the gateway answered.
-  const responses = proxy.requests.filter((request) => request.method === 'POST' && request.path.startsWith('/v1/responses'));
+  const responses = backend.proxy.requests.filter((request) => request.method === 'POST' && request.path.startsWith('/v1/responses'));
   expect(
     responses.map((request) => request.status),
     report(run),
   ).toEqual([200, 200]);
   // Codex streams, and so does the gateway's call of the upstream.
-  expect(upstream.requests.slice(firstUpstreamRequest).map((request) => request.body.stream)).toEqual([true, true]);
+  expect(backend.upstream.requests.slice(firstUpstreamRequest).map((request) => request.body.stream)).toEqual([true, true]);
 
-  const after = await eventually(
-    async () => {
-      const totals = await usageTotals(since);
-      return totals.requests >= before.requests + 2 && totals;
-    },
-    "Codex's requests in the key's usage",
-    10_000,
-    100,
-  );
-  expect({
-    requests: after.requests - before.requests,
-    prompt_tokens: after.prompt_tokens - before.prompt_tokens,
-    completion_tokens: after.completion_tokens - before.completion_tokens,
-  }).toEqual({ requests: 2, prompt_tokens: 2 * USAGE.input, completion_tokens: 2 * USAGE.output });
+  await expectMetered(backend, { since, before, requests: 2 });
 }
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream((_request, response) => {
-    response.writeHead(500).end();
-  });
-  const claude = `  - id: fake-claude
-    provider: anthropic
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: claude-sonnet-4-20250514, base_url: "${new URL(upstream.baseUrl).origin}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "3.00", output: "15.00" }
-    context_window: 200000
-    max_output_tokens: 64000
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: premium`;
-  cluster = await startCluster({
-    env: {
-      CATALOG_PATH: writeCatalog('codex-cli', [SIM_MINI_ENTRY, fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'fake-model', []), claude]),
-      [KEY_VARIABLE]: 'sk-fake-provider-codex-0123456789',
-    },
-  });
-  proxy = await startRecordingProxy(cluster.baseUrl);
+  backend = await startCliBackend('codex-cli');
 });
 
 afterAll(async () => {
-  await proxy?.close();
-  await cluster?.stop();
-  await upstream?.close();
+  await backend?.close();
   for (const path of temporary) rmSync(path, { recursive: true, force: true });
 });
 

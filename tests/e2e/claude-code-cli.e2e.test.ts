@@ -1,0 +1,165 @@
+/**
+ * The real Claude Code CLI (`@anthropic-ai/claude-code`, a root devDependency) through the running
+ * cluster, set up the way a team would: only the gateway's base URL, a gateway key and catalog
+ * model ids in its environment, run non-interactively with `claude -p`. Behind the gateway a
+ * scripted fake upstream plays the model: asked with Claude Code's tools, it calls its `Bash` tool
+ * (name and argument shape read from the tools it received, through the gateway's translation);
+ * asked again with the command's output, it answers with a marker; anything else Claude Code asks
+ * on the side (a title, a topic) gets a short text. What a user notices: Claude Code ran the
+ * command (the file is there), printed the answer, reached nothing but the gateway, and the gateway
+ * metered its requests for the key.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Responder } from '@gateway/testing';
+import {
+  cliLines,
+  expectMetered,
+  runCli,
+  scriptShellTask,
+  startCliBackend,
+  startEgressTrap,
+  type CliBackend,
+  type CliRun,
+  type EgressTrap,
+} from './cli-backend.js';
+import { anthropicMessagesModel, chatCompletionsModel, type ScriptedTurn, type ScriptOptions } from './codex-cli-upstream.js';
+
+const CLAUDE = fileURLToPath(new URL('../../node_modules/.bin/claude', import.meta.url));
+
+let backend: CliBackend;
+let egress: EgressTrap;
+const temporary: string[] = [];
+
+/** How Claude Code is given the gateway key: `Authorization: Bearer` or `x-api-key`. */
+type KeyVariable = 'ANTHROPIC_AUTH_TOKEN' | 'ANTHROPIC_API_KEY';
+
+/**
+ * Claude Code's whole environment: the gateway (through the recording proxy) as its Anthropic API,
+ * the key in `keyVariable`, every model it picks (main, background, and the per-family defaults)
+ * set to the catalog model, and a temporary HOME and config directory. Nothing else is reached:
+ * telemetry, error reporting, the auto-updater and the other non-essential traffic are off
+ * (without these, version 2.1.331 calls api.anthropic.com), and any other host would go through
+ * the egress trap given as its proxy, which records it. `IS_SANDBOX=1` lets
+ * `--dangerously-skip-permissions` run as root (this container), which Claude Code otherwise
+ * refuses. Claude Code logs that it does not
+ * know the gateway's model ids (`[claude-code:unrecognized_model]` on stderr) and assumes a large
+ * context window, which is harmless here.
+ */
+function claudeEnvironment(model: string, keyVariable: KeyVariable): Record<string, string> {
+  const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
+  temporary.push(home);
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    CLAUDE_CONFIG_DIR: join(home, '.claude'),
+    ANTHROPIC_BASE_URL: backend.proxy.origin,
+    [keyVariable]: backend.cluster.apiKey,
+    ANTHROPIC_MODEL: model,
+    ANTHROPIC_SMALL_FAST_MODEL: model,
+    ANTHROPIC_DEFAULT_SONNET_MODEL: model,
+    ANTHROPIC_DEFAULT_OPUS_MODEL: model,
+    ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+    CLAUDE_CODE_SUBAGENT_MODEL: model,
+    DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    IS_SANDBOX: '1',
+    HTTPS_PROXY: egress.url,
+    HTTP_PROXY: egress.url,
+    NO_PROXY: '127.0.0.1',
+  };
+}
+
+/** Runs `claude -p` with the prompt in a new temporary working directory; resolves when it exits. */
+async function claudePrint(model: string, keyVariable: KeyVariable, prompt: string): Promise<CliRun & { workdir: string }> {
+  const workdir = mkdtempSync(join(tmpdir(), 'claude-work-'));
+  temporary.push(workdir);
+  const run = await runCli(CLAUDE, ['-p', prompt, '--dangerously-skip-permissions', '--output-format', 'text'], {
+    cwd: workdir,
+    env: claudeEnvironment(model, keyVariable),
+    timeoutMs: 100_000,
+  });
+  return { ...run, workdir };
+}
+
+/**
+ * What Claude Code printed, the scripted turns, what the gateway and the fake upstream received,
+ * and the logs: a failure's message.
+ */
+function report(run: CliRun, turns: readonly ScriptedTurn[]): string {
+  return backend.report([...cliLines('claude', run), `--- scripted turns\n${JSON.stringify(turns)}`]);
+}
+
+/**
+ * Runs Claude Code on `model` with the scripted model (speaking its provider's wire) behind the
+ * gateway, and checks what a user would: Claude Code exits 0, the command it was asked to run
+ * wrote the marker file in its working directory, the final answer is on its stdout, the model got
+ * the command's output back, the key went in the header `keyVariable` names, and the gateway
+ * metered each of Claude Code's requests with the upstream's usage.
+ */
+async function expectClaudeRunsTheBashTool(model: string, keyVariable: KeyVariable, scriptedModel: (options: ScriptOptions) => Responder): Promise<void> {
+  const { fileMarker, answerMarker, turns, since, before, firstUpstreamRequest } = await scriptShellTask(backend, scriptedModel);
+  egress.attempts.length = 0;
+
+  const run = await claudePrint(model, keyVariable, 'Write the marker file with the Bash tool, then tell me you are done.');
+
+  expect(run.code, report(run, turns)).toBe(0);
+  const markerFile = join(run.workdir, 'marker.txt');
+  expect(existsSync(markerFile), report(run, turns)).toBe(true);
+  expect(readFileSync(markerFile, 'utf8').trim()).toBe(fileMarker);
+  expect(run.stdout, report(run, turns)).toContain(answerMarker);
+  // It reached nothing but the gateway.
+  expect(egress.attempts, report(run, turns)).toEqual([]);
+  // The main conversation: the Bash call, then the answer to a request carrying the command's
+  // output. Side requests (no shell tool offered) are answered with a short text, in any number.
+  const conversation = turns.filter((turn) => turn.kind !== 'other');
+  expect(
+    conversation.map((turn) => turn.kind),
+    report(run, turns),
+  ).toEqual(['tool-call', 'answer']);
+  expect(conversation[0]!.tool).toBe('Bash');
+  expect(conversation[1]!.toolOutput).toContain(fileMarker);
+  // Every generation Claude Code asked for was a POST /v1/messages the gateway answered, with the
+  // key where it was told to put it.
+  const generations = backend.proxy.requests.filter((request) => request.method === 'POST' && /^\/v1\/messages(\?|$)/.test(request.path));
+  expect(generations.length, report(run, turns)).toBe(turns.length);
+  expect(
+    generations.map((request) => request.status),
+    report(run, turns),
+  ).toEqual(generations.map(() => 200));
+  // Claude Code streams, and so does the gateway's call of the upstream.
+  expect(backend.upstream.requests.slice(firstUpstreamRequest).map((request) => request.body.stream)).toEqual(generations.map(() => true));
+  for (const request of generations) {
+    if (keyVariable === 'ANTHROPIC_AUTH_TOKEN') expect(request.headers.authorization).toBe(`Bearer ${backend.cluster.apiKey}`);
+    else expect(request.headers['x-api-key']).toBe(backend.cluster.apiKey);
+  }
+
+  expect(generations.length).toBeGreaterThanOrEqual(2);
+  await expectMetered(backend, { since, before, requests: generations.length });
+}
+
+beforeAll(async () => {
+  backend = await startCliBackend('claude-code-cli');
+  egress = await startEgressTrap();
+});
+
+afterAll(async () => {
+  await egress?.close();
+  await backend?.close();
+  for (const path of temporary) rmSync(path, { recursive: true, force: true });
+});
+
+describe('Claude Code through the gateway', () => {
+  it('runs the Bash command an openai-compatible model asks for and prints its answer, metered for the key (ANTHROPIC_AUTH_TOKEN)', async () => {
+    await expectClaudeRunsTheBashTool('fake-model', 'ANTHROPIC_AUTH_TOKEN', chatCompletionsModel);
+  }, 120_000);
+
+  it('does the same with a Claude model behind the gateway (Anthropic Messages upstream), the key in ANTHROPIC_API_KEY', async () => {
+    await expectClaudeRunsTheBashTool('fake-claude', 'ANTHROPIC_API_KEY', anthropicMessagesModel);
+  }, 120_000);
+});

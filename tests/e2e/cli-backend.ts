@@ -1,0 +1,293 @@
+/**
+ * What an end-to-end test of a real coding CLI (Codex, Claude Code) runs against: a fake upstream
+ * behind two catalog models (`fake-model`, openai-compatible, and `fake-claude`, Anthropic), the
+ * cluster, and a recording proxy between the CLI and the gateway; a runner for the CLI with only
+ * the environment it is given; a trap for anything it tries to reach beyond the gateway; and the
+ * key's usage, to check that the CLI's requests were metered.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
+import { eventually, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { USAGE, type ScriptedTurn, type ScriptOptions } from './codex-cli-upstream.js';
+
+const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
+
+/** Listens on a free port of 127.0.0.1; resolves with the port. */
+async function listenLocally(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return (server.address() as AddressInfo).port;
+}
+
+/** Closes a server and the connections it still holds. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+}
+
+/** A request the recording proxy passed on to the gateway, and the gateway's status. */
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  status?: number;
+}
+
+/** A started recording proxy. */
+export interface RecordingProxy {
+  /** `http://127.0.0.1:<port>/v1`, the base URL to give Codex. */
+  readonly baseUrl: string;
+  /** `http://127.0.0.1:<port>`, the base URL to give Claude Code (Anthropic's SDK adds `/v1`). */
+  readonly origin: string;
+  readonly requests: ProxiedRequest[];
+  close(): Promise<void>;
+}
+
+/**
+ * A pass-through HTTP proxy in front of the gateway that records each request's method, path,
+ * headers and status, bodies streamed both ways untouched: what the CLI asked of the gateway, for
+ * the test's assertions and a failure's report (the edge does not log requests).
+ */
+export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
+  const targetUrl = new URL(target);
+  const requests: ProxiedRequest[] = [];
+  const server = createServer((incoming, outgoing) => {
+    const record: ProxiedRequest = { method: incoming.method ?? '', path: incoming.url ?? '', headers: incoming.headers };
+    requests.push(record);
+    const forward = httpRequest(
+      { host: targetUrl.hostname, port: targetUrl.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: targetUrl.host } },
+      (answer) => {
+        record.status = answer.statusCode;
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forward.on('error', () => outgoing.destroy());
+    incoming.pipe(forward);
+  });
+  const port = await listenLocally(server);
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    origin: `http://127.0.0.1:${port}`,
+    requests,
+    close: () => closeServer(server),
+  };
+}
+
+/**
+ * A Claude model (`provider: anthropic`) served at the fake upstream's origin with the key in
+ * keyVariable, as a catalog YAML entry.
+ */
+export function anthropicModelEntry(upstreamBaseUrl: string, keyVariable: string, id = 'fake-claude'): string {
+  return `  - id: ${id}
+    provider: anthropic
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: claude-sonnet-4-20250514, base_url: "${new URL(upstreamBaseUrl).origin}", api_key_env: ${keyVariable} }
+    pricing: { input: "3.00", output: "15.00" }
+    context_window: 200000
+    max_output_tokens: 64000
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: premium`;
+}
+
+/** What one run of a CLI printed and how it ended. */
+export interface CliRun {
+  /** The exit code; null when it was killed or could not start. */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** How to run a CLI: its working directory, its whole environment, and how long it may take. */
+export interface CliOptions {
+  cwd: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+}
+
+/** Runs a CLI with nothing on stdin and only the given environment; resolves when it exits. */
+export async function runCli(command: string, args: readonly string[], options: CliOptions): Promise<CliRun> {
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (data: Buffer) => {
+    stdout += data.toString();
+  });
+  child.stderr.on('data', (data: Buffer) => {
+    stderr += data.toString();
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+  const code = await new Promise<number | null>((resolve) => {
+    child.once('close', resolve);
+    // No binary (node_modules without the optional platform package): a failure with the reason.
+    child.once('error', (error) => {
+      stderr += String(error);
+      resolve(null);
+    });
+  });
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+/** A key's usage totals, as GET /v1/usage reports them. */
+export interface UsageTotals {
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+/** The key's usage totals since `since` (Unix seconds), from the gateway at `baseUrl` (…/v1). */
+export async function usageTotals(baseUrl: string, apiKey: string, since: number): Promise<UsageTotals> {
+  const response = await fetch(`${baseUrl}/usage?start=${since}&bucket=hour`, { headers: { authorization: `Bearer ${apiKey}` } });
+  if (response.status !== 200) throw new Error(`GET /v1/usage answered ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { totals: UsageTotals }).totals;
+}
+
+/** A started egress trap. */
+export interface EgressTrap {
+  /** `http://127.0.0.1:<port>`, for HTTPS_PROXY and HTTP_PROXY. */
+  readonly url: string;
+  /** Each host (`host:port` of a CONNECT, or a plain request's URL) a client tried to reach. */
+  readonly attempts: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP proxy that refuses everything and records what was asked of it: given to a CLI as its
+ * HTTPS_PROXY and HTTP_PROXY (with NO_PROXY for the gateway), it shows whether the CLI tried to
+ * reach anything beyond the gateway.
+ */
+export async function startEgressTrap(): Promise<EgressTrap> {
+  const attempts: string[] = [];
+  const server = createServer((incoming, outgoing) => {
+    attempts.push(incoming.url ?? '');
+    outgoing.writeHead(502).end();
+  });
+  server.on('connect', (incoming, socket) => {
+    attempts.push(incoming.url ?? '');
+    socket.on('error', () => socket.destroy());
+    socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+  });
+  const port = await listenLocally(server);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    attempts,
+    close: () => closeServer(server),
+  };
+}
+
+/** The cluster a CLI runs against, with the fake upstream behind it and the proxy in front. */
+export interface CliBackend {
+  readonly upstream: FakeUpstream;
+  readonly cluster: Cluster;
+  readonly proxy: RecordingProxy;
+  /** `lines`, then what the gateway and the fake upstream received and the services' logs: a failure's message. */
+  report(lines: readonly string[]): string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the fake upstream (answering 500 until a test scripts it), a cluster whose catalog has
+ * `fake-model` (openai-compatible) and `fake-claude` (Anthropic) served by it, and the recording
+ * proxy. `name` names the catalog file.
+ */
+export async function startCliBackend(name: string): Promise<CliBackend> {
+  const upstream = await startFakeUpstream((_request, response) => {
+    response.writeHead(500).end();
+  });
+  const cluster = await startCluster({
+    env: {
+      CATALOG_PATH: writeCatalog(name, [
+        SIM_MINI_ENTRY,
+        fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'fake-model', []),
+        anthropicModelEntry(upstream.baseUrl, KEY_VARIABLE),
+      ]),
+      [KEY_VARIABLE]: `sk-fake-provider-${name}-0123456789`,
+    },
+  });
+  const proxy = await startRecordingProxy(cluster.baseUrl);
+  return {
+    upstream,
+    cluster,
+    proxy,
+    report: (lines) =>
+      [
+        ...lines,
+        `--- gateway requests\n${proxy.requests.map((request) => `${request.method} ${request.path} ${request.status ?? '-'}`).join('\n')}`,
+        `--- upstream requests\n${upstream.requests.map((request) => `${request.method} ${request.path} ${JSON.stringify(request.body).slice(0, 2_000)}`).join('\n')}`,
+        `--- edge\n${cluster.logs.edge.join('')}`,
+        `--- executor\n${cluster.logs.executor.join('')}`,
+      ].join('\n'),
+    close: async () => {
+      await proxy.close();
+      await cluster.stop();
+      await upstream.close();
+    },
+  };
+}
+
+/** The lines of a failure's message that show what a CLI printed and how it ended. */
+export function cliLines(name: string, run: CliRun): string[] {
+  return [`${name} exited ${run.code}`, `--- ${name} stdout\n${run.stdout}`, `--- ${name} stderr\n${run.stderr}`];
+}
+
+/**
+ * Waits until the key's usage since `since` counts `requests` more than `before`, then checks
+ * that exactly those were added, each with the scripted model's usage (USAGE).
+ */
+export async function expectMetered(backend: CliBackend, expected: { since: number; before: UsageTotals; requests: number }): Promise<void> {
+  const { cluster } = backend;
+  const after = await eventually(
+    async () => {
+      const totals = await usageTotals(cluster.baseUrl, cluster.apiKey, expected.since);
+      return totals.requests >= expected.before.requests + expected.requests && totals;
+    },
+    "the CLI's requests in the key's usage",
+    10_000,
+    100,
+  );
+  expect({
+    requests: after.requests - expected.before.requests,
+    prompt_tokens: after.prompt_tokens - expected.before.prompt_tokens,
+    completion_tokens: after.completion_tokens - expected.before.completion_tokens,
+  }).toEqual({ requests: expected.requests, prompt_tokens: expected.requests * USAGE.input, completion_tokens: expected.requests * USAGE.output });
+}
+
+/** The shell task a test gives a CLI, scripted in the fake upstream, and where its checks start. */
+export interface ShellTask {
+  /** What the command writes to marker.txt. */
+  fileMarker: string;
+  /** What the final answer contains. */
+  answerMarker: string;
+  /** The scripted model's turns, appended as it answers. */
+  turns: ScriptedTurn[];
+  /** The usage window's start (Unix seconds) and the key's totals before the run. */
+  since: number;
+  before: UsageTotals;
+  /** The index of the run's first request in the fake upstream's record. */
+  firstUpstreamRequest: number;
+}
+
+/**
+ * Scripts the fake upstream with `scriptedModel` for a new shell task (write a marker file, then
+ * answer with another marker once the command's output comes back) and clears the proxy's record.
+ */
+export async function scriptShellTask(backend: CliBackend, scriptedModel: (options: ScriptOptions) => Responder): Promise<ShellTask> {
+  const since = Math.floor(Date.now() / 1000) - 3_600;
+  const before = await usageTotals(backend.cluster.baseUrl, backend.cluster.apiKey, since);
+  const fileMarker = `gateway-marker-${randomBytes(6).toString('hex')}`;
+  const answerMarker = `gateway-answer-${randomBytes(6).toString('hex')}`;
+  const turns: ScriptedTurn[] = [];
+  backend.proxy.requests.length = 0;
+  const firstUpstreamRequest = backend.upstream.requests.length;
+  backend.upstream.respond(
+    scriptedModel({ command: `echo ${fileMarker} > marker.txt && cat marker.txt`, expectedOutput: fileMarker, answer: `Done: ${answerMarker}`, turns }),
+  );
+  return { fileMarker, answerMarker, turns, since, before, firstUpstreamRequest };
+}
