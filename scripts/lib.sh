@@ -7,7 +7,7 @@ GATEWAY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Git-ignored.
 RUN_DIR="$GATEWAY_ROOT/.run"
 
-gateway_log() { printf '[gateway] %s\n' "$*" >&2; }
+gateway_log() { printf '[gateway %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 gateway_fail() { printf '[gateway] error: %s\n' "$*" >&2; }
 
 # Is the process of this pid file alive and running a command line containing $2?
