@@ -9,62 +9,24 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import type {
-  CheckKeyRequest,
-  CheckKeyResponseOutput,
-  ExecuteRequest,
-  ExecuteResponseOutput,
-  ExecuteStreamEventOutput,
-  ModelOutput,
-  UsageEvent,
-} from '@gateway/proto';
+import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, UsageEvent } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import type { CompletionWire } from './completions/completion.js';
 import { CompletionPipeline } from './completions/completion-pipeline.js';
 import type { CatalogView } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 import type { EdgeDependencies } from './dependencies.js';
+import { allowDecision, TEST_KEY_ID, testModel, wholeAnswer } from './testing/edge-fakes.js';
 import { parseChatRequest } from './wire/parse-chat-request.js';
 
 const KEY = `br-${'k'.repeat(40)}`;
-const model = (id: string, overrides: Partial<ModelOutput> = {}): ModelOutput =>
-  ({
-    id,
-    provider: 'openai-compatible',
-    owned_by: 'tests',
-    created: 0,
-    pricing: { input_micro_usd_per_mtok: 1_000_000, cached_input_micro_usd_per_mtok: 500_000, output_micro_usd_per_mtok: 2_000_000 },
-    context_window: 8_000,
-    max_output_tokens: 1_000,
-    capabilities: { tools: false, vision: false, streaming: true, json_mode: false },
-    quality_tier: 'QUALITY_TIER_STANDARD',
-    available: true,
-    fallbacks: [],
-    ...overrides,
-  }) as ModelOutput;
+const model = testModel;
 
-const allow: CheckKeyResponseOutput = {
-  decision: 'DECISION_ALLOW',
-  key_id: 'key_AAAAAAAAAAAAAAAA',
-  plan: 'PLAN_PRO',
-  requests: { limit: 1000, remaining: 999, reset_ms: 60, unlimited: false },
-  tokens: { limit: 0, remaining: 0, reset_ms: 0, unlimited: true },
-  reservation_id: 'key_AAAAAAAAAAAAAAAA:r1',
+const allow = allowDecision(TEST_KEY_ID, {
   budget: { limited: true, remaining_pico_usd: 5_000_000, spent_today_pico_usd: 0, spent_month_pico_usd: 0, monthly_exhausted: false },
-} as CheckKeyResponseOutput;
+} as Partial<CheckKeyResponseOutput>);
 
-const answer: ExecuteResponseOutput = {
-  response: {
-    id: 'chatcmpl-1',
-    created: 1_700_000_000,
-    model: 'up-model',
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello!' }, finish_reason: 'FINISH_REASON_STOP' }],
-    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cached_tokens: 0 },
-  },
-  provider: 'openai-compatible',
-  model_id: 'plain',
-  attempts: [],
-} as unknown as ExecuteResponseOutput;
+const answer = wholeAnswer('up-model', 'Hello!', 5);
 
 /** What the fakes saw, and how they answer. */
 interface Fakes {

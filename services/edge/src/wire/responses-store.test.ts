@@ -8,62 +8,24 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import type {
-  CheckKeyRequest,
-  CheckKeyResponseOutput,
-  ExecuteRequest,
-  ExecuteResponseOutput,
-  ExecuteStreamEventOutput,
-  ModelOutput,
-  PutResponseRequest,
-} from '@gateway/proto';
+import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, ExecuteStreamEventOutput, PutResponseRequest } from '@gateway/proto';
 import { buildEdgeApp } from '../app.js';
 import type { CatalogView } from '../catalog-view.js';
 import { readEdgeConfig } from '../config.js';
 import type { EdgeDependencies } from '../dependencies.js';
+import { allowDecision, TEST_KEY_ID, testModel, wholeAnswer } from '../testing/edge-fakes.js';
 
 const KEY = `br-${'k'.repeat(40)}`;
-const KEY_ID = 'key_AAAAAAAAAAAAAAAA';
+const KEY_ID = TEST_KEY_ID;
 const OTHER_KEY = `br-${'o'.repeat(40)}`;
 
-const plain = {
-  id: 'plain',
-  provider: 'openai-compatible',
-  owned_by: 'tests',
-  created: 0,
-  pricing: { input_micro_usd_per_mtok: 1_000_000, cached_input_micro_usd_per_mtok: 500_000, output_micro_usd_per_mtok: 2_000_000 },
-  context_window: 8_000,
-  max_output_tokens: 1_000,
-  capabilities: { tools: true, vision: false, streaming: true, json_mode: false },
-  quality_tier: 'QUALITY_TIER_STANDARD',
-  available: true,
-  fallbacks: [],
-} as unknown as ModelOutput;
+const plain = testModel('plain', { capabilities: { tools: true, vision: false, streaming: true, json_mode: false } });
 
 function decisionFor(apiKey: string): CheckKeyResponseOutput {
-  const keyId = apiKey === KEY ? KEY_ID : 'key_BBBBBBBBBBBBBBBB';
-  return {
-    decision: 'DECISION_ALLOW',
-    key_id: keyId,
-    plan: 'PLAN_PRO',
-    requests: { limit: 1000, remaining: 999, reset_ms: 60, unlimited: false },
-    tokens: { limit: 0, remaining: 0, reset_ms: 0, unlimited: true },
-    reservation_id: `${keyId}:r1`,
-  } as CheckKeyResponseOutput;
+  return allowDecision(apiKey === KEY ? KEY_ID : 'key_BBBBBBBBBBBBBBBB');
 }
 
-const answer = {
-  response: {
-    id: 'chatcmpl-1',
-    created: 1_700_000_000,
-    model: 'plain',
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Paris.' }, finish_reason: 'FINISH_REASON_STOP' }],
-    usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, cached_tokens: 0 },
-  },
-  provider: 'openai-compatible',
-  model_id: 'plain',
-  attempts: [],
-} as unknown as ExecuteResponseOutput;
+const answer = wholeAnswer('plain', 'Paris.', 2);
 
 /** metering's ResponseStoreService, faked: responses in a map by key id and response id. */
 function fakeResponseStore(puts: PutResponseRequest[], kept: Map<string, { response_json: string; input_items_json: string }>) {
