@@ -2,7 +2,9 @@
  * Budgets through the whole cluster: a key with a tiny daily budget gets exactly the requests its
  * budget covers, across two edges, then 429 `insufficient_quota` (OpenAI's answer when credit runs
  * out) with the time until 00:00 UTC; a monthly budget answers with no Retry-After; raising the
- * budget through the admin API lets the key through at its next request. The model is an
+ * budget through the admin API lets the key through at its next request; one budget and one rate
+ * limit are spent across chat completions, the Responses API and the Messages API alike, each API
+ * refusing in its own envelope. The model is an
  * OpenAI-compatible upstream replaying one fixture, so every request costs the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +80,31 @@ async function meteredRequests(secret: string): Promise<number> {
   return ((await response.json()) as { totals: { requests: number } }).totals.requests;
 }
 
+/** A request to `metered-model` on each API the edge speaks, and how each API refuses it. */
+function agentApis(secret: string): Array<{ send(baseUrl: string): Promise<Response>; expectRefusal(body: unknown, code: string): void }> {
+  const post = (baseUrl: string, path: string, headers: Record<string, string>, body: unknown) =>
+    fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const openAiRefusal = (body: unknown, code: string) => expect((body as { error: { code: string } }).error.code).toBe(code);
+  return [
+    { send: (baseUrl) => complete(baseUrl, secret), expectRefusal: openAiRefusal },
+    {
+      send: (baseUrl) => post(baseUrl, '/responses', { authorization: `Bearer ${secret}` }, { model: 'metered-model', input: 'Hello' }),
+      expectRefusal: openAiRefusal,
+    },
+    {
+      send: (baseUrl) =>
+        post(
+          baseUrl,
+          '/messages',
+          { 'x-api-key': secret, 'anthropic-version': '2023-06-01' },
+          { model: 'metered-model', max_tokens: 64, messages: [{ role: 'user', content: 'Hello' }] },
+        ),
+      // Anthropic's envelope has no code: a spent budget and a rate limit are both its rate_limit_error.
+      expectRefusal: (body) => expect(body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error', message: expect.any(String) } }),
+    },
+  ];
+}
+
 /** USD as the admin API takes it: what `requests` requests cost. */
 function usdFor(requests: number): number {
   return Number(cost * BigInt(requests)) / 1e12;
@@ -147,6 +174,32 @@ describe('budgets', () => {
     const answered = await complete(cluster.baseUrl, unlimited.secret);
     expect(answered.status).toBe(200);
     expect(answered.headers.get('x-gateway-budget-remaining-usd')).toBeNull();
+  });
+
+  it('spends one budget and one rate limit across chat completions, the Responses API and the Messages API, each refusing in its own shape', async () => {
+    const key = (await admin('POST', '/keys', { plan: 'pro', budgets: { daily_usd: usdFor(3) } })) as { secret: string };
+    const calls = agentApis(key.secret);
+    for (const [index, call] of calls.entries()) {
+      expect((await call.send(cluster.baseUrl)).status).toBe(200);
+      await eventually(async () => (await meteredRequests(key.secret)) === index + 1, 'the answer to be metered', 30_000, 100);
+    }
+    // Three answers, one on each API, spent the budget of three: each API now refuses.
+    for (const call of calls) {
+      const refused = await call.send(second.baseUrl);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('x-should-retry')).toBe('false');
+      call.expectRefusal(await refused.json(), 'insufficient_quota');
+    }
+
+    // Two requests a minute, counted once whichever API carries them.
+    const limited = (await admin('POST', '/keys', { plan: 'pro', limits: { requests_per_minute: 2 } })) as { secret: string };
+    const [chat, responses, messages] = agentApis(limited.secret);
+    expect((await chat!.send(cluster.baseUrl)).status).toBe(200);
+    expect((await responses!.send(second.baseUrl)).status).toBe(200);
+    const overLimit = await messages!.send(cluster.baseUrl);
+    expect(overLimit.status).toBe(429);
+    expect(Number(overLimit.headers.get('retry-after'))).toBeGreaterThan(0);
+    messages!.expectRefusal(await overLimit.json(), 'rate_limit_exceeded');
   });
 
   it("refuses a malformed budget with the field named, and takes null back to the plan's", async () => {
