@@ -92,6 +92,16 @@ afterAll(async () => {
   await upstream?.close();
 });
 
+describe('GET /v1/models through Anthropic’s client', () => {
+  it('lists the catalog as Anthropic’s model objects, and reads one', async () => {
+    const ids: string[] = [];
+    for await (const model of anthropic.models.list({ limit: 2 })) ids.push(model.id);
+    expect(ids).toEqual((Object.keys(PROVIDERS) as Provider[]).map((provider) => `fake-${provider}`));
+    expect(await anthropic.models.retrieve('fake-anthropic')).toMatchObject({ type: 'model', id: 'fake-anthropic', display_name: 'fake-anthropic' });
+    await expect(anthropic.models.retrieve('nope')).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+  });
+});
+
 describe.each(Object.keys(PROVIDERS) as Provider[])('a model behind a fake %s upstream', (provider) => {
   const model = `fake-${provider}`;
 

@@ -156,6 +156,34 @@ describe('POST /v1/chat/completions', () => {
     ]);
   });
 
+  it('lists the models in Anthropic’s format to a request naming its version, its key in x-api-key, errors in Anthropic’s envelope', async () => {
+    const get = (url: string, headers: Record<string, string>) =>
+      app.inject({ method: 'GET', url, headers: { 'anthropic-version': '2023-06-01', ...headers } });
+    const listed = await get('/v1/models?limit=2', { 'x-api-key': KEY });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json()).toEqual({
+      data: [
+        { type: 'model', id: 'plain', display_name: 'plain', created_at: '1970-01-01T00:00:00.000Z' },
+        { type: 'model', id: 'tooled', display_name: 'tooled', created_at: '1970-01-01T00:00:00.000Z' },
+      ],
+      first_id: 'plain',
+      last_id: 'tooled',
+      has_more: true,
+    });
+    expect((await get('/v1/models?after_id=tooled', { 'x-api-key': KEY })).json()).toMatchObject({ data: [{ id: 'down' }], has_more: false });
+    expect((await get('/v1/models?before_id=down&limit=1', { 'x-api-key': KEY })).json()).toMatchObject({ data: [{ id: 'tooled' }], has_more: true });
+    expect((await get('/v1/models/plain', { authorization: `Bearer ${KEY}` })).json()).toMatchObject({ type: 'model', id: 'plain' });
+    const unknown = await get('/v1/models/nope', { 'x-api-key': KEY });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json()).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
+    const keyless = await get('/v1/models', {});
+    expect(keyless.statusCode).toBe(401);
+    expect(keyless.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    // Without the version header: OpenAI's list, as before.
+    const openAi = await app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: `Bearer ${KEY}` } });
+    expect(openAi.json()).toMatchObject({ object: 'list', data: [{ id: 'plain', object: 'model' }, { id: 'tooled' }, { id: 'down' }] });
+  });
+
   it("refuses a request without a key before reading its body, and one auth refuses, with OpenAI's errors", async () => {
     const missing = await complete({ model: 'plain', messages: hello }, null);
     expect(missing.statusCode).toBe(401);

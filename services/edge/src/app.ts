@@ -17,9 +17,8 @@ import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
 import { messagesErrors } from './wire/messages-wire.js';
-import { checkKey, keyCheckPending, noteKeyChecked, requestKey } from './auth/key-check.js';
+import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
 import type { EdgeDependencies } from './dependencies.js';
-import type { WireErrors } from './completions/completion.js';
 
 export type { EdgeDependencies } from './dependencies.js';
 
@@ -207,7 +206,7 @@ function registerErrorHandlers(app: FastifyInstance, deps: EdgeDependencies, err
     errors.inc({ status: String(requestError.status), type: requestError.type ?? '', code: requestError.code ?? '' });
     void reply.status(requestError.status).headers(requestError.headers).header('content-type', 'application/json');
     if (!shouldRetry(requestError.status)) void reply.header('x-should-retry', 'false');
-    const wire = (request.routeOptions.config as { wire?: WireErrors } | undefined)?.wire;
+    const wire = routeWire(request);
     return reply.send(wire ? wire.renderError(requestError) : errorBody(requestError));
   });
   app.setNotFoundHandler((request, reply) => {

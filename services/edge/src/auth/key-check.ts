@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+import type { WireErrors } from '../completions/completion.js';
 import { GatewayError } from '@gateway/grpc';
 import type { CheckKeyResponseOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
@@ -69,12 +70,21 @@ export function headerKey(request: FastifyRequest): string {
 }
 
 /**
- * The key of a request as its route reads it: the route's wire's reader (its `readKey`, set with
- * the wire in the route's config), else the bearer token.
+ * The wire whose errors and key a request of its route takes: the route's `wire` (in its config),
+ * or, for a route that serves more than one API (GET /v1/models), the one its function picks for
+ * the request; none: OpenAI's envelope and the bearer token.
+ */
+export function routeWire(request: FastifyRequest): WireErrors | undefined {
+  const wire = (request.routeOptions.config as { wire?: WireErrors | ((request: FastifyRequest) => WireErrors | undefined) } | undefined)?.wire;
+  return typeof wire === 'function' ? wire(request) : wire;
+}
+
+/**
+ * The key of a request as its route reads it: the route's wire's reader (its `readKey`), else the
+ * bearer token.
  */
 export function requestKey(request: FastifyRequest): string {
-  const wire = (request.routeOptions.config as { wire?: { readKey?: (request: FastifyRequest) => string } } | undefined)?.wire;
-  return (wire?.readKey ?? bearerKey)(request);
+  return (routeWire(request)?.readKey ?? bearerKey)(request);
 }
 
 /**

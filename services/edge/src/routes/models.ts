@@ -2,12 +2,19 @@
  * GET /v1/models and GET /v1/models/{id}: OpenAI's list format from the router's pushed catalog,
  * every enabled model in the default page (the official SDK reads one page), with context
  * length, prices and capabilities on each entry; `limit` and `after` page through it.
+ *
+ * A request with an `anthropic-version` header (every Anthropic SDK and Claude Code send one) is
+ * answered as Anthropic's Models API: its key from `x-api-key` or the bearer token, model objects
+ * `{type: "model", id, display_name, created_at}`, pages of `limit` (default 20) after `after_id`
+ * or before `before_id`, and errors in Anthropic's envelope.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ModelOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from '../errors.js';
-import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
+import { checkKey, noteKeyChecked, requestKey } from '../auth/key-check.js';
+import type { WireErrors } from '../completions/completion.js';
+import { messagesErrors } from '../wire/messages-wire.js';
 
 const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
 
@@ -57,44 +64,66 @@ function catalogOrUnavailable(deps: EdgeDependencies) {
   return deps.catalog;
 }
 
+/** Anthropic's API for a request that names its version, else OpenAI's (the route's `wire`). */
+function anthropicOrOpenAi(request: FastifyRequest): WireErrors | undefined {
+  return request.headers['anthropic-version'] === undefined ? undefined : messagesErrors;
+}
+
+/** One model as an Anthropic model object. */
+function anthropicModelJson(model: ModelOutput) {
+  return { type: 'model', id: model.id, display_name: model.id, created_at: new Date((model.created ?? 0) * 1000).toISOString() };
+}
+
+/** A page size from `limit`: an integer from 1 to 1000, else a 400 naming it. */
+function pageLimit(limitText: string | undefined, fallback: number): number {
+  if (limitText === undefined) return fallback;
+  const limit = Number(limitText);
+  if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000)
+    throw new RequestError(400, `Invalid value for 'limit': expected an integer from 1 to 1000, got '${limitText.slice(0, 32)}'.`, {
+      param: 'limit',
+      code: 'invalid_value',
+    });
+  return limit;
+}
+
+/** Where a page starts: after the model `after` (or, when `before` is given, `limit` before it). */
+function pageStart(models: readonly ModelOutput[], cursor: { after?: string; before?: string }, limit: number): number {
+  const id = cursor.after ?? cursor.before;
+  if (id === undefined) return 0;
+  const index = models.findIndex((model) => model.id === id);
+  const param = cursor.after !== undefined ? 'after' : 'before';
+  if (index < 0) throw new RequestError(400, `Invalid value for '${param}': no model has the id '${id.slice(0, 128)}'.`, { param, code: 'invalid_value' });
+  return cursor.after !== undefined ? index + 1 : Math.max(0, index - limit);
+}
+
 /** Registers the routes. */
 export function registerModels(app: FastifyInstance, deps: EdgeDependencies): void {
-  app.get('/v1/models', async (request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply) => {
+  const config = { wire: anthropicOrOpenAi };
+  app.get('/v1/models', { config }, async (request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply) => {
     noteKeyChecked(request);
-    await checkKey(deps, bearerKey(request), request.id);
+    await checkKey(deps, requestKey(request), request.id);
     const models = catalogOrUnavailable(deps).list();
-    const { limit: limitText, after } = request.query;
-    let limit = models.length;
-    if (limitText !== undefined) {
-      limit = Number(limitText);
-      if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000)
-        throw new RequestError(400, `Invalid value for 'limit': expected an integer from 1 to 1000, got '${limitText.slice(0, 32)}'.`, {
-          param: 'limit',
-          code: 'invalid_value',
-        });
-    }
-    let start = 0;
-    if (after !== undefined) {
-      const index = models.findIndex((model) => model.id === after);
-      if (index < 0)
-        throw new RequestError(400, `Invalid value for 'after': no model has the id '${after.slice(0, 128)}'.`, { param: 'after', code: 'invalid_value' });
-      start = index + 1;
-    }
-    const page = models.slice(start, start + limit).map(modelJson);
+    const anthropic = anthropicOrOpenAi(request) !== undefined;
+    const { limit: limitText, after, after_id: afterId, before_id: beforeId } = request.query;
+    const limit = pageLimit(limitText, anthropic ? 20 : models.length);
+    const start = pageStart(models, anthropic ? { after: afterId, before: beforeId } : { after }, limit);
+    const end = anthropic && beforeId !== undefined ? models.findIndex((model) => model.id === beforeId) : start + limit;
+    const page = models.slice(start, end);
+    const data = anthropic ? page.map(anthropicModelJson) : page.map(modelJson);
     void reply.header('content-type', 'application/json');
     return JSON.stringify({
-      object: 'list',
-      data: page,
+      ...(anthropic ? {} : { object: 'list' }),
+      data,
       first_id: page[0]?.id ?? null,
       last_id: page.at(-1)?.id ?? null,
-      has_more: start + limit < models.length,
+      has_more: anthropic && beforeId !== undefined ? start > 0 : end < models.length,
     });
   });
 
   // The id may contain '/', sent raw or as %2F: take everything after the prefix.
-  app.get('/v1/models/*', async (request: FastifyRequest<{ Params: { '*': string } }>, reply) => {
+  app.get('/v1/models/*', { config }, async (request: FastifyRequest<{ Params: { '*': string } }>, reply) => {
     noteKeyChecked(request);
-    await checkKey(deps, bearerKey(request), request.id);
+    await checkKey(deps, requestKey(request), request.id);
     let id: string;
     try {
       id = decodeURIComponent(request.params['*']);
@@ -108,6 +137,6 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
         code: 'model_not_found',
       });
     void reply.header('content-type', 'application/json');
-    return JSON.stringify(modelJson(model));
+    return JSON.stringify(anthropicOrOpenAi(request) ? anthropicModelJson(model) : modelJson(model));
   });
 }
