@@ -4,10 +4,14 @@
  * the official `openai` client. What a user notices: the answer, tool calls whose streamed
  * arguments reassemble, cached prompt tokens in the usage, a cache-aware cost, and the provider's
  * own 400 message; a cached three-turn Claude session (cache_control forwarded, cache reads and
- * 5-minute and 1-hour writes) billed to the pico-dollar, in the answers and in /v1/usage. Also log probabilities: an OpenAI model's reach the caller exactly as OpenAI
+ * 5-minute and 1-hour writes) billed to the pico-dollar, in the answers and in /v1/usage, the
+ * same session shaped like Claude Code's through the Messages API (`@anthropic-ai/sdk`: every
+ * breakpoint on its upstream block, Anthropic's usage) and through the Responses API (no
+ * breakpoints in OpenAI's shape, the same cache reads and writes priced). Also log probabilities: an OpenAI model's reach the caller exactly as OpenAI
  * sent them, whole and streamed; Claude and Gemini answer a request for them with `logprobs: null`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
@@ -19,6 +23,9 @@ import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 const KEY = 'sk-fake-provider-0123456789abcdef';
 const PRICES = { input: '3.00', cached_input: '0.30', output: '15.00' };
+
+/** The cached Claude model, once per API the cached session goes through. */
+const CACHED_CLAUDE_MODELS = ['fake-claude-cached', 'fake-claude-cached-messages', 'fake-claude-cached-responses'] as const;
 
 let upstream: FakeUpstream;
 let cluster: Cluster;
@@ -40,8 +47,10 @@ function catalogFile(baseUrl: string): string {
     upstream: { model: claude-sonnet-4-20250514, base_url: "${origin}", api_key_env: ${KEY_VARIABLE} }
     max_output_tokens: 64000
 ${common}`,
-    // Anthropic's published rates for claude-sonnet-4: writes 1.25x (5m) and 2x (1h), reads 0.1x.
-    `  - id: fake-claude-cached
+    // Anthropic's published rates for claude-sonnet-4: writes 1.25x (5m) and 2x (1h), reads 0.1x;
+    // one model per API so each session is metered on its own row.
+    ...CACHED_CLAUDE_MODELS.map(
+      (id) => `  - id: ${id}
     provider: anthropic
     owned_by: tests
     created: 1735689600
@@ -51,6 +60,7 @@ ${common}`,
     context_window: 200000
     capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
     quality_tier: premium`,
+    ),
     `  - id: fake-gemini
     provider: gemini
     owned_by: tests
@@ -69,6 +79,18 @@ function expectedCost(usage: { prompt_tokens: number; completion_tokens: number;
     output_micro_usd_per_mtok: usdPerMtokToMicro(PRICES.output),
   };
   return picoUsdToUsd(costPicoUsd(pricing, usage));
+}
+
+/** The model's one row on GET /v1/usage (grouped by model), once `requests` of its requests are metered. */
+async function meteredRow(model: string, requests: number): Promise<UsageResult> {
+  const start = Math.floor(Date.now() / 1000) - 3_600;
+  const origin = cluster.baseUrl.replace(/\/v1$/, '');
+  return eventually(async () => {
+    const response = await fetch(`${origin}/v1/usage?start=${start}&bucket=day&group_by=model`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
+    const page = (await response.json()) as { data: Array<{ results: UsageResult[] }> };
+    const found = page.data.flatMap((bucket) => bucket.results).filter((entry) => entry.model === model);
+    return found.length === 1 && found[0]!.requests === requests && found[0];
+  }, `the ${requests} requests of ${model} to be metered`);
 }
 
 /** Answers by path: the provider's stream or whole fixture. */
@@ -215,22 +237,143 @@ describe('a cached Claude session through the gateway', () => {
     expect(costOf(last)).toBe(0.0171888);
 
     // Metered alike: $0.3315 + $0.0012504 + $0.0171888 = 349,939,200,000 pico-USD.
-    const start = Math.floor(Date.now() / 1000) - 3_600;
-    const origin = cluster.baseUrl.replace(/\/v1$/, '');
-    const result = await eventually(async () => {
-      const response = await fetch(`${origin}/v1/usage?start=${start}&bucket=day&group_by=model`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
-      const page = (await response.json()) as { data: Array<{ results: UsageResult[] }> };
-      const found = page.data.flatMap((bucket) => bucket.results).filter((entry) => entry.model === 'fake-claude-cached');
-      return found.length === 1 && found[0]!.requests === 3 && found[0];
-    }, 'the three turns to be metered');
-    expect(result).toMatchObject({
-      requests: 3,
-      prompt_tokens: 188_000 + 2_160 + 7_136,
-      completion_tokens: 2_000 + 15 + 6,
-      cached_tokens: 120_000 + 2_048 + 4_096,
-      cache_write_tokens: 58_000 + 100 + 3_000,
-      cost_pico_usd: '349939200000',
+    expect(await meteredRow('fake-claude-cached', 3)).toMatchObject(SESSION_METERED);
+  });
+});
+
+/**
+ * Claude Code's request shape: three system blocks (a billing header, the identity and the long
+ * manual), the last two with breakpoints, a breakpoint on the last tool and on the last user block.
+ */
+const CLAUDE_CODE_SYSTEM = [
+  { type: 'text' as const, text: 'x-anthropic-billing-header: cc_version=2.0.0' },
+  { type: 'text' as const, text: 'You are Claude Code.', cache_control: { type: 'ephemeral' as const } },
+  { type: 'text' as const, text: 'The operations manual, long enough to be worth caching.', cache_control: { type: 'ephemeral' as const, ttl: '1h' as const } },
+];
+const CLAUDE_CODE_TOOLS: Anthropic.Tool[] = [
+  { name: 'Read', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
+  {
+    name: 'Bash',
+    description: 'Run a command',
+    input_schema: { type: 'object', properties: { command: { type: 'string' } } },
+    cache_control: { type: 'ephemeral' },
+  },
+];
+
+/** The three turns' usage and bill, the same through every API (the same upstream answers). */
+const SESSION_METERED = {
+  requests: 3,
+  prompt_tokens: 188_000 + 2_160 + 7_136,
+  completion_tokens: 2_000 + 15 + 6,
+  cached_tokens: 120_000 + 2_048 + 4_096,
+  cache_write_tokens: 58_000 + 100 + 3_000,
+  // $0.3315 + $0.0012504 + $0.0171888 (the turns' costs worked out above).
+  cost_pico_usd: '349939200000',
+};
+
+describe('a cached Claude Code session through the Messages API', () => {
+  const model = 'fake-claude-cached-messages';
+  const gatewayOf = (value: object) => (value as { gateway: { cost_usd: number } }).gateway;
+  const userTurn = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text, cache_control: { type: 'ephemeral' } }] });
+  let anthropic: Anthropic;
+
+  beforeAll(() => {
+    anthropic = new Anthropic({ baseURL: cluster.baseUrl.replace(/\/v1$/, ''), apiKey: cluster.apiKey, maxRetries: 0 });
+  });
+
+  it('forwards every breakpoint to its upstream block and reports and bills the cache reads and writes to the pico-dollar', async () => {
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message-cache-write.json')));
+    const turn1 = [userTurn('Summarize it.')];
+    const first = await anthropic.messages.create({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn1 });
+    // Anthropic's input_tokens is the plain input alone, apart from cache reads and writes.
+    expect(first.usage).toMatchObject({ input_tokens: 10_000, output_tokens: 2_000, cache_creation_input_tokens: 58_000, cache_read_input_tokens: 120_000 });
+    expect(gatewayOf(first).cost_usd).toBe(0.3315);
+    expect(upstream.requests.at(-1)?.body).toMatchObject({
+      system: CLAUDE_CODE_SYSTEM,
+      tools: [{ name: 'Read' }, { name: 'Bash', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarize it.', cache_control: { type: 'ephemeral' } }] }],
     });
+    expect((upstream.requests.at(-1)!.body as { tools: object[] }).tools[0]).not.toHaveProperty('cache_control');
+
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
+    const turn2 = [...turn1, { role: 'assistant' as const, content: 'The document describes a gateway.' }, userTurn('And the second chapter?')];
+    const second = await anthropic.messages.create({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn2 });
+    expect(second.usage).toMatchObject({ input_tokens: 12, output_tokens: 15, cache_creation_input_tokens: 100, cache_read_input_tokens: 2_048 });
+    expect(gatewayOf(second).cost_usd).toBe(0.0012504);
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages.at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'And the second chapter?', cache_control: { type: 'ephemeral' } }],
+    });
+
+    upstream.respond(replaySse(providerFixture('anthropic', 'stream-cache-write.sse')));
+    const turn3 = [...turn2, { role: 'assistant' as const, content: 'It covers routing.' }, userTurn('Thanks.')];
+    const stream = anthropic.messages.stream({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn3 });
+    const deltas: Anthropic.MessageDeltaEvent[] = [];
+    stream.on('streamEvent', (event) => {
+      if (event.type === 'message_delta') deltas.push(event);
+    });
+    const third = await stream.finalMessage();
+    expect(deltas).toHaveLength(1);
+    expect(deltas[0]!.usage).toMatchObject({ input_tokens: 40, output_tokens: 6, cache_creation_input_tokens: 3_000, cache_read_input_tokens: 4_096 });
+    expect(third.usage).toMatchObject({ input_tokens: 40, output_tokens: 6, cache_creation_input_tokens: 3_000, cache_read_input_tokens: 4_096 });
+    expect(gatewayOf(deltas[0]!).cost_usd).toBe(0.0171888);
+    expect(upstream.requests.at(-1)?.body).toMatchObject({ system: CLAUDE_CODE_SYSTEM, stream: true });
+
+    expect(await meteredRow(model, 3)).toMatchObject(SESSION_METERED);
+  });
+
+  it("refuses an invalid cache_control with a 400 in Anthropic's envelope naming the Messages field", async () => {
+    const sent = upstream.requests.length;
+    const response = await fetch(`${cluster.baseUrl.replace(/\/v1$/, '')}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': cluster.apiKey, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model,
+        max_tokens: 64,
+        system: [{ type: 'text', text: 'S', cache_control: { type: 'ephemeral', ttl: '10m' } }],
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: "Invalid value for 'system[0].cache_control.ttl': supported values are '5m' and '1h'." },
+    });
+    expect(upstream.requests.length).toBe(sent);
+  });
+});
+
+describe('a cached Claude session through the Responses API', () => {
+  const model = 'fake-claude-cached-responses';
+  const gatewayOf = (value: object) => (value as { gateway: { cost_usd: number } }).gateway;
+  const instructions = 'The operations manual, long enough to be worth caching.';
+
+  it("reports the upstream's cache reads as cached tokens and bills the reads and writes to the pico-dollar", async () => {
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message-cache-write.json')));
+    const turn1: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'Summarize it.' }];
+    const first = await client.responses.create({ model, instructions, input: turn1 });
+    expect(first.usage).toMatchObject({ input_tokens: 188_000, output_tokens: 2_000, input_tokens_details: { cached_tokens: 120_000 } });
+    expect(gatewayOf(first).cost_usd).toBe(0.3315);
+    // OpenAI's shape has no breakpoints: the instructions go up as plain text.
+    expect(upstream.requests.at(-1)?.body).toMatchObject({ system: instructions, messages: [{ role: 'user', content: 'Summarize it.' }] });
+
+    upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
+    const turn2: OpenAI.Responses.ResponseInputItem[] = [
+      ...turn1,
+      { role: 'assistant', content: 'The document describes a gateway.' },
+      { role: 'user', content: 'And the second chapter?' },
+    ];
+    const second = await client.responses.create({ model, instructions, input: turn2 });
+    expect(second.usage).toMatchObject({ input_tokens: 2_160, output_tokens: 15, input_tokens_details: { cached_tokens: 2_048 } });
+    expect(gatewayOf(second).cost_usd).toBe(0.0012504);
+
+    upstream.respond(replaySse(providerFixture('anthropic', 'stream-cache-write.sse')));
+    const turn3: OpenAI.Responses.ResponseInputItem[] = [...turn2, { role: 'assistant', content: 'It covers routing.' }, { role: 'user', content: 'Thanks.' }];
+    const third = await client.responses.stream({ model, instructions, input: turn3 }).finalResponse();
+    expect(third.usage).toMatchObject({ input_tokens: 7_136, output_tokens: 6, input_tokens_details: { cached_tokens: 4_096 } });
+    expect(gatewayOf(third).cost_usd).toBe(0.0171888);
+
+    expect(await meteredRow(model, 3)).toMatchObject(SESSION_METERED);
   });
 });
 

@@ -31,14 +31,20 @@ export function stopReason(finish: string | null | undefined): string {
   }
 }
 
-/** The Messages usage object: cached prompt tokens are reported as cache reads, apart from `input_tokens`. */
+/**
+ * The Messages usage object, as Anthropic defines it: `input_tokens` is the plain input only, apart
+ * from cache reads (`cache_read_input_tokens`) and cache writes (`cache_creation_input_tokens`,
+ * split by lifetime in `cache_creation`).
+ */
 export function messageUsage(usage: UsageOutput | undefined | null) {
   const cached = usage?.cached_tokens ?? 0;
+  const written = usage?.cache_write_tokens ?? 0;
   return {
-    input_tokens: Math.max(0, (usage?.prompt_tokens ?? 0) - cached),
+    input_tokens: Math.max(0, (usage?.prompt_tokens ?? 0) - cached - written),
     output_tokens: usage?.completion_tokens ?? 0,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
+    cache_creation: { ephemeral_5m_input_tokens: usage?.cache_write_5m_tokens ?? 0, ephemeral_1h_input_tokens: usage?.cache_write_1h_tokens ?? 0 },
   };
 }
 

@@ -67,10 +67,9 @@ export class MessagesStream implements StreamRenderer {
   end(held: string | undefined, usage: UsageOutput | undefined): string {
     let tail = held === undefined ? this.open() : this.event(held);
     tail += this.closeBlock();
-    const { input_tokens, output_tokens, cache_read_input_tokens } = messageUsage(usage);
     tail += this.emit('message_delta', {
       delta: { stop_reason: stopReason(this.finish), stop_sequence: null },
-      usage: { input_tokens, output_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens },
+      usage: messageUsage(usage),
       gateway: gatewayInfo(this.completion),
     });
     return tail + this.emit('message_stop', {});

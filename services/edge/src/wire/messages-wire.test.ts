@@ -78,7 +78,7 @@ describe('the Messages wire', () => {
           finish_reason: 'FINISH_REASON_TOOL_CALLS',
         },
       ],
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cached_tokens: 4 },
+      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cached_tokens: 4, cache_write_tokens: 2, cache_write_1h_tokens: 2 },
     } as unknown as ChatResponseOutput;
     const body = JSON.parse(messagesWire.renderWhole(completionOf(), response));
     expect(body).toEqual({
@@ -92,7 +92,13 @@ describe('the Messages wire', () => {
       ],
       stop_reason: 'tool_use',
       stop_sequence: null,
-      usage: { input_tokens: 6, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 4 },
+      usage: {
+        input_tokens: 4,
+        output_tokens: 5,
+        cache_creation_input_tokens: 2,
+        cache_read_input_tokens: 4,
+        cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 2 },
+      },
       gateway: expect.objectContaining({ routed_to: 'sim-full', cost_usd: 0.000003 }),
     });
   });
@@ -137,6 +143,25 @@ describe('the Messages wire', () => {
       delta: { stop_reason: 'end_turn', stop_sequence: null },
       usage: { input_tokens: 9, output_tokens: 2 },
       gateway: { routed_to: 'sim-full' },
+    });
+  });
+
+  it("streams the final usage as Anthropic's: input apart from cache reads and writes", () => {
+    const stream = messagesWire.openStream(completionOf());
+    stream.begin(undefined, {});
+    const list = streamed(stream, [{ content: 'Cached.' }], 'stop', {
+      prompt_tokens: 100,
+      completion_tokens: 3,
+      cached_tokens: 60,
+      cache_write_tokens: 30,
+      cache_write_5m_tokens: 30,
+    });
+    expect(list.find((event) => event.type === 'message_delta')!.usage).toEqual({
+      input_tokens: 10,
+      output_tokens: 3,
+      cache_creation_input_tokens: 30,
+      cache_read_input_tokens: 60,
+      cache_creation: { ephemeral_5m_input_tokens: 30, ephemeral_1h_input_tokens: 0 },
     });
   });
 

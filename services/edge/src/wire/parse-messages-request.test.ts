@@ -24,17 +24,103 @@ describe('parseMessagesRequest', () => {
       model: 'sim-full',
       max_tokens: 64,
       system: [
-        { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+        { type: 'text', text: 'You are Claude Code.' },
         { type: 'text', text: 'Be brief.' },
       ],
       messages: [
         { role: 'system', content: 'Reminder: tests first.' },
-        { role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] },
+        { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
       ],
     });
     expect(request.messages!.map((message) => message.role)).toEqual(['ROLE_SYSTEM', 'ROLE_USER']);
     expect(request.messages![0]!.text).toBe('You are Claude Code.\n\nBe brief.\n\nReminder: tests first.');
     expect(request.max_tokens).toBe(64);
+  });
+
+  it('keeps cache breakpoints: one system part per block, on content parts, tool results, tool calls and tools', () => {
+    const { request } = parseMessagesRequest({
+      model: 'sim-full',
+      max_tokens: 64,
+      system: [
+        { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.0' },
+        { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+        { type: 'text', text: 'The long manual.', cache_control: { type: 'ephemeral', ttl: '1h' } },
+      ],
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'Reminder.', cache_control: { type: 'ephemeral', ttl: '5m' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Read this' },
+            { type: 'document', source: { type: 'text', data: 'Notes.' }, cache_control: { type: 'ephemeral' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Reading.', cache_control: { type: 'ephemeral' } },
+            { type: 'tool_use', id: 'toolu_1', name: 'read', input: {}, cache_control: { type: 'ephemeral', ttl: '1h' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: 'done', cache_control: { type: 'ephemeral' } },
+            { type: 'text', text: 'Go on', cache_control: { type: 'ephemeral' } },
+          ],
+        },
+      ],
+      tools: [
+        { name: 'read', input_schema: schema, cache_control: { type: 'ephemeral', ttl: '1h' } },
+        { type: 'web_search_20250305', name: 'web_search', cache_control: { type: 'ephemeral' } },
+      ],
+    });
+    const [system, user, assistant, tool, rest] = request.messages!;
+    expect(system!.parts!.parts).toEqual([
+      { text: 'x-anthropic-billing-header: cc_version=2.0' },
+      { text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+      { text: 'The long manual.', cache_control: { type: 'ephemeral', ttl: '1h' } },
+      { text: 'Reminder.', cache_control: { type: 'ephemeral', ttl: '5m' } },
+    ]);
+    expect(user!.parts!.parts).toEqual([{ text: 'Read this' }, { text: 'Notes.', cache_control: { type: 'ephemeral' } }]);
+    expect(assistant!.parts!.parts).toEqual([{ text: 'Reading.', cache_control: { type: 'ephemeral' } }]);
+    expect(assistant!.cache_control).toEqual({ type: 'ephemeral', ttl: '1h' });
+    expect(tool).toMatchObject({ tool_call_id: 'toolu_1', text: 'done', cache_control: { type: 'ephemeral' } });
+    expect(rest!.parts!.parts).toEqual([{ text: 'Go on', cache_control: { type: 'ephemeral' } }]);
+    expect(request.tools).toHaveLength(1);
+    expect(request.tools![0]!.cache_control).toEqual({ type: 'ephemeral', ttl: '1h' });
+  });
+
+  it('refuses an invalid cache_control, naming the Messages field', () => {
+    const body = (control: unknown, where: 'system' | 'message' | 'tool') => ({
+      model: 'sim-full',
+      max_tokens: 64,
+      system: [{ type: 'text', text: 'S', ...(where === 'system' ? { cache_control: control } : {}) }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'x' },
+            { type: 'text', text: 'y', ...(where === 'message' ? { cache_control: control } : {}) },
+          ],
+        },
+      ],
+      tools: [{ name: 'read', input_schema: schema, ...(where === 'tool' ? { cache_control: control } : {}) }],
+    });
+    const cases: Array<[unknown, 'system' | 'message' | 'tool', string, string]> = [
+      [{ type: 'persistent' }, 'system', 'system[0].cache_control.type', "Invalid value for 'system[0].cache_control.type': supported values are 'ephemeral'."],
+      [
+        { type: 'ephemeral', ttl: '10m' },
+        'message',
+        'messages[0].content[1].cache_control.ttl',
+        "Invalid value for 'messages[0].content[1].cache_control.ttl': supported values are '5m' and '1h'.",
+      ],
+      ['ephemeral', 'tool', 'tools[0].cache_control', "Invalid type for 'tools[0].cache_control': expected an object, but got a string."],
+    ];
+    for (const [control, where, param, message] of cases) {
+      const error = refusal(body(control, where));
+      expect([error.status, error.param, error.message]).toEqual([400, param, message]);
+    }
   });
 
   it('turns tool_use into tool calls and tool_result into tool messages before the rest of the user turn', () => {

@@ -8,14 +8,21 @@
  * Claude Code must work as it is, so what an upstream cannot use is translated or dropped, never
  * refused (the rules, as the root README documents them):
  * - `system` (a string or text blocks) and any `system`-role message inside `messages` are folded,
- *   in order, into one leading system message;
+ *   in order, into one leading system message: its text (the blocks joined by a blank line), or,
+ *   when a block carries a cache breakpoint, one text part per block so that each breakpoint stays
+ *   on its own block upstream;
  * - content blocks: `text` as text, `image` (base64 or url source) as an image part, `document`
  *   (base64 PDF as a file part, plain-text source as text); `tool_use` blocks of an assistant
  *   message become its tool calls (`input` as JSON arguments); `tool_result` blocks of a user
  *   message become tool messages before the rest of it (their text; an image in them is noted as
  *   omitted; `is_error` prefixes `Error: `); `thinking`, `redacted_thinking`, server-tool blocks
  *   (`server_tool_use`, `web_search_tool_result`, ...) and unknown block types are dropped;
- *   `cache_control` is accepted and unused;
+ * - `cache_control` (`{type: "ephemeral", ttl?: "5m" | "1h"}`, anything else a 400) is kept where
+ *   Anthropic allows it: on a text, image or document block as that part's breakpoint, on a
+ *   `tool_result` as its tool message's, on a `tool_use` as its assistant message's (the last
+ *   block upstream: a breakpoint on an earlier tool call moves to the last one), on a tool as that
+ *   tool's (a dropped tool's breakpoint is dropped with it); blocks inside a tool result lose theirs
+ *   (the result is flattened to text). Providers that take breakpoints (anthropic) get them;
  * - `tools`: custom tools (no `type`, or `custom`) as functions with `input_schema` as their
  *   parameters; Anthropic's server and client-defined tool types (`web_search_20250305`,
  *   `bash_20250124`, `text_editor_*`, `computer_*`, ...) are dropped; a `tool_choice` naming a
@@ -34,9 +41,15 @@ type JsonObject = Record<string, Json>;
 
 /** The chat body being built, and where each of its messages came from (chat param -> Messages param). */
 interface Translation {
-  system: string[];
+  system: SystemBlock[];
   messages: JsonObject[];
   sources: Array<readonly [string, string]>;
+}
+
+/** One block of the system text, with the cache breakpoint it carried. */
+interface SystemBlock {
+  text: string;
+  cache_control?: JsonObject;
 }
 
 /** Top-level fields whose Messages name differs from the chat one. */
@@ -68,17 +81,50 @@ function missing(param: string): RequestError {
   return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
 }
 
-/** The text of a `system` value or of a system-role message's content: a string, or text blocks. */
-function systemText(value: Json, param: string): string {
-  if (typeof value === 'string') return value;
+/**
+ * A block's `cache_control`, checked (type `ephemeral`, ttl `5m` or `1h` when given); undefined
+ * when absent or null.
+ */
+function cacheControl(block: JsonObject, param: string): JsonObject | undefined {
+  const value = block.cache_control;
+  if (!given(value)) return undefined;
+  const controlParam = `${param}.cache_control`;
+  if (!isObject(value)) throw wrongType(controlParam, 'an object', value);
+  if (value.type !== 'ephemeral') throw invalid(`${controlParam}.type`, `Invalid value for '${controlParam}.type': supported values are 'ephemeral'.`);
+  if (!given(value.ttl)) return { type: 'ephemeral' };
+  if (value.ttl !== '5m' && value.ttl !== '1h')
+    throw invalid(`${controlParam}.ttl`, `Invalid value for '${controlParam}.ttl': supported values are '5m' and '1h'.`);
+  return { type: 'ephemeral', ttl: value.ttl };
+}
+
+/** The target with the block's checked `cache_control` set, when the block has one. */
+function withCacheControl(target: JsonObject, block: JsonObject, param: string): JsonObject {
+  const control = cacheControl(block, param);
+  if (control) target.cache_control = control;
+  return target;
+}
+
+/** The blocks of a `system` value or of a system-role message's content: a string, or text blocks. */
+function systemBlocks(value: Json, param: string): SystemBlock[] {
+  if (typeof value === 'string') return [{ text: value }];
   if (!Array.isArray(value)) throw wrongType(param, 'a string or an array of text blocks', value);
-  return value
-    .map((block, index) => {
-      if (!isObject(block) || typeof block.text !== 'string')
-        throw wrongType(`${param}[${index}].text`, 'a string', isObject(block) ? (block.text ?? null) : block);
-      return block.text;
-    })
-    .join('\n\n');
+  return value.map((block, index) => {
+    if (!isObject(block) || typeof block.text !== 'string')
+      throw wrongType(`${param}[${index}].text`, 'a string', isObject(block) ? (block.text ?? null) : block);
+    const control = cacheControl(block, `${param}[${index}]`);
+    return control ? { text: block.text, cache_control: control } : { text: block.text };
+  });
+}
+
+/**
+ * The leading system message's content: the blocks' text joined by a blank line, or, when one of
+ * them carries a breakpoint, one text part per block (each with its breakpoint).
+ */
+function systemContent(blocks: readonly SystemBlock[]): Json {
+  const kept = blocks.filter((block) => block.text.length > 0);
+  if (kept.length === 0) return undefined;
+  if (!kept.some((block) => block.cache_control)) return kept.map((block) => block.text).join('\n\n');
+  return kept.map((block) => ({ type: 'text', ...block }));
 }
 
 /** An image block's source as a chat image part. */
@@ -101,8 +147,13 @@ function documentPart(block: JsonObject): JsonObject | undefined {
   return undefined;
 }
 
-/** A content block of a user or assistant message as a chat part; undefined for a dropped block. */
+/** A content block of a user message as a chat part with its breakpoint; undefined for a dropped block. */
 function contentPart(block: JsonObject, param: string): JsonObject | undefined {
+  const part = contentOfBlock(block, param);
+  return part && withCacheControl(part, block, param);
+}
+
+function contentOfBlock(block: JsonObject, param: string): JsonObject | undefined {
   switch (block.type) {
     case 'text':
       return { type: 'text', text: block.text };
@@ -146,7 +197,8 @@ function translateUser(blocks: Json[], param: string, out: Translation): void {
     if (block.type === 'tool_result') {
       if (typeof block.tool_use_id !== 'string') throw wrongType(`${blockParam}.tool_use_id`, 'a string', block.tool_use_id ?? null);
       out.sources.push([`messages[${out.messages.length}].tool_call_id`, `${blockParam}.tool_use_id`]);
-      push(out, { role: 'tool', tool_call_id: block.tool_use_id, content: toolResultText(block, blockParam) }, blockParam);
+      const message = { role: 'tool', tool_call_id: block.tool_use_id, content: toolResultText(block, blockParam) };
+      push(out, withCacheControl(message, block, blockParam), blockParam);
       return;
     }
     const part = contentPart(block, blockParam);
@@ -155,27 +207,40 @@ function translateUser(blocks: Json[], param: string, out: Translation): void {
   if (parts.length > 0) push(out, { role: 'user', content: parts }, `${param}.content`);
 }
 
-/** An assistant message: its text, and its `tool_use` blocks as tool calls; thinking dropped. */
+/**
+ * An assistant message: its text, and its `tool_use` blocks as tool calls; thinking dropped. Text
+ * blocks are joined into one string, or kept as text parts when one carries a breakpoint; a
+ * `tool_use` block's breakpoint becomes the message's (the last block upstream).
+ */
 function translateAssistant(blocks: Json[], param: string, out: Translation): void {
-  const text: string[] = [];
+  const texts: JsonObject[] = [];
   const calls: JsonObject[] = [];
+  const message: JsonObject = { role: 'assistant' };
   const chatParam = `messages[${out.messages.length}]`;
   blocks.forEach((block, index) => {
     const blockParam = `${param}.content[${index}]`;
     if (!isObject(block)) throw wrongType(blockParam, 'a content block object', block);
-    if (block.type === 'text' && typeof block.text === 'string') text.push(block.text);
+    if (block.type === 'text' && typeof block.text === 'string') texts.push(withCacheControl({ type: 'text', text: block.text }, block, blockParam));
     else if (block.type === 'tool_use') {
       if (typeof block.id !== 'string') throw wrongType(`${blockParam}.id`, 'a string', block.id ?? null);
       if (typeof block.name !== 'string') throw wrongType(`${blockParam}.name`, 'a string', block.name ?? null);
       const call = `${chatParam}.tool_calls[${calls.length}]`;
       out.sources.push([`${call}.function.name`, `${blockParam}.name`], [`${call}.function.arguments`, `${blockParam}.input`], [call, blockParam]);
       calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+      withCacheControl(message, block, blockParam);
     }
   });
-  if (text.length === 0 && calls.length === 0) return;
-  const message: JsonObject = { role: 'assistant', content: text.length > 0 ? text.join('') : null };
+  if (texts.length === 0 && calls.length === 0) return;
+  message.content = assistantContent(texts);
   if (calls.length > 0) message.tool_calls = calls;
   push(out, message, `${param}.content`);
+}
+
+/** An assistant message's text: null for none, one string, or text parts when one carries a breakpoint. */
+function assistantContent(texts: readonly JsonObject[]): Json {
+  if (texts.length === 0) return null;
+  if (texts.some((part) => part.cache_control)) return texts;
+  return texts.map((part) => part.text).join('');
 }
 
 /** `messages`: each as one or more chat messages; a system-role message folded into the system text. */
@@ -188,7 +253,7 @@ function translateMessages(value: Json, out: Translation): void {
     const { role, content } = message;
     if (!given(content)) throw missing(`${param}.content`);
     if (role === 'system') {
-      out.system.push(systemText(content, `${param}.content`));
+      out.system.push(...systemBlocks(content, `${param}.content`));
       return;
     }
     if (role !== 'user' && role !== 'assistant') {
@@ -218,7 +283,7 @@ function translateTools(value: Json, out: Translation): JsonObject[] {
     );
     const fn: JsonObject = { name: tool.name, parameters: tool.input_schema ?? { type: 'object', properties: {} } };
     if (typeof tool.description === 'string') fn.description = tool.description;
-    tools.push({ type: 'function', function: fn });
+    tools.push(withCacheControl({ type: 'function', function: fn }, tool, `tools[${index}]`));
   });
   return tools;
 }
@@ -288,12 +353,12 @@ function renamed(error: RequestError, sources: ReadonlyArray<readonly [string, s
 export function parseMessagesRequest(original: Json, { countOnly = false }: { countOnly?: boolean } = {}): ParsedChatRequest {
   if (!isObject(original)) throw invalid(null, `The request body must be a JSON object, but got ${kindOf(original)}.`, 'invalid_body');
   if (!given(original.model)) throw missing('model');
-  const out: Translation = { system: given(original.system) ? [systemText(original.system, 'system')] : [], messages: [], sources: [] };
+  const out: Translation = { system: given(original.system) ? systemBlocks(original.system, 'system') : [], messages: [], sources: [] };
   const chat = settings(original, countOnly, out);
   translateMessages(original.messages, out);
-  const system = out.system.filter((text) => text.length > 0);
-  if (system.length > 0) {
-    out.messages.unshift({ role: 'system', content: system.join('\n\n') });
+  const system = systemContent(out.system);
+  if (system !== undefined) {
+    out.messages.unshift({ role: 'system', content: system });
     out.sources = out.sources.map(([chatParam, param]) => [
       chatParam.replace(/^messages\[(\d+)\]/, (_, index: string) => `messages[${Number(index) + 1}]`),
       param,

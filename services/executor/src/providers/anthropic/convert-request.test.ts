@@ -147,6 +147,32 @@ describe('toAnthropicRequest', () => {
     expect(bodyOf({ messages: [{ role: 'ROLE_SYSTEM', content: 'text', text: 'A', tool_calls: [] }, ...request({}).messages!] }).system).toBe('A');
   });
 
+  it("keeps a system message's parts as separate blocks when their breakpoints sit on parts (Claude Code's three system blocks)", () => {
+    const body = bodyOf({
+      messages: [
+        {
+          role: 'ROLE_SYSTEM',
+          content: 'parts',
+          tool_calls: [],
+          parts: {
+            parts: [
+              { text: 'x-anthropic-billing-header: cc_version=2.0' },
+              { text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+              { text: '' },
+              { text: 'The long manual.', cache_control: { type: 'ephemeral', ttl: '1h' } },
+            ],
+          },
+        },
+        ...request({}).messages!,
+      ],
+    });
+    expect(body.system).toEqual([
+      { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.0' },
+      { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+      { type: 'text', text: 'The long manual.', cache_control: { type: 'ephemeral', ttl: '1h' } },
+    ]);
+  });
+
   it("puts a tool message's breakpoint on its tool_result block", () => {
     const body = bodyOf({
       messages: [

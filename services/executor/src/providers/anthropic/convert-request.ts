@@ -16,7 +16,8 @@
  *   sent; `n > 1` and JSON response formats cannot be honoured and are refused;
  * - cache breakpoints (`cache_control`) go on the matching blocks: a part's on its block, a
  *   message's on its last block (a system message's on its system block: `system` is then a list
- *   of text blocks, one per system message), a tool's on the tool. A ttl other than 5m and 1h is
+ *   of text blocks, one per system message, or one per text part of a system message whose parts
+ *   carry breakpoints), a tool's on the tool. A ttl other than 5m and 1h is
  *   the caller's mistake (INVALID_ARGUMENT).
  */
 import type { CatalogModel } from '@gateway/catalog';
@@ -112,15 +113,34 @@ function systemCacheControl(message: MessageOutput, position: number): Anthropic
 }
 
 /**
- * The top-level `system`: the system and developer messages' texts, joined by a blank line, or,
- * when one of them carries a cache breakpoint, one text block per message with its breakpoint.
+ * A system or developer message's system blocks: one text block, or, when breakpoints sit on its
+ * parts, one per text part, each with its own (the message's own breakpoint on the last), so a
+ * breakpoint caches the prompt up to its own part and no further.
  */
-function systemOf(request: ChatRequestOutput): { text: string; blocks?: AnthropicTextBlock[] } {
-  const blocks = (request.messages ?? []).flatMap((message, position) => {
-    if (message.role !== 'ROLE_SYSTEM' && message.role !== 'ROLE_DEVELOPER') return [];
+function systemBlocks(message: MessageOutput, position: number): AnthropicTextBlock[] {
+  const parts = message.parts?.parts ?? [];
+  if (!parts.some((part) => part.cache_control)) {
     const text = systemText(message);
     return text === '' ? [] : [withCacheControl<AnthropicTextBlock>({ type: 'text', text }, systemCacheControl(message, position))];
+  }
+  const blocks = parts.flatMap((part, index) => {
+    if (part.text === undefined || part.text === '') return [];
+    const control = cacheControlOf(part.cache_control, `messages[${position}].content[${index}].cache_control`);
+    return [withCacheControl<AnthropicTextBlock>({ type: 'text', text: part.text }, control)];
   });
+  const own = cacheControlOf(message.cache_control, `messages[${position}].cache_control`);
+  return own && blocks.length > 0 ? [...blocks.slice(0, -1), withCacheControl(blocks.at(-1)!, own)] : blocks;
+}
+
+/**
+ * The top-level `system`: the system and developer messages' texts, joined by a blank line, or,
+ * when one of them carries a cache breakpoint, their text blocks (one per message, or one per part
+ * of a message whose parts carry breakpoints) with their breakpoints.
+ */
+function systemOf(request: ChatRequestOutput): { text: string; blocks?: AnthropicTextBlock[] } {
+  const blocks = (request.messages ?? []).flatMap((message, position) =>
+    message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER' ? systemBlocks(message, position) : [],
+  );
   const text = blocks.map((block) => block.text).join('\n\n');
   return blocks.some((block) => block.cache_control) ? { text, blocks } : { text };
 }
