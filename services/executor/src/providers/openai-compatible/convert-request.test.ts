@@ -49,6 +49,19 @@ describe('toOpenAiRequest', () => {
     ]);
   });
 
+  it('sends a system message split only for its cache breakpoints as one string, and other system parts as they came', () => {
+    const system = (parts: Array<{ text: string; cache_control?: { type: string } }>) =>
+      toOpenAiRequest({ messages: [{ role: 'ROLE_SYSTEM', content: 'parts', parts: { parts }, tool_calls: [] }], stop: [], tools: [] } as never, model, false)
+        .messages[0]?.content;
+    expect(system([{ text: 'You are Claude Code.' }, { text: 'Long rules.', cache_control: { type: 'ephemeral' } }])).toBe(
+      'You are Claude Code.\n\nLong rules.',
+    );
+    expect(system([{ text: 'One.' }, { text: 'Two.' }])).toEqual([
+      { type: 'text', text: 'One.' },
+      { type: 'text', text: 'Two.' },
+    ]);
+  });
+
   it('sends nothing the caller did not set', () => {
     expect(
       toOpenAiRequest(

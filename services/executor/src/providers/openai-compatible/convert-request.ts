@@ -37,6 +37,20 @@ function convertPart(part: ContentPartOutput): OpenAiContentPart | undefined {
   return undefined;
 }
 
+/**
+ * A system or developer message of text parts split only to carry cache breakpoints (the Messages
+ * API's system blocks), as one string, the parts joined by a blank line as those blocks are when
+ * they carry none: servers that speak OpenAI's protocol do not all take parts in a system message,
+ * and a breakpoint means nothing to them. Undefined for any other message, parts sent by the caller
+ * without a breakpoint included (they go as they came).
+ */
+function systemText(role: string, message: MessageOutput): string | undefined {
+  if (role !== 'system' && role !== 'developer') return undefined;
+  const parts = message.parts?.parts ?? [];
+  if (!parts.some((part) => part.cache_control) || !parts.every((part) => typeof part.text === 'string')) return undefined;
+  return parts.map((part) => part.text).join('\n\n');
+}
+
 function convertMessage(message: MessageOutput, position: number): OpenAiMessage {
   const role = message.role ? ROLES[message.role] : undefined;
   if (!role)
@@ -44,7 +58,8 @@ function convertMessage(message: MessageOutput, position: number): OpenAiMessage
       param: `messages[${position}].role`,
     });
   let content: OpenAiMessage['content'];
-  if (message.content === 'parts' || message.parts) content = (message.parts?.parts ?? []).flatMap((part) => convertPart(part) ?? []);
+  if (message.content === 'parts' || message.parts)
+    content = systemText(role, message) ?? (message.parts?.parts ?? []).flatMap((part) => convertPart(part) ?? []);
   else if (typeof message.text === 'string') content = message.text;
   else content = null;
   const converted: OpenAiMessage = { role, content };
