@@ -16,7 +16,7 @@ import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
-import { messagesErrors } from './wire/messages-wire.js';
+import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
 import type { EdgeDependencies } from './dependencies.js';
 

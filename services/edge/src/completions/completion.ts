@@ -27,6 +27,7 @@ import type { EdgeDependencies } from '../dependencies.js';
 import type { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
+import type { WireErrors } from './wire-errors.js';
 
 /**
  * A request on its way through admit, route, execute and report. `Parsed` is what its wire's
@@ -94,13 +95,7 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   }
 }
 
-/** The error shape of a wire: what the edge's error handler sends on the wire's route. */
-export interface WireErrors {
-  /** The body of an error response (or of a stream's last event). */
-  renderError(error: RequestError): string;
-  /** Reads the caller's key from the request's headers (a 401 when there is none); absent: the bearer token. */
-  readKey?(request: FastifyRequest): string;
-}
+export type { WireErrors } from './wire-errors.js';
 
 /**
  * One ingress API, as the completion pipeline uses it. `Parsed` is the request its parse returns:

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { countPromptTokensAsync } from '@gateway/tokens';
 import { checkKey, noteKeyChecked, requestKey } from '../auth/key-check.js';
 import type { EdgeDependencies } from '../dependencies.js';
-import { messagesErrors } from '../wire/messages-wire.js';
+import { messagesErrors } from '../wire/messages-output.js';
 import { parseMessagesRequest } from '../wire/parse-messages-request.js';
 import { requireKey } from './chat-completions.js';
 

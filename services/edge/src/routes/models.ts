@@ -14,7 +14,7 @@ import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from '../errors.js';
 import { checkKey, noteKeyChecked, requestKey } from '../auth/key-check.js';
 import type { WireErrors } from '../completions/completion.js';
-import { messagesErrors } from '../wire/messages-wire.js';
+import { messagesErrors } from '../wire/messages-output.js';
 
 const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
 

@@ -6,6 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { UsageOutput } from '@gateway/proto';
+import { headerKey } from '../auth/key-check.js';
+import type { WireErrors } from '../completions/wire-errors.js';
 import type { RequestError } from '../errors.js';
 
 /** A new id of a message (`msg_`) or of a tool use the upstream did not name (`toolu_`). */
@@ -88,3 +90,9 @@ export function anthropicErrorType(status: number): string {
 export function anthropicErrorJson(error: RequestError): string {
   return JSON.stringify({ type: 'error', error: { type: anthropicErrorType(error.status), message: error.message } });
 }
+
+/** How every route of the Messages API answers errors and reads its key. */
+export const messagesErrors: WireErrors = {
+  renderError: anthropicErrorJson,
+  readKey: headerKey,
+};

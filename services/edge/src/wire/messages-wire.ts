@@ -8,10 +8,9 @@
  */
 import { finishReason } from '@gateway/openai-wire';
 import type { ChatResponseOutput } from '@gateway/proto';
-import { headerKey } from '../auth/key-check.js';
-import type { Completion, CompletionWire, WireErrors } from '../completions/completion.js';
+import type { Completion, CompletionWire } from '../completions/completion.js';
 import { gatewayInfo } from './chat-completions-wire.js';
-import { anthropicErrorJson, messageUsage, newMessageId, stopReason, toolInput } from './messages-output.js';
+import { messagesErrors, messageUsage, newMessageId, stopReason, toolInput } from './messages-output.js';
 import { MessagesStream } from './messages-stream.js';
 import { parseMessagesRequest } from './parse-messages-request.js';
 
@@ -28,12 +27,6 @@ function contentBlocks(response: ChatResponseOutput): JsonObject[] {
   }
   return blocks;
 }
-
-/** How every route of the Messages API answers errors and reads its key. */
-export const messagesErrors: WireErrors = {
-  renderError: anthropicErrorJson,
-  readKey: headerKey,
-};
 
 /** POST /v1/messages, as the completion pipeline plugs it in. */
 export const messagesWire: CompletionWire = {

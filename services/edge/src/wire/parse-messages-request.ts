@@ -35,15 +35,13 @@
  */
 import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';
 import { invalid, RequestError } from './request-error.js';
-
-type Json = unknown;
-type JsonObject = Record<string, Json>;
+import { type FieldSource, given, isObject, type Json, type JsonObject, kindOf, renamedError, wrongType } from './translated-request.js';
 
 /** The chat body being built, and where each of its messages came from (chat param -> Messages param). */
 interface Translation {
   system: SystemBlock[];
   messages: JsonObject[];
-  sources: Array<readonly [string, string]>;
+  sources: FieldSource[];
 }
 
 /** One block of the system text, with the cache breakpoint it carried. */
@@ -53,29 +51,11 @@ interface SystemBlock {
 }
 
 /** Top-level fields whose Messages name differs from the chat one. */
-const RENAMED_FIELDS: ReadonlyArray<readonly [string, string]> = [
+const RENAMED_FIELDS: readonly FieldSource[] = [
   ['stop', 'stop_sequences'],
   ['user', 'metadata.user_id'],
   ['tool_choice.function.name', 'tool_choice.name'],
 ];
-
-function isObject(value: Json): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function kindOf(value: Json): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
-function wrongType(param: string, expected: string, value: Json): RequestError {
-  return invalid(param, `Invalid type for '${param}': expected ${expected}, but got ${kindOf(value)}.`, 'invalid_type');
-}
-
-function given(value: Json): boolean {
-  return value !== undefined && value !== null;
-}
 
 function missing(param: string): RequestError {
   return invalid(param, `Missing required parameter: '${param}'.`, 'missing_required_parameter');
@@ -330,22 +310,6 @@ function settings(body: JsonObject, countOnly: boolean, out: Translation): JsonO
   return chat;
 }
 
-/** A chat parser's 400 about a field, renamed to the Messages field it came from. */
-function renamed(error: RequestError, sources: ReadonlyArray<readonly [string, string]>): RequestError {
-  const param = error.param;
-  if (param === null) return error;
-  const matches = (prefix: string) => param === prefix || param.startsWith(`${prefix}.`) || param.startsWith(`${prefix}[`);
-  const best = [...sources, ...RENAMED_FIELDS].filter(([prefix]) => matches(prefix)).sort((a, b) => b[0].length - a[0].length)[0];
-  if (!best) return error;
-  const messagesParam = best[1] + param.slice(best[0].length);
-  return new RequestError(error.status, error.message.replaceAll(param, messagesParam), {
-    type: error.type,
-    code: error.code,
-    param: messagesParam,
-    headers: { ...error.headers },
-  });
-}
-
 /**
  * Validates a Messages body and converts it into the gateway's request. `countOnly` (count_tokens)
  * does not require `max_tokens`. Throws a RequestError (400) naming the offending Messages field.
@@ -369,6 +333,6 @@ export function parseMessagesRequest(original: Json, { countOnly = false }: { co
   try {
     return parseChatRequest({ ...chat, messages: out.messages });
   } catch (error) {
-    throw error instanceof RequestError ? renamed(error, out.sources) : error;
+    throw error instanceof RequestError ? renamedError(error, out.sources, RENAMED_FIELDS) : error;
   }
 }

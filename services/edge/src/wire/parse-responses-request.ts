@@ -29,9 +29,7 @@
 import { createHash } from 'node:crypto';
 import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';
 import { invalid, RequestError } from './request-error.js';
-
-type Json = unknown;
-type JsonObject = Record<string, Json>;
+import { type FieldSource, given, isObject, type Json, type JsonObject, kindOf, renamedError, wrongType } from './translated-request.js';
 
 /** A function offered inside a `namespace` tool, under the flattened name the upstream saw. */
 export interface NamespacedFunction {
@@ -58,7 +56,7 @@ export interface ParsedResponsesRequest extends ParsedChatRequest {
 interface Translation {
   messages: JsonObject[];
   tools: JsonObject[];
-  sources: Array<readonly [string, string]>;
+  sources: FieldSource[];
   namespaced: Map<string, NamespacedFunction>;
   custom: Set<string>;
 }
@@ -66,7 +64,7 @@ interface Translation {
 /** The longest flattened name an upstream accepts (OpenAI's limit on function names). */
 const MAX_FUNCTION_NAME = 64;
 /** Top-level fields whose Responses name differs from the chat one. */
-const RENAMED_FIELDS: ReadonlyArray<readonly [string, string]> = [
+const RENAMED_FIELDS: readonly FieldSource[] = [
   ['max_completion_tokens', 'max_output_tokens'],
   ['response_format.json_schema', 'text.format'],
   ['response_format', 'text.format'],
@@ -74,24 +72,6 @@ const RENAMED_FIELDS: ReadonlyArray<readonly [string, string]> = [
   ['tool_choice.function.name', 'tool_choice.name'],
   ['messages', 'input'],
 ];
-
-function isObject(value: Json): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function kindOf(value: Json): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
-function wrongType(param: string, expected: string, value: Json): RequestError {
-  return invalid(param, `Invalid type for '${param}': expected ${expected}, but got ${kindOf(value)}.`, 'invalid_type');
-}
-
-function given(value: Json): boolean {
-  return value !== undefined && value !== null;
-}
 
 /**
  * What a request without stored state cannot mean: refused with what to send instead. A
@@ -409,18 +389,6 @@ function chatBody(body: JsonObject, out: Translation): JsonObject {
   return chat;
 }
 
-/** A chat parser's 400 about a field, renamed to the Responses field it came from. */
-function renamed(error: RequestError, sources: ReadonlyArray<readonly [string, string]>): RequestError {
-  const param = error.param;
-  if (param === null) return error;
-  const matches = (prefix: string) => param === prefix || param.startsWith(`${prefix}.`) || param.startsWith(`${prefix}[`);
-  const best = [...sources, ...RENAMED_FIELDS].filter(([prefix]) => matches(prefix)).sort((a, b) => b[0].length - a[0].length)[0];
-  if (!best) return error;
-  const responsesParam = best[1] + param.slice(best[0].length);
-  const message = error.message.replaceAll(param, responsesParam);
-  return new RequestError(error.status, message, { type: error.type, code: error.code, param: responsesParam, headers: { ...error.headers } });
-}
-
 /**
  * Validates a Responses body and converts it into the gateway's request. Throws a RequestError
  * (400) naming the offending Responses field.
@@ -435,7 +403,7 @@ export function parseResponsesRequest(original: Json): ParsedResponsesRequest {
   try {
     parsed = parseChatRequest(chat);
   } catch (error) {
-    throw error instanceof RequestError ? renamed(error, out.sources) : error;
+    throw error instanceof RequestError ? renamedError(error, out.sources, RENAMED_FIELDS) : error;
   }
   return { ...parsed, responses: { namespaced: out.namespaced, custom: out.custom, echo: echoFields(original) } };
 }
