@@ -7,7 +7,10 @@
 // objects get the same checks. Every object, as written and as rendered, is validated against the
 // Kubernetes OpenAPI schemas (kubernetes-models, and its sibling packages for the CRDs:
 // scripts/manifests/schemas.mjs): an unknown field, a wrong type or a missing required field fails.
-// Every namespaced object an overlay renders must have a namespace (scripts/manifests/namespaces.mjs).
+// Every namespaced object an overlay renders must have a namespace (scripts/manifests/namespaces.mjs),
+// and its NetworkPolicies, evaluated as a network plugin enforces them, must allow each flow the
+// gateway needs and no other way into auth, the router, the executors or metering, nor the
+// executors' egress to metadata or cluster addresses (scripts/manifests/connectivity.mjs).
 // docker-compose.yml is parsed and checked for the services it must run.
 // Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
@@ -22,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
+import { connectivityProblems } from './manifests/connectivity.mjs';
 import { namespaceProblems } from './manifests/namespaces.mjs';
 import { findRenderer, render } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
@@ -386,8 +390,8 @@ if (renderer) {
     }
     validate(label, objects);
     await validateSchemas(label, objects);
-    for (const problem of namespaceProblems(label, objects)) check(false, problem);
-    check(true, `${label}: namespaces`);
+    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects)]) check(false, problem);
+    check(true, `${label}: namespaces and NetworkPolicy connectivity`);
   }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');
