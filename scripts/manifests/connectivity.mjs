@@ -80,8 +80,6 @@ function neededFlows(at) {
 function forbiddenFlows(at) {
   const executor = at('executor');
   const flows = [
-    [at('a random pod of the namespace'), at('edge'), at('edge')?.ports?.metrics],
-    [at('the internet'), at('edge'), at('edge')?.ports?.metrics],
     [executor, at('the metadata endpoint'), 80],
     [executor, at('the IPv6 metadata endpoint'), 80],
     [executor, at('the Kubernetes API Service'), 443],
@@ -113,12 +111,15 @@ export function connectivityProblems(label, objects) {
   for (const flow of neededFlows(at))
     if (flow[2] === undefined || !verdict(flow)) problems.push(`${label}: NetworkPolicies deny ${describe(flow)}, which the gateway needs`);
   for (const flow of forbiddenFlows(at)) if (verdict(flow)) problems.push(`${label}: NetworkPolicies allow ${describe(flow)}`);
-  // Into the internal services: the edges on the gRPC port and Prometheus on `metrics`, nothing else.
-  for (const name of INTERNAL) {
+  // Into the internal services: the edges on the gRPC port and Prometheus on `metrics`, nothing
+  // else; into the edges: anyone on the API port, Prometheus on `metrics`, nothing else (an admin
+  // listener stays private).
+  for (const name of SERVICES) {
     const destination = at(name);
     for (const [portName, port] of Object.entries(destination.ports))
       for (const source of all.filter((endpoint) => endpoint !== destination)) {
-        const expected = (source.name === 'edge' && portName === 'grpc') || (source.name === 'prometheus' && portName === 'metrics');
+        const expected =
+          (source.name === 'prometheus' && portName === 'metrics') || (name === 'edge' ? portName === 'http' : source.name === 'edge' && portName === 'grpc');
         if (!expected && verdict([source, destination, port])) problems.push(`${label}: NetworkPolicies allow ${describe([source, destination, port])}`);
       }
   }

@@ -107,6 +107,22 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     );
   });
 
+  it('fails another port of the edges (an admin listener) open beyond Prometheus', () => {
+    const { objects, find } = copyOf('prod');
+    find('Deployment', 'edge').spec.template.spec.containers[0].ports.push({ name: 'admin', containerPort: 8081 });
+    expect(connectivityProblems('prod', objects)).toEqual([]);
+    find('NetworkPolicy', 'edge').spec.ingress.push({ ports: [{ port: 'admin' }] });
+    const problems = connectivityProblems('prod', objects);
+    expect(problems).toContain('prod: NetworkPolicies allow the internet -> edge:8081');
+    expect(problems).toContain('prod: NetworkPolicies allow a random pod of the namespace -> edge:8081');
+  });
+
+  it("fails the edges' metrics port open to anyone", () => {
+    const { objects, find } = copyOf('prod');
+    find('NetworkPolicy', 'edge').spec.ingress[0].ports.push({ port: 'metrics' });
+    expect(connectivityProblems('prod', objects)).toContain('prod: NetworkPolicies allow a random pod of the namespace -> edge:9100');
+  });
+
   it('fails metrics open to every pod of the monitoring namespace, not Prometheus alone', () => {
     const { objects, find } = copyOf('prod-cluster');
     delete find('NetworkPolicy', 'gateway-dns-and-metrics').spec.ingress[0].from[0].podSelector;
