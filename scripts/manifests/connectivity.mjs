@@ -52,8 +52,22 @@ function endpoints(objects, policies) {
   return [...pods, ...outsiders];
 }
 
+/**
+ * The ports of the URLs a gateway-config variable lists (comma-separated, `scheme://[user@]host:port`)
+ * together with the defaults the README's examples use.
+ */
+function configuredPorts(objects, variable, defaults) {
+  const config = objects.find((object) => object?.kind === 'ConfigMap' && object.metadata?.name === 'gateway-config');
+  const ports = String(config?.data?.[variable] ?? '')
+    .split(',')
+    .map((url) => /:(\d+)\/?$/.exec(url.trim())?.[1])
+    .filter(Boolean)
+    .map(Number);
+  return [...new Set([...defaults, ...ports])];
+}
+
 /** The flows that must be allowed: [source, destination, port, protocol?]. */
-function neededFlows(at) {
+function neededFlows(at, { redisPorts, natsPorts }) {
   const flows = [];
   const service = (name) => at(name);
   for (const name of INTERNAL) flows.push([service('edge'), service(name), service(name)?.ports?.grpc]);
@@ -63,12 +77,12 @@ function neededFlows(at) {
     if (at('the OTLP collector')) flows.push([service(name), at('the OTLP collector'), 4317], [service(name), at('the OTLP collector'), 4318]);
   }
   for (const name of ['edge', 'router', 'executor', 'metering']) {
-    flows.push([service(name), at('the internet'), 4222]);
+    for (const port of natsPorts) flows.push([service(name), at('the internet'), port]);
     if (at('nats')) flows.push([service(name), at('nats'), at('nats').ports.client]);
   }
   for (const name of ['auth', 'metering']) {
-    flows.push([service(name), at('the internet'), 6379], [service(name), at('the internet'), 6380]);
-    if (at('redis')) flows.push([service(name), at('redis'), 6379]);
+    for (const port of redisPorts) flows.push([service(name), at('the internet'), port]);
+    if (at('redis')) flows.push([service(name), at('redis'), at('redis').ports.redis ?? 6379]);
   }
   flows.push([at('the internet'), service('edge'), service('edge')?.ports?.http]);
   flows.push([at('a random pod of the namespace'), service('edge'), service('edge')?.ports?.http]);
@@ -87,7 +101,9 @@ function forbiddenFlows(at) {
     [at('auth'), at('the internet'), 443],
     [at('router'), at('the internet'), 443],
   ];
-  if (at('redis')) flows.push([at('a random pod of the namespace'), at('redis'), 6379]);
+  if (at('redis'))
+    flows.push([at('a random pod of the namespace'), at('redis'), at('redis').ports.redis ?? 6379], [at('edge'), at('redis'), at('redis').ports.redis ?? 6379]);
+  if (at('nats')) flows.push([at('a random pod of the namespace'), at('nats'), at('nats').ports.client], [at('auth'), at('nats'), at('nats').ports.client]);
   return flows;
 }
 
@@ -108,7 +124,9 @@ export function connectivityProblems(label, objects) {
   const missing = SERVICES.filter((name) => !at(name));
   if (missing.length > 0) return [`${label}: no workload for ${missing.join(', ')}: connectivity not checked`];
   const verdict = (flow) => allows(policies, { source: flow[0], destination: flow[1], port: flow[2], protocol: flow[3] ?? 'TCP' });
-  for (const flow of neededFlows(at))
+  // Redis on 6379 and 6380 (rediss://, deploy/README.md's gateway-state), NATS on 4222, and the ports gateway-config names.
+  const ports = { redisPorts: configuredPorts(objects, 'REDIS_URL', [6379, 6380]), natsPorts: configuredPorts(objects, 'NATS_URL', [4222]) };
+  for (const flow of neededFlows(at, ports))
     if (flow[2] === undefined || !verdict(flow)) problems.push(`${label}: NetworkPolicies deny ${describe(flow)}, which the gateway needs`);
   for (const flow of forbiddenFlows(at)) if (verdict(flow)) problems.push(`${label}: NetworkPolicies allow ${describe(flow)}`);
   // Into the internal services: the edges on the gRPC port and Prometheus on `metrics`, nothing

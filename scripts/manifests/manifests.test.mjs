@@ -96,6 +96,15 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     ]);
   });
 
+  it('fails a NATS port in gateway-config that the policies do not open', () => {
+    const { objects, find } = copyOf('prod');
+    find('ConfigMap', 'gateway-config').data.NATS_URL = 'tls://nats.example:4223';
+    // The executors reach any internet port anyway (the providers').
+    expect(connectivityProblems('prod', objects)).toEqual(
+      ['edge', 'router', 'metering'].map((name) => `prod: NetworkPolicies deny ${name} -> the internet:4223, which the gateway needs`),
+    );
+  });
+
   it('fails a service that cannot reach the OTLP collector', () => {
     const { objects, find } = copyOf('prod-cluster');
     find('NetworkPolicy', 'gateway-otlp-egress').spec.podSelector.matchExpressions[0].values = ['executor'];
