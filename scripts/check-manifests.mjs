@@ -5,8 +5,12 @@
 // every Deployment and StatefulSet has an image, probes, resources and a non-root, read-only security context.
 // When `kubectl` or `kustomize` is on PATH each overlay is also rendered for real and the rendered
 // objects get the same checks. Every object, as written and as rendered, is validated against the
-// Kubernetes OpenAPI schemas (kubernetes-models, and @kubernetes-models/prometheus-operator for the
-// monitoring CRDs): an unknown field, a wrong type or a missing required field fails.
+// Kubernetes OpenAPI schemas (kubernetes-models, and its sibling packages for the CRDs:
+// scripts/manifests/schemas.mjs): an unknown field, a wrong type or a missing required field fails.
+// Every namespaced object an overlay renders must have a namespace (scripts/manifests/namespaces.mjs),
+// and its NetworkPolicies, evaluated as a network plugin enforces them, must allow each flow the
+// gateway needs and no other way into auth, the router, the executors or metering, nor the
+// executors' egress to metadata or cluster addresses (scripts/manifests/connectivity.mjs).
 // docker-compose.yml is parsed and checked for the services it must run.
 // Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
@@ -21,6 +25,10 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
+import { connectivityProblems } from './manifests/connectivity.mjs';
+import { namespaceProblems } from './manifests/namespaces.mjs';
+import { findRenderer, render } from './manifests/render.mjs';
+import { schemaProblems } from './manifests/schemas.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
@@ -36,34 +44,11 @@ const PENDING_METRICS = {};
 /** Labels Prometheus adds at scrape (the PodMonitor's target labels) or histograms carry; no service declares them. */
 const SCRAPE_LABELS = new Set(['namespace', 'pod', 'container', 'job', 'instance', 'endpoint', 'le', 'service']);
 
-/**
- * Validates objects against the Kubernetes schemas of their apiVersion and kind; an object of a kind
- * no schema package covers is a problem too, so that nothing goes unvalidated by accident.
- */
+/** Records the schema problems of objects (scripts/manifests/schemas.mjs) as checks. */
 async function validateSchemas(label, objects) {
-  for (const object of objects) {
-    if (!object || typeof object !== 'object') continue;
-    const { source: _source, ...manifest } = object;
-    const [group, version] = String(manifest.apiVersion ?? '').includes('/') ? manifest.apiVersion.split('/') : ['', manifest.apiVersion];
-    const module =
-      group === 'monitoring.coreos.com'
-        ? `@kubernetes-models/prometheus-operator/${group}/${version}/${manifest.kind}`
-        : `kubernetes-models/${group ? `${group}/` : ''}${version}/${manifest.kind}`;
-    const name = `${label}: ${manifest.kind} ${manifest.metadata?.name ?? '?'}`;
-    let Model;
-    try {
-      Model = Object.values(await import(module)).find((value) => typeof value === 'function');
-    } catch {
-      check(false, `${name}: no Kubernetes schema for ${manifest.apiVersion} ${manifest.kind}`);
-      continue;
-    }
-    try {
-      new Model(manifest).validate();
-      check(true, name);
-    } catch (error) {
-      check(false, `${name}: ${String(error.message).split('\n')[0]}`);
-    }
-  }
+  const found = await schemaProblems(label, objects);
+  for (const problem of found) check(false, problem);
+  check(true, `${label}: schemas`);
 }
 
 const problems = [];
@@ -390,31 +375,23 @@ if (existsSync(componentsDir)) {
   }
 }
 
-// 3. Render for real when a renderer is here (CI machines may have none).
-const renderer = [
-  ['kubectl', ['kustomize']],
-  ['kustomize', ['build']],
-].find(([command]) => {
-  try {
-    execFileSync(command, ['version', ...(command === 'kubectl' ? ['--client'] : [])], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-});
+// 3. Render for real when a renderer is here (CI machines may have none); the rendered objects get
+// the checks above, their namespaces, and the connectivity their NetworkPolicies allow.
+const renderer = findRenderer();
 if (renderer) {
-  const [command, args] = renderer;
   for (const folder of overlays) {
+    const label = `${rel(folder)} (rendered by ${renderer[0]})`;
+    let objects;
     try {
-      const output = execFileSync(command, [...args, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-      const objects = parseAllDocuments(output)
-        .map((document) => document.toJS())
-        .filter(Boolean);
-      validate(`${rel(folder)} (rendered by ${command})`, objects);
-      await validateSchemas(`${rel(folder)} (rendered by ${command})`, objects);
+      objects = render(renderer, folder);
     } catch (error) {
-      check(false, `${rel(folder)}: ${command} ${args.join(' ')} failed: ${String(error.stderr || error.message).trim()}`);
+      check(false, `${rel(folder)}: ${renderer[0]} ${renderer[1].join(' ')} failed: ${String(error.stderr || error.message).trim()}`);
+      continue;
     }
+    validate(label, objects);
+    await validateSchemas(label, objects);
+    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects)]) check(false, problem);
+    check(true, `${label}: namespaces and NetworkPolicy connectivity`);
   }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');
