@@ -12,27 +12,15 @@ import type { Completion, StreamRenderer } from '../completions/completion.js';
 import type { RequestError } from '../errors.js';
 import { gatewayInfo } from './chat-completions-wire.js';
 import { anthropicErrorJson, messageUsage, newMessageId, stopReason } from './messages-output.js';
+import { ChunkTranslator, type ToolCallDelta } from './chunk-translator.js';
 
 type JsonObject = Record<string, unknown>;
-
-/** A chat chunk's choice as OpenAI's JSON writes it (what the executor renders). */
-interface ChunkChoice {
-  index?: number;
-  delta?: {
-    content?: string | null;
-    refusal?: string | null;
-    tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
-  };
-  finish_reason?: string | null;
-}
-
-type ToolCallDelta = NonNullable<NonNullable<ChunkChoice['delta']>['tool_calls']>[number];
 
 /** The content block being written: text, or the tool use of one chat tool call index. */
 type OpenBlock = { kind: 'text' } | { kind: 'tool_use'; callIndex: number };
 
 /** The Messages renderer of one stream. */
-export class MessagesStream implements StreamRenderer {
+export class MessagesStream extends ChunkTranslator implements StreamRenderer {
   private readonly id = newMessageId();
   private model: string;
   private opened = false;
@@ -40,11 +28,11 @@ export class MessagesStream implements StreamRenderer {
   private block: OpenBlock | undefined;
   /** Chat tool call indexes already given a block: a later fragment of a finished call is dropped. */
   private readonly callsSeen = new Set<number>();
-  private finish: string | null = null;
   /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
   private readonly identity: StreamIdentity;
 
   constructor(private readonly completion: Completion) {
+    super();
     this.model = completion.routing.model.id ?? '';
     this.identity = { id: this.id, created: Math.floor(Date.now() / 1000), model: this.model, includeUsage: false };
   }
@@ -57,7 +45,7 @@ export class MessagesStream implements StreamRenderer {
   }
 
   event(json: string): string {
-    return this.open() + this.translate(JSON.parse(json) as { choices?: ChunkChoice[] });
+    return this.open() + this.translate(json);
   }
 
   chunkJson(chunk: ChatChunkOutput): string {
@@ -100,22 +88,8 @@ export class MessagesStream implements StreamRenderer {
     return this.emit('message_start', { message }) + this.emit('ping', {});
   }
 
-  /** The events of one chat chunk (its first choice: a message has one). */
-  private translate(chunk: { choices?: ChunkChoice[] }): string {
-    let events = '';
-    for (const choice of chunk.choices ?? []) {
-      if ((choice.index ?? 0) !== 0) continue;
-      const delta = choice.delta;
-      if (delta?.content) events += this.text(delta.content);
-      if (delta?.refusal) events += this.text(delta.refusal);
-      for (const call of delta?.tool_calls ?? []) events += this.toolCall(call);
-      if (choice.finish_reason) this.finish = choice.finish_reason;
-    }
-    return events;
-  }
-
   /** A text delta: opens a text block at the first (after a tool use, a new one). */
-  private text(delta: string): string {
+  protected text(delta: string): string {
     let events = '';
     if (this.block?.kind !== 'text') {
       events += this.closeBlock();
@@ -125,7 +99,7 @@ export class MessagesStream implements StreamRenderer {
   }
 
   /** A tool call delta: opens its tool_use block at its first fragment, then its arguments as partial JSON. */
-  private toolCall(delta: ToolCallDelta): string {
+  protected toolCall(delta: ToolCallDelta): string {
     const callIndex = delta.index ?? 0;
     let events = '';
     const open = this.block?.kind === 'tool_use' && this.block.callIndex === callIndex;

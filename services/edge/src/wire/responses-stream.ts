@@ -25,19 +25,9 @@ import {
   toolCallItem,
 } from './responses-output.js';
 import { keepResponse, storedFields } from './responses-store.js';
+import { ChunkTranslator, type ToolCallDelta } from './chunk-translator.js';
 
 type JsonObject = Record<string, unknown>;
-
-/** A chat chunk's choice as OpenAI's JSON writes it (what the executor renders). */
-interface ChunkChoice {
-  index?: number;
-  delta?: {
-    content?: string | null;
-    refusal?: string | null;
-    tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
-  };
-  finish_reason?: string | null;
-}
 
 /** The message item being written: its place in `output` and its text so far. */
 interface OpenMessage {
@@ -56,7 +46,7 @@ interface OpenCall {
 }
 
 /** The Responses renderer of one stream. */
-export class ResponsesStream implements StreamRenderer {
+export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
   private readonly id = newId('resp');
   private createdAt = Math.floor(Date.now() / 1000);
   private model: string;
@@ -69,12 +59,12 @@ export class ResponsesStream implements StreamRenderer {
   /** Open function calls by their chat tool call index, and the indexes of every call begun. */
   private readonly calls = new Map<number, OpenCall>();
   private readonly callsSeen = new Set<number>();
-  private finish: string | null = null;
   /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
   private readonly identity: StreamIdentity;
   private readonly responses: ResponsesContext;
 
   constructor(private readonly completion: ResponsesCompletion) {
+    super();
     this.model = completion.routing.model.id ?? '';
     this.identity = { id: this.id, created: this.createdAt, model: this.model, includeUsage: false };
     this.responses = completion.parsed.responses;
@@ -91,7 +81,7 @@ export class ResponsesStream implements StreamRenderer {
   }
 
   event(json: string): string {
-    return this.open() + this.translate(JSON.parse(json) as { choices?: ChunkChoice[] });
+    return this.open() + this.translate(json);
   }
 
   chunkJson(chunk: ChatChunkOutput): string {
@@ -130,23 +120,8 @@ export class ResponsesStream implements StreamRenderer {
     return `event: ${type}\ndata: ${JSON.stringify({ type, ...fields, sequence_number: this.sequence++ })}\n\n`;
   }
 
-  /** The events of one chat chunk (its first choice: a Response has one). */
-  private translate(chunk: { choices?: ChunkChoice[] }): string {
-    let events = '';
-    for (const choice of chunk.choices ?? []) {
-      if ((choice.index ?? 0) !== 0) continue;
-      const delta = choice.delta;
-      if (delta?.content) events += this.text(delta.content);
-      // A streamed refusal is written as the message's text (a whole answer has a `refusal` part).
-      if (delta?.refusal) events += this.text(delta.refusal);
-      for (const call of delta?.tool_calls ?? []) events += this.toolCall(call);
-      if (choice.finish_reason) this.finish = choice.finish_reason;
-    }
-    return events;
-  }
-
   /** A text delta: opens the message item (and its output_text part) at the first. */
-  private text(delta: string): string {
+  protected text(delta: string): string {
     let events = '';
     if (!this.message) {
       // Items follow one another: a function call before this text is done.
@@ -165,7 +140,7 @@ export class ResponsesStream implements StreamRenderer {
    * A tool call delta: opens its item at its first fragment, then its arguments. A custom tool's
    * call streams no deltas: its raw input is read out of the whole arguments when it is done.
    */
-  private toolCall(delta: NonNullable<NonNullable<ChunkChoice['delta']>['tool_calls']>[number]): string {
+  protected toolCall(delta: ToolCallDelta): string {
     const index = delta.index ?? 0;
     let events = '';
     let call = this.calls.get(index);

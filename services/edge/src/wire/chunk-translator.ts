@@ -1,0 +1,45 @@
+/**
+ * What the stream renderers of the APIs translated from chat (Responses, Messages) share: reading
+ * the chat chunks the executor rendered, first choice only (their answers have one), as text,
+ * tool-call fragments and the finish reason; each renderer writes them as its own API's events.
+ */
+
+/** A chat chunk's choice as OpenAI's JSON writes it (what the executor renders). */
+export interface ChunkChoice {
+  index?: number;
+  delta?: {
+    content?: string | null;
+    refusal?: string | null;
+    tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }>;
+  };
+  finish_reason?: string | null;
+}
+
+/** One fragment of a streamed tool call. */
+export type ToolCallDelta = NonNullable<NonNullable<ChunkChoice['delta']>['tool_calls']>[number];
+
+/** A renderer fed chat chunks: the events of each, in its API's shape. */
+export abstract class ChunkTranslator {
+  /** The chat finish reason of the answer, once a chunk gave it. */
+  protected finish: string | null = null;
+
+  /** The events of a text delta (a streamed refusal is written as text). */
+  protected abstract text(delta: string): string;
+  /** The events of a tool call's fragment. */
+  protected abstract toolCall(delta: ToolCallDelta): string;
+
+  /** The events of one chat chunk's JSON, its first choice only. */
+  protected translate(json: string): string {
+    const chunk = JSON.parse(json) as { choices?: ChunkChoice[] };
+    let events = '';
+    for (const choice of chunk.choices ?? []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta = choice.delta;
+      if (delta?.content) events += this.text(delta.content);
+      if (delta?.refusal) events += this.text(delta.refusal);
+      for (const call of delta?.tool_calls ?? []) events += this.toolCall(call);
+      if (choice.finish_reason) this.finish = choice.finish_reason;
+    }
+    return events;
+  }
+}
