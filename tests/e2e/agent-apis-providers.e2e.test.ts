@@ -131,12 +131,14 @@ describe.each(Object.keys(PROVIDERS) as Provider[])('a model behind a fake %s up
     const message = await anthropic.messages.create({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
     expect(message.type).toBe('message');
     expect(message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')).toBe(whole.text);
-    const cached = whole.usage.prompt_tokens_details?.cached_tokens ?? 0;
-    // Anthropic's input_tokens leave out the tokens read from (or written to) the cache.
+    const details = whole.usage.prompt_tokens_details as { cached_tokens?: number; cache_write_tokens?: number } | undefined;
+    const [read, written] = [details?.cached_tokens ?? 0, details?.cache_write_tokens ?? 0];
+    // Anthropic's input_tokens leave out the tokens read from and written to the cache.
     expect(message.usage).toMatchObject({
-      input_tokens: whole.usage.prompt_tokens - cached,
+      input_tokens: whole.usage.prompt_tokens - read - written,
       output_tokens: whole.usage.completion_tokens,
-      cache_read_input_tokens: cached,
+      cache_read_input_tokens: read,
+      cache_creation_input_tokens: written,
     });
     expect((message as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd).toBe(whole.cost);
 
