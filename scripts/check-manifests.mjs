@@ -170,12 +170,10 @@ function collect(folder, seen = new Set()) {
       check(existsSync(path), `${rel(file)}: generator ${generator.name} file ${entry} does not exist`);
       listed.add(path);
     }
-    objects.push({
-      apiVersion: 'v1',
-      kind: generator.name && kustomization.secretGenerator?.includes(generator) ? 'Secret' : 'ConfigMap',
-      metadata: { name: generator.name },
-      source: rel(file),
-    });
+    const kind = generator.name && kustomization.secretGenerator?.includes(generator) ? 'Secret' : 'ConfigMap';
+    // `behavior: merge` or `replace` changes the bases' object of that name: a patch, not another object.
+    if (['merge', 'replace'].includes(generator.behavior)) patches.push({ kind, name: generator.name, source: rel(file) });
+    else objects.push({ apiVersion: 'v1', kind, metadata: { name: generator.name }, data: generatedData(folder, generator), source: rel(file) });
   }
   for (const entry of kustomization.replicas ?? []) patches.push({ kind: 'Deployment', name: entry.name, source: `${rel(file)} replicas` });
   // A manifest in this folder that no kustomization lists is never deployed: most likely a mistake.
@@ -183,6 +181,19 @@ function collect(folder, seen = new Set()) {
     check(listed.has(join(folder, name)), `${rel(join(folder, name))}: not listed in ${rel(file)}`);
   }
   return { objects, patches };
+}
+
+/** A generator's `envs` files and `literals` as data (VARIABLE=value lines; `#` comments and blank lines skipped). */
+function generatedData(folder, generator) {
+  const lines = [
+    ...(generator.envs ?? []).flatMap((entry) => {
+      const path = resolve(folder, String(entry));
+      return existsSync(path) ? readFileSync(path, 'utf8').split('\n') : [];
+    }),
+    ...(generator.literals ?? []).map(String),
+  ];
+  const pairs = lines.filter((line) => line.includes('=') && !line.trimStart().startsWith('#')).map((line) => line.split(/=(.*)/s).slice(0, 2));
+  return Object.fromEntries(pairs.map(([key, value]) => [key.trim(), value]));
 }
 
 const probeKinds = ['httpGet', 'grpc', 'tcpSocket', 'exec'];
@@ -340,7 +351,8 @@ function validate(label, objects, patches = []) {
       );
     }
   }
-  const config = byKind('ConfigMap').find((object) => object.metadata?.name === 'gateway-config');
+  // Generated, so rendered with its content's hash: gateway-config-<hash>.
+  const config = byKind('ConfigMap').find((object) => /^gateway-config(-[a-z0-9]{10})?$/.test(object.metadata?.name ?? ''));
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
     // The edge's long-lived streams to auth, the router and the executors spread over every pod
     // only through headless Services (a ClusterIP pins a connection, and its streams, to one pod).
