@@ -99,10 +99,10 @@ function loadYaml(path) {
 const kustomizationFile = (folder) => ['kustomization.yaml', 'kustomization.yml', 'Kustomization'].map((name) => join(folder, name)).find(existsSync);
 
 // 1. Every YAML file under deploy/ parses, and every object in it has apiVersion, kind and a name,
-// except the data files a generator turns into a ConfigMap (the catalog).
+// except the data files a generator turns into a ConfigMap (the catalog, the plans).
 const yamlFiles = walk(deployDir).filter((path) => /\.ya?ml$/.test(path));
 check(yamlFiles.length > 0, 'deploy/ has no YAML files');
-const DATA_FILES = new Set([join(deployDir, 'base', 'catalog.yaml')]);
+const DATA_FILES = new Set(['catalog.yaml', 'plans.yaml'].map((name) => join(deployDir, 'base', name)));
 /** promtool's unit tests of alerting rules (`<name>.test.yaml` beside the PrometheusRule): data, not manifests. */
 const isRuleTest = (path) => /\.test\.ya?ml$/.test(path);
 for (const path of yamlFiles) {
@@ -437,6 +437,12 @@ const shippedCatalog = join(deployDir, 'base', 'catalog.yaml');
 check(
   existsSync(shippedCatalog) && readFileSync(shippedCatalog, 'utf8') === readFileSync(join(root, 'packages', 'catalog', 'catalog.yaml'), 'utf8'),
   'deploy/base/catalog.yaml differs from packages/catalog/catalog.yaml: copy it over',
+);
+// So are the plans.
+const shippedPlans = join(deployDir, 'base', 'plans.yaml');
+check(
+  existsSync(shippedPlans) && readFileSync(shippedPlans, 'utf8') === readFileSync(join(root, 'services', 'auth', 'plans.yaml'), 'utf8'),
+  'deploy/base/plans.yaml differs from services/auth/plans.yaml: copy it over',
 );
 
 // The Secrets the operator creates are each documented with the command that creates them.
