@@ -388,7 +388,12 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
     objects.filter((object) => !String(object.source).endsWith('kustomization.yaml')),
   );
 }
-// Components are checked through the overlays that use them; a component no overlay uses is dead.
+// Components are checked through the overlays that use them; a component no overlay uses is dead,
+// but for the standalone ones, rendered below on the base alone: they add kinds that need
+// controllers and CRDs of their own (the Gateway API's, cert-manager's), so no overlay carries them.
+const STANDALONE_COMPONENTS = ['gateway-api'];
+/** API groups whose kinds no schema package here covers yet: their objects are checked for consistency only. */
+const UNSCHEMED_GROUPS = ['gateway.networking.k8s.io', 'cert-manager.io'];
 const componentsDir = join(deployDir, 'components');
 if (existsSync(componentsDir)) {
   for (const name of readdirSync(componentsDir)) {
@@ -397,7 +402,7 @@ if (existsSync(componentsDir)) {
         (entry) => resolve(folder, entry) === join(componentsDir, name),
       ),
     );
-    check(used, `deploy/components/${name}: no overlay uses it`);
+    check(used || STANDALONE_COMPONENTS.includes(name), `deploy/components/${name}: no overlay uses it`);
     collect(join(componentsDir, name));
   }
 }
@@ -426,6 +431,32 @@ if (renderer) {
       await validateSchemas(`${rel(folder)} (rendered by ${command})`, objects);
     } catch (error) {
       check(false, `${rel(folder)}: ${command} ${args.join(' ')} failed: ${String(error.stderr || error.message).trim()}`);
+    }
+  }
+  // Each standalone component on the base alone, in a namespace, as an overlay would put it.
+  for (const name of STANDALONE_COMPONENTS) {
+    const folder = mkdtempSync(join(tmpdir(), 'gateway-component-'));
+    const label = `deploy/components/${name} on deploy/base (rendered by ${command})`;
+    try {
+      const kustomization = {
+        namespace: 'gateway',
+        resources: [relative(folder, join(deployDir, 'base'))],
+        components: [relative(folder, join(componentsDir, name))],
+      };
+      writeFileSync(join(folder, 'kustomization.yaml'), stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', ...kustomization }));
+      const output = execFileSync(command, [...args, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const objects = parseAllDocuments(output)
+        .map((document) => document.toJS())
+        .filter(Boolean);
+      validate(label, objects);
+      await validateSchemas(
+        label,
+        objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
+      );
+    } catch (error) {
+      check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
     }
   }
 } else {
