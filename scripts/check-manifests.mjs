@@ -434,9 +434,10 @@ if (renderer) {
     }
   }
   // Each standalone component on the base alone, in a namespace, as an overlay would put it.
+  const [renderCommand, renderArgs] = renderer;
   for (const name of STANDALONE_COMPONENTS) {
     const folder = mkdtempSync(join(tmpdir(), 'gateway-component-'));
-    const label = `deploy/components/${name} on deploy/base (rendered by ${command})`;
+    const label = `deploy/components/${name} on deploy/base (rendered by ${renderCommand})`;
     try {
       const kustomization = {
         namespace: 'gateway',
@@ -444,7 +445,7 @@ if (renderer) {
         components: [relative(folder, join(componentsDir, name))],
       };
       writeFileSync(join(folder, 'kustomization.yaml'), stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', ...kustomization }));
-      const output = execFileSync(command, [...args, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const output = execFileSync(renderCommand, [...renderArgs, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
       const objects = parseAllDocuments(output)
         .map((document) => document.toJS())
         .filter(Boolean);
