@@ -392,8 +392,10 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
 // but for the standalone ones, rendered below on the base alone: they add kinds that need
 // controllers and CRDs of their own (the Gateway API's, cert-manager's), so no overlay carries them.
 const STANDALONE_COMPONENTS = ['gateway-api'];
-/** API groups whose kinds no schema package here covers yet: their objects are checked for consistency only. */
-const UNSCHEMED_GROUPS = ['gateway.networking.k8s.io', 'cert-manager.io'];
+/** API groups whose schema package is not installed: their objects are checked for consistency only. */
+const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
+  .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))
+  .map(([group]) => group);
 const componentsDir = join(deployDir, 'components');
 if (existsSync(componentsDir)) {
   for (const name of readdirSync(componentsDir)) {
