@@ -84,10 +84,10 @@ function loadYaml(path) {
 const kustomizationFile = (folder) => ['kustomization.yaml', 'kustomization.yml', 'Kustomization'].map((name) => join(folder, name)).find(existsSync);
 
 // 1. Every YAML file under deploy/ parses, and every object in it has apiVersion, kind and a name,
-// except the data files a generator turns into a ConfigMap (the catalog).
+// except the data files a generator turns into a ConfigMap (the catalog, the plans).
 const yamlFiles = walk(deployDir).filter((path) => /\.ya?ml$/.test(path));
 check(yamlFiles.length > 0, 'deploy/ has no YAML files');
-const DATA_FILES = new Set([join(deployDir, 'base', 'catalog.yaml')]);
+const DATA_FILES = new Set(['catalog.yaml', 'plans.yaml'].map((name) => join(deployDir, 'base', name)));
 /** promtool's unit tests of alerting rules (`<name>.test.yaml` beside the PrometheusRule): data, not manifests. */
 const isRuleTest = (path) => /\.test\.ya?ml$/.test(path);
 for (const path of yamlFiles) {
@@ -155,12 +155,10 @@ function collect(folder, seen = new Set()) {
       check(existsSync(path), `${rel(file)}: generator ${generator.name} file ${entry} does not exist`);
       listed.add(path);
     }
-    objects.push({
-      apiVersion: 'v1',
-      kind: generator.name && kustomization.secretGenerator?.includes(generator) ? 'Secret' : 'ConfigMap',
-      metadata: { name: generator.name },
-      source: rel(file),
-    });
+    const kind = generator.name && kustomization.secretGenerator?.includes(generator) ? 'Secret' : 'ConfigMap';
+    // `behavior: merge` or `replace` changes the bases' object of that name: a patch, not another object.
+    if (['merge', 'replace'].includes(generator.behavior)) patches.push({ kind, name: generator.name, source: rel(file) });
+    else objects.push({ apiVersion: 'v1', kind, metadata: { name: generator.name }, data: generatedData(folder, generator), source: rel(file) });
   }
   for (const entry of kustomization.replicas ?? []) patches.push({ kind: 'Deployment', name: entry.name, source: `${rel(file)} replicas` });
   // A manifest in this folder that no kustomization lists is never deployed: most likely a mistake.
@@ -168,6 +166,19 @@ function collect(folder, seen = new Set()) {
     check(listed.has(join(folder, name)), `${rel(join(folder, name))}: not listed in ${rel(file)}`);
   }
   return { objects, patches };
+}
+
+/** A generator's `envs` files and `literals` as data (VARIABLE=value lines; `#` comments and blank lines skipped). */
+function generatedData(folder, generator) {
+  const lines = [
+    ...(generator.envs ?? []).flatMap((entry) => {
+      const path = resolve(folder, String(entry));
+      return existsSync(path) ? readFileSync(path, 'utf8').split('\n') : [];
+    }),
+    ...(generator.literals ?? []).map(String),
+  ];
+  const pairs = lines.filter((line) => line.includes('=') && !line.trimStart().startsWith('#')).map((line) => line.split(/=(.*)/s).slice(0, 2));
+  return Object.fromEntries(pairs.map(([key, value]) => [key.trim(), value]));
 }
 
 const probeKinds = ['httpGet', 'grpc', 'tcpSocket', 'exec'];
@@ -325,7 +336,8 @@ function validate(label, objects, patches = []) {
       );
     }
   }
-  const config = byKind('ConfigMap').find((object) => object.metadata?.name === 'gateway-config');
+  // Generated, so rendered with its content's hash: gateway-config-<hash>.
+  const config = byKind('ConfigMap').find((object) => /^gateway-config(-[a-z0-9]{10})?$/.test(object.metadata?.name ?? ''));
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
     // The edge's long-lived streams to auth, the router and the executors spread over every pod
     // only through headless Services (a ClusterIP pins a connection, and its streams, to one pod).
@@ -361,7 +373,14 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
     objects.filter((object) => !String(object.source).endsWith('kustomization.yaml')),
   );
 }
-// Components are checked through the overlays that use them; a component no overlay uses is dead.
+// Components are checked through the overlays that use them; a component no overlay uses is dead,
+// but for the standalone ones, rendered below on the base alone: they add kinds that need
+// controllers and CRDs of their own (the Gateway API's, cert-manager's), so no overlay carries them.
+const STANDALONE_COMPONENTS = ['gateway-api'];
+/** API groups whose schema package is not installed: their objects are checked for consistency only. */
+const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
+  .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))
+  .map(([group]) => group);
 const componentsDir = join(deployDir, 'components');
 if (existsSync(componentsDir)) {
   for (const name of readdirSync(componentsDir)) {
@@ -370,7 +389,7 @@ if (existsSync(componentsDir)) {
         (entry) => resolve(folder, entry) === join(componentsDir, name),
       ),
     );
-    check(used, `deploy/components/${name}: no overlay uses it`);
+    check(used || STANDALONE_COMPONENTS.includes(name), `deploy/components/${name}: no overlay uses it`);
     collect(join(componentsDir, name));
   }
 }
@@ -393,6 +412,33 @@ if (renderer) {
     for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects)]) check(false, problem);
     check(true, `${label}: namespaces and NetworkPolicy connectivity`);
   }
+  // Each standalone component on the base alone, in a namespace, as an overlay would put it.
+  const [renderCommand, renderArgs] = renderer;
+  for (const name of STANDALONE_COMPONENTS) {
+    const folder = mkdtempSync(join(tmpdir(), 'gateway-component-'));
+    const label = `deploy/components/${name} on deploy/base (rendered by ${renderCommand})`;
+    try {
+      const kustomization = {
+        namespace: 'gateway',
+        resources: [relative(folder, join(deployDir, 'base'))],
+        components: [relative(folder, join(componentsDir, name))],
+      };
+      writeFileSync(join(folder, 'kustomization.yaml'), stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', ...kustomization }));
+      const output = execFileSync(renderCommand, [...renderArgs, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const objects = parseAllDocuments(output)
+        .map((document) => document.toJS())
+        .filter(Boolean);
+      validate(label, objects);
+      await validateSchemas(
+        label,
+        objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
+      );
+    } catch (error) {
+      check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');
 }
@@ -402,6 +448,12 @@ const shippedCatalog = join(deployDir, 'base', 'catalog.yaml');
 check(
   existsSync(shippedCatalog) && readFileSync(shippedCatalog, 'utf8') === readFileSync(join(root, 'packages', 'catalog', 'catalog.yaml'), 'utf8'),
   'deploy/base/catalog.yaml differs from packages/catalog/catalog.yaml: copy it over',
+);
+// So are the plans.
+const shippedPlans = join(deployDir, 'base', 'plans.yaml');
+check(
+  existsSync(shippedPlans) && readFileSync(shippedPlans, 'utf8') === readFileSync(join(root, 'services', 'auth', 'plans.yaml'), 'utf8'),
+  'deploy/base/plans.yaml differs from services/auth/plans.yaml: copy it over',
 );
 
 // The Secrets the operator creates are each documented with the command that creates them.
