@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
-import { connectivityProblems } from './manifests/connectivity.mjs';
+import { connectivityProblems, gatewayConfigOf } from './manifests/connectivity.mjs';
 import { namespaceProblems } from './manifests/namespaces.mjs';
 import { findRenderer, render } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
@@ -337,7 +337,7 @@ function validate(label, objects, patches = []) {
     }
   }
   // Generated, so rendered with its content's hash: gateway-config-<hash>.
-  const config = byKind('ConfigMap').find((object) => /^gateway-config(-[a-z0-9]{10})?$/.test(object.metadata?.name ?? ''));
+  const config = gatewayConfigOf(byKind('ConfigMap'));
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
     // The edge's long-lived streams to auth, the router and the executors spread over every pod
     // only through headless Services (a ClusterIP pins a connection, and its streams, to one pod).

@@ -53,11 +53,19 @@ function endpoints(objects, policies) {
 }
 
 /**
+ * The gateway's ConfigMap among rendered objects: `gateway-config`, or generated with its content's
+ * hash (`gateway-config-<hash>`, what kustomize's configMapGenerator names it).
+ */
+export function gatewayConfigOf(objects) {
+  return objects.find((object) => object?.kind === 'ConfigMap' && /^gateway-config(-[a-z0-9]{10})?$/.test(object.metadata?.name ?? ''));
+}
+
+/**
  * The ports of the URLs a gateway-config variable lists (comma-separated, `scheme://[user@]host:port`)
  * together with the defaults the README's examples use.
  */
 function configuredPorts(objects, variable, defaults) {
-  const config = objects.find((object) => object?.kind === 'ConfigMap' && object.metadata?.name === 'gateway-config');
+  const config = gatewayConfigOf(objects);
   const ports = String(config?.data?.[variable] ?? '')
     .split(',')
     .map((url) => /:(\d+)\/?$/.exec(url.trim())?.[1])

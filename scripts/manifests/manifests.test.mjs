@@ -2,7 +2,7 @@
 // the overlays are rendered once, and each test injects one defect into a copy.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { connectivityProblems } from './connectivity.mjs';
+import { connectivityProblems, gatewayConfigOf } from './connectivity.mjs';
 import { namespaceProblems } from './namespaces.mjs';
 import { findRenderer, render } from './render.mjs';
 import { schemaProblems } from './schemas.mjs';
@@ -98,7 +98,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
 
   it('fails a NATS port in gateway-config that the policies do not open', () => {
     const { objects, find } = copyOf('prod');
-    find('ConfigMap', 'gateway-config').data.NATS_URL = 'tls://nats.example:4223';
+    gatewayConfigOf(objects).data.NATS_URL = 'tls://nats.example:4223';
     // The executors reach any internet port anyway (the providers').
     expect(connectivityProblems('prod', objects)).toEqual(
       ['edge', 'router', 'metering'].map((name) => `prod: NetworkPolicies deny ${name} -> the internet:4223, which the gateway needs`),
