@@ -97,7 +97,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
   });
 
   it('fails a NATS port in gateway-config that the policies do not open', () => {
-    const { objects, find } = copyOf('prod');
+    const { objects } = copyOf('prod');
     gatewayConfigOf(objects).data.NATS_URL = 'tls://nats.example:4223';
     // The executors reach any internet port anyway (the providers').
     expect(connectivityProblems('prod', objects)).toEqual(
