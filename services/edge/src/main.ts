@@ -38,7 +38,7 @@ catalog.start();
 const nats = connectNats(config.NATS_URL, 'edge', logger);
 const usageStream = usageNames(config.USAGE_STREAM);
 void nats
-  .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS }))
+  .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS, logger }))
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject, maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS });
 registerUsagePublisherMetrics(registry, usage);
