@@ -24,7 +24,12 @@ export default defineConfig({
         test: {
           name: 'unit',
           sequence: { groupOrder: 0 },
-          include: ['{packages,services}/*/src/**/*.test.ts', 'services/edge/console/src/**/*.test.ts', 'services/router/training/**/*.test.ts'],
+          include: [
+            '{packages,services}/*/src/**/*.test.ts',
+            'scripts/**/*.test.mjs',
+            'services/edge/console/src/**/*.test.ts',
+            'services/router/training/**/*.test.ts',
+          ],
           exclude: [...exclude, '**/*.int.test.ts'],
         },
       },
