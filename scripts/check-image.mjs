@@ -56,7 +56,7 @@ export function parseDockerfile(text) {
 }
 
 /** A .dockerignore pattern as a regular expression over a context-relative path (a match of a directory covers what is under it). */
-function ignorePattern(pattern) {
+export function ignorePattern(pattern) {
   const source = pattern
     .replace(/^\/+|\/+$/g, '')
     .split(/(\*\*\/|\*\*|\*|\?)/)
