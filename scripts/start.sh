@@ -147,6 +147,9 @@ while :; do
 done
 
 base_url="http://127.0.0.1:$EDGE_PORT/v1"
+# With EDGE_ADMIN_PORT the console (and the admin API) listen there, and EDGE_PORT answers 404 for them.
+console_port="$EDGE_PORT"
+if [[ -n "${EDGE_ADMIN_PORT:-}" && "$EDGE_ADMIN_PORT" != 0 ]]; then console_port="$EDGE_ADMIN_PORT"; fi
 # The first model the gateway offers, for the examples.
 model="$(http_get "$base_url/models" "$GATEWAY_BOOTSTRAP_KEY" | cut -d' ' -f2- |
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{process.stdout.write(JSON.parse(s).data[0].id)}catch{}})' || true)"
@@ -171,7 +174,7 @@ The gateway is ready.
 
   Models:   curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/models
   Usage:    curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" "$base_url/usage?start=\$(( \$(date +%s) - 86400 ))&bucket=hour"
-  Console:  http://127.0.0.1:$EDGE_PORT/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
+  Console:  http://127.0.0.1:$console_port/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
   Logs:     .run/logs/<service>.log  (auth router executor metering edge)
   Stop:     bash scripts/stop.sh
 EOF

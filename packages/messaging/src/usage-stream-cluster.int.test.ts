@@ -44,6 +44,19 @@ describe.skipIf(!available)('the usage stream on a 3-node NATS cluster', () => {
     expect(info.cluster?.replicas?.map((replica) => replica.name).sort()).toEqual(['n1', 'n2', 'n3'].filter((name) => name !== info.cluster?.leader));
   });
 
+  it('never lowers the replicas at a start: one started with USAGE_STREAM_REPLICAS=1 keeps the stream at 3 and says so', async () => {
+    const warnings: Array<{ details: object; message: string }> = [];
+    const logger = { warn: (details: object, message: string) => warnings.push({ details, message }) };
+    const info = await ensureUsageStream(nc, { ...names, replicas: 1, logger });
+    expect(info.config.num_replicas).toBe(3);
+    const manager = await nc.jetstreamManager();
+    expect((await manager.streams.info(names.stream)).config.num_replicas).toBe(3);
+    expect(warnings).toEqual([{ details: { stream: names.stream, replicas: 3, requested: 1 }, message: expect.stringContaining('nats stream edit') }]);
+    // Raising still works: the same call with 3 leaves it at 3 without a word.
+    await ensureUsageStream(nc, { ...names, replicas: 3, logger });
+    expect(warnings).toHaveLength(1);
+  });
+
   it('stores every event exactly once when the stream leader is lost with its disk under load and replaced', async () => {
     const manager = await nc.jetstreamManager();
     const leader = (await manager.streams.info(names.stream)).cluster!.leader!;

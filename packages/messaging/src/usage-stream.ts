@@ -49,15 +49,22 @@ export interface UsageStreamOptions {
    * How many servers keep each event (USAGE_STREAM_REPLICAS): 1 on a single server; 3 on a
    * cluster, so that an acknowledged event survives the loss of a server (JetStream acknowledges a
    * publish once a majority of the replicas stored it). Changing it on an existing stream
-   * re-replicates it in place.
+   * re-replicates it in place. A start only ever raises it: a lower value than the stream's
+   * leaves the stream as it is (see ensureUsageStream).
    */
   replicas?: number;
+  /** Told when a start asked for fewer replicas than the stream has and kept the stream's. */
+  logger?: { warn(details: object, message: string): void };
 }
 
 /**
  * Creates the usage stream, or updates it to this configuration when it exists. Idempotent, so
  * every publisher and consumer calls it at start. File storage because events are money. More than
  * one replica needs a NATS cluster with JetStream (a single server refuses it).
+ *
+ * The replica count is only ever raised here, never lowered: every pod runs this at start with its
+ * own USAGE_STREAM_REPLICAS, and one pod left at the default 1 would otherwise take an R3 stream
+ * down to a single copy. Lowering it is an operator's explicit act (`nats stream edit`).
  */
 export async function ensureUsageStream(nc: NatsConnection, options: UsageStreamOptions = {}): Promise<StreamInfo> {
   const manager = await nc.jetstreamManager();
@@ -71,8 +78,9 @@ export async function ensureUsageStream(nc: NatsConnection, options: UsageStream
     max_age: nanos(USAGE_MAX_AGE_MS),
     num_replicas: options.replicas ?? 1,
   };
+  let existing: StreamInfo | undefined;
   try {
-    await manager.streams.info(config.name);
+    existing = await manager.streams.info(config.name);
   } catch (error) {
     if (!isNotFound(error)) throw error;
     try {
@@ -81,6 +89,15 @@ export async function ensureUsageStream(nc: NatsConnection, options: UsageStream
       // Another process created it between our lookup and our add: fall through to update.
       if (!/already in use|already exists/i.test((addError as Error).message)) throw addError;
     }
+  }
+  existing ??= await manager.streams.info(config.name);
+  const current = existing.config.num_replicas ?? 1;
+  if (current > config.num_replicas) {
+    options.logger?.warn(
+      { stream: config.name, replicas: current, requested: config.num_replicas },
+      'usage stream keeps its replicas: a start never lowers them (lower them with `nats stream edit`)',
+    );
+    config.num_replicas = current;
   }
   // Storage cannot change after creation, so the update leaves it out.
   const { storage: _storage, ...updatable } = config;

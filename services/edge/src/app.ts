@@ -154,20 +154,35 @@ function registerJsonParser(app: FastifyInstance): void {
  * label children kept per route and status: they run on every request, where a promise or a
  * label lookup each is a measurable share of the edge.
  */
+/**
+ * A metric of the registry by name, created by `create` the first time: the public and the admin
+ * listener's apps (EDGE_ADMIN_PORT) count into the same series.
+ */
+function sharedMetric<O extends { name: string }, T>(
+  registry: prometheus.Registry,
+  options: O,
+  create: (options: O & { registers: prometheus.Registry[] }) => T,
+): T {
+  return (registry.getSingleMetric(options.name) as T | undefined) ?? create({ ...options, registers: [registry] });
+}
+
 function httpMetricsHook(registry: prometheus.Registry): onResponseHookHandler {
-  const requests = new prometheus.Counter({
-    name: 'gateway_http_requests_total',
-    help: 'HTTP requests by route and status.',
-    labelNames: ['route', 'status'],
-    registers: [registry],
-  });
-  const duration = new prometheus.Histogram({
-    name: 'gateway_http_request_duration_seconds',
-    help: 'Time from request to the end of the response.',
-    labelNames: ['route'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [registry],
-  });
+  // Each name spelled out as `name: '...'`: check-manifests reads them to check the alerts' metrics.
+  const requests = sharedMetric(
+    registry,
+    { name: 'gateway_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'] },
+    (options) => new prometheus.Counter(options),
+  );
+  const duration = sharedMetric(
+    registry,
+    {
+      name: 'gateway_http_request_duration_seconds',
+      help: 'Time from request to the end of the response.',
+      labelNames: ['route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    },
+    (options) => new prometheus.Histogram(options),
+  );
   const requestCounters = new Map<string, { inc(): void }>();
   const durationHistograms = new Map<string, { observe(value: number): void }>();
   return (request, reply, done) => {
@@ -230,16 +245,56 @@ function registerMethodRefusals(app: FastifyInstance): void {
   app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', config: refusal, handler: methodNotAllowed('GET') });
 }
 
-/** Builds the edge. */
-export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInstance> {
+/**
+ * Which routes an app serves: `public`, the APIs callers use with their keys; `admin`, the admin
+ * API (/admin/*) and the web console (/console) for a listener of their own (EDGE_ADMIN_PORT) that
+ * the network keeps private; `both`, everything on one port. Every surface has /healthz and
+ * /readyz; a route of another surface is the plain 404 (`unknown_url`).
+ */
+export type EdgeSurface = 'public' | 'admin' | 'both';
+
+/** Options of {@link buildEdgeApp}. */
+export interface EdgeAppOptions {
+  /** The routes served; `both` by default. */
+  surface?: EdgeSurface;
+}
+
+/** The routes of a surface, on an app with its parsers, hooks and error handlers in place. */
+function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: EdgeSurface): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const ready = await deps.ready();
+    void reply.status(ready ? 200 : 503);
+    return { status: ready ? 'ready' : 'not ready' };
+  });
+  if (surface !== 'admin') {
+    registerMethodRefusals(app);
+    registerChatCompletions(app, deps);
+    registerMessagesCountTokens(app, deps);
+    registerModels(app, deps);
+    registerUsage(app, deps);
+    registerResponses(app, deps);
+  }
+  if (surface !== 'public') {
+    registerAdminKeys(app, deps);
+    registerAdminUsage(app, deps);
+    registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
+  }
+}
+
+/** Builds the edge, or one surface of it (see EdgeSurface). */
+export async function buildEdgeApp(deps: EdgeDependencies, options: EdgeAppOptions = {}): Promise<FastifyInstance> {
   const app = createFastify(deps);
   trackRoutes(app);
-  const errors = new prometheus.Counter({
-    name: 'gateway_errors_total',
-    help: 'Requests answered with an error, by status and OpenAI error type and code.',
-    labelNames: ['status', 'type', 'code'],
-    registers: [deps.registry],
-  });
+  const errors = sharedMetric(
+    deps.registry,
+    {
+      name: 'gateway_errors_total',
+      help: 'Requests answered with an error, by status and OpenAI error type and code.',
+      labelNames: ['status', 'type', 'code'],
+    },
+    (options) => new prometheus.Counter(options),
+  );
   const recordResponse = httpMetricsHook(deps.registry);
   registerJsonParser(app);
   await app.register(cors, { origin: true, methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });
@@ -249,20 +304,6 @@ export async function buildEdgeApp(deps: EdgeDependencies): Promise<FastifyInsta
   });
   app.addHook('onResponse', recordResponse);
   registerErrorHandlers(app, deps, errors);
-  registerMethodRefusals(app);
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const ready = await deps.ready();
-    void reply.status(ready ? 200 : 503);
-    return { status: ready ? 'ready' : 'not ready' };
-  });
-  registerChatCompletions(app, deps);
-  registerMessagesCountTokens(app, deps);
-  registerModels(app, deps);
-  registerAdminKeys(app, deps);
-  registerUsage(app, deps);
-  registerResponses(app, deps);
-  registerAdminUsage(app, deps);
-  registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
+  registerSurface(app, deps, options.surface ?? 'both');
   return app;
 }

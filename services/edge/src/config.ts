@@ -5,6 +5,13 @@ import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 export const EdgeConfigSchema = Type.Object({
   EDGE_HOST: Type.String({ description: 'Address the edge listens on.', default: '0.0.0.0' }),
   EDGE_PORT: Type.Integer({ description: 'Port of the HTTP API: http://127.0.0.1:8080/v1.', default: 8080, minimum: 0, maximum: 65535 }),
+  EDGE_ADMIN_PORT: Type.Integer({
+    description:
+      'Port of the admin API (/admin/v1/*) and the web console (/console), apart from the public API, so that the network can keep them private: the public port then answers 404 for them. 0 = both on EDGE_PORT.',
+    default: 0,
+    minimum: 0,
+    maximum: 65535,
+  }),
   EDGE_METRICS_PORT: Type.Integer({
     description: "Port of the edge's /metrics (Prometheus), and /healthz and /readyz for probes, apart from the public API's port.",
     default: 9100,

@@ -38,7 +38,7 @@ catalog.start();
 const nats = connectNats(config.NATS_URL, 'edge', logger);
 const usageStream = usageNames(config.USAGE_STREAM);
 void nats
-  .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS }))
+  .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS, logger }))
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject, maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS });
 registerUsagePublisherMetrics(registry, usage);
@@ -65,29 +65,19 @@ async function ready(): Promise<boolean> {
 
 warmUpTokenizer();
 const tracing = startTracing('edge');
-const app = await buildEdgeApp({
-  config,
-  logger,
-  registry,
-  auth,
-  decisions,
-  router,
-  executor,
-  completions,
-  catalog,
-  usage,
-  metering,
-  responseStore,
-  ready,
-  tracing,
-});
+const deps = { config, logger, registry, auth, decisions, router, executor, completions, catalog, usage, metering, responseStore, ready, tracing };
+// With EDGE_ADMIN_PORT the admin API and the console listen apart from the public API (which
+// answers 404 for them); without it, one app serves everything on EDGE_PORT.
+const app = await buildEdgeApp(deps, { surface: config.EDGE_ADMIN_PORT ? 'public' : 'both' });
+const admin = config.EDGE_ADMIN_PORT ? await buildEdgeApp(deps, { surface: 'admin' }) : undefined;
 await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
+await admin?.listen({ host: config.EDGE_HOST, port: config.EDGE_ADMIN_PORT });
 // Metrics on a port of their own, never on the public API's.
 const metrics = await startMetricsServer(registry, config.EDGE_METRICS_PORT, config.EDGE_HOST, () => !lifecycle.shuttingDown);
 
 const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000, async () => {
   // Readiness turns false at once; fastify answers new requests 503 and lets in-flight ones finish.
-  await app.close();
+  await Promise.all([app.close(), admin?.close()]);
   catalog.stop();
   await usage.flush(5_000);
   await drainNats(nats, 2_000);

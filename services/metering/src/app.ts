@@ -180,7 +180,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       // JetStream may not answer at start (a NATS cluster electing a leader, a server replaced):
       // metering waits for it, retrying, rather than exiting and leaving usage unmetered.
       await startRetries.execute(
-        () => ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas }),
+        () => ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas, logger }),
         starting.signal,
       );
       // Most deployments never had the earlier layout: no extra lookup per event for them.

@@ -1,0 +1,270 @@
+#!/usr/bin/env node
+/**
+ * Checks the image's build without a Docker engine (`pnpm check:image`): the root Dockerfile is
+ * read and its steps are run here, on a copy of the build context, instead of by a builder.
+ *
+ * 1. The context: the working tree's files (git's view: tracked and untracked, not ignored) minus
+ *    what .dockerignore leaves out, copied to a temporary directory that stands for WORKDIR.
+ * 2. The build stage: each COPY from the context, and each RUN as `sh -c`, in order (Docker's
+ *    rules for continuation lines and comments inside a RUN). `npm install -g pnpm@X` is not run:
+ *    the pnpm on the PATH must be X. `pnpm install --offline` then resolves from this machine's
+ *    pnpm store, as it does from the store `pnpm fetch` filled in the image.
+ * 3. The runtime stage: every `COPY --from=build` source must exist; they are copied to a second
+ *    directory (the runtime image's WORKDIR), with nothing else of the build.
+ * 4. From that directory, the stage's CMD starts each of the five services (SERVICE=<name>, the
+ *    stage's ENV, NODE_ENV=production) against a Redis and a NATS started for the check on free
+ *    ports; each must answer /healthz on its metrics port (the edge also on its API port), and exit
+ *    0 on SIGTERM. A module the prune removed, a data file left behind or a dev-only import fails
+ *    the start.
+ *
+ * What it does not check: the base images (node:22-slim is not pulled; this machine's Node runs
+ * the services), file ownership and USER, and the image's layers and size.
+ *
+ *   node scripts/check-image.mjs [--keep]     (--keep leaves the temporary directories)
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
+const keep = process.argv.includes('--keep');
+const log = (message) => console.log(`check-image: ${message}`);
+
+/** The Dockerfile's instructions by stage: continuation lines joined, comment lines dropped (also inside a RUN, as Docker does). */
+export function parseDockerfile(text) {
+  const stages = [];
+  let current = '';
+  for (const line of text.split('\n')) {
+    if (/^\s*#/.test(line)) continue;
+    current += current ? ` ${line.trim()}` : line.trim();
+    if (current.endsWith('\\')) {
+      current = current.slice(0, -1).trimEnd();
+      continue;
+    }
+    if (current) {
+      const [, instruction, rest] = current.match(/^(\S+)\s+([\s\S]*)$/) ?? [];
+      if (instruction?.toUpperCase() === 'FROM') stages.push({ from: rest, name: rest.split(/\s+as\s+/i)[1], steps: [] });
+      else if (instruction) stages.at(-1).steps.push({ instruction: instruction.toUpperCase(), rest });
+    }
+    current = '';
+  }
+  return stages;
+}
+
+/** A .dockerignore pattern as a regular expression over a context-relative path (a match of a directory covers what is under it). */
+export function ignorePattern(pattern) {
+  const source = pattern
+    .replace(/^\/+|\/+$/g, '')
+    .split(/(\*\*\/|\*\*|\*|\?)/)
+    .map((part) => ({ '**/': '(?:.*/)?', '**': '.*', '*': '[^/]*', '?': '[^/]' })[part] ?? part.replace(/[.+^${}()|[\]\\]/g, '\\$&'))
+    .join('');
+  return new RegExp(`^${source}(?:/.*)?$`);
+}
+
+/** The build context: the working tree's files that .dockerignore lets through. */
+function contextFiles() {
+  const rules = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'))
+    .map((line) => (line.startsWith('!') ? { keep: true, pattern: ignorePattern(line.slice(1)) } : { keep: false, pattern: ignorePattern(line) }));
+  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\0')
+    .filter(Boolean);
+  return files.filter((file) => existsSync(join(ROOT, file)) && rules.reduce((included, rule) => (rule.pattern.test(file) ? rule.keep : included), true));
+}
+
+function copyFromContext(files, sources, destination) {
+  for (const source of sources) {
+    const chosen = source === '.' ? files : files.filter((file) => file === source || file.startsWith(`${source}/`));
+    if (chosen.length === 0) throw new Error(`COPY ${source}: not in the build context`);
+    for (const file of chosen) {
+      // Every COPY from the context in the Dockerfile names a directory (`./`, `.`): files keep their paths under it.
+      const target = join(destination, file);
+      mkdirSync(dirname(target), { recursive: true });
+      cpSync(join(ROOT, file), target);
+    }
+  }
+}
+
+/** Runs the build stage in `work` (its WORKDIR). */
+function runBuildStage(stage, work) {
+  const files = contextFiles();
+  log(`build context: ${files.length} files`);
+  for (const { instruction, rest } of stage.steps) {
+    if (instruction === 'WORKDIR') continue;
+    if (instruction === 'COPY') {
+      const parts = rest.split(/\s+/).filter((part) => !part.startsWith('--'));
+      const destination = parts.pop();
+      copyFromContext(files, parts, join(work, destination));
+      log(`COPY ${rest}`);
+      continue;
+    }
+    if (instruction !== 'RUN') throw new Error(`the build stage's ${instruction} is not something this check knows how to run`);
+    const pinned = rest.match(/^npm install -g pnpm@(\S+)$/);
+    if (pinned) {
+      const version = execFileSync('pnpm', ['--version'], { encoding: 'utf8' }).trim();
+      if (version !== pinned[1]) throw new Error(`the image installs pnpm ${pinned[1]}, this machine has ${version}`);
+      log(`RUN ${rest}: pnpm ${version} is on the PATH`);
+      continue;
+    }
+    log(`RUN ${rest.slice(0, 120)}${rest.length > 120 ? '...' : ''}`);
+    execFileSync('sh', ['-c', rest], { cwd: work, stdio: 'inherit', env: { ...process.env, CI: 'true' } });
+  }
+}
+
+/** Copies what the runtime stage takes from the build stage into `runtime`; returns its ENV and CMD. */
+function assembleRuntime(stage, build, runtime) {
+  const env = {};
+  let command;
+  for (const { instruction, rest } of stage.steps) {
+    if (instruction === 'ENV') for (const [, name, value] of rest.matchAll(/(\w+)=(\S+)/g)) env[name] = value;
+    if (instruction === 'CMD') command = JSON.parse(rest);
+    if (instruction !== 'COPY') continue;
+    const parts = rest.split(/\s+/);
+    if (!parts.some((part) => part.startsWith('--from='))) throw new Error(`the runtime stage copies from the context: COPY ${rest}`);
+    const paths = parts.filter((part) => !part.startsWith('--'));
+    const destination = paths.pop();
+    for (const source of paths) {
+      const from = join(build, source.replace(/^\/app\/?/, ''));
+      if (!existsSync(from)) throw new Error(`COPY ${rest}: ${source} does not exist after the build stage`);
+      const name = source.replace(/^\/app\/?/, '');
+      cpSync(from, paths.length > 1 || destination.endsWith('/') ? join(runtime, destination, name.split('/').at(-1)) : join(runtime, destination), {
+        recursive: true,
+        verbatimSymlinks: true,
+      });
+    }
+  }
+  if (!command) throw new Error('the runtime stage has no CMD');
+  return { env, command };
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function start(command, args, options) {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.output = [];
+  const keepOutput = (data) => {
+    child.output.push(data.toString());
+    if (child.output.length > 50) child.output.shift();
+  };
+  child.stdout.on('data', keepOutput);
+  child.stderr.on('data', keepOutput);
+  return child;
+}
+
+async function answers(url, child, what, timeoutMs = 30_000) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode}) before ${url} answered:\n${child.output.join('')}`);
+    const ok = await fetch(url).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${what}: ${url} did not answer within ${timeoutMs} ms:\n${child.output.join('')}`);
+}
+
+function stop(child, timeoutMs = 15_000) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Starts the five services from the runtime directory with the stage's CMD, and checks each answers and stops cleanly. */
+async function startServices(runtime, image, scratch) {
+  const [redisPort, natsPort] = [await freePort(), await freePort()];
+  const redis = start('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {});
+  const natsBinary = ['/usr/sbin/nats-server', '/usr/local/bin/nats-server'].find((path) => existsSync(path)) ?? 'nats-server';
+  const nats = start(natsBinary, ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(scratch, 'nats')], {});
+  const ports = {};
+  for (const name of SERVICES) ports[name] = { listen: await freePort(), metrics: await freePort() };
+  const upper = (name) => name.toUpperCase();
+  const env = {
+    PATH: process.env.PATH,
+    HOME: scratch,
+    ...image.env,
+    LOG_LEVEL: 'warn',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    NATS_URL: `nats://127.0.0.1:${natsPort}`,
+    EDGE_HOST: '127.0.0.1',
+    EDGE_PORT: String(ports.edge.listen),
+  };
+  for (const name of SERVICES) {
+    env[`${upper(name)}_METRICS_PORT`] = String(ports[name].metrics);
+    if (name === 'edge') continue;
+    env[`${upper(name)}_LISTEN_ADDR`] = `127.0.0.1:${ports[name].listen}`;
+    env[`${upper(name)}_SERVICE_ADDR`] = `127.0.0.1:${ports[name].listen}`;
+  }
+  const [program, ...args] = image.command;
+  const children = {};
+  const failures = [];
+  try {
+    for (const name of SERVICES) children[name] = start(program, args, { cwd: runtime, env: { ...env, SERVICE: name } });
+    for (const name of SERVICES) {
+      await answers(`http://127.0.0.1:${ports[name].metrics}/healthz`, children[name], name);
+      log(`${name} started from the runtime files and answers /healthz`);
+    }
+    await answers(`http://127.0.0.1:${ports.edge.listen}/healthz`, children.edge, 'edge');
+  } finally {
+    for (const name of SERVICES) {
+      if (!children[name]) continue;
+      const code = await stop(children[name]);
+      if (code !== 0) failures.push(`${name} exited with ${code} on SIGTERM:\n${children[name].output.join('')}`);
+    }
+    await Promise.all([stop(redis), stop(nats)]);
+  }
+  if (failures.length > 0) throw new Error(failures.join('\n'));
+  log('each service stopped cleanly on SIGTERM');
+}
+
+async function main() {
+  const stages = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
+  const build = stages.find((stage) => stage.name === 'build');
+  const runtime = stages.at(-1);
+  if (!build || runtime === build) throw new Error('the Dockerfile has no build stage followed by a runtime stage');
+  const scratch = mkdtempSync(join(tmpdir(), 'check-image-'));
+  const work = join(scratch, 'build');
+  const runtimeDirectory = join(scratch, 'runtime');
+  mkdirSync(work);
+  mkdirSync(runtimeDirectory);
+  try {
+    const started = Date.now();
+    runBuildStage(build, work);
+    log(`build stage done in ${Math.round((Date.now() - started) / 1000)} s`);
+    const image = assembleRuntime(runtime, work, runtimeDirectory);
+    await startServices(runtimeDirectory, image, scratch);
+    log(`the image's build holds (${Math.round((Date.now() - started) / 1000)} s)`);
+  } finally {
+    if (keep) log(`kept ${scratch}`);
+    else rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((error) => {
+    console.error(`check-image: ${error.message}`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,44 @@
+/**
+ * docker-compose.yml as `docker compose` reads it: every service tells compose when it is healthy
+ * (and waits on its dependencies' health), runs an exact image version, and Redis keeps its data
+ * (an append-only file on a named volume) across `docker compose down`/`up`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const compose = parse(readFileSync(join(import.meta.dirname, '..', 'docker-compose.yml'), 'utf8'), { merge: true });
+const services = Object.entries(compose.services);
+
+describe('docker-compose.yml', () => {
+  it('runs the dependencies and the five services', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['auth', 'edge', 'executor', 'metering', 'nats', 'redis', 'router']);
+  });
+
+  it.each(services)('gives %s a healthcheck', (_name, service) => {
+    expect(service.healthcheck?.test?.length).toBeGreaterThan(0);
+    expect(service.healthcheck.disable).not.toBe(true);
+  });
+
+  it.each(services)('starts %s once each service it depends on is healthy', (_name, service) => {
+    for (const [dependency, condition] of Object.entries(service.depends_on ?? {})) {
+      expect(compose.services[dependency], dependency).toBeDefined();
+      expect(condition, dependency).toEqual({ condition: 'service_healthy' });
+    }
+  });
+
+  it.each(services)('runs an exact image version in %s (a patch version, never latest), or the one built here', (_name, service) => {
+    const [, tag = ''] = service.image.split(':');
+    if (service.build) expect(tag).toBe('local');
+    else expect(tag).toMatch(/^\d+\.\d+\.\d+(-[a-z0-9.]+)?$/);
+  });
+
+  it('keeps Redis in an append-only file on a named volume', () => {
+    const redis = compose.services.redis;
+    expect(redis.command.join(' ')).toMatch(/--appendonly yes/);
+    const [volume, target] = redis.volumes[0].split(':');
+    expect(target).toBe('/data');
+    expect(Object.keys(compose.volumes)).toContain(volume);
+  });
+});
