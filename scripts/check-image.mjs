@@ -24,10 +24,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
@@ -141,17 +141,6 @@ function assembleRuntime(stage, build, runtime) {
   }
   if (!command) throw new Error('the runtime stage has no CMD');
   return { env, command };
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function start(command, args, options) {

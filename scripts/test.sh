@@ -11,7 +11,7 @@
 # GATEWAY_SKIP_NODE22=1 on a machine without the registry). The web console's end-to-end test
 # drives Debian's Chromium (installed with apt-get when missing and we are root; CHROMIUM_PATH
 # names another Chromium executable).
-# Exit code: the tests' (non-zero as well when the manifests check fails).
+# Exit code: the tests' (non-zero as well when the manifests, image or static checks fail).
 # Dependencies this run had to start itself are stopped again at the end.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -82,9 +82,25 @@ else
   gateway_log "buf breaking skipped: no earlier commit to compare the contracts with"
 fi
 
+# The image's build, checked without a Docker engine (scripts/check-image.mjs: the Dockerfile's
+# build steps in a copy of the tree, then every service started from what the runtime stage keeps,
+# against a Redis and NATS of its own on ports of its own). It runs beside the tests, most of whose
+# time is spent waiting on sockets and child processes.
+mkdir -p .run
+gateway_log "pnpm check:image (beside the tests; its log: .run/check-image.log)"
+pnpm check:image >.run/check-image.log 2>&1 &
+image_pid=$!
+
 tests_status=0
 gateway_log "pnpm test (REDIS_URL=$REDIS_URL NATS_URL=$NATS_URL)"
 pnpm test || tests_status=$?
+
+image_status=0
+wait "$image_pid" || image_status=$?
+if ((image_status != 0)); then
+  tail -n 40 .run/check-image.log >&2
+  gateway_fail "the image's build check failed (.run/check-image.log)"
+fi
 
 # The suites that touch Redis or carry usage events, again against a Redis Cluster (three masters
 # with a replica each) and a three-node NATS cluster with JetStream (three replicas of the stream).
@@ -107,6 +123,9 @@ if ((tests_status == 0)) && [[ "${GATEWAY_SKIP_NODE22:-}" != 1 ]]; then
   fi
 fi
 
+if ((tests_status == 0 && image_status != 0)); then
+  exit "$image_status"
+fi
 if ((tests_status == 0 && manifests_status != 0)); then
   gateway_fail "the tests passed but the manifests check failed"
   exit "$manifests_status"
