@@ -11,6 +11,12 @@
 // and its NetworkPolicies, evaluated as a network plugin enforces them, must allow each flow the
 // gateway needs and no other way into auth, the router, the executors or metering, nor the
 // executors' egress to metadata or cluster addresses (scripts/manifests/connectivity.mjs).
+// How it runs (scripts/manifests/operations.mjs): NATS probed as the official chart does, gateway
+// Deployments spread over zones and hosts, PodDisruptionBudgets of maxUnavailable 1, autoscalers for
+// the edges, executors, auth and metering in the prod overlays, gateway-config and gateway-plans
+// hashed and read by their hashed names, and a public entry point (the Ingress, the HTTPRoute of the
+// standalone gateway-api component) that keeps /admin, /console and the admin port private, lets
+// streams run an hour unbuffered and takes the edge's body limit.
 // docker-compose.yml is parsed and checked for the services it must run.
 // Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
@@ -27,7 +33,16 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
 import { connectivityProblems, gatewayConfigOf } from './manifests/connectivity.mjs';
 import { namespaceProblems } from './manifests/namespaces.mjs';
-import { findRenderer, render } from './manifests/render.mjs';
+import {
+  autoscalerProblems,
+  configRolloutProblems,
+  disruptionProblems,
+  edgeBodyLimit,
+  entryPointProblems,
+  natsProbeProblems,
+  spreadProblems,
+} from './manifests/operations.mjs';
+import { findRenderer, render, renderComponent } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -49,6 +64,17 @@ async function validateSchemas(label, objects) {
   const found = await schemaProblems(label, objects);
   for (const problem of found) check(false, problem);
   check(true, `${label}: schemas`);
+}
+
+/** A rendered set's operational problems (scripts/manifests/operations.mjs), production's autoscalers aside. */
+function operationProblems(label, objects) {
+  return [
+    ...natsProbeProblems(label, objects),
+    ...spreadProblems(label, objects),
+    ...disruptionProblems(label, objects),
+    ...configRolloutProblems(label, objects),
+    ...entryPointProblems(label, objects, edgeBodyLimit(root, objects)),
+  ];
 }
 
 const problems = [];
@@ -409,35 +435,27 @@ if (renderer) {
     }
     validate(label, objects);
     await validateSchemas(label, objects);
-    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects)]) check(false, problem);
-    check(true, `${label}: namespaces and NetworkPolicy connectivity`);
+    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(label, objects)])
+      check(false, problem);
+    if (basename(folder).startsWith('prod')) for (const problem of autoscalerProblems(label, objects)) check(false, problem);
+    check(true, `${label}: namespaces, NetworkPolicy connectivity, probes, placement, rollout and entry point`);
   }
   // Each standalone component on the base alone, in a namespace, as an overlay would put it.
-  const [renderCommand, renderArgs] = renderer;
   for (const name of STANDALONE_COMPONENTS) {
-    const folder = mkdtempSync(join(tmpdir(), 'gateway-component-'));
-    const label = `deploy/components/${name} on deploy/base (rendered by ${renderCommand})`;
+    const label = `deploy/components/${name} on deploy/base (rendered by ${renderer[0]})`;
+    let objects;
     try {
-      const kustomization = {
-        namespace: 'gateway',
-        resources: [relative(folder, join(deployDir, 'base'))],
-        components: [relative(folder, join(componentsDir, name))],
-      };
-      writeFileSync(join(folder, 'kustomization.yaml'), stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', ...kustomization }));
-      const output = execFileSync(renderCommand, [...renderArgs, folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-      const objects = parseAllDocuments(output)
-        .map((document) => document.toJS())
-        .filter(Boolean);
-      validate(label, objects);
-      await validateSchemas(
-        label,
-        objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
-      );
+      objects = renderComponent(renderer, deployDir, name);
     } catch (error) {
       check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
-    } finally {
-      rmSync(folder, { recursive: true, force: true });
+      continue;
     }
+    validate(label, objects);
+    for (const problem of operationProblems(label, objects)) check(false, problem);
+    await validateSchemas(
+      label,
+      objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
+    );
   }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');

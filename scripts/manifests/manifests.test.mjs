@@ -4,17 +4,39 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { connectivityProblems, gatewayConfigOf } from './connectivity.mjs';
 import { namespaceProblems } from './namespaces.mjs';
-import { findRenderer, render } from './render.mjs';
+import {
+  autoscalerProblems,
+  configRolloutProblems,
+  disruptionProblems,
+  edgeBodyLimit,
+  entryPointProblems,
+  natsProbeProblems,
+  spreadProblems,
+} from './operations.mjs';
+import { findRenderer, render, renderComponent } from './render.mjs';
 import { schemaProblems } from './schemas.mjs';
 
-const overlaysDir = join(import.meta.dirname, '..', '..', 'deploy', 'overlays');
+const root = join(import.meta.dirname, '..', '..');
+const overlaysDir = join(root, 'deploy', 'overlays');
 const renderer = findRenderer();
 /** @type {Record<string, object[]>} */
 const rendered = {};
+/** The components no overlay carries, each rendered on the base alone (as check-manifests does). */
+/** @type {Record<string, object[]>} */
+const standalone = {};
+const MIB_16 = 16 * 1024 * 1024;
+/** The operational rules check-manifests runs on every rendered set. */
+const operationProblems = (label, objects) => [
+  ...natsProbeProblems(label, objects),
+  ...spreadProblems(label, objects),
+  ...disruptionProblems(label, objects),
+  ...configRolloutProblems(label, objects),
+  ...entryPointProblems(label, objects, edgeBodyLimit(root, objects)),
+];
 
 /** A copy of an overlay's rendered objects, and a finder of one object in it. */
 function copyOf(overlay) {
-  const objects = structuredClone(rendered[overlay]);
+  const objects = structuredClone(rendered[overlay] ?? standalone[overlay]);
   const find = (kind, name) => {
     const found = objects.find((object) => object.kind === kind && object.metadata?.name === name);
     if (!found) throw new Error(`${overlay} renders no ${kind} ${name}`);
@@ -26,6 +48,7 @@ function copyOf(overlay) {
 describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kustomize on PATH)', () => {
   beforeAll(() => {
     for (const overlay of ['dev', 'prod', 'prod-cluster']) rendered[overlay] = render(renderer, join(overlaysDir, overlay));
+    standalone['gateway-api'] = renderComponent(renderer, join(root, 'deploy'), 'gateway-api');
   });
 
   it('passes the overlays as they are', async () => {
@@ -33,7 +56,12 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       expect(namespaceProblems(overlay, objects)).toEqual([]);
       expect(await schemaProblems(overlay, objects)).toEqual([]);
       expect(connectivityProblems(overlay, objects)).toEqual([]);
+      expect(operationProblems(overlay, objects)).toEqual([]);
     }
+    for (const overlay of ['prod', 'prod-cluster']) expect(autoscalerProblems(overlay, rendered[overlay])).toEqual([]);
+    expect(operationProblems('gateway-api', standalone['gateway-api'])).toEqual([]);
+    expect(standalone['gateway-api'].some((object) => object.kind === 'HTTPRoute')).toBe(true);
+    expect(rendered.prod.some((object) => object.kind === 'Ingress')).toBe(true);
   });
 
   it('fails a namespaced object rendered without a namespace', () => {
@@ -136,5 +164,123 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const { objects, find } = copyOf('prod-cluster');
     delete find('NetworkPolicy', 'gateway-dns-and-metrics').spec.ingress[0].from[0].podSelector;
     expect(connectivityProblems('prod-cluster', objects)).toContain('prod-cluster: NetworkPolicies allow the OTLP collector -> auth:9101');
+  });
+
+  it("fails dev's single NATS server (a Deployment) ready on js-enabled-only", () => {
+    const { objects, find } = copyOf('dev');
+    find('Deployment', 'nats').spec.template.spec.containers[0].readinessProbe.httpGet.path = '/healthz?js-enabled-only=true';
+    expect(natsProbeProblems('dev', objects)).toEqual([
+      "dev: Deployment nats: the readinessProbe must be GET /healthz?js-server-only=true (the official chart's), not /healthz?js-enabled-only=true",
+    ]);
+  });
+
+  it('fails NATS readiness on js-enabled-only, and NATS without a startup probe', () => {
+    const { objects, find } = copyOf('prod-cluster');
+    const nats = find('StatefulSet', 'nats').spec.template.spec.containers[0];
+    nats.readinessProbe.httpGet.path = '/healthz?js-enabled-only=true';
+    delete nats.startupProbe;
+    expect(natsProbeProblems('prod-cluster', objects)).toEqual([
+      "prod-cluster: StatefulSet nats: the startupProbe must be GET /healthz (the official chart's), not none",
+      "prod-cluster: StatefulSet nats: the readinessProbe must be GET /healthz?js-server-only=true (the official chart's), not /healthz?js-enabled-only=true",
+    ]);
+  });
+
+  it('fails a gateway Deployment not spread over hosts, or spread by a selector of other pods', () => {
+    const { objects, find } = copyOf('prod');
+    const edge = find('Deployment', 'edge').spec.template.spec;
+    edge.topologySpreadConstraints = edge.topologySpreadConstraints.filter((constraint) => constraint.topologyKey !== 'kubernetes.io/hostname');
+    const [zone] = find('Deployment', 'metering').spec.template.spec.topologySpreadConstraints;
+    zone.labelSelector = { matchLabels: { 'app.kubernetes.io/part-of': 'gateway' } };
+    expect(spreadProblems('prod', objects)).toEqual([
+      'prod: Deployment edge has no topologySpreadConstraint over kubernetes.io/hostname selecting its own pods',
+      `prod: Deployment metering has no topologySpreadConstraint over ${zone.topologyKey} selecting its own pods`,
+    ]);
+  });
+
+  it('fails a PodDisruptionBudget with minAvailable, or more than one pod unavailable', () => {
+    const { objects, find } = copyOf('prod');
+    const edge = find('PodDisruptionBudget', 'edge').spec;
+    delete edge.maxUnavailable;
+    edge.minAvailable = 1;
+    find('PodDisruptionBudget', 'auth').spec.maxUnavailable = 2;
+    expect(disruptionProblems('prod', objects)).toEqual([
+      'prod: PodDisruptionBudget auth must set maxUnavailable: 1 and no minAvailable',
+      'prod: PodDisruptionBudget edge must set maxUnavailable: 1 and no minAvailable',
+    ]);
+  });
+
+  it('fails production without an autoscaler for auth', () => {
+    const { objects } = copyOf('prod');
+    const others = objects.filter((object) => !(object.kind === 'HorizontalPodAutoscaler' && object.metadata.name === 'auth'));
+    expect(autoscalerProblems('prod', others)).toEqual(['prod: no HorizontalPodAutoscaler scales Deployment auth']);
+  });
+
+  it('fails gateway-config rendered without its hash, and a Deployment reading a stale gateway-plans', () => {
+    const { objects } = copyOf('prod');
+    const config = gatewayConfigOf(objects);
+    const hashed = config.metadata.name;
+    config.metadata.name = 'gateway-config'; // as `options: {disableNameSuffixHash: true}` renders it
+    for (const object of objects)
+      for (const container of object.spec?.template?.spec?.containers ?? [])
+        for (const source of container.envFrom ?? []) if (source.configMapRef?.name === hashed) source.configMapRef.name = 'gateway-config';
+    expect(configRolloutProblems('prod', objects)).toEqual(['prod: ConfigMap gateway-config is not generated with a hash of its content']);
+    const copy = copyOf('prod');
+    copy.find('Deployment', 'auth').spec.template.spec.volumes.find((volume) => volume.name === 'plans').configMap.name = 'gateway-plans-0000000000';
+    const plans = copy.objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name.startsWith('gateway-plans')).metadata.name;
+    expect(configRolloutProblems('prod', copy.objects)).toEqual([
+      `prod: Deployment auth reads ConfigMap gateway-plans-0000000000, not ${plans}`,
+      `prod: auth's AUTH_PLANS_PATH (/etc/gateway/plans/plans.yaml) is not a file of the mounted ConfigMap ${plans}`,
+    ]);
+  });
+
+  it("fails auth's AUTH_PLANS_PATH beside the mounted plans", () => {
+    const { objects, find } = copyOf('dev');
+    find('Deployment', 'auth').spec.template.spec.containers[0].env.find((variable) => variable.name === 'AUTH_PLANS_PATH').value = '/app/plans.yaml';
+    expect(configRolloutProblems('dev', objects)).toEqual([
+      expect.stringMatching(/^dev: auth's AUTH_PLANS_PATH \(\/app\/plans\.yaml\) is not a file of the mounted ConfigMap gateway-plans-[a-z0-9]{10}$/),
+    ]);
+  });
+
+  it("reads the edge's body limit from its config schema, and from its rendered setting", () => {
+    expect(edgeBodyLimit(root, rendered.prod)).toBe(MIB_16);
+    const { objects } = copyOf('prod');
+    gatewayConfigOf(objects).data.EDGE_BODY_LIMIT_BYTES = '1048576';
+    expect(edgeBodyLimit(root, objects)).toBe(1048576);
+  });
+
+  it('fails an Ingress that routes /admin or the admin port, cuts streams, buffers them or limits bodies otherwise', () => {
+    const { objects, find } = copyOf('prod');
+    const ingress = find('Ingress', 'edge');
+    const paths = ingress.spec.rules[0].http.paths;
+    paths.push({ ...structuredClone(paths[0]), path: '/admin' });
+    paths.push({ ...structuredClone(paths[0]), path: '/' });
+    paths[1].backend.service.port = { name: 'admin' };
+    const annotations = ingress.metadata.annotations;
+    annotations['nginx.ingress.kubernetes.io/proxy-read-timeout'] = '60';
+    delete annotations['nginx.ingress.kubernetes.io/proxy-send-timeout'];
+    annotations['nginx.ingress.kubernetes.io/proxy-buffering'] = 'on';
+    annotations['nginx.ingress.kubernetes.io/proxy-body-size'] = '1m';
+    expect(entryPointProblems('prod', objects, MIB_16)).toEqual([
+      'prod: Ingress edge routes /healthz to the admin port',
+      'prod: Ingress edge routes /admin to the admin API or the console',
+      'prod: Ingress edge routes / to the admin API or the console',
+      'prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-read-timeout must be at least 3600 (streams), not 60',
+      'prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-send-timeout must be at least 3600 (streams), not undefined',
+      'prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-buffering must be "off" (SSE)',
+      `prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-body-size (1m) must be the edge's body limit, ${MIB_16} bytes`,
+    ]);
+  });
+
+  it('fails an HTTPRoute that routes /console or the admin port, or cuts streams at 15 s', () => {
+    const { objects, find } = copyOf('gateway-api');
+    const [rule] = find('HTTPRoute', 'edge').spec.rules;
+    rule.matches.push({ path: { type: 'PathPrefix', value: '/console' } });
+    rule.backendRefs[0].port = 8081;
+    rule.timeouts = { request: '15s', backendRequest: '1h' };
+    expect(entryPointProblems('gateway-api', objects, MIB_16)).toEqual([
+      'gateway-api: HTTPRoute edge routes /console to the admin API or the console',
+      'gateway-api: HTTPRoute edge routes to the admin port',
+      'gateway-api: HTTPRoute edge: timeouts.request must be at least 3600s (streams), not 15s',
+    ]);
   });
 });

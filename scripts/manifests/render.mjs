@@ -1,6 +1,9 @@
 // Renders a kustomization as `kubectl apply -k` would, with whichever renderer is on PATH.
 import { execFileSync } from 'node:child_process';
-import { parseAllDocuments } from 'yaml';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
 
 /**
  * The renderer on PATH: `kubectl kustomize`, or `kustomize build`; undefined when neither is (CI
@@ -32,4 +35,29 @@ export function render([command, args], folder) {
   return parseAllDocuments(output)
     .map((document) => document.toJS())
     .filter(Boolean);
+}
+
+/**
+ * The objects a component renders to on the base alone, in namespace `gateway` as an overlay would
+ * put them (for the components no overlay carries: their kinds need controllers and CRDs of their own).
+ * @param {[string, string[]]} renderer from findRenderer()
+ * @param {string} deployDir the deploy/ folder
+ * @param {string} name the component's folder name under deploy/components
+ * @returns {object[]}
+ */
+export function renderComponent(renderer, deployDir, name) {
+  const folder = mkdtempSync(join(tmpdir(), 'gateway-component-'));
+  try {
+    const kustomization = {
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      namespace: 'gateway',
+      resources: [relative(folder, join(deployDir, 'base'))],
+      components: [relative(folder, join(deployDir, 'components', name))],
+    };
+    writeFileSync(join(folder, 'kustomization.yaml'), stringify(kustomization));
+    return render(renderer, folder);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
 }
