@@ -33,15 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
 import { connectivityProblems, gatewayConfigOf } from './manifests/connectivity.mjs';
 import { namespaceProblems } from './manifests/namespaces.mjs';
-import {
-  autoscalerProblems,
-  configRolloutProblems,
-  disruptionProblems,
-  edgeBodyLimit,
-  entryPointProblems,
-  natsProbeProblems,
-  spreadProblems,
-} from './manifests/operations.mjs';
+import { autoscalerProblems, operationProblems } from './manifests/operations.mjs';
 import { findRenderer, render, renderComponent } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
 
@@ -64,17 +56,6 @@ async function validateSchemas(label, objects) {
   const found = await schemaProblems(label, objects);
   for (const problem of found) check(false, problem);
   check(true, `${label}: schemas`);
-}
-
-/** A rendered set's operational problems (scripts/manifests/operations.mjs), production's autoscalers aside. */
-function operationProblems(label, objects) {
-  return [
-    ...natsProbeProblems(label, objects),
-    ...spreadProblems(label, objects),
-    ...disruptionProblems(label, objects),
-    ...configRolloutProblems(label, objects),
-    ...entryPointProblems(label, objects, edgeBodyLimit(root, objects)),
-  ];
 }
 
 const problems = [];
@@ -435,7 +416,7 @@ if (renderer) {
     }
     validate(label, objects);
     await validateSchemas(label, objects);
-    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(label, objects)])
+    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(root, label, objects)])
       check(false, problem);
     if (basename(folder).startsWith('prod')) for (const problem of autoscalerProblems(label, objects)) check(false, problem);
     check(true, `${label}: namespaces, NetworkPolicy connectivity, probes, placement, rollout and entry point`);
@@ -451,7 +432,7 @@ if (renderer) {
       continue;
     }
     validate(label, objects);
-    for (const problem of operationProblems(label, objects)) check(false, problem);
+    for (const problem of operationProblems(root, label, objects)) check(false, problem);
     await validateSchemas(
       label,
       objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),

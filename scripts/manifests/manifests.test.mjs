@@ -11,6 +11,7 @@ import {
   edgeBodyLimit,
   entryPointProblems,
   natsProbeProblems,
+  operationProblems,
   spreadProblems,
 } from './operations.mjs';
 import { findRenderer, render, renderComponent } from './render.mjs';
@@ -25,14 +26,6 @@ const rendered = {};
 /** @type {Record<string, object[]>} */
 const standalone = {};
 const MIB_16 = 16 * 1024 * 1024;
-/** The operational rules check-manifests runs on every rendered set. */
-const operationProblems = (label, objects) => [
-  ...natsProbeProblems(label, objects),
-  ...spreadProblems(label, objects),
-  ...disruptionProblems(label, objects),
-  ...configRolloutProblems(label, objects),
-  ...entryPointProblems(label, objects, edgeBodyLimit(root, objects)),
-];
 
 /** A copy of an overlay's rendered objects, and a finder of one object in it. */
 function copyOf(overlay) {
@@ -56,10 +49,10 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       expect(namespaceProblems(overlay, objects)).toEqual([]);
       expect(await schemaProblems(overlay, objects)).toEqual([]);
       expect(connectivityProblems(overlay, objects)).toEqual([]);
-      expect(operationProblems(overlay, objects)).toEqual([]);
+      expect(operationProblems(root, overlay, objects)).toEqual([]);
     }
     for (const overlay of ['prod', 'prod-cluster']) expect(autoscalerProblems(overlay, rendered[overlay])).toEqual([]);
-    expect(operationProblems('gateway-api', standalone['gateway-api'])).toEqual([]);
+    expect(operationProblems(root, 'gateway-api', standalone['gateway-api'])).toEqual([]);
     expect(standalone['gateway-api'].some((object) => object.kind === 'HTTPRoute')).toBe(true);
     expect(rendered.prod.some((object) => object.kind === 'Ingress')).toBe(true);
   });

@@ -184,3 +184,17 @@ export function entryPointProblems(label, objects, bodyLimit) {
   }
   return problems;
 }
+
+/**
+ * Every rule above but production's autoscalers, on one rendered set.
+ * @param {string} root the repository, for the edge's config schema
+ */
+export function operationProblems(root, label, objects) {
+  return [
+    ...natsProbeProblems(label, objects),
+    ...spreadProblems(label, objects),
+    ...disruptionProblems(label, objects),
+    ...configRolloutProblems(label, objects),
+    ...entryPointProblems(label, objects, edgeBodyLimit(root, objects)),
+  ];
+}
