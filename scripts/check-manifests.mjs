@@ -205,20 +205,15 @@ function validate(label, objects, patches = []) {
   for (const name of names)
     check(objects.filter((object) => `${object.kind}/${object.metadata?.name}` === name).length === 1, `${label}: ${name} is defined twice`);
 
-  // A workload an autoscaler owns carries no replica count: applying one would reset the autoscaler's.
+  // Rendered, a workload an autoscaler owns carries no replica count (scripts/manifests/operations.mjs).
   for (const autoscaler of byKind('HorizontalPodAutoscaler')) {
     const target = workloads.find(
       (workload) => workload.kind === autoscaler.spec?.scaleTargetRef?.kind && workload.metadata?.name === autoscaler.spec?.scaleTargetRef?.name,
     );
-    if (
-      check(
-        Boolean(target),
-        `${where(autoscaler)}: scales ${autoscaler.spec?.scaleTargetRef?.kind}/${autoscaler.spec?.scaleTargetRef?.name}, which is not there`,
-      ) &&
-      label.includes('rendered')
-    ) {
-      check(target.spec?.replicas === undefined, `${where(target)}: sets replicas although ${autoscaler.metadata?.name}'s autoscaler owns them`);
-    }
+    check(
+      Boolean(target),
+      `${where(autoscaler)}: scales ${autoscaler.spec?.scaleTargetRef?.kind}/${autoscaler.spec?.scaleTargetRef?.name}, which is not there`,
+    );
   }
 
   for (const deployment of workloads) {
@@ -418,7 +413,7 @@ if (renderer) {
     await validateSchemas(label, objects);
     for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(root, label, objects)])
       check(false, problem);
-    if (basename(folder).startsWith('prod')) for (const problem of autoscalerProblems(label, objects)) check(false, problem);
+    for (const problem of autoscalerProblems(label, objects, basename(folder).startsWith('prod'))) check(false, problem);
     check(true, `${label}: namespaces, NetworkPolicy connectivity, probes, placement, rollout and entry point`);
   }
   // Each standalone component on the base alone, in a namespace, as an overlay would put it.

@@ -51,7 +51,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       expect(connectivityProblems(overlay, objects)).toEqual([]);
       expect(operationProblems(root, overlay, objects)).toEqual([]);
     }
-    for (const overlay of ['prod', 'prod-cluster']) expect(autoscalerProblems(overlay, rendered[overlay])).toEqual([]);
+    for (const [overlay, objects] of Object.entries(rendered)) expect(autoscalerProblems(overlay, objects, overlay !== 'dev')).toEqual([]);
     expect(operationProblems(root, 'gateway-api', standalone['gateway-api'])).toEqual([]);
     expect(standalone['gateway-api'].some((object) => object.kind === 'HTTPRoute')).toBe(true);
     expect(rendered.prod.some((object) => object.kind === 'Ingress')).toBe(true);
@@ -205,7 +205,13 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
   it('fails production without an autoscaler for auth', () => {
     const { objects } = copyOf('prod');
     const others = objects.filter((object) => !(object.kind === 'HorizontalPodAutoscaler' && object.metadata.name === 'auth'));
-    expect(autoscalerProblems('prod', others)).toEqual(['prod: no HorizontalPodAutoscaler scales Deployment auth']);
+    expect(autoscalerProblems('prod', others, true)).toEqual(['prod: no HorizontalPodAutoscaler scales Deployment auth']);
+  });
+
+  it('fails a replica count on a Deployment an autoscaler owns', () => {
+    const { objects, find } = copyOf('prod-cluster');
+    find('Deployment', 'metering').spec.replicas = 2;
+    expect(autoscalerProblems('prod-cluster', objects, true)).toEqual(['prod-cluster: Deployment metering sets replicas although an autoscaler owns them']);
   });
 
   it('fails gateway-config rendered without its hash, and a Deployment reading a stale gateway-plans', () => {

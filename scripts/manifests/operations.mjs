@@ -65,14 +65,20 @@ export function disruptionProblems(label, objects) {
     .map((budget) => `${label}: PodDisruptionBudget ${nameOf(budget)} must set maxUnavailable: 1 and no minAvailable`);
 }
 
-/** Production Deployments no autoscaler scales. */
-export function autoscalerProblems(label, objects) {
-  const scaled = new Set(
-    byKind(objects, 'HorizontalPodAutoscaler')
-      .filter((autoscaler) => autoscaler.spec?.scaleTargetRef?.kind === 'Deployment')
-      .map((autoscaler) => autoscaler.spec.scaleTargetRef.name),
+/**
+ * Workloads an autoscaler scales that set a replica count (each apply would reset the autoscaler's),
+ * and in production the Deployments no autoscaler scales.
+ */
+export function autoscalerProblems(label, objects, production) {
+  const targets = byKind(objects, 'HorizontalPodAutoscaler').map((autoscaler) => autoscaler.spec?.scaleTargetRef ?? {});
+  const fighting = objects.filter(
+    (object) => object?.spec?.replicas !== undefined && targets.some((target) => target.kind === object.kind && target.name === nameOf(object)),
   );
-  return AUTOSCALED.filter((name) => !scaled.has(name)).map((name) => `${label}: no HorizontalPodAutoscaler scales Deployment ${name}`);
+  const scaled = new Set(targets.filter((target) => target.kind === 'Deployment').map((target) => target.name));
+  return [
+    ...fighting.map((object) => `${label}: ${object.kind} ${nameOf(object)} sets replicas although an autoscaler owns them`),
+    ...(production ? AUTOSCALED.filter((name) => !scaled.has(name)) : []).map((name) => `${label}: no HorizontalPodAutoscaler scales Deployment ${name}`),
+  ];
 }
 
 /** Every ConfigMap name a pod template reads, with where. */
