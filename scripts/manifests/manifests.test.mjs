@@ -268,6 +268,10 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       'prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-buffering must be "off" (SSE)',
       `prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-body-size (1m) must be the edge's body limit, ${MIB_16} bytes`,
     ]);
+    const copy = copyOf('prod');
+    const ingressSpec = copy.find('Ingress', 'edge').spec;
+    ingressSpec.defaultBackend = ingressSpec.rules[0].http.paths[0].backend;
+    expect(entryPointProblems('prod', copy.objects, MIB_16)).toEqual(['prod: Ingress edge routes / to the admin API or the console']);
   });
 
   it('fails an HTTPRoute that routes /console or the admin port, or cuts streams at 15 s', () => {

@@ -162,7 +162,11 @@ export function entryPointProblems(label, objects, bodyLimit) {
   const toAdmin = (port) => port !== undefined && (port === 'admin' || port === adminPort?.port);
   for (const ingress of byKind(objects, 'Ingress')) {
     const at = `${label}: Ingress ${nameOf(ingress)}`;
-    const paths = (ingress.spec?.rules ?? []).flatMap((rule) => rule.http?.paths ?? []);
+    // A default backend takes every path no rule names, /admin and /console among them.
+    const paths = [
+      ...(ingress.spec?.rules ?? []).flatMap((rule) => rule.http?.paths ?? []),
+      ...(ingress.spec?.defaultBackend ? [{ path: '/', pathType: 'Prefix', backend: ingress.spec.defaultBackend }] : []),
+    ];
     for (const { path = '/', pathType, backend } of paths) {
       if (routesPrivate(path, pathType)) problems.push(`${at} routes ${path} to the admin API or the console`);
       if (toAdmin(backend?.service?.port?.name ?? backend?.service?.port?.number)) problems.push(`${at} routes ${path} to the admin port`);
