@@ -3,6 +3,8 @@
  * the chat chunks the executor rendered, first choice only (their answers have one), as text,
  * tool-call fragments and the finish reason; each renderer writes them as its own API's events.
  */
+import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
+import type { ChatChunkOutput } from '@gateway/proto';
 
 /** A chat chunk's choice as OpenAI's JSON writes it (what the executor renders). */
 export interface ChunkChoice {
@@ -22,11 +24,25 @@ export type ToolCallDelta = NonNullable<NonNullable<ChunkChoice['delta']>['tool_
 export abstract class ChunkTranslator {
   /** The chat finish reason of the answer, once a chunk gave it. */
   protected finish: string | null = null;
+  /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
+  protected abstract readonly identity: StreamIdentity;
 
+  /** The events that open the stream, the first time only (empty after). */
+  protected abstract open(): string;
   /** The events of a text delta (a streamed refusal is written as text). */
   protected abstract text(delta: string): string;
   /** The events of a tool call's fragment. */
   protected abstract toolCall(delta: ToolCallDelta): string;
+
+  /** The events of one chat chunk the executor rendered as JSON: the stream's opening first. */
+  event(json: string): string {
+    return this.open() + this.translate(json);
+  }
+
+  /** A chunk the executor sent as a message, as the chat JSON the renderer reads. */
+  chunkJson(chunk: ChatChunkOutput): string {
+    return JSON.stringify(chunkJson(chunk, this.identity));
+  }
 
   /** The events of one chat chunk's JSON, its first choice only. */
   protected translate(json: string): string {

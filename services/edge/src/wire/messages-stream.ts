@@ -6,7 +6,7 @@
  * Each event is written as `event: <type>` and `data: <json>`. The executor's chat chunks are read
  * and translated as they come.
  */
-import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
+import type { StreamIdentity } from '@gateway/openai-wire';
 import type { ChatChunkOutput, UsageOutput } from '@gateway/proto';
 import type { Completion, StreamRenderer } from '../completions/completion.js';
 import type { RequestError } from '../errors.js';
@@ -28,8 +28,7 @@ export class MessagesStream extends ChunkTranslator implements StreamRenderer {
   private block: OpenBlock | undefined;
   /** Chat tool call indexes already given a block: a later fragment of a finished call is dropped. */
   private readonly callsSeen = new Set<number>();
-  /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
-  private readonly identity: StreamIdentity;
+  protected readonly identity: StreamIdentity;
 
   constructor(private readonly completion: Completion) {
     super();
@@ -42,14 +41,6 @@ export class MessagesStream extends ChunkTranslator implements StreamRenderer {
   begin(_first: ChatChunkOutput | undefined, head: Record<string, string>): void {
     this.model = this.completion.answered.id ?? this.model;
     head['request-id'] = this.completion.requestId;
-  }
-
-  event(json: string): string {
-    return this.open() + this.translate(json);
-  }
-
-  chunkJson(chunk: ChatChunkOutput): string {
-    return JSON.stringify(chunkJson(chunk, this.identity));
   }
 
   end(held: string | undefined, usage: UsageOutput | undefined): string {
@@ -72,7 +63,7 @@ export class MessagesStream extends ChunkTranslator implements StreamRenderer {
   }
 
   /** `message_start` (the message with no content yet, its input tokens as counted), before the first content. */
-  private open(): string {
+  protected open(): string {
     if (this.opened) return '';
     this.opened = true;
     const message = {

@@ -8,7 +8,7 @@
  * the stream with `response.failed`. Every event is `event: <type>\ndata: <json>\n\n` with a
  * `sequence_number` from 0; unlike chat completions there is no `data: [DONE]`.
  */
-import { chunkJson, type StreamIdentity } from '@gateway/openai-wire';
+import type { StreamIdentity } from '@gateway/openai-wire';
 import type { ChatChunkOutput, UsageOutput } from '@gateway/proto';
 import type { StreamRenderer } from '../completions/completion.js';
 import type { RequestError } from '../errors.js';
@@ -59,8 +59,7 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
   /** Open function calls by their chat tool call index, and the indexes of every call begun. */
   private readonly calls = new Map<number, OpenCall>();
   private readonly callsSeen = new Set<number>();
-  /** For chunks the executor sent as messages: their chat JSON, read back like rendered ones. */
-  private readonly identity: StreamIdentity;
+  protected readonly identity: StreamIdentity;
   private readonly responses: ResponsesContext;
 
   constructor(private readonly completion: ResponsesCompletion) {
@@ -78,14 +77,6 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
     this.model = this.completion.answered.id ?? this.model;
     head['openai-model'] = this.model;
     head['openai-processing-ms'] = String(Math.round(this.completion.reply.elapsedTime));
-  }
-
-  event(json: string): string {
-    return this.open() + this.translate(json);
-  }
-
-  chunkJson(chunk: ChatChunkOutput): string {
-    return JSON.stringify(chunkJson(chunk, this.identity));
   }
 
   end(held: string | undefined, usage: UsageOutput | undefined): string {
@@ -109,7 +100,7 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
   }
 
   /** The first two events, before the first content. */
-  private open(): string {
+  protected open(): string {
     if (this.opened) return '';
     this.opened = true;
     const response = this.response({ status: 'in_progress', final: false });
