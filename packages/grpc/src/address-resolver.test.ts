@@ -133,7 +133,7 @@ describe('call streams on a DNS name', () => {
     // Three replicas: four streams become six, two on each, and the calls follow.
     dns.set(NAME, ['127.0.0.2', '127.0.0.3', '127.0.0.4']);
     await eventually(
-      () => JSON.stringify(streamsOn()) === JSON.stringify({ '127.0.0.2': 2, '127.0.0.3': 2, '127.0.0.4': 2 }) || undefined,
+      () => (calls.openStreams === 6 && JSON.stringify(streamsOn()) === JSON.stringify({ '127.0.0.2': 2, '127.0.0.3': 2, '127.0.0.4': 2 })) || undefined,
       'two streams on each replica',
       5_000,
       20,
@@ -143,7 +143,10 @@ describe('call streams on a DNS name', () => {
       const response = await calls.call('check_key', { api_key: 'k' }, { deadlineMs: 2_000 });
       answers[response.reservation_id!] = (answers[response.reservation_id!] ?? 0) + 1;
     }
-    expect(answers).toEqual({ '127.0.0.2': 20, '127.0.0.3': 20, '127.0.0.4': 20 });
+    // A third each, give or take a call the picker sent past a stream busy at that moment: streams
+    // left on one replica (four and one and one) would give it two thirds.
+    expect(Object.keys(answers).sort()).toEqual(['127.0.0.2', '127.0.0.3', '127.0.0.4']);
+    for (const count of Object.values(answers)) expect(Math.abs(count - 20)).toBeLessThanOrEqual(3);
 
     // One removed from the name: its streams move to the two left, two each.
     dns.set(NAME, ['127.0.0.3', '127.0.0.4']);
