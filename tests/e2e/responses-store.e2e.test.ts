@@ -81,6 +81,8 @@ describe('stored responses with the official client', () => {
       ['message', 'user'],
     ]);
     expect(items.data[1]).toEqual(first.output[0]);
+    // Listed in OpenAI's shape: a string input is the one input_text part it means.
+    expect(items.data[0]).toMatchObject({ type: 'message', role: 'user', content: [{ type: 'input_text', text: SECOND }] });
     expect(items.data.every((item) => typeof item.id === 'string' && item.id.length > 0)).toBe(true);
   });
 

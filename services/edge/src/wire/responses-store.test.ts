@@ -118,7 +118,7 @@ describe('stored responses', () => {
     expect(JSON.parse(puts[0]!.response_json!)).toEqual(body);
     // Instructions are not an input item: a response that continues this one does not carry them over.
     expect(JSON.parse(puts[0]!.input_items_json!)).toEqual([
-      { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), type: 'message', role: 'user', content: 'Capital of France?' },
+      { id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Capital of France?' }] },
     ]);
   });
 
@@ -146,7 +146,11 @@ describe('stored responses', () => {
     await stored(2);
     const inputItems = JSON.parse(puts[1]!.input_items_json!) as Array<Record<string, unknown>>;
     const firstInput = JSON.parse(puts[0]!.input_items_json!)[0];
-    expect(inputItems).toEqual([firstInput, first.output[0], { id: expect.stringMatching(/^msg_/), type: 'message', role: 'user', content: 'And of Italy?' }]);
+    expect(inputItems).toEqual([
+      firstInput,
+      first.output[0],
+      { id: expect.stringMatching(/^msg_/), type: 'message', role: 'user', content: [{ type: 'input_text', text: 'And of Italy?' }] },
+    ]);
     // Listed newest first by default, a page at a time.
     const page = await send('GET', `/v1/responses/${second.json().id}/input_items?limit=2`);
     expect(page.json()).toEqual({

@@ -72,13 +72,17 @@ export function conversationOf(stored: StoredResponse): JsonObject[] {
 }
 
 /**
- * An input item as stored: with an id of its own (`msg_` for a message, `item_` for any other),
- * so that listing the items of a response can page by id; one that has an id keeps it.
+ * An input item as stored, and listed, in OpenAI's shape: with an id of its own (`msg_` for a
+ * message, `item_` for any other) so that listing the items of a response can page by id (one
+ * that has an id keeps it), and a message's string content as the one text part it means
+ * (`output_text` for the assistant's, `input_text` for the others').
  */
 export function withItemId(item: JsonObject): JsonObject {
-  if (typeof item.id === 'string' && item.id !== '') return item;
   const message = item.type === undefined || item.type === 'message';
-  return { id: `${message ? 'msg' : 'item'}_${randomUUID().replaceAll('-', '')}`, ...(message ? { type: 'message' } : {}), ...item };
+  const content =
+    message && typeof item.content === 'string' ? { content: [{ type: item.role === 'assistant' ? 'output_text' : 'input_text', text: item.content }] } : {};
+  if (typeof item.id === 'string' && item.id !== '') return { ...item, ...content };
+  return { id: `${message ? 'msg' : 'item'}_${randomUUID().replaceAll('-', '')}`, ...(message ? { type: 'message' } : {}), ...item, ...content };
 }
 
 /** The 400 of a `previous_response_id` no stored response of the key has, in OpenAI's words. */
