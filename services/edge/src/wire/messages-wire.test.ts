@@ -4,63 +4,20 @@
  * in Anthropic's envelope.
  */
 import { describe, expect, it } from 'vitest';
-import type { ChatResponseOutput, UsageOutput } from '@gateway/proto';
-import type { Completion, StreamRenderer } from '../completions/completion.js';
+import type { ChatResponseOutput } from '@gateway/proto';
+import type { Completion } from '../completions/completion.js';
 import { anthropicErrorJson } from './messages-output.js';
 import { messagesWire } from './messages-wire.js';
 import { parseMessagesRequest } from './parse-messages-request.js';
 import { RequestError } from './request-error.js';
+import { answeredCompletion, chunk, namedEvents, streamedEvents } from '../testing/wire-streams.js';
 
 /** A completion as the pipeline hands it to the wire once the model answered. */
 function completionOf(): Completion {
-  const headers: Record<string, string> = {};
-  const reply = {
-    elapsedTime: 12,
-    header(name: string, value: string) {
-      headers[name] = value;
-      return reply;
-    },
-  };
-  return {
-    parsed: parseMessagesRequest({ model: 'sim-full', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] }),
+  return answeredCompletion(parseMessagesRequest({ model: 'sim-full', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] }), {
     requestId: 'req_1',
     promptTokens: 9,
-    routing: { model: { id: 'sim-full' } },
-    answered: { id: 'sim-full' },
-    attempts: [],
-    latencyMs: 12.5,
-    costPico: 3_000_000n,
-    reply,
-  } as unknown as Completion;
-}
-
-/** A chat chunk as the executor renders it. */
-function chunk(delta: Record<string, unknown>, finish: string | null = null): string {
-  return JSON.stringify({
-    id: 'chatcmpl-1',
-    object: 'chat.completion.chunk',
-    created: 1,
-    model: 'sim-full',
-    choices: [{ index: 0, delta, finish_reason: finish }],
   });
-}
-
-/** The events of a stream's text, in order; each block's `event:` line names its data's type. */
-function events(text: string): Array<{ type: string } & Record<string, unknown>> {
-  return text
-    .split('\n\n')
-    .filter(Boolean)
-    .map((block) => {
-      const [eventLine, dataLine] = block.split('\n');
-      const event = JSON.parse(dataLine!.slice('data: '.length));
-      expect(eventLine).toBe(`event: ${event.type}`);
-      return event;
-    });
-}
-
-/** The events a stream writes for these chunk deltas, ended by a chunk with the finish reason. */
-function streamed(stream: StreamRenderer, deltas: Array<Record<string, unknown>>, finish: string, usage?: Partial<UsageOutput>) {
-  return events(deltas.map((delta) => stream.event(chunk(delta))).join('') + stream.end(chunk({}, finish), usage as UsageOutput | undefined));
 }
 
 describe('the Messages wire', () => {
@@ -119,7 +76,7 @@ describe('the Messages wire', () => {
     const head: Record<string, string> = {};
     stream.begin(undefined, head);
     expect(head['request-id']).toBe('req_1');
-    const list = streamed(stream, [{ role: 'assistant', content: '' }, { content: 'Rivers ' }, { content: 'flow.' }], 'stop', {
+    const list = streamedEvents(stream, [{ role: 'assistant', content: '' }, { content: 'Rivers ' }, { content: 'flow.' }], 'stop', {
       prompt_tokens: 9,
       completion_tokens: 2,
     });
@@ -149,7 +106,7 @@ describe('the Messages wire', () => {
   it("streams the final usage as Anthropic's: input apart from cache reads and writes", () => {
     const stream = messagesWire.openStream(completionOf());
     stream.begin(undefined, {});
-    const list = streamed(stream, [{ content: 'Cached.' }], 'stop', {
+    const list = streamedEvents(stream, [{ content: 'Cached.' }], 'stop', {
       prompt_tokens: 100,
       completion_tokens: 3,
       cached_tokens: 60,
@@ -166,7 +123,7 @@ describe('the Messages wire', () => {
   });
 
   it('streams a tool call as a tool_use block with input_json_delta events after the text block, stop_reason tool_use', () => {
-    const list = streamed(
+    const list = streamedEvents(
       messagesWire.openStream(completionOf()),
       [
         { content: 'Checking.' },
@@ -198,15 +155,15 @@ describe('the Messages wire', () => {
   });
 
   it('ends a stream cut at max_tokens with stop_reason max_tokens, and a failed one with an error event', () => {
-    const cut = streamed(messagesWire.openStream(completionOf()), [{ content: 'Rivers' }], 'length');
+    const cut = streamedEvents(messagesWire.openStream(completionOf()), [{ content: 'Rivers' }], 'length');
     expect(cut.at(-2)).toMatchObject({ delta: { stop_reason: 'max_tokens' } });
 
     const stream = messagesWire.openStream(completionOf());
     const text = stream.event(chunk({ content: 'Rivers' })) + stream.failure(new RequestError(502, 'The upstream failed.', { code: 'upstream_error' }));
-    const list = events(text);
+    const list = namedEvents(text);
     expect(list.map((event) => event.type)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'error']);
     expect(list.at(-1)).toEqual({ type: 'error', error: { type: 'api_error', message: 'The upstream failed.' } });
-    const overloaded = events(messagesWire.openStream(completionOf()).failure(new RequestError(503, 'Unavailable.')));
+    const overloaded = namedEvents(messagesWire.openStream(completionOf()).failure(new RequestError(503, 'Unavailable.')));
     expect(overloaded.at(-1)).toMatchObject({ error: { type: 'overloaded_error' } });
   });
 

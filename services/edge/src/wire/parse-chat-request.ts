@@ -13,6 +13,7 @@
  */
 import type { CacheControl, ChatRequest, ContentPart, Message, Tool, ToolCall } from '@gateway/proto';
 import { invalid } from './request-error.js';
+import { isObject, type Json, type JsonObject } from './translated-request.js';
 
 /** A validated request and the traits the router and the limiter need. */
 export interface ParsedChatRequest {
@@ -36,9 +37,6 @@ export interface ParsedChatRequest {
    */
   legacyFunctions?: boolean;
 }
-
-type Json = unknown;
-type JsonObject = Record<string, Json>;
 
 const ROLES = {
   system: 'ROLE_SYSTEM',
@@ -65,10 +63,6 @@ const MAX_METADATA_KEYS = 16;
  * that recurse) for nothing.
  */
 const MAX_SCHEMA_DEPTH = 128;
-
-function isObject(value: Json): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function describe(value: Json): string {
   if (value === null) return 'null';

@@ -27,8 +27,8 @@ import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from './request-error.js';
 import type { ResponsesCompletion } from './responses-output.js';
+import { isObject, type JsonObject } from './translated-request.js';
 
-type JsonObject = Record<string, unknown>;
 /** Which stored response a read or a delete is about (GetResponseRequest and DeleteResponseRequest alike). */
 type ResponseRef = Required<Pick<GetResponseRequest, 'key_id' | 'response_id'>>;
 
@@ -51,10 +51,6 @@ interface StoreSession {
 
 const sessions = new WeakMap<FastifyRequest, StoreSession>();
 const stores = new WeakMap<EdgeDependencies, ResponsesStore>();
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** A request's `input` as input items (a string is one user message); undefined when it is neither, for the parser to refuse. */
 export function inputItemsOf(input: unknown): JsonObject[] | undefined {

@@ -3,66 +3,19 @@
  * gives, rendered as the Response object and the Responses event sequence OpenAI publishes.
  */
 import { describe, expect, it } from 'vitest';
-import type { ChatResponseOutput, UsageOutput } from '@gateway/proto';
-import type { StreamRenderer } from '../completions/completion.js';
+import type { ChatResponseOutput } from '@gateway/proto';
 import { RequestError } from './request-error.js';
 import { parseResponsesRequest } from './parse-responses-request.js';
 import type { ResponsesCompletion } from './responses-output.js';
 import { responsesWire } from './responses-wire.js';
+import { answeredCompletion, chunk, namedEvents, streamedEvents } from '../testing/wire-streams.js';
 
 /** A completion as the pipeline hands it to the wire once the model answered. */
 function completionOf(body: Record<string, unknown>): ResponsesCompletion {
-  const headers: Record<string, string> = {};
-  const reply = {
-    elapsedTime: 12,
-    header(name: string, value: string) {
-      headers[name] = value;
-      return reply;
-    },
-  };
-  return {
-    parsed: parseResponsesRequest({ model: 'sim-full', ...body }),
-    routing: { model: { id: 'sim-full' } },
-    answered: { id: 'sim-full' },
-    attempts: [],
-    latencyMs: 12.5,
-    costPico: 3_000_000n,
-    reply,
-  } as unknown as ResponsesCompletion;
+  return answeredCompletion(parseResponsesRequest({ model: 'sim-full', ...body }));
 }
 
 const tools = [{ type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object' } }] }];
-
-/** A chat chunk as the executor renders it. */
-function chunk(delta: Record<string, unknown>, finish: string | null = null): string {
-  return JSON.stringify({
-    id: 'chatcmpl-1',
-    object: 'chat.completion.chunk',
-    created: 1,
-    model: 'sim-full',
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-  });
-}
-
-/** The events of a stream's text, in order. */
-function events(text: string): Array<{ type: string; sequence_number: number } & Record<string, unknown>> {
-  return text
-    .split('\n\n')
-    .filter(Boolean)
-    .map((block) => {
-      const [eventLine, dataLine] = block.split('\n');
-      const event = JSON.parse(dataLine!.slice('data: '.length));
-      expect(eventLine).toBe(`event: ${event.type}`);
-      return event;
-    });
-}
-
-/** The events a stream writes for these chunk deltas, ended by a chunk with the finish reason. */
-function streamed(stream: StreamRenderer, deltas: Array<Record<string, unknown>>, finish: string, usage?: Partial<UsageOutput>) {
-  const text = deltas.map((delta) => stream.event(chunk(delta))).join('') + stream.end(chunk({}, finish), usage as UsageOutput | undefined);
-  expect(text).not.toContain('[DONE]');
-  return events(text);
-}
 
 describe('the Responses wire', () => {
   it('renders a whole answer as a Response: message and function_call items, usage, the gateway object', () => {
@@ -127,7 +80,7 @@ describe('the Responses wire', () => {
     const head: Record<string, string> = {};
     stream.begin(undefined, head);
     expect(head['openai-model']).toBe('sim-full');
-    const sequence = streamed(stream, [{ role: 'assistant', content: '' }, { content: 'Hel' }, { content: 'lo' }], 'stop', {
+    const sequence = streamedEvents(stream, [{ role: 'assistant', content: '' }, { content: 'Hel' }, { content: 'lo' }], 'stop', {
       prompt_tokens: 3,
       completion_tokens: 2,
       total_tokens: 5,
@@ -160,7 +113,7 @@ describe('the Responses wire', () => {
   it('streams a tool call as a function_call item with argument deltas, named back by its namespace', () => {
     const stream = responsesWire.openStream(completionOf({ input: 'Look up ACME.', tools, stream: true }));
     stream.begin(undefined, {});
-    const sequence = streamed(
+    const sequence = streamedEvents(
       stream,
       [
         { tool_calls: [{ index: 0, id: 'call_9', type: 'function', function: { name: 'crm__lookup', arguments: '' } }] },
@@ -190,7 +143,7 @@ describe('the Responses wire', () => {
 
   it('finishes each output item before the next begins: the message, then its function calls', () => {
     const stream = responsesWire.openStream(completionOf({ input: 'Look up ACME.', tools, stream: true }));
-    const sequence = streamed(
+    const sequence = streamedEvents(
       stream,
       [{ content: 'Looking.' }, { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'crm__lookup', arguments: '{}' } }] }],
       'tool_calls',
@@ -210,7 +163,7 @@ describe('the Responses wire', () => {
     ]);
     expect(sequence.at(-1)).toMatchObject({ response: { output: [{ type: 'message' }, { type: 'function_call', name: 'lookup' }] } });
 
-    const parallel = streamed(
+    const parallel = streamedEvents(
       responsesWire.openStream(completionOf({ input: 'Look up ACME and Initech.', tools, stream: true })),
       [
         {
@@ -258,7 +211,7 @@ describe('the Responses wire', () => {
       },
     ]);
 
-    const sequence = streamed(
+    const sequence = streamedEvents(
       responsesWire.openStream(completionOf({ input: 'Patch it.', tools: custom, stream: true })),
       [
         { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: patchArguments.slice(0, 10) } }] },
@@ -279,14 +232,14 @@ describe('the Responses wire', () => {
 
   it('ends a stream cut at max_output_tokens with response.incomplete, and a failed one with response.failed', () => {
     const cut = responsesWire.openStream(completionOf({ input: 'Hi', stream: true, max_output_tokens: 1 }));
-    const cutEvents = streamed(cut, [{ content: 'Hi' }], 'length');
+    const cutEvents = streamedEvents(cut, [{ content: 'Hi' }], 'length');
     expect(cutEvents.at(-1)).toMatchObject({
       type: 'response.incomplete',
       response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } },
     });
 
     const failed = responsesWire.openStream(completionOf({ input: 'Hi', stream: true }));
-    const failedEvents = events(
+    const failedEvents = namedEvents(
       failed.event(chunk({ content: 'Hi' })) + failed.failure(new RequestError(502, 'The upstream failed.', { code: 'upstream_error' })),
     );
     expect(failedEvents.map((event) => event.type)).toEqual([
