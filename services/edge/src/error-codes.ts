@@ -55,6 +55,7 @@ export const EDGE_ERROR_CODES = Object.freeze({
   missing_admin_token: entry(401, 'authentication_error'),
   invalid_admin_token: entry(401, 'authentication_error'),
   admin_token_required: entry(403, 'permission_error'),
+  admin_role_required: entry(403, 'permission_error'),
   // A part of the edge that is not ready.
   catalog_unavailable: entry(503, 'service_unavailable_error'),
   console_not_built: entry(503, 'service_unavailable_error'),

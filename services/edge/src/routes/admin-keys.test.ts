@@ -300,7 +300,7 @@ describe('the admin token', () => {
       expect(response.statusCode, authorization).toBe(401);
       expect(response.json()).toEqual({
         error: {
-          message: 'The admin API needs the admin token in an Authorization header (Bearer).',
+          message: 'The admin API needs an admin token in an Authorization header (Bearer).',
           type: 'authentication_error',
           param: null,
           code: 'missing_admin_token',
@@ -323,7 +323,7 @@ describe('the admin token', () => {
     const response = await admin('PATCH', `/${KEY.key_id}`, { plan: 'pro' }, 'Bearer br-0123456789abcdef0123456789abcdef');
     expect(response.statusCode).toBe(403);
     expect(response.json()).toEqual({
-      error: { message: 'An API key cannot use the admin API: use the admin token.', type: 'permission_error', param: null, code: 'admin_token_required' },
+      error: { message: 'An API key cannot use the admin API: use an admin token.', type: 'permission_error', param: null, code: 'admin_token_required' },
     });
     expect(received).toEqual([]);
   });

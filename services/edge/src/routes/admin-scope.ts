@@ -1,12 +1,14 @@
 /**
  * The scope every /admin route lives in: it exists only when EDGE_ADMIN_TOKEN is set (otherwise
- * every path is a plain 404), answers only requests bearing that token, and checks bodies and
+ * every path is a plain 404), answers only requests whose credential a principal source knows and
+ * whose role allows the method (admin-principal.ts), and checks bodies and
  * query strings against the admin API's schemas (schema-validation.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { CallOptions } from '@gateway/grpc';
 import type { EdgeDependencies } from '../dependencies.js';
-import { adminTokenHook } from './admin-token.js';
+import { adminPrincipalHook, type PrincipalSource } from './admin-principal.js';
+import { staticTokenSource } from './admin-token.js';
 import { compileSchemaValidator, schemaRefusal } from './schema-validation.js';
 
 /** Registers `routes` in the admin scope, handing them the options of a call to a peer. */
@@ -18,7 +20,8 @@ export function registerAdminScope(
   const token = deps.config.EDGE_ADMIN_TOKEN;
   if (!token) return;
   void app.register(async (admin) => {
-    admin.addHook('onRequest', adminTokenHook(token));
+    const sources: PrincipalSource[] = [staticTokenSource(token)];
+    admin.addHook('onRequest', adminPrincipalHook(sources));
     admin.setValidatorCompiler(compileSchemaValidator);
     admin.setSchemaErrorFormatter(schemaRefusal);
     routes(admin, (requestId) => ({ deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId }));
