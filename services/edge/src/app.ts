@@ -15,6 +15,8 @@ import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
+import { registerConsoleSso, ssoEnabled } from './routes/console-sso.js';
+import { registerAdminSession } from './routes/admin-session.js';
 import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
 import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
@@ -278,7 +280,10 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
     registerAdminUsage(app, deps);
-    registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
+    registerAdminSession(app, deps);
+    const consoleEnabled = Boolean(deps.config.EDGE_ADMIN_TOKEN) || ssoEnabled(deps.config);
+    registerConsole(app, { enabled: consoleEnabled });
+    if (consoleEnabled) registerConsoleSso(app, deps.config);
   }
 }
 

@@ -59,6 +59,14 @@ export const EDGE_ERROR_CODES = Object.freeze({
   // A part of the edge that is not ready.
   catalog_unavailable: entry(503, 'service_unavailable_error'),
   console_not_built: entry(503, 'service_unavailable_error'),
+  // Single sign-on (console-sso.ts): the sign-in flow, the provider's answer, the user's role.
+  sso_not_configured: entry(404, INVALID),
+  sso_flow_expired: BAD_REQUEST,
+  sso_state_mismatch: BAD_REQUEST,
+  sso_provider_refused: entry(401, 'authentication_error'),
+  sso_token_invalid: entry(401, 'authentication_error'),
+  sso_role_missing: entry(403, 'permission_error'),
+  sso_provider_unreachable: entry(502, 'upstream_error'),
 } satisfies Record<string, EdgeErrorEntry>);
 
 /** A code of the edge's own. */
