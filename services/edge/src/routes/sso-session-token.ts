@@ -32,8 +32,9 @@ export function verifyValue(secret: string, purpose: SignedPurpose, value: strin
   const dot = value.indexOf('.');
   if (dot <= 0 || value.length > 4096) return undefined;
   const encoded = value.slice(0, dot);
-  const given = Buffer.from(value.slice(dot + 1), 'base64url');
-  const expected = mac(secret, purpose, encoded);
+  // Compared as text: a signature in any other spelling (base64url's unused trailing bits) is refused.
+  const given = Buffer.from(value.slice(dot + 1));
+  const expected = Buffer.from(mac(secret, purpose, encoded).toString('base64url'));
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
   let payload: unknown;
   try {
