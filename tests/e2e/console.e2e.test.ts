@@ -252,7 +252,8 @@ describe('the web console', () => {
   it('logged no console error, page error or CSP violation, and served every console file under the CSP', () => {
     expect(problems).toEqual([]);
     const paths = new Set(consoleResponses.map((response) => new URL(response.url).pathname));
-    expect(paths).toEqual(new Set(['/console', '/console/app.js', '/console/app.css']));
+    // The login page asks whether to offer single sign-on (off here).
+    expect(paths).toEqual(new Set(['/console', '/console/app.js', '/console/app.css', '/console/sso/config']));
     for (const response of consoleResponses) expect(response.csp, response.url).toBe(CSP);
   });
 });

@@ -120,7 +120,7 @@ function refuse(request: FastifyRequest, reply: FastifyReply, error: RequestErro
   void reply.header('set-cookie', flowCookie('', 0, request.protocol === 'https'));
   if (!/text\/html/.test(request.headers.accept ?? '')) throw error;
   const page = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign-in refused · Gateway console</title><link rel="stylesheet" href="/console/app.css"></head>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in refused · Gateway console</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/console/app.css"></head>
 <body><main class="login"><section class="card" data-testid="sso-refusal" data-code="${escapeHtml(error.code ?? '')}">
 <h1>Sign-in refused</h1><p>${escapeHtml(error.message)}</p><p><a href="/console">Back to the console</a></p></section></main></body></html>`;
   return reply.status(error.status).headers(CONSOLE_SECURITY_HEADERS).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page);
@@ -185,19 +185,20 @@ async function finishSignIn(config: EdgeConfig, provider: oidc.Configuration, re
     { redirect_uri: flow.redirectUri },
   );
   const claims = tokens.claims()!;
-  let roles: unknown = claims[config.EDGE_OIDC_ROLES_CLAIM];
-  // Providers that keep the ID token small give the claim on the userinfo endpoint only.
-  if (roles === undefined && provider.serverMetadata().userinfo_endpoint) {
-    roles = (await oidc.fetchUserInfo(provider, tokens.access_token, claims.sub))[config.EDGE_OIDC_ROLES_CLAIM];
+  let profile: Record<string, unknown> = claims;
+  // Providers that keep the ID token small (scope claims in userinfo only, as OpenID Connect Core
+  // 5.4 has it for the code flow) give the roles claim, and the email, on the userinfo endpoint.
+  if (claims[config.EDGE_OIDC_ROLES_CLAIM] === undefined && provider.serverMetadata().userinfo_endpoint) {
+    profile = { ...(await oidc.fetchUserInfo(provider, tokens.access_token, claims.sub)), ...claims };
   }
-  const role = roleFromClaim(config, roles);
+  const role = roleFromClaim(config, profile[config.EDGE_OIDC_ROLES_CLAIM]);
   if (!role) {
     throw edgeError(
       'sso_role_missing',
       `Your account is not allowed to use this gateway's console: its ${config.EDGE_OIDC_ROLES_CLAIM} claim names none of the gateway's roles. Ask an administrator for access.`,
     );
   }
-  const name = [claims.email, claims.preferred_username, claims.name].find((value): value is string => typeof value === 'string' && value !== '');
+  const name = [profile.email, profile.preferred_username, profile.name].find((value): value is string => typeof value === 'string' && value !== '');
   return mintSessionToken(config.EDGE_SESSION_SECRET, { subject: claims.sub, role, ...(name ? { name } : {}) }, config.EDGE_SESSION_TTL_SECONDS);
 }
 
