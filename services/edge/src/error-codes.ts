@@ -60,7 +60,6 @@ export const EDGE_ERROR_CODES = Object.freeze({
   catalog_unavailable: entry(503, 'service_unavailable_error'),
   console_not_built: entry(503, 'service_unavailable_error'),
   // Single sign-on (console-sso.ts): the sign-in flow, the provider's answer, the user's role.
-  sso_not_configured: entry(404, INVALID),
   sso_flow_expired: BAD_REQUEST,
   sso_state_mismatch: BAD_REQUEST,
   sso_provider_refused: entry(401, 'authentication_error'),
