@@ -1,8 +1,8 @@
 /**
  * The scope every /admin route lives in: it exists only when EDGE_ADMIN_TOKEN is set or single
- * sign-on is on (otherwise every path is a plain 404), answers only requests whose credential a principal source knows and
- * whose role allows the method (admin-principal.ts), and checks bodies and
- * query strings against the admin API's schemas (schema-validation.ts).
+ * sign-on is on (otherwise every path is a plain 404), answers only requests whose credential a
+ * principal source knows and whose role allows the method (admin-principal.ts), and checks bodies
+ * and query strings against the admin API's schemas (schema-validation.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { CallOptions } from '@gateway/grpc';
