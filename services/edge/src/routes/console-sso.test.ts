@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import { buildEdgeApp } from '../app.js';
+import { buildEdgeApp, type EdgeSurface } from '../app.js';
 import { readEdgeConfig } from '../config.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { type FakeOidcProvider, startFakeOidcProvider } from '../testing/fake-oidc-provider.js';
@@ -23,7 +23,7 @@ let provider: FakeOidcProvider;
 let app: FastifyInstance;
 
 /** An edge app with SSO against the fake provider (and no static admin token). */
-async function ssoApp(overrides: Record<string, string> = {}): Promise<FastifyInstance> {
+async function ssoApp(overrides: Record<string, string> = {}, surface: EdgeSurface = 'both'): Promise<FastifyInstance> {
   const config = readEdgeConfig({
     EDGE_OIDC_ISSUER: provider.issuer,
     EDGE_OIDC_CLIENT_ID: provider.clientId,
@@ -33,12 +33,15 @@ async function ssoApp(overrides: Record<string, string> = {}): Promise<FastifyIn
     EDGE_SESSION_SECRET: SESSION_SECRET,
     ...overrides,
   });
-  const built = await buildEdgeApp({
-    config,
-    logger: createLogger('edge', 'silent'),
-    registry: new prometheus.Registry(),
-    ready: async () => true,
-  } as unknown as EdgeDependencies);
+  const built = await buildEdgeApp(
+    {
+      config,
+      logger: createLogger('edge', 'silent'),
+      registry: new prometheus.Registry(),
+      ready: async () => true,
+    } as unknown as EdgeDependencies,
+    { surface },
+  );
   await built.ready();
   return built;
 }
@@ -114,6 +117,19 @@ describe('single sign-on: the way to the provider', () => {
     const second = await startSignIn();
     expect(second.state).not.toBe(state);
     expect(second.nonce).not.toBe(nonce);
+  });
+
+  it('serves the sign-in on the admin listener only, never on the public one', async () => {
+    const publicApp = await ssoApp({}, 'public');
+    try {
+      for (const url of ['/console/sso/config', '/console/sso/login', '/console/sso/callback?code=x&state=y', '/admin/v1/session']) {
+        const response = await publicApp.inject({ method: 'GET', url });
+        expect(response.statusCode, url).toBe(404);
+        expect(response.json().error.code, url).toBe('unknown_url');
+      }
+    } finally {
+      await publicApp.close();
+    }
   });
 
   it('uses the configured redirect URL, marking the cookie Secure for https', async () => {
