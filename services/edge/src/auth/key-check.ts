@@ -153,7 +153,7 @@ export async function checkKey(
  * Whether an invalid-key denial is for a revoked key: auth's deny_reason says so; an auth that
  * predates it (a rolling upgrade) leaves it unspecified, and then its message does.
  */
-function isRevoked(decision: CheckKeyResponseOutput): boolean {
+function isRevoked(decision: Denial): boolean {
   switch (decision.deny_reason) {
     case 'DENY_REASON_REVOKED':
       return true;
@@ -164,8 +164,11 @@ function isRevoked(decision: CheckKeyResponseOutput): boolean {
   }
 }
 
+/** What a denial's answer reads of a decision (its allow-lists are of no use to it). */
+type Denial = Omit<CheckKeyResponseOutput, 'model_allow_lists'>;
+
 /** The error answering one of auth's denials, by the DENIALS table; an unknown decision is an invalid key. */
-export function denialError(decision: CheckKeyResponseOutput): RequestError {
+export function denialError(decision: Denial): RequestError {
   const name = decision.decision as keyof typeof DENIALS;
   const { code, status, type } = Object.hasOwn(DENIALS, name) ? DENIALS[name] : DENIALS.DECISION_DENY_INVALID_KEY;
   switch (code) {
