@@ -12,6 +12,7 @@ import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, RouteRequ
 import { buildEdgeApp } from '../app.js';
 import type { CatalogView } from '../catalog-view.js';
 import { readEdgeConfig } from '../config.js';
+import { allowedRouting } from './allowed-models.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { allowDecision, TEST_KEY_ID, testModel, wholeAnswer } from '../testing/edge-fakes.js';
 
@@ -169,7 +170,9 @@ describe('fallback chains under an allow-list', () => {
     fakes.decision = allowing(['cheap-a', 'cheap-b']);
     await post('/v1/chat/completions', { model: 'cheap-a', messages: hello, fallbacks: true });
     await post('/v1/chat/completions', { model: 'cheap-a', messages: hello, fallbacks: ['strong', 'cheap-b'] });
-    expect(fakes.executes.map((execute) => execute.fallbacks)).toEqual([['cheap-b'], ['cheap-b']]);
+    // An id outside the list is skipped before it is looked up: no 404 tells the key it exists or not.
+    await post('/v1/chat/completions', { model: 'cheap-a', messages: hello, fallbacks: ['nothing-such', 'cheap-b'] });
+    expect(fakes.executes.map((execute) => execute.fallbacks)).toEqual([['cheap-b'], ['cheap-b'], ['cheap-b']]);
   });
 });
 
@@ -194,5 +197,27 @@ describe('the Models API under an allow-list', () => {
     fakes.decision = allowing([]);
     const none = await app.inject({ method: 'GET', url: '/v1/models', headers });
     expect(none.json()).toMatchObject({ data: [], first_id: null });
+  });
+});
+
+describe('allowedRouting', () => {
+  const models = [testModel('a', { fallbacks: ['b'] }), testModel('b'), testModel('c', { fallbacks: ['b', 'a'] })];
+  const catalog: CatalogView = { ready: true, get: (id) => models.find((entry) => entry.id === id), list: () => models };
+  const routed = (route: Partial<RouteResponseOutput>) => ({
+    model: models.find((entry) => entry.id === route.model_id)!,
+    route: route as RouteResponseOutput,
+  });
+
+  it('falls back on the chosen model and its fallbacks from a router that sends no ranking', () => {
+    const routing = allowedRouting(catalog, routed({ model_id: 'c', fallbacks: ['b', 'a'], ranked: [], reason: 'r.' }), [['a']]);
+    expect(routing.model.id).toBe('a');
+    expect(routing.route).toMatchObject({ model_id: 'a', fallbacks: ['b'], reason: 'r. c is not allowed for this key: a, the best-ranked model it may use.' });
+  });
+
+  it('leaves a named model and a key without lists alone', () => {
+    const named = { model: models[2]! };
+    expect(allowedRouting(catalog, named, [['a']])).toBe(named);
+    const auto = routed({ model_id: 'c', ranked: ['c', 'a'] });
+    expect(allowedRouting(catalog, auto, [])).toBe(auto);
   });
 });

@@ -42,8 +42,10 @@ export function allowedRouting(catalog: EdgeDependencies['catalog'], routing: Ro
   const route = routing.route;
   if (!route || lists.length === 0 || isAllowed(lists, routing.model.id ?? '')) return routing;
   const ranked = route.ranked && route.ranked.length > 0 ? route.ranked : [route.model_id ?? '', ...(route.fallbacks ?? [])];
-  const chosen = ranked.map((id) => catalog.get(id)).find((model): model is ModelOutput => model !== undefined && isAllowed(lists, model.id ?? ''));
-  if (!chosen) throw noAllowedModel();
+  const chosenId = ranked.find((id) => id !== '' && isAllowed(lists, id));
+  if (chosenId === undefined) throw noAllowedModel();
+  // Before the first catalog snapshot, the id alone (as the resolver does for a routed model).
+  const chosen = catalog.get(chosenId) ?? ({ id: chosenId, pricing: {}, capabilities: {}, fallbacks: [] } as unknown as ModelOutput);
   const fallbacks = (chosen.fallbacks ?? []).filter((id) => catalog.get(id)?.available !== false);
   const reason = `${route.reason ?? ''} ${route.model_id} is not allowed for this key: ${chosen.id}, the best-ranked model it may use.`.trim();
   return { model: chosen, route: { ...route, model_id: chosen.id ?? '', fallbacks, reason } };

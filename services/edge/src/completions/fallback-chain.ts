@@ -30,6 +30,8 @@ export function fallbackChain(catalog: EdgeDependencies['catalog'], query: Chain
   if (Array.isArray(requested)) {
     const chain: string[] = [];
     requested.forEach((id, index) => {
+      // Skipped before anything else: the key learns nothing of a model it may not use.
+      if (!isAllowed(lists, id)) return;
       if (catalog.ready) {
         const model = catalog.get(id);
         if (!model)
@@ -40,7 +42,7 @@ export function fallbackChain(catalog: EdgeDependencies['catalog'], query: Chain
         const problem = capabilityProblem(model, parsed, promptTokens);
         if (problem) throw new RequestError(400, `'fallbacks[${index}]': ${problem.message}`, { param: `fallbacks[${index}]`, code: problem.code });
       }
-      if (id !== primary && !chain.includes(id) && isAllowed(lists, id)) chain.push(id);
+      if (id !== primary && !chain.includes(id)) chain.push(id);
     });
     return chain;
   }
