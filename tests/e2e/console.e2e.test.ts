@@ -151,6 +151,7 @@ describe('the web console', () => {
     await byTestId('create-key-name').fill(name);
     await byTestId('create-key-plan').selectOption('pro');
     await byTestId('create-key-daily').fill('25');
+    await byTestId('create-key-models').fill(`${MODEL}, other-*`);
     await byTestId('create-key-submit').click();
     await byTestId('new-key-box').waitFor({ timeout: 10_000 });
     secret = (await byTestId('new-key-secret').textContent())?.trim();
@@ -160,6 +161,7 @@ describe('the web console', () => {
     expect(await byTestId('new-key-box').textContent()).toMatch(/will not see it again/);
     await keyRow().waitFor();
     expect(await keyRow().getByTestId('key-plan').textContent()).toBe('pro');
+    expect(await keyRow().getByTestId('key-models').textContent()).toBe(`${MODEL}, other-*`);
     await screenshot('keys');
 
     const { data: completion, response } = await client(secret!)

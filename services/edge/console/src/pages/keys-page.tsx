@@ -12,7 +12,15 @@ import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
-const EMPTY_FIELDS: KeyFields = { name: '', plan: 'starter', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '' };
+const EMPTY_FIELDS: KeyFields = {
+  name: '',
+  plan: 'starter',
+  requestsPerMinute: '',
+  tokensPerMinute: '',
+  dailyBudget: '',
+  monthlyBudget: '',
+  allowedModels: '',
+};
 
 /** A form error: a field typed wrongly, or what the admin API answered. */
 function formError(error: unknown): ApiError | string {
@@ -65,6 +73,7 @@ function KeyFieldInputs({
       {input('tokensPerMinute', 'Tokens / min', 'tpm', placeholders.tokensPerMinute, 'numeric')}
       {input('dailyBudget', 'Daily budget (USD)', 'daily', placeholders.dailyBudget, 'decimal')}
       {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', placeholders.monthlyBudget, 'decimal')}
+      {input('allowedModels', 'Allowed models', 'models', 'every model', 'text')}
     </div>
   );
 }
@@ -90,6 +99,7 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
         if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
         if (Object.keys(budgets).length > 0) creation.budgets = budgets;
+        if (parsed.allowedModels) creation.allowed_models = parsed.allowedModels;
         onCreated(await api.createKey(creation));
         setFields(EMPTY_FIELDS);
       })}
@@ -102,7 +112,8 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         placeholders={{ requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" }}
       />
       <p class="hint">
-        Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it.
+        Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it. Allowed models: ids and <code>prefix*</code> patterns,
+        separated by commas; empty for every model.
       </p>
       <SubmitRow error={error} errorTestId="create-key-error" busy={busy} label="Create key" busyLabel="Creating…" testId="create-key-submit" />
     </form>
@@ -225,6 +236,7 @@ function KeyRow({ api, apiKey, canChange, onChanged }: { api: AdminApi; apiKey: 
         <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
         <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
         <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
+        <td data-testid="key-models">{apiKey.allowed_models ? apiKey.allowed_models.join(', ') || 'none' : <span class="muted">all</span>}</td>
         <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
         <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
         <td>
@@ -242,7 +254,7 @@ function KeyRow({ api, apiKey, canChange, onChanged }: { api: AdminApi; apiKey: 
       </tr>
       {mode !== 'view' && (
         <tr class="detail">
-          <td colSpan={10}>
+          <td colSpan={11}>
             {mode === 'edit' && (
               <EditKeyForm
                 api={api}
@@ -330,6 +342,7 @@ export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean
           { number: 'Tokens / min' },
           { number: 'Daily budget' },
           { number: 'Monthly budget' },
+          'Models',
           'State',
           'Last used',
           '',
@@ -338,7 +351,7 @@ export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean
         {list.map((key) => (
           <KeyRow key={key.id} api={api} apiKey={key} canChange={canChange} onChanged={keys.reload} />
         ))}
-        <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={10}>
+        <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={11}>
           No keys yet.
         </EmptyRow>
       </Table>
