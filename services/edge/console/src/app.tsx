@@ -1,17 +1,21 @@
 /**
  * The console's shell: the login form while there is no token, else the navigation bar and the
- * page that the location's hash names (`#/keys`, `#/usage`, `#/requests`, `#/models`). Hash
- * routing keeps every page at the one URL the edge serves, /console.
+ * page that the location's hash names (`#/keys`, `#/usage`, `#/requests`, `#/models`, `#/audit`,
+ * `#/admin-tokens`). Hash routing keeps every page at the one URL the edge serves, /console. Who
+ * the token belongs to (GET /admin/v1/me) decides what is shown: a viewer gets no button that
+ * changes anything, and no Admin tokens page.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { AdminApi, type ApiError } from './admin-api';
-import { asApiError } from './use-loader';
+import { AdminApi, type ApiError, type Principal } from './admin-api';
+import { asApiError, useLoader } from './use-loader';
 import { clearAdminToken, loadAdminToken, saveAdminToken } from './admin-token';
 import { LoginPage } from './pages/login-page';
 import { KeysPage } from './pages/keys-page';
 import { UsagePage } from './pages/usage-page';
 import { RequestsPage } from './pages/requests-page';
 import { ModelsPage } from './pages/models-page';
+import { AuditPage } from './pages/audit-page';
+import { AdminTokensPage } from './pages/admin-tokens-page';
 
 /** The pages, in the order the navigation bar lists them. */
 const PAGES = [
@@ -19,6 +23,8 @@ const PAGES = [
   { id: 'usage', title: 'Usage' },
   { id: 'requests', title: 'Requests' },
   { id: 'models', title: 'Models' },
+  { id: 'audit', title: 'Audit' },
+  { id: 'admin-tokens', title: 'Admin tokens', adminOnly: true },
 ] as const;
 
 type PageId = (typeof PAGES)[number]['id'];
@@ -54,6 +60,9 @@ export function App() {
     setLoginError(reason);
   };
   const api = useMemo(() => (token ? new AdminApi(token, logOut) : undefined), [token]);
+  // Until the answer arrives, the console shows what a viewer may see: never a button too many.
+  const principal = useLoader(async (): Promise<Principal | undefined> => api?.me(), [api]);
+  const canChange = principal.data?.role === 'admin';
 
   useEffect(() => {
     document.title = token ? `${PAGES.find((entry) => entry.id === page)!.title} · Gateway console` : 'Log in · Gateway console';
@@ -66,7 +75,7 @@ export function App() {
         onLogin={async (candidate) => {
           // Checked with a real call before it is kept, so a wrong token never reaches the pages.
           try {
-            await new AdminApi(candidate, () => undefined).listKeys();
+            await new AdminApi(candidate, () => undefined).me();
           } catch (error) {
             setLoginError(asApiError(error));
             return;
@@ -84,7 +93,7 @@ export function App() {
       <header class="top">
         <span class="brand">Gateway console</span>
         <nav>
-          {PAGES.map((entry) => (
+          {PAGES.filter((entry) => canChange || !('adminOnly' in entry)).map((entry) => (
             <a
               key={entry.id}
               href={`#/${entry.id}`}
@@ -96,15 +105,22 @@ export function App() {
             </a>
           ))}
         </nav>
+        {principal.data && (
+          <span class="muted" data-testid="principal" data-role={principal.data.role} title={`via ${principal.data.via}`}>
+            {principal.data.subject} ({principal.data.role})
+          </span>
+        )}
         <button type="button" class="secondary" data-testid="logout" onClick={() => logOut()}>
           Log out
         </button>
       </header>
       <main>
-        {page === 'keys' && <KeysPage api={api} />}
+        {page === 'keys' && <KeysPage api={api} canChange={canChange} />}
         {page === 'usage' && <UsagePage api={api} />}
         {page === 'requests' && <RequestsPage api={api} />}
         {page === 'models' && <ModelsPage api={api} />}
+        {page === 'audit' && <AuditPage api={api} />}
+        {page === 'admin-tokens' && canChange && <AdminTokensPage api={api} />}
       </main>
     </div>
   );

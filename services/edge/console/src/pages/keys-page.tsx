@@ -1,7 +1,7 @@
 /**
  * Keys: every API key with its plan, limits, budgets and state; a form that creates one and shows
  * its secret once; per key, a form that changes its plan, name, limits and budgets, and a
- * revocation that asks to be confirmed.
+ * revocation that asks to be confirmed. A viewer (canChange false) sees the list only.
  */
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan } from '../admin-api';
@@ -209,7 +209,7 @@ function Setting({ text, overridden }: { text: string; overridden: boolean }) {
 }
 
 /** One key's row, with its edit form and revocation below it when open. */
-function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChanged: () => void }) {
+function KeyRow({ api, apiKey, onChanged, canChange }: { api: AdminApi; apiKey: Key; onChanged: () => void; canChange: boolean }) {
   const [mode, setMode] = useState<'view' | 'edit' | 'confirm-revoke'>('view');
   const { error, busy, run, clearError } = useAction(asApiError);
   const { overrides } = apiKey;
@@ -228,7 +228,7 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
         <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
         <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
         <td>
-          {!apiKey.revoked && mode === 'view' && (
+          {canChange && !apiKey.revoked && mode === 'view' && (
             <div class="actions">
               <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="key-edit">
                 Edit
@@ -298,7 +298,7 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
 }
 
 /** The Keys page. */
-export function KeysPage({ api }: { api: AdminApi }) {
+export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
   const keys = useLoader(() => api.listKeys(), [api]);
   const [created, setCreated] = useState<CreatedKey | undefined>(undefined);
   // Newest first: the key just created is at the top, beside its secret.
@@ -306,13 +306,15 @@ export function KeysPage({ api }: { api: AdminApi }) {
   return (
     <Page name="keys" title="Keys" loaded={keys} tools={<RefreshButton loaded={keys} testId="keys-refresh" />}>
       {created && <SecretBox created={created} onDismiss={() => setCreated(undefined)} />}
-      <CreateKeyForm
-        api={api}
-        onCreated={(key) => {
-          setCreated(key);
-          keys.reload();
-        }}
-      />
+      {canChange && (
+        <CreateKeyForm
+          api={api}
+          onCreated={(key) => {
+            setCreated(key);
+            keys.reload();
+          }}
+        />
+      )}
       <ErrorBanner error={keys.error} />
       <Table
         testId="keys-table"
@@ -330,7 +332,7 @@ export function KeysPage({ api }: { api: AdminApi }) {
         ]}
       >
         {list.map((key) => (
-          <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />
+          <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} canChange={canChange} />
         ))}
         <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={10}>
           No keys yet.

@@ -1,5 +1,6 @@
 /**
- * Asks for the admin token (EDGE_ADMIN_TOKEN). It is checked against the admin API before the
+ * Asks for an admin token: the edge's EDGE_ADMIN_TOKEN, or an admin token (`bra-...`) of role
+ * admin or viewer. It is checked against the admin API before the
  * console keeps it, and kept in this tab's sessionStorage only.
  */
 import { useState } from 'preact/hooks';
@@ -29,7 +30,8 @@ export function LoginPage({ error, onLogin }: { error: ApiError | string | undef
       >
         <h1>Gateway console</h1>
         <p class="hint">
-          Enter the gateway's admin token (the edge's <code>EDGE_ADMIN_TOKEN</code>). It stays in this tab only and is forgotten when you close it or log out.
+          Enter an admin token: the edge's <code>EDGE_ADMIN_TOKEN</code>, or an admin token (<code>bra-…</code>) of role admin or viewer. It stays in this tab
+          only and is forgotten when you close it or log out.
         </p>
         <label>
           Admin token
