@@ -254,6 +254,7 @@ describe('the web console', () => {
     await byTestId('logout').click();
     await byTestId('login-token').fill(viewerSecret!);
     await byTestId('login-submit').click();
+    // The address still names Admin tokens, which a viewer may not see: the console shows Keys.
     await pageReady('keys');
     await page.locator('[data-testid="principal"][data-role="viewer"]').waitFor();
     await keyRow().waitFor();
@@ -279,6 +280,7 @@ describe('the web console', () => {
     await byTestId('logout').click();
     await byTestId('login-token').fill(ADMIN_TOKEN);
     await byTestId('login-submit').click();
+    await byTestId('nav-keys').click();
     await pageReady('keys');
   });
 

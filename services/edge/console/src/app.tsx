@@ -50,7 +50,7 @@ function useHashPage(): PageId {
 export function App() {
   const [token, setToken] = useState(loadAdminToken);
   const [loginError, setLoginError] = useState<ApiError | string | undefined>(undefined);
-  const page = useHashPage();
+  const hashPage = useHashPage();
 
   // A refused token (expired, rotated, or a gateway key typed by mistake) ends the session: back
   // to the login form, with the gateway's reason.
@@ -63,6 +63,8 @@ export function App() {
   // Until the answer arrives, the console shows what a viewer may see: never a button too many.
   const principal = useLoader(async (): Promise<Principal | undefined> => api?.me(), [api]);
   const canChange = principal.data?.role === 'admin';
+  // A viewer at an admin-only page's address (the hash kept from an admin's session) sees the first page.
+  const page = hashPage === 'admin-tokens' && principal.data && !canChange ? 'keys' : hashPage;
 
   useEffect(() => {
     document.title = token ? `${PAGES.find((entry) => entry.id === page)!.title} · Gateway console` : 'Log in · Gateway console';

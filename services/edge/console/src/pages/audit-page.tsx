@@ -61,33 +61,35 @@ export function AuditPage({ api }: { api: AdminApi }) {
   return (
     <Page name="audit" title="Audit" loaded={first} tools={<RefreshButton loaded={first} testId="audit-refresh" />}>
       <form
-        class="card inline-form"
+        class="card"
         data-testid="audit-filters"
         onSubmit={(event) => {
           event.preventDefault();
           setFilters({ targetId: typed.targetId.trim(), actor: typed.actor.trim() });
         }}
       >
-        <label>
-          Target id
-          <input
-            type="text"
-            value={typed.targetId}
-            placeholder="key_… or adt_…"
-            onInput={(event) => setTyped({ ...typed, targetId: event.currentTarget.value })}
-            data-testid="audit-target"
-          />
-        </label>
-        <label>
-          Actor
-          <input
-            type="text"
-            value={typed.actor}
-            placeholder="static-token, adt_…"
-            onInput={(event) => setTyped({ ...typed, actor: event.currentTarget.value })}
-            data-testid="audit-actor-filter"
-          />
-        </label>
+        <div class="fields">
+          <label>
+            Target id
+            <input
+              type="text"
+              value={typed.targetId}
+              placeholder="key_… or adt_…"
+              onInput={(event) => setTyped({ ...typed, targetId: event.currentTarget.value })}
+              data-testid="audit-target"
+            />
+          </label>
+          <label>
+            Actor
+            <input
+              type="text"
+              value={typed.actor}
+              placeholder="static-token, adt_…"
+              onInput={(event) => setTyped({ ...typed, actor: event.currentTarget.value })}
+              data-testid="audit-actor-filter"
+            />
+          </label>
+        </div>
         <button type="submit" data-testid="audit-apply">
           Filter
         </button>
