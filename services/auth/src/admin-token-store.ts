@@ -6,9 +6,11 @@
  *   `<prefix>admin-token-ids`              set of every token id
  * Plain single-key commands only (Redis Cluster). Nothing is cached: a check reads the record, so a
  * revocation counts on every replica at once (the edge caches a positive check for at most 1 s).
+ * With `replicas`, a creation and a revocation wait (WAIT, at most 1 s) until that many Redis
+ * replicas have them, so that a revocation survives a failover, as a key's does.
  */
 import { authKeys, DEFAULT_AUTH_PREFIX, type AuthKeys } from '@gateway/keyspace';
-import type { RedisClient } from '@gateway/redis';
+import { type RedisClient, waitForReplicas } from '@gateway/redis';
 import { hashSecret, MAX_SECRET_LENGTH, randomBase62 } from './key-secret.js';
 import { KeyInputError, MAX_KEY_NAME_LENGTH } from './key-store.js';
 
@@ -42,13 +44,20 @@ export function isAdminRoleName(text: string): text is AdminRoleName {
 export class AdminTokenStore {
   private readonly names: AuthKeys;
   private readonly now: () => number;
+  private readonly replicas: number;
 
   constructor(
     private readonly redis: RedisClient,
-    options: { prefix?: string; now?: () => number } = {},
+    options: { prefix?: string; now?: () => number; replicas?: number } = {},
   ) {
     this.names = authKeys(options.prefix ?? DEFAULT_AUTH_PREFIX);
     this.now = options.now ?? Date.now;
+    this.replicas = options.replicas ?? 0;
+  }
+
+  /** Waits for the replicas asked for to have the writes to `name` (at most 1 s; fewer is not an error). */
+  private async replicated(name: string): Promise<void> {
+    if (this.replicas > 0) await waitForReplicas(this.redis, name, this.replicas, 1_000).catch(() => 0);
   }
 
   /**
@@ -76,6 +85,7 @@ export class AdminTokenStore {
       await this.redis.hset(record, { name, role: token.role, created_at_ms: String(token.created_at_ms), created_by: token.created_by, revoked: '0' });
       await this.redis.set(this.names.adminTokenIndex(hashSecret(secret)), token.token_id, 'NX');
       await this.redis.sadd(this.names.adminTokenIds, token.token_id);
+      await this.replicated(record);
       return { token, secret };
     }
   }
@@ -105,7 +115,10 @@ export class AdminTokenStore {
   async revoke(tokenId: string): Promise<StoredAdminToken | undefined> {
     const token = await this.get(tokenId);
     if (!token) return undefined;
-    if (!token.revoked) await this.redis.hset(this.names.adminToken(tokenId), 'revoked', '1');
+    if (!token.revoked) {
+      await this.redis.hset(this.names.adminToken(tokenId), 'revoked', '1');
+      await this.replicated(this.names.adminToken(tokenId));
+    }
     return { ...token, revoked: true };
   }
 }

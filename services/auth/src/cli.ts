@@ -277,7 +277,7 @@ try {
   const prefix = config.AUTH_REDIS_PREFIX;
   await run(process.argv.slice(2), {
     keys: new KeyStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
-    adminTokens: new AdminTokenStore(redis, { prefix }),
+    adminTokens: new AdminTokenStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
     audit: new AuditLog(redis, { prefix, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS }),
     plans: loadPlans(config.AUTH_PLANS_PATH),
   });

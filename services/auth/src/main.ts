@@ -35,7 +35,7 @@ if (config.GATEWAY_BOOTSTRAP_KEY) await ensureBootstrapKeyOnceReachable(redis, k
 
 const registry = createRegistry('auth');
 const tracing = startTracing('auth');
-const adminTokens = new AdminTokenStore(writer, { prefix: config.AUTH_REDIS_PREFIX });
+const adminTokens = new AdminTokenStore(writer, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS });
 const audit = new AuditLog(writer, { prefix: config.AUTH_REDIS_PREFIX, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS });
 const server = createServer({ keys, limiter, plans, logger, registry, tracing, adminTokens, audit });
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
