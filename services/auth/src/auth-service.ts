@@ -23,6 +23,7 @@ import type {
   SettleUsageResponse,
   UpdateKeyRequestOutput,
 } from '@gateway/proto';
+import type { Auditor } from './auditor.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
 import { BUDGET_FIELDS, planFromProto, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
@@ -45,6 +46,8 @@ export interface AuthServiceDependencies {
   registry?: prometheus.Registry;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
+  /** Records each key change (create, update, revoke) in the audit trail. */
+  auditor: Auditor;
 }
 
 /** The longest model id a CheckKey may name. */
@@ -170,7 +173,7 @@ export interface AuthService {
  * runs the very same CheckKey and SettleUsage functions for each message of its stream.
  */
 export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
-  const { keys, limiter, plans, logger } = dependencies;
+  const { keys, limiter, plans, logger, auditor } = dependencies;
   const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const decisions = new prometheus.Counter({
@@ -415,6 +418,13 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     return toKeyInfo(revoked, plans);
   }
 
+  /** A key's public facts before a change, for the audit trail; undefined for an unknown id. */
+  async function keyBefore(request: { key_id?: string }): Promise<KeyInfo | undefined> {
+    const keyId = request.key_id ?? '';
+    const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
+    return key && toKeyInfo(key, plans);
+  }
+
   const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
   new prometheus.Gauge({
     name: 'gateway_auth_decide_streams_open',
@@ -426,11 +436,23 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   });
   const handlers: AuthServiceHandlers = {
     CheckKey: unary(checkKey, 'CheckKey', report),
-    CreateKey: unary(createKey, 'CreateKey', report),
+    CreateKey: unary(
+      auditor.audited(createKey, { action: 'key.create', target: (_, created) => created.key?.key_id ?? '', after: (created) => created.key }),
+      'CreateKey',
+      report,
+    ),
     ListKeys: unary(listKeys, 'ListKeys', report),
-    RevokeKey: unary(revokeKey, 'RevokeKey', report),
+    RevokeKey: unary(
+      auditor.audited(revokeKey, { action: 'key.revoke', target: (request) => request.key_id ?? '', before: keyBefore, after: (key) => key }),
+      'RevokeKey',
+      report,
+    ),
     GetKey: unary(getKey, 'GetKey', report),
-    UpdateKey: unary(updateKey, 'UpdateKey', report),
+    UpdateKey: unary(
+      auditor.audited(updateKey, { action: 'key.update', target: (request) => request.key_id ?? '', before: keyBefore, after: (key) => key }),
+      'UpdateKey',
+      report,
+    ),
     SettleUsage: unary(settleUsage, 'SettleUsage', report),
     Decide: decide.handler,
   };

@@ -92,6 +92,7 @@ async function edge(adminToken: string): Promise<FastifyInstance> {
     logger: createLogger('edge', 'silent'),
     registry: new prometheus.Registry(),
     auth: fakeAuth(),
+    adminAccess: unused('adminAccess'),
     decisions: unused('decisions'),
     router: unused('router'),
     executor: unused('executor'),

@@ -132,24 +132,24 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           catalog_fallbacks_override: body.catalog_fallbacks,
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
         };
-        const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request.id));
+        const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request));
         void reply.status(201);
         return { ...adminKeyJson(created.key!), secret: created.secret ?? '' };
       },
     );
 
     admin.get('/admin/v1/keys', async (request): Promise<List<Key>> => {
-      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id));
+      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request));
       return { object: 'list', data: listed.keys.map(adminKeyJson) };
     });
 
     admin.get<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: request.params.id }, options(request.id));
+      const key = await callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: request.params.id }, options(request));
       return adminKeyJson(key);
     });
 
     admin.delete<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: request.params.id }, options(request.id));
+      const key = await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: request.params.id }, options(request));
       return adminKeyJson(key);
     });
 
@@ -167,7 +167,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
           clear_allowed_models: body.allowed_models === null ? true : undefined,
         };
-        const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request.id));
+        const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request));
         return adminKeyJson(key);
       },
     );

@@ -1,7 +1,7 @@
 /**
  * Keys: every API key with its plan, limits, budgets and state; a form that creates one and shows
  * its secret once; per key, a form that changes its plan, name, limits and budgets, and a
- * revocation that asks to be confirmed.
+ * revocation that asks to be confirmed. A viewer (canChange false) sees the list only.
  */
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan } from '../admin-api';
