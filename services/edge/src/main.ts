@@ -14,6 +14,7 @@ import { createExecutorCalls } from './executor-calls.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 import { registerUsagePublisherMetrics } from './usage-metrics.js';
+import { ResponsesStore } from './wire/responses-store.js';
 import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = readEdgeConfig(process.env);
@@ -80,6 +81,9 @@ const metrics = await startMetricsServer(registry, config.EDGE_METRICS_PORT, con
 const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000, async () => {
   // Readiness turns false at once; fastify answers new requests 503 and lets in-flight ones finish.
   await Promise.all([app.close(), admin?.close()]);
+  // Responses answered with `store: true` whose put is still on its way are kept before the channel closes.
+  const unstored = await ResponsesStore.of(deps).flush(2_000);
+  if (unstored > 0) logger.warn({ unstored }, 'responses still being stored at shutdown were given up');
   catalog.stop();
   await usage.flush(5_000);
   await drainNats(nats, 2_000);
