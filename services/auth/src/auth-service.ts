@@ -25,14 +25,15 @@ import type {
 } from '@gateway/proto';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
-import { BUDGET_FIELDS, planFromProto, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
+import { BUDGET_FIELDS, planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
 import { type QuotaLimiter, RESERVATION_PART_PATTERN, ReservationIdError, type BudgetDecisionState, type WindowState } from './quota-limiter.js';
 
 /** What the auth service needs. */
 export interface AuthServiceDependencies {
   keys: KeyStore;
   limiter: QuotaLimiter;
-  plans: PlanTable;
+  /** The plans: a fixed table, or a reloaded plans file (each answer reads its `current` table). */
+  plans: PlanTable | PlansSource;
   logger: Logger;
   /** Where the service's metrics go; omitted in tests that do not look at them. */
   registry?: prometheus.Registry;
@@ -156,7 +157,8 @@ export interface AuthService {
  * runs the very same CheckKey and SettleUsage functions for each message of its stream.
  */
 export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
-  const { keys, limiter, plans, logger } = dependencies;
+  const { keys, limiter, logger } = dependencies;
+  const plans = plansSource(dependencies.plans);
   const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const decisions = new prometheus.Counter({
@@ -320,7 +322,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
         'The key store is unavailable.',
       );
       logger.info({ key_id: created.key.key_id, plan }, 'key created');
-      return { key: toKeyInfo(created.key, plans), secret: created.secret };
+      return { key: toKeyInfo(created.key, plans.current), secret: created.secret };
     } catch (error) {
       if (error instanceof KeyExistsError) throw GatewayError.of('key_exists', 'A key with this secret already exists.', { param: 'secret' });
       throw error;
@@ -329,7 +331,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
 
   async function listKeys(): Promise<ListKeysResponse> {
     const all = await store(() => keys.list(), 'The key store is unavailable.');
-    return { keys: all.map((key) => toKeyInfo(key, plans)) };
+    return { keys: all.map((key) => toKeyInfo(key, plans.current)) };
   }
 
   function notFound(): GatewayError {
@@ -340,7 +342,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const keyId = request.key_id ?? '';
     const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
     if (!key) throw notFound();
-    return toKeyInfo(key, plans);
+    return toKeyInfo(key, plans.current);
   }
 
   async function updateKey(request: UpdateKeyRequestOutput): Promise<KeyInfo> {
@@ -372,7 +374,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
     if (!updated) throw notFound();
     logger.info({ key_id: updated.key_id, changed: Object.keys(changes) }, 'key updated');
-    return toKeyInfo(updated, plans);
+    return toKeyInfo(updated, plans.current);
   }
 
   async function revokeKey(request: RevokeKeyRequestOutput): Promise<KeyInfo> {
@@ -380,7 +382,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const revoked = keyId ? await store(() => keys.revoke(keyId), 'The key store is unavailable.') : undefined;
     if (!revoked) throw notFound();
     logger.info({ key_id: revoked.key_id }, 'key revoked');
-    return toKeyInfo(revoked, plans);
+    return toKeyInfo(revoked, plans.current);
   }
 
   const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
