@@ -3,7 +3,8 @@
  * a ConfigMap (`catalog.yaml` -> `..data/catalog.yaml`, `..data` -> a timestamped directory) and
  * are updated as the kubelet does, by swapping the `..data` symlink, while two edges carry a steady
  * load of whole and streamed completions. Without a restart and without a failed request, every
- * edge must list and serve a model the swap adds within 10 s, metering must price the requests
+ * edge must list and serve the models the swap adds (a simulated one, and a provider's at an
+ * upstream the executor has never called) within 10 s, metering must price the requests
  * after it at the new price, an invalid catalog must leave the one in use serving, and a lowered
  * plan limit must apply. Key changes made through one edge's admin API must hold on the other edge,
  * which asks another auth replica, at its next request.
@@ -16,8 +17,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
-import { eventually } from '@gateway/testing';
-import { freePort, meteredUsage, metric, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, type Cluster } from './cluster.js';
+import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { fakeModelEntry, freePort, meteredUsage, metric, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, type Cluster } from './cluster.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -34,6 +36,9 @@ const ADDED_ENTRY = SIM_MINI_ENTRY.replaceAll('sim-mini', ADDED_MODEL).replace(
   'pricing: { input: "0.10", output: "0.40" }',
   'pricing: { input: "2.00", output: "8.00" }',
 );
+/** A provider's model the swap adds, at a fake OpenAI-compatible upstream whose key the services already have. */
+const ADDED_PROVIDER_MODEL = 'fake-added';
+const UPSTREAM_KEY_VARIABLE = 'RELOAD_UPSTREAM_API_KEY';
 /** sim-mini's prices before and after the swap, in micro-USD per million tokens (= pico-USD per token). */
 const OLD_PRICE = { input: 100_000n, output: 400_000n };
 const NEW_PRICE = { input: 1_000_000n, output: 5_000_000n };
@@ -76,6 +81,7 @@ const catalogVolume = configMapVolume(join(directory, 'gateway-config'), 'catalo
 const plansVolume = configMapVolume(join(directory, 'gateway-plans'), 'plans.yaml', PLANS);
 
 let cluster: Cluster;
+let upstream: FakeUpstream;
 let edgeB: Awaited<ReturnType<typeof startSecondEdge>>;
 let authB: { process: ChildProcess; metricsPort: number; logs: string[] };
 let redis: RedisClient;
@@ -105,9 +111,19 @@ async function startSecondAuth(): Promise<{ process: ChildProcess; port: number;
 }
 
 beforeAll(async () => {
+  upstream = await startFakeUpstream((request, response) =>
+    (request.body as { stream?: boolean }).stream === true
+      ? replaySse(fixture('stream-text.sse'))(request, response)
+      : replayJson(200, fixture('chat-completion.json'))(request, response),
+  );
   cluster = await startCluster({
     plan: 'enterprise',
-    env: { CATALOG_PATH: catalogVolume.path, AUTH_PLANS_PATH: plansVolume.path, EDGE_ADMIN_TOKEN: ADMIN_TOKEN },
+    env: {
+      CATALOG_PATH: catalogVolume.path,
+      AUTH_PLANS_PATH: plansVolume.path,
+      EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
+      [UPSTREAM_KEY_VARIABLE]: 'sk-reload-test-0123456789',
+    },
   });
   edgeAOrigin = cluster.baseUrl.replace(/\/v1$/, '');
   const auth = await startSecondAuth();
@@ -120,6 +136,7 @@ afterAll(async () => {
   await edgeB?.stop();
   await stopProcess(authB?.process);
   await cluster?.stop();
+  await upstream?.close();
   redis?.disconnect();
   rmSync(directory, { recursive: true, force: true });
 });
@@ -211,23 +228,31 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
     for (const edge of EDGES()) expect(await listedModels(edge)).toEqual(['sim-mini', 'sim-standard']);
 
     let served: readonly string[] = ['sim-mini', 'sim-standard'];
+    const swapped = [REPRICED_MINI, SIM_STANDARD_ENTRY, ADDED_ENTRY, fakeModelEntry(upstream.baseUrl, UPSTREAM_KEY_VARIABLE, ADDED_PROVIDER_MODEL)];
     const load = startLoad(() => served);
     let result: { answered: number; failures: string[] } | undefined;
     try {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const swappedAt = Date.now();
-      catalogVolume.update(catalogText([REPRICED_MINI, SIM_STANDARD_ENTRY, ADDED_ENTRY]));
+      catalogVolume.update(catalogText(swapped));
       for (const edge of EDGES())
         await eventually(async () => (await listedModels(edge)).includes(ADDED_MODEL) || undefined, `${edge} to list ${ADDED_MODEL}`, RELOAD_WITHIN_MS, 100);
-      for (const edge of EDGES()) {
-        expect((await complete(edge, cluster.apiKey, ADDED_MODEL)).status).toBe(200);
-        const streamed = await complete(edge, cluster.apiKey, ADDED_MODEL, true);
-        expect(streamed.status).toBe(200);
-        expect(streamed.text).toContain('data: [DONE]');
-      }
-      // The load takes the new model too, while it runs on.
-      served = ['sim-mini', 'sim-standard', ADDED_MODEL];
-      process.stdout.write(`config reload drill: every edge served ${ADDED_MODEL} ${Date.now() - swappedAt} ms after the swap\n`);
+      const listedAfterMs = Date.now() - swappedAt;
+      for (const edge of EDGES())
+        for (const model of [ADDED_MODEL, ADDED_PROVIDER_MODEL]) {
+          expect((await complete(edge, cluster.apiKey, model)).status).toBe(200);
+          const streamed = await complete(edge, cluster.apiKey, model, true);
+          expect(streamed.status).toBe(200);
+          expect(streamed.text).toContain('data: [DONE]');
+        }
+      // The executor called the new model's upstream, with the key its catalog entry names.
+      expect(upstream.requests.length).toBe(4);
+      expect(upstream.requests[0]!.headers.authorization).toBe('Bearer sk-reload-test-0123456789');
+      // The load takes the new models too, while it runs on.
+      served = ['sim-mini', 'sim-standard', ADDED_MODEL, ADDED_PROVIDER_MODEL];
+      process.stdout.write(
+        `config reload drill: both edges listed the added models ${listedAfterMs} ms after the swap and had served them ${Date.now() - swappedAt} ms after it\n`,
+      );
       for (const port of ['routerMetrics', 'executorMetrics', 'meteringMetrics'] as const)
         await eventually(
           async () => (await reloads(cluster.ports[port]!, 'catalog', 'success')) === 1 || undefined,
@@ -264,14 +289,21 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
     const load = startLoad(() => ['sim-mini', ADDED_MODEL]);
     let result: { answered: number; failures: string[] } | undefined;
     try {
-      catalogVolume.update(catalogText([REPRICED_MINI, SIM_STANDARD_ENTRY, ADDED_ENTRY.replace('context_window: 32768', 'context_window: many')]));
+      catalogVolume.update(
+        catalogText([
+          REPRICED_MINI,
+          SIM_STANDARD_ENTRY,
+          ADDED_ENTRY.replace('context_window: 32768', 'context_window: many'),
+          fakeModelEntry(upstream.baseUrl, UPSTREAM_KEY_VARIABLE, ADDED_PROVIDER_MODEL),
+        ]),
+      );
       for (const port of ['routerMetrics', 'executorMetrics', 'meteringMetrics'] as const)
         await eventually(
           async () => (await reloads(cluster.ports[port]!, 'catalog', 'invalid')) === 1 || undefined,
           `${port} to count the refusal`,
           RELOAD_WITHIN_MS,
         );
-      for (const edge of EDGES()) expect(await listedModels(edge)).toEqual(['sim-mini', 'sim-standard', ADDED_MODEL]);
+      for (const edge of EDGES()) expect(await listedModels(edge)).toEqual(['sim-mini', 'sim-standard', ADDED_MODEL, ADDED_PROVIDER_MODEL]);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     } finally {
       result = await load.stop();
