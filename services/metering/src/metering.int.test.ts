@@ -303,6 +303,35 @@ describe('metering', () => {
     }
   });
 
+  it('reads the catalog file again before it gives up on a model it lacks', async () => {
+    const late = `test-late-${run}`;
+    const withLate = [
+      ...models,
+      testModel(late, { input_micro_usd_per_mtok: 1_000_000, cached_input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 1_000_000 }),
+    ];
+    let reads = 0;
+    // The file already has the model; the watch has not told this replica yet.
+    const source = {
+      current: catalog,
+      check() {
+        reads += 1;
+        source.current = { models: withLate, byId: new Map(withLate.map((entry) => [entry.id, entry])) };
+      },
+    };
+    const checking = await startMetering(nc, redis, { catalog: source });
+    streams.push(checking.stream);
+    try {
+      const keyId = `key_${run}late`;
+      checking.publisher.publish(usageEvent({ key_id: keyId, model_id: late }));
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 1, 'the event to be metered');
+      expect(reads).toBe(1);
+      expect(await counterValue(checking.registry, 'gateway_metering_poison_messages_total')).toBe(0);
+    } finally {
+      await checking.metering.stop();
+      checking.publisher.close();
+    }
+  });
+
   it('terminates and counts poison messages, and keeps metering after them', async () => {
     const js = nc.jetstream();
     await js.publish(main.subject, new Uint8Array([0x0a, 0xff, 0xff, 0xff]));

@@ -102,14 +102,14 @@ function meterCounters(registry: prometheus.Registry | undefined) {
  * again and the grace after the request has passed). Within the grace an unknown model is a
  * plain error: the message is redelivered later, when this replica's catalog may have it.
  */
-function meterableModel(event: UsageEventOutput, source: CatalogSource, graceMs: number) {
+function meterableModel(event: UsageEventOutput, source: CatalogSource, graceMs: number, lookAgain: () => void) {
   const eventId = event.event_id ?? '';
   const modelId = event.model_id ?? '';
   if (!eventId) throw new PoisonMessageError('missing_event_id', 'usage event without event_id');
   if (!event.key_id) throw new PoisonMessageError('missing_key_id', `usage event ${eventId} without key_id`);
   let model = source.current.byId.get(modelId);
-  if (!model && source.check) {
-    source.check();
+  if (!model) {
+    lookAgain();
     model = source.current.byId.get(modelId);
   }
   if (model) return model;
@@ -137,6 +137,13 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   const { redis, logger } = dependencies;
   const catalog: CatalogSource = 'current' in dependencies.catalog ? dependencies.catalog : { current: dependencies.catalog };
   const unknownModelGraceMs = dependencies.unknownModelGraceMs ?? 0;
+  // At most one read of the file a second, however many events name a model it lacks.
+  let lookedAt = 0;
+  const lookAgain = () => {
+    if (!catalog.check || Date.now() - lookedAt < 1_000) return;
+    lookedAt = Date.now();
+    catalog.check();
+  };
   const quotaPrefix = dependencies.quotaPrefix ?? DEFAULT_AUTH_PREFIX;
   const counters = meterCounters(dependencies.registry);
   // One WAIT per master node at a time, bounded, shared by the events written meanwhile.
@@ -177,7 +184,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     );
   };
   const meterOnce: UsageMeter = async (event, sequence) => {
-    const model = meterableModel(event, catalog, unknownModelGraceMs);
+    const model = meterableModel(event, catalog, unknownModelGraceMs, lookAgain);
     const keyId = event.key_id!;
     const modelId = event.model_id!;
     const tokenCounts = {
