@@ -275,6 +275,11 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
         10_000,
       );
       expect(metered.cost_pico_usd).toBe(expected);
+      // And so says the usage API, to the key.
+      const since = Math.floor(Date.now() / 86_400_000) * 86_400 - 86_400;
+      const usage = await fetch(`${edgeB.baseUrl}/usage?start=${since}&bucket=day`, { headers: { authorization: `Bearer ${pricing.secret}` } });
+      expect(usage.status).toBe(200);
+      expect(((await usage.json()) as { totals: Record<string, unknown> }).totals).toMatchObject({ requests: 3, cost_pico_usd: expected.toString() });
       expect((after.json!.gateway as { cost_usd: number }).cost_usd).toBeCloseTo(Number(costAt(NEW_PRICE, after.json)) / 1e12, 12);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     } finally {
