@@ -235,8 +235,9 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const swappedAt = Date.now();
       catalogVolume.update(catalogText(swapped));
+      const left = () => Math.max(1, RELOAD_WITHIN_MS - (Date.now() - swappedAt));
       for (const edge of EDGES())
-        await eventually(async () => (await listedModels(edge)).includes(ADDED_MODEL) || undefined, `${edge} to list ${ADDED_MODEL}`, RELOAD_WITHIN_MS, 100);
+        await eventually(async () => (await listedModels(edge)).includes(ADDED_MODEL) || undefined, `${edge} to list ${ADDED_MODEL}`, left(), 100);
       const listedAfterMs = Date.now() - swappedAt;
       for (const edge of EDGES())
         for (const model of [ADDED_MODEL, ADDED_PROVIDER_MODEL]) {
@@ -245,6 +246,7 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
           expect(streamed.status).toBe(200);
           expect(streamed.text).toContain('data: [DONE]');
         }
+      expect(Date.now() - swappedAt).toBeLessThan(RELOAD_WITHIN_MS);
       // The executor called the new model's upstream, with the key its catalog entry names.
       expect(upstream.requests.length).toBe(4);
       expect(upstream.requests[0]!.headers.authorization).toBe('Bearer sk-reload-test-0123456789');
@@ -254,11 +256,7 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
         `config reload drill: both edges listed the added models ${listedAfterMs} ms after the swap and had served them ${Date.now() - swappedAt} ms after it\n`,
       );
       for (const port of ['routerMetrics', 'executorMetrics', 'meteringMetrics'] as const)
-        await eventually(
-          async () => (await reloads(cluster.ports[port]!, 'catalog', 'success')) === 1 || undefined,
-          `${port} to count the reload`,
-          RELOAD_WITHIN_MS,
-        );
+        await eventually(async () => (await reloads(cluster.ports[port]!, 'catalog', 'success')) === 1 || undefined, `${port} to count the reload`, left());
 
       // A request after the swap is priced at the new price, by the edge and by metering.
       const after = await complete(edgeB.baseUrl, pricing.secret, 'sim-mini');
