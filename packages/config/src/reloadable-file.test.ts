@@ -16,7 +16,11 @@ function recorder() {
   const errors: string[] = [];
   const counts: string[] = [];
   const logger: ReloadLogger = { info: () => undefined, error: (object) => errors.push(String((object as { error?: string }).error ?? '')) };
-  const counter: ReloadCounter = { inc: (labels) => counts.push(`${labels.file}:${labels.outcome}`) };
+  const counter: ReloadCounter = {
+    inc: (labels, value = 1) => {
+      if (value > 0) counts.push(`${labels.file}:${labels.outcome}`);
+    },
+  };
   return { errors, counts, logger, counter };
 }
 

@@ -33,7 +33,7 @@ export interface ReloadLogger {
 
 /** A counter with `file` and `outcome` labels (prom-client's Counter fits). */
 export interface ReloadCounter {
-  inc(labels: { file: string; outcome: string }): void;
+  inc(labels: { file: string; outcome: string }, value?: number): void;
 }
 
 /** How a reloadable file is read, validated and watched. */
@@ -84,6 +84,8 @@ export class ReloadableFile<Value> {
     }
     this.value = options.parse(text, options.path);
     this.hash = sha256(text);
+    // Every series from the start, so that a rate over them never misses the first change.
+    for (const outcome of ['success', 'invalid', 'unreadable']) options.counter?.inc({ file: options.name, outcome }, 0);
   }
 
   /** The value in use: take it once per unit of work and keep it. */

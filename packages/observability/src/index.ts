@@ -57,11 +57,10 @@ function registerEventLoopDelay(registry: client.Registry): void {
  * `unreadable`). Registered once per registry; a second call returns the same counter.
  */
 export function configReloadCounter(registry: client.Registry): client.Counter<'file' | 'outcome'> {
-  const name = 'gateway_config_reload_total';
-  const existing = registry.getSingleMetric(name);
+  const existing = registry.getSingleMetric('gateway_config_reload_total');
   if (existing) return existing as client.Counter<'file' | 'outcome'>;
   return new client.Counter({
-    name,
+    name: 'gateway_config_reload_total',
     help: 'Changes of a reloaded configuration file (catalog, plans): applied (success) or refused with the old one kept (invalid, unreadable).',
     labelNames: ['file', 'outcome'],
     registers: [registry],
