@@ -4,6 +4,7 @@ import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats, usageNames } from '@gateway/messaging';
 import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createServer } from './app.js';
+import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
 import { createRedis } from '@gateway/redis';
 
@@ -11,7 +12,7 @@ const config = loadMeteringConfig(process.env);
 const logger = createLogger('metering', config.LOG_LEVEL);
 const registry = createRegistry('metering');
 // Prices are read per event: a price changed in the file prices the events metered after the reload.
-const catalog = new ReloadableFile({
+const catalogFile = new ReloadableFile({
   path: config.CATALOG_PATH,
   name: 'catalog',
   parse: parseCatalog,
@@ -19,6 +20,8 @@ const catalog = new ReloadableFile({
   counter: configReloadCounter(registry),
   intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
 }).start();
+// A model a reload removes is still billed for the requests it already ran.
+const catalog = billableCatalog(catalogFile);
 const redis = createRedis(config.REDIS_URL, logger);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 
@@ -51,7 +54,7 @@ logger.info(
 );
 
 const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5_000, async () => {
-  catalog.close();
+  catalogFile.close();
   await metering.grpc.shutdown(config.METERING_SHUTDOWN_GRACE_MS);
   await metering.stop();
   await drainNats(nc, 2_000);
