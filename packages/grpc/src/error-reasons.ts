@@ -42,6 +42,7 @@ export const ERROR_REASONS = Object.freeze({
   model_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   key_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   key_exists: entry(GrpcStatus.ALREADY_EXISTS, 409, INVALID, false),
+  admin_token_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   rate_limit_exceeded: entry(GrpcStatus.RESOURCE_EXHAUSTED, 429, 'rate_limit_error', true),
   cancelled: entry(GrpcStatus.CANCELLED, 499, INVALID, false),
   // The model side failed.

@@ -48,6 +48,14 @@ export interface AuthKeys {
   readonly layout: string;
   /** A key's quota window: `<prefix>window:{<key_id>}:requests|tokens|charges|pending`. */
   window(keyId: string): QuotaWindowKeys;
+  /** string: an admin token's id, by the SHA-256 of its secret (hex); written once. */
+  adminTokenIndex(secretHash: string): string;
+  /** hash: an admin token's record (token_id, name, role, created_at_ms, created_by, revoked). */
+  adminToken(tokenId: string): string;
+  /** set: every admin token id. */
+  readonly adminTokenIds: string;
+  /** stream: the audit trail of admin changes, trimmed by age (MINID) on each write. */
+  readonly audit: string;
 }
 
 /** auth's key names under `prefix` (AUTH_REDIS_PREFIX; metering names the windows it settles with it too). */
@@ -62,6 +70,10 @@ export function authKeys(prefix: string = DEFAULT_AUTH_PREFIX): AuthKeys {
       const base = `${prefix}window:${keyIdTag(keyId)}:`;
       return { requests: `${base}requests`, tokens: `${base}tokens`, charges: `${base}charges`, pending: `${base}pending` };
     },
+    adminTokenIndex: (secretHash) => `${prefix}admin-token-secret:${secretHash}`,
+    adminToken: (tokenId) => `${prefix}admin-token:${keyIdTag(tokenId)}`,
+    adminTokenIds: `${prefix}admin-token-ids`,
+    audit: `${prefix}audit`,
   };
 }
 

@@ -18,7 +18,9 @@ import {
   type UpdateKeyRequest,
 } from '@gateway/proto';
 import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
+import { AdminTokenStore } from './admin-token-store.js';
 import { createServer } from './app.js';
+import { AuditLog } from './audit-log.js';
 import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
 import { ensureBootstrapKey } from './bootstrap-key.js';
 import { hashSecret } from './key-secret.js';
@@ -37,7 +39,8 @@ async function startAuth(url: string, prefix: string, options: { reachable?: boo
   if (options.reachable !== false) await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
   const keys = new KeyStore(redis, { prefix });
   const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
-  const server: GatewayServer = createServer({ keys, limiter, plans, logger });
+  const audit = { adminTokens: new AdminTokenStore(redis, { prefix }), audit: new AuditLog(redis, { prefix }) };
+  const server: GatewayServer = createServer({ keys, limiter, plans, logger, ...audit });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
   // Decisions over one Decide stream only: a call made while it is not open fails instead of going unary.
@@ -185,6 +188,7 @@ describe('AuthService', () => {
       if (type === 'hash') dump.push(name, ...Object.entries(await inspector.hgetall(name)).flat());
       else if (type === 'set') dump.push(name, ...(await inspector.smembers(name)));
       else if (type === 'zset') dump.push(name, ...(await inspector.zrange(name, 0, -1)));
+      else if (type === 'stream') dump.push(name, JSON.stringify(await inspector.xrange(name, '-', '+')));
       else dump.push(name, (await inspector.get(name)) ?? '');
     }
     const text = dump.join('\n');
@@ -324,6 +328,37 @@ describe('AuthService', () => {
     expect(await auth.updateKey({ key_id: 'key_0000000000000000', name: 'x' }).catch((caught: unknown) => caught)).toMatchObject({
       code: GrpcStatus.NOT_FOUND,
     });
+  });
+
+  it('keeps a key’s model allow-list and refuses a model outside it, over CheckKey and the Decide stream, counting nothing', async () => {
+    const created = await auth.createKey({ plan: 'PLAN_PRO', name: 'listed', allowed_models: { models: ['sim-*'] } });
+    const keyId = created.key!.key_id!;
+    expect(created.key?.allowed_models).toEqual({ models: ['sim-*'] });
+    const request = (model: string) => ({ api_key: created.secret!, request_id: randomUUID(), reserve_tokens: 5, reservation_id: randomUUID(), model });
+    const denied = await auth.reserve(request('gpt-4o'));
+    expect(denied).toMatchObject({
+      decision: 'DECISION_DENY_MODEL_NOT_ALLOWED',
+      message: 'This API key is not allowed to use the model `gpt-4o`.',
+      reservation_id: '',
+      model_allow_lists: [{ models: ['sim-*'] }],
+    });
+    expect(await auth.streamed.reserve(request('gpt-4o'))).toMatchObject({ decision: 'DECISION_DENY_MODEL_NOT_ALLOWED' });
+    // Two refusals counted nothing: the first allowed request is the minute's first.
+    expect(await auth.reserve(request('sim-mini'))).toMatchObject({ decision: 'DECISION_ALLOW', requests: { limit: 1000, remaining: 999 } });
+    expect(await auth.reserve(request(''))).toMatchObject({ decision: 'DECISION_ALLOW', model_allow_lists: [{ models: ['sim-*'] }] });
+
+    expect(
+      await auth.updateKey({ key_id: keyId, allowed_models: { models: ['x'] }, clear_allowed_models: true }).catch((caught: unknown) => caught),
+    ).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'allowed_models' });
+    expect(await auth.updateKey({ key_id: keyId, allowed_models: { models: ['gpt*4'] } }).catch((caught: unknown) => caught)).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      param: 'allowed_models',
+    });
+    expect(await auth.updateKey({ key_id: keyId, allowed_models: { models: ['gpt-4o'] } })).toMatchObject({ allowed_models: { models: ['gpt-4o'] } });
+    expect(await auth.reserve(request('gpt-4o'))).toMatchObject({ decision: 'DECISION_ALLOW' });
+    const cleared = await auth.updateKey({ key_id: keyId, clear_allowed_models: true });
+    expect(cleared.allowed_models).toBeFalsy();
+    expect(await auth.reserve(request('claude-sonnet-4'))).toMatchObject({ decision: 'DECISION_ALLOW', model_allow_lists: [] });
   });
 
   it("answers catalog_fallbacks on ALLOW from the plan, or the key's override, in one Redis round trip", async () => {

@@ -23,10 +23,18 @@ import type {
   SettleUsageResponse,
   UpdateKeyRequestOutput,
 } from '@gateway/proto';
+import type { Auditor } from './auditor.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
 import { BUDGET_FIELDS, planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
-import { type QuotaLimiter, RESERVATION_PART_PATTERN, ReservationIdError, type BudgetDecisionState, type WindowState } from './quota-limiter.js';
+import {
+  type QuotaDecision,
+  type QuotaLimiter,
+  RESERVATION_PART_PATTERN,
+  ReservationIdError,
+  type BudgetDecisionState,
+  type WindowState,
+} from './quota-limiter.js';
 
 /** What the auth service needs. */
 export interface AuthServiceDependencies {
@@ -39,7 +47,15 @@ export interface AuthServiceDependencies {
   registry?: prometheus.Registry;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
+  /** Records each key change (create, update, revoke) in the audit trail. */
+  auditor: Auditor;
 }
+
+/** The longest model id a CheckKey may name. */
+export const MAX_MODEL_LENGTH = 256;
+
+/** A decision about a live key. */
+type LiveDecision = Exclude<QuotaDecision, { kind: 'unknown_key' | 'revoked' }>;
 
 /** The message of every invalid-key denial: it never echoes the key. */
 export const INVALID_KEY_MESSAGE = 'Incorrect API key provided. You can find your API key in your account settings.';
@@ -131,6 +147,7 @@ export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
     if (override !== undefined) info[`${field}_override`] = toBudget(override);
     info[field] = toBudget(override ?? plans[key.plan][field]);
   }
+  if (key.allowed_models !== undefined) info.allowed_models = { models: key.allowed_models };
   return info;
 }
 
@@ -157,7 +174,7 @@ export interface AuthService {
  * runs the very same CheckKey and SettleUsage functions for each message of its stream.
  */
 export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
-  const { keys, limiter, logger } = dependencies;
+  const { keys, limiter, logger, auditor } = dependencies;
   const plans = plansSource(dependencies.plans);
   const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
@@ -227,8 +244,10 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       throw GatewayError.of('invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', {
         param: 'reservation_id',
       });
-    const mode = request.check_only ? 'peek' : 'reserve';
-    const result = await store(() => limiter.check(hashSecret(secret), part, reserve, mode), 'The key service cannot decide right now.', request.request_id);
+    const model = request.model ?? '';
+    if (model.length > MAX_MODEL_LENGTH) throw GatewayError.of('invalid_request', `model has at most ${MAX_MODEL_LENGTH} characters.`, { param: 'model' });
+    const how = { mode: request.check_only ? ('peek' as const) : ('reserve' as const), model };
+    const result = await store(() => limiter.check(hashSecret(secret), part, reserve, how), 'The key service cannot decide right now.', request.request_id);
     if (result.kind === 'unknown_key') return deny('DENY_REASON_UNKNOWN_KEY');
     if (result.kind === 'revoked') return deny('DENY_REASON_REVOKED');
     const response: CheckKeyResponse = {
@@ -239,11 +258,23 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       routing_policy: result.routingPolicy,
       reservation_id: result.reservationId,
       budget: budgetState(result.budget),
+      model_allow_lists: result.modelAllowLists.map((models) => ({ models })),
     };
+    decided(response, result, { reserve, model });
+    decisions.inc({ decision: response.decision! });
+    return response;
+  }
+
+  /** Sets the decision of a live key's response, and its message when it is a denial. */
+  function decided(response: CheckKeyResponse, result: LiveDecision, { reserve, model }: { reserve: number; model: string }): void {
     switch (result.kind) {
       case 'allow':
         response.decision = 'DECISION_ALLOW';
         response.catalog_fallbacks = result.catalogFallbacks;
+        break;
+      case 'model_not_allowed':
+        response.decision = 'DECISION_DENY_MODEL_NOT_ALLOWED';
+        response.message = `This API key is not allowed to use the model \`${model}\`.`;
         break;
       case 'too_large':
         response.decision = 'DECISION_DENY_REQUEST_TOO_LARGE';
@@ -269,8 +300,6 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
         response.message = `Rate limit reached on tokens per minute: limit ${result.tokens.limit}, used ${result.tokens.used}, requested ${reserve}. Please try again in ${seconds(result.retryAfterMs)}.`;
         break;
     }
-    decisions.inc({ decision: response.decision! });
-    return response;
   }
 
   async function settleUsage(request: SettleUsageRequestOutput): Promise<SettleUsageResponse> {
@@ -318,6 +347,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
             catalog_fallbacks_override: fallbacks,
             daily_budget_override: daily,
             monthly_budget_override: monthly,
+            allowed_models: request.allowed_models ? request.allowed_models.models : undefined,
           }),
         'The key store is unavailable.',
       );
@@ -370,6 +400,11 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     }
     if (fallbacksSet) changes.catalog_fallbacks_override = request.catalog_fallbacks_override === true;
     else if (request.catalog_fallbacks_plan_default) changes.catalog_fallbacks_override = null;
+    if (request.allowed_models && request.clear_allowed_models) {
+      throw GatewayError.of('invalid_request', 'Send either allowed_models or clear_allowed_models, not both.', { param: 'allowed_models' });
+    }
+    if (request.allowed_models) changes.allowed_models = request.allowed_models.models;
+    else if (request.clear_allowed_models) changes.allowed_models = null;
     const keyId = request.key_id ?? '';
     const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
     if (!updated) throw notFound();
@@ -385,6 +420,13 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     return toKeyInfo(revoked, plans.current);
   }
 
+  /** A key's public facts before a change, for the audit trail; undefined for an unknown id. */
+  async function keyBefore(request: { key_id?: string }): Promise<KeyInfo | undefined> {
+    const keyId = request.key_id ?? '';
+    const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
+    return key && toKeyInfo(key, plans.current);
+  }
+
   const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
   new prometheus.Gauge({
     name: 'gateway_auth_decide_streams_open',
@@ -396,11 +438,23 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   });
   const handlers: AuthServiceHandlers = {
     CheckKey: unary(checkKey, 'CheckKey', report),
-    CreateKey: unary(createKey, 'CreateKey', report),
+    CreateKey: unary(
+      auditor.audited(createKey, { action: 'key.create', target: (_, created) => created.key?.key_id ?? '', after: (created) => created.key }),
+      'CreateKey',
+      report,
+    ),
     ListKeys: unary(listKeys, 'ListKeys', report),
-    RevokeKey: unary(revokeKey, 'RevokeKey', report),
+    RevokeKey: unary(
+      auditor.audited(revokeKey, { action: 'key.revoke', target: (request) => request.key_id ?? '', before: keyBefore, after: (key) => key }),
+      'RevokeKey',
+      report,
+    ),
     GetKey: unary(getKey, 'GetKey', report),
-    UpdateKey: unary(updateKey, 'UpdateKey', report),
+    UpdateKey: unary(
+      auditor.audited(updateKey, { action: 'key.update', target: (request) => request.key_id ?? '', before: keyBefore, after: (key) => key }),
+      'UpdateKey',
+      report,
+    ),
     SettleUsage: unary(settleUsage, 'SettleUsage', report),
     Decide: decide.handler,
   };

@@ -39,6 +39,12 @@ export const AuthConfigSchema = Type.Object({
     enum: PLAN_NAMES,
     default: 'starter',
   }),
+  AUTH_AUDIT_RETENTION_DAYS: Type.Integer({
+    description: 'Days the audit trail of admin changes (keys, admin tokens) is kept; older entries are trimmed as new ones are written.',
+    minimum: 1,
+    maximum: 3_650,
+    default: 90,
+  }),
   AUTH_SHUTDOWN_GRACE_MS: Type.Integer({ description: "How long auth's in-flight calls may take to finish after SIGTERM (ms).", minimum: 0, default: 5_000 }),
 });
 

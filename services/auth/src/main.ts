@@ -1,7 +1,9 @@
 import { createLogger } from '@gateway/logger';
 import { ReloadableFile } from '@gateway/config';
 import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { AdminTokenStore } from './admin-token-store.js';
 import { createServer } from './app.js';
+import { AuditLog } from './audit-log.js';
 import { ensureBootstrapKeyOnceReachable } from './bootstrap-key.js';
 import { loadAuthConfig } from './config.js';
 import { KeyStore } from './key-store.js';
@@ -43,7 +45,9 @@ void startUpRetry(logger, { stepMs: 500, maxMs: 5_000, message: 'moving keys to 
 if (config.GATEWAY_BOOTSTRAP_KEY) await ensureBootstrapKeyOnceReachable(redis, keys, config.GATEWAY_BOOTSTRAP_KEY, config.GATEWAY_BOOTSTRAP_PLAN, logger);
 
 const tracing = startTracing('auth');
-const server = createServer({ keys, limiter, plans, logger, registry, tracing });
+const adminTokens = new AdminTokenStore(writer, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS });
+const audit = new AuditLog(writer, { prefix: config.AUTH_REDIS_PREFIX, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS });
+const server = createServer({ keys, limiter, plans, logger, registry, tracing, adminTokens, audit });
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
 logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port, plans_path: config.AUTH_PLANS_PATH }, 'auth listening');

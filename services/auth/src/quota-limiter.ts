@@ -39,7 +39,7 @@ export type QuotaDecision =
   | { kind: 'unknown_key' }
   | { kind: 'revoked'; keyId: string }
   | {
-      kind: 'allow' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget';
+      kind: 'allow' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget' | 'model_not_allowed';
       keyId: string;
       plan: PlanName;
       routingPolicy: string;
@@ -55,7 +55,12 @@ export type QuotaDecision =
        * override when set, else its plan's `catalog_fallbacks`.
        */
       catalogFallbacks: boolean;
+      /** Every model allow-list that applies to the key (its own), each its entries; none: every model. */
+      modelAllowLists: string[][];
     };
+
+/** How a check decides: 'reserve' counts and reserves, 'peek' only reports; with a model, the allow-lists are checked first. */
+export type CheckMode = 'reserve' | 'peek' | { mode: 'reserve' | 'peek'; model: string };
 
 /** Thrown when a reservation id is malformed. */
 export class ReservationIdError extends Error {
@@ -88,6 +93,7 @@ const DECISION_KINDS: Record<CheckQuotaDecision['status'], Exclude<QuotaDecision
   deny_tokens: 'deny_tokens',
   too_large: 'too_large',
   over_budget: 'over_budget',
+  model_not_allowed: 'model_not_allowed',
 };
 
 /**
@@ -141,9 +147,11 @@ export class QuotaLimiter {
    * Decides about the key whose secret has the SHA-256 `secretHash`: with mode 'reserve', counts
    * one request and reserves `reserveTokens` under `reservationPart` (a repeat with the same part
    * reserves nothing more); with 'peek', only reports the state. One script call on the key id's
-   * slot once the secret's key id is known (it is cached; else one HGET first).
+   * slot once the secret's key id is known (it is cached; else one HGET first). With a model, a
+   * model outside the key's allow-list is refused (model_not_allowed) before anything is counted.
    */
-  async check(secretHash: string, reservationPart: string, reserveTokens: number, mode: 'reserve' | 'peek'): Promise<QuotaDecision> {
+  async check(secretHash: string, reservationPart: string, reserveTokens: number, how: CheckMode): Promise<QuotaDecision> {
+    const { mode, model } = typeof how === 'string' ? { mode: how, model: '' } : how;
     const keyId = await this.keys.keyIdOf(secretHash);
     if (!keyId) return { kind: 'unknown_key' };
     const plans = this.currentPlans();
@@ -157,6 +165,7 @@ export class QuotaLimiter {
       windowMs: this.windowMs,
       lastUsedIntervalMs: LAST_USED_INTERVAL_MS,
       plans: plans.argument,
+      model,
     });
     if (reply.status === 'unknown_key') {
       this.keys.forget(secretHash);
@@ -183,6 +192,7 @@ export class QuotaLimiter {
         spentMonthPicoUsd: reply.spentMonthPicoUsd,
         monthlyExhausted: reply.monthExhausted,
       },
+      modelAllowLists: reply.modelAllowLists,
     };
   }
 

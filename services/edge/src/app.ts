@@ -11,10 +11,13 @@ import { registerChatCompletions } from './routes/chat-completions.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
 import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/models.js';
+import { registerAdminAccess } from './routes/admin-access.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
+import { registerConsoleSso } from './routes/console-sso.js';
+import { adminApiEnabled } from './routes/admin-scope.js';
 import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
 import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
@@ -277,8 +280,11 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
   }
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
+    registerAdminAccess(app, deps);
     registerAdminUsage(app, deps);
-    registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
+    const consoleEnabled = adminApiEnabled(deps.config);
+    registerConsole(app, { enabled: consoleEnabled });
+    if (consoleEnabled) registerConsoleSso(app, deps.config);
   }
 }
 

@@ -1,13 +1,16 @@
 -- The whole CheckKey decision in one round trip: look the key up, check it is live, record its
 -- use (at most every last_used_interval_ms), then decide and reserve atomically: the budgets first
--- (metering's spend hash of the key, in the same slot), then the window's limits.
+-- (metering's spend hash of the key, in the same slot), then the window's limits. A model outside
+-- an allow-list that applies (the key's `allowed_models`) is refused before anything is counted.
 -- KEYS: the key's record, its window R, T, H, P, its spend hash S (one slot: the key id's).
 -- args: reservation (charge id), reserve (tokens), now ('' = Redis TIME), window_ms,
 -- pending_max_age_ms, mode ('reserve' | 'peek'), last_used_interval_ms, plans (JSON: plan name ->
--- [requests, tokens, daily budget, monthly budget], -1 unlimited, budgets in micro-USD).
+-- [requests, tokens, daily budget, monthly budget], -1 unlimited, budgets in micro-USD), model (the
+-- catalog id asked for; '' checks none).
 -- Returns name/value pairs, decoded by check-quota.ts: status ('unknown_key' | 'revoked' |
--- 'allow' | 'already_reserved' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget'),
--- then, for a live key, its facts and the window's and budgets' state.
+-- 'allow' | 'already_reserved' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget' |
+-- 'model_not_allowed'), then, for a live key, its facts, the window's and budgets' state and its
+-- allow-lists (model_allow_lists: a JSON array of the lists, each as stored).
 local record = redis.call('HGETALL', KEYS[1])
 local key = {}
 for i = 1, #record, 2 do key[record[i]] = record[i + 1] end
@@ -27,6 +30,11 @@ local monthlyBudget = override(key.monthly_budget_override, tonumber(limits[4]))
 -- The key's catalog fallbacks override travels with the one lookup: 'plan' when it has none.
 local fallbacks = 'plan'
 if key.catalog_fallbacks_override == '1' then fallbacks = 'on' elseif key.catalog_fallbacks_override == '0' then fallbacks = 'off' end
+-- The allow-lists that apply, as stored (JSON arrays) and decoded; none: every model.
+local allowTexts = {}
+if key.allowed_models then allowTexts[#allowTexts + 1] = key.allowed_models end
+local allowLists = {}
+for i, text in ipairs(allowTexts) do allowLists[i] = cjson.decode(text) end
 local now = clock(args.now)
 if now - (tonumber(key.last_used_at_ms) or 0) >= tonumber(args.last_used_interval_ms) then redis.call('HSET', KEYS[1], 'last_used_at_ms', now) end
 
@@ -53,8 +61,11 @@ local function answer(status, count, requestReset, total, tokenReset, retry)
     'token_limit', tokenLimit, 'tokens_in_window', total, 'token_reset_ms', tokenReset,
     'retry_after_ms', retry, 'catalog_fallbacks', fallbacks, 'budgeted', budgeted,
     'remaining_pico_usd', remaining, 'spent_day_pico_usd', spentDay, 'spent_month_pico_usd', spentMonth,
-    'month_exhausted', monthExhausted,
+    'month_exhausted', monthExhausted, 'model_allow_lists', '[' .. table.concat(allowTexts, ',') .. ']',
   }
+end
+if args.model ~= nil and args.model ~= '' and not modelAllowed(allowLists, args.model) then
+  return answer('model_not_allowed', 0, 0, 0, 0, 0)
 end
 if budgeted == 1 and remaining <= 0 and args.mode == 'reserve' then
   local retry = 0

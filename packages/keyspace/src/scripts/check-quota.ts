@@ -3,7 +3,7 @@ import { authKeys, spendKeyName, windowKeyList } from '../keys.js';
 import { PENDING_MAX_AGE_MS } from '../window.js';
 import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
 
-const CHECK_QUOTA = luaScript('gatewayCheckQuota', 6, ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'check-quota.lua']);
+const CHECK_QUOTA = luaScript('gatewayCheckQuota', 6, ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'lib/model-allow-list.lua', 'check-quota.lua']);
 
 /** A plan's limits as the decision applies them: -1 unlimited; budgets in micro-USD. */
 export interface PlanQuota {
@@ -38,6 +38,8 @@ export interface CheckQuotaInput {
   /** How often the record's last_used_at_ms may be written. */
   lastUsedIntervalMs: number;
   plans: PlansArgument;
+  /** The catalog id the request names, checked against the key's allow-lists; absent or '': none. */
+  model?: string;
 }
 
 /** The status of a decision, as the script names it. */
@@ -51,6 +53,8 @@ export const CHECK_QUOTA_STATUSES = [
   'deny_tokens',
   'too_large',
   'over_budget',
+  /** The model asked for is outside an allow-list that applies; nothing counted or reserved. */
+  'model_not_allowed',
 ] as const;
 /** The status of a decision. */
 export type CheckQuotaStatus = (typeof CHECK_QUOTA_STATUSES)[number];
@@ -80,6 +84,8 @@ export interface CheckQuotaDecision {
   spentDayPicoUsd: number;
   spentMonthPicoUsd: number;
   monthExhausted: boolean;
+  /** Every allow-list that applies (the key's), each its entries; none: every model allowed. */
+  modelAllowLists: string[][];
 }
 
 /** The script's answer. */
@@ -105,7 +111,16 @@ export function decodeCheckQuota(reply: unknown): CheckQuotaReply {
     spentDayPicoUsd: numberField(named, 'spent_day_pico_usd'),
     spentMonthPicoUsd: numberField(named, 'spent_month_pico_usd'),
     monthExhausted: numberField(named, 'month_exhausted') === 1,
+    modelAllowLists: allowListsOf(named.model_allow_lists),
   };
+}
+
+/** The script's model_allow_lists (a JSON array of arrays of strings); absent: none. */
+function allowListsOf(value: string | number | undefined): string[][] {
+  if (value === undefined) return [];
+  const lists: unknown = JSON.parse(String(value));
+  if (!Array.isArray(lists) || !lists.every((list) => Array.isArray(list))) throw new Error('unexpected model_allow_lists in a script reply');
+  return lists.map((list: unknown[]) => list.map(String));
 }
 
 /**
@@ -127,6 +142,7 @@ export async function checkQuota(redis: RedisClient, input: CheckQuotaInput): Pr
       mode: input.mode,
       last_used_interval_ms: input.lastUsedIntervalMs,
       plans: input.plans,
+      model: input.model ?? '',
     }),
   );
   return decodeCheckQuota(reply);

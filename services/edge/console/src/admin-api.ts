@@ -6,7 +6,10 @@
  */
 
 import type {
+  AdminToken,
+  AuditPage,
   BucketWidth,
+  CreatedAdminToken,
   CreatedKey,
   GatewayRequest,
   Key,
@@ -15,6 +18,7 @@ import type {
   List,
   ModelHealth,
   Plan,
+  Principal,
   UsagePage,
 } from '../../src/routes/admin-api-schemas';
 
@@ -50,9 +54,12 @@ export class ApiError extends Error {
     this.param = details.param ?? null;
   }
 
-  /** Whether the token itself was refused: the console must ask for it again. */
+  /**
+   * Whether the token itself was refused: the console must ask for it again. A 403 for the role
+   * (`admin_role_required`: a viewer's change) refuses the action, not the token.
+   */
   get refusesToken(): boolean {
-    return this.status === 401 || this.status === 403;
+    return this.status === 401 || (this.status === 403 && this.code !== 'admin_role_required');
   }
 }
 
@@ -70,6 +77,19 @@ async function errorOf(response: Response): Promise<ApiError> {
     // Not JSON (a proxy's error page): the status says enough.
   }
   return new ApiError(response.status, fallback);
+}
+
+/** Who the token belongs to: GET /admin/v1/me. */
+export type AdminSession = Principal;
+
+/** Whether the edge offers single sign-on (GET /console/sso/config, no credential); false when it cannot be asked. */
+export async function ssoOffered(): Promise<boolean> {
+  try {
+    const response = await fetch('/console/sso/config', { credentials: 'omit', cache: 'no-store' });
+    return response.ok && ((await response.json()) as { enabled?: unknown }).enabled === true;
+  } catch {
+    return false;
+  }
 }
 
 /** The admin API with one token. */
@@ -136,6 +156,37 @@ export class AdminApi {
     if (query.keyId) parameters.set('key_id', query.keyId);
     const search = parameters.toString();
     return (await this.#call<List<GatewayRequest>>('GET', `/admin/v1/requests${search ? `?${search}` : ''}`)).data;
+  }
+
+  /** Who the token belongs to: its subject, role and where it came from. */
+  session(): Promise<AdminSession> {
+    return this.#call('GET', '/admin/v1/me');
+  }
+
+  /** Every admin token, revoked ones included (role admin only). */
+  async listAdminTokens(): Promise<AdminToken[]> {
+    return (await this.#call<List<AdminToken>>('GET', '/admin/v1/admin-tokens')).data;
+  }
+
+  /** Creates an admin token; the answer carries its secret, which is never shown again. */
+  createAdminToken(creation: { role: 'admin' | 'viewer'; name?: string }): Promise<CreatedAdminToken> {
+    return this.#call('POST', '/admin/v1/admin-tokens', creation);
+  }
+
+  /** Revokes an admin token for good. */
+  revokeAdminToken(id: string): Promise<AdminToken> {
+    return this.#call('DELETE', `/admin/v1/admin-tokens/${encodeURIComponent(id)}`);
+  }
+
+  /** A page of the audit trail, newest first; `cursor` is the previous page's next_cursor. */
+  audit(query: { cursor?: string; targetId?: string; actor?: string; limit?: number } = {}): Promise<AuditPage> {
+    const parameters = new URLSearchParams();
+    if (query.limit !== undefined) parameters.set('limit', String(query.limit));
+    if (query.cursor) parameters.set('cursor', query.cursor);
+    if (query.targetId) parameters.set('target_id', query.targetId);
+    if (query.actor) parameters.set('actor', query.actor);
+    const search = parameters.toString();
+    return this.#call('GET', `/admin/v1/audit${search ? `?${search}` : ''}`);
   }
 
   /** Every model with its health. */

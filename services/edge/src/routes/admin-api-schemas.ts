@@ -10,6 +10,7 @@
  * first fault a reader would name: unknown field names, then a missing required field, then the
  * values in the order of the fields. `{field}` in a message stands for the unknown field's name.
  */
+import { MAX_ALLOW_LIST_ENTRIES, MAX_ALLOW_LIST_ENTRY_LENGTH } from '@gateway/catalog';
 import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
 
 /** The plans a key can have. */
@@ -20,7 +21,7 @@ export const NOT_AN_OBJECT = 'The request body must be a JSON object.';
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
 const BUDGET_FIELDS = ['daily_usd', 'monthly_usd'] as const;
 /** The fields a key's body may carry, in the order an unknown field's message lists them. */
-const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks'] as const;
+const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks', 'allowed_models'] as const;
 
 /** An object holding only `fields`, whatever their values; `emptyMessage` refuses an empty one. */
 function fieldNames(fields: readonly string[], emptyMessage?: string) {
@@ -64,6 +65,20 @@ const RoutingPolicySchema = Type.Union([Type.String({ pattern: '^[A-Za-z0-9._:-]
   errorMessage: "'routing_policy' must be 1 to 64 letters, digits, '.', '_', ':' or '-', or null to remove it.",
 });
 
+/**
+ * A model allow-list (ids and `prefix*` patterns, @gateway/catalog's rules), or null for every
+ * model: in a creation too, where it means the same as leaving it out.
+ */
+const AllowedModelsSchema = Type.Union(
+  [
+    Type.Array(Type.String({ minLength: 1, maxLength: MAX_ALLOW_LIST_ENTRY_LENGTH, pattern: '^[^\\s*]*\\*?$' }), { maxItems: MAX_ALLOW_LIST_ENTRIES }),
+    Type.Null(),
+  ],
+  {
+    errorMessage: `'allowed_models' must be a list of at most ${MAX_ALLOW_LIST_ENTRIES} model ids or "prefix*" patterns (each 1 to ${MAX_ALLOW_LIST_ENTRY_LENGTH} characters, no whitespace, "*" only as the last character), or null for every model.`,
+  },
+);
+
 const PerMinute = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const Unlimited = Type.Literal('unlimited');
 
@@ -90,6 +105,7 @@ export const KeyCreationSchema = steps(
     name: Type.Optional(NameSchema),
     routing_policy: Type.Optional(RoutingPolicySchema),
     catalog_fallbacks: Type.Optional(Type.Boolean({ errorMessage: "'catalog_fallbacks' must be true or false." })),
+    allowed_models: Type.Optional(AllowedModelsSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
         Type.Union([PerMinute, Unlimited], { errorMessage: `'limits.${field}' must be a positive integer or "unlimited".` }),
@@ -107,7 +123,7 @@ export type KeyCreation = Static<typeof KeyCreationSchema>;
 
 /** The body of PATCH /admin/v1/keys/:id: each field as in a creation, or null to take the plan's setting back. */
 export const KeyChangeSchema = steps(
-  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy or catalog_fallbacks.'),
+  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks or allowed_models.'),
   Type.Object({
     plan: Type.Optional(PlanSchema),
     name: Type.Optional(NameSchema),
@@ -115,6 +131,7 @@ export const KeyChangeSchema = steps(
     catalog_fallbacks: Type.Optional(
       Type.Union([Type.Boolean(), Type.Null()], { errorMessage: "'catalog_fallbacks' must be true or false, or null for the plan's default." }),
     ),
+    allowed_models: Type.Optional(AllowedModelsSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
         Type.Union([PerMinute, Unlimited, Type.Null()], {
@@ -163,6 +180,8 @@ export const KeySchema = Type.Object({
   routing_policy: Nullable(Type.String()),
   /** In force: whether a request that says nothing about fallbacks uses the catalog's chain. */
   catalog_fallbacks: Type.Boolean(),
+  /** The models the key may use (ids and `prefix*` patterns); null: every model. */
+  allowed_models: Nullable(Type.Array(Type.String())),
 });
 /** An API key as the admin API shows it. */
 export type Key = Static<typeof KeySchema>;
@@ -327,4 +346,87 @@ export type ModelHealth = Static<typeof ModelHealthSchema>;
 export interface List<T> {
   object: 'list';
   data: T[];
+}
+
+/** The roles of the admin API. */
+export const ROLE_NAMES = ['admin', 'viewer'] as const;
+const RoleSchema = Type.Union(
+  ROLE_NAMES.map((role) => Type.Literal(role)),
+  { errorMessage: `'role' must be one of ${ROLE_NAMES.join(', ')}.` },
+);
+
+/** The body of POST /admin/v1/admin-tokens. */
+export const AdminTokenCreationSchema = steps(
+  fieldNames(['role', 'name']),
+  Type.Object({ role: Type.Unknown() }, { errorMessage: { required: { role: `'role' must be one of ${ROLE_NAMES.join(', ')}.` } } }),
+  Type.Object({ role: RoleSchema, name: Type.Optional(NameSchema) }),
+);
+export type AdminTokenCreation = Static<typeof AdminTokenCreationSchema>;
+
+/** An admin token as the admin API shows it; never its secret, except once in the creation response. */
+export const AdminTokenSchema = Type.Object({
+  object: Type.Literal('admin_token'),
+  id: Type.String(),
+  name: Type.String(),
+  /** A role this edge does not know (a newer auth's) is `unknown`. */
+  role: Type.Union([RoleSchema, Type.Literal('unknown')]),
+  /** Unix seconds. */
+  created_at: Type.Integer(),
+  revoked: Type.Boolean(),
+  /** The subject of whoever created it (`static-token`, an admin token's id, `cli`, ...). */
+  created_by: Type.String(),
+});
+export type AdminToken = Static<typeof AdminTokenSchema>;
+
+/** A new admin token: the secret (`bra-...`) is in this one response only. */
+export const CreatedAdminTokenSchema = Type.Intersect([AdminTokenSchema, Type.Object({ secret: Type.String() })]);
+export type CreatedAdminToken = Static<typeof CreatedAdminTokenSchema>;
+
+/** GET /admin/v1/me: who the caller is, for the console to show only what the role may do. */
+export const PrincipalSchema = Type.Object({
+  object: Type.Literal('admin.principal'),
+  subject: Type.String(),
+  role: RoleSchema,
+  via: Type.Union([Type.Literal('static_token'), Type.Literal('admin_token'), Type.Literal('sso_session')]),
+  /** The SSO user's name (email), when the identity provider gave one; null for a token. */
+  name: Nullable(Type.String()),
+  /** When an SSO session ends (Unix seconds); null for a credential that does not expire. */
+  expires_at: Nullable(Type.Integer()),
+});
+export type Principal = Static<typeof PrincipalSchema>;
+
+/** The query of GET /admin/v1/audit. */
+export const AuditQuerySchema = steps(
+  queryNames(['limit', 'cursor', 'target_id', 'actor']),
+  Type.Object({
+    limit: Type.Optional(queryParameter('limit', '^(?!0+$)(?:[0-9]{1,2}|[01][0-9]{2}|200)$', "'limit' must be an integer from 1 to 200.")),
+    cursor: Type.Optional(queryParameter('cursor', '^[0-9]{1,20}-[0-9]{1,20}$', "'cursor' must be the next_cursor of a previous page.")),
+    target_id: Type.Optional(queryParameter('target_id', '^[A-Za-z0-9_-]{1,64}$', "'target_id' must be an id (a key's or an admin token's).")),
+    actor: Type.Optional(queryParameter('actor', '^.{1,512}$', "'actor' must be an actor's subject, at most 512 characters.")),
+  }),
+);
+export type AuditQuery = Static<typeof AuditQuerySchema>;
+
+/** One admin change (GET /admin/v1/audit). */
+export const AuditEntrySchema = Type.Object({
+  object: Type.Literal('audit_entry'),
+  id: Type.String(),
+  /** Unix milliseconds when the change applied. */
+  created_at_ms: Type.Integer(),
+  actor: Type.Object({ subject: Type.String(), role: Type.String(), via: Type.String() }),
+  /** `key.create`, `key.update`, `key.revoke`, `admin_token.create`, `admin_token.revoke`, ... */
+  action: Type.String(),
+  target_id: Type.String(),
+  /** The public facts (auth's KeyInfo or AdminTokenInfo) before the change; null for a creation. */
+  before: Type.Unknown(),
+  /** The public facts after the change. */
+  after: Type.Unknown(),
+  request_id: Nullable(Type.String()),
+});
+export type AuditEntry = Static<typeof AuditEntrySchema>;
+
+/** GET /admin/v1/audit: newest first; `next_cursor` is the `cursor` of the next page. */
+export interface AuditPage extends List<AuditEntry> {
+  has_more: boolean;
+  next_cursor: string | null;
 }

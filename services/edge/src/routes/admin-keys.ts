@@ -82,6 +82,7 @@ export function adminKeyJson(key: KeyInfoOutput): Key {
     overrides,
     routing_policy: key.routing_policy || null,
     catalog_fallbacks: key.catalog_fallbacks ?? false,
+    allowed_models: key.allowed_models ? (key.allowed_models.models ?? []) : null,
   };
 }
 
@@ -125,25 +126,30 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
       async (request, reply): Promise<CreatedKey> => {
         const body = request.body;
         // A field left undefined is left out of the message: auth keeps the plan's setting.
-        const create: CreateKeyRequest = { plan: PLANS[body.plan], ...keySettings(body), catalog_fallbacks_override: body.catalog_fallbacks };
-        const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request.id));
+        const create: CreateKeyRequest = {
+          plan: PLANS[body.plan],
+          ...keySettings(body),
+          catalog_fallbacks_override: body.catalog_fallbacks,
+          allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
+        };
+        const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request));
         void reply.status(201);
         return { ...adminKeyJson(created.key!), secret: created.secret ?? '' };
       },
     );
 
     admin.get('/admin/v1/keys', async (request): Promise<List<Key>> => {
-      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id));
+      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request));
       return { object: 'list', data: listed.keys.map(adminKeyJson) };
     });
 
     admin.get<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: request.params.id }, options(request.id));
+      const key = await callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: request.params.id }, options(request));
       return adminKeyJson(key);
     });
 
     admin.delete<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: request.params.id }, options(request.id));
+      const key = await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: request.params.id }, options(request));
       return adminKeyJson(key);
     });
 
@@ -158,8 +164,10 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           ...keySettings(body),
           catalog_fallbacks_plan_default: body.catalog_fallbacks === null ? true : undefined,
           catalog_fallbacks_override: body.catalog_fallbacks ?? undefined,
+          allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
+          clear_allowed_models: body.allowed_models === null ? true : undefined,
         };
-        const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request.id));
+        const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request));
         return adminKeyJson(key);
       },
     );

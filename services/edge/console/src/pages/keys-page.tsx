@@ -1,7 +1,7 @@
 /**
  * Keys: every API key with its plan, limits, budgets and state; a form that creates one and shows
  * its secret once; per key, a form that changes its plan, name, limits and budgets, and a
- * revocation that asks to be confirmed.
+ * revocation that asks to be confirmed. A viewer (canChange false) sees the list only.
  */
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan } from '../admin-api';
@@ -12,7 +12,15 @@ import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
-const EMPTY_FIELDS: KeyFields = { name: '', plan: 'starter', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '' };
+const EMPTY_FIELDS: KeyFields = {
+  name: '',
+  plan: 'starter',
+  requestsPerMinute: '',
+  tokensPerMinute: '',
+  dailyBudget: '',
+  monthlyBudget: '',
+  allowedModels: '',
+};
 
 /** A form error: a field typed wrongly, or what the admin API answered. */
 function formError(error: unknown): ApiError | string {
@@ -65,6 +73,7 @@ function KeyFieldInputs({
       {input('tokensPerMinute', 'Tokens / min', 'tpm', placeholders.tokensPerMinute, 'numeric')}
       {input('dailyBudget', 'Daily budget (USD)', 'daily', placeholders.dailyBudget, 'decimal')}
       {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', placeholders.monthlyBudget, 'decimal')}
+      {input('allowedModels', 'Allowed models', 'models', 'every model', 'text')}
     </div>
   );
 }
@@ -90,6 +99,7 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
         if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
         if (Object.keys(budgets).length > 0) creation.budgets = budgets;
+        if (parsed.allowedModels) creation.allowed_models = parsed.allowedModels;
         onCreated(await api.createKey(creation));
         setFields(EMPTY_FIELDS);
       })}
@@ -102,7 +112,8 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         placeholders={{ requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" }}
       />
       <p class="hint">
-        Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it.
+        Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it. Allowed models: ids and <code>prefix*</code> patterns,
+        separated by commas; empty for every model.
       </p>
       <SubmitRow error={error} errorTestId="create-key-error" busy={busy} label="Create key" busyLabel="Creating…" testId="create-key-submit" />
     </form>
@@ -209,7 +220,7 @@ function Setting({ text, overridden }: { text: string; overridden: boolean }) {
 }
 
 /** One key's row, with its edit form and revocation below it when open. */
-function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChanged: () => void }) {
+function KeyRow({ api, apiKey, canChange, onChanged }: { api: AdminApi; apiKey: Key; canChange: boolean; onChanged: () => void }) {
   const [mode, setMode] = useState<'view' | 'edit' | 'confirm-revoke'>('view');
   const { error, busy, run, clearError } = useAction(asApiError);
   const { overrides } = apiKey;
@@ -225,10 +236,11 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
         <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
         <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
         <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
+        <td data-testid="key-models">{apiKey.allowed_models ? apiKey.allowed_models.join(', ') || 'none' : <span class="muted">all</span>}</td>
         <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
         <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
         <td>
-          {!apiKey.revoked && mode === 'view' && (
+          {canChange && !apiKey.revoked && mode === 'view' && (
             <div class="actions">
               <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="key-edit">
                 Edit
@@ -242,7 +254,7 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
       </tr>
       {mode !== 'view' && (
         <tr class="detail">
-          <td colSpan={10}>
+          <td colSpan={11}>
             {mode === 'edit' && (
               <EditKeyForm
                 api={api}
@@ -298,7 +310,7 @@ function KeyRow({ api, apiKey, onChanged }: { api: AdminApi; apiKey: Key; onChan
 }
 
 /** The Keys page. */
-export function KeysPage({ api }: { api: AdminApi }) {
+export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
   const keys = useLoader(() => api.listKeys(), [api]);
   const [created, setCreated] = useState<CreatedKey | undefined>(undefined);
   // Newest first: the key just created is at the top, beside its secret.
@@ -306,13 +318,19 @@ export function KeysPage({ api }: { api: AdminApi }) {
   return (
     <Page name="keys" title="Keys" loaded={keys} tools={<RefreshButton loaded={keys} testId="keys-refresh" />}>
       {created && <SecretBox created={created} onDismiss={() => setCreated(undefined)} />}
-      <CreateKeyForm
-        api={api}
-        onCreated={(key) => {
-          setCreated(key);
-          keys.reload();
-        }}
-      />
+      {canChange ? (
+        <CreateKeyForm
+          api={api}
+          onCreated={(key) => {
+            setCreated(key);
+            keys.reload();
+          }}
+        />
+      ) : (
+        <p class="hint" data-testid="keys-read-only">
+          Your role may only read: creating, changing and revoking keys needs the role admin.
+        </p>
+      )}
       <ErrorBanner error={keys.error} />
       <Table
         testId="keys-table"
@@ -324,15 +342,16 @@ export function KeysPage({ api }: { api: AdminApi }) {
           { number: 'Tokens / min' },
           { number: 'Daily budget' },
           { number: 'Monthly budget' },
+          'Models',
           'State',
           'Last used',
           '',
         ]}
       >
         {list.map((key) => (
-          <KeyRow key={key.id} api={api} apiKey={key} onChanged={keys.reload} />
+          <KeyRow key={key.id} api={api} apiKey={key} canChange={canChange} onChanged={keys.reload} />
         ))}
-        <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={10}>
+        <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={11}>
           No keys yet.
         </EmptyRow>
       </Table>
