@@ -26,7 +26,7 @@ import type {
 import type { Auditor } from './auditor.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
-import { BUDGET_FIELDS, planFromProto, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
+import { BUDGET_FIELDS, planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
 import {
   type QuotaDecision,
   type QuotaLimiter,
@@ -40,7 +40,8 @@ import {
 export interface AuthServiceDependencies {
   keys: KeyStore;
   limiter: QuotaLimiter;
-  plans: PlanTable;
+  /** The plans: a fixed table, or a reloaded plans file (each answer reads its `current` table). */
+  plans: PlanTable | PlansSource;
   logger: Logger;
   /** Where the service's metrics go; omitted in tests that do not look at them. */
   registry?: prometheus.Registry;
@@ -173,7 +174,8 @@ export interface AuthService {
  * runs the very same CheckKey and SettleUsage functions for each message of its stream.
  */
 export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
-  const { keys, limiter, plans, logger, auditor } = dependencies;
+  const { keys, limiter, logger, auditor } = dependencies;
+  const plans = plansSource(dependencies.plans);
   const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const decisions = new prometheus.Counter({
@@ -350,7 +352,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
         'The key store is unavailable.',
       );
       logger.info({ key_id: created.key.key_id, plan }, 'key created');
-      return { key: toKeyInfo(created.key, plans), secret: created.secret };
+      return { key: toKeyInfo(created.key, plans.current), secret: created.secret };
     } catch (error) {
       if (error instanceof KeyExistsError) throw GatewayError.of('key_exists', 'A key with this secret already exists.', { param: 'secret' });
       throw error;
@@ -359,7 +361,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
 
   async function listKeys(): Promise<ListKeysResponse> {
     const all = await store(() => keys.list(), 'The key store is unavailable.');
-    return { keys: all.map((key) => toKeyInfo(key, plans)) };
+    return { keys: all.map((key) => toKeyInfo(key, plans.current)) };
   }
 
   function notFound(): GatewayError {
@@ -370,7 +372,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const keyId = request.key_id ?? '';
     const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
     if (!key) throw notFound();
-    return toKeyInfo(key, plans);
+    return toKeyInfo(key, plans.current);
   }
 
   async function updateKey(request: UpdateKeyRequestOutput): Promise<KeyInfo> {
@@ -407,7 +409,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
     if (!updated) throw notFound();
     logger.info({ key_id: updated.key_id, changed: Object.keys(changes) }, 'key updated');
-    return toKeyInfo(updated, plans);
+    return toKeyInfo(updated, plans.current);
   }
 
   async function revokeKey(request: RevokeKeyRequestOutput): Promise<KeyInfo> {
@@ -415,14 +417,14 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const revoked = keyId ? await store(() => keys.revoke(keyId), 'The key store is unavailable.') : undefined;
     if (!revoked) throw notFound();
     logger.info({ key_id: revoked.key_id }, 'key revoked');
-    return toKeyInfo(revoked, plans);
+    return toKeyInfo(revoked, plans.current);
   }
 
   /** A key's public facts before a change, for the audit trail; undefined for an unknown id. */
   async function keyBefore(request: { key_id?: string }): Promise<KeyInfo | undefined> {
     const keyId = request.key_id ?? '';
     const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
-    return key && toKeyInfo(key, plans);
+    return key && toKeyInfo(key, plans.current);
   }
 
   const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
