@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { callUnary, createClient, createGatewayServer, StreamedCalls, type GatewayServer } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
@@ -97,12 +97,17 @@ describe('StreamComplete flow control', () => {
     expect(provider.pulled).toBe(pulledWhilePaused);
     expect(pulledWhilePaused).toBeLessThan(20_000);
     call.resume();
-    await sleep(100);
-    expect(provider.pulled).toBeGreaterThan(pulledWhilePaused);
+    // However loaded the machine: pulling starts again once the caller reads, and the upstream is
+    // aborted and released once it leaves (waited for, at most 5 s each).
+    await vi.waitFor(() => expect(provider.pulled).toBeGreaterThan(pulledWhilePaused), { timeout: 5_000, interval: 20 });
     call.cancel();
-    await sleep(100);
-    expect(provider.signal?.aborted).toBe(true);
-    expect(provider.released).toBe(true);
+    await vi.waitFor(
+      () => {
+        expect(provider.signal?.aborted).toBe(true);
+        expect(provider.released).toBe(true);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
   });
 });
 
