@@ -82,14 +82,19 @@ describe('answer option features', () => {
 describe('hostile text', () => {
   // Linear time is a speed target, measured by `pnpm bench router` against prose in the same run
   // (a pattern quadratic in the 4,000-character head cost 90 ms a call for line breaks). Here,
-  // ten calls under 4 s (20 times the old 200 ms bound) catch a hang, not a slowdown.
-  it.each(Object.entries(HOSTILE_PROMPTS))('scores 16K characters of %s, the same each call', (_name, text) => {
-    const first = promptFeatures(text);
-    expect(first).toHaveLength(PROMPT_FEATURE_COUNT);
-    const start = performance.now();
-    for (let round = 0; round < 10; round += 1) expect(promptFeatures(text)).toEqual(first);
-    expect(performance.now() - start).toBeLessThan(4_000);
-  });
+  // ten calls under 15 s catch a hang (a catastrophic backtrack takes minutes), not a slowdown,
+  // however loaded the machine.
+  it.each(Object.entries(HOSTILE_PROMPTS))(
+    'scores 16K characters of %s, the same each call',
+    (_name, text) => {
+      const first = promptFeatures(text);
+      expect(first).toHaveLength(PROMPT_FEATURE_COUNT);
+      const start = performance.now();
+      for (let round = 0; round < 10; round += 1) expect(promptFeatures(text)).toEqual(first);
+      expect(performance.now() - start).toBeLessThan(15_000);
+    },
+    30_000,
+  );
 
   it('finds what the original patterns found, on random text made of their edge cases', () => {
     // The patterns as they were before they were made linear; the features they feed must not move.
