@@ -16,6 +16,7 @@ import type { ProtoGrpcType as AuthGrpc } from './generated/auth.js';
 import type { ProtoGrpcType as ExecutorGrpc } from './generated/executor.js';
 import type { ProtoGrpcType as ResponseStoreGrpc } from './generated/response_store.js';
 import type { ProtoGrpcType as RouterGrpc } from './generated/router.js';
+import type { ProtoGrpcType as TeamsGrpc } from './generated/teams.js';
 import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
 
 /** The folder holding the .proto files. */
@@ -41,7 +42,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AuthGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
+export type GatewayGrpc = AuthGrpc & TeamsGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

@@ -25,6 +25,7 @@ import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
+import { TeamStore } from './team-store.js';
 import { connectRedis, createRedis, deleteMatching, keysMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
 
 const logger = createLogger('auth-test', 'silent');
@@ -37,7 +38,7 @@ async function startAuth(url: string, prefix: string, options: { reachable?: boo
   if (options.reachable !== false) await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
   const keys = new KeyStore(redis, { prefix });
   const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
-  const server: GatewayServer = createServer({ keys, limiter, plans, logger });
+  const server: GatewayServer = createServer({ keys, teams: new TeamStore(redis, { prefix }), limiter, plans, logger });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
   // Decisions over one Decide stream only: a call made while it is not open fails instead of going unary.

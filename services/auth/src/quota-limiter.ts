@@ -8,6 +8,7 @@ import {
   type CheckQuotaDecision,
   type PlansArgument,
   type Settlement,
+  type TeamQuotaState,
   type WindowLimitState,
 } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
@@ -34,6 +35,16 @@ export interface BudgetDecisionState {
   monthlyExhausted: boolean;
 }
 
+/** A team's state after a decision about one of its keys (windows and budgets as a key's). */
+export interface TeamDecisionState {
+  teamId: string;
+  requests: WindowState;
+  tokens: WindowState;
+  budget: BudgetDecisionState;
+  /** The team's model allow-list; undefined: every model. */
+  allowedModels?: string[];
+}
+
 /** The outcome of a quota check. */
 export type QuotaDecision =
   | { kind: 'unknown_key' }
@@ -55,6 +66,10 @@ export type QuotaDecision =
        * override when set, else its plan's `catalog_fallbacks`.
        */
       catalogFallbacks: boolean;
+      /** On a denial: true when the key's team's limit or budget refused, not the key's own. */
+      deniedByTeam: boolean;
+      /** The key's team's state; absent for a key without a team. */
+      team?: TeamDecisionState;
     };
 
 /** Thrown when a reservation id is malformed. */
@@ -89,6 +104,22 @@ const DECISION_KINDS: Record<CheckQuotaDecision['status'], Exclude<QuotaDecision
   too_large: 'too_large',
   over_budget: 'over_budget',
 };
+
+function teamDecisionState(team: TeamQuotaState): TeamDecisionState {
+  return {
+    teamId: team.teamId,
+    requests: team.requests,
+    tokens: team.tokens,
+    budget: {
+      limited: team.budgeted,
+      remainingPicoUsd: team.remainingPicoUsd,
+      spentTodayPicoUsd: team.spentDayPicoUsd,
+      spentMonthPicoUsd: team.spentMonthPicoUsd,
+      monthlyExhausted: team.monthExhausted,
+    },
+    ...(team.allowedModels && { allowedModels: team.allowedModels }),
+  };
+}
 
 /**
  * Keys and quotas decided in Redis, one script call per decision (EVALSHA, loaded on first use):
@@ -128,13 +159,16 @@ export class QuotaLimiter {
    * Decides about the key whose secret has the SHA-256 `secretHash`: with mode 'reserve', counts
    * one request and reserves `reserveTokens` under `reservationPart` (a repeat with the same part
    * reserves nothing more); with 'peek', only reports the state. One script call on the key id's
-   * slot once the secret's key id is known (it is cached; else one HGET first).
+   * slot (its team's, for a member of a team, whose limits and budgets it applies too) once the
+   * secret's key id and team are known (they are cached; else one HMGET first).
    */
   async check(secretHash: string, reservationPart: string, reserveTokens: number, mode: 'reserve' | 'peek'): Promise<QuotaDecision> {
-    const keyId = await this.keys.keyIdOf(secretHash);
-    if (!keyId) return { kind: 'unknown_key' };
+    const location = await this.keys.locate(secretHash);
+    if (!location) return { kind: 'unknown_key' };
+    const { keyId, teamId } = location;
     const reply = await checkQuota(this.redis, {
       keyId,
+      teamId,
       prefix: this.prefix,
       chargeId: reservationPart,
       reserveTokens,
@@ -150,7 +184,8 @@ export class QuotaLimiter {
     }
     if (reply.status === 'revoked') return { kind: 'revoked', keyId };
     const kind = DECISION_KINDS[reply.status];
-    const limited = reply.requests.limit >= 0 || reply.tokens.limit >= 0;
+    const teamLimited = reply.team !== undefined && (reply.team.requests.limit >= 0 || reply.team.tokens.limit >= 0);
+    const limited = reply.requests.limit >= 0 || reply.tokens.limit >= 0 || teamLimited;
     const plan = reply.plan as PlanName;
     return {
       kind,
@@ -169,6 +204,8 @@ export class QuotaLimiter {
         spentMonthPicoUsd: reply.spentMonthPicoUsd,
         monthlyExhausted: reply.monthExhausted,
       },
+      deniedByTeam: reply.limitedBy === 'team',
+      ...(reply.team && { team: teamDecisionState(reply.team) }),
     };
   }
 
@@ -178,6 +215,7 @@ export class QuotaLimiter {
     if (!reservation) throw new ReservationIdError();
     return settleQuota(this.redis, {
       reservation,
+      teamId: await this.keys.teamOf(reservation.keyId),
       prefix: this.prefix,
       actualTokens,
       ...(this.options.now && { nowMs: this.options.now() }),
