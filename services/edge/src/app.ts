@@ -12,6 +12,7 @@ import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
 import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/models.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
+import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
@@ -277,6 +278,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
   }
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
+    registerAdminTeams(app, deps);
     registerAdminUsage(app, deps);
     registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
   }

@@ -4,7 +4,15 @@
  */
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
-import type { AuthServiceClient, ExecutorServiceClient, ResponseStoreServiceClient, RouterServiceClient, UsageEvent, UsageServiceClient } from '@gateway/proto';
+import type {
+  AuthServiceClient,
+  ExecutorServiceClient,
+  ResponseStoreServiceClient,
+  RouterServiceClient,
+  TeamServiceClient,
+  UsageEvent,
+  UsageServiceClient,
+} from '@gateway/proto';
 import type { AuthDecisions } from './auth-decisions.js';
 import type { CatalogView } from './catalog-view.js';
 import type { EdgeConfig } from './config.js';
@@ -16,6 +24,8 @@ export interface EdgeDependencies {
   logger: Logger;
   registry: prometheus.Registry;
   auth: AuthServiceClient;
+  /** auth's TeamService: the admin API's /admin/v1/teams. */
+  teams: TeamServiceClient;
   /** Quota decisions and settlements, on long-lived streams to auth. */
   decisions: AuthDecisions;
   router: RouterServiceClient;

@@ -15,6 +15,7 @@ const KEY: Key = {
   overrides: { requests_per_minute: 120, daily_budget_usd: 5 },
   routing_policy: null,
   catalog_fallbacks: false,
+  team_id: null,
 };
 
 describe('parseLimit and parseBudget', () => {

@@ -51,6 +51,7 @@ const KEY_JSON = {
   overrides: { requests_per_minute: 60, tokens_per_minute: 'unlimited', catalog_fallbacks: true, daily_budget_usd: 5, monthly_budget_usd: 'unlimited' },
   routing_policy: 'fast',
   catalog_fallbacks: true,
+  team_id: null,
 };
 
 type UnaryCallback = (error: Error | null, response?: unknown) => void;
@@ -90,6 +91,7 @@ async function edge(adminToken: string): Promise<FastifyInstance> {
     logger: createLogger('edge', 'silent'),
     registry: new prometheus.Registry(),
     auth: fakeAuth(),
+    teams: unused('teams'),
     decisions: unused('decisions'),
     router: unused('router'),
     executor: unused('executor'),
@@ -141,6 +143,8 @@ const POLICY = "'routing_policy' must be 1 to 64 letters, digits, '.', '_', ':' 
 const createLimit = (field: string) => `'limits.${field}' must be a positive integer or "unlimited".`;
 const createBudget = (field: string) => `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited".`;
 const unknownKeyField = (field: string) => `Unknown field '${field}'. Allowed: ${KEYS_FIELDS}.`;
+/** A creation takes team_id besides: a key joins its team when created, never later. */
+const unknownCreationField = (field: string) => `Unknown field '${field}'. Allowed: ${KEYS_FIELDS}, team_id.`;
 
 /** [what, body, param, message, code] of each refused creation. */
 const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]> = [
@@ -149,9 +153,9 @@ const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]>
   ['a string', '"pro"', null, NOT_AN_OBJECT, 'invalid_json'],
   ['no plan', {}, 'plan', PLAN, 'invalid_value'],
   ['JSON null (no plan)', 'null', 'plan', PLAN, 'invalid_value'],
-  ['an unknown field', { plan: 'pro', owner: 'me' }, 'owner', unknownKeyField('owner'), 'unknown_parameter'],
-  ['an unknown field, before the missing plan', { Plan: 'pro' }, 'Plan', unknownKeyField('Plan'), 'unknown_parameter'],
-  ['an unknown field named with / and ~', { plan: 'pro', 'a/b~c': 1 }, 'a/b~c', unknownKeyField('a/b~c'), 'unknown_parameter'],
+  ['an unknown field', { plan: 'pro', owner: 'me' }, 'owner', unknownCreationField('owner'), 'unknown_parameter'],
+  ['an unknown field, before the missing plan', { Plan: 'pro' }, 'Plan', unknownCreationField('Plan'), 'unknown_parameter'],
+  ['an unknown field named with / and ~', { plan: 'pro', 'a/b~c': 1 }, 'a/b~c', unknownCreationField('a/b~c'), 'unknown_parameter'],
   ['an unknown plan', { plan: 'free' }, 'plan', PLAN, 'invalid_value'],
   ['a plan in capitals', { plan: 'PRO' }, 'plan', PLAN, 'invalid_value'],
   ['a name inherited by every object', { plan: 'toString' }, 'plan', PLAN, 'invalid_value'],
@@ -228,7 +232,7 @@ const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]>
 
 /** [what, body, param, message] of creations with several faults: the one named is the first the admin API checks. */
 const FIRST_FAULTS: Array<[string, unknown, string | null, string]> = [
-  ['an unknown field before a bad plan', { plan: 'free', extra: 1 }, 'extra', unknownKeyField('extra')],
+  ['an unknown field before a bad plan', { plan: 'free', extra: 1 }, 'extra', unknownCreationField('extra')],
   ['the plan before the name', { name: 5, plan: 'free' }, 'plan', PLAN],
   ['the name before the routing policy', { routing_policy: '', name: 5, plan: 'pro' }, 'name', NAME],
   ['the routing policy before catalog_fallbacks', { catalog_fallbacks: 1, routing_policy: '', plan: 'pro' }, 'routing_policy', POLICY],

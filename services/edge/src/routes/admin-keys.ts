@@ -1,5 +1,6 @@
 /**
- * The admin API: /admin/v1/keys to create, list, read, change and revoke API keys, in the admin
+ * The admin API: /admin/v1/keys to create (in a team, with team_id), list (a team's, with
+ * ?team_id=), read, change and revoke API keys, in the admin
  * scope (admin-scope.ts: only with EDGE_ADMIN_TOKEN set, only with that token). Every operation is
  * an auth RPC, so the admin API and auth's CLI share one code path (auth's KeyStore). Request
  * bodies are checked by their schemas (admin-api-schemas.ts), each node carrying the message it
@@ -31,6 +32,8 @@ import {
   KeyChangeSchema,
   type KeyCreation,
   KeyCreationSchema,
+  type KeyListQuery,
+  KeyListQuerySchema,
   type Limit as LimitJson,
   type List,
   type Plan,
@@ -82,11 +85,12 @@ export function adminKeyJson(key: KeyInfoOutput): Key {
     overrides,
     routing_policy: key.routing_policy || null,
     catalog_fallbacks: key.catalog_fallbacks ?? false,
+    team_id: key.team_id || null,
   };
 }
 
 /** A create or update request's body left out (or sent as JSON null) is an empty object. */
-async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
+export async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
   request.body ??= {};
 }
 
@@ -125,15 +129,21 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
       async (request, reply): Promise<CreatedKey> => {
         const body = request.body;
         // A field left undefined is left out of the message: auth keeps the plan's setting.
-        const create: CreateKeyRequest = { plan: PLANS[body.plan], ...keySettings(body), catalog_fallbacks_override: body.catalog_fallbacks };
+        const create: CreateKeyRequest = {
+          plan: PLANS[body.plan],
+          ...keySettings(body),
+          catalog_fallbacks_override: body.catalog_fallbacks,
+          ...(body.team_id ? { team_id: body.team_id } : {}),
+        };
         const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request.id));
         void reply.status(201);
         return { ...adminKeyJson(created.key!), secret: created.secret ?? '' };
       },
     );
 
-    admin.get('/admin/v1/keys', async (request): Promise<List<Key>> => {
-      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id));
+    admin.get<{ Querystring: KeyListQuery }>('/admin/v1/keys', { schema: { querystring: KeyListQuerySchema } }, async (request): Promise<List<Key>> => {
+      const filter: ListKeysRequest = request.query.team_id ? { team_id: request.query.team_id } : {};
+      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, filter, options(request.id));
       return { object: 'list', data: listed.keys.map(adminKeyJson) };
     });
 
