@@ -1,6 +1,6 @@
 /**
  * The console's shell: the login form while there is no token, else the navigation bar and the
- * page that the location's hash names (`#/keys`, `#/usage`, `#/requests`, `#/models`). Hash
+ * page that the location's hash names (`#/keys`, `#/teams`, `#/usage`, `#/requests`, `#/models`). Hash
  * routing keeps every page at the one URL the edge serves, /console.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
@@ -9,6 +9,7 @@ import { asApiError } from './use-loader';
 import { clearAdminToken, loadAdminToken, saveAdminToken } from './admin-token';
 import { LoginPage } from './pages/login-page';
 import { KeysPage } from './pages/keys-page';
+import { TeamsPage } from './pages/teams-page';
 import { UsagePage } from './pages/usage-page';
 import { RequestsPage } from './pages/requests-page';
 import { ModelsPage } from './pages/models-page';
@@ -16,6 +17,7 @@ import { ModelsPage } from './pages/models-page';
 /** The pages, in the order the navigation bar lists them. */
 const PAGES = [
   { id: 'keys', title: 'Keys' },
+  { id: 'teams', title: 'Teams' },
   { id: 'usage', title: 'Usage' },
   { id: 'requests', title: 'Requests' },
   { id: 'models', title: 'Models' },
@@ -102,6 +104,7 @@ export function App() {
       </header>
       <main>
         {page === 'keys' && <KeysPage api={api} />}
+        {page === 'teams' && <TeamsPage api={api} />}
         {page === 'usage' && <UsagePage api={api} />}
         {page === 'requests' && <RequestsPage api={api} />}
         {page === 'models' && <ModelsPage api={api} />}
