@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 /**
  * Manages API keys from a shell, through the same key store as the service:
- *   node dist/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [limits] [--json]
+ *   node dist/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [--team team_...] [limits] [--json]
  *   node dist/cli.js list [--json]
  *   node dist/cli.js get <key_id>
  *   node dist/cli.js update <key_id> [--plan p] [--name n] [limits]
  *   node dist/cli.js revoke <key_id>
+ *   node dist/cli.js create-team --name n [--requests-per-minute N] [--tokens-per-minute N]
+ *                                [--daily-budget-usd X] [--monthly-budget-usd X] [--allowed-models a,b*] [--json]
+ *   node dist/cli.js list-teams [--json]
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
  * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
  * [--monthly-budget-usd X|unlimited|plan] ("plan" removes an override; an empty policy removes the
@@ -17,16 +20,20 @@ import { loadConfig, redisVariables, Type } from '@gateway/config';
 import { AuthConfigSchema } from './config.js';
 import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
-import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
+import { KeyExistsError, KeyInputError, KeyStore, TeamNotFoundError, type KeyChanges, type StoredKey } from './key-store.js';
+import { TeamStore, type NewTeam } from './team-store.js';
 import { isPlanName, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName } from './plans.js';
 import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
 
 const USAGE = `usage:
-  create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [LIMITS] [--json]
+  create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [--team TEAM_ID] [LIMITS] [--json]
   list [--json]
   get KEY_ID
   update KEY_ID [--plan ${PLAN_NAMES.join('|')}] [--name NAME] [LIMITS]
   revoke KEY_ID
+  create-team --name NAME [--requests-per-minute N] [--tokens-per-minute N] [--daily-budget-usd USD]
+              [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--json]
+  list-teams [--json]
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
         [--catalog-fallbacks on|off|plan] [--daily-budget-usd USD|unlimited|plan] [--monthly-budget-usd USD|unlimited|plan]
   ("plan" goes back to the plan's limit or default; --routing-policy '' removes the policy)`;
@@ -87,6 +94,8 @@ const OPTIONS = {
   'catalog-fallbacks': { type: 'string' },
   'daily-budget-usd': { type: 'string' },
   'monthly-budget-usd': { type: 'string' },
+  team: { type: 'string' },
+  'allowed-models': { type: 'string' },
 } as const;
 
 /** The flags of a command line, as parseArgs reads them. */
@@ -118,7 +127,14 @@ async function createKey(keys: KeyStore, values: Flags, overrides: OverrideFlags
     throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
   // A creation has no override to take back: "plan" is the same as leaving the flag out.
   const set = Object.fromEntries(Object.entries(overrides).map(([field, value]) => [field, value ?? undefined]));
-  const { key, secret } = await keys.create({ plan, name: values.name ?? '', secret: values.secret, routing_policy: values['routing-policy'], ...set });
+  const { key, secret } = await keys.create({
+    plan,
+    name: values.name ?? '',
+    secret: values.secret,
+    routing_policy: values['routing-policy'],
+    ...(values.team ? { team_id: values.team } : {}),
+    ...set,
+  });
   if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
   else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
 }
@@ -149,7 +165,32 @@ function oneKeyId(command: string, rest: string[]): string {
   return rest[0]!;
 }
 
-async function run(argv: string[], keys: KeyStore): Promise<void> {
+/** A team's limit flag: a positive number (or amount of USD), or absent; a team has no plan to go back to. */
+function teamFlag<T>(value: T | null | undefined, flag: string): Exclude<T, 'unlimited'> | undefined {
+  if (value === null || value === 'unlimited') throw new UsageError(`${flag} of a team must be a positive number (leave it out for none)`);
+  return value as Exclude<T, 'unlimited'> | undefined;
+}
+
+async function createTeam(teams: TeamStore, values: Flags, overrides: OverrideFlags): Promise<void> {
+  if (!values.name) throw new UsageError('create-team needs --name');
+  const team: NewTeam = { name: values.name };
+  const limits = {
+    requests_per_minute: teamFlag(overrides.requests_per_minute_override, '--requests-per-minute'),
+    tokens_per_minute: teamFlag(overrides.tokens_per_minute_override, '--tokens-per-minute'),
+    daily_budget: teamFlag(overrides.daily_budget_override, '--daily-budget-usd'),
+    monthly_budget: teamFlag(overrides.monthly_budget_override, '--monthly-budget-usd'),
+  };
+  for (const [field, value] of Object.entries(limits)) if (value !== undefined) Object.assign(team, { [field]: value });
+  if (values['allowed-models'] !== undefined)
+    team.allowed_models = values['allowed-models']
+      .split(',')
+      .map((model) => model.trim())
+      .filter(Boolean);
+  const stored = await teams.create(team);
+  process.stdout.write(values.json ? `${JSON.stringify(stored)}\n` : `team_id: ${stored.team_id}\nname:    ${stored.name}\n`);
+}
+
+async function run(argv: string[], keys: KeyStore, teams: TeamStore): Promise<void> {
   let parsed: { values: Flags; positionals: string[] };
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
@@ -179,6 +220,17 @@ async function run(argv: string[], keys: KeyStore): Promise<void> {
     }
     case 'revoke':
       return printKey(await keys.revoke(oneKeyId(command, rest)), rest[0], (key) => `revoked ${key.key_id}`);
+    case 'create-team':
+      return createTeam(teams, values, overrides);
+    case 'list-teams': {
+      const all = await teams.list();
+      if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
+      else
+        process.stdout.write(
+          all.length ? `${all.map((team) => [team.team_id, String(team.live_keys).padStart(5), team.name].join('  ')).join('\n')}\n` : 'no teams\n',
+        );
+      return;
+    }
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }
@@ -188,7 +240,11 @@ const config = loadConfig(CliConfigSchema, process.env);
 const redis = createRedis(config.REDIS_URL, createLogger('auth-cli', 'silent'), { lazyConnect: true });
 try {
   await redis.connect();
-  await run(process.argv.slice(2), new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS }));
+  await run(
+    process.argv.slice(2),
+    new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS }),
+    new TeamStore(redis, { prefix: config.AUTH_REDIS_PREFIX }),
+  );
 } catch (error) {
   if (error instanceof UsageError) {
     process.stderr.write(`${error.message}\n${USAGE}\n`);
@@ -196,6 +252,9 @@ try {
   } else if (error instanceof KeyInputError) {
     process.stderr.write(`${error.message}\n`);
     process.exitCode = 2;
+  } else if (error instanceof TeamNotFoundError) {
+    process.stderr.write('no team has this id\n');
+    process.exitCode = 1;
   } else if (error instanceof KeyExistsError) {
     process.stderr.write('a key with this secret already exists\n');
     process.exitCode = 1;
