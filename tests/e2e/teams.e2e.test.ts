@@ -145,6 +145,8 @@ describe('teams across three edges and two auth replicas', () => {
         const body = (await refused.json()) as { error: { code: string; type: string; message: string } };
         expect(body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota' });
         expect(body.error.message).toMatch(/team has spent its daily budget/);
+        // What the key may still spend is what its team may: nothing.
+        expect(refused.headers.get('x-gateway-budget-remaining-usd')).toBe('0');
         const untilMidnight = 86_400 - (Math.floor(Date.now() / 1000) % 86_400);
         expect(Math.abs(Number(refused.headers.get('retry-after')) - untilMidnight)).toBeLessThanOrEqual(2);
       }
