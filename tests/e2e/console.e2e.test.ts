@@ -151,6 +151,7 @@ describe('the web console', () => {
     await byTestId('create-key-name').fill(name);
     await byTestId('create-key-plan').selectOption('pro');
     await byTestId('create-key-daily').fill('25');
+    await byTestId('create-key-models').fill(`${MODEL}, other-*`);
     await byTestId('create-key-submit').click();
     await byTestId('new-key-box').waitFor({ timeout: 10_000 });
     secret = (await byTestId('new-key-secret').textContent())?.trim();
@@ -160,6 +161,7 @@ describe('the web console', () => {
     expect(await byTestId('new-key-box').textContent()).toMatch(/will not see it again/);
     await keyRow().waitFor();
     expect(await keyRow().getByTestId('key-plan').textContent()).toBe('pro');
+    expect(await keyRow().getByTestId('key-models').textContent()).toBe(`${MODEL}, other-*`);
     await screenshot('keys');
 
     const { data: completion, response } = await client(secret!)
@@ -252,7 +254,8 @@ describe('the web console', () => {
   it('logged no console error, page error or CSP violation, and served every console file under the CSP', () => {
     expect(problems).toEqual([]);
     const paths = new Set(consoleResponses.map((response) => new URL(response.url).pathname));
-    expect(paths).toEqual(new Set(['/console', '/console/app.js', '/console/app.css']));
+    // The login page asks whether to offer single sign-on (off here).
+    expect(paths).toEqual(new Set(['/console', '/console/app.js', '/console/app.css', '/console/sso/config']));
     for (const response of consoleResponses) expect(response.csp, response.url).toBe(CSP);
   });
 });

@@ -14,3 +14,4 @@ export * from './scripts/key-record.js';
 export * from './scripts/record-usage.js';
 export * from './scripts/settle-quota.js';
 export * as v1ToV2 from './migrations/v1-to-v2.js';
+export * from './scripts/model-allow-list.js';

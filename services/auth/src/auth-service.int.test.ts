@@ -327,6 +327,37 @@ describe('AuthService', () => {
     });
   });
 
+  it('keeps a key’s model allow-list and refuses a model outside it, over CheckKey and the Decide stream, counting nothing', async () => {
+    const created = await auth.createKey({ plan: 'PLAN_PRO', name: 'listed', allowed_models: { models: ['sim-*'] } });
+    const keyId = created.key!.key_id!;
+    expect(created.key?.allowed_models).toEqual({ models: ['sim-*'] });
+    const request = (model: string) => ({ api_key: created.secret!, request_id: randomUUID(), reserve_tokens: 5, reservation_id: randomUUID(), model });
+    const denied = await auth.reserve(request('gpt-4o'));
+    expect(denied).toMatchObject({
+      decision: 'DECISION_DENY_MODEL_NOT_ALLOWED',
+      message: 'This API key is not allowed to use the model `gpt-4o`.',
+      reservation_id: '',
+      model_allow_lists: [{ models: ['sim-*'] }],
+    });
+    expect(await auth.streamed.reserve(request('gpt-4o'))).toMatchObject({ decision: 'DECISION_DENY_MODEL_NOT_ALLOWED' });
+    // Two refusals counted nothing: the first allowed request is the minute's first.
+    expect(await auth.reserve(request('sim-mini'))).toMatchObject({ decision: 'DECISION_ALLOW', requests: { limit: 1000, remaining: 999 } });
+    expect(await auth.reserve(request(''))).toMatchObject({ decision: 'DECISION_ALLOW', model_allow_lists: [{ models: ['sim-*'] }] });
+
+    expect(
+      await auth.updateKey({ key_id: keyId, allowed_models: { models: ['x'] }, clear_allowed_models: true }).catch((caught: unknown) => caught),
+    ).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'allowed_models' });
+    expect(await auth.updateKey({ key_id: keyId, allowed_models: { models: ['gpt*4'] } }).catch((caught: unknown) => caught)).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      param: 'allowed_models',
+    });
+    expect(await auth.updateKey({ key_id: keyId, allowed_models: { models: ['gpt-4o'] } })).toMatchObject({ allowed_models: { models: ['gpt-4o'] } });
+    expect(await auth.reserve(request('gpt-4o'))).toMatchObject({ decision: 'DECISION_ALLOW' });
+    const cleared = await auth.updateKey({ key_id: keyId, clear_allowed_models: true });
+    expect(cleared.allowed_models).toBeFalsy();
+    expect(await auth.reserve(request('claude-sonnet-4'))).toMatchObject({ decision: 'DECISION_ALLOW', model_allow_lists: [] });
+  });
+
   it("answers catalog_fallbacks on ALLOW from the plan, or the key's override, in one Redis round trip", async () => {
     const starter = await auth.createKey({ plan: 'PLAN_STARTER', name: 'plan-default' });
     expect(starter.key).toMatchObject({ catalog_fallbacks: false });

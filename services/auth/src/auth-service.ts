@@ -28,8 +28,8 @@ import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, TeamNotFoundError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
 import { BUDGET_FIELDS, planFromProto, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
 import {
-  type QuotaLimiter,
   type QuotaDecision,
+  type QuotaLimiter,
   RESERVATION_PART_PATTERN,
   ReservationIdError,
   type BudgetDecisionState,
@@ -47,6 +47,12 @@ export interface AuthServiceDependencies {
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
 }
+
+/** The longest model id a CheckKey may name. */
+export const MAX_MODEL_LENGTH = 256;
+
+/** A decision about a live key. */
+type LiveDecision = Exclude<QuotaDecision, { kind: 'unknown_key' | 'revoked' }>;
 
 /** The message of every invalid-key denial: it never echoes the key. */
 export const INVALID_KEY_MESSAGE = 'Incorrect API key provided. You can find your API key in your account settings.';
@@ -138,6 +144,7 @@ export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
     if (override !== undefined) info[`${field}_override`] = toBudget(override);
     info[field] = toBudget(override ?? plans[key.plan][field]);
   }
+  if (key.allowed_models !== undefined) info.allowed_models = { models: key.allowed_models };
   info.team_id = key.team_id ?? '';
   return info;
 }
@@ -248,8 +255,10 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       throw GatewayError.of('invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', {
         param: 'reservation_id',
       });
-    const mode = request.check_only ? 'peek' : 'reserve';
-    const result = await store(() => limiter.check(hashSecret(secret), part, reserve, mode), 'The key service cannot decide right now.', request.request_id);
+    const model = request.model ?? '';
+    if (model.length > MAX_MODEL_LENGTH) throw GatewayError.of('invalid_request', `model has at most ${MAX_MODEL_LENGTH} characters.`, { param: 'model' });
+    const how = { mode: request.check_only ? ('peek' as const) : ('reserve' as const), model };
+    const result = await store(() => limiter.check(hashSecret(secret), part, reserve, how), 'The key service cannot decide right now.', request.request_id);
     if (result.kind === 'unknown_key') return deny('DENY_REASON_UNKNOWN_KEY');
     if (result.kind === 'revoked') return deny('DENY_REASON_REVOKED');
     const response: CheckKeyResponse = {
@@ -260,14 +269,28 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       routing_policy: result.routingPolicy,
       reservation_id: result.reservationId,
       budget: budgetState(result.budget),
+      model_allow_lists: result.modelAllowLists.map((models) => ({ models })),
     };
     if (result.team) addTeamState(response, result.team);
-    const whose = result.deniedByTeam ? "this key's team" : 'this key';
     if (result.deniedByTeam) response.denied_by_team = true;
+    decided(response, result, { reserve, model });
+    decisions.inc({ decision: response.decision! });
+    return response;
+  }
+
+  /** Sets the decision of a live key's response, and its message when it is a denial (naming the team when its limit refused). */
+  function decided(response: CheckKeyResponse, result: LiveDecision, { reserve, model }: { reserve: number; model: string }): void {
+    const whose = result.deniedByTeam ? "this key's team" : 'this key';
     switch (result.kind) {
       case 'allow':
         response.decision = 'DECISION_ALLOW';
         response.catalog_fallbacks = result.catalogFallbacks;
+        break;
+      case 'model_not_allowed':
+        response.decision = 'DECISION_DENY_MODEL_NOT_ALLOWED';
+        response.message = result.deniedByTeam
+          ? `This API key's team is not allowed to use the model \`${model}\`.`
+          : `This API key is not allowed to use the model \`${model}\`.`;
         break;
       case 'too_large':
         response.decision = 'DECISION_DENY_REQUEST_TOO_LARGE';
@@ -294,8 +317,6 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
         response.message = `Rate limit reached on tokens per minute${result.deniedByTeam ? " of this key's team" : ''}: limit ${deniedLimit(result, 'tokens').limit}, used ${deniedLimit(result, 'tokens').used}, requested ${reserve}. Please try again in ${seconds(result.retryAfterMs)}.`;
         break;
     }
-    decisions.inc({ decision: response.decision! });
-    return response;
   }
 
   async function settleUsage(request: SettleUsageRequestOutput): Promise<SettleUsageResponse> {
@@ -344,6 +365,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
             catalog_fallbacks_override: fallbacks,
             daily_budget_override: daily,
             monthly_budget_override: monthly,
+            allowed_models: request.allowed_models ? request.allowed_models.models : undefined,
             team_id: teamId,
           }),
         'The key store is unavailable.',
@@ -399,6 +421,11 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     }
     if (fallbacksSet) changes.catalog_fallbacks_override = request.catalog_fallbacks_override === true;
     else if (request.catalog_fallbacks_plan_default) changes.catalog_fallbacks_override = null;
+    if (request.allowed_models && request.clear_allowed_models) {
+      throw GatewayError.of('invalid_request', 'Send either allowed_models or clear_allowed_models, not both.', { param: 'allowed_models' });
+    }
+    if (request.allowed_models) changes.allowed_models = request.allowed_models.models;
+    else if (request.clear_allowed_models) changes.allowed_models = null;
     const keyId = request.key_id ?? '';
     const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
     if (!updated) throw notFound();

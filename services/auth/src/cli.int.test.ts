@@ -155,6 +155,18 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(bad.stderr).toContain('--catalog-fallbacks must be "on", "off" or "plan"');
   });
 
+  it("sets, changes and clears a key's model allow-list", async () => {
+    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--allowed-models', 'sim-*,gpt-4o', '--json')).stdout) as { key_id: string };
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_models: ['sim-*', 'gpt-4o'] });
+    expect((await cli('update', created.key_id, '--allowed-models', '')).code).toBe(0);
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_models: [] });
+    expect((await cli('update', created.key_id, '--allowed-models', 'all')).code).toBe(0);
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).not.toHaveProperty('allowed_models');
+    const bad = await cli('update', created.key_id, '--allowed-models', 'gpt*4o');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('may have "*" only as its last character');
+  });
+
   it("sets, changes and clears a key's budgets in USD", async () => {
     const created = JSON.parse(
       (await cli('create-key', '--plan', 'pro', '--daily-budget-usd', '2.5', '--monthly-budget-usd', '0.000001', '--json')).stdout,

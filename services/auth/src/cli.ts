@@ -11,8 +11,8 @@
  *   node dist/cli.js list-teams [--json]
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
  * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
- * [--monthly-budget-usd X|unlimited|plan] ("plan" removes an override; an empty policy removes the
- * policy).
+ * [--monthly-budget-usd X|unlimited|plan] [--allowed-models ID,PREFIX*,...|all] ("plan" removes an
+ * override; an empty policy removes the policy; "all" removes the allow-list, '' allows no model).
  * Reads REDIS_URL (default redis://127.0.0.1:6379) and AUTH_REDIS_PREFIX (default auth:). The secret is printed once, by create-key.
  */
 import { parseArgs } from 'node:util';
@@ -36,7 +36,9 @@ const USAGE = `usage:
   list-teams [--json]
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
         [--catalog-fallbacks on|off|plan] [--daily-budget-usd USD|unlimited|plan] [--monthly-budget-usd USD|unlimited|plan]
-  ("plan" goes back to the plan's limit or default; --routing-policy '' removes the policy)`;
+        [--allowed-models ID,PREFIX*,...|all]
+  ("plan" goes back to the plan's limit or default; --routing-policy '' removes the policy;
+   --allowed-models all lets the key use every model again, '' no model)`;
 
 /** A mistake in the command line: printed with the usage, exit code 2. */
 class UsageError extends Error {}
@@ -83,6 +85,13 @@ function fallbacksFlag(value: string | undefined): boolean | null | undefined {
   throw new UsageError('--catalog-fallbacks must be "on", "off" or "plan"');
 }
 
+/** The allow-list flag: comma-separated ids and `prefix*` patterns, or `all` (null: remove the list). */
+function allowedModelsFlag(value: string | undefined): string[] | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'all') return null;
+  return value === '' ? [] : value.split(',').map((entry) => entry.trim());
+}
+
 const OPTIONS = {
   plan: { type: 'string' },
   name: { type: 'string' },
@@ -112,6 +121,7 @@ function overrideFlags(values: Flags) {
     catalog_fallbacks_override: fallbacksFlag(values['catalog-fallbacks']),
     daily_budget_override: budgetFlag(values['daily-budget-usd'], '--daily-budget-usd'),
     monthly_budget_override: budgetFlag(values['monthly-budget-usd'], '--monthly-budget-usd'),
+    allowed_models: allowedModelsFlag(values['allowed-models']),
   };
 }
 

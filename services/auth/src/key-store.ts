@@ -1,3 +1,4 @@
+import { allowListProblem } from '@gateway/catalog';
 import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, updateKeyRecord, v1ToV2, type AuthKeys } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
@@ -25,6 +26,8 @@ export interface StoredKey {
   daily_budget_override?: BudgetLimit;
   /** Replaces the plan's monthly budget (micro-USD) for this key; absent: the plan's. */
   monthly_budget_override?: BudgetLimit;
+  /** The models the key may use: ids and `prefix*` patterns; absent: every model; empty: none. */
+  allowed_models?: string[];
   /** The key's team, fixed when it was created; absent: none. */
   team_id?: string;
 }
@@ -40,6 +43,7 @@ export interface NewKey {
   catalog_fallbacks_override?: boolean;
   daily_budget_override?: BudgetLimit;
   monthly_budget_override?: BudgetLimit;
+  allowed_models?: string[];
   /** The team the key joins for good; absent or '': none. */
   team_id?: string;
 }
@@ -59,6 +63,8 @@ export interface KeyChanges {
   /** A budget override of null removes it (the plan's budget applies again). */
   daily_budget_override?: BudgetLimit | null;
   monthly_budget_override?: BudgetLimit | null;
+  /** An allow-list of null removes it (every model allowed again). */
+  allowed_models?: string[] | null;
   revoked?: true;
 }
 
@@ -93,6 +99,7 @@ function validate(
     requests_per_minute_override?: Limit | null;
     tokens_per_minute_override?: Limit | null;
     catalog_fallbacks_override?: boolean | null;
+    allowed_models?: string[] | null;
   } & Partial<Record<(typeof BUDGET_OVERRIDE_FIELDS)[number], BudgetLimit | null>>,
 ): void {
   if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH)
@@ -113,6 +120,11 @@ function validate(
   const fallbacks = input.catalog_fallbacks_override;
   if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean')
     throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
+  const allowed = input.allowed_models;
+  if (allowed !== undefined && allowed !== null) {
+    const problem = Array.isArray(allowed) ? allowListProblem(allowed) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
+    if (problem) throw new KeyInputError('allowed_models', problem);
+  }
 }
 
 /** Where a key's data lives: its id, and its team ('' for none), whose tag names it. */
@@ -188,7 +200,9 @@ const REPLICA_WAIT_MS = 1_000;
  *                                 routing_policy?, requests_per_minute_override?,
  *                                 tokens_per_minute_override?, catalog_fallbacks_override? ('1'
  *                                 on, '0' off), daily_budget_override?,
- *                                 monthly_budget_override? (micro-USD or 'unlimited')}: the key, beside its quota window (`{<key_id>}`)
+ *                                 monthly_budget_override? (micro-USD or 'unlimited'),
+ *                                 allowed_models? (a JSON array of ids and `prefix*` patterns)}:
+ *                                 the key, beside its quota window (`{<key_id>}`)
  *   `<prefix>key-ids`             set of every key id
  * Since a secret's key id never changes, the index is cached in memory: a request costs the one
  * quota script on the key's slot. The names come from @gateway/keyspace (authKeys). An earlier
@@ -241,12 +255,14 @@ export class KeyStore {
         ...(input.catalog_fallbacks_override !== undefined && { catalog_fallbacks_override: input.catalog_fallbacks_override }),
         ...(input.daily_budget_override !== undefined && { daily_budget_override: input.daily_budget_override }),
         ...(input.monthly_budget_override !== undefined && { monthly_budget_override: input.monthly_budget_override }),
+        ...(input.allowed_models !== undefined && { allowed_models: [...input.allowed_models] }),
         ...(teamId && { team_id: teamId }),
       };
       const fields: Record<string, string> = { key_id: key.key_id, plan: key.plan, name: key.name, created_at_ms: String(key.created_at_ms), revoked: '0' };
       if (key.routing_policy) fields.routing_policy = key.routing_policy;
       for (const field of OVERRIDE_FIELDS) if (key[field] !== undefined) fields[field] = String(key[field]);
       if (key.catalog_fallbacks_override !== undefined) fields.catalog_fallbacks_override = key.catalog_fallbacks_override ? '1' : '0';
+      if (key.allowed_models !== undefined) fields.allowed_models = JSON.stringify(key.allowed_models);
       if (teamId) fields.team_id = teamId;
       const record = await this.createRecord(key.key_id, teamId, fields);
       // undefined: a key id collision (1 in 62^16); draw another id.
@@ -380,6 +396,8 @@ export class KeyStore {
     }
     if (changes.catalog_fallbacks_override === null) deletes.push('catalog_fallbacks_override');
     else if (changes.catalog_fallbacks_override !== undefined) sets.catalog_fallbacks_override = changes.catalog_fallbacks_override ? '1' : '0';
+    if (changes.allowed_models === null) deletes.push('allowed_models');
+    else if (changes.allowed_models !== undefined) sets.allowed_models = JSON.stringify(changes.allowed_models);
     const teamId = await this.teamOf(keyId);
     const record = this.names.record(keyId, teamId);
     const updated = await updateKeyRecord(this.writer, record, { deletes, sets }, teamId ? this.names.teamKeys(teamId) : undefined);
@@ -404,6 +422,17 @@ export class KeyStore {
     if (wanted <= 0) return;
     const acknowledged = await waitForReplicas(this.writer, name, wanted, REPLICA_WAIT_MS).catch(() => 0);
     if (acknowledged < wanted) this.options.logger?.warn({ replicas: acknowledged, wanted }, `${what}, but fewer Redis replicas than asked for have it yet`);
+  }
+}
+
+/** A stored allow-list (a JSON array of strings); undefined when absent or unreadable. */
+function parseAllowList(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const list: unknown = JSON.parse(value);
+    return Array.isArray(list) && list.every((entry) => typeof entry === 'string') ? list : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -440,5 +469,7 @@ export function parseStoredKey(hash: Record<string, string>): StoredKey | undefi
   if (monthly !== undefined) key.monthly_budget_override = monthly;
   if (hash.catalog_fallbacks_override === '1' || hash.catalog_fallbacks_override === '0')
     key.catalog_fallbacks_override = hash.catalog_fallbacks_override === '1';
+  const allowed = parseAllowList(hash.allowed_models);
+  if (allowed) key.allowed_models = allowed;
   return key;
 }

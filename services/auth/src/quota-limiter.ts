@@ -50,7 +50,7 @@ export type QuotaDecision =
   | { kind: 'unknown_key' }
   | { kind: 'revoked'; keyId: string }
   | {
-      kind: 'allow' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget';
+      kind: 'allow' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget' | 'model_not_allowed';
       keyId: string;
       plan: PlanName;
       routingPolicy: string;
@@ -66,11 +66,16 @@ export type QuotaDecision =
        * override when set, else its plan's `catalog_fallbacks`.
        */
       catalogFallbacks: boolean;
+      /** Every model allow-list that applies to the key (its own, then its team's), each its entries; none: every model. */
+      modelAllowLists: string[][];
       /** On a denial: true when the key's team's limit or budget refused, not the key's own. */
       deniedByTeam: boolean;
       /** The key's team's state; absent for a key without a team. */
       team?: TeamDecisionState;
     };
+
+/** How a check decides: 'reserve' counts and reserves, 'peek' only reports; with a model, the allow-lists are checked first. */
+export type CheckMode = 'reserve' | 'peek' | { mode: 'reserve' | 'peek'; model: string };
 
 /** Thrown when a reservation id is malformed. */
 export class ReservationIdError extends Error {
@@ -103,6 +108,7 @@ const DECISION_KINDS: Record<CheckQuotaDecision['status'], Exclude<QuotaDecision
   deny_tokens: 'deny_tokens',
   too_large: 'too_large',
   over_budget: 'over_budget',
+  model_not_allowed: 'model_not_allowed',
 };
 
 function teamDecisionState(team: TeamQuotaState): TeamDecisionState {
@@ -159,10 +165,13 @@ export class QuotaLimiter {
    * Decides about the key whose secret has the SHA-256 `secretHash`: with mode 'reserve', counts
    * one request and reserves `reserveTokens` under `reservationPart` (a repeat with the same part
    * reserves nothing more); with 'peek', only reports the state. One script call on the key id's
-   * slot (its team's, for a member of a team, whose limits and budgets it applies too) once the
-   * secret's key id and team are known (they are cached; else one HMGET first).
+   * slot (its team's, for a member of a team, whose limits, budgets and allow-list it applies too)
+   * once the secret's key id and team are known (they are cached; else one HMGET first). With a
+   * model, a model outside the key's allow-list or its team's is refused (model_not_allowed) before
+   * anything is counted.
    */
-  async check(secretHash: string, reservationPart: string, reserveTokens: number, mode: 'reserve' | 'peek'): Promise<QuotaDecision> {
+  async check(secretHash: string, reservationPart: string, reserveTokens: number, how: CheckMode): Promise<QuotaDecision> {
+    const { mode, model } = typeof how === 'string' ? { mode: how, model: '' } : how;
     const location = await this.keys.locate(secretHash);
     if (!location) return { kind: 'unknown_key' };
     const { keyId, teamId } = location;
@@ -177,6 +186,7 @@ export class QuotaLimiter {
       windowMs: this.windowMs,
       lastUsedIntervalMs: LAST_USED_INTERVAL_MS,
       plans: this.plansArgument,
+      model,
     });
     if (reply.status === 'unknown_key') {
       this.keys.forget(secretHash);
@@ -204,6 +214,7 @@ export class QuotaLimiter {
         spentMonthPicoUsd: reply.spentMonthPicoUsd,
         monthlyExhausted: reply.monthExhausted,
       },
+      modelAllowLists: reply.modelAllowLists,
       deniedByTeam: reply.limitedBy === 'team',
       ...(reply.team && { team: teamDecisionState(reply.team) }),
     };

@@ -135,6 +135,30 @@ describe('TeamService', () => {
   });
 });
 
+describe("a team's model allow-list", () => {
+  it("refuses a model outside the team's list or the key's own, saying whose, and returns both lists", async () => {
+    const team = await createTeam({ name: 'listed', model_allow_list: { models: ['sim-*'] } });
+    const open = await createKey({ plan: 'PLAN_PRO', team_id: team.team_id! });
+    const own = await createKey({ plan: 'PLAN_PRO', team_id: team.team_id!, allowed_models: { models: ['gpt-4o', 'sim-mini'] } });
+    const decide = (secret: string, model: string) =>
+      callUnary<CheckKeyRequest, CheckKeyResponseOutput>(auth, auth.CheckKey, { api_key: secret, reserve_tokens: 1, model, request_id: randomUUID() }, options);
+
+    expect(await decide(open.secret!, 'sim-mini')).toMatchObject({ decision: 'DECISION_ALLOW', model_allow_lists: [{ models: ['sim-*'] }] });
+    const refused = await decide(open.secret!, 'gpt-4o');
+    expect(refused).toMatchObject({ decision: 'DECISION_DENY_MODEL_NOT_ALLOWED', denied_by_team: true });
+    expect(refused.message).toMatch(/team is not allowed to use the model `gpt-4o`/);
+
+    expect(await decide(own.secret!, 'sim-mini')).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      model_allow_lists: [{ models: ['gpt-4o', 'sim-mini'] }, { models: ['sim-*'] }],
+    });
+    expect(await decide(own.secret!, 'gpt-4o')).toMatchObject({ decision: 'DECISION_DENY_MODEL_NOT_ALLOWED', denied_by_team: true });
+    const byKey = await decide(own.secret!, 'sim-max');
+    expect(byKey.decision).toBe('DECISION_DENY_MODEL_NOT_ALLOWED');
+    expect(byKey.denied_by_team ?? false).toBe(false);
+  });
+});
+
 describe('keys of a team', () => {
   it("joins a key to its team at creation, lists a team's keys, and decides against the team's limit", async () => {
     const team = await createTeam({ name: 'limited', requests_per_minute: { per_minute: 1 }, model_allow_list: { models: ['sim-*'] } });

@@ -1,4 +1,5 @@
 import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, deleteTeamRecord, updateKeyRecord, windowKeyList, type AuthKeys } from '@gateway/keyspace';
+import { allowListProblem } from '@gateway/catalog';
 import type { RedisClient } from '@gateway/redis';
 import { randomBase62 } from './key-secret.js';
 import { KeyInputError, TEAM_ID_PATTERN } from './key-store.js';
@@ -34,10 +35,6 @@ export type TeamChanges = { name?: string } & { [field in keyof TeamLimits]?: Te
 
 /** The longest team name accepted. */
 export const MAX_TEAM_NAME_LENGTH = 200;
-/** The most entries an allow-list may hold. */
-export const MAX_ALLOWED_MODELS = 200;
-/** What an allow-list entry looks like: a model id, or a prefix followed by `*`. */
-export const MODEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}\*?$|^\*$/;
 
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute', 'daily_budget', 'monthly_budget'] as const;
 
@@ -59,11 +56,9 @@ function validate(input: TeamChanges, creating: boolean): void {
   }
   const models = input.allowed_models;
   if (models !== undefined && models !== null) {
-    if (!Array.isArray(models) || models.length > MAX_ALLOWED_MODELS)
-      throw new KeyInputError('allowed_models', `An allow-list holds at most ${MAX_ALLOWED_MODELS} model ids or patterns.`);
-    for (const model of models)
-      if (typeof model !== 'string' || !MODEL_PATTERN.test(model))
-        throw new KeyInputError('allowed_models', `"${String(model).slice(0, 64)}" is not a model id or a "prefix*" pattern.`);
+    // The keys' rules for an allow-list (@gateway/catalog's), so a team's list reads as a key's.
+    const problem = Array.isArray(models) ? allowListProblem(models) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
+    if (problem) throw new KeyInputError('allowed_models', problem);
   }
 }
 

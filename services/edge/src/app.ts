@@ -16,6 +16,8 @@ import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
+import { registerConsoleSso, ssoEnabled } from './routes/console-sso.js';
+import { registerAdminSession } from './routes/admin-session.js';
 import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
 import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
@@ -280,7 +282,10 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerAdminKeys(app, deps);
     registerAdminTeams(app, deps);
     registerAdminUsage(app, deps);
-    registerConsole(app, { enabled: Boolean(deps.config.EDGE_ADMIN_TOKEN) });
+    registerAdminSession(app, deps);
+    const consoleEnabled = Boolean(deps.config.EDGE_ADMIN_TOKEN) || ssoEnabled(deps.config);
+    registerConsole(app, { enabled: consoleEnabled });
+    if (consoleEnabled) registerConsoleSso(app, deps.config);
   }
 }
 

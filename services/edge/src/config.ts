@@ -1,4 +1,4 @@
-import { Type, loadConfig, type Static, usageStreamVariables } from '@gateway/config';
+import { ConfigError, Type, loadConfig, type Static, usageStreamVariables } from '@gateway/config';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 /** Every variable the edge reads; see .env.example. */
@@ -81,6 +81,42 @@ export const EdgeConfigSchema = Type.Object({
     default: '',
     pattern: '^(\\S{32,})?$',
   }),
+  EDGE_OIDC_ISSUER: Type.String({
+    description:
+      'OpenID Connect issuer for single sign-on to the console and the admin API (https://login.example.com/realms/x; its /.well-known/openid-configuration is read); http only on loopback. Empty = no SSO.',
+    default: '',
+  }),
+  EDGE_OIDC_CLIENT_ID: Type.String({ description: 'Client id of the gateway at the OpenID Connect provider (required with EDGE_OIDC_ISSUER).', default: '' }),
+  EDGE_OIDC_CLIENT_SECRET: Type.String({
+    description: 'Client secret of the gateway at the OpenID Connect provider (required with EDGE_OIDC_ISSUER).',
+    default: '',
+  }),
+  EDGE_OIDC_REDIRECT_URL: Type.String({
+    description:
+      "Redirect URI registered with the provider, ending in /console/sso/callback (https://gateway.example.com/console/sso/callback); empty = derived from each request's scheme and Host (set it behind a proxy).",
+    default: '',
+  }),
+  EDGE_OIDC_SCOPES: Type.String({ description: 'Scopes asked for at sign-in, space-separated (openid is always asked).', default: 'openid profile email' }),
+  EDGE_OIDC_ROLES_CLAIM: Type.String({
+    description: "Claim of the ID token (else of the userinfo answer) whose values give an SSO user's role: a string or an array of strings.",
+    default: 'groups',
+    minLength: 1,
+  }),
+  EDGE_OIDC_ADMIN_VALUES: Type.String({
+    description: 'Values of the roles claim that make a user admin, comma-separated.',
+    default: 'gateway-admin',
+  }),
+  EDGE_OIDC_VIEWER_VALUES: Type.String({
+    description: 'Values of the roles claim that make a user viewer (read only), comma-separated; a user with neither is refused.',
+    default: 'gateway-viewer',
+  }),
+  EDGE_SESSION_SECRET: Type.String({
+    description:
+      'Secret (at least 32 characters) that signs SSO sessions and sign-in flows; the same on every edge replica. Required with EDGE_OIDC_ISSUER; changing it ends every session.',
+    default: '',
+    pattern: '^(\\S{32,})?$',
+  }),
+  EDGE_SESSION_TTL_SECONDS: Type.Integer({ description: 'How long an SSO session lasts, in seconds.', default: 8 * 3600, minimum: 60, maximum: 7 * 24 * 3600 }),
   EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS: Type.Integer({
     description: "Completion budget reserved against tokens/min when a request sets no max_tokens (capped by the model's max output).",
     default: 4096,
@@ -91,7 +127,34 @@ export const EdgeConfigSchema = Type.Object({
 /** The edge's configuration, frozen. */
 export type EdgeConfig = Readonly<Static<typeof EdgeConfigSchema>>;
 
+/** Whether the host of a URL is this machine, where plain http is allowed (tests, local providers). */
+export function isLoopbackUrl(url: URL): boolean {
+  return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+}
+
+/** Why the single sign-on settings cannot work together, or undefined when SSO is off or sound. */
+function ssoProblem(config: EdgeConfig): string | undefined {
+  if (!config.EDGE_OIDC_ISSUER) return undefined;
+  let issuer: URL;
+  try {
+    issuer = new URL(config.EDGE_OIDC_ISSUER);
+  } catch {
+    return 'EDGE_OIDC_ISSUER must be a URL';
+  }
+  if (issuer.protocol !== 'https:' && !(issuer.protocol === 'http:' && isLoopbackUrl(issuer))) return 'EDGE_OIDC_ISSUER must be https (http only on loopback)';
+  for (const name of ['EDGE_OIDC_CLIENT_ID', 'EDGE_OIDC_CLIENT_SECRET', 'EDGE_SESSION_SECRET'] as const) {
+    if (!config[name]) return `${name} is required with EDGE_OIDC_ISSUER`;
+  }
+  if (config.EDGE_OIDC_REDIRECT_URL && !/^https?:\/\/[^/]+\/console\/sso\/callback$/.test(config.EDGE_OIDC_REDIRECT_URL)) {
+    return 'EDGE_OIDC_REDIRECT_URL must be an http(s) URL ending in /console/sso/callback';
+  }
+  return undefined;
+}
+
 /** Reads the edge's configuration from the environment. */
 export function readEdgeConfig(env: Record<string, string | undefined>): EdgeConfig {
-  return loadConfig(EdgeConfigSchema, env);
+  const config = loadConfig(EdgeConfigSchema, env);
+  const problem = ssoProblem(config);
+  if (problem) throw new ConfigError(`invalid configuration: ${problem}`);
+  return config;
 }

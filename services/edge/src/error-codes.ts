@@ -48,6 +48,8 @@ export const EDGE_ERROR_CODES = Object.freeze({
   // The Responses API's references to stored state: a previous response, an item.
   previous_response_not_found: BAD_REQUEST,
   item_not_found: BAD_REQUEST,
+  // `auto` or a fallback chain with no model the key's allow-lists let it use.
+  no_allowed_model: BAD_REQUEST,
   // The URL and the method.
   unknown_url: entry(404, INVALID),
   method_not_allowed: entry(405, INVALID),
@@ -59,6 +61,13 @@ export const EDGE_ERROR_CODES = Object.freeze({
   // A part of the edge that is not ready.
   catalog_unavailable: entry(503, 'service_unavailable_error'),
   console_not_built: entry(503, 'service_unavailable_error'),
+  // Single sign-on (console-sso.ts): the sign-in flow, the provider's answer, the user's role.
+  sso_flow_expired: BAD_REQUEST,
+  sso_state_mismatch: BAD_REQUEST,
+  sso_provider_refused: entry(401, 'authentication_error'),
+  sso_token_invalid: entry(401, 'authentication_error'),
+  sso_role_missing: entry(403, 'permission_error'),
+  sso_provider_unreachable: entry(502, 'upstream_error'),
 } satisfies Record<string, EdgeErrorEntry>);
 
 /** A code of the edge's own. */
@@ -87,6 +96,8 @@ export const DENIALS = Object.freeze({
   DECISION_DENY_REQUEST_TOO_LARGE: denial('request_too_large', 429, 'tokens'),
   // OpenAI's answer when credit runs out.
   DECISION_DENY_BUDGET: denial('insufficient_quota', 429, 'insufficient_quota'),
+  // The key may not use the model: a refusal of the key, as OpenAI's 403 for a project's model.
+  DECISION_DENY_MODEL_NOT_ALLOWED: denial('model_not_allowed', 403, 'permission_error'),
 } satisfies Record<Exclude<DecisionOutput, 'DECISION_ALLOW' | 'DECISION_UNSPECIFIED'>, DenialEntry>);
 
 /** The registry's entry of a code the edge itself answers with: its own, or a peer's reason. */

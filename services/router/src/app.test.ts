@@ -48,7 +48,7 @@ describe('RouterService.Route over gRPC', () => {
 
   it('resolves an explicit id with its fallbacks', async () => {
     const response = await router.route({ request_id: 'request-1', model: 'sim-pro', traits: { prompt_tokens: 12 } });
-    expect(response).toEqual({ model_id: 'sim-pro', fallbacks: ['sim-standard', 'sim-mini'], policy: 'explicit' });
+    expect(response).toEqual({ model_id: 'sim-pro', fallbacks: ['sim-standard', 'sim-mini'], policy: 'explicit', ranked: [] });
   });
 
   it('drops fallbacks that are unavailable or cannot serve the request', async () => {
@@ -127,6 +127,9 @@ describe('RouterService.Route over gRPC', () => {
     expect(easy.score).toBeLessThan(0.05);
     const hard = await router.route({ model: 'auto', prompt_text: HARD_PROMPT, traits: { prompt_tokens: 250 } });
     expect(hard).toMatchObject({ model_id: 'sim-pro', policy: 'balanced', tier: 'premium', fallbacks: ['sim-standard', 'sim-mini'] });
+    // Every capable candidate, best first, for a caller bound by an allow-list.
+    expect(hard.ranked).toEqual(['sim-pro', 'sim-standard', 'sim-mini']);
+    expect(easy.ranked).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
     expect(hard.score).toBeGreaterThan(0.3);
     expect(hard.reason).toMatch(
       /^score 0\.\d+ asks for premium \(standard from 0\.\d+, premium from 0\.\d+\); sim-pro \(premium tier\) among 3 capable available models\.$/,

@@ -15,6 +15,11 @@ export interface AutoChoice {
   tier: QualityTier | undefined;
   /** One sentence for the caller: what the policy asked for and why this model. */
   reason: string;
+  /**
+   * Every capable, available candidate in the policy's order, `model` first: a caller bound by a
+   * model allow-list takes the first it may use.
+   */
+  ranked: CatalogModel[];
 }
 
 /** Input of one "auto" decision. */
@@ -69,25 +74,27 @@ export function chooseAutoModel(request: AutoRequest): AutoChoice {
     });
   }
   const tier = wantedTier(policy, request.score, request.thresholds);
-  const model = pick(available, policy, tier);
+  const ranked = rank(available, policy, tier);
+  const model = ranked[0]!;
   const skipped = capable.length - available.length;
-  return { model, tier, reason: explain(request, { tier, model, choices: available.length, skipped }) };
+  return { model, tier, reason: explain(request, { tier, model, choices: available.length, skipped }), ranked };
 }
 
-function pick(models: CatalogModel[], policy: RoutingPolicy, tier: QualityTier | undefined): CatalogModel {
+/** The models in the policy's order, best first. */
+function rank(models: CatalogModel[], policy: RoutingPolicy, tier: QualityTier | undefined): CatalogModel[] {
   switch (policy.kind) {
     case 'cheapest':
-      return first(models, (a, b) => price(a) - price(b) || timeToFirstToken(a) - timeToFirstToken(b));
+      return sorted(models, (a, b) => price(a) - price(b) || timeToFirstToken(a) - timeToFirstToken(b));
     case 'best':
-      return first(models, (a, b) => tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(b) - price(a));
+      return sorted(models, (a, b) => tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(b) - price(a));
     case 'fastest':
-      return first(models, (a, b) => tierRank(a.quality_tier) - tierRank(b.quality_tier) || timeToFirstToken(a) - timeToFirstToken(b) || price(a) - price(b));
+      return sorted(models, (a, b) => tierRank(a.quality_tier) - tierRank(b.quality_tier) || timeToFirstToken(a) - timeToFirstToken(b) || price(a) - price(b));
     case 'balanced':
     case 'score':
     case 'tier': {
       const target = tierRank(tier ?? 'economy');
       const distance = (model: CatalogModel) => Math.abs(tierRank(model.quality_tier) - target);
-      return first(
+      return sorted(
         models,
         (a, b) =>
           distance(a) - distance(b) || tierRank(b.quality_tier) - tierRank(a.quality_tier) || price(a) - price(b) || timeToFirstToken(a) - timeToFirstToken(b),
@@ -132,9 +139,9 @@ function explain(request: Pick<AutoRequest, 'policy' | 'score' | 'thresholds'>, 
   return `${wanted}; ${model.id} (${how}) among ${choices} capable available model${choices === 1 ? '' : 's'}${skipped > 0 ? `, ${skipped} unavailable skipped` : ''}.`;
 }
 
-/** The first model in the given order; the sort is stable, so ties keep catalog order. */
-function first(models: CatalogModel[], compare: (a: CatalogModel, b: CatalogModel) => number): CatalogModel {
-  return [...models].sort(compare)[0];
+/** The models in the given order; the sort is stable, so ties keep catalog order. */
+function sorted(models: CatalogModel[], compare: (a: CatalogModel, b: CatalogModel) => number): CatalogModel[] {
+  return [...models].sort(compare);
 }
 
 function tierRank(tier: QualityTier): number {

@@ -99,6 +99,7 @@ export function createRouterService({ state, logger, metrics, scorer, tracing = 
         tier: choice.tier ?? '',
         reason: choice.reason,
         ...(choice.tier ? { quality_tier: QUALITY_TIER_ENUM[choice.tier] } : {}),
+        ranked: choice.ranked.map((model) => model.id),
       };
       label = policyLabel(policy);
     } else {

@@ -2,17 +2,21 @@
 -- use (at most every last_used_interval_ms), then decide and reserve atomically: the budgets first
 -- (metering's spend hash of the key, in the same slot), then the window's limits. For a member of
 -- a team the team's budgets and window count too, in the same step: a request is allowed only when
--- both the key's and the team's allow it, and is then counted in both windows.
+-- both the key's and the team's allow it, and is then counted in both windows. A model outside
+-- an allow-list that applies (the key's `allowed_models`, its team's) is refused before anything
+-- is counted.
 -- KEYS: the key's record, its window R, T, H, P, its spend hash S (one slot: the key id's); for a
 -- member of a team, then the team's record, its window R, T, H, P and its spend hash (the team's
 -- slot, which holds the member's own keys too).
 -- args: reservation (charge id), reserve (tokens), now ('' = Redis TIME), window_ms,
 -- pending_max_age_ms, mode ('reserve' | 'peek'), last_used_interval_ms, plans (JSON: plan name ->
--- [requests, tokens, daily budget, monthly budget], -1 unlimited, budgets in micro-USD).
+-- [requests, tokens, daily budget, monthly budget], -1 unlimited, budgets in micro-USD), model (the
+-- catalog id asked for; '' checks none).
 -- Returns name/value pairs, decoded by check-quota.ts: status ('unknown_key' | 'revoked' |
--- 'allow' | 'already_reserved' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget'),
--- then, for a live key, its facts, the window's and budgets' state, and its team's (limited_by
--- 'team' when the team's limit or budget denied).
+-- 'allow' | 'already_reserved' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget' |
+-- 'model_not_allowed'), then, for a live key, its facts, the window's and budgets' state, its
+-- allow-lists (model_allow_lists: a JSON array of the lists, each as stored: the key's, then its
+-- team's), and its team's state (limited_by 'team' when the team's limit, budget or list denied).
 local function hash(name)
   local flat = redis.call('HGETALL', name)
   local record = {}
@@ -50,6 +54,12 @@ end
 -- The key's catalog fallbacks override travels with the one lookup: 'plan' when it has none.
 local fallbacks = 'plan'
 if key.catalog_fallbacks_override == '1' then fallbacks = 'on' elseif key.catalog_fallbacks_override == '0' then fallbacks = 'off' end
+-- The allow-lists that apply, as stored (JSON arrays) and decoded; none: every model.
+local allowTexts = {}
+if key.allowed_models then allowTexts[#allowTexts + 1] = key.allowed_models end
+if team and team.allowed_models then allowTexts[#allowTexts + 1] = team.allowed_models end
+local allowLists = {}
+for i, text in ipairs(allowTexts) do allowLists[i] = cjson.decode(text) end
 local now = clock(args.now)
 if now - (tonumber(key.last_used_at_ms) or 0) >= tonumber(args.last_used_interval_ms) then redis.call('HSET', KEYS[1], 'last_used_at_ms', now) end
 
@@ -88,7 +98,13 @@ local function answer(status, retry, limitedBy)
     'team_budgeted', teamBudget[1], 'team_remaining_pico_usd', teamBudget[2], 'team_spent_day_pico_usd', teamBudget[3],
     'team_spent_month_pico_usd', teamBudget[4], 'team_month_exhausted', teamBudget[5],
     'team_allowed_models', (team and team.allowed_models) or '',
+    'model_allow_lists', '[' .. table.concat(allowTexts, ',') .. ']',
   }
+end
+if args.model ~= nil and args.model ~= '' and not modelAllowed(allowLists, args.model) then
+  -- Refused by the team's list when the key's own allows the model.
+  local byTeam = team and team.allowed_models and (not key.allowed_models or modelAllowed({allowLists[1]}, args.model))
+  return answer('model_not_allowed', 0, byTeam and 'team' or 'key')
 end
 if args.mode == 'reserve' then
   for _, scope in ipairs({{budget, 'key'}, {teamBudget, 'team'}}) do

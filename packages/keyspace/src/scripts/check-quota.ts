@@ -3,7 +3,7 @@ import { authKeys, spendKeyName, teamSpendKeyName, windowKeyList } from '../keys
 import { PENDING_MAX_AGE_MS } from '../window.js';
 import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
 
-const CHECK_QUOTA_FILES = ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'check-quota.lua'];
+const CHECK_QUOTA_FILES = ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'lib/model-allow-list.lua', 'check-quota.lua'];
 const CHECK_QUOTA = luaScript('gatewayCheckQuota', 6, CHECK_QUOTA_FILES);
 /** The same script for a member of a team: the team's record, window and spend as well. */
 const CHECK_TEAM_QUOTA = luaScript('gatewayCheckTeamQuota', 12, CHECK_QUOTA_FILES);
@@ -43,6 +43,8 @@ export interface CheckQuotaInput {
   /** How often the record's last_used_at_ms may be written. */
   lastUsedIntervalMs: number;
   plans: PlansArgument;
+  /** The catalog id the request names, checked against the key's allow-lists; absent or '': none. */
+  model?: string;
 }
 
 /** The status of a decision, as the script names it. */
@@ -56,6 +58,8 @@ export const CHECK_QUOTA_STATUSES = [
   'deny_tokens',
   'too_large',
   'over_budget',
+  /** The model asked for is outside an allow-list that applies; nothing counted or reserved. */
+  'model_not_allowed',
 ] as const;
 /** The status of a decision. */
 export type CheckQuotaStatus = (typeof CHECK_QUOTA_STATUSES)[number];
@@ -85,7 +89,9 @@ export interface CheckQuotaDecision {
   spentDayPicoUsd: number;
   spentMonthPicoUsd: number;
   monthExhausted: boolean;
-  /** On a denial: whether the key's own limit or budget refused ('key') or its team's ('team'); absent on an allow. */
+  /** Every allow-list that applies (the key's, then its team's), each its entries; none: every model allowed. */
+  modelAllowLists: string[][];
+  /** On a denial: whether the key's own limit, budget or list refused ('key') or its team's ('team'); absent on an allow. */
   limitedBy?: 'key' | 'team';
   /** The key's team, when it has one: its windows' and budgets' state. */
   team?: TeamQuotaState;
@@ -154,6 +160,7 @@ export function decodeCheckQuota(reply: unknown): CheckQuotaReply {
     spentDayPicoUsd: numberField(named, 'spent_day_pico_usd'),
     spentMonthPicoUsd: numberField(named, 'spent_month_pico_usd'),
     monthExhausted: numberField(named, 'month_exhausted') === 1,
+    modelAllowLists: allowListsOf(named.model_allow_lists),
     ...(named.limited_by === 'team' || named.limited_by === 'key' ? { limitedBy: named.limited_by } : {}),
     ...(team && { team }),
   };
@@ -166,6 +173,14 @@ function checkQuotaKeys(input: CheckQuotaInput): string[] {
   const own = [keys.record(keyId, teamId), ...windowKeyList(keys.window(keyId, teamId)), spendKeyName(keyId, teamId)];
   if (!teamId) return own;
   return [...own, keys.team(teamId), ...windowKeyList(keys.teamWindow(teamId)), teamSpendKeyName(teamId)];
+}
+
+/** The script's model_allow_lists (a JSON array of arrays of strings); absent: none. */
+function allowListsOf(value: string | number | undefined): string[][] {
+  if (value === undefined) return [];
+  const lists: unknown = JSON.parse(String(value));
+  if (!Array.isArray(lists) || !lists.every((list) => Array.isArray(list))) throw new Error('unexpected model_allow_lists in a script reply');
+  return lists.map((list: unknown[]) => list.map(String));
 }
 
 /**
@@ -187,6 +202,7 @@ export async function checkQuota(redis: RedisClient, input: CheckQuotaInput): Pr
       mode: input.mode,
       last_used_interval_ms: input.lastUsedIntervalMs,
       plans: input.plans,
+      model: input.model ?? '',
     }),
   );
   return decodeCheckQuota(reply);

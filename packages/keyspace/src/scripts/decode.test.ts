@@ -15,6 +15,7 @@ describe('script replies', () => {
       'token_limit', 1_000, 'tokens_in_window', 900, 'token_reset_ms', 58_000,
       'retry_after_ms', 1_500, 'catalog_fallbacks', 'off', 'budgeted', 1,
       'remaining_pico_usd', 7, 'spent_day_pico_usd', 8, 'spent_month_pico_usd', 9, 'month_exhausted', 0,
+      'model_allow_lists', '[["sim-*","gpt-4o"],[]]',
     ];
     expect(decodeCheckQuota(reply)).toEqual({
       status: 'deny_tokens',
@@ -30,6 +31,7 @@ describe('script replies', () => {
       spentDayPicoUsd: 8,
       spentMonthPicoUsd: 9,
       monthExhausted: false,
+      modelAllowLists: [['sim-*', 'gpt-4o'], []],
     });
     expect(decodeCheckQuota(['status', 'unknown_key'])).toEqual({ status: 'unknown_key' });
     expect(decodeCheckQuota(['status', 'revoked', 'key_id', 'key_x'])).toEqual({ status: 'revoked', keyId: 'key_x' });

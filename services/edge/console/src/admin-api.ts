@@ -53,9 +53,9 @@ export class ApiError extends Error {
     this.param = details.param ?? null;
   }
 
-  /** Whether the token itself was refused: the console must ask for it again. */
+  /** Whether the token itself was refused: the console must ask for it again (a viewer's refused change is not). */
   get refusesToken(): boolean {
-    return this.status === 401 || this.status === 403;
+    return this.status === 401 || (this.status === 403 && this.code !== 'admin_role_required');
   }
 }
 
@@ -73,6 +73,27 @@ async function errorOf(response: Response): Promise<ApiError> {
     // Not JSON (a proxy's error page): the status says enough.
   }
   return new ApiError(response.status, fallback);
+}
+
+/** Who the token belongs to: GET /admin/v1/session. */
+export interface AdminSession {
+  subject: string;
+  role: 'admin' | 'viewer';
+  via: string;
+  /** The SSO user's name (email), when the identity provider gave one. */
+  name: string | null;
+  /** When an SSO session ends (Unix seconds); null for a token that does not expire. */
+  expires_at: number | null;
+}
+
+/** Whether the edge offers single sign-on (GET /console/sso/config, no credential); false when it cannot be asked. */
+export async function ssoOffered(): Promise<boolean> {
+  try {
+    const response = await fetch('/console/sso/config', { credentials: 'omit', cache: 'no-store' });
+    return response.ok && ((await response.json()) as { enabled?: unknown }).enabled === true;
+  } catch {
+    return false;
+  }
 }
 
 /** The admin API with one token. */
@@ -102,6 +123,11 @@ export class AdminApi {
       throw error;
     }
     return (await response.json()) as T;
+  }
+
+  /** Who this token belongs to, and its role. */
+  session(): Promise<AdminSession> {
+    return this.#call('GET', '/admin/v1/session');
   }
 
   /** Every key, revoked ones included. */

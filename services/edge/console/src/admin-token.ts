@@ -32,3 +32,16 @@ export function clearAdminToken(): void {
     // Nothing was stored.
   }
 }
+
+/**
+ * The session credential that single sign-on hands over in the address's fragment
+ * (`/console/#sso=brs-...`, never in the query, which servers and proxies log): kept like a typed
+ * token, and removed from the address and this history entry at once.
+ */
+export function takeSsoToken(): string | null {
+  const match = /^#sso=(brs-[A-Za-z0-9_.-]+)$/.exec(location.hash);
+  if (!match) return null;
+  history.replaceState(null, '', `${location.pathname}${location.search}#/keys`);
+  saveAdminToken(match[1]!);
+  return match[1]!;
+}

@@ -4,9 +4,9 @@
  * routing keeps every page at the one URL the edge serves, /console.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { AdminApi, type ApiError } from './admin-api';
+import { AdminApi, type AdminSession, type ApiError } from './admin-api';
 import { asApiError } from './use-loader';
-import { clearAdminToken, loadAdminToken, saveAdminToken } from './admin-token';
+import { clearAdminToken, loadAdminToken, saveAdminToken, takeSsoToken } from './admin-token';
 import { LoginPage } from './pages/login-page';
 import { KeysPage } from './pages/keys-page';
 import { TeamsPage } from './pages/teams-page';
@@ -42,9 +42,20 @@ function useHashPage(): PageId {
   return page;
 }
 
+/** Who is logged in, in the navigation bar: the SSO user's name or the token's subject, and the role. */
+function Whoami({ session }: { session: AdminSession }) {
+  return (
+    <span class="whoami" data-testid="whoami" data-role={session.role} data-via={session.via}>
+      {session.name ?? session.subject} · {session.role}
+    </span>
+  );
+}
+
 /** The whole console. */
 export function App() {
-  const [token, setToken] = useState(loadAdminToken);
+  // A session handed over by single sign-on first (it also cleans the address), else this tab's token.
+  const [token, setToken] = useState(() => takeSsoToken() ?? loadAdminToken());
+  const [session, setSession] = useState<AdminSession | undefined>(undefined);
   const [loginError, setLoginError] = useState<ApiError | string | undefined>(undefined);
   const page = useHashPage();
 
@@ -53,9 +64,16 @@ export function App() {
   const logOut = (reason?: ApiError) => {
     clearAdminToken();
     setToken(null);
+    setSession(undefined);
     setLoginError(reason);
   };
   const api = useMemo(() => (token ? new AdminApi(token, logOut) : undefined), [token]);
+
+  // Whom the token belongs to, and so what the pages offer: a viewer gets no buttons that change.
+  useEffect(() => {
+    if (!api || session) return;
+    api.session().then(setSession, (error: unknown) => logOut(asApiError(error)));
+  }, [api, session]);
 
   useEffect(() => {
     document.title = token ? `${PAGES.find((entry) => entry.id === page)!.title} · Gateway console` : 'Log in · Gateway console';
@@ -67,17 +85,27 @@ export function App() {
         error={loginError}
         onLogin={async (candidate) => {
           // Checked with a real call before it is kept, so a wrong token never reaches the pages.
+          let checked: AdminSession;
           try {
-            await new AdminApi(candidate, () => undefined).listKeys();
+            checked = await new AdminApi(candidate, () => undefined).session();
           } catch (error) {
             setLoginError(asApiError(error));
             return;
           }
           saveAdminToken(candidate);
           setLoginError(undefined);
+          setSession(checked);
           setToken(candidate);
         }}
       />
+    );
+  }
+
+  if (!session) {
+    return (
+      <main class="login" data-testid="session-loading">
+        <p class="muted">Loading…</p>
+      </main>
     );
   }
 
@@ -98,12 +126,13 @@ export function App() {
             </a>
           ))}
         </nav>
+        <Whoami session={session} />
         <button type="button" class="secondary" data-testid="logout" onClick={() => logOut()}>
           Log out
         </button>
       </header>
       <main>
-        {page === 'keys' && <KeysPage api={api} />}
+        {page === 'keys' && <KeysPage api={api} canChange={session.role === 'admin'} />}
         {page === 'teams' && <TeamsPage api={api} />}
         {page === 'usage' && <UsagePage api={api} />}
         {page === 'requests' && <RequestsPage api={api} />}

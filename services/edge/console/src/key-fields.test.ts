@@ -15,6 +15,7 @@ const KEY: Key = {
   overrides: { requests_per_minute: 120, daily_budget_usd: 5 },
   routing_policy: null,
   catalog_fallbacks: false,
+  allowed_models: null,
   team_id: null,
 };
 
@@ -39,7 +40,7 @@ describe('parseLimit and parseBudget', () => {
 describe('keyChange', () => {
   it("sends only what changed, with null for a field emptied back to the plan's", () => {
     const before = fieldsOfKey(KEY);
-    expect(before).toEqual({ name: 'web', plan: 'pro', requestsPerMinute: '120', tokensPerMinute: '', dailyBudget: '5', monthlyBudget: '' });
+    expect(before).toEqual({ name: 'web', plan: 'pro', requestsPerMinute: '120', tokensPerMinute: '', dailyBudget: '5', monthlyBudget: '', allowedModels: '' });
     expect(keyChange(before, before)).toBeUndefined();
     expect(keyChange(before, { ...before, requestsPerMinute: '120 ' })).toBeUndefined();
     expect(keyChange(before, { ...before, plan: 'enterprise', requestsPerMinute: '', monthlyBudget: 'unlimited' })).toEqual({
@@ -52,5 +53,15 @@ describe('keyChange', () => {
       limits: { tokens_per_minute: 5000 },
       budgets: { daily_usd: null },
     });
+  });
+
+  it('sets an allow-list from ids and prefix* patterns, and null for every model again', () => {
+    const before = fieldsOfKey(KEY);
+    expect(keyChange(before, { ...before, allowedModels: 'sim-*, gpt-4o' })).toEqual({ allowed_models: ['sim-*', 'gpt-4o'] });
+    const listed = fieldsOfKey({ ...KEY, allowed_models: ['sim-*', 'gpt-4o'] });
+    expect(listed.allowedModels).toBe('sim-*, gpt-4o');
+    expect(keyChange(listed, { ...listed, allowedModels: 'sim-*,gpt-4o' })).toBeUndefined();
+    expect(keyChange(listed, { ...listed, allowedModels: ' ' })).toEqual({ allowed_models: null });
+    expect(() => keyChange(before, { ...before, allowedModels: 'gpt*4o' })).toThrow(FieldError);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * The key forms' limit and budget fields as text: empty means "the plan's", `unlimited` lifts
- * the limit or budget, anything else must be a number. Checked here so a typo is explained next to
+ * the limit or budget, anything else must be a number. The allowed models field is a list of model
+ * ids and `prefix*` patterns separated by commas or spaces; empty means every model. Checked here so a typo is explained next to
  * the form; the admin API checks again and its word is final.
  */
 import type { Budget, Key, KeyChange, Limit } from './admin-api';
@@ -26,6 +27,15 @@ export function parseBudget(text: string, label: string): Budget | undefined {
   return Number(value);
 }
 
+/** The text of the allowed models field: ids and `prefix*` patterns; null (empty) for every model. */
+export function parseAllowedModels(text: string): string[] | null {
+  const entries = text.split(/[\s,]+/).filter((entry) => entry !== '');
+  if (entries.length === 0) return null;
+  const misplaced = entries.find((entry) => entry.indexOf('*') !== entry.length - 1 && entry.includes('*'));
+  if (misplaced) throw new FieldError(`Allowed models: "${misplaced}" may have "*" only as its last character.`);
+  return entries;
+}
+
 /** The form's text of every field. */
 export interface KeyFields {
   name: string;
@@ -35,6 +45,8 @@ export interface KeyFields {
   tokensPerMinute: string;
   dailyBudget: string;
   monthlyBudget: string;
+  /** Model ids and `prefix*` patterns; empty: every model. */
+  allowedModels: string;
 }
 
 /** The fields of an edit form for a key: its own overrides, empty where it follows its plan. */
@@ -47,6 +59,7 @@ export function fieldsOfKey(key: Key): KeyFields {
     tokensPerMinute: text(key.overrides.tokens_per_minute),
     dailyBudget: text(key.overrides.daily_budget_usd),
     monthlyBudget: text(key.overrides.monthly_budget_usd),
+    allowedModels: (key.allowed_models ?? []).join(', '),
   };
 }
 
@@ -57,6 +70,7 @@ export function parseFields(fields: KeyFields) {
     tokensPerMinute: parseLimit(fields.tokensPerMinute, 'Tokens per minute'),
     dailyBudget: parseBudget(fields.dailyBudget, 'Daily budget'),
     monthlyBudget: parseBudget(fields.monthlyBudget, 'Monthly budget'),
+    allowedModels: parseAllowedModels(fields.allowedModels),
   };
 }
 
@@ -78,5 +92,6 @@ export function keyChange(before: KeyFields, after: KeyFields): KeyChange | unde
   if (next.dailyBudget !== old.dailyBudget) budgets.daily_usd = next.dailyBudget ?? null;
   if (next.monthlyBudget !== old.monthlyBudget) budgets.monthly_usd = next.monthlyBudget ?? null;
   if (Object.keys(budgets).length > 0) change.budgets = budgets;
+  if (JSON.stringify(next.allowedModels) !== JSON.stringify(old.allowedModels)) change.allowed_models = next.allowedModels;
   return Object.keys(change).length > 0 ? change : undefined;
 }

@@ -35,6 +35,14 @@ describe("the answer to auth's quota denials", () => {
     expect(tooLarge.headers['retry-after']).toBeUndefined();
   });
 
+  it('answers a model outside the key’s allow-list as a 403 naming the model, with no rate-limit headers', () => {
+    const refused = denialError({ decision: 'DECISION_DENY_MODEL_NOT_ALLOWED', message: 'This API key is not allowed to use the model `gpt-4o`.' });
+    expect(refused).toMatchObject({ status: 403, type: 'permission_error', code: 'model_not_allowed', param: 'model' });
+    expect(refused.message).toContain('gpt-4o');
+    expect(refused.headers['x-ratelimit-remaining-requests']).toBeUndefined();
+    expect(refused.headers).toMatchObject({ 'x-should-retry': 'false' });
+  });
+
   it('answers a spent budget as insufficient_quota', () => {
     const broke = denialError({ decision: 'DECISION_DENY_BUDGET', retry_after_ms: 0, message: '' });
     expect(broke).toMatchObject({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota', message: 'You exceeded your current quota.' });

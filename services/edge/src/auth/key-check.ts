@@ -104,6 +104,11 @@ export interface CheckKeyOptions {
   signal?: AbortSignal;
   /** The caller's W3C traceparent, so that auth's span joins the request's trace. */
   traceparent?: string;
+  /**
+   * The catalog id of the model the request names, refused (403 model_not_allowed) by auth when an
+   * allow-list of the key excludes it; absent or '' (auto, or no model): none is checked.
+   */
+  model?: string;
 }
 
 /**
@@ -116,7 +121,7 @@ export async function checkKey(
   deps: EdgeDependencies,
   apiKey: string,
   requestId: string,
-  { reserveTokens = 0, signal, traceparent }: CheckKeyOptions = {},
+  { reserveTokens = 0, signal, traceparent, model = '' }: CheckKeyOptions = {},
 ): Promise<CheckKeyResponseOutput> {
   let decision: CheckKeyResponseOutput;
   try {
@@ -131,6 +136,7 @@ export async function checkKey(
         reserve_tokens: Math.max(0, reserveTokens),
         reservation_id: checkOnly ? '' : randomUUID(),
         check_only: checkOnly,
+        model,
       },
       { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent },
     );
@@ -147,7 +153,7 @@ export async function checkKey(
  * Whether an invalid-key denial is for a revoked key: auth's deny_reason says so; an auth that
  * predates it (a rolling upgrade) leaves it unspecified, and then its message does.
  */
-function isRevoked(decision: CheckKeyResponseOutput): boolean {
+function isRevoked(decision: Denial): boolean {
   switch (decision.deny_reason) {
     case 'DENY_REASON_REVOKED':
       return true;
@@ -158,13 +164,24 @@ function isRevoked(decision: CheckKeyResponseOutput): boolean {
   }
 }
 
+/** What a denial's answer reads of a decision (its allow-lists are of no use to it). */
+type Denial = Omit<CheckKeyResponseOutput, 'model_allow_lists'>;
+
 /** The error answering one of auth's denials, by the DENIALS table; an unknown decision is an invalid key. */
-export function denialError(decision: CheckKeyResponseOutput): RequestError {
+export function denialError(decision: Denial): RequestError {
   const name = decision.decision as keyof typeof DENIALS;
   const { code, status, type } = Object.hasOwn(DENIALS, name) ? DENIALS[name] : DENIALS.DECISION_DENY_INVALID_KEY;
   switch (code) {
     case 'invalid_api_key':
       return new RequestError(status, isRevoked(decision) ? REVOKED_KEY : INVALID_KEY, { code, type });
+    case 'model_not_allowed':
+      // Nothing was counted, so no x-ratelimit-* headers; retrying cannot help.
+      return new RequestError(status, decision.message || 'This API key is not allowed to use this model.', {
+        code,
+        type,
+        param: 'model',
+        headers: { 'x-should-retry': 'false' },
+      });
     case 'insufficient_quota': {
       // Over a daily budget the time until the UTC day ends is the Retry-After; over a monthly one
       // waiting cannot help, so there is none. Either way an SDK's quick retries cannot help.

@@ -18,6 +18,7 @@ import { rateLimitHeaders } from '../rate-limit-headers.js';
 import { tierName } from '../routes/models.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
 import { Completion, type CompletionWire } from './completion.js';
+import { allowedRouting, allowListsOf } from './allowed-models.js';
 import { withReplicaRetry } from './executor-replicas.js';
 import { fallbackChain } from './fallback-chain.js';
 import { answeredModel, countBoundedPromptTokens, createModelResolver, type ModelResolver, promptTokensOf, type Routing } from './model-resolution.js';
@@ -114,19 +115,23 @@ export class CompletionPipeline {
     if (routing.route && completion.callerPolicy === undefined && decision.routing_policy) {
       routing = await this.resolve(completion, decision.routing_policy);
     }
-    this.route(completion, routing);
+    // `auto` chooses within the key's allow-lists (a named model outside them auth refused).
+    this.route(completion, allowedRouting(this.deps.catalog, routing, allowListsOf(decision)));
   }
 
   /** Admit: the key's check, reserving the request's tokens against its quota. */
   private admit(completion: Completion): Promise<CheckKeyResponseOutput> {
     const { deps } = this;
     const { apiKey, requestId, signal, traceparent } = completion;
-    return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, completion.promptTokens), signal, traceparent }).catch(
+    // Auth checks a named model against the key's allow-lists; `auto` chooses within them later.
+    const named = completion.parsed.request.model ?? '';
+    const model = named === 'auto' ? '' : named;
+    return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, completion.promptTokens), signal, traceparent, model }).catch(
       async (error: unknown) => {
         // Too large for the key's tokens per minute on an estimate: the exact count decides.
         if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
         const exact = await countBoundedPromptTokens(deps.catalog, completion.parsed);
-        return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, exact), signal, traceparent });
+        return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, exact), signal, traceparent, model });
       },
     );
   }

@@ -10,6 +10,7 @@
  * first fault a reader would name: unknown field names, then a missing required field, then the
  * values in the order of the fields. `{field}` in a message stands for the unknown field's name.
  */
+import { MAX_ALLOW_LIST_ENTRIES, MAX_ALLOW_LIST_ENTRY_LENGTH } from '@gateway/catalog';
 import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
 
 /** The plans a key can have. */
@@ -20,7 +21,7 @@ export const NOT_AN_OBJECT = 'The request body must be a JSON object.';
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
 const BUDGET_FIELDS = ['daily_usd', 'monthly_usd'] as const;
 /** The fields a key's body may carry, in the order an unknown field's message lists them. */
-const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks'] as const;
+const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks', 'allowed_models'] as const;
 /** A creation's fields: a key joins its team when created, for good (a change cannot move it). */
 const KEY_CREATION_FIELDS = [...KEY_BODY_FIELDS, 'team_id'] as const;
 /** The fields a team's body may carry. */
@@ -68,6 +69,20 @@ const RoutingPolicySchema = Type.Union([Type.String({ pattern: '^[A-Za-z0-9._:-]
   errorMessage: "'routing_policy' must be 1 to 64 letters, digits, '.', '_', ':' or '-', or null to remove it.",
 });
 
+/**
+ * A model allow-list (ids and `prefix*` patterns, @gateway/catalog's rules), or null for every
+ * model: in a creation too, where it means the same as leaving it out.
+ */
+const AllowedModelsSchema = Type.Union(
+  [
+    Type.Array(Type.String({ minLength: 1, maxLength: MAX_ALLOW_LIST_ENTRY_LENGTH, pattern: '^[^\\s*]*\\*?$' }), { maxItems: MAX_ALLOW_LIST_ENTRIES }),
+    Type.Null(),
+  ],
+  {
+    errorMessage: `'allowed_models' must be a list of at most ${MAX_ALLOW_LIST_ENTRIES} model ids or "prefix*" patterns (each 1 to ${MAX_ALLOW_LIST_ENTRY_LENGTH} characters, no whitespace, "*" only as the last character), or null for every model.`,
+  },
+);
+
 const PerMinute = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const Unlimited = Type.Literal('unlimited');
 
@@ -97,6 +112,7 @@ export const KeyCreationSchema = steps(
     name: Type.Optional(NameSchema),
     routing_policy: Type.Optional(RoutingPolicySchema),
     catalog_fallbacks: Type.Optional(Type.Boolean({ errorMessage: "'catalog_fallbacks' must be true or false." })),
+    allowed_models: Type.Optional(AllowedModelsSchema),
     team_id: Type.Optional(TeamIdSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
@@ -115,7 +131,7 @@ export type KeyCreation = Static<typeof KeyCreationSchema>;
 
 /** The body of PATCH /admin/v1/keys/:id: each field as in a creation, or null to take the plan's setting back. */
 export const KeyChangeSchema = steps(
-  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy or catalog_fallbacks.'),
+  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks or allowed_models.'),
   Type.Object({
     plan: Type.Optional(PlanSchema),
     name: Type.Optional(NameSchema),
@@ -123,6 +139,7 @@ export const KeyChangeSchema = steps(
     catalog_fallbacks: Type.Optional(
       Type.Union([Type.Boolean(), Type.Null()], { errorMessage: "'catalog_fallbacks' must be true or false, or null for the plan's default." }),
     ),
+    allowed_models: Type.Optional(AllowedModelsSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
         Type.Union([PerMinute, Unlimited, Type.Null()], {
@@ -171,6 +188,8 @@ export const KeySchema = Type.Object({
   routing_policy: Nullable(Type.String()),
   /** In force: whether a request that says nothing about fallbacks uses the catalog's chain. */
   catalog_fallbacks: Type.Boolean(),
+  /** The models the key may use (ids and `prefix*` patterns); null: every model. */
+  allowed_models: Nullable(Type.Array(Type.String())),
   /** The key's team, fixed when it was created; null: none. */
   team_id: Nullable(Type.String()),
 });
@@ -180,12 +199,6 @@ export type Key = Static<typeof KeySchema>;
 /** A new key: the secret is in this one response only. */
 export const CreatedKeySchema = Type.Intersect([KeySchema, Type.Object({ secret: Type.String() })]);
 export type CreatedKey = Static<typeof CreatedKeySchema>;
-
-/** A team's model allow-list: model ids and `prefix*` patterns; null for none (every model). */
-const AllowedModelsSchema = Type.Union(
-  [Type.Array(Type.String({ pattern: '^(?:[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}\\*?|\\*)$' }), { maxItems: 200 }), Type.Null()],
-  { errorMessage: '\'allowed_models\' must be a list of at most 200 model ids or "prefix*" patterns, or null for every model.' },
-);
 
 /** A team's limits and budgets in a body: a number, or "unlimited" (or null, in a change) for none. */
 function teamLimits(nullable: boolean) {

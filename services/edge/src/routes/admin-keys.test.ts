@@ -13,7 +13,7 @@ import { readEdgeConfig } from '../config.js';
 import type { EdgeDependencies } from '../dependencies.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
-const KEYS_FIELDS = 'plan, name, limits, budgets, routing_policy, catalog_fallbacks';
+const KEYS_FIELDS = 'plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models';
 
 /** A key as auth answers it, with an override of every kind. */
 const KEY: KeyInfoOutput = {
@@ -35,6 +35,7 @@ const KEY: KeyInfoOutput = {
   monthly_budget_override: { unlimited: true, value: 'unlimited' },
   daily_budget: { micro_usd: 5_000_000, value: 'micro_usd' },
   monthly_budget: { unlimited: true, value: 'unlimited' },
+  allowed_models: { models: ['sim-*', 'gpt-4o'] },
 };
 
 /** KEY as the admin API shows it. */
@@ -51,6 +52,7 @@ const KEY_JSON = {
   overrides: { requests_per_minute: 60, tokens_per_minute: 'unlimited', catalog_fallbacks: true, daily_budget_usd: 5, monthly_budget_usd: 'unlimited' },
   routing_policy: 'fast',
   catalog_fallbacks: true,
+  allowed_models: ['sim-*', 'gpt-4o'],
   team_id: null,
 };
 
@@ -142,6 +144,8 @@ const NAME = "'name' must be a string of at most 200 characters.";
 const POLICY = "'routing_policy' must be 1 to 64 letters, digits, '.', '_', ':' or '-', or null to remove it.";
 const createLimit = (field: string) => `'limits.${field}' must be a positive integer or "unlimited".`;
 const createBudget = (field: string) => `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited".`;
+const ALLOWED =
+  '\'allowed_models\' must be a list of at most 100 model ids or "prefix*" patterns (each 1 to 128 characters, no whitespace, "*" only as the last character), or null for every model.';
 const unknownKeyField = (field: string) => `Unknown field '${field}'. Allowed: ${KEYS_FIELDS}.`;
 /** A creation takes team_id besides: a key joins its team when created, never later. */
 const unknownCreationField = (field: string) => `Unknown field '${field}'. Allowed: ${KEYS_FIELDS}, team_id.`;
@@ -168,6 +172,18 @@ const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]>
   ['a routing policy ending in a newline', { plan: 'pro', routing_policy: 'fast\n' }, 'routing_policy', POLICY, 'invalid_value'],
   ['catalog_fallbacks null', { plan: 'pro', catalog_fallbacks: null }, 'catalog_fallbacks', "'catalog_fallbacks' must be true or false.", 'invalid_value'],
   ['catalog_fallbacks "yes"', { plan: 'pro', catalog_fallbacks: 'yes' }, 'catalog_fallbacks', "'catalog_fallbacks' must be true or false.", 'invalid_value'],
+  ['allowed_models that is a string', { plan: 'pro', allowed_models: 'sim-*' }, 'allowed_models', ALLOWED, 'invalid_value'],
+  ['allowed_models with an empty entry', { plan: 'pro', allowed_models: ['sim-mini', ''] }, 'allowed_models', ALLOWED, 'invalid_value'],
+  ['allowed_models with a * inside', { plan: 'pro', allowed_models: ['gpt*4o'] }, 'allowed_models', ALLOWED, 'invalid_value'],
+  ['allowed_models with a space', { plan: 'pro', allowed_models: ['gpt 4o'] }, 'allowed_models', ALLOWED, 'invalid_value'],
+  [
+    'allowed_models of 101 entries',
+    { plan: 'pro', allowed_models: Array.from({ length: 101 }, (_, index) => `m${index}`) },
+    'allowed_models',
+    ALLOWED,
+    'invalid_value',
+  ],
+  ['allowed_models with an entry of 129 characters', { plan: 'pro', allowed_models: ['m'.repeat(129)] }, 'allowed_models', ALLOWED, 'invalid_value'],
   ['limits that are no object', { plan: 'pro', limits: 60 }, null, NOT_AN_OBJECT, 'invalid_json'],
   ['limits that are null', { plan: 'pro', limits: null }, null, NOT_AN_OBJECT, 'invalid_json'],
   [
@@ -261,7 +277,7 @@ const FIRST_FAULTS: Array<[string, unknown, string | null, string]> = [
 const updateLimit = (field: string) => `'limits.${field}' must be a positive integer or "unlimited", or null for the plan's limit.`;
 const updateBudget = (field: string) =>
   `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited", or null for the plan's budget.`;
-const NOTHING_TO_CHANGE = 'Nothing to change: send plan, name, limits, budgets, routing_policy or catalog_fallbacks.';
+const NOTHING_TO_CHANGE = 'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks or allowed_models.';
 
 /** [what, body, param, message, code] of each refused change. */
 const REFUSED_CHANGES: Array<[string, unknown, string | null, string, string]> = [
@@ -369,6 +385,7 @@ describe('POST /admin/v1/keys', () => {
       name: 'n'.repeat(200),
       routing_policy: 'fast:v2.1_a-b',
       catalog_fallbacks: true,
+      allowed_models: ['sim-*', 'gpt-4o', '*'],
       limits: { requests_per_minute: 60, tokens_per_minute: 'unlimited' },
       budgets: { daily_usd: 5, monthly_usd: 'unlimited' },
     });
@@ -386,6 +403,7 @@ describe('POST /admin/v1/keys', () => {
           tokens_per_minute_override: { unlimited: true },
           daily_budget_override: { micro_usd: 5_000_000 },
           monthly_budget_override: { unlimited: true },
+          allowed_models: { models: ['sim-*', 'gpt-4o', '*'] },
         },
       },
     ]);
@@ -456,10 +474,15 @@ describe('PATCH /admin/v1/keys/:id', () => {
     await admin('PATCH', '/key_a', { catalog_fallbacks: false });
     await admin('PATCH', '/key_b', { limits: { tokens_per_minute: 'unlimited' }, budgets: { monthly_usd: 'unlimited' } });
     await admin('PATCH', '/key_c', { routing_policy: 'cheap' });
+    await admin('PATCH', '/key_d', { allowed_models: [] });
+    await admin('PATCH', '/key_e', { allowed_models: null });
     expect(received).toEqual([
       { method: 'UpdateKey', request: { key_id: 'key_a', catalog_fallbacks_override: false } },
       { method: 'UpdateKey', request: { key_id: 'key_b', tokens_per_minute_override: { unlimited: true }, monthly_budget_override: { unlimited: true } } },
       { method: 'UpdateKey', request: { key_id: 'key_c', routing_policy: 'cheap' } },
+      // An empty list allows no model; null lets the key use every model again.
+      { method: 'UpdateKey', request: { key_id: 'key_d', allowed_models: { models: [] } } },
+      { method: 'UpdateKey', request: { key_id: 'key_e', clear_allowed_models: true } },
     ]);
   });
 });

@@ -85,6 +85,7 @@ export function adminKeyJson(key: KeyInfoOutput): Key {
     overrides,
     routing_policy: key.routing_policy || null,
     catalog_fallbacks: key.catalog_fallbacks ?? false,
+    allowed_models: key.allowed_models ? (key.allowed_models.models ?? []) : null,
     team_id: key.team_id || null,
   };
 }
@@ -133,6 +134,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           plan: PLANS[body.plan],
           ...keySettings(body),
           catalog_fallbacks_override: body.catalog_fallbacks,
+          allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
           ...(body.team_id ? { team_id: body.team_id } : {}),
         };
         const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request.id));
@@ -168,6 +170,8 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           ...keySettings(body),
           catalog_fallbacks_plan_default: body.catalog_fallbacks === null ? true : undefined,
           catalog_fallbacks_override: body.catalog_fallbacks ?? undefined,
+          allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
+          clear_allowed_models: body.allowed_models === null ? true : undefined,
         };
         const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request.id));
         return adminKeyJson(key);

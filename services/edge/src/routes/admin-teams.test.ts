@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_ALLOW_LIST_ENTRIES, MAX_ALLOW_LIST_ENTRY_LENGTH } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
@@ -141,7 +142,7 @@ const REFUSED: Array<[string, unknown, string | null, string, string]> = [
     'a model pattern with a space',
     { name: 'a', allowed_models: ['gpt 4'] },
     'allowed_models',
-    `'allowed_models' must be a list of at most 200 model ids or "prefix*" patterns, or null for every model.`,
+    `'allowed_models' must be a list of at most ${MAX_ALLOW_LIST_ENTRIES} model ids or "prefix*" patterns (each 1 to ${MAX_ALLOW_LIST_ENTRY_LENGTH} characters, no whitespace, "*" only as the last character), or null for every model.`,
     'invalid_value',
   ],
 ];

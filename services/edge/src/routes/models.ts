@@ -7,6 +7,9 @@
  * answered as Anthropic's Models API: its key from `x-api-key` or the bearer token, model objects
  * `{type: "model", id, display_name, created_at}`, pages of `limit` (default 20) after `after_id`
  * or before `before_id`, and errors in Anthropic's envelope.
+ *
+ * Either way only the models the key's allow-lists let it use are listed, and any other model is
+ * a 404 as an unknown one is: a key learns nothing of models it may not use.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ModelOutput } from '@gateway/proto';
@@ -14,6 +17,7 @@ import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from '../errors.js';
 import { checkKey, noteKeyChecked, requestKey } from '../auth/key-check.js';
 import type { WireErrors } from '../completions/completion.js';
+import { allowListsOf, isAllowed } from '../completions/allowed-models.js';
 import { messagesErrors } from '../wire/messages-output.js';
 
 const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
@@ -101,8 +105,10 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
   const config = { wire: anthropicOrOpenAi };
   app.get('/v1/models', { config }, async (request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply) => {
     noteKeyChecked(request);
-    await checkKey(deps, requestKey(request), request.id);
-    const models = catalogOrUnavailable(deps).list();
+    const lists = allowListsOf(await checkKey(deps, requestKey(request), request.id));
+    const models = catalogOrUnavailable(deps)
+      .list()
+      .filter((model) => isAllowed(lists, model.id ?? ''));
     const anthropic = anthropicOrOpenAi(request) !== undefined;
     const { limit: limitText, after, after_id: afterId, before_id: beforeId } = request.query;
     const limit = pageLimit(limitText, anthropic ? 20 : models.length);
@@ -123,7 +129,7 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
   // The id may contain '/', sent raw or as %2F: take everything after the prefix.
   app.get('/v1/models/*', { config }, async (request: FastifyRequest<{ Params: { '*': string } }>, reply) => {
     noteKeyChecked(request);
-    await checkKey(deps, requestKey(request), request.id);
+    const lists = allowListsOf(await checkKey(deps, requestKey(request), request.id));
     let id: string;
     try {
       id = decodeURIComponent(request.params['*']);
@@ -131,7 +137,7 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
       id = request.params['*'];
     }
     const model = catalogOrUnavailable(deps).get(id);
-    if (!model)
+    if (!model || !isAllowed(lists, id))
       throw new RequestError(404, `The model \`${id.slice(0, 256)}\` does not exist or you do not have access to it.`, {
         param: 'model',
         code: 'model_not_found',

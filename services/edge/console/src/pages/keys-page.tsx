@@ -12,7 +12,15 @@ import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
-const EMPTY_FIELDS: KeyFields = { name: '', plan: 'starter', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '' };
+const EMPTY_FIELDS: KeyFields = {
+  name: '',
+  plan: 'starter',
+  requestsPerMinute: '',
+  tokensPerMinute: '',
+  dailyBudget: '',
+  monthlyBudget: '',
+  allowedModels: '',
+};
 
 /** A form error: a field typed wrongly, or what the admin API answered. */
 function formError(error: unknown): ApiError | string {
@@ -65,6 +73,7 @@ function KeyFieldInputs({
       {input('tokensPerMinute', 'Tokens / min', 'tpm', placeholders.tokensPerMinute, 'numeric')}
       {input('dailyBudget', 'Daily budget (USD)', 'daily', placeholders.dailyBudget, 'decimal')}
       {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', placeholders.monthlyBudget, 'decimal')}
+      {input('allowedModels', 'Allowed models', 'models', 'every model', 'text')}
     </div>
   );
 }
@@ -91,6 +100,7 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
         if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
         if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
         if (Object.keys(budgets).length > 0) creation.budgets = budgets;
+        if (parsed.allowedModels) creation.allowed_models = parsed.allowedModels;
         if (teamId) creation.team_id = teamId;
         onCreated(await api.createKey(creation));
         setFields(EMPTY_FIELDS);
@@ -118,8 +128,8 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
         </label>
       </div>
       <p class="hint">
-        Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it. A key's team is chosen here, for good: its team's limits and
-        budgets apply besides its own.
+        Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it. Allowed models: ids and <code>prefix*</code> patterns,
+        separated by commas; empty for every model. A key's team is chosen here, for good: its team's limits, budgets and allowed models apply besides its own.
       </p>
       <SubmitRow error={error} errorTestId="create-key-error" busy={busy} label="Create key" busyLabel="Creating…" testId="create-key-submit" />
     </form>
@@ -226,7 +236,19 @@ function Setting({ text, overridden }: { text: string; overridden: boolean }) {
 }
 
 /** One key's row, with its edit form and revocation below it when open. */
-function KeyRow({ api, apiKey, teamName, onChanged }: { api: AdminApi; apiKey: Key; teamName: string | undefined; onChanged: () => void }) {
+function KeyRow({
+  api,
+  apiKey,
+  canChange,
+  teamName,
+  onChanged,
+}: {
+  api: AdminApi;
+  apiKey: Key;
+  canChange: boolean;
+  teamName: string | undefined;
+  onChanged: () => void;
+}) {
   const [mode, setMode] = useState<'view' | 'edit' | 'confirm-revoke'>('view');
   const { error, busy, run, clearError } = useAction(asApiError);
   const { overrides } = apiKey;
@@ -243,10 +265,11 @@ function KeyRow({ api, apiKey, teamName, onChanged }: { api: AdminApi; apiKey: K
         <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
         <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
         <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
+        <td data-testid="key-models">{apiKey.allowed_models ? apiKey.allowed_models.join(', ') || 'none' : <span class="muted">all</span>}</td>
         <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
         <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
         <td>
-          {!apiKey.revoked && mode === 'view' && (
+          {canChange && !apiKey.revoked && mode === 'view' && (
             <div class="actions">
               <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="key-edit">
                 Edit
@@ -316,7 +339,7 @@ function KeyRow({ api, apiKey, teamName, onChanged }: { api: AdminApi; apiKey: K
 }
 
 /** The Keys page. */
-export function KeysPage({ api }: { api: AdminApi }) {
+export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
   const keys = useLoader(() => api.listKeys(), [api]);
   const teams = useLoader(() => api.listTeams(), [api]);
   const teamNames = useMemo(() => new Map((teams.data ?? []).map((team) => [team.id, team.name])), [teams.data]);
@@ -326,14 +349,20 @@ export function KeysPage({ api }: { api: AdminApi }) {
   return (
     <Page name="keys" title="Keys" loaded={keys} tools={<RefreshButton loaded={keys} testId="keys-refresh" />}>
       {created && <SecretBox created={created} onDismiss={() => setCreated(undefined)} />}
-      <CreateKeyForm
-        api={api}
-        teams={teams.data ?? []}
-        onCreated={(key) => {
-          setCreated(key);
-          keys.reload();
-        }}
-      />
+      {canChange ? (
+        <CreateKeyForm
+          api={api}
+          teams={teams.data ?? []}
+          onCreated={(key) => {
+            setCreated(key);
+            keys.reload();
+          }}
+        />
+      ) : (
+        <p class="hint" data-testid="keys-read-only">
+          Your role may only read: creating, changing and revoking keys needs the role admin.
+        </p>
+      )}
       <ErrorBanner error={keys.error} />
       <Table
         testId="keys-table"
@@ -346,13 +375,21 @@ export function KeysPage({ api }: { api: AdminApi }) {
           { number: 'Tokens / min' },
           { number: 'Daily budget' },
           { number: 'Monthly budget' },
+          'Models',
           'State',
           'Last used',
           '',
         ]}
       >
         {list.map((key) => (
-          <KeyRow key={key.id} api={api} apiKey={key} teamName={key.team_id ? teamNames.get(key.team_id) : undefined} onChanged={keys.reload} />
+          <KeyRow
+            key={key.id}
+            api={api}
+            apiKey={key}
+            canChange={canChange}
+            teamName={key.team_id ? teamNames.get(key.team_id) : undefined}
+            onChanged={keys.reload}
+          />
         ))}
         <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={11}>
           No keys yet.

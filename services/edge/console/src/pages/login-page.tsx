@@ -1,15 +1,21 @@
 /**
- * Asks for the admin token (EDGE_ADMIN_TOKEN). It is checked against the admin API before the
- * console keeps it, and kept in this tab's sessionStorage only.
+ * Asks for the admin token (EDGE_ADMIN_TOKEN), and offers "Sign in with SSO" when the edge has
+ * single sign-on: a plain link to /console/sso/login, a top-level navigation to the identity
+ * provider that comes back to /console with the session in the fragment. A token is checked
+ * against the admin API before the console keeps it, and kept in this tab's sessionStorage only.
  */
-import { useState } from 'preact/hooks';
-import type { ApiError } from '../admin-api';
+import { useEffect, useState } from 'preact/hooks';
+import { type ApiError, ssoOffered } from '../admin-api';
 import { SubmitRow } from '../page';
 
 /** The login form; `error` is why the last attempt or session ended. */
 export function LoginPage({ error, onLogin }: { error: ApiError | string | undefined; onLogin: (token: string) => Promise<void> }) {
   const [token, setToken] = useState('');
   const [busy, setBusy] = useState(false);
+  const [sso, setSso] = useState(false);
+  useEffect(() => {
+    void ssoOffered().then(setSso);
+  }, []);
   return (
     <main class="login" data-testid="page-login">
       <form
@@ -28,6 +34,14 @@ export function LoginPage({ error, onLogin }: { error: ApiError | string | undef
         }}
       >
         <h1>Gateway console</h1>
+        {sso && (
+          <>
+            <a class="button" href="/console/sso/login" data-testid="login-sso">
+              Sign in with SSO
+            </a>
+            <p class="hint or">or with a token</p>
+          </>
+        )}
         <p class="hint">
           Enter the gateway's admin token (the edge's <code>EDGE_ADMIN_TOKEN</code>). It stays in this tab only and is forgotten when you close it or log out.
         </p>

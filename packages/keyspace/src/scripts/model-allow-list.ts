@@ -1,0 +1,16 @@
+import type { RedisClient } from '@gateway/redis';
+
+import { luaScript } from './script.js';
+
+const LIBRARY = luaScript('gatewayModelAllowList', 0, ['lib/model-allow-list.lua']).lua;
+
+/**
+ * Runs the quota script's allow-list matcher (scripts/lib/model-allow-list.lua) on its own: whether
+ * every list allows the model. For tests that hold it to the TypeScript matcher's cases; requests
+ * meet it inside the quota script.
+ */
+export async function luaModelAllowed(redis: RedisClient, lists: readonly (readonly string[])[], model: string): Promise<boolean> {
+  // cjson decodes '[]' to an empty table, so an empty list stays a list that allows nothing.
+  const reply = await redis.eval(`${LIBRARY}\nreturn modelAllowed(cjson.decode(ARGV[1]), ARGV[2]) and 1 or 0`, 0, JSON.stringify(lists), model);
+  return reply === 1;
+}
