@@ -13,8 +13,9 @@
 // executors' egress to metadata or cluster addresses (scripts/manifests/connectivity.mjs).
 // How it runs (scripts/manifests/operations.mjs): NATS probed as the official chart does, gateway
 // Deployments spread over zones and hosts, PodDisruptionBudgets of maxUnavailable 1, autoscalers for
-// the edges, executors, auth and metering in the prod overlays, gateway-config and gateway-plans
-// hashed and read by their hashed names, and a public entry point (the Ingress, the HTTPRoute of the
+// the edges, executors, auth and metering in the prod overlays, gateway-config hashed, the catalog
+// and plans hashed or kept by name for live reload (then mounted as directories, reloading on), each
+// read by its rendered name, and a public entry point (the Ingress, the HTTPRoute of the
 // standalone gateway-api component) that keeps /admin, /console and the admin port private, lets
 // streams run an hour unbuffered and takes the edge's body limit.
 // docker-compose.yml is parsed and checked for the services it must run.

@@ -236,8 +236,26 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const { objects, find } = copyOf('dev');
     find('Deployment', 'auth').spec.template.spec.containers[0].env.find((variable) => variable.name === 'AUTH_PLANS_PATH').value = '/app/plans.yaml';
     expect(configRolloutProblems('dev', objects)).toEqual([
-      expect.stringMatching(/^dev: auth's AUTH_PLANS_PATH \(\/app\/plans\.yaml\) is not a file of the mounted ConfigMap gateway-plans-[a-z0-9]{10}$/),
+      "dev: auth's AUTH_PLANS_PATH (/app/plans.yaml) is not a file of the mounted ConfigMap gateway-plans",
     ]);
+  });
+
+  it('keeps the catalog and the plans by name in dev (live reload), and fails a subPath mount of them or reloading turned off', () => {
+    const { objects, find } = copyOf('dev');
+    expect(objects.filter((object) => object.kind === 'ConfigMap' && /^gateway-(catalog|plans)$/.test(object.metadata.name))).toHaveLength(2);
+    const router = find('Deployment', 'router').spec.template.spec.containers[0];
+    const mount = router.volumeMounts.find((candidate) => candidate.name === 'catalog');
+    mount.mountPath = '/etc/gateway/catalog/catalog.yaml';
+    mount.subPath = 'catalog.yaml';
+    gatewayConfigOf(objects).data.CONFIG_RELOAD_INTERVAL_MS = '0';
+    expect(configRolloutProblems('dev', objects)).toEqual([
+      'dev: gateway-catalog and gateway-plans are kept by name for live reload, but gateway-config sets CONFIG_RELOAD_INTERVAL_MS=0',
+      'dev: Deployment router mounts ConfigMap gateway-catalog with subPath, which never sees a change: mount its directory',
+    ]);
+    // Hashed (prod), a change rolls the pods instead: neither is a problem there.
+    const prod = copyOf('prod');
+    gatewayConfigOf(prod.objects).data.CONFIG_RELOAD_INTERVAL_MS = '0';
+    expect(configRolloutProblems('prod', prod.objects)).toEqual([]);
   });
 
   it("reads the edge's body limit from its config schema, and from its rendered setting", () => {

@@ -1,7 +1,7 @@
 // How a rendered overlay behaves in operation, each rule a function of the rendered objects that
 // returns its problems: NATS probed as the official chart does, the gateway's pods spread over zones
 // and hosts, drains that take one pod at a time, autoscalers where production needs them,
-// configuration that rolls the pods it changes, and a public entry point that streams, takes the
+// configuration that rolls the pods it changes (or is reloaded in place), and a public entry point that streams, takes the
 // edge's bodies and keeps the admin API and the console private.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +13,14 @@ const SPREAD_KEYS = ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'];
 /** What production's autoscalers must scale (the router runs a fixed count). */
 const AUTOSCALED = ['edge', 'executor', 'auth', 'metering'];
 /** Generated ConfigMaps: rendered as <name>-<hash of the content>, so that a change rolls their readers. */
-const GENERATED = ['gateway-config', 'gateway-plans'];
+const GENERATED = ['gateway-config'];
+/**
+ * Generated ConfigMaps the services reload when their file changes (the catalog, the plans):
+ * rendered with their hash (a change rolls their readers), or without it (components/live-config:
+ * a change is applied in place and reloaded), and then mounted as a directory, never with subPath
+ * (the kubelet never updates a subPath mount), with reloading on (CONFIG_RELOAD_INTERVAL_MS not 0).
+ */
+const RELOADED = ['gateway-catalog', 'gateway-plans'];
 /** Paths only the edge's admin port serves. */
 const PRIVATE_PATHS = ['/admin', '/console'];
 /** A stream's longest silence and length the entry point must allow, in seconds. */
@@ -94,20 +101,33 @@ function configMapReads(template) {
 
 /**
  * Generated ConfigMaps rendered without their hash, or read by a name that is not the rendered one
- * (a change would roll nothing); the plans not mounted where auth's AUTH_PLANS_PATH reads them.
+ * (a change would roll nothing); the catalog or the plans kept by name but mounted where a change
+ * never arrives (subPath) or with reloading off; the plans not mounted where auth's AUTH_PLANS_PATH
+ * reads them.
  */
 export function configRolloutProblems(label, objects) {
   const problems = [];
   const configMaps = byKind(objects, 'ConfigMap');
-  const rendered = new Map(GENERATED.map((name) => [name, configMaps.find((map) => new RegExp(`^${name}-[a-z0-9]{10}$`).test(nameOf(map)))]));
+  const hashedOf = (name) => configMaps.find((map) => new RegExp(`^${name}-[a-z0-9]{10}$`).test(nameOf(map)));
+  const rendered = new Map(GENERATED.map((name) => [name, hashedOf(name)]));
   for (const [name, map] of rendered) if (!map) problems.push(`${label}: ConfigMap ${name} is not generated with a hash of its content`);
-  for (const workload of [...byKind(objects, 'Deployment'), ...byKind(objects, 'StatefulSet')])
+  // The reloaded ones: hashed, or kept by name for live reload.
+  const live = new Map();
+  for (const name of RELOADED) {
+    const hashed = hashedOf(name);
+    const named = configMaps.find((map) => nameOf(map) === name);
+    if (hashed) rendered.set(name, hashed);
+    else if (named) live.set(name, named);
+  }
+  const workloads = [...byKind(objects, 'Deployment'), ...byKind(objects, 'StatefulSet')];
+  for (const workload of workloads)
     for (const read of configMapReads(workload.spec?.template))
-      for (const [name, map] of rendered)
+      for (const [name, map] of [...rendered, ...live])
         if (map && read.startsWith(name) && read !== nameOf(map))
           problems.push(`${label}: ${workload.kind} ${nameOf(workload)} reads ConfigMap ${read}, not ${nameOf(map)}`);
+  problems.push(...liveReloadProblems(label, workloads, live, gatewayConfigData(configMaps)));
   const auth = byKind(objects, 'Deployment').find((deployment) => nameOf(deployment) === 'auth');
-  const plans = rendered.get('gateway-plans');
+  const plans = rendered.get('gateway-plans') ?? live.get('gateway-plans');
   if (auth && plans) {
     const spec = auth.spec.template.spec;
     const volume = (spec.volumes ?? []).find((candidate) => candidate.configMap?.name === nameOf(plans))?.name;
@@ -117,6 +137,35 @@ export function configRolloutProblems(label, objects) {
       .filter((mount) => mount.name === volume)
       .flatMap((mount) => (mount.subPath ? [mount.mountPath] : Object.keys(plans.data ?? {}).map((key) => `${mount.mountPath.replace(/\/$/, '')}/${key}`)));
     if (!files.includes(path)) problems.push(`${label}: auth's AUTH_PLANS_PATH (${path ?? 'unset'}) is not a file of the mounted ConfigMap ${nameOf(plans)}`);
+  }
+  return problems;
+}
+
+/** The data of the rendered gateway-config (hashed or not). */
+function gatewayConfigData(configMaps) {
+  return configMaps.find((map) => /^gateway-config(-[a-z0-9]{10})?$/.test(nameOf(map) ?? ''))?.data ?? {};
+}
+
+/**
+ * For the catalog and the plans kept by name (live reload): a pod that mounts one with subPath
+ * (never updated by the kubelet), or reloading turned off (CONFIG_RELOAD_INTERVAL_MS=0), would go
+ * on with the old file after an apply, and no rollout would fix it.
+ */
+function liveReloadProblems(label, workloads, live, configData) {
+  const problems = [];
+  if (live.size > 0 && String(configData.CONFIG_RELOAD_INTERVAL_MS ?? '') === '0')
+    problems.push(`${label}: ${[...live.keys()].join(' and ')} are kept by name for live reload, but gateway-config sets CONFIG_RELOAD_INTERVAL_MS=0`);
+  for (const workload of workloads) {
+    const spec = workload.spec?.template?.spec ?? {};
+    for (const [name] of live) {
+      const volumes = (spec.volumes ?? []).filter((volume) => volume.configMap?.name === name).map((volume) => volume.name);
+      for (const container of spec.containers ?? [])
+        for (const mount of container.volumeMounts ?? [])
+          if (volumes.includes(mount.name) && mount.subPath)
+            problems.push(
+              `${label}: ${workload.kind} ${nameOf(workload)} mounts ConfigMap ${name} with subPath, which never sees a change: mount its directory`,
+            );
+    }
   }
   return problems;
 }

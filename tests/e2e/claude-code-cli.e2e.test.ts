@@ -5,7 +5,9 @@
  * scripted fake upstream plays the model: asked with Claude Code's tools, it calls its `Bash` tool
  * (name and argument shape read from the tools it received, through the gateway's translation);
  * asked again with the command's output, it answers with a marker; anything else Claude Code asks
- * on the side (a title, a topic) gets a short text. What a user notices: Claude Code ran the
+ * on the side (a title, a topic) gets a short text. As a Claude model (Anthropic upstream) it
+ * thinks first when Claude Code turns thinking on, signs the thinking block, and refuses as
+ * Anthropic does a later request that does not bring that block back first. What a user notices: Claude Code ran the
  * command (the file is there), printed the answer, reached nothing but the gateway, and the gateway
  * metered its requests for the key.
  */
@@ -26,6 +28,7 @@ import {
   type CliRun,
   type EgressTrap,
 } from './cli-backend.js';
+import { signatureOf } from './anthropic-thinking-upstream.js';
 import { anthropicMessagesModel, chatCompletionsModel, type ScriptedTurn, type ScriptOptions } from './codex-cli-upstream.js';
 
 const CLAUDE = fileURLToPath(new URL('../../node_modules/.bin/claude', import.meta.url));
@@ -100,9 +103,13 @@ function report(run: CliRun, turns: readonly ScriptedTurn[]): string {
  * gateway, and checks what a user would: Claude Code exits 0, the command it was asked to run
  * wrote the marker file in its working directory, the final answer is on its stdout, the model got
  * the command's output back, the key went in the header `keyVariable` names, and the gateway
- * metered each of Claude Code's requests with the upstream's usage.
+ * metered each of Claude Code's requests with the upstream's usage. Resolves with the scripted turns.
  */
-async function expectClaudeRunsTheBashTool(model: string, keyVariable: KeyVariable, scriptedModel: (options: ScriptOptions) => Responder): Promise<void> {
+async function expectClaudeRunsTheBashTool(
+  model: string,
+  keyVariable: KeyVariable,
+  scriptedModel: (options: ScriptOptions) => Responder,
+): Promise<ScriptedTurn[]> {
   const { fileMarker, answerMarker, turns, since, before, firstUpstreamRequest } = await scriptShellTask(backend, scriptedModel);
   egress.attempts.length = 0;
 
@@ -141,6 +148,7 @@ async function expectClaudeRunsTheBashTool(model: string, keyVariable: KeyVariab
 
   expect(generations.length).toBeGreaterThanOrEqual(2);
   await expectMetered(backend, { since, before, requests: generations.length });
+  return turns;
 }
 
 beforeAll(async () => {
@@ -160,6 +168,13 @@ describe('Claude Code through the gateway', () => {
   }, 120_000);
 
   it('does the same with a Claude model behind the gateway (Anthropic Messages upstream), the key in ANTHROPIC_API_KEY', async () => {
-    await expectClaudeRunsTheBashTool('fake-claude', 'ANTHROPIC_API_KEY', anthropicMessagesModel);
+    const turns = await expectClaudeRunsTheBashTool('fake-claude', 'ANTHROPIC_API_KEY', anthropicMessagesModel);
+    // Claude Code turns thinking on; the model thought before its call, and Claude Code's second
+    // request brought the signed thinking block back unchanged, first in the turn.
+    const [call, answer] = turns.filter((turn) => turn.kind !== 'other');
+    const thought = 'I will run the command with the Bash tool.';
+    expect(call!.thinking, JSON.stringify(turns)).toMatchObject({ type: 'adaptive' });
+    expect(answer!.thinking, JSON.stringify(turns)).toMatchObject({ type: 'adaptive' });
+    expect(answer!.callTurnStart, JSON.stringify(turns)).toEqual({ type: 'thinking', thinking: thought, signature: signatureOf(thought) });
   }, 120_000);
 });

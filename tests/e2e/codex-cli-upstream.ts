@@ -6,10 +6,14 @@
  * tools of the request (Codex has offered `shell` with an argv array, `shell_command` with a string
  * and `exec_command` with `cmd` across versions; Claude Code offers `Bash` with a `command`
  * string), so the script follows the installed CLI. The same script speaks Anthropic's Messages
- * API (streamed events or whole) for a Claude model.
+ * API (streamed events or whole) for a Claude model, and thinks as Claude does when the request
+ * turns thinking on (Claude Code sends `thinking: {type: "adaptive"}`): its tool call comes after
+ * a signed thinking block, and a later request whose tool-use turn lacks that block first is
+ * refused with Anthropic's 400 (anthropic-thinking-upstream.ts).
  */
 import type { ServerResponse } from 'node:http';
 import type { ReceivedRequest, Responder } from '@gateway/testing';
+import { refuse, sendMessage, thinkingBlock, thinkingRefusal } from './anthropic-thinking-upstream.js';
 
 /** Codex's shell tools, most recent first, then Claude Code's. */
 const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell', 'Bash'];
@@ -24,6 +28,12 @@ export interface ScriptedTurn {
   toolOutput?: string;
   /** The shell tool the call named. */
   tool?: string;
+  /** The request's `thinking` (Messages API only), as it reached the upstream. */
+  thinking?: unknown;
+  /** The first block of the assistant turn that made the call, as the answer turn received it (Messages API only). */
+  callTurnStart?: unknown;
+  /** The upstream refused the request (Anthropic's 400), with this message. */
+  refused?: string;
 }
 
 /** What the scripted model does. */
@@ -57,6 +67,10 @@ interface ModelWire {
   tools(body: Record<string, unknown>): OfferedTool[];
   /** The text of the output of the script's tool call, when the request carries it. */
   toolOutput(body: Record<string, unknown>): string | undefined;
+  /** What the provider refuses in a request (its 400 message); undefined when it takes it. */
+  refusal?(body: Record<string, unknown>): string | undefined;
+  /** Adds what the request shows of the provider's own features (thinking) to its turn. */
+  observe?(body: Record<string, unknown>, turn: ScriptedTurn): void;
   send(request: ReceivedRequest, response: ServerResponse, answer: ScriptedAnswer): void;
 }
 
@@ -142,7 +156,22 @@ const ANTHROPIC_MESSAGES: ModelWire = {
     }
     return undefined;
   },
+  refusal: thinkingRefusal,
+  observe: (body, turn) => {
+    if (body.thinking !== undefined) turn.thinking = body.thinking;
+    for (const message of (body.messages ?? []) as Array<{ role?: string; content?: unknown }>) {
+      const blocks = Array.isArray(message.content) ? (message.content as Array<{ type?: string; id?: string }>) : [];
+      if (message.role === 'assistant' && blocks.some((block) => block.type === 'tool_use' && block.id === CALL_ID)) turn.callTurnStart = blocks[0];
+    }
+  },
   send: (request, response, answer) => {
+    const thinkingType = (request.body.thinking as { type?: string } | undefined)?.type;
+    if (answer.call && (thinkingType === 'enabled' || thinkingType === 'adaptive')) {
+      const thought = thinkingBlock(`I will run the command with the ${answer.call.name} tool.`);
+      const call = { type: 'tool_use', id: CALL_ID, name: answer.call.name, input: JSON.parse(answer.call.arguments) };
+      sendMessage(request, response, [thought, call], USAGE);
+      return;
+    }
     const block = answer.call ? { type: 'tool_use', id: CALL_ID, name: answer.call.name, input: {} } : { type: 'text', text: '' };
     const stopReason = answer.call ? 'tool_use' : 'end_turn';
     const message = { id: `msg_codex_${Date.now()}`, type: 'message', role: 'assistant', model: String(request.body.model), stop_sequence: null };
@@ -177,9 +206,17 @@ function scriptedModel(wire: ModelWire, options: ScriptOptions): Responder {
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
       return;
     }
+    const refusal = wire.refusal?.(request.body);
+    if (refusal !== undefined) {
+      options.turns.push({ kind: 'other', refused: refusal });
+      refuse(response, refusal);
+      return;
+    }
     const toolOutput = wire.toolOutput(request.body);
     if (toolOutput !== undefined) {
-      options.turns.push({ kind: 'answer', toolOutput });
+      const turn: ScriptedTurn = { kind: 'answer', toolOutput };
+      wire.observe?.(request.body, turn);
+      options.turns.push(turn);
       wire.send(request, response, { text: toolOutput.includes(options.expectedOutput) ? options.answer : 'The command output was missing.' });
       return;
     }
@@ -189,7 +226,9 @@ function scriptedModel(wire: ModelWire, options: ScriptOptions): Responder {
       wire.send(request, response, { text: 'No shell tool was offered.' });
       return;
     }
-    options.turns.push({ kind: 'tool-call', tool: call.name });
+    const turn: ScriptedTurn = { kind: 'tool-call', tool: call.name };
+    wire.observe?.(request.body, turn);
+    options.turns.push(turn);
     wire.send(request, response, { call: { name: call.name, arguments: JSON.stringify(call.arguments) } });
   };
 }

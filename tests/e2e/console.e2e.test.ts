@@ -3,7 +3,9 @@
  * running cluster, the way an operator uses it: log in with the admin token (a wrong one is
  * refused), create a key and read its secret from the one-time box, spend with it through the
  * `openai` client, find that spend on Usage and the request on Requests, see the simulated model
- * available on Models, revoke the key and find it refused. Throughout: the console's responses
+ * available on Models, create a viewer admin token on Admin tokens and log in with it (it sees the
+ * usage and the audit trail but no button that changes a key), then as the admin again revoke the
+ * key and find it refused. Throughout: the console's responses
  * carry its Content-Security-Policy, the page logs no error and no CSP violation, and the token
  * lives in sessionStorage only. A screenshot of each page goes to test-results/console/.
  *
@@ -54,6 +56,8 @@ let expectingRefusal = false;
 let keyId: string | undefined;
 let secret: string | undefined;
 let requestId: string | null = null;
+/** The viewer admin token the flow creates. */
+let viewerSecret: string | undefined;
 
 const byTestId = (id: string) => page.getByTestId(id);
 /** Waits until a page of the console has loaded its data. */
@@ -70,6 +74,7 @@ beforeAll(async () => {
   cluster = await startCluster({
     env: {
       EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
+      EDGE_ADMIN_TOKENS_ENABLED: 'true',
       // Health reports of this cluster's models only: another cluster's breakers never mark sim-mini down here.
       DEPLOYMENT_HEALTH_SUBJECT: `health.v1.deployment.test-${randomBytes(4).toString('hex')}`,
     },
@@ -231,6 +236,54 @@ describe('the web console', () => {
     expect(await row.count()).toBe(1);
     expect(await row.getByTestId('model-available').textContent()).toBe('yes');
     await screenshot('models');
+  });
+
+  it('creates a viewer admin token on Admin tokens and shows its secret once', async () => {
+    await byTestId('nav-admin-tokens').click();
+    await pageReady('admin-tokens');
+    await byTestId('create-admin-token-name').fill('console-viewer');
+    await byTestId('create-admin-token-role').selectOption('viewer');
+    await byTestId('create-admin-token-submit').click();
+    await byTestId('new-admin-token-box').waitFor({ timeout: 10_000 });
+    viewerSecret = (await byTestId('new-admin-token-secret').textContent())?.trim();
+    expect(viewerSecret).toMatch(/^bra-[A-Za-z0-9]{40}$/);
+    await screenshot('admin-tokens');
+    await byTestId('new-admin-token-dismiss').click();
+  });
+
+  it("a viewer sees the key's usage and the audit trail, and no button that changes a key", async () => {
+    expect(viewerSecret, 'the viewer token from the step before').toBeDefined();
+    await byTestId('logout').click();
+    await byTestId('login-token').fill(viewerSecret!);
+    await byTestId('login-submit').click();
+    // The address still names Admin tokens, which a viewer may not see: the console shows Keys.
+    await pageReady('keys');
+    await page.locator('[data-testid="whoami"][data-role="viewer"]').waitFor();
+    await keyRow().waitFor();
+    expect(await byTestId('create-key-form').count()).toBe(0);
+    expect(await page.locator('[data-testid="key-edit"], [data-testid="key-revoke"]').count()).toBe(0);
+    expect(await byTestId('nav-admin-tokens').count()).toBe(0);
+    await screenshot('keys-viewer');
+
+    await byTestId('nav-usage').click();
+    await pageReady('usage');
+    await byTestId('usage-key-filter').selectOption(keyId!);
+    await pageReady('usage');
+    const cost = page.locator(`[data-testid="usage-key-row"][data-group-id="${keyId}"] [data-testid="usage-cost"]`);
+    await expect.poll(async () => Number((await cost.count()) > 0 ? await cost.getAttribute('data-cost-usd') : 0), { timeout: 10_000 }).toBeGreaterThan(0);
+
+    await byTestId('nav-audit').click();
+    await pageReady('audit');
+    const created = page.locator(`[data-testid="audit-row"][data-action="key.create"][data-target-id="${keyId}"]`);
+    expect(await created.count()).toBe(1);
+    expect(await created.getByTestId('audit-actor').textContent()).toContain('static-token');
+    await screenshot('audit');
+
+    await byTestId('logout').click();
+    await byTestId('login-token').fill(ADMIN_TOKEN);
+    await byTestId('login-submit').click();
+    await byTestId('nav-keys').click();
+    await pageReady('keys');
   });
 
   it('revokes the key after a confirmation; its next completion is refused with 401', async () => {

@@ -7,7 +7,16 @@ import { envSchema } from 'env-schema';
 import type { Static, TObject } from '@sinclair/typebox';
 
 export { Type } from '@sinclair/typebox';
-export { logLevelVariable, redisVariables, usageStreamVariables } from './shared-variables.js';
+export { configReloadVariable, logLevelVariable, redisVariables, usageStreamVariables } from './shared-variables.js';
+export {
+  DEFAULT_RELOAD_INTERVAL_MS,
+  ReloadableFile,
+  type ReloadableFileOptions,
+  type ReloadCounter,
+  type ReloadListener,
+  type ReloadLogger,
+  type ReloadOutcome,
+} from './reloadable-file.js';
 export { commentLines, type EnvExampleSection, renderEnvExample, undescribedVariables } from './env-example.js';
 export type { Static, TObject } from '@sinclair/typebox';
 

@@ -57,3 +57,15 @@ export function logLevelVariable() {
     }),
   };
 }
+
+/** CONFIG_RELOAD_INTERVAL_MS: the services that read the catalog or the plans (router, executor, metering, auth). */
+export function configReloadVariable() {
+  return {
+    CONFIG_RELOAD_INTERVAL_MS: Type.Integer({
+      description:
+        'Reload the catalog (and auth its plans) when the file changes, without a restart: the file is watched and also read every this many ms in case a change event is missed; an invalid file is logged and the one in use kept. 0 = read once at start, never reloaded.',
+      minimum: 0,
+      default: 2_000,
+    }),
+  };
+}

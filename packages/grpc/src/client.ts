@@ -45,6 +45,43 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** The caller's span as a W3C traceparent: the parent of the server's span (metadata `traceparent`). */
   traceparent?: string;
+  /** Who asked for the call (an admin API principal): what an audited change records (metadata `gateway-actor`). */
+  actor?: CallActor;
+}
+
+/**
+ * The principal on whose behalf a call is made, as the edge's admin API resolved it. Never a
+ * secret: a subject is `static-token`, an admin token's id or an SSO user's subject.
+ */
+export interface CallActor {
+  subject: string;
+  /** `admin` or `viewer`. */
+  role: string;
+  /** Where the credential came from: `static_token`, `admin_token`, `sso_session`, `cli`. */
+  via: string;
+}
+
+/**
+ * The metadata key carrying a call's actor: `<role> <via> <subject>`, the subject percent-encoded
+ * (encodeURIComponent) so that any subject fits ASCII metadata and splits unambiguously.
+ */
+export const ACTOR_METADATA = 'gateway-actor';
+
+/** A call's actor as the `gateway-actor` metadata value. */
+export function encodeActor(actor: CallActor): string {
+  return `${actor.role} ${actor.via} ${encodeURIComponent(actor.subject)}`;
+}
+
+/** The actor a caller sent, or undefined when none or malformed. */
+export function actorOf(call: { metadata: grpc.Metadata }): CallActor | undefined {
+  const value = call.metadata.get(ACTOR_METADATA)[0];
+  const match = typeof value === 'string' ? /^([a-z_]{1,32}) ([a-z_]{1,32}) (\S{1,512})$/.exec(value) : null;
+  if (!match) return undefined;
+  try {
+    return { role: match[1]!, via: match[2]!, subject: decodeURIComponent(match[3]!) };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The gRPC metadata key, and call-stream field, that carries a W3C traceparent. */
@@ -55,6 +92,7 @@ export function callMetadata(options: CallOptions): { metadata: grpc.Metadata; c
   const metadata = new grpc.Metadata();
   if (options.requestId) metadata.set(REQUEST_ID_METADATA, options.requestId);
   if (options.traceparent) metadata.set(TRACEPARENT_METADATA, options.traceparent);
+  if (options.actor) metadata.set(ACTOR_METADATA, encodeActor(options.actor));
   return { metadata, callOptions: { deadline: Date.now() + options.deadlineMs } };
 }
 

@@ -42,6 +42,7 @@ export const ERROR_REASONS = Object.freeze({
   model_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   key_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   key_exists: entry(GrpcStatus.ALREADY_EXISTS, 409, INVALID, false),
+  admin_token_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   team_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   // A team is deleted only once none of its keys is live.
   team_has_keys: entry(GrpcStatus.FAILED_PRECONDITION, 409, INVALID, false),

@@ -76,6 +76,14 @@ export interface AuthKeys {
   teamKeys(teamId: string): string;
   /** A team's quota window: `<prefix>team-window:{<team_id>}:requests|tokens|charges|pending`. */
   teamWindow(teamId: string): QuotaWindowKeys;
+  /** string: an admin token's id, by the SHA-256 of its secret (hex); written once. */
+  adminTokenIndex(secretHash: string): string;
+  /** hash: an admin token's record (token_id, name, role, created_at_ms, created_by, revoked). */
+  adminToken(tokenId: string): string;
+  /** set: every admin token id. */
+  readonly adminTokenIds: string;
+  /** stream: the audit trail of admin changes, trimmed by age (MINID) on each write. */
+  readonly audit: string;
 }
 
 function windowNames(base: string): QuotaWindowKeys {
@@ -96,6 +104,10 @@ export function authKeys(prefix: string = DEFAULT_AUTH_PREFIX): AuthKeys {
     team: (teamId) => `${prefix}team:${teamIdTag(teamId)}`,
     teamKeys: (teamId) => `${prefix}team-keys:${teamIdTag(teamId)}`,
     teamWindow: (teamId) => windowNames(`${prefix}team-window:${teamIdTag(teamId)}:`),
+    adminTokenIndex: (secretHash) => `${prefix}admin-token-secret:${secretHash}`,
+    adminToken: (tokenId) => `${prefix}admin-token:${keyIdTag(tokenId)}`,
+    adminTokenIds: `${prefix}admin-token-ids`,
+    audit: `${prefix}audit`,
   };
 }
 

@@ -51,6 +51,22 @@ function registerEventLoopDelay(registry: client.Registry): void {
   });
 }
 
+/**
+ * `gateway_config_reload_total{file,outcome}`: each change of a reloaded configuration file
+ * (`file`: catalog, plans) that was applied (`success`) or refused, the old one kept (`invalid`,
+ * `unreadable`). Registered once per registry; a second call returns the same counter.
+ */
+export function configReloadCounter(registry: client.Registry): client.Counter<'file' | 'outcome'> {
+  const existing = registry.getSingleMetric('gateway_config_reload_total');
+  if (existing) return existing as client.Counter<'file' | 'outcome'>;
+  return new client.Counter({
+    name: 'gateway_config_reload_total',
+    help: 'Changes of a reloaded configuration file (catalog, plans): applied (success) or refused with the old one kept (invalid, unreadable).',
+    labelNames: ['file', 'outcome'],
+    registers: [registry],
+  });
+}
+
 /** A started metrics server; close it on shutdown. */
 export interface MetricsServer {
   readonly port: number;

@@ -202,10 +202,45 @@ describe('chunkJson', () => {
     expect(later.choices[0]!.delta.tool_calls).toEqual([{ index: 0, function: { arguments: '{"a"' } }]);
   });
 
+  it('writes thinking deltas as reasoning_content, and the signature and redacted blocks as their own fields', () => {
+    const deltaOf = (delta: Record<string, unknown>) =>
+      chunkJson({ choices: [{ index: 0, delta: { tool_calls: [], ...delta } }] } as never, identity).choices[0]!.delta;
+    expect(deltaOf({ thinking: 'Let me see.' })).toEqual({ reasoning_content: 'Let me see.' });
+    expect(deltaOf({ thinking_signature: 'sig' })).toEqual({ thinking_signature: 'sig' });
+    expect(deltaOf({ redacted_thinking: 'opaque' })).toEqual({ redacted_thinking: 'opaque' });
+  });
+
   it('writes the usage chunk with empty choices', () => {
     const json = usageChunkJson({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }, identity, gateway);
     expect(json.choices).toEqual([]);
     expect(json.usage.total_tokens).toBe(3);
     expect(json.gateway).toEqual(gateway);
+  });
+});
+
+describe('chatCompletionJson with thinking', () => {
+  it('adds reasoning_content and the whole thinking blocks only to an answer that has them', () => {
+    const response = (blocks: unknown[]) =>
+      chatCompletionJson(
+        {
+          id: 'chatcmpl-1',
+          model: 'claude',
+          choices: [
+            {
+              index: 0,
+              message: { content: 'Hi.', tool_calls: [], ...(blocks.length > 0 ? { thinking: { blocks } } : {}) },
+              finish_reason: 'FINISH_REASON_STOP',
+            },
+          ],
+        } as never,
+        gateway,
+      ).choices[0]!.message as Record<string, unknown>;
+    const thought = response([{ thinking: { thinking: 'Greet.', signature: 'sig' } }, { redacted_thinking: { data: 'opaque' } }]);
+    expect(thought.reasoning_content).toBe('Greet.');
+    expect(thought.thinking_blocks).toEqual([
+      { type: 'thinking', thinking: 'Greet.', signature: 'sig' },
+      { type: 'redacted_thinking', data: 'opaque' },
+    ]);
+    expect(Object.keys(response([]))).not.toContain('reasoning_content');
   });
 });

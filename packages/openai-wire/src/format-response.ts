@@ -7,6 +7,7 @@ import type {
   ChatChunkOutput,
   ChatResponseOutput,
   ChoiceLogprobsOutput,
+  ContentPartOutput,
   DeltaOutput,
   FinishReasonOutput,
   TokenLogprobListOutput,
@@ -85,6 +86,21 @@ export function logprobsJson(logprobs: ChoiceLogprobsOutput | undefined | null) 
 }
 
 /**
+ * An answer's thinking blocks as OpenAI-compatible servers show reasoning: `reasoning_content`
+ * (the thinking text joined) and `thinking_blocks` (each block whole, signature included, as
+ * LiteLLM writes them). Nothing when the answer has none, so OpenAI's exact shape stays.
+ */
+function reasoningJson(blocks: ContentPartOutput[] | undefined) {
+  if (!blocks?.length) return {};
+  const thinkingBlocks = blocks.map((part) =>
+    part.redacted_thinking
+      ? { type: 'redacted_thinking', data: part.redacted_thinking.data ?? '' }
+      : { type: 'thinking', thinking: part.thinking?.thinking ?? '', signature: part.thinking?.signature ?? '' },
+  );
+  return { reasoning_content: blocks.map((part) => part.thinking?.thinking ?? '').join(''), thinking_blocks: thinkingBlocks };
+}
+
+/**
  * A whole response as OpenAI's `chat.completion` object. For a caller of the deprecated
  * `functions` (legacyFunctions), the first tool call is `message.function_call` and the finish
  * reason `function_call`, as that API answered.
@@ -112,6 +128,7 @@ export function chatCompletionJson(response: ChatResponseOutput, gateway: Gatewa
           role: 'assistant',
           content: message?.content ?? null,
           refusal: message?.refusal ?? null,
+          ...reasoningJson(message?.thinking?.blocks),
           ...calls,
           annotations: [],
         },
@@ -131,6 +148,11 @@ function deltaJson(delta: DeltaOutput | undefined, legacyFunctions: boolean) {
   if (delta.role === 'ROLE_ASSISTANT') out.role = 'assistant';
   if (delta.content !== undefined) out.content = delta.content;
   if (delta.refusal !== undefined) out.refusal = delta.refusal;
+  // Extended thinking, as OpenAI-compatible servers stream reasoning (`reasoning_content`), with
+  // the block's signature and redacted blocks as the gateway's own fields.
+  if (delta.thinking !== undefined) out.reasoning_content = delta.thinking;
+  if (delta.thinking_signature !== undefined) out.thinking_signature = delta.thinking_signature;
+  if (delta.redacted_thinking !== undefined) out.redacted_thinking = delta.redacted_thinking;
   if (legacyFunctions) {
     // The deprecated API streamed one call: the name once, then argument fragments.
     const call = (delta.tool_calls ?? []).find((entry) => (entry.index ?? 0) === 0);

@@ -12,6 +12,7 @@ import protobuf from 'protobufjs';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ProtoGrpcType as AdminAccessGrpc } from './generated/admin_access.js';
 import type { ProtoGrpcType as AuthGrpc } from './generated/auth.js';
 import type { ProtoGrpcType as ExecutorGrpc } from './generated/executor.js';
 import type { ProtoGrpcType as ResponseStoreGrpc } from './generated/response_store.js';
@@ -42,7 +43,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AuthGrpc & TeamsGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
+export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

@@ -13,6 +13,7 @@ const SERVICES = fileURLToPath(new URL('../../../services/', import.meta.url));
 
 /** Which process serves which gRPC service of the contracts. */
 const SERVED_BY: Readonly<Record<string, string>> = {
+  'gateway/auth/v1/admin_access.proto': 'auth',
   'gateway/auth/v1/auth.proto': 'auth',
   'gateway/auth/v1/teams.proto': 'auth',
   'gateway/executor/v1/executor.proto': 'executor',

@@ -108,6 +108,25 @@ describe('promptTokenBounds', { timeout: 30_000 }, () => {
     }
   });
 
+  it('counts the thinking an earlier assistant turn sends back, within its bounds', () => {
+    const thought = prose(2_000, 5);
+    const turn = (withThinking: boolean) => ({
+      ...request('Weather?'),
+      messages: [
+        ...(request('Weather?').messages ?? []),
+        {
+          role: 'ROLE_ASSISTANT' as const,
+          parts: { parts: [...(withThinking ? [{ thinking: { thinking: thought, signature: 'sig' } }] : []), { text: 'Checking.' }] },
+          tool_calls: [],
+        },
+      ],
+    });
+    const added = countPromptTokens(turn(true)) - countPromptTokens(turn(false));
+    expect(added).toBeGreaterThanOrEqual(countTextTokens(thought));
+    const bounds = promptTokenBounds(turn(true));
+    expect(bounds.upper).toBeGreaterThanOrEqual(countPromptTokens(turn(true)));
+  });
+
   it('estimates prose, code and other scripts from bytes alone, at most a third under and twice over the exact count', () => {
     for (const text of [prose(40_000, 5), CODE.repeat(40), MULTILINGUAL.repeat(40)]) {
       const exact = countPromptTokens(request(text));

@@ -71,13 +71,17 @@ export async function countTextTokensAsync(text: string): Promise<number> {
   return text.length === 0 ? 0 : ((await runInTimeSlices(countTextSteps(text, Number.POSITIVE_INFINITY))) as number);
 }
 
-/** Every user-visible text of a message: its text, text parts, refusal and tool-call arguments. */
+/**
+ * Every text of a message the upstream reads: its text, text parts, refusal, thinking (an earlier
+ * turn's thinking blocks go back to an Anthropic upstream) and tool-call arguments.
+ */
 export function messageText(message: Message): string {
   const pieces: string[] = [];
   if (typeof message.text === 'string') pieces.push(message.text);
   for (const part of message.parts?.parts ?? []) {
     if (typeof part.text === 'string') pieces.push(part.text);
     if (typeof part.refusal === 'string') pieces.push(part.refusal);
+    if (typeof part.thinking?.thinking === 'string') pieces.push(part.thinking.thinking);
   }
   if (message.refusal) pieces.push(message.refusal);
   for (const call of message.tool_calls ?? []) pieces.push(call.function?.name ?? '', call.function?.arguments ?? '');
@@ -151,6 +155,7 @@ export function promptTokenBounds(request: PromptRequest): PromptTokenBounds {
       if (part.image_url) fixed += IMAGE_TOKENS;
       if (typeof part.text === 'string') bytes += Buffer.byteLength(part.text) + 1;
       if (typeof part.refusal === 'string') bytes += Buffer.byteLength(part.refusal) + 1;
+      if (typeof part.thinking?.thinking === 'string') bytes += Buffer.byteLength(part.thinking.thinking) + 1;
     }
     if (message.refusal) bytes += Buffer.byteLength(message.refusal) + 1;
     for (const call of message.tool_calls ?? []) bytes += Buffer.byteLength(call.function?.name ?? '') + Buffer.byteLength(call.function?.arguments ?? '') + 2;

@@ -18,7 +18,9 @@ import {
   type UpdateKeyRequest,
 } from '@gateway/proto';
 import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
+import { AdminTokenStore } from './admin-token-store.js';
 import { createServer } from './app.js';
+import { AuditLog } from './audit-log.js';
 import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
 import { ensureBootstrapKey } from './bootstrap-key.js';
 import { hashSecret } from './key-secret.js';
@@ -38,7 +40,8 @@ async function startAuth(url: string, prefix: string, options: { reachable?: boo
   if (options.reachable !== false) await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
   const keys = new KeyStore(redis, { prefix });
   const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
-  const server: GatewayServer = createServer({ keys, teams: new TeamStore(redis, { prefix }), limiter, plans, logger });
+  const audit = { adminTokens: new AdminTokenStore(redis, { prefix }), audit: new AuditLog(redis, { prefix }) };
+  const server: GatewayServer = createServer({ keys, teams: new TeamStore(redis, { prefix }), limiter, plans, logger, ...audit });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
   // Decisions over one Decide stream only: a call made while it is not open fails instead of going unary.
@@ -186,6 +189,7 @@ describe('AuthService', () => {
       if (type === 'hash') dump.push(name, ...Object.entries(await inspector.hgetall(name)).flat());
       else if (type === 'set') dump.push(name, ...(await inspector.smembers(name)));
       else if (type === 'zset') dump.push(name, ...(await inspector.zrange(name, 0, -1)));
+      else if (type === 'stream') dump.push(name, JSON.stringify(await inspector.xrange(name, '-', '+')));
       else dump.push(name, (await inspector.get(name)) ?? '');
     }
     const text = dump.join('\n');

@@ -24,9 +24,10 @@ import type {
   SettleUsageResponse,
   UpdateKeyRequestOutput,
 } from '@gateway/proto';
+import type { Auditor } from './auditor.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, TeamNotFoundError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
-import { BUDGET_FIELDS, planFromProto, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
+import { BUDGET_FIELDS, planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
 import {
   type QuotaDecision,
   type QuotaLimiter,
@@ -40,12 +41,15 @@ import {
 export interface AuthServiceDependencies {
   keys: KeyStore;
   limiter: QuotaLimiter;
-  plans: PlanTable;
+  /** The plans: a fixed table, or a reloaded plans file (each answer reads its `current` table). */
+  plans: PlanTable | PlansSource;
   logger: Logger;
   /** Where the service's metrics go; omitted in tests that do not look at them. */
   registry?: prometheus.Registry;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
+  /** Records each key change (create, update, revoke) in the audit trail. */
+  auditor: Auditor;
 }
 
 /** The longest model id a CheckKey may name. */
@@ -186,7 +190,8 @@ export interface AuthService {
  * runs the very same CheckKey and SettleUsage functions for each message of its stream.
  */
 export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
-  const { keys, limiter, plans, logger } = dependencies;
+  const { keys, limiter, logger, auditor } = dependencies;
+  const plans = plansSource(dependencies.plans);
   const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const decisions = new prometheus.Counter({
@@ -371,7 +376,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
         'The key store is unavailable.',
       );
       logger.info({ key_id: created.key.key_id, plan, team_id: teamId || undefined }, 'key created');
-      return { key: toKeyInfo(created.key, plans), secret: created.secret };
+      return { key: toKeyInfo(created.key, plans.current), secret: created.secret };
     } catch (error) {
       if (error instanceof KeyExistsError) throw GatewayError.of('key_exists', 'A key with this secret already exists.', { param: 'secret' });
       if (error instanceof TeamNotFoundError) throw GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' });
@@ -382,7 +387,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   async function listKeys(request: ListKeysRequestOutput): Promise<ListKeysResponse> {
     const teamId = request.team_id || undefined;
     const all = await store(() => keys.list(teamId), 'The key store is unavailable.');
-    return { keys: all.map((key) => toKeyInfo(key, plans)) };
+    return { keys: all.map((key) => toKeyInfo(key, plans.current)) };
   }
 
   function notFound(): GatewayError {
@@ -393,7 +398,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const keyId = request.key_id ?? '';
     const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
     if (!key) throw notFound();
-    return toKeyInfo(key, plans);
+    return toKeyInfo(key, plans.current);
   }
 
   async function updateKey(request: UpdateKeyRequestOutput): Promise<KeyInfo> {
@@ -430,7 +435,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
     if (!updated) throw notFound();
     logger.info({ key_id: updated.key_id, changed: Object.keys(changes) }, 'key updated');
-    return toKeyInfo(updated, plans);
+    return toKeyInfo(updated, plans.current);
   }
 
   async function revokeKey(request: RevokeKeyRequestOutput): Promise<KeyInfo> {
@@ -438,7 +443,14 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const revoked = keyId ? await store(() => keys.revoke(keyId), 'The key store is unavailable.') : undefined;
     if (!revoked) throw notFound();
     logger.info({ key_id: revoked.key_id }, 'key revoked');
-    return toKeyInfo(revoked, plans);
+    return toKeyInfo(revoked, plans.current);
+  }
+
+  /** A key's public facts before a change, for the audit trail; undefined for an unknown id. */
+  async function keyBefore(request: { key_id?: string }): Promise<KeyInfo | undefined> {
+    const keyId = request.key_id ?? '';
+    const key = keyId ? await store(() => keys.get(keyId), 'The key store is unavailable.') : undefined;
+    return key && toKeyInfo(key, plans.current);
   }
 
   const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
@@ -452,11 +464,23 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   });
   const handlers: AuthServiceHandlers = {
     CheckKey: unary(checkKey, 'CheckKey', report),
-    CreateKey: unary(createKey, 'CreateKey', report),
+    CreateKey: unary(
+      auditor.audited(createKey, { action: 'key.create', target: (_, created) => created.key?.key_id ?? '', after: (created) => created.key }),
+      'CreateKey',
+      report,
+    ),
     ListKeys: unary(listKeys, 'ListKeys', report),
-    RevokeKey: unary(revokeKey, 'RevokeKey', report),
+    RevokeKey: unary(
+      auditor.audited(revokeKey, { action: 'key.revoke', target: (request) => request.key_id ?? '', before: keyBefore, after: (key) => key }),
+      'RevokeKey',
+      report,
+    ),
     GetKey: unary(getKey, 'GetKey', report),
-    UpdateKey: unary(updateKey, 'UpdateKey', report),
+    UpdateKey: unary(
+      auditor.audited(updateKey, { action: 'key.update', target: (request) => request.key_id ?? '', before: keyBefore, after: (key) => key }),
+      'UpdateKey',
+      report,
+    ),
     SettleUsage: unary(settleUsage, 'SettleUsage', report),
     Decide: decide.handler,
   };

@@ -5,6 +5,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
+import { AdminTokenStore } from './admin-token-store.js';
+import { AuditLog } from './audit-log.js';
 import { KeyStore } from './key-store.js';
 import { hashSecret } from './key-secret.js';
 
@@ -184,6 +186,37 @@ describe('auth CLI (dist/cli.js)', () => {
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('--daily-budget-usd must be a positive amount of USD (at least 0.000001), "unlimited" or "plan"');
     }
+  });
+
+  it('creates, lists and revokes an admin token, recording each change with the actor cli', async () => {
+    const created = await cli('create-admin-token', '--role', 'viewer', '--name', 'grafana', '--json');
+    expect(created.code).toBe(0);
+    const { token_id: tokenId, secret } = JSON.parse(created.stdout) as { token_id: string; secret: string };
+    expect(secret).toMatch(/^bra-[A-Za-z0-9]{40}$/);
+    const tokens = new AdminTokenStore(inspector, { prefix });
+    expect(await tokens.check(secret)).toMatchObject({ token_id: tokenId, role: 'viewer', created_by: 'cli' });
+    expect((await cli('list-admin-tokens')).stdout).toMatch(new RegExp(`${tokenId}\\s+viewer\\s+active`));
+
+    expect(await cli('revoke-admin-token', tokenId)).toMatchObject({ code: 0, stdout: `revoked ${tokenId}\n` });
+    expect(await tokens.check(secret)).toBeUndefined();
+    expect(await cli('revoke-admin-token', 'adt_0000000000000000')).toMatchObject({ code: 1 });
+    expect((await cli('create-admin-token', '--role', 'owner')).code).toBe(2);
+
+    const { entries } = await new AuditLog(inspector, { prefix }).list({ target_id: tokenId });
+    expect(entries.map((entry) => [entry.action, entry.actor])).toEqual([
+      ['admin_token.revoke', { subject: 'cli', role: 'admin', via: 'cli' }],
+      ['admin_token.create', { subject: 'cli', role: 'admin', via: 'cli' }],
+    ]);
+    expect(JSON.stringify(entries)).not.toContain(secret);
+  });
+
+  it("records a key's changes with the key before and after", async () => {
+    const { key_id: keyId } = JSON.parse((await cli('create-key', '--plan', 'starter', '--name', 'old', '--json')).stdout) as { key_id: string };
+    await cli('update', keyId, '--name', 'new');
+    const { entries } = await new AuditLog(inspector, { prefix }).list({ target_id: keyId });
+    expect(entries.map((entry) => entry.action)).toEqual(['key.update', 'key.create']);
+    expect(JSON.parse(entries[0]!.before_json)).toMatchObject({ key_id: keyId, name: 'old', plan: 'PLAN_STARTER' });
+    expect(JSON.parse(entries[0]!.after_json)).toMatchObject({ name: 'new' });
   });
 
   it('fails with a message when Redis is unreachable', async () => {

@@ -6,6 +6,9 @@
  *   node dist/cli.js get <key_id>
  *   node dist/cli.js update <key_id> [--plan p] [--name n] [limits]
  *   node dist/cli.js revoke <key_id>
+ *   node dist/cli.js create-admin-token --role admin|viewer [--name n] [--json]
+ *   node dist/cli.js list-admin-tokens [--json]
+ *   node dist/cli.js revoke-admin-token <token_id>
  *   node dist/cli.js create-team --name n [--requests-per-minute N] [--tokens-per-minute N]
  *                                [--daily-budget-usd X] [--monthly-budget-usd X] [--allowed-models a,b*] [--json]
  *   node dist/cli.js list-teams [--json]
@@ -13,16 +16,23 @@
  * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
  * [--monthly-budget-usd X|unlimited|plan] [--allowed-models ID,PREFIX*,...|all] ("plan" removes an
  * override; an empty policy removes the policy; "all" removes the allow-list, '' allows no model).
- * Reads REDIS_URL (default redis://127.0.0.1:6379) and AUTH_REDIS_PREFIX (default auth:). The secret is printed once, by create-key.
+ * Reads REDIS_URL (default redis://127.0.0.1:6379), AUTH_REDIS_PREFIX (default auth:), AUTH_PLANS_PATH
+ * and AUTH_AUDIT_RETENTION_DAYS. A secret is printed once, by create-key or create-admin-token (an
+ * admin token bootstraps the admin API without EDGE_ADMIN_TOKEN). Every change is recorded in the
+ * audit trail with the actor `cli`.
  */
 import { parseArgs } from 'node:util';
 import { loadConfig, redisVariables, Type } from '@gateway/config';
+import { ADMIN_ROLE_NAMES, AdminTokenStore, isAdminRoleName, type StoredAdminToken } from './admin-token-store.js';
+import { toAdminTokenInfo } from './admin-access-service.js';
+import { AuditLog, CLI_ACTOR } from './audit-log.js';
+import { toKeyInfo } from './auth-service.js';
 import { AuthConfigSchema } from './config.js';
 import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
 import { KeyExistsError, KeyInputError, KeyStore, TeamNotFoundError, type KeyChanges, type StoredKey } from './key-store.js';
+import { isPlanName, loadPlans, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName, type PlanTable } from './plans.js';
 import { TeamStore, type NewTeam } from './team-store.js';
-import { isPlanName, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName } from './plans.js';
 import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
 
 const USAGE = `usage:
@@ -31,6 +41,9 @@ const USAGE = `usage:
   get KEY_ID
   update KEY_ID [--plan ${PLAN_NAMES.join('|')}] [--name NAME] [LIMITS]
   revoke KEY_ID
+  create-admin-token --role ${ADMIN_ROLE_NAMES.join('|')} [--name NAME] [--json]
+  list-admin-tokens [--json]
+  revoke-admin-token TOKEN_ID
   create-team --name NAME [--requests-per-minute N] [--tokens-per-minute N] [--daily-budget-usd USD]
               [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--json]
   list-teams [--json]
@@ -47,7 +60,18 @@ class UsageError extends Error {}
 const CliConfigSchema = Type.Object({
   ...redisVariables(REDIS_URL_PATTERN),
   AUTH_REDIS_PREFIX: AuthConfigSchema.properties.AUTH_REDIS_PREFIX,
+  AUTH_PLANS_PATH: AuthConfigSchema.properties.AUTH_PLANS_PATH,
+  AUTH_AUDIT_RETENTION_DAYS: AuthConfigSchema.properties.AUTH_AUDIT_RETENTION_DAYS,
 });
+
+/** What the commands work on: the stores, and the audit trail each change is recorded in. */
+interface CliStores {
+  keys: KeyStore;
+  adminTokens: AdminTokenStore;
+  audit: AuditLog;
+  plans: PlanTable;
+  teams: TeamStore;
+}
 
 function formatKey(key: StoredKey): string {
   const used = key.last_used_at_ms ? new Date(key.last_used_at_ms).toISOString() : 'never';
@@ -105,6 +129,7 @@ const OPTIONS = {
   'monthly-budget-usd': { type: 'string' },
   team: { type: 'string' },
   'allowed-models': { type: 'string' },
+  role: { type: 'string' },
 } as const;
 
 /** The flags of a command line, as parseArgs reads them. */
@@ -131,7 +156,7 @@ function planFlag(plan: string | undefined): PlanName {
   return plan;
 }
 
-async function createKey(keys: KeyStore, values: Flags, overrides: OverrideFlags): Promise<void> {
+async function createKey({ keys, audit, plans }: CliStores, values: Flags, overrides: OverrideFlags): Promise<void> {
   const plan = planFlag(values.plan);
   if (values.secret !== undefined && !isWellFormedSecret(values.secret))
     throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
@@ -145,6 +170,7 @@ async function createKey(keys: KeyStore, values: Flags, overrides: OverrideFlags
     ...(values.team ? { team_id: values.team } : {}),
     ...set,
   });
+  await audit.record({ actor: CLI_ACTOR, action: 'key.create', target_id: key.key_id, after: toKeyInfo(key, plans) });
   if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
   else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
 }
@@ -181,7 +207,7 @@ function teamFlag<T>(value: T | null | undefined, flag: string): Exclude<T, 'unl
   return value as Exclude<T, 'unlimited'> | undefined;
 }
 
-async function createTeam(teams: TeamStore, values: Flags, overrides: OverrideFlags): Promise<void> {
+async function createTeam({ teams }: CliStores, values: Flags, overrides: OverrideFlags): Promise<void> {
   if (!values.name) throw new UsageError('create-team needs --name');
   const team: NewTeam = { name: values.name };
   const limits = {
@@ -200,7 +226,61 @@ async function createTeam(teams: TeamStore, values: Flags, overrides: OverrideFl
   process.stdout.write(values.json ? `${JSON.stringify(stored)}\n` : `team_id: ${stored.team_id}\nname:    ${stored.name}\n`);
 }
 
-async function run(argv: string[], keys: KeyStore, teams: TeamStore): Promise<void> {
+/** Applies a change to a key and records it: `before` and `after` are the key's public facts. */
+async function changeKey(stores: CliStores, keyId: string, action: 'key.update' | 'key.revoke', change: () => Promise<StoredKey | undefined>) {
+  const before = await stores.keys.get(keyId);
+  const after = await change();
+  if (before && after) {
+    const info = (key: StoredKey) => toKeyInfo(key, stores.plans);
+    await stores.audit.record({ actor: CLI_ACTOR, action, target_id: keyId, before: info(before), after: info(after) });
+  }
+  return after;
+}
+
+function formatAdminToken(token: StoredAdminToken): string {
+  return [token.token_id, token.role.padEnd(6), (token.revoked ? 'revoked' : 'active').padEnd(7), new Date(token.created_at_ms).toISOString(), token.name].join(
+    '  ',
+  );
+}
+
+async function createAdminToken({ adminTokens, audit }: CliStores, values: Flags): Promise<void> {
+  const role = values.role;
+  if (!role || !isAdminRoleName(role)) throw new UsageError(`--role must be one of ${ADMIN_ROLE_NAMES.join(', ')}`);
+  const { token, secret } = await adminTokens.create({ role, name: values.name ?? '', createdBy: CLI_ACTOR.subject });
+  await audit.record({ actor: CLI_ACTOR, action: 'admin_token.create', target_id: token.token_id, after: toAdminTokenInfo(token) });
+  if (values.json) process.stdout.write(`${JSON.stringify({ token_id: token.token_id, role, name: token.name, secret })}\n`);
+  else process.stdout.write(`token_id: ${token.token_id}\nrole:     ${role}\nsecret:   ${secret}\n(the secret is shown only this once)\n`);
+}
+
+async function revokeAdminToken({ adminTokens, audit }: CliStores, tokenId: string): Promise<void> {
+  const before = await adminTokens.get(tokenId);
+  const revoked = await adminTokens.revoke(tokenId);
+  if (!before || !revoked) {
+    process.stderr.write(`no admin token has the id ${tokenId}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const action = { actor: CLI_ACTOR, action: 'admin_token.revoke', target_id: tokenId };
+  await audit.record({ ...action, before: toAdminTokenInfo(before), after: toAdminTokenInfo(revoked) });
+  process.stdout.write(`revoked ${tokenId}\n`);
+}
+
+/** The one id a command takes. */
+function oneId(command: string, rest: string[]): string {
+  if (rest.length !== 1) throw new UsageError(`${command} takes exactly one id`);
+  return rest[0]!;
+}
+
+async function runAdminTokenCommand(stores: CliStores, command: string, values: Flags, rest: string[]): Promise<void> {
+  if (command === 'create-admin-token') return createAdminToken(stores, values);
+  if (command === 'revoke-admin-token') return revokeAdminToken(stores, oneId(command, rest));
+  const all = await stores.adminTokens.list();
+  if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
+  else process.stdout.write(all.length ? `${all.map(formatAdminToken).join('\n')}\n` : 'no admin tokens\n');
+}
+
+async function run(argv: string[], stores: CliStores): Promise<void> {
+  const { keys } = stores;
   let parsed: { values: Flags; positionals: string[] };
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
@@ -213,7 +293,11 @@ async function run(argv: string[], keys: KeyStore, teams: TeamStore): Promise<vo
   const overrides = overrideFlags(values);
   switch (command) {
     case 'create-key':
-      return createKey(keys, values, overrides);
+      return createKey(stores, values, overrides);
+    case 'create-admin-token':
+    case 'list-admin-tokens':
+    case 'revoke-admin-token':
+      return runAdminTokenCommand(stores, command, values, rest);
     case 'list': {
       const all = await keys.list();
       if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
@@ -226,14 +310,17 @@ async function run(argv: string[], keys: KeyStore, teams: TeamStore): Promise<vo
     }
     case 'update': {
       const keyId = oneKeyId(command, rest);
-      return printKey(await keys.update(keyId, keyChanges(values, overrides)), keyId, (key) => JSON.stringify(key));
+      const changes = keyChanges(values, overrides);
+      return printKey(await changeKey(stores, keyId, 'key.update', () => keys.update(keyId, changes)), keyId, (key) => JSON.stringify(key));
     }
-    case 'revoke':
-      return printKey(await keys.revoke(oneKeyId(command, rest)), rest[0], (key) => `revoked ${key.key_id}`);
+    case 'revoke': {
+      const keyId = oneKeyId(command, rest);
+      return printKey(await changeKey(stores, keyId, 'key.revoke', () => keys.revoke(keyId)), keyId, (key) => `revoked ${key.key_id}`);
+    }
     case 'create-team':
-      return createTeam(teams, values, overrides);
+      return createTeam(stores, values, overrides);
     case 'list-teams': {
-      const all = await teams.list();
+      const all = await stores.teams.list();
       if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
       else
         process.stdout.write(
@@ -250,11 +337,14 @@ const config = loadConfig(CliConfigSchema, process.env);
 const redis = createRedis(config.REDIS_URL, createLogger('auth-cli', 'silent'), { lazyConnect: true });
 try {
   await redis.connect();
-  await run(
-    process.argv.slice(2),
-    new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS }),
-    new TeamStore(redis, { prefix: config.AUTH_REDIS_PREFIX }),
-  );
+  const prefix = config.AUTH_REDIS_PREFIX;
+  await run(process.argv.slice(2), {
+    keys: new KeyStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
+    adminTokens: new AdminTokenStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
+    audit: new AuditLog(redis, { prefix, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS }),
+    plans: loadPlans(config.AUTH_PLANS_PATH),
+    teams: new TeamStore(redis, { prefix }),
+  });
 } catch (error) {
   if (error instanceof UsageError) {
     process.stderr.write(`${error.message}\n${USAGE}\n`);

@@ -1,4 +1,4 @@
-import { loadConfig, logLevelVariable, redisVariables, Type, type Static } from '@gateway/config';
+import { loadConfig, logLevelVariable, redisVariables, Type, type Static, configReloadVariable } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './plans.js';
 
@@ -25,6 +25,7 @@ export const AuthConfigSchema = Type.Object({
     minLength: 1,
     default: DEFAULT_PLANS_PATH,
   }),
+  ...configReloadVariable(),
   ...logLevelVariable(),
   GATEWAY_BOOTSTRAP_KEY: Type.String({
     description:
@@ -37,6 +38,12 @@ export const AuthConfigSchema = Type.Object({
     type: 'string',
     enum: PLAN_NAMES,
     default: 'starter',
+  }),
+  AUTH_AUDIT_RETENTION_DAYS: Type.Integer({
+    description: 'Days the audit trail of admin changes (keys, admin tokens) is kept; older entries are trimmed as new ones are written.',
+    minimum: 1,
+    maximum: 3_650,
+    default: 90,
   }),
   AUTH_SHUTDOWN_GRACE_MS: Type.Integer({ description: "How long auth's in-flight calls may take to finish after SIGTERM (ms).", minimum: 0, default: 5_000 }),
 });

@@ -47,6 +47,19 @@ export interface PlanLimits {
 /** Every plan's limits and defaults, validated. */
 export type PlanTable = Readonly<Record<PlanName, Readonly<PlanLimits>>>;
 
+/**
+ * Plans that may change while auth runs (a ReloadableFile of @gateway/config fits): a decision or
+ * an answer reads `current` once, so it is made with one table throughout.
+ */
+export interface PlansSource {
+  readonly current: PlanTable;
+}
+
+/** The plans in use of a fixed table or a reloaded one. */
+export function plansSource(plans: PlanTable | PlansSource): PlansSource {
+  return 'current' in plans ? (plans as PlansSource) : { current: plans as PlanTable };
+}
+
 /** The plans file shipped with the service. */
 export const DEFAULT_PLANS_PATH: string = new URL('../plans.yaml', import.meta.url).pathname;
 

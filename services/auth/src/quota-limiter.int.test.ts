@@ -190,6 +190,30 @@ describe('plans and keys', () => {
     expect(await key.check(1, randomUUID(), key.replica)).toEqual({ kind: 'revoked', keyId: key.key.key_id });
   });
 
+  it("applies a reloaded plans file at the next decision: the starter plan's requests per minute lowered", async () => {
+    const source = { current: plans };
+    const { key, secret } = await keys.create({ plan: 'starter' });
+    const limiter = new QuotaLimiter(redis, source, { prefix, now: clock });
+    const check = () => limiter.check(hashSecret(secret), randomUUID(), 1, 'reserve');
+    for (let index = 0; index < 5; index += 1) expect(allowed(await check()).requests).toMatchObject({ limit: 60, used: index + 1 });
+    source.current = parsePlans(
+      'starter: { requests_per_minute: 5, tokens_per_minute: 40000 }\npro: { requests_per_minute: 1000, tokens_per_minute: 1000000 }\nenterprise: { requests_per_minute: unlimited, tokens_per_minute: unlimited }\n',
+      'reloaded.yaml',
+    );
+    expect(await check()).toMatchObject({ kind: 'deny_requests', keyId: key.key_id, requests: { limit: 5, used: 5 } });
+    source.current = plans;
+    expect(allowed(await check()).requests).toMatchObject({ limit: 60, used: 6 });
+  });
+
+  it('knows a key created on another replica at its next decision: no negative cache', async () => {
+    const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
+    const elsewhere = new KeyStore(other, { prefix });
+    const secret = `br-${randomUUID().replaceAll('-', '').slice(0, 32)}abcdefgh`;
+    expect(await limiter.check(hashSecret(secret), randomUUID(), 1, 'reserve')).toEqual({ kind: 'unknown_key' });
+    const { key } = await elsewhere.create({ plan: 'pro', secret });
+    expect(allowed(await limiter.check(hashSecret(secret), randomUUID(), 1, 'reserve')).keyId).toBe(key.key_id);
+  });
+
   it('does not know a key that does not exist', async () => {
     const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
     expect(await limiter.check(hashSecret(`br-${'x'.repeat(40)}`), randomUUID(), 1, 'reserve')).toEqual({ kind: 'unknown_key' });

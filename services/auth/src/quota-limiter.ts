@@ -13,7 +13,7 @@ import {
 } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 import { KeyStore, LAST_USED_INTERVAL_MS } from './key-store.js';
-import { PLAN_NAMES, type BudgetLimit, type Limit, type PlanName, type PlanTable } from './plans.js';
+import { PLAN_NAMES, plansSource, type BudgetLimit, type Limit, type PlanName, type PlansSource, type PlanTable } from './plans.js';
 
 export { PENDING_MAX_AGE_MS, WINDOW_MS, type Settlement } from '@gateway/keyspace';
 
@@ -134,31 +134,44 @@ function teamDecisionState(team: TeamQuotaState): TeamDecisionState {
  */
 export class QuotaLimiter {
   private readonly prefix: string;
-  private readonly plansArgument: PlansArgument;
   private readonly windowMs: number;
   private readonly keys: KeyStore;
+  private readonly plans: PlansSource;
+  /** The script's plans argument of the table it was built from; rebuilt when the plans are reloaded. */
+  private builtPlans: { table: PlanTable; argument: PlansArgument } | undefined;
 
+  /** `plans`: a fixed table, or a reloaded plans file whose `current` table each decision reads. */
   constructor(
     private readonly redis: RedisClient,
-    private readonly plans: PlanTable,
+    plans: PlanTable | PlansSource,
     private readonly options: QuotaLimiterOptions = {},
   ) {
     this.prefix = options.prefix ?? DEFAULT_AUTH_PREFIX;
     this.windowMs = options.windowMs ?? WINDOW_MS;
     this.keys = options.keys ?? new KeyStore(redis, { prefix: this.prefix });
-    this.plansArgument = plansArgument(
-      Object.fromEntries(
-        PLAN_NAMES.map((name) => [
-          name,
-          {
-            requests: limitArgument(plans[name].requests_per_minute),
-            tokens: limitArgument(plans[name].tokens_per_minute),
-            dailyBudget: limitArgument(plans[name].daily_budget),
-            monthlyBudget: limitArgument(plans[name].monthly_budget),
-          },
-        ]),
-      ),
-    );
+    this.plans = plansSource(plans);
+  }
+
+  /** The plans of one decision with their script argument, built once per table. */
+  private currentPlans(): { table: PlanTable; argument: PlansArgument } {
+    const table = this.plans.current;
+    if (this.builtPlans?.table !== table) {
+      const argument = plansArgument(
+        Object.fromEntries(
+          PLAN_NAMES.map((name) => [
+            name,
+            {
+              requests: limitArgument(table[name].requests_per_minute),
+              tokens: limitArgument(table[name].tokens_per_minute),
+              dailyBudget: limitArgument(table[name].daily_budget),
+              monthlyBudget: limitArgument(table[name].monthly_budget),
+            },
+          ]),
+        ),
+      );
+      this.builtPlans = { table, argument };
+    }
+    return this.builtPlans;
   }
 
   /**
@@ -175,6 +188,7 @@ export class QuotaLimiter {
     const location = await this.keys.locate(secretHash);
     if (!location) return { kind: 'unknown_key' };
     const { keyId, teamId } = location;
+    const plans = this.currentPlans();
     const reply = await checkQuota(this.redis, {
       keyId,
       teamId,
@@ -185,7 +199,7 @@ export class QuotaLimiter {
       ...(this.options.now && { nowMs: this.options.now() }),
       windowMs: this.windowMs,
       lastUsedIntervalMs: LAST_USED_INTERVAL_MS,
-      plans: this.plansArgument,
+      plans: plans.argument,
       model,
     });
     if (reply.status === 'unknown_key') {
@@ -206,7 +220,7 @@ export class QuotaLimiter {
       tokens: reply.tokens,
       retryAfterMs: reply.retryAfterMs,
       reservationId: kind === 'allow' && mode === 'reserve' && limited ? `${keyId}:${reservationPart}` : '',
-      catalogFallbacks: reply.catalogFallbacks === 'plan' ? this.plans[plan].catalog_fallbacks : reply.catalogFallbacks === 'on',
+      catalogFallbacks: reply.catalogFallbacks === 'plan' ? plans.table[plan].catalog_fallbacks : reply.catalogFallbacks === 'on',
       budget: {
         limited: reply.budgeted,
         remainingPicoUsd: reply.remainingPicoUsd,

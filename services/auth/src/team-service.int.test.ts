@@ -36,6 +36,8 @@ import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
 import { TeamStore } from './team-store.js';
+import { AdminTokenStore } from './admin-token-store.js';
+import { AuditLog } from './audit-log.js';
 
 const logger = createLogger('team-service-test', 'silent');
 const plans = loadPlans();
@@ -51,7 +53,15 @@ beforeAll(async () => {
   redis = connectRedis(await redisUrl());
   await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
   const keys = new KeyStore(redis, { prefix });
-  server = createServer({ keys, teams: new TeamStore(redis, { prefix }), limiter: new QuotaLimiter(redis, plans, { prefix, keys }), plans, logger });
+  server = createServer({
+    keys,
+    teams: new TeamStore(redis, { prefix }),
+    limiter: new QuotaLimiter(redis, plans, { prefix, keys }),
+    plans,
+    logger,
+    adminTokens: new AdminTokenStore(redis, { prefix }),
+    audit: new AuditLog(redis, { prefix }),
+  });
   const port = await server.listen('127.0.0.1:0');
   const grpc = loadGatewayGrpc().gateway.auth.v1;
   auth = createClient(grpc.AuthService, `127.0.0.1:${port}`);

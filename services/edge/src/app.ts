@@ -11,13 +11,14 @@ import { registerChatCompletions } from './routes/chat-completions.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
 import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/models.js';
+import { registerAdminAccess } from './routes/admin-access.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
-import { registerConsoleSso, ssoEnabled } from './routes/console-sso.js';
-import { registerAdminSession } from './routes/admin-session.js';
+import { registerConsoleSso } from './routes/console-sso.js';
+import { adminApiEnabled } from './routes/admin-scope.js';
 import { registerMessagesCountTokens } from './routes/messages-count-tokens.js';
 import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
@@ -280,10 +281,10 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
   }
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
+    registerAdminAccess(app, deps);
     registerAdminTeams(app, deps);
     registerAdminUsage(app, deps);
-    registerAdminSession(app, deps);
-    const consoleEnabled = Boolean(deps.config.EDGE_ADMIN_TOKEN) || ssoEnabled(deps.config);
+    const consoleEnabled = adminApiEnabled(deps.config);
     registerConsole(app, { enabled: consoleEnabled });
     if (consoleEnabled) registerConsoleSso(app, deps.config);
   }

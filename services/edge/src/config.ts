@@ -117,6 +117,11 @@ export const EdgeConfigSchema = Type.Object({
     pattern: '^(\\S{32,})?$',
   }),
   EDGE_SESSION_TTL_SECONDS: Type.Integer({ description: 'How long an SSO session lasts, in seconds.', default: 8 * 3600, minimum: 60, maximum: 7 * 24 * 3600 }),
+  EDGE_ADMIN_TOKENS_ENABLED: Type.Boolean({
+    description:
+      "Accept admin tokens kept by auth (bra-..., roles admin and viewer; created through the admin API or auth's CLI) on the admin API and the console, besides EDGE_ADMIN_TOKEN. The admin API exists when either is set; neither = 404.",
+    default: false,
+  }),
   EDGE_DEFAULT_COMPLETION_BUDGET_TOKENS: Type.Integer({
     description: "Completion budget reserved against tokens/min when a request sets no max_tokens (capped by the model's max output).",
     default: 4096,

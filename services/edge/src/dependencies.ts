@@ -5,6 +5,7 @@
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
 import type {
+  AdminAccessServiceClient,
   AuthServiceClient,
   ExecutorServiceClient,
   ResponseStoreServiceClient,
@@ -24,6 +25,8 @@ export interface EdgeDependencies {
   logger: Logger;
   registry: prometheus.Registry;
   auth: AuthServiceClient;
+  /** auth's AdminAccessService: admin tokens (checked on each admin request) and the audit trail. */
+  adminAccess: AdminAccessServiceClient;
   /** auth's TeamService: the admin API's /admin/v1/teams. */
   teams: TeamServiceClient;
   /** Quota decisions and settlements, on long-lived streams to auth. */

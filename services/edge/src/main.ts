@@ -14,6 +14,7 @@ import { createExecutorCalls } from './executor-calls.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 import { registerUsagePublisherMetrics } from './usage-metrics.js';
+import { ResponsesStore } from './wire/responses-store.js';
 import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = readEdgeConfig(process.env);
@@ -22,7 +23,8 @@ const registry = createRegistry('edge');
 const grpc = loadGatewayGrpc().gateway;
 
 const auth = createClient(grpc.auth.v1.AuthService, config.AUTH_SERVICE_ADDR);
-// Same address and options as auth's client: one connection for both.
+// Same address and options as auth's client: grpc-js's subchannel pool gives both one connection.
+const adminAccess = createClient(grpc.auth.v1.AdminAccessService, config.AUTH_SERVICE_ADDR);
 const teams = createClient(grpc.auth.v1.TeamService, config.AUTH_SERVICE_ADDR);
 const decisions = createAuthDecisions(auth, { streams: config.EDGE_AUTH_STREAMS, target: config.AUTH_SERVICE_ADDR }, registry, logger);
 const router = createClient(grpc.router.v1.RouterService, config.ROUTER_SERVICE_ADDR);
@@ -67,7 +69,24 @@ async function ready(): Promise<boolean> {
 
 warmUpTokenizer();
 const tracing = startTracing('edge');
-const deps = { config, logger, registry, auth, teams, decisions, router, executor, completions, catalog, usage, metering, responseStore, ready, tracing };
+const deps = {
+  config,
+  logger,
+  registry,
+  auth,
+  adminAccess,
+  teams,
+  decisions,
+  router,
+  executor,
+  completions,
+  catalog,
+  usage,
+  metering,
+  responseStore,
+  ready,
+  tracing,
+};
 // With EDGE_ADMIN_PORT the admin API and the console listen apart from the public API (which
 // answers 404 for them); without it, one app serves everything on EDGE_PORT.
 const app = await buildEdgeApp(deps, { surface: config.EDGE_ADMIN_PORT ? 'public' : 'both' });
@@ -80,12 +99,15 @@ const metrics = await startMetricsServer(registry, config.EDGE_METRICS_PORT, con
 const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000, async () => {
   // Readiness turns false at once; fastify answers new requests 503 and lets in-flight ones finish.
   await Promise.all([app.close(), admin?.close()]);
+  // Responses answered with `store: true` whose put is still on its way are kept before the channel closes.
+  const unstored = await ResponsesStore.of(deps).flush(2_000);
+  if (unstored > 0) logger.warn({ unstored }, 'responses still being stored at shutdown were given up');
   catalog.stop();
   await usage.flush(5_000);
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [auth, teams, router, executor, metering, responseStore, ...health]) client.close();
+  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...health]) client.close();
   await metrics.close();
   await tracing.shutdown();
 });

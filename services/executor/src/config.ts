@@ -3,7 +3,7 @@
  * every variable with a comment.
  */
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadConfig, Type, type Static } from '@gateway/config';
+import { loadConfig, Type, type Static, configReloadVariable } from '@gateway/config';
 
 /** The schema of the executor's environment, with defaults. */
 export const ExecutorConfigSchema = Type.Object({
@@ -19,6 +19,7 @@ export const ExecutorConfigSchema = Type.Object({
     default: DEFAULT_CATALOG_PATH,
     minLength: 1,
   }),
+  ...configReloadVariable(),
   LOG_LEVEL: Type.Union(
     [
       Type.Literal('trace'),

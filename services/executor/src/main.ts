@@ -1,14 +1,16 @@
 /**
- * Runs the executor process: config, catalog, logger, metrics, the deployment pool and its health
+ * Runs the executor process: config, catalog (reloaded when its file changes: new and changed
+ * models are served at once, calls in flight finish where they are), logger, metrics, the deployment pool and its health
  * reports on NATS, listen, and on SIGTERM/SIGINT a graceful shutdown: NOT_SERVING and a last
  * "draining" health report, no new calls (GOAWAY: clients move to other replicas), in-flight
  * streams get EXECUTOR_SHUTDOWN_GRACE_MS to finish, then the upstream pools, NATS and the metrics
  * server close.
  */
-import { loadCatalog } from '@gateway/catalog';
+import { enabledModels, parseCatalog } from '@gateway/catalog';
+import { ReloadableFile } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createDeploymentPool, createServer } from './app.js';
 import { loadExecutorConfig } from './config.js';
 import { HealthPublisher, newReplicaId } from './health-publisher.js';
@@ -17,8 +19,16 @@ import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = loadExecutorConfig(process.env);
 const logger = createLogger('executor', config.LOG_LEVEL);
-const catalog = loadCatalog(config.CATALOG_PATH);
 const registry = createRegistry('executor');
+const catalogFile = new ReloadableFile({
+  path: config.CATALOG_PATH,
+  name: 'catalog',
+  parse: parseCatalog,
+  logger,
+  counter: configReloadCounter(registry),
+  intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
+});
+const catalog = catalogFile.current;
 const pools = new UpstreamPools(
   {
     connectMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
@@ -36,6 +46,8 @@ const deployments = createDeploymentPool(catalog, process.env, {
   maxOpenMs: config.EXECUTOR_BREAKER_MAX_OPEN_MS,
   probes: 1,
 });
+catalogFile.onChange((next) => deployments.replaceModels(enabledModels(next, process.env)));
+catalogFile.start();
 // Not awaited: the executor serves while NATS is unreachable; reports start once it connects.
 const nats = connectNats(config.NATS_URL, 'executor', logger);
 nats.catch(() => undefined);
@@ -70,6 +82,7 @@ logger.info(
 );
 
 const lifecycle = onShutdownSignal(logger, config.EXECUTOR_SHUTDOWN_GRACE_MS + 5_000, async () => {
+  catalogFile.close();
   health.stop();
   await server.shutdown(config.EXECUTOR_SHUTDOWN_GRACE_MS);
   deployments.dispose();

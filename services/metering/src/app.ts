@@ -18,7 +18,7 @@ import { loadGatewayGrpc, type UsageEventOutput } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { createConsumerLag } from './consumer-lag.js';
 import { createResponseStoreService, RESPONSE_STORE_SERVICE_NAME } from './response-store-service.js';
-import { createUsageMeter } from './usage-meter.js';
+import { createUsageMeter, type CatalogSource } from './usage-meter.js';
 import { legacyDedupKey, pruneMetered } from './usage-store.js';
 import { createUsageService } from './usage-service.js';
 
@@ -32,7 +32,10 @@ export const METERING_DURABLE = 'metering';
 export interface MeteringDependencies {
   nc: NatsConnection;
   redis: RedisClient;
-  catalog: Catalog;
+  /** The catalog, or the reloaded catalog file: see UsageMeterDependencies.catalog. */
+  catalog: Catalog | CatalogSource;
+  /** How long an event naming a model the catalog lacks is retried before it is poison (ms; 0: at once). */
+  unknownModelGraceMs?: number;
   logger: Logger;
   registry?: prometheus.Registry;
   stream?: string;

@@ -12,6 +12,8 @@ describe('metering configuration', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_WAIT_REPLICAS: 0,
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
+      CONFIG_RELOAD_INTERVAL_MS: 2_000,
+      METERING_UNKNOWN_MODEL_GRACE_MS: 300_000,
       LOG_LEVEL: 'info',
       METERING_SHUTDOWN_GRACE_MS: 5_000,
       USAGE_STREAM: 'USAGE',
@@ -30,6 +32,7 @@ describe('metering configuration', () => {
     [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],
     [{ USAGE_STREAM_REPLICAS: '0' }, 'invalid configuration: env/USAGE_STREAM_REPLICAS must be >= 1'],
     [{ METERING_RESPONSES_TTL_SECONDS: '0' }, 'invalid configuration: env/METERING_RESPONSES_TTL_SECONDS must be >= 1'],
+    [{ CONFIG_RELOAD_INTERVAL_MS: '-1' }, 'invalid configuration: env/CONFIG_RELOAD_INTERVAL_MS must be >= 0'],
   ];
   it('takes a NATS cluster as a list of servers and its replica count', () => {
     expect(loadMeteringConfig({ NATS_URL: 'nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222', USAGE_STREAM_REPLICAS: '3' })).toMatchObject({

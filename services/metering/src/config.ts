@@ -1,5 +1,5 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadConfig, logLevelVariable, redisVariables, Type, type Static, usageStreamVariables } from '@gateway/config';
+import { loadConfig, logLevelVariable, redisVariables, Type, type Static, usageStreamVariables, configReloadVariable } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
@@ -21,6 +21,13 @@ export const MeteringConfigSchema = Type.Object({
     examples: ['/etc/gateway/catalog.yaml'],
     minLength: 1,
     default: DEFAULT_CATALOG_PATH,
+  }),
+  ...configReloadVariable(),
+  METERING_UNKNOWN_MODEL_GRACE_MS: Type.Integer({
+    description:
+      "How long after its request a usage event naming a model metering's catalog lacks is retried before it is dropped as poison (ms): the edges may serve a model added to the catalog before this replica's copy of the file has it (a ConfigMap reaches each pod on its own schedule, within about 2 minutes).",
+    minimum: 0,
+    default: 300_000,
   }),
   ...logLevelVariable(),
   METERING_SHUTDOWN_GRACE_MS: Type.Integer({ description: 'How long shutdown may take to finish the event being metered (ms).', minimum: 0, default: 5_000 }),

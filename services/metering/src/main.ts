@@ -1,23 +1,36 @@
-import { loadCatalog } from '@gateway/catalog';
+import { parseCatalog } from '@gateway/catalog';
+import { ReloadableFile } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats, usageNames } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createServer } from './app.js';
+import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
 import { createRedis } from '@gateway/redis';
 
 const config = loadMeteringConfig(process.env);
 const logger = createLogger('metering', config.LOG_LEVEL);
-const catalog = loadCatalog(config.CATALOG_PATH);
+const registry = createRegistry('metering');
+// Prices are read per event: a price changed in the file prices the events metered after the reload.
+const catalogFile = new ReloadableFile({
+  path: config.CATALOG_PATH,
+  name: 'catalog',
+  parse: parseCatalog,
+  logger,
+  counter: configReloadCounter(registry),
+  intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
+}).start();
+// A model a reload removes is still billed for the requests it already ran.
+const catalog = billableCatalog(catalogFile);
 const redis = createRedis(config.REDIS_URL, logger);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
-const registry = createRegistry('metering');
 
 const tracing = startTracing('metering');
 const metering = createServer({
   nc,
   redis,
   catalog,
+  unknownModelGraceMs: config.METERING_UNKNOWN_MODEL_GRACE_MS,
   logger,
   registry,
   tracing,
@@ -36,11 +49,12 @@ const metrics = await startMetricsServer(
   () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed(),
 );
 logger.info(
-  { address: config.METERING_LISTEN_ADDR, port, metrics_port: metrics.port, catalog_path: config.CATALOG_PATH, models: catalog.models.length },
+  { address: config.METERING_LISTEN_ADDR, port, metrics_port: metrics.port, catalog_path: config.CATALOG_PATH, models: catalog.current.models.length },
   'metering running',
 );
 
 const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5_000, async () => {
+  catalogFile.close();
   await metering.grpc.shutdown(config.METERING_SHUTDOWN_GRACE_MS);
   await metering.stop();
   await drainNats(nc, 2_000);

@@ -75,7 +75,7 @@ async function counterValue(registry: prometheus.Registry, name: string, labels:
 async function startMetering(
   nc: NatsConnection,
   redis: RedisClient,
-  options: Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs' | 'quotaPrefix'> = {},
+  options: Partial<Pick<MeteringDependencies, 'dedupRetentionMs' | 'dedupPruneIntervalMs' | 'quotaPrefix' | 'catalog' | 'unknownModelGraceMs'>> = {},
   id = randomUUID().replaceAll('-', ''),
 ) {
   const names = { stream: `USAGE_TEST_${id}`, subject: `test.${id}.usage.v1.completion`, subjects: [`test.${id}.usage.v1.>`] };
@@ -256,6 +256,79 @@ describe('metering', () => {
     } finally {
       await batching.metering.stop();
       batching.publisher.close();
+    }
+  });
+
+  it('prices with the catalog in use when it meters, and retries a model the catalog gains after the event came', async () => {
+    const added = `test-added-${run}`;
+    const source = { current: catalog };
+    const reloading = await startMetering(nc, redis, { catalog: source, unknownModelGraceMs: 60_000 });
+    streams.push(reloading.stream);
+    try {
+      const keyId = `key_${run}reload`;
+      // A model the edges serve before this replica's catalog file has it: retried, not dropped.
+      const early = usageEvent({ key_id: keyId, model_id: added, received_at_ms: Date.now() });
+      reloading.publisher.publish(early);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      expect((await keyTotals(redis, keyId)).requests).toBe(0);
+      expect(await counterValue(reloading.registry, 'gateway_metering_poison_messages_total')).toBe(0);
+      // The file is reloaded: the new model, and PREMIUM at twice its prices.
+      const doubled = testModel(PREMIUM, {
+        input_micro_usd_per_mtok: 5_000_000,
+        cached_input_micro_usd_per_mtok: 2_500_000,
+        output_micro_usd_per_mtok: 20_000_000,
+      });
+      const newModel = testModel(added, {
+        input_micro_usd_per_mtok: 1_000_000,
+        cached_input_micro_usd_per_mtok: 1_000_000,
+        output_micro_usd_per_mtok: 1_000_000,
+      });
+      const next = [doubled, models[1]!, models[2]!, newModel];
+      source.current = { models: next, byId: new Map(next.map((entry) => [entry.id, entry])) };
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 1, 'the retried event to be metered');
+      // 1,550 tokens at $1 per million.
+      expect((await keyTotals(redis, keyId)).cost_pico_usd).toBe(1_550_000_000n);
+      reloading.publisher.publish(usageEvent({ key_id: keyId }));
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 2, 'the event at the new price to be metered');
+      expect((await keyTotals(redis, keyId)).cost_pico_usd).toBe(1_550_000_000n + 2n * ONE_EVENT_TOTALS.cost_pico_usd);
+      // Past the grace, a model no catalog has is poison as before.
+      reloading.publisher.publish(usageEvent({ key_id: keyId, model_id: 'no-such-model', received_at_ms: Date.now() - 61_000 }));
+      await eventually(
+        async () => (await counterValue(reloading.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' })) === 1,
+        'the old unknown model to be poison',
+      );
+    } finally {
+      await reloading.metering.stop();
+      reloading.publisher.close();
+    }
+  });
+
+  it('reads the catalog file again before it gives up on a model it lacks', async () => {
+    const late = `test-late-${run}`;
+    const withLate = [
+      ...models,
+      testModel(late, { input_micro_usd_per_mtok: 1_000_000, cached_input_micro_usd_per_mtok: 1_000_000, output_micro_usd_per_mtok: 1_000_000 }),
+    ];
+    let reads = 0;
+    // The file already has the model; the watch has not told this replica yet.
+    const source = {
+      current: catalog,
+      check() {
+        reads += 1;
+        source.current = { models: withLate, byId: new Map(withLate.map((entry) => [entry.id, entry])) };
+      },
+    };
+    const checking = await startMetering(nc, redis, { catalog: source });
+    streams.push(checking.stream);
+    try {
+      const keyId = `key_${run}late`;
+      checking.publisher.publish(usageEvent({ key_id: keyId, model_id: late }));
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 1, 'the event to be metered');
+      expect(reads).toBe(1);
+      expect(await counterValue(checking.registry, 'gateway_metering_poison_messages_total')).toBe(0);
+    } finally {
+      await checking.metering.stop();
+      checking.publisher.close();
     }
   });
 

@@ -11,8 +11,18 @@ import { noteRecentKey } from './usage-buckets.js';
 /** What metering needs to price and store events. */
 export interface UsageMeterDependencies {
   redis: RedisClient;
-  /** The whole catalog: a disabled model can still have usage in flight, and it is still billed. */
-  catalog: Catalog;
+  /**
+   * The whole catalog (a disabled model can still have usage in flight, and it is still billed),
+   * or a reloaded catalog file (its `current` is read per event, so a price changed in the file
+   * prices the events metered after the reload).
+   */
+  catalog: Catalog | CatalogSource;
+  /**
+   * How long after its request an event naming a model the catalog lacks is retried rather than
+   * terminated (ms; 0 when not given): the edges may serve a model added to the catalog before
+   * this replica's copy of the file shows it (a ConfigMap reaches each pod on its own schedule).
+   */
+  unknownModelGraceMs?: number;
   logger: Logger;
   registry?: prometheus.Registry;
   /** The usage stream the events come from: their de-duplication records are kept per stream. */
@@ -29,6 +39,13 @@ export interface UsageMeterDependencies {
   tracing?: Tracing;
   /** Told of each event Redis failed to meter (gateway_metering_store_errors_total). */
   onStoreError?: () => void;
+}
+
+/** A catalog that may change: a ReloadableFile of @gateway/config fits. */
+export interface CatalogSource {
+  readonly current: Catalog;
+  /** Reads the file now, taking a change at once (before an event is given up on). */
+  check?(): unknown;
 }
 
 /** How many key ids a meter remembers as listed in METERED_KEYS before it starts over. */
@@ -81,17 +98,26 @@ function meterCounters(registry: prometheus.Registry | undefined) {
 
 /**
  * The catalog model of an event that can be metered; throws PoisonMessageError for one that can
- * never be (no event id or key id, a model the catalog does not know).
+ * never be (no event id or key id, a model the catalog does not know, once the file was read
+ * again and the grace after the request has passed). Within the grace an unknown model is a
+ * plain error: the message is redelivered later, when this replica's catalog may have it.
  */
-function meterableModel(event: UsageEventOutput, catalog: Catalog) {
+function meterableModel(event: UsageEventOutput, source: CatalogSource, graceMs: number, lookAgain: () => void) {
   const eventId = event.event_id ?? '';
   const modelId = event.model_id ?? '';
   if (!eventId) throw new PoisonMessageError('missing_event_id', 'usage event without event_id');
   if (!event.key_id) throw new PoisonMessageError('missing_key_id', `usage event ${eventId} without key_id`);
   if (event.team_id && !TEAM_ID.test(event.team_id)) throw new PoisonMessageError('invalid_team_id', `usage event ${eventId} names a malformed team_id`);
-  const model = catalog.byId.get(modelId);
-  if (!model) throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
-  return model;
+  let model = source.current.byId.get(modelId);
+  if (!model) {
+    lookAgain();
+    model = source.current.byId.get(modelId);
+  }
+  if (model) return model;
+  const receivedAtMs = Number(event.received_at_ms ?? 0);
+  if (graceMs > 0 && Date.now() - receivedAtMs < graceMs)
+    throw new Error(`usage event ${eventId} names model "${modelId}", which the catalog does not have yet; retrying`);
+  throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
 }
 
 /** What a team id looks like (auth's `team_` and 16 letters or digits). */
@@ -112,7 +138,16 @@ export type UsageMeter = (event: UsageEventOutput, sequence: number) => Promise<
  * a Redis failure rejects as is, so the message is redelivered.
  */
 export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMeter {
-  const { redis, catalog, logger } = dependencies;
+  const { redis, logger } = dependencies;
+  const catalog: CatalogSource = 'current' in dependencies.catalog ? dependencies.catalog : { current: dependencies.catalog };
+  const unknownModelGraceMs = dependencies.unknownModelGraceMs ?? 0;
+  // At most one read of the file a second, however many events name a model it lacks.
+  let lookedAt = 0;
+  const lookAgain = () => {
+    if (!catalog.check || Date.now() - lookedAt < 1_000) return;
+    lookedAt = Date.now();
+    catalog.check();
+  };
   const quotaPrefix = dependencies.quotaPrefix ?? DEFAULT_AUTH_PREFIX;
   const counters = meterCounters(dependencies.registry);
   // One WAIT per master node at a time, bounded, shared by the events written meanwhile.
@@ -155,7 +190,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     );
   };
   const meterOnce: UsageMeter = async (event, sequence) => {
-    const model = meterableModel(event, catalog);
+    const model = meterableModel(event, catalog, unknownModelGraceMs, lookAgain);
     const keyId = event.key_id!;
     const modelId = event.model_id!;
     const tokenCounts = {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadCatalog } from '@gateway/catalog';
+import { DEFAULT_CATALOG_PATH, loadCatalog, parseCatalog } from '@gateway/catalog';
+import { readFileSync } from 'node:fs';
 import type { CatalogSnapshot } from '@gateway/proto';
 import { CatalogState } from './catalog-state.js';
 
@@ -53,5 +54,38 @@ describe('CatalogState', () => {
     expect(state.setAvailability('sim-pro', true)).toBe(true);
     expect(received).toHaveLength(1);
     expect(state.snapshot().version).toBe(3);
+  });
+
+  it('serves a replaced catalog at once: a new model switched on and pushed, a removed one gone, availability kept', () => {
+    const state = new CatalogState(catalog, {});
+    state.setAvailability('sim-pro', false);
+    state.setAvailability('sim-mini', false);
+    const received: CatalogSnapshot[] = [];
+    state.subscribe((snapshot) => received.push(snapshot));
+    const text = readFileSync(DEFAULT_CATALOG_PATH, 'utf8')
+      // sim-mini leaves, sim-standard's input price changes, sim-fresh comes.
+      .replace(/ {2}- id: sim-mini\n( {4}.*\n)+\n/, '')
+      .replace('    fallbacks: [sim-mini]\n', '')
+      .replace('[sim-standard, sim-mini]', '[sim-standard]')
+      .replace('pricing: { input: "0.50", cached_input: "0.25", output: "1.50" }', 'pricing: { input: "0.70", cached_input: "0.25", output: "1.50" }')
+      .replace(
+        'models:\n',
+        'models:\n  - { id: sim-fresh, provider: simulated, owned_by: gateway, created: 1764115200, upstream: { model: sim-fresh }, pricing: { input: "1", output: "2" }, context_window: 8192, max_output_tokens: 1024, capabilities: { tools: false, vision: false, streaming: true, json_mode: false }, quality_tier: economy }\n',
+      );
+    const before = state.enabledModel('sim-standard');
+    state.replaceCatalog(parseCatalog(text, 'replaced.yaml'));
+    expect(received).toHaveLength(1);
+    expect(received[0].version).toBe(4);
+    expect(received[0].models?.map((model) => [model.id, model.available])).toEqual([
+      ['sim-fresh', true],
+      ['sim-standard', true],
+      ['sim-pro', false],
+    ]);
+    expect(received[0].models?.[1].pricing?.input_micro_usd_per_mtok).toBe(700_000);
+    expect(state.enabledModel('sim-mini')).toBeUndefined();
+    expect(state.isAvailable('sim-fresh')).toBe(true);
+    // A request that took the model before the swap keeps what it took.
+    expect(before?.pricing.input_micro_usd_per_mtok).toBe(500_000);
+    expect(state.catalog.byId.has('sim-fresh')).toBe(true);
   });
 });

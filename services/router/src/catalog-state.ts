@@ -6,14 +6,15 @@ import { toModelMessage } from './model-message.js';
 export type SnapshotListener = (snapshot: CatalogSnapshot) => void;
 
 /**
- * The catalog as the router serves it: which models are switched on (fixed at start from the
- * key variables), which of them are available (changed at run time from the executors' deployment
- * health, see deployment-health.ts),
+ * The catalog as the router serves it: which models are switched on (from the catalog file, which
+ * may be replaced at run time, and the key variables, fixed at start), which of them are available
+ * (changed at run time from the executors' deployment health, see deployment-health.ts),
  * and a version that grows with every change. Watchers subscribe to be told of each change.
  */
 export class CatalogState {
-  readonly catalog: Catalog;
-  private readonly enabled: ReadonlyMap<string, CatalogModel>;
+  private currentCatalog: Catalog;
+  private enabled: ReadonlyMap<string, CatalogModel>;
+  private readonly env: Record<string, string | undefined>;
   private readonly unavailable = new Set<string>();
   /** For unavailable models: unix ms when a deployment is expected back, when known. */
   private readonly backAt = new Map<string, number>();
@@ -22,8 +23,28 @@ export class CatalogState {
 
   /** `env` decides which models are on: simulated ones always, others when their key variable is set. */
   constructor(catalog: Catalog, env: Record<string, string | undefined>) {
-    this.catalog = catalog;
+    this.currentCatalog = catalog;
+    this.env = env;
     this.enabled = new Map(enabledModels(catalog, env).map((model) => [model.id, model]));
+  }
+
+  /** The catalog in use. */
+  get catalog(): Catalog {
+    return this.currentCatalog;
+  }
+
+  /**
+   * Serves a new catalog (the file was reloaded): its switched-on models replace the old ones at
+   * once, a model that stays keeps its availability, a new one starts available (the router fails
+   * open until an executor reports otherwise), and every watcher gets the new snapshot. A request
+   * being routed keeps the model objects it already holds.
+   */
+  replaceCatalog(catalog: Catalog): void {
+    this.currentCatalog = catalog;
+    this.enabled = new Map(enabledModels(catalog, this.env).map((model) => [model.id, model]));
+    for (const id of [...this.unavailable]) if (!this.enabled.has(id)) this.unavailable.delete(id);
+    for (const id of [...this.backAt.keys()]) if (!this.enabled.has(id)) this.backAt.delete(id);
+    this.publish();
   }
 
   /** The version of the current snapshot. */
@@ -73,10 +94,15 @@ export class CatalogState {
     if (this.isAvailable(id) === available) return false;
     if (available) this.unavailable.delete(id);
     else this.unavailable.add(id);
+    this.publish();
+    return true;
+  }
+
+  /** Bumps the version and sends the new snapshot to every watcher. */
+  private publish(): void {
     this.currentVersion += 1;
     const snapshot = this.snapshot();
     for (const listener of [...this.listeners]) listener(snapshot);
-    return true;
   }
 
   /** The switched-on models as gateway.router.v1.CatalogSnapshot. */

@@ -10,6 +10,7 @@ describe('loadRouterConfig', () => {
       ROUTER_METRICS_PORT: 9102,
       ROUTER_SHUTDOWN_GRACE_MS: 10_000,
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
+      CONFIG_RELOAD_INTERVAL_MS: 2_000,
       NATS_URL: 'nats://127.0.0.1:4222',
       DEPLOYMENT_HEALTH_SUBJECT: 'health.v1.deployment',
       LOG_LEVEL: 'info',

@@ -1,22 +1,32 @@
-import { loadCatalog } from '@gateway/catalog';
+import { parseCatalog } from '@gateway/catalog';
+import { ReloadableFile } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createServer } from './app.js';
 import { CatalogState } from './catalog-state.js';
 import { loadRouterConfig } from './config.js';
 import { DeploymentHealth, subscribeDeploymentHealth } from './deployment-health.js';
 
 /**
- * Runs the router: config, catalog (an invalid one stops the process with its CatalogError),
- * metrics, gRPC server, and a graceful shutdown on SIGTERM or SIGINT.
+ * Runs the router: config, catalog (an invalid one stops the process with its CatalogError; a
+ * change of the file later is served at once and pushed to every edge, an invalid change is
+ * logged and ignored), metrics, gRPC server, and a graceful shutdown on SIGTERM or SIGINT.
  */
 async function main(): Promise<void> {
   const config = loadRouterConfig(process.env);
   const logger = createLogger('router', config.LOG_LEVEL);
-  // The key variables only switch models on; the router never reads or logs their values.
-  const state = new CatalogState(loadCatalog(config.CATALOG_PATH), process.env);
   const registry = createRegistry('router');
+  const catalogFile = new ReloadableFile({
+    path: config.CATALOG_PATH,
+    name: 'catalog',
+    parse: parseCatalog,
+    logger,
+    counter: configReloadCounter(registry),
+    intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
+  });
+  // The key variables only switch models on; the router never reads or logs their values.
+  const state = new CatalogState(catalogFile.current, process.env);
   const tracing = startTracing('router');
   const server = createServer({ state, logger, registry, tracing });
   // Ready once the gRPC server listens, until shutdown.
@@ -25,6 +35,13 @@ async function main(): Promise<void> {
   // Deployment health from the executors; not awaited: the router serves while NATS is unreachable
   // (every model then counts as available).
   const health = new DeploymentHealth(state);
+  catalogFile.onChange((catalog) => {
+    state.replaceCatalog(catalog);
+    // The executors' latest reports may already speak of a model the new catalog adds.
+    health.update();
+    logger.info({ version: state.version, models: state.enabledModels().map((model) => model.id) }, 'catalog served');
+  });
+  catalogFile.start();
   const nats = connectNats(config.NATS_URL, 'router', logger);
   nats.then(
     (connection) => {
@@ -46,6 +63,7 @@ async function main(): Promise<void> {
   );
 
   const lifecycle = onShutdownSignal(logger, config.ROUTER_SHUTDOWN_GRACE_MS + 5_000, async () => {
+    catalogFile.close();
     await server.shutdown(config.ROUTER_SHUTDOWN_GRACE_MS);
     health.stop();
     await drainNats(nats);

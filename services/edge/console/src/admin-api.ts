@@ -6,7 +6,10 @@
  */
 
 import type {
+  AdminToken,
+  AuditPage,
   BucketWidth,
+  CreatedAdminToken,
   CreatedKey,
   GatewayRequest,
   Key,
@@ -15,6 +18,7 @@ import type {
   List,
   ModelHealth,
   Plan,
+  Principal,
   Team,
   TeamChange,
   TeamCreation,
@@ -53,7 +57,10 @@ export class ApiError extends Error {
     this.param = details.param ?? null;
   }
 
-  /** Whether the token itself was refused: the console must ask for it again (a viewer's refused change is not). */
+  /**
+   * Whether the token itself was refused: the console must ask for it again. A 403 for the role
+   * (`admin_role_required`: a viewer's change) refuses the action, not the token.
+   */
   get refusesToken(): boolean {
     return this.status === 401 || (this.status === 403 && this.code !== 'admin_role_required');
   }
@@ -75,16 +82,8 @@ async function errorOf(response: Response): Promise<ApiError> {
   return new ApiError(response.status, fallback);
 }
 
-/** Who the token belongs to: GET /admin/v1/session. */
-export interface AdminSession {
-  subject: string;
-  role: 'admin' | 'viewer';
-  via: string;
-  /** The SSO user's name (email), when the identity provider gave one. */
-  name: string | null;
-  /** When an SSO session ends (Unix seconds); null for a token that does not expire. */
-  expires_at: number | null;
-}
+/** Who the token belongs to: GET /admin/v1/me. */
+export type AdminSession = Principal;
 
 /** Whether the edge offers single sign-on (GET /console/sso/config, no credential); false when it cannot be asked. */
 export async function ssoOffered(): Promise<boolean> {
@@ -123,11 +122,6 @@ export class AdminApi {
       throw error;
     }
     return (await response.json()) as T;
-  }
-
-  /** Who this token belongs to, and its role. */
-  session(): Promise<AdminSession> {
-    return this.#call('GET', '/admin/v1/session');
   }
 
   /** Every key, revoked ones included. */
@@ -185,6 +179,37 @@ export class AdminApi {
     if (query.keyId) parameters.set('key_id', query.keyId);
     const search = parameters.toString();
     return (await this.#call<List<GatewayRequest>>('GET', `/admin/v1/requests${search ? `?${search}` : ''}`)).data;
+  }
+
+  /** Who the token belongs to: its subject, role and where it came from. */
+  session(): Promise<AdminSession> {
+    return this.#call('GET', '/admin/v1/me');
+  }
+
+  /** Every admin token, revoked ones included (role admin only). */
+  async listAdminTokens(): Promise<AdminToken[]> {
+    return (await this.#call<List<AdminToken>>('GET', '/admin/v1/admin-tokens')).data;
+  }
+
+  /** Creates an admin token; the answer carries its secret, which is never shown again. */
+  createAdminToken(creation: { role: 'admin' | 'viewer'; name?: string }): Promise<CreatedAdminToken> {
+    return this.#call('POST', '/admin/v1/admin-tokens', creation);
+  }
+
+  /** Revokes an admin token for good. */
+  revokeAdminToken(id: string): Promise<AdminToken> {
+    return this.#call('DELETE', `/admin/v1/admin-tokens/${encodeURIComponent(id)}`);
+  }
+
+  /** A page of the audit trail, newest first; `cursor` is the previous page's next_cursor. */
+  audit(query: { cursor?: string; targetId?: string; actor?: string; limit?: number } = {}): Promise<AuditPage> {
+    const parameters = new URLSearchParams();
+    if (query.limit !== undefined) parameters.set('limit', String(query.limit));
+    if (query.cursor) parameters.set('cursor', query.cursor);
+    if (query.targetId) parameters.set('target_id', query.targetId);
+    if (query.actor) parameters.set('actor', query.actor);
+    const search = parameters.toString();
+    return this.#call('GET', `/admin/v1/audit${search ? `?${search}` : ''}`);
   }
 
   /** Every model with its health. */

@@ -1,7 +1,9 @@
 /**
  * The console's shell: the login form while there is no token, else the navigation bar and the
- * page that the location's hash names (`#/keys`, `#/teams`, `#/usage`, `#/requests`, `#/models`). Hash
- * routing keeps every page at the one URL the edge serves, /console.
+ * page that the location's hash names (`#/keys`, `#/teams`, `#/usage`, `#/requests`, `#/models`, `#/audit`,
+ * `#/admin-tokens`). Hash routing keeps every page at the one URL the edge serves, /console. Who
+ * the token belongs to (GET /admin/v1/me) decides what is shown: a viewer gets no button that
+ * changes anything, and no Admin tokens page.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { AdminApi, type AdminSession, type ApiError } from './admin-api';
@@ -13,6 +15,8 @@ import { TeamsPage } from './pages/teams-page';
 import { UsagePage } from './pages/usage-page';
 import { RequestsPage } from './pages/requests-page';
 import { ModelsPage } from './pages/models-page';
+import { AuditPage } from './pages/audit-page';
+import { AdminTokensPage } from './pages/admin-tokens-page';
 
 /** The pages, in the order the navigation bar lists them. */
 const PAGES = [
@@ -21,6 +25,8 @@ const PAGES = [
   { id: 'usage', title: 'Usage' },
   { id: 'requests', title: 'Requests' },
   { id: 'models', title: 'Models' },
+  { id: 'audit', title: 'Audit' },
+  { id: 'admin-tokens', title: 'Admin tokens', adminOnly: true },
 ] as const;
 
 type PageId = (typeof PAGES)[number]['id'];
@@ -45,7 +51,7 @@ function useHashPage(): PageId {
 /** Who is logged in, in the navigation bar: the SSO user's name or the token's subject, and the role. */
 function Whoami({ session }: { session: AdminSession }) {
   return (
-    <span class="whoami" data-testid="whoami" data-role={session.role} data-via={session.via}>
+    <span class="whoami" data-testid="whoami" data-role={session.role} data-via={session.via} title={`via ${session.via}`}>
       {session.name ?? session.subject} · {session.role}
     </span>
   );
@@ -57,7 +63,7 @@ export function App() {
   const [token, setToken] = useState(() => takeSsoToken() ?? loadAdminToken());
   const [session, setSession] = useState<AdminSession | undefined>(undefined);
   const [loginError, setLoginError] = useState<ApiError | string | undefined>(undefined);
-  const page = useHashPage();
+  const hashPage = useHashPage();
 
   // A refused token (expired, rotated, or a gateway key typed by mistake) ends the session: back
   // to the login form, with the gateway's reason.
@@ -68,6 +74,9 @@ export function App() {
     setLoginError(reason);
   };
   const api = useMemo(() => (token ? new AdminApi(token, logOut) : undefined), [token]);
+  const canChange = session?.role === 'admin';
+  // A viewer at an admin-only page's address (the hash kept from an admin's session) sees the first page.
+  const page = hashPage === 'admin-tokens' && session && !canChange ? 'keys' : hashPage;
 
   // Whom the token belongs to, and so what the pages offer: a viewer gets no buttons that change.
   useEffect(() => {
@@ -114,7 +123,7 @@ export function App() {
       <header class="top">
         <span class="brand">Gateway console</span>
         <nav>
-          {PAGES.map((entry) => (
+          {PAGES.filter((entry) => canChange || !('adminOnly' in entry)).map((entry) => (
             <a
               key={entry.id}
               href={`#/${entry.id}`}
@@ -132,11 +141,13 @@ export function App() {
         </button>
       </header>
       <main>
-        {page === 'keys' && <KeysPage api={api} canChange={session.role === 'admin'} />}
+        {page === 'keys' && <KeysPage api={api} canChange={canChange} />}
         {page === 'teams' && <TeamsPage api={api} />}
         {page === 'usage' && <UsagePage api={api} />}
         {page === 'requests' && <RequestsPage api={api} />}
         {page === 'models' && <ModelsPage api={api} />}
+        {page === 'audit' && <AuditPage api={api} />}
+        {page === 'admin-tokens' && canChange && <AdminTokensPage api={api} />}
       </main>
     </div>
   );

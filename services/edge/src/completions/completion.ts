@@ -10,6 +10,7 @@
  * into it.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Span } from '@gateway/observability';
 import type {
@@ -90,7 +91,7 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   ) {
     this.requestId = request.id;
     this.apiKey = (wire.readKey ?? bearerKey)(request);
-    this.parsed = wire.parse(request.body);
+    this.parsed = wire.parse(request.body, request.headers);
     this.callerPolicy = routePolicy(request, this.parsed);
   }
 }
@@ -116,8 +117,11 @@ export interface CompletionWire<Parsed extends ParsedChatRequest = ParsedChatReq
    * with it, before the body is parsed; throws the RequestError to answer instead.
    */
   prepare?(request: FastifyRequest, deps: EdgeDependencies): Promise<void>;
-  /** Validates a body and converts it; throws a RequestError (400) naming the offending field. */
-  parse(body: unknown): Parsed;
+  /**
+   * Validates a body and converts it; throws a RequestError (400) naming the offending field. The
+   * request's headers are there for wires that read some (the Messages API's `anthropic-beta`).
+   */
+  parse(body: unknown, headers: IncomingHttpHeaders): Parsed;
   /** Sets the answer's headers and returns the body of a whole (not streamed) answer. */
   renderWhole(completion: Completion<Parsed>, response: ChatResponseOutput): string;
   /** The renderer of one streamed answer. */

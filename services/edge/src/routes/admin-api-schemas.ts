@@ -421,3 +421,86 @@ export interface List<T> {
   object: 'list';
   data: T[];
 }
+
+/** The roles of the admin API. */
+export const ROLE_NAMES = ['admin', 'viewer'] as const;
+const RoleSchema = Type.Union(
+  ROLE_NAMES.map((role) => Type.Literal(role)),
+  { errorMessage: `'role' must be one of ${ROLE_NAMES.join(', ')}.` },
+);
+
+/** The body of POST /admin/v1/admin-tokens. */
+export const AdminTokenCreationSchema = steps(
+  fieldNames(['role', 'name']),
+  Type.Object({ role: Type.Unknown() }, { errorMessage: { required: { role: `'role' must be one of ${ROLE_NAMES.join(', ')}.` } } }),
+  Type.Object({ role: RoleSchema, name: Type.Optional(NameSchema) }),
+);
+export type AdminTokenCreation = Static<typeof AdminTokenCreationSchema>;
+
+/** An admin token as the admin API shows it; never its secret, except once in the creation response. */
+export const AdminTokenSchema = Type.Object({
+  object: Type.Literal('admin_token'),
+  id: Type.String(),
+  name: Type.String(),
+  /** A role this edge does not know (a newer auth's) is `unknown`. */
+  role: Type.Union([RoleSchema, Type.Literal('unknown')]),
+  /** Unix seconds. */
+  created_at: Type.Integer(),
+  revoked: Type.Boolean(),
+  /** The subject of whoever created it (`static-token`, an admin token's id, `cli`, ...). */
+  created_by: Type.String(),
+});
+export type AdminToken = Static<typeof AdminTokenSchema>;
+
+/** A new admin token: the secret (`bra-...`) is in this one response only. */
+export const CreatedAdminTokenSchema = Type.Intersect([AdminTokenSchema, Type.Object({ secret: Type.String() })]);
+export type CreatedAdminToken = Static<typeof CreatedAdminTokenSchema>;
+
+/** GET /admin/v1/me: who the caller is, for the console to show only what the role may do. */
+export const PrincipalSchema = Type.Object({
+  object: Type.Literal('admin.principal'),
+  subject: Type.String(),
+  role: RoleSchema,
+  via: Type.Union([Type.Literal('static_token'), Type.Literal('admin_token'), Type.Literal('sso_session')]),
+  /** The SSO user's name (email), when the identity provider gave one; null for a token. */
+  name: Nullable(Type.String()),
+  /** When an SSO session ends (Unix seconds); null for a credential that does not expire. */
+  expires_at: Nullable(Type.Integer()),
+});
+export type Principal = Static<typeof PrincipalSchema>;
+
+/** The query of GET /admin/v1/audit. */
+export const AuditQuerySchema = steps(
+  queryNames(['limit', 'cursor', 'target_id', 'actor']),
+  Type.Object({
+    limit: Type.Optional(queryParameter('limit', '^(?!0+$)(?:[0-9]{1,2}|[01][0-9]{2}|200)$', "'limit' must be an integer from 1 to 200.")),
+    cursor: Type.Optional(queryParameter('cursor', '^[0-9]{1,20}-[0-9]{1,20}$', "'cursor' must be the next_cursor of a previous page.")),
+    target_id: Type.Optional(queryParameter('target_id', '^[A-Za-z0-9_-]{1,64}$', "'target_id' must be an id (a key's or an admin token's).")),
+    actor: Type.Optional(queryParameter('actor', '^.{1,512}$', "'actor' must be an actor's subject, at most 512 characters.")),
+  }),
+);
+export type AuditQuery = Static<typeof AuditQuerySchema>;
+
+/** One admin change (GET /admin/v1/audit). */
+export const AuditEntrySchema = Type.Object({
+  object: Type.Literal('audit_entry'),
+  id: Type.String(),
+  /** Unix milliseconds when the change applied. */
+  created_at_ms: Type.Integer(),
+  actor: Type.Object({ subject: Type.String(), role: Type.String(), via: Type.String() }),
+  /** `key.create`, `key.update`, `key.revoke`, `admin_token.create`, `admin_token.revoke`, ... */
+  action: Type.String(),
+  target_id: Type.String(),
+  /** The public facts (auth's KeyInfo or AdminTokenInfo) before the change; null for a creation. */
+  before: Type.Unknown(),
+  /** The public facts after the change. */
+  after: Type.Unknown(),
+  request_id: Nullable(Type.String()),
+});
+export type AuditEntry = Static<typeof AuditEntrySchema>;
+
+/** GET /admin/v1/audit: newest first; `next_cursor` is the `cursor` of the next page. */
+export interface AuditPage extends List<AuditEntry> {
+  has_more: boolean;
+  next_cursor: string | null;
+}

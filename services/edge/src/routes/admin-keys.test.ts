@@ -93,6 +93,7 @@ async function edge(adminToken: string): Promise<FastifyInstance> {
     logger: createLogger('edge', 'silent'),
     registry: new prometheus.Registry(),
     auth: fakeAuth(),
+    adminAccess: unused('adminAccess'),
     teams: unused('teams'),
     decisions: unused('decisions'),
     router: unused('router'),

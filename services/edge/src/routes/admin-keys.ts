@@ -137,7 +137,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
           ...(body.team_id ? { team_id: body.team_id } : {}),
         };
-        const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request.id));
+        const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request));
         void reply.status(201);
         return { ...adminKeyJson(created.key!), secret: created.secret ?? '' };
       },
@@ -145,17 +145,17 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
 
     admin.get<{ Querystring: KeyListQuery }>('/admin/v1/keys', { schema: { querystring: KeyListQuerySchema } }, async (request): Promise<List<Key>> => {
       const filter: ListKeysRequest = request.query.team_id ? { team_id: request.query.team_id } : {};
-      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, filter, options(request.id));
+      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, filter, options(request));
       return { object: 'list', data: listed.keys.map(adminKeyJson) };
     });
 
     admin.get<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: request.params.id }, options(request.id));
+      const key = await callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: request.params.id }, options(request));
       return adminKeyJson(key);
     });
 
     admin.delete<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: request.params.id }, options(request.id));
+      const key = await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: request.params.id }, options(request));
       return adminKeyJson(key);
     });
 
@@ -173,7 +173,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
           clear_allowed_models: body.allowed_models === null ? true : undefined,
         };
-        const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request.id));
+        const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request));
         return adminKeyJson(key);
       },
     );

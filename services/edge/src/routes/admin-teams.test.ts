@@ -84,6 +84,7 @@ beforeAll(async () => {
     logger: createLogger('edge', 'silent'),
     registry: new prometheus.Registry(),
     auth: fakeClient<AuthServiceClient>({ CreateKey: { key: MEMBER, secret: 'br-created-secret' }, ListKeys: { keys: [MEMBER] } }),
+    adminAccess: unused('adminAccess'),
     teams: fakeClient<TeamServiceClient>({
       CreateTeam: TEAM,
       UpdateTeam: TEAM,

@@ -84,19 +84,19 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
           ...teamSettings(body),
           ...(body.allowed_models ? { model_allow_list: { models: body.allowed_models } } : {}),
         };
-        const team = await callUnary<CreateTeamRequest, TeamOutput>(teams, teams.CreateTeam, create, options(request.id));
+        const team = await callUnary<CreateTeamRequest, TeamOutput>(teams, teams.CreateTeam, create, options(request));
         void reply.status(201);
         return adminTeamJson(team);
       },
     );
 
     admin.get('/admin/v1/teams', async (request): Promise<List<Team>> => {
-      const listed = await callUnary<ListTeamsRequest, ListTeamsResponseOutput>(teams, teams.ListTeams, {}, options(request.id));
+      const listed = await callUnary<ListTeamsRequest, ListTeamsResponseOutput>(teams, teams.ListTeams, {}, options(request));
       return { object: 'list', data: listed.teams.map(adminTeamJson) };
     });
 
     admin.get<{ Params: { id: string } }>('/admin/v1/teams/:id', async (request) => {
-      const team = await callUnary<GetTeamRequest, TeamOutput>(teams, teams.GetTeam, { team_id: request.params.id }, options(request.id));
+      const team = await callUnary<GetTeamRequest, TeamOutput>(teams, teams.GetTeam, { team_id: request.params.id }, options(request));
       return adminTeamJson(team);
     });
 
@@ -112,18 +112,13 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
           ...teamSettings(body),
           ...(models ? { model_allow_list: { models } } : models === null ? { clear_model_allow_list: true } : {}),
         };
-        const team = await callUnary<UpdateTeamRequest, TeamOutput>(teams, teams.UpdateTeam, update, options(request.id));
+        const team = await callUnary<UpdateTeamRequest, TeamOutput>(teams, teams.UpdateTeam, update, options(request));
         return adminTeamJson(team);
       },
     );
 
     admin.delete<{ Params: { id: string } }>('/admin/v1/teams/:id', async (request) => {
-      const deleted = await callUnary<DeleteTeamRequest, DeleteTeamResponseOutput>(
-        teams,
-        teams.DeleteTeam,
-        { team_id: request.params.id },
-        options(request.id),
-      );
+      const deleted = await callUnary<DeleteTeamRequest, DeleteTeamResponseOutput>(teams, teams.DeleteTeam, { team_id: request.params.id }, options(request));
       return { object: 'team.deleted', id: deleted.team_id ?? request.params.id, deleted: true };
     });
   });

@@ -122,7 +122,7 @@ describe('single sign-on: the way to the provider', () => {
   it('serves the sign-in on the admin listener only, never on the public one', async () => {
     const publicApp = await ssoApp({}, 'public');
     try {
-      for (const url of ['/console/sso/config', '/console/sso/login', '/console/sso/callback?code=x&state=y', '/admin/v1/session']) {
+      for (const url of ['/console/sso/config', '/console/sso/login', '/console/sso/callback?code=x&state=y', '/admin/v1/me']) {
         const response = await publicApp.inject({ method: 'GET', url });
         expect(response.statusCode, url).toBe(404);
         expect(response.json().error.code, url).toBe('unknown_url');
@@ -157,7 +157,7 @@ describe('single sign-on: the callback', () => {
     expect(createHash('sha256').update(request.code_verifier!).digest('base64url')).toBe(flow.location.searchParams.get('code_challenge'));
     expect(request.redirect_uri).toBe('http://gateway.test/console/sso/callback');
 
-    const session = await app.inject({ method: 'GET', url: '/admin/v1/session', headers: asCaller(token!) });
+    const session = await app.inject({ method: 'GET', url: '/admin/v1/me', headers: asCaller(token!) });
     expect(session.statusCode).toBe(200);
     expect(session.json()).toMatchObject({ subject: 'user-1', role: 'admin', via: 'sso_session', name: 'ada@example.com' });
     expect(session.json().expires_at).toBeGreaterThan(Date.now() / 1000 + 8 * 3600 - 60);
@@ -166,7 +166,7 @@ describe('single sign-on: the callback', () => {
   it('mints a viewer session that may read but gets a 403 on a change', async () => {
     const { response } = await signIn({ groups: 'gateway-viewer' });
     const token = sessionOf(response)!;
-    expect((await app.inject({ method: 'GET', url: '/admin/v1/session', headers: asCaller(token) })).json()).toMatchObject({ role: 'viewer' });
+    expect((await app.inject({ method: 'GET', url: '/admin/v1/me', headers: asCaller(token) })).json()).toMatchObject({ role: 'viewer' });
     const change = await app.inject({ method: 'POST', url: '/admin/v1/keys', headers: asCaller(token), payload: { plan: 'pro' } });
     expect(change.statusCode).toBe(403);
     expect(change.json().error.code).toBe('admin_role_required');
@@ -175,7 +175,7 @@ describe('single sign-on: the callback', () => {
   it('reads the role from userinfo when the ID token does not carry the claim', async () => {
     const { response } = await signIn({}, { userinfo: { groups: ['gateway-viewer'] } });
     const token = sessionOf(response)!;
-    expect((await app.inject({ method: 'GET', url: '/admin/v1/session', headers: asCaller(token) })).json()).toMatchObject({ role: 'viewer' });
+    expect((await app.inject({ method: 'GET', url: '/admin/v1/me', headers: asCaller(token) })).json()).toMatchObject({ role: 'viewer' });
   });
 
   it('refuses a user whose claim names no role of the gateway: a page for the browser, no session', async () => {
@@ -262,7 +262,7 @@ describe('single sign-on: the callback', () => {
     const token = sessionOf(response)!;
     const [payload, signature] = token.slice(4).split('.');
     const raised = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), role: 'admin' })).toString('base64url');
-    const forged = await app.inject({ method: 'GET', url: '/admin/v1/session', headers: asCaller(`brs-${raised}.${signature}`) });
+    const forged = await app.inject({ method: 'GET', url: '/admin/v1/me', headers: asCaller(`brs-${raised}.${signature}`) });
     expect(forged.statusCode).toBe(401);
     expect(forged.json().error.code).toBe('invalid_admin_token');
 
@@ -273,7 +273,7 @@ describe('single sign-on: the callback', () => {
       ready: async () => true,
     } as unknown as EdgeDependencies);
     try {
-      expect((await withoutSso.inject({ method: 'GET', url: '/admin/v1/session', headers: asCaller(token) })).statusCode).toBe(401);
+      expect((await withoutSso.inject({ method: 'GET', url: '/admin/v1/me', headers: asCaller(token) })).statusCode).toBe(401);
       expect((await withoutSso.inject({ method: 'GET', url: '/console/sso/config' })).json()).toEqual({ enabled: false });
       expect((await withoutSso.inject({ method: 'GET', url: '/console/sso/login' })).statusCode).toBe(404);
     } finally {

@@ -250,7 +250,7 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
           queryUsage(deps, request, query, query.keyId ? [query.keyId] : []),
           // A key's plan is its plan now: usage is grouped by the plans keys have today.
           query.groupBy.includes('plan')
-            ? callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request.id)).then(
+            ? callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request)).then(
                 (listed) => new Map(listed.keys.map((key) => [key.key_id ?? '', planName(key.plan)])),
               )
             : Promise.resolve(new Map<string, string>()),
@@ -268,7 +268,7 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
           deps.metering,
           deps.metering.ListRecentRequests,
           { limit: Number(limit), key_id: keyId },
-          options(request.id),
+          options(request),
         );
         return { object: 'list', data: listed.requests.map(recentJson) };
       },

@@ -5,7 +5,7 @@
  * (messages-stream.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { UsageOutput } from '@gateway/proto';
+import type { ContentPartOutput, UsageOutput } from '@gateway/proto';
 import { headerKey } from '../auth/key-check.js';
 import type { WireErrors } from '../completions/wire-errors.js';
 import type { RequestError } from '../errors.js';
@@ -48,6 +48,12 @@ export function messageUsage(usage: UsageOutput | undefined | null) {
     cache_read_input_tokens: cached,
     cache_creation: { ephemeral_5m_input_tokens: usage?.cache_write_5m_tokens ?? 0, ephemeral_1h_input_tokens: usage?.cache_write_1h_tokens ?? 0 },
   };
+}
+
+/** A thinking part of an answer as its Messages block: `thinking` with its signature, or `redacted_thinking`. */
+export function thinkingBlock(part: ContentPartOutput): Record<string, unknown> {
+  if (part.redacted_thinking) return { type: 'redacted_thinking', data: part.redacted_thinking.data ?? '' };
+  return { type: 'thinking', thinking: part.thinking?.thinking ?? '', signature: part.thinking?.signature ?? '' };
 }
 
 /** A tool call's arguments as the `input` object of a tool_use block (an unparsable string kept under `arguments`). */

@@ -1,7 +1,8 @@
 /**
  * The Messages stream of one answer, as Anthropic's API writes it: `message_start`, then per
- * content block `content_block_start`, its deltas (`text_delta`, `input_json_delta`) and
- * `content_block_stop`, then `message_delta` (stop reason, usage, and the `gateway` object as an
+ * content block `content_block_start`, its deltas (`thinking_delta` then `signature_delta`,
+ * `text_delta`, `input_json_delta`) and `content_block_stop` (a `redacted_thinking` block whole in
+ * its start), then `message_delta` (stop reason, usage, and the `gateway` object as an
  * extra field) and `message_stop`; a failure after the first byte ends it with an `error` event.
  * Each event is written as `event: <type>` and `data: <json>`. The executor's chat chunks are read
  * and translated as they come.
@@ -16,8 +17,8 @@ import { ChunkTranslator, type ToolCallDelta } from './chunk-translator.js';
 
 type JsonObject = Record<string, unknown>;
 
-/** The content block being written: text, or the tool use of one chat tool call index. */
-type OpenBlock = { kind: 'text' } | { kind: 'tool_use'; callIndex: number };
+/** The content block being written: thinking, text, or the tool use of one chat tool call index. */
+type OpenBlock = { kind: 'thinking' } | { kind: 'text' } | { kind: 'tool_use'; callIndex: number };
 
 /** The Messages renderer of one stream. */
 export class MessagesStream extends ChunkTranslator implements StreamRenderer {
@@ -87,6 +88,27 @@ export class MessagesStream extends ChunkTranslator implements StreamRenderer {
       events += this.startBlock({ kind: 'text' }, { type: 'text', text: '' });
     }
     return events + this.emit('content_block_delta', { index: this.blockCount - 1, delta: { type: 'text_delta', text: delta } });
+  }
+
+  /** A thinking delta: opens a thinking block at the first (after a signature or other content, a new one). */
+  protected override thinking(delta: string): string {
+    return this.openThinking() + this.emit('content_block_delta', { index: this.blockCount - 1, delta: { type: 'thinking_delta', thinking: delta } });
+  }
+
+  /** The signature of the thinking block being written (one opened for it when none is): it ends the block. */
+  protected override thinkingSignature(signature: string): string {
+    const events = this.openThinking() + this.emit('content_block_delta', { index: this.blockCount - 1, delta: { type: 'signature_delta', signature } });
+    return events + this.closeBlock();
+  }
+
+  /** A redacted thinking block: whole in its start, then its stop. */
+  protected override redactedThinking(data: string): string {
+    return this.closeBlock() + this.startBlock({ kind: 'thinking' }, { type: 'redacted_thinking', data }) + this.closeBlock();
+  }
+
+  private openThinking(): string {
+    if (this.block?.kind === 'thinking') return '';
+    return this.closeBlock() + this.startBlock({ kind: 'thinking' }, { type: 'thinking', thinking: '', signature: '' });
   }
 
   /** A tool call delta: opens its tool_use block at its first fragment, then its arguments as partial JSON. */

@@ -154,6 +154,62 @@ describe('the Messages wire', () => {
     expect(list.at(-1)).toEqual({ type: 'message_stop' });
   });
 
+  it('renders thinking blocks whole, signed, before the text and the tool uses', () => {
+    const response = {
+      choices: [
+        {
+          index: 0,
+          message: {
+            content: 'Checking.',
+            tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+            thinking: { blocks: [{ thinking: { thinking: 'Use the tool.', signature: 'sig-1' } }, { redacted_thinking: { data: 'opaque' } }] },
+          },
+          finish_reason: 'FINISH_REASON_TOOL_CALLS',
+        },
+      ],
+    } as unknown as ChatResponseOutput;
+    expect(JSON.parse(messagesWire.renderWhole(completionOf(), response)).content).toEqual([
+      { type: 'thinking', thinking: 'Use the tool.', signature: 'sig-1' },
+      { type: 'redacted_thinking', data: 'opaque' },
+      { type: 'text', text: 'Checking.' },
+      { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} },
+    ]);
+  });
+
+  it("streams thinking as Anthropic does: a thinking block's thinking_delta and signature_delta events, a redacted block whole, then the text", () => {
+    const stream = messagesWire.openStream(completionOf());
+    stream.begin(undefined, {});
+    // The chunks as the executor renders them from its chat deltas.
+    const rendered = (delta: Record<string, unknown>) => stream.chunkJson({ choices: [{ index: 0, delta: { tool_calls: [], ...delta } }] } as never);
+    const deltas = [
+      { thinking: 'Two ' },
+      { thinking: 'steps.' },
+      { thinking_signature: 'sig-1' },
+      { thinking: 'More.' },
+      { thinking_signature: 'sig-2' },
+      { redacted_thinking: 'opaque' },
+      { content: 'Done.' },
+    ];
+    const text = deltas.map((delta) => stream.event(rendered(delta))).join('') + stream.end(chunk({}, 'stop'), undefined);
+    const blocks = namedEvents(text).filter((event) => event.type.startsWith('content_block'));
+    expect(blocks).toEqual([
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Two ' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'steps.' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig-1' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'thinking_delta', thinking: 'More.' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'signature_delta', signature: 'sig-2' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'content_block_start', index: 2, content_block: { type: 'redacted_thinking', data: 'opaque' } },
+      { type: 'content_block_stop', index: 2 },
+      { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 3, delta: { type: 'text_delta', text: 'Done.' } },
+      { type: 'content_block_stop', index: 3 },
+    ]);
+  });
+
   it('ends a stream cut at max_tokens with stop_reason max_tokens, and a failed one with an error event', () => {
     const cut = streamedEvents(messagesWire.openStream(completionOf()), [{ content: 'Rivers' }], 'length');
     expect(cut.at(-2)).toMatchObject({ delta: { stop_reason: 'max_tokens' } });

@@ -148,7 +148,7 @@ describe('parseMessagesRequest', () => {
     });
     expect(request.messages!.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_ASSISTANT', 'ROLE_TOOL', 'ROLE_USER']);
     expect(request.messages![1]).toMatchObject({
-      text: 'Checking.',
+      parts: { parts: [{ thinking: { thinking: 'Use the tool.', signature: 'sig' } }, { text: 'Checking.' }, { tool_call_id: 'toolu_1' }] },
       tool_calls: [{ id: 'toolu_1', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
     });
     expect(request.messages![2]).toMatchObject({ tool_call_id: 'toolu_1', text: '3 degrees' });
@@ -184,7 +184,7 @@ describe('parseMessagesRequest', () => {
     expect(request.messages![2]).toMatchObject({ tool_call_id: 'toolu_2', text: 'Error: No display.\n[image omitted]' });
   });
 
-  it('maps images, tools, tool_choice, stop_sequences and metadata; drops server tools, top_k, thinking and unknown fields', () => {
+  it('maps images, tools, tool_choice, stop_sequences, metadata and thinking; drops server tools, top_k and unknown fields', () => {
     const parsed = parseMessagesRequest({
       model: 'sim-full',
       max_tokens: 64,
@@ -223,6 +223,91 @@ describe('parseMessagesRequest', () => {
     expect(request.tools?.map((tool) => tool.function?.name)).toEqual(['get_weather']);
     expect(request).toMatchObject({ stop: ['END'], user: 'user-42', temperature: 0.5, parallel_tool_calls: false });
     expect(request.tool_choice).toEqual({ mode: 'required' });
+    expect(request.thinking).toEqual({ type: 'adaptive' });
+    expect(request.anthropic_betas).toBeUndefined();
+  });
+
+  it('keeps thinking of every type, and refuses a malformed one naming the field', () => {
+    const thinkingOf = (thinking: unknown) =>
+      parseMessagesRequest({ model: 'm', max_tokens: 4096, messages: [{ role: 'user', content: 'x' }], thinking }).request.thinking;
+    expect(thinkingOf({ type: 'enabled', budget_tokens: 2048 })).toEqual({ type: 'enabled', budget_tokens: 2048 });
+    expect(thinkingOf({ type: 'adaptive' })).toEqual({ type: 'adaptive' });
+    expect(thinkingOf({ type: 'disabled' })).toEqual({ type: 'disabled' });
+    expect(thinkingOf(null)).toBeUndefined();
+    const cases: Array<[unknown, string]> = [
+      ['on', 'thinking'],
+      [{ type: 'enabled' }, 'thinking.budget_tokens'],
+      [{ type: 'enabled', budget_tokens: 1.5 }, 'thinking.budget_tokens'],
+      [{ type: 'sometimes' }, 'thinking.type'],
+      [{}, 'thinking.type'],
+    ];
+    for (const [thinking, param] of cases) {
+      const error = refusal({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'x' }], thinking });
+      expect([error.status, error.param]).toEqual([400, param]);
+    }
+  });
+
+  it('keeps thinking and redacted thinking blocks in their place among text and tool uses, breakpoints and system included', () => {
+    const { request } = parseMessagesRequest({
+      model: 'm',
+      max_tokens: 4096,
+      system: 'Be brief.',
+      messages: [
+        { role: 'user', content: 'Weather and time in Oslo?' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'Two tools.', signature: 'sig-1' },
+            { type: 'redacted_thinking', data: 'opaque' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+            { type: 'text', text: 'And the time.', cache_control: { type: 'ephemeral' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'get_time', input: {} },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: '3 degrees' },
+            { type: 'tool_result', tool_use_id: 'toolu_2', content: '14:05' },
+          ],
+        },
+      ],
+    });
+    expect(request.messages![2]!.parts!.parts).toEqual([
+      { thinking: { thinking: 'Two tools.', signature: 'sig-1' } },
+      { redacted_thinking: { data: 'opaque' } },
+      { tool_call_id: 'toolu_1' },
+      { text: 'And the time.', cache_control: { type: 'ephemeral' } },
+      { tool_call_id: 'toolu_2' },
+    ]);
+    expect(request.messages![2]!.text).toBeUndefined();
+    expect(request.messages![2]!.tool_calls!.map((call) => call.id)).toEqual(['toolu_1', 'toolu_2']);
+    const bad = refusal({
+      model: 'm',
+      max_tokens: 8,
+      messages: [
+        { role: 'user', content: 'x' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'x' },
+            { type: 'text', text: 'y' },
+          ],
+        },
+      ],
+    });
+    expect([bad.status, bad.param]).toEqual([400, 'messages[1].content[0].signature']);
+  });
+
+  it("passes the anthropic-beta header's flags, from one header or several", () => {
+    const betasOf = (header: string | string[]) =>
+      parseMessagesRequest({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }, { headers: { 'anthropic-beta': header } }).request
+        .anthropic_betas;
+    expect(betasOf('interleaved-thinking-2025-05-14, fine-grained-tool-streaming-2025-05-14')).toEqual({
+      flags: ['interleaved-thinking-2025-05-14', 'fine-grained-tool-streaming-2025-05-14'],
+    });
+    expect(betasOf(['a-1', 'b-2,c-3'])).toEqual({ flags: ['a-1', 'b-2', 'c-3'] });
+    expect(betasOf(' , ')).toBeUndefined();
   });
 
   it('maps every tool_choice, and falls back to auto when the named tool was dropped', () => {

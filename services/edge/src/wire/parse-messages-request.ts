@@ -15,8 +15,17 @@
  *   (base64 PDF as a file part, plain-text source as text); `tool_use` blocks of an assistant
  *   message become its tool calls (`input` as JSON arguments); `tool_result` blocks of a user
  *   message become tool messages before the rest of it (their text; an image in them is noted as
- *   omitted; `is_error` prefixes `Error: `); `thinking`, `redacted_thinking`, server-tool blocks
- *   (`server_tool_use`, `web_search_tool_result`, ...) and unknown block types are dropped;
+ *   omitted; `is_error` prefixes `Error: `); server-tool blocks (`server_tool_use`,
+ *   `web_search_tool_result`, ...) and unknown block types are dropped;
+ * - extended thinking: `thinking` (`enabled` with `budget_tokens`, `adaptive`, `disabled`) is kept,
+ *   and so are the `thinking` (with its `signature`) and `redacted_thinking` (`data`) blocks of an
+ *   assistant message, unchanged and in their place among its text and `tool_use` blocks (each
+ *   tool use marked by a place-holder part), since Anthropic requires them back, first in the turn,
+ *   when thinking is on with tool use. An anthropic upstream gets them; a translated one (OpenAI's
+ *   protocol, Gemini) drops them, as a signed block means nothing there. An assistant message of
+ *   thinking alone is dropped;
+ * - the `anthropic-beta` header's flags (comma-separated, one header or several) go with the
+ *   request to an anthropic upstream;
  * - `cache_control` (`{type: "ephemeral", ttl?: "5m" | "1h"}`, anything else a 400) is kept where
  *   Anthropic allows it: on a text, image or document block as that part's breakpoint, on a
  *   `tool_result` as its tool message's, on a `tool_use` as its assistant message's (the last
@@ -30,9 +39,11 @@
  * - `tool_choice`: `auto`, `any` (`required`), `tool` (that function), `none`;
  *   `disable_parallel_tool_use` becomes `parallel_tool_calls: false`;
  * - `stop_sequences` become `stop`, `metadata.user_id` `user`; `temperature`, `top_p` as they are;
- *   `top_k`, `thinking`, `context_management`, `output_config`, `service_tier`, `container`,
+ *   `top_k`, `context_management`, `output_config`, `service_tier`, `container`,
  *   `mcp_servers` and every other unknown top-level field are accepted and unused.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ContentPart, Message, ThinkingConfig } from '@gateway/proto';
 import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';
 import { invalid, RequestError } from './request-error.js';
 import { type FieldSource, given, isObject, type Json, type JsonObject, kindOf, renamedError, wrongType } from './translated-request.js';
@@ -42,7 +53,22 @@ interface Translation {
   system: SystemBlock[];
   messages: JsonObject[];
   sources: FieldSource[];
+  /** The assistant messages that carry thinking blocks: their chat index and their blocks' order. */
+  thinkingTurns: ThinkingTurn[];
 }
+
+/**
+ * An assistant message with thinking: the order of its blocks, put back on the parsed message
+ * (the chat parser knows no thinking parts): a thinking part itself, `text` for its next text
+ * part, `tool` for a place holder of that call.
+ */
+interface ThinkingTurn {
+  index: number;
+  layout: Array<ContentPart | 'text' | { tool: string }>;
+}
+
+/** The largest budget_tokens: a protobuf int32. */
+const MAX_INT32 = 2_147_483_647;
 
 /** One block of the system text, with the cache breakpoint it carried. */
 interface SystemBlock {
@@ -187,31 +213,58 @@ function translateUser(blocks: Json[], param: string, out: Translation): void {
   if (parts.length > 0) push(out, { role: 'user', content: parts }, `${param}.content`);
 }
 
+/** A `thinking` or `redacted_thinking` block as a thinking part, checked; undefined for any other block. */
+function thinkingPart(block: JsonObject, param: string): ContentPart | undefined {
+  if (block.type === 'thinking') {
+    if (typeof block.thinking !== 'string') throw wrongType(`${param}.thinking`, 'a string', block.thinking ?? null);
+    if (typeof block.signature !== 'string') throw wrongType(`${param}.signature`, 'a string', block.signature ?? null);
+    return { thinking: { thinking: block.thinking, signature: block.signature } };
+  }
+  if (block.type === 'redacted_thinking') {
+    if (typeof block.data !== 'string') throw wrongType(`${param}.data`, 'a string', block.data ?? null);
+    return { redacted_thinking: { data: block.data } };
+  }
+  return undefined;
+}
+
+/** A `tool_use` block as a chat tool call, its params remembered. */
+function toolCall(block: JsonObject, blockParam: string, call: string, out: Translation): JsonObject {
+  if (typeof block.id !== 'string') throw wrongType(`${blockParam}.id`, 'a string', block.id ?? null);
+  if (typeof block.name !== 'string') throw wrongType(`${blockParam}.name`, 'a string', block.name ?? null);
+  out.sources.push([`${call}.function.name`, `${blockParam}.name`], [`${call}.function.arguments`, `${blockParam}.input`], [call, blockParam]);
+  return { id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } };
+}
+
 /**
- * An assistant message: its text, and its `tool_use` blocks as tool calls; thinking dropped. Text
- * blocks are joined into one string, or kept as text parts when one carries a breakpoint; a
- * `tool_use` block's breakpoint becomes the message's (the last block upstream).
+ * An assistant message: its text, its `tool_use` blocks as tool calls, and its thinking blocks in
+ * their place (see ThinkingTurn). Text blocks are joined into one string, or kept as text parts
+ * when one carries a breakpoint or the message has thinking; a `tool_use` block's breakpoint
+ * becomes the message's (the last block upstream).
  */
 function translateAssistant(blocks: Json[], param: string, out: Translation): void {
   const texts: JsonObject[] = [];
   const calls: JsonObject[] = [];
+  const layout: ThinkingTurn['layout'] = [];
   const message: JsonObject = { role: 'assistant' };
   const chatParam = `messages[${out.messages.length}]`;
   blocks.forEach((block, index) => {
     const blockParam = `${param}.content[${index}]`;
     if (!isObject(block)) throw wrongType(blockParam, 'a content block object', block);
-    if (block.type === 'text' && typeof block.text === 'string') texts.push(withCacheControl({ type: 'text', text: block.text }, block, blockParam));
-    else if (block.type === 'tool_use') {
-      if (typeof block.id !== 'string') throw wrongType(`${blockParam}.id`, 'a string', block.id ?? null);
-      if (typeof block.name !== 'string') throw wrongType(`${blockParam}.name`, 'a string', block.name ?? null);
-      const call = `${chatParam}.tool_calls[${calls.length}]`;
-      out.sources.push([`${call}.function.name`, `${blockParam}.name`], [`${call}.function.arguments`, `${blockParam}.input`], [call, blockParam]);
-      calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+    const thinking = thinkingPart(block, blockParam);
+    if (thinking) layout.push(thinking);
+    else if (block.type === 'text' && typeof block.text === 'string') {
+      texts.push(withCacheControl({ type: 'text', text: block.text }, block, blockParam));
+      layout.push('text');
+    } else if (block.type === 'tool_use') {
+      calls.push(toolCall(block, blockParam, `${chatParam}.tool_calls[${calls.length}]`, out));
+      layout.push({ tool: block.id as string });
       withCacheControl(message, block, blockParam);
     }
   });
   if (texts.length === 0 && calls.length === 0) return;
-  message.content = assistantContent(texts);
+  const hasThinking = layout.some((entry) => typeof entry === 'object' && !('tool' in entry));
+  if (hasThinking) out.thinkingTurns.push({ index: out.messages.length, layout });
+  message.content = hasThinking ? (texts.length > 0 ? texts : null) : assistantContent(texts);
   if (calls.length > 0) message.tool_calls = calls;
   push(out, message, `${param}.content`);
 }
@@ -310,15 +363,66 @@ function settings(body: JsonObject, countOnly: boolean, out: Translation): JsonO
   return chat;
 }
 
+/** `thinking`, checked: `enabled` with a positive integer `budget_tokens`, `adaptive` or `disabled`. */
+function parseThinking(value: Json): ThinkingConfig | undefined {
+  if (!given(value)) return undefined;
+  if (!isObject(value)) throw wrongType('thinking', 'an object', value);
+  switch (value.type) {
+    case 'enabled': {
+      const budget = value.budget_tokens;
+      if (typeof budget !== 'number' || !Number.isInteger(budget) || budget < 1 || budget > MAX_INT32)
+        throw wrongType('thinking.budget_tokens', 'a positive integer', budget ?? null);
+      return { type: 'enabled', budget_tokens: budget };
+    }
+    case 'adaptive':
+    case 'disabled':
+      return { type: value.type };
+    default:
+      if (!given(value.type)) throw missing('thinking.type');
+      throw invalid('thinking.type', "Invalid value for 'thinking.type': supported values are 'enabled', 'adaptive' and 'disabled'.");
+  }
+}
+
+/** The `anthropic-beta` header's flags: comma-separated, in one header or several; empty for none. */
+export function betaFlags(headers: IncomingHttpHeaders): string[] {
+  const header = headers['anthropic-beta'];
+  const values = Array.isArray(header) ? header : header === undefined ? [] : [header];
+  return values.flatMap((value) => value.split(',')).flatMap((flag) => (flag.trim() === '' ? [] : [flag.trim()]));
+}
+
+/**
+ * Puts each thinking turn's blocks back on its parsed message, in their order: its thinking parts,
+ * its text parts (the chat parser's, breakpoints included) and a place holder per tool call.
+ */
+function restoreThinking(messages: Message[], turns: readonly ThinkingTurn[], offset: number): void {
+  for (const { index, layout } of turns) {
+    const message = messages[index + offset];
+    if (!message) continue;
+    const texts = [...(message.parts?.parts ?? [])];
+    const parts = layout.flatMap((entry): ContentPart[] => {
+      if (entry === 'text') return texts.length > 0 ? [texts.shift()!] : [];
+      if ('tool' in entry) return [{ tool_call_id: entry.tool }];
+      return [entry];
+    });
+    delete message.text;
+    message.parts = { parts };
+  }
+}
+
 /**
  * Validates a Messages body and converts it into the gateway's request. `countOnly` (count_tokens)
- * does not require `max_tokens`. Throws a RequestError (400) naming the offending Messages field.
+ * does not require `max_tokens`. `headers` (absent for count_tokens) give the `anthropic-beta`
+ * flags. Throws a RequestError (400) naming the offending Messages field.
  */
-export function parseMessagesRequest(original: Json, { countOnly = false }: { countOnly?: boolean } = {}): ParsedChatRequest {
+export function parseMessagesRequest(
+  original: Json,
+  { countOnly = false, headers = {} }: { countOnly?: boolean; headers?: IncomingHttpHeaders } = {},
+): ParsedChatRequest {
   if (!isObject(original)) throw invalid(null, `The request body must be a JSON object, but got ${kindOf(original)}.`, 'invalid_body');
   if (!given(original.model)) throw missing('model');
-  const out: Translation = { system: given(original.system) ? systemBlocks(original.system, 'system') : [], messages: [], sources: [] };
+  const out: Translation = { system: given(original.system) ? systemBlocks(original.system, 'system') : [], messages: [], sources: [], thinkingTurns: [] };
   const chat = settings(original, countOnly, out);
+  const thinking = parseThinking(original.thinking);
   translateMessages(original.messages, out);
   const system = systemContent(out.system);
   if (system !== undefined) {
@@ -330,9 +434,15 @@ export function parseMessagesRequest(original: Json, { countOnly = false }: { co
     out.sources.push(['messages[0]', 'system']);
   }
   if (out.messages.length === 0) throw invalid('messages', "Invalid 'messages': at least one message with content is required.", 'empty_array');
+  let parsed: ParsedChatRequest;
   try {
-    return parseChatRequest({ ...chat, messages: out.messages });
+    parsed = parseChatRequest({ ...chat, messages: out.messages });
   } catch (error) {
     throw error instanceof RequestError ? renamedError(error, out.sources, RENAMED_FIELDS) : error;
   }
+  restoreThinking(parsed.request.messages ?? [], out.thinkingTurns, system === undefined ? 0 : 1);
+  if (thinking) parsed.request.thinking = thinking;
+  const betas = betaFlags(headers);
+  if (betas.length > 0) parsed.request.anthropic_betas = { flags: betas };
+  return parsed;
 }

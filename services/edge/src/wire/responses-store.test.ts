@@ -14,6 +14,7 @@ import type { CatalogView } from '../catalog-view.js';
 import { readEdgeConfig } from '../config.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { allowDecision, TEST_KEY_ID, testModel, wholeAnswer } from '../testing/edge-fakes.js';
+import { ResponsesStore } from './responses-store.js';
 
 const KEY = `br-${'k'.repeat(40)}`;
 const KEY_ID = TEST_KEY_ID;
@@ -246,5 +247,53 @@ describe('stored responses', () => {
     }
     expect(metric).toContain('outcome="failed"} 1');
     expect(metric).toContain('outcome="stored"} 0');
+  });
+});
+
+describe('a shutting-down edge', () => {
+  /** A store whose puts wait until the test releases them (or never, with `hang`). */
+  function slowStore(hang: boolean) {
+    const released: Array<() => void> = [];
+    const puts: string[] = [];
+    const responseStore = {
+      PutResponse(request: PutResponseRequest, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: unknown) => void) {
+        released.push(() => {
+          puts.push(request.response_id!);
+          callback(null, { outcome: 'PUT_OUTCOME_STORED', ttl_seconds: 60 });
+        });
+      },
+    };
+    const config = readEdgeConfig({});
+    const store = new ResponsesStore({
+      config,
+      logger: createLogger('edge-test', 'silent'),
+      registry: new prometheus.Registry(),
+      responseStore,
+    } as unknown as EdgeDependencies);
+    const release = () => {
+      if (!hang) for (const put of released.splice(0)) put();
+    };
+    return { store, puts, release, released };
+  }
+
+  it('waits for the responses it is still storing before it lets the channel close', async () => {
+    const { store, puts, release, released } = slowStore(false);
+    store.put(KEY_ID, { id: 'resp_1' }, [], 'req_1');
+    store.put(KEY_ID, { id: 'resp_2' }, [], 'req_2');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(released).toHaveLength(2);
+    const flushed = store.flush(5_000);
+    setTimeout(release, 50);
+    expect(await flushed).toBe(0);
+    expect(puts.sort()).toEqual(['resp_1', 'resp_2']);
+  });
+
+  it('gives up after its timeout on a put that never ends, and says how many', async () => {
+    const { store } = slowStore(true);
+    store.put(KEY_ID, { id: 'resp_3' }, [], 'req_3');
+    const started = Date.now();
+    expect(await store.flush(100)).toBe(1);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await slowStore(false).store.flush(100)).toBe(0);
   });
 });

@@ -146,6 +146,23 @@ export class ResponsesStore {
     return callUnary<ResponseRef, Response>(client, client[method] as never, request, this.options(requestId));
   }
 
+  /**
+   * Waits until every put this edge has in flight is done, or `timeoutMs` has passed: at shutdown,
+   * so that a response answered with `store: true` is kept although its edge is going away.
+   * Resolves with the number of puts still unfinished (0 when every one is done).
+   */
+  async flush(timeoutMs: number): Promise<number> {
+    const pending = [...this.pending.values()];
+    if (pending.length === 0) return 0;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await Promise.race([Promise.allSettled(pending), expired]);
+    clearTimeout(timer);
+    return this.pending.size;
+  }
+
   /** Stores a response without waiting: a failure is logged and counted, never thrown. */
   put(keyId: string, response: JsonObject, inputItems: readonly JsonObject[], requestId: string): void {
     const responseId = String(response.id);

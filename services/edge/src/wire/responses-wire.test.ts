@@ -110,6 +110,39 @@ describe('the Responses wire', () => {
     expect(completed.id).toBe((sequence[0]!.response as { id: string }).id);
   });
 
+  it("leaves an answer's thinking out of the Response, whole and streamed, and renders the rest as before", () => {
+    const stream = responsesWire.openStream(completionOf({ input: 'Hi', stream: true }));
+    stream.begin(undefined, {});
+    const sequence = streamedEvents(
+      stream,
+      [
+        { role: 'assistant', content: '' },
+        { reasoning_content: 'Greet.' },
+        { thinking_signature: 'sig' },
+        { redacted_thinking: 'opaque' },
+        { content: 'Hello' },
+      ],
+      'stop',
+    );
+    expect(sequence.filter((event) => event.type.startsWith('response.output_item.added')).map((event) => (event.item as { type: string }).type)).toEqual([
+      'message',
+    ]);
+    expect(JSON.stringify(sequence)).not.toMatch(/Greet|sig|opaque/);
+    const whole = JSON.parse(
+      responsesWire.renderWhole(completionOf({ input: 'Hi' }), {
+        choices: [
+          {
+            index: 0,
+            message: { content: 'Hello', tool_calls: [], thinking: { blocks: [{ thinking: { thinking: 'Greet.', signature: 'sig' } }] } },
+            finish_reason: 'FINISH_REASON_STOP',
+          },
+        ],
+      } as never),
+    );
+    expect(whole.output).toMatchObject([{ type: 'message', content: [{ type: 'output_text', text: 'Hello' }] }]);
+    expect(JSON.stringify(whole)).not.toContain('Greet');
+  });
+
   it('streams a tool call as a function_call item with argument deltas, named back by its namespace', () => {
     const stream = responsesWire.openStream(completionOf({ input: 'Look up ACME.', tools, stream: true }));
     stream.begin(undefined, {});

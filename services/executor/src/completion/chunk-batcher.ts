@@ -119,10 +119,11 @@ export class ChunkBatcher {
   }
 }
 
-/** The completion text of a chunk: content, refusal, tool-call names and arguments. */
+/** The completion text of a chunk: thinking, content, refusal, tool-call names and arguments. */
 function chunkText(chunk: ChatChunk): string {
   let text = '';
   for (const choice of chunk.choices ?? []) {
+    text += choice.delta?.thinking ?? '';
     text += choice.delta?.content ?? '';
     text += choice.delta?.refusal ?? '';
     for (const toolCall of choice.delta?.tool_calls ?? []) text += `${toolCall.function?.name ?? ''}${toolCall.function?.arguments ?? ''}`;

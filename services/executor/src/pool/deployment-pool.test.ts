@@ -51,4 +51,31 @@ describe('DeploymentPool', () => {
     expect(pool.retryAfterMs(model.id)).toBeGreaterThan(0);
     pool.dispose();
   });
+
+  it('serves a reloaded catalog: an unchanged model keeps its breakers, a changed one is rebuilt, a new one served, a removed one gone', () => {
+    const pool = poolOf();
+    const [primary] = pool.deploymentsOf(model.id);
+    primary!.breaker.tryAcquire();
+    primary!.breaker.failure();
+    const inFlight = pool.pick(model.id)!;
+    let changes = 0;
+    pool.onChange(() => {
+      changes += 1;
+    });
+    const added = openAiCompatibleModel('http://added.test/v1', { id: 'added-model' });
+    pool.replaceModels([model, added]);
+    expect(changes).toBe(1);
+    expect(pool.deploymentsOf(model.id)[0]).toBe(primary);
+    expect(pool.deploymentsOf(model.id)[0]!.breaker.state).toBe('open');
+    expect(pool.pick('added-model')?.model.upstream.base_url).toBe('http://added.test/v1');
+
+    const moved = openAiCompatibleModel('http://moved.test/v1');
+    pool.replaceModels([moved]);
+    expect(pool.has('added-model')).toBe(false);
+    expect(pool.deploymentsOf(model.id).map((deployment) => [deployment.id, deployment.breaker.state])).toEqual([['0:http://moved.test', 'healthy']]);
+    // The request picked before the reload still holds its deployment and finishes there.
+    expect(inFlight.model.upstream.base_url).toBe('http://second.test/v1');
+    inFlight.breaker.success();
+    pool.dispose();
+  });
 });

@@ -46,6 +46,14 @@ export class Deployment {
   }
 }
 
+/**
+ * Whether the model of a model's first deployment (the catalog entry itself: its upstream is the
+ * entry's) equals the catalog entry `model`, field for field (the parser writes fields in one order).
+ */
+function sameEntry(deployed: CatalogModel | undefined, model: CatalogModel): boolean {
+  return deployed !== undefined && JSON.stringify(deployed) === JSON.stringify(model);
+}
+
 function originOf(upstream: Upstream): string {
   try {
     return new URL(upstream.base_url ?? '').origin;
@@ -56,26 +64,60 @@ function originOf(upstream: Upstream): string {
 
 /** The deployments of each served model. */
 export class DeploymentPool {
-  private readonly byModel = new Map<string, Deployment[]>();
+  private byModel = new Map<string, Deployment[]>();
   private readonly listeners = new Set<() => void>();
 
   /**
    * `models` are the enabled models; a deployment beyond `upstream` is served only when its key
    * variable is set in `environment` (the model itself is on through `upstream`'s).
    */
-  constructor(models: readonly CatalogModel[], environment: Readonly<Record<string, string | undefined>>, options: BreakerOptions, clock: Clock = Date.now) {
+  constructor(
+    models: readonly CatalogModel[],
+    private readonly environment: Readonly<Record<string, string | undefined>>,
+    private readonly options: BreakerOptions,
+    private readonly clock: Clock = Date.now,
+  ) {
+    for (const model of models) this.byModel.set(model.id, this.deploymentsFor(model));
+  }
+
+  /**
+   * Serves a new set of enabled models (the catalog was reloaded), at once: a model whose catalog
+   * entry is unchanged keeps its deployments (their breakers, latencies, outstanding counts); a
+   * new or changed one gets new deployments; a removed one is no longer served. A request in
+   * flight keeps the deployment it holds and finishes there. Listeners are told (a health report
+   * goes out).
+   */
+  replaceModels(models: readonly CatalogModel[]): void {
+    const next = new Map<string, Deployment[]>();
     for (const model of models) {
-      const upstreams = [
-        model.upstream,
-        ...(model.deployments ?? []).filter((upstream) => !upstream.api_key_env || Boolean(environment[upstream.api_key_env])),
-      ];
-      const deployments = upstreams.map((upstream, index) => new Deployment({ ...model, upstream }, index, options, clock));
-      for (const deployment of deployments)
-        deployment.breaker.onChange(() => {
-          for (const listener of this.listeners) listener();
-        });
-      this.byModel.set(model.id, deployments);
+      const current = this.byModel.get(model.id);
+      const unchanged = current !== undefined && sameEntry(current[0]?.model, model);
+      next.set(model.id, unchanged ? current : this.deploymentsFor(model));
     }
+    const previous = this.byModel;
+    this.byModel = next;
+    for (const [modelId, deployments] of previous) {
+      if (next.get(modelId) === deployments) continue;
+      for (const deployment of deployments) {
+        deployment.breaker.onChange(() => undefined);
+        deployment.breaker.dispose();
+      }
+    }
+    this.notify();
+  }
+
+  private deploymentsFor(model: CatalogModel): Deployment[] {
+    const upstreams = [
+      model.upstream,
+      ...(model.deployments ?? []).filter((upstream) => !upstream.api_key_env || Boolean(this.environment[upstream.api_key_env])),
+    ];
+    const deployments = upstreams.map((upstream, index) => new Deployment({ ...model, upstream }, index, this.options, this.clock));
+    for (const deployment of deployments) deployment.breaker.onChange(() => this.notify());
+    return deployments;
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
   }
 
   /** Whether this executor serves the model. */

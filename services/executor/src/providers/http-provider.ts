@@ -19,6 +19,8 @@ export interface UpstreamRequest {
   readonly url: URL;
   /** The request body, as JSON. */
   readonly body: string;
+  /** Headers of this request (over the catalog's extra headers); absent for none. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** An HTTP adapter. */
@@ -53,6 +55,7 @@ export abstract class HttpProvider implements Provider {
     const upstreamRequest = this.requestFor(request, model, stream);
     const headers: Record<string, string> = {
       ...(model.upstream.headers ?? {}),
+      ...(upstreamRequest.headers ?? {}),
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',
       'user-agent': USER_AGENT,

@@ -1,7 +1,8 @@
 /**
- * Keys: every API key with its plan, team, limits, budgets and state; a form that creates one
- * (in a team, chosen once for good) and shows its secret once; per key, a form that changes its plan, name, limits and budgets, and a
- * revocation that asks to be confirmed.
+ * Keys: every API key with its plan, team, limits, budgets and state; a form that creates one (in
+ * a team, chosen once for good) and shows its secret once; per key, a form that changes its plan,
+ * name, limits and budgets, and a revocation that asks to be confirmed. A viewer (canChange false)
+ * sees the list only.
  */
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan, type Team } from '../admin-api';

@@ -1,8 +1,9 @@
 /**
- * Asks for the admin token (EDGE_ADMIN_TOKEN), and offers "Sign in with SSO" when the edge has
- * single sign-on: a plain link to /console/sso/login, a top-level navigation to the identity
- * provider that comes back to /console with the session in the fragment. A token is checked
- * against the admin API before the console keeps it, and kept in this tab's sessionStorage only.
+ * Asks for an admin token: the edge's EDGE_ADMIN_TOKEN, or an admin token (`bra-...`) of role
+ * admin or viewer, and offers "Sign in with SSO" when the edge has single sign-on: a plain link to
+ * /console/sso/login, a top-level navigation to the identity provider that comes back to /console
+ * with the session in the fragment. A token is checked against the admin API before the console
+ * keeps it, and kept in this tab's sessionStorage only.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { type ApiError, ssoOffered } from '../admin-api';
@@ -43,7 +44,8 @@ export function LoginPage({ error, onLogin }: { error: ApiError | string | undef
           </>
         )}
         <p class="hint">
-          Enter the gateway's admin token (the edge's <code>EDGE_ADMIN_TOKEN</code>). It stays in this tab only and is forgotten when you close it or log out.
+          Enter an admin token: the edge's <code>EDGE_ADMIN_TOKEN</code>, or an admin token (<code>bra-…</code>) of role admin or viewer. It stays in this tab
+          only and is forgotten when you close it or log out.
         </p>
         <label>
           Admin token

@@ -3,6 +3,8 @@
  * variable the catalog names) and `anthropic-version: 2023-06-01`, whole or streamed, translated
  * to and from the gateway's OpenAI-shaped messages (convert-request.ts, map-response.ts).
  *
+ * The caller's Anthropic beta flags go as `anthropic-beta`, with the catalog model's own.
+ *
  * Every request goes through the origin's keep-alive Pool with the connect, first-byte and idle
  * timeouts, and carries the call's AbortSignal: a caller that goes away closes the upstream
  * connection at once. Streams are read only as fast as the caller pulls. A stream that ends
@@ -73,8 +75,26 @@ export class AnthropicProvider extends HttpProvider {
 
   protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
     const body = JSON.stringify(toAnthropicRequest(request, model, stream));
-    return { url: upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages'), body };
+    const url = upstreamUrl(model.upstream.base_url ?? DEFAULT_BASE_URL, 'v1', 'messages');
+    const betas = betaHeader(model, request.anthropic_betas?.flags ?? []);
+    return betas === undefined ? { url, body } : { url, body, headers: betas };
   }
+}
+
+/**
+ * The `anthropic-beta` header of a request that carries beta flags: the catalog model's own flags,
+ * then the caller's, each once, comma-joined, under the catalog's spelling of the header name (so
+ * it replaces that header); undefined when the caller sent none (the catalog's header then goes as
+ * it is).
+ */
+function betaHeader(model: CatalogModel, requested: readonly string[]): Record<string, string> | undefined {
+  if (requested.length === 0) return undefined;
+  const [name, configured] = Object.entries(model.upstream.headers ?? {}).find(([header]) => header.toLowerCase() === 'anthropic-beta') ?? [
+    'anthropic-beta',
+    '',
+  ];
+  const flags = [...configured.split(','), ...requested].map((flag) => flag.trim()).filter((flag) => flag !== '');
+  return { [name]: [...new Set(flags)].join(',') };
 }
 
 /** Whether a whole answer is a Message: it has content. */

@@ -18,7 +18,13 @@
  *   message's on its last block (a system message's on its system block: `system` is then a list
  *   of text blocks, one per system message, or one per text part of a system message whose parts
  *   carry breakpoints), a tool's on the tool. A ttl other than 5m and 1h is
- *   the caller's mistake (INVALID_ARGUMENT).
+ *   the caller's mistake (INVALID_ARGUMENT);
+ * - extended thinking: the request's `thinking` as Anthropic's (`enabled` with its budget,
+ *   `adaptive`, `disabled`), and the `thinking` and `redacted_thinking` blocks of earlier assistant
+ *   turns sent back unchanged, in their place among the turn's text and `tool_use` blocks (a
+ *   tool call's place holder part puts its `tool_use` there; calls without one follow the parts),
+ *   as Anthropic requires when thinking is on with tool use. Sampling fields are passed as the
+ *   caller set them: Anthropic itself refuses what thinking does not allow.
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { CacheControlOutput, ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
@@ -30,8 +36,10 @@ import type {
   AnthropicMessage,
   AnthropicRequest,
   AnthropicTextBlock,
+  AnthropicThinking,
   AnthropicTool,
   AnthropicToolChoice,
+  AnthropicToolUseBlock,
 } from './wire-types.js';
 
 /** The media types Anthropic's document blocks accept from a data URL. */
@@ -77,6 +85,8 @@ function contentOfPart(part: ContentPartOutput, param: string): AnthropicContent
     );
   }
   if (part.input_audio) throw invalidRequest('The anthropic provider does not accept audio input.', `${param}.input_audio`, 'unsupported_parameter');
+  if (part.thinking) return { type: 'thinking', thinking: part.thinking.thinking ?? '', signature: part.thinking.signature ?? '' };
+  if (part.redacted_thinking) return { type: 'redacted_thinking', data: part.redacted_thinking.data ?? '' };
   // A refusal part is the assistant's own earlier refusal: there is nothing to send for it.
   return undefined;
 }
@@ -154,6 +164,58 @@ function toolResultContent(message: MessageOutput, position: number): string | A
   return message.text ?? '';
 }
 
+/** A tool call of an assistant message as a `tool_use` block. */
+function toolUseBlock(message: MessageOutput, position: number, index: number): AnthropicToolUseBlock {
+  const call = message.tool_calls[index]!;
+  const param = `messages[${position}].tool_calls[${index}].function.arguments`;
+  return { type: 'tool_use', id: call.id ?? '', name: call.function?.name ?? '', input: parseArgumentsObject(call.function?.arguments ?? '', param) };
+}
+
+/**
+ * An assistant message's blocks in the order the model wrote them: its parts (text, thinking),
+ * each tool call at its place holder part, then the tool calls that have none.
+ */
+function assistantBlocks(message: MessageOutput, position: number): AnthropicContentBlock[] {
+  const calls = message.tool_calls ?? [];
+  const placed = new Set<number>();
+  const blocks: AnthropicContentBlock[] = [];
+  const parts = message.content === 'parts' || message.parts ? (message.parts?.parts ?? []) : undefined;
+  if (!parts) blocks.push(...contentBlocks(message, position));
+  parts?.forEach((part, index) => {
+    if (part.tool_call_id === undefined) {
+      const block = partBlock(part, `messages[${position}].content[${index}]`);
+      if (block) blocks.push(block);
+      return;
+    }
+    const callIndex = calls.findIndex((call, at) => call.id === part.tool_call_id && !placed.has(at));
+    if (callIndex < 0) return;
+    placed.add(callIndex);
+    blocks.push(toolUseBlock(message, position, callIndex));
+  });
+  calls.forEach((_, index) => {
+    if (!placed.has(index)) blocks.push(toolUseBlock(message, position, index));
+  });
+  return blocks;
+}
+
+/** The request's extended thinking in Anthropic's shape; undefined when the caller did not say. */
+function thinkingOf(request: ChatRequestOutput): AnthropicThinking | undefined {
+  const thinking = request.thinking;
+  switch (thinking?.type) {
+    case undefined:
+    case '':
+      return undefined;
+    case 'enabled':
+      if (thinking.budget_tokens === undefined) throw invalidRequest('thinking.budget_tokens is required when thinking is enabled.', 'thinking.budget_tokens');
+      return { type: 'enabled', budget_tokens: thinking.budget_tokens };
+    case 'adaptive':
+    case 'disabled':
+      return { type: thinking.type };
+    default:
+      throw invalidRequest('thinking.type must be "enabled", "adaptive" or "disabled".', 'thinking.type');
+  }
+}
+
 /** One gateway message -> the role and blocks it contributes; undefined for system/developer. */
 function convertMessage(message: MessageOutput, position: number): { role: 'user' | 'assistant'; blocks: AnthropicContentBlock[] } | undefined {
   switch (message.role) {
@@ -162,19 +224,8 @@ function convertMessage(message: MessageOutput, position: number): { role: 'user
       return undefined;
     case 'ROLE_USER':
       return { role: 'user', blocks: messageBlocks(contentBlocks(message, position), message, position) };
-    case 'ROLE_ASSISTANT': {
-      const blocks = contentBlocks(message, position);
-      (message.tool_calls ?? []).forEach((call, index) => {
-        const param = `messages[${position}].tool_calls[${index}].function.arguments`;
-        blocks.push({
-          type: 'tool_use',
-          id: call.id ?? '',
-          name: call.function?.name ?? '',
-          input: parseArgumentsObject(call.function?.arguments ?? '', param),
-        });
-      });
-      return { role: 'assistant', blocks: messageBlocks(blocks, message, position) };
-    }
+    case 'ROLE_ASSISTANT':
+      return { role: 'assistant', blocks: messageBlocks(assistantBlocks(message, position), message, position) };
     case 'ROLE_TOOL': {
       if (!message.tool_call_id)
         throw invalidRequest(`messages[${position}].tool_call_id is required on a tool message.`, `messages[${position}].tool_call_id`);
@@ -254,6 +305,8 @@ export function toAnthropicRequest(request: ChatRequestOutput, model: CatalogMod
     if (choice) body.tool_choice = choice;
   }
   if (request.user !== undefined) body.metadata = { user_id: request.user };
+  const thinking = thinkingOf(request);
+  if (thinking) body.thinking = thinking;
   if (stream) body.stream = true;
   return body;
 }

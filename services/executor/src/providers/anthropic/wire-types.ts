@@ -49,8 +49,30 @@ export interface AnthropicToolResultBlock extends Cacheable {
   is_error?: boolean;
 }
 
+/** A thinking block of an earlier assistant turn, sent back exactly as the model wrote and signed it. */
+export interface AnthropicThinkingBlock extends Cacheable {
+  type: 'thinking';
+  thinking: string;
+  signature: string;
+}
+/** An encrypted thinking block of an earlier assistant turn, sent back as it came. */
+export interface AnthropicRedactedThinkingBlock extends Cacheable {
+  type: 'redacted_thinking';
+  data: string;
+}
+
 /** A content block of a request message. */
-export type AnthropicContentBlock = AnthropicTextBlock | AnthropicImageBlock | AnthropicDocumentBlock | AnthropicToolUseBlock | AnthropicToolResultBlock;
+export type AnthropicContentBlock =
+  | AnthropicTextBlock
+  | AnthropicImageBlock
+  | AnthropicDocumentBlock
+  | AnthropicToolUseBlock
+  | AnthropicToolResultBlock
+  | AnthropicThinkingBlock
+  | AnthropicRedactedThinkingBlock;
+
+/** Extended thinking: with a budget, left to the model (`adaptive`), or off. */
+export type AnthropicThinking = { type: 'enabled'; budget_tokens: number } | { type: 'adaptive' } | { type: 'disabled' };
 
 /** A request message; roles alternate, starting with user. */
 export interface AnthropicMessage {
@@ -85,6 +107,7 @@ export interface AnthropicRequest {
   tools?: AnthropicTool[];
   tool_choice?: AnthropicToolChoice;
   metadata?: { user_id?: string };
+  thinking?: AnthropicThinking;
   stream?: boolean;
 }
 
@@ -105,11 +128,13 @@ export interface AnthropicCacheCreation {
   ephemeral_1h_input_tokens?: number | null;
 }
 
-/** A content block of a response (thinking blocks are read and dropped). */
+/** A content block of a response; other types (server tools, added later) are skipped. */
 export type AnthropicResponseBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input?: unknown }
-  | { type: 'thinking' | 'redacted_thinking' | string; [field: string]: unknown };
+  | { type: 'thinking'; thinking?: string; signature?: string }
+  | { type: 'redacted_thinking'; data?: string }
+  | { type: string; [field: string]: unknown };
 
 /** A whole Message. */
 export interface AnthropicResponse {
@@ -138,7 +163,12 @@ export type AnthropicStreamEvent =
   | {
       type: 'content_block_delta';
       index: number;
-      delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string } | { type: string; [field: string]: unknown };
+      delta:
+        | { type: 'text_delta'; text: string }
+        | { type: 'input_json_delta'; partial_json: string }
+        | { type: 'thinking_delta'; thinking: string }
+        | { type: 'signature_delta'; signature: string }
+        | { type: string; [field: string]: unknown };
     }
   | { type: 'content_block_stop'; index: number }
   | { type: 'message_delta'; delta: { stop_reason?: string | null; stop_sequence?: string | null }; usage?: AnthropicUsage }

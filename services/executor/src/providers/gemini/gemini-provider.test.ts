@@ -201,6 +201,35 @@ describe('GeminiProvider: requests it sends', () => {
     expect(under.upstream.requests[0]?.body).toEqual({ contents: [{ role: 'user', parts: [{ text: 'Name three rivers.' }] }] });
   });
 
+  it('drops thinking and the thinking blocks of earlier turns, keeping their text and calls', async () => {
+    under.upstream.respond(replayJson(200, fixture('generate-content.json')));
+    const request = simpleRequest({
+      messages: [
+        { role: 'ROLE_USER', content: 'text', text: 'Weather?', tool_calls: [] },
+        {
+          role: 'ROLE_ASSISTANT',
+          content: 'parts',
+          parts: {
+            parts: [
+              { thinking: { thinking: 'hmm', signature: 'sig' } },
+              { redacted_thinking: { data: 'opaque' } },
+              { text: 'Looking.' },
+              { tool_call_id: 'c1' },
+            ],
+          },
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+        },
+        { role: 'ROLE_TOOL', content: 'text', text: '{"temp":21}', tool_call_id: 'c1', tool_calls: [] },
+      ],
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      anthropic_betas: { flags: ['interleaved-thinking-2025-05-14'] },
+    });
+    await under.provider.complete(request, contextOf());
+    const body = under.upstream.requests[0]?.body as { contents: Array<{ role: string; parts: unknown[] }> };
+    expect(body.contents[1]).toEqual({ role: 'model', parts: [{ text: 'Looking.' }, { functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] });
+    expect(JSON.stringify(body)).not.toMatch(/thinking|signature|opaque|interleaved/);
+  });
+
   it('refuses what cannot be translated before calling the upstream', async () => {
     const cases: Array<[Partial<ChatRequestOutput>, string]> = [
       [

@@ -93,4 +93,34 @@ describe('toOpenAiRequest', () => {
       expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'tools[0].function.parameters' });
     }
   });
+
+  it('drops thinking (the setting, the blocks of earlier turns, the betas) and keeps the text and calls of those turns', () => {
+    const thinkingTurn = (parts: Array<Record<string, unknown>>) => ({
+      role: 'ROLE_ASSISTANT' as const,
+      content: 'parts' as const,
+      parts: { parts },
+      tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'lookup', arguments: '{}' } }],
+    });
+    const body = toOpenAiRequest(
+      {
+        messages: [
+          { role: 'ROLE_USER', content: 'text', text: 'hi', tool_calls: [] },
+          thinkingTurn([{ thinking: { thinking: 'hmm', signature: 'sig' } }, { text: 'Looking.' }, { tool_call_id: 'toolu_1' }]),
+          { role: 'ROLE_TOOL', content: 'text', text: 'found', tool_call_id: 'toolu_1', tool_calls: [] },
+          thinkingTurn([{ redacted_thinking: { data: 'opaque' } }]),
+          { role: 'ROLE_TOOL', content: 'text', text: 'again', tool_call_id: 'toolu_1', tool_calls: [] },
+        ],
+        stop: [],
+        tools: [],
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        anthropic_betas: { flags: ['interleaved-thinking-2025-05-14'] },
+      },
+      model,
+      false,
+    );
+    const call = [{ id: 'toolu_1', type: 'function', function: { name: 'lookup', arguments: '{}' } }];
+    expect(body.messages[1]).toEqual({ role: 'assistant', content: 'Looking.', tool_calls: call });
+    expect(body.messages[3]).toEqual({ role: 'assistant', content: null, tool_calls: call });
+    expect(JSON.stringify(body)).not.toMatch(/thinking|signature|opaque|interleaved/);
+  });
 });

@@ -2,7 +2,9 @@
  * Message conversion: a validated gateway ChatRequest (proto-loader shape) -> OpenAI's JSON body.
  * Only what the caller set is sent, so a provider that rejects a field it does not support sees it
  * only when the caller asked for it. `metadata` is the gateway's own and is never forwarded
- * (OpenAI rejects it unless `store` is on).
+ * (OpenAI rejects it unless `store` is on). Anthropic's extended thinking (`thinking`, the thinking
+ * blocks of earlier assistant turns, beta flags) is dropped: an upstream that speaks another
+ * protocol cannot check a signed block.
  */
 import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
@@ -51,6 +53,18 @@ function systemText(role: string, message: MessageOutput): string | undefined {
   return parts.map((part) => part.text).join('\n\n');
 }
 
+/**
+ * An assistant message whose parts carry thinking blocks (the Messages API's): its text alone, as
+ * one string, or null for none; undefined for any other message. Thinking is not sent to a
+ * translated upstream: its signature is Anthropic's and means nothing there.
+ */
+function textWithoutThinking(message: MessageOutput): string | null | undefined {
+  const parts = message.parts?.parts ?? [];
+  if (!parts.some((part) => part.thinking || part.redacted_thinking || part.tool_call_id !== undefined)) return undefined;
+  const text = parts.flatMap((part) => (part.text === undefined ? [] : [part.text])).join('');
+  return text === '' ? null : text;
+}
+
 function convertMessage(message: MessageOutput, position: number): OpenAiMessage {
   const role = message.role ? ROLES[message.role] : undefined;
   if (!role)
@@ -58,7 +72,9 @@ function convertMessage(message: MessageOutput, position: number): OpenAiMessage
       param: `messages[${position}].role`,
     });
   let content: OpenAiMessage['content'];
-  if (message.content === 'parts' || message.parts)
+  const withoutThinking = textWithoutThinking(message);
+  if (withoutThinking !== undefined) content = withoutThinking;
+  else if (message.content === 'parts' || message.parts)
     content = systemText(role, message) ?? (message.parts?.parts ?? []).flatMap((part) => convertPart(part) ?? []);
   else if (typeof message.text === 'string') content = message.text;
   else content = null;

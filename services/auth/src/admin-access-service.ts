@@ -1,0 +1,138 @@
+/**
+ * The AdminAccessService (proto/gateway/auth/v1/admin_access.proto): admin tokens, created,
+ * listed, checked and revoked through the AdminTokenStore, and the audit trail read back. Token
+ * creation and revocation are audited changes (auditor.ts).
+ */
+import { GatewayError, unary } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import type {
+  AdminAccessServiceHandlers,
+  AdminRole,
+  AdminTokenInfo,
+  AuditEntry as AuditEntryMessage,
+  CheckAdminTokenRequestOutput,
+  CheckAdminTokenResponse,
+  CreateAdminTokenRequestOutput,
+  CreateAdminTokenResponse,
+  ListAdminTokensResponse,
+  ListAuditEntriesRequestOutput,
+  ListAuditEntriesResponse,
+  RevokeAdminTokenRequestOutput,
+} from '@gateway/proto';
+import { AuditCursorError, type AuditEntry, type AuditLog } from './audit-log.js';
+import { type Auditor, callActor } from './auditor.js';
+import type { AdminRoleName, AdminTokenStore, StoredAdminToken } from './admin-token-store.js';
+import { KeyInputError } from './key-store.js';
+
+/** What the AdminAccessService needs. */
+export interface AdminAccessDependencies {
+  adminTokens: AdminTokenStore;
+  audit: AuditLog;
+  auditor: Auditor;
+  logger: Logger;
+}
+
+const ROLES: Record<AdminRoleName, AdminRole> = { admin: 'ADMIN_ROLE_ADMIN', viewer: 'ADMIN_ROLE_VIEWER' };
+const ROLE_NAMES: Record<string, AdminRoleName> = { ADMIN_ROLE_ADMIN: 'admin', ADMIN_ROLE_VIEWER: 'viewer' };
+
+/** A stored token as the AdminTokenInfo message. */
+export function toAdminTokenInfo(token: StoredAdminToken): AdminTokenInfo {
+  return {
+    token_id: token.token_id,
+    name: token.name,
+    role: ROLES[token.role],
+    created_at_ms: token.created_at_ms,
+    revoked: token.revoked,
+    created_by: token.created_by,
+  };
+}
+
+function toAuditEntryMessage(entry: AuditEntry): AuditEntryMessage {
+  return { ...entry };
+}
+
+/** Runs a store operation, turning a Redis failure into UNAVAILABLE with the cause logged. */
+function guarded(logger: Logger): <T>(operation: () => Promise<T>) => Promise<T> {
+  return async (operation) => {
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      if (error instanceof KeyInputError) throw GatewayError.of('invalid_request', error.message, { param: error.param });
+      if (error instanceof AuditCursorError) throw GatewayError.of('invalid_request', error.message, { param: 'cursor' });
+      logger.error({ err: { message: (error as Error).message } }, 'admin token store unavailable');
+      throw GatewayError.of('auth_unavailable', 'The admin token store is unavailable.', { retryable: true, cause: error });
+    }
+  };
+}
+
+/** The AdminAccessService's handlers. */
+export function createAdminAccessService({ adminTokens, audit, auditor, logger }: AdminAccessDependencies): AdminAccessServiceHandlers {
+  const store = guarded(logger);
+  const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'admin access handler failed');
+  const notFound = () => GatewayError.of('admin_token_not_found', 'No admin token has this id.', { param: 'token_id' });
+
+  async function createAdminToken(request: CreateAdminTokenRequestOutput, call: Parameters<typeof callActor>[0]): Promise<CreateAdminTokenResponse> {
+    const role = ROLE_NAMES[request.role ?? ''];
+    if (!role) throw GatewayError.of('invalid_request', 'A role is required: ADMIN_ROLE_ADMIN or ADMIN_ROLE_VIEWER.', { param: 'role' });
+    const created = await store(() => adminTokens.create({ role, name: request.name ?? '', createdBy: callActor(call).subject }));
+    logger.info({ token_id: created.token.token_id, role }, 'admin token created');
+    return { token: toAdminTokenInfo(created.token), secret: created.secret };
+  }
+
+  async function revokeAdminToken(request: RevokeAdminTokenRequestOutput): Promise<AdminTokenInfo> {
+    const revoked = await store(() => adminTokens.revoke(request.token_id ?? ''));
+    if (!revoked) throw notFound();
+    logger.info({ token_id: revoked.token_id }, 'admin token revoked');
+    return toAdminTokenInfo(revoked);
+  }
+
+  async function tokenBefore(request: RevokeAdminTokenRequestOutput): Promise<AdminTokenInfo | undefined> {
+    const token = await store(() => adminTokens.get(request.token_id ?? ''));
+    return token && toAdminTokenInfo(token);
+  }
+
+  async function checkAdminToken(request: CheckAdminTokenRequestOutput): Promise<CheckAdminTokenResponse> {
+    const token = await store(() => adminTokens.check(request.secret ?? ''));
+    return token ? { valid: true, token_id: token.token_id, role: ROLES[token.role] } : { valid: false };
+  }
+
+  async function listAdminTokens(): Promise<ListAdminTokensResponse> {
+    return { tokens: (await store(() => adminTokens.list())).map(toAdminTokenInfo) };
+  }
+
+  async function listAuditEntries(request: ListAuditEntriesRequestOutput): Promise<ListAuditEntriesResponse> {
+    const limit = request.limit ?? 0;
+    if (!Number.isInteger(limit) || limit < 0 || limit > 200)
+      throw GatewayError.of('invalid_request', 'limit must be from 1 to 200 (0: 50).', { param: 'limit' });
+    const page = await store(() =>
+      audit.list({ limit, cursor: request.cursor ?? '', target_id: request.target_id ?? '', actor_subject: request.actor_subject ?? '' }),
+    );
+    return { entries: page.entries.map(toAuditEntryMessage), next_cursor: page.next_cursor };
+  }
+
+  return {
+    CreateAdminToken: unary(
+      auditor.audited(createAdminToken, {
+        action: 'admin_token.create',
+        target: (_, created) => created.token?.token_id ?? '',
+        after: (created) => created.token,
+      }),
+      'CreateAdminToken',
+      report,
+    ),
+    ListAdminTokens: unary(listAdminTokens, 'ListAdminTokens', report),
+    RevokeAdminToken: unary(
+      auditor.audited(revokeAdminToken, {
+        action: 'admin_token.revoke',
+        target: (request) => request.token_id ?? '',
+        before: tokenBefore,
+        after: (token) => token,
+      }),
+      'RevokeAdminToken',
+      report,
+    ),
+    CheckAdminToken: unary(checkAdminToken, 'CheckAdminToken', report),
+    ListAuditEntries: unary(listAuditEntries, 'ListAuditEntries', report),
+  };
+}
