@@ -29,7 +29,7 @@ if [[ -n "$DEPENDENCIES_STARTED" ]]; then
 fi
 
 # Run twice: against the single Redis and NATS above, and against clusters of both (below).
-CLUSTER_SUITES="packages/redis packages/keyspace packages/messaging/src/durable-consumer.int.test.ts services/auth services/metering tests/e2e/cluster.e2e.test.ts tests/e2e/faults.e2e.test.ts tests/e2e/rate-limits.e2e.test.ts tests/e2e/redis-footprint.e2e.test.ts tests/e2e/executor-pool.e2e.test.ts tests/e2e/clients.e2e.test.ts tests/e2e/conformance.e2e.test.ts tests/e2e/usage.e2e.test.ts tests/e2e/budgets.e2e.test.ts tests/e2e/redis-failover.e2e.test.ts"
+CLUSTER_SUITES="packages/redis packages/keyspace packages/messaging/src/durable-consumer.int.test.ts services/auth services/metering tests/e2e/cluster.e2e.test.ts tests/e2e/faults.e2e.test.ts tests/e2e/rate-limits.e2e.test.ts tests/e2e/redis-footprint.e2e.test.ts tests/e2e/executor-pool.e2e.test.ts tests/e2e/clients.e2e.test.ts tests/e2e/conformance.e2e.test.ts tests/e2e/usage.e2e.test.ts tests/e2e/budgets.e2e.test.ts tests/e2e/teams.e2e.test.ts tests/e2e/redis-failover.e2e.test.ts"
 
 # The browser of the console's end-to-end test: Debian's Chromium, never a download of its own.
 if [[ -z "${CHROMIUM_PATH:-}" ]] && ! command -v chromium >/dev/null 2>&1; then

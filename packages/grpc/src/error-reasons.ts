@@ -43,6 +43,9 @@ export const ERROR_REASONS = Object.freeze({
   key_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
   key_exists: entry(GrpcStatus.ALREADY_EXISTS, 409, INVALID, false),
   admin_token_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
+  team_not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),
+  // A team is deleted only once none of its keys is live.
+  team_has_keys: entry(GrpcStatus.FAILED_PRECONDITION, 409, INVALID, false),
   rate_limit_exceeded: entry(GrpcStatus.RESOURCE_EXHAUSTED, 429, 'rate_limit_error', true),
   cancelled: entry(GrpcStatus.CANCELLED, 499, INVALID, false),
   // The model side failed.

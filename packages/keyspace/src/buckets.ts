@@ -26,15 +26,22 @@ export interface BucketPlacement {
   dailyExpiresAtMs: number;
 }
 
-/** The buckets an event of a key and model received at `atMs` counts in. */
-export function bucketPlacement(keyId: string, modelId: string, atMs: number, retention: BucketRetention): BucketPlacement {
+/** A key and its team ('' or absent: none), whose tag names the key's data (keys.ts's keyTag). */
+export interface KeyOwner {
+  keyId: string;
+  teamId?: string;
+}
+
+/** The buckets an event of a key (its id, or the key and its team) and model received at `atMs` counts in. */
+export function bucketPlacement(owner: string | KeyOwner, modelId: string, atMs: number, retention: BucketRetention): BucketPlacement {
+  const { keyId, teamId } = typeof owner === 'string' ? { keyId: owner, teamId: undefined } : owner;
   const day = utcDay(atMs);
   const month = utcMonth(atMs);
   return {
-    hourly: hourlyKey(keyId, modelId, day),
-    daily: dailyKey(keyId, modelId, month),
-    models: modelsKey(keyId),
-    recent: recentKey(keyId),
+    hourly: hourlyKey(keyId, modelId, day, teamId),
+    daily: dailyKey(keyId, modelId, month, teamId),
+    models: modelsKey(keyId, teamId),
+    recent: recentKey(keyId, teamId),
     hourField: `${Math.floor((atMs - day * DAY_MS) / HOUR_MS)}:`,
     dayField: `${new Date(atMs).getUTCDate()}:`,
     hourlyExpiresAtMs: (day + 1) * DAY_MS + retention.hourlyMs,

@@ -14,6 +14,8 @@ import {
   recentKey,
   spendKeyName,
   storedResponseKey,
+  teamSpendKeyName,
+  teamTotalsKey,
   windowKeyList,
 } from './keys.js';
 import { v1DedupKey, v1KeyIdIndex, v1KeyTotalsKey, v1ModelTotalsKey } from './migrations/v1-to-v2.js';
@@ -71,6 +73,35 @@ describe('key names', () => {
       buckets.recent,
     ];
     for (const name of names) expect(calculateSlot(name), name).toBe(slot);
+  });
+
+  it("put a team member's data, and its team's, in the team's slot, apart from the key's own", () => {
+    const team = 'team_ABCDEFGHIJKLMNOP';
+    const auth = authKeys();
+    const slot = calculateSlot(auth.team(team));
+    const buckets = bucketPlacement({ keyId: KEY, teamId: team }, 'sim-mini', Date.UTC(2026, 10, 25, 8), { hourlyMs: DAY_MS, dailyMs: DAY_MS });
+    const names = [
+      auth.record(KEY, team),
+      ...windowKeyList(auth.window(KEY, team)),
+      spendKeyName(KEY, team),
+      keyTotalsKey(KEY, team),
+      keyModelTotalsKey(KEY, 'sim-mini', team),
+      dedupKey('USAGE', KEY, team),
+      buckets.hourly,
+      buckets.daily,
+      buckets.models,
+      buckets.recent,
+      auth.teamKeys(team),
+      ...windowKeyList(auth.teamWindow(team)),
+      teamSpendKeyName(team),
+      teamTotalsKey(team),
+    ];
+    for (const name of names) expect(calculateSlot(name), name).toBe(slot);
+    expect(auth.record(KEY, team)).toBe(`auth:record:{${team}}:${KEY}`);
+    expect(spendKeyName(KEY, team)).toBe(`metering:spend:{${team}}:${KEY}`);
+    // A key without a team keeps its own names ('' is no team).
+    expect(auth.record(KEY, '')).toBe(auth.record(KEY));
+    expect(spendKeyName(KEY, team)).not.toBe(spendKeyName(KEY));
   });
 });
 

@@ -17,6 +17,7 @@ import type { ProtoGrpcType as AuthGrpc } from './generated/auth.js';
 import type { ProtoGrpcType as ExecutorGrpc } from './generated/executor.js';
 import type { ProtoGrpcType as ResponseStoreGrpc } from './generated/response_store.js';
 import type { ProtoGrpcType as RouterGrpc } from './generated/router.js';
+import type { ProtoGrpcType as TeamsGrpc } from './generated/teams.js';
 import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
 
 /** The folder holding the .proto files. */
@@ -42,7 +43,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
+export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

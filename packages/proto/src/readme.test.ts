@@ -15,6 +15,7 @@ const SERVICES = fileURLToPath(new URL('../../../services/', import.meta.url));
 const SERVED_BY: Readonly<Record<string, string>> = {
   'gateway/auth/v1/admin_access.proto': 'auth',
   'gateway/auth/v1/auth.proto': 'auth',
+  'gateway/auth/v1/teams.proto': 'auth',
   'gateway/executor/v1/executor.proto': 'executor',
   'gateway/responses/v1/response_store.proto': 'metering',
   'gateway/router/v1/router.proto': 'router',

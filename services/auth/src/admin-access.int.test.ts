@@ -34,6 +34,7 @@ import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
+import { TeamStore } from './team-store.js';
 
 const logger = createLogger('auth-test', 'silent');
 const ADMIN: CallActor = { subject: 'static-token', role: 'admin', via: 'static_token' };
@@ -67,7 +68,15 @@ describe('AdminAccessService and the audit trail', () => {
     const plans = loadPlans();
     const keys = new KeyStore(redis, { prefix });
     const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
-    server = createServer({ keys, limiter, plans, logger, adminTokens: new AdminTokenStore(redis, { prefix }), audit: new AuditLog(redis, { prefix }) });
+    server = createServer({
+      keys,
+      teams: new TeamStore(redis, { prefix }),
+      limiter,
+      plans,
+      logger,
+      adminTokens: new AdminTokenStore(redis, { prefix }),
+      audit: new AuditLog(redis, { prefix }),
+    });
     const port = await server.listen('127.0.0.1:0');
     const grpc = loadGatewayGrpc().gateway.auth.v1;
     access = createClient(grpc.AdminAccessService, `127.0.0.1:${port}`);

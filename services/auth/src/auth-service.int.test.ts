@@ -27,6 +27,7 @@ import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
+import { TeamStore } from './team-store.js';
 import { connectRedis, createRedis, deleteMatching, keysMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
 
 const logger = createLogger('auth-test', 'silent');
@@ -40,7 +41,7 @@ async function startAuth(url: string, prefix: string, options: { reachable?: boo
   const keys = new KeyStore(redis, { prefix });
   const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
   const audit = { adminTokens: new AdminTokenStore(redis, { prefix }), audit: new AuditLog(redis, { prefix }) };
-  const server: GatewayServer = createServer({ keys, limiter, plans, logger, ...audit });
+  const server: GatewayServer = createServer({ keys, teams: new TeamStore(redis, { prefix }), limiter, plans, logger, ...audit });
   const port = await server.listen('127.0.0.1:0');
   const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
   // Decisions over one Decide stream only: a call made while it is not open fails instead of going unary.

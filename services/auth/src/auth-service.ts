@@ -15,6 +15,7 @@ import type {
   GetKeyRequestOutput,
   KeyInfo,
   LimitState,
+  ListKeysRequestOutput,
   ListKeysResponse,
   MinuteLimit,
   MinuteLimitOutput,
@@ -25,7 +26,7 @@ import type {
 } from '@gateway/proto';
 import type { Auditor } from './auditor.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
-import { KeyExistsError, KeyInputError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
+import { KeyExistsError, KeyInputError, TeamNotFoundError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
 import { BUDGET_FIELDS, planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
 import {
   type QuotaDecision,
@@ -109,7 +110,7 @@ export function fromBudget(message: BudgetOutput | null | undefined, param: stri
 }
 
 /** The budget state of a decision as the BudgetState message. */
-function budgetState(budget: BudgetDecisionState): BudgetState {
+export function budgetState(budget: BudgetDecisionState): BudgetState {
   if (!budget.limited) return { limited: false };
   return {
     limited: true,
@@ -148,13 +149,28 @@ export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
     info[field] = toBudget(override ?? plans[key.plan][field]);
   }
   if (key.allowed_models !== undefined) info.allowed_models = { models: key.allowed_models };
+  info.team_id = key.team_id ?? '';
   return info;
 }
 
 /** A window's state as the LimitState the edge turns into x-ratelimit headers. */
-function limitState(window: WindowState): LimitState {
+export function limitState(window: WindowState): LimitState {
   if (window.limit < 0) return { limit: 0, remaining: 0, reset_ms: 0, unlimited: true };
   return { limit: window.limit, remaining: Math.max(0, window.limit - window.used), reset_ms: Math.max(0, window.resetMs), unlimited: false };
+}
+
+/** The window state a denial names: the team's when the team's limit refused, else the key's. */
+function deniedLimit(result: Extract<QuotaDecision, { budget: unknown }>, dimension: 'requests' | 'tokens'): WindowState {
+  return result.deniedByTeam && result.team ? result.team[dimension] : result[dimension];
+}
+
+/** Adds a member key's team state to a decision. */
+function addTeamState(response: CheckKeyResponse, team: NonNullable<Extract<QuotaDecision, { budget: unknown }>['team']>): void {
+  response.team_id = team.teamId;
+  response.team_requests = limitState(team.requests);
+  response.team_tokens = limitState(team.tokens);
+  response.team_budget = budgetState(team.budget);
+  if (team.allowedModels) response.team_model_allow_list = { models: team.allowedModels };
 }
 
 function seconds(ms: number): string {
@@ -198,7 +214,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     try {
       return await operation();
     } catch (error) {
-      if (error instanceof KeyExistsError || error instanceof GatewayError) throw error;
+      if (error instanceof KeyExistsError || error instanceof TeamNotFoundError || error instanceof GatewayError) throw error;
       if (error instanceof KeyInputError) throw GatewayError.of('invalid_request', error.message, { param: error.param });
       if (error instanceof ReservationIdError) throw GatewayError.of('invalid_request', error.message, { param: 'reservation_id' });
       storeErrors.inc();
@@ -260,13 +276,16 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       budget: budgetState(result.budget),
       model_allow_lists: result.modelAllowLists.map((models) => ({ models })),
     };
+    if (result.team) addTeamState(response, result.team);
+    if (result.deniedByTeam) response.denied_by_team = true;
     decided(response, result, { reserve, model });
     decisions.inc({ decision: response.decision! });
     return response;
   }
 
-  /** Sets the decision of a live key's response, and its message when it is a denial. */
+  /** Sets the decision of a live key's response, and its message when it is a denial (naming the team when its limit refused). */
   function decided(response: CheckKeyResponse, result: LiveDecision, { reserve, model }: { reserve: number; model: string }): void {
+    const whose = result.deniedByTeam ? "this key's team" : 'this key';
     switch (result.kind) {
       case 'allow':
         response.decision = 'DECISION_ALLOW';
@@ -274,30 +293,33 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
         break;
       case 'model_not_allowed':
         response.decision = 'DECISION_DENY_MODEL_NOT_ALLOWED';
-        response.message = `This API key is not allowed to use the model \`${model}\`.`;
+        response.message = result.deniedByTeam
+          ? `This API key's team is not allowed to use the model \`${model}\`.`
+          : `This API key is not allowed to use the model \`${model}\`.`;
         break;
       case 'too_large':
         response.decision = 'DECISION_DENY_REQUEST_TOO_LARGE';
-        response.message = `Request too large: it needs ${reserve} tokens (the prompt plus the completion budget, max_tokens), but this key allows ${result.tokens.limit} tokens per minute. Reduce max_tokens or the prompt.`;
+        response.message = `Request too large: it needs ${reserve} tokens (the prompt plus the completion budget, max_tokens), but ${whose} allows ${deniedLimit(result, 'tokens').limit} tokens per minute. Reduce max_tokens or the prompt.`;
         break;
       case 'deny_requests':
         response.decision = 'DECISION_DENY_REQUEST_LIMIT';
         response.retry_after_ms = result.retryAfterMs;
-        response.message = `Rate limit reached on requests per minute: limit ${result.requests.limit}, used ${result.requests.used}. Please try again in ${seconds(result.retryAfterMs)}.`;
+        response.message = `Rate limit reached on requests per minute${result.deniedByTeam ? " of this key's team" : ''}: limit ${deniedLimit(result, 'requests').limit}, used ${deniedLimit(result, 'requests').used}. Please try again in ${seconds(result.retryAfterMs)}.`;
         break;
       case 'over_budget': {
         response.decision = 'DECISION_DENY_BUDGET';
         response.retry_after_ms = result.retryAfterMs;
-        const { spentTodayPicoUsd, spentMonthPicoUsd, monthlyExhausted } = result.budget;
+        const { spentTodayPicoUsd, spentMonthPicoUsd, monthlyExhausted } = result.deniedByTeam && result.team ? result.team.budget : result.budget;
+        const owner = result.deniedByTeam ? 'team' : 'key';
         response.message = monthlyExhausted
-          ? `You exceeded your current quota: this key has spent its monthly budget (${usd(spentMonthPicoUsd)} spent this month, UTC). Ask your administrator to raise the key's budget.`
-          : `You exceeded your current quota: this key has spent its daily budget (${usd(spentTodayPicoUsd)} spent today, UTC). It resets at 00:00 UTC, in ${seconds(result.retryAfterMs)}.`;
+          ? `You exceeded your current quota: ${whose} has spent its monthly budget (${usd(spentMonthPicoUsd)} spent this month, UTC). Ask your administrator to raise the ${owner}'s budget.`
+          : `You exceeded your current quota: ${whose} has spent its daily budget (${usd(spentTodayPicoUsd)} spent today, UTC). It resets at 00:00 UTC, in ${seconds(result.retryAfterMs)}.`;
         break;
       }
       case 'deny_tokens':
         response.decision = 'DECISION_DENY_TOKEN_LIMIT';
         response.retry_after_ms = result.retryAfterMs;
-        response.message = `Rate limit reached on tokens per minute: limit ${result.tokens.limit}, used ${result.tokens.used}, requested ${reserve}. Please try again in ${seconds(result.retryAfterMs)}.`;
+        response.message = `Rate limit reached on tokens per minute${result.deniedByTeam ? " of this key's team" : ''}: limit ${deniedLimit(result, 'tokens').limit}, used ${deniedLimit(result, 'tokens').used}, requested ${reserve}. Please try again in ${seconds(result.retryAfterMs)}.`;
         break;
     }
   }
@@ -334,6 +356,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     const fallbacks = request._catalog_fallbacks_override === 'catalog_fallbacks_override' ? request.catalog_fallbacks_override === true : undefined;
     const daily = fromBudget(request.daily_budget_override, 'daily_budget_override') ?? undefined;
     const monthly = fromBudget(request.monthly_budget_override, 'monthly_budget_override') ?? undefined;
+    const teamId = request.team_id ?? '';
     try {
       const created = await store(
         () =>
@@ -348,19 +371,22 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
             daily_budget_override: daily,
             monthly_budget_override: monthly,
             allowed_models: request.allowed_models ? request.allowed_models.models : undefined,
+            team_id: teamId,
           }),
         'The key store is unavailable.',
       );
-      logger.info({ key_id: created.key.key_id, plan }, 'key created');
+      logger.info({ key_id: created.key.key_id, plan, team_id: teamId || undefined }, 'key created');
       return { key: toKeyInfo(created.key, plans.current), secret: created.secret };
     } catch (error) {
       if (error instanceof KeyExistsError) throw GatewayError.of('key_exists', 'A key with this secret already exists.', { param: 'secret' });
+      if (error instanceof TeamNotFoundError) throw GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' });
       throw error;
     }
   }
 
-  async function listKeys(): Promise<ListKeysResponse> {
-    const all = await store(() => keys.list(), 'The key store is unavailable.');
+  async function listKeys(request: ListKeysRequestOutput): Promise<ListKeysResponse> {
+    const teamId = request.team_id || undefined;
+    const all = await store(() => keys.list(teamId), 'The key store is unavailable.');
     return { keys: all.map((key) => toKeyInfo(key, plans.current)) };
   }
 

@@ -57,6 +57,40 @@ describe('auth CLI (dist/cli.js)', () => {
     expect((await cli('list')).stdout).toMatch(new RegExp(`${keyId}\\s+pro\\s+revoked`));
   });
 
+  it('creates a team with limits and an allow-list, lists it, and creates a key in it', async () => {
+    const created = await cli(
+      'create-team',
+      '--name',
+      'research',
+      '--requests-per-minute',
+      '30',
+      '--daily-budget-usd',
+      '2.5',
+      '--allowed-models',
+      'sim-mini, gpt-4o*',
+    );
+    expect(created.code).toBe(0);
+    const teamId = /team_id: (team_[A-Za-z0-9]{16})/.exec(created.stdout)?.[1];
+    expect(teamId).toBeDefined();
+    const key = await cli('create-key', '--plan', 'pro', '--team', teamId!, '--json');
+    expect(key.code).toBe(0);
+    const keyId = (JSON.parse(key.stdout) as { key_id: string }).key_id;
+    expect(await new KeyStore(inspector, { prefix }).get(keyId)).toMatchObject({ key_id: keyId, team_id: teamId });
+    const listed = await cli('list-teams', '--json');
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({
+        team_id: teamId,
+        name: 'research',
+        requests_per_minute: 30,
+        daily_budget: 2_500_000,
+        allowed_models: ['sim-mini', 'gpt-4o*'],
+        live_keys: 1,
+      }),
+    ]);
+    expect(await cli('create-key', '--plan', 'pro', '--team', 'team_0000000000000000')).toMatchObject({ code: 1, stderr: 'no team has this id\n' });
+    expect((await cli('create-team', '--name', 'x', '--daily-budget-usd', 'unlimited')).code).toBe(2);
+  });
+
   it('creates a key with a chosen secret, storing only its hash, and refuses it twice', async () => {
     const secret = `br-${randomUUID().replaceAll('-', '')}`;
     const created = await cli('create-key', '--plan', 'enterprise', '--secret', secret, '--json');

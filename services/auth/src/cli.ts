@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Manages API keys from a shell, through the same key store as the service:
- *   node dist/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [limits] [--json]
+ *   node dist/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [--team team_...] [limits] [--json]
  *   node dist/cli.js list [--json]
  *   node dist/cli.js get <key_id>
  *   node dist/cli.js update <key_id> [--plan p] [--name n] [limits]
@@ -9,6 +9,9 @@
  *   node dist/cli.js create-admin-token --role admin|viewer [--name n] [--json]
  *   node dist/cli.js list-admin-tokens [--json]
  *   node dist/cli.js revoke-admin-token <token_id>
+ *   node dist/cli.js create-team --name n [--requests-per-minute N] [--tokens-per-minute N]
+ *                                [--daily-budget-usd X] [--monthly-budget-usd X] [--allowed-models a,b*] [--json]
+ *   node dist/cli.js list-teams [--json]
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
  * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
  * [--monthly-budget-usd X|unlimited|plan] [--allowed-models ID,PREFIX*,...|all] ("plan" removes an
@@ -27,12 +30,13 @@ import { toKeyInfo } from './auth-service.js';
 import { AuthConfigSchema } from './config.js';
 import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
-import { KeyExistsError, KeyInputError, KeyStore, type KeyChanges, type StoredKey } from './key-store.js';
+import { KeyExistsError, KeyInputError, KeyStore, TeamNotFoundError, type KeyChanges, type StoredKey } from './key-store.js';
 import { isPlanName, loadPlans, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName, type PlanTable } from './plans.js';
+import { TeamStore, type NewTeam } from './team-store.js';
 import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
 
 const USAGE = `usage:
-  create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [LIMITS] [--json]
+  create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [--team TEAM_ID] [LIMITS] [--json]
   list [--json]
   get KEY_ID
   update KEY_ID [--plan ${PLAN_NAMES.join('|')}] [--name NAME] [LIMITS]
@@ -40,6 +44,9 @@ const USAGE = `usage:
   create-admin-token --role ${ADMIN_ROLE_NAMES.join('|')} [--name NAME] [--json]
   list-admin-tokens [--json]
   revoke-admin-token TOKEN_ID
+  create-team --name NAME [--requests-per-minute N] [--tokens-per-minute N] [--daily-budget-usd USD]
+              [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--json]
+  list-teams [--json]
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
         [--catalog-fallbacks on|off|plan] [--daily-budget-usd USD|unlimited|plan] [--monthly-budget-usd USD|unlimited|plan]
         [--allowed-models ID,PREFIX*,...|all]
@@ -63,6 +70,7 @@ interface CliStores {
   adminTokens: AdminTokenStore;
   audit: AuditLog;
   plans: PlanTable;
+  teams: TeamStore;
 }
 
 function formatKey(key: StoredKey): string {
@@ -119,6 +127,7 @@ const OPTIONS = {
   'catalog-fallbacks': { type: 'string' },
   'daily-budget-usd': { type: 'string' },
   'monthly-budget-usd': { type: 'string' },
+  team: { type: 'string' },
   'allowed-models': { type: 'string' },
   role: { type: 'string' },
 } as const;
@@ -153,7 +162,14 @@ async function createKey({ keys, audit, plans }: CliStores, values: Flags, overr
     throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
   // A creation has no override to take back: "plan" is the same as leaving the flag out.
   const set = Object.fromEntries(Object.entries(overrides).map(([field, value]) => [field, value ?? undefined]));
-  const { key, secret } = await keys.create({ plan, name: values.name ?? '', secret: values.secret, routing_policy: values['routing-policy'], ...set });
+  const { key, secret } = await keys.create({
+    plan,
+    name: values.name ?? '',
+    secret: values.secret,
+    routing_policy: values['routing-policy'],
+    ...(values.team ? { team_id: values.team } : {}),
+    ...set,
+  });
   await audit.record({ actor: CLI_ACTOR, action: 'key.create', target_id: key.key_id, after: toKeyInfo(key, plans) });
   if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
   else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
@@ -183,6 +199,31 @@ function printKey(key: StoredKey | undefined, keyId: string | undefined, print: 
 function oneKeyId(command: string, rest: string[]): string {
   if (rest.length !== 1) throw new UsageError(`${command} takes exactly one key id`);
   return rest[0]!;
+}
+
+/** A team's limit flag: a positive number (or amount of USD), or absent; a team has no plan to go back to. */
+function teamFlag<T>(value: T | null | undefined, flag: string): Exclude<T, 'unlimited'> | undefined {
+  if (value === null || value === 'unlimited') throw new UsageError(`${flag} of a team must be a positive number (leave it out for none)`);
+  return value as Exclude<T, 'unlimited'> | undefined;
+}
+
+async function createTeam({ teams }: CliStores, values: Flags, overrides: OverrideFlags): Promise<void> {
+  if (!values.name) throw new UsageError('create-team needs --name');
+  const team: NewTeam = { name: values.name };
+  const limits = {
+    requests_per_minute: teamFlag(overrides.requests_per_minute_override, '--requests-per-minute'),
+    tokens_per_minute: teamFlag(overrides.tokens_per_minute_override, '--tokens-per-minute'),
+    daily_budget: teamFlag(overrides.daily_budget_override, '--daily-budget-usd'),
+    monthly_budget: teamFlag(overrides.monthly_budget_override, '--monthly-budget-usd'),
+  };
+  for (const [field, value] of Object.entries(limits)) if (value !== undefined) Object.assign(team, { [field]: value });
+  if (values['allowed-models'] !== undefined)
+    team.allowed_models = values['allowed-models']
+      .split(',')
+      .map((model) => model.trim())
+      .filter(Boolean);
+  const stored = await teams.create(team);
+  process.stdout.write(values.json ? `${JSON.stringify(stored)}\n` : `team_id: ${stored.team_id}\nname:    ${stored.name}\n`);
 }
 
 /** Applies a change to a key and records it: `before` and `after` are the key's public facts. */
@@ -276,6 +317,17 @@ async function run(argv: string[], stores: CliStores): Promise<void> {
       const keyId = oneKeyId(command, rest);
       return printKey(await changeKey(stores, keyId, 'key.revoke', () => keys.revoke(keyId)), keyId, (key) => `revoked ${key.key_id}`);
     }
+    case 'create-team':
+      return createTeam(stores, values, overrides);
+    case 'list-teams': {
+      const all = await stores.teams.list();
+      if (values.json) process.stdout.write(`${JSON.stringify(all)}\n`);
+      else
+        process.stdout.write(
+          all.length ? `${all.map((team) => [team.team_id, String(team.live_keys).padStart(5), team.name].join('  ')).join('\n')}\n` : 'no teams\n',
+        );
+      return;
+    }
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }
@@ -291,6 +343,7 @@ try {
     adminTokens: new AdminTokenStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
     audit: new AuditLog(redis, { prefix, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS }),
     plans: loadPlans(config.AUTH_PLANS_PATH),
+    teams: new TeamStore(redis, { prefix }),
   });
 } catch (error) {
   if (error instanceof UsageError) {
@@ -299,6 +352,9 @@ try {
   } else if (error instanceof KeyInputError) {
     process.stderr.write(`${error.message}\n`);
     process.exitCode = 2;
+  } else if (error instanceof TeamNotFoundError) {
+    process.stderr.write('no team has this id\n');
+    process.exitCode = 1;
   } else if (error instanceof KeyExistsError) {
     process.stderr.write('a key with this secret already exists\n');
     process.exitCode = 1;

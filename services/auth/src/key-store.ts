@@ -28,6 +28,8 @@ export interface StoredKey {
   monthly_budget_override?: BudgetLimit;
   /** The models the key may use: ids and `prefix*` patterns; absent: every model; empty: none. */
   allowed_models?: string[];
+  /** The key's team, fixed when it was created; absent: none. */
+  team_id?: string;
 }
 
 /** What may be set when a key is created; absent overrides mean the plan's limits. */
@@ -42,6 +44,8 @@ export interface NewKey {
   daily_budget_override?: BudgetLimit;
   monthly_budget_override?: BudgetLimit;
   allowed_models?: string[];
+  /** The team the key joins for good; absent or '': none. */
+  team_id?: string;
 }
 
 /**
@@ -81,6 +85,8 @@ export const MAX_KEY_NAME_LENGTH = 200;
 export const ROUTING_POLICY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 /** What a public key id looks like. */
 export const KEY_ID_PATTERN = /^key_[A-Za-z0-9]{16}$/;
+/** What a public team id looks like. */
+export const TEAM_ID_PATTERN = /^team_[A-Za-z0-9]{16}$/;
 
 const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_override', 'daily_budget_override', 'monthly_budget_override'] as const;
 const BUDGET_OVERRIDE_FIELDS = BUDGET_FIELDS.map((field) => `${field}_override` as const);
@@ -121,6 +127,20 @@ function validate(
   }
 }
 
+/** Where a key's data lives: its id, and its team ('' for none), whose tag names it. */
+export interface KeyLocation {
+  keyId: string;
+  teamId: string;
+}
+
+/** Thrown by create when the team named does not exist. */
+export class TeamNotFoundError extends Error {
+  constructor() {
+    super('No team has this id.');
+    this.name = 'TeamNotFoundError';
+  }
+}
+
 /** A key found by its secret, with the hash that addresses it. */
 export interface FoundKey {
   key: StoredKey;
@@ -158,16 +178,24 @@ export class KeyExistsError extends Error {
 /** How often last_used_at_ms may be written per key (by the quota script): once a minute. */
 export const LAST_USED_INTERVAL_MS = 60_000;
 
-/** How many secret hash -> key id entries a store remembers (about 150 bytes each). */
+/** How many secret hash -> key id entries (and key id -> team entries) a store remembers (about 150 bytes each). */
 export const KEY_ID_CACHE_SIZE = 100_000;
+
+/** Remembers an entry in a bounded map, forgetting the oldest one when full. */
+function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+  if (cache.size >= KEY_ID_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  cache.set(key, value);
+}
 
 /** How long WAIT may take for a key change to reach the replicas asked for. */
 const REPLICA_WAIT_MS = 1_000;
 
 /**
  * API keys in Redis, stored only as the SHA-256 of their secret, laid out so that everything a
- * request touches lives in one Redis Cluster slot, the key id's:
- *   `<prefix>key:<sha256>`        hash {key_id}: the secret's index, written once, never changed
+ * request touches lives in one Redis Cluster slot, the key id's (the team's, for a member of a
+ * team: its names carry `{<team_id>}:<key_id>` instead of `{<key_id>}`, see @gateway/keyspace):
+ *   `<prefix>key:<sha256>`        hash {key_id, team_id?}: the secret's index, written once, never changed
+ *   `<prefix>key-teams`           hash key id -> team id of every member of a team, written once
  *   `<prefix>record:{<key_id>}`   hash {key_id, plan, name, created_at_ms, last_used_at_ms, revoked,
  *                                 routing_policy?, requests_per_minute_override?,
  *                                 tokens_per_minute_override?, catalog_fallbacks_override? ('1'
@@ -185,7 +213,9 @@ export class KeyStore {
   /** The names of this store's keys. */
   private readonly names: AuthKeys;
   private readonly now: () => number;
-  private readonly keyIds = new Map<string, string>();
+  private readonly keyIds = new Map<string, KeyLocation>();
+  /** Key id -> team id ('' for none): never changes once a key exists. */
+  private readonly teams = new Map<string, string>();
   /** The connection key changes are written on (see KeyStoreOptions.writer). */
   private readonly writer: RedisClient;
 
@@ -206,6 +236,8 @@ export class KeyStore {
    */
   async create(input: NewKey): Promise<{ key: StoredKey; secret: string }> {
     validate(input);
+    const teamId = input.team_id ?? '';
+    if (teamId && !TEAM_ID_PATTERN.test(teamId)) throw new TeamNotFoundError();
     const secret = input.secret ?? generateSecret();
     const hash = hashSecret(secret);
     if (await this.keyIdOf(hash)) throw new KeyExistsError();
@@ -224,26 +256,48 @@ export class KeyStore {
         ...(input.daily_budget_override !== undefined && { daily_budget_override: input.daily_budget_override }),
         ...(input.monthly_budget_override !== undefined && { monthly_budget_override: input.monthly_budget_override }),
         ...(input.allowed_models !== undefined && { allowed_models: [...input.allowed_models] }),
+        ...(teamId && { team_id: teamId }),
       };
       const fields: Record<string, string> = { key_id: key.key_id, plan: key.plan, name: key.name, created_at_ms: String(key.created_at_ms), revoked: '0' };
       if (key.routing_policy) fields.routing_policy = key.routing_policy;
       for (const field of OVERRIDE_FIELDS) if (key[field] !== undefined) fields[field] = String(key[field]);
       if (key.catalog_fallbacks_override !== undefined) fields.catalog_fallbacks_override = key.catalog_fallbacks_override ? '1' : '0';
       if (key.allowed_models !== undefined) fields.allowed_models = JSON.stringify(key.allowed_models);
-      const record = this.names.record(key.key_id);
-      // 'exists': a key id collision (1 in 62^16); draw another id.
-      if ((await createKeyRecord(this.writer, record, fields)) !== 'created') continue;
+      if (teamId) fields.team_id = teamId;
+      const record = await this.createRecord(key.key_id, teamId, fields);
+      // undefined: a key id collision (1 in 62^16); draw another id.
+      if (!record) continue;
       const index = this.names.secretIndex(hash);
       if ((await this.writer.hsetnx(index, 'key_id', key.key_id)) !== 1) {
         await this.writer.del(record);
         throw new KeyExistsError();
       }
+      // A member's team goes in the index too, so that a lookup needs the index alone. Nobody can
+      // look the secret up before create returns it, so no lookup sees the index without it.
+      if (teamId) await this.writer.hset(index, 'team_id', teamId);
       await this.writer.sadd(this.names.keyIds, key.key_id);
       await this.replicated(index, 'key created');
       await this.replicated(record, 'key created');
-      this.keyIds.set(hash, key.key_id);
+      remember(this.keyIds, hash, { keyId: key.key_id, teamId });
+      remember(this.teams, key.key_id, teamId);
       return { key, secret };
     }
+  }
+
+  /**
+   * Writes a new key's record (joining its team's live keys, for a member): resolves its name, or
+   * undefined when the id is taken. A member's team is noted by key id first (HSETNX, so a taken id
+   * keeps its own), so that whoever learns the id finds its data. Throws TeamNotFoundError.
+   */
+  private async createRecord(keyId: string, teamId: string, fields: Record<string, string>): Promise<string | undefined> {
+    const record = this.names.record(keyId, teamId);
+    if (!teamId) return (await createKeyRecord(this.writer, record, fields)) === 'created' ? record : undefined;
+    if ((await this.writer.hsetnx(this.names.keyTeams, keyId, teamId)) !== 1) return undefined;
+    const outcome = await createKeyRecord(this.writer, record, fields, { team: this.names.team(teamId), liveKeys: this.names.teamKeys(teamId) });
+    if (outcome === 'created') return record;
+    await this.writer.hdel(this.names.keyTeams, keyId);
+    if (outcome === 'no_team') throw new TeamNotFoundError();
+    return undefined;
   }
 
   /**
@@ -251,14 +305,31 @@ export class KeyStore {
    * one HGET. A record of the earlier layout met here is migrated first.
    */
   async keyIdOf(hash: string): Promise<string | undefined> {
+    return (await this.locate(hash))?.keyId;
+  }
+
+  /**
+   * The key and team a secret's hash names, or undefined: from memory once seen (neither ever
+   * changes), else one HMGET of the index.
+   */
+  async locate(hash: string): Promise<KeyLocation | undefined> {
     const cached = this.keyIds.get(hash);
     if (cached) return cached;
-    const [keyId, legacyPlan] = await this.redis.hmget(this.names.secretIndex(hash), 'key_id', 'plan');
+    const [keyId, legacyPlan, indexedTeam] = await this.redis.hmget(this.names.secretIndex(hash), 'key_id', 'plan', 'team_id');
     if (!keyId) return undefined;
     if (v1ToV2.isV1Index(legacyPlan)) await v1ToV2.migrateKey(this.redis, this.names, hash);
-    if (this.keyIds.size >= KEY_ID_CACHE_SIZE) this.keyIds.delete(this.keyIds.keys().next().value!);
-    this.keyIds.set(hash, keyId);
-    return keyId;
+    const location = { keyId, teamId: indexedTeam ?? '' };
+    remember(this.keyIds, hash, location);
+    return location;
+  }
+
+  /** A key id's team ('' for none, or for no such key): from memory once seen, else one HGET. */
+  async teamOf(keyId: string): Promise<string> {
+    const cached = this.teams.get(keyId);
+    if (cached !== undefined) return cached;
+    const teamId = (await this.redis.hget(this.names.keyTeams, keyId)) ?? '';
+    remember(this.teams, keyId, teamId);
+    return teamId;
   }
 
   /** Forgets a cached secret hash (its record was not found where the index said). */
@@ -277,14 +348,16 @@ export class KeyStore {
   /** The key with this id, or undefined. */
   async get(keyId: string): Promise<StoredKey | undefined> {
     if (!KEY_ID_PATTERN.test(keyId)) return undefined;
-    return parseStoredKey(await this.redis.hgetall(this.names.record(keyId)));
+    return parseStoredKey(await this.redis.hgetall(this.names.record(keyId, await this.teamOf(keyId))));
   }
 
-  /** Every key, oldest first. */
-  async list(): Promise<StoredKey[]> {
+  /** Every key, oldest first; with a team id, only that team's. */
+  async list(teamId?: string): Promise<StoredKey[]> {
     const ids = await this.redis.smembers(this.names.keyIds);
+    const teams = ids.length > 0 ? await this.redis.hmget(this.names.keyTeams, ...ids) : [];
+    const wanted = ids.map((id, index) => ({ id, team: teams[index] ?? '' })).filter((entry) => teamId === undefined || entry.team === teamId);
     // One command per record: on a cluster they live on different nodes (the client groups them).
-    const records = await Promise.all(ids.map((id) => this.redis.hgetall(this.names.record(id))));
+    const records = await Promise.all(wanted.map(({ id, team }) => this.redis.hgetall(this.names.record(id, team))));
     const keys = records.map(parseStoredKey).filter((key): key is StoredKey => key !== undefined);
     return keys.sort((a, b) => a.created_at_ms - b.created_at_ms || a.key_id.localeCompare(b.key_id));
   }
@@ -325,8 +398,9 @@ export class KeyStore {
     else if (changes.catalog_fallbacks_override !== undefined) sets.catalog_fallbacks_override = changes.catalog_fallbacks_override ? '1' : '0';
     if (changes.allowed_models === null) deletes.push('allowed_models');
     else if (changes.allowed_models !== undefined) sets.allowed_models = JSON.stringify(changes.allowed_models);
-    const record = this.names.record(keyId);
-    const updated = await updateKeyRecord(this.writer, record, { deletes, sets });
+    const teamId = await this.teamOf(keyId);
+    const record = this.names.record(keyId, teamId);
+    const updated = await updateKeyRecord(this.writer, record, { deletes, sets }, teamId ? this.names.teamKeys(teamId) : undefined);
     if (updated) await this.replicated(record, 'key changed');
     return updated && parseStoredKey(updated);
   }
@@ -383,6 +457,7 @@ export function parseStoredKey(hash: Record<string, string>): StoredKey | undefi
     last_used_at_ms: Number(hash.last_used_at_ms ?? 0),
     revoked: hash.revoked === '1',
     routing_policy: hash.routing_policy ?? '',
+    ...(hash.team_id && { team_id: hash.team_id }),
   };
   const requests = parseLimit(hash.requests_per_minute_override);
   const tokens = parseLimit(hash.tokens_per_minute_override);

@@ -10,6 +10,7 @@ import { KeyStore } from './key-store.js';
 import { parsePlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
 import { startUpRetry } from './start-up-retry.js';
+import { TeamStore } from './team-store.js';
 import { createRedis } from '@gateway/redis';
 
 const config = loadAuthConfig(process.env);
@@ -32,6 +33,7 @@ const redis = createRedis(config.REDIS_URL, logger, { autoPipelining: false });
 // so that decisions never wait behind one.
 const writer = config.REDIS_WAIT_REPLICAS > 0 ? createRedis(config.REDIS_URL, logger) : redis;
 const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS, logger, writer });
+const teams = new TeamStore(writer, { prefix: config.AUTH_REDIS_PREFIX });
 const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX, keys, windowMs: config.AUTH_QUOTA_WINDOW_SECONDS * 1_000 });
 
 // Keys of the earlier layout move to this one (in the background: a key met before it is done
@@ -47,7 +49,7 @@ if (config.GATEWAY_BOOTSTRAP_KEY) await ensureBootstrapKeyOnceReachable(redis, k
 const tracing = startTracing('auth');
 const adminTokens = new AdminTokenStore(writer, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS });
 const audit = new AuditLog(writer, { prefix: config.AUTH_REDIS_PREFIX, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS });
-const server = createServer({ keys, limiter, plans, logger, registry, tracing, adminTokens, audit });
+const server = createServer({ keys, teams, limiter, plans, logger, registry, tracing, adminTokens, audit });
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
 logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port, plans_path: config.AUTH_PLANS_PATH }, 'auth listening');

@@ -8,6 +8,7 @@ import {
   type CheckQuotaDecision,
   type PlansArgument,
   type Settlement,
+  type TeamQuotaState,
   type WindowLimitState,
 } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
@@ -34,6 +35,16 @@ export interface BudgetDecisionState {
   monthlyExhausted: boolean;
 }
 
+/** A team's state after a decision about one of its keys (windows and budgets as a key's). */
+export interface TeamDecisionState {
+  teamId: string;
+  requests: WindowState;
+  tokens: WindowState;
+  budget: BudgetDecisionState;
+  /** The team's model allow-list; undefined: every model. */
+  allowedModels?: string[];
+}
+
 /** The outcome of a quota check. */
 export type QuotaDecision =
   | { kind: 'unknown_key' }
@@ -55,8 +66,12 @@ export type QuotaDecision =
        * override when set, else its plan's `catalog_fallbacks`.
        */
       catalogFallbacks: boolean;
-      /** Every model allow-list that applies to the key (its own), each its entries; none: every model. */
+      /** Every model allow-list that applies to the key (its own, then its team's), each its entries; none: every model. */
       modelAllowLists: string[][];
+      /** On a denial: true when the key's team's limit or budget refused, not the key's own. */
+      deniedByTeam: boolean;
+      /** The key's team's state; absent for a key without a team. */
+      team?: TeamDecisionState;
     };
 
 /** How a check decides: 'reserve' counts and reserves, 'peek' only reports; with a model, the allow-lists are checked first. */
@@ -95,6 +110,22 @@ const DECISION_KINDS: Record<CheckQuotaDecision['status'], Exclude<QuotaDecision
   over_budget: 'over_budget',
   model_not_allowed: 'model_not_allowed',
 };
+
+function teamDecisionState(team: TeamQuotaState): TeamDecisionState {
+  return {
+    teamId: team.teamId,
+    requests: team.requests,
+    tokens: team.tokens,
+    budget: {
+      limited: team.budgeted,
+      remainingPicoUsd: team.remainingPicoUsd,
+      spentTodayPicoUsd: team.spentDayPicoUsd,
+      spentMonthPicoUsd: team.spentMonthPicoUsd,
+      monthlyExhausted: team.monthExhausted,
+    },
+    ...(team.allowedModels && { allowedModels: team.allowedModels }),
+  };
+}
 
 /**
  * Keys and quotas decided in Redis, one script call per decision (EVALSHA, loaded on first use):
@@ -147,16 +178,20 @@ export class QuotaLimiter {
    * Decides about the key whose secret has the SHA-256 `secretHash`: with mode 'reserve', counts
    * one request and reserves `reserveTokens` under `reservationPart` (a repeat with the same part
    * reserves nothing more); with 'peek', only reports the state. One script call on the key id's
-   * slot once the secret's key id is known (it is cached; else one HGET first). With a model, a
-   * model outside the key's allow-list is refused (model_not_allowed) before anything is counted.
+   * slot (its team's, for a member of a team, whose limits, budgets and allow-list it applies too)
+   * once the secret's key id and team are known (they are cached; else one HMGET first). With a
+   * model, a model outside the key's allow-list or its team's is refused (model_not_allowed) before
+   * anything is counted.
    */
   async check(secretHash: string, reservationPart: string, reserveTokens: number, how: CheckMode): Promise<QuotaDecision> {
     const { mode, model } = typeof how === 'string' ? { mode: how, model: '' } : how;
-    const keyId = await this.keys.keyIdOf(secretHash);
-    if (!keyId) return { kind: 'unknown_key' };
+    const location = await this.keys.locate(secretHash);
+    if (!location) return { kind: 'unknown_key' };
+    const { keyId, teamId } = location;
     const plans = this.currentPlans();
     const reply = await checkQuota(this.redis, {
       keyId,
+      teamId,
       prefix: this.prefix,
       chargeId: reservationPart,
       reserveTokens,
@@ -173,7 +208,8 @@ export class QuotaLimiter {
     }
     if (reply.status === 'revoked') return { kind: 'revoked', keyId };
     const kind = DECISION_KINDS[reply.status];
-    const limited = reply.requests.limit >= 0 || reply.tokens.limit >= 0;
+    const teamLimited = reply.team !== undefined && (reply.team.requests.limit >= 0 || reply.team.tokens.limit >= 0);
+    const limited = reply.requests.limit >= 0 || reply.tokens.limit >= 0 || teamLimited;
     const plan = reply.plan as PlanName;
     return {
       kind,
@@ -193,6 +229,8 @@ export class QuotaLimiter {
         monthlyExhausted: reply.monthExhausted,
       },
       modelAllowLists: reply.modelAllowLists,
+      deniedByTeam: reply.limitedBy === 'team',
+      ...(reply.team && { team: teamDecisionState(reply.team) }),
     };
   }
 
@@ -202,6 +240,7 @@ export class QuotaLimiter {
     if (!reservation) throw new ReservationIdError();
     return settleQuota(this.redis, {
       reservation,
+      teamId: await this.keys.teamOf(reservation.keyId),
       prefix: this.prefix,
       actualTokens,
       ...(this.options.now && { nowMs: this.options.now() }),

@@ -13,6 +13,7 @@ import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './w
 import { registerModels } from './routes/models.js';
 import { registerAdminAccess } from './routes/admin-access.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
+import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
@@ -281,6 +282,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
     registerAdminAccess(app, deps);
+    registerAdminTeams(app, deps);
     registerAdminUsage(app, deps);
     const consoleEnabled = adminApiEnabled(deps.config);
     registerConsole(app, { enabled: consoleEnabled });

@@ -10,6 +10,7 @@ import type {
   ExecutorServiceClient,
   ResponseStoreServiceClient,
   RouterServiceClient,
+  TeamServiceClient,
   UsageEvent,
   UsageServiceClient,
 } from '@gateway/proto';
@@ -26,6 +27,8 @@ export interface EdgeDependencies {
   auth: AuthServiceClient;
   /** auth's AdminAccessService: admin tokens (checked on each admin request) and the audit trail. */
   adminAccess: AdminAccessServiceClient;
+  /** auth's TeamService: the admin API's /admin/v1/teams. */
+  teams: TeamServiceClient;
   /** Quota decisions and settlements, on long-lived streams to auth. */
   decisions: AuthDecisions;
   router: RouterServiceClient;

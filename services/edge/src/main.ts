@@ -25,6 +25,7 @@ const grpc = loadGatewayGrpc().gateway;
 const auth = createClient(grpc.auth.v1.AuthService, config.AUTH_SERVICE_ADDR);
 // Same address and options as auth's client: grpc-js's subchannel pool gives both one connection.
 const adminAccess = createClient(grpc.auth.v1.AdminAccessService, config.AUTH_SERVICE_ADDR);
+const teams = createClient(grpc.auth.v1.TeamService, config.AUTH_SERVICE_ADDR);
 const decisions = createAuthDecisions(auth, { streams: config.EDGE_AUTH_STREAMS, target: config.AUTH_SERVICE_ADDR }, registry, logger);
 const router = createClient(grpc.router.v1.RouterService, config.ROUTER_SERVICE_ADDR);
 const executor = createClient(grpc.executor.v1.ExecutorService, config.EXECUTOR_SERVICE_ADDR);
@@ -68,7 +69,24 @@ async function ready(): Promise<boolean> {
 
 warmUpTokenizer();
 const tracing = startTracing('edge');
-const deps = { config, logger, registry, auth, adminAccess, decisions, router, executor, completions, catalog, usage, metering, responseStore, ready, tracing };
+const deps = {
+  config,
+  logger,
+  registry,
+  auth,
+  adminAccess,
+  teams,
+  decisions,
+  router,
+  executor,
+  completions,
+  catalog,
+  usage,
+  metering,
+  responseStore,
+  ready,
+  tracing,
+};
 // With EDGE_ADMIN_PORT the admin API and the console listen apart from the public API (which
 // answers 404 for them); without it, one app serves everything on EDGE_PORT.
 const app = await buildEdgeApp(deps, { surface: config.EDGE_ADMIN_PORT ? 'public' : 'both' });
@@ -89,7 +107,7 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [auth, adminAccess, router, executor, metering, responseStore, ...health]) client.close();
+  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...health]) client.close();
   await metrics.close();
   await tracing.shutdown();
 });

@@ -50,6 +50,15 @@ describe('the budget header', () => {
       'x-gateway-budget-remaining-usd': '0.000001234567',
     });
     expect(rateLimitHeaders({ budget: { limited: true } })).toEqual({ 'x-gateway-budget-remaining-usd': '0' });
+    // A team's budget counts too: the smaller of what the key and its team may still spend.
+    const team = { limited: true, remaining_pico_usd: 5_000_000 };
+    expect(rateLimitHeaders({ budget: { limited: false }, team_budget: team })).toEqual({ 'x-gateway-budget-remaining-usd': '0.000005' });
+    expect(rateLimitHeaders({ budget: { limited: true, remaining_pico_usd: 7_000_000 }, team_budget: team })).toEqual({
+      'x-gateway-budget-remaining-usd': '0.000005',
+    });
+    expect(rateLimitHeaders({ budget: { limited: true, remaining_pico_usd: 1_000_000 }, team_budget: team })).toEqual({
+      'x-gateway-budget-remaining-usd': '0.000001',
+    });
     expect(rateLimitHeaders({ budget: { limited: false } })).toEqual({});
   });
 

@@ -58,14 +58,16 @@ export function picoUsdString(pico: number | bigint): string {
 
 /**
  * The x-ratelimit-* headers of a decision (limit, remaining after this request, time until full),
- * and for a key with a budget x-gateway-budget-remaining-usd: what it may still spend, the smaller
- * of what is left of its day's and its month's budget as metered when the request started.
+ * the key's own; and for a key with a budget, or in a team with one, x-gateway-budget-remaining-usd:
+ * what it may still spend, the smallest of what is left of its day's and its month's budget and of
+ * its team's, as metered when the request started.
  */
-export function rateLimitHeaders(decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens' | 'budget'>): Record<string, string> {
+export function rateLimitHeaders(decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens' | 'budget' | 'team_budget'>): Record<string, string> {
   const headers: Record<string, string> = {};
   addLimitHeaders(headers, 'requests', decision.requests);
   addLimitHeaders(headers, 'tokens', decision.tokens);
-  if (decision.budget?.limited) headers[BUDGET_REMAINING_HEADER] = picoUsdString(Math.max(0, decision.budget.remaining_pico_usd ?? 0));
+  const left = [decision.budget, decision.team_budget].filter((budget) => budget?.limited).map((budget) => Math.max(0, budget?.remaining_pico_usd ?? 0));
+  if (left.length > 0) headers[BUDGET_REMAINING_HEADER] = picoUsdString(Math.min(...left));
   return headers;
 }
 

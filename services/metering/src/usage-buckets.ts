@@ -21,7 +21,19 @@
  * zero has no field. Memory is bounded by time, never by traffic: a key costs at most
  * (models used) x (15 hourly hashes + 14 daily hashes) plus its list.
  */
-import { DAY_MS, dailyKey, HOUR_MS, hourlyKey, modelsKey, RECENT_KEYS, recentKey, utcDay, utcMonth, utcMonthStartMs } from '@gateway/keyspace';
+import {
+  DAY_MS,
+  dailyKey,
+  HOUR_MS,
+  hourlyKey,
+  METERED_KEY_TEAMS,
+  modelsKey,
+  RECENT_KEYS,
+  recentKey,
+  utcDay,
+  utcMonth,
+  utcMonthStartMs,
+} from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 
 /** How long hourly buckets are kept after their day ends. */
@@ -58,6 +70,8 @@ export interface UsageBucket {
   /** Unix ms when the bucket starts. */
   startMs: number;
   keyId: string;
+  /** The key's team; '' for none. */
+  teamId: string;
   modelId: string;
   counts: BucketCounts;
 }
@@ -86,7 +100,7 @@ interface BucketAxis {
   /** How far back a hash may still be retained: its retention plus its unit's length. */
   keptMs: number;
   unitOf(ms: number): number;
-  hashOf(keyId: string, modelId: string, unit: number): string;
+  hashOf(keyId: string, modelId: string, unit: number, teamId?: string): string;
   /** Unix ms when a unit's first bucket starts. */
   firstMsOf(unit: number): number;
   /** The index of a unit's first bucket (hours count from 0, days of the month from 1). */
@@ -99,7 +113,7 @@ const AXES: Record<BucketWidth, BucketAxis> = {
 };
 
 /** The buckets of one hash: `<n>:<count>` fields, bucket n starting at firstMs + (n - offset) * widthMs. */
-function bucketsOf(hash: Record<string, string>, owner: { keyId: string; modelId: string }, firstMs: number, axis: BucketAxis): UsageBucket[] {
+function bucketsOf(hash: Record<string, string>, owner: { keyId: string; teamId: string; modelId: string }, firstMs: number, axis: BucketAxis): UsageBucket[] {
   const byIndex = new Map<number, BucketCounts>();
   for (const [field, value] of Object.entries(hash)) {
     const colon = field.indexOf(':');
@@ -126,15 +140,20 @@ export interface BucketQuery {
   nowMs?: number;
   /** Given, a key whose shard does not answer is left out and named here instead of failing the read. */
   unavailable?: string[];
+  /** The teams of the keys in one (key id -> team id); a key not in it has none. */
+  teams?: ReadonlyMap<string, string>;
 }
 
 /** The non-empty buckets of one key that overlap the query's range, from the hashes of `units`. */
 async function readKeyBuckets(redis: RedisClient, keyId: string, query: BucketQuery, units: readonly number[]): Promise<UsageBucket[]> {
   const axis = AXES[query.width];
-  const models = await redis.smembers(modelsKey(keyId));
+  const teamId = query.teams?.get(keyId) ?? '';
+  const models = await redis.smembers(modelsKey(keyId, teamId));
   const read = await Promise.all(
     models.flatMap((modelId) =>
-      units.map(async (unit) => bucketsOf(await redis.hgetall(axis.hashOf(keyId, modelId, unit)), { keyId, modelId }, axis.firstMsOf(unit), axis)),
+      units.map(async (unit) =>
+        bucketsOf(await redis.hgetall(axis.hashOf(keyId, modelId, unit, teamId)), { keyId, teamId, modelId }, axis.firstMsOf(unit), axis),
+      ),
     ),
   );
   return read.flat().filter((bucket) => bucket.startMs + axis.widthMs > query.startMs && bucket.startMs < query.endMs);
@@ -175,9 +194,10 @@ export async function readBuckets(redis: RedisClient, query: BucketQuery): Promi
  * active keys merged. Each entry is the JSON the meter listed.
  */
 export async function readRecent(redis: RedisClient, limit: number, keyId?: string): Promise<string[]> {
-  if (keyId) return redis.lrange(recentKey(keyId), 0, limit - 1);
-  const keys = await redis.zrevrange(RECENT_KEYS, 0, Math.min(limit, 100) - 1);
-  const lists = await Promise.all(keys.map((key) => redis.lrange(recentKey(key), 0, limit - 1)));
+  const keys = keyId ? [keyId] : await redis.zrevrange(RECENT_KEYS, 0, Math.min(limit, 100) - 1);
+  const teams = keys.length > 0 ? await redis.hmget(METERED_KEY_TEAMS, ...keys) : [];
+  const lists = await Promise.all(keys.map((key, index) => redis.lrange(recentKey(key, teams[index] ?? undefined), 0, limit - 1)));
+  if (keyId) return lists[0] ?? [];
   const entries = lists.flat().map((json) => ({ json, at: Number((JSON.parse(json) as { received_at_ms?: number }).received_at_ms ?? 0) }));
   return entries
     .sort((a, b) => b.at - a.at)

@@ -1,7 +1,7 @@
 import { costPicoUsd, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
-import { DEFAULT_AUTH_PREFIX, METERED_KEYS } from '@gateway/keyspace';
+import { DEFAULT_AUTH_PREFIX, METERED_KEY_TEAMS, METERED_KEYS } from '@gateway/keyspace';
 import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import { ReplicaWaiter, type RedisClient } from '@gateway/redis';
@@ -107,6 +107,7 @@ function meterableModel(event: UsageEventOutput, source: CatalogSource, graceMs:
   const modelId = event.model_id ?? '';
   if (!eventId) throw new PoisonMessageError('missing_event_id', 'usage event without event_id');
   if (!event.key_id) throw new PoisonMessageError('missing_key_id', `usage event ${eventId} without key_id`);
+  if (event.team_id && !TEAM_ID.test(event.team_id)) throw new PoisonMessageError('invalid_team_id', `usage event ${eventId} names a malformed team_id`);
   let model = source.current.byId.get(modelId);
   if (!model) {
     lookAgain();
@@ -118,6 +119,9 @@ function meterableModel(event: UsageEventOutput, source: CatalogSource, graceMs:
     throw new Error(`usage event ${eventId} names model "${modelId}", which the catalog does not have yet; retrying`);
   throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
 }
+
+/** What a team id looks like (auth's `team_` and 16 letters or digits). */
+const TEAM_ID = /^team_[A-Za-z0-9]{16}$/;
 
 /** The metering outcome of one event. */
 export type MeterResult = 'metered' | 'duplicate';
@@ -154,9 +158,11 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
   const noted = new Map<string, number>();
 
   const tracing = dependencies.tracing ?? NO_TRACING;
-  /** Lists a key in METERED_KEYS before its first event, once per process. */
-  const listKey = async (keyId: string) => {
+  /** Lists a key in METERED_KEYS (and its team in METERED_KEY_TEAMS) before its first event, once per process. */
+  const listKey = async (keyId: string, teamId: string) => {
     if (listed.has(keyId)) return;
+    // The team first: a reader that finds the key finds where its usage lives.
+    if (teamId) await redis.hset(METERED_KEY_TEAMS, keyId, teamId);
     await redis.sadd(METERED_KEYS, keyId);
     if (listed.size >= LISTED_KEYS_CACHE_SIZE) listed.clear();
     listed.add(keyId);
@@ -199,10 +205,12 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       cache_write_5m_tokens: event.usage?.cache_write_5m_tokens ?? 0,
       cache_write_1h_tokens: event.usage?.cache_write_1h_tokens ?? 0,
     });
-    await listKey(keyId);
+    const teamId = event.team_id ?? '';
+    await listKey(keyId, teamId);
     const receivedAtMs = Number(event.received_at_ms ?? 0);
     const usage: EventUsage = {
       key_id: keyId,
+      ...(teamId && { team_id: teamId }),
       model_id: modelId,
       ...tokenCounts,
       cost_pico_usd: cost,

@@ -15,7 +15,7 @@ import type {
 } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { readBuckets, readRecent } from './usage-buckets.js';
-import { meteredKeys } from './usage-store.js';
+import { meteredKeys, meteredKeyTeams } from './usage-store.js';
 
 /** What the UsageService reads. */
 export interface UsageServiceDependencies {
@@ -29,9 +29,12 @@ export interface UsageServiceDependencies {
 
 /** The most key ids one query may name. */
 export const MAX_QUERY_KEYS = 1_000;
+/** How many key id -> team entries the service remembers. */
+const MAX_KNOWN_TEAMS = 100_000;
 /** The most latest requests one call returns. */
 export const MAX_RECENT_REQUESTS = 200;
 const KEY_ID = /^key_[A-Za-z0-9]{16}$/;
+const TEAM_ID = /^team_[A-Za-z0-9]{16}$/;
 
 function invalid(message: string, param: string): GatewayError {
   return GatewayError.of('invalid_request', message, { param });
@@ -54,6 +57,29 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
     }
   }
 
+  // Key id -> team id of the keys learnt to be in a team: a key's team never changes (a key not in
+  // one yet may be a key without usage so far, so it is looked up again).
+  const knownTeams = new Map<string, string>();
+  /**
+   * The teams of keys, from memory once learnt. While the shard of METERED_KEY_TEAMS does not
+   * answer, a query without a team filter reads the keys not learnt yet as keys without a team
+   * (a team member's usage is then missing from the answer) rather than failing; one with a team
+   * filter fails.
+   */
+  async function teamsOf(keyIds: readonly string[], required: boolean): Promise<Map<string, string>> {
+    const unknown = keyIds.filter((keyId) => !knownTeams.has(keyId));
+    try {
+      const found = await meteredKeyTeams(redis, unknown);
+      if (knownTeams.size + unknown.length > MAX_KNOWN_TEAMS) knownTeams.clear();
+      for (const [keyId, teamId] of found) knownTeams.set(keyId, teamId);
+    } catch (error) {
+      if (required) throw error;
+      dependencies.onStoreError?.();
+      logger.warn({ keys: unknown.length }, 'the teams of some keys could not be read: read as keys without a team');
+    }
+    return new Map(keyIds.filter((keyId) => knownTeams.get(keyId)).map((keyId) => [keyId, knownTeams.get(keyId)!]));
+  }
+
   async function queryUsage(request: QueryUsageRequestOutput): Promise<QueryUsageResponse> {
     const start = Number(request.start ?? 0);
     const end = Number(request.end ?? 0);
@@ -63,11 +89,17 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
     if (!width) throw invalid('bucket must be BUCKET_WIDTH_HOUR or BUCKET_WIDTH_DAY.', 'bucket');
     if (request.key_ids.length > MAX_QUERY_KEYS) throw invalid(`At most ${MAX_QUERY_KEYS} key ids per query.`, 'key_ids');
     const named = request.key_ids.filter((keyId) => KEY_ID.test(keyId));
+    const teamIds = request.team_ids ?? [];
+    if (teamIds.length > MAX_QUERY_KEYS) throw invalid(`At most ${MAX_QUERY_KEYS} team ids per query.`, 'team_ids');
+    const wantedTeams = new Set(teamIds.filter((teamId) => TEAM_ID.test(teamId)));
     // The keys of shards that answer are read; the others are named (a shard failing over).
     const unavailable: string[] = [];
     const buckets = await store(async () => {
-      const keys = request.key_ids.length > 0 ? named : await meteredKeys(redis);
-      const read = await readBuckets(redis, { keyIds: keys, width, startMs: start * 1000, endMs: end * 1000, nowMs: now(), unavailable });
+      const candidates = request.key_ids.length > 0 ? named : await meteredKeys(redis);
+      const teams = await teamsOf(candidates, teamIds.length > 0);
+      // A team filter keeps the keys metered in one of its teams (none, for malformed team ids).
+      const keys = teamIds.length > 0 ? candidates.filter((keyId) => wantedTeams.has(teams.get(keyId) ?? '')) : candidates;
+      const read = await readBuckets(redis, { keyIds: keys, width, startMs: start * 1000, endMs: end * 1000, nowMs: now(), unavailable, teams });
       if (keys.length > 0 && unavailable.length === keys.length) throw new Error('no key could be read');
       if (unavailable.length > 0) {
         dependencies.onStoreError?.();
@@ -80,6 +112,7 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
       rows: buckets.map((bucket) => ({
         start: Math.floor(bucket.startMs / 1000),
         key_id: bucket.keyId,
+        team_id: bucket.teamId,
         model_id: bucket.modelId,
         counts: { ...bucket.counts, cost_pico_usd: bucket.counts.cost_pico_usd.toString() },
       })),

@@ -1,5 +1,16 @@
 import { picoUsdToUsd } from '@gateway/catalog';
-import { dedupKey, keyModelTotalsKey, keyTotalsKey, METERED_KEYS, parseReservationId, recordUsage, SPEND_TTL_MS, v1ToV2 } from '@gateway/keyspace';
+import {
+  dedupKey,
+  keyModelTotalsKey,
+  keyTotalsKey,
+  METERED_KEY_TEAMS,
+  METERED_KEYS,
+  parseReservationId,
+  recordUsage,
+  SPEND_TTL_MS,
+  teamTotalsKey,
+  v1ToV2,
+} from '@gateway/keyspace';
 import { USAGE_MAX_AGE_MS } from '@gateway/messaging';
 import type { RedisClient, ReplicaWaiter } from '@gateway/redis';
 import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, type MeteredCounts, RECENT_REQUESTS_PER_KEY, RECENT_TTL_MS } from './usage-buckets.js';
@@ -16,6 +27,11 @@ import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, type MeteredCounts, RECENT_REQ
  *                                               the event can still come back (see pruneMetered)
  *   `metering:keys`                             set of the key ids with usage: what sums a model's
  *                                               totals and what the pruning sweeps
+ *   `metering:key-teams`                        hash key id -> team id of each metered key in a team
+ *   `metering:team:{<team_id>}`                 hash of running totals per team
+ * A key in a team (the event's team_id) has every name above, and its spend, tagged
+ * `{<team_id>}:<key_id>` instead of `{<key_id>}`: the team's slot, where auth keeps the team's
+ * window and metering the team's spend and totals, all written by the same script.
  * A model's totals are the sum of its per-key totals, read when asked for (a report, not a request
  * path): no event writes a hash that every request of a model shares, which would make one shard
  * the ceiling of a popular model, and no script spans slots. Totals are Redis integers (64-bit
@@ -52,6 +68,8 @@ export const DEDUP_TTL_MS = USAGE_MAX_AGE_MS + 24 * 60 * 60 * 1000;
 /** What one event adds to the totals of its key and its model. */
 export interface EventUsage {
   key_id: string;
+  /** The key's team; absent or '': none. */
+  team_id?: string;
   model_id: string;
   prompt_tokens: number;
   completion_tokens: number;
@@ -123,6 +141,7 @@ export async function recordEvent(redis: RedisClient, event: StreamEvent, option
       eventId: event.eventId,
       sequence: event.sequence,
       keyId: usage.key_id,
+      ...(usage.team_id && { teamId: usage.team_id }),
       modelId: usage.model_id,
       promptTokens: usage.prompt_tokens,
       completionTokens: usage.completion_tokens,
@@ -153,9 +172,25 @@ export async function recordEvent(redis: RedisClient, event: StreamEvent, option
   return outcome === 'metered';
 }
 
-/** Whether an event of a key from a usage stream is remembered as metered (false once its record is pruned). */
-export async function isMetered(redis: RedisClient, stream: string, keyId: string, eventId: string): Promise<boolean> {
-  return (await redis.zscore(dedupKey(stream, keyId), eventId)) !== null;
+/** Whether an event of a key (of a team, when given) from a usage stream is remembered as metered (false once its record is pruned). */
+export async function isMetered(redis: RedisClient, stream: string, keyId: string, eventId: string, teamId?: string): Promise<boolean> {
+  return (await redis.zscore(dedupKey(stream, keyId, teamId), eventId)) !== null;
+}
+
+/** The teams of metered keys: key id -> team id, for the keys in a team (METERED_KEY_TEAMS). */
+export async function meteredKeyTeams(redis: RedisClient, keyIds: readonly string[]): Promise<Map<string, string>> {
+  const teams = new Map<string, string>();
+  if (keyIds.length === 0) return teams;
+  const found = await redis.hmget(METERED_KEY_TEAMS, ...keyIds);
+  keyIds.forEach((keyId, index) => {
+    if (found[index]) teams.set(keyId, found[index]!);
+  });
+  return teams;
+}
+
+/** The team a metered key is in, or undefined. */
+async function teamOf(redis: RedisClient, keyId: string): Promise<string | undefined> {
+  return (await redis.hget(METERED_KEY_TEAMS, keyId)) ?? undefined;
 }
 
 /** Whether the earlier layout's de-duplication set of a stream remembers an event. */
@@ -180,7 +215,9 @@ export async function meteredKeys(redis: RedisClient): Promise<string[]> {
  * and in the earlier layout's set; resolves the records left (events in flight plus retention).
  */
 export async function pruneMetered(redis: RedisClient, stream: string, sequence: number): Promise<number> {
-  const names = [...(await meteredKeys(redis)).map((keyId) => dedupKey(stream, keyId)), v1ToV2.v1DedupKey(stream)];
+  const keys = await meteredKeys(redis);
+  const teams = await meteredKeyTeams(redis, keys);
+  const names = [...keys.map((keyId) => dedupKey(stream, keyId, teams.get(keyId))), v1ToV2.v1DedupKey(stream)];
   const left = await Promise.all(
     names.map(async (name) => {
       if (sequence > 0) await redis.zremrangebyscore(name, '-inf', String(sequence));
@@ -192,19 +229,29 @@ export async function pruneMetered(redis: RedisClient, stream: string, sequence:
 
 /** The totals of an API key; all zero for a key that has no metered usage. */
 export async function keyTotals(redis: RedisClient, keyId: string): Promise<UsageTotals> {
-  const [current, earlier] = await Promise.all([redis.hgetall(keyTotalsKey(keyId)), redis.hgetall(v1ToV2.v1KeyTotalsKey(keyId))]);
+  const teamId = await teamOf(redis, keyId);
+  const [current, earlier] = await Promise.all([redis.hgetall(keyTotalsKey(keyId, teamId)), redis.hgetall(v1ToV2.v1KeyTotalsKey(keyId))]);
   return totals([current, earlier]);
 }
 
 /** The totals of a key's usage of one model; all zero when there is none. */
 export async function keyModelTotals(redis: RedisClient, keyId: string, modelId: string): Promise<UsageTotals> {
-  return totals([await redis.hgetall(keyModelTotalsKey(keyId, modelId))]);
+  return totals([await redis.hgetall(keyModelTotalsKey(keyId, modelId, await teamOf(redis, keyId)))]);
+}
+
+/** The totals of a team over all its keys; all zero for a team without metered usage. */
+export async function teamTotals(redis: RedisClient, teamId: string): Promise<UsageTotals> {
+  return totals([await redis.hgetall(teamTotalsKey(teamId))]);
 }
 
 /** The totals of a model, summed over the keys that used it; all zero for a model without usage. */
 export async function modelTotals(redis: RedisClient, modelId: string): Promise<UsageTotals> {
   const keys = await meteredKeys(redis);
-  const hashes = await Promise.all([...keys.map((keyId) => redis.hgetall(keyModelTotalsKey(keyId, modelId))), redis.hgetall(v1ToV2.v1ModelTotalsKey(modelId))]);
+  const teams = await meteredKeyTeams(redis, keys);
+  const hashes = await Promise.all([
+    ...keys.map((keyId) => redis.hgetall(keyModelTotalsKey(keyId, modelId, teams.get(keyId)))),
+    redis.hgetall(v1ToV2.v1ModelTotalsKey(modelId)),
+  ]);
   return totals(hashes);
 }
 

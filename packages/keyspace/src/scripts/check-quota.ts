@@ -1,9 +1,12 @@
 import type { RedisClient } from '@gateway/redis';
-import { authKeys, spendKeyName, windowKeyList } from '../keys.js';
+import { authKeys, spendKeyName, teamSpendKeyName, windowKeyList } from '../keys.js';
 import { PENDING_MAX_AGE_MS } from '../window.js';
 import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
 
-const CHECK_QUOTA = luaScript('gatewayCheckQuota', 6, ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'lib/model-allow-list.lua', 'check-quota.lua']);
+const CHECK_QUOTA_FILES = ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'lib/model-allow-list.lua', 'check-quota.lua'];
+const CHECK_QUOTA = luaScript('gatewayCheckQuota', 6, CHECK_QUOTA_FILES);
+/** The same script for a member of a team: the team's record, window and spend as well. */
+const CHECK_TEAM_QUOTA = luaScript('gatewayCheckTeamQuota', 12, CHECK_QUOTA_FILES);
 
 /** A plan's limits as the decision applies them: -1 unlimited; budgets in micro-USD. */
 export interface PlanQuota {
@@ -25,6 +28,8 @@ export function plansArgument(plans: Readonly<Record<string, PlanQuota>>): Plans
 /** What one CheckKey decision asks of the script. */
 export interface CheckQuotaInput {
   keyId: string;
+  /** The key's team (from its secret's index); absent or '': none. */
+  teamId?: string;
   /** auth's key prefix. */
   prefix: string;
   /** The charge id the reservation is kept under (the caller's part of the reservation id). */
@@ -84,8 +89,51 @@ export interface CheckQuotaDecision {
   spentDayPicoUsd: number;
   spentMonthPicoUsd: number;
   monthExhausted: boolean;
-  /** Every allow-list that applies (the key's), each its entries; none: every model allowed. */
+  /** Every allow-list that applies (the key's, then its team's), each its entries; none: every model allowed. */
   modelAllowLists: string[][];
+  /** On a denial: whether the key's own limit, budget or list refused ('key') or its team's ('team'); absent on an allow. */
+  limitedBy?: 'key' | 'team';
+  /** The key's team, when it has one: its windows' and budgets' state. */
+  team?: TeamQuotaState;
+}
+
+/** A team's state after a decision about one of its keys. */
+export interface TeamQuotaState {
+  teamId: string;
+  requests: WindowLimitState;
+  tokens: WindowLimitState;
+  budgeted: boolean;
+  remainingPicoUsd: number;
+  spentDayPicoUsd: number;
+  spentMonthPicoUsd: number;
+  monthExhausted: boolean;
+  /** The team's model allow-list; undefined: every model. */
+  allowedModels?: string[];
+}
+
+function decodeTeam(named: Record<string, string | number>): TeamQuotaState | undefined {
+  const teamId = String(named.team_id ?? '');
+  if (!teamId) return undefined;
+  const allowed = String(named.team_allowed_models ?? '');
+  return {
+    teamId,
+    requests: {
+      limit: numberField(named, 'team_request_limit'),
+      used: numberField(named, 'team_requests_in_window'),
+      resetMs: numberField(named, 'team_request_reset_ms'),
+    },
+    tokens: {
+      limit: numberField(named, 'team_token_limit'),
+      used: numberField(named, 'team_tokens_in_window'),
+      resetMs: numberField(named, 'team_token_reset_ms'),
+    },
+    budgeted: numberField(named, 'team_budgeted') === 1,
+    remainingPicoUsd: numberField(named, 'team_remaining_pico_usd'),
+    spentDayPicoUsd: numberField(named, 'team_spent_day_pico_usd'),
+    spentMonthPicoUsd: numberField(named, 'team_spent_month_pico_usd'),
+    monthExhausted: numberField(named, 'team_month_exhausted') === 1,
+    ...(allowed && { allowedModels: JSON.parse(allowed) as string[] }),
+  };
 }
 
 /** The script's answer. */
@@ -97,6 +145,7 @@ export function decodeCheckQuota(reply: unknown): CheckQuotaReply {
   const status = oneOf(named, 'status', CHECK_QUOTA_STATUSES);
   if (status === 'unknown_key') return { status };
   if (status === 'revoked') return { status, keyId: String(named.key_id) };
+  const team = decodeTeam(named);
   return {
     status,
     keyId: String(named.key_id),
@@ -112,7 +161,18 @@ export function decodeCheckQuota(reply: unknown): CheckQuotaReply {
     spentMonthPicoUsd: numberField(named, 'spent_month_pico_usd'),
     monthExhausted: numberField(named, 'month_exhausted') === 1,
     modelAllowLists: allowListsOf(named.model_allow_lists),
+    ...(named.limited_by === 'team' || named.limited_by === 'key' ? { limitedBy: named.limited_by } : {}),
+    ...(team && { team }),
   };
+}
+
+/** The script's keys: the key's, then its team's when it has one (all in one slot). */
+function checkQuotaKeys(input: CheckQuotaInput): string[] {
+  const keys = authKeys(input.prefix);
+  const { keyId, teamId } = input;
+  const own = [keys.record(keyId, teamId), ...windowKeyList(keys.window(keyId, teamId)), spendKeyName(keyId, teamId)];
+  if (!teamId) return own;
+  return [...own, keys.team(teamId), ...windowKeyList(keys.teamWindow(teamId)), teamSpendKeyName(teamId)];
 }
 
 /** The script's model_allow_lists (a JSON array of arrays of strings); absent: none. */
@@ -124,15 +184,15 @@ function allowListsOf(value: string | number | undefined): string[][] {
 }
 
 /**
- * One CheckKey decision: the key's record, its window and its spend hash in one script call on the
- * key id's slot (scripts/check-quota.lua).
+ * One CheckKey decision: the key's record, its window and its spend hash (and its team's record,
+ * window and spend, for a member of a team) in one script call on the key's slot
+ * (scripts/check-quota.lua).
  */
 export async function checkQuota(redis: RedisClient, input: CheckQuotaInput): Promise<CheckQuotaReply> {
-  const keys = authKeys(input.prefix);
   const reply = await runScript(
     redis,
-    CHECK_QUOTA,
-    [keys.record(input.keyId), ...windowKeyList(keys.window(input.keyId)), spendKeyName(input.keyId)],
+    input.teamId ? CHECK_TEAM_QUOTA : CHECK_QUOTA,
+    checkQuotaKeys(input),
     namedArguments({
       reservation: input.chargeId,
       reserve: Math.max(0, Math.ceil(input.reserveTokens)),

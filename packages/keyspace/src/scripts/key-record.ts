@@ -2,7 +2,16 @@ import type { RedisClient } from '@gateway/redis';
 import { luaScript, namedReply, oneOf, runScript } from './script.js';
 
 const CREATE_KEY_RECORD = luaScript('gatewayCreateKeyRecord', 1, ['create-key-record.lua']);
+const CREATE_TEAM_KEY_RECORD = luaScript('gatewayCreateTeamKeyRecord', 3, ['create-key-record.lua']);
 const UPDATE_KEY_RECORD = luaScript('gatewayUpdateKeyRecord', 1, ['update-key-record.lua']);
+const UPDATE_TEAM_KEY_RECORD = luaScript('gatewayUpdateTeamKeyRecord', 2, ['update-key-record.lua']);
+const DELETE_TEAM = luaScript('gatewayDeleteTeam', 6, ['delete-team.lua']);
+
+/** A member key's team: its record and its set of live keys (authKeys' team and teamKeys). */
+export interface TeamRecordNames {
+  team: string;
+  liveKeys: string;
+}
 
 /** A flat HGETALL reply (field, value, ...) as a record. */
 export function recordOf(flat: readonly string[]): Record<string, string> {
@@ -13,11 +22,29 @@ export function recordOf(flat: readonly string[]): Record<string, string> {
 
 /**
  * Writes a key's record (`record`, its name) from field/value pairs unless one exists there;
- * resolves 'exists' then (scripts/create-key-record.lua).
+ * resolves 'exists' then. For a member of a team (`team`), only while the team exists ('no_team'
+ * otherwise), joining its live keys (scripts/create-key-record.lua).
  */
-export async function createKeyRecord(redis: RedisClient, record: string, fields: Readonly<Record<string, string>>): Promise<'created' | 'exists'> {
-  const reply = await runScript(redis, CREATE_KEY_RECORD, [record], Object.entries(fields).flat());
-  return oneOf(namedReply(reply), 'outcome', ['created', 'exists'] as const);
+export async function createKeyRecord(
+  redis: RedisClient,
+  record: string,
+  fields: Readonly<Record<string, string>>,
+  team?: TeamRecordNames,
+): Promise<'created' | 'exists' | 'no_team'> {
+  const args = Object.entries(fields).flat();
+  const reply = team
+    ? await runScript(redis, CREATE_TEAM_KEY_RECORD, [record, team.team, team.liveKeys], args)
+    : await runScript(redis, CREATE_KEY_RECORD, [record], args);
+  return oneOf(namedReply(reply), 'outcome', ['created', 'exists', 'no_team'] as const);
+}
+
+/**
+ * Deletes a team's record and window unless it has a live key (scripts/delete-team.lua): 'has_keys'
+ * then, 'unknown' when there is no such team.
+ */
+export async function deleteTeamRecord(redis: RedisClient, team: TeamRecordNames, window: readonly string[]): Promise<'deleted' | 'has_keys' | 'unknown'> {
+  const reply = await runScript(redis, DELETE_TEAM, [team.team, team.liveKeys, ...window], []);
+  return oneOf(namedReply(reply), 'outcome', ['deleted', 'has_keys', 'unknown'] as const);
 }
 
 /** Changes to a key's record: fields to delete, fields to set. */
@@ -27,11 +54,19 @@ export interface KeyRecordChanges {
 }
 
 /**
- * Applies changes to a key's record only if it exists; resolves the record after them, or
- * undefined when there is none (scripts/update-key-record.lua).
+ * Applies changes to a key's record (or a team's) only if it exists; resolves the record after
+ * them, or undefined when there is none. For a member of a team, a revoked key leaves the team's
+ * live keys (`liveKeys`) in the same step (scripts/update-key-record.lua).
  */
-export async function updateKeyRecord(redis: RedisClient, record: string, changes: KeyRecordChanges): Promise<Record<string, string> | undefined> {
+export async function updateKeyRecord(
+  redis: RedisClient,
+  record: string,
+  changes: KeyRecordChanges,
+  liveKeys?: string,
+): Promise<Record<string, string> | undefined> {
   const args = [String(changes.deletes.length), ...changes.deletes, ...Object.entries(changes.sets).flat()];
-  const flat = (await runScript(redis, UPDATE_KEY_RECORD, [record], args)) as string[];
+  const flat = (
+    liveKeys ? await runScript(redis, UPDATE_TEAM_KEY_RECORD, [record, liveKeys], args) : await runScript(redis, UPDATE_KEY_RECORD, [record], args)
+  ) as string[];
   return flat.length > 0 ? recordOf(flat) : undefined;
 }

@@ -1,9 +1,13 @@
 -- Meters one usage event: adds it to the totals, its time buckets and the key's spend only if it
 -- is new, remembers it, lists it among the key's latest requests, and settles the request's quota
 -- reservation with the tokens it used: all or nothing, so a redelivered event (or a crash between
--- writes) can neither count nor settle twice, nor half. Every key is in the key id's slot.
+-- writes) can neither count nor settle twice, nor half. Every key is in the key's slot (its
+-- team's, for a member of a team).
 -- KEYS: the de-duplication set, key totals, key-and-model totals, the key's quota window R, T, H,
--- P, its spend hash, hourly bucket hash, daily bucket hash, latest-requests list, models set.
+-- P, its spend hash, hourly bucket hash, daily bucket hash, latest-requests list, models set; for
+-- a member of a team, then the team's quota window R, T, H, P, its spend hash and its totals: the
+-- event counts in the team's totals and spend too, and its charge is settled in the team's window
+-- (as `<key_id>:<charge>`, args.key_id).
 -- args (see record-usage.ts, which names each): the event (event_id, sequence, prompt_tokens,
 -- completion_tokens, cached_tokens, cache_write_tokens, cost_pico_usd, model_id, errors, fallbacks), its settlement
 -- (charge, '' for none; actual_tokens; pending_max_age_ms), the de-duplication record
@@ -16,18 +20,23 @@ if redis.call('ZSCORE', KEYS[1], args.event_id) then return {'outcome', 'duplica
 if args.prune_through ~= '0' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', args.prune_through) end
 redis.call('ZADD', KEYS[1], args.sequence, args.event_id)
 redis.call('PEXPIRE', KEYS[1], args.dedup_ttl_ms)
-for i = 2, 3 do
-  redis.call('HINCRBY', KEYS[i], 'requests', 1)
-  redis.call('HINCRBY', KEYS[i], 'prompt_tokens', args.prompt_tokens)
-  redis.call('HINCRBY', KEYS[i], 'completion_tokens', args.completion_tokens)
-  redis.call('HINCRBY', KEYS[i], 'cached_tokens', args.cached_tokens)
+local team = #KEYS >= 18
+local totals = {KEYS[2], KEYS[3]}
+if team then totals[3] = KEYS[18] end
+for _, name in ipairs(totals) do
+  redis.call('HINCRBY', name, 'requests', 1)
+  redis.call('HINCRBY', name, 'prompt_tokens', args.prompt_tokens)
+  redis.call('HINCRBY', name, 'completion_tokens', args.completion_tokens)
+  redis.call('HINCRBY', name, 'cached_tokens', args.cached_tokens)
   -- Only when not zero: the totals of a key that never writes a cache keep the fields they had.
-  if args.cache_write_tokens ~= '0' then redis.call('HINCRBY', KEYS[i], 'cache_write_tokens', args.cache_write_tokens) end
-  redis.call('HINCRBY', KEYS[i], 'cost_pico_usd', args.cost_pico_usd)
+  if args.cache_write_tokens ~= '0' then redis.call('HINCRBY', name, 'cache_write_tokens', args.cache_write_tokens) end
+  redis.call('HINCRBY', name, 'cost_pico_usd', args.cost_pico_usd)
 end
 if args.charge ~= '' then
   -- The window's length is the one auth recorded with the charge.
-  settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], args.charge, tonumber(args.actual_tokens), clock(''), nil, tonumber(args.pending_max_age_ms))
+  local now = clock('')
+  settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], args.charge, tonumber(args.actual_tokens), now, nil, tonumber(args.pending_max_age_ms))
+  if team then settleCharge(KEYS[13], KEYS[14], KEYS[15], KEYS[16], args.key_id .. ':' .. args.charge, tonumber(args.actual_tokens), now, nil, tonumber(args.pending_max_age_ms)) end
 end
 -- Time buckets: a field per count, only for counts that are not zero (most events have no cached
 -- or cache-written tokens, error or fallback). A bucket whose retention has passed expires at once.
@@ -41,17 +50,22 @@ for _, bucket in ipairs({{KEYS[9], args.hour_field, args.hourly_expires_at_ms}, 
 end
 redis.call('SADD', KEYS[12], args.model_id)
 redis.call('PEXPIRE', KEYS[12], args.models_ttl_ms)
--- The key's spend per day and month; a day's first spend forgets days before the one before it.
-if args.cost_pico_usd ~= '0' then
-  if redis.call('HEXISTS', KEYS[8], args.spend_day_field) == 0 then
-    for _, field in ipairs(redis.call('HKEYS', KEYS[8])) do
+-- The key's spend per day and month (and its team's); a day's first spend forgets days before the
+-- one before it.
+local function addSpend(S)
+  if redis.call('HEXISTS', S, args.spend_day_field) == 0 then
+    for _, field in ipairs(redis.call('HKEYS', S)) do
       local kind, number = string.sub(field, 1, 1), tonumber(string.sub(field, 3)) or 0
-      if (kind == 'd' and number < tonumber(args.spend_day) - 1) or (kind == 'm' and number < tonumber(args.spend_month) - 1) then redis.call('HDEL', KEYS[8], field) end
+      if (kind == 'd' and number < tonumber(args.spend_day) - 1) or (kind == 'm' and number < tonumber(args.spend_month) - 1) then redis.call('HDEL', S, field) end
     end
   end
-  redis.call('HINCRBY', KEYS[8], args.spend_day_field, args.cost_pico_usd)
-  redis.call('HINCRBY', KEYS[8], args.spend_month_field, args.cost_pico_usd)
-  redis.call('PEXPIRE', KEYS[8], args.spend_ttl_ms)
+  redis.call('HINCRBY', S, args.spend_day_field, args.cost_pico_usd)
+  redis.call('HINCRBY', S, args.spend_month_field, args.cost_pico_usd)
+  redis.call('PEXPIRE', S, args.spend_ttl_ms)
+end
+if args.cost_pico_usd ~= '0' then
+  addSpend(KEYS[8])
+  if team then addSpend(KEYS[17]) end
 end
 if args.recent ~= '' then
   redis.call('LPUSH', KEYS[11], args.recent)

@@ -1,11 +1,24 @@
 import type { RedisClient } from '@gateway/redis';
 import { bucketPlacement, type BucketPlacement, type BucketRetention } from '../buckets.js';
-import { authKeys, DEFAULT_AUTH_PREFIX, dedupKey, keyModelTotalsKey, keyTotalsKey, spendKeyName, windowKeyList } from '../keys.js';
+import {
+  authKeys,
+  DEFAULT_AUTH_PREFIX,
+  dedupKey,
+  keyModelTotalsKey,
+  keyTotalsKey,
+  spendKeyName,
+  teamSpendKeyName,
+  teamTotalsKey,
+  windowKeyList,
+} from '../keys.js';
 import { spendDayField, spendMonthField, utcDay, utcMonth } from '../spend.js';
 import { PENDING_MAX_AGE_MS } from '../window.js';
 import { luaScript, namedArguments, namedReply, oneOf, runScript } from './script.js';
 
-const RECORD_USAGE = luaScript('gatewayRecordUsage', 12, ['lib/arguments.lua', 'lib/window.lua', 'record-usage.lua']);
+const RECORD_FILES = ['lib/arguments.lua', 'lib/window.lua', 'record-usage.lua'];
+const RECORD_USAGE = luaScript('gatewayRecordUsage', 12, RECORD_FILES);
+/** The same script for a member of a team: the team's window, spend and totals as well. */
+const RECORD_TEAM_USAGE = luaScript('gatewayRecordTeamUsage', 18, RECORD_FILES);
 
 /** One usage event as the record script meters it. */
 export interface UsageRecord {
@@ -15,6 +28,8 @@ export interface UsageRecord {
   /** Its stream sequence, by which its de-duplication record is pruned. */
   sequence: number;
   keyId: string;
+  /** The key's team (the event's team_id); '' or absent: none. */
+  teamId?: string;
   modelId: string;
   promptTokens: number;
   completionTokens: number;
@@ -66,17 +81,20 @@ export function decodeRecordUsage(reply: unknown): RecordOutcome {
 
 /** The script's keys, in its order; the first, the de-duplication set, is what replicas are awaited on. */
 function recordKeys(event: UsageRecord, prefix: string, buckets: BucketPlacement): string[] {
-  return [
-    dedupKey(event.stream, event.keyId),
-    keyTotalsKey(event.keyId),
-    keyModelTotalsKey(event.keyId, event.modelId),
-    ...windowKeyList(authKeys(prefix).window(event.keyId)),
-    spendKeyName(event.keyId),
+  const { keyId, teamId } = event;
+  const own = [
+    dedupKey(event.stream, keyId, teamId),
+    keyTotalsKey(keyId, teamId),
+    keyModelTotalsKey(keyId, event.modelId, teamId),
+    ...windowKeyList(authKeys(prefix).window(keyId, teamId)),
+    spendKeyName(keyId, teamId),
     buckets.hourly,
     buckets.daily,
     buckets.recent,
     buckets.models,
   ];
+  if (!teamId) return own;
+  return [...own, ...windowKeyList(authKeys(prefix).teamWindow(teamId)), teamSpendKeyName(teamId), teamTotalsKey(teamId)];
 }
 
 function recordArguments({ event, settlement, retention }: RecordUsageInput, buckets: BucketPlacement): string[] {
@@ -92,6 +110,7 @@ function recordArguments({ event, settlement, retention }: RecordUsageInput, buc
     errors: event.failed ? 1 : 0,
     fallbacks: event.fellBack ? 1 : 0,
     charge: settlement?.chargeId ?? '',
+    key_id: event.keyId,
     actual_tokens: Math.max(0, Math.ceil(settlement?.actualTokens ?? 0)),
     pending_max_age_ms: PENDING_MAX_AGE_MS,
     prune_through: Math.max(0, retention.pruneThrough),
@@ -118,8 +137,8 @@ function recordArguments({ event, settlement, retention }: RecordUsageInput, buc
  */
 export async function recordUsage(redis: RedisClient, input: RecordUsageInput): Promise<{ outcome: RecordOutcome; dedupKey: string }> {
   const { event } = input;
-  const buckets = bucketPlacement(event.keyId, event.modelId, event.atMs, input.retention.buckets);
+  const buckets = bucketPlacement({ keyId: event.keyId, teamId: event.teamId }, event.modelId, event.atMs, input.retention.buckets);
   const keys = recordKeys(event, input.settlement?.prefix ?? DEFAULT_AUTH_PREFIX, buckets);
-  const reply = await runScript(redis, RECORD_USAGE, keys, recordArguments(input, buckets));
+  const reply = await runScript(redis, event.teamId ? RECORD_TEAM_USAGE : RECORD_USAGE, keys, recordArguments(input, buckets));
   return { outcome: decodeRecordUsage(reply), dedupKey: keys[0]! };
 }

@@ -3,7 +3,10 @@ import { authKeys, windowKeyList } from '../keys.js';
 import { PENDING_MAX_AGE_MS, type ReservationId } from '../window.js';
 import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
 
-const SETTLE_QUOTA = luaScript('gatewaySettleQuota', 4, ['lib/arguments.lua', 'lib/window.lua', 'settle-quota.lua']);
+const SETTLE_FILES = ['lib/arguments.lua', 'lib/window.lua', 'settle-quota.lua'];
+const SETTLE_QUOTA = luaScript('gatewaySettleQuota', 4, SETTLE_FILES);
+/** The same script for a member of a team: the team's window as well. */
+const SETTLE_TEAM_QUOTA = luaScript('gatewaySettleTeamQuota', 8, SETTLE_FILES);
 
 /** How a settlement went, as the script names it. */
 export const SETTLEMENT_OUTCOMES = ['settled', 'already_settled', 'unknown_reservation'] as const;
@@ -19,6 +22,8 @@ export interface Settlement {
 /** What one settlement asks of the script. */
 export interface SettleQuotaInput {
   reservation: ReservationId;
+  /** The key's team; absent or '': none. */
+  teamId?: string;
   /** auth's key prefix. */
   prefix: string;
   actualTokens: number;
@@ -37,14 +42,21 @@ export function decodeSettlement(reply: unknown): Settlement {
   };
 }
 
-/** Settles one reservation with the tokens actually used; idempotent (scripts/settle-quota.lua). */
+/**
+ * Settles one reservation with the tokens actually used, in the key's window and its team's;
+ * idempotent (scripts/settle-quota.lua).
+ */
 export async function settleQuota(redis: RedisClient, input: SettleQuotaInput): Promise<Settlement> {
+  const names = authKeys(input.prefix);
+  const { keyId } = input.reservation;
+  const own = windowKeyList(names.window(keyId, input.teamId));
   const reply = await runScript(
     redis,
-    SETTLE_QUOTA,
-    windowKeyList(authKeys(input.prefix).window(input.reservation.keyId)),
+    input.teamId ? SETTLE_TEAM_QUOTA : SETTLE_QUOTA,
+    input.teamId ? [...own, ...windowKeyList(names.teamWindow(input.teamId))] : own,
     namedArguments({
       charge: input.reservation.chargeId,
+      key_id: keyId,
       actual: Math.max(0, Math.ceil(input.actualTokens)),
       now: input.nowMs ?? '',
       window_ms: input.windowMs,

@@ -19,6 +19,9 @@ import type {
   ModelHealth,
   Plan,
   Principal,
+  Team,
+  TeamChange,
+  TeamCreation,
   UsagePage,
 } from '../../src/routes/admin-api-schemas';
 
@@ -34,7 +37,7 @@ export interface UsageQuery {
   start: number;
   end: number;
   bucket: BucketWidth;
-  groupBy: ReadonlyArray<'key' | 'model' | 'plan'>;
+  groupBy: ReadonlyArray<'key' | 'model' | 'plan' | 'team'>;
   keyId?: string;
 }
 
@@ -139,6 +142,26 @@ export class AdminApi {
   /** Revokes a key for good. */
   revokeKey(id: string): Promise<Key> {
     return this.#call('DELETE', `/admin/v1/keys/${encodeURIComponent(id)}`);
+  }
+
+  /** Every team. */
+  async listTeams(): Promise<Team[]> {
+    return (await this.#call<List<Team>>('GET', '/admin/v1/teams')).data;
+  }
+
+  /** Creates a team. */
+  createTeam(creation: TeamCreation): Promise<Team> {
+    return this.#call('POST', '/admin/v1/teams', creation);
+  }
+
+  /** Changes a team's name, limits, budgets or allowed models. */
+  updateTeam(id: string, change: TeamChange): Promise<Team> {
+    return this.#call('PATCH', `/admin/v1/teams/${encodeURIComponent(id)}`, change);
+  }
+
+  /** Deletes a team without live keys. */
+  deleteTeam(id: string): Promise<unknown> {
+    return this.#call('DELETE', `/admin/v1/teams/${encodeURIComponent(id)}`);
   }
 
   /** Usage in time buckets over [start, end). */

@@ -1,6 +1,6 @@
 /**
  * The console's shell: the login form while there is no token, else the navigation bar and the
- * page that the location's hash names (`#/keys`, `#/usage`, `#/requests`, `#/models`, `#/audit`,
+ * page that the location's hash names (`#/keys`, `#/teams`, `#/usage`, `#/requests`, `#/models`, `#/audit`,
  * `#/admin-tokens`). Hash routing keeps every page at the one URL the edge serves, /console. Who
  * the token belongs to (GET /admin/v1/me) decides what is shown: a viewer gets no button that
  * changes anything, and no Admin tokens page.
@@ -11,6 +11,7 @@ import { asApiError } from './use-loader';
 import { clearAdminToken, loadAdminToken, saveAdminToken, takeSsoToken } from './admin-token';
 import { LoginPage } from './pages/login-page';
 import { KeysPage } from './pages/keys-page';
+import { TeamsPage } from './pages/teams-page';
 import { UsagePage } from './pages/usage-page';
 import { RequestsPage } from './pages/requests-page';
 import { ModelsPage } from './pages/models-page';
@@ -20,6 +21,7 @@ import { AdminTokensPage } from './pages/admin-tokens-page';
 /** The pages, in the order the navigation bar lists them. */
 const PAGES = [
   { id: 'keys', title: 'Keys' },
+  { id: 'teams', title: 'Teams' },
   { id: 'usage', title: 'Usage' },
   { id: 'requests', title: 'Requests' },
   { id: 'models', title: 'Models' },
@@ -140,6 +142,7 @@ export function App() {
       </header>
       <main>
         {page === 'keys' && <KeysPage api={api} canChange={canChange} />}
+        {page === 'teams' && <TeamsPage api={api} />}
         {page === 'usage' && <UsagePage api={api} />}
         {page === 'requests' && <RequestsPage api={api} />}
         {page === 'models' && <ModelsPage api={api} />}

@@ -16,6 +16,7 @@ const KEY: Key = {
   routing_policy: null,
   catalog_fallbacks: false,
   allowed_models: null,
+  team_id: null,
 };
 
 describe('parseLimit and parseBudget', () => {

@@ -63,9 +63,13 @@ export interface SpendSeries {
 }
 
 /** The group a result belongs to on a dimension; results the API did not group stay together. */
-function groupOf(result: UsageResult, dimension: 'key_id' | 'model'): string {
+function groupOf(result: UsageResult, dimension: 'key_id' | 'model' | 'team_id'): string {
+  if (dimension === 'team_id') return result.team_id ?? NO_TEAM;
   return result[dimension] ?? '(all)';
 }
+
+/** The group of the keys without a team, grouped by team. */
+export const NO_TEAM = '(no team)';
 
 /** The id of the series that sums the groups beyond the chart's limit. */
 export const OTHER_SERIES = '(other)';
@@ -129,7 +133,7 @@ function add(totals: UsageTotals, result: UsageTotals): UsageTotals {
 }
 
 /** The totals of each group (key or model) over every bucket, largest spend first. */
-export function totalsBy(buckets: readonly UsageBucket[], dimension: 'key_id' | 'model'): Array<{ id: string; totals: UsageTotals }> {
+export function totalsBy(buckets: readonly UsageBucket[], dimension: 'key_id' | 'model' | 'team_id'): Array<{ id: string; totals: UsageTotals }> {
   const byGroup = new Map<string, UsageTotals>();
   for (const bucket of buckets) {
     for (const result of bucket.results) {

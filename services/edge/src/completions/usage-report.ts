@@ -59,6 +59,8 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
     event_id: completion.eventId,
     request_id: completion.requestId,
     key_id: completion.decision.key_id ?? '',
+    // A team member's usage counts against its team's spend too (metering writes both).
+    ...(completion.decision.team_id ? { team_id: completion.decision.team_id } : {}),
     model_id: completion.answered.id,
     provider: completion.provider,
     usage,

@@ -97,6 +97,7 @@ async function edge(env: Record<string, string>): Promise<FastifyInstance> {
     registry: new prometheus.Registry(),
     auth: fakeAuth(),
     adminAccess: fakeAdminAccess(),
+    teams: unused('teams'),
     decisions: unused('decisions'),
     router: unused('router'),
     executor: unused('executor'),

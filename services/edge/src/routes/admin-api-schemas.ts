@@ -22,6 +22,10 @@ const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
 const BUDGET_FIELDS = ['daily_usd', 'monthly_usd'] as const;
 /** The fields a key's body may carry, in the order an unknown field's message lists them. */
 const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks', 'allowed_models'] as const;
+/** A creation's fields: a key joins its team when created, for good (a change cannot move it). */
+const KEY_CREATION_FIELDS = [...KEY_BODY_FIELDS, 'team_id'] as const;
+/** The fields a team's body may carry. */
+const TEAM_BODY_FIELDS = ['name', 'limits', 'budgets', 'allowed_models'] as const;
 
 /** An object holding only `fields`, whatever their values; `emptyMessage` refuses an empty one. */
 function fieldNames(fields: readonly string[], emptyMessage?: string) {
@@ -96,9 +100,12 @@ export type Limit = Static<typeof LimitSchema>;
 export const BudgetSchema = Type.Union([Usd, Unlimited]);
 export type Budget = Static<typeof BudgetSchema>;
 
+/** A team id, as auth draws them. */
+const TeamIdSchema = Type.String({ pattern: '^team_[A-Za-z0-9]{16}$', errorMessage: "'team_id' must be a team id (team_ and 16 letters or digits)." });
+
 /** The body of POST /admin/v1/keys: the plan, and overrides of the plan's settings. */
 export const KeyCreationSchema = steps(
-  fieldNames(KEY_BODY_FIELDS),
+  fieldNames(KEY_CREATION_FIELDS),
   Type.Object({ plan: Type.Unknown() }, { errorMessage: { required: { plan: `'plan' must be one of ${PLAN_NAMES.join(', ')}.` } } }),
   Type.Object({
     plan: PlanSchema,
@@ -106,6 +113,7 @@ export const KeyCreationSchema = steps(
     routing_policy: Type.Optional(RoutingPolicySchema),
     catalog_fallbacks: Type.Optional(Type.Boolean({ errorMessage: "'catalog_fallbacks' must be true or false." })),
     allowed_models: Type.Optional(AllowedModelsSchema),
+    team_id: Type.Optional(TeamIdSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
         Type.Union([PerMinute, Unlimited], { errorMessage: `'limits.${field}' must be a positive integer or "unlimited".` }),
@@ -182,6 +190,8 @@ export const KeySchema = Type.Object({
   catalog_fallbacks: Type.Boolean(),
   /** The models the key may use (ids and `prefix*` patterns); null: every model. */
   allowed_models: Nullable(Type.Array(Type.String())),
+  /** The key's team, fixed when it was created; null: none. */
+  team_id: Nullable(Type.String()),
 });
 /** An API key as the admin API shows it. */
 export type Key = Static<typeof KeySchema>;
@@ -190,10 +200,71 @@ export type Key = Static<typeof KeySchema>;
 export const CreatedKeySchema = Type.Intersect([KeySchema, Type.Object({ secret: Type.String() })]);
 export type CreatedKey = Static<typeof CreatedKeySchema>;
 
+/** A team's limits and budgets in a body: a number, or "unlimited" (or null, in a change) for none. */
+function teamLimits(nullable: boolean) {
+  const none = nullable ? ', or "unlimited" or null for none' : ' or "unlimited"';
+  return {
+    limits: Type.Optional(
+      fieldsObject(LIMIT_FIELDS, (field) =>
+        Type.Union([PerMinute, Unlimited, ...(nullable ? [Type.Null()] : [])], { errorMessage: `'limits.${field}' must be a positive integer${none}.` }),
+      ),
+    ),
+    budgets: Type.Optional(
+      fieldsObject(BUDGET_FIELDS, (field) =>
+        Type.Union([Usd, Unlimited, ...(nullable ? [Type.Null()] : [])], {
+          errorMessage: `'budgets.${field}' must be a positive amount of USD (at least 0.000001)${none}.`,
+        }),
+      ),
+    ),
+  };
+}
+
+const TeamNameSchema = Type.String({ minLength: 1, maxLength: 200, errorMessage: "'name' must be a string of 1 to 200 characters." });
+
+/** The body of POST /admin/v1/teams: a name, and the team's limits, budgets and allow-list (each absent: none). */
+export const TeamCreationSchema = steps(
+  fieldNames(TEAM_BODY_FIELDS),
+  Type.Object({ name: Type.Unknown() }, { errorMessage: { required: { name: "'name' must be a string of 1 to 200 characters." } } }),
+  Type.Object({ name: TeamNameSchema, ...teamLimits(false), allowed_models: Type.Optional(AllowedModelsSchema) }),
+);
+export type TeamCreation = Static<typeof TeamCreationSchema>;
+
+/** The body of PATCH /admin/v1/teams/:id: absent fields stay; "unlimited" or null removes a limit or budget, null the allow-list. */
+export const TeamChangeSchema = steps(
+  fieldNames(TEAM_BODY_FIELDS, 'Nothing to change: send name, limits, budgets or allowed_models.'),
+  Type.Object({ name: Type.Optional(TeamNameSchema), ...teamLimits(true), allowed_models: Type.Optional(AllowedModelsSchema) }),
+);
+export type TeamChange = Static<typeof TeamChangeSchema>;
+
+/** A team as the admin API returns it. */
+export const TeamSchema = Type.Object({
+  object: Type.Literal('team'),
+  id: Type.String(),
+  name: Type.String(),
+  /** Unix seconds. */
+  created_at: Type.Integer(),
+  /** Per minute over all the team's keys; null: none. */
+  limits: Type.Object({ requests_per_minute: Nullable(Type.Integer()), tokens_per_minute: Nullable(Type.Integer()) }),
+  /** USD per UTC day and month over all the team's keys; null: none. */
+  budgets: Type.Object({ daily_usd: Nullable(Type.Number()), monthly_usd: Nullable(Type.Number()) }),
+  /** The models the team's keys may use; null: every model. */
+  allowed_models: Nullable(Type.Array(Type.String())),
+  /** The team's live (not revoked) keys. */
+  key_count: Type.Integer(),
+});
+export type Team = Static<typeof TeamSchema>;
+
+/** The query of GET /admin/v1/keys: only one team's keys. */
+export const KeyListQuerySchema = steps(
+  queryNames(['team_id']),
+  Type.Object({ team_id: Type.Optional(queryParameter('team_id', '^team_[A-Za-z0-9]{16}$', "'team_id' must be a team id (team_ and 16 letters or digits).")) }),
+);
+export type KeyListQuery = Static<typeof KeyListQuerySchema>;
+
 /** A bucket's width. */
 export type BucketWidth = 'hour' | 'day';
 /** What usage can be grouped by. */
-export type Grouping = 'key' | 'model' | 'plan';
+export type Grouping = 'key' | 'model' | 'plan' | 'team';
 
 /** A query string holding only `names`. */
 function queryNames(names: readonly string[]) {
@@ -211,6 +282,7 @@ function queryParameter(name: string, pattern: string, message: string) {
 
 const UnixSeconds = (name: string) => queryParameter(name, '^[0-9]{1,12}$', `'${name}' must be a time in Unix seconds (a non-negative integer).`);
 const KeyIdParameter = queryParameter('key_id', '^key_[A-Za-z0-9]{16}$', "'key_id' must be a key id (key_ and 16 letters or digits).");
+const TeamIdParameter = queryParameter('team_id', '^team_[A-Za-z0-9]{16}$', "'team_id' must be a team id (team_ and 16 letters or digits).");
 
 /** A usage query's bucket width as the caller may spell it. */
 export const BUCKET_ALIASES = { hour: 'hour', '1h': 'hour', day: 'day', '1d': 'day' } as const satisfies Record<string, BucketWidth>;
@@ -221,7 +293,7 @@ export const BUCKET_ALIASES = { hour: 'hour', '1h': 'hour', day: 'day', '1d': 'd
  * bucket. That `end` is not before `start` is the route's to check.
  */
 function usageQuerySchema(groupings: readonly Grouping[], admin: boolean) {
-  const names = ['start', 'start_time', 'end', 'end_time', 'bucket', 'bucket_width', 'group_by', ...(admin ? ['key_id'] : [])];
+  const names = ['start', 'start_time', 'end', 'end_time', 'bucket', 'bucket_width', 'group_by', ...(admin ? ['key_id', 'team_id'] : [])];
   const grouping = `\\s*(?:${groupings.join('|')})\\s*`;
   return steps(
     queryNames(names),
@@ -239,7 +311,7 @@ function usageQuerySchema(groupings: readonly Grouping[], admin: boolean) {
       group_by: Type.Optional(
         queryParameter('group_by', `^(?:${grouping}(?:,${grouping})*)?$`, `'group_by' takes a comma-separated list of ${groupings.join(', ')}.`),
       ),
-      ...(admin ? { key_id: Type.Optional(KeyIdParameter) } : {}),
+      ...(admin ? { key_id: Type.Optional(KeyIdParameter), team_id: Type.Optional(TeamIdParameter) } : {}),
     }),
   );
 }
@@ -247,9 +319,9 @@ function usageQuerySchema(groupings: readonly Grouping[], admin: boolean) {
 /** The query of GET /v1/usage: a key's own usage, by model at most. */
 export const KeyUsageQuerySchema = usageQuerySchema(['model'], false);
 /** The query of GET /admin/v1/usage. */
-export const AdminUsageQuerySchema = usageQuerySchema(['key', 'model', 'plan'], true);
+export const AdminUsageQuerySchema = usageQuerySchema(['key', 'model', 'plan', 'team'], true);
 /** A usage query as the route reads it. */
-export type UsageQueryString = Static<typeof KeyUsageQuerySchema> & { key_id?: string };
+export type UsageQueryString = Static<typeof KeyUsageQuerySchema> & { key_id?: string; team_id?: string };
 
 /** The query of GET /admin/v1/requests: from 1 to 200 (leading zeros allowed), 50 when absent. */
 export const RecentRequestsQuerySchema = steps(
@@ -267,6 +339,8 @@ export const UsageResultSchema = Type.Object({
   key_id: Type.Optional(Type.String()),
   model: Type.Optional(Type.String()),
   plan: Type.Optional(Type.String()),
+  /** Grouped by team: the team's id; null for keys without a team. */
+  team_id: Type.Optional(Nullable(Type.String())),
   requests: Type.Integer(),
   prompt_tokens: Type.Integer(),
   completion_tokens: Type.Integer(),
@@ -297,7 +371,7 @@ export const UsagePageSchema = Type.Object({
   bucket: Type.Union([Type.Literal('hour'), Type.Literal('day')]),
   start: Type.Integer(),
   end: Type.Integer(),
-  group_by: Type.Array(Type.Union([Type.Literal('key'), Type.Literal('model'), Type.Literal('plan')])),
+  group_by: Type.Array(Type.Union([Type.Literal('key'), Type.Literal('model'), Type.Literal('plan'), Type.Literal('team')])),
   data: Type.Array(UsageBucketSchema),
   totals: UsageResultSchema,
   has_more: Type.Boolean(),

@@ -53,6 +53,7 @@ const KEY_JSON = {
   routing_policy: 'fast',
   catalog_fallbacks: true,
   allowed_models: ['sim-*', 'gpt-4o'],
+  team_id: null,
 };
 
 type UnaryCallback = (error: Error | null, response?: unknown) => void;
@@ -93,6 +94,7 @@ async function edge(adminToken: string): Promise<FastifyInstance> {
     registry: new prometheus.Registry(),
     auth: fakeAuth(),
     adminAccess: unused('adminAccess'),
+    teams: unused('teams'),
     decisions: unused('decisions'),
     router: unused('router'),
     executor: unused('executor'),
@@ -146,6 +148,8 @@ const createBudget = (field: string) => `'budgets.${field}' must be a positive a
 const ALLOWED =
   '\'allowed_models\' must be a list of at most 100 model ids or "prefix*" patterns (each 1 to 128 characters, no whitespace, "*" only as the last character), or null for every model.';
 const unknownKeyField = (field: string) => `Unknown field '${field}'. Allowed: ${KEYS_FIELDS}.`;
+/** A creation takes team_id besides: a key joins its team when created, never later. */
+const unknownCreationField = (field: string) => `Unknown field '${field}'. Allowed: ${KEYS_FIELDS}, team_id.`;
 
 /** [what, body, param, message, code] of each refused creation. */
 const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]> = [
@@ -154,9 +158,9 @@ const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]>
   ['a string', '"pro"', null, NOT_AN_OBJECT, 'invalid_json'],
   ['no plan', {}, 'plan', PLAN, 'invalid_value'],
   ['JSON null (no plan)', 'null', 'plan', PLAN, 'invalid_value'],
-  ['an unknown field', { plan: 'pro', owner: 'me' }, 'owner', unknownKeyField('owner'), 'unknown_parameter'],
-  ['an unknown field, before the missing plan', { Plan: 'pro' }, 'Plan', unknownKeyField('Plan'), 'unknown_parameter'],
-  ['an unknown field named with / and ~', { plan: 'pro', 'a/b~c': 1 }, 'a/b~c', unknownKeyField('a/b~c'), 'unknown_parameter'],
+  ['an unknown field', { plan: 'pro', owner: 'me' }, 'owner', unknownCreationField('owner'), 'unknown_parameter'],
+  ['an unknown field, before the missing plan', { Plan: 'pro' }, 'Plan', unknownCreationField('Plan'), 'unknown_parameter'],
+  ['an unknown field named with / and ~', { plan: 'pro', 'a/b~c': 1 }, 'a/b~c', unknownCreationField('a/b~c'), 'unknown_parameter'],
   ['an unknown plan', { plan: 'free' }, 'plan', PLAN, 'invalid_value'],
   ['a plan in capitals', { plan: 'PRO' }, 'plan', PLAN, 'invalid_value'],
   ['a name inherited by every object', { plan: 'toString' }, 'plan', PLAN, 'invalid_value'],
@@ -245,7 +249,7 @@ const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]>
 
 /** [what, body, param, message] of creations with several faults: the one named is the first the admin API checks. */
 const FIRST_FAULTS: Array<[string, unknown, string | null, string]> = [
-  ['an unknown field before a bad plan', { plan: 'free', extra: 1 }, 'extra', unknownKeyField('extra')],
+  ['an unknown field before a bad plan', { plan: 'free', extra: 1 }, 'extra', unknownCreationField('extra')],
   ['the plan before the name', { name: 5, plan: 'free' }, 'plan', PLAN],
   ['the name before the routing policy', { routing_policy: '', name: 5, plan: 'pro' }, 'name', NAME],
   ['the routing policy before catalog_fallbacks', { catalog_fallbacks: 1, routing_policy: '', plan: 'pro' }, 'routing_policy', POLICY],

@@ -1,5 +1,6 @@
 /**
- * The admin API: /admin/v1/keys to create, list, read, change and revoke API keys, in the admin
+ * The admin API: /admin/v1/keys to create (in a team, with team_id), list (a team's, with
+ * ?team_id=), read, change and revoke API keys, in the admin
  * scope (admin-scope.ts: only with EDGE_ADMIN_TOKEN set, only with that token). Every operation is
  * an auth RPC, so the admin API and auth's CLI share one code path (auth's KeyStore). Request
  * bodies are checked by their schemas (admin-api-schemas.ts), each node carrying the message it
@@ -31,6 +32,8 @@ import {
   KeyChangeSchema,
   type KeyCreation,
   KeyCreationSchema,
+  type KeyListQuery,
+  KeyListQuerySchema,
   type Limit as LimitJson,
   type List,
   type Plan,
@@ -83,11 +86,12 @@ export function adminKeyJson(key: KeyInfoOutput): Key {
     routing_policy: key.routing_policy || null,
     catalog_fallbacks: key.catalog_fallbacks ?? false,
     allowed_models: key.allowed_models ? (key.allowed_models.models ?? []) : null,
+    team_id: key.team_id || null,
   };
 }
 
 /** A create or update request's body left out (or sent as JSON null) is an empty object. */
-async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
+export async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
   request.body ??= {};
 }
 
@@ -131,6 +135,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           ...keySettings(body),
           catalog_fallbacks_override: body.catalog_fallbacks,
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
+          ...(body.team_id ? { team_id: body.team_id } : {}),
         };
         const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request));
         void reply.status(201);
@@ -138,8 +143,9 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
       },
     );
 
-    admin.get('/admin/v1/keys', async (request): Promise<List<Key>> => {
-      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, {}, options(request));
+    admin.get<{ Querystring: KeyListQuery }>('/admin/v1/keys', { schema: { querystring: KeyListQuerySchema } }, async (request): Promise<List<Key>> => {
+      const filter: ListKeysRequest = request.query.team_id ? { team_id: request.query.team_id } : {};
+      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, filter, options(request));
       return { object: 'list', data: listed.keys.map(adminKeyJson) };
     });
 

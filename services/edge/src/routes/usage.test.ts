@@ -109,7 +109,7 @@ describe('GET /admin/v1/usage', () => {
       refused('key_id', "'key_id' must be a key id (key_ and 16 letters or digits)."),
     );
     expect(await get('/admin/v1/usage?start=1&group_by=key,moon', ADMIN_TOKEN)).toEqual(
-      refused('group_by', "'group_by' takes a comma-separated list of key, model, plan."),
+      refused('group_by', "'group_by' takes a comma-separated list of key, model, plan, team."),
     );
   });
 

@@ -1,7 +1,8 @@
 /**
  * Usage read back, from metering's UsageService:
  *   GET /v1/usage          with a gateway key: that key's own usage, optionally by model
- *   GET /admin/v1/usage    with the admin token: every key's, by any of key, model and plan
+ *   GET /admin/v1/usage    with the admin token: every key's (or one key's, or one team's), by any
+ *                          of key, model, plan and team
  *   GET /admin/v1/requests with the admin token: the latest requests
  *   GET /admin/v1/models   with the admin token: each model's health as the router reports it
  * Usage comes in buckets of a UTC hour (kept 14 days) or a UTC day (kept 400 days); times are
@@ -50,7 +51,11 @@ interface UsageQuery {
   bucket: BucketWidth;
   groupBy: Grouping[];
   keyId?: string;
+  teamId?: string;
 }
+
+/** What a result is grouped by; team_id null for keys without a team. */
+type Group = Partial<Record<'key_id' | 'model' | 'plan', string>> & { team_id?: string | null };
 
 /** OpenAI's names of usage query parameters, read as ours when ours are absent. */
 const QUERY_ALIASES = [
@@ -75,7 +80,14 @@ function usageQuery(query: UsageQueryString): UsageQuery {
   const end = query.end === undefined ? Math.ceil(Date.now() / 1000) : Number(query.end);
   if (end < start) throw edgeError('invalid_value', "'end' must not be before 'start'.", { param: 'end' });
   const groupBy = [...new Set((query.group_by || undefined)?.split(',').map((part) => part.trim() as Grouping) ?? [])];
-  return { start, end, bucket: BUCKET_ALIASES[query.bucket ?? 'day'], groupBy, ...(query.key_id ? { keyId: query.key_id } : {}) };
+  return {
+    start,
+    end,
+    bucket: BUCKET_ALIASES[query.bucket ?? 'day'],
+    groupBy,
+    ...(query.key_id ? { keyId: query.key_id } : {}),
+    ...(query.team_id ? { teamId: query.team_id } : {}),
+  };
 }
 
 /** Sums of one group. */
@@ -101,7 +113,7 @@ function addCounts(sums: Sums, counts: UsageCountsOutput | null | undefined): vo
   sums.fallbacks += Number(counts?.fallbacks ?? 0);
 }
 
-function resultJson(sums: Sums, group: Partial<Record<'key_id' | 'model' | 'plan', string>>): UsageResult {
+function resultJson(sums: Sums, group: Group): UsageResult {
   return {
     object: 'usage.result',
     ...group,
@@ -128,15 +140,16 @@ function emptySums(): Sums {
  */
 function usagePage(query: UsageQuery, { rows, unavailable_key_ids: unavailable }: QueryUsageResponseOutput, planOf: (keyId: string) => string) {
   const width = query.bucket === 'hour' ? 3_600 : 86_400;
-  const buckets = new Map<number, Map<string, { group: Partial<Record<'key_id' | 'model' | 'plan', string>>; sums: Sums }>>();
+  const buckets = new Map<number, Map<string, { group: Group; sums: Sums }>>();
   const totals = emptySums();
   for (const row of rows) {
     const start = Number(row.start ?? 0);
-    const group: Partial<Record<'key_id' | 'model' | 'plan', string>> = {};
+    const group: Group = {};
     if (query.groupBy.includes('key')) group.key_id = row.key_id ?? '';
     if (query.groupBy.includes('model')) group.model = row.model_id ?? '';
     if (query.groupBy.includes('plan')) group.plan = planOf(row.key_id ?? '');
-    const name = JSON.stringify([group.key_id, group.model, group.plan]);
+    if (query.groupBy.includes('team')) group.team_id = row.team_id || null;
+    const name = JSON.stringify([group.key_id, group.model, group.plan, group.team_id]);
     let results = buckets.get(start);
     if (!results) buckets.set(start, (results = new Map()));
     let entry = results.get(name);
@@ -173,6 +186,7 @@ function queryUsage(deps: EdgeDependencies, request: FastifyRequest, query: Usag
       end: query.end,
       bucket: query.bucket === 'hour' ? 'BUCKET_WIDTH_HOUR' : 'BUCKET_WIDTH_DAY',
       key_ids: keyIds,
+      ...(query.teamId ? { team_ids: [query.teamId] } : {}),
     },
     { deadlineMs: Math.max(deps.config.EDGE_CONTROL_DEADLINE_MS, 10_000), requestId: request.id },
   );

@@ -1,10 +1,11 @@
 /**
- * Keys: every API key with its plan, limits, budgets and state; a form that creates one and shows
- * its secret once; per key, a form that changes its plan, name, limits and budgets, and a
- * revocation that asks to be confirmed. A viewer (canChange false) sees the list only.
+ * Keys: every API key with its plan, team, limits, budgets and state; a form that creates one (in
+ * a team, chosen once for good) and shows its secret once; per key, a form that changes its plan,
+ * name, limits and budgets, and a revocation that asks to be confirmed. A viewer (canChange false)
+ * sees the list only.
  */
 import { useMemo, useRef, useState } from 'preact/hooks';
-import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan } from '../admin-api';
+import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan, type Team } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { FieldError, fieldsOfKey, keyChange, parseFields, type KeyFields } from '../key-fields';
 import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
@@ -79,8 +80,9 @@ function KeyFieldInputs({
 }
 
 /** Creates a key; what is left empty follows the plan. */
-function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: CreatedKey) => void }) {
+function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readonly Team[]; onCreated: (key: CreatedKey) => void }) {
   const [fields, setFields] = useState<KeyFields>(EMPTY_FIELDS);
+  const [teamId, setTeamId] = useState('');
   const { error, busy, submit } = useAction(formError);
   return (
     <form
@@ -100,8 +102,10 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
         if (Object.keys(budgets).length > 0) creation.budgets = budgets;
         if (parsed.allowedModels) creation.allowed_models = parsed.allowedModels;
+        if (teamId) creation.team_id = teamId;
         onCreated(await api.createKey(creation));
         setFields(EMPTY_FIELDS);
+        setTeamId('');
       })}
     >
       <h2>Create a key</h2>
@@ -111,9 +115,22 @@ function CreateKeyForm({ api, onCreated }: { api: AdminApi; onCreated: (key: Cre
         prefix="create-key"
         placeholders={{ requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" }}
       />
+      <div class="fields">
+        <label>
+          Team
+          <select value={teamId} onChange={(event) => setTeamId(event.currentTarget.value)} data-testid="create-key-team">
+            <option value="">no team</option>
+            {teams.map((team) => (
+              <option key={team.id} value={team.id}>
+                {team.name} ({team.id})
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
       <p class="hint">
         Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it. Allowed models: ids and <code>prefix*</code> patterns,
-        separated by commas; empty for every model.
+        separated by commas; empty for every model. A key's team is chosen here, for good: its team's limits, budgets and allowed models apply besides its own.
       </p>
       <SubmitRow error={error} errorTestId="create-key-error" busy={busy} label="Create key" busyLabel="Creating…" testId="create-key-submit" />
     </form>
@@ -220,7 +237,19 @@ function Setting({ text, overridden }: { text: string; overridden: boolean }) {
 }
 
 /** One key's row, with its edit form and revocation below it when open. */
-function KeyRow({ api, apiKey, canChange, onChanged }: { api: AdminApi; apiKey: Key; canChange: boolean; onChanged: () => void }) {
+function KeyRow({
+  api,
+  apiKey,
+  canChange,
+  teamName,
+  onChanged,
+}: {
+  api: AdminApi;
+  apiKey: Key;
+  canChange: boolean;
+  teamName: string | undefined;
+  onChanged: () => void;
+}) {
   const [mode, setMode] = useState<'view' | 'edit' | 'confirm-revoke'>('view');
   const { error, busy, run, clearError } = useAction(asApiError);
   const { overrides } = apiKey;
@@ -232,6 +261,7 @@ function KeyRow({ api, apiKey, canChange, onChanged }: { api: AdminApi; apiKey: 
         </td>
         <td>{apiKey.name || <span class="muted">—</span>}</td>
         <td data-testid="key-plan">{apiKey.plan}</td>
+        <td data-testid="key-team">{apiKey.team_id ? <span title={apiKey.team_id}>{teamName ?? apiKey.team_id}</span> : <span class="muted">—</span>}</td>
         <Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} />
         <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
         <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
@@ -312,6 +342,8 @@ function KeyRow({ api, apiKey, canChange, onChanged }: { api: AdminApi; apiKey: 
 /** The Keys page. */
 export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
   const keys = useLoader(() => api.listKeys(), [api]);
+  const teams = useLoader(() => api.listTeams(), [api]);
+  const teamNames = useMemo(() => new Map((teams.data ?? []).map((team) => [team.id, team.name])), [teams.data]);
   const [created, setCreated] = useState<CreatedKey | undefined>(undefined);
   // Newest first: the key just created is at the top, beside its secret.
   const list = useMemo(() => [...(keys.data ?? [])].sort((left, right) => right.created_at - left.created_at), [keys.data]);
@@ -321,6 +353,7 @@ export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean
       {canChange ? (
         <CreateKeyForm
           api={api}
+          teams={teams.data ?? []}
           onCreated={(key) => {
             setCreated(key);
             keys.reload();
@@ -338,6 +371,7 @@ export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean
           'Id',
           'Name',
           'Plan',
+          'Team',
           { number: 'Requests / min' },
           { number: 'Tokens / min' },
           { number: 'Daily budget' },
@@ -349,7 +383,14 @@ export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean
         ]}
       >
         {list.map((key) => (
-          <KeyRow key={key.id} api={api} apiKey={key} canChange={canChange} onChanged={keys.reload} />
+          <KeyRow
+            key={key.id}
+            api={api}
+            apiKey={key}
+            canChange={canChange}
+            teamName={key.team_id ? teamNames.get(key.team_id) : undefined}
+            onChanged={keys.reload}
+          />
         ))}
         <EmptyRow shown={keys.data !== undefined && list.length === 0} columns={11}>
           No keys yet.

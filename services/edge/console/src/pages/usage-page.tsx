@@ -1,15 +1,15 @@
 /**
- * Usage: spend over time per model and per key as charts, and the totals of the window per key
- * and per model, for one of four ranges, of every key or of one. Two usage queries (grouped by
- * model, grouped by key) on the same buckets, and the key list for the keys' names.
+ * Usage: spend over time per model and per key as charts, and the totals of the window per key,
+ * per team and per model, for one of four ranges, of every key or of one. Three usage queries
+ * (grouped by model, by key, by team) on the same buckets, and the key and team lists for names.
  */
 import { useCallback, useMemo, useState } from 'preact/hooks';
-import type { AdminApi, Key, UsagePage as UsagePageJson, UsageResult } from '../admin-api';
+import type { AdminApi, Key, Team, UsagePage as UsagePageJson, UsageResult } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatCount, formatUsd } from '../format';
 import { EmptyRow, Page, RefreshButton, ToolSelect } from '../page';
 import { SpendChart } from '../spend-chart';
-import { OTHER_SERIES, RANGES, spendSeries, totalsBy, usageWindow, type RangeId, type UsageTotals, type UsageWindow } from '../usage-series';
+import { NO_TEAM, OTHER_SERIES, RANGES, spendSeries, totalsBy, usageWindow, type RangeId, type UsageTotals, type UsageWindow } from '../usage-series';
 import { useLoader } from '../use-loader';
 
 /** The page's choices as the hash keeps them (`#/usage?range=7d&key=key_...`), so a reload keeps them too. */
@@ -30,7 +30,9 @@ interface UsageData {
   window: UsageWindow;
   byModel: UsagePageJson;
   byKey: UsagePageJson;
+  byTeam: UsagePageJson;
   keys: Key[];
+  teams: Team[];
 }
 
 /** A key as the charts and tables name it: its name and id, or its id. */
@@ -114,12 +116,19 @@ export function UsagePage({ api }: { api: AdminApi }) {
   const usage = useLoader<UsageData>(async () => {
     const timeWindow = usageWindow(range, Date.now() / 1000);
     const query = { start: timeWindow.start, end: timeWindow.end, bucket: timeWindow.bucket, keyId: keyId || undefined };
-    const [byModel, byKey, keys] = await Promise.all([api.usage({ ...query, groupBy: ['model'] }), api.usage({ ...query, groupBy: ['key'] }), api.listKeys()]);
-    return { window: timeWindow, byModel, byKey, keys };
+    const [byModel, byKey, byTeam, keys, teams] = await Promise.all([
+      api.usage({ ...query, groupBy: ['model'] }),
+      api.usage({ ...query, groupBy: ['key'] }),
+      api.usage({ ...query, groupBy: ['team'] }),
+      api.listKeys(),
+      api.listTeams(),
+    ]);
+    return { window: timeWindow, byModel, byKey, byTeam, keys, teams };
   }, [api, rangeId, keyId]);
 
   const data = usage.data;
   const keys = useMemo(() => new Map((data?.keys ?? []).map((key) => [key.id, key])), [data]);
+  const teamNames = useMemo(() => new Map((data?.teams ?? []).map((team) => [team.id, `${team.name} (${team.id})`])), [data]);
   const modelSpend = useMemo(() => (data ? spendSeries(data.byModel.data, 'model', data.window.times) : undefined), [data]);
   const keySpend = useMemo(() => (data ? spendSeries(data.byKey.data, 'key_id', data.window.times) : undefined), [data]);
   const modelLabel = useCallback((id: string) => (id === OTHER_SERIES ? 'other models' : id), []);
@@ -186,6 +195,13 @@ export function UsagePage({ api }: { api: AdminApi }) {
             title="By key"
             rows={totalsBy(data.byKey.data, 'key_id').map((row) => ({ ...row, label: keyLabel(keys, row.id) }))}
             all={data.byKey.totals}
+          />
+          <TotalsTable
+            testId="usage-totals-by-team"
+            rowTestId="usage-team-row"
+            title="By team"
+            rows={totalsBy(data.byTeam.data, 'team_id').map((row) => ({ ...row, label: teamNames.get(row.id) ?? (row.id === NO_TEAM ? 'no team' : row.id) }))}
+            all={data.byTeam.totals}
           />
           <TotalsTable
             testId="usage-totals-by-model"

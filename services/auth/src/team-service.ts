@@ -1,0 +1,145 @@
+/**
+ * The TeamService: teams, their limits, budgets and model allow-list (team-store.ts). A key joins
+ * a team when it is created (AuthService's CreateKey); the decision (CheckKey) applies the team's
+ * limits. A Redis failure is UNAVAILABLE (auth_unavailable).
+ */
+import { GatewayError, unary } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import type {
+  BudgetOutput,
+  CreateTeamRequestOutput,
+  DeleteTeamRequestOutput,
+  DeleteTeamResponse,
+  GetTeamRequestOutput,
+  ListTeamsResponse,
+  MinuteLimitOutput,
+  ModelAllowListOutput,
+  Team,
+  TeamServiceHandlers,
+  UpdateTeamRequestOutput,
+} from '@gateway/proto';
+import { fromBudget, fromMinuteLimit, toBudget, toMinuteLimit } from './auth-service.js';
+import { KeyInputError } from './key-store.js';
+import type { StoredTeam, TeamChanges, TeamLimits, TeamStore } from './team-store.js';
+
+/** What the team service needs. */
+export interface TeamServiceDependencies {
+  teams: TeamStore;
+  logger: Logger;
+}
+
+/** A stored team as the Team message: an absent limit is `unlimited`. */
+export function toTeam(team: StoredTeam): Team {
+  const message: Team = {
+    team_id: team.team_id,
+    name: team.name,
+    created_at_ms: team.created_at_ms,
+    requests_per_minute: toMinuteLimit(team.requests_per_minute ?? 'unlimited'),
+    tokens_per_minute: toMinuteLimit(team.tokens_per_minute ?? 'unlimited'),
+    daily_budget: toBudget(team.daily_budget ?? 'unlimited'),
+    monthly_budget: toBudget(team.monthly_budget ?? 'unlimited'),
+    key_count: team.live_keys,
+  };
+  if (team.allowed_models) message.model_allow_list = { models: team.allowed_models };
+  return message;
+}
+
+/** A team's limit as received: a number, null for none (unlimited, or plan_default in an update), undefined when absent. */
+function teamLimit(value: number | 'unlimited' | null | undefined): number | null | undefined {
+  return value === 'unlimited' ? null : value;
+}
+
+/** The limits a create or update message sets: null removes one. */
+function limitsOf(request: {
+  requests_per_minute?: MinuteLimitOutput | null;
+  tokens_per_minute?: MinuteLimitOutput | null;
+  daily_budget?: BudgetOutput | null;
+  monthly_budget?: BudgetOutput | null;
+}): { [field in Exclude<keyof TeamLimits, 'allowed_models'>]: number | null | undefined } {
+  return {
+    requests_per_minute: teamLimit(fromMinuteLimit(request.requests_per_minute, 'requests_per_minute')),
+    tokens_per_minute: teamLimit(fromMinuteLimit(request.tokens_per_minute, 'tokens_per_minute')),
+    daily_budget: teamLimit(fromBudget(request.daily_budget, 'daily_budget')),
+    monthly_budget: teamLimit(fromBudget(request.monthly_budget, 'monthly_budget')),
+  };
+}
+
+function allowList(list: ModelAllowListOutput | null | undefined): string[] | undefined {
+  return list ? [...(list.models ?? [])] : undefined;
+}
+
+/** Creates the TeamService's handlers. */
+export function createTeamService(dependencies: TeamServiceDependencies): TeamServiceHandlers {
+  const { teams, logger } = dependencies;
+  const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'team handler failed');
+
+  async function store<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      if (error instanceof KeyInputError) throw GatewayError.of('invalid_request', error.message, { param: error.param });
+      logger.error({ err: { message: (error as Error).message } }, 'team store unavailable');
+      throw GatewayError.of('auth_unavailable', 'The team store is unavailable.', { retryable: true, cause: error });
+    }
+  }
+
+  function notFound(): GatewayError {
+    return GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' });
+  }
+
+  async function createTeam(request: CreateTeamRequestOutput): Promise<Team> {
+    const limits = limitsOf(request);
+    for (const [field, message] of Object.entries({ ...request })) {
+      if ((message as { value?: string } | null)?.value === 'plan_default')
+        throw GatewayError.of('invalid_request', `A team has no plan: ${field} must be a positive number or unlimited.`, { param: field });
+    }
+    const defined = Object.fromEntries(Object.entries(limits).filter(([, value]) => typeof value === 'number'));
+    const models = allowList(request.model_allow_list);
+    const created = await store(() => teams.create({ name: request.name ?? '', ...defined, ...(models && { allowed_models: models }) }));
+    logger.info({ team_id: created.team_id }, 'team created');
+    return toTeam(created);
+  }
+
+  async function getTeam(request: GetTeamRequestOutput): Promise<Team> {
+    const team = await store(() => teams.get(request.team_id ?? ''));
+    if (!team) throw notFound();
+    return toTeam(team);
+  }
+
+  async function listTeams(): Promise<ListTeamsResponse> {
+    return { teams: (await store(() => teams.list())).map(toTeam) };
+  }
+
+  async function updateTeam(request: UpdateTeamRequestOutput): Promise<Team> {
+    if (request.clear_model_allow_list && request.model_allow_list)
+      throw GatewayError.of('invalid_request', 'Send either model_allow_list or clear_model_allow_list, not both.', { param: 'model_allow_list' });
+    const changes: TeamChanges = Object.fromEntries(Object.entries(limitsOf(request)).filter(([, value]) => value !== undefined));
+    if (request._name === 'name') changes.name = request.name ?? '';
+    const models = allowList(request.model_allow_list);
+    if (models) changes.allowed_models = models;
+    else if (request.clear_model_allow_list) changes.allowed_models = null;
+    const updated = await store(() => teams.update(request.team_id ?? '', changes));
+    if (!updated) throw notFound();
+    logger.info({ team_id: updated.team_id, changed: Object.keys(changes) }, 'team updated');
+    return toTeam(updated);
+  }
+
+  async function deleteTeam(request: DeleteTeamRequestOutput): Promise<DeleteTeamResponse> {
+    const teamId = request.team_id ?? '';
+    const outcome = await store(() => teams.delete(teamId));
+    if (!outcome) throw notFound();
+    if (outcome === 'has_keys')
+      throw GatewayError.of('team_has_keys', 'This team still has live keys: revoke them before deleting the team.', { param: 'team_id' });
+    logger.info({ team_id: teamId }, 'team deleted');
+    return { team_id: teamId };
+  }
+
+  return {
+    CreateTeam: unary(createTeam, 'CreateTeam', report),
+    GetTeam: unary(getTeam, 'GetTeam', report),
+    ListTeams: unary(listTeams, 'ListTeams', report),
+    UpdateTeam: unary(updateTeam, 'UpdateTeam', report),
+    DeleteTeam: unary(deleteTeam, 'DeleteTeam', report),
+  };
+}

@@ -1,0 +1,202 @@
+/**
+ * Teams through the whole cluster, with THREE edges and TWO auth replicas sharing one Redis: the
+ * limits of a team hold over all its keys exactly, whichever edge and auth replica decides each
+ * request, because each decision is one script on the team's Redis slot. A team with a daily
+ * budget gets exactly the requests the budget covers over two keys, then every key of the team is
+ * refused with 429 `insufficient_quota` saying it is the team's budget; a team's requests per
+ * minute hold exactly under a concurrent load over two keys and three edges; usage reads back by
+ * team. The model is an OpenAI-compatible upstream replaying one fixture, so every request costs
+ * the same.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { costPicoUsd, loadCatalog } from '@gateway/catalog';
+import { eventually, type FakeUpstream, replayJson, startFakeUpstream } from '@gateway/testing';
+import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { fakeModelEntry, freePort, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, writeCatalog, type Cluster } from './cluster.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ADMIN_TOKEN = 'admin-token-for-the-team-tests-0123456789abcdef';
+const KEY_VARIABLE = 'TEAMS_UPSTREAM_API_KEY';
+let cluster: Cluster;
+let upstream: FakeUpstream;
+let secondAuth: ChildProcess | undefined;
+const authLogs: string[] = [];
+const edges: Array<Awaited<ReturnType<typeof startSecondEdge>>> = [];
+let cost: bigint;
+
+/** A second auth replica on the cluster's Redis, ready to serve. */
+async function startSecondAuth(): Promise<number> {
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  secondAuth = spawn(process.execPath, ['services/auth/dist/main.js'], {
+    cwd: ROOT,
+    env: { ...cluster.env, AUTH_LISTEN_ADDR: `127.0.0.1:${port}`, AUTH_METRICS_PORT: String(metricsPort) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  secondAuth.stdout!.on('data', (data: Buffer) => authLogs.push(data.toString()));
+  secondAuth.stderr!.on('data', (data: Buffer) => authLogs.push(data.toString()));
+  await eventually(
+    async () => {
+      if (secondAuth!.exitCode !== null) throw new Error(`the second auth exited:\n${authLogs.join('')}`);
+      return (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status === 200 || undefined;
+    },
+    'the second auth to be ready',
+    30_000,
+    100,
+  );
+  return port;
+}
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
+  // 1 USD per million tokens of every kind: an answer costs whole micro-dollars, the unit budgets are set in.
+  const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'team-model', []).replace(
+    'pricing: { input: "0.15", output: "0.60" }',
+    'pricing: { input: "1", cached_input: "1", output: "1" }',
+  );
+  const catalogPath = writeCatalog('teams', [SIM_MINI_ENTRY, entry]);
+  const usage = (
+    JSON.parse(fixture('chat-completion.json')) as {
+      usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+    }
+  ).usage;
+  cost = costPicoUsd(loadCatalog(catalogPath).byId.get('team-model')!.pricing, {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    cached_tokens: usage.prompt_tokens_details.cached_tokens,
+  });
+  expect(cost % 1_000_000n).toBe(0n);
+  cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test-teams', EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
+  const authPort = await startSecondAuth();
+  // Edges 2 and 3: one on each auth replica (the cluster's edge is on the first).
+  edges.push(await startSecondEdge(cluster, { CATALOG_PATH: catalogPath, EDGE_ADMIN_TOKEN: ADMIN_TOKEN, AUTH_SERVICE_ADDR: `127.0.0.1:${authPort}` }));
+  edges.push(await startSecondEdge(cluster, { CATALOG_PATH: catalogPath, EDGE_ADMIN_TOKEN: ADMIN_TOKEN }));
+});
+
+afterAll(async () => {
+  for (const edge of edges) await edge.stop();
+  await stopProcess(secondAuth);
+  await cluster?.stop();
+  await upstream?.close();
+});
+
+const baseUrls = () => [cluster.baseUrl, ...edges.map((edge) => edge.baseUrl)];
+
+async function admin<T>(method: string, path: string, body?: unknown, origin = cluster.baseUrl.replace(/\/v1$/, '')): Promise<T> {
+  const response = await fetch(`${origin}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  expect(response.status, await response.clone().text()).toBeLessThan(300);
+  return (await response.json()) as T;
+}
+
+function complete(baseUrl: string, secret: string, model = 'team-model'): Promise<Response> {
+  return fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16 }),
+  });
+}
+
+type Team = { id: string; key_count: number; budgets: { daily_usd: number | null }; limits: { requests_per_minute: number | null } };
+type Key = { id: string; secret: string; team_id: string | null };
+
+/** A team and two pro keys in it (their own limits far above the team's). */
+async function teamOfTwo(body: Record<string, unknown>): Promise<{ team: Team; keys: Key[] }> {
+  const team = await admin<Team>('POST', '/teams', { name: `team ${Date.now()}`, ...body });
+  const keys = [await admin<Key>('POST', '/keys', { plan: 'pro', team_id: team.id }), await admin<Key>('POST', '/keys', { plan: 'pro', team_id: team.id })];
+  for (const key of keys) expect(key.team_id).toBe(team.id);
+  return { team, keys };
+}
+
+/** The team's usage as metering has it, read through the admin API of the third edge. */
+async function teamRequests(teamId: string): Promise<number> {
+  const page = await admin<{ totals: { requests: number } }>(
+    'GET',
+    `/usage?start=${Math.floor(Date.now() / 1000) - 7_200}&team_id=${teamId}`,
+    undefined,
+    edges[1]!.origin,
+  );
+  return page.totals.requests;
+}
+
+function usdFor(requests: number): number {
+  return Number(cost * BigInt(requests)) / 1e12;
+}
+
+describe('teams across three edges and two auth replicas', () => {
+  it("gives a team exactly the requests its daily budget covers over two keys, then refuses each key with the team's insufficient_quota", async () => {
+    const { team, keys } = await teamOfTwo({ budgets: { daily_usd: usdFor(4) } });
+    expect(team.budgets.daily_usd).toBe(usdFor(4));
+    const urls = baseUrls();
+    for (let index = 0; index < 4; index += 1) {
+      const response = await complete(urls[index % 3]!, keys[index % 2]!.secret);
+      expect(response.status, await response.clone().text()).toBe(200);
+      // Each answer is metered before the next request starts: what "exact" is measured against.
+      await eventually(async () => (await teamRequests(team.id)) === index + 1, 'the answer to be metered', 30_000, 100);
+    }
+    for (const url of urls) {
+      for (const key of keys) {
+        const refused = await complete(url, key.secret);
+        expect(refused.status).toBe(429);
+        const body = (await refused.json()) as { error: { code: string; type: string; message: string } };
+        expect(body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota' });
+        expect(body.error.message).toMatch(/team has spent its daily budget/);
+        // What the key may still spend is what its team may: nothing.
+        expect(refused.headers.get('x-gateway-budget-remaining-usd')).toBe('0');
+        const untilMidnight = 86_400 - (Math.floor(Date.now() / 1000) % 86_400);
+        expect(Math.abs(Number(refused.headers.get('retry-after')) - untilMidnight)).toBeLessThanOrEqual(2);
+      }
+    }
+    // A burst over every edge and both keys once the budget is spent: none gets through.
+    const burst = await Promise.all(Array.from({ length: 12 }, (_, index) => complete(urls[index % 3]!, keys[index % 2]!.secret)));
+    expect(burst.map((response) => response.status)).toEqual(Array(12).fill(429));
+    expect(upstream.requests.filter((request) => request.headers.authorization === 'Bearer sk-test-teams')).toHaveLength(4);
+
+    // Usage by team: each key's requests, both named by the team.
+    const page = await admin<{ data: Array<{ results: Array<{ team_id: string | null; key_id: string; requests: number }> }> }>(
+      'GET',
+      `/usage?start=${Math.floor(Date.now() / 1000) - 7_200}&team_id=${team.id}&group_by=team,key`,
+    );
+    const results = page.data.flatMap((bucket) => bucket.results);
+    expect(results.every((result) => result.team_id === team.id)).toBe(true);
+    expect(results.reduce((sum, result) => sum + result.requests, 0)).toBe(4);
+    expect(new Set(results.map((result) => result.key_id))).toEqual(new Set(keys.map((key) => key.id)));
+
+    // Raising the team's budget lets both keys through at their next request.
+    await admin('PATCH', `/teams/${team.id}`, { budgets: { daily_usd: usdFor(6) } });
+    expect((await complete(urls[2]!, keys[1]!.secret)).status).toBe(200);
+  });
+
+  it("holds a team's requests per minute exactly over two keys and three edges: 30 of 90 concurrent requests", async () => {
+    const { team, keys } = await teamOfTwo({ limits: { requests_per_minute: 30 } });
+    expect(team.limits.requests_per_minute).toBe(30);
+    const urls = baseUrls();
+    const responses = await Promise.all(Array.from({ length: 90 }, (_, index) => complete(urls[index % 3]!, keys[index % 2]!.secret, 'sim-mini')));
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(30);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(60);
+    const refused = responses.find((response) => response.status === 429)!;
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    const body = (await refused.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('rate_limit_exceeded');
+    expect(body.error.message).toMatch(/requests per minute of this key's team: limit 30/);
+    for (const response of responses) if (!response.bodyUsed) await response.text();
+
+    // A key outside the team is not held by the team's limit; a team with live keys is not deleted.
+    const outsider = await admin<Key>('POST', '/keys', { plan: 'pro' });
+    expect((await complete(urls[1]!, outsider.secret, 'sim-mini')).status).toBe(200);
+    const listed = await admin<{ data: Key[] }>('GET', `/keys?team_id=${team.id}`);
+    expect(listed.data.map((key) => key.id).sort()).toEqual(keys.map((key) => key.id).sort());
+    const busy = await fetch(`${cluster.baseUrl.replace(/\/v1$/, '')}/admin/v1/teams/${team.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(busy.status).toBe(409);
+    for (const key of keys) await admin('DELETE', `/keys/${key.id}`);
+    expect(await admin('DELETE', `/teams/${team.id}`)).toMatchObject({ id: team.id, deleted: true });
+  });
+});
