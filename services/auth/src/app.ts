@@ -33,7 +33,7 @@ export function createServer(dependencies: AuthServerDependencies): GatewayServe
   const auditor = createAuditor(dependencies.audit, dependencies.logger, dependencies.registry);
   const service = createAuthService({ ...dependencies, auditor });
   const adminAccess = createAdminAccessService({ ...dependencies, auditor });
-  const teams = createTeamService({ teams: dependencies.teams, logger: dependencies.logger });
+  const teams = createTeamService({ teams: dependencies.teams, logger: dependencies.logger, auditor });
   return createGatewayServer([
     { name: AUTH_SERVICE_NAME, definition: AuthService.service, handlers: service.handlers, drain: service.drain },
     { name: ADMIN_ACCESS_SERVICE_NAME, definition: AdminAccessService.service, handlers: adminAccess },

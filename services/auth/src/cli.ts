@@ -32,6 +32,7 @@ import { createLogger } from '@gateway/logger';
 import { isWellFormedSecret } from './key-secret.js';
 import { KeyExistsError, KeyInputError, KeyStore, TeamNotFoundError, type KeyChanges, type StoredKey } from './key-store.js';
 import { isPlanName, loadPlans, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName, type PlanTable } from './plans.js';
+import { toTeam } from './team-service.js';
 import { TeamStore, type NewTeam } from './team-store.js';
 import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
 
@@ -207,7 +208,7 @@ function teamFlag<T>(value: T | null | undefined, flag: string): Exclude<T, 'unl
   return value as Exclude<T, 'unlimited'> | undefined;
 }
 
-async function createTeam({ teams }: CliStores, values: Flags, overrides: OverrideFlags): Promise<void> {
+async function createTeam({ teams, audit }: CliStores, values: Flags, overrides: OverrideFlags): Promise<void> {
   if (!values.name) throw new UsageError('create-team needs --name');
   const team: NewTeam = { name: values.name };
   const limits = {
@@ -223,6 +224,7 @@ async function createTeam({ teams }: CliStores, values: Flags, overrides: Overri
       .map((model) => model.trim())
       .filter(Boolean);
   const stored = await teams.create(team);
+  await audit.record({ actor: CLI_ACTOR, action: 'team.create', target_id: stored.team_id, after: toTeam(stored) });
   process.stdout.write(values.json ? `${JSON.stringify(stored)}\n` : `team_id: ${stored.team_id}\nname:    ${stored.name}\n`);
 }
 

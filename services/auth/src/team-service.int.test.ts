@@ -145,6 +145,32 @@ describe('TeamService', () => {
   });
 });
 
+describe('the audit trail of teams', () => {
+  it('records who created, changed and deleted a team, with its public facts before and after', async () => {
+    const actor = { subject: 'adt_auditor000000000', role: 'admin' as const, via: 'admin_token' as const };
+    const asActor = { ...options, actor, requestId: 'req_team_audit' };
+    const team = await callUnary<CreateTeamRequest, TeamOutput>(teams, teams.CreateTeam, { name: 'audited', daily_budget: { micro_usd: 1_000_000 } }, asActor);
+    await callUnary<UpdateTeamRequest, TeamOutput>(teams, teams.UpdateTeam, { team_id: team.team_id, name: 'audited 2' }, asActor);
+    await callUnary<DeleteTeamRequest, DeleteTeamResponseOutput>(teams, teams.DeleteTeam, { team_id: team.team_id }, asActor);
+    // A refused change (no such team) is not a change: nothing is recorded for it.
+    await failure(callUnary<UpdateTeamRequest, TeamOutput>(teams, teams.UpdateTeam, { team_id: 'team_0000000000000000', name: 'x' }, asActor));
+
+    const entries = (await new AuditLog(redis, { prefix }).list({ target_id: team.team_id })).entries.reverse();
+    expect(entries.map((entry) => entry.action)).toEqual(['team.create', 'team.update', 'team.delete']);
+    for (const entry of entries)
+      expect(entry).toMatchObject({ actor: { subject: actor.subject, role: 'admin', via: 'admin_token' }, request_id: 'req_team_audit' });
+    const [created, updated, deleted] = entries.map((entry) => ({
+      before: entry.before_json ? JSON.parse(entry.before_json) : undefined,
+      after: entry.after_json ? JSON.parse(entry.after_json) : undefined,
+    }));
+    expect(created!.before).toBeUndefined();
+    expect(created!.after).toMatchObject({ team_id: team.team_id, name: 'audited' });
+    expect(updated).toMatchObject({ before: { name: 'audited' }, after: { name: 'audited 2' } });
+    expect(deleted!.before).toMatchObject({ team_id: team.team_id, name: 'audited 2' });
+    expect((await new AuditLog(redis, { prefix }).list({ target_id: 'team_0000000000000000' })).entries).toEqual([]);
+  });
+});
+
 describe("a team's model allow-list", () => {
   it("refuses a model outside the team's list or the key's own, saying whose, and returns both lists", async () => {
     const team = await createTeam({ name: 'listed', model_allow_list: { models: ['sim-*'] } });

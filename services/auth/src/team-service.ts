@@ -20,12 +20,15 @@ import type {
 } from '@gateway/proto';
 import { fromBudget, fromMinuteLimit, toBudget, toMinuteLimit } from './auth-service.js';
 import { KeyInputError } from './key-store.js';
+import type { Auditor } from './auditor.js';
 import type { StoredTeam, TeamChanges, TeamLimits, TeamStore } from './team-store.js';
 
 /** What the team service needs. */
 export interface TeamServiceDependencies {
   teams: TeamStore;
   logger: Logger;
+  /** Records each change (create, update, delete) in the audit trail. */
+  auditor: Auditor;
 }
 
 /** A stored team as the Team message: an absent limit is `unlimited`. */
@@ -70,7 +73,7 @@ function allowList(list: ModelAllowListOutput | null | undefined): string[] | un
 
 /** Creates the TeamService's handlers. */
 export function createTeamService(dependencies: TeamServiceDependencies): TeamServiceHandlers {
-  const { teams, logger } = dependencies;
+  const { teams, logger, auditor } = dependencies;
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'team handler failed');
 
   async function store<T>(operation: () => Promise<T>): Promise<T> {
@@ -135,11 +138,22 @@ export function createTeamService(dependencies: TeamServiceDependencies): TeamSe
     return { team_id: teamId };
   }
 
+  /** A team's public facts before a change, for the audit trail; null when there is none. */
+  const teamBefore = async (request: { team_id?: string | null }) => {
+    const team = await teams.get(request.team_id ?? '').catch(() => undefined);
+    return team ? toTeam(team) : null;
+  };
+  const target = (request: { team_id?: string | null }) => request.team_id ?? '';
+
   return {
-    CreateTeam: unary(createTeam, 'CreateTeam', report),
+    CreateTeam: unary(
+      auditor.audited(createTeam, { action: 'team.create', target: (_, team) => team.team_id ?? '', after: (team) => team }),
+      'CreateTeam',
+      report,
+    ),
     GetTeam: unary(getTeam, 'GetTeam', report),
     ListTeams: unary(listTeams, 'ListTeams', report),
-    UpdateTeam: unary(updateTeam, 'UpdateTeam', report),
-    DeleteTeam: unary(deleteTeam, 'DeleteTeam', report),
+    UpdateTeam: unary(auditor.audited(updateTeam, { action: 'team.update', target, before: teamBefore, after: (team) => team }), 'UpdateTeam', report),
+    DeleteTeam: unary(auditor.audited(deleteTeam, { action: 'team.delete', target, before: teamBefore, after: () => null }), 'DeleteTeam', report),
   };
 }

@@ -488,7 +488,7 @@ export const AuditEntrySchema = Type.Object({
   /** Unix milliseconds when the change applied. */
   created_at_ms: Type.Integer(),
   actor: Type.Object({ subject: Type.String(), role: Type.String(), via: Type.String() }),
-  /** `key.create`, `key.update`, `key.revoke`, `admin_token.create`, `admin_token.revoke`, ... */
+  /** `key.create`, `key.update`, `key.revoke`, `admin_token.create`, `admin_token.revoke`, `team.create`, `team.update`, `team.delete` */
   action: Type.String(),
   target_id: Type.String(),
   /** The public facts (auth's KeyInfo or AdminTokenInfo) before the change; null for a creation. */
