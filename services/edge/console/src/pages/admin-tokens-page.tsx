@@ -5,6 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import type { AdminApi, AdminToken, CreatedAdminToken } from '../admin-api';
+import { ConfirmDialog } from '../confirm-dialog';
 import { ErrorBanner } from '../error-banner';
 import { formatUnixSeconds } from '../format';
 import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
@@ -79,27 +80,22 @@ function TokenRow({ api, token, onChanged }: { api: AdminApi; token: AdminToken;
           </button>
         )}
         {confirming && (
-          <div class="actions" role="alertdialog">
-            <ErrorBanner error={error} testId="admin-token-revoke-error" />
-            <button
-              type="button"
-              class="danger"
-              disabled={busy}
-              data-testid="admin-token-revoke-confirm"
-              onClick={() =>
-                run(async () => {
-                  await api.revokeAdminToken(token.id);
-                  setConfirming(false);
-                  onChanged();
-                })
-              }
-            >
-              Revoke for good
-            </button>
-            <button type="button" class="secondary" onClick={() => setConfirming(false)}>
-              Cancel
-            </button>
-          </div>
+          <ConfirmDialog
+            testId="admin-token-revoke"
+            error={error}
+            busy={busy}
+            confirmLabel="Revoke for good"
+            onConfirm={() =>
+              run(async () => {
+                await api.revokeAdminToken(token.id);
+                setConfirming(false);
+                onChanged();
+              })
+            }
+            onCancel={() => setConfirming(false)}
+          >
+            Revoke the admin token <code>{token.id}</code>? Requests with it are refused within a second. This cannot be undone.
+          </ConfirmDialog>
         )}
       </td>
     </tr>

@@ -6,6 +6,7 @@
  */
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan, type Team } from '../admin-api';
+import { ConfirmDialog } from '../confirm-dialog';
 import { ErrorBanner } from '../error-banner';
 import { FieldError, fieldsOfKey, keyChange, parseFields, type KeyFields } from '../key-fields';
 import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
@@ -296,41 +297,26 @@ function KeyRow({
               />
             )}
             {mode === 'confirm-revoke' && (
-              <div class="confirm" role="alertdialog" data-testid="key-revoke-dialog">
-                <p>
-                  Revoke <code>{apiKey.id}</code>
-                  {apiKey.name ? ` (${apiKey.name})` : ''}? Requests with it are refused at once. This cannot be undone.
-                </p>
-                <ErrorBanner error={error} testId="key-revoke-error" />
-                <div class="actions">
-                  <button
-                    type="button"
-                    class="danger"
-                    disabled={busy}
-                    data-testid="key-revoke-confirm"
-                    onClick={() =>
-                      run(async () => {
-                        await api.revokeKey(apiKey.id);
-                        setMode('view');
-                        onChanged();
-                      })
-                    }
-                  >
-                    Revoke key
-                  </button>
-                  <button
-                    type="button"
-                    class="secondary"
-                    onClick={() => {
-                      setMode('view');
-                      clearError();
-                    }}
-                    data-testid="key-revoke-cancel"
-                  >
-                    Cancel
-                  </button>
-                </div>
-              </div>
+              <ConfirmDialog
+                testId="key-revoke"
+                error={error}
+                busy={busy}
+                confirmLabel="Revoke key"
+                onConfirm={() =>
+                  run(async () => {
+                    await api.revokeKey(apiKey.id);
+                    setMode('view');
+                    onChanged();
+                  })
+                }
+                onCancel={() => {
+                  setMode('view');
+                  clearError();
+                }}
+              >
+                Revoke <code>{apiKey.id}</code>
+                {apiKey.name ? ` (${apiKey.name})` : ''}? Requests with it are refused at once. This cannot be undone.
+              </ConfirmDialog>
             )}
           </td>
         </tr>

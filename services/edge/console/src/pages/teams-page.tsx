@@ -6,6 +6,7 @@
  */
 import { useState } from 'preact/hooks';
 import type { AdminApi, ApiError, Team, TeamChange, TeamCreation } from '../admin-api';
+import { ConfirmDialog } from '../confirm-dialog';
 import { ErrorBanner } from '../error-banner';
 import { formatBudget, formatLimit } from '../format';
 import { FieldError, parseBudget, parseLimit } from '../key-fields';
@@ -203,40 +204,25 @@ function TeamRow({ api, team, onChanged }: { api: AdminApi; team: Team; onChange
               />
             )}
             {mode === 'confirm-delete' && (
-              <div class="confirm" role="alertdialog" data-testid="team-delete-dialog">
-                <p>
-                  Delete the team <code>{team.id}</code> ({team.name})? A team is deleted only once all its keys are revoked.
-                </p>
-                <ErrorBanner error={error} testId="team-delete-error" />
-                <div class="actions">
-                  <button
-                    type="button"
-                    class="danger"
-                    disabled={busy}
-                    data-testid="team-delete-confirm"
-                    onClick={() =>
-                      run(async () => {
-                        await api.deleteTeam(team.id);
-                        setMode('view');
-                        onChanged();
-                      })
-                    }
-                  >
-                    Delete team
-                  </button>
-                  <button
-                    type="button"
-                    class="secondary"
-                    onClick={() => {
-                      setMode('view');
-                      clearError();
-                    }}
-                    data-testid="team-delete-cancel"
-                  >
-                    Cancel
-                  </button>
-                </div>
-              </div>
+              <ConfirmDialog
+                testId="team-delete"
+                error={error}
+                busy={busy}
+                confirmLabel="Delete team"
+                onConfirm={() =>
+                  run(async () => {
+                    await api.deleteTeam(team.id);
+                    setMode('view');
+                    onChanged();
+                  })
+                }
+                onCancel={() => {
+                  setMode('view');
+                  clearError();
+                }}
+              >
+                Delete the team <code>{team.id}</code> ({team.name})? A team is deleted only once all its keys are revoked.
+              </ConfirmDialog>
             )}
           </td>
         </tr>
