@@ -105,8 +105,10 @@ export interface CheckKeyOptions {
   /** The caller's W3C traceparent, so that auth's span joins the request's trace. */
   traceparent?: string;
   /**
-   * The catalog id of the model the request names, refused (403 model_not_allowed) by auth when an
-   * allow-list of the key excludes it; absent or '' (auto, or no model): none is checked.
+   * The model the request names, refused (403 model_not_allowed) by auth when an allow-list of
+   * the key excludes it; absent or '' (auto, or no model): none is checked. Only a model of the
+   * catalog is sent: any other name is a 404 model_not_found whatever the lists say, so auth never
+   * sees a client's arbitrary string (a hostile body may name a 3 KiB model).
    */
   model?: string;
 }
@@ -136,7 +138,7 @@ export async function checkKey(
         reserve_tokens: Math.max(0, reserveTokens),
         reservation_id: checkOnly ? '' : randomUUID(),
         check_only: checkOnly,
-        model,
+        model: model && deps.catalog.get(model) ? model : '',
       },
       { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent },
     );

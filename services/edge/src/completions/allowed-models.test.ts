@@ -115,6 +115,17 @@ describe('a named model outside the key’s allow-list', () => {
     expect(fakes.executes).toEqual([]);
   });
 
+  it('is only a catalog model: any other name goes to auth as no model, and is a 404 model_not_found', async () => {
+    const hostile = 'x'.repeat(3_072);
+    for (const model of ['no-such-model', hostile]) {
+      const response = await post('/v1/chat/completions', { model, messages: hello });
+      expect(response.statusCode).toBe(404);
+      expect(response.json()).toMatchObject({ error: { code: 'model_not_found', param: 'model' } });
+    }
+    expect(fakes.checks.map((check) => check.model)).toEqual(['', '']);
+    expect(fakes.executes).toEqual([]);
+  });
+
   it('is refused in the Responses API’s envelope and in Anthropic’s on the Messages API and count_tokens', async () => {
     fakes.decision = refusing('strong');
     const responses = await post('/v1/responses', { model: 'strong', input: 'Hello', store: false });
