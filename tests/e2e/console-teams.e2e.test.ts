@@ -30,7 +30,20 @@ let teamId: string | undefined;
 let secret: string | undefined;
 
 const byTestId = (id: string) => page.getByTestId(id);
-const pageReady = (name: string) => page.locator(`[data-testid="page-${name}"][data-state="ready"]`).waitFor({ timeout: 15_000 });
+/** Waits for a page to be ready; a page that failed instead says why (its state and error banner). */
+async function pageReady(name: string): Promise<void> {
+  const section = page.locator(`[data-testid="page-${name}"]`);
+  try {
+    await section.and(page.locator('[data-state="ready"]')).waitFor({ timeout: 30_000 });
+  } catch (error) {
+    const state = await section.getAttribute('data-state').catch(() => 'absent');
+    const banner = await page
+      .locator('[role="alert"]')
+      .allTextContents()
+      .catch(() => []);
+    throw new Error(`the ${name} page is ${state}: ${banner.join(' | ') || (error as Error).message}`);
+  }
+}
 const teamRow = () => page.locator('[data-testid="team-row"]', { hasText: teamName });
 
 function complete(apiKey: string): Promise<Response> {
