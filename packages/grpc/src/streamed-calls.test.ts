@@ -165,17 +165,20 @@ describe('StreamedCalls', () => {
 
     const finished: string[] = [];
     const ids = Array.from({ length: 20 }, (_, index) => `call-${index}`);
-    // The first call sent takes longest: answers come back out of order.
+    // The first call sent takes longest (810 ms, the last 50 ms): answers come back out of order.
     const answers = await Promise.all(
       ids.map((id, index) =>
-        check(id, 200 - index * 10).then((answer) => {
+        check(id, 50 + (19 - index) * 40).then((answer) => {
           finished.push(id);
           return answer;
         }),
       ),
     );
     expect(answers.map((answer) => answer.reservation_id)).toEqual(ids);
-    expect(finished[0]).toBe('call-19');
+    // Out of order, as they finish (not exact ranks: a loaded machine may swap neighbours).
+    expect(finished.indexOf('call-19')).toBeLessThan(finished.indexOf('call-0'));
+    expect(finished.indexOf('call-10')).toBeLessThan(finished.indexOf('call-0'));
+    expect(finished[0]).not.toBe('call-0');
     expect(mostInFlight).toBe(20);
     expect(paths.every((path) => path === 'stream')).toBe(true);
     expect(server.openStreams).toBe(2);
