@@ -42,6 +42,28 @@ describe('rateLimitHeaders', () => {
     ).toEqual({ 'x-ratelimit-limit-tokens': '5', 'x-ratelimit-remaining-tokens': '5', 'x-ratelimit-reset-tokens': '0s' });
     expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true } })).toEqual({});
   });
+
+  it("shows a team member the limit that binds first: the team's when it has less left", () => {
+    const key = { limit: 1_000, remaining: 900, reset_ms: 6_000, unlimited: false };
+    const team = { limit: 30, remaining: 2, reset_ms: 50_000, unlimited: false };
+    const tokens = { limit: 100, remaining: 80, reset_ms: 0, unlimited: false };
+    const teamTokens = { limit: 10_000, remaining: 9_000, reset_ms: 0, unlimited: false };
+    expect(rateLimitHeaders({ requests: key, tokens, team_requests: team, team_tokens: teamTokens })).toEqual({
+      'x-ratelimit-limit-requests': '30',
+      'x-ratelimit-remaining-requests': '2',
+      'x-ratelimit-reset-requests': '50s',
+      'x-ratelimit-limit-tokens': '100',
+      'x-ratelimit-remaining-tokens': '80',
+      'x-ratelimit-reset-tokens': '0s',
+    });
+    // An unlimited key in a limited team: the team's; a team without limits: the key's.
+    expect(rateLimitHeaders({ requests: { unlimited: true }, tokens: { unlimited: true }, team_requests: team })).toMatchObject({
+      'x-ratelimit-limit-requests': '30',
+    });
+    expect(rateLimitHeaders({ requests: key, tokens: { unlimited: true }, team_requests: { unlimited: true } })).toMatchObject({
+      'x-ratelimit-limit-requests': '1000',
+    });
+  });
 });
 
 describe('the budget header', () => {

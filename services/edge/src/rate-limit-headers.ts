@@ -43,6 +43,17 @@ function addLimitHeaders(headers: Record<string, string>, kind: 'requests' | 'to
   headers[reset] = formatResetDuration(state.reset_ms ?? 0);
 }
 
+/**
+ * The limit that binds first of a key's and its team's: the one with less remaining (a limited one
+ * before none); the key's when neither is limited or both have as much left.
+ */
+export function bindingLimit(key: LimitStateOutput | undefined | null, team: LimitStateOutput | undefined | null): LimitStateOutput | undefined | null {
+  const limited = (state: LimitStateOutput | undefined | null) => Boolean(state && !state.unlimited && state.limit);
+  if (!limited(team)) return key;
+  if (!limited(key)) return team;
+  return (team!.remaining ?? 0) < (key!.remaining ?? 0) ? team : key;
+}
+
 /** The header that tells what a key with a budget may still spend, in USD. */
 export const BUDGET_REMAINING_HEADER = 'x-gateway-budget-remaining-usd';
 
@@ -57,15 +68,19 @@ export function picoUsdString(pico: number | bigint): string {
 }
 
 /**
- * The x-ratelimit-* headers of a decision (limit, remaining after this request, time until full),
- * the key's own; and for a key with a budget, or in a team with one, x-gateway-budget-remaining-usd:
+ * The x-ratelimit-* headers of a decision (limit, remaining after this request, time until full):
+ * of each kind, the key's or, for a key in a team, its team's when that binds first (less left), so
+ * that a client pacing itself by them is never refused by the team's limit unawares; and for a key with a budget, or in a team with one, x-gateway-budget-remaining-usd:
  * what it may still spend, the smallest of what is left of its day's and its month's budget and of
  * its team's, as metered when the request started.
  */
-export function rateLimitHeaders(decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens' | 'budget' | 'team_budget'>): Record<string, string> {
+export function rateLimitHeaders(
+  decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens' | 'budget' | 'team_budget'> &
+    Partial<Pick<CheckKeyResponseOutput, 'team_requests' | 'team_tokens'>>,
+): Record<string, string> {
   const headers: Record<string, string> = {};
-  addLimitHeaders(headers, 'requests', decision.requests);
-  addLimitHeaders(headers, 'tokens', decision.tokens);
+  addLimitHeaders(headers, 'requests', bindingLimit(decision.requests, decision.team_requests));
+  addLimitHeaders(headers, 'tokens', bindingLimit(decision.tokens, decision.team_tokens));
   const left = [decision.budget, decision.team_budget].filter((budget) => budget?.limited).map((budget) => Math.max(0, budget?.remaining_pico_usd ?? 0));
   if (left.length > 0) headers[BUDGET_REMAINING_HEADER] = picoUsdString(Math.min(...left));
   return headers;
