@@ -86,20 +86,28 @@ if team then teamBudget = {budgetState(KEYS[12], teamDaily, teamMonthly)} end
 -- The state of each window after the decision: {count, request reset, total, token reset}.
 local keyState, teamState = {0, 0, 0, 0}, {0, 0, 0, 0}
 local function answer(status, retry, limitedBy)
-  return {
+  local reply = {
     'status', status, 'key_id', key.key_id, 'plan', key.plan, 'routing_policy', key.routing_policy or '',
     'request_limit', requestLimit, 'requests_in_window', keyState[1], 'request_reset_ms', keyState[2],
     'token_limit', tokenLimit, 'tokens_in_window', keyState[3], 'token_reset_ms', keyState[4],
     'retry_after_ms', retry, 'catalog_fallbacks', fallbacks, 'budgeted', budget[1],
     'remaining_pico_usd', budget[2], 'spent_day_pico_usd', budget[3], 'spent_month_pico_usd', budget[4],
-    'month_exhausted', budget[5], 'limited_by', limitedBy, 'team_id', key.team_id or '',
-    'team_request_limit', teamRequestLimit, 'team_requests_in_window', teamState[1], 'team_request_reset_ms', teamState[2],
-    'team_token_limit', teamTokenLimit, 'team_tokens_in_window', teamState[3], 'team_token_reset_ms', teamState[4],
-    'team_budgeted', teamBudget[1], 'team_remaining_pico_usd', teamBudget[2], 'team_spent_day_pico_usd', teamBudget[3],
-    'team_spent_month_pico_usd', teamBudget[4], 'team_month_exhausted', teamBudget[5],
-    'team_allowed_models', (team and team.allowed_models) or '',
+    'month_exhausted', budget[5], 'limited_by', limitedBy,
     'model_allow_lists', '[' .. table.concat(allowTexts, ',') .. ']',
   }
+  -- The team's state only for a member: a key without a team gets a reply no longer than before teams.
+  if key.team_id and key.team_id ~= '' then
+    local teamPart = {
+      'team_id', key.team_id,
+      'team_request_limit', teamRequestLimit, 'team_requests_in_window', teamState[1], 'team_request_reset_ms', teamState[2],
+      'team_token_limit', teamTokenLimit, 'team_tokens_in_window', teamState[3], 'team_token_reset_ms', teamState[4],
+      'team_budgeted', teamBudget[1], 'team_remaining_pico_usd', teamBudget[2], 'team_spent_day_pico_usd', teamBudget[3],
+      'team_spent_month_pico_usd', teamBudget[4], 'team_month_exhausted', teamBudget[5],
+      'team_allowed_models', (team and team.allowed_models) or '',
+    }
+    for i = 1, #teamPart do reply[#reply + 1] = teamPart[i] end
+  end
+  return reply
 end
 if args.model ~= nil and args.model ~= '' and not modelAllowed(allowLists, args.model) then
   -- Refused by the team's list when the key's own allows the model.
