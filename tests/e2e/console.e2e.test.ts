@@ -265,6 +265,12 @@ describe('the web console', () => {
     expect(await byTestId('nav-admin-tokens').count()).toBe(0);
     await screenshot('keys-viewer');
 
+    await byTestId('nav-teams').click();
+    await pageReady('teams');
+    await byTestId('teams-read-only').waitFor();
+    expect(await byTestId('create-team-form').count()).toBe(0);
+    expect(await page.locator('[data-testid="team-edit"], [data-testid="team-delete"]').count()).toBe(0);
+
     await byTestId('nav-usage').click();
     await pageReady('usage');
     await byTestId('usage-key-filter').selectOption(keyId!);

@@ -142,7 +142,7 @@ export function App() {
       </header>
       <main>
         {page === 'keys' && <KeysPage api={api} canChange={canChange} />}
-        {page === 'teams' && <TeamsPage api={api} />}
+        {page === 'teams' && <TeamsPage api={api} canChange={canChange} />}
         {page === 'usage' && <UsagePage api={api} />}
         {page === 'requests' && <RequestsPage api={api} />}
         {page === 'models' && <ModelsPage api={api} />}

@@ -157,7 +157,7 @@ function limitText(limit: number | null): string {
   return limit === null ? 'none' : formatLimit(limit);
 }
 
-function TeamRow({ api, team, onChanged }: { api: AdminApi; team: Team; onChanged: () => void }) {
+function TeamRow({ api, team, canChange, onChanged }: { api: AdminApi; team: Team; canChange: boolean; onChanged: () => void }) {
   const [mode, setMode] = useState<'view' | 'edit' | 'confirm-delete'>('view');
   const { error, busy, run, clearError } = useAction(asApiError);
   return (
@@ -178,7 +178,7 @@ function TeamRow({ api, team, onChanged }: { api: AdminApi; team: Team; onChange
           {team.key_count}
         </td>
         <td>
-          {mode === 'view' && (
+          {canChange && mode === 'view' && (
             <div class="actions">
               <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="team-edit">
                 Edit
@@ -231,13 +231,19 @@ function TeamRow({ api, team, onChanged }: { api: AdminApi; team: Team; onChange
   );
 }
 
-/** The Teams page. */
-export function TeamsPage({ api }: { api: AdminApi }) {
+/** The Teams page; a viewer (canChange false) sees the list only, with no button that changes a team. */
+export function TeamsPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
   const teams = useLoader(() => api.listTeams(), [api]);
   const list = [...(teams.data ?? [])].sort((left, right) => right.created_at - left.created_at);
   return (
     <Page name="teams" title="Teams" loaded={teams} tools={<RefreshButton loaded={teams} testId="teams-refresh" />}>
-      <CreateTeamForm api={api} onCreated={teams.reload} />
+      {canChange ? (
+        <CreateTeamForm api={api} onCreated={teams.reload} />
+      ) : (
+        <p class="hint" data-testid="teams-read-only">
+          Your role may only read: creating, changing and deleting teams needs the role admin.
+        </p>
+      )}
       <ErrorBanner error={teams.error} />
       <Table
         testId="teams-table"
@@ -254,7 +260,7 @@ export function TeamsPage({ api }: { api: AdminApi }) {
         ]}
       >
         {list.map((team) => (
-          <TeamRow key={team.id} api={api} team={team} onChanged={teams.reload} />
+          <TeamRow key={team.id} api={api} team={team} canChange={canChange} onChanged={teams.reload} />
         ))}
         <EmptyRow shown={teams.data !== undefined && list.length === 0} columns={9}>
           No teams yet.
