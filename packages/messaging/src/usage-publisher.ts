@@ -1,8 +1,9 @@
 import type { NatsConnection } from 'nats';
 import type { Logger } from '@gateway/logger';
-import type { UsageEvent } from '@gateway/proto';
+import type { UsageEvent, UsageEventOutput } from '@gateway/proto';
 import { AcknowledgedSender } from './acknowledged-sender.js';
-import { EventQueue, formMessage } from './outgoing-events.js';
+import { EventQueue, formMessage, type OutgoingEvent } from './outgoing-events.js';
+import { decodeUsageEvents } from './usage-codec.js';
 import { UsagePublisherMetrics, type UsageDropReason } from './usage-publisher-metrics.js';
 import { USAGE_SUBJECT } from './usage-stream.js';
 
@@ -40,6 +41,8 @@ export class UsagePublisher {
   private readonly queue = new EventQueue();
   /** Events published in this turn of the event loop, sent together once it ends. */
   private forming: UsageEvent[] = [];
+  /** When the first event of `forming` was published (monotonic clock, ms). */
+  private formingSince = 0;
   private readonly maxBatch: number;
   private readonly maxQueue: number;
   private readonly metrics: UsagePublisherMetrics;
@@ -82,6 +85,26 @@ export class UsagePublisher {
   /** Events queued or awaiting acknowledgement. */
   get pending(): number {
     return this.forming.length + this.queue.events + this.sender.events;
+  }
+
+  /**
+   * How long the oldest event held (queued, to be retried, or awaiting acknowledgement) has been
+   * held, in seconds; 0 when none is. Unlike the count, it grows at any rate of traffic: an edge
+   * with a single event it cannot publish shows it. Reads every held message: for scrapes, not per
+   * request.
+   */
+  get oldestHeldAgeSeconds(): number {
+    const earliest = Math.min(
+      this.forming.length > 0 ? this.formingSince : Number.POSITIVE_INFINITY,
+      this.queue.earliestHeldSince(),
+      this.sender.earliestHeldSince(),
+    );
+    return Number.isFinite(earliest) ? Math.max(0, (performance.now() - earliest) / 1000) : 0;
+  }
+
+  /** Events handed to metering at shutdown (handOver) instead of the stream, since start. */
+  get handedOver(): number {
+    return this.metrics.handedOver;
   }
 
   /** Events dropped (queue full, publisher closed, no event id, too large to send), since start. */
@@ -134,6 +157,7 @@ export class UsagePublisher {
         this.metrics.drop(event.event_id, 'queue_full');
         return;
       }
+      if (this.forming.length === 0) this.formingSince = performance.now();
       this.forming.push(event);
       this.metrics.queued += 1;
       if (this.forming.length >= this.maxBatch) this.seal();
@@ -153,7 +177,7 @@ export class UsagePublisher {
     if (events.length === 0) return;
     this.forming = [];
     try {
-      this.queue.push(formMessage(events));
+      this.queue.push(formMessage(events, this.formingSince));
     } catch (error) {
       this.logger.error({ err: error, events: events.length }, 'usage events could not be encoded');
       this.metrics.drop(events[0]?.event_id, 'malformed', events.length);
@@ -181,6 +205,50 @@ export class UsagePublisher {
       });
     }
     if (this.pending > 0) this.logger.error({ pending: this.pending }, 'usage events not published before shutdown');
+  }
+
+  /**
+   * At shutdown, for what flush could not publish (NATS or the stream unavailable): stops publishing
+   * for good, as close() does, and hands every event still held to `record` (metering's
+   * RecordUsageEvents, which meters each event once by its id), at most maxBatch events a call,
+   * until timeoutMs has passed. `record` is given the time left, to bound its call by. Resolves how
+   * many events were handed over; the others (record rejected, or no time left) are dropped
+   * (`closed`). An event in flight may also have been stored by the stream, its acknowledgement
+   * lost: metering recognises that copy by its event id, whichever of the two comes first.
+   */
+  async handOver(record: (events: UsageEventOutput[], timeoutMs: number) => Promise<void>, timeoutMs: number, maxBatch = 500): Promise<number> {
+    if (this.closed) return 0;
+    this.seal();
+    this.closed = true;
+    const messages: OutgoingEvent[] = this.sender.takeAll();
+    for (let message = this.queue.shift(); message; message = this.queue.shift()) messages.push(message);
+    const events: UsageEventOutput[] = [];
+    for (const message of messages) {
+      try {
+        events.push(...decodeUsageEvents(message.bytes));
+      } catch (error) {
+        this.logger.error({ err: error, event_id: message.eventId }, 'a held usage message could not be read back');
+        this.metrics.drop(message.eventId, 'malformed', message.count);
+      }
+    }
+    const deadline = performance.now() + timeoutMs;
+    let handed = 0;
+    while (handed < events.length) {
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      const batch = events.slice(handed, handed + Math.max(1, maxBatch));
+      try {
+        await record(batch, left);
+      } catch (error) {
+        this.logger.error({ err: error, events: events.length - handed }, 'held usage events could not be handed over');
+        break;
+      }
+      handed += batch.length;
+      this.metrics.handedOver += batch.length;
+    }
+    if (handed < events.length) this.metrics.drop(events[handed]?.event_id, 'closed', events.length - handed);
+    for (const waiter of this.idleWaiters.splice(0)) waiter();
+    return handed;
   }
 
   /**

@@ -3,11 +3,11 @@
  * router and executor, watches the router's catalog, connects to NATS for usage events, listens,
  * and shuts down gracefully.
  */
-import { createClient, createHealthClient, isServing } from '@gateway/grpc';
+import { callUnary, createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher, connectNats, drainNats, ensureUsageStream, usageNames } from '@gateway/messaging';
+import { UsagePublisher, connectNats, drainNats, ensureUsageStream, followConnection, usageNames } from '@gateway/messaging';
 import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
-import { loadGatewayGrpc } from '@gateway/proto';
+import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './auth-decisions.js';
 import { createExecutorCalls } from './executor-calls.js';
@@ -45,7 +45,7 @@ void nats
   .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS, logger }))
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject, maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS });
-registerUsagePublisherMetrics(registry, usage);
+registerUsagePublisherMetrics(registry, usage, followConnection(nats));
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
@@ -104,6 +104,15 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   if (unstored > 0) logger.warn({ unstored }, 'responses still being stored at shutdown were given up');
   catalog.stop();
   await usage.flush(5_000);
+  // What NATS did not take (it is unreachable) goes to metering, which meters each event once by its
+  // id: a rollout during an outage loses no usage.
+  if (usage.pending > 0) {
+    const pending = usage.pending;
+    const handed = await usage.handOver(async (events, timeoutMs) => {
+      await callUnary<RecordUsageEventsRequest, RecordUsageEventsResponseOutput>(metering, metering.RecordUsageEvents, { events }, { deadlineMs: timeoutMs });
+    }, 5_000);
+    logger[handed === pending ? 'warn' : 'error']({ pending, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
+  }
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
