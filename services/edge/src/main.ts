@@ -45,7 +45,8 @@ void nats
   .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS, logger }))
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject, maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS });
-registerUsagePublisherMetrics(registry, usage, followConnection(nats));
+const natsState = followConnection(nats);
+registerUsagePublisherMetrics(registry, usage, natsState);
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
@@ -103,7 +104,8 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   const unstored = await ResponsesStore.of(deps).flush(2_000);
   if (unstored > 0) logger.warn({ unstored }, 'responses still being stored at shutdown were given up');
   catalog.stop();
-  await usage.flush(5_000);
+  // Disconnected, nothing can be acknowledged: no wait, what is held goes to metering at once.
+  await usage.flush(natsState.connected ? 5_000 : 0);
   // What NATS did not take (it is unreachable) goes to metering, which meters each event once by its
   // id: a rollout during an outage loses no usage.
   if (usage.pending > 0) {
