@@ -162,7 +162,8 @@ describe('the alerts', () => {
     }
     await eventually(
       async () =>
-        ((await metric(meteringMetrics, poison, { reason: 'undecodable' })) === 1 && (await metric(meteringMetrics, poison, { reason: 'missing_key_id' })) === 1) ||
+        ((await metric(meteringMetrics, poison, { reason: 'undecodable' })) === 1 &&
+          (await metric(meteringMetrics, poison, { reason: 'missing_key_id' })) === 1) ||
         undefined,
       'both poison messages to be counted by reason',
       15_000,

@@ -100,8 +100,7 @@ describe('a NATS outage at low traffic', () => {
     // NATS stops. Every process notices at once: the connection closes under it.
     await nats.kill('SIGTERM');
     await eventually(
-      async () =>
-        ((await metric(edgeMetrics, 'gateway_nats_connected')) === 0 && (await metric(meteringMetrics, 'gateway_nats_connected')) === 0) || undefined,
+      async () => ((await metric(edgeMetrics, 'gateway_nats_connected')) === 0 && (await metric(meteringMetrics, 'gateway_nats_connected')) === 0) || undefined,
       'the edge and metering to report NATS unreachable',
       10_000,
       100,

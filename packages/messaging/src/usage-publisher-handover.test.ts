@@ -44,10 +44,14 @@ describe('UsagePublisher.handOver', () => {
   it('counts the events a failed call left behind as dropped (closed)', async () => {
     const publisher = await holding(120);
     let call = 0;
-    const handed = await publisher.handOver(async () => {
-      call += 1;
-      if (call === 2) throw new Error('metering unavailable');
-    }, 5_000, 50);
+    const handed = await publisher.handOver(
+      async () => {
+        call += 1;
+        if (call === 2) throw new Error('metering unavailable');
+      },
+      5_000,
+      50,
+    );
     expect(handed).toBe(50);
     expect(publisher.handedOver).toBe(50);
     expect(publisher.droppedBy.closed).toBe(70);
