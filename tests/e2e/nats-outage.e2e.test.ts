@@ -6,9 +6,10 @@
  * gauges read 0, the age of the edge's oldest held event grows turn after turn (while it holds only
  * a handful), and metering's lag reads unknown (NaN) with the time of its last reading standing
  * still. An edge is rolled while NATS is still down (a new one started, the old one sent SIGTERM):
- * the old one hands its held events to metering, which meters them without NATS. NATS comes back,
- * the new edge publishes what it held, and every answered request is metered exactly once: the
- * usage API counts the answers.
+ * the old one hands its held events to metering, which meters them without NATS. The new one holds
+ * its own until they have been held its EDGE_USAGE_HANDOVER_AFTER_MS, then hands them over too.
+ * NATS comes back, the new edge publishes what it still held, and every answered request is metered
+ * exactly once: the usage API counts the answers.
  *
  * The alerts fire on these gauges after minutes (deploy/components/alerts, unit-tested by
  * promtool); here the threshold is seconds, HELD_TOO_LONG_SECONDS, and the outage lasts several of
@@ -25,6 +26,8 @@ import { metric, startCluster, startSecondEdge, stopProcess, type Cluster } from
 const HELD_TOO_LONG_SECONDS = 3;
 /** Turns of the threshold the outage lasts before the edge is rolled. */
 const TURNS = 4;
+/** The new edge's EDGE_USAGE_HANDOVER_AFTER_MS, in seconds: two turns of the threshold. */
+const HANDOVER_AFTER_SECONDS = 2 * HELD_TOO_LONG_SECONDS;
 
 let cluster: Cluster;
 let nats: ServerProcess;
@@ -143,19 +146,34 @@ describe('a NATS outage at low traffic', () => {
     // held events to metering. Metering meters them without NATS: the usage API counts every
     // request the old edge answered.
     const newEdgeMetrics = `http://127.0.0.1:${await freePort()}/metrics`;
-    const edge = await startSecondEdge(cluster, { EDGE_METRICS_PORT: new URL(newEdgeMetrics).port });
+    const edge = await startSecondEdge(cluster, {
+      EDGE_METRICS_PORT: new URL(newEdgeMetrics).port,
+      EDGE_USAGE_HANDOVER_AFTER_MS: String(HANDOVER_AFTER_SECONDS * 1000),
+    });
     cleanups.push(() => edge.stop());
     await stopProcess(cluster.processes.edge);
     expect(cluster.processes.edge.exitCode).toBe(0);
     expect(await usageApiRequests(edge.baseUrl)).toBe(answered);
     expect(cluster.logs.edge.join('')).toContain('handed to metering at shutdown');
 
-    // The new edge serves on and holds its events while NATS is down.
+    // The new edge serves on and holds its events while NATS is down, until they have been held
+    // EDGE_USAGE_HANDOVER_AFTER_MS: then it hands them to metering, NATS still down.
     const answeredByOldEdge = answered;
     for (let index = 0; index < 3; index += 1) await complete(edge.baseUrl);
     expect(await metric(newEdgeMetrics, 'gateway_nats_connected')).toBe(0);
     expect(await metric(newEdgeMetrics, 'gateway_usage_events_held')).toBe(3);
     expect(await usageApiRequests(edge.baseUrl)).toBe(answeredByOldEdge);
+    await eventually(
+      async () => (await metric(newEdgeMetrics, 'gateway_usage_events_handed_over_total')) === 3 || undefined,
+      'the new edge to hand over the events it held too long',
+      (HANDOVER_AFTER_SECONDS + 15) * 1000,
+      200,
+    );
+    expect(await metric(newEdgeMetrics, 'gateway_usage_events_held')).toBe(0);
+    expect(await usageApiRequests(edge.baseUrl)).toBe(answered);
+    // One more, held when NATS returns: it goes through the stream.
+    await complete(edge.baseUrl);
+    expect(await metric(newEdgeMetrics, 'gateway_usage_events_held')).toBe(1);
 
     // NATS back, on the same store: the new edge publishes what it held, metering consumes it and
     // reads its lag again, and every answered request is metered exactly once.
@@ -177,6 +195,7 @@ describe('a NATS outage at low traffic', () => {
     expect(await metric(newEdgeMetrics, 'gateway_nats_connected')).toBe(1);
     expect(await metric(newEdgeMetrics, 'gateway_usage_events_held')).toBe(0);
     expect(await metric(newEdgeMetrics, 'gateway_usage_oldest_held_event_age_seconds')).toBe(0);
+    expect(await metric(newEdgeMetrics, 'gateway_usage_events_handed_over_total')).toBe(3);
     // Nothing left on its way, nothing counted twice.
     expect(await usageApiRequests(edge.baseUrl)).toBe(answered);
     expect(await metric(meteringMetrics, 'gateway_metering_poison_messages_total')).toBe(0);

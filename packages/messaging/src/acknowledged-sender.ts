@@ -123,6 +123,17 @@ export class AcknowledgedSender {
     return Math.min(this.retries.earliestHeldSince(), this.window.earliestHeldSince());
   }
 
+  /** Removes the failed events held since heldSince or before (those in flight stay: they are being answered). */
+  takeFailedHeldSince(heldSince: number): OutgoingEvent[] {
+    return this.retries.takeHeldSince(heldSince);
+  }
+
+  /** Takes back events taken from it whose hand-over failed: sent again before anything not yet sent. */
+  putBack(events: readonly OutgoingEvent[]): void {
+    for (const event of events) this.retries.push(event);
+    this.pump();
+  }
+
   /** Stops sending and removes every event it holds, failed ones first, then those in flight (oldest first). */
   takeAll(): OutgoingEvent[] {
     this.stop();

@@ -78,6 +78,25 @@ export class EventQueue {
     return earliest;
   }
 
+  /** Removes and returns, in queue order, the entries held since heldSince or before; O(entries). */
+  takeHeldSince(heldSince: number): OutgoingEvent[] {
+    const taken: OutgoingEvent[] = [];
+    const kept: OutgoingEvent[] = [];
+    for (let index = this.head; index < this.items.length; index += 1) {
+      const event = this.items[index];
+      if (!event) continue;
+      if (event.heldSince <= heldSince) {
+        taken.push(event);
+        this.events -= event.count;
+      } else kept.push(event);
+    }
+    if (taken.length > 0) {
+      this.items = kept;
+      this.head = 0;
+    }
+    return taken;
+  }
+
   shift(): OutgoingEvent | undefined {
     if (this.head === this.items.length) return undefined;
     const event = this.items[this.head];

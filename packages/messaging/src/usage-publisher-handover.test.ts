@@ -1,10 +1,12 @@
 /**
- * What an edge does at shutdown with the usage events NATS did not take: handOver gives every event
+ * What an edge does with the usage events NATS does not take: at shutdown handOver gives every event
  * still held to metering (here a recorder of the test's), in bounded calls, and counts whatever it
- * could not hand over as dropped (`closed`), never both and never neither.
+ * could not hand over as dropped (`closed`), never both and never neither; while running, the
+ * events held handOverAfterMs go to metering as well, and those it refuses are held again.
  */
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
+import { eventually } from '@gateway/testing';
 import type { UsageEventOutput } from '@gateway/proto';
 import { UsagePublisher } from './usage-publisher.js';
 
@@ -74,5 +76,44 @@ describe('UsagePublisher.handOver', () => {
     expect(budgets[0]).toBeLessThanOrEqual(250);
     expect(budgets[1]).toBeLessThan(budgets[0]!);
     expect(publisher.droppedBy.closed).toBe(10);
+  });
+});
+
+describe('UsagePublisher with handOverTo', () => {
+  it('hands the events held handOverAfterMs to metering while NATS does not take them, each once, none sooner', async () => {
+    const handedAt = new Map<string, number>();
+    const publishedAt = new Map<string, number>();
+    let calls = 0;
+    const publisher = new UsagePublisher(new Promise(() => {}), logger, {
+      handOverAfterMs: 300,
+      handOverTo: async (events) => {
+        // The first hand-over is refused (metering unavailable): its events are held again.
+        calls += 1;
+        if (calls === 1) throw new Error('metering unavailable');
+        for (const event of events) {
+          expect(handedAt.has(event.event_id!)).toBe(false);
+          handedAt.set(event.event_id!, performance.now());
+        }
+      },
+    });
+    try {
+      for (const round of [0, 1, 2]) {
+        for (let index = 0; index < 2; index += 1) {
+          const id = `event-${round}-${index}`;
+          publishedAt.set(id, performance.now());
+          publisher.publish({ event_id: id, key_id: 'key_test', model_id: 'sim-mini' });
+        }
+        await eventually(() => (handedAt.size === (round + 1) * 2 ? true : undefined), `round ${round} to be handed over`, 10_000, 20);
+        expect(publisher.pending).toBe(0);
+        expect(publisher.oldestHeldAgeSeconds).toBe(0);
+      }
+      for (const [id, at] of handedAt) expect(at - publishedAt.get(id)!).toBeGreaterThanOrEqual(300);
+      expect(publisher.handedOver).toBe(6);
+      expect(publisher.dropped).toBe(0);
+      // One refused call, then one a round.
+      expect(calls).toBe(4);
+    } finally {
+      publisher.close();
+    }
   });
 });

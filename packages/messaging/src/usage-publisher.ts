@@ -26,7 +26,24 @@ export interface UsagePublisherOptions {
   maxBackoffMs?: number;
   /** Called once per dropped event with why it was dropped; the counts are also kept (droppedBy). */
   onDrop?: (reason: UsageDropReason) => void;
+  /**
+   * Where events held too long go while NATS does not take them: metering's RecordUsageEvents at
+   * the edge (the same as handOver's `record`). Events held at least handOverAfterMs, never sent or
+   * whose attempts failed (not those awaiting an acknowledgement), are passed to it, looked for
+   * every quarter of handOverAfterMs (at most every 10 s); those it refuses are held again. Without
+   * it, or with handOverAfterMs 0, events are held until NATS takes them (or handOver at shutdown).
+   */
+  handOverTo?: UsageRecorder;
+  handOverAfterMs?: number;
 }
+
+/** Meters usage events directly (metering's RecordUsageEvents), within timeoutMs; rejects when it could not. */
+export type UsageRecorder = (events: UsageEventOutput[], timeoutMs: number) => Promise<void>;
+
+/** The most events one call to a UsageRecorder carries. */
+const HAND_OVER_BATCH = 500;
+/** How long a hand-over of held events (not at shutdown) may take. */
+const HAND_OVER_TIMEOUT_MS = 10_000;
 
 /**
  * Publishes usage events to JetStream without ever blocking or failing the request that produced
@@ -48,6 +65,9 @@ export class UsagePublisher {
   private readonly metrics: UsagePublisherMetrics;
   private readonly sender: AcknowledgedSender;
   private closed = false;
+  /** The hand-over of events held too long under way, if any. */
+  private handingOver?: Promise<void>;
+  private handOverTimer?: NodeJS.Timeout;
   private idleWaiters: Array<() => void> = [];
 
   /**
@@ -74,6 +94,12 @@ export class UsagePublisher {
       pending: () => this.pending,
       acknowledged: () => this.notifyIfIdle(),
     });
+    const handOverTo = options.handOverTo;
+    const handOverAfterMs = options.handOverAfterMs ?? 0;
+    if (handOverTo && handOverAfterMs > 0) {
+      this.handOverTimer = setInterval(() => this.handOverHeld(handOverTo, handOverAfterMs), Math.max(50, Math.min(handOverAfterMs / 4, 10_000)));
+      this.handOverTimer.unref();
+    }
     Promise.resolve(connection).then(
       (nc) => this.sender.attach(nc),
       (error: unknown) => {
@@ -216,39 +242,92 @@ export class UsagePublisher {
    * (`closed`). An event in flight may also have been stored by the stream, its acknowledgement
    * lost: metering recognises that copy by its event id, whichever of the two comes first.
    */
-  async handOver(record: (events: UsageEventOutput[], timeoutMs: number) => Promise<void>, timeoutMs: number, maxBatch = 500): Promise<number> {
+  async handOver(record: UsageRecorder, timeoutMs: number, maxBatch = HAND_OVER_BATCH): Promise<number> {
+    if (this.closed) return 0;
+    clearInterval(this.handOverTimer);
+    // A hand-over of events held too long finishes first: what it could not hand over is held again, and taken here.
+    await this.handingOver;
     if (this.closed) return 0;
     this.seal();
     this.closed = true;
     const messages: OutgoingEvent[] = this.sender.takeAll();
     for (let message = this.queue.shift(); message; message = this.queue.shift()) messages.push(message);
-    const events: UsageEventOutput[] = [];
+    const { handed, left } = await this.deliver(messages, record, performance.now() + timeoutMs, maxBatch);
+    const leftEvents = left.reduce((sum, message) => sum + message.count, 0);
+    if (leftEvents > 0) this.metrics.drop(left[0]?.eventId, 'closed', leftEvents);
+    for (const waiter of this.idleWaiters.splice(0)) waiter();
+    return handed;
+  }
+
+  /** Hands the events held handOverAfterMs or longer to `record`, unless a hand-over is under way; see UsagePublisherOptions.handOverTo. */
+  private handOverHeld(record: UsageRecorder, handOverAfterMs: number): void {
+    if (this.handingOver || this.closed) return;
+    const heldSince = performance.now() - handOverAfterMs;
+    const messages = [...this.sender.takeFailedHeldSince(heldSince), ...this.queue.takeHeldSince(heldSince)];
+    if (messages.length === 0) return;
+    this.handingOver = this.deliver(messages, record, performance.now() + HAND_OVER_TIMEOUT_MS, HAND_OVER_BATCH)
+      .then(({ handed, left }) => {
+        this.logger.warn({ handed_over: handed, held_again: left.length }, 'usage events held too long were handed to metering');
+        if (left.length === 0) return;
+        if (!this.closed) return this.sender.putBack(left);
+        // Closed meanwhile (close(), which counted only what it still held): these are dropped too.
+        this.metrics.drop(
+          left[0]?.eventId,
+          'closed',
+          left.reduce((sum, message) => sum + message.count, 0),
+        );
+      })
+      .finally(() => {
+        this.handingOver = undefined;
+        this.notifyIfIdle();
+      });
+  }
+
+  /**
+   * Passes the events of `messages` to `record`, whole messages at a time in calls of at most
+   * maxBatch events (a message larger than that alone), until the deadline (monotonic ms) or a
+   * call fails; resolves how many events were handed over and the messages left.
+   */
+  private async deliver(
+    messages: OutgoingEvent[],
+    record: UsageRecorder,
+    deadline: number,
+    maxBatch: number,
+  ): Promise<{ handed: number; left: OutgoingEvent[] }> {
+    const readable: Array<{ message: OutgoingEvent; events: UsageEventOutput[] }> = [];
     for (const message of messages) {
       try {
-        events.push(...decodeUsageEvents(message.bytes));
+        readable.push({ message, events: decodeUsageEvents(message.bytes) });
       } catch (error) {
         this.logger.error({ err: error, event_id: message.eventId }, 'a held usage message could not be read back');
         this.metrics.drop(message.eventId, 'malformed', message.count);
       }
     }
-    const deadline = performance.now() + timeoutMs;
     let handed = 0;
-    while (handed < events.length) {
-      const left = deadline - performance.now();
-      if (left <= 0) break;
-      const batch = events.slice(handed, handed + Math.max(1, maxBatch));
+    let next = 0;
+    while (next < readable.length) {
+      const timeLeft = deadline - performance.now();
+      if (timeLeft <= 0) break;
+      const events: UsageEventOutput[] = [];
+      let end = next;
+      while (end < readable.length && (events.length === 0 || events.length + readable[end]!.events.length <= maxBatch)) {
+        events.push(...readable[end]!.events);
+        end += 1;
+      }
       try {
-        await record(batch, left);
+        await record(events, timeLeft);
       } catch (error) {
-        this.logger.error({ err: error, events: events.length - handed }, 'held usage events could not be handed over');
+        this.logger.error(
+          { err: error, events: readable.slice(next).reduce((sum, entry) => sum + entry.events.length, 0) },
+          'held usage events could not be handed over',
+        );
         break;
       }
-      handed += batch.length;
-      this.metrics.handedOver += batch.length;
+      handed += events.length;
+      this.metrics.handedOver += events.length;
+      next = end;
     }
-    if (handed < events.length) this.metrics.drop(events[handed]?.event_id, 'closed', events.length - handed);
-    for (const waiter of this.idleWaiters.splice(0)) waiter();
-    return handed;
+    return { handed, left: readable.slice(next).map((entry) => entry.message) };
   }
 
   /**
@@ -259,6 +338,7 @@ export class UsagePublisher {
     if (this.closed) return;
     const abandoned = this.pending;
     this.closed = true;
+    clearInterval(this.handOverTimer);
     if (abandoned > 0) this.metrics.drop(undefined, 'closed', abandoned);
     this.sender.stop();
     for (const waiter of this.idleWaiters.splice(0)) waiter();

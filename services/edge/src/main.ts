@@ -7,7 +7,7 @@ import { callUnary, createClient, createHealthClient, isServing } from '@gateway
 import { createLogger } from '@gateway/logger';
 import { UsagePublisher, connectNats, drainNats, ensureUsageStream, followConnection, usageNames } from '@gateway/messaging';
 import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
-import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput } from '@gateway/proto';
+import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput, type UsageEventOutput } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './auth-decisions.js';
 import { createExecutorCalls } from './executor-calls.js';
@@ -44,7 +44,16 @@ const usageStream = usageNames(config.USAGE_STREAM);
 void nats
   .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS, logger }))
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
-const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject, maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS });
+/** Meters usage events through metering directly: for the events NATS does not take (USAGE_DELIVERY.md). */
+const recordUsage = async (events: UsageEventOutput[], timeoutMs: number) => {
+  await callUnary<RecordUsageEventsRequest, RecordUsageEventsResponseOutput>(metering, metering.RecordUsageEvents, { events }, { deadlineMs: timeoutMs });
+};
+const usage = new UsagePublisher(nats, logger, {
+  subject: usageStream.subject,
+  maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS,
+  handOverTo: recordUsage,
+  handOverAfterMs: config.EDGE_USAGE_HANDOVER_AFTER_MS,
+});
 const natsState = followConnection(nats);
 registerUsagePublisherMetrics(registry, usage, natsState);
 
@@ -110,9 +119,7 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   // id: a rollout during an outage loses no usage.
   if (usage.pending > 0) {
     const pending = usage.pending;
-    const handed = await usage.handOver(async (events, timeoutMs) => {
-      await callUnary<RecordUsageEventsRequest, RecordUsageEventsResponseOutput>(metering, metering.RecordUsageEvents, { events }, { deadlineMs: timeoutMs });
-    }, 5_000);
+    const handed = await usage.handOver(recordUsage, 5_000);
     logger[handed === pending ? 'warn' : 'error']({ pending, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
   }
   await drainNats(nats, 2_000);
