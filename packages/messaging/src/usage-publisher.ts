@@ -128,7 +128,7 @@ export class UsagePublisher {
     return Number.isFinite(earliest) ? Math.max(0, (performance.now() - earliest) / 1000) : 0;
   }
 
-  /** Events handed to metering at shutdown (handOver) instead of the stream, since start. */
+  /** Events handed to metering instead of the stream (held too long, or at shutdown), since start. */
   get handedOver(): number {
     return this.metrics.handedOver;
   }
@@ -238,12 +238,14 @@ export class UsagePublisher {
    * for good, as close() does, and hands every event still held to `record` (metering's
    * RecordUsageEvents, which meters each event once by its id), at most maxBatch events a call,
    * until timeoutMs has passed. `record` is given the time left, to bound its call by. Resolves how
-   * many events were handed over; the others (record rejected, or no time left) are dropped
-   * (`closed`). An event in flight may also have been stored by the stream, its acknowledgement
+   * many events were handed over now; the others (record rejected, or no time left) are dropped
+   * (`closed`). Call it whatever the publisher holds: a hand-over of events held too long may be
+   * under way, and what it fails to hand over is taken here. An event in flight may also have been stored by the stream, its acknowledgement
    * lost: metering recognises that copy by its event id, whichever of the two comes first.
    */
   async handOver(record: UsageRecorder, timeoutMs: number, maxBatch = HAND_OVER_BATCH): Promise<number> {
     if (this.closed) return 0;
+    const deadline = performance.now() + timeoutMs;
     clearInterval(this.handOverTimer);
     // A hand-over of events held too long finishes first: what it could not hand over is held again, and taken here.
     await this.handingOver;
@@ -252,7 +254,7 @@ export class UsagePublisher {
     this.closed = true;
     const messages: OutgoingEvent[] = this.sender.takeAll();
     for (let message = this.queue.shift(); message; message = this.queue.shift()) messages.push(message);
-    const { handed, left } = await this.deliver(messages, record, performance.now() + timeoutMs, maxBatch);
+    const { handed, left } = await this.deliver(messages, record, deadline, maxBatch);
     const leftEvents = left.reduce((sum, message) => sum + message.count, 0);
     if (leftEvents > 0) this.metrics.drop(left[0]?.eventId, 'closed', leftEvents);
     for (const waiter of this.idleWaiters.splice(0)) waiter();

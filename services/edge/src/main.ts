@@ -117,11 +117,10 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await usage.flush(natsState.connected ? 5_000 : 0);
   // What NATS did not take (it is unreachable) goes to metering, which meters each event once by its
   // id: a rollout during an outage loses no usage.
-  if (usage.pending > 0) {
-    const pending = usage.pending;
-    const handed = await usage.handOver(recordUsage, 5_000);
-    logger[handed === pending ? 'warn' : 'error']({ pending, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
-  }
+  const held = usage.pending;
+  const handed = await usage.handOver(recordUsage, 5_000);
+  if (held > 0 || handed > 0)
+    logger[handed >= held ? 'warn' : 'error']({ pending: held, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);

@@ -1,6 +1,7 @@
 /**
  * The edge's usage-event metrics: what the publisher queued, dropped (by reason), sent again, handed
- * to metering at shutdown, and holds now (how many, and since when), and whether NATS is reachable. Usage events are the bill, so a dropped one is revenue lost and a held one revenue late.
+ * to metering directly, and holds now (how many, and since when), and whether NATS is reachable.
+ * Usage events are the bill, so a dropped one is revenue lost and a held one revenue late.
  * The publisher counts in plain integers on its hot path; these metrics read the counts when scraped,
  * so a request costs no metric call for its usage event.
  */
@@ -67,7 +68,7 @@ export function registerUsagePublisherMetrics(registry: prometheus.Registry, pub
   });
   new prometheus.Counter({
     name: 'gateway_usage_events_handed_over_total',
-    help: 'Usage events handed to metering directly at shutdown because NATS did not take them.',
+    help: 'Usage events handed to metering directly because NATS did not take them: held EDGE_USAGE_HANDOVER_AFTER_MS, or still held at shutdown.',
     registers,
     collect() {
       this.reset();
