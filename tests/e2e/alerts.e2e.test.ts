@@ -258,6 +258,13 @@ describe('the alerts', () => {
       20_000,
       200,
     );
+    // The de-duplication records are counted at each prune (every 10 s): unknown once one fails.
+    await eventually(
+      async () => Number.isNaN(await metric(meteringMetrics, 'gateway_metering_dedup_records')) || undefined,
+      'the de-duplication record count to read unknown',
+      25_000,
+      200,
+    );
 
     // Redis back: the redelivered events are metered.
     proxy = await startTcpProxy(proxy.port, redis.hostname, Number(redis.port || 6379));

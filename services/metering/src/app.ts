@@ -140,7 +140,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   });
   const records = new prometheus.Gauge({
     name: 'gateway_metering_dedup_records',
-    help: 'De-duplication records held in Redis (events in flight plus the retention), after the last prune.',
+    help: 'De-duplication records held in Redis (events in flight plus the retention), after the last prune; NaN (unknown) when the last prune failed.',
     registers: dependencies.registry ? [dependencies.registry] : [],
   });
   const durableName = dependencies.durableName ?? METERING_DURABLE;
@@ -170,6 +170,8 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       prune()
         .catch((error: unknown) => {
           storeErrors.inc({ operation: 'prune' });
+          // Not the last count, which would look current: unknown until a prune succeeds again.
+          records.set(Number.NaN);
           logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval');
         })
         .finally(() => {
