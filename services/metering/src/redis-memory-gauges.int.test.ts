@@ -1,6 +1,6 @@
 /**
  * Redis's memory as metering exports it, from a Redis server of the test's own: used_memory and
- * maxmemory as they change, and no value at all (read_success 0) while the server cannot be read,
+ * maxmemory as they change, its maxmemory-policy, and no value at all (read_success 0) while the server cannot be read,
  * so an alert never sees a stale figure; once it is back, the figures are too.
  */
 import { afterAll, describe, expect, it } from 'vitest';
@@ -40,6 +40,15 @@ describe.skipIf(!hasRedisServer())("metering's Redis memory gauges", () => {
     const used = Number((await series(registry, 'gateway_redis_memory_used_bytes'))[0]?.split(' ')[1]);
     expect(used).toBeGreaterThan(0);
     expect(await series(registry, 'gateway_redis_memory_read_success')).toEqual(['gateway_redis_memory_read_success{redis="state"} 1']);
+    expect(await series(registry, 'gateway_redis_maxmemory_policy')).toEqual([
+      `gateway_redis_maxmemory_policy{redis="state",node="${node}",policy="noeviction"} 1`,
+    ]);
+    // A policy changed behind the gateway's back shows at the next read, under its new name only.
+    server.cli('CONFIG', 'SET', 'maxmemory-policy', 'volatile-lru');
+    await gauges.sample();
+    expect(await series(registry, 'gateway_redis_maxmemory_policy')).toEqual([
+      `gateway_redis_maxmemory_policy{redis="state",node="${node}",policy="volatile-lru"} 1`,
+    ]);
 
     // 4 MiB more in Redis: used memory follows.
     await redis.set('filler', 'x'.repeat(4 * 1024 * 1024));
@@ -51,6 +60,7 @@ describe.skipIf(!hasRedisServer())("metering's Redis memory gauges", () => {
     await gauges.sample();
     expect(await series(registry, 'gateway_redis_memory_used_bytes')).toEqual([]);
     expect(await series(registry, 'gateway_redis_memory_max_bytes')).toEqual([]);
+    expect(await series(registry, 'gateway_redis_maxmemory_policy')).toEqual([]);
     expect(await series(registry, 'gateway_redis_memory_read_success')).toEqual(['gateway_redis_memory_read_success{redis="state"} 0']);
   });
 

@@ -1,7 +1,8 @@
 /**
  * Redis's memory as gauges, read every interval from each master of the state Redis (REDIS_URL)
  * and of the responses' Redis when it is another (RESPONSES_REDIS_URL): used_memory and maxmemory,
- * so that an alert fires before Redis is full (deploy/components/alerts/redis-alerts.yaml). A
+ * and maxmemory-policy, so that an alert fires before Redis is full or when the state Redis may
+ * evict (deploy/components/alerts/redis-alerts.yaml). A
  * server that cannot be read has no value (its series is removed) rather than its last one, so
  * an alert never sees a stale figure; `gateway_redis_memory_read_success` says which.
  */
@@ -43,6 +44,12 @@ export function startRedisMemoryGauges(options: RedisMemoryGaugesOptions): Redis
     labelNames: ['redis', 'node'],
     registers,
   });
+  const policy = new prometheus.Gauge({
+    name: 'gateway_redis_maxmemory_policy',
+    help: "1 for each Redis master's maxmemory-policy (the policy label), by Redis and master; absent while it cannot be read. The state Redis must say noeviction.",
+    labelNames: ['redis', 'node', 'policy'],
+    registers,
+  });
   const readable = new prometheus.Gauge({
     name: 'gateway_redis_memory_read_success',
     help: "1 when the latest read of a Redis's memory (every master) succeeded, 0 when it failed, by Redis.",
@@ -51,8 +58,14 @@ export function startRedisMemoryGauges(options: RedisMemoryGaugesOptions): Redis
   });
   // The nodes with series, by Redis: a node gone from a cluster loses its series.
   const nodes = new Map<string, Set<string>>();
+  // The policy series of each node, by `<redis> <node>`.
+  const policies = new Map<string, Set<string>>();
+  // Drops the series of the nodes not kept, and every policy series (set again from the read, in
+  // the same tick: a scrape never sees a node without its policy, nor a policy it no longer has).
   const forget = (redis: string, keep: Set<string>) => {
     for (const node of nodes.get(redis) ?? []) {
+      for (const name of policies.get(`${redis} ${node}`) ?? []) policy.remove({ redis, node, policy: name });
+      policies.delete(`${redis} ${node}`);
       if (keep.has(node)) continue;
       used.remove({ redis, node });
       max.remove({ redis, node });
@@ -70,6 +83,11 @@ export function startRedisMemoryGauges(options: RedisMemoryGaugesOptions): Redis
         seen.add(memory.node);
       }
       forget(redis, seen);
+      for (const memory of memories) {
+        if (memory.policy === undefined || !seen.has(memory.node)) continue;
+        policy.set({ redis, node: memory.node, policy: memory.policy }, 1);
+        policies.set(`${redis} ${memory.node}`, new Set([memory.policy]));
+      }
       readable.set({ redis }, memories.length > 0 && seen.size === memories.length ? 1 : 0);
     } catch (error) {
       forget(redis, new Set());
