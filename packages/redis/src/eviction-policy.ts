@@ -23,6 +23,8 @@ export interface RedisMemory {
   usedBytes?: number;
   /** maxmemory (bytes; 0: no limit). */
   maxBytes?: number;
+  /** What Redis leaves out of used memory when it compares it with maxmemory (replication and AOF buffers). */
+  notCountedBytes?: number;
 }
 
 function nodeName(node: Redis): string {
@@ -50,6 +52,7 @@ export async function readMemory(node: Redis): Promise<RedisMemory> {
   const info = (await node.info('memory').catch(refused)) ?? '';
   const used = infoField(info, 'used_memory');
   const max = infoField(info, 'maxmemory');
+  const notCounted = infoField(info, 'mem_not_counted_for_evict');
   let policy = infoField(info, 'maxmemory_policy');
   if (policy === undefined) {
     const reply = (await node.call('CONFIG', 'GET', 'maxmemory-policy').catch(() => [])) as string[];
@@ -60,6 +63,7 @@ export async function readMemory(node: Redis): Promise<RedisMemory> {
     ...(policy ? { policy } : {}),
     ...(used !== undefined && Number.isFinite(Number(used)) ? { usedBytes: Number(used) } : {}),
     ...(max !== undefined && Number.isFinite(Number(max)) ? { maxBytes: Number(max) } : {}),
+    ...(notCounted !== undefined && Number.isFinite(Number(notCounted)) ? { notCountedBytes: Number(notCounted) } : {}),
   };
 }
 

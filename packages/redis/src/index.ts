@@ -201,3 +201,4 @@ export {
   readMemoryOfMasters,
   type RedisMemory,
 } from './eviction-policy.js';
+export { DEFAULT_MEMORY_WATCH_INTERVAL_MS, isFull, RedisMemoryWatch, type RedisMemoryWatchOptions } from './memory-watch.js';

@@ -9,9 +9,11 @@ local now = tonumber(args.now)
 local ttl = tonumber(args.ttl_ms)
 local maxCount = tonumber(args.max_count)
 local maxBytes = tonumber(args.max_bytes)
-local expired = forgetExpired(KEYS[2], KEYS[3], now - ttl)
+-- The response first: on a Redis over its maxmemory this first write is refused and the script
+-- writes nothing (Redis lets a script that has written once write on past maxmemory).
 redis.call('HSET', KEYS[1], 'response', args.response, 'input', args.input)
 redis.call('PEXPIRE', KEYS[1], ttl)
+local expired = forgetExpired(KEYS[2], KEYS[3], now - ttl)
 local total = remember(KEYS[2], KEYS[3], args.id, tonumber(args.bytes), now)
 local evicted = evictOldest(KEYS[2], KEYS[3], args.id, total, function(bytes, count)
   return (maxCount > 0 and count > maxCount) or (maxBytes > 0 and bytes > maxBytes)
