@@ -71,6 +71,11 @@ export class RedisMemoryWatch {
     }
   }
 
+  /** Whether any master is full, as of the latest read: when not, no key's master is (a cheap first test). */
+  get anyFull(): boolean {
+    return this.full.size > 0;
+  }
+
   /** Whether the master that holds `key` is full, as of the latest read. */
   isFullFor(key: string): boolean {
     if (this.full.size === 0) return false;

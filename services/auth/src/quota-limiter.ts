@@ -99,7 +99,7 @@ export interface QuotaLimiterOptions {
    * Whether the Redis master of a key is full (@gateway/redis's RedisMemoryWatch): a reservation
    * is then refused with RedisFullError rather than written past maxmemory. None: never refused.
    */
-  memory?: { isFullFor(key: string): boolean };
+  memory?: { readonly anyFull: boolean; isFullFor(key: string): boolean };
 }
 
 /**
@@ -206,7 +206,8 @@ export class QuotaLimiter {
     if (!location) return { kind: 'unknown_key' };
     const { keyId, teamId } = location;
     // A peek writes nothing (at most the key's last use, once a minute) and is still answered.
-    if (mode === 'reserve' && this.options.memory?.isFullFor(authKeys(this.prefix).record(keyId, teamId))) throw new RedisFullError();
+    const memory = this.options.memory;
+    if (mode === 'reserve' && memory?.anyFull && memory.isFullFor(authKeys(this.prefix).record(keyId, teamId))) throw new RedisFullError();
     const plans = this.currentPlans();
     const reply = await checkQuota(this.redis, {
       keyId,
