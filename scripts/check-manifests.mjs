@@ -531,6 +531,8 @@ function checkAlertRules(rules) {
     promtool = false;
     console.log('check-manifests: no promtool here; alerting rules not checked or unit-tested by promtool (scripts/test.sh installs it)');
   }
+  // Every promtool test beside a PrometheusRule must be run by one (its rule_files names one).
+  const testsRun = new Set();
   for (const { object, path } of rules) {
     const at = `${rel(path)}: PrometheusRule ${object.metadata?.name}`;
     const groups = object.spec?.groups ?? [];
@@ -564,9 +566,13 @@ function checkAlertRules(rules) {
       const rulesFile = join(folder, `${basename(path).replace(/\.ya?ml$/, '')}.rules.yaml`);
       writeFileSync(rulesFile, stringify({ groups }));
       runPromtool(at, ['check', 'rules', rulesFile]);
-      const tests = readdirSync(dirname(path)).filter(isRuleTest);
-      check(tests.length > 0, `${at}: no promtool unit test (*.test.yaml) beside it`);
+      // The tests beside it that read this rule file (several PrometheusRules may share a folder).
+      const tests = readdirSync(dirname(path))
+        .filter(isRuleTest)
+        .filter((test) => (loadYaml(join(dirname(path), test))[0]?.rule_files ?? []).includes(basename(rulesFile)));
+      check(tests.length > 0, `${at}: no promtool unit test (*.test.yaml) beside it that reads ${basename(rulesFile)}`);
       for (const test of tests) {
+        testsRun.add(join(dirname(path), test));
         copyFileSync(join(dirname(path), test), join(folder, test));
         runPromtool(`${at}: ${test}`, ['test', 'rules', join(folder, test)]);
       }
@@ -574,6 +580,10 @@ function checkAlertRules(rules) {
       rmSync(folder, { recursive: true, force: true });
     }
   }
+  if (!promtool) return;
+  for (const folder of new Set(rules.map(({ path }) => dirname(path))))
+    for (const test of readdirSync(folder).filter(isRuleTest))
+      check(testsRun.has(join(folder, test)), `${rel(join(folder, test))}: its rule_files name no PrometheusRule beside it, so it never runs`);
 }
 
 /** Runs promtool; its output is a problem when it fails. */

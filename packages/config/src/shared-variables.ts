@@ -21,6 +21,11 @@ export function redisVariables(urlPattern: string) {
       maximum: 5,
       default: 0,
     }),
+    REDIS_ALLOW_EVICTION: Type.Boolean({
+      description:
+        "Start although REDIS_URL's Redis may evict keys (a maxmemory-policy other than noeviction). Evicting would reset rate-limit windows, lose keys and budgets and meter usage twice, so auth and metering refuse to start on it unless this is true (a test Redis, or a policy you have checked cannot evict).",
+      default: false,
+    }),
   };
 }
 

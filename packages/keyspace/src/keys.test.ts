@@ -14,6 +14,9 @@ import {
   recentKey,
   spendKeyName,
   storedResponseKey,
+  storedResponsesIndexKey,
+  storedResponsesSizesKey,
+  storedResponsesTotalKeys,
   teamSpendKeyName,
   teamTotalsKey,
   windowKeyList,
@@ -73,6 +76,14 @@ describe('key names', () => {
       buckets.recent,
     ];
     for (const name of names) expect(calculateSlot(name), name).toBe(slot);
+  });
+
+  it("put a key's stored responses and their index in its key id's slot, and the store's total in one slot", () => {
+    const slot = calculateSlot(storedResponseKey(KEY, 'resp_1'));
+    for (const name of [storedResponsesIndexKey(KEY), storedResponsesSizesKey(KEY)]) expect(calculateSlot(name), name).toBe(slot);
+    const total = storedResponsesTotalKeys();
+    expect(total).toEqual({ index: 'metering:responses:{responses}', sizes: 'metering:response-sizes:{responses}' });
+    expect(calculateSlot(total.sizes)).toBe(calculateSlot(total.index));
   });
 
   it("put a team member's data, and its team's, in the team's slot, apart from the key's own", () => {

@@ -186,3 +186,33 @@ export const RECENT_KEYS = 'metering:recent-keys';
 export function storedResponseKey(keyId: string, responseId: string): string {
   return `metering:response:${keyIdTag(keyId)}:${responseId}`;
 }
+
+/**
+ * zset: a key's stored responses, response id -> when it was stored (Unix ms): which is oldest
+ * when the key is over its bound (see scripts/response-store.ts). In the key id's slot, beside
+ * the responses themselves.
+ */
+export function storedResponsesIndexKey(keyId: string): string {
+  return `metering:responses:${keyIdTag(keyId)}`;
+}
+
+/** hash: the stored size (bytes) of each of a key's stored responses by response id, and `total`. */
+export function storedResponsesSizesKey(keyId: string): string {
+  return `metering:response-sizes:${keyIdTag(keyId)}`;
+}
+
+/** The two keys that hold every stored response's size, for the store's total bound. */
+export interface StoredResponsesTotalKeys {
+  /** zset: `<key_id>:<response_id>` -> when it was stored (Unix ms): which is oldest when over the bound. */
+  index: string;
+  /** hash: each stored response's size (bytes) by `<key_id>:<response_id>`, and `total`. */
+  sizes: string;
+}
+
+/**
+ * The keys of the store's total bound, all in one slot (`{responses}`): the one place that sees
+ * the total. `tag` names another set of them (tests sharing a Redis).
+ */
+export function storedResponsesTotalKeys(tag = 'responses'): StoredResponsesTotalKeys {
+  return { index: `metering:responses:{${tag}}`, sizes: `metering:response-sizes:{${tag}}` };
+}

@@ -189,3 +189,16 @@ export async function deleteMatching(client: RedisClient, pattern: string): Prom
   const deleted = await Promise.all(names.map((name) => client.unlink(name)));
   return deleted.reduce((sum, count) => sum + count, 0);
 }
+
+export {
+  checkEvictionPolicy,
+  EvictingRedisError,
+  type EvictionGuardOptions,
+  type EvictionPolicyOptions,
+  guardEvictionPolicy,
+  NO_EVICTION,
+  readMemory,
+  readMemoryOfMasters,
+  type RedisMemory,
+} from './eviction-policy.js';
+export { DEFAULT_MEMORY_WATCH_INTERVAL_MS, isFull, RedisMemoryWatch, type RedisMemoryWatchOptions } from './memory-watch.js';

@@ -132,6 +132,7 @@ export { eventually } from './eventually.js';
 export { thrownBy } from './thrown-by.js';
 export * from './nats-cluster.js';
 export * from './redis-cluster.js';
+export * from './redis-server.js';
 export { freePort, serverProcess, type ServerProcess } from './processes.js';
 export * from './fake-upstream.js';
 export * from './dns-server.js';

@@ -11,7 +11,7 @@ import { parsePlans } from './plans.js';
 import { QuotaLimiter } from './quota-limiter.js';
 import { startUpRetry } from './start-up-retry.js';
 import { TeamStore } from './team-store.js';
-import { createRedis } from '@gateway/redis';
+import { createRedis, guardEvictionPolicy, RedisMemoryWatch } from '@gateway/redis';
 
 const config = loadAuthConfig(process.env);
 const logger = createLogger('auth', config.LOG_LEVEL);
@@ -32,9 +32,25 @@ const redis = createRedis(config.REDIS_URL, logger, { autoPipelining: false });
 // Key changes that wait for replicas (WAIT holds its connection) get a connection of their own,
 // so that decisions never wait behind one.
 const writer = config.REDIS_WAIT_REPLICAS > 0 ? createRedis(config.REDIS_URL, logger) : redis;
+// Keys, limit windows and budgets must never be evicted: an evicting Redis is refused at start.
+await guardEvictionPolicy(redis, {
+  allowEviction: config.REDIS_ALLOW_EVICTION,
+  logger,
+  onRefused: (error) => {
+    logger.fatal({ node: error.node, policy: error.policy }, error.message);
+    process.exit(1);
+  },
+});
 const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS, logger, writer });
 const teams = new TeamStore(writer, { prefix: config.AUTH_REDIS_PREFIX });
-const limiter = new QuotaLimiter(redis, plans, { prefix: config.AUTH_REDIS_PREFIX, keys, windowMs: config.AUTH_QUOTA_WINDOW_SECONDS * 1_000 });
+// A full Redis (over maxmemory) refuses new reservations (503) rather than have them written past it.
+const memory = new RedisMemoryWatch(redis, { logger }).start();
+const limiter = new QuotaLimiter(redis, plans, {
+  prefix: config.AUTH_REDIS_PREFIX,
+  keys,
+  windowMs: config.AUTH_QUOTA_WINDOW_SECONDS * 1_000,
+  memory,
+});
 
 // Keys of the earlier layout move to this one (in the background: a key met before it is done
 // moves when met), retried until Redis lets them.
@@ -56,6 +72,7 @@ logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port
 
 const lifecycle = onShutdownSignal(logger, config.AUTH_SHUTDOWN_GRACE_MS + 5_000, async () => {
   plans.close();
+  memory.stop();
   await server.shutdown(config.AUTH_SHUTDOWN_GRACE_MS);
   await metrics.close();
   await tracing.shutdown();

@@ -6,7 +6,7 @@ import { spendDayField, spendKeyName, spendMonthField } from '@gateway/keyspace'
 import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans, parsePlans } from './plans.js';
-import { QuotaLimiter, WINDOW_MS, type QuotaDecision } from './quota-limiter.js';
+import { QuotaLimiter, RedisFullError, WINDOW_MS, type QuotaDecision } from './quota-limiter.js';
 
 const plans = loadPlans();
 const prefix = `test-${randomUUID()}:auth:`;
@@ -335,5 +335,28 @@ describe('a shorter window (AUTH_QUOTA_WINDOW_SECONDS)', () => {
     expect(await redis.hget(`${prefix}window:{${key.key_id}}:charges`, 'window_ms')).toBe('2000');
     now = first + 2_000;
     expect(allowed(await check()).requests.used).toBe(1);
+  });
+});
+
+describe('a full Redis', () => {
+  it("refuses a reservation while the key's master is full, writing nothing, still answers a peek, and reserves again once it has room", async () => {
+    const { key, secret } = await keys.create({ plan: 'starter' });
+    const other = await keys.create({ plan: 'starter' });
+    // The master of this key's record is full; the other key's is not (as on a cluster).
+    const fullKeys = new Set([`${prefix}record:{${key.key_id}}`]);
+    let full = true;
+    const memory = {
+      get anyFull() {
+        return full;
+      },
+      isFullFor: (name: string) => full && fullKeys.has(name),
+    };
+    const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock, memory });
+    await expect(limiter.check(hashSecret(secret), randomUUID(), 10, 'reserve')).rejects.toBeInstanceOf(RedisFullError);
+    expect(await keysMatching(redis, `${prefix}window:{${key.key_id}}:*`)).toEqual([]);
+    expect((await limiter.check(hashSecret(secret), randomUUID(), 0, 'peek')).kind).toBe('allow');
+    allowed(await limiter.check(hashSecret(other.secret), randomUUID(), 10, 'reserve'));
+    full = false;
+    expect(allowed(await limiter.check(hashSecret(secret), randomUUID(), 10, 'reserve')).requests.used).toBe(1);
   });
 });

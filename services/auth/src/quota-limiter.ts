@@ -1,4 +1,5 @@
 import {
+  authKeys,
   checkQuota,
   DEFAULT_AUTH_PREFIX,
   parseReservationId,
@@ -94,6 +95,22 @@ export interface QuotaLimiterOptions {
   keys?: KeyStore;
   /** The quota window's length (AUTH_QUOTA_WINDOW_SECONDS); default WINDOW_MS, one minute. */
   windowMs?: number;
+  /**
+   * Whether the Redis master of a key is full (@gateway/redis's RedisMemoryWatch): a reservation
+   * is then refused with RedisFullError rather than written past maxmemory. None: never refused.
+   */
+  memory?: { readonly anyFull: boolean; isFullFor(key: string): boolean };
+}
+
+/**
+ * Thrown instead of a reservation while the key's Redis master is over its maxmemory: the caller
+ * answers UNAVAILABLE (503 with Retry-After at the edge) until Redis has room.
+ */
+export class RedisFullError extends Error {
+  constructor() {
+    super('Redis is full (over its maxmemory): no reservation can be written until it has room.');
+    this.name = 'RedisFullError';
+  }
 }
 
 function limitArgument(limit: Limit | BudgetLimit): number {
@@ -188,6 +205,9 @@ export class QuotaLimiter {
     const location = await this.keys.locate(secretHash);
     if (!location) return { kind: 'unknown_key' };
     const { keyId, teamId } = location;
+    // A peek writes nothing (at most the key's last use, once a minute) and is still answered.
+    const memory = this.options.memory;
+    if (mode === 'reserve' && memory?.anyFull && memory.isFullFor(authKeys(this.prefix).record(keyId, teamId))) throw new RedisFullError();
     const plans = this.currentPlans();
     const reply = await checkQuota(this.redis, {
       keyId,

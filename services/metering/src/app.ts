@@ -16,6 +16,7 @@ import {
 } from '@gateway/messaging';
 import { prometheus, type Tracing } from '@gateway/observability';
 import { loadGatewayGrpc, type RecordUsageEventsResponse, type UsageEventOutput } from '@gateway/proto';
+import type { StoredResponseBounds } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 import { createConsumerLag } from './consumer-lag.js';
 import { createResponseStoreService, RESPONSE_STORE_SERVICE_NAME } from './response-store-service.js';
@@ -61,6 +62,10 @@ export interface MeteringDependencies {
   lagIntervalMs?: number;
   /** How long a stored response of the Responses API is kept (METERING_RESPONSES_TTL_SECONDS; 30 days when not given). */
   responsesTtlSeconds?: number;
+  /** The Redis of stored responses (RESPONSES_REDIS_URL); `redis` when not given. */
+  responsesRedis?: RedisClient;
+  /** The stored responses' bounds per key and in total (DEFAULT_RESPONSE_BOUNDS when not given). */
+  responseBounds?: StoredResponseBounds;
 }
 
 /**
@@ -229,7 +234,12 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       {
         name: RESPONSE_STORE_SERVICE_NAME,
         definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
-        handlers: createResponseStoreService({ ...dependencies, ttlSeconds: dependencies.responsesTtlSeconds }),
+        handlers: createResponseStoreService({
+          ...dependencies,
+          redis: dependencies.responsesRedis ?? dependencies.redis,
+          ttlSeconds: dependencies.responsesTtlSeconds,
+          bounds: dependencies.responseBounds,
+        }),
       },
     ]),
     start: async () => {

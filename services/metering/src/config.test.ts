@@ -11,6 +11,7 @@ describe('metering configuration', () => {
       NATS_URL: 'nats://127.0.0.1:4222',
       REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_WAIT_REPLICAS: 0,
+      REDIS_ALLOW_EVICTION: false,
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
       CONFIG_RELOAD_INTERVAL_MS: 2_000,
       METERING_UNKNOWN_MODEL_GRACE_MS: 300_000,
@@ -20,6 +21,10 @@ describe('metering configuration', () => {
       USAGE_STREAM_REPLICAS: 1,
       METERING_DEDUP_RETENTION_MS: 600_000,
       METERING_RESPONSES_TTL_SECONDS: 2_592_000,
+      RESPONSES_REDIS_URL: '',
+      METERING_RESPONSES_MAX_PER_KEY: 10_000,
+      METERING_RESPONSES_MAX_BYTES_PER_KEY: 268_435_456,
+      METERING_RESPONSES_MAX_TOTAL_BYTES: 2_147_483_648,
     });
   });
 
@@ -32,6 +37,9 @@ describe('metering configuration', () => {
     [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],
     [{ USAGE_STREAM_REPLICAS: '0' }, 'invalid configuration: env/USAGE_STREAM_REPLICAS must be >= 1'],
     [{ METERING_RESPONSES_TTL_SECONDS: '0' }, 'invalid configuration: env/METERING_RESPONSES_TTL_SECONDS must be >= 1'],
+    [{ RESPONSES_REDIS_URL: 'http://127.0.0.1:6380' }, 'invalid configuration: env/RESPONSES_REDIS_URL must match pattern "(^rediss?(-cluster)?://)|^$"'],
+    [{ METERING_RESPONSES_MAX_TOTAL_BYTES: '-1' }, 'invalid configuration: env/METERING_RESPONSES_MAX_TOTAL_BYTES must be >= 0'],
+    [{ REDIS_ALLOW_EVICTION: 'maybe' }, 'invalid configuration: env/REDIS_ALLOW_EVICTION must be boolean'],
     [{ CONFIG_RELOAD_INTERVAL_MS: '-1' }, 'invalid configuration: env/CONFIG_RELOAD_INTERVAL_MS must be >= 0'],
   ];
   it('takes a NATS cluster as a list of servers and its replica count', () => {

@@ -44,6 +44,29 @@ export const MeteringConfigSchema = Type.Object({
     minimum: 1,
     default: 2_592_000,
   }),
+  RESPONSES_REDIS_URL: Type.String({
+    description:
+      "A Redis of their own for stored responses (same forms as REDIS_URL); empty: REDIS_URL's. Unlike REDIS_URL's it may evict (allkeys-lru): losing a stored response loses a conversation's continuation, never a limit or usage.",
+    pattern: `(${REDIS_URL_PATTERN})|^$`,
+    default: '',
+  }),
+  METERING_RESPONSES_MAX_PER_KEY: Type.Integer({
+    description: "Stored responses kept per API key; over it the key's oldest are deleted first. 0: no bound.",
+    minimum: 0,
+    default: 10_000,
+  }),
+  METERING_RESPONSES_MAX_BYTES_PER_KEY: Type.Integer({
+    description:
+      "Bytes of stored responses (the response and its input items) kept per API key, 256 MiB by default; over it the key's oldest are deleted first. 0: no bound.",
+    minimum: 0,
+    default: 268_435_456,
+  }),
+  METERING_RESPONSES_MAX_TOTAL_BYTES: Type.Integer({
+    description:
+      "Bytes of stored responses kept in all, 2 GiB by default; over it the oldest (any key's) are deleted first, so a new response is always stored. Size the responses' Redis to about 1.5 times this. 0: no bound.",
+    minimum: 0,
+    default: 2_147_483_648,
+  }),
 });
 
 /** The metering service's configuration, frozen. */

@@ -6,7 +6,8 @@ import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServ
 import { createServer } from './app.js';
 import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
-import { createRedis } from '@gateway/redis';
+import { createRedis, guardEvictionPolicy } from '@gateway/redis';
+import { startRedisMemoryGauges } from './redis-memory-gauges.js';
 
 const config = loadMeteringConfig(process.env);
 const logger = createLogger('metering', config.LOG_LEVEL);
@@ -23,6 +24,22 @@ const catalogFile = new ReloadableFile({
 // A model a reload removes is still billed for the requests it already ran.
 const catalog = billableCatalog(catalogFile);
 const redis = createRedis(config.REDIS_URL, logger);
+// Stored responses may live in a Redis of their own, which may evict (they are not state).
+const responsesRedis = config.RESPONSES_REDIS_URL === '' ? redis : createRedis(config.RESPONSES_REDIS_URL, logger);
+// Metering's state (metered totals, de-duplication records, settlements) must never be evicted.
+await guardEvictionPolicy(redis, {
+  allowEviction: config.REDIS_ALLOW_EVICTION,
+  logger,
+  onRefused: (error) => {
+    logger.fatal({ node: error.node, policy: error.policy }, error.message);
+    process.exit(1);
+  },
+});
+const redisMemory = startRedisMemoryGauges({
+  clients: responsesRedis === redis ? { state: redis } : { state: redis, responses: responsesRedis },
+  registry,
+  logger,
+});
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 
 const tracing = startTracing('metering');
@@ -39,6 +56,12 @@ const metering = createServer({
   dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
   redisReplicas: config.REDIS_WAIT_REPLICAS,
   responsesTtlSeconds: config.METERING_RESPONSES_TTL_SECONDS,
+  responsesRedis,
+  responseBounds: {
+    maxPerKey: config.METERING_RESPONSES_MAX_PER_KEY,
+    maxBytesPerKey: config.METERING_RESPONSES_MAX_BYTES_PER_KEY,
+    maxTotalBytes: config.METERING_RESPONSES_MAX_TOTAL_BYTES,
+  },
 });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
@@ -55,10 +78,12 @@ logger.info(
 
 const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5_000, async () => {
   catalogFile.close();
+  redisMemory.stop();
   await metering.grpc.shutdown(config.METERING_SHUTDOWN_GRACE_MS);
   await metering.stop();
   await drainNats(nc, 2_000);
   await metrics.close();
   await tracing.shutdown();
+  if (responsesRedis !== redis) await responsesRedis.quit().catch(() => responsesRedis.disconnect());
   await redis.quit().catch(() => redis.disconnect());
 });

@@ -3,11 +3,15 @@
  * (`store`, `previous_response_id`, `GET` and `DELETE /v1/responses/{id}`). One hash per response,
  * named by its owner's key id and its own id (keyspace's storedResponseKey): a key finds only its
  * own responses, and another key's id names a key that does not exist, so ownership needs no
- * check of its own. Each response expires after the retention (30 days, as OpenAI keeps them) and
- * one larger than the bound is not stored, so Redis stays bounded.
+ * check of its own. Each response expires after the retention (30 days, as OpenAI keeps them), one
+ * larger than the bound is not stored, and the store keeps within its bounds per key (a count and
+ * bytes) and in total (bytes) by deleting the OLDEST responses over them (keyspace's
+ * putStoredResponse): a conversation continues from its latest response, so a full store keeps
+ * storing new ones rather than refusing them. The store may live in a Redis of its own
+ * (RESPONSES_REDIS_URL), which may evict.
  */
 import { GatewayError, unary } from '@gateway/grpc';
-import { storedResponseKey } from '@gateway/keyspace';
+import { deleteStoredResponse, putStoredResponse, storedResponseKey, type StoredResponseBounds, storedResponsesTotalKeys } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type {
@@ -25,6 +29,12 @@ import type { RedisClient } from '@gateway/redis';
 export const DEFAULT_RESPONSES_TTL_SECONDS = 30 * 24 * 3600;
 /** The largest stored form (the response and its input items, UTF-8 bytes) that is stored: 4 MiB. */
 export const DEFAULT_RESPONSE_MAX_BYTES = 4 * 1024 * 1024;
+/** The bounds unless configured otherwise: 10,000 responses and 256 MiB per key, 2 GiB in all. */
+export const DEFAULT_RESPONSE_BOUNDS: StoredResponseBounds = {
+  maxPerKey: 10_000,
+  maxBytesPerKey: 256 * 1024 * 1024,
+  maxTotalBytes: 2 * 1024 * 1024 * 1024,
+};
 
 /** The fully qualified name the ResponseStoreService is registered and health-checked under. */
 export const RESPONSE_STORE_SERVICE_NAME = 'gateway.responses.v1.ResponseStoreService';
@@ -42,6 +52,10 @@ export interface ResponseStoreDependencies {
   ttlSeconds?: number;
   /** The largest stored form stored, in bytes (DEFAULT_RESPONSE_MAX_BYTES). */
   maxBytes?: number;
+  /** The store's bounds per key and in total (DEFAULT_RESPONSE_BOUNDS); 0 for any: none. */
+  bounds?: StoredResponseBounds;
+  /** Names another set of the keys that hold the total (tests sharing a Redis); default `responses`. */
+  totalTag?: string;
 }
 
 function invalid(message: string, param: string): GatewayError {
@@ -64,6 +78,8 @@ export function createResponseStoreService(dependencies: ResponseStoreDependenci
   const { redis, logger } = dependencies;
   const ttlSeconds = dependencies.ttlSeconds ?? DEFAULT_RESPONSES_TTL_SECONDS;
   const maxBytes = dependencies.maxBytes ?? DEFAULT_RESPONSE_MAX_BYTES;
+  const bounds = dependencies.bounds ?? DEFAULT_RESPONSE_BOUNDS;
+  const totalKeys = storedResponsesTotalKeys(dependencies.totalTag);
   const registers = dependencies.registry ? [dependencies.registry] : [];
   const puts = new prometheus.Counter({
     name: 'gateway_metering_responses_stored_total',
@@ -79,6 +95,18 @@ export function createResponseStoreService(dependencies: ResponseStoreDependenci
     registers,
   });
   for (const operation of ['put', 'get', 'delete']) storeErrors.inc({ operation }, 0);
+  const evictions = new prometheus.Counter({
+    name: 'gateway_metering_responses_evicted_total',
+    help: "Stored responses deleted before their time to keep the store within its bounds, by bound (key: the key's count or bytes; total: the bytes in all).",
+    labelNames: ['bound'],
+    registers,
+  });
+  for (const bound of ['key', 'total']) evictions.inc({ bound }, 0);
+  const storedBytes = new prometheus.Gauge({
+    name: 'gateway_metering_responses_stored_bytes',
+    help: 'Bytes of stored responses in all (their stored form), as of the latest store or delete; compare with METERING_RESPONSES_MAX_TOTAL_BYTES.',
+    registers,
+  });
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'response store handler failed');
 
   async function store<T>(operation: 'put' | 'get' | 'delete', run: () => Promise<T>): Promise<T> {
@@ -100,8 +128,13 @@ export function createResponseStoreService(dependencies: ResponseStoreDependenci
       puts.inc({ outcome: 'too_large' });
       return { outcome: 'PUT_OUTCOME_TOO_LARGE' };
     }
-    // One transaction: the response never exists without its expiry.
-    await store('put', () => redis.multi().hset(key, { response, input }).expire(key, ttlSeconds).exec());
+    // One script: the response never exists without its expiry, nor outside its key's index.
+    const put = await store('put', () =>
+      putStoredResponse(redis, { keyId: request.key_id!, responseId: request.response_id!, response, input, ttlMs: ttlSeconds * 1_000 }, bounds, totalKeys),
+    );
+    evictions.inc({ bound: 'key' }, put.evictedForKey);
+    evictions.inc({ bound: 'total' }, put.evictedForTotal);
+    storedBytes.set(put.totalBytes);
     puts.inc({ outcome: 'stored' });
     return { outcome: 'PUT_OUTCOME_STORED', ttl_seconds: ttlSeconds };
   }
@@ -117,8 +150,8 @@ export function createResponseStoreService(dependencies: ResponseStoreDependenci
   async function deleteResponse(request: DeleteResponseRequestOutput): Promise<DeleteResponseResponse> {
     const key = responseKey(request);
     if (key === undefined) return { deleted: false };
-    const removed = await store('delete', () => redis.del(key));
-    return { deleted: removed > 0 };
+    const deleted = await store('delete', () => deleteStoredResponse(redis, request.key_id!, request.response_id!, totalKeys, ttlSeconds * 1_000));
+    return { deleted };
   }
 
   return {
