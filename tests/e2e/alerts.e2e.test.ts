@@ -1,7 +1,8 @@
 /**
  * The metrics behind deploy/components/alerts, moved by the faults they alert on, against a running
  * cluster: usage events dropped by an edge that cannot reach NATS, metering's lag while it is
- * stopped (and back to 0 once it consumes), metering's Redis made unreachable, a deployment's
+ * stopped (and back to 0 once it consumes), a poison message metering can never meter, metering's
+ * Redis made unreachable, a deployment's
  * breaker held open by a failing upstream, 5xx answers, and streams slower to their first token
  * than the SLO's 2.5 s. Also: every metric the alerting rules read is exported by some service.
  * The rules' thresholds and windows themselves are unit-tested by promtool (alerts.test.yaml).
@@ -11,7 +12,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { eventually, freePort, type FakeUpstream, replayJson, replaySse, startFakeUpstream, startTcpProxy, type TcpProxy } from '@gateway/testing';
+import { connect } from 'nats';
+import { encodeUsageEvent, usageNames } from '@gateway/messaging';
+import { eventually, freePort, natsServers, type FakeUpstream, replayJson, replaySse, startFakeUpstream, startTcpProxy, type TcpProxy } from '@gateway/testing';
 import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, metric, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
@@ -143,6 +146,31 @@ describe('the alerts', () => {
     );
   });
 
+  it('poison messages: a message that is no usage event and an event naming no key are counted by reason, each from 0', async () => {
+    const meteringMetrics = metricsUrl('metering');
+    const poison = 'gateway_metering_poison_messages_total';
+    expect(await metric(meteringMetrics, poison, { reason: 'undecodable' })).toBe(0);
+    expect(await metric(meteringMetrics, poison, { reason: 'missing_key_id' })).toBe(0);
+    const nc = await connect({ servers: natsServers(cluster.natsUrl) });
+    try {
+      const js = nc.jetstream();
+      const { subject } = usageNames(cluster.usageStream);
+      await js.publish(subject, new Uint8Array([0xff, 0xff, 0xff, 0x01]));
+      await js.publish(subject, encodeUsageEvent({ event_id: `evt-poison-${Date.now()}`, model_id: 'sim-mini' }));
+    } finally {
+      await nc.close();
+    }
+    await eventually(
+      async () =>
+        ((await metric(meteringMetrics, poison, { reason: 'undecodable' })) === 1 &&
+          (await metric(meteringMetrics, poison, { reason: 'missing_key_id' })) === 1) ||
+        undefined,
+      'both poison messages to be counted by reason',
+      15_000,
+      100,
+    );
+  });
+
   it('breaker open and 5xx: an upstream that fails every call opens its deployment, and callers get 5xx', async () => {
     const before = await fiveHundreds();
     const statuses: number[] = [];
@@ -228,6 +256,13 @@ describe('the alerts', () => {
       async () => ((await metric(meteringMetrics, STORE_ERRORS)) > storeErrorsBefore ? true : undefined),
       'store errors to be counted',
       20_000,
+      200,
+    );
+    // The de-duplication records are counted at each prune (every 10 s): unknown once one fails.
+    await eventually(
+      async () => Number.isNaN(await metric(meteringMetrics, 'gateway_metering_dedup_records')) || undefined,
+      'the de-duplication record count to read unknown',
+      25_000,
       200,
     );
 

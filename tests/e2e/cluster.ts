@@ -107,7 +107,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     baseUrl: `http://127.0.0.1:${ports.edge}/v1`,
     apiKey,
     redisUrl: redis,
-    natsUrl: nats,
+    // options.env may name a NATS of the test's own: what a replica added beside the cluster joins.
+    natsUrl: env.NATS_URL!,
     usageStream: env.USAGE_STREAM!,
     ports,
     env,
@@ -116,7 +117,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     restart: launch,
     stop: async () => {
       await Promise.all(SERVICES.map((name) => stopProcess(processes[name])));
-      await deleteStream(nats, env.USAGE_STREAM!);
+      await deleteStream(env.NATS_URL!, env.USAGE_STREAM!);
       // Metering's de-duplication records of that stream go with it.
       const client = connectRedis(redis, { maxRetriesPerRequest: 1 });
       const keyId = await client.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id').catch(() => null);

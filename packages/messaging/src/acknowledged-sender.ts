@@ -118,6 +118,31 @@ export class AcknowledgedSender {
     return this.retries.events + this.window.events;
   }
 
+  /** The earliest heldSince of the events it holds (failed, or awaiting acknowledgement); Infinity for none. */
+  earliestHeldSince(): number {
+    return Math.min(this.retries.earliestHeldSince(), this.window.earliestHeldSince());
+  }
+
+  /** Removes the failed events held since heldSince or before (those in flight stay: they are being answered). */
+  takeFailedHeldSince(heldSince: number): OutgoingEvent[] {
+    return this.retries.takeHeldSince(heldSince);
+  }
+
+  /** Takes back events taken from it whose hand-over failed: sent again before anything not yet sent. */
+  putBack(events: readonly OutgoingEvent[]): void {
+    for (const event of events) this.retries.push(event);
+    this.pump();
+  }
+
+  /** Stops sending and removes every event it holds, failed ones first, then those in flight (oldest first). */
+  takeAll(): OutgoingEvent[] {
+    this.stop();
+    const taken: OutgoingEvent[] = [];
+    for (let event = this.retries.shift(); event; event = this.retries.shift()) taken.push(event);
+    taken.push(...this.window.takeAll());
+    return taken;
+  }
+
   /** Starts sending on a connection: subscribes to the acknowledgement inbox and follows the connection's status. */
   attach(nc: NatsConnection): void {
     if (this.stopped) return;

@@ -48,3 +48,36 @@ export async function drainNats(connection: NatsConnection | Promise<NatsConnect
     new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
   ]);
 }
+
+/** Whether a process's NATS connection is up now; see followConnection. */
+export interface ConnectionState {
+  /** True while connected; false before the first connection, while reconnecting, and once closed. */
+  readonly connected: boolean;
+}
+
+/**
+ * Follows a connection (or the promise of one that may not connect yet) and says whether it is up:
+ * what a process exports as `gateway_nats_connected`, so that an outage shows on every process that
+ * cannot reach NATS, whatever traffic it has (a quiet edge has nothing held to show it otherwise).
+ */
+export function followConnection(connection: NatsConnection | Promise<NatsConnection>): ConnectionState {
+  let connected = false;
+  void Promise.resolve(connection).then(
+    async (nc) => {
+      connected = !nc.isClosed();
+      void nc.closed().then(() => {
+        connected = false;
+      });
+      for await (const status of nc.status()) {
+        if (status.type === 'disconnect') connected = false;
+        else if (status.type === 'reconnect') connected = true;
+      }
+    },
+    () => undefined,
+  );
+  return {
+    get connected() {
+      return connected;
+    },
+  };
+}

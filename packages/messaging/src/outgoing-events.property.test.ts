@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { AckWindow, EventQueue, type OutgoingEvent } from './outgoing-events.js';
 
-const message = (id: number, count: number): OutgoingEvent => ({ eventId: `e${id}`, bytes: new Uint8Array(), count, sentAt: 0 });
+const message = (id: number, count: number): OutgoingEvent => ({ eventId: `e${id}`, bytes: new Uint8Array(), count, sentAt: 0, heldSince: 0 });
 const sum = (events: readonly OutgoingEvent[]) => events.reduce((total, event) => total + event.count, 0);
 
 type QueueStep = { kind: 'push'; times: number; count: number } | { kind: 'shift'; times: number } | { kind: 'unshiftTaken' };

@@ -21,6 +21,8 @@ export interface OutgoingEvent {
   headers?: MsgHdrs;
   /** When the current attempt was sent (monotonic clock, ms); meaningful only while in flight. */
   sentAt: number;
+  /** When it was formed (monotonic clock, ms): how long its events have been held, whatever became of its attempts. */
+  heldSince: number;
 }
 
 /**
@@ -28,9 +30,19 @@ export interface OutgoingEvent {
  * as the message id; a batch gets an id of its own, kept by every retry. Throws when an event
  * cannot be encoded.
  */
-export function formMessage(events: readonly UsageEvent[]): OutgoingEvent {
-  if (events.length === 1) return { eventId: events[0]!.event_id!, bytes: encodeUsageEvent(events[0]!), count: 1, sentAt: 0 };
-  return { eventId: `batch-${randomUUID()}`, bytes: encodeUsageEventBatch(events as UsageEvent[]), count: events.length, sentAt: 0 };
+export function formMessage(events: readonly UsageEvent[], heldSince = performance.now()): OutgoingEvent {
+  if (events.length === 1) return { eventId: events[0]!.event_id!, bytes: encodeUsageEvent(events[0]!), count: 1, sentAt: 0, heldSince };
+  return { eventId: `batch-${randomUUID()}`, bytes: encodeUsageEventBatch(events as UsageEvent[]), count: events.length, sentAt: 0, heldSince };
+}
+
+/**
+ * The earliest heldSince of some events (Infinity for none). Read when metrics are scraped, not per
+ * event: a pass over what is held (at most the publisher's maxQueue) every scrape costs little.
+ */
+function earliestHeldSince(events: Iterable<OutgoingEvent | undefined>): number {
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const event of events) if (event && event.heldSince < earliest) earliest = event.heldSince;
+  return earliest;
 }
 
 /**
@@ -57,6 +69,32 @@ export class EventQueue {
     this.events += event.count;
     if (this.head > 0) this.items[--this.head] = event;
     else this.items.unshift(event);
+  }
+
+  /** The earliest heldSince of its entries; Infinity when empty. */
+  earliestHeldSince(): number {
+    let earliest = Number.POSITIVE_INFINITY;
+    for (let index = this.head; index < this.items.length; index += 1) earliest = Math.min(earliest, this.items[index]?.heldSince ?? earliest);
+    return earliest;
+  }
+
+  /** Removes and returns, in queue order, the entries held since heldSince or before; O(entries). */
+  takeHeldSince(heldSince: number): OutgoingEvent[] {
+    const taken: OutgoingEvent[] = [];
+    const kept: OutgoingEvent[] = [];
+    for (let index = this.head; index < this.items.length; index += 1) {
+      const event = this.items[index];
+      if (!event) continue;
+      if (event.heldSince <= heldSince) {
+        taken.push(event);
+        this.events -= event.count;
+      } else kept.push(event);
+    }
+    if (taken.length > 0) {
+      this.items = kept;
+      this.head = 0;
+    }
+    return taken;
   }
 
   shift(): OutgoingEvent | undefined {
@@ -101,6 +139,11 @@ export class AckWindow {
     this.events += event.count;
     this.entries.set(this.lastNumber, event);
     return this.lastNumber;
+  }
+
+  /** The earliest heldSince of its attempts; Infinity when empty. */
+  earliestHeldSince(): number {
+    return earliestHeldSince(this.entries.values());
   }
 
   /** Removes and returns the attempt with this number, or undefined when it is no longer awaited. */

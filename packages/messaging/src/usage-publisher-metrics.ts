@@ -30,6 +30,8 @@ export class UsagePublisherMetrics {
   queued = 0;
   /** Events scheduled to be sent again, once per attempt that failed. */
   republished = 0;
+  /** Events handed to metering at shutdown instead of the stream. */
+  handedOver = 0;
   #lastDropLogAt = 0;
   readonly #logger: Logger;
   readonly #onDrop: ((reason: UsageDropReason) => void) | undefined;

@@ -48,6 +48,12 @@ export const EdgeConfigSchema = Type.Object({
     default: 100_000,
     minimum: 1,
   }),
+  EDGE_USAGE_HANDOVER_AFTER_MS: Type.Integer({
+    description:
+      "Usage events NATS has not taken for this long are handed to metering directly (its RecordUsageEvents, metered once by event id), so a long NATS outage leaves no usage waiting in an edge's memory (ms); 0 = held until NATS takes them (at shutdown they are handed over regardless).",
+    default: 600_000,
+    minimum: 0,
+  }),
   EDGE_BODY_LIMIT_BYTES: Type.Integer({ description: 'Largest accepted request body in bytes (larger: 413).', default: 16 * 1024 * 1024, minimum: 1024 }),
   EDGE_AUTH_STREAMS: Type.Integer({
     description:

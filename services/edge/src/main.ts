@@ -3,11 +3,11 @@
  * router and executor, watches the router's catalog, connects to NATS for usage events, listens,
  * and shuts down gracefully.
  */
-import { createClient, createHealthClient, isServing } from '@gateway/grpc';
+import { callUnary, createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher, connectNats, drainNats, ensureUsageStream, usageNames } from '@gateway/messaging';
+import { UsagePublisher, connectNats, drainNats, ensureUsageStream, followConnection, usageNames } from '@gateway/messaging';
 import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
-import { loadGatewayGrpc } from '@gateway/proto';
+import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput, type UsageEventOutput } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './auth-decisions.js';
 import { createExecutorCalls } from './executor-calls.js';
@@ -44,8 +44,18 @@ const usageStream = usageNames(config.USAGE_STREAM);
 void nats
   .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS, logger }))
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
-const usage = new UsagePublisher(nats, logger, { subject: usageStream.subject, maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS });
-registerUsagePublisherMetrics(registry, usage);
+/** Meters usage events through metering directly: for the events NATS does not take (USAGE_DELIVERY.md). */
+const recordUsage = async (events: UsageEventOutput[], timeoutMs: number) => {
+  await callUnary<RecordUsageEventsRequest, RecordUsageEventsResponseOutput>(metering, metering.RecordUsageEvents, { events }, { deadlineMs: timeoutMs });
+};
+const usage = new UsagePublisher(nats, logger, {
+  subject: usageStream.subject,
+  maxQueue: config.EDGE_USAGE_QUEUE_MAX_EVENTS,
+  handOverTo: recordUsage,
+  handOverAfterMs: config.EDGE_USAGE_HANDOVER_AFTER_MS,
+});
+const natsState = followConnection(nats);
+registerUsagePublisherMetrics(registry, usage, natsState);
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
@@ -103,7 +113,14 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   const unstored = await ResponsesStore.of(deps).flush(2_000);
   if (unstored > 0) logger.warn({ unstored }, 'responses still being stored at shutdown were given up');
   catalog.stop();
-  await usage.flush(5_000);
+  // Disconnected, nothing can be acknowledged: no wait, what is held goes to metering at once.
+  await usage.flush(natsState.connected ? 5_000 : 0);
+  // What NATS did not take (it is unreachable) goes to metering, which meters each event once by its
+  // id: a rollout during an outage loses no usage.
+  const held = usage.pending;
+  const handed = await usage.handOver(recordUsage, 5_000);
+  if (held > 0 || handed > 0)
+    logger[handed >= held ? 'warn' : 'error']({ pending: held, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);

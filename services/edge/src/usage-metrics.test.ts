@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher } from '@gateway/messaging';
+import { followConnection, UsagePublisher } from '@gateway/messaging';
+import { eventually } from '@gateway/testing';
 import { prometheus } from '@gateway/observability';
 import { registerUsagePublisherMetrics } from './usage-metrics.js';
 
@@ -15,7 +16,9 @@ describe('usage publisher metrics', () => {
     const registry = new prometheus.Registry();
     // A connection that never comes: every event stays held, as while NATS is unreachable.
     const publisher = new UsagePublisher(new Promise(() => {}), createLogger('edge-test', 'silent'), { maxQueue: 2 });
-    registerUsagePublisherMetrics(registry, publisher);
+    registerUsagePublisherMetrics(registry, publisher, followConnection(new Promise(() => {})));
+    expect(await sample(registry, 'gateway_nats_connected')).toBe(0);
+    expect(await sample(registry, 'gateway_usage_oldest_held_event_age_seconds')).toBe(0);
     expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="queue_full"}')).toBe(0);
     expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="no_event_id"}')).toBe(0);
 
@@ -26,6 +29,14 @@ describe('usage publisher metrics', () => {
     expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="queue_full"}')).toBe(3);
     expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="no_event_id"}')).toBe(1);
     expect(await sample(registry, 'gateway_usage_events_republished_total')).toBe(0);
+    // Two events are few, but their age keeps growing: what the alert on events held too long reads.
+    const firstAge = await eventually(
+      async () => ((await sample(registry, 'gateway_usage_oldest_held_event_age_seconds')) ?? 0) >= 0.2 || undefined,
+      'the oldest held event to be 0.2 s old',
+      5_000,
+      20,
+    );
+    expect(firstAge).toBe(true);
 
     publisher.close();
     expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="closed"}')).toBe(2);

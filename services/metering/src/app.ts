@@ -5,6 +5,7 @@ import type { Logger } from '@gateway/logger';
 import {
   decodeUsageEvents,
   ensureUsageStream,
+  followConnection,
   PoisonMessageError,
   startDurableConsumer,
   USAGE_STREAM,
@@ -14,7 +15,7 @@ import {
   type RunningConsumer,
 } from '@gateway/messaging';
 import { prometheus, type Tracing } from '@gateway/observability';
-import { loadGatewayGrpc, type UsageEventOutput } from '@gateway/proto';
+import { loadGatewayGrpc, type RecordUsageEventsResponse, type UsageEventOutput } from '@gateway/proto';
 import type { StoredResponseBounds } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 import { createConsumerLag } from './consumer-lag.js';
@@ -78,6 +79,18 @@ export const DEFAULT_DEDUP_RETENTION_MS = 10 * 60_000;
 /** How often records below the consumer's ack floor are pruned. */
 export const DEFAULT_DEDUP_PRUNE_INTERVAL_MS = 10_000;
 
+/**
+ * The stream sequence an event handed over by an edge (RecordUsageEvents) is recorded under: above
+ * any real one, so its de-duplication record is never pruned below the ack floor and lasts until
+ * its key's set expires (the stream's maximum age and a day). A copy of it the stream stored (its
+ * acknowledgement lost in the outage) can be consumed any time within that age, and must be
+ * recognised then.
+ */
+export const HANDED_OVER_SEQUENCE = Number.MAX_SAFE_INTEGER;
+
+/** Every reason a usage message or event is poison, each exported from 0 so that increase() sees the first. */
+export const POISON_REASONS = ['undecodable', 'missing_event_id', 'missing_key_id', 'invalid_team_id', 'unknown_model'] as const;
+
 /** Metering, wired and not yet started. */
 export interface MeteringServer {
   /** Serves the UsageService (usage read back), the ResponseStoreService (stored responses) and grpc.health.v1; listen on METERING_LISTEN_ADDR. */
@@ -120,9 +133,19 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     labelNames: ['reason'],
     registers: dependencies.registry ? [dependencies.registry] : [],
   });
+  for (const reason of POISON_REASONS) poison.inc({ reason }, 0);
+  const connection = followConnection(nc);
+  new prometheus.Gauge({
+    name: 'gateway_nats_connected',
+    help: 'Whether this process is connected to NATS now (1) or not (0: never yet, reconnecting, closed).',
+    registers: dependencies.registry ? [dependencies.registry] : [],
+    collect() {
+      this.set(connection.connected ? 1 : 0);
+    },
+  });
   const records = new prometheus.Gauge({
     name: 'gateway_metering_dedup_records',
-    help: 'De-duplication records held in Redis (events in flight plus the retention), after the last prune.',
+    help: 'De-duplication records held in Redis (events in flight plus the retention), after the last prune; NaN (unknown) when the last prune failed.',
     registers: dependencies.registry ? [dependencies.registry] : [],
   });
   const durableName = dependencies.durableName ?? METERING_DURABLE;
@@ -152,6 +175,8 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       prune()
         .catch((error: unknown) => {
           storeErrors.inc({ operation: 'prune' });
+          // Not the last count, which would look current: unknown until a prune succeeds again.
+          records.set(Number.NaN);
           logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval');
         })
         .finally(() => {
@@ -159,6 +184,29 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
         });
     }, pruneIntervalMs);
     pruneTimer.unref();
+  };
+
+  /**
+   * Meters the events of one message, or of one RecordUsageEvents call, together: an event that can
+   * never be metered is counted and skipped without its neighbours; any other failure rejects once
+   * all are settled, and the events already metered are recognised by their ids when sent again.
+   */
+  const meterAll = async (events: UsageEventOutput[], sequence: number): Promise<RecordUsageEventsResponse> => {
+    const results = await Promise.allSettled(events.map((event) => meter(event, sequence)));
+    const counts = { metered: 0, duplicates: 0, poison: 0 };
+    let failure: unknown;
+    for (const result of results) {
+      if (result.status === 'fulfilled') {
+        if (result.value === 'metered') counts.metered += 1;
+        else counts.duplicates += 1;
+      } else if (result.reason instanceof PoisonMessageError) {
+        counts.poison += 1;
+        poison.inc({ reason: result.reason.reason });
+        logger.error({ err: result.reason, reason: result.reason.reason, stream_sequence: sequence }, 'usage event can never be metered; skipped');
+      } else failure ??= result.reason;
+    }
+    if (failure !== undefined) throw failure;
+    return counts;
   };
 
   let consumer: RunningConsumer | undefined;
@@ -176,7 +224,12 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       {
         name: USAGE_SERVICE_NAME,
         definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
-        handlers: createUsageService({ redis: dependencies.redis, logger, onStoreError: () => storeErrors.inc({ operation: 'read' }) }),
+        handlers: createUsageService({
+          redis: dependencies.redis,
+          logger,
+          onStoreError: () => storeErrors.inc({ operation: 'read' }),
+          record: (events) => meterAll(events, HANDED_OVER_SEQUENCE),
+        }),
       },
       {
         name: RESPONSE_STORE_SERVICE_NAME,
@@ -207,24 +260,10 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
             durableName,
             filterSubject: dependencies.subject ?? USAGE_SUBJECT,
             decode: decodeUsageEvents,
-            // The events of one message (a batch, or one event) are metered together; an event that
-            // can never be metered is counted and skipped without its neighbours, and any other
-            // failure has the whole message redelivered, where the events already metered are
-            // recognised by their ids and not metered again.
+            // The events of one message (a batch, or one event) are metered together (meterAll); a
+            // failure has the whole message redelivered.
             handle: async (events, delivery) => {
-              const results = await Promise.allSettled(events.map((event) => meter(event, delivery.seq)));
-              let failure: unknown;
-              for (const result of results) {
-                if (result.status === 'fulfilled') continue;
-                if (result.reason instanceof PoisonMessageError) {
-                  poison.inc({ reason: result.reason.reason });
-                  logger.error(
-                    { err: result.reason, reason: result.reason.reason, stream_sequence: delivery.seq },
-                    'usage event can never be metered; skipped',
-                  );
-                } else failure ??= result.reason;
-              }
-              if (failure !== undefined) throw failure;
+              await meterAll(events, delivery.seq);
             },
             onPoison: (reason) => poison.inc({ reason }),
             backoffMs: dependencies.backoffMs,

@@ -107,4 +107,21 @@ describe('metering lag', () => {
     const lag = createConsumerLag({ nc, stream: names.stream, durableName: `never-${id}`, logger });
     expect(await lag.poll()).toBeUndefined();
   });
+
+  it('reads unknown (NaN) once JetStream cannot be read, and the time of the last reading stands still', async () => {
+    // The durable consumer of the first test exists; a connection of this test's own is lost.
+    const own = await connect({ servers: natsServers(await natsUrl()) });
+    const registry = createRegistry('metering-lag-test');
+    const lag = createConsumerLag({ nc: own, ...names, logger, registry });
+    expect(await lag.poll()).toEqual({ pendingMessages: 0, oldestAgeSeconds: 0 });
+    const readAt = await gauge(registry, 'gateway_metering_lag_last_read_timestamp_seconds');
+    expect(Math.abs(readAt - Date.now() / 1000)).toBeLessThan(5);
+    await own.close();
+    expect(await lag.poll()).toBeUndefined();
+    expect(await gauge(registry, 'gateway_metering_consumer_pending_messages')).toBeNaN();
+    expect(await gauge(registry, 'gateway_metering_oldest_unmetered_age_seconds')).toBeNaN();
+    expect(await gauge(registry, 'gateway_metering_lag_last_read_timestamp_seconds')).toBe(readAt);
+    // prom-client writes `Nan`, which Prometheus reads as NaN (Go's ParseFloat ignores the case).
+    expect((await registry.metrics()).split('\n')).toContainEqual(expect.stringMatching(/^gateway_metering_consumer_pending_messages(\{.*\})? NaN$/i));
+  });
 });

@@ -4,7 +4,9 @@
  * delivered and not acknowledged) and `gateway_metering_oldest_unmetered_age_seconds` (how long
  * the oldest of them has been in the stream; 0 when none). Usage not metered is usage not billed
  * yet, and not counted against budgets: these say how late the bill is, where the consumer's own
- * counters only say what it did.
+ * counters only say what it did. While they cannot be read (NATS unreachable) both read NaN, never
+ * a last value that looks current, and `gateway_metering_lag_last_read_timestamp_seconds` (when
+ * they were last read; 0 before the first read) stops moving: the alert on an unknown lag reads it.
  *
  * Read from JetStream rather than counted here, so the figures are the same whichever replica
  * reports them and include what no replica has pulled yet (one consumer info per poll, plus one
@@ -44,7 +46,7 @@ export interface ConsumerLagReading {
 export interface ConsumerLag {
   /** Reads the lag once now (the start's reading, before any message is consumed), then every interval. */
   start(): Promise<void>;
-  /** Stops reading; the gauges keep their last values. */
+  /** Stops reading; the gauges keep their last values (the process is stopping with it). */
   stop(): void;
   /** Reads the lag once and sets the gauges; resolves undefined when it could not be read (logged). */
   poll(): Promise<ConsumerLagReading | undefined>;
@@ -54,8 +56,9 @@ export interface ConsumerLag {
 const WARNING_INTERVAL_MS = 60_000;
 
 /**
- * Creates the lag reporter and its two gauges. A failed read leaves the gauges as they were and
- * logs a warning: when NATS is unreachable the edges' `gateway_usage_events_held` tells the story.
+ * Creates the lag reporter and its three gauges. A failed read sets the two lag gauges to NaN
+ * (unknown: a comparison with NaN is false, so no lag alert fires on a stale figure, and the alert
+ * on the last read's age does) and logs a warning at most once a minute.
  */
 export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
   const { nc, stream, durableName, logger } = options;
@@ -70,6 +73,11 @@ export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
   const oldestAge = new prometheus.Gauge({
     name: 'gateway_metering_oldest_unmetered_age_seconds',
     help: 'Age of the oldest usage stream message not metered yet (0 when none): how late the bill is.',
+    registers,
+  });
+  const lastRead = new prometheus.Gauge({
+    name: 'gateway_metering_lag_last_read_timestamp_seconds',
+    help: 'When the lag gauges were last read from JetStream (Unix seconds; 0 before the first read). While it stands still the lag is unknown.',
     registers,
   });
   let timer: NodeJS.Timeout | undefined;
@@ -101,13 +109,16 @@ export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
       }
       pending.set(pendingMessages);
       oldestAge.set(oldestAgeSeconds);
+      lastRead.set(now() / 1000);
       return { pendingMessages, oldestAgeSeconds };
     } catch (error) {
       // Before metering's first start there is no durable consumer yet: nothing was ever consumed to be behind on.
       if (isNotFound(error)) return undefined;
+      pending.set(Number.NaN);
+      oldestAge.set(Number.NaN);
       if (now() - lastWarningAt >= WARNING_INTERVAL_MS) {
         lastWarningAt = now();
-        logger.warn({ err: error, stream, durable: durableName }, 'metering lag could not be read; the lag gauges keep their last values');
+        logger.warn({ err: error, stream, durable: durableName }, 'metering lag could not be read; the lag gauges read NaN (unknown) until it can');
       }
       return undefined;
     }

@@ -7,6 +7,8 @@ import { encodeUsageEvent, encodeUsageEventBatch, UsagePublisher } from '@gatewa
 import { createRegistry, type prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
 import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
+import { callUnary, createClient, GatewayError } from '@gateway/grpc';
+import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput } from '@gateway/proto';
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
 import { testModel } from './testing/catalog-model.js';
 import { connectRedis, createRedis, deleteMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
@@ -535,4 +537,49 @@ describe('metering', () => {
       await inspector.del(dedupKey(pruning.stream, `key_${run}inflight`));
     }
   }, 30_000);
+
+  it('meters the events an edge hands over (RecordUsageEvents) once each, whether a copy came or comes through the stream', async () => {
+    const port = await main.metering.grpc.listen('127.0.0.1:0');
+    const client = createClient(loadGatewayGrpc().gateway.usage.v1.UsageService, `127.0.0.1:${port}`);
+    const record = (events: UsageEvent[]) =>
+      callUnary<RecordUsageEventsRequest, RecordUsageEventsResponseOutput>(client, client.RecordUsageEvents, { events }, { deadlineMs: 5_000 });
+    try {
+      const keyId = `key_${run}handover`;
+      const viaStream = usageEvent({ key_id: keyId });
+      const handedOnly = usageEvent({ key_id: keyId });
+      const handedFirst = usageEvent({ key_id: keyId });
+      // One event reached the stream and was metered before the outage (its acknowledgement lost).
+      main.publisher.publish(viaStream);
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 1, 'the streamed event to be metered');
+
+      // At shutdown the edge hands over all three it still holds, one of them twice (a call sent again).
+      const poisonBefore = await counterValue(main.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' });
+      const answer = await record([viaStream, handedOnly, handedFirst, handedOnly, usageEvent({ key_id: keyId, model_id: 'no-such-model' })]);
+      expect(answer).toEqual({ metered: 2, duplicates: 2, poison: 1 });
+      expect(await counterValue(main.registry, 'gateway_metering_poison_messages_total', { reason: 'unknown_model' })).toBe(poisonBefore + 1);
+      expect((await keyTotals(redis, keyId)).requests).toBe(3);
+
+      // NATS back: a copy the stream had stored anyway is consumed later and recognised.
+      main.publisher.publish(handedFirst);
+      await main.publisher.flush(5_000);
+      await eventually(
+        async () => (await counterValue(main.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1 || undefined,
+        'the stream copy to be consumed as a duplicate',
+        10_000,
+      );
+      expect((await keyTotals(redis, keyId)).requests).toBe(3);
+      expect((await record([handedOnly, handedFirst, viaStream])).duplicates).toBe(3);
+      expect((await keyTotals(redis, keyId)).requests).toBe(3);
+
+      // More than a call may carry: refused whole, with its reason.
+      const tooMany = Array.from({ length: 1_001 }, () => usageEvent({ key_id: keyId }));
+      const refused = await record(tooMany).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(GatewayError);
+      expect((refused as GatewayError).reason).toBe('invalid_request');
+      expect((await keyTotals(redis, keyId)).requests).toBe(3);
+    } finally {
+      client.close();
+      await main.metering.grpc.shutdown(1_000);
+    }
+  });
 });

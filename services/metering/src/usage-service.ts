@@ -1,7 +1,8 @@
 /**
  * The UsageService: metered usage read back for the edge's usage API and web console. Reads only
  * Redis, never the usage stream, so it answers while NATS is away (what is not metered yet is not
- * in the answer).
+ * in the answer). Also RecordUsageEvents: the events an edge hands over at shutdown when it cannot
+ * publish them, metered by the function that meters the stream's (see MeteringServer).
  */
 import { GatewayError, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
@@ -9,6 +10,9 @@ import type {
   ListRecentRequestsRequestOutput,
   ListRecentRequestsResponse,
   QueryUsageRequestOutput,
+  RecordUsageEventsRequestOutput,
+  RecordUsageEventsResponse,
+  UsageEventOutput,
   QueryUsageResponse,
   RecentRequest,
   UsageServiceHandlers,
@@ -25,12 +29,19 @@ export interface UsageServiceDependencies {
   now?: () => number;
   /** Told of each read Redis failed (gateway_metering_store_errors_total). */
   onStoreError?: () => void;
+  /**
+   * Meters handed-over events once each by event id; rejects when Redis cannot (nothing of a failed
+   * event is recorded). Without it RecordUsageEvents is refused.
+   */
+  record?: (events: UsageEventOutput[]) => Promise<RecordUsageEventsResponse>;
 }
 
 /** The most key ids one query may name. */
 export const MAX_QUERY_KEYS = 1_000;
 /** How many key id -> team entries the service remembers. */
 const MAX_KNOWN_TEAMS = 100_000;
+/** The most usage events one RecordUsageEvents call may carry. */
+export const MAX_RECORDED_EVENTS = 1_000;
 /** The most latest requests one call returns. */
 export const MAX_RECENT_REQUESTS = 200;
 const KEY_ID = /^key_[A-Za-z0-9]{16}$/;
@@ -128,8 +139,23 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
     return { requests: entries.map((json) => JSON.parse(json) as RecentRequest) };
   }
 
+  async function recordUsageEvents(request: RecordUsageEventsRequestOutput): Promise<RecordUsageEventsResponse> {
+    const record = dependencies.record;
+    if (!record) throw GatewayError.of('service_unavailable', 'Usage events cannot be recorded here.', { retryable: false });
+    const events = request.events ?? [];
+    if (events.length > MAX_RECORDED_EVENTS) throw invalid(`At most ${MAX_RECORDED_EVENTS} usage events per call.`, 'events');
+    if (events.length === 0) return { metered: 0, duplicates: 0, poison: 0 };
+    try {
+      return await record(events);
+    } catch (error) {
+      logger.error({ err: { message: (error as Error).message }, events: events.length }, 'handed-over usage events could not be recorded');
+      throw GatewayError.of('store_unavailable', 'Usage events cannot be recorded right now.', { retryable: true, cause: error });
+    }
+  }
+
   return {
     QueryUsage: unary(queryUsage, 'QueryUsage', report),
     ListRecentRequests: unary(listRecentRequests, 'ListRecentRequests', report),
+    RecordUsageEvents: unary(recordUsageEvents, 'RecordUsageEvents', report),
   };
 }
