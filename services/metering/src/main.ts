@@ -7,6 +7,7 @@ import { createServer } from './app.js';
 import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
 import { createRedis } from '@gateway/redis';
+import { loadScripts } from '@gateway/keyspace';
 
 const config = loadMeteringConfig(process.env);
 const logger = createLogger('metering', config.LOG_LEVEL);
@@ -23,6 +24,12 @@ const catalogFile = new ReloadableFile({
 // A model a reload removes is still billed for the requests it already ran.
 const catalog = billableCatalog(catalogFile);
 const redis = createRedis(config.REDIS_URL, logger);
+// Every script loaded once Redis is ready, before the first events as a rule (a script Redis lacks
+// is sent whole by the step that runs it, so this only keeps that off the first events).
+void loadScripts(redis).then(
+  () => logger.info({}, 'redis scripts loaded'),
+  (error: unknown) => logger.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'redis scripts not loaded; each is sent on its first use'),
+);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 
 const tracing = startTracing('metering');
