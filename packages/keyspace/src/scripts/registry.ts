@@ -31,11 +31,12 @@ export const SCRIPTS = {
 } as const satisfies Record<string, LuaScript>;
 
 /**
- * Loads every script into each master (SCRIPT LOAD), so that the first requests a service takes
- * find them there. Not needed for correctness: runScript sends a script whole when a server lacks
+ * Loads every script into each master (SCRIPT LOAD) once the client is ready, so that the first
+ * requests a service takes find them there. Not needed for correctness: runScript sends a script whole when a server lacks
  * it (a master that failed over, a restart, a SCRIPT FLUSH); this only keeps that off the first
  * requests, and a script that does not compile fails the start rather than a request.
  */
 export async function loadScripts(redis: RedisClient): Promise<void> {
+  if (redis.status !== 'ready') await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
   await Promise.all(masters(redis).flatMap((node) => Object.values(SCRIPTS).map((script) => node.script('LOAD', script.lua))));
 }
