@@ -67,15 +67,17 @@ for i, text in ipairs(allowTexts) do allowLists[i] = cjson.decode(text) end
 local now = clock(args.now)
 if now - (tonumber(key.last_used_at_ms) or 0) >= tonumber(args.last_used_interval_ms) then redis.call('HSET', KEYS[1], 'last_used_at_ms', now) end
 
--- Budgets: a request may start while its cost bound fits in what is left of each budget: what was
--- spent today and this month (as metered so far) and what the requests in flight hold, against
--- the budget (micro-USD budgets against pico-USD spend); remaining is the smaller of what is left,
--- holds deducted. Returns budgeted (0 | 1), remaining, spent today, spent this month, month
--- exhausted (0 | 1) (by what was spent: holds are settled or released soon).
+-- Budgets: what is left of each is the budget less what was spent today and this month (as metered
+-- so far) and what the requests in flight hold (micro-USD budgets against pico-USD spend);
+-- remaining is the smaller of what is left of the day's and the month's. A request may start when
+-- its cost bound fits in what is left, or, when nothing is in flight, while anything is left (a
+-- request alone may overshoot by its own cost, as before bounds were held, so that a bound larger
+-- than the remainder does not lock out what is left). Returns budgeted (0 | 1), remaining, spent
+-- today, spent this month, month exhausted (0 | 1) (by what was spent: holds end soon), held.
 local bound = args.bound or '0'
 local boundAmount = tonumber(bound) or 0
 local function budgetState(S, Z, daily, monthly)
-  if daily < 0 and monthly < 0 then return 0, 0, 0, 0, 0 end
+  if daily < 0 and monthly < 0 then return 0, 0, 0, 0, 0, 0 end
   local spentDay, spentMonth = spent(S, now)
   local held = heldNow(S, Z, now)
   local remaining, monthExhausted = -1, 0
@@ -87,23 +89,22 @@ local function budgetState(S, Z, daily, monthly)
   end
   remaining = remaining - held
   if remaining < 0 then remaining = 0 end
-  return 1, remaining, spentDay, spentMonth, monthExhausted
+  return 1, remaining, spentDay, spentMonth, monthExhausted, held
 end
 local budget = {budgetState(KEYS[6], KEYS[7], dailyBudget, monthlyBudget)}
-local teamBudget = {0, 0, 0, 0, 0}
+local teamBudget = {0, 0, 0, 0, 0, 0}
 if team then teamBudget = {budgetState(KEYS[13], KEYS[14], teamDaily, teamMonthly)} end
 -- An allowed request's hold on each budget that applies (in the team's under `<key_id>:<charge
--- id>`, as its window charges); the remaining reported is then net of it.
+-- id>`, as its window charges). The remaining reported is what was left when it started: net of
+-- the other requests in flight, not of its own bound.
 local function holdBudgets()
   if boundAmount <= 0 then return end
   local lapsesAt = now + tonumber(args.hold_ms)
   if budget[1] == 1 then
     hold(KEYS[6], KEYS[7], args.reservation, bound, lapsesAt, tonumber(args.hold_ms), tonumber(args.spend_ttl_ms))
-    budget[2] = math.max(0, budget[2] - boundAmount)
   end
   if teamBudget[1] == 1 then
     hold(KEYS[13], KEYS[14], key.key_id .. ':' .. args.reservation, bound, lapsesAt, tonumber(args.hold_ms), tonumber(args.spend_ttl_ms))
-    teamBudget[2] = math.max(0, teamBudget[2] - boundAmount)
   end
 end
 
@@ -141,7 +142,7 @@ end
 if args.mode == 'reserve' then
   for _, scope in ipairs({{budget, 'key'}, {teamBudget, 'team'}}) do
     local state = scope[1]
-    if state[1] == 1 and (state[2] <= 0 or boundAmount > state[2]) then
+    if state[1] == 1 and (state[2] <= 0 or (boundAmount > state[2] and state[6] > 0)) then
       local retry = 0
       if state[5] == 0 then retry = DAY_MS - now % DAY_MS end
       return answer('over_budget', retry, scope[2])
