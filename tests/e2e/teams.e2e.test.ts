@@ -234,7 +234,8 @@ describe('teams across three edges and two auth replicas', () => {
       expect((await complete(urls[(run + 1) % 3]!, keys[(run + 1) % 2]!.secret, 'held-model', 10)).status).toBe(429);
       outcomes.push({ run, answered, metered: totals.requests });
       // No service fell over: every process runs, and the usage API answers (above).
-      for (const [name, child] of Object.entries(cluster.processes)) expect({ name, exitCode: child.exitCode, signal: child.signalCode }).toEqual({ name, exitCode: null, signal: null });
+      for (const [name, child] of Object.entries(cluster.processes))
+        expect({ name, exitCode: child.exitCode, signal: child.signalCode }).toEqual({ name, exitCode: null, signal: null });
       expect(secondAuth?.exitCode ?? null).toBeNull();
       expect(edges.map((edge) => edge.running())).toEqual([true, true]);
     }

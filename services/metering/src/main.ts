@@ -28,7 +28,8 @@ const redis = createRedis(config.REDIS_URL, logger);
 // is sent whole by the step that runs it, so this only keeps that off the first events).
 void loadScripts(redis).then(
   () => logger.info({}, 'redis scripts loaded'),
-  (error: unknown) => logger.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'redis scripts not loaded; each is sent on its first use'),
+  (error: unknown) =>
+    logger.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'redis scripts not loaded; each is sent on its first use'),
 );
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 

@@ -81,16 +81,26 @@ function fireAll(redis: RedisClient, fixture: Fixture): Record<keyof typeof SCRI
   const operations: Record<keyof typeof SCRIPTS, (caller: number) => Promise<unknown>> = {
     checkQuota: (caller) => checkQuota(redis, { ...quota, keyId, chargeId: `c${caller}` }),
     checkTeamQuota: (caller) => checkQuota(redis, { ...quota, keyId: memberId, teamId, chargeId: `c${caller}` }),
-    recordUsage: (caller) => recordUsage(redis, { event: event(caller, false), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: RETENTION }),
-    recordTeamUsage: (caller) => recordUsage(redis, { event: event(caller, true), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: RETENTION }),
+    recordUsage: (caller) =>
+      recordUsage(redis, { event: event(caller, false), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: RETENTION }),
+    recordTeamUsage: (caller) =>
+      recordUsage(redis, { event: event(caller, true), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: RETENTION }),
     settleQuota: (caller) => settleQuota(redis, { reservation: { keyId, chargeId: `s${caller}` }, prefix, actualTokens: 0, windowMs: 60_000 }),
-    settleTeamQuota: (caller) => settleQuota(redis, { reservation: { keyId: memberId, chargeId: `s${caller}` }, teamId, prefix, actualTokens: 0, windowMs: 60_000 }),
+    settleTeamQuota: (caller) =>
+      settleQuota(redis, { reservation: { keyId: memberId, chargeId: `s${caller}` }, teamId, prefix, actualTokens: 0, windowMs: 60_000 }),
     createKeyRecord: (caller) => createKeyRecord(redis, `${prefix}created:{${keyId}}:${caller}`, { key_id: keyId }),
     createTeamKeyRecord: (caller) =>
-      createKeyRecord(redis, keys.record(`key_${base62(16)}`, teamId), { key_id: `key_new${caller}` }, { team: keys.team(teamId), liveKeys: keys.teamKeys(teamId) }),
+      createKeyRecord(
+        redis,
+        keys.record(`key_${base62(16)}`, teamId),
+        { key_id: `key_new${caller}` },
+        { team: keys.team(teamId), liveKeys: keys.teamKeys(teamId) },
+      ),
     updateKeyRecord: (caller) => updateKeyRecord(redis, keys.record(keyId), { deletes: [], sets: { [`touched_${caller}`]: '1' } }),
-    updateTeamKeyRecord: (caller) => updateKeyRecord(redis, keys.record(memberId, teamId), { deletes: [], sets: { [`touched_${caller}`]: '1' } }, keys.teamKeys(teamId)),
-    deleteTeam: () => deleteTeamRecord(redis, { team: `${prefix}gone-team:{${teamId}}`, liveKeys: keys.teamKeys(teamId) }, windowKeyList(keys.teamWindow(teamId))),
+    updateTeamKeyRecord: (caller) =>
+      updateKeyRecord(redis, keys.record(memberId, teamId), { deletes: [], sets: { [`touched_${caller}`]: '1' } }, keys.teamKeys(teamId)),
+    deleteTeam: () =>
+      deleteTeamRecord(redis, { team: `${prefix}gone-team:{${teamId}}`, liveKeys: keys.teamKeys(teamId) }, windowKeyList(keys.teamWindow(teamId))),
     modelAllowed: (caller) => luaModelAllowed(redis, [['model-*']], `model-${caller}`),
   };
   const fired = {} as Record<keyof typeof SCRIPTS, Promise<unknown>[]>;

@@ -93,13 +93,7 @@ function recordKeys(event: UsageRecord, prefix: string, buckets: BucketPlacement
     budgetHoldsKeyName(keyId, teamId),
   ];
   if (!teamId) return own;
-  return [
-    ...own,
-    ...windowKeyList(authKeys(prefix).teamWindow(teamId)),
-    teamSpendKeyName(teamId),
-    teamTotalsKey(teamId),
-    teamBudgetHoldsKeyName(teamId),
-  ];
+  return [...own, ...windowKeyList(authKeys(prefix).teamWindow(teamId)), teamSpendKeyName(teamId), teamTotalsKey(teamId), teamBudgetHoldsKeyName(teamId)];
 }
 
 function recordArguments({ event, settlement, retention }: RecordUsageInput, buckets: BucketPlacement): string[] {

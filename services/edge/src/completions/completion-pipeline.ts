@@ -127,7 +127,10 @@ export class CompletionPipeline {
     // Auth checks a named model against the key's allow-lists; `auto` chooses within them later.
     const named = completion.parsed.request.model ?? '';
     const model = named === 'auto' ? '' : named;
-    const bounds = (promptTokens: number) => ({ reserveTokens: this.reserved(completion, promptTokens), costBoundPicoUsd: this.costBound(completion, promptTokens) });
+    const bounds = (promptTokens: number) => ({
+      reserveTokens: this.reserved(completion, promptTokens),
+      costBoundPicoUsd: this.costBound(completion, promptTokens),
+    });
     return checkKey(deps, apiKey, requestId, { ...bounds(completion.promptTokens), signal, traceparent, model }).catch(async (error: unknown) => {
       // Too large for the key's tokens per minute on an estimate: the exact count decides.
       if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
