@@ -146,11 +146,18 @@ describe("a budget's holds", () => {
     const keyId = await newKey('limited');
     expect((await decide(keyId, 'a', 60)).status).toBe('allow');
     expect((await decide(keyId, 'b', 60)).status).toBe('over_budget');
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      await settleQuota(redis, { reservation: { keyId, chargeId: 'a' }, prefix, actualTokens: 0, windowMs: 60_000 });
+    for (const outcome of ['settled', 'already_settled']) {
+      expect((await settleQuota(redis, { reservation: { keyId, chargeId: 'a' }, prefix, actualTokens: 0, windowMs: 60_000 })).outcome).toBe(outcome);
       expect(await redis.hget(spendKeyName(keyId), 'held')).toBe('0');
     }
     expect((await decide(keyId, 'b', 60)).status).toBe('allow');
+    // A key with a budget and no window: the release is its settlement.
+    const budgetOnly = await newKey('budgeted');
+    expect((await decide(budgetOnly, 'a', 60)).status).toBe('allow');
+    expect((await settleQuota(redis, { reservation: { keyId: budgetOnly, chargeId: 'a' }, prefix, actualTokens: 0, windowMs: 60_000 })).outcome).toBe(
+      'settled',
+    );
+    expect((await decide(budgetOnly, 'b', 100)).status).toBe('allow');
   });
 
   it('lets a hold whose end is never reported lapse after BUDGET_HOLD_MAX_AGE_MS', async () => {

@@ -36,15 +36,16 @@ local function hold(S, Z, id, amount, lapsesAt, holdMs, spendTtl)
 end
 
 -- Releases request `id`'s hold, if it still has one (metered, or ended without usage): what it held
--- no longer counts. Idempotent.
+-- no longer counts. Idempotent; returns whether a hold was released.
 local function release(S, Z, id)
   if redis.call('ZREM', Z, id) == 0 then
     redis.call('HDEL', S, 'h:' .. id)
-    return
+    return false
   end
   local amount = redis.call('HGET', S, 'h:' .. id)
   if amount then
     redis.call('HDEL', S, 'h:' .. id)
     redis.call('HINCRBY', S, 'held', '-' .. amount)
   end
+  return true
 end
