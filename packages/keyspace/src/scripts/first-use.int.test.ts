@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '@gateway/logger';
-import { connectRedis, createRedis, deleteMatching, type RedisClient } from '@gateway/redis';
+import { connectRedis, createRedis, deleteMatching, masters, type RedisClient } from '@gateway/redis';
 import { hasRedisServer, redisUrl, serverProcess, freePort, type ServerProcess } from '@gateway/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { authKeys, spendKeyName, teamSpendKeyName, windowKeyList } from '../keys.js';
@@ -8,7 +8,7 @@ import { checkQuota, plansArgument } from './check-quota.js';
 import { createKeyRecord, deleteTeamRecord, updateKeyRecord } from './key-record.js';
 import { luaModelAllowed } from './model-allow-list.js';
 import { recordUsage, type UsageRetention } from './record-usage.js';
-import { SCRIPTS } from './registry.js';
+import { loadScripts, SCRIPTS } from './registry.js';
 import { settleQuota } from './settle-quota.js';
 
 // A service's client takes its first requests with every script unused on it, many at once and
@@ -189,6 +189,20 @@ describe('the first use of every script, from many callers at once', () => {
   });
 });
 
+describe('loadScripts', () => {
+  it('loads every script of the registry into every master, waiting for a client still connecting', async () => {
+    const redis = createRedis(await redisUrl(), logger);
+    try {
+      await loadScripts(redis);
+      for (const node of masters(redis)) {
+        expect(await node.script('EXISTS', ...Object.values(SCRIPTS).map((script) => script.sha))).toEqual(Object.values(SCRIPTS).map(() => 1));
+      }
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+
 describe.runIf(hasRedisServer())('scripts a server does not have (a restart, a failover, a SCRIPT FLUSH)', () => {
   let server: ServerProcess;
   let url: string;
@@ -220,6 +234,18 @@ describe.runIf(hasRedisServer())('scripts a server does not have (a restart, a f
         const loaded = (await admin.script('EXISTS', ...Object.values(SCRIPTS).map((script) => script.sha))) as number[];
         expect(loaded).toEqual(Object.values(SCRIPTS).map(() => 1));
       }
+    } finally {
+      redis.disconnect();
+      admin.disconnect();
+    }
+  });
+  it('has every script in place before the first call once loadScripts resolved', async () => {
+    const redis = createRedis(url, logger);
+    const admin = connectRedis(url);
+    try {
+      await admin.script('FLUSH');
+      await loadScripts(redis);
+      expect(await admin.script('EXISTS', ...Object.values(SCRIPTS).map((script) => script.sha))).toEqual(Object.values(SCRIPTS).map(() => 1));
     } finally {
       redis.disconnect();
       admin.disconnect();
