@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, createRedis, deleteMatching, masters, type RedisClient } from '@gateway/redis';
-import { hasRedisServer, redisUrl, serverProcess, freePort, type ServerProcess } from '@gateway/testing';
+import { freePort, hasRedisServer, type RedisCluster, redisUrl, serverProcess, type ServerProcess, startRedisCluster } from '@gateway/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { authKeys, spendKeyName, teamSpendKeyName, windowKeyList } from '../keys.js';
 import { checkQuota, plansArgument } from './check-quota.js';
@@ -246,6 +246,38 @@ describe.runIf(hasRedisServer())('scripts a server does not have (a restart, a f
       await admin.script('FLUSH');
       await loadScripts(redis);
       expect(await admin.script('EXISTS', ...Object.values(SCRIPTS).map((script) => script.sha))).toEqual(Object.values(SCRIPTS).map(() => 1));
+    } finally {
+      redis.disconnect();
+      admin.disconnect();
+    }
+  });
+});
+
+describe.runIf(hasRedisServer())('scripts the masters of a Redis Cluster do not have', () => {
+  let cluster: RedisCluster;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3, replicas: 0 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("sends each script whole to the node of its keys when that node answers NOSCRIPT, to every caller, again after a flush of every master's scripts", async () => {
+    const redis = createRedis(cluster.url, logger);
+    const admin = connectRedis(cluster.url);
+    try {
+      await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+      for (let round = 0; round < 2; round += 1) {
+        // Only this test's own cluster is flushed.
+        for (const node of cluster.nodes) node.cli('SCRIPT', 'FLUSH');
+        const fixture = newFixture();
+        await seed(admin, fixture);
+        const fired = fireAll(redis, fixture);
+        await expectAllAnswered(fired);
+        await expectOutcomes(fired);
+      }
     } finally {
       redis.disconnect();
       admin.disconnect();
