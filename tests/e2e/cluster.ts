@@ -140,7 +140,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 }
 
 /** Another edge beside a running cluster, sharing its auth, router, executors, metering and usage stream. */
-export async function startSecondEdge(cluster: Cluster, env: Record<string, string> = {}): Promise<{ origin: string; baseUrl: string; stop(): Promise<void> }> {
+export async function startSecondEdge(
+  cluster: Cluster,
+  env: Record<string, string> = {},
+): Promise<{ origin: string; baseUrl: string; stop(): Promise<void>; running(): boolean }> {
   const port = await freePort();
   const child = spawn(process.execPath, ['services/edge/dist/main.js'], {
     cwd: ROOT,
@@ -171,7 +174,7 @@ export async function startSecondEdge(cluster: Cluster, env: Record<string, stri
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('the second edge did not become ready');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child) };
+  return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child), running: () => child.exitCode === null && child.signalCode === null };
 }
 
 /** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */

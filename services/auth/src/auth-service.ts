@@ -260,9 +260,12 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       throw GatewayError.of('invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', {
         param: 'reservation_id',
       });
+    const costBound = Number(request.cost_bound_pico_usd ?? 0);
+    if (!Number.isSafeInteger(costBound) || costBound < 0)
+      throw GatewayError.of('invalid_request', 'cost_bound_pico_usd must be a non-negative integer.', { param: 'cost_bound_pico_usd' });
     const model = request.model ?? '';
     if (model.length > MAX_MODEL_LENGTH) throw GatewayError.of('invalid_request', `model has at most ${MAX_MODEL_LENGTH} characters.`, { param: 'model' });
-    const how = { mode: request.check_only ? ('peek' as const) : ('reserve' as const), model };
+    const how = { mode: request.check_only ? ('peek' as const) : ('reserve' as const), model, costBoundPicoUsd: costBound };
     const result = await store(() => limiter.check(hashSecret(secret), part, reserve, how), 'The key service cannot decide right now.', request.request_id);
     if (result.kind === 'unknown_key') return deny('DENY_REASON_UNKNOWN_KEY');
     if (result.kind === 'revoked') return deny('DENY_REASON_REVOKED');

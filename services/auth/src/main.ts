@@ -1,5 +1,6 @@
 import { createLogger } from '@gateway/logger';
 import { ReloadableFile } from '@gateway/config';
+import { loadScripts } from '@gateway/keyspace';
 import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { AdminTokenStore } from './admin-token-store.js';
 import { createServer } from './app.js';
@@ -51,6 +52,10 @@ const limiter = new QuotaLimiter(redis, plans, {
   windowMs: config.AUTH_QUOTA_WINDOW_SECONDS * 1_000,
   memory,
 });
+
+// Every script loaded before the first decisions (in the background, retried: a decision sends a
+// script Redis lacks whole, so this only keeps that off the first requests).
+void startUpRetry(logger, { stepMs: 500, maxMs: 5_000, message: 'loading the Redis scripts failed; retrying' }).execute(() => loadScripts(redis));
 
 // Keys of the earlier layout move to this one (in the background: a key met before it is done
 // moves when met), retried until Redis lets them.

@@ -7,6 +7,7 @@ import { createServer } from './app.js';
 import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
 import { createRedis, guardEvictionPolicy } from '@gateway/redis';
+import { loadScripts } from '@gateway/keyspace';
 import { startRedisMemoryGauges } from './redis-memory-gauges.js';
 
 const config = loadMeteringConfig(process.env);
@@ -40,6 +41,13 @@ const redisMemory = startRedisMemoryGauges({
   registry,
   logger,
 });
+// Every script loaded once Redis is ready, before the first events as a rule (a script Redis lacks
+// is sent whole by the step that runs it, so this only keeps that off the first events).
+void loadScripts(redis).then(
+  () => logger.info({}, 'redis scripts loaded'),
+  (error: unknown) =>
+    logger.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'redis scripts not loaded; each is sent on its first use'),
+);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 
 const tracing = startTracing('metering');
