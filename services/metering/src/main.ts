@@ -39,6 +39,7 @@ const metering = createServer({
   dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
   redisReplicas: config.REDIS_WAIT_REPLICAS,
   responsesTtlSeconds: config.METERING_RESPONSES_TTL_SECONDS,
+  connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
 });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
