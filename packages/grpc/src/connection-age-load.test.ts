@@ -19,7 +19,7 @@ import {
   type ExecutorServiceClient,
 } from '@gateway/proto';
 import { eventually, freePort, startDnsServer } from '@gateway/testing';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { REFRESH_OPTION } from './address-resolver.js';
 import { callUnary, createClient, withoutCallerStack } from './client.js';
 import { createGatewayServer } from './server.js';
