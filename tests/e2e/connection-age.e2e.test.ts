@@ -3,8 +3,8 @@
  * streamed chat completions from twelve concurrent clients for more than ten connection ages, the
  * servers' age shortened to 4 s by configuration (GRPC_MAX_CONNECTION_AGE_MS; 2 minutes shipped).
  * Each age sends every connection to auth, the router, the executors and metering a GOAWAY while
- * calls are in flight on it, call streams included (they move at their own age, 30 s to the
- * executors and 5 minutes to auth, so they outlive their connection by far, as in production).
+ * calls are in flight on it, call streams included (they move at their own age, about 30 s, so
+ * they outlive their connection by far, and keepalive pings, every 15 s, come while they do).
  * Not one request may fail, every answer is metered exactly once, and no service's memory grows.
  * `pnpm bench soak` runs the same for 30 minutes at the shipped age.
  */

@@ -4,9 +4,10 @@
  * while replicas shut down one after another. Not one call may fail: a connection asked to go away
  * carries what it has until it ends, and the call streams move to new connections on their own.
  *
- * Keepalive pings come every 100 ms on both sides here, as they come (every 15 s and 30 s) well
- * within the life of a closing connection in production, whose call streams move at their age (up
- * to 5 minutes): a ping on a closing connection used to fail and take every call on it down.
+ * Keepalive pings come every 100 ms on both sides here, as they come (every 15 s and 30 s) within
+ * the life of a closing connection in production, whose call streams move at their age (about
+ * 30 s) and whose longest calls last minutes: a ping on a closing connection used to fail and take
+ * every call on it down.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -182,8 +183,8 @@ function drive(client: ExecutorServiceClient, calls: StreamedCalls<Methods, Stre
 
 describe('connections that go away under load', () => {
   it('fail no call across more than ten connection ages, whole and streamed', async () => {
-    // Connections of about 300 ms; call streams replaced at about 450 ms, so that most of them
-    // outlive the connection they were opened on, as they do in production (5 minutes and 2).
+    // Connections of about 300 ms; call streams replaced at about 450 ms, so that many of them
+    // outlive the connection they were opened on, as they do in production.
     const replica = await startReplica('127.0.0.1:0', { 'grpc.max_connection_age_ms': 300, 'grpc.max_connection_age_grace_ms': 30_000 });
     const { client, calls } = connect(`127.0.0.1:${replica.port}`, 450);
     const load = drive(client, calls);

@@ -142,7 +142,8 @@ export function createGatewayServer(services: GatewayService[], options: grpc.Se
         }, graceMs);
         timer.unref();
         // tryShutdown sends GOAWAY first, so a stream a caller opens to replace a drained one
-        // reaches another replica; then the streams are asked to end.
+        // reaches another replica, and lets each connection carry its calls until they end (see
+        // MAX_CONNECTION_AGE_MS on keepalive); then the streams are asked to end.
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve();
