@@ -74,3 +74,25 @@ export function configReloadVariable() {
     }),
   };
 }
+
+/**
+ * GRPC_MAX_CONNECTION_AGE_MS and GRPC_MAX_CONNECTION_AGE_GRACE_MS: every gRPC server (auth, router,
+ * executor, metering). The defaults are @gateway/grpc's MAX_CONNECTION_AGE_MS and
+ * MAX_CONNECTION_AGE_GRACE_MS, which this package does not depend on.
+ */
+export function grpcConnectionAgeVariables() {
+  return {
+    GRPC_MAX_CONNECTION_AGE_MS: Type.Integer({
+      description:
+        "After about this long (±10%) each connection to the service's gRPC server is asked to go away (HTTP/2 GOAWAY), so that clients reaching it through a fixed address (a ClusterIP, an L4 load balancer) reconnect and spread over replicas added since; its calls carry on (ms).",
+      minimum: 1_000,
+      default: 120_000,
+    }),
+    GRPC_MAX_CONNECTION_AGE_GRACE_MS: Type.Integer({
+      description:
+        'How long a connection asked to go away may still carry the calls it has before they are cut (ms): longer than the longest call, and than the call streams take to move (their age, a few minutes at most).',
+      minimum: 1_000,
+      default: 1_800_000,
+    }),
+  };
+}

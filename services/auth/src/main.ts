@@ -70,7 +70,18 @@ if (config.GATEWAY_BOOTSTRAP_KEY) await ensureBootstrapKeyOnceReachable(redis, k
 const tracing = startTracing('auth');
 const adminTokens = new AdminTokenStore(writer, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS });
 const audit = new AuditLog(writer, { prefix: config.AUTH_REDIS_PREFIX, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS });
-const server = createServer({ keys, teams, limiter, plans, logger, registry, tracing, adminTokens, audit });
+const server = createServer({
+  keys,
+  teams,
+  limiter,
+  plans,
+  logger,
+  registry,
+  tracing,
+  adminTokens,
+  audit,
+  connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
+});
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
 logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port, plans_path: config.AUTH_PLANS_PATH }, 'auth listening');

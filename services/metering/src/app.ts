@@ -1,6 +1,6 @@
 import type { Catalog } from '@gateway/catalog';
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
-import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import {
   decodeUsageEvents,
@@ -58,6 +58,8 @@ export interface MeteringDependencies {
   redisReplicas?: number;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
+  /** The server's connection age and grace (GRPC_MAX_CONNECTION_AGE_MS, ..._GRACE_MS); the defaults of @gateway/grpc when absent. */
+  connectionAge?: ConnectionAge;
   /** How often the consumer's lag is read (DEFAULT_CONSUMER_LAG_INTERVAL_MS). */
   lagIntervalMs?: number;
   /** How long a stored response of the Responses API is kept (METERING_RESPONSES_TTL_SECONDS; 30 days when not given). */
@@ -220,28 +222,31 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     );
   });
   return {
-    grpc: createGatewayServer([
-      {
-        name: USAGE_SERVICE_NAME,
-        definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
-        handlers: createUsageService({
-          redis: dependencies.redis,
-          logger,
-          onStoreError: () => storeErrors.inc({ operation: 'read' }),
-          record: (events) => meterAll(events, HANDED_OVER_SEQUENCE),
-        }),
-      },
-      {
-        name: RESPONSE_STORE_SERVICE_NAME,
-        definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
-        handlers: createResponseStoreService({
-          ...dependencies,
-          redis: dependencies.responsesRedis ?? dependencies.redis,
-          ttlSeconds: dependencies.responsesTtlSeconds,
-          bounds: dependencies.responseBounds,
-        }),
-      },
-    ]),
+    grpc: createGatewayServer(
+      [
+        {
+          name: USAGE_SERVICE_NAME,
+          definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
+          handlers: createUsageService({
+            redis: dependencies.redis,
+            logger,
+            onStoreError: () => storeErrors.inc({ operation: 'read' }),
+            record: (events) => meterAll(events, HANDED_OVER_SEQUENCE),
+          }),
+        },
+        {
+          name: RESPONSE_STORE_SERVICE_NAME,
+          definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
+          handlers: createResponseStoreService({
+            ...dependencies,
+            redis: dependencies.responsesRedis ?? dependencies.redis,
+            ttlSeconds: dependencies.responsesTtlSeconds,
+            bounds: dependencies.responseBounds,
+          }),
+        },
+      ],
+      connectionAgeOptions(dependencies.connectionAge),
+    ),
     start: async () => {
       // JetStream may not answer at start (a NATS cluster electing a leader, a server replaced):
       // metering waits for it, retrying, rather than exiting and leaving usage unmetered.

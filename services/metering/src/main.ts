@@ -70,6 +70,7 @@ const metering = createServer({
     maxBytesPerKey: config.METERING_RESPONSES_MAX_BYTES_PER_KEY,
     maxTotalBytes: config.METERING_RESPONSES_MAX_TOTAL_BYTES,
   },
+  connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
 });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
