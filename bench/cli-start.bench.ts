@@ -2,11 +2,12 @@
  * How fast auth's CLI (services/auth/dist/cli.js) starts and ends: its usage (`--help`, nothing
  * but the command line), a refused command line, and commands on Redis (`list`, and `get` of a key
  * created first), each beside `node -e 0` (Node's own start) in alternating rounds, as wall time
- * and CPU time (the child's user + system, from /proc) per run. Scripts and tests start the CLI many
- * times over: the target is under 300 ms a command where `node -e 0` takes about 40 ms, so as ratios
- * to `node -e 0` in the same run: the usage within 4 times, a command on Redis within 7 times
- * (best of the rounds, the least disturbed by the machine's other work). A missed target is
- * flagged and makes `pnpm bench` exit non-zero.
+ * and CPU time (the child's user + system, from /proc, in 10 ms ticks) per run. Scripts and tests
+ * start the CLI many times over: the target is under 300 ms a command where `node -e 0` takes about
+ * 40 ms, held as ratios of the median CPU time to `node -e 0`'s in the same run (the work the CLI
+ * does, which its imports decide; wall time on a shared machine mostly measures the others' load):
+ * the usage within 3 times, a command on Redis within 7 times. A missed target is flagged and makes
+ * `pnpm bench` exit non-zero.
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -19,9 +20,9 @@ import type { BenchSuite } from './run.js';
 
 const CLI = fileURLToPath(new URL('../services/auth/dist/cli.js', import.meta.url));
 const ROUNDS = 15;
-/** Most the usage may take, in starts of `node -e 0`: it loads only the command line's parser. */
-const USAGE_RATIO = 4;
-/** Most a command on Redis may take, in starts of `node -e 0`: 300 ms over about 40 ms, rounded down. */
+/** Most CPU the usage may take, in starts of `node -e 0`: it loads only the command line's parser. */
+const USAGE_RATIO = 3;
+/** Most CPU a command on Redis may take, in starts of `node -e 0`: 300 ms over about 40 ms, rounded down. */
 const COMMAND_RATIO = 7;
 
 /** The CPU time this process's waited-for children have used so far, in ms, from /proc. */
@@ -75,25 +76,27 @@ export const suite: BenchSuite = {
       await redis.quit();
     }
     const best = (values: number[]) => Math.min(...values);
+    const median = (values: number[]) => summarize(values).p50;
     const baseline = samples[0]!;
     let missedAny = false;
     const rows = cases.map((entry, index) => {
       const { wall, cpu } = samples[index]!;
-      const ratio = best(wall) / best(baseline.wall);
+      const ratio = median(cpu) / median(baseline.cpu);
       const missed = entry.target !== undefined && ratio > entry.target;
       missedAny ||= missed;
       return [
         entry.name,
         fixed(best(wall), 0),
-        fixed(summarize(wall).p50, 0),
-        fixed(summarize(cpu).p50, 0),
+        fixed(median(wall), 0),
+        fixed(median(cpu), 0),
         fixed(ratio),
+        fixed(best(wall) / best(baseline.wall)),
         entry.target === undefined ? '' : `≤ ${entry.target}`,
         entry.target === undefined ? '' : missed ? '**MISSED**' : 'ok',
       ];
     });
-    console.log(`${ROUNDS} rounds; wall ms (best, median) and CPU ms (median, 10 ms ticks) of each run:\n`);
-    table(['run', 'best ms', 'p50 ms', 'CPU p50 ms', '×`node -e 0` (best)', 'target', 'verdict'], rows);
+    console.log(`${ROUNDS} rounds; wall ms (best, median) and CPU ms (median) of each run:\n`);
+    table(['run', 'wall best ms', 'wall p50 ms', 'CPU p50 ms', 'CPU ×`node -e 0`', 'wall best ×`node -e 0`', 'target (CPU)', 'verdict'], rows);
     if (missedAny) {
       console.log('\nA target was missed (see **MISSED** above).');
       process.exitCode = 1;

@@ -24,9 +24,10 @@
  */
 import { parseArgs } from 'node:util';
 // Only what parsing the command line and printing the usage need is imported here; Redis, the
-// config schema and the stores are imported once a command runs (run below), so that `--help` and
-// a mistaken command line answer at once and a command loads no gRPC or tracing runtime: a CLI
-// started by scripts and tests many times over starts in well under 300 ms (`pnpm bench cli-start`).
+// config schema and the stores are imported once a command runs (runOnRedis below), the plans'
+// YAML parser only by the commands that record a key's limits, so that `--help` and a mistaken
+// command line answer at once and a command loads no gRPC or tracing runtime: scripts and tests
+// start the CLI many times over (`pnpm bench cli-start` holds its start to a few of Node's own).
 import { ADMIN_ROLE_NAMES, isAdminRoleName } from './admin-roles.js';
 import type { AdminTokenStore, StoredAdminToken } from './admin-token-store.js';
 import { AuditLog, CLI_ACTOR } from './audit-log.js';
@@ -63,7 +64,8 @@ interface CliStores {
   keys: KeyStore;
   adminTokens: AdminTokenStore;
   audit: AuditLog;
-  plans: PlanTable;
+  /** The plans, read on first use: only the commands that record a key's limits in force need them. */
+  plans: () => PlanTable;
   teams: TeamStore;
 }
 
@@ -153,6 +155,8 @@ function planFlag(plan: string | undefined): PlanName {
 
 async function createKey({ keys, audit, plans }: CliStores, values: Flags, overrides: OverrideFlags): Promise<void> {
   const plan = planFlag(values.plan);
+  // Read before the change, so that plans that cannot be read fail the command before it changes anything.
+  const table = plans();
   if (values.secret !== undefined && !isWellFormedSecret(values.secret))
     throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
   // A creation has no override to take back: "plan" is the same as leaving the flag out.
@@ -165,7 +169,7 @@ async function createKey({ keys, audit, plans }: CliStores, values: Flags, overr
     ...(values.team ? { team_id: values.team } : {}),
     ...set,
   });
-  await audit.record({ actor: CLI_ACTOR, action: 'key.create', target_id: key.key_id, after: toKeyInfo(key, plans) });
+  await audit.record({ actor: CLI_ACTOR, action: 'key.create', target_id: key.key_id, after: toKeyInfo(key, table) });
   if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
   else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
 }
@@ -224,10 +228,11 @@ async function createTeam({ teams, audit }: CliStores, values: Flags, overrides:
 
 /** Applies a change to a key and records it: `before` and `after` are the key's public facts. */
 async function changeKey(stores: CliStores, keyId: string, action: 'key.update' | 'key.revoke', change: () => Promise<StoredKey | undefined>) {
+  const plans = stores.plans();
   const before = await stores.keys.get(keyId);
   const after = await change();
   if (before && after) {
-    const info = (key: StoredKey) => toKeyInfo(key, stores.plans);
+    const info = (key: StoredKey) => toKeyInfo(key, plans);
     await stores.audit.record({ actor: CLI_ACTOR, action, target_id: keyId, before: info(before), after: info(after) });
   }
   return after;
@@ -386,11 +391,15 @@ async function runOnRedis(commandLine: CommandLine): Promise<void> {
   try {
     await redis.connect();
     const prefix = config.AUTH_REDIS_PREFIX;
+    let plans: PlanTable | undefined;
     await run(commandLine, {
       keys: new KeyStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
       adminTokens: new AdminTokenStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
       audit: new AuditLog(redis, { prefix, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS }),
-      plans: loadPlans(config.AUTH_PLANS_PATH),
+      plans: () => {
+        plans ??= loadPlans(config.AUTH_PLANS_PATH);
+        return plans;
+      },
       teams: new TeamStore(redis, { prefix }),
     });
   } finally {
