@@ -18,7 +18,10 @@ const run = promisify(execFile);
  */
 const RUN_TIMEOUT_MS = 15_000;
 
-describe('auth CLI (dist/cli.js)', () => {
+// A test starts the CLI up to nine times one after another: a minute for a test leaves room for
+// runs of several seconds each on a loaded machine (other test files beside it), while a run that
+// hangs still fails its test after RUN_TIMEOUT_MS, naming the signal that ended it.
+describe('auth CLI (dist/cli.js)', { timeout: 60_000 }, () => {
   const prefix = `test-${randomUUID()}:auth:`;
   let url: string;
   let inspector: RedisClient;
