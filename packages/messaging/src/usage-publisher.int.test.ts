@@ -211,7 +211,7 @@ describe('UsagePublisher', () => {
     expect(publisher.queued).toBe(2);
     expect(publisher.dropped).toBe(4);
     expect(drops).toEqual(['queue_full', 'queue_full', 'queue_full', 'no_event_id']);
-    expect(publisher.droppedBy).toEqual({ queue_full: 3, closed: 0, too_large: 0, no_event_id: 1, malformed: 0 });
+    expect(publisher.droppedBy).toEqual({ queue_full: 3, stream_full: 0, closed: 0, too_large: 0, no_event_id: 1, malformed: 0 });
 
     // Closing abandons the two held events, and refuses what comes after: both are lost usage.
     publisher.close();

@@ -3,10 +3,10 @@ import type { Logger } from '@gateway/logger';
 import type { UsageEvent } from '@gateway/proto';
 import { AcknowledgedSender } from './acknowledged-sender.js';
 import { EventQueue, formMessage } from './outgoing-events.js';
-import { UsagePublisherMetrics, type UsageDropReason } from './usage-publisher-metrics.js';
+import { UsagePublisherMetrics, type UsageDropReason, type UsageRefusalReason } from './usage-publisher-metrics.js';
 import { USAGE_SUBJECT } from './usage-stream.js';
 
-export { USAGE_DROP_REASONS, type UsageDropReason } from './usage-publisher-metrics.js';
+export { USAGE_DROP_REASONS, USAGE_REFUSAL_REASONS, type UsageDropReason, type UsageRefusalReason } from './usage-publisher-metrics.js';
 
 /** Tuning of a UsagePublisher; the defaults suit the edge. */
 export interface UsagePublisherOptions {
@@ -84,7 +84,7 @@ export class UsagePublisher {
     return this.forming.length + this.queue.events + this.sender.events;
   }
 
-  /** Events dropped (queue full, publisher closed, no event id, too large to send), since start. */
+  /** Events dropped (queue full, stream full, publisher closed, no event id, too large to send), since start. */
   get dropped(): number {
     return this.metrics.dropped;
   }
@@ -92,6 +92,11 @@ export class UsagePublisher {
   /** Events dropped since start, by reason; a live view, not a copy. */
   get droppedBy(): Readonly<Record<UsageDropReason, number>> {
     return this.metrics.droppedBy;
+  }
+
+  /** Events whose attempt JetStream refused, by reason, once per refused attempt, since start; a live view. */
+  get refusedBy(): Readonly<Record<UsageRefusalReason, number>> {
+    return this.metrics.refusedBy;
   }
 
   /** Events acknowledged by JetStream (duplicates included), since start. */
@@ -131,7 +136,8 @@ export class UsagePublisher {
         return;
       }
       if (this.pending >= this.maxQueue) {
-        this.metrics.drop(event.event_id, 'queue_full');
+        // The hold is spent: shed, saying whether it is the stream refusing for space.
+        this.metrics.drop(event.event_id, this.metrics.streamFull ? 'stream_full' : 'queue_full');
         return;
       }
       this.forming.push(event);
