@@ -11,7 +11,10 @@
 // and its NetworkPolicies, evaluated as a network plugin enforces them, must allow each flow the
 // gateway needs and no other way into auth, the router, the executors or metering, nor the
 // executors' egress to metadata or cluster addresses (scripts/manifests/connectivity.mjs).
-// How it runs (scripts/manifests/operations.mjs): NATS probed as the official chart does, gateway
+// How it runs (scripts/manifests/operations.mjs): NATS probed as the official chart does, its
+// JetStream storage bounded (max_file_store, max_memory_store) under its volume and memory and over
+// the usage stream's USAGE_STREAM_MAX_BYTES, with the official NATS exporter beside it, scraped
+// (scripts/manifests/nats-storage.mjs), gateway
 // Deployments spread over zones and hosts, PodDisruptionBudgets of maxUnavailable 1, autoscalers for
 // the edges, executors, auth and metering in the prod overlays, gateway-config hashed, the catalog
 // and plans hashed or kept by name for live reload (then mounted as directories, reloading on), each
@@ -23,7 +26,7 @@
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
 // declares, with the labels the rules use. Where `promtool` is on PATH (scripts/test.sh installs
 // it) the rule groups are also checked by `promtool check rules` and unit-tested by
-// `promtool test rules` with the `*.test.yaml` files beside them.
+// `promtool test rules` with the `*.test.yaml` files beside them that read them (their rule_files).
 //
 //   node scripts/check-manifests.mjs        exit 0 when all hold, 1 with a list of problems
 import { execFileSync } from 'node:child_process';
@@ -564,8 +567,11 @@ function checkAlertRules(rules) {
       const rulesFile = join(folder, `${basename(path).replace(/\.ya?ml$/, '')}.rules.yaml`);
       writeFileSync(rulesFile, stringify({ groups }));
       runPromtool(at, ['check', 'rules', rulesFile]);
-      const tests = readdirSync(dirname(path)).filter(isRuleTest);
-      check(tests.length > 0, `${at}: no promtool unit test (*.test.yaml) beside it`);
+      // Each test file beside it that reads this PrometheusRule's rules (its rule_files name them).
+      const tests = readdirSync(dirname(path))
+        .filter(isRuleTest)
+        .filter((test) => (loadYaml(join(dirname(path), test))[0]?.rule_files ?? []).includes(basename(rulesFile)));
+      check(tests.length > 0, `${at}: no promtool unit test (*.test.yaml) beside it reading ${basename(rulesFile)}`);
       for (const test of tests) {
         copyFileSync(join(dirname(path), test), join(folder, test));
         runPromtool(`${at}: ${test}`, ['test', 'rules', join(folder, test)]);
