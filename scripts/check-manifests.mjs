@@ -21,7 +21,7 @@
 // read by its rendered name, and a public entry point (the Ingress, the HTTPRoute of the
 // standalone gateway-api component) that keeps /admin, /console and the admin port private, lets
 // streams run an hour unbuffered and takes the edge's body limit.
-// docker-compose.yml is parsed and checked for the services it must run.
+// docker-compose.yml is parsed and checked for the services it must run, and NATS's storage bounds.
 // Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
 // declares, with the labels the rules use. Where `promtool` is on PATH (scripts/test.sh installs
@@ -484,6 +484,12 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
       check(dependency in composeServices, `docker-compose.yml: ${name} depends on unknown ${dependency}`);
   }
   check(JSON.stringify(composeServices.nats?.command ?? '').includes('-js'), 'docker-compose.yml: nats must run with -js');
+  // JetStream bounded as in the deployment: a config (compose's `configs`) with max_file_store.
+  const natsConfigs = (composeServices.nats?.configs ?? []).map((config) => compose.configs?.[config.source ?? config]?.content ?? '');
+  check(
+    natsConfigs.some((content) => /max_file_store\s*[:=]/.test(content) && /max_memory_store\s*[:=]/.test(content)),
+    'docker-compose.yml: nats must read a config with max_file_store and max_memory_store (configs)',
+  );
   check(
     (composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')),
     'docker-compose.yml: edge must publish 8080',

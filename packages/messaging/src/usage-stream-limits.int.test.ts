@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, DiscardPolicy, nanos, RetentionPolicy, StorageType, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
-import { eventually, natsUrl } from '@gateway/testing';
+import { eventually, natsUrl, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
 import type { UsageEvent } from '@gateway/proto';
 import { decodeUsageEvent } from './usage-codec.js';
 import { UsagePublisher } from './usage-publisher.js';
@@ -86,7 +86,7 @@ describe('the usage stream limits', () => {
   it('holds the events a full stream refuses, counts the refusals, sheds as stream_full only once the hold is full, and stores each held event once when space comes back', async () => {
     const names = uniqueStream();
     created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
     const maxQueue = 150;
     const publisher = new UsagePublisher(nc, logger, { subject: names.subject, maxBatch: 1, maxQueue, initialBackoffMs: 20, maxBackoffMs: 200 });
     try {
