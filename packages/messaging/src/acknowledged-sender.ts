@@ -44,13 +44,16 @@ interface AcknowledgementFailure {
  * "insufficient resources" the server's storage exhausted.
  */
 const STREAM_STORE_FAILED = 10077;
-/** JetStream's "insufficient storage resources available" (JSStorageResourcesExceededErr). */
-const STORAGE_RESOURCES_EXCEEDED = 10047;
+/**
+ * JetStream's "insufficient resources" (JSInsufficientResourcesErr: the server's max_file_store or
+ * disk exhausted) and "insufficient storage resources available" (JSStorageResourcesExceededErr).
+ */
+const STORAGE_EXHAUSTED = new Set([10023, 10047]);
 
 /** Sorts a JetStream API error into a refusal reason. */
 function refusalReason(error: NonNullable<PublishAnswer['error']>): UsageRefusalReason {
   const description = error.description ?? '';
-  if (error.err_code === STORAGE_RESOURCES_EXCEEDED || /insufficient (storage )?resources/i.test(description)) return 'storage_full';
+  if (STORAGE_EXHAUSTED.has(error.err_code ?? 0) || /insufficient (storage )?resources/i.test(description)) return 'storage_full';
   if (error.err_code === STREAM_STORE_FAILED && /maximum (bytes|messages)/i.test(description)) return 'stream_full';
   return 'other';
 }

@@ -8,7 +8,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, DiscardPolicy, nanos, RetentionPolicy, StorageType, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
-import { eventually, natsUrl, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually, freePort, hasNatsServer, natsServerBinary, natsUrl, serverProcess, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
 import type { UsageEvent } from '@gateway/proto';
 import { decodeUsageEvent } from './usage-codec.js';
 import { UsagePublisher } from './usage-publisher.js';
@@ -133,6 +136,45 @@ describe('the usage stream limits', () => {
       expect(publisher.dropped).toBe(201 - accepted);
     } finally {
       publisher.close();
+    }
+  });
+});
+
+describe.skipIf(!hasNatsServer())('a NATS server out of JetStream storage', () => {
+  it('refuses events as storage_full, which the publisher holds and stores once a stream frees room', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'gateway-nats-storage-'));
+    const port = await freePort();
+    const config = join(directory, 'nats.conf');
+    writeFileSync(config, `listen: 127.0.0.1:${port}\njetstream { store_dir: "${join(directory, 'store')}", max_file_store: 256KB, max_memory_store: 64KB }\n`);
+    const server = serverProcess(natsServerBinary()!, ['-c', config], port);
+    await server.start();
+    const nc = await connect({ servers: `nats://127.0.0.1:${port}` });
+    const publisher = new UsagePublisher(nc, logger, { subject: 'usage.v1.completion', maxBatch: 1, initialBackoffMs: 20, maxBackoffMs: 200 });
+    try {
+      const manager = await nc.jetstreamManager();
+      // Another stream, without a byte limit of its own, takes the server's storage.
+      await manager.streams.add({ name: 'OTHER', subjects: ['other.>'], storage: StorageType.File });
+      await ensureUsageStream(nc, { maxBytes: 16 * 1024 });
+      for (;;) {
+        const answer = JSON.parse(new TextDecoder().decode((await nc.request('other.fill', new Uint8Array(4096))).data)) as { error?: unknown };
+        if (answer.error) break;
+      }
+      const ids: string[] = Array.from({ length: 20 }, () => randomUUID());
+      for (const id of ids) publisher.publish(event(id));
+      await eventually(() => publisher.refusedBy.storage_full > 0 || undefined, 'the server to refuse an event for lack of storage', 10_000, 20);
+      expect(publisher.refusedBy.stream_full).toBe(0);
+      expect(publisher.pending).toBe(20);
+      expect(publisher.dropped).toBe(0);
+
+      await manager.streams.purge('OTHER');
+      await eventually(() => publisher.pending === 0 || undefined, 'the held events to be stored', 20_000, 50);
+      expect((await manager.streams.info('USAGE')).state.messages).toBe(20);
+      expect(publisher.dropped).toBe(0);
+    } finally {
+      publisher.close();
+      await nc.close();
+      await server.kill('SIGTERM');
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 });
