@@ -77,6 +77,27 @@ describe('the usage stream limits', () => {
     expect(info.config).toMatchObject({ max_age: nanos(USAGE_MAX_AGE_MS), max_bytes: 8 * 1024 * 1024, discard: DiscardPolicy.New });
   });
 
+  it('never lowers max_bytes below what the stream holds at a start, which would delete the oldest events, and says so', async () => {
+    const names = uniqueStream();
+    created.push(names.stream);
+    await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
+    const subject = names.subjects[0]!.replace('>', 'completion');
+    for (let index = 0; index < 30; index += 1) await nc.request(subject, new Uint8Array(200));
+    const manager = await nc.jetstreamManager();
+    const held = (await manager.streams.info(names.stream)).state.bytes;
+    const warnings: Array<{ details: object; message: string }> = [];
+    const logger = { warn: (details: object, message: string) => 'requested' in details && 'bytes' in details && warnings.push({ details, message }) };
+
+    const info = await ensureUsageStream(nc, { ...names, maxBytes: 1024, logger });
+    expect(info.config.max_bytes).toBe(held);
+    expect(info.state).toMatchObject({ messages: 30, first_seq: 1 });
+    expect(warnings).toEqual([{ details: { stream: names.stream, bytes: held, requested: 1024 }, message: expect.stringContaining('never lowers max_bytes') }]);
+    // The room it holds is all it has: the next event is refused, and none is deleted.
+    const answer = JSON.parse(new TextDecoder().decode((await nc.request(subject, new Uint8Array(200))).data)) as { error?: { description?: string } };
+    expect(answer.error?.description).toMatch(/maximum bytes exceeded/);
+    expect((await manager.streams.info(names.stream)).state).toMatchObject({ messages: 30, first_seq: 1 });
+  });
+
   it('says which variable to change when NATS cannot reserve the max_bytes asked for', async () => {
     const names = uniqueStream();
     created.push(names.stream);

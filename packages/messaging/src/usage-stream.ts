@@ -86,8 +86,9 @@ export interface UsageStreamOptions {
  * that published it, which holds and retries it (USAGE_DELIVERY.md), so nothing accepted is lost
  * while space comes back within the edge's hold. The age and byte limits of an existing stream are
  * set to this start's, so a change of USAGE_STREAM_MAX_AGE_HOURS or USAGE_STREAM_MAX_BYTES takes
- * effect at the next rollout (a stream already holding more than a lowered max_bytes keeps what
- * it has and refuses new events until it is under it again).
+ * effect at the next rollout. A lowered max_bytes is applied no lower than what the stream holds
+ * (JetStream would otherwise delete the oldest events to fit, metered or not): the stream refuses
+ * new events until its oldest age out, and a later start lowers it the rest of the way.
  *
  * The replica count is only ever raised here, never lowered: every pod runs this at start with its
  * own USAGE_STREAM_REPLICAS, and one pod left at the default 1 would otherwise take an R3 stream
@@ -127,6 +128,17 @@ export async function ensureUsageStream(nc: NatsConnection, options: UsageStream
       'usage stream keeps its replicas: a start never lowers them (lower them with `nats stream edit`)',
     );
     config.num_replicas = current;
+  }
+  // JetStream meets a max_bytes below what the stream holds by deleting its oldest events at once,
+  // metered or not: a start keeps the stream's room for what it holds instead (the stream then
+  // refuses new events until the oldest age out, and a later start lowers it further).
+  const held = existing.state.bytes;
+  if (config.max_bytes < held) {
+    options.logger?.warn(
+      { stream: config.name, bytes: held, requested: config.max_bytes },
+      'usage stream keeps room for the events it holds: a start never lowers max_bytes below them, which would delete the oldest unmetered or not (they age out, or lower it with `nats stream edit`)',
+    );
+    config.max_bytes = held;
   }
   // Storage cannot change after creation, so the update leaves it out.
   const { storage: _storage, ...updatable } = config;
