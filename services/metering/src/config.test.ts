@@ -33,6 +33,9 @@ describe('metering configuration', () => {
     [{ CATALOG_PATH: '' }, 'invalid configuration: env/CATALOG_PATH must NOT have fewer than 1 characters'],
     [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],
     [{ USAGE_STREAM_REPLICAS: '0' }, 'invalid configuration: env/USAGE_STREAM_REPLICAS must be >= 1'],
+    [{ USAGE_STREAM_MAX_AGE_HOURS: '0' }, 'invalid configuration: env/USAGE_STREAM_MAX_AGE_HOURS must be >= 1'],
+    [{ USAGE_STREAM_MAX_BYTES: '512' }, 'invalid configuration: env/USAGE_STREAM_MAX_BYTES must be >= 1024'],
+    [{ USAGE_STREAM_MAX_BYTES: '1GB' }, 'invalid configuration: env/USAGE_STREAM_MAX_BYTES must be integer'],
     [{ METERING_RESPONSES_TTL_SECONDS: '0' }, 'invalid configuration: env/METERING_RESPONSES_TTL_SECONDS must be >= 1'],
     [{ CONFIG_RELOAD_INTERVAL_MS: '-1' }, 'invalid configuration: env/CONFIG_RELOAD_INTERVAL_MS must be >= 0'],
   ];
