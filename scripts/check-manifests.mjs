@@ -12,23 +12,25 @@
 // gateway needs and no other way into auth, the router, the executors or metering, nor the
 // executors' egress to metadata or cluster addresses (scripts/manifests/connectivity.mjs).
 // How it runs (scripts/manifests/operations.mjs): NATS probed as the official chart does, with
-// GOMEMLIMIT under its memory limit; gateway probes that wait for a busy pod, a startup probe before
-// liveness (auth's and metering's outlasting a Redis or NATS outage), liveness slower than readiness;
-// gateway Deployments and NATS spread over zones and hosts, PodDisruptionBudgets of maxUnavailable 1,
-// autoscalers for the edges, executors, auth and metering in the prod overlays, each on CPU, on a
-// custom metric only beside an adapter and at deploy/README.md's capacity table's target; each
-// Secret only to the services that read it (the executors never hold Redis's); gateway-config
-// hashed, the catalog and plans hashed or kept by name for live reload (then mounted as
-// directories, reloading on), each read by its rendered name; and a public entry point (the
-// HTTPRoute of components/gateway-api in the prod overlays, the Ingress of the optional
-// ingress-nginx component) that keeps /admin, /console and the admin port private, lets streams
-// run an hour unbuffered and takes the edge's body limit.
-// docker-compose.yml is parsed and checked for the services it must run.
+// GOMEMLIMIT under its memory limit, its JetStream storage bounded (max_file_store,
+// max_memory_store) under its volume and memory and over the usage stream's USAGE_STREAM_MAX_BYTES,
+// with the official NATS exporter beside it, scraped (scripts/manifests/nats-storage.mjs); gateway
+// probes that wait for a busy pod, a startup probe before liveness (auth's and metering's outlasting
+// a Redis or NATS outage), liveness slower than readiness; gateway Deployments and NATS spread over
+// zones and hosts, PodDisruptionBudgets of maxUnavailable 1, autoscalers for the edges, executors,
+// auth and metering in the prod overlays, each on CPU, on a custom metric only beside an adapter and
+// at deploy/README.md's capacity table's target; each Secret only to the services that read it (the
+// executors never hold Redis's); gateway-config hashed, the catalog and plans hashed or kept by name
+// for live reload (then mounted as directories, reloading on), each read by its rendered name; and a
+// public entry point (the HTTPRoute of components/gateway-api in the prod overlays, the Ingress of
+// the optional ingress-nginx component) that keeps /admin, /console and the admin port private, lets
+// streams run an hour unbuffered and takes the edge's body limit.
+// docker-compose.yml is parsed and checked for the services it must run, and NATS's storage bounds.
 // Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
 // declares, with the labels the rules use. Where `promtool` is on PATH (scripts/test.sh installs
 // it) the rule groups are also checked by `promtool check rules` and unit-tested by
-// `promtool test rules` with the `*.test.yaml` files beside them.
+// `promtool test rules` with the `*.test.yaml` files beside them that read them (their rule_files).
 //
 //   node scripts/check-manifests.mjs        exit 0 when all hold, 1 with a list of problems
 import { execFileSync } from 'node:child_process';
@@ -505,6 +507,12 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
       check(dependency in composeServices, `docker-compose.yml: ${name} depends on unknown ${dependency}`);
   }
   check(JSON.stringify(composeServices.nats?.command ?? '').includes('-js'), 'docker-compose.yml: nats must run with -js');
+  // JetStream bounded as in the deployment: a config (compose's `configs`) with max_file_store.
+  const natsConfigs = (composeServices.nats?.configs ?? []).map((config) => compose.configs?.[config.source ?? config]?.content ?? '');
+  check(
+    natsConfigs.some((content) => /max_file_store\s*[:=]/.test(content) && /max_memory_store\s*[:=]/.test(content)),
+    'docker-compose.yml: nats must read a config with max_file_store and max_memory_store (configs)',
+  );
   check(
     (composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')),
     'docker-compose.yml: edge must publish 8080',

@@ -21,6 +21,7 @@ import {
   secretProblems,
   spreadProblems,
 } from './operations.mjs';
+import { natsExporterProblems, natsStorageProblems } from './nats-storage.mjs';
 import { findRenderer, render, renderComponent } from './render.mjs';
 import { schemaProblems } from './schemas.mjs';
 
@@ -190,6 +191,39 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     expect(natsProbeProblems('prod-cluster', objects)).toEqual([
       "prod-cluster: StatefulSet nats: the startupProbe must be GET /healthz (the official chart's), not none",
       "prod-cluster: StatefulSet nats: the readinessProbe must be GET /healthz?js-server-only=true (the official chart's), not /healthz?js-enabled-only=true",
+    ]);
+  });
+
+  it("fails NATS whose JetStream storage is unbounded, or bounded above its volume, or below the usage stream's max_bytes", () => {
+    const dev = copyOf('dev');
+    const devConfig = dev.find('ConfigMap', 'nats-config');
+    devConfig.data['nats.conf'] = devConfig.data['nats.conf'].replace(/^\s*max_file_store:.*$/m, '').replace(/^\s*max_memory_store:.*$/m, '');
+    expect(natsStorageProblems('dev', dev.objects)).toEqual([
+      'dev: Deployment nats: jetstream has no max_file_store: JetStream would take the volume until it is full',
+      'dev: Deployment nats: jetstream has no max_memory_store',
+    ]);
+
+    const cluster = copyOf('prod-cluster');
+    cluster.find('StatefulSet', 'nats').spec.volumeClaimTemplates[0].spec.resources.requests.storage = '8Gi';
+    expect(natsStorageProblems('prod-cluster', cluster.objects)).toEqual([
+      'prod-cluster: StatefulSet nats: max_file_store (8589934592 bytes) leaves less than 10% of its 8589934592-byte volume free',
+    ]);
+    const config = cluster.objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name.startsWith('gateway-config'));
+    config.data.USAGE_STREAM_MAX_BYTES = String(9 * 1024 ** 3);
+    expect(natsStorageProblems('prod-cluster', cluster.objects)).toContain(
+      'prod-cluster: StatefulSet nats: USAGE_STREAM_MAX_BYTES (9663676416) does not fit its max_file_store (8589934592): JetStream refuses the usage stream',
+    );
+  });
+
+  it('fails NATS without the official exporter beside it, or with an exporter no PodMonitor scrapes', () => {
+    const { objects, find } = copyOf('prod-cluster');
+    const monitor = find('PodMonitor', 'gateway');
+    monitor.spec.selector.matchExpressions[0].values = monitor.spec.selector.matchExpressions[0].values.filter((name) => name !== 'nats');
+    expect(natsExporterProblems('prod-cluster', objects)).toEqual(["prod-cluster: StatefulSet nats: no PodMonitor scrapes the NATS exporter's metrics port"]);
+    const pod = find('StatefulSet', 'nats').spec.template.spec;
+    pod.containers = pod.containers.filter((container) => container.name !== 'exporter');
+    expect(natsExporterProblems('prod-cluster', objects)).toEqual([
+      "prod-cluster: StatefulSet nats: no natsio/prometheus-nats-exporter container beside NATS: JetStream's storage is not exported",
     ]);
   });
 

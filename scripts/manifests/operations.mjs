@@ -1,11 +1,13 @@
 // How a rendered overlay behaves in operation, each rule a function of the rendered objects that
-// returns its problems: NATS probed as the official chart does, the gateway's probes patient with a
-// loaded pod and a startup that waits for its dependencies, the gateway's pods spread over zones
+// returns its problems: NATS probed as the official chart does, its storage bounded and exported
+// (nats-storage.mjs), the gateway's probes patient with a loaded pod and a startup that waits for
+// its dependencies, the gateway's pods spread over zones
 // and hosts, drains that take one pod at a time, autoscalers where production needs them,
 // configuration that rolls the pods it changes (or is reloaded in place), and a public entry point that streams, takes the
 // edge's bodies and keeps the admin API and the console private.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { natsExporterProblems, natsStorageProblems } from './nats-storage.mjs';
 
 const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering'];
 /** The official NATS chart's probes, on the monitor port. */
@@ -466,7 +468,7 @@ export function productionEntryProblems(label, objects) {
 }
 
 /**
- * Every rule above but production's autoscalers, on one rendered set.
+ * Every rule above (and nats-storage.mjs's) but production's autoscalers, on one rendered set.
  * @param {string} root the repository, for the edge's config schema
  */
 export function operationProblems(root, label, objects) {
@@ -474,6 +476,8 @@ export function operationProblems(root, label, objects) {
     ...natsProbeProblems(label, objects),
     ...natsMemoryProblems(label, objects),
     ...probeProblems(label, objects),
+    ...natsStorageProblems(label, objects),
+    ...natsExporterProblems(label, objects),
     ...spreadProblems(label, objects),
     ...disruptionProblems(label, objects),
     ...configRolloutProblems(label, objects),

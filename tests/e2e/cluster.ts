@@ -84,6 +84,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // A usage stream of its own: clusters that share this NATS (tests run side by side, a benchmark
     // beside the tests) never meter each other's events.
     USAGE_STREAM: `USAGE_E2E_${randomBytes(4).toString('hex').toUpperCase()}`,
+    // NATS reserves each stream's max_bytes from its max_file_store: clusters side by side on one
+    // development NATS take 256 MiB each (about 900,000 events), not the 1 GiB default. A benchmark
+    // that publishes more passes its own.
+    USAGE_STREAM_MAX_BYTES: String(256 * 1024 * 1024),
     ...options.env,
   };
   const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
@@ -153,6 +157,7 @@ export async function startSecondEdge(
       LOG_LEVEL: 'warn',
       NATS_URL: cluster.natsUrl,
       USAGE_STREAM: cluster.usageStream,
+      USAGE_STREAM_MAX_BYTES: cluster.env.USAGE_STREAM_MAX_BYTES!,
       EDGE_HOST: '127.0.0.1',
       EDGE_PORT: String(port),
       EDGE_METRICS_PORT: '0',

@@ -29,7 +29,7 @@ export function redisVariables(urlPattern: string) {
   };
 }
 
-/** USAGE_STREAM and USAGE_STREAM_REPLICAS: the edge and metering, which must agree on both. */
+/** USAGE_STREAM, USAGE_STREAM_REPLICAS and the stream's limits: the edge and metering, which must agree on all of them. */
 export function usageStreamVariables(namePattern: string) {
   return {
     USAGE_STREAM: Type.String({
@@ -44,6 +44,19 @@ export function usageStreamVariables(namePattern: string) {
       minimum: 1,
       maximum: 5,
       default: 1,
+    }),
+    USAGE_STREAM_MAX_AGE_HOURS: Type.Integer({
+      description:
+        'How long the usage stream keeps an event (hours; edge and metering, the same on both): the window to re-meter after a metering outage or a lost Redis. Applied to an existing stream at start.',
+      minimum: 1,
+      maximum: 8_760,
+      default: 72,
+    }),
+    USAGE_STREAM_MAX_BYTES: Type.Integer({
+      description:
+        "Most bytes the usage stream holds on each NATS server (edge and metering, the same on both); when full it refuses new events (the edges hold them and retry) rather than deleting unmetered ones. Must fit under NATS's max_file_store, which reserves it. Applied to an existing stream at start; see deploy/README.md for sizing.",
+      minimum: 1024,
+      default: 1_073_741_824,
     }),
   };
 }

@@ -61,6 +61,8 @@ const metering = createServer({
   tracing,
   ...usageNames(config.USAGE_STREAM),
   replicas: config.USAGE_STREAM_REPLICAS,
+  maxAgeMs: config.USAGE_STREAM_MAX_AGE_HOURS * 3_600_000,
+  maxBytes: config.USAGE_STREAM_MAX_BYTES,
   dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
   redisReplicas: config.REDIS_WAIT_REPLICAS,
   responsesTtlSeconds: config.METERING_RESPONSES_TTL_SECONDS,
