@@ -141,7 +141,14 @@ models:
         pricing: azurePricing,
       },
       // Another provider's deployment inherits neither upstream's headers nor its key.
-      { provider: 'azure', model: 'model-b-2025', base_url: 'https://fabrikam.openai.azure.com', api_key_env: 'AZURE_OPENAI_API_KEY_2', auth: 'entra_id', pricing: azurePricing },
+      {
+        provider: 'azure',
+        model: 'model-b-2025',
+        base_url: 'https://fabrikam.openai.azure.com',
+        api_key_env: 'AZURE_OPENAI_API_KEY_2',
+        auth: 'entra_id',
+        pricing: azurePricing,
+      },
     ]);
     expect(pricingOf(model, 'azure')).toEqual(azurePricing);
     expect(pricingOf(model, 'openai-compatible')).toBe(model.pricing);

@@ -194,15 +194,20 @@ class ModelReader {
       this.rejectUnknown(fields, DEPLOYMENT_FIELDS, `${path}.`);
       const baseUrl = fields.base_url;
       if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`${path}.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
-      const deployment: CatalogDeployment = { model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`), base_url: baseUrl };
+      const deployment: CatalogDeployment = {
+        model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`),
+        base_url: baseUrl,
+      };
       // Another provider's deployment inherits nothing of upstream's provider-specific fields: its
       // key, headers and prices are another account's.
       const ownProvider = fields.provider === undefined ? provider : this.oneOf(fields.provider, `${path}.provider`, PROVIDERS);
       const otherProvider = ownProvider !== provider;
       if (otherProvider) {
         if (ownProvider === 'simulated') this.fail(`${path}.provider must be a real provider (a simulated model runs in the executor)`);
-        if (fields.api_key_env === undefined) this.fail(`${path}.api_key_env is required for a deployment of another provider (${ownProvider}), whose key is its own`);
-        if (fields.pricing === undefined) this.fail(`${path}.pricing is required for a deployment of another provider (${ownProvider}), which bills its own prices`);
+        if (fields.api_key_env === undefined)
+          this.fail(`${path}.api_key_env is required for a deployment of another provider (${ownProvider}), whose key is its own`);
+        if (fields.pricing === undefined)
+          this.fail(`${path}.pricing is required for a deployment of another provider (${ownProvider}), which bills its own prices`);
         deployment.provider = ownProvider;
       }
       if (fields.pricing !== undefined) {
