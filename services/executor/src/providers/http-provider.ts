@@ -41,6 +41,15 @@ export abstract class HttpProvider implements Provider {
   /** Adds the provider's key header (and any header of its API version) to the request's headers. */
   protected abstract authorize(headers: Record<string, string>, key: string | undefined): void;
 
+  /**
+   * The credential `authorize` sends for a model: its key from the environment, or, for an adapter
+   * that obtains tokens (Azure's Entra ID), a token; rejects with an UpstreamError when none can
+   * be had.
+   */
+  protected credentialOf(model: CatalogModel, _signal: AbortSignal): string | undefined | Promise<string | undefined> {
+    return providerKey(this.dependencies.environment, model);
+  }
+
   /** The UpstreamError of a non-2xx answer, read from the provider's error envelope. */
   protected abstract errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError;
 
@@ -50,7 +59,7 @@ export abstract class HttpProvider implements Provider {
   }
 
   /** Sends the request, whole or streamed; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  protected send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+  protected async send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const { model } = context;
     const upstreamRequest = this.requestFor(request, model, stream);
     const headers: Record<string, string> = {
@@ -60,7 +69,8 @@ export abstract class HttpProvider implements Provider {
       accept: stream ? 'text/event-stream' : 'application/json',
       'user-agent': USER_AGENT,
     };
-    this.authorize(headers, providerKey(this.dependencies.environment, model));
+    const credential = this.credentialOf(model, context.signal);
+    this.authorize(headers, typeof credential === 'string' || credential === undefined ? credential : await credential);
     return postToUpstream({
       traceparent: context.traceparent,
       provider: this.name,

@@ -31,7 +31,7 @@ export type OpenAiCompatibleDependencies = HttpProviderDependencies;
 
 /** The openai-compatible adapter. */
 export class OpenAiCompatibleProvider extends HttpProvider {
-  readonly name = OPENAI_COMPATIBLE_PROVIDER;
+  readonly name: string = OPENAI_COMPATIBLE_PROVIDER;
 
   /** POST /chat/completions without streaming, translated back to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
