@@ -121,6 +121,40 @@ models:
     expect(catalog.byId.get('sim-a')).not.toHaveProperty('deployments');
   });
 
+  it("reads a bedrock model: its region, its region's runtime endpoint unless base_url says, and deployments in other regions", () => {
+    const text = `
+models:
+  - id: bedrock/claude
+    provider: bedrock
+    owned_by: anthropic
+    created: 1735689600
+    upstream: { model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }
+    pricing: { input: "3.00", output: "15.00" }
+    context_window: 200000
+    max_output_tokens: 64000
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium
+    deployments:
+      - { region: us-west-2 }
+      - { base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }
+`;
+    const model = parseCatalog(text, 'bedrock.yaml').byId.get('bedrock/claude');
+    expect(model?.upstream).toEqual({
+      model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
+      region: 'us-east-1',
+      base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+    });
+    expect(model?.deployments).toEqual([
+      { model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: 'us-west-2', base_url: 'https://bedrock-runtime.us-west-2.amazonaws.com' },
+      { model: 'eu.anthropic.claude-sonnet-4-20250514-v1:0', region: 'eu-west-1', base_url: 'http://127.0.0.1:9000', api_key_env: 'BEDROCK_EU_KEY' },
+    ]);
+    // Without a key it signs with AWS's credential chain, which only a request can try: it is on.
+    expect(enabledModels(parseCatalog(text, 'bedrock.yaml'), {}).map((entry) => entry.id)).toEqual(['bedrock/claude']);
+    const keyed = parseCatalog(text.replace('region: us-east-1 }', 'region: us-east-1, api_key_env: AWS_BEARER_TOKEN_BEDROCK }'), 'bedrock.yaml');
+    expect(enabledModels(keyed, {})).toEqual([]);
+    expect(enabledModels(keyed, { AWS_BEARER_TOKEN_BEDROCK: 'bedrock-api-key' }).map((entry) => entry.id)).toEqual(['bedrock/claude']);
+  });
+
   it('reads the same catalog written as JSON', () => {
     const fromYaml = parseCatalog(minimal, 'minimal.yaml');
     const asJson = JSON.stringify({
