@@ -1,12 +1,13 @@
 /**
  * Which adapter serves a catalog model: one per catalog `provider` (simulated, openai-compatible,
- * anthropic, gemini). A provider no adapter speaks (a catalog newer than this executor) is a
+ * anthropic, gemini, bedrock). A provider no adapter speaks (a catalog newer than this executor) is a
  * normal, stable failure: UNAVAILABLE `model_unavailable`, so the router can fall back to another
  * model.
  */
 import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { AnthropicProvider } from './anthropic/anthropic-provider.js';
+import { BedrockProvider } from './bedrock/bedrock-provider.js';
 import { GeminiProvider } from './gemini/gemini-provider.js';
 import { OpenAiCompatibleProvider, type OpenAiCompatibleDependencies } from './openai-compatible/openai-compatible-provider.js';
 import type { Provider } from './provider.js';
@@ -22,6 +23,7 @@ export class ProviderRegistry {
       new OpenAiCompatibleProvider(dependencies),
       new AnthropicProvider(dependencies),
       new GeminiProvider(dependencies),
+      new BedrockProvider(dependencies),
     ];
     this.providers = new Map(providers.map((provider) => [provider.name, provider]));
   }

@@ -79,3 +79,14 @@ export const geminiModel = upstreamModel({
   max_output_tokens: 8_192,
   upstream: { model: 'gemini-2.0-flash', api_key_env: PROVIDER_TEST_KEY_ENV },
 });
+
+/** The region the bedrock test model is served from and signed for. */
+export const BEDROCK_TEST_REGION = 'us-east-1';
+
+/** A bedrock model (a cross-region inference profile of Claude) pointing at a fake Bedrock's origin; it signs with SigV4. */
+export const bedrockModel = upstreamModel({
+  id: 'bedrock/claude-sonnet-4',
+  provider: 'bedrock',
+  max_output_tokens: 64_000,
+  upstream: { model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: BEDROCK_TEST_REGION },
+});
