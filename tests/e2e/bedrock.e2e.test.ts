@@ -7,18 +7,24 @@
  * (extended thinking whole and streamed, a tool round trip whose signed thinking goes back to
  * Bedrock unchanged, prompt caching). What a user notices: the answers, tool calls, thinking
  * blocks with their signatures, cache reads and writes in the usage, Bedrock's refusal as a 400.
+ * Last, the real Claude Code CLI (`claude -p`) on the same model: it runs the Bash command the
+ * model asks for, its second request brings the signed thinking back to Bedrock, and the gateway
+ * meters its requests.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeBedrock, startFakeSts, type FakeBedrock, type FakeSts } from '@gateway/testing';
+import { eventually, startFakeBedrock, startFakeSts, type FakeBedrock, type FakeSts } from '@gateway/testing';
 import { signatureOf } from './anthropic-thinking-upstream.js';
 import { bedrockClaude, CACHE_USAGE } from './bedrock-claude-upstream.js';
+import { cliLines, runCli, startEgressTrap, startRecordingProxy, usageTotals, type EgressTrap, type RecordingProxy } from './cli-backend.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
-import { USAGE } from './codex-cli-upstream.js';
+import { USAGE, type ScriptedTurn } from './codex-cli-upstream.js';
 
 const REGION = 'us-east-1';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/gateway-executor';
@@ -248,4 +254,120 @@ describe('a Bedrock-served Claude model through /v1/messages (@anthropic-ai/sdk)
     // One exchange for the whole run: the chain keeps the credentials until they near expiry.
     expect(sts.exchanged).toEqual([SERVICE_ACCOUNT_TOKEN]);
   });
+});
+
+const CLAUDE = fileURLToPath(new URL('../../node_modules/.bin/claude', import.meta.url));
+
+describe('Claude Code (claude -p) on a Bedrock-served Claude model', () => {
+  let proxy: RecordingProxy;
+  let egress: EgressTrap;
+  const temporary: string[] = [];
+  beforeAll(async () => {
+    proxy = await startRecordingProxy(cluster.baseUrl);
+    egress = await startEgressTrap();
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await egress?.close();
+    bedrock.reply(bedrockClaude());
+    for (const path of temporary) rmSync(path, { recursive: true, force: true });
+  });
+
+  /**
+   * Claude Code's environment as a team sets it (see claude-code-cli.e2e.test.ts): the gateway
+   * (through the recording proxy) as its Anthropic API, the gateway key, every model it picks set
+   * to the catalog model, a temporary HOME, non-essential traffic off, anything else trapped.
+   */
+  function claudeEnvironment(): Record<string, string> {
+    const home = mkdtempSync(join(tmpdir(), 'claude-bedrock-home-'));
+    temporary.push(home);
+    const model = 'bedrock-claude';
+    return {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: home,
+      CLAUDE_CONFIG_DIR: join(home, '.claude'),
+      ANTHROPIC_BASE_URL: proxy.origin,
+      ANTHROPIC_API_KEY: cluster.apiKey,
+      ANTHROPIC_MODEL: model,
+      ANTHROPIC_SMALL_FAST_MODEL: model,
+      ANTHROPIC_DEFAULT_SONNET_MODEL: model,
+      ANTHROPIC_DEFAULT_OPUS_MODEL: model,
+      ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+      CLAUDE_CODE_SUBAGENT_MODEL: model,
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      DISABLE_AUTOUPDATER: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      IS_SANDBOX: '1',
+      HTTPS_PROXY: egress.url,
+      HTTP_PROXY: egress.url,
+      NO_PROXY: '127.0.0.1',
+    };
+  }
+
+  it('runs the Bash command the model asks for, brings the signed thinking back to Bedrock, prints the answer, metered for the key', async () => {
+    const since = Math.floor(Date.now() / 1000) - 3_600;
+    const before = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
+    const fileMarker = `gateway-marker-${randomBytes(6).toString('hex')}`;
+    const answerMarker = `gateway-answer-${randomBytes(6).toString('hex')}`;
+    const turns: ScriptedTurn[] = [];
+    bedrock.reply(
+      bedrockClaude({ command: `echo ${fileMarker} > marker.txt && cat marker.txt`, expectedOutput: fileMarker, answer: `Done: ${answerMarker}`, turns }),
+    );
+    const firstBedrockRequest = bedrock.requests.length;
+    proxy.requests.length = 0;
+    const workdir = mkdtempSync(join(tmpdir(), 'claude-bedrock-work-'));
+    temporary.push(workdir);
+
+    const run = await runCli(
+      CLAUDE,
+      ['-p', 'Write the marker file with the Bash tool, then tell me you are done.', '--dangerously-skip-permissions', '--output-format', 'text'],
+      {
+        cwd: workdir,
+        env: claudeEnvironment(),
+        timeoutMs: 100_000,
+      },
+    );
+    const report = [
+      ...cliLines('claude', run),
+      `--- scripted turns\n${JSON.stringify(turns)}`,
+      `--- refusals\n${bedrock.refusals.join('\n')}`,
+      `--- gateway requests\n${proxy.requests.map((request) => `${request.method} ${request.path} ${request.status ?? '-'}`).join('\n')}`,
+      `--- executor\n${cluster.logs.executor.join('').slice(-4_000)}`,
+    ].join('\n');
+
+    expect(run.code, report).toBe(0);
+    expect(readFileSync(join(workdir, 'marker.txt'), 'utf8').trim(), report).toBe(fileMarker);
+    expect(existsSync(join(workdir, 'marker.txt'))).toBe(true);
+    expect(run.stdout, report).toContain(answerMarker);
+    expect(egress.attempts, report).toEqual([]);
+    const conversation = turns.filter((turn) => turn.kind !== 'other');
+    expect(
+      conversation.map((turn) => turn.kind),
+      report,
+    ).toEqual(['tool-call', 'answer']);
+    expect(conversation[0]!.tool).toBe('Bash');
+    expect(conversation[1]!.toolOutput).toContain(fileMarker);
+    // Claude Code turns thinking on; the model thought before its call, and Claude Code's next
+    // request brought that signed reasoning back to Bedrock unchanged, first in the turn.
+    const thought = 'I will run the command with the Bash tool.';
+    expect(conversation[0]!.thinking, report).toBeDefined();
+    expect(conversation[1]!.callTurnStart, report).toEqual({ reasoningContent: { reasoningText: { text: thought, signature: signatureOf(thought) } } });
+    // Every generation was a POST /v1/messages the gateway answered, streamed from ConverseStream.
+    const generations = proxy.requests.filter((request) => request.method === 'POST' && /^\/v1\/messages(\?|$)/.test(request.path));
+    expect(generations.length, report).toBe(turns.length);
+    expect(generations.map((request) => request.status)).toEqual(generations.map(() => 200));
+    expect(bedrock.requests.slice(firstBedrockRequest).map((request) => request.operation)).toEqual(generations.map(() => 'converse-stream'));
+    const after = await eventually(
+      async () => {
+        const totals = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
+        return totals.requests >= before.requests + generations.length && totals;
+      },
+      "Claude Code's requests in the key's usage",
+      10_000,
+      100,
+    );
+    expect(after.requests - before.requests).toBe(generations.length);
+    expect(after.completion_tokens - before.completion_tokens).toBe(generations.length * USAGE.output);
+  }, 120_000);
 });
