@@ -379,7 +379,7 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
 // Components are checked through the overlays that use them; a component no overlay uses is dead,
 // but for the standalone ones, rendered below on the base alone: they add kinds that need
 // controllers and CRDs of their own (the Gateway API's, cert-manager's), so no overlay carries them.
-const STANDALONE_COMPONENTS = ['gateway-api'];
+const STANDALONE_COMPONENTS = ['gateway-api', 'aws-bedrock'];
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
 const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
   .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))

@@ -248,6 +248,7 @@ describe('the default catalog', () => {
     const variables = new Set(catalog.models.filter((model) => model.provider !== 'simulated').map((model) => model.upstream.api_key_env));
     expect([...variables].sort()).toEqual([
       'ANTHROPIC_API_KEY',
+      'AWS_BEARER_TOKEN_BEDROCK',
       'DEEPSEEK_API_KEY',
       'GEMINI_API_KEY',
       'GROQ_API_KEY',
