@@ -206,7 +206,7 @@ describe('BedrockProvider: requests it sends', () => {
     });
   });
 
-  it('refuses what Converse cannot carry before any call: an image URL, tool_choice none over earlier tool calls', async () => {
+  it('refuses what Converse cannot carry before any call: an image URL, tool_choice none over earlier tool calls, n > 1', async () => {
     const imageUrl = simpleRequest({
       messages: [
         { role: 'ROLE_USER', content: 'parts', parts: { parts: [{ image_url: { url: 'https://example.com/cat.png' }, part: 'image_url' }] }, tool_calls: [] },
@@ -233,6 +233,12 @@ describe('BedrockProvider: requests it sends', () => {
     await expect(complete(converse('converse.json'), none)).rejects.toMatchObject({
       code: GrpcStatus.INVALID_ARGUMENT,
       message: expect.stringContaining('tool_choice "none"'),
+    });
+    // The Claude conversion's own refusals name the provider the caller chose.
+    await expect(complete(converse('converse.json'), simpleRequest({ n: 2 }))).rejects.toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      param: 'n',
+      message: 'The bedrock provider returns one choice per request; n must be 1.',
     });
     expect(fake.requests).toHaveLength(0);
   });

@@ -24,6 +24,7 @@
  * InvokeModel with their own bodies, in a convert-embeddings.ts beside it.
  */
 import type { CatalogModel } from '@gateway/catalog';
+import { type ErrorReason, GatewayError } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { toAnthropicRequest } from '../anthropic/convert-request.js';
 import type { AnthropicContentBlock, AnthropicRequest, AnthropicTextBlock, AnthropicTool } from '../anthropic/wire-types.js';
@@ -145,9 +146,20 @@ function holdsToolBlocks(messages: ConverseMessage[]): boolean {
   return messages.some((message) => message.content.some((block) => 'toolUse' in block || 'toolResult' in block));
 }
 
+/** The anthropic conversion's body; its refusals name this provider, whose caller chose a bedrock model. */
+function anthropicBody(request: ChatRequestOutput, model: CatalogModel): AnthropicRequest {
+  try {
+    return toAnthropicRequest(request, model, false);
+  } catch (error) {
+    if (!(error instanceof GatewayError) || !error.message.startsWith('The anthropic provider')) throw error;
+    const message = error.message.replace('The anthropic provider', 'The bedrock provider');
+    throw GatewayError.of(error.reason as ErrorReason, message, error.param === undefined ? {} : { param: error.param });
+  }
+}
+
 /** Builds the Converse body; throws INVALID_ARGUMENT for what cannot be translated. */
 export function toConverseRequest(request: ChatRequestOutput, model: CatalogModel): ConverseRequest {
-  const anthropic = toAnthropicRequest(request, model, false);
+  const anthropic = anthropicBody(request, model);
   const documents = new DocumentNames();
   const body: ConverseRequest = { messages: messagesOf(anthropic, documents) };
   if (anthropic.system !== undefined) body.system = systemOf(anthropic.system);
