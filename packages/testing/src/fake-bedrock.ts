@@ -492,3 +492,114 @@ export async function startFakeSts(options: { roleArn: string; token: string; on
       }),
   };
 }
+
+/** A started fake credentials endpoint (the ECS/EKS Pod Identity container endpoint or EC2's IMDS). */
+export interface FakeCredentialsEndpoint {
+  /** `http://127.0.0.1:<port>` (for IMDS, AWS_EC2_METADATA_SERVICE_ENDPOINT; for the container endpoint, its base). */
+  readonly url: string;
+  /** The credentials it hands out (temporary, with a session token). */
+  readonly credentials: FakeAwsCredentials;
+  /** How many times it handed them out. */
+  served(): number;
+  close(): Promise<void>;
+}
+
+function temporaryCredentials(): Required<FakeAwsCredentials> {
+  return {
+    accessKeyId: `ASIA${randomBytes(8).toString('hex').toUpperCase()}`,
+    secretAccessKey: randomBytes(20).toString('base64'),
+    sessionToken: randomBytes(48).toString('base64'),
+  };
+}
+
+async function listenOn(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function closing(server: Server): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+}
+
+/**
+ * The container credentials endpoint of ECS task roles and EKS Pod Identity
+ * (AWS_CONTAINER_CREDENTIALS_FULL_URI): GET with the `Authorization` header the task gets in
+ * AWS_CONTAINER_AUTHORIZATION_TOKEN(_FILE) answers `{AccessKeyId, SecretAccessKey, Token,
+ * Expiration}`; a wrong or missing token is a 401.
+ */
+export async function startFakeContainerCredentials(options: {
+  authorizationToken: string;
+  onIssue: (credentials: FakeAwsCredentials) => void;
+}): Promise<FakeCredentialsEndpoint> {
+  const credentials = temporaryCredentials();
+  options.onIssue(credentials);
+  let served = 0;
+  const server = createServer((incoming, response) => {
+    if (incoming.method !== 'GET' || incoming.headers.authorization !== options.authorizationToken) {
+      response.writeHead(401, { 'content-type': 'application/json' }).end('{"code":"AccessDeniedException","message":"Invalid authorization token"}');
+      return;
+    }
+    served += 1;
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(
+      JSON.stringify({
+        AccessKeyId: credentials.accessKeyId,
+        SecretAccessKey: credentials.secretAccessKey,
+        Token: credentials.sessionToken,
+        AccountId: '123456789012',
+        Expiration: new Date(Date.now() + 60 * 60 * 1000).toISOString(),
+      }),
+    );
+  });
+  return { url: await listenOn(server), credentials, served: () => served, close: closing(server) };
+}
+
+/**
+ * EC2's instance metadata service with IMDSv2 only: PUT /latest/api/token gives a session token,
+ * required (as x-aws-ec2-metadata-token) by GET /latest/meta-data/iam/security-credentials/ (the
+ * role's name) and GET .../security-credentials/<role> (the role's temporary credentials); a
+ * request without the token is a 401, as on an instance that requires IMDSv2.
+ */
+export async function startFakeImds(options: { roleName: string; onIssue: (credentials: FakeAwsCredentials) => void }): Promise<FakeCredentialsEndpoint> {
+  const credentials = temporaryCredentials();
+  options.onIssue(credentials);
+  const sessionToken = randomBytes(24).toString('base64');
+  let served = 0;
+  const server = createServer((incoming, response) => {
+    const path = (incoming.url ?? '').replace(/\/+$/, '');
+    if (incoming.method === 'PUT' && path === '/latest/api/token') {
+      response.writeHead(200, { 'content-type': 'text/plain' }).end(sessionToken);
+      return;
+    }
+    if (incoming.headers['x-aws-ec2-metadata-token'] !== sessionToken) {
+      response.writeHead(401).end();
+      return;
+    }
+    if (incoming.method === 'GET' && path === '/latest/meta-data/iam/security-credentials') {
+      response.writeHead(200, { 'content-type': 'text/plain' }).end(options.roleName);
+      return;
+    }
+    if (incoming.method === 'GET' && path === `/latest/meta-data/iam/security-credentials/${options.roleName}`) {
+      served += 1;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          Code: 'Success',
+          LastUpdated: new Date().toISOString(),
+          Type: 'AWS-HMAC',
+          AccessKeyId: credentials.accessKeyId,
+          SecretAccessKey: credentials.secretAccessKey,
+          Token: credentials.sessionToken,
+          Expiration: new Date(Date.now() + 60 * 60 * 1000).toISOString(),
+        }),
+      );
+      return;
+    }
+    response.writeHead(404).end();
+  });
+  return { url: await listenOn(server), credentials, served: () => served, close: closing(server) };
+}

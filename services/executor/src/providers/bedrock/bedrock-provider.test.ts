@@ -7,7 +7,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, MessageOutput } from '@gateway/proto';
-import { startFakeBedrock, startFakeSts, type BedrockReply, type BedrockStreamMessage, type FakeBedrock } from '@gateway/testing';
+import {
+  startFakeBedrock,
+  startFakeContainerCredentials,
+  startFakeImds,
+  startFakeSts,
+  type BedrockReply,
+  type BedrockStreamMessage,
+  type FakeBedrock,
+} from '@gateway/testing';
 import { BEDROCK_TEST_REGION, bedrockModel } from '../../testing/catalog-models.js';
 import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
@@ -521,6 +529,60 @@ describe("BedrockProvider with AWS's default credential chain", () => {
       expect(response.choices?.[0]?.message?.content).toBe('Hello! How can I help you today?');
       expect(fake.requests[0]!.signedBy).toBe(CREDENTIALS.accessKeyId);
     });
+  });
+
+  it('signs with the keys of the profile AWS_PROFILE names in the shared credentials file', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'aws-profile-'));
+    const credentialsFile = join(directory, 'credentials');
+    writeFileSync(
+      credentialsFile,
+      `[default]\naws_access_key_id = AKIANOTTHISONE000000\naws_secret_access_key = wrong\n\n[gateway]\naws_access_key_id = ${CREDENTIALS.accessKeyId}\naws_secret_access_key = ${CREDENTIALS.secretAccessKey}\n`,
+    );
+    try {
+      await withAwsEnvironment({ AWS_PROFILE: 'gateway', AWS_SHARED_CREDENTIALS_FILE: credentialsFile }, async () => {
+        await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools, environment: {} }));
+      });
+      expect(fake.refusals).toEqual([]);
+      expect(fake.requests[0]!.signedBy).toBe(CREDENTIALS.accessKeyId);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('takes an ECS task role or EKS Pod Identity from the container credentials endpoint, with its authorization token file', async () => {
+    const authorizationToken = 'pod-identity-token-0123456789';
+    const endpoint = await startFakeContainerCredentials({ authorizationToken, onIssue: (issued) => fake.addCredentials(issued) });
+    const directory = mkdtempSync(join(tmpdir(), 'pod-identity-'));
+    const tokenFile = join(directory, 'token');
+    writeFileSync(tokenFile, authorizationToken);
+    try {
+      await withAwsEnvironment(
+        { AWS_CONTAINER_CREDENTIALS_FULL_URI: `${endpoint.url}/v1/credentials`, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile },
+        async () => {
+          await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools, environment: {} }));
+        },
+      );
+      expect(endpoint.served()).toBe(1);
+      expect(fake.requests[0]!.signedBy).toBe(endpoint.credentials.accessKeyId);
+      expect(fake.requests[0]!.headers['x-amz-security-token']).toBe(endpoint.credentials.sessionToken);
+    } finally {
+      await endpoint.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("takes an EC2 instance role from the instance metadata service (IMDSv2's session token)", async () => {
+    const imds = await startFakeImds({ roleName: 'gateway-executor', onIssue: (issued) => fake.addCredentials(issued) });
+    try {
+      // The metadata service on, at the fake's address: the chain's last resort.
+      await withAwsEnvironment({ AWS_EC2_METADATA_DISABLED: 'false', AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url }, async () => {
+        await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools, environment: {} }));
+      });
+      expect(imds.served()).toBeGreaterThanOrEqual(1);
+      expect(fake.requests[0]!.signedBy).toBe(imds.credentials.accessKeyId);
+    } finally {
+      await imds.close();
+    }
   });
 
   it('exchanges a web identity token file (IRSA) at STS and signs with the temporary credentials and their session token', async () => {
