@@ -23,7 +23,6 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Sha256 } from '@aws-crypto/sha256-js';
-import { ConverseRequest$, ConverseStreamRequest$ } from '@aws-sdk/client-bedrock-runtime';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
@@ -328,6 +327,8 @@ export async function startFakeBedrock(options: {
   credentials: readonly FakeAwsCredentials[];
   apiKeys?: readonly string[];
 }): Promise<FakeBedrock> {
+  // Loaded here, not with the module: every test that imports @gateway/testing would pay for the SDK.
+  const { ConverseRequest$, ConverseStreamRequest$ } = await import('@aws-sdk/client-bedrock-runtime');
   const credentials = new Map(options.credentials.map((entry) => [entry.accessKeyId, entry]));
   const apiKeys = new Set(options.apiKeys ?? []);
   const requests: BedrockRequest[] = [];
