@@ -390,9 +390,10 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
 }
 // Components are checked through the overlays that use them; a component no overlay uses is dead,
 // but for the optional ones an operator adds, rendered below onto what they are added to:
-// ingress-nginx (the retired controller, for the clusters that still run it) on the base, and
-// autoscale-on-concurrency (needs a metrics adapter) on overlays/prod, whose autoscalers it patches.
-const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'autoscale-on-concurrency': 'overlays/prod' };
+// ingress-nginx (the retired controller, for the clusters that still run it) and aws-bedrock (an
+// AWS identity for the executors) on the base, and autoscale-on-concurrency (needs a metrics
+// adapter) on overlays/prod, whose autoscalers it patches.
+const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'aws-bedrock': 'base', 'autoscale-on-concurrency': 'overlays/prod' };
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
 const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
   .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, loadCatalog, parseCatalog } from './load.js';
+import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, keyVariables, loadCatalog, parseCatalog } from './load.js';
 import { costPicoUsd, pricingOf, type Pricing } from './pricing.js';
 import { thrownBy } from '@gateway/testing';
 
@@ -180,6 +180,70 @@ models:
     });
   });
 
+  it("reads a bedrock model: its region, its region's runtime endpoint unless base_url says, and deployments in other regions", () => {
+    const text = `
+models:
+  - id: bedrock/claude
+    provider: bedrock
+    owned_by: anthropic
+    created: 1735689600
+    upstream: { model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }
+    pricing: { input: "3.00", output: "15.00" }
+    context_window: 200000
+    max_output_tokens: 64000
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium
+    deployments:
+      - { region: us-west-2 }
+      - { base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }
+`;
+    const model = parseCatalog(text, 'bedrock.yaml').byId.get('bedrock/claude');
+    expect(model?.upstream).toEqual({
+      model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
+      region: 'us-east-1',
+      base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+    });
+    expect(model?.deployments).toEqual([
+      { model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: 'us-west-2', base_url: 'https://bedrock-runtime.us-west-2.amazonaws.com' },
+      { model: 'eu.anthropic.claude-sonnet-4-20250514-v1:0', region: 'eu-west-1', base_url: 'http://127.0.0.1:9000', api_key_env: 'BEDROCK_EU_KEY' },
+    ]);
+    // Without a key it signs with AWS's credential chain, which only a request can try: it is on.
+    expect(enabledModels(parseCatalog(text, 'bedrock.yaml'), {}).map((entry) => entry.id)).toEqual(['bedrock/claude']);
+    const keyed = parseCatalog(text.replace('region: us-east-1 }', 'region: us-east-1, api_key_env: AWS_BEARER_TOKEN_BEDROCK }'), 'bedrock.yaml');
+    expect(enabledModels(keyed, {})).toEqual([]);
+    expect(enabledModels(keyed, { AWS_BEARER_TOKEN_BEDROCK: 'bedrock-api-key' }).map((entry) => entry.id)).toEqual(['bedrock/claude']);
+  });
+
+  it("reads a bedrock deployment of another provider's model: its own region and endpoint, no key (AWS's credential chain) and its own prices", () => {
+    const text = minimal.replace(
+      '    fallbacks: [sim-a]\n',
+      '    fallbacks: [sim-a]\n    deployments:\n' +
+        '      - { provider: bedrock, model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1, pricing: { input: "3.00", output: "15.00" } }\n',
+    );
+    const catalog = parseCatalog(text, 'clouds.yaml');
+    const model = catalog.byId.get('vendor/model-b')!;
+    const bedrockPricing = micro({ input: 3_000_000, cached: 3_000_000, write: 3_000_000, write1h: 3_000_000, output: 15_000_000 });
+    // It inherits neither the anthropic upstream's key nor its headers.
+    expect(model.deployments).toEqual([
+      {
+        provider: 'bedrock',
+        model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
+        region: 'us-east-1',
+        base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+        pricing: bedrockPricing,
+      },
+    ]);
+    expect(pricingOf(model, 'bedrock')).toEqual(bedrockPricing);
+    expect(keyVariables(catalog)).toEqual(['VENDOR_KEY_2']);
+    // Its region is checked as a bedrock model's is, and is refused on a deployment of another provider.
+    expect(errorOf(() => parseCatalog(text.replace('region: us-east-1', 'region: us_east_1'), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region must be an AWS region such as "us-east-1", got "us_east_1"',
+    );
+    expect(errorOf(() => parseCatalog(text.replace('provider: bedrock, ', ''), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region is only for the bedrock provider',
+    );
+  });
+
   it('reads the same catalog written as JSON', () => {
     const fromYaml = parseCatalog(minimal, 'minimal.yaml');
     const asJson = JSON.stringify({
@@ -273,6 +337,7 @@ describe('the default catalog', () => {
     const variables = new Set(catalog.models.filter((model) => model.provider !== 'simulated').map((model) => model.upstream.api_key_env));
     expect([...variables].sort()).toEqual([
       'ANTHROPIC_API_KEY',
+      'AWS_BEARER_TOKEN_BEDROCK',
       'DEEPSEEK_API_KEY',
       'GEMINI_API_KEY',
       'GROQ_API_KEY',

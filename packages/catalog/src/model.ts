@@ -1,7 +1,7 @@
 import type { Pricing } from './pricing.js';
 
 /** The providers an executor can talk to. */
-export const PROVIDERS = ['simulated', 'openai-compatible', 'anthropic', 'gemini', 'azure'] as const;
+export const PROVIDERS = ['simulated', 'openai-compatible', 'anthropic', 'gemini', 'azure', 'bedrock'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
 /** Coarse quality of a model's answers. */
@@ -20,10 +20,20 @@ export interface Capabilities {
 export interface Upstream {
   /** The model name the provider expects. */
   model: string;
-  /** The provider's base URL (`https://api.openai.com/v1`); absent for simulated models. */
+  /**
+   * The provider's base URL (`https://api.openai.com/v1`); absent for simulated models. A bedrock
+   * model's defaults to its region's runtime endpoint (`https://bedrock-runtime.<region>.amazonaws.com`).
+   */
   base_url?: string;
-  /** The environment variable holding the provider key; the model is on only when it is set. */
+  /**
+   * The environment variable holding the provider key; the model is on only when it is set. A
+   * bedrock model may name none: it then signs with SigV4 from AWS's default credential chain
+   * and is on whenever the catalog lists it; when it names one, that variable holds a Bedrock API
+   * key (sent as a bearer token) instead.
+   */
   api_key_env?: string;
+  /** The AWS region a bedrock model is served from and its requests are signed for (`us-east-1`); bedrock only. */
+  region?: string;
   /** Extra headers for every upstream request (no secrets: those come from api_key_env). */
   headers?: Readonly<Record<string, string>>;
   /**

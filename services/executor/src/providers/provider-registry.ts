@@ -1,6 +1,6 @@
 /**
  * Which adapter serves a catalog model: one per catalog `provider` (simulated, openai-compatible,
- * anthropic, gemini, azure). A provider no adapter speaks (a catalog newer than this executor) is a
+ * anthropic, gemini, azure, bedrock). A provider no adapter speaks (a catalog newer than this executor) is a
  * normal, stable failure: UNAVAILABLE `model_unavailable`, so the router can fall back to another
  * model.
  */
@@ -8,6 +8,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { AnthropicProvider } from './anthropic/anthropic-provider.js';
 import { AzureProvider, type AzureDependencies } from './azure/azure-provider.js';
+import { BedrockProvider } from './bedrock/bedrock-provider.js';
 import { GeminiProvider } from './gemini/gemini-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible-provider.js';
 import type { Provider } from './provider.js';
@@ -24,6 +25,7 @@ export class ProviderRegistry {
       new AnthropicProvider(dependencies),
       new GeminiProvider(dependencies),
       new AzureProvider(dependencies),
+      new BedrockProvider(dependencies),
     ];
     this.providers = new Map(providers.map((provider) => [provider.name, provider]));
   }

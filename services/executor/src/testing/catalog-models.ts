@@ -86,3 +86,14 @@ export const azureModel = upstreamModel({
   provider: 'azure',
   upstream: { model: 'gpt-4o', api_key_env: PROVIDER_TEST_KEY_ENV, deployment: 'gpt-4o-prod', api_version: '2024-10-21' },
 });
+
+/** The region the bedrock test model is served from and signed for. */
+export const BEDROCK_TEST_REGION = 'us-east-1';
+
+/** A bedrock model (a cross-region inference profile of Claude) pointing at a fake Bedrock's origin; it signs with SigV4. */
+export const bedrockModel = upstreamModel({
+  id: 'bedrock/claude-sonnet-4',
+  provider: 'bedrock',
+  max_output_tokens: 64_000,
+  upstream: { model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: BEDROCK_TEST_REGION },
+});
