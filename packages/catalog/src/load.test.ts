@@ -121,6 +121,55 @@ models:
     expect(catalog.byId.get('sim-a')).not.toHaveProperty('deployments');
   });
 
+  it("derives a Vertex model's endpoint from its region, the global one for global, and a deployment's from its own region", () => {
+    const text = `
+models:
+  - id: vertex/gemini
+    provider: vertex
+    owned_by: google
+    created: 0
+    upstream: { model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
+    deployments:
+      - { region: europe-west4 }
+      - { project: acme-test-ml, base_url: "http://127.0.0.1:9000" }
+    pricing: { input: "0.30", output: "2.50" }
+    context_window: 1000
+    max_output_tokens: 100
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: standard
+  - id: vertex/claude
+    provider: vertex-anthropic
+    owned_by: anthropic
+    created: 0
+    upstream: { model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
+    pricing: { input: "3", output: "15" }
+    context_window: 1000
+    max_output_tokens: 100
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium
+`;
+    const catalog = parseCatalog(text, 'vertex.yaml');
+    const gemini = catalog.byId.get('vertex/gemini');
+    expect(gemini?.upstream).toEqual({
+      model: 'gemini-2.5-flash',
+      project: 'acme-prod-ml',
+      region: 'global',
+      base_url: 'https://aiplatform.googleapis.com',
+      api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+    });
+    expect(gemini?.deployments).toEqual([
+      {
+        model: 'gemini-2.5-flash',
+        project: 'acme-prod-ml',
+        region: 'europe-west4',
+        base_url: 'https://europe-west4-aiplatform.googleapis.com',
+        api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+      },
+      { model: 'gemini-2.5-flash', project: 'acme-test-ml', region: 'global', base_url: 'http://127.0.0.1:9000', api_key_env: 'GOOGLE_VERTEX_CREDENTIALS' },
+    ]);
+    expect(catalog.byId.get('vertex/claude')?.upstream.base_url).toBe('https://us-east5-aiplatform.googleapis.com');
+  });
+
   it('reads the same catalog written as JSON', () => {
     const fromYaml = parseCatalog(minimal, 'minimal.yaml');
     const asJson = JSON.stringify({

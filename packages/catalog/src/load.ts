@@ -47,7 +47,13 @@ const MODEL_FIELDS = [
   'simulation',
   'deployments',
 ];
-const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers'];
+const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers', 'project', 'region'];
+/** The providers that reach Google Vertex AI: their upstream names a project and a region. */
+const VERTEX_PROVIDERS: readonly Provider[] = ['vertex', 'vertex-anthropic'];
+/** A Google Cloud project id: 6 to 30 lowercase letters, digits and hyphens, starting with a letter. */
+const GOOGLE_PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
+/** A Vertex AI location: a region (`us-central1`, `europe-west4`) or `global`. */
+const VERTEX_REGION = /^(?:global|[a-z]+-[a-z]+[0-9]+)$/;
 const PRICING_FIELDS = ['input', 'cached_input', 'cache_write', 'cache_write_1h', 'output'];
 const CAPABILITY_FIELDS = ['tools', 'vision', 'streaming', 'json_mode'] as const;
 const SIMULATION_FIELDS = ['time_to_first_token_ms', 'tokens_per_second'];
@@ -117,7 +123,13 @@ class ModelReader {
     const fields = this.mapping(value, 'upstream');
     this.rejectUnknown(fields, UPSTREAM_FIELDS, 'upstream.');
     const upstream: Upstream = { model: this.text(fields.model, 'upstream.model') };
-    if (provider !== 'simulated' || fields.base_url !== undefined) {
+    const google = this.googleLocation(fields, provider, 'upstream', undefined);
+    if (google !== undefined) {
+      upstream.project = google.project;
+      upstream.region = google.region;
+      if (fields.base_url === undefined) upstream.base_url = vertexBaseUrl(google.region);
+    }
+    if ((provider !== 'simulated' && upstream.base_url === undefined) || fields.base_url !== undefined) {
       const baseUrl = fields.base_url;
       if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`upstream.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
       upstream.base_url = baseUrl;
@@ -147,14 +159,20 @@ class ModelReader {
     if (value === undefined) return undefined;
     if (provider === 'simulated') this.fail('deployments is only for real providers (a simulated model runs in the executor)');
     if (!Array.isArray(value) || value.length === 0) this.fail(`deployments must be a non-empty list of upstream mappings, got ${describe(value)}`);
-    const seen = new Set([`${upstream.base_url} ${upstream.model}`]);
+    const seen = new Set([`${upstream.base_url} ${upstream.model}${upstream.project === undefined ? '' : ` ${upstream.project} ${upstream.region}`}`]);
     return value.map((entry: unknown, index) => {
       const path = `deployments[${index}]`;
       const fields = this.mapping(entry, path);
       this.rejectUnknown(fields, UPSTREAM_FIELDS, `${path}.`);
-      const baseUrl = fields.base_url;
+      const google = this.googleLocation(fields, provider, path, upstream);
+      // A Vertex deployment in another region is reached at that region's endpoint.
+      const baseUrl = fields.base_url ?? (google !== undefined && fields.region !== undefined ? vertexBaseUrl(google.region) : undefined);
       if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`${path}.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
       const deployment: Upstream = { model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`), base_url: baseUrl };
+      if (google !== undefined) {
+        deployment.project = google.project;
+        deployment.region = google.region;
+      }
       const keyVariable = fields.api_key_env ?? upstream.api_key_env;
       if (keyVariable !== undefined) {
         if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
@@ -168,11 +186,31 @@ class ModelReader {
         }
         deployment.headers = Object.freeze({ ...(headers as Record<string, string>) });
       }
-      const key = `${deployment.base_url} ${deployment.model}`;
+      const key = `${deployment.base_url} ${deployment.model}${deployment.project === undefined ? '' : ` ${deployment.project} ${deployment.region}`}`;
       if (seen.has(key)) this.fail(`${path} must differ from upstream and the other deployments in base_url or model`);
       seen.add(key);
       return Object.freeze(deployment);
     });
+  }
+
+  /**
+   * The project and region of a Vertex upstream (both required; a deployment inherits what it
+   * does not set from `inherited`); undefined for other providers, which must set neither.
+   */
+  googleLocation(fields: Fields, provider: Provider, path: string, inherited: Upstream | undefined): { project: string; region: string } | undefined {
+    if (!VERTEX_PROVIDERS.includes(provider)) {
+      for (const name of ['project', 'region']) {
+        if (fields[name] !== undefined) this.fail(`${path}.${name} is only for providers ${VERTEX_PROVIDERS.join(', ')}`);
+      }
+      return undefined;
+    }
+    const project = fields.project ?? inherited?.project;
+    if (typeof project !== 'string' || !GOOGLE_PROJECT_ID.test(project))
+      this.fail(`${path}.project must be a Google Cloud project id (6 to 30 lowercase letters, digits and hyphens), got ${describe(project)}`);
+    const region = fields.region ?? inherited?.region;
+    if (typeof region !== 'string' || !VERTEX_REGION.test(region))
+      this.fail(`${path}.region must be a Vertex AI location such as us-central1 or global, got ${describe(region)}`);
+    return { project, region };
   }
 
   pricing(value: unknown): Pricing {
@@ -232,6 +270,11 @@ class ModelReader {
     }
     return Object.freeze({ time_to_first_token_ms: timeToFirstToken, tokens_per_second: tokensPerSecond });
   }
+}
+
+/** The Vertex AI endpoint of a location: regional, or the global one. */
+function vertexBaseUrl(region: string): string {
+  return region === 'global' ? 'https://aiplatform.googleapis.com' : `https://${region}-aiplatform.googleapis.com`;
 }
 
 function isHttpUrl(text: string): boolean {

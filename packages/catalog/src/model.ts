@@ -1,7 +1,7 @@
 import type { Pricing } from './pricing.js';
 
 /** The providers an executor can talk to. */
-export const PROVIDERS = ['simulated', 'openai-compatible', 'anthropic', 'gemini'] as const;
+export const PROVIDERS = ['simulated', 'openai-compatible', 'anthropic', 'gemini', 'vertex', 'vertex-anthropic'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
 /** Coarse quality of a model's answers. */
@@ -20,10 +20,23 @@ export interface Capabilities {
 export interface Upstream {
   /** The model name the provider expects. */
   model: string;
-  /** The provider's base URL (`https://api.openai.com/v1`); absent for simulated models. */
+  /**
+   * The provider's base URL (`https://api.openai.com/v1`); absent for simulated models. Vertex
+   * models default it from `region` (`https://{region}-aiplatform.googleapis.com`, or
+   * `https://aiplatform.googleapis.com` for `global`), so it is always set once loaded.
+   */
   base_url?: string;
-  /** The environment variable holding the provider key; the model is on only when it is set. */
+  /**
+   * The environment variable holding the provider key; the model is on only when it is set. For
+   * Vertex models it holds the Google credentials instead: the path of a credentials file (a
+   * service-account key or a workload identity federation config), or `default` for Application
+   * Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, else the GKE/GCE metadata server).
+   */
   api_key_env?: string;
+  /** The Google Cloud project of a Vertex model (vertex, vertex-anthropic only). */
+  project?: string;
+  /** The Vertex AI location of a Vertex model (`us-central1`, `europe-west4`, `global`); vertex providers only. */
+  region?: string;
   /** Extra headers for every upstream request (no secrets: those come from api_key_env). */
   headers?: Readonly<Record<string, string>>;
 }
