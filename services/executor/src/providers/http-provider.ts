@@ -38,8 +38,12 @@ export abstract class HttpProvider implements Provider {
   /** The URL and body of a chat request in the provider's wire format; throws for what cannot be translated. */
   protected abstract requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest;
 
-  /** Adds the provider's key header (and any header of its API version) to the request's headers. */
-  protected abstract authorize(headers: Record<string, string>, key: string | undefined): void;
+  /**
+   * Adds the provider's key header (and any header of its API version) to the request's headers;
+   * a provider whose credential is fetched (a cloud's access token) does so here, within the
+   * call's signal, and rejects with an UpstreamError when it cannot.
+   */
+  protected abstract authorize(headers: Record<string, string>, key: string | undefined, context: ProviderContext): void | Promise<void>;
 
   /** The UpstreamError of a non-2xx answer, read from the provider's error envelope. */
   protected abstract errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError;
@@ -50,7 +54,7 @@ export abstract class HttpProvider implements Provider {
   }
 
   /** Sends the request, whole or streamed; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  protected send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+  protected async send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const { model } = context;
     const upstreamRequest = this.requestFor(request, model, stream);
     const headers: Record<string, string> = {
@@ -60,7 +64,7 @@ export abstract class HttpProvider implements Provider {
       accept: stream ? 'text/event-stream' : 'application/json',
       'user-agent': USER_AGENT,
     };
-    this.authorize(headers, providerKey(this.dependencies.environment, model));
+    await this.authorize(headers, providerKey(this.dependencies.environment, model), context);
     return postToUpstream({
       traceparent: context.traceparent,
       provider: this.name,

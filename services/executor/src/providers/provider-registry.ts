@@ -1,6 +1,6 @@
 /**
  * Which adapter serves a catalog model: one per catalog `provider` (simulated, openai-compatible,
- * anthropic, gemini). A provider no adapter speaks (a catalog newer than this executor) is a
+ * anthropic, gemini, vertex, vertex-anthropic). A provider no adapter speaks (a catalog newer than this executor) is a
  * normal, stable failure: UNAVAILABLE `model_unavailable`, so the router can fall back to another
  * model.
  */
@@ -11,17 +11,24 @@ import { GeminiProvider } from './gemini/gemini-provider.js';
 import { OpenAiCompatibleProvider, type OpenAiCompatibleDependencies } from './openai-compatible/openai-compatible-provider.js';
 import type { Provider } from './provider.js';
 import { SimulatedProvider } from './simulated/simulated-provider.js';
+import { GoogleCredentials } from './vertex/google-credentials.js';
+import { VertexAnthropicProvider } from './vertex/vertex-anthropic-provider.js';
+import { VertexProvider } from './vertex/vertex-provider.js';
 
 /** The adapters of one executor process. */
 export class ProviderRegistry {
   private readonly providers: ReadonlyMap<string, Provider>;
 
   constructor(dependencies: OpenAiCompatibleDependencies) {
+    // One set of Google credentials for both Vertex adapters: a credential's token is fetched once.
+    const vertex = { ...dependencies, credentials: new GoogleCredentials(dependencies.pools.timeouts.firstByteMs) };
     const providers: Provider[] = [
       new SimulatedProvider(),
       new OpenAiCompatibleProvider(dependencies),
       new AnthropicProvider(dependencies),
       new GeminiProvider(dependencies),
+      new VertexProvider(vertex),
+      new VertexAnthropicProvider(vertex),
     ];
     this.providers = new Map(providers.map((provider) => [provider.name, provider]));
   }
