@@ -380,6 +380,10 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
 // but for the standalone ones, rendered below on the base alone: they add kinds that need
 // controllers and CRDs of their own (the Gateway API's, cert-manager's), so no overlay carries them.
 const STANDALONE_COMPONENTS = ['gateway-api'];
+// Components that only open a flow under components/network-policy, for some clusters (the GKE
+// metadata server for Vertex AI): rendered on the base with network-policy, their connectivity
+// checked (the flow open to whom it is for, and to nobody else).
+const POLICY_COMPONENTS = ['vertex-metadata-egress'];
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
 const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
   .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))
@@ -392,7 +396,7 @@ if (existsSync(componentsDir)) {
         (entry) => resolve(folder, entry) === join(componentsDir, name),
       ),
     );
-    check(used || STANDALONE_COMPONENTS.includes(name), `deploy/components/${name}: no overlay uses it`);
+    check(used || STANDALONE_COMPONENTS.includes(name) || POLICY_COMPONENTS.includes(name), `deploy/components/${name}: no overlay uses it`);
     collect(join(componentsDir, name));
   }
 }
@@ -433,6 +437,21 @@ if (renderer) {
       label,
       objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
     );
+  }
+  // Each policy component on the base with the default policy, as an overlay would add it.
+  for (const name of POLICY_COMPONENTS) {
+    const label = `deploy/components/${name} with network-policy on deploy/base (rendered by ${renderer[0]})`;
+    let objects;
+    try {
+      objects = renderComponent(renderer, deployDir, ['network-policy', name]);
+    } catch (error) {
+      check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
+      continue;
+    }
+    validate(label, objects);
+    await validateSchemas(label, objects);
+    for (const problem of [...connectivityProblems(label, objects), ...operationProblems(root, label, objects)]) check(false, problem);
+    check(true, `${label}: NetworkPolicy connectivity`);
   }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');

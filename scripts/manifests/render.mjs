@@ -42,7 +42,7 @@ export function render([command, args], folder) {
  * put them (for the components no overlay carries: their kinds need controllers and CRDs of their own).
  * @param {[string, string[]]} renderer from findRenderer()
  * @param {string} deployDir the deploy/ folder
- * @param {string} name the component's folder name under deploy/components
+ * @param {string | string[]} name the component's folder name under deploy/components, or several, in order
  * @returns {object[]}
  */
 export function renderComponent(renderer, deployDir, name) {
@@ -53,7 +53,7 @@ export function renderComponent(renderer, deployDir, name) {
       kind: 'Kustomization',
       namespace: 'gateway',
       resources: [relative(folder, join(deployDir, 'base'))],
-      components: [relative(folder, join(deployDir, 'components', name))],
+      components: (Array.isArray(name) ? name : [name]).map((component) => relative(folder, join(deployDir, 'components', component))),
     };
     writeFileSync(join(folder, 'kustomization.yaml'), stringify(kustomization));
     return render(renderer, folder);
