@@ -119,7 +119,9 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const policy = find('NetworkPolicy', 'gateway-vertex-metadata-egress');
     policy.spec.egress = policy.spec.egress.slice(0, 1);
     expect(connectivityProblems('vertex', objects)).toEqual(['vertex: NetworkPolicies deny executor -> the GKE metadata server:988, which the gateway needs']);
-    policy.spec.podSelector = { matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: ['edge', 'auth', 'router', 'executor', 'metering'] }] };
+    policy.spec.podSelector = {
+      matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: ['edge', 'auth', 'router', 'executor', 'metering'] }],
+    };
     expect(connectivityProblems('vertex', objects)).toEqual([
       'vertex: NetworkPolicies deny executor -> the GKE metadata server:988, which the gateway needs',
       ...['edge', 'auth', 'router', 'metering'].map((name) => `vertex: NetworkPolicies allow ${name} -> the metadata endpoint:80`),

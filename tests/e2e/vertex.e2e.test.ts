@@ -15,7 +15,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { replayJson, replaySse, startFakeGoogleAuth, startFakeUpstream, vertexGate, type FakeGoogleAuth, type FakeUpstream, type Responder } from '@gateway/testing';
+import {
+  replayJson,
+  replaySse,
+  startFakeGoogleAuth,
+  startFakeUpstream,
+  vertexGate,
+  type FakeGoogleAuth,
+  type FakeUpstream,
+  type Responder,
+} from '@gateway/testing';
 import { providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 
@@ -96,7 +105,12 @@ afterAll(async () => {
 });
 
 async function streamedText(model: string): Promise<{ text: string; usage: OpenAI.CompletionUsage | undefined; finish: string | null | undefined }> {
-  const stream = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello' }], stream: true, stream_options: { include_usage: true } });
+  const stream = await openai.chat.completions.create({
+    model,
+    messages: [{ role: 'user', content: 'Hello' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let usage: OpenAI.CompletionUsage | undefined;
   let finish: string | null | undefined;
@@ -136,7 +150,12 @@ describe('a Gemini model on Vertex AI through the openai client', () => {
       ['get_weather', { location: 'Boston, MA', unit: 'celsius' }],
       ['get_time', { timezone: 'America/New_York' }],
     ]);
-    const stream = await openai.chat.completions.create({ model: GEMINI, messages: [{ role: 'user', content: 'Weather and time in Boston?' }], tools, stream: true });
+    const stream = await openai.chat.completions.create({
+      model: GEMINI,
+      messages: [{ role: 'user', content: 'Weather and time in Boston?' }],
+      tools,
+      stream: true,
+    });
     const names: string[] = [];
     for await (const chunk of stream) for (const call of chunk.choices[0]?.delta?.tool_calls ?? []) if (call.function?.name) names.push(call.function.name);
     expect(names).toEqual(['get_weather', 'get_time']);

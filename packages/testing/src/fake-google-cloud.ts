@@ -146,7 +146,8 @@ export async function startFakeGoogleAuth(options: { tokenLifetimeSeconds?: numb
         if (!valid) return refuse('sts', response, 400, 'invalid_grant');
         return issue('sts', response, {}, { issued_token_type: 'urn:ietf:params:oauth:token-type:access_token' });
       }
-      const claims = form.get('grant_type') === 'urn:ietf:params:oauth:grant-type:jwt-bearer' ? verifiedClaims(form.get('assertion') ?? '', publicKey) : undefined;
+      const claims =
+        form.get('grant_type') === 'urn:ietf:params:oauth:grant-type:jwt-bearer' ? verifiedClaims(form.get('assertion') ?? '', publicKey) : undefined;
       const now = Date.now() / 1000;
       const valid =
         claims !== undefined &&
@@ -242,7 +243,9 @@ export function vertexGate(auth: FakeGoogleAuth, inner: Responder): Responder {
       return sendJson(response, 400, { error: { code: 400, message: 'This test double streams only with alt=sse.', status: 'INVALID_ARGUMENT' } });
     }
     if (match[3] === 'google' && !Array.isArray(request.body.contents)) {
-      return sendJson(response, 400, { error: { code: 400, message: '* GenerateContentRequest.contents: contents is not specified', status: 'INVALID_ARGUMENT' } });
+      return sendJson(response, 400, {
+        error: { code: 400, message: '* GenerateContentRequest.contents: contents is not specified', status: 'INVALID_ARGUMENT' },
+      });
     }
     if (match[3] === 'anthropic') {
       const problem =

@@ -65,7 +65,11 @@ describe('GoogleCredentials: a service-account key', () => {
 
   it('is refused for a key the account does not have: a misconfiguration, not retried, showing no key', async () => {
     const credentials = new GoogleCredentials(5_000, { transporter: transportTo(auth.tokenUrl) });
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+    const { privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
     const key = write('stolen.json', { ...auth.serviceAccountKey, private_key: privateKey });
     const failure = await credentials.accessToken(key, 'acme-prod-ml', 'vertex', signal()).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(UpstreamError);
@@ -136,7 +140,9 @@ describe('GoogleCredentials: the metadata server', () => {
     vi.stubEnv('GCE_METADATA_HOST', new URL(silent.baseUrl).host);
     try {
       const started = performance.now();
-      const timedOut = await new GoogleCredentials(300).accessToken(APPLICATION_DEFAULT_CREDENTIALS, 'acme-prod-ml', 'vertex', signal()).catch((error: unknown) => error);
+      const timedOut = await new GoogleCredentials(300)
+        .accessToken(APPLICATION_DEFAULT_CREDENTIALS, 'acme-prod-ml', 'vertex', signal())
+        .catch((error: unknown) => error);
       expect(timedOut).toMatchObject({ kind: 'timeout', retryable: true, failureClass: 'unavailable' });
       expect(performance.now() - started).toBeLessThan(3_000);
       const controller = new AbortController();

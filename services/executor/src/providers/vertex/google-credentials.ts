@@ -63,7 +63,8 @@ export class GoogleCredentials {
     });
     try {
       const token = await Promise.race([auth.getAccessToken(), stopped]);
-      if (typeof token !== 'string' || token === '') throw new UpstreamError('Google credentials gave no access token', { provider, kind: 'http', status: 401 });
+      if (typeof token !== 'string' || token === '')
+        throw new UpstreamError('Google credentials gave no access token', { provider, kind: 'http', status: 401 });
       this.lastTokens.set(credential, token);
       return token;
     } catch (error) {
@@ -105,7 +106,13 @@ function tokenFailure(provider: string, error: unknown): UpstreamError {
   const status = (error as { response?: { status?: unknown }; status?: unknown }).response?.status ?? (error as { status?: unknown }).status;
   const code = (error as { code?: unknown }).code;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new UpstreamError(`the Google token endpoint refused the credentials (${status})`, { provider, kind: 'http', status: 401, retryable: false, cause: error });
+    return new UpstreamError(`the Google token endpoint refused the credentials (${status})`, {
+      provider,
+      kind: 'http',
+      status: 401,
+      retryable: false,
+      cause: error,
+    });
   }
   if (typeof status === 'number' && status >= 500) {
     return new UpstreamError(`the Google token endpoint answered ${status}`, { provider, kind: 'connection', cause: error });

@@ -169,7 +169,10 @@ describe('VertexAnthropicProvider: upstream failures in either envelope', () => 
   it("maps Anthropic's 529 overloaded_error and Vertex's 503 to retryable UNAVAILABLE", async () => {
     await expectRetryableUnavailable(failureOf(under, gated(replayJson(529, anthropic('error-529.json')))), 529);
     await expectRetryableUnavailable(
-      failureOf(under, gated(replayJson(503, JSON.stringify({ error: { code: 503, message: 'The service is currently unavailable.', status: 'UNAVAILABLE' } })))),
+      failureOf(
+        under,
+        gated(replayJson(503, JSON.stringify({ error: { code: 503, message: 'The service is currently unavailable.', status: 'UNAVAILABLE' } }))),
+      ),
       503,
     );
   });

@@ -77,7 +77,12 @@ describe('VertexProvider: answers', () => {
 
   it('turns function calls into tool calls, whole and streamed', async () => {
     const tools = simpleRequest({
-      tools: [{ type: 'function', function: { name: 'get_weather', parameters_json: JSON.stringify({ type: 'object', properties: { location: { type: 'string' } } }) } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'get_weather', parameters_json: JSON.stringify({ type: 'object', properties: { location: { type: 'string' } } }) },
+        },
+      ],
     });
     const whole = await completeWith(under, gated(replayJson(200, gemini('generate-content-function-call.json'))), tools);
     expect(under.upstream.requests.at(-1)?.body).toMatchObject({ tools: [{ functionDeclarations: [{ name: 'get_weather' }] }] });
@@ -102,9 +107,7 @@ describe('VertexProvider: answers', () => {
     const body = JSON.parse(gemini('generate-content.json')) as { candidates: Array<Record<string, unknown>> };
     const safety = JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: 'SAFETY' }] });
     expect((await completeWith(under, gated(replayJson(200, safety)))).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
-    expect((await completeWith(under, gated(replayJson(200, gemini('blocked-prompt.json'))))).choices?.[0]?.finish_reason).toBe(
-      'FINISH_REASON_CONTENT_FILTER',
-    );
+    expect((await completeWith(under, gated(replayJson(200, gemini('blocked-prompt.json'))))).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
 });
 
