@@ -78,13 +78,16 @@ describe('GoogleCredentials: a service-account key', () => {
     expect(auth.tokenRequests).toEqual([{ via: 'jwt', granted: false }]);
   });
 
-  it('reports a credentials file that is missing or not JSON as a misconfiguration', async () => {
+  it('reports a credentials file that is missing or not JSON as a misconfiguration, quoting none of it', async () => {
     const credentials = new GoogleCredentials(5_000);
-    for (const path of [join(directory, 'missing.json'), write('broken.json', '{"type": "service_acc')]) {
-      expect(await credentials.accessToken(path, 'acme-prod-ml', 'vertex', signal()).catch((error: unknown) => error)).toMatchObject({
-        status: 401,
-        retryable: false,
-      });
+    const truncated = JSON.stringify(auth.serviceAccountKey).slice(0, 400);
+    for (const [path, message] of [
+      [join(directory, 'missing.json'), 'the Google credentials file cannot be read (ENOENT)'],
+      [write('broken.json', truncated), 'the Google credentials file is not JSON'],
+    ] as const) {
+      const failure = await credentials.accessToken(path, 'acme-prod-ml', 'vertex', signal()).catch((error: unknown) => error);
+      expect(failure).toMatchObject({ status: 401, retryable: false, message });
+      expect(JSON.stringify(failure)).not.toContain('PRIVATE KEY');
     }
   });
 });

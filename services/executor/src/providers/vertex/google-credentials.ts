@@ -117,7 +117,15 @@ function tokenFailure(provider: string, error: unknown): UpstreamError {
   if (typeof status === 'number' && status >= 500) {
     return new UpstreamError(`the Google token endpoint answered ${status}`, { provider, kind: 'connection', cause: error });
   }
-  if (code === 'ENOENT' || code === 'EACCES' || error instanceof SyntaxError || /credentials|JSON|key/i.test((error as Error).message ?? '')) {
+  if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR') {
+    return new UpstreamError(`the Google credentials file cannot be read (${code})`, { provider, kind: 'http', status: 401, retryable: false, cause: error });
+  }
+  // Not the parser's message (the library passes it on as "Invalid JSON key file: ..."): Node's
+  // quotes the text around the fault, which may be a piece of a private key.
+  if (error instanceof SyntaxError || /^Invalid JSON|is not valid JSON|in JSON at position|JSON input/.test((error as Error).message ?? '')) {
+    return new UpstreamError('the Google credentials file is not JSON', { provider, kind: 'http', status: 401, retryable: false });
+  }
+  if (/credentials|key/i.test((error as Error).message ?? '')) {
     return new UpstreamError(`the Google credentials cannot be used: ${(error as Error).message}`, {
       provider,
       kind: 'http',
