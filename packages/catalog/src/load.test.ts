@@ -240,7 +240,86 @@ models:
       'clouds.yaml: models[1] (vendor/model-b): deployments[0].region must be an AWS region such as "us-east-1", got "us_east_1"',
     );
     expect(errorOf(() => parseCatalog(text.replace('provider: bedrock, ', ''), 'clouds.yaml')).message).toBe(
-      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region is only for the bedrock provider',
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region is only for providers bedrock, vertex, vertex-anthropic',
+    );
+  });
+
+  it("derives a Vertex model's endpoint from its region, the global one for global, and a deployment's from its own region", () => {
+    const text = `
+models:
+  - id: vertex/gemini
+    provider: vertex
+    owned_by: google
+    created: 0
+    upstream: { model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
+    deployments:
+      - { region: europe-west4 }
+      - { project: acme-test-ml, base_url: "http://127.0.0.1:9000" }
+    pricing: { input: "0.30", output: "2.50" }
+    context_window: 1000
+    max_output_tokens: 100
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: standard
+  - id: vertex/claude
+    provider: vertex-anthropic
+    owned_by: anthropic
+    created: 0
+    upstream: { model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
+    pricing: { input: "3", output: "15" }
+    context_window: 1000
+    max_output_tokens: 100
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium
+`;
+    const catalog = parseCatalog(text, 'vertex.yaml');
+    const gemini = catalog.byId.get('vertex/gemini');
+    expect(gemini?.upstream).toEqual({
+      model: 'gemini-2.5-flash',
+      project: 'acme-prod-ml',
+      region: 'global',
+      base_url: 'https://aiplatform.googleapis.com',
+      api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+    });
+    expect(gemini?.deployments).toEqual([
+      {
+        model: 'gemini-2.5-flash',
+        project: 'acme-prod-ml',
+        region: 'europe-west4',
+        base_url: 'https://europe-west4-aiplatform.googleapis.com',
+        api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+      },
+      { model: 'gemini-2.5-flash', project: 'acme-test-ml', region: 'global', base_url: 'http://127.0.0.1:9000', api_key_env: 'GOOGLE_VERTEX_CREDENTIALS' },
+    ]);
+    expect(catalog.byId.get('vertex/claude')?.upstream.base_url).toBe('https://us-east5-aiplatform.googleapis.com');
+  });
+
+  it("reads a Vertex deployment of another provider's model: its own project, region and endpoint, its credentials and its prices", () => {
+    const text = minimal.replace(
+      '    fallbacks: [sim-a]\n',
+      '    fallbacks: [sim-a]\n    deployments:\n' +
+        '      - { provider: vertex-anthropic, model: claude-sonnet-4@20250514, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS, pricing: { input: "3.00", output: "15.00" } }\n',
+    );
+    const model = parseCatalog(text, 'clouds.yaml').byId.get('vendor/model-b')!;
+    expect(model.deployments).toEqual([
+      {
+        provider: 'vertex-anthropic',
+        model: 'claude-sonnet-4@20250514',
+        project: 'acme-prod-ml',
+        region: 'us-east5',
+        base_url: 'https://us-east5-aiplatform.googleapis.com',
+        api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+        pricing: micro({ input: 3_000_000, cached: 3_000_000, write: 3_000_000, write1h: 3_000_000, output: 15_000_000 }),
+      },
+    ]);
+    // Its location is checked as a Vertex model's is; its credentials are its own.
+    expect(errorOf(() => parseCatalog(text.replace('project: acme-prod-ml, ', ''), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].project must be a Google Cloud project id (6 to 30 lowercase letters, digits and hyphens), got nothing',
+    );
+    expect(errorOf(() => parseCatalog(text.replace('region: us-east5', 'region: us-east-1'), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region must be a Vertex AI location such as us-central1 or global, got "us-east-1"',
+    );
+    expect(errorOf(() => parseCatalog(text.replace('api_key_env: GOOGLE_VERTEX_CREDENTIALS, ', ''), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].api_key_env is required for a deployment of another provider (vertex-anthropic), whose key is its own',
     );
   });
 

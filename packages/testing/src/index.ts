@@ -145,3 +145,4 @@ export * from './fake-upstream.js';
 export * from './fake-bedrock.js';
 export * from './dns-server.js';
 export * from './fake-azure.js';
+export * from './fake-google-cloud.js';
