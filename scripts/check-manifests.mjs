@@ -390,9 +390,14 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
 }
 // Components are checked through the overlays that use them; a component no overlay uses is dead,
 // but for the optional ones an operator adds, rendered below onto what they are added to:
-// ingress-nginx (the retired controller, for the clusters that still run it) on the base, and
-// autoscale-on-concurrency (needs a metrics adapter) on overlays/prod, whose autoscalers it patches.
-const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'autoscale-on-concurrency': 'overlays/prod' };
+// ingress-nginx (the retired controller, for the clusters that still run it) and aws-bedrock (an
+// AWS identity for the executors) on the base, and autoscale-on-concurrency (needs a metrics
+// adapter) on overlays/prod, whose autoscalers it patches.
+const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'aws-bedrock': 'base', 'autoscale-on-concurrency': 'overlays/prod' };
+// Components that only open a flow under components/network-policy, for some clusters (the GKE
+// metadata server for Vertex AI): rendered on the base with network-policy, their connectivity
+// checked (the flow open to whom it is for, and to nobody else).
+const POLICY_COMPONENTS = ['vertex-metadata-egress'];
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
 const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
   .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))
@@ -405,7 +410,7 @@ if (existsSync(componentsDir)) {
         (entry) => resolve(folder, entry) === join(componentsDir, name),
       ),
     );
-    check(used || name in STANDALONE_COMPONENTS, `deploy/components/${name}: no overlay uses it`);
+    check(used || name in STANDALONE_COMPONENTS || POLICY_COMPONENTS.includes(name), `deploy/components/${name}: no overlay uses it`);
     collect(join(componentsDir, name));
   }
 }
@@ -459,6 +464,21 @@ if (renderer) {
       label,
       objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
     );
+  }
+  // Each policy component on the base with the default policy, as an overlay would add it.
+  for (const name of POLICY_COMPONENTS) {
+    const label = `deploy/components/${name} with network-policy on deploy/base (rendered by ${renderer[0]})`;
+    let objects;
+    try {
+      objects = renderComponent(renderer, deployDir, ['network-policy', name]);
+    } catch (error) {
+      check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
+      continue;
+    }
+    validate(label, objects);
+    await validateSchemas(label, objects);
+    for (const problem of [...connectivityProblems(label, objects), ...operationProblems(root, label, objects)]) check(false, problem);
+    check(true, `${label}: NetworkPolicy connectivity`);
   }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');

@@ -23,6 +23,7 @@ const PROVIDERS = [
   ['MISTRAL_API_KEY', 'Mistral (mistral/...).'],
   ['DEEPSEEK_API_KEY', 'DeepSeek (deepseek/...).'],
   ['GEMINI_API_KEY', 'Google Gemini (google/gemini-...).'],
+  ['AWS_BEARER_TOKEN_BEDROCK', 'Amazon Bedrock API key (bedrock/claude-...).'],
 ] as const;
 
 /** Lines setting every provider key, `prefix` before each (`# ` to leave them commented out). */

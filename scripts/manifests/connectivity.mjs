@@ -1,6 +1,7 @@
 // The flows the gateway needs, checked against an overlay's rendered NetworkPolicies: each needed
 // flow is allowed, every other way into auth, the router, the executors and metering is denied, and
-// the executors' open egress stops short of metadata and cluster addresses.
+// the executors' open egress stops short of metadata and cluster addresses (but for the GKE metadata
+// server, opened to the executors alone by components/vertex-metadata-egress).
 import { allows } from './network-policy.mjs';
 
 const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
@@ -44,6 +45,7 @@ function endpoints(objects, policies) {
     { name: 'kube-dns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns' }, ports: { dns: 53 }, ip: '10.244.1.6' },
     { name: 'the internet', ip: '203.0.113.10' },
     { name: 'the metadata endpoint', ip: '169.254.169.254' },
+    { name: 'the GKE metadata server', ip: '169.254.169.252' },
     { name: 'the IPv6 metadata endpoint', ip: 'fd00:ec2::254' },
     { name: 'the Kubernetes API Service', ip: '10.96.0.1' },
   ];
@@ -74,8 +76,24 @@ function configuredPorts(objects, variable, defaults) {
   return [...new Set([...defaults, ...ports])];
 }
 
+/**
+ * Whether components/vertex-metadata-egress is in: the executors then reach the GKE metadata
+ * server, for Vertex AI tokens through GKE's Workload Identity Federation.
+ */
+function metadataOpened(policies) {
+  return policies.some((object) => object.metadata?.name === 'gateway-vertex-metadata-egress');
+}
+
+/** The GKE metadata server's flows: 169.254.169.254:80 (Dataplane V2) and 169.254.169.252:988. */
+function gkeMetadataFlows(at, source) {
+  return [
+    [source, at('the metadata endpoint'), 80],
+    [source, at('the GKE metadata server'), 988],
+  ];
+}
+
 /** The flows that must be allowed: [source, destination, port, protocol?]. */
-function neededFlows(at, { redisPorts, natsPorts }) {
+function neededFlows(at, { redisPorts, natsPorts, metadata }) {
   const flows = [];
   const service = (name) => at(name);
   for (const name of INTERNAL) flows.push([service('edge'), service(name), service(name)?.ports?.grpc]);
@@ -95,14 +113,18 @@ function neededFlows(at, { redisPorts, natsPorts }) {
   flows.push([at('the internet'), service('edge'), service('edge')?.ports?.http]);
   flows.push([at('a random pod of the namespace'), service('edge'), service('edge')?.ports?.http]);
   flows.push([service('executor'), at('the internet'), 443]);
+  if (metadata) flows.push(...gkeMetadataFlows(at, service('executor')));
   return flows;
 }
 
 /** The flows that must be denied, beyond the matrix into the internal services. */
-function forbiddenFlows(at) {
+function forbiddenFlows(at, { metadata }) {
   const executor = at('executor');
   const flows = [
-    [executor, at('the metadata endpoint'), 80],
+    // The metadata endpoint only to the executors, only on its ports, only with the component.
+    ...(metadata ? [] : gkeMetadataFlows(at, executor)),
+    ...['edge', 'auth', 'router', 'metering'].flatMap((name) => gkeMetadataFlows(at, at(name))),
+    [executor, at('the metadata endpoint'), 443],
     [executor, at('the IPv6 metadata endpoint'), 80],
     [executor, at('the Kubernetes API Service'), 443],
     [executor, at('a random pod of the namespace'), 8080],
@@ -134,9 +156,10 @@ export function connectivityProblems(label, objects) {
   const verdict = (flow) => allows(policies, { source: flow[0], destination: flow[1], port: flow[2], protocol: flow[3] ?? 'TCP' });
   // Redis on 6379 and 6380 (rediss://, deploy/README.md's gateway-redis), NATS on 4222, and the ports gateway-config names.
   const ports = { redisPorts: configuredPorts(objects, 'REDIS_URL', [6379, 6380]), natsPorts: configuredPorts(objects, 'NATS_URL', [4222]) };
-  for (const flow of neededFlows(at, ports))
+  const metadata = metadataOpened(policies);
+  for (const flow of neededFlows(at, { ...ports, metadata }))
     if (flow[2] === undefined || !verdict(flow)) problems.push(`${label}: NetworkPolicies deny ${describe(flow)}, which the gateway needs`);
-  for (const flow of forbiddenFlows(at)) if (verdict(flow)) problems.push(`${label}: NetworkPolicies allow ${describe(flow)}`);
+  for (const flow of forbiddenFlows(at, { metadata })) if (verdict(flow)) problems.push(`${label}: NetworkPolicies allow ${describe(flow)}`);
   // Into the internal services: the edges on the gRPC port and Prometheus on `metrics`, nothing
   // else; into the edges: anyone on the API port, Prometheus on `metrics`, nothing else (an admin
   // listener stays private).

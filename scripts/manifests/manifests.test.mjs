@@ -51,6 +51,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     for (const overlay of ['dev', 'prod', 'prod-cluster']) rendered[overlay] = render(renderer, join(overlaysDir, overlay));
     standalone['ingress-nginx'] = renderComponent(renderer, join(root, 'deploy'), 'ingress-nginx');
     standalone['autoscale-on-concurrency'] = renderComponent(renderer, join(root, 'deploy'), 'autoscale-on-concurrency', 'overlays/prod');
+    standalone['vertex-metadata-egress'] = renderComponent(renderer, join(root, 'deploy'), ['network-policy', 'vertex-metadata-egress']);
   });
 
   it('passes the overlays as they are', async () => {
@@ -118,10 +119,32 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     find('NetworkPolicy', 'executor').spec.egress = [{}];
     expect(connectivityProblems('prod', objects)).toEqual([
       'prod: NetworkPolicies allow executor -> the metadata endpoint:80',
+      'prod: NetworkPolicies allow executor -> the GKE metadata server:988',
+      'prod: NetworkPolicies allow executor -> the metadata endpoint:443',
       'prod: NetworkPolicies allow executor -> the IPv6 metadata endpoint:80',
       'prod: NetworkPolicies allow executor -> the Kubernetes API Service:443',
       'prod: NetworkPolicies allow executor -> a random pod of the namespace:8080',
     ]);
+  });
+
+  it('opens the GKE metadata server to the executors alone with components/vertex-metadata-egress, and keeps it shut without', () => {
+    expect(connectivityProblems('vertex', standalone['vertex-metadata-egress'])).toEqual([]);
+    // The overlays as they are keep it shut (checked above, through the forbidden flows); the
+    // component's flows are needed once it is in.
+    const { objects, find } = copyOf('vertex-metadata-egress');
+    const policy = find('NetworkPolicy', 'gateway-vertex-metadata-egress');
+    policy.spec.egress = policy.spec.egress.slice(0, 1);
+    expect(connectivityProblems('vertex', objects)).toEqual(['vertex: NetworkPolicies deny executor -> the GKE metadata server:988, which the gateway needs']);
+    policy.spec.podSelector = {
+      matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: ['edge', 'auth', 'router', 'executor', 'metering'] }],
+    };
+    expect(connectivityProblems('vertex', objects)).toEqual([
+      'vertex: NetworkPolicies deny executor -> the GKE metadata server:988, which the gateway needs',
+      ...['edge', 'auth', 'router', 'metering'].map((name) => `vertex: NetworkPolicies allow ${name} -> the metadata endpoint:80`),
+    ]);
+    policy.spec.egress = [{ to: [{ ipBlock: { cidr: '169.254.0.0/16' } }] }];
+    policy.spec.podSelector = { matchLabels: { 'app.kubernetes.io/name': 'executor' } };
+    expect(connectivityProblems('vertex', objects)).toEqual(['vertex: NetworkPolicies allow executor -> the metadata endpoint:443']);
   });
 
   it('fails Redis on 6380 (rediss://) refused', () => {

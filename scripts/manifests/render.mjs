@@ -44,7 +44,7 @@ export function render([command, args], folder) {
  * metrics adapter and patches the autoscalers of overlays/prod).
  * @param {[string, string[]]} renderer from findRenderer()
  * @param {string} deployDir the deploy/ folder
- * @param {string} name the component's folder name under deploy/components
+ * @param {string | string[]} name the component's folder name under deploy/components, or several, in order
  * @param {string} onto the kustomization it is added to, relative to deployDir (`base`, `overlays/prod`)
  * @returns {object[]}
  */
@@ -56,7 +56,7 @@ export function renderComponent(renderer, deployDir, name, onto = 'base') {
       kind: 'Kustomization',
       namespace: 'gateway',
       resources: [relative(folder, join(deployDir, onto))],
-      components: [relative(folder, join(deployDir, 'components', name))],
+      components: (Array.isArray(name) ? name : [name]).map((component) => relative(folder, join(deployDir, 'components', component))),
     };
     writeFileSync(join(folder, 'kustomization.yaml'), stringify(kustomization));
     return render(renderer, folder);

@@ -7,7 +7,9 @@
  * asked again with the command's output, it answers with a marker; anything else Claude Code asks
  * on the side (a title, a topic) gets a short text. As a Claude model (Anthropic upstream) it
  * thinks first when Claude Code turns thinking on, signs the thinking block, and refuses as
- * Anthropic does a later request that does not bring that block back first. What a user notices: Claude Code ran the
+ * Anthropic does a later request that does not bring that block back first. The same Claude model
+ * served by Google Vertex AI (`vertex-anthropic`) is reached through a fake Vertex that accepts
+ * only the tokens its fake GKE metadata server gave the executor. What a user notices: Claude Code ran the
  * command (the file is there), printed the answer, reached nothing but the gateway, and the gateway
  * metered its requests for the key.
  */
@@ -16,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Responder } from '@gateway/testing';
+import { startFakeGoogleAuth, vertexGate, type FakeGoogleAuth, type Responder } from '@gateway/testing';
 import {
   cliLines,
   expectMetered,
@@ -35,7 +37,28 @@ const CLAUDE = fileURLToPath(new URL('../../node_modules/.bin/claude', import.me
 
 let backend: CliBackend;
 let egress: EgressTrap;
+let google: FakeGoogleAuth;
 const temporary: string[] = [];
+
+/** A Claude model on Vertex AI (global location) at the fake upstream, its tokens from the fake GKE metadata server. */
+function vertexClaudeEntry(upstreamBaseUrl: string): string {
+  return `  - id: fake-vertex-claude
+    provider: vertex-anthropic
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: global, base_url: "${new URL(upstreamBaseUrl).origin}", api_key_env: VERTEX_CREDENTIALS }
+    pricing: { input: "3.00", output: "15.00" }
+    context_window: 200000
+    max_output_tokens: 64000
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium`;
+}
+
+/** The scripted Claude model behind Vertex AI: rawPredict / streamRawPredict, checked as Vertex does, then the Messages script. */
+function vertexMessagesModel(options: ScriptOptions): Responder {
+  const messages = anthropicMessagesModel(options);
+  return vertexGate(google, (request, response) => messages({ ...request, path: '/v1/messages' }, response));
+}
 
 /** How Claude Code is given the gateway key: `Authorization: Bearer` or `x-api-key`. */
 type KeyVariable = 'ANTHROPIC_AUTH_TOKEN' | 'ANTHROPIC_API_KEY';
@@ -152,13 +175,21 @@ async function expectClaudeRunsTheBashTool(
 }
 
 beforeAll(async () => {
-  backend = await startCliBackend('claude-code-cli');
+  google = await startFakeGoogleAuth();
+  const gcloudConfig = mkdtempSync(join(tmpdir(), 'gcloud-config-'));
+  temporary.push(gcloudConfig);
+  backend = await startCliBackend('claude-code-cli', {
+    entries: (upstreamBaseUrl) => [vertexClaudeEntry(upstreamBaseUrl)],
+    // Application Default Credentials from the fake metadata server, never a real one.
+    env: { VERTEX_CREDENTIALS: 'default', GCE_METADATA_HOST: google.metadataHost, GOOGLE_APPLICATION_CREDENTIALS: '', CLOUDSDK_CONFIG: gcloudConfig },
+  });
   egress = await startEgressTrap();
 });
 
 afterAll(async () => {
   await egress?.close();
   await backend?.close();
+  await google?.close();
   for (const path of temporary) rmSync(path, { recursive: true, force: true });
 });
 
@@ -176,5 +207,18 @@ describe('Claude Code through the gateway', () => {
     expect(call!.thinking, JSON.stringify(turns)).toMatchObject({ type: 'adaptive' });
     expect(answer!.thinking, JSON.stringify(turns)).toMatchObject({ type: 'adaptive' });
     expect(answer!.callTurnStart, JSON.stringify(turns)).toEqual({ type: 'thinking', thinking: thought, signature: signatureOf(thought) });
+  }, 120_000);
+
+  it('does the same with the Claude model served by Vertex AI, its signed thinking block carried back through streamRawPredict', async () => {
+    const first = backend.upstream.requests.length;
+    const turns = await expectClaudeRunsTheBashTool('fake-vertex-claude', 'ANTHROPIC_API_KEY', vertexMessagesModel);
+    const [call, answer] = turns.filter((turn) => turn.kind !== 'other');
+    const thought = 'I will run the command with the Bash tool.';
+    expect(call!.thinking, JSON.stringify(turns)).toMatchObject({ type: 'adaptive' });
+    expect(answer!.callTurnStart, JSON.stringify(turns)).toEqual({ type: 'thinking', thinking: thought, signature: signatureOf(thought) });
+    const requests = backend.upstream.requests.slice(first);
+    expect(requests.every((request) => request.path.endsWith('/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict'))).toBe(true);
+    expect(requests.every((request) => request.body.anthropic_version === 'vertex-2023-10-16' && !('model' in request.body))).toBe(true);
+    expect(google.tokenRequests).toEqual([{ via: 'metadata', granted: true }]);
   }, 120_000);
 });

@@ -192,12 +192,19 @@ export interface CliBackend {
   close(): Promise<void>;
 }
 
+/** More models of a CLI backend: catalog entries served by its fake upstream, and the variables they read. */
+export interface CliBackendExtras {
+  /** Catalog YAML entries, given the fake upstream's base URL. */
+  entries(upstreamBaseUrl: string): string[];
+  env: Record<string, string>;
+}
+
 /**
  * Starts the fake upstream (answering 500 until a test scripts it), a cluster whose catalog has
- * `fake-model` (openai-compatible) and `fake-claude` (Anthropic) served by it, and the recording
- * proxy. `name` names the catalog file.
+ * `fake-model` (openai-compatible) and `fake-claude` (Anthropic) served by it, and any `extras`,
+ * and the recording proxy. `name` names the catalog file.
  */
-export async function startCliBackend(name: string): Promise<CliBackend> {
+export async function startCliBackend(name: string, extras?: CliBackendExtras): Promise<CliBackend> {
   const upstream = await startFakeUpstream((_request, response) => {
     response.writeHead(500).end();
   });
@@ -207,8 +214,10 @@ export async function startCliBackend(name: string): Promise<CliBackend> {
         SIM_MINI_ENTRY,
         fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'fake-model', []),
         anthropicModelEntry(upstream.baseUrl, KEY_VARIABLE),
+        ...(extras?.entries(upstream.baseUrl) ?? []),
       ]),
       [KEY_VARIABLE]: `sk-fake-provider-${name}-0123456789`,
+      ...extras?.env,
     },
   });
   const proxy = await startRecordingProxy(cluster.baseUrl);

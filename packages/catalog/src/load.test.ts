@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, loadCatalog, parseCatalog } from './load.js';
+import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, keyVariables, loadCatalog, parseCatalog } from './load.js';
 import { costPicoUsd, pricingOf, type Pricing } from './pricing.js';
 import { thrownBy } from '@gateway/testing';
 
@@ -180,6 +180,149 @@ models:
     });
   });
 
+  it("reads a bedrock model: its region, its region's runtime endpoint unless base_url says, and deployments in other regions", () => {
+    const text = `
+models:
+  - id: bedrock/claude
+    provider: bedrock
+    owned_by: anthropic
+    created: 1735689600
+    upstream: { model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }
+    pricing: { input: "3.00", output: "15.00" }
+    context_window: 200000
+    max_output_tokens: 64000
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium
+    deployments:
+      - { region: us-west-2 }
+      - { base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }
+`;
+    const model = parseCatalog(text, 'bedrock.yaml').byId.get('bedrock/claude');
+    expect(model?.upstream).toEqual({
+      model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
+      region: 'us-east-1',
+      base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+    });
+    expect(model?.deployments).toEqual([
+      { model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: 'us-west-2', base_url: 'https://bedrock-runtime.us-west-2.amazonaws.com' },
+      { model: 'eu.anthropic.claude-sonnet-4-20250514-v1:0', region: 'eu-west-1', base_url: 'http://127.0.0.1:9000', api_key_env: 'BEDROCK_EU_KEY' },
+    ]);
+    // Without a key it signs with AWS's credential chain, which only a request can try: it is on.
+    expect(enabledModels(parseCatalog(text, 'bedrock.yaml'), {}).map((entry) => entry.id)).toEqual(['bedrock/claude']);
+    const keyed = parseCatalog(text.replace('region: us-east-1 }', 'region: us-east-1, api_key_env: AWS_BEARER_TOKEN_BEDROCK }'), 'bedrock.yaml');
+    expect(enabledModels(keyed, {})).toEqual([]);
+    expect(enabledModels(keyed, { AWS_BEARER_TOKEN_BEDROCK: 'bedrock-api-key' }).map((entry) => entry.id)).toEqual(['bedrock/claude']);
+  });
+
+  it("reads a bedrock deployment of another provider's model: its own region and endpoint, no key (AWS's credential chain) and its own prices", () => {
+    const text = minimal.replace(
+      '    fallbacks: [sim-a]\n',
+      '    fallbacks: [sim-a]\n    deployments:\n' +
+        '      - { provider: bedrock, model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1, pricing: { input: "3.00", output: "15.00" } }\n',
+    );
+    const catalog = parseCatalog(text, 'clouds.yaml');
+    const model = catalog.byId.get('vendor/model-b')!;
+    const bedrockPricing = micro({ input: 3_000_000, cached: 3_000_000, write: 3_000_000, write1h: 3_000_000, output: 15_000_000 });
+    // It inherits neither the anthropic upstream's key nor its headers.
+    expect(model.deployments).toEqual([
+      {
+        provider: 'bedrock',
+        model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
+        region: 'us-east-1',
+        base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+        pricing: bedrockPricing,
+      },
+    ]);
+    expect(pricingOf(model, 'bedrock')).toEqual(bedrockPricing);
+    expect(keyVariables(catalog)).toEqual(['VENDOR_KEY_2']);
+    // Its region is checked as a bedrock model's is, and is refused on a deployment of another provider.
+    expect(errorOf(() => parseCatalog(text.replace('region: us-east-1', 'region: us_east_1'), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region must be an AWS region such as "us-east-1", got "us_east_1"',
+    );
+    expect(errorOf(() => parseCatalog(text.replace('provider: bedrock, ', ''), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region is only for providers bedrock, vertex, vertex-anthropic',
+    );
+  });
+
+  it("derives a Vertex model's endpoint from its region, the global one for global, and a deployment's from its own region", () => {
+    const text = `
+models:
+  - id: vertex/gemini
+    provider: vertex
+    owned_by: google
+    created: 0
+    upstream: { model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
+    deployments:
+      - { region: europe-west4 }
+      - { project: acme-test-ml, base_url: "http://127.0.0.1:9000" }
+    pricing: { input: "0.30", output: "2.50" }
+    context_window: 1000
+    max_output_tokens: 100
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
+    quality_tier: standard
+  - id: vertex/claude
+    provider: vertex-anthropic
+    owned_by: anthropic
+    created: 0
+    upstream: { model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
+    pricing: { input: "3", output: "15" }
+    context_window: 1000
+    max_output_tokens: 100
+    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
+    quality_tier: premium
+`;
+    const catalog = parseCatalog(text, 'vertex.yaml');
+    const gemini = catalog.byId.get('vertex/gemini');
+    expect(gemini?.upstream).toEqual({
+      model: 'gemini-2.5-flash',
+      project: 'acme-prod-ml',
+      region: 'global',
+      base_url: 'https://aiplatform.googleapis.com',
+      api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+    });
+    expect(gemini?.deployments).toEqual([
+      {
+        model: 'gemini-2.5-flash',
+        project: 'acme-prod-ml',
+        region: 'europe-west4',
+        base_url: 'https://europe-west4-aiplatform.googleapis.com',
+        api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+      },
+      { model: 'gemini-2.5-flash', project: 'acme-test-ml', region: 'global', base_url: 'http://127.0.0.1:9000', api_key_env: 'GOOGLE_VERTEX_CREDENTIALS' },
+    ]);
+    expect(catalog.byId.get('vertex/claude')?.upstream.base_url).toBe('https://us-east5-aiplatform.googleapis.com');
+  });
+
+  it("reads a Vertex deployment of another provider's model: its own project, region and endpoint, its credentials and its prices", () => {
+    const text = minimal.replace(
+      '    fallbacks: [sim-a]\n',
+      '    fallbacks: [sim-a]\n    deployments:\n' +
+        '      - { provider: vertex-anthropic, model: claude-sonnet-4@20250514, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS, pricing: { input: "3.00", output: "15.00" } }\n',
+    );
+    const model = parseCatalog(text, 'clouds.yaml').byId.get('vendor/model-b')!;
+    expect(model.deployments).toEqual([
+      {
+        provider: 'vertex-anthropic',
+        model: 'claude-sonnet-4@20250514',
+        project: 'acme-prod-ml',
+        region: 'us-east5',
+        base_url: 'https://us-east5-aiplatform.googleapis.com',
+        api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+        pricing: micro({ input: 3_000_000, cached: 3_000_000, write: 3_000_000, write1h: 3_000_000, output: 15_000_000 }),
+      },
+    ]);
+    // Its location is checked as a Vertex model's is; its credentials are its own.
+    expect(errorOf(() => parseCatalog(text.replace('project: acme-prod-ml, ', ''), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].project must be a Google Cloud project id (6 to 30 lowercase letters, digits and hyphens), got nothing',
+    );
+    expect(errorOf(() => parseCatalog(text.replace('region: us-east5', 'region: us-east-1'), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region must be a Vertex AI location such as us-central1 or global, got "us-east-1"',
+    );
+    expect(errorOf(() => parseCatalog(text.replace('api_key_env: GOOGLE_VERTEX_CREDENTIALS, ', ''), 'clouds.yaml')).message).toBe(
+      'clouds.yaml: models[1] (vendor/model-b): deployments[0].api_key_env is required for a deployment of another provider (vertex-anthropic), whose key is its own',
+    );
+  });
+
   it('reads the same catalog written as JSON', () => {
     const fromYaml = parseCatalog(minimal, 'minimal.yaml');
     const asJson = JSON.stringify({
@@ -273,6 +416,7 @@ describe('the default catalog', () => {
     const variables = new Set(catalog.models.filter((model) => model.provider !== 'simulated').map((model) => model.upstream.api_key_env));
     expect([...variables].sort()).toEqual([
       'ANTHROPIC_API_KEY',
+      'AWS_BEARER_TOKEN_BEDROCK',
       'DEEPSEEK_API_KEY',
       'GEMINI_API_KEY',
       'GROQ_API_KEY',

@@ -49,7 +49,7 @@ const MODEL_FIELDS = [
   'simulation',
   'deployments',
 ];
-const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers', 'deployment', 'api_version', 'auth'];
+const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers', 'deployment', 'api_version', 'auth', 'region', 'project'];
 /** The upstream fields only Azure OpenAI reads. */
 const AZURE_FIELDS = ['deployment', 'api_version', 'auth'] as const;
 /** A deployment may also name its own provider and prices. */
@@ -58,6 +58,21 @@ const DEPLOYMENT_FIELDS = [...UPSTREAM_FIELDS, 'provider', 'pricing'];
 const AZURE_API_VERSION = /^(?:\d{4}-\d{2}-\d{2}(?:-preview)?|preview|latest)$/;
 /** An Azure deployment name: letters, digits, `-`, `_` and `.` (it becomes a URL path segment). */
 const AZURE_DEPLOYMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** An AWS region name (`us-east-1`, `eu-central-2`, `us-gov-west-1`). */
+const AWS_REGION = /^[a-z]{2}(?:-[a-z]+)+-\d+$/;
+/** The providers that reach Google Vertex AI: their upstream names a project and a region. */
+const VERTEX_PROVIDERS: readonly Provider[] = ['vertex', 'vertex-anthropic'];
+/** The providers whose upstream names a region: Bedrock (an AWS region) and Vertex AI (a location). */
+const REGIONAL_PROVIDERS: readonly Provider[] = ['bedrock', ...VERTEX_PROVIDERS];
+/** A Google Cloud project id: 6 to 30 lowercase letters, digits and hyphens, starting with a letter. */
+const GOOGLE_PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
+/** A Vertex AI location: a region (`us-central1`, `europe-west4`) or `global`. */
+const VERTEX_REGION = /^(?:global|[a-z]+-[a-z]+[0-9]+)$/;
+
+/** The Bedrock runtime endpoint of a region. */
+export function bedrockRuntimeUrl(region: string): string {
+  return `https://bedrock-runtime.${region}.amazonaws.com`;
+}
 const PRICING_FIELDS = ['input', 'cached_input', 'cache_write', 'cache_write_1h', 'output'];
 const CAPABILITY_FIELDS = ['tools', 'vision', 'streaming', 'json_mode'] as const;
 const SIMULATION_FIELDS = ['time_to_first_token_ms', 'tokens_per_second'];
@@ -123,16 +138,40 @@ class ModelReader {
     this.fail(`${field} must be a price in USD per million tokens with at most 6 decimals, got ${describe(value)}`);
   }
 
+  /**
+   * The region of a bedrock upstream (required, an AWS region) or of a Vertex one (required, a
+   * Vertex AI location); a region on any other provider's upstream fails.
+   */
+  region(value: unknown, provider: Provider, field: string): string | undefined {
+    if (!REGIONAL_PROVIDERS.includes(provider)) {
+      if (value !== undefined) this.fail(`${field} is only for providers ${REGIONAL_PROVIDERS.join(', ')}`);
+      return undefined;
+    }
+    if (provider === 'bedrock') {
+      if (typeof value !== 'string' || !AWS_REGION.test(value)) this.fail(`${field} must be an AWS region such as "us-east-1", got ${describe(value)}`);
+      return value;
+    }
+    if (typeof value !== 'string' || !VERTEX_REGION.test(value))
+      this.fail(`${field} must be a Vertex AI location such as us-central1 or global, got ${describe(value)}`);
+    return value;
+  }
+
   upstream(value: unknown, provider: Provider): Upstream {
     const fields = this.mapping(value, 'upstream');
     this.rejectUnknown(fields, UPSTREAM_FIELDS, 'upstream.');
     const upstream: Upstream = { model: this.text(fields.model, 'upstream.model') };
-    if (provider !== 'simulated' || fields.base_url !== undefined) {
+    const project = this.project(fields.project, provider, 'upstream.project');
+    if (project !== undefined) upstream.project = project;
+    const region = this.region(fields.region, provider, 'upstream.region');
+    if (region !== undefined) upstream.region = region;
+    if (region !== undefined && fields.base_url === undefined) upstream.base_url = regionalBaseUrl(provider, region);
+    else if (provider !== 'simulated' || fields.base_url !== undefined) {
       const baseUrl = fields.base_url;
       if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`upstream.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
       upstream.base_url = baseUrl;
     }
-    if (provider !== 'simulated' || fields.api_key_env !== undefined) {
+    // A bedrock model without a key signs with AWS's credential chain.
+    if ((provider !== 'simulated' && provider !== 'bedrock') || fields.api_key_env !== undefined) {
       const keyVariable = fields.api_key_env;
       if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
         this.fail(`upstream.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
@@ -180,31 +219,40 @@ class ModelReader {
 
   /**
    * More deployments of a real provider's model: each a mapping with the upstream fields, its own
-   * base_url required, the rest inherited from `upstream`. Two deployments at the same base_url
-   * and model would be one deployment counted twice, so that fails.
+   * base_url required (a bedrock or Vertex deployment naming its region defaults to that region's
+   * endpoint), the rest
+   * inherited from `upstream`. Two deployments at the same base_url and model would be one
+   * deployment counted twice, so that fails.
    */
   deployments(value: unknown, provider: Provider, upstream: Upstream): CatalogDeployment[] | undefined {
     if (value === undefined) return undefined;
     if (provider === 'simulated') this.fail('deployments is only for real providers (a simulated model runs in the executor)');
     if (!Array.isArray(value) || value.length === 0) this.fail(`deployments must be a non-empty list of upstream mappings, got ${describe(value)}`);
-    const seen = new Set([`${upstream.base_url} ${upstream.model}${upstream.deployment === undefined ? '' : ` ${upstream.deployment}`}`]);
+    const seen = new Set([deploymentKey(upstream)]);
     const deployments = value.map((entry: unknown, index): CatalogDeployment => {
       const path = `deployments[${index}]`;
       const fields = this.mapping(entry, path);
       this.rejectUnknown(fields, DEPLOYMENT_FIELDS, `${path}.`);
-      const baseUrl = fields.base_url;
+      // Another provider's deployment inherits nothing of upstream's provider-specific fields: its
+      // key, headers, project, region and prices are another account's.
+      const ownProvider = fields.provider === undefined ? provider : this.oneOf(fields.provider, `${path}.provider`, PROVIDERS);
+      const otherProvider = ownProvider !== provider;
+      const inherited = otherProvider ? undefined : upstream;
+      const project = this.project(fields.project ?? inherited?.project, ownProvider, `${path}.project`);
+      const region = this.region(fields.region ?? inherited?.region, ownProvider, `${path}.region`);
+      // A deployment naming its region (Bedrock's, Vertex AI's) is reached at that region's endpoint.
+      const baseUrl = fields.base_url ?? (fields.region !== undefined && region !== undefined ? regionalBaseUrl(ownProvider, region) : undefined);
       if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`${path}.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
       const deployment: CatalogDeployment = {
         model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`),
         base_url: baseUrl,
       };
-      // Another provider's deployment inherits nothing of upstream's provider-specific fields: its
-      // key, headers and prices are another account's.
-      const ownProvider = fields.provider === undefined ? provider : this.oneOf(fields.provider, `${path}.provider`, PROVIDERS);
-      const otherProvider = ownProvider !== provider;
+      if (project !== undefined) deployment.project = project;
+      if (region !== undefined) deployment.region = region;
       if (otherProvider) {
         if (ownProvider === 'simulated') this.fail(`${path}.provider must be a real provider (a simulated model runs in the executor)`);
-        if (fields.api_key_env === undefined)
+        // A bedrock deployment without a key signs with AWS's credential chain, as a bedrock model does.
+        if (fields.api_key_env === undefined && ownProvider !== 'bedrock')
           this.fail(`${path}.api_key_env is required for a deployment of another provider (${ownProvider}), whose key is its own`);
         if (fields.pricing === undefined)
           this.fail(`${path}.pricing is required for a deployment of another provider (${ownProvider}), which bills its own prices`);
@@ -214,7 +262,7 @@ class ModelReader {
         if (!otherProvider) this.fail(`${path}.pricing is only for a deployment of another provider (one provider bills a model at one price)`);
         deployment.pricing = this.pricing(fields.pricing, `${path}.pricing`);
       }
-      const keyVariable = fields.api_key_env ?? upstream.api_key_env;
+      const keyVariable = fields.api_key_env ?? inherited?.api_key_env;
       if (keyVariable !== undefined) {
         if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
           this.fail(`${path}.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
@@ -227,8 +275,8 @@ class ModelReader {
         }
         deployment.headers = Object.freeze({ ...(headers as Record<string, string>) });
       }
-      this.azureFields(fields, ownProvider, path, deployment, otherProvider ? undefined : upstream);
-      const key = `${deployment.base_url} ${deployment.model}${deployment.deployment === undefined ? '' : ` ${deployment.deployment}`}`;
+      this.azureFields(fields, ownProvider, path, deployment, inherited);
+      const key = deploymentKey(deployment);
       if (seen.has(key)) this.fail(`${path} must differ from upstream and the other deployments in base_url or model`);
       seen.add(key);
       return Object.freeze(deployment);
@@ -243,6 +291,17 @@ class ModelReader {
         this.fail(`deployments[${index}].pricing must equal deployments[${first}].pricing (one provider bills a model at one price)`);
     });
     return deployments;
+  }
+
+  /** A Vertex upstream's Google Cloud project (required); a project on any other provider's upstream fails. */
+  project(value: unknown, provider: Provider, field: string): string | undefined {
+    if (!VERTEX_PROVIDERS.includes(provider)) {
+      if (value !== undefined) this.fail(`${field} is only for providers ${VERTEX_PROVIDERS.join(', ')}`);
+      return undefined;
+    }
+    if (typeof value !== 'string' || !GOOGLE_PROJECT_ID.test(value))
+      this.fail(`${field} must be a Google Cloud project id (6 to 30 lowercase letters, digits and hyphens), got ${describe(value)}`);
+    return value;
   }
 
   pricing(value: unknown, path = 'pricing'): Pricing {
@@ -302,6 +361,23 @@ class ModelReader {
     }
     return Object.freeze({ time_to_first_token_ms: timeToFirstToken, tokens_per_second: tokensPerSecond });
   }
+}
+
+/** The Vertex AI endpoint of a location: regional, or the global one. */
+function vertexBaseUrl(region: string): string {
+  return region === 'global' ? 'https://aiplatform.googleapis.com' : `https://${region}-aiplatform.googleapis.com`;
+}
+
+/** The endpoint of a regional provider's region: Bedrock's runtime or Vertex AI's. */
+function regionalBaseUrl(provider: Provider, region: string): string {
+  return provider === 'bedrock' ? bedrockRuntimeUrl(region) : vertexBaseUrl(region);
+}
+
+/** What tells deployments apart: base URL and model, and Azure's deployment name or Vertex's project and region. */
+function deploymentKey(upstream: Upstream): string {
+  const deployment = upstream.deployment === undefined ? '' : ` ${upstream.deployment}`;
+  const location = upstream.project === undefined ? '' : ` ${upstream.project} ${upstream.region}`;
+  return `${upstream.base_url} ${upstream.model}${deployment}${location}`;
 }
 
 function isHttpUrl(text: string): boolean {
@@ -401,11 +477,17 @@ export function loadCatalog(path: string = DEFAULT_CATALOG_PATH): Catalog {
   return parseCatalog(text, path);
 }
 
-/** The models that are on: simulated ones always, others when their key variable is set and non-empty. */
+/**
+ * The models that are on: simulated ones always, bedrock ones that name no key (they sign with
+ * AWS's credential chain, which only a request can try) always, others when their key variable is
+ * set and non-empty.
+ */
 export function enabledModels(catalog: Catalog, env: Record<string, string | undefined>): CatalogModel[] {
-  return catalog.models.filter(
-    (model) => model.provider === 'simulated' || (model.upstream.api_key_env !== undefined && Boolean(env[model.upstream.api_key_env])),
-  );
+  return catalog.models.filter((model) => {
+    const variable = model.upstream.api_key_env;
+    if (variable === undefined) return model.provider === 'simulated' || model.provider === 'bedrock';
+    return Boolean(env[variable]);
+  });
 }
 
 /** Every environment variable a catalog reads provider keys from (its models' and deployments' api_key_env), sorted. */

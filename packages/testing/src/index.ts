@@ -142,5 +142,7 @@ export * from './redis-cluster.js';
 export * from './redis-server.js';
 export { freePort, serverProcess, type ServerProcess } from './processes.js';
 export * from './fake-upstream.js';
+export * from './fake-bedrock.js';
 export * from './dns-server.js';
 export * from './fake-azure.js';
+export * from './fake-google-cloud.js';

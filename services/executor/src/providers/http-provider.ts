@@ -38,17 +38,13 @@ export abstract class HttpProvider implements Provider {
   /** The URL and body of a chat request in the provider's wire format; throws for what cannot be translated. */
   protected abstract requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest;
 
-  /** Adds the provider's key header (and any header of its API version) to the request's headers. */
-  protected abstract authorize(headers: Record<string, string>, key: string | undefined): void;
-
   /**
-   * The credential `authorize` sends for a model: its key from the environment, or, for an adapter
-   * that obtains tokens (Azure's Entra ID), a token; rejects with an UpstreamError when none can
-   * be had.
+   * Adds the provider's key header (and any header of its API version) to the request's headers;
+   * a provider whose credential is fetched (a cloud's access token: Azure's Entra ID, Google's for
+   * Vertex AI) does so here, within the call's signal, and rejects with an UpstreamError when it
+   * cannot.
    */
-  protected credentialOf(model: CatalogModel, _signal: AbortSignal): string | undefined | Promise<string | undefined> {
-    return providerKey(this.dependencies.environment, model);
-  }
+  protected abstract authorize(headers: Record<string, string>, key: string | undefined, context: ProviderContext): void | Promise<void>;
 
   /** The UpstreamError of a non-2xx answer, read from the provider's error envelope. */
   protected abstract errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError;
@@ -69,8 +65,7 @@ export abstract class HttpProvider implements Provider {
       accept: stream ? 'text/event-stream' : 'application/json',
       'user-agent': USER_AGENT,
     };
-    const credential = this.credentialOf(model, context.signal);
-    this.authorize(headers, typeof credential === 'string' || credential === undefined ? credential : await credential);
+    await this.authorize(headers, providerKey(this.dependencies.environment, model), context);
     return postToUpstream({
       traceparent: context.traceparent,
       provider: this.name,

@@ -1,6 +1,7 @@
 /**
  * Which adapter serves a catalog model: one per catalog `provider` (simulated, openai-compatible,
- * anthropic, gemini, azure). A provider no adapter speaks (a catalog newer than this executor) is a
+ * anthropic, gemini, azure, bedrock, vertex, vertex-anthropic). A provider no adapter speaks (a
+ * catalog newer than this executor) is a
  * normal, stable failure: UNAVAILABLE `model_unavailable`, so the router can fall back to another
  * model.
  */
@@ -8,22 +9,31 @@ import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { AnthropicProvider } from './anthropic/anthropic-provider.js';
 import { AzureProvider, type AzureDependencies } from './azure/azure-provider.js';
+import { BedrockProvider } from './bedrock/bedrock-provider.js';
 import { GeminiProvider } from './gemini/gemini-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible-provider.js';
 import type { Provider } from './provider.js';
 import { SimulatedProvider } from './simulated/simulated-provider.js';
+import { GoogleCredentials } from './vertex/google-credentials.js';
+import { VertexAnthropicProvider } from './vertex/vertex-anthropic-provider.js';
+import { VertexProvider } from './vertex/vertex-provider.js';
 
 /** The adapters of one executor process. */
 export class ProviderRegistry {
   private readonly providers: ReadonlyMap<string, Provider>;
 
   constructor(dependencies: AzureDependencies) {
+    // One set of Google credentials for both Vertex adapters: a credential's token is fetched once.
+    const vertex = { ...dependencies, credentials: new GoogleCredentials(dependencies.pools.timeouts.firstByteMs) };
     const providers: Provider[] = [
       new SimulatedProvider(),
       new OpenAiCompatibleProvider(dependencies),
       new AnthropicProvider(dependencies),
       new GeminiProvider(dependencies),
       new AzureProvider(dependencies),
+      new BedrockProvider(dependencies),
+      new VertexProvider(vertex),
+      new VertexAnthropicProvider(vertex),
     ];
     this.providers = new Map(providers.map((provider) => [provider.name, provider]));
   }

@@ -86,3 +86,33 @@ export const azureModel = upstreamModel({
   provider: 'azure',
   upstream: { model: 'gpt-4o', api_key_env: PROVIDER_TEST_KEY_ENV, deployment: 'gpt-4o-prod', api_version: '2024-10-21' },
 });
+
+/** The region the bedrock test model is served from and signed for. */
+export const BEDROCK_TEST_REGION = 'us-east-1';
+
+/** A bedrock model (a cross-region inference profile of Claude) pointing at a fake Bedrock's origin; it signs with SigV4. */
+export const bedrockModel = upstreamModel({
+  id: 'bedrock/claude-sonnet-4',
+  provider: 'bedrock',
+  max_output_tokens: 64_000,
+  upstream: { model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: BEDROCK_TEST_REGION },
+});
+
+/** The environment variable the Vertex test models read their Google credentials from (a file path or `default`). */
+export const VERTEX_TEST_CREDENTIALS_ENV = 'FAKE_VERTEX_CREDENTIALS';
+
+/** A Gemini model on Vertex AI at a fake upstream's origin, in project acme-prod-ml, region us-central1. */
+export const vertexModel = upstreamModel({
+  id: 'fake/vertex-gemini-2.5-flash',
+  provider: 'vertex',
+  max_output_tokens: 8_192,
+  upstream: { model: 'gemini-2.5-flash', api_key_env: VERTEX_TEST_CREDENTIALS_ENV, project: 'acme-prod-ml', region: 'us-central1' },
+});
+
+/** A Claude model on Vertex AI at a fake upstream's origin, in project acme-prod-ml, the global location. */
+export const vertexAnthropicModel = upstreamModel({
+  id: 'fake/vertex-claude-sonnet-4-5',
+  provider: 'vertex-anthropic',
+  max_output_tokens: 64_000,
+  upstream: { model: 'claude-sonnet-4-5@20250929', api_key_env: VERTEX_TEST_CREDENTIALS_ENV, project: 'acme-prod-ml', region: 'global' },
+});

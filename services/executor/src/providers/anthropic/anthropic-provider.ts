@@ -35,7 +35,7 @@ const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
 /** The anthropic adapter. */
 export class AnthropicProvider extends HttpProvider {
-  readonly name = ANTHROPIC_PROVIDER;
+  readonly name: string = ANTHROPIC_PROVIDER;
 
   /** A whole Message, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
@@ -64,7 +64,7 @@ export class AnthropicProvider extends HttpProvider {
     yield { type: 'usage', usage: translator.totalUsage() };
   }
 
-  protected authorize(headers: Record<string, string>, key: string | undefined): void {
+  protected authorize(headers: Record<string, string>, key: string | undefined, _context?: ProviderContext): void | Promise<void> {
     headers['anthropic-version'] = ANTHROPIC_VERSION;
     if (key) headers['x-api-key'] = key;
   }
@@ -87,7 +87,7 @@ export class AnthropicProvider extends HttpProvider {
  * it replaces that header); undefined when the caller sent none (the catalog's header then goes as
  * it is).
  */
-function betaHeader(model: CatalogModel, requested: readonly string[]): Record<string, string> | undefined {
+export function betaHeader(model: CatalogModel, requested: readonly string[]): Record<string, string> | undefined {
   if (requested.length === 0) return undefined;
   const [name, configured] = Object.entries(model.upstream.headers ?? {}).find(([header]) => header.toLowerCase() === 'anthropic-beta') ?? [
     'anthropic-beta',

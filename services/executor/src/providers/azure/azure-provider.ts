@@ -20,8 +20,9 @@ import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import type { UpstreamRequest } from '../http-provider.js';
 import { OpenAiCompatibleProvider } from '../openai-compatible/openai-compatible-provider.js';
+import type { ProviderContext } from '../provider.js';
 import type { UpstreamError } from '../upstream-error.js';
-import { providerKey, type ErrorResponse, type HttpProviderDependencies } from '../upstream-http.js';
+import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { toAzureRequest } from './convert-request.js';
 import { EntraTokens, type CredentialFactory } from './entra-credential.js';
@@ -45,16 +46,14 @@ export class AzureProvider extends OpenAiCompatibleProvider {
     this.entra = new EntraTokens(AZURE_PROVIDER, dependencies.azureCredential);
   }
 
-  protected override credentialOf(model: CatalogModel, signal: AbortSignal): string | undefined | Promise<string | undefined> {
-    const key = providerKey(this.dependencies.environment, model);
+  protected override authorize(headers: Record<string, string>, key: string | undefined, context: ProviderContext): void | Promise<void> {
     // With entra_id the variable holds the identity's client id; a bearer token is what is sent.
-    return model.upstream.auth === 'entra_id' ? this.entra.token(key, signal).then((token) => `Bearer ${token}`) : key;
-  }
-
-  protected override authorize(headers: Record<string, string>, credential: string | undefined): void {
-    if (!credential) return;
-    if (credential.startsWith('Bearer ')) headers.authorization = credential;
-    else headers['api-key'] = credential;
+    if (context.model.upstream.auth === 'entra_id') {
+      return this.entra.token(key, context.signal).then((token) => {
+        headers.authorization = `Bearer ${token}`;
+      });
+    }
+    if (key) headers['api-key'] = key;
   }
 
   protected override errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError {

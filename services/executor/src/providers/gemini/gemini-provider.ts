@@ -29,7 +29,7 @@ const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 
 /** The gemini adapter. */
 export class GeminiProvider extends HttpProvider {
-  readonly name = GEMINI_PROVIDER;
+  readonly name: string = GEMINI_PROVIDER;
 
   /** generateContent, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
@@ -58,7 +58,7 @@ export class GeminiProvider extends HttpProvider {
     yield { type: 'usage', usage: translator.totalUsage() };
   }
 
-  protected authorize(headers: Record<string, string>, key: string | undefined): void {
+  protected authorize(headers: Record<string, string>, key: string | undefined, _context?: ProviderContext): void | Promise<void> {
     if (key) headers['x-goog-api-key'] = key;
   }
 

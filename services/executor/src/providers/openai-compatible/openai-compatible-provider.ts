@@ -94,7 +94,7 @@ export class OpenAiCompatibleProvider extends HttpProvider {
     yield { type: 'usage', usage: usage ?? (await estimateUsage(request, completionText)) };
   }
 
-  protected authorize(headers: Record<string, string>, key: string | undefined): void {
+  protected authorize(headers: Record<string, string>, key: string | undefined, _context?: ProviderContext): void | Promise<void> {
     if (key) headers.authorization = `Bearer ${key}`;
   }
 

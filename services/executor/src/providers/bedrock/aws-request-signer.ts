@@ -1,0 +1,94 @@
+/**
+ * SigV4 for Bedrock: AWS's maintained signer (@smithy/signature-v4 with @aws-crypto/sha256-js)
+ * over credentials from AWS's default Node credential chain (@aws-sdk/credential-providers
+ * fromNodeProviderChain): environment variables, the shared config and credentials files
+ * (AWS_PROFILE, SSO, credential_process), a web identity token (IRSA on EKS:
+ * AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, exchanged at STS), then the ECS container and EC2
+ * instance roles. The chain reads its own AWS_* variables and files (they are AWS's contract, not
+ * this service's configuration), caches the credentials and refreshes them before they expire.
+ */
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { UpstreamError } from '../upstream-error.js';
+
+/** AWS credentials: long-lived keys, or temporary ones with their session token. */
+export interface AwsCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+  readonly expiration?: Date;
+}
+
+/** Resolves the credentials to sign with (the chain caches and refreshes them). */
+export type AwsCredentialsProvider = () => Promise<AwsCredentials>;
+
+/** The signing name of Bedrock's runtime API. */
+const SERVICE = 'bedrock';
+
+/** AWS's default credential chain for this process. */
+export function defaultCredentialsProvider(): AwsCredentialsProvider {
+  return fromNodeProviderChain();
+}
+
+/** One request to sign. */
+export interface SignableRequest {
+  readonly url: URL;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  /** The region the request is signed for. */
+  readonly region: string;
+}
+
+/** Signs Bedrock requests; one signer per region. */
+export class AwsRequestSigner {
+  private readonly signers = new Map<string, SignatureV4>();
+
+  constructor(
+    private readonly credentials: AwsCredentialsProvider,
+    private readonly provider: string,
+  ) {}
+
+  /**
+   * The request's headers with `host`, `x-amz-date`, `x-amz-content-sha256`, the session token
+   * when there is one, and `authorization`. A chain that finds no credentials is an
+   * UpstreamError the caller sees as the model being unavailable (the credentials' own message,
+   * which names no secret, goes to the log).
+   */
+  async sign(request: SignableRequest): Promise<Record<string, string>> {
+    const signed = await this.signerFor(request.region).sign({
+      method: 'POST',
+      protocol: request.url.protocol,
+      hostname: request.url.hostname,
+      ...(request.url.port ? { port: Number(request.url.port) } : {}),
+      path: request.url.pathname,
+      query: {},
+      headers: { ...request.headers, host: request.url.host },
+      body: request.body,
+    });
+    return signed.headers as Record<string, string>;
+  }
+
+  private signerFor(region: string): SignatureV4 {
+    let signer = this.signers.get(region);
+    if (!signer) {
+      signer = new SignatureV4({ service: SERVICE, region, sha256: Sha256, credentials: () => this.resolveCredentials() });
+      this.signers.set(region, signer);
+    }
+    return signer;
+  }
+
+  private async resolveCredentials(): Promise<AwsCredentials> {
+    try {
+      return await this.credentials();
+    } catch (error) {
+      throw new UpstreamError(`no AWS credentials to sign with: ${(error as Error).message}`, {
+        provider: this.provider,
+        kind: 'connection',
+        failureClass: 'unavailable',
+        retryable: false,
+        cause: error,
+      });
+    }
+  }
+}

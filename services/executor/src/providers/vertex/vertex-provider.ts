@@ -1,0 +1,55 @@
+/**
+ * The adapter for Gemini models on Google Vertex AI: POST .../publishers/google/models/{model}:
+ * generateContent, or :streamGenerateContent?alt=sse for streams (vertex-url.ts), with an OAuth
+ * access token as `Authorization: Bearer` (google-credentials.ts). The body, the answers and the
+ * google.rpc.Status errors are the Gemini API's, so the Gemini adapter's conversion, response
+ * mapping and error parsing serve it unchanged (providers/gemini): this adapter adds only the
+ * transport and the auth. A safety block is `content_filter` as on the Gemini API; 401
+ * UNAUTHENTICATED and 403 PERMISSION_DENIED (a token or IAM role the project does not accept) are
+ * the gateway's misconfiguration, 429 RESOURCE_EXHAUSTED and 503 are retryable.
+ *
+ * Embeddings would be a method beside these: `:predict` on the text-embedding models under the
+ * same URL and token.
+ */
+import type { CatalogModel } from '@gateway/catalog';
+import type { ChatRequestOutput } from '@gateway/proto';
+import type { UpstreamRequest } from '../http-provider.js';
+import { toGeminiRequest } from '../gemini/convert-request.js';
+import { GeminiProvider } from '../gemini/gemini-provider.js';
+import type { ProviderContext } from '../provider.js';
+import { providerKey, type HttpProviderDependencies } from '../upstream-http.js';
+import type { GoogleCredentials } from './google-credentials.js';
+import { authorizeWithGoogle } from './vertex-auth.js';
+import { vertexModelUrl } from './vertex-url.js';
+
+/** The provider name reported to callers; the catalog's `provider` value. */
+export const VERTEX_PROVIDER = 'vertex';
+
+/** What a Vertex adapter needs: the pools, the environment and the process's Google credentials. */
+export interface VertexDependencies extends HttpProviderDependencies {
+  readonly credentials: GoogleCredentials;
+}
+
+/** The vertex adapter (Gemini on Vertex AI). */
+export class VertexProvider extends GeminiProvider {
+  override readonly name: string = VERTEX_PROVIDER;
+
+  constructor(protected override readonly dependencies: VertexDependencies) {
+    super(dependencies);
+  }
+
+  protected override authorize(headers: Record<string, string>, credential: string | undefined, context: ProviderContext): Promise<void> {
+    return authorizeWithGoogle(this.dependencies.credentials, this.name, headers, credential, context);
+  }
+
+  protected override secretsOf(context: ProviderContext): string[] {
+    return this.dependencies.credentials.secretsOf(providerKey(this.dependencies.environment, context.model));
+  }
+
+  protected override requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
+    const body = JSON.stringify(toGeminiRequest(request, model));
+    const url = vertexModelUrl(model.upstream, 'google', stream ? 'streamGenerateContent' : 'generateContent');
+    if (stream) url.searchParams.set('alt', 'sse');
+    return { url, body };
+  }
+}
