@@ -51,8 +51,16 @@ export abstract class HttpProvider implements Provider {
 
   /** Sends the request, whole or streamed; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
   protected send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+    return this.post(this.requestFor(request, context.model, stream), context, stream);
+  }
+
+  /**
+   * Sends any request of the provider's API (a chat request's, an embeddings request's) with the
+   * catalog's headers and the provider's key; resolves with a 2xx response, rejects with an
+   * UpstreamError otherwise.
+   */
+  post(upstreamRequest: UpstreamRequest, context: ProviderContext, stream = false): Promise<Dispatcher.ResponseData> {
     const { model } = context;
-    const upstreamRequest = this.requestFor(request, model, stream);
     const headers: Record<string, string> = {
       ...(model.upstream.headers ?? {}),
       ...(upstreamRequest.headers ?? {}),
@@ -77,7 +85,7 @@ export abstract class HttpProvider implements Provider {
    * The JSON body of a whole 2xx answer; a body that is not JSON, not an object, or not `isWhole`
    * is a `malformed` failure saying `missing`.
    */
-  protected async readWhole<T extends object>(
+  async readWhole<T extends object>(
     response: Dispatcher.ResponseData,
     signal: AbortSignal,
     isWhole: (body: T) => boolean,
