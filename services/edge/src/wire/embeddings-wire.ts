@@ -1,0 +1,86 @@
+/**
+ * OpenAI's embeddings wire (POST /v1/embeddings) on the completion pipeline: the body parsed by
+ * parseEmbeddingsRequest, admitted (its input tokens against the key's tokens per minute),
+ * routed (an embedding model only), run by the executor's Embed and reported (metering prices the
+ * input tokens) as a completion is, and answered as OpenAI's CreateEmbeddingResponse with the
+ * `gateway` object. Vectors travel from the executor as little-endian float32: `base64` sends
+ * those bytes as they are, `float` writes each value as the JSON number of that float32, so both
+ * encodings carry exactly the same values.
+ */
+import type { EmbedRequest, EmbedResponseOutput } from '@gateway/proto';
+import type { Completion, CompletionWire, StreamRenderer, WholeAnswer } from '../completions/completion.js';
+import { embeddingInputTokens } from '../completions/model-resolution.js';
+import { errorBody } from '../errors.js';
+import { gatewayInfo } from './chat-completions-wire.js';
+import { type ParsedEmbeddingRequest, parseEmbeddingsRequest } from './parse-embeddings-request.js';
+
+/** The JSON numbers of a vector's little-endian float32 bytes, comma-separated. */
+export function floatValues(bytes: Uint8Array): string {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const values = new Array<string>(bytes.byteLength >> 2);
+  for (let index = 0; index < values.length; index += 1) {
+    const value = view.getFloat32(index * 4, true);
+    // JSON has no NaN or infinity; an upstream that sent one sent no usable vector value.
+    values[index] = Number.isFinite(value) ? String(value) : '0';
+  }
+  return values.join(',');
+}
+
+/** The CreateEmbeddingResponse body, the `gateway` object last. */
+function embeddingsJson(completion: Completion<ParsedEmbeddingRequest>, response: EmbedResponseOutput): string {
+  const base64 = completion.parsed.embeddings.encoding === 'base64';
+  const data = (response.embeddings ?? []).map((embedding, index) => {
+    const bytes = embedding.float32_le ?? new Uint8Array(0);
+    const vector = base64 ? JSON.stringify(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')) : `[${floatValues(bytes)}]`;
+    return `{"object":"embedding","index":${index},"embedding":${vector}}`;
+  });
+  const tokens = completion.usage?.prompt_tokens ?? 0;
+  const model = JSON.stringify(completion.answered.id ?? '');
+  return `{"object":"list","data":[${data.join(',')}],"model":${model},"usage":{"prompt_tokens":${tokens},"total_tokens":${tokens}},"gateway":${JSON.stringify(gatewayInfo(completion))}}`;
+}
+
+/** The executor's Embed call of a routed request. */
+function embedRequestOf(completion: Completion<ParsedEmbeddingRequest>): EmbedRequest {
+  const { embeddings } = completion.parsed;
+  return {
+    request_id: completion.requestId,
+    model_id: completion.routing.model.id,
+    key_id: completion.decision.key_id,
+    texts: embeddings.texts,
+    token_arrays: embeddings.tokenArrays.map((tokens) => ({ tokens })),
+    dimensions: embeddings.dimensions,
+    user: embeddings.user,
+  };
+}
+
+/** The embeddings API: whole answers only. */
+export const embeddingsWire: CompletionWire<ParsedEmbeddingRequest> = {
+  route: '/v1/embeddings',
+  operation: 'embeddings',
+  parse: parseEmbeddingsRequest,
+  promptTokens: embeddingInputTokens,
+  async executeWhole(deps, completion, options): Promise<WholeAnswer> {
+    const response = await deps.completions.call('embed', embedRequestOf(completion), options);
+    return {
+      model_id: response.model_id,
+      provider: response.provider,
+      attempts: response.attempts,
+      usage: response.usage,
+      render: () => {
+        const body = embeddingsJson(completion, response);
+        void completion.reply
+          .header('content-type', 'application/json')
+          .header('openai-processing-ms', String(Math.round(completion.latencyMs)))
+          .header('openai-model', completion.answered.id ?? '');
+        return body;
+      },
+    };
+  },
+  renderWhole(): string {
+    throw new Error('embeddings are rendered by executeWhole');
+  },
+  openStream(): StreamRenderer {
+    throw new Error('embeddings are never streamed');
+  },
+  renderError: errorBody,
+};
