@@ -15,7 +15,7 @@ import { OpenAIEmbeddings } from '@langchain/openai';
 import { costPicoUsd, DEFAULT_CATALOG_PATH, loadCatalog, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import { eventually, fakeGeminiEmbeddings, fakeOpenAiEmbeddings, fakeVectorOf, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
-import { SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { metric, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_EMBEDDINGS_API_KEY';
 const KEY = 'sk-fake-embeddings-0123456789abcdef';
@@ -224,6 +224,15 @@ describe('an OpenAI-compatible embedding model', () => {
     const pico = costPicoUsd({ input_micro_usd_per_mtok: usdPerMtokToMicro('0.13'), output_micro_usd_per_mtok: 0 } as never, { prompt_tokens: 9 });
     expect(row.cost_pico_usd).toBe(String(pico));
     expect(row.cost_usd).toBe(picoUsdToUsd(pico));
+  });
+
+  it('is counted in the GenAI metrics under the embeddings operation, and in the executor\'s', async () => {
+    const labels = { gen_ai_operation_name: 'embeddings', gen_ai_request_model: 'fake-embedding', gen_ai_token_type: 'input' };
+    const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
+    const before = await metric(edgeMetrics, 'gen_ai_client_token_usage_sum', labels);
+    const answer = await client.embeddings.create({ model: 'fake-embedding', input: 'alpha beta gamma' });
+    expect(await metric(edgeMetrics, 'gen_ai_client_token_usage_sum', labels)).toBe(before + answer.usage.prompt_tokens);
+    expect(await metric(`http://127.0.0.1:${cluster.ports.executorMetrics}/metrics`, 'gateway_executor_requests_total', { model: 'fake-embedding', outcome: 'ok' })).toBeGreaterThan(0);
   });
 });
 
