@@ -15,6 +15,7 @@ import { OpenAIEmbeddings } from '@langchain/openai';
 import { costPicoUsd, DEFAULT_CATALOG_PATH, loadCatalog, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import { eventually, fakeGeminiEmbeddings, fakeOpenAiEmbeddings, fakeVectorOf, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
+import { hostileEmbeddingBodies, sendHostileBodies } from './hostile-bodies.js';
 import { metric, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_EMBEDDINGS_API_KEY';
@@ -315,6 +316,15 @@ describe('bad bodies', () => {
     const response = await post('/v1/embeddings', body);
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ error: { type: 'invalid_request_error', param } });
+  });
+
+  it('answers 400 hostile bodies with a 200 or an error in OpenAI\'s envelope, never a 5xx', async () => {
+    const bodies = [...hostileEmbeddingBodies(400, ['sim-embedding', 'fake-embedding', 'fake-gemini-embedding', 'sim-mini'])];
+    const statuses = await sendHostileBodies(bodies, (body) =>
+      fetch(`${origin}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' }, body }),
+    );
+    expect(statuses.get(400)).toBeGreaterThan(100);
+    expect(statuses.get(200)).toBeGreaterThan(0);
   });
 
   it('refuses an input longer than the model takes', async () => {
