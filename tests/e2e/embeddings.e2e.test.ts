@@ -9,10 +9,11 @@
  * model refused on chat, responses and messages, each in its API's envelope; bad bodies refused
  * with the field named; the key's tokens per minute counting embedding tokens.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
-import { costPicoUsd, DEFAULT_CATALOG_PATH, loadCatalog, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
+import { costPicoUsd, DEFAULT_CATALOG_PATH, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import { eventually, fakeGeminiEmbeddings, fakeOpenAiEmbeddings, fakeVectorOf, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
 import { hostileEmbeddingBodies, sendHostileBodies } from './hostile-bodies.js';
@@ -22,20 +23,11 @@ const KEY_VARIABLE = 'FAKE_EMBEDDINGS_API_KEY';
 const KEY = 'sk-fake-embeddings-0123456789abcdef';
 const ADMIN_TOKEN = 'admin-token-for-the-embeddings-tests-0123456789';
 
-/** The default catalog's simulated embedding model, as shipped. */
+/** The default catalog's simulated embedding model, its entry as shipped (what a fresh start serves). */
 const SIM_ENTRY = (() => {
-  const model = loadCatalog(DEFAULT_CATALOG_PATH).byId.get('sim-embedding');
-  if (!model?.embedding) throw new Error('the default catalog has no sim-embedding model');
-  return `  - id: sim-embedding
-    provider: simulated
-    kind: embedding
-    owned_by: gateway
-    created: 1735689600
-    upstream: { model: sim-embedding }
-    pricing: { input: "0.02" }
-    context_window: ${model.context_window}
-    embedding: { dimensions: ${model.embedding.dimensions}, shortenable: true }
-    simulation: { time_to_first_token_ms: 2, tokens_per_second: 0 }`;
+  const entry = /^ {2}- id: sim-embedding\n(?: {4}.*\n)+/m.exec(readFileSync(DEFAULT_CATALOG_PATH, 'utf8'))?.[0];
+  if (!entry) throw new Error('the default catalog has no sim-embedding model');
+  return entry.trimEnd();
 })();
 
 let openAiUpstream: FakeUpstream;
