@@ -25,7 +25,10 @@ const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'] as const;
 
 /** 16 passages of about 200 bytes each; base64 is what the official clients ask for by default. */
 function embeddingsBody(model: string, encoding: 'float' | 'base64'): string {
-  const input = Array.from({ length: 16 }, (_, index) => `Passage ${index}: ${'a gateway keeps the cost of each request it serves small and predictable, '.repeat(3)}`);
+  const input = Array.from(
+    { length: 16 },
+    (_, index) => `Passage ${index}: ${'a gateway keeps the cost of each request it serves small and predictable, '.repeat(3)}`,
+  );
   return JSON.stringify({ model, input, encoding_format: encoding });
 }
 
@@ -74,7 +77,9 @@ export const suite: BenchSuite = {
       const plans = join(directory, 'plans.yaml');
       writeFileSync(
         plans,
-        ['starter', 'pro', 'enterprise'].map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`).join(''),
+        ['starter', 'pro', 'enterprise']
+          .map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`)
+          .join(''),
       );
       const catalog = writeCatalog('bench-embeddings', [
         `  - id: sim-chat

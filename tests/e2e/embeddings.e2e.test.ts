@@ -95,7 +95,9 @@ function fromBase64(text: string): number[] {
 
 /** The cost the gateway reports for prompt tokens at a price per million. */
 function costOf(promptTokens: number, inputPrice: string): number {
-  return picoUsdToUsd(costPicoUsd({ input_micro_usd_per_mtok: usdPerMtokToMicro(inputPrice), output_micro_usd_per_mtok: 0 } as never, { prompt_tokens: promptTokens }));
+  return picoUsdToUsd(
+    costPicoUsd({ input_micro_usd_per_mtok: usdPerMtokToMicro(inputPrice), output_micro_usd_per_mtok: 0 } as never, { prompt_tokens: promptTokens }),
+  );
 }
 
 type WithGateway = { gateway: { routed_to: string; latency_ms: number; cost_usd: number } };
@@ -154,12 +156,19 @@ describe('the simulated embedding model', () => {
     expect(short).toHaveLength(256);
     expect(norm(short)).toBeCloseTo(1, 5);
     const scale = norm(whole.slice(0, 256));
-    short.forEach((value, index) => expect(value).toBeCloseTo(whole[index]! / scale, 6));
+    for (const [index, value] of short.entries()) expect(value).toBeCloseTo(whole[index]! / scale, 6);
   });
 
   it('embeds token-id inputs, one input or several', async () => {
     const one = await client.embeddings.create({ model: 'sim-embedding', input: [9906, 1917, 0], encoding_format: 'float' });
-    const several = await client.embeddings.create({ model: 'sim-embedding', input: [[9906, 1917, 0], [40, 1097]], encoding_format: 'float' });
+    const several = await client.embeddings.create({
+      model: 'sim-embedding',
+      input: [
+        [9906, 1917, 0],
+        [40, 1097],
+      ],
+      encoding_format: 'float',
+    });
     expect(one.usage.prompt_tokens).toBe(3);
     expect(several.usage.prompt_tokens).toBe(5);
     expect(several.data[0]!.embedding).toEqual(one.data[0]!.embedding);
@@ -219,13 +228,15 @@ describe('an OpenAI-compatible embedding model', () => {
     expect(row.cost_usd).toBe(picoUsdToUsd(pico));
   });
 
-  it('is counted in the GenAI metrics under the embeddings operation, and in the executor\'s', async () => {
+  it("is counted in the GenAI metrics under the embeddings operation, and in the executor's", async () => {
     const labels = { gen_ai_operation_name: 'embeddings', gen_ai_request_model: 'fake-embedding', gen_ai_token_type: 'input' };
     const edgeMetrics = `http://127.0.0.1:${cluster.ports.edgeMetrics}/metrics`;
     const before = await metric(edgeMetrics, 'gen_ai_client_token_usage_sum', labels);
     const answer = await client.embeddings.create({ model: 'fake-embedding', input: 'alpha beta gamma' });
     expect(await metric(edgeMetrics, 'gen_ai_client_token_usage_sum', labels)).toBe(before + answer.usage.prompt_tokens);
-    expect(await metric(`http://127.0.0.1:${cluster.ports.executorMetrics}/metrics`, 'gateway_executor_requests_total', { model: 'fake-embedding', outcome: 'ok' })).toBeGreaterThan(0);
+    expect(
+      await metric(`http://127.0.0.1:${cluster.ports.executorMetrics}/metrics`, 'gateway_executor_requests_total', { model: 'fake-embedding', outcome: 'ok' }),
+    ).toBeGreaterThan(0);
   });
 });
 
@@ -243,8 +254,17 @@ describe('a Gemini embedding model', () => {
       '/v1beta/models/gemini-embedding-001:batchEmbedContents',
     ]);
     expect(sent.map((request) => request.headers['x-goog-api-key'])).toEqual([KEY, KEY, KEY]);
-    expect(sent.slice(1).map((request) => (request.body.requests as unknown[]).length).sort()).toEqual([100, 50]);
-    expect(sent[1]!.body.requests).toContainEqual({ model: 'models/gemini-embedding-001', content: { parts: [{ text: 'passage 0' }] }, outputDimensionality: 4 });
+    expect(
+      sent
+        .slice(1)
+        .map((request) => (request.body.requests as unknown[]).length)
+        .sort(),
+    ).toEqual([100, 50]);
+    expect(sent[1]!.body.requests).toContainEqual({
+      model: 'models/gemini-embedding-001',
+      content: { parts: [{ text: 'passage 0' }] },
+      outputDimensionality: 4,
+    });
     expect(many.data.map((item) => item.embedding)).toEqual(texts.map((text) => fakeVectorOf(text, 4)));
     // Gemini reports no token count: the gateway counts the inputs.
     expect(many.usage.prompt_tokens).toBeGreaterThanOrEqual(300);
@@ -310,7 +330,7 @@ describe('bad bodies', () => {
     expect(await response.json()).toMatchObject({ error: { type: 'invalid_request_error', param } });
   });
 
-  it('answers 400 hostile bodies with a 200 or an error in OpenAI\'s envelope, never a 5xx', async () => {
+  it("answers 400 hostile bodies with a 200 or an error in OpenAI's envelope, never a 5xx", async () => {
     const bodies = [...hostileEmbeddingBodies(400, ['sim-embedding', 'fake-embedding', 'fake-gemini-embedding', 'sim-mini'])];
     const statuses = await sendHostileBodies(bodies, (body) =>
       fetch(`${origin}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' }, body }),

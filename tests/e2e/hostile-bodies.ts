@@ -153,7 +153,10 @@ export function* hostileEmbeddingBodies(count: number, models: readonly string[]
   };
   const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
   for (let index = 0; index < count; index += 1) {
-    const body: Record<string, unknown> = { model: random() < 0.85 ? pick(models) : pick(VALUES), input: pick(['hello', ['a', 'b'], [1, 2, 3], [[1], [2, 3]]]) };
+    const body: Record<string, unknown> = {
+      model: random() < 0.85 ? pick(models) : pick(VALUES),
+      input: pick(['hello', ['a', 'b'], [1, 2, 3], [[1], [2, 3]]]),
+    };
     const mutations = 1 + Math.floor(random() * 3);
     for (let mutation = 0; mutation < mutations; mutation += 1) body[pick(EMBEDDING_FIELDS)] = pick(EMBEDDING_VALUES);
     let text = JSON.stringify(body);

@@ -221,9 +221,11 @@ describe('the default catalog', () => {
     ]);
   });
 
-  it('gives its embedding models their vectors\' length and input prices, and no output price', () => {
+  it("gives its embedding models their vectors' length and input prices, and no output price", () => {
     const embedding = catalog.models.filter((model) => model.kind === 'embedding');
-    expect(embedding.map((model) => [model.id, model.embedding?.dimensions, model.pricing.input_micro_usd_per_mtok, model.pricing.output_micro_usd_per_mtok])).toEqual([
+    expect(
+      embedding.map((model) => [model.id, model.embedding?.dimensions, model.pricing.input_micro_usd_per_mtok, model.pricing.output_micro_usd_per_mtok]),
+    ).toEqual([
       ['sim-embedding', 1536, 20_000, 0],
       ['text-embedding-3-small', 1536, 20_000, 0],
       ['text-embedding-3-large', 3072, 130_000, 0],

@@ -55,14 +55,20 @@ export function fakeOpenAiEmbeddings({ key, dimensions = 8 }: FakeEmbeddingOptio
     if (request.headers.authorization !== `Bearer ${key}`) {
       return json(response, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
     }
-    if (request.method !== 'POST' || !request.path.endsWith('/embeddings')) return json(response, 404, { error: { message: 'Not found', type: 'invalid_request_error' } });
-    const { input, model, encoding_format: encoding, dimensions: asked } = request.body as {
+    if (request.method !== 'POST' || !request.path.endsWith('/embeddings'))
+      return json(response, 404, { error: { message: 'Not found', type: 'invalid_request_error' } });
+    const {
+      input,
+      model,
+      encoding_format: encoding,
+      dimensions: asked,
+    } = request.body as {
       input?: unknown;
       model?: unknown;
       encoding_format?: unknown;
       dimensions?: unknown;
     };
-    if (typeof model !== 'string' || model === '') return invalid("you must provide a model parameter", 'model');
+    if (typeof model !== 'string' || model === '') return invalid('you must provide a model parameter', 'model');
     const inputs: string[] = [];
     if (typeof input === 'string') inputs.push(input);
     else if (Array.isArray(input) && input.length > 0 && input.every((item) => typeof item === 'number')) inputs.push(input.join(' '));
@@ -75,14 +81,14 @@ export function fakeOpenAiEmbeddings({ key, dimensions = 8 }: FakeEmbeddingOptio
     }
     if (inputs.length === 0) return invalid("'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.", 'input');
     if (inputs.length > 2048) return invalid(`'$.input' is too long: ${inputs.length} inputs. Expected at most 2048.`, 'input');
-    if (encoding !== undefined && encoding !== 'float' && encoding !== 'base64') return invalid("'encoding_format' must be 'float' or 'base64'", 'encoding_format');
+    if (encoding !== undefined && encoding !== 'float' && encoding !== 'base64')
+      return invalid("'encoding_format' must be 'float' or 'base64'", 'encoding_format');
     const length = typeof asked === 'number' ? asked : dimensions;
     let tokens = 0;
     const data = inputs.map((text, index) => {
       tokens += fakeTokens(text);
       const vector = fakeVectorOf(text, length);
-      const embedding =
-        encoding === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+      const embedding = encoding === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
       return { object: 'embedding', index, embedding };
     });
     // The data in reverse order: a client must place each vector by its index, not its position.

@@ -47,7 +47,9 @@ export class CompletionPipeline {
     await wire.prepare?.(request, this.deps);
     const completion = new Completion(request, reply, wire);
     if (wire.maxTokensCeiling) holdMaxTokens(this.deps.catalog, completion);
-    const prompt = wire.promptTokens ? await wire.promptTokens(this.deps.catalog, completion.parsed, false) : await promptTokensOf(this.deps.catalog, completion.parsed);
+    const prompt = wire.promptTokens
+      ? await wire.promptTokens(this.deps.catalog, completion.parsed, false)
+      : await promptTokensOf(this.deps.catalog, completion.parsed);
     completion.promptTokens = prompt.tokens;
     completion.promptExact = prompt.exact;
     this.open(completion);
@@ -184,7 +186,9 @@ export class CompletionPipeline {
     const { requestId, signal, traceparent, wire } = completion;
     const options = { deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal, traceparent };
     const result = await withReplicaRetry(signal, () =>
-      wire.executeWhole ? wire.executeWhole(deps, completion, options) : deps.completions.call('complete', completion.execute, options).then(chatAnswer(completion)),
+      wire.executeWhole
+        ? wire.executeWhole(deps, completion, options)
+        : deps.completions.call('complete', completion.execute, options).then(chatAnswer(completion)),
     ).catch((error: unknown) => {
       // A request that reached a model and failed (or whose caller left) is metered too: a
       // request with no usage, counted among the key's errors unless it was cancelled.

@@ -11,7 +11,13 @@ const refusal = (body: unknown) => {
 
 describe('parseEmbeddingsRequest', () => {
   it('takes each of OpenAI input shapes', () => {
-    expect(parseEmbeddingsRequest({ model: 'm', input: 'hello' }).embeddings).toEqual({ texts: ['hello'], tokenArrays: [], dimensions: 0, user: '', encoding: 'float' });
+    expect(parseEmbeddingsRequest({ model: 'm', input: 'hello' }).embeddings).toEqual({
+      texts: ['hello'],
+      tokenArrays: [],
+      dimensions: 0,
+      user: '',
+      encoding: 'float',
+    });
     expect(parseEmbeddingsRequest({ model: 'm', input: ['a', 'b'] }).embeddings.texts).toEqual(['a', 'b']);
     expect(parseEmbeddingsRequest({ model: 'm', input: [1, 2, 3] }).embeddings.tokenArrays).toEqual([[1, 2, 3]]);
     expect(parseEmbeddingsRequest({ model: 'm', input: [[1], [2, 3]] }).embeddings.tokenArrays).toEqual([[1], [2, 3]]);

@@ -31,7 +31,8 @@ function typeError(param: string, expected: string, value: Json) {
 /** A token id: an integer from 0 to MAX_TOKEN_ID. */
 function tokenId(value: Json, param: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) throw typeError(param, 'an integer token id', value);
-  if (value < 0 || value > MAX_TOKEN_ID) throw invalid(param, `Invalid value for '${param}': ${value} is not a token id; it must be an integer between 0 and ${MAX_TOKEN_ID}.`);
+  if (value < 0 || value > MAX_TOKEN_ID)
+    throw invalid(param, `Invalid value for '${param}': ${value} is not a token id; it must be an integer between 0 and ${MAX_TOKEN_ID}.`);
   return value;
 }
 

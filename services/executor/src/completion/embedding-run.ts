@@ -32,12 +32,18 @@ export function batchesOf(request: Pick<EmbeddingBatch, 'texts' | 'tokenArrays' 
 /** The adapter's embeddings for a model, or the INVALID_ARGUMENT its caller gets. */
 function embeddingsOf(provider: Provider, model: CatalogModel, request: EmbeddingBatch): EmbeddingProvider {
   if (model.kind !== 'embedding' || !provider.embeddings) {
-    throw GatewayError.of('invalid_value', `The model \`${model.id}\` is a chat model and does not produce embeddings; use an embedding model with /v1/embeddings.`, {
-      param: 'model',
-    });
+    throw GatewayError.of(
+      'invalid_value',
+      `The model \`${model.id}\` is a chat model and does not produce embeddings; use an embedding model with /v1/embeddings.`,
+      {
+        param: 'model',
+      },
+    );
   }
   if (provider.embeddings.textOnly && request.tokenArrays.length > 0) {
-    throw GatewayError.of('invalid_value', `The model \`${model.id}\` takes text inputs only; send 'input' as strings rather than token ids.`, { param: 'input' });
+    throw GatewayError.of('invalid_value', `The model \`${model.id}\` takes text inputs only; send 'input' as strings rather than token ids.`, {
+      param: 'input',
+    });
   }
   const dimensions = model.embedding?.dimensions ?? 0;
   if (request.dimensions > 0 && dimensions > 0 && (request.dimensions > dimensions || (!model.embedding?.shortenable && request.dimensions !== dimensions))) {
@@ -95,7 +101,8 @@ export async function runEmbed(embed: EmbedRequestOutput, bounds: CallBounds, se
     user: embed.user ?? '',
   };
   try {
-    if (request.texts.length === 0 && request.tokenArrays.length === 0) throw GatewayError.of('invalid_request', 'The embed request carries no input.', { param: 'input' });
+    if (request.texts.length === 0 && request.tokenArrays.length === 0)
+      throw GatewayError.of('invalid_request', 'The embed request carries no input.', { param: 'input' });
     const result = await run.start(async (provider, context, upstream) => {
       const answered = await embedAll(embeddingsOf(provider, context.model, request), context.model, request, context);
       recorder.endUpstream(upstream, { label: 'ok', usage: usageOf(answered.promptTokens) });

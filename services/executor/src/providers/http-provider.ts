@@ -85,12 +85,7 @@ export abstract class HttpProvider implements Provider {
    * The JSON body of a whole 2xx answer; a body that is not JSON, not an object, or not `isWhole`
    * is a `malformed` failure saying `missing`.
    */
-  async readWhole<T extends object>(
-    response: Dispatcher.ResponseData,
-    signal: AbortSignal,
-    isWhole: (body: T) => boolean,
-    missing: string,
-  ): Promise<T> {
+  async readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T> {
     const body = (await readJsonBody(response, this.name, signal)) as T;
     if (typeof body !== 'object' || body === null || !isWhole(body)) {
       throw new UpstreamError(missing, { provider: this.name, kind: 'malformed', status: response.statusCode });

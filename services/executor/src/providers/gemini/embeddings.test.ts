@@ -56,7 +56,7 @@ describe('GeminiProvider embeddings', () => {
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual(inputs.map((text) => fakeVectorOf(text, 3)));
   });
 
-  it("fails on a wrong key as Gemini refuses it (400 API_KEY_INVALID), read as the 401 it means, not retryable", async () => {
+  it('fails on a wrong key as Gemini refuses it (400 API_KEY_INVALID), read as the 401 it means, not retryable', async () => {
     under.upstream.respond(fakeGeminiEmbeddings({ key: 'another-key' }));
     const failure = await embed(texts(['a'])).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(UpstreamError);

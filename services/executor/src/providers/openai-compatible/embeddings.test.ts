@@ -12,7 +12,8 @@ const fixture = (name: string) => providerFixture('openai-compatible', name);
 const under = useProviderUnderTest({
   environment: { [TEST_KEY_ENV]: TEST_KEY },
   create: (dependencies) => new OpenAiCompatibleProvider(dependencies),
-  modelOf: (baseUrl) => openAiCompatibleModel(baseUrl, { kind: 'embedding', upstream: { model: 'text-embedding-3-small', base_url: baseUrl, api_key_env: TEST_KEY_ENV } }),
+  modelOf: (baseUrl) =>
+    openAiCompatibleModel(baseUrl, { kind: 'embedding', upstream: { model: 'text-embedding-3-small', base_url: baseUrl, api_key_env: TEST_KEY_ENV } }),
 });
 
 const texts = (...inputs: string[]): EmbeddingBatch => ({ texts: inputs, tokenArrays: [], dimensions: 0, user: '' });

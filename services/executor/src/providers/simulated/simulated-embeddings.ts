@@ -56,7 +56,15 @@ export class SimulatedEmbeddings implements EmbeddingProvider {
     }
     for (const tokens of batch.tokenArrays) {
       promptTokens += tokens.length;
-      vectors.push(shortened(simulatedVector(tokens.map((id) => `#${id}`), dimensions), batch.dimensions));
+      vectors.push(
+        shortened(
+          simulatedVector(
+            tokens.map((id) => `#${id}`),
+            dimensions,
+          ),
+          batch.dimensions,
+        ),
+      );
     }
     return { vectors, promptTokens };
   }
