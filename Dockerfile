@@ -9,7 +9,9 @@ FROM node:22-slim AS build
 RUN npm install -g pnpm@10.34.9
 WORKDIR /app
 # The lockfile alone is enough to fetch every dependency: this layer stays cached until it changes.
+# The workspace file names the dependency patches (patches/README.md), which pnpm reads with it.
 COPY pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY patches ./patches
 RUN pnpm fetch
 COPY . .
 RUN pnpm install --offline --frozen-lockfile \

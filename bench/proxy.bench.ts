@@ -84,6 +84,12 @@ async function waitForPort(port: number, what: string): Promise<void> {
   }
 }
 
+/**
+ * The usage stream's limit in the benchmark: 4 GiB, about 14 million events at 300 bytes, so that
+ * no run fills it (a full stream would hold and then shed usage, and measure that instead).
+ */
+const BENCH_USAGE_STREAM_MAX_BYTES = 4 * 1024 ** 3;
+
 /** A Redis and a NATS with JetStream of the benchmark's own, so that their CPU is attributable. */
 async function startState(directory: string): Promise<{ redis: ChildProcess; nats: ChildProcess; redisUrl: string; natsUrl: string }> {
   for (const binary of ['redis-server', 'nats-server']) {
@@ -96,7 +102,12 @@ async function startState(directory: string): Promise<{ redis: ChildProcess; nat
   const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory], {
     stdio: 'ignore',
   });
-  const nats = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(directory, 'jetstream')], { stdio: 'ignore' });
+  // JetStream bounded as deployed; the cluster's usage stream takes BENCH_USAGE_STREAM_MAX_BYTES of it.
+  const natsConfig = join(directory, 'nats.conf');
+  writeFileSync(natsConfig, `jetstream { max_file_store: 8GB, max_memory_store: 256MB }\n`);
+  const nats = spawn('nats-server', ['-c', natsConfig, '-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(directory, 'jetstream')], {
+    stdio: 'ignore',
+  });
   await Promise.all([waitForPort(redisPort, 'redis-server'), waitForPort(natsPort, 'nats-server')]);
   return { redis, nats, redisUrl: `redis://127.0.0.1:${redisPort}`, natsUrl: `nats://127.0.0.1:${natsPort}` };
 }
@@ -463,7 +474,13 @@ export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {})
     cluster = await startCluster({
       plan: 'pro',
       nodeArgs,
-      env: { CATALOG_PATH: catalog, AUTH_PLANS_PATH: plans, [KEY_VARIABLE]: 'sk-bench', UPSTREAM_MAX_CONNECTIONS: String(OPEN_STREAMS + 1_000) },
+      env: {
+        CATALOG_PATH: catalog,
+        AUTH_PLANS_PATH: plans,
+        [KEY_VARIABLE]: 'sk-bench',
+        UPSTREAM_MAX_CONNECTIONS: String(OPEN_STREAMS + 1_000),
+        USAGE_STREAM_MAX_BYTES: String(BENCH_USAGE_STREAM_MAX_BYTES),
+      },
     });
     const pids = {
       ...Object.fromEntries((['edge', 'auth', 'router', 'executor', 'metering'] as const).map((name) => [name, cluster!.processes[name].pid!])),

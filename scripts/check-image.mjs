@@ -83,8 +83,9 @@ function copyFromContext(files, sources, destination) {
     const chosen = source === '.' ? files : files.filter((file) => file === source || file.startsWith(`${source}/`));
     if (chosen.length === 0) throw new Error(`COPY ${source}: not in the build context`);
     for (const file of chosen) {
-      // Every COPY from the context in the Dockerfile names a directory (`./`, `.`): files keep their paths under it.
-      const target = join(destination, file);
+      // As Docker copies: a file named by the source lands in the destination directory (`./`), the
+      // files of a directory named by it (`patches`, or `.`) keep their paths below that directory.
+      const target = join(destination, source === '.' ? file : file === source ? file.split('/').at(-1) : file.slice(source.length + 1));
       mkdirSync(dirname(target), { recursive: true });
       cpSync(join(ROOT, file), target);
     }

@@ -11,19 +11,26 @@
 // and its NetworkPolicies, evaluated as a network plugin enforces them, must allow each flow the
 // gateway needs and no other way into auth, the router, the executors or metering, nor the
 // executors' egress to metadata or cluster addresses (scripts/manifests/connectivity.mjs).
-// How it runs (scripts/manifests/operations.mjs): NATS probed as the official chart does, gateway
-// Deployments spread over zones and hosts, PodDisruptionBudgets of maxUnavailable 1, autoscalers for
-// the edges, executors, auth and metering in the prod overlays, gateway-config hashed, the catalog
-// and plans hashed or kept by name for live reload (then mounted as directories, reloading on), each
-// read by its rendered name, and a public entry point (the Ingress, the HTTPRoute of the
-// standalone gateway-api component) that keeps /admin, /console and the admin port private, lets
+// How it runs (scripts/manifests/operations.mjs): NATS probed as the official chart does, with
+// GOMEMLIMIT under its memory limit, its JetStream storage bounded (max_file_store,
+// max_memory_store) under its volume and memory and over the usage stream's USAGE_STREAM_MAX_BYTES,
+// with the official NATS exporter beside it, scraped (scripts/manifests/nats-storage.mjs); gateway
+// probes that wait for a busy pod, a startup probe before liveness (auth's and metering's outlasting
+// a Redis or NATS outage), liveness slower than readiness; gateway Deployments and NATS spread over
+// zones and hosts, PodDisruptionBudgets of maxUnavailable 1, autoscalers for the edges, executors,
+// auth and metering in the prod overlays, each on CPU, on a custom metric only beside an adapter and
+// at deploy/README.md's capacity table's target; each Secret only to the services that read it (the
+// executors never hold Redis's); gateway-config hashed, the catalog and plans hashed or kept by name
+// for live reload (then mounted as directories, reloading on), each read by its rendered name; and a
+// public entry point (the HTTPRoute of components/gateway-api in the prod overlays, the Ingress of
+// the optional ingress-nginx component) that keeps /admin, /console and the admin port private, lets
 // streams run an hour unbuffered and takes the edge's body limit.
-// docker-compose.yml is parsed and checked for the services it must run.
+// docker-compose.yml is parsed and checked for the services it must run, and NATS's storage bounds.
 // Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
 // declares, with the labels the rules use. Where `promtool` is on PATH (scripts/test.sh installs
 // it) the rule groups are also checked by `promtool check rules` and unit-tested by
-// `promtool test rules` with the `*.test.yaml` files beside them.
+// `promtool test rules` with the `*.test.yaml` files beside them that read them (their rule_files).
 //
 //   node scripts/check-manifests.mjs        exit 0 when all hold, 1 with a list of problems
 import { execFileSync } from 'node:child_process';
@@ -34,15 +41,20 @@ import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
 import { connectivityProblems, gatewayConfigOf } from './manifests/connectivity.mjs';
 import { namespaceProblems } from './manifests/namespaces.mjs';
-import { autoscalerProblems, operationProblems } from './manifests/operations.mjs';
+import {
+  autoscalerMetricProblems,
+  autoscalerProblems,
+  capacityTargets,
+  OPERATOR_SECRETS,
+  operationProblems,
+  productionEntryProblems,
+} from './manifests/operations.mjs';
 import { findRenderer, render, renderComponent } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
 const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
-/** Secrets the operator creates (deploy/README.md says how): workloads may require them. */
-const OPERATOR_SECRETS = ['gateway-provider-keys', 'gateway-admin', 'gateway-state', 'gateway-bootstrap'];
 const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054 };
 /**
  * Metrics the rules may read before any service declares them, each with the change that adds it.
@@ -276,7 +288,7 @@ function validate(label, objects, patches = []) {
           );
         if (source.secretRef)
           check(
-            names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true || OPERATOR_SECRETS.includes(source.secretRef.name),
+            names.has(`Secret/${source.secretRef.name}`) || source.secretRef.optional === true || source.secretRef.name in OPERATOR_SECRETS,
             `${cat}: envFrom Secret ${source.secretRef.name} is neither there, nor optional, nor one the operator creates`,
           );
       }
@@ -285,7 +297,7 @@ function validate(label, objects, patches = []) {
         const kind = variable.valueFrom?.secretKeyRef ? 'Secret' : 'ConfigMap';
         if (reference)
           check(
-            names.has(`${kind}/${reference.name}`) || reference.optional === true || (kind === 'Secret' && OPERATOR_SECRETS.includes(reference.name)),
+            names.has(`${kind}/${reference.name}`) || reference.optional === true || (kind === 'Secret' && reference.name in OPERATOR_SECRETS),
             `${cat}: ${variable.name} refers to ${kind} ${reference.name}, which is neither there, nor optional, nor one the operator creates`,
           );
       }
@@ -377,9 +389,10 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
   );
 }
 // Components are checked through the overlays that use them; a component no overlay uses is dead,
-// but for the standalone ones, rendered below on the base alone: they add kinds that need
-// controllers and CRDs of their own (the Gateway API's, cert-manager's), so no overlay carries them.
-const STANDALONE_COMPONENTS = ['gateway-api'];
+// but for the optional ones an operator adds, rendered below onto what they are added to:
+// ingress-nginx (the retired controller, for the clusters that still run it) on the base, and
+// autoscale-on-concurrency (needs a metrics adapter) on overlays/prod, whose autoscalers it patches.
+const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'autoscale-on-concurrency': 'overlays/prod' };
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
 const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
   .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))
@@ -392,7 +405,7 @@ if (existsSync(componentsDir)) {
         (entry) => resolve(folder, entry) === join(componentsDir, name),
       ),
     );
-    check(used || STANDALONE_COMPONENTS.includes(name), `deploy/components/${name}: no overlay uses it`);
+    check(used || name in STANDALONE_COMPONENTS, `deploy/components/${name}: no overlay uses it`);
     collect(join(componentsDir, name));
   }
 }
@@ -400,6 +413,8 @@ if (existsSync(componentsDir)) {
 // 3. Render for real when a renderer is here (CI machines may have none); the rendered objects get
 // the checks above, their namespaces, and the connectivity their NetworkPolicies allow.
 const renderer = findRenderer();
+/** The autoscalers' per-pod targets, from deploy/README.md's capacity table. */
+const capacity = capacityTargets(root);
 if (renderer) {
   for (const folder of overlays) {
     const label = `${rel(folder)} (rendered by ${renderer[0]})`;
@@ -411,24 +426,35 @@ if (renderer) {
       continue;
     }
     validate(label, objects);
-    await validateSchemas(label, objects);
+    await validateSchemas(
+      label,
+      objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
+    );
     for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(root, label, objects)])
       check(false, problem);
-    for (const problem of autoscalerProblems(label, objects, basename(folder).startsWith('prod'))) check(false, problem);
-    check(true, `${label}: namespaces, NetworkPolicy connectivity, probes, placement, rollout and entry point`);
+    const production = basename(folder).startsWith('prod');
+    for (const problem of [
+      ...autoscalerProblems(label, objects, production),
+      ...autoscalerMetricProblems(label, objects, capacity),
+      ...(production ? productionEntryProblems(label, objects) : []),
+    ])
+      check(false, problem);
+    check(true, `${label}: namespaces, NetworkPolicy connectivity, probes, placement, rollout, autoscalers and entry point`);
   }
-  // Each standalone component on the base alone, in a namespace, as an overlay would put it.
-  for (const name of STANDALONE_COMPONENTS) {
-    const label = `deploy/components/${name} on deploy/base (rendered by ${renderer[0]})`;
+  // Each optional component onto what an operator adds it to, in a namespace, as an overlay would put it.
+  for (const [name, onto] of Object.entries(STANDALONE_COMPONENTS)) {
+    const label = `deploy/components/${name} on deploy/${onto} (rendered by ${renderer[0]})`;
     let objects;
     try {
-      objects = renderComponent(renderer, deployDir, name);
+      objects = renderComponent(renderer, deployDir, name, onto);
     } catch (error) {
       check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
       continue;
     }
     validate(label, objects);
     for (const problem of operationProblems(root, label, objects)) check(false, problem);
+    // Added only beside an adapter (its kustomization says so): the targets still come from the table.
+    for (const problem of autoscalerMetricProblems(label, objects, capacity, { adapter: false })) check(false, problem);
     await validateSchemas(
       label,
       objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
@@ -453,7 +479,7 @@ check(
 
 // The Secrets the operator creates are each documented with the command that creates them.
 const deployReadme = existsSync(join(deployDir, 'README.md')) ? readFileSync(join(deployDir, 'README.md'), 'utf8') : '';
-for (const secret of OPERATOR_SECRETS)
+for (const secret of Object.keys(OPERATOR_SECRETS))
   check(
     deployReadme.includes(`create secret generic ${secret}`),
     `deploy/README.md: no \`kubectl create secret generic ${secret}\` for a Secret the workloads require`,
@@ -481,6 +507,12 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
       check(dependency in composeServices, `docker-compose.yml: ${name} depends on unknown ${dependency}`);
   }
   check(JSON.stringify(composeServices.nats?.command ?? '').includes('-js'), 'docker-compose.yml: nats must run with -js');
+  // JetStream bounded as in the deployment: a config (compose's `configs`) with max_file_store.
+  const natsConfigs = (composeServices.nats?.configs ?? []).map((config) => compose.configs?.[config.source ?? config]?.content ?? '');
+  check(
+    natsConfigs.some((content) => /max_file_store\s*[:=]/.test(content) && /max_memory_store\s*[:=]/.test(content)),
+    'docker-compose.yml: nats must read a config with max_file_store and max_memory_store (configs)',
+  );
   check(
     (composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')),
     'docker-compose.yml: edge must publish 8080',

@@ -153,12 +153,15 @@ _deps_launch_redis() {
 }
 
 # _deps_launch_nats BINARY PORT DIR PID_FILE LOG_FILE: starts nats-server with JetStream, detached.
+# JetStream's storage is bounded as in the deployment (max_file_store, max_memory_store): the usage
+# streams reserve their USAGE_STREAM_MAX_BYTES from it (1 GiB by default, 64-256 MiB in tests).
 _deps_launch_nats() {
   local binary="$1" port="$2" dir="$3" pid_file="$4" log_file="$5"
   gateway_log "starting nats-server -js on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
+  printf 'listen: 127.0.0.1:%s\njetstream {\n  store_dir: "%s"\n  max_file_store: 8GB\n  max_memory_store: 256MB\n}\n' "$port" "$dir" >"$dir.conf"
   # nats-server does not daemonize itself: a new session detaches it from our terminal, and it
   # writes its own pid file (-P).
-  setsid nohup "$binary" -a 127.0.0.1 -p "$port" -js -sd "$dir" -l "$log_file" -P "$pid_file" \
+  setsid nohup "$binary" -c "$dir.conf" -l "$log_file" -P "$pid_file" \
     </dev/null >/dev/null 2>&1 &
 }
 

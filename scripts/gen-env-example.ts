@@ -55,7 +55,17 @@ ${providerKeys('', false)}`,
 ];
 
 /** Variables more than one service reads: listed once, first, in the repository's file. */
-const SHARED = ['LOG_LEVEL', 'REDIS_URL', 'REDIS_WAIT_REPLICAS', 'NATS_URL', 'USAGE_STREAM', 'USAGE_STREAM_REPLICAS', 'CATALOG_PATH'];
+const SHARED = [
+  'LOG_LEVEL',
+  'REDIS_URL',
+  'REDIS_WAIT_REPLICAS',
+  'NATS_URL',
+  'USAGE_STREAM',
+  'USAGE_STREAM_REPLICAS',
+  'USAGE_STREAM_MAX_AGE_HOURS',
+  'USAGE_STREAM_MAX_BYTES',
+  'CATALOG_PATH',
+];
 /** The service whose schema describes a shared variable in the repository's file. */
 const SHARED_FROM = [AuthConfigSchema, EdgeConfigSchema, RouterConfigSchema];
 

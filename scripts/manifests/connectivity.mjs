@@ -132,7 +132,7 @@ export function connectivityProblems(label, objects) {
   const missing = SERVICES.filter((name) => !at(name));
   if (missing.length > 0) return [`${label}: no workload for ${missing.join(', ')}: connectivity not checked`];
   const verdict = (flow) => allows(policies, { source: flow[0], destination: flow[1], port: flow[2], protocol: flow[3] ?? 'TCP' });
-  // Redis on 6379 and 6380 (rediss://, deploy/README.md's gateway-state), NATS on 4222, and the ports gateway-config names.
+  // Redis on 6379 and 6380 (rediss://, deploy/README.md's gateway-redis), NATS on 4222, and the ports gateway-config names.
   const ports = { redisPorts: configuredPorts(objects, 'REDIS_URL', [6379, 6380]), natsPorts: configuredPorts(objects, 'NATS_URL', [4222]) };
   for (const flow of neededFlows(at, ports))
     if (flow[2] === undefined || !verdict(flow)) problems.push(`${label}: NetworkPolicies deny ${describe(flow)}, which the gateway needs`);

@@ -5,15 +5,23 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { connectivityProblems, gatewayConfigOf } from './connectivity.mjs';
 import { namespaceProblems } from './namespaces.mjs';
 import {
+  autoscalerMetricProblems,
   autoscalerProblems,
+  capacityTargets,
   configRolloutProblems,
   disruptionProblems,
   edgeBodyLimit,
   entryPointProblems,
+  natsMemoryProblems,
   natsProbeProblems,
   operationProblems,
+  probeProblems,
+  productionEntryProblems,
+  quantityBytes,
+  secretProblems,
   spreadProblems,
 } from './operations.mjs';
+import { natsExporterProblems, natsStorageProblems } from './nats-storage.mjs';
 import { findRenderer, render, renderComponent } from './render.mjs';
 import { schemaProblems } from './schemas.mjs';
 
@@ -22,7 +30,7 @@ const overlaysDir = join(root, 'deploy', 'overlays');
 const renderer = findRenderer();
 /** @type {Record<string, object[]>} */
 const rendered = {};
-/** The components no overlay carries, each rendered on the base alone (as check-manifests does). */
+/** The components no overlay carries, each rendered onto what an operator adds it to (as check-manifests does). */
 /** @type {Record<string, object[]>} */
 const standalone = {};
 const MIB_16 = 16 * 1024 * 1024;
@@ -41,7 +49,8 @@ function copyOf(overlay) {
 describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kustomize on PATH)', () => {
   beforeAll(() => {
     for (const overlay of ['dev', 'prod', 'prod-cluster']) rendered[overlay] = render(renderer, join(overlaysDir, overlay));
-    standalone['gateway-api'] = renderComponent(renderer, join(root, 'deploy'), 'gateway-api');
+    standalone['ingress-nginx'] = renderComponent(renderer, join(root, 'deploy'), 'ingress-nginx');
+    standalone['autoscale-on-concurrency'] = renderComponent(renderer, join(root, 'deploy'), 'autoscale-on-concurrency', 'overlays/prod');
   });
 
   it('passes the overlays as they are', async () => {
@@ -51,10 +60,17 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       expect(connectivityProblems(overlay, objects)).toEqual([]);
       expect(operationProblems(root, overlay, objects)).toEqual([]);
     }
-    for (const [overlay, objects] of Object.entries(rendered)) expect(autoscalerProblems(overlay, objects, overlay !== 'dev')).toEqual([]);
-    expect(operationProblems(root, 'gateway-api', standalone['gateway-api'])).toEqual([]);
-    expect(standalone['gateway-api'].some((object) => object.kind === 'HTTPRoute')).toBe(true);
-    expect(rendered.prod.some((object) => object.kind === 'Ingress')).toBe(true);
+    for (const [overlay, objects] of Object.entries(rendered)) {
+      expect(autoscalerProblems(overlay, objects, overlay !== 'dev')).toEqual([]);
+      expect(autoscalerMetricProblems(overlay, objects, capacityTargets(root))).toEqual([]);
+    }
+    for (const overlay of ['prod', 'prod-cluster']) expect(productionEntryProblems(overlay, rendered[overlay])).toEqual([]);
+    expect(operationProblems(root, 'ingress-nginx', standalone['ingress-nginx'])).toEqual([]);
+    expect(standalone['ingress-nginx'].some((object) => object.kind === 'Ingress')).toBe(true);
+    expect(rendered.prod.some((object) => object.kind === 'HTTPRoute')).toBe(true);
+    const concurrency = standalone['autoscale-on-concurrency'];
+    expect(autoscalerMetricProblems('autoscale-on-concurrency', concurrency, capacityTargets(root), { adapter: false })).toEqual([]);
+    expect(concurrency.filter((object) => object.kind === 'HorizontalPodAutoscaler' && object.spec.metrics.length === 2)).toHaveLength(2);
   });
 
   it('fails a namespaced object rendered without a namespace', () => {
@@ -178,6 +194,39 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     ]);
   });
 
+  it("fails NATS whose JetStream storage is unbounded, or bounded above its volume, or below the usage stream's max_bytes", () => {
+    const dev = copyOf('dev');
+    const devConfig = dev.find('ConfigMap', 'nats-config');
+    devConfig.data['nats.conf'] = devConfig.data['nats.conf'].replace(/^\s*max_file_store:.*$/m, '').replace(/^\s*max_memory_store:.*$/m, '');
+    expect(natsStorageProblems('dev', dev.objects)).toEqual([
+      'dev: Deployment nats: jetstream has no max_file_store: JetStream would take the volume until it is full',
+      'dev: Deployment nats: jetstream has no max_memory_store',
+    ]);
+
+    const cluster = copyOf('prod-cluster');
+    cluster.find('StatefulSet', 'nats').spec.volumeClaimTemplates[0].spec.resources.requests.storage = '8Gi';
+    expect(natsStorageProblems('prod-cluster', cluster.objects)).toEqual([
+      'prod-cluster: StatefulSet nats: max_file_store (8589934592 bytes) leaves less than 10% of its 8589934592-byte volume free',
+    ]);
+    const config = cluster.objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name.startsWith('gateway-config'));
+    config.data.USAGE_STREAM_MAX_BYTES = String(9 * 1024 ** 3);
+    expect(natsStorageProblems('prod-cluster', cluster.objects)).toContain(
+      'prod-cluster: StatefulSet nats: USAGE_STREAM_MAX_BYTES (9663676416) does not fit its max_file_store (8589934592): JetStream refuses the usage stream',
+    );
+  });
+
+  it('fails NATS without the official exporter beside it, or with an exporter no PodMonitor scrapes', () => {
+    const { objects, find } = copyOf('prod-cluster');
+    const monitor = find('PodMonitor', 'gateway');
+    monitor.spec.selector.matchExpressions[0].values = monitor.spec.selector.matchExpressions[0].values.filter((name) => name !== 'nats');
+    expect(natsExporterProblems('prod-cluster', objects)).toEqual(["prod-cluster: StatefulSet nats: no PodMonitor scrapes the NATS exporter's metrics port"]);
+    const pod = find('StatefulSet', 'nats').spec.template.spec;
+    pod.containers = pod.containers.filter((container) => container.name !== 'exporter');
+    expect(natsExporterProblems('prod-cluster', objects)).toEqual([
+      "prod-cluster: StatefulSet nats: no natsio/prometheus-nats-exporter container beside NATS: JetStream's storage is not exported",
+    ]);
+  });
+
   it('fails a gateway Deployment not spread over hosts, or spread by a selector of other pods', () => {
     const { objects, find } = copyOf('prod');
     const edge = find('Deployment', 'edge').spec.template.spec;
@@ -266,7 +315,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
   });
 
   it('fails an Ingress that routes /admin or the admin port, cuts streams, buffers them or limits bodies otherwise', () => {
-    const { objects, find } = copyOf('prod');
+    const { objects, find } = copyOf('ingress-nginx');
     const ingress = find('Ingress', 'edge');
     const paths = ingress.spec.rules[0].http.paths;
     paths.push({ ...structuredClone(paths[0]), path: '/admin' });
@@ -277,31 +326,134 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     delete annotations['nginx.ingress.kubernetes.io/proxy-send-timeout'];
     annotations['nginx.ingress.kubernetes.io/proxy-buffering'] = 'on';
     annotations['nginx.ingress.kubernetes.io/proxy-body-size'] = '1m';
-    expect(entryPointProblems('prod', objects, MIB_16)).toEqual([
-      'prod: Ingress edge routes /healthz to the admin port',
-      'prod: Ingress edge routes /admin to the admin API or the console',
-      'prod: Ingress edge routes / to the admin API or the console',
-      'prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-read-timeout must be at least 3600 (streams), not 60',
-      'prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-send-timeout must be at least 3600 (streams), not undefined',
-      'prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-buffering must be "off" (SSE)',
-      `prod: Ingress edge: nginx.ingress.kubernetes.io/proxy-body-size (1m) must be the edge's body limit, ${MIB_16} bytes`,
+    expect(entryPointProblems('ingress-nginx', objects, MIB_16)).toEqual([
+      'ingress-nginx: Ingress edge routes /healthz to the admin port',
+      'ingress-nginx: Ingress edge routes /admin to the admin API or the console',
+      'ingress-nginx: Ingress edge routes / to the admin API or the console',
+      'ingress-nginx: Ingress edge: nginx.ingress.kubernetes.io/proxy-read-timeout must be at least 3600 (streams), not 60',
+      'ingress-nginx: Ingress edge: nginx.ingress.kubernetes.io/proxy-send-timeout must be at least 3600 (streams), not undefined',
+      'ingress-nginx: Ingress edge: nginx.ingress.kubernetes.io/proxy-buffering must be "off" (SSE)',
+      `ingress-nginx: Ingress edge: nginx.ingress.kubernetes.io/proxy-body-size (1m) must be the edge's body limit, ${MIB_16} bytes`,
     ]);
-    const copy = copyOf('prod');
+    const copy = copyOf('ingress-nginx');
     const ingressSpec = copy.find('Ingress', 'edge').spec;
     ingressSpec.defaultBackend = ingressSpec.rules[0].http.paths[0].backend;
-    expect(entryPointProblems('prod', copy.objects, MIB_16)).toEqual(['prod: Ingress edge routes / to the admin API or the console']);
+    expect(entryPointProblems('ingress-nginx', copy.objects, MIB_16)).toEqual(['ingress-nginx: Ingress edge routes / to the admin API or the console']);
   });
 
   it('fails an HTTPRoute that routes /console or the admin port, or cuts streams at 15 s', () => {
-    const { objects, find } = copyOf('gateway-api');
+    const { objects, find } = copyOf('prod');
     const [rule] = find('HTTPRoute', 'edge').spec.rules;
     rule.matches.push({ path: { type: 'PathPrefix', value: '/console' } });
     rule.backendRefs[0].port = 8081;
     rule.timeouts = { request: '15s', backendRequest: '1h' };
-    expect(entryPointProblems('gateway-api', objects, MIB_16)).toEqual([
-      'gateway-api: HTTPRoute edge routes /console to the admin API or the console',
-      'gateway-api: HTTPRoute edge routes to the admin port',
-      'gateway-api: HTTPRoute edge: timeouts.request must be at least 3600s (streams), not 15s',
+    expect(entryPointProblems('prod', objects, MIB_16)).toEqual([
+      'prod: HTTPRoute edge routes /console to the admin API or the console',
+      'prod: HTTPRoute edge routes to the admin port',
+      'prod: HTTPRoute edge: timeouts.request must be at least 3600s (streams), not 15s',
     ]);
+  });
+  it('fails production served through the retired ingress-nginx, or without the HTTPRoute', () => {
+    const { objects } = copyOf('prod');
+    const ingress = standalone['ingress-nginx'].find((object) => object.kind === 'Ingress');
+    const withIngress = [...objects.filter((object) => object.kind !== 'HTTPRoute'), ingress];
+    expect(productionEntryProblems('prod', withIngress)).toEqual([
+      "prod: no HTTPRoute to the edge: production's entry point is components/gateway-api",
+      "prod: Ingress edge: production's entry point is the HTTPRoute of components/gateway-api, not the retired ingress-nginx",
+    ]);
+  });
+
+  it('fails a service without a startup probe, a probe that gives up on a busy pod, and liveness before readiness', () => {
+    const { objects, find } = copyOf('prod');
+    const container = (name) => find('Deployment', name).spec.template.spec.containers[0];
+    delete container('auth').startupProbe;
+    container('metering').startupProbe.failureThreshold = 12;
+    delete container('edge').livenessProbe.timeoutSeconds;
+    container('executor').livenessProbe.failureThreshold = 1;
+    container('router').startupProbe.grpc.port = 9102;
+    expect(probeProblems('prod', objects).sort()).toEqual(
+      [
+        'prod: Deployment auth has no startupProbe: liveness would judge it while it starts',
+        'prod: Deployment metering: its startupProbe gives up after 60 s, but it waits for NATS before it listens: at least 300 s',
+        'prod: Deployment edge: its livenessProbe waits 1 s for an answer, a loaded event loop more: at least 5',
+        'prod: Deployment executor: its livenessProbe restarts it after 10 s without an answer: at least 30',
+        'prod: Deployment executor: its readinessProbe (15 s) must take it out of its Service before its livenessProbe (10 s) restarts it',
+        'prod: Deployment router: its startupProbe must ask what its livenessProbe asks',
+      ].sort(),
+    );
+  });
+
+  it("fails the executor or the router given Redis's Secret, and auth a key it does not read", () => {
+    const { objects, find } = copyOf('prod');
+    const envFrom = (name) => find('Deployment', name).spec.template.spec.containers[0].envFrom;
+    // The earlier layout: one Secret with both URLs, to every service.
+    objects.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'gateway-state', namespace: 'gateway' }, data: { REDIS_URL: '', NATS_URL: '' } });
+    envFrom('executor').push({ secretRef: { name: 'gateway-state' } });
+    envFrom('router').push({ secretRef: { name: 'gateway-redis' } });
+    find('Deployment', 'auth').spec.template.spec.containers[0].env.push({
+      name: 'EDGE_ADMIN_TOKEN',
+      valueFrom: { secretKeyRef: { name: 'gateway-admin', key: 'EDGE_ADMIN_TOKEN' } },
+    });
+    expect(secretProblems(root, 'prod', objects).sort()).toEqual(
+      [
+        'prod: Deployment executor takes the Secret gateway-state, whose REDIS_URL it does not read',
+        'prod: Deployment router takes the Secret gateway-redis, whose REDIS_URL it does not read',
+        'prod: Deployment auth takes EDGE_ADMIN_TOKEN from the Secret gateway-admin, and does not read it',
+      ].sort(),
+    );
+    // As shipped: Redis's password reaches auth and metering only, and the executors hold no Redis Secret.
+    const shipped = copyOf('prod');
+    const secretsOf = (name) =>
+      shipped.find('Deployment', name).spec.template.spec.containers[0].envFrom.flatMap((source) => (source.secretRef ? [source.secretRef.name] : []));
+    expect(['edge', 'auth', 'router', 'executor', 'metering'].filter((name) => secretsOf(name).includes('gateway-redis'))).toEqual(['auth', 'metering']);
+    expect(secretsOf('executor')).toEqual(['gateway-provider-keys', 'gateway-nats']);
+    expect(secretProblems(root, 'prod', shipped.objects)).toEqual([]);
+  });
+
+  it('fails NATS without GOMEMLIMIT, or with one past its memory limit, and NATS not spread over zones', () => {
+    expect(quantityBytes('1Gi')).toBe(1024 ** 3);
+    expect(quantityBytes('512Mi')).toBe(512 * 1024 ** 2);
+    const cluster = copyOf('prod-cluster');
+    const server = cluster.find('StatefulSet', 'nats').spec.template.spec;
+    server.containers[0].env = server.containers[0].env.filter((variable) => variable.name !== 'GOMEMLIMIT');
+    server.topologySpreadConstraints = server.topologySpreadConstraints.filter((constraint) => constraint.topologyKey !== 'topology.kubernetes.io/zone');
+    expect(natsMemoryProblems('prod-cluster', cluster.objects)).toEqual([
+      'prod-cluster: StatefulSet nats: the NATS server has no GOMEMLIMIT (80-95% of its memory limit)',
+    ]);
+    expect(spreadProblems('prod-cluster', cluster.objects)).toEqual([
+      'prod-cluster: StatefulSet nats has no topologySpreadConstraint over topology.kubernetes.io/zone selecting its own pods',
+    ]);
+    const dev = copyOf('dev');
+    dev.find('Deployment', 'nats').spec.template.spec.containers[0].env.find((variable) => variable.name === 'GOMEMLIMIT').value = '512MiB';
+    expect(natsMemoryProblems('dev', dev.objects)).toEqual(['dev: Deployment nats: GOMEMLIMIT 512MiB is 100% of its memory limit 512Mi: 80-95%']);
+  });
+
+  it('fails concurrency autoscalers without an adapter, without CPU, or at targets the capacity table does not give', () => {
+    const targets = capacityTargets(root);
+    expect(targets.get('gateway_executor_in_flight')).toBe(700);
+    expect(targets.get('gateway_completions_in_flight')).toBe(10_000);
+    const { objects, find } = copyOf('autoscale-on-concurrency');
+    // Added to an overlay that renders no adapter: the autoscalers would never scale down.
+    expect(autoscalerMetricProblems('prod', objects, targets).sort()).toEqual(
+      [
+        ['edge', 'gateway_completions_in_flight'],
+        ['executor', 'gateway_executor_in_flight'],
+      ].map(
+        ([name, metric]) =>
+          `prod: HorizontalPodAutoscaler ${name} reads ${metric}, which only a metrics adapter serves, and nothing here renders one (v1beta1.custom.metrics.k8s.io): without it the autoscaler never scales down`,
+      ),
+    );
+    objects.push({ apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: 'v1beta1.custom.metrics.k8s.io' } });
+    expect(autoscalerMetricProblems('prod', objects, targets)).toEqual([]);
+    // The earlier, unmeasured targets; and an autoscaler left with no CPU metric.
+    find('HorizontalPodAutoscaler', 'executor').spec.metrics[1].pods.target.averageValue = '100';
+    const edge = find('HorizontalPodAutoscaler', 'edge').spec;
+    edge.metrics = edge.metrics.filter((metric) => metric.type !== 'Resource');
+    expect(autoscalerMetricProblems('prod', objects, targets).sort()).toEqual(
+      [
+        "prod: HorizontalPodAutoscaler executor targets gateway_executor_in_flight at 100 a pod, not the capacity table's 700",
+        'prod: HorizontalPodAutoscaler edge has no CPU utilization metric, the one every cluster can read',
+      ].sort(),
+    );
   });
 });

@@ -38,21 +38,24 @@ export function render([command, args], folder) {
 }
 
 /**
- * The objects a component renders to on the base alone, in namespace `gateway` as an overlay would
- * put them (for the components no overlay carries: their kinds need controllers and CRDs of their own).
+ * The objects a component renders to on the base alone, or on an overlay, in namespace `gateway` as
+ * an overlay would put them: for the optional components no overlay carries, as an operator would
+ * add them (ingress-nginx, which needs its controller; autoscale-on-concurrency, which needs a
+ * metrics adapter and patches the autoscalers of overlays/prod).
  * @param {[string, string[]]} renderer from findRenderer()
  * @param {string} deployDir the deploy/ folder
  * @param {string} name the component's folder name under deploy/components
+ * @param {string} onto the kustomization it is added to, relative to deployDir (`base`, `overlays/prod`)
  * @returns {object[]}
  */
-export function renderComponent(renderer, deployDir, name) {
+export function renderComponent(renderer, deployDir, name, onto = 'base') {
   const folder = mkdtempSync(join(tmpdir(), 'gateway-component-'));
   try {
     const kustomization = {
       apiVersion: 'kustomize.config.k8s.io/v1beta1',
       kind: 'Kustomization',
       namespace: 'gateway',
-      resources: [relative(folder, join(deployDir, 'base'))],
+      resources: [relative(folder, join(deployDir, onto))],
       components: [relative(folder, join(deployDir, 'components', name))],
     };
     writeFileSync(join(folder, 'kustomization.yaml'), stringify(kustomization));

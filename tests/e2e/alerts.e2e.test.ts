@@ -5,9 +5,9 @@
  * Redis made unreachable, a deployment's
  * breaker held open by a failing upstream, 5xx answers, and streams slower to their first token
  * than the SLO's 2.5 s. Also: every metric the alerting rules read is exported by some service.
- * The rules' thresholds and windows themselves are unit-tested by promtool (alerts.test.yaml).
+ * The rules' thresholds and windows themselves are unit-tested by promtool (the *.test.yaml beside them).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -199,11 +199,14 @@ describe('the alerts', () => {
   });
 
   it('every metric the alerting rules read is exported by a service of the running cluster', async () => {
-    const rule = parse(readFileSync(join(ROOT, 'deploy/components/alerts/gateway-alerts.yaml'), 'utf8')) as {
-      spec: { groups: Array<{ rules: Array<{ expr: string }> }> };
-    };
+    // Every PrometheusRule of the component (its promtool tests, *.test.yaml, are not rules).
+    const folder = join(ROOT, 'deploy/components/alerts');
+    const rules = readdirSync(folder)
+      .filter((name) => /\.ya?ml$/.test(name) && !/\.test\.ya?ml$/.test(name) && name !== 'kustomization.yaml')
+      .map((name) => parse(readFileSync(join(folder, name), 'utf8')) as { spec: { groups: Array<{ rules: Array<{ expr: string }> }> } });
     const names = new Set(
-      rule.spec.groups
+      rules
+        .flatMap((rule) => rule.spec.groups)
         .flatMap((group) => group.rules)
         .flatMap((entry) => [...entry.expr.matchAll(/(?<![a-zA-Z0-9_:])((?:gateway|gen_ai)_[a-z0-9_]+)(?![a-z0-9_:])/g)].map((match) => match[1]!)),
     );

@@ -84,6 +84,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // A usage stream of its own: clusters that share this NATS (tests run side by side, a benchmark
     // beside the tests) never meter each other's events.
     USAGE_STREAM: `USAGE_E2E_${randomBytes(4).toString('hex').toUpperCase()}`,
+    // NATS reserves each stream's max_bytes from its max_file_store: clusters side by side on one
+    // development NATS take 256 MiB each (about 900,000 events), not the 1 GiB default. A benchmark
+    // that publishes more passes its own.
+    USAGE_STREAM_MAX_BYTES: String(256 * 1024 * 1024),
     ...options.env,
   };
   const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
@@ -140,7 +144,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 }
 
 /** Another edge beside a running cluster, sharing its auth, router, executors, metering and usage stream. */
-export async function startSecondEdge(cluster: Cluster, env: Record<string, string> = {}): Promise<{ origin: string; baseUrl: string; stop(): Promise<void> }> {
+export async function startSecondEdge(
+  cluster: Cluster,
+  env: Record<string, string> = {},
+): Promise<{ origin: string; baseUrl: string; stop(): Promise<void>; running(): boolean }> {
   const port = await freePort();
   const child = spawn(process.execPath, ['services/edge/dist/main.js'], {
     cwd: ROOT,
@@ -150,6 +157,7 @@ export async function startSecondEdge(cluster: Cluster, env: Record<string, stri
       LOG_LEVEL: 'warn',
       NATS_URL: cluster.natsUrl,
       USAGE_STREAM: cluster.usageStream,
+      USAGE_STREAM_MAX_BYTES: cluster.env.USAGE_STREAM_MAX_BYTES!,
       EDGE_HOST: '127.0.0.1',
       EDGE_PORT: String(port),
       EDGE_METRICS_PORT: '0',
@@ -171,7 +179,7 @@ export async function startSecondEdge(cluster: Cluster, env: Record<string, stri
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('the second edge did not become ready');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child) };
+  return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child), running: () => child.exitCode === null && child.signalCode === null };
 }
 
 /** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */

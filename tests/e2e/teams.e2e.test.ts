@@ -6,7 +6,9 @@
  * refused with 429 `insufficient_quota` saying it is the team's budget; a team's requests per
  * minute hold exactly under a concurrent load over two keys and three edges; usage reads back by
  * team. The model is an OpenAI-compatible upstream replaying one fixture, so every request costs
- * the same.
+ * the same. Under split load (concurrent clients over two keys and three edges) a team's budget
+ * answers exactly the requests it covers, run after run: each request's cost bound is held at its
+ * admission until metering meters it, and no service falls over meanwhile.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +27,8 @@ let secondAuth: ChildProcess | undefined;
 const authLogs: string[] = [];
 const edges: Array<Awaited<ReturnType<typeof startSecondEdge>>> = [];
 let cost: bigint;
+/** What one answer of `held-model` costs: its 10 completion tokens (its prompt is free), the most its max_tokens allows. */
+let heldCost: bigint;
 
 /** A second auth replica on the cluster's Redis, ready to serve. */
 async function startSecondAuth(): Promise<number> {
@@ -55,7 +59,13 @@ beforeAll(async () => {
     'pricing: { input: "0.15", output: "0.60" }',
     'pricing: { input: "1", cached_input: "1", output: "1" }',
   );
-  const catalogPath = writeCatalog('teams', [SIM_MINI_ENTRY, entry]);
+  // Prompt tokens free, 1 USD per million completion tokens: with max_tokens equal to the fixture's
+  // completion, a request's cost bound (what its admission holds) is exactly what it costs.
+  const held = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'held-model', []).replace(
+    'pricing: { input: "0.15", output: "0.60" }',
+    'pricing: { input: "0", cached_input: "0", output: "1" }',
+  );
+  const catalogPath = writeCatalog('teams', [SIM_MINI_ENTRY, entry, held]);
   const usage = (
     JSON.parse(fixture('chat-completion.json')) as {
       usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } };
@@ -67,6 +77,12 @@ beforeAll(async () => {
     cached_tokens: usage.prompt_tokens_details.cached_tokens,
   });
   expect(cost % 1_000_000n).toBe(0n);
+  heldCost = costPicoUsd(loadCatalog(catalogPath).byId.get('held-model')!.pricing, {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    cached_tokens: usage.prompt_tokens_details.cached_tokens,
+  });
+  expect(heldCost).toBe(BigInt(usage.completion_tokens) * 1_000_000n);
   cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test-teams', EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
   const authPort = await startSecondAuth();
   // Edges 2 and 3: one on each auth replica (the cluster's edge is on the first).
@@ -93,11 +109,11 @@ async function admin<T>(method: string, path: string, body?: unknown, origin = c
   return (await response.json()) as T;
 }
 
-function complete(baseUrl: string, secret: string, model = 'team-model'): Promise<Response> {
+function complete(baseUrl: string, secret: string, model = 'team-model', maxTokens = 16): Promise<Response> {
   return fetch(`${baseUrl}/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16 }),
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello' }], max_tokens: maxTokens }),
   });
 }
 
@@ -114,13 +130,18 @@ async function teamOfTwo(body: Record<string, unknown>): Promise<{ team: Team; k
 
 /** The team's usage as metering has it, read through the admin API of the third edge. */
 async function teamRequests(teamId: string): Promise<number> {
-  const page = await admin<{ totals: { requests: number } }>(
+  return (await teamTotals(teamId)).requests;
+}
+
+/** The team's usage totals as metering has them, read through the admin API of the third edge. */
+async function teamTotals(teamId: string): Promise<{ requests: number; cost_usd: number }> {
+  const page = await admin<{ totals: { requests: number; cost_usd: number } }>(
     'GET',
     `/usage?start=${Math.floor(Date.now() / 1000) - 7_200}&team_id=${teamId}`,
     undefined,
     edges[1]!.origin,
   );
-  return page.totals.requests;
+  return page.totals;
 }
 
 function usdFor(requests: number): number {
@@ -170,6 +191,56 @@ describe('teams across three edges and two auth replicas', () => {
     await admin('PATCH', `/teams/${team.id}`, { budgets: { daily_usd: usdFor(6) } });
     expect((await complete(urls[2]!, keys[1]!.secret)).status).toBe(200);
   });
+
+  it("answers exactly the requests a team's budget covers under split load over two keys and three edges, 20 runs in a row, every answer metered once", async () => {
+    const RUNS = 20;
+    const COVERED = 24;
+    const CLIENTS = 12;
+    const urls = baseUrls();
+    const upstreamCalls = () => upstream.requests.filter((request) => request.headers.authorization === 'Bearer sk-test-teams').length;
+    const usd = (requests: number) => Number(heldCost * BigInt(requests)) / 1e12;
+    const outcomes: Array<{ run: number; answered: number; metered: number }> = [];
+    for (let run = 0; run < RUNS; run += 1) {
+      const { team, keys } = await teamOfTwo({ budgets: { daily_usd: usd(COVERED) } });
+      const callsBefore = upstreamCalls();
+      // Each client sends one request after another, over its key and the three edges in turn,
+      // until the team's budget refuses it; several are in flight at any time.
+      const clients = Array.from({ length: CLIENTS }, async (_, client) => {
+        const statuses: number[] = [];
+        for (let attempt = 0; attempt < COVERED + CLIENTS; attempt += 1) {
+          const response = await complete(urls[(client + attempt) % 3]!, keys[client % 2]!.secret, 'held-model', 10);
+          const body = (await response.json()) as { error?: { code: string } };
+          statuses.push(response.status);
+          if (response.status !== 200) {
+            expect(response.status, JSON.stringify(body)).toBe(429);
+            expect(body.error?.code).toBe('insufficient_quota');
+            break;
+          }
+        }
+        return statuses;
+      });
+      const statuses = (await Promise.all(clients)).flat();
+      const answered = statuses.filter((status) => status === 200).length;
+      // Each answer's cost equals the bound its admission held: the budget answers exactly what it covers.
+      expect({ run, answered }).toEqual({ run, answered: COVERED });
+      expect(upstreamCalls() - callsBefore).toBe(answered);
+      // Every answer metered, once: the team's usage reaches the answers and its cost, and no more.
+      await eventually(async () => (await teamRequests(team.id)) >= answered || undefined, `run ${run}: every answer to be metered`, 30_000, 100);
+      const totals = await teamTotals(team.id);
+      expect(totals).toMatchObject({ requests: answered, cost_usd: usd(answered) });
+      // The holds went with the metering: one request's more budget lets exactly one more in.
+      await admin('PATCH', `/teams/${team.id}`, { budgets: { daily_usd: usd(COVERED + 1) } });
+      expect((await complete(urls[run % 3]!, keys[run % 2]!.secret, 'held-model', 10)).status).toBe(200);
+      expect((await complete(urls[(run + 1) % 3]!, keys[(run + 1) % 2]!.secret, 'held-model', 10)).status).toBe(429);
+      outcomes.push({ run, answered, metered: totals.requests });
+      // No service fell over: every process runs, and the usage API answers (above).
+      for (const [name, child] of Object.entries(cluster.processes))
+        expect({ name, exitCode: child.exitCode, signal: child.signalCode }).toEqual({ name, exitCode: null, signal: null });
+      expect(secondAuth?.exitCode ?? null).toBeNull();
+      expect(edges.map((edge) => edge.running())).toEqual([true, true]);
+    }
+    expect(outcomes).toHaveLength(RUNS);
+  }, 240_000);
 
   it("holds a team's requests per minute exactly over two keys and three edges: 30 of 90 concurrent requests", async () => {
     const { team, keys } = await teamOfTwo({ limits: { requests_per_minute: 30 } });

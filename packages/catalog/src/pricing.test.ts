@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costPicoUsd, type Pricing } from './pricing.js';
+import { costBoundPicoUsd, costPicoUsd, type Pricing } from './pricing.js';
 
 /** claude-sonnet-4 at Anthropic's published rates, in micro-USD per million tokens. */
 const SONNET: Pricing = {
@@ -44,5 +44,27 @@ describe('costPicoUsd', () => {
     expect(costPicoUsd(SONNET, { prompt_tokens: 100, cached_tokens: 80, cache_write_tokens: 50, cache_write_5m_tokens: 50 })).toBe(
       80n * 300_000n + 20n * 3_750_000n,
     );
+  });
+});
+
+describe('costBoundPicoUsd', () => {
+  const MINI: Pricing = { input_micro_usd_per_mtok: 150_000, cached_input_micro_usd_per_mtok: 75_000, output_micro_usd_per_mtok: 600_000 };
+
+  it('is never below what any usage of those tokens costs: every prompt token at the dearest prompt price', () => {
+    // 1,000 prompt tokens at the one-hour write price ($6) + 500 output at $15, per million.
+    const bound = costBoundPicoUsd([SONNET], 1_000, 500);
+    expect(bound).toBe(6_000_000_000n + 7_500_000_000n);
+    for (const usage of [
+      { prompt_tokens: 1_000, completion_tokens: 500 },
+      { prompt_tokens: 1_000, completion_tokens: 500, cached_tokens: 1_000 },
+      { prompt_tokens: 1_000, completion_tokens: 500, cache_write_tokens: 1_000, cache_write_1h_tokens: 1_000 },
+    ])
+      expect(costPicoUsd(SONNET, usage)).toBeLessThanOrEqual(bound);
+  });
+
+  it('takes the dearest of several models (a request that may fall back), and is 0 without prices', () => {
+    expect(costBoundPicoUsd([MINI, SONNET], 10, 10)).toBe(costBoundPicoUsd([SONNET], 10, 10));
+    expect(costBoundPicoUsd([MINI], 10, 10)).toBe(10n * 150_000n + 10n * 600_000n);
+    expect(costBoundPicoUsd([], 1_000, 1_000)).toBe(0n);
   });
 });

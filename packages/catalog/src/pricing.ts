@@ -65,6 +65,30 @@ export function costPicoUsd(pricing: Pricing, usage: BilledUsage): bigint {
   );
 }
 
+/**
+ * The most a request can cost, in pico-USD: `promptTokens` at the dearest price a prompt token may
+ * be billed at (plain, cache read or cache write) and `completionTokens` at the output price, under
+ * whichever of `pricings` is the dearest for each (the models the request may be answered by: its
+ * own and its fallbacks). Budgets hold this from a request's admission until it is metered; with
+ * no pricing, 0.
+ */
+export function costBoundPicoUsd(pricings: readonly Pricing[], promptTokens: number, completionTokens: number): bigint {
+  let promptPrice = 0;
+  let outputPrice = 0;
+  for (const pricing of pricings) {
+    promptPrice = Math.max(
+      promptPrice,
+      pricing.input_micro_usd_per_mtok ?? 0,
+      pricing.cached_input_micro_usd_per_mtok ?? 0,
+      pricing.cache_write_micro_usd_per_mtok ?? 0,
+      pricing.cache_write_1h_micro_usd_per_mtok ?? 0,
+    );
+    outputPrice = Math.max(outputPrice, pricing.output_micro_usd_per_mtok ?? 0);
+  }
+  const tokens = (count: number) => BigInt(Math.max(0, Math.ceil(count)));
+  return tokens(promptTokens) * BigInt(promptPrice) + tokens(completionTokens) * BigInt(outputPrice);
+}
+
 const PICO_PER_USD = 1_000_000_000_000n;
 
 /**

@@ -29,7 +29,7 @@ export function redisVariables(urlPattern: string) {
   };
 }
 
-/** USAGE_STREAM and USAGE_STREAM_REPLICAS: the edge and metering, which must agree on both. */
+/** USAGE_STREAM, USAGE_STREAM_REPLICAS and the stream's limits: the edge and metering, which must agree on all of them. */
 export function usageStreamVariables(namePattern: string) {
   return {
     USAGE_STREAM: Type.String({
@@ -44,6 +44,19 @@ export function usageStreamVariables(namePattern: string) {
       minimum: 1,
       maximum: 5,
       default: 1,
+    }),
+    USAGE_STREAM_MAX_AGE_HOURS: Type.Integer({
+      description:
+        'How long the usage stream keeps an event (hours; edge and metering, the same on both): the window to re-meter after a metering outage or a lost Redis. Applied to an existing stream at start.',
+      minimum: 1,
+      maximum: 8_760,
+      default: 72,
+    }),
+    USAGE_STREAM_MAX_BYTES: Type.Integer({
+      description:
+        "Most bytes the usage stream holds on each NATS server (edge and metering, the same on both); when full it refuses new events (the edges hold them and retry) rather than deleting unmetered ones. Must fit under NATS's max_file_store, which reserves it. Applied to an existing stream at start; see deploy/README.md for sizing.",
+      minimum: 1024,
+      default: 1_073_741_824,
     }),
   };
 }
@@ -71,6 +84,28 @@ export function configReloadVariable() {
         'Reload the catalog (and auth its plans) when the file changes, without a restart: the file is watched and also read every this many ms in case a change event is missed; an invalid file is logged and the one in use kept. 0 = read once at start, never reloaded.',
       minimum: 0,
       default: 2_000,
+    }),
+  };
+}
+
+/**
+ * GRPC_MAX_CONNECTION_AGE_MS and GRPC_MAX_CONNECTION_AGE_GRACE_MS: every gRPC server (auth, router,
+ * executor, metering). The defaults are @gateway/grpc's MAX_CONNECTION_AGE_MS and
+ * MAX_CONNECTION_AGE_GRACE_MS, which this package does not depend on.
+ */
+export function grpcConnectionAgeVariables() {
+  return {
+    GRPC_MAX_CONNECTION_AGE_MS: Type.Integer({
+      description:
+        "After about this long (±10%) each connection to the service's gRPC server is asked to go away (HTTP/2 GOAWAY), so that clients reaching it through a fixed address (a ClusterIP, an L4 load balancer) reconnect and spread over replicas added since; its calls carry on (ms).",
+      minimum: 1_000,
+      default: 120_000,
+    }),
+    GRPC_MAX_CONNECTION_AGE_GRACE_MS: Type.Integer({
+      description:
+        'How long a connection asked to go away may still carry the calls it has before they are cut (ms): longer than the longest call, and than the call streams take to move (their age, a few minutes at most).',
+      minimum: 1_000,
+      default: 1_800_000,
     }),
   };
 }

@@ -74,17 +74,36 @@ const STREAM_DRAIN_PATIENCE_MS = 1_000;
  * Kubernetes ClusterIP, an L4 load balancer) or with a resolver that looks the name up again only
  * when a connection ends (grpc-js's own) reconnects, resolves again, and spreads over replicas
  * added since. The gateway's own clients follow a name's address set sooner (address-resolver.ts);
- * this bounds the rest.
+ * this bounds the rest. Each service sets it with GRPC_MAX_CONNECTION_AGE_MS.
+ *
+ * A connection asked to go away takes no new call (a stream the client opened before it saw the
+ * GOAWAY is refused, never processed, and grpc-js retries a refused unary call on another
+ * connection) and carries the calls it has until they end. That holds only with the patch of
+ * grpc-js in patches/: unpatched, the keepalive ping of either side, due within 15 to 30 s on the
+ * closing connection, fails at once (Node refuses a ping on a closing session) and the connection
+ * is destroyed with every call on it.
  */
 export const MAX_CONNECTION_AGE_MS = 2 * 60_000;
 
 /**
- * How long a connection asked to go away may still carry the calls it has: the longest call (a
- * completion streamed for many minutes, a catalog watch renewed every ten) finishes on it, and the
- * gateway's call streams move to a new connection at their age (at most a few minutes) after
- * answering what they carry, so no call is cut by a connection's age.
+ * How long a connection asked to go away may still carry the calls it has, after which they are
+ * cut: the longest call (a completion streamed for many minutes, a catalog watch renewed every ten)
+ * finishes on it, and the gateway's call streams move to a new connection at their own age (at
+ * most a few minutes) after answering what they carry (STREAMED_CALLS.md, "Drain and connection
+ * age"). Each service sets it with GRPC_MAX_CONNECTION_AGE_GRACE_MS.
  */
 export const MAX_CONNECTION_AGE_GRACE_MS = 30 * 60_000;
+
+/** A server's connection age and its grace (see MAX_CONNECTION_AGE_MS), from a service's configuration. */
+export interface ConnectionAge {
+  maxAgeMs: number;
+  graceMs: number;
+}
+
+/** The grpc-js server options of a connection age; none (the defaults) when not given. */
+export function connectionAgeOptions(age?: ConnectionAge): grpc.ServerOptions {
+  return age ? { 'grpc.max_connection_age_ms': age.maxAgeMs, 'grpc.max_connection_age_grace_ms': age.graceMs } : {};
+}
 
 /**
  * Creates an unstarted server that serves the given services and grpc.health.v1, SERVING for ''
@@ -123,7 +142,8 @@ export function createGatewayServer(services: GatewayService[], options: grpc.Se
         }, graceMs);
         timer.unref();
         // tryShutdown sends GOAWAY first, so a stream a caller opens to replace a drained one
-        // reaches another replica; then the streams are asked to end.
+        // reaches another replica, and lets each connection carry its calls until they end (see
+        // MAX_CONNECTION_AGE_MS on keepalive); then the streams are asked to end.
         server.tryShutdown(() => {
           clearTimeout(timer);
           resolve();

@@ -47,8 +47,9 @@ export interface StreamedCallsOptions<Methods extends StreamedMethods> {
    */
   reopenBackoff?: { initialMs: number; maxMs: number };
   /**
-   * A stream is replaced after about this long (±10%), so that streams spread again over replicas
-   * that came back after the streams were opened.
+   * A stream is replaced after about this long (±10%; default 30 s), so that streams spread again
+   * over replicas that came back after the streams were opened, and leave a connection that the
+   * server asked to go away (see DEFAULT_MAX_STREAM_AGE_MS).
    */
   maxStreamAgeMs?: number;
   /**
@@ -98,7 +99,14 @@ interface ClientStream {
 
 const DEFAULT_BACKOFF = { initialMs: 100, maxMs: 2_000 };
 const NO_METHODS: ReadonlySet<string> = new Set();
-const DEFAULT_MAX_STREAM_AGE_MS = 5 * 60_000;
+/**
+ * A stream outlives the connection it was opened on when that connection is asked to go away (the
+ * server's age, MAX_CONNECTION_AGE_MS): it carries calls on until it is replaced here. Neither side
+ * pings a closing connection (patches/README.md), so a peer lost silently meanwhile is noticed only
+ * by the calls' deadlines; replacing every stream within about this long bounds that to about what
+ * keepalive takes (15 s, then 5 s for the answer) on a connection that is not closing.
+ */
+const DEFAULT_MAX_STREAM_AGE_MS = 30_000;
 /**
  * How long after a change of the address set the streams are replaced: the channel connects to
  * the new addresses meanwhile (a round_robin channel gives a stream only to a connected one).

@@ -5,11 +5,14 @@
  * layout (migrations/). auth and metering use these and never spell a key or a script themselves;
  * docs/keyspace.md is the map.
  */
+export * from './budget-holds.js';
 export * from './buckets.js';
 export * from './keys.js';
 export * from './spend.js';
 export * from './window.js';
 export * from './scripts/check-quota.js';
+export { loadScripts, SCRIPTS } from './scripts/registry.js';
+export { type LuaScript, runScript } from './scripts/script.js';
 export * from './scripts/key-record.js';
 export * from './scripts/record-usage.js';
 export * from './scripts/settle-quota.js';

@@ -121,6 +121,19 @@ export function teamSpendKeyName(teamId: string): string {
   return `metering:team-spend:${teamIdTag(teamId)}`;
 }
 
+/**
+ * zset: the budget holds of a key's requests in flight (request's charge id -> when its hold lapses,
+ * Unix ms); the amounts are in its spend hash (`h:<charge id>`, their sum `held`). See budget-holds.ts.
+ */
+export function budgetHoldsKeyName(keyId: string, teamId?: string): string {
+  return `metering:spend-holds:${keyTag(keyId, teamId)}`;
+}
+
+/** zset: a team's budget holds, as budgetHoldsKeyName's, by `<key_id>:<charge id>`; amounts in its spend hash. */
+export function teamBudgetHoldsKeyName(teamId: string): string {
+  return `metering:team-spend-holds:${teamIdTag(teamId)}`;
+}
+
 /** hash: a team's running totals over all its keys (the fields of keyTotalsKey's). */
 export function teamTotalsKey(teamId: string): string {
   return `metering:team:${teamIdTag(teamId)}`;

@@ -9,7 +9,7 @@ import { createInbox, ErrorCode, Events, headers, type Msg, type NatsConnection,
 import type { Logger } from '@gateway/logger';
 import { AckWindow, EventQueue, type OutgoingEvent } from './outgoing-events.js';
 import { SingleTimeout } from './single-timeout.js';
-import type { UsagePublisherMetrics } from './usage-publisher-metrics.js';
+import type { UsagePublisherMetrics, UsageRefusalReason } from './usage-publisher-metrics.js';
 
 /**
  * The header JetStream de-duplicates on: what `js.publish`'s `msgID` option sets. A copy carrying an
@@ -30,23 +30,55 @@ interface PublishAnswer {
 
 const decoder = new TextDecoder();
 
+/** A message on the acknowledgement inbox that is not a successful acknowledgement. */
+interface AcknowledgementFailure {
+  /** Why, for the log. A string rather than an Error: building an Error and its stack per publish is the cost this publisher exists to avoid. */
+  detail: string;
+  /** Why JetStream refused it, when it answered with a refusal; undefined for an unreadable answer. */
+  refusal?: UsageRefusalReason;
+}
+
+/**
+ * JetStream's store failure (JSStreamStoreFailedF): its description says which limit was hit. With
+ * `discard: new`, "maximum bytes exceeded" (or messages) is the stream at its limit, and
+ * "insufficient resources" the server's storage exhausted.
+ */
+const STREAM_STORE_FAILED = 10077;
+/**
+ * JetStream's "insufficient resources" (JSInsufficientResourcesErr: the server's max_file_store or
+ * disk exhausted) and "insufficient storage resources available" (JSStorageResourcesExceededErr).
+ */
+const STORAGE_EXHAUSTED = new Set([10023, 10047]);
+
+/** Sorts a JetStream API error into a refusal reason. */
+function refusalReason(error: NonNullable<PublishAnswer['error']>): UsageRefusalReason {
+  const description = error.description ?? '';
+  if (STORAGE_EXHAUSTED.has(error.err_code ?? 0) || /insufficient (storage )?resources/i.test(description)) return 'storage_full';
+  if (error.err_code === STREAM_STORE_FAILED && /maximum (bytes|messages)/i.test(description)) return 'stream_full';
+  return 'other';
+}
+
 /**
  * Why a message on the acknowledgement inbox is not a successful acknowledgement, or undefined when
- * it is one (a duplicate included). A string rather than an Error: building an Error and its stack
- * per publish is the cost this publisher exists to avoid.
+ * it is one (a duplicate included).
  */
-function acknowledgementFailure(message: Msg): string | undefined {
+function acknowledgementFailure(message: Msg): AcknowledgementFailure | undefined {
   // A status without a body, e.g. 503 "no responders" when no stream captures the subject.
   const status = message.headers;
-  if (status?.hasError) return status.status;
+  if (status?.hasError) return { detail: status.status, refusal: status.code === 503 ? 'no_stream' : 'other' };
   let answer: PublishAnswer | null;
   try {
     answer = JSON.parse(decoder.decode(message.data)) as PublishAnswer | null;
   } catch {
-    return 'unreadable acknowledgement';
+    return { detail: 'unreadable acknowledgement' };
   }
-  if (answer?.error) return `${answer.error.code ?? ''} ${answer.error.err_code ?? ''} ${answer.error.description ?? ''}`.trim();
-  if (typeof answer?.stream !== 'string' || answer.stream === '') return 'acknowledgement without a stream';
+  if (answer?.error) {
+    return {
+      detail: `${answer.error.code ?? ''} ${answer.error.err_code ?? ''} ${answer.error.description ?? ''}`.trim(),
+      refusal: refusalReason(answer.error),
+    };
+  }
+  if (typeof answer?.stream !== 'string' || answer.stream === '') return { detail: 'acknowledgement without a stream' };
   return undefined;
 }
 
@@ -247,12 +279,25 @@ export class AcknowledgedSender {
       // attempt's answer is the one that counts.
       if (!event) return;
       const failure = acknowledgementFailure(message);
+      const metrics = this.options.metrics;
       if (failure === undefined) {
-        this.options.metrics.published += event.count;
+        metrics.published += event.count;
+        metrics.streamFull = false;
         this.backoff = undefined;
       } else {
+        if (failure.refusal) {
+          metrics.refusedBy[failure.refusal] += event.count;
+          const full = failure.refusal === 'stream_full' || failure.refusal === 'storage_full';
+          if (full && !metrics.streamFull) {
+            this.options.logger.error(
+              { reason: failure.refusal, detail: failure.detail, pending: this.options.pending() },
+              'usage stream is full and refuses events; they are held and retried, and shed (stream_full) once the hold is full',
+            );
+          }
+          metrics.streamFull = full;
+        }
         this.retry(event);
-        this.failed(event.sentAt, failure);
+        this.failed(event.sentAt, failure.detail);
       }
       this.pump();
       this.options.acknowledged();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
-import { eventually, natsServers, natsUrl } from '@gateway/testing';
+import { eventually, natsServers, natsUrl, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
 import type { UsageEventOutput } from '@gateway/proto';
 import { decodeUsageEvent, encodeUsageEvent } from './usage-codec.js';
 import { PoisonMessageError, startDurableConsumer } from './durable-consumer.js';
@@ -30,7 +30,7 @@ describe('startDurableConsumer', () => {
 
   beforeAll(async () => {
     nc = await connect({ servers: natsServers(await natsUrl()) });
-    await ensureUsageStream(nc, names);
+    await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
   });
 
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
-import { eventually, natsUrl, startTcpProxy } from '@gateway/testing';
+import { eventually, natsUrl, startTcpProxy, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
 import type { UsageEvent } from '@gateway/proto';
 import { connectNats } from './connect-nats.js';
 import { decodeUsageEvent, decodeUsageEvents } from './usage-codec.js';
@@ -77,7 +77,7 @@ describe('UsagePublisher', () => {
   async function createdStream(): Promise<ReturnType<typeof uniqueStream>> {
     const names = uniqueStream();
     created.push(names.stream);
-    await ensureUsageStream(nc, names);
+    await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
     return names;
   }
 
@@ -148,7 +148,7 @@ describe('UsagePublisher', () => {
     // Every refused attempt is sent again, and counted as such.
     expect(publisher.republished).toBeGreaterThanOrEqual(2);
 
-    await ensureUsageStream(nc, names);
+    await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
     await eventually(() => publisher.pending === 0, 'the queued events to be published', 10_000);
     expect(await streamMessages(nc, names.stream)).toBe(2);
     expect(publisher.queued).toBe(2);
@@ -182,7 +182,7 @@ describe('UsagePublisher', () => {
       await eventually(() => pauses.length >= 6, 'six failed rounds', 5_000);
       expect(pauses.slice(0, 6)).toEqual([20, 40, 80, 100, 100, 100]);
 
-      await ensureUsageStream(nc, names);
+      await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
       await eventually(() => publisher.pending === 0, 'the event to be published', 5_000);
       const manager = await nc.jetstreamManager();
       await manager.streams.delete(names.stream);
@@ -211,7 +211,7 @@ describe('UsagePublisher', () => {
     expect(publisher.queued).toBe(2);
     expect(publisher.dropped).toBe(4);
     expect(drops).toEqual(['queue_full', 'queue_full', 'queue_full', 'no_event_id']);
-    expect(publisher.droppedBy).toEqual({ queue_full: 3, closed: 0, too_large: 0, no_event_id: 1, malformed: 0 });
+    expect(publisher.droppedBy).toEqual({ queue_full: 3, stream_full: 0, closed: 0, too_large: 0, no_event_id: 1, malformed: 0 });
 
     // Closing abandons the two held events, and refuses what comes after: both are lost usage.
     publisher.close();

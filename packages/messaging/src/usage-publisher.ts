@@ -4,10 +4,10 @@ import type { UsageEvent, UsageEventOutput } from '@gateway/proto';
 import { AcknowledgedSender } from './acknowledged-sender.js';
 import { EventQueue, formMessage, type OutgoingEvent } from './outgoing-events.js';
 import { decodeUsageEvents } from './usage-codec.js';
-import { UsagePublisherMetrics, type UsageDropReason } from './usage-publisher-metrics.js';
+import { UsagePublisherMetrics, type UsageDropReason, type UsageRefusalReason } from './usage-publisher-metrics.js';
 import { USAGE_SUBJECT } from './usage-stream.js';
 
-export { USAGE_DROP_REASONS, type UsageDropReason } from './usage-publisher-metrics.js';
+export { USAGE_DROP_REASONS, USAGE_REFUSAL_REASONS, type UsageDropReason, type UsageRefusalReason } from './usage-publisher-metrics.js';
 
 /** Tuning of a UsagePublisher; the defaults suit the edge. */
 export interface UsagePublisherOptions {
@@ -133,7 +133,7 @@ export class UsagePublisher {
     return this.metrics.handedOver;
   }
 
-  /** Events dropped (queue full, publisher closed, no event id, too large to send), since start. */
+  /** Events dropped (queue full, stream full, publisher closed, no event id, too large to send), since start. */
   get dropped(): number {
     return this.metrics.dropped;
   }
@@ -141,6 +141,11 @@ export class UsagePublisher {
   /** Events dropped since start, by reason; a live view, not a copy. */
   get droppedBy(): Readonly<Record<UsageDropReason, number>> {
     return this.metrics.droppedBy;
+  }
+
+  /** Events whose attempt JetStream refused, by reason, once per refused attempt, since start; a live view. */
+  get refusedBy(): Readonly<Record<UsageRefusalReason, number>> {
+    return this.metrics.refusedBy;
   }
 
   /** Events acknowledged by JetStream (duplicates included), since start. */
@@ -180,7 +185,8 @@ export class UsagePublisher {
         return;
       }
       if (this.pending >= this.maxQueue) {
-        this.metrics.drop(event.event_id, 'queue_full');
+        // The hold is spent: shed, saying whether it is the stream refusing for space.
+        this.metrics.drop(event.event_id, this.metrics.streamFull ? 'stream_full' : 'queue_full');
         return;
       }
       if (this.forming.length === 0) this.formingSince = performance.now();

@@ -15,8 +15,19 @@ export const USAGE_SUBJECTS = ['usage.v1.>'];
  */
 export const USAGE_DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 
-/** How long usage events stay in the stream: long enough to re-meter after a metering outage. */
-export const USAGE_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+/**
+ * How long usage events stay in the stream by default (USAGE_STREAM_MAX_AGE_HOURS): 72 hours, so a
+ * metering outage or a lost Redis found on a Monday morning can still be re-metered from the events
+ * of the weekend. Longer costs storage in proportion (see the sizing table in deploy/README.md);
+ * billing's own record is Redis, not the stream.
+ */
+export const USAGE_MAX_AGE_MS = 72 * 60 * 60 * 1000;
+
+/**
+ * The most bytes the usage stream holds on each server by default (USAGE_STREAM_MAX_BYTES): 1 GiB,
+ * which fits a development NATS; a deployment sets it from its volume (deploy/README.md).
+ */
+export const USAGE_MAX_BYTES = 1024 * 1024 * 1024;
 
 /** A usage stream's name and subjects: what a gateway's edges publish to and its metering reads. */
 export interface UsageNames {
@@ -53,6 +64,14 @@ export interface UsageStreamOptions {
    * leaves the stream as it is (see ensureUsageStream).
    */
   replicas?: number;
+  /** How long an event is kept (USAGE_STREAM_MAX_AGE_HOURS, in ms); default USAGE_MAX_AGE_MS. */
+  maxAgeMs?: number;
+  /**
+   * The most bytes the stream holds on each server (USAGE_STREAM_MAX_BYTES); default
+   * USAGE_MAX_BYTES. JetStream reserves it against the server's max_file_store, and refuses a
+   * stream whose limit does not fit ("insufficient storage resources").
+   */
+  maxBytes?: number;
   /** Told when a start asked for fewer replicas than the stream has and kept the stream's. */
   logger?: { warn(details: object, message: string): void };
 }
@@ -61,6 +80,15 @@ export interface UsageStreamOptions {
  * Creates the usage stream, or updates it to this configuration when it exists. Idempotent, so
  * every publisher and consumer calls it at start. File storage because events are money. More than
  * one replica needs a NATS cluster with JetStream (a single server refuses it).
+ *
+ * Bounded by age and bytes, and a full stream refuses new events (`discard: new`) rather than
+ * deleting the oldest (`old`), which may not be metered yet: a refused event stays with the edge
+ * that published it, which holds and retries it (USAGE_DELIVERY.md), so nothing accepted is lost
+ * while space comes back within the edge's hold. The age and byte limits of an existing stream are
+ * set to this start's, so a change of USAGE_STREAM_MAX_AGE_HOURS or USAGE_STREAM_MAX_BYTES takes
+ * effect at the next rollout. A lowered max_bytes is applied no lower than what the stream holds
+ * (JetStream would otherwise delete the oldest events to fit, metered or not): the stream refuses
+ * new events until its oldest age out, and a later start lowers it the rest of the way.
  *
  * The replica count is only ever raised here, never lowered: every pod runs this at start with its
  * own USAGE_STREAM_REPLICAS, and one pod left at the default 1 would otherwise take an R3 stream
@@ -73,11 +101,13 @@ export async function ensureUsageStream(nc: NatsConnection, options: UsageStream
     subjects: options.subjects ?? USAGE_SUBJECTS,
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
-    discard: DiscardPolicy.Old,
+    discard: DiscardPolicy.New,
     duplicate_window: nanos(USAGE_DUPLICATE_WINDOW_MS),
-    max_age: nanos(USAGE_MAX_AGE_MS),
+    max_age: nanos(options.maxAgeMs ?? USAGE_MAX_AGE_MS),
+    max_bytes: options.maxBytes ?? USAGE_MAX_BYTES,
     num_replicas: options.replicas ?? 1,
   };
+  warnIfDiscardNewIsInexact(nc, config.name, options.logger);
   let existing: StreamInfo | undefined;
   try {
     existing = await manager.streams.info(config.name);
@@ -87,7 +117,7 @@ export async function ensureUsageStream(nc: NatsConnection, options: UsageStream
       return await manager.streams.add(config);
     } catch (addError) {
       // Another process created it between our lookup and our add: fall through to update.
-      if (!/already in use|already exists/i.test((addError as Error).message)) throw addError;
+      if (!/already in use|already exists/i.test((addError as Error).message)) throw explainStorage(addError, config);
     }
   }
   existing ??= await manager.streams.info(config.name);
@@ -99,9 +129,46 @@ export async function ensureUsageStream(nc: NatsConnection, options: UsageStream
     );
     config.num_replicas = current;
   }
+  // JetStream meets a max_bytes below what the stream holds by deleting its oldest events at once,
+  // metered or not: a start keeps the stream's room for what it holds instead (the stream then
+  // refuses new events until the oldest age out, and a later start lowers it further).
+  const held = existing.state.bytes;
+  if (config.max_bytes < held) {
+    options.logger?.warn(
+      { stream: config.name, bytes: held, requested: config.max_bytes },
+      'usage stream keeps room for the events it holds: a start never lowers max_bytes below them, which would delete the oldest unmetered or not (they age out, or lower it with `nats stream edit`)',
+    );
+    config.max_bytes = held;
+  }
   // Storage cannot change after creation, so the update leaves it out.
   const { storage: _storage, ...updatable } = config;
-  return manager.streams.update(config.name, updatable);
+  return manager.streams.update(config.name, updatable).catch((error: unknown) => {
+    throw explainStorage(error, config);
+  });
+}
+
+/**
+ * Servers before 2.10.5 check `discard: new` against an event's payload and headers alone, not the
+ * record they store (subject and framing too): a stream within a record of its max_bytes then
+ * accepts the event and drops its oldest one to make room, which may not be metered yet.
+ */
+function warnIfDiscardNewIsInexact(nc: NatsConnection, stream: string, logger: UsageStreamOptions['logger']): void {
+  const version = nc.info?.version;
+  const [major = 0, minor = 0, patch = 0] = (version ?? '').split(/[.-]/).map(Number);
+  if (version === undefined || major > 2 || (major === 2 && (minor > 10 || (minor === 10 && patch >= 5)))) return;
+  logger?.warn({ stream, nats_version: version }, 'NATS before 2.10.5 may drop the oldest usage events of a full stream despite discard: new; upgrade NATS');
+}
+
+/** JetStream's error when a stream's max_bytes does not fit what the server may still reserve. */
+const STORAGE_RESOURCES_EXCEEDED = 10047;
+
+/** Names the variable to change when JetStream refuses the stream's max_bytes; any other error as it is. */
+function explainStorage(error: unknown, config: { name: string; max_bytes: number; num_replicas: number }): unknown {
+  if ((error as { api_error?: { err_code?: number } }).api_error?.err_code !== STORAGE_RESOURCES_EXCEEDED) return error;
+  return new Error(
+    `NATS cannot reserve USAGE_STREAM_MAX_BYTES=${config.max_bytes} for the usage stream ${config.name} (on each of its ${config.num_replicas} server(s)): lower it, or raise the servers' max_file_store (${(error as Error).message})`,
+    { cause: error },
+  );
 }
 
 /** Whether a JetStream API error means "stream not found" (code 404 / err_code 10059). */

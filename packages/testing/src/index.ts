@@ -62,6 +62,13 @@ export async function natsUrl(): Promise<string> {
   return url;
 }
 
+/**
+ * The USAGE_STREAM_MAX_BYTES of the usage streams tests create (64 MiB): NATS reserves each
+ * stream's max_bytes from its max_file_store, so tests side by side on one development NATS must
+ * not each take the production default (1 GiB).
+ */
+export const TEST_USAGE_STREAM_MAX_BYTES = 64 * 1024 * 1024;
+
 /** The servers of a NATS_URL, as nats.js's `servers` option takes them. */
 export function natsServers(url: string): string[] {
   return url

@@ -1,7 +1,8 @@
 /**
  * A NATS cluster with JetStream on loopback, started and stopped by the test itself: `nats-server`
  * processes (Debian's package `nats-server`) joined by routes, each with its own store directory,
- * so that a test can kill a node and start it again on the same data.
+ * so that a test can kill a node and start it again on the same data. Each bounds JetStream's
+ * storage as the deployed servers do (max_file_store, max_memory_store).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -62,7 +63,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
       config,
       `server_name: ${name}
 listen: 127.0.0.1:${port.client}
-jetstream { store_dir: "${store}" }
+jetstream { store_dir: "${store}", max_file_store: 8GB, max_memory_store: 256MB }
 cluster {
   name: gateway-test
   listen: 127.0.0.1:${port.route}

@@ -7,7 +7,6 @@ import { GatewayError, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type {
   AdminAccessServiceHandlers,
-  AdminRole,
   AdminTokenInfo,
   AuditEntry as AuditEntryMessage,
   CheckAdminTokenRequestOutput,
@@ -21,7 +20,8 @@ import type {
 } from '@gateway/proto';
 import { AuditCursorError, type AuditEntry, type AuditLog } from './audit-log.js';
 import { type Auditor, callActor } from './auditor.js';
-import type { AdminRoleName, AdminTokenStore, StoredAdminToken } from './admin-token-store.js';
+import type { AdminRoleName, AdminTokenStore } from './admin-token-store.js';
+import { ADMIN_ROLES, toAdminTokenInfo } from './info-messages.js';
 import { KeyInputError } from './key-store.js';
 
 /** What the AdminAccessService needs. */
@@ -32,20 +32,7 @@ export interface AdminAccessDependencies {
   logger: Logger;
 }
 
-const ROLES: Record<AdminRoleName, AdminRole> = { admin: 'ADMIN_ROLE_ADMIN', viewer: 'ADMIN_ROLE_VIEWER' };
 const ROLE_NAMES: Record<string, AdminRoleName> = { ADMIN_ROLE_ADMIN: 'admin', ADMIN_ROLE_VIEWER: 'viewer' };
-
-/** A stored token as the AdminTokenInfo message. */
-export function toAdminTokenInfo(token: StoredAdminToken): AdminTokenInfo {
-  return {
-    token_id: token.token_id,
-    name: token.name,
-    role: ROLES[token.role],
-    created_at_ms: token.created_at_ms,
-    revoked: token.revoked,
-    created_by: token.created_by,
-  };
-}
 
 function toAuditEntryMessage(entry: AuditEntry): AuditEntryMessage {
   return { ...entry };
@@ -94,7 +81,7 @@ export function createAdminAccessService({ adminTokens, audit, auditor, logger }
 
   async function checkAdminToken(request: CheckAdminTokenRequestOutput): Promise<CheckAdminTokenResponse> {
     const token = await store(() => adminTokens.check(request.secret ?? ''));
-    return token ? { valid: true, token_id: token.token_id, role: ROLES[token.role] } : { valid: false };
+    return token ? { valid: true, token_id: token.token_id, role: ADMIN_ROLES[token.role] } : { valid: false };
   }
 
   async function listAdminTokens(): Promise<ListAdminTokensResponse> {

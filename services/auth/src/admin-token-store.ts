@@ -11,13 +11,11 @@
  */
 import { authKeys, DEFAULT_AUTH_PREFIX, type AuthKeys } from '@gateway/keyspace';
 import { type RedisClient, waitForReplicas } from '@gateway/redis';
+import { type AdminRoleName, isAdminRoleName } from './admin-roles.js';
 import { hashSecret, MAX_SECRET_LENGTH, randomBase62 } from './key-secret.js';
 import { KeyInputError, MAX_KEY_NAME_LENGTH } from './key-store.js';
 
-/** A role an admin token can have. */
-export type AdminRoleName = 'admin' | 'viewer';
-/** The roles, most powerful first. */
-export const ADMIN_ROLE_NAMES: readonly AdminRoleName[] = Object.freeze(['admin', 'viewer']);
+export { ADMIN_ROLE_NAMES, type AdminRoleName, isAdminRoleName } from './admin-roles.js';
 
 /** What an admin token's secret looks like: `bra-` (never `br-`, an API key's) and 40 base62. */
 export const ADMIN_TOKEN_SECRET_PATTERN = /^bra-[A-Za-z0-9]{40}$/;
@@ -33,11 +31,6 @@ export interface StoredAdminToken {
   /** The creating actor's subject. */
   created_by: string;
   revoked: boolean;
-}
-
-/** Whether text names a role. */
-export function isAdminRoleName(text: string): text is AdminRoleName {
-  return (ADMIN_ROLE_NAMES as readonly string[]).includes(text);
 }
 
 /** Admin tokens: create, check, list, revoke. The gRPC service and the CLI share it. */

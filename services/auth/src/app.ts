@@ -1,4 +1,4 @@
-import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { createAdminAccessService } from './admin-access-service.js';
 import type { AdminTokenStore } from './admin-token-store.js';
@@ -20,6 +20,8 @@ export interface AuthServerDependencies extends Omit<AuthServiceDependencies, 'a
   adminTokens: AdminTokenStore;
   audit: AuditLog;
   teams: TeamStore;
+  /** The server's connection age and grace (GRPC_MAX_CONNECTION_AGE_MS, ..._GRACE_MS); the defaults of @gateway/grpc when absent. */
+  connectionAge?: ConnectionAge;
 }
 
 /**
@@ -34,9 +36,12 @@ export function createServer(dependencies: AuthServerDependencies): GatewayServe
   const service = createAuthService({ ...dependencies, auditor });
   const adminAccess = createAdminAccessService({ ...dependencies, auditor });
   const teams = createTeamService({ teams: dependencies.teams, logger: dependencies.logger, auditor });
-  return createGatewayServer([
-    { name: AUTH_SERVICE_NAME, definition: AuthService.service, handlers: service.handlers, drain: service.drain },
-    { name: ADMIN_ACCESS_SERVICE_NAME, definition: AdminAccessService.service, handlers: adminAccess },
-    { name: TEAM_SERVICE_NAME, definition: TeamService.service, handlers: teams },
-  ]);
+  return createGatewayServer(
+    [
+      { name: AUTH_SERVICE_NAME, definition: AuthService.service, handlers: service.handlers, drain: service.drain },
+      { name: ADMIN_ACCESS_SERVICE_NAME, definition: AdminAccessService.service, handlers: adminAccess },
+      { name: TEAM_SERVICE_NAME, definition: TeamService.service, handlers: teams },
+    ],
+    connectionAgeOptions(dependencies.connectionAge),
+  );
 }

@@ -285,6 +285,27 @@ describe('AuthService', () => {
     });
   });
 
+  it("holds a request's cost bound against the key's budget until it is settled, even for a key without rate limits", async () => {
+    // Enterprise: no rate limits, so only the budget's hold needs a reservation to release.
+    const created = await auth.createKey({ plan: 'PLAN_ENTERPRISE', name: 'budgeted', daily_budget_override: { micro_usd: 100 } });
+    const micro = (amount: number) => String(amount * 1_000_000);
+    const first = await auth.reserve({ api_key: created.secret!, reserve_tokens: 10, reservation_id: randomUUID(), cost_bound_pico_usd: micro(60) });
+    expect(first).toMatchObject({ decision: 'DECISION_ALLOW', budget: { limited: true, remaining_pico_usd: 100_000_000 } });
+    expect(first.reservation_id).toMatch(new RegExp(`^${created.key!.key_id}:`));
+    // 40 left beside the first: a bound of 60 does not fit; 40 does, and the remaining reported is net of the first.
+    const refused = await auth.reserve({ api_key: created.secret!, reserve_tokens: 10, reservation_id: randomUUID(), cost_bound_pico_usd: micro(60) });
+    expect(refused).toMatchObject({ decision: 'DECISION_DENY_BUDGET', reservation_id: '', budget: { remaining_pico_usd: 40_000_000 } });
+    expect(refused.message).toMatch(/budget/);
+    // The first ends without usage: its hold goes, and the second fits.
+    expect(await auth.settle({ reservation_id: first.reservation_id!, actual_tokens: 0 })).toMatchObject({ outcome: 'SETTLE_OUTCOME_SETTLED' });
+    expect(await auth.reserve({ api_key: created.secret!, reserve_tokens: 10, reservation_id: randomUUID(), cost_bound_pico_usd: micro(60) })).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      budget: { remaining_pico_usd: 100_000_000 },
+    });
+    const negative = await auth.reserve({ api_key: created.secret!, reserve_tokens: 10, cost_bound_pico_usd: -1 }).catch((caught: unknown) => caught);
+    expect(negative).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'cost_bound_pico_usd' });
+  });
+
   it('creates, reads and updates keys with overrides and a routing policy', async () => {
     const created = await auth.createKey({
       plan: 'PLAN_PRO',

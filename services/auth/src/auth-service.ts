@@ -3,7 +3,6 @@ import type { Logger } from '@gateway/logger';
 import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
 import type {
   AuthServiceHandlers,
-  Budget,
   BudgetOutput,
   BudgetState,
   CheckKeyRequestOutput,
@@ -17,7 +16,6 @@ import type {
   LimitState,
   ListKeysRequestOutput,
   ListKeysResponse,
-  MinuteLimit,
   MinuteLimitOutput,
   RevokeKeyRequestOutput,
   SettleUsageRequestOutput,
@@ -25,9 +23,10 @@ import type {
   UpdateKeyRequestOutput,
 } from '@gateway/proto';
 import type { Auditor } from './auditor.js';
+import { toKeyInfo } from './info-messages.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
-import { KeyExistsError, KeyInputError, TeamNotFoundError, type KeyChanges, type KeyStore, type StoredKey } from './key-store.js';
-import { BUDGET_FIELDS, planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
+import { KeyExistsError, KeyInputError, TeamNotFoundError, type KeyChanges, type KeyStore } from './key-store.js';
+import { planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
 import {
   type QuotaDecision,
   type QuotaLimiter,
@@ -63,11 +62,6 @@ export const INVALID_KEY_MESSAGE = 'Incorrect API key provided. You can find you
 /** The message of a revoked-key denial. */
 export const REVOKED_KEY_MESSAGE = 'This API key has been revoked.';
 
-/** A per-minute limit as a MinuteLimit message. */
-export function toMinuteLimit(limit: Limit): MinuteLimit {
-  return limit === 'unlimited' ? { unlimited: true } : { per_minute: limit };
-}
-
 /**
  * A limit message as received (a MinuteLimit or a Budget): its positive `field`, 'unlimited', null
  * for plan_default (remove the override), undefined when absent. A `field` that is not a positive
@@ -96,11 +90,6 @@ export function fromMinuteLimit(message: MinuteLimitOutput | null | undefined, p
   return fromLimitMessage(message, 'per_minute', param);
 }
 
-/** A budget as a Budget message. */
-export function toBudget(budget: BudgetLimit): Budget {
-  return budget === 'unlimited' ? { unlimited: true } : { micro_usd: budget };
-}
-
 /**
  * A Budget as received: micro-USD, null for plan_default (remove the override), undefined when
  * absent. A micro_usd that is not positive is refused with the field's name.
@@ -124,33 +113,6 @@ export function budgetState(budget: BudgetDecisionState): BudgetState {
 /** Pico-USD as USD for a message: at most six decimals, as budgets are set. */
 function usd(pico: number): string {
   return `$${(pico / 1e12).toFixed(6).replace(/\.?0+$/, '')}`;
-}
-
-/** The public facts of a stored key as a KeyInfo message, with the limits in force. */
-export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
-  const info: KeyInfo = {
-    key_id: key.key_id,
-    plan: planToProto(key.plan),
-    name: key.name,
-    created_at_ms: key.created_at_ms,
-    last_used_at_ms: key.last_used_at_ms,
-    revoked: key.revoked,
-    routing_policy: key.routing_policy,
-    requests_per_minute: toMinuteLimit(key.requests_per_minute_override ?? plans[key.plan].requests_per_minute),
-    tokens_per_minute: toMinuteLimit(key.tokens_per_minute_override ?? plans[key.plan].tokens_per_minute),
-  };
-  if (key.requests_per_minute_override !== undefined) info.requests_per_minute_override = toMinuteLimit(key.requests_per_minute_override);
-  if (key.tokens_per_minute_override !== undefined) info.tokens_per_minute_override = toMinuteLimit(key.tokens_per_minute_override);
-  if (key.catalog_fallbacks_override !== undefined) info.catalog_fallbacks_override = key.catalog_fallbacks_override;
-  info.catalog_fallbacks = key.catalog_fallbacks_override ?? plans[key.plan].catalog_fallbacks;
-  for (const field of BUDGET_FIELDS) {
-    const override = key[`${field}_override`];
-    if (override !== undefined) info[`${field}_override`] = toBudget(override);
-    info[field] = toBudget(override ?? plans[key.plan][field]);
-  }
-  if (key.allowed_models !== undefined) info.allowed_models = { models: key.allowed_models };
-  info.team_id = key.team_id ?? '';
-  return info;
 }
 
 /** A window's state as the LimitState the edge turns into x-ratelimit headers. */
@@ -260,9 +222,12 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       throw GatewayError.of('invalid_request', 'reservation_id must be 1 to 64 letters, digits, "_" or "-".', {
         param: 'reservation_id',
       });
+    const costBound = Number(request.cost_bound_pico_usd ?? 0);
+    if (!Number.isSafeInteger(costBound) || costBound < 0)
+      throw GatewayError.of('invalid_request', 'cost_bound_pico_usd must be a non-negative integer.', { param: 'cost_bound_pico_usd' });
     const model = request.model ?? '';
     if (model.length > MAX_MODEL_LENGTH) throw GatewayError.of('invalid_request', `model has at most ${MAX_MODEL_LENGTH} characters.`, { param: 'model' });
-    const how = { mode: request.check_only ? ('peek' as const) : ('reserve' as const), model };
+    const how = { mode: request.check_only ? ('peek' as const) : ('reserve' as const), model, costBoundPicoUsd: costBound };
     const result = await store(() => limiter.check(hashSecret(secret), part, reserve, how), 'The key service cannot decide right now.', request.request_id);
     if (result.kind === 'unknown_key') return deny('DENY_REASON_UNKNOWN_KEY');
     if (result.kind === 'revoked') return deny('DENY_REASON_REVOKED');

@@ -12,17 +12,30 @@ import { hashSecret } from './key-secret.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const run = promisify(execFile);
+/**
+ * A CLI run that has not ended by then is killed (and fails its test with the signal) rather than
+ * holding the test to its timeout: a run takes a fraction of a second, several on a loaded machine.
+ */
+const RUN_TIMEOUT_MS = 15_000;
 
-describe('auth CLI (dist/cli.js)', () => {
+// A test starts the CLI up to nine times one after another: a minute for a test leaves room for
+// runs of several seconds each on a loaded machine (other test files beside it), while a run that
+// hangs still fails its test after RUN_TIMEOUT_MS, naming the signal that ended it.
+describe('auth CLI (dist/cli.js)', { timeout: 60_000 }, () => {
   const prefix = `test-${randomUUID()}:auth:`;
   let url: string;
   let inspector: RedisClient;
 
   /** Runs the built CLI; resolves with its output and exit code, whatever the code. */
   const cli = (...args: string[]) =>
-    run(process.execPath, [CLI, ...args], { env: { ...process.env, REDIS_URL: url, AUTH_REDIS_PREFIX: prefix } })
-      .then(({ stdout, stderr }) => ({ stdout, stderr, code: 0 }))
-      .catch((error: { stdout: string; stderr: string; code: number }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code }));
+    run(process.execPath, [CLI, ...args], { env: { ...process.env, REDIS_URL: url, AUTH_REDIS_PREFIX: prefix }, timeout: RUN_TIMEOUT_MS })
+      .then(({ stdout, stderr }) => ({ stdout, stderr, code: 0 as number | null, signal: undefined as string | undefined }))
+      .catch((error: { stdout: string; stderr: string; code: number | null; signal?: string }) => ({
+        stdout: error.stdout,
+        stderr: error.stderr,
+        code: error.code,
+        signal: error.signal,
+      }));
 
   beforeAll(async () => {
     url = await redisUrl();
@@ -181,11 +194,13 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(shown).toMatchObject({ monthly_budget_override: 'unlimited' });
     expect(shown).not.toHaveProperty('daily_budget_override');
 
-    for (const bad of ['0', '-1', '0.0000001', 'ten', '1e3']) {
-      const result = await cli('update', created.key_id, `--daily-budget-usd=${bad}`);
+    // Each refused before the CLI connects to Redis; run side by side, as they change nothing.
+    const refused = await Promise.all(['0', '-1', '0.0000001', 'ten', '1e3'].map((bad) => cli('update', created.key_id, `--daily-budget-usd=${bad}`)));
+    for (const result of refused) {
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('--daily-budget-usd must be a positive amount of USD (at least 0.000001), "unlimited" or "plan"');
     }
+    expect((await keys.get(created.key_id))?.monthly_budget_override).toBe('unlimited');
   });
 
   it('creates, lists and revokes an admin token, recording each change with the actor cli', async () => {
@@ -217,6 +232,30 @@ describe('auth CLI (dist/cli.js)', () => {
     expect(entries.map((entry) => entry.action)).toEqual(['key.update', 'key.create']);
     expect(JSON.parse(entries[0]!.before_json)).toMatchObject({ key_id: keyId, name: 'old', plan: 'PLAN_STARTER' });
     expect(JSON.parse(entries[0]!.after_json)).toMatchObject({ name: 'new' });
+  });
+
+  it('prints its usage for --help, -h and help, and refuses a mistaken command line, without Redis', async () => {
+    const offline = (...args: string[]) =>
+      run(process.execPath, [CLI, ...args], { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1' }, timeout: RUN_TIMEOUT_MS })
+        .then(({ stdout, stderr }) => ({ stdout, stderr, code: 0 }))
+        .catch((error: { stdout: string; stderr: string; code: number }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code }));
+    const [help, short, word, unknown, badLimit] = await Promise.all([
+      offline('--help'),
+      offline('-h'),
+      offline('help'),
+      offline('frobnicate'),
+      offline('update', 'key_0000000000000000', '--requests-per-minute', 'many'),
+    ]);
+    for (const result of [help, short, word]) {
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(/^usage:\n {2}create-key --plan starter\|pro\|enterprise/);
+      expect(result.stdout).toContain('create-admin-token --role admin|viewer');
+    }
+    // Usage mistakes (exit code 2), not "failed" to reach Redis (1).
+    expect(unknown).toMatchObject({ code: 2, stdout: '' });
+    expect(unknown.stderr).toMatch(/^unknown command "frobnicate"\nusage:/);
+    expect(badLimit).toMatchObject({ code: 2 });
+    expect(badLimit.stderr).toMatch(/^--requests-per-minute must be a positive integer/);
   });
 
   it('fails with a message when Redis is unreachable', async () => {

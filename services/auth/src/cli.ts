@@ -12,6 +12,7 @@
  *   node dist/cli.js create-team --name n [--requests-per-minute N] [--tokens-per-minute N]
  *                                [--daily-budget-usd X] [--monthly-budget-usd X] [--allowed-models a,b*] [--json]
  *   node dist/cli.js list-teams [--json]
+ *   node dist/cli.js help (or --help, -h)
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
  * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
  * [--monthly-budget-usd X|unlimited|plan] [--allowed-models ID,PREFIX*,...|all] ("plan" removes an
@@ -22,19 +23,19 @@
  * audit trail with the actor `cli`.
  */
 import { parseArgs } from 'node:util';
-import { loadConfig, redisVariables, Type } from '@gateway/config';
-import { ADMIN_ROLE_NAMES, AdminTokenStore, isAdminRoleName, type StoredAdminToken } from './admin-token-store.js';
-import { toAdminTokenInfo } from './admin-access-service.js';
+// Only what parsing the command line and printing the usage need is imported here; Redis, the
+// config schema and the stores are imported once a command runs (runOnRedis below), the plans'
+// YAML parser only by the commands that record a key's limits, so that `--help` and a mistaken
+// command line answer at once and a command loads no gRPC or tracing runtime: scripts and tests
+// start the CLI many times over (`pnpm bench cli-start` holds its start to a few of Node's own).
+import { ADMIN_ROLE_NAMES, isAdminRoleName } from './admin-roles.js';
+import type { AdminTokenStore, StoredAdminToken } from './admin-token-store.js';
 import { AuditLog, CLI_ACTOR } from './audit-log.js';
-import { toKeyInfo } from './auth-service.js';
-import { AuthConfigSchema } from './config.js';
-import { createLogger } from '@gateway/logger';
+import { toAdminTokenInfo, toKeyInfo, toTeam } from './info-messages.js';
 import { isWellFormedSecret } from './key-secret.js';
-import { KeyExistsError, KeyInputError, KeyStore, TeamNotFoundError, type KeyChanges, type StoredKey } from './key-store.js';
+import type { KeyChanges, KeyStore, StoredKey } from './key-store.js';
 import { isPlanName, loadPlans, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName, type PlanTable } from './plans.js';
-import { toTeam } from './team-service.js';
-import { TeamStore, type NewTeam } from './team-store.js';
-import { createRedis, REDIS_URL_PATTERN } from '@gateway/redis';
+import type { NewTeam, TeamStore } from './team-store.js';
 
 const USAGE = `usage:
   create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [--team TEAM_ID] [LIMITS] [--json]
@@ -48,6 +49,7 @@ const USAGE = `usage:
   create-team --name NAME [--requests-per-minute N] [--tokens-per-minute N] [--daily-budget-usd USD]
               [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--json]
   list-teams [--json]
+  help (or --help, -h): this text
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
         [--catalog-fallbacks on|off|plan] [--daily-budget-usd USD|unlimited|plan] [--monthly-budget-usd USD|unlimited|plan]
         [--allowed-models ID,PREFIX*,...|all]
@@ -57,20 +59,13 @@ LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimite
 /** A mistake in the command line: printed with the usage, exit code 2. */
 class UsageError extends Error {}
 
-/** The CLI's settings (auth's own Redis variables), read through the same schema machinery as the services. */
-const CliConfigSchema = Type.Object({
-  ...redisVariables(REDIS_URL_PATTERN),
-  AUTH_REDIS_PREFIX: AuthConfigSchema.properties.AUTH_REDIS_PREFIX,
-  AUTH_PLANS_PATH: AuthConfigSchema.properties.AUTH_PLANS_PATH,
-  AUTH_AUDIT_RETENTION_DAYS: AuthConfigSchema.properties.AUTH_AUDIT_RETENTION_DAYS,
-});
-
 /** What the commands work on: the stores, and the audit trail each change is recorded in. */
 interface CliStores {
   keys: KeyStore;
   adminTokens: AdminTokenStore;
   audit: AuditLog;
-  plans: PlanTable;
+  /** The plans, read on first use: only the commands that record a key's limits in force need them. */
+  plans: () => PlanTable;
   teams: TeamStore;
 }
 
@@ -131,6 +126,7 @@ const OPTIONS = {
   team: { type: 'string' },
   'allowed-models': { type: 'string' },
   role: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
 } as const;
 
 /** The flags of a command line, as parseArgs reads them. */
@@ -159,6 +155,8 @@ function planFlag(plan: string | undefined): PlanName {
 
 async function createKey({ keys, audit, plans }: CliStores, values: Flags, overrides: OverrideFlags): Promise<void> {
   const plan = planFlag(values.plan);
+  // Read before the change, so that plans that cannot be read fail the command before it changes anything.
+  const table = plans();
   if (values.secret !== undefined && !isWellFormedSecret(values.secret))
     throw new UsageError('--secret must be "br-" followed by at least 32 letters or digits');
   // A creation has no override to take back: "plan" is the same as leaving the flag out.
@@ -171,7 +169,7 @@ async function createKey({ keys, audit, plans }: CliStores, values: Flags, overr
     ...(values.team ? { team_id: values.team } : {}),
     ...set,
   });
-  await audit.record({ actor: CLI_ACTOR, action: 'key.create', target_id: key.key_id, after: toKeyInfo(key, plans) });
+  await audit.record({ actor: CLI_ACTOR, action: 'key.create', target_id: key.key_id, after: toKeyInfo(key, table) });
   if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, plan: key.plan, name: key.name, secret })}\n`);
   else process.stdout.write(`key_id: ${key.key_id}\nplan:   ${key.plan}\nsecret: ${secret}\n(the secret is shown only this once)\n`);
 }
@@ -230,10 +228,11 @@ async function createTeam({ teams, audit }: CliStores, values: Flags, overrides:
 
 /** Applies a change to a key and records it: `before` and `after` are the key's public facts. */
 async function changeKey(stores: CliStores, keyId: string, action: 'key.update' | 'key.revoke', change: () => Promise<StoredKey | undefined>) {
+  const plans = stores.plans();
   const before = await stores.keys.get(keyId);
   const after = await change();
   if (before && after) {
-    const info = (key: StoredKey) => toKeyInfo(key, stores.plans);
+    const info = (key: StoredKey) => toKeyInfo(key, plans);
     await stores.audit.record({ actor: CLI_ACTOR, action, target_id: keyId, before: info(before), after: info(after) });
   }
   return after;
@@ -281,8 +280,33 @@ async function runAdminTokenCommand(stores: CliStores, command: string, values: 
   else process.stdout.write(all.length ? `${all.map(formatAdminToken).join('\n')}\n` : 'no admin tokens\n');
 }
 
-async function run(argv: string[], stores: CliStores): Promise<void> {
-  const { keys } = stores;
+/** A command line as read: the command, its other positionals, its flags and the overrides they set. */
+interface CommandLine {
+  command: string;
+  rest: string[];
+  values: Flags;
+  overrides: OverrideFlags;
+}
+
+/** The commands that work on Redis. */
+const COMMANDS = new Set([
+  'create-key',
+  'list',
+  'get',
+  'update',
+  'revoke',
+  'create-admin-token',
+  'list-admin-tokens',
+  'revoke-admin-token',
+  'create-team',
+  'list-teams',
+]);
+
+/**
+ * Reads a command line: undefined when it asks for the usage; every mistake seen without Redis (an
+ * unknown flag or command, a malformed limit) is a UsageError before anything connects.
+ */
+function readCommandLine(argv: string[]): CommandLine | undefined {
   let parsed: { values: Flags; positionals: string[] };
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
@@ -292,7 +316,13 @@ async function run(argv: string[], stores: CliStores): Promise<void> {
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  const overrides = overrideFlags(values);
+  if (values.help || command === 'help') return undefined;
+  if (!command || !COMMANDS.has(command)) throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
+  return { command, rest, values, overrides: overrideFlags(values) };
+}
+
+async function run({ command, rest, values, overrides }: CommandLine, stores: CliStores): Promise<void> {
+  const { keys } = stores;
   switch (command) {
     case 'create-key':
       return createKey(stores, values, overrides);
@@ -335,35 +365,76 @@ async function run(argv: string[], stores: CliStores): Promise<void> {
   }
 }
 
-const config = loadConfig(CliConfigSchema, process.env);
-const redis = createRedis(config.REDIS_URL, createLogger('auth-cli', 'silent'), { lazyConnect: true });
-try {
-  await redis.connect();
-  const prefix = config.AUTH_REDIS_PREFIX;
-  await run(process.argv.slice(2), {
-    keys: new KeyStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
-    adminTokens: new AdminTokenStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
-    audit: new AuditLog(redis, { prefix, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS }),
-    plans: loadPlans(config.AUTH_PLANS_PATH),
-    teams: new TeamStore(redis, { prefix }),
-  });
-} catch (error) {
+/**
+ * Runs a command on Redis with the CLI's settings (auth's own Redis variables, read through the
+ * same schema machinery as the services), importing Redis, the config schema and the stores only now.
+ */
+async function runOnRedis(commandLine: CommandLine): Promise<void> {
+  const [{ loadConfig, redisVariables, Type }, { createRedis, REDIS_URL_PATTERN }, { createLogger }, { AuthConfigSchema }, stores] = await Promise.all([
+    import('@gateway/config'),
+    import('@gateway/redis'),
+    import('@gateway/logger'),
+    import('./config.js'),
+    Promise.all([import('./admin-token-store.js'), import('./key-store.js'), import('./team-store.js')]),
+  ]);
+  const [{ AdminTokenStore }, { KeyStore }, { TeamStore }] = stores;
+  const config = loadConfig(
+    Type.Object({
+      ...redisVariables(REDIS_URL_PATTERN),
+      AUTH_REDIS_PREFIX: AuthConfigSchema.properties.AUTH_REDIS_PREFIX,
+      AUTH_PLANS_PATH: AuthConfigSchema.properties.AUTH_PLANS_PATH,
+      AUTH_AUDIT_RETENTION_DAYS: AuthConfigSchema.properties.AUTH_AUDIT_RETENTION_DAYS,
+    }),
+    process.env,
+  );
+  const redis = createRedis(config.REDIS_URL, createLogger('auth-cli', 'silent'), { lazyConnect: true });
+  try {
+    await redis.connect();
+    const prefix = config.AUTH_REDIS_PREFIX;
+    let plans: PlanTable | undefined;
+    await run(commandLine, {
+      keys: new KeyStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
+      adminTokens: new AdminTokenStore(redis, { prefix, replicas: config.REDIS_WAIT_REPLICAS }),
+      audit: new AuditLog(redis, { prefix, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS }),
+      plans: () => {
+        plans ??= loadPlans(config.AUTH_PLANS_PATH);
+        return plans;
+      },
+      teams: new TeamStore(redis, { prefix }),
+    });
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
+}
+
+/** The exit code of a failed command, its message written to stderr. */
+async function reportFailure(error: unknown): Promise<number> {
   if (error instanceof UsageError) {
     process.stderr.write(`${error.message}\n${USAGE}\n`);
-    process.exitCode = 2;
-  } else if (error instanceof KeyInputError) {
-    process.stderr.write(`${error.message}\n`);
-    process.exitCode = 2;
-  } else if (error instanceof TeamNotFoundError) {
-    process.stderr.write('no team has this id\n');
-    process.exitCode = 1;
-  } else if (error instanceof KeyExistsError) {
-    process.stderr.write('a key with this secret already exists\n');
-    process.exitCode = 1;
-  } else {
-    process.stderr.write(`failed: ${(error as Error).message}\n`);
-    process.exitCode = 1;
+    return 2;
   }
-} finally {
-  await redis.quit().catch(() => redis.disconnect());
+  // Loaded already when a command ran (and so could throw them).
+  const { KeyExistsError, KeyInputError, TeamNotFoundError } = await import('./key-store.js');
+  if (error instanceof KeyInputError) {
+    process.stderr.write(`${error.message}\n`);
+    return 2;
+  }
+  if (error instanceof TeamNotFoundError) {
+    process.stderr.write('no team has this id\n');
+    return 1;
+  }
+  if (error instanceof KeyExistsError) {
+    process.stderr.write('a key with this secret already exists\n');
+    return 1;
+  }
+  process.stderr.write(`failed: ${(error as Error).message}\n`);
+  return 1;
+}
+
+try {
+  const commandLine = readCommandLine(process.argv.slice(2));
+  if (commandLine) await runOnRedis(commandLine);
+  else process.stdout.write(`${USAGE}\n`);
+} catch (error) {
+  process.exitCode = await reportFailure(error);
 }

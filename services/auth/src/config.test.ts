@@ -35,6 +35,7 @@ describe('auth configuration', () => {
     [{ REDIS_URL: 'localhost:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?(-cluster)?://"'],
     [{ AUTH_QUOTA_WINDOW_SECONDS: '0' }, 'invalid configuration: env/AUTH_QUOTA_WINDOW_SECONDS must be >= 1'],
     [{ LOG_LEVEL: 'loud' }, 'invalid configuration: env/LOG_LEVEL must be equal to one of the allowed values'],
+    [{ GRPC_MAX_CONNECTION_AGE_MS: '500' }, 'invalid configuration: env/GRPC_MAX_CONNECTION_AGE_MS must be >= 1000'],
   ];
   it.each(invalid)('rejects %o', (env, message) => {
     expect(() => loadAuthConfig(env)).toThrow(new ConfigError(message));

@@ -1,4 +1,4 @@
-import { loadConfig, logLevelVariable, redisVariables, Type, type Static, configReloadVariable } from '@gateway/config';
+import { loadConfig, logLevelVariable, redisVariables, Type, type Static, configReloadVariable, grpcConnectionAgeVariables } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './plans.js';
 
@@ -26,6 +26,7 @@ export const AuthConfigSchema = Type.Object({
     default: DEFAULT_PLANS_PATH,
   }),
   ...configReloadVariable(),
+  ...grpcConnectionAgeVariables(),
   ...logLevelVariable(),
   GATEWAY_BOOTSTRAP_KEY: Type.String({
     description:

@@ -1,4 +1,5 @@
-import { allowListProblem } from '@gateway/catalog';
+// The allow-list rules alone, without the catalog's loader and its YAML parser (the CLI loads this file).
+import { allowListProblem } from '@gateway/catalog/model-allow-list';
 import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, updateKeyRecord, v1ToV2, type AuthKeys } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';

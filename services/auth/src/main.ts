@@ -1,5 +1,6 @@
 import { createLogger } from '@gateway/logger';
 import { ReloadableFile } from '@gateway/config';
+import { loadScripts } from '@gateway/keyspace';
 import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { AdminTokenStore } from './admin-token-store.js';
 import { createServer } from './app.js';
@@ -52,6 +53,10 @@ const limiter = new QuotaLimiter(redis, plans, {
   memory,
 });
 
+// Every script loaded before the first decisions (in the background, retried: a decision sends a
+// script Redis lacks whole, so this only keeps that off the first requests).
+void startUpRetry(logger, { stepMs: 500, maxMs: 5_000, message: 'loading the Redis scripts failed; retrying' }).execute(() => loadScripts(redis));
+
 // Keys of the earlier layout move to this one (in the background: a key met before it is done
 // moves when met), retried until Redis lets them.
 void startUpRetry(logger, { stepMs: 500, maxMs: 5_000, message: 'moving keys to the current Redis layout failed; retrying' })
@@ -65,7 +70,18 @@ if (config.GATEWAY_BOOTSTRAP_KEY) await ensureBootstrapKeyOnceReachable(redis, k
 const tracing = startTracing('auth');
 const adminTokens = new AdminTokenStore(writer, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS });
 const audit = new AuditLog(writer, { prefix: config.AUTH_REDIS_PREFIX, retentionDays: config.AUTH_AUDIT_RETENTION_DAYS });
-const server = createServer({ keys, teams, limiter, plans, logger, registry, tracing, adminTokens, audit });
+const server = createServer({
+  keys,
+  teams,
+  limiter,
+  plans,
+  logger,
+  registry,
+  tracing,
+  adminTokens,
+  audit,
+  connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
+});
 const port = await server.listen(config.AUTH_LISTEN_ADDR);
 const metrics = await startMetricsServer(registry, config.AUTH_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
 logger.info({ address: config.AUTH_LISTEN_ADDR, port, metrics_port: metrics.port, plans_path: config.AUTH_PLANS_PATH }, 'auth listening');

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { createRequire } from 'node:module';
 import type { Plan } from '@gateway/proto';
 
 /** The plan names used in configuration, the CLI and Redis. */
@@ -79,11 +79,18 @@ export function isPlanName(value: string): value is PlanName {
   return (PLAN_NAMES as readonly string[]).includes(value);
 }
 
+/**
+ * The YAML parser, loaded on the first plans parsed: the plan names and budget conversions above
+ * serve the CLI's commands that never read the plans (list, get, help), which then start without it.
+ */
+let yaml: typeof import('yaml') | undefined;
+
 /** Parses and validates plans text; source names the file in error messages. */
 export function parsePlans(text: string, source: string): PlanTable {
+  yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml');
   let document: unknown;
   try {
-    document = parse(text);
+    document = yaml.parse(text);
   } catch (error) {
     throw new PlansError(`${source}: invalid YAML: ${(error as Error).message.split('\n')[0]}`);
   }

@@ -60,7 +60,7 @@ export type QuotaDecision =
       /** On a rate-limit denial: ms until this request would be allowed; over a daily budget, ms until the UTC day ends; 0 over a monthly one. */
       retryAfterMs: number;
       budget: BudgetDecisionState;
-      /** Set when a reservation exists for this request: the handle to settle it with. */
+      /** Set when a reservation or a budget hold exists for this request: the handle to settle it with. */
       reservationId: string;
       /**
        * Whether a request that says nothing about fallbacks uses the catalog's chain: the key's
@@ -75,8 +75,12 @@ export type QuotaDecision =
       team?: TeamDecisionState;
     };
 
-/** How a check decides: 'reserve' counts and reserves, 'peek' only reports; with a model, the allow-lists are checked first. */
-export type CheckMode = 'reserve' | 'peek' | { mode: 'reserve' | 'peek'; model: string };
+/**
+ * How a check decides: 'reserve' counts and reserves, 'peek' only reports; with a model, the
+ * allow-lists are checked first; with a cost bound (pico-USD), an allowed request holds it against
+ * the key's and its team's budgets until settled.
+ */
+export type CheckMode = 'reserve' | 'peek' | { mode: 'reserve' | 'peek'; model: string; costBoundPicoUsd?: number };
 
 /** Thrown when a reservation id is malformed. */
 export class ReservationIdError extends Error {
@@ -198,10 +202,12 @@ export class QuotaLimiter {
    * slot (its team's, for a member of a team, whose limits, budgets and allow-list it applies too)
    * once the secret's key id and team are known (they are cached; else one HMGET first). With a
    * model, a model outside the key's allow-list or its team's is refused (model_not_allowed) before
-   * anything is counted.
+   * anything is counted. With a cost bound, a budget refuses (over_budget) a request whose bound
+   * does not fit in what is left of it less what the requests in flight hold, and an allowed
+   * request holds its bound until settled (see @gateway/keyspace's budget-holds).
    */
   async check(secretHash: string, reservationPart: string, reserveTokens: number, how: CheckMode): Promise<QuotaDecision> {
-    const { mode, model } = typeof how === 'string' ? { mode: how, model: '' } : how;
+    const { mode, model, costBoundPicoUsd = 0 } = typeof how === 'string' ? { mode: how, model: '' } : how;
     const location = await this.keys.locate(secretHash);
     if (!location) return { kind: 'unknown_key' };
     const { keyId, teamId } = location;
@@ -215,6 +221,7 @@ export class QuotaLimiter {
       prefix: this.prefix,
       chargeId: reservationPart,
       reserveTokens,
+      costBoundPicoUsd,
       mode,
       ...(this.options.now && { nowMs: this.options.now() }),
       windowMs: this.windowMs,
@@ -229,7 +236,9 @@ export class QuotaLimiter {
     if (reply.status === 'revoked') return { kind: 'revoked', keyId };
     const kind = DECISION_KINDS[reply.status];
     const teamLimited = reply.team !== undefined && (reply.team.requests.limit >= 0 || reply.team.tokens.limit >= 0);
-    const limited = reply.requests.limit >= 0 || reply.tokens.limit >= 0 || teamLimited;
+    // A budget hold is settled (released) by the same handle as a window's reservation.
+    const held = costBoundPicoUsd > 0 && (reply.budgeted || reply.team?.budgeted === true);
+    const limited = reply.requests.limit >= 0 || reply.tokens.limit >= 0 || teamLimited || held;
     const plan = reply.plan as PlanName;
     return {
       kind,

@@ -18,10 +18,11 @@ import type {
   TeamServiceHandlers,
   UpdateTeamRequestOutput,
 } from '@gateway/proto';
-import { fromBudget, fromMinuteLimit, toBudget, toMinuteLimit } from './auth-service.js';
+import { fromBudget, fromMinuteLimit } from './auth-service.js';
+import { toTeam } from './info-messages.js';
 import { KeyInputError } from './key-store.js';
 import type { Auditor } from './auditor.js';
-import type { StoredTeam, TeamChanges, TeamLimits, TeamStore } from './team-store.js';
+import type { TeamChanges, TeamLimits, TeamStore } from './team-store.js';
 
 /** What the team service needs. */
 export interface TeamServiceDependencies {
@@ -29,22 +30,6 @@ export interface TeamServiceDependencies {
   logger: Logger;
   /** Records each change (create, update, delete) in the audit trail. */
   auditor: Auditor;
-}
-
-/** A stored team as the Team message: an absent limit is `unlimited`. */
-export function toTeam(team: StoredTeam): Team {
-  const message: Team = {
-    team_id: team.team_id,
-    name: team.name,
-    created_at_ms: team.created_at_ms,
-    requests_per_minute: toMinuteLimit(team.requests_per_minute ?? 'unlimited'),
-    tokens_per_minute: toMinuteLimit(team.tokens_per_minute ?? 'unlimited'),
-    daily_budget: toBudget(team.daily_budget ?? 'unlimited'),
-    monthly_budget: toBudget(team.monthly_budget ?? 'unlimited'),
-    key_count: team.live_keys,
-  };
-  if (team.allowed_models) message.model_allow_list = { models: team.allowed_models };
-  return message;
 }
 
 /** A team's limit as received: a number, null for none (unlimited, or plan_default in an update), undefined when absent. */

@@ -1,5 +1,6 @@
 import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, deleteTeamRecord, updateKeyRecord, windowKeyList, type AuthKeys } from '@gateway/keyspace';
-import { allowListProblem } from '@gateway/catalog';
+// The allow-list rules alone, without the catalog's loader and its YAML parser (the CLI loads this file).
+import { allowListProblem } from '@gateway/catalog/model-allow-list';
 import type { RedisClient } from '@gateway/redis';
 import { randomBase62 } from './key-secret.js';
 import { KeyInputError, TEAM_ID_PATTERN } from './key-store.js';

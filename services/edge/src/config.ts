@@ -44,7 +44,7 @@ export const EdgeConfigSchema = Type.Object({
   LOG_LEVEL: Type.String({ description: 'pino log level: fatal, error, warn, info, debug, trace.', default: 'info' }),
   EDGE_USAGE_QUEUE_MAX_EVENTS: Type.Integer({
     description:
-      "Usage events held (queued, or awaiting JetStream's acknowledgement) while NATS is unavailable, about 200 bytes each; beyond it new ones are dropped (gateway_usage_events_dropped_total).",
+      "Usage events held (queued, or awaiting JetStream's acknowledgement) while NATS is unavailable or the usage stream refuses them as full, about 200 bytes each; beyond it new ones are dropped (gateway_usage_events_dropped_total).",
     default: 100_000,
     minimum: 1,
   }),

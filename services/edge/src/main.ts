@@ -42,7 +42,15 @@ catalog.start();
 const nats = connectNats(config.NATS_URL, 'edge', logger);
 const usageStream = usageNames(config.USAGE_STREAM);
 void nats
-  .then((connection) => ensureUsageStream(connection, { ...usageStream, replicas: config.USAGE_STREAM_REPLICAS, logger }))
+  .then((connection) =>
+    ensureUsageStream(connection, {
+      ...usageStream,
+      replicas: config.USAGE_STREAM_REPLICAS,
+      maxAgeMs: config.USAGE_STREAM_MAX_AGE_HOURS * 3_600_000,
+      maxBytes: config.USAGE_STREAM_MAX_BYTES,
+      logger,
+    }),
+  )
   .catch((error: unknown) => logger.warn({ err: error }, 'usage stream not ensured'));
 /** Meters usage events through metering directly: for the events NATS does not take (USAGE_DELIVERY.md). */
 const recordUsage = async (events: UsageEventOutput[], timeoutMs: number) => {

@@ -72,7 +72,7 @@ export function picoUsdString(pico: number | bigint): string {
  * of each kind, the key's or, for a key in a team, its team's when that binds first (less left), so
  * that a client pacing itself by them is never refused by the team's limit unawares; and for a key with a budget, or in a team with one, x-gateway-budget-remaining-usd:
  * what it may still spend, the smallest of what is left of its day's and its month's budget and of
- * its team's, as metered when the request started.
+ * its team's, as metered when the request started, less what the other requests in flight hold.
  */
 export function rateLimitHeaders(
   decision: Pick<CheckKeyResponseOutput, 'requests' | 'tokens' | 'budget' | 'team_budget'> &

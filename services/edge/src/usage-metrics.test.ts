@@ -21,6 +21,9 @@ describe('usage publisher metrics', () => {
     expect(await sample(registry, 'gateway_usage_oldest_held_event_age_seconds')).toBe(0);
     expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="queue_full"}')).toBe(0);
     expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="no_event_id"}')).toBe(0);
+    expect(await sample(registry, 'gateway_usage_events_dropped_total{reason="stream_full"}')).toBe(0);
+    expect(await sample(registry, 'gateway_usage_events_refused_total{reason="stream_full"}')).toBe(0);
+    expect(await sample(registry, 'gateway_usage_events_refused_total{reason="storage_full"}')).toBe(0);
 
     for (let index = 0; index < 5; index += 1) publisher.publish({ event_id: `event-${index}`, key_id: 'key_test' });
     publisher.publish({ key_id: 'key_test' });

@@ -5,19 +5,23 @@
  * The publisher counts in plain integers on its hot path; these metrics read the counts when scraped,
  * so a request costs no metric call for its usage event.
  */
-import { type ConnectionState, type UsagePublisher, USAGE_DROP_REASONS } from '@gateway/messaging';
+import { type ConnectionState, type UsagePublisher, USAGE_DROP_REASONS, USAGE_REFUSAL_REASONS } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
 
 /** What the metrics read: the counts a UsagePublisher keeps. */
-export type UsagePublisherCounts = Pick<UsagePublisher, 'queued' | 'droppedBy' | 'republished' | 'pending' | 'oldestHeldAgeSeconds' | 'handedOver'>;
+export type UsagePublisherCounts = Pick<
+  UsagePublisher,
+  'queued' | 'droppedBy' | 'refusedBy' | 'republished' | 'pending' | 'oldestHeldAgeSeconds' | 'handedOver'
+>;
 
 /**
  * Registers `gateway_usage_events_queued_total`, `gateway_usage_events_dropped_total{reason}`,
- * `gateway_usage_events_republished_total`, `gateway_usage_events_handed_over_total`,
- * `gateway_usage_events_held`, `gateway_usage_oldest_held_event_age_seconds` and
- * `gateway_nats_connected` on the registry, read from the publisher and the connection at each
- * scrape. Every drop reason is exported from 0, so that an alert on increase() sees the first drop
- * (a series that appears already at 1 shows no increase).
+ * `gateway_usage_events_refused_total{reason}`, `gateway_usage_events_republished_total`,
+ * `gateway_usage_events_handed_over_total`, `gateway_usage_events_held`,
+ * `gateway_usage_oldest_held_event_age_seconds` and `gateway_nats_connected` on the registry, read
+ * from the publisher and the connection at each scrape. Every drop and refusal reason is exported
+ * from 0, so that an alert on increase() sees the first drop (a series that appears already at 1
+ * shows no increase).
  */
 export function registerUsagePublisherMetrics(registry: prometheus.Registry, publisher: UsagePublisherCounts, nats: ConnectionState): void {
   const registers = [registry];
@@ -39,6 +43,17 @@ export function registerUsagePublisherMetrics(registry: prometheus.Registry, pub
       const dropped = publisher.droppedBy;
       this.reset();
       for (const reason of USAGE_DROP_REASONS) this.inc({ reason }, dropped[reason]);
+    },
+  });
+  new prometheus.Counter({
+    name: 'gateway_usage_events_refused_total',
+    help: 'Usage event publishes JetStream refused (held and sent again, not dropped), by reason: stream_full, storage_full, no_stream, other.',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      const refused = publisher.refusedBy;
+      this.reset();
+      for (const reason of USAGE_REFUSAL_REASONS) this.inc({ reason }, refused[reason]);
     },
   });
   new prometheus.Counter({

@@ -4,7 +4,7 @@
  * of their own choosing; main.ts runs it.
  */
 import { enabledModels, type Catalog } from '@gateway/catalog';
-import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
@@ -51,6 +51,8 @@ export interface ExecutorDependencies {
   readonly retry?: RetryOptions;
   /** Traces (OTLP), when configured; off by default. */
   readonly tracing?: Tracing;
+  /** The server's connection age and grace (GRPC_MAX_CONNECTION_AGE_MS, ..._GRACE_MS); the defaults of @gateway/grpc when absent. */
+  readonly connectionAge?: ConnectionAge;
 }
 
 /** The deployment pool of the catalog's enabled models. */
@@ -78,5 +80,8 @@ export function createServer(dependencies: ExecutorDependencies): GatewayServer 
     tracing: dependencies.tracing,
   });
   const definition = loadGatewayGrpc().gateway.executor.v1.ExecutorService.service;
-  return createGatewayServer([{ name: EXECUTOR_SERVICE_NAME, definition, handlers: service.handlers, drain: service.drain }]);
+  return createGatewayServer(
+    [{ name: EXECUTOR_SERVICE_NAME, definition, handlers: service.handlers, drain: service.drain }],
+    connectionAgeOptions(dependencies.connectionAge),
+  );
 }

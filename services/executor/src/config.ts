@@ -3,7 +3,7 @@
  * every variable with a comment.
  */
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadConfig, Type, type Static, configReloadVariable } from '@gateway/config';
+import { loadConfig, Type, type Static, configReloadVariable, grpcConnectionAgeVariables } from '@gateway/config';
 
 /** The schema of the executor's environment, with defaults. */
 export const ExecutorConfigSchema = Type.Object({
@@ -20,6 +20,7 @@ export const ExecutorConfigSchema = Type.Object({
     minLength: 1,
   }),
   ...configReloadVariable(),
+  ...grpcConnectionAgeVariables(),
   LOG_LEVEL: Type.Union(
     [
       Type.Literal('trace'),

@@ -68,6 +68,7 @@ const server = createServer({
   pools,
   deployments,
   tracing,
+  connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
   retry: { maxAttempts: config.EXECUTOR_RETRY_MAX_ATTEMPTS, baseDelayMs: config.EXECUTOR_RETRY_BASE_DELAY_MS, maxDelayMs: config.EXECUTOR_RETRY_MAX_DELAY_MS },
 });
 // Ready once the gRPC server listens, until shutdown.

@@ -1,6 +1,6 @@
 import type { Catalog } from '@gateway/catalog';
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
-import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import {
   decodeUsageEvents,
@@ -19,6 +19,7 @@ import { loadGatewayGrpc, type RecordUsageEventsResponse, type UsageEventOutput 
 import type { StoredResponseBounds } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 import { createConsumerLag } from './consumer-lag.js';
+import { createUsageStreamUse } from './usage-stream-use.js';
 import { createResponseStoreService, RESPONSE_STORE_SERVICE_NAME } from './response-store-service.js';
 import { createUsageMeter, type CatalogSource } from './usage-meter.js';
 import { legacyDedupKey, pruneMetered } from './usage-store.js';
@@ -44,6 +45,10 @@ export interface MeteringDependencies {
   subjects?: string[];
   /** Copies of each event the stream keeps (USAGE_STREAM_REPLICAS); 1 when not given. */
   replicas?: number;
+  /** How long the stream keeps an event, ms (USAGE_STREAM_MAX_AGE_HOURS); USAGE_MAX_AGE_MS when not given. */
+  maxAgeMs?: number;
+  /** The most bytes the stream holds (USAGE_STREAM_MAX_BYTES); USAGE_MAX_BYTES when not given. */
+  maxBytes?: number;
   subject?: string;
   durableName?: string;
   /** Redelivery delays after a failure; see DurableConsumerOptions.backoffMs. */
@@ -58,6 +63,8 @@ export interface MeteringDependencies {
   redisReplicas?: number;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
+  /** The server's connection age and grace (GRPC_MAX_CONNECTION_AGE_MS, ..._GRACE_MS); the defaults of @gateway/grpc when absent. */
+  connectionAge?: ConnectionAge;
   /** How often the consumer's lag is read (DEFAULT_CONSUMER_LAG_INTERVAL_MS). */
   lagIntervalMs?: number;
   /** How long a stored response of the Responses API is kept (METERING_RESPONSES_TTL_SECONDS; 30 days when not given). */
@@ -150,6 +157,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   });
   const durableName = dependencies.durableName ?? METERING_DURABLE;
   const lag = createConsumerLag({ nc, stream, durableName, logger, registry: dependencies.registry, intervalMs: dependencies.lagIntervalMs });
+  const streamUse = createUsageStreamUse({ nc, stream, logger, registry: dependencies.registry, intervalMs: dependencies.lagIntervalMs });
   const retentionMs = dependencies.dedupRetentionMs ?? DEFAULT_DEDUP_RETENTION_MS;
   const pruneIntervalMs = dependencies.dedupPruneIntervalMs ?? DEFAULT_DEDUP_PRUNE_INTERVAL_MS;
   // Ack floors seen, oldest first: records are pruned up to the floor seen at least retentionMs ago.
@@ -220,39 +228,51 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     );
   });
   return {
-    grpc: createGatewayServer([
-      {
-        name: USAGE_SERVICE_NAME,
-        definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
-        handlers: createUsageService({
-          redis: dependencies.redis,
-          logger,
-          onStoreError: () => storeErrors.inc({ operation: 'read' }),
-          record: (events) => meterAll(events, HANDED_OVER_SEQUENCE),
-        }),
-      },
-      {
-        name: RESPONSE_STORE_SERVICE_NAME,
-        definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
-        handlers: createResponseStoreService({
-          ...dependencies,
-          redis: dependencies.responsesRedis ?? dependencies.redis,
-          ttlSeconds: dependencies.responsesTtlSeconds,
-          bounds: dependencies.responseBounds,
-        }),
-      },
-    ]),
+    grpc: createGatewayServer(
+      [
+        {
+          name: USAGE_SERVICE_NAME,
+          definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
+          handlers: createUsageService({
+            redis: dependencies.redis,
+            logger,
+            onStoreError: () => storeErrors.inc({ operation: 'read' }),
+            record: (events) => meterAll(events, HANDED_OVER_SEQUENCE),
+          }),
+        },
+        {
+          name: RESPONSE_STORE_SERVICE_NAME,
+          definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
+          handlers: createResponseStoreService({
+            ...dependencies,
+            redis: dependencies.responsesRedis ?? dependencies.redis,
+            ttlSeconds: dependencies.responsesTtlSeconds,
+            bounds: dependencies.responseBounds,
+          }),
+        },
+      ],
+      connectionAgeOptions(dependencies.connectionAge),
+    ),
     start: async () => {
       // JetStream may not answer at start (a NATS cluster electing a leader, a server replaced):
       // metering waits for it, retrying, rather than exiting and leaving usage unmetered.
       await startRetries.execute(
-        () => ensureUsageStream(nc, { stream, subjects: dependencies.subjects ?? USAGE_SUBJECTS, replicas: dependencies.replicas, logger }),
+        () =>
+          ensureUsageStream(nc, {
+            stream,
+            subjects: dependencies.subjects ?? USAGE_SUBJECTS,
+            replicas: dependencies.replicas,
+            maxAgeMs: dependencies.maxAgeMs,
+            maxBytes: dependencies.maxBytes,
+            logger,
+          }),
         starting.signal,
       );
       // Most deployments never had the earlier layout: no extra lookup per event for them.
       earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream)).catch(() => 1)) === 1;
       // Read before consuming: what a restarted metering finds waiting is reported, not only what is left later.
       await lag.start();
+      await streamUse.start();
       consumer = await startRetries.execute(
         () =>
           startDurableConsumer<UsageEventOutput[]>(nc, {
@@ -278,6 +298,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
       clearTimeout(pruneTimer);
       pruneTimer = undefined;
       lag.stop();
+      streamUse.stop();
       await consumer?.stop();
       consumer = undefined;
     },

@@ -1,5 +1,14 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadConfig, logLevelVariable, redisVariables, Type, type Static, usageStreamVariables, configReloadVariable } from '@gateway/config';
+import {
+  loadConfig,
+  logLevelVariable,
+  redisVariables,
+  Type,
+  type Static,
+  usageStreamVariables,
+  configReloadVariable,
+  grpcConnectionAgeVariables,
+} from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
@@ -23,6 +32,7 @@ export const MeteringConfigSchema = Type.Object({
     default: DEFAULT_CATALOG_PATH,
   }),
   ...configReloadVariable(),
+  ...grpcConnectionAgeVariables(),
   METERING_UNKNOWN_MODEL_GRACE_MS: Type.Integer({
     description:
       "How long after its request a usage event naming a model metering's catalog lacks is retried before it is dropped as poison (ms): the edges may serve a model added to the catalog before this replica's copy of the file has it (a ConfigMap reaches each pod on its own schedule, within about 2 minutes).",

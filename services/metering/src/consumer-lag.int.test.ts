@@ -11,7 +11,7 @@ import { createLogger } from '@gateway/logger';
 import { UsagePublisher } from '@gateway/messaging';
 import { createRegistry, type prometheus } from '@gateway/observability';
 import { connectRedis, type RedisClient } from '@gateway/redis';
-import { eventually, natsServers, natsUrl, redisUrl } from '@gateway/testing';
+import { eventually, natsServers, natsUrl, redisUrl, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
 import { createServer } from './app.js';
 import { createConsumerLag } from './consumer-lag.js';
 import { testModel } from './testing/catalog-model.js';
@@ -33,7 +33,10 @@ async function gauge(registry: prometheus.Registry, name: string): Promise<numbe
 /** Metering of this test's stream, with a registry of its own and the lag read every 200 ms. */
 function metering(nc: NatsConnection, redis: RedisClient) {
   const registry = createRegistry('metering-lag-test');
-  return { registry, server: createServer({ nc, redis, catalog, logger, registry, ...names, backoffMs: [200, 400], lagIntervalMs: 200 }) };
+  return {
+    registry,
+    server: createServer({ nc, redis, catalog, logger, registry, ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES, backoffMs: [200, 400], lagIntervalMs: 200 }),
+  };
 }
 
 describe('metering lag', () => {

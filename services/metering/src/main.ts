@@ -7,6 +7,7 @@ import { createServer } from './app.js';
 import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
 import { createRedis, guardEvictionPolicy } from '@gateway/redis';
+import { loadScripts } from '@gateway/keyspace';
 import { startRedisMemoryGauges } from './redis-memory-gauges.js';
 
 const config = loadMeteringConfig(process.env);
@@ -40,6 +41,13 @@ const redisMemory = startRedisMemoryGauges({
   registry,
   logger,
 });
+// Every script loaded once Redis is ready, before the first events as a rule (a script Redis lacks
+// is sent whole by the step that runs it, so this only keeps that off the first events).
+void loadScripts(redis).then(
+  () => logger.info({}, 'redis scripts loaded'),
+  (error: unknown) =>
+    logger.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'redis scripts not loaded; each is sent on its first use'),
+);
 const nc = await connectNats(config.NATS_URL, 'metering', logger);
 
 const tracing = startTracing('metering');
@@ -53,6 +61,8 @@ const metering = createServer({
   tracing,
   ...usageNames(config.USAGE_STREAM),
   replicas: config.USAGE_STREAM_REPLICAS,
+  maxAgeMs: config.USAGE_STREAM_MAX_AGE_HOURS * 3_600_000,
+  maxBytes: config.USAGE_STREAM_MAX_BYTES,
   dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
   redisReplicas: config.REDIS_WAIT_REPLICAS,
   responsesTtlSeconds: config.METERING_RESPONSES_TTL_SECONDS,
@@ -62,6 +72,7 @@ const metering = createServer({
     maxBytesPerKey: config.METERING_RESPONSES_MAX_BYTES_PER_KEY,
     maxTotalBytes: config.METERING_RESPONSES_MAX_TOTAL_BYTES,
   },
+  connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
 });
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);

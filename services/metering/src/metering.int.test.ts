@@ -6,7 +6,7 @@ import { createLogger } from '@gateway/logger';
 import { encodeUsageEvent, encodeUsageEventBatch, UsagePublisher } from '@gateway/messaging';
 import { createRegistry, type prometheus } from '@gateway/observability';
 import type { UsageEvent } from '@gateway/proto';
-import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy } from '@gateway/testing';
+import { eventually, natsServers, natsUrl, redisUrl, startTcpProxy, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
 import { callUnary, createClient, GatewayError } from '@gateway/grpc';
 import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput } from '@gateway/proto';
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
@@ -89,6 +89,7 @@ async function startMetering(
     logger,
     registry,
     ...names,
+    maxBytes: TEST_USAGE_STREAM_MAX_BYTES,
     durableName: `metering-${id}`,
     backoffMs: [200, 400],
     ...options,

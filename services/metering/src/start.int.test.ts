@@ -11,7 +11,7 @@ import { connect, type NatsConnection } from 'nats';
 import type { Catalog } from '@gateway/catalog';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, type RedisClient } from '@gateway/redis';
-import { eventually, freePort, natsServerBinary, redisUrl, serverProcess, type ServerProcess } from '@gateway/testing';
+import { eventually, freePort, natsServerBinary, redisUrl, serverProcess, TEST_USAGE_STREAM_MAX_BYTES, type ServerProcess } from '@gateway/testing';
 import { createServer } from './app.js';
 
 const binary = natsServerBinary();
@@ -50,6 +50,7 @@ describe.skipIf(!binary)('metering at start', () => {
       stream: `USAGE_START_${id}`,
       subject: `start.${id}.usage.v1.completion`,
       subjects: [`start.${id}.usage.v1.>`],
+      maxBytes: TEST_USAGE_STREAM_MAX_BYTES,
       durableName: `metering-${id}`,
     });
     cleanups.push(() => metering.stop());

@@ -35,6 +35,8 @@ export interface UsageMeterDependencies {
   earlierRecords?: () => boolean;
   /** Redis replicas that must have an event's write before its message is acknowledged (REDIS_WAIT_REPLICAS). */
   redisReplicas?: number;
+  /** How long the stream keeps an event (USAGE_STREAM_MAX_AGE_HOURS, ms); USAGE_MAX_AGE_MS when not given. */
+  maxAgeMs?: number;
   /** Traces (OTLP), when configured: a span per event, in the request's trace. */
   tracing?: Tracing;
   /** Told of each event Redis failed to meter (gateway_metering_store_errors_total). */
@@ -186,7 +188,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     return recordEvent(
       redis,
       { stream: dependencies.stream, eventId, sequence, usage, ...(settlement && { settlement }) },
-      { pruneThrough: dependencies.pruneThrough?.() ?? 0, replicas, onUnreplicated: () => counters.unreplicated.inc() },
+      { pruneThrough: dependencies.pruneThrough?.() ?? 0, replicas, onUnreplicated: () => counters.unreplicated.inc(), maxAgeMs: dependencies.maxAgeMs },
     );
   };
   const meterOnce: UsageMeter = async (event, sequence) => {

@@ -62,8 +62,13 @@ import { DAILY_RETENTION_MS, HOURLY_RETENTION_MS, type MeteredCounts, RECENT_REQ
 /** The de-duplication set of a usage stream in the earlier layout (read and pruned, never written). */
 export const legacyDedupKey: (stream: string) => string = v1ToV2.v1DedupKey;
 
-/** How long a de-duplication set outlives its key's last event: past the stream's maximum age no message of it can come back. */
-export const DEDUP_TTL_MS = USAGE_MAX_AGE_MS + 24 * 60 * 60 * 1000;
+/**
+ * How long a de-duplication set outlives its key's last event: past the stream's maximum age (and
+ * a day) no message of it can come back. For a stream kept `maxAgeMs` (USAGE_STREAM_MAX_AGE_HOURS).
+ */
+export function dedupTtlMs(maxAgeMs: number = USAGE_MAX_AGE_MS): number {
+  return maxAgeMs + 24 * 60 * 60 * 1000;
+}
 
 /** What one event adds to the totals of its key and its model. */
 export interface EventUsage {
@@ -111,6 +116,8 @@ export interface RecordOptions {
   replicas?: ReplicaWaiter;
   /** Called when fewer replicas than asked for had the write in time (or its master is known to lack them). */
   onUnreplicated?: () => void;
+  /** How long the stream keeps an event (USAGE_STREAM_MAX_AGE_HOURS, ms): the de-duplication sets outlive it. */
+  maxAgeMs?: number;
 }
 
 /** One event of a usage stream, to meter. */
@@ -156,7 +163,7 @@ export async function recordEvent(redis: RedisClient, event: StreamEvent, option
     ...(settlement && charge && { settlement: { chargeId: charge.chargeId, actualTokens: settlement.actualTokens, prefix: settlement.prefix } }),
     retention: {
       pruneThrough: options.pruneThrough ?? 0,
-      dedupTtlMs: DEDUP_TTL_MS,
+      dedupTtlMs: dedupTtlMs(options.maxAgeMs),
       buckets: { hourlyMs: HOURLY_RETENTION_MS, dailyMs: DAILY_RETENTION_MS },
       spendTtlMs: SPEND_TTL_MS,
       recentKept: RECENT_REQUESTS_PER_KEY,

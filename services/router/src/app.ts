@@ -1,4 +1,4 @@
-import { createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import { loadGatewayGrpc } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
@@ -17,6 +17,8 @@ export interface RouterDependencies {
   scorer?: AutoRouterScorer;
   /** Traces (OTLP), when configured; off by default. */
   tracing?: Tracing;
+  /** The server's connection age and grace (GRPC_MAX_CONNECTION_AGE_MS, ..._GRACE_MS); the defaults of @gateway/grpc when absent. */
+  connectionAge?: ConnectionAge;
 }
 
 /**
@@ -24,11 +26,19 @@ export interface RouterDependencies {
  * the open WatchCatalog streams (they never end on their own), then drains unary calls within
  * the grace period.
  */
-export function createServer({ state, logger, registry, scorer = new AutoRouterScorer(loadAutoRouterModel()), tracing }: RouterDependencies): GatewayServer {
+export function createServer({
+  state,
+  logger,
+  registry,
+  scorer = new AutoRouterScorer(loadAutoRouterModel()),
+  tracing,
+  connectionAge,
+}: RouterDependencies): GatewayServer {
   const service = createRouterService({ state, logger, metrics: createRouterMetrics(registry), scorer, tracing });
-  const server = createGatewayServer([
-    { name: 'gateway.router.v1.RouterService', definition: loadGatewayGrpc().gateway.router.v1.RouterService.service, handlers: service.handlers },
-  ]);
+  const server = createGatewayServer(
+    [{ name: 'gateway.router.v1.RouterService', definition: loadGatewayGrpc().gateway.router.v1.RouterService.service, handlers: service.handlers }],
+    connectionAgeOptions(connectionAge),
+  );
   return {
     server: server.server,
     health: server.health,

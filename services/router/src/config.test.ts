@@ -11,6 +11,8 @@ describe('loadRouterConfig', () => {
       ROUTER_SHUTDOWN_GRACE_MS: 10_000,
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
       CONFIG_RELOAD_INTERVAL_MS: 2_000,
+      GRPC_MAX_CONNECTION_AGE_MS: 120_000,
+      GRPC_MAX_CONNECTION_AGE_GRACE_MS: 1_800_000,
       NATS_URL: 'nats://127.0.0.1:4222',
       DEPLOYMENT_HEALTH_SUBJECT: 'health.v1.deployment',
       LOG_LEVEL: 'info',

@@ -1,4 +1,4 @@
-import { loadConfig, Type, type Static, configReloadVariable } from '@gateway/config';
+import { loadConfig, Type, type Static, configReloadVariable, grpcConnectionAgeVariables } from '@gateway/config';
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
 
 /** The router's environment; every variable is listed with its meaning in .env.example. */
@@ -27,6 +27,7 @@ export const RouterConfigSchema = Type.Object({
     default: DEFAULT_CATALOG_PATH,
   }),
   ...configReloadVariable(),
+  ...grpcConnectionAgeVariables(),
   NATS_URL: Type.String({
     description:
       "NATS, where the executors publish their deployments' health (health.v1.deployment): a model no executor has a healthy deployment of is pushed to the edges as unavailable. Optional: without NATS every model counts as available.",

@@ -28,7 +28,13 @@ async function main(): Promise<void> {
   // The key variables only switch models on; the router never reads or logs their values.
   const state = new CatalogState(catalogFile.current, process.env);
   const tracing = startTracing('router');
-  const server = createServer({ state, logger, registry, tracing });
+  const server = createServer({
+    state,
+    logger,
+    registry,
+    tracing,
+    connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
+  });
   // Ready once the gRPC server listens, until shutdown.
   let listening = false;
   const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => listening && !lifecycle.shuttingDown);

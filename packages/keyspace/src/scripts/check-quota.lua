@@ -1,14 +1,18 @@
 -- The whole CheckKey decision in one round trip: look the key up, check it is live, record its
 -- use (at most every last_used_interval_ms), then decide and reserve atomically: the budgets first
--- (metering's spend hash of the key, in the same slot), then the window's limits. For a member of
+-- (metering's spend hash of the key, in the same slot, less what the requests in flight hold), then
+-- the window's limits. An allowed request holds its cost bound against each budget that applies
+-- (lib/budget-holds.lua) until metering meters it or it ends without usage. For a member of
 -- a team the team's budgets and window count too, in the same step: a request is allowed only when
 -- both the key's and the team's allow it, and is then counted in both windows. A model outside
 -- an allow-list that applies (the key's `allowed_models`, its team's) is refused before anything
 -- is counted.
--- KEYS: the key's record, its window R, T, H, P, its spend hash S (one slot: the key id's); for a
--- member of a team, then the team's record, its window R, T, H, P and its spend hash (the team's
--- slot, which holds the member's own keys too).
--- args: reservation (charge id), reserve (tokens), now ('' = Redis TIME), window_ms,
+-- KEYS: the key's record, its window R, T, H, P, its spend hash S and its budget holds Z (one
+-- slot: the key id's); for a member of a team, then the team's record, its window R, T, H, P, its
+-- spend hash and its budget holds (the team's slot, which holds the member's own keys too).
+-- args: reservation (charge id), reserve (tokens), bound (the request's cost bound in pico-USD, a
+-- decimal string; '0' holds nothing), hold_ms (how long a hold lasts unreleased), spend_ttl_ms,
+-- now ('' = Redis TIME), window_ms,
 -- pending_max_age_ms, mode ('reserve' | 'peek'), last_used_interval_ms, plans (JSON: plan name ->
 -- [requests, tokens, daily budget, monthly budget], -1 unlimited, budgets in micro-USD), model (the
 -- catalog id asked for; '' checks none).
@@ -29,8 +33,8 @@ if key.revoked == '1' then return {'status', 'revoked', 'key_id', key.key_id} en
 local limits = key.plan and cjson.decode(args.plans)[key.plan]
 if type(limits) ~= 'table' then return {'status', 'unknown_key'} end
 local team = nil
-if #KEYS >= 12 then
-  team = hash(KEYS[7])
+if #KEYS >= 14 then
+  team = hash(KEYS[8])
   -- A team is deleted only once its keys are revoked: a live key without its team is no key.
   if not team.team_id then return {'status', 'unknown_key'} end
 end
@@ -63,12 +67,19 @@ for i, text in ipairs(allowTexts) do allowLists[i] = cjson.decode(text) end
 local now = clock(args.now)
 if now - (tonumber(key.last_used_at_ms) or 0) >= tonumber(args.last_used_interval_ms) then redis.call('HSET', KEYS[1], 'last_used_at_ms', now) end
 
--- Budgets: a request may start while what was spent today and this month (as metered so far) is
--- below each budget; remaining is the smaller of what is left (micro-USD budgets against pico-USD
--- spend). Returns budgeted (0 | 1), remaining, spent today, spent this month, month exhausted (0 | 1).
-local function budgetState(S, daily, monthly)
-  if daily < 0 and monthly < 0 then return 0, 0, 0, 0, 0 end
+-- Budgets: what is left of each is the budget less what was spent today and this month (as metered
+-- so far) and what the requests in flight hold (micro-USD budgets against pico-USD spend);
+-- remaining is the smaller of what is left of the day's and the month's. A request may start when
+-- its cost bound fits in what is left, or, when nothing is in flight, while anything is left (a
+-- request alone may overshoot by its own cost, as before bounds were held, so that a bound larger
+-- than the remainder does not lock out what is left). Returns budgeted (0 | 1), remaining, spent
+-- today, spent this month, month exhausted (0 | 1) (by what was spent: holds end soon), held.
+local bound = args.bound or '0'
+local boundAmount = tonumber(bound) or 0
+local function budgetState(S, Z, daily, monthly)
+  if daily < 0 and monthly < 0 then return 0, 0, 0, 0, 0, 0 end
   local spentDay, spentMonth = spent(S, now)
+  local held = heldNow(S, Z, now)
   local remaining, monthExhausted = -1, 0
   if daily >= 0 then remaining = daily * 1000000 - spentDay end
   if monthly >= 0 then
@@ -76,12 +87,26 @@ local function budgetState(S, daily, monthly)
     if left <= 0 then monthExhausted = 1 end
     if remaining < 0 or left < remaining then remaining = left end
   end
+  remaining = remaining - held
   if remaining < 0 then remaining = 0 end
-  return 1, remaining, spentDay, spentMonth, monthExhausted
+  return 1, remaining, spentDay, spentMonth, monthExhausted, held
 end
-local budget = {budgetState(KEYS[6], dailyBudget, monthlyBudget)}
-local teamBudget = {0, 0, 0, 0, 0}
-if team then teamBudget = {budgetState(KEYS[12], teamDaily, teamMonthly)} end
+local budget = {budgetState(KEYS[6], KEYS[7], dailyBudget, monthlyBudget)}
+local teamBudget = {0, 0, 0, 0, 0, 0}
+if team then teamBudget = {budgetState(KEYS[13], KEYS[14], teamDaily, teamMonthly)} end
+-- An allowed request's hold on each budget that applies (in the team's under `<key_id>:<charge
+-- id>`, as its window charges). The remaining reported is what was left when it started: net of
+-- the other requests in flight, not of its own bound.
+local function holdBudgets()
+  if boundAmount <= 0 then return end
+  local lapsesAt = now + tonumber(args.hold_ms)
+  if budget[1] == 1 then
+    hold(KEYS[6], KEYS[7], args.reservation, bound, lapsesAt, tonumber(args.hold_ms), tonumber(args.spend_ttl_ms))
+  end
+  if teamBudget[1] == 1 then
+    hold(KEYS[13], KEYS[14], key.key_id .. ':' .. args.reservation, bound, lapsesAt, tonumber(args.hold_ms), tonumber(args.spend_ttl_ms))
+  end
+end
 
 -- The state of each window after the decision: {count, request reset, total, token reset}.
 local keyState, teamState = {0, 0, 0, 0}, {0, 0, 0, 0}
@@ -117,7 +142,7 @@ end
 if args.mode == 'reserve' then
   for _, scope in ipairs({{budget, 'key'}, {teamBudget, 'team'}}) do
     local state = scope[1]
-    if state[1] == 1 and state[2] <= 0 then
+    if state[1] == 1 and (state[2] <= 0 or (boundAmount > state[2] and state[6] > 0)) then
       local retry = 0
       if state[5] == 0 then retry = DAY_MS - now % DAY_MS end
       return answer('over_budget', retry, scope[2])
@@ -128,6 +153,7 @@ local keyLimited = requestLimit >= 0 or tokenLimit >= 0
 local teamLimited = teamRequestLimit >= 0 or teamTokenLimit >= 0
 if not keyLimited and not teamLimited then
   requestLimit, tokenLimit = -1, -1
+  if args.mode == 'reserve' then holdBudgets() end
   return answer('allow', 0, '')
 end
 
@@ -138,7 +164,7 @@ local id, reserve = args.reservation, tonumber(args.reserve)
 -- there; in the team's window they are kept under `<key_id>:<charge id>`.
 local windows = {{R = KEYS[2], T = KEYS[3], H = KEYS[4], P = KEYS[5], requests = requestLimit, tokens = tokenLimit, id = id, state = keyState, scope = 'key'}}
 if teamLimited then
-  windows[2] = {R = KEYS[8], T = KEYS[9], H = KEYS[10], P = KEYS[11], requests = teamRequestLimit, tokens = teamTokenLimit, id = key.key_id .. ':' .. id, state = teamState, scope = 'team'}
+  windows[2] = {R = KEYS[9], T = KEYS[10], H = KEYS[11], P = KEYS[12], requests = teamRequestLimit, tokens = teamTokenLimit, id = key.key_id .. ':' .. id, state = teamState, scope = 'team'}
 end
 for _, w in ipairs(windows) do
   expire(w.R, w.T, w.H, w.P, now, window, pendingMaxAge)
@@ -203,6 +229,7 @@ if args.mode == 'reserve' then
     w.total = w.total + reserve
     touch(w.R, w.T, w.H, w.P, window + pendingMaxAge)
   end
+  holdBudgets()
 end
 report()
 return answer('allow', 0, '')

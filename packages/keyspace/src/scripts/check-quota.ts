@@ -1,12 +1,10 @@
 import type { RedisClient } from '@gateway/redis';
-import { authKeys, spendKeyName, teamSpendKeyName, windowKeyList } from '../keys.js';
+import { BUDGET_HOLD_MAX_AGE_MS } from '../budget-holds.js';
+import { authKeys, budgetHoldsKeyName, spendKeyName, teamBudgetHoldsKeyName, teamSpendKeyName, windowKeyList } from '../keys.js';
+import { SPEND_TTL_MS } from '../spend.js';
 import { PENDING_MAX_AGE_MS } from '../window.js';
-import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
-
-const CHECK_QUOTA_FILES = ['lib/arguments.lua', 'lib/window.lua', 'lib/spend.lua', 'lib/model-allow-list.lua', 'check-quota.lua'];
-const CHECK_QUOTA = luaScript('gatewayCheckQuota', 6, CHECK_QUOTA_FILES);
-/** The same script for a member of a team: the team's record, window and spend as well. */
-const CHECK_TEAM_QUOTA = luaScript('gatewayCheckTeamQuota', 12, CHECK_QUOTA_FILES);
+import { SCRIPTS } from './registry.js';
+import { namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
 
 /** A plan's limits as the decision applies them: -1 unlimited; budgets in micro-USD. */
 export interface PlanQuota {
@@ -35,6 +33,12 @@ export interface CheckQuotaInput {
   /** The charge id the reservation is kept under (the caller's part of the reservation id). */
   chargeId: string;
   reserveTokens: number;
+  /**
+   * The most the request can cost, in pico-USD: held against the key's and its team's budgets when
+   * allowed (and refused, over_budget, when it does not fit in what is left of one), until settled.
+   * Absent or 0: nothing held; the budgets then refuse only once spent (with what others hold).
+   */
+  costBoundPicoUsd?: bigint | number;
   /** 'reserve' counts the request and reserves; 'peek' only reports. */
   mode: 'reserve' | 'peek';
   /** Unix ms; absent: Redis's TIME. */
@@ -170,9 +174,9 @@ export function decodeCheckQuota(reply: unknown): CheckQuotaReply {
 function checkQuotaKeys(input: CheckQuotaInput): string[] {
   const keys = authKeys(input.prefix);
   const { keyId, teamId } = input;
-  const own = [keys.record(keyId, teamId), ...windowKeyList(keys.window(keyId, teamId)), spendKeyName(keyId, teamId)];
+  const own = [keys.record(keyId, teamId), ...windowKeyList(keys.window(keyId, teamId)), spendKeyName(keyId, teamId), budgetHoldsKeyName(keyId, teamId)];
   if (!teamId) return own;
-  return [...own, keys.team(teamId), ...windowKeyList(keys.teamWindow(teamId)), teamSpendKeyName(teamId)];
+  return [...own, keys.team(teamId), ...windowKeyList(keys.teamWindow(teamId)), teamSpendKeyName(teamId), teamBudgetHoldsKeyName(teamId)];
 }
 
 /** The script's model_allow_lists (a JSON array of arrays of strings); absent: none. */
@@ -183,6 +187,13 @@ function allowListsOf(value: string | number | undefined): string[][] {
   return lists.map((list: unknown[]) => list.map(String));
 }
 
+/** A cost bound as the script reads it: a whole number of pico-USD in decimal, '0' for none. */
+function costBoundArgument(bound: bigint | number | undefined): string {
+  if (bound === undefined) return '0';
+  const whole = typeof bound === 'bigint' ? bound : Number.isFinite(bound) ? BigInt(Math.ceil(bound)) : 0n;
+  return whole > 0n ? whole.toString() : '0';
+}
+
 /**
  * One CheckKey decision: the key's record, its window and its spend hash (and its team's record,
  * window and spend, for a member of a team) in one script call on the key's slot
@@ -191,11 +202,14 @@ function allowListsOf(value: string | number | undefined): string[][] {
 export async function checkQuota(redis: RedisClient, input: CheckQuotaInput): Promise<CheckQuotaReply> {
   const reply = await runScript(
     redis,
-    input.teamId ? CHECK_TEAM_QUOTA : CHECK_QUOTA,
+    input.teamId ? SCRIPTS.checkTeamQuota : SCRIPTS.checkQuota,
     checkQuotaKeys(input),
     namedArguments({
       reservation: input.chargeId,
       reserve: Math.max(0, Math.ceil(input.reserveTokens)),
+      bound: costBoundArgument(input.costBoundPicoUsd),
+      hold_ms: BUDGET_HOLD_MAX_AGE_MS,
+      spend_ttl_ms: SPEND_TTL_MS,
       now: input.nowMs ?? '',
       window_ms: input.windowMs,
       pending_max_age_ms: PENDING_MAX_AGE_MS,

@@ -1,11 +1,14 @@
 import type { RedisClient } from '@gateway/redis';
-import { luaScript, namedReply, oneOf, runScript } from './script.js';
+import { SCRIPTS } from './registry.js';
+import { namedReply, oneOf, runScript } from './script.js';
 
-const CREATE_KEY_RECORD = luaScript('gatewayCreateKeyRecord', 1, ['create-key-record.lua']);
-const CREATE_TEAM_KEY_RECORD = luaScript('gatewayCreateTeamKeyRecord', 3, ['create-key-record.lua']);
-const UPDATE_KEY_RECORD = luaScript('gatewayUpdateKeyRecord', 1, ['update-key-record.lua']);
-const UPDATE_TEAM_KEY_RECORD = luaScript('gatewayUpdateTeamKeyRecord', 2, ['update-key-record.lua']);
-const DELETE_TEAM = luaScript('gatewayDeleteTeam', 6, ['delete-team.lua']);
+const {
+  createKeyRecord: CREATE_KEY_RECORD,
+  createTeamKeyRecord: CREATE_TEAM_KEY_RECORD,
+  updateKeyRecord: UPDATE_KEY_RECORD,
+  updateTeamKeyRecord: UPDATE_TEAM_KEY_RECORD,
+  deleteTeam: DELETE_TEAM,
+} = SCRIPTS;
 
 /** A member key's team: its record and its set of live keys (authKeys' team and teamKeys). */
 export interface TeamRecordNames {

@@ -1,8 +1,6 @@
 import type { RedisClient } from '@gateway/redis';
-
-import { luaScript } from './script.js';
-
-const LIBRARY = luaScript('gatewayModelAllowList', 0, ['lib/model-allow-list.lua']).lua;
+import { SCRIPTS } from './registry.js';
+import { runScript } from './script.js';
 
 /**
  * Runs the quota script's allow-list matcher (scripts/lib/model-allow-list.lua) on its own: whether
@@ -11,6 +9,6 @@ const LIBRARY = luaScript('gatewayModelAllowList', 0, ['lib/model-allow-list.lua
  */
 export async function luaModelAllowed(redis: RedisClient, lists: readonly (readonly string[])[], model: string): Promise<boolean> {
   // cjson decodes '[]' to an empty table, so an empty list stays a list that allows nothing.
-  const reply = await redis.eval(`${LIBRARY}\nreturn modelAllowed(cjson.decode(ARGV[1]), ARGV[2]) and 1 or 0`, 0, JSON.stringify(lists), model);
+  const reply = await runScript(redis, SCRIPTS.modelAllowed, [], [JSON.stringify(lists), model]);
   return reply === 1;
 }

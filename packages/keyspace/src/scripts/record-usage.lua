@@ -1,13 +1,14 @@
 -- Meters one usage event: adds it to the totals, its time buckets and the key's spend only if it
 -- is new, remembers it, lists it among the key's latest requests, and settles the request's quota
--- reservation with the tokens it used: all or nothing, so a redelivered event (or a crash between
+-- reservation with the tokens it used and releases its budget holds (its cost now counts as spent,
+-- in the same step): all or nothing, so a redelivered event (or a crash between
 -- writes) can neither count nor settle twice, nor half. Every key is in the key's slot (its
 -- team's, for a member of a team).
 -- KEYS: the de-duplication set, key totals, key-and-model totals, the key's quota window R, T, H,
--- P, its spend hash, hourly bucket hash, daily bucket hash, latest-requests list, models set; for
--- a member of a team, then the team's quota window R, T, H, P, its spend hash and its totals: the
--- event counts in the team's totals and spend too, and its charge is settled in the team's window
--- (as `<key_id>:<charge>`, args.key_id).
+-- P, its spend hash, hourly bucket hash, daily bucket hash, latest-requests list, models set, its
+-- budget holds; for a member of a team, then the team's quota window R, T, H, P, its spend hash,
+-- its totals and its budget holds: the event counts in the team's totals and spend too, and its
+-- charge is settled in the team's window and holds (as `<key_id>:<charge>`, args.key_id).
 -- args (see record-usage.ts, which names each): the event (event_id, sequence, prompt_tokens,
 -- completion_tokens, cached_tokens, cache_write_tokens, cost_pico_usd, model_id, errors, fallbacks), its settlement
 -- (charge, '' for none; actual_tokens; pending_max_age_ms), the de-duplication record
@@ -20,9 +21,9 @@ if redis.call('ZSCORE', KEYS[1], args.event_id) then return {'outcome', 'duplica
 if args.prune_through ~= '0' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', args.prune_through) end
 redis.call('ZADD', KEYS[1], args.sequence, args.event_id)
 redis.call('PEXPIRE', KEYS[1], args.dedup_ttl_ms)
-local team = #KEYS >= 18
+local team = #KEYS >= 20
 local totals = {KEYS[2], KEYS[3]}
-if team then totals[3] = KEYS[18] end
+if team then totals[3] = KEYS[19] end
 for _, name in ipairs(totals) do
   redis.call('HINCRBY', name, 'requests', 1)
   redis.call('HINCRBY', name, 'prompt_tokens', args.prompt_tokens)
@@ -36,7 +37,11 @@ if args.charge ~= '' then
   -- The window's length is the one auth recorded with the charge.
   local now = clock('')
   settleCharge(KEYS[4], KEYS[5], KEYS[6], KEYS[7], args.charge, tonumber(args.actual_tokens), now, nil, tonumber(args.pending_max_age_ms))
-  if team then settleCharge(KEYS[13], KEYS[14], KEYS[15], KEYS[16], args.key_id .. ':' .. args.charge, tonumber(args.actual_tokens), now, nil, tonumber(args.pending_max_age_ms)) end
+  release(KEYS[8], KEYS[13], args.charge)
+  if team then
+    settleCharge(KEYS[14], KEYS[15], KEYS[16], KEYS[17], args.key_id .. ':' .. args.charge, tonumber(args.actual_tokens), now, nil, tonumber(args.pending_max_age_ms))
+    release(KEYS[18], KEYS[20], args.key_id .. ':' .. args.charge)
+  end
 end
 -- Time buckets: a field per count, only for counts that are not zero (most events have no cached
 -- or cache-written tokens, error or fallback). A bucket whose retention has passed expires at once.
@@ -65,7 +70,7 @@ local function addSpend(S)
 end
 if args.cost_pico_usd ~= '0' then
   addSpend(KEYS[8])
-  if team then addSpend(KEYS[17]) end
+  if team then addSpend(KEYS[18]) end
 end
 if args.recent ~= '' then
   redis.call('LPUSH', KEYS[11], args.recent)

@@ -2,23 +2,21 @@ import type { RedisClient } from '@gateway/redis';
 import { bucketPlacement, type BucketPlacement, type BucketRetention } from '../buckets.js';
 import {
   authKeys,
+  budgetHoldsKeyName,
   DEFAULT_AUTH_PREFIX,
   dedupKey,
   keyModelTotalsKey,
   keyTotalsKey,
   spendKeyName,
+  teamBudgetHoldsKeyName,
   teamSpendKeyName,
   teamTotalsKey,
   windowKeyList,
 } from '../keys.js';
 import { spendDayField, spendMonthField, utcDay, utcMonth } from '../spend.js';
 import { PENDING_MAX_AGE_MS } from '../window.js';
-import { luaScript, namedArguments, namedReply, oneOf, runScript } from './script.js';
-
-const RECORD_FILES = ['lib/arguments.lua', 'lib/window.lua', 'record-usage.lua'];
-const RECORD_USAGE = luaScript('gatewayRecordUsage', 12, RECORD_FILES);
-/** The same script for a member of a team: the team's window, spend and totals as well. */
-const RECORD_TEAM_USAGE = luaScript('gatewayRecordTeamUsage', 18, RECORD_FILES);
+import { SCRIPTS } from './registry.js';
+import { namedArguments, namedReply, oneOf, runScript } from './script.js';
 
 /** One usage event as the record script meters it. */
 export interface UsageRecord {
@@ -92,9 +90,10 @@ function recordKeys(event: UsageRecord, prefix: string, buckets: BucketPlacement
     buckets.daily,
     buckets.recent,
     buckets.models,
+    budgetHoldsKeyName(keyId, teamId),
   ];
   if (!teamId) return own;
-  return [...own, ...windowKeyList(authKeys(prefix).teamWindow(teamId)), teamSpendKeyName(teamId), teamTotalsKey(teamId)];
+  return [...own, ...windowKeyList(authKeys(prefix).teamWindow(teamId)), teamSpendKeyName(teamId), teamTotalsKey(teamId), teamBudgetHoldsKeyName(teamId)];
 }
 
 function recordArguments({ event, settlement, retention }: RecordUsageInput, buckets: BucketPlacement): string[] {
@@ -139,6 +138,6 @@ export async function recordUsage(redis: RedisClient, input: RecordUsageInput): 
   const { event } = input;
   const buckets = bucketPlacement({ keyId: event.keyId, teamId: event.teamId }, event.modelId, event.atMs, input.retention.buckets);
   const keys = recordKeys(event, input.settlement?.prefix ?? DEFAULT_AUTH_PREFIX, buckets);
-  const reply = await runScript(redis, event.teamId ? RECORD_TEAM_USAGE : RECORD_USAGE, keys, recordArguments(input, buckets));
+  const reply = await runScript(redis, event.teamId ? SCRIPTS.recordTeamUsage : SCRIPTS.recordUsage, keys, recordArguments(input, buckets));
   return { outcome: decodeRecordUsage(reply), dedupKey: keys[0]! };
 }

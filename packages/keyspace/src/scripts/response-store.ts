@@ -10,11 +10,10 @@
  */
 import type { RedisClient } from '@gateway/redis';
 import { storedResponseKey, storedResponsesIndexKey, storedResponsesSizesKey, type StoredResponsesTotalKeys } from '../keys.js';
-import { luaScript, namedArguments, namedReply, numberField, runScript } from './script.js';
+import { SCRIPTS } from './registry.js';
+import { namedArguments, namedReply, numberField, runScript } from './script.js';
 
-const RESPONSE_PUT = luaScript('gatewayResponsePut', 3, ['lib/arguments.lua', 'lib/response-sizes.lua', 'response-put.lua']);
-const RESPONSE_DELETE = luaScript('gatewayResponseDelete', 3, ['lib/arguments.lua', 'lib/response-sizes.lua', 'response-delete.lua']);
-const RESPONSE_TOTAL = luaScript('gatewayResponseTotal', 2, ['lib/arguments.lua', 'lib/response-sizes.lua', 'response-total.lua']);
+const { responsePut: RESPONSE_PUT, responseDelete: RESPONSE_DELETE, responseTotal: RESPONSE_TOTAL } = SCRIPTS;
 
 /** The store's bounds; 0 for any of them: none. */
 export interface StoredResponseBounds {

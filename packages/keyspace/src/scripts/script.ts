@@ -1,13 +1,16 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { RedisClient } from '@gateway/redis';
 
-/** A Lua script run as an ioredis custom command. */
+/** A Lua script, run by its SHA-1 (EVALSHA) and sent whole (EVAL) only to a server that lacks it. */
 export interface LuaScript {
-  /** The command's name on the client. */
+  /** Its name in errors and docs. */
   name: string;
   /** How many of its arguments are keys (ioredis routes the call by them on a cluster). */
   numberOfKeys: number;
   lua: string;
+  /** The SHA-1 of lua, as Redis names a loaded script. */
+  sha: string;
 }
 
 /**
@@ -17,20 +20,30 @@ export interface LuaScript {
  */
 export function luaScript(name: string, numberOfKeys: number, files: readonly string[]): LuaScript {
   const lua = files.map((file) => readFileSync(new URL(`./${file}`, import.meta.url), 'utf8')).join('\n');
-  return { name, numberOfKeys, lua };
+  return { name, numberOfKeys, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
-type ScriptCommand = (...keysAndArgs: string[]) => Promise<unknown>;
+/** Whether Redis refused an EVALSHA because it does not have the script. */
+function missingScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
 
 /**
- * Runs a script: defined on the client at first use (ioredis sends EVALSHA, and EVAL once when the
- * server does not have it yet; on a cluster, to the node of its keys, which share one hash tag).
+ * Runs a script: EVALSHA, then EVAL when the server answers NOSCRIPT (a restart, a failover, a
+ * SCRIPT FLUSH), inside the one promise it returns; on a cluster, to the node of its keys, which
+ * share one hash tag. Only the built-in EVALSHA and EVAL are sent: nothing is defined on the
+ * client, so a script's first use cannot race the client's auto-pipelining (a pipeline formed
+ * before a command was defined on the client lacks it, and ioredis then throws outside any
+ * promise). Every failure, a wrong count of keys included, is a rejection.
  */
-export function runScript(redis: RedisClient, script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function runScript(redis: RedisClient, script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
   if (keys.length !== script.numberOfKeys) throw new Error(`${script.name} takes ${script.numberOfKeys} keys, not ${keys.length}`);
-  if (!(script.name in redis)) redis.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-  const command = (redis as unknown as Record<string, ScriptCommand>)[script.name]!;
-  return command.call(redis, ...keys, ...args);
+  try {
+    return await redis.evalsha(script.sha, script.numberOfKeys, ...keys, ...args);
+  } catch (error) {
+    if (!missingScript(error)) throw error;
+    return redis.eval(script.lua, script.numberOfKeys, ...keys, ...args);
+  }
 }
 
 /** Arguments by name, as the scripts read them (lib/arguments.lua): name, value, name, value, ... */

@@ -1,12 +1,8 @@
 import type { RedisClient } from '@gateway/redis';
-import { authKeys, windowKeyList } from '../keys.js';
+import { authKeys, budgetHoldsKeyName, spendKeyName, teamBudgetHoldsKeyName, teamSpendKeyName, windowKeyList } from '../keys.js';
 import { PENDING_MAX_AGE_MS, type ReservationId } from '../window.js';
-import { luaScript, namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
-
-const SETTLE_FILES = ['lib/arguments.lua', 'lib/window.lua', 'settle-quota.lua'];
-const SETTLE_QUOTA = luaScript('gatewaySettleQuota', 4, SETTLE_FILES);
-/** The same script for a member of a team: the team's window as well. */
-const SETTLE_TEAM_QUOTA = luaScript('gatewaySettleTeamQuota', 8, SETTLE_FILES);
+import { SCRIPTS } from './registry.js';
+import { namedArguments, namedReply, numberField, oneOf, runScript } from './script.js';
 
 /** How a settlement went, as the script names it. */
 export const SETTLEMENT_OUTCOMES = ['settled', 'already_settled', 'unknown_reservation'] as const;
@@ -43,17 +39,19 @@ export function decodeSettlement(reply: unknown): Settlement {
 }
 
 /**
- * Settles one reservation with the tokens actually used, in the key's window and its team's;
- * idempotent (scripts/settle-quota.lua).
+ * Settles one reservation with the tokens actually used, in the key's window and its team's, and
+ * releases the request's budget holds (it ended without a usage event); idempotent
+ * (scripts/settle-quota.lua).
  */
 export async function settleQuota(redis: RedisClient, input: SettleQuotaInput): Promise<Settlement> {
   const names = authKeys(input.prefix);
   const { keyId } = input.reservation;
-  const own = windowKeyList(names.window(keyId, input.teamId));
+  const { teamId } = input;
+  const own = [...windowKeyList(names.window(keyId, teamId)), spendKeyName(keyId, teamId), budgetHoldsKeyName(keyId, teamId)];
   const reply = await runScript(
     redis,
-    input.teamId ? SETTLE_TEAM_QUOTA : SETTLE_QUOTA,
-    input.teamId ? [...own, ...windowKeyList(names.teamWindow(input.teamId))] : own,
+    teamId ? SCRIPTS.settleTeamQuota : SCRIPTS.settleQuota,
+    teamId ? [...own, ...windowKeyList(names.teamWindow(teamId)), teamSpendKeyName(teamId), teamBudgetHoldsKeyName(teamId)] : own,
     namedArguments({
       charge: input.reservation.chargeId,
       key_id: keyId,

@@ -101,6 +101,11 @@ export function reservedTokens(promptTokens: number, maxTokens: number | undefin
 export interface CheckKeyOptions {
   /** Tokens to reserve; 0 or absent only checks the key (nothing counted, nothing reserved). */
   reserveTokens?: number;
+  /**
+   * The most the request can cost (pico-USD), held against the key's and its team's budgets from
+   * the decision until the request is metered or its reservation settled; 0 or absent: none.
+   */
+  costBoundPicoUsd?: bigint;
   signal?: AbortSignal;
   /** The caller's W3C traceparent, so that auth's span joins the request's trace. */
   traceparent?: string;
@@ -123,7 +128,7 @@ export async function checkKey(
   deps: EdgeDependencies,
   apiKey: string,
   requestId: string,
-  { reserveTokens = 0, signal, traceparent, model = '' }: CheckKeyOptions = {},
+  { reserveTokens = 0, costBoundPicoUsd = 0n, signal, traceparent, model = '' }: CheckKeyOptions = {},
 ): Promise<CheckKeyResponseOutput> {
   let decision: CheckKeyResponseOutput;
   try {
@@ -138,6 +143,8 @@ export async function checkKey(
         reserve_tokens: Math.max(0, reserveTokens),
         reservation_id: checkOnly ? '' : randomUUID(),
         check_only: checkOnly,
+        // A decimal string: exact whatever its size (int64 on the wire).
+        cost_bound_pico_usd: checkOnly || costBoundPicoUsd <= 0n ? '0' : costBoundPicoUsd.toString(),
         model: model && deps.catalog.get(model) ? model : '',
       },
       { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent },

@@ -6,6 +6,7 @@
  * parses the body and renders the answer.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { costBoundPicoUsd, type Pricing } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Tracing } from '@gateway/observability';
 import type { CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
@@ -128,15 +129,38 @@ export class CompletionPipeline {
     // Auth checks a named model against the key's allow-lists; `auto` chooses within them later.
     const named = completion.parsed.request.model ?? '';
     const model = named === 'auto' ? '' : named;
-    return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, completion.promptTokens), signal, traceparent, model }).catch(
-      async (error: unknown) => {
-        // Too large for the key's tokens per minute on an estimate: the exact count decides.
-        if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
-        const { wire, parsed } = completion;
-        const exact = wire.promptTokens ? (await wire.promptTokens(deps.catalog, parsed, true)).tokens : await countBoundedPromptTokens(deps.catalog, parsed);
-        return checkKey(deps, apiKey, requestId, { reserveTokens: this.reserved(completion, exact), signal, traceparent, model });
-      },
-    );
+    const bounds = (promptTokens: number) => ({
+      reserveTokens: this.reserved(completion, promptTokens),
+      costBoundPicoUsd: this.costBound(completion, promptTokens),
+    });
+    return checkKey(deps, apiKey, requestId, { ...bounds(completion.promptTokens), signal, traceparent, model }).catch(async (error: unknown) => {
+      // Too large for the key's tokens per minute on an estimate: the exact count decides.
+      if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
+      const { wire, parsed } = completion;
+      const exact = wire.promptTokens ? (await wire.promptTokens(deps.catalog, parsed, true)).tokens : await countBoundedPromptTokens(deps.catalog, parsed);
+      return checkKey(deps, apiKey, requestId, { ...bounds(exact), signal, traceparent, model });
+    });
+  }
+
+  /**
+   * The most a request can cost: the tokens it reserves (its prompt, its largest completion) at the
+   * dearest prices of the models that may answer it: the model it names and its fallbacks (the
+   * request's, else the catalog's), or for `auto` any model of the catalog. auth holds it against
+   * the key's and its team's budgets until the request is metered.
+   */
+  private costBound(completion: Completion, promptTokens: number): bigint {
+    const { catalog } = this.deps;
+    const { request, fallbacks } = completion.parsed;
+    const named = request.model ?? '';
+    const model = catalog.get(named);
+    const candidates: ModelOutput[] =
+      named === 'auto'
+        ? [...catalog.list()]
+        : model
+          ? [model, ...(Array.isArray(fallbacks) ? fallbacks : (model.fallbacks ?? [])).flatMap((id) => catalog.get(id) ?? [])]
+          : [];
+    const pricings = candidates.flatMap((candidate) => (candidate.pricing ? [candidate.pricing as unknown as Pricing] : []));
+    return costBoundPicoUsd(pricings, promptTokens, this.reserved(completion, promptTokens) - promptTokens);
   }
 
   /** The tokens a request reserves: its prompt and the completion it may produce. */

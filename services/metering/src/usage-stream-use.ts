@@ -1,0 +1,116 @@
+/**
+ * How full the usage stream is, from the stream's own state in JetStream:
+ * `gateway_usage_stream_bytes`, `gateway_usage_stream_messages` and `gateway_usage_stream_max_bytes`
+ * (its USAGE_STREAM_MAX_BYTES). A stream at its max_bytes refuses new events (discard: new), so
+ * bytes over max_bytes is how close the edges are to holding, then shedding, usage: the alert
+ * UsageStreamNearlyFull reads it. The official NATS exporter reports the bytes too, but not the
+ * stream's limit.
+ *
+ * When the stream cannot be read, the gauges are removed rather than left at their last values, so
+ * a NATS outage shows as no data, never as a stream that stopped filling.
+ */
+import type { Logger } from '@gateway/logger';
+import type { NatsConnection } from '@gateway/messaging';
+import { prometheus } from '@gateway/observability';
+
+/** How often the stream's state is read by default. */
+export const DEFAULT_USAGE_STREAM_USE_INTERVAL_MS = 5_000;
+
+/** At most one warning per this long while the stream cannot be read. */
+const WARNING_INTERVAL_MS = 60_000;
+
+/** What the stream's use is read from and reported to. */
+export interface UsageStreamUseOptions {
+  nc: NatsConnection;
+  stream: string;
+  logger: Logger;
+  /** Where the gauges are registered; none, and they are kept but not exported. */
+  registry?: prometheus.Registry;
+  /** Between two reads; default DEFAULT_USAGE_STREAM_USE_INTERVAL_MS. */
+  intervalMs?: number;
+}
+
+/** One reading of the stream's use. */
+export interface UsageStreamUseReading {
+  bytes: number;
+  messages: number;
+  /** The stream's max_bytes; -1 when it has none. */
+  maxBytes: number;
+}
+
+/** The reporter; started and stopped with metering. */
+export interface UsageStreamUse {
+  /** Reads once now, then every interval. */
+  start(): Promise<void>;
+  stop(): void;
+  /** Reads once and sets the gauges; resolves undefined (and removes them) when the stream could not be read. */
+  poll(): Promise<UsageStreamUseReading | undefined>;
+}
+
+export function createUsageStreamUse(options: UsageStreamUseOptions): UsageStreamUse {
+  const { nc, stream, logger } = options;
+  const intervalMs = options.intervalMs ?? DEFAULT_USAGE_STREAM_USE_INTERVAL_MS;
+  const registers = options.registry ? [options.registry] : [];
+  // Labelled by the stream (one per gateway sharing a NATS) so that a failed read can remove them.
+  const labelNames = ['stream'] as const;
+  const bytes = new prometheus.Gauge({
+    name: 'gateway_usage_stream_bytes',
+    help: 'Bytes the usage stream holds (on each of its servers).',
+    labelNames,
+    registers,
+  });
+  const messages = new prometheus.Gauge({ name: 'gateway_usage_stream_messages', help: 'Messages the usage stream holds.', labelNames, registers });
+  const maxBytes = new prometheus.Gauge({
+    name: 'gateway_usage_stream_max_bytes',
+    help: "The usage stream's max_bytes (USAGE_STREAM_MAX_BYTES): at it, new usage events are refused and the edges hold them.",
+    labelNames,
+    registers,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let lastWarningAt = Number.NEGATIVE_INFINITY;
+
+  const poll = async (): Promise<UsageStreamUseReading | undefined> => {
+    try {
+      const info = await (await nc.jetstreamManager()).streams.info(stream);
+      const reading = { bytes: info.state.bytes, messages: info.state.messages, maxBytes: info.config.max_bytes };
+      bytes.set({ stream }, reading.bytes);
+      messages.set({ stream }, reading.messages);
+      maxBytes.set({ stream }, reading.maxBytes);
+      return reading;
+    } catch (error) {
+      bytes.remove({ stream });
+      messages.remove({ stream });
+      maxBytes.remove({ stream });
+      if (Date.now() - lastWarningAt >= WARNING_INTERVAL_MS) {
+        lastWarningAt = Date.now();
+        logger.warn({ err: error, stream }, 'usage stream state could not be read; its gauges are absent until it can');
+      }
+      return undefined;
+    }
+  };
+
+  const schedule = () => {
+    timer = setTimeout(() => {
+      void poll().finally(() => {
+        if (running) schedule();
+      });
+    }, intervalMs);
+    timer.unref();
+  };
+
+  return {
+    poll,
+    start: async () => {
+      if (running) return;
+      running = true;
+      await poll();
+      if (running) schedule();
+    },
+    stop: () => {
+      running = false;
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
