@@ -50,6 +50,16 @@ function catalogFile(): string {
     pricing: { input: "0.13" }
     context_window: 8191
     embedding: { dimensions: 8, shortenable: true, batch_size: 3 }`,
+    // Priced at 1 USD per million input tokens: a request of 10 tokens (the fake counts words) costs 10 micro-dollars.
+    `  - id: budget-embedding
+    provider: openai-compatible
+    kind: embedding
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: text-embedding-3-small, base_url: "${openAiUpstream.baseUrl}", api_key_env: ${KEY_VARIABLE} }
+    pricing: { input: "1" }
+    context_window: 8191
+    embedding: { dimensions: 8, shortenable: true }`,
     `  - id: fake-gemini-embedding
     provider: gemini
     kind: embedding
@@ -371,5 +381,23 @@ describe('limits', () => {
     // OpenAI's tokens-per-minute refusal: type `tokens`.
     expect(second.status).toBe(429);
     expect(await second.json()).toMatchObject({ error: { type: 'tokens', code: 'rate_limit_exceeded' } });
+  });
+});
+
+describe('budgets', () => {
+  it("spends a key's daily budget with embeddings, then refuses with 429 insufficient_quota", async () => {
+    const secret = await createKey({ plan: 'pro', budgets: { daily_usd: 0.00003 } });
+    const input = 'one two three four five six seven eight nine ten';
+    for (let index = 0; index < 3; index += 1) {
+      const answer = await post('/v1/embeddings', { model: 'budget-embedding', input }, secret);
+      expect(answer.status).toBe(200);
+      expect(((await answer.json()) as WithGateway).gateway.cost_usd).toBe(0.00001);
+      // Each answer metered before the next request: the budget is exact against what was spent.
+      await meteredRow('budget-embedding', index + 1, secret);
+    }
+    const refused = await post('/v1/embeddings', { model: 'budget-embedding', input }, secret);
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: { type: 'insufficient_quota', code: 'insufficient_quota' } });
+    expect(refused.headers.get('x-gateway-budget-remaining-usd')).toBe('0');
   });
 });
