@@ -236,6 +236,12 @@ describe('an OpenAI-compatible embedding model', () => {
     const pico = costPicoUsd({ input_micro_usd_per_mtok: usdPerMtokToMicro('0.13'), output_micro_usd_per_mtok: 0 } as never, { prompt_tokens: 9 });
     expect(row.cost_pico_usd).toBe(String(pico));
     expect(row.cost_usd).toBe(picoUsdToUsd(pico));
+    // The latest requests (the console's Requests page) say which API each was.
+    const latest = (await (await fetch(`${origin}/admin/v1/requests?limit=50`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
+      data: Array<{ model: string; operation: string; prompt_tokens: number; completion_tokens: number }>;
+    };
+    const mine = latest.data.filter((entry) => entry.model === 'fake-embedding' && entry.prompt_tokens === 4);
+    expect(mine).toEqual([expect.objectContaining({ operation: 'embeddings', completion_tokens: 0 })]);
   });
 
   it("is counted in the GenAI metrics under the embeddings operation, and in the executor's", async () => {
