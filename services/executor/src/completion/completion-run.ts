@@ -159,6 +159,16 @@ export class CompletionRun<Request extends RunRequest = ExecuteRequestOutput> {
     }
     if (this.method === 'Embed') return [primary];
     if (!execute.request) throw GatewayError.of('invalid_request', 'The execute request carries no chat request.');
+    // The edge refuses this already; a caller that skipped it gets the same answer, not a chat from an embedding model.
+    if (this.services.pool.deploymentsOf(primary)[0]?.model.kind === 'embedding') {
+      throw GatewayError.of(
+        'invalid_value',
+        `The model \`${primary}\` is an embedding model: it serves /v1/embeddings only; choose a chat model for this API.`,
+        {
+          param: 'model',
+        },
+      );
+    }
     const fallbacks = (execute.fallbacks ?? []).filter((id, index, all) => id !== primary && all.indexOf(id) === index);
     return [primary, ...fallbacks];
   }
