@@ -390,6 +390,16 @@ describe('limits', () => {
   });
 });
 
+describe('allow-lists', () => {
+  it("refuses an embedding model outside the key's allow-list with 403 model_not_allowed, and serves one inside it", async () => {
+    const secret = await createKey({ plan: 'pro', allowed_models: ['sim-mini', 'fake-embedding'] });
+    const refused = await post('/v1/embeddings', { model: 'sim-embedding', input: 'hello' }, secret);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ error: { type: 'permission_error', code: 'model_not_allowed', param: 'model' } });
+    expect((await post('/v1/embeddings', { model: 'fake-embedding', input: 'hello' }, secret)).status).toBe(200);
+  });
+});
+
 describe('budgets', () => {
   it("spends a key's daily budget with embeddings, then refuses with 429 insufficient_quota", async () => {
     const secret = await createKey({ plan: 'pro', budgets: { daily_usd: 0.00003 } });
