@@ -225,7 +225,7 @@ describe('an OpenAI-compatible embedding model', () => {
   });
 
   it('meters the tokens and the cost to the pico-dollar in the usage API', async () => {
-    const fresh = await createKey({ plan: 'pro' });
+    const { secret: fresh, id: freshId } = await createKey({ plan: 'pro' });
     const keyed = new OpenAI({ baseURL: cluster.baseUrl, apiKey: fresh, maxRetries: 0 });
     const first = await keyed.embeddings.create({ model: 'fake-embedding', input: ['one two three', 'four five'] });
     const second = await keyed.embeddings.create({ model: 'fake-embedding', input: 'six seven eight nine' });
@@ -237,11 +237,14 @@ describe('an OpenAI-compatible embedding model', () => {
     expect(row.cost_pico_usd).toBe(String(pico));
     expect(row.cost_usd).toBe(picoUsdToUsd(pico));
     // The latest requests (the console's Requests page) say which API each was.
-    const latest = (await (await fetch(`${origin}/admin/v1/requests?limit=50`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
-      data: Array<{ model: string; operation: string; prompt_tokens: number; completion_tokens: number }>;
-    };
-    const mine = latest.data.filter((entry) => entry.model === 'fake-embedding' && entry.prompt_tokens === 4);
-    expect(mine).toEqual([expect.objectContaining({ operation: 'embeddings', completion_tokens: 0 })]);
+    const latest = (await (
+      await fetch(`${origin}/admin/v1/requests?limit=50&key_id=${freshId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    ).json()) as { data: Array<{ key_id: string; operation: string; prompt_tokens: number; completion_tokens: number }> };
+    const mine = latest.data.filter((entry) => entry.key_id === freshId);
+    expect(mine.map((entry) => [entry.operation, entry.prompt_tokens, entry.completion_tokens])).toEqual([
+      ['embeddings', 4, 0],
+      ['embeddings', 5, 0],
+    ]);
   });
 
   it("is counted in the GenAI metrics under the embeddings operation, and in the executor's", async () => {
@@ -362,20 +365,20 @@ describe('bad bodies', () => {
   });
 });
 
-/** Creates a key with the admin API; returns its secret. */
-async function createKey(body: Record<string, unknown>): Promise<string> {
+/** Creates a key with the admin API; returns its secret and public id. */
+async function createKey(body: Record<string, unknown>): Promise<{ secret: string; id: string }> {
   const response = await fetch(`${origin}/admin/v1/keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   expect(response.status).toBe(201);
-  return ((await response.json()) as { secret: string }).secret;
+  return (await response.json()) as { secret: string; id: string };
 }
 
 describe('limits', () => {
   it("counts embedding tokens against the key's tokens per minute", async () => {
-    const secret = await createKey({ plan: 'pro', limits: { tokens_per_minute: 1_000 } });
+    const { secret } = await createKey({ plan: 'pro', limits: { tokens_per_minute: 1_000 } });
     // 3,000 bytes: reserved as 750 tokens, then settled with the ~500 the model counts.
     const input = 'lorem '.repeat(500);
     const first = await post('/v1/embeddings', { model: 'sim-embedding', input }, secret);
@@ -392,7 +395,7 @@ describe('limits', () => {
 
 describe('allow-lists', () => {
   it("refuses an embedding model outside the key's allow-list with 403 model_not_allowed, and serves one inside it", async () => {
-    const secret = await createKey({ plan: 'pro', allowed_models: ['sim-mini', 'fake-embedding'] });
+    const { secret } = await createKey({ plan: 'pro', allowed_models: ['sim-mini', 'fake-embedding'] });
     const refused = await post('/v1/embeddings', { model: 'sim-embedding', input: 'hello' }, secret);
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ error: { type: 'permission_error', code: 'model_not_allowed', param: 'model' } });
@@ -402,7 +405,7 @@ describe('allow-lists', () => {
 
 describe('budgets', () => {
   it("spends a key's daily budget with embeddings, then refuses with 429 insufficient_quota", async () => {
-    const secret = await createKey({ plan: 'pro', budgets: { daily_usd: 0.00003 } });
+    const { secret } = await createKey({ plan: 'pro', budgets: { daily_usd: 0.00003 } });
     const input = 'one two three four five six seven eight nine ten';
     for (let index = 0; index < 3; index += 1) {
       const answer = await post('/v1/embeddings', { model: 'budget-embedding', input }, secret);

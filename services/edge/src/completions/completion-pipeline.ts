@@ -229,7 +229,7 @@ export class CompletionPipeline {
     completion.attempts = result.attempts ?? [];
     completion.usage = result.usage ?? undefined;
     this.report(completion, 'OUTCOME_COMPLETED');
-    return result.render();
+    return await result.render();
   }
 }
 

@@ -147,8 +147,8 @@ export interface WholeAnswer {
   readonly provider?: string;
   readonly attempts?: readonly ExecutionAttemptOutput[];
   readonly usage?: UsageOutput | null;
-  /** Sets the answer's headers and returns its body (after the report set the cost and latency). */
-  render(): string;
+  /** Sets the answer's headers and returns its body (after the report set the cost and latency); a large one may take turns of the event loop. */
+  render(): string | Promise<string>;
 }
 
 /**
