@@ -31,6 +31,9 @@ export default defineConfig({
             'scripts/**/*.test.mjs',
           ],
           exclude: [...exclude, '**/*.int.test.ts'],
+          // Not vitest's 5 s: a unit test that does real work (thousands of property trials, a child
+          // process) must not fail for a machine loaded by the other projects running beside it.
+          testTimeout: 30_000,
         },
       },
       {

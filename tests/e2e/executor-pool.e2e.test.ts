@@ -58,7 +58,11 @@ async function startSecondExecutor(): Promise<void> {
 async function waitServing(port: number, what: () => string): Promise<void> {
   const health = createHealthClient(`127.0.0.1:${port}`);
   try {
-    await eventually(() => isServing(health).then((serving) => serving || undefined), what(), 20_000, 100);
+    // A process starting on a loaded machine may take tens of seconds; its logs are read at the
+    // failure, not when the wait begins.
+    await eventually(() => isServing(health).then((serving) => serving || undefined), 'a serving executor', 45_000, 100).catch(() => {
+      throw new Error(`timed out waiting for ${what()}`);
+    });
   } finally {
     health.close();
   }
@@ -344,7 +348,7 @@ describe('replicas that go away', () => {
     expect(second?.exitCode).toBe(0);
     const after = await Promise.all(slowRequests(6, 10));
     expect(after.map((result) => result.status)).toEqual([200, 200, 200, 200, 200, 200]);
-  });
+  }, 120_000);
 
   it('after a replica is killed, new calls all go to the one left', async () => {
     await startSecondExecutor();
@@ -352,7 +356,7 @@ describe('replicas that go away', () => {
     await new Promise((resolve) => second!.once('exit', resolve));
     const after = await Promise.all(slowRequests(8, 10));
     expect(after.map((result) => result.status)).toEqual(Array(8).fill(200));
-  });
+  }, 120_000);
 
   it('a replica killed mid-run loses no request that had not started streaming', async () => {
     await startSecondExecutor();
@@ -361,5 +365,5 @@ describe('replicas that go away', () => {
     second!.kill('SIGKILL');
     const results = await Promise.all(inFlight);
     expect(results.map((result) => result.status)).toEqual(Array(12).fill(200));
-  });
+  }, 120_000);
 });

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, loadCatalog, parseCatalog } from './load.js';
-import { costPicoUsd, type Pricing } from './pricing.js';
+import { costPicoUsd, pricingOf, type Pricing } from './pricing.js';
 import { thrownBy } from '@gateway/testing';
 
 const INVALID_FIXTURES = fileURLToPath(new URL('../test/fixtures/invalid/', import.meta.url));
@@ -119,6 +119,65 @@ models:
       { model: 'model-b-eu', base_url: 'http://localhost:8080', api_key_env: 'VENDOR_KEY_EU', headers: {} },
     ]);
     expect(catalog.byId.get('sim-a')).not.toHaveProperty('deployments');
+  });
+
+  it('reads deployments of other providers with their own key and prices, and prices each answer by the provider that served it', () => {
+    const text = minimal.replace(
+      '    fallbacks: [sim-a]\n',
+      '    fallbacks: [sim-a]\n    deployments:\n' +
+        '      - { provider: azure, base_url: "https://contoso.openai.azure.com", model: gpt-4o, deployment: gpt-4o-prod, api_version: "2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, pricing: { input: "2.75", output: "11.00" } }\n' +
+        '      - { provider: azure, base_url: "https://fabrikam.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY_2, auth: entra_id, pricing: { input: "2.75", output: "11.00" } }\n',
+    );
+    const model = parseCatalog(text, 'clouds.yaml').byId.get('vendor/model-b')!;
+    const azurePricing = micro({ input: 2_750_000, cached: 2_750_000, write: 2_750_000, write1h: 2_750_000, output: 11_000_000 });
+    expect(model.deployments).toEqual([
+      {
+        provider: 'azure',
+        model: 'gpt-4o',
+        base_url: 'https://contoso.openai.azure.com',
+        deployment: 'gpt-4o-prod',
+        api_version: '2024-10-21',
+        api_key_env: 'AZURE_OPENAI_API_KEY',
+        pricing: azurePricing,
+      },
+      // Another provider's deployment inherits neither upstream's headers nor its key.
+      {
+        provider: 'azure',
+        model: 'model-b-2025',
+        base_url: 'https://fabrikam.openai.azure.com',
+        api_key_env: 'AZURE_OPENAI_API_KEY_2',
+        auth: 'entra_id',
+        pricing: azurePricing,
+      },
+    ]);
+    expect(pricingOf(model, 'azure')).toEqual(azurePricing);
+    expect(pricingOf(model, 'openai-compatible')).toBe(model.pricing);
+  });
+
+  it('reads an Azure OpenAI model on a deployment URL and one on the v1 routes', () => {
+    const text = [
+      'models:',
+      '  - { id: azure/gpt-4o, provider: azure, owned_by: openai, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,',
+      '      capabilities: { tools: true, vision: false, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },',
+      '      upstream: { model: gpt-4o, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, deployment: gpt-4o-prod, api_version: "2025-04-01-preview" } }',
+      '  - { id: foundry/gpt-4o, provider: azure, owned_by: openai, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,',
+      '      capabilities: { tools: true, vision: false, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },',
+      '      upstream: { model: gpt-4o, base_url: "https://contoso.services.ai.azure.com", api_key_env: AZURE_CLIENT_ID, auth: entra_id } }',
+    ].join('\n');
+    const catalog = parseCatalog(text, 'azure.yaml');
+    expect(catalog.byId.get('azure/gpt-4o')?.upstream).toEqual({
+      model: 'gpt-4o',
+      base_url: 'https://contoso.openai.azure.com',
+      api_key_env: 'AZURE_OPENAI_API_KEY',
+      deployment: 'gpt-4o-prod',
+      api_version: '2025-04-01-preview',
+    });
+    expect(catalog.byId.get('foundry/gpt-4o')?.upstream).toEqual({
+      model: 'gpt-4o',
+      base_url: 'https://contoso.services.ai.azure.com',
+      api_key_env: 'AZURE_CLIENT_ID',
+      auth: 'entra_id',
+    });
   });
 
   it('reads the same catalog written as JSON', () => {

@@ -2,12 +2,14 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
 import {
+  AZURE_AUTH_KINDS,
   EMBEDDING_PROVIDERS,
   MODEL_KINDS,
   PROVIDERS,
   QUALITY_TIERS,
   type Capabilities,
   type Catalog,
+  type CatalogDeployment,
   type CatalogModel,
   type EmbeddingShape,
   type ModelKind,
@@ -57,7 +59,15 @@ const MODEL_FIELDS = [
 /** Chat fields an embedding model has no use for: stating one is a mistake, not a no-op. */
 const CHAT_ONLY_FIELDS = ['max_output_tokens', 'capabilities', 'quality_tier', 'fallbacks'] as const;
 const EMBEDDING_FIELDS = ['dimensions', 'shortenable', 'batch_size'];
-const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers'];
+const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers', 'deployment', 'api_version', 'auth'];
+/** The upstream fields only Azure OpenAI reads. */
+const AZURE_FIELDS = ['deployment', 'api_version', 'auth'] as const;
+/** A deployment may also name its own provider and prices. */
+const DEPLOYMENT_FIELDS = [...UPSTREAM_FIELDS, 'provider', 'pricing'];
+/** Azure's `api-version`: a dated version (`2024-10-21`, `2025-04-01-preview`), or `preview` / `latest` of the v1 routes. */
+const AZURE_API_VERSION = /^(?:\d{4}-\d{2}-\d{2}(?:-preview)?|preview|latest)$/;
+/** An Azure deployment name: letters, digits, `-`, `_` and `.` (it becomes a URL path segment). */
+const AZURE_DEPLOYMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const PRICING_FIELDS = ['input', 'cached_input', 'cache_write', 'cache_write_1h', 'output'];
 const CAPABILITY_FIELDS = ['tools', 'vision', 'streaming', 'json_mode'] as const;
 const SIMULATION_FIELDS = ['time_to_first_token_ms', 'tokens_per_second'];
@@ -148,7 +158,37 @@ class ModelReader {
       }
       upstream.headers = Object.freeze({ ...(headers as Record<string, string>) });
     }
+    this.azureFields(fields, provider, 'upstream', upstream);
     return Object.freeze(upstream);
+  }
+
+  /**
+   * Reads Azure OpenAI's fields (deployment, api_version, auth) into `upstream`: refused on another
+   * provider, where they would silently mean nothing. `inherited` gives a deployment the values of
+   * `upstream` it does not set.
+   */
+  azureFields(fields: Fields, provider: Provider, path: string, upstream: Upstream, inherited?: Upstream): void {
+    if (provider !== 'azure') {
+      for (const name of AZURE_FIELDS) if (fields[name] !== undefined) this.fail(`${path}.${name} is only for provider azure`);
+      return;
+    }
+    const deployment = fields.deployment ?? inherited?.deployment;
+    if (deployment !== undefined) {
+      if (typeof deployment !== 'string' || !AZURE_DEPLOYMENT_NAME.test(deployment))
+        this.fail(`${path}.deployment must be an Azure deployment name (letters, digits, ".", "_", "-"), got ${describe(deployment)}`);
+      upstream.deployment = deployment;
+    }
+    const apiVersion = fields.api_version ?? inherited?.api_version;
+    if (apiVersion !== undefined) {
+      if (typeof apiVersion !== 'string' || !AZURE_API_VERSION.test(apiVersion))
+        this.fail(`${path}.api_version must be an Azure api-version such as "2024-10-21", "2025-04-01-preview" or "preview", got ${describe(apiVersion)}`);
+      upstream.api_version = apiVersion;
+    }
+    // The deployment-addressed routes refuse a request without api-version; the v1 routes take none.
+    if (upstream.deployment !== undefined && upstream.api_version === undefined)
+      this.fail(`${path}.api_version is required with ${path}.deployment (Azure refuses a deployment URL without api-version)`);
+    const auth = fields.auth ?? inherited?.auth;
+    if (auth !== undefined) upstream.auth = this.oneOf(auth, `${path}.auth`, AZURE_AUTH_KINDS);
   }
 
   /**
@@ -156,36 +196,66 @@ class ModelReader {
    * base_url required, the rest inherited from `upstream`. Two deployments at the same base_url
    * and model would be one deployment counted twice, so that fails.
    */
-  deployments(value: unknown, provider: Provider, upstream: Upstream): Upstream[] | undefined {
+  deployments(value: unknown, provider: Provider, upstream: Upstream): CatalogDeployment[] | undefined {
     if (value === undefined) return undefined;
     if (provider === 'simulated') this.fail('deployments is only for real providers (a simulated model runs in the executor)');
     if (!Array.isArray(value) || value.length === 0) this.fail(`deployments must be a non-empty list of upstream mappings, got ${describe(value)}`);
-    const seen = new Set([`${upstream.base_url} ${upstream.model}`]);
-    return value.map((entry: unknown, index) => {
+    const seen = new Set([`${upstream.base_url} ${upstream.model}${upstream.deployment === undefined ? '' : ` ${upstream.deployment}`}`]);
+    const deployments = value.map((entry: unknown, index): CatalogDeployment => {
       const path = `deployments[${index}]`;
       const fields = this.mapping(entry, path);
-      this.rejectUnknown(fields, UPSTREAM_FIELDS, `${path}.`);
+      this.rejectUnknown(fields, DEPLOYMENT_FIELDS, `${path}.`);
       const baseUrl = fields.base_url;
       if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`${path}.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
-      const deployment: Upstream = { model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`), base_url: baseUrl };
+      const deployment: CatalogDeployment = {
+        model: fields.model === undefined ? upstream.model : this.text(fields.model, `${path}.model`),
+        base_url: baseUrl,
+      };
+      // Another provider's deployment inherits nothing of upstream's provider-specific fields: its
+      // key, headers and prices are another account's.
+      const ownProvider = fields.provider === undefined ? provider : this.oneOf(fields.provider, `${path}.provider`, PROVIDERS);
+      const otherProvider = ownProvider !== provider;
+      if (otherProvider) {
+        if (ownProvider === 'simulated') this.fail(`${path}.provider must be a real provider (a simulated model runs in the executor)`);
+        if (fields.api_key_env === undefined)
+          this.fail(`${path}.api_key_env is required for a deployment of another provider (${ownProvider}), whose key is its own`);
+        if (fields.pricing === undefined)
+          this.fail(`${path}.pricing is required for a deployment of another provider (${ownProvider}), which bills its own prices`);
+        deployment.provider = ownProvider;
+      }
+      if (fields.pricing !== undefined) {
+        if (!otherProvider) this.fail(`${path}.pricing is only for a deployment of another provider (one provider bills a model at one price)`);
+        deployment.pricing = this.pricing(fields.pricing, `${path}.pricing`);
+      }
       const keyVariable = fields.api_key_env ?? upstream.api_key_env;
       if (keyVariable !== undefined) {
         if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
           this.fail(`${path}.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
         deployment.api_key_env = keyVariable;
       }
-      const headers = fields.headers === undefined ? upstream.headers : this.mapping(fields.headers, `${path}.headers`);
+      const headers = fields.headers === undefined ? (otherProvider ? undefined : upstream.headers) : this.mapping(fields.headers, `${path}.headers`);
       if (headers !== undefined) {
         for (const [name, headerValue] of Object.entries(headers)) {
           if (typeof headerValue !== 'string') this.fail(`${path}.headers.${name} must be a string, got ${describe(headerValue)}`);
         }
         deployment.headers = Object.freeze({ ...(headers as Record<string, string>) });
       }
-      const key = `${deployment.base_url} ${deployment.model}`;
+      this.azureFields(fields, ownProvider, path, deployment, otherProvider ? undefined : upstream);
+      const key = `${deployment.base_url} ${deployment.model}${deployment.deployment === undefined ? '' : ` ${deployment.deployment}`}`;
       if (seen.has(key)) this.fail(`${path} must differ from upstream and the other deployments in base_url or model`);
       seen.add(key);
       return Object.freeze(deployment);
     });
+    // Usage records name the provider that answered, and metering prices by it: one provider, one price.
+    const priced = new Map<string, number>();
+    deployments.forEach((deployment, index) => {
+      if (!deployment.provider || !deployment.pricing) return;
+      const first = priced.get(deployment.provider);
+      if (first === undefined) priced.set(deployment.provider, index);
+      else if (JSON.stringify(deployments[first]?.pricing) !== JSON.stringify(deployment.pricing))
+        this.fail(`deployments[${index}].pricing must equal deployments[${first}].pricing (one provider bills a model at one price)`);
+    });
+    return deployments;
   }
 
   /** An embedding model's shape; `embedding` is required of embedding models and refused of the others. */
@@ -207,18 +277,18 @@ class ModelReader {
     });
   }
 
-  pricing(value: unknown): Pricing {
-    const fields = this.mapping(value, 'pricing');
-    this.rejectUnknown(fields, PRICING_FIELDS, 'pricing.');
-    const input = this.price(fields.input, 'pricing.input');
+  pricing(value: unknown, path = 'pricing'): Pricing {
+    const fields = this.mapping(value, path);
+    this.rejectUnknown(fields, PRICING_FIELDS, `${path}.`);
+    const input = this.price(fields.input, `${path}.input`);
     // Providers without a prompt cache bill cached tokens like any other input token.
-    const cachedInput = fields.cached_input === undefined ? input : this.price(fields.cached_input, 'pricing.cached_input');
+    const cachedInput = fields.cached_input === undefined ? input : this.price(fields.cached_input, `${path}.cached_input`);
     // Cache writes cost what plain input costs unless the catalog states their rate (Anthropic's
     // are 1.25x and 2x the input price); one-hour writes default to the five-minute rate.
-    const cacheWrite = fields.cache_write === undefined ? input : this.price(fields.cache_write, 'pricing.cache_write');
-    const cacheWrite1h = fields.cache_write_1h === undefined ? cacheWrite : this.price(fields.cache_write_1h, 'pricing.cache_write_1h');
+    const cacheWrite = fields.cache_write === undefined ? input : this.price(fields.cache_write, `${path}.cache_write`);
+    const cacheWrite1h = fields.cache_write_1h === undefined ? cacheWrite : this.price(fields.cache_write_1h, `${path}.cache_write_1h`);
     // An embedding model produces no output tokens: its catalog entry may leave the price out.
-    const output = fields.output === undefined && this.outputFree ? 0 : this.price(fields.output, 'pricing.output');
+    const output = fields.output === undefined && this.outputFree ? 0 : this.price(fields.output, `${path}.output`);
     return Object.freeze({
       input_micro_usd_per_mtok: input,
       cached_input_micro_usd_per_mtok: cachedInput,

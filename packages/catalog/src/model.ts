@@ -1,7 +1,7 @@
 import type { Pricing } from './pricing.js';
 
 /** The providers an executor can talk to. */
-export const PROVIDERS = ['simulated', 'openai-compatible', 'anthropic', 'gemini'] as const;
+export const PROVIDERS = ['simulated', 'openai-compatible', 'anthropic', 'gemini', 'azure'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
 /**
@@ -49,6 +49,36 @@ export interface Upstream {
   api_key_env?: string;
   /** Extra headers for every upstream request (no secrets: those come from api_key_env). */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * Azure OpenAI: the deployment name. With it, requests go to the deployment-addressed URL
+   * (`{base_url}/openai/deployments/{deployment}/chat/completions?api-version=...`); without it,
+   * to the `/openai/v1/` routes with `model` in the body.
+   */
+  deployment?: string;
+  /** Azure OpenAI: the `api-version` query parameter; required with `deployment`. */
+  api_version?: string;
+  /**
+   * Azure OpenAI: how the executor authenticates. `api_key` (the default) sends the key in
+   * api_key_env as the `api-key` header; `entra_id` sends a Microsoft Entra ID token from the
+   * Azure credential chain, and api_key_env then names the variable holding the identity's client
+   * id (AZURE_CLIENT_ID), which turns the model on.
+   */
+  auth?: AzureAuth;
+}
+
+/** How the executor authenticates to Azure OpenAI. */
+export const AZURE_AUTH_KINDS = ['api_key', 'entra_id'] as const;
+export type AzureAuth = (typeof AZURE_AUTH_KINDS)[number];
+
+/**
+ * One deployment of `deployments`: an upstream, served by the model's provider unless it names
+ * another, priced at the model's prices unless it names its own (required with another provider).
+ */
+export interface CatalogDeployment extends Upstream {
+  /** The provider of this deployment; absent: the model's. */
+  provider?: Provider;
+  /** What an answer of this deployment costs; absent: the model's pricing. */
+  pricing?: Pricing;
 }
 
 /** How a simulated model behaves. */
@@ -77,11 +107,13 @@ export interface CatalogModel {
   /** The catalog's fallback chain, each an id of this catalog. */
   fallbacks: readonly string[];
   /**
-   * More deployments of the same model besides `upstream` (another region, account or server),
-   * each with its own base_url; model, api_key_env and headers default to `upstream`'s. The
-   * executor balances over `upstream` and these. Absent when the catalog lists none.
+   * More deployments of the same model besides `upstream` (another region, account or server, or
+   * another provider), each with its own base_url; model, api_key_env and headers default to
+   * `upstream`'s when the deployment is of the model's provider. The executor balances over
+   * `upstream` and these, and fails over between them before the first byte. Absent when the
+   * catalog lists none.
    */
-  deployments?: readonly Upstream[];
+  deployments?: readonly CatalogDeployment[];
   /** Present for simulated models. */
   simulation?: Simulation;
   /**

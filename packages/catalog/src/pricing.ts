@@ -110,3 +110,13 @@ export function usdPerMtokToMicro(value: string | number): number {
   if (!match) throw new RangeError(`"${text}" is not a price in USD with at most 6 decimals`);
   return Number(match[1]) * 1_000_000 + Number((match[2] ?? '').padEnd(6, '0'));
 }
+
+/**
+ * The prices of an answer of `model` served by `provider`: those of the model's deployments of
+ * that provider when they name their own (a deployment of another provider always does), else the
+ * model's. The edge (gateway.cost_usd) and metering (the bill) both price by it, with the provider
+ * the answer's usage record names.
+ */
+export function pricingOf(model: { pricing: Pricing; deployments?: readonly { provider?: string; pricing?: Pricing }[] }, provider: string): Pricing {
+  return model.deployments?.find((deployment) => deployment.provider === provider && deployment.pricing)?.pricing ?? model.pricing;
+}

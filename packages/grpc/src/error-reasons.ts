@@ -36,6 +36,8 @@ export const ERROR_REASONS = Object.freeze({
   context_length_exceeded: entry(GrpcStatus.INVALID_ARGUMENT, 400, INVALID, false),
   // The upstream refused the request as invalid (400, 413, 422): the caller's to fix.
   upstream_invalid_request: entry(GrpcStatus.INVALID_ARGUMENT, 400, INVALID, false),
+  // The upstream's content filter refused the prompt (Azure OpenAI's 400 `content_filter`).
+  content_filter: entry(GrpcStatus.INVALID_ARGUMENT, 400, INVALID, false),
   invalid_api_key: entry(GrpcStatus.UNAUTHENTICATED, 401, 'authentication_error', false),
   permission_denied: entry(GrpcStatus.PERMISSION_DENIED, 403, 'permission_error', false),
   not_found: entry(GrpcStatus.NOT_FOUND, 404, INVALID, false),

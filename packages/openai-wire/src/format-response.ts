@@ -18,6 +18,11 @@ import type {
 /** The `gateway` object added to every non-streamed response and to a stream's last chunk. */
 export interface GatewayInfo {
   routed_to: string;
+  /**
+   * The provider of the deployment that answered (`openai-compatible`, `anthropic`, `azure`, ...),
+   * which priced it: a model served by several providers says which one; absent when unknown.
+   */
+  provider?: string;
   latency_ms: number;
   cost_usd: number;
   /** Set when the model was chosen by `auto`. */

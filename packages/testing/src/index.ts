@@ -143,4 +143,5 @@ export * from './redis-server.js';
 export { freePort, serverProcess, type ServerProcess } from './processes.js';
 export * from './fake-upstream.js';
 export * from './dns-server.js';
+export * from './fake-azure.js';
 export * from './fake-embeddings.js';

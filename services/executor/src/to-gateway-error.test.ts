@@ -21,6 +21,7 @@ describe('toGatewayError', () => {
     [{ kind: 'http', status: 408 }, GrpcStatus.DEADLINE_EXCEEDED, 'upstream_timeout', true],
     [{ kind: 'http', status: 400, upstreamMessage: 'bad temperature' }, GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', false],
     [{ kind: 'http', status: 422 }, GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', false],
+    [{ kind: 'http', status: 400, upstreamCode: 'content_filter' }, GrpcStatus.INVALID_ARGUMENT, 'content_filter', false],
     [{ kind: 'http', status: 413 }, GrpcStatus.INVALID_ARGUMENT, 'upstream_invalid_request', false],
     [{ kind: 'http', status: 401 }, GrpcStatus.FAILED_PRECONDITION, 'upstream_rejected', false],
     [{ kind: 'http', status: 403 }, GrpcStatus.FAILED_PRECONDITION, 'upstream_rejected', false],
@@ -35,6 +36,10 @@ describe('toGatewayError', () => {
   it('keeps the retry-after and shows only a 400 message, never another upstream message', () => {
     expect(mapped({ kind: 'http', status: 429, retryAfterMs: 3000 }).retryAfterMs).toBe(3000);
     expect(mapped({ kind: 'http', status: 400, upstreamMessage: 'bad temperature' }).message).toContain('bad temperature');
+    expect(mapped({ kind: 'http', status: 400, upstreamCode: 'content_filter', upstreamMessage: 'The prompt was filtered.' })).toMatchObject({
+      message: "The openai-compatible upstream's content filter refused the prompt: The prompt was filtered.",
+      param: 'prompt',
+    });
     expect(mapped({ kind: 'http', status: 401, upstreamMessage: 'Incorrect API key sk-abc' }).message).not.toContain('sk-abc');
     expect(mapped({ kind: 'http', status: 500, upstreamMessage: 'stack trace at db.go:12' }).message).not.toContain('db.go');
   });

@@ -22,6 +22,7 @@ import { UpstreamError } from './providers/upstream-error.js';
  * | connect / first-byte timeout                       | unavailable | DEADLINE_EXCEEDED  | upstream_timeout         |
  * | idle timeout after the headers, 408                | unusable    | DEADLINE_EXCEEDED  | upstream_timeout         |
  * | malformed body, truncated or dropped stream        | unusable    | UNAVAILABLE        | upstream_error           |
+ * | 400 with code content_filter (Azure)               | caller      | INVALID_ARGUMENT   | content_filter           |
  * | 400, 413, 422                                      | caller      | INVALID_ARGUMENT   | upstream_invalid_request |
  * | 401, 403, 404                                      | unusable    | FAILED_PRECONDITION| upstream_rejected        |
  * | any other 4xx                                      | unusable    | UNAVAILABLE        | upstream_error           |
@@ -43,6 +44,15 @@ export function toGatewayError(error: unknown): unknown {
     return GatewayError.of('upstream_rate_limited', `The ${error.provider} upstream is rate limiting requests; retry later.`, {
       ...common,
       retryable: true,
+    });
+  }
+  // A prompt the upstream's content filter refused: OpenAI's code, so that clients that handle it see it.
+  if (error.failureClass === 'caller' && error.upstreamCode === 'content_filter') {
+    const detail = error.upstreamMessage ? `: ${error.upstreamMessage}` : '.';
+    return GatewayError.of('content_filter', `The ${error.provider} upstream's content filter refused the prompt${detail}`, {
+      ...common,
+      param: 'prompt',
+      retryable: false,
     });
   }
   // 400, 413 (too large for that upstream), 422: sending the same request again cannot help.

@@ -1,4 +1,4 @@
-import { costPicoUsd, type Catalog } from '@gateway/catalog';
+import { costPicoUsd, pricingOf, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
 import { DEFAULT_AUTH_PREFIX, METERED_KEY_TEAMS, METERED_KEYS } from '@gateway/keyspace';
@@ -203,7 +203,8 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       cache_write_tokens: event.usage?.cache_write_tokens ?? 0,
     };
     // The lifetime split prices the writes; the buckets count them together.
-    const cost = costPicoUsd(model.pricing, {
+    // Priced by the provider that served the answer: a deployment of another provider bills its own prices.
+    const cost = costPicoUsd(pricingOf(model, event.provider ?? ''), {
       ...tokenCounts,
       cache_write_5m_tokens: event.usage?.cache_write_5m_tokens ?? 0,
       cache_write_1h_tokens: event.usage?.cache_write_1h_tokens ?? 0,

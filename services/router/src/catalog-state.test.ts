@@ -42,6 +42,27 @@ describe('CatalogState', () => {
     });
   });
 
+  it("gives the edge the prices of a model's deployments of other providers, by provider", () => {
+    const text = [
+      'models:',
+      '  - { id: gpt-4o, provider: openai-compatible, owned_by: openai, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: premium,',
+      '      capabilities: { tools: true, vision: true, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },',
+      '      upstream: { model: gpt-4o, base_url: "https://api.openai.com/v1", api_key_env: OPENAI_API_KEY },',
+      '      deployments: [{ provider: azure, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, pricing: { input: "2.75", output: "11.00" } }] }',
+    ].join('\n');
+    const [model] = new CatalogState(parseCatalog(text, 'clouds.yaml'), { OPENAI_API_KEY: 'sk-test' }).snapshot().models ?? [];
+    expect(model?.pricing).toMatchObject({ input_micro_usd_per_mtok: 2_500_000, output_micro_usd_per_mtok: 10_000_000 });
+    expect(model?.provider_pricing).toEqual({
+      azure: {
+        input_micro_usd_per_mtok: 2_750_000,
+        cached_input_micro_usd_per_mtok: 2_750_000,
+        output_micro_usd_per_mtok: 11_000_000,
+        cache_write_micro_usd_per_mtok: 2_750_000,
+        cache_write_1h_micro_usd_per_mtok: 2_750_000,
+      },
+    });
+  });
+
   it('switches a provider on with its key variable', () => {
     const state = new CatalogState(catalog, { GROQ_API_KEY: 'gsk-test' });
     expect(state.enabledModel('groq/llama-3.3-70b-versatile')?.id).toBe('groq/llama-3.3-70b-versatile');

@@ -13,6 +13,9 @@ export const QUALITY_TIER_ENUM: Readonly<Record<QualityTier, 'QUALITY_TIER_ECONO
  * caller decides which of them are usable (Route filters them per request).
  */
 export function toModelMessage(model: CatalogModel, available: boolean): Model {
+  const providerPricing = Object.fromEntries(
+    (model.deployments ?? []).flatMap((deployment) => (deployment.provider && deployment.pricing ? [[deployment.provider, { ...deployment.pricing }]] : [])),
+  );
   return {
     id: model.id,
     provider: model.provider,
@@ -27,5 +30,6 @@ export function toModelMessage(model: CatalogModel, available: boolean): Model {
     fallbacks: [...model.fallbacks],
     kind: model.kind === 'embedding' ? 'MODEL_KIND_EMBEDDING' : 'MODEL_KIND_CHAT',
     ...(model.embedding ? { embedding_dimensions: model.embedding.dimensions, embedding_shortenable: model.embedding.shortenable } : {}),
+    ...(Object.keys(providerPricing).length > 0 ? { provider_pricing: providerPricing } : {}),
   };
 }

@@ -25,7 +25,8 @@ export type UsageReporter = (completion: Completion, outcome: UsageEvent['outcom
 export function createUsageReporter(deps: Pick<EdgeDependencies, 'usage'>, metrics: GenAiMetrics): UsageReporter {
   return function report(completion, outcome): void {
     const { answered, parsed, usage } = completion;
-    const costPico = costPicoUsd((answered.pricing ?? {}) as never, usage ?? {});
+    // Priced by the provider that served it: a deployment of another provider bills its own prices.
+    const costPico = costPicoUsd((answered.provider_pricing?.[completion.provider] ?? answered.pricing ?? {}) as never, usage ?? {});
     completion.costPico = costPico;
     completion.latencyMs = completion.reply.elapsedTime;
     const reservationId = completion.reservation.handOff();

@@ -16,6 +16,7 @@ export function gatewayInfo(completion: Completion): GatewayInfo {
   const { answered, attempts } = completion;
   const info: GatewayInfo = {
     routed_to: answered.id ?? '',
+    ...(completion.provider ? { provider: completion.provider } : {}),
     latency_ms: Math.round(completion.latencyMs * 100) / 100,
     cost_usd: picoUsdToUsd(completion.costPico),
   };

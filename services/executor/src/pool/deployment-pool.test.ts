@@ -23,6 +23,31 @@ describe('DeploymentPool', () => {
     ]);
   });
 
+  it("serves a deployment of another provider through that provider, at its own prices, and the rest at the model's", () => {
+    const azurePricing = { input_micro_usd_per_mtok: 2_750_000, cached_input_micro_usd_per_mtok: 1_375_000, output_micro_usd_per_mtok: 11_000_000 };
+    const clouds = openAiCompatibleModel('http://primary.test/v1', {
+      deployments: [
+        { model: 'gpt-4o-mini', base_url: 'http://second.test/v1', api_key_env: TEST_KEY_ENV },
+        {
+          provider: 'azure',
+          model: 'gpt-4o-mini',
+          base_url: 'http://azure.test',
+          deployment: 'mini',
+          api_version: '2024-10-21',
+          api_key_env: 'AZURE_KEY',
+          pricing: azurePricing,
+        },
+      ],
+    });
+    const pool = new DeploymentPool([clouds], { [TEST_KEY_ENV]: 'sk-test', AZURE_KEY: 'azure-key' }, DEFAULT_BREAKER, () => 0);
+    expect(pool.deploymentsOf(clouds.id).map(({ model: served }) => [served.provider, served.pricing, served.upstream])).toEqual([
+      ['openai-compatible', clouds.pricing, clouds.upstream],
+      ['openai-compatible', clouds.pricing, { model: 'gpt-4o-mini', base_url: 'http://second.test/v1', api_key_env: TEST_KEY_ENV }],
+      ['azure', azurePricing, { model: 'gpt-4o-mini', base_url: 'http://azure.test', deployment: 'mini', api_version: '2024-10-21', api_key_env: 'AZURE_KEY' }],
+    ]);
+    pool.dispose();
+  });
+
   it('sends more requests to the faster deployment, and spreads by outstanding requests', () => {
     const pool = poolOf();
     const [primary, second] = pool.deploymentsOf(model.id);

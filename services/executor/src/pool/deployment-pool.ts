@@ -5,7 +5,7 @@
  * slower or busier deployment gets fewer requests and an unmeasured one is tried first. The pool
  * also builds this replica's DeploymentHealthReport for the router.
  */
-import type { CatalogModel, Upstream } from '@gateway/catalog';
+import type { CatalogDeployment, CatalogModel, Upstream } from '@gateway/catalog';
 import type { DeploymentHealth } from '@gateway/proto';
 import { DeploymentBreaker, type BreakerOptions, type Clock } from './deployment-breaker.js';
 
@@ -111,7 +111,14 @@ export class DeploymentPool {
       model.upstream,
       ...(model.deployments ?? []).filter((upstream) => !upstream.api_key_env || Boolean(this.environment[upstream.api_key_env])),
     ];
-    const deployments = upstreams.map((upstream, index) => new Deployment({ ...model, upstream }, index, this.options, this.clock));
+    // A deployment of another provider is served by that provider's adapter and priced at its own
+    // prices: the model the adapter reads is the catalog entry with the deployment's provider,
+    // upstream and pricing.
+    const deployments = upstreams.map((deployment, index) => {
+      const { provider, pricing, ...upstream } = deployment as CatalogDeployment;
+      const served: CatalogModel = { ...model, provider: provider ?? model.provider, pricing: pricing ?? model.pricing, upstream };
+      return new Deployment(served, index, this.options, this.clock);
+    });
     for (const deployment of deployments) deployment.breaker.onChange(() => this.notify());
     return deployments;
   }

@@ -41,6 +41,15 @@ export abstract class HttpProvider implements Provider {
   /** Adds the provider's key header (and any header of its API version) to the request's headers. */
   protected abstract authorize(headers: Record<string, string>, key: string | undefined): void;
 
+  /**
+   * The credential `authorize` sends for a model: its key from the environment, or, for an adapter
+   * that obtains tokens (Azure's Entra ID), a token; rejects with an UpstreamError when none can
+   * be had.
+   */
+  protected credentialOf(model: CatalogModel, _signal: AbortSignal): string | undefined | Promise<string | undefined> {
+    return providerKey(this.dependencies.environment, model);
+  }
+
   /** The UpstreamError of a non-2xx answer, read from the provider's error envelope. */
   protected abstract errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError;
 
@@ -59,7 +68,7 @@ export abstract class HttpProvider implements Provider {
    * catalog's headers and the provider's key; resolves with a 2xx response, rejects with an
    * UpstreamError otherwise.
    */
-  post(upstreamRequest: UpstreamRequest, context: ProviderContext, stream = false): Promise<Dispatcher.ResponseData> {
+  async post(upstreamRequest: UpstreamRequest, context: ProviderContext, stream = false): Promise<Dispatcher.ResponseData> {
     const { model } = context;
     const headers: Record<string, string> = {
       ...(model.upstream.headers ?? {}),
@@ -68,7 +77,8 @@ export abstract class HttpProvider implements Provider {
       accept: stream ? 'text/event-stream' : 'application/json',
       'user-agent': USER_AGENT,
     };
-    this.authorize(headers, providerKey(this.dependencies.environment, model));
+    const credential = this.credentialOf(model, context.signal);
+    this.authorize(headers, typeof credential === 'string' || credential === undefined ? credential : await credential);
     return postToUpstream({
       traceparent: context.traceparent,
       provider: this.name,

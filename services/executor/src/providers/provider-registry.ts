@@ -1,14 +1,15 @@
 /**
  * Which adapter serves a catalog model: one per catalog `provider` (simulated, openai-compatible,
- * anthropic, gemini). A provider no adapter speaks (a catalog newer than this executor) is a
+ * anthropic, gemini, azure). A provider no adapter speaks (a catalog newer than this executor) is a
  * normal, stable failure: UNAVAILABLE `model_unavailable`, so the router can fall back to another
  * model.
  */
 import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { AnthropicProvider } from './anthropic/anthropic-provider.js';
+import { AzureProvider, type AzureDependencies } from './azure/azure-provider.js';
 import { GeminiProvider } from './gemini/gemini-provider.js';
-import { OpenAiCompatibleProvider, type OpenAiCompatibleDependencies } from './openai-compatible/openai-compatible-provider.js';
+import { OpenAiCompatibleProvider } from './openai-compatible/openai-compatible-provider.js';
 import type { Provider } from './provider.js';
 import { SimulatedProvider } from './simulated/simulated-provider.js';
 
@@ -16,12 +17,13 @@ import { SimulatedProvider } from './simulated/simulated-provider.js';
 export class ProviderRegistry {
   private readonly providers: ReadonlyMap<string, Provider>;
 
-  constructor(dependencies: OpenAiCompatibleDependencies) {
+  constructor(dependencies: AzureDependencies) {
     const providers: Provider[] = [
       new SimulatedProvider(),
       new OpenAiCompatibleProvider(dependencies),
       new AnthropicProvider(dependencies),
       new GeminiProvider(dependencies),
+      new AzureProvider(dependencies),
     ];
     this.providers = new Map(providers.map((provider) => [provider.name, provider]));
   }

@@ -54,6 +54,11 @@ export interface UpstreamErrorOptions {
    * fault); it never holds our key: adapters scrub it before building the error.
    */
   upstreamMessage?: string;
+  /**
+   * The upstream's error code, where it says more than the status: `content_filter` for a prompt
+   * its content filter refused (Azure OpenAI), which the caller is answered as such.
+   */
+  upstreamCode?: 'content_filter';
   cause?: unknown;
 }
 
@@ -95,6 +100,7 @@ export class UpstreamError extends Error {
   readonly retryable: boolean;
   readonly retryAfterMs?: number;
   readonly upstreamMessage?: string;
+  readonly upstreamCode?: 'content_filter';
   /** Unavailable, unusable answer, or the caller's request: see UpstreamFailureClass. */
   readonly failureClass: UpstreamFailureClass;
 
@@ -108,6 +114,7 @@ export class UpstreamError extends Error {
     this.retryable = options.retryable ?? isRetryable(options.kind, options.status);
     this.retryAfterMs = options.retryAfterMs;
     this.upstreamMessage = options.upstreamMessage;
+    this.upstreamCode = options.upstreamCode;
     this.failureClass = options.failureClass ?? classifyFailure(options.kind, options.status);
   }
 }

@@ -79,3 +79,10 @@ export const geminiModel = upstreamModel({
   max_output_tokens: 8_192,
   upstream: { model: 'gemini-2.0-flash', api_key_env: PROVIDER_TEST_KEY_ENV },
 });
+
+/** An Azure OpenAI model on a deployment URL of the fake upstream's origin, keyed by PROVIDER_TEST_KEY_ENV. */
+export const azureModel = upstreamModel({
+  id: 'azure/gpt-4o',
+  provider: 'azure',
+  upstream: { model: 'gpt-4o', api_key_env: PROVIDER_TEST_KEY_ENV, deployment: 'gpt-4o-prod', api_version: '2024-10-21' },
+});

@@ -32,7 +32,7 @@ export type OpenAiCompatibleDependencies = HttpProviderDependencies;
 
 /** The openai-compatible adapter. */
 export class OpenAiCompatibleProvider extends HttpProvider {
-  readonly name = OPENAI_COMPATIBLE_PROVIDER;
+  readonly name: string = OPENAI_COMPATIBLE_PROVIDER;
   readonly embeddings = new OpenAiCompatibleEmbeddings(this);
 
   /** POST /chat/completions without streaming, translated back to a ChatResponse. */

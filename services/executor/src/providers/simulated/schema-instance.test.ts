@@ -59,8 +59,9 @@ describe('generateSchemaInstance', () => {
     for (const schema of [nested, long, cyclic]) {
       const start = performance.now();
       const json = JSON.stringify(generateSchemaInstance(schema, new SeededRandom('hostile')));
-      // 3.2 million values for the first: 7 s before the budget.
-      expect(performance.now() - start).toBeLessThan(1_000);
+      // 3.2 million values for the first: 7 s on an idle machine before the budget. The output's size
+      // below is what proves the budget; the time is a hang guard a loaded machine cannot fail.
+      expect(performance.now() - start).toBeLessThan(5_000);
       expect(json.length).toBeLessThan(2_000_000);
     }
   });
@@ -69,7 +70,8 @@ describe('generateSchemaInstance', () => {
     const parts = Array.from({ length: 20_000 }, (_, index) => ({ properties: { [`p${index}`]: { const: index } }, required: [`p${index}`] }));
     const start = performance.now();
     const value = generateSchemaInstance({ type: 'object', allOf: parts }, new SeededRandom('parts')) as Record<string, unknown>;
-    expect(performance.now() - start).toBeLessThan(1_000);
+    // A hang guard (one pass takes milliseconds; merging part by part, 200 million steps).
+    expect(performance.now() - start).toBeLessThan(5_000);
     expect(value.p0).toBe(0);
     expect(value.p19999).toBe(19_999);
   });

@@ -1,0 +1,85 @@
+/**
+ * The adapter for Azure OpenAI and Azure AI Foundry's OpenAI-compatible endpoints. The wire format
+ * is OpenAI's, so it is the openai-compatible adapter (conversion, streaming, usage) with Azure's
+ * URL shape, auth and error envelope:
+ * - URL: with the catalog's `deployment`, the deployment-addressed route
+ *   `{base_url}/openai/deployments/{deployment}/chat/completions?api-version={api_version}`;
+ *   without it, the v1 route `{base_url}/openai/v1/chat/completions` with `model` in the body (and
+ *   `api-version` only when the catalog gives one). base_url is the resource endpoint
+ *   (`https://contoso.openai.azure.com`, `https://contoso.services.ai.azure.com`); one that already
+ *   ends with `/openai` or `/openai/v1` is taken as well.
+ * - auth: `api-key: <key>` from api_key_env, or with `auth: entra_id` a Microsoft Entra ID bearer
+ *   token from @azure/identity (entra-credential.ts), api_key_env then naming the client id.
+ * - errors: Azure's content-filter refusal of a prompt is answered as OpenAI's 400
+ *   `content_filter` (parse-upstream-error.ts); its 429 wait (`retry-after-ms`) is honoured.
+ *
+ * An embeddings method would be one more request on the same URL shape
+ * (`.../deployments/{deployment}/embeddings`, `.../v1/embeddings`) with the same auth.
+ */
+import type { CatalogModel } from '@gateway/catalog';
+import { GatewayError } from '@gateway/grpc';
+import type { UpstreamRequest } from '../http-provider.js';
+import { OpenAiCompatibleProvider } from '../openai-compatible/openai-compatible-provider.js';
+import type { UpstreamError } from '../upstream-error.js';
+import { providerKey, type ErrorResponse, type HttpProviderDependencies } from '../upstream-http.js';
+import type { ChatRequestOutput } from '@gateway/proto';
+import { toAzureRequest } from './convert-request.js';
+import { EntraTokens, type CredentialFactory } from './entra-credential.js';
+import { upstreamErrorFromResponse } from './parse-upstream-error.js';
+
+/** The provider name reported to callers and in usage records. */
+export const AZURE_PROVIDER = 'azure';
+
+/** What the adapter needs: the HTTP adapters' dependencies, and how to build an Entra ID credential (the server chain unless given). */
+export interface AzureDependencies extends HttpProviderDependencies {
+  readonly azureCredential?: CredentialFactory;
+}
+
+/** The azure adapter. */
+export class AzureProvider extends OpenAiCompatibleProvider {
+  override readonly name: string = AZURE_PROVIDER;
+  private readonly entra: EntraTokens;
+
+  constructor(dependencies: AzureDependencies) {
+    super(dependencies);
+    this.entra = new EntraTokens(AZURE_PROVIDER, dependencies.azureCredential);
+  }
+
+  protected override credentialOf(model: CatalogModel, signal: AbortSignal): string | undefined | Promise<string | undefined> {
+    const key = providerKey(this.dependencies.environment, model);
+    // With entra_id the variable holds the identity's client id; a bearer token is what is sent.
+    return model.upstream.auth === 'entra_id' ? this.entra.token(key, signal).then((token) => `Bearer ${token}`) : key;
+  }
+
+  protected override authorize(headers: Record<string, string>, credential: string | undefined): void {
+    if (!credential) return;
+    if (credential.startsWith('Bearer ')) headers.authorization = credential;
+    else headers['api-key'] = credential;
+  }
+
+  protected override errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError {
+    return upstreamErrorFromResponse(this.name, response, secrets);
+  }
+
+  protected override requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
+    if (!model.upstream.base_url) {
+      throw GatewayError.of('model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
+    }
+    return { url: azureChatUrl(model.upstream), body: JSON.stringify(toAzureRequest(request, model, stream)) };
+  }
+}
+
+/** The chat-completions URL of an Azure upstream (see the file's comment). */
+export function azureChatUrl(upstream: CatalogModel['upstream']): URL {
+  const base = new URL(upstream.base_url ?? '');
+  let path = base.pathname.replace(/\/+$/, '').replace(/\/openai(?:\/v1)?$/, '');
+  path = `${path}/openai`;
+  const url = new URL(base.origin);
+  if (upstream.deployment !== undefined) {
+    url.pathname = `${path}/deployments/${encodeURIComponent(upstream.deployment)}/chat/completions`;
+  } else {
+    url.pathname = `${path}/v1/chat/completions`;
+  }
+  if (upstream.api_version !== undefined) url.searchParams.set('api-version', upstream.api_version);
+  return url;
+}
