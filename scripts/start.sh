@@ -172,6 +172,12 @@ The gateway is ready.
   const completion = await client.chat.completions.create({ model: '$model', messages: [{ role: 'user', content: 'Hello!' }] });
   console.log(completion.choices[0].message.content);
 
+  Embeddings (sim-embedding: the default catalog's simulated embedding model):
+  curl $base_url/embeddings \\
+    -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" -H "Content-Type: application/json" \\
+    -d '{"model":"sim-embedding","input":["Hello!","How are you?"],"dimensions":256}'
+  const embedding = await client.embeddings.create({ model: 'sim-embedding', input: 'Hello!' });
+
   Models:   curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/models
   Usage:    curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" "$base_url/usage?start=\$(( \$(date +%s) - 86400 ))&bucket=hour"
   Console:  http://127.0.0.1:$console_port/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)

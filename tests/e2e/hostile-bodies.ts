@@ -122,6 +122,49 @@ export function* hostileBodies(count: number, models: readonly string[], seed = 
   }
 }
 
+/** Values that land where an embeddings field is expected, beside VALUES. */
+const EMBEDDING_VALUES: unknown[] = [
+  ...VALUES,
+  [[]],
+  [[1, 2], []],
+  [1, 2.5],
+  [-1],
+  [2 ** 31],
+  ['a', 1],
+  [[1], 'a'],
+  ['a', ''],
+  Array.from({ length: 2049 }, () => 'x'),
+  'base64',
+  'float',
+  65_537,
+];
+const EMBEDDING_FIELDS = ['model', 'input', 'encoding_format', 'dimensions', 'user', 'stream', 'messages'];
+
+/**
+ * `count` embeddings bodies (POST /v1/embeddings) from `seed`, each a valid request on `models`
+ * bent by one to three mutations of its fields (empty, mixed, fractional or negative inputs, too
+ * many, bad dimensions and encodings, chat fields); about one in twenty is cut short.
+ */
+export function* hostileEmbeddingBodies(count: number, models: readonly string[], seed = 54321): Generator<string> {
+  let state = seed;
+  const random = () => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    return state / 0x7fffffff;
+  };
+  const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
+  for (let index = 0; index < count; index += 1) {
+    const body: Record<string, unknown> = {
+      model: random() < 0.85 ? pick(models) : pick(VALUES),
+      input: pick(['hello', ['a', 'b'], [1, 2, 3], [[1], [2, 3]]]),
+    };
+    const mutations = 1 + Math.floor(random() * 3);
+    for (let mutation = 0; mutation < mutations; mutation += 1) body[pick(EMBEDDING_FIELDS)] = pick(EMBEDDING_VALUES);
+    let text = JSON.stringify(body);
+    if (random() < 0.05) text = text.slice(0, Math.floor(random() * text.length));
+    yield text;
+  }
+}
+
 /** A string of about `length` characters of random code points, lone surrogates included. */
 function randomText(length: number, random: () => number): string {
   const units: number[] = [];

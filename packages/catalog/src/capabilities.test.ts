@@ -40,3 +40,41 @@ describe('capabilityProblem', () => {
     expect(capabilityProblem({ id: 'open', capabilities: full.capabilities }, { ...none, promptTokens: 10_000_000, maxTokens: 1_000_000 })).toBeUndefined();
   });
 });
+
+describe('capabilityProblem across kinds', () => {
+  const embedding = { id: 'embed', kind: 'embedding', embedding: { dimensions: 1536, shortenable: true }, context_window: 8_191 };
+  const pushed = { id: 'pushed', kind: 'MODEL_KIND_EMBEDDING', embedding_dimensions: 768, embedding_shortenable: false };
+  const embeddings: RequestNeeds = { ...none, embeddings: true };
+
+  it('lets only embedding models embed, and only chat models chat', () => {
+    expect(capabilityProblem(embedding, embeddings)).toBeUndefined();
+    expect(capabilityProblem(pushed, embeddings)).toBeUndefined();
+    expect(capabilityProblem(full, embeddings)).toEqual({
+      param: 'model',
+      code: 'invalid_value',
+      message: 'The model `full` is a chat model and does not produce embeddings; use an embedding model with /v1/embeddings.',
+    });
+    expect(capabilityProblem(embedding, none)).toEqual({
+      param: 'model',
+      code: 'invalid_value',
+      message: 'The model `embed` is an embedding model: it serves /v1/embeddings only; choose a chat model for this API.',
+    });
+    expect(capabilityProblem(pushed, none)).toMatchObject({ param: 'model' });
+  });
+
+  it("checks `dimensions` against the model's vectors, from the catalog or the pushed model", () => {
+    expect(capabilityProblem(embedding, { ...embeddings, dimensions: 256 })).toBeUndefined();
+    expect(capabilityProblem(embedding, { ...embeddings, dimensions: 1536 })).toBeUndefined();
+    expect(capabilityProblem(embedding, { ...embeddings, dimensions: 1537 })).toEqual({
+      param: 'dimensions',
+      code: 'invalid_value',
+      message: "'dimensions' is too large: 1537. The model `embed` gives at most 1536.",
+    });
+    expect(capabilityProblem(pushed, { ...embeddings, dimensions: 768 })).toBeUndefined();
+    expect(capabilityProblem(pushed, { ...embeddings, dimensions: 256 })).toEqual({
+      param: 'dimensions',
+      code: 'unsupported_parameter',
+      message: "The model `pushed` does not take 'dimensions': its vectors have 768 values; remove it.",
+    });
+  });
+});

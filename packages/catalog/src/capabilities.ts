@@ -14,10 +14,26 @@ export interface CapabilityModel {
   max_output_tokens?: number;
   /** 0 or absent: not known, not checked. */
   context_window?: number;
+  /** The catalog's kind (`chat`, `embedding`) or the proto Model's (`MODEL_KIND_EMBEDDING`); absent: chat. */
+  kind?: string | null;
+  /** The catalog's embedding shape (an embedding model of the catalog). */
+  embedding?: { dimensions: number; shortenable: boolean } | null;
+  /** The proto Model's embedding fields (an embedding model the router pushed). */
+  embedding_dimensions?: number | null;
+  embedding_shortenable?: boolean | null;
+}
+
+/** Whether a model (the catalog's or the proto Model) is an embedding model. */
+export function isEmbeddingModel(model: Pick<CapabilityModel, 'kind'>): boolean {
+  return model.kind === 'embedding' || model.kind === 'MODEL_KIND_EMBEDDING';
 }
 
 /** What a request needs of a model. */
 export interface RequestNeeds {
+  /** The request is for embeddings (/v1/embeddings), not a completion: only embedding models serve it. */
+  embeddings?: boolean;
+  /** For embeddings: the vectors' length asked for (`dimensions`); 0 or absent: the model's own. */
+  dimensions?: number;
   tools: boolean;
   vision: boolean;
   jsonMode: boolean;
@@ -46,6 +62,23 @@ export interface CapabilityProblem {
 export function capabilityProblem(model: CapabilityModel, needs: RequestNeeds): CapabilityProblem | undefined {
   const capabilities = model.capabilities ?? {};
   const id = model.id ?? '';
+  // The kind first: no other field can make a chat model embed, or an embedding model chat.
+  const embeddingModel = isEmbeddingModel(model);
+  if (needs.embeddings === true) {
+    if (embeddingModel) return dimensionsProblem(model, needs.dimensions ?? 0);
+    return {
+      param: 'model',
+      code: 'invalid_value',
+      message: `The model \`${id}\` is a chat model and does not produce embeddings; use an embedding model with /v1/embeddings.`,
+    };
+  }
+  if (embeddingModel) {
+    return {
+      param: 'model',
+      code: 'invalid_value',
+      message: `The model \`${id}\` is an embedding model: it serves /v1/embeddings only; choose a chat model for this API.`,
+    };
+  }
   if (needs.tools && !capabilities.tools) {
     return {
       param: 'tools',
@@ -87,5 +120,22 @@ export function capabilityProblem(model: CapabilityModel, needs: RequestNeeds): 
       message: `This model's maximum context length is ${model.context_window} tokens. However, you requested ${requested} tokens (${needs.promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
     };
   }
+  return undefined;
+}
+
+/** Why an embedding model cannot give vectors of `dimensions` values, or undefined when it can (or its length is unknown). */
+function dimensionsProblem(model: CapabilityModel, dimensions: number): CapabilityProblem | undefined {
+  const length = model.embedding?.dimensions ?? model.embedding_dimensions ?? 0;
+  if (dimensions <= 0 || length <= 0 || dimensions === length) return undefined;
+  const shortenable = model.embedding?.shortenable ?? model.embedding_shortenable ?? false;
+  const id = model.id ?? '';
+  if (!shortenable)
+    return {
+      param: 'dimensions',
+      code: 'unsupported_parameter',
+      message: `The model \`${id}\` does not take 'dimensions': its vectors have ${length} values; remove it.`,
+    };
+  if (dimensions > length)
+    return { param: 'dimensions', code: 'invalid_value', message: `'dimensions' is too large: ${dimensions}. The model \`${id}\` gives at most ${length}.` };
   return undefined;
 }

@@ -401,15 +401,39 @@ describe('the default catalog', () => {
   });
 
   it('turns on only the simulated models when no key variable is set', () => {
-    expect(enabledModels(catalog, {}).map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
+    expect(enabledModels(catalog, {}).map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'sim-embedding']);
   });
 
   it("turns a provider's models on only when its key variable is set and non-empty", () => {
-    expect(enabledModels(catalog, { OPENAI_API_KEY: '' }).map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
+    const simulated = ['sim-mini', 'sim-standard', 'sim-pro', 'sim-embedding'];
+    expect(enabledModels(catalog, { OPENAI_API_KEY: '' }).map((model) => model.id)).toEqual(simulated);
     const withAnthropic = enabledModels(catalog, { ANTHROPIC_API_KEY: 'sk-ant-test' }).map((model) => model.id);
-    expect(withAnthropic).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'anthropic/claude-sonnet-4', 'anthropic/claude-3-5-haiku']);
+    expect(withAnthropic).toEqual([...simulated, 'anthropic/claude-sonnet-4', 'anthropic/claude-3-5-haiku']);
     const withOpenAi = enabledModels(catalog, { OPENAI_API_KEY: 'sk-test' }).map((model) => model.id);
-    expect(withOpenAi).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'gpt-4.1-mini', 'gpt-4.1-nano', 'o3-mini']);
+    expect(withOpenAi).toEqual([
+      ...simulated,
+      'gpt-4o',
+      'gpt-4o-mini',
+      'gpt-4.1',
+      'gpt-4.1-mini',
+      'gpt-4.1-nano',
+      'o3-mini',
+      'text-embedding-3-small',
+      'text-embedding-3-large',
+    ]);
+  });
+
+  it("gives its embedding models their vectors' length and input prices, and no output price", () => {
+    const embedding = catalog.models.filter((model) => model.kind === 'embedding');
+    expect(
+      embedding.map((model) => [model.id, model.embedding?.dimensions, model.pricing.input_micro_usd_per_mtok, model.pricing.output_micro_usd_per_mtok]),
+    ).toEqual([
+      ['sim-embedding', 1536, 20_000, 0],
+      ['text-embedding-3-small', 1536, 20_000, 0],
+      ['text-embedding-3-large', 3072, 130_000, 0],
+      ['google/gemini-embedding-001', 3072, 150_000, 0],
+    ]);
+    expect(embedding.every((model) => model.max_output_tokens === 0 && model.fallbacks.length === 0 && !model.capabilities.tools)).toBe(true);
   });
 
   it('names a key variable for every real model, and every provider listed in the brief', () => {

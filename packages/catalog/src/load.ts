@@ -3,12 +3,16 @@ import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
 import {
   AZURE_AUTH_KINDS,
+  EMBEDDING_PROVIDERS,
+  MODEL_KINDS,
   PROVIDERS,
   QUALITY_TIERS,
   type Capabilities,
   type Catalog,
   type CatalogDeployment,
   type CatalogModel,
+  type EmbeddingShape,
+  type ModelKind,
   type Provider,
   type QualityTier,
   type Simulation,
@@ -34,6 +38,7 @@ export const AUTO_MODEL_ID = 'auto';
 export const DEFAULT_SIMULATION: Readonly<Simulation> = Object.freeze({ time_to_first_token_ms: 20, tokens_per_second: 0 });
 
 const TOP_LEVEL_FIELDS = ['models'];
+const NO_CAPABILITIES: Readonly<Capabilities> = Object.freeze({ tools: false, vision: false, streaming: false, json_mode: false });
 const MODEL_FIELDS = [
   'id',
   'provider',
@@ -48,7 +53,12 @@ const MODEL_FIELDS = [
   'fallbacks',
   'simulation',
   'deployments',
+  'kind',
+  'embedding',
 ];
+/** Chat fields an embedding model has no use for: stating one is a mistake, not a no-op. */
+const CHAT_ONLY_FIELDS = ['max_output_tokens', 'capabilities', 'quality_tier', 'fallbacks'] as const;
+const EMBEDDING_FIELDS = ['dimensions', 'shortenable', 'batch_size'];
 const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers', 'deployment', 'api_version', 'auth', 'region', 'project'];
 /** The upstream fields only Azure OpenAI reads. */
 const AZURE_FIELDS = ['deployment', 'api_version', 'auth'] as const;
@@ -98,6 +108,9 @@ function isMapping(value: unknown): value is Fields {
  * file, the model (index and id) and the field.
  */
 class ModelReader {
+  /** The model produces no output tokens (an embedding model): pricing.output may be absent. */
+  outputFree = false;
+
   constructor(readonly fail: (message: string) => never) {}
 
   rejectUnknown(fields: Fields, known: readonly string[], path: string): void {
@@ -304,6 +317,25 @@ class ModelReader {
     return value;
   }
 
+  /** An embedding model's shape; `embedding` is required of embedding models and refused of the others. */
+  embedding(value: unknown, kind: ModelKind, provider: Provider): EmbeddingShape | undefined {
+    if (kind !== 'embedding') {
+      if (value !== undefined) this.fail('embedding is only for models of kind embedding');
+      return undefined;
+    }
+    if (!EMBEDDING_PROVIDERS.includes(provider))
+      this.fail(`kind embedding is not served by the ${provider} provider (embedding providers: ${EMBEDDING_PROVIDERS.join(', ')})`);
+    const fields = this.mapping(value, 'embedding');
+    this.rejectUnknown(fields, EMBEDDING_FIELDS, 'embedding.');
+    const shortenable = fields.shortenable ?? false;
+    if (typeof shortenable !== 'boolean') this.fail(`embedding.shortenable must be true or false, got ${describe(shortenable)}`);
+    return Object.freeze({
+      dimensions: this.integer(fields.dimensions, 'embedding.dimensions', 1, 'a positive integer'),
+      shortenable,
+      ...(fields.batch_size === undefined ? {} : { batch_size: this.integer(fields.batch_size, 'embedding.batch_size', 1, 'a positive integer') }),
+    });
+  }
+
   pricing(value: unknown, path = 'pricing'): Pricing {
     const fields = this.mapping(value, path);
     this.rejectUnknown(fields, PRICING_FIELDS, `${path}.`);
@@ -314,7 +346,8 @@ class ModelReader {
     // are 1.25x and 2x the input price); one-hour writes default to the five-minute rate.
     const cacheWrite = fields.cache_write === undefined ? input : this.price(fields.cache_write, `${path}.cache_write`);
     const cacheWrite1h = fields.cache_write_1h === undefined ? cacheWrite : this.price(fields.cache_write_1h, `${path}.cache_write_1h`);
-    const output = this.price(fields.output, `${path}.output`);
+    // An embedding model produces no output tokens: its catalog entry may leave the price out.
+    const output = fields.output === undefined && this.outputFree ? 0 : this.price(fields.output, `${path}.output`);
     return Object.freeze({
       input_micro_usd_per_mtok: input,
       cached_input_micro_usd_per_mtok: cachedInput,
@@ -427,8 +460,14 @@ export function parseCatalog(text: string, source: string): Catalog {
     if (firstIndex !== undefined) throw new CatalogError(`${prefix}: id must be unique, already used by models[${firstIndex}]`);
     indexById.set(modelId, index);
     const provider = reader.oneOf(fields.provider, 'provider', PROVIDERS);
+    const kind = fields.kind === undefined ? 'chat' : reader.oneOf(fields.kind, 'kind', MODEL_KINDS);
+    const embedding = reader.embedding(fields.embedding, kind, provider);
+    if (embedding) {
+      for (const name of CHAT_ONLY_FIELDS) if (fields[name] !== undefined) reader.fail(`${name} is not for models of kind embedding`);
+      reader.outputFree = true;
+    }
     const contextWindow = reader.integer(fields.context_window, 'context_window', 1, 'a positive integer');
-    const maxOutputTokens = reader.integer(fields.max_output_tokens, 'max_output_tokens', 1, 'a positive integer');
+    const maxOutputTokens = embedding ? 0 : reader.integer(fields.max_output_tokens, 'max_output_tokens', 1, 'a positive integer');
     if (maxOutputTokens > contextWindow) reader.fail(`max_output_tokens must be at most context_window (${contextWindow}), got ${maxOutputTokens}`);
     const simulation = reader.simulation(fields.simulation, provider);
     const upstream = reader.upstream(fields.upstream, provider);
@@ -436,17 +475,20 @@ export function parseCatalog(text: string, source: string): Catalog {
     const model: CatalogModel = {
       id: modelId,
       provider,
+      ...(kind === 'embedding' ? { kind } : {}),
       owned_by: reader.text(fields.owned_by, 'owned_by'),
       created: reader.integer(fields.created, 'created', 0, 'unix seconds (a non-negative integer)'),
       upstream,
       pricing: reader.pricing(fields.pricing),
       context_window: contextWindow,
       max_output_tokens: maxOutputTokens,
-      capabilities: reader.capabilities(fields.capabilities),
-      quality_tier: reader.oneOf<QualityTier>(fields.quality_tier, 'quality_tier', QUALITY_TIERS),
-      fallbacks: Object.freeze(reader.fallbacks(fields.fallbacks)),
+      // An embedding model can do none of a chat model's things; `auto` never picks it.
+      capabilities: embedding ? NO_CAPABILITIES : reader.capabilities(fields.capabilities),
+      quality_tier: embedding ? 'economy' : reader.oneOf<QualityTier>(fields.quality_tier, 'quality_tier', QUALITY_TIERS),
+      fallbacks: Object.freeze(embedding ? [] : reader.fallbacks(fields.fallbacks)),
       ...(simulation === undefined ? {} : { simulation }),
       ...(deployments === undefined ? {} : { deployments: Object.freeze(deployments) }),
+      ...(embedding === undefined ? {} : { embedding }),
     };
     models.push(model);
   });

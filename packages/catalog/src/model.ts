@@ -4,6 +4,29 @@ import type { Pricing } from './pricing.js';
 export const PROVIDERS = ['simulated', 'openai-compatible', 'anthropic', 'gemini', 'azure', 'bedrock', 'vertex', 'vertex-anthropic'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
+/**
+ * What a model does: `chat` answers the completion APIs (chat completions, responses, messages),
+ * `embedding` answers /v1/embeddings. A request to the other kind's API is refused (400).
+ */
+export const MODEL_KINDS = ['chat', 'embedding'] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+
+/** The providers whose adapter serves embedding models (the others serve chat only). */
+export const EMBEDDING_PROVIDERS: readonly Provider[] = ['simulated', 'openai-compatible', 'gemini'];
+
+/** What an embedding model produces. */
+export interface EmbeddingShape {
+  /** The length of its vectors. */
+  dimensions: number;
+  /** Whether it takes a smaller `dimensions` (shortened vectors, as text-embedding-3 and Gemini's models do). */
+  shortenable: boolean;
+  /**
+   * The most inputs one upstream call takes; absent: the adapter's own limit (OpenAI's 2048,
+   * Gemini's 100). The executor splits a larger request and joins the vectors in order.
+   */
+  batch_size?: number;
+}
+
 /** Coarse quality of a model's answers. */
 export const QUALITY_TIERS = ['economy', 'standard', 'premium'] as const;
 export type QualityTier = (typeof QUALITY_TIERS)[number];
@@ -91,6 +114,8 @@ export interface Simulation {
 export interface CatalogModel {
   id: string;
   provider: Provider;
+  /** `embedding` for a model of /v1/embeddings; absent (or `chat`): a chat model. */
+  kind?: ModelKind;
   owned_by: string;
   /** Unix seconds, for the model list. */
   created: number;
@@ -112,6 +137,12 @@ export interface CatalogModel {
   deployments?: readonly CatalogDeployment[];
   /** Present for simulated models. */
   simulation?: Simulation;
+  /**
+   * Present for embedding models. Their context_window is the most tokens of one input; they
+   * produce no completion (max_output_tokens 0, no capabilities, no fallbacks: another model's
+   * vectors live in another space).
+   */
+  embedding?: EmbeddingShape;
 }
 
 /** A validated catalog. */

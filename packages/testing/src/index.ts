@@ -146,3 +146,4 @@ export * from './fake-bedrock.js';
 export * from './dns-server.js';
 export * from './fake-azure.js';
 export * from './fake-google-cloud.js';
+export * from './fake-embeddings.js';

@@ -40,6 +40,7 @@ export const EDGE_ERROR_CODES = Object.freeze({
   unknown_parameter: BAD_REQUEST,
   invalid_parameter: BAD_REQUEST,
   empty_array: BAD_REQUEST,
+  empty_string: BAD_REQUEST,
   array_above_max_length: BAD_REQUEST,
   duplicate_function_name: BAD_REQUEST,
   invalid_function_parameters: BAD_REQUEST,

@@ -10,11 +10,12 @@ import { callUnary, type StreamedCalls } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { prometheus } from '@gateway/observability';
 import { measuredStreamedCalls } from './measured-streamed-calls.js';
-import type { ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, ExecutorServiceClient } from '@gateway/proto';
+import type { EmbedRequest, EmbedResponseOutput, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, ExecutorServiceClient } from '@gateway/proto';
 
 /** The whole calls the edge makes on a CompleteCalls stream, by their names in CompleteCallRequest's oneof. */
 export type ExecutorCallMethods = {
   complete: [ExecuteRequest, ExecuteResponseOutput];
+  embed: [EmbedRequest, EmbedResponseOutput];
 };
 
 /** The streamed calls, by name, with the type of one event. */
@@ -43,7 +44,7 @@ export function createExecutorCalls(
 ): ExecutorCalls {
   return measuredStreamedCalls<ExecutorCallMethods, ExecutorStreamMethods>({
     service: 'executor',
-    calls: 'Completions (complete: whole, stream: streamed) sent to an executor',
+    calls: 'Completions (complete: whole, stream: streamed) and embeddings (embed) sent to an executor',
     streamsOf: 'Completion streams to executors',
     open: () => executor.CompleteCalls(),
     streams,
@@ -54,7 +55,10 @@ export function createExecutorCalls(
     // start within seconds.
     maxStreamAgeMs: 30_000,
     respreadAfterStartMs: 3_000,
-    unary: { complete: (request, options) => callUnary(executor, executor.Complete, request, options) },
+    unary: {
+      complete: (request, options) => callUnary(executor, executor.Complete, request, options),
+      embed: (request, options) => callUnary(executor, executor.Embed, request, options),
+    },
     registry,
     logger,
   });

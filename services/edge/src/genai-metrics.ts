@@ -19,6 +19,8 @@ const PER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 
 
 /** One completion as the edge saw it end. */
 export interface CompletionObservation {
+  /** The GenAI operation: `chat` (the completion APIs) or `embeddings`; absent: `chat`. */
+  operation?: string;
   /** What the caller asked for: a model id, or `auto`. */
   requestModel: string;
   /** The model that answered (another than the routed one after a fallback). */
@@ -131,11 +133,12 @@ export class GenAiMetrics {
   /** Records one completion that reached the executor. */
   observe(completion: CompletionObservation): void {
     const keyId = this.keyIdLabel ? (completion.keyId ?? '') : '';
-    const key = `${completion.provider}\u0000${completion.requestModel}\u0000${completion.responseModel}\u0000${completion.plan}\u0000${completion.stream}\u0000${completion.errorType}\u0000${keyId}`;
+    const operation = completion.operation ?? 'chat';
+    const key = `${operation}\u0000${completion.provider}\u0000${completion.requestModel}\u0000${completion.responseModel}\u0000${completion.plan}\u0000${completion.stream}\u0000${completion.errorType}\u0000${keyId}`;
     let child = this.children.get(key);
     if (!child) {
       const labels = {
-        gen_ai_operation_name: 'chat',
+        gen_ai_operation_name: operation,
         gen_ai_provider_name: completion.provider || 'unknown',
         gen_ai_request_model: completion.requestModel,
         gen_ai_response_model: completion.responseModel,

@@ -11,6 +11,7 @@ import type { Logger } from '@gateway/logger';
 import { NO_TRACING, type Tracing } from '@gateway/observability';
 import type { ExecutorServiceHandlers } from '@gateway/proto';
 import { completeCallsService } from './completion/completion-calls.js';
+import { embedHandler } from './completion/embedding-run.js';
 import type { RunServices } from './completion/completion-run.js';
 import { RunRecorder } from './completion/run-recorder.js';
 import { streamCompleteHandler } from './completion/streamed-completion.js';
@@ -52,6 +53,7 @@ export function createExecutorHandlers(dependencies: ExecutorServiceDependencies
       Complete: completeHandler(services),
       StreamComplete: streamCompleteHandler(services),
       CompleteCalls: completeCalls.handler,
+      Embed: embedHandler(services),
     },
     drain: completeCalls.drain,
   };

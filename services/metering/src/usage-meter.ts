@@ -79,6 +79,7 @@ function recentJson(event: UsageEventOutput, usage: { prompt_tokens: number; com
     fallback_attempts: event.fallback_attempts ?? 0,
     ...(auto ? { auto } : {}),
     error_code: event.error_code ?? '',
+    operation: event.operation || 'chat',
   });
 }
 

@@ -211,8 +211,16 @@ describe('RouterService.WatchCatalog over gRPC', () => {
       const { stream, snapshots, ended } = watch(client);
       await eventually(() => snapshots.length === 1 || undefined, 'the first snapshot');
       expect(snapshots[0].version).toBe(1);
-      expect(snapshots[0].models.map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'google/gemini-2.0-flash', 'google/gemini-2.5-pro']);
-      expect(snapshots[0].models[4]).toEqual({
+      expect(snapshots[0].models.map((model) => model.id)).toEqual([
+        'sim-mini',
+        'sim-standard',
+        'sim-pro',
+        'sim-embedding',
+        'google/gemini-2.0-flash',
+        'google/gemini-2.5-pro',
+        'google/gemini-embedding-001',
+      ]);
+      expect(snapshots[0].models[5]).toEqual({
         id: 'google/gemini-2.5-pro',
         provider: 'gemini',
         owned_by: 'google',
@@ -230,7 +238,9 @@ describe('RouterService.WatchCatalog over gRPC', () => {
         quality_tier: 'QUALITY_TIER_PREMIUM',
         available: true,
         fallbacks: ['google/gemini-2.0-flash'],
+        kind: 'MODEL_KIND_CHAT',
       });
+      expect(snapshots[0].models[6]).toMatchObject({ id: 'google/gemini-embedding-001', kind: 'MODEL_KIND_EMBEDDING', embedding_dimensions: 3072 });
 
       state.setAvailability('google/gemini-2.5-pro', false);
       await eventually(() => snapshots.length === 2 || undefined, 'the pushed change');

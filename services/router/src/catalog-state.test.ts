@@ -10,7 +10,7 @@ describe('CatalogState', () => {
   it('snapshots only the switched-on models, as router.v1.Model with enum tiers', () => {
     const snapshot = new CatalogState(catalog, { OPENAI_API_KEY: '' }).snapshot();
     expect(snapshot.version).toBe(1);
-    expect(snapshot.models?.map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro']);
+    expect(snapshot.models?.map((model) => model.id)).toEqual(['sim-mini', 'sim-standard', 'sim-pro', 'sim-embedding']);
     expect(snapshot.models?.[2]).toEqual({
       id: 'sim-pro',
       provider: 'simulated',
@@ -29,6 +29,16 @@ describe('CatalogState', () => {
       quality_tier: 'QUALITY_TIER_PREMIUM',
       available: true,
       fallbacks: ['sim-standard', 'sim-mini'],
+      kind: 'MODEL_KIND_CHAT',
+    });
+    expect(snapshot.models?.[3]).toMatchObject({
+      id: 'sim-embedding',
+      kind: 'MODEL_KIND_EMBEDDING',
+      embedding_dimensions: 1536,
+      embedding_shortenable: true,
+      max_output_tokens: 0,
+      capabilities: { tools: false, vision: false, streaming: false, json_mode: false },
+      fallbacks: [],
     });
   });
 
@@ -101,6 +111,7 @@ describe('CatalogState', () => {
       ['sim-fresh', true],
       ['sim-standard', true],
       ['sim-pro', false],
+      ['sim-embedding', true],
     ]);
     expect(received[0].models?.[1].pricing?.input_micro_usd_per_mtok).toBe(700_000);
     expect(state.enabledModel('sim-mini')).toBeUndefined();

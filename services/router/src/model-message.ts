@@ -28,6 +28,8 @@ export function toModelMessage(model: CatalogModel, available: boolean): Model {
     quality_tier: QUALITY_TIER_ENUM[model.quality_tier],
     available,
     fallbacks: [...model.fallbacks],
+    kind: model.kind === 'embedding' ? 'MODEL_KIND_EMBEDDING' : 'MODEL_KIND_CHAT',
+    ...(model.embedding ? { embedding_dimensions: model.embedding.dimensions, embedding_shortenable: model.embedding.shortenable } : {}),
     ...(Object.keys(providerPricing).length > 0 ? { provider_pricing: providerPricing } : {}),
   };
 }

@@ -11,6 +11,8 @@ export interface Traits {
   promptTokens: number;
   /** 0 when the caller set no budget. */
   maxTokens: number;
+  /** The request is for embeddings: only embedding models serve it. */
+  embeddings: boolean;
 }
 
 /** Reads the traits of a RouteRequest; absent fields are proto3 defaults (false, 0). */
@@ -22,6 +24,7 @@ export function readTraits(traits: RequestTraitsOutput | undefined | null): Trai
     stream: traits?.stream ?? false,
     promptTokens: Math.max(0, traits?.prompt_tokens ?? 0),
     maxTokens: Math.max(0, traits?.max_tokens ?? 0),
+    embeddings: traits?.embeddings ?? false,
   };
 }
 
@@ -32,6 +35,7 @@ export function readTraits(traits: RequestTraitsOutput | undefined | null): Trai
  */
 export function traitRefusal(model: CatalogModel, traits: Traits): GatewayError | undefined {
   const problem = capabilityProblem(model, {
+    embeddings: traits.embeddings,
     tools: traits.needsTools,
     vision: traits.needsVision,
     jsonMode: traits.needsJsonMode,

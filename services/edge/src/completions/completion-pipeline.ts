@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { costBoundPicoUsd, type Pricing } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Tracing } from '@gateway/observability';
-import type { CheckKeyResponseOutput, ModelOutput } from '@gateway/proto';
+import type { CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
 import { checkKey, noteKeyChecked, reservedTokens } from '../auth/key-check.js';
 import { holdReservation } from '../auth/reservations.js';
 import type { EdgeDependencies } from '../dependencies.js';
@@ -18,7 +18,7 @@ import { GenAiMetrics } from '../genai-metrics.js';
 import { rateLimitHeaders } from '../rate-limit-headers.js';
 import { tierName } from '../routes/models.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
-import { Completion, type CompletionWire } from './completion.js';
+import { Completion, type CompletionWire, type WholeAnswer } from './completion.js';
 import { allowedRouting, allowListsOf } from './allowed-models.js';
 import { withReplicaRetry } from './executor-replicas.js';
 import { fallbackChain } from './fallback-chain.js';
@@ -48,7 +48,9 @@ export class CompletionPipeline {
     await wire.prepare?.(request, this.deps);
     const completion = new Completion(request, reply, wire);
     if (wire.maxTokensCeiling) holdMaxTokens(this.deps.catalog, completion);
-    const prompt = await promptTokensOf(this.deps.catalog, completion.parsed);
+    const prompt = wire.promptTokens
+      ? await wire.promptTokens(this.deps.catalog, completion.parsed, false)
+      : await promptTokensOf(this.deps.catalog, completion.parsed);
     completion.promptTokens = prompt.tokens;
     completion.promptExact = prompt.exact;
     this.open(completion);
@@ -134,7 +136,8 @@ export class CompletionPipeline {
     return checkKey(deps, apiKey, requestId, { ...bounds(completion.promptTokens), signal, traceparent, model }).catch(async (error: unknown) => {
       // Too large for the key's tokens per minute on an estimate: the exact count decides.
       if (!(error instanceof RequestError && error.code === 'request_too_large') || completion.promptExact) throw error;
-      const exact = await countBoundedPromptTokens(deps.catalog, completion.parsed);
+      const { wire, parsed } = completion;
+      const exact = wire.promptTokens ? (await wire.promptTokens(deps.catalog, parsed, true)).tokens : await countBoundedPromptTokens(deps.catalog, parsed);
       return checkKey(deps, apiKey, requestId, { ...bounds(exact), signal, traceparent, model });
     });
   }
@@ -162,7 +165,9 @@ export class CompletionPipeline {
 
   /** The tokens a request reserves: its prompt and the completion it may produce. */
   private reserved(completion: Completion, promptTokens: number): number {
-    const { request } = completion.parsed;
+    const { request, embeddings } = completion.parsed;
+    // Embeddings produce no completion: their input is all they cost.
+    if (embeddings) return promptTokens;
     return reservedTokens(
       promptTokens,
       request.max_tokens,
@@ -202,9 +207,12 @@ export class CompletionPipeline {
   /** Execute, whole: one call to an executor (another replica when one is lost), then report. */
   private async executeWhole(completion: Completion): Promise<string> {
     const { deps } = this;
-    const { requestId, signal, traceparent } = completion;
+    const { requestId, signal, traceparent, wire } = completion;
+    const options = { deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal, traceparent };
     const result = await withReplicaRetry(signal, () =>
-      deps.completions.call('complete', completion.execute, { deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId, signal, traceparent }),
+      wire.executeWhole
+        ? wire.executeWhole(deps, completion, options)
+        : deps.completions.call('complete', completion.execute, options).then(chatAnswer(completion)),
     ).catch((error: unknown) => {
       // A request that reached a model and failed (or whose caller left) is metered too: a
       // request with no usage, counted among the key's errors unless it was cancelled.
@@ -216,14 +224,27 @@ export class CompletionPipeline {
       this.report(completion, cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED');
       throw error;
     });
-    const response = result.response!;
     completion.answered = answeredModel(deps.catalog, completion.routing, result.model_id);
     completion.provider = result.provider ?? '';
-    completion.attempts = result.attempts;
-    completion.usage = response.usage;
+    completion.attempts = result.attempts ?? [];
+    completion.usage = result.usage ?? undefined;
     this.report(completion, 'OUTCOME_COMPLETED');
-    return completion.wire.renderWhole(completion, response);
+    return await result.render();
   }
+}
+
+/** A Complete call's answer, rendered by the completion's wire. */
+function chatAnswer(completion: Completion): (result: ExecuteResponseOutput) => WholeAnswer {
+  return (result) => {
+    const response = result.response!;
+    return {
+      model_id: result.model_id,
+      provider: result.provider,
+      attempts: result.attempts,
+      usage: response.usage,
+      render: () => completion.wire.renderWhole(completion, response),
+    };
+  };
 }
 
 /** A `max_tokens` ceiling lowered to what a model can produce (a model of unknown output: as it is). */

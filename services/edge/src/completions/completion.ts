@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CallOptions } from '@gateway/grpc';
 import type { Span } from '@gateway/observability';
 import type {
   ChatChunkOutput,
@@ -124,8 +125,30 @@ export interface CompletionWire<Parsed extends ParsedChatRequest = ParsedChatReq
   parse(body: unknown, headers: IncomingHttpHeaders): Parsed;
   /** Sets the answer's headers and returns the body of a whole (not streamed) answer. */
   renderWhole(completion: Completion<Parsed>, response: ChatResponseOutput): string;
+  /**
+   * Optional, for an API whose body is no chat (embeddings): the input tokens it is checked and
+   * reserved with, an estimate or, with `exact`, the exact count (throws the RequestError of an
+   * input too long for the named model). Absent: the chat prompt's tokens.
+   */
+  promptTokens?(catalog: EdgeDependencies['catalog'], parsed: Parsed, exact: boolean): Promise<{ tokens: number; exact: boolean }>;
+  /**
+   * Optional, for an API that is no chat completion (embeddings, whole only): its call to the
+   * executor and the answer's rendering. Absent: Complete, rendered by renderWhole.
+   */
+  executeWhole?(deps: EdgeDependencies, completion: Completion<Parsed>, options: CallOptions): Promise<WholeAnswer>;
   /** The renderer of one streamed answer. */
   openStream(completion: Completion<Parsed>): StreamRenderer;
+}
+
+/** What an executor answered whole, as the pipeline reports it; `render` writes the body once it is reported. */
+export interface WholeAnswer {
+  /** The catalog id of the model that answered. */
+  readonly model_id?: string;
+  readonly provider?: string;
+  readonly attempts?: readonly ExecutionAttemptOutput[];
+  readonly usage?: UsageOutput | null;
+  /** Sets the answer's headers and returns its body (after the report set the cost and latency); a large one may take turns of the event loop. */
+  render(): string | Promise<string>;
 }
 
 /**

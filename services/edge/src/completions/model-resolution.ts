@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import { capabilityProblem as catalogCapabilityProblem } from '@gateway/catalog';
 import { GatewayError, callUnary } from '@gateway/grpc';
 import type { ModelOutput, RouteRequest, RouteResponseOutput } from '@gateway/proto';
-import { countPromptTokensWithinAsync, promptTokenBounds, routingText } from '@gateway/tokens';
+import { countPromptTokensWithinAsync, promptTokenBounds, routingText, tokenPrefixAsync } from '@gateway/tokens';
 import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
@@ -27,6 +27,8 @@ export function checkCapabilities(model: ModelOutput, parsed: ParsedChatRequest,
 /** Why a model cannot serve the request (the catalog's one rule set, shared with the router), or undefined when it can. */
 export function capabilityProblem(model: ModelOutput, parsed: ParsedChatRequest, promptTokens: number): RequestError | undefined {
   const problem = catalogCapabilityProblem(model, {
+    embeddings: parsed.embeddings !== undefined,
+    dimensions: parsed.embeddings?.dimensions,
     tools: parsed.needsTools,
     vision: parsed.needsVision,
     jsonMode: parsed.needsJsonMode,
@@ -137,6 +139,7 @@ export function createModelResolver(deps: Pick<EdgeDependencies, 'config' | 'cat
           stream: parsed.stream,
           prompt_tokens: promptTokens,
           max_tokens: parsed.request.max_tokens ?? 0,
+          embeddings: parsed.embeddings !== undefined,
         },
       },
       { deadlineMs: config.EDGE_CONTROL_DEADLINE_MS, requestId, signal, traceparent },
@@ -165,4 +168,41 @@ export function routePolicy(request: FastifyRequest, parsed: ParsedChatRequest):
   if (parsed.routePolicy !== undefined) return parsed.routePolicy;
   const header = request.headers['x-route-policy'];
   return typeof header === 'string' && header.length > 0 && header.length <= 64 ? header : undefined;
+}
+
+/**
+ * The input tokens of an embeddings request: an estimate from the texts' UTF-8 size (token ids
+ * counted as they are), or their exact count with `exact`. Each input must fit the named model's
+ * context window (its most tokens per input): one whose size alone could exceed it is counted, no
+ * further than the window, and refused past it.
+ */
+export async function embeddingInputTokens(
+  catalog: EdgeDependencies['catalog'],
+  parsed: ParsedChatRequest,
+  exact: boolean,
+): Promise<{ tokens: number; exact: boolean }> {
+  const inputs = parsed.embeddings!;
+  const window = catalog.get(parsed.request.model ?? '')?.context_window || Number.POSITIVE_INFINITY;
+  const tooLong = (index: number) =>
+    new RequestError(
+      400,
+      `This model's maximum context length is ${window} tokens per input, however 'input[${index}]' has more. Please reduce the length of the input.`,
+      { param: `input[${index}]`, code: 'context_length_exceeded' },
+    );
+  let tokens = 0;
+  for (const [index, ids] of inputs.tokenArrays.entries()) {
+    if (ids.length > window) throw tooLong(index);
+    tokens += ids.length;
+  }
+  for (const [index, text] of inputs.texts.entries()) {
+    const bytes = Buffer.byteLength(text);
+    if (!exact && bytes <= window) {
+      tokens += Math.ceil(bytes / 4);
+      continue;
+    }
+    const prefix = await tokenPrefixAsync(text, window);
+    if (!prefix.complete) throw tooLong(index);
+    tokens += prefix.tokens;
+  }
+  return { tokens, exact };
 }

@@ -33,6 +33,7 @@ export function createUsageReporter(deps: Pick<EdgeDependencies, 'usage'>, metri
     const provider = answered.provider || completion.provider;
     if (completion.span) observeSpan(completion, outcome);
     metrics.observe({
+      operation: completion.wire.operation,
       requestModel: parsed.request.model ?? '',
       responseModel: answered.id ?? '',
       routedModel: completion.routing.model.id ?? '',
@@ -78,6 +79,7 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
       ? { auto: { score: route.score ?? 0, tier: tierName(route.quality_tier) ?? route.tier ?? '', policy: route.policy ?? '' } }
       : {}),
     ...(errorCode ? { error_code: errorCode } : {}),
+    operation: completion.wire.operation,
   };
 }
 

@@ -380,10 +380,12 @@ export const UsagePageSchema = Type.Object({
 });
 export type UsagePage = Static<typeof UsagePageSchema>;
 
-/** One completion request the gateway handled (GET /admin/v1/requests). */
+/** One completion or embeddings request the gateway handled (GET /admin/v1/requests). */
 export const GatewayRequestSchema = Type.Object({
   object: Type.Literal('gateway.request'),
   id: Type.String(),
+  /** The kind of API: `chat` (chat completions, responses, messages) or `embeddings`. */
+  operation: Type.String(),
   request_id: Type.String(),
   key_id: Type.String(),
   /** Unix milliseconds. */

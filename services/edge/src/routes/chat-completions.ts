@@ -1,6 +1,6 @@
 /**
  * POST /v1/chat/completions: OpenAI's chat-completions wire (wire/chat-completions-wire.ts)
- * plugged into the completion pipeline (completions/completion-pipeline.ts), which admits, routes,
+ * (and the responses, messages and embeddings wires beside it) plugged into the completion pipeline (completions/completion-pipeline.ts), which admits, routes,
  * executes and reports every completion the same way whatever its wire.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -10,11 +10,12 @@ import type { CompletionWire } from '../completions/completion.js';
 import { CompletionPipeline } from '../completions/completion-pipeline.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { chatCompletionsWire } from '../wire/chat-completions-wire.js';
+import { embeddingsWire } from '../wire/embeddings-wire.js';
 import { messagesWire } from '../wire/messages-wire.js';
 import { responsesWire } from '../wire/responses-wire.js';
 
 /** The completion APIs the edge serves, each a wire on the one pipeline. */
-const WIRES: readonly CompletionWire[] = [chatCompletionsWire, responsesWire, messagesWire];
+const WIRES: readonly CompletionWire[] = [chatCompletionsWire, responsesWire, messagesWire, embeddingsWire as unknown as CompletionWire];
 
 /** A request without a key is refused before its body is read and parsed. */
 export function requireKey(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {

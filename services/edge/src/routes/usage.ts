@@ -220,6 +220,7 @@ function recentJson(entry: RecentRequestOutput): GatewayRequest {
   return {
     object: 'gateway.request',
     id: entry.event_id ?? '',
+    operation: entry.operation || 'chat',
     request_id: entry.request_id ?? '',
     key_id: entry.key_id ?? '',
     created_at: Number(entry.received_at_ms ?? 0),

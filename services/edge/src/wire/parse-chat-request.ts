@@ -36,6 +36,25 @@ export interface ParsedChatRequest {
    * `function_call`, as such callers read it.
    */
   legacyFunctions?: boolean;
+  /**
+   * Set on an embeddings request (/v1/embeddings, parse-embeddings-request.ts): its inputs; its
+   * `request` then carries the model alone. Only embedding models serve it.
+   */
+  embeddings?: EmbeddingInputs;
+}
+
+/** The inputs of an embeddings request, as the executor's EmbedRequest carries them. */
+export interface EmbeddingInputs {
+  /** The inputs as text; empty when they came as token ids. */
+  texts: string[];
+  /** The inputs as token ids; empty when they came as text. */
+  tokenArrays: number[][];
+  /** The vectors' length asked for; 0: the model's own. */
+  dimensions: number;
+  /** OpenAI's `user`; '' when absent. */
+  user: string;
+  /** How the vectors are written: JSON numbers, or base64 of little-endian float32. */
+  encoding: 'float' | 'base64';
 }
 
 const ROLES = {
@@ -64,7 +83,8 @@ const MAX_METADATA_KEYS = 16;
  */
 const MAX_SCHEMA_DEPTH = 128;
 
-function describe(value: Json): string {
+/** How a value reads in an error message (`an array`, `a string`). */
+export function describe(value: Json): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
@@ -466,13 +486,14 @@ function copyNumbers(body: JsonObject, request: ChatRequest, fields: ReadonlyArr
 }
 
 /** The body, which must be an object. */
-function requiredBody(original: Json): JsonObject {
+/** The body: a JSON object. */
+export function requiredBody(original: Json): JsonObject {
   if (isObject(original)) return original;
   throw invalid(null, `The request body must be a JSON object, but got ${describe(original)}.`, 'invalid_body');
 }
 
 /** `model`: a non-empty id. */
-function requiredModel(body: JsonObject): string {
+export function requiredModel(body: JsonObject): string {
   const model = body.model;
   if (model === undefined || model === null) throw missing('model');
   if (typeof model !== 'string') throw typeError('model', 'a string', model);

@@ -8,8 +8,8 @@ import type { CallBounds } from './completion-run.js';
 
 /** A StreamComplete call. */
 export type StreamCall = Parameters<ExecutorServiceHandlers['StreamComplete']>[0];
-/** A Complete call. */
-export type UnaryCall = Parameters<ExecutorServiceHandlers['Complete']>[0];
+/** A Complete or Embed call. */
+export type UnaryCall = Parameters<ExecutorServiceHandlers['Complete']>[0] | Parameters<ExecutorServiceHandlers['Embed']>[0];
 
 /** The bounds of a call, and the function that stops listening for its cancellation. */
 export interface ListenedBounds {

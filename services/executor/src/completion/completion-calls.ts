@@ -1,10 +1,11 @@
 /**
- * CompleteCalls: Complete and StreamComplete as messages on a bidirectional stream, the same work
+ * CompleteCalls: Complete, StreamComplete and Embed as messages on a bidirectional stream, the same work
  * as the RPCs, their deadline, cancellation and (for streams) credit carried by the stream's
  * messages; the request id is the request's own.
  */
 import { serveStreamedCalls, type StreamedCallContext, type StreamedCallsService, type StreamingCallContext } from '@gateway/grpc';
-import type { CompleteCallRequestOutput, CompleteCallResponse, ExecuteRequestOutput, ExecuteStreamEvent } from '@gateway/proto';
+import type { CompleteCallRequestOutput, CompleteCallResponse, EmbedRequestOutput, ExecuteRequestOutput, ExecuteStreamEvent } from '@gateway/proto';
+import { runEmbed } from './embedding-run.js';
 import { CompletionRun, type RunServices } from './completion-run.js';
 import { runStream } from './streamed-completion.js';
 import { runWhole } from './whole-completion.js';
@@ -15,6 +16,7 @@ export function completeCallsService(services: RunServices): StreamedCallsServic
     {
       complete: (execute: ExecuteRequestOutput, context: StreamedCallContext) =>
         runWhole(new CompletionRun(services, execute, { ...context, requestId: execute.request_id ?? '' }, 'Complete')),
+      embed: (embed: EmbedRequestOutput, context: StreamedCallContext) => runEmbed(embed, { ...context, requestId: embed.request_id ?? '' }, services),
     },
     'CompleteCalls',
     services.report,

@@ -40,7 +40,10 @@ export interface CallBounds {
 }
 
 /** The RPC a run answers, as its log line names it. */
-export type CompletionMethod = 'Complete' | 'StreamComplete';
+export type CompletionMethod = 'Complete' | 'StreamComplete' | 'Embed';
+
+/** What a run reads of its call: a completion's ExecuteRequest, or an EmbedRequest (no chat request, no fallbacks). */
+export type RunRequest = Pick<ExecuteRequestOutput, 'request_id' | 'model_id' | 'key_id'> & Partial<Pick<ExecuteRequestOutput, 'fallbacks' | 'request'>>;
 
 /** Who answered a call, once known. */
 export interface Answer {
@@ -56,10 +59,10 @@ export interface Answer {
 export type OpenUpstream<T> = (provider: Provider, context: ProviderContext, upstream: Span | undefined) => Promise<T>;
 
 /** The span each method's run opens. */
-const SPAN_NAME: Readonly<Record<CompletionMethod, string>> = { Complete: 'executor.complete', StreamComplete: 'executor.stream' };
+const SPAN_NAME: Readonly<Record<CompletionMethod, string>> = { Complete: 'executor.complete', StreamComplete: 'executor.stream', Embed: 'executor.embed' };
 
 /** A completion being run. */
-export class CompletionRun {
+export class CompletionRun<Request extends RunRequest = ExecuteRequestOutput> {
   /** When the run began (performance.now()), for the upstream duration. */
   readonly started = performance.now();
   /** The executor's span of this call (tracing on). */
@@ -71,11 +74,11 @@ export class CompletionRun {
 
   constructor(
     readonly services: RunServices,
-    readonly execute: ExecuteRequestOutput,
+    readonly execute: Request,
     readonly bounds: CallBounds,
     readonly method: CompletionMethod,
   ) {
-    this.span = services.recorder.callSpan(SPAN_NAME[method], execute, bounds.traceparent);
+    this.span = services.recorder.callSpan(SPAN_NAME[method], execute, bounds.traceparent, method === 'Embed' ? 'embeddings' : 'chat');
   }
 
   /** Aborted when the call is cancelled. */
@@ -154,7 +157,18 @@ export class CompletionRun {
     if (!this.services.pool.has(primary)) {
       throw GatewayError.of('model_not_found', `The model '${primary}' does not exist or is not available.`, { param: 'model' });
     }
+    if (this.method === 'Embed') return [primary];
     if (!execute.request) throw GatewayError.of('invalid_request', 'The execute request carries no chat request.');
+    // The edge refuses this already; a caller that skipped it gets the same answer, not a chat from an embedding model.
+    if (this.services.pool.deploymentsOf(primary)[0]?.model.kind === 'embedding') {
+      throw GatewayError.of(
+        'invalid_value',
+        `The model \`${primary}\` is an embedding model: it serves /v1/embeddings only; choose a chat model for this API.`,
+        {
+          param: 'model',
+        },
+      );
+    }
     const fallbacks = (execute.fallbacks ?? []).filter((id, index, all) => id !== primary && all.indexOf(id) === index);
     return [primary, ...fallbacks];
   }

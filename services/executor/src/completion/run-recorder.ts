@@ -13,7 +13,7 @@ import type { ExecuteRequestOutput, Usage } from '@gateway/proto';
 import type { ExecutorMetrics } from '../executor-metrics.js';
 import type { DeploymentPool } from '../pool/deployment-pool.js';
 import { toGatewayError } from '../to-gateway-error.js';
-import type { Answer, CompletionRun } from './completion-run.js';
+import type { Answer, CompletionRun, RunRequest } from './completion-run.js';
 
 /** What one call did, for the log line, the metrics and the span. */
 export interface Outcome {
@@ -51,11 +51,11 @@ export class RunRecorder {
   };
 
   /** The executor's span of one call (tracing on): the caller's span its parent. */
-  callSpan(name: string, execute: ExecuteRequestOutput, traceparent: string | undefined): Span | undefined {
+  callSpan(name: string, execute: Pick<ExecuteRequestOutput, 'model_id'>, traceparent: string | undefined, operation = 'chat'): Span | undefined {
     return this.dependencies.tracing.startSpan(name, {
       kind: SpanKind.SERVER,
       parent: traceparent,
-      attributes: { 'rpc.system': 'grpc', 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': execute.model_id ?? '' },
+      attributes: { 'rpc.system': 'grpc', 'gen_ai.operation.name': operation, 'gen_ai.request.model': execute.model_id ?? '' },
     });
   }
 
@@ -94,13 +94,13 @@ export class RunRecorder {
    * lives as long as the stream; absent for a whole completion, whose span ended at its answer),
    * then its own span.
    */
-  finish(run: CompletionRun, outcome: Outcome, upstream?: Span): void {
+  finish(run: CompletionRun<RunRequest>, outcome: Outcome, upstream?: Span): void {
     this.record(run, outcome);
     if (upstream) this.endUpstream(upstream, outcome);
     this.endCallSpan(run.span, run.answer, outcome);
   }
 
-  private record(run: CompletionRun, outcome: Outcome): void {
+  private record(run: CompletionRun<RunRequest>, outcome: Outcome): void {
     const { pool, metrics } = this.dependencies;
     const { execute, answer } = run;
     const model = answer?.model.id ?? (pool.has(execute.model_id ?? '') ? (execute.model_id ?? UNKNOWN) : UNKNOWN);

@@ -55,9 +55,17 @@ export abstract class HttpProvider implements Provider {
   }
 
   /** Sends the request, whole or streamed; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  protected async send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+  protected send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+    return this.post(this.requestFor(request, context.model, stream), context, stream);
+  }
+
+  /**
+   * Sends any request of the provider's API (a chat request's, an embeddings request's) with the
+   * catalog's headers and the provider's key; resolves with a 2xx response, rejects with an
+   * UpstreamError otherwise.
+   */
+  async post(upstreamRequest: UpstreamRequest, context: ProviderContext, stream = false): Promise<Dispatcher.ResponseData> {
     const { model } = context;
-    const upstreamRequest = this.requestFor(request, model, stream);
     const headers: Record<string, string> = {
       ...(model.upstream.headers ?? {}),
       ...(upstreamRequest.headers ?? {}),
@@ -82,12 +90,7 @@ export abstract class HttpProvider implements Provider {
    * The JSON body of a whole 2xx answer; a body that is not JSON, not an object, or not `isWhole`
    * is a `malformed` failure saying `missing`.
    */
-  protected async readWhole<T extends object>(
-    response: Dispatcher.ResponseData,
-    signal: AbortSignal,
-    isWhole: (body: T) => boolean,
-    missing: string,
-  ): Promise<T> {
+  async readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T> {
     const body = (await readJsonBody(response, this.name, signal)) as T;
     if (typeof body !== 'object' || body === null || !isWhole(body)) {
       throw new UpstreamError(missing, { provider: this.name, kind: 'malformed', status: response.statusCode });

@@ -27,6 +27,41 @@ export interface ProviderContext {
  */
 export type ProviderStreamEvent = { readonly type: 'chunk'; readonly chunk: ChatChunk } | { readonly type: 'usage'; readonly usage: Usage };
 
+/**
+ * One upstream call's worth of an embeddings request: at most the adapter's batch of inputs, all
+ * text or all token ids (exactly one of the two lists is non-empty).
+ */
+export interface EmbeddingBatch {
+  readonly texts: readonly string[];
+  readonly tokenArrays: readonly (readonly number[])[];
+  /** The vectors' length the caller asked for; 0: the model's own. */
+  readonly dimensions: number;
+  /** The caller's end-user id (OpenAI's `user`); '' when none. */
+  readonly user: string;
+}
+
+/** The vectors of a batch, in its inputs' order, and the input tokens the upstream reported. */
+export interface EmbeddingBatchResult {
+  readonly vectors: readonly Float32Array[];
+  /** The upstream's count of the batch's input tokens; undefined when it reports none (the executor counts). */
+  readonly promptTokens: number | undefined;
+}
+
+/**
+ * What an adapter implements to serve embedding models (a catalog model of kind `embedding`). The
+ * executor splits a request into batches of at most `batchSize` inputs (or the catalog's
+ * embedding.batch_size), calls `embed` for each and joins the vectors in order; a failed batch
+ * fails the request, with the adapter's UpstreamError as for completions.
+ */
+export interface EmbeddingProvider {
+  /** The most inputs one upstream call takes. */
+  readonly batchSize: number;
+  /** The upstream takes text only: token-id inputs are refused (400) before any call. */
+  readonly textOnly?: boolean;
+  /** Embeds one batch; rejects with an UpstreamError. */
+  embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult>;
+}
+
 /** A provider adapter. */
 export interface Provider {
   /** The name reported in ExecuteResponse.provider and StreamEnd.provider ("simulated", ...). */
@@ -39,4 +74,6 @@ export interface Provider {
    * the loop early (return) releases the upstream connection. Failures reject with an UpstreamError.
    */
   stream(request: ChatRequestOutput, context: ProviderContext): AsyncIterable<ProviderStreamEvent>;
+  /** The adapter's embeddings; absent for a provider without them (its models are chat only). */
+  readonly embeddings?: EmbeddingProvider;
 }

@@ -73,6 +73,7 @@ export function RequestsPage({ api }: { api: AdminApi }) {
               <span class="sub">
                 {request.provider}
                 {request.stream ? ', streamed' : ''}
+                {request.operation === 'embeddings' ? ', embeddings' : ''}
               </span>
             </td>
             <td>{request.auto ? `${request.auto.score.toFixed(2)}, ${request.auto.tier}` : <span class="muted">—</span>}</td>

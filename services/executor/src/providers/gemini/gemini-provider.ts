@@ -17,6 +17,7 @@ import { parseStreamJson, readServerSentEvents } from '../server-sent-events.js'
 import { UpstreamError } from '../upstream-error.js';
 import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
 import { toGeminiRequest } from './convert-request.js';
+import { GeminiEmbeddings } from './embeddings.js';
 import { fromGeminiResponse, GeminiStreamTranslator } from './map-response.js';
 import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
 import type { GeminiResponse } from './wire-types.js';
@@ -30,6 +31,7 @@ const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 /** The gemini adapter. */
 export class GeminiProvider extends HttpProvider {
   readonly name: string = GEMINI_PROVIDER;
+  readonly embeddings = new GeminiEmbeddings(this);
 
   /** generateContent, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {

@@ -114,3 +114,32 @@ export interface GeminiError {
   status?: string;
   details?: Array<{ '@type'?: string; retryDelay?: string; reason?: string; [field: string]: unknown }>;
 }
+
+/** EmbedContentRequest (models.embedContent, and each of batchEmbedContents' requests). */
+export interface GeminiEmbedContentRequest {
+  /** `models/{model}`: required in a batch's requests, the same as the URL's model. */
+  model?: string;
+  content: { parts: { text: string }[] };
+  /** A smaller vector length, for models that take one (gemini-embedding-001). */
+  outputDimensionality?: number;
+}
+
+/** BatchEmbedContentsRequest: at most 100 requests, each naming the URL's model. */
+export interface GeminiBatchEmbedContentsRequest {
+  requests: GeminiEmbedContentRequest[];
+}
+
+/** ContentEmbedding. */
+export interface GeminiContentEmbedding {
+  values?: number[];
+}
+
+/** EmbedContentResponse. */
+export interface GeminiEmbedContentResponse {
+  embedding?: GeminiContentEmbedding;
+}
+
+/** BatchEmbedContentsResponse: one embedding per request, in order. */
+export interface GeminiBatchEmbedContentsResponse {
+  embeddings?: GeminiContentEmbedding[];
+}

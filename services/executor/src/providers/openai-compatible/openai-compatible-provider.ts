@@ -19,6 +19,7 @@ import { parseStreamJson, readServerSentEvents } from '../server-sent-events.js'
 import { UpstreamError } from '../upstream-error.js';
 import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
 import { toOpenAiRequest } from './convert-request.js';
+import { OpenAiCompatibleEmbeddings } from './embeddings.js';
 import { fromOpenAiChunk, fromOpenAiResponse, usageOfChunk } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
 import type { OpenAiChatChunk, OpenAiChatResponse } from './wire-types.js';
@@ -32,6 +33,7 @@ export type OpenAiCompatibleDependencies = HttpProviderDependencies;
 /** The openai-compatible adapter. */
 export class OpenAiCompatibleProvider extends HttpProvider {
   readonly name: string = OPENAI_COMPATIBLE_PROVIDER;
+  readonly embeddings = new OpenAiCompatibleEmbeddings(this);
 
   /** POST /chat/completions without streaming, translated back to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {

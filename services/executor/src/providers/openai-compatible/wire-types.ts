@@ -146,3 +146,21 @@ export interface OpenAiError {
   param?: string | null;
   code?: string | number | null;
 }
+
+/** OpenAI's CreateEmbeddingRequest, as this adapter sends it (always `encoding_format: base64`: a quarter of the bytes of JSON numbers). */
+export interface OpenAiEmbeddingRequest {
+  model: string;
+  /** Strings, or arrays of token ids. */
+  input: string[] | number[][];
+  encoding_format: 'base64' | 'float';
+  dimensions?: number;
+  user?: string;
+}
+
+/** OpenAI's CreateEmbeddingResponse: `embedding` is base64 float32 when asked so, else numbers (a server that ignores the encoding). */
+export interface OpenAiEmbeddingResponse {
+  object?: 'list';
+  data?: { object?: 'embedding'; index?: number; embedding?: string | number[] }[];
+  model?: string;
+  usage?: { prompt_tokens?: number; total_tokens?: number };
+}

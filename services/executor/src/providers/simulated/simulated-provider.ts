@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChatChunk, ChatRequestOutput, ChatResponse, ChunkChoice } from '@gateway/proto';
 import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
+import { SimulatedEmbeddings } from './simulated-embeddings.js';
 import { planCompletion, type CompletionPlan, type PlannedChoice } from './completion-plan.js';
 import { parseSimulationDirectives, type SimulationDirectives } from './simulation-directives.js';
 
@@ -81,6 +82,7 @@ function usageOf(plan: CompletionPlan) {
 /** The simulated provider. */
 export class SimulatedProvider implements Provider {
   readonly name = SIMULATED_PROVIDER;
+  readonly embeddings = new SimulatedEmbeddings();
 
   /** Waits as long as the stream of the same request would take, then answers whole. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {

@@ -1,0 +1,82 @@
+/**
+ * Embeddings on Google's Gemini API: one input by models.embedContent, several by
+ * models.batchEmbedContents (at most 100 requests a call, each naming the model), with
+ * `outputDimensionality` for a smaller `dimensions`. The API reports no token count for
+ * embeddings: the executor counts the inputs with the gateway's tokenizer. Token-id inputs are
+ * refused before any call: Gemini's models take text.
+ */
+import type { Dispatcher } from 'undici';
+import type { UpstreamRequest } from '../http-provider.js';
+import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
+import { UpstreamError } from '../upstream-error.js';
+import { upstreamUrl } from '../upstream-http.js';
+import type {
+  GeminiBatchEmbedContentsRequest,
+  GeminiBatchEmbedContentsResponse,
+  GeminiContentEmbedding,
+  GeminiEmbedContentRequest,
+  GeminiEmbedContentResponse,
+} from './wire-types.js';
+
+/** The most requests batchEmbedContents takes in one call. */
+export const GEMINI_EMBEDDING_BATCH = 100;
+
+/** Used when a catalog model names no base_url. */
+const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
+
+/** What the embeddings need of their adapter: its transport. */
+export interface GeminiEmbeddingTransport {
+  readonly name: string;
+  post(request: UpstreamRequest, context: ProviderContext): Promise<Dispatcher.ResponseData>;
+  readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T>;
+}
+
+/** The Gemini API's embeddings, over the adapter's transport. */
+export class GeminiEmbeddings implements EmbeddingProvider {
+  readonly batchSize = GEMINI_EMBEDDING_BATCH;
+  readonly textOnly = true;
+
+  constructor(private readonly transport: GeminiEmbeddingTransport) {}
+
+  async embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
+    const { model } = context;
+    const name = `models/${model.upstream.model.replace(/^models\//, '')}`;
+    const base = model.upstream.base_url ?? DEFAULT_BASE_URL;
+    const requestOf = (text: string, inBatch: boolean): GeminiEmbedContentRequest => ({
+      ...(inBatch ? { model: name } : {}),
+      content: { parts: [{ text }] },
+      ...(batch.dimensions > 0 ? { outputDimensionality: batch.dimensions } : {}),
+    });
+    const malformed = (what: string) => new UpstreamError(`upstream sent ${what}`, { provider: this.transport.name, kind: 'malformed' });
+    let embeddings: GeminiContentEmbedding[];
+    if (batch.texts.length === 1) {
+      const url = upstreamUrl(base, 'v1beta', `${name}:embedContent`);
+      const response = await this.transport.post({ url, body: JSON.stringify(requestOf(batch.texts[0]!, false)) }, context);
+      const answer = await this.transport.readWhole<GeminiEmbedContentResponse>(
+        response,
+        context.signal,
+        (body) => typeof body.embedding === 'object' && body.embedding !== null,
+        'upstream sent an EmbedContentResponse without embedding',
+      );
+      embeddings = [answer.embedding!];
+    } else {
+      const url = upstreamUrl(base, 'v1beta', `${name}:batchEmbedContents`);
+      const body: GeminiBatchEmbedContentsRequest = { requests: batch.texts.map((text) => requestOf(text, true)) };
+      const response = await this.transport.post({ url, body: JSON.stringify(body) }, context);
+      const answer = await this.transport.readWhole<GeminiBatchEmbedContentsResponse>(
+        response,
+        context.signal,
+        (parsed) => Array.isArray(parsed.embeddings),
+        'upstream sent a BatchEmbedContentsResponse without embeddings',
+      );
+      embeddings = answer.embeddings!;
+      if (embeddings.length !== batch.texts.length) throw malformed(`${embeddings.length} embeddings for ${batch.texts.length} inputs`);
+    }
+    const vectors = embeddings.map((embedding) => {
+      const values = embedding?.values;
+      if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number')) throw malformed('an embedding without values');
+      return Float32Array.from(values);
+    });
+    return { vectors, promptTokens: undefined };
+  }
+}
