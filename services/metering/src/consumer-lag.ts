@@ -15,6 +15,7 @@
 import type { Logger } from '@gateway/logger';
 import { isNotFound, type NatsConnection } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
+import { repeatReading, throttled } from './repeated-reading.js';
 
 /** How often the consumer's state is read by default. */
 export const DEFAULT_CONSUMER_LAG_INTERVAL_MS = 5_000;
@@ -80,9 +81,7 @@ export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
     help: 'When the lag gauges were last read from JetStream (Unix seconds; 0 before the first read). While it stands still the lag is unknown.',
     registers,
   });
-  let timer: NodeJS.Timeout | undefined;
-  let running = false;
-  let lastWarningAt = Number.NEGATIVE_INFINITY;
+  const warnNow = throttled(WARNING_INTERVAL_MS, now);
 
   /** When the oldest message not acknowledged was stored: the first one after the ack floor still in the stream. */
   const oldestStoredAt = async (ackFloor: number): Promise<number | undefined> => {
@@ -116,35 +115,12 @@ export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
       if (isNotFound(error)) return undefined;
       pending.set(Number.NaN);
       oldestAge.set(Number.NaN);
-      if (now() - lastWarningAt >= WARNING_INTERVAL_MS) {
-        lastWarningAt = now();
+      if (warnNow()) {
         logger.warn({ err: error, stream, durable: durableName }, 'metering lag could not be read; the lag gauges read NaN (unknown) until it can');
       }
       return undefined;
     }
   };
 
-  const schedule = () => {
-    timer = setTimeout(() => {
-      void poll().finally(() => {
-        if (running) schedule();
-      });
-    }, intervalMs);
-    timer.unref();
-  };
-
-  return {
-    poll,
-    start: async () => {
-      if (running) return;
-      running = true;
-      await poll();
-      if (running) schedule();
-    },
-    stop: () => {
-      running = false;
-      clearTimeout(timer);
-      timer = undefined;
-    },
-  };
+  return repeatReading(poll, intervalMs);
 }

@@ -12,6 +12,7 @@
 import type { Logger } from '@gateway/logger';
 import type { NatsConnection } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
+import { repeatReading, throttled } from './repeated-reading.js';
 
 /** How often the stream's state is read by default. */
 export const DEFAULT_USAGE_STREAM_USE_INTERVAL_MS = 5_000;
@@ -66,9 +67,7 @@ export function createUsageStreamUse(options: UsageStreamUseOptions): UsageStrea
     labelNames,
     registers,
   });
-  let timer: NodeJS.Timeout | undefined;
-  let running = false;
-  let lastWarningAt = Number.NEGATIVE_INFINITY;
+  const warnNow = throttled(WARNING_INTERVAL_MS);
 
   const poll = async (): Promise<UsageStreamUseReading | undefined> => {
     try {
@@ -82,35 +81,12 @@ export function createUsageStreamUse(options: UsageStreamUseOptions): UsageStrea
       bytes.remove({ stream });
       messages.remove({ stream });
       maxBytes.remove({ stream });
-      if (Date.now() - lastWarningAt >= WARNING_INTERVAL_MS) {
-        lastWarningAt = Date.now();
+      if (warnNow()) {
         logger.warn({ err: error, stream }, 'usage stream state could not be read; its gauges are absent until it can');
       }
       return undefined;
     }
   };
 
-  const schedule = () => {
-    timer = setTimeout(() => {
-      void poll().finally(() => {
-        if (running) schedule();
-      });
-    }, intervalMs);
-    timer.unref();
-  };
-
-  return {
-    poll,
-    start: async () => {
-      if (running) return;
-      running = true;
-      await poll();
-      if (running) schedule();
-    },
-    stop: () => {
-      running = false;
-      clearTimeout(timer);
-      timer = undefined;
-    },
-  };
+  return repeatReading(poll, intervalMs);
 }
