@@ -120,8 +120,11 @@ export async function checkEvictionPolicy(client: RedisClient, options: Eviction
 
 /** Options of guardEvictionPolicy. */
 export interface EvictionGuardOptions extends EvictionPolicyOptions {
-  /** Called once with the refusal when a (re)connected Redis may evict; the service exits. */
-  onRefused: (error: EvictingRedisError) => void;
+  /**
+   * Called once with the refusal when a (re)connected Redis may evict; by default the refusal is
+   * logged (fatal, naming the server and its policy) and the process exits 1.
+   */
+  onRefused?: (error: EvictingRedisError) => void;
   /** How long the first check waits for Redis to be reachable before start goes on (ms). */
   waitMs?: number;
 }
@@ -133,13 +136,19 @@ export interface EvictionGuardOptions extends EvictionPolicyOptions {
  * service still starts during a Redis outage. A refusal goes to `onRefused`.
  */
 export async function guardEvictionPolicy(client: RedisClient, options: EvictionGuardOptions): Promise<void> {
+  const onRefused =
+    options.onRefused ??
+    ((error: EvictingRedisError) => {
+      options.logger.fatal({ node: error.node, policy: error.policy }, error.message);
+      process.exit(1);
+    });
   let refused = false;
   const check = async (): Promise<void> => {
     try {
       await checkEvictionPolicy(client, options);
     } catch (error) {
       if (error instanceof EvictingRedisError) {
-        if (!refused) options.onRefused(error);
+        if (!refused) onRefused(error);
         refused = true;
       } else {
         options.logger.warn({ err: { message: (error as Error).message } }, 'reading Redis maxmemory-policy failed; it is checked again when Redis reconnects');

@@ -37,10 +37,6 @@ const writer = config.REDIS_WAIT_REPLICAS > 0 ? createRedis(config.REDIS_URL, lo
 await guardEvictionPolicy(redis, {
   allowEviction: config.REDIS_ALLOW_EVICTION,
   logger,
-  onRefused: (error) => {
-    logger.fatal({ node: error.node, policy: error.policy }, error.message);
-    process.exit(1);
-  },
 });
 const keys = new KeyStore(redis, { prefix: config.AUTH_REDIS_PREFIX, replicas: config.REDIS_WAIT_REPLICAS, logger, writer });
 const teams = new TeamStore(writer, { prefix: config.AUTH_REDIS_PREFIX });

@@ -31,10 +31,6 @@ const responsesRedis = config.RESPONSES_REDIS_URL === '' ? redis : createRedis(c
 await guardEvictionPolicy(redis, {
   allowEviction: config.REDIS_ALLOW_EVICTION,
   logger,
-  onRefused: (error) => {
-    logger.fatal({ node: error.node, policy: error.policy }, error.message);
-    process.exit(1);
-  },
 });
 const redisMemory = startRedisMemoryGauges({
   clients: responsesRedis === redis ? { state: redis } : { state: redis, responses: responsesRedis },
