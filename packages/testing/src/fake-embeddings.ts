@@ -56,7 +56,7 @@ export function fakeOpenAiEmbeddings({ key, dimensions = 8 }: FakeEmbeddingOptio
     if (key !== undefined && request.headers.authorization !== `Bearer ${key}`) {
       return json(response, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
     }
-    if (request.method !== 'POST' || !request.path.endsWith('/embeddings'))
+    if (request.method !== 'POST' || !new URL(request.path, 'http://fake').pathname.endsWith('/embeddings'))
       return json(response, 404, { error: { message: 'Not found', type: 'invalid_request_error' } });
     const {
       input,
