@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { ClientSecretCredential } from '@azure/identity';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
-import { azureOpenAi, fakeOpenAiEmbeddings, fakeVectorOf } from '@gateway/testing';
+import { azureOpenAi, fakeOpenAiEmbeddings, fakeVectorOf, startFakeEntra, type FakeEntra } from '@gateway/testing';
 import { azureModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
 import { gatewayErrorOf } from '../../testing/provider-calls.js';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
@@ -68,5 +69,37 @@ describe('AzureProvider embeddings', () => {
     const model = { ...under.model, upstream: { ...under.model.upstream, api_version: undefined } };
     const refused = await gatewayErrorOf(under.provider.embeddings.embed(texts(['a']), under.contextOf(undefined, model)));
     expect(refused).toMatchObject({ reason: 'upstream_rejected', upstreamStatus: 404, retryable: false });
+  });
+});
+
+describe('AzureProvider embeddings with Microsoft Entra ID', () => {
+  const application = { tenantId: 'c0ffee00-0000-4000-8000-000000000002', clientId: 'gateway-embed-client', clientSecret: 'entra-embed-secret-0123456789' };
+  const CLIENT_ID_ENV = 'AZURE_TEST_EMBED_CLIENT_ID';
+  let entra: FakeEntra;
+  beforeAll(async () => {
+    entra = await startFakeEntra(application);
+  });
+  afterAll(async () => {
+    await entra.close();
+  });
+
+  it('sends a bearer token the Entra ID endpoint issued, which Azure accepts for embeddings', async () => {
+    const provider = new AzureProvider({
+      pools: (under.provider as unknown as { dependencies: { pools: never } }).dependencies.pools,
+      environment: { [CLIENT_ID_ENV]: application.clientId },
+      azureCredential: (clientId) =>
+        new ClientSecretCredential(application.tenantId, clientId ?? '', application.clientSecret, {
+          authorityHost: entra.authorityHost,
+          disableInstanceDiscovery: true,
+          tlsOptions: { ca: entra.caPem },
+        }),
+    });
+    const model = { ...under.model, upstream: { ...under.model.upstream, api_key_env: CLIENT_ID_ENV, auth: 'entra_id' as const } };
+    under.upstream.respond(azureOpenAi({ entra }, fakeOpenAiEmbeddings({ dimensions: 16 })));
+    const result = await provider.embeddings.embed(texts(['with a token']), under.contextOf(undefined, model));
+    expect(values(result.vectors)).toEqual([fakeVectorOf('with a token', 16)]);
+    const sent = under.upstream.requests[0]!;
+    expect(sent.headers['api-key']).toBeUndefined();
+    expect(entra.verify(/^Bearer (.+)$/.exec(sent.headers.authorization ?? '')?.[1] ?? '')).toBe(true);
   });
 });
