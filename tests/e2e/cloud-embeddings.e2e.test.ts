@@ -96,7 +96,14 @@ beforeAll(async () => {
       16,
       true,
     ),
-    entry('bedrock-titan-embedding', 'bedrock', `{ model: "amazon.titan-embed-text-v2:0", region: ${REGION}, base_url: "${bedrock.baseUrl}" }`, '0.02', 1024, true),
+    entry(
+      'bedrock-titan-embedding',
+      'bedrock',
+      `{ model: "amazon.titan-embed-text-v2:0", region: ${REGION}, base_url: "${bedrock.baseUrl}" }`,
+      '0.02',
+      1024,
+      true,
+    ),
     entry('bedrock-cohere-embedding', 'bedrock', `{ model: cohere.embed-english-v3, region: ${REGION}, base_url: "${bedrock.baseUrl}" }`, '0.10', 1024, false),
     entry(
       'vertex-embedding',
@@ -138,8 +145,18 @@ afterAll(async () => {
 describe('embeddings.create on each cloud', () => {
   it.each([
     { model: 'azure-embedding', price: '0.02', length: 16, calls: () => azure.requests.length },
-    { model: 'bedrock-titan-embedding', price: '0.02', length: 1024, calls: () => bedrock.requests.filter((request) => request.modelId.startsWith('amazon.')).length },
-    { model: 'bedrock-cohere-embedding', price: '0.10', length: 1024, calls: () => bedrock.requests.filter((request) => request.modelId.startsWith('cohere.')).length },
+    {
+      model: 'bedrock-titan-embedding',
+      price: '0.02',
+      length: 1024,
+      calls: () => bedrock.requests.filter((request) => request.modelId.startsWith('amazon.')).length,
+    },
+    {
+      model: 'bedrock-cohere-embedding',
+      price: '0.10',
+      length: 1024,
+      calls: () => bedrock.requests.filter((request) => request.modelId.startsWith('cohere.')).length,
+    },
     { model: 'vertex-embedding', price: '0.025', length: 768, calls: () => vertex.requests.length },
   ])('$model: each input’s vector in its place, the cloud’s tokens, priced in the response and in the usage API', async ({ model, price, length, calls }) => {
     const response = await client.embeddings.create({ model, input: INPUTS });

@@ -352,13 +352,15 @@ function embeddingProblems(modelId: string, body: Record<string, unknown>): stri
     .map((key) => `extraneous key [${key}] is not permitted`);
   if (family === 'cohere') {
     const { texts, input_type: inputType } = body;
-    if (!Array.isArray(texts) || texts.length === 0 || !texts.every((text) => typeof text === 'string' && text !== '')) problems.push('#/texts: expected 1 to 96 non-empty strings');
+    if (!Array.isArray(texts) || texts.length === 0 || !texts.every((text) => typeof text === 'string' && text !== ''))
+      problems.push('#/texts: expected 1 to 96 non-empty strings');
     else if (texts.length > 96) problems.push(`#/texts: expected maximum item count: 96, found: ${texts.length}`);
     if (!['search_document', 'search_query', 'classification', 'clustering'].includes(inputType as string))
       problems.push('#/input_type: search_document, search_query, classification or clustering is required');
   } else {
     if (typeof body.inputText !== 'string' || body.inputText === '') problems.push('#/inputText: expected a non-empty string');
-    if (body.dimensions !== undefined && ![256, 512, 1024].includes(body.dimensions as number)) problems.push(`#/dimensions: ${String(body.dimensions)} is not a valid enum value`);
+    if (body.dimensions !== undefined && ![256, 512, 1024].includes(body.dimensions as number))
+      problems.push(`#/dimensions: ${String(body.dimensions)} is not a valid enum value`);
     if (body.normalize !== undefined && typeof body.normalize !== 'boolean') problems.push('#/normalize: expected type: Boolean');
   }
   return problems;

@@ -109,7 +109,8 @@ export function fakeGeminiEmbeddings({ key, dimensions = 8 }: FakeEmbeddingOptio
           ...(reason ? { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'googleapis.com' }] } : {}),
         },
       });
-    if (key !== undefined && request.headers['x-goog-api-key'] !== key) return status(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID');
+    if (key !== undefined && request.headers['x-goog-api-key'] !== key)
+      return status(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID');
     const match = /^\/v1beta\/(models\/[^:/?]+):(embedContent|batchEmbedContents)$/.exec(request.path);
     if (request.method !== 'POST' || !match) return status(404, 'NOT_FOUND', 'Not found');
     const [, model, method] = match;
@@ -161,7 +162,8 @@ export function fakeVertexEmbeddings({ dimensions = 8 }: Omit<FakeEmbeddingOptio
     const unknown = Object.keys(rest)[0];
     if (unknown !== undefined) return invalid(`Invalid JSON payload received. Unknown name "${unknown}": Cannot find field.`);
     if (!Array.isArray(instances) || instances.length === 0) return invalid('Invalid JSON payload: "instances" must not be empty.');
-    if (instances.length > VERTEX_MAX_INSTANCES) return invalid(`Instances count ${instances.length} is greater than the maximum allowed ${VERTEX_MAX_INSTANCES}.`);
+    if (instances.length > VERTEX_MAX_INSTANCES)
+      return invalid(`Instances count ${instances.length} is greater than the maximum allowed ${VERTEX_MAX_INSTANCES}.`);
     const length = parameters?.outputDimensionality ?? dimensions;
     if (typeof length !== 'number' || !Number.isInteger(length) || length < 1) return invalid('outputDimensionality must be a positive integer.');
     let characters = 0;

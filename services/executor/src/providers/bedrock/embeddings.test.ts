@@ -77,7 +77,11 @@ describe('BedrockProvider embeddings: Titan Text Embeddings V2', () => {
     const throttled = await gatewayErrorOf(embed(TITAN(), texts(['a', 'b'])));
     expect(throttled).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true });
     fake.reply(() => ({ kind: 'embed' }));
-    const wrong = new BedrockProvider({ pools, environment: {}, awsCredentials: async () => ({ ...CREDENTIALS, secretAccessKey: 'not-the-embed-secret-0123456789abcdefghij' }) });
+    const wrong = new BedrockProvider({
+      pools,
+      environment: {},
+      awsCredentials: async () => ({ ...CREDENTIALS, secretAccessKey: 'not-the-embed-secret-0123456789abcdefghij' }),
+    });
     const refused = await gatewayErrorOf(embed(TITAN(), texts(['a']), wrong));
     expect(refused).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', upstreamStatus: 403 });
     expect(fake.refusals).toEqual([expect.stringMatching(/^403 InvalidSignatureException/)]);
@@ -100,7 +104,12 @@ describe('BedrockProvider embeddings: Cohere Embed', () => {
   });
 
   it('answers a ValidationException as the caller’s 400, and a model id of neither family as unavailable before any call', async () => {
-    fake.reply(() => ({ kind: 'error', status: 400, errorType: 'ValidationException', message: 'Malformed input request: #/texts: expected maximum item count: 96' }));
+    fake.reply(() => ({
+      kind: 'error',
+      status: 400,
+      errorType: 'ValidationException',
+      message: 'Malformed input request: #/texts: expected maximum item count: 96',
+    }));
     const invalid = await gatewayErrorOf(embed(COHERE(), texts(['a'])));
     expect(invalid).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', upstreamStatus: 400 });
     expect(invalid.message).toContain('expected maximum item count: 96');

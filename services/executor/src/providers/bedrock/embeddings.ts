@@ -74,7 +74,8 @@ export class BedrockEmbeddings implements EmbeddingProvider {
   }
 
   private vectorOf(values: unknown): Float32Array {
-    if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number')) throw this.malformed('an embedding that is no list of numbers');
+    if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number'))
+      throw this.malformed('an embedding that is no list of numbers');
     return Float32Array.from(values);
   }
 

@@ -36,7 +36,13 @@ const under = useProviderUnderTest({
       id: 'fake/vertex-text-embedding-005',
       kind: 'embedding',
       embedding: { dimensions: 768, shortenable: true },
-      upstream: { model: 'text-embedding-005', base_url: new URL(baseUrl).origin, api_key_env: VERTEX_TEST_CREDENTIALS_ENV, project: 'acme-prod-ml', region: 'us-central1' },
+      upstream: {
+        model: 'text-embedding-005',
+        base_url: new URL(baseUrl).origin,
+        api_key_env: VERTEX_TEST_CREDENTIALS_ENV,
+        project: 'acme-prod-ml',
+        region: 'us-central1',
+      },
     }),
 });
 

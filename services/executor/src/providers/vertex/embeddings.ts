@@ -55,7 +55,8 @@ export class VertexEmbeddings implements EmbeddingProvider {
     let tokens: number | undefined = 0;
     const vectors = predictions.map((prediction) => {
       const values = prediction?.embeddings?.values;
-      if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number')) throw malformed('a prediction without embedding values');
+      if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number'))
+        throw malformed('a prediction without embedding values');
       const count = prediction.embeddings?.statistics?.token_count;
       tokens = tokens !== undefined && typeof count === 'number' && Number.isInteger(count) && count >= 0 ? tokens + count : undefined;
       return Float32Array.from(values);
