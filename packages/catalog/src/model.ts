@@ -12,7 +12,7 @@ export const MODEL_KINDS = ['chat', 'embedding'] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
 /** The providers whose adapter serves embedding models (the others serve chat only). */
-export const EMBEDDING_PROVIDERS: readonly Provider[] = ['simulated', 'openai-compatible', 'gemini'];
+export const EMBEDDING_PROVIDERS: readonly Provider[] = ['simulated', 'openai-compatible', 'gemini', 'azure', 'bedrock', 'vertex'];
 
 /** What an embedding model produces. */
 export interface EmbeddingShape {

@@ -180,21 +180,24 @@ function azureError(response: Parameters<Responder>[1], status: number, code: st
 
 /**
  * A responder that checks a request as Azure OpenAI does before answering with `next`: the route
- * (`/openai/deployments/{name}/chat/completions` with `api-version`, or `/openai/v1/chat/completions`
- * with `model` in the body), then the `api-key` header or a bearer token the fake Entra issued.
+ * (`/openai/deployments/{name}/chat/completions` or `/embeddings` with `api-version`, or
+ * `/openai/v1/chat/completions` or `/embeddings` with `model` in the body), then the `api-key` header or a bearer token the fake Entra issued.
  * Refusals are Azure's: 404 for an unknown route or a missing api-version, 401 for bad credentials.
  */
 export function azureOpenAi(auth: AzureAuthCheck, next: Responder): Responder {
   return (request: ReceivedRequest, response) => {
     const url = new URL(request.path, 'http://fake');
-    const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(url.pathname);
+    const deployment = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings)$/.exec(url.pathname);
+    const v1 = /^\/openai\/v1\/(chat\/completions|embeddings)$/.exec(url.pathname);
     if (deployment) {
       if (!url.searchParams.get('api-version')) return azureError(response, 404, '404', 'Resource not found');
-    } else if (url.pathname === '/openai/v1/chat/completions') {
+    } else if (v1) {
       if (typeof request.body.model !== 'string' || request.body.model === '') return azureError(response, 400, 'invalid_request', 'model is required.');
     } else return azureError(response, 404, '404', 'Resource not found');
-    if (!Array.isArray(request.body.messages) || request.body.messages.length === 0)
+    const operation = deployment ? deployment[2] : v1?.[1];
+    if (operation === 'chat/completions' && (!Array.isArray(request.body.messages) || request.body.messages.length === 0))
       return azureError(response, 400, 'invalid_request', "'messages' is a required property");
+    if (operation === 'embeddings' && request.body.input === undefined) return azureError(response, 400, 'invalid_request', "'input' is a required property");
     const key = request.headers['api-key'];
     const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
     const keyOk = auth.apiKey !== undefined && key === auth.apiKey;

@@ -13,7 +13,12 @@
  *   ConverseStreamRequest$: unknown fields, missing required members, unions with other than one
  *   member, wrong types are a 400 ValidationException), and the conversation rules (starts with a
  *   user turn, roles alternate, tool blocks need a toolConfig);
- * - the path: /model/{modelId}/converse or /converse-stream, the model id percent-encoded.
+ * - the path: /model/{modelId}/converse or /converse-stream, the model id percent-encoded;
+ * - InvokeModel (/model/{modelId}/invoke) on the embedding models: the body of the model's family
+ *   as the Bedrock user guide documents it (Titan Text Embeddings V2: `inputText`, `dimensions` of
+ *   256/512/1024, `normalize`; V1: `inputText` only; Cohere Embed: 1 to 96 `texts` and a required
+ *   `input_type`), unknown fields refused, answered with vectors of fakeVectorOf and the input
+ *   tokens in `x-amzn-bedrock-input-token-count` (and `inputTextTokenCount` for Titan).
  * Streams are encoded with AWS's codec (@smithy/eventstream-codec) as
  * `application/vnd.amazon.eventstream`, each event's payload padded with a `p` field as Bedrock
  * does. The fake STS answers AssumeRoleWithWebIdentity (the IRSA exchange) with temporary
@@ -26,6 +31,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { fakeVectorOf } from './fake-embeddings.js';
 
 /** An access key the fake knows, with its secret (and the session token temporary keys come with). */
 export interface FakeAwsCredentials {
@@ -36,7 +42,7 @@ export interface FakeAwsCredentials {
 
 /** One request the fake Bedrock received and accepted (auth, path and body valid). */
 export interface BedrockRequest {
-  readonly operation: 'converse' | 'converse-stream';
+  readonly operation: 'converse' | 'converse-stream' | 'invoke';
   /** The model id, decoded from the path. */
   readonly modelId: string;
   /** The path exactly as sent. */
@@ -57,6 +63,8 @@ export type BedrockStreamMessage = { readonly event: string; readonly payload: o
 /** How the fake answers an accepted request. */
 export type BedrockReply =
   | { readonly kind: 'converse'; readonly body: object }
+  /** InvokeModel answered as the embedding model of the path does (fakeVectorOf of each text). */
+  | { readonly kind: 'embed' }
   | {
       readonly kind: 'stream';
       readonly messages: readonly BedrockStreamMessage[];
@@ -321,6 +329,62 @@ async function checkAuth(
   return { signedBy: authorization.accessKeyId };
 }
 
+/** The embedding family of a model id (foundation model, inference profile or ARN ending in it). */
+function embeddingFamily(modelId: string): 'titan-v1' | 'titan-v2' | 'cohere' | undefined {
+  if (/(?:^|[./])amazon\.titan-embed-text-v2/.test(modelId)) return 'titan-v2';
+  if (/(?:^|[./])amazon\.titan-embed-text-v1/.test(modelId)) return 'titan-v1';
+  if (/(?:^|[./])cohere\.embed-/.test(modelId)) return 'cohere';
+  return undefined;
+}
+
+/** What is wrong with an InvokeModel body for an embedding model, as Bedrock's ValidationException lists it. */
+function embeddingProblems(modelId: string, body: Record<string, unknown>): string[] {
+  const family = embeddingFamily(modelId);
+  if (family === undefined) return ['the provided model identifier is not an embedding model this fake serves'];
+  const allowed =
+    family === 'titan-v2'
+      ? ['inputText', 'dimensions', 'normalize', 'embeddingTypes']
+      : family === 'titan-v1'
+        ? ['inputText']
+        : ['texts', 'input_type', 'truncate', 'embedding_types', 'output_dimension', 'max_tokens'];
+  const problems = Object.keys(body)
+    .filter((key) => !allowed.includes(key))
+    .map((key) => `extraneous key [${key}] is not permitted`);
+  if (family === 'cohere') {
+    const { texts, input_type: inputType } = body;
+    if (!Array.isArray(texts) || texts.length === 0 || !texts.every((text) => typeof text === 'string' && text !== ''))
+      problems.push('#/texts: expected 1 to 96 non-empty strings');
+    else if (texts.length > 96) problems.push(`#/texts: expected maximum item count: 96, found: ${texts.length}`);
+    if (!['search_document', 'search_query', 'classification', 'clustering'].includes(inputType as string))
+      problems.push('#/input_type: search_document, search_query, classification or clustering is required');
+  } else {
+    if (typeof body.inputText !== 'string' || body.inputText === '') problems.push('#/inputText: expected a non-empty string');
+    if (body.dimensions !== undefined && ![256, 512, 1024].includes(body.dimensions as number))
+      problems.push(`#/dimensions: ${String(body.dimensions)} is not a valid enum value`);
+    if (body.normalize !== undefined && typeof body.normalize !== 'boolean') problems.push('#/normalize: expected type: Boolean');
+  }
+  return problems;
+}
+
+/** Words the fake counts as tokens: one per whitespace-separated word. */
+function wordCount(text: string): number {
+  return text.split(/\s+/).filter(Boolean).length;
+}
+
+/** InvokeModel's answer for a valid embedding body, and its input tokens. */
+function embeddingAnswer(modelId: string, body: Record<string, unknown>): { body: object; tokens: number } {
+  if (embeddingFamily(modelId) === 'cohere') {
+    const texts = body.texts as string[];
+    return {
+      body: { id: randomBytes(8).toString('hex'), response_type: 'embeddings_floats', embeddings: texts.map((text) => fakeVectorOf(text, 1024)), texts },
+      tokens: texts.reduce((sum, text) => sum + wordCount(text), 0),
+    };
+  }
+  const text = body.inputText as string;
+  const tokens = wordCount(text);
+  return { body: { embedding: fakeVectorOf(text, typeof body.dimensions === 'number' ? body.dimensions : 1024), inputTextTokenCount: tokens }, tokens };
+}
+
 /** Starts a fake Bedrock runtime on a free port of 127.0.0.1 for `region`, accepting `credentials` and `apiKeys`. */
 export async function startFakeBedrock(options: {
   region: string;
@@ -347,7 +411,7 @@ export async function startFakeBedrock(options: {
   const handle = async (incoming: IncomingMessage, rawBody: Buffer, response: ServerResponse) => {
     const auth = await checkAuth(incoming, rawBody, options.region, credentials, apiKeys);
     if ('refused' in auth) return refuse(response, ...auth.refused);
-    const match = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(incoming.url ?? '');
+    const match = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/.exec(incoming.url ?? '');
     if (incoming.method !== 'POST' || !match) return refuse(response, 404, 'UnknownOperationException', 'Unknown operation');
     let body: Record<string, unknown>;
     try {
@@ -355,8 +419,11 @@ export async function startFakeBedrock(options: {
     } catch {
       return refuse(response, 400, 'ValidationException', 'Malformed input request, please reformat your input and try again.');
     }
-    const operation = match[2] as 'converse' | 'converse-stream';
-    const problems = [...validate(body, operation === 'converse' ? ConverseRequest$ : ConverseStreamRequest$, '#'), ...conversationProblems(body)];
+    const operation = match[2] as 'converse' | 'converse-stream' | 'invoke';
+    const problems =
+      operation === 'invoke'
+        ? embeddingProblems(decodeURIComponent(match[1]!), body)
+        : [...validate(body, operation === 'converse' ? ConverseRequest$ : ConverseStreamRequest$, '#'), ...conversationProblems(body)];
     if (problems.length > 0)
       return refuse(response, 400, 'ValidationException', `Malformed input request: ${problems.join(', ')}, please reformat your input and try again.`);
     let markClosed: (at: number) => void = () => {};
@@ -387,6 +454,12 @@ export async function startFakeBedrock(options: {
       case 'converse':
         response.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': requestId });
         return response.end(JSON.stringify(reply.body));
+      case 'embed': {
+        if (operation !== 'invoke') return refuse(response, 400, 'ValidationException', 'The fake was told to embed on a Converse call.');
+        const { body: answer, tokens } = embeddingAnswer(request.modelId, body);
+        response.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': requestId, 'x-amzn-bedrock-input-token-count': String(tokens) });
+        return response.end(JSON.stringify(answer));
+      }
       case 'stream': {
         if (operation !== 'converse-stream') return refuse(response, 400, 'ValidationException', 'The fake was told to stream a Converse answer.');
         response.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': requestId });

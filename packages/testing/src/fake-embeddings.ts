@@ -1,6 +1,7 @@
 /**
  * Fake embedding upstreams, as responders of the fake upstream (fake-upstream.ts): OpenAI's
- * POST /v1/embeddings and the Gemini API's models/{model}:embedContent and :batchEmbedContents,
+ * POST /v1/embeddings, the Gemini API's models/{model}:embedContent and :batchEmbedContents, and
+ * Vertex AI's text-embedding :predict (behind vertexGate, which checks its token),
  * each answering as the provider documents it and refusing what the provider refuses: a missing
  * or wrong key (OpenAI's 401 for a bearer token; Gemini's 400 API_KEY_INVALID for
  * `x-goog-api-key`), more inputs than one call takes (2048; 100), an empty input, a batch request
@@ -36,8 +37,8 @@ function fakeTokens(text: string): number {
 
 /** Options of a fake embedding upstream. */
 export interface FakeEmbeddingOptions {
-  /** The key the upstream accepts. */
-  key: string;
+  /** The key the upstream accepts; undefined: none checked here (a cloud's gate in front checks its auth, fake-azure.ts). */
+  key?: string;
   /** The length of a vector when the request asks none. */
   dimensions?: number;
 }
@@ -52,10 +53,10 @@ export function fakeOpenAiEmbeddings({ key, dimensions = 8 }: FakeEmbeddingOptio
   return (request, response) => {
     const invalid = (message: string, param: string | null = null) =>
       json(response, 400, { error: { message, type: 'invalid_request_error', param, code: null } });
-    if (request.headers.authorization !== `Bearer ${key}`) {
+    if (key !== undefined && request.headers.authorization !== `Bearer ${key}`) {
       return json(response, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
     }
-    if (request.method !== 'POST' || !request.path.endsWith('/embeddings'))
+    if (request.method !== 'POST' || !new URL(request.path, 'http://fake').pathname.endsWith('/embeddings'))
       return json(response, 404, { error: { message: 'Not found', type: 'invalid_request_error' } });
     const {
       input,
@@ -108,7 +109,8 @@ export function fakeGeminiEmbeddings({ key, dimensions = 8 }: FakeEmbeddingOptio
           ...(reason ? { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'googleapis.com' }] } : {}),
         },
       });
-    if (request.headers['x-goog-api-key'] !== key) return status(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID');
+    if (key !== undefined && request.headers['x-goog-api-key'] !== key)
+      return status(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', 'API_KEY_INVALID');
     const match = /^\/v1beta\/(models\/[^:/?]+):(embedContent|batchEmbedContents)$/.exec(request.path);
     if (request.method !== 'POST' || !match) return status(404, 'NOT_FOUND', 'Not found');
     const [, model, method] = match;
@@ -140,5 +142,38 @@ export function fakeGeminiEmbeddings({ key, dimensions = 8 }: FakeEmbeddingOptio
       embeddings.push({ values });
     }
     json(response, 200, { embeddings });
+  };
+}
+
+/** The most instances Vertex AI's text-embedding models take in one :predict call. */
+const VERTEX_MAX_INSTANCES = 250;
+
+/**
+ * Vertex AI's `.../publishers/google/models/{model}:predict` on a text-embedding model, behind
+ * vertexGate (fake-google-cloud.ts), which checks the path and the token: `{instances:
+ * [{content, task_type?, title?}], parameters?: {outputDimensionality?, autoTruncate?}}`,
+ * answered `{predictions: [{embeddings: {values, statistics: {token_count, truncated}}}],
+ * metadata: {billableCharacterCount}}`. At most 250 instances, each with a non-empty content.
+ */
+export function fakeVertexEmbeddings({ dimensions = 8 }: Omit<FakeEmbeddingOptions, 'key'> = {}): Responder {
+  return (request, response) => {
+    const invalid = (message: string) => json(response, 400, { error: { code: 400, message, status: 'INVALID_ARGUMENT' } });
+    const { instances, parameters, ...rest } = request.body as { instances?: unknown; parameters?: Record<string, unknown> };
+    const unknown = Object.keys(rest)[0];
+    if (unknown !== undefined) return invalid(`Invalid JSON payload received. Unknown name "${unknown}": Cannot find field.`);
+    if (!Array.isArray(instances) || instances.length === 0) return invalid('Invalid JSON payload: "instances" must not be empty.');
+    if (instances.length > VERTEX_MAX_INSTANCES)
+      return invalid(`Instances count ${instances.length} is greater than the maximum allowed ${VERTEX_MAX_INSTANCES}.`);
+    const length = parameters?.outputDimensionality ?? dimensions;
+    if (typeof length !== 'number' || !Number.isInteger(length) || length < 1) return invalid('outputDimensionality must be a positive integer.');
+    let characters = 0;
+    const predictions: object[] = [];
+    for (const [index, instance] of (instances as Array<Record<string, unknown>>).entries()) {
+      const content = instance?.content;
+      if (typeof content !== 'string' || content === '') return invalid(`instances[${index}].content: the content must be a non-empty string.`);
+      characters += content.replace(/\s/g, '').length;
+      predictions.push({ embeddings: { values: fakeVectorOf(content, length), statistics: { token_count: fakeTokens(content), truncated: false } } });
+    }
+    json(response, 200, { predictions, metadata: { billableCharacterCount: characters } });
   };
 }

@@ -217,7 +217,7 @@ const UNAUTHENTICATED = {
 
 /** The methods each Vertex publisher serves here. */
 const METHODS: Readonly<Record<string, readonly string[]>> = {
-  google: ['generateContent', 'streamGenerateContent'],
+  google: ['generateContent', 'streamGenerateContent', 'predict'],
   anthropic: ['rawPredict', 'streamRawPredict'],
 };
 
@@ -227,7 +227,7 @@ const MODEL_PATH = /^\/v1\/projects\/([a-z][a-z0-9-]{4,28}[a-z0-9])\/locations\/
  * A fake Vertex AI in front of `inner`: the path must be a publisher model's method
  * (…/projects/{project}/locations/{region}/publishers/{google|anthropic}/models/{model}:{method}),
  * the bearer token one `auth` issued (401 UNAUTHENTICATED otherwise), a Gemini stream must ask
- * for `alt=sse`, and a Claude body must carry `anthropic_version: "vertex-2023-10-16"` and no
+ * for `alt=sse`, an embedding model's `:predict` must carry `instances`, and a Claude body must carry `anthropic_version: "vertex-2023-10-16"` and no
  * `model` (400 in Anthropic's envelope otherwise, as Vertex answers).
  */
 export function vertexGate(auth: FakeGoogleAuth, inner: Responder): Responder {
@@ -242,7 +242,10 @@ export function vertexGate(auth: FakeGoogleAuth, inner: Responder): Responder {
     if (match[5] === 'streamGenerateContent' && url.searchParams.get('alt') !== 'sse') {
       return sendJson(response, 400, { error: { code: 400, message: 'This test double streams only with alt=sse.', status: 'INVALID_ARGUMENT' } });
     }
-    if (match[3] === 'google' && !Array.isArray(request.body.contents)) {
+    if (match[5] === 'predict' && !Array.isArray(request.body.instances)) {
+      return sendJson(response, 400, { error: { code: 400, message: 'Invalid JSON payload: "instances" is required.', status: 'INVALID_ARGUMENT' } });
+    }
+    if (match[3] === 'google' && match[5] !== 'predict' && !Array.isArray(request.body.contents)) {
       return sendJson(response, 400, {
         error: { code: 400, message: '* GenerateContentRequest.contents: contents is not specified', status: 'INVALID_ARGUMENT' },
       });

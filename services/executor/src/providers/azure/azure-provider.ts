@@ -13,12 +13,14 @@
  * - errors: Azure's content-filter refusal of a prompt is answered as OpenAI's 400
  *   `content_filter` (parse-upstream-error.ts); its 429 wait (`retry-after-ms`) is honoured.
  *
- * An embeddings method would be one more request on the same URL shape
- * (`.../deployments/{deployment}/embeddings`, `.../v1/embeddings`) with the same auth.
+ * Embeddings: OpenAI's CreateEmbeddingRequest (the openai-compatible adapter's, embeddings.ts) on
+ * the same URL shape, `.../deployments/{deployment}/embeddings?api-version=` or
+ * `.../openai/v1/embeddings` with `model` in the body, with the same auth and error envelope.
  */
 import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import type { UpstreamRequest } from '../http-provider.js';
+import { OpenAiCompatibleEmbeddings } from '../openai-compatible/embeddings.js';
 import { OpenAiCompatibleProvider } from '../openai-compatible/openai-compatible-provider.js';
 import type { ProviderContext } from '../provider.js';
 import type { UpstreamError } from '../upstream-error.js';
@@ -39,6 +41,7 @@ export interface AzureDependencies extends HttpProviderDependencies {
 /** The azure adapter. */
 export class AzureProvider extends OpenAiCompatibleProvider {
   override readonly name: string = AZURE_PROVIDER;
+  override readonly embeddings = new OpenAiCompatibleEmbeddings(this, (upstream) => azureUrl(upstream, 'embeddings'));
   private readonly entra: EntraTokens;
 
   constructor(dependencies: AzureDependencies) {
@@ -70,14 +73,19 @@ export class AzureProvider extends OpenAiCompatibleProvider {
 
 /** The chat-completions URL of an Azure upstream (see the file's comment). */
 export function azureChatUrl(upstream: CatalogModel['upstream']): URL {
+  return azureUrl(upstream, 'chat/completions');
+}
+
+/** The URL of an Azure OpenAI operation (`chat/completions`, `embeddings`) for an upstream: by deployment, or the v1 route. */
+export function azureUrl(upstream: CatalogModel['upstream'], operation: string): URL {
   const base = new URL(upstream.base_url ?? '');
   let path = base.pathname.replace(/\/+$/, '').replace(/\/openai(?:\/v1)?$/, '');
   path = `${path}/openai`;
   const url = new URL(base.origin);
   if (upstream.deployment !== undefined) {
-    url.pathname = `${path}/deployments/${encodeURIComponent(upstream.deployment)}/chat/completions`;
+    url.pathname = `${path}/deployments/${encodeURIComponent(upstream.deployment)}/${operation}`;
   } else {
-    url.pathname = `${path}/v1/chat/completions`;
+    url.pathname = `${path}/v1/${operation}`;
   }
   if (upstream.api_version !== undefined) url.searchParams.set('api-version', upstream.api_version);
   return url;

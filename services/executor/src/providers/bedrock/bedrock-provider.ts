@@ -15,8 +15,8 @@
  * once, reads only as fast as the caller pulls, the executor's retries and breakers (the SDK
  * client would retry on its own), and failures as UpstreamErrors from one error table.
  *
- * Embeddings would be a third method beside complete and stream: InvokeModel
- * (POST /model/{modelId}/invoke) with the Titan or Cohere body, signed the same way.
+ * Embeddings: InvokeModel (POST /model/{modelId}/invoke) with the Titan or Cohere body, signed
+ * the same way (embeddings.ts).
  */
 import type { Dispatcher } from 'undici';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
@@ -25,6 +25,7 @@ import { UpstreamError } from '../upstream-error.js';
 import { headerValue, postToUpstream, providerKey, providerSecrets, readJsonBody, type HttpProviderDependencies } from '../upstream-http.js';
 import { AwsRequestSigner, defaultCredentialsProvider, type AwsCredentialsProvider } from './aws-request-signer.js';
 import { toConverseRequest } from './convert-request.js';
+import { BedrockEmbeddings } from './embeddings.js';
 import { readEventStream } from './event-stream.js';
 import { ConverseStreamTranslator, fromConverseResponse } from './map-response.js';
 import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
@@ -54,14 +55,20 @@ export interface BedrockDependencies extends HttpProviderDependencies {
 
 /** The URL of Converse or ConverseStream for a model id at a base URL (any path of the base URL kept before `/model`). */
 export function converseUrl(baseUrl: string, modelId: string, stream: boolean): URL {
+  return modelUrl(baseUrl, modelId, stream ? 'converse-stream' : 'converse');
+}
+
+/** The URL of a runtime operation (converse, converse-stream, invoke) on a model id at a base URL. */
+function modelUrl(baseUrl: string, modelId: string, operation: string): URL {
   const url = new URL(baseUrl);
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/model/${encodeURIComponent(modelId)}/${stream ? 'converse-stream' : 'converse'}`;
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/model/${encodeURIComponent(modelId)}/${operation}`;
   return url;
 }
 
 /** The bedrock adapter. */
 export class BedrockProvider implements Provider {
   readonly name = BEDROCK_PROVIDER;
+  readonly embeddings = new BedrockEmbeddings(this);
   private readonly signer: AwsRequestSigner;
 
   constructor(private readonly dependencies: BedrockDependencies) {
@@ -70,7 +77,7 @@ export class BedrockProvider implements Provider {
 
   /** A whole Converse answer, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {
-    const response = await this.send(request, context, false);
+    const response = await this.converse(request, context, false);
     const body = (await readJsonBody(response, this.name, context.signal)) as ConverseResponse | null;
     if (typeof body !== 'object' || body === null || !Array.isArray(body.output?.message?.content)) {
       throw new UpstreamError('upstream sent an answer without an output message', { provider: this.name, kind: 'malformed', status: response.statusCode });
@@ -80,7 +87,7 @@ export class BedrockProvider implements Provider {
 
   /** A ConverseStream answer: OpenAI-shaped chunks as the events arrive, then the usage. */
   async *stream(request: ChatRequestOutput, context: ProviderContext): AsyncGenerator<ProviderStreamEvent> {
-    const response = await this.send(request, context, true);
+    const response = await this.converse(request, context, true);
     const translator = new ConverseStreamTranslator(this.name, context.model.id, headerValue(response.headers, 'x-amzn-requestid'));
     // Read to the end of the response after metadata: that gives the connection back to the pool.
     for await (const message of readEventStream(response.body, { provider: this.name, signal: context.signal })) {
@@ -105,15 +112,25 @@ export class BedrockProvider implements Provider {
     return providerSecrets(this.dependencies.environment, context.model);
   }
 
-  /** Signs (or authorizes with the API key) and sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
-  private async send(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
+  /** InvokeModel with a JSON body (the embeddings' call), signed as Converse is. */
+  invoke(body: string, context: ProviderContext): Promise<Dispatcher.ResponseData> {
+    return this.send(modelUrl(context.model.upstream.base_url ?? '', context.model.upstream.model, 'invoke'), body, 'application/json', context);
+  }
+
+  /** A Converse or ConverseStream call. */
+  private converse(request: ChatRequestOutput, context: ProviderContext, stream: boolean): Promise<Dispatcher.ResponseData> {
     const { model } = context;
     const url = converseUrl(model.upstream.base_url ?? '', model.upstream.model, stream);
-    const body = JSON.stringify(toConverseRequest(request, model));
+    return this.send(url, JSON.stringify(toConverseRequest(request, model)), stream ? 'application/vnd.amazon.eventstream' : 'application/json', context);
+  }
+
+  /** Signs (or authorizes with the API key) and sends the request; resolves with a 2xx response, rejects with an UpstreamError otherwise. */
+  private async send(url: URL, body: string, accept: string, context: ProviderContext): Promise<Dispatcher.ResponseData> {
+    const { model } = context;
     const headers: Record<string, string> = {
       ...(model.upstream.headers ?? {}),
       'content-type': 'application/json',
-      accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json',
+      accept,
       'user-agent': USER_AGENT,
     };
     const key = providerKey(this.dependencies.environment, model);

@@ -114,3 +114,32 @@ export interface BedrockErrorBody {
   message?: string;
   Message?: string;
 }
+
+/** InvokeModel's body for Amazon Titan Text Embeddings (V1 takes inputText only). */
+export interface TitanEmbedRequest {
+  inputText: string;
+  dimensions?: number;
+  normalize?: boolean;
+}
+
+/** InvokeModel's answer from Amazon Titan Text Embeddings. */
+export interface TitanEmbedResponse {
+  embedding?: number[];
+  inputTextTokenCount?: number;
+}
+
+/** InvokeModel's body for Cohere Embed on Bedrock. */
+export interface CohereEmbedRequest {
+  texts: string[];
+  input_type: 'search_document' | 'search_query' | 'classification' | 'clustering';
+  truncate?: 'NONE' | 'START' | 'END';
+  embedding_types?: Array<'float' | 'int8' | 'uint8' | 'binary' | 'ubinary'>;
+}
+
+/** InvokeModel's answer from Cohere Embed: floats, or by type when embedding_types was given. */
+export interface CohereEmbedResponse {
+  id?: string;
+  response_type?: 'embeddings_floats' | 'embeddings_by_type';
+  embeddings?: number[][] | { float?: number[][] };
+  texts?: string[];
+}

@@ -12,7 +12,7 @@
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
-import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
+import type { EmbeddingProvider, ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { parseStreamJson, readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
 import { upstreamUrl, type ErrorResponse } from '../upstream-http.js';
@@ -31,7 +31,7 @@ const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 /** The gemini adapter. */
 export class GeminiProvider extends HttpProvider {
   readonly name: string = GEMINI_PROVIDER;
-  readonly embeddings = new GeminiEmbeddings(this);
+  readonly embeddings: EmbeddingProvider = new GeminiEmbeddings(this);
 
   /** generateContent, translated to a ChatResponse. */
   async complete(request: ChatRequestOutput, context: ProviderContext): Promise<ChatResponse> {

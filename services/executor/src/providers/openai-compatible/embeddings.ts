@@ -3,6 +3,7 @@
  * vectors asked as base64 float32 (read as numbers too, from a server that ignores the encoding)
  * and put back in the order of `index`.
  */
+import type { CatalogModel } from '@gateway/catalog';
 import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
 import { vectorOfBytes } from '../embedding-vectors.js';
 import { UpstreamError } from '../upstream-error.js';
@@ -20,11 +21,21 @@ export interface EmbeddingTransport {
   readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T>;
 }
 
-/** The OpenAI-compatible embeddings, over the adapter's transport. */
+/** Where a model's embeddings are asked: `{base_url}/embeddings`, the base URL's path and query kept. */
+export function openAiEmbeddingsUrl(upstream: CatalogModel['upstream']): URL {
+  // The base URL's path and query kept, as for /chat/completions (Azure-style `?api-version=`).
+  const base = new URL(upstream.base_url ?? '');
+  return new URL(`${base.pathname.replace(/\/+$/, '')}/embeddings${base.search}`, base.origin);
+}
+
+/** The OpenAI-compatible embeddings, over the adapter's transport, at the URL `urlOf` gives (Azure has its own shape). */
 export class OpenAiCompatibleEmbeddings implements EmbeddingProvider {
   readonly batchSize = OPENAI_EMBEDDING_BATCH;
 
-  constructor(private readonly transport: EmbeddingTransport) {}
+  constructor(
+    private readonly transport: EmbeddingTransport,
+    private readonly urlOf: (upstream: CatalogModel['upstream']) => URL = openAiEmbeddingsUrl,
+  ) {}
 
   async embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
     const { model } = context;
@@ -35,9 +46,7 @@ export class OpenAiCompatibleEmbeddings implements EmbeddingProvider {
       ...(batch.dimensions > 0 ? { dimensions: batch.dimensions } : {}),
       ...(batch.user ? { user: batch.user } : {}),
     };
-    // The base URL's path and query kept, as for /chat/completions (Azure-style `?api-version=`).
-    const base = new URL(model.upstream.base_url ?? '');
-    const url = new URL(`${base.pathname.replace(/\/+$/, '')}/embeddings${base.search}`, base.origin);
+    const url = this.urlOf(model.upstream);
     const response = await this.transport.post({ url, body: JSON.stringify(body) }, context);
     const answer = await this.transport.readWhole<OpenAiEmbeddingResponse>(
       response,

@@ -8,8 +8,8 @@
  * UNAUTHENTICATED and 403 PERMISSION_DENIED (a token or IAM role the project does not accept) are
  * the gateway's misconfiguration, 429 RESOURCE_EXHAUSTED and 503 are retryable.
  *
- * Embeddings would be a method beside these: `:predict` on the text-embedding models under the
- * same URL and token.
+ * Embeddings: `:predict` on the text-embedding models under the same URL and token
+ * (embeddings.ts), in place of the Gemini API's embedContent.
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput } from '@gateway/proto';
@@ -18,6 +18,7 @@ import { toGeminiRequest } from '../gemini/convert-request.js';
 import { GeminiProvider } from '../gemini/gemini-provider.js';
 import type { ProviderContext } from '../provider.js';
 import { providerKey, type HttpProviderDependencies } from '../upstream-http.js';
+import { VertexEmbeddings } from './embeddings.js';
 import type { GoogleCredentials } from './google-credentials.js';
 import { authorizeWithGoogle } from './vertex-auth.js';
 import { vertexModelUrl } from './vertex-url.js';
@@ -33,6 +34,7 @@ export interface VertexDependencies extends HttpProviderDependencies {
 /** The vertex adapter (Gemini on Vertex AI). */
 export class VertexProvider extends GeminiProvider {
   override readonly name: string = VERTEX_PROVIDER;
+  override readonly embeddings = new VertexEmbeddings(this);
 
   constructor(protected override readonly dependencies: VertexDependencies) {
     super(dependencies);

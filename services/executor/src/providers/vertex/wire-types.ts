@@ -10,3 +10,15 @@ export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 /** The body of rawPredict / streamRawPredict. */
 export type VertexAnthropicRequest = Omit<AnthropicRequest, 'model'> & { anthropic_version: string };
+
+/** The body of :predict on a text-embedding model (Vertex AI's text embeddings API). */
+export interface VertexPredictEmbeddingsRequest {
+  instances: Array<{ content: string; task_type?: string; title?: string }>;
+  parameters?: { outputDimensionality?: number; autoTruncate?: boolean };
+}
+
+/** The answer of :predict on a text-embedding model: one prediction per instance, in order. */
+export interface VertexPredictEmbeddingsResponse {
+  predictions?: Array<{ embeddings?: { values?: number[]; statistics?: { token_count?: number; truncated?: boolean } } }>;
+  metadata?: { billableCharacterCount?: number };
+}
