@@ -4,6 +4,12 @@
  * OpenAI's and Google's shortenable models do it (the leading values, scaled back to unit length).
  */
 
+/** A vector sent as a JSON list of numbers; undefined for anything else, or an empty list. */
+export function vectorOfNumbers(values: unknown): Float32Array | undefined {
+  if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number')) return undefined;
+  return Float32Array.from(values);
+}
+
 /** A vector's values as little-endian float32 bytes. */
 export function float32Bytes(vector: Float32Array): Uint8Array {
   const bytes = new Uint8Array(vector.length * 4);

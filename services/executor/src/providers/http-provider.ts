@@ -23,6 +23,16 @@ export interface UpstreamRequest {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/**
+ * What an adapter's embeddings need of it: its transport (HttpProvider's post and readWhole), so
+ * an embeddings request goes out with the adapter's auth, pools, timeouts and error envelope.
+ */
+export interface EmbeddingTransport {
+  readonly name: string;
+  post(request: UpstreamRequest, context: ProviderContext): Promise<Dispatcher.ResponseData>;
+  readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T>;
+}
+
 /** An HTTP adapter. */
 export abstract class HttpProvider implements Provider {
   abstract readonly name: string;

@@ -14,7 +14,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '@gateway/grpc';
-import { shortened } from '../embedding-vectors.js';
+import { shortened, vectorOfNumbers } from '../embedding-vectors.js';
 import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
 import { headerValue, readJsonBody } from '../upstream-http.js';
@@ -74,9 +74,9 @@ export class BedrockEmbeddings implements EmbeddingProvider {
   }
 
   private vectorOf(values: unknown): Float32Array {
-    if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number'))
-      throw this.malformed('an embedding that is no list of numbers');
-    return Float32Array.from(values);
+    const vector = vectorOfNumbers(values);
+    if (!vector) throw this.malformed('an embedding that is no list of numbers');
+    return vector;
   }
 
   private async cohere(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {

@@ -5,8 +5,8 @@
  * embeddings: the executor counts the inputs with the gateway's tokenizer. Token-id inputs are
  * refused before any call: Gemini's models take text.
  */
-import type { Dispatcher } from 'undici';
-import type { UpstreamRequest } from '../http-provider.js';
+import { vectorOfNumbers } from '../embedding-vectors.js';
+import type { EmbeddingTransport } from '../http-provider.js';
 import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
 import { upstreamUrl } from '../upstream-http.js';
@@ -24,19 +24,12 @@ export const GEMINI_EMBEDDING_BATCH = 100;
 /** Used when a catalog model names no base_url. */
 const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 
-/** What the embeddings need of their adapter: its transport. */
-export interface GeminiEmbeddingTransport {
-  readonly name: string;
-  post(request: UpstreamRequest, context: ProviderContext): Promise<Dispatcher.ResponseData>;
-  readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T>;
-}
-
 /** The Gemini API's embeddings, over the adapter's transport. */
 export class GeminiEmbeddings implements EmbeddingProvider {
   readonly batchSize = GEMINI_EMBEDDING_BATCH;
   readonly textOnly = true;
 
-  constructor(private readonly transport: GeminiEmbeddingTransport) {}
+  constructor(private readonly transport: EmbeddingTransport) {}
 
   async embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
     const { model } = context;
@@ -73,9 +66,9 @@ export class GeminiEmbeddings implements EmbeddingProvider {
       if (embeddings.length !== batch.texts.length) throw malformed(`${embeddings.length} embeddings for ${batch.texts.length} inputs`);
     }
     const vectors = embeddings.map((embedding) => {
-      const values = embedding?.values;
-      if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number')) throw malformed('an embedding without values');
-      return Float32Array.from(values);
+      const vector = vectorOfNumbers(embedding?.values);
+      if (!vector) throw malformed('an embedding without values');
+      return vector;
     });
     return { vectors, promptTokens: undefined };
   }

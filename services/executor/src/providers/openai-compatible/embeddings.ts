@@ -5,21 +5,13 @@
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
-import { vectorOfBytes } from '../embedding-vectors.js';
+import { vectorOfBytes, vectorOfNumbers } from '../embedding-vectors.js';
 import { UpstreamError } from '../upstream-error.js';
-import type { UpstreamRequest } from '../http-provider.js';
-import type { Dispatcher } from 'undici';
+import type { EmbeddingTransport } from '../http-provider.js';
 import type { OpenAiEmbeddingRequest, OpenAiEmbeddingResponse } from './wire-types.js';
 
 /** The most inputs OpenAI's /v1/embeddings takes in one request. */
 export const OPENAI_EMBEDDING_BATCH = 2048;
-
-/** What the embeddings need of their adapter: its transport. */
-export interface EmbeddingTransport {
-  readonly name: string;
-  post(request: UpstreamRequest, context: ProviderContext): Promise<Dispatcher.ResponseData>;
-  readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T>;
-}
 
 /** Where a model's embeddings are asked: `{base_url}/embeddings`, the base URL's path and query kept. */
 export function openAiEmbeddingsUrl(upstream: CatalogModel['upstream']): URL {
@@ -71,12 +63,7 @@ function vectorsInOrder(answer: OpenAiEmbeddingResponse, count: number, provider
     const index = item.index ?? position;
     if (!Number.isInteger(index) || index < 0 || index >= count || vectors[index]) throw malformed('an embedding with a bad or repeated index');
     const value = item.embedding;
-    const vector =
-      typeof value === 'string'
-        ? vectorOfBytes(Buffer.from(value, 'base64'))
-        : Array.isArray(value) && value.every((number) => typeof number === 'number')
-          ? Float32Array.from(value)
-          : undefined;
+    const vector = typeof value === 'string' ? vectorOfBytes(Buffer.from(value, 'base64')) : vectorOfNumbers(value);
     if (!vector || vector.length === 0) throw malformed('an embedding that is neither base64 float32 nor a list of numbers');
     vectors[index] = vector;
   });

@@ -7,8 +7,8 @@
  * their `statistics.token_count` the batch's tokens. Token-id inputs are refused before any call:
  * the models take text.
  */
-import type { Dispatcher } from 'undici';
-import type { UpstreamRequest } from '../http-provider.js';
+import { vectorOfNumbers } from '../embedding-vectors.js';
+import type { EmbeddingTransport } from '../http-provider.js';
 import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
 import { vertexModelUrl } from './vertex-url.js';
@@ -22,19 +22,12 @@ import type { VertexPredictEmbeddingsRequest, VertexPredictEmbeddingsResponse } 
  */
 export const VERTEX_EMBEDDING_BATCH = 100;
 
-/** What the embeddings need of their adapter: its transport. */
-export interface VertexEmbeddingTransport {
-  readonly name: string;
-  post(request: UpstreamRequest, context: ProviderContext): Promise<Dispatcher.ResponseData>;
-  readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T>;
-}
-
 /** Vertex AI's text embeddings, over the adapter's transport. */
 export class VertexEmbeddings implements EmbeddingProvider {
   readonly batchSize = VERTEX_EMBEDDING_BATCH;
   readonly textOnly = true;
 
-  constructor(private readonly transport: VertexEmbeddingTransport) {}
+  constructor(private readonly transport: EmbeddingTransport) {}
 
   async embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
     const body: VertexPredictEmbeddingsRequest = {
@@ -54,12 +47,11 @@ export class VertexEmbeddings implements EmbeddingProvider {
     if (predictions.length !== batch.texts.length) throw malformed(`${predictions.length} predictions for ${batch.texts.length} instances`);
     let tokens: number | undefined = 0;
     const vectors = predictions.map((prediction) => {
-      const values = prediction?.embeddings?.values;
-      if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number'))
-        throw malformed('a prediction without embedding values');
+      const vector = vectorOfNumbers(prediction?.embeddings?.values);
+      if (!vector) throw malformed('a prediction without embedding values');
       const count = prediction.embeddings?.statistics?.token_count;
       tokens = tokens !== undefined && typeof count === 'number' && Number.isInteger(count) && count >= 0 ? tokens + count : undefined;
-      return Float32Array.from(values);
+      return vector;
     });
     return { vectors, promptTokens: tokens };
   }
