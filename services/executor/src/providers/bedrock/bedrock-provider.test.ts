@@ -355,15 +355,15 @@ describe('BedrockProvider: streamed answers (AWS event stream)', () => {
   });
 
   it('closes the upstream connection at once when the caller goes away mid-stream', async () => {
-    fake.reply(() => stream('converse-stream.json', { delayMs: 200, end: false }));
+    // The upstream's next event is a minute away: the connection closes when the caller leaves, not then.
+    fake.reply(() => stream('converse-stream.json', { delayMs: 60_000, end: false }));
     const controller = new AbortController();
     const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
     expect((await iterator.next()).value).toMatchObject({ type: 'chunk' });
-    const abortedAt = performance.now();
     const pending = iterator.next();
     controller.abort();
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    expect(((await fake.requests[0]!.closed) as number) - abortedAt).toBeLessThan(100);
+    await fake.requests[0]!.closed;
     expect(fake.requests[0]!.finished).toBe(false);
   });
 });
