@@ -11,21 +11,24 @@
  * request only when the cached one is near its end. AZURE_AUTHORITY_HOST points them at a sovereign
  * cloud (or a test's token endpoint).
  */
-import { ChainedTokenCredential, EnvironmentCredential, ManagedIdentityCredential, WorkloadIdentityCredential, type TokenCredential } from '@azure/identity';
+import type { TokenCredential } from '@azure/identity';
 import { UpstreamError } from '../upstream-error.js';
 
 /** The scope of Azure OpenAI and Azure AI Foundry (Cognitive Services) tokens. */
 export const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
 
 /** The credential of an identity, by its client id (undefined: the system-assigned managed identity). */
-export type CredentialFactory = (clientId: string | undefined) => TokenCredential;
+export type CredentialFactory = (clientId: string | undefined) => TokenCredential | Promise<TokenCredential>;
 
 /**
  * The server credential chain of an identity. Instance discovery (a call to
  * login.microsoftonline.com that checks the authority is Microsoft's) is off: the authority is the
  * operator's AZURE_AUTHORITY_HOST, never a caller's, and a sovereign or private cloud has its own.
+ * The library is loaded at the first Azure request: it is the largest the executor has (about 6 MiB
+ * of heap), and an executor that serves no Azure model should not carry it.
  */
-export const serverCredential: CredentialFactory = (clientId) => {
+export const serverCredential: CredentialFactory = async (clientId) => {
+  const { ChainedTokenCredential, EnvironmentCredential, ManagedIdentityCredential, WorkloadIdentityCredential } = await import('@azure/identity');
   const options = { disableInstanceDiscovery: true };
   const candidates: Array<() => TokenCredential> = [
     () => new EnvironmentCredential(options),
@@ -46,7 +49,8 @@ export const serverCredential: CredentialFactory = (clientId) => {
 
 /** One credential per identity, created on first use and kept (with its token cache) for the process. */
 export class EntraTokens {
-  private readonly credentials = new Map<string, TokenCredential>();
+  /** Each identity's credential, as a promise so that first uses at once create one. */
+  private readonly credentials = new Map<string, Promise<TokenCredential>>();
 
   constructor(
     private readonly provider: string,
@@ -63,10 +67,12 @@ export class EntraTokens {
     try {
       let credential = this.credentials.get(key);
       if (!credential) {
-        credential = this.create(clientId);
+        credential = Promise.resolve().then(() => this.create(clientId));
+        // A credential that could not be created (the library failed to load) is tried again next time.
+        credential.catch(() => this.credentials.delete(key));
         this.credentials.set(key, credential);
       }
-      const token = await credential.getToken(COGNITIVE_SERVICES_SCOPE, { abortSignal: signal });
+      const token = await (await credential).getToken(COGNITIVE_SERVICES_SCOPE, { abortSignal: signal });
       if (!token?.token) throw new Error('the credential returned no token');
       return token.token;
     } catch (error) {

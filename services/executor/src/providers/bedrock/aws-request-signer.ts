@@ -6,10 +6,10 @@
  * AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, exchanged at STS), then the ECS container and EC2
  * instance roles. The chain reads its own AWS_* variables and files (they are AWS's contract, not
  * this service's configuration), caches the credentials and refreshes them before they expire.
+ * Both are loaded at the first Bedrock request, so that an executor serving no Bedrock model does
+ * not carry them.
  */
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import { UpstreamError } from '../upstream-error.js';
 
 /** AWS credentials: long-lived keys, or temporary ones with their session token. */
@@ -28,7 +28,11 @@ const SERVICE = 'bedrock';
 
 /** AWS's default credential chain for this process. */
 export function defaultCredentialsProvider(): AwsCredentialsProvider {
-  return fromNodeProviderChain();
+  let chain: Promise<AwsCredentialsProvider> | undefined;
+  return async () => {
+    chain ??= import('@aws-sdk/credential-providers').then(({ fromNodeProviderChain }) => fromNodeProviderChain());
+    return (await chain)();
+  };
 }
 
 /** One request to sign. */
@@ -42,7 +46,7 @@ export interface SignableRequest {
 
 /** Signs Bedrock requests; one signer per region. */
 export class AwsRequestSigner {
-  private readonly signers = new Map<string, SignatureV4>();
+  private readonly signers = new Map<string, Promise<SignatureV4>>();
 
   constructor(
     private readonly credentials: AwsCredentialsProvider,
@@ -56,7 +60,8 @@ export class AwsRequestSigner {
    * which names no secret, goes to the log).
    */
   async sign(request: SignableRequest): Promise<Record<string, string>> {
-    const signed = await this.signerFor(request.region).sign({
+    const signer = await this.signerFor(request.region);
+    const signed = await signer.sign({
       method: 'POST',
       protocol: request.url.protocol,
       hostname: request.url.hostname,
@@ -69,10 +74,13 @@ export class AwsRequestSigner {
     return signed.headers as Record<string, string>;
   }
 
-  private signerFor(region: string): SignatureV4 {
+  private signerFor(region: string): Promise<SignatureV4> {
     let signer = this.signers.get(region);
     if (!signer) {
-      signer = new SignatureV4({ service: SERVICE, region, sha256: Sha256, credentials: () => this.resolveCredentials() });
+      signer = Promise.all([import('@smithy/signature-v4'), import('@aws-crypto/sha256-js')]).then(
+        ([{ SignatureV4 }, { Sha256 }]) => new SignatureV4({ service: SERVICE, region, sha256: Sha256, credentials: () => this.resolveCredentials() }),
+      );
+      signer.catch(() => this.signers.delete(region));
       this.signers.set(region, signer);
     }
     return signer;

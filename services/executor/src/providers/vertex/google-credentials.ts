@@ -20,7 +20,7 @@
  * answers 5xx or does not answer within the first-byte timeout leaves the model unavailable for now
  * (retryable).
  */
-import { GoogleAuth, type GoogleAuthOptions } from 'google-auth-library';
+import type { GoogleAuth, GoogleAuthOptions } from 'google-auth-library';
 import { UpstreamError } from '../upstream-error.js';
 
 /** The OAuth scope Vertex AI accepts. */
@@ -34,7 +34,8 @@ export type GoogleClientOptions = NonNullable<GoogleAuthOptions['clientOptions']
 
 /** The access tokens of the process's Google credentials. */
 export class GoogleCredentials {
-  private readonly auths = new Map<string, GoogleAuth>();
+  /** One client per credential, as a promise so that first uses at once create one. */
+  private readonly auths = new Map<string, Promise<GoogleAuth>>();
   /** The last token of each credential: an error text must never show it. */
   private readonly lastTokens = new Map<string, string>();
 
@@ -50,7 +51,6 @@ export class GoogleCredentials {
    */
   async accessToken(credential: string, project: string, provider: string, signal: AbortSignal): Promise<string> {
     signal.throwIfAborted();
-    const auth = this.authOf(credential, project);
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
@@ -62,7 +62,7 @@ export class GoogleCredentials {
       signal.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      const token = await Promise.race([auth.getAccessToken(), stopped]);
+      const token = await Promise.race([this.authOf(credential, project).then((auth) => auth.getAccessToken()), stopped]);
       if (typeof token !== 'string' || token === '')
         throw new UpstreamError('Google credentials gave no access token', { provider, kind: 'http', status: 401 });
       this.lastTokens.set(credential, token);
@@ -83,15 +83,23 @@ export class GoogleCredentials {
     return token ? [token] : [];
   }
 
-  private authOf(credential: string, project: string): GoogleAuth {
+  /**
+   * The credential's client. The library is loaded at the first Vertex AI request, so that an
+   * executor serving no Vertex model does not carry it.
+   */
+  private authOf(credential: string, project: string): Promise<GoogleAuth> {
     let auth = this.auths.get(credential);
     if (!auth) {
-      auth = new GoogleAuth({
-        scopes: [CLOUD_PLATFORM_SCOPE],
-        projectId: project,
-        clientOptions: this.clientOptions,
-        ...(credential === APPLICATION_DEFAULT_CREDENTIALS ? {} : { keyFilename: credential }),
-      });
+      auth = import('google-auth-library').then(
+        ({ GoogleAuth }) =>
+          new GoogleAuth({
+            scopes: [CLOUD_PLATFORM_SCOPE],
+            projectId: project,
+            clientOptions: this.clientOptions,
+            ...(credential === APPLICATION_DEFAULT_CREDENTIALS ? {} : { keyFilename: credential }),
+          }),
+      );
+      auth.catch(() => this.auths.delete(credential));
       this.auths.set(credential, auth);
     }
     return auth;
