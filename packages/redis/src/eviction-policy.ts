@@ -8,7 +8,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '@gateway/logger';
-import { isCluster, type RedisClient } from './index.js';
+import { isCluster, type RedisClient } from './client.js';
 
 /** The one policy that never evicts. */
 export const NO_EVICTION = 'noeviction';

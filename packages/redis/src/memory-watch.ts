@@ -12,7 +12,7 @@
 import calculateSlot from 'cluster-key-slot';
 import type { Logger } from '@gateway/logger';
 import { NO_EVICTION, readMemoryOfMasters, type RedisMemory } from './eviction-policy.js';
-import { isCluster, type RedisClient } from './index.js';
+import { isCluster, type RedisClient } from './client.js';
 
 /** How often a watch reads every master's memory unless told otherwise: every second. */
 export const DEFAULT_MEMORY_WATCH_INTERVAL_MS = 1_000;

@@ -13,7 +13,7 @@
  * writers resolve false at once, without blocking the connection), then asked again.
  */
 import calculateSlot from 'cluster-key-slot';
-import { isCluster, type RedisClient } from './index.js';
+import { isCluster, type RedisClient } from './client.js';
 
 /** How a ReplicaWaiter waits. */
 export interface ReplicaWaiterOptions {

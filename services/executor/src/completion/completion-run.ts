@@ -4,15 +4,16 @@
  * whole, streamed and call-stream paths each create one per call and drive it.
  */
 import { performance } from 'node:perf_hooks';
-import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError, type ErrorReporter } from '@gateway/grpc';
 import type { Span, Tracing } from '@gateway/observability';
-import type { ChatRequestOutput, ExecuteRequestOutput, ExecutionAttempt } from '@gateway/proto';
+import type { ChatRequestOutput, ExecuteRequestOutput } from '@gateway/proto';
 import type { Deployment, DeploymentPool } from '../pool/deployment-pool.js';
 import { runWithFallbacks, type RetryOptions } from '../pool/run-with-fallbacks.js';
 import type { Provider, ProviderContext } from '../providers/provider.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
-import type { Outcome, RunRecorder } from './run-recorder.js';
+import type { Answer, CompletionMethod, Outcome, RunRecorder, RunRequest } from './run-recorder.js';
+
+export type { Answer, CompletionMethod, RunRequest } from './run-recorder.js';
 
 /** What every run of one executor shares, built once. */
 export interface RunServices {
@@ -37,19 +38,6 @@ export interface CallBounds {
   readonly requestId: string;
   /** The caller's span as a W3C traceparent, when tracing is on. */
   readonly traceparent?: string;
-}
-
-/** The RPC a run answers, as its log line names it. */
-export type CompletionMethod = 'Complete' | 'StreamComplete' | 'Embed';
-
-/** What a run reads of its call: a completion's ExecuteRequest, or an EmbedRequest (no chat request, no fallbacks). */
-export type RunRequest = Pick<ExecuteRequestOutput, 'request_id' | 'model_id' | 'key_id'> & Partial<Pick<ExecuteRequestOutput, 'fallbacks' | 'request'>>;
-
-/** Who answered a call, once known. */
-export interface Answer {
-  readonly model: CatalogModel;
-  readonly provider: Provider;
-  readonly attempts: ExecutionAttempt[];
 }
 
 /**

@@ -9,11 +9,34 @@ import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { endWithError, SpanKind, type Span, type Tracing } from '@gateway/observability';
-import type { ExecuteRequestOutput, Usage } from '@gateway/proto';
+import type { ExecuteRequestOutput, ExecutionAttempt, Usage } from '@gateway/proto';
+import type { Provider } from '../providers/provider.js';
 import type { ExecutorMetrics } from '../executor-metrics.js';
 import type { DeploymentPool } from '../pool/deployment-pool.js';
 import { toGatewayError } from '../to-gateway-error.js';
-import type { Answer, CompletionRun, RunRequest } from './completion-run.js';
+
+/** The RPC a run answers, as its log line names it. */
+export type CompletionMethod = 'Complete' | 'StreamComplete' | 'Embed';
+
+/** What a run reads of its call: a completion's ExecuteRequest, or an EmbedRequest (no chat request, no fallbacks). */
+export type RunRequest = Pick<ExecuteRequestOutput, 'request_id' | 'model_id' | 'key_id'> & Partial<Pick<ExecuteRequestOutput, 'fallbacks' | 'request'>>;
+
+/** Who answered a call, once known. */
+export interface Answer {
+  readonly model: CatalogModel;
+  readonly provider: Provider;
+  readonly attempts: ExecutionAttempt[];
+}
+
+/** What the recorder reads of a run (a CompletionRun, completion-run.ts). */
+export interface RecordedRun {
+  readonly execute: RunRequest;
+  readonly started: number;
+  readonly method: CompletionMethod;
+  readonly requestId: string;
+  readonly span: Span | undefined;
+  readonly answer: Answer | undefined;
+}
 
 /** What one call did, for the log line, the metrics and the span. */
 export interface Outcome {
@@ -94,13 +117,13 @@ export class RunRecorder {
    * lives as long as the stream; absent for a whole completion, whose span ended at its answer),
    * then its own span.
    */
-  finish(run: CompletionRun<RunRequest>, outcome: Outcome, upstream?: Span): void {
+  finish(run: RecordedRun, outcome: Outcome, upstream?: Span): void {
     this.record(run, outcome);
     if (upstream) this.endUpstream(upstream, outcome);
     this.endCallSpan(run.span, run.answer, outcome);
   }
 
-  private record(run: CompletionRun<RunRequest>, outcome: Outcome): void {
+  private record(run: RecordedRun, outcome: Outcome): void {
     const { pool, metrics } = this.dependencies;
     const { execute, answer } = run;
     const model = answer?.model.id ?? (pool.has(execute.model_id ?? '') ? (execute.model_id ?? UNKNOWN) : UNKNOWN);
