@@ -85,3 +85,4 @@ export function messageCodec<Input, Output>(fullName: string): MessageCodec<Inpu
 }
 
 export * from './generated/index.js';
+export * from './plans.js';

@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { Plan } from '@gateway/proto';
+import { isPlanName, PLAN_NAMES, type PlanName } from '@gateway/proto';
 
-/** The plan names used in configuration, the CLI and Redis. */
-export const PLAN_NAMES = ['starter', 'pro', 'enterprise'] as const;
-export type PlanName = (typeof PLAN_NAMES)[number];
+export { isPlanName, PLAN_NAMES, type PlanName, planFromProto, planToProto } from '@gateway/proto';
 
 /** A per-minute limit, or no limit. */
 export type Limit = number | 'unlimited';
@@ -74,11 +72,6 @@ export class PlansError extends Error {
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
 const PLAN_FIELDS: readonly string[] = [...LIMIT_FIELDS, 'catalog_fallbacks', 'daily_budget_usd', 'monthly_budget_usd'];
 
-/** Whether a string names a plan. */
-export function isPlanName(value: string): value is PlanName {
-  return (PLAN_NAMES as readonly string[]).includes(value);
-}
-
 /**
  * The YAML parser, loaded on the first plans parsed: the plan names and budget conversions above
  * serve the CLI's commands that never read the plans (list, get, help), which then start without it.
@@ -140,18 +133,6 @@ export function loadPlans(path: string = DEFAULT_PLANS_PATH): PlanTable {
     throw new PlansError(`${path}: cannot read: ${(error as Error).message}`);
   }
   return parsePlans(text, path);
-}
-
-const PROTO_PLANS: Record<PlanName, Plan> = { starter: 'PLAN_STARTER', pro: 'PLAN_PRO', enterprise: 'PLAN_ENTERPRISE' };
-
-/** The proto enum value of a plan name. */
-export function planToProto(name: PlanName): Plan {
-  return PROTO_PLANS[name];
-}
-
-/** The plan name of a proto enum value; undefined for PLAN_UNSPECIFIED or anything unknown. */
-export function planFromProto(plan: Plan | undefined): PlanName | undefined {
-  return PLAN_NAMES.find((name) => PROTO_PLANS[name] === plan || PLAN_NAMES.indexOf(name) + 1 === plan);
 }
 
 function isMapping(value: unknown): value is Record<string, unknown> {

@@ -5,6 +5,7 @@
  * to the login form.
  */
 
+import { PLAN_NAMES } from '@gateway/proto/plans';
 import type {
   AdminToken,
   AuditPage,
@@ -30,7 +31,7 @@ import type {
 export type * from '../../src/routes/admin-api-schemas';
 
 /** The plans, in the order the forms offer them. */
-export const PLANS: readonly Plan[] = ['starter', 'pro', 'enterprise'];
+export const PLANS: readonly Plan[] = PLAN_NAMES;
 
 /** The query of GET /admin/v1/usage. */
 export interface UsageQuery {

@@ -11,10 +11,11 @@
  * values in the order of the fields. `{field}` in a message stands for the unknown field's name.
  */
 import { MAX_ALLOW_LIST_ENTRIES, MAX_ALLOW_LIST_ENTRY_LENGTH } from '@gateway/catalog';
+import { PLAN_NAMES } from '@gateway/proto';
 import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
 
-/** The plans a key can have. */
-export const PLAN_NAMES = ['starter', 'pro', 'enterprise'] as const;
+export { PLAN_NAMES } from '@gateway/proto';
+
 /** The message of a body, or of its `limits` or `budgets`, that is not a JSON object. */
 export const NOT_AN_OBJECT = 'The request body must be a JSON object.';
 

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { callUnary } from '@gateway/grpc';
+import { planFromProto, planToProto } from '@gateway/proto';
 import type {
   Budget,
   BudgetOutput,
@@ -19,7 +20,6 @@ import type {
   ListKeysResponseOutput,
   MinuteLimit,
   MinuteLimitOutput,
-  Plan as PlanMessage,
   RevokeKeyRequest,
   UpdateKeyRequest,
 } from '@gateway/proto';
@@ -36,16 +36,12 @@ import {
   KeyListQuerySchema,
   type Limit as LimitJson,
   type List,
-  type Plan,
 } from './admin-api-schemas.js';
 import { registerAdminScope } from './admin-scope.js';
 
-const PLANS: Record<Plan, PlanMessage> = { starter: 'PLAN_STARTER', pro: 'PLAN_PRO', enterprise: 'PLAN_ENTERPRISE' };
-const PLAN_NAMES: Record<string, Plan> = { PLAN_STARTER: 'starter', PLAN_PRO: 'pro', PLAN_ENTERPRISE: 'enterprise' };
-
 /** A plan's name in the admin API; `unknown` for one this edge does not know (a newer auth's). */
 export function planName(plan: string | null | undefined): Key['plan'] {
-  return PLAN_NAMES[plan ?? ''] ?? 'unknown';
+  return planFromProto(plan) ?? 'unknown';
 }
 
 function limitJson(limit: MinuteLimitOutput | null | undefined): LimitJson | null {
@@ -131,7 +127,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
         const body = request.body;
         // A field left undefined is left out of the message: auth keeps the plan's setting.
         const create: CreateKeyRequest = {
-          plan: PLANS[body.plan],
+          plan: planToProto(body.plan),
           ...keySettings(body),
           catalog_fallbacks_override: body.catalog_fallbacks,
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
@@ -166,7 +162,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
         const body = request.body;
         const update: UpdateKeyRequest = {
           key_id: request.params.id,
-          plan: body.plan === undefined ? undefined : PLANS[body.plan],
+          plan: body.plan === undefined ? undefined : planToProto(body.plan),
           ...keySettings(body),
           catalog_fallbacks_plan_default: body.catalog_fallbacks === null ? true : undefined,
           catalog_fallbacks_override: body.catalog_fallbacks ?? undefined,
