@@ -90,7 +90,9 @@ class ResponsesSocket {
   /** The responses asked for, run one after another. */
   private queue: Promise<void> = Promise.resolve();
   private queued = 0;
+  /** The running response: its abort (before its head), and its in-process reply (after). */
   private running: AbortController | undefined;
+  private runningReply: { destroy(): void } | undefined;
   private expired = false;
   private closed = false;
   private alive = true;
@@ -195,6 +197,10 @@ class ResponsesSocket {
         payloadAsStream: true,
         signal: abort.signal,
       });
+      // The in-process reply: destroying it is the pipeline's "the client went away" (the upstream
+      // call is cancelled); the signal alone only stops the payload stream once the body was read.
+      this.runningReply = (answer.raw as unknown as { res: { destroy(): void } }).res;
+      if (abort.signal.aborted) this.runningReply.destroy();
       const stream = answer.stream();
       if (answer.statusCode !== 200) {
         let text = '';
@@ -223,6 +229,7 @@ class ResponsesSocket {
       }
     } finally {
       this.running = undefined;
+      this.runningReply = undefined;
     }
   }
 
@@ -329,6 +336,7 @@ class ResponsesSocket {
   private dispose(): void {
     this.closed = true;
     this.running?.abort();
+    this.runningReply?.destroy();
     clearTimeout(this.idleTimer);
     clearTimeout(this.lifetimeTimer);
     clearInterval(this.pingTimer);
