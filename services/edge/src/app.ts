@@ -17,7 +17,7 @@ import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
 import { registerResponsesCompact } from './routes/responses-compact.js';
-import { registerResponsesWebSocket } from './routes/responses-websocket.js';
+import { drainResponsesWebSockets, registerResponsesWebSocket } from './routes/responses-websocket.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { registerConsoleSso } from './routes/console-sso.js';
@@ -319,7 +319,15 @@ export async function buildEdgeApp(deps: EdgeDependencies, options: EdgeAppOptio
   app.addHook('onResponse', recordResponse);
   registerErrorHandlers(app, deps, errors);
   // The Responses API's WebSocket mode; a message larger than the bound closes its socket (1009).
-  await app.register(websocket, { options: { maxPayload: deps.config.EDGE_WS_MAX_MESSAGE_BYTES } });
+  // At close, its sockets finish their running responses within the shutdown's grace, as in-flight
+  // requests do, before the server closes.
+  await app.register(websocket, {
+    options: { maxPayload: deps.config.EDGE_WS_MAX_MESSAGE_BYTES },
+    preClose: async function (this: FastifyInstance) {
+      await drainResponsesWebSockets(this, deps.config.EDGE_SHUTDOWN_GRACE_MS);
+      this.websocketServer.close();
+    },
+  });
   registerSurface(app, deps, options.surface ?? 'both');
   return app;
 }

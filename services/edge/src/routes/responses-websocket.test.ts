@@ -2,7 +2,8 @@
  * The Responses WebSocket's own rules, on the edge app with its peers faked (app.test.ts's way)
  * and a ws client: the lifetime that waits for the running response and then
  * sends Codex's `websocket_connection_limit_reached` event, the bound on responses waiting on one
- * socket, and a closed socket cancelling its running response and leaving nothing open (a real
+ * socket, the edge's shutdown letting a running response finish, and a closed socket cancelling its
+ * running response and leaving nothing open (a real
  * socket on a local port: fastify's injected sockets never see the client's close). The
  * protocol end to end (auth, chaining, refusals, size and idle bounds) is
  * tests/e2e/responses-websocket.e2e.test.ts's.
@@ -82,7 +83,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   release();
-  await app.close();
+  if (app.server.listening) await app.close();
 });
 
 /** A socket on /v1/responses with the test key, and what it receives. */
@@ -143,5 +144,16 @@ describe('a Responses WebSocket', () => {
     await closed;
     await eventually(() => signals[0]?.aborted === true, "the executor call's cancellation", 5_000, 10);
     await eventually(async () => (await openSockets()) === 0, 'no socket open', 5_000, 10);
+  });
+
+  it('finishes its running response when the edge shuts down, then closes (1001)', async () => {
+    const { socket, received, closed } = await open();
+    socket.send(create('Hello'));
+    await eventually(() => received.some((event) => event.type === 'response.output_text.delta'), 'the first delta', 5_000, 10);
+    const closing = app.close();
+    setTimeout(() => release(), 100);
+    expect(await closed).toBe(1001);
+    await closing;
+    expect(received.at(-1)).toMatchObject({ type: 'response.completed', response: { status: 'completed' } });
   });
 });

@@ -94,7 +94,10 @@ class ResponsesSocket {
   private running: AbortController | undefined;
   private runningReply: { destroy(): void } | undefined;
   private expired = false;
+  private shuttingDown = false;
   private closed = false;
+  /** Resolves once the socket closed. */
+  readonly whenClosed: Promise<void>;
   private alive = true;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly lifetimeTimer: NodeJS.Timeout;
@@ -116,7 +119,23 @@ class ResponsesSocket {
     socket.on('pong', () => {
       this.alive = true;
     });
+    this.whenClosed = new Promise((resolve) => socket.once('close', () => resolve()));
     socket.once('close', () => this.dispose());
+  }
+
+  /**
+   * The edge is shutting down: no new response is taken, the running and waiting ones finish, then
+   * the socket closes (1001); the caller bounds the wait.
+   */
+  shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    if (this.queued === 0) this.socket.close(1001, 'server shutting down');
+    return this.whenClosed;
+  }
+
+  /** Drops the socket at once (the shutdown's budget is spent). */
+  terminate(): void {
+    this.socket.terminate();
   }
 
   /** A client message: one response to run, an acknowledgement, or an error event. */
@@ -150,6 +169,12 @@ class ResponsesSocket {
       return;
     }
     this.metrics.messages.inc({ type: 'response.create' });
+    if (this.shuttingDown) {
+      this.send(
+        errorEvent(503, { type: 'server_error', code: 'server_shutting_down', message: 'The server is shutting down: open a new connection.', param: null }),
+      );
+      return;
+    }
     if (this.queued >= MAX_QUEUED) {
       this.send(
         errorEvent(429, {
@@ -301,7 +326,8 @@ class ResponsesSocket {
 
   /** After a response: the lifetime's end if it passed meanwhile, else the idle timer again. */
   private afterResponse(): void {
-    if (this.expired && this.queued === 0) this.retire();
+    if (this.shuttingDown && this.queued === 0) this.socket.close(1001, 'server shutting down');
+    else if (this.expired && this.queued === 0) this.retire();
     else this.armIdle();
   }
 
@@ -345,12 +371,34 @@ class ResponsesSocket {
   }
 }
 
+/** The open sockets of each app, for its shutdown. */
+const openSockets = new WeakMap<FastifyInstance, Set<ResponsesSocket>>();
+
+/**
+ * Closes an app's Responses WebSockets for its shutdown: each takes no new response, lets its
+ * running and waiting ones finish, and closes (1001); whatever is still open after `graceMs` is
+ * dropped. The running responses are thereby metered and stored as any in-flight request is.
+ */
+export async function drainResponsesWebSockets(app: FastifyInstance, graceMs: number): Promise<void> {
+  const sockets = [...(openSockets.get(app) ?? [])];
+  if (sockets.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, graceMs);
+  });
+  await Promise.race([Promise.all(sockets.map((socket) => socket.shutdown())), expired]);
+  clearTimeout(timer);
+  for (const socket of openSockets.get(app) ?? []) socket.terminate();
+}
+
 /**
  * Registers GET /v1/responses: the WebSocket upgrade (its key checked first), and for a GET that
  * asks for no upgrade, the 405 of the other methods.
  */
 export function registerResponsesWebSocket(app: FastifyInstance, deps: EdgeDependencies): void {
   const metrics = socketMetrics(deps.registry);
+  const sockets = new Set<ResponsesSocket>();
+  openSockets.set(app, sockets);
   app.route({
     method: 'GET',
     url: '/v1/responses',
@@ -366,7 +414,9 @@ export function registerResponsesWebSocket(app: FastifyInstance, deps: EdgeDepen
       });
     },
     wsHandler: (socket, request) => {
-      new ResponsesSocket(app, deps, socket, request, metrics);
+      const open = new ResponsesSocket(app, deps, socket, request, metrics);
+      sockets.add(open);
+      void open.whenClosed.then(() => sockets.delete(open));
     },
   });
 }
