@@ -202,8 +202,8 @@ describe('parseResponsesRequest', () => {
       input: [{ role: 'user', content: 'Rename parse.' }, { type: 'compaction_trigger' }],
     });
     expect(parsed.responses.compaction).toBe(true);
-    expect(parsed.request.messages.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_USER']);
-    expect(parsed.request.messages[1]!.text).toBe(COMPACTION_PROMPT);
+    expect(parsed.request.messages!.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_USER']);
+    expect(parsed.request.messages![1]!.text).toBe(COMPACTION_PROMPT);
     expect(parsed.request.tools).toHaveLength(1);
     expect(parsed.request.tool_choice).toEqual({ mode: 'none' });
     expect(parseResponsesRequest({ model: 'm', input: 'hi' }).responses.compaction).toBe(false);
@@ -214,7 +214,7 @@ describe('parseResponsesRequest', () => {
     expect(compactedSummary(item)).toBe('We renamed parse to parseRequest in two files.');
     const parsed = parseResponsesRequest({ model: 'm', input: [item, { role: 'user', content: 'Now the tests.' }] });
     expect(parsed.responses.compaction).toBe(false);
-    expect(parsed.request.messages[0]).toEqual({ role: 'ROLE_USER', text: `${COMPACTED_HISTORY_PREFIX}We renamed parse to parseRequest in two files.` });
+    expect(parsed.request.messages![0]).toEqual({ role: 'ROLE_USER', text: `${COMPACTED_HISTORY_PREFIX}We renamed parse to parseRequest in two files.` });
     expect(refusal({ model: 'm', input: [{ type: 'compaction', encrypted_content: 'gAAAAB-sealed-elsewhere' }] })).toMatchObject({
       status: 400,
       param: 'input[0].encrypted_content',
