@@ -9,8 +9,8 @@
  * API (streamed events or whole) for a Claude model, and thinks as Claude does when the request
  * turns thinking on (Claude Code sends `thinking: {type: "adaptive"}`): its tool call comes after
  * a signed thinking block, and a later request whose tool-use turn lacks that block first is
- * refused with Anthropic's 400 (anthropic-thinking-upstream.ts). Asked by the gateway to summarize
- * the conversation (Codex's compaction), it answers a summary naming the command's output when the
+ * refused with Anthropic's 400 (anthropic-thinking-upstream.ts). Asked to summarize the conversation
+ * (a compaction, the gateway's or Codex's own), it answers a summary naming the command's output when the
  * conversation had it; a later request carrying that summary in place of the tool output is
  * answered as if it had the output.
  */
@@ -18,9 +18,13 @@ import type { ServerResponse } from 'node:http';
 import type { ReceivedRequest, Responder } from '@gateway/testing';
 import { refuse, sendMessage, thinkingBlock, thinkingRefusal } from './anthropic-thinking-upstream.js';
 
-/** How the gateway asks the model for a compaction's summary, and how it hands the summary back (edge's responses-compaction.ts). */
-const COMPACTION_ASK = 'Your context window is about to be compacted';
-const COMPACTED_SUMMARY = 'The earlier part of this conversation was compacted';
+/**
+ * How a compaction's summary is asked for, and how the summary is handed back: by the gateway
+ * (edge's responses-compaction.ts, Codex's remote compaction) or by Codex itself (its local
+ * compaction, with a custom provider).
+ */
+const COMPACTION_ASKS = ['Your context window is about to be compacted', 'CONTEXT CHECKPOINT COMPACTION'];
+const COMPACTED_SUMMARIES = ['The earlier part of this conversation was compacted', 'Another language model started to solve this problem'];
 /** Codex's shell tools, most recent first, then Claude Code's. */
 const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell', 'Bash'];
 const CALL_ID = 'call_codex_shell_1';
@@ -220,13 +224,13 @@ function scriptedModel(wire: ModelWire, options: ScriptOptions): Responder {
     }
     const requestText = JSON.stringify(request.body);
     const toolOutput = wire.toolOutput(request.body);
-    if (requestText.includes(COMPACTION_ASK)) {
+    if (COMPACTION_ASKS.some((ask) => requestText.includes(ask))) {
       options.turns.push({ kind: 'compaction', toolOutput });
       const summary = toolOutput?.includes(options.expectedOutput) ? `The shell command ran; its output was ${options.expectedOutput}.` : 'Nothing ran yet.';
       wire.send(request, response, { text: summary });
       return;
     }
-    const compacted = requestText.includes(COMPACTED_SUMMARY) && requestText.includes(`its output was ${options.expectedOutput}`);
+    const compacted = COMPACTED_SUMMARIES.some((summary) => requestText.includes(summary)) && requestText.includes(`its output was ${options.expectedOutput}`);
     if (toolOutput !== undefined || compacted) {
       const turn: ScriptedTurn = { kind: 'answer', toolOutput: toolOutput ?? options.expectedOutput };
       wire.observe?.(request.body, turn);

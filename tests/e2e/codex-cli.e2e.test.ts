@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Responder } from '@gateway/testing';
 import { cliLines, expectMetered, runCli, scriptShellTask, startCliBackend, type CliBackend, type CliRun } from './cli-backend.js';
+import { metric } from './cluster.js';
 import { anthropicMessagesModel, chatCompletionsModel, type ScriptOptions } from './codex-cli-upstream.js';
 
 const CODEX = fileURLToPath(new URL('../../node_modules/.bin/codex', import.meta.url));
@@ -41,13 +42,14 @@ const temporary: string[] = [];
  * Codex warns that it has no metadata for the gateway's model ids and uses its defaults, which is
  * harmless. Retries are off so that a failed request shows as a failure.
  */
-function codexHome(model: string): string {
+function codexHome(model: string, compactTokenLimit?: number): string {
   const home = mkdtempSync(join(tmpdir(), 'codex-home-'));
   temporary.push(home);
   writeFileSync(
     join(home, 'config.toml'),
     `model = "${model}"
 model_provider = "gateway"
+${compactTokenLimit === undefined ? '' : `model_auto_compact_token_limit = ${compactTokenLimit}`}
 approval_policy = "never"
 sandbox_mode = "workspace-write"
 check_for_update_on_startup = false
@@ -79,10 +81,10 @@ apps = false
 }
 
 /** Runs `codex exec` with the prompt in a new temporary working directory; resolves when it exits. */
-async function codexExec(model: string, prompt: string): Promise<CliRun & { workdir: string }> {
+async function codexExec(model: string, prompt: string, compactTokenLimit?: number): Promise<CliRun & { workdir: string }> {
   const workdir = mkdtempSync(join(tmpdir(), 'codex-work-'));
   temporary.push(workdir);
-  const home = codexHome(model);
+  const home = codexHome(model, compactTokenLimit);
   const run = await runCli(CODEX, ['exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-C', workdir, prompt], {
     cwd: workdir,
     env: {
@@ -160,6 +162,8 @@ async function codexExecBuiltIn(model: string, prompt: string, compactTokenLimit
  */
 async function expectCodexOverWebSocket(model: string, scriptedModel: (options: ScriptOptions) => Responder, compactTokenLimit?: number): Promise<void> {
   const { fileMarker, answerMarker, turns, since, before } = await scriptShellTask(backend, scriptedModel);
+  const creates = () => metric(edgeMetrics(), 'gateway_responses_websocket_messages_total', { type: 'response.create' });
+  const createsBefore = await creates();
 
   const run = await codexExecBuiltIn(model, 'Write the marker file, then tell me you are done.', compactTokenLimit);
 
@@ -175,6 +179,8 @@ async function expectCodexOverWebSocket(model: string, scriptedModel: (options: 
     backend.proxy.requests.filter((request) => request.method === 'POST' && request.path.startsWith('/v1/responses')),
     report(run),
   ).toEqual([]);
+  // The edge took each of Codex's requests (its prewarm too) as a response.create on the socket.
+  expect((await creates()) - createsBefore, report(run)).toBeGreaterThan(turns.length);
   expect(run.stderr, report(run)).not.toMatch(/falling back to HTTP|remote compact/i);
   // Codex knows the gateway's model (another model Codex picks for itself may still be unknown).
   expect(run.stderr, report(run)).not.toContain(`Model metadata for \`${model}\` not found`);
@@ -188,6 +194,11 @@ async function expectCodexOverWebSocket(model: string, scriptedModel: (options: 
     expect(turns.find((turn) => turn.kind === 'compaction')?.toolOutput, report(run)).toContain(fileMarker);
   }
   await expectMetered(backend, { since, before, requests: turns.length });
+}
+
+/** The edge's /metrics. */
+function edgeMetrics(): string {
+  return `http://127.0.0.1:${backend.cluster.ports.edgeMetrics}/metrics`;
 }
 
 /** What Codex printed, what the gateway and the fake upstream received, and the logs: a failure's message. */
@@ -245,6 +256,21 @@ describe('the Codex CLI through the gateway', () => {
 
   it('does the same with a Claude model behind the gateway (Anthropic Messages upstream)', async () => {
     await expectCodexRunsTheShellTool('fake-claude', anthropicMessagesModel);
+  });
+
+  it("compacts with the custom provider too (Codex's own compaction, over HTTP), and completes the task", async () => {
+    const { fileMarker, answerMarker, turns } = await scriptShellTask(backend, chatCompletionsModel);
+    const run = await codexExec('fake-model', 'Write the marker file, then tell me you are done.', 100);
+    expect(run.code, report(run)).toBe(0);
+    expect(readFileSync(join(run.workdir, 'marker.txt'), 'utf8').trim(), report(run)).toBe(fileMarker);
+    expect(run.stdout, report(run)).toContain(answerMarker);
+    expect(
+      turns.map((turn) => turn.kind),
+      report(run),
+    ).toContain('compaction');
+    const posts = backend.proxy.requests.filter((request) => request.method === 'POST' && request.path.startsWith('/v1/responses'));
+    expect(posts.length, report(run)).toBe(turns.length);
+    expect(new Set(posts.map((request) => request.status)), report(run)).toEqual(new Set([200]));
   });
 
   it('runs the task over the Responses WebSocket with the built-in provider (openai_base_url), no HTTP fallback, no metadata warning', async () => {
