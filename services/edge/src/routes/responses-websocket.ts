@@ -38,6 +38,8 @@ import { isObject, type JsonObject } from '../wire/translated-request.js';
 const MAX_QUEUED = 4;
 /** Headers of a refusal an error event carries (what a client retries or backs off by). */
 const ERROR_EVENT_HEADERS = /^(retry-after(-ms)?|x-ratelimit-.*|x-request-id|x-should-retry)$/;
+/** The events that end a response (the renderer writes `type` first). */
+const FINAL_EVENT = /^\{"type":"response\.(completed|incomplete|failed)"/;
 /** Codex's code for "this socket reached its lifetime: open another". */
 const LIFETIME_CODE = 'websocket_connection_limit_reached';
 
@@ -227,22 +229,22 @@ class ResponsesSocket {
       this.runningReply = (answer.raw as unknown as { res: { destroy(): void } }).res;
       if (abort.signal.aborted) this.runningReply.destroy();
       const stream = answer.stream();
+      // Text, decoded across chunk boundaries (a character may be split between two chunks).
+      stream.setEncoding('utf8');
       if (answer.statusCode !== 200) {
         let text = '';
-        for await (const chunk of stream) text += String(chunk);
+        for await (const chunk of stream) text += chunk as string;
         this.send(this.refusalEvent(answer.statusCode, text, answer.headers));
         return;
       }
       let buffer = '';
       let ended: JsonObject | undefined;
       for await (const chunk of stream) {
-        const { events, rest } = sseEvents(buffer + String(chunk));
+        const { events, rest } = sseEvents(buffer + (chunk as string));
         buffer = rest;
         for (const event of events) {
           this.send(event);
-          if (event.includes('"type":"response.completed"') || event.includes('"type":"response.incomplete"') || event.includes('"type":"response.failed"')) {
-            ended = JSON.parse(event) as JsonObject;
-          }
+          if (FINAL_EVENT.test(event)) ended = JSON.parse(event) as JsonObject;
         }
       }
       this.remember(ended, conversation);
@@ -313,7 +315,7 @@ class ResponsesSocket {
   }
 
   private send(text: string): void {
-    if (!this.closed) this.socket.send(text);
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(text);
   }
 
   /** Idle: closed when no response runs and nothing came for EDGE_WS_IDLE_TIMEOUT_MS. */
@@ -354,6 +356,8 @@ class ResponsesSocket {
       this.socket.terminate();
       return;
     }
+    // A socket closing (its close frame sent or received) is not pinged: ws throws on it.
+    if (this.socket.readyState !== this.socket.OPEN) return;
     this.alive = false;
     this.socket.ping();
   }
