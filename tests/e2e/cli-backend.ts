@@ -7,8 +7,9 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { expect } from 'vitest';
 import { eventually, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
@@ -36,6 +37,8 @@ export interface ProxiedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   status?: number;
+  /** A WebSocket upgrade (its status 101 once the gateway switched protocols). */
+  upgrade?: boolean;
 }
 
 /** A started recording proxy. */
@@ -51,7 +54,8 @@ export interface RecordingProxy {
 /**
  * A pass-through HTTP proxy in front of the gateway that records each request's method, path,
  * headers and status, bodies streamed both ways untouched: what the CLI asked of the gateway, for
- * the test's assertions and a failure's report (the edge does not log requests).
+ * the test's assertions and a failure's report (the edge does not log requests). A WebSocket
+ * upgrade is passed on too, then its frames both ways.
  */
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const targetUrl = new URL(target);
@@ -70,12 +74,54 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     forward.on('error', () => outgoing.destroy());
     incoming.pipe(forward);
   });
+  const upgraded = new Set<Duplex>();
+  server.on('upgrade', (incoming: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const record: ProxiedRequest = { method: incoming.method ?? '', path: incoming.url ?? '', headers: incoming.headers, upgrade: true };
+    requests.push(record);
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    socket.on('error', () => socket.destroy());
+    const forward = httpRequest({
+      host: targetUrl.hostname,
+      port: targetUrl.port,
+      method: incoming.method,
+      path: incoming.url,
+      headers: { ...incoming.headers, host: targetUrl.host },
+    });
+    const statusHead = (status: number | undefined, message: string | undefined, rawHeaders: string[]) => {
+      let text = `HTTP/1.1 ${status ?? 502} ${message ?? ''}\r\n`;
+      for (let index = 0; index < rawHeaders.length; index += 2) text += `${rawHeaders[index]}: ${rawHeaders[index + 1]}\r\n`;
+      return `${text}\r\n`;
+    };
+    forward.on('upgrade', (answer, gatewaySocket, gatewayHead) => {
+      record.status = answer.statusCode;
+      upgraded.add(gatewaySocket);
+      gatewaySocket.once('close', () => upgraded.delete(gatewaySocket));
+      socket.write(statusHead(answer.statusCode, answer.statusMessage, answer.rawHeaders));
+      if (gatewayHead.length > 0) socket.write(gatewayHead);
+      if (head.length > 0) gatewaySocket.write(head);
+      gatewaySocket.on('error', () => socket.destroy());
+      socket.on('close', () => gatewaySocket.destroy());
+      gatewaySocket.on('close', () => socket.destroy());
+      gatewaySocket.pipe(socket).pipe(gatewaySocket);
+    });
+    forward.on('response', (answer) => {
+      record.status = answer.statusCode;
+      socket.write(statusHead(answer.statusCode, answer.statusMessage, answer.rawHeaders));
+      answer.pipe(socket);
+    });
+    forward.on('error', () => socket.destroy());
+    forward.end();
+  });
   const port = await listenLocally(server);
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     origin: `http://127.0.0.1:${port}`,
     requests,
-    close: () => closeServer(server),
+    close: () => {
+      for (const socket of upgraded) socket.destroy();
+      return closeServer(server);
+    },
   };
 }
 

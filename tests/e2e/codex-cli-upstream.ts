@@ -9,12 +9,22 @@
  * API (streamed events or whole) for a Claude model, and thinks as Claude does when the request
  * turns thinking on (Claude Code sends `thinking: {type: "adaptive"}`): its tool call comes after
  * a signed thinking block, and a later request whose tool-use turn lacks that block first is
- * refused with Anthropic's 400 (anthropic-thinking-upstream.ts).
+ * refused with Anthropic's 400 (anthropic-thinking-upstream.ts). Asked to summarize the conversation
+ * (a compaction, the gateway's or Codex's own), it answers a summary naming the command's output when the
+ * conversation had it; a later request carrying that summary in place of the tool output is
+ * answered as if it had the output.
  */
 import type { ServerResponse } from 'node:http';
 import type { ReceivedRequest, Responder } from '@gateway/testing';
 import { refuse, sendMessage, thinkingBlock, thinkingRefusal } from './anthropic-thinking-upstream.js';
 
+/**
+ * How a compaction's summary is asked for, and how the summary is handed back: by the gateway
+ * (edge's responses-compaction.ts, Codex's remote compaction) or by Codex itself (its local
+ * compaction, with a custom provider).
+ */
+const COMPACTION_ASKS = ['Your context window is about to be compacted', 'CONTEXT CHECKPOINT COMPACTION'];
+const COMPACTED_SUMMARIES = ['The earlier part of this conversation was compacted', 'Another language model started to solve this problem'];
 /** Codex's shell tools, most recent first, then Claude Code's. */
 const SHELL_TOOLS = ['exec_command', 'shell_command', 'shell', 'Bash'];
 const CALL_ID = 'call_codex_shell_1';
@@ -23,7 +33,7 @@ export const USAGE = { input: 120, output: 15 };
 
 /** One request the scripted model answered, and how. */
 export interface ScriptedTurn {
-  kind: 'tool-call' | 'answer' | 'other';
+  kind: 'tool-call' | 'answer' | 'compaction' | 'other';
   /** The tool output the answer turn received. */
   toolOutput?: string;
   /** The shell tool the call named. */
@@ -212,12 +222,22 @@ function scriptedModel(wire: ModelWire, options: ScriptOptions): Responder {
       refuse(response, refusal);
       return;
     }
+    const requestText = JSON.stringify(request.body);
     const toolOutput = wire.toolOutput(request.body);
-    if (toolOutput !== undefined) {
-      const turn: ScriptedTurn = { kind: 'answer', toolOutput };
+    if (COMPACTION_ASKS.some((ask) => requestText.includes(ask))) {
+      options.turns.push({ kind: 'compaction', toolOutput });
+      const summary = toolOutput?.includes(options.expectedOutput) ? `The shell command ran; its output was ${options.expectedOutput}.` : 'Nothing ran yet.';
+      wire.send(request, response, { text: summary });
+      return;
+    }
+    const compacted = COMPACTED_SUMMARIES.some((summary) => requestText.includes(summary)) && requestText.includes(`its output was ${options.expectedOutput}`);
+    if (toolOutput !== undefined || compacted) {
+      const turn: ScriptedTurn = { kind: 'answer', toolOutput: toolOutput ?? options.expectedOutput };
       wire.observe?.(request.body, turn);
       options.turns.push(turn);
-      wire.send(request, response, { text: toolOutput.includes(options.expectedOutput) ? options.answer : 'The command output was missing.' });
+      wire.send(request, response, {
+        text: (toolOutput ?? options.expectedOutput).includes(options.expectedOutput) ? options.answer : 'The command output was missing.',
+      });
       return;
     }
     const call = shellCall(wire.tools(request.body), options.command);

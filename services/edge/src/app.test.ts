@@ -182,6 +182,14 @@ describe('POST /v1/chat/completions', () => {
     // Without the version header: OpenAI's list, as before.
     const openAi = await app.inject({ method: 'GET', url: '/v1/models', headers: { authorization: `Bearer ${KEY}` } });
     expect(openAi.json()).toMatchObject({ object: 'list', data: [{ id: 'plain', object: 'model' }, { id: 'tooled' }, { id: 'down' }] });
+    // The same page in Codex's catalog format, what model_catalog_json reads.
+    expect(openAi.json().models).toEqual([
+      expect.objectContaining({ slug: 'plain', context_window: 8_000, supports_parallel_tool_calls: false, input_modalities: ['text'], priority: 0 }),
+      expect.objectContaining({ slug: 'tooled', supports_parallel_tool_calls: true, shell_type: 'shell_command', visibility: 'list' }),
+      expect.objectContaining({ slug: 'down', base_instructions: expect.stringContaining('coding agent') }),
+    ]);
+    const anthropicList = await get('/v1/models', { 'x-api-key': KEY });
+    expect(anthropicList.json()).not.toHaveProperty('models');
   });
 
   it("refuses a request without a key before reading its body, and one auth refuses, with OpenAI's errors", async () => {

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type onResponseHookHandler } from 'fastify';
 import cors from '@fastify/cors';
+import websocket from '@fastify/websocket';
 import { prometheus } from '@gateway/observability';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
 import { registerChatCompletions } from './routes/chat-completions.js';
@@ -15,6 +16,8 @@ import { registerAdminAccess } from './routes/admin-access.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
+import { registerResponsesCompact } from './routes/responses-compact.js';
+import { drainResponsesWebSockets, registerResponsesWebSocket } from './routes/responses-websocket.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { registerConsoleSso } from './routes/console-sso.js';
@@ -243,7 +246,8 @@ function registerMethodRefusals(app: FastifyInstance): void {
   };
   const refusal = { methodNotAllowed: true };
   app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/chat/completions', config: refusal, handler: methodNotAllowed('POST') });
-  app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url: '/v1/responses', config: refusal, handler: methodNotAllowed('POST') });
+  // GET is the WebSocket upgrade (routes/responses-websocket.ts), a 405 itself without one.
+  app.route({ method: ['PUT', 'PATCH', 'DELETE'], url: '/v1/responses', config: refusal, handler: methodNotAllowed('POST') });
   for (const url of ['/v1/messages', '/v1/messages/count_tokens'])
     app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE'], url, config: { ...refusal, wire: messagesErrors }, handler: methodNotAllowed('POST') });
   app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url: '/v1/models', config: refusal, handler: methodNotAllowed('GET') });
@@ -278,6 +282,8 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerModels(app, deps);
     registerUsage(app, deps);
     registerResponses(app, deps);
+    registerResponsesWebSocket(app, deps);
+    registerResponsesCompact(app, deps);
   }
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
@@ -312,6 +318,16 @@ export async function buildEdgeApp(deps: EdgeDependencies, options: EdgeAppOptio
   });
   app.addHook('onResponse', recordResponse);
   registerErrorHandlers(app, deps, errors);
+  // The Responses API's WebSocket mode; a message larger than the bound closes its socket (1009).
+  // At close, its sockets finish their running responses within the shutdown's grace, as in-flight
+  // requests do, before the server closes.
+  await app.register(websocket, {
+    options: { maxPayload: deps.config.EDGE_WS_MAX_MESSAGE_BYTES },
+    preClose: async function (this: FastifyInstance) {
+      await drainResponsesWebSockets(this, deps.config.EDGE_SHUTDOWN_GRACE_MS);
+      this.websocketServer.close();
+    },
+  });
   registerSurface(app, deps, options.surface ?? 'both');
   return app;
 }

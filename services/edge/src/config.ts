@@ -80,6 +80,27 @@ export const EdgeConfigSchema = Type.Object({
     default: 15_000,
     minimum: 100,
   }),
+  EDGE_WS_MAX_MESSAGE_BYTES: Type.Integer({
+    description: 'Largest message a Responses WebSocket (GET /v1/responses upgraded) accepts, in bytes; a larger one closes the socket (1009).',
+    default: 16 * 1024 * 1024,
+    minimum: 1024,
+  }),
+  EDGE_WS_IDLE_TIMEOUT_MS: Type.Integer({
+    description: 'A Responses WebSocket with no response running and no message for this long is closed (ms).',
+    default: 300_000,
+    minimum: 100,
+  }),
+  EDGE_WS_MAX_LIFETIME_MS: Type.Integer({
+    description:
+      'A Responses WebSocket is closed this long after it opened, once its running response is done, with the `websocket_connection_limit_reached` error event that makes Codex reconnect (ms).',
+    default: 3_600_000,
+    minimum: 100,
+  }),
+  EDGE_WS_PING_INTERVAL_MS: Type.Integer({
+    description: 'A Responses WebSocket is pinged this often; one that has not answered the previous ping is dropped (ms).',
+    default: 30_000,
+    minimum: 100,
+  }),
   EDGE_SHUTDOWN_GRACE_MS: Type.Integer({ description: 'How long in-flight requests may take to finish after SIGTERM (ms).', default: 20_000, minimum: 0 }),
   EDGE_ADMIN_TOKEN: Type.String({
     description:

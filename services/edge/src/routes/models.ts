@@ -8,6 +8,11 @@
  * `{type: "model", id, display_name, created_at}`, pages of `limit` (default 20) after `after_id`
  * or before `before_id`, and errors in Anthropic's envelope.
  *
+ * OpenAI's list also carries `models`: the same page as Codex's model catalog (its ModelInfo:
+ * `slug`, `context_window`, `input_modalities`, `supports_parallel_tool_calls`, the shell and
+ * patch tools it should offer...), so that the response saved as a file is a catalog Codex reads
+ * (`model_catalog_json`) and Codex knows the gateway's models instead of falling back to defaults.
+ *
  * Either way only the models the key's allow-lists let it use are listed, and any other model is
  * a 404 as an unknown one is: a key learns nothing of models it may not use.
  */
@@ -56,6 +61,53 @@ export function modelJson(model: ModelOutput) {
     },
     quality_tier: tierName(model.quality_tier),
     available: model.available ?? false,
+  };
+}
+
+/**
+ * The base instructions of every model in Codex's catalog: a catalog entry must carry its own
+ * (Codex refuses one without). The gateway's own words, for any model it serves; Codex adds its
+ * tools, its sandbox and the workspace's AGENTS.md as it does for every model.
+ */
+export const CODEX_BASE_INSTRUCTIONS = [
+  "You are a coding agent working in the Codex CLI on the user's computer, in the workspace it opened. Work until the user's request is",
+  'fully handled: read the code before changing it, make the changes with the tools you are given (run commands with the shell tool,',
+  'edit files with the patch tool), run the checks that show the change works, and report what you did and what is left, briefly.',
+  'Follow the instructions of AGENTS.md files in the workspace and the conventions of the surrounding code. Keep changes focused on',
+  'the request; do not revert changes you did not make. Ask the user only when the request is ambiguous and a wrong guess would be costly.',
+].join(' ');
+
+/**
+ * One model in Codex's catalog format (codex-rs `ModelInfo`), from what the gateway knows of it:
+ * its context window, whether it sees images, whether it may call tools in parallel. The shell
+ * tool is Codex's plain function one and its patch tool Codex's default, which every upstream serves; reasoning
+ * controls are not offered (the gateway maps efforts per provider itself).
+ */
+export function codexModelJson(model: ModelOutput, priority: number) {
+  const contextWindow = model.context_window ?? 0;
+  return {
+    slug: model.id,
+    display_name: model.id,
+    base_instructions: CODEX_BASE_INSTRUCTIONS,
+    description: `${model.id} through the gateway (${model.owned_by || model.provider}).`,
+    context_window: contextWindow > 0 ? contextWindow : null,
+    max_context_window: contextWindow > 0 ? contextWindow : null,
+    auto_compact_token_limit: null,
+    default_reasoning_level: null,
+    supported_reasoning_levels: [],
+    shell_type: 'shell_command',
+    visibility: 'list',
+    supported_in_api: true,
+    priority,
+    upgrade: null,
+    supports_reasoning_summaries: false,
+    support_verbosity: false,
+    default_verbosity: null,
+    apply_patch_tool_type: null,
+    truncation_policy: { mode: 'bytes', limit: 10_000 },
+    supports_parallel_tool_calls: model.capabilities?.tools ?? false,
+    input_modalities: model.capabilities?.vision ? ['text', 'image'] : ['text'],
+    experimental_supported_tools: [],
   };
 }
 
@@ -120,6 +172,7 @@ export function registerModels(app: FastifyInstance, deps: EdgeDependencies): vo
     return JSON.stringify({
       ...(anthropic ? {} : { object: 'list' }),
       data,
+      ...(anthropic ? {} : { models: page.map((model, index) => codexModelJson(model, start + index)) }),
       first_id: page[0]?.id ?? null,
       last_id: page.at(-1)?.id ?? null,
       has_more: anthropic && beforeId !== undefined ? start > 0 : end < models.length,

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RequestError } from './request-error.js';
 import { flattenedName, parseResponsesRequest } from './parse-responses-request.js';
+import { COMPACTED_HISTORY_PREFIX, COMPACTION_PROMPT, compactedSummary, compactionItem } from './responses-compaction.js';
 
 /** The 400 a body is refused with. */
 function refusal(body: unknown): RequestError {
@@ -192,5 +193,33 @@ describe('parseResponsesRequest', () => {
     expect(refusal({ model: 'm', input: 'hi', conversation: 'conv_1' })).toMatchObject({ param: 'conversation', code: 'unsupported_parameter' });
     expect(refusal({ model: 'm', input: 'hi', background: true })).toMatchObject({ param: 'background' });
     expect(refusal({ model: 'm', input: [{ type: 'item_reference', id: 'msg_1' }] })).toMatchObject({ param: 'input[0].id', code: 'item_not_found' });
+  });
+
+  it("asks for a compaction's summary in place of a compaction_trigger, with the tools declared but none called", () => {
+    const parsed = parseResponsesRequest({
+      model: 'm',
+      tools: [execCommand],
+      input: [{ role: 'user', content: 'Rename parse.' }, { type: 'compaction_trigger' }],
+    });
+    expect(parsed.responses.compaction).toBe(true);
+    expect(parsed.request.messages!.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_USER']);
+    expect(parsed.request.messages![1]!.text).toBe(COMPACTION_PROMPT);
+    expect(parsed.request.tools).toHaveLength(1);
+    expect(parsed.request.tool_choice).toEqual({ mode: 'none' });
+    expect(parseResponsesRequest({ model: 'm', input: 'hi' }).responses.compaction).toBe(false);
+  });
+
+  it('expands a compaction item of this gateway into the summary it carries, and refuses any other', () => {
+    const item = compactionItem('We renamed parse to parseRequest in two files.');
+    expect(compactedSummary(item)).toBe('We renamed parse to parseRequest in two files.');
+    const parsed = parseResponsesRequest({ model: 'm', input: [item, { role: 'user', content: 'Now the tests.' }] });
+    expect(parsed.responses.compaction).toBe(false);
+    expect(parsed.request.messages![0]).toEqual({ role: 'ROLE_USER', text: `${COMPACTED_HISTORY_PREFIX}We renamed parse to parseRequest in two files.` });
+    expect(refusal({ model: 'm', input: [{ type: 'compaction', encrypted_content: 'gAAAAB-sealed-elsewhere' }] })).toMatchObject({
+      status: 400,
+      param: 'input[0].encrypted_content',
+      code: 'invalid_compaction',
+    });
+    expect(refusal({ model: 'm', input: [{ type: 'compaction', encrypted_content: 'gwc1.not-base64-json' }] })).toMatchObject({ code: 'invalid_compaction' });
   });
 });

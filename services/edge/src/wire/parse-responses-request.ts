@@ -22,12 +22,15 @@
  * - `store` and `previous_response_id` are the store's (responses-store.ts: the earlier
  *   conversation is put before `input` before this parser sees the body); `include`,
  *   `prompt_cache_key`, `safety_identifier`, `truncation`, `client_metadata` and the like are
- *   accepted and unused.
+ *   accepted and unused;
+ * - compaction (responses-compaction.ts): a `compaction_trigger` item asks the model for a summary
+ *   (no tool is called), a `compaction` item this gateway made is expanded into its summary.
  * Refused: what cannot be honoured without other stored state (an unresolved `previous_response_id`, `conversation`,
  * `background`, `prompt` templates, `item_reference` items) and what is malformed.
  */
 import { createHash } from 'node:crypto';
 import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';
+import { COMPACTED_HISTORY_PREFIX, COMPACTION_PROMPT, compactedSummary } from './responses-compaction.js';
 import { invalid, RequestError } from './request-error.js';
 import { type FieldSource, given, isObject, type Json, type JsonObject, kindOf, renamedError, wrongType } from './translated-request.js';
 
@@ -45,6 +48,8 @@ export interface ResponsesContext {
   custom: ReadonlySet<string>;
   /** The request's fields a Response object repeats (`instructions`, `tools`, `temperature`, ...). */
   echo: JsonObject;
+  /** The input asks for a compaction (a `compaction_trigger` item): the answer is one `compaction` item. */
+  compaction: boolean;
 }
 
 /** A Responses request: the gateway's request, and what its answer repeats and maps back. */
@@ -59,6 +64,7 @@ interface Translation {
   sources: FieldSource[];
   namespaced: Map<string, NamespacedFunction>;
   custom: Set<string>;
+  compaction: boolean;
 }
 
 /** The longest flattened name an upstream accepts (OpenAI's limit on function names). */
@@ -304,6 +310,8 @@ function translateItem(item: Json, param: string, out: Translation): void {
   if (type === 'message') translateMessage(item, param, out);
   else if (type === 'function_call' || type === 'custom_tool_call') translateFunctionCall(item, param, out);
   else if (type === 'function_call_output' || type === 'custom_tool_call_output') translateFunctionCallOutput(item, param, out);
+  else if (type === 'compaction_trigger') translateCompactionTrigger(param, out);
+  else if (type === 'compaction') translateCompaction(item, param, out);
   else if (type === 'item_reference')
     throw invalid(
       `${param}.id`,
@@ -311,6 +319,26 @@ function translateItem(item: Json, param: string, out: Translation): void {
       'item_not_found',
     );
   // Anything else (reasoning, hosted tools' calls and outputs) is dropped.
+}
+
+/** A `compaction_trigger` item: the model is asked for the summary that will replace the conversation. */
+function translateCompactionTrigger(param: string, out: Translation): void {
+  out.compaction = true;
+  out.sources.push([`messages[${out.messages.length}]`, param]);
+  out.messages.push({ role: 'user', content: COMPACTION_PROMPT });
+}
+
+/** A `compaction` item (the answer to an earlier compaction): the user message carrying its summary. */
+function translateCompaction(item: JsonObject, param: string, out: Translation): void {
+  const summary = compactedSummary(item);
+  if (summary === undefined)
+    throw invalid(
+      `${param}.encrypted_content`,
+      `Invalid '${param}.encrypted_content': this compaction item was not made by this gateway, so its content cannot be read. Send the conversation it replaced instead.`,
+      'invalid_compaction',
+    );
+  out.sources.push([`messages[${out.messages.length}]`, param]);
+  out.messages.push({ role: 'user', content: COMPACTED_HISTORY_PREFIX + summary });
 }
 
 /** `text.format` as a chat `response_format`. */
@@ -379,7 +407,8 @@ function chatBody(body: JsonObject, out: Translation): JsonObject {
   for (const field of SAME_FIELDS) if (given(body[field])) chat[field] = body[field];
   const extra: JsonObject = {
     tools: out.tools.length > 0 ? out.tools : undefined,
-    tool_choice: translateToolChoice(body.tool_choice, out),
+    // A summary is text: the tools stay declared (earlier calls refer to them) but none is called.
+    tool_choice: out.compaction && out.tools.length > 0 ? 'none' : translateToolChoice(body.tool_choice, out),
     max_completion_tokens: body.max_output_tokens,
     response_format: responseFormat(body.text),
     reasoning_effort: reasoningEffort(body.reasoning),
@@ -397,7 +426,7 @@ export function parseResponsesRequest(original: Json): ParsedResponsesRequest {
   if (!isObject(original)) throw invalid(null, `The request body must be a JSON object, but got ${kindOf(original)}.`, 'invalid_body');
   if (!given(original.model)) throw invalid('model', "Missing required parameter: 'model'.", 'missing_required_parameter');
   refuseStateful(original);
-  const out: Translation = { messages: [], tools: [], sources: [], namespaced: new Map(), custom: new Set() };
+  const out: Translation = { messages: [], tools: [], sources: [], namespaced: new Map(), custom: new Set(), compaction: false };
   const chat = chatBody(original, out);
   let parsed: ParsedChatRequest;
   try {
@@ -405,5 +434,5 @@ export function parseResponsesRequest(original: Json): ParsedResponsesRequest {
   } catch (error) {
     throw error instanceof RequestError ? renamedError(error, out.sources, RENAMED_FIELDS) : error;
   }
-  return { ...parsed, responses: { namespaced: out.namespaced, custom: out.custom, echo: echoFields(original) } };
+  return { ...parsed, responses: { namespaced: out.namespaced, custom: out.custom, echo: echoFields(original), compaction: out.compaction } };
 }

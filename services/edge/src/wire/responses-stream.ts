@@ -5,7 +5,8 @@
  * `response.output_text.delta`... or `response.function_call_arguments.delta`...) and its `.done`
  * events, and last `response.completed` (or `response.incomplete` when cut at max_output_tokens)
  * with the whole response, its usage and the `gateway` object. A failure after the first byte ends
- * the stream with `response.failed`. Every event is `event: <type>\ndata: <json>\n\n` with a
+ * the stream with `response.failed`. A compaction's summary streams no text: its one `compaction`
+ * item is added and done before `response.completed` (responses-compaction.ts). Every event is `event: <type>\ndata: <json>\n\n` with a
  * `sequence_number` from 0; unlike chat completions there is no `data: [DONE]`.
  */
 import type { StreamIdentity } from '@gateway/openai-wire';
@@ -24,6 +25,7 @@ import {
   toolCallId,
   toolCallItem,
 } from './responses-output.js';
+import { compactionItem } from './responses-compaction.js';
 import { keepResponse, storedFields } from './responses-store.js';
 import { ChunkTranslator, type ToolCallDelta } from './chunk-translator.js';
 
@@ -61,6 +63,8 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
   private readonly callsSeen = new Set<number>();
   protected readonly identity: StreamIdentity;
   private readonly responses: ResponsesContext;
+  /** A compaction's summary so far: it is not streamed, it becomes the one `compaction` item. */
+  private summary = '';
 
   constructor(private readonly completion: ResponsesCompletion) {
     super();
@@ -82,6 +86,7 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
   end(held: string | undefined, usage: UsageOutput | undefined): string {
     let tail = held === undefined ? this.open() : this.event(held);
     tail += this.closeItems();
+    if (this.responses.compaction) tail += this.closeCompaction();
     const { status, incomplete_details } = statusOf(this.finish);
     const response = this.response({ status, incompleteDetails: incomplete_details, usage, final: true });
     keepResponse(this.completion, response);
@@ -111,8 +116,22 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
     return `event: ${type}\ndata: ${JSON.stringify({ type, ...fields, sequence_number: this.sequence++ })}\n\n`;
   }
 
-  /** A text delta: opens the message item (and its output_text part) at the first. */
+  /** The one output item of a compaction: its summary, added and done at once. */
+  private closeCompaction(): string {
+    const item = compactionItem(this.summary);
+    const outputIndex = this.outputCount++;
+    this.output.push(item);
+    return (
+      this.emit('response.output_item.added', { output_index: outputIndex, item }) + this.emit('response.output_item.done', { output_index: outputIndex, item })
+    );
+  }
+
+  /** A text delta: opens the message item (and its output_text part) at the first; a compaction's is kept for its item. */
   protected text(delta: string): string {
+    if (this.responses.compaction) {
+      this.summary += delta;
+      return '';
+    }
     let events = '';
     if (!this.message) {
       // Items follow one another: a function call before this text is done.
@@ -132,6 +151,8 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
    * call streams no deltas: its raw input is read out of the whole arguments when it is done.
    */
   protected toolCall(delta: ToolCallDelta): string {
+    // A compaction answers its summary only (its request called no tool).
+    if (this.responses.compaction) return '';
     const index = delta.index ?? 0;
     let events = '';
     let call = this.calls.get(index);

@@ -10,14 +10,19 @@ import type { CompletionWire } from '../completions/completion.js';
 import { errorBody } from '../errors.js';
 import { type ParsedResponsesRequest, parseResponsesRequest } from './parse-responses-request.js';
 import { messageItem, newId, outputText, type ResponsesCompletion, responseObject, statusOf, toolCallId, toolCallItem } from './responses-output.js';
+import { compactionItem } from './responses-compaction.js';
 import { keepResponse, prepareResponsesRequest, storedFields } from './responses-store.js';
 import { ResponsesStream } from './responses-stream.js';
 
 type JsonObject = Record<string, unknown>;
 
-/** The output items of a whole answer: its message (text or refusal), then its tool calls. */
+/**
+ * The output items of a whole answer: its message (text or refusal), then its tool calls; of a
+ * compaction, the one `compaction` item of its summary.
+ */
 function outputItems(completion: ResponsesCompletion, response: ChatResponseOutput, status: string): JsonObject[] {
   const message = response.choices[0]?.message;
+  if (completion.parsed.responses.compaction) return [compactionItem(message?.content ?? '')];
   const items: JsonObject[] = [];
   const content: JsonObject[] = [];
   if (message?.content) content.push(outputText(message.content));
