@@ -34,6 +34,7 @@ import {
 } from '@gateway/testing';
 import { providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { bedrockClaude } from './bedrock-claude-upstream.js';
+import { awsKeysEnv, metadataServerEnv } from './cloud-credentials.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { USAGE } from './codex-cli-upstream.js';
 import {
@@ -165,18 +166,8 @@ beforeAll(async () => {
       CATALOG_PATH: catalogFile(),
       [ANTHROPIC_KEY_VARIABLE]: ANTHROPIC_KEY,
       EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
-      // Bedrock: long-lived keys in the variables AWS's credential chain reads first; nothing else of the machine's.
-      AWS_ACCESS_KEY_ID: AWS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: AWS.secretAccessKey,
-      AWS_REGION: REGION,
-      AWS_CONFIG_FILE: join(directory, 'config'),
-      AWS_SHARED_CREDENTIALS_FILE: join(directory, 'credentials'),
-      AWS_EC2_METADATA_DISABLED: 'true',
-      // Vertex AI: Application Default Credentials from the (fake) metadata server, as on GKE.
-      VERTEX_CREDENTIALS: 'default',
-      GCE_METADATA_HOST: google.metadataHost,
-      GOOGLE_APPLICATION_CREDENTIALS: '',
-      CLOUDSDK_CONFIG: directory,
+      ...awsKeysEnv(AWS, REGION, directory),
+      ...metadataServerEnv(google, 'VERTEX_CREDENTIALS', directory),
       EXECUTOR_RETRY_BASE_DELAY_MS: '5',
       EXECUTOR_RETRY_MAX_DELAY_MS: '20',
     },
