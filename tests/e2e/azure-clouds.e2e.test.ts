@@ -58,6 +58,7 @@ let client: OpenAI;
 /** While true, the OpenAI upstream resets every new request's connection before answering. */
 let openaiDown = false;
 let openaiInFlight = 0;
+let openaiResets = 0;
 
 const pricingOf = (provider: string) => pricingFromUsd(PRICES[provider as ServingProvider]);
 const pricesYaml = (provider: ServingProvider) => formatPrices(PRICES[provider]);
@@ -127,6 +128,7 @@ const azureAnswers: Responder = (request, response) => {
 /** OpenAI's answers, until it is taken down: then every new request's connection is reset before any byte. */
 const openaiAnswers: Responder = async (request, response) => {
   if (openaiDown) {
+    openaiResets += 1;
     response.socket?.destroy();
     return;
   }
@@ -314,7 +316,10 @@ describe('one model served by two providers', () => {
     // Both providers serve while both are up.
     await eventually(() => load.servedBy('openai-compatible') >= 8 && load.servedBy('azure') >= 3, 'both providers to answer under load', 30_000, 50);
     // OpenAI goes down: new connections are reset, answers already running finish, then nothing listens.
-    const downAt = await takeDown({ goDown: () => (openaiDown = true), inFlight: () => openaiInFlight, close: () => openai.close() }, 'OpenAI');
+    const downAt = await takeDown(
+      { goDown: () => (openaiDown = true), inFlight: () => openaiInFlight, resets: () => openaiResets, close: () => openai.close() },
+      'OpenAI',
+    );
     await eventually(() => load.askedSince(downAt) >= 40, '40 answers asked for once OpenAI is down', 60_000, 50);
     await load.stop();
 

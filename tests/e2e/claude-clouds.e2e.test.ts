@@ -33,7 +33,7 @@ import {
   type Responder,
 } from '@gateway/testing';
 import { providerFixture } from '../../services/executor/src/testing/fixtures.js';
-import { bedrockClaude } from './bedrock-claude-upstream.js';
+import { bedrockClaude, CACHE_USAGE } from './bedrock-claude-upstream.js';
 import { awsKeysEnv, metadataServerEnv } from './cloud-credentials.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { USAGE } from './codex-cli-upstream.js';
@@ -70,11 +70,18 @@ const pricing = (provider: string) => pricingFromUsd(PRICES[provider as ServingP
 /**
  * The billed usage each provider's answers carry: Anthropic's and Vertex AI's are the recorded
  * Messages fixtures (the whole one reads and writes the cache, the streamed one reads it), Bedrock's
- * the scripted Claude's (no cachePoint asked for, no cache).
+ * the scripted Claude's, which reads and writes the cache when the request has a cache breakpoint
+ * (the Messages turns mark their system prompt), so that Bedrock's cache prices are checked too.
  */
 const WHOLE_MESSAGE_USAGE: BilledUsage = { prompt_tokens: 12 + 2048 + 100, completion_tokens: 15, cached_tokens: 2048, cache_write_tokens: 100 };
 const STREAMED_MESSAGE_USAGE: BilledUsage = { prompt_tokens: 25 + 1024, completion_tokens: 8, cached_tokens: 1024, cache_write_tokens: 0 };
 const BEDROCK_USAGE: BilledUsage = { prompt_tokens: USAGE.input, completion_tokens: USAGE.output, cached_tokens: 0, cache_write_tokens: 0 };
+const BEDROCK_CACHED_USAGE: BilledUsage = {
+  prompt_tokens: USAGE.input + CACHE_USAGE.read + CACHE_USAGE.written,
+  completion_tokens: USAGE.output,
+  cached_tokens: CACHE_USAGE.read,
+  cache_write_tokens: CACHE_USAGE.written,
+};
 
 let anthropicUpstream: FakeUpstream;
 let bedrock: FakeBedrock;
@@ -99,8 +106,10 @@ const claudeMessage: Responder = (request, response) =>
 function downable(answer: Responder) {
   let down = false;
   let inFlight = 0;
+  let resets = 0;
   const responder: Responder = async (request, response) => {
     if (down) {
+      resets += 1;
       response.socket?.resetAndDestroy();
       return;
     }
@@ -111,7 +120,7 @@ function downable(answer: Responder) {
       inFlight -= 1;
     }
   };
-  return { responder, goDown: () => (down = true), inFlight: () => inFlight };
+  return { responder, goDown: () => (down = true), inFlight: () => inFlight, resets: () => resets };
 }
 
 /** Anthropic's API: /v1/messages with the key in x-api-key and an anthropic-version. */
@@ -127,6 +136,7 @@ const anthropicApi = downable((request, response) => {
 /** Bedrock's side: the scripted Claude while up, counting the answers it is sending; resets once down. */
 let bedrockDown = false;
 let bedrockInFlight = 0;
+let bedrockResets = 0;
 const bedrockGeneric = bedrockClaude();
 
 function catalogFile(): string {
@@ -151,7 +161,10 @@ beforeAll(async () => {
   anthropicUpstream = await startFakeUpstream(anthropicApi.responder);
   bedrock = await startFakeBedrock({ region: REGION, credentials: [AWS] });
   bedrock.reply((request) => {
-    if (bedrockDown) return { kind: 'reset' };
+    if (bedrockDown) {
+      bedrockResets += 1;
+      return { kind: 'reset' };
+    }
     bedrockInFlight += 1;
     void request.closed.then(() => {
       bedrockInFlight -= 1;
@@ -185,6 +198,8 @@ afterAll(async () => {
 type GatewayObject = { routed_to: string; provider?: string; cost_usd: number };
 type Served = ServedAnswer & { api: string };
 const question = 'What is the capital of France?';
+/** The Messages turns' system prompt, marked as a cache breakpoint. */
+const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'You answer in one sentence.', cache_control: { type: 'ephemeral' } }];
 
 /** OpenAI's usage object as billed usage. */
 function fromOpenAi(usage: OpenAI.CompletionUsage | null | undefined): BilledUsage {
@@ -245,13 +260,13 @@ async function ask(turn: number): Promise<Served> {
       return served('chat-stream', gateway, fromOpenAi(usage));
     }
     case 2: {
-      const message = await anthropic.messages.create({ model: MODEL, max_tokens: 1024, messages: [{ role: 'user', content: question }] }, options);
+      const message = await anthropic.messages.create({ model: MODEL, max_tokens: 1024, system, messages: [{ role: 'user', content: question }] }, options);
       expect(message.content.some((block) => block.type === 'text' && block.text !== '')).toBe(true);
       return served('messages', (message as unknown as { gateway: GatewayObject }).gateway, fromAnthropic(message.usage));
     }
     default: {
       const events = await anthropic.messages.create(
-        { model: MODEL, max_tokens: 1024, messages: [{ role: 'user', content: question }], stream: true },
+        { model: MODEL, max_tokens: 1024, system, messages: [{ role: 'user', content: question }], stream: true },
         options,
       );
       let gateway: GatewayObject | undefined;
@@ -272,7 +287,7 @@ async function ask(turn: number): Promise<Served> {
 
 /** The usage an answer of `provider` on `api` carries, from the provider's fixtures and script. */
 function expectedUsage(answer: Served): BilledUsage {
-  if (answer.provider === 'bedrock') return BEDROCK_USAGE;
+  if (answer.provider === 'bedrock') return answer.api.startsWith('messages') ? BEDROCK_CACHED_USAGE : BEDROCK_USAGE;
   return answer.api.endsWith('stream') ? STREAMED_MESSAGE_USAGE : WHOLE_MESSAGE_USAGE;
 }
 
@@ -295,7 +310,10 @@ describe('one Claude model on Anthropic, Bedrock and Vertex AI', () => {
 
     const anthropicDownAt = await takeDown({ ...anthropicApi, close: () => anthropicUpstream.close() }, 'Anthropic');
     await eventually(() => load.servedBy('bedrock', anthropicDownAt) >= 12, 'Bedrock to answer a dozen once Anthropic is down', 60_000, 50);
-    const bedrockDownAt = await takeDown({ goDown: () => (bedrockDown = true), inFlight: () => bedrockInFlight, close: () => bedrock.close() }, 'Bedrock');
+    const bedrockDownAt = await takeDown(
+      { goDown: () => (bedrockDown = true), inFlight: () => bedrockInFlight, resets: () => bedrockResets, close: () => bedrock.close() },
+      'Bedrock',
+    );
     await eventually(() => load.askedSince(bedrockDownAt) >= 40, '40 answers asked for once Bedrock is down', 60_000, 50);
     await load.stop();
 

@@ -99,17 +99,20 @@ export interface Downable {
   goDown(): void;
   /** Answers it is still sending. */
   inFlight(): number;
+  /** Connections it reset since it went down. */
+  resets(): number;
   /** Stops listening. */
   close(): Promise<void>;
 }
 
 /**
- * Takes an upstream down the way a failing one goes: new connections are reset, the answers
- * already being sent finish, then nothing listens. Resolves with the time (performance.now()) it
- * was down, from which on no answer may come from it.
+ * Takes an upstream down the way a failing one goes: new connections are reset (until some were),
+ * the answers already being sent finish, then nothing listens. Resolves with the time
+ * (performance.now()) it was down, from which on no answer may come from it.
  */
 export async function takeDown(upstream: Downable, name: string): Promise<number> {
   upstream.goDown();
+  await eventually(() => upstream.resets() >= 3, `${name} to reset the connections of 3 requests`, 30_000, 10);
   await eventually(() => upstream.inFlight() === 0, `the answers ${name} was sending to finish`, 10_000, 10);
   await upstream.close();
   return performance.now();
