@@ -5,7 +5,7 @@
  * variables) and on Vertex AI (`vertex-anthropic` at a fake Vertex AI that accepts only tokens its
  * fake metadata server issued to the executor through google-auth-library), each at its own
  * provider's price. Four clients ask without pause, through the official `openai` client (chat
- * completions) and `@anthropic-ai/sdk` (/v1/messages), whole and streamed. Anthropic is taken
+ * completions and Responses) and `@anthropic-ai/sdk` (/v1/messages), whole and streamed. Anthropic is taken
  * down (new connections reset, then nothing listening): the answers keep coming, none from
  * Anthropic; then Bedrock too: every answer comes from Vertex AI. No request fails; each answer
  * names its provider in `gateway.provider` and costs its usage at that provider's prices, to the
@@ -224,7 +224,25 @@ function fromAnthropic(usage: Partial<Anthropic.Usage> | undefined): BilledUsage
   };
 }
 
-/** One answer of the model, by turn: chat completions whole, streamed, then Messages whole, streamed. */
+/**
+ * OpenAI's Responses usage object (input_tokens with the cache reads and writes in it) as billed
+ * usage; the cache writes are the gateway's `input_tokens_details.cache_write_tokens`, as chat
+ * completions' `prompt_tokens_details.cache_write_tokens`.
+ */
+function fromResponses(usage: OpenAI.Responses.ResponseUsage | null | undefined): BilledUsage {
+  const details = usage?.input_tokens_details as { cached_tokens?: number; cache_write_tokens?: number } | undefined;
+  return {
+    prompt_tokens: usage?.input_tokens ?? 0,
+    completion_tokens: usage?.output_tokens ?? 0,
+    cached_tokens: details?.cached_tokens ?? 0,
+    cache_write_tokens: details?.cache_write_tokens ?? 0,
+  };
+}
+
+/** The APIs the drill asks through, by turn: chat completions, Messages and Responses, each whole then streamed. */
+const APIS = ['chat', 'chat-stream', 'messages', 'messages-stream', 'responses', 'responses-stream'] as const;
+
+/** One answer of the model, through the API of the turn (APIS). */
 async function ask(turn: number): Promise<Served> {
   const requestId = `claude-clouds-${randomUUID()}`;
   const startedAt = performance.now();
@@ -237,13 +255,13 @@ async function ask(turn: number): Promise<Served> {
     usage,
     costUsd: gateway?.cost_usd ?? Number.NaN,
   });
-  switch (turn % 4) {
-    case 0: {
+  switch (APIS[turn % APIS.length]) {
+    case 'chat': {
       const answer = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: question }] }, options);
       expect(answer.choices[0]?.message.content).toBeTruthy();
       return served('chat', (answer as unknown as { gateway: GatewayObject }).gateway, fromOpenAi(answer.usage));
     }
-    case 1: {
+    case 'chat-stream': {
       let gateway: GatewayObject | undefined;
       let usage: OpenAI.CompletionUsage | undefined;
       let text = '';
@@ -259,12 +277,12 @@ async function ask(turn: number): Promise<Served> {
       expect(text).toBeTruthy();
       return served('chat-stream', gateway, fromOpenAi(usage));
     }
-    case 2: {
+    case 'messages': {
       const message = await anthropic.messages.create({ model: MODEL, max_tokens: 1024, system, messages: [{ role: 'user', content: question }] }, options);
       expect(message.content.some((block) => block.type === 'text' && block.text !== '')).toBe(true);
       return served('messages', (message as unknown as { gateway: GatewayObject }).gateway, fromAnthropic(message.usage));
     }
-    default: {
+    case 'messages-stream': {
       const events = await anthropic.messages.create(
         { model: MODEL, max_tokens: 1024, system, messages: [{ role: 'user', content: question }], stream: true },
         options,
@@ -281,6 +299,22 @@ async function ask(turn: number): Promise<Served> {
       }
       expect(text).toBeTruthy();
       return served('messages-stream', gateway, fromAnthropic(usage));
+    }
+    case 'responses': {
+      const response = await openai.responses.create({ model: MODEL, input: question, store: false }, options);
+      expect(response.output_text).toBeTruthy();
+      return served('responses', (response as unknown as { gateway: GatewayObject }).gateway, fromResponses(response.usage));
+    }
+    default: {
+      const events = await openai.responses.create({ model: MODEL, input: question, store: false, stream: true }, options);
+      let completed: OpenAI.Responses.Response | undefined;
+      let text = '';
+      for await (const event of events) {
+        if (event.type === 'response.output_text.delta') text += event.delta;
+        if (event.type === 'response.completed') completed = event.response;
+      }
+      expect(text).toBeTruthy();
+      return served('responses-stream', (completed as unknown as { gateway?: GatewayObject } | undefined)?.gateway, fromResponses(completed?.usage));
     }
   }
 }
@@ -300,32 +334,45 @@ describe('one Claude model on Anthropic, Bedrock and Vertex AI', () => {
         `--- bedrock refusals\n${bedrock.refusals.join('\n')}`,
         `--- executor\n${cluster.logs.executor.join('').slice(-6_000)}`,
       ].join('\n');
-    // All three serve while all three are up: the pool balances a model's deployments.
+    /** `condition`, checked while no request has failed: a failure ends the wait with the report. */
+    const untilFailure = (condition: () => boolean) => () => {
+      if (load.failures.length > 0) throw new Error(`a request failed:\n${report()}`);
+      return condition();
+    };
+    /** Whether `provider` answered through every API (whole and streamed) since `since`. */
+    const everyApi = (provider: string, since: number) =>
+      APIS.every((api) => load.answers.some((answer) => answer.startedAt >= since && answer.provider === provider && answer.api === api));
+    // All three serve while all three are up (the pool balances a model's deployments), Anthropic through every API.
     await eventually(
-      () => load.servedBy('anthropic') >= 8 && load.servedBy('bedrock') >= 3 && load.servedBy('vertex-anthropic') >= 3,
+      untilFailure(() => everyApi('anthropic', 0) && load.servedBy('bedrock') >= 3 && load.servedBy('vertex-anthropic') >= 3),
       'the three providers to answer under load',
       60_000,
       50,
     );
 
     const anthropicDownAt = await takeDown({ ...anthropicApi, close: () => anthropicUpstream.close() }, 'Anthropic');
-    await eventually(() => load.servedBy('bedrock', anthropicDownAt) >= 12, 'Bedrock to answer a dozen once Anthropic is down', 60_000, 50);
+    await eventually(
+      untilFailure(() => everyApi('bedrock', anthropicDownAt)),
+      'Bedrock to answer through every API once Anthropic is down',
+      60_000,
+      50,
+    );
     const bedrockDownAt = await takeDown(
       { goDown: () => (bedrockDown = true), inFlight: () => bedrockInFlight, resets: () => bedrockResets, close: () => bedrock.close() },
       'Bedrock',
     );
-    await eventually(() => load.askedSince(bedrockDownAt) >= 40, '40 answers asked for once Bedrock is down', 60_000, 50);
+    await eventually(
+      untilFailure(() => everyApi('vertex-anthropic', bedrockDownAt) && load.askedSince(bedrockDownAt) >= 40),
+      'Vertex AI to answer 40 requests through every API once Bedrock is down',
+      60_000,
+      50,
+    );
     await load.stop();
 
     expect(load.failures, report()).toEqual([]);
     expect(load.servedBy('anthropic', anthropicDownAt)).toBe(0);
     expect(load.servedBy('bedrock', bedrockDownAt)).toBe(0);
     expect(load.servedBy('vertex-anthropic', bedrockDownAt)).toBe(load.askedSince(bedrockDownAt));
-    // Every API, whole and streamed, was answered by each provider.
-    for (const provider of Object.keys(PRICES))
-      expect(new Set(load.answers.filter((answer) => answer.provider === provider).map((answer) => answer.api))).toEqual(
-        new Set(['chat', 'chat-stream', 'messages', 'messages-stream']),
-      );
     for (const answer of load.answers)
       expect({ id: answer.requestId, provider: answer.provider, usage: answer.usage }).toEqual({
         id: answer.requestId,
