@@ -140,7 +140,8 @@ export function expectPricedByProvider(load: Load<ServedAnswer>, pricing: (provi
 
 /**
  * Waits until /v1/usage (grouped by model) counts every answer of `model`, and checks that its cost
- * is the sum of the answers' costs, each at its provider's prices; then that the key's latest
+ * is the sum of the answers' costs, each at its provider's prices, and its token counts the sums
+ * of the answers' (plain, cache reads and writes, output); then that the key's latest
  * requests (metering keeps 20) name the provider that served each one and its cost.
  */
 export async function expectMeteredByProvider(options: {
@@ -167,6 +168,18 @@ export async function expectMeteredByProvider(options: {
     200,
   );
   expect(row.cost_pico_usd).toBe(total.toString());
+  const sum = (count: (usage: BilledUsage) => number | undefined) => answers.reduce((tokens, answer) => tokens + (count(answer.usage) ?? 0), 0);
+  expect({
+    prompt_tokens: row.prompt_tokens,
+    completion_tokens: row.completion_tokens,
+    cached_tokens: row.cached_tokens,
+    cache_write_tokens: row.cache_write_tokens,
+  }).toEqual({
+    prompt_tokens: sum((usage) => usage.prompt_tokens),
+    completion_tokens: sum((usage) => usage.completion_tokens),
+    cached_tokens: sum((usage) => usage.cached_tokens),
+    cache_write_tokens: sum((usage) => usage.cache_write_tokens),
+  });
   const recent = (await (await fetch(`${origin}/admin/v1/requests?limit=200`, { headers: { authorization: `Bearer ${options.adminToken}` } })).json()) as {
     data: Array<{ request_id: string; provider: string; cost_usd: number }>;
   };
