@@ -255,14 +255,11 @@ async function ask(turn: number): Promise<Served> {
   const requestId = `claude-clouds-${randomUUID()}`;
   const startedAt = performance.now();
   const options = { headers: { 'x-request-id': requestId } };
-  const served = (api: string, gateway: GatewayObject | undefined, usage: BilledUsage): Served => ({
-    requestId,
-    startedAt,
-    api,
-    provider: gateway?.provider ?? 'none',
-    usage,
-    costUsd: gateway?.cost_usd ?? Number.NaN,
-  });
+  const served = (api: string, gateway: GatewayObject | undefined, usage: BilledUsage): Served => {
+    // The model asked for answered, whichever of its deployments served it.
+    if (gateway?.routed_to !== MODEL) throw new Error(`${api} answer ${requestId} routed to ${gateway?.routed_to}, not ${MODEL}`);
+    return { requestId, startedAt, api, provider: gateway.provider ?? 'none', usage, costUsd: gateway.cost_usd };
+  };
   switch (APIS[turn % APIS.length]) {
     case 'chat': {
       const answer = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: question }] }, options);
