@@ -6,11 +6,10 @@
  * tools of the request (Codex has offered `shell` with an argv array, `shell_command` with a string
  * and `exec_command` with `cmd` across versions; Claude Code offers `Bash` with a `command`
  * string), so the script follows the installed CLI. The same script speaks Anthropic's Messages
- * API (streamed events or whole) for a Claude model, at Anthropic's path or at Vertex AI's
- * rawPredict and streamRawPredict, and thinks as Claude does when the request turns thinking on
- * (Claude Code sends `thinking: {type: "adaptive"}`): its tool call comes after a signed thinking
- * block, and a later request whose tool-use turn lacks that block first is refused with
- * Anthropic's 400 (anthropic-thinking-upstream.ts).
+ * API (streamed events or whole) for a Claude model, and thinks as Claude does when the request
+ * turns thinking on (Claude Code sends `thinking: {type: "adaptive"}`): its tool call comes after
+ * a signed thinking block, and a later request whose tool-use turn lacks that block first is
+ * refused with Anthropic's 400 (anthropic-thinking-upstream.ts).
  */
 import type { ServerResponse } from 'node:http';
 import type { ReceivedRequest, Responder } from '@gateway/testing';
@@ -64,7 +63,7 @@ interface ScriptedAnswer {
 /** A provider's wire: what the script reads from a request and how an answer is written. */
 interface ModelWire {
   /** The path of the provider's generation endpoint. */
-  path: RegExp;
+  path: string;
   tools(body: Record<string, unknown>): OfferedTool[];
   /** The text of the output of the script's tool call, when the request carries it. */
   toolOutput(body: Record<string, unknown>): string | undefined;
@@ -103,7 +102,7 @@ function writeEvents(response: ServerResponse, events: ReadonlyArray<{ event?: s
 
 /** OpenAI's chat completions, as the executor calls an openai-compatible upstream. */
 const CHAT_COMPLETIONS: ModelWire = {
-  path: /\/chat\/completions$/,
+  path: '/chat/completions',
   tools: (body) =>
     ((body.tools ?? []) as Array<{ function?: { name?: string; parameters?: { properties?: OfferedTool['properties'] } } }>).map((tool) => ({
       name: tool.function?.name ?? '',
@@ -142,7 +141,7 @@ const CHAT_COMPLETIONS: ModelWire = {
 
 /** Anthropic's Messages API, streamed (Messages SSE) or whole. */
 const ANTHROPIC_MESSAGES: ModelWire = {
-  path: /\/v1\/messages$/,
+  path: '/v1/messages',
   tools: (body) =>
     ((body.tools ?? []) as Array<{ name?: string; input_schema?: { properties?: OfferedTool['properties'] } }>).map((tool) => ({
       name: tool.name ?? '',
@@ -203,7 +202,7 @@ const ANTHROPIC_MESSAGES: ModelWire = {
 /** The scripted model on a wire, as a fake upstream's responder. */
 function scriptedModel(wire: ModelWire, options: ScriptOptions): Responder {
   return (request, response) => {
-    if (!wire.path.test(request.path)) {
+    if (!request.path.endsWith(wire.path)) {
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
       return;
     }
@@ -242,13 +241,4 @@ export function chatCompletionsModel(options: ScriptOptions): Responder {
 /** The scripted model speaking Anthropic's Messages API. */
 export function anthropicMessagesModel(options: ScriptOptions): Responder {
   return scriptedModel(ANTHROPIC_MESSAGES, options);
-}
-
-/**
- * The scripted model speaking Anthropic's Messages API as Vertex AI serves Claude: at a publisher
- * model's rawPredict and streamRawPredict (put vertexGate of @gateway/testing in front of it for
- * Vertex's checks of the token and body).
- */
-export function vertexAnthropicModel(options: ScriptOptions): Responder {
-  return scriptedModel({ ...ANTHROPIC_MESSAGES, path: /\/publishers\/anthropic\/models\/[^/:]+:(rawPredict|streamRawPredict)$/ }, options);
 }

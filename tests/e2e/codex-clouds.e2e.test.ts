@@ -17,7 +17,7 @@ import { startFakeBedrock, startFakeGoogleAuth, vertexGate, type FakeBedrock, ty
 import { bedrockClaude } from './bedrock-claude-upstream.js';
 import { awsKeysEnv, metadataServerEnv } from './cloud-credentials.js';
 import { startCliBackend, type CliBackend } from './cli-backend.js';
-import { vertexAnthropicModel } from './codex-cli-upstream.js';
+import { anthropicMessagesModel, type ScriptOptions } from './codex-cli-upstream.js';
 import { expectCodexRunsTheShellTool } from './codex-exec.js';
 
 const REGION = 'us-east-1';
@@ -71,6 +71,12 @@ afterAll(async () => {
   for (const path of temporary) rmSync(path, { recursive: true, force: true });
 });
 
+/** The scripted Claude model behind Vertex AI: rawPredict / streamRawPredict, checked as Vertex does, then the Messages script. */
+function vertexMessagesModel(options: ScriptOptions): Responder {
+  const messages = anthropicMessagesModel(options);
+  return vertexGate(google, (request, response) => messages({ ...request, path: '/v1/messages' }, response));
+}
+
 /** Answers 404: the fake upstream is not the model while Bedrock plays it. */
 const notTheModel: Responder = (_request, response) => {
   response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"Bedrock plays the model in this test"}}');
@@ -103,7 +109,7 @@ describe('the Codex CLI on a Claude model a cloud serves', () => {
   });
 
   it('does the same with a Vertex-served Claude, streamed from streamRawPredict on a metadata-server token', async () => {
-    await expectCodexRunsTheShellTool(backend, temporary, 'vertex-claude', (options) => vertexGate(google, vertexAnthropicModel(options)), {
+    await expectCodexRunsTheShellTool(backend, temporary, 'vertex-claude', vertexMessagesModel, {
       check: (task, report) =>
         expect(
           backend.upstream.requests.slice(task.firstUpstreamRequest).map((request) => request.path),
