@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro, type Pricing } from '@gateway/catalog';
+import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
 import {
   azureOpenAi,
   eventually,
@@ -26,9 +26,17 @@ import {
   type FakeUpstream,
   type Responder,
 } from '@gateway/testing';
-import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
 import { fixture, providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import {
+  expectMeteredByProvider,
+  expectPricedByProvider,
+  pricesYaml as formatPrices,
+  pricingFromUsd,
+  startLoad,
+  takeDown,
+  type ServedAnswer,
+} from './provider-failover-drill.js';
 
 const OPENAI_KEY_VARIABLE = 'FAKE_OPENAI_API_KEY';
 const AZURE_KEY_VARIABLE = 'FAKE_AZURE_OPENAI_API_KEY';
@@ -50,20 +58,10 @@ let client: OpenAI;
 /** While true, the OpenAI upstream resets every new request's connection before answering. */
 let openaiDown = false;
 let openaiInFlight = 0;
+let openaiResets = 0;
 
-function pricingOf(provider: ServingProvider): Pricing {
-  const prices = PRICES[provider];
-  return {
-    input_micro_usd_per_mtok: usdPerMtokToMicro(prices.input),
-    cached_input_micro_usd_per_mtok: usdPerMtokToMicro(prices.cached_input),
-    output_micro_usd_per_mtok: usdPerMtokToMicro(prices.output),
-  };
-}
-
-const pricesYaml = (provider: ServingProvider) => {
-  const prices = PRICES[provider];
-  return `{ input: "${prices.input}", cached_input: "${prices.cached_input}", output: "${prices.output}" }`;
-};
+const pricingOf = (provider: string) => pricingFromUsd(PRICES[provider as ServingProvider]);
+const pricesYaml = (provider: ServingProvider) => formatPrices(PRICES[provider]);
 
 function azureEntry(id: string, upstream: string): string {
   return `  - id: ${id}
@@ -130,6 +128,7 @@ const azureAnswers: Responder = (request, response) => {
 /** OpenAI's answers, until it is taken down: then every new request's connection is reset before any byte. */
 const openaiAnswers: Responder = async (request, response) => {
   if (openaiDown) {
+    openaiResets += 1;
     response.socket?.destroy();
     return;
   }
@@ -276,26 +275,16 @@ describe('an Azure OpenAI model through the gateway', () => {
 
 describe('one model served by two providers', () => {
   it('keeps answering from Azure with no failed request when the OpenAI upstream is taken down under load, each answer priced by its provider', async () => {
-    type Served = {
-      requestId: string;
-      startedAt: number;
-      provider: ServingProvider;
-      usage: { prompt_tokens: number; completion_tokens: number; cached_tokens: number };
-      costUsd: number;
-    };
-    const answers: Served[] = [];
-    const failures: unknown[] = [];
-    let stopping = false;
-    const ask = async (stream: boolean): Promise<Served> => {
+    const ask = async (turn: number): Promise<ServedAnswer> => {
       const requestId = `clouds-${randomUUID()}`;
       const startedAt = performance.now();
       const options = { headers: { 'x-request-id': requestId } };
-      if (!stream) {
+      if (turn % 2 === 0) {
         const answer = (await client.chat.completions.create({ model: 'gpt-4o-clouds', messages: hello() }, options)) as Answer;
         return {
           requestId,
           startedAt,
-          provider: answer.gateway.provider as ServingProvider,
+          provider: answer.gateway.provider ?? 'none',
           usage: { ...answer.usage!, cached_tokens: answer.usage?.prompt_tokens_details?.cached_tokens ?? 0 },
           costUsd: answer.gateway.cost_usd,
         };
@@ -313,7 +302,7 @@ describe('one model served by two providers', () => {
       return {
         requestId,
         startedAt,
-        provider: gateway?.provider as ServingProvider,
+        provider: gateway?.provider ?? 'none',
         usage: {
           prompt_tokens: usage?.prompt_tokens ?? 0,
           completion_tokens: usage?.completion_tokens ?? 0,
@@ -322,63 +311,24 @@ describe('one model served by two providers', () => {
         costUsd: gateway?.cost_usd ?? Number.NaN,
       };
     };
-    const worker = async (offset: number) => {
-      for (let turn = offset; !stopping; turn += 1) {
-        try {
-          answers.push(await ask(turn % 2 === 1));
-        } catch (error) {
-          failures.push(error);
-        }
-      }
-    };
-    const workers = [0, 1, 2, 3].map((offset) => worker(offset));
-    const servedBy = (provider: ServingProvider, since = 0) => answers.filter((answer) => answer.startedAt >= since && answer.provider === provider).length;
-    const askedSince = (since: number) => answers.filter((answer) => answer.startedAt >= since).length;
+    const load = startLoad(4, ask);
 
     // Both providers serve while both are up.
-    await eventually(() => servedBy('openai-compatible') >= 8 && servedBy('azure') >= 3, 'both providers to answer under load', 30_000, 50);
+    await eventually(() => load.servedBy('openai-compatible') >= 8 && load.servedBy('azure') >= 3, 'both providers to answer under load', 30_000, 50);
     // OpenAI goes down: new connections are reset, answers already running finish, then nothing listens.
-    openaiDown = true;
-    await eventually(() => openaiInFlight === 0, 'the answers OpenAI was sending to finish', 10_000, 10);
-    await openai.close();
-    const downAt = performance.now();
-    await eventually(() => askedSince(downAt) >= 40, '40 answers asked for once OpenAI is down', 60_000, 50);
-    stopping = true;
-    await Promise.all(workers);
-
-    expect(failures).toEqual([]);
-    expect(servedBy('openai-compatible', downAt)).toBe(0);
-    expect(servedBy('azure', downAt)).toBe(askedSince(downAt));
-    const expectedPico = (answer: Served) => costPicoUsd(pricingOf(answer.provider), answer.usage);
-    for (const answer of answers)
-      expect({ id: answer.requestId, cost: answer.costUsd }).toEqual({ id: answer.requestId, cost: picoUsdToUsd(expectedPico(answer)) });
-
-    // The latest requests say which provider served each one and what it cost; /v1/usage sums them.
-    const origin = cluster.baseUrl.replace(/\/v1$/, '');
-    const total = answers.reduce((sum, answer) => sum + expectedPico(answer), 0n);
-    const start = Math.floor(Date.now() / 1000) - 3_600;
-    const row = await eventually(
-      async () => {
-        const response = await fetch(`${origin}/v1/usage?start=${start}&bucket=day&group_by=model`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
-        const page = (await response.json()) as { data: Array<{ results: UsageResult[] }> };
-        const found = page.data.flatMap((bucket) => bucket.results).find((entry) => entry.model === 'gpt-4o-clouds');
-        return found?.requests === answers.length && found;
-      },
-      `the ${answers.length} answers of gpt-4o-clouds to be metered`,
-      30_000,
-      200,
+    const downAt = await takeDown(
+      { goDown: () => (openaiDown = true), inFlight: () => openaiInFlight, resets: () => openaiResets, close: () => openai.close() },
+      'OpenAI',
     );
-    expect(row.cost_pico_usd).toBe(total.toString());
-    const recent = (await (await fetch(`${origin}/admin/v1/requests?limit=200`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
-      data: Array<{ request_id: string; provider: string; cost_usd: number }>;
-    };
-    // Metering keeps a key's latest 20 requests: each names the provider that served it, at its price.
-    const byRequest = new Map(answers.map((answer) => [answer.requestId, answer]));
-    const listed = recent.data.filter((entry) => byRequest.has(entry.request_id));
-    expect(listed).toHaveLength(20);
-    for (const entry of listed) {
-      const answer = byRequest.get(entry.request_id)!;
-      expect(entry).toMatchObject({ provider: answer.provider, cost_usd: picoUsdToUsd(expectedPico(answer)) });
-    }
+    await eventually(() => load.askedSince(downAt) >= 40, '40 answers asked for once OpenAI is down', 60_000, 50);
+    await load.stop();
+
+    expect(load.failures).toEqual([]);
+    expect(load.servedBy('openai-compatible', downAt)).toBe(0);
+    expect(load.servedBy('azure', downAt)).toBe(load.askedSince(downAt));
+    // Each answer is priced by its provider; the latest requests say which provider served each
+    // one and what it cost; /v1/usage sums them.
+    expectPricedByProvider(load, pricingOf);
+    await expectMeteredByProvider({ cluster, adminToken: ADMIN_TOKEN, model: 'gpt-4o-clouds', load, pricing: pricingOf });
   });
 });

@@ -79,7 +79,9 @@ export type BedrockReply =
       readonly message: string;
       readonly headers?: Readonly<Record<string, string>>;
     }
-  | { readonly kind: 'silent' };
+  | { readonly kind: 'silent' }
+  /** The connection reset before any byte of the answer, as a crashing endpoint or a proxy in front of it does. */
+  | { readonly kind: 'reset' };
 
 /** A started fake Bedrock. */
 export interface FakeBedrock {
@@ -448,6 +450,9 @@ export async function startFakeBedrock(options: {
     const requestId = randomBytes(16).toString('hex');
     switch (reply.kind) {
       case 'silent':
+        return;
+      case 'reset':
+        incoming.socket.resetAndDestroy();
         return;
       case 'error':
         return sendError(response, reply.status, reply.errorType, reply.message, reply.headers);

@@ -26,13 +26,19 @@ export function statusOf(finish: string | null): { status: 'completed' | 'incomp
   return { status: 'completed', incomplete_details: null };
 }
 
-/** The Responses usage object. */
+/**
+ * The Responses usage object. `input_tokens_details.cache_write_tokens` (the input tokens written
+ * to the provider's cache, which the cost prices apart) is added only when the provider wrote
+ * some, as in chat completions' usage (usageJson): without it a caller could not tell from the
+ * usage what the cost is made of, and an answer without cache writes keeps OpenAI's exact shape.
+ */
 export function responseUsage(usage: UsageOutput | undefined | null) {
   const input = usage?.prompt_tokens ?? 0;
   const output = usage?.completion_tokens ?? 0;
+  const cacheWrites = usage?.cache_write_tokens ?? 0;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0 },
+    input_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0, ...(cacheWrites > 0 ? { cache_write_tokens: cacheWrites } : {}) },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: usage?.reasoning_tokens ?? 0 },
     total_tokens: usage?.total_tokens || input + output,

@@ -65,6 +65,22 @@ describe('the Responses wire', () => {
     expect(body.output[1].id).toMatch(/^fc_/);
   });
 
+  it("says the input tokens written to the provider's cache in input_tokens_details.cache_write_tokens, only when there are some", () => {
+    const answer = (usage: Record<string, number>) =>
+      ({ choices: [{ index: 0, message: { content: 'Paris.' }, finish_reason: 'FINISH_REASON_STOP' }], usage }) as unknown as ChatResponseOutput;
+    const written = JSON.parse(
+      responsesWire.renderWhole(
+        completionOf({ input: 'Capital of France?' }),
+        answer({ prompt_tokens: 2160, completion_tokens: 15, total_tokens: 2175, cached_tokens: 2048, cache_write_tokens: 100 }),
+      ),
+    );
+    expect(written.usage).toMatchObject({ input_tokens: 2160, input_tokens_details: { cached_tokens: 2048, cache_write_tokens: 100 } });
+    const none = JSON.parse(
+      responsesWire.renderWhole(completionOf({ input: 'Capital of France?' }), answer({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 })),
+    );
+    expect(none.usage.input_tokens_details).toEqual({ cached_tokens: 0 });
+  });
+
   it('marks an answer cut at max_output_tokens incomplete', () => {
     const response = {
       choices: [{ index: 0, message: { content: 'Rivers are' }, finish_reason: 'FINISH_REASON_LENGTH' }],

@@ -1,0 +1,28 @@
+/**
+ * The environment a cluster's executor gets its cloud credentials from in the end-to-end tests, as
+ * a team sets it: AWS's long-lived keys in the variables AWS's credential chain reads first, and
+ * Vertex AI's Application Default Credentials from a (fake) metadata server, as on GKE. Nothing of
+ * the machine's own AWS or gcloud setup is read.
+ */
+import { join } from 'node:path';
+import type { FakeAwsCredentials, FakeGoogleAuth } from '@gateway/testing';
+
+/** AWS keys for Bedrock in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; config files looked for in the empty `directory`, no instance metadata. */
+export function awsKeysEnv(credentials: FakeAwsCredentials, region: string, directory: string): Record<string, string> {
+  return {
+    AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    AWS_REGION: region,
+    AWS_CONFIG_FILE: join(directory, 'config'),
+    AWS_SHARED_CREDENTIALS_FILE: join(directory, 'credentials'),
+    AWS_EC2_METADATA_DISABLED: 'true',
+  };
+}
+
+/**
+ * Vertex AI credentials `default` (Application Default Credentials) in `variable`, the catalog's
+ * api_key_env, answered by the fake metadata server; gcloud's own are looked for in the empty `directory`.
+ */
+export function metadataServerEnv(google: FakeGoogleAuth, variable: string, directory: string): Record<string, string> {
+  return { [variable]: 'default', GCE_METADATA_HOST: google.metadataHost, GOOGLE_APPLICATION_CREDENTIALS: '', CLOUDSDK_CONFIG: directory };
+}
