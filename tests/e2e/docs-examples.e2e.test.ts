@@ -52,7 +52,8 @@ function examples(): Example[] {
       const language = match[2]!;
       const line = text.slice(0, match.index).split('\n').length + 1;
       const where = `${relative(ROOT, file)}:${line}`;
-      const normalized = language === 'sh' || language === 'bash' ? 'sh' : language === 'ts' || language === 'js' || language === 'typescript' ? 'ts' : undefined;
+      const normalized =
+        language === 'sh' || language === 'bash' ? 'sh' : language === 'ts' || language === 'js' || language === 'typescript' ? 'ts' : undefined;
       if (!normalized) throw new Error(`${where}: a runnable example in ${language}, which this test cannot run`);
       found.push({ where, language: normalized, code: match[3]!, ...(match[1] ? { prints: match[1] } : {}) });
     }
@@ -112,5 +113,6 @@ describe('the documentation examples', () => {
     const output = `exit ${result.code}\n--- stdout\n${result.stdout.slice(0, 4000)}\n--- stderr\n${result.stderr.slice(0, 4000)}`;
     expect(result.code, output).toBe(0);
     if (example.prints !== undefined) expect(result.stdout, output).toContain(example.prints);
-  });
+    // An example that starts tsx and a client on a loaded machine: generous, as the wait it is.
+  }, 120_000);
 });
