@@ -2,10 +2,12 @@
  * The documentation's examples against a running gateway, so that no page drifts from the code:
  * every fenced block of docs/ and of the root README that a `<!-- example: run -->` comment
  * precedes is run (shell with bash, TypeScript and JavaScript with tsx) with `GATEWAY_URL` (the
- * edge's origin) and `GATEWAY_KEY` (an API key) naming a cluster started for the test. Each must
+ * edge's origin), `GATEWAY_KEY` (an API key) and `GATEWAY_ADMIN_TOKEN` (the admin API's token) naming
+ * a cluster started for the test. Each must
  * exit 0 and, where its marker says `<!-- example: run, prints: TEXT -->`, print TEXT.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,8 +92,10 @@ describe('the documentation examples', () => {
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
-    cluster = await startCluster({ plan: 'pro' });
-    env = { ...process.env, GATEWAY_URL: cluster.baseUrl.replace(/\/v1$/, ''), GATEWAY_KEY: cluster.apiKey };
+    // The admin API on, with a token of the cluster's own, as scripts/start.sh turns it on.
+    const adminToken = randomBytes(32).toString('base64url');
+    cluster = await startCluster({ plan: 'pro', env: { EDGE_ADMIN_TOKEN: adminToken } });
+    env = { ...process.env, GATEWAY_URL: cluster.baseUrl.replace(/\/v1$/, ''), GATEWAY_KEY: cluster.apiKey, GATEWAY_ADMIN_TOKEN: adminToken };
     // The SDKs' own variables are the page's to set: none leaks in from the developer's shell.
     for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']) delete env[name];
   });
