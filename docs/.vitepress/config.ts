@@ -109,6 +109,7 @@ export default defineConfig({
         text: 'Operations',
         items: [
           { text: 'Running and scaling', link: '/operations' },
+          { text: 'Request log', link: '/operations#request-log' },
           { text: 'Alerts and runbooks', link: '/runbooks/README' },
           { text: 'Redis keyspace', link: '/keyspace' },
           { text: 'Performance', link: '/performance' },
