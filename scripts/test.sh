@@ -2,8 +2,8 @@
 # The project's whole test run, as CI runs it (.ci/run) and as a developer runs it:
 # installs pnpm when missing, installs and builds the workspace, makes sure Redis and NATS answer
 # (scripts/dependencies.sh: reuses running ones, else starts its own), checks the deployment
-# manifests, runs Biome (format and lint), the type checker (tests included) and buf (lint,
-# breaking) over the code and the contracts,
+# manifests, builds the documentation site (docs/, failing on a dead link), runs Biome (format and
+# lint), the type checker (tests included) and buf (lint, breaking) over the code and the contracts,
 # then `pnpm test` (vitest: unit, integration and e2e projects), then the suites that
 # touch Redis or carry usage events again against a Redis Cluster and a three-node NATS cluster
 # (scripts/with-clusters.mjs), then the unit and integration projects again on Node 22 LTS (the
@@ -11,7 +11,7 @@
 # GATEWAY_SKIP_NODE22=1 on a machine without the registry). The web console's end-to-end test
 # drives Debian's Chromium (installed with apt-get when missing and we are root; CHROMIUM_PATH
 # names another Chromium executable).
-# Exit code: the tests' (non-zero as well when the manifests, image or static checks fail).
+# Exit code: the tests' (non-zero as well when the manifests, image, documentation or static checks fail).
 # Dependencies this run had to start itself are stopped again at the end.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -59,6 +59,12 @@ if ! command -v promtool >/dev/null 2>&1; then
 fi
 gateway_log "node scripts/check-manifests.mjs"
 node scripts/check-manifests.mjs || manifests_status=$?
+
+# The documentation site (VitePress over docs/): its build fails on a dead link, to one of its pages
+# or (checked by docs/.vitepress/config.ts) to a file of the repository, the root README's included.
+docs_status=0
+gateway_log "pnpm docs:build"
+pnpm docs:build >&2 || docs_status=$?
 
 # Format, lint, types and contracts: Biome over the TypeScript, JSON and the console (biome.json), buf
 # lint over proto/ (buf.yaml: every element commented), and buf breaking against the contracts of
@@ -129,6 +135,10 @@ fi
 if ((tests_status == 0 && manifests_status != 0)); then
   gateway_fail "the tests passed but the manifests check failed"
   exit "$manifests_status"
+fi
+if ((tests_status == 0 && docs_status != 0)); then
+  gateway_fail "the tests passed but the documentation site does not build (pnpm docs:build)"
+  exit "$docs_status"
 fi
 if ((tests_status == 0 && static_status != 0)); then
   gateway_fail "the tests passed but the format, lint or proto checks failed"

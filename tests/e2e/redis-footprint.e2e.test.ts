@@ -1,5 +1,5 @@
 /**
- * What the gateway keeps in Redis, against the figures the README states: a fixed record per API
+ * What the gateway keeps in Redis, against the figures docs/operations.md states ("What Redis holds"): a fixed record per API
  * key, a rate-limit entry per request for the one-minute window, and a de-duplication record per
  * usage event until metering's consumer has acknowledged it (plus the retention, here 0). Nothing
  * is kept per request for longer, and no key is named after a request.
@@ -10,7 +10,7 @@ import { connectRedis, keysMatching, type RedisClient } from '@gateway/redis';
 import { eventually } from '@gateway/testing';
 import { meteredUsage, startCluster, type Cluster } from './cluster.js';
 
-/** The figures of the README's "Redis per request and per key" table, which this test holds. */
+/** The bounds of the "What Redis holds" table in docs/operations.md, which this test holds. */
 const MAX_BYTES_PER_KEY = 1_024;
 const MAX_WINDOW_BYTES_PER_REQUEST = 600;
 const MAX_DEDUP_BYTES_PER_EVENT = 200;

@@ -6,7 +6,7 @@
  * becomes the Messages index it was translated from, `max_tokens` stays `max_tokens`).
  *
  * Claude Code must work as it is, so what an upstream cannot use is translated or dropped, never
- * refused (the rules, as the root README documents them):
+ * refused (the rules, as docs/messages.md documents them):
  * - `system` (a string or text blocks) and any `system`-role message inside `messages` are folded,
  *   in order, into one leading system message: its text (the blocks joined by a blank line), or,
  *   when a block carries a cache breakpoint, one text part per block so that each breakpoint stays
