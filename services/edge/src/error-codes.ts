@@ -49,6 +49,8 @@ export const EDGE_ERROR_CODES = Object.freeze({
   // The Responses API's references to stored state: a previous response, an item.
   previous_response_not_found: BAD_REQUEST,
   item_not_found: BAD_REQUEST,
+  // A compaction item the gateway did not make (Codex sends back the ones it did).
+  invalid_compaction: BAD_REQUEST,
   // `auto` or a fallback chain with no model the key's allow-lists let it use.
   no_allowed_model: BAD_REQUEST,
   // The URL and the method.
