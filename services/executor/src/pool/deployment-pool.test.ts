@@ -58,6 +58,37 @@ describe('DeploymentPool', () => {
     expect(picks.map((deployment) => deployment.id)).toEqual(['1:http://second.test', '1:http://second.test', '1:http://second.test', '0:http://primary.test']);
   });
 
+  it('tries a deployment that was slow once again after a while without requests, and keeps it if it is fast now', () => {
+    let now = 1_000_000;
+    const pool = new DeploymentPool([model], { [TEST_KEY_ENV]: 'sk-test' }, DEFAULT_BREAKER, () => now);
+    const [primary, second] = pool.deploymentsOf(model.id);
+    const served = () => {
+      const deployment = pool.pick(model.id)!;
+      deployment.outstanding -= 1;
+      deployment.breaker.success();
+      return deployment;
+    };
+    second!.observeLatency(1_000);
+    primary!.observeLatency(100);
+    // One request at a time, the fast primary answering in 100 ms: the second gets none at first...
+    const picks: string[] = [];
+    for (let second = 0; second < 60; second += 1) {
+      now += 1_000;
+      const deployment = served();
+      picks.push(deployment.id);
+      deployment.observeLatency(deployment === primary ? 100 : 50);
+    }
+    expect(picks.slice(0, 10).every((id) => id === primary!.id)).toBe(true);
+    // ...until its one slow figure has faded below the primary's; measured at 50 ms, it takes most
+    // of the traffic from then on (the primary, now idle, is tried again now and then).
+    const firstRetry = picks.indexOf(second!.id);
+    expect(firstRetry).toBeGreaterThan(10);
+    expect(firstRetry).toBeLessThan(45);
+    const after = picks.slice(firstRetry);
+    expect(after.filter((id) => id === second!.id).length).toBeGreaterThanOrEqual(after.length * 0.8);
+    pool.dispose();
+  });
+
   it('skips a deployment whose breaker is open, avoids ones that failed this request, and reports health', () => {
     const pool = poolOf();
     const [primary, second] = pool.deploymentsOf(model.id);

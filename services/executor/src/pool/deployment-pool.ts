@@ -2,8 +2,10 @@
  * Every deployment of every model this executor serves, each with its breaker, its measured time
  * to first byte (an exponentially weighted moving average) and its count of outstanding requests.
  * `pick` balances a model's usable deployments by expected wait: EWMA x (outstanding + 1), so a
- * slower or busier deployment gets fewer requests and an unmeasured one is tried first. The pool
- * also builds this replica's DeploymentHealthReport for the router.
+ * slower or busier deployment gets fewer requests and an unmeasured one is tried first. A
+ * measurement fades while its deployment gets no request (halved every LATENCY_HALF_LIFE_MS), so
+ * a deployment that was slow once is tried again and measured anew rather than left without
+ * traffic for good. The pool also builds this replica's DeploymentHealthReport for the router.
  */
 import type { CatalogDeployment, CatalogModel, Upstream } from '@gateway/catalog';
 import type { DeploymentHealth } from '@gateway/proto';
@@ -11,6 +13,13 @@ import { DeploymentBreaker, type BreakerOptions, type Clock } from './deployment
 
 /** Weight of the newest sample in the latency average: about the last 10 requests count. */
 const EWMA_WEIGHT = 0.2;
+/**
+ * How fast a deployment's measured latency fades while it gets no request: halved every 10 s. A
+ * deployment that answered 10 times slower than another once gets a request again within about
+ * 35 s of no traffic (sooner when the other is busy), and a deployment in use is measured far more
+ * often than this, so its figure is its recent latency.
+ */
+export const LATENCY_HALF_LIFE_MS = 10_000;
 
 /** One deployment: a model at one upstream. */
 export class Deployment {
@@ -24,12 +33,16 @@ export class Deployment {
    * are directives written in the request, so they are neither retried nor held against it.
    */
   readonly inProcess: boolean;
-  /** Average time to first byte in ms; undefined until measured. */
+  /** Average time to first byte in ms as last measured; undefined until measured. */
   latencyMs: number | undefined;
   outstanding = 0;
+  /** When latencyMs was last measured (the clock's ms). */
+  private measuredAt = 0;
+  private readonly clock: Clock;
 
   constructor(model: CatalogModel, index: number, options: BreakerOptions, clock: Clock) {
     this.model = model;
+    this.clock = clock;
     this.inProcess = model.provider === 'simulated';
     this.id = this.inProcess ? `${index}:in-process` : `${index}:${originOf(model.upstream)}`;
     this.breaker = new DeploymentBreaker(options, clock);
@@ -37,12 +50,22 @@ export class Deployment {
 
   /** Records one time to first byte. */
   observeLatency(ms: number): void {
-    this.latencyMs = this.latencyMs === undefined ? ms : this.latencyMs + EWMA_WEIGHT * (ms - this.latencyMs);
+    const now = this.clock();
+    const previous = this.latencyAt(now);
+    this.latencyMs = previous === undefined ? ms : previous + EWMA_WEIGHT * (ms - previous);
+    this.measuredAt = now;
   }
 
-  /** The expected wait of one more request here; lower is better. */
-  get cost(): number {
-    return (this.latencyMs ?? 0) * (this.outstanding + 1) + this.outstanding;
+  /** The measured latency faded by the time since it was measured; undefined until measured. */
+  latencyAt(now: number): number | undefined {
+    if (this.latencyMs === undefined) return undefined;
+    const idle = Math.max(0, now - this.measuredAt);
+    return idle === 0 ? this.latencyMs : this.latencyMs * 0.5 ** (idle / LATENCY_HALF_LIFE_MS);
+  }
+
+  /** The expected wait of one more request here at `now`; lower is better. */
+  costAt(now: number): number {
+    return (this.latencyAt(now) ?? 0) * (this.outstanding + 1) + this.outstanding;
   }
 }
 
@@ -144,7 +167,8 @@ export class DeploymentPool {
    */
   pick(modelId: string, avoid: ReadonlySet<Deployment> = new Set()): Deployment | undefined {
     const deployments = this.deploymentsOf(modelId);
-    const ordered = [...deployments].sort((a, b) => (avoid.has(a) ? 1 : 0) - (avoid.has(b) ? 1 : 0) || a.cost - b.cost || Math.random() - 0.5);
+    const now = this.clock();
+    const ordered = [...deployments].sort((a, b) => (avoid.has(a) ? 1 : 0) - (avoid.has(b) ? 1 : 0) || a.costAt(now) - b.costAt(now) || Math.random() - 0.5);
     for (const deployment of ordered) {
       if (deployment.breaker.tryAcquire()) {
         deployment.outstanding += 1;
