@@ -217,9 +217,9 @@ export class CompletionPipeline {
       // A request that reached a model and failed (or whose caller left) is metered too: a
       // request with no usage, counted among the key's errors unless it was cancelled.
       const cancelled = signal.aborted;
-      completion.errorCode = cancelled
-        ? undefined
-        : (toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error');
+      const requestError = cancelled ? undefined : toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
+      completion.errorCode = requestError ? (requestError.code ?? 'internal_error') : undefined;
+      completion.httpStatus = requestError?.status;
       completion.usage = NO_USAGE;
       this.report(completion, cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED');
       throw error;
@@ -237,6 +237,8 @@ export class CompletionPipeline {
 function chatAnswer(completion: Completion): (result: ExecuteResponseOutput) => WholeAnswer {
   return (result) => {
     const response = result.response!;
+    // The chat completions wire answers with the upstream's id (chatCompletionJson).
+    if (completion.wire.route === '/v1/chat/completions') completion.responseId = response.id ?? undefined;
     return {
       model_id: result.model_id,
       provider: result.provider,

@@ -80,6 +80,10 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   firstTokenMs: number | undefined;
   /** For a failed request: the error code its caller was answered with. */
   errorCode: string | undefined;
+  /** For a failed request: the HTTP status its caller was answered with (a stream that started: 200). */
+  httpStatus: number | undefined;
+  /** The answer's id as its caller sees it, when known before it is rendered (chat completions). */
+  responseId: string | undefined;
 
   // Report: what the answer's own summary (the `gateway` object) shows.
   latencyMs = 0;
