@@ -15,6 +15,7 @@ import { registerAdminAccess } from './routes/admin-access.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
+import { registerAdminRequestLog } from './routes/admin-request-log.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { registerConsoleSso } from './routes/console-sso.js';
@@ -284,6 +285,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerAdminAccess(app, deps);
     registerAdminTeams(app, deps);
     registerAdminUsage(app, deps);
+    registerAdminRequestLog(app, deps);
     const consoleEnabled = adminApiEnabled(deps.config);
     registerConsole(app, { enabled: consoleEnabled });
     if (consoleEnabled) registerConsoleSso(app, deps.config);

@@ -8,6 +8,7 @@ import type {
   AdminAccessServiceClient,
   AuthServiceClient,
   ExecutorServiceClient,
+  RequestLogServiceClient,
   ResponseStoreServiceClient,
   RouterServiceClient,
   TeamServiceClient,
@@ -39,6 +40,8 @@ export interface EdgeDependencies {
   usage: { publish(event: UsageEvent): void };
   /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
   metering: UsageServiceClient;
+  /** The request-log service's RequestLogService (REQUEST_LOG_SERVICE_ADDR); absent when no request log is configured. */
+  requestLog?: RequestLogServiceClient;
   /** Metering's ResponseStoreService: stored responses of the Responses API (`store`, `previous_response_id`, GET/DELETE). */
   responseStore: ResponseStoreServiceClient;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */

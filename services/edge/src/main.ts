@@ -33,6 +33,8 @@ const completions = createExecutorCalls(executor, { streams: config.EDGE_EXECUTO
 const metering = createClient(grpc.usage.v1.UsageService, config.METERING_SERVICE_ADDR);
 // Same address and options as metering's client: grpc-js's subchannel pool gives both one connection.
 const responseStore = createClient(grpc.responses.v1.ResponseStoreService, config.METERING_SERVICE_ADDR);
+// The request log is optional: without it the admin API answers what metering keeps.
+const requestLog = config.REQUEST_LOG_SERVICE_ADDR ? createClient(grpc.request_log.v1.RequestLogService, config.REQUEST_LOG_SERVICE_ADDR) : undefined;
 
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
@@ -102,6 +104,7 @@ const deps = {
   usage,
   metering,
   responseStore,
+  ...(requestLog && { requestLog }),
   ready,
   tracing,
 };
@@ -132,7 +135,7 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...health]) client.close();
+  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...(requestLog ? [requestLog] : []), ...health]) client.close();
   await metrics.close();
   await tracing.shutdown();
 });
