@@ -390,4 +390,55 @@ describe('the request log', () => {
     expect(logged.sort()).toEqual([...burst].sort());
     expect(rows.length).toBe(before + burst.length);
   }, 120_000);
+
+  it("logs the requests a key's rate limit refused, which the usage API never meters", async () => {
+    const created = await fetch(`${origin}/admin/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${STATIC_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'pro', name: 'request-log-limited', limits: { requests_per_minute: 1 } }),
+    });
+    const key = (await created.json()) as { id: string; secret: string };
+    const statuses: number[] = [];
+    const refusedIds: string[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const requestId = `rl-limited-${index}-${randomUUID()}`;
+      const response = await fetch(`${origin}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json', 'x-request-id': requestId, 'user-agent': USER_AGENT },
+        body: JSON.stringify({ model: 'sim-mini', messages: hello }),
+      });
+      statuses.push(response.status);
+      if (response.status === 429) refusedIds.push(requestId);
+      await response.text();
+    }
+    expect(statuses).toEqual([200, 429, 429]);
+    const rows = await eventually(
+      async () => {
+        const page = await call(viewer, `/admin/v1/requests?key_id=${key.id}&status=429`);
+        return page.json?.data?.length === 2 ? (page.json.data as Answer[]) : undefined;
+      },
+      "the key's two refusals in the request log",
+      30_000,
+      200,
+    );
+    expect(rows.map((row) => row.request_id).sort()).toEqual(refusedIds.sort());
+    expect(rows[0]).toMatchObject({
+      outcome: 'refused',
+      http_status: 429,
+      error_code: 'rate_limit_exceeded',
+      cost_pico_usd: '0',
+      requested_model: 'sim-mini',
+      user_agent: USER_AGENT,
+    });
+    expect((await call(viewer, `/admin/v1/requests?key_id=${key.id}&outcome=completed`)).json.data.length).toBe(1);
+    // Metering counts the one request that reached a model.
+    const start = Math.floor(Date.now() / 1000) - 3600;
+    const usage = await eventually(
+      async () => (await call(viewer, `/admin/v1/usage?start=${start}&key_id=${key.id}`)).json?.totals,
+      "the key's usage",
+      30_000,
+      200,
+    );
+    expect(usage.requests).toBe(1);
+  }, 60_000);
 });

@@ -38,6 +38,8 @@ export interface EdgeDependencies {
   completions: ExecutorCalls;
   catalog: CatalogView;
   usage: { publish(event: UsageEvent): void };
+  /** The events of requests refused before a model, for the request log (its refused-requests stream); absent without a request log. */
+  refusals?: { publish(event: UsageEvent): void };
   /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
   metering: UsageServiceClient;
   /** The request-log service's RequestLogService (REQUEST_LOG_SERVICE_ADDR); absent when no request log is configured. */

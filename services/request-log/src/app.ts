@@ -1,6 +1,7 @@
 /**
  * The request-log service, wired: a durable JetStream consumer of its own on the usage stream
- * (every replica shares it, so each event is written by one), writing one row per request to
+ * (every replica shares it, so each event is written by one), and another on the refused-requests
+ * stream (requests refused before a model, which the edge publishes only there), writing one row per request to
  * PostgreSQL in batches and acknowledging each message once its batch is committed; the daily
  * partitions' upkeep; and the RequestLogService the edge searches.
  */
@@ -9,9 +10,12 @@ import { connectionAgeOptions, createGatewayServer, type ConnectionAge, GatewayE
 import type { Logger } from '@gateway/logger';
 import {
   decodeUsageEvents,
+  ensureRefusedStream,
   ensureUsageStream,
   type NatsConnection,
   PoisonMessageError,
+  type RefusedNames,
+  refusedNames,
   type RunningConsumer,
   startDurableConsumer,
   USAGE_STREAM,
@@ -74,6 +78,8 @@ export interface RequestLogDependencies {
   maxAgeMs?: number;
   maxBytes?: number;
   durableName?: string;
+  /** The refused-requests stream the log also reads (refusedNames of the usage stream when not given). */
+  refused?: RefusedNames;
   /** Redelivery delays after a failed write; see DurableConsumerOptions.backoffMs. */
   backoffMs?: number[];
   connectionAge?: ConnectionAge;
@@ -212,7 +218,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     ),
   } as unknown as RequestLogServiceHandlers;
 
-  let consumer: RunningConsumer | undefined;
+  const refused = dependencies.refused ?? refusedNames(stream);
+  let consumers: RunningConsumer[] = [];
   const starting = new AbortController();
   const startRetries = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 250, maxDelay: 5_000 }) });
   startRetries.onRetry(({ delay, ...outcome }) => {
@@ -241,35 +248,38 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       );
       await startRetries.execute(() => maintain(), starting.signal);
       scheduleMaintenance();
-      consumer = await startRetries.execute(
-        () =>
-          startDurableConsumer<UsageEventOutput[]>(nc, {
-            stream,
-            durableName,
-            filterSubject: dependencies.subject ?? USAGE_SUBJECT,
-            decode: decodeUsageEvents,
-            // Resolves once the batch holding the message's rows is committed: then it is acknowledged.
-            handle: async (events) => {
-              try {
-                await writer.write(rowsOf(events));
-              } catch (error) {
-                writeErrors.inc();
-                throw error;
-              }
-            },
-            onPoison: (reason) => poison.inc({ reason }),
-            backoffMs: dependencies.backoffMs,
-            logger,
-          }),
-        starting.signal,
-      );
+      await startRetries.execute(() => ensureRefusedStream(nc, refused, { replicas: dependencies.replicas }), starting.signal);
+      const consume = (from: { stream: string; subject: string }) =>
+        startRetries.execute(
+          () =>
+            startDurableConsumer<UsageEventOutput[]>(nc, {
+              stream: from.stream,
+              durableName,
+              filterSubject: from.subject,
+              decode: decodeUsageEvents,
+              // Resolves once the batch holding the message's rows is committed: then it is acknowledged.
+              handle: async (events) => {
+                try {
+                  await writer.write(rowsOf(events));
+                } catch (error) {
+                  writeErrors.inc();
+                  throw error;
+                }
+              },
+              onPoison: (reason) => poison.inc({ reason }),
+              backoffMs: dependencies.backoffMs,
+              logger,
+            }),
+          starting.signal,
+        );
+      consumers = [await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }), await consume(refused)];
     },
     stop: async () => {
       starting.abort();
       clearTimeout(maintenanceTimer);
       maintenanceTimer = undefined;
-      await consumer?.stop();
-      consumer = undefined;
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
+      consumers = [];
       await writer.flush();
     },
   };

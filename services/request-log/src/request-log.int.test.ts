@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { costPicoUsd, loadCatalog, pricingOf } from '@gateway/catalog';
 import { callUnary, createClient, GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { encodeUsageEvent, encodeUsageEventBatch, ensureUsageStream } from '@gateway/messaging';
+import { encodeUsageEvent, encodeUsageEventBatch, ensureUsageStream, refusedNames } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
 import {
   type GetRequestRequest,
@@ -148,6 +148,7 @@ afterAll(async () => {
   await server?.grpc.shutdown(1_000);
   await server?.stop();
   await (await nc?.jetstreamManager())?.streams.delete(names.stream).catch(() => undefined);
+  await (await nc?.jetstreamManager())?.streams.delete(refusedNames(names.stream).stream).catch(() => undefined);
   await nc?.drain();
   await proxy?.close();
   await pool?.end();
@@ -278,6 +279,29 @@ describe('request log', () => {
     );
     expect((await rowsOf(ids)).length).toBe(2);
   }, 60_000);
+
+  it('logs the requests refused before a model from their own stream, never the usage stream', async () => {
+    const refused = event({ outcome: 'OUTCOME_REFUSED', http_status: 429, error_code: 'rate_limit_exceeded', model_id: '', provider: '', usage: {} });
+    await nc.jetstream().publish(refusedNames(names.stream).subject, encodeUsageEvent(refused), { msgID: refused.event_id! });
+    const [row] = await eventually(
+      async () => {
+        const found = await rowsOf([refused.event_id!]);
+        return found.length === 1 ? found : undefined;
+      },
+      'the refusal to be logged',
+      15_000,
+    );
+    expect(row).toMatchObject({
+      outcome: 'refused',
+      http_status: 429,
+      error_code: 'rate_limit_exceeded',
+      cost_pico_usd: '0',
+      model_id: '',
+      requested_model: 'sim-mini',
+    });
+    const info = await (await nc.jetstreamManager()).streams.info(names.stream);
+    expect(info.config.subjects).not.toContain(refusedNames(names.stream).subject);
+  }, 30_000);
 
   it('finds requests by each filter, orders them by time, latency or cost, and pages without gaps or repeats', async () => {
     const base = Date.now() - 3_600_000;

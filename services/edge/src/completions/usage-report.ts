@@ -90,6 +90,37 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
   };
 }
 
+/**
+ * The event of a request auth refused for a known key (a rate limit, a budget, a model the key may
+ * not use), for the request log alone (EdgeDependencies.refusals): outcome OUTCOME_REFUSED, no
+ * usage, no cost, the status and code the caller was answered with.
+ */
+export function refusalEvent(completion: Completion, refused: { keyId: string; teamId: string }, answer: { status: number; code?: string | null }): UsageEvent {
+  const { parsed, traceparent } = completion;
+  const userAgent = completion.request.headers['user-agent'];
+  return {
+    event_id: completion.eventId,
+    request_id: completion.requestId,
+    key_id: refused.keyId,
+    ...(refused.teamId ? { team_id: refused.teamId } : {}),
+    model_id: '',
+    provider: '',
+    usage: NO_USAGE,
+    received_at_ms: completion.receivedAtMs,
+    latency_ms: Math.round(completion.reply.elapsedTime),
+    stream: parsed.stream,
+    outcome: 'OUTCOME_REFUSED',
+    requested_model: parsed.request.model,
+    ...(traceparent ? { traceparent } : {}),
+    ...(answer.code ? { error_code: answer.code } : {}),
+    operation: completion.wire.operation,
+    api: API_OF_ROUTE[completion.wire.route] ?? completion.wire.route,
+    http_status: answer.status,
+    ...(userAgent ? { user_agent: userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
+    fallback_models: [],
+  };
+}
+
 /** The API names of the usage event (UsageEvent.api), by the route of the wire. */
 const API_OF_ROUTE: Readonly<Record<string, string>> = {
   '/v1/chat/completions': 'chat_completions',

@@ -374,7 +374,9 @@ export const RequestLogQuerySchema = steps(
     api: Type.Optional(
       queryParameter('api', '^(chat_completions|responses|messages|embeddings)$', "'api' must be one of chat_completions, responses, messages, embeddings."),
     ),
-    outcome: Type.Optional(queryParameter('outcome', '^(completed|failed|cancelled)$', "'outcome' must be one of completed, failed, cancelled.")),
+    outcome: Type.Optional(
+      queryParameter('outcome', '^(completed|failed|cancelled|refused)$', "'outcome' must be one of completed, failed, cancelled, refused."),
+    ),
     min_latency_ms: Type.Optional(NonNegativeInteger('min_latency_ms')),
     max_latency_ms: Type.Optional(NonNegativeInteger('max_latency_ms')),
     min_cost_usd: Type.Optional(UsdAmount('min_cost_usd')),
@@ -465,7 +467,8 @@ export const GatewayRequestSchema = Type.Object({
   provider: Type.String(),
   stream: Type.Boolean(),
   /** unspecified from a metering that does not say. */
-  outcome: Type.Union([Type.Literal('completed'), Type.Literal('cancelled'), Type.Literal('failed'), Type.Literal('unspecified')]),
+  /** refused: by the request log only, a request refused before it reached a model (a rate limit, a budget, an allow-list). */
+  outcome: Type.Union([Type.Literal('completed'), Type.Literal('cancelled'), Type.Literal('failed'), Type.Literal('refused'), Type.Literal('unspecified')]),
   /** Why a failed request failed (the error envelope's code), where the gateway says. */
   error_code: Nullable(Type.String()),
   latency_ms: Type.Integer(),

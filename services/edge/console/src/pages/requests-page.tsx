@@ -44,7 +44,7 @@ const RANGES: ReadonlyArray<[number, string]> = [
 
 /** How a request ended, as a badge. */
 function Outcome({ outcome }: { outcome: GatewayRequest['outcome'] }) {
-  const tone = outcome === 'completed' ? 'good' : outcome === 'failed' ? 'bad' : 'neutral';
+  const tone = outcome === 'completed' ? 'good' : outcome === 'failed' || outcome === 'refused' ? 'bad' : 'neutral';
   return <span class={`badge ${tone}`}>{outcome}</span>;
 }
 
@@ -217,6 +217,7 @@ export function RequestsPage({ api }: { api: AdminApi }) {
                 <option value="completed">completed</option>
                 <option value="failed">failed</option>
                 <option value="cancelled">cancelled</option>
+                <option value="refused">refused</option>
               </select>
             </label>
             {TEXT_FILTERS.map(([field, label, testId, placeholder]) => text(field, label, testId, placeholder))}
