@@ -183,6 +183,7 @@ describe('the request log', () => {
         model: 'sim-mini',
         promptTokens: body.usage.input_tokens,
         completionTokens: body.usage.output_tokens,
+        responseId: body.id,
         costUsd: body.gateway.cost_usd,
       });
     }
@@ -205,6 +206,7 @@ describe('the request log', () => {
         // The final usage (message_delta's) is the model's count; message_start's input is an estimate.
         promptTokens: delta.usage.input_tokens ?? start.message.usage.input_tokens,
         completionTokens: delta.usage.output_tokens,
+        responseId: start.message.id,
         costUsd: delta.gateway?.cost_usd,
       });
     }
@@ -223,6 +225,7 @@ describe('the request log', () => {
         model: 'sim-mini',
         promptTokens: body.usage.prompt_tokens,
         completionTokens: body.usage.completion_tokens,
+        responseId: body.id,
         costUsd: body.gateway.cost_usd,
         fallbackModels: ['fake-model'],
       });
@@ -266,7 +269,7 @@ describe('the request log', () => {
         fallback_models: request.fallbackModels ?? [],
         fallbacks: request.fallbackModels?.length ?? 0,
       });
-      if (request.responseId) expect(row.response_id).toBe(request.responseId);
+      expect(row.response_id, request.requestId).toBe(request.responseId ?? null);
       if (request.costUsd !== undefined) expect(row.cost_usd).toBe(request.costUsd);
       if (request.stream && request.api === 'chat_completions') expect(row.time_to_first_token_ms).toBeGreaterThanOrEqual(0);
     }
