@@ -157,6 +157,8 @@ done
 base_url="http://127.0.0.1:$EDGE_PORT/v1"
 # With EDGE_ADMIN_PORT the console (and the admin API) listen there, and EDGE_PORT answers 404 for them.
 console_port="$EDGE_PORT"
+request_log="the request log is on (DATABASE_URL)"
+[[ " ${SERVICES[*]} " == *" request-log "* ]] || request_log="no request log: no PostgreSQL; the latest requests only"
 if [[ -n "${EDGE_ADMIN_PORT:-}" && "$EDGE_ADMIN_PORT" != 0 ]]; then console_port="$EDGE_ADMIN_PORT"; fi
 # The first model the gateway offers, for the examples.
 model="$(http_get "$base_url/models" "$GATEWAY_BOOTSTRAP_KEY" | cut -d' ' -f2- |
@@ -189,7 +191,7 @@ The gateway is ready.
   Models:   curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/models
   Usage:    curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" "$base_url/usage?start=\$(( \$(date +%s) - 86400 ))&bucket=hour"
   Console:  http://127.0.0.1:$console_port/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
-  Requests: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" "http://127.0.0.1:$console_port/admin/v1/requests?status=429&format=csv"   (the request log: ${DATABASE_URL:+on}${DATABASE_URL:-off, no PostgreSQL})
+  Requests: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" "http://127.0.0.1:$console_port/admin/v1/requests?status=429&format=csv"   ($request_log)
   Logs:     .run/logs/<service>.log  (${SERVICES[*]})
   Stop:     bash scripts/stop.sh
 EOF
