@@ -288,7 +288,11 @@ gateway_dependencies() {
   fi
   DEPENDENCIES_STARTED="${DEPENDENCIES_STARTED% }"
   export DEPENDENCIES_STARTED
-  gateway_log "Redis: $REDIS_URL   NATS (JetStream): $NATS_URL   PostgreSQL: ${DATABASE_URL:-none}${DEPENDENCIES_STARTED:+   (started now: $DEPENDENCIES_STARTED)}"
+  # The database's URL without its credentials (a password in DATABASE_URL never reaches a log).
+  local database="none"
+  [[ -n "${DATABASE_URL:-}" ]] && database="${DATABASE_URL%%://*}://${DATABASE_URL#*://*@}"
+  [[ -n "${DATABASE_URL:-}" && "$DATABASE_URL" != *@* ]] && database="$DATABASE_URL"
+  gateway_log "Redis: $REDIS_URL   NATS (JetStream): $NATS_URL   PostgreSQL: $database${DEPENDENCIES_STARTED:+   (started now: $DEPENDENCIES_STARTED)}"
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
