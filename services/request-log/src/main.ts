@@ -3,6 +3,7 @@ import { ReloadableFile } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats, usageNames } from '@gateway/messaging';
 import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import pg from 'pg';
 import { createServer } from './app.js';
 import { loadRequestLogConfig } from './config.js';
@@ -22,7 +23,16 @@ const catalogFile = new ReloadableFile({
 const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.REQUEST_LOG_DATABASE_POOL_SIZE, connectionTimeoutMillis: 5_000 });
 // An idle connection PostgreSQL drops (a restart, a failover) is replaced at the next query.
 pool.on('error', (error) => logger.warn({ err: { message: error.message } }, 'an idle PostgreSQL connection failed'));
-const applied = await migrate(pool);
+// PostgreSQL may not answer yet (it starts beside the gateway, or fails over): the service waits for
+// it, retrying, rather than exiting; nothing is consumed before the schema is there.
+const migrations = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 500, maxDelay: 10_000 }) });
+migrations.onRetry(({ delay, ...outcome }) =>
+  logger.warn(
+    { err: 'error' in outcome && outcome.error instanceof Error ? { message: outcome.error.message } : undefined, retry_in_ms: Math.round(delay) },
+    'request log schema not migrated (PostgreSQL unreachable?); retrying',
+  ),
+);
+const applied = await migrations.execute(() => migrate(pool));
 logger.info({ applied }, 'request log schema migrated');
 const nc = await connectNats(config.NATS_URL, 'request-log', logger);
 
