@@ -12,9 +12,9 @@ const compose = parse(readFileSync(join(import.meta.dirname, '..', 'docker-compo
 const services = Object.entries(compose.services);
 
 describe('docker-compose.yml', () => {
-  it('runs the dependencies and the five services, and a Redis for stored responses only in its profile', () => {
+  it('runs the dependencies and the six services, and a Redis for stored responses only in its profile', () => {
     const byDefault = services.filter(([, service]) => !service.profiles).map(([name]) => name);
-    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'metering', 'nats', 'redis', 'router']);
+    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'metering', 'nats', 'postgres', 'redis', 'request-log', 'router']);
     expect(compose.services['redis-responses'].profiles).toEqual(['responses-redis']);
   });
 
@@ -30,9 +30,11 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it.each(services)('runs an exact image version in %s (a patch version, never latest), or the one built here', (_name, service) => {
+  it.each(services)('runs an exact image version in %s (a patch version, never latest), or the one built here', (name, service) => {
     const [, tag = ''] = service.image.split(':');
     if (service.build) expect(tag).toBe('local');
+    // PostgreSQL numbers its releases major.minor, the minor being the patch release.
+    else if (name === 'postgres') expect(tag).toMatch(/^\d+\.\d+(-[a-z0-9.]+)?$/);
     else expect(tag).toMatch(/^\d+\.\d+\.\d+(-[a-z0-9.]+)?$/);
   });
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Makes sure Redis and NATS (with JetStream) answer, and exports REDIS_URL and NATS_URL.
+# Makes sure Redis and NATS (with JetStream) answer, and exports REDIS_URL and NATS_URL; then
+# PostgreSQL for the optional request log, exporting POSTGRES_URL and DATABASE_URL.
 #
-#   source scripts/dependencies.sh   # exports REDIS_URL / NATS_URL into your shell
+#   source scripts/dependencies.sh   # exports REDIS_URL / NATS_URL (/ POSTGRES_URL / DATABASE_URL) into your shell
 #   bash scripts/dependencies.sh     # prints `export ...` lines you can eval
 #
 # For each of the two, in order:
@@ -13,6 +14,12 @@
 #   4. Otherwise a local `redis-server` / `nats-server -js` is started on the default port, with its
 #      data, log and pid file under .run/ (installed first with apt-get when missing and we are
 #      root; otherwise the script prints the command to run).
+# PostgreSQL the same way (POSTGRES_URL, naming its maintenance database; default
+# postgres://postgres@127.0.0.1:5432/postgres): one that answers is used, else a cluster of our own
+# is made with Debian's initdb and pg_ctl (/usr/lib/postgresql/<version>/bin; the `postgresql`
+# package) under .run/postgres/<port>, trust authentication on loopback only. The database
+# `gateway` is created in it when missing, and DATABASE_URL names it unless set already. Unlike
+# Redis and NATS it is optional: without it the gateway runs with no request log (a warning).
 # Idempotent: a server this project started earlier is found by its pid file and reused.
 # `bash scripts/stop.sh` stops only the servers started here, never ones that were found running.
 # Sets DEPENDENCIES_STARTED to what this call started ("redis:6390 nats:4290"), for callers that
@@ -188,6 +195,81 @@ _deps_resolve() {
   "$start" "$default_port"
 }
 
+DEFAULT_POSTGRES_URL="postgres://postgres@127.0.0.1:5432/postgres"
+
+# Does a PostgreSQL accept connections at this URL? pg_isready when present, else a TCP connect.
+_deps_postgres_answers() {
+  local url="$1" host port
+  read -r host port < <(_deps_host_port "$url" 5432)
+  if _deps_binary pg_isready >/dev/null || [[ -n "$(_deps_postgres_bin)" ]]; then
+    "$(_deps_binary pg_isready || echo "$(_deps_postgres_bin)/pg_isready")" -q -h "$host" -p "$port" -t 3 >/dev/null 2>&1
+    return
+  fi
+  timeout 3 bash -c '{ exec 3<>"/dev/tcp/$1/$2"; } 2>/dev/null' _ "$host" "$port"
+}
+
+# The bin folder of the newest PostgreSQL of Debian's packages (/usr/lib/postgresql/15/bin), or nothing.
+_deps_postgres_bin() {
+  local dir
+  dir="$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n 1)"
+  [[ -n "$dir" && -x "$dir/initdb" ]] && echo "$dir"
+}
+
+# Runs a PostgreSQL tool: as the `postgres` user when we are root (initdb and postgres refuse root).
+_deps_as_postgres() {
+  if [[ "$(id -u)" == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# _deps_start_postgres PORT: a cluster of our own on loopback PORT (reused from an earlier run by its pid file).
+_deps_start_postgres() {
+  local port="$1" bin dir log_file pid_file="$RUN_DIR/pids/postgres-$1.pid"
+  local url="postgres://postgres@127.0.0.1:$port/postgres"
+  if gateway_pid_alive "$pid_file" postgres && _deps_wait _deps_postgres_answers "$url" 5; then
+    _DEPS_URL="$url"; return 0
+  fi
+  bin="$(_deps_postgres_bin)"
+  if [[ -z "$bin" ]]; then
+    _deps_install pg_ctlcluster postgresql POSTGRES_URL || return 1
+    bin="$(_deps_postgres_bin)"
+    # The package may have started the system's own cluster on the default port.
+    if [[ "$port" == 5432 ]] && _deps_wait _deps_postgres_answers "$url" 5; then _DEPS_URL="$url"; return 0; fi
+  fi
+  [[ -n "$bin" ]] || { gateway_fail "no initdb under /usr/lib/postgresql/*/bin"; return 1; }
+  dir="$RUN_DIR/postgres/$port"
+  log_file="$RUN_DIR/logs/postgres-$port.log"
+  mkdir -p "$dir" "$RUN_DIR/pids" "$RUN_DIR/logs"
+  [[ "$(id -u)" == 0 ]] && chown -R postgres "$dir" && touch "$log_file" && chown postgres "$log_file"
+  if [[ ! -f "$dir/PG_VERSION" ]]; then
+    gateway_log "creating a PostgreSQL cluster in ${dir#"$GATEWAY_ROOT"/}"
+    _deps_as_postgres "$bin/initdb" -D "$dir" -U postgres --auth=trust --encoding=UTF8 >>"$log_file" 2>&1 ||
+      { gateway_fail "initdb failed; see $log_file"; return 1; }
+  fi
+  gateway_log "starting PostgreSQL on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
+  _deps_as_postgres "$bin/pg_ctl" -D "$dir" -l "$log_file" -w -t 30 \
+    -o "-p $port -c listen_addresses=127.0.0.1 -k $dir" start >/dev/null ||
+    { gateway_fail "PostgreSQL did not start; see $log_file"; return 1; }
+  head -n 1 "$dir/postmaster.pid" >"$pid_file"
+  DEPENDENCIES_STARTED+="postgres:$port "
+  _DEPS_URL="$url"
+}
+
+# Makes sure PostgreSQL answers and the database `gateway` exists; exports POSTGRES_URL and
+# DATABASE_URL. Returns non-zero (the caller warns and goes on without the request log) otherwise.
+_deps_postgres() {
+  local server host port
+  _DEPS_URL=""
+  _deps_resolve PostgreSQL _deps_postgres_answers _deps_start_postgres "$DEFAULT_POSTGRES_URL" 5432 "${POSTGRES_URL:-}" || return 1
+  server="$_DEPS_URL"
+  export POSTGRES_URL="$server"
+  if [[ -z "${DATABASE_URL:-}" ]]; then
+    read -r host port < <(_deps_host_port "$server" 5432)
+    if ! psql "$server" -tAc "SELECT 1 FROM pg_database WHERE datname = 'gateway'" 2>/dev/null | grep -q 1; then
+      psql "$server" -qc 'CREATE DATABASE gateway' >/dev/null 2>&1 || { gateway_fail "could not create the database gateway at $server"; return 1; }
+    fi
+    export DATABASE_URL="${server%/*}/gateway"
+  fi
+}
+
 # Runs the whole procedure; returns non-zero (and says why) when either cannot be had.
 gateway_dependencies() {
   local redis_url
@@ -199,9 +281,18 @@ gateway_dependencies() {
   _DEPS_URL=""
   _deps_resolve NATS _deps_nats_answers _deps_start_nats "$DEFAULT_NATS_URL" 4222 "${NATS_URL:-}" || return 1
   export REDIS_URL="$redis_url" NATS_URL="$_DEPS_URL"
+  # The request log's PostgreSQL is optional: the gateway runs without it.
+  if [[ "${GATEWAY_REQUEST_LOG:-on}" != off ]] && ! _deps_postgres; then
+    gateway_log "warning: no PostgreSQL: the gateway runs without the request log (set POSTGRES_URL or DATABASE_URL, or install postgresql)"
+    unset DATABASE_URL POSTGRES_URL
+  fi
   DEPENDENCIES_STARTED="${DEPENDENCIES_STARTED% }"
   export DEPENDENCIES_STARTED
-  gateway_log "Redis: $REDIS_URL   NATS (JetStream): $NATS_URL${DEPENDENCIES_STARTED:+   (started now: $DEPENDENCIES_STARTED)}"
+  # The database's URL without its credentials (a password in DATABASE_URL never reaches a log).
+  local database="none"
+  [[ -n "${DATABASE_URL:-}" ]] && database="${DATABASE_URL%%://*}://${DATABASE_URL#*://*@}"
+  [[ -n "${DATABASE_URL:-}" && "$DATABASE_URL" != *@* ]] && database="$DATABASE_URL"
+  gateway_log "Redis: $REDIS_URL   NATS (JetStream): $NATS_URL   PostgreSQL: $database${DEPENDENCIES_STARTED:+   (started now: $DEPENDENCIES_STARTED)}"
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
@@ -209,6 +300,7 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -euo pipefail
   gateway_dependencies
   printf 'export REDIS_URL=%q NATS_URL=%q\n' "$REDIS_URL" "$NATS_URL"
+  if [[ -n "${DATABASE_URL:-}" ]]; then printf 'export POSTGRES_URL=%q DATABASE_URL=%q\n' "$POSTGRES_URL" "$DATABASE_URL"; fi
 else
   # Sourced: leave the caller's shell options alone and hand back the status.
   gateway_dependencies

@@ -13,6 +13,7 @@ import { AuthConfigSchema } from '../services/auth/src/config.js';
 import { EdgeConfigSchema } from '../services/edge/src/config.js';
 import { ExecutorConfigSchema } from '../services/executor/src/config.js';
 import { MeteringConfigSchema } from '../services/metering/src/config.js';
+import { RequestLogConfigSchema } from '../services/request-log/src/config.js';
 import { RouterConfigSchema } from '../services/router/src/config.js';
 
 const PROVIDERS = [
@@ -53,6 +54,7 @@ ${providerKeys('', false)}`,
     },
   ],
   ['metering', MeteringConfigSchema],
+  ['request-log', RequestLogConfigSchema],
 ];
 
 /** Variables more than one service reads: listed once, first, in the repository's file. */
@@ -76,6 +78,7 @@ const HEADINGS: Record<string, string> = {
   router: '--- router (gRPC: model choice, pushes the catalog to the edges) ---',
   executor: '--- executor (gRPC: calls the upstream providers) ---',
   metering: '--- metering (consumes usage events from NATS, totals in Redis) ---',
+  'request-log': '--- request-log (optional: consumes usage events from NATS, one row per request in PostgreSQL) ---',
 };
 
 /** The repository's `.env.example`: every variable once, grouped by the service that reads it. */

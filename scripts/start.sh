@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole gateway on this machine: installs, builds, makes sure Redis and NATS answer,
-# (re)starts the five services in the background and waits until the edge is ready.
-# Needs only Debian (or similar) and Node.js 20; installs pnpm, Redis and NATS when missing.
+# Runs the whole gateway on this machine: installs, builds, makes sure Redis, NATS and PostgreSQL
+# answer, (re)starts the services in the background and waits until the edge is ready. The request
+# log's service starts when PostgreSQL could be had (DATABASE_URL); GATEWAY_REQUEST_LOG=off skips it.
+# Needs only Debian (or similar) and Node.js 20; installs pnpm, Redis, NATS and PostgreSQL when missing.
 #
 #   bash scripts/start.sh
 #   bash scripts/start.sh --no-build     # skip pnpm install / pnpm build
@@ -38,6 +39,12 @@ fi
 
 # shellcheck source=scripts/dependencies.sh
 source scripts/dependencies.sh || exit 1
+
+# The request log, when PostgreSQL is there: its service before the edge, which then searches it.
+if [[ -n "${DATABASE_URL:-}" && "${GATEWAY_REQUEST_LOG:-on}" != off ]]; then
+  SERVICES=(auth router executor metering request-log edge)
+  export REQUEST_LOG_SERVICE_ADDR="${REQUEST_LOG_SERVICE_ADDR:-127.0.0.1:50055}"
+fi
 
 for service in "${SERVICES[@]}"; do
   if [[ ! -f "services/$service/dist/main.js" ]]; then
@@ -114,6 +121,7 @@ http_get() {
 ready_url="http://127.0.0.1:$EDGE_PORT/readyz"
 ready_urls=("$ready_url" "http://127.0.0.1:${AUTH_METRICS_PORT:-9101}/readyz" "http://127.0.0.1:${ROUTER_METRICS_PORT:-9102}/readyz"
   "http://127.0.0.1:${EXECUTOR_METRICS_PORT:-9103}/readyz" "http://127.0.0.1:${METERING_METRICS_PORT:-9104}/readyz")
+[[ " ${SERVICES[*]} " == *" request-log "* ]] && ready_urls+=("http://127.0.0.1:${REQUEST_LOG_METRICS_PORT:-9105}/readyz")
 gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for every service's /readyz"
 deadline=$((SECONDS + READY_TIMEOUT_SECONDS))
 while :; do
@@ -149,6 +157,8 @@ done
 base_url="http://127.0.0.1:$EDGE_PORT/v1"
 # With EDGE_ADMIN_PORT the console (and the admin API) listen there, and EDGE_PORT answers 404 for them.
 console_port="$EDGE_PORT"
+request_log="the request log is on (DATABASE_URL)"
+[[ " ${SERVICES[*]} " == *" request-log "* ]] || request_log="no request log: no PostgreSQL; the latest requests only"
 if [[ -n "${EDGE_ADMIN_PORT:-}" && "$EDGE_ADMIN_PORT" != 0 ]]; then console_port="$EDGE_ADMIN_PORT"; fi
 # The first model the gateway offers, for the examples.
 model="$(http_get "$base_url/models" "$GATEWAY_BOOTSTRAP_KEY" | cut -d' ' -f2- |
@@ -181,6 +191,7 @@ The gateway is ready.
   Models:   curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/models
   Usage:    curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" "$base_url/usage?start=\$(( \$(date +%s) - 86400 ))&bucket=hour"
   Console:  http://127.0.0.1:$console_port/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
-  Logs:     .run/logs/<service>.log  (auth router executor metering edge)
+  Requests: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" "http://127.0.0.1:$console_port/admin/v1/requests?status=429&format=csv"   ($request_log)
+  Logs:     .run/logs/<service>.log  (${SERVICES[*]})
   Stop:     bash scripts/stop.sh
 EOF

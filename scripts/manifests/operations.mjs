@@ -49,6 +49,7 @@ export const OPERATOR_SECRETS = {
   'gateway-redis': ['REDIS_URL'],
   'gateway-nats': ['NATS_URL'],
   'gateway-bootstrap': ['GATEWAY_BOOTSTRAP_KEY'],
+  'gateway-request-log-database': ['DATABASE_URL'],
 };
 
 const nameOf = (object) => object.metadata?.name;

@@ -15,8 +15,8 @@ import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/t
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
-/** The name of one of the five services. */
-export type ServiceName = (typeof SERVICES)[number];
+/** The name of one of the five services, or of the optional request log (ClusterOptions.requestLog). */
+export type ServiceName = (typeof SERVICES)[number] | 'request-log';
 
 /** A running cluster. */
 export interface Cluster {
@@ -51,12 +51,30 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Extra node flags per service (profiling in benchmarks). */
   nodeArgs?: Partial<Record<ServiceName, string[]>>;
+  /**
+   * Starts the request-log service too, writing to this PostgreSQL database (a test's own, from
+   * createTestDatabase), and points the edge at it (REQUEST_LOG_SERVICE_ADDR).
+   */
+  requestLog?: { databaseUrl: string };
 }
 
 /** Starts the cluster and resolves once every service's /readyz is green. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
-  const names = ['auth', 'router', 'executor', 'metering', 'edge', 'edgeMetrics', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'];
+  const names = [
+    'auth',
+    'router',
+    'executor',
+    'metering',
+    'edge',
+    'edgeMetrics',
+    'authMetrics',
+    'routerMetrics',
+    'executorMetrics',
+    'meteringMetrics',
+    ...(options.requestLog ? ['requestLog', 'requestLogMetrics'] : []),
+  ];
+  const services: ServiceName[] = [...SERVICES.slice(0, 4), ...(options.requestLog ? (['request-log'] as const) : []), 'edge'];
   const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
   const apiKey = randomApiKey();
   const env: Record<string, string> = {
@@ -88,9 +106,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // development NATS take 256 MiB each (about 900,000 events), not the 1 GiB default. A benchmark
     // that publishes more passes its own.
     USAGE_STREAM_MAX_BYTES: String(256 * 1024 * 1024),
+    ...(options.requestLog && {
+      DATABASE_URL: options.requestLog.databaseUrl,
+      REQUEST_LOG_LISTEN_ADDR: `127.0.0.1:${ports.requestLog}`,
+      REQUEST_LOG_METRICS_PORT: String(ports.requestLogMetrics),
+      REQUEST_LOG_SERVICE_ADDR: `127.0.0.1:${ports.requestLog}`,
+    }),
     ...options.env,
   };
-  const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
+  const logs = Object.fromEntries([...SERVICES, 'request-log'].map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
   const processes = {} as Record<ServiceName, ChildProcess>;
   const launch = (name: ServiceName) => {
     const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], {
@@ -106,7 +130,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     child.stderr!.on('data', keep);
     processes[name] = child;
   };
-  for (const name of SERVICES) launch(name);
+  for (const name of services) launch(name);
   const cluster: Cluster = {
     baseUrl: `http://127.0.0.1:${ports.edge}/v1`,
     apiKey,
@@ -120,7 +144,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     processes,
     restart: launch,
     stop: async () => {
-      await Promise.all(SERVICES.map((name) => stopProcess(processes[name])));
+      await Promise.all(services.map((name) => stopProcess(processes[name])));
       await deleteStream(env.NATS_URL!, env.USAGE_STREAM!);
       // Metering's de-duplication records of that stream go with it.
       const client = connectRedis(redis, { maxRetriesPerRequest: 1 });
@@ -133,7 +157,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // The edge's readiness is its own; each service reports its own on its metrics port.
     const readiness = [
       `http://127.0.0.1:${ports.edge}/readyz`,
-      ...(['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'] as const).map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
+      ...['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics', ...(options.requestLog ? ['requestLogMetrics'] : [])].map(
+        (port) => `http://127.0.0.1:${ports[port]}/readyz`,
+      ),
     ];
     await waitReady(readiness, processes, logs, 60_000);
   } catch (error) {
@@ -201,7 +227,7 @@ async function waitReady(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    for (const name of SERVICES) {
+    for (const name of Object.keys(processes) as ServiceName[]) {
       if (processes[name].exitCode !== null) throw new Error(`${name} exited with ${processes[name].exitCode}:\n${logs[name].join('')}`);
     }
     const statuses = await Promise.all(
@@ -214,7 +240,9 @@ async function waitReady(
     );
     if (statuses.every((status) => status === 200)) return;
     if (Date.now() > deadline)
-      throw new Error(`the cluster was not ready within ${timeoutMs} ms:\n${SERVICES.map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`);
+      throw new Error(
+        `the cluster was not ready within ${timeoutMs} ms:\n${(Object.keys(processes) as ServiceName[]).map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

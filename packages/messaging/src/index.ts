@@ -12,3 +12,4 @@ export * from './durable-consumer.js';
 export * from './deployment-health.js';
 export * from './single-timeout.js';
 export type { NatsConnection } from 'nats';
+export * from './refused-stream.js';

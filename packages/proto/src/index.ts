@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { ProtoGrpcType as AdminAccessGrpc } from './generated/admin_access.js';
 import type { ProtoGrpcType as AuthGrpc } from './generated/auth.js';
 import type { ProtoGrpcType as ExecutorGrpc } from './generated/executor.js';
+import type { ProtoGrpcType as RequestLogGrpc } from './generated/request_log.js';
 import type { ProtoGrpcType as ResponseStoreGrpc } from './generated/response_store.js';
 import type { ProtoGrpcType as RouterGrpc } from './generated/router.js';
 import type { ProtoGrpcType as TeamsGrpc } from './generated/teams.js';
@@ -43,7 +44,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
+export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & RequestLogGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

@@ -20,6 +20,7 @@ const SERVED_BY: Readonly<Record<string, string>> = {
   'gateway/responses/v1/response_store.proto': 'metering',
   'gateway/router/v1/router.proto': 'router',
   'gateway/usage/v1/usage_service.proto': 'metering',
+  'gateway/request_log/v1/request_log.proto': 'request-log',
 };
 
 function protoFiles(folder: string): string[] {

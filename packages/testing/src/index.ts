@@ -147,3 +147,4 @@ export * from './dns-server.js';
 export * from './fake-azure.js';
 export * from './fake-google-cloud.js';
 export * from './fake-embeddings.js';
+export * from './postgres.js';

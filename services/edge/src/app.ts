@@ -18,6 +18,7 @@ import { registerAdminTeams } from './routes/admin-teams.js';
 import { registerResponses } from './routes/responses.js';
 import { registerResponsesCompact } from './routes/responses-compact.js';
 import { drainResponsesWebSockets, registerResponsesWebSocket } from './routes/responses-websocket.js';
+import { registerAdminRequestLog } from './routes/admin-request-log.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
 import { registerConsoleSso } from './routes/console-sso.js';
@@ -290,6 +291,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerAdminAccess(app, deps);
     registerAdminTeams(app, deps);
     registerAdminUsage(app, deps);
+    registerAdminRequestLog(app, deps);
     const consoleEnabled = adminApiEnabled(deps.config);
     registerConsole(app, { enabled: consoleEnabled });
     if (consoleEnabled) registerConsoleSso(app, deps.config);

@@ -35,6 +35,11 @@ export const EdgeConfigSchema = Type.Object({
     description: "gRPC address of metering's UsageService, which the usage API and the web console read.",
     default: '127.0.0.1:50054',
   }),
+  REQUEST_LOG_SERVICE_ADDR: Type.String({
+    description:
+      "gRPC address of the request-log service, which the admin API's request search (GET /admin/v1/requests) and the console's Requests page read; empty = no request log (the latest requests metering keeps only).",
+    default: '',
+  }),
   NATS_URL: Type.String({
     description:
       "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222).",

@@ -8,6 +8,7 @@ import type {
   AdminAccessServiceClient,
   AuthServiceClient,
   ExecutorServiceClient,
+  RequestLogServiceClient,
   ResponseStoreServiceClient,
   RouterServiceClient,
   TeamServiceClient,
@@ -37,8 +38,12 @@ export interface EdgeDependencies {
   completions: ExecutorCalls;
   catalog: CatalogView;
   usage: { publish(event: UsageEvent): void };
+  /** The events of requests refused before a model, for the request log (its refused-requests stream); absent without a request log. */
+  refusals?: { publish(event: UsageEvent): void };
   /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
   metering: UsageServiceClient;
+  /** The request-log service's RequestLogService (REQUEST_LOG_SERVICE_ADDR); absent when no request log is configured. */
+  requestLog?: RequestLogServiceClient;
   /** Metering's ResponseStoreService: stored responses of the Responses API (`store`, `previous_response_id`, GET/DELETE). */
   responseStore: ResponseStoreServiceClient;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */

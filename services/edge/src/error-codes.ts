@@ -64,6 +64,7 @@ export const EDGE_ERROR_CODES = Object.freeze({
   // A part of the edge that is not ready.
   catalog_unavailable: entry(503, 'service_unavailable_error'),
   console_not_built: entry(503, 'service_unavailable_error'),
+  request_log_not_configured: entry(503, 'service_unavailable_error'),
   // Single sign-on (console-sso.ts): the sign-in flow, the provider's answer, the user's role.
   sso_flow_expired: BAD_REQUEST,
   sso_state_mismatch: BAD_REQUEST,

@@ -5,7 +5,7 @@
  */
 import { callUnary, createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher, connectNats, drainNats, ensureUsageStream, followConnection, usageNames } from '@gateway/messaging';
+import { UsagePublisher, connectNats, drainNats, ensureUsageStream, followConnection, refusedNames, usageNames } from '@gateway/messaging';
 import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput, type UsageEventOutput } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
@@ -33,6 +33,8 @@ const completions = createExecutorCalls(executor, { streams: config.EDGE_EXECUTO
 const metering = createClient(grpc.usage.v1.UsageService, config.METERING_SERVICE_ADDR);
 // Same address and options as metering's client: grpc-js's subchannel pool gives both one connection.
 const responseStore = createClient(grpc.responses.v1.ResponseStoreService, config.METERING_SERVICE_ADDR);
+// The request log is optional: without it the admin API answers what metering keeps.
+const requestLog = config.REQUEST_LOG_SERVICE_ADDR ? createClient(grpc.request_log.v1.RequestLogService, config.REQUEST_LOG_SERVICE_ADDR) : undefined;
 
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
@@ -64,6 +66,10 @@ const usage = new UsagePublisher(nats, logger, {
 });
 const natsState = followConnection(nats);
 registerUsagePublisherMetrics(registry, usage, natsState);
+// Requests refused before a model (rate limits, budgets, allow-lists), for the request log only:
+// published only when there is one, on a stream of their own that it creates (never the usage
+// stream); bounded, never handed over, dropped when NATS cannot take them.
+const refusals = requestLog ? new UsagePublisher(nats, logger, { subject: refusedNames(config.USAGE_STREAM).subject, maxQueue: 10_000 }) : undefined;
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
@@ -100,8 +106,10 @@ const deps = {
   completions,
   catalog,
   usage,
+  ...(refusals && { refusals }),
   metering,
   responseStore,
+  ...(requestLog && { requestLog }),
   ready,
   tracing,
 };
@@ -129,10 +137,12 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   const handed = await usage.handOver(recordUsage, 5_000);
   if (held > 0 || handed > 0)
     logger[handed >= held ? 'warn' : 'error']({ pending: held, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
+  await refusals?.flush(natsState.connected ? 1_000 : 0);
+  refusals?.close();
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...health]) client.close();
+  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...(requestLog ? [requestLog] : []), ...health]) client.close();
   await metrics.close();
   await tracing.shutdown();
 });

@@ -42,6 +42,7 @@ describe('usage of a team', () => {
     usage: { prompt_tokens: 1_000, completion_tokens: 100, total_tokens: 1_100, cached_tokens: 0 },
     received_at_ms: at,
     outcome: 'OUTCOME_COMPLETED',
+    fallback_models: [],
     ...overrides,
   });
   const oneEventCost = costPicoUsd(model.pricing, { prompt_tokens: 1_000, completion_tokens: 100, cached_tokens: 0, cache_write_tokens: 0 });

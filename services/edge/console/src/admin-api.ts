@@ -17,6 +17,7 @@ import type {
   KeyChange,
   KeyCreation,
   List,
+  LoggedRequest,
   ModelHealth,
   Plan,
   Principal,
@@ -34,6 +35,61 @@ export type * from '../../src/routes/admin-api-schemas';
 export const PLANS: readonly Plan[] = PLAN_NAMES;
 
 /** The query of GET /admin/v1/usage. */
+/** A search of the request log (GET /admin/v1/requests); empty fields do not filter. */
+export interface RequestSearch {
+  /** How far back, in seconds (0: the log's whole retention). */
+  sinceSeconds: number;
+  keyId: string;
+  teamId: string;
+  model: string;
+  provider: string;
+  status: string;
+  errorCode: string;
+  api: string;
+  outcome: string;
+  minLatencyMs: string;
+  maxLatencyMs: string;
+  minCostUsd: string;
+  maxCostUsd: string;
+  sort: 'time' | 'latency' | 'cost';
+  order: 'desc' | 'asc';
+}
+
+/** A page of requests: from the request log (with its cursor), or the latest requests metering keeps (no log). */
+export interface RequestsPage {
+  data: LoggedRequest[] | GatewayRequest[];
+  /** Whether the request log answered: searches, details and exports work. */
+  log: boolean;
+  nextCursor: string | null;
+}
+
+/** A search's query string, without its page and format. */
+export function requestSearchParameters(search: RequestSearch): URLSearchParams {
+  const parameters = new URLSearchParams();
+  if (search.sinceSeconds > 0) parameters.set('start', String(Math.floor(Date.now() / 1000) - search.sinceSeconds));
+  const text: Array<[keyof RequestSearch, string]> = [
+    ['keyId', 'key_id'],
+    ['teamId', 'team_id'],
+    ['model', 'model'],
+    ['provider', 'provider'],
+    ['status', 'status'],
+    ['errorCode', 'error_code'],
+    ['api', 'api'],
+    ['outcome', 'outcome'],
+    ['minLatencyMs', 'min_latency_ms'],
+    ['maxLatencyMs', 'max_latency_ms'],
+    ['minCostUsd', 'min_cost_usd'],
+    ['maxCostUsd', 'max_cost_usd'],
+  ];
+  for (const [field, name] of text) {
+    const value = String(search[field]).trim();
+    if (value) parameters.set(name, value);
+  }
+  if (search.sort !== 'time') parameters.set('sort', search.sort);
+  if (search.order !== 'desc') parameters.set('order', search.order);
+  return parameters;
+}
+
 export interface UsageQuery {
   start: number;
   end: number;
@@ -180,6 +236,55 @@ export class AdminApi {
     if (query.keyId) parameters.set('key_id', query.keyId);
     const search = parameters.toString();
     return (await this.#call<List<GatewayRequest>>('GET', `/admin/v1/requests${search ? `?${search}` : ''}`)).data;
+  }
+
+  /**
+   * A page of requests. The first page of a plain query (a key at most) is what every gateway
+   * answers: the request log's answer carries `has_more`, which tells the console the log is there;
+   * a search with the log's own filters is sent only once it is.
+   */
+  async requestsPage(search: RequestSearch, options: { log: boolean; limit: number; cursor?: string }): Promise<RequestsPage> {
+    const parameters = options.log ? requestSearchParameters(search) : new URLSearchParams(search.keyId ? { key_id: search.keyId } : {});
+    parameters.set('limit', String(options.limit));
+    if (options.log && options.cursor) parameters.set('cursor', options.cursor);
+    const page = await this.#call<List<LoggedRequest> & { has_more?: boolean; next_cursor?: string | null }>('GET', `/admin/v1/requests?${parameters}`);
+    return { data: page.data, log: page.has_more !== undefined, nextCursor: page.next_cursor ?? null };
+  }
+
+  /** One request of the request log, by its id or request id. */
+  request(id: string): Promise<LoggedRequest> {
+    return this.#call('GET', `/admin/v1/requests/${encodeURIComponent(id)}`);
+  }
+
+  /** Every request a search finds, as a CSV or JSONL file, downloaded by the browser (the token goes as a header, never in a link). */
+  async downloadRequests(search: RequestSearch, format: 'csv' | 'jsonl'): Promise<void> {
+    const parameters = requestSearchParameters(search);
+    parameters.set('format', format);
+    let response: Response;
+    try {
+      response = await fetch(`/admin/v1/requests?${parameters}`, {
+        headers: { authorization: `Bearer ${this.#token}` },
+        credentials: 'omit',
+        cache: 'no-store',
+      });
+    } catch (error) {
+      throw new ApiError(0, `Could not reach the gateway: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (!response.ok) {
+      const error = await errorOf(response);
+      if (error.refusesToken) this.#onTokenRefused(error);
+      throw error;
+    }
+    const disposition = response.headers.get('content-disposition') ?? '';
+    const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `requests.${format}`;
+    const url = URL.createObjectURL(await response.blob());
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = name;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
   }
 
   /** Who the token belongs to: its subject, role and where it came from. */

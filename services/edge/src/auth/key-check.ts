@@ -155,7 +155,17 @@ export async function checkKey(
     throw edgeError('auth_unavailable', 'The gateway cannot check API keys right now. Please retry shortly.', { headers: { 'retry-after': '1' } });
   }
   if (decision.decision === 'DECISION_ALLOW') return decision;
-  throw denialError(decision);
+  const denial = denialError(decision);
+  if (decision.key_id) deniedKeys.set(denial, { keyId: decision.key_id, teamId: decision.team_id ?? '' });
+  throw denial;
+}
+
+/** The key (and its team) each denial of a known key was about, for the request log's refusals. */
+const deniedKeys = new WeakMap<object, { keyId: string; teamId: string }>();
+
+/** The key a denial thrown by checkKey refused, when auth knew it (not an invalid key's). */
+export function deniedKeyOf(error: unknown): { keyId: string; teamId: string } | undefined {
+  return typeof error === 'object' && error !== null ? deniedKeys.get(error) : undefined;
 }
 
 /**

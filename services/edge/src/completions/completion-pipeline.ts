@@ -10,7 +10,7 @@ import { costBoundPicoUsd, type Pricing } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Tracing } from '@gateway/observability';
 import type { CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
-import { checkKey, noteKeyChecked, reservedTokens } from '../auth/key-check.js';
+import { checkKey, deniedKeyOf, noteKeyChecked, reservedTokens } from '../auth/key-check.js';
 import { holdReservation } from '../auth/reservations.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError, toRequestError } from '../errors.js';
@@ -24,7 +24,7 @@ import { withReplicaRetry } from './executor-replicas.js';
 import { fallbackChain } from './fallback-chain.js';
 import { answeredModel, countBoundedPromptTokens, createModelResolver, type ModelResolver, promptTokensOf, type Routing } from './model-resolution.js';
 import { relayStream } from './sse-relay.js';
-import { createUsageReporter, NO_USAGE, type UsageReporter } from './usage-report.js';
+import { createUsageReporter, NO_USAGE, refusalEvent, type UsageReporter } from './usage-report.js';
 
 /** The stages of a completion, built once per edge from its dependencies. */
 export class CompletionPipeline {
@@ -69,6 +69,10 @@ export class CompletionPipeline {
         );
         span.setStatus({ code: SpanStatusCode.ERROR });
       }
+      // A request auth refused never reaches a model and is not metered; the request log shows it.
+      const refused = completion.decision === undefined ? deniedKeyOf(error) : undefined;
+      if (refused && this.deps.refusals && error instanceof RequestError)
+        this.deps.refusals.publish(refusalEvent(completion, refused, { status: error.status, code: error.code }));
       throw error;
     }
   }
@@ -217,9 +221,9 @@ export class CompletionPipeline {
       // A request that reached a model and failed (or whose caller left) is metered too: a
       // request with no usage, counted among the key's errors unless it was cancelled.
       const cancelled = signal.aborted;
-      completion.errorCode = cancelled
-        ? undefined
-        : (toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error)).code ?? 'internal_error');
+      const requestError = cancelled ? undefined : toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
+      completion.errorCode = requestError ? (requestError.code ?? 'internal_error') : undefined;
+      completion.httpStatus = requestError?.status;
       completion.usage = NO_USAGE;
       this.report(completion, cancelled ? 'OUTCOME_CANCELLED' : 'OUTCOME_FAILED');
       throw error;
@@ -237,6 +241,8 @@ export class CompletionPipeline {
 function chatAnswer(completion: Completion): (result: ExecuteResponseOutput) => WholeAnswer {
   return (result) => {
     const response = result.response!;
+    // The chat completions wire answers with the upstream's id (chatCompletionJson).
+    if (completion.wire.route === '/v1/chat/completions') completion.responseId = response.id ?? undefined;
     return {
       model_id: result.model_id,
       provider: result.provider,

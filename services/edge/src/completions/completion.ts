@@ -80,6 +80,14 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   firstTokenMs: number | undefined;
   /** For a failed request: the error code its caller was answered with. */
   errorCode: string | undefined;
+  /** For a failed request: the HTTP status its caller was answered with (a stream that started: 200). */
+  httpStatus: number | undefined;
+  /**
+   * The answer's id as its caller sees it, for its usage event (the request log): drawn here for a
+   * wire that names its answers itself (CompletionWire.newResponseId), else the upstream's once known
+   * (chat completions).
+   */
+  responseId: string | undefined;
 
   // Report: what the answer's own summary (the `gateway` object) shows.
   latencyMs = 0;
@@ -93,6 +101,7 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
     this.requestId = request.id;
     this.apiKey = (wire.readKey ?? bearerKey)(request);
     this.parsed = wire.parse(request.body, request.headers);
+    this.responseId = wire.newResponseId?.();
     this.callerPolicy = routePolicy(request, this.parsed);
   }
 }
@@ -108,6 +117,8 @@ export interface CompletionWire<Parsed extends ParsedChatRequest = ParsedChatReq
   readonly route: string;
   /** The GenAI operation name of its requests (`chat`). */
   readonly operation: string;
+  /** Optional, for an API that names its answers itself (`resp_...`, `msg_...`): a new id, drawn when the request arrives. */
+  newResponseId?(): string;
   /**
    * The API's `max_tokens` is a ceiling its clients cannot tune (Anthropic's, which Claude Code fills
    * with 32000): one above what the model can produce is lowered to it rather than refused.

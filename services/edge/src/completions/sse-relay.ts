@@ -168,7 +168,11 @@ class SseRelay {
     completion.answered = answeredModel(this.deps.catalog, completion.routing, start.model_id);
     completion.attempts = start.attempts;
     completion.provider = start.provider ?? '';
-    if (start.completion_id && !this.started) this.renderer.named(start.completion_id, Number(start.created) || 0);
+    if (start.completion_id && !this.started) {
+      this.renderer.named(start.completion_id, Number(start.created) || 0);
+      // The chat completions wire names its chunks with it.
+      if (completion.wire.route === '/v1/chat/completions') completion.responseId = start.completion_id;
+    }
   }
 
   /** The end event: reported, and the stream's last events written. */
@@ -196,6 +200,7 @@ class SseRelay {
     }
     const requestError = toRequestError(error instanceof GatewayError ? error : GatewayError.fromServiceError(error));
     completion.errorCode = requestError.code ?? 'internal_error';
+    completion.httpStatus = this.started ? 200 : requestError.status;
     if (!this.started) {
       // Nothing reached the caller: the request is metered as an error with what the executor
       // counted, if anything, and answered with a status.

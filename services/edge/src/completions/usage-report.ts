@@ -55,6 +55,7 @@ export function createUsageReporter(deps: Pick<EdgeDependencies, 'usage'>, metri
 /** The completion's usage event, as metering takes it. */
 function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], reservationId: string): UsageEvent {
   const { parsed, usage, traceparent, errorCode } = completion;
+  const userAgent = completion.request.headers['user-agent'];
   const route = completion.routing.route;
   return {
     reservation_id: reservationId,
@@ -80,7 +81,65 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
       : {}),
     ...(errorCode ? { error_code: errorCode } : {}),
     operation: completion.wire.operation,
+    api: API_OF_ROUTE[completion.wire.route] ?? completion.wire.route,
+    http_status: httpStatus(completion, outcome),
+    ...(completion.firstTokenMs !== undefined ? { time_to_first_token_ms: Math.round(completion.firstTokenMs) } : {}),
+    ...(userAgent ? { user_agent: userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
+    ...(completion.responseId ? { response_id: completion.responseId } : {}),
+    fallback_models: completion.attempts.map((attempt) => attempt.model_id ?? ''),
   };
+}
+
+/**
+ * The event of a request auth refused for a known key (a rate limit, a budget, a model the key may
+ * not use), for the request log alone (EdgeDependencies.refusals): outcome OUTCOME_REFUSED, no
+ * usage, no cost, the status and code the caller was answered with.
+ */
+export function refusalEvent(completion: Completion, refused: { keyId: string; teamId: string }, answer: { status: number; code?: string | null }): UsageEvent {
+  const { parsed, traceparent } = completion;
+  const userAgent = completion.request.headers['user-agent'];
+  return {
+    event_id: completion.eventId,
+    request_id: completion.requestId,
+    key_id: refused.keyId,
+    ...(refused.teamId ? { team_id: refused.teamId } : {}),
+    model_id: '',
+    provider: '',
+    usage: NO_USAGE,
+    received_at_ms: completion.receivedAtMs,
+    latency_ms: Math.round(completion.reply.elapsedTime),
+    stream: parsed.stream,
+    outcome: 'OUTCOME_REFUSED',
+    requested_model: parsed.request.model,
+    ...(traceparent ? { traceparent } : {}),
+    ...(answer.code ? { error_code: answer.code } : {}),
+    operation: completion.wire.operation,
+    api: API_OF_ROUTE[completion.wire.route] ?? completion.wire.route,
+    http_status: answer.status,
+    ...(userAgent ? { user_agent: userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
+    fallback_models: [],
+  };
+}
+
+/** The API names of the usage event (UsageEvent.api), by the route of the wire. */
+const API_OF_ROUTE: Readonly<Record<string, string>> = {
+  '/v1/chat/completions': 'chat_completions',
+  '/v1/responses': 'responses',
+  '/v1/messages': 'messages',
+  '/v1/embeddings': 'embeddings',
+};
+
+/** The longest User-Agent a usage event carries (UsageEvent.user_agent). */
+const USER_AGENT_MAX_LENGTH = 256;
+
+/**
+ * The status the caller was answered with: the failure's own, 499 (the client closed the request,
+ * as nginx logs it) for a cancelled one, else the reply's (200).
+ */
+function httpStatus(completion: Completion, outcome: UsageEvent['outcome']): number {
+  if (outcome === 'OUTCOME_CANCELLED') return 499;
+  if (outcome === 'OUTCOME_FAILED') return completion.httpStatus ?? 500;
+  return completion.reply.statusCode || 200;
 }
 
 /** The span attributes and fallback events of a completion that ended. */

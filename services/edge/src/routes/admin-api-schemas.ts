@@ -334,6 +334,78 @@ export const RecentRequestsQuerySchema = steps(
 );
 export type RecentRequestsQuery = Static<typeof RecentRequestsQuerySchema>;
 
+/** The parameters only the request log answers (the latest requests take limit and key_id alone). */
+export const REQUEST_LOG_PARAMETERS = [
+  'start',
+  'end',
+  'team_id',
+  'model',
+  'provider',
+  'status',
+  'error_code',
+  'api',
+  'outcome',
+  'min_latency_ms',
+  'max_latency_ms',
+  'min_cost_usd',
+  'max_cost_usd',
+  'sort',
+  'order',
+  'cursor',
+  'format',
+] as const;
+
+const NonNegativeInteger = (name: string) => queryParameter(name, '^[0-9]{1,9}$', `'${name}' must be a non-negative integer.`);
+const UsdAmount = (name: string) => queryParameter(name, '^[0-9]{1,9}(\\.[0-9]{1,12})?$', `'${name}' must be an amount in USD (at most 12 decimals).`);
+const Word = (name: string, what: string) => queryParameter(name, '^[A-Za-z0-9._:/-]{1,200}$', `'${name}' must be ${what}.`);
+
+/** The query string of GET /admin/v1/requests: a search of the request log (its filters, order, page and export format). */
+export const RequestLogQuerySchema = steps(
+  queryNames(['limit', 'key_id', ...REQUEST_LOG_PARAMETERS]),
+  Type.Object({
+    limit: Type.Optional(queryParameter('limit', '^(?!0+$)(?:[0-9]{1,3}|1000)$', "'limit' must be an integer from 1 to 1000.")),
+    key_id: Type.Optional(KeyIdParameter),
+    start: Type.Optional(UnixSeconds('start')),
+    end: Type.Optional(UnixSeconds('end')),
+    team_id: Type.Optional(TeamIdParameter),
+    model: Type.Optional(Word('model', 'a model id')),
+    provider: Type.Optional(Word('provider', 'a provider name')),
+    status: Type.Optional(queryParameter('status', '^[1-5][0-9]{2}$', "'status' must be an HTTP status (100 to 599).")),
+    error_code: Type.Optional(Word('error_code', 'an error code')),
+    api: Type.Optional(
+      queryParameter('api', '^(chat_completions|responses|messages|embeddings)$', "'api' must be one of chat_completions, responses, messages, embeddings."),
+    ),
+    outcome: Type.Optional(
+      queryParameter('outcome', '^(completed|failed|cancelled|refused)$', "'outcome' must be one of completed, failed, cancelled, refused."),
+    ),
+    min_latency_ms: Type.Optional(NonNegativeInteger('min_latency_ms')),
+    max_latency_ms: Type.Optional(NonNegativeInteger('max_latency_ms')),
+    min_cost_usd: Type.Optional(UsdAmount('min_cost_usd')),
+    max_cost_usd: Type.Optional(UsdAmount('max_cost_usd')),
+    sort: Type.Optional(queryParameter('sort', '^(time|latency|cost)$', "'sort' must be one of time, latency, cost.")),
+    order: Type.Optional(queryParameter('order', '^(asc|desc)$', "'order' must be asc or desc.")),
+    cursor: Type.Optional(queryParameter('cursor', '^[A-Za-z0-9_-]{1,1000}$', "'cursor' must be the next_cursor of a previous page.")),
+    format: Type.Optional(queryParameter('format', '^(json|csv|jsonl)$', "'format' must be one of json, csv, jsonl.")),
+  }),
+);
+export type RequestLogQuery = Static<typeof RequestLogQuerySchema>;
+
+/** A request as the request log shows it: the latest requests' fields and the log's own. */
+export type LoggedRequest = GatewayRequest & {
+  team_id: string | null;
+  api: string;
+  response_id: string | null;
+  trace_id: string | null;
+  http_status: number | null;
+  fallback_models: string[];
+  cached_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+  cost_pico_usd: string;
+  time_to_first_token_ms: number | null;
+  user_agent: string | null;
+};
+
 /** Usage totals of one group where the query groups by key, model or plan (or of everything). */
 export const UsageResultSchema = Type.Object({
   object: Type.Literal('usage.result'),
@@ -396,7 +468,8 @@ export const GatewayRequestSchema = Type.Object({
   provider: Type.String(),
   stream: Type.Boolean(),
   /** unspecified from a metering that does not say. */
-  outcome: Type.Union([Type.Literal('completed'), Type.Literal('cancelled'), Type.Literal('failed'), Type.Literal('unspecified')]),
+  /** refused: by the request log only, a request refused before it reached a model (a rate limit, a budget, an allow-list). */
+  outcome: Type.Union([Type.Literal('completed'), Type.Literal('cancelled'), Type.Literal('failed'), Type.Literal('refused'), Type.Literal('unspecified')]),
   /** Why a failed request failed (the error envelope's code), where the gateway says. */
   error_code: Nullable(Type.String()),
   latency_ms: Type.Integer(),

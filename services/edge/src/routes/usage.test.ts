@@ -120,11 +120,11 @@ describe('GET /admin/v1/usage', () => {
   });
 });
 
-describe('GET /admin/v1/requests', () => {
+describe('GET /admin/v1/requests without a request log', () => {
   it.each([
-    ['?limit=0', 'limit', "'limit' must be an integer from 1 to 200."],
-    ['?limit=201', 'limit', "'limit' must be an integer from 1 to 200."],
-    ['?limit=1000', 'limit', "'limit' must be an integer from 1 to 200."],
+    ['?limit=0', 'limit', "'limit' must be an integer from 1 to 1000."],
+    ['?limit=201', 'limit', "'limit' must be an integer from 1 to 200 (the request log is not configured)."],
+    ['?limit=1001', 'limit', "'limit' must be an integer from 1 to 1000."],
     ['?limit=5&limit=6', 'limit', "'limit' must be given once."],
     ['?key_id=key_', 'key_id', "'key_id' must be a key id (key_ and 16 letters or digits)."],
   ])('refuses %s', async (query, param, message) => {
@@ -133,7 +133,11 @@ describe('GET /admin/v1/requests', () => {
 
   it('refuses an unknown parameter', async () => {
     expect(await get('/admin/v1/requests?since=1', ADMIN_TOKEN)).toEqual(
-      refused('since', "Unknown query parameter 'since'. Allowed: limit, key_id.", 'unknown_parameter'),
+      refused(
+        'since',
+        "Unknown query parameter 'since'. Allowed: limit, key_id, start, end, team_id, model, provider, status, error_code, api, outcome, min_latency_ms, max_latency_ms, min_cost_usd, max_cost_usd, sort, order, cursor, format.",
+        'unknown_parameter',
+      ),
     );
   });
 
@@ -146,5 +150,21 @@ describe('GET /admin/v1/requests', () => {
       { limit: 7, key_id: '' },
       { limit: 1, key_id: KEY_ID },
     ]);
+  });
+
+  it.each(['?model=sim-mini', '?status=429', '?format=csv', '?sort=latency'])(
+    'answers %s with a 503 that says the request log is not configured',
+    async (query) => {
+      const answer = await get(`/admin/v1/requests${query}`, ADMIN_TOKEN);
+      expect(answer.status).toBe(503);
+      expect(answer.body.error).toMatchObject({ code: 'request_log_not_configured', type: 'service_unavailable_error' });
+      expect(answer.body.error.message).toContain('REQUEST_LOG_SERVICE_ADDR');
+      expect(received).toEqual([]);
+    },
+  );
+
+  it("answers a request's detail with the same 503", async () => {
+    const answer = await get('/admin/v1/requests/0b9e2a34-1c1f-4a8e-9a52-2f2f1c1e0d11', ADMIN_TOKEN);
+    expect(answer).toMatchObject({ status: 503, body: { error: { code: 'request_log_not_configured' } } });
   });
 });

@@ -3,7 +3,7 @@
  *   GET /v1/usage          with a gateway key: that key's own usage, optionally by model
  *   GET /admin/v1/usage    with the admin token: every key's (or one key's, or one team's), by any
  *                          of key, model, plan and team
- *   GET /admin/v1/requests with the admin token: the latest requests
+ *   GET /admin/v1/requests with the admin token: the latest requests (admin-request-log.ts)
  *   GET /admin/v1/models   with the admin token: each model's health as the router reports it
  * Usage comes in buckets of a UTC hour (kept 14 days) or a UTC day (kept 400 days); times are
  * Unix seconds; only buckets with usage are listed, so a range without any is an empty list.
@@ -14,8 +14,6 @@ import { callUnary } from '@gateway/grpc';
 import type {
   ListKeysRequest,
   ListKeysResponseOutput,
-  ListRecentRequestsRequest,
-  ListRecentRequestsResponseOutput,
   QueryUsageRequest,
   QueryUsageResponseOutput,
   RecentRequestOutput,
@@ -34,8 +32,6 @@ import {
   KeyUsageQuerySchema,
   type List,
   type ModelHealth,
-  type RecentRequestsQuery,
-  RecentRequestsQuerySchema,
   type UsagePage,
   type UsageQueryString,
   type UsageResult,
@@ -215,7 +211,7 @@ export function registerUsage(app: FastifyInstance, deps: EdgeDependencies): voi
 }
 
 /** A metered request as the admin API shows it. */
-function recentJson(entry: RecentRequestOutput): GatewayRequest {
+export function recentJson(entry: RecentRequestOutput): GatewayRequest {
   const outcome = (entry.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase() as GatewayRequest['outcome'];
   return {
     object: 'gateway.request',
@@ -257,21 +253,6 @@ export function registerAdminUsage(app: FastifyInstance, deps: EdgeDependencies)
             : Promise.resolve(new Map<string, string>()),
         ]);
         return usagePage(query, usage, (keyId) => plans.get(keyId) ?? 'unknown');
-      },
-    );
-
-    admin.get<{ Querystring: RecentRequestsQuery }>(
-      '/admin/v1/requests',
-      { schema: { querystring: RecentRequestsQuerySchema } },
-      async (request): Promise<List<GatewayRequest>> => {
-        const { limit = '50', key_id: keyId = '' } = request.query;
-        const listed = await callUnary<ListRecentRequestsRequest, ListRecentRequestsResponseOutput>(
-          deps.metering,
-          deps.metering.ListRecentRequests,
-          { limit: Number(limit), key_id: keyId },
-          options(request),
-        );
-        return { object: 'list', data: listed.requests.map(recentJson) };
       },
     );
 

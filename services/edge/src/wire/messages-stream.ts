@@ -22,7 +22,7 @@ type OpenBlock = { kind: 'thinking' } | { kind: 'text' } | { kind: 'tool_use'; c
 
 /** The Messages renderer of one stream. */
 export class MessagesStream extends ChunkTranslator implements StreamRenderer {
-  private readonly id = newMessageId();
+  private readonly id: string;
   private model: string;
   private opened = false;
   private blockCount = 0;
@@ -33,6 +33,7 @@ export class MessagesStream extends ChunkTranslator implements StreamRenderer {
 
   constructor(private readonly completion: Completion) {
     super();
+    this.id = completion.responseId ?? newMessageId();
     this.model = completion.routing.model.id ?? '';
     this.identity = { id: this.id, created: Math.floor(Date.now() / 1000), model: this.model, includeUsage: false };
   }

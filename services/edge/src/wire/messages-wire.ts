@@ -35,11 +35,12 @@ export const messagesWire: CompletionWire = {
   route: '/v1/messages',
   operation: 'chat',
   maxTokensCeiling: true,
+  newResponseId: () => newMessageId(),
   parse: (body: unknown, headers: IncomingHttpHeaders) => parseMessagesRequest(body, { headers }),
   renderWhole(completion: Completion, response: ChatResponseOutput): string {
     const model = completion.answered.id ?? response.model ?? '';
     const body = {
-      id: newMessageId(),
+      id: completion.responseId ?? newMessageId(),
       type: 'message',
       role: 'assistant',
       model,

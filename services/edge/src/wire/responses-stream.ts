@@ -49,7 +49,7 @@ interface OpenCall {
 
 /** The Responses renderer of one stream. */
 export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
-  private readonly id = newId('resp');
+  private readonly id: string;
   private createdAt = Math.floor(Date.now() / 1000);
   private model: string;
   private sequence = 0;
@@ -68,6 +68,7 @@ export class ResponsesStream extends ChunkTranslator implements StreamRenderer {
 
   constructor(private readonly completion: ResponsesCompletion) {
     super();
+    this.id = completion.responseId ?? newId('resp');
     this.model = completion.routing.model.id ?? '';
     this.identity = { id: this.id, created: this.createdAt, model: this.model, includeUsage: false };
     this.responses = completion.parsed.responses;

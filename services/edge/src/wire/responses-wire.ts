@@ -42,11 +42,12 @@ export const responsesWire: CompletionWire<ParsedResponsesRequest> = {
   route: '/v1/responses',
   operation: 'chat',
   prepare: prepareResponsesRequest,
+  newResponseId: () => newId('resp'),
   parse: parseResponsesRequest,
   renderWhole(completion: ResponsesCompletion, response: ChatResponseOutput): string {
     const { status, incomplete_details } = statusOf(finishReason(response.choices[0]?.finish_reason));
     const body = responseObject(completion, {
-      id: newId('resp'),
+      id: completion.responseId ?? newId('resp'),
       createdAt: Number(response.created) || Math.floor(Date.now() / 1000),
       model: completion.answered.id ?? response.model ?? '',
       status,

@@ -1,29 +1,156 @@
 /**
- * Requests: the latest requests the gateway handled, newest first, optionally of one key, with
- * where each was routed, what it cost and how it ended. Loaded on demand (Refresh), not polled.
+ * Requests: with the request log (REQUEST_LOG_SERVICE_ADDR), a search of every request the
+ * gateway handled within the log's retention: by time range, key, team, model, provider, status,
+ * error code, API, outcome, latency and cost, ordered by time, latency or cost, a page at a time,
+ * each request's detail (its ids, trace id, tokens, timings and user agent), and the search's
+ * export as CSV or JSONL. Without the log, the latest requests metering keeps, optionally of one
+ * key. Loaded on demand (Apply, Refresh), not polled.
  */
+import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
-import type { AdminApi, GatewayRequest } from '../admin-api';
+import type { AdminApi, GatewayRequest, LoggedRequest, RequestSearch } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
-import { EmptyRow, Page, RefreshButton, Table, ToolSelect } from '../page';
 import { formatCount, formatMilliseconds, formatUnixMilliseconds, formatUsd } from '../format';
-import { useLoader } from '../use-loader';
+import { EmptyRow, Page, RefreshButton, Table, ToolSelect } from '../page';
+import { asApiError, useLoader } from '../use-loader';
 
 const LIMIT = 50;
 
+/** The search before the operator narrows it: the last 24 hours, newest first. */
+const NO_FILTERS: RequestSearch = {
+  sinceSeconds: 86_400,
+  keyId: '',
+  teamId: '',
+  model: '',
+  provider: '',
+  status: '',
+  errorCode: '',
+  api: '',
+  outcome: '',
+  minLatencyMs: '',
+  maxLatencyMs: '',
+  minCostUsd: '',
+  maxCostUsd: '',
+  sort: 'time',
+  order: 'desc',
+};
+
+const RANGES: ReadonlyArray<[number, string]> = [
+  [3_600, 'Last hour'],
+  [86_400, 'Last 24 hours'],
+  [7 * 86_400, 'Last 7 days'],
+  [0, 'Everything kept'],
+];
+
 /** How a request ended, as a badge. */
 function Outcome({ outcome }: { outcome: GatewayRequest['outcome'] }) {
-  const tone = outcome === 'completed' ? 'good' : outcome === 'failed' ? 'bad' : 'neutral';
+  const tone = outcome === 'completed' ? 'good' : outcome === 'failed' || outcome === 'refused' ? 'bad' : 'neutral';
   return <span class={`badge ${tone}`}>{outcome}</span>;
+}
+
+const isLogged = (request: GatewayRequest | LoggedRequest): request is LoggedRequest => 'api' in request;
+
+/** The text fields of the search form: [field, label, test id, placeholder]. */
+const TEXT_FILTERS: ReadonlyArray<[keyof RequestSearch, string, string, string]> = [
+  ['teamId', 'Team', 'requests-team', 'team_...'],
+  ['model', 'Model', 'requests-model', 'requested or served'],
+  ['provider', 'Provider', 'requests-provider', 'simulated, anthropic, ...'],
+  ['status', 'HTTP status', 'requests-status', '429'],
+  ['errorCode', 'Error code', 'requests-error-code', 'upstream_error'],
+  ['minLatencyMs', 'Latency from (ms)', 'requests-min-latency', ''],
+  ['maxLatencyMs', 'Latency to (ms)', 'requests-max-latency', ''],
+  ['minCostUsd', 'Cost from (USD)', 'requests-min-cost', ''],
+  ['maxCostUsd', 'Cost to (USD)', 'requests-max-cost', ''],
+];
+
+/** One request's detail, read from the request log. */
+function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClose: () => void }) {
+  const detail = useLoader(() => api.request(id), [api, id]);
+  const request = detail.data;
+  const rows: Array<[string, string, string | number | null | undefined]> = request
+    ? [
+        ['Request id', 'request-detail-request-id', request.request_id],
+        ['Event id', 'request-detail-id', request.id],
+        ['Response id', 'request-detail-response-id', request.response_id],
+        ['Trace id', 'request-detail-trace-id', request.trace_id],
+        ['Received (UTC)', 'request-detail-time', formatUnixMilliseconds(request.created_at)],
+        ['Key', 'request-detail-key', request.key_id],
+        ['Team', 'request-detail-team', request.team_id],
+        ['API', 'request-detail-api', request.api],
+        ['Requested model', 'request-detail-requested-model', request.requested_model],
+        ['Served by', 'request-detail-model', `${request.model} (${request.provider})`],
+        ['Fell back from', 'request-detail-fallbacks', request.fallback_models.join(', ') || null],
+        ['Outcome', 'request-detail-outcome', request.outcome],
+        ['HTTP status', 'request-detail-status', request.http_status],
+        ['Error code', 'request-detail-error-code', request.error_code],
+        ['Streamed', 'request-detail-stream', request.stream ? 'yes' : 'no'],
+        ['Latency', 'request-detail-latency', formatMilliseconds(request.latency_ms)],
+        ['Time to first token', 'request-detail-ttft', request.time_to_first_token_ms === null ? null : formatMilliseconds(request.time_to_first_token_ms)],
+        ['Input tokens', 'request-detail-prompt-tokens', formatCount(request.prompt_tokens)],
+        ['of which cache reads, writes', 'request-detail-cache-tokens', `${formatCount(request.cached_tokens)}, ${formatCount(request.cache_write_tokens)}`],
+        ['Output tokens', 'request-detail-completion-tokens', formatCount(request.completion_tokens)],
+        ['of which reasoning', 'request-detail-reasoning-tokens', formatCount(request.reasoning_tokens)],
+        ['Cost', 'request-detail-cost', `${formatUsd(request.cost_usd)} (${request.cost_pico_usd} pico-USD)`],
+        ['User agent', 'request-detail-user-agent', request.user_agent],
+      ]
+    : [];
+  return (
+    <div class="card" data-testid="request-detail" data-state={detail.loading ? 'loading' : detail.error ? 'error' : 'ready'}>
+      <div class="page-head">
+        <h2>Request</h2>
+        <button type="button" class="secondary" onClick={onClose} data-testid="request-detail-close">
+          Close
+        </button>
+      </div>
+      <ErrorBanner error={detail.error} />
+      <dl class="details">
+        {rows.map(([label, testId, value]) => (
+          <Fragment key={testId}>
+            <dt>{label}</dt>
+            <dd data-testid={testId}>{value === null || value === undefined || value === '' ? <span class="muted">—</span> : <code>{String(value)}</code>}</dd>
+          </Fragment>
+        ))}
+      </dl>
+    </div>
+  );
 }
 
 /** The Requests page. */
 export function RequestsPage({ api }: { api: AdminApi }) {
-  const [keyId, setKeyId] = useState('');
+  // The search applied, the form being edited, and the cursors of the pages before the one shown.
+  const [search, setSearch] = useState<RequestSearch>(NO_FILTERS);
+  const [draft, setDraft] = useState<RequestSearch>(NO_FILTERS);
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [log, setLog] = useState<boolean | undefined>(undefined);
+  const [opened, setOpened] = useState<string | undefined>(undefined);
+  const [exportError, setExportError] = useState<ReturnType<typeof asApiError> | undefined>(undefined);
   const keys = useLoader(() => api.listKeys(), [api]);
-  const requests = useLoader(() => api.requests({ limit: LIMIT, keyId: keyId || undefined }), [api, keyId]);
+  const cursor = cursors.at(-1);
+  const requests = useLoader(async () => {
+    // The first answer tells whether the log is there; a plain page is what every gateway answers.
+    const page = await api.requestsPage(search, { log: log === true, limit: LIMIT, cursor });
+    if (log === undefined) setLog(page.log);
+    return page;
+  }, [api, search, cursor, log]);
   const names = new Map((keys.data ?? []).map((key) => [key.id, key.name]));
-  const list = requests.data ?? [];
+  const list = requests.data?.data ?? [];
+  const apply = (next: RequestSearch) => {
+    setSearch(next);
+    setDraft(next);
+    setCursors([]);
+  };
+  const text = (field: keyof RequestSearch, label: string, testId: string, placeholder: string) => (
+    <label key={field}>
+      {label}
+      <input
+        type="text"
+        value={String(draft[field])}
+        placeholder={placeholder}
+        data-testid={testId}
+        onInput={(event) => setDraft({ ...draft, [field]: event.currentTarget.value })}
+      />
+    </label>
+  );
   return (
     <Page
       name="requests"
@@ -31,7 +158,7 @@ export function RequestsPage({ api }: { api: AdminApi }) {
       loaded={requests}
       tools={
         <>
-          <ToolSelect label="Key" value={keyId} testId="requests-key-filter" onChange={setKeyId}>
+          <ToolSelect label="Key" value={search.keyId} testId="requests-key-filter" onChange={(keyId) => apply({ ...draft, keyId })}>
             <option value="">All keys</option>
             {(keys.data ?? []).map((key) => (
               <option key={key.id} value={key.id}>
@@ -43,16 +170,124 @@ export function RequestsPage({ api }: { api: AdminApi }) {
         </>
       }
     >
-      <ErrorBanner error={requests.error ?? keys.error} />
+      <ErrorBanner error={requests.error ?? keys.error ?? exportError} />
+      {log === false && (
+        <p class="hint" data-testid="requests-log-off">
+          The request log is not configured (REQUEST_LOG_SERVICE_ADDR): these are the latest requests metering keeps. Search, details and exports need the log.
+        </p>
+      )}
+      {log === true && (
+        <form
+          class="card"
+          data-testid="requests-filters"
+          onSubmit={(event) => {
+            event.preventDefault();
+            apply(draft);
+          }}
+        >
+          <div class="fields">
+            <label>
+              Time
+              <select
+                value={String(draft.sinceSeconds)}
+                data-testid="requests-range"
+                onChange={(event) => setDraft({ ...draft, sinceSeconds: Number(event.currentTarget.value) })}
+              >
+                {RANGES.map(([seconds, label]) => (
+                  <option key={seconds} value={String(seconds)}>
+                    {label}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              API
+              <select value={draft.api} data-testid="requests-api" onChange={(event) => setDraft({ ...draft, api: event.currentTarget.value })}>
+                <option value="">any</option>
+                <option value="chat_completions">chat completions</option>
+                <option value="responses">responses</option>
+                <option value="messages">messages</option>
+                <option value="embeddings">embeddings</option>
+              </select>
+            </label>
+            <label>
+              Outcome
+              <select value={draft.outcome} data-testid="requests-outcome" onChange={(event) => setDraft({ ...draft, outcome: event.currentTarget.value })}>
+                <option value="">any</option>
+                <option value="completed">completed</option>
+                <option value="failed">failed</option>
+                <option value="cancelled">cancelled</option>
+                <option value="refused">refused</option>
+              </select>
+            </label>
+            {TEXT_FILTERS.map(([field, label, testId, placeholder]) => text(field, label, testId, placeholder))}
+            <label>
+              Order by
+              <select
+                value={`${draft.sort} ${draft.order}`}
+                data-testid="requests-sort"
+                onChange={(event) => {
+                  const [sort, order] = event.currentTarget.value.split(' ') as [RequestSearch['sort'], RequestSearch['order']];
+                  setDraft({ ...draft, sort, order });
+                }}
+              >
+                <option value="time desc">newest first</option>
+                <option value="time asc">oldest first</option>
+                <option value="latency desc">slowest first</option>
+                <option value="cost desc">dearest first</option>
+              </select>
+            </label>
+          </div>
+          <div class="actions">
+            <button type="button" class="secondary" data-testid="requests-clear" onClick={() => apply(NO_FILTERS)}>
+              Clear
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              data-testid="requests-export-csv"
+              onClick={() =>
+                api.downloadRequests(search, 'csv').then(
+                  () => setExportError(undefined),
+                  (error: unknown) => setExportError(asApiError(error)),
+                )
+              }
+            >
+              Export CSV
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              data-testid="requests-export-jsonl"
+              onClick={() =>
+                api.downloadRequests(search, 'jsonl').then(
+                  () => setExportError(undefined),
+                  (error: unknown) => setExportError(asApiError(error)),
+                )
+              }
+            >
+              Export JSONL
+            </button>
+            <button type="submit" data-testid="requests-apply">
+              Search
+            </button>
+          </div>
+        </form>
+      )}
+      {opened && <RequestDetail api={api} id={opened} onClose={() => setOpened(undefined)} />}
       <Table
         testId="requests-table"
-        caption={`The latest ${LIMIT} requests${keyId ? ` of ${keyId}` : ''}, newest first`}
+        caption={
+          log
+            ? `Requests matching the search, ${LIMIT} a page${cursors.length > 0 ? ` (page ${cursors.length + 1})` : ''}`
+            : `The latest ${LIMIT} requests${search.keyId ? ` of ${search.keyId}` : ''}, newest first`
+        }
         columns={[
           'Time (UTC)',
           'Key',
           'Requested',
           'Routed to',
-          'Auto score, tier',
+          'Status',
           { number: 'Latency' },
           { number: 'Cost' },
           { number: 'Tokens in + out' },
@@ -62,7 +297,15 @@ export function RequestsPage({ api }: { api: AdminApi }) {
       >
         {list.map((request) => (
           <tr key={request.id} data-testid="request-row" data-request-id={request.request_id} data-key-id={request.key_id}>
-            <td>{formatUnixMilliseconds(request.created_at).replace(' UTC', '')}</td>
+            <td>
+              {log ? (
+                <button type="button" class="link" data-testid="request-open" onClick={() => setOpened(request.id)}>
+                  {formatUnixMilliseconds(request.created_at).replace(' UTC', '')}
+                </button>
+              ) : (
+                formatUnixMilliseconds(request.created_at).replace(' UTC', '')
+              )}
+            </td>
             <td>
               <code>{request.key_id}</code>
               {names.get(request.key_id) ? <span class="sub">{names.get(request.key_id)}</span> : null}
@@ -73,10 +316,12 @@ export function RequestsPage({ api }: { api: AdminApi }) {
               <span class="sub">
                 {request.provider}
                 {request.stream ? ', streamed' : ''}
-                {request.operation === 'embeddings' ? ', embeddings' : ''}
+                {isLogged(request) ? `, ${request.api}` : request.operation === 'embeddings' ? ', embeddings' : ''}
               </span>
             </td>
-            <td>{request.auto ? `${request.auto.score.toFixed(2)}, ${request.auto.tier}` : <span class="muted">—</span>}</td>
+            <td data-testid="request-status">
+              {isLogged(request) && request.http_status ? request.http_status : request.auto ? `auto ${request.auto.score.toFixed(2)}` : ''}
+            </td>
             <td class="number">{formatMilliseconds(request.latency_ms)}</td>
             <td class="number" data-testid="request-cost" data-cost-usd={String(request.cost_usd)}>
               {formatUsd(request.cost_usd)}
@@ -94,9 +339,31 @@ export function RequestsPage({ api }: { api: AdminApi }) {
           </tr>
         ))}
         <EmptyRow shown={requests.data !== undefined && list.length === 0} columns={10}>
-          No requests yet.
+          {log ? 'No request matches the search.' : 'No requests yet.'}
         </EmptyRow>
       </Table>
+      {log && (
+        <div class="actions">
+          <button
+            type="button"
+            class="secondary"
+            disabled={cursors.length === 0}
+            data-testid="requests-previous"
+            onClick={() => setCursors(cursors.slice(0, -1))}
+          >
+            Previous page
+          </button>
+          <button
+            type="button"
+            class="secondary"
+            disabled={!requests.data?.nextCursor}
+            data-testid="requests-next"
+            onClick={() => requests.data?.nextCursor && setCursors([...cursors, requests.data.nextCursor])}
+          >
+            Next page
+          </button>
+        </div>
+      )}
     </Page>
   );
 }

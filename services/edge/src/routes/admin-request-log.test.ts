@@ -1,0 +1,194 @@
+/**
+ * The admin API's request log routes against an in-process fake of the RequestLogService's gRPC
+ * methods: what each query asks the log for, the 400s of malformed ones, an export that follows
+ * the cursor to the last page and writes CSV a spreadsheet cannot run, and the detail's 404.
+ */
+import { GatewayError } from '@gateway/grpc';
+import { createLogger } from '@gateway/logger';
+import { prometheus } from '@gateway/observability';
+import type { RequestLogServiceClient, RequestRecordOutput } from '@gateway/proto';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { buildEdgeApp } from '../app.js';
+import { readEdgeConfig } from '../config.js';
+import type { EdgeDependencies } from '../dependencies.js';
+import { CSV_COLUMNS } from './admin-request-log.js';
+
+const ADMIN_TOKEN = 'admin-token-for-request-log-tests-0123456789abcdef';
+const KEY_ID = 'key_0123456789abcdef';
+const TEAM_ID = 'team_0123456789abcdef';
+
+const received: Array<{ method: string; request: Record<string, unknown> }> = [];
+/** The pages SearchRequests answers, in turn. */
+let pages: Array<{ requests: RequestRecordOutput[]; next_cursor: string }> = [];
+
+function record(fields: Partial<RequestRecordOutput>): RequestRecordOutput {
+  return {
+    event_id: 'e',
+    request_id: 'r',
+    response_id: '',
+    trace_id: '',
+    received_at_ms: 1_700_000_000_000,
+    key_id: KEY_ID,
+    team_id: '',
+    api: 'chat_completions',
+    requested_model: 'sim-mini',
+    model_id: 'sim-mini',
+    provider: 'simulated',
+    fallback_models: [],
+    fallback_attempts: 0,
+    outcome: 'completed',
+    http_status: 200,
+    error_code: '',
+    prompt_tokens: 10,
+    completion_tokens: 5,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    reasoning_tokens: 0,
+    cost_pico_usd: '1500000',
+    latency_ms: 42,
+    stream: false,
+    user_agent: 'curl/8',
+    ...fields,
+  } as RequestRecordOutput;
+}
+
+function fakeRequestLog(): RequestLogServiceClient {
+  return {
+    SearchRequests: (request: Record<string, unknown>, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: unknown) => void) => {
+      received.push({ method: 'SearchRequests', request });
+      const page = pages.shift() ?? { requests: [], next_cursor: '' };
+      setImmediate(() => callback(null, page));
+      return { cancel() {} };
+    },
+    GetRequest: (request: Record<string, unknown>, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: unknown) => void) => {
+      received.push({ method: 'GetRequest', request });
+      const error = GatewayError.of('not_found', `The request log has no request ${request.id}.`, { param: 'id' }).toServiceError();
+      setImmediate(() => callback(Object.assign(new Error(error.message), error)));
+      return { cancel() {} };
+    },
+  } as unknown as RequestLogServiceClient;
+}
+
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  const deps = {
+    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }),
+    logger: createLogger('edge', 'silent'),
+    registry: new prometheus.Registry(),
+    requestLog: fakeRequestLog(),
+    ready: async () => true,
+  } as unknown as EdgeDependencies;
+  app = await buildEdgeApp(deps);
+  await app.ready();
+});
+
+afterAll(async () => {
+  await app.close();
+});
+
+beforeEach(() => {
+  received.length = 0;
+  pages = [];
+});
+
+const get = (url: string) => app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+
+describe('GET /admin/v1/requests with the request log', () => {
+  it('asks the log for exactly the search the query names', async () => {
+    pages = [{ requests: [record({ event_id: 'e1', trace_id: 'abc' })], next_cursor: 'next' }];
+    const response = await get(
+      `/admin/v1/requests?start=100&end=200&key_id=${KEY_ID}&team_id=${TEAM_ID}&model=sim-mini&provider=simulated&status=429` +
+        '&error_code=rate_limit_exceeded&api=messages&outcome=failed&min_latency_ms=10&max_latency_ms=20&min_cost_usd=0.000000000001' +
+        '&max_cost_usd=1.5&sort=cost&order=asc&limit=1000&cursor=abc_-1',
+    );
+    expect(response.statusCode).toBe(200);
+    expect(received).toEqual([
+      {
+        method: 'SearchRequests',
+        request: {
+          start_ms: 100_000,
+          end_ms: 200_000,
+          key_id: KEY_ID,
+          team_id: TEAM_ID,
+          model: 'sim-mini',
+          provider: 'simulated',
+          http_status: 429,
+          error_code: 'rate_limit_exceeded',
+          api: 'messages',
+          outcome: 'failed',
+          min_latency_ms: 10,
+          max_latency_ms: 20,
+          min_cost_pico_usd: 1,
+          max_cost_pico_usd: 1_500_000_000_000,
+          sort: 'SORT_FIELD_COST',
+          ascending: true,
+          page_size: 1000,
+          cursor: 'abc_-1',
+        },
+      },
+    ]);
+    expect(response.json()).toMatchObject({
+      object: 'list',
+      has_more: true,
+      next_cursor: 'next',
+      data: [{ id: 'e1', trace_id: 'abc', api: 'chat_completions', cost_pico_usd: '1500000', cost_usd: 0.0000015, http_status: 200, response_id: null }],
+    });
+  });
+
+  it.each([
+    ['?sort=tokens', 'sort', "'sort' must be one of time, latency, cost."],
+    ['?status=99', 'status', "'status' must be an HTTP status (100 to 599)."],
+    ['?min_cost_usd=-1', 'min_cost_usd', "'min_cost_usd' must be an amount in USD (at most 12 decimals)."],
+    ['?min_latency_ms=20&max_latency_ms=10', 'max_latency_ms', "'max_latency_ms' must not be below 'min_latency_ms'."],
+    ['?start=200&end=100', 'end', "'end' must be after 'start'."],
+    ['?cursor=a%20b', 'cursor', "'cursor' must be the next_cursor of a previous page."],
+    ['?format=xml', 'format', "'format' must be one of json, csv, jsonl."],
+  ])('refuses %s', async (query, param, message) => {
+    const response = await get(`/admin/v1/requests${query}`);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toMatchObject({ param, message });
+    expect(received).toEqual([]);
+  });
+
+  it('exports every page of the search as CSV that a spreadsheet reads as text', async () => {
+    pages = [
+      { requests: [record({ event_id: 'e1', user_agent: '=HYPERLINK("http://evil")', fallback_models: ['a', 'b'] })], next_cursor: 'c1' },
+      { requests: [record({ event_id: 'e2', error_code: 'upstream_error', user_agent: 'agent, with "quotes"' })], next_cursor: '' },
+    ];
+    const response = await get('/admin/v1/requests?format=csv&api=chat_completions');
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(response.headers['content-disposition']).toMatch(/^attachment; filename="requests-[0-9TZ-]+\.csv"$/);
+    const lines = response.body.split('\r\n');
+    expect(lines[0]).toBe(CSV_COLUMNS.join(','));
+    expect(lines[1]).toContain(`"'=HYPERLINK(""http://evil"")"`);
+    expect(lines[1]).toContain(',a b,');
+    expect(lines[2]).toContain('"agent, with ""quotes"""');
+    expect(lines[3]).toBe('');
+    expect(received.map((entry) => [entry.request.cursor, entry.request.page_size])).toEqual([
+      ['', 1000],
+      ['c1', 1000],
+    ]);
+  });
+
+  it('exports JSONL, one request a line', async () => {
+    pages = [{ requests: [record({ event_id: 'e1' }), record({ event_id: 'e2' })], next_cursor: '' }];
+    const response = await get('/admin/v1/requests?format=jsonl');
+    expect(response.headers['content-type']).toBe('application/x-ndjson; charset=utf-8');
+    expect(
+      response.body
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).id),
+    ).toEqual(['e1', 'e2']);
+  });
+
+  it("answers a request the log does not have with a 404 in the API's envelope", async () => {
+    const response = await get('/admin/v1/requests/req-unknown');
+    expect(response.statusCode).toBe(404);
+    expect(response.json().error).toMatchObject({ code: 'not_found', message: 'The request log has no request req-unknown.' });
+    expect(received).toEqual([{ method: 'GetRequest', request: { id: 'req-unknown' } }]);
+  });
+});

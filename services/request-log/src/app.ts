@@ -1,0 +1,286 @@
+/**
+ * The request-log service, wired: a durable JetStream consumer of its own on the usage stream
+ * (every replica shares it, so each event is written by one), and another on the refused-requests
+ * stream (requests refused before a model, which the edge publishes only there), writing one row per request to
+ * PostgreSQL in batches and acknowledging each message once its batch is committed; the daily
+ * partitions' upkeep; and the RequestLogService the edge searches.
+ */
+import type { Catalog } from '@gateway/catalog';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, GatewayError, type GatewayServer, unary } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import {
+  decodeUsageEvents,
+  ensureRefusedStream,
+  ensureUsageStream,
+  type NatsConnection,
+  PoisonMessageError,
+  type RefusedNames,
+  refusedNames,
+  type RunningConsumer,
+  startDurableConsumer,
+  USAGE_STREAM,
+  USAGE_SUBJECT,
+  USAGE_SUBJECTS,
+} from '@gateway/messaging';
+import { prometheus } from '@gateway/observability';
+import {
+  type GetRequestRequestOutput,
+  type GetRequestResponse,
+  loadGatewayGrpc,
+  type RequestLogServiceHandlers,
+  type SearchRequestsRequestOutput,
+  type SearchRequestsResponse,
+  type UsageEventOutput,
+} from '@gateway/proto';
+import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
+import type pg from 'pg';
+import { maintainPartitions } from './partitions.js';
+import { type RequestRow, requestRow } from './request-record.js';
+import { getRequest, searchRequests } from './request-search.js';
+import { createRequestWriter } from './request-writer.js';
+
+/** The fully qualified name the RequestLogService is registered and health-checked under. */
+export const REQUEST_LOG_SERVICE_NAME = 'gateway.request_log.v1.RequestLogService';
+
+/** The durable consumer name: every request-log replica shares it, apart from metering's. */
+export const REQUEST_LOG_DURABLE = 'request-log';
+
+/** The poison reasons, each exported from 0. */
+export const POISON_REASONS = ['undecodable', 'missing_event_id', 'missing_key_id', 'missing_received_at'] as const;
+
+/** A catalog that may change (a ReloadableFile of @gateway/config fits). */
+export interface CatalogSource {
+  readonly current: Catalog;
+}
+
+/** What the service is wired from; the stream fields exist so tests can use a stream of their own. */
+export interface RequestLogDependencies {
+  pool: pg.Pool;
+  nc: NatsConnection;
+  /** Prices each request as metering does. */
+  catalog: Catalog | CatalogSource;
+  logger: Logger;
+  registry?: prometheus.Registry;
+  /** Days kept (REQUEST_LOG_RETENTION_DAYS). */
+  retentionDays: number;
+  /** Partitions created ahead of today (REQUEST_LOG_PARTITIONS_AHEAD_DAYS). */
+  aheadDays: number;
+  /** Between two partition upkeeps (REQUEST_LOG_MAINTENANCE_INTERVAL_MS). */
+  maintenanceIntervalMs: number;
+  batchRows: number;
+  batchDelayMs: number;
+  /** The clock, in Unix ms (retention, default time ranges); tests move their own. */
+  now?: () => number;
+  stream?: string;
+  subject?: string;
+  subjects?: string[];
+  replicas?: number;
+  maxAgeMs?: number;
+  maxBytes?: number;
+  durableName?: string;
+  /** The refused-requests stream the log also reads (refusedNames of the usage stream when not given). */
+  refused?: RefusedNames;
+  /** Redelivery delays after a failed write; see DurableConsumerOptions.backoffMs. */
+  backoffMs?: number[];
+  connectionAge?: ConnectionAge;
+}
+
+/** The service, wired and not yet started. */
+export interface RequestLogServer {
+  /** Serves RequestLogService and grpc.health.v1; listen on REQUEST_LOG_LISTEN_ADDR. */
+  readonly grpc: GatewayServer;
+  /** Ensures the usage stream, the partitions and the durable consumer, then consumes. */
+  start(): Promise<void>;
+  /** One partition upkeep now (the schedule runs it every maintenanceIntervalMs). */
+  maintain(): Promise<{ created: number[]; dropped: number[] }>;
+  /** Stops consuming once the rows being written are committed (or handed back). */
+  stop(): Promise<void>;
+}
+
+/** Creates the service; see the file's comment. */
+export function createServer(dependencies: RequestLogDependencies): RequestLogServer {
+  const { pool, nc, logger } = dependencies;
+  const now = dependencies.now ?? Date.now;
+  const stream = dependencies.stream ?? USAGE_STREAM;
+  const durableName = dependencies.durableName ?? REQUEST_LOG_DURABLE;
+  const catalog: CatalogSource = 'current' in dependencies.catalog ? dependencies.catalog : { current: dependencies.catalog };
+  const registers = dependencies.registry ? [dependencies.registry] : [];
+  const rows = new prometheus.Counter({
+    name: 'gateway_request_log_rows_total',
+    help: 'Requests the log was given, by result (inserted; duplicate: already there, an event delivered again; expired: older than the retention).',
+    labelNames: ['result'],
+    registers,
+  });
+  for (const result of ['inserted', 'duplicate', 'expired']) rows.inc({ result }, 0);
+  const writeErrors = new prometheus.Counter({
+    name: 'gateway_request_log_write_errors_total',
+    help: 'Batches PostgreSQL failed to write (their messages are redelivered).',
+    registers,
+  });
+  const batchSeconds = new prometheus.Histogram({
+    name: 'gateway_request_log_batch_seconds',
+    help: 'Time to write one batch of rows, partition checks included.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers,
+  });
+  const poison = new prometheus.Counter({
+    name: 'gateway_request_log_poison_messages_total',
+    help: 'Usage messages or events the log can never hold, by reason.',
+    labelNames: ['reason'],
+    registers,
+  });
+  for (const reason of POISON_REASONS) poison.inc({ reason }, 0);
+  new prometheus.Gauge({
+    name: 'gateway_request_log_pending_messages',
+    help: "Usage messages the request log has not written yet (its consumer's pending and unacknowledged); NaN when NATS cannot be read.",
+    registers,
+    async collect() {
+      try {
+        const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
+        this.set(info.num_pending + info.num_ack_pending);
+      } catch {
+        this.set(Number.NaN);
+      }
+    },
+  });
+
+  const writer = createRequestWriter({
+    pool,
+    batchRows: dependencies.batchRows,
+    batchDelayMs: dependencies.batchDelayMs,
+    retentionDays: dependencies.retentionDays,
+    now,
+    onWritten: ({ inserted, duplicates, expired, seconds }) => {
+      rows.inc({ result: 'inserted' }, inserted);
+      rows.inc({ result: 'duplicate' }, duplicates);
+      rows.inc({ result: 'expired' }, expired);
+      batchSeconds.observe(seconds);
+    },
+  });
+
+  /** The rows of one message; an event the log can never hold is counted and skipped without its neighbours. */
+  const rowsOf = (events: UsageEventOutput[]): RequestRow[] =>
+    events.flatMap((event) => {
+      try {
+        return [requestRow(event, catalog.current)];
+      } catch (error) {
+        if (!(error instanceof PoisonMessageError)) throw error;
+        poison.inc({ reason: error.reason });
+        logger.error({ err: error, reason: error.reason }, 'usage event can never be logged; skipped');
+        return [];
+      }
+    });
+
+  const maintain = async () => {
+    const done = await maintainPartitions(pool, { nowMs: now(), retentionDays: dependencies.retentionDays, aheadDays: dependencies.aheadDays });
+    if (done.created.length > 0 || done.dropped.length > 0) logger.info(done, 'request log partitions maintained');
+    return done;
+  };
+  let maintenanceTimer: NodeJS.Timeout | undefined;
+  const scheduleMaintenance = () => {
+    maintenanceTimer = setTimeout(() => {
+      maintain()
+        .catch((error: unknown) => logger.warn({ err: error }, 'request log partition upkeep failed; retrying at the next interval'))
+        .finally(() => {
+          if (maintenanceTimer) scheduleMaintenance();
+        });
+    }, dependencies.maintenanceIntervalMs);
+    maintenanceTimer.unref();
+  };
+
+  const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'request log search failed');
+  /** PostgreSQL failing is UNAVAILABLE; the service's own refusals pass as they are. */
+  const database = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      report(error, 'query');
+      throw GatewayError.of('store_unavailable', 'The request log could not be read.', { cause: error });
+    }
+  };
+  const handlers: RequestLogServiceHandlers = {
+    SearchRequests: unary<SearchRequestsRequestOutput, SearchRequestsResponse>(
+      (request) => database(() => searchRequests(pool, request, { nowMs: now(), retentionDays: dependencies.retentionDays })),
+      'SearchRequests',
+      report,
+    ),
+    GetRequest: unary<GetRequestRequestOutput, GetRequestResponse>(
+      async (request) => {
+        const id = request.id ?? '';
+        if (!id || id.length > 200) throw GatewayError.of('invalid_request', "'id' must be an event id or a request id.", { param: 'id' });
+        const found = await database(() => getRequest(pool, id));
+        if (!found) throw GatewayError.of('not_found', `The request log has no request ${id}.`, { param: 'id' });
+        return { request: found };
+      },
+      'GetRequest',
+      report,
+    ),
+  } as unknown as RequestLogServiceHandlers;
+
+  const refused = dependencies.refused ?? refusedNames(stream);
+  let consumers: RunningConsumer[] = [];
+  const starting = new AbortController();
+  const startRetries = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 250, maxDelay: 5_000 }) });
+  startRetries.onRetry(({ delay, ...outcome }) => {
+    const error = 'error' in outcome ? outcome.error : undefined;
+    logger.warn({ err: error instanceof Error ? { message: error.message } : error, retry_in_ms: Math.round(delay) }, 'request log start failed; retrying');
+  });
+
+  return {
+    grpc: createGatewayServer(
+      [{ name: REQUEST_LOG_SERVICE_NAME, definition: loadGatewayGrpc().gateway.request_log.v1.RequestLogService.service, handlers }],
+      connectionAgeOptions(dependencies.connectionAge),
+    ),
+    maintain,
+    start: async () => {
+      await startRetries.execute(
+        () =>
+          ensureUsageStream(nc, {
+            stream,
+            subjects: dependencies.subjects ?? USAGE_SUBJECTS,
+            replicas: dependencies.replicas,
+            maxAgeMs: dependencies.maxAgeMs,
+            maxBytes: dependencies.maxBytes,
+            logger,
+          }),
+        starting.signal,
+      );
+      await startRetries.execute(() => maintain(), starting.signal);
+      scheduleMaintenance();
+      await startRetries.execute(() => ensureRefusedStream(nc, refused, { replicas: dependencies.replicas }), starting.signal);
+      const consume = (from: { stream: string; subject: string }) =>
+        startRetries.execute(
+          () =>
+            startDurableConsumer<UsageEventOutput[]>(nc, {
+              stream: from.stream,
+              durableName,
+              filterSubject: from.subject,
+              decode: decodeUsageEvents,
+              // Resolves once the batch holding the message's rows is committed: then it is acknowledged.
+              handle: async (events) => {
+                try {
+                  await writer.write(rowsOf(events));
+                } catch (error) {
+                  writeErrors.inc();
+                  throw error;
+                }
+              },
+              onPoison: (reason) => poison.inc({ reason }),
+              backoffMs: dependencies.backoffMs,
+              logger,
+            }),
+          starting.signal,
+        );
+      consumers = [await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }), await consume(refused)];
+    },
+    stop: async () => {
+      starting.abort();
+      clearTimeout(maintenanceTimer);
+      maintenanceTimer = undefined;
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
+      consumers = [];
+      await writer.flush();
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
+import { configReloadVariable, grpcConnectionAgeVariables, loadConfig, logLevelVariable, type Static, Type, usageStreamVariables } from '@gateway/config';
+import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
+
+/** Every environment variable of the request-log service; .env.example documents each. */
+export const RequestLogConfigSchema = Type.Object({
+  REQUEST_LOG_LISTEN_ADDR: Type.String({
+    description: "Address of the request log's gRPC server (RequestLogService, which the edge searches, and grpc.health.v1).",
+    default: '0.0.0.0:50055',
+  }),
+  REQUEST_LOG_METRICS_PORT: Type.Integer({
+    description: "Port of the request log's /metrics, /healthz and /readyz.",
+    minimum: 0,
+    maximum: 65535,
+    default: 9105,
+  }),
+  DATABASE_URL: Type.String({
+    description:
+      'PostgreSQL the request log is written to and searched in (postgres://user:password@host:5432/database); the service applies its migrations at start.',
+    pattern: '^postgres(ql)?://',
+    examples: ['postgres://postgres@127.0.0.1:5432/gateway'],
+  }),
+  REQUEST_LOG_DATABASE_POOL_SIZE: Type.Integer({
+    description: 'PostgreSQL connections the service keeps at most (writer and searches together).',
+    minimum: 2,
+    default: 10,
+  }),
+  NATS_URL: Type.String({
+    description: 'NATS with JetStream, where the edge publishes usage events.',
+    pattern: '^(nats|tls)://',
+    default: 'nats://127.0.0.1:4222',
+  }),
+  CATALOG_PATH: Type.String({
+    description: 'The model catalog (YAML) to price requests with, as metering prices them; unset = packages/catalog/catalog.yaml.',
+    examples: ['/etc/gateway/catalog.yaml'],
+    minLength: 1,
+    default: DEFAULT_CATALOG_PATH,
+  }),
+  ...configReloadVariable(),
+  ...grpcConnectionAgeVariables(),
+  REQUEST_LOG_RETENTION_DAYS: Type.Integer({
+    description: "Days of requests the log keeps: a day's partition is dropped once it is entirely older than this.",
+    minimum: 1,
+    default: 30,
+  }),
+  REQUEST_LOG_PARTITIONS_AHEAD_DAYS: Type.Integer({ description: 'Daily partitions created ahead of today.', minimum: 1, default: 3 }),
+  REQUEST_LOG_MAINTENANCE_INTERVAL_MS: Type.Integer({
+    description: 'How often partitions are created ahead and those past the retention dropped (ms).',
+    minimum: 1_000,
+    default: 3_600_000,
+  }),
+  REQUEST_LOG_BATCH_ROWS: Type.Integer({ description: 'Rows one INSERT writes at most.', minimum: 1, maximum: 2_000, default: 500 }),
+  REQUEST_LOG_BATCH_DELAY_MS: Type.Integer({
+    description: 'How long a row waits for others to share its INSERT (ms); its message is acknowledged once the INSERT commits.',
+    minimum: 0,
+    default: 100,
+  }),
+  ...logLevelVariable(),
+  REQUEST_LOG_SHUTDOWN_GRACE_MS: Type.Integer({ description: 'How long shutdown may take to commit the rows being written (ms).', minimum: 0, default: 5_000 }),
+  ...usageStreamVariables(USAGE_STREAM_NAME_PATTERN),
+});
+
+/** The request-log service's configuration, frozen. */
+export type RequestLogConfig = Readonly<Static<typeof RequestLogConfigSchema>>;
+
+/** Parses the environment; throws a ConfigError naming each bad variable. */
+export function loadRequestLogConfig(env: Record<string, string | undefined>): RequestLogConfig {
+  return loadConfig(RequestLogConfigSchema, env);
+}

@@ -1,0 +1,68 @@
+import { parseCatalog } from '@gateway/catalog';
+import { ReloadableFile } from '@gateway/config';
+import { createLogger } from '@gateway/logger';
+import { connectNats, drainNats, usageNames } from '@gateway/messaging';
+import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
+import pg from 'pg';
+import { createServer } from './app.js';
+import { loadRequestLogConfig } from './config.js';
+import { migrate } from './migrations.js';
+
+const config = loadRequestLogConfig(process.env);
+const logger = createLogger('request-log', config.LOG_LEVEL);
+const registry = createRegistry('request-log');
+const catalogFile = new ReloadableFile({
+  path: config.CATALOG_PATH,
+  name: 'catalog',
+  parse: parseCatalog,
+  logger,
+  counter: configReloadCounter(registry),
+  intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
+}).start();
+const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.REQUEST_LOG_DATABASE_POOL_SIZE, connectionTimeoutMillis: 5_000 });
+// An idle connection PostgreSQL drops (a restart, a failover) is replaced at the next query.
+pool.on('error', (error) => logger.warn({ err: { message: error.message } }, 'an idle PostgreSQL connection failed'));
+// PostgreSQL may not answer yet (it starts beside the gateway, or fails over): the service waits for
+// it, retrying, rather than exiting; nothing is consumed before the schema is there.
+const migrations = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 500, maxDelay: 10_000 }) });
+migrations.onRetry(({ delay, ...outcome }) =>
+  logger.warn(
+    { err: 'error' in outcome && outcome.error instanceof Error ? { message: outcome.error.message } : undefined, retry_in_ms: Math.round(delay) },
+    'request log schema not migrated (PostgreSQL unreachable?); retrying',
+  ),
+);
+const applied = await migrations.execute(() => migrate(pool));
+logger.info({ applied }, 'request log schema migrated');
+const nc = await connectNats(config.NATS_URL, 'request-log', logger);
+
+const requestLog = createServer({
+  pool,
+  nc,
+  catalog: catalogFile,
+  logger,
+  registry,
+  retentionDays: config.REQUEST_LOG_RETENTION_DAYS,
+  aheadDays: config.REQUEST_LOG_PARTITIONS_AHEAD_DAYS,
+  maintenanceIntervalMs: config.REQUEST_LOG_MAINTENANCE_INTERVAL_MS,
+  batchRows: config.REQUEST_LOG_BATCH_ROWS,
+  batchDelayMs: config.REQUEST_LOG_BATCH_DELAY_MS,
+  ...usageNames(config.USAGE_STREAM),
+  replicas: config.USAGE_STREAM_REPLICAS,
+  maxAgeMs: config.USAGE_STREAM_MAX_AGE_HOURS * 3_600_000,
+  maxBytes: config.USAGE_STREAM_MAX_BYTES,
+  connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
+});
+await requestLog.start();
+const port = await requestLog.grpc.listen(config.REQUEST_LOG_LISTEN_ADDR);
+const metrics = await startMetricsServer(registry, config.REQUEST_LOG_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && !nc.isClosed());
+logger.info({ address: config.REQUEST_LOG_LISTEN_ADDR, port, metrics_port: metrics.port }, 'request log running');
+
+const lifecycle = onShutdownSignal(logger, config.REQUEST_LOG_SHUTDOWN_GRACE_MS + 5_000, async () => {
+  catalogFile.close();
+  await requestLog.grpc.shutdown(config.REQUEST_LOG_SHUTDOWN_GRACE_MS);
+  await requestLog.stop();
+  await drainNats(nc, 2_000);
+  await metrics.close();
+  await pool.end();
+});

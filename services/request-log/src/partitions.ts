@@ -1,0 +1,86 @@
+/**
+ * The request log's daily partitions: created ahead of the days that need them, dropped whole once
+ * past the retention (DROP TABLE, never a DELETE over the table, so retention costs neither a scan
+ * nor dead rows). Both under the schema's advisory lock, so replicas never race on the DDL.
+ */
+import type pg from 'pg';
+import { withSchemaLock } from './migrations.js';
+
+/** One day in milliseconds. */
+export const DAY_MS = 86_400_000;
+
+/** The UTC day (days since the epoch) of a time in Unix ms. */
+export function dayOf(timeMs: number): number {
+  return Math.floor(timeMs / DAY_MS);
+}
+
+/** The partition of a day: `request_log_p20260131`. */
+export function partitionName(day: number): string {
+  return `request_log_p${new Date(day * DAY_MS).toISOString().slice(0, 10).replaceAll('-', '')}`;
+}
+
+/** The day a partition's name holds, or undefined for a table that is not one of the log's partitions. */
+export function dayOfPartition(name: string): number | undefined {
+  const match = /^request_log_p(\d{4})(\d{2})(\d{2})$/.exec(name);
+  if (!match) return undefined;
+  return dayOf(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+}
+
+/** The first day whose rows are kept at `nowMs`: the days before it are past the retention. */
+export function firstKeptDay(nowMs: number, retentionDays: number): number {
+  // A day is dropped once it is entirely older than the retention: its end at or before now - retention.
+  return dayOf(nowMs - retentionDays * DAY_MS);
+}
+
+const isoDay = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+
+/** The log's partitions that exist now, as days. */
+export async function listPartitions(client: pg.Pool | pg.PoolClient): Promise<number[]> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT child.relname AS name FROM pg_inherits
+       JOIN pg_class parent ON parent.oid = pg_inherits.inhparent
+       JOIN pg_class child ON child.oid = pg_inherits.inhrelid
+      WHERE parent.relname = 'request_log'`,
+  );
+  return rows
+    .map((row) => dayOfPartition(row.name))
+    .filter((day): day is number => day !== undefined)
+    .sort((a, b) => a - b);
+}
+
+/** Creates the partitions of these days that do not exist yet. */
+export async function createPartitions(pool: pg.Pool, days: Iterable<number>): Promise<void> {
+  const wanted = [...new Set(days)];
+  if (wanted.length === 0) return;
+  await withSchemaLock(pool, async (client) => {
+    for (const day of wanted)
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${partitionName(day)} PARTITION OF request_log FOR VALUES FROM ('${isoDay(day)}') TO ('${isoDay(day + 1)}')`,
+      );
+  });
+}
+
+/** What one maintenance pass did. */
+export interface Maintenance {
+  created: number[];
+  dropped: number[];
+}
+
+/**
+ * Creates the partitions from yesterday to `aheadDays` after today and drops those past the
+ * retention, as of `nowMs`.
+ */
+export async function maintainPartitions(pool: pg.Pool, options: { nowMs: number; retentionDays: number; aheadDays: number }): Promise<Maintenance> {
+  const today = dayOf(options.nowMs);
+  const keepFrom = firstKeptDay(options.nowMs, options.retentionDays);
+  const existing = new Set(await listPartitions(pool));
+  const wanted: number[] = [];
+  for (let day = Math.max(today - 1, keepFrom); day <= today + options.aheadDays; day += 1) if (!existing.has(day)) wanted.push(day);
+  await createPartitions(pool, wanted);
+  const expired = [...existing].filter((day) => day < keepFrom);
+  if (expired.length > 0)
+    await withSchemaLock(pool, async (client) => {
+      for (const day of expired) await client.query(`DROP TABLE IF EXISTS ${partitionName(day)}`);
+    });
+  return { created: wanted, dropped: expired };
+}
