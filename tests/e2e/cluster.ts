@@ -14,9 +14,9 @@ import { connect } from 'nats';
 import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
-/** The name of one of the five services. */
-export type ServiceName = (typeof SERVICES)[number];
+const CORE_SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
+/** The name of one of the five services, or of the optional MCP service (ClusterOptions.mcp). */
+export type ServiceName = (typeof CORE_SERVICES)[number] | 'mcp';
 
 /** A running cluster. */
 export interface Cluster {
@@ -51,12 +51,31 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Extra node flags per service (profiling in benchmarks). */
   nodeArgs?: Partial<Record<ServiceName, string[]>>;
+  /**
+   * Also start the MCP service (the edge's /mcp and /admin/v1/mcp-servers), with a Redis prefix and
+   * a secrets key of the cluster's own.
+   */
+  mcp?: boolean;
 }
 
 /** Starts the cluster and resolves once every service's /readyz is green. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
-  const names = ['auth', 'router', 'executor', 'metering', 'edge', 'edgeMetrics', 'authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'];
+  const SERVICES: readonly ServiceName[] = options.mcp ? ['auth', 'router', 'executor', 'metering', 'mcp', 'edge'] : CORE_SERVICES;
+  const names = [
+    'auth',
+    'router',
+    'executor',
+    'metering',
+    'edge',
+    'edgeMetrics',
+    'authMetrics',
+    'routerMetrics',
+    'executorMetrics',
+    'meteringMetrics',
+    'mcp',
+    'mcpMetrics',
+  ];
   const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
   const apiKey = randomApiKey();
   const env: Record<string, string> = {
@@ -88,6 +107,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // development NATS take 256 MiB each (about 900,000 events), not the 1 GiB default. A benchmark
     // that publishes more passes its own.
     USAGE_STREAM_MAX_BYTES: String(256 * 1024 * 1024),
+    ...(options.mcp
+      ? {
+          MCP_LISTEN_ADDR: `127.0.0.1:${ports.mcp}`,
+          MCP_METRICS_PORT: String(ports.mcpMetrics),
+          MCP_SERVICE_ADDR: `127.0.0.1:${ports.mcp}`,
+          // The cluster's own upstream servers and sessions, apart from other clusters on this Redis.
+          MCP_REDIS_PREFIX: `mcp:e2e-${randomBytes(4).toString('hex')}:`,
+          MCP_SECRETS_KEY: randomBytes(32).toString('base64'),
+        }
+      : {}),
     ...options.env,
   };
   const logs = Object.fromEntries(SERVICES.map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
@@ -133,9 +162,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // The edge's readiness is its own; each service reports its own on its metrics port.
     const readiness = [
       `http://127.0.0.1:${ports.edge}/readyz`,
-      ...(['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics'] as const).map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
+      ...(['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics', ...(options.mcp ? (['mcpMetrics'] as const) : [])] as const).map(
+        (port) => `http://127.0.0.1:${ports[port]}/readyz`,
+      ),
     ];
-    await waitReady(readiness, processes, logs, 60_000);
+    await waitReady(readiness, SERVICES, processes, logs, 60_000);
   } catch (error) {
     await cluster.stop();
     throw error;
@@ -165,6 +196,7 @@ export async function startSecondEdge(
       ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`,
       EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
       METERING_SERVICE_ADDR: `127.0.0.1:${cluster.ports.metering}`,
+      ...(cluster.env.MCP_SERVICE_ADDR ? { MCP_SERVICE_ADDR: cluster.env.MCP_SERVICE_ADDR } : {}),
       ...env,
     },
   });
@@ -195,6 +227,7 @@ async function deleteStream(url: string, stream: string): Promise<void> {
 
 async function waitReady(
   urls: readonly string[],
+  SERVICES: readonly ServiceName[],
   processes: Record<ServiceName, ChildProcess>,
   logs: Record<ServiceName, string[]>,
   timeoutMs: number,

@@ -14,6 +14,8 @@ import { registerModels } from './routes/models.js';
 import { registerAdminAccess } from './routes/admin-access.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminTeams } from './routes/admin-teams.js';
+import { registerAdminMcpServers } from './routes/admin-mcp-servers.js';
+import { registerMcp } from './routes/mcp.js';
 import { registerResponses } from './routes/responses.js';
 import { registerAdminUsage, registerUsage } from './routes/usage.js';
 import { registerConsole } from './routes/console.js';
@@ -278,11 +280,13 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerModels(app, deps);
     registerUsage(app, deps);
     registerResponses(app, deps);
+    registerMcp(app, deps);
   }
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
     registerAdminAccess(app, deps);
     registerAdminTeams(app, deps);
+    registerAdminMcpServers(app, deps);
     registerAdminUsage(app, deps);
     const consoleEnabled = adminApiEnabled(deps.config);
     registerConsole(app, { enabled: consoleEnabled });

@@ -8,6 +8,7 @@ import type {
   AdminAccessServiceClient,
   AuthServiceClient,
   ExecutorServiceClient,
+  McpServiceClient,
   ResponseStoreServiceClient,
   RouterServiceClient,
   TeamServiceClient,
@@ -41,6 +42,8 @@ export interface EdgeDependencies {
   metering: UsageServiceClient;
   /** Metering's ResponseStoreService: stored responses of the Responses API (`store`, `previous_response_id`, GET/DELETE). */
   responseStore: ResponseStoreServiceClient;
+  /** The MCP service (MCP_SERVICE_ADDR); absent: no MCP gateway. */
+  mcp?: McpServiceClient;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */

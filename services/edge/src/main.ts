@@ -34,6 +34,9 @@ const metering = createClient(grpc.usage.v1.UsageService, config.METERING_SERVIC
 // Same address and options as metering's client: grpc-js's subchannel pool gives both one connection.
 const responseStore = createClient(grpc.responses.v1.ResponseStoreService, config.METERING_SERVICE_ADDR);
 
+// The MCP gateway only when an MCP service is configured.
+const mcp = config.MCP_SERVICE_ADDR ? createClient(grpc.mcp.v1.McpService, config.MCP_SERVICE_ADDR) : undefined;
+
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
 
@@ -102,6 +105,7 @@ const deps = {
   usage,
   metering,
   responseStore,
+  mcp,
   ready,
   tracing,
 };
@@ -132,7 +136,7 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...health]) client.close();
+  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...(mcp ? [mcp] : []), ...health]) client.close();
   await metrics.close();
   await tracing.shutdown();
 });

@@ -47,6 +47,9 @@ const KEY_ROUTES = new Set([
   'GET /v1/models',
   'GET /v1/models/*',
   'GET /v1/usage',
+  'POST /mcp',
+  'GET /mcp',
+  'DELETE /mcp',
 ]);
 
 /** The bearer token of a request, or a 401 when there is none. */
