@@ -1,0 +1,244 @@
+/**
+ * The MCP gateway end to end: the official MCP TypeScript SDK as a client of /mcp on a running
+ * cluster with the MCP service, two upstream MCP servers built with the same SDK (one Streamable
+ * HTTP behind an API key header, one HTTP+SSE), declared through /admin/v1/mcp-servers. A key
+ * lists and calls only the tools it may use; a permission change applies on two edges within a
+ * second; a tool call is metered; revoking a key ends its MCP session; a request without a key is
+ * told where the resource's metadata is; hostile JSON-RPC bodies never get a 5xx or hang.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { eventually } from '@gateway/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCluster, startSecondEdge, type Cluster } from './cluster.js';
+import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
+
+const ADMIN_TOKEN = 'mcp-e2e-admin-token-0123456789abcdef';
+const ALPHA_API_KEY = 'alpha-upstream-secret-4f1d2c';
+
+let cluster: Cluster;
+let origin: string;
+let alpha: McpUpstream;
+let beta: McpUpstream;
+let secondEdge: Awaited<ReturnType<typeof startSecondEdge>> | undefined;
+const clients: Client[] = [];
+
+async function admin(method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(`${origin}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+async function createKey(allowedTools?: string[] | null): Promise<{ id: string; secret: string }> {
+  const response = await admin('POST', '/admin/v1/keys', { plan: 'pro', ...(allowedTools === undefined ? {} : { allowed_mcp_tools: allowedTools }) });
+  expect(response.status).toBe(201);
+  return (await response.json()) as { id: string; secret: string };
+}
+
+/** An SDK client connected to an edge's /mcp with a gateway key. */
+async function connect(secret: string, at = origin): Promise<Client> {
+  const client = new Client({ name: 'e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${at}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
+  clients.push(client);
+  return client;
+}
+
+async function toolNames(client: Client): Promise<string[]> {
+  return (await client.listTools()).tools.map((tool) => tool.name).sort();
+}
+
+function text(result: unknown): string {
+  return ((result as { content: { type: string; text: string }[] }).content[0] ?? { text: '' }).text;
+}
+
+beforeAll(async () => {
+  [alpha, beta] = await Promise.all([
+    startMcpUpstream({
+      name: 'alpha',
+      apiKey: ALPHA_API_KEY,
+      tools: { add: (args) => String(Number(args.a) + Number(args.b)), echo: (args) => String(args.text ?? '') },
+    }),
+    startMcpUpstream({ name: 'beta', transport: 'sse', tools: { time_now: () => 'noon', secret_op: () => 'classified' } }),
+  ]);
+  cluster = await startCluster({ mcp: true, env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200' } });
+  origin = cluster.baseUrl.replace(/\/v1$/, '');
+  const put = await admin('PUT', '/admin/v1/mcp-servers/alpha', { url: alpha.url, headers: { 'x-api-key': ALPHA_API_KEY }, description: 'arithmetic' });
+  expect(put.status).toBe(200);
+  expect((await admin('PUT', '/admin/v1/mcp-servers/beta', { url: beta.url, transport: 'sse' })).status).toBe(200);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+  await secondEdge?.stop();
+  await cluster?.stop();
+  await Promise.all([alpha?.stop(), beta?.stop()]);
+});
+
+describe('the admin API of MCP servers', () => {
+  it('lists the servers with their header names, never the values', async () => {
+    const response = await admin('GET', '/admin/v1/mcp-servers');
+    const body = await response.text();
+    expect(response.status).toBe(200);
+    expect(body).not.toContain(ALPHA_API_KEY);
+    const servers = (JSON.parse(body) as { data: { name: string; header_names: string[]; transport: string }[] }).data;
+    expect(servers.map((server) => [server.name, server.transport, server.header_names])).toEqual([
+      ['alpha', 'streamable_http', ['x-api-key']],
+      ['beta', 'sse', []],
+    ]);
+  });
+
+  it('refuses a server name tools cannot be namespaced by, and an unknown server is a 404', async () => {
+    const bad = await admin('PUT', '/admin/v1/mcp-servers/Bad_Name', { url: 'http://127.0.0.1:1/mcp' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('name');
+    expect((await admin('GET', '/admin/v1/mcp-servers/nope')).status).toBe(404);
+    expect((await admin('DELETE', '/admin/v1/mcp-servers/nope')).status).toBe(404);
+  });
+});
+
+describe('/mcp with the official SDK', () => {
+  it('lists and calls only the tools the key may use, with the upstream API key sent by the gateway', async () => {
+    const key = await createKey(['alpha', 'beta__time_now']);
+    const client = await connect(key.secret);
+    expect(await toolNames(client)).toEqual(['alpha__add', 'alpha__echo', 'beta__time_now']);
+    expect(text(await client.callTool({ name: 'alpha__add', arguments: { a: 2, b: 3 } }))).toBe('5');
+    expect(text(await client.callTool({ name: 'beta__time_now', arguments: {} }))).toBe('noon');
+    await expect(client.callTool({ name: 'beta__secret_op', arguments: {} })).rejects.toThrow(/not allowed to use the tool `beta__secret_op`/);
+    await expect(client.callTool({ name: 'gamma__nothing', arguments: {} })).rejects.toThrow(/Unknown tool/);
+    expect(beta.calls.get('secret_op') ?? 0).toBe(0);
+    expect(alpha.calls.get('add')).toBe(1);
+    expect(alpha.refused).toBe(0);
+  });
+
+  it('meters each tool call as a request of its key, visible in the latest requests', async () => {
+    const key = await createKey(null);
+    const client = await connect(key.secret);
+    expect(text(await client.callTool({ name: 'alpha__echo', arguments: { text: 'hi' } }))).toBe('hi');
+    const recent = await eventually(
+      async () => {
+        const body = (await (await admin('GET', `/admin/v1/requests?key_id=${key.id}`)).json()) as {
+          data: { model: string; operation?: string; outcome: string }[];
+        };
+        return body.data.length > 0 ? body.data : undefined;
+      },
+      'the tool call to be metered',
+      30_000,
+      200,
+    );
+    expect(recent[0]).toMatchObject({ model: 'alpha__echo', outcome: 'completed' });
+  });
+
+  it('applies a permission change on every edge within a second', async () => {
+    secondEdge = await startSecondEdge(cluster);
+    const key = await createKey(['alpha']);
+    const [first, second] = await Promise.all([connect(key.secret), connect(key.secret, secondEdge.origin)]);
+    expect(await toolNames(first)).toEqual(['alpha__add', 'alpha__echo']);
+    expect(await toolNames(second)).toEqual(['alpha__add', 'alpha__echo']);
+    expect((await admin('PATCH', `/admin/v1/keys/${key.id}`, { allowed_mcp_tools: ['beta*'] })).status).toBe(200);
+    const changedAt = Date.now();
+    await Promise.all(
+      [first, second].map((client) =>
+        eventually(async () => JSON.stringify(await toolNames(client)) === JSON.stringify(['beta__secret_op', 'beta__time_now']), 'the new tools', 5_000, 20),
+      ),
+    );
+    expect(Date.now() - changedAt).toBeLessThan(1_000);
+    await expect(second.callTool({ name: 'alpha__add', arguments: { a: 1, b: 1 } })).rejects.toThrow(/not allowed/);
+  });
+
+  it('ends the MCP session of a revoked key', async () => {
+    const key = await createKey(null);
+    const client = await connect(key.secret);
+    expect((await toolNames(client)).length).toBe(4);
+    expect((await admin('DELETE', `/admin/v1/keys/${key.id}`)).status).toBe(200);
+    await expect(client.listTools()).rejects.toThrow(/This API key has been revoked/);
+  });
+
+  it('answers a request without a key with a 401 pointing at the protected-resource metadata', async () => {
+    const response = await fetch(`${origin}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`);
+    expect(((await response.json()) as { jsonrpc: string }).jsonrpc).toBe('2.0');
+    const metadata = (await (await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string };
+    expect(metadata.resource).toBe(`${origin}/mcp`);
+  });
+
+  it('answers hostile JSON-RPC bodies without a 5xx or a hang', async () => {
+    const key = await createKey(null);
+    const client = await connect(key.secret);
+    const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId ?? '';
+    const statuses = new Map<number, number>();
+    const bodies = [...hostileMessages(300)];
+    for (let start = 0; start < bodies.length; start += 10) {
+      await Promise.all(
+        bodies.slice(start, start + 10).map(async (body) => {
+          const response = await fetch(`${origin}/mcp`, {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${key.secret}`,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'mcp-session-id': sessionId,
+              'mcp-protocol-version': '2025-06-18',
+            },
+            body,
+            signal: AbortSignal.timeout(30_000),
+          });
+          await response.arrayBuffer();
+          statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+          if (response.status >= 500) throw new Error(`${response.status} for ${body.slice(0, 200)}`);
+        }),
+      );
+    }
+    expect([...statuses.keys()].every((status) => status < 500)).toBe(true);
+    // The session still works after all of them.
+    expect((await toolNames(client)).length).toBe(4);
+  }, 120_000);
+});
+
+/** A deterministic generator of broken, odd and oversized JSON-RPC messages. */
+function* hostileMessages(count: number): Generator<string> {
+  let seed = 4242;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const values: unknown[] = [null, true, 0, -1, 1e308, '', 'x'.repeat(5000), [], {}, [null], { a: { b: [1] } }, '\u0000\ud800', 'alpha__add', 'beta__secret_op'];
+  const methods = ['tools/call', 'tools/list', 'prompts/get', 'prompts/list', 'resources/read', 'resources/list', 'initialize', 'ping', 'nope', '', 'notifications/initialized'];
+  const fixed = [
+    '',
+    '{',
+    'null',
+    '[]',
+    '[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+    '"just a string"',
+    '{"jsonrpc":"1.0","id":1,"method":"ping"}',
+    `${'['.repeat(5000)}${']'.repeat(5000)}`,
+    `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}}`,
+    '{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}',
+    '{"jsonrpc":"2.0","id":1,"result":{}}',
+    '{"__proto__":{"polluted":true},"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+  ];
+  for (let index = 0; index < count; index++) {
+    if (index < fixed.length) {
+      yield fixed[index]!;
+      continue;
+    }
+    const message: Record<string, unknown> = { jsonrpc: random() < 0.9 ? '2.0' : pick(values), method: pick(methods) };
+    if (random() < 0.85) message.id = random() < 0.8 ? index : pick(values);
+    const params: Record<string, unknown> = {};
+    if (random() < 0.7) params.name = random() < 0.6 ? pick(['alpha__add', 'alpha__echo', 'beta__secret_op', 'alpha__', '__add', 'alpha']) : pick(values);
+    if (random() < 0.6) params.arguments = random() < 0.5 ? { a: pick(values), b: pick(values), text: pick(values) } : pick(values);
+    if (random() < 0.2) params.uri = pick(values);
+    if (random() < 0.2) params.protocolVersion = pick(values);
+    if (random() < 0.9) message.params = random() < 0.9 ? params : pick(values);
+    const json = JSON.stringify(message);
+    yield random() < 0.1 ? json.slice(0, Math.floor(random() * json.length)) : json;
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Upstream MCP servers for the end-to-end tests, built with the official MCP TypeScript SDK on
+ * loopback: Streamable HTTP (stateless: a server per request, as the SDK's examples do) or the
+ * earlier HTTP+SSE transport, optionally refusing requests without an API key header. Each counts
+ * the tool calls it served, so a test can tell that a refused call never reached it.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+
+/** A tool of a fake upstream: its answer from its arguments. */
+export type FakeTool = (args: Record<string, unknown>) => string;
+
+/** A running fake upstream. */
+export interface McpUpstream {
+  /** The MCP endpoint (`/mcp` for Streamable HTTP, `/sse` for HTTP+SSE). */
+  url: string;
+  /** Tool calls served, by tool name. */
+  calls: Map<string, number>;
+  /** Requests refused for a missing or wrong API key. */
+  refused: number;
+  stop(): Promise<void>;
+}
+
+/** Options of a fake upstream. */
+export interface McpUpstreamOptions {
+  name: string;
+  tools: Record<string, FakeTool>;
+  /** Refuse (401) any request whose `x-api-key` header is not this. */
+  apiKey?: string;
+  transport?: 'streamable_http' | 'sse';
+}
+
+function buildServer(options: McpUpstreamOptions, calls: Map<string, number>): McpServer {
+  const server = new McpServer({ name: options.name, version: '1.0.0' });
+  for (const [name, answer] of Object.entries(options.tools)) {
+    server.registerTool(
+      name,
+      { description: `The ${name} tool of ${options.name}.`, inputSchema: { a: z.number().optional(), b: z.number().optional(), text: z.string().optional() } },
+      async (args) => {
+        calls.set(name, (calls.get(name) ?? 0) + 1);
+        return { content: [{ type: 'text', text: answer(args as Record<string, unknown>) }] };
+      },
+    );
+  }
+  return server;
+}
+
+async function readBody(request: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Starts a fake upstream MCP server on a free loopback port. */
+export async function startMcpUpstream(options: McpUpstreamOptions): Promise<McpUpstream> {
+  const calls = new Map<string, number>();
+  const sseSessions = new Map<string, SSEServerTransport>();
+  const upstream = { calls, refused: 0 } as McpUpstream;
+  const http: Server = createServer((request, response) => {
+    void (async () => {
+      if (options.apiKey && request.headers['x-api-key'] !== options.apiKey) {
+        upstream.refused += 1;
+        response.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"missing or wrong x-api-key"}');
+        return;
+      }
+      const path = (request.url ?? '').split('?')[0];
+      if (options.transport === 'sse') {
+        if (request.method === 'GET' && path === '/sse') {
+          const transport = new SSEServerTransport('/messages', response);
+          sseSessions.set(transport.sessionId, transport);
+          response.on('close', () => sseSessions.delete(transport.sessionId));
+          await buildServer(options, calls).connect(transport);
+          return;
+        }
+        if (request.method === 'POST' && path === '/messages') {
+          const id = new URL(request.url ?? '', 'http://x').searchParams.get('sessionId') ?? '';
+          const transport = sseSessions.get(id);
+          if (!transport) return void response.writeHead(404).end();
+          await transport.handlePostMessage(request, response, await readBody(request));
+          return;
+        }
+        response.writeHead(404).end();
+        return;
+      }
+      if (path !== '/mcp') return void response.writeHead(404).end();
+      if (request.method !== 'POST') return void response.writeHead(405, { allow: 'POST' }).end();
+      const server = buildServer(options, calls);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      response.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(request, response, await readBody(request));
+    })().catch(() => {
+      if (!response.headersSent) response.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  upstream.url = `http://127.0.0.1:${port}${options.transport === 'sse' ? '/sse' : '/mcp'}`;
+  upstream.stop = () =>
+    new Promise<void>((resolve) => {
+      http.closeAllConnections();
+      http.close(() => resolve());
+    });
+  return upstream;
+}
