@@ -209,8 +209,35 @@ function* hostileMessages(count: number): Generator<string> {
     return seed / 2 ** 31;
   };
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
-  const values: unknown[] = [null, true, 0, -1, 1e308, '', 'x'.repeat(5000), [], {}, [null], { a: { b: [1] } }, '\u0000\ud800', 'alpha__add', 'beta__secret_op'];
-  const methods = ['tools/call', 'tools/list', 'prompts/get', 'prompts/list', 'resources/read', 'resources/list', 'initialize', 'ping', 'nope', '', 'notifications/initialized'];
+  const values: unknown[] = [
+    null,
+    true,
+    0,
+    -1,
+    1e308,
+    '',
+    'x'.repeat(5000),
+    [],
+    {},
+    [null],
+    { a: { b: [1] } },
+    '\u0000\ud800',
+    'alpha__add',
+    'beta__secret_op',
+  ];
+  const methods = [
+    'tools/call',
+    'tools/list',
+    'prompts/get',
+    'prompts/list',
+    'resources/read',
+    'resources/list',
+    'initialize',
+    'ping',
+    'nope',
+    '',
+    'notifications/initialized',
+  ];
   const fixed = [
     '',
     '{',
