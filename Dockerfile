@@ -38,4 +38,4 @@ COPY --from=build --chown=root:root /app/services ./services
 # so it cannot change its own code; the root filesystem can be mounted read-only.
 USER 1000:1000
 EXPOSE 8080 50051 50052 50053 50054
-CMD ["sh", "-c", "exec node services/${SERVICE:?set SERVICE to one of edge auth router executor metering}/dist/main.js"]
+CMD ["sh", "-c", "exec node services/${SERVICE:?set SERVICE to one of edge auth router executor metering mcp}/dist/main.js"]

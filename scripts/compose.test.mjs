@@ -12,9 +12,9 @@ const compose = parse(readFileSync(join(import.meta.dirname, '..', 'docker-compo
 const services = Object.entries(compose.services);
 
 describe('docker-compose.yml', () => {
-  it('runs the dependencies and the five services, and a Redis for stored responses only in its profile', () => {
+  it('runs the dependencies and the six services, and a Redis for stored responses only in its profile', () => {
     const byDefault = services.filter(([, service]) => !service.profiles).map(([name]) => name);
-    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'metering', 'nats', 'redis', 'router']);
+    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'mcp', 'metering', 'nats', 'redis', 'router']);
     expect(compose.services['redis-responses'].profiles).toEqual(['responses-redis']);
   });
 

@@ -12,6 +12,7 @@ import { type EnvExampleSection, renderEnvExample, type TObject, undescribedVari
 import { AuthConfigSchema } from '../services/auth/src/config.js';
 import { EdgeConfigSchema } from '../services/edge/src/config.js';
 import { ExecutorConfigSchema } from '../services/executor/src/config.js';
+import { McpConfigSchema } from '../services/mcp/src/config.js';
 import { MeteringConfigSchema } from '../services/metering/src/config.js';
 import { RouterConfigSchema } from '../services/router/src/config.js';
 
@@ -53,6 +54,7 @@ ${providerKeys('', false)}`,
     },
   ],
   ['metering', MeteringConfigSchema],
+  ['mcp', McpConfigSchema],
 ];
 
 /** Variables more than one service reads: listed once, first, in the repository's file. */
@@ -76,6 +78,7 @@ const HEADINGS: Record<string, string> = {
   router: '--- router (gRPC: model choice, pushes the catalog to the edges) ---',
   executor: '--- executor (gRPC: calls the upstream providers) ---',
   metering: '--- metering (consumes usage events from NATS, totals in Redis) ---',
+  mcp: '--- mcp (gRPC: the MCP gateway, sessions to the upstream MCP servers) ---',
 };
 
 /** The repository's `.env.example`: every variable once, grouped by the service that reads it. */

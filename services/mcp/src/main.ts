@@ -25,6 +25,8 @@ async function main(): Promise<void> {
     sessionTtlSeconds: config.MCP_SESSION_TTL_SECONDS,
     connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
   });
+  // The servers are read once Redis answers (it may come up after this process), then polled.
+  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
   await app.servers.start();
   const port = await app.server.listen(config.MCP_LISTEN_ADDR);
   const metrics = await startMetricsServer(registry, config.MCP_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
