@@ -177,7 +177,7 @@ function isRevoked(decision: Denial): boolean {
 }
 
 /** What a denial's answer reads of a decision (its allow-lists are of no use to it). */
-type Denial = Omit<CheckKeyResponseOutput, 'model_allow_lists'>;
+type Denial = Omit<CheckKeyResponseOutput, 'model_allow_lists' | 'mcp_tool_allow_lists'>;
 
 /** The error answering one of auth's denials, by the DENIALS table; an unknown decision is an invalid key. */
 export function denialError(decision: Denial): RequestError {
