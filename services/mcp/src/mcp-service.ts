@@ -95,11 +95,13 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
 
   const listeners = new Set<ListenCall>();
   const pending = new Set<ListKind>();
-  let flush: NodeJS.Timeout | undefined;
+  let scheduled = false;
   pool.onListChanged((_server, kind) => {
     pending.add(kind);
-    flush ??= setTimeout(() => {
-      flush = undefined;
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+      scheduled = false;
       const kinds = [...pending];
       pending.clear();
       for (const call of listeners) {
@@ -108,7 +110,7 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
             call.write({ message_json: JSON.stringify({ jsonrpc: '2.0', method: `notifications/${changed}/list_changed` }) });
         }
       }
-    }, NOTIFY_DEBOUNCE_MS);
+    }, NOTIFY_DEBOUNCE_MS).unref();
   });
 
   async function handle(request: HandleRequestOutput): Promise<HandleResponse> {
