@@ -8,6 +8,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { eventually } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, startSecondEdge, type Cluster } from './cluster.js';
@@ -20,6 +21,7 @@ let cluster: Cluster;
 let origin: string;
 let alpha: McpUpstream;
 let beta: McpUpstream;
+let gamma: McpUpstream;
 let secondEdge: Awaited<ReturnType<typeof startSecondEdge>> | undefined;
 const clients: Client[] = [];
 
@@ -62,6 +64,7 @@ beforeAll(async () => {
     }),
     startMcpUpstream({ name: 'beta', transport: 'sse', tools: { time_now: () => 'noon', secret_op: () => 'classified' } }),
   ]);
+  gamma = await startMcpUpstream({ name: 'gamma', tools: { ping: () => 'pong' } });
   cluster = await startCluster({ mcp: true, env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200' } });
   origin = cluster.baseUrl.replace(/\/v1$/, '');
   const put = await admin('PUT', '/admin/v1/mcp-servers/alpha', { url: alpha.url, headers: { 'x-api-key': ALPHA_API_KEY }, description: 'arithmetic' });
@@ -73,7 +76,7 @@ afterAll(async () => {
   await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
   await secondEdge?.stop();
   await cluster?.stop();
-  await Promise.all([alpha?.stop(), beta?.stop()]);
+  await Promise.all([alpha?.stop(), beta?.stop(), gamma?.stop()]);
 });
 
 describe('the admin API of MCP servers', () => {
@@ -145,6 +148,65 @@ describe('/mcp with the official SDK', () => {
     );
     expect(Date.now() - changedAt).toBeLessThan(1_000);
     await expect(second.callTool({ name: 'alpha__add', arguments: { a: 1, b: 1 } })).rejects.toThrow(/not allowed/);
+  });
+
+  it("passes list_changed on over the session's GET stream when a server is added, whose tools are listed next", async () => {
+    const key = await createKey(null);
+    const client = await connect(key.secret);
+    let changes = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      changes += 1;
+    });
+    expect(await toolNames(client)).not.toContain('gamma__ping');
+    // The SDK opens the GET stream after initialize, on its own: a change made before it is open
+    // reaches nobody, so the server is saved again until a notification arrives.
+    await eventually(
+      async () => {
+        if (changes > 0) return true;
+        expect((await admin('PUT', '/admin/v1/mcp-servers/gamma', { url: gamma.url })).status).toBe(200);
+        await new Promise((resolve) => setTimeout(resolve, 700));
+        return changes > 0;
+      },
+      'notifications/tools/list_changed',
+      15_000,
+      0,
+    );
+    expect(await toolNames(client)).toContain('gamma__ping');
+    expect(text(await client.callTool({ name: 'gamma__ping', arguments: {} }))).toBe('pong');
+    expect((await admin('DELETE', '/admin/v1/mcp-servers/gamma')).status).toBe(200);
+    await eventually(async () => !(await toolNames(client)).includes('gamma__ping'), 'gamma to be gone', 5_000, 50);
+  });
+
+  it('answers a clear JSON-RPC error for a server that needs per-user OAuth, and lists none of its tools', async () => {
+    expect((await admin('PUT', '/admin/v1/mcp-servers/delta', { url: gamma.url, auth: 'oauth' })).status).toBe(200);
+    const key = await createKey(null);
+    const client = await connect(key.secret);
+    expect((await toolNames(client)).some((name) => name.startsWith('delta__'))).toBe(false);
+    await expect(client.callTool({ name: 'delta__ping', arguments: {} })).rejects.toThrow(/needs per-user OAuth authorization/);
+    expect((await admin('DELETE', '/admin/v1/mcp-servers/delta')).status).toBe(200);
+  });
+
+  it("counts each tool call against the key's requests per minute, a refused call a JSON-RPC error, listing not counted", async () => {
+    const response = await admin('POST', '/admin/v1/keys', { plan: 'pro', limits: { requests_per_minute: 2 } });
+    const key = (await response.json()) as { secret: string };
+    const client = await connect(key.secret);
+    for (let index = 0; index < 3; index++) expect((await toolNames(client)).length).toBe(4);
+    const before = alpha.calls.get('echo') ?? 0;
+    expect(text(await client.callTool({ name: 'alpha__echo', arguments: { text: 'one' } }))).toBe('one');
+    expect(text(await client.callTool({ name: 'alpha__echo', arguments: { text: 'two' } }))).toBe('two');
+    await expect(client.callTool({ name: 'alpha__echo', arguments: { text: 'three' } })).rejects.toThrow(/Rate limit reached on requests per minute/);
+    expect(alpha.calls.get('echo')).toBe(before + 2);
+  });
+
+  it('refuses a message over the body limit with a 413 JSON-RPC error', async () => {
+    const key = await createKey(null);
+    const response = await fetch(`${origin}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'alpha__echo', arguments: { text: 'x'.repeat(2 * 1024 * 1024) } } }),
+    });
+    expect(response.status).toBe(413);
+    expect(((await response.json()) as { jsonrpc: string; error: { message: string } }).error.message).toMatch(/too large/);
   });
 
   it('ends the MCP session of a revoked key', async () => {
