@@ -177,6 +177,38 @@ describe('/mcp with the official SDK', () => {
     await eventually(async () => !(await toolNames(client)).includes('gamma__ping'), 'gamma to be gone', 5_000, 50);
   });
 
+  it("passes on an upstream's own tools/list_changed: a tool the server adds is listed and callable through the gateway", async () => {
+    const epsilon = await startMcpUpstream({ name: 'epsilon', stateful: true, tools: { first: () => 'one' } });
+    try {
+      expect((await admin('PUT', '/admin/v1/mcp-servers/epsilon', { url: epsilon.url })).status).toBe(200);
+      const key = await createKey(['epsilon']);
+      const client = await connect(key.secret);
+      let changes = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+        changes += 1;
+      });
+      // Listed once: the gateway caches the list until the server says it changed.
+      await eventually(async () => (await toolNames(client)).includes('epsilon__first'), 'epsilon to be served', 5_000, 50);
+      // The server tells only the sessions whose GET stream is open (the gateway's opens it on its
+      // own, after initialize): it adds one more tool at each try until the gateway lists one.
+      let added = 0;
+      const listed = await eventually(
+        async () => {
+          epsilon.addTool(`added_${added++}`, () => 'two');
+          return (await toolNames(client)).find((name) => name.startsWith('epsilon__added_'));
+        },
+        'an added tool to be listed',
+        10_000,
+        200,
+      );
+      expect(text(await client.callTool({ name: listed, arguments: {} }))).toBe('two');
+      await eventually(() => changes > 0, 'the client to be told', 5_000, 50);
+    } finally {
+      await admin('DELETE', '/admin/v1/mcp-servers/epsilon');
+      await epsilon.stop();
+    }
+  });
+
   it('answers a clear JSON-RPC error for a server that needs per-user OAuth, and lists none of its tools', async () => {
     expect((await admin('PUT', '/admin/v1/mcp-servers/delta', { url: gamma.url, auth: 'oauth' })).status).toBe(200);
     const key = await createKey(null);

@@ -4,6 +4,7 @@
  * earlier HTTP+SSE transport, optionally refusing requests without an API key header. Each counts
  * the tool calls it served, so a test can tell that a refused call never reached it.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -22,6 +23,11 @@ export interface McpUpstream {
   calls: Map<string, number>;
   /** Requests refused for a missing or wrong API key. */
   refused: number;
+  /**
+   * Adds a tool; a stateful server tells every open session (`notifications/tools/list_changed`
+   * on its GET stream).
+   */
+  addTool(name: string, answer: FakeTool): void;
   stop(): Promise<void>;
 }
 
@@ -32,20 +38,24 @@ export interface McpUpstreamOptions {
   /** Refuse (401) any request whose `x-api-key` header is not this. */
   apiKey?: string;
   transport?: 'streamable_http' | 'sse';
+  /** Streamable HTTP with sessions (Mcp-Session-Id, a GET stream each), so that it can notify its clients. */
+  stateful?: boolean;
+}
+
+function registerTool(server: McpServer, options: McpUpstreamOptions, calls: Map<string, number>, name: string, answer: FakeTool): void {
+  server.registerTool(
+    name,
+    { description: `The ${name} tool of ${options.name}.`, inputSchema: { a: z.number().optional(), b: z.number().optional(), text: z.string().optional() } },
+    async (args) => {
+      calls.set(name, (calls.get(name) ?? 0) + 1);
+      return { content: [{ type: 'text', text: answer(args as Record<string, unknown>) }] };
+    },
+  );
 }
 
 function buildServer(options: McpUpstreamOptions, calls: Map<string, number>): McpServer {
-  const server = new McpServer({ name: options.name, version: '1.0.0' });
-  for (const [name, answer] of Object.entries(options.tools)) {
-    server.registerTool(
-      name,
-      { description: `The ${name} tool of ${options.name}.`, inputSchema: { a: z.number().optional(), b: z.number().optional(), text: z.string().optional() } },
-      async (args) => {
-        calls.set(name, (calls.get(name) ?? 0) + 1);
-        return { content: [{ type: 'text', text: answer(args as Record<string, unknown>) }] };
-      },
-    );
-  }
+  const server = new McpServer({ name: options.name, version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+  for (const [name, answer] of Object.entries(options.tools)) registerTool(server, options, calls, name, answer);
   return server;
 }
 
@@ -60,7 +70,13 @@ async function readBody(request: IncomingMessage): Promise<unknown> {
 export async function startMcpUpstream(options: McpUpstreamOptions): Promise<McpUpstream> {
   const calls = new Map<string, number>();
   const sseSessions = new Map<string, SSEServerTransport>();
+  const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
   const upstream = { calls, refused: 0 } as McpUpstream;
+  upstream.addTool = (name, answer) => {
+    options.tools[name] = answer;
+    // Registering on a connected server sends notifications/tools/list_changed.
+    for (const session of sessions.values()) registerTool(session.server, options, calls, name, answer);
+  };
   const http: Server = createServer((request, response) => {
     void (async () => {
       if (options.apiKey && request.headers['x-api-key'] !== options.apiKey) {
@@ -88,6 +104,28 @@ export async function startMcpUpstream(options: McpUpstreamOptions): Promise<Mcp
         return;
       }
       if (path !== '/mcp') return void response.writeHead(404).end();
+      if (options.stateful) {
+        const id = request.headers['mcp-session-id'];
+        const existing = typeof id === 'string' ? sessions.get(id) : undefined;
+        if (existing) {
+          await existing.transport.handleRequest(request, response, request.method === 'POST' ? await readBody(request) : undefined);
+          return;
+        }
+        if (request.method !== 'POST') return void response.writeHead(400).end();
+        const server = buildServer(options, calls);
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (sessionId) => {
+            sessions.set(sessionId, { server, transport });
+          },
+        });
+        transport.onclose = () => {
+          if (transport.sessionId) sessions.delete(transport.sessionId);
+        };
+        await server.connect(transport);
+        await transport.handleRequest(request, response, await readBody(request));
+        return;
+      }
       if (request.method !== 'POST') return void response.writeHead(405, { allow: 'POST' }).end();
       const server = buildServer(options, calls);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
