@@ -47,6 +47,8 @@ const EXPOSED_HEADERS = [
   'x-ratelimit-remaining-tokens',
   'x-ratelimit-reset-tokens',
   'x-gateway-budget-remaining-usd',
+  // The MCP gateway's session, which a browser client (the MCP Inspector) must read to go on.
+  'mcp-session-id',
 ].join(', ');
 
 /** Maps fastify's own failures (body parsing, limits) to the error a caller should see. */

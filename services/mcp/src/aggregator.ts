@@ -222,7 +222,9 @@ export class Aggregator {
         try {
           return { server, items: await read(server) };
         } catch (error) {
-          this.deps.logger.warn({ server: server.name, err: error instanceof Error ? error.message : String(error) }, 'an MCP server could not be listed');
+          // A server needing per-user credentials the key lacks is left out quietly: that is expected.
+          if (!(error instanceof CredentialsUnavailableError))
+            this.deps.logger.warn({ server: server.name, err: error instanceof Error ? error.message : String(error) }, 'an MCP server could not be listed');
           return { server, items: [] };
         }
       }),

@@ -4,7 +4,7 @@
  * (what the edge's /admin/v1/mcp-servers calls) goes to the ServerRegistry. Every error leaves as
  * a GatewayError through @gateway/grpc's unary.
  */
-import { GatewayError, unary, type ErrorReporter } from '@gateway/grpc';
+import { GatewayError, Metadata, unary, type ErrorReporter } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type {
@@ -152,7 +152,7 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
         }
         listeners.add(call);
         // Headers go out at once, so that the edge can answer the client's GET with its stream.
-        call.sendMetadata(call.metadata.clone());
+        call.sendMetadata(new Metadata());
         const check = setInterval(() => {
           sessions.exists(sessionId).then(
             (alive) => {

@@ -31,6 +31,11 @@ export type ListKind = 'tools' | 'prompts' | 'resources';
 const CLIENT_INFO = { name: 'llm-gateway', version: '0.1.0' };
 /** The most pages of one list read from a server (a hostile server could page forever). */
 const MAX_PAGES = 50;
+/**
+ * The longest opening a session or reading a list may take (ms), shorter than a tool call's: a
+ * server that does not answer must not hold every client's tools/list for a minute.
+ */
+const LIST_TIMEOUT_MS = 10_000;
 
 interface Session {
   server: UpstreamServer;
@@ -128,7 +133,7 @@ export class UpstreamPool {
       if (this.sessions.get(id)?.server === server) this.sessions.delete(id);
     };
     client.onerror = (error) => this.options.logger.debug({ server: server.name, err: error.message }, 'MCP upstream transport error');
-    await client.connect(transport, { timeout: this.options.timeoutMs });
+    await client.connect(transport, { timeout: Math.min(this.options.timeoutMs, LIST_TIMEOUT_MS) });
     this.options.logger.info({ server: server.name, transport: server.transport }, 'MCP upstream session opened');
     return client;
   }
@@ -173,7 +178,7 @@ export class UpstreamPool {
   }
 
   private get requestOptions() {
-    return { timeout: this.options.timeoutMs };
+    return { timeout: Math.min(this.options.timeoutMs, LIST_TIMEOUT_MS) };
   }
 
   /** A server's tools (cached until it says they changed). */
