@@ -342,6 +342,8 @@ function* hostileMessages(count: number): Generator<string> {
     '{"jsonrpc":"1.0","id":1,"method":"ping"}',
     `${'['.repeat(5000)}${']'.repeat(5000)}`,
     `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}}`,
+    `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":${'{"a":'.repeat(20000)}1${'}'.repeat(20000)}}}`,
+    `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":${'{"a":'.repeat(200)}1${'}'.repeat(200)}}}`,
     '{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}',
     '{"jsonrpc":"2.0","id":1,"result":{}}',
     '{"__proto__":{"polluted":true},"jsonrpc":"2.0","id":1,"method":"tools/list"}',

@@ -35,6 +35,7 @@ import type { WireErrors } from '../completions/wire-errors.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { edgeError } from '../error-codes.js';
 import type { RequestError } from '../errors.js';
+import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../wire/json-nesting.js';
 
 /** How often an open GET stream checks its key again (a revoked key's stream ends within this). */
 const STREAM_KEY_CHECK_MS = 2_000;
@@ -148,6 +149,15 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
   const apiKey = bearerKey(request);
   noteKeyChecked(request);
   const text = typeof request.body === 'string' ? request.body : '';
+  // Nothing an MCP message carries nests this deep; deeper text costs V8 more to parse and to send on.
+  if (jsonNestsDeeperThan(text, MAX_JSON_NESTING)) {
+    void reply.status(400).header('content-type', 'application/json');
+    return JSON.stringify({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: `Invalid Request: the message nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.` },
+    });
+  }
   const { id, method } = peek(text);
   const toolCall = method === 'tools/call';
   const receivedAtMs = Date.now();
