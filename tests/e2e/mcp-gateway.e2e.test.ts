@@ -210,7 +210,14 @@ describe('/mcp with the official SDK', () => {
   });
 
   it('answers a clear JSON-RPC error for a server that needs per-user OAuth, and lists none of its tools', async () => {
-    expect((await admin('PUT', '/admin/v1/mcp-servers/delta', { url: gamma.url, auth: 'oauth' })).status).toBe(200);
+    const put = await admin('PUT', '/admin/v1/mcp-servers/delta', {
+      url: gamma.url,
+      auth: { type: 'oauth', client_id: 'gateway-client', client_secret: 'oauth-client-secret-9f8e', scopes: ['tools:read'] },
+    });
+    const putBody = await put.text();
+    expect(put.status).toBe(200);
+    expect(putBody).not.toContain('oauth-client-secret-9f8e');
+    expect(JSON.parse(putBody)).toMatchObject({ auth: 'oauth', oauth: { client_id: 'gateway-client', scopes: ['tools:read'], client_secret_set: true } });
     const key = await createKey(null);
     const client = await connect(key.secret);
     expect((await toolNames(client)).some((name) => name.startsWith('delta__'))).toBe(false);

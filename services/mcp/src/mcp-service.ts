@@ -59,6 +59,10 @@ function serverInfo(server: StoredServer): McpServerInfo {
     auth: server.auth === 'oauth' ? 'UPSTREAM_AUTH_OAUTH' : 'UPSTREAM_AUTH_UNSPECIFIED',
     description: server.description,
     updated_at_ms: server.updated_at_ms,
+    ...(server.oauth && {
+      oauth: { client_id: server.oauth.client_id, scopes: server.oauth.scopes },
+      oauth_client_secret_set: server.oauth.client_secret_sealed !== '',
+    }),
   };
 }
 
@@ -193,6 +197,9 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
       auth: request.auth === 'UPSTREAM_AUTH_OAUTH' ? 'oauth' : 'none',
       description: request.description ?? '',
       headers: request.keep_headers ? undefined : { ...(request.headers ?? {}) },
+      ...(request.oauth && {
+        oauth: { clientId: request.oauth.client_id ?? '', clientSecret: request.oauth.client_secret ?? '', scopes: [...(request.oauth.scopes ?? [])] },
+      }),
     });
     logger.info({ server: stored.name, url: stored.url, transport: stored.transport }, 'MCP server saved');
     return serverInfo(stored);

@@ -24,12 +24,16 @@ export interface StoredServer {
   header_names: string[];
   /** The sealed headers; '' for none. */
   headers_sealed: string;
+  /** With `auth: oauth`: the OAuth client, its secret sealed ('' for none). */
+  oauth?: { client_id: string; scopes: string[]; client_secret_sealed: string };
   updated_at_ms: number;
 }
 
 /** A server with its headers opened, what the pool connects with. */
-export interface UpstreamServer extends Omit<StoredServer, 'headers_sealed'> {
+export interface UpstreamServer extends Omit<StoredServer, 'headers_sealed' | 'oauth'> {
   headers: Record<string, string>;
+  /** With `auth: oauth`: the OAuth client, its secret opened. */
+  oauth?: { clientId: string; clientSecret: string; scopes: string[] };
 }
 
 /** What PutServer may set. */
@@ -41,6 +45,8 @@ export interface ServerInput {
   description: string;
   /** undefined: keep the stored headers. */
   headers: Record<string, string> | undefined;
+  /** With `auth: oauth`: the OAuth client; a client secret of '' keeps the stored one. */
+  oauth?: { clientId: string; clientSecret: string; scopes: string[] };
 }
 
 /** What a server name looks like: the namespace of its tools, so never "_" (the separator is "__"). */
@@ -76,6 +82,12 @@ export function validateServer(input: ServerInput): void {
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || input.url.length > MAX_URL_LENGTH)
     throw invalid('url', `url must be an absolute http or https URL of at most ${MAX_URL_LENGTH} characters.`);
   if (url.username || url.password) throw invalid('url', 'url may not carry credentials: put them in headers, which are stored encrypted.');
+  const oauth = input.oauth;
+  if (oauth && input.auth !== 'oauth') throw invalid('oauth', 'oauth settings need auth oauth.');
+  if (oauth && (oauth.clientId.length > 500 || oauth.clientSecret.length > 2_000 || /[\r\n\0]/.test(oauth.clientId + oauth.clientSecret)))
+    throw invalid('oauth', 'oauth.client_id has at most 500 characters and oauth.client_secret at most 2000, each on one line.');
+  if (oauth && (oauth.scopes.length > 50 || oauth.scopes.some((scope) => !/^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/.test(scope))))
+    throw invalid('oauth', 'oauth.scopes is at most 50 scope tokens (printable, no spaces, quotes or backslashes).');
   if (input.description.length > MAX_DESCRIPTION_LENGTH) throw invalid('description', `description has at most ${MAX_DESCRIPTION_LENGTH} characters.`);
   const headers = Object.entries(input.headers ?? {});
   if (headers.length > MAX_HEADERS) throw invalid('headers', `A server has at most ${MAX_HEADERS} headers.`);
@@ -141,8 +153,18 @@ export class ServerRegistry {
     for (const [name, json] of Object.entries(hash).sort(([a], [b]) => a.localeCompare(b))) {
       try {
         const stored = JSON.parse(json) as StoredServer;
-        const { headers_sealed: sealed, ...rest } = stored;
-        servers.set(name, { ...rest, headers: sealed ? this.cipher.open(sealed) : {} });
+        const { headers_sealed: sealed, oauth, ...rest } = stored;
+        servers.set(name, {
+          ...rest,
+          headers: sealed ? this.cipher.open(sealed) : {},
+          ...(oauth && {
+            oauth: {
+              clientId: oauth.client_id,
+              scopes: oauth.scopes,
+              clientSecret: oauth.client_secret_sealed ? (this.cipher.open(oauth.client_secret_sealed).secret ?? '') : '',
+            },
+          }),
+        });
       } catch (error) {
         // A server whose headers cannot be opened (another MCP_SECRETS_KEY) is left out, not sent unauthenticated.
         this.options.logger.error(
@@ -176,8 +198,8 @@ export class ServerRegistry {
     validateServer(input);
     let sealed = '';
     let names: string[] = [];
+    const before = await this.get(input.name);
     if (input.headers === undefined) {
-      const before = await this.get(input.name);
       sealed = before?.headers_sealed ?? '';
       names = before?.header_names ?? [];
     } else if (Object.keys(input.headers).length > 0) {
@@ -185,6 +207,16 @@ export class ServerRegistry {
         throw GatewayError.of('invalid_request', 'This gateway has no MCP_SECRETS_KEY, so it cannot store headers for an MCP server.', { param: 'headers' });
       sealed = this.cipher.seal(input.headers);
       names = Object.keys(input.headers).sort();
+    }
+    let oauth: StoredServer['oauth'];
+    if (input.auth === 'oauth') {
+      let secretSealed = input.oauth?.clientSecret ? '' : (before?.oauth?.client_secret_sealed ?? '');
+      if (input.oauth?.clientSecret) {
+        if (!this.cipher.configured)
+          throw GatewayError.of('invalid_request', 'This gateway has no MCP_SECRETS_KEY, so it cannot store an OAuth client secret.', { param: 'oauth' });
+        secretSealed = this.cipher.seal({ secret: input.oauth.clientSecret });
+      }
+      oauth = { client_id: input.oauth?.clientId ?? '', scopes: input.oauth?.scopes ?? [], client_secret_sealed: secretSealed };
     }
     const stored: StoredServer = {
       name: input.name,
@@ -194,6 +226,7 @@ export class ServerRegistry {
       description: input.description,
       header_names: names,
       headers_sealed: sealed,
+      ...(oauth && { oauth }),
       updated_at_ms: (this.options.now ?? Date.now)(),
     };
     await this.redis.multi().hset(this.hashName, input.name, JSON.stringify(stored)).incr(this.versionName).exec();

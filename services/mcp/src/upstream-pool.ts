@@ -22,7 +22,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '@gateway/logger';
 import type { UpstreamServer } from './server-registry.js';
-import type { UpstreamCredentials } from './upstream-credentials.js';
+import { oauthHeaders, type UpstreamCredentials, type UpstreamOAuthServer } from './upstream-credentials.js';
 
 /** Which list of a server changed. */
 export type ListKind = 'tools' | 'prompts' | 'resources';
@@ -103,10 +103,23 @@ export class UpstreamPool {
   }
 
   private async connect(id: string, server: UpstreamServer, keyId: string): Promise<Client> {
-    const headers = { ...server.headers, ...(server.auth === 'oauth' ? await this.options.credentials.headersFor(keyId, server.name) : {}) };
-    // Every request of the transport (POST, GET stream, DELETE) carries the server's headers.
-    const withHeaders = (url: string | URL, init?: RequestInit) => {
+    const oauth: UpstreamOAuthServer | undefined =
+      server.auth === 'oauth'
+        ? {
+            id: server.name,
+            url: server.url,
+            ...(server.oauth?.clientId && { clientId: server.oauth.clientId }),
+            ...(server.oauth?.clientSecret && { clientSecret: server.oauth.clientSecret }),
+            ...(server.oauth?.scopes.length && { scopes: server.oauth.scopes }),
+          }
+        : undefined;
+    // No session without credentials: the key's user is told how to get them.
+    if (oauth) await oauthHeaders(this.options.credentials, keyId, oauth);
+    // Every request of the transport (POST, GET stream, DELETE) carries the server's headers, and
+    // the key's current token for an OAuth server (asked each time: a refreshed one is used at once).
+    const withHeaders = async (url: string | URL, init?: RequestInit) => {
       const merged = new Headers(init?.headers);
+      const headers = { ...server.headers, ...(oauth ? await oauthHeaders(this.options.credentials, keyId, oauth) : {}) };
       for (const [name, value] of Object.entries(headers)) merged.set(name, value);
       return fetch(url, { ...init, headers: merged });
     };

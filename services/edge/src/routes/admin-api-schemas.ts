@@ -560,7 +560,26 @@ export const McpServerPutSchema = steps(
       }),
     ),
     auth: Type.Optional(
-      Type.Union([Type.Literal('none'), Type.Literal('oauth')], { errorMessage: "'auth' must be none or oauth (per-user OAuth credentials)." }),
+      Type.Union(
+        [
+          Type.Literal('none'),
+          Type.Literal('oauth'),
+          Type.Object({ type: Type.Literal('none') }, { additionalProperties: false }),
+          Type.Object(
+            {
+              type: Type.Literal('oauth'),
+              client_id: Type.Optional(Type.String({ maxLength: 500 })),
+              client_secret: Type.Optional(Type.String({ maxLength: 2000 })),
+              scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 50 })),
+            },
+            { additionalProperties: false },
+          ),
+        ],
+        {
+          errorMessage:
+            '\'auth\' must be none, oauth, or {type: "oauth", client_id?, client_secret?, scopes?} (per-user OAuth credentials; the client secret is stored encrypted and kept when left out).',
+        },
+      ),
     ),
     description: Type.Optional(Type.String({ maxLength: 500, errorMessage: "'description' must be a string of at most 500 characters." })),
   }),
@@ -577,6 +596,8 @@ export const McpServerSchema = Type.Object({
   /** The names of the headers sent to it; their values are stored encrypted and never shown. */
   header_names: Type.Array(Type.String()),
   auth: Type.Union([Type.Literal('none'), Type.Literal('oauth')]),
+  /** With auth oauth: the OAuth client (never its secret: whether one is stored). */
+  oauth: Nullable(Type.Object({ client_id: Type.String(), scopes: Type.Array(Type.String()), client_secret_set: Type.Boolean() })),
   description: Type.String(),
   /** Unix seconds of its latest change. */
   updated_at: Type.Integer(),

@@ -29,6 +29,10 @@ export function adminMcpServerJson(server: McpServerInfoOutput): McpServer {
     transport: server.transport === 'TRANSPORT_SSE' ? 'sse' : 'streamable_http',
     header_names: [...(server.header_names ?? [])],
     auth: server.auth === 'UPSTREAM_AUTH_OAUTH' ? 'oauth' : 'none',
+    oauth:
+      server.auth === 'UPSTREAM_AUTH_OAUTH'
+        ? { client_id: server.oauth?.client_id ?? '', scopes: [...(server.oauth?.scopes ?? [])], client_secret_set: server.oauth_client_secret_set === true }
+        : null,
     description: server.description ?? '',
     updated_at: Math.floor((server.updated_at_ms ?? 0) / 1000),
   };
@@ -44,14 +48,19 @@ export function registerAdminMcpServers(app: FastifyInstance, deps: EdgeDependen
       { schema: { body: McpServerPutSchema } },
       async (request): Promise<McpServer> => {
         const body = request.body;
+        // `auth` as a word or as an object; an OAuth client's settings only in the object.
+        const auth: { type: 'none' | 'oauth'; client_id?: string; client_secret?: string; scopes?: string[] } =
+          typeof body.auth === 'object' ? body.auth : { type: body.auth ?? 'none' };
+        const oauth = auth.type === 'oauth' ? auth : undefined;
         const put: PutServerRequest = {
           name: request.params.name,
           url: body.url,
           transport: body.transport === 'sse' ? 'TRANSPORT_SSE' : 'TRANSPORT_STREAMABLE_HTTP',
           headers: body.headers ?? {},
           keep_headers: body.headers === undefined,
-          auth: body.auth === 'oauth' ? 'UPSTREAM_AUTH_OAUTH' : 'UPSTREAM_AUTH_UNSPECIFIED',
+          auth: auth.type === 'oauth' ? 'UPSTREAM_AUTH_OAUTH' : 'UPSTREAM_AUTH_UNSPECIFIED',
           description: body.description ?? '',
+          ...(oauth && { oauth: { client_id: oauth.client_id ?? '', client_secret: oauth.client_secret ?? '', scopes: oauth.scopes ?? [] } }),
         };
         return adminMcpServerJson(await callUnary<PutServerRequest, McpServerInfoOutput>(mcp, mcp.PutServer, put, options(request)));
       },
