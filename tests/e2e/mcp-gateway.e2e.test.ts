@@ -256,6 +256,42 @@ describe('/mcp with the official SDK', () => {
     await expect(client.listTools()).rejects.toThrow(/This API key has been revoked/);
   });
 
+  it("ends a revoked key's GET stream, and DELETE ends a session for good", async () => {
+    const key = await createKey(null);
+    const headers = (sessionId: string) => ({
+      authorization: `Bearer ${key.secret}`,
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': '2025-06-18',
+    });
+    const open = async () => {
+      const client = await connect(key.secret);
+      return (client.transport as StreamableHTTPClientTransport).sessionId ?? '';
+    };
+    // DELETE: the session is gone, a later message is told so (404, the client initializes again).
+    const ended = await open();
+    expect((await fetch(`${origin}/mcp`, { method: 'DELETE', headers: headers(ended) })).status).toBe(200);
+    const after = await fetch(`${origin}/mcp`, {
+      method: 'POST',
+      headers: { ...headers(ended), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(after.status).toBe(404);
+    // A GET stream of a live session stays open until the key is revoked, then ends.
+    const sessionId = await open();
+    const stream = await fetch(`${origin}/mcp`, { headers: { ...headers(sessionId), accept: 'text/event-stream' } });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toBe('text/event-stream');
+    const reader = stream.body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    expect((await admin('DELETE', `/admin/v1/keys/${key.id}`)).status).toBe(200);
+    const startedAt = Date.now();
+    for (;;) {
+      const { done } = await reader.read();
+      if (done) break;
+    }
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
+  });
+
   it('answers a request without a key with a 401 pointing at the protected-resource metadata', async () => {
     const response = await fetch(`${origin}/mcp`, {
       method: 'POST',
