@@ -115,6 +115,24 @@ describe('/mcp with the official SDK', () => {
     expect(alpha.refused).toBe(0);
   });
 
+  it("applies the team's list besides the key's: a tool must be allowed by both", async () => {
+    const team = (await (await admin('POST', '/admin/v1/teams', { name: `mcp-${Date.now()}`, allowed_mcp_tools: ['beta', 'alpha__add'] })).json()) as {
+      id: string;
+      allowed_mcp_tools: string[];
+    };
+    expect(team.allowed_mcp_tools).toEqual(['beta', 'alpha__add']);
+    const member = (await (await admin('POST', '/admin/v1/keys', { plan: 'pro', team_id: team.id })).json()) as { secret: string };
+    expect(await toolNames(await connect(member.secret))).toEqual(['alpha__add', 'beta__secret_op', 'beta__time_now']);
+    const narrowed = (await (
+      await admin('POST', '/admin/v1/keys', { plan: 'pro', team_id: team.id, allowed_mcp_tools: ['alpha', 'beta__time_now'] })
+    ).json()) as {
+      secret: string;
+    };
+    const client = await connect(narrowed.secret);
+    expect(await toolNames(client)).toEqual(['alpha__add', 'beta__time_now']);
+    await expect(client.callTool({ name: 'alpha__echo', arguments: { text: 'x' } })).rejects.toThrow(/not allowed/);
+  });
+
   it('meters each tool call as a request of its key, visible in the latest requests', async () => {
     const key = await createKey(null);
     const client = await connect(key.secret);
