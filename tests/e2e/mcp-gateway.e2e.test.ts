@@ -296,6 +296,19 @@ describe('/mcp with the official SDK', () => {
     expect(after.status).toBe(404);
     // A GET stream of a live session stays open until the key is revoked, then ends.
     const sessionId = await open();
+    // Another key presenting the session is told it does not exist.
+    const stranger = await createKey(null);
+    const stolen = await fetch(`${origin}/mcp`, {
+      method: 'POST',
+      headers: {
+        ...headers(sessionId),
+        authorization: `Bearer ${stranger.secret}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(stolen.status).toBe(404);
     const stream = await fetch(`${origin}/mcp`, { headers: { ...headers(sessionId), accept: 'text/event-stream' } });
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toBe('text/event-stream');

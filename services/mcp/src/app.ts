@@ -1,6 +1,6 @@
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import type { prometheus } from '@gateway/observability';
+import type { prometheus, Tracing } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { Aggregator } from './aggregator.js';
@@ -27,6 +27,8 @@ export interface McpDependencies {
   /** Per-key credentials of `auth: oauth` servers; default none (such servers answer a JSON-RPC error). */
   credentials?: UpstreamCredentials;
   connectionAge?: ConnectionAge;
+  /** Traces (OTLP), when configured; off by default. */
+  tracing?: Tracing;
 }
 
 /** The unstarted service: its gRPC server, and the registry to start (and stop) beside it. */
@@ -58,7 +60,7 @@ export function createServer(deps: McpDependencies): McpApp {
     maxResponseBytes: deps.maxResponseBytes,
     timeoutMs: deps.timeoutMs,
   });
-  const service = createMcpService({ aggregator, registry: servers, pool, sessions, logger: deps.logger, metrics: deps.registry });
+  const service = createMcpService({ aggregator, registry: servers, pool, sessions, logger: deps.logger, metrics: deps.registry, tracing: deps.tracing });
   const server = createGatewayServer(
     [{ name: 'gateway.mcp.v1.McpService', definition: loadGatewayGrpc().gateway.mcp.v1.McpService.service, handlers: service.handlers }],
     connectionAgeOptions(deps.connectionAge),

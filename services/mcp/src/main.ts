@@ -1,5 +1,5 @@
 import { createLogger } from '@gateway/logger';
-import { createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { createRedis } from '@gateway/redis';
 import { createServer } from './app.js';
 import { loadMcpConfig } from './config.js';
@@ -13,6 +13,7 @@ async function main(): Promise<void> {
   const logger = createLogger('mcp', config.LOG_LEVEL);
   const registry = createRegistry('mcp');
   const redis = createRedis(config.REDIS_URL, logger);
+  const tracing = startTracing('mcp');
   const app = createServer({
     redis,
     logger,
@@ -24,6 +25,7 @@ async function main(): Promise<void> {
     maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES,
     sessionTtlSeconds: config.MCP_SESSION_TTL_SECONDS,
     connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
+    tracing,
   });
   // The servers are read once Redis answers (it may come up after this process), then polled.
   if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
   const lifecycle = onShutdownSignal(logger, config.MCP_SHUTDOWN_GRACE_MS + 5_000, async () => {
     await app.server.shutdown(config.MCP_SHUTDOWN_GRACE_MS);
     await metrics.close();
+    await tracing.shutdown();
     await redis.quit().catch(() => redis.disconnect());
   });
 }

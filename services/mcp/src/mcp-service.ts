@@ -4,9 +4,9 @@
  * (what the edge's /admin/v1/mcp-servers calls) goes to the ServerRegistry. Every error leaves as
  * a GatewayError through @gateway/grpc's unary.
  */
-import { GatewayError, Metadata, unary, type ErrorReporter } from '@gateway/grpc';
+import { callTraceparent, GatewayError, Metadata, unary, type ErrorReporter } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import { prometheus, SpanKind, type Span, type Tracing } from '@gateway/observability';
 import type {
   CallerOutput,
   DeleteServerRequestOutput,
@@ -42,6 +42,8 @@ export interface McpServiceDependencies {
   logger: Logger;
   /** Where the service's metrics are registered. */
   metrics: prometheus.Registry;
+  /** Traces (OTLP), when configured: a span per message, a child of the edge's. */
+  tracing?: Tracing;
 }
 
 function callerOf(caller: CallerOutput | null | undefined): McpCaller {
@@ -67,7 +69,7 @@ function serverInfo(server: StoredServer): McpServerInfo {
 }
 
 /** The handlers, and a way to end every open Listen stream at shutdown. */
-export function createMcpService({ aggregator, registry, pool, sessions, logger, metrics: registers }: McpServiceDependencies): {
+export function createMcpService({ aggregator, registry, pool, sessions, logger, metrics: registers, tracing }: McpServiceDependencies): {
   handlers: McpServiceHandlers;
   endListens(): void;
 } {
@@ -117,7 +119,20 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
     }, NOTIFY_DEBOUNCE_MS).unref();
   });
 
-  async function handle(request: HandleRequestOutput): Promise<HandleResponse> {
+  async function handle(request: HandleRequestOutput, context?: unknown): Promise<HandleResponse> {
+    const span = tracing?.startSpan('mcp.handle', {
+      kind: SpanKind.SERVER,
+      parent: callTraceparent(context),
+      attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Handle' },
+    });
+    try {
+      return await answerMessage(request, span);
+    } finally {
+      span?.end();
+    }
+  }
+
+  async function answerMessage(request: HandleRequestOutput, span: Span | undefined): Promise<HandleResponse> {
     const answer = await aggregator.handle({
       caller: callerOf(request.caller),
       sessionId: request.session_id ?? '',
@@ -129,6 +144,11 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
       status: String(answer.httpStatus),
     });
     const call = answer.toolCall;
+    span?.setAttributes({
+      'gateway.mcp.method': answer.method ?? '',
+      'http.response.status_code': answer.httpStatus,
+      ...(call && { 'gateway.mcp.server': call.server, 'gateway.mcp.tool': call.tool, 'gateway.mcp.error_code': call.errorCode }),
+    });
     if (call) toolCalls.observe({ outcome: call.failed ? call.errorCode || 'failed' : 'ok' }, call.latencyMs / 1000);
     return {
       http_status: answer.httpStatus,
