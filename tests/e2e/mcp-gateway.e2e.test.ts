@@ -136,7 +136,7 @@ describe('/mcp with the official SDK', () => {
   it('meters each tool call as a request of its key, visible in the latest requests', async () => {
     const key = await createKey(null);
     const client = await connect(key.secret);
-    expect(text(await client.callTool({ name: 'alpha__echo', arguments: { text: 'hi' } }))).toBe('hi');
+    expect(text(await client.callTool({ name: 'alpha__echo', arguments: { text: 'hi-argument-7c1' } }))).toBe('hi-argument-7c1');
     const recent = await eventually(
       async () => {
         const body = (await (await admin('GET', `/admin/v1/requests?key_id=${key.id}`)).json()) as {
@@ -149,6 +149,25 @@ describe('/mcp with the official SDK', () => {
       200,
     );
     expect(recent[0]).toMatchObject({ model: 'alpha__echo', outcome: 'completed' });
+    // The audit trail names who called which tool on which server, never the arguments or the result.
+    const audit = await eventually(
+      async () => {
+        const response = await admin('GET', `/admin/v1/audit?actor=${key.id}`);
+        const body = await response.text();
+        return body.includes('mcp.tool_call') ? body : undefined;
+      },
+      'the tool call in the audit trail',
+      10_000,
+      100,
+    );
+    expect(audit).not.toContain('hi-argument-7c1');
+    const entry = (JSON.parse(audit) as { data: { action: string; target_id: string; actor: { subject: string; via: string }; after: unknown }[] }).data[0]!;
+    expect(entry).toMatchObject({
+      action: 'mcp.tool_call',
+      target_id: 'alpha__echo',
+      actor: { subject: key.id, via: 'mcp' },
+      after: { server: 'alpha', tool: 'echo', failed: false },
+    });
   });
 
   it('applies a permission change on every edge within a second', async () => {

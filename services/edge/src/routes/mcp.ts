@@ -8,8 +8,8 @@
  * - POST: one JSON-RPC message; the answer is JSON (202 for a notification), `Mcp-Session-Id` on
  *   initialize. A tools/call counts as a request against the key's limits (a denial is a JSON-RPC
  *   error the client shows), and is metered (a usage event, operation `mcp.tools/call`, model the
- *   namespaced tool), traced and logged as an audit line (key, team, server, tool; never arguments
- *   or results).
+ *   namespaced tool), traced, and audited (auth's audit trail, action `mcp.tool_call`, and a log
+ *   line: key, team, server, tool; never arguments or results).
  * - GET: the session's server-to-client SSE stream (list_changed notifications); the key is checked
  *   again every few seconds, so a revoked key's stream ends.
  * - DELETE: ends the session.
@@ -28,6 +28,8 @@ import type {
   HandleResponseOutput,
   ListenEventOutput,
   McpServiceClient,
+  RecordToolCallRequest,
+  RecordToolCallResponseOutput,
   UsageEvent,
 } from '@gateway/proto';
 import { bearerKey, denialError, noteKeyChecked } from '../auth/key-check.js';
@@ -254,6 +256,25 @@ function report(
     operation: 'mcp.tools/call',
   };
   deps.usage.publish(event);
+  // The audit trail keeps it too (auth's, beside the admin changes), without holding the answer back.
+  callUnary<RecordToolCallRequest, RecordToolCallResponseOutput>(
+    deps.adminAccess,
+    deps.adminAccess.RecordToolCall,
+    {
+      key_id: keyId,
+      team_id: teamId,
+      server: call.server,
+      tool: call.tool,
+      failed: call.failed,
+      error_code: call.errorCode,
+      latency_ms: call.latencyMs,
+      request_id: request.id,
+    },
+    { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId: request.id },
+  ).catch((error: unknown) => {
+    const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+    deps.logger.warn({ request_id: request.id, reason: failure.reason }, 'a tool call could not be recorded in the audit trail');
+  });
 }
 
 /** GET /mcp: the session's server-to-client SSE stream, relayed from the MCP service's Listen. */
