@@ -22,7 +22,9 @@ async function send(messageJson: string, sessionId = '', keyId = 'key_A', protoc
   const answer = await aggregator.handle({ caller: { keyId, teamId: '', toolAllowLists: [] }, sessionId, protocolVersion, messageJson });
   return {
     ...answer,
-    body: answer.messageJson ? (JSON.parse(answer.messageJson) as { id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } }) : undefined,
+    body: answer.messageJson
+      ? (JSON.parse(answer.messageJson) as { id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } })
+      : undefined,
   };
 }
 
