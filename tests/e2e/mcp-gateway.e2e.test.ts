@@ -62,7 +62,7 @@ beforeAll(async () => {
       apiKey: ALPHA_API_KEY,
       tools: { add: (args) => String(Number(args.a) + Number(args.b)), echo: (args) => String(args.text ?? '') },
     }),
-    startMcpUpstream({ name: 'beta', transport: 'sse', tools: { time_now: () => 'noon', secret_op: () => 'classified' } }),
+    startMcpUpstream({ name: 'beta', transport: 'sse', tools: { time_now: () => 'noon', secret_op: () => 'classified' }, extras: 'beta notes' }),
   ]);
   gamma = await startMcpUpstream({ name: 'gamma', tools: { ping: () => 'pong' } });
   cluster = await startCluster({ mcp: true, env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200' } });
@@ -131,6 +131,22 @@ describe('/mcp with the official SDK', () => {
     const client = await connect(narrowed.secret);
     expect(await toolNames(client)).toEqual(['alpha__add', 'beta__time_now']);
     await expect(client.callTool({ name: 'alpha__echo', arguments: { text: 'x' } })).rejects.toThrow(/not allowed/);
+  });
+
+  it("serves the upstreams' prompts (namespaced) and resources to a key that may use their server, and none to one that may not", async () => {
+    const key = await createKey(['beta__time_now']);
+    const client = await connect(key.secret);
+    expect((await client.listPrompts()).prompts.map((prompt) => prompt.name)).toEqual([]);
+    expect((await client.listResources()).resources.map((resource) => resource.uri)).toEqual(['beta://readme']);
+    const wide = await connect((await createKey(['beta'])).secret);
+    expect((await wide.listPrompts()).prompts.map((prompt) => prompt.name)).toEqual(['beta__brief']);
+    const prompt = await wide.getPrompt({ name: 'beta__brief', arguments: { topic: 'release' } });
+    expect(prompt.messages[0]?.content).toEqual({ type: 'text', text: 'beta notes: release' });
+    const read = await wide.readResource({ uri: 'beta://readme' });
+    expect(read.contents[0]).toMatchObject({ uri: 'beta://readme', text: 'beta notes' });
+    const none = await connect((await createKey(['alpha'])).secret);
+    expect((await none.listResources()).resources).toEqual([]);
+    await expect(none.readResource({ uri: 'beta://readme' })).rejects.toThrow(/Resource not found/);
   });
 
   it('meters each tool call as a request of its key, visible in the latest requests', async () => {

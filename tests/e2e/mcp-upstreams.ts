@@ -40,6 +40,8 @@ export interface McpUpstreamOptions {
   transport?: 'streamable_http' | 'sse';
   /** Streamable HTTP with sessions (Mcp-Session-Id, a GET stream each), so that it can notify its clients. */
   stateful?: boolean;
+  /** A prompt `brief` (argument `topic`) and a resource `<name>://readme` with this text. */
+  extras?: string;
 }
 
 function registerTool(server: McpServer, options: McpUpstreamOptions, calls: Map<string, number>, name: string, answer: FakeTool): void {
@@ -56,6 +58,15 @@ function registerTool(server: McpServer, options: McpUpstreamOptions, calls: Map
 function buildServer(options: McpUpstreamOptions, calls: Map<string, number>): McpServer {
   const server = new McpServer({ name: options.name, version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
   for (const [name, answer] of Object.entries(options.tools)) registerTool(server, options, calls, name, answer);
+  const extras = options.extras;
+  if (extras !== undefined) {
+    server.registerPrompt('brief', { description: 'A brief.', argsSchema: { topic: z.string() } }, ({ topic }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `${extras}: ${topic}` } }],
+    }));
+    server.registerResource('readme', `${options.name}://readme`, { mimeType: 'text/plain' }, async (uri) => ({
+      contents: [{ uri: uri.href, text: extras }],
+    }));
+  }
   return server;
 }
 
