@@ -64,8 +64,18 @@ beforeAll(async () => {
     }),
     startMcpUpstream({ name: 'beta', transport: 'sse', tools: { time_now: () => 'noon', secret_op: () => 'classified' }, extras: 'beta notes' }),
   ]);
-  gamma = await startMcpUpstream({ name: 'gamma', tools: { ping: () => 'pong' } });
-  cluster = await startCluster({ mcp: true, env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200' } });
+  gamma = await startMcpUpstream({
+    name: 'gamma',
+    tools: {
+      ping: () => 'pong',
+      big: () => 'x'.repeat(100_000),
+      slow: () => new Promise((resolve) => setTimeout(() => resolve('late'), 8_000)),
+    },
+  });
+  cluster = await startCluster({
+    mcp: true,
+    env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200', MCP_MAX_RESPONSE_BYTES: '65536', MCP_TOOL_CALL_TIMEOUT_MS: '5000' },
+  });
   origin = cluster.baseUrl.replace(/\/v1$/, '');
   const put = await admin('PUT', '/admin/v1/mcp-servers/alpha', { url: alpha.url, headers: { 'x-api-key': ALPHA_API_KEY }, description: 'arithmetic' });
   expect(put.status).toBe(200);
@@ -261,6 +271,34 @@ describe('/mcp with the official SDK', () => {
       await epsilon.stop();
     }
   });
+
+  it('refuses an upstream answer over MCP_MAX_RESPONSE_BYTES and a call over MCP_TOOL_CALL_TIMEOUT_MS with JSON-RPC errors, metered as failed', async () => {
+    expect((await admin('PUT', '/admin/v1/mcp-servers/gamma', { url: gamma.url })).status).toBe(200);
+    try {
+      const key = await createKey(['gamma']);
+      const client = await connect(key.secret);
+      await eventually(async () => (await toolNames(client)).includes('gamma__big'), 'gamma to be served', 5_000, 50);
+      await expect(client.callTool({ name: 'gamma__big', arguments: {} })).rejects.toThrow(/larger than this gateway relays \(65536 bytes\)/);
+      const started = Date.now();
+      await expect(client.callTool({ name: 'gamma__slow', arguments: {} })).rejects.toThrow(/did not answer in time/);
+      expect(Date.now() - started).toBeLessThan(7_500);
+      const failed = await eventually(
+        async () => {
+          const body = (await (await admin('GET', `/admin/v1/requests?key_id=${key.id}`)).json()) as { data: { model: string; outcome: string }[] };
+          return body.data.length >= 2 ? body.data : undefined;
+        },
+        'both calls to be metered',
+        15_000,
+        200,
+      );
+      expect(failed.map((entry) => [entry.model, entry.outcome]).sort()).toEqual([
+        ['gamma__big', 'failed'],
+        ['gamma__slow', 'failed'],
+      ]);
+    } finally {
+      await admin('DELETE', '/admin/v1/mcp-servers/gamma');
+    }
+  }, 60_000);
 
   it('answers a clear JSON-RPC error for a server that needs per-user OAuth, and lists none of its tools', async () => {
     const put = await admin('PUT', '/admin/v1/mcp-servers/delta', {

@@ -13,7 +13,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { z } from 'zod';
 
 /** A tool of a fake upstream: its answer from its arguments. */
-export type FakeTool = (args: Record<string, unknown>) => string;
+export type FakeTool = (args: Record<string, unknown>) => string | Promise<string>;
 
 /** A running fake upstream. */
 export interface McpUpstream {
@@ -50,7 +50,7 @@ function registerTool(server: McpServer, options: McpUpstreamOptions, calls: Map
     { description: `The ${name} tool of ${options.name}.`, inputSchema: { a: z.number().optional(), b: z.number().optional(), text: z.string().optional() } },
     async (args) => {
       calls.set(name, (calls.get(name) ?? 0) + 1);
-      return { content: [{ type: 'text', text: answer(args as Record<string, unknown>) }] };
+      return { content: [{ type: 'text', text: await answer(args as Record<string, unknown>) }] };
     },
   );
 }
