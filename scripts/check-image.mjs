@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
 const keep = process.argv.includes('--keep');
 const log = (message) => console.log(`check-image: ${message}`);
 
@@ -182,7 +182,7 @@ function stop(child, timeoutMs = 15_000) {
   });
 }
 
-/** Starts the five services from the runtime directory with the stage's CMD, and checks each answers and stops cleanly. */
+/** Starts the six services from the runtime directory with the stage's CMD, and checks each answers and stops cleanly. */
 async function startServices(runtime, image, scratch) {
   const [redisPort, natsPort] = [await freePort(), await freePort()];
   const redis = start('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {});

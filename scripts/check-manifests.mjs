@@ -54,8 +54,8 @@ import { schemaProblems } from './manifests/schemas.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
-const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054 };
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
+const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054, mcp: 50057 };
 /**
  * Metrics the rules may read before any service declares them, each with the change that adds it.
  * Once a service declares one, the check fails until it is removed from here.

@@ -14,7 +14,7 @@ const services = Object.entries(compose.services);
 describe('docker-compose.yml', () => {
   it('runs the dependencies and the six services, and a Redis for stored responses only in its profile', () => {
     const byDefault = services.filter(([, service]) => !service.profiles).map(([name]) => name);
-    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'metering', 'nats', 'postgres', 'redis', 'request-log', 'router']);
+    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'mcp', 'metering', 'nats', 'postgres', 'redis', 'request-log', 'router']);
     expect(compose.services['redis-responses'].profiles).toEqual(['responses-redis']);
   });
 

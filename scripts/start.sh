@@ -28,7 +28,7 @@ if [[ -f .env ]]; then
   done <.env
 fi
 
-SERVICES=(auth router executor metering edge) # the edge last: it waits for the others anyway
+SERVICES=(auth router executor metering mcp edge) # the edge last: it waits for the others anyway
 EDGE_PORT="${EDGE_PORT:-8080}"
 READY_TIMEOUT_SECONDS="${READY_TIMEOUT_SECONDS:-60}"
 
@@ -42,7 +42,7 @@ source scripts/dependencies.sh || exit 1
 
 # The request log, when PostgreSQL is there: its service before the edge, which then searches it.
 if [[ -n "${DATABASE_URL:-}" && "${GATEWAY_REQUEST_LOG:-on}" != off ]]; then
-  SERVICES=(auth router executor metering request-log edge)
+  SERVICES=(auth router executor metering mcp request-log edge)
   export REQUEST_LOG_SERVICE_ADDR="${REQUEST_LOG_SERVICE_ADDR:-127.0.0.1:50055}"
 fi
 
@@ -80,6 +80,20 @@ if [[ -z "${EDGE_ADMIN_TOKEN:-}" ]]; then
   EDGE_ADMIN_TOKEN="$(head -n 1 "$RUN_DIR/admin-token")"
 fi
 export EDGE_ADMIN_TOKEN
+
+# The key the MCP service encrypts upstream MCP servers' headers with: the environment's, else one
+# generated on the first start and kept in .run/mcp-secrets-key, readable by this user only.
+if [[ -z "${MCP_SECRETS_KEY:-}" ]]; then
+  if [[ ! -s "$RUN_DIR/mcp-secrets-key" ]]; then
+    mkdir -p "$RUN_DIR"
+    (umask 077 && node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64") + "\n")' >"$RUN_DIR/mcp-secrets-key")
+    gateway_log "generated the MCP secrets key in .run/mcp-secrets-key"
+  fi
+  MCP_SECRETS_KEY="$(head -n 1 "$RUN_DIR/mcp-secrets-key")"
+fi
+export MCP_SECRETS_KEY
+# The edge serves /mcp through the MCP service started here.
+export MCP_SERVICE_ADDR="${MCP_SERVICE_ADDR:-127.0.0.1:50057}"
 export GATEWAY_BOOTSTRAP_PLAN="${GATEWAY_BOOTSTRAP_PLAN:-pro}"
 export EDGE_PORT LOG_LEVEL="${LOG_LEVEL:-info}"
 
@@ -120,7 +134,8 @@ http_get() {
 # watching that every service stays alive.
 ready_url="http://127.0.0.1:$EDGE_PORT/readyz"
 ready_urls=("$ready_url" "http://127.0.0.1:${AUTH_METRICS_PORT:-9101}/readyz" "http://127.0.0.1:${ROUTER_METRICS_PORT:-9102}/readyz"
-  "http://127.0.0.1:${EXECUTOR_METRICS_PORT:-9103}/readyz" "http://127.0.0.1:${METERING_METRICS_PORT:-9104}/readyz")
+  "http://127.0.0.1:${EXECUTOR_METRICS_PORT:-9103}/readyz" "http://127.0.0.1:${METERING_METRICS_PORT:-9104}/readyz"
+  "http://127.0.0.1:${MCP_METRICS_PORT:-9107}/readyz")
 [[ " ${SERVICES[*]} " == *" request-log "* ]] && ready_urls+=("http://127.0.0.1:${REQUEST_LOG_METRICS_PORT:-9105}/readyz")
 gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for every service's /readyz"
 deadline=$((SECONDS + READY_TIMEOUT_SECONDS))
@@ -190,6 +205,8 @@ The gateway is ready.
 
   Models:   curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/models
   Usage:    curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" "$base_url/usage?start=\$(( \$(date +%s) - 86400 ))&bucket=hour"
+  MCP:      claude mcp add --transport http gateway http://127.0.0.1:$EDGE_PORT/mcp --header "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY"
+            (declare upstream MCP servers first: PUT /admin/v1/mcp-servers/<name>, see services/mcp/README.md)
   Console:  http://127.0.0.1:$console_port/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
   Requests: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" "http://127.0.0.1:$console_port/admin/v1/requests?status=429&format=csv"   ($request_log)
   Logs:     .run/logs/<service>.log  (${SERVICES[*]})

@@ -243,6 +243,8 @@ export interface CliBackendExtras {
   /** Catalog YAML entries, given the fake upstream's base URL. */
   entries(upstreamBaseUrl: string): string[];
   env: Record<string, string>;
+  /** Also start the MCP service (startCluster's `mcp`). */
+  mcp?: boolean;
 }
 
 /**
@@ -255,6 +257,7 @@ export async function startCliBackend(name: string, extras?: CliBackendExtras): 
     response.writeHead(500).end();
   });
   const cluster = await startCluster({
+    mcp: extras?.mcp,
     env: {
       CATALOG_PATH: writeCatalog(name, [
         SIM_MINI_ENTRY,

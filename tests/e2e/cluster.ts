@@ -14,9 +14,9 @@ import { connect } from 'nats';
 import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
-/** The name of one of the five services, or of the optional request log (ClusterOptions.requestLog). */
-export type ServiceName = (typeof SERVICES)[number] | 'request-log';
+const CORE_SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
+/** The name of one of the five services, or of an optional one (ClusterOptions.requestLog, ClusterOptions.mcp). */
+export type ServiceName = (typeof CORE_SERVICES)[number] | 'request-log' | 'mcp';
 
 /** A running cluster. */
 export interface Cluster {
@@ -56,11 +56,22 @@ export interface ClusterOptions {
    * createTestDatabase), and points the edge at it (REQUEST_LOG_SERVICE_ADDR).
    */
   requestLog?: { databaseUrl: string };
+  /**
+   * Also start the MCP service (the edge's /mcp and /admin/v1/mcp-servers), with a Redis prefix and
+   * a secrets key of the cluster's own.
+   */
+  mcp?: boolean;
 }
 
 /** Starts the cluster and resolves once every service's /readyz is green. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
+  const services: ServiceName[] = [
+    ...CORE_SERVICES.slice(0, 4),
+    ...(options.mcp ? (['mcp'] as const) : []),
+    ...(options.requestLog ? (['request-log'] as const) : []),
+    'edge',
+  ];
   const names = [
     'auth',
     'router',
@@ -73,8 +84,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     'executorMetrics',
     'meteringMetrics',
     ...(options.requestLog ? ['requestLog', 'requestLogMetrics'] : []),
+    'mcp',
+    'mcpMetrics',
   ];
-  const services: ServiceName[] = [...SERVICES.slice(0, 4), ...(options.requestLog ? (['request-log'] as const) : []), 'edge'];
   const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
   const apiKey = randomApiKey();
   const env: Record<string, string> = {
@@ -112,9 +124,19 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       REQUEST_LOG_METRICS_PORT: String(ports.requestLogMetrics),
       REQUEST_LOG_SERVICE_ADDR: `127.0.0.1:${ports.requestLog}`,
     }),
+    ...(options.mcp
+      ? {
+          MCP_LISTEN_ADDR: `127.0.0.1:${ports.mcp}`,
+          MCP_METRICS_PORT: String(ports.mcpMetrics),
+          MCP_SERVICE_ADDR: `127.0.0.1:${ports.mcp}`,
+          // The cluster's own upstream servers and sessions, apart from other clusters on this Redis.
+          MCP_REDIS_PREFIX: `mcp:e2e-${randomBytes(4).toString('hex')}:`,
+          MCP_SECRETS_KEY: randomBytes(32).toString('base64'),
+        }
+      : {}),
     ...options.env,
   };
-  const logs = Object.fromEntries([...SERVICES, 'request-log'].map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
+  const logs = Object.fromEntries([...CORE_SERVICES, 'mcp', 'request-log'].map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
   const processes = {} as Record<ServiceName, ChildProcess>;
   const launch = (name: ServiceName) => {
     const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], {
@@ -157,9 +179,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // The edge's readiness is its own; each service reports its own on its metrics port.
     const readiness = [
       `http://127.0.0.1:${ports.edge}/readyz`,
-      ...['authMetrics', 'routerMetrics', 'executorMetrics', 'meteringMetrics', ...(options.requestLog ? ['requestLogMetrics'] : [])].map(
-        (port) => `http://127.0.0.1:${ports[port]}/readyz`,
-      ),
+      ...[
+        'authMetrics',
+        'routerMetrics',
+        'executorMetrics',
+        'meteringMetrics',
+        ...(options.mcp ? ['mcpMetrics'] : []),
+        ...(options.requestLog ? ['requestLogMetrics'] : []),
+      ].map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
     ];
     await waitReady(readiness, processes, logs, 60_000);
   } catch (error) {
@@ -191,6 +218,7 @@ export async function startSecondEdge(
       ROUTER_SERVICE_ADDR: `127.0.0.1:${cluster.ports.router}`,
       EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
       METERING_SERVICE_ADDR: `127.0.0.1:${cluster.ports.metering}`,
+      ...(cluster.env.MCP_SERVICE_ADDR ? { MCP_SERVICE_ADDR: cluster.env.MCP_SERVICE_ADDR } : {}),
       ...env,
     },
   });

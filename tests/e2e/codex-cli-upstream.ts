@@ -56,6 +56,11 @@ export interface ScriptOptions {
   answer: string;
   /** Every turn is appended here. */
   turns: ScriptedTurn[];
+  /**
+   * Call this tool instead of the shell: the first offered tool whose name ends with `suffix` (a
+   * CLI prefixes an MCP server's tools with its own namespace), with these arguments.
+   */
+  tool?: { suffix: string; arguments: Record<string, unknown> };
 }
 
 /** A tool offered in a request: its name and its parameters' properties. */
@@ -240,7 +245,9 @@ function scriptedModel(wire: ModelWire, options: ScriptOptions): Responder {
       });
       return;
     }
-    const call = shellCall(wire.tools(request.body), options.command);
+    const offered = wire.tools(request.body);
+    const named = options.tool && offered.find((tool) => tool.name.endsWith(options.tool!.suffix));
+    const call = options.tool ? named && { name: named.name, arguments: options.tool.arguments } : shellCall(offered, options.command);
     if (!call) {
       options.turns.push({ kind: 'other' });
       wire.send(request, response, { text: 'No shell tool was offered.' });

@@ -20,6 +20,7 @@ import type { ProtoGrpcType as ResponseStoreGrpc } from './generated/response_st
 import type { ProtoGrpcType as RouterGrpc } from './generated/router.js';
 import type { ProtoGrpcType as TeamsGrpc } from './generated/teams.js';
 import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
+import type { ProtoGrpcType as McpGrpc } from './generated/mcp.js';
 
 /** The folder holding the .proto files. */
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto', import.meta.url));
@@ -44,7 +45,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & RequestLogGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc;
+export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & RequestLogGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc & McpGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

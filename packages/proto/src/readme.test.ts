@@ -17,6 +17,7 @@ const SERVED_BY: Readonly<Record<string, string>> = {
   'gateway/auth/v1/auth.proto': 'auth',
   'gateway/auth/v1/teams.proto': 'auth',
   'gateway/executor/v1/executor.proto': 'executor',
+  'gateway/mcp/v1/mcp.proto': 'mcp',
   'gateway/responses/v1/response_store.proto': 'metering',
   'gateway/router/v1/router.proto': 'router',
   'gateway/usage/v1/usage_service.proto': 'metering',

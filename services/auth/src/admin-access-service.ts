@@ -16,13 +16,15 @@ import type {
   ListAdminTokensResponse,
   ListAuditEntriesRequestOutput,
   ListAuditEntriesResponse,
+  RecordToolCallRequestOutput,
+  RecordToolCallResponse,
   RevokeAdminTokenRequestOutput,
 } from '@gateway/proto';
 import { AuditCursorError, type AuditEntry, type AuditLog } from './audit-log.js';
 import { type Auditor, callActor } from './auditor.js';
 import type { AdminRoleName, AdminTokenStore } from './admin-token-store.js';
 import { ADMIN_ROLES, toAdminTokenInfo } from './info-messages.js';
-import { KeyInputError } from './key-store.js';
+import { KEY_ID_PATTERN, KeyInputError } from './key-store.js';
 
 /** What the AdminAccessService needs. */
 export interface AdminAccessDependencies {
@@ -98,7 +100,33 @@ export function createAdminAccessService({ adminTokens, audit, auditor, logger }
     return { entries: page.entries.map(toAuditEntryMessage), next_cursor: page.next_cursor };
   }
 
+  /** One tool call of the MCP gateway: who (the key) called which tool on which server, never what with. */
+  async function recordToolCall(request: RecordToolCallRequestOutput): Promise<RecordToolCallResponse> {
+    const keyId = request.key_id ?? '';
+    if (!KEY_ID_PATTERN.test(keyId)) throw GatewayError.of('invalid_request', 'key_id must be a key id.', { param: 'key_id' });
+    const server = (request.server ?? '').slice(0, 64);
+    const tool = (request.tool ?? '').slice(0, 200);
+    const entryId = await store(() =>
+      audit.record({
+        actor: { subject: keyId, role: 'api_key', via: 'mcp' },
+        action: 'mcp.tool_call',
+        target_id: server ? `${server}__${tool}` : 'unknown',
+        after: {
+          server,
+          tool,
+          ...(request.team_id ? { team_id: request.team_id } : {}),
+          failed: request.failed === true,
+          ...(request.error_code ? { error_code: request.error_code.slice(0, 64) } : {}),
+          latency_ms: request.latency_ms ?? 0,
+        },
+        request_id: (request.request_id ?? '').slice(0, 128),
+      }),
+    );
+    return { entry_id: entryId };
+  }
+
   return {
+    RecordToolCall: unary(recordToolCall, 'RecordToolCall', report),
     CreateAdminToken: unary(
       auditor.audited(createAdminToken, {
         action: 'admin_token.create',

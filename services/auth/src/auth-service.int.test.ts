@@ -423,6 +423,29 @@ describe('AuthService', () => {
     ).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param: 'catalog_fallbacks_override' });
   });
 
+  it("returns the key's and its team's MCP tool allow-lists with a decision asked for them, and follows each change at once", async () => {
+    const team = await new TeamStore(auth.redis, { prefix }).create({ name: 'tools', allowed_mcp_tools: ['github', 'docs__search'] });
+    const created = await auth.createKey({ plan: 'PLAN_PRO', team_id: team.team_id, allowed_mcp_tools: { tools: ['github__get_*'] } });
+    const keyId = created.key!.key_id!;
+    expect(created.key?.allowed_mcp_tools).toEqual({ tools: ['github__get_*'] });
+    const decide = (mcp: boolean) => auth.reserve({ api_key: created.secret!, request_id: randomUUID(), check_only: true, mcp });
+    expect(await decide(true)).toMatchObject({
+      decision: 'DECISION_ALLOW',
+      mcp_tool_allow_lists: [{ tools: ['github__get_*'] }, { tools: ['github', 'docs__search'] }],
+    });
+    // Not read for any other request.
+    expect((await decide(false)).mcp_tool_allow_lists).toEqual([]);
+    const cleared = await auth.updateKey({ key_id: keyId, clear_allowed_mcp_tools: true });
+    expect(cleared.allowed_mcp_tools).toBeUndefined();
+    expect((await decide(true)).mcp_tool_allow_lists).toEqual([{ tools: ['github', 'docs__search'] }]);
+    await auth.updateKey({ key_id: keyId, allowed_mcp_tools: { tools: [] } });
+    expect((await decide(true)).mcp_tool_allow_lists).toEqual([{ tools: [] }, { tools: ['github', 'docs__search'] }]);
+    expect(await auth.updateKey({ key_id: keyId, allowed_mcp_tools: { tools: ['git*hub'] } }).catch((caught: unknown) => caught)).toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      param: 'allowed_mcp_tools',
+    });
+  });
+
   it('decides over the Decide stream exactly as over CheckKey and SettleUsage, on the same counters', async () => {
     const created = await createKey('PLAN_STARTER');
     const secret = created.secret!;

@@ -24,6 +24,7 @@ import type {
 } from '@gateway/proto';
 import type { Auditor } from './auditor.js';
 import { toKeyInfo } from './info-messages.js';
+import type { TeamStore } from './team-store.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, TeamNotFoundError, type KeyChanges, type KeyStore } from './key-store.js';
 import { planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
@@ -49,6 +50,8 @@ export interface AuthServiceDependencies {
   tracing?: Tracing;
   /** Records each key change (create, update, revoke) in the audit trail. */
   auditor: Auditor;
+  /** The teams, whose MCP tool allow-lists a CheckKey with `mcp` reads; absent: none is read. */
+  teams?: Pick<TeamStore, 'get'>;
 }
 
 /** The longest model id a CheckKey may name. */
@@ -152,7 +155,7 @@ export interface AuthService {
  * runs the very same CheckKey and SettleUsage functions for each message of its stream.
  */
 export function createAuthService(dependencies: AuthServiceDependencies): AuthService {
-  const { keys, limiter, logger, auditor } = dependencies;
+  const { keys, limiter, logger, auditor, teams } = dependencies;
   const plans = plansSource(dependencies.plans);
   const tracing = dependencies.tracing ?? NO_TRACING;
   const registers = dependencies.registry ? [dependencies.registry] : [];
@@ -243,9 +246,22 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     };
     if (result.team) addTeamState(response, result.team);
     if (result.deniedByTeam) response.denied_by_team = true;
+    if (request.mcp) response.mcp_tool_allow_lists = await mcpToolAllowLists(result.keyId, result.team?.teamId ?? '');
     decided(response, result, { reserve, model });
     decisions.inc({ decision: response.decision! });
     return response;
+  }
+
+  /**
+   * The MCP tool allow-lists of a key and its team, read beside the quota decision for the MCP
+   * gateway only (nothing caches key records, so a change applies from the next request).
+   */
+  async function mcpToolAllowLists(keyId: string, teamId: string): Promise<{ tools: string[] }[]> {
+    const [key, team] = await store(
+      () => Promise.all([keys.get(keyId), teamId && teams ? teams.get(teamId) : Promise.resolve(undefined)]),
+      'The key service cannot decide right now.',
+    );
+    return [key?.allowed_mcp_tools, team?.allowed_mcp_tools].filter((list): list is string[] => list !== undefined).map((tools) => ({ tools }));
   }
 
   /** Sets the decision of a live key's response, and its message when it is a denial (naming the team when its limit refused). */
@@ -336,6 +352,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
             daily_budget_override: daily,
             monthly_budget_override: monthly,
             allowed_models: request.allowed_models ? request.allowed_models.models : undefined,
+            allowed_mcp_tools: request.allowed_mcp_tools ? request.allowed_mcp_tools.tools : undefined,
             team_id: teamId,
           }),
         'The key store is unavailable.',
@@ -396,6 +413,11 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     }
     if (request.allowed_models) changes.allowed_models = request.allowed_models.models;
     else if (request.clear_allowed_models) changes.allowed_models = null;
+    if (request.allowed_mcp_tools && request.clear_allowed_mcp_tools) {
+      throw GatewayError.of('invalid_request', 'Send either allowed_mcp_tools or clear_allowed_mcp_tools, not both.', { param: 'allowed_mcp_tools' });
+    }
+    if (request.allowed_mcp_tools) changes.allowed_mcp_tools = request.allowed_mcp_tools.tools;
+    else if (request.clear_allowed_mcp_tools) changes.allowed_mcp_tools = null;
     const keyId = request.key_id ?? '';
     const updated = keyId ? await store(() => keys.update(keyId, changes), 'The key store is unavailable.') : undefined;
     if (!updated) throw notFound();

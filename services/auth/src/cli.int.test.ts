@@ -182,6 +182,20 @@ describe('auth CLI (dist/cli.js)', { timeout: 60_000 }, () => {
     expect(bad.stderr).toContain('may have "*" only as its last character');
   });
 
+  it("sets, changes and clears a key's MCP tool allow-list", async () => {
+    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--allowed-mcp-tools', 'github,docs__search', '--json')).stdout) as {
+      key_id: string;
+    };
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_mcp_tools: ['github', 'docs__search'] });
+    expect((await cli('update', created.key_id, '--allowed-mcp-tools', 'github__get_*')).code).toBe(0);
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_mcp_tools: ['github__get_*'] });
+    expect((await cli('update', created.key_id, '--allowed-mcp-tools', 'all')).code).toBe(0);
+    expect(JSON.parse((await cli('get', created.key_id)).stdout)).not.toHaveProperty('allowed_mcp_tools');
+    const bad = await cli('update', created.key_id, '--allowed-mcp-tools', 'git*hub');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('may have "*" only as its last character');
+  });
+
   it("sets, changes and clears a key's budgets in USD", async () => {
     const created = JSON.parse(
       (await cli('create-key', '--plan', 'pro', '--daily-budget-usd', '2.5', '--monthly-budget-usd', '0.000001', '--json')).stdout,

@@ -47,14 +47,15 @@ const USAGE = `usage:
   list-admin-tokens [--json]
   revoke-admin-token TOKEN_ID
   create-team --name NAME [--requests-per-minute N] [--tokens-per-minute N] [--daily-budget-usd USD]
-              [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--json]
+              [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--allowed-mcp-tools TOOL,SERVER,PREFIX*] [--json]
   list-teams [--json]
   help (or --help, -h): this text
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
         [--catalog-fallbacks on|off|plan] [--daily-budget-usd USD|unlimited|plan] [--monthly-budget-usd USD|unlimited|plan]
-        [--allowed-models ID,PREFIX*,...|all]
+        [--allowed-models ID,PREFIX*,...|all] [--allowed-mcp-tools SERVER__TOOL,SERVER,PREFIX*,...|all]
   ("plan" goes back to the plan's limit or default; --routing-policy '' removes the policy;
-   --allowed-models all lets the key use every model again, '' no model)`;
+   --allowed-models all lets the key use every model again, '' no model; --allowed-mcp-tools the same
+   for the MCP gateway's tools)`;
 
 /** A mistake in the command line: printed with the usage, exit code 2. */
 class UsageError extends Error {}
@@ -125,6 +126,7 @@ const OPTIONS = {
   'monthly-budget-usd': { type: 'string' },
   team: { type: 'string' },
   'allowed-models': { type: 'string' },
+  'allowed-mcp-tools': { type: 'string' },
   role: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -144,6 +146,8 @@ function overrideFlags(values: Flags) {
     daily_budget_override: budgetFlag(values['daily-budget-usd'], '--daily-budget-usd'),
     monthly_budget_override: budgetFlag(values['monthly-budget-usd'], '--monthly-budget-usd'),
     allowed_models: allowedModelsFlag(values['allowed-models']),
+    // The same list syntax: namespaced MCP tools, servers and `prefix*` patterns, or `all`.
+    allowed_mcp_tools: allowedModelsFlag(values['allowed-mcp-tools']),
   };
 }
 
@@ -220,6 +224,11 @@ async function createTeam({ teams, audit }: CliStores, values: Flags, overrides:
     team.allowed_models = values['allowed-models']
       .split(',')
       .map((model) => model.trim())
+      .filter(Boolean);
+  if (values['allowed-mcp-tools'] !== undefined)
+    team.allowed_mcp_tools = values['allowed-mcp-tools']
+      .split(',')
+      .map((tool) => tool.trim())
       .filter(Boolean);
   const stored = await teams.create(team);
   await audit.record({ actor: CLI_ACTOR, action: 'team.create', target_id: stored.team_id, after: toTeam(stored) });

@@ -43,6 +43,7 @@ export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
     info[field] = toBudget(override ?? plans[key.plan][field]);
   }
   if (key.allowed_models !== undefined) info.allowed_models = { models: key.allowed_models };
+  if (key.allowed_mcp_tools !== undefined) info.allowed_mcp_tools = { tools: key.allowed_mcp_tools };
   info.team_id = key.team_id ?? '';
   return info;
 }
@@ -75,5 +76,6 @@ export function toTeam(team: StoredTeam): Team {
     key_count: team.live_keys,
   };
   if (team.allowed_models) message.model_allow_list = { models: team.allowed_models };
+  if (team.allowed_mcp_tools) message.mcp_tool_allow_list = { tools: team.allowed_mcp_tools };
   return message;
 }

@@ -29,6 +29,8 @@ export interface StoredKey {
   monthly_budget_override?: BudgetLimit;
   /** The models the key may use: ids and `prefix*` patterns; absent: every model; empty: none. */
   allowed_models?: string[];
+  /** The MCP tools the key may use: namespaced tools, servers and `prefix*` patterns; absent: every tool; empty: none. */
+  allowed_mcp_tools?: string[];
   /** The key's team, fixed when it was created; absent: none. */
   team_id?: string;
 }
@@ -45,6 +47,7 @@ export interface NewKey {
   daily_budget_override?: BudgetLimit;
   monthly_budget_override?: BudgetLimit;
   allowed_models?: string[];
+  allowed_mcp_tools?: string[];
   /** The team the key joins for good; absent or '': none. */
   team_id?: string;
 }
@@ -66,6 +69,8 @@ export interface KeyChanges {
   monthly_budget_override?: BudgetLimit | null;
   /** An allow-list of null removes it (every model allowed again). */
   allowed_models?: string[] | null;
+  /** An MCP tool allow-list of null removes it (every tool allowed again). */
+  allowed_mcp_tools?: string[] | null;
   revoked?: true;
 }
 
@@ -101,6 +106,7 @@ function validate(
     tokens_per_minute_override?: Limit | null;
     catalog_fallbacks_override?: boolean | null;
     allowed_models?: string[] | null;
+    allowed_mcp_tools?: string[] | null;
   } & Partial<Record<(typeof BUDGET_OVERRIDE_FIELDS)[number], BudgetLimit | null>>,
 ): void {
   if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH)
@@ -125,6 +131,14 @@ function validate(
   if (allowed !== undefined && allowed !== null) {
     const problem = Array.isArray(allowed) ? allowListProblem(allowed) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
     if (problem) throw new KeyInputError('allowed_models', problem);
+  }
+  const tools = input.allowed_mcp_tools;
+  if (tools !== undefined && tools !== null) {
+    // The models' rules for an allow-list: the same entries and `prefix*` patterns.
+    const problem = Array.isArray(tools)
+      ? allowListProblem(tools)?.replace('model id', 'MCP tool name')
+      : 'allowed_mcp_tools must be a list of MCP tool names, server names and "prefix*" patterns.';
+    if (problem) throw new KeyInputError('allowed_mcp_tools', problem);
   }
 }
 
@@ -202,7 +216,8 @@ const REPLICA_WAIT_MS = 1_000;
  *                                 tokens_per_minute_override?, catalog_fallbacks_override? ('1'
  *                                 on, '0' off), daily_budget_override?,
  *                                 monthly_budget_override? (micro-USD or 'unlimited'),
- *                                 allowed_models? (a JSON array of ids and `prefix*` patterns)}:
+ *                                 allowed_models? (a JSON array of ids and `prefix*` patterns),
+ *                                 allowed_mcp_tools? (a JSON array, the same rules)}:
  *                                 the key, beside its quota window (`{<key_id>}`)
  *   `<prefix>key-ids`             set of every key id
  * Since a secret's key id never changes, the index is cached in memory: a request costs the one
@@ -257,6 +272,7 @@ export class KeyStore {
         ...(input.daily_budget_override !== undefined && { daily_budget_override: input.daily_budget_override }),
         ...(input.monthly_budget_override !== undefined && { monthly_budget_override: input.monthly_budget_override }),
         ...(input.allowed_models !== undefined && { allowed_models: [...input.allowed_models] }),
+        ...(input.allowed_mcp_tools !== undefined && { allowed_mcp_tools: [...input.allowed_mcp_tools] }),
         ...(teamId && { team_id: teamId }),
       };
       const fields: Record<string, string> = { key_id: key.key_id, plan: key.plan, name: key.name, created_at_ms: String(key.created_at_ms), revoked: '0' };
@@ -264,6 +280,7 @@ export class KeyStore {
       for (const field of OVERRIDE_FIELDS) if (key[field] !== undefined) fields[field] = String(key[field]);
       if (key.catalog_fallbacks_override !== undefined) fields.catalog_fallbacks_override = key.catalog_fallbacks_override ? '1' : '0';
       if (key.allowed_models !== undefined) fields.allowed_models = JSON.stringify(key.allowed_models);
+      if (key.allowed_mcp_tools !== undefined) fields.allowed_mcp_tools = JSON.stringify(key.allowed_mcp_tools);
       if (teamId) fields.team_id = teamId;
       const record = await this.createRecord(key.key_id, teamId, fields);
       // undefined: a key id collision (1 in 62^16); draw another id.
@@ -399,6 +416,8 @@ export class KeyStore {
     else if (changes.catalog_fallbacks_override !== undefined) sets.catalog_fallbacks_override = changes.catalog_fallbacks_override ? '1' : '0';
     if (changes.allowed_models === null) deletes.push('allowed_models');
     else if (changes.allowed_models !== undefined) sets.allowed_models = JSON.stringify(changes.allowed_models);
+    if (changes.allowed_mcp_tools === null) deletes.push('allowed_mcp_tools');
+    else if (changes.allowed_mcp_tools !== undefined) sets.allowed_mcp_tools = JSON.stringify(changes.allowed_mcp_tools);
     const teamId = await this.teamOf(keyId);
     const record = this.names.record(keyId, teamId);
     const updated = await updateKeyRecord(this.writer, record, { deletes, sets }, teamId ? this.names.teamKeys(teamId) : undefined);
@@ -472,5 +491,7 @@ export function parseStoredKey(hash: Record<string, string>): StoredKey | undefi
     key.catalog_fallbacks_override = hash.catalog_fallbacks_override === '1';
   const allowed = parseAllowList(hash.allowed_models);
   if (allowed) key.allowed_models = allowed;
+  const tools = parseAllowList(hash.allowed_mcp_tools);
+  if (tools) key.allowed_mcp_tools = tools;
   return key;
 }

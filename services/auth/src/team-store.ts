@@ -15,6 +15,8 @@ export interface TeamLimits {
   monthly_budget?: number;
   /** Model ids and `prefix*` patterns; absent: every model. */
   allowed_models?: string[];
+  /** MCP tool names, server names and `prefix*` patterns; absent: every tool. */
+  allowed_mcp_tools?: string[];
 }
 
 /** A team as stored. */
@@ -61,6 +63,13 @@ function validate(input: TeamChanges, creating: boolean): void {
     const problem = Array.isArray(models) ? allowListProblem(models) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
     if (problem) throw new KeyInputError('allowed_models', problem);
   }
+  const tools = input.allowed_mcp_tools;
+  if (tools !== undefined && tools !== null) {
+    const problem = Array.isArray(tools)
+      ? allowListProblem(tools)?.replace('model id', 'MCP tool name')
+      : 'allowed_mcp_tools must be a list of MCP tool names, server names and "prefix*" patterns.';
+    if (problem) throw new KeyInputError('allowed_mcp_tools', problem);
+  }
 }
 
 /** The record's fields of a team's limits. */
@@ -68,6 +77,7 @@ function limitFields(limits: TeamLimits): Record<string, string> {
   const fields: Record<string, string> = {};
   for (const field of LIMIT_FIELDS) if (limits[field] !== undefined) fields[field] = String(limits[field]);
   if (limits.allowed_models !== undefined) fields.allowed_models = JSON.stringify(limits.allowed_models);
+  if (limits.allowed_mcp_tools !== undefined) fields.allowed_mcp_tools = JSON.stringify(limits.allowed_mcp_tools);
   return fields;
 }
 
@@ -80,6 +90,7 @@ export function parseStoredTeam(hash: Record<string, string>, liveKeys: number):
     if (hash[field] !== undefined && Number.isSafeInteger(value) && value > 0) team[field] = value;
   }
   if (hash.allowed_models !== undefined) team.allowed_models = JSON.parse(hash.allowed_models) as string[];
+  if (hash.allowed_mcp_tools !== undefined) team.allowed_mcp_tools = JSON.parse(hash.allowed_mcp_tools) as string[];
   return team;
 }
 
@@ -143,7 +154,7 @@ export class TeamStore {
     const deletes: string[] = [];
     const sets: Record<string, string> = {};
     if (changes.name !== undefined) sets.name = changes.name;
-    for (const field of [...LIMIT_FIELDS, 'allowed_models'] as const) if (changes[field] === null) deletes.push(field);
+    for (const field of [...LIMIT_FIELDS, 'allowed_models', 'allowed_mcp_tools'] as const) if (changes[field] === null) deletes.push(field);
     const limits = Object.fromEntries(Object.entries(changes).filter(([field, value]) => field !== 'name' && value !== null)) as TeamLimits;
     Object.assign(sets, limitFields(limits));
     const updated = await updateKeyRecord(this.redis, this.names.team(teamId), { deletes, sets });

@@ -15,6 +15,8 @@ import { registerModels } from './routes/models.js';
 import { registerAdminAccess } from './routes/admin-access.js';
 import { registerAdminKeys } from './routes/admin-keys.js';
 import { registerAdminTeams } from './routes/admin-teams.js';
+import { registerAdminMcpServers } from './routes/admin-mcp-servers.js';
+import { registerMcp } from './routes/mcp.js';
 import { registerResponses } from './routes/responses.js';
 import { registerResponsesCompact } from './routes/responses-compact.js';
 import { drainResponsesWebSockets, registerResponsesWebSocket } from './routes/responses-websocket.js';
@@ -49,6 +51,8 @@ const EXPOSED_HEADERS = [
   'x-ratelimit-remaining-tokens',
   'x-ratelimit-reset-tokens',
   'x-gateway-budget-remaining-usd',
+  // The MCP gateway's session, which a browser client (the MCP Inspector) must read to go on.
+  'mcp-session-id',
 ].join(', ');
 
 /** Maps fastify's own failures (body parsing, limits) to the error a caller should see. */
@@ -285,11 +289,13 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerResponses(app, deps);
     registerResponsesWebSocket(app, deps);
     registerResponsesCompact(app, deps);
+    registerMcp(app, deps);
   }
   if (surface !== 'public') {
     registerAdminKeys(app, deps);
     registerAdminAccess(app, deps);
     registerAdminTeams(app, deps);
+    registerAdminMcpServers(app, deps);
     registerAdminUsage(app, deps);
     registerAdminRequestLog(app, deps);
     const consoleEnabled = adminApiEnabled(deps.config);

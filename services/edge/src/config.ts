@@ -40,6 +40,21 @@ export const EdgeConfigSchema = Type.Object({
       "gRPC address of the request-log service, which the admin API's request search (GET /admin/v1/requests) and the console's Requests page read; empty = no request log (the latest requests metering keeps only).",
     default: '',
   }),
+  MCP_SERVICE_ADDR: Type.String({
+    description:
+      "gRPC address of the MCP service, which the MCP gateway (/mcp) and the admin API's /admin/v1/mcp-servers call; dns:///name:port spreads calls over every address of the name. Empty: no MCP gateway (/mcp is a 404).",
+    default: '',
+  }),
+  EDGE_MCP_BODY_LIMIT_BYTES: Type.Integer({
+    description: 'Largest JSON-RPC message accepted on /mcp, in bytes (larger: 413 with a JSON-RPC error).',
+    default: 1024 * 1024,
+    minimum: 1024,
+  }),
+  EDGE_MCP_DEADLINE_MS: Type.Integer({
+    description: "How long the edge waits for the MCP service's answer to one /mcp message (ms): longer than the MCP service's MCP_TOOL_CALL_TIMEOUT_MS.",
+    default: 70_000,
+    minimum: 1_000,
+  }),
   NATS_URL: Type.String({
     description:
       "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222).",

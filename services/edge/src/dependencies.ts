@@ -9,6 +9,7 @@ import type {
   AuthServiceClient,
   ExecutorServiceClient,
   RequestLogServiceClient,
+  McpServiceClient,
   ResponseStoreServiceClient,
   RouterServiceClient,
   TeamServiceClient,
@@ -46,6 +47,8 @@ export interface EdgeDependencies {
   requestLog?: RequestLogServiceClient;
   /** Metering's ResponseStoreService: stored responses of the Responses API (`store`, `previous_response_id`, GET/DELETE). */
   responseStore: ResponseStoreServiceClient;
+  /** The MCP service (MCP_SERVICE_ADDR); absent: no MCP gateway. */
+  mcp?: McpServiceClient;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */

@@ -65,6 +65,10 @@ export const EDGE_ERROR_CODES = Object.freeze({
   catalog_unavailable: entry(503, 'service_unavailable_error'),
   console_not_built: entry(503, 'service_unavailable_error'),
   request_log_not_configured: entry(503, 'service_unavailable_error'),
+  // The MCP gateway (/mcp): its session header, and the MCP service behind it.
+  mcp_session_required: BAD_REQUEST,
+  mcp_session_not_found: entry(404, INVALID),
+  mcp_unavailable: entry(503, 'service_unavailable_error'),
   // Single sign-on (console-sso.ts): the sign-in flow, the provider's answer, the user's role.
   sso_flow_expired: BAD_REQUEST,
   sso_state_mismatch: BAD_REQUEST,

@@ -36,6 +36,9 @@ const responseStore = createClient(grpc.responses.v1.ResponseStoreService, confi
 // The request log is optional: without it the admin API answers what metering keeps.
 const requestLog = config.REQUEST_LOG_SERVICE_ADDR ? createClient(grpc.request_log.v1.RequestLogService, config.REQUEST_LOG_SERVICE_ADDR) : undefined;
 
+// The MCP gateway only when an MCP service is configured.
+const mcp = config.MCP_SERVICE_ADDR ? createClient(grpc.mcp.v1.McpService, config.MCP_SERVICE_ADDR) : undefined;
+
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
 
@@ -110,6 +113,7 @@ const deps = {
   metering,
   responseStore,
   ...(requestLog && { requestLog }),
+  mcp,
   ready,
   tracing,
 };
@@ -142,7 +146,19 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...(requestLog ? [requestLog] : []), ...health]) client.close();
+  for (const client of [
+    auth,
+    adminAccess,
+    teams,
+    router,
+    executor,
+    metering,
+    responseStore,
+    ...(requestLog ? [requestLog] : []),
+    ...(mcp ? [mcp] : []),
+    ...health,
+  ])
+    client.close();
   await metrics.close();
   await tracing.shutdown();
 });

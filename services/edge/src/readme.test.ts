@@ -27,6 +27,8 @@ describe('the edge README', () => {
       logger: createLogger('edge', 'silent'),
       registry: new prometheus.Registry(),
       ready: async () => true,
+      // With an MCP service: /mcp and /admin/v1/mcp-servers exist only then.
+      mcp: {},
     } as unknown as EdgeDependencies);
     await app.ready();
     const routes = registeredRoutes(app).filter((route) => route.url !== '*' && !route.url.startsWith('/console/'));

@@ -111,6 +111,8 @@ function meterableModel(event: UsageEventOutput, source: CatalogSource, graceMs:
   if (!eventId) throw new PoisonMessageError('missing_event_id', 'usage event without event_id');
   if (!event.key_id) throw new PoisonMessageError('missing_key_id', `usage event ${eventId} without key_id`);
   if (event.team_id && !TEAM_ID.test(event.team_id)) throw new PoisonMessageError('invalid_team_id', `usage event ${eventId} names a malformed team_id`);
+  // A tool call of the MCP gateway names its tool, not a model: a request without tokens or cost.
+  if (isToolCall(event)) return undefined;
   let model = source.current.byId.get(modelId);
   if (!model) {
     lookAgain();
@@ -121,6 +123,14 @@ function meterableModel(event: UsageEventOutput, source: CatalogSource, graceMs:
   if (graceMs > 0 && Date.now() - receivedAtMs < graceMs)
     throw new Error(`usage event ${eventId} names model "${modelId}", which the catalog does not have yet; retrying`);
   throw new PoisonMessageError('unknown_model', `usage event ${eventId} names model "${modelId}", which the catalog does not have`);
+}
+
+/**
+ * Whether an event is a tool call of the MCP gateway (operation `mcp.tools/call`, model_id the
+ * namespaced tool `<server>__<tool>`): metered as a request, with no tokens and no cost.
+ */
+function isToolCall(event: UsageEventOutput): boolean {
+  return (event.operation ?? '').startsWith('mcp.');
 }
 
 /** What a team id looks like (auth's `team_` and 16 letters or digits). */
@@ -204,11 +214,13 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     };
     // The lifetime split prices the writes; the buckets count them together.
     // Priced by the provider that served the answer: a deployment of another provider bills its own prices.
-    const cost = costPicoUsd(pricingOf(model, event.provider ?? ''), {
-      ...tokenCounts,
-      cache_write_5m_tokens: event.usage?.cache_write_5m_tokens ?? 0,
-      cache_write_1h_tokens: event.usage?.cache_write_1h_tokens ?? 0,
-    });
+    const cost = !model
+      ? 0n
+      : costPicoUsd(pricingOf(model, event.provider ?? ''), {
+          ...tokenCounts,
+          cache_write_5m_tokens: event.usage?.cache_write_5m_tokens ?? 0,
+          cache_write_1h_tokens: event.usage?.cache_write_1h_tokens ?? 0,
+        });
     const teamId = event.team_id ?? '';
     await listKey(keyId, teamId);
     const receivedAtMs = Number(event.received_at_ms ?? 0);

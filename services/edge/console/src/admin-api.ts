@@ -18,6 +18,8 @@ import type {
   KeyCreation,
   List,
   LoggedRequest,
+  McpServer,
+  McpServerPut,
   ModelHealth,
   Plan,
   Principal,
@@ -219,6 +221,21 @@ export class AdminApi {
   /** Deletes a team without live keys. */
   deleteTeam(id: string): Promise<unknown> {
     return this.#call('DELETE', `/admin/v1/teams/${encodeURIComponent(id)}`);
+  }
+
+  /** Every upstream MCP server of /mcp (a 404 when the gateway has no MCP service). */
+  async listMcpServers(): Promise<McpServer[]> {
+    return (await this.#call<List<McpServer>>('GET', '/admin/v1/mcp-servers')).data;
+  }
+
+  /** Declares or replaces an upstream MCP server; headers left out keep the stored ones. */
+  putMcpServer(name: string, server: McpServerPut): Promise<McpServer> {
+    return this.#call('PUT', `/admin/v1/mcp-servers/${encodeURIComponent(name)}`, server);
+  }
+
+  /** Removes an upstream MCP server. */
+  deleteMcpServer(name: string): Promise<unknown> {
+    return this.#call('DELETE', `/admin/v1/mcp-servers/${encodeURIComponent(name)}`);
   }
 
   /** Usage in time buckets over [start, end). */

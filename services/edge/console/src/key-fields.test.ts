@@ -16,6 +16,7 @@ const KEY: Key = {
   routing_policy: null,
   catalog_fallbacks: false,
   allowed_models: null,
+  allowed_mcp_tools: null,
   team_id: null,
 };
 

@@ -47,6 +47,9 @@ const KEY_ROUTES = new Set([
   'GET /v1/models',
   'GET /v1/models/*',
   'GET /v1/usage',
+  'POST /mcp',
+  'GET /mcp',
+  'DELETE /mcp',
 ]);
 
 /** The bearer token of a request, or a 401 when there is none. */
@@ -184,7 +187,7 @@ function isRevoked(decision: Denial): boolean {
 }
 
 /** What a denial's answer reads of a decision (its allow-lists are of no use to it). */
-type Denial = Omit<CheckKeyResponseOutput, 'model_allow_lists'>;
+type Denial = Omit<CheckKeyResponseOutput, 'model_allow_lists' | 'mcp_tool_allow_lists'>;
 
 /** The error answering one of auth's denials, by the DENIALS table; an unknown decision is an invalid key. */
 export function denialError(decision: Denial): RequestError {

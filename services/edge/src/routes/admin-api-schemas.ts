@@ -22,11 +22,11 @@ export const NOT_AN_OBJECT = 'The request body must be a JSON object.';
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
 const BUDGET_FIELDS = ['daily_usd', 'monthly_usd'] as const;
 /** The fields a key's body may carry, in the order an unknown field's message lists them. */
-const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks', 'allowed_models'] as const;
+const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks', 'allowed_models', 'allowed_mcp_tools'] as const;
 /** A creation's fields: a key joins its team when created, for good (a change cannot move it). */
 const KEY_CREATION_FIELDS = [...KEY_BODY_FIELDS, 'team_id'] as const;
 /** The fields a team's body may carry. */
-const TEAM_BODY_FIELDS = ['name', 'limits', 'budgets', 'allowed_models'] as const;
+const TEAM_BODY_FIELDS = ['name', 'limits', 'budgets', 'allowed_models', 'allowed_mcp_tools'] as const;
 
 /** An object holding only `fields`, whatever their values; `emptyMessage` refuses an empty one. */
 function fieldNames(fields: readonly string[], emptyMessage?: string) {
@@ -84,6 +84,20 @@ const AllowedModelsSchema = Type.Union(
   },
 );
 
+/**
+ * An MCP tool allow-list (namespaced tools `<server>__<tool>`, servers, `prefix*` patterns), or
+ * null for every tool: in a creation too, where it means the same as leaving it out.
+ */
+const AllowedMcpToolsSchema = Type.Union(
+  [
+    Type.Array(Type.String({ minLength: 1, maxLength: MAX_ALLOW_LIST_ENTRY_LENGTH, pattern: '^[^\\s*]*\\*?$' }), { maxItems: MAX_ALLOW_LIST_ENTRIES }),
+    Type.Null(),
+  ],
+  {
+    errorMessage: `'allowed_mcp_tools' must be a list of at most ${MAX_ALLOW_LIST_ENTRIES} MCP tool names ("<server>__<tool>"), server names or "prefix*" patterns (each 1 to ${MAX_ALLOW_LIST_ENTRY_LENGTH} characters, no whitespace, "*" only as the last character), or null for every tool.`,
+  },
+);
+
 const PerMinute = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const Unlimited = Type.Literal('unlimited');
 
@@ -114,6 +128,7 @@ export const KeyCreationSchema = steps(
     routing_policy: Type.Optional(RoutingPolicySchema),
     catalog_fallbacks: Type.Optional(Type.Boolean({ errorMessage: "'catalog_fallbacks' must be true or false." })),
     allowed_models: Type.Optional(AllowedModelsSchema),
+    allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
     team_id: Type.Optional(TeamIdSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
@@ -132,7 +147,7 @@ export type KeyCreation = Static<typeof KeyCreationSchema>;
 
 /** The body of PATCH /admin/v1/keys/:id: each field as in a creation, or null to take the plan's setting back. */
 export const KeyChangeSchema = steps(
-  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks or allowed_models.'),
+  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models or allowed_mcp_tools.'),
   Type.Object({
     plan: Type.Optional(PlanSchema),
     name: Type.Optional(NameSchema),
@@ -141,6 +156,7 @@ export const KeyChangeSchema = steps(
       Type.Union([Type.Boolean(), Type.Null()], { errorMessage: "'catalog_fallbacks' must be true or false, or null for the plan's default." }),
     ),
     allowed_models: Type.Optional(AllowedModelsSchema),
+    allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
         Type.Union([PerMinute, Unlimited, Type.Null()], {
@@ -191,6 +207,8 @@ export const KeySchema = Type.Object({
   catalog_fallbacks: Type.Boolean(),
   /** The models the key may use (ids and `prefix*` patterns); null: every model. */
   allowed_models: Nullable(Type.Array(Type.String())),
+  /** The MCP tools the key may list and call (namespaced tools, servers, `prefix*` patterns); null: every tool. */
+  allowed_mcp_tools: Nullable(Type.Array(Type.String())),
   /** The key's team, fixed when it was created; null: none. */
   team_id: Nullable(Type.String()),
 });
@@ -226,14 +244,24 @@ const TeamNameSchema = Type.String({ minLength: 1, maxLength: 200, errorMessage:
 export const TeamCreationSchema = steps(
   fieldNames(TEAM_BODY_FIELDS),
   Type.Object({ name: Type.Unknown() }, { errorMessage: { required: { name: "'name' must be a string of 1 to 200 characters." } } }),
-  Type.Object({ name: TeamNameSchema, ...teamLimits(false), allowed_models: Type.Optional(AllowedModelsSchema) }),
+  Type.Object({
+    name: TeamNameSchema,
+    ...teamLimits(false),
+    allowed_models: Type.Optional(AllowedModelsSchema),
+    allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
+  }),
 );
 export type TeamCreation = Static<typeof TeamCreationSchema>;
 
 /** The body of PATCH /admin/v1/teams/:id: absent fields stay; "unlimited" or null removes a limit or budget, null the allow-list. */
 export const TeamChangeSchema = steps(
-  fieldNames(TEAM_BODY_FIELDS, 'Nothing to change: send name, limits, budgets or allowed_models.'),
-  Type.Object({ name: Type.Optional(TeamNameSchema), ...teamLimits(true), allowed_models: Type.Optional(AllowedModelsSchema) }),
+  fieldNames(TEAM_BODY_FIELDS, 'Nothing to change: send name, limits, budgets, allowed_models or allowed_mcp_tools.'),
+  Type.Object({
+    name: Type.Optional(TeamNameSchema),
+    ...teamLimits(true),
+    allowed_models: Type.Optional(AllowedModelsSchema),
+    allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
+  }),
 );
 export type TeamChange = Static<typeof TeamChangeSchema>;
 
@@ -250,6 +278,8 @@ export const TeamSchema = Type.Object({
   budgets: Type.Object({ daily_usd: Nullable(Type.Number()), monthly_usd: Nullable(Type.Number()) }),
   /** The models the team's keys may use; null: every model. */
   allowed_models: Nullable(Type.Array(Type.String())),
+  /** The MCP tools the team's keys may list and call; null: every tool. */
+  allowed_mcp_tools: Nullable(Type.Array(Type.String())),
   /** The team's live (not revoked) keys. */
   key_count: Type.Integer(),
 });
@@ -580,3 +610,71 @@ export interface AuditPage extends List<AuditEntry> {
   has_more: boolean;
   next_cursor: string | null;
 }
+
+/** The transports an upstream MCP server can be reached by. */
+const McpTransportSchema = Type.Union([Type.Literal('streamable_http'), Type.Literal('sse')], {
+  errorMessage: "'transport' must be streamable_http or sse.",
+});
+const MCP_SERVER_FIELDS = ['url', 'transport', 'headers', 'auth', 'description'] as const;
+
+/**
+ * The body of PUT /admin/v1/mcp-servers/:name: where the server is, how it is reached, and the
+ * headers (API keys) sent to it, stored encrypted; `headers` left out keeps the stored ones.
+ */
+export const McpServerPutSchema = steps(
+  fieldNames(MCP_SERVER_FIELDS),
+  Type.Object({ url: Type.Unknown() }, { errorMessage: { required: { url: "'url' is required: the server's MCP endpoint." } } }),
+  Type.Object({
+    url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://', errorMessage: "'url' must be an http or https URL." }),
+    transport: Type.Optional(McpTransportSchema),
+    headers: Type.Optional(
+      Type.Record(Type.String(), Type.String({ maxLength: 8192 }), {
+        maxProperties: 20,
+        errorMessage: "'headers' must be an object of at most 20 header names to string values.",
+      }),
+    ),
+    auth: Type.Optional(
+      Type.Union(
+        [
+          Type.Literal('none'),
+          Type.Literal('oauth'),
+          Type.Object({ type: Type.Literal('none') }, { additionalProperties: false }),
+          Type.Object(
+            {
+              type: Type.Literal('oauth'),
+              client_id: Type.Optional(Type.String({ maxLength: 500 })),
+              client_secret: Type.Optional(Type.String({ maxLength: 2000 })),
+              scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 50 })),
+            },
+            { additionalProperties: false },
+          ),
+        ],
+        {
+          errorMessage:
+            '\'auth\' must be none, oauth, or {type: "oauth", client_id?, client_secret?, scopes?} (per-user OAuth credentials; the client secret is stored encrypted and kept when left out).',
+        },
+      ),
+    ),
+    description: Type.Optional(Type.String({ maxLength: 500, errorMessage: "'description' must be a string of at most 500 characters." })),
+  }),
+);
+/** The body of PUT /admin/v1/mcp-servers/:name. */
+export type McpServerPut = Static<typeof McpServerPutSchema>;
+
+/** An upstream MCP server as the admin API shows it: never its headers' values. */
+export const McpServerSchema = Type.Object({
+  object: Type.Literal('mcp_server'),
+  name: Type.String(),
+  url: Type.String(),
+  transport: Type.Union([Type.Literal('streamable_http'), Type.Literal('sse')]),
+  /** The names of the headers sent to it; their values are stored encrypted and never shown. */
+  header_names: Type.Array(Type.String()),
+  auth: Type.Union([Type.Literal('none'), Type.Literal('oauth')]),
+  /** With auth oauth: the OAuth client (never its secret: whether one is stored). */
+  oauth: Nullable(Type.Object({ client_id: Type.String(), scopes: Type.Array(Type.String()), client_secret_set: Type.Boolean() })),
+  description: Type.String(),
+  /** Unix seconds of its latest change. */
+  updated_at: Type.Integer(),
+});
+/** An upstream MCP server as the admin API shows it. */
+export type McpServer = Static<typeof McpServerSchema>;

@@ -82,6 +82,7 @@ export function adminKeyJson(key: KeyInfoOutput): Key {
     routing_policy: key.routing_policy || null,
     catalog_fallbacks: key.catalog_fallbacks ?? false,
     allowed_models: key.allowed_models ? (key.allowed_models.models ?? []) : null,
+    allowed_mcp_tools: key.allowed_mcp_tools ? (key.allowed_mcp_tools.tools ?? []) : null,
     team_id: key.team_id || null,
   };
 }
@@ -131,6 +132,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           ...keySettings(body),
           catalog_fallbacks_override: body.catalog_fallbacks,
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
+          allowed_mcp_tools: body.allowed_mcp_tools ? { tools: body.allowed_mcp_tools } : undefined,
           ...(body.team_id ? { team_id: body.team_id } : {}),
         };
         const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request));
@@ -168,6 +170,8 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           catalog_fallbacks_override: body.catalog_fallbacks ?? undefined,
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
           clear_allowed_models: body.allowed_models === null ? true : undefined,
+          allowed_mcp_tools: body.allowed_mcp_tools ? { tools: body.allowed_mcp_tools } : undefined,
+          clear_allowed_mcp_tools: body.allowed_mcp_tools === null ? true : undefined,
         };
         const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request));
         return adminKeyJson(key);

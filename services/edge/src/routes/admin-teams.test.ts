@@ -38,6 +38,7 @@ const TEAM_JSON = {
   limits: { requests_per_minute: 30, tokens_per_minute: null },
   budgets: { daily_usd: 2.5, monthly_usd: null },
   allowed_models: ['sim-mini', 'gpt-4o*'],
+  allowed_mcp_tools: null,
   key_count: 2,
 };
 
@@ -124,7 +125,13 @@ function admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: 
 const REFUSED: Array<[string, unknown, string | null, string, string]> = [
   ['no name', {}, 'name', "'name' must be a string of 1 to 200 characters.", 'invalid_value'],
   ['an empty name', { name: '' }, 'name', "'name' must be a string of 1 to 200 characters.", 'invalid_value'],
-  ['an unknown field', { name: 'a', plan: 'pro' }, 'plan', "Unknown field 'plan'. Allowed: name, limits, budgets, allowed_models.", 'unknown_parameter'],
+  [
+    'an unknown field',
+    { name: 'a', plan: 'pro' },
+    'plan',
+    "Unknown field 'plan'. Allowed: name, limits, budgets, allowed_models, allowed_mcp_tools.",
+    'unknown_parameter',
+  ],
   [
     'a limit of 0',
     { name: 'a', limits: { requests_per_minute: 0 } },
@@ -203,7 +210,7 @@ describe('the other team routes', () => {
       },
     ]);
     const nothing = await admin('PATCH', `/admin/v1/teams/${TEAM_ID}`, {});
-    expect(nothing.json().error.message).toBe('Nothing to change: send name, limits, budgets or allowed_models.');
+    expect(nothing.json().error.message).toBe('Nothing to change: send name, limits, budgets, allowed_models or allowed_mcp_tools.');
   });
 
   it('list teams, answer an unknown one with 404 and a team with live keys with 409', async () => {

@@ -44,6 +44,7 @@ export function adminTeamJson(team: TeamOutput): Team {
     limits: { requests_per_minute: perMinute(team.requests_per_minute), tokens_per_minute: perMinute(team.tokens_per_minute) },
     budgets: { daily_usd: usd(team.daily_budget), monthly_usd: usd(team.monthly_budget) },
     allowed_models: team.model_allow_list ? [...(team.model_allow_list.models ?? [])] : null,
+    allowed_mcp_tools: team.mcp_tool_allow_list ? [...(team.mcp_tool_allow_list.tools ?? [])] : null,
     key_count: Number(team.key_count ?? 0),
   };
 }
@@ -83,6 +84,7 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
           name: body.name,
           ...teamSettings(body),
           ...(body.allowed_models ? { model_allow_list: { models: body.allowed_models } } : {}),
+          ...(body.allowed_mcp_tools ? { mcp_tool_allow_list: { tools: body.allowed_mcp_tools } } : {}),
         };
         const team = await callUnary<CreateTeamRequest, TeamOutput>(teams, teams.CreateTeam, create, options(request));
         void reply.status(201);
@@ -106,11 +108,13 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
       async (request) => {
         const body = request.body;
         const models = body.allowed_models;
+        const tools = body.allowed_mcp_tools;
         const update: UpdateTeamRequest = {
           team_id: request.params.id,
           ...(body.name !== undefined ? { name: body.name } : {}),
           ...teamSettings(body),
           ...(models ? { model_allow_list: { models } } : models === null ? { clear_model_allow_list: true } : {}),
+          ...(tools ? { mcp_tool_allow_list: { tools } } : tools === null ? { clear_mcp_tool_allow_list: true } : {}),
         };
         const team = await callUnary<UpdateTeamRequest, TeamOutput>(teams, teams.UpdateTeam, update, options(request));
         return adminTeamJson(team);

@@ -1,0 +1,353 @@
+/**
+ * The MCP gateway: `/mcp`, MCP's Streamable HTTP transport (protocol 2025-06-18 and later), as one
+ * aggregated MCP server over the upstream servers the operator declared. The edge speaks HTTP only:
+ * it checks the caller's gateway key with auth (the same decision as the model allow-lists, which
+ * also carries the key's MCP tool allow-lists) and relays each JSON-RPC message to the MCP service
+ * (gateway.mcp.v1.McpService), which holds the upstream sessions.
+ *
+ * - POST: one JSON-RPC message; the answer is JSON (202 for a notification), `Mcp-Session-Id` on
+ *   initialize. A tools/call counts as a request against the key's limits (a denial is a JSON-RPC
+ *   error the client shows), and is metered (a usage event, operation `mcp.tools/call`, model the
+ *   namespaced tool), traced, and audited (auth's audit trail, action `mcp.tool_call`, and a log
+ *   line: key, team, server, tool; never arguments or results).
+ * - GET: the session's server-to-client SSE stream (list_changed notifications); the key is checked
+ *   again every few seconds, so a revoked key's stream ends.
+ * - DELETE: ends the session.
+ * - A request without a valid key is a 401 with `WWW-Authenticate: Bearer resource_metadata=...`,
+ *   and `/.well-known/oauth-protected-resource(/mcp)` describes the resource (RFC 9728), so that
+ *   clients doing MCP's authorization discovery find their way; a key is sent as a bearer header.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { callMetadata, callUnary, GatewayError, GrpcStatus } from '@gateway/grpc';
+import type {
+  CheckKeyResponseOutput,
+  EndSessionRequest,
+  EndSessionResponseOutput,
+  HandleRequest,
+  HandleResponseOutput,
+  ListenEventOutput,
+  McpServiceClient,
+  RecordToolCallRequest,
+  RecordToolCallResponseOutput,
+  UsageEvent,
+} from '@gateway/proto';
+import { bearerKey, denialError, noteKeyChecked } from '../auth/key-check.js';
+import type { WireErrors } from '../completions/wire-errors.js';
+import type { EdgeDependencies } from '../dependencies.js';
+import { edgeError } from '../error-codes.js';
+import type { RequestError } from '../errors.js';
+import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../wire/json-nesting.js';
+
+/** How often an open GET stream checks its key again (a revoked key's stream ends within this). */
+const STREAM_KEY_CHECK_MS = 2_000;
+/** How often an idle GET stream sends an SSE comment, so that proxies keep it open. */
+const STREAM_KEEPALIVE_MS = 15_000;
+/** A JSON-RPC error code of the gateway: a limit or budget of the key refused a tools/call. */
+const LIMITED_CODE = -32004;
+
+/** Errors of /mcp as JSON-RPC error responses (id null: the message was not answered). */
+export const mcpErrors: WireErrors = {
+  renderError(error: RequestError): string {
+    return JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: error.message } });
+  },
+  readKey: bearerKey,
+};
+
+/** Where a request's client reached the edge (scheme and host), for the resource's URLs. */
+function origin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}
+
+/** The protected-resource metadata URL of /mcp (RFC 9728's well-known path for the resource). */
+function resourceMetadataUrl(request: FastifyRequest): string {
+  return `${origin(request)}/.well-known/oauth-protected-resource/mcp`;
+}
+
+function header(request: FastifyRequest, name: string): string {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/** The id and method of a message, as far as the body shows them (a malformed body: none). */
+function peek(text: string): { id: string | number | null; method: string } {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return { id: null, method: '' };
+    const { id, method } = value as { id?: unknown; method?: unknown };
+    return { id: typeof id === 'string' || typeof id === 'number' ? id : null, method: typeof method === 'string' ? method : '' };
+  } catch {
+    return { id: null, method: '' };
+  }
+}
+
+/** The key decision of an /mcp request: counted (a tools/call) or only checked; a failure to decide is a 503. */
+async function decide(deps: EdgeDependencies, apiKey: string, requestId: string, count: boolean): Promise<CheckKeyResponseOutput> {
+  try {
+    return await deps.decisions.call(
+      'check_key',
+      {
+        api_key: apiKey,
+        request_id: requestId,
+        reserve_tokens: 0,
+        reservation_id: count ? randomUUID() : '',
+        check_only: !count,
+        mcp: true,
+      },
+      { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId },
+    );
+  } catch (error) {
+    const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+    deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
+    throw edgeError('auth_unavailable', 'The gateway cannot check API keys right now. Please retry shortly.', { headers: { 'retry-after': '1' } });
+  }
+}
+
+/** The caller as the MCP service takes it. */
+function callerOf(decision: CheckKeyResponseOutput) {
+  return { key_id: decision.key_id ?? '', team_id: decision.team_id ?? '', tool_allow_lists: decision.mcp_tool_allow_lists ?? [] };
+}
+
+/** A failure of the MCP service as the error to send: its own refusals as they are, else a 503. */
+function mcpFailure(deps: EdgeDependencies, error: unknown, requestId: string): RequestError {
+  const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+  if (failure.code === GrpcStatus.NOT_FOUND) return edgeError('mcp_session_not_found', 'Session not found.');
+  deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'the MCP service could not answer');
+  return edgeError('mcp_unavailable', 'The MCP gateway is unavailable right now. Please retry shortly.', { headers: { 'retry-after': '1' } });
+}
+
+/** Registers /mcp and its protected-resource metadata when an MCP service is configured. */
+export function registerMcp(app: FastifyInstance, deps: EdgeDependencies): void {
+  const mcp = deps.mcp;
+  if (!mcp) return;
+  const metadata = async (request: FastifyRequest) => ({
+    resource: `${origin(request)}/mcp`,
+    authorization_servers: [],
+    bearer_methods_supported: ['header'],
+    resource_name: 'LLM gateway MCP',
+    resource_documentation: `${origin(request)}/console`,
+  });
+  app.get('/.well-known/oauth-protected-resource', metadata);
+  app.get('/.well-known/oauth-protected-resource/mcp', metadata);
+
+  void app.register(async (scope) => {
+    // The body is relayed as text: the MCP service parses and validates it, answering JSON-RPC errors.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: deps.config.EDGE_MCP_BODY_LIMIT_BYTES }, (_request, body, done) =>
+      done(null, body),
+    );
+    scope.addHook('onSend', async (request, reply, payload) => {
+      if (reply.statusCode === 401) void reply.header('www-authenticate', `Bearer resource_metadata="${resourceMetadataUrl(request)}"`);
+      return payload;
+    });
+    const config = { wire: mcpErrors };
+    scope.post('/mcp', { config, bodyLimit: deps.config.EDGE_MCP_BODY_LIMIT_BYTES }, (request, reply) => post(deps, mcp, request, reply));
+    scope.get('/mcp', { config }, (request, reply) => listen(deps, mcp, request, reply));
+    scope.delete('/mcp', { config }, (request, reply) => end(deps, mcp, request, reply));
+  });
+}
+
+async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: FastifyRequest, reply: FastifyReply): Promise<string> {
+  const apiKey = bearerKey(request);
+  noteKeyChecked(request);
+  const text = typeof request.body === 'string' ? request.body : '';
+  // Nothing an MCP message carries nests this deep; deeper text costs V8 more to parse and to send on.
+  if (jsonNestsDeeperThan(text, MAX_JSON_NESTING)) {
+    void reply.status(400).header('content-type', 'application/json');
+    return JSON.stringify({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: `Invalid Request: the message nests objects and arrays more than ${MAX_JSON_NESTING} levels deep.` },
+    });
+  }
+  const { id, method } = peek(text);
+  const toolCall = method === 'tools/call';
+  const receivedAtMs = Date.now();
+  const decision = await decide(deps, apiKey, request.id, toolCall);
+  if (decision.decision !== 'DECISION_ALLOW') {
+    const refusal = denialError(decision);
+    // A limit or budget refusing a tool call is the tool's answer, which the client shows; a bad key is a 401.
+    if (refusal.status === 401 || !toolCall) throw refusal;
+    void reply.header('content-type', 'application/json');
+    return JSON.stringify({ jsonrpc: '2.0', id, error: { code: LIMITED_CODE, message: refusal.message } });
+  }
+  const span = toolCall ? deps.tracing?.startSpan('mcp.tools/call', { attributes: { 'gateway.key_id': decision.key_id ?? '' } }) : undefined;
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  request.raw.once('close', abort);
+  let answer: HandleResponseOutput;
+  try {
+    answer = await callUnary<HandleRequest, HandleResponseOutput>(
+      mcp,
+      mcp.Handle,
+      {
+        caller: callerOf(decision),
+        session_id: header(request, 'mcp-session-id'),
+        protocol_version: header(request, 'mcp-protocol-version'),
+        message_json: text,
+      },
+      { deadlineMs: deps.config.EDGE_MCP_DEADLINE_MS, requestId: request.id, signal: controller.signal, traceparent: deps.tracing?.traceparentOf(span) },
+    );
+  } catch (error) {
+    span?.end();
+    if (toolCall) report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'mcp_unavailable', latencyMs: 0 });
+    throw mcpFailure(deps, error, request.id);
+  } finally {
+    request.raw.off('close', abort);
+  }
+  const call = answer.tool_call;
+  if (call) {
+    span?.setAttributes({ 'gateway.mcp.server': call.server ?? '', 'gateway.mcp.tool': call.tool ?? '', 'gateway.mcp.failed': call.failed === true });
+    report(deps, request, decision, {
+      receivedAtMs,
+      server: call.server ?? '',
+      tool: call.tool ?? '',
+      failed: call.failed === true,
+      errorCode: call.error_code ?? '',
+      latencyMs: call.latency_ms ?? 0,
+    });
+  }
+  span?.end();
+  if (answer.session_id) void reply.header('mcp-session-id', answer.session_id);
+  void reply.status(answer.http_status || 200);
+  if (!answer.message_json) return '';
+  void reply.header('content-type', 'application/json');
+  return answer.message_json;
+}
+
+/** Meters, and logs as an audit line, one tools/call: who called which tool on which server, never its arguments or result. */
+function report(
+  deps: EdgeDependencies,
+  request: FastifyRequest,
+  decision: CheckKeyResponseOutput,
+  call: { receivedAtMs: number; server: string; tool: string; failed: boolean; errorCode: string; latencyMs: number },
+): void {
+  const keyId = decision.key_id ?? '';
+  const teamId = decision.team_id ?? '';
+  const tool = call.server ? `${call.server}__${call.tool}` : 'unknown';
+  deps.logger.info(
+    {
+      audit: 'mcp.tools/call',
+      request_id: request.id,
+      key_id: keyId,
+      team_id: teamId || undefined,
+      server: call.server,
+      tool: call.tool,
+      failed: call.failed,
+      error_code: call.errorCode || undefined,
+      latency_ms: call.latencyMs,
+    },
+    'MCP tool called',
+  );
+  const event: UsageEvent = {
+    event_id: randomUUID(),
+    request_id: request.id,
+    key_id: keyId,
+    ...(teamId ? { team_id: teamId } : {}),
+    // The reservation CheckKey made for the call is settled when the event is metered.
+    reservation_id: decision.reservation_id ?? '',
+    model_id: tool,
+    provider: 'mcp',
+    received_at_ms: call.receivedAtMs,
+    latency_ms: call.latencyMs,
+    stream: false,
+    outcome: call.failed ? 'OUTCOME_FAILED' : 'OUTCOME_COMPLETED',
+    ...(call.errorCode ? { error_code: call.errorCode } : {}),
+    operation: 'mcp.tools/call',
+  };
+  deps.usage.publish(event);
+  // The audit trail keeps it too (auth's, beside the admin changes), without holding the answer back.
+  callUnary<RecordToolCallRequest, RecordToolCallResponseOutput>(
+    deps.adminAccess,
+    deps.adminAccess.RecordToolCall,
+    {
+      key_id: keyId,
+      team_id: teamId,
+      server: call.server,
+      tool: call.tool,
+      failed: call.failed,
+      error_code: call.errorCode,
+      latency_ms: call.latencyMs,
+      request_id: request.id,
+    },
+    { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId: request.id },
+  ).catch((error: unknown) => {
+    const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
+    deps.logger.warn({ request_id: request.id, reason: failure.reason }, 'a tool call could not be recorded in the audit trail');
+  });
+}
+
+/** GET /mcp: the session's server-to-client SSE stream, relayed from the MCP service's Listen. */
+async function listen(deps: EdgeDependencies, mcp: McpServiceClient, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const apiKey = bearerKey(request);
+  noteKeyChecked(request);
+  if (!header(request, 'accept').includes('text/event-stream'))
+    throw edgeError('method_not_allowed', 'GET /mcp opens the server-to-client stream: send Accept: text/event-stream.', {
+      headers: { allow: 'POST, GET, DELETE' },
+    });
+  const sessionId = header(request, 'mcp-session-id');
+  if (!sessionId) throw edgeError('mcp_session_required', 'Bad Request: Mcp-Session-Id header is required.');
+  const decision = await decide(deps, apiKey, request.id, false);
+  if (decision.decision !== 'DECISION_ALLOW') throw denialError(decision);
+  const { metadata } = callMetadata({ deadlineMs: 0, requestId: request.id });
+  const call = mcp.Listen({ caller: callerOf(decision), session_id: sessionId }, metadata);
+  await new Promise<void>((resolve, reject) => {
+    let open = false;
+    const timers: NodeJS.Timeout[] = [];
+    const close = () => {
+      for (const timer of timers) clearInterval(timer);
+      call.cancel();
+      if (open && !reply.raw.writableEnded) reply.raw.end();
+      resolve();
+    };
+    call.once('metadata', () => {
+      open = true;
+      void reply.hijack();
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.id });
+      reply.raw.write(': stream open\n\n');
+      timers.push(setInterval(() => reply.raw.write(': keepalive\n\n'), STREAM_KEEPALIVE_MS));
+      // A key revoked (or whose MCP rights end) while the stream is open ends it.
+      timers.push(
+        setInterval(() => {
+          decide(deps, apiKey, request.id, false).then(
+            (again) => {
+              if (again.decision !== 'DECISION_ALLOW') close();
+            },
+            () => undefined,
+          );
+        }, STREAM_KEY_CHECK_MS),
+      );
+      request.raw.once('close', close);
+    });
+    call.on('data', (event: ListenEventOutput) => {
+      if (open) reply.raw.write(`event: message\ndata: ${event.message_json ?? ''}\n\n`);
+    });
+    call.once('end', close);
+    call.once('error', (error: unknown) => {
+      if (open) close();
+      else reject(mcpFailure(deps, error, request.id));
+    });
+  });
+}
+
+/** DELETE /mcp: ends the session. */
+async function end(deps: EdgeDependencies, mcp: McpServiceClient, request: FastifyRequest, reply: FastifyReply): Promise<string> {
+  const apiKey = bearerKey(request);
+  noteKeyChecked(request);
+  const sessionId = header(request, 'mcp-session-id');
+  if (!sessionId) throw edgeError('mcp_session_required', 'Bad Request: Mcp-Session-Id header is required.');
+  const decision = await decide(deps, apiKey, request.id, false);
+  if (decision.decision !== 'DECISION_ALLOW') throw denialError(decision);
+  try {
+    await callUnary<EndSessionRequest, EndSessionResponseOutput>(
+      mcp,
+      mcp.EndSession,
+      { caller: callerOf(decision), session_id: sessionId },
+      { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId: request.id },
+    );
+  } catch (error) {
+    throw mcpFailure(deps, error, request.id);
+  }
+  void reply.status(200);
+  return '';
+}

@@ -1,0 +1,259 @@
+/**
+ * The McpService handlers: Handle answers one JSON-RPC message through the Aggregator, Listen
+ * streams a session's list_changed notifications, EndSession ends a session, and the server CRUD
+ * (what the edge's /admin/v1/mcp-servers calls) goes to the ServerRegistry. Every error leaves as
+ * a GatewayError through @gateway/grpc's unary.
+ */
+import { callTraceparent, GatewayError, Metadata, unary, type ErrorReporter } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import { prometheus, SpanKind, type Span, type Tracing } from '@gateway/observability';
+import type {
+  CallerOutput,
+  DeleteServerRequestOutput,
+  DeleteServerResponse,
+  EndSessionRequestOutput,
+  EndSessionResponse,
+  GetServerRequestOutput,
+  HandleRequestOutput,
+  HandleResponse,
+  ListServersResponse,
+  McpServerInfo,
+  McpServiceHandlers,
+  PutServerRequestOutput,
+} from '@gateway/proto';
+import type { Aggregator, McpCaller } from './aggregator.js';
+import type { ClientSessions } from './client-sessions.js';
+import type { ServerRegistry, StoredServer } from './server-registry.js';
+import type { ListKind, UpstreamPool } from './upstream-pool.js';
+
+type ListenCall = Parameters<McpServiceHandlers['Listen']>[0];
+
+/** How often an open Listen stream checks that its session still exists (ended elsewhere, or expired). */
+const SESSION_CHECK_MS = 5_000;
+/** Notifications of one kind within this long are sent once. */
+const NOTIFY_DEBOUNCE_MS = 100;
+
+/** What the handlers are built from. */
+export interface McpServiceDependencies {
+  aggregator: Aggregator;
+  registry: ServerRegistry;
+  pool: UpstreamPool;
+  sessions: ClientSessions;
+  logger: Logger;
+  /** Where the service's metrics are registered. */
+  metrics: prometheus.Registry;
+  /** Traces (OTLP), when configured: a span per message, a child of the edge's. */
+  tracing?: Tracing;
+}
+
+function callerOf(caller: CallerOutput | null | undefined): McpCaller {
+  const keyId = caller?.key_id ?? '';
+  if (!keyId) throw GatewayError.of('invalid_request', 'caller.key_id is required.', { param: 'caller' });
+  return { keyId, teamId: caller?.team_id ?? '', toolAllowLists: (caller?.tool_allow_lists ?? []).map((list) => list.tools ?? []) };
+}
+
+function serverInfo(server: StoredServer): McpServerInfo {
+  return {
+    name: server.name,
+    url: server.url,
+    transport: server.transport === 'sse' ? 'TRANSPORT_SSE' : 'TRANSPORT_STREAMABLE_HTTP',
+    header_names: server.header_names,
+    auth: server.auth === 'oauth' ? 'UPSTREAM_AUTH_OAUTH' : 'UPSTREAM_AUTH_UNSPECIFIED',
+    description: server.description,
+    updated_at_ms: server.updated_at_ms,
+    ...(server.oauth && {
+      oauth: { client_id: server.oauth.client_id, scopes: server.oauth.scopes },
+      oauth_client_secret_set: server.oauth.client_secret_sealed !== '',
+    }),
+  };
+}
+
+/** The handlers, and a way to end every open Listen stream at shutdown. */
+export function createMcpService({ aggregator, registry, pool, sessions, logger, metrics: registers, tracing }: McpServiceDependencies): {
+  handlers: McpServiceHandlers;
+  endListens(): void;
+} {
+  const report: ErrorReporter = (error, method, requestId) => logger.error({ err: error, method, request_id: requestId }, 'MCP service call failed');
+  const messages = new prometheus.Counter({
+    name: 'gateway_mcp_messages_total',
+    help: 'JSON-RPC messages answered by the MCP service, by method (tools/call, tools/list, ...; other for the rest) and HTTP status.',
+    labelNames: ['method', 'status'],
+    registers: [registers],
+  });
+  const toolCalls = new prometheus.Histogram({
+    name: 'gateway_mcp_tool_call_duration_seconds',
+    help: 'Duration of tools/call requests to upstream MCP servers, by outcome (ok, or the failure code).',
+    labelNames: ['outcome'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registers],
+  });
+  const known = new Set([
+    'initialize',
+    'ping',
+    'tools/list',
+    'tools/call',
+    'prompts/list',
+    'prompts/get',
+    'resources/list',
+    'resources/read',
+    'resources/templates/list',
+  ]);
+
+  const listeners = new Set<ListenCall>();
+  const pending = new Set<ListKind>();
+  let scheduled = false;
+  pool.onListChanged((_server, kind) => {
+    pending.add(kind);
+    if (scheduled) return;
+    scheduled = true;
+    setTimeout(() => {
+      scheduled = false;
+      const kinds = [...pending];
+      pending.clear();
+      for (const call of listeners) {
+        for (const changed of kinds) {
+          if (!call.cancelled && call.writable)
+            call.write({ message_json: JSON.stringify({ jsonrpc: '2.0', method: `notifications/${changed}/list_changed` }) });
+        }
+      }
+    }, NOTIFY_DEBOUNCE_MS).unref();
+  });
+
+  async function handle(request: HandleRequestOutput, context?: unknown): Promise<HandleResponse> {
+    const span = tracing?.startSpan('mcp.handle', {
+      kind: SpanKind.SERVER,
+      parent: callTraceparent(context),
+      attributes: { 'rpc.system': 'grpc', 'rpc.method': 'Handle' },
+    });
+    try {
+      return await answerMessage(request, span);
+    } finally {
+      span?.end();
+    }
+  }
+
+  async function answerMessage(request: HandleRequestOutput, span: Span | undefined): Promise<HandleResponse> {
+    const answer = await aggregator.handle({
+      caller: callerOf(request.caller),
+      sessionId: request.session_id ?? '',
+      protocolVersion: request.protocol_version ?? '',
+      messageJson: request.message_json ?? '',
+    });
+    messages.inc({
+      method: known.has(answer.method ?? '') ? answer.method! : answer.method?.startsWith('notifications/') ? 'notification' : 'other',
+      status: String(answer.httpStatus),
+    });
+    const call = answer.toolCall;
+    span?.setAttributes({
+      'gateway.mcp.method': answer.method ?? '',
+      'http.response.status_code': answer.httpStatus,
+      ...(call && { 'gateway.mcp.server': call.server, 'gateway.mcp.tool': call.tool, 'gateway.mcp.error_code': call.errorCode }),
+    });
+    if (call) toolCalls.observe({ outcome: call.failed ? call.errorCode || 'failed' : 'ok' }, call.latencyMs / 1000);
+    return {
+      http_status: answer.httpStatus,
+      message_json: answer.messageJson,
+      session_id: answer.sessionId ?? '',
+      method: answer.method ?? '',
+      ...(call && { tool_call: { server: call.server, tool: call.tool, failed: call.failed, error_code: call.errorCode, latency_ms: call.latencyMs } }),
+    };
+  }
+
+  function listen(call: ListenCall): void {
+    let caller: McpCaller;
+    try {
+      caller = callerOf(call.request.caller);
+    } catch (error) {
+      call.destroy((error as GatewayError).toServiceError() as unknown as Error);
+      return;
+    }
+    const sessionId = call.request.session_id ?? '';
+    sessions.find(sessionId, caller.keyId).then(
+      (session) => {
+        if (!session) {
+          call.destroy(GatewayError.of('not_found', 'Session not found.').toServiceError() as unknown as Error);
+          return;
+        }
+        listeners.add(call);
+        // Headers go out at once, so that the edge can answer the client's GET with its stream.
+        call.sendMetadata(new Metadata());
+        const check = setInterval(() => {
+          sessions.exists(sessionId).then(
+            (alive) => {
+              if (!alive) stop(true);
+            },
+            () => undefined,
+          );
+        }, SESSION_CHECK_MS);
+        const stop = (end: boolean) => {
+          clearInterval(check);
+          listeners.delete(call);
+          if (end && call.writable) call.end();
+        };
+        call.once('cancelled', () => stop(false));
+        call.once('error', () => stop(false));
+        call.once('finish', () => stop(false));
+      },
+      (error: unknown) => {
+        report(error, 'Listen');
+        call.destroy(GatewayError.of('store_unavailable', 'The session store is unavailable.').toServiceError() as unknown as Error);
+      },
+    );
+  }
+
+  async function endSession(request: EndSessionRequestOutput): Promise<EndSessionResponse> {
+    const caller = callerOf(request.caller);
+    if (!(await sessions.end(request.session_id ?? '', caller.keyId))) throw GatewayError.of('not_found', 'Session not found.');
+    return {};
+  }
+
+  async function putServer(request: PutServerRequestOutput): Promise<McpServerInfo> {
+    const transport = request.transport === 'TRANSPORT_SSE' ? 'sse' : request.transport === 'TRANSPORT_STREAMABLE_HTTP' ? 'streamable_http' : undefined;
+    if (!transport) throw GatewayError.of('invalid_request', 'transport must be streamable_http or sse.', { param: 'transport' });
+    const stored = await registry.put({
+      name: request.name ?? '',
+      url: request.url ?? '',
+      transport,
+      auth: request.auth === 'UPSTREAM_AUTH_OAUTH' ? 'oauth' : 'none',
+      description: request.description ?? '',
+      headers: request.keep_headers ? undefined : { ...(request.headers ?? {}) },
+      ...(request.oauth && {
+        oauth: { clientId: request.oauth.client_id ?? '', clientSecret: request.oauth.client_secret ?? '', scopes: [...(request.oauth.scopes ?? [])] },
+      }),
+    });
+    logger.info({ server: stored.name, url: stored.url, transport: stored.transport }, 'MCP server saved');
+    return serverInfo(stored);
+  }
+
+  async function listServers(): Promise<ListServersResponse> {
+    return { servers: (await registry.list()).map(serverInfo) };
+  }
+
+  async function getServer(request: GetServerRequestOutput): Promise<McpServerInfo> {
+    const server = await registry.get(request.name ?? '');
+    if (!server) throw GatewayError.of('not_found', 'No MCP server has this name.', { param: 'name' });
+    return serverInfo(server);
+  }
+
+  async function deleteServer(request: DeleteServerRequestOutput): Promise<DeleteServerResponse> {
+    if (!(await registry.delete(request.name ?? ''))) throw GatewayError.of('not_found', 'No MCP server has this name.', { param: 'name' });
+    logger.info({ server: request.name }, 'MCP server deleted');
+    return {};
+  }
+
+  return {
+    handlers: {
+      Handle: unary(handle, 'Handle', report),
+      Listen: listen,
+      EndSession: unary(endSession, 'EndSession', report),
+      PutServer: unary(putServer, 'PutServer', report),
+      ListServers: unary(listServers, 'ListServers', report),
+      GetServer: unary(getServer, 'GetServer', report),
+      DeleteServer: unary(deleteServer, 'DeleteServer', report),
+    },
+    endListens() {
+      for (const call of listeners) if (call.writable) call.end();
+      listeners.clear();
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The seam for per-user credentials to upstream MCP servers declared with `auth: oauth`: for each
+ * request on behalf of a key, the pool asks `headersFor(keyId, server)` for the headers (an
+ * Authorization bearer) to send, so that a refreshed token is used as soon as it exists. The
+ * gateway's MCP OAuth library (@gateway/mcp-oauth: authorization code with PKCE per key) implements
+ * it with this same shape; until it is wired in (createServer's `credentials`), every such server
+ * answers a JSON-RPC error saying so. When a key has no token yet, `authorizationUrl` gives the URL
+ * its user opens to grant one, which the error carries.
+ */
+
+/** An upstream server as the credentials provider sees it. */
+export interface UpstreamOAuthServer {
+  /** The server's name in the gateway. */
+  id: string;
+  /** Its MCP endpoint. */
+  url: string;
+  clientId?: string;
+  clientSecret?: string;
+  scopes?: string[];
+}
+
+/** Where the headers of a key's requests to an OAuth-protected upstream come from. */
+export interface UpstreamCredentials {
+  /** The headers to send for this key to this server; undefined when the key has no (valid) token. */
+  headersFor(keyId: string, server: UpstreamOAuthServer): Promise<Record<string, string> | undefined>;
+  /** The URL the key's user opens to authorize the gateway at this server. */
+  authorizationUrl?(keyId: string, server: UpstreamOAuthServer): Promise<URL>;
+}
+
+/** Thrown when a key has no usable credentials for a server; its message is what the client is shown. */
+export class CredentialsUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CredentialsUnavailableError';
+  }
+}
+
+/** The credentials of a gateway without the MCP OAuth library: none, for every key and server. */
+export const NO_UPSTREAM_CREDENTIALS: UpstreamCredentials = {
+  async headersFor(): Promise<undefined> {
+    return undefined;
+  },
+};
+
+/**
+ * The headers of a key's request to an OAuth-protected server, or CredentialsUnavailableError
+ * saying what to do: open the authorization URL, or (no provider) that the gateway does not offer it.
+ */
+export async function oauthHeaders(credentials: UpstreamCredentials, keyId: string, server: UpstreamOAuthServer): Promise<Record<string, string>> {
+  const headers = await credentials.headersFor(keyId, server);
+  if (headers) return headers;
+  if (!credentials.authorizationUrl)
+    throw new CredentialsUnavailableError(
+      `The MCP server \`${server.id}\` needs per-user OAuth authorization, which this gateway does not offer yet. Ask your administrator.`,
+    );
+  const url = await credentials.authorizationUrl(keyId, server);
+  throw new CredentialsUnavailableError(`The MCP server \`${server.id}\` needs your authorization: open ${url.href} and then retry.`);
+}
