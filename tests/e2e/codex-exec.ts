@@ -15,11 +15,50 @@ import type { ScriptOptions } from './codex-cli-upstream.js';
 
 const CODEX = fileURLToPath(new URL('../../node_modules/.bin/codex', import.meta.url));
 
-/** Where Codex runs: the gateway's base URL (…/v1), a gateway key, and a list of folders to remove afterwards. */
+/** Where Codex runs: the base URL it calls (…/v1), a gateway key, and a list of folders to remove afterwards. */
 export interface CodexTarget {
   readonly baseUrl: string;
   readonly apiKey: string;
   readonly temporary: string[];
+  /** Where the gateway's model catalog is read for the built-in provider (…/v1), when not `baseUrl` (a recording proxy). */
+  readonly gatewayUrl?: string;
+}
+
+/** How Codex is set up. */
+export interface CodexOptions {
+  /**
+   * `custom` (the default): a model provider of its own with the gateway's base URL,
+   * `wire_api = "responses"`, the key in GATEWAY_API_KEY. `built-in`: Codex's OpenAI provider
+   * pointed at the gateway "the short way" (`openai_base_url`, which speaks the Responses API over a
+   * WebSocket), the gateway's GET /v1/models saved as `model_catalog_json`, the key in CODEX_API_KEY.
+   */
+  readonly provider?: 'custom' | 'built-in';
+  /** `model_auto_compact_token_limit`, when given. */
+  readonly compactTokenLimit?: number;
+  /** More of config.toml (an `[mcp_servers.<name>]` table), after the provider's. */
+  readonly extraConfig?: string;
+  readonly timeoutMs?: number;
+}
+
+/** The config.toml lines of the model provider: a custom one, or the built-in one's base URL and saved catalog. */
+async function providerConfig(target: CodexTarget, home: string, provider: 'custom' | 'built-in'): Promise<{ top: string; table: string }> {
+  if (provider === 'custom') {
+    return {
+      top: 'model_provider = "gateway"',
+      table: `[model_providers.gateway]
+name = "LLM gateway"
+base_url = "${target.baseUrl}"
+env_key = "GATEWAY_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+`,
+    };
+  }
+  const catalog = await fetch(`${target.gatewayUrl ?? target.baseUrl}/models`, { headers: { authorization: `Bearer ${target.apiKey}` } });
+  expect(catalog.status).toBe(200);
+  writeFileSync(join(home, 'gateway-models.json'), await catalog.text());
+  return { top: `openai_base_url = "${target.baseUrl}"\nmodel_catalog_json = "${join(home, 'gateway-models.json')}"`, table: '' };
 }
 
 /**
@@ -30,26 +69,21 @@ export interface CodexTarget {
  * Codex's `workspace-write` sandbox, rooted at a temporary working directory. Retries are off so
  * that a failed request shows as a failure.
  */
-function codexHome(target: CodexTarget, model: string): string {
+async function codexHome(target: CodexTarget, model: string, options: CodexOptions): Promise<string> {
   const home = mkdtempSync(join(tmpdir(), 'codex-home-'));
   target.temporary.push(home);
-  writeFileSync(
-    join(home, 'config.toml'),
-    `model = "${model}"
-model_provider = "gateway"
-approval_policy = "never"
-sandbox_mode = "workspace-write"
-check_for_update_on_startup = false
-
-[model_providers.gateway]
-name = "LLM gateway"
-base_url = "${target.baseUrl}"
-env_key = "GATEWAY_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
+  const provider = await providerConfig(target, home, options.provider ?? 'custom');
+  const lines = [
+    `model = "${model}"`,
+    provider.top,
+    ...(options.compactTokenLimit === undefined ? [] : [`model_auto_compact_token_limit = ${options.compactTokenLimit}`]),
+    'approval_policy = "never"',
+    'sandbox_mode = "workspace-write"',
+    'check_for_update_on_startup = false',
+    '',
+    provider.table,
+    options.extraConfig ?? '',
+    `[analytics]
 enabled = false
 
 [feedback]
@@ -63,25 +97,22 @@ plugins = false
 remote_plugin = false
 apps = false
 `,
-  );
+  ];
+  writeFileSync(join(home, 'config.toml'), lines.join('\n'));
   return home;
 }
 
 /** Runs `codex exec` on `model` with the prompt in a new temporary working directory; resolves when it exits. */
-export async function codexExec(target: CodexTarget, model: string, prompt: string): Promise<CliRun & { workdir: string }> {
+export async function codexExec(target: CodexTarget, model: string, prompt: string, options: CodexOptions = {}): Promise<CliRun & { workdir: string }> {
   const workdir = mkdtempSync(join(tmpdir(), 'codex-work-'));
   target.temporary.push(workdir);
-  const home = codexHome(target, model);
+  const home = await codexHome(target, model, options);
+  // `codex exec` takes the built-in provider's key from CODEX_API_KEY (interactive Codex: `codex login --with-api-key`).
+  const keyVariable = options.provider === 'built-in' ? 'CODEX_API_KEY' : 'GATEWAY_API_KEY';
   const run = await runCli(CODEX, ['exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-C', workdir, prompt], {
     cwd: workdir,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: home,
-      CODEX_HOME: home,
-      GATEWAY_API_KEY: target.apiKey,
-      RUST_LOG: 'warn',
-    },
-    timeoutMs: 90_000,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: home, [keyVariable]: target.apiKey, RUST_LOG: 'warn' },
+    timeoutMs: options.timeoutMs ?? 90_000,
   });
   return { ...run, workdir };
 }

@@ -7,7 +7,7 @@
  * a marker. What a user notices: the CLI printed the answer, the upstream MCP server ran the tool
  * once, and the gateway metered the tool call for the key.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,10 +17,10 @@ import { eventually } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliLines, runCli, startCliBackend, type CliBackend, type CliRun } from './cli-backend.js';
 import { chatCompletionsModel, type ScriptedTurn } from './codex-cli-upstream.js';
+import { codexExec } from './codex-exec.js';
 import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
 
 const CLAUDE = fileURLToPath(new URL('../../node_modules/.bin/claude', import.meta.url));
-const CODEX = fileURLToPath(new URL('../../node_modules/.bin/codex', import.meta.url));
 const ADMIN_TOKEN = 'mcp-cli-e2e-admin-token-0123456789abcdef';
 const NOTES_API_KEY = 'notes-upstream-secret-77aa';
 
@@ -157,65 +157,21 @@ describe('coding agents use a gateway-served MCP tool', () => {
   }, 180_000);
 
   it('Codex, with [mcp_servers.gateway] in its config.toml, calls the tool through /mcp', async () => {
-    const home = temporaryDirectory('codex-mcp-home-');
-    const workdir = temporaryDirectory('codex-mcp-work-');
-    writeFileSync(
-      join(home, 'config.toml'),
-      `model = "fake-model"
-model_provider = "gateway"
-approval_policy = "never"
-sandbox_mode = "workspace-write"
-check_for_update_on_startup = false
-
-[model_providers.gateway]
-name = "LLM gateway"
-base_url = "${backend.proxy.baseUrl}"
-env_key = "GATEWAY_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-
-[mcp_servers.gateway]
-url = "${origin}/mcp"
-bearer_token_env_var = "GATEWAY_API_KEY"
-default_tools_approval_mode = "approve"
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-`,
-    );
     const { marker, answer, turns } = scriptToolTask();
     const before = notes.calls.get('lookup') ?? 0;
     const keyId = await bootstrapKeyId();
     const meteredBefore = await meteredToolCalls(keyId);
 
-    const run = await runCli(
-      CODEX,
-      [
-        'exec',
-        '--strict-config',
-        '--skip-git-repo-check',
-        '--ephemeral',
-        '--color',
-        'never',
-        '-C',
-        workdir,
-        'Look the note up with the gateway tool, then tell me you are done.',
-      ],
+    const run = await codexExec(
+      { baseUrl: backend.proxy.baseUrl, apiKey: backend.cluster.apiKey, temporary },
+      'fake-model',
+      'Look the note up with the gateway tool, then tell me you are done.',
       {
-        cwd: workdir,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: home, GATEWAY_API_KEY: backend.cluster.apiKey, RUST_LOG: 'warn' },
+        extraConfig: `[mcp_servers.gateway]
+url = "${origin}/mcp"
+bearer_token_env_var = "GATEWAY_API_KEY"
+default_tools_approval_mode = "approve"
+`,
         timeoutMs: 100_000,
       },
     );
