@@ -29,7 +29,7 @@ import {
   type FakeGoogleAuth,
   type FakeUpstream,
 } from '@gateway/testing';
-import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
+import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const REGION = 'us-east-1';

@@ -15,7 +15,7 @@ import OpenAI from 'openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
 import { costPicoUsd, DEFAULT_CATALOG_PATH, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import { eventually, fakeGeminiEmbeddings, fakeOpenAiEmbeddings, fakeVectorOf, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
-import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
+import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import { hostileEmbeddingBodies, sendHostileBodies } from './hostile-bodies.js';
 import { metric, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 

@@ -9,7 +9,7 @@
 import { expect } from 'vitest';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro, type BilledUsage, type Pricing } from '@gateway/catalog';
 import { eventually } from '@gateway/testing';
-import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
+import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import type { Cluster } from './cluster.js';
 
 /** A provider's prices in USD per million tokens, as the catalog writes them. */

@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { costPicoUsd, loadCatalog, type Catalog } from '@gateway/catalog';
 import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
 import { fixture } from '../../services/executor/src/testing/fixtures.js';
-import type { UsageResult } from '../../services/edge/src/routes/admin-api-schemas.js';
+import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-usage-tests-0123456789abcdef';

@@ -1,7 +1,7 @@
 /**
  * Builds the web console into dist/console: index.html (copied as it is), app.js (the Preact app
  * and uPlot, one minified ES module) and app.css (the console's styles with uPlot's folded in),
- * the three files src/routes/console.ts serves. The sources are type-checked first: esbuild only
+ * the three files src/routes/admin/console.ts serves. The sources are type-checked first: esbuild only
  * strips types. Deterministic: no source maps (they would carry this machine's paths), no
  * timestamps, and the same sources always give the same bytes, so the ETags change only when the
  * console does.

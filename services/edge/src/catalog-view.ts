@@ -10,6 +10,13 @@ import { ExponentialBackoff, noJitterGenerator, type IBackoff } from 'cockatiel'
 /** Reconnection delays of the catalog watch: 100 ms doubling to at most 2 s, with no jitter. */
 const RECONNECT_BACKOFF = new ExponentialBackoff({ initialDelay: 100, maxDelay: 2_000, exponent: 2, generator: noJitterGenerator });
 
+const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
+
+/** A proto QualityTier as the API shows it (`economy`, `standard`, `premium`), or null when unspecified. */
+export function tierName(tier: string | null | undefined): string | null {
+  return TIERS[tier ?? ''] ?? null;
+}
+
 /** What the edge reads of the catalog. */
 export interface CatalogView {
   /** True once a snapshot arrived. */

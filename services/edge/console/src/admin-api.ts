@@ -27,11 +27,11 @@ import type {
   TeamChange,
   TeamCreation,
   UsagePage,
-} from '../../src/routes/admin-api-schemas';
+} from '../../src/routes/admin/admin-api-schemas';
 
 // The admin API's types, declared once beside the routes (their TypeBox schemas' static types):
 // the console imports types only, so no schema code is bundled.
-export type * from '../../src/routes/admin-api-schemas';
+export type * from '../../src/routes/admin/admin-api-schemas';
 
 /** The plans, in the order the forms offer them. */
 export const PLANS: readonly Plan[] = PLAN_NAMES;

@@ -27,7 +27,7 @@ import { bearerKey } from '../auth/key-check.js';
 import type { Reservation } from '../auth/reservations.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import type { RequestError } from '../errors.js';
-import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
+import type { ParsedChatRequest } from './parsed-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
 import type { WireErrors } from './wire-errors.js';
 

@@ -1,7 +1,7 @@
 import type { CheckKeyResponseOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from '../errors.js';
-import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
+import type { ParsedChatRequest } from './parsed-request.js';
 import { allowListsOf, isAllowed } from './allowed-models.js';
 import { capabilityProblem, type Routing } from './model-resolution.js';
 

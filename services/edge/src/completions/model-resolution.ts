@@ -10,7 +10,7 @@ import type { ModelOutput, RouteRequest, RouteResponseOutput } from '@gateway/pr
 import { countPromptTokensWithinAsync, promptTokenBounds, routingText, tokenPrefixAsync } from '@gateway/tokens';
 import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError } from '../errors.js';
-import type { ParsedChatRequest } from '../wire/parse-chat-request.js';
+import type { ParsedChatRequest } from './parsed-request.js';
 
 /** What the router or the edge's catalog decided. */
 export interface Routing {

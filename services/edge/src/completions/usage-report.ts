@@ -7,7 +7,7 @@ import type { ExecuteRequest, UsageEvent, UsageOutput } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import type { EdgeDependencies } from '../dependencies.js';
 import { type GenAiMetrics, planName } from '../genai-metrics.js';
-import { tierName } from '../routes/models.js';
+import { tierName } from '../catalog-view.js';
 import type { Completion } from './completion.js';
 
 /** The usage of a request that produced nothing the gateway could count. */

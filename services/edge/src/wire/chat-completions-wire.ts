@@ -8,7 +8,7 @@ import { chatCompletionJson, chunkJson, type GatewayInfo, type StreamIdentity, u
 import type { ChatChunkOutput, ChatResponseOutput, UsageOutput } from '@gateway/proto';
 import type { Completion, CompletionWire, StreamRenderer } from '../completions/completion.js';
 import { errorBody, type RequestError } from '../errors.js';
-import { tierName } from '../routes/models.js';
+import { tierName } from '../catalog-view.js';
 import { parseChatRequest } from './parse-chat-request.js';
 
 /** The `gateway` object: the model that answered, what it cost, and how it was chosen. */

@@ -5,7 +5,7 @@
  *   completion pipeline like any request, asked to summarize the conversation; its answer is
  *   exactly one output item, `{"type": "compaction", "id": "cmp_...", "encrypted_content": ...}`;
  * - POST /v1/responses/compact (the older contract) answers the same summary as the `compaction`
- *   item closing the retained user messages (routes/responses-compact.ts);
+ *   item closing the retained user messages (routes/api/responses-compact.ts);
  * - a `compaction` item in a later request's input is expanded, for whichever upstream serves it,
  *   into the user message that carries the summary.
  * `encrypted_content` is opaque to clients but not secret: it is the summary the caller's own

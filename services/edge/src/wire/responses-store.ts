@@ -10,7 +10,7 @@
  *   then its output items) is put before this request's input; `instructions` are not carried
  *   over (OpenAI's rule). Unknown, expired, deleted or another key's: 400
  *   `previous_response_not_found`.
- * - reading back and deleting for GET and DELETE /v1/responses/{id} (routes/responses.ts).
+ * - reading back and deleting for GET and DELETE /v1/responses/{id} (routes/api/responses.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';

@@ -21,7 +21,7 @@ import type {
   TeamOutput,
   UpdateTeamRequest,
 } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 import { type List, type Team, type TeamChange, TeamChangeSchema, type TeamCreation, TeamCreationSchema } from './admin-api-schemas.js';
 import { absentBodyIsEmpty } from './admin-keys.js';
 import { registerAdminScope } from './admin-scope.js';

@@ -32,12 +32,12 @@ import type {
   RecordToolCallResponseOutput,
   UsageEvent,
 } from '@gateway/proto';
-import { bearerKey, denialError, noteKeyChecked } from '../auth/key-check.js';
-import type { WireErrors } from '../completions/wire-errors.js';
-import type { EdgeDependencies } from '../dependencies.js';
-import { edgeError } from '../error-codes.js';
-import type { RequestError } from '../errors.js';
-import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../wire/json-nesting.js';
+import { bearerKey, denialError, noteKeyChecked } from '../../auth/key-check.js';
+import type { WireErrors } from '../../completions/wire-errors.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { edgeError } from '../../error-codes.js';
+import type { RequestError } from '../../errors.js';
+import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../../wire/json-nesting.js';
 
 /** How often an open GET stream checks its key again (a revoked key's stream ends within this). */
 const STREAM_KEY_CHECK_MS = 2_000;

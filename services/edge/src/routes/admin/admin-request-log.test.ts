@@ -9,9 +9,9 @@ import { prometheus } from '@gateway/observability';
 import type { RequestLogServiceClient, RequestRecordOutput } from '@gateway/proto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildEdgeApp } from '../app.js';
-import { readEdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
+import { buildEdgeApp } from '../../app.js';
+import { readEdgeConfig } from '../../config.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 import { CSV_COLUMNS } from './admin-request-log.js';
 
 const ADMIN_TOKEN = 'admin-token-for-request-log-tests-0123456789abcdef';

@@ -16,7 +16,7 @@ import type {
   McpServerInfoOutput,
   PutServerRequest,
 } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 import { type List, type McpServer, type McpServerPut, McpServerPutSchema } from './admin-api-schemas.js';
 import { registerAdminScope } from './admin-scope.js';
 

@@ -9,10 +9,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { countPromptTokensAsync } from '@gateway/tokens';
-import { checkKey, noteKeyChecked, requestKey } from '../auth/key-check.js';
-import type { EdgeDependencies } from '../dependencies.js';
-import { messagesErrors } from '../wire/messages-output.js';
-import { parseMessagesRequest } from '../wire/parse-messages-request.js';
+import { checkKey, noteKeyChecked, requestKey } from '../../auth/key-check.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { messagesErrors } from '../../wire/messages-output.js';
+import { parseMessagesRequest } from '../../wire/parse-messages-request.js';
 import { requireKey } from './chat-completions.js';
 
 /** Registers POST /v1/messages/count_tokens, its errors in Anthropic's envelope. */

@@ -8,10 +8,10 @@
  * route's, and so are its refusals, answered as they are.
  */
 import type { FastifyInstance } from 'fastify';
-import type { EdgeDependencies } from '../dependencies.js';
-import { invalid } from '../errors.js';
-import { inputItemsOf } from '../wire/responses-store.js';
-import { isObject, type JsonObject } from '../wire/translated-request.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { invalid } from '../../errors.js';
+import { inputItemsOf } from '../../wire/responses-store.js';
+import { isObject, type JsonObject } from '../../wire/translated-request.js';
 
 /** The fields of a compact request passed on to the summary's request. */
 const PASSED_FIELDS = ['model', 'instructions', 'tools', 'parallel_tool_calls', 'reasoning', 'text', 'previous_response_id', 'metadata', 'user'];

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { RequestError, errorBody } from '../errors.js';
+import { RequestError, errorBody } from '../../errors.js';
 
 /**
  * Sent with every console response, the 304s, 404s and 503s included. The policy allows only the
@@ -91,7 +91,7 @@ function noneMatchHits(header: string | undefined, etag: string): boolean {
  */
 export function registerConsole(app: FastifyInstance, options: ConsoleOptions): void {
   if (!options.enabled) return;
-  const directory = options.directory ?? fileURLToPath(new URL('../console/', import.meta.url));
+  const directory = options.directory ?? fileURLToPath(new URL('../../console/', import.meta.url));
   const files = readConsoleFiles(directory);
   if (!files) app.log.warn({ directory }, 'the console was not built: /console answers 503');
   const notBuilt = new RequestError(503, 'The console was not built. Build the edge (pnpm --filter @gateway/edge build) and restart it.', {

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type { UsageServiceClient } from '@gateway/proto';
-import { buildEdgeApp } from '../app.js';
-import { readEdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
+import { buildEdgeApp } from '../../app.js';
+import { readEdgeConfig } from '../../config.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const API_KEY = `br-${'k'.repeat(40)}`;

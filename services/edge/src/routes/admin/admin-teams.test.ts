@@ -11,9 +11,9 @@ import { GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type { AuthServiceClient, KeyInfoOutput, TeamOutput, TeamServiceClient } from '@gateway/proto';
-import { buildEdgeApp } from '../app.js';
-import { readEdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
+import { buildEdgeApp } from '../../app.js';
+import { readEdgeConfig } from '../../config.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const TEAM_ID = 'team_0123456789abcdef';

@@ -4,7 +4,7 @@
  * session cannot be revoked one by one: it ends at its expiry (EDGE_SESSION_TTL_SECONDS), or all
  * of them when EDGE_SESSION_SECRET changes.
  */
-import type { EdgeConfig } from '../config.js';
+import type { EdgeConfig } from '../../config.js';
 import type { PrincipalSource } from './admin-principal.js';
 import { readSessionToken, SESSION_TOKEN_PREFIX } from './sso-session-token.js';
 

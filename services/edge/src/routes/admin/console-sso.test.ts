@@ -12,10 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import { buildEdgeApp, type EdgeSurface } from '../app.js';
-import { readEdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
-import { type FakeOidcProvider, startFakeOidcProvider } from '../testing/fake-oidc-provider.js';
+import { buildEdgeApp, type EdgeSurface } from '../../app.js';
+import { readEdgeConfig } from '../../config.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { type FakeOidcProvider, startFakeOidcProvider } from '../../testing/fake-oidc-provider.js';
 
 const SESSION_SECRET = 'session-secret-for-tests-0123456789abcdef';
 

@@ -7,7 +7,7 @@
  * 403 on every change.
  */
 import type { FastifyRequest } from 'fastify';
-import { RequestError } from '../errors.js';
+import { RequestError } from '../../errors.js';
 
 /** A role of the admin API and the console. */
 export type AdminRole = 'admin' | 'viewer';

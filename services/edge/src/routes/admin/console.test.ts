@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_SECURITY_HEADERS, registerConsole } from './console.js';
 
 /** The page template the build copies as it is into dist/console/index.html. */
-const TEMPLATE = readFileSync(new URL('../../console/index.html', import.meta.url), 'utf8');
+const TEMPLATE = readFileSync(new URL('../../../console/index.html', import.meta.url), 'utf8');
 const SCRIPT = 'console.log("app");\n';
 const STYLES = 'body { margin: 0; }\n';
 

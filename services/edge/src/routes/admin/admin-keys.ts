@@ -23,7 +23,7 @@ import type {
   RevokeKeyRequest,
   UpdateKeyRequest,
 } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 import {
   type Budget as BudgetJson,
   type CreatedKey,

@@ -1,6 +1,6 @@
 /**
  * The admin API's contract, declared once: the TypeBox schemas of its request bodies and query
- * strings, which the routes validate with (routes/admin-keys.ts, routes/usage.ts), and of its
+ * strings, which the routes validate with (routes/admin/admin-keys.ts, routes/api/usage.ts), and of its
  * answers, whose static types the routes build and the web console reads
  * (console/src/admin-api.ts imports the types only, so the console bundles no TypeBox).
  *

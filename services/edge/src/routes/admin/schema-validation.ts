@@ -6,8 +6,8 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import ajvErrorsModule from 'ajv-errors';
 import type { FastifySchema, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
-import { edgeError } from '../error-codes.js';
-import type { RequestError } from '../errors.js';
+import { edgeError } from '../../error-codes.js';
+import type { RequestError } from '../../errors.js';
 import { NOT_AN_OBJECT } from './admin-api-schemas.js';
 
 // A CommonJS module: its default import is module.exports, whose `default` is the plugin.

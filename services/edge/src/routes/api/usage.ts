@@ -19,10 +19,10 @@ import type {
   RecentRequestOutput,
   UsageCountsOutput,
 } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
-import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
-import { edgeError } from '../error-codes.js';
-import { planName } from './admin-keys.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { bearerKey, checkKey, noteKeyChecked } from '../../auth/key-check.js';
+import { edgeError } from '../../error-codes.js';
+import { planName } from '../admin/admin-keys.js';
 import {
   AdminUsageQuerySchema,
   BUCKET_ALIASES,
@@ -35,10 +35,10 @@ import {
   type UsagePage,
   type UsageQueryString,
   type UsageResult,
-} from './admin-api-schemas.js';
-import { registerAdminScope } from './admin-scope.js';
-import { tierName } from './models.js';
-import { compileSchemaValidator, schemaRefusal } from './schema-validation.js';
+} from '../admin/admin-api-schemas.js';
+import { registerAdminScope } from '../admin/admin-scope.js';
+import { tierName } from '../../catalog-view.js';
+import { compileSchemaValidator, schemaRefusal } from '../admin/schema-validation.js';
 
 /** A checked usage query. */
 interface UsageQuery {

@@ -22,7 +22,7 @@ import type {
   ListAuditEntriesResponseOutput,
   RevokeAdminTokenRequest,
 } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 import {
   type AdminToken,
   type AdminTokenCreation,

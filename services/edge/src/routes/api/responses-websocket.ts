@@ -28,11 +28,11 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from '@fastify/websocket';
 import { prometheus } from '@gateway/observability';
-import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
-import type { EdgeDependencies } from '../dependencies.js';
-import { RequestError } from '../errors.js';
-import { inputItemsOf } from '../wire/responses-store.js';
-import { isObject, type JsonObject } from '../wire/translated-request.js';
+import { bearerKey, checkKey, noteKeyChecked } from '../../auth/key-check.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { RequestError } from '../../errors.js';
+import { inputItemsOf } from '../../wire/responses-store.js';
+import { isObject, type JsonObject } from '../../wire/translated-request.js';
 
 /** Responses a socket may have asked for beyond the running one; more is an error event. */
 const MAX_QUEUED = 4;

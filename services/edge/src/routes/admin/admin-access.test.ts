@@ -11,9 +11,9 @@ import { ACTOR_METADATA, GatewayError, type Metadata } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type { AdminAccessServiceClient, AuditEntryOutput, AuthServiceClient, KeyInfoOutput } from '@gateway/proto';
-import { buildEdgeApp } from '../app.js';
-import { readEdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
+import { buildEdgeApp } from '../../app.js';
+import { readEdgeConfig } from '../../config.js';
+import type { EdgeDependencies } from '../../dependencies.js';
 
 const STATIC_TOKEN = 'static-admin-token-for-tests-0123456789';
 const VIEWER = `bra-${'v'.repeat(40)}`;

@@ -22,8 +22,8 @@ import type {
   SearchRequestsRequest,
   SearchRequestsResponseOutput,
 } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
-import { edgeError } from '../error-codes.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { edgeError } from '../../error-codes.js';
 import {
   type GatewayRequest,
   type List,
@@ -33,7 +33,7 @@ import {
   RequestLogQuerySchema,
 } from './admin-api-schemas.js';
 import { type AdminCallOptions, registerAdminScope } from './admin-scope.js';
-import { recentJson } from './usage.js';
+import { recentJson } from '../api/usage.js';
 
 /** The most requests one export holds. */
 export const EXPORT_MAX_ROWS = 100_000;

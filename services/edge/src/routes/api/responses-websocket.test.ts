@@ -16,11 +16,11 @@ import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type { ExecuteStreamEventOutput } from '@gateway/proto';
 import { eventually } from '@gateway/testing';
-import { buildEdgeApp } from '../app.js';
-import type { CatalogView } from '../catalog-view.js';
-import { readEdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
-import { allowDecision, testModel } from '../testing/edge-fakes.js';
+import { buildEdgeApp } from '../../app.js';
+import type { CatalogView } from '../../catalog-view.js';
+import { readEdgeConfig } from '../../config.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { allowDecision, testModel } from '../../testing/edge-fakes.js';
 
 const KEY = `br-${'w'.repeat(40)}`;
 const LIFETIME_MS = 300;

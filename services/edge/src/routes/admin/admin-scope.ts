@@ -9,9 +9,9 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CallOptions } from '@gateway/grpc';
-import type { EdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
-import { edgeError } from '../error-codes.js';
+import type { EdgeConfig } from '../../config.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { edgeError } from '../../error-codes.js';
 import { adminPrincipalHook, type PrincipalSource } from './admin-principal.js';
 import { staticTokenSource } from './admin-token.js';
 import { ssoEnabled } from './console-sso.js';

@@ -19,10 +19,10 @@
  */
 import * as oidc from 'openid-client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { EdgeConfig } from '../config.js';
-import { isLoopbackUrl } from '../config.js';
-import { edgeError } from '../error-codes.js';
-import { RequestError } from '../errors.js';
+import type { EdgeConfig } from '../../config.js';
+import { isLoopbackUrl } from '../../config.js';
+import { edgeError } from '../../error-codes.js';
+import { RequestError } from '../../errors.js';
 import type { AdminRole } from './admin-principal.js';
 import { CONSOLE_SECURITY_HEADERS } from './console.js';
 import { mintSessionToken, signValue, verifyValue } from './sso-session-token.js';

@@ -9,9 +9,9 @@
  * Responses wire (wire/responses-store.ts) and kept by metering's ResponseStoreService.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { EdgeDependencies } from '../dependencies.js';
-import { invalid, RequestError } from '../errors.js';
-import { keyIdOf, ResponsesStore } from '../wire/responses-store.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { invalid, RequestError } from '../../errors.js';
+import { keyIdOf, ResponsesStore } from '../../wire/responses-store.js';
 
 /** The 404 of a response the key has none of, in OpenAI's words. */
 function responseNotFound(id: string): RequestError {

@@ -4,15 +4,15 @@
  * executes and reports every completion the same way whatever its wire.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { requestKey } from '../auth/key-check.js';
-import { releaseReservation } from '../auth/reservations.js';
-import type { CompletionWire } from '../completions/completion.js';
-import { CompletionPipeline } from '../completions/completion-pipeline.js';
-import type { EdgeDependencies } from '../dependencies.js';
-import { chatCompletionsWire } from '../wire/chat-completions-wire.js';
-import { embeddingsWire } from '../wire/embeddings-wire.js';
-import { messagesWire } from '../wire/messages-wire.js';
-import { responsesWire } from '../wire/responses-wire.js';
+import { requestKey } from '../../auth/key-check.js';
+import { releaseReservation } from '../../auth/reservations.js';
+import type { CompletionWire } from '../../completions/completion.js';
+import { CompletionPipeline } from '../../completions/completion-pipeline.js';
+import type { EdgeDependencies } from '../../dependencies.js';
+import { chatCompletionsWire } from '../../wire/chat-completions-wire.js';
+import { embeddingsWire } from '../../wire/embeddings-wire.js';
+import { messagesWire } from '../../wire/messages-wire.js';
+import { responsesWire } from '../../wire/responses-wire.js';
 
 /** The completion APIs the edge serves, each a wire on the one pipeline. */
 const WIRES: readonly CompletionWire[] = [chatCompletionsWire, responsesWire, messagesWire, embeddingsWire as unknown as CompletionWire];

@@ -16,21 +16,15 @@
  * Either way only the models the key's allow-lists let it use are listed, and any other model is
  * a 404 as an unknown one is: a key learns nothing of models it may not use.
  */
+import { tierName } from '../../catalog-view.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ModelOutput } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
-import { RequestError } from '../errors.js';
-import { checkKey, noteKeyChecked, requestKey } from '../auth/key-check.js';
-import type { WireErrors } from '../completions/completion.js';
-import { allowListsOf, isAllowed } from '../completions/allowed-models.js';
-import { messagesErrors } from '../wire/messages-output.js';
-
-const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
-
-/** A proto QualityTier as the API shows it (`economy`, `standard`, `premium`), or null when unspecified. */
-export function tierName(tier: string | null | undefined): string | null {
-  return TIERS[tier ?? ''] ?? null;
-}
+import type { EdgeDependencies } from '../../dependencies.js';
+import { RequestError } from '../../errors.js';
+import { checkKey, noteKeyChecked, requestKey } from '../../auth/key-check.js';
+import type { WireErrors } from '../../completions/completion.js';
+import { allowListsOf, isAllowed } from '../../completions/allowed-models.js';
+import { messagesErrors } from '../../wire/messages-output.js';
 
 /** Integer micro-USD back to the catalog's decimal USD; dividing by a power of ten prints exactly. */
 function usdPerMtok(microPerMtok: number | undefined): number {
