@@ -250,6 +250,41 @@ describe('UpstreamCredentials', () => {
     expect(await whoami((await store.headersFor('key-b', server))!)).toBe('bob');
   });
 
+  it('replaces a token the server rejected before its expiry, once for concurrent callers', async () => {
+    const store = credentials();
+    await authorize(store, 'key-a', 'alice');
+    const rejected = (await store.headersFor('key-a', server))!;
+    upstream.endAccessTokensOf('alice');
+    await expect(whoami(rejected)).rejects.toThrow();
+
+    upstream.refreshDelayMs = 100;
+    const replaced = await Promise.all(Array.from({ length: 5 }, () => store.headersAfterRejection('key-a', server, rejected)));
+    expect(upstream.refreshes()).toBe(1);
+    expect(new Set(replaced.map(tokenOf)).size).toBe(1);
+    expect(tokenOf(replaced[0])).not.toBe(tokenOf(rejected));
+    expect(await whoami(replaced[0]!)).toBe('alice');
+    // A late caller holding the same rejected headers gets the replacement, with no new refresh.
+    expect(await store.headersAfterRejection('key-a', server, rejected)).toEqual(replaced[0]);
+    expect(upstream.refreshes()).toBe(1);
+    expect(await store.headersFor('key-a', server)).toEqual(replaced[0]);
+  });
+
+  it('does not bring back a token revoked while its refresh was on the way', async () => {
+    const store = credentials();
+    await authorize(store, 'key-a', 'alice');
+    clock += 3_600_000;
+    upstream.refreshDelayMs = 500;
+    const refreshing = store.headersFor('key-a', server);
+    await eventually(() => upstream.tokenRequests.includes('refresh_token'), 'the refresh to reach the authorization server', 10_000);
+    await store.revoke('key-a', 'docs');
+    expect(await refreshing).toBeUndefined();
+    expect(await store.list('key-a')).toEqual([]);
+    expect(await store.headersFor('key-a', server)).toBeUndefined();
+    // What the refresh brought was revoked at the server too.
+    expect(upstream.refreshes()).toBe(1);
+    expect(upstream.revoked.length).toBeGreaterThanOrEqual(4);
+  });
+
   it('keeps the token when the authorization server fails, and says so without the token', async () => {
     const store = credentials();
     await authorize(store, 'key-a', 'alice');

@@ -122,6 +122,9 @@ const DISCOVERY_TTL_SECONDS = 3_600;
 // Deletes the lock only if this refresh still holds it: one that outlived its lock must not
 // release the next holder's.
 const RELEASE_LOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+// Stores a refreshed token only if the key still holds one for the server: a revoke that came
+// while the refresh was on its way is not undone by it.
+const REPLACE_TOKENS = "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return 1 end return 0";
 
 type Mode = { kind: 'start'; state: string } | { kind: 'complete'; codeVerifier: string } | { kind: 'refresh'; tokens: OAuthTokens };
 
@@ -136,6 +139,8 @@ class StoredSessionProvider implements OAuthClientProvider {
   generatedCodeVerifier?: string;
   /** The record saveTokens() stored. */
   saved?: TokenRecord;
+  /** A refreshed record saveTokens() did not store, the key's token having been revoked meanwhile. */
+  discarded?: TokenRecord;
   /** A failure of Redis under auth(): ours, not the authorization server's, so the caller rethrows it as it is. */
   storeFailure?: unknown;
   private client?: OAuthClientInformationMixed;
@@ -202,8 +207,9 @@ class StoredSessionProvider implements OAuthClientProvider {
       ...(tokens.expires_in !== undefined ? { expiresAtMs: this.store.now() + tokens.expires_in * 1000 } : {}),
       ...(this.client ? { client: this.client } : {}),
     };
-    await this.stored(() => this.store.writeTokens(this.keyId, this.server.id, record));
-    this.saved = record;
+    const written = await this.stored(() => this.store.writeTokens(this.keyId, this.server.id, record, { onlyReplace: this.mode.kind === 'refresh' }));
+    if (written) this.saved = record;
+    else this.discarded = record;
   }
 
   redirectToAuthorization(authorizationUrl: URL): void {
@@ -266,8 +272,14 @@ class CredentialStore {
     }
   }
 
-  async writeTokens(keyId: string, serverId: string, record: TokenRecord): Promise<void> {
-    await this.redis.hset(this.keys.tokens(keyId), serverId, seal(this.encryptionKey, JSON.stringify(record), ownerOf('token', keyId, serverId)));
+  /** Stores a key's tokens for a server; with `onlyReplace`, only over tokens still there. Resolves whether it stored them. */
+  async writeTokens(keyId: string, serverId: string, record: TokenRecord, options: { onlyReplace?: boolean } = {}): Promise<boolean> {
+    const blob = seal(this.encryptionKey, JSON.stringify(record), ownerOf('token', keyId, serverId));
+    if (!options.onlyReplace) {
+      await this.redis.hset(this.keys.tokens(keyId), serverId, blob);
+      return true;
+    }
+    return Number(await this.redis.eval(REPLACE_TOKENS, 1, this.keys.tokens(keyId), serverId, blob)) === 1;
   }
 
   async deleteTokens(keyId: string, serverId: string): Promise<void> {
@@ -416,28 +428,56 @@ export class UpstreamCredentials {
     // A token issued for another URL is never presented to this one (the operator moved the id).
     if (!record || record.serverUrl !== server.url) return undefined;
     if (isFresh(record, this.store.now())) return bearer(record);
-    if (!record.tokens.refresh_token) {
-      await this.store.deleteTokens(keyId, server.id);
-      return undefined;
-    }
-    const flight = JSON.stringify([keyId, server.id]);
+    return this.refreshOnce(keyId, server, record, (stored) => isFresh(stored, this.store.now()), '');
+  }
+
+  /**
+   * After the server answered 401 to `rejected` (the headers headersFor gave): the key's token,
+   * refreshed now if it is still the rejected one (the server revoked it before its expiry), or the
+   * one another call has put in its place meanwhile; undefined when there is none (as headersFor).
+   * Concurrent calls after one rejection refresh once.
+   */
+  async headersAfterRejection(keyId: string, server: UpstreamOAuthServer, rejected: Record<string, string>): Promise<Record<string, string> | undefined> {
+    validateServer(server);
+    const record = await this.store.readTokens(keyId, server.id);
+    if (!record || record.serverUrl !== server.url) return undefined;
+    const rejectedAuthorization = rejected.Authorization ?? rejected.authorization ?? '';
+    const replaced = (stored: TokenRecord) => isFresh(stored, this.store.now()) && bearer(stored).Authorization !== rejectedAuthorization;
+    if (replaced(record)) return bearer(record);
+    return this.refreshOnce(keyId, server, record, replaced, sha256Hex(rejectedAuthorization));
+  }
+
+  /** One refresh per key, server and reason in this process; callers meanwhile share its result. */
+  private refreshOnce(
+    keyId: string,
+    server: UpstreamOAuthServer,
+    record: TokenRecord,
+    usable: (stored: TokenRecord) => boolean,
+    reason: string,
+  ): Promise<Record<string, string> | undefined> {
+    if (!record.tokens.refresh_token) return this.store.deleteTokens(keyId, server.id).then(() => undefined);
+    const flight = JSON.stringify([keyId, server.id, reason]);
     let refresh = this.refreshing.get(flight);
     if (!refresh) {
-      refresh = this.refreshAcrossReplicas(keyId, server).finally(() => this.refreshing.delete(flight));
+      refresh = this.refreshAcrossReplicas(keyId, server, usable).finally(() => this.refreshing.delete(flight));
       this.refreshing.set(flight, refresh);
     }
     return refresh;
   }
 
   /** Refreshes under a Redis lock, or waits for the replica that holds it and reads its result. */
-  private async refreshAcrossReplicas(keyId: string, server: UpstreamOAuthServer): Promise<Record<string, string> | undefined> {
+  private async refreshAcrossReplicas(
+    keyId: string,
+    server: UpstreamOAuthServer,
+    usable: (stored: TokenRecord) => boolean,
+  ): Promise<Record<string, string> | undefined> {
     const lock = this.store.keys.refreshLock(keyId, server.id);
     const owner = randomBytes(16).toString('hex');
     const deadline = Date.now() + REFRESH_LOCK_MS;
     for (;;) {
       if ((await this.store.redis.set(lock, owner, 'PX', REFRESH_LOCK_MS, 'NX')) === 'OK') {
         try {
-          return await this.refreshHoldingLock(keyId, server);
+          return await this.refreshHoldingLock(keyId, server, usable);
         } finally {
           await this.store.redis.eval(RELEASE_LOCK, 1, lock, owner);
         }
@@ -445,17 +485,21 @@ export class UpstreamCredentials {
       await new Promise((resolve) => setTimeout(resolve, REFRESH_POLL_MS));
       const record = await this.store.readTokens(keyId, server.id);
       if (!record || record.serverUrl !== server.url) return undefined;
-      if (isFresh(record, this.store.now())) return bearer(record);
+      if (usable(record)) return bearer(record);
       if (Date.now() > deadline)
         throw new UpstreamOAuthError('upstream_unavailable', `the token refresh for the MCP server "${server.id}" did not finish in time`);
     }
   }
 
-  private async refreshHoldingLock(keyId: string, server: UpstreamOAuthServer): Promise<Record<string, string> | undefined> {
+  private async refreshHoldingLock(
+    keyId: string,
+    server: UpstreamOAuthServer,
+    usable: (stored: TokenRecord) => boolean,
+  ): Promise<Record<string, string> | undefined> {
     // Another replica may have refreshed between our read and our lock.
     const record = await this.store.readTokens(keyId, server.id);
     if (!record || record.serverUrl !== server.url) return undefined;
-    if (isFresh(record, this.store.now())) return bearer(record);
+    if (usable(record)) return bearer(record);
     if (!record.tokens.refresh_token) {
       await this.store.deleteTokens(keyId, server.id);
       return undefined;
@@ -474,6 +518,11 @@ export class UpstreamCredentials {
       return undefined;
     }
     if (result === 'AUTHORIZED' && provider.saved) return bearer(provider.saved);
+    if (provider.discarded) {
+      // Revoked while the refresh was on its way: what it brought is revoked too.
+      await this.revokeUpstream(server.id, provider.discarded).catch(() => undefined);
+      return undefined;
+    }
     // auth() fell through to a new authorization: the refresh was refused, or failed on the way.
     if (observed.failed()) {
       throw new UpstreamOAuthError('upstream_unavailable', `the authorization server of the MCP server "${server.id}" could not refresh the token`);

@@ -64,6 +64,8 @@ export interface FakeOAuthMcpServer {
   userOf(accessToken: string): string | undefined;
   /** Ends every grant of a user at the server (as a user removing the app would): its tokens stop working and refresh fails. */
   endGrantsOf(user: string): void;
+  /** Ends a user's access tokens before their expiry (as a server revoking sessions does); their refresh tokens still work. */
+  endAccessTokensOf(user: string): void;
   /** Lifetime of the access tokens issued next, in seconds. */
   accessTokenSeconds: number;
   /** Delay of each refresh_token answer, so that concurrent refreshes would overlap. */
@@ -135,6 +137,9 @@ export async function startFakeOAuthMcpServer(): Promise<FakeOAuthMcpServer> {
     endGrantsOf(user) {
       for (const [value, grant] of accessTokens) if (grant.user === user) accessTokens.delete(value);
       for (const [value, grant] of refreshTokens) if (grant.user === user) refreshTokens.delete(value);
+    },
+    endAccessTokensOf(user) {
+      for (const [value, grant] of accessTokens) if (grant.user === user) accessTokens.delete(value);
     },
     accessTokenSeconds: 3_600,
     refreshDelayMs: 0,
