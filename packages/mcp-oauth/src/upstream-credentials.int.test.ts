@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createLogger } from '@gateway/logger';
 import { createRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
-import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
+import { eventually, hasRedisServer, type RedisCluster, redisUrl, startRedisCluster, startTcpProxy } from '@gateway/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -336,6 +336,43 @@ describe('UpstreamCredentials', () => {
     const closed = await startFakeOAuthMcpServer();
     await closed.close();
     expect((await rejection(store.authorizationUrl('key-a', { id: 'gone', url: closed.mcpUrl }))).reason).toBe('upstream_unavailable');
+  });
+});
+
+describe.runIf(hasRedisServer())('UpstreamCredentials on a Redis Cluster', () => {
+  let cluster: RedisCluster | undefined;
+  let client: RedisClient | undefined;
+
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('runs the flow, the collapsed refresh and revocation with each key’s data in its slot', async () => {
+    cluster = await startRedisCluster({ masters: 3, replicas: 0 });
+    const connected = createRedis(cluster.url, logger);
+    client = connected;
+    await eventually(() => connected.status === 'ready', 'the cluster client ready', 20_000);
+    const replicas = [0, 1].map(() => new UpstreamCredentials({ redis: connected, prefix, encryptionKey: KEY, redirectUri: REDIRECT_URI, now: () => clock }));
+    const keyIds = ['key-a', 'key-b', 'key-c', 'key-d'];
+    for (const [index, keyId] of keyIds.entries()) await authorize(replicas[index % 2]!, keyId, `user-${index}`);
+    const keys = upstreamCredentialKeys(prefix);
+    // The keys' data is spread over the masters, and each key's token and refresh lock share one.
+    expect(new Set(keyIds.map((keyId) => cluster!.masterOf(keys.tokens(keyId)).port)).size).toBeGreaterThan(1);
+    for (const keyId of keyIds) expect(cluster.masterOf(keys.refreshLock(keyId, 'docs')).port).toBe(cluster.masterOf(keys.tokens(keyId)).port);
+
+    upstream.refreshDelayMs = 200;
+    clock += 3_600_000;
+    const results = await Promise.all(Array.from({ length: 20 }, (_, index) => replicas[index % 2]!.headersFor(keyIds[index % 4]!, server)));
+    expect(upstream.refreshes()).toBe(4);
+    for (const index of keyIds.keys()) {
+      const forKey = results.filter((_, call) => call % 4 === index).map(tokenOf);
+      expect(new Set(forKey).size).toBe(1);
+      expect(upstream.userOf(forKey[0]!)).toBe(`user-${index}`);
+    }
+    await replicas[1]!.revoke('key-c', 'docs');
+    expect(await replicas[0]!.list('key-c')).toEqual([]);
+    expect(await replicas[0]!.list('key-d')).toEqual([{ serverId: 'docs', expiresAtMs: clock + 3_600_000 }]);
   });
 });
 
