@@ -290,11 +290,13 @@ describe('UpstreamCredentials', () => {
     await authorize(store, 'key-a', 'alice');
     const token = tokenOf(await store.headersFor('key-a', server));
     clock += 3_600_000;
-    upstream.tokenFailureStatus = 503;
-    const failure = await rejection(store.headersFor('key-a', server));
-    expect(failure.reason).toBe('upstream_unavailable');
-    expect(`${failure.message} ${failure.stack}`).not.toContain(token);
-    expect(await store.list('key-a')).toHaveLength(1);
+    for (const status of [503, 429]) {
+      upstream.tokenFailureStatus = status;
+      const failure = await rejection(store.headersFor('key-a', server));
+      expect(failure.reason).toBe('upstream_unavailable');
+      expect(`${failure.message} ${failure.stack}`).not.toContain(token);
+      expect(await store.list('key-a')).toHaveLength(1);
+    }
 
     upstream.tokenFailureStatus = undefined;
     expect(await whoami((await store.headersFor('key-a', server))!)).toBe('alice');

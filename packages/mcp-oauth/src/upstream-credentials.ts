@@ -369,14 +369,15 @@ function oauthCode(error: unknown): string | undefined {
 
 /**
  * A fetch that times requests out and notes whether the authorization server failed rather than
- * refused (unreachable, 5xx): a failure keeps the stored token, a refusal removes it.
+ * refused (unreachable, 5xx, 429): a failure keeps the stored token, a refusal removes it.
  */
 function observedFetch(base: typeof fetch, timeoutMs: number): { fetch: typeof fetch; failed: () => boolean } {
   let failed = false;
   const observed = (async (input: string | URL | Request, init?: RequestInit) => {
     try {
       const response = await base(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
-      if (response.status >= 500) failed = true;
+      // Too many requests is the server's state, not a verdict on the token.
+      if (response.status >= 500 || response.status === 429) failed = true;
       return response;
     } catch (error) {
       failed = true;
