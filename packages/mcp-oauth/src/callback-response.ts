@@ -6,10 +6,12 @@
  */
 import { UpstreamOAuthError, type UpstreamOAuthErrorReason, type UpstreamCredentials } from './upstream-credentials.js';
 
-/** What to send back: status, content type and body. */
+/** What to send back: status, headers (content type among them) and body. */
 export interface CallbackResponse {
   status: number;
   contentType: string;
+  /** Every header to send: the content type, and that the answer is not cached, leaks no referrer and runs nothing. */
+  headers: Record<string, string>;
   body: string;
   /** The key and server the tokens were stored for, when the flow completed (for the caller's log and audit). */
   completed?: { keyId: string; serverId: string };
@@ -34,6 +36,23 @@ function queryValue(value: unknown): string | undefined {
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
+}
+
+const HTML = 'text/html; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * The callback's URL holds a code and a state: the answer is never cached, sends no referrer, and
+ * its page loads and runs nothing (only its inline style applies).
+ */
+function headersOf(contentType: string): Record<string, string> {
+  return {
+    'content-type': contentType,
+    'cache-control': 'no-store',
+    'referrer-policy': 'no-referrer',
+    'x-content-type-options': 'nosniff',
+    ...(contentType === HTML ? { 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'" } : {}),
+  };
 }
 
 function page(title: string, message: string): string {
@@ -69,17 +88,18 @@ export async function oauthCallbackResponse(
       status: 200,
       completed,
       ...(html
-        ? { contentType: 'text/html; charset=utf-8', body: page('Authorized', message) }
-        : { contentType: 'application/json; charset=utf-8', body: JSON.stringify({ status: 'authorized', server: completed.serverId }) }),
+        ? { contentType: HTML, headers: headersOf(HTML), body: page('Authorized', message) }
+        : { contentType: JSON_TYPE, headers: headersOf(JSON_TYPE), body: JSON.stringify({ status: 'authorized', server: completed.serverId }) }),
     };
   } catch (failure) {
     if (!(failure instanceof UpstreamOAuthError)) throw failure;
     const status = STATUS[failure.reason];
     return html
-      ? { status, contentType: 'text/html; charset=utf-8', body: page('Authorization failed', `${failure.message}. Start again from your client.`) }
+      ? { status, contentType: HTML, headers: headersOf(HTML), body: page('Authorization failed', `${failure.message}. Start again from your client.`) }
       : {
           status,
-          contentType: 'application/json; charset=utf-8',
+          contentType: JSON_TYPE,
+          headers: headersOf(JSON_TYPE),
           body: JSON.stringify({ error: { message: failure.message, type: 'oauth_error', param: null, code: failure.oauthError ?? failure.reason } }),
         };
   }

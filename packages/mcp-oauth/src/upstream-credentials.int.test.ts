@@ -409,6 +409,8 @@ describe('oauthCallbackResponse', () => {
     const callback = await consent(await store.authorizationUrl('key-a', server), 'alice');
     const page = await oauthCallbackResponse(store, callback, 'text/html,application/xhtml+xml');
     expect(page).toMatchObject({ status: 200, contentType: 'text/html; charset=utf-8', completed: { keyId: 'key-a', serverId: 'docs' } });
+    expect(page.headers).toMatchObject({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'");
     expect(page.body).toContain('Authorized');
     expect(page.body).toContain('&#34;docs&#34;');
     expect(page.body).not.toContain(callback.code!);
