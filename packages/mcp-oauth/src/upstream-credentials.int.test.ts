@@ -274,10 +274,14 @@ describe('UpstreamCredentials', () => {
     const store = credentials();
     await authorize(store, 'key-a', 'alice');
     clock += 3_600_000;
-    upstream.refreshDelayMs = 500;
+    let release = () => {};
+    upstream.refreshGate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const refreshing = store.headersFor('key-a', server);
     await eventually(() => upstream.tokenRequests.includes('refresh_token'), 'the refresh to reach the authorization server', 10_000);
     await store.revoke('key-a', 'docs');
+    release();
     expect(await refreshing).toBeUndefined();
     expect(await store.list('key-a')).toEqual([]);
     expect(await store.headersFor('key-a', server)).toBeUndefined();

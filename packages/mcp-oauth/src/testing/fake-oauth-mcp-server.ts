@@ -70,6 +70,8 @@ export interface FakeOAuthMcpServer {
   accessTokenSeconds: number;
   /** Delay of each refresh_token answer, so that concurrent refreshes would overlap. */
   refreshDelayMs: number;
+  /** While set, refresh_token answers wait for it (after the presented token is spent): a refresh held on its way. */
+  refreshGate?: Promise<void>;
   /** The status /token answers with instead of working, until cleared (a failing server). */
   tokenFailureStatus?: number;
   close(): Promise<void>;
@@ -277,6 +279,7 @@ export async function startFakeOAuthMcpServer(): Promise<FakeOAuthMcpServer> {
           refreshTokens.delete(presented);
           accessTokens.delete(grant.accessToken);
           if (fake.refreshDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, fake.refreshDelayMs));
+          if (fake.refreshGate) await fake.refreshGate;
           refreshed += 1;
           return json(response, 200, issue({ user: grant.user, clientId: grant.clientId, scope: grant.scope }));
         }
