@@ -3,9 +3,9 @@
  * request on behalf of a key, the pool asks `headersFor(keyId, server)` for the headers (an
  * Authorization bearer) to send, so that a refreshed token is used as soon as it exists. The
  * gateway's MCP OAuth library (@gateway/mcp-oauth: authorization code with PKCE per key) implements
- * it with this same shape; until it is wired in (createServer's `credentials`), every such server
- * answers a JSON-RPC error saying so. When a key has no token yet, `authorizationUrl` gives the URL
- * its user opens to grant one, which the error carries.
+ * it with this same shape, and main.ts passes it in when MCP_OAUTH_REDIRECT_URL is set; without
+ * it, every such server answers a JSON-RPC error saying so. When a key has no token yet,
+ * `authorizationUrl` gives the URL its user opens to grant one, which the error carries.
  */
 
 /** An upstream server as the credentials provider sees it. */
@@ -25,6 +25,17 @@ export interface UpstreamCredentials {
   headersFor(keyId: string, server: UpstreamOAuthServer): Promise<Record<string, string> | undefined>;
   /** The URL the key's user opens to authorize the gateway at this server. */
   authorizationUrl?(keyId: string, server: UpstreamOAuthServer): Promise<URL>;
+  /**
+   * After the server answered 401 to `rejected` (what headersFor gave): the headers to retry with
+   * once (a refreshed token), or undefined when the key must authorize again.
+   */
+  headersAfterRejection?(keyId: string, server: UpstreamOAuthServer, rejected: Record<string, string>): Promise<Record<string, string> | undefined>;
+  /** The OAuth callback: stores the tokens for the key the state was issued to. */
+  complete?(query: { code?: string; state?: string; error?: string }): Promise<{ keyId: string; serverId: string }>;
+  /** Removes the key's token for the server and revokes it at its authorization server. */
+  revoke?(keyId: string, serverId: string): Promise<void>;
+  /** The servers the key holds a token for. */
+  list?(keyId: string): Promise<Array<{ serverId: string; expiresAtMs?: number }>>;
 }
 
 /** Thrown when a key has no usable credentials for a server; its message is what the client is shown. */
@@ -49,6 +60,11 @@ export const NO_UPSTREAM_CREDENTIALS: UpstreamCredentials = {
 export async function oauthHeaders(credentials: UpstreamCredentials, keyId: string, server: UpstreamOAuthServer): Promise<Record<string, string>> {
   const headers = await credentials.headersFor(keyId, server);
   if (headers) return headers;
+  return authorizationNeeded(credentials, keyId, server);
+}
+
+/** Throws the CredentialsUnavailableError that tells the key's user where to authorize (or that the gateway cannot). */
+export async function authorizationNeeded(credentials: UpstreamCredentials, keyId: string, server: UpstreamOAuthServer): Promise<never> {
   if (!credentials.authorizationUrl)
     throw new CredentialsUnavailableError(
       `The MCP server \`${server.id}\` needs per-user OAuth authorization, which this gateway does not offer yet. Ask your administrator.`,
