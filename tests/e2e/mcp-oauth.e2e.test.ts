@@ -9,6 +9,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type FakeOAuthMcpServer, startFakeOAuthMcpServer } from '@gateway/mcp-oauth/testing';
+import { connectRedis, keysMatching, type RedisClient } from '@gateway/redis';
 import { eventually } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from './cluster.js';
@@ -20,6 +21,7 @@ const NEEDS_AUTHORIZATION = /The MCP server `linear` needs your authorization: o
 let cluster: Cluster;
 let origin: string;
 let upstream: FakeOAuthMcpServer;
+let redis: RedisClient;
 const clients: Client[] = [];
 
 async function admin(method: string, path: string, body?: unknown): Promise<Response> {
@@ -41,6 +43,15 @@ async function connect(secret: string): Promise<Client> {
   await client.connect(new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
   clients.push(client);
   return client;
+}
+
+async function toolNames(client: Client): Promise<string[]> {
+  return (await client.listTools()).tools.map((tool) => tool.name).sort();
+}
+
+/** The pending authorizations (sign-ins started, not completed) in the MCP service's Redis. */
+async function pendingAuthorizations(): Promise<number> {
+  return (await keysMatching(redis, `${cluster.env.MCP_REDIS_PREFIX}oauth:state:*`)).length;
 }
 
 async function whoami(client: Client): Promise<string> {
@@ -88,12 +99,14 @@ beforeAll(async () => {
   upstream = await startFakeOAuthMcpServer();
   cluster = await startCluster({ mcp: true, mcpOAuth: true, env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200' } });
   origin = new URL(cluster.baseUrl).origin;
+  redis = await connectRedis(cluster.redisUrl);
   const put = await admin('PUT', '/admin/v1/mcp-servers/linear', { url: upstream.mcpUrl, auth: { type: 'oauth' } });
   expect(put.status, await put.text()).toBe(200);
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+  await redis?.quit();
   await cluster?.stop();
   await upstream?.close();
 });
@@ -121,6 +134,8 @@ describe('per-key OAuth to an upstream MCP server', () => {
 
     expect(await whoami(clientA)).toBe('alice');
     expect(upstream.calls.at(-1)?.user).toBe('alice');
+
+    expect(await toolNames(clientA)).toEqual(['linear__whoami']);
 
     // B is still asked to sign in: alice's token is never used for B, nothing reaches the server.
     const callsBefore = upstream.calls.length;
@@ -155,6 +170,21 @@ describe('per-key OAuth to an upstream MCP server', () => {
     const twice = await fetch(`${origin}/mcp/oauth/linear`, { method: 'DELETE', headers: { authorization: `Bearer ${secretA}` } });
     expect(await twice.json()).toMatchObject({ revoked: false });
     expect((await fetch(`${origin}/mcp/oauth/linear`, { method: 'DELETE' })).status).toBe(401);
+  }, 120_000);
+
+  it('lists a sign-in tool for a key without a token, and only a tools/call starts a sign-in', async () => {
+    const client = await connect(await createKey());
+    await firstAuthorizationUrl(client);
+    const pending = await pendingAuthorizations();
+    // Listing starts nothing (it is not counted against the key's limits): the sign-in tool stands
+    // in for the server's tools, and calling it answers the link.
+    for (let index = 0; index < 3; index++) expect(await toolNames(client)).toEqual(['linear__sign_in']);
+    expect(await pendingAuthorizations()).toBe(pending);
+    const url = await authorizationUrl(client);
+    expect(await pendingAuthorizations()).toBe(pending + 1);
+    expect((await signIn(url, 'erin')).callback.status).toBe(200);
+    expect(await toolNames(client)).toEqual(['linear__whoami']);
+    expect(await whoami(client)).toBe('erin');
   }, 120_000);
 
   it('refreshes once a token the server rejects before its expiry, and the call goes through', async () => {

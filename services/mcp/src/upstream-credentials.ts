@@ -46,6 +46,21 @@ export class CredentialsUnavailableError extends Error {
   }
 }
 
+/**
+ * A key has no token for the server, found while listing or on a session already open: no
+ * authorization was started (each start stores a pending authorization, so only a tools/call, which
+ * the key's limits count, starts one: see Aggregator).
+ */
+export class SignInRequiredError extends CredentialsUnavailableError {
+  constructor(readonly server: string) {
+    super(`The MCP server \`${server}\` needs your authorization: call its tool \`${server}__${SIGN_IN_TOOL}\` for the link.`);
+    this.name = 'SignInRequiredError';
+  }
+}
+
+/** The tool listed, for a key without a token, in place of an OAuth server's tools: calling it answers the sign-in link. */
+export const SIGN_IN_TOOL = 'sign_in';
+
 /** The credentials of a gateway without the MCP OAuth library: none, for every key and server. */
 export const NO_UPSTREAM_CREDENTIALS: UpstreamCredentials = {
   async headersFor(): Promise<undefined> {
@@ -54,12 +69,14 @@ export const NO_UPSTREAM_CREDENTIALS: UpstreamCredentials = {
 };
 
 /**
- * The headers of a key's request to an OAuth-protected server, or CredentialsUnavailableError
- * saying what to do: open the authorization URL, or (no provider) that the gateway does not offer it.
+ * The headers of a key's request to an OAuth-protected server, or CredentialsUnavailableError:
+ * SignInRequiredError (nothing started: see authorizationNeeded), or (no provider) that the gateway
+ * does not offer it.
  */
 export async function oauthHeaders(credentials: UpstreamCredentials, keyId: string, server: UpstreamOAuthServer): Promise<Record<string, string>> {
   const headers = await credentials.headersFor(keyId, server);
   if (headers) return headers;
+  if (credentials.authorizationUrl) throw new SignInRequiredError(server.id);
   return authorizationNeeded(credentials, keyId, server);
 }
 
