@@ -94,6 +94,9 @@ fi
 export MCP_SECRETS_KEY
 # The edge serves /mcp through the MCP service started here.
 export MCP_SERVICE_ADDR="${MCP_SERVICE_ADDR:-127.0.0.1:50057}"
+# Per-key OAuth to upstream MCP servers: the callback is this edge's (its tokens sealed with a key
+# derived from MCP_SECRETS_KEY unless MCP_CREDENTIALS_KEY is set).
+export MCP_OAUTH_REDIRECT_URL="${MCP_OAUTH_REDIRECT_URL:-http://127.0.0.1:$EDGE_PORT/mcp/oauth/callback}"
 export GATEWAY_BOOTSTRAP_PLAN="${GATEWAY_BOOTSTRAP_PLAN:-pro}"
 export EDGE_PORT LOG_LEVEL="${LOG_LEVEL:-info}"
 

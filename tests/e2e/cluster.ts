@@ -61,6 +61,12 @@ export interface ClusterOptions {
    * a secrets key of the cluster's own.
    */
   mcp?: boolean;
+  /**
+   * With `mcp`: per-key OAuth for `auth: oauth` upstream servers, tokens sealed under a key of the
+   * cluster's own (MCP_CREDENTIALS_KEY) and the callback at this cluster's edge
+   * (MCP_OAUTH_REDIRECT_URL).
+   */
+  mcpOAuth?: boolean;
 }
 
 /** Starts the cluster and resolves once every service's /readyz is green. */
@@ -132,6 +138,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           // The cluster's own upstream servers and sessions, apart from other clusters on this Redis.
           MCP_REDIS_PREFIX: `mcp:e2e-${randomBytes(4).toString('hex')}:`,
           MCP_SECRETS_KEY: randomBytes(32).toString('base64'),
+          ...(options.mcpOAuth && {
+            MCP_CREDENTIALS_KEY: randomBytes(32).toString('base64'),
+            MCP_OAUTH_REDIRECT_URL: `http://127.0.0.1:${ports.edge}/mcp/oauth/callback`,
+          }),
         }
       : {}),
     ...options.env,

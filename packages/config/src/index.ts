@@ -7,7 +7,14 @@ import { envSchema } from 'env-schema';
 import type { Static, TObject } from '@sinclair/typebox';
 
 export { Type } from '@sinclair/typebox';
-export { configReloadVariable, grpcConnectionAgeVariables, logLevelVariable, redisVariables, usageStreamVariables } from './shared-variables.js';
+export {
+  configReloadVariable,
+  grpcConnectionAgeVariables,
+  logLevelVariable,
+  mcpCredentialsVariables,
+  redisVariables,
+  usageStreamVariables,
+} from './shared-variables.js';
 export {
   DEFAULT_RELOAD_INTERVAL_MS,
   ReloadableFile,

@@ -109,3 +109,25 @@ export function grpcConnectionAgeVariables() {
     }),
   };
 }
+
+/**
+ * MCP_CREDENTIALS_KEY and MCP_OAUTH_REDIRECT_URL: per-key OAuth to upstream MCP servers
+ * (@gateway/mcp-oauth), read alike by whoever starts a flow (the MCP service) and whoever takes
+ * its callback, since both seal and open the same pending authorizations and tokens.
+ */
+export function mcpCredentialsVariables() {
+  return {
+    MCP_CREDENTIALS_KEY: Type.String({
+      description:
+        "The key (32 bytes, base64) sealing each gateway key's OAuth tokens for upstream MCP servers in Redis (AES-256-GCM); the same on every replica. Empty: MCP servers that need OAuth are refused. Changing it makes every user sign in again. Generate one with `openssl rand -base64 32`.",
+      pattern: '^([A-Za-z0-9+/]{43}=)?$',
+      default: '',
+    }),
+    MCP_OAUTH_REDIRECT_URL: Type.String({
+      description:
+        "The gateway's public OAuth callback for upstream MCP servers, ending in /mcp/oauth/callback (https://gateway.example.com/mcp/oauth/callback): where their authorization servers send each user back.",
+      pattern: '^(https?://[^/?#]+/(.*/)?mcp/oauth/callback)?$',
+      default: '',
+    }),
+  };
+}

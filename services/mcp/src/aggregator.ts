@@ -17,12 +17,13 @@ import {
   ReadResourceRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCRequest,
+  type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '@gateway/logger';
 import type { ClientSessions } from './client-sessions.js';
 import type { ServerRegistry, UpstreamServer } from './server-registry.js';
 import { namespaced, splitNamespaced, ToolPermissions } from './tool-permissions.js';
-import { CredentialsUnavailableError } from './upstream-credentials.js';
+import { CredentialsUnavailableError, SIGN_IN_TOOL, SignInRequiredError } from './upstream-credentials.js';
 import type { UpstreamPool } from './upstream-pool.js';
 
 /** Who sends a message. */
@@ -98,6 +99,15 @@ function errorJson(id: Id, code: number, message: string): string {
 
 function resultJson(id: Id, result: unknown): string {
   return JSON.stringify({ jsonrpc: '2.0', id, result });
+}
+
+/** The tool listed in place of an OAuth server's tools for a key without a token; calling it answers the sign-in link. */
+function signInTool(server: string): Tool {
+  return {
+    name: SIGN_IN_TOOL,
+    description: `Sign in to the MCP server "${server}" to use its tools: calling this answers the link to open, then list the tools again.`,
+    inputSchema: { type: 'object', properties: {} },
+  };
 }
 
 /** The aggregated server. */
@@ -216,12 +226,16 @@ export class Aggregator {
   }
 
   /** Each visible server's list, leaving out (and logging) a server that fails to answer. */
-  private async gather<T>(servers: UpstreamServer[], read: (server: UpstreamServer) => Promise<T[]>): Promise<{ server: UpstreamServer; items: T[] }[]> {
+  private async gather<T>(
+    servers: UpstreamServer[],
+    read: (server: UpstreamServer) => Promise<T[]>,
+  ): Promise<{ server: UpstreamServer; items: T[]; signIn?: boolean }[]> {
     return Promise.all(
       servers.map(async (server) => {
         try {
           return { server, items: await read(server) };
         } catch (error) {
+          if (error instanceof SignInRequiredError) return { server, items: [], signIn: true };
           // A server needing per-user credentials the key lacks is left out quietly: that is expected.
           if (!(error instanceof CredentialsUnavailableError))
             this.deps.logger.warn({ server: server.name, err: error instanceof Error ? error.message : String(error) }, 'an MCP server could not be listed');
@@ -244,8 +258,10 @@ export class Aggregator {
         return {};
       case 'tools/list': {
         const lists = await this.gather(this.visibleServers(permissions), (server) => pool.tools(server, keyId));
-        const tools = lists.flatMap(({ server, items }) =>
-          items.map((tool) => ({ ...tool, name: namespaced(server.name, tool.name) })).filter((tool) => permissions.allows(tool.name)),
+        const tools = lists.flatMap(({ server, items, signIn }) =>
+          (signIn ? [signInTool(server.name)] : items)
+            .map((tool) => ({ ...tool, name: namespaced(server.name, tool.name) }))
+            .filter((tool) => permissions.allows(tool.name)),
         );
         return { tools };
       }
@@ -267,7 +283,11 @@ export class Aggregator {
               ...options,
               maxTotalTimeout: this.deps.timeoutMs,
             }),
-          );
+          ).catch((error: unknown) => {
+            // A key without a token: this counted call starts its sign-in, and the error carries the link.
+            if (error instanceof SignInRequiredError) return pool.signIn(server, keyId);
+            throw error;
+          });
           if (result.isError === true) Object.assign(outcome.toolCall, { failed: true, errorCode: 'tool_error' });
           return result;
         } finally {

@@ -49,7 +49,8 @@ export function createServer(deps: McpDependencies): McpApp {
     intervalMs: deps.reloadIntervalMs,
     logger: deps.logger,
   });
-  const pool = new UpstreamPool({ credentials: deps.credentials ?? NO_UPSTREAM_CREDENTIALS, logger: deps.logger, timeoutMs: deps.timeoutMs });
+  const credentials = deps.credentials ?? NO_UPSTREAM_CREDENTIALS;
+  const pool = new UpstreamPool({ credentials, logger: deps.logger, timeoutMs: deps.timeoutMs });
   servers.onChange((current) => pool.sync(current));
   const sessions = new ClientSessions(deps.redis, { prefix: deps.prefix, ttlSeconds: deps.sessionTtlSeconds });
   const aggregator = new Aggregator({
@@ -60,7 +61,16 @@ export function createServer(deps: McpDependencies): McpApp {
     maxResponseBytes: deps.maxResponseBytes,
     timeoutMs: deps.timeoutMs,
   });
-  const service = createMcpService({ aggregator, registry: servers, pool, sessions, logger: deps.logger, metrics: deps.registry, tracing: deps.tracing });
+  const service = createMcpService({
+    aggregator,
+    registry: servers,
+    pool,
+    sessions,
+    credentials,
+    logger: deps.logger,
+    metrics: deps.registry,
+    tracing: deps.tracing,
+  });
   const server = createGatewayServer(
     [{ name: 'gateway.mcp.v1.McpService', definition: loadGatewayGrpc().gateway.mcp.v1.McpService.service, handlers: service.handlers }],
     connectionAgeOptions(deps.connectionAge),

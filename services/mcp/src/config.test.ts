@@ -22,6 +22,14 @@ describe('loadMcpConfig', () => {
     expect(loadMcpConfig({ MCP_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }).MCP_SECRETS_KEY).toHaveLength(44);
   });
 
+  it('refuses an OAuth key or callback URL of the wrong shape, naming the variable', () => {
+    expect(() => loadMcpConfig({ MCP_CREDENTIALS_KEY: 'not-a-key' })).toThrow(/MCP_CREDENTIALS_KEY/);
+    expect(() => loadMcpConfig({ MCP_OAUTH_REDIRECT_URL: 'https://gateway.example.com/callback' })).toThrow(/MCP_OAUTH_REDIRECT_URL/);
+    expect(loadMcpConfig({ MCP_OAUTH_REDIRECT_URL: 'https://gateway.example.com/mcp/oauth/callback' }).MCP_OAUTH_REDIRECT_URL).toBe(
+      'https://gateway.example.com/mcp/oauth/callback',
+    );
+  });
+
   it('is what .env.example lists', () => {
     expect(serviceEnvExampleProblems(McpConfigSchema, new URL('..', import.meta.url))).toEqual([]);
   });

@@ -1,5 +1,8 @@
-import { grpcConnectionAgeVariables, loadConfig, logLevelVariable, redisVariables, Type, type Static } from '@gateway/config';
+import { grpcConnectionAgeVariables, loadConfig, logLevelVariable, mcpCredentialsVariables, redisVariables, Type, type Static } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
+
+/** The shared declarations of the OAuth variables; the MCP service says what its empty values do. */
+const oauthVariables = mcpCredentialsVariables();
 
 /** Every environment variable of the MCP service; .env.example documents each. */
 export const McpConfigSchema = Type.Object({
@@ -19,6 +22,18 @@ export const McpConfigSchema = Type.Object({
     description:
       'The key (32 bytes, base64) the static headers of upstream MCP servers (their API keys) are encrypted with in Redis (AES-256-GCM); the same on every replica. Empty: servers with headers are refused. Generate one with `openssl rand -base64 32`.',
     pattern: '^([A-Za-z0-9+/]{43}=)?$',
+    default: '',
+  }),
+  MCP_CREDENTIALS_KEY: Type.String({
+    description:
+      "The key (32 bytes, base64) sealing each gateway key's OAuth tokens for upstream MCP servers in Redis (AES-256-GCM); the same on every replica. Empty: a key derived from MCP_SECRETS_KEY (HKDF-SHA256) is used, and with neither, MCP servers that need OAuth are refused. Changing it makes every user sign in again. Generate one with `openssl rand -base64 32`.",
+    pattern: oauthVariables.MCP_CREDENTIALS_KEY.pattern,
+    default: '',
+  }),
+  MCP_OAUTH_REDIRECT_URL: Type.String({
+    description:
+      "The gateway's public OAuth callback for upstream MCP servers, ending in /mcp/oauth/callback (https://gateway.example.com/mcp/oauth/callback, served by the edge): where their authorization servers send each user back. Empty: MCP servers that need OAuth are refused.",
+    pattern: oauthVariables.MCP_OAUTH_REDIRECT_URL.pattern,
     default: '',
   }),
   MCP_RELOAD_INTERVAL_MS: Type.Integer({

@@ -3,6 +3,7 @@ import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } fr
 import { createRedis } from '@gateway/redis';
 import { createServer } from './app.js';
 import { loadMcpConfig } from './config.js';
+import { createOAuthCredentials } from './oauth-credentials.js';
 
 /**
  * Runs the MCP service: config, Redis, the upstream registry (read now, then polled), the gRPC
@@ -14,6 +15,7 @@ async function main(): Promise<void> {
   const registry = createRegistry('mcp');
   const redis = createRedis(config.REDIS_URL, logger);
   const tracing = startTracing('mcp');
+  const credentials = createOAuthCredentials(config, redis);
   const app = createServer({
     redis,
     logger,
@@ -24,6 +26,7 @@ async function main(): Promise<void> {
     timeoutMs: config.MCP_TOOL_CALL_TIMEOUT_MS,
     maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES,
     sessionTtlSeconds: config.MCP_SESSION_TTL_SECONDS,
+    ...(credentials && { credentials }),
     connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
     tracing,
   });
@@ -32,7 +35,10 @@ async function main(): Promise<void> {
   await app.servers.start();
   const port = await app.server.listen(config.MCP_LISTEN_ADDR);
   const metrics = await startMetricsServer(registry, config.MCP_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && redis.status === 'ready');
-  logger.info({ address: config.MCP_LISTEN_ADDR, port, metrics_port: metrics.port, servers: [...app.servers.current.keys()] }, 'mcp listening');
+  logger.info(
+    { address: config.MCP_LISTEN_ADDR, port, metrics_port: metrics.port, servers: [...app.servers.current.keys()], oauth: credentials !== undefined },
+    'mcp listening',
+  );
   const lifecycle = onShutdownSignal(logger, config.MCP_SHUTDOWN_GRACE_MS + 5_000, async () => {
     await app.server.shutdown(config.MCP_SHUTDOWN_GRACE_MS);
     await metrics.close();

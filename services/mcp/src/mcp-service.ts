@@ -1,14 +1,19 @@
 /**
  * The McpService handlers: Handle answers one JSON-RPC message through the Aggregator, Listen
  * streams a session's list_changed notifications, EndSession ends a session, and the server CRUD
- * (what the edge's /admin/v1/mcp-servers calls) goes to the ServerRegistry. Every error leaves as
- * a GatewayError through @gateway/grpc's unary.
+ * (what the edge's /admin/v1/mcp-servers calls) goes to the ServerRegistry. CompleteAuthorization
+ * answers the OAuth callback of an upstream server's authorization server (the edge relays its
+ * public GET /mcp/oauth/callback) and RevokeAuthorization forgets a key's token. Every error leaves
+ * as a GatewayError through @gateway/grpc's unary.
  */
 import { callTraceparent, GatewayError, Metadata, unary, type ErrorReporter } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
+import { oauthCallbackResponse } from '@gateway/mcp-oauth';
 import { prometheus, SpanKind, type Span, type Tracing } from '@gateway/observability';
 import type {
   CallerOutput,
+  CompleteAuthorizationRequestOutput,
+  CompleteAuthorizationResponse,
   DeleteServerRequestOutput,
   DeleteServerResponse,
   EndSessionRequestOutput,
@@ -20,10 +25,13 @@ import type {
   McpServerInfo,
   McpServiceHandlers,
   PutServerRequestOutput,
+  RevokeAuthorizationRequestOutput,
+  RevokeAuthorizationResponse,
 } from '@gateway/proto';
 import type { Aggregator, McpCaller } from './aggregator.js';
 import type { ClientSessions } from './client-sessions.js';
 import type { ServerRegistry, StoredServer } from './server-registry.js';
+import type { UpstreamCredentials } from './upstream-credentials.js';
 import type { ListKind, UpstreamPool } from './upstream-pool.js';
 
 type ListenCall = Parameters<McpServiceHandlers['Listen']>[0];
@@ -39,6 +47,8 @@ export interface McpServiceDependencies {
   registry: ServerRegistry;
   pool: UpstreamPool;
   sessions: ClientSessions;
+  /** Per-key credentials of `auth: oauth` servers: the callback and revocation use them. */
+  credentials: UpstreamCredentials;
   logger: Logger;
   /** Where the service's metrics are registered. */
   metrics: prometheus.Registry;
@@ -69,7 +79,7 @@ function serverInfo(server: StoredServer): McpServerInfo {
 }
 
 /** The handlers, and a way to end every open Listen stream at shutdown. */
-export function createMcpService({ aggregator, registry, pool, sessions, logger, metrics: registers, tracing }: McpServiceDependencies): {
+export function createMcpService({ aggregator, registry, pool, sessions, credentials, logger, metrics: registers, tracing }: McpServiceDependencies): {
   handlers: McpServiceHandlers;
   endListens(): void;
 } {
@@ -241,6 +251,41 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
     return {};
   }
 
+  async function completeAuthorization(request: CompleteAuthorizationRequestOutput): Promise<CompleteAuthorizationResponse> {
+    const complete = credentials.complete?.bind(credentials);
+    if (!complete)
+      return {
+        http_status: 404,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
+        body: JSON.stringify({
+          error: { message: 'This gateway does not offer OAuth for MCP servers.', type: 'invalid_request_error', param: null, code: 'oauth_not_configured' },
+        }),
+      };
+    // The query's empty fields were absent (proto3 strings): the library tells a missing state from a wrong one.
+    const query = Object.fromEntries(
+      Object.entries({ code: request.code, state: request.state, error: request.error }).filter((entry): entry is [string, string] => Boolean(entry[1])),
+    );
+    const answer = await oauthCallbackResponse({ complete }, query, request.accept ?? '');
+    if (answer.completed) {
+      // The key's session to that server (if any) opened with no token: the next call opens one with it.
+      pool.forget(answer.completed.serverId, answer.completed.keyId);
+      logger.info({ key_id: answer.completed.keyId, server: answer.completed.serverId }, 'MCP OAuth authorization completed');
+    } else logger.info({ status: answer.status }, 'MCP OAuth callback refused');
+    return { http_status: answer.status, headers: answer.headers, body: answer.body };
+  }
+
+  async function revokeAuthorization(request: RevokeAuthorizationRequestOutput): Promise<RevokeAuthorizationResponse> {
+    const caller = callerOf(request.caller);
+    const server = request.server ?? '';
+    if (!server) throw GatewayError.of('invalid_request', 'server is required.', { param: 'server' });
+    if (!credentials.revoke) return { revoked: false };
+    const held = (await credentials.list?.(caller.keyId))?.some((entry) => entry.serverId === server) ?? false;
+    await credentials.revoke(caller.keyId, server);
+    pool.forget(server, caller.keyId);
+    logger.info({ key_id: caller.keyId, server, revoked: held }, 'MCP OAuth authorization revoked');
+    return { revoked: held };
+  }
+
   return {
     handlers: {
       Handle: unary(handle, 'Handle', report),
@@ -250,6 +295,8 @@ export function createMcpService({ aggregator, registry, pool, sessions, logger,
       ListServers: unary(listServers, 'ListServers', report),
       GetServer: unary(getServer, 'GetServer', report),
       DeleteServer: unary(deleteServer, 'DeleteServer', report),
+      CompleteAuthorization: unary(completeAuthorization, 'CompleteAuthorization', report),
+      RevokeAuthorization: unary(revokeAuthorization, 'RevokeAuthorization', report),
     },
     endListens() {
       for (const call of listeners) if (call.writable) call.end();

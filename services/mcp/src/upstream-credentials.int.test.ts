@@ -31,6 +31,8 @@ const seen: string[] = [];
 /** The tokens the fake provider holds, by key id. */
 const tokens = new Map<string, string>();
 const asked: UpstreamOAuthServer[] = [];
+/** The keys a sign-in was started for (authorizationUrl), in order. */
+const started: string[] = [];
 
 const credentials: UpstreamCredentials = {
   async headersFor(keyId, server) {
@@ -39,6 +41,7 @@ const credentials: UpstreamCredentials = {
     return token ? { authorization: `Bearer ${token}` } : undefined;
   },
   async authorizationUrl(keyId, server) {
+    started.push(keyId);
     return new URL(`https://auth.example/authorize?key=${keyId}&server=${server.id}`);
   },
 };
@@ -124,7 +127,7 @@ describe('per-user credentials of an OAuth upstream', () => {
     expect(JSON.parse(list.messageJson).result.tools.map((tool: { name: string }) => tool.name)).toEqual(['private__whoami']);
   });
 
-  it('answers a key without a token with the URL to authorize at, and never reaches the upstream', async () => {
+  it('answers a key without a token with the URL to authorize at, and never reaches the upstream; lists a sign-in tool', async () => {
     const session = await initialize('key_C');
     const before = seen.length;
     const answer = await send('key_C', session, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'private__whoami', arguments: {} } });
@@ -133,7 +136,10 @@ describe('per-user credentials of an OAuth upstream', () => {
     );
     expect(answer.toolCall).toMatchObject({ server: 'private', failed: true, errorCode: 'credentials_unavailable' });
     expect(seen.length).toBe(before);
+    // Its tools are not listed for the key; the sign-in tool stands in for them, and listing starts no sign-in.
+    expect(started).toEqual(['key_C']);
     const list = await send('key_C', session, { jsonrpc: '2.0', id: 4, method: 'tools/list' });
-    expect(JSON.parse(list.messageJson).result.tools).toEqual([]);
+    expect(JSON.parse(list.messageJson).result.tools.map((tool: { name: string }) => tool.name)).toEqual(['private__sign_in']);
+    expect(started).toEqual(['key_C']);
   });
 });

@@ -22,7 +22,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '@gateway/logger';
 import type { UpstreamServer } from './server-registry.js';
-import { oauthHeaders, type UpstreamCredentials, type UpstreamOAuthServer } from './upstream-credentials.js';
+import { authorizationNeeded, oauthHeaders, SignInRequiredError, type UpstreamCredentials, type UpstreamOAuthServer } from './upstream-credentials.js';
 
 /** Which list of a server changed. */
 export type ListKind = 'tools' | 'prompts' | 'resources';
@@ -44,6 +44,17 @@ interface Session {
   prompts?: Promise<Prompt[]>;
   resources?: Promise<Resource[]>;
   templates?: Promise<ResourceTemplate[]>;
+}
+
+/** An `auth: oauth` server as the credentials see it. */
+function oauthServerOf(server: UpstreamServer): UpstreamOAuthServer {
+  return {
+    id: server.name,
+    url: server.url,
+    ...(server.oauth?.clientId && { clientId: server.oauth.clientId }),
+    ...(server.oauth?.clientSecret && { clientSecret: server.oauth.clientSecret }),
+    ...(server.oauth?.scopes.length && { scopes: server.oauth.scopes }),
+  };
 }
 
 /** Options of a pool. */
@@ -103,25 +114,30 @@ export class UpstreamPool {
   }
 
   private async connect(id: string, server: UpstreamServer, keyId: string): Promise<Client> {
-    const oauth: UpstreamOAuthServer | undefined =
-      server.auth === 'oauth'
-        ? {
-            id: server.name,
-            url: server.url,
-            ...(server.oauth?.clientId && { clientId: server.oauth.clientId }),
-            ...(server.oauth?.clientSecret && { clientSecret: server.oauth.clientSecret }),
-            ...(server.oauth?.scopes.length && { scopes: server.oauth.scopes }),
-          }
-        : undefined;
-    // No session without credentials: the key's user is told how to get them.
+    const oauth = server.auth === 'oauth' ? oauthServerOf(server) : undefined;
+    // No session without credentials: the key's user is told how to get them (SignInRequiredError).
     if (oauth) await oauthHeaders(this.options.credentials, keyId, oauth);
     // Every request of the transport (POST, GET stream, DELETE) carries the server's headers, and
     // the key's current token for an OAuth server (asked each time: a refreshed one is used at once).
-    const withHeaders = async (url: string | URL, init?: RequestInit) => {
+    const credentials = this.options.credentials;
+    const send = (url: string | URL, init: RequestInit | undefined, headers: Record<string, string>) => {
       const merged = new Headers(init?.headers);
-      const headers = { ...server.headers, ...(oauth ? await oauthHeaders(this.options.credentials, keyId, oauth) : {}) };
-      for (const [name, value] of Object.entries(headers)) merged.set(name, value);
+      for (const [name, value] of Object.entries({ ...server.headers, ...headers })) merged.set(name, value);
       return fetch(url, { ...init, headers: merged });
+    };
+    const withHeaders = async (url: string | URL, init?: RequestInit) => {
+      if (!oauth) return send(url, init, {});
+      const headers = await oauthHeaders(credentials, keyId, oauth);
+      const response = await send(url, init, headers);
+      // A token the server rejects before its expiry (revoked there, rotated elsewhere) is
+      // refreshed once and the request sent again; with no replacement, the user authorizes again.
+      // The transport's bodies are strings, so the request can be sent twice.
+      if (response.status !== 401 || !credentials.headersAfterRejection) return response;
+      await response.body?.cancel();
+      const replacement = await credentials.headersAfterRejection(keyId, oauth, headers);
+      if (replacement) return send(url, init, replacement);
+      if (credentials.authorizationUrl) throw new SignInRequiredError(server.name);
+      return authorizationNeeded(credentials, keyId, oauth);
     };
     const url = new URL(server.url);
     const transport: Transport =
@@ -154,6 +170,19 @@ export class UpstreamPool {
   /** The client of a server's session for a key; a failed request closes it, so that the next use reconnects. */
   async client(server: UpstreamServer, keyId: string): Promise<Client> {
     return this.session(server, keyId).client;
+  }
+
+  /**
+   * Throws the CredentialsUnavailableError carrying the link where the key's user authorizes the
+   * gateway at an `auth: oauth` server (each call starts a flow: call it from a counted path).
+   */
+  async signIn(server: UpstreamServer, keyId: string): Promise<never> {
+    return authorizationNeeded(this.options.credentials, keyId, oauthServerOf(server));
+  }
+
+  /** Closes a key's session to an `auth: oauth` server (its token was granted or revoked). */
+  forget(serverName: string, keyId: string): void {
+    this.close(`${serverName}\u0000${keyId}`);
   }
 
   /** Closes the session a request failed on (its transport may be broken). */

@@ -50,6 +50,7 @@ const KEY_ROUTES = new Set([
   'POST /mcp',
   'GET /mcp',
   'DELETE /mcp',
+  'DELETE /mcp/oauth/:server',
 ]);
 
 /** The bearer token of a request, or a 401 when there is none. */

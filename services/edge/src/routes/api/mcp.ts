@@ -13,6 +13,11 @@
  * - GET: the session's server-to-client SSE stream (list_changed notifications); the key is checked
  *   again every few seconds, so a revoked key's stream ends.
  * - DELETE: ends the session.
+ * - GET /mcp/oauth/callback: where an upstream server's authorization server sends a user back
+ *   after they authorized the gateway for their key (the link an `auth: oauth` server's JSON-RPC
+ *   error carries). Public, no gateway key: the single-use state names the key and the server. It
+ *   is relayed to the MCP service (CompleteAuthorization), whose page or JSON is sent as it is.
+ * - DELETE /mcp/oauth/{server}: the key forgets (and revokes upstream) its own token for a server.
  * - A request without a valid key is a 401 with `WWW-Authenticate: Bearer resource_metadata=...`,
  *   and `/.well-known/oauth-protected-resource(/mcp)` describes the resource (RFC 9728), so that
  *   clients doing MCP's authorization discovery find their way; a key is sent as a bearer header.
@@ -22,6 +27,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { callMetadata, callUnary, GatewayError, GrpcStatus } from '@gateway/grpc';
 import type {
   CheckKeyResponseOutput,
+  CompleteAuthorizationRequest,
+  CompleteAuthorizationResponseOutput,
   EndSessionRequest,
   EndSessionResponseOutput,
   HandleRequest,
@@ -30,6 +37,8 @@ import type {
   McpServiceClient,
   RecordToolCallRequest,
   RecordToolCallResponseOutput,
+  RevokeAuthorizationRequest,
+  RevokeAuthorizationResponseOutput,
   UsageEvent,
 } from '@gateway/proto';
 import { bearerKey, denialError, noteKeyChecked } from '../../auth/key-check.js';
@@ -145,6 +154,59 @@ export function registerMcp(app: FastifyInstance, deps: EdgeDependencies): void 
     scope.get('/mcp', { config }, (request, reply) => listen(deps, mcp, request, reply));
     scope.delete('/mcp', { config }, (request, reply) => end(deps, mcp, request, reply));
   });
+  app.get('/mcp/oauth/callback', (request, reply) => completeAuthorization(deps, mcp, request, reply));
+  app.delete('/mcp/oauth/:server', (request) => revokeAuthorization(deps, mcp, request));
+}
+
+/** A query parameter's first value ('' when absent); the MCP service tells a missing state from a bad one. */
+function queryValue(query: unknown, name: string): string {
+  const value = (query as Record<string, unknown> | undefined)?.[name];
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && typeof value[0] === 'string') return value[0];
+  return '';
+}
+
+/** GET /mcp/oauth/callback: the authorization server's redirect, answered by the MCP service. */
+async function completeAuthorization(deps: EdgeDependencies, mcp: McpServiceClient, request: FastifyRequest, reply: FastifyReply): Promise<string> {
+  let answer: CompleteAuthorizationResponseOutput;
+  try {
+    answer = await callUnary<CompleteAuthorizationRequest, CompleteAuthorizationResponseOutput>(
+      mcp,
+      mcp.CompleteAuthorization,
+      {
+        code: queryValue(request.query, 'code'),
+        state: queryValue(request.query, 'state'),
+        error: queryValue(request.query, 'error'),
+        accept: header(request, 'accept'),
+      },
+      { deadlineMs: deps.config.EDGE_MCP_DEADLINE_MS, requestId: request.id },
+    );
+  } catch (error) {
+    throw mcpFailure(deps, error, request.id);
+  }
+  void reply.status(answer.http_status || 502).headers(answer.headers ?? {});
+  return answer.body ?? '';
+}
+
+/** DELETE /mcp/oauth/{server}: the calling key's token for the server is removed and revoked upstream. */
+async function revokeAuthorization(deps: EdgeDependencies, mcp: McpServiceClient, request: FastifyRequest): Promise<object> {
+  const apiKey = bearerKey(request);
+  noteKeyChecked(request);
+  const decision = await decide(deps, apiKey, request.id, false);
+  if (decision.decision !== 'DECISION_ALLOW') throw denialError(decision);
+  const server = (request.params as { server?: string }).server ?? '';
+  let answer: RevokeAuthorizationResponseOutput;
+  try {
+    answer = await callUnary<RevokeAuthorizationRequest, RevokeAuthorizationResponseOutput>(
+      mcp,
+      mcp.RevokeAuthorization,
+      { caller: callerOf(decision), server },
+      { deadlineMs: deps.config.EDGE_MCP_DEADLINE_MS, requestId: request.id },
+    );
+  } catch (error) {
+    throw mcpFailure(deps, error, request.id);
+  }
+  return { object: 'mcp.authorization', server, revoked: answer.revoked === true };
 }
 
 async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: FastifyRequest, reply: FastifyReply): Promise<string> {
