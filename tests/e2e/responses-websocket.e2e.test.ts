@@ -183,7 +183,7 @@ describe('the Responses WebSocket', () => {
     open.socket.send(JSON.stringify({ type: 'response.processed', response_id: 'resp_unknown' }));
     open.socket.send(create({ input: 'Hello' }));
     const events = await untilEnded(open, 4);
-    const errors = events.filter((event) => event.type === 'error') as Array<{ status: number; error: { code: string } }>;
+    const errors = events.filter((event) => event.type === 'error') as unknown as Array<{ status: number; error: { code: string } }>;
     expect(errors.map((event) => [event.status, event.error.code])).toEqual([
       [400, 'invalid_json'],
       [400, 'unknown_message_type'],
@@ -200,7 +200,7 @@ describe('the Responses WebSocket', () => {
     open.socket.send(create({ input: 'Two.' }));
     const events = await untilEnded(open, 2);
     expect(events.filter((event) => event.type === 'response.completed')).toHaveLength(1);
-    const refusal = events.find((event) => event.type === 'error') as { status: number; error: { type: string }; headers: Record<string, string> };
+    const refusal = events.find((event) => event.type === 'error') as unknown as { status: number; error: { type: string }; headers: Record<string, string> };
     // The same refusal as POST /v1/responses over the key's requests per minute.
     expect(refusal.status).toBe(429);
     expect(refusal.error.type).toBe('requests');
