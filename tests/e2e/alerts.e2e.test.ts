@@ -14,7 +14,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { connect } from 'nats';
 import { encodeUsageEvent, usageNames } from '@gateway/messaging';
-import { eventually, freePort, natsServers, type FakeUpstream, replayJson, replaySse, startFakeUpstream, startTcpProxy, type TcpProxy } from '@gateway/testing';
+import {
+  createTestDatabase,
+  eventually,
+  freePort,
+  natsServers,
+  type FakeUpstream,
+  replayJson,
+  replaySse,
+  startFakeUpstream,
+  startTcpProxy,
+  type TcpProxy,
+  type TestDatabase,
+} from '@gateway/testing';
 import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, metric, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
@@ -27,7 +39,10 @@ let cluster: Cluster;
 const upstreams: FakeUpstream[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
 
-const metricsUrl = (service: 'edge' | 'auth' | 'router' | 'executor' | 'metering') => `http://127.0.0.1:${cluster.ports[`${service}Metrics`]}/metrics`;
+const metricsUrl = (service: 'edge' | 'auth' | 'router' | 'executor' | 'metering' | 'requestLog' | 'mcp') =>
+  `http://127.0.0.1:${cluster.ports[`${service}Metrics`]}/metrics`;
+/** The request log's own database: the cluster runs every service the alerting rules read, the optional ones included. */
+let database: TestDatabase | undefined;
 
 const STORE_ERRORS = 'gateway_metering_store_errors_total';
 
@@ -68,12 +83,14 @@ beforeAll(async () => {
     fakeModelEntry(broken.baseUrl, KEY_VARIABLE, 'broken-model', []),
     fakeModelEntry(slow.baseUrl, KEY_VARIABLE, 'slow-model', []),
   ]);
-  cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test' } });
+  database = await createTestDatabase('alerts');
+  cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test' }, requestLog: { databaseUrl: database.url }, mcp: true });
 });
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   await cluster?.stop();
+  await database?.drop();
   await Promise.all(upstreams.map((upstream) => upstream.close()));
 });
 
@@ -212,7 +229,9 @@ describe('the alerts', () => {
     );
     expect(names.size).toBeGreaterThanOrEqual(6);
     const pages = await Promise.all(
-      (['edge', 'auth', 'router', 'executor', 'metering'] as const).map((service) => fetch(metricsUrl(service)).then((response) => response.text())),
+      (['edge', 'auth', 'router', 'executor', 'metering', 'requestLog', 'mcp'] as const).map((service) =>
+        fetch(metricsUrl(service)).then((response) => response.text()),
+      ),
     );
     const exported = pages.join('\n');
     const missing = [...names].filter((name) => !exported.includes(`\n${name}{`) && !exported.includes(`\n${name} `));
