@@ -12,6 +12,7 @@
  * cloud (or a test's token endpoint).
  */
 import type { TokenCredential } from '@azure/identity';
+import { MadeOnce } from '../made-once.js';
 import { UpstreamError } from '../upstream-error.js';
 
 /** The scope of Azure OpenAI and Azure AI Foundry (Cognitive Services) tokens. */
@@ -49,8 +50,8 @@ export const serverCredential: CredentialFactory = async (clientId) => {
 
 /** One credential per identity, created on first use and kept (with its token cache) for the process. */
 export class EntraTokens {
-  /** Each identity's credential, as a promise so that first uses at once create one. */
-  private readonly credentials = new Map<string, Promise<TokenCredential>>();
+  /** Each identity's credential (a credential that could not be created is tried again next time). */
+  private readonly credentials = new MadeOnce<string, TokenCredential>();
 
   constructor(
     private readonly provider: string,
@@ -63,16 +64,9 @@ export class EntraTokens {
    * The message names the failure's type only: identity errors may quote configuration.
    */
   async token(clientId: string | undefined, signal: AbortSignal): Promise<string> {
-    const key = clientId ?? '';
     try {
-      let credential = this.credentials.get(key);
-      if (!credential) {
-        credential = Promise.resolve().then(() => this.create(clientId));
-        // A credential that could not be created (the library failed to load) is tried again next time.
-        credential.catch(() => this.credentials.delete(key));
-        this.credentials.set(key, credential);
-      }
-      const token = await (await credential).getToken(COGNITIVE_SERVICES_SCOPE, { abortSignal: signal });
+      const credential = await this.credentials.get(clientId ?? '', () => this.create(clientId));
+      const token = await credential.getToken(COGNITIVE_SERVICES_SCOPE, { abortSignal: signal });
       if (!token?.token) throw new Error('the credential returned no token');
       return token.token;
     } catch (error) {

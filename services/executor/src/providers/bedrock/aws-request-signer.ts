@@ -10,6 +10,7 @@
  * not carry them.
  */
 import type { SignatureV4 } from '@smithy/signature-v4';
+import { MadeOnce } from '../made-once.js';
 import { UpstreamError } from '../upstream-error.js';
 
 /** AWS credentials: long-lived keys, or temporary ones with their session token. */
@@ -46,7 +47,7 @@ export interface SignableRequest {
 
 /** Signs Bedrock requests; one signer per region. */
 export class AwsRequestSigner {
-  private readonly signers = new Map<string, Promise<SignatureV4>>();
+  private readonly signers = new MadeOnce<string, SignatureV4>();
 
   constructor(
     private readonly credentials: AwsCredentialsProvider,
@@ -75,15 +76,10 @@ export class AwsRequestSigner {
   }
 
   private signerFor(region: string): Promise<SignatureV4> {
-    let signer = this.signers.get(region);
-    if (!signer) {
-      signer = Promise.all([import('@smithy/signature-v4'), import('@aws-crypto/sha256-js')]).then(
-        ([{ SignatureV4 }, { Sha256 }]) => new SignatureV4({ service: SERVICE, region, sha256: Sha256, credentials: () => this.resolveCredentials() }),
-      );
-      signer.catch(() => this.signers.delete(region));
-      this.signers.set(region, signer);
-    }
-    return signer;
+    return this.signers.get(region, async () => {
+      const [{ SignatureV4 }, { Sha256 }] = await Promise.all([import('@smithy/signature-v4'), import('@aws-crypto/sha256-js')]);
+      return new SignatureV4({ service: SERVICE, region, sha256: Sha256, credentials: () => this.resolveCredentials() });
+    });
   }
 
   private async resolveCredentials(): Promise<AwsCredentials> {

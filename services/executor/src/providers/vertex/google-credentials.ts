@@ -21,6 +21,7 @@
  * (retryable).
  */
 import type { GoogleAuth, GoogleAuthOptions } from 'google-auth-library';
+import { MadeOnce } from '../made-once.js';
 import { UpstreamError } from '../upstream-error.js';
 
 /** The OAuth scope Vertex AI accepts. */
@@ -34,8 +35,8 @@ export type GoogleClientOptions = NonNullable<GoogleAuthOptions['clientOptions']
 
 /** The access tokens of the process's Google credentials. */
 export class GoogleCredentials {
-  /** One client per credential, as a promise so that first uses at once create one. */
-  private readonly auths = new Map<string, Promise<GoogleAuth>>();
+  /** One client per credential. */
+  private readonly auths = new MadeOnce<string, GoogleAuth>();
   /** The last token of each credential: an error text must never show it. */
   private readonly lastTokens = new Map<string, string>();
 
@@ -88,21 +89,15 @@ export class GoogleCredentials {
    * executor serving no Vertex model does not carry it.
    */
   private authOf(credential: string, project: string): Promise<GoogleAuth> {
-    let auth = this.auths.get(credential);
-    if (!auth) {
-      auth = import('google-auth-library').then(
-        ({ GoogleAuth }) =>
-          new GoogleAuth({
-            scopes: [CLOUD_PLATFORM_SCOPE],
-            projectId: project,
-            clientOptions: this.clientOptions,
-            ...(credential === APPLICATION_DEFAULT_CREDENTIALS ? {} : { keyFilename: credential }),
-          }),
-      );
-      auth.catch(() => this.auths.delete(credential));
-      this.auths.set(credential, auth);
-    }
-    return auth;
+    return this.auths.get(credential, async () => {
+      const { GoogleAuth } = await import('google-auth-library');
+      return new GoogleAuth({
+        scopes: [CLOUD_PLATFORM_SCOPE],
+        projectId: project,
+        clientOptions: this.clientOptions,
+        ...(credential === APPLICATION_DEFAULT_CREDENTIALS ? {} : { keyFilename: credential }),
+      });
+    });
   }
 }
 
