@@ -175,6 +175,20 @@ describe('/mcp with the official SDK', () => {
       200,
     );
     expect(recent[0]).toMatchObject({ model: 'alpha__echo', outcome: 'completed' });
+    // The key's own usage API counts the call as its one request, at no cost.
+    const usage = await eventually(
+      async () => {
+        const response = await fetch(`${cluster.baseUrl}/usage?start=${Math.floor(Date.now() / 1000) - 3_600}&bucket=hour`, {
+          headers: { authorization: `Bearer ${key.secret}` },
+        });
+        const body = (await response.json()) as { totals: { requests: number; errors: number; cost_usd: number } };
+        return body.totals.requests === 1 ? body.totals : undefined;
+      },
+      'the tool call in the usage API',
+      30_000,
+      200,
+    );
+    expect(usage).toMatchObject({ requests: 1, errors: 0, cost_usd: 0 });
     // The audit trail names who called which tool on which server, never the arguments or the result.
     const audit = await eventually(
       async () => {
