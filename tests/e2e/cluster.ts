@@ -71,6 +71,18 @@ export interface ClusterOptions {
 
 /** Starts the cluster and resolves once every service's /readyz is green. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  // A port found free can be taken before the service binds it (another suite's process, a cluster
+  // node's bus port): that start is thrown away and the cluster started again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(options);
+    } catch (error) {
+      if (attempt === 3 || !/EADDRINUSE/.test(String((error as Error).message))) throw error;
+    }
+  }
+}
+
+async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
   const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
   const services: ServiceName[] = [
     ...CORE_SERVICES.slice(0, 4),
