@@ -8,6 +8,7 @@
 import { PLAN_NAMES } from '@gateway/proto/plans';
 import type {
   AdminToken,
+  AdminTokenCreation,
   AuditPage,
   BucketWidth,
   CreatedAdminToken,
@@ -154,10 +155,76 @@ export async function ssoOffered(): Promise<boolean> {
   }
 }
 
+/** How a collection calls the admin API: a method, a path, and a JSON body when there is one. */
+type Call = <T>(method: string, path: string, body?: unknown) => Promise<T>;
+
+/**
+ * One collection of the admin API, `/admin/v1/<name>`: its list, and each item by its id (an MCP
+ * server by its name). A collection offers only the writes its types allow: `never` for none.
+ */
+export class Collection<Item, Creation = never, Change = never, Created = Item, Replacement = never> {
+  readonly #call: Call;
+  readonly #path: string;
+
+  constructor(call: Call, name: string) {
+    this.#call = call;
+    this.#path = `/admin/v1/${name}`;
+  }
+
+  #item(id: string): string {
+    return `${this.#path}/${encodeURIComponent(id)}`;
+  }
+
+  /** Every item, revoked ones included. */
+  async list(): Promise<Item[]> {
+    return (await this.#call<List<Item>>('GET', this.#path)).data;
+  }
+
+  /** Creates an item; a key's or token's answer carries its secret, which is never shown again. */
+  create(creation: Creation): Promise<Created> {
+    return this.#call('POST', this.#path, creation);
+  }
+
+  /** Changes what `change` names of an item. */
+  update(id: string, change: Change): Promise<Item> {
+    return this.#call('PATCH', this.#item(id), change);
+  }
+
+  /** Declares or replaces an item; an MCP server's headers left out keep the stored ones. */
+  replace(id: string, replacement: Replacement): Promise<Item> {
+    return this.#call('PUT', this.#item(id), replacement);
+  }
+
+  /** Revokes a key or token for good, deletes a team without live keys, removes an MCP server. */
+  remove(id: string): Promise<unknown> {
+    return this.#call('DELETE', this.#item(id));
+  }
+}
+
+/** `path` with the query of `parameters` that are set (neither undefined nor empty). */
+function withQuery(path: string, parameters: Record<string, string | number | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(parameters)) if (value !== undefined && value !== '') query.set(name, String(value));
+  const search = query.toString();
+  return search ? `${path}?${search}` : path;
+}
+
 /** The admin API with one token. */
 export class AdminApi {
   readonly #token: string;
   readonly #onTokenRefused: (error: ApiError) => void;
+  readonly #bound: Call = (method, path, body) => this.#call(method, path, body);
+
+  /** API keys. */
+  readonly keys = new Collection<Key, KeyCreation, KeyChange, CreatedKey>(this.#bound, 'keys');
+  /** Teams; one with live keys is not deleted. */
+  readonly teams = new Collection<Team, TeamCreation, TeamChange>(this.#bound, 'teams');
+  /** The upstream MCP servers of /mcp (a 404 when the gateway has no MCP service). */
+  readonly mcpServers = new Collection<McpServer, never, never, McpServer, McpServerPut>(this.#bound, 'mcp-servers');
+  /** Admin tokens (role admin only). */
+  readonly adminTokens = new Collection<AdminToken, AdminTokenCreation, never, CreatedAdminToken>(this.#bound, 'admin-tokens');
+  /** Every model with its health. */
+  readonly models = new Collection<ModelHealth>(this.#bound, 'models');
 
   /** `onTokenRefused` is told of every 401 and 403 before the call's promise rejects with it. */
   constructor(token: string, onTokenRefused: (error: ApiError) => void) {
@@ -165,13 +232,12 @@ export class AdminApi {
     this.#onTokenRefused = onTokenRefused;
   }
 
-  async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+  /** A response of the gateway with the token; a failure, or a response that is not ok, throws its {@link ApiError}. */
+  async #fetch(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
     let response: Response;
     try {
       // `credentials: 'omit'`: the token is the only credential; no cookie ever goes along.
-      response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
+      response = await fetch(path, { ...init, headers: { ...init.headers, authorization: `Bearer ${this.#token}` }, credentials: 'omit', cache: 'no-store' });
     } catch (error) {
       throw new ApiError(0, `Could not reach the gateway: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -180,79 +246,23 @@ export class AdminApi {
       if (error.refusesToken) this.#onTokenRefused(error);
       throw error;
     }
+    return response;
+  }
+
+  async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const response = await this.#fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     return (await response.json()) as T;
-  }
-
-  /** Every key, revoked ones included. */
-  async listKeys(): Promise<Key[]> {
-    return (await this.#call<List<Key>>('GET', '/admin/v1/keys')).data;
-  }
-
-  /** Creates a key; the answer carries its secret, which is never shown again. */
-  createKey(creation: KeyCreation): Promise<CreatedKey> {
-    return this.#call('POST', '/admin/v1/keys', creation);
-  }
-
-  /** Changes a key's plan, name, limits or budgets. */
-  updateKey(id: string, change: KeyChange): Promise<Key> {
-    return this.#call('PATCH', `/admin/v1/keys/${encodeURIComponent(id)}`, change);
-  }
-
-  /** Revokes a key for good. */
-  revokeKey(id: string): Promise<Key> {
-    return this.#call('DELETE', `/admin/v1/keys/${encodeURIComponent(id)}`);
-  }
-
-  /** Every team. */
-  async listTeams(): Promise<Team[]> {
-    return (await this.#call<List<Team>>('GET', '/admin/v1/teams')).data;
-  }
-
-  /** Creates a team. */
-  createTeam(creation: TeamCreation): Promise<Team> {
-    return this.#call('POST', '/admin/v1/teams', creation);
-  }
-
-  /** Changes a team's name, limits, budgets or allowed models. */
-  updateTeam(id: string, change: TeamChange): Promise<Team> {
-    return this.#call('PATCH', `/admin/v1/teams/${encodeURIComponent(id)}`, change);
-  }
-
-  /** Deletes a team without live keys. */
-  deleteTeam(id: string): Promise<unknown> {
-    return this.#call('DELETE', `/admin/v1/teams/${encodeURIComponent(id)}`);
-  }
-
-  /** Every upstream MCP server of /mcp (a 404 when the gateway has no MCP service). */
-  async listMcpServers(): Promise<McpServer[]> {
-    return (await this.#call<List<McpServer>>('GET', '/admin/v1/mcp-servers')).data;
-  }
-
-  /** Declares or replaces an upstream MCP server; headers left out keep the stored ones. */
-  putMcpServer(name: string, server: McpServerPut): Promise<McpServer> {
-    return this.#call('PUT', `/admin/v1/mcp-servers/${encodeURIComponent(name)}`, server);
-  }
-
-  /** Removes an upstream MCP server. */
-  deleteMcpServer(name: string): Promise<unknown> {
-    return this.#call('DELETE', `/admin/v1/mcp-servers/${encodeURIComponent(name)}`);
   }
 
   /** Usage in time buckets over [start, end). */
   usage(query: UsageQuery): Promise<UsagePage> {
-    const parameters = new URLSearchParams({ start: String(query.start), end: String(query.end), bucket: query.bucket });
-    if (query.groupBy.length > 0) parameters.set('group_by', query.groupBy.join(','));
-    if (query.keyId) parameters.set('key_id', query.keyId);
-    return this.#call('GET', `/admin/v1/usage?${parameters}`);
-  }
-
-  /** The latest requests, newest first. */
-  async requests(query: { limit?: number; keyId?: string } = {}): Promise<GatewayRequest[]> {
-    const parameters = new URLSearchParams();
-    if (query.limit !== undefined) parameters.set('limit', String(query.limit));
-    if (query.keyId) parameters.set('key_id', query.keyId);
-    const search = parameters.toString();
-    return (await this.#call<List<GatewayRequest>>('GET', `/admin/v1/requests${search ? `?${search}` : ''}`)).data;
+    const groupBy = query.groupBy.join(',');
+    return this.#call(
+      'GET',
+      withQuery('/admin/v1/usage', { start: query.start, end: query.end, bucket: query.bucket, group_by: groupBy, key_id: query.keyId }),
+    );
   }
 
   /**
@@ -277,21 +287,7 @@ export class AdminApi {
   async downloadRequests(search: RequestSearch, format: 'csv' | 'jsonl'): Promise<void> {
     const parameters = requestSearchParameters(search);
     parameters.set('format', format);
-    let response: Response;
-    try {
-      response = await fetch(`/admin/v1/requests?${parameters}`, {
-        headers: { authorization: `Bearer ${this.#token}` },
-        credentials: 'omit',
-        cache: 'no-store',
-      });
-    } catch (error) {
-      throw new ApiError(0, `Could not reach the gateway: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    if (!response.ok) {
-      const error = await errorOf(response);
-      if (error.refusesToken) this.#onTokenRefused(error);
-      throw error;
-    }
+    const response = await this.#fetch(`/admin/v1/requests?${parameters}`);
     const disposition = response.headers.get('content-disposition') ?? '';
     const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `requests.${format}`;
     const url = URL.createObjectURL(await response.blob());
@@ -309,34 +305,8 @@ export class AdminApi {
     return this.#call('GET', '/admin/v1/me');
   }
 
-  /** Every admin token, revoked ones included (role admin only). */
-  async listAdminTokens(): Promise<AdminToken[]> {
-    return (await this.#call<List<AdminToken>>('GET', '/admin/v1/admin-tokens')).data;
-  }
-
-  /** Creates an admin token; the answer carries its secret, which is never shown again. */
-  createAdminToken(creation: { role: 'admin' | 'viewer'; name?: string }): Promise<CreatedAdminToken> {
-    return this.#call('POST', '/admin/v1/admin-tokens', creation);
-  }
-
-  /** Revokes an admin token for good. */
-  revokeAdminToken(id: string): Promise<AdminToken> {
-    return this.#call('DELETE', `/admin/v1/admin-tokens/${encodeURIComponent(id)}`);
-  }
-
   /** A page of the audit trail, newest first; `cursor` is the previous page's next_cursor. */
   audit(query: { cursor?: string; targetId?: string; actor?: string; limit?: number } = {}): Promise<AuditPage> {
-    const parameters = new URLSearchParams();
-    if (query.limit !== undefined) parameters.set('limit', String(query.limit));
-    if (query.cursor) parameters.set('cursor', query.cursor);
-    if (query.targetId) parameters.set('target_id', query.targetId);
-    if (query.actor) parameters.set('actor', query.actor);
-    const search = parameters.toString();
-    return this.#call('GET', `/admin/v1/audit${search ? `?${search}` : ''}`);
-  }
-
-  /** Every model with its health. */
-  async models(): Promise<ModelHealth[]> {
-    return (await this.#call<List<ModelHealth>>('GET', '/admin/v1/models')).data;
+    return this.#call('GET', withQuery('/admin/v1/audit', { limit: query.limit, cursor: query.cursor, target_id: query.targetId, actor: query.actor }));
   }
 }

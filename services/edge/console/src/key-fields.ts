@@ -36,17 +36,21 @@ export function parseAllowedModels(text: string): string[] | null {
   return entries;
 }
 
-/** The form's text of every field. */
-export interface KeyFields {
-  name: string;
-  /** `unknown` for a plan the edge does not know; the form offers only the ones it does. */
-  plan: Key['plan'];
+/** The limit, budget and allowed models fields keys and teams both have, as typed. */
+export interface LimitFields {
   requestsPerMinute: string;
   tokensPerMinute: string;
   dailyBudget: string;
   monthlyBudget: string;
   /** Model ids and `prefix*` patterns; empty: every model. */
   allowedModels: string;
+}
+
+/** The form's text of every field of a key. */
+export interface KeyFields extends LimitFields {
+  name: string;
+  /** `unknown` for a plan the edge does not know; the form offers only the ones it does. */
+  plan: Key['plan'];
 }
 
 /** The fields of an edit form for a key: its own overrides, empty where it follows its plan. */
@@ -64,13 +68,41 @@ export function fieldsOfKey(key: Key): KeyFields {
 }
 
 /** The parsed limit and budget fields; undefined where the form leaves it to the plan. */
-export function parseFields(fields: KeyFields) {
+export function parseFields(fields: LimitFields) {
   return {
     requestsPerMinute: parseLimit(fields.requestsPerMinute, 'Requests per minute'),
     tokensPerMinute: parseLimit(fields.tokensPerMinute, 'Tokens per minute'),
     dailyBudget: parseBudget(fields.dailyBudget, 'Daily budget'),
     monthlyBudget: parseBudget(fields.monthlyBudget, 'Monthly budget'),
     allowedModels: parseAllowedModels(fields.allowedModels),
+  };
+}
+
+/**
+ * The parsed fields as the admin API names them; `value` maps each limit and budget (undefined:
+ * left empty), so a team, which has no plan, can send null for none.
+ */
+export function apiSettings<Value>(fields: LimitFields, value: (parsed: Limit | Budget | undefined) => Value) {
+  const parsed = parseFields(fields);
+  return {
+    limits: { requests_per_minute: value(parsed.requestsPerMinute), tokens_per_minute: value(parsed.tokensPerMinute) },
+    budgets: { daily_usd: value(parsed.dailyBudget), monthly_usd: value(parsed.monthlyBudget) },
+    allowed_models: parsed.allowedModels,
+  };
+}
+
+/** Only what settings set, as a creation sends them: no null or undefined limit or budget, no empty group, no allow-list for every model. */
+export function setOnly<Value>(settings: ReturnType<typeof apiSettings<Value>>) {
+  const present = (group: Record<string, Value>) => {
+    const entries = Object.entries(group).filter(([, value]) => value !== undefined && value !== null);
+    return entries.length > 0 ? (Object.fromEntries(entries) as { [field: string]: NonNullable<Value> }) : undefined;
+  };
+  const limits = present(settings.limits);
+  const budgets = present(settings.budgets);
+  return {
+    ...(limits && { limits }),
+    ...(budgets && { budgets }),
+    ...(settings.allowed_models && { allowed_models: settings.allowed_models }),
   };
 }
 

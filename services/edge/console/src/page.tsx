@@ -80,19 +80,38 @@ export function SubmitRow({
   );
 }
 
+/** An edit form's failure, then Save (which says `Saving…` while the form is sent) and Cancel; `testId` prefixes their test ids. */
+export function EditActions({ error, busy, testId, onCancel }: { error: ApiError | string | undefined; busy: boolean; testId: string; onCancel: () => void }) {
+  return (
+    <>
+      <ErrorBanner error={error} testId={`${testId}-error`} />
+      <div class="actions">
+        <button type="submit" disabled={busy} data-testid={`${testId}-save`}>
+          {busy ? 'Saving…' : 'Save'}
+        </button>
+        <button type="button" class="secondary" onClick={onCancel} data-testid={`${testId}-cancel`}>
+          Cancel
+        </button>
+      </div>
+    </>
+  );
+}
+
 /** A column's heading: its text, or `{ number: text }` for a right-aligned column of numbers. */
 export type Column = string | { number: string };
 
-/** A table in its scrolling wrapper: an optional caption, one heading row of `columns`, then `children` as its body. */
+/** A table in its scrolling wrapper: an optional caption, one heading row of `columns`, `children` as its body, then an optional `footer`. */
 export function Table({
   testId,
   caption,
   columns,
+  footer,
   children,
 }: {
   testId: string;
   caption?: ComponentChildren;
   columns: readonly Column[];
+  footer?: ComponentChildren;
   children: ComponentChildren;
 }) {
   return (
@@ -113,31 +132,8 @@ export function Table({
           </tr>
         </thead>
         <tbody>{children}</tbody>
+        {footer !== undefined && <tfoot>{footer}</tfoot>}
       </table>
     </div>
-  );
-}
-
-/** A labelled select among a page's tools; `onChange` gets the value chosen. */
-export function ToolSelect({
-  label,
-  value,
-  testId,
-  onChange,
-  children,
-}: {
-  label: string;
-  value: string;
-  testId: string;
-  onChange: (value: string) => void;
-  children: ComponentChildren;
-}) {
-  return (
-    <label class="inline">
-      {label}
-      <select value={value} data-testid={testId} onChange={(event) => onChange(event.currentTarget.value)}>
-        {children}
-      </select>
-    </label>
   );
 }

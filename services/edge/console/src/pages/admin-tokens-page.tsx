@@ -5,12 +5,19 @@
  */
 import { useState } from 'preact/hooks';
 import type { AdminApi, AdminToken, CreatedAdminToken } from '../admin-api';
-import { ConfirmDialog } from '../confirm-dialog';
 import { ErrorBanner } from '../error-banner';
+import { type Options, SelectField, TextField } from '../fields';
 import { formatUnixSeconds } from '../format';
+import { ManagedRow } from '../managed-row';
 import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
+import { SecretBox } from '../secret-box';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
+
+const ROLES: Options<'admin' | 'viewer'> = [
+  ['viewer', 'viewer (reads only)'],
+  ['admin', 'admin'],
+];
 
 function CreateTokenForm({ api, onCreated }: { api: AdminApi; onCreated: (token: CreatedAdminToken) => void }) {
   const [role, setRole] = useState<'admin' | 'viewer'>('viewer');
@@ -21,30 +28,14 @@ function CreateTokenForm({ api, onCreated }: { api: AdminApi; onCreated: (token:
       class="card"
       data-testid="create-admin-token-form"
       onSubmit={submit(async () => {
-        onCreated(await api.createAdminToken({ role, ...(name.trim() ? { name: name.trim() } : {}) }));
+        onCreated(await api.adminTokens.create({ role, ...(name.trim() ? { name: name.trim() } : {}) }));
         setName('');
       })}
     >
       <h2>Create an admin token</h2>
       <div class="fields">
-        <label>
-          Name
-          <input
-            type="text"
-            autocomplete="off"
-            value={name}
-            placeholder="optional"
-            onInput={(event) => setName(event.currentTarget.value)}
-            data-testid="create-admin-token-name"
-          />
-        </label>
-        <label>
-          Role
-          <select value={role} onChange={(event) => setRole(event.currentTarget.value as 'admin' | 'viewer')} data-testid="create-admin-token-role">
-            <option value="viewer">viewer (reads only)</option>
-            <option value="admin">admin</option>
-          </select>
-        </label>
+        <TextField label="Name" value={name} testId="create-admin-token-name" placeholder="optional" onInput={setName} />
+        <SelectField label="Role" value={role} testId="create-admin-token-role" options={ROLES} onChange={setRole} />
       </div>
       <SubmitRow
         error={error}
@@ -59,10 +50,24 @@ function CreateTokenForm({ api, onCreated }: { api: AdminApi; onCreated: (token:
 }
 
 function TokenRow({ api, token, onChanged }: { api: AdminApi; token: AdminToken; onChanged: () => void }) {
-  const [confirming, setConfirming] = useState(false);
-  const { error, busy, run } = useAction(asApiError);
   return (
-    <tr data-testid="admin-token-row" data-token-id={token.id} class={token.revoked ? 'revoked' : undefined}>
+    <ManagedRow
+      row={{ 'data-testid': 'admin-token-row', 'data-token-id': token.id, ...(token.revoked && { class: 'revoked' }) }}
+      columns={7}
+      canChange={!token.revoked}
+      onChanged={onChanged}
+      removal={{
+        testId: 'admin-token-revoke',
+        label: 'Revoke',
+        confirmLabel: 'Revoke for good',
+        remove: () => api.adminTokens.remove(token.id),
+        question: (
+          <>
+            Revoke the admin token <code>{token.id}</code>? Requests with it are refused within a second. This cannot be undone.
+          </>
+        ),
+      }}
+    >
       <td>
         <code>{token.id}</code>
       </td>
@@ -73,57 +78,24 @@ function TokenRow({ api, token, onChanged }: { api: AdminApi; token: AdminToken;
         <code>{token.created_by}</code>
       </td>
       <td data-testid="admin-token-revoked">{token.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
-      <td>
-        {!token.revoked && !confirming && (
-          <button type="button" class="danger" onClick={() => setConfirming(true)} data-testid="admin-token-revoke">
-            Revoke
-          </button>
-        )}
-        {confirming && (
-          <ConfirmDialog
-            testId="admin-token-revoke"
-            error={error}
-            busy={busy}
-            confirmLabel="Revoke for good"
-            onConfirm={() =>
-              run(async () => {
-                await api.revokeAdminToken(token.id);
-                setConfirming(false);
-                onChanged();
-              })
-            }
-            onCancel={() => setConfirming(false)}
-          >
-            Revoke the admin token <code>{token.id}</code>? Requests with it are refused within a second. This cannot be undone.
-          </ConfirmDialog>
-        )}
-      </td>
-    </tr>
+    </ManagedRow>
   );
 }
 
 /** The Admin tokens page. */
 export function AdminTokensPage({ api }: { api: AdminApi }) {
-  const tokens = useLoader(() => api.listAdminTokens(), [api]);
+  const tokens = useLoader(() => api.adminTokens.list(), [api]);
   const [created, setCreated] = useState<CreatedAdminToken | undefined>(undefined);
   const list = [...(tokens.data ?? [])].sort((left, right) => right.created_at - left.created_at);
   return (
     <Page name="admin-tokens" title="Admin tokens" loaded={tokens} tools={<RefreshButton loaded={tokens} testId="admin-tokens-refresh" />}>
       {created && (
-        <section class="card secret-box" role="status" data-testid="new-admin-token-box">
-          <h2>
-            Token created: {created.name || created.id} ({created.role})
-          </h2>
-          <code class="secret" data-testid="new-admin-token-secret">
-            {created.secret}
-          </code>
-          <p class="warning">
-            <strong>Copy the secret now: you will not see it again.</strong> The gateway keeps only its hash.
-          </p>
-          <button type="button" class="secondary" onClick={() => setCreated(undefined)} data-testid="new-admin-token-dismiss">
-            I have saved it
-          </button>
-        </section>
+        <SecretBox
+          testId="new-admin-token"
+          title={`Token created: ${created.name || created.id} (${created.role})`}
+          secret={created.secret}
+          onDismiss={() => setCreated(undefined)}
+        />
       )}
       <CreateTokenForm
         api={api}

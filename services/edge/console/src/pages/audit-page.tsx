@@ -6,6 +6,7 @@
 import { useState } from 'preact/hooks';
 import type { AdminApi, AuditEntry } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
+import { TextField } from '../fields';
 import { formatUnixMilliseconds } from '../format';
 import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { useAction } from '../use-action';
@@ -69,26 +70,20 @@ export function AuditPage({ api }: { api: AdminApi }) {
         }}
       >
         <div class="fields">
-          <label>
-            Target id
-            <input
-              type="text"
-              value={typed.targetId}
-              placeholder="key_… or adt_…"
-              onInput={(event) => setTyped({ ...typed, targetId: event.currentTarget.value })}
-              data-testid="audit-target"
-            />
-          </label>
-          <label>
-            Actor
-            <input
-              type="text"
-              value={typed.actor}
-              placeholder="static-token, adt_…"
-              onInput={(event) => setTyped({ ...typed, actor: event.currentTarget.value })}
-              data-testid="audit-actor-filter"
-            />
-          </label>
+          <TextField
+            label="Target id"
+            value={typed.targetId}
+            testId="audit-target"
+            placeholder="key_… or adt_…"
+            onInput={(targetId) => setTyped({ ...typed, targetId })}
+          />
+          <TextField
+            label="Actor"
+            value={typed.actor}
+            testId="audit-actor-filter"
+            placeholder="static-token, adt_…"
+            onInput={(actor) => setTyped({ ...typed, actor })}
+          />
         </div>
         <button type="submit" data-testid="audit-apply">
           Filter

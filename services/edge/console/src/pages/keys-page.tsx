@@ -4,13 +4,16 @@
  * name, limits and budgets, and a revocation that asks to be confirmed. A viewer (canChange false)
  * sees the list only.
  */
-import { useMemo, useRef, useState } from 'preact/hooks';
-import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type KeyCreation, type Plan, type Team } from '../admin-api';
-import { ConfirmDialog } from '../confirm-dialog';
+import { useMemo, useState } from 'preact/hooks';
+import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type Plan, type Team } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
-import { FieldError, fieldsOfKey, keyChange, parseFields, type KeyFields } from '../key-fields';
+import { SelectField, TextField } from '../fields';
+import { apiSettings, FieldError, fieldsOfKey, keyChange, setOnly, type KeyFields } from '../key-fields';
 import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
-import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
+import { LimitFieldInputs, type LimitPlaceholders } from '../limit-field-inputs';
+import { ManagedRow } from '../managed-row';
+import { EditActions, EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
+import { SecretBox } from '../secret-box';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
@@ -23,6 +26,8 @@ const EMPTY_FIELDS: KeyFields = {
   monthlyBudget: '',
   allowedModels: '',
 };
+
+const PLAN_OPTIONS = PLANS.map((plan) => [plan, plan] as const);
 
 /** A form error: a field typed wrongly, or what the admin API answered. */
 function formError(error: unknown): ApiError | string {
@@ -42,40 +47,19 @@ function KeyFieldInputs({
   fields: KeyFields;
   onChange: (fields: KeyFields) => void;
   prefix: string;
-  placeholders: { requestsPerMinute: string; tokensPerMinute: string; dailyBudget: string; monthlyBudget: string };
+  placeholders: LimitPlaceholders;
 }) {
-  const input = (field: Exclude<keyof KeyFields, 'plan'>, label: string, testId: string, placeholder: string, mode: 'numeric' | 'decimal' | 'text') => (
-    <label>
-      {label}
-      <input
-        type="text"
-        inputMode={mode}
-        autocomplete="off"
-        value={fields[field]}
-        placeholder={placeholder}
-        onInput={(event) => onChange({ ...fields, [field]: event.currentTarget.value })}
-        data-testid={`${prefix}-${testId}`}
-      />
-    </label>
-  );
   return (
     <div class="fields">
-      {input('name', 'Name', 'name', 'optional', 'text')}
-      <label>
-        Plan
-        <select value={fields.plan} onChange={(event) => onChange({ ...fields, plan: event.currentTarget.value as Plan })} data-testid={`${prefix}-plan`}>
-          {PLANS.map((plan) => (
-            <option key={plan} value={plan}>
-              {plan}
-            </option>
-          ))}
-        </select>
-      </label>
-      {input('requestsPerMinute', 'Requests / min', 'rpm', placeholders.requestsPerMinute, 'numeric')}
-      {input('tokensPerMinute', 'Tokens / min', 'tpm', placeholders.tokensPerMinute, 'numeric')}
-      {input('dailyBudget', 'Daily budget (USD)', 'daily', placeholders.dailyBudget, 'decimal')}
-      {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', placeholders.monthlyBudget, 'decimal')}
-      {input('allowedModels', 'Allowed models', 'models', 'every model', 'text')}
+      <TextField label="Name" value={fields.name} testId={`${prefix}-name`} placeholder="optional" onInput={(name) => onChange({ ...fields, name })} />
+      <SelectField
+        label="Plan"
+        value={fields.plan as Plan}
+        testId={`${prefix}-plan`}
+        options={PLAN_OPTIONS}
+        onChange={(plan) => onChange({ ...fields, plan })}
+      />
+      <LimitFieldInputs fields={fields} onChange={onChange} prefix={prefix} placeholders={placeholders} />
     </div>
   );
 }
@@ -85,26 +69,16 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
   const [fields, setFields] = useState<KeyFields>(EMPTY_FIELDS);
   const [teamId, setTeamId] = useState('');
   const { error, busy, submit } = useAction(formError);
+  const teamOptions = [['', 'no team'] as const, ...teams.map((team) => [team.id, `${team.name} (${team.id})`] as const)];
   return (
     <form
       class="card"
       data-testid="create-key-form"
       onSubmit={submit(async () => {
-        const parsed = parseFields(fields);
+        const settings = setOnly(apiSettings(fields, (parsed) => parsed));
         // The create form starts from a plan it offers and offers only those: never `unknown`.
-        const creation: KeyCreation = { plan: fields.plan as Plan };
-        if (fields.name.trim()) creation.name = fields.name.trim();
-        const limits: NonNullable<KeyCreation['limits']> = {};
-        if (parsed.requestsPerMinute !== undefined) limits.requests_per_minute = parsed.requestsPerMinute;
-        if (parsed.tokensPerMinute !== undefined) limits.tokens_per_minute = parsed.tokensPerMinute;
-        if (Object.keys(limits).length > 0) creation.limits = limits;
-        const budgets: NonNullable<KeyCreation['budgets']> = {};
-        if (parsed.dailyBudget !== undefined) budgets.daily_usd = parsed.dailyBudget;
-        if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
-        if (Object.keys(budgets).length > 0) creation.budgets = budgets;
-        if (parsed.allowedModels) creation.allowed_models = parsed.allowedModels;
-        if (teamId) creation.team_id = teamId;
-        onCreated(await api.createKey(creation));
+        const name = fields.name.trim();
+        onCreated(await api.keys.create({ plan: fields.plan as Plan, ...(name ? { name } : {}), ...settings, ...(teamId ? { team_id: teamId } : {}) }));
         setFields(EMPTY_FIELDS);
         setTeamId('');
       })}
@@ -117,17 +91,7 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
         placeholders={{ requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" }}
       />
       <div class="fields">
-        <label>
-          Team
-          <select value={teamId} onChange={(event) => setTeamId(event.currentTarget.value)} data-testid="create-key-team">
-            <option value="">no team</option>
-            {teams.map((team) => (
-              <option key={team.id} value={team.id}>
-                {team.name} ({team.id})
-              </option>
-            ))}
-          </select>
-        </label>
+        <SelectField label="Team" value={teamId} testId="create-key-team" options={teamOptions} onChange={setTeamId} />
       </div>
       <p class="hint">
         Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it. Allowed models: ids and <code>prefix*</code> patterns,
@@ -135,48 +99,6 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
       </p>
       <SubmitRow error={error} errorTestId="create-key-error" busy={busy} label="Create key" busyLabel="Creating…" testId="create-key-submit" />
     </form>
-  );
-}
-
-/** The new key's secret, shown this once. */
-function SecretBox({ created, onDismiss }: { created: CreatedKey; onDismiss: () => void }) {
-  const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no');
-  const secretElement = useRef<HTMLElement>(null);
-  return (
-    <section class="card secret-box" role="status" data-testid="new-key-box">
-      <h2>Key created: {created.name || created.id}</h2>
-      <p>
-        Key id <code data-testid="new-key-id">{created.id}</code>, plan {created.plan}. Its secret:
-      </p>
-      <div class="secret-line">
-        <code class="secret" data-testid="new-key-secret" ref={secretElement}>
-          {created.secret}
-        </code>
-        <button
-          type="button"
-          data-testid="new-key-copy"
-          onClick={async () => {
-            try {
-              await navigator.clipboard.writeText(created.secret);
-              setCopied('yes');
-            } catch {
-              // No clipboard (an insecure origin, a denied permission): select it for a manual copy.
-              if (secretElement.current) getSelection()?.selectAllChildren(secretElement.current);
-              setCopied('failed');
-            }
-          }}
-        >
-          {copied === 'yes' ? 'Copied' : 'Copy'}
-        </button>
-      </div>
-      {copied === 'failed' && <p class="hint">The browser did not allow copying: the secret is selected, copy it with the keyboard.</p>}
-      <p class="warning">
-        <strong>Copy the secret now: you will not see it again.</strong> The gateway keeps only its hash.
-      </p>
-      <button type="button" class="secondary" onClick={onDismiss} data-testid="new-key-dismiss">
-        I have saved it
-      </button>
-    </section>
   );
 }
 
@@ -193,7 +115,7 @@ function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDo
       onSubmit={submit(async () => {
         const change = keyChange(original, fields);
         if (!change) return onDone(false);
-        await api.updateKey(apiKey.id, change);
+        await api.keys.update(apiKey.id, change);
         onDone(true);
       })}
     >
@@ -209,15 +131,7 @@ function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDo
         }}
       />
       <p class="hint">Empty a field to go back to the plan's value. A plan change takes the new plan's limits where the key sets none.</p>
-      <ErrorBanner error={error} testId="edit-key-error" />
-      <div class="actions">
-        <button type="submit" disabled={busy} data-testid="edit-key-save">
-          {busy ? 'Saving…' : 'Save'}
-        </button>
-        <button type="button" class="secondary" onClick={() => onDone(false)} data-testid="edit-key-cancel">
-          Cancel
-        </button>
-      </div>
+      <EditActions error={error} busy={busy} testId="edit-key" onCancel={() => onDone(false)} />
     </form>
   );
 }
@@ -251,91 +165,61 @@ function KeyRow({
   teamName: string | undefined;
   onChanged: () => void;
 }) {
-  const [mode, setMode] = useState<'view' | 'edit' | 'confirm-revoke'>('view');
-  const { error, busy, run, clearError } = useAction(asApiError);
   const { overrides } = apiKey;
   return (
-    <>
-      <tr data-testid="key-row" data-key-id={apiKey.id} class={apiKey.revoked ? 'revoked' : undefined}>
-        <td>
-          <code>{apiKey.id}</code>
-        </td>
-        <td>{apiKey.name || <span class="muted">—</span>}</td>
-        <td data-testid="key-plan">{apiKey.plan}</td>
-        <td data-testid="key-team">{apiKey.team_id ? <span title={apiKey.team_id}>{teamName ?? apiKey.team_id}</span> : <span class="muted">—</span>}</td>
-        <Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} />
-        <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
-        <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
-        <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
-        <td data-testid="key-models">{apiKey.allowed_models ? apiKey.allowed_models.join(', ') || 'none' : <span class="muted">all</span>}</td>
-        <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
-        <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
-        <td>
-          {canChange && !apiKey.revoked && mode === 'view' && (
-            <div class="actions">
-              <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="key-edit">
-                Edit
-              </button>
-              <button type="button" class="danger" onClick={() => setMode('confirm-revoke')} data-testid="key-revoke">
-                Revoke
-              </button>
-            </div>
-          )}
-        </td>
-      </tr>
-      {mode !== 'view' && (
-        <tr class="detail">
-          <td colSpan={11}>
-            {mode === 'edit' && (
-              <EditKeyForm
-                api={api}
-                apiKey={apiKey}
-                onDone={(changed) => {
-                  setMode('view');
-                  if (changed) onChanged();
-                }}
-              />
-            )}
-            {mode === 'confirm-revoke' && (
-              <ConfirmDialog
-                testId="key-revoke"
-                error={error}
-                busy={busy}
-                confirmLabel="Revoke key"
-                onConfirm={() =>
-                  run(async () => {
-                    await api.revokeKey(apiKey.id);
-                    setMode('view');
-                    onChanged();
-                  })
-                }
-                onCancel={() => {
-                  setMode('view');
-                  clearError();
-                }}
-              >
-                Revoke <code>{apiKey.id}</code>
-                {apiKey.name ? ` (${apiKey.name})` : ''}? Requests with it are refused at once. This cannot be undone.
-              </ConfirmDialog>
-            )}
-          </td>
-        </tr>
-      )}
-    </>
+    <ManagedRow
+      row={{ 'data-testid': 'key-row', 'data-key-id': apiKey.id, ...(apiKey.revoked && { class: 'revoked' }) }}
+      columns={11}
+      canChange={canChange && !apiKey.revoked}
+      onChanged={onChanged}
+      edit={{ testId: 'key-edit', form: (onDone) => <EditKeyForm api={api} apiKey={apiKey} onDone={onDone} /> }}
+      removal={{
+        testId: 'key-revoke',
+        label: 'Revoke',
+        confirmLabel: 'Revoke key',
+        remove: () => api.keys.remove(apiKey.id),
+        question: (
+          <>
+            Revoke <code>{apiKey.id}</code>
+            {apiKey.name ? ` (${apiKey.name})` : ''}? Requests with it are refused at once. This cannot be undone.
+          </>
+        ),
+      }}
+    >
+      <td>
+        <code>{apiKey.id}</code>
+      </td>
+      <td>{apiKey.name || <span class="muted">—</span>}</td>
+      <td data-testid="key-plan">{apiKey.plan}</td>
+      <td data-testid="key-team">{apiKey.team_id ? <span title={apiKey.team_id}>{teamName ?? apiKey.team_id}</span> : <span class="muted">—</span>}</td>
+      <Setting text={formatLimit(apiKey.limits.requests_per_minute)} overridden={overrides.requests_per_minute !== undefined} />
+      <Setting text={formatLimit(apiKey.limits.tokens_per_minute)} overridden={overrides.tokens_per_minute !== undefined} />
+      <Setting text={formatBudget(apiKey.budgets.daily_usd)} overridden={overrides.daily_budget_usd !== undefined} />
+      <Setting text={formatBudget(apiKey.budgets.monthly_usd)} overridden={overrides.monthly_budget_usd !== undefined} />
+      <td data-testid="key-models">{apiKey.allowed_models ? apiKey.allowed_models.join(', ') || 'none' : <span class="muted">all</span>}</td>
+      <td data-testid="key-revoked">{apiKey.revoked ? <span class="badge bad">revoked</span> : <span class="badge good">active</span>}</td>
+      <td>{formatUnixSeconds(apiKey.last_used_at)}</td>
+    </ManagedRow>
   );
 }
 
 /** The Keys page. */
 export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
-  const keys = useLoader(() => api.listKeys(), [api]);
-  const teams = useLoader(() => api.listTeams(), [api]);
+  const keys = useLoader(() => api.keys.list(), [api]);
+  const teams = useLoader(() => api.teams.list(), [api]);
   const teamNames = useMemo(() => new Map((teams.data ?? []).map((team) => [team.id, team.name])), [teams.data]);
   const [created, setCreated] = useState<CreatedKey | undefined>(undefined);
   // Newest first: the key just created is at the top, beside its secret.
   const list = useMemo(() => [...(keys.data ?? [])].sort((left, right) => right.created_at - left.created_at), [keys.data]);
   return (
     <Page name="keys" title="Keys" loaded={keys} tools={<RefreshButton loaded={keys} testId="keys-refresh" />}>
-      {created && <SecretBox created={created} onDismiss={() => setCreated(undefined)} />}
+      {created && (
+        <SecretBox testId="new-key" title={`Key created: ${created.name || created.id}`} secret={created.secret} onDismiss={() => setCreated(undefined)}>
+          <p>
+            Key id <code data-testid="new-key-id">{created.id}</code>, plan {created.plan}. Its secret:
+          </p>
+        </SecretBox>
+      )}
       {canChange ? (
         <CreateKeyForm
           api={api}

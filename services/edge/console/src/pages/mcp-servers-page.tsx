@@ -6,17 +6,23 @@
  */
 import { useState } from 'preact/hooks';
 import type { AdminApi, McpServer } from '../admin-api';
-import { ConfirmDialog } from '../confirm-dialog';
 import { ErrorBanner } from '../error-banner';
+import { type Options, SelectField, TextField } from '../fields';
 import { formatUnixSeconds } from '../format';
+import { ManagedRow } from '../managed-row';
 import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
+const TRANSPORTS: Options<McpServer['transport']> = [
+  ['streamable_http', 'Streamable HTTP'],
+  ['sse', 'HTTP+SSE'],
+];
+
 function PutServerForm({ api, onSaved }: { api: AdminApi; onSaved: () => void }) {
   const [name, setName] = useState('');
   const [url, setUrl] = useState('');
-  const [transport, setTransport] = useState<'streamable_http' | 'sse'>('streamable_http');
+  const [transport, setTransport] = useState<McpServer['transport']>('streamable_http');
   const [headerName, setHeaderName] = useState('');
   const [headerValue, setHeaderValue] = useState('');
   const { error, busy, submit } = useAction(asApiError);
@@ -26,67 +32,18 @@ function PutServerForm({ api, onSaved }: { api: AdminApi; onSaved: () => void })
       data-testid="put-mcp-server-form"
       onSubmit={submit(async () => {
         const headers = headerName.trim() ? { headers: { [headerName.trim()]: headerValue } } : {};
-        await api.putMcpServer(name.trim(), { url: url.trim(), transport, ...headers });
+        await api.mcpServers.replace(name.trim(), { url: url.trim(), transport, ...headers });
         setHeaderValue('');
         onSaved();
       })}
     >
       <h2>Declare an MCP server</h2>
       <div class="fields">
-        <label>
-          Name
-          <input
-            type="text"
-            autocomplete="off"
-            value={name}
-            placeholder="github"
-            onInput={(event) => setName(event.currentTarget.value)}
-            data-testid="mcp-server-name"
-          />
-        </label>
-        <label>
-          URL
-          <input
-            type="url"
-            autocomplete="off"
-            value={url}
-            placeholder="https://example.com/mcp"
-            onInput={(event) => setUrl(event.currentTarget.value)}
-            data-testid="mcp-server-url"
-          />
-        </label>
-        <label>
-          Transport
-          <select
-            value={transport}
-            onChange={(event) => setTransport(event.currentTarget.value as 'streamable_http' | 'sse')}
-            data-testid="mcp-server-transport"
-          >
-            <option value="streamable_http">Streamable HTTP</option>
-            <option value="sse">HTTP+SSE</option>
-          </select>
-        </label>
-        <label>
-          Header
-          <input
-            type="text"
-            autocomplete="off"
-            value={headerName}
-            placeholder="optional: Authorization"
-            onInput={(event) => setHeaderName(event.currentTarget.value)}
-            data-testid="mcp-server-header-name"
-          />
-        </label>
-        <label>
-          Header value
-          <input
-            type="password"
-            autocomplete="off"
-            value={headerValue}
-            onInput={(event) => setHeaderValue(event.currentTarget.value)}
-            data-testid="mcp-server-header-value"
-          />
-        </label>
+        <TextField label="Name" value={name} testId="mcp-server-name" placeholder="github" onInput={setName} />
+        <TextField label="URL" inputMode="url" value={url} testId="mcp-server-url" placeholder="https://example.com/mcp" onInput={setUrl} />
+        <SelectField label="Transport" value={transport} testId="mcp-server-transport" options={TRANSPORTS} onChange={setTransport} />
+        <TextField label="Header" value={headerName} testId="mcp-server-header-name" placeholder="optional: Authorization" onInput={setHeaderName} />
+        <TextField label="Header value" type="password" value={headerValue} testId="mcp-server-header-value" onInput={setHeaderValue} />
       </div>
       <p class="muted">Without a header, a server already declared keeps its stored headers. Header values are stored encrypted and never shown again.</p>
       <SubmitRow error={error} errorTestId="put-mcp-server-error" busy={busy} label="Save server" busyLabel="Saving…" testId="put-mcp-server-submit" />
@@ -95,10 +52,24 @@ function PutServerForm({ api, onSaved }: { api: AdminApi; onSaved: () => void })
 }
 
 function ServerRow({ api, server, canChange, onChanged }: { api: AdminApi; server: McpServer; canChange: boolean; onChanged: () => void }) {
-  const [confirming, setConfirming] = useState(false);
-  const { error, busy, run } = useAction(asApiError);
   return (
-    <tr data-testid="mcp-server-row" data-server-name={server.name}>
+    <ManagedRow
+      row={{ 'data-testid': 'mcp-server-row', 'data-server-name': server.name }}
+      columns={7}
+      canChange={canChange}
+      onChanged={onChanged}
+      removal={{
+        testId: 'mcp-server-delete',
+        label: 'Remove',
+        confirmLabel: 'Remove',
+        remove: () => api.mcpServers.remove(server.name),
+        question: (
+          <>
+            Remove the MCP server <code>{server.name}</code>? Its tools disappear from /mcp within a second.
+          </>
+        ),
+      }}
+    >
       <td>
         <code>{server.name}</code>
       </td>
@@ -109,38 +80,13 @@ function ServerRow({ api, server, canChange, onChanged }: { api: AdminApi; serve
       <td>{server.header_names.length > 0 ? server.header_names.join(', ') : <span class="muted">—</span>}</td>
       <td>{server.auth === 'oauth' ? 'per-user OAuth' : 'headers'}</td>
       <td>{formatUnixSeconds(server.updated_at)}</td>
-      <td>
-        {canChange && !confirming && (
-          <button type="button" class="danger" onClick={() => setConfirming(true)} data-testid="mcp-server-delete">
-            Remove
-          </button>
-        )}
-        {confirming && (
-          <ConfirmDialog
-            testId="mcp-server-delete"
-            error={error}
-            busy={busy}
-            confirmLabel="Remove"
-            onConfirm={() =>
-              run(async () => {
-                await api.deleteMcpServer(server.name);
-                setConfirming(false);
-                onChanged();
-              })
-            }
-            onCancel={() => setConfirming(false)}
-          >
-            Remove the MCP server <code>{server.name}</code>? Its tools disappear from /mcp within a second.
-          </ConfirmDialog>
-        )}
-      </td>
-    </tr>
+    </ManagedRow>
   );
 }
 
 /** The MCP servers page. */
 export function McpServersPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
-  const servers = useLoader(() => api.listMcpServers(), [api]);
+  const servers = useLoader(() => api.mcpServers.list(), [api]);
   const list = servers.data ?? [];
   return (
     <Page name="mcp-servers" title="MCP servers" loaded={servers} tools={<RefreshButton loaded={servers} testId="mcp-servers-refresh" />}>

@@ -10,7 +10,7 @@ import { useLoader } from '../use-loader';
 
 /** The Models page. */
 export function ModelsPage({ api }: { api: AdminApi }) {
-  const models = useLoader(() => api.models(), [api]);
+  const models = useLoader(() => api.models.list(), [api]);
   const list = models.data ?? [];
   return (
     <Page name="models" title="Models" loaded={models} tools={<RefreshButton loaded={models} testId="models-refresh" />}>

@@ -11,7 +11,9 @@ import { useState } from 'preact/hooks';
 import type { AdminApi, GatewayRequest, LoggedRequest, RequestSearch } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatCount, formatMilliseconds, formatUnixMilliseconds, formatUsd } from '../format';
-import { EmptyRow, Page, RefreshButton, Table, ToolSelect } from '../page';
+import { type Options, SelectField, TextField } from '../fields';
+import { KeyFilter } from '../key-filter';
+import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { asApiError, useLoader } from '../use-loader';
 
 const LIMIT = 50;
@@ -35,11 +37,36 @@ const NO_FILTERS: RequestSearch = {
   order: 'desc',
 };
 
-const RANGES: ReadonlyArray<[number, string]> = [
-  [3_600, 'Last hour'],
-  [86_400, 'Last 24 hours'],
-  [7 * 86_400, 'Last 7 days'],
-  [0, 'Everything kept'],
+/** How far back a search looks, in seconds (0: the log's whole retention). */
+const RANGES: Options<string> = [
+  [String(3_600), 'Last hour'],
+  [String(86_400), 'Last 24 hours'],
+  [String(7 * 86_400), 'Last 7 days'],
+  ['0', 'Everything kept'],
+];
+
+const APIS: Options<string> = [
+  ['', 'any'],
+  ['chat_completions', 'chat completions'],
+  ['responses', 'responses'],
+  ['messages', 'messages'],
+  ['embeddings', 'embeddings'],
+];
+
+const OUTCOMES: Options<string> = [
+  ['', 'any'],
+  ['completed', 'completed'],
+  ['failed', 'failed'],
+  ['cancelled', 'cancelled'],
+  ['refused', 'refused'],
+];
+
+/** The orders a search offers, as `<sort> <order>`. */
+const ORDERS: Options<`${RequestSearch['sort']} ${RequestSearch['order']}`> = [
+  ['time desc', 'newest first'],
+  ['time asc', 'oldest first'],
+  ['latency desc', 'slowest first'],
+  ['cost desc', 'dearest first'],
 ];
 
 /** How a request ended, as a badge. */
@@ -115,6 +142,85 @@ function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClos
   );
 }
 
+/** The request log's search: the form being edited (`draft`), Search, Clear, and the exports of the search applied. */
+function SearchForm({
+  draft,
+  onDraft,
+  onApply,
+  onExport,
+}: {
+  draft: RequestSearch;
+  onDraft: (draft: RequestSearch) => void;
+  onApply: (search: RequestSearch) => void;
+  onExport: (format: 'csv' | 'jsonl') => void;
+}) {
+  const select = (field: 'api' | 'outcome', label: string, options: Options<string>) => (
+    <SelectField
+      label={label}
+      value={draft[field]}
+      testId={`requests-${field}`}
+      options={options}
+      onChange={(value) => onDraft({ ...draft, [field]: value })}
+    />
+  );
+  return (
+    <form
+      class="card"
+      data-testid="requests-filters"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onApply(draft);
+      }}
+    >
+      <div class="fields">
+        <SelectField
+          label="Time"
+          value={String(draft.sinceSeconds)}
+          testId="requests-range"
+          options={RANGES}
+          onChange={(seconds) => onDraft({ ...draft, sinceSeconds: Number(seconds) })}
+        />
+        {select('api', 'API', APIS)}
+        {select('outcome', 'Outcome', OUTCOMES)}
+        {TEXT_FILTERS.map(([field, label, testId, placeholder]) => (
+          <TextField
+            key={field}
+            label={label}
+            value={String(draft[field])}
+            testId={testId}
+            placeholder={placeholder}
+            onInput={(value) => onDraft({ ...draft, [field]: value })}
+          />
+        ))}
+        <SelectField
+          label="Order by"
+          value={`${draft.sort} ${draft.order}`}
+          testId="requests-sort"
+          options={ORDERS}
+          onChange={(value) => {
+            const [sort, order] = value.split(' ') as [RequestSearch['sort'], RequestSearch['order']];
+            onDraft({ ...draft, sort, order });
+          }}
+        />
+      </div>
+      <div class="actions">
+        <button type="button" class="secondary" data-testid="requests-clear" onClick={() => onApply(NO_FILTERS)}>
+          Clear
+        </button>
+        <button type="button" class="secondary" data-testid="requests-export-csv" onClick={() => onExport('csv')}>
+          Export CSV
+        </button>
+        <button type="button" class="secondary" data-testid="requests-export-jsonl" onClick={() => onExport('jsonl')}>
+          Export JSONL
+        </button>
+        <button type="submit" data-testid="requests-apply">
+          Search
+        </button>
+      </div>
+    </form>
+  );
+}
+
 /** The Requests page. */
 export function RequestsPage({ api }: { api: AdminApi }) {
   // The search applied, the form being edited, and the cursors of the pages before the one shown.
@@ -124,7 +230,7 @@ export function RequestsPage({ api }: { api: AdminApi }) {
   const [log, setLog] = useState<boolean | undefined>(undefined);
   const [opened, setOpened] = useState<string | undefined>(undefined);
   const [exportError, setExportError] = useState<ReturnType<typeof asApiError> | undefined>(undefined);
-  const keys = useLoader(() => api.listKeys(), [api]);
+  const keys = useLoader(() => api.keys.list(), [api]);
   const cursor = cursors.at(-1);
   const requests = useLoader(async () => {
     // The first answer tells whether the log is there; a plain page is what every gateway answers.
@@ -139,18 +245,6 @@ export function RequestsPage({ api }: { api: AdminApi }) {
     setDraft(next);
     setCursors([]);
   };
-  const text = (field: keyof RequestSearch, label: string, testId: string, placeholder: string) => (
-    <label key={field}>
-      {label}
-      <input
-        type="text"
-        value={String(draft[field])}
-        placeholder={placeholder}
-        data-testid={testId}
-        onInput={(event) => setDraft({ ...draft, [field]: event.currentTarget.value })}
-      />
-    </label>
-  );
   return (
     <Page
       name="requests"
@@ -158,14 +252,7 @@ export function RequestsPage({ api }: { api: AdminApi }) {
       loaded={requests}
       tools={
         <>
-          <ToolSelect label="Key" value={search.keyId} testId="requests-key-filter" onChange={(keyId) => apply({ ...draft, keyId })}>
-            <option value="">All keys</option>
-            {(keys.data ?? []).map((key) => (
-              <option key={key.id} value={key.id}>
-                {key.name ? `${key.name} (${key.id})` : key.id}
-              </option>
-            ))}
-          </ToolSelect>
+          <KeyFilter keys={keys.data ?? []} value={search.keyId} testId="requests-key-filter" onChange={(keyId) => apply({ ...draft, keyId })} />
           <RefreshButton loaded={requests} testId="requests-refresh" />
         </>
       }
@@ -177,102 +264,17 @@ export function RequestsPage({ api }: { api: AdminApi }) {
         </p>
       )}
       {log === true && (
-        <form
-          class="card"
-          data-testid="requests-filters"
-          onSubmit={(event) => {
-            event.preventDefault();
-            apply(draft);
-          }}
-        >
-          <div class="fields">
-            <label>
-              Time
-              <select
-                value={String(draft.sinceSeconds)}
-                data-testid="requests-range"
-                onChange={(event) => setDraft({ ...draft, sinceSeconds: Number(event.currentTarget.value) })}
-              >
-                {RANGES.map(([seconds, label]) => (
-                  <option key={seconds} value={String(seconds)}>
-                    {label}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              API
-              <select value={draft.api} data-testid="requests-api" onChange={(event) => setDraft({ ...draft, api: event.currentTarget.value })}>
-                <option value="">any</option>
-                <option value="chat_completions">chat completions</option>
-                <option value="responses">responses</option>
-                <option value="messages">messages</option>
-                <option value="embeddings">embeddings</option>
-              </select>
-            </label>
-            <label>
-              Outcome
-              <select value={draft.outcome} data-testid="requests-outcome" onChange={(event) => setDraft({ ...draft, outcome: event.currentTarget.value })}>
-                <option value="">any</option>
-                <option value="completed">completed</option>
-                <option value="failed">failed</option>
-                <option value="cancelled">cancelled</option>
-                <option value="refused">refused</option>
-              </select>
-            </label>
-            {TEXT_FILTERS.map(([field, label, testId, placeholder]) => text(field, label, testId, placeholder))}
-            <label>
-              Order by
-              <select
-                value={`${draft.sort} ${draft.order}`}
-                data-testid="requests-sort"
-                onChange={(event) => {
-                  const [sort, order] = event.currentTarget.value.split(' ') as [RequestSearch['sort'], RequestSearch['order']];
-                  setDraft({ ...draft, sort, order });
-                }}
-              >
-                <option value="time desc">newest first</option>
-                <option value="time asc">oldest first</option>
-                <option value="latency desc">slowest first</option>
-                <option value="cost desc">dearest first</option>
-              </select>
-            </label>
-          </div>
-          <div class="actions">
-            <button type="button" class="secondary" data-testid="requests-clear" onClick={() => apply(NO_FILTERS)}>
-              Clear
-            </button>
-            <button
-              type="button"
-              class="secondary"
-              data-testid="requests-export-csv"
-              onClick={() =>
-                api.downloadRequests(search, 'csv').then(
-                  () => setExportError(undefined),
-                  (error: unknown) => setExportError(asApiError(error)),
-                )
-              }
-            >
-              Export CSV
-            </button>
-            <button
-              type="button"
-              class="secondary"
-              data-testid="requests-export-jsonl"
-              onClick={() =>
-                api.downloadRequests(search, 'jsonl').then(
-                  () => setExportError(undefined),
-                  (error: unknown) => setExportError(asApiError(error)),
-                )
-              }
-            >
-              Export JSONL
-            </button>
-            <button type="submit" data-testid="requests-apply">
-              Search
-            </button>
-          </div>
-        </form>
+        <SearchForm
+          draft={draft}
+          onDraft={setDraft}
+          onApply={apply}
+          onExport={(format) =>
+            api.downloadRequests(search, format).then(
+              () => setExportError(undefined),
+              (error: unknown) => setExportError(asApiError(error)),
+            )
+          }
+        />
       )}
       {opened && <RequestDetail api={api} id={opened} onClose={() => setOpened(undefined)} />}
       <Table

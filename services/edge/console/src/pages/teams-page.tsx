@@ -5,27 +5,25 @@
  * its keys, on top of each key's own.
  */
 import { useState } from 'preact/hooks';
-import type { AdminApi, ApiError, Team, TeamChange, TeamCreation } from '../admin-api';
-import { ConfirmDialog } from '../confirm-dialog';
+import type { AdminApi, ApiError, Team } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
+import { TextField } from '../fields';
 import { formatBudget, formatLimit } from '../format';
-import { FieldError, parseBudget, parseLimit } from '../key-fields';
-import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
+import { apiSettings, FieldError, setOnly, type LimitFields } from '../key-fields';
+import { LimitFieldInputs } from '../limit-field-inputs';
+import { ManagedRow } from '../managed-row';
+import { EditActions, EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
 /** A team's form as typed: empty is none. */
-interface TeamFields {
+interface TeamFields extends LimitFields {
   name: string;
-  requestsPerMinute: string;
-  tokensPerMinute: string;
-  dailyBudget: string;
-  monthlyBudget: string;
-  /** Model ids and `prefix*` patterns, comma-separated; empty: every model. */
-  allowedModels: string;
 }
 
 const EMPTY: TeamFields = { name: '', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '', allowedModels: '' };
+
+const NONE = { requestsPerMinute: 'none', tokensPerMinute: 'none', dailyBudget: 'none', monthlyBudget: 'none' };
 
 function formError(error: unknown): ApiError | string {
   return error instanceof FieldError ? error.message : asApiError(error);
@@ -44,52 +42,16 @@ function fieldsOfTeam(team: Team): TeamFields {
   };
 }
 
-/** A limit or budget typed: a number, or null for none (empty or "unlimited"). */
-function numberOrNone(parsed: number | 'unlimited' | undefined): number | null {
-  return typeof parsed === 'number' ? parsed : null;
-}
-
-/** The settings a form sets: limits and budgets (null: none), and the allow-list (null: every model). */
+/** The settings a form sets: limits and budgets (null: none, empty or "unlimited"), and the allow-list (null: every model). */
 function settingsOf(fields: TeamFields) {
-  const models = fields.allowedModels
-    .split(',')
-    .map((model) => model.trim())
-    .filter(Boolean);
-  return {
-    limits: {
-      requests_per_minute: numberOrNone(parseLimit(fields.requestsPerMinute, 'Requests / min')),
-      tokens_per_minute: numberOrNone(parseLimit(fields.tokensPerMinute, 'Tokens / min')),
-    },
-    budgets: {
-      daily_usd: numberOrNone(parseBudget(fields.dailyBudget, 'Daily budget')),
-      monthly_usd: numberOrNone(parseBudget(fields.monthlyBudget, 'Monthly budget')),
-    },
-    allowed_models: models.length > 0 ? models : null,
-  };
+  return apiSettings(fields, (parsed) => (typeof parsed === 'number' ? parsed : null));
 }
 
 function TeamFieldInputs({ fields, onChange, prefix }: { fields: TeamFields; onChange: (fields: TeamFields) => void; prefix: string }) {
-  const input = (field: keyof TeamFields, label: string, testId: string, placeholder: string) => (
-    <label>
-      {label}
-      <input
-        type="text"
-        autocomplete="off"
-        value={fields[field]}
-        placeholder={placeholder}
-        onInput={(event) => onChange({ ...fields, [field]: event.currentTarget.value })}
-        data-testid={`${prefix}-${testId}`}
-      />
-    </label>
-  );
   return (
     <div class="fields">
-      {input('name', 'Name', 'name', 'required')}
-      {input('requestsPerMinute', 'Requests / min', 'rpm', 'none')}
-      {input('tokensPerMinute', 'Tokens / min', 'tpm', 'none')}
-      {input('dailyBudget', 'Daily budget (USD)', 'daily', 'none')}
-      {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', 'none')}
-      {input('allowedModels', 'Allowed models', 'models', 'every model')}
+      <TextField label="Name" value={fields.name} testId={`${prefix}-name`} placeholder="required" onInput={(name) => onChange({ ...fields, name })} />
+      <LimitFieldInputs fields={fields} onChange={onChange} prefix={prefix} placeholders={NONE} />
     </div>
   );
 }
@@ -102,14 +64,7 @@ function CreateTeamForm({ api, onCreated }: { api: AdminApi; onCreated: () => vo
       class="card"
       data-testid="create-team-form"
       onSubmit={submit(async () => {
-        const settings = settingsOf(fields);
-        const creation: TeamCreation = { name: fields.name.trim() };
-        const limits = Object.fromEntries(Object.entries(settings.limits).filter(([, value]) => value !== null));
-        const budgets = Object.fromEntries(Object.entries(settings.budgets).filter(([, value]) => value !== null));
-        if (Object.keys(limits).length > 0) creation.limits = limits;
-        if (Object.keys(budgets).length > 0) creation.budgets = budgets;
-        if (settings.allowed_models) creation.allowed_models = settings.allowed_models;
-        await api.createTeam(creation);
+        await api.teams.create({ name: fields.name.trim(), ...setOnly(settingsOf(fields)) });
         setFields(EMPTY);
         onCreated();
       })}
@@ -133,21 +88,12 @@ function EditTeamForm({ api, team, onDone }: { api: AdminApi; team: Team; onDone
       class="edit"
       data-testid="edit-team-form"
       onSubmit={submit(async () => {
-        const change: TeamChange = { name: fields.name.trim(), ...settingsOf(fields) };
-        await api.updateTeam(team.id, change);
+        await api.teams.update(team.id, { name: fields.name.trim(), ...settingsOf(fields) });
         onDone(true);
       })}
     >
       <TeamFieldInputs fields={fields} onChange={setFields} prefix="edit-team" />
-      <ErrorBanner error={error} testId="edit-team-error" />
-      <div class="actions">
-        <button type="submit" disabled={busy} data-testid="edit-team-save">
-          {busy ? 'Saving…' : 'Save'}
-        </button>
-        <button type="button" class="secondary" onClick={() => onDone(false)} data-testid="edit-team-cancel">
-          Cancel
-        </button>
-      </div>
+      <EditActions error={error} busy={busy} testId="edit-team" onCancel={() => onDone(false)} />
     </form>
   );
 }
@@ -158,82 +104,46 @@ function limitText(limit: number | null): string {
 }
 
 function TeamRow({ api, team, canChange, onChanged }: { api: AdminApi; team: Team; canChange: boolean; onChanged: () => void }) {
-  const [mode, setMode] = useState<'view' | 'edit' | 'confirm-delete'>('view');
-  const { error, busy, run, clearError } = useAction(asApiError);
   return (
-    <>
-      <tr data-testid="team-row" data-team-id={team.id}>
-        <td>
-          <code>{team.id}</code>
-        </td>
-        <td data-testid="team-name">{team.name}</td>
-        <td class="number">{limitText(team.limits.requests_per_minute)}</td>
-        <td class="number">{limitText(team.limits.tokens_per_minute)}</td>
-        <td class="number" data-testid="team-daily">
-          {formatBudget(team.budgets.daily_usd)}
-        </td>
-        <td class="number">{formatBudget(team.budgets.monthly_usd)}</td>
-        <td>{team.allowed_models ? team.allowed_models.join(', ') : <span class="muted">every model</span>}</td>
-        <td class="number" data-testid="team-keys">
-          {team.key_count}
-        </td>
-        <td>
-          {canChange && mode === 'view' && (
-            <div class="actions">
-              <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid="team-edit">
-                Edit
-              </button>
-              <button type="button" class="danger" onClick={() => setMode('confirm-delete')} data-testid="team-delete">
-                Delete
-              </button>
-            </div>
-          )}
-        </td>
-      </tr>
-      {mode !== 'view' && (
-        <tr class="detail">
-          <td colSpan={9}>
-            {mode === 'edit' && (
-              <EditTeamForm
-                api={api}
-                team={team}
-                onDone={(changed) => {
-                  setMode('view');
-                  if (changed) onChanged();
-                }}
-              />
-            )}
-            {mode === 'confirm-delete' && (
-              <ConfirmDialog
-                testId="team-delete"
-                error={error}
-                busy={busy}
-                confirmLabel="Delete team"
-                onConfirm={() =>
-                  run(async () => {
-                    await api.deleteTeam(team.id);
-                    setMode('view');
-                    onChanged();
-                  })
-                }
-                onCancel={() => {
-                  setMode('view');
-                  clearError();
-                }}
-              >
-                Delete the team <code>{team.id}</code> ({team.name})? A team is deleted only once all its keys are revoked.
-              </ConfirmDialog>
-            )}
-          </td>
-        </tr>
-      )}
-    </>
+    <ManagedRow
+      row={{ 'data-testid': 'team-row', 'data-team-id': team.id }}
+      columns={9}
+      canChange={canChange}
+      onChanged={onChanged}
+      edit={{ testId: 'team-edit', form: (onDone) => <EditTeamForm api={api} team={team} onDone={onDone} /> }}
+      removal={{
+        testId: 'team-delete',
+        label: 'Delete',
+        confirmLabel: 'Delete team',
+        remove: () => api.teams.remove(team.id),
+        question: (
+          <>
+            Delete the team <code>{team.id}</code> ({team.name})? A team is deleted only once all its keys are revoked.
+          </>
+        ),
+      }}
+    >
+      <td>
+        <code>{team.id}</code>
+      </td>
+      <td data-testid="team-name">{team.name}</td>
+      <td class="number">{limitText(team.limits.requests_per_minute)}</td>
+      <td class="number">{limitText(team.limits.tokens_per_minute)}</td>
+      <td class="number" data-testid="team-daily">
+        {formatBudget(team.budgets.daily_usd)}
+      </td>
+      <td class="number">{formatBudget(team.budgets.monthly_usd)}</td>
+      <td>{team.allowed_models ? team.allowed_models.join(', ') : <span class="muted">every model</span>}</td>
+      <td class="number" data-testid="team-keys">
+        {team.key_count}
+      </td>
+    </ManagedRow>
   );
 }
 
 /** The Teams page; a viewer (canChange false) sees the list only, with no button that changes a team. */
 export function TeamsPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
-  const teams = useLoader(() => api.listTeams(), [api]);
+  const teams = useLoader(() => api.teams.list(), [api]);
   const list = [...(teams.data ?? [])].sort((left, right) => right.created_at - left.created_at);
   return (
     <Page name="teams" title="Teams" loaded={teams} tools={<RefreshButton loaded={teams} testId="teams-refresh" />}>

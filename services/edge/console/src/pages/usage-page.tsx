@@ -7,7 +7,9 @@ import { useCallback, useMemo, useState } from 'preact/hooks';
 import type { AdminApi, Key, Team, UsagePage as UsagePageJson, UsageResult } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatCount, formatUsd } from '../format';
-import { EmptyRow, Page, RefreshButton, ToolSelect } from '../page';
+import { SelectField } from '../fields';
+import { KeyFilter, keyName } from '../key-filter';
+import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { SpendChart } from '../spend-chart';
 import { NO_TEAM, OTHER_SERIES, RANGES, spendSeries, totalsBy, usageWindow, type RangeId, type UsageTotals, type UsageWindow } from '../usage-series';
 import { useLoader } from '../use-loader';
@@ -39,7 +41,7 @@ interface UsageData {
 function keyLabel(keys: ReadonlyMap<string, Key>, id: string): string {
   if (id === OTHER_SERIES) return 'other keys';
   const key = keys.get(id);
-  return key?.name ? `${key.name} (${id})` : id;
+  return key ? keyName(key) : id;
 }
 
 /** One totals row; `testId` and `groupId` let a test find a key's or model's row. */
@@ -62,6 +64,9 @@ function TotalsRow({ label, totals, testId, groupId }: { label: string; totals: 
   );
 }
 
+/** The totals columns after a group's name. */
+const TOTALS_COLUMNS = ['Requests', 'Prompt tokens', 'Completion tokens', 'Cached tokens', 'Cost', 'Errors', 'Fallbacks'];
+
 /** The totals of each group over the window, and the window's totals. */
 function TotalsTable({
   testId,
@@ -77,34 +82,19 @@ function TotalsTable({
   rowTestId: string;
 }) {
   return (
-    <div class="table-wrap">
-      <table data-testid={testId}>
-        <caption>{title}</caption>
-        <thead>
-          <tr>
-            <th>{title.replace(/^By /, '').replace(/^./, (first) => first.toUpperCase())}</th>
-            <th class="number">Requests</th>
-            <th class="number">Prompt tokens</th>
-            <th class="number">Completion tokens</th>
-            <th class="number">Cached tokens</th>
-            <th class="number">Cost</th>
-            <th class="number">Errors</th>
-            <th class="number">Fallbacks</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((row) => (
-            <TotalsRow key={row.id} label={row.label} totals={row.totals} testId={rowTestId} groupId={row.id} />
-          ))}
-          <EmptyRow shown={rows.length === 0} columns={8}>
-            No usage in this range.
-          </EmptyRow>
-        </tbody>
-        <tfoot>
-          <TotalsRow label="All" totals={all} testId={`${testId}-all`} />
-        </tfoot>
-      </table>
-    </div>
+    <Table
+      testId={testId}
+      caption={title}
+      columns={[title.replace(/^By /, '').replace(/^./, (first) => first.toUpperCase()), ...TOTALS_COLUMNS.map((column) => ({ number: column }))]}
+      footer={<TotalsRow label="All" totals={all} testId={`${testId}-all`} />}
+    >
+      {rows.map((row) => (
+        <TotalsRow key={row.id} label={row.label} totals={row.totals} testId={rowTestId} groupId={row.id} />
+      ))}
+      <EmptyRow shown={rows.length === 0} columns={8}>
+        No usage in this range.
+      </EmptyRow>
+    </Table>
   );
 }
 
@@ -120,8 +110,8 @@ export function UsagePage({ api }: { api: AdminApi }) {
       api.usage({ ...query, groupBy: ['model'] }),
       api.usage({ ...query, groupBy: ['key'] }),
       api.usage({ ...query, groupBy: ['team'] }),
-      api.listKeys(),
-      api.listTeams(),
+      api.keys.list(),
+      api.teams.list(),
     ]);
     return { window: timeWindow, byModel, byKey, byTeam, keys, teams };
   }, [api, rangeId, keyId]);
@@ -141,42 +131,26 @@ export function UsagePage({ api }: { api: AdminApi }) {
       loaded={usage}
       tools={
         <>
-          <ToolSelect
+          <SelectField
+            inline
             label="Range"
             value={rangeId}
             testId="usage-range"
-            onChange={(value) => {
-              const next = value as RangeId;
+            options={RANGES.map((entry) => [entry.id, entry.label] as const)}
+            onChange={(next) => {
               setRangeId(next);
               keepChoices(next, keyId);
             }}
-          >
-            {RANGES.map((entry) => (
-              <option key={entry.id} value={entry.id}>
-                {entry.label}
-              </option>
-            ))}
-          </ToolSelect>
-          <ToolSelect
-            label="Key"
+          />
+          <KeyFilter
+            keys={data?.keys ?? []}
             value={keyId}
             testId="usage-key-filter"
             onChange={(next) => {
               setKeyId(next);
               keepChoices(rangeId, next);
             }}
-          >
-            <option value="">All keys</option>
-            {/* The chosen key stays listed while the key list loads. */}
-            {keyId && !keys.has(keyId) && <option value={keyId}>{keyId}</option>}
-            {[...keys.values()]
-              .sort((left, right) => right.created_at - left.created_at)
-              .map((key) => (
-                <option key={key.id} value={key.id}>
-                  {keyLabel(keys, key.id)}
-                </option>
-              ))}
-          </ToolSelect>
+          />
           <RefreshButton loaded={usage} testId="usage-refresh" />
         </>
       }

@@ -1,0 +1,109 @@
+/**
+ * A table row an admin may change: its cells, then its buttons (Edit, and a removal such as Revoke
+ * or Delete); the edit form or the removal's confirmation opens in a row below it.
+ */
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { ConfirmDialog } from './confirm-dialog';
+import { useAction } from './use-action';
+import { asApiError } from './use-loader';
+
+/** A removal that asks first: its button, and what its confirmation says and does. */
+export interface Removal {
+  /** The button's test id; it also prefixes the confirmation's. */
+  testId: string;
+  label: string;
+  confirmLabel: string;
+  /** What will happen, as the confirmation asks it. */
+  question: ComponentChildren;
+  remove: () => Promise<unknown>;
+}
+
+/** An edit form below the row; `form` gets what to call when it is saved or cancelled. */
+export interface Edit {
+  testId: string;
+  form: (onDone: (changed: boolean) => void) => ComponentChildren;
+}
+
+/** The row's own attributes: its test id and the data attributes a test finds it by. */
+export type RowAttributes = { class?: string } & Record<`data-${string}`, string>;
+
+/**
+ * `children` are the row's cells; the buttons, in a last cell, show only while `canChange` and
+ * nothing is open; `columns` is how many cells the row has, buttons included. `onChanged` is
+ * called once an edit is saved or the removal is done.
+ */
+export function ManagedRow({
+  row,
+  columns,
+  canChange,
+  edit,
+  removal,
+  onChanged,
+  children,
+}: {
+  row: RowAttributes;
+  columns: number;
+  canChange: boolean;
+  edit?: Edit;
+  removal: Removal;
+  onChanged: () => void;
+  children: ComponentChildren;
+}) {
+  const [mode, setMode] = useState<'view' | 'edit' | 'confirm'>('view');
+  const { error, busy, run, clearError } = useAction(asApiError);
+  const close = () => {
+    setMode('view');
+    clearError();
+  };
+  return (
+    <>
+      <tr {...row}>
+        {children}
+        <td>
+          {canChange && mode === 'view' && (
+            <div class="actions">
+              {edit && (
+                <button type="button" class="secondary" onClick={() => setMode('edit')} data-testid={edit.testId}>
+                  Edit
+                </button>
+              )}
+              <button type="button" class="danger" onClick={() => setMode('confirm')} data-testid={removal.testId}>
+                {removal.label}
+              </button>
+            </div>
+          )}
+        </td>
+      </tr>
+      {mode !== 'view' && (
+        <tr class="detail">
+          <td colSpan={columns}>
+            {mode === 'edit' &&
+              edit?.form((changed) => {
+                close();
+                if (changed) onChanged();
+              })}
+            {mode === 'confirm' && (
+              <ConfirmDialog
+                testId={removal.testId}
+                error={error}
+                busy={busy}
+                confirmLabel={removal.confirmLabel}
+                onConfirm={() =>
+                  run(async () => {
+                    await removal.remove();
+                    close();
+                    onChanged();
+                  })
+                }
+                onCancel={close}
+              >
+                {removal.question}
+              </ConfirmDialog>
+            )}
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
