@@ -7,13 +7,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACTOR_METADATA, GatewayError, type Metadata } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import { ACTOR_METADATA, GatewayError } from '@gateway/grpc';
 import type { AdminAccessServiceClient, AuditEntryOutput, AuthServiceClient, KeyInfoOutput } from '@gateway/proto';
-import { buildEdgeApp } from '../../app.js';
-import { readEdgeConfig } from '../../config.js';
-import type { EdgeDependencies } from '../../dependencies.js';
+import { fakeGrpcClient, injectAs, type ReceivedCall, testEdge } from '../../testing/test-edge.js';
 
 const STATIC_TOKEN = 'static-admin-token-for-tests-0123456789';
 const VIEWER = `bra-${'v'.repeat(40)}`;
@@ -21,23 +17,12 @@ const ADMIN = `bra-${'a'.repeat(40)}`;
 const DOOMED = `bra-${'d'.repeat(40)}`;
 const KEY: KeyInfoOutput = { key_id: 'key_0123456789abcdef', plan: 'PLAN_PRO', name: 'ci', created_at_ms: 1_700_000_000_000 };
 
-type UnaryCallback = (error: Error | null, response?: unknown) => void;
-
 /** Calls auth received: method and the actor metadata they carried. */
 const calls: Array<{ method: string; actor: string | undefined; request: unknown }> = [];
 
-/** A grpc-js unary method that records its call and answers with `answer(request)` (a GatewayError fails it). */
-function method(name: string, answer: (request: Record<string, unknown>) => unknown) {
-  return (request: Record<string, unknown>, metadata: Metadata, _options: unknown, callback: UnaryCallback) => {
-    calls.push({ method: name, actor: metadata.get(ACTOR_METADATA)[0] as string | undefined, request });
-    setImmediate(() => {
-      const response = answer(request);
-      if (response instanceof GatewayError) callback(Object.assign(new Error(response.message), response.toServiceError()));
-      else callback(null, response);
-    });
-    return { cancel() {} };
-  };
-}
+const record = ({ method, request, metadata }: ReceivedCall) => {
+  calls.push({ method, actor: metadata.get(ACTOR_METADATA)[0] as string | undefined, request });
+};
 
 /** auth's admin tokens, in memory: secret -> token. */
 const tokens = new Map([
@@ -59,58 +44,34 @@ const ENTRY: AuditEntryOutput = {
 };
 
 function fakeAdminAccess(): AdminAccessServiceClient {
-  return {
-    CheckAdminToken: method('CheckAdminToken', (request) => {
-      if (authDown) return GatewayError.of('auth_unavailable', 'The admin token store is unavailable.', { retryable: true });
-      const token = tokens.get(String(request.secret));
-      return token && !token.revoked ? { valid: true, token_id: token.token_id, role: token.role } : { valid: false };
-    }),
-    CreateAdminToken: method('CreateAdminToken', (request) => ({
-      token: { token_id: 'adt_new0000000000000', name: request.name, role: request.role, created_at_ms: 1_700_000_000_000, created_by: 'x' },
-      secret: `bra-${'n'.repeat(40)}`,
-    })),
-    ListAdminTokens: method('ListAdminTokens', () => ({ tokens: [{ token_id: 'adt_admin00000000000', role: 'ADMIN_ROLE_ADMIN' }] })),
-    RevokeAdminToken: method('RevokeAdminToken', (request) => ({ token_id: request.token_id, role: 'ADMIN_ROLE_VIEWER', revoked: true })),
-    ListAuditEntries: method('ListAuditEntries', () => ({ entries: [ENTRY], next_cursor: '1700000000000-0' })),
-  } as unknown as AdminAccessServiceClient;
+  return fakeGrpcClient<AdminAccessServiceClient>(
+    {
+      CheckAdminToken: (request: Record<string, unknown>) => {
+        if (authDown) return GatewayError.of('auth_unavailable', 'The admin token store is unavailable.', { retryable: true });
+        const token = tokens.get(String(request.secret));
+        return token && !token.revoked ? { valid: true, token_id: token.token_id, role: token.role } : { valid: false };
+      },
+      CreateAdminToken: (request: Record<string, unknown>) => ({
+        token: { token_id: 'adt_new0000000000000', name: request.name, role: request.role, created_at_ms: 1_700_000_000_000, created_by: 'x' },
+        secret: `bra-${'n'.repeat(40)}`,
+      }),
+      ListAdminTokens: { tokens: [{ token_id: 'adt_admin00000000000', role: 'ADMIN_ROLE_ADMIN' }] },
+      RevokeAdminToken: (request: Record<string, unknown>) => ({ token_id: request.token_id, role: 'ADMIN_ROLE_VIEWER', revoked: true }),
+      ListAuditEntries: { entries: [ENTRY], next_cursor: '1700000000000-0' },
+    },
+    record,
+  );
 }
 
 function fakeAuth(): AuthServiceClient {
-  return {
-    ListKeys: method('ListKeys', () => ({ keys: [KEY] })),
-    GetKey: method('GetKey', () => KEY),
-    CreateKey: method('CreateKey', () => ({ key: KEY, secret: 'br-secret' })),
-    UpdateKey: method('UpdateKey', () => KEY),
-    RevokeKey: method('RevokeKey', () => ({ ...KEY, revoked: true })),
-  } as unknown as AuthServiceClient;
+  return fakeGrpcClient<AuthServiceClient>(
+    { ListKeys: { keys: [KEY] }, GetKey: KEY, CreateKey: { key: KEY, secret: 'br-secret' }, UpdateKey: KEY, RevokeKey: { ...KEY, revoked: true } },
+    record,
+  );
 }
 
-/** A dependency these routes never use. */
-function unused<T>(name: string): T {
-  return new Proxy({}, { get: (_target, member) => expect.fail(`the admin API used ${name}.${String(member)}`) }) as T;
-}
-
-async function edge(env: Record<string, string>): Promise<FastifyInstance> {
-  const deps: EdgeDependencies = {
-    config: readEdgeConfig(env),
-    logger: createLogger('edge', 'silent'),
-    registry: new prometheus.Registry(),
-    auth: fakeAuth(),
-    adminAccess: fakeAdminAccess(),
-    teams: unused('teams'),
-    decisions: unused('decisions'),
-    router: unused('router'),
-    executor: unused('executor'),
-    completions: unused('completions'),
-    catalog: unused('catalog'),
-    usage: unused('usage'),
-    metering: unused('metering'),
-    responseStore: unused('responseStore'),
-    ready: async () => true,
-  };
-  const app = await buildEdgeApp(deps);
-  await app.ready();
-  return app;
+function edge(env: Record<string, string>): Promise<FastifyInstance> {
+  return testEdge(env, { auth: fakeAuth(), adminAccess: fakeAdminAccess() });
 }
 
 describe('admin roles, with a static token and admin tokens kept by auth', () => {
@@ -120,13 +81,7 @@ describe('admin roles, with a static token and admin tokens kept by auth', () =>
   });
   afterAll(() => app.close());
 
-  const call = (token: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) =>
-    app.inject({
-      method,
-      url,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
+  const call = (token: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) => injectAs(app, token, method, url, body);
 
   it('lets a viewer read keys, the audit trail and who it is', async () => {
     expect((await call(VIEWER, 'GET', '/admin/v1/keys')).json()).toMatchObject({ object: 'list', data: [{ id: KEY.key_id }] });
@@ -248,7 +203,7 @@ describe('admin roles, with a static token and admin tokens kept by auth', () =>
 describe('which credentials open the admin API', () => {
   it('is a plain 404 with neither a static token nor admin tokens', async () => {
     const app = await edge({});
-    const response = await app.inject({ method: 'GET', url: '/admin/v1/me', headers: { authorization: `Bearer ${ADMIN}` } });
+    const response = await injectAs(app, ADMIN, 'GET', '/admin/v1/me');
     expect(response.statusCode).toBe(404);
     expect((await app.inject({ method: 'GET', url: '/console' })).statusCode).toBe(404);
     await app.close();
@@ -256,9 +211,9 @@ describe('which credentials open the admin API', () => {
 
   it('takes admin tokens alone when only EDGE_ADMIN_TOKENS_ENABLED is set', async () => {
     const app = await edge({ EDGE_ADMIN_TOKENS_ENABLED: 'true' });
-    const me = await app.inject({ method: 'GET', url: '/admin/v1/me', headers: { authorization: `Bearer ${ADMIN}` } });
+    const me = await injectAs(app, ADMIN, 'GET', '/admin/v1/me');
     expect(me.json()).toMatchObject({ subject: 'adt_admin00000000000', role: 'admin' });
-    const other = await app.inject({ method: 'GET', url: '/admin/v1/me', headers: { authorization: `Bearer ${STATIC_TOKEN}` } });
+    const other = await injectAs(app, STATIC_TOKEN, 'GET', '/admin/v1/me');
     expect(other.statusCode).toBe(401);
     expect((await app.inject({ method: 'GET', url: '/console' })).statusCode).not.toBe(404);
     await app.close();

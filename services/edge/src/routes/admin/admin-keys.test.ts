@@ -5,12 +5,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
 import type { AuthServiceClient, CreateKeyResponseOutput, KeyInfoOutput, ListKeysResponseOutput } from '@gateway/proto';
-import { buildEdgeApp } from '../../app.js';
-import { readEdgeConfig } from '../../config.js';
-import type { EdgeDependencies } from '../../dependencies.js';
+import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const KEYS_FIELDS = 'plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models, allowed_mcp_tools';
@@ -57,58 +53,20 @@ const KEY_JSON = {
   team_id: null,
 };
 
-type UnaryCallback = (error: Error | null, response?: unknown) => void;
-
 /** The requests auth received, in order, by method. */
 const received: Array<{ method: string; request: unknown }> = [];
 
-/**
- * auth's key RPCs as grpc-js unary methods (`(request, metadata, options, callback)`, as callUnary
- * invokes them): each records its request and answers with `response`, asynchronously.
- */
+/** auth's key RPCs: each records its request and answers with one key. */
 function fakeAuth(): AuthServiceClient {
-  const unary = (method: string, response: unknown) => (request: unknown, _metadata: unknown, _options: unknown, callback: UnaryCallback) => {
-    received.push({ method, request });
-    setImmediate(() => callback(null, response));
-    return { cancel() {} };
-  };
   const created: CreateKeyResponseOutput = { key: KEY, secret: 'br-created-secret' };
   const listed: ListKeysResponseOutput = { keys: [KEY] };
-  return {
-    CreateKey: unary('CreateKey', created),
-    UpdateKey: unary('UpdateKey', KEY),
-    GetKey: unary('GetKey', KEY),
-    ListKeys: unary('ListKeys', listed),
-    RevokeKey: unary('RevokeKey', KEY),
-  } as unknown as AuthServiceClient;
+  return fakeGrpcClient<AuthServiceClient>({ CreateKey: created, UpdateKey: KEY, GetKey: KEY, ListKeys: listed, RevokeKey: KEY }, ({ method, request }) =>
+    received.push({ method, request }),
+  );
 }
 
-/** A dependency the admin API never uses: touching any of its members fails the test. */
-function unused<T>(name: string): T {
-  return new Proxy({}, { get: (_target, member) => expect.fail(`the admin API used ${name}.${String(member)}`) }) as T;
-}
-
-async function edge(adminToken: string): Promise<FastifyInstance> {
-  const deps: EdgeDependencies = {
-    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: adminToken }),
-    logger: createLogger('edge', 'silent'),
-    registry: new prometheus.Registry(),
-    auth: fakeAuth(),
-    adminAccess: unused('adminAccess'),
-    teams: unused('teams'),
-    decisions: unused('decisions'),
-    router: unused('router'),
-    executor: unused('executor'),
-    completions: unused('completions'),
-    catalog: unused('catalog'),
-    usage: unused('usage'),
-    metering: unused('metering'),
-    responseStore: unused('responseStore'),
-    ready: async () => true,
-  };
-  const app = await buildEdgeApp(deps);
-  await app.ready();
-  return app;
+function edge(adminToken: string): Promise<FastifyInstance> {
+  return testEdge({ EDGE_ADMIN_TOKEN: adminToken }, { auth: fakeAuth() });
 }
 
 let app: FastifyInstance;
@@ -125,12 +83,9 @@ beforeEach(() => {
   received.length = 0;
 });
 
-/** A request to the admin API with the admin token; `body` is sent as JSON, a string as it is. */
+/** A request to the admin API's keys with the admin token, or `authorization`; `body` is sent as JSON, a string as it is. */
 function admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, authorization = `Bearer ${ADMIN_TOKEN}`) {
-  const headers: Record<string, string> = authorization ? { authorization } : {};
-  if (body === undefined) return app.inject({ method, url: `/admin/v1/keys${path}`, headers });
-  headers['content-type'] = 'application/json';
-  return app.inject({ method, url: `/admin/v1/keys${path}`, headers, payload: typeof body === 'string' ? body : JSON.stringify(body) });
+  return injectAs(app, { authorization }, method, `/admin/v1/keys${path}`, body);
 }
 
 /** The double next to `value`, up or down: what the budget bounds are exact to. */
@@ -353,12 +308,7 @@ describe('the admin token', () => {
   it('when none is configured, the admin API does not exist', async () => {
     const without = await edge('');
     try {
-      const response = await without.inject({
-        method: 'POST',
-        url: '/admin/v1/keys',
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-        payload: { plan: 'pro' },
-      });
+      const response = await injectAs(without, ADMIN_TOKEN, 'POST', '/admin/v1/keys', { plan: 'pro' });
       expect(response.statusCode).toBe(404);
       expect(response.json()).toMatchObject({ error: { code: 'unknown_url' } });
     } finally {

@@ -4,14 +4,10 @@
  * the cursor to the last page and writes CSV a spreadsheet cannot run, and the detail's 404.
  */
 import { GatewayError } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
 import type { RequestLogServiceClient, RequestRecordOutput } from '@gateway/proto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildEdgeApp } from '../../app.js';
-import { readEdgeConfig } from '../../config.js';
-import type { EdgeDependencies } from '../../dependencies.js';
+import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
 import { CSV_COLUMNS } from './admin-request-log.js';
 
 const ADMIN_TOKEN = 'admin-token-for-request-log-tests-0123456789abcdef';
@@ -54,34 +50,19 @@ function record(fields: Partial<RequestRecordOutput>): RequestRecordOutput {
 }
 
 function fakeRequestLog(): RequestLogServiceClient {
-  return {
-    SearchRequests: (request: Record<string, unknown>, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: unknown) => void) => {
-      received.push({ method: 'SearchRequests', request });
-      const page = pages.shift() ?? { requests: [], next_cursor: '' };
-      setImmediate(() => callback(null, page));
-      return { cancel() {} };
+  return fakeGrpcClient<RequestLogServiceClient>(
+    {
+      SearchRequests: () => pages.shift() ?? { requests: [], next_cursor: '' },
+      GetRequest: (request: Record<string, unknown>) => GatewayError.of('not_found', `The request log has no request ${request.id}.`, { param: 'id' }),
     },
-    GetRequest: (request: Record<string, unknown>, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: unknown) => void) => {
-      received.push({ method: 'GetRequest', request });
-      const error = GatewayError.of('not_found', `The request log has no request ${request.id}.`, { param: 'id' }).toServiceError();
-      setImmediate(() => callback(Object.assign(new Error(error.message), error)));
-      return { cancel() {} };
-    },
-  } as unknown as RequestLogServiceClient;
+    ({ method, request }) => received.push({ method, request }),
+  );
 }
 
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  const deps = {
-    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }),
-    logger: createLogger('edge', 'silent'),
-    registry: new prometheus.Registry(),
-    requestLog: fakeRequestLog(),
-    ready: async () => true,
-  } as unknown as EdgeDependencies;
-  app = await buildEdgeApp(deps);
-  await app.ready();
+  app = await testEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, { requestLog: fakeRequestLog() });
 });
 
 afterAll(async () => {
@@ -93,7 +74,7 @@ beforeEach(() => {
   pages = [];
 });
 
-const get = (url: string) => app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+const get = (url: string) => injectAs(app, ADMIN_TOKEN, 'GET', url);
 
 describe('GET /admin/v1/requests with the request log', () => {
   it('asks the log for exactly the search the query names', async () => {

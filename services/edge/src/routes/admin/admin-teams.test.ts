@@ -8,12 +8,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_ALLOW_LIST_ENTRIES, MAX_ALLOW_LIST_ENTRY_LENGTH } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
 import type { AuthServiceClient, KeyInfoOutput, TeamOutput, TeamServiceClient } from '@gateway/proto';
-import { buildEdgeApp } from '../../app.js';
-import { readEdgeConfig } from '../../config.js';
-import type { EdgeDependencies } from '../../dependencies.js';
+import { fakeGrpcClient, injectAs, type ReceivedCall, testEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const TEAM_ID = 'team_0123456789abcdef';
@@ -55,56 +51,29 @@ const MEMBER: KeyInfoOutput = {
   team_id: TEAM_ID,
 };
 
-type UnaryCallback = (error: Error | null, response?: unknown) => void;
 const received: Array<{ method: string; request: unknown }> = [];
-
-/** grpc-js unary methods that record their request and answer `response` (a GatewayError fails the call). */
-function fakeClient<Client>(answers: Record<string, unknown>): Client {
-  return Object.fromEntries(
-    Object.entries(answers).map(([method, response]) => [
-      method,
-      (request: unknown, _metadata: unknown, _options: unknown, callback: UnaryCallback) => {
-        received.push({ method, request });
-        setImmediate(() => (response instanceof Error ? callback(response) : callback(null, response)));
-        return { cancel() {} };
-      },
-    ]),
-  ) as Client;
-}
-
-function unused<T>(name: string): T {
-  return new Proxy({}, { get: (_target, member) => expect.fail(`the admin API used ${name}.${String(member)}`) }) as T;
-}
+const record = ({ method, request }: ReceivedCall) => received.push({ method, request });
 
 let app: FastifyInstance;
 
 beforeAll(async () => {
   const inUse = GatewayError.of('team_has_keys', 'This team still has live keys: revoke them before deleting the team.', { param: 'team_id' });
-  const deps: EdgeDependencies = {
-    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }),
-    logger: createLogger('edge', 'silent'),
-    registry: new prometheus.Registry(),
-    auth: fakeClient<AuthServiceClient>({ CreateKey: { key: MEMBER, secret: 'br-created-secret' }, ListKeys: { keys: [MEMBER] } }),
-    adminAccess: unused('adminAccess'),
-    teams: fakeClient<TeamServiceClient>({
-      CreateTeam: TEAM,
-      UpdateTeam: TEAM,
-      GetTeam: GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' }),
-      ListTeams: { teams: [TEAM] },
-      DeleteTeam: inUse,
-    }),
-    decisions: unused('decisions'),
-    router: unused('router'),
-    executor: unused('executor'),
-    completions: unused('completions'),
-    catalog: unused('catalog'),
-    usage: unused('usage'),
-    metering: unused('metering'),
-    responseStore: unused('responseStore'),
-    ready: async () => true,
-  };
-  app = await buildEdgeApp(deps);
-  await app.ready();
+  app = await testEdge(
+    { EDGE_ADMIN_TOKEN: ADMIN_TOKEN },
+    {
+      auth: fakeGrpcClient<AuthServiceClient>({ CreateKey: { key: MEMBER, secret: 'br-created-secret' }, ListKeys: { keys: [MEMBER] } }, record),
+      teams: fakeGrpcClient<TeamServiceClient>(
+        {
+          CreateTeam: TEAM,
+          UpdateTeam: TEAM,
+          GetTeam: GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' }),
+          ListTeams: { teams: [TEAM] },
+          DeleteTeam: inUse,
+        },
+        record,
+      ),
+    },
+  );
 });
 
 afterAll(async () => {
@@ -116,10 +85,7 @@ beforeEach(() => {
 });
 
 function admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) {
-  const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
-  if (body === undefined) return app.inject({ method, url, headers });
-  headers['content-type'] = 'application/json';
-  return app.inject({ method, url, headers, payload: JSON.stringify(body) });
+  return injectAs(app, ADMIN_TOKEN, method, url, body);
 }
 
 const REFUSED: Array<[string, unknown, string | null, string, string]> = [

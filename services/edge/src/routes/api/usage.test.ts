@@ -4,12 +4,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
 import type { UsageServiceClient } from '@gateway/proto';
-import { buildEdgeApp } from '../../app.js';
-import { readEdgeConfig } from '../../config.js';
-import type { EdgeDependencies } from '../../dependencies.js';
+import type { AuthDecisions } from '../../auth-decisions.js';
+import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const API_KEY = `br-${'k'.repeat(40)}`;
@@ -18,33 +15,14 @@ const KEY_ID = 'key_0123456789abcdef';
 /** The requests metering received, in order. */
 const received: Array<{ method: string; request: Record<string, unknown> }> = [];
 
-function fakeMetering(): UsageServiceClient {
-  const unary =
-    (method: string, response: unknown) =>
-    (request: Record<string, unknown>, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: unknown) => void) => {
-      received.push({ method, request });
-      setImmediate(() => callback(null, response));
-      return { cancel() {} };
-    };
-  return {
-    QueryUsage: unary('QueryUsage', { rows: [] }),
-    ListRecentRequests: unary('ListRecentRequests', { requests: [] }),
-  } as unknown as UsageServiceClient;
-}
-
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  const deps = {
-    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }),
-    logger: createLogger('edge', 'silent'),
-    registry: new prometheus.Registry(),
-    metering: fakeMetering(),
-    decisions: { call: async () => ({ decision: 'DECISION_ALLOW', key_id: KEY_ID }) },
-    ready: async () => true,
-  } as unknown as EdgeDependencies;
-  app = await buildEdgeApp(deps);
-  await app.ready();
+  const metering = fakeGrpcClient<UsageServiceClient>({ QueryUsage: { rows: [] }, ListRecentRequests: { requests: [] } }, ({ method, request }) =>
+    received.push({ method, request }),
+  );
+  const decisions = { call: async () => ({ decision: 'DECISION_ALLOW', key_id: KEY_ID }) } as unknown as AuthDecisions;
+  app = await testEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, { metering, decisions });
 });
 
 afterAll(async () => {
@@ -56,7 +34,7 @@ beforeEach(() => {
 });
 
 async function get(url: string, token: string) {
-  const response = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
+  const response = await injectAs(app, token, 'GET', url);
   return { status: response.statusCode, body: response.json() };
 }
 
