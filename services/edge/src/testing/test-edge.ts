@@ -3,7 +3,7 @@
  * test names faked through their own client interfaces, and every other required peer refusing to
  * be touched, so a route that calls a peer it should not fails its test.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { GatewayError, type Metadata } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
@@ -87,7 +87,7 @@ export function injectAs(
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   url: string,
   body?: unknown,
-) {
+): Promise<LightMyRequestResponse> {
   const authorization = typeof credential === 'string' ? `Bearer ${credential}` : credential.authorization;
   const headers: Record<string, string> = authorization ? { authorization } : {};
   if (body === undefined) return app.inject({ method, url, headers });

@@ -18,6 +18,7 @@ import type {
   GetRequestResponseOutput,
   ListRecentRequestsRequest,
   ListRecentRequestsResponseOutput,
+  RecentRequestOutput,
   RequestRecordOutput,
   SearchRequestsRequest,
   SearchRequestsResponseOutput,
@@ -33,7 +34,6 @@ import {
   RequestLogQuerySchema,
 } from './admin-api-schemas.js';
 import { type AdminCallOptions, registerAdminScope } from './admin-scope.js';
-import { recentJson } from '../api/usage.js';
 
 /** The most requests one export holds. */
 export const EXPORT_MAX_ROWS = 100_000;
@@ -89,38 +89,73 @@ function searchOf(query: RequestLogQuery): SearchRequestsRequest {
   };
 }
 
+/** The fields metering's latest requests and the request log's records both carry, by the same names. */
+type RequestFields = Pick<
+  RequestRecordOutput & RecentRequestOutput,
+  | 'event_id'
+  | 'request_id'
+  | 'key_id'
+  | 'received_at_ms'
+  | 'requested_model'
+  | 'model_id'
+  | 'provider'
+  | 'stream'
+  | 'error_code'
+  | 'latency_ms'
+  | 'prompt_tokens'
+  | 'completion_tokens'
+  | 'fallback_attempts'
+>;
+
+/** What every request the admin API shows says, from the fields both sources carry. */
+function requestJson(entry: RequestFields) {
+  return {
+    object: 'gateway.request' as const,
+    id: entry.event_id ?? '',
+    request_id: entry.request_id ?? '',
+    key_id: entry.key_id ?? '',
+    created_at: Number(entry.received_at_ms ?? 0),
+    requested_model: entry.requested_model ?? '',
+    model: entry.model_id ?? '',
+    provider: entry.provider ?? '',
+    stream: entry.stream === true,
+    error_code: entry.error_code || null,
+    latency_ms: Number(entry.latency_ms ?? 0),
+    prompt_tokens: Number(entry.prompt_tokens ?? 0),
+    completion_tokens: Number(entry.completion_tokens ?? 0),
+    fallbacks: Number(entry.fallback_attempts ?? 0),
+  };
+}
+
+/** A metered request as the admin API shows it. */
+function recentJson(entry: RecentRequestOutput): GatewayRequest {
+  return {
+    ...requestJson(entry),
+    operation: entry.operation || 'chat',
+    outcome: (entry.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase() as GatewayRequest['outcome'],
+    cost_usd: picoUsdToUsd(BigInt(entry.cost_pico_usd || '0')),
+    auto: entry.auto ? { score: entry.auto.score ?? 0, tier: entry.auto.tier ?? '', policy: entry.auto.policy ?? '' } : null,
+  };
+}
+
 /** A logged request as the admin API shows it. */
 export function loggedJson(record: RequestRecordOutput): LoggedRequest {
   const cost = BigInt(record.cost_pico_usd || '0');
-  const outcome = (record.outcome || 'unspecified') as GatewayRequest['outcome'];
   return {
-    object: 'gateway.request',
-    id: record.event_id ?? '',
+    ...requestJson(record),
     operation: record.api === 'embeddings' ? 'embeddings' : 'chat',
     api: record.api ?? '',
-    request_id: record.request_id ?? '',
     response_id: record.response_id || null,
     trace_id: record.trace_id || null,
-    key_id: record.key_id ?? '',
     team_id: record.team_id || null,
-    created_at: Number(record.received_at_ms ?? 0),
-    requested_model: record.requested_model ?? '',
-    model: record.model_id ?? '',
-    provider: record.provider ?? '',
-    stream: record.stream === true,
-    outcome,
+    outcome: (record.outcome || 'unspecified') as GatewayRequest['outcome'],
     http_status: record.http_status || null,
-    error_code: record.error_code || null,
-    latency_ms: Number(record.latency_ms ?? 0),
     time_to_first_token_ms: record.time_to_first_token_ms ?? null,
-    prompt_tokens: Number(record.prompt_tokens ?? 0),
-    completion_tokens: Number(record.completion_tokens ?? 0),
     cached_tokens: Number(record.cached_tokens ?? 0),
     cache_write_tokens: Number(record.cache_write_tokens ?? 0),
     reasoning_tokens: Number(record.reasoning_tokens ?? 0),
     cost_usd: picoUsdToUsd(cost),
     cost_pico_usd: cost.toString(),
-    fallbacks: Number(record.fallback_attempts ?? 0),
     fallback_models: record.fallback_models ?? [],
     user_agent: record.user_agent || null,
     auto: null,
