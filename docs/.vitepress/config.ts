@@ -41,6 +41,32 @@ function checkReadmeLinks(): void {
 
 checkReadmeLinks();
 
+/**
+ * The sidebar: each group's pages by their links. A page is shown by its own heading (a section,
+ * `/page#anchor`, by its `##` heading), so the sidebar cannot drift from the pages; a title is given
+ * only where the heading is too long for a sidebar.
+ */
+const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
+  Introduction: ['/getting-started', '/configuration', '/clients'],
+  APIs: ['/chat-completions', '/embeddings', '/responses', '/messages', '/mcp'],
+  'Access and spend': ['/keys', '/plans', '/budgets', '/teams', '/roles', '/console'],
+  Models: [['/routing', 'Smart routing (auto)'], '/providers', '/failures'],
+  Operations: ['/operations', '/operations#request-log', ['/runbooks/README', 'Alerts and runbooks'], ['/keyspace', 'Redis keyspace'], '/performance'],
+  Internals: ['/architecture', '/contributing'],
+};
+
+/** A sidebar entry: its link, shown by the given title or the heading it links to. */
+function sidebarItem(page: string | [link: string, title: string]): { text: string; link: string } {
+  if (typeof page !== 'string') return { text: page[1], link: page[0] };
+  const [path, anchor] = page.slice(1).split('#');
+  const headings = [...readFileSync(join(DOCS, `${path}.md`), 'utf8').matchAll(/^(#{1,2}) (.+)$/gm)];
+  const heading = anchor
+    ? headings.find(([, level, text]) => level === '##' && text!.toLowerCase().replaceAll(' ', '-') === anchor)
+    : headings.find(([, level]) => level === '#');
+  if (!heading) throw new Error(`The sidebar links to ${page}, which has no such heading.`);
+  return { text: heading[2]!, link: page };
+}
+
 export default defineConfig({
   title: 'LLM gateway',
   description: "An LLM gateway for OpenAI's chat completions, the Responses API and Anthropic's Messages API",
@@ -67,61 +93,6 @@ export default defineConfig({
       { text: 'Operations', link: '/operations' },
       { text: 'Contributing', link: '/contributing' },
     ],
-    sidebar: [
-      {
-        text: 'Introduction',
-        items: [
-          { text: 'Getting started', link: '/getting-started' },
-          { text: 'Configuration', link: '/configuration' },
-          { text: 'Clients and agents', link: '/clients' },
-        ],
-      },
-      {
-        text: 'APIs',
-        items: [
-          { text: 'Chat completions', link: '/chat-completions' },
-          { text: 'Embeddings', link: '/embeddings' },
-          { text: 'Responses API (Codex)', link: '/responses' },
-          { text: 'Messages API (Claude Code)', link: '/messages' },
-          { text: 'MCP gateway', link: '/mcp' },
-        ],
-      },
-      {
-        text: 'Access and spend',
-        items: [
-          { text: 'Keys and allow-lists', link: '/keys' },
-          { text: 'Plans and rate limits', link: '/plans' },
-          { text: 'Usage, pricing and budgets', link: '/budgets' },
-          { text: 'Teams', link: '/teams' },
-          { text: 'Roles, SSO and audit', link: '/roles' },
-          { text: 'The console', link: '/console' },
-        ],
-      },
-      {
-        text: 'Models',
-        items: [
-          { text: 'Smart routing (auto)', link: '/routing' },
-          { text: 'Providers and clouds', link: '/providers' },
-          { text: 'Failures and fallbacks', link: '/failures' },
-        ],
-      },
-      {
-        text: 'Operations',
-        items: [
-          { text: 'Running and scaling', link: '/operations' },
-          { text: 'Request log', link: '/operations#request-log' },
-          { text: 'Alerts and runbooks', link: '/runbooks/README' },
-          { text: 'Redis keyspace', link: '/keyspace' },
-          { text: 'Performance', link: '/performance' },
-        ],
-      },
-      {
-        text: 'Internals',
-        items: [
-          { text: 'Architecture and layout', link: '/architecture' },
-          { text: 'Contributing', link: '/contributing' },
-        ],
-      },
-    ],
+    sidebar: Object.entries(SIDEBAR).map(([text, pages]) => ({ text, items: pages.map(sidebarItem) })),
   },
 });
