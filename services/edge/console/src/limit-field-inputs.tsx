@@ -14,18 +14,16 @@ const INPUTS: ReadonlyArray<[keyof LimitFields, string, string, 'numeric' | 'dec
   ['allowedModels', 'Allowed models', 'models', 'text'],
 ];
 
-/** The inputs of `fields`' limits, budgets and allowed models; `prefix` starts their test ids (`<prefix>-rpm`). */
-export function LimitFieldInputs<Fields extends LimitFields>({
-  fields,
-  onChange,
-  prefix,
-  placeholders,
-}: {
+/** A form's fields, what changes them, the prefix of their test ids, and what an empty limit or budget stands for. */
+export interface LimitFieldInputsProps<Fields extends LimitFields> {
   fields: Fields;
   onChange: (fields: Fields) => void;
   prefix: string;
   placeholders: LimitPlaceholders;
-}) {
+}
+
+/** The inputs of `fields`' limits, budgets and allowed models; `prefix` starts their test ids (`<prefix>-rpm`). */
+export function LimitFieldInputs<Fields extends LimitFields>({ fields, onChange, prefix, placeholders }: LimitFieldInputsProps<Fields>) {
   return (
     <>
       {INPUTS.map(([field, label, testId, mode]) => (

@@ -42,6 +42,19 @@ export function RefreshButton({ loaded, testId }: { loaded: Loaded<unknown>; tes
   );
 }
 
+/**
+ * What only the role admin may use (a create form): `children` for an admin, otherwise a hint,
+ * `<name>-read-only`, that the role may only read and that `changes` (what the admin does) need the admin.
+ */
+export function AdminOnly({ canChange, name, changes, children }: { canChange: boolean; name: string; changes: string; children: ComponentChildren }) {
+  if (canChange) return <>{children}</>;
+  return (
+    <p class="hint" data-testid={`${name}-read-only`}>
+      Your role may only read: {changes} needs the role admin.
+    </p>
+  );
+}
+
 /** The one row of a table whose load found nothing. */
 export function EmptyRow({ shown, columns, children }: { shown: boolean; columns: number; children: ComponentChildren }) {
   if (!shown) return null;
@@ -76,23 +89,6 @@ export function SubmitRow({
       <button type="submit" disabled={busy} data-testid={testId}>
         {busy ? busyLabel : label}
       </button>
-    </>
-  );
-}
-
-/** An edit form's failure, then Save (which says `Saving…` while the form is sent) and Cancel; `testId` prefixes their test ids. */
-export function EditActions({ error, busy, testId, onCancel }: { error: ApiError | string | undefined; busy: boolean; testId: string; onCancel: () => void }) {
-  return (
-    <>
-      <ErrorBanner error={error} testId={`${testId}-error`} />
-      <div class="actions">
-        <button type="submit" disabled={busy} data-testid={`${testId}-save`}>
-          {busy ? 'Saving…' : 'Save'}
-        </button>
-        <button type="button" class="secondary" onClick={onCancel} data-testid={`${testId}-cancel`}>
-          Cancel
-        </button>
-      </div>
     </>
   );
 }

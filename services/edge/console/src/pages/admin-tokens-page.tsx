@@ -4,15 +4,15 @@
  * confirmed. A revoked token stops working within a second on every edge.
  */
 import { useState } from 'preact/hooks';
+import { CreateForm } from '../action-forms';
 import type { AdminApi, AdminToken, CreatedAdminToken } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { type Options, SelectField, TextField } from '../fields';
 import { formatUnixSeconds } from '../format';
 import { ManagedRow } from '../managed-row';
-import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
+import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { SecretBox } from '../secret-box';
-import { useAction } from '../use-action';
-import { asApiError, useLoader } from '../use-loader';
+import { useLoader } from '../use-loader';
 
 const ROLES: Options<'admin' | 'viewer'> = [
   ['viewer', 'viewer (reads only)'],
@@ -22,30 +22,17 @@ const ROLES: Options<'admin' | 'viewer'> = [
 function CreateTokenForm({ api, onCreated }: { api: AdminApi; onCreated: (token: CreatedAdminToken) => void }) {
   const [role, setRole] = useState<'admin' | 'viewer'>('viewer');
   const [name, setName] = useState('');
-  const { error, busy, submit } = useAction(asApiError);
+  const create = async () => {
+    onCreated(await api.adminTokens.create({ role, ...(name.trim() ? { name: name.trim() } : {}) }));
+    setName('');
+  };
   return (
-    <form
-      class="card"
-      data-testid="create-admin-token-form"
-      onSubmit={submit(async () => {
-        onCreated(await api.adminTokens.create({ role, ...(name.trim() ? { name: name.trim() } : {}) }));
-        setName('');
-      })}
-    >
-      <h2>Create an admin token</h2>
+    <CreateForm testId="create-admin-token" title="Create an admin token" label="Create token" onSubmit={create}>
       <div class="fields">
         <TextField label="Name" value={name} testId="create-admin-token-name" placeholder="optional" onInput={setName} />
         <SelectField label="Role" value={role} testId="create-admin-token-role" options={ROLES} onChange={setRole} />
       </div>
-      <SubmitRow
-        error={error}
-        errorTestId="create-admin-token-error"
-        busy={busy}
-        label="Create token"
-        busyLabel="Creating…"
-        testId="create-admin-token-submit"
-      />
-    </form>
+    </CreateForm>
   );
 }
 

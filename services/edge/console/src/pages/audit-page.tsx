@@ -12,6 +12,12 @@ import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { useAction } from '../use-action';
 import { asApiError, useLoader } from '../use-loader';
 
+/** The filters: [field, label, test id, placeholder]. */
+const FILTERS: ReadonlyArray<['targetId' | 'actor', string, string, string]> = [
+  ['targetId', 'Target id', 'audit-target', 'key_… or adt_…'],
+  ['actor', 'Actor', 'audit-actor-filter', 'static-token, adt_…'],
+];
+
 /** The top-level fields whose values differ between before and after, as `field: before → after`. */
 export function changedFields(before: unknown, after: unknown): string[] {
   if (!before || !after || typeof before !== 'object' || typeof after !== 'object') return [];
@@ -70,20 +76,16 @@ export function AuditPage({ api }: { api: AdminApi }) {
         }}
       >
         <div class="fields">
-          <TextField
-            label="Target id"
-            value={typed.targetId}
-            testId="audit-target"
-            placeholder="key_… or adt_…"
-            onInput={(targetId) => setTyped({ ...typed, targetId })}
-          />
-          <TextField
-            label="Actor"
-            value={typed.actor}
-            testId="audit-actor-filter"
-            placeholder="static-token, adt_…"
-            onInput={(actor) => setTyped({ ...typed, actor })}
-          />
+          {FILTERS.map(([field, label, testId, placeholder]) => (
+            <TextField
+              key={field}
+              label={label}
+              value={typed[field]}
+              testId={testId}
+              placeholder={placeholder}
+              onInput={(value) => setTyped({ ...typed, [field]: value })}
+            />
+          ))}
         </div>
         <button type="submit" data-testid="audit-apply">
           Filter

@@ -5,17 +5,17 @@
  * sees the list only.
  */
 import { useMemo, useState } from 'preact/hooks';
-import { PLANS, type AdminApi, type ApiError, type CreatedKey, type Key, type Plan, type Team } from '../admin-api';
+import { CreateForm, EditForm, fieldFailure } from '../action-forms';
+import { PLANS, type AdminApi, type CreatedKey, type Key, type Plan, type Team } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { SelectField, TextField } from '../fields';
-import { apiSettings, FieldError, fieldsOfKey, keyChange, setOnly, type KeyFields } from '../key-fields';
+import { apiSettings, fieldsOfKey, keyChange, setOnly, type KeyFields } from '../key-fields';
 import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
-import { LimitFieldInputs, type LimitPlaceholders } from '../limit-field-inputs';
+import { LimitFieldInputs, type LimitFieldInputsProps, type LimitPlaceholders } from '../limit-field-inputs';
 import { ManagedRow } from '../managed-row';
-import { EditActions, EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
+import { AdminOnly, type Column, EmptyRow, Page, RefreshButton, Table } from '../page';
 import { SecretBox } from '../secret-box';
-import { useAction } from '../use-action';
-import { asApiError, useLoader } from '../use-loader';
+import { useLoader } from '../use-loader';
 
 const EMPTY_FIELDS: KeyFields = {
   name: '',
@@ -29,26 +29,12 @@ const EMPTY_FIELDS: KeyFields = {
 
 const PLAN_OPTIONS = PLANS.map((plan) => [plan, plan] as const);
 
-/** A form error: a field typed wrongly, or what the admin API answered. */
-function formError(error: unknown): ApiError | string {
-  return error instanceof FieldError ? error.message : asApiError(error);
-}
+/** Every limit and budget left empty follows the plan. */
+const PLANS_VALUES: LimitPlaceholders = { requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" };
 
-/**
- * The plan, name, limit and budget inputs of both key forms. `prefix` names their test ids;
- * `placeholders` shows what an empty field stands for.
- */
-function KeyFieldInputs({
-  fields,
-  onChange,
-  prefix,
-  placeholders,
-}: {
-  fields: KeyFields;
-  onChange: (fields: KeyFields) => void;
-  prefix: string;
-  placeholders: LimitPlaceholders;
-}) {
+/** The plan and name inputs of both key forms, then the limit ones; `prefix` names their test ids. */
+function KeyFieldInputs(props: LimitFieldInputsProps<KeyFields>) {
+  const { fields, onChange, prefix } = props;
   return (
     <div class="fields">
       <TextField label="Name" value={fields.name} testId={`${prefix}-name`} placeholder="optional" onInput={(name) => onChange({ ...fields, name })} />
@@ -59,7 +45,7 @@ function KeyFieldInputs({
         options={PLAN_OPTIONS}
         onChange={(plan) => onChange({ ...fields, plan })}
       />
-      <LimitFieldInputs fields={fields} onChange={onChange} prefix={prefix} placeholders={placeholders} />
+      <LimitFieldInputs {...props} />
     </div>
   );
 }
@@ -68,28 +54,18 @@ function KeyFieldInputs({
 function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readonly Team[]; onCreated: (key: CreatedKey) => void }) {
   const [fields, setFields] = useState<KeyFields>(EMPTY_FIELDS);
   const [teamId, setTeamId] = useState('');
-  const { error, busy, submit } = useAction(formError);
   const teamOptions = [['', 'no team'] as const, ...teams.map((team) => [team.id, `${team.name} (${team.id})`] as const)];
+  const create = async () => {
+    const settings = setOnly(apiSettings(fields, (parsed) => parsed));
+    const name = fields.name.trim();
+    // The create form starts from a plan it offers and offers only those: never `unknown`.
+    onCreated(await api.keys.create({ plan: fields.plan as Plan, ...(name ? { name } : {}), ...settings, ...(teamId ? { team_id: teamId } : {}) }));
+    setFields(EMPTY_FIELDS);
+    setTeamId('');
+  };
   return (
-    <form
-      class="card"
-      data-testid="create-key-form"
-      onSubmit={submit(async () => {
-        const settings = setOnly(apiSettings(fields, (parsed) => parsed));
-        // The create form starts from a plan it offers and offers only those: never `unknown`.
-        const name = fields.name.trim();
-        onCreated(await api.keys.create({ plan: fields.plan as Plan, ...(name ? { name } : {}), ...settings, ...(teamId ? { team_id: teamId } : {}) }));
-        setFields(EMPTY_FIELDS);
-        setTeamId('');
-      })}
-    >
-      <h2>Create a key</h2>
-      <KeyFieldInputs
-        fields={fields}
-        onChange={setFields}
-        prefix="create-key"
-        placeholders={{ requestsPerMinute: "plan's", tokensPerMinute: "plan's", dailyBudget: "plan's", monthlyBudget: "plan's" }}
-      />
+    <CreateForm testId="create-key" title="Create a key" label="Create key" failure={fieldFailure} onSubmit={create}>
+      <KeyFieldInputs fields={fields} onChange={setFields} prefix="create-key" placeholders={PLANS_VALUES} />
       <div class="fields">
         <SelectField label="Team" value={teamId} testId="create-key-team" options={teamOptions} onChange={setTeamId} />
       </div>
@@ -97,8 +73,7 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
         Leave a limit or budget empty to follow the plan; type <code>unlimited</code> to lift it. Allowed models: ids and <code>prefix*</code> patterns,
         separated by commas; empty for every model. A key's team is chosen here, for good: its team's limits, budgets and allowed models apply besides its own.
       </p>
-      <SubmitRow error={error} errorTestId="create-key-error" busy={busy} label="Create key" busyLabel="Creating…" testId="create-key-submit" />
-    </form>
+    </CreateForm>
   );
 }
 
@@ -106,19 +81,15 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
 function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDone: (changed: boolean) => void }) {
   const original = fieldsOfKey(apiKey);
   const [fields, setFields] = useState<KeyFields>(original);
-  const { error, busy, submit } = useAction(formError);
   const planned = (value: string) => `plan's (${value})`;
+  const save = async () => {
+    const change = keyChange(original, fields);
+    if (!change) return onDone(false);
+    await api.keys.update(apiKey.id, change);
+    onDone(true);
+  };
   return (
-    <form
-      class="edit"
-      data-testid="edit-key-form"
-      onSubmit={submit(async () => {
-        const change = keyChange(original, fields);
-        if (!change) return onDone(false);
-        await api.keys.update(apiKey.id, change);
-        onDone(true);
-      })}
-    >
+    <EditForm testId="edit-key" failure={fieldFailure} onSubmit={save} onCancel={() => onDone(false)}>
       <KeyFieldInputs
         fields={fields}
         onChange={setFields}
@@ -131,8 +102,7 @@ function EditKeyForm({ api, apiKey, onDone }: { api: AdminApi; apiKey: Key; onDo
         }}
       />
       <p class="hint">Empty a field to go back to the plan's value. A plan change takes the new plan's limits where the key sets none.</p>
-      <EditActions error={error} busy={busy} testId="edit-key" onCancel={() => onDone(false)} />
-    </form>
+    </EditForm>
   );
 }
 
@@ -203,6 +173,22 @@ function KeyRow({
   );
 }
 
+/** The keys table's columns; the last holds a key's buttons. */
+const KEY_COLUMNS: Column[] = [
+  'Id',
+  'Name',
+  'Plan',
+  'Team',
+  { number: 'Requests / min' },
+  { number: 'Tokens / min' },
+  { number: 'Daily budget' },
+  { number: 'Monthly budget' },
+  'Models',
+  'State',
+  'Last used',
+  '',
+];
+
 /** The Keys page. */
 export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
   const keys = useLoader(() => api.keys.list(), [api]);
@@ -220,7 +206,7 @@ export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean
           </p>
         </SecretBox>
       )}
-      {canChange ? (
+      <AdminOnly canChange={canChange} name="keys" changes="creating, changing and revoking keys">
         <CreateKeyForm
           api={api}
           teams={teams.data ?? []}
@@ -229,29 +215,9 @@ export function KeysPage({ api, canChange }: { api: AdminApi; canChange: boolean
             keys.reload();
           }}
         />
-      ) : (
-        <p class="hint" data-testid="keys-read-only">
-          Your role may only read: creating, changing and revoking keys needs the role admin.
-        </p>
-      )}
+      </AdminOnly>
       <ErrorBanner error={keys.error} />
-      <Table
-        testId="keys-table"
-        columns={[
-          'Id',
-          'Name',
-          'Plan',
-          'Team',
-          { number: 'Requests / min' },
-          { number: 'Tokens / min' },
-          { number: 'Daily budget' },
-          { number: 'Monthly budget' },
-          'Models',
-          'State',
-          'Last used',
-          '',
-        ]}
-      >
+      <Table testId="keys-table" columns={KEY_COLUMNS}>
         {list.map((key) => (
           <KeyRow
             key={key.id}

@@ -5,14 +5,14 @@
  * confirmed. A change is served by every replica within a second.
  */
 import { useState } from 'preact/hooks';
+import { CreateForm } from '../action-forms';
 import type { AdminApi, McpServer } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { type Options, SelectField, TextField } from '../fields';
 import { formatUnixSeconds } from '../format';
 import { ManagedRow } from '../managed-row';
-import { EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
-import { useAction } from '../use-action';
-import { asApiError, useLoader } from '../use-loader';
+import { EmptyRow, Page, RefreshButton, Table } from '../page';
+import { useLoader } from '../use-loader';
 
 const TRANSPORTS: Options<McpServer['transport']> = [
   ['streamable_http', 'Streamable HTTP'],
@@ -25,19 +25,14 @@ function PutServerForm({ api, onSaved }: { api: AdminApi; onSaved: () => void })
   const [transport, setTransport] = useState<McpServer['transport']>('streamable_http');
   const [headerName, setHeaderName] = useState('');
   const [headerValue, setHeaderValue] = useState('');
-  const { error, busy, submit } = useAction(asApiError);
+  const save = async () => {
+    const headers = headerName.trim() ? { headers: { [headerName.trim()]: headerValue } } : {};
+    await api.mcpServers.replace(name.trim(), { url: url.trim(), transport, ...headers });
+    setHeaderValue('');
+    onSaved();
+  };
   return (
-    <form
-      class="card"
-      data-testid="put-mcp-server-form"
-      onSubmit={submit(async () => {
-        const headers = headerName.trim() ? { headers: { [headerName.trim()]: headerValue } } : {};
-        await api.mcpServers.replace(name.trim(), { url: url.trim(), transport, ...headers });
-        setHeaderValue('');
-        onSaved();
-      })}
-    >
-      <h2>Declare an MCP server</h2>
+    <CreateForm testId="put-mcp-server" title="Declare an MCP server" label="Save server" busyLabel="Saving…" onSubmit={save}>
       <div class="fields">
         <TextField label="Name" value={name} testId="mcp-server-name" placeholder="github" onInput={setName} />
         <TextField label="URL" inputMode="url" value={url} testId="mcp-server-url" placeholder="https://example.com/mcp" onInput={setUrl} />
@@ -46,8 +41,7 @@ function PutServerForm({ api, onSaved }: { api: AdminApi; onSaved: () => void })
         <TextField label="Header value" type="password" value={headerValue} testId="mcp-server-header-value" onInput={setHeaderValue} />
       </div>
       <p class="muted">Without a header, a server already declared keeps its stored headers. Header values are stored encrypted and never shown again.</p>
-      <SubmitRow error={error} errorTestId="put-mcp-server-error" busy={busy} label="Save server" busyLabel="Saving…" testId="put-mcp-server-submit" />
-    </form>
+    </CreateForm>
   );
 }
 

@@ -5,16 +5,16 @@
  * its keys, on top of each key's own.
  */
 import { useState } from 'preact/hooks';
-import type { AdminApi, ApiError, Team } from '../admin-api';
+import { CreateForm, EditForm, fieldFailure } from '../action-forms';
+import type { AdminApi, Team } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { TextField } from '../fields';
 import { formatBudget, formatLimit } from '../format';
-import { apiSettings, FieldError, setOnly, type LimitFields } from '../key-fields';
+import { apiSettings, setOnly, type LimitFields } from '../key-fields';
 import { LimitFieldInputs } from '../limit-field-inputs';
 import { ManagedRow } from '../managed-row';
-import { EditActions, EmptyRow, Page, RefreshButton, SubmitRow, Table } from '../page';
-import { useAction } from '../use-action';
-import { asApiError, useLoader } from '../use-loader';
+import { AdminOnly, type Column, EmptyRow, Page, RefreshButton, Table } from '../page';
+import { useLoader } from '../use-loader';
 
 /** A team's form as typed: empty is none. */
 interface TeamFields extends LimitFields {
@@ -24,10 +24,6 @@ interface TeamFields extends LimitFields {
 const EMPTY: TeamFields = { name: '', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '', allowedModels: '' };
 
 const NONE = { requestsPerMinute: 'none', tokensPerMinute: 'none', dailyBudget: 'none', monthlyBudget: 'none' };
-
-function formError(error: unknown): ApiError | string {
-  return error instanceof FieldError ? error.message : asApiError(error);
-}
 
 /** A team's fields as its form shows them. */
 function fieldsOfTeam(team: Team): TeamFields {
@@ -58,43 +54,32 @@ function TeamFieldInputs({ fields, onChange, prefix }: { fields: TeamFields; onC
 
 function CreateTeamForm({ api, onCreated }: { api: AdminApi; onCreated: () => void }) {
   const [fields, setFields] = useState<TeamFields>(EMPTY);
-  const { error, busy, submit } = useAction(formError);
+  const create = async () => {
+    await api.teams.create({ name: fields.name.trim(), ...setOnly(settingsOf(fields)) });
+    setFields(EMPTY);
+    onCreated();
+  };
   return (
-    <form
-      class="card"
-      data-testid="create-team-form"
-      onSubmit={submit(async () => {
-        await api.teams.create({ name: fields.name.trim(), ...setOnly(settingsOf(fields)) });
-        setFields(EMPTY);
-        onCreated();
-      })}
-    >
-      <h2>Create a team</h2>
+    <CreateForm testId="create-team" title="Create a team" label="Create team" failure={fieldFailure} onSubmit={create}>
       <TeamFieldInputs fields={fields} onChange={setFields} prefix="create-team" />
       <p class="hint">
         A team's limits and budgets apply over all its keys, besides each key's own; leave one empty for none. Allowed models: ids or <code>prefix*</code>,
         comma-separated.
       </p>
-      <SubmitRow error={error} errorTestId="create-team-error" busy={busy} label="Create team" busyLabel="Creating…" testId="create-team-submit" />
-    </form>
+    </CreateForm>
   );
 }
 
 function EditTeamForm({ api, team, onDone }: { api: AdminApi; team: Team; onDone: (changed: boolean) => void }) {
   const [fields, setFields] = useState<TeamFields>(fieldsOfTeam(team));
-  const { error, busy, submit } = useAction(formError);
+  const save = async () => {
+    await api.teams.update(team.id, { name: fields.name.trim(), ...settingsOf(fields) });
+    onDone(true);
+  };
   return (
-    <form
-      class="edit"
-      data-testid="edit-team-form"
-      onSubmit={submit(async () => {
-        await api.teams.update(team.id, { name: fields.name.trim(), ...settingsOf(fields) });
-        onDone(true);
-      })}
-    >
+    <EditForm testId="edit-team" failure={fieldFailure} onSubmit={save} onCancel={() => onDone(false)}>
       <TeamFieldInputs fields={fields} onChange={setFields} prefix="edit-team" />
-      <EditActions error={error} busy={busy} testId="edit-team" onCancel={() => onDone(false)} />
-    </form>
+    </EditForm>
   );
 }
 
@@ -141,34 +126,30 @@ function TeamRow({ api, team, canChange, onChanged }: { api: AdminApi; team: Tea
   );
 }
 
+/** The teams table's columns; the last holds a team's buttons. */
+const TEAM_COLUMNS: Column[] = [
+  'Id',
+  'Name',
+  { number: 'Requests / min' },
+  { number: 'Tokens / min' },
+  { number: 'Daily budget' },
+  { number: 'Monthly budget' },
+  'Allowed models',
+  { number: 'Live keys' },
+  '',
+];
+
 /** The Teams page; a viewer (canChange false) sees the list only, with no button that changes a team. */
 export function TeamsPage({ api, canChange }: { api: AdminApi; canChange: boolean }) {
   const teams = useLoader(() => api.teams.list(), [api]);
   const list = [...(teams.data ?? [])].sort((left, right) => right.created_at - left.created_at);
   return (
     <Page name="teams" title="Teams" loaded={teams} tools={<RefreshButton loaded={teams} testId="teams-refresh" />}>
-      {canChange ? (
+      <AdminOnly canChange={canChange} name="teams" changes="creating, changing and deleting teams">
         <CreateTeamForm api={api} onCreated={teams.reload} />
-      ) : (
-        <p class="hint" data-testid="teams-read-only">
-          Your role may only read: creating, changing and deleting teams needs the role admin.
-        </p>
-      )}
+      </AdminOnly>
       <ErrorBanner error={teams.error} />
-      <Table
-        testId="teams-table"
-        columns={[
-          'Id',
-          'Name',
-          { number: 'Requests / min' },
-          { number: 'Tokens / min' },
-          { number: 'Daily budget' },
-          { number: 'Monthly budget' },
-          'Allowed models',
-          { number: 'Live keys' },
-          '',
-        ]}
-      >
+      <Table testId="teams-table" columns={TEAM_COLUMNS}>
         {list.map((team) => (
           <TeamRow key={team.id} api={api} team={team} canChange={canChange} onChanged={teams.reload} />
         ))}
