@@ -13,10 +13,9 @@ import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, ExecuteRe
 import { buildEdgeApp } from './app.js';
 import type { CompletionWire } from './completions/completion.js';
 import { CompletionPipeline } from './completions/completion-pipeline.js';
-import type { CatalogView } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 import type { EdgeDependencies } from './dependencies.js';
-import { allowDecision, TEST_KEY_ID, testModel, wholeAnswer } from './testing/edge-fakes.js';
+import { allowDecision, catalogOf, fakeDecisions, TEST_KEY_ID, testModel, wholeAnswer } from './testing/edge-fakes.js';
 import { parseChatRequest } from './wire/parse-chat-request.js';
 
 const KEY = `br-${'k'.repeat(40)}`;
@@ -49,19 +48,11 @@ beforeEach(async () => {
     model('tooled', { capabilities: { tools: true, vision: false, streaming: true, json_mode: false } }),
     model('down', { available: false, retry_after_ms: 3_000 }),
   ];
-  const catalog: CatalogView = { ready: true, get: (id) => models.find((entry) => entry.id === id), list: () => models };
   deps = {
     config: readEdgeConfig({ EDGE_ADMIN_TOKEN: '' }),
     logger: createLogger('edge-test', 'silent'),
     registry: new prometheus.Registry(),
-    decisions: {
-      call: async (method: string, request: CheckKeyRequest) => {
-        if (method !== 'check_key') return { outcome: 'SETTLE_OUTCOME_SETTLED' };
-        fakes.checks.push(request);
-        if (fakes.decision instanceof Error) throw fakes.decision;
-        return fakes.decision;
-      },
-    },
+    decisions: fakeDecisions(fakes.checks, () => fakes.decision),
     completions: {
       call: async (_method: string, request: ExecuteRequest) => {
         fakes.executes.push(request);
@@ -76,7 +67,7 @@ beforeEach(async () => {
         })();
       },
     },
-    catalog,
+    catalog: catalogOf(models),
     usage: { publish: (event: UsageEvent) => fakes.published.push(event) },
     ready: async () => true,
   } as unknown as EdgeDependencies;

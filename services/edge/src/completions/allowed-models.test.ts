@@ -10,11 +10,10 @@ import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, RouteRequest, RouteResponseOutput } from '@gateway/proto';
 import { buildEdgeApp } from '../app.js';
-import type { CatalogView } from '../catalog-view.js';
 import { readEdgeConfig } from '../config.js';
 import { allowedRouting } from './allowed-models.js';
 import type { EdgeDependencies } from '../dependencies.js';
-import { allowDecision, TEST_KEY_ID, testModel, wholeAnswer } from '../testing/edge-fakes.js';
+import { allowDecision, catalogOf, fakeDecisions, TEST_KEY_ID, testModel, wholeAnswer } from '../testing/edge-fakes.js';
 
 const KEY = `br-${'k'.repeat(40)}`;
 const headers = { 'content-type': 'application/json', authorization: `Bearer ${KEY}` };
@@ -62,7 +61,6 @@ beforeEach(async () => {
     } as RouteResponseOutput,
     executes: [],
   };
-  const catalog: CatalogView = { ready: true, get: (id) => models.find((entry) => entry.id === id), list: () => models };
   const router = {
     Route(request: RouteRequest, _metadata: unknown, _options: unknown, callback: (error: Error | null, response?: RouteResponseOutput) => void) {
       fakes.routes.push(request);
@@ -74,20 +72,14 @@ beforeEach(async () => {
     config: readEdgeConfig({ EDGE_ADMIN_TOKEN: '' }),
     logger: createLogger('edge-test', 'silent'),
     registry: new prometheus.Registry(),
-    decisions: {
-      call: async (method: string, request: CheckKeyRequest) => {
-        if (method !== 'check_key') return { outcome: 'SETTLE_OUTCOME_SETTLED' };
-        fakes.checks.push(request);
-        return fakes.decision;
-      },
-    },
+    decisions: fakeDecisions(fakes.checks, () => fakes.decision),
     completions: {
       call: async (_method: string, request: ExecuteRequest) => {
         fakes.executes.push(request);
         return { ...wholeAnswer(request.model_id ?? '', 'Hi', 3), model_id: request.model_id };
       },
     },
-    catalog,
+    catalog: catalogOf(models),
     router,
     usage: { publish: () => {} },
     ready: async () => true,
@@ -213,7 +205,7 @@ describe('the Models API under an allow-list', () => {
 
 describe('allowedRouting', () => {
   const models = [testModel('a', { fallbacks: ['b'] }), testModel('b'), testModel('c', { fallbacks: ['b', 'a'] })];
-  const catalog: CatalogView = { ready: true, get: (id) => models.find((entry) => entry.id === id), list: () => models };
+  const catalog = catalogOf(models);
   const routed = (route: Partial<RouteResponseOutput>) => ({
     model: models.find((entry) => entry.id === route.model_id)!,
     route: route as RouteResponseOutput,

@@ -2,7 +2,9 @@
  * What the edge's tests fake of its peers, built one way: a catalog model as the router pushes it,
  * auth's allowing decision, and an executor's whole answer. Each test overrides what it checks.
  */
-import type { CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
+import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
+import type { AuthDecisions } from '../auth-decisions.js';
+import type { CatalogView } from '../catalog-view.js';
 
 /** The test key's public id. */
 export const TEST_KEY_ID = 'key_AAAAAAAAAAAAAAAA';
@@ -52,4 +54,25 @@ export function wholeAnswer(model: string, content: string, completionTokens: nu
     model_id: 'plain',
     attempts: [],
   } as unknown as ExecuteResponseOutput;
+}
+
+/** A catalog that is ready and holds `models`. */
+export function catalogOf(models: readonly ModelOutput[]): CatalogView {
+  return { ready: true, get: (id) => models.find((entry) => entry.id === id), list: () => [...models] };
+}
+
+/**
+ * Auth's decisions as the completion path calls them: `check_key` records its request in `checks`
+ * and answers what `decide` returns then (an Error is thrown); anything else, a settlement, is settled.
+ */
+export function fakeDecisions(checks: CheckKeyRequest[], decide: () => CheckKeyResponseOutput | Error): AuthDecisions {
+  return {
+    call: async (method: string, request: CheckKeyRequest) => {
+      if (method !== 'check_key') return { outcome: 'SETTLE_OUTCOME_SETTLED' };
+      checks.push(request);
+      const decision = decide();
+      if (decision instanceof Error) throw decision;
+      return decision;
+    },
+  } as unknown as AuthDecisions;
 }
