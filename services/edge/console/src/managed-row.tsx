@@ -2,18 +2,21 @@
  * A table row an admin may change: its cells, then its buttons (Edit, and a removal such as Revoke
  * or Delete); the edit form or the removal's confirmation opens in a row below it.
  */
-import type { ComponentChildren } from 'preact';
+import { type ComponentChildren, toChildArray } from 'preact';
 import { useState } from 'preact/hooks';
 import { ConfirmDialog } from './confirm-dialog';
 import { useAction } from './use-action';
 import { asApiError } from './use-loader';
 
-/** A removal that asks first: its button, and what its confirmation says and does. */
-export interface Removal {
-  /** The button's test id; it also prefixes the confirmation's. */
+/** How a removal is offered: its button's test id (which also prefixes the confirmation's), its label and its confirm button's. */
+export interface RemovalButtons {
   testId: string;
   label: string;
   confirmLabel: string;
+}
+
+/** A removal that asks first: its buttons, and what its confirmation says and does. */
+export interface Removal extends RemovalButtons {
   /** What will happen, as the confirmation asks it. */
   question: ComponentChildren;
   remove: () => Promise<unknown>;
@@ -30,12 +33,10 @@ export type RowAttributes = { class?: string } & Record<`data-${string}`, string
 
 /**
  * `children` are the row's cells; the buttons, in a last cell, show only while `canChange` and
- * nothing is open; `columns` is how many cells the row has, buttons included. `onChanged` is
- * called once an edit is saved or the removal is done.
+ * nothing is open. `onChanged` is called once an edit is saved or the removal is done.
  */
 export function ManagedRow({
   row,
-  columns,
   canChange,
   edit,
   removal,
@@ -43,7 +44,6 @@ export function ManagedRow({
   children,
 }: {
   row: RowAttributes;
-  columns: number;
   canChange: boolean;
   edit?: Edit;
   removal: Removal;
@@ -77,7 +77,7 @@ export function ManagedRow({
       </tr>
       {mode !== 'view' && (
         <tr class="detail">
-          <td colSpan={columns}>
+          <td colSpan={toChildArray(children).length + 1}>
             {mode === 'edit' &&
               edit?.form((changed) => {
                 close();

@@ -6,13 +6,10 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
-import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, RouteRequest, RouteResponseOutput } from '@gateway/proto';
-import { buildEdgeApp } from '../app.js';
-import { readEdgeConfig } from '../config.js';
+import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, RouteRequest, RouteResponseOutput, RouterServiceClient } from '@gateway/proto';
+import type { ExecutorCalls } from '../executor-calls.js';
+import { testEdge } from '../testing/test-edge.js';
 import { allowedRouting } from './allowed-models.js';
-import type { EdgeDependencies } from '../dependencies.js';
 import { allowDecision, catalogOf, fakeDecisions, TEST_KEY_ID, testModel, wholeAnswer } from '../testing/edge-fakes.js';
 
 const KEY = `br-${'k'.repeat(40)}`;
@@ -68,23 +65,21 @@ beforeEach(async () => {
       return { cancel() {} };
     },
   };
-  const deps = {
-    config: readEdgeConfig({ EDGE_ADMIN_TOKEN: '' }),
-    logger: createLogger('edge-test', 'silent'),
-    registry: new prometheus.Registry(),
-    decisions: fakeDecisions(fakes.checks, () => fakes.decision),
-    completions: {
-      call: async (_method: string, request: ExecuteRequest) => {
-        fakes.executes.push(request);
-        return { ...wholeAnswer(request.model_id ?? '', 'Hi', 3), model_id: request.model_id };
-      },
+  app = await testEdge(
+    { EDGE_ADMIN_TOKEN: '' },
+    {
+      decisions: fakeDecisions(fakes.checks, () => fakes.decision),
+      completions: {
+        call: async (_method: string, request: ExecuteRequest) => {
+          fakes.executes.push(request);
+          return { ...wholeAnswer(request.model_id ?? '', 'Hi', 3), model_id: request.model_id };
+        },
+      } as unknown as ExecutorCalls,
+      catalog: catalogOf(models),
+      router: router as unknown as RouterServiceClient,
+      usage: { publish: () => {} },
     },
-    catalog: catalogOf(models),
-    router,
-    usage: { publish: () => {} },
-    ready: async () => true,
-  } as unknown as EdgeDependencies;
-  app = await buildEdgeApp(deps);
+  );
 });
 
 afterEach(async () => {

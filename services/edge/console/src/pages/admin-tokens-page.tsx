@@ -9,7 +9,7 @@ import type { AdminApi, AdminToken, CreatedAdminToken } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { type Options, SelectField, TextField } from '../fields';
 import { formatUnixSeconds } from '../format';
-import { ManagedRow } from '../managed-row';
+import { ManagedRow, type RemovalButtons } from '../managed-row';
 import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { SecretBox } from '../secret-box';
 import { useLoader } from '../use-loader';
@@ -36,17 +36,17 @@ function CreateTokenForm({ api, onCreated }: { api: AdminApi; onCreated: (token:
   );
 }
 
+/** An admin token's revocation: its button and confirmation. */
+const REVOKE_TOKEN: RemovalButtons = { testId: 'admin-token-revoke', label: 'Revoke', confirmLabel: 'Revoke for good' };
+
 function TokenRow({ api, token, onChanged }: { api: AdminApi; token: AdminToken; onChanged: () => void }) {
   return (
     <ManagedRow
       row={{ 'data-testid': 'admin-token-row', 'data-token-id': token.id, ...(token.revoked && { class: 'revoked' }) }}
-      columns={7}
       canChange={!token.revoked}
       onChanged={onChanged}
       removal={{
-        testId: 'admin-token-revoke',
-        label: 'Revoke',
-        confirmLabel: 'Revoke for good',
+        ...REVOKE_TOKEN,
         remove: () => api.adminTokens.remove(token.id),
         question: (
           <>

@@ -12,7 +12,7 @@ import { SelectField, TextField } from '../fields';
 import { apiSettings, fieldsOfKey, keyChange, setOnly, type KeyFields } from '../key-fields';
 import { formatBudget, formatLimit, formatUnixSeconds } from '../format';
 import { LimitFieldInputs, type LimitFieldInputsProps, type LimitPlaceholders } from '../limit-field-inputs';
-import { ManagedRow } from '../managed-row';
+import { ManagedRow, type RemovalButtons } from '../managed-row';
 import { AdminOnly, type Column, EmptyRow, Page, RefreshButton, Table } from '../page';
 import { SecretBox } from '../secret-box';
 import { useLoader } from '../use-loader';
@@ -122,6 +122,9 @@ function Setting({ text, overridden }: { text: string; overridden: boolean }) {
 }
 
 /** One key's row, with its edit form and revocation below it when open. */
+/** A key's revocation: its button and confirmation. */
+const REVOKE_KEY: RemovalButtons = { testId: 'key-revoke', label: 'Revoke', confirmLabel: 'Revoke key' };
+
 function KeyRow({
   api,
   apiKey,
@@ -139,14 +142,11 @@ function KeyRow({
   return (
     <ManagedRow
       row={{ 'data-testid': 'key-row', 'data-key-id': apiKey.id, ...(apiKey.revoked && { class: 'revoked' }) }}
-      columns={11}
       canChange={canChange && !apiKey.revoked}
       onChanged={onChanged}
       edit={{ testId: 'key-edit', form: (onDone) => <EditKeyForm api={api} apiKey={apiKey} onDone={onDone} /> }}
       removal={{
-        testId: 'key-revoke',
-        label: 'Revoke',
-        confirmLabel: 'Revoke key',
+        ...REVOKE_KEY,
         remove: () => api.keys.remove(apiKey.id),
         question: (
           <>

@@ -10,7 +10,7 @@ import type { AdminApi, McpServer } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { type Options, SelectField, TextField } from '../fields';
 import { formatUnixSeconds } from '../format';
-import { ManagedRow } from '../managed-row';
+import { ManagedRow, type RemovalButtons } from '../managed-row';
 import { EmptyRow, Page, RefreshButton, Table } from '../page';
 import { useLoader } from '../use-loader';
 
@@ -45,17 +45,17 @@ function PutServerForm({ api, onSaved }: { api: AdminApi; onSaved: () => void })
   );
 }
 
+/** An MCP server's removal: its button and confirmation. */
+const REMOVE_SERVER: RemovalButtons = { testId: 'mcp-server-delete', label: 'Remove', confirmLabel: 'Remove' };
+
 function ServerRow({ api, server, canChange, onChanged }: { api: AdminApi; server: McpServer; canChange: boolean; onChanged: () => void }) {
   return (
     <ManagedRow
       row={{ 'data-testid': 'mcp-server-row', 'data-server-name': server.name }}
-      columns={7}
       canChange={canChange}
       onChanged={onChanged}
       removal={{
-        testId: 'mcp-server-delete',
-        label: 'Remove',
-        confirmLabel: 'Remove',
+        ...REMOVE_SERVER,
         remove: () => api.mcpServers.remove(server.name),
         question: (
           <>

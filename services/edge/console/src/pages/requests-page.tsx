@@ -45,21 +45,11 @@ const RANGES: Options<string> = [
   ['0', 'Everything kept'],
 ];
 
-const APIS: Options<string> = [
-  ['', 'any'],
-  ['chat_completions', 'chat completions'],
-  ['responses', 'responses'],
-  ['messages', 'messages'],
-  ['embeddings', 'embeddings'],
-];
+/** A choice of any value, then each of `values`, shown as it is sent with its underscores as spaces. */
+const anyOf = (values: readonly string[]): Options<string> => [['', 'any'], ...values.map((value) => [value, value.replaceAll('_', ' ')] as const)];
 
-const OUTCOMES: Options<string> = [
-  ['', 'any'],
-  ['completed', 'completed'],
-  ['failed', 'failed'],
-  ['cancelled', 'cancelled'],
-  ['refused', 'refused'],
-];
+const APIS = anyOf(['chat_completions', 'responses', 'messages', 'embeddings']);
+const OUTCOMES = anyOf(['completed', 'failed', 'cancelled', 'refused']);
 
 /** The orders a search offers, as `<sort> <order>`. */
 const ORDERS: Options<`${RequestSearch['sort']} ${RequestSearch['order']}`> = [

@@ -12,7 +12,7 @@ import { TextField } from '../fields';
 import { formatBudget, formatLimit } from '../format';
 import { apiSettings, setOnly, type LimitFields } from '../key-fields';
 import { LimitFieldInputs } from '../limit-field-inputs';
-import { ManagedRow } from '../managed-row';
+import { ManagedRow, type RemovalButtons } from '../managed-row';
 import { AdminOnly, type Column, EmptyRow, Page, RefreshButton, Table } from '../page';
 import { useLoader } from '../use-loader';
 
@@ -88,18 +88,18 @@ function limitText(limit: number | null): string {
   return limit === null ? 'none' : formatLimit(limit);
 }
 
+/** A team's deletion: its button and confirmation. */
+const DELETE_TEAM: RemovalButtons = { testId: 'team-delete', label: 'Delete', confirmLabel: 'Delete team' };
+
 function TeamRow({ api, team, canChange, onChanged }: { api: AdminApi; team: Team; canChange: boolean; onChanged: () => void }) {
   return (
     <ManagedRow
       row={{ 'data-testid': 'team-row', 'data-team-id': team.id }}
-      columns={9}
       canChange={canChange}
       onChanged={onChanged}
       edit={{ testId: 'team-edit', form: (onDone) => <EditTeamForm api={api} team={team} onDone={onDone} /> }}
       removal={{
-        testId: 'team-delete',
-        label: 'Delete',
-        confirmLabel: 'Delete team',
+        ...DELETE_TEAM,
         remove: () => api.teams.remove(team.id),
         question: (
           <>
