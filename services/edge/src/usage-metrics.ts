@@ -23,44 +23,17 @@ export type UsagePublisherCounts = Pick<
  * from 0, so that an alert on increase() sees the first drop (a series that appears already at 1
  * shows no increase).
  */
+// biome-ignore format: one metric a line, a table of what each reads
 export function registerUsagePublisherMetrics(registry: prometheus.Registry, publisher: UsagePublisherCounts, nats: ConnectionState): void {
   const scraped = readAtScrape(registry);
   scraped.count('gateway_usage_events_queued_total', 'Usage events accepted by the edge to be published to JetStream.', () => publisher.queued);
-  scraped.countByReason(
-    'gateway_usage_events_dropped_total',
-    'Usage events the edge dropped instead of publishing (usage never billed), by reason.',
-    USAGE_DROP_REASONS,
-    () => publisher.droppedBy,
-  );
-  scraped.countByReason(
-    'gateway_usage_events_refused_total',
-    'Usage event publishes JetStream refused (held and sent again, not dropped), by reason: stream_full, storage_full, no_stream, other.',
-    USAGE_REFUSAL_REASONS,
-    () => publisher.refusedBy,
-  );
-  scraped.count(
-    'gateway_usage_events_republished_total',
-    'Usage events sent again after their publish was refused, not acknowledged in time, or cut by a reconnection.',
-    () => publisher.republished,
-  );
-  scraped.gauge(
-    'gateway_usage_events_held',
-    'Usage events the edge holds now: queued, or sent and awaiting their JetStream acknowledgement.',
-    () => publisher.pending,
-  );
-  scraped.gauge(
-    'gateway_usage_oldest_held_event_age_seconds',
-    'How long the oldest usage event the edge holds has been held (0 when none): usage not on its way to the bill, at any rate of traffic.',
-    () => publisher.oldestHeldAgeSeconds,
-  );
-  scraped.count(
-    'gateway_usage_events_handed_over_total',
-    'Usage events handed to metering directly because NATS did not take them: held EDGE_USAGE_HANDOVER_AFTER_MS, or still held at shutdown.',
-    () => publisher.handedOver,
-  );
-  scraped.gauge('gateway_nats_connected', 'Whether this process is connected to NATS now (1) or not (0: never yet, reconnecting, closed).', () =>
-    nats.connected ? 1 : 0,
-  );
+  scraped.countByReason('gateway_usage_events_dropped_total', 'Usage events the edge dropped instead of publishing (usage never billed), by reason.', USAGE_DROP_REASONS, () => publisher.droppedBy);
+  scraped.countByReason('gateway_usage_events_refused_total', 'Usage event publishes JetStream refused (held and sent again, not dropped), by reason: stream_full, storage_full, no_stream, other.', USAGE_REFUSAL_REASONS, () => publisher.refusedBy);
+  scraped.count('gateway_usage_events_republished_total', 'Usage events sent again after their publish was refused, not acknowledged in time, or cut by a reconnection.', () => publisher.republished);
+  scraped.gauge('gateway_usage_events_held', 'Usage events the edge holds now: queued, or sent and awaiting their JetStream acknowledgement.', () => publisher.pending);
+  scraped.gauge('gateway_usage_oldest_held_event_age_seconds', 'How long the oldest usage event the edge holds has been held (0 when none): usage not on its way to the bill, at any rate of traffic.', () => publisher.oldestHeldAgeSeconds);
+  scraped.count('gateway_usage_events_handed_over_total', 'Usage events handed to metering directly because NATS did not take them: held EDGE_USAGE_HANDOVER_AFTER_MS, or still held at shutdown.', () => publisher.handedOver);
+  scraped.gauge('gateway_nats_connected', 'Whether this process is connected to NATS now (1) or not (0: never yet, reconnecting, closed).', () => (nats.connected ? 1 : 0));
 }
 
 /**
