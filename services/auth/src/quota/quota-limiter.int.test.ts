@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { spendDayField, spendKeyName, spendMonthField } from '@gateway/keyspace';
-import { hashSecret } from './key-secret.js';
-import { KeyStore } from './key-store.js';
+import { hashSecret } from '../keys/key-secret.js';
+import { KeyStore } from '../keys/key-store.js';
 import { loadPlans, parsePlans } from './plans.js';
 import { QuotaLimiter, RedisFullError, WINDOW_MS, type QuotaDecision } from './quota-limiter.js';
 

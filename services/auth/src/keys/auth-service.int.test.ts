@@ -18,16 +18,16 @@ import {
   type UpdateKeyRequest,
 } from '@gateway/proto';
 import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
-import { AdminTokenStore } from './admin-token-store.js';
-import { createServer } from './app.js';
-import { AuditLog } from './audit-log.js';
+import { AdminTokenStore } from '../admin-access/admin-token-store.js';
+import { createServer } from '../app.js';
+import { AuditLog } from '../audit/audit-log.js';
 import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
 import { ensureBootstrapKey } from './bootstrap-key.js';
 import { hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
-import { TeamStore } from './team-store.js';
+import { loadPlans } from '../quota/plans.js';
+import { QuotaLimiter } from '../quota/quota-limiter.js';
+import { TeamStore } from '../teams/team-store.js';
 import { connectRedis, createRedis, deleteMatching, keysMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
 
 const logger = createLogger('auth-test', 'silent');

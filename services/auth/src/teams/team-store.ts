@@ -2,8 +2,8 @@ import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, deleteTeamRecord, updat
 // The allow-list rules alone, without the catalog's loader and its YAML parser (the CLI loads this file).
 import { allowListProblem } from '@gateway/catalog/model-allow-list';
 import type { RedisClient } from '@gateway/redis';
-import { randomBase62 } from './key-secret.js';
-import { KeyInputError, TEAM_ID_PATTERN } from './key-store.js';
+import { randomBase62 } from '../keys/key-secret.js';
+import { KeyInputError, TEAM_ID_PATTERN } from '../keys/key-store.js';
 
 /** A team's limits: a positive number, or absent for none (a team has no plan to fall back on). */
 export interface TeamLimits {

@@ -18,10 +18,10 @@ import type {
   TeamServiceHandlers,
   UpdateTeamRequestOutput,
 } from '@gateway/proto';
-import { fromBudget, fromMinuteLimit } from './auth-service.js';
-import { toTeam } from './info-messages.js';
-import { KeyInputError } from './key-store.js';
-import type { Auditor } from './auditor.js';
+import { fromBudget, fromMinuteLimit } from '../keys/auth-service.js';
+import { toTeam } from '../info-messages.js';
+import { KeyInputError } from '../keys/key-store.js';
+import type { Auditor } from '../audit/auditor.js';
 import type { TeamChanges, TeamLimits, TeamStore } from './team-store.js';
 
 /** What the team service needs. */

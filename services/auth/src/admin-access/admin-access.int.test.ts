@@ -28,13 +28,13 @@ import {
 import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
 import { AdminTokenStore } from './admin-token-store.js';
-import { createServer } from './app.js';
-import { AuditLog } from './audit-log.js';
-import { hashSecret } from './key-secret.js';
-import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
-import { TeamStore } from './team-store.js';
+import { createServer } from '../app.js';
+import { AuditLog } from '../audit/audit-log.js';
+import { hashSecret } from '../keys/key-secret.js';
+import { KeyStore } from '../keys/key-store.js';
+import { loadPlans } from '../quota/plans.js';
+import { QuotaLimiter } from '../quota/quota-limiter.js';
+import { TeamStore } from '../teams/team-store.js';
 
 const logger = createLogger('auth-test', 'silent');
 const ADMIN: CallActor = { subject: 'static-token', role: 'admin', via: 'static_token' };

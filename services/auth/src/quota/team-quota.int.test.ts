@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authKeys, spendDayField, spendKeyName, spendMonthField, teamSpendKeyName, windowKeyList } from '@gateway/keyspace';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
-import { hashSecret } from './key-secret.js';
-import { KeyStore, TeamNotFoundError } from './key-store.js';
+import { hashSecret } from '../keys/key-secret.js';
+import { KeyStore, TeamNotFoundError } from '../keys/key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter, type QuotaDecision } from './quota-limiter.js';
-import { TeamStore, type NewTeam } from './team-store.js';
+import { TeamStore, type NewTeam } from '../teams/team-store.js';
 
 const plans = loadPlans();
 const prefix = `test-${randomUUID()}:auth:`;

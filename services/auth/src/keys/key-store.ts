@@ -4,7 +4,7 @@ import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, updateKeyRecord, v1ToV2
 import type { Logger } from '@gateway/logger';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
 import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
-import { BUDGET_FIELDS, isPlanName, type BudgetLimit, type Limit, type PlanName } from './plans.js';
+import { BUDGET_FIELDS, isPlanName, type BudgetLimit, type Limit, type PlanName } from '../quota/plans.js';
 
 /** The public facts of a key as stored; never its secret. */
 export interface StoredKey {

@@ -31,13 +31,13 @@ import {
 } from '@gateway/proto';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
-import { createServer } from './app.js';
-import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
+import { createServer } from '../app.js';
+import { KeyStore } from '../keys/key-store.js';
+import { loadPlans } from '../quota/plans.js';
+import { QuotaLimiter } from '../quota/quota-limiter.js';
 import { TeamStore } from './team-store.js';
-import { AdminTokenStore } from './admin-token-store.js';
-import { AuditLog } from './audit-log.js';
+import { AdminTokenStore } from '../admin-access/admin-token-store.js';
+import { AuditLog } from '../audit/audit-log.js';
 
 const logger = createLogger('team-service-test', 'silent');
 const plans = loadPlans();

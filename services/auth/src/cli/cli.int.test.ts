@@ -5,12 +5,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
-import { AdminTokenStore } from './admin-token-store.js';
-import { AuditLog } from './audit-log.js';
-import { KeyStore } from './key-store.js';
-import { hashSecret } from './key-secret.js';
+import { AdminTokenStore } from '../admin-access/admin-token-store.js';
+import { AuditLog } from '../audit/audit-log.js';
+import { KeyStore } from '../keys/key-store.js';
+import { hashSecret } from '../keys/key-secret.js';
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/cli.js', import.meta.url));
 const run = promisify(execFile);
 /**
  * A CLI run that has not ended by then is killed (and fails its test with the signal) rather than
@@ -21,7 +21,7 @@ const RUN_TIMEOUT_MS = 15_000;
 // A test starts the CLI up to nine times one after another: a minute for a test leaves room for
 // runs of several seconds each on a loaded machine (other test files beside it), while a run that
 // hangs still fails its test after RUN_TIMEOUT_MS, naming the signal that ended it.
-describe('auth CLI (dist/cli.js)', { timeout: 60_000 }, () => {
+describe('auth CLI (dist/cli/cli.js)', { timeout: 60_000 }, () => {
   const prefix = `test-${randomUUID()}:auth:`;
   let url: string;
   let inspector: RedisClient;
