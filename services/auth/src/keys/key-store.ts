@@ -35,19 +35,24 @@ export interface StoredKey {
   team_id?: string;
 }
 
+/** The settings of a key that a creation may give: each absent one stays as the plan has it (or none). */
+type KeySettings = Pick<
+  StoredKey,
+  | 'requests_per_minute_override'
+  | 'tokens_per_minute_override'
+  | 'routing_policy'
+  | 'catalog_fallbacks_override'
+  | 'daily_budget_override'
+  | 'monthly_budget_override'
+  | 'allowed_models'
+  | 'allowed_mcp_tools'
+>;
+
 /** What may be set when a key is created; absent overrides mean the plan's limits. */
-export interface NewKey {
+export interface NewKey extends Partial<KeySettings> {
   plan: PlanName;
   name?: string;
   secret?: string;
-  requests_per_minute_override?: Limit;
-  tokens_per_minute_override?: Limit;
-  routing_policy?: string;
-  catalog_fallbacks_override?: boolean;
-  daily_budget_override?: BudgetLimit;
-  monthly_budget_override?: BudgetLimit;
-  allowed_models?: string[];
-  allowed_mcp_tools?: string[];
   /** The team the key joins for good; absent or '': none. */
   team_id?: string;
 }
@@ -127,6 +132,15 @@ function validate(
   const fallbacks = input.catalog_fallbacks_override;
   if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean')
     throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
+  validateAllowLists(input);
+}
+
+/**
+ * Checks a key's or a team's allow-lists (absent or null: not given); throws KeyInputError. Both
+ * follow @gateway/catalog's rules for models, so a team's list reads as a key's, and the MCP
+ * tools' list the same entries and `prefix*` patterns.
+ */
+export function validateAllowLists(input: { allowed_models?: string[] | null; allowed_mcp_tools?: string[] | null }): void {
   const allowed = input.allowed_models;
   if (allowed !== undefined && allowed !== null) {
     const problem = Array.isArray(allowed) ? allowListProblem(allowed) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
@@ -134,7 +148,6 @@ function validate(
   }
   const tools = input.allowed_mcp_tools;
   if (tools !== undefined && tools !== null) {
-    // The models' rules for an allow-list: the same entries and `prefix*` patterns.
     const problem = Array.isArray(tools)
       ? allowListProblem(tools)?.replace('model id', 'MCP tool name')
       : 'allowed_mcp_tools must be a list of MCP tool names, server names and "prefix*" patterns.';
