@@ -170,31 +170,31 @@ describe('auth CLI (dist/cli/cli.js)', { timeout: 60_000 }, () => {
     expect(bad.stderr).toContain('--catalog-fallbacks must be "on", "off" or "plan"');
   });
 
-  it("sets, changes and clears a key's model allow-list", async () => {
-    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--allowed-models', 'sim-*,gpt-4o', '--json')).stdout) as { key_id: string };
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_models: ['sim-*', 'gpt-4o'] });
-    expect((await cli('update', created.key_id, '--allowed-models', '')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_models: [] });
-    expect((await cli('update', created.key_id, '--allowed-models', 'all')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).not.toHaveProperty('allowed_models');
-    const bad = await cli('update', created.key_id, '--allowed-models', 'gpt*4o');
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('may have "*" only as its last character');
-  });
+  /** A key's allow-lists: given as a comma-separated list, `all` clears one, and "*" may end an entry only. */
+  const ALLOW_LISTS = [
+    { list: 'model allow-list', flag: '--allowed-models', field: 'allowed_models', created: ['sim-*', 'gpt-4o'], changed: [], refused: 'gpt*4o' },
+    {
+      list: 'MCP tool allow-list',
+      flag: '--allowed-mcp-tools',
+      field: 'allowed_mcp_tools',
+      created: ['github', 'docs__search'],
+      changed: ['github__get_*'],
+      refused: 'git*hub',
+    },
+  ];
 
-  it("sets, changes and clears a key's MCP tool allow-list", async () => {
-    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--allowed-mcp-tools', 'github,docs__search', '--json')).stdout) as {
-      key_id: string;
-    };
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_mcp_tools: ['github', 'docs__search'] });
-    expect((await cli('update', created.key_id, '--allowed-mcp-tools', 'github__get_*')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_mcp_tools: ['github__get_*'] });
-    expect((await cli('update', created.key_id, '--allowed-mcp-tools', 'all')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).not.toHaveProperty('allowed_mcp_tools');
-    const bad = await cli('update', created.key_id, '--allowed-mcp-tools', 'git*hub');
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('may have "*" only as its last character');
-  });
+  for (const { list, flag, field, created, changed, refused } of ALLOW_LISTS)
+    it(`sets, changes and clears a key's ${list}`, async () => {
+      const { key_id: keyId } = JSON.parse((await cli('create-key', '--plan', 'starter', flag, created.join(','), '--json')).stdout) as { key_id: string };
+      expect(JSON.parse((await cli('get', keyId)).stdout)).toMatchObject({ [field]: created });
+      expect((await cli('update', keyId, flag, changed.join(','))).code).toBe(0);
+      expect(JSON.parse((await cli('get', keyId)).stdout)).toMatchObject({ [field]: changed });
+      expect((await cli('update', keyId, flag, 'all')).code).toBe(0);
+      expect(JSON.parse((await cli('get', keyId)).stdout)).not.toHaveProperty(field);
+      const bad = await cli('update', keyId, flag, refused);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('may have "*" only as its last character');
+    });
 
   it("sets, changes and clears a key's budgets in USD", async () => {
     const created = JSON.parse(
