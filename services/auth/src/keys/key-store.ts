@@ -103,17 +103,7 @@ const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_over
 const BUDGET_OVERRIDE_FIELDS = BUDGET_FIELDS.map((field) => `${field}_override` as const);
 
 /** Checks the values both the gRPC service and the CLI accept; throws KeyInputError. */
-function validate(
-  input: {
-    name?: string;
-    routing_policy?: string;
-    requests_per_minute_override?: Limit | null;
-    tokens_per_minute_override?: Limit | null;
-    catalog_fallbacks_override?: boolean | null;
-    allowed_models?: string[] | null;
-    allowed_mcp_tools?: string[] | null;
-  } & Partial<Record<(typeof BUDGET_OVERRIDE_FIELDS)[number], BudgetLimit | null>>,
-): void {
+function validate(input: KeyChanges): void {
   if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH)
     throw new KeyInputError('name', `A key name has at most ${MAX_KEY_NAME_LENGTH} characters.`);
   if (input.routing_policy !== undefined && input.routing_policy !== '' && !ROUTING_POLICY_PATTERN.test(input.routing_policy)) {
