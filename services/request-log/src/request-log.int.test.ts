@@ -26,6 +26,7 @@ import {
   eventually,
   natsServers,
   natsUrl,
+  rejectedWith,
   startTcpProxy,
   TEST_USAGE_STREAM_MAX_BYTES,
   type TcpProxy,
@@ -61,12 +62,7 @@ const registry = new prometheus.Registry();
 
 /** Waits for `call` to fail, and checks that it failed as the service's refusal with this reason. */
 async function expectRefusal(call: Promise<unknown>, reason: string): Promise<void> {
-  const failure = await call.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  expect(failure).toBeInstanceOf(GatewayError);
-  expect((failure as GatewayError).reason).toBe(reason);
+  expect((await rejectedWith(GatewayError, call)).reason).toBe(reason);
 }
 
 /** A usage event as an edge sends it, received `agoMs` before now. */
