@@ -1,5 +1,5 @@
 /**
- * How fast auth's CLI (services/auth/dist/cli.js) starts and ends: its usage (`--help`, nothing
+ * How fast auth's CLI (services/auth/dist/cli/cli.js) starts and ends: its usage (`--help`, nothing
  * but the command line), a refused command line, and commands on Redis (`list`, and `get` of a key
  * created first), each beside `node -e 0` (Node's own start) in alternating rounds, as wall time
  * and CPU time (the child's user + system, from /proc, in 10 ms ticks) per run. Scripts and tests
@@ -18,7 +18,7 @@ import { redisUrl } from '@gateway/testing';
 import { fixed, summarize, table } from './measure.js';
 import type { BenchSuite } from './run.js';
 
-const CLI = fileURLToPath(new URL('../services/auth/dist/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../services/auth/dist/cli/cli.js', import.meta.url));
 const ROUNDS = 15;
 /** Most CPU the usage may take, in starts of `node -e 0`: it loads only the command line's parser. */
 const USAGE_RATIO = 3;

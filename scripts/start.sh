@@ -53,45 +53,33 @@ for service in "${SERVICES[@]}"; do
   fi
 done
 
+# Exports the variable named $1: the environment's value, else the first line of .run/$2, which is
+# written on the first start by the node program $3 (readable by this user only) and kept; $4 says
+# what it is in the log.
+use_kept_secret() {
+  local variable="$1" file="$RUN_DIR/$2"
+  if [[ -z "${!variable:-}" ]]; then
+    if [[ ! -s "$file" ]]; then
+      mkdir -p "$RUN_DIR"
+      (umask 077 && node -e "$3" >"$file")
+      gateway_log "generated $4 in .run/$2"
+    fi
+    printf -v "$variable" '%s' "$(head -n 1 "$file")"
+  fi
+  export "${variable?}"
+}
+
 # The bootstrap key: the environment's, else the one generated on the first start and kept.
-if [[ -z "${GATEWAY_BOOTSTRAP_KEY:-}" ]]; then
-  if [[ ! -s "$RUN_DIR/bootstrap-key" ]]; then
-    mkdir -p "$RUN_DIR"
-    (umask 077 && node -e '
-      const { randomInt } = require("node:crypto");
-      const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-      let key = "br-";
-      for (let i = 0; i < 40; i++) key += alphabet[randomInt(alphabet.length)];
-      process.stdout.write(key + "\n");' >"$RUN_DIR/bootstrap-key")
-    gateway_log "generated a bootstrap API key in .run/bootstrap-key"
-  fi
-  GATEWAY_BOOTSTRAP_KEY="$(head -n 1 "$RUN_DIR/bootstrap-key")"
-fi
-export GATEWAY_BOOTSTRAP_KEY
-
-# The admin token (admin API and web console): the environment's, else one generated on the first
-# start and kept in .run/admin-token, readable by this user only.
-if [[ -z "${EDGE_ADMIN_TOKEN:-}" ]]; then
-  if [[ ! -s "$RUN_DIR/admin-token" ]]; then
-    mkdir -p "$RUN_DIR"
-    (umask 077 && node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64url") + "\n")' >"$RUN_DIR/admin-token")
-    gateway_log "generated an admin token in .run/admin-token"
-  fi
-  EDGE_ADMIN_TOKEN="$(head -n 1 "$RUN_DIR/admin-token")"
-fi
-export EDGE_ADMIN_TOKEN
-
-# The key the MCP service encrypts upstream MCP servers' headers with: the environment's, else one
-# generated on the first start and kept in .run/mcp-secrets-key, readable by this user only.
-if [[ -z "${MCP_SECRETS_KEY:-}" ]]; then
-  if [[ ! -s "$RUN_DIR/mcp-secrets-key" ]]; then
-    mkdir -p "$RUN_DIR"
-    (umask 077 && node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64") + "\n")' >"$RUN_DIR/mcp-secrets-key")
-    gateway_log "generated the MCP secrets key in .run/mcp-secrets-key"
-  fi
-  MCP_SECRETS_KEY="$(head -n 1 "$RUN_DIR/mcp-secrets-key")"
-fi
-export MCP_SECRETS_KEY
+use_kept_secret GATEWAY_BOOTSTRAP_KEY bootstrap-key '
+  const { randomInt } = require("node:crypto");
+  const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  let key = "br-";
+  for (let i = 0; i < 40; i++) key += alphabet[randomInt(alphabet.length)];
+  process.stdout.write(key + "\n");' 'a bootstrap API key'
+# The admin token (admin API and web console).
+use_kept_secret EDGE_ADMIN_TOKEN admin-token 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64url") + "\n")' 'an admin token'
+# The key the MCP service encrypts upstream MCP servers' headers with.
+use_kept_secret MCP_SECRETS_KEY mcp-secrets-key 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64") + "\n")' 'the MCP secrets key'
 # The edge serves /mcp through the MCP service started here.
 export MCP_SERVICE_ADDR="${MCP_SERVICE_ADDR:-127.0.0.1:50057}"
 # Per-key OAuth to upstream MCP servers: the callback is this edge's (its tokens sealed with a key

@@ -15,7 +15,7 @@ import { connectRedis, type RedisClient } from '@gateway/redis';
 import { startCluster, type Cluster } from './cluster.js';
 
 const STATIC_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
-const CLI = fileURLToPath(new URL('../../services/auth/dist/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../services/auth/dist/cli/cli.js', import.meta.url));
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 let cluster: Cluster;

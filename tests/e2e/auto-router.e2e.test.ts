@@ -210,7 +210,7 @@ describe('model: "auto"', () => {
   it("applies the key's default policy when the request names none", async () => {
     const { execFileSync } = await import('node:child_process');
     const created = JSON.parse(
-      execFileSync(process.execPath, ['services/auth/dist/cli.js', 'create-key', '--plan', 'pro', '--routing-policy', 'best', '--json'], {
+      execFileSync(process.execPath, ['services/auth/dist/cli/cli.js', 'create-key', '--plan', 'pro', '--routing-policy', 'best', '--json'], {
         cwd: new URL('../..', import.meta.url).pathname,
         env: { ...process.env, REDIS_URL: cluster.redisUrl },
         encoding: 'utf8',

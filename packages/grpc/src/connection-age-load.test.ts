@@ -9,28 +9,16 @@
  * 30 s) and whose longest calls last minutes: a ping on a closing connection used to fail and take
  * every call on it down.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  loadGatewayGrpc,
-  type ExecuteRequest,
-  type ExecuteResponse,
-  type ExecuteResponseOutput,
-  type ExecuteStreamEvent,
-  type ExecuteStreamEventOutput,
-  type ExecutorServiceClient,
-} from '@gateway/proto';
+import { describe, expect, it } from 'vitest';
+import type { ExecuteResponse, ExecuteStreamEvent, ExecutorServiceClient } from '@gateway/proto';
 import { eventually, freePort, startDnsServer } from '@gateway/testing';
 import type * as grpc from '@grpc/grpc-js';
 import { REFRESH_OPTION } from './address-resolver.js';
 import { callUnary, createClient, withoutCallerStack } from './client.js';
 import { createGatewayServer } from './server.js';
+import { executorService, type Methods, sleep, type Streams, useCleanups } from './testing/executor-calls.js';
 import { serveStreamedCalls, StreamedCalls } from './streamed-calls.js';
 
-type Methods = { complete: [ExecuteRequest, ExecuteResponseOutput] };
-type Streams = { stream: [ExecuteRequest, ExecuteStreamEventOutput] };
-
-const definition = loadGatewayGrpc().gateway.executor.v1.ExecutorService;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Most calls take a few ms; one in ten takes a few hundred, so that keepalive pings come while it runs. */
 const callTime = () => (Math.random() < 0.1 ? 200 + Math.random() * 200 : 1 + Math.random() * 15);
 const KEEPALIVE = { 'grpc.keepalive_time_ms': 100 };
@@ -39,10 +27,7 @@ const EVENTS = 3;
 /** Callers, each with one call in flight at any time. */
 const CALLERS = 48;
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = useCleanups();
 
 /** A replica whose calls answer after a few ms (some after a few hundred), recording the connections (caller's address and port) they came on. */
 async function startReplica(address: string, options: grpc.ServerOptions = {}) {
@@ -66,7 +51,7 @@ async function startReplica(address: string, options: grpc.ServerOptions = {}) {
     [
       {
         name: 'gateway.executor.v1.ExecutorService',
-        definition: definition.service,
+        definition: executorService.service,
         handlers: {
           Complete: (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<ExecuteResponse>) => {
             connections.add(call.getPeer());
@@ -104,7 +89,7 @@ async function startReplica(address: string, options: grpc.ServerOptions = {}) {
 
 /** A client of the target: its call streams (replaced at `maxStreamAgeMs`) and its channel. */
 function connect(target: string, maxStreamAgeMs: number, channel: grpc.ChannelOptions = {}) {
-  const client: ExecutorServiceClient = createClient(definition, target, { ...KEEPALIVE, ...channel });
+  const client: ExecutorServiceClient = createClient(executorService, target, { ...KEEPALIVE, ...channel });
   const calls = new StreamedCalls<Methods, Streams>({
     open: () => client.CompleteCalls(),
     streams: 4,

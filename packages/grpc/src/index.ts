@@ -7,3 +7,4 @@ export { watchAddresses, nameKey, DEFAULT_REFRESH_MS, REFRESH_OPTION, type Addre
 export { status as GrpcStatus, Metadata } from '@grpc/grpc-js';
 export * from './health.js';
 export * from './streamed-calls.js';
+export * from './store-failure.js';

@@ -168,3 +168,23 @@ export function callTraceparent(context: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** What a service does around its server's shutdown. */
+export interface ShutdownSteps {
+  /** Before the drain: ends what never ends on its own (open watch or listen streams). */
+  before?: () => void;
+  /** After the drain: closes what the calls used (upstream pools, pollers). */
+  after?: () => Promise<void> | void;
+}
+
+/** The same server, whose shutdown runs the service's own steps around the drain. */
+export function withShutdownSteps(server: GatewayServer, steps: ShutdownSteps): GatewayServer {
+  return {
+    ...server,
+    shutdown: async (graceMs) => {
+      steps.before?.();
+      await server.shutdown(graceMs);
+      await steps.after?.();
+    },
+  };
+}

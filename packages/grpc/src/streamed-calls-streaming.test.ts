@@ -4,38 +4,30 @@
  * holds a producer back while its consumer does not read, cancellation, failures after events,
  * replacement of a stream under a call, and servers that carry no streamed calls.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import {
-  loadGatewayGrpc,
-  type ExecuteRequest,
-  type ExecuteRequestOutput,
-  type ExecuteResponse,
-  type ExecuteResponseOutput,
-  type ExecuteStreamEvent,
-  type ExecuteStreamEventOutput,
-  type ExecutorServiceClient,
+import { describe, expect, it } from 'vitest';
+import type {
+  ExecuteRequest,
+  ExecuteRequestOutput,
+  ExecuteResponse,
+  ExecuteStreamEvent,
+  ExecuteStreamEventOutput,
+  ExecutorServiceClient,
 } from '@gateway/proto';
 import { eventually } from '@gateway/testing';
 import { callUnary, createClient } from './client.js';
 import { GatewayError } from './gateway-error.js';
 import { GrpcStatus } from './index.js';
 import { createGatewayServer } from './server.js';
+import { executorService, type Methods, sleep, type Streams, useCleanups } from './testing/executor-calls.js';
 import { serveStreamedCalls, StreamedCalls, type StreamedCallsOptions, type StreamingCallContext } from './streamed-calls.js';
 
-type Methods = { complete: [ExecuteRequest, ExecuteResponseOutput] };
-type Streams = { stream: [ExecuteRequest, ExecuteStreamEventOutput] };
 /** Produces a call's events; `request.request_id` tells it what to do. */
 type StreamHandler = (request: ExecuteRequestOutput, context: StreamingCallContext<ExecuteStreamEvent>) => Promise<ExecuteStreamEvent>;
 
-const definition = loadGatewayGrpc().gateway.executor.v1.ExecutorService;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const event = (text: string): ExecuteStreamEvent => ({ rendered: { chunks: [{ json: text }], text } });
 const textOf = (received: ExecuteStreamEventOutput) => received.rendered?.text ?? (received.end ? 'end' : received.failure ? 'failure' : '?');
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cleanups = useCleanups();
 
 /** A server whose CompleteCalls carries `stream` (unless `streamed` is false) with the handler given. */
 async function startServer(stream: StreamHandler, options: { streamed?: boolean } = {}) {
@@ -44,7 +36,7 @@ async function startServer(stream: StreamHandler, options: { streamed?: boolean 
   const server = createGatewayServer([
     {
       name: 'gateway.executor.v1.ExecutorService',
-      definition: definition.service,
+      definition: executorService.service,
       handlers: { CompleteCalls: service.handler } as never,
       drain: service.drain,
     },
@@ -55,7 +47,7 @@ async function startServer(stream: StreamHandler, options: { streamed?: boolean 
 }
 
 function connect(port: number, options: Partial<StreamedCallsOptions<Methods>> = {}) {
-  const client: ExecutorServiceClient = createClient(definition, `127.0.0.1:${port}`);
+  const client: ExecutorServiceClient = createClient(executorService, `127.0.0.1:${port}`);
   const calls = new StreamedCalls<Methods, Streams>({
     open: () => client.CompleteCalls(),
     streams: 1,

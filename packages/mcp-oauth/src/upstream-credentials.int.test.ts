@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createLogger } from '@gateway/logger';
 import { createRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
-import { eventually, hasRedisServer, type RedisCluster, redisUrl, startRedisCluster, startTcpProxy } from '@gateway/testing';
+import { eventually, hasRedisServer, rejectedWith, type RedisCluster, redisUrl, startRedisCluster, startTcpProxy } from '@gateway/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -70,14 +70,7 @@ function tokenOf(headers: Record<string, string> | undefined): string {
   return match![1]!;
 }
 
-async function rejection(promise: Promise<unknown>): Promise<UpstreamOAuthError> {
-  const error = await promise.then(
-    () => undefined,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(UpstreamOAuthError);
-  return error as UpstreamOAuthError;
-}
+const rejection = (promise: Promise<unknown>): Promise<UpstreamOAuthError> => rejectedWith(UpstreamOAuthError, promise);
 
 beforeAll(async () => {
   redis = createRedis(await redisUrl(), logger);

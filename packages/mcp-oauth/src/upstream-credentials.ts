@@ -387,6 +387,25 @@ function observedFetch(base: typeof fetch, timeoutMs: number): { fetch: typeof f
   return { fetch: observed, failed: () => failed };
 }
 
+/**
+ * What a failed authorization step (the start, or the code's exchange) throws: the store's own
+ * failure as it is; `upstream_unavailable` when the authorization server could not be reached or
+ * failed; otherwise `authorization_failed`, naming what the server refused, with its OAuth code.
+ */
+function authorizationFailure(
+  error: unknown,
+  provider: StoredSessionProvider,
+  observed: { failed: () => boolean },
+  server: UpstreamOAuthServer,
+  refused: string,
+): unknown {
+  if (provider.storeFailure) return provider.storeFailure;
+  if (observed.failed() || !(error instanceof OAuthError) || error instanceof ServerError) {
+    return new UpstreamOAuthError('upstream_unavailable', `the authorization server of the MCP server "${server.id}" could not be reached or failed`);
+  }
+  return new UpstreamOAuthError('authorization_failed', `the authorization server of the MCP server "${server.id}" refused ${refused}`, oauthCode(error));
+}
+
 /** The per-gateway-key OAuth credentials of upstream MCP servers (see the module's comment). */
 export class UpstreamCredentials {
   private readonly store: CredentialStore;
@@ -551,15 +570,7 @@ export class UpstreamCredentials {
     try {
       await auth(provider, { serverUrl: server.url, ...this.scope(server), fetchFn: observed.fetch });
     } catch (error) {
-      if (provider.storeFailure) throw provider.storeFailure;
-      if (observed.failed() || !(error instanceof OAuthError) || error instanceof ServerError) {
-        throw new UpstreamOAuthError('upstream_unavailable', `the authorization server of the MCP server "${server.id}" could not be reached or failed`);
-      }
-      throw new UpstreamOAuthError(
-        'authorization_failed',
-        `the authorization server of the MCP server "${server.id}" refused the gateway's client`,
-        oauthCode(error),
-      );
+      throw authorizationFailure(error, provider, observed, server, "the gateway's client");
     }
     if (!provider.authorizationUrl || !provider.generatedCodeVerifier) {
       throw new UpstreamOAuthError('authorization_failed', `the MCP server "${server.id}" did not start an authorization`);
@@ -588,15 +599,7 @@ export class UpstreamCredentials {
     try {
       await auth(provider, { serverUrl: server.url, authorizationCode: query.code, ...this.scope(server), fetchFn: observed.fetch });
     } catch (error) {
-      if (provider.storeFailure) throw provider.storeFailure;
-      if (observed.failed() || !(error instanceof OAuthError) || error instanceof ServerError) {
-        throw new UpstreamOAuthError('upstream_unavailable', `the authorization server of the MCP server "${server.id}" could not be reached or failed`);
-      }
-      throw new UpstreamOAuthError(
-        'authorization_failed',
-        `the authorization server of the MCP server "${server.id}" refused the authorization code`,
-        oauthCode(error),
-      );
+      throw authorizationFailure(error, provider, observed, server, 'the authorization code');
     }
     if (!provider.saved) throw new UpstreamOAuthError('authorization_failed', `the MCP server "${server.id}" issued no token`);
     return { keyId, serverId: server.id };

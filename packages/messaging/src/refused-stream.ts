@@ -6,8 +6,8 @@
  * the usage stream keeps for billable events. Bounded and lossy on purpose (`discard: old`): when
  * full it forgets its oldest refusals, which only the log would have shown.
  */
-import { DiscardPolicy, nanos, type NatsConnection, RetentionPolicy, type StreamInfo, StorageType } from 'nats';
-import { USAGE_DUPLICATE_WINDOW_MS, USAGE_STREAM } from './usage-stream.js';
+import { DiscardPolicy, type NatsConnection, type StreamInfo } from 'nats';
+import { boundedStreamConfig, USAGE_STREAM } from './usage-stream.js';
 
 /** A refused-requests stream's name and subject. */
 export interface RefusedNames {
@@ -37,17 +37,14 @@ export async function ensureRefusedStream(
   options: { replicas?: number; maxAgeMs?: number; maxBytes?: number } = {},
 ): Promise<StreamInfo> {
   const manager = await nc.jetstreamManager();
-  const config = {
+  const config = boundedStreamConfig({
     name: names.stream,
     subjects: [names.subject],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
-    duplicate_window: nanos(USAGE_DUPLICATE_WINDOW_MS),
-    max_age: nanos(options.maxAgeMs ?? REFUSED_MAX_AGE_MS),
-    max_bytes: options.maxBytes ?? REFUSED_MAX_BYTES,
-    num_replicas: options.replicas ?? 1,
-  };
+    maxAgeMs: options.maxAgeMs ?? REFUSED_MAX_AGE_MS,
+    maxBytes: options.maxBytes ?? REFUSED_MAX_BYTES,
+    replicas: options.replicas ?? 1,
+  });
   try {
     return await manager.streams.add(config);
   } catch (error) {

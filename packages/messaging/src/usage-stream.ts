@@ -52,6 +52,24 @@ export function usageNames(stream: string = USAGE_STREAM): UsageNames {
   return { stream, subject: `${prefix}.${USAGE_SUBJECT}`, subjects: USAGE_SUBJECTS.map((subject) => `${prefix}.${subject}`) };
 }
 
+/** The usage stream settings of a consumer's config (metering, the request log). */
+export interface UsageStreamConfig {
+  readonly USAGE_STREAM: string;
+  readonly USAGE_STREAM_REPLICAS: number;
+  readonly USAGE_STREAM_MAX_AGE_HOURS: number;
+  readonly USAGE_STREAM_MAX_BYTES: number;
+}
+
+/** The usage stream a consumer ensures at start, from its config: names, replicas and limits. */
+export function usageStreamSettings(config: UsageStreamConfig): UsageNames & Required<Pick<UsageStreamOptions, 'replicas' | 'maxAgeMs' | 'maxBytes'>> {
+  return {
+    ...usageNames(config.USAGE_STREAM),
+    replicas: config.USAGE_STREAM_REPLICAS,
+    maxAgeMs: config.USAGE_STREAM_MAX_AGE_HOURS * 3_600_000,
+    maxBytes: config.USAGE_STREAM_MAX_BYTES,
+  };
+}
+
 /** Which stream to ensure; tests pass their own name and subjects so parallel runs never share one. */
 export interface UsageStreamOptions {
   stream?: string;
@@ -76,6 +94,35 @@ export interface UsageStreamOptions {
   logger?: { warn(details: object, message: string): void };
 }
 
+/** What a bounded stream is made of: its subjects, what a full one discards, and its limits. */
+export interface BoundedStream {
+  name: string;
+  subjects: string[];
+  discard: DiscardPolicy;
+  maxAgeMs: number;
+  maxBytes: number;
+  replicas: number;
+}
+
+/**
+ * The JetStream configuration of the gateway's event streams (usage, refused requests): kept on
+ * file, bounded by age and bytes, and dropping a message id published again within
+ * USAGE_DUPLICATE_WINDOW_MS (a publisher's retry after a lost acknowledgement).
+ */
+export function boundedStreamConfig(stream: BoundedStream) {
+  return {
+    name: stream.name,
+    subjects: stream.subjects,
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: stream.discard,
+    duplicate_window: nanos(USAGE_DUPLICATE_WINDOW_MS),
+    max_age: nanos(stream.maxAgeMs),
+    max_bytes: stream.maxBytes,
+    num_replicas: stream.replicas,
+  };
+}
+
 /**
  * Creates the usage stream, or updates it to this configuration when it exists. Idempotent, so
  * every publisher and consumer calls it at start. File storage because events are money. More than
@@ -96,17 +143,14 @@ export interface UsageStreamOptions {
  */
 export async function ensureUsageStream(nc: NatsConnection, options: UsageStreamOptions = {}): Promise<StreamInfo> {
   const manager = await nc.jetstreamManager();
-  const config = {
+  const config = boundedStreamConfig({
     name: options.stream ?? USAGE_STREAM,
     subjects: options.subjects ?? USAGE_SUBJECTS,
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.New,
-    duplicate_window: nanos(USAGE_DUPLICATE_WINDOW_MS),
-    max_age: nanos(options.maxAgeMs ?? USAGE_MAX_AGE_MS),
-    max_bytes: options.maxBytes ?? USAGE_MAX_BYTES,
-    num_replicas: options.replicas ?? 1,
-  };
+    maxAgeMs: options.maxAgeMs ?? USAGE_MAX_AGE_MS,
+    maxBytes: options.maxBytes ?? USAGE_MAX_BYTES,
+    replicas: options.replicas ?? 1,
+  });
   warnIfDiscardNewIsInexact(nc, config.name, options.logger);
   let existing: StreamInfo | undefined;
   try {

@@ -5,15 +5,13 @@
  * server that disables CONFIG is still read through INFO, and one that tells neither is accepted
  * with a warning. On a cluster every master is read, and one evicting master is enough to refuse.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
-import { hasRedisServer, type RedisServer, startRedisCluster, startRedisServer } from '@gateway/testing';
-import { checkEvictionPolicy, connectRedis, EvictingRedisError, type RedisClient } from './index.js';
+import { hasRedisServer } from '@gateway/testing';
+import { checkEvictionPolicy, EvictingRedisError } from './index.js';
+import { useRedisServers } from './testing/redis-servers.js';
 
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-});
+const servers = useRedisServers();
 
 /** A logger that keeps what it warns. */
 function recordingLogger() {
@@ -28,17 +26,9 @@ function recordingLogger() {
   return { logger, warnings };
 }
 
-async function server(options: string[]): Promise<{ redis: RedisServer; client: RedisClient }> {
-  const redis = await startRedisServer(options);
-  cleanups.push(() => redis.stop());
-  const client = connectRedis(redis.url);
-  cleanups.push(() => client.disconnect());
-  return { redis, client };
-}
-
 describe.skipIf(!hasRedisServer())('the maxmemory-policy check', () => {
   it('refuses allkeys-lru, naming the server, the setting and the override', async () => {
-    const { redis, client } = await server(['--maxmemory-policy', 'allkeys-lru']);
+    const { redis, client } = await servers.server(['--maxmemory-policy', 'allkeys-lru']);
     const { logger } = recordingLogger();
     const refused = await checkEvictionPolicy(client, { allowEviction: false, logger }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(EvictingRedisError);
@@ -49,7 +39,7 @@ describe.skipIf(!hasRedisServer())('the maxmemory-policy check', () => {
   });
 
   it('refuses volatile-ttl too (limit windows and de-duplication records have a time to live), and passes noeviction', async () => {
-    const { redis, client } = await server(['--maxmemory-policy', 'volatile-ttl']);
+    const { redis, client } = await servers.server(['--maxmemory-policy', 'volatile-ttl']);
     const { logger, warnings } = recordingLogger();
     await expect(checkEvictionPolicy(client, { allowEviction: false, logger })).rejects.toThrow(/maxmemory-policy volatile-ttl/);
     redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
@@ -58,14 +48,14 @@ describe.skipIf(!hasRedisServer())('the maxmemory-policy check', () => {
   });
 
   it('lets an evicting Redis through with REDIS_ALLOW_EVICTION, warning', async () => {
-    const { client } = await server(['--maxmemory-policy', 'allkeys-lru']);
+    const { client } = await servers.server(['--maxmemory-policy', 'allkeys-lru']);
     const { logger, warnings } = recordingLogger();
     expect(await checkEvictionPolicy(client, { allowEviction: true, logger })).toMatchObject([{ policy: 'allkeys-lru' }]);
     expect(warnings).toEqual(['Redis may evict keys; starting anyway as REDIS_ALLOW_EVICTION is true']);
   });
 
   it('reads the policy through INFO where CONFIG is disabled (managed Redis)', async () => {
-    const withoutConfig = await server(['--maxmemory-policy', 'allkeys-random', '--rename-command', 'CONFIG', '']);
+    const withoutConfig = await servers.server(['--maxmemory-policy', 'allkeys-random', '--rename-command', 'CONFIG', '']);
     const { logger, warnings } = recordingLogger();
     // Waited for: the guard checks a client that is connected, or once it connects.
     if (withoutConfig.client.status !== 'ready') await new Promise((resolve) => withoutConfig.client.once('ready', resolve));
@@ -74,11 +64,7 @@ describe.skipIf(!hasRedisServer())('the maxmemory-policy check', () => {
   });
 
   it('reads every master of a cluster and refuses when one of them may evict', async () => {
-    const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
-    cleanups.push(() => cluster.stop());
-    const client = connectRedis(cluster.url);
-    cleanups.push(() => client.disconnect());
-    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+    const { cluster, client } = await servers.cluster();
     const { logger } = recordingLogger();
     expect((await checkEvictionPolicy(client, { allowEviction: false, logger })).map((memory) => memory.policy)).toEqual([
       'noeviction',

@@ -4,23 +4,18 @@
  * raised; one that may evict is never full (it makes room); on a cluster only the keys of the
  * full master's slots are.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
-import { hasRedisServer, startRedisCluster, startRedisServer } from '@gateway/testing';
-import { connectRedis, RedisMemoryWatch } from './index.js';
+import { hasRedisServer } from '@gateway/testing';
+import { RedisMemoryWatch } from './index.js';
+import { useRedisServers } from './testing/redis-servers.js';
 
 const logger = createLogger('memory-watch-test', 'silent');
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-});
+const servers = useRedisServers();
 
 describe.skipIf(!hasRedisServer())('RedisMemoryWatch', () => {
   it('says a server over its maxmemory with noeviction is full, and has room once maxmemory is raised', async () => {
-    const server = await startRedisServer(['--maxmemory-policy', 'noeviction']);
-    cleanups.push(() => server.stop());
-    const client = connectRedis(server.url);
-    cleanups.push(() => client.disconnect());
+    const { redis: server, client } = await servers.server(['--maxmemory-policy', 'noeviction']);
     const watch = new RedisMemoryWatch(client, { logger });
     await watch.read();
     expect(watch.isFullFor('auth:record:{key_a}')).toBe(false);
@@ -38,11 +33,7 @@ describe.skipIf(!hasRedisServer())('RedisMemoryWatch', () => {
   });
 
   it("on a cluster, says full only for the keys of the full master's slots", async () => {
-    const cluster = await startRedisCluster({ masters: 3, replicas: 0 });
-    cleanups.push(() => cluster.stop());
-    const client = connectRedis(cluster.url);
-    cleanups.push(() => client.disconnect());
-    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+    const { cluster, client } = await servers.cluster();
     const keys = Array.from({ length: 30 }, (_, index) => `auth:record:{key_${index}}`);
     const full = cluster.masterOf(keys[0]!);
     full.cli('CONFIG', 'SET', 'maxmemory', '1');

@@ -136,7 +136,7 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
 }
 
 export { eventually } from './eventually.js';
-export { thrownBy } from './thrown-by.js';
+export { rejectedWith, thrownBy } from './thrown-by.js';
 export * from './nats-cluster.js';
 export * from './redis-cluster.js';
 export * from './redis-server.js';

@@ -1,12 +1,12 @@
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import { loadGatewayGrpc } from '@gateway/proto';
-import { createAdminAccessService } from './admin-access-service.js';
-import type { AdminTokenStore } from './admin-token-store.js';
-import type { AuditLog } from './audit-log.js';
-import { createAuditor } from './auditor.js';
-import { createAuthService, type AuthServiceDependencies } from './auth-service.js';
-import { createTeamService } from './team-service.js';
-import type { TeamStore } from './team-store.js';
+import { createAdminAccessService } from './admin-access/admin-access-service.js';
+import type { AdminTokenStore } from './admin-access/admin-token-store.js';
+import type { AuditLog } from './audit/audit-log.js';
+import { createAuditor } from './audit/auditor.js';
+import { createAuthService, type AuthServiceDependencies } from './keys/auth-service.js';
+import { createTeamService } from './teams/team-service.js';
+import type { TeamStore } from './teams/team-store.js';
 
 /** The fully qualified name the service is registered and health-checked under. */
 export const AUTH_SERVICE_NAME = 'gateway.auth.v1.AuthService';

@@ -1,6 +1,6 @@
 import { loadConfig, logLevelVariable, redisVariables, Type, type Static, configReloadVariable, grpcConnectionAgeVariables } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
-import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './plans.js';
+import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './quota/plans.js';
 
 /** Every environment variable of the auth service; .env.example documents each. */
 export const AuthConfigSchema = Type.Object({

@@ -5,10 +5,10 @@
  * the same facts, starts without loading it.
  */
 import type { AdminRole, AdminTokenInfo, Budget, KeyInfo, MinuteLimit, Team } from '@gateway/proto';
-import type { AdminRoleName, StoredAdminToken } from './admin-token-store.js';
-import type { StoredKey } from './key-store.js';
-import { BUDGET_FIELDS, planToProto, type BudgetLimit, type Limit, type PlanTable } from './plans.js';
-import type { StoredTeam } from './team-store.js';
+import type { AdminRoleName, StoredAdminToken } from './admin-access/admin-token-store.js';
+import type { StoredKey } from './keys/key-store.js';
+import { BUDGET_FIELDS, planToProto, type BudgetLimit, type Limit, type PlanTable } from './quota/plans.js';
+import type { StoredTeam } from './teams/team-store.js';
 
 /** A per-minute limit as a MinuteLimit message. */
 export function toMinuteLimit(limit: Limit): MinuteLimit {

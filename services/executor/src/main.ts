@@ -7,10 +7,8 @@
  * server close.
  */
 import { enabledModels, parseCatalog } from '@gateway/catalog';
-import { ReloadableFile } from '@gateway/config';
-import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createDeploymentPool, createServer } from './app.js';
 import { loadExecutorConfig } from './config.js';
 import { HealthPublisher, newReplicaId } from './health-publisher.js';
@@ -18,16 +16,8 @@ import { UpstreamPools } from './providers/upstream-pools.js';
 import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = loadExecutorConfig(process.env);
-const logger = createLogger('executor', config.LOG_LEVEL);
-const registry = createRegistry('executor');
-const catalogFile = new ReloadableFile({
-  path: config.CATALOG_PATH,
-  name: 'catalog',
-  parse: parseCatalog,
-  logger,
-  counter: configReloadCounter(registry),
-  intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
-});
+const { logger, registry, reloadableFile } = startService('executor', config);
+const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog });
 const catalog = catalogFile.current;
 const pools = new UpstreamPools(
   {

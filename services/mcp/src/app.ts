@@ -1,4 +1,4 @@
-import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer, withShutdownSteps } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
@@ -78,16 +78,12 @@ export function createServer(deps: McpDependencies): McpApp {
   return {
     servers,
     pool,
-    server: {
-      server: server.server,
-      health: server.health,
-      listen: (address) => server.listen(address),
-      shutdown: async (graceMs) => {
-        service.endListens();
-        await server.shutdown(graceMs);
+    server: withShutdownSteps(server, {
+      before: () => service.endListens(),
+      after: async () => {
         servers.stop();
         await pool.closeAll();
       },
-    },
+    }),
   };
 }

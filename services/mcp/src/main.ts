@@ -1,5 +1,4 @@
-import { createLogger } from '@gateway/logger';
-import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createRedis } from '@gateway/redis';
 import { createServer } from './app.js';
 import { loadMcpConfig } from './config.js';
@@ -11,8 +10,7 @@ import { createOAuthCredentials } from './oauth-credentials.js';
  */
 async function main(): Promise<void> {
   const config = loadMcpConfig(process.env);
-  const logger = createLogger('mcp', config.LOG_LEVEL);
-  const registry = createRegistry('mcp');
+  const { logger, registry } = startService('mcp', config);
   const redis = createRedis(config.REDIS_URL, logger);
   const tracing = startTracing('mcp');
   const credentials = createOAuthCredentials(config, redis);

@@ -8,16 +8,10 @@
  * `authorizationUrl` gives the URL its user opens to grant one, which the error carries.
  */
 
-/** An upstream server as the credentials provider sees it. */
-export interface UpstreamOAuthServer {
-  /** The server's name in the gateway. */
-  id: string;
-  /** Its MCP endpoint. */
-  url: string;
-  clientId?: string;
-  clientSecret?: string;
-  scopes?: string[];
-}
+import type { UpstreamOAuthServer } from '@gateway/mcp-oauth';
+
+/** An upstream server as the credentials provider sees it: @gateway/mcp-oauth's own description of one. */
+export type { UpstreamOAuthServer };
 
 /** Where the headers of a key's requests to an OAuth-protected upstream come from. */
 export interface UpstreamCredentials {

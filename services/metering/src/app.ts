@@ -1,16 +1,13 @@
 import type { Catalog } from '@gateway/catalog';
-import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import {
+  ConsumerStart,
   decodeUsageEvents,
-  ensureUsageStream,
   followConnection,
   PoisonMessageError,
-  startDurableConsumer,
   USAGE_STREAM,
   USAGE_SUBJECT,
-  USAGE_SUBJECTS,
   type NatsConnection,
   type RunningConsumer,
 } from '@gateway/messaging';
@@ -218,15 +215,7 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
   };
 
   let consumer: RunningConsumer | undefined;
-  const starting = new AbortController();
-  const startRetries = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 250, maxDelay: 5_000 }) });
-  startRetries.onRetry(({ delay, ...outcome }) => {
-    const error = 'error' in outcome ? outcome.error : undefined;
-    logger.warn(
-      { err: error instanceof Error ? { message: error.message } : error, retry_in_ms: Math.round(delay) },
-      'usage stream not reachable at start; retrying',
-    );
-  });
+  const starting = new ConsumerStart(nc, logger, 'usage stream not reachable at start; retrying');
   return {
     grpc: createGatewayServer(
       [
@@ -256,45 +245,30 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     start: async () => {
       // JetStream may not answer at start (a NATS cluster electing a leader, a server replaced):
       // metering waits for it, retrying, rather than exiting and leaving usage unmetered.
-      await startRetries.execute(
-        () =>
-          ensureUsageStream(nc, {
-            stream,
-            subjects: dependencies.subjects ?? USAGE_SUBJECTS,
-            replicas: dependencies.replicas,
-            maxAgeMs: dependencies.maxAgeMs,
-            maxBytes: dependencies.maxBytes,
-            logger,
-          }),
-        starting.signal,
-      );
+      await starting.usageStream(stream, dependencies);
       // Most deployments never had the earlier layout: no extra lookup per event for them.
       earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream)).catch(() => 1)) === 1;
       // Read before consuming: what a restarted metering finds waiting is reported, not only what is left later.
       await lag.start();
       await streamUse.start();
-      consumer = await startRetries.execute(
-        () =>
-          startDurableConsumer<UsageEventOutput[]>(nc, {
-            stream,
-            durableName,
-            filterSubject: dependencies.subject ?? USAGE_SUBJECT,
-            decode: decodeUsageEvents,
-            // The events of one message (a batch, or one event) are metered together (meterAll); a
-            // failure has the whole message redelivered.
-            handle: async (events, delivery) => {
-              await meterAll(events, delivery.seq);
-            },
-            onPoison: (reason) => poison.inc({ reason }),
-            backoffMs: dependencies.backoffMs,
-            logger,
-          }),
-        starting.signal,
-      );
+      consumer = await starting.consumer<UsageEventOutput[]>({
+        stream,
+        durableName,
+        filterSubject: dependencies.subject ?? USAGE_SUBJECT,
+        decode: decodeUsageEvents,
+        // The events of one message (a batch, or one event) are metered together (meterAll); a
+        // failure has the whole message redelivered.
+        handle: async (events, delivery) => {
+          await meterAll(events, delivery.seq);
+        },
+        onPoison: (reason) => poison.inc({ reason }),
+        backoffMs: dependencies.backoffMs,
+        logger,
+      });
       schedulePrune();
     },
     stop: async () => {
-      starting.abort();
+      starting.cancel();
       clearTimeout(pruneTimer);
       pruneTimer = undefined;
       lag.stop();

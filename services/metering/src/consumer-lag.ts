@@ -15,7 +15,7 @@
 import type { Logger } from '@gateway/logger';
 import { isNotFound, type NatsConnection } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
-import { repeatReading, throttled } from './repeated-reading.js';
+import { type RepeatedReading, repeatReading, throttled } from './repeated-reading.js';
 
 /** How often the consumer's state is read by default. */
 export const DEFAULT_CONSUMER_LAG_INTERVAL_MS = 5_000;
@@ -43,15 +43,12 @@ export interface ConsumerLagReading {
   oldestAgeSeconds: number;
 }
 
-/** The lag reporter; started and stopped with the consumer. */
-export interface ConsumerLag {
-  /** Reads the lag once now (the start's reading, before any message is consumed), then every interval. */
-  start(): Promise<void>;
-  /** Stops reading; the gauges keep their last values (the process is stopping with it). */
-  stop(): void;
-  /** Reads the lag once and sets the gauges; resolves undefined when it could not be read (logged). */
-  poll(): Promise<ConsumerLagReading | undefined>;
-}
+/**
+ * The lag reporter, started and stopped with the consumer: its start reads the lag once (before
+ * any message is consumed), its stop leaves the gauges at their last values (the process is
+ * stopping with it), and a poll that cannot read the lag resolves undefined (logged).
+ */
+export type ConsumerLag = RepeatedReading<ConsumerLagReading | undefined>;
 
 /** At most one warning per this long while the lag cannot be read (NATS down for minutes must not flood the log). */
 const WARNING_INTERVAL_MS = 60_000;

@@ -1,8 +1,6 @@
 import { parseCatalog } from '@gateway/catalog';
-import { ReloadableFile } from '@gateway/config';
-import { createLogger } from '@gateway/logger';
-import { connectNats, drainNats, usageNames } from '@gateway/messaging';
-import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { connectNats, drainNats, usageStreamSettings } from '@gateway/messaging';
+import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createServer } from './app.js';
 import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
@@ -11,17 +9,9 @@ import { loadScripts } from '@gateway/keyspace';
 import { startRedisMemoryGauges } from './redis-memory-gauges.js';
 
 const config = loadMeteringConfig(process.env);
-const logger = createLogger('metering', config.LOG_LEVEL);
-const registry = createRegistry('metering');
+const { logger, registry, reloadableFile } = startService('metering', config);
 // Prices are read per event: a price changed in the file prices the events metered after the reload.
-const catalogFile = new ReloadableFile({
-  path: config.CATALOG_PATH,
-  name: 'catalog',
-  parse: parseCatalog,
-  logger,
-  counter: configReloadCounter(registry),
-  intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
-}).start();
+const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog }).start();
 // A model a reload removes is still billed for the requests it already ran.
 const catalog = billableCatalog(catalogFile);
 const redis = createRedis(config.REDIS_URL, logger);
@@ -55,10 +45,7 @@ const metering = createServer({
   logger,
   registry,
   tracing,
-  ...usageNames(config.USAGE_STREAM),
-  replicas: config.USAGE_STREAM_REPLICAS,
-  maxAgeMs: config.USAGE_STREAM_MAX_AGE_HOURS * 3_600_000,
-  maxBytes: config.USAGE_STREAM_MAX_BYTES,
+  ...usageStreamSettings(config),
   dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
   redisReplicas: config.REDIS_WAIT_REPLICAS,
   responsesTtlSeconds: config.METERING_RESPONSES_TTL_SECONDS,

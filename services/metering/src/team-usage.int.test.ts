@@ -1,15 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costPicoUsd, type Catalog } from '@gateway/catalog';
-import { callUnary, createClient, createGatewayServer, type GatewayServer } from '@gateway/grpc';
+import { callUnary } from '@gateway/grpc';
 import { authKeys, spendDayField, spendKeyName, spendMonthField, teamSpendKeyName, teamTotalsKey } from '@gateway/keyspace';
 import { createLogger } from '@gateway/logger';
-import { loadGatewayGrpc, type QueryUsageRequest, type QueryUsageResponseOutput, type UsageEventOutput, type UsageServiceClient } from '@gateway/proto';
+import type { QueryUsageRequest, QueryUsageResponseOutput, UsageEventOutput, UsageServiceClient } from '@gateway/proto';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { testModel } from './testing/catalog-model.js';
+import { startUsageService, type TestUsageService } from './testing/usage-service.js';
 import { createUsageMeter } from './usage-meter.js';
-import { createUsageService } from './usage-service.js';
 import { keyTotals, teamTotals } from './usage-store.js';
 
 const logger = createLogger('team-usage-test', 'silent');
@@ -26,7 +26,7 @@ function randomId(kind: 'key' | 'team'): string {
 
 describe('usage of a team', () => {
   let redis: RedisClient;
-  let server: GatewayServer;
+  let usage: TestUsageService | undefined;
   let client: UsageServiceClient;
   const team = randomId('team');
   const members = [randomId('key'), randomId('key')];
@@ -49,20 +49,12 @@ describe('usage of a team', () => {
 
   beforeAll(async () => {
     redis = connectRedis(await redisUrl());
-    server = createGatewayServer([
-      {
-        name: 'gateway.usage.v1.UsageService',
-        definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
-        handlers: createUsageService({ redis, logger }),
-      },
-    ]);
-    const port = await server.listen('127.0.0.1:0');
-    client = createClient(loadGatewayGrpc().gateway.usage.v1.UsageService, `127.0.0.1:${port}`);
+    usage = await startUsageService(redis);
+    client = usage.client;
   });
 
   afterAll(async () => {
-    client?.close();
-    await server?.shutdown(1_000);
+    await usage?.stop();
     for (const pattern of [`metering:*{${team}}*`, `metering:*{${loner}}*`, `${prefix}*`]) await deleteMatching(redis, pattern);
     await redis.hdel('metering:key-teams', ...members);
     await redis.srem('metering:keys', ...members, loner);

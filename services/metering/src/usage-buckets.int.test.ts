@@ -1,22 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callUnary, createClient, createGatewayServer, GatewayError, type GatewayServer } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import {
-  loadGatewayGrpc,
-  type ListRecentRequestsResponseOutput,
-  type QueryUsageRequest,
-  type QueryUsageResponseOutput,
-  type UsageServiceClient,
-} from '@gateway/proto';
+import { callUnary, GatewayError } from '@gateway/grpc';
+import type { ListRecentRequestsResponseOutput, QueryUsageRequest, QueryUsageResponseOutput, UsageServiceClient } from '@gateway/proto';
 import { dailyKey, DAY_MS, hourlyKey, spendDayField, spendKeyName, spendMonthField } from '@gateway/keyspace';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { HOURLY_RETENTION_MS, RECENT_REQUESTS_PER_KEY } from './usage-buckets.js';
-import { createUsageService } from './usage-service.js';
 import { recordEvent, type EventUsage } from './usage-store.js';
+import { startUsageService, type TestUsageService } from './testing/usage-service.js';
 
-const logger = createLogger('usage-test', 'silent');
 const HOUR = 3_600_000;
 const STREAM = `USAGE_BUCKETS_${randomUUID().slice(0, 8)}`;
 
@@ -31,7 +23,7 @@ function newKeyId(): string {
 
 describe('usage buckets', () => {
   let redis: RedisClient;
-  let server: GatewayServer;
+  let usage: TestUsageService;
   let client: UsageServiceClient;
   const alice = newKeyId();
   const bob = newKeyId();
@@ -61,15 +53,8 @@ describe('usage buckets', () => {
 
   beforeAll(async () => {
     redis = connectRedis(await redisUrl());
-    server = createGatewayServer([
-      {
-        name: 'gateway.usage.v1.UsageService',
-        definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
-        handlers: createUsageService({ redis, logger }),
-      },
-    ]);
-    const port = await server.listen('127.0.0.1:0');
-    client = createClient(loadGatewayGrpc().gateway.usage.v1.UsageService, `127.0.0.1:${port}`);
+    usage = await startUsageService(redis);
+    client = usage.client;
 
     // alice: two events of model A in the 22:00 hour, one failed event of A at 23:30, one of B
     // answered by a fallback after midnight with cache reads and writes; the 22:00 event delivered
@@ -92,8 +77,7 @@ describe('usage buckets', () => {
   });
 
   afterAll(async () => {
-    client.close();
-    await server.shutdown(1_000);
+    await usage.stop();
     for (const keyId of [alice, bob]) await deleteMatching(redis, `metering:*{${keyId}}*`);
     await redis.quit();
   });

@@ -4,7 +4,7 @@
  * in the answer). Also RecordUsageEvents: the events an edge hands over at shutdown when it cannot
  * publish them, metered by the function that meters the stream's (see MeteringServer).
  */
-import { GatewayError, unary } from '@gateway/grpc';
+import { GatewayError, storeCalls, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type {
   ListRecentRequestsRequestOutput,
@@ -57,16 +57,12 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
   const now = dependencies.now ?? Date.now;
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'usage handler failed');
 
-  async function store<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      dependencies.onStoreError?.();
-      logger.error({ err: { message: (error as Error).message } }, 'usage store unavailable');
-      throw GatewayError.of('store_unavailable', 'Usage cannot be read right now.', { retryable: true, cause: error });
-    }
-  }
+  const store = storeCalls(logger, {
+    name: 'usage store',
+    reason: 'store_unavailable',
+    message: 'Usage cannot be read right now.',
+    onFailure: dependencies.onStoreError,
+  });
 
   // Key id -> team id of the keys learnt to be in a team: a key's team never changes (a key not in
   // one yet may be a key without usage so far, so it is looked up again).

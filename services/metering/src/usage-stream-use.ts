@@ -12,7 +12,7 @@
 import type { Logger } from '@gateway/logger';
 import type { NatsConnection } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
-import { repeatReading, throttled } from './repeated-reading.js';
+import { type RepeatedReading, repeatReading, throttled } from './repeated-reading.js';
 
 /** How often the stream's state is read by default. */
 export const DEFAULT_USAGE_STREAM_USE_INTERVAL_MS = 5_000;
@@ -39,14 +39,8 @@ export interface UsageStreamUseReading {
   maxBytes: number;
 }
 
-/** The reporter; started and stopped with metering. */
-export interface UsageStreamUse {
-  /** Reads once now, then every interval. */
-  start(): Promise<void>;
-  stop(): void;
-  /** Reads once and sets the gauges; resolves undefined (and removes them) when the stream could not be read. */
-  poll(): Promise<UsageStreamUseReading | undefined>;
-}
+/** The reporter, started and stopped with metering; a poll that cannot read the stream resolves undefined (and removes the gauges). */
+export type UsageStreamUse = RepeatedReading<UsageStreamUseReading | undefined>;
 
 export function createUsageStreamUse(options: UsageStreamUseOptions): UsageStreamUse {
   const { nc, stream, logger } = options;

@@ -9,18 +9,16 @@ import type { Catalog } from '@gateway/catalog';
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, GatewayError, type GatewayServer, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import {
+  ConsumerStart,
   decodeUsageEvents,
   ensureRefusedStream,
-  ensureUsageStream,
   type NatsConnection,
   PoisonMessageError,
   type RefusedNames,
   refusedNames,
   type RunningConsumer,
-  startDurableConsumer,
   USAGE_STREAM,
   USAGE_SUBJECT,
-  USAGE_SUBJECTS,
 } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
 import {
@@ -32,7 +30,6 @@ import {
   type SearchRequestsResponse,
   type UsageEventOutput,
 } from '@gateway/proto';
-import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import type pg from 'pg';
 import { maintainPartitions } from './partitions.js';
 import { type RequestRow, requestRow } from './request-record.js';
@@ -220,12 +217,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
 
   const refused = dependencies.refused ?? refusedNames(stream);
   let consumers: RunningConsumer[] = [];
-  const starting = new AbortController();
-  const startRetries = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 250, maxDelay: 5_000 }) });
-  startRetries.onRetry(({ delay, ...outcome }) => {
-    const error = 'error' in outcome ? outcome.error : undefined;
-    logger.warn({ err: error instanceof Error ? { message: error.message } : error, retry_in_ms: Math.round(delay) }, 'request log start failed; retrying');
-  });
+  const starting = new ConsumerStart(nc, logger, 'request log start failed; retrying');
 
   return {
     grpc: createGatewayServer(
@@ -234,48 +226,33 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     ),
     maintain,
     start: async () => {
-      await startRetries.execute(
-        () =>
-          ensureUsageStream(nc, {
-            stream,
-            subjects: dependencies.subjects ?? USAGE_SUBJECTS,
-            replicas: dependencies.replicas,
-            maxAgeMs: dependencies.maxAgeMs,
-            maxBytes: dependencies.maxBytes,
-            logger,
-          }),
-        starting.signal,
-      );
-      await startRetries.execute(() => maintain(), starting.signal);
+      await starting.usageStream(stream, dependencies);
+      await starting.step(() => maintain());
       scheduleMaintenance();
-      await startRetries.execute(() => ensureRefusedStream(nc, refused, { replicas: dependencies.replicas }), starting.signal);
+      await starting.step(() => ensureRefusedStream(nc, refused, { replicas: dependencies.replicas }));
       const consume = (from: { stream: string; subject: string }) =>
-        startRetries.execute(
-          () =>
-            startDurableConsumer<UsageEventOutput[]>(nc, {
-              stream: from.stream,
-              durableName,
-              filterSubject: from.subject,
-              decode: decodeUsageEvents,
-              // Resolves once the batch holding the message's rows is committed: then it is acknowledged.
-              handle: async (events) => {
-                try {
-                  await writer.write(rowsOf(events));
-                } catch (error) {
-                  writeErrors.inc();
-                  throw error;
-                }
-              },
-              onPoison: (reason) => poison.inc({ reason }),
-              backoffMs: dependencies.backoffMs,
-              logger,
-            }),
-          starting.signal,
-        );
+        starting.consumer<UsageEventOutput[]>({
+          stream: from.stream,
+          durableName,
+          filterSubject: from.subject,
+          decode: decodeUsageEvents,
+          // Resolves once the batch holding the message's rows is committed: then it is acknowledged.
+          handle: async (events) => {
+            try {
+              await writer.write(rowsOf(events));
+            } catch (error) {
+              writeErrors.inc();
+              throw error;
+            }
+          },
+          onPoison: (reason) => poison.inc({ reason }),
+          backoffMs: dependencies.backoffMs,
+          logger,
+        });
       consumers = [await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }), await consume(refused)];
     },
     stop: async () => {
-      starting.abort();
+      starting.cancel();
       clearTimeout(maintenanceTimer);
       maintenanceTimer = undefined;
       await Promise.all(consumers.map((consumer) => consumer.stop()));

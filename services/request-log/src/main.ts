@@ -1,8 +1,6 @@
 import { parseCatalog } from '@gateway/catalog';
-import { ReloadableFile } from '@gateway/config';
-import { createLogger } from '@gateway/logger';
-import { connectNats, drainNats, usageNames } from '@gateway/messaging';
-import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer } from '@gateway/observability';
+import { connectNats, drainNats, usageStreamSettings } from '@gateway/messaging';
+import { onShutdownSignal, startMetricsServer, startService } from '@gateway/observability';
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import pg from 'pg';
 import { createServer } from './app.js';
@@ -10,16 +8,8 @@ import { loadRequestLogConfig } from './config.js';
 import { migrate } from './migrations.js';
 
 const config = loadRequestLogConfig(process.env);
-const logger = createLogger('request-log', config.LOG_LEVEL);
-const registry = createRegistry('request-log');
-const catalogFile = new ReloadableFile({
-  path: config.CATALOG_PATH,
-  name: 'catalog',
-  parse: parseCatalog,
-  logger,
-  counter: configReloadCounter(registry),
-  intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
-}).start();
+const { logger, registry, reloadableFile } = startService('request-log', config);
+const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog }).start();
 const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.REQUEST_LOG_DATABASE_POOL_SIZE, connectionTimeoutMillis: 5_000 });
 // An idle connection PostgreSQL drops (a restart, a failover) is replaced at the next query.
 pool.on('error', (error) => logger.warn({ err: { message: error.message } }, 'an idle PostgreSQL connection failed'));
@@ -47,10 +37,7 @@ const requestLog = createServer({
   maintenanceIntervalMs: config.REQUEST_LOG_MAINTENANCE_INTERVAL_MS,
   batchRows: config.REQUEST_LOG_BATCH_ROWS,
   batchDelayMs: config.REQUEST_LOG_BATCH_DELAY_MS,
-  ...usageNames(config.USAGE_STREAM),
-  replicas: config.USAGE_STREAM_REPLICAS,
-  maxAgeMs: config.USAGE_STREAM_MAX_AGE_HOURS * 3_600_000,
-  maxBytes: config.USAGE_STREAM_MAX_BYTES,
+  ...usageStreamSettings(config),
   connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
 });
 await requestLog.start();

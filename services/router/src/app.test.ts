@@ -4,7 +4,7 @@ import { callUnary, createClient, GatewayError, GrpcStatus } from '@gateway/grpc
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc, type CatalogSnapshotOutput, type RouteRequest, type RouteResponseOutput, type RouterServiceClient } from '@gateway/proto';
-import { eventually } from '@gateway/testing';
+import { eventually, rejectedWith } from '@gateway/testing';
 import { createServer } from './app.js';
 import { CatalogState } from './catalog-state.js';
 import { HARD_PROMPT } from '../test/prompts.js';
@@ -24,14 +24,7 @@ async function startRouter(env: Record<string, string> = {}) {
   return { state, registry, server, client, route };
 }
 
-async function failure(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(
-    () => undefined,
-    (rejection: unknown) => rejection,
-  );
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
+const failure = (promise: Promise<unknown>): Promise<GatewayError> => rejectedWith(GatewayError, promise);
 
 describe('RouterService.Route over gRPC', () => {
   let router: Awaited<ReturnType<typeof startRouter>>;

@@ -1,4 +1,4 @@
-import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer, withShutdownSteps } from '@gateway/grpc';
 import { loadGatewayGrpc } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
@@ -39,13 +39,5 @@ export function createServer({
     [{ name: 'gateway.router.v1.RouterService', definition: loadGatewayGrpc().gateway.router.v1.RouterService.service, handlers: service.handlers }],
     connectionAgeOptions(connectionAge),
   );
-  return {
-    server: server.server,
-    health: server.health,
-    listen: (address) => server.listen(address),
-    shutdown: async (graceMs) => {
-      service.endWatches();
-      await server.shutdown(graceMs);
-    },
-  };
+  return withShutdownSteps(server, { before: () => service.endWatches() });
 }

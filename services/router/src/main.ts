@@ -1,8 +1,6 @@
 import { parseCatalog } from '@gateway/catalog';
-import { ReloadableFile } from '@gateway/config';
-import { createLogger } from '@gateway/logger';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { configReloadCounter, createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createServer } from './app.js';
 import { CatalogState } from './catalog-state.js';
 import { loadRouterConfig } from './config.js';
@@ -15,16 +13,8 @@ import { DeploymentHealth, subscribeDeploymentHealth } from './deployment-health
  */
 async function main(): Promise<void> {
   const config = loadRouterConfig(process.env);
-  const logger = createLogger('router', config.LOG_LEVEL);
-  const registry = createRegistry('router');
-  const catalogFile = new ReloadableFile({
-    path: config.CATALOG_PATH,
-    name: 'catalog',
-    parse: parseCatalog,
-    logger,
-    counter: configReloadCounter(registry),
-    intervalMs: config.CONFIG_RELOAD_INTERVAL_MS,
-  });
+  const { logger, registry, reloadableFile } = startService('router', config);
+  const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog });
   // The key variables only switch models on; the router never reads or logs their values.
   const state = new CatalogState(catalogFile.current, process.env);
   const tracing = startTracing('router');

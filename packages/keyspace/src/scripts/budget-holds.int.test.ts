@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +5,8 @@ import { BUDGET_HOLD_MAX_AGE_MS } from '../budget-holds.js';
 import { authKeys, budgetHoldsKeyName, spendKeyName, teamBudgetHoldsKeyName, teamSpendKeyName } from '../keys.js';
 import { spendDayField } from '../spend.js';
 import { checkQuota, type CheckQuotaDecision, type CheckQuotaInput, plansArgument } from './check-quota.js';
-import { recordUsage, type UsageRetention } from './record-usage.js';
+import { recordUsage } from './record-usage.js';
+import { base62, TEST_RETENTION } from '../testing/script-fixtures.js';
 import { settleQuota } from './settle-quota.js';
 
 // A budget counts what the requests in flight may still cost, not only what metering recorded:
@@ -23,19 +23,6 @@ const PLANS = plansArgument({
   limited: { requests: 1_000, tokens: 1_000_000, dailyBudget: DAILY_MICRO_USD, monthlyBudget: -1 },
   free: { requests: -1, tokens: -1, dailyBudget: -1, monthlyBudget: -1 },
 });
-const RETENTION: UsageRetention = {
-  pruneThrough: 0,
-  dedupTtlMs: 3_600_000,
-  buckets: { hourlyMs: 3_600_000, dailyMs: 3_600_000 },
-  spendTtlMs: 3_600_000,
-  recentKept: 5,
-  recentTtlMs: 3_600_000,
-};
-
-function base62(length: number): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  return [...randomBytes(length)].map((byte) => alphabet[byte % 62]).join('');
-}
 
 let redis: RedisClient;
 const prefix = `budget-holds-${base62(8)}:`;
@@ -95,7 +82,7 @@ function meter(keyId: string, chargeId: string, costMicroUsd: number, teamId?: s
       recent: '',
     },
     settlement: { chargeId, actualTokens: 2, prefix },
-    retention: RETENTION,
+    retention: TEST_RETENTION,
   });
 }
 

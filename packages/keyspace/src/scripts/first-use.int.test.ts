@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, createRedis, deleteMatching, masters, type RedisClient } from '@gateway/redis';
 import { freePort, hasRedisServer, type RedisCluster, redisUrl, serverProcess, type ServerProcess, startRedisCluster } from '@gateway/testing';
@@ -7,7 +6,8 @@ import { authKeys, spendKeyName, storedResponsesTotalKeys, teamSpendKeyName, win
 import { checkQuota, plansArgument } from './check-quota.js';
 import { createKeyRecord, deleteTeamRecord, updateKeyRecord } from './key-record.js';
 import { luaModelAllowed } from './model-allow-list.js';
-import { recordUsage, type UsageRetention } from './record-usage.js';
+import { recordUsage } from './record-usage.js';
+import { base62, TEST_RETENTION } from '../testing/script-fixtures.js';
 import { loadScripts, SCRIPTS } from './registry.js';
 import { deleteStoredResponse, putStoredResponse } from './response-store.js';
 import { settleQuota } from './settle-quota.js';
@@ -19,21 +19,8 @@ import { settleQuota } from './settle-quota.js';
 
 const logger = createLogger('keyspace-test', 'silent');
 const CALLERS = 12;
-const RETENTION: UsageRetention = {
-  pruneThrough: 0,
-  dedupTtlMs: 3_600_000,
-  buckets: { hourlyMs: 3_600_000, dailyMs: 3_600_000 },
-  spendTtlMs: 3_600_000,
-  recentKept: 5,
-  recentTtlMs: 3_600_000,
-};
 const RESPONSE_BOUNDS = { maxPerKey: 5, maxBytesPerKey: 0, maxTotalBytes: 0 };
 const PLANS = plansArgument({ starter: { requests: 10_000, tokens: 10_000_000, dailyBudget: 1_000, monthlyBudget: -1 } });
-
-function base62(length: number): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  return [...randomBytes(length)].map((byte) => alphabet[byte % 62]).join('');
-}
 
 /** What fired all at once: ids that nothing else uses, so nothing is flushed or shared. */
 interface Fixture {
@@ -86,9 +73,9 @@ function fireAll(redis: RedisClient, fixture: Fixture): Record<keyof typeof SCRI
     checkQuota: (caller) => checkQuota(redis, { ...quota, keyId, chargeId: `c${caller}` }),
     checkTeamQuota: (caller) => checkQuota(redis, { ...quota, keyId: memberId, teamId, chargeId: `c${caller}` }),
     recordUsage: (caller) =>
-      recordUsage(redis, { event: event(caller, false), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: RETENTION }),
+      recordUsage(redis, { event: event(caller, false), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: TEST_RETENTION }),
     recordTeamUsage: (caller) =>
-      recordUsage(redis, { event: event(caller, true), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: RETENTION }),
+      recordUsage(redis, { event: event(caller, true), settlement: { chargeId: `c${caller}`, actualTokens: 7, prefix }, retention: TEST_RETENTION }),
     settleQuota: (caller) => settleQuota(redis, { reservation: { keyId, chargeId: `s${caller}` }, prefix, actualTokens: 0, windowMs: 60_000 }),
     settleTeamQuota: (caller) =>
       settleQuota(redis, { reservation: { keyId: memberId, chargeId: `s${caller}` }, teamId, prefix, actualTokens: 0, windowMs: 60_000 }),

@@ -8,17 +8,21 @@ import { redisUrl } from '@gateway/testing';
 export interface PrefixedRedis {
   readonly prefix: string;
   readonly redis: RedisClient;
+  /** A second connection to the same Redis, as another replica of auth holds. */
+  readonly other: RedisClient;
 }
 
-/** Connects before the file's tests; after them deletes every key under the prefix and quits. */
+/** Connects before the file's tests; after them (and after the file's own afterAll) deletes every key under the prefix and quits. */
 export function usePrefixedRedis(): PrefixedRedis {
-  const scope = { prefix: `test-${randomUUID()}:auth:` } as { prefix: string; redis: RedisClient };
+  const scope = { prefix: `test-${randomUUID()}:auth:` } as { prefix: string; redis: RedisClient; other: RedisClient };
   beforeAll(async () => {
-    scope.redis = connectRedis(await redisUrl());
+    const url = await redisUrl();
+    scope.redis = connectRedis(url);
+    scope.other = connectRedis(url);
   });
   afterAll(async () => {
     await deleteMatching(scope.redis, `${scope.prefix}*`);
-    await scope.redis.quit();
+    await Promise.all([scope.redis.quit(), scope.other.quit()]);
   });
   return scope;
 }

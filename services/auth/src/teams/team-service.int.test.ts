@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callUnary, createClient, type GatewayError, GrpcStatus, type GatewayServer } from '@gateway/grpc';
 import { teamSpendKeyName } from '@gateway/keyspace';
-import { createLogger } from '@gateway/logger';
 import {
   loadGatewayGrpc,
   type AuthServiceClient,
@@ -31,16 +30,9 @@ import {
 } from '@gateway/proto';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
-import { createServer } from './app.js';
-import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
-import { TeamStore } from './team-store.js';
-import { AdminTokenStore } from './admin-token-store.js';
-import { AuditLog } from './audit-log.js';
+import { startAuthServer } from '../testing/auth-server.js';
+import { AuditLog } from '../audit/audit-log.js';
 
-const logger = createLogger('team-service-test', 'silent');
-const plans = loadPlans();
 const prefix = `test-${randomUUID()}:auth:`;
 const options = { deadlineMs: 3_000 };
 let redis: RedisClient;
@@ -52,20 +44,11 @@ const created: string[] = [];
 beforeAll(async () => {
   redis = connectRedis(await redisUrl());
   await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
-  const keys = new KeyStore(redis, { prefix });
-  server = createServer({
-    keys,
-    teams: new TeamStore(redis, { prefix }),
-    limiter: new QuotaLimiter(redis, plans, { prefix, keys }),
-    plans,
-    logger,
-    adminTokens: new AdminTokenStore(redis, { prefix }),
-    audit: new AuditLog(redis, { prefix }),
-  });
-  const port = await server.listen('127.0.0.1:0');
+  const started = await startAuthServer(redis, prefix);
+  server = started.server;
   const grpc = loadGatewayGrpc().gateway.auth.v1;
-  auth = createClient(grpc.AuthService, `127.0.0.1:${port}`);
-  teams = createClient(grpc.TeamService, `127.0.0.1:${port}`);
+  auth = createClient(grpc.AuthService, started.address);
+  teams = createClient(grpc.TeamService, started.address);
 });
 
 afterAll(async () => {

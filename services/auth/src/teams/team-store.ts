@@ -1,9 +1,7 @@
 import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, deleteTeamRecord, updateKeyRecord, windowKeyList, type AuthKeys } from '@gateway/keyspace';
-// The allow-list rules alone, without the catalog's loader and its YAML parser (the CLI loads this file).
-import { allowListProblem } from '@gateway/catalog/model-allow-list';
 import type { RedisClient } from '@gateway/redis';
-import { randomBase62 } from './key-secret.js';
-import { KeyInputError, TEAM_ID_PATTERN } from './key-store.js';
+import { randomBase62 } from '../keys/key-secret.js';
+import { KeyInputError, TEAM_ID_PATTERN, validateAllowLists } from '../keys/key-store.js';
 
 /** A team's limits: a positive number, or absent for none (a team has no plan to fall back on). */
 export interface TeamLimits {
@@ -57,19 +55,7 @@ function validate(input: TeamChanges, creating: boolean): void {
     if (value === undefined || value === null) continue;
     if (!Number.isSafeInteger(value) || value <= 0) throw new KeyInputError(field, `${field} must be a positive integer.`);
   }
-  const models = input.allowed_models;
-  if (models !== undefined && models !== null) {
-    // The keys' rules for an allow-list (@gateway/catalog's), so a team's list reads as a key's.
-    const problem = Array.isArray(models) ? allowListProblem(models) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
-    if (problem) throw new KeyInputError('allowed_models', problem);
-  }
-  const tools = input.allowed_mcp_tools;
-  if (tools !== undefined && tools !== null) {
-    const problem = Array.isArray(tools)
-      ? allowListProblem(tools)?.replace('model id', 'MCP tool name')
-      : 'allowed_mcp_tools must be a list of MCP tool names, server names and "prefix*" patterns.';
-    if (problem) throw new KeyInputError('allowed_mcp_tools', problem);
-  }
+  validateAllowLists(input);
 }
 
 /** The record's fields of a team's limits. */

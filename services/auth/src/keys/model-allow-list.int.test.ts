@@ -6,8 +6,8 @@ import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { hashSecret } from './key-secret.js';
 import { KeyInputError, KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
+import { loadPlans } from '../quota/plans.js';
+import { QuotaLimiter } from '../quota/quota-limiter.js';
 
 const prefix = `test-${randomUUID()}:auth:`;
 let redis: RedisClient;

@@ -4,7 +4,7 @@ import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, updateKeyRecord, v1ToV2
 import type { Logger } from '@gateway/logger';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
 import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
-import { BUDGET_FIELDS, isPlanName, type BudgetLimit, type Limit, type PlanName } from './plans.js';
+import { BUDGET_FIELDS, isPlanName, type BudgetLimit, type Limit, type PlanName } from '../quota/plans.js';
 
 /** The public facts of a key as stored; never its secret. */
 export interface StoredKey {
@@ -35,19 +35,24 @@ export interface StoredKey {
   team_id?: string;
 }
 
+/** The settings of a key that a creation may give: each absent one stays as the plan has it (or none). */
+type KeySettings = Pick<
+  StoredKey,
+  | 'requests_per_minute_override'
+  | 'tokens_per_minute_override'
+  | 'routing_policy'
+  | 'catalog_fallbacks_override'
+  | 'daily_budget_override'
+  | 'monthly_budget_override'
+  | 'allowed_models'
+  | 'allowed_mcp_tools'
+>;
+
 /** What may be set when a key is created; absent overrides mean the plan's limits. */
-export interface NewKey {
+export interface NewKey extends Partial<KeySettings> {
   plan: PlanName;
   name?: string;
   secret?: string;
-  requests_per_minute_override?: Limit;
-  tokens_per_minute_override?: Limit;
-  routing_policy?: string;
-  catalog_fallbacks_override?: boolean;
-  daily_budget_override?: BudgetLimit;
-  monthly_budget_override?: BudgetLimit;
-  allowed_models?: string[];
-  allowed_mcp_tools?: string[];
   /** The team the key joins for good; absent or '': none. */
   team_id?: string;
 }
@@ -98,17 +103,7 @@ const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_over
 const BUDGET_OVERRIDE_FIELDS = BUDGET_FIELDS.map((field) => `${field}_override` as const);
 
 /** Checks the values both the gRPC service and the CLI accept; throws KeyInputError. */
-function validate(
-  input: {
-    name?: string;
-    routing_policy?: string;
-    requests_per_minute_override?: Limit | null;
-    tokens_per_minute_override?: Limit | null;
-    catalog_fallbacks_override?: boolean | null;
-    allowed_models?: string[] | null;
-    allowed_mcp_tools?: string[] | null;
-  } & Partial<Record<(typeof BUDGET_OVERRIDE_FIELDS)[number], BudgetLimit | null>>,
-): void {
+function validate(input: KeyChanges): void {
   if (input.name !== undefined && input.name.length > MAX_KEY_NAME_LENGTH)
     throw new KeyInputError('name', `A key name has at most ${MAX_KEY_NAME_LENGTH} characters.`);
   if (input.routing_policy !== undefined && input.routing_policy !== '' && !ROUTING_POLICY_PATTERN.test(input.routing_policy)) {
@@ -127,6 +122,15 @@ function validate(
   const fallbacks = input.catalog_fallbacks_override;
   if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean')
     throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
+  validateAllowLists(input);
+}
+
+/**
+ * Checks a key's or a team's allow-lists (absent or null: not given); throws KeyInputError. Both
+ * follow @gateway/catalog's rules for models, so a team's list reads as a key's, and the MCP
+ * tools' list the same entries and `prefix*` patterns.
+ */
+export function validateAllowLists(input: { allowed_models?: string[] | null; allowed_mcp_tools?: string[] | null }): void {
   const allowed = input.allowed_models;
   if (allowed !== undefined && allowed !== null) {
     const problem = Array.isArray(allowed) ? allowListProblem(allowed) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
@@ -134,7 +138,6 @@ function validate(
   }
   const tools = input.allowed_mcp_tools;
   if (tools !== undefined && tools !== null) {
-    // The models' rules for an allow-list: the same entries and `prefix*` patterns.
     const problem = Array.isArray(tools)
       ? allowListProblem(tools)?.replace('model id', 'MCP tool name')
       : 'allowed_mcp_tools must be a list of MCP tool names, server names and "prefix*" patterns.';

@@ -3,9 +3,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { keysMatching } from '@gateway/redis';
 import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
-import { usePrefixedRedis } from './testing/prefixed-redis.js';
+import { loadPlans } from '../quota/plans.js';
+import { QuotaLimiter } from '../quota/quota-limiter.js';
+import { usePrefixedRedis } from '../testing/prefixed-redis.js';
 
 const plans = loadPlans();
 const scope = usePrefixedRedis();

@@ -1,37 +1,30 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authKeys, spendDayField, spendKeyName, spendMonthField, teamSpendKeyName, windowKeyList } from '@gateway/keyspace';
-import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
-import { redisUrl } from '@gateway/testing';
-import { hashSecret } from './key-secret.js';
-import { KeyStore, TeamNotFoundError } from './key-store.js';
+import { hashSecret } from '../keys/key-secret.js';
+import { KeyStore, TeamNotFoundError } from '../keys/key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter, type QuotaDecision } from './quota-limiter.js';
-import { TeamStore, type NewTeam } from './team-store.js';
+import { TeamStore, type NewTeam } from '../teams/team-store.js';
+import { usePrefixedRedis } from '../testing/prefixed-redis.js';
 
 const plans = loadPlans();
-const prefix = `test-${randomUUID()}:auth:`;
-let redis: RedisClient;
-let other: RedisClient;
+const scope = usePrefixedRedis();
+const { prefix } = scope;
 let keys: KeyStore;
 let teams: TeamStore;
 const spendHashes: string[] = [];
 let now = Date.UTC(2026, 10, 24, 12, 0, 0);
 const clock = () => now;
 
-beforeAll(async () => {
-  const url = await redisUrl();
-  redis = connectRedis(url);
-  other = connectRedis(url);
-  keys = new KeyStore(redis, { prefix });
-  teams = new TeamStore(redis, { prefix });
+beforeAll(() => {
+  keys = new KeyStore(scope.redis, { prefix });
+  teams = new TeamStore(scope.redis, { prefix });
 });
 
 afterAll(async () => {
-  await deleteMatching(redis, `${prefix}*`);
   // One DEL each: on a Redis Cluster the teams' hashes live in different slots.
-  for (const name of spendHashes) await redis.del(name);
-  await Promise.all([redis.quit(), other.quit()]);
+  for (const name of spendHashes) await scope.redis.del(name);
 });
 
 /** A team and two pro keys in it (limits far above the team's), each checked through its own replica. */
@@ -40,8 +33,8 @@ async function teamOfTwo(limits: Omit<NewTeam, 'name'>) {
   spendHashes.push(teamSpendKeyName(team.team_id));
   const members = await Promise.all([0, 1].map(() => keys.create({ plan: 'pro', team_id: team.team_id })));
   const limiters = [
-    new QuotaLimiter(redis, plans, { prefix, now: clock }),
-    new QuotaLimiter(other, plans, { prefix, now: clock, keys: new KeyStore(other, { prefix }) }),
+    new QuotaLimiter(scope.redis, plans, { prefix, now: clock }),
+    new QuotaLimiter(scope.other, plans, { prefix, now: clock, keys: new KeyStore(scope.other, { prefix }) }),
   ];
   const check = (member: number, tokens: number, on = member) => limiters[on]!.check(hashSecret(members[member]!.secret), randomUUID(), tokens, 'reserve');
   return { team, members, limiters, check };
@@ -84,11 +77,11 @@ describe('a team of keys', () => {
     now = Date.UTC(2026, 10, 24, 22, 0, 0);
     const { team, members, check } = await teamOfTwo({ daily_budget: 1_000 });
     const outsider = await keys.create({ plan: 'pro' });
-    const outsideLimiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
+    const outsideLimiter = new QuotaLimiter(scope.redis, plans, { prefix, now: clock });
     expect(live(await check(0, 1))).toMatchObject({ kind: 'allow', team: { budget: { limited: true, remainingPicoUsd: 1_000_000_000 } } });
     // What metering writes for the team's events: the team's spend hash, beside each key's own.
-    await redis.hincrby(teamSpendKeyName(team.team_id), spendDayField(now), 1_000_000_000);
-    await redis.hincrby(teamSpendKeyName(team.team_id), spendMonthField(now), 1_000_000_000);
+    await scope.redis.hincrby(teamSpendKeyName(team.team_id), spendDayField(now), 1_000_000_000);
+    await scope.redis.hincrby(teamSpendKeyName(team.team_id), spendMonthField(now), 1_000_000_000);
     for (const member of [0, 1]) {
       const decision = live(await check(member, 1));
       expect(decision).toMatchObject({ kind: 'over_budget', deniedByTeam: true, team: { budget: { remainingPicoUsd: 0, monthlyExhausted: false } } });
@@ -96,7 +89,7 @@ describe('a team of keys', () => {
       expect(decision.budget.limited).toBe(false);
     }
     expect(live(await outsideLimiter.check(hashSecret(outsider.secret), randomUUID(), 1, 'reserve')).kind).toBe('allow');
-    expect(await redis.exists(spendKeyName(members[0]!.key.key_id, team.team_id))).toBe(0);
+    expect(await scope.redis.exists(spendKeyName(members[0]!.key.key_id, team.team_id))).toBe(0);
     now = Date.UTC(2026, 10, 25, 0, 0, 1);
     expect(live(await check(1, 1)).kind).toBe('allow');
   });
@@ -114,8 +107,8 @@ describe('a team of keys', () => {
       spendKeyName(keyId, team.team_id),
     ])
       expect(tagOf(name)).toBe(team.team_id);
-    expect(await redis.hgetall(names.secretIndex(hashSecret(members[0]!.secret)))).toEqual({ key_id: keyId, team_id: team.team_id });
-    expect(await redis.hget(names.keyTeams, keyId)).toBe(team.team_id);
+    expect(await scope.redis.hgetall(names.secretIndex(hashSecret(members[0]!.secret)))).toEqual({ key_id: keyId, team_id: team.team_id });
+    expect(await scope.redis.hget(names.keyTeams, keyId)).toBe(team.team_id);
     expect(await keys.get(keyId)).toMatchObject({ key_id: keyId, team_id: team.team_id });
     expect((await keys.list(team.team_id)).map((key) => key.key_id).sort()).toEqual(members.map((member) => member.key.key_id).sort());
     expect(live(await check(0, 1))).toMatchObject({ kind: 'allow', team: { teamId: team.team_id, allowedModels: ['sim-mini', 'gpt-4o*'] } });

@@ -59,7 +59,7 @@ export function plansSource(plans: PlanTable | PlansSource): PlansSource {
 }
 
 /** The plans file shipped with the service. */
-export const DEFAULT_PLANS_PATH: string = new URL('../plans.yaml', import.meta.url).pathname;
+export const DEFAULT_PLANS_PATH: string = new URL('../../plans.yaml', import.meta.url).pathname;
 
 /** Thrown when a plans file is invalid; the message names the file and exactly what is wrong. */
 export class PlansError extends Error {

@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CallActor, type CallOptions, callUnary, createClient, GrpcStatus, type GatewayServer } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
 import {
   type AdminTokenInfoOutput,
   type CheckAdminTokenRequest,
@@ -27,16 +26,10 @@ import {
 } from '@gateway/proto';
 import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
-import { AdminTokenStore } from './admin-token-store.js';
-import { createServer } from './app.js';
-import { AuditLog } from './audit-log.js';
-import { hashSecret } from './key-secret.js';
-import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
-import { TeamStore } from './team-store.js';
+import { startAuthServer } from '../testing/auth-server.js';
+import { AuditLog } from '../audit/audit-log.js';
+import { hashSecret } from '../keys/key-secret.js';
 
-const logger = createLogger('auth-test', 'silent');
 const ADMIN: CallActor = { subject: 'static-token', role: 'admin', via: 'static_token' };
 
 /** Every value stored under `prefix`, whatever its type, as text; with the key names. */
@@ -57,6 +50,7 @@ describe('AdminAccessService and the audit trail', () => {
   const prefix = `test-${randomUUID()}:auth:`;
   let redis: RedisClient;
   let server: GatewayServer;
+  let address: string;
   let access: InstanceType<ReturnType<typeof loadGatewayGrpc>['gateway']['auth']['v1']['AdminAccessService']>;
   let auth: InstanceType<ReturnType<typeof loadGatewayGrpc>['gateway']['auth']['v1']['AuthService']>;
   const options = (actor?: CallActor, requestId?: string): CallOptions => ({ deadlineMs: 3_000, actor, requestId });
@@ -65,22 +59,10 @@ describe('AdminAccessService and the audit trail', () => {
     const url = await redisUrl();
     redis = connectRedis(url);
     await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
-    const plans = loadPlans();
-    const keys = new KeyStore(redis, { prefix });
-    const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
-    server = createServer({
-      keys,
-      teams: new TeamStore(redis, { prefix }),
-      limiter,
-      plans,
-      logger,
-      adminTokens: new AdminTokenStore(redis, { prefix }),
-      audit: new AuditLog(redis, { prefix }),
-    });
-    const port = await server.listen('127.0.0.1:0');
+    ({ server, address } = await startAuthServer(redis, prefix));
     const grpc = loadGatewayGrpc().gateway.auth.v1;
-    access = createClient(grpc.AdminAccessService, `127.0.0.1:${port}`);
-    auth = createClient(grpc.AuthService, `127.0.0.1:${port}`);
+    access = createClient(grpc.AdminAccessService, address);
+    auth = createClient(grpc.AuthService, address);
   });
 
   afterAll(async () => {

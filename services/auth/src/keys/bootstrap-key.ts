@@ -2,8 +2,8 @@ import type { Logger } from '@gateway/logger';
 import type { RedisClient } from '@gateway/redis';
 import { hashSecret } from './key-secret.js';
 import { KeyExistsError, type KeyStore, type StoredKey } from './key-store.js';
-import type { PlanName } from './plans.js';
-import { startUpRetry } from './start-up-retry.js';
+import type { PlanName } from '../quota/plans.js';
+import { startUpRetry } from '../start-up-retry.js';
 
 /** How long an attempt waits for a disconnected Redis to become ready before it tries anyway. */
 const READY_WAIT_MS = 2_000;

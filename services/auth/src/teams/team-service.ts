@@ -3,7 +3,7 @@
  * a team when it is created (AuthService's CreateKey); the decision (CheckKey) applies the team's
  * limits. A Redis failure is UNAVAILABLE (auth_unavailable).
  */
-import { GatewayError, unary } from '@gateway/grpc';
+import { GatewayError, storeCalls, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type {
   BudgetOutput,
@@ -18,10 +18,10 @@ import type {
   TeamServiceHandlers,
   UpdateTeamRequestOutput,
 } from '@gateway/proto';
-import { fromBudget, fromMinuteLimit } from './auth-service.js';
-import { toTeam } from './info-messages.js';
-import { KeyInputError } from './key-store.js';
-import type { Auditor } from './auditor.js';
+import { fromBudget, fromMinuteLimit } from '../keys/auth-service.js';
+import { toTeam } from '../info-messages.js';
+import { KeyInputError } from '../keys/key-store.js';
+import type { Auditor } from '../audit/auditor.js';
 import type { TeamChanges, TeamLimits, TeamStore } from './team-store.js';
 
 /** What the team service needs. */
@@ -56,21 +56,17 @@ function allowList(list: ModelAllowListOutput | null | undefined): string[] | un
   return list ? [...(list.models ?? [])] : undefined;
 }
 
+/** A key store refusal of the team's input, as the caller's invalid_request. */
+function invalidInput(error: unknown): GatewayError | undefined {
+  return error instanceof KeyInputError ? GatewayError.of('invalid_request', error.message, { param: error.param }) : undefined;
+}
+
 /** Creates the TeamService's handlers. */
 export function createTeamService(dependencies: TeamServiceDependencies): TeamServiceHandlers {
   const { teams, logger, auditor } = dependencies;
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'team handler failed');
 
-  async function store<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      if (error instanceof KeyInputError) throw GatewayError.of('invalid_request', error.message, { param: error.param });
-      logger.error({ err: { message: (error as Error).message } }, 'team store unavailable');
-      throw GatewayError.of('auth_unavailable', 'The team store is unavailable.', { retryable: true, cause: error });
-    }
-  }
+  const store = storeCalls(logger, { name: 'team store', reason: 'auth_unavailable', message: 'The team store is unavailable.', refusal: invalidInput });
 
   function notFound(): GatewayError {
     return GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' });

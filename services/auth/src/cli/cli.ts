@@ -1,18 +1,18 @@
 #!/usr/bin/env node
 /**
  * Manages API keys from a shell, through the same key store as the service:
- *   node dist/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [--team team_...] [limits] [--json]
- *   node dist/cli.js list [--json]
- *   node dist/cli.js get <key_id>
- *   node dist/cli.js update <key_id> [--plan p] [--name n] [limits]
- *   node dist/cli.js revoke <key_id>
- *   node dist/cli.js create-admin-token --role admin|viewer [--name n] [--json]
- *   node dist/cli.js list-admin-tokens [--json]
- *   node dist/cli.js revoke-admin-token <token_id>
- *   node dist/cli.js create-team --name n [--requests-per-minute N] [--tokens-per-minute N]
+ *   node dist/cli/cli.js create-key --plan starter|pro|enterprise [--name n] [--secret br-...] [--team team_...] [limits] [--json]
+ *   node dist/cli/cli.js list [--json]
+ *   node dist/cli/cli.js get <key_id>
+ *   node dist/cli/cli.js update <key_id> [--plan p] [--name n] [limits]
+ *   node dist/cli/cli.js revoke <key_id>
+ *   node dist/cli/cli.js create-admin-token --role admin|viewer [--name n] [--json]
+ *   node dist/cli/cli.js list-admin-tokens [--json]
+ *   node dist/cli/cli.js revoke-admin-token <token_id>
+ *   node dist/cli/cli.js create-team --name n [--requests-per-minute N] [--tokens-per-minute N]
  *                                [--daily-budget-usd X] [--monthly-budget-usd X] [--allowed-models a,b*] [--json]
- *   node dist/cli.js list-teams [--json]
- *   node dist/cli.js help (or --help, -h)
+ *   node dist/cli/cli.js list-teams [--json]
+ *   node dist/cli/cli.js help (or --help, -h)
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
  * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
  * [--monthly-budget-usd X|unlimited|plan] [--allowed-models ID,PREFIX*,...|all] ("plan" removes an
@@ -28,14 +28,14 @@ import { parseArgs } from 'node:util';
 // YAML parser only by the commands that record a key's limits, so that `--help` and a mistaken
 // command line answer at once and a command loads no gRPC or tracing runtime: scripts and tests
 // start the CLI many times over (`pnpm bench cli-start` holds its start to a few of Node's own).
-import { ADMIN_ROLE_NAMES, isAdminRoleName } from './admin-roles.js';
-import type { AdminTokenStore, StoredAdminToken } from './admin-token-store.js';
-import { AuditLog, CLI_ACTOR } from './audit-log.js';
-import { toAdminTokenInfo, toKeyInfo, toTeam } from './info-messages.js';
-import { isWellFormedSecret } from './key-secret.js';
-import type { KeyChanges, KeyStore, StoredKey } from './key-store.js';
-import { isPlanName, loadPlans, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName, type PlanTable } from './plans.js';
-import type { NewTeam, TeamStore } from './team-store.js';
+import { ADMIN_ROLE_NAMES, isAdminRoleName } from '../admin-access/admin-roles.js';
+import type { AdminTokenStore, StoredAdminToken } from '../admin-access/admin-token-store.js';
+import { AuditLog, CLI_ACTOR } from '../audit/audit-log.js';
+import { toAdminTokenInfo, toKeyInfo, toTeam } from '../info-messages.js';
+import { isWellFormedSecret } from '../keys/key-secret.js';
+import type { KeyChanges, KeyStore, StoredKey } from '../keys/key-store.js';
+import { isPlanName, loadPlans, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName, type PlanTable } from '../quota/plans.js';
+import type { NewTeam, TeamStore } from '../teams/team-store.js';
 
 const USAGE = `usage:
   create-key --plan ${PLAN_NAMES.join('|')} [--name NAME] [--secret br-...] [--team TEAM_ID] [LIMITS] [--json]
@@ -383,8 +383,8 @@ async function runOnRedis(commandLine: CommandLine): Promise<void> {
     import('@gateway/config'),
     import('@gateway/redis'),
     import('@gateway/logger'),
-    import('./config.js'),
-    Promise.all([import('./admin-token-store.js'), import('./key-store.js'), import('./team-store.js')]),
+    import('../config.js'),
+    Promise.all([import('../admin-access/admin-token-store.js'), import('../keys/key-store.js'), import('../teams/team-store.js')]),
   ]);
   const [{ AdminTokenStore }, { KeyStore }, { TeamStore }] = stores;
   const config = loadConfig(
@@ -423,7 +423,7 @@ async function reportFailure(error: unknown): Promise<number> {
     return 2;
   }
   // Loaded already when a command ran (and so could throw them).
-  const { KeyExistsError, KeyInputError, TeamNotFoundError } = await import('./key-store.js');
+  const { KeyExistsError, KeyInputError, TeamNotFoundError } = await import('../keys/key-store.js');
   if (error instanceof KeyInputError) {
     process.stderr.write(`${error.message}\n`);
     return 2;

@@ -20,11 +20,11 @@ import type {
   RecordToolCallResponse,
   RevokeAdminTokenRequestOutput,
 } from '@gateway/proto';
-import { AuditCursorError, type AuditEntry, type AuditLog } from './audit-log.js';
-import { type Auditor, callActor } from './auditor.js';
+import { AuditCursorError, type AuditEntry, type AuditLog } from '../audit/audit-log.js';
+import { type Auditor, callActor } from '../audit/auditor.js';
 import type { AdminRoleName, AdminTokenStore } from './admin-token-store.js';
-import { ADMIN_ROLES, toAdminTokenInfo } from './info-messages.js';
-import { KEY_ID_PATTERN, KeyInputError } from './key-store.js';
+import { ADMIN_ROLES, toAdminTokenInfo } from '../info-messages.js';
+import { KEY_ID_PATTERN, KeyInputError } from '../keys/key-store.js';
 
 /** What the AdminAccessService needs. */
 export interface AdminAccessDependencies {

@@ -13,7 +13,7 @@ import {
   type WindowLimitState,
 } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
-import { KeyStore, LAST_USED_INTERVAL_MS } from './key-store.js';
+import { KeyStore, LAST_USED_INTERVAL_MS } from '../keys/key-store.js';
 import { PLAN_NAMES, plansSource, type BudgetLimit, type Limit, type PlanName, type PlansSource, type PlanTable } from './plans.js';
 
 export { PENDING_MAX_AGE_MS, WINDOW_MS, type Settlement } from '@gateway/keyspace';

@@ -1,38 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
-import { redisUrl } from '@gateway/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { keysMatching } from '@gateway/redis';
 import { spendDayField, spendKeyName, spendMonthField } from '@gateway/keyspace';
-import { hashSecret } from './key-secret.js';
-import { KeyStore } from './key-store.js';
+import { hashSecret } from '../keys/key-secret.js';
+import { KeyStore } from '../keys/key-store.js';
 import { loadPlans, parsePlans } from './plans.js';
 import { QuotaLimiter, RedisFullError, WINDOW_MS, type QuotaDecision } from './quota-limiter.js';
+import { usePrefixedRedis } from '../testing/prefixed-redis.js';
 
 const plans = loadPlans();
-const prefix = `test-${randomUUID()}:auth:`;
-let redis: RedisClient;
-let other: RedisClient;
+const scope = usePrefixedRedis();
+const { prefix } = scope;
 let keys: KeyStore;
 let now = 1_700_000_000_000;
 const clock = () => now;
 
-beforeAll(async () => {
-  const url = await redisUrl();
-  redis = connectRedis(url);
-  other = connectRedis(url);
-  keys = new KeyStore(redis, { prefix });
-});
-
-afterAll(async () => {
-  await deleteMatching(redis, `${prefix}*`);
-  await Promise.all([redis.quit(), other.quit()]);
+beforeAll(() => {
+  keys = new KeyStore(scope.redis, { prefix });
 });
 
 /** A new key and a limiter on a fake clock; `replica` uses a second connection, like a second auth process. */
 async function newKey(plan: 'starter' | 'pro' | 'enterprise', overrides: Omit<Parameters<KeyStore['create']>[0], 'plan'> = {}, table = plans) {
   const { key, secret } = await keys.create({ plan, ...overrides });
-  const limiter = new QuotaLimiter(redis, table, { prefix, now: clock });
-  const replica = new QuotaLimiter(other, table, { prefix, now: clock });
+  const limiter = new QuotaLimiter(scope.redis, table, { prefix, now: clock });
+  const replica = new QuotaLimiter(scope.other, table, { prefix, now: clock });
   const name = hashSecret(secret);
   return {
     key,
@@ -157,7 +148,7 @@ describe('plans and keys', () => {
     for (let index = 0; index < 300; index += 1) {
       expect(await key.check(10_000_000)).toMatchObject({ kind: 'allow', reservationId: '', requests: { limit: -1 }, tokens: { limit: -1 } });
     }
-    expect(await keysMatching(redis, `${prefix}window:{${key.key.key_id}}*`)).toEqual([]);
+    expect(await keysMatching(scope.redis, `${prefix}window:{${key.key.key_id}}*`)).toEqual([]);
   });
 
   it('applies per-key overrides over the plan', async () => {
@@ -193,7 +184,7 @@ describe('plans and keys', () => {
   it("applies a reloaded plans file at the next decision: the starter plan's requests per minute lowered", async () => {
     const source = { current: plans };
     const { key, secret } = await keys.create({ plan: 'starter' });
-    const limiter = new QuotaLimiter(redis, source, { prefix, now: clock });
+    const limiter = new QuotaLimiter(scope.redis, source, { prefix, now: clock });
     const check = () => limiter.check(hashSecret(secret), randomUUID(), 1, 'reserve');
     for (let index = 0; index < 5; index += 1) expect(allowed(await check()).requests).toMatchObject({ limit: 60, used: index + 1 });
     source.current = parsePlans(
@@ -206,8 +197,8 @@ describe('plans and keys', () => {
   });
 
   it('knows a key created on another replica at its next decision: no negative cache', async () => {
-    const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
-    const elsewhere = new KeyStore(other, { prefix });
+    const limiter = new QuotaLimiter(scope.redis, plans, { prefix, now: clock });
+    const elsewhere = new KeyStore(scope.other, { prefix });
     const secret = `br-${randomUUID().replaceAll('-', '').slice(0, 32)}abcdefgh`;
     expect(await limiter.check(hashSecret(secret), randomUUID(), 1, 'reserve')).toEqual({ kind: 'unknown_key' });
     const { key } = await elsewhere.create({ plan: 'pro', secret });
@@ -215,15 +206,15 @@ describe('plans and keys', () => {
   });
 
   it('does not know a key that does not exist', async () => {
-    const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock });
+    const limiter = new QuotaLimiter(scope.redis, plans, { prefix, now: clock });
     expect(await limiter.check(hashSecret(`br-${'x'.repeat(40)}`), randomUUID(), 1, 'reserve')).toEqual({ kind: 'unknown_key' });
   });
 });
 
 /** Adds spend to a key as metering does in the step that meters an event (the shared spend hash). */
 async function spend(keyId: string, atMs: number, picoUsd: bigint): Promise<void> {
-  await redis.hincrby(spendKeyName(keyId), spendDayField(atMs), picoUsd.toString());
-  await redis.hincrby(spendKeyName(keyId), spendMonthField(atMs), picoUsd.toString());
+  await scope.redis.hincrby(spendKeyName(keyId), spendDayField(atMs), picoUsd.toString());
+  await scope.redis.hincrby(spendKeyName(keyId), spendMonthField(atMs), picoUsd.toString());
 }
 
 describe('budgets', () => {
@@ -318,7 +309,7 @@ describe('budgets', () => {
         month: index + 1,
         day: index + 1,
       });
-      await redis.del(spendKeyName(key.key.key_id));
+      await scope.redis.del(spendKeyName(key.key.key_id));
     }
   });
 });
@@ -326,13 +317,13 @@ describe('budgets', () => {
 describe('a shorter window (AUTH_QUOTA_WINDOW_SECONDS)', () => {
   it("counts the plan's requests over the configured length, and records it for metering's settlement", async () => {
     const { key, secret } = await keys.create({ plan: 'starter' });
-    const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock, windowMs: 2_000 });
+    const limiter = new QuotaLimiter(scope.redis, plans, { prefix, now: clock, windowMs: 2_000 });
     const check = () => limiter.check(hashSecret(secret), randomUUID(), 1, 'reserve');
     const first = now;
     for (let index = 0; index < 60; index += 1) allowed(await check());
     now += 500;
     expect(await check()).toMatchObject({ kind: 'deny_requests', retryAfterMs: 1_500, requests: { limit: 60, used: 60, resetMs: 1_500 } });
-    expect(await redis.hget(`${prefix}window:{${key.key_id}}:charges`, 'window_ms')).toBe('2000');
+    expect(await scope.redis.hget(`${prefix}window:{${key.key_id}}:charges`, 'window_ms')).toBe('2000');
     now = first + 2_000;
     expect(allowed(await check()).requests.used).toBe(1);
   });
@@ -351,9 +342,9 @@ describe('a full Redis', () => {
       },
       isFullFor: (name: string) => full && fullKeys.has(name),
     };
-    const limiter = new QuotaLimiter(redis, plans, { prefix, now: clock, memory });
+    const limiter = new QuotaLimiter(scope.redis, plans, { prefix, now: clock, memory });
     await expect(limiter.check(hashSecret(secret), randomUUID(), 10, 'reserve')).rejects.toBeInstanceOf(RedisFullError);
-    expect(await keysMatching(redis, `${prefix}window:{${key.key_id}}:*`)).toEqual([]);
+    expect(await keysMatching(scope.redis, `${prefix}window:{${key.key_id}}:*`)).toEqual([]);
     expect((await limiter.check(hashSecret(secret), randomUUID(), 0, 'peek')).kind).toBe('allow');
     allowed(await limiter.check(hashSecret(other.secret), randomUUID(), 10, 'reserve'));
     full = false;

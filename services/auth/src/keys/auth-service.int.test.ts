@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { callUnary, createClient, GatewayError, GrpcStatus, StreamedCalls, type GatewayServer } from '@gateway/grpc';
+import { callUnary, createClient, GatewayError, GrpcStatus, StreamedCalls } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import {
   loadGatewayGrpc,
@@ -18,32 +18,22 @@ import {
   type UpdateKeyRequest,
 } from '@gateway/proto';
 import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
-import { AdminTokenStore } from './admin-token-store.js';
-import { createServer } from './app.js';
-import { AuditLog } from './audit-log.js';
+import { startAuthServer } from '../testing/auth-server.js';
 import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
 import { ensureBootstrapKey } from './bootstrap-key.js';
 import { hashSecret } from './key-secret.js';
-import { KeyStore } from './key-store.js';
-import { loadPlans } from './plans.js';
-import { QuotaLimiter } from './quota-limiter.js';
-import { TeamStore } from './team-store.js';
+import { TeamStore } from '../teams/team-store.js';
 import { connectRedis, createRedis, deleteMatching, keysMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
 
 const logger = createLogger('auth-test', 'silent');
-const plans = loadPlans();
 
 /** A running auth service on port 0 with its own Redis prefix, and a real client to it. */
 async function startAuth(url: string, prefix: string, options: { reachable?: boolean } = {}) {
   const redis = createRedis(url, logger);
   // A cluster's client learns the slots first; commands fail until then (no offline queue).
   if (options.reachable !== false) await eventually(() => redis.status === 'ready', 'Redis to be ready', 10_000, 20);
-  const keys = new KeyStore(redis, { prefix });
-  const limiter = new QuotaLimiter(redis, plans, { prefix, keys });
-  const audit = { adminTokens: new AdminTokenStore(redis, { prefix }), audit: new AuditLog(redis, { prefix }) };
-  const server: GatewayServer = createServer({ keys, teams: new TeamStore(redis, { prefix }), limiter, plans, logger, ...audit });
-  const port = await server.listen('127.0.0.1:0');
-  const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, `127.0.0.1:${port}`);
+  const { server, address, keys } = await startAuthServer(redis, prefix);
+  const client = createClient(loadGatewayGrpc().gateway.auth.v1.AuthService, address);
   // Decisions over one Decide stream only: a call made while it is not open fails instead of going unary.
   const notOnTheStream = () => Promise.reject(new Error('the Decide stream is not open'));
   const decisions = new StreamedCalls<{ check_key: [CheckKeyRequest, CheckKeyResponseOutput]; settle_usage: [SettleUsageRequest, SettleUsageResponseOutput] }>({

@@ -22,12 +22,12 @@ import type {
   SettleUsageResponse,
   UpdateKeyRequestOutput,
 } from '@gateway/proto';
-import type { Auditor } from './auditor.js';
-import { toKeyInfo } from './info-messages.js';
-import type { TeamStore } from './team-store.js';
+import type { Auditor } from '../audit/auditor.js';
+import { toKeyInfo } from '../info-messages.js';
+import type { TeamStore } from '../teams/team-store.js';
 import { hashSecret, isWellFormedSecret, randomBase62 } from './key-secret.js';
 import { KeyExistsError, KeyInputError, TeamNotFoundError, type KeyChanges, type KeyStore } from './key-store.js';
-import { planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from './plans.js';
+import { planFromProto, plansSource, planToProto, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from '../quota/plans.js';
 import {
   type QuotaDecision,
   type QuotaLimiter,
@@ -35,7 +35,7 @@ import {
   ReservationIdError,
   type BudgetDecisionState,
   type WindowState,
-} from './quota-limiter.js';
+} from '../quota/quota-limiter.js';
 
 /** What the auth service needs. */
 export interface AuthServiceDependencies {

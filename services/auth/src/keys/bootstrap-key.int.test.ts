@@ -5,7 +5,7 @@ import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
 import { ensureBootstrapKeyOnceReachable } from './bootstrap-key.js';
 import { generateSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
-import { usePrefixedRedis } from './testing/prefixed-redis.js';
+import { usePrefixedRedis } from '../testing/prefixed-redis.js';
 
 const inspection = usePrefixedRedis();
 const { prefix } = inspection;

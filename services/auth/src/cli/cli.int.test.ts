@@ -5,12 +5,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
-import { AdminTokenStore } from './admin-token-store.js';
-import { AuditLog } from './audit-log.js';
-import { KeyStore } from './key-store.js';
-import { hashSecret } from './key-secret.js';
+import { AdminTokenStore } from '../admin-access/admin-token-store.js';
+import { AuditLog } from '../audit/audit-log.js';
+import { KeyStore } from '../keys/key-store.js';
+import { hashSecret } from '../keys/key-secret.js';
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/cli.js', import.meta.url));
 const run = promisify(execFile);
 /**
  * A CLI run that has not ended by then is killed (and fails its test with the signal) rather than
@@ -21,7 +21,7 @@ const RUN_TIMEOUT_MS = 15_000;
 // A test starts the CLI up to nine times one after another: a minute for a test leaves room for
 // runs of several seconds each on a loaded machine (other test files beside it), while a run that
 // hangs still fails its test after RUN_TIMEOUT_MS, naming the signal that ended it.
-describe('auth CLI (dist/cli.js)', { timeout: 60_000 }, () => {
+describe('auth CLI (dist/cli/cli.js)', { timeout: 60_000 }, () => {
   const prefix = `test-${randomUUID()}:auth:`;
   let url: string;
   let inspector: RedisClient;
@@ -170,31 +170,31 @@ describe('auth CLI (dist/cli.js)', { timeout: 60_000 }, () => {
     expect(bad.stderr).toContain('--catalog-fallbacks must be "on", "off" or "plan"');
   });
 
-  it("sets, changes and clears a key's model allow-list", async () => {
-    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--allowed-models', 'sim-*,gpt-4o', '--json')).stdout) as { key_id: string };
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_models: ['sim-*', 'gpt-4o'] });
-    expect((await cli('update', created.key_id, '--allowed-models', '')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_models: [] });
-    expect((await cli('update', created.key_id, '--allowed-models', 'all')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).not.toHaveProperty('allowed_models');
-    const bad = await cli('update', created.key_id, '--allowed-models', 'gpt*4o');
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('may have "*" only as its last character');
-  });
+  /** A key's allow-lists: given as a comma-separated list, `all` clears one, and "*" may end an entry only. */
+  const ALLOW_LISTS = [
+    { list: 'model allow-list', flag: '--allowed-models', field: 'allowed_models', created: ['sim-*', 'gpt-4o'], changed: [], refused: 'gpt*4o' },
+    {
+      list: 'MCP tool allow-list',
+      flag: '--allowed-mcp-tools',
+      field: 'allowed_mcp_tools',
+      created: ['github', 'docs__search'],
+      changed: ['github__get_*'],
+      refused: 'git*hub',
+    },
+  ];
 
-  it("sets, changes and clears a key's MCP tool allow-list", async () => {
-    const created = JSON.parse((await cli('create-key', '--plan', 'starter', '--allowed-mcp-tools', 'github,docs__search', '--json')).stdout) as {
-      key_id: string;
-    };
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_mcp_tools: ['github', 'docs__search'] });
-    expect((await cli('update', created.key_id, '--allowed-mcp-tools', 'github__get_*')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).toMatchObject({ allowed_mcp_tools: ['github__get_*'] });
-    expect((await cli('update', created.key_id, '--allowed-mcp-tools', 'all')).code).toBe(0);
-    expect(JSON.parse((await cli('get', created.key_id)).stdout)).not.toHaveProperty('allowed_mcp_tools');
-    const bad = await cli('update', created.key_id, '--allowed-mcp-tools', 'git*hub');
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('may have "*" only as its last character');
-  });
+  for (const { list, flag, field, created, changed, refused } of ALLOW_LISTS)
+    it(`sets, changes and clears a key's ${list}`, async () => {
+      const { key_id: keyId } = JSON.parse((await cli('create-key', '--plan', 'starter', flag, created.join(','), '--json')).stdout) as { key_id: string };
+      expect(JSON.parse((await cli('get', keyId)).stdout)).toMatchObject({ [field]: created });
+      expect((await cli('update', keyId, flag, changed.join(','))).code).toBe(0);
+      expect(JSON.parse((await cli('get', keyId)).stdout)).toMatchObject({ [field]: changed });
+      expect((await cli('update', keyId, flag, 'all')).code).toBe(0);
+      expect(JSON.parse((await cli('get', keyId)).stdout)).not.toHaveProperty(field);
+      const bad = await cli('update', keyId, flag, refused);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('may have "*" only as its last character');
+    });
 
   it("sets, changes and clears a key's budgets in USD", async () => {
     const created = JSON.parse(

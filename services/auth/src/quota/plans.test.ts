@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadPlans, parsePlans, planFromProto, planToProto, PlansError } from './plans.js';
 
-const fixture = (name: string) => readFileSync(new URL(`../fixtures/plans/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string) => readFileSync(new URL(`../../fixtures/plans/${name}`, import.meta.url), 'utf8');
 /** Plans from YAML lines, one plan a line. */
 const inlinePlans = (lines: string[]) => parsePlans(lines.join('\n'), 'inline.yaml');
 
