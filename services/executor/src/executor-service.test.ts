@@ -3,13 +3,12 @@ import { callUnary, createClient, createGatewayServer, StreamedCalls, type Gatew
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc, type ChatRequestOutput, type ExecuteResponseOutput, type ExecutorServiceClient } from '@gateway/proto';
-import { eventually } from '@gateway/testing';
+import { eventually, simulatedModel } from '@gateway/testing';
 import { DEFAULT_BREAKER, DEFAULT_RETRY, EXECUTOR_SERVICE_NAME } from './app.js';
 import { createExecutorMetrics } from './executor-metrics.js';
 import { createExecutorHandlers } from './executor-service.js';
 import { DeploymentPool } from './pool/deployment-pool.js';
 import type { Provider, ProviderContext, ProviderStreamEvent } from './providers/provider.js';
-import { simulatedModel } from './testing/catalog-models.js';
 
 /** A provider of our own that never ends and counts how far the executor pulled it. */
 class EndlessProvider implements Provider {

@@ -3,7 +3,7 @@ import { callUnary, createClient, createGatewayServer, type GatewayError, Stream
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
 import { type EmbedRequest, type EmbedResponseOutput, type ExecuteResponseOutput, type ExecutorServiceClient, loadGatewayGrpc } from '@gateway/proto';
-import { eventually } from '@gateway/testing';
+import { eventually, simulatedModel } from '@gateway/testing';
 import { countTextTokens } from '@gateway/tokens';
 import { DEFAULT_BREAKER, DEFAULT_RETRY, EXECUTOR_SERVICE_NAME } from '../app.js';
 import { createExecutorMetrics } from '../executor-metrics.js';
@@ -12,7 +12,6 @@ import { DeploymentPool } from '../pool/deployment-pool.js';
 import { vectorOfBytes } from '../providers/embedding-vectors.js';
 import type { EmbeddingBatch, Provider } from '../providers/provider.js';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.js';
-import { simulatedModel } from '../testing/catalog-models.js';
 
 let server: GatewayServer | undefined;
 let client: ExecutorServiceClient | undefined;

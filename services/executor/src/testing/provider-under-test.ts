@@ -5,13 +5,11 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
 import { type GatewayError, GrpcStatus } from '@gateway/grpc';
-import { replayJson, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { replayJson, startFakeUpstream, type FakeUpstream, type Responder, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV, providerFixture } from '@gateway/testing';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import type { Provider, ProviderContext, ProviderStreamEvent } from '../providers/provider.js';
 import type { HttpProviderDependencies } from '../providers/upstream-http.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
-import { PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from './catalog-models.js';
-import { providerFixture } from './fixtures.js';
 import { collect, drain, gatewayErrorOf, simpleRequest } from './provider-calls.js';
 
 /** How a test file builds its adapter. */

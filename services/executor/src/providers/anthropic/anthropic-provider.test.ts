@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { anthropicModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
-import { replayJson, replayRaw, replaySse } from '@gateway/testing';
-import { providerFixture } from '../../testing/fixtures.js';
+import { replayJson, replayRaw, replaySse, anthropicModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
 import { chunksOf, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
   completeWith,

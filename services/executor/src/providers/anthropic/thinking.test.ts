@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput, MessageOutput } from '@gateway/proto';
-import { anthropicModel } from '../../testing/catalog-models.js';
-import { replayJson, replaySse } from '@gateway/testing';
-import { providerFixture } from '../../testing/fixtures.js';
+import { replayJson, replaySse, anthropicModel, providerFixture } from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
 import { completeWith, streamWith, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { AnthropicProvider } from './anthropic-provider.js';

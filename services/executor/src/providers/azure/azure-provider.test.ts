@@ -1,9 +1,18 @@
 import { ClientSecretCredential } from '@azure/identity';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_REASONS, GrpcStatus } from '@gateway/grpc';
-import { azureOpenAi, replayJson, replaySse, startFakeEntra, type FakeEntra, type Responder } from '@gateway/testing';
-import { azureModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import {
+  azureOpenAi,
+  replayJson,
+  replaySse,
+  startFakeEntra,
+  type FakeEntra,
+  type Responder,
+  azureModel,
+  PROVIDER_TEST_KEY,
+  PROVIDER_TEST_KEY_ENV,
+  providerFixture,
+} from '@gateway/testing';
 import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import { completeWith, expectKeyRedacted, failureOf, streamWith, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { UpstreamError } from '../upstream-error.js';

@@ -1,8 +1,16 @@
 import { ClientSecretCredential } from '@azure/identity';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
-import { azureOpenAi, fakeOpenAiEmbeddings, fakeVectorOf, startFakeEntra, type FakeEntra } from '@gateway/testing';
-import { azureModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
+import {
+  azureOpenAi,
+  fakeOpenAiEmbeddings,
+  fakeVectorOf,
+  startFakeEntra,
+  type FakeEntra,
+  azureModel,
+  PROVIDER_TEST_KEY,
+  PROVIDER_TEST_KEY_ENV,
+} from '@gateway/testing';
 import { gatewayErrorOf } from '../../testing/provider-calls.js';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import type { EmbeddingBatch } from '../provider.js';

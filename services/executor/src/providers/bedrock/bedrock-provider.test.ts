@@ -15,9 +15,10 @@ import {
   type BedrockReply,
   type BedrockStreamMessage,
   type FakeBedrock,
+  BEDROCK_TEST_REGION,
+  bedrockModel,
+  providerFixture,
 } from '@gateway/testing';
-import { BEDROCK_TEST_REGION, bedrockModel } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import type { ProviderContext } from '../provider.js';
 import { UpstreamPools } from '../upstream-pools.js';

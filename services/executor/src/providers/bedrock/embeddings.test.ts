@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
-import { fakeVectorOf, startFakeBedrock, type FakeBedrock } from '@gateway/testing';
-import { BEDROCK_TEST_REGION, bedrockModel } from '../../testing/catalog-models.js';
+import { fakeVectorOf, startFakeBedrock, type FakeBedrock, BEDROCK_TEST_REGION, bedrockModel } from '@gateway/testing';
 import { gatewayErrorOf } from '../../testing/provider-calls.js';
 import { shortened } from '../embedding-vectors.js';
 import type { EmbeddingBatch, ProviderContext } from '../provider.js';

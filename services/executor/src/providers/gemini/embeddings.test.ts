@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fakeGeminiEmbeddings, fakeVectorOf, replayJson } from '@gateway/testing';
-import { geminiModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import { fakeGeminiEmbeddings, fakeVectorOf, replayJson, geminiModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import type { EmbeddingBatch } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';

@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fakeOpenAiEmbeddings, fakeVectorOf, replayJson, replayRaw } from '@gateway/testing';
-import { openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import { fakeOpenAiEmbeddings, fakeVectorOf, replayJson, replayRaw, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV, providerFixture } from '@gateway/testing';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import type { EmbeddingBatch } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';

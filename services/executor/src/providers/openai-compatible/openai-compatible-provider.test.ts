@@ -1,9 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../testing/fixtures.js';
+import { replayJson, replaySse, startFakeUpstream, catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV, fixture } from '@gateway/testing';
 import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
   completeWith,

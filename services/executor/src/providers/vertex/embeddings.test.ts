@@ -3,9 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
-import { fakeVectorOf, fakeVertexEmbeddings, replayJson, startFakeGoogleAuth, vertexGate, type FakeGoogleAuth } from '@gateway/testing';
-import { VERTEX_TEST_CREDENTIALS_ENV, vertexModel } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import {
+  fakeVectorOf,
+  fakeVertexEmbeddings,
+  replayJson,
+  startFakeGoogleAuth,
+  vertexGate,
+  type FakeGoogleAuth,
+  VERTEX_TEST_CREDENTIALS_ENV,
+  vertexModel,
+  providerFixture,
+} from '@gateway/testing';
 import { gatewayErrorOf } from '../../testing/provider-calls.js';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import type { EmbeddingBatch } from '../provider.js';

@@ -4,9 +4,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { replayJson, replaySse, startFakeGoogleAuth, vertexGate, type FakeGoogleAuth, type Responder } from '@gateway/testing';
-import { VERTEX_TEST_CREDENTIALS_ENV, vertexAnthropicModel } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import {
+  replayJson,
+  replaySse,
+  startFakeGoogleAuth,
+  vertexGate,
+  type FakeGoogleAuth,
+  type Responder,
+  VERTEX_TEST_CREDENTIALS_ENV,
+  vertexAnthropicModel,
+  providerFixture,
+} from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
   completeWith,

@@ -3,9 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
-import { replayJson, replaySse, startFakeGoogleAuth, vertexGate, type FakeGoogleAuth, type Responder } from '@gateway/testing';
-import { VERTEX_TEST_CREDENTIALS_ENV, vertexModel } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import {
+  replayJson,
+  replaySse,
+  startFakeGoogleAuth,
+  vertexGate,
+  type FakeGoogleAuth,
+  type Responder,
+  VERTEX_TEST_CREDENTIALS_ENV,
+  vertexModel,
+  providerFixture,
+} from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
 import {
   completeWith,

@@ -1,6 +1,6 @@
 /**
- * Catalog models for tests, built directly (the catalog loader is another package's concern).
- * Test-only: excluded from the build.
+ * Catalog models for tests, built directly (the catalog loader is another package's concern): the
+ * simulated model and one model per provider adapter, pointing at a fake upstream's origin.
  */
 import type { Catalog, CatalogModel } from '@gateway/catalog';
 
