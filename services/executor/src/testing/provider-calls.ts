@@ -2,13 +2,23 @@
 import { expect } from 'vitest';
 import { GatewayError } from '@gateway/grpc';
 import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
-import type { ProviderStreamEvent } from '../providers/provider.js';
+import type { EmbeddingBatch, ProviderStreamEvent } from '../providers/provider.js';
 import { UpstreamError } from '../providers/upstream-error.js';
 import { toGatewayError } from '../to-gateway-error.js';
 
 /** A one-message request ("Hello!"), with whatever else a test sets. */
 export function simpleRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
   return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hello!', tool_calls: [] }], stop: [], tools: [], ...extra };
+}
+
+/** A batch of texts to embed, at the model's own dimensions unless given. */
+export function textBatch(inputs: string[], dimensions = 0): EmbeddingBatch {
+  return { texts: inputs, tokenArrays: [], dimensions, user: '' };
+}
+
+/** Vectors as arrays of numbers, to compare with what a fake upstream sent. */
+export function valuesOf(vectors: readonly Float32Array[]): number[][] {
+  return vectors.map((vector) => Array.from(vector));
 }
 
 /** Every event a stream produced, in order. */

@@ -7,7 +7,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import { type GatewayError, GrpcStatus } from '@gateway/grpc';
 import { replayJson, startFakeUpstream, type FakeUpstream, type Responder, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV, providerFixture } from '@gateway/testing';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
-import type { Provider, ProviderContext, ProviderStreamEvent } from '../providers/provider.js';
+import type { EmbeddingBatch, EmbeddingBatchResult, Provider, ProviderContext, ProviderStreamEvent } from '../providers/provider.js';
 import type { HttpProviderDependencies } from '../providers/upstream-http.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest } from './provider-calls.js';
@@ -54,6 +54,13 @@ export class ProviderUnderTest<P extends Provider> {
   streamWith(reply: Responder, request: ChatRequestOutput = simpleRequest()): Promise<ProviderStreamEvent[]> {
     this.upstream.respond(reply);
     return collect(this.provider.stream(request, this.contextOf()));
+  }
+
+  /** Embeds `batch` with the adapter's embeddings, for the file's model. */
+  embed(batch: EmbeddingBatch): Promise<EmbeddingBatchResult> {
+    const { embeddings } = this.provider;
+    if (!embeddings) throw new Error(`${this.provider.name} has no embeddings`);
+    return embeddings.embed(batch, this.contextOf());
   }
 
   /** Answers the next request with `reply`, then reads a stream until it ends or fails: the events it got and the failure. */

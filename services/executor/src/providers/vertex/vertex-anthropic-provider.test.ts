@@ -1,53 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import {
-  replayJson,
-  replaySse,
-  startFakeGoogleAuth,
-  vertexGate,
-  type FakeGoogleAuth,
-  type Responder,
-  VERTEX_TEST_CREDENTIALS_ENV,
-  vertexAnthropicModel,
-  providerFixture,
-} from '@gateway/testing';
+import { replayJson, replaySse, vertexAnthropicModel, providerFixture } from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
-import { APPLICATION_DEFAULT_CREDENTIALS, GoogleCredentials } from './google-credentials.js';
+import { expectRetryableUnavailable } from '../../testing/provider-under-test.js';
+import { useVertexUnderTest } from '../../testing/fake-google-auth.js';
 import { VertexAnthropicProvider } from './vertex-anthropic-provider.js';
 
 const anthropic = (name: string) => providerFixture('anthropic', name);
 const vertex = (name: string) => providerFixture('vertex', name);
 const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds';
 
-// Application Default Credentials on GKE: no credentials file, so the library asks the metadata
-// server, here the fake one GCE_METADATA_HOST names (never a real one: gcloud's file is looked for
-// in an empty folder).
-let auth: FakeGoogleAuth;
-let directory: string;
-beforeAll(async () => {
-  auth = await startFakeGoogleAuth();
-  directory = mkdtempSync(join(tmpdir(), 'vertex-anthropic-'));
-  vi.stubEnv('GCE_METADATA_HOST', auth.metadataHost);
-  vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', '');
-  vi.stubEnv('CLOUDSDK_CONFIG', directory);
-});
-afterAll(async () => {
-  vi.unstubAllEnvs();
-  await auth.close();
-  rmSync(directory, { recursive: true, force: true });
-});
-
-const under = useProviderUnderTest({
-  environment: { [VERTEX_TEST_CREDENTIALS_ENV]: APPLICATION_DEFAULT_CREDENTIALS },
-  create: (dependencies) => new VertexAnthropicProvider({ ...dependencies, credentials: new GoogleCredentials(2_000) }),
-  modelOf: (baseUrl) => vertexAnthropicModel(new URL(baseUrl).origin),
-});
-const gated = (responder: Responder): Responder => vertexGate(auth, responder);
+// Application Default Credentials on GKE: the library asks the fake metadata server for tokens.
+const { google, under } = useVertexUnderTest('metadata-server', (dependencies) => new VertexAnthropicProvider(dependencies), vertexAnthropicModel);
+const { gated } = google;
 
 /** A request with thinking on, an earlier signed thinking block, cache breakpoints and a tool. */
 function claudeCodeLikeRequest(): ChatRequestOutput {
@@ -98,7 +64,7 @@ describe('VertexAnthropicProvider: requests it sends', () => {
       ],
       tools: [{ name: 'bash' }],
     });
-    expect(auth.tokenRequests).toEqual([{ via: 'metadata', granted: true }]);
+    expect(google.auth.tokenRequests).toEqual([{ via: 'metadata', granted: true }]);
   });
 
   it('streams from streamRawPredict with stream: true, on the token it already has', async () => {
@@ -106,7 +72,7 @@ describe('VertexAnthropicProvider: requests it sends', () => {
     const received = under.upstream.requests[0];
     expect(received?.path).toBe('/v1/projects/acme-prod-ml/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict');
     expect(received?.body).toMatchObject({ anthropic_version: 'vertex-2023-10-16', stream: true });
-    expect(auth.tokenRequests).toHaveLength(1);
+    expect(google.auth.tokenRequests).toHaveLength(1);
   });
 });
 

@@ -1,22 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
-import {
-  replayJson,
-  replaySse,
-  startFakeGoogleAuth,
-  vertexGate,
-  type FakeGoogleAuth,
-  type Responder,
-  VERTEX_TEST_CREDENTIALS_ENV,
-  vertexModel,
-  providerFixture,
-} from '@gateway/testing';
+import { providerFixture, replayJson, replaySse, startFakeGoogleAuth, vertexGate, vertexModel } from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
-import { GoogleCredentials } from './google-credentials.js';
+import { expectRetryableUnavailable } from '../../testing/provider-under-test.js';
+import { useVertexUnderTest } from '../../testing/fake-google-auth.js';
 import { VertexProvider } from './vertex-provider.js';
 
 const gemini = (name: string) => providerFixture('gemini', name);
@@ -24,29 +11,9 @@ const vertex = (name: string) => providerFixture('vertex', name);
 
 // Workload identity federation: the adapter's tokens come from the fake STS, through
 // google-auth-library, for the subject token in a file, as on EKS or AKS.
-let auth: FakeGoogleAuth;
-let directory: string;
-beforeAll(async () => {
-  auth = await startFakeGoogleAuth();
-  directory = mkdtempSync(join(tmpdir(), 'vertex-provider-'));
-  writeFileSync(join(directory, 'subject-token'), auth.subjectToken);
-  writeFileSync(join(directory, 'federation.json'), JSON.stringify(auth.externalAccountConfig(join(directory, 'subject-token'))));
-});
-afterAll(async () => {
-  await auth.close();
-  rmSync(directory, { recursive: true, force: true });
-});
+const { google, under } = useVertexUnderTest('federation', (dependencies) => new VertexProvider(dependencies), vertexModel);
 
-const under = useProviderUnderTest({
-  get environment() {
-    return { [VERTEX_TEST_CREDENTIALS_ENV]: join(directory, 'federation.json') };
-  },
-  create: (dependencies) => new VertexProvider({ ...dependencies, credentials: new GoogleCredentials(2_000) }),
-  modelOf: (baseUrl) => vertexModel(new URL(baseUrl).origin),
-});
-
-/** Vertex AI in front of `responder`: the path, the token and the body checked as Vertex does. */
-const gated = (responder: Responder): Responder => vertexGate(auth, responder);
+const { gated } = google;
 
 describe('VertexProvider: requests it sends', () => {
   it("posts the Gemini body to the region's generateContent with a federated token, fetched once for many calls", async () => {
@@ -61,7 +28,7 @@ describe('VertexProvider: requests it sends', () => {
     expect(first?.headers['x-goog-api-key']).toBeUndefined();
     expect(first?.body).toMatchObject({ contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }] });
     // The library keeps the token until it nears its end: one exchange for the three calls.
-    expect(auth.tokenRequests).toEqual([{ via: 'sts', granted: true }]);
+    expect(google.auth.tokenRequests).toEqual([{ via: 'sts', granted: true }]);
   });
 });
 
