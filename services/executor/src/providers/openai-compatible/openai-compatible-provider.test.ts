@@ -18,6 +18,9 @@ beforeAll(() => {
   expect(catalogOf([under.model]).byId.get(under.model.id)).toBe(under.model);
 });
 
+/** Sampling fields of a chat request, which reach the upstream as they are. */
+const SAMPLING = { temperature: 0.2, top_p: 0.9, n: 2, stop: ['END'], presence_penalty: 0.1, frequency_penalty: 0.3, seed: 1234 };
+
 describe('OpenAiCompatibleProvider: requests it sends', () => {
   it('translates every field of the chat request to OpenAI JSON, with the key from the named variable', async () => {
     under.upstream.respond(replayJson(200, fixture('chat-completion.json')));
@@ -39,15 +42,9 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
         },
         { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'call_1', tool_calls: [] },
       ],
-      temperature: 0.2,
-      top_p: 0.9,
-      n: 2,
-      stop: ['END'],
+      ...SAMPLING,
       max_tokens: 256,
       max_tokens_is_completion_tokens: true,
-      presence_penalty: 0.1,
-      frequency_penalty: 0.3,
-      seed: 1234,
       tools: [
         {
           type: 'function',
@@ -95,14 +92,8 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
         },
         { role: 'tool', content: '{"temperature":21}', tool_call_id: 'call_1' },
       ],
-      temperature: 0.2,
-      top_p: 0.9,
-      n: 2,
-      stop: ['END'],
+      ...SAMPLING,
       max_completion_tokens: 256,
-      presence_penalty: 0.1,
-      frequency_penalty: 0.3,
-      seed: 1234,
       tools: [
         {
           type: 'function',
