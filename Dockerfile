@@ -21,8 +21,9 @@ RUN pnpm install --offline --frozen-lockfile \
  # Only what runs: the sources, tests and their fixtures stay behind (data the services read at
  # run time, such as plans.yaml, catalog.yaml and the router's model, is outside src/; the edge's
  # web console runs from its build in dist/console, its sources in console/ stay behind too, as
- # does the router's offline training code in training/).
- && find packages services -mindepth 2 -maxdepth 2 \( -name src -o -name scripts -o -name console -o -name training -o -name 'tsconfig*.json' -o -name 'vitest*' \) -exec rm -rf {} +
+ # does the router's offline training code in training/, and the providers' recorded fixtures of
+ # packages/testing/fixtures).
+ && find packages services -mindepth 2 -maxdepth 2 \( -name src -o -name scripts -o -name console -o -name training -o -name fixtures -o -name 'tsconfig*.json' -o -name 'vitest*' \) -exec rm -rf {} +
 
 # --- runtime: built output, production dependencies, the proto contracts and the catalog ---
 # Node 22 LTS (Node 20 left maintenance in April 2026); the test suite runs on both.

@@ -1,5 +1,5 @@
 /**
- * The simulated provider against hostile requests (services/executor/src/testing/hostile-requests.ts):
+ * The simulated provider against hostile requests (packages/testing/src/hostile-requests.ts):
  * each once took from seconds to hours. Each is timed beside a baseline in the same run (counting
  * its own prompt's tokens, the work no answer can skip; for the echoed const, counting the const it
  * must not tokenize whole), and reported as a ratio to it; a ratio over its target fails the suite. The unit tests check what these requests are answered, never how fast.
@@ -7,8 +7,7 @@
 import type { ChatRequestOutput } from '@gateway/proto';
 import { countPromptTokens, countTextTokens } from '@gateway/tokens';
 import { SimulatedProvider } from '../services/executor/src/providers/simulated/simulated-provider.js';
-import { simulatedModel } from '../services/executor/src/testing/catalog-models.js';
-import { ECHOED_CONST, HOSTILE_REQUESTS } from '../services/executor/src/testing/hostile-requests.js';
+import { simulatedModel, ECHOED_CONST, HOSTILE_REQUESTS } from '@gateway/testing';
 import { fixed, summarize, table, timeSequential } from './measure.js';
 import type { BenchSuite } from './run.js';
 

@@ -8,8 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
-import { providerFixture } from '../../services/executor/src/testing/fixtures.js';
+import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder, providerFixture } from '@gateway/testing';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';

@@ -26,8 +26,8 @@ import {
   startTcpProxy,
   type TcpProxy,
   type TestDatabase,
+  fixture,
 } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, metric, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -13,8 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream, fixture } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'AUTO_ROUTER_E2E_API_KEY';

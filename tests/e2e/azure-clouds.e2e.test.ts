@@ -25,8 +25,9 @@ import {
   type FakeEntra,
   type FakeUpstream,
   type Responder,
+  fixture,
+  providerFixture,
 } from '@gateway/testing';
-import { fixture, providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 import {
   expectMeteredByProvider,

@@ -10,8 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, loadCatalog } from '@gateway/catalog';
-import { eventually, type FakeUpstream, replayJson, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { eventually, type FakeUpstream, replayJson, startFakeUpstream, fixture } from '@gateway/testing';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, startSecondEdge, writeCatalog, type Cluster } from './cluster.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-budget-tests-0123456789abcdef';

@@ -32,8 +32,8 @@ import {
   type FakeGoogleAuth,
   type FakeUpstream,
   type Responder,
+  providerFixture,
 } from '@gateway/testing';
-import { providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { bedrockClaude, CACHE_USAGE } from './bedrock-claude-upstream.js';
 import { awsKeysEnv, metadataServerEnv } from './cloud-credentials.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';

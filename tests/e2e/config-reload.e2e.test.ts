@@ -17,8 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
-import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, fixture } from '@gateway/testing';
 import { fakeModelEntry, freePort, meteredUsage, metric, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, type Cluster } from './cluster.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -20,8 +20,7 @@ import {
   type ExecutorServiceClient,
   type RouterServiceClient,
 } from '@gateway/proto';
-import { eventually, type FakeUpstream, natsUrl, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { eventually, type FakeUpstream, natsUrl, replayJson, replaySse, startFakeUpstream, fixture } from '@gateway/testing';
 import { SIM_MINI_ENTRY, fakeModelEntry, freePort, metric, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -6,8 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replayJson, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { replayJson, startFakeUpstream, type FakeUpstream, fixture } from '@gateway/testing';
 import { SIM_MINI_ENTRY, fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_UPSTREAM_API_KEY';

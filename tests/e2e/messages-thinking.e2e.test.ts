@@ -9,8 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
-import { replayJson, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
-import { providerFixture } from '../../services/executor/src/testing/fixtures.js';
+import { replayJson, startFakeUpstream, type FakeUpstream, providerFixture } from '@gateway/testing';
 import { signatureOf, thinkingModel } from './anthropic-thinking-upstream.js';
 import { anthropicModelEntry } from './cli-backend.js';
 import { fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';

@@ -14,9 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
-import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder, fixture, providerFixture } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
-import { fixture, providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
 

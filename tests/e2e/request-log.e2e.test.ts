@@ -10,8 +10,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costPicoUsd, loadCatalog } from '@gateway/catalog';
-import { createTestDatabase, eventually, type FakeUpstream, replayJson, startFakeUpstream, type TestDatabase } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { createTestDatabase, eventually, type FakeUpstream, replayJson, startFakeUpstream, type TestDatabase, fixture } from '@gateway/testing';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 const STATIC_TOKEN = `admin-${randomBytes(24).toString('hex')}`;

@@ -14,8 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costPicoUsd, loadCatalog } from '@gateway/catalog';
-import { eventually, type FakeUpstream, replayJson, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { eventually, type FakeUpstream, replayJson, startFakeUpstream, fixture } from '@gateway/testing';
 import { fakeModelEntry, freePort, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -7,8 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, type FakeUpstream, freePort, replayJson, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { eventually, type FakeUpstream, freePort, replayJson, startFakeUpstream, fixture } from '@gateway/testing';
 import { fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'TRACING_UPSTREAM_KEY';

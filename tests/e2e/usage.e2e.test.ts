@@ -8,8 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { costPicoUsd, loadCatalog, type Catalog } from '@gateway/catalog';
-import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../services/executor/src/testing/fixtures.js';
+import { eventually, type FakeUpstream, replayJson, replaySse, startFakeUpstream, fixture } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 

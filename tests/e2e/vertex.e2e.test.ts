@@ -24,8 +24,8 @@ import {
   type FakeGoogleAuth,
   type FakeUpstream,
   type Responder,
+  providerFixture,
 } from '@gateway/testing';
-import { providerFixture } from '../../services/executor/src/testing/fixtures.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const GEMINI = 'vertex-gemini';

@@ -2,7 +2,7 @@
  * The one test double of the gateway: a local HTTP server standing in for a model provider, which
  * speaks the providers' wire formats (OpenAI's chat completions, Anthropic's Messages, Gemini's
  * generateContent) by replaying the recorded fixtures of the executor's adapters
- * (services/executor/src/providers/<provider>/fixtures, read with that folder's testing/fixtures.ts).
+ * (this package's fixtures/<provider>/, read with `providerFixture`).
  * It records
  * every request (headers and JSON body) and when each request's connection closed, so tests can
  * assert what the adapter sent and that cancelling a call closes the upstream connection. For the

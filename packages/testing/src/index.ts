@@ -148,3 +148,6 @@ export * from './fake-azure.js';
 export * from './fake-google-cloud.js';
 export * from './fake-embeddings.js';
 export * from './postgres.js';
+export * from './fixtures.js';
+export * from './catalog-models.js';
+export * from './hostile-requests.js';

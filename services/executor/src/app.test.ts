@@ -3,10 +3,20 @@ import { GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway
 import { prometheus } from '@gateway/observability';
 import type { ChatRequest, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, ExecutorServiceClient } from '@gateway/proto';
 import { UpstreamPools } from './providers/upstream-pools.js';
-import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from './testing/catalog-models.js';
-import { replayJson, replaySse, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
+import {
+  replayJson,
+  replaySse,
+  startFakeUpstream,
+  type FakeUpstream,
+  catalogOf,
+  openAiCompatibleModel,
+  simulatedModel,
+  TEST_KEY,
+  TEST_KEY_ENV,
+  fixture,
+  providerFixture,
+} from '@gateway/testing';
 import { startExecutor } from './testing/executor-calls.js';
-import { fixture, providerFixture } from './testing/fixtures.js';
 
 let upstream: FakeUpstream;
 let pools: UpstreamPools;

@@ -1,15 +1,9 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { callUnary, createClient, createGatewayServer, StreamedCalls, type GatewayServer } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
-import { loadGatewayGrpc, type ChatRequestOutput, type ExecuteResponseOutput, type ExecutorServiceClient } from '@gateway/proto';
-import { eventually } from '@gateway/testing';
-import { DEFAULT_BREAKER, DEFAULT_RETRY, EXECUTOR_SERVICE_NAME } from './app.js';
-import { createExecutorMetrics } from './executor-metrics.js';
-import { createExecutorHandlers } from './executor-service.js';
-import { DeploymentPool } from './pool/deployment-pool.js';
+import { describe, expect, it, vi } from 'vitest';
+import { callUnary, StreamedCalls } from '@gateway/grpc';
+import type { ChatRequestOutput, ExecuteResponseOutput } from '@gateway/proto';
+import { eventually, simulatedModel } from '@gateway/testing';
 import type { Provider, ProviderContext, ProviderStreamEvent } from './providers/provider.js';
-import { simulatedModel } from './testing/catalog-models.js';
+import { useExecutorOfProvider } from './testing/executor-calls.js';
 
 /** A provider of our own that never ends and counts how far the executor pulled it. */
 class EndlessProvider implements Provider {
@@ -37,34 +31,7 @@ class EndlessProvider implements Provider {
   }
 }
 
-let server: GatewayServer | undefined;
-let client: ExecutorServiceClient | undefined;
-
-afterEach(async () => {
-  client?.close();
-  await server?.shutdown(100);
-});
-
-async function start(provider: Provider): Promise<ExecutorServiceClient> {
-  const service = createExecutorHandlers({
-    pool: new DeploymentPool([simulatedModel()], {}, DEFAULT_BREAKER),
-    providers: { forModel: () => provider },
-    retry: DEFAULT_RETRY,
-    logger: createLogger('executor-test', 'silent'),
-    metrics: createExecutorMetrics(new prometheus.Registry()),
-  });
-  server = createGatewayServer([
-    {
-      name: EXECUTOR_SERVICE_NAME,
-      definition: loadGatewayGrpc().gateway.executor.v1.ExecutorService.service,
-      handlers: service.handlers,
-      drain: service.drain,
-    },
-  ]);
-  const port = await server.listen('127.0.0.1:0');
-  client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
-  return client;
-}
+const start = useExecutorOfProvider([simulatedModel()]);
 
 const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 

@@ -1,26 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { callUnary, createClient, createGatewayServer, type GatewayError, StreamedCalls, type GatewayServer } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
-import { type EmbedRequest, type EmbedResponseOutput, type ExecuteResponseOutput, type ExecutorServiceClient, loadGatewayGrpc } from '@gateway/proto';
-import { eventually } from '@gateway/testing';
+import { describe, expect, it } from 'vitest';
+import { callUnary, type GatewayError, StreamedCalls } from '@gateway/grpc';
+import type { EmbedRequest, EmbedResponseOutput, ExecuteResponseOutput, ExecutorServiceClient } from '@gateway/proto';
+import { eventually, simulatedModel } from '@gateway/testing';
 import { countTextTokens } from '@gateway/tokens';
-import { DEFAULT_BREAKER, DEFAULT_RETRY, EXECUTOR_SERVICE_NAME } from '../app.js';
-import { createExecutorMetrics } from '../executor-metrics.js';
-import { createExecutorHandlers } from '../executor-service.js';
-import { DeploymentPool } from '../pool/deployment-pool.js';
 import { vectorOfBytes } from '../providers/embedding-vectors.js';
 import type { EmbeddingBatch, Provider } from '../providers/provider.js';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.js';
-import { simulatedModel } from '../testing/catalog-models.js';
-
-let server: GatewayServer | undefined;
-let client: ExecutorServiceClient | undefined;
-
-afterEach(async () => {
-  client?.close();
-  await server?.shutdown(100);
-});
+import { useExecutorOfProvider } from '../testing/executor-calls.js';
 
 const EMBEDDING = simulatedModel({
   id: 'sim-embed',
@@ -42,26 +28,7 @@ function recordingProvider(): { provider: Provider; batches: EmbeddingBatch[] } 
   return { provider, batches };
 }
 
-async function start(provider: Provider): Promise<ExecutorServiceClient> {
-  const service = createExecutorHandlers({
-    pool: new DeploymentPool([EMBEDDING, CHAT], {}, DEFAULT_BREAKER),
-    providers: { forModel: () => provider },
-    retry: DEFAULT_RETRY,
-    logger: createLogger('executor-test', 'silent'),
-    metrics: createExecutorMetrics(new prometheus.Registry()),
-  });
-  server = createGatewayServer([
-    {
-      name: EXECUTOR_SERVICE_NAME,
-      definition: loadGatewayGrpc().gateway.executor.v1.ExecutorService.service,
-      handlers: service.handlers,
-      drain: service.drain,
-    },
-  ]);
-  const port = await server.listen('127.0.0.1:0');
-  client = createClient(loadGatewayGrpc().gateway.executor.v1.ExecutorService, `127.0.0.1:${port}`);
-  return client;
-}
+const start = useExecutorOfProvider([EMBEDDING, CHAT]);
 
 const embedOf = (executor: ExecutorServiceClient, request: EmbedRequest) =>
   callUnary<EmbedRequest, EmbedResponseOutput>(executor, executor.Embed, request, { deadlineMs: 5_000 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BREAKER } from '../app.js';
-import { openAiCompatibleModel, TEST_KEY_ENV } from '../testing/catalog-models.js';
+import { openAiCompatibleModel, TEST_KEY_ENV } from '@gateway/testing';
 import { DeploymentPool } from './deployment-pool.js';
 
 const model = openAiCompatibleModel('http://primary.test/v1', {

@@ -7,9 +7,19 @@ import { GrpcStatus, type GatewayServer } from '@gateway/grpc';
 import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
 import { DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
-import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
-import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
-import { fixture } from '../testing/fixtures.js';
+import {
+  replayJson,
+  replaySse,
+  startFakeUpstream,
+  type FakeUpstream,
+  type Responder,
+  catalogOf,
+  openAiCompatibleModel,
+  simulatedModel,
+  TEST_KEY,
+  TEST_KEY_ENV,
+  fixture,
+} from '@gateway/testing';
 import { DeploymentPool } from './deployment-pool.js';
 import { completeOn, failureOf, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
 

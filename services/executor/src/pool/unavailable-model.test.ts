@@ -13,9 +13,21 @@ import { GrpcStatus, type GatewayServer } from '@gateway/grpc';
 import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
 import { DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
-import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
-import { refusedBaseUrl, replayJson, startBrokenUpstream, startFakeUpstream, type BrokenUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
-import { fixture } from '../testing/fixtures.js';
+import {
+  refusedBaseUrl,
+  replayJson,
+  startBrokenUpstream,
+  startFakeUpstream,
+  type BrokenUpstream,
+  type FakeUpstream,
+  type Responder,
+  catalogOf,
+  openAiCompatibleModel,
+  simulatedModel,
+  TEST_KEY,
+  TEST_KEY_ENV,
+  fixture,
+} from '@gateway/testing';
 import { DeploymentPool } from './deployment-pool.js';
 import { completeOn, failureOf, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
 import { UNAVAILABLE_RETRY_AFTER_MS } from './run-with-fallbacks.js';

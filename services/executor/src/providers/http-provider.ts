@@ -24,13 +24,12 @@ export interface UpstreamRequest {
 }
 
 /**
- * What an adapter's embeddings need of it: its transport (HttpProvider's post and readWhole), so
+ * What an adapter's embeddings need of it: its transport (HttpProvider's postForWhole), so
  * an embeddings request goes out with the adapter's auth, pools, timeouts and error envelope.
  */
 export interface EmbeddingTransport {
   readonly name: string;
-  post(request: UpstreamRequest, context: ProviderContext): Promise<Dispatcher.ResponseData>;
-  readWhole<T extends object>(response: Dispatcher.ResponseData, signal: AbortSignal, isWhole: (body: T) => boolean, missing: string): Promise<T>;
+  postForWhole<T extends object>(request: UpstreamRequest, context: ProviderContext, isWhole: (body: T) => boolean, missing: string): Promise<T>;
 }
 
 /** An HTTP adapter. */
@@ -106,5 +105,11 @@ export abstract class HttpProvider implements Provider {
       throw new UpstreamError(missing, { provider: this.name, kind: 'malformed', status: response.statusCode });
     }
     return body;
+  }
+
+  /** Posts `request` and reads its whole answer (see readWhole): one JSON call, as the embeddings make. */
+  async postForWhole<T extends object>(request: UpstreamRequest, context: ProviderContext, isWhole: (body: T) => boolean, missing: string): Promise<T> {
+    const response = await this.post(request, context);
+    return this.readWhole(response, context.signal, isWhole, missing);
   }
 }

@@ -2,14 +2,23 @@
 import { expect } from 'vitest';
 import { GatewayError } from '@gateway/grpc';
 import type { ChatChunk, ChatRequestOutput } from '@gateway/proto';
-import type { ProviderStreamEvent } from '../providers/provider.js';
-import type { FakeUpstream, Responder } from '@gateway/testing';
+import type { EmbeddingBatch, ProviderStreamEvent } from '../providers/provider.js';
 import { UpstreamError } from '../providers/upstream-error.js';
 import { toGatewayError } from '../to-gateway-error.js';
 
 /** A one-message request ("Hello!"), with whatever else a test sets. */
 export function simpleRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
   return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hello!', tool_calls: [] }], stop: [], tools: [], ...extra };
+}
+
+/** A batch of texts to embed, at the model's own dimensions unless given. */
+export function textBatch(inputs: string[], dimensions = 0): EmbeddingBatch {
+  return { texts: inputs, tokenArrays: [], dimensions, user: '' };
+}
+
+/** Vectors as arrays of numbers, to compare with what a fake upstream sent. */
+export function valuesOf(vectors: readonly Float32Array[]): number[][] {
+  return vectors.map((vector) => Array.from(vector));
 }
 
 /** Every event a stream produced, in order. */
@@ -34,29 +43,6 @@ export async function gatewayErrorOf(promise: Promise<unknown>): Promise<Gateway
   const mapped = toGatewayError(error);
   expect(mapped).toBeInstanceOf(GatewayError);
   return mapped as GatewayError;
-}
-
-/** A provider's two calls, with the context a test gives them. */
-interface Completes {
-  complete(request: ChatRequestOutput): Promise<{ choices?: Array<{ logprobs?: unknown; message?: { content?: string } | null }> }>;
-  stream(request: ChatRequestOutput): AsyncIterable<ProviderStreamEvent>;
-}
-
-/**
- * Asks for logprobs from a provider that has none (Anthropic, Gemini): the answer comes, whole
- * and streamed, with no logprobs on any choice, and nothing about logprobs reaches the upstream.
- */
-export async function expectAnswersWithoutLogprobs(calls: Completes, upstream: FakeUpstream, replies: { whole: Responder; stream: Responder }): Promise<void> {
-  const request = simpleRequest({ logprobs: true, top_logprobs: 2 });
-  upstream.respond(replies.whole);
-  const response = await calls.complete(request);
-  expect(JSON.stringify(upstream.requests.at(-1)?.body)).not.toMatch(/logprobs/i);
-  expect(response.choices?.[0]?.message?.content).toBeTruthy();
-  expect(response.choices?.every((choice) => choice.logprobs === undefined)).toBe(true);
-  upstream.respond(replies.stream);
-  const chunks = chunksOf(await collect(calls.stream(request)));
-  expect(chunks.length).toBeGreaterThan(1);
-  expect(chunks.every((chunk) => chunk.choices?.every((choice) => choice.logprobs === undefined))).toBe(true);
 }
 
 /** Runs a stream to its end; returns what it yielded and the failure it ended with, if any. */

@@ -1,23 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { anthropicModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
-import { replayJson, replayRaw, replaySse } from '@gateway/testing';
-import { providerFixture } from '../../testing/fixtures.js';
-import { chunksOf, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import {
-  completeWith,
-  drainWith,
-  expectFirstByteTimeout,
-  expectInvalidRequest,
-  expectKeyRedacted,
-  expectRetryableUnavailable,
-  expectStreamAbortClosesUpstream,
-  expectWholeAbortClosesUpstream,
-  failureOf,
-  streamWith,
-  useProviderUnderTest,
-} from '../../testing/provider-under-test.js';
+import { replayJson, replayRaw, replaySse, anthropicModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
+import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { UpstreamError } from '../upstream-error.js';
 import { AnthropicProvider } from './anthropic-provider.js';
@@ -170,7 +156,7 @@ describe('AnthropicProvider: requests it sends', () => {
       [64_000, { type: 'tool', name: 'get_weather' }],
     ]);
     expect(under.upstream.requests[0]?.body).not.toHaveProperty('stream');
-    await streamWith(under, replaySse(fixture('stream-text.sse')));
+    await under.streamWith(replaySse(fixture('stream-text.sse')));
     expect(under.upstream.requests[3]?.body).toMatchObject({ stream: true, messages: [{ role: 'user', content: 'Hello!' }] });
     expect(under.upstream.requests[3]?.headers.accept).toBe('text/event-stream');
   });
@@ -195,7 +181,7 @@ describe('AnthropicProvider: requests it sends', () => {
 
 describe('AnthropicProvider: whole responses', () => {
   it('joins text blocks and reports cache reads as cached prompt tokens', async () => {
-    const response = await completeWith(under, replayJson(200, fixture('message.json')));
+    const response = await under.completeWith(replayJson(200, fixture('message.json')));
     expect(response).toMatchObject({
       id: 'chatcmpl-msg_013Zva2CMHLNnXjNJJKqJ2EF',
       model: under.model.id,
@@ -217,7 +203,7 @@ describe('AnthropicProvider: whole responses', () => {
   });
 
   it('turns tool_use blocks into tool calls with JSON-string arguments', async () => {
-    const response = await completeWith(under, replayJson(200, fixture('message-tool-use.json')));
+    const response = await under.completeWith(replayJson(200, fixture('message-tool-use.json')));
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBe("I'll check the current weather in San Francisco for you.");
@@ -232,28 +218,24 @@ describe('AnthropicProvider: whole responses', () => {
 
   it('maps max_tokens to length and refusal to content_filter', async () => {
     const message = JSON.parse(fixture('message.json')) as Record<string, unknown>;
-    expect((await completeWith(under, replayJson(200, JSON.stringify({ ...message, stop_reason: 'max_tokens' })))).choices?.[0]?.finish_reason).toBe(
+    expect((await under.completeWith(replayJson(200, JSON.stringify({ ...message, stop_reason: 'max_tokens' })))).choices?.[0]?.finish_reason).toBe(
       'FINISH_REASON_LENGTH',
     );
-    expect((await completeWith(under, replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })))).choices?.[0]?.finish_reason).toBe(
+    expect((await under.completeWith(replayJson(200, JSON.stringify({ ...message, stop_reason: 'refusal' })))).choices?.[0]?.finish_reason).toBe(
       'FINISH_REASON_CONTENT_FILTER',
     );
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
-    await expectAnswersWithoutLogprobs(
-      { complete: (request) => under.provider.complete(request, contextOf()), stream: (request) => under.provider.stream(request, contextOf()) },
-      under.upstream,
-      {
-        whole: replayJson(200, fixture('message.json')),
-        stream: replaySse(fixture('stream-text.sse')),
-      },
-    );
+    await under.expectAnswersWithoutLogprobs({
+      whole: replayJson(200, fixture('message.json')),
+      stream: replaySse(fixture('stream-text.sse')),
+    });
   });
 });
 
 describe('AnthropicProvider: streams', () => {
   it('streams text as OpenAI chunks: role first, content deltas, the finish reason, then the usage', async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-text.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-text.sse')));
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === under.model.id)).toBe(true);
@@ -269,7 +251,7 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it("keeps message_start's cache-write split when message_delta restates the counts without it", async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-cache-write.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-cache-write.sse')));
     expect(events.at(-1)).toEqual({
       type: 'usage',
       usage: expectedUsage({ input: 40, read: 4096, written5m: 1000, written1h: 2000, output: 6 }),
@@ -277,7 +259,7 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it('streams tool_use blocks as OpenAI tool-call deltas whose fragments reassemble to the arguments', async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-tool-use.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-tool-use.sse')));
     const chunks = chunksOf(events);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Okay, let me check the weather.');
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
@@ -309,7 +291,7 @@ describe('AnthropicProvider: streams', () => {
       replayRaw(200, fixture('stream-truncated.sse')),
       replaySse(fixture('stream-text.sse').split('event: message_stop')[0] as string),
     ]) {
-      const { events: received, failure } = await drainWith(under, responder);
+      const { events: received, failure } = await under.drainWith(responder);
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
       expect(received.length).toBeGreaterThan(0);
       expect(received.every((event) => event.type === 'chunk')).toBe(true);
@@ -318,7 +300,7 @@ describe('AnthropicProvider: streams', () => {
   });
 
   it('fails on an overloaded error event mid-stream as retryable, and on an event that is not JSON', async () => {
-    const { events: received, failure } = await drainWith(under, replaySse(fixture('stream-error.sse')));
+    const { events: received, failure } = await under.drainWith(replaySse(fixture('stream-error.sse')));
     expect(failure).toMatchObject({ kind: 'stream_error', status: 529, retryable: true });
     expect(
       chunksOf(received)
@@ -328,7 +310,7 @@ describe('AnthropicProvider: streams', () => {
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
     expect(
       await gatewayErrorOf(
-        streamWith(under, replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n')),
+        under.streamWith(replaySse('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":\n\n')),
       ),
     ).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
@@ -339,25 +321,25 @@ describe('AnthropicProvider: streams', () => {
 
 describe('AnthropicProvider: upstream failures', () => {
   it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
-    await expectInvalidRequest(under, replayJson(400, fixture('error-400.json')), 'roles must alternate');
+    await under.expectInvalidRequest(replayJson(400, fixture('error-400.json')), 'roles must alternate');
     const echoed = { type: 'error', error: { type: 'invalid_request_error', message: `bad key ${PROVIDER_TEST_KEY}` } };
-    await expectKeyRedacted(under, replayJson(400, JSON.stringify(echoed)), PROVIDER_TEST_KEY);
+    await under.expectKeyRedacted(replayJson(400, JSON.stringify(echoed)), PROVIDER_TEST_KEY);
   });
 
   it('maps 401 to FAILED_PRECONDITION without the upstream message', async () => {
-    const error = await failureOf(under, replayJson(401, fixture('error-401.json')));
+    const error = await under.failureOf(replayJson(401, fixture('error-401.json')));
     expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: 401 });
     expect(error.message).not.toContain('x-api-key');
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with its retry-after, whole and streamed', async () => {
-    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }))).toMatchObject({
+    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 7000,
     });
-    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 'stream')).toMatchObject({
+    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 3000,
     });
@@ -368,19 +350,19 @@ describe('AnthropicProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [529, 'error-529.json'],
     ] as const) {
-      await expectRetryableUnavailable(failureOf(under, replayJson(status, fixture(name))), status);
+      await expectRetryableUnavailable(under.failureOf(replayJson(status, fixture(name))), status);
     }
-    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
+    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
   });
 
   it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {
-    await expectFirstByteTimeout(under);
+    await under.expectFirstByteTimeout();
   });
 });
 
 describe('AnthropicProvider: cancellation', () => {
   it('closes the upstream connection promptly when a stream is aborted', () =>
-    expectStreamAbortClosesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
+    under.expectStreamAbortClosesUpstream(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 
-  it('closes the upstream connection when a whole request is aborted before the answer', () => expectWholeAbortClosesUpstream(under));
+  it('closes the upstream connection when a whole request is aborted before the answer', () => under.expectWholeAbortClosesUpstream());
 });

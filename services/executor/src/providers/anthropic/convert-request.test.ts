@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { anthropicModel } from '../../testing/catalog-models.js';
+import { anthropicModel } from '@gateway/testing';
 import { toAnthropicRequest } from './convert-request.js';
 
 const model = anthropicModel('http://127.0.0.1:1');

@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput, MessageOutput } from '@gateway/proto';
-import { anthropicModel } from '../../testing/catalog-models.js';
-import { replayJson, replaySse } from '@gateway/testing';
-import { providerFixture } from '../../testing/fixtures.js';
+import { replayJson, replaySse, anthropicModel, providerFixture } from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
-import { completeWith, streamWith, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { AnthropicProvider } from './anthropic-provider.js';
 
 const fixture = (name: string) => providerFixture('anthropic', name);
@@ -104,7 +102,7 @@ describe('AnthropicProvider: extended thinking in requests', () => {
 
 describe('AnthropicProvider: extended thinking in answers', () => {
   it('returns the thinking blocks of a whole answer whole, signatures included, apart from the text and the calls', async () => {
-    const response = await completeWith(under, replayJson(200, fixture('message-thinking.json')));
+    const response = await under.completeWith(replayJson(200, fixture('message-thinking.json')));
     const message = response.choices?.[0]?.message;
     expect(message?.thinking?.blocks).toEqual([
       { thinking: { thinking: 'The user wants the weather in Paris. I should call get_weather.', signature: SIGNATURE } },
@@ -115,7 +113,7 @@ describe('AnthropicProvider: extended thinking in answers', () => {
   });
 
   it('streams thinking as thinking deltas ended by the signature, a redacted block whole, then the text', async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-thinking.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-thinking.sse')));
     const deltas = chunksOf(events)
       .map((chunk) => chunk.choices?.[0]?.delta ?? {})
       .filter((delta) => delta.thinking !== undefined || delta.thinking_signature !== undefined || delta.redacted_thinking !== undefined || delta.content);
@@ -135,7 +133,7 @@ describe('AnthropicProvider: extended thinking in answers', () => {
       .replace('"thinking":"","signature":""', `"thinking":"Quick.","signature":"${SIGNATURE}"`)
       .replace(/event: content_block_delta\ndata: \{[^\n]*signature_delta[^\n]*\n\n/, '');
     expect(sse).not.toContain('signature_delta');
-    const deltas = chunksOf(await streamWith(under, replaySse(sse))).map((chunk) => chunk.choices?.[0]?.delta ?? {});
+    const deltas = chunksOf(await under.streamWith(replaySse(sse))).map((chunk) => chunk.choices?.[0]?.delta ?? {});
     const thinking = deltas.filter((delta) => delta.thinking !== undefined || delta.thinking_signature !== undefined);
     expect(thinking.at(0)?.thinking).toBe('Quick.');
     expect(thinking.at(-1)?.thinking_signature).toBe(SIGNATURE);

@@ -1,11 +1,20 @@
 import { ClientSecretCredential } from '@azure/identity';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_REASONS, GrpcStatus } from '@gateway/grpc';
-import { azureOpenAi, replayJson, replaySse, startFakeEntra, type FakeEntra, type Responder } from '@gateway/testing';
-import { azureModel, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import {
+  azureOpenAi,
+  replayJson,
+  replaySse,
+  startFakeEntra,
+  type FakeEntra,
+  type Responder,
+  azureModel,
+  PROVIDER_TEST_KEY,
+  PROVIDER_TEST_KEY_ENV,
+  providerFixture,
+} from '@gateway/testing';
 import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import { completeWith, expectKeyRedacted, failureOf, streamWith, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { UpstreamError } from '../upstream-error.js';
 import { azureChatUrl, AzureProvider } from './azure-provider.js';
 
@@ -23,7 +32,7 @@ const under = useProviderUnderTest({
 
 describe('AzureProvider: URLs and the api-key', () => {
   it('posts to the deployment URL with api-version and the key in api-key, never as a bearer token', async () => {
-    const response = await completeWith(under, azure(replayJson(200, fixture('chat-completion.json'))));
+    const response = await under.completeWith(azure(replayJson(200, fixture('chat-completion.json'))));
     const sent = under.upstream.requests[0]!;
     expect(sent.path).toBe('/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21');
     expect(sent.headers['api-key']).toBe(PROVIDER_TEST_KEY);
@@ -71,15 +80,15 @@ describe('AzureProvider: URLs and the api-key', () => {
 
   it('answers a wrong key as upstream_rejected, with the key kept out of the message', async () => {
     const wrongKey = azureOpenAi({ apiKey: 'another-key-0123456789' }, replayJson(200, fixture('chat-completion.json')));
-    expect(await failureOf(under, wrongKey)).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', upstreamStatus: 401 });
+    expect(await under.failureOf(wrongKey)).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', upstreamStatus: 401 });
     const echoing = replayJson(400, JSON.stringify({ error: { code: 'invalid_request', message: `Bad request sent with key ${PROVIDER_TEST_KEY}` } }));
-    await expectKeyRedacted(under, echoing, PROVIDER_TEST_KEY);
+    await under.expectKeyRedacted(echoing, PROVIDER_TEST_KEY);
   });
 });
 
 describe('AzureProvider: answers', () => {
   it('streams text, skipping the chunk that carries only prompt_filter_results, with the usage last', async () => {
-    const events = await streamWith(under, azure(replaySse(fixture('stream-text.sse'))));
+    const events = await under.streamWith(azure(replaySse(fixture('stream-text.sse'))));
     expect(under.upstream.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     const chunks = chunksOf(events);
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Paris is the capital of France.');
@@ -88,13 +97,13 @@ describe('AzureProvider: answers', () => {
   });
 
   it('calls tools, whole and streamed', async () => {
-    const whole = await completeWith(under, azure(replayJson(200, fixture('chat-completion-tool-calls.json'))), TOOLS_REQUEST);
+    const whole = await under.completeWith(azure(replayJson(200, fixture('chat-completion-tool-calls.json'))), TOOLS_REQUEST);
     expect(under.upstream.requests[0]?.body).toMatchObject({ tools: [{ type: 'function', function: { name: 'get_current_weather' } }] });
     expect(whole.choices?.[0]).toMatchObject({
       finish_reason: 'FINISH_REASON_TOOL_CALLS',
       message: { tool_calls: [{ id: 'call_Wx1Yz2', function: { name: 'get_current_weather', arguments: '{"location":"Paris","unit":"celsius"}' } }] },
     });
-    const streamed = chunksOf(await streamWith(under, azure(replaySse(fixture('stream-tool-calls.sse'))), TOOLS_REQUEST));
+    const streamed = chunksOf(await under.streamWith(azure(replaySse(fixture('stream-tool-calls.sse'))), TOOLS_REQUEST));
     const calls = streamed.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(calls[0]).toMatchObject({ id: 'call_Wx1Yz2', function: { name: 'get_current_weather' } });
     expect(calls.map((call) => call.function?.arguments ?? '').join('')).toBe('{"location":"Paris","unit":"celsius"}');
@@ -102,9 +111,9 @@ describe('AzureProvider: answers', () => {
   });
 
   it('ends a completion the content filter withheld or cut with finish_reason content_filter, whole and streamed', async () => {
-    const whole = await completeWith(under, azure(replayJson(200, fixture('chat-completion-content-filter.json'))));
+    const whole = await under.completeWith(azure(replayJson(200, fixture('chat-completion-content-filter.json'))));
     expect(whole.choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
-    const streamed = chunksOf(await streamWith(under, azure(replaySse(fixture('stream-content-filter.sse')))));
+    const streamed = chunksOf(await under.streamWith(azure(replaySse(fixture('stream-content-filter.sse')))));
     expect(streamed.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Here is how');
     expect(streamed.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
@@ -112,7 +121,7 @@ describe('AzureProvider: answers', () => {
 
 describe('AzureProvider: refusals', () => {
   it("answers a prompt the content filter refused with OpenAI's 400 content_filter on param prompt, not retried", async () => {
-    const failure = await failureOf(under, azure(replayJson(400, fixture('error-400-content-filter.json'))));
+    const failure = await under.failureOf(azure(replayJson(400, fixture('error-400-content-filter.json'))));
     expect(failure).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'content_filter', param: 'prompt', retryable: false, upstreamStatus: 400 });
     expect(failure.message).toContain("triggering Azure OpenAI's content management policy");
     expect(ERROR_REASONS.content_filter).toMatchObject({ http: 400, type: 'invalid_request_error' });
@@ -120,14 +129,14 @@ describe('AzureProvider: refusals', () => {
 
   it('takes the wait of a 429 from retry-after-ms, else from retry-after', async () => {
     const limited = (headers: Record<string, string>) => azure(replayJson(429, fixture('error-429.json'), headers));
-    const precise = await failureOf(under, limited({ 'retry-after-ms': '1500', 'retry-after': '2' }));
+    const precise = await under.failureOf(limited({ 'retry-after-ms': '1500', 'retry-after': '2' }));
     expect(precise).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 1500 });
-    const seconds = await failureOf(under, limited({ 'retry-after': '7' }), 'stream');
+    const seconds = await under.failureOf(limited({ 'retry-after': '7' }), 'stream');
     expect(seconds).toMatchObject({ reason: 'upstream_rate_limited', retryAfterMs: 7000 });
   });
 
   it('answers a deployment the resource does not have as upstream_rejected', async () => {
-    expect(await failureOf(under, azure(replayJson(404, fixture('error-404-deployment.json'))))).toMatchObject({
+    expect(await under.failureOf(azure(replayJson(404, fixture('error-404-deployment.json'))))).toMatchObject({
       reason: 'upstream_rejected',
       upstreamStatus: 404,
     });

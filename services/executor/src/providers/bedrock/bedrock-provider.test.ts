@@ -3,25 +3,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, MessageOutput } from '@gateway/proto';
 import {
-  startFakeBedrock,
   startFakeContainerCredentials,
   startFakeImds,
   startFakeSts,
   type BedrockReply,
   type BedrockStreamMessage,
-  type FakeBedrock,
+  BEDROCK_TEST_REGION,
+  bedrockModel,
+  providerFixture,
 } from '@gateway/testing';
-import { BEDROCK_TEST_REGION, bedrockModel } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
 import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
 import type { ProviderContext } from '../provider.js';
-import { UpstreamPools } from '../upstream-pools.js';
 import { BedrockProvider } from './bedrock-provider.js';
+import { contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
 
 const CREDENTIALS = { accessKeyId: 'AKIAFAKEBEDROCKTEST1', secretAccessKey: 'fake-secret-0123456789abcdefghijklmnopqrstuv' };
 const API_KEY_ENV = 'FAKE_BEDROCK_API_KEY';
@@ -36,38 +35,24 @@ const stream = (name: string, options: { delayMs?: number; end?: boolean } = {})
   ...options,
 });
 
-let fake: FakeBedrock;
-let pools: UpstreamPools;
-let provider: BedrockProvider;
+const bedrock = useBedrockUnderTest(CREDENTIALS, { variable: API_KEY_ENV, value: API_KEY });
 let model: CatalogModel;
-
-beforeAll(async () => {
-  fake = await startFakeBedrock({ region: BEDROCK_TEST_REGION, credentials: [CREDENTIALS], apiKeys: [API_KEY] });
-  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 400, idleMs: 400 });
-  provider = new BedrockProvider({ pools, environment: { [API_KEY_ENV]: API_KEY }, awsCredentials: async () => CREDENTIALS });
-  model = bedrockModel(fake.baseUrl);
-});
-afterEach(() => {
-  fake.requests.length = 0;
-  fake.refusals.length = 0;
-});
-afterAll(async () => {
-  await pools.close(100);
-  await fake.close();
+beforeAll(() => {
+  model = bedrockModel(bedrock.fake.baseUrl);
 });
 
-function contextOf(signal: AbortSignal = new AbortController().signal, catalogModel: CatalogModel = model): ProviderContext {
-  return { model: catalogModel, signal, requestId: 'test-request' };
+function contextOf(signal?: AbortSignal, catalogModel: CatalogModel = model): ProviderContext {
+  return contextOn(catalogModel, signal);
 }
 
-function complete(reply: BedrockReply, request: ChatRequestOutput = simpleRequest(), on: BedrockProvider = provider, catalogModel = model) {
-  fake.reply(() => reply);
+function complete(reply: BedrockReply, request: ChatRequestOutput = simpleRequest(), on: BedrockProvider = bedrock.provider, catalogModel = model) {
+  bedrock.fake.reply(() => reply);
   return on.complete(request, contextOf(undefined, catalogModel));
 }
 
 function streamed(reply: BedrockReply, request: ChatRequestOutput = simpleRequest()) {
-  fake.reply(() => reply);
-  return collect(provider.stream(request, contextOf()));
+  bedrock.fake.reply(() => reply);
+  return collect(bedrock.provider.stream(request, contextOf()));
 }
 
 /** An earlier assistant turn with signed reasoning, redacted reasoning, text and a tool call. */
@@ -105,8 +90,8 @@ describe('BedrockProvider: requests it sends', () => {
       stop: ['END'],
     });
     await complete(converse('converse.json'), request);
-    expect(fake.refusals).toEqual([]);
-    const received = fake.requests[0]!;
+    expect(bedrock.fake.refusals).toEqual([]);
+    const received = bedrock.fake.requests[0]!;
     expect(received.path).toBe('/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/converse');
     expect(received.modelId).toBe('us.anthropic.claude-sonnet-4-20250514-v1:0');
     expect(received.signedBy).toBe(CREDENTIALS.accessKeyId);
@@ -134,8 +119,8 @@ describe('BedrockProvider: requests it sends', () => {
       tool_choice: { function_name: 'get_weather' },
     });
     await complete(converse('converse.json'), request);
-    expect(fake.refusals).toEqual([]);
-    expect(fake.requests[0]!.body).toMatchObject({
+    expect(bedrock.fake.refusals).toEqual([]);
+    expect(bedrock.fake.requests[0]!.body).toMatchObject({
       messages: [
         { role: 'user', content: [{ text: 'Weather in Paris?' }] },
         { role: 'assistant', content: [{ toolUse: { toolUseId: 'tooluse_1', name: 'get_weather', input: { location: 'Paris' } } }] },
@@ -169,8 +154,8 @@ describe('BedrockProvider: requests it sends', () => {
       anthropic_betas: { flags: ['interleaved-thinking-2025-05-14', 'claude-code-20250219'] },
     });
     await complete(converse('converse.json'), request);
-    expect(fake.refusals).toEqual([]);
-    const body = fake.requests[0]!.body as { messages: unknown[]; additionalModelRequestFields: unknown };
+    expect(bedrock.fake.refusals).toEqual([]);
+    const body = bedrock.fake.requests[0]!.body as { messages: unknown[]; additionalModelRequestFields: unknown };
     // Only the flags Bedrock accepts: it refuses a request naming Anthropic-API-only betas.
     expect(body.additionalModelRequestFields).toEqual({
       thinking: { type: 'enabled', budget_tokens: 2048 },
@@ -206,8 +191,8 @@ describe('BedrockProvider: requests it sends', () => {
       tools: [{ ...WEATHER_TOOL, cache_control: { type: 'ephemeral' } }],
     });
     await complete(converse('converse.json'), request);
-    expect(fake.refusals).toEqual([]);
-    expect(fake.requests[0]!.body).toMatchObject({
+    expect(bedrock.fake.refusals).toEqual([]);
+    expect(bedrock.fake.requests[0]!.body).toMatchObject({
       system: [{ text: 'A long system prompt.' }, { cachePoint: { type: 'default' } }],
       messages: [{ role: 'user', content: [{ text: 'A long document.' }, { cachePoint: { type: 'default' } }, { text: 'Summarize it.' }] }],
       toolConfig: { tools: [{ toolSpec: { name: 'get_weather' } }, { cachePoint: { type: 'default' } }] },
@@ -248,17 +233,17 @@ describe('BedrockProvider: requests it sends', () => {
       param: 'n',
       message: 'The bedrock provider returns one choice per request; n must be 1.',
     });
-    expect(fake.requests).toHaveLength(0);
+    expect(bedrock.fake.requests).toHaveLength(0);
   });
 
   it('sends a Bedrock API key as a bearer token, unsigned, when the catalog names one', async () => {
-    const keyed = bedrockModel(fake.baseUrl, {
-      upstream: { model: 'anthropic.claude-3-5-haiku-20241022-v1:0', region: BEDROCK_TEST_REGION, base_url: fake.baseUrl, api_key_env: API_KEY_ENV },
+    const keyed = bedrockModel(bedrock.fake.baseUrl, {
+      upstream: { model: 'anthropic.claude-3-5-haiku-20241022-v1:0', region: BEDROCK_TEST_REGION, base_url: bedrock.fake.baseUrl, api_key_env: API_KEY_ENV },
     });
-    await complete(converse('converse.json'), simpleRequest(), provider, keyed);
-    expect(fake.requests[0]!.signedBy).toBe('api-key');
-    expect(fake.requests[0]!.headers.authorization).toBe(`Bearer ${API_KEY}`);
-    expect(fake.requests[0]!.headers['x-amz-date']).toBeUndefined();
+    await complete(converse('converse.json'), simpleRequest(), bedrock.provider, keyed);
+    expect(bedrock.fake.requests[0]!.signedBy).toBe('api-key');
+    expect(bedrock.fake.requests[0]!.headers.authorization).toBe(`Bearer ${API_KEY}`);
+    expect(bedrock.fake.requests[0]!.headers['x-amz-date']).toBeUndefined();
   });
 });
 
@@ -310,8 +295,8 @@ describe('BedrockProvider: whole answers', () => {
 describe('BedrockProvider: streamed answers (AWS event stream)', () => {
   it('decodes ConverseStream and yields text chunks, the finish reason, then the usage', async () => {
     const events = await streamed(stream('converse-stream.json'));
-    expect(fake.requests[0]!.path).toBe('/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/converse-stream');
-    expect(fake.requests[0]!.headers.accept).toBe('application/vnd.amazon.eventstream');
+    expect(bedrock.fake.requests[0]!.path).toBe('/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/converse-stream');
+    expect(bedrock.fake.requests[0]!.headers.accept).toBe('application/vnd.amazon.eventstream');
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
     expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
@@ -356,21 +341,21 @@ describe('BedrockProvider: streamed answers (AWS event stream)', () => {
 
   it('closes the upstream connection at once when the caller goes away mid-stream', async () => {
     // The upstream's next event is a minute away: the connection closes when the caller leaves, not then.
-    fake.reply(() => stream('converse-stream.json', { delayMs: 60_000, end: false }));
+    bedrock.fake.reply(() => stream('converse-stream.json', { delayMs: 60_000, end: false }));
     const controller = new AbortController();
-    const iterator = provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
+    const iterator = bedrock.provider.stream(simpleRequest(), contextOf(controller.signal))[Symbol.asyncIterator]();
     expect((await iterator.next()).value).toMatchObject({ type: 'chunk' });
     const pending = iterator.next();
     controller.abort();
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
-    await fake.requests[0]!.closed;
-    expect(fake.requests[0]!.finished).toBe(false);
+    await bedrock.fake.requests[0]!.closed;
+    expect(bedrock.fake.requests[0]!.finished).toBe(false);
   });
 });
 
 function drainStream(reply: BedrockReply) {
-  fake.reply(() => reply);
-  return drain(provider.stream(simpleRequest(), contextOf()));
+  bedrock.fake.reply(() => reply);
+  return drain(bedrock.provider.stream(simpleRequest(), contextOf()));
 }
 
 describe('BedrockProvider: errors mapped to the gateway rules', () => {
@@ -417,33 +402,33 @@ describe('BedrockProvider: errors mapped to the gateway rules', () => {
 
   it('a wrong secret is refused by the fake as AWS refuses it (403 InvalidSignatureException), and the secret is in no message', async () => {
     const wrong = new BedrockProvider({
-      pools,
+      pools: bedrock.pools,
       environment: {},
       awsCredentials: async () => ({ ...CREDENTIALS, secretAccessKey: 'not-the-secret-0123456789abcdefghijklmnop' }),
     });
     const failure = await gatewayErrorOf(complete(converse('converse.json'), simpleRequest(), wrong));
     expect(failure).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', upstreamStatus: 403 });
-    expect(fake.refusals).toEqual([expect.stringMatching(/^403 InvalidSignatureException: The request signature we calculated does not match/)]);
-    expect(fake.requests).toHaveLength(0);
+    expect(bedrock.fake.refusals).toEqual([expect.stringMatching(/^403 InvalidSignatureException: The request signature we calculated does not match/)]);
+    expect(bedrock.fake.requests).toHaveLength(0);
     expect(failure.message).not.toContain('not-the-secret');
   });
 
   it('a chain that finds no credentials: the model is unavailable, no request is sent', async () => {
     const none = new BedrockProvider({
-      pools,
+      pools: bedrock.pools,
       environment: {},
       awsCredentials: async () => Promise.reject(new Error('Could not load credentials from any providers')),
     });
     const failure = await gatewayErrorOf(complete(converse('converse.json'), simpleRequest(), none));
     expect(failure).toMatchObject({ code: GrpcStatus.UNAVAILABLE, retryable: false });
-    expect(fake.requests).toHaveLength(0);
+    expect(bedrock.fake.requests).toHaveLength(0);
   });
 });
 
 describe('the fake Bedrock checks SigV4 and bodies as AWS does', () => {
   /** Posts a body signed at `signedAt`, then sends `sentBody` (the same unless a test changes it after signing). */
   async function post(options: { signedAt?: Date; body: string; sentBody?: string; secret?: string }) {
-    const url = new URL(`${fake.baseUrl}/model/${encodeURIComponent('us.anthropic.claude-sonnet-4-20250514-v1:0')}/converse`);
+    const url = new URL(`${bedrock.fake.baseUrl}/model/${encodeURIComponent('us.anthropic.claude-sonnet-4-20250514-v1:0')}/converse`);
     const signer = new SignatureV4({
       service: 'bedrock',
       region: BEDROCK_TEST_REGION,
@@ -470,12 +455,12 @@ describe('the fake Bedrock checks SigV4 and bodies as AWS does', () => {
   const body = JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'Hello!' }] }] });
 
   it('accepts a correctly signed request', async () => {
-    fake.reply(() => converse('converse.json'));
+    bedrock.fake.reply(() => converse('converse.json'));
     expect((await post({ body })).status).toBe(200);
   });
 
   it('refuses a body changed after signing, a date more than 5 minutes off, and a wrong secret', async () => {
-    fake.reply(() => converse('converse.json'));
+    bedrock.fake.reply(() => converse('converse.json'));
     const changed = await post({ body, sentBody: body.replace('Hello!', 'Hellp!') });
     expect(changed).toMatchObject({ status: 403, type: 'InvalidSignatureException' });
     const skewed = await post({ body, signedAt: new Date(Date.now() - 6 * 60 * 1000) });
@@ -483,7 +468,7 @@ describe('the fake Bedrock checks SigV4 and bodies as AWS does', () => {
     expect(skewed.body.message).toMatch(/^Signature expired/);
     const wrongSecret = await post({ body, secret: 'wrong-secret-0123456789abcdefghijklmnopqrst' });
     expect(wrongSecret).toMatchObject({ status: 403, type: 'InvalidSignatureException' });
-    expect(fake.requests).toHaveLength(0);
+    expect(bedrock.fake.requests).toHaveLength(0);
   });
 
   it('refuses bodies that do not match the SDK shapes: an unknown field, a union with two members, a missing required member', async () => {
@@ -524,10 +509,10 @@ describe("BedrockProvider with AWS's default credential chain", () => {
 
   it('signs with the keys of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY', async () => {
     await withAwsEnvironment({ AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey }, async () => {
-      const chained = new BedrockProvider({ pools, environment: {} });
+      const chained = new BedrockProvider({ pools: bedrock.pools, environment: {} });
       const response = await complete(converse('converse.json'), simpleRequest(), chained);
       expect(response.choices?.[0]?.message?.content).toBe('Hello! How can I help you today?');
-      expect(fake.requests[0]!.signedBy).toBe(CREDENTIALS.accessKeyId);
+      expect(bedrock.fake.requests[0]!.signedBy).toBe(CREDENTIALS.accessKeyId);
     });
   });
 
@@ -540,10 +525,10 @@ describe("BedrockProvider with AWS's default credential chain", () => {
     );
     try {
       await withAwsEnvironment({ AWS_PROFILE: 'gateway', AWS_SHARED_CREDENTIALS_FILE: credentialsFile }, async () => {
-        await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools, environment: {} }));
+        await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools: bedrock.pools, environment: {} }));
       });
-      expect(fake.refusals).toEqual([]);
-      expect(fake.requests[0]!.signedBy).toBe(CREDENTIALS.accessKeyId);
+      expect(bedrock.fake.refusals).toEqual([]);
+      expect(bedrock.fake.requests[0]!.signedBy).toBe(CREDENTIALS.accessKeyId);
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
@@ -551,7 +536,7 @@ describe("BedrockProvider with AWS's default credential chain", () => {
 
   it('takes an ECS task role or EKS Pod Identity from the container credentials endpoint, with its authorization token file', async () => {
     const authorizationToken = 'pod-identity-token-0123456789';
-    const endpoint = await startFakeContainerCredentials({ authorizationToken, onIssue: (issued) => fake.addCredentials(issued) });
+    const endpoint = await startFakeContainerCredentials({ authorizationToken, onIssue: (issued) => bedrock.fake.addCredentials(issued) });
     const directory = mkdtempSync(join(tmpdir(), 'pod-identity-'));
     const tokenFile = join(directory, 'token');
     writeFileSync(tokenFile, authorizationToken);
@@ -559,12 +544,12 @@ describe("BedrockProvider with AWS's default credential chain", () => {
       await withAwsEnvironment(
         { AWS_CONTAINER_CREDENTIALS_FULL_URI: `${endpoint.url}/v1/credentials`, AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: tokenFile },
         async () => {
-          await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools, environment: {} }));
+          await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools: bedrock.pools, environment: {} }));
         },
       );
       expect(endpoint.served()).toBe(1);
-      expect(fake.requests[0]!.signedBy).toBe(endpoint.credentials.accessKeyId);
-      expect(fake.requests[0]!.headers['x-amz-security-token']).toBe(endpoint.credentials.sessionToken);
+      expect(bedrock.fake.requests[0]!.signedBy).toBe(endpoint.credentials.accessKeyId);
+      expect(bedrock.fake.requests[0]!.headers['x-amz-security-token']).toBe(endpoint.credentials.sessionToken);
     } finally {
       await endpoint.close();
       rmSync(directory, { recursive: true, force: true });
@@ -572,14 +557,14 @@ describe("BedrockProvider with AWS's default credential chain", () => {
   });
 
   it("takes an EC2 instance role from the instance metadata service (IMDSv2's session token)", async () => {
-    const imds = await startFakeImds({ roleName: 'gateway-executor', onIssue: (issued) => fake.addCredentials(issued) });
+    const imds = await startFakeImds({ roleName: 'gateway-executor', onIssue: (issued) => bedrock.fake.addCredentials(issued) });
     try {
       // The metadata service on, at the fake's address: the chain's last resort.
       await withAwsEnvironment({ AWS_EC2_METADATA_DISABLED: 'false', AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url }, async () => {
-        await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools, environment: {} }));
+        await complete(converse('converse.json'), simpleRequest(), new BedrockProvider({ pools: bedrock.pools, environment: {} }));
       });
       expect(imds.served()).toBeGreaterThanOrEqual(1);
-      expect(fake.requests[0]!.signedBy).toBe(imds.credentials.accessKeyId);
+      expect(bedrock.fake.requests[0]!.signedBy).toBe(imds.credentials.accessKeyId);
     } finally {
       await imds.close();
     }
@@ -588,7 +573,7 @@ describe("BedrockProvider with AWS's default credential chain", () => {
   it('exchanges a web identity token file (IRSA) at STS and signs with the temporary credentials and their session token', async () => {
     const roleArn = 'arn:aws:iam::123456789012:role/gateway-executor';
     const token = 'eyJhbGciOiJSUzI1NiJ9.fake-service-account-token.signature';
-    const sts = await startFakeSts({ roleArn, token, onIssue: (issued) => fake.addCredentials(issued) });
+    const sts = await startFakeSts({ roleArn, token, onIssue: (issued) => bedrock.fake.addCredentials(issued) });
     const directory = mkdtempSync(join(tmpdir(), 'irsa-'));
     const tokenFile = join(directory, 'token');
     writeFileSync(tokenFile, token);
@@ -596,15 +581,15 @@ describe("BedrockProvider with AWS's default credential chain", () => {
       await withAwsEnvironment(
         { AWS_WEB_IDENTITY_TOKEN_FILE: tokenFile, AWS_ROLE_ARN: roleArn, AWS_REGION: BEDROCK_TEST_REGION, AWS_ENDPOINT_URL_STS: sts.url },
         async () => {
-          const chained = new BedrockProvider({ pools, environment: {} });
+          const chained = new BedrockProvider({ pools: bedrock.pools, environment: {} });
           await complete(converse('converse.json'), simpleRequest(), chained);
           await complete(converse('converse.json'), simpleRequest(), chained);
         },
       );
       // One exchange: the chain caches the credentials until they near expiry.
       expect(sts.exchanged).toEqual([token]);
-      expect(fake.requests.map((request) => request.signedBy)).toEqual([expect.stringMatching(/^ASIA/), expect.stringMatching(/^ASIA/)]);
-      expect(fake.requests[0]!.headers['x-amz-security-token']).toBeTruthy();
+      expect(bedrock.fake.requests.map((request) => request.signedBy)).toEqual([expect.stringMatching(/^ASIA/), expect.stringMatching(/^ASIA/)]);
+      expect(bedrock.fake.requests[0]!.headers['x-amz-security-token']).toBeTruthy();
     } finally {
       await sts.close();
       rmSync(directory, { recursive: true, force: true });

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fakeGeminiEmbeddings, fakeVectorOf, replayJson } from '@gateway/testing';
-import { geminiModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import { fakeGeminiEmbeddings, fakeVectorOf, replayJson, geminiModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
-import type { EmbeddingBatch } from '../provider.js';
+import { textBatch } from '../../testing/provider-calls.js';
 import { UpstreamError } from '../upstream-error.js';
 import { GeminiProvider } from './gemini-provider.js';
 
@@ -11,20 +9,15 @@ const fixture = (name: string) => providerFixture('gemini', name);
 
 const under = useProviderUnderTest({
   create: (dependencies) => new GeminiProvider(dependencies),
-  modelOf: (baseUrl) => {
-    const origin = new URL(baseUrl).origin;
-    return geminiModel(origin, { kind: 'embedding', upstream: { model: 'gemini-embedding-001', base_url: origin, api_key_env: 'FAKE_PROVIDER_API_KEY' } });
-  },
+  modelOf: (baseUrl) => geminiModel(new URL(baseUrl).origin, { kind: 'embedding', upstream: { model: 'gemini-embedding-001' } }),
 });
 
-const texts = (inputs: string[], dimensions = 0): EmbeddingBatch => ({ texts: inputs, tokenArrays: [], dimensions, user: '' });
-const embed = (batch: EmbeddingBatch) => under.provider.embeddings.embed(batch, under.contextOf());
 const f32 = (values: number[]) => Array.from(Float32Array.from(values));
 
 describe('GeminiProvider embeddings', () => {
   it('embeds one input with embedContent, the key in x-goog-api-key', async () => {
     under.upstream.respond(replayJson(200, fixture('embed-content.json')));
-    const result = await embed(texts(['What is the meaning of life?'], 4));
+    const result = await under.embed(textBatch(['What is the meaning of life?'], 4));
     const sent = under.upstream.requests[0]!;
     expect(sent.path).toBe('/v1beta/models/gemini-embedding-001:embedContent');
     expect(sent.headers['x-goog-api-key']).toBe(PROVIDER_TEST_KEY);
@@ -37,7 +30,7 @@ describe('GeminiProvider embeddings', () => {
 
   it('embeds several with batchEmbedContents, each request naming the model', async () => {
     under.upstream.respond(replayJson(200, fixture('batch-embed-contents.json')));
-    const result = await embed(texts(['first', 'second']));
+    const result = await under.embed(textBatch(['first', 'second']));
     const sent = under.upstream.requests[0]!;
     expect(sent.path).toBe('/v1beta/models/gemini-embedding-001:batchEmbedContents');
     expect(sent.body).toEqual({
@@ -52,19 +45,19 @@ describe('GeminiProvider embeddings', () => {
   it('is answered by the fake upstream that checks the key and the batch, in order', async () => {
     under.upstream.respond(fakeGeminiEmbeddings({ key: PROVIDER_TEST_KEY }));
     const inputs = Array.from({ length: 100 }, (_, index) => `text ${index}`);
-    const result = await embed(texts(inputs, 3));
+    const result = await under.embed(textBatch(inputs, 3));
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual(inputs.map((text) => fakeVectorOf(text, 3)));
   });
 
   it('fails on a wrong key as Gemini refuses it (400 API_KEY_INVALID), read as the 401 it means, not retryable', async () => {
     under.upstream.respond(fakeGeminiEmbeddings({ key: 'another-key' }));
-    const failure = await embed(texts(['a'])).catch((error: unknown) => error);
+    const failure = await under.embed(textBatch(['a'])).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(UpstreamError);
     expect(failure).toMatchObject({ status: 401, retryable: false });
   });
 
   it('refuses a batch answer with fewer embeddings than inputs', async () => {
     under.upstream.respond(replayJson(200, fixture('batch-embed-contents.json')));
-    await expect(embed(texts(['a', 'b', 'c']))).rejects.toMatchObject({ kind: 'malformed' });
+    await expect(under.embed(textBatch(['a', 'b', 'c']))).rejects.toMatchObject({ kind: 'malformed' });
   });
 });

@@ -44,10 +44,9 @@ export class GeminiEmbeddings implements EmbeddingProvider {
     let embeddings: GeminiContentEmbedding[];
     if (batch.texts.length === 1) {
       const url = upstreamUrl(base, 'v1beta', `${name}:embedContent`);
-      const response = await this.transport.post({ url, body: JSON.stringify(requestOf(batch.texts[0]!, false)) }, context);
-      const answer = await this.transport.readWhole<GeminiEmbedContentResponse>(
-        response,
-        context.signal,
+      const answer = await this.transport.postForWhole<GeminiEmbedContentResponse>(
+        { url, body: JSON.stringify(requestOf(batch.texts[0]!, false)) },
+        context,
         (body) => typeof body.embedding === 'object' && body.embedding !== null,
         'upstream sent an EmbedContentResponse without embedding',
       );
@@ -55,10 +54,9 @@ export class GeminiEmbeddings implements EmbeddingProvider {
     } else {
       const url = upstreamUrl(base, 'v1beta', `${name}:batchEmbedContents`);
       const body: GeminiBatchEmbedContentsRequest = { requests: batch.texts.map((text) => requestOf(text, true)) };
-      const response = await this.transport.post({ url, body: JSON.stringify(body) }, context);
-      const answer = await this.transport.readWhole<GeminiBatchEmbedContentsResponse>(
-        response,
-        context.signal,
+      const answer = await this.transport.postForWhole<GeminiBatchEmbedContentsResponse>(
+        { url, body: JSON.stringify(body) },
+        context,
         (parsed) => Array.isArray(parsed.embeddings),
         'upstream sent a BatchEmbedContentsResponse without embeddings',
       );

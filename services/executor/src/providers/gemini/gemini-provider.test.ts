@@ -1,21 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { geminiModel, PROVIDER_TEST_KEY } from '../../testing/catalog-models.js';
-import { replayJson, replayRaw, replaySse } from '@gateway/testing';
-import { providerFixture } from '../../testing/fixtures.js';
-import { chunksOf, expectAnswersWithoutLogprobs, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import {
-  completeWith,
-  drainWith,
-  expectEarlyLeaveReleasesUpstream,
-  expectInvalidRequest,
-  expectRetryableUnavailable,
-  expectStreamAbortClosesUpstream,
-  failureOf,
-  streamWith,
-  useProviderUnderTest,
-} from '../../testing/provider-under-test.js';
+import { replayJson, replayRaw, replaySse, geminiModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
+import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { GeminiProvider } from './gemini-provider.js';
 
@@ -187,7 +175,7 @@ describe('GeminiProvider: requests it sends', () => {
       contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }],
       generationConfig: { responseMimeType: 'application/json' },
     });
-    await streamWith(under, replaySse(fixture('stream-text.sse')));
+    await under.streamWith(replaySse(fixture('stream-text.sse')));
     expect(under.upstream.requests[4]?.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
     expect(under.upstream.requests[4]?.headers.accept).toBe('text/event-stream');
   });
@@ -261,7 +249,7 @@ describe('GeminiProvider: requests it sends', () => {
 
 describe('GeminiProvider: whole responses', () => {
   it('drops thought parts, counts thinking tokens as reasoning, and reports cached prompt tokens', async () => {
-    const response = await completeWith(under, replayJson(200, fixture('generate-content.json')));
+    const response = await under.completeWith(replayJson(200, fixture('generate-content.json')));
     expect(response).toMatchObject({
       id: 'chatcmpl-mAitaJjJHInWz7IPpv-L0Ak',
       model: under.model.id,
@@ -271,7 +259,7 @@ describe('GeminiProvider: whole responses', () => {
   });
 
   it('turns functionCall parts into tool calls with stable ids and finish reason tool_calls', async () => {
-    const first = await completeWith(under, replayJson(200, fixture('generate-content-function-call.json')));
+    const first = await under.completeWith(replayJson(200, fixture('generate-content-function-call.json')));
     const again = await under.provider.complete(simpleRequest(), contextOf());
     const calls = first.choices?.[0]?.message?.tool_calls ?? [];
     expect(first.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
@@ -294,30 +282,26 @@ describe('GeminiProvider: whole responses', () => {
       ['PROHIBITED_CONTENT', 'FINISH_REASON_CONTENT_FILTER'],
     ]) {
       expect(
-        (await completeWith(under, replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })))).choices?.[0]
+        (await under.completeWith(replayJson(200, JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: reason }] })))).choices?.[0]
           ?.finish_reason,
       ).toBe(expected);
     }
-    expect(await completeWith(under, replayJson(200, fixture('blocked-prompt.json')))).toMatchObject({
+    expect(await under.completeWith(replayJson(200, fixture('blocked-prompt.json')))).toMatchObject({
       choices: [{ index: 0, finish_reason: 'FINISH_REASON_CONTENT_FILTER', message: { tool_calls: [] } }],
       usage: { prompt_tokens: 14, completion_tokens: 0 },
     });
   });
   it('answers a request for logprobs without them (logprobs null), whole and streamed, and does not forward the fields', async () => {
-    await expectAnswersWithoutLogprobs(
-      { complete: (request) => under.provider.complete(request, contextOf()), stream: (request) => under.provider.stream(request, contextOf()) },
-      under.upstream,
-      {
-        whole: replayJson(200, fixture('generate-content.json')),
-        stream: replaySse(fixture('stream-text.sse')),
-      },
-    );
+    await under.expectAnswersWithoutLogprobs({
+      whole: replayJson(200, fixture('generate-content.json')),
+      stream: replaySse(fixture('stream-text.sse')),
+    });
   });
 });
 
 describe('GeminiProvider: streams', () => {
   it('streams text as OpenAI chunks with a finish chunk and the final cumulative usage', async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-text.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-text.sse')));
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: 'Hello' });
     expect(chunks.slice(1).every((chunk) => chunk.choices?.[0]?.delta?.role === undefined)).toBe(true);
@@ -331,7 +315,7 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('reads CRLF-framed events as Google sends them', async () => {
-    const events = await streamWith(under, replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
+    const events = await under.streamWith(replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
     expect(
       chunksOf(events)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
@@ -340,7 +324,7 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('streams each whole function call as one tool-call delta with id, name and complete arguments', async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-function-call.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-function-call.sse')));
     const chunks = chunksOf(events);
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas).toHaveLength(2);
@@ -348,7 +332,7 @@ describe('GeminiProvider: streams', () => {
       [0, 'function', 'get_weather', { location: 'Boston, MA', unit: 'celsius' }],
       [1, 'function', 'get_time', { timezone: 'America/New_York' }],
     ]);
-    const whole = await completeWith(under, replayJson(200, fixture('generate-content-function-call.json')));
+    const whole = await under.completeWith(replayJson(200, fixture('generate-content-function-call.json')));
     expect(deltas.map((delta) => delta.id)).toEqual(whole.choices?.[0]?.message?.tool_calls?.map((call) => call.id));
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(events.at(-1)).toEqual({
@@ -362,7 +346,7 @@ describe('GeminiProvider: streams', () => {
       replaySse(fixture('stream-truncated.sse')),
       replayRaw(200, `${fixture('stream-truncated.sse')}data: {"candidates": [{"content": {"par`),
     ]) {
-      const { events, failure } = await drainWith(under, responder);
+      const { events, failure } = await under.drainWith(responder);
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
       expect(
         chunksOf(events)
@@ -375,14 +359,14 @@ describe('GeminiProvider: streams', () => {
   });
 
   it('fails on an error record mid-stream as retryable, and on a chunk that is not JSON', async () => {
-    const { events, failure } = await drainWith(under, replaySse(fixture('stream-error.sse')));
+    const { events, failure } = await under.drainWith(replaySse(fixture('stream-error.sse')));
     expect(
       chunksOf(events)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
         .join(''),
     ).toBe('Let me');
     expect(failure).toMatchObject({ kind: 'stream_error', status: 503, retryable: true });
-    expect(await gatewayErrorOf(streamWith(under, replaySse(`${fixture('malformed.txt')}\n\n`)))).toMatchObject({
+    expect(await gatewayErrorOf(under.streamWith(replaySse(`${fixture('malformed.txt')}\n\n`)))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
       retryable: true,
@@ -392,30 +376,30 @@ describe('GeminiProvider: streams', () => {
 
 describe('GeminiProvider: upstream failures', () => {
   it('maps 400 INVALID_ARGUMENT to INVALID_ARGUMENT with the upstream message', async () => {
-    await expectInvalidRequest(under, replayJson(400, fixture('error-400.json')), 'Unknown name "additionalProperties"');
+    await under.expectInvalidRequest(replayJson(400, fixture('error-400.json')), 'Unknown name "additionalProperties"');
   });
 
   it('maps a wrong key (400 API_KEY_INVALID) and 403 to FAILED_PRECONDITION without the upstream message', async () => {
     for (const name of ['error-400-api-key.json', 'error-403.json']) {
-      const error = await failureOf(under, replayJson(name === 'error-403.json' ? 403 : 400, fixture(name)));
+      const error = await under.failureOf(replayJson(name === 'error-403.json' ? 403 : 400, fixture(name)));
       expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false });
       expect(error.message).not.toContain('API key');
     }
   });
 
   it('maps 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with the RetryInfo delay, whole and streamed', async () => {
-    expect(await failureOf(under, replayJson(429, fixture('error-429.json')))).toMatchObject({
+    expect(await under.failureOf(replayJson(429, fixture('error-429.json')))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 12_000,
     });
-    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }), 'stream')).toMatchObject({
+    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 12_000,
     });
     expect(
-      await failureOf(under, replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' })),
+      await under.failureOf(replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' })),
     ).toMatchObject({ retryAfterMs: 3000 });
   });
 
@@ -424,14 +408,14 @@ describe('GeminiProvider: upstream failures', () => {
       [500, 'error-500.json'],
       [503, 'error-503.json'],
     ] as const) {
-      await expectRetryableUnavailable(failureOf(under, replayJson(status, fixture(name))), status);
+      await expectRetryableUnavailable(under.failureOf(replayJson(status, fixture(name))), status);
     }
-    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
+    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
   });
 
   it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {
     const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
-    const { events, failure } = await drainWith(under, replaySse(`${firstEvent}\n\n`, { end: false }));
+    const { events, failure } = await under.drainWith(replaySse(`${firstEvent}\n\n`, { end: false }));
     expect(events).toHaveLength(1);
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.DEADLINE_EXCEEDED, reason: 'upstream_timeout' });
   });
@@ -439,8 +423,8 @@ describe('GeminiProvider: upstream failures', () => {
 
 describe('GeminiProvider: cancellation', () => {
   it('closes the upstream connection promptly when a stream is aborted', () =>
-    expectStreamAbortClosesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
+    under.expectStreamAbortClosesUpstream(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 
   it('releases the connection when the caller stops reading early', () =>
-    expectEarlyLeaveReleasesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
+    under.expectEarlyLeaveReleasesUpstream(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 });

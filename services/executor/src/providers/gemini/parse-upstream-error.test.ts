@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { providerFixture } from '../../testing/fixtures.js';
+import { providerFixture } from '@gateway/testing';
 import { geminiErrorOf, retryDelayOf, streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
 
 describe('gemini error parsing', () => {

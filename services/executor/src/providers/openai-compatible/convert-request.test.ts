@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
-import { openAiCompatibleModel } from '../../testing/catalog-models.js';
+import { openAiCompatibleModel } from '@gateway/testing';
 import { toOpenAiRequest } from './convert-request.js';
 
 const model = openAiCompatibleModel('http://127.0.0.1:1/v1');

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fakeOpenAiEmbeddings, fakeVectorOf, replayJson, replayRaw } from '@gateway/testing';
-import { openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import { fakeOpenAiEmbeddings, fakeVectorOf, replayJson, replayRaw, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV, providerFixture } from '@gateway/testing';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
-import type { EmbeddingBatch } from '../provider.js';
+import { textBatch } from '../../testing/provider-calls.js';
 import { UpstreamError } from '../upstream-error.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
 
@@ -12,12 +10,8 @@ const fixture = (name: string) => providerFixture('openai-compatible', name);
 const under = useProviderUnderTest({
   environment: { [TEST_KEY_ENV]: TEST_KEY },
   create: (dependencies) => new OpenAiCompatibleProvider(dependencies),
-  modelOf: (baseUrl) =>
-    openAiCompatibleModel(baseUrl, { kind: 'embedding', upstream: { model: 'text-embedding-3-small', base_url: baseUrl, api_key_env: TEST_KEY_ENV } }),
+  modelOf: (baseUrl) => openAiCompatibleModel(baseUrl, { kind: 'embedding', upstream: { model: 'text-embedding-3-small' } }),
 });
-
-const texts = (...inputs: string[]): EmbeddingBatch => ({ texts: inputs, tokenArrays: [], dimensions: 0, user: '' });
-const embed = (batch: EmbeddingBatch) => under.provider.embeddings.embed(batch, under.contextOf());
 
 /** The fixture's two vectors, as float32 values. */
 const FIXTURE_VECTORS = [
@@ -28,7 +22,7 @@ const FIXTURE_VECTORS = [
 describe('OpenAiCompatibleProvider embeddings', () => {
   it('posts CreateEmbeddingRequest to {base_url}/embeddings with the bearer key, asking for base64', async () => {
     under.upstream.respond(replayJson(200, fixture('embeddings-base64.json')));
-    await under.provider.embeddings.embed({ texts: ['a', 'b'], tokenArrays: [], dimensions: 512, user: 'user-7' }, under.contextOf());
+    await under.embed({ ...textBatch(['a', 'b'], 512), user: 'user-7' });
     const sent = under.upstream.requests[0]!;
     expect(sent.path).toBe('/v1/embeddings');
     expect(sent.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
@@ -37,20 +31,20 @@ describe('OpenAiCompatibleProvider embeddings', () => {
 
   it('reads base64 float32 vectors in the order of their index, and the upstream usage', async () => {
     under.upstream.respond(replayJson(200, fixture('embeddings-base64.json')));
-    const result = await embed(texts('first', 'second'));
+    const result = await under.embed(textBatch(['first', 'second']));
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual(FIXTURE_VECTORS);
     expect(result.promptTokens).toBe(8);
   });
 
   it('reads JSON numbers from a server that ignores the encoding', async () => {
     under.upstream.respond(replayJson(200, fixture('embeddings.json')));
-    const result = await embed(texts('first', 'second'));
+    const result = await under.embed(textBatch(['first', 'second']));
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual(FIXTURE_VECTORS);
   });
 
   it('sends token ids as arrays, and the fake upstream that checks the key answers them', async () => {
     under.upstream.respond(fakeOpenAiEmbeddings({ key: TEST_KEY }));
-    const result = await under.provider.embeddings.embed({ texts: [], tokenArrays: [[1, 2], [3]], dimensions: 4, user: '' }, under.contextOf());
+    const result = await under.embed({ texts: [], tokenArrays: [[1, 2], [3]], dimensions: 4, user: '' });
     expect(under.upstream.requests[0]!.body.input).toEqual([[1, 2], [3]]);
     expect(result.vectors.map((vector) => Array.from(vector))).toEqual([fakeVectorOf('1 2', 4), fakeVectorOf('3', 4)]);
     // The fake counts a token per id.
@@ -59,7 +53,7 @@ describe('OpenAiCompatibleProvider embeddings', () => {
 
   it('fails on a wrong key as the upstream refuses it, without the key in the error', async () => {
     under.upstream.respond(fakeOpenAiEmbeddings({ key: 'sk-another-key' }));
-    const failure = await embed(texts('a')).catch((error: unknown) => error);
+    const failure = await under.embed(textBatch(['a'])).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(UpstreamError);
     expect(failure).toMatchObject({ status: 401, retryable: false });
     expect(JSON.stringify(failure)).not.toContain(TEST_KEY);
@@ -67,10 +61,10 @@ describe('OpenAiCompatibleProvider embeddings', () => {
 
   it('refuses an answer with fewer vectors than inputs, or a vector that is no list of numbers', async () => {
     under.upstream.respond(replayJson(200, fixture('embeddings.json')));
-    await expect(embed(texts('a', 'b', 'c'))).rejects.toMatchObject({ kind: 'malformed' });
+    await expect(under.embed(textBatch(['a', 'b', 'c']))).rejects.toMatchObject({ kind: 'malformed' });
     under.upstream.respond(replayJson(200, JSON.stringify({ object: 'list', data: [{ index: 0, embedding: { values: [1] } }] })));
-    await expect(embed(texts('a'))).rejects.toMatchObject({ kind: 'malformed' });
+    await expect(under.embed(textBatch(['a']))).rejects.toMatchObject({ kind: 'malformed' });
     under.upstream.respond(replayRaw(200, '{"object":"list","data":[', 'application/json'));
-    await expect(embed(texts('a'))).rejects.toMatchObject({ kind: 'malformed' });
+    await expect(under.embed(textBatch(['a']))).rejects.toMatchObject({ kind: 'malformed' });
   });
 });

@@ -39,10 +39,9 @@ export class OpenAiCompatibleEmbeddings implements EmbeddingProvider {
       ...(batch.user ? { user: batch.user } : {}),
     };
     const url = this.urlOf(model.upstream);
-    const response = await this.transport.post({ url, body: JSON.stringify(body) }, context);
-    const answer = await this.transport.readWhole<OpenAiEmbeddingResponse>(
-      response,
-      context.signal,
+    const answer = await this.transport.postForWhole<OpenAiEmbeddingResponse>(
+      { url, body: JSON.stringify(body) },
+      context,
       (parsed) => Array.isArray(parsed.data),
       'upstream sent an embeddings response without data',
     );

@@ -1,23 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV } from '../../testing/catalog-models.js';
-import { replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
-import { fixture } from '../../testing/fixtures.js';
+import { replayJson, replaySse, startFakeUpstream, catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV, fixture } from '@gateway/testing';
 import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import {
-  completeWith,
-  expectEarlyLeaveReleasesUpstream,
-  expectFirstByteTimeout,
-  expectInvalidRequest,
-  expectKeyRedacted,
-  expectRetryableUnavailable,
-  expectStreamAbortClosesUpstream,
-  expectWholeAbortClosesUpstream,
-  failureOf,
-  streamWith,
-  useProviderUnderTest,
-} from '../../testing/provider-under-test.js';
+import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import type { ProviderStreamEvent } from '../provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
 
@@ -31,6 +17,9 @@ const { contextOf } = under;
 beforeAll(() => {
   expect(catalogOf([under.model]).byId.get(under.model.id)).toBe(under.model);
 });
+
+/** Sampling fields of a chat request, which reach the upstream as they are. */
+const SAMPLING = { temperature: 0.2, top_p: 0.9, n: 2, stop: ['END'], presence_penalty: 0.1, frequency_penalty: 0.3, seed: 1234 };
 
 describe('OpenAiCompatibleProvider: requests it sends', () => {
   it('translates every field of the chat request to OpenAI JSON, with the key from the named variable', async () => {
@@ -53,15 +42,9 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
         },
         { role: 'ROLE_TOOL', content: 'text', text: '{"temperature":21}', tool_call_id: 'call_1', tool_calls: [] },
       ],
-      temperature: 0.2,
-      top_p: 0.9,
-      n: 2,
-      stop: ['END'],
+      ...SAMPLING,
       max_tokens: 256,
       max_tokens_is_completion_tokens: true,
-      presence_penalty: 0.1,
-      frequency_penalty: 0.3,
-      seed: 1234,
       tools: [
         {
           type: 'function',
@@ -109,14 +92,8 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
         },
         { role: 'tool', content: '{"temperature":21}', tool_call_id: 'call_1' },
       ],
-      temperature: 0.2,
-      top_p: 0.9,
-      n: 2,
-      stop: ['END'],
+      ...SAMPLING,
       max_completion_tokens: 256,
-      presence_penalty: 0.1,
-      frequency_penalty: 0.3,
-      seed: 1234,
       tools: [
         {
           type: 'function',
@@ -149,7 +126,7 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
     expect(body).not.toHaveProperty('max_completion_tokens');
     expect(body).not.toHaveProperty('stream');
     expect(body).not.toHaveProperty('stream_options');
-    await streamWith(under, replaySse(fixture('stream-text.sse')));
+    await under.streamWith(replaySse(fixture('stream-text.sse')));
     expect(under.upstream.requests[1]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(under.upstream.requests[1]?.headers.accept).toBe('text/event-stream');
   });
@@ -157,7 +134,7 @@ describe('OpenAiCompatibleProvider: requests it sends', () => {
 
 describe('OpenAiCompatibleProvider: whole responses', () => {
   it('translates a text response with cached and reasoning tokens', async () => {
-    const response = await completeWith(under, replayJson(200, fixture('chat-completion.json')));
+    const response = await under.completeWith(replayJson(200, fixture('chat-completion.json')));
     expect(response).toEqual({
       id: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT',
       created: 1741569952,
@@ -169,7 +146,7 @@ describe('OpenAiCompatibleProvider: whole responses', () => {
   });
 
   it('translates a response that calls a function', async () => {
-    const response = await completeWith(under, replayJson(200, fixture('chat-completion-tool-calls.json')));
+    const response = await under.completeWith(replayJson(200, fixture('chat-completion-tool-calls.json')));
     const choice = response.choices?.[0];
     expect(choice?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(choice?.message?.content).toBeUndefined();
@@ -197,12 +174,12 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   const upstreamTokens = published.choices[0]!.logprobs.content;
 
   it('asks the upstream for logprobs and top_logprobs as the caller did', async () => {
-    await completeWith(under, replayJson(200, fixture('chat-completion-logprobs.json')), simpleRequest({ logprobs: true, top_logprobs: 2 }));
+    await under.completeWith(replayJson(200, fixture('chat-completion-logprobs.json')), simpleRequest({ logprobs: true, top_logprobs: 2 }));
     expect(under.upstream.requests[0]?.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
   });
 
   it('carries every token of a whole response with its log probability, bytes and alternatives', async () => {
-    const response = await completeWith(under, replayJson(200, fixture('chat-completion-logprobs.json')), simpleRequest({ logprobs: true, top_logprobs: 2 }));
+    const response = await under.completeWith(replayJson(200, fixture('chat-completion-logprobs.json')), simpleRequest({ logprobs: true, top_logprobs: 2 }));
     const logprobs = response.choices?.[0]?.logprobs;
     expect(logprobs?.refusal).toBeUndefined();
     const tokens = logprobs?.content?.tokens ?? [];
@@ -222,7 +199,7 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   });
 
   it("carries each stream chunk's token log probabilities, an empty list on the role chunk and none on the finish chunk", async () => {
-    const chunks = chunksOf(await streamWith(under, replaySse(fixture('stream-logprobs.sse')), simpleRequest({ logprobs: true, top_logprobs: 2 })));
+    const chunks = chunksOf(await under.streamWith(replaySse(fixture('stream-logprobs.sse')), simpleRequest({ logprobs: true, top_logprobs: 2 })));
     expect(chunks[0]?.choices?.[0]?.logprobs).toEqual({ content: { tokens: [] } });
     expect(chunks.at(-1)?.choices?.[0]?.logprobs).toBeUndefined();
     const tokens = chunks.flatMap((chunk) => chunk.choices?.[0]?.logprobs?.content?.tokens ?? []);
@@ -243,15 +220,15 @@ describe('OpenAiCompatibleProvider: log probabilities', () => {
   });
 
   it('leaves logprobs absent when the upstream sends null', async () => {
-    expect((await completeWith(under, replayJson(200, fixture('chat-completion.json')))).choices?.[0]).not.toHaveProperty('logprobs');
-    const chunks = chunksOf(await streamWith(under, replaySse(fixture('stream-text.sse'))));
+    expect((await under.completeWith(replayJson(200, fixture('chat-completion.json')))).choices?.[0]).not.toHaveProperty('logprobs');
+    const chunks = chunksOf(await under.streamWith(replaySse(fixture('stream-text.sse'))));
     expect(chunks.every((chunk) => chunk.choices?.every((choice) => !('logprobs' in choice)))).toBe(true);
   });
 });
 
 describe('OpenAiCompatibleProvider: streams', () => {
   it('forwards one chunk per upstream chunk and ends with the usage chunk as usage', async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-text.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-text.sse')));
     const chunks = chunksOf(events);
     expect(chunks).toHaveLength(5);
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-123' && chunk.model === under.model.id && chunk.created === 1694268190)).toBe(true);
@@ -287,7 +264,7 @@ describe('OpenAiCompatibleProvider: streams', () => {
   });
 
   it('forwards tool-call fragments that reassemble to the calls', async () => {
-    const events = await streamWith(under, replaySse(fixture('stream-tool-calls.sse')));
+    const events = await under.streamWith(replaySse(fixture('stream-tool-calls.sse')));
     const deltas = chunksOf(events).flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas[0]).toEqual({ index: 0, id: 'call_DdmO9pD3xa9XTPNJ32zg2hcA', type: 'function', function: { name: 'get_current_weather', arguments: '' } });
     expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"lo' } });
@@ -310,7 +287,7 @@ describe('OpenAiCompatibleProvider: streams', () => {
       .split('\n\n')
       .filter((event) => !event.includes('"usage":{'))
       .join('\n\n');
-    const events = await streamWith(under, replaySse(withoutUsage));
+    const events = await under.streamWith(replaySse(withoutUsage));
     const last = events.at(-1);
     expect(last?.type).toBe('usage');
     expect(last?.type === 'usage' && last.usage.completion_tokens).toBeGreaterThan(0);
@@ -330,12 +307,12 @@ describe('OpenAiCompatibleProvider: streams', () => {
 
   it('fails on an error record inside a 200 stream and on an event that is not JSON', async () => {
     expect(
-      await gatewayErrorOf(streamWith(under, replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'))),
+      await gatewayErrorOf(under.streamWith(replaySse('data: {"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}\n\n'))),
     ).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });
-    expect(await failureOf(under, replaySse('data: {"id":"x","choices":[{"index\n\n'), 'stream')).toMatchObject({
+    expect(await under.failureOf(replaySse('data: {"id":"x","choices":[{"index\n\n'), 'stream')).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       reason: 'upstream_error',
     });
@@ -344,14 +321,14 @@ describe('OpenAiCompatibleProvider: streams', () => {
 
 describe('OpenAiCompatibleProvider: upstream failures', () => {
   it('maps 400 to INVALID_ARGUMENT with the upstream message, scrubbed of our key', async () => {
-    await expectInvalidRequest(under, replayJson(400, fixture('error-400.json')), "Invalid value for 'temperature': must be between 0 and 2.");
+    await under.expectInvalidRequest(replayJson(400, fixture('error-400.json')), "Invalid value for 'temperature': must be between 0 and 2.");
     const echoed = { error: { message: `bad key ${TEST_KEY} in field`, type: 'invalid_request_error', param: null, code: null } };
-    expect((await expectKeyRedacted(under, replayJson(422, JSON.stringify(echoed)), TEST_KEY)).code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect((await under.expectKeyRedacted(replayJson(422, JSON.stringify(echoed)), TEST_KEY)).code).toBe(GrpcStatus.INVALID_ARGUMENT);
   });
 
   it('maps 401, 403 and 404 to FAILED_PRECONDITION with a general message', async () => {
     for (const status of [401, 403, 404]) {
-      const error = await failureOf(under, replayJson(status, fixture('error-401.json')));
+      const error = await under.failureOf(replayJson(status, fixture('error-401.json')));
       expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: status });
       expect(error.message).not.toContain('sk-');
       expect(error.message).not.toContain('Incorrect API key');
@@ -359,21 +336,21 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with retry-after or retry-after-ms', async () => {
-    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }))).toMatchObject({
+    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }))).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       reason: 'upstream_rate_limited',
       retryable: true,
       retryAfterMs: 2000,
     });
-    expect(await failureOf(under, replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }), 'stream')).toMatchObject({
+    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }), 'stream')).toMatchObject({
       code: GrpcStatus.RESOURCE_EXHAUSTED,
       retryAfterMs: 120,
     });
   });
 
   it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
-    await expectRetryableUnavailable(failureOf(under, replayJson(500, fixture('error-500.json'))), 500);
-    await expectRetryableUnavailable(failureOf(under, replayJson(200, fixture('malformed.txt'))));
+    await expectRetryableUnavailable(under.failureOf(replayJson(500, fixture('error-500.json'))), 500);
+    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
     const closed = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     const baseUrl = closed.baseUrl;
     await closed.close();
@@ -381,7 +358,7 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps a first-byte timeout and an idle stream to DEADLINE_EXCEEDED', async () => {
-    await expectFirstByteTimeout(under);
+    await under.expectFirstByteTimeout();
     const firstEvent = fixture('stream-text.sse').split('\n\n')[0] as string;
     under.upstream.respond(replaySse(`${firstEvent}\n\n`, { end: false }));
     const received: ProviderStreamEvent[] = [];
@@ -397,10 +374,10 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
 
 describe('OpenAiCompatibleProvider: cancellation', () => {
   it('closes the upstream connection promptly when a stream is aborted', () =>
-    expectStreamAbortClosesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
+    under.expectStreamAbortClosesUpstream(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 
-  it('closes the upstream connection when a whole request is aborted before the answer', () => expectWholeAbortClosesUpstream(under));
+  it('closes the upstream connection when a whole request is aborted before the answer', () => under.expectWholeAbortClosesUpstream());
 
   it('releases the connection when the caller stops reading early', () =>
-    expectEarlyLeaveReleasesUpstream(under, replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
+    under.expectEarlyLeaveReleasesUpstream(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false })));
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fixture } from '../../testing/fixtures.js';
+import { fixture } from '@gateway/testing';
 import { errorMessageOf, parseRetryAfter, scrubSecrets, upstreamErrorFromResponse, upstreamErrorFromTransport } from './parse-upstream-error.js';
 
 describe('parseRetryAfter', () => {

@@ -35,10 +35,9 @@ export class VertexEmbeddings implements EmbeddingProvider {
       ...(batch.dimensions > 0 ? { parameters: { outputDimensionality: batch.dimensions } } : {}),
     };
     const url = vertexModelUrl(context.model.upstream, 'google', 'predict');
-    const response = await this.transport.post({ url, body: JSON.stringify(body) }, context);
-    const answer = await this.transport.readWhole<VertexPredictEmbeddingsResponse>(
-      response,
-      context.signal,
+    const answer = await this.transport.postForWhole<VertexPredictEmbeddingsResponse>(
+      { url, body: JSON.stringify(body) },
+      context,
       (parsed) => Array.isArray(parsed.predictions),
       'upstream sent a prediction response without predictions',
     );

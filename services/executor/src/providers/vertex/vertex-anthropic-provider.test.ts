@@ -1,54 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
-import { replayJson, replaySse, startFakeGoogleAuth, vertexGate, type FakeGoogleAuth, type Responder } from '@gateway/testing';
-import { VERTEX_TEST_CREDENTIALS_ENV, vertexAnthropicModel } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import { replayJson, replaySse, vertexAnthropicModel, providerFixture } from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
-import {
-  completeWith,
-  drainWith,
-  expectInvalidRequest,
-  expectRetryableUnavailable,
-  expectStreamAbortClosesUpstream,
-  failureOf,
-  streamWith,
-  useProviderUnderTest,
-} from '../../testing/provider-under-test.js';
-import { APPLICATION_DEFAULT_CREDENTIALS, GoogleCredentials } from './google-credentials.js';
+import { expectRetryableUnavailable } from '../../testing/provider-under-test.js';
+import { useVertexUnderTest } from '../../testing/fake-google-auth.js';
 import { VertexAnthropicProvider } from './vertex-anthropic-provider.js';
 
 const anthropic = (name: string) => providerFixture('anthropic', name);
 const vertex = (name: string) => providerFixture('vertex', name);
 const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds';
 
-// Application Default Credentials on GKE: no credentials file, so the library asks the metadata
-// server, here the fake one GCE_METADATA_HOST names (never a real one: gcloud's file is looked for
-// in an empty folder).
-let auth: FakeGoogleAuth;
-let directory: string;
-beforeAll(async () => {
-  auth = await startFakeGoogleAuth();
-  directory = mkdtempSync(join(tmpdir(), 'vertex-anthropic-'));
-  vi.stubEnv('GCE_METADATA_HOST', auth.metadataHost);
-  vi.stubEnv('GOOGLE_APPLICATION_CREDENTIALS', '');
-  vi.stubEnv('CLOUDSDK_CONFIG', directory);
-});
-afterAll(async () => {
-  vi.unstubAllEnvs();
-  await auth.close();
-  rmSync(directory, { recursive: true, force: true });
-});
-
-const under = useProviderUnderTest({
-  environment: { [VERTEX_TEST_CREDENTIALS_ENV]: APPLICATION_DEFAULT_CREDENTIALS },
-  create: (dependencies) => new VertexAnthropicProvider({ ...dependencies, credentials: new GoogleCredentials(2_000) }),
-  modelOf: (baseUrl) => vertexAnthropicModel(new URL(baseUrl).origin),
-});
-const gated = (responder: Responder): Responder => vertexGate(auth, responder);
+// Application Default Credentials on GKE: the library asks the fake metadata server for tokens.
+const { google, under } = useVertexUnderTest('metadata-server', (dependencies) => new VertexAnthropicProvider(dependencies), vertexAnthropicModel);
+const { gated } = google;
 
 /** A request with thinking on, an earlier signed thinking block, cache breakpoints and a tool. */
 function claudeCodeLikeRequest(): ChatRequestOutput {
@@ -73,7 +38,7 @@ function claudeCodeLikeRequest(): ChatRequestOutput {
 
 describe('VertexAnthropicProvider: requests it sends', () => {
   it('posts the Messages body without model and with the Vertex version to rawPredict, with a metadata-server token', async () => {
-    await completeWith(under, gated(replayJson(200, anthropic('message.json'))), claudeCodeLikeRequest());
+    await under.completeWith(gated(replayJson(200, anthropic('message.json'))), claudeCodeLikeRequest());
     const received = under.upstream.requests[0];
     expect(received?.path).toBe('/v1/projects/acme-prod-ml/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict');
     expect(received?.headers.authorization).toMatch(/^Bearer ya29\.fake-metadata-/);
@@ -99,52 +64,52 @@ describe('VertexAnthropicProvider: requests it sends', () => {
       ],
       tools: [{ name: 'bash' }],
     });
-    expect(auth.tokenRequests).toEqual([{ via: 'metadata', granted: true }]);
+    expect(google.auth.tokenRequests).toEqual([{ via: 'metadata', granted: true }]);
   });
 
   it('streams from streamRawPredict with stream: true, on the token it already has', async () => {
-    await streamWith(under, gated(replaySse(anthropic('stream-text.sse'))));
+    await under.streamWith(gated(replaySse(anthropic('stream-text.sse'))));
     const received = under.upstream.requests[0];
     expect(received?.path).toBe('/v1/projects/acme-prod-ml/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict');
     expect(received?.body).toMatchObject({ anthropic_version: 'vertex-2023-10-16', stream: true });
-    expect(auth.tokenRequests).toHaveLength(1);
+    expect(google.auth.tokenRequests).toHaveLength(1);
   });
 });
 
 describe('VertexAnthropicProvider: answers', () => {
   it('answers whole with text, tool calls and signed thinking blocks as Anthropic sends them', async () => {
-    expect((await completeWith(under, gated(replayJson(200, anthropic('message.json'))))).choices?.[0]?.message?.content).toBeTruthy();
-    const tools = await completeWith(under, gated(replayJson(200, anthropic('message-tool-use.json'))));
+    expect((await under.completeWith(gated(replayJson(200, anthropic('message.json'))))).choices?.[0]?.message?.content).toBeTruthy();
+    const tools = await under.completeWith(gated(replayJson(200, anthropic('message-tool-use.json'))));
     expect(tools.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(tools.choices?.[0]?.message?.tool_calls?.length).toBeGreaterThan(0);
-    const thinking = await completeWith(under, gated(replayJson(200, anthropic('message-thinking.json'))));
+    const thinking = await under.completeWith(gated(replayJson(200, anthropic('message-thinking.json'))));
     expect(thinking.choices?.[0]?.message?.thinking?.blocks?.[0]).toEqual({
       thinking: { thinking: 'The user wants the weather in Paris. I should call get_weather.', signature: SIGNATURE },
     });
   });
 
   it('reports cache writes and reads in the usage', async () => {
-    const response = await completeWith(under, gated(replayJson(200, anthropic('message-cache-write.json'))));
+    const response = await under.completeWith(gated(replayJson(200, anthropic('message-cache-write.json'))));
     expect(response.usage?.prompt_tokens).toBeGreaterThan(0);
     expect(JSON.stringify(response.usage)).toMatch(/cache_write/);
   });
 
   it('streams text, thinking ended by its signature, and tool calls', async () => {
-    const text = await streamWith(under, gated(replaySse(anthropic('stream-text.sse'))));
+    const text = await under.streamWith(gated(replaySse(anthropic('stream-text.sse'))));
     expect(
       chunksOf(text)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
         .join(''),
     ).not.toBe('');
     expect(text.at(-1)?.type).toBe('usage');
-    const thinking = chunksOf(await streamWith(under, gated(replaySse(anthropic('stream-thinking.sse')))));
+    const thinking = chunksOf(await under.streamWith(gated(replaySse(anthropic('stream-thinking.sse')))));
     expect(thinking.map((chunk) => chunk.choices?.[0]?.delta?.thinking_signature).filter(Boolean)).toEqual([SIGNATURE]);
-    const tools = chunksOf(await streamWith(under, gated(replaySse(anthropic('stream-tool-use.sse')))));
+    const tools = chunksOf(await under.streamWith(gated(replaySse(anthropic('stream-tool-use.sse')))));
     expect(tools.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []).length).toBeGreaterThan(0);
   });
 
   it('fails a stream cut before message_stop as truncated', async () => {
-    const { events, failure } = await drainWith(under, gated(replaySse(anthropic('stream-text.sse').split('event: message_stop')[0] as string)));
+    const { events, failure } = await under.drainWith(gated(replaySse(anthropic('stream-text.sse').split('event: message_stop')[0] as string)));
     expect(failure).toMatchObject({ kind: 'truncated', retryable: true, provider: 'vertex-anthropic' });
     expect(events.every((event) => event.type === 'chunk')).toBe(true);
   });
@@ -152,12 +117,12 @@ describe('VertexAnthropicProvider: answers', () => {
 
 describe('VertexAnthropicProvider: upstream failures in either envelope', () => {
   it("maps Anthropic's 400 invalid_request_error to INVALID_ARGUMENT with its message", async () => {
-    await expectInvalidRequest(under, gated(replayJson(400, anthropic('error-400.json'))), JSON.parse(anthropic('error-400.json')).error.message);
+    await under.expectInvalidRequest(gated(replayJson(400, anthropic('error-400.json'))), JSON.parse(anthropic('error-400.json')).error.message);
   });
 
   it("maps Vertex's 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with its Retry-After, whole and streamed", async () => {
     for (const call of ['complete', 'stream'] as const) {
-      expect(await failureOf(under, gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '4' })), call)).toMatchObject({
+      expect(await under.failureOf(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '4' })), call)).toMatchObject({
         code: GrpcStatus.RESOURCE_EXHAUSTED,
         retryable: true,
         retryAfterMs: 4_000,
@@ -167,10 +132,9 @@ describe('VertexAnthropicProvider: upstream failures in either envelope', () => 
   });
 
   it("maps Anthropic's 529 overloaded_error and Vertex's 503 to retryable UNAVAILABLE", async () => {
-    await expectRetryableUnavailable(failureOf(under, gated(replayJson(529, anthropic('error-529.json')))), 529);
+    await expectRetryableUnavailable(under.failureOf(gated(replayJson(529, anthropic('error-529.json')))), 529);
     await expectRetryableUnavailable(
-      failureOf(
-        under,
+      under.failureOf(
         gated(replayJson(503, JSON.stringify({ error: { code: 503, message: 'The service is currently unavailable.', status: 'UNAVAILABLE' } }))),
       ),
       503,
@@ -178,7 +142,7 @@ describe('VertexAnthropicProvider: upstream failures in either envelope', () => 
   });
 
   it("maps Vertex's 401 UNAUTHENTICATED to FAILED_PRECONDITION without its message", async () => {
-    const error = await failureOf(under, gated(replayJson(401, vertex('error-401.json'))));
+    const error = await under.failureOf(gated(replayJson(401, vertex('error-401.json'))));
     expect(error).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: 401 });
     expect(error.message).not.toContain('OAuth');
   });
@@ -186,5 +150,5 @@ describe('VertexAnthropicProvider: upstream failures in either envelope', () => 
 
 describe('VertexAnthropicProvider: cancellation', () => {
   it('closes the upstream connection promptly when a stream is aborted', () =>
-    expectStreamAbortClosesUpstream(under, gated(replaySse(anthropic('stream-text.sse'), { delayMs: 5_000, end: false }))));
+    under.expectStreamAbortClosesUpstream(gated(replaySse(anthropic('stream-text.sse'), { delayMs: 5_000, end: false }))));
 });

@@ -1,23 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
-import { replayJson, replaySse, startFakeGoogleAuth, vertexGate, type FakeGoogleAuth, type Responder } from '@gateway/testing';
-import { VERTEX_TEST_CREDENTIALS_ENV, vertexModel } from '../../testing/catalog-models.js';
-import { providerFixture } from '../../testing/fixtures.js';
+import { providerFixture, replayJson, replaySse, startFakeGoogleAuth, vertexGate, vertexModel } from '@gateway/testing';
 import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
-import {
-  completeWith,
-  expectEarlyLeaveReleasesUpstream,
-  expectInvalidRequest,
-  expectRetryableUnavailable,
-  expectStreamAbortClosesUpstream,
-  failureOf,
-  streamWith,
-  useProviderUnderTest,
-} from '../../testing/provider-under-test.js';
-import { GoogleCredentials } from './google-credentials.js';
+import { expectRetryableUnavailable } from '../../testing/provider-under-test.js';
+import { useVertexUnderTest } from '../../testing/fake-google-auth.js';
 import { VertexProvider } from './vertex-provider.js';
 
 const gemini = (name: string) => providerFixture('gemini', name);
@@ -25,35 +11,15 @@ const vertex = (name: string) => providerFixture('vertex', name);
 
 // Workload identity federation: the adapter's tokens come from the fake STS, through
 // google-auth-library, for the subject token in a file, as on EKS or AKS.
-let auth: FakeGoogleAuth;
-let directory: string;
-beforeAll(async () => {
-  auth = await startFakeGoogleAuth();
-  directory = mkdtempSync(join(tmpdir(), 'vertex-provider-'));
-  writeFileSync(join(directory, 'subject-token'), auth.subjectToken);
-  writeFileSync(join(directory, 'federation.json'), JSON.stringify(auth.externalAccountConfig(join(directory, 'subject-token'))));
-});
-afterAll(async () => {
-  await auth.close();
-  rmSync(directory, { recursive: true, force: true });
-});
+const { google, under } = useVertexUnderTest('federation', (dependencies) => new VertexProvider(dependencies), vertexModel);
 
-const under = useProviderUnderTest({
-  get environment() {
-    return { [VERTEX_TEST_CREDENTIALS_ENV]: join(directory, 'federation.json') };
-  },
-  create: (dependencies) => new VertexProvider({ ...dependencies, credentials: new GoogleCredentials(2_000) }),
-  modelOf: (baseUrl) => vertexModel(new URL(baseUrl).origin),
-});
-
-/** Vertex AI in front of `responder`: the path, the token and the body checked as Vertex does. */
-const gated = (responder: Responder): Responder => vertexGate(auth, responder);
+const { gated } = google;
 
 describe('VertexProvider: requests it sends', () => {
   it("posts the Gemini body to the region's generateContent with a federated token, fetched once for many calls", async () => {
-    await completeWith(under, gated(replayJson(200, gemini('generate-content.json'))));
-    await completeWith(under, gated(replayJson(200, gemini('generate-content.json'))));
-    await streamWith(under, gated(replaySse(gemini('stream-text.sse'))));
+    await under.completeWith(gated(replayJson(200, gemini('generate-content.json'))));
+    await under.completeWith(gated(replayJson(200, gemini('generate-content.json'))));
+    await under.streamWith(gated(replaySse(gemini('stream-text.sse'))));
     const [first, second, streamed] = under.upstream.requests;
     expect(first?.path).toBe('/v1/projects/acme-prod-ml/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent');
     expect(streamed?.path).toBe('/v1/projects/acme-prod-ml/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
@@ -62,13 +28,13 @@ describe('VertexProvider: requests it sends', () => {
     expect(first?.headers['x-goog-api-key']).toBeUndefined();
     expect(first?.body).toMatchObject({ contents: [{ role: 'user', parts: [{ text: 'Hello!' }] }] });
     // The library keeps the token until it nears its end: one exchange for the three calls.
-    expect(auth.tokenRequests).toEqual([{ via: 'sts', granted: true }]);
+    expect(google.auth.tokenRequests).toEqual([{ via: 'sts', granted: true }]);
   });
 });
 
 describe('VertexProvider: answers', () => {
   it('answers whole with the text and usage the Gemini API answer has', async () => {
-    const response = await completeWith(under, gated(replayJson(200, gemini('generate-content.json'))));
+    const response = await under.completeWith(gated(replayJson(200, gemini('generate-content.json'))));
     expect(response.choices?.[0]?.message?.content).toBeTruthy();
     expect(response.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(response.usage?.prompt_tokens).toBeGreaterThan(0);
@@ -84,17 +50,17 @@ describe('VertexProvider: answers', () => {
         },
       ],
     });
-    const whole = await completeWith(under, gated(replayJson(200, gemini('generate-content-function-call.json'))), tools);
+    const whole = await under.completeWith(gated(replayJson(200, gemini('generate-content-function-call.json'))), tools);
     expect(under.upstream.requests.at(-1)?.body).toMatchObject({ tools: [{ functionDeclarations: [{ name: 'get_weather' }] }] });
     expect(whole.choices?.[0]?.finish_reason).toBe('FINISH_REASON_TOOL_CALLS');
     expect(whole.choices?.[0]?.message?.tool_calls?.map((call) => call.function?.name)).toEqual(['get_weather', 'get_time']);
-    const events = await streamWith(under, gated(replaySse(gemini('stream-function-call.sse'))), tools);
+    const events = await under.streamWith(gated(replaySse(gemini('stream-function-call.sse'))), tools);
     const deltas = chunksOf(events).flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas.map((delta) => delta.function?.name)).toEqual(['get_weather', 'get_time']);
   });
 
   it('streams text chunks then the final usage', async () => {
-    const events = await streamWith(under, gated(replaySse(gemini('stream-text.sse'))));
+    const events = await under.streamWith(gated(replaySse(gemini('stream-text.sse'))));
     expect(
       chunksOf(events)
         .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
@@ -106,26 +72,26 @@ describe('VertexProvider: answers', () => {
   it('maps a safety stop and a blocked prompt to content_filter', async () => {
     const body = JSON.parse(gemini('generate-content.json')) as { candidates: Array<Record<string, unknown>> };
     const safety = JSON.stringify({ ...body, candidates: [{ ...body.candidates[0], finishReason: 'SAFETY' }] });
-    expect((await completeWith(under, gated(replayJson(200, safety)))).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
-    expect((await completeWith(under, gated(replayJson(200, gemini('blocked-prompt.json'))))).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
+    expect((await under.completeWith(gated(replayJson(200, safety)))).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
+    expect((await under.completeWith(gated(replayJson(200, gemini('blocked-prompt.json'))))).choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
 });
 
 describe('VertexProvider: upstream failures', () => {
   it('maps 400 INVALID_ARGUMENT to INVALID_ARGUMENT with the upstream message', async () => {
-    await expectInvalidRequest(under, gated(replayJson(400, gemini('error-400.json'))), 'Unknown name "additionalProperties"');
+    await under.expectInvalidRequest(gated(replayJson(400, gemini('error-400.json'))), 'Unknown name "additionalProperties"');
   });
 
   it('maps a token Vertex does not accept (401) and a missing IAM permission (403) to FAILED_PRECONDITION, showing no token', async () => {
     const stranger = await startFakeGoogleAuth();
     try {
-      const refused = await failureOf(under, vertexGate(stranger, replayJson(200, gemini('generate-content.json'))));
+      const refused = await under.failureOf(vertexGate(stranger, replayJson(200, gemini('generate-content.json'))));
       expect(refused).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false, upstreamStatus: 401 });
       expect(refused.message).not.toContain('ya29.');
     } finally {
       await stranger.close();
     }
-    expect(await failureOf(under, gated(replayJson(403, vertex('error-403-permission.json'))))).toMatchObject({
+    expect(await under.failureOf(gated(replayJson(403, vertex('error-403-permission.json'))))).toMatchObject({
       code: GrpcStatus.FAILED_PRECONDITION,
       reason: 'upstream_rejected',
       upstreamStatus: 403,
@@ -134,7 +100,7 @@ describe('VertexProvider: upstream failures', () => {
 
   it("maps the project's quota (429 RESOURCE_EXHAUSTED) to RESOURCE_EXHAUSTED with its Retry-After, whole and streamed", async () => {
     for (const call of ['complete', 'stream'] as const) {
-      expect(await failureOf(under, gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '7' })), call)).toMatchObject({
+      expect(await under.failureOf(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '7' })), call)).toMatchObject({
         code: GrpcStatus.RESOURCE_EXHAUSTED,
         reason: 'upstream_rate_limited',
         retryable: true,
@@ -144,15 +110,15 @@ describe('VertexProvider: upstream failures', () => {
   });
 
   it('maps 503 UNAVAILABLE and 500 to retryable UNAVAILABLE', async () => {
-    await expectRetryableUnavailable(failureOf(under, gated(replayJson(503, gemini('error-503.json')))), 503);
-    await expectRetryableUnavailable(failureOf(under, gated(replayJson(500, gemini('error-500.json')))), 500);
+    await expectRetryableUnavailable(under.failureOf(gated(replayJson(503, gemini('error-503.json')))), 503);
+    await expectRetryableUnavailable(under.failureOf(gated(replayJson(500, gemini('error-500.json')))), 500);
   });
 });
 
 describe('VertexProvider: cancellation', () => {
   it('closes the upstream connection promptly when a stream is aborted', () =>
-    expectStreamAbortClosesUpstream(under, gated(replaySse(gemini('stream-text.sse'), { delayMs: 5_000, end: false }))));
+    under.expectStreamAbortClosesUpstream(gated(replaySse(gemini('stream-text.sse'), { delayMs: 5_000, end: false }))));
 
   it('releases the connection when the caller stops reading early', () =>
-    expectEarlyLeaveReleasesUpstream(under, gated(replaySse(gemini('stream-text.sse'), { delayMs: 5_000, end: false }))));
+    under.expectEarlyLeaveReleasesUpstream(gated(replaySse(gemini('stream-text.sse'), { delayMs: 5_000, end: false }))));
 });

@@ -1,6 +1,6 @@
 /**
- * Catalog models for tests, built directly (the catalog loader is another package's concern).
- * Test-only: excluded from the build.
+ * Catalog models for tests, built directly (the catalog loader is another package's concern): the
+ * simulated model and one model per provider adapter, pointing at a fake upstream's origin.
  */
 import type { Catalog, CatalogModel } from '@gateway/catalog';
 
@@ -43,14 +43,17 @@ export const PROVIDER_TEST_KEY_ENV = 'FAKE_PROVIDER_API_KEY';
 /** The key tests put in PROVIDER_TEST_KEY_ENV; long enough to be scrubbed from upstream messages. */
 export const PROVIDER_TEST_KEY = 'sk-ant-test-0123456789abcdefsecret';
 
+/** What a test changes of a model: any field, and fields of its upstream, set over the model's own. */
+export type UpstreamModelOverrides = Partial<Omit<CatalogModel, 'upstream'>> & { upstream?: Partial<CatalogModel['upstream']> };
+
 /**
  * A model of a provider's own upstream (everything but its address), as a function of the fake
  * upstream's address and the test's overrides.
  */
 function upstreamModel(own: Pick<CatalogModel, 'id' | 'provider' | 'upstream'> & Partial<CatalogModel>) {
   const { model, ...rest } = own.upstream;
-  return (baseUrl: string, overrides: Partial<CatalogModel> = {}): CatalogModel =>
-    testModel({ ...own, upstream: { model, base_url: baseUrl, ...rest } }, overrides);
+  return (baseUrl: string, { upstream, ...overrides }: UpstreamModelOverrides = {}): CatalogModel =>
+    testModel({ ...own, upstream: { model, base_url: baseUrl, ...rest, ...upstream } }, overrides);
 }
 
 /** An openai-compatible model pointing at a fake upstream. */
