@@ -36,7 +36,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type RequestLogServer } from './app.js';
 import { migrate } from './migrations.js';
-import { DAY_MS, dayOf, listPartitions } from './partitions.js';
+import { DAY_MS, dayOf, listPartitions, partitionName, SEARCHED_COLUMNS_STATISTICS } from './partitions.js';
 
 const logger = createLogger('request-log-test', 'silent');
 const catalog = loadCatalog();
@@ -429,6 +429,16 @@ describe('request log', () => {
       const { dropped, created } = await server.maintain();
       expect(dropped).toContain(oldDay);
       expect(created).toContain(dayOf(Date.now() + clockOffsetMs) + 2);
+      // A partition created now keeps the finer statistics of latency and cost the searches' plans rest on.
+      const { rows: targets } = await pool.query<{ column: string; target: number }>(
+        `SELECT attname AS column, attstattarget::int AS target FROM pg_attribute
+          WHERE attrelid = $1::regclass AND attname IN ('latency_ms', 'cost_pico_usd') ORDER BY attname`,
+        [partitionName(dayOf(Date.now() + clockOffsetMs) + 2)],
+      );
+      expect(targets).toEqual([
+        { column: 'cost_pico_usd', target: SEARCHED_COLUMNS_STATISTICS },
+        { column: 'latency_ms', target: SEARCHED_COLUMNS_STATISTICS },
+      ]);
       const partitions = await listPartitions(pool);
       expect(partitions).not.toContain(oldDay);
       expect(Math.min(...partitions)).toBeGreaterThanOrEqual(dayOf(Date.now() + clockOffsetMs - 30 * DAY_MS));
