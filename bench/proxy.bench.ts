@@ -427,9 +427,10 @@ export interface ProxyBench {
 /**
  * Starts Redis, NATS, the mock upstreams (one answering at once, one holding streams open), the
  * bare proxy and the gateway with a catalog of two openai-compatible models pointing at them.
- * `nodeArgs` adds node flags per service (`--cpu-prof` to profile).
+ * `nodeArgs` adds node flags per service (`--cpu-prof` to profile); `options.requestLog` runs the
+ * request-log service too, on that database.
  */
-export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {}): Promise<ProxyBench> {
+export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {}, options: Pick<ClusterOptions, 'requestLog'> = {}): Promise<ProxyBench> {
   const directory = mkdtempSync(join(tmpdir(), 'bench-proxy-'));
   const started: ChildProcess[] = [];
   let cluster: Cluster | undefined;
@@ -472,6 +473,7 @@ export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {})
     process.env.REDIS_URL = state.redisUrl;
     process.env.NATS_URL = state.natsUrl;
     cluster = await startCluster({
+      ...options,
       plan: 'pro',
       nodeArgs,
       env: {

@@ -114,7 +114,7 @@ describe('the Requests page on the request log', () => {
     expect(await byTestId('requests-log-off').count()).toBe(0);
   }, 60_000);
 
-  it('narrows the requests by API and status, and orders them by latency', async () => {
+  it('narrows the requests by API, status and deployment, and orders them by latency', async () => {
     await byTestId('requests-api').selectOption('messages');
     await byTestId('requests-apply').click();
     await pageReady();
@@ -128,6 +128,12 @@ describe('the Requests page on the request log', () => {
     expect(await page.locator('[data-testid="requests-table"] tbody').textContent()).toContain('No request matches the search.');
 
     await byTestId('requests-status').fill('200');
+    await byTestId('requests-deployment').fill('1:https://unknown.example');
+    await byTestId('requests-apply').click();
+    await pageReady();
+    expect(await rowIds()).toEqual([]);
+
+    await byTestId('requests-deployment').fill('0:in-process');
     await byTestId('requests-sort').selectOption('latency desc');
     await byTestId('requests-apply').click();
     await pageReady();
@@ -147,6 +153,8 @@ describe('the Requests page on the request log', () => {
     expect(await byTestId('request-detail-trace-id').textContent()).toBe(TRACE_ID);
     expect(await byTestId('request-detail-api').textContent()).toBe('chat_completions');
     expect(await byTestId('request-detail-status').textContent()).toBe('200');
+    // sim-mini answers in the executor: its one deployment.
+    expect(await byTestId('request-detail-deployment').textContent()).toBe('0:in-process');
     await byTestId('request-detail-close').click();
     expect(await byTestId('request-detail').count()).toBe(0);
   }, 60_000);

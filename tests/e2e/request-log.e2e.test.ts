@@ -267,6 +267,8 @@ describe('the request log', () => {
         error_code: request.errorCode ?? null,
         fallback_models: request.fallbackModels ?? [],
         fallbacks: request.fallbackModels?.length ?? 0,
+        // sim-mini answers in the executor; a request no model answered names no deployment.
+        deployment_id: request.errorCode ? null : '0:in-process',
       });
       expect(row.response_id, request.requestId).toBe(request.responseId ?? null);
       if (request.costUsd !== undefined) expect(row.cost_usd).toBe(request.costUsd);
@@ -307,6 +309,8 @@ describe('the request log', () => {
     expect((await ids(`key_id=${keyId}`)).length).toBe(sent.length);
     expect(await ids('key_id=key_0000000000000000')).toEqual([]);
     expect((await ids('provider=simulated')).length).toBe(sent.length - 1);
+    expect((await ids('deployment=0:in-process')).length).toBe(sent.length - 1);
+    expect(await ids(`deployment=0:${new URL(upstream.baseUrl).origin}`)).toEqual([]);
     expect((await ids('min_cost_usd=0.000000000001')).length).toBe(sent.length - 1);
     expect(await ids('max_cost_usd=0')).toEqual([failure.requestId]);
     const byLatency = (await call(viewer, '/admin/v1/requests?sort=latency&order=desc')).json.data as Answer[];

@@ -37,7 +37,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type RequestLogServer } from './app.js';
 import { migrate } from './migrations.js';
-import { DAY_MS, dayOf, listPartitions } from './partitions.js';
+import { DAY_MS, dayOf, listPartitions, partitionName, SEARCHED_COLUMNS_STATISTICS } from './partitions.js';
 
 const logger = createLogger('request-log-test', 'silent');
 const catalog = loadCatalog();
@@ -75,6 +75,7 @@ function event(fields: Partial<UsageEvent> & { agoMs?: number } = {}): UsageEven
     model_id: 'sim-mini',
     requested_model: 'sim-mini',
     provider: 'simulated',
+    deployment_id: '0:in-process',
     usage: { prompt_tokens: 1_000, completion_tokens: 200, total_tokens: 1_200, cached_tokens: 100, reasoning_tokens: 50, cache_write_tokens: 0 },
     received_at_ms: Date.now() - agoMs,
     latency_ms: 120,
@@ -205,6 +206,7 @@ describe('request log', () => {
       api: 'chat_completions',
       model_id: 'sim-mini',
       provider: 'simulated',
+      deployment_id: '0:in-process',
       outcome: 'completed',
       http_status: 200,
       prompt_tokens: 1_000,
@@ -287,7 +289,15 @@ describe('request log', () => {
   }, 60_000);
 
   it('logs the requests refused before a model from their own stream, never the usage stream', async () => {
-    const refused = event({ outcome: 'OUTCOME_REFUSED', http_status: 429, error_code: 'rate_limit_exceeded', model_id: '', provider: '', usage: {} });
+    const refused = event({
+      outcome: 'OUTCOME_REFUSED',
+      http_status: 429,
+      error_code: 'rate_limit_exceeded',
+      model_id: '',
+      provider: '',
+      deployment_id: '',
+      usage: {},
+    });
     await nc.jetstream().publish(refusedNames(names.stream).subject, encodeUsageEvent(refused), { msgID: refused.event_id! });
     const [row] = await eventually(
       async () => {
@@ -312,7 +322,15 @@ describe('request log', () => {
   it('finds requests by each filter, orders them by time, latency or cost, and pages without gaps or repeats', async () => {
     const base = Date.now() - 3_600_000;
     const set = [
-      event({ key_id: KEY_A, team_id: TEAM, latency_ms: 300, received_at_ms: base + 1_000, provider: 'simulated', api: 'chat_completions' }),
+      event({
+        key_id: KEY_A,
+        team_id: TEAM,
+        latency_ms: 300,
+        received_at_ms: base + 1_000,
+        provider: 'simulated',
+        deployment_id: '1:https://api.openai.com',
+        api: 'chat_completions',
+      }),
       event({ key_id: KEY_A, latency_ms: 100, received_at_ms: base + 2_000, model_id: 'sim-pro', requested_model: 'sim-pro', api: 'responses' }),
       event({
         key_id: KEY_B,
@@ -347,6 +365,8 @@ describe('request log', () => {
     expect(await found({ model: 'sim-pro' })).toEqual([1]);
     expect(await found({ provider: 'simulated' })).toEqual([4, 3, 2, 1, 0]);
     expect(await found({ provider: 'openai' })).toEqual([]);
+    expect(await found({ deployment_id: '1:https://api.openai.com' })).toEqual([0]);
+    expect(await found({ deployment_id: '0:in-process' })).toEqual([4, 3, 2, 1]);
     expect(await found({ http_status: 504 })).toEqual([2]);
     expect(await found({ error_code: 'upstream_timeout' })).toEqual([2]);
     expect(await found({ outcome: 'failed' })).toEqual([2]);
@@ -405,6 +425,16 @@ describe('request log', () => {
       const { dropped, created } = await server.maintain();
       expect(dropped).toContain(oldDay);
       expect(created).toContain(dayOf(Date.now() + clockOffsetMs) + 2);
+      // A partition created now keeps the finer statistics of latency and cost the searches' plans rest on.
+      const { rows: targets } = await pool.query<{ column: string; target: number }>(
+        `SELECT attname AS column, attstattarget::int AS target FROM pg_attribute
+          WHERE attrelid = $1::regclass AND attname IN ('latency_ms', 'cost_pico_usd') ORDER BY attname`,
+        [partitionName(dayOf(Date.now() + clockOffsetMs) + 2)],
+      );
+      expect(targets).toEqual([
+        { column: 'cost_pico_usd', target: SEARCHED_COLUMNS_STATISTICS },
+        { column: 'latency_ms', target: SEARCHED_COLUMNS_STATISTICS },
+      ]);
       const partitions = await listPartitions(pool);
       expect(partitions).not.toContain(oldDay);
       expect(Math.min(...partitions)).toBeGreaterThanOrEqual(dayOf(Date.now() + clockOffsetMs - 30 * DAY_MS));

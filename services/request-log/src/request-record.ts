@@ -6,7 +6,7 @@ import { type Catalog, costPicoUsd, pricingOf } from '@gateway/catalog';
 import { PoisonMessageError } from '@gateway/messaging';
 import type { UsageEventOutput } from '@gateway/proto';
 
-/** One row of request_log, in the table's column order (REQUEST_COLUMNS). */
+/** One row of request_log: the columns an INSERT writes (REQUEST_COLUMNS). */
 export interface RequestRow {
   received_at: Date;
   event_id: string;
@@ -19,6 +19,8 @@ export interface RequestRow {
   requested_model: string;
   model_id: string;
   provider: string;
+  /** The deployment that answered; '' when none did. */
+  deployment_id: string;
   fallback_models: string[];
   fallback_attempts: number;
   outcome: string;
@@ -49,6 +51,7 @@ export const REQUEST_COLUMNS = [
   'requested_model',
   'model_id',
   'provider',
+  'deployment_id',
   'fallback_models',
   'fallback_attempts',
   'outcome',
@@ -108,6 +111,7 @@ export function requestRow(event: UsageEventOutput, catalog: Catalog): RequestRo
     requested_model: event.requested_model ?? '',
     model_id: event.model_id ?? '',
     provider: event.provider ?? '',
+    deployment_id: event.deployment_id ?? '',
     fallback_models: event.fallback_models ?? [],
     fallback_attempts: event.fallback_attempts ?? 0,
     outcome: (event.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase(),

@@ -85,6 +85,7 @@ export function recordOf(row: Row): RequestRecord {
     requested_model: row.requested_model as string,
     model_id: row.model_id as string,
     provider: row.provider as string,
+    deployment_id: row.deployment_id as string,
     fallback_models: row.fallback_models as string[],
     fallback_attempts: row.fallback_attempts as number,
     outcome: row.outcome as string,
@@ -138,6 +139,7 @@ export function searchQuery(request: SearchRequestsRequestOutput, nowMs: number,
   equal('key_id', request.key_id);
   equal('team_id', request.team_id);
   equal('provider', request.provider);
+  equal('deployment_id', request.deployment_id);
   equal('http_status', request.http_status);
   equal('error_code', request.error_code);
   equal('api', request.api);

@@ -46,6 +46,7 @@ export interface RequestSearch {
   teamId: string;
   model: string;
   provider: string;
+  deployment: string;
   status: string;
   errorCode: string;
   api: string;
@@ -75,6 +76,7 @@ export function requestSearchParameters(search: RequestSearch): URLSearchParams 
     ['teamId', 'team_id'],
     ['model', 'model'],
     ['provider', 'provider'],
+    ['deployment', 'deployment'],
     ['status', 'status'],
     ['errorCode', 'error_code'],
     ['api', 'api'],

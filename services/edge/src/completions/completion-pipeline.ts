@@ -230,6 +230,7 @@ export class CompletionPipeline {
     });
     completion.answered = answeredModel(deps.catalog, completion.routing, result.model_id);
     completion.provider = result.provider ?? '';
+    completion.deploymentId = result.deployment_id ?? '';
     completion.attempts = result.attempts ?? [];
     completion.usage = result.usage ?? undefined;
     this.report(completion, 'OUTCOME_COMPLETED');
@@ -246,6 +247,7 @@ function chatAnswer(completion: Completion): (result: ExecuteResponseOutput) => 
     return {
       model_id: result.model_id,
       provider: result.provider,
+      deployment_id: result.deployment_id,
       attempts: result.attempts,
       usage: response.usage,
       render: () => completion.wire.renderWhole(completion, response),

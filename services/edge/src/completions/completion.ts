@@ -74,6 +74,8 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   answered!: ModelOutput;
   attempts: readonly ExecutionAttemptOutput[] = [];
   provider = '';
+  /** The deployment that answered (ExecuteResponse.deployment_id); empty until one did. */
+  deploymentId = '';
   /** The usage the answer reported, or what could be counted of an answer that did not finish. */
   usage: UsageOutput | undefined;
   /** Streams: when the first chunk of content left (reply.elapsedTime). */
@@ -156,6 +158,8 @@ export interface WholeAnswer {
   /** The catalog id of the model that answered. */
   readonly model_id?: string;
   readonly provider?: string;
+  /** The deployment that answered (ExecuteResponse.deployment_id). */
+  readonly deployment_id?: string;
   readonly attempts?: readonly ExecutionAttemptOutput[];
   readonly usage?: UsageOutput | null;
   /** Sets the answer's headers and returns its body (after the report set the cost and latency); a large one may take turns of the event loop. */

@@ -143,6 +143,7 @@ class SseRelay {
           // The executor's own count of what was generated before it failed; its status follows.
           completion.usage = event.failure.usage;
           completion.provider = event.failure.provider ?? completion.provider;
+          completion.deploymentId = event.failure.deployment_id || completion.deploymentId;
         } else if (event.end) {
           this.onEnd(event.end);
           completed = true;
@@ -168,6 +169,7 @@ class SseRelay {
     completion.answered = answeredModel(this.deps.catalog, completion.routing, start.model_id);
     completion.attempts = start.attempts;
     completion.provider = start.provider ?? '';
+    completion.deploymentId = start.deployment_id ?? '';
     if (start.completion_id && !this.started) {
       this.renderer.named(start.completion_id, Number(start.created) || 0);
       // The chat completions wire names its chunks with it.
@@ -182,6 +184,7 @@ class SseRelay {
     if (end.model_id) completion.answered = answeredModel(this.deps.catalog, completion.routing, end.model_id);
     if (end.attempts.length > 0) completion.attempts = end.attempts;
     completion.provider = end.provider ?? completion.provider;
+    completion.deploymentId = end.deployment_id || completion.deploymentId;
     completion.usage = end.usage;
     this.report(completion, 'OUTCOME_COMPLETED');
     const held = this.held;

@@ -87,6 +87,7 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
     ...(userAgent ? { user_agent: userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
     ...(completion.responseId ? { response_id: completion.responseId } : {}),
     fallback_models: completion.attempts.map((attempt) => attempt.model_id ?? ''),
+    ...(completion.deploymentId ? { deployment_id: completion.deploymentId } : {}),
   };
 }
 

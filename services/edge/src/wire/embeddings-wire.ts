@@ -81,6 +81,7 @@ export const embeddingsWire: CompletionWire<ParsedEmbeddingRequest> = {
     return {
       model_id: response.model_id,
       provider: response.provider,
+      deployment_id: response.deployment_id,
       attempts: response.attempts,
       usage: response.usage,
       render: async () => {

@@ -112,7 +112,7 @@ export class CompletionRun<Request extends RunRequest = ExecuteRequestOutput> {
       },
     });
     this.deployment = result.deployment;
-    this.answer = { model: result.deployment.model, provider: result.value.provider, attempts: result.attempts };
+    this.answer = { model: result.deployment.model, provider: result.value.provider, deploymentId: result.deployment.id, attempts: result.attempts };
     return result.value.value;
   }
 

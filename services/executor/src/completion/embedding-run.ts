@@ -118,6 +118,7 @@ export async function runEmbed(embed: EmbedRequestOutput, bounds: CallBounds, se
       provider: answer.provider.name,
       model_id: answer.model.id,
       attempts: answer.attempts,
+      deployment_id: answer.deploymentId,
     };
   } catch (error) {
     throw run.fail(run.outcomeOf(error));

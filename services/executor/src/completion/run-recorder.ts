@@ -25,6 +25,8 @@ export type RunRequest = Pick<ExecuteRequestOutput, 'request_id' | 'model_id' | 
 export interface Answer {
   readonly model: CatalogModel;
   readonly provider: Provider;
+  /** The id of the deployment that answered (Deployment.id): what the answer and the usage event name. */
+  readonly deploymentId: string;
   readonly attempts: ExecutionAttempt[];
 }
 

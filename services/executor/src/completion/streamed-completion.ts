@@ -53,7 +53,15 @@ export async function runStream(run: CompletionRun, sink: ChunkSink): Promise<Ex
     await batcher.flush();
     run.signal.throwIfAborted();
     const answer = run.answer as Answer;
-    const end: ExecuteStreamEvent = { end: { usage: state.usage ?? {}, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts } };
+    const end: ExecuteStreamEvent = {
+      end: {
+        usage: state.usage ?? {},
+        provider: answer.provider.name,
+        model_id: answer.model.id,
+        attempts: answer.attempts,
+        deployment_id: answer.deploymentId,
+      },
+    };
     run.succeed({ label: 'ok', usage: state.usage }, state.upstream);
     return batcher.last(end);
   } catch (error) {
@@ -96,7 +104,14 @@ function batcherOf(run: CompletionRun, sink: ChunkSink, first: IteratorResult<Pr
     includeUsage: run.request.stream_options?.include_usage === true,
     legacyFunctions: execute.legacy_functions === true,
   };
-  const start = { model_id: answer.model.id, provider: answer.provider.name, attempts: answer.attempts, completion_id: identity.id, created: identity.created };
+  const start = {
+    model_id: answer.model.id,
+    provider: answer.provider.name,
+    deployment_id: answer.deploymentId,
+    attempts: answer.attempts,
+    completion_id: identity.id,
+    created: identity.created,
+  };
   return new ChunkBatcher({ identity, start, sink, signal: run.signal });
 }
 
@@ -116,7 +131,15 @@ async function failStream(run: CompletionRun, state: StreamState, sink: ChunkSin
   // The chunks already sent are followed by the usage they cost, then the failure itself.
   if (answer && partial)
     await sink
-      .send({ failure: { usage: partial, provider: answer.provider.name, model_id: answer.model.id, usage_estimated: state.usage === undefined } })
+      .send({
+        failure: {
+          usage: partial,
+          provider: answer.provider.name,
+          model_id: answer.model.id,
+          deployment_id: answer.deploymentId,
+          usage_estimated: state.usage === undefined,
+        },
+      })
       .catch(() => undefined);
   return failure;
 }

@@ -20,7 +20,7 @@ export async function runWhole(run: CompletionRun): Promise<ExecuteResponse> {
     run.release();
     const answer = run.answer as Answer;
     run.succeed({ label: 'ok', usage: response.usage ?? undefined });
-    return { response, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts };
+    return { response, provider: answer.provider.name, model_id: answer.model.id, attempts: answer.attempts, deployment_id: answer.deploymentId };
   } catch (error) {
     throw run.fail(run.outcomeOf(error));
   }

@@ -1,6 +1,6 @@
 /**
  * Requests: with the request log (REQUEST_LOG_SERVICE_ADDR), a search of every request the
- * gateway handled within the log's retention: by time range, key, team, model, provider, status,
+ * gateway handled within the log's retention: by time range, key, team, model, provider, deployment, status,
  * error code, API, outcome, latency and cost, ordered by time, latency or cost, a page at a time,
  * each request's detail (its ids, trace id, tokens, timings and user agent), and the search's
  * export as CSV or JSONL. Without the log, the latest requests metering keeps, optionally of one
@@ -25,6 +25,7 @@ const NO_FILTERS: RequestSearch = {
   teamId: '',
   model: '',
   provider: '',
+  deployment: '',
   status: '',
   errorCode: '',
   api: '',
@@ -72,6 +73,7 @@ const TEXT_FILTERS: ReadonlyArray<[keyof RequestSearch, string, string, string]>
   ['teamId', 'Team', 'requests-team', 'team_...'],
   ['model', 'Model', 'requests-model', 'requested or served'],
   ['provider', 'Provider', 'requests-provider', 'simulated, anthropic, ...'],
+  ['deployment', 'Deployment', 'requests-deployment', '0:https://api.openai.com'],
   ['status', 'HTTP status', 'requests-status', '429'],
   ['errorCode', 'Error code', 'requests-error-code', 'upstream_error'],
   ['minLatencyMs', 'Latency from (ms)', 'requests-min-latency', ''],
@@ -96,6 +98,7 @@ function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClos
         ['API', 'request-detail-api', request.api],
         ['Requested model', 'request-detail-requested-model', request.requested_model],
         ['Served by', 'request-detail-model', `${request.model} (${request.provider})`],
+        ['Deployment', 'request-detail-deployment', request.deployment_id],
         ['Fell back from', 'request-detail-fallbacks', request.fallback_models.join(', ') || null],
         ['Outcome', 'request-detail-outcome', request.outcome],
         ['HTTP status', 'request-detail-status', request.http_status],

@@ -371,6 +371,7 @@ export const REQUEST_LOG_PARAMETERS = [
   'team_id',
   'model',
   'provider',
+  'deployment',
   'status',
   'error_code',
   'api',
@@ -400,6 +401,13 @@ export const RequestLogQuerySchema = steps(
     team_id: Type.Optional(TeamIdParameter),
     model: Type.Optional(Word('model', 'a model id')),
     provider: Type.Optional(Word('provider', 'a provider name')),
+    deployment: Type.Optional(
+      queryParameter(
+        'deployment',
+        '^[0-9]{1,4}:[A-Za-z0-9._:/\\[\\]-]{1,200}$',
+        "'deployment' must be a deployment id (`<index>:<origin>`, as a request shows it).",
+      ),
+    ),
     status: Type.Optional(queryParameter('status', '^[1-5][0-9]{2}$', "'status' must be an HTTP status (100 to 599).")),
     error_code: Type.Optional(Word('error_code', 'an error code')),
     api: Type.Optional(
@@ -427,6 +435,8 @@ export type LoggedRequest = GatewayRequest & {
   response_id: string | null;
   trace_id: string | null;
   http_status: number | null;
+  /** The deployment that answered (`<index>:<origin>`, `0:in-process` for a simulated model); null when none did. */
+  deployment_id: string | null;
   fallback_models: string[];
   cached_tokens: number;
   cache_write_tokens: number;

@@ -81,6 +81,7 @@ describe('GET /admin/v1/requests with the request log', () => {
     pages = [{ requests: [record({ event_id: 'e1', trace_id: 'abc' })], next_cursor: 'next' }];
     const response = await get(
       `/admin/v1/requests?start=100&end=200&key_id=${KEY_ID}&team_id=${TEAM_ID}&model=sim-mini&provider=simulated&status=429` +
+        '&deployment=1:https://api.openai.com' +
         '&error_code=rate_limit_exceeded&api=messages&outcome=failed&min_latency_ms=10&max_latency_ms=20&min_cost_usd=0.000000000001' +
         '&max_cost_usd=1.5&sort=cost&order=asc&limit=1000&cursor=abc_-1',
     );
@@ -95,6 +96,7 @@ describe('GET /admin/v1/requests with the request log', () => {
           team_id: TEAM_ID,
           model: 'sim-mini',
           provider: 'simulated',
+          deployment_id: '1:https://api.openai.com',
           http_status: 429,
           error_code: 'rate_limit_exceeded',
           api: 'messages',
