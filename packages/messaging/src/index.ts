@@ -13,3 +13,4 @@ export * from './deployment-health.js';
 export * from './single-timeout.js';
 export type { NatsConnection } from 'nats';
 export * from './refused-stream.js';
+export * from './bodies-stream.js';

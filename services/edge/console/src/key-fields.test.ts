@@ -18,6 +18,7 @@ const KEY: Key = {
   allowed_models: null,
   allowed_mcp_tools: null,
   team_id: null,
+  log_bodies: false,
 };
 
 describe('parseLimit and parseBudget', () => {

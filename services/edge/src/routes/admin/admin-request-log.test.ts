@@ -189,6 +189,6 @@ describe('GET /admin/v1/requests with the request log', () => {
     const response = await get('/admin/v1/requests/req-unknown');
     expect(response.statusCode).toBe(404);
     expect(response.json().error).toMatchObject({ code: 'not_found', message: 'The request log has no request req-unknown.' });
-    expect(received).toEqual([{ method: 'GetRequest', request: { id: 'req-unknown' } }]);
+    expect(received).toEqual([{ method: 'GetRequest', request: { id: 'req-unknown', include_bodies: true } }]);
   });
 });
