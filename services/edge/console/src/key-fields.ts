@@ -47,6 +47,8 @@ export interface KeyFields {
   monthlyBudget: string;
   /** Model ids and `prefix*` patterns; empty: every model. */
   allowedModels: string;
+  /** Whether the request log keeps the bodies of the key's requests. */
+  logBodies: boolean;
 }
 
 /** The fields of an edit form for a key: its own overrides, empty where it follows its plan. */
@@ -60,6 +62,7 @@ export function fieldsOfKey(key: Key): KeyFields {
     dailyBudget: text(key.overrides.daily_budget_usd),
     monthlyBudget: text(key.overrides.monthly_budget_usd),
     allowedModels: (key.allowed_models ?? []).join(', '),
+    logBodies: key.log_bodies,
   };
 }
 
@@ -93,5 +96,6 @@ export function keyChange(before: KeyFields, after: KeyFields): KeyChange | unde
   if (next.monthlyBudget !== old.monthlyBudget) budgets.monthly_usd = next.monthlyBudget ?? null;
   if (Object.keys(budgets).length > 0) change.budgets = budgets;
   if (JSON.stringify(next.allowedModels) !== JSON.stringify(old.allowedModels)) change.allowed_models = next.allowedModels;
+  if (after.logBodies !== before.logBodies) change.log_bodies = after.logBodies;
   return Object.keys(change).length > 0 ? change : undefined;
 }

@@ -22,6 +22,7 @@ const EMPTY_FIELDS: KeyFields = {
   dailyBudget: '',
   monthlyBudget: '',
   allowedModels: '',
+  logBodies: false,
 };
 
 /** A form error: a field typed wrongly, or what the admin API answered. */
@@ -44,7 +45,13 @@ function KeyFieldInputs({
   prefix: string;
   placeholders: { requestsPerMinute: string; tokensPerMinute: string; dailyBudget: string; monthlyBudget: string };
 }) {
-  const input = (field: Exclude<keyof KeyFields, 'plan'>, label: string, testId: string, placeholder: string, mode: 'numeric' | 'decimal' | 'text') => (
+  const input = (
+    field: Exclude<keyof KeyFields, 'plan' | 'logBodies'>,
+    label: string,
+    testId: string,
+    placeholder: string,
+    mode: 'numeric' | 'decimal' | 'text',
+  ) => (
     <label>
       {label}
       <input
@@ -76,6 +83,15 @@ function KeyFieldInputs({
       {input('dailyBudget', 'Daily budget (USD)', 'daily', placeholders.dailyBudget, 'decimal')}
       {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', placeholders.monthlyBudget, 'decimal')}
       {input('allowedModels', 'Allowed models', 'models', 'every model', 'text')}
+      <label>
+        <input
+          type="checkbox"
+          checked={fields.logBodies}
+          onChange={(event) => onChange({ ...fields, logBodies: event.currentTarget.checked })}
+          data-testid={`${prefix}-log-bodies`}
+        />{' '}
+        Keep request bodies (redacted) in the request log
+      </label>
     </div>
   );
 }
@@ -103,6 +119,7 @@ function CreateKeyForm({ api, teams, onCreated }: { api: AdminApi; teams: readon
         if (parsed.monthlyBudget !== undefined) budgets.monthly_usd = parsed.monthlyBudget;
         if (Object.keys(budgets).length > 0) creation.budgets = budgets;
         if (parsed.allowedModels) creation.allowed_models = parsed.allowedModels;
+        if (fields.logBodies) creation.log_bodies = true;
         if (teamId) creation.team_id = teamId;
         onCreated(await api.createKey(creation));
         setFields(EMPTY_FIELDS);

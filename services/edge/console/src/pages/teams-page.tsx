@@ -23,9 +23,11 @@ interface TeamFields {
   monthlyBudget: string;
   /** Model ids and `prefix*` patterns, comma-separated; empty: every model. */
   allowedModels: string;
+  /** Whether the request log keeps the bodies of every request of the team's keys. */
+  logBodies: boolean;
 }
 
-const EMPTY: TeamFields = { name: '', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '', allowedModels: '' };
+const EMPTY: TeamFields = { name: '', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '', allowedModels: '', logBodies: false };
 
 function formError(error: unknown): ApiError | string {
   return error instanceof FieldError ? error.message : asApiError(error);
@@ -41,6 +43,7 @@ function fieldsOfTeam(team: Team): TeamFields {
     dailyBudget: text(team.budgets.daily_usd),
     monthlyBudget: text(team.budgets.monthly_usd),
     allowedModels: team.allowed_models?.join(', ') ?? '',
+    logBodies: team.log_bodies,
   };
 }
 
@@ -65,11 +68,12 @@ function settingsOf(fields: TeamFields) {
       monthly_usd: numberOrNone(parseBudget(fields.monthlyBudget, 'Monthly budget')),
     },
     allowed_models: models.length > 0 ? models : null,
+    log_bodies: fields.logBodies,
   };
 }
 
 function TeamFieldInputs({ fields, onChange, prefix }: { fields: TeamFields; onChange: (fields: TeamFields) => void; prefix: string }) {
-  const input = (field: keyof TeamFields, label: string, testId: string, placeholder: string) => (
+  const input = (field: Exclude<keyof TeamFields, 'logBodies'>, label: string, testId: string, placeholder: string) => (
     <label>
       {label}
       <input
@@ -90,6 +94,15 @@ function TeamFieldInputs({ fields, onChange, prefix }: { fields: TeamFields; onC
       {input('dailyBudget', 'Daily budget (USD)', 'daily', 'none')}
       {input('monthlyBudget', 'Monthly budget (USD)', 'monthly', 'none')}
       {input('allowedModels', 'Allowed models', 'models', 'every model')}
+      <label>
+        <input
+          type="checkbox"
+          checked={fields.logBodies}
+          onChange={(event) => onChange({ ...fields, logBodies: event.currentTarget.checked })}
+          data-testid={`${prefix}-log-bodies`}
+        />{' '}
+        Keep request bodies (redacted) in the request log
+      </label>
     </div>
   );
 }
@@ -109,6 +122,7 @@ function CreateTeamForm({ api, onCreated }: { api: AdminApi; onCreated: () => vo
         if (Object.keys(limits).length > 0) creation.limits = limits;
         if (Object.keys(budgets).length > 0) creation.budgets = budgets;
         if (settings.allowed_models) creation.allowed_models = settings.allowed_models;
+        if (settings.log_bodies) creation.log_bodies = true;
         await api.createTeam(creation);
         setFields(EMPTY);
         onCreated();
