@@ -6,10 +6,8 @@
  * names it.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bodiesNames } from '@gateway/messaging';
-import { createTestDatabase, eventually, natsServers, type TestDatabase } from '@gateway/testing';
+import { createTestDatabase, eventually, type TestDatabase } from '@gateway/testing';
 import { startCluster, stopProcess, type Cluster } from './cluster.js';
 
 const STATIC_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -98,12 +96,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await cluster?.stop();
-  // The cluster's usage stream goes with it; its bodies stream too.
-  const connection = cluster && (await connect({ servers: natsServers(cluster.natsUrl), timeout: 2_000 }).catch(() => undefined));
-  if (connection) {
-    await (await connection.jetstreamManager()).streams.delete(bodiesNames(cluster.usageStream).stream).catch(() => false);
-    await connection.close();
-  }
   await database?.drop();
   viewers = [];
 }, 60_000);
