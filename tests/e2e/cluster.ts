@@ -9,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bodiesNames } from '@gateway/messaging';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
 import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
@@ -141,6 +142,8 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
       REQUEST_LOG_LISTEN_ADDR: `127.0.0.1:${ports.requestLog}`,
       REQUEST_LOG_METRICS_PORT: String(ports.requestLogMetrics),
       REQUEST_LOG_SERVICE_ADDR: `127.0.0.1:${ports.requestLog}`,
+      // NATS reserves the bodies stream's max_bytes too: a small one per cluster.
+      REQUEST_LOG_BODY_STREAM_MAX_BYTES: String(16 * 1024 * 1024),
     }),
     ...(options.mcp
       ? {
@@ -190,6 +193,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     stop: async () => {
       await Promise.all(services.map((name) => stopProcess(processes[name])));
       await deleteStream(env.NATS_URL!, env.USAGE_STREAM!);
+      if (options.requestLog) await deleteStream(env.NATS_URL!, bodiesNames(env.USAGE_STREAM!).stream);
       // Metering's de-duplication records of that stream go with it.
       const client = connectRedis(redis, { maxRetriesPerRequest: 1 });
       const keyId = await client.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id').catch(() => null);

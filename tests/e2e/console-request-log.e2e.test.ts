@@ -2,15 +2,17 @@
  * The console's Requests page on the request log, in a real browser (Debian's Chromium through
  * playwright-core) against a cluster with the request-log service: a viewer logs in, finds the
  * requests made through the gateway, narrows them by API and by status, orders them by latency,
- * opens one and reads its request id and trace id (tracing on: the caller's trace), and exports
+ * opens one and reads its request id, its trace id (tracing on: the caller's trace) and its bodies
+ * (the key keeps them, and REQUEST_LOG_BODIES_VIEWERS lets every viewer see them), and exports
  * the search as CSV and JSONL downloads. No console error, no CSP violation along the way.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createTestDatabase, freePort, type TestDatabase } from '@gateway/testing';
+import { createTestDatabase, eventually, freePort, type TestDatabase } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -54,9 +56,21 @@ beforeAll(async () => {
       DEPLOYMENT_HEALTH_SUBJECT: `health.v1.deployment.test-${randomBytes(4).toString('hex')}`,
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
       REQUEST_LOG_BATCH_DELAY_MS: '20',
+      REQUEST_LOG_BODIES_VIEWERS: '*',
     },
   });
   origin = new URL(cluster.baseUrl).origin;
+  const admin = (method: string, path: string, body?: unknown) =>
+    fetch(`${origin}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  // The cluster's key (found as auth stores it: Redis is shared with other clusters) keeps its requests' bodies.
+  const redis = new Redis(cluster.redisUrl);
+  const keyId = await redis.hget(`auth:key:${createHash('sha256').update(cluster.apiKey).digest('hex')}`, 'key_id');
+  await redis.quit();
+  expect((await admin('PATCH', `/admin/v1/keys/${keyId}`, { log_bodies: true })).status).toBe(200);
   const created = await fetch(`${origin}/admin/v1/admin-tokens`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
@@ -77,6 +91,12 @@ beforeAll(async () => {
   await post('/v1/chat/completions', { model: 'sim-mini', messages }, requestIds.whole, { traceparent: `00-${TRACE_ID}-${randomBytes(8).toString('hex')}-01` });
   await post('/v1/chat/completions', { model: 'sim-mini', messages, stream: true }, requestIds.stream);
   await post('/v1/messages', { model: 'sim-mini', max_tokens: 32, messages }, requestIds.messages, { 'anthropic-version': '2023-06-01' });
+  await eventually(
+    async () => ((await (await admin('GET', `/admin/v1/requests/${requestIds.whole}`)).json()) as { bodies?: unknown }).bodies ?? undefined,
+    'the bodies of the whole request in the log',
+    30_000,
+    200,
+  );
 
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
@@ -144,7 +164,7 @@ describe('the Requests page on the request log', () => {
     expect(latencies).toEqual([...latencies].sort((a, b) => b - a));
   }, 60_000);
 
-  it("opens a request's detail with its request id and its trace id", async () => {
+  it("opens a request's detail with its request id, its trace id and its bodies", async () => {
     await byTestId('requests-clear').click();
     await pageReady();
     await page.locator(`[data-testid="request-row"][data-request-id="${requestIds.whole}"] [data-testid="request-open"]`).click();
@@ -155,6 +175,8 @@ describe('the Requests page on the request log', () => {
     expect(await byTestId('request-detail-status').textContent()).toBe('200');
     // sim-mini answers in the executor: its one deployment.
     expect(await byTestId('request-detail-deployment').textContent()).toBe('0:in-process');
+    expect(JSON.parse((await byTestId('request-detail-request-body').textContent())!).messages[0].content).toBe('Hello console');
+    expect(JSON.parse((await byTestId('request-detail-response-body').textContent())!).object).toBe('chat.completion');
     await byTestId('request-detail-close').click();
     expect(await byTestId('request-detail').count()).toBe(0);
   }, 60_000);

@@ -14,3 +14,4 @@ export * from './single-timeout.js';
 export type { NatsConnection } from 'nats';
 export * from './refused-stream.js';
 export * from './consumer-start.js';
+export * from './bodies-stream.js';

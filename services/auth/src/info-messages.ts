@@ -45,6 +45,7 @@ export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
   if (key.allowed_models !== undefined) info.allowed_models = { models: key.allowed_models };
   if (key.allowed_mcp_tools !== undefined) info.allowed_mcp_tools = { tools: key.allowed_mcp_tools };
   info.team_id = key.team_id ?? '';
+  info.log_bodies = key.log_bodies === true;
   return info;
 }
 
@@ -77,5 +78,6 @@ export function toTeam(team: StoredTeam): Team {
   };
   if (team.allowed_models) message.model_allow_list = { models: team.allowed_models };
   if (team.allowed_mcp_tools) message.mcp_tool_allow_list = { tools: team.allowed_mcp_tools };
+  message.log_bodies = team.log_bodies === true;
   return message;
 }

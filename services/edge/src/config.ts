@@ -40,6 +40,24 @@ export const EdgeConfigSchema = Type.Object({
       "gRPC address of the request-log service, which the admin API's request search (GET /admin/v1/requests) and the console's Requests page read; empty = no request log (the latest requests metering keeps only).",
     default: '',
   }),
+  REQUEST_LOG_BODY_MAX_BYTES: Type.Integer({
+    description:
+      "With a request log: the most bytes of each body (the request's, the answer's) the log keeps for a key or team with log_bodies on, redacted of secrets and cut at a UTF-8 boundary with a marker saying how much was cut.",
+    minimum: 1_024,
+    maximum: 1_048_576,
+    default: 32_768,
+  }),
+  REQUEST_LOG_BODY_BUFFER_BYTES: Type.Integer({
+    description:
+      'With a request log: the most bytes of bodies an edge holds while JetStream has not acknowledged them; bodies beyond it are dropped (the request is answered and logged all the same).',
+    minimum: 65_536,
+    default: 16_777_216,
+  }),
+  REQUEST_LOG_BODIES_VIEWERS: Type.String({
+    description:
+      "Viewers (role viewer) who may see request bodies in GET /admin/v1/requests/{id} and the console: their subjects (an admin token's id, an SSO user's subject), comma-separated, or * for every viewer. Admins always may; empty = no viewer.",
+    default: '',
+  }),
   MCP_SERVICE_ADDR: Type.String({
     description:
       "gRPC address of the MCP service, which the MCP gateway (/mcp) and the admin API's /admin/v1/mcp-servers call; dns:///name:port spreads calls over every address of the name. Empty: no MCP gateway (/mcp is a 404).",

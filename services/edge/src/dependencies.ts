@@ -8,6 +8,7 @@ import type {
   AdminAccessServiceClient,
   AuthServiceClient,
   ExecutorServiceClient,
+  RequestBodies,
   RequestLogServiceClient,
   McpServiceClient,
   ResponseStoreServiceClient,
@@ -41,6 +42,8 @@ export interface EdgeDependencies {
   usage: { publish(event: UsageEvent): void };
   /** The events of requests refused before a model, for the request log (its refused-requests stream); absent without a request log. */
   refusals?: { publish(event: UsageEvent): void };
+  /** The bodies of requests whose key or team keeps them, for the request log (its bodies stream); absent without a request log. */
+  bodies?: { publish(bodies: RequestBodies): void };
   /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
   metering: UsageServiceClient;
   /** The request-log service's RequestLogService (REQUEST_LOG_SERVICE_ADDR); absent when no request log is configured. */

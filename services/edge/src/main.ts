@@ -5,7 +5,17 @@
  */
 import { callUnary, createClient, createHealthClient, isServing } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { UsagePublisher, connectNats, drainNats, ensureUsageStream, followConnection, refusedNames, usageNames } from '@gateway/messaging';
+import {
+  BodiesPublisher,
+  bodiesNames,
+  UsagePublisher,
+  connectNats,
+  drainNats,
+  ensureUsageStream,
+  followConnection,
+  refusedNames,
+  usageNames,
+} from '@gateway/messaging';
 import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
 import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput, type UsageEventOutput } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
@@ -73,6 +83,11 @@ registerUsagePublisherMetrics(registry, usage, natsState);
 // published only when there is one, on a stream of their own that it creates (never the usage
 // stream); bounded, never handed over, dropped when NATS cannot take them.
 const refusals = requestLog ? new UsagePublisher(nats, logger, { subject: refusedNames(config.USAGE_STREAM).subject, maxQueue: 10_000 }) : undefined;
+// The bodies of requests whose key or team keeps them, likewise: only with a request log, on a
+// bounded stream of their own that it creates, sent after the answer and dropped rather than held.
+const bodies = requestLog
+  ? new BodiesPublisher(nats, logger, { subject: bodiesNames(config.USAGE_STREAM).subject, maxPendingBytes: config.REQUEST_LOG_BODY_BUFFER_BYTES })
+  : undefined;
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
@@ -110,6 +125,7 @@ const deps = {
   catalog,
   usage,
   ...(refusals && { refusals }),
+  ...(bodies && { bodies }),
   metering,
   responseStore,
   ...(requestLog && { requestLog }),
@@ -143,6 +159,7 @@ const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000
     logger[handed >= held ? 'warn' : 'error']({ pending: held, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
   await refusals?.flush(natsState.connected ? 1_000 : 0);
   refusals?.close();
+  await bodies?.flush(natsState.connected ? 1_000 : 0);
   await drainNats(nats, 2_000);
   // Settlements still in flight are answered before the streams and the channel close.
   await Promise.all([decisions.close(2_000), completions.close(2_000)]);

@@ -2,15 +2,20 @@
  * The request-log service, wired: a durable JetStream consumer of its own on the usage stream
  * (every replica shares it, so each event is written by one), and another on the refused-requests
  * stream (requests refused before a model, which the edge publishes only there), writing one row per request to
- * PostgreSQL in batches and acknowledging each message once its batch is committed; the daily
- * partitions' upkeep; and the RequestLogService the edge searches.
+ * PostgreSQL in batches and acknowledging each message once its batch is committed; a third on the
+ * bodies stream (the prompts and answers of the keys that keep them), into a table of their own with
+ * a shorter retention; the daily partitions' upkeep; and the RequestLogService the edge searches.
  */
 import type { Catalog } from '@gateway/catalog';
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, GatewayError, type GatewayServer, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import {
+  type BodiesNames,
+  bodiesNames,
   ConsumerStart,
+  decodeRequestBodies,
   decodeUsageEvents,
+  ensureBodiesStream,
   ensureRefusedStream,
   type NatsConnection,
   PoisonMessageError,
@@ -25,6 +30,7 @@ import {
   type GetRequestRequestOutput,
   type GetRequestResponse,
   loadGatewayGrpc,
+  type RequestBodiesOutput,
   type RequestLogServiceHandlers,
   type SearchRequestsRequestOutput,
   type SearchRequestsResponse,
@@ -32,6 +38,7 @@ import {
 } from '@gateway/proto';
 import type pg from 'pg';
 import { maintainPartitions } from './partitions.js';
+import { BODIES_COLUMNS, type BodiesRow, bodiesRow, getBodies } from './request-bodies.js';
 import { type RequestRow, requestRow } from './request-record.js';
 import { getRequest, searchRequests } from './request-search.js';
 import { createRequestWriter } from './request-writer.js';
@@ -60,6 +67,8 @@ export interface RequestLogDependencies {
   registry?: prometheus.Registry;
   /** Days kept (REQUEST_LOG_RETENTION_DAYS). */
   retentionDays: number;
+  /** Days the bodies are kept (REQUEST_LOG_BODY_RETENTION_DAYS); 7 when not given. */
+  bodyRetentionDays?: number;
   /** Partitions created ahead of today (REQUEST_LOG_PARTITIONS_AHEAD_DAYS). */
   aheadDays: number;
   /** Between two partition upkeeps (REQUEST_LOG_MAINTENANCE_INTERVAL_MS). */
@@ -77,6 +86,10 @@ export interface RequestLogDependencies {
   durableName?: string;
   /** The refused-requests stream the log also reads (refusedNames of the usage stream when not given). */
   refused?: RefusedNames;
+  /** The bodies stream the log also reads (bodiesNames of the usage stream when not given). */
+  bodies?: BodiesNames;
+  /** The most bytes the bodies stream holds (REQUEST_LOG_BODY_STREAM_MAX_BYTES). */
+  bodiesMaxBytes?: number;
   /** Redelivery delays after a failed write; see DurableConsumerOptions.backoffMs. */
   backoffMs?: number[];
   connectionAge?: ConnectionAge;
@@ -89,7 +102,7 @@ export interface RequestLogServer {
   /** Ensures the usage stream, the partitions and the durable consumer, then consumes. */
   start(): Promise<void>;
   /** One partition upkeep now (the schedule runs it every maintenanceIntervalMs). */
-  maintain(): Promise<{ created: number[]; dropped: number[] }>;
+  maintain(): Promise<{ created: number[]; dropped: number[]; bodies: { created: number[]; dropped: number[] } }>;
   /** Stops consuming once the rows being written are committed (or handed back). */
   stop(): Promise<void>;
 }
@@ -127,6 +140,14 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     registers,
   });
   for (const reason of POISON_REASONS) poison.inc({ reason }, 0);
+  const bodyRows = new prometheus.Counter({
+    name: 'gateway_request_log_bodies_total',
+    help: 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).',
+    labelNames: ['result'],
+    registers,
+  });
+  for (const result of ['inserted', 'duplicate', 'expired']) bodyRows.inc({ result }, 0);
+  const bodyRetentionDays = dependencies.bodyRetentionDays ?? 7;
   new prometheus.Gauge({
     name: 'gateway_request_log_pending_messages',
     help: "Usage messages the request log has not written yet (its consumer's pending and unacknowledged); NaN when NATS cannot be read.",
@@ -155,6 +176,21 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     },
   });
 
+  const bodiesWriter = createRequestWriter<BodiesRow>({
+    pool,
+    table: 'request_bodies',
+    columns: BODIES_COLUMNS,
+    batchRows: dependencies.batchRows,
+    batchDelayMs: dependencies.batchDelayMs,
+    retentionDays: bodyRetentionDays,
+    now,
+    onWritten: ({ inserted, duplicates, expired }) => {
+      bodyRows.inc({ result: 'inserted' }, inserted);
+      bodyRows.inc({ result: 'duplicate' }, duplicates);
+      bodyRows.inc({ result: 'expired' }, expired);
+    },
+  });
+
   /** The rows of one message; an event the log can never hold is counted and skipped without its neighbours. */
   const rowsOf = (events: UsageEventOutput[]): RequestRow[] =>
     events.flatMap((event) => {
@@ -168,10 +204,26 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       }
     });
 
+  /** The row of one bodies message; bodies the log can never hold are counted and skipped. */
+  const bodiesRowsOf = (bodies: RequestBodiesOutput): BodiesRow[] => {
+    try {
+      return [bodiesRow(bodies)];
+    } catch (error) {
+      if (!(error instanceof PoisonMessageError)) throw error;
+      poison.inc({ reason: error.reason });
+      logger.error({ err: error, reason: error.reason }, 'request bodies can never be logged; skipped');
+      return [];
+    }
+  };
+
   const maintain = async () => {
-    const done = await maintainPartitions(pool, { nowMs: now(), retentionDays: dependencies.retentionDays, aheadDays: dependencies.aheadDays });
+    const options = { nowMs: now(), aheadDays: dependencies.aheadDays };
+    const done = await maintainPartitions(pool, { ...options, retentionDays: dependencies.retentionDays });
+    // The bodies leave at their own, shorter, retention.
+    const bodies = await maintainPartitions(pool, { ...options, retentionDays: bodyRetentionDays, table: 'request_bodies' });
     if (done.created.length > 0 || done.dropped.length > 0) logger.info(done, 'request log partitions maintained');
-    return done;
+    if (bodies.created.length > 0 || bodies.dropped.length > 0) logger.info(bodies, 'request bodies partitions maintained');
+    return { ...done, bodies };
   };
   let maintenanceTimer: NodeJS.Timeout | undefined;
   const scheduleMaintenance = () => {
@@ -208,7 +260,9 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
         if (!id || id.length > 200) throw GatewayError.of('invalid_request', "'id' must be an event id or a request id.", { param: 'id' });
         const found = await database(() => getRequest(pool, id));
         if (!found) throw GatewayError.of('not_found', `The request log has no request ${id}.`, { param: 'id' });
-        return { request: found };
+        if (!request.include_bodies) return { request: found };
+        const bodies = await database(() => getBodies(pool, found.event_id ?? '', Number(found.received_at_ms ?? 0)));
+        return { request: found, ...(bodies && { bodies }) };
       },
       'GetRequest',
       report,
@@ -216,6 +270,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   } as unknown as RequestLogServiceHandlers;
 
   const refused = dependencies.refused ?? refusedNames(stream);
+  const bodiesStream = dependencies.bodies ?? bodiesNames(stream);
   let consumers: RunningConsumer[] = [];
   const starting = new ConsumerStart(nc, logger, 'request log start failed; retrying');
 
@@ -250,6 +305,27 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
           logger,
         });
       consumers = [await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }), await consume(refused)];
+      await starting.step(() => ensureBodiesStream(nc, bodiesStream, { replicas: dependencies.replicas, maxBytes: dependencies.bodiesMaxBytes }));
+      consumers.push(
+        await starting.consumer<RequestBodiesOutput>({
+          stream: bodiesStream.stream,
+          durableName,
+          filterSubject: bodiesStream.subject,
+          decode: decodeRequestBodies,
+          // Acknowledged once the batch holding its row is committed, like the requests.
+          handle: async (bodies) => {
+            try {
+              await bodiesWriter.write(bodiesRowsOf(bodies));
+            } catch (error) {
+              writeErrors.inc();
+              throw error;
+            }
+          },
+          onPoison: (reason) => poison.inc({ reason }),
+          backoffMs: dependencies.backoffMs,
+          logger,
+        }),
+      );
     },
     stop: async () => {
       starting.cancel();
@@ -257,7 +333,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       maintenanceTimer = undefined;
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       consumers = [];
-      await writer.flush();
+      await Promise.all([writer.flush(), bodiesWriter.flush()]);
     },
   };
 }

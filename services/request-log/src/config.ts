@@ -43,6 +43,18 @@ export const RequestLogConfigSchema = Type.Object({
     minimum: 1,
     default: 30,
   }),
+  REQUEST_LOG_BODY_RETENTION_DAYS: Type.Integer({
+    description:
+      "Days the bodies of requests (kept only for keys or teams with log_bodies on) are kept: a day's partition of request_bodies is dropped once it is entirely older than this.",
+    minimum: 1,
+    default: 7,
+  }),
+  REQUEST_LOG_BODY_STREAM_MAX_BYTES: Type.Integer({
+    description:
+      'The most bytes the JetStream stream of request bodies holds (the edge publishes them there, this service reads them); when full it forgets its oldest bodies.',
+    minimum: 1_048_576,
+    default: 268_435_456,
+  }),
   REQUEST_LOG_PARTITIONS_AHEAD_DAYS: Type.Integer({ description: 'Daily partitions created ahead of today.', minimum: 1, default: 3 }),
   REQUEST_LOG_MAINTENANCE_INTERVAL_MS: Type.Integer({
     description: 'How often partitions are created ahead and those past the retention dropped (ms).',

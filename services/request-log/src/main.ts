@@ -33,6 +33,8 @@ const requestLog = createServer({
   logger,
   registry,
   retentionDays: config.REQUEST_LOG_RETENTION_DAYS,
+  bodyRetentionDays: config.REQUEST_LOG_BODY_RETENTION_DAYS,
+  bodiesMaxBytes: config.REQUEST_LOG_BODY_STREAM_MAX_BYTES,
   aheadDays: config.REQUEST_LOG_PARTITIONS_AHEAD_DAYS,
   maintenanceIntervalMs: config.REQUEST_LOG_MAINTENANCE_INTERVAL_MS,
   batchRows: config.REQUEST_LOG_BATCH_ROWS,

@@ -6,6 +6,9 @@
 import type pg from 'pg';
 import { withSchemaLock } from './migrations.js';
 
+/** The partitioned tables: one row per request, and the bodies of the requests that keep them. */
+export type PartitionedTable = 'request_log' | 'request_bodies';
+
 /** One day in milliseconds. */
 export const DAY_MS = 86_400_000;
 
@@ -14,14 +17,14 @@ export function dayOf(timeMs: number): number {
   return Math.floor(timeMs / DAY_MS);
 }
 
-/** The partition of a day: `request_log_p20260131`. */
-export function partitionName(day: number): string {
-  return `request_log_p${new Date(day * DAY_MS).toISOString().slice(0, 10).replaceAll('-', '')}`;
+/** The partition of a day: `request_log_p20260131` (`request_bodies_p20260131` for the bodies). */
+export function partitionName(day: number, table: PartitionedTable = 'request_log'): string {
+  return `${table}_p${new Date(day * DAY_MS).toISOString().slice(0, 10).replaceAll('-', '')}`;
 }
 
 /** The day a partition's name holds, or undefined for a table that is not one of the log's partitions. */
-export function dayOfPartition(name: string): number | undefined {
-  const match = /^request_log_p(\d{4})(\d{2})(\d{2})$/.exec(name);
+export function dayOfPartition(name: string, table: PartitionedTable = 'request_log'): number | undefined {
+  const match = new RegExp(`^${table}_p(\\d{4})(\\d{2})(\\d{2})$`).exec(name);
   if (!match) return undefined;
   return dayOf(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
 }
@@ -34,16 +37,17 @@ export function firstKeptDay(nowMs: number, retentionDays: number): number {
 
 const isoDay = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 
-/** The log's partitions that exist now, as days. */
-export async function listPartitions(client: pg.Pool | pg.PoolClient): Promise<number[]> {
+/** The table's partitions that exist now, as days. */
+export async function listPartitions(client: pg.Pool | pg.PoolClient, table: PartitionedTable = 'request_log'): Promise<number[]> {
   const { rows } = await client.query<{ name: string }>(
     `SELECT child.relname AS name FROM pg_inherits
        JOIN pg_class parent ON parent.oid = pg_inherits.inhparent
        JOIN pg_class child ON child.oid = pg_inherits.inhrelid
-      WHERE parent.relname = 'request_log'`,
+      WHERE parent.relname = $1`,
+    [table],
   );
   return rows
-    .map((row) => dayOfPartition(row.name))
+    .map((row) => dayOfPartition(row.name, table))
     .filter((day): day is number => day !== undefined)
     .sort((a, b) => a - b);
 }
@@ -58,16 +62,17 @@ export async function listPartitions(client: pg.Pool | pg.PoolClient): Promise<n
 export const SEARCHED_COLUMNS_STATISTICS = 1_000;
 
 /** Creates the partitions of these days that do not exist yet. */
-export async function createPartitions(pool: pg.Pool, days: Iterable<number>): Promise<void> {
+export async function createPartitions(pool: pg.Pool, days: Iterable<number>, table: PartitionedTable = 'request_log'): Promise<void> {
   const wanted = [...new Set(days)];
   if (wanted.length === 0) return;
   await withSchemaLock(pool, async (client) => {
     for (const day of wanted) {
-      const name = partitionName(day);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${name} PARTITION OF request_log FOR VALUES FROM ('${isoDay(day)}') TO ('${isoDay(day + 1)}')`);
-      await client.query(
-        `ALTER TABLE ${name} ALTER COLUMN latency_ms SET STATISTICS ${SEARCHED_COLUMNS_STATISTICS}, ALTER COLUMN cost_pico_usd SET STATISTICS ${SEARCHED_COLUMNS_STATISTICS}`,
-      );
+      const name = partitionName(day, table);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${name} PARTITION OF ${table} FOR VALUES FROM ('${isoDay(day)}') TO ('${isoDay(day + 1)}')`);
+      if (table === 'request_log')
+        await client.query(
+          `ALTER TABLE ${name} ALTER COLUMN latency_ms SET STATISTICS ${SEARCHED_COLUMNS_STATISTICS}, ALTER COLUMN cost_pico_usd SET STATISTICS ${SEARCHED_COLUMNS_STATISTICS}`,
+        );
     }
   });
 }
@@ -82,17 +87,21 @@ export interface Maintenance {
  * Creates the partitions from yesterday to `aheadDays` after today and drops those past the
  * retention, as of `nowMs`.
  */
-export async function maintainPartitions(pool: pg.Pool, options: { nowMs: number; retentionDays: number; aheadDays: number }): Promise<Maintenance> {
+export async function maintainPartitions(
+  pool: pg.Pool,
+  options: { nowMs: number; retentionDays: number; aheadDays: number; table?: PartitionedTable },
+): Promise<Maintenance> {
+  const table = options.table ?? 'request_log';
   const today = dayOf(options.nowMs);
   const keepFrom = firstKeptDay(options.nowMs, options.retentionDays);
-  const existing = new Set(await listPartitions(pool));
+  const existing = new Set(await listPartitions(pool, table));
   const wanted: number[] = [];
   for (let day = Math.max(today - 1, keepFrom); day <= today + options.aheadDays; day += 1) if (!existing.has(day)) wanted.push(day);
-  await createPartitions(pool, wanted);
+  await createPartitions(pool, wanted, table);
   const expired = [...existing].filter((day) => day < keepFrom);
   if (expired.length > 0)
     await withSchemaLock(pool, async (client) => {
-      for (const day of expired) await client.query(`DROP TABLE IF EXISTS ${partitionName(day)}`);
+      for (const day of expired) await client.query(`DROP TABLE IF EXISTS ${partitionName(day, table)}`);
     });
   return { created: wanted, dropped: expired };
 }

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { costPicoUsd, loadCatalog, pricingOf } from '@gateway/catalog';
 import { callUnary, createClient, GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { encodeUsageEvent, encodeUsageEventBatch, ensureUsageStream, refusedNames } from '@gateway/messaging';
+import { bodiesNames, encodeUsageEvent, encodeUsageEventBatch, ensureUsageStream, refusedNames } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
 import {
   type GetRequestRequest,
@@ -156,6 +156,7 @@ afterAll(async () => {
   await server?.stop();
   await (await nc?.jetstreamManager())?.streams.delete(names.stream).catch(() => undefined);
   await (await nc?.jetstreamManager())?.streams.delete(refusedNames(names.stream).stream).catch(() => undefined);
+  await (await nc?.jetstreamManager())?.streams.delete(bodiesNames(names.stream).stream).catch(() => undefined);
   await nc?.drain();
   await proxy?.close();
   await pool?.end();

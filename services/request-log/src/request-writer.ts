@@ -8,12 +8,20 @@
  * replica however fast events come.
  */
 import type pg from 'pg';
-import { createPartitions, dayOf, firstKeptDay } from './partitions.js';
+import { createPartitions, dayOf, firstKeptDay, type PartitionedTable } from './partitions.js';
 import { REQUEST_COLUMNS, type RequestRow } from './request-record.js';
 
+/** A row of one of the partitioned tables: partitioned by its received_at. */
+export interface PartitionedRow {
+  received_at: Date;
+}
+
 /** What a writer writes to and how it batches. */
-export interface RequestWriterOptions {
+export interface RequestWriterOptions<Row extends PartitionedRow = RequestRow> {
   pool: pg.Pool;
+  /** The table written (request_log when not given), and its columns in the INSERT's order (REQUEST_COLUMNS). */
+  table?: PartitionedTable;
+  columns?: readonly (keyof Row & string)[];
   /** Rows one INSERT writes at most (REQUEST_LOG_BATCH_ROWS); a message's rows are never split. */
   batchRows: number;
   /** How long a row waits for others (REQUEST_LOG_BATCH_DELAY_MS). */
@@ -27,51 +35,53 @@ export interface RequestWriterOptions {
 }
 
 /** The batching writer. */
-export interface RequestWriter {
+export interface RequestWriter<Row extends PartitionedRow = RequestRow> {
   /** Writes a message's rows with the next batch; resolves once committed, rejects when the batch failed. */
-  write(rows: RequestRow[]): Promise<void>;
+  write(rows: Row[]): Promise<void>;
   /** Writes what is waiting now, then resolves. */
   flush(): Promise<void>;
 }
 
-interface Waiting {
-  rows: RequestRow[];
+interface Waiting<Row> {
+  rows: Row[];
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
 /** The INSERT of `count` rows. */
-function insertStatement(count: number): string {
-  const width = REQUEST_COLUMNS.length;
+function insertStatement(table: string, columns: readonly string[], count: number): string {
+  const width = columns.length;
   const values: string[] = [];
-  for (let row = 0; row < count; row += 1) values.push(`(${REQUEST_COLUMNS.map((_, column) => `$${row * width + column + 1}`).join(', ')})`);
-  return `INSERT INTO request_log (${REQUEST_COLUMNS.join(', ')}) VALUES ${values.join(', ')} ON CONFLICT DO NOTHING`;
+  for (let row = 0; row < count; row += 1) values.push(`(${columns.map((_, column) => `$${row * width + column + 1}`).join(', ')})`);
+  return `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${values.join(', ')} ON CONFLICT DO NOTHING`;
 }
 
 /** Creates a writer; see the file's comment. */
-export function createRequestWriter(options: RequestWriterOptions): RequestWriter {
+export function createRequestWriter<Row extends PartitionedRow = RequestRow>(options: RequestWriterOptions<Row>): RequestWriter<Row> {
   const { pool } = options;
+  const table = options.table ?? 'request_log';
+  const columns = options.columns ?? (REQUEST_COLUMNS as unknown as readonly (keyof Row & string)[]);
   const now = options.now ?? Date.now;
-  let waiting: Waiting[] = [];
+  let waiting: Waiting<Row>[] = [];
   let waitingRows = 0;
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;
   // Days whose partition this process created or found: checked once each.
   const knownDays = new Set<number>();
 
-  const insert = async (rows: RequestRow[]): Promise<{ inserted: number; expired: number }> => {
+  const insert = async (rows: Row[]): Promise<{ inserted: number; expired: number }> => {
     const keepFrom = firstKeptDay(now(), options.retentionDays);
     const kept = rows.filter((row) => dayOf(row.received_at.getTime()) >= keepFrom);
     if (kept.length === 0) return { inserted: 0, expired: rows.length };
     const days = new Set(kept.map((row) => dayOf(row.received_at.getTime())));
     const missing = [...days].filter((day) => !knownDays.has(day));
     if (missing.length > 0) {
-      await createPartitions(pool, missing);
+      await createPartitions(pool, missing, table);
       for (const day of missing) knownDays.add(day);
     }
-    const parameters = kept.flatMap((row) => REQUEST_COLUMNS.map((column) => row[column]));
+    const parameters = kept.flatMap((row) => columns.map((column) => row[column]));
     try {
-      const result = await pool.query(insertStatement(kept.length), parameters);
+      const result = await pool.query(insertStatement(table, columns, kept.length), parameters);
       return { inserted: result.rowCount ?? 0, expired: rows.length - kept.length };
     } catch (error) {
       // A partition dropped meanwhile (by another replica's retention): look again next time.
@@ -83,7 +93,7 @@ export function createRequestWriter(options: RequestWriterOptions): RequestWrite
   const writeBatch = async (): Promise<void> => {
     clearTimeout(timer);
     timer = undefined;
-    const batch: Waiting[] = [];
+    const batch: Waiting<Row>[] = [];
     let rows = 0;
     while (waiting.length > 0 && (batch.length === 0 || rows + waiting[0]!.rows.length <= options.batchRows)) {
       const next = waiting.shift()!;

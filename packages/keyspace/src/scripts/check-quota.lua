@@ -20,7 +20,7 @@
 -- 'allow' | 'already_reserved' | 'deny_requests' | 'deny_tokens' | 'too_large' | 'over_budget' |
 -- 'model_not_allowed'), then, for a live key, its facts, the window's and budgets' state, its
 -- allow-lists (model_allow_lists: a JSON array of the lists, each as stored: the key's, then its
--- team's), and its team's state (limited_by 'team' when the team's limit, budget or list denied).
+-- team's), whether the request log keeps its bodies (log_bodies 0 | 1: the key's or its team's), and its team's state (limited_by 'team' when the team's limit, budget or list denied).
 local function hash(name)
   local flat = redis.call('HGETALL', name)
   local record = {}
@@ -64,6 +64,9 @@ if key.allowed_models then allowTexts[#allowTexts + 1] = key.allowed_models end
 if team and team.allowed_models then allowTexts[#allowTexts + 1] = team.allowed_models end
 local allowLists = {}
 for i, text in ipairs(allowTexts) do allowLists[i] = cjson.decode(text) end
+-- The request log keeps the request's bodies when the key or its team says so.
+local logBodies = 0
+if key.log_bodies == '1' or (team and team.log_bodies == '1') then logBodies = 1 end
 local now = clock(args.now)
 if now - (tonumber(key.last_used_at_ms) or 0) >= tonumber(args.last_used_interval_ms) then redis.call('HSET', KEYS[1], 'last_used_at_ms', now) end
 
@@ -119,6 +122,7 @@ local function answer(status, retry, limitedBy)
     'remaining_pico_usd', budget[2], 'spent_day_pico_usd', budget[3], 'spent_month_pico_usd', budget[4],
     'month_exhausted', budget[5], 'limited_by', limitedBy,
     'model_allow_lists', '[' .. table.concat(allowTexts, ',') .. ']',
+    'log_bodies', logBodies,
   }
   -- The team's state only for a member: a key without a team gets a reply no longer than before teams.
   if key.team_id and key.team_id ~= '' then

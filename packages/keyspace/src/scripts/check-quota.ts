@@ -95,6 +95,8 @@ export interface CheckQuotaDecision {
   monthExhausted: boolean;
   /** Every allow-list that applies (the key's, then its team's), each its entries; none: every model allowed. */
   modelAllowLists: string[][];
+  /** Whether the request log keeps the request's bodies: the key's `log_bodies` or its team's. */
+  logBodies: boolean;
   /** On a denial: whether the key's own limit, budget or list refused ('key') or its team's ('team'); absent on an allow. */
   limitedBy?: 'key' | 'team';
   /** The key's team, when it has one: its windows' and budgets' state. */
@@ -165,6 +167,7 @@ export function decodeCheckQuota(reply: unknown): CheckQuotaReply {
     spentMonthPicoUsd: numberField(named, 'spent_month_pico_usd'),
     monthExhausted: numberField(named, 'month_exhausted') === 1,
     modelAllowLists: allowListsOf(named.model_allow_lists),
+    logBodies: numberField(named, 'log_bodies') === 1,
     ...(named.limited_by === 'team' || named.limited_by === 'key' ? { limitedBy: named.limited_by } : {}),
     ...(team && { team }),
   };

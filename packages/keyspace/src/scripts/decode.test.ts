@@ -16,6 +16,7 @@ describe('script replies', () => {
       'retry_after_ms', 1_500, 'catalog_fallbacks', 'off', 'budgeted', 1,
       'remaining_pico_usd', 7, 'spent_day_pico_usd', 8, 'spent_month_pico_usd', 9, 'month_exhausted', 0,
       'model_allow_lists', '[["sim-*","gpt-4o"],[]]',
+      'log_bodies', 1,
     ];
     expect(decodeCheckQuota(reply)).toEqual({
       status: 'deny_tokens',
@@ -32,6 +33,7 @@ describe('script replies', () => {
       spentMonthPicoUsd: 9,
       monthExhausted: false,
       modelAllowLists: [['sim-*', 'gpt-4o'], []],
+      logBodies: true,
     });
     expect(decodeCheckQuota(['status', 'unknown_key'])).toEqual({ status: 'unknown_key' });
     expect(decodeCheckQuota(['status', 'revoked', 'key_id', 'key_x'])).toEqual({ status: 'revoked', keyId: 'key_x' });

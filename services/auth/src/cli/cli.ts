@@ -15,7 +15,7 @@
  *   node dist/cli/cli.js help (or --help, -h)
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
  * [--routing-policy P] [--catalog-fallbacks on|off|plan] [--daily-budget-usd X|unlimited|plan]
- * [--monthly-budget-usd X|unlimited|plan] [--allowed-models ID,PREFIX*,...|all] ("plan" removes an
+ * [--monthly-budget-usd X|unlimited|plan] [--allowed-models ID,PREFIX*,...|all] [--log-bodies on|off] ("plan" removes an
  * override; an empty policy removes the policy; "all" removes the allow-list, '' allows no model).
  * Reads REDIS_URL (default redis://127.0.0.1:6379), AUTH_REDIS_PREFIX (default auth:), AUTH_PLANS_PATH
  * and AUTH_AUDIT_RETENTION_DAYS. A secret is printed once, by create-key or create-admin-token (an
@@ -53,6 +53,7 @@ const USAGE = `usage:
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
         [--catalog-fallbacks on|off|plan] [--daily-budget-usd USD|unlimited|plan] [--monthly-budget-usd USD|unlimited|plan]
         [--allowed-models ID,PREFIX*,...|all] [--allowed-mcp-tools SERVER__TOOL,SERVER,PREFIX*,...|all]
+        [--log-bodies on|off] (the request log keeps the bodies of the key's requests, redacted)
   ("plan" goes back to the plan's limit or default; --routing-policy '' removes the policy;
    --allowed-models all lets the key use every model again, '' no model; --allowed-mcp-tools the same
    for the MCP gateway's tools)`;
@@ -106,6 +107,13 @@ function fallbacksFlag(value: string | undefined): boolean | null | undefined {
   throw new UsageError('--catalog-fallbacks must be "on", "off" or "plan"');
 }
 
+/** The --log-bodies flag: `on` or `off`. */
+function logBodiesFlag(value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'on' || value === 'off') return value === 'on';
+  throw new UsageError('--log-bodies must be "on" or "off"');
+}
+
 /** The allow-list flag: comma-separated ids and `prefix*` patterns, or `all` (null: remove the list). */
 function allowedModelsFlag(value: string | undefined): string[] | null | undefined {
   if (value === undefined) return undefined;
@@ -127,6 +135,7 @@ const OPTIONS = {
   team: { type: 'string' },
   'allowed-models': { type: 'string' },
   'allowed-mcp-tools': { type: 'string' },
+  'log-bodies': { type: 'string' },
   role: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -148,6 +157,7 @@ function overrideFlags(values: Flags) {
     allowed_models: allowedModelsFlag(values['allowed-models']),
     // The same list syntax: namespaced MCP tools, servers and `prefix*` patterns, or `all`.
     allowed_mcp_tools: allowedModelsFlag(values['allowed-mcp-tools']),
+    log_bodies: logBodiesFlag(values['log-bodies']),
   };
 }
 

@@ -244,6 +244,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
       budget: budgetState(result.budget),
       model_allow_lists: result.modelAllowLists.map((models) => ({ models })),
     };
+    if (result.logBodies) response.log_bodies = true;
     if (result.team) addTeamState(response, result.team);
     if (result.deniedByTeam) response.denied_by_team = true;
     if (request.mcp) response.mcp_tool_allow_lists = await mcpToolAllowLists(result.keyId, result.team?.teamId ?? '');
@@ -354,6 +355,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
             allowed_models: request.allowed_models ? request.allowed_models.models : undefined,
             allowed_mcp_tools: request.allowed_mcp_tools ? request.allowed_mcp_tools.tools : undefined,
             team_id: teamId,
+            log_bodies: request.log_bodies === true,
           }),
         'The key store is unavailable.',
       );
@@ -392,6 +394,7 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
     }
     if (request._name === 'name') changes.name = request.name ?? '';
     if (request._routing_policy === 'routing_policy') changes.routing_policy = request.routing_policy ?? '';
+    if (request._log_bodies === 'log_bodies') changes.log_bodies = request.log_bodies === true;
     const requests = fromMinuteLimit(request.requests_per_minute_override, 'requests_per_minute_override');
     const tokens = fromMinuteLimit(request.tokens_per_minute_override, 'tokens_per_minute_override');
     if (requests !== undefined) changes.requests_per_minute_override = requests;

@@ -33,6 +33,8 @@ export interface StoredKey {
   allowed_mcp_tools?: string[];
   /** The key's team, fixed when it was created; absent: none. */
   team_id?: string;
+  /** Whether the request log keeps the bodies of the key's requests; absent: off. */
+  log_bodies?: boolean;
 }
 
 /** The settings of a key that a creation may give: each absent one stays as the plan has it (or none). */
@@ -55,6 +57,8 @@ export interface NewKey extends Partial<KeySettings> {
   secret?: string;
   /** The team the key joins for good; absent or '': none. */
   team_id?: string;
+  /** Whether the request log keeps the bodies of the key's requests; absent: off. */
+  log_bodies?: boolean;
 }
 
 /**
@@ -76,6 +80,8 @@ export interface KeyChanges {
   allowed_models?: string[] | null;
   /** An MCP tool allow-list of null removes it (every tool allowed again). */
   allowed_mcp_tools?: string[] | null;
+  /** Whether the request log keeps the bodies of the key's requests. */
+  log_bodies?: boolean;
   revoked?: true;
 }
 
@@ -220,7 +226,8 @@ const REPLICA_WAIT_MS = 1_000;
  *                                 on, '0' off), daily_budget_override?,
  *                                 monthly_budget_override? (micro-USD or 'unlimited'),
  *                                 allowed_models? (a JSON array of ids and `prefix*` patterns),
- *                                 allowed_mcp_tools? (a JSON array, the same rules)}:
+ *                                 allowed_mcp_tools? (a JSON array, the same rules),
+ *                                 log_bodies? ('1': the request log keeps the bodies)}:
  *                                 the key, beside its quota window (`{<key_id>}`)
  *   `<prefix>key-ids`             set of every key id
  * Since a secret's key id never changes, the index is cached in memory: a request costs the one
@@ -277,6 +284,7 @@ export class KeyStore {
         ...(input.allowed_models !== undefined && { allowed_models: [...input.allowed_models] }),
         ...(input.allowed_mcp_tools !== undefined && { allowed_mcp_tools: [...input.allowed_mcp_tools] }),
         ...(teamId && { team_id: teamId }),
+        ...(input.log_bodies && { log_bodies: true }),
       };
       const fields: Record<string, string> = { key_id: key.key_id, plan: key.plan, name: key.name, created_at_ms: String(key.created_at_ms), revoked: '0' };
       if (key.routing_policy) fields.routing_policy = key.routing_policy;
@@ -285,6 +293,7 @@ export class KeyStore {
       if (key.allowed_models !== undefined) fields.allowed_models = JSON.stringify(key.allowed_models);
       if (key.allowed_mcp_tools !== undefined) fields.allowed_mcp_tools = JSON.stringify(key.allowed_mcp_tools);
       if (teamId) fields.team_id = teamId;
+      if (key.log_bodies) fields.log_bodies = '1';
       const record = await this.createRecord(key.key_id, teamId, fields);
       // undefined: a key id collision (1 in 62^16); draw another id.
       if (!record) continue;
@@ -421,6 +430,8 @@ export class KeyStore {
     else if (changes.allowed_models !== undefined) sets.allowed_models = JSON.stringify(changes.allowed_models);
     if (changes.allowed_mcp_tools === null) deletes.push('allowed_mcp_tools');
     else if (changes.allowed_mcp_tools !== undefined) sets.allowed_mcp_tools = JSON.stringify(changes.allowed_mcp_tools);
+    if (changes.log_bodies === false) deletes.push('log_bodies');
+    else if (changes.log_bodies === true) sets.log_bodies = '1';
     const teamId = await this.teamOf(keyId);
     const record = this.names.record(keyId, teamId);
     const updated = await updateKeyRecord(this.writer, record, { deletes, sets }, teamId ? this.names.teamKeys(teamId) : undefined);
@@ -481,6 +492,7 @@ export function parseStoredKey(hash: Record<string, string>): StoredKey | undefi
     revoked: hash.revoked === '1',
     routing_policy: hash.routing_policy ?? '',
     ...(hash.team_id && { team_id: hash.team_id }),
+    ...(hash.log_bodies === '1' && { log_bodies: true }),
   };
   const requests = parseLimit(hash.requests_per_minute_override);
   const tokens = parseLimit(hash.tokens_per_minute_override);

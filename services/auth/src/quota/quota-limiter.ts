@@ -73,6 +73,8 @@ export type QuotaDecision =
       deniedByTeam: boolean;
       /** The key's team's state; absent for a key without a team. */
       team?: TeamDecisionState;
+      /** Whether the request log keeps the request's bodies: the key's `log_bodies` or its team's. */
+      logBodies: boolean;
     };
 
 /**
@@ -259,6 +261,7 @@ export class QuotaLimiter {
       },
       modelAllowLists: reply.modelAllowLists,
       deniedByTeam: reply.limitedBy === 'team',
+      logBodies: reply.logBodies,
       ...(reply.team && { team: teamDecisionState(reply.team) }),
     };
   }

@@ -137,3 +137,26 @@ describe('a team of keys', () => {
     await expect(keys.create({ plan: 'pro', team_id: 'team_0000000000000000' })).rejects.toBeInstanceOf(TeamNotFoundError);
   });
 });
+
+describe('request bodies in the request log', () => {
+  const check = (secret: string) => new QuotaLimiter(redis, plans, { prefix, now: clock }).check(hashSecret(secret), randomUUID(), 10, 'reserve');
+
+  it("are logged for a key whose log_bodies is on or whose team's is, and for no other key; a change applies from the next decision", async () => {
+    const plain = await keys.create({ plan: 'pro' });
+    const own = await keys.create({ plan: 'pro', log_bodies: true });
+    expect(live(await check(plain.secret)).logBodies).toBe(false);
+    expect(live(await check(own.secret)).logBodies).toBe(true);
+    expect((await keys.get(own.key.key_id))?.log_bodies).toBe(true);
+
+    const team = await teams.create({ name: `team ${randomUUID()}`, log_bodies: true });
+    spendHashes.push(teamSpendKeyName(team.team_id));
+    const member = await keys.create({ plan: 'pro', team_id: team.team_id });
+    expect(live(await check(member.secret)).logBodies).toBe(true);
+
+    await teams.update(team.team_id, { log_bodies: false });
+    expect((await teams.get(team.team_id))?.log_bodies).toBeUndefined();
+    expect(live(await check(member.secret)).logBodies).toBe(false);
+    await keys.update(own.key.key_id, { log_bodies: false });
+    expect(live(await check(own.secret)).logBodies).toBe(false);
+  });
+});

@@ -43,7 +43,7 @@ function limitsOf(request: {
   tokens_per_minute?: MinuteLimitOutput | null;
   daily_budget?: BudgetOutput | null;
   monthly_budget?: BudgetOutput | null;
-}): { [field in Exclude<keyof TeamLimits, 'allowed_models' | 'allowed_mcp_tools'>]: number | null | undefined } {
+}): { [field in Exclude<keyof TeamLimits, 'allowed_models' | 'allowed_mcp_tools' | 'log_bodies'>]: number | null | undefined } {
   return {
     requests_per_minute: teamLimit(fromMinuteLimit(request.requests_per_minute, 'requests_per_minute')),
     tokens_per_minute: teamLimit(fromMinuteLimit(request.tokens_per_minute, 'tokens_per_minute')),
@@ -82,7 +82,13 @@ export function createTeamService(dependencies: TeamServiceDependencies): TeamSe
     const models = allowList(request.model_allow_list);
     const tools = request.mcp_tool_allow_list ? [...(request.mcp_tool_allow_list.tools ?? [])] : undefined;
     const created = await store(() =>
-      teams.create({ name: request.name ?? '', ...defined, ...(models && { allowed_models: models }), ...(tools && { allowed_mcp_tools: tools }) }),
+      teams.create({
+        name: request.name ?? '',
+        ...defined,
+        ...(models && { allowed_models: models }),
+        ...(tools && { allowed_mcp_tools: tools }),
+        ...(request.log_bodies && { log_bodies: true }),
+      }),
     );
     logger.info({ team_id: created.team_id }, 'team created');
     return toTeam(created);
@@ -110,6 +116,7 @@ export function createTeamService(dependencies: TeamServiceDependencies): TeamSe
       throw GatewayError.of('invalid_request', 'Send either mcp_tool_allow_list or clear_mcp_tool_allow_list, not both.', { param: 'mcp_tool_allow_list' });
     if (request.mcp_tool_allow_list) changes.allowed_mcp_tools = [...(request.mcp_tool_allow_list.tools ?? [])];
     else if (request.clear_mcp_tool_allow_list) changes.allowed_mcp_tools = null;
+    if (request._log_bodies === 'log_bodies') changes.log_bodies = request.log_bodies === true;
     const updated = await store(() => teams.update(request.team_id ?? '', changes));
     if (!updated) throw notFound();
     logger.info({ team_id: updated.team_id, changed: Object.keys(changes) }, 'team updated');

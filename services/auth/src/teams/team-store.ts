@@ -15,6 +15,8 @@ export interface TeamLimits {
   allowed_models?: string[];
   /** MCP tool names, server names and `prefix*` patterns; absent: every tool. */
   allowed_mcp_tools?: string[];
+  /** Whether the request log keeps the bodies of the team's keys' requests; absent: off. */
+  log_bodies?: boolean;
 }
 
 /** A team as stored. */
@@ -64,6 +66,7 @@ function limitFields(limits: TeamLimits): Record<string, string> {
   for (const field of LIMIT_FIELDS) if (limits[field] !== undefined) fields[field] = String(limits[field]);
   if (limits.allowed_models !== undefined) fields.allowed_models = JSON.stringify(limits.allowed_models);
   if (limits.allowed_mcp_tools !== undefined) fields.allowed_mcp_tools = JSON.stringify(limits.allowed_mcp_tools);
+  if (limits.log_bodies) fields.log_bodies = '1';
   return fields;
 }
 
@@ -77,6 +80,7 @@ export function parseStoredTeam(hash: Record<string, string>, liveKeys: number):
   }
   if (hash.allowed_models !== undefined) team.allowed_models = JSON.parse(hash.allowed_models) as string[];
   if (hash.allowed_mcp_tools !== undefined) team.allowed_mcp_tools = JSON.parse(hash.allowed_mcp_tools) as string[];
+  if (hash.log_bodies === '1') team.log_bodies = true;
   return team;
 }
 
@@ -85,7 +89,8 @@ export function parseStoredTeam(hash: Record<string, string>, liveKeys: number):
  * windows and spend live too, so that one script decides a request against a key and its team:
  *   `<prefix>team:{<team_id>}`                 hash {team_id, name, created_at_ms, requests_per_minute?,
  *                                              tokens_per_minute?, daily_budget?, monthly_budget? (micro-USD),
- *                                              allowed_models? (JSON array)}
+ *                                              allowed_models? (JSON array), log_bodies? ('1': the request
+ *                                              log keeps the bodies of its keys' requests)}
  *   `<prefix>team-keys:{<team_id>}`            set of the team's live key ids (a revoked key leaves it)
  *   `<prefix>team-window:{<team_id>}:...`      the team's quota window (as a key's)
  *   `<prefix>team-ids`                         set of every team id
@@ -141,6 +146,7 @@ export class TeamStore {
     const sets: Record<string, string> = {};
     if (changes.name !== undefined) sets.name = changes.name;
     for (const field of [...LIMIT_FIELDS, 'allowed_models', 'allowed_mcp_tools'] as const) if (changes[field] === null) deletes.push(field);
+    if (changes.log_bodies === false) deletes.push('log_bodies');
     const limits = Object.fromEntries(Object.entries(changes).filter(([field, value]) => field !== 'name' && value !== null)) as TeamLimits;
     Object.assign(sets, limitFields(limits));
     const updated = await updateKeyRecord(this.redis, this.names.team(teamId), { deletes, sets });

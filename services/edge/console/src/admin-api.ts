@@ -19,6 +19,7 @@ import type {
   KeyCreation,
   List,
   LoggedRequest,
+  LoggedRequestDetail,
   McpServer,
   McpServerPut,
   ModelHealth,
@@ -280,8 +281,8 @@ export class AdminApi {
     return { data: page.data, log: page.has_more !== undefined, nextCursor: page.next_cursor ?? null };
   }
 
-  /** One request of the request log, by its id or request id. */
-  request(id: string): Promise<LoggedRequest> {
+  /** One request of the request log, by its id or request id, with its bodies when kept and the caller may see them. */
+  request(id: string): Promise<LoggedRequestDetail> {
     return this.#call('GET', `/admin/v1/requests/${encodeURIComponent(id)}`);
   }
 

@@ -18,6 +18,7 @@ const KEY: Key = {
   allowed_models: null,
   allowed_mcp_tools: null,
   team_id: null,
+  log_bodies: false,
 };
 
 describe('parseLimit and parseBudget', () => {
@@ -41,7 +42,16 @@ describe('parseLimit and parseBudget', () => {
 describe('keyChange', () => {
   it("sends only what changed, with null for a field emptied back to the plan's", () => {
     const before = fieldsOfKey(KEY);
-    expect(before).toEqual({ name: 'web', plan: 'pro', requestsPerMinute: '120', tokensPerMinute: '', dailyBudget: '5', monthlyBudget: '', allowedModels: '' });
+    expect(before).toEqual({
+      name: 'web',
+      plan: 'pro',
+      requestsPerMinute: '120',
+      tokensPerMinute: '',
+      dailyBudget: '5',
+      monthlyBudget: '',
+      allowedModels: '',
+      logBodies: false,
+    });
     expect(keyChange(before, before)).toBeUndefined();
     expect(keyChange(before, { ...before, requestsPerMinute: '120 ' })).toBeUndefined();
     expect(keyChange(before, { ...before, plan: 'enterprise', requestsPerMinute: '', monthlyBudget: 'unlimited' })).toEqual({
@@ -63,6 +73,9 @@ describe('keyChange', () => {
     expect(listed.allowedModels).toBe('sim-*, gpt-4o');
     expect(keyChange(listed, { ...listed, allowedModels: 'sim-*,gpt-4o' })).toBeUndefined();
     expect(keyChange(listed, { ...listed, allowedModels: ' ' })).toEqual({ allowed_models: null });
+    // Keeping bodies is a change of its own, on or off.
+    expect(keyChange(before, { ...before, logBodies: true })).toEqual({ log_bodies: true });
+    expect(keyChange({ ...before, logBodies: true }, before)).toEqual({ log_bodies: false });
     expect(() => keyChange(before, { ...before, allowedModels: 'gpt*4o' })).toThrow(FieldError);
   });
 });

@@ -44,6 +44,8 @@ export interface LimitFields {
   monthlyBudget: string;
   /** Model ids and `prefix*` patterns; empty: every model. */
   allowedModels: string;
+  /** Whether the request log keeps the bodies of the key's requests. */
+  logBodies: boolean;
 }
 
 /** The form's text of every field of a key. */
@@ -64,6 +66,7 @@ export function fieldsOfKey(key: Key): KeyFields {
     dailyBudget: text(key.overrides.daily_budget_usd),
     monthlyBudget: text(key.overrides.monthly_budget_usd),
     allowedModels: (key.allowed_models ?? []).join(', '),
+    logBodies: key.log_bodies,
   };
 }
 
@@ -88,6 +91,7 @@ export function apiSettings<Value>(fields: LimitFields, value: (parsed: Limit | 
     limits: { requests_per_minute: value(parsed.requestsPerMinute), tokens_per_minute: value(parsed.tokensPerMinute) },
     budgets: { daily_usd: value(parsed.dailyBudget), monthly_usd: value(parsed.monthlyBudget) },
     allowed_models: parsed.allowedModels,
+    log_bodies: fields.logBodies,
   };
 }
 
@@ -103,6 +107,7 @@ export function setOnly<Value>(settings: ReturnType<typeof apiSettings<Value>>) 
     ...(limits && { limits }),
     ...(budgets && { budgets }),
     ...(settings.allowed_models && { allowed_models: settings.allowed_models }),
+    ...(settings.log_bodies && { log_bodies: true }),
   };
 }
 
@@ -125,5 +130,6 @@ export function keyChange(before: KeyFields, after: KeyFields): KeyChange | unde
   if (next.monthlyBudget !== old.monthlyBudget) budgets.monthly_usd = next.monthlyBudget ?? null;
   if (Object.keys(budgets).length > 0) change.budgets = budgets;
   if (JSON.stringify(next.allowedModels) !== JSON.stringify(old.allowedModels)) change.allowed_models = next.allowedModels;
+  if (after.logBodies !== before.logBodies) change.log_bodies = after.logBodies;
   return Object.keys(change).length > 0 ? change : undefined;
 }

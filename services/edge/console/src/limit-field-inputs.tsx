@@ -3,10 +3,10 @@ import { TextField } from './fields';
 import type { LimitFields } from './key-fields';
 
 /** What an empty limit or budget field stands for, per field (the plan's value, none). */
-export type LimitPlaceholders = Record<Exclude<keyof LimitFields, 'allowedModels'>, string>;
+export type LimitPlaceholders = Record<Exclude<keyof LimitFields, 'allowedModels' | 'logBodies'>, string>;
 
 /** Each input: its field, label, the end of its test id, and the keyboard it asks for. */
-const INPUTS: ReadonlyArray<[keyof LimitFields, string, string, 'numeric' | 'decimal' | 'text']> = [
+const INPUTS: ReadonlyArray<[Exclude<keyof LimitFields, 'logBodies'>, string, string, 'numeric' | 'decimal' | 'text']> = [
   ['requestsPerMinute', 'Requests / min', 'rpm', 'numeric'],
   ['tokensPerMinute', 'Tokens / min', 'tpm', 'numeric'],
   ['dailyBudget', 'Daily budget (USD)', 'daily', 'decimal'],
@@ -22,7 +22,10 @@ export interface LimitFieldInputsProps<Fields extends LimitFields> {
   placeholders: LimitPlaceholders;
 }
 
-/** The inputs of `fields`' limits, budgets and allowed models; `prefix` starts their test ids (`<prefix>-rpm`). */
+/**
+ * The inputs of `fields`' limits, budgets and allowed models, and whether the request log keeps its
+ * requests' bodies; `prefix` starts their test ids (`<prefix>-rpm`).
+ */
 export function LimitFieldInputs<Fields extends LimitFields>({ fields, onChange, prefix, placeholders }: LimitFieldInputsProps<Fields>) {
   return (
     <>
@@ -37,6 +40,15 @@ export function LimitFieldInputs<Fields extends LimitFields>({ fields, onChange,
           onInput={(value) => onChange({ ...fields, [field]: value })}
         />
       ))}
+      <label>
+        <input
+          type="checkbox"
+          checked={fields.logBodies}
+          onChange={(event) => onChange({ ...fields, logBodies: event.currentTarget.checked })}
+          data-testid={`${prefix}-log-bodies`}
+        />{' '}
+        Keep request bodies (redacted) in the request log
+      </label>
     </>
   );
 }

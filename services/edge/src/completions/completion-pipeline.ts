@@ -23,6 +23,7 @@ import { allowedRouting, allowListsOf } from './allowed-models.js';
 import { withReplicaRetry } from './executor-replicas.js';
 import { fallbackChain } from './fallback-chain.js';
 import { answeredModel, countBoundedPromptTokens, createModelResolver, type ModelResolver, promptTokensOf, type Routing } from './model-resolution.js';
+import { keepBodies, streamedAnswer } from './request-bodies.js';
 import { relayStream } from './sse-relay.js';
 import { createUsageReporter, NO_USAGE, refusalEvent, type UsageReporter } from './usage-report.js';
 
@@ -57,10 +58,17 @@ export class CompletionPipeline {
     try {
       await this.admitAndRoute(completion);
       reply.raw.once('close', this.metrics.started());
-      if (!completion.parsed.stream) return await this.executeWhole(completion);
+      if (!completion.parsed.stream) {
+        const answer = await this.executeWhole(completion);
+        keepBodies(this.deps, completion, () => answer);
+        return answer;
+      }
       await relayStream(this.deps, completion, this.report);
+      keepBodies(this.deps, completion, () => streamedAnswer(completion));
       return reply;
     } catch (error) {
+      // A request that failed after auth's decision keeps its bodies too: what a stream sent before it failed, else none.
+      keepBodies(this.deps, completion, () => (completion.parsed.stream ? streamedAnswer(completion) : ''));
       const span = completion.span;
       if (span) {
         span.setAttribute(

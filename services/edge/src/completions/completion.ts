@@ -91,6 +91,9 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
    */
   responseId: string | undefined;
 
+  /** Streams: the text and tool call arguments streamed, in order (the request log's bodies). */
+  streamedText: string | undefined;
+
   // Report: what the answer's own summary (the `gateway` object) shows.
   latencyMs = 0;
   costPico = 0n;

@@ -32,8 +32,13 @@ const STREAM_WINDOW = 8;
  * `gateway` object) to the last chunk; every other chunk is written as soon as it arrives. An
  * executor replica that dies before its first event is replaced by another, as for whole requests.
  */
-export function relayStream(deps: RelayDependencies, completion: Completion, report: UsageReporter): Promise<void> {
-  return new SseRelay(deps, completion, report).run();
+export async function relayStream(deps: RelayDependencies, completion: Completion, report: UsageReporter): Promise<void> {
+  const relay = new SseRelay(deps, completion, report);
+  try {
+    await relay.run();
+  } finally {
+    completion.streamedText = relay.text;
+  }
 }
 
 /** One stream's relay: its state lives as long as the stream. */
@@ -45,6 +50,10 @@ class SseRelay {
   /** The latest chunk that carries a finish_reason, held back for the wire's summary. */
   private held: string | undefined;
   private streamedText = '';
+  /** The text and tool call arguments streamed so far. */
+  get text(): string {
+    return this.streamedText;
+  }
   private keepAlive: NodeJS.Timeout | undefined;
   private corked = false;
   private readonly commitTimer: NodeJS.Timeout;

@@ -25,6 +25,7 @@ const EMPTY_FIELDS: KeyFields = {
   dailyBudget: '',
   monthlyBudget: '',
   allowedModels: '',
+  logBodies: false,
 };
 
 const PLAN_OPTIONS = PLANS.map((plan) => [plan, plan] as const);

@@ -114,6 +114,7 @@ function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClos
         ['User agent', 'request-detail-user-agent', request.user_agent],
       ]
     : [];
+  const bodies = request?.bodies;
   return (
     <div class="card" data-testid="request-detail" data-state={detail.loading ? 'loading' : detail.error ? 'error' : 'ready'}>
       <div class="page-head">
@@ -131,10 +132,34 @@ function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClos
           </Fragment>
         ))}
       </dl>
+      {bodies && (
+        <>
+          <RequestBody label="Request body" testId="request-detail-request-body" text={bodies.request} cutBytes={bodies.request_truncated_bytes} />
+          <RequestBody label="Answer" testId="request-detail-response-body" text={bodies.response} cutBytes={bodies.response_truncated_bytes} />
+        </>
+      )}
     </div>
   );
 }
 
+/** A kept body (redacted by the edge), indented when it is whole JSON, as it is otherwise. */
+function RequestBody({ label, testId, text, cutBytes }: { label: string; testId: string; text: string; cutBytes: number }) {
+  let shown = text;
+  try {
+    shown = JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    // A body cut by the cap is no JSON any more: shown as kept.
+  }
+  return (
+    <>
+      <h3>
+        {label}
+        {cutBytes > 0 && <span class="muted"> (cut: {cutBytes} bytes left out)</span>}
+      </h3>
+      <pre class="body" data-testid={testId}>
+        {shown || '—'}
+      </pre>
+    </>
 /** The request log's search: the form being edited (`draft`), Search, Clear, and the exports of the search applied. */
 function SearchForm({
   draft,

@@ -21,7 +21,7 @@ interface TeamFields extends LimitFields {
   name: string;
 }
 
-const EMPTY: TeamFields = { name: '', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '', allowedModels: '' };
+const EMPTY: TeamFields = { name: '', requestsPerMinute: '', tokensPerMinute: '', dailyBudget: '', monthlyBudget: '', allowedModels: '', logBodies: false };
 
 const NONE = { requestsPerMinute: 'none', tokensPerMinute: 'none', dailyBudget: 'none', monthlyBudget: 'none' };
 
@@ -35,6 +35,7 @@ function fieldsOfTeam(team: Team): TeamFields {
     dailyBudget: text(team.budgets.daily_usd),
     monthlyBudget: text(team.budgets.monthly_usd),
     allowedModels: team.allowed_models?.join(', ') ?? '',
+    logBodies: team.log_bodies,
   };
 }
 

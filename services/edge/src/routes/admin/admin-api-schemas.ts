@@ -22,11 +22,21 @@ export const NOT_AN_OBJECT = 'The request body must be a JSON object.';
 const LIMIT_FIELDS = ['requests_per_minute', 'tokens_per_minute'] as const;
 const BUDGET_FIELDS = ['daily_usd', 'monthly_usd'] as const;
 /** The fields a key's body may carry, in the order an unknown field's message lists them. */
-const KEY_BODY_FIELDS = ['plan', 'name', 'limits', 'budgets', 'routing_policy', 'catalog_fallbacks', 'allowed_models', 'allowed_mcp_tools'] as const;
+const KEY_BODY_FIELDS = [
+  'plan',
+  'name',
+  'limits',
+  'budgets',
+  'routing_policy',
+  'catalog_fallbacks',
+  'allowed_models',
+  'allowed_mcp_tools',
+  'log_bodies',
+] as const;
 /** A creation's fields: a key joins its team when created, for good (a change cannot move it). */
 const KEY_CREATION_FIELDS = [...KEY_BODY_FIELDS, 'team_id'] as const;
 /** The fields a team's body may carry. */
-const TEAM_BODY_FIELDS = ['name', 'limits', 'budgets', 'allowed_models', 'allowed_mcp_tools'] as const;
+const TEAM_BODY_FIELDS = ['name', 'limits', 'budgets', 'allowed_models', 'allowed_mcp_tools', 'log_bodies'] as const;
 
 /** An object holding only `fields`, whatever their values; `emptyMessage` refuses an empty one. */
 function fieldNames(fields: readonly string[], emptyMessage?: string) {
@@ -129,6 +139,7 @@ export const KeyCreationSchema = steps(
     catalog_fallbacks: Type.Optional(Type.Boolean({ errorMessage: "'catalog_fallbacks' must be true or false." })),
     allowed_models: Type.Optional(AllowedModelsSchema),
     allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
+    log_bodies: Type.Optional(Type.Boolean({ errorMessage: "'log_bodies' must be true or false." })),
     team_id: Type.Optional(TeamIdSchema),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
@@ -147,7 +158,10 @@ export type KeyCreation = Static<typeof KeyCreationSchema>;
 
 /** The body of PATCH /admin/v1/keys/:id: each field as in a creation, or null to take the plan's setting back. */
 export const KeyChangeSchema = steps(
-  fieldNames(KEY_BODY_FIELDS, 'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models or allowed_mcp_tools.'),
+  fieldNames(
+    KEY_BODY_FIELDS,
+    'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models, allowed_mcp_tools or log_bodies.',
+  ),
   Type.Object({
     plan: Type.Optional(PlanSchema),
     name: Type.Optional(NameSchema),
@@ -157,6 +171,7 @@ export const KeyChangeSchema = steps(
     ),
     allowed_models: Type.Optional(AllowedModelsSchema),
     allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
+    log_bodies: Type.Optional(Type.Boolean({ errorMessage: "'log_bodies' must be true or false." })),
     limits: Type.Optional(
       fieldsObject(LIMIT_FIELDS, (field) =>
         Type.Union([PerMinute, Unlimited, Type.Null()], {
@@ -211,6 +226,8 @@ export const KeySchema = Type.Object({
   allowed_mcp_tools: Nullable(Type.Array(Type.String())),
   /** The key's team, fixed when it was created; null: none. */
   team_id: Nullable(Type.String()),
+  /** Whether the request log keeps the bodies of the key's requests (its team's setting may also turn them on). */
+  log_bodies: Type.Boolean(),
 });
 /** An API key as the admin API shows it. */
 export type Key = Static<typeof KeySchema>;
@@ -249,18 +266,20 @@ export const TeamCreationSchema = steps(
     ...teamLimits(false),
     allowed_models: Type.Optional(AllowedModelsSchema),
     allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
+    log_bodies: Type.Optional(Type.Boolean({ errorMessage: "'log_bodies' must be true or false." })),
   }),
 );
 export type TeamCreation = Static<typeof TeamCreationSchema>;
 
 /** The body of PATCH /admin/v1/teams/:id: absent fields stay; "unlimited" or null removes a limit or budget, null the allow-list. */
 export const TeamChangeSchema = steps(
-  fieldNames(TEAM_BODY_FIELDS, 'Nothing to change: send name, limits, budgets, allowed_models or allowed_mcp_tools.'),
+  fieldNames(TEAM_BODY_FIELDS, 'Nothing to change: send name, limits, budgets, allowed_models, allowed_mcp_tools or log_bodies.'),
   Type.Object({
     name: Type.Optional(TeamNameSchema),
     ...teamLimits(true),
     allowed_models: Type.Optional(AllowedModelsSchema),
     allowed_mcp_tools: Type.Optional(AllowedMcpToolsSchema),
+    log_bodies: Type.Optional(Type.Boolean({ errorMessage: "'log_bodies' must be true or false." })),
   }),
 );
 export type TeamChange = Static<typeof TeamChangeSchema>;
@@ -282,6 +301,8 @@ export const TeamSchema = Type.Object({
   allowed_mcp_tools: Nullable(Type.Array(Type.String())),
   /** The team's live (not revoked) keys. */
   key_count: Type.Integer(),
+  /** Whether the request log keeps the bodies of every request of the team's keys. */
+  log_bodies: Type.Boolean(),
 });
 export type Team = Static<typeof TeamSchema>;
 
@@ -445,6 +466,23 @@ export type LoggedRequest = GatewayRequest & {
   time_to_first_token_ms: number | null;
   user_agent: string | null;
 };
+
+/**
+ * A request's bodies as GET /admin/v1/requests/{id} shows them (never a search or an export):
+ * redacted of secrets and capped by the edge that served it; a truncated body ends with a marker
+ * saying how many bytes were cut.
+ */
+export interface LoggedBodies {
+  request: string;
+  response: string;
+  request_truncated: boolean;
+  response_truncated: boolean;
+  request_truncated_bytes: number;
+  response_truncated_bytes: number;
+}
+
+/** A request's detail: its fields, and its bodies (null when none are kept, or when the caller may not see them). */
+export type LoggedRequestDetail = LoggedRequest & { bodies: LoggedBodies | null };
 
 /** Usage totals of one group where the query groups by key, model or plan (or of everything). */
 export const UsageResultSchema = Type.Object({

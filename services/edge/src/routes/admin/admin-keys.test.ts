@@ -9,7 +9,7 @@ import type { AuthServiceClient, CreateKeyResponseOutput, KeyInfoOutput, ListKey
 import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
-const KEYS_FIELDS = 'plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models, allowed_mcp_tools';
+const KEYS_FIELDS = 'plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models, allowed_mcp_tools, log_bodies';
 
 /** A key as auth answers it, with an override of every kind. */
 const KEY: KeyInfoOutput = {
@@ -51,6 +51,7 @@ const KEY_JSON = {
   allowed_models: ['sim-*', 'gpt-4o'],
   allowed_mcp_tools: null,
   team_id: null,
+  log_bodies: false,
 };
 
 /** The requests auth received, in order, by method. */
@@ -234,7 +235,8 @@ const FIRST_FAULTS: Array<[string, unknown, string | null, string]> = [
 const updateLimit = (field: string) => `'limits.${field}' must be a positive integer or "unlimited", or null for the plan's limit.`;
 const updateBudget = (field: string) =>
   `'budgets.${field}' must be a positive amount of USD (at least 0.000001) or "unlimited", or null for the plan's budget.`;
-const NOTHING_TO_CHANGE = 'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models or allowed_mcp_tools.';
+const NOTHING_TO_CHANGE =
+  'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models, allowed_mcp_tools or log_bodies.';
 
 /** [what, body, param, message, code] of each refused change. */
 const REFUSED_CHANGES: Array<[string, unknown, string | null, string, string]> = [

@@ -84,6 +84,7 @@ export function adminKeyJson(key: KeyInfoOutput): Key {
     allowed_models: key.allowed_models ? (key.allowed_models.models ?? []) : null,
     allowed_mcp_tools: key.allowed_mcp_tools ? (key.allowed_mcp_tools.tools ?? []) : null,
     team_id: key.team_id || null,
+    log_bodies: key.log_bodies === true,
   };
 }
 
@@ -133,6 +134,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           catalog_fallbacks_override: body.catalog_fallbacks,
           allowed_models: body.allowed_models ? { models: body.allowed_models } : undefined,
           allowed_mcp_tools: body.allowed_mcp_tools ? { tools: body.allowed_mcp_tools } : undefined,
+          log_bodies: body.log_bodies,
           ...(body.team_id ? { team_id: body.team_id } : {}),
         };
         const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(deps.auth, deps.auth.CreateKey, create, options(request));
@@ -172,6 +174,7 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
           clear_allowed_models: body.allowed_models === null ? true : undefined,
           allowed_mcp_tools: body.allowed_mcp_tools ? { tools: body.allowed_mcp_tools } : undefined,
           clear_allowed_mcp_tools: body.allowed_mcp_tools === null ? true : undefined,
+          log_bodies: body.log_bodies,
         };
         const key = await callUnary<UpdateKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.UpdateKey, update, options(request));
         return adminKeyJson(key);

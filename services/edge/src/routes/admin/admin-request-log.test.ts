@@ -8,7 +8,7 @@ import type { RequestLogServiceClient, RequestRecordOutput } from '@gateway/prot
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
-import { CSV_COLUMNS } from './admin-request-log.js';
+import { CSV_COLUMNS, mayReadBodies } from './admin-request-log.js';
 
 const ADMIN_TOKEN = 'admin-token-for-request-log-tests-0123456789abcdef';
 const KEY_ID = 'key_0123456789abcdef';
@@ -172,6 +172,20 @@ describe('GET /admin/v1/requests with the request log', () => {
     const response = await get('/admin/v1/requests/req-unknown');
     expect(response.statusCode).toBe(404);
     expect(response.json().error).toMatchObject({ code: 'not_found', message: 'The request log has no request req-unknown.' });
-    expect(received).toEqual([{ method: 'GetRequest', request: { id: 'req-unknown' } }]);
+    expect(received).toEqual([{ method: 'GetRequest', request: { id: 'req-unknown', include_bodies: true } }]);
+  });
+});
+
+describe('who may read request bodies', () => {
+  const viewer = (subject: string) => ({ subject, role: 'viewer' as const, via: 'admin_token' as const });
+
+  it('lets an admin always, a viewer only when REQUEST_LOG_BODIES_VIEWERS names it or is *, and nobody else', () => {
+    expect(mayReadBodies({ subject: 'static-token', role: 'admin', via: 'static_token' }, '')).toBe(true);
+    expect(mayReadBodies(viewer('adt_one'), '')).toBe(false);
+    expect(mayReadBodies(viewer('adt_one'), 'adt_two, adt_one')).toBe(true);
+    expect(mayReadBodies(viewer('adt_three'), 'adt_two, adt_one')).toBe(false);
+    expect(mayReadBodies(viewer('adt_o'), 'adt_one')).toBe(false);
+    expect(mayReadBodies(viewer('anyone'), ' * ')).toBe(true);
+    expect(mayReadBodies(undefined, '*')).toBe(false);
   });
 });

@@ -16,6 +16,7 @@ import { callUnary } from '@gateway/grpc';
 import type {
   GetRequestRequest,
   GetRequestResponseOutput,
+  RequestBodiesOutput,
   ListRecentRequestsRequest,
   ListRecentRequestsResponseOutput,
   RecentRequestOutput,
@@ -28,12 +29,43 @@ import { edgeError } from '../../error-codes.js';
 import {
   type GatewayRequest,
   type List,
+  type LoggedBodies,
   type LoggedRequest,
+  type LoggedRequestDetail,
   REQUEST_LOG_PARAMETERS,
   type RequestLogQuery,
   RequestLogQuerySchema,
 } from './admin-api-schemas.js';
+import type { AdminPrincipal } from './admin-principal.js';
 import { type AdminCallOptions, registerAdminScope } from './admin-scope.js';
+
+/**
+ * Whether an admin principal may read request bodies: an admin always; a viewer only when
+ * REQUEST_LOG_BODIES_VIEWERS names its subject (an admin token's id, an SSO user's subject) or is `*`.
+ */
+export function mayReadBodies(principal: AdminPrincipal | undefined, viewers: string): boolean {
+  if (!principal) return false;
+  if (principal.role === 'admin') return true;
+  const allowed = viewers
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  return allowed.includes('*') || allowed.includes(principal.subject);
+}
+
+/** A request's bodies as the detail shows them. */
+function bodiesJson(bodies: RequestBodiesOutput): LoggedBodies {
+  const requestCut = Number(bodies.request_truncated_bytes ?? 0);
+  const responseCut = Number(bodies.response_truncated_bytes ?? 0);
+  return {
+    request: bodies.request ?? '',
+    response: bodies.response ?? '',
+    request_truncated: requestCut > 0,
+    response_truncated: responseCut > 0,
+    request_truncated_bytes: requestCut,
+    response_truncated_bytes: responseCut,
+  };
+}
 
 /** The most requests one export holds. */
 export const EXPORT_MAX_ROWS = 100_000;
@@ -272,13 +304,15 @@ export function registerAdminRequestLog(app: FastifyInstance, deps: EdgeDependen
       },
     );
 
-    admin.get<{ Params: { id: string } }>('/admin/v1/requests/:id', async (request): Promise<LoggedRequest> => {
+    admin.get<{ Params: { id: string } }>('/admin/v1/requests/:id', async (request): Promise<LoggedRequestDetail> => {
       const log = deps.requestLog;
       if (!log) throw notConfigured();
       const { id } = request.params;
       if (!/^[A-Za-z0-9._:-]{1,200}$/.test(id)) throw edgeError('invalid_value', "The id must be a request's id or its request id.", { param: 'id' });
-      const found = await callUnary<GetRequestRequest, GetRequestResponseOutput>(log, log.GetRequest, { id }, options(request));
-      return loggedJson(found.request!);
+      // The bodies are read only for a caller allowed to see them: they never leave the log otherwise.
+      const includeBodies = mayReadBodies(request.adminPrincipal, deps.config.REQUEST_LOG_BODIES_VIEWERS);
+      const found = await callUnary<GetRequestRequest, GetRequestResponseOutput>(log, log.GetRequest, { id, include_bodies: includeBodies }, options(request));
+      return { ...loggedJson(found.request!), bodies: found.bodies ? bodiesJson(found.bodies) : null };
     });
   });
 }

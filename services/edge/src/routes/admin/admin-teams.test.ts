@@ -36,6 +36,7 @@ const TEAM_JSON = {
   allowed_models: ['sim-mini', 'gpt-4o*'],
   allowed_mcp_tools: null,
   key_count: 2,
+  log_bodies: false,
 };
 
 const MEMBER: KeyInfoOutput = {
@@ -95,7 +96,7 @@ const REFUSED: Array<[string, unknown, string | null, string, string]> = [
     'an unknown field',
     { name: 'a', plan: 'pro' },
     'plan',
-    "Unknown field 'plan'. Allowed: name, limits, budgets, allowed_models, allowed_mcp_tools.",
+    "Unknown field 'plan'. Allowed: name, limits, budgets, allowed_models, allowed_mcp_tools, log_bodies.",
     'unknown_parameter',
   ],
   [
@@ -176,7 +177,7 @@ describe('the other team routes', () => {
       },
     ]);
     const nothing = await admin('PATCH', `/admin/v1/teams/${TEAM_ID}`, {});
-    expect(nothing.json().error.message).toBe('Nothing to change: send name, limits, budgets, allowed_models or allowed_mcp_tools.');
+    expect(nothing.json().error.message).toBe('Nothing to change: send name, limits, budgets, allowed_models, allowed_mcp_tools or log_bodies.');
   });
 
   it('list teams, answer an unknown one with 404 and a team with live keys with 409', async () => {

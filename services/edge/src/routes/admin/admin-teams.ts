@@ -46,6 +46,7 @@ export function adminTeamJson(team: TeamOutput): Team {
     allowed_models: team.model_allow_list ? [...(team.model_allow_list.models ?? [])] : null,
     allowed_mcp_tools: team.mcp_tool_allow_list ? [...(team.mcp_tool_allow_list.tools ?? [])] : null,
     key_count: Number(team.key_count ?? 0),
+    log_bodies: team.log_bodies === true,
   };
 }
 
@@ -85,6 +86,7 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
           ...teamSettings(body),
           ...(body.allowed_models ? { model_allow_list: { models: body.allowed_models } } : {}),
           ...(body.allowed_mcp_tools ? { mcp_tool_allow_list: { tools: body.allowed_mcp_tools } } : {}),
+          ...(body.log_bodies !== undefined ? { log_bodies: body.log_bodies } : {}),
         };
         const team = await callUnary<CreateTeamRequest, TeamOutput>(teams, teams.CreateTeam, create, options(request));
         void reply.status(201);
@@ -115,6 +117,7 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
           ...teamSettings(body),
           ...(models ? { model_allow_list: { models } } : models === null ? { clear_model_allow_list: true } : {}),
           ...(tools ? { mcp_tool_allow_list: { tools } } : tools === null ? { clear_mcp_tool_allow_list: true } : {}),
+          ...(body.log_bodies !== undefined ? { log_bodies: body.log_bodies } : {}),
         };
         const team = await callUnary<UpdateTeamRequest, TeamOutput>(teams, teams.UpdateTeam, update, options(request));
         return adminTeamJson(team);
