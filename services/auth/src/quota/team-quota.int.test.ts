@@ -139,7 +139,7 @@ describe('a team of keys', () => {
 });
 
 describe('request bodies in the request log', () => {
-  const check = (secret: string) => new QuotaLimiter(redis, plans, { prefix, now: clock }).check(hashSecret(secret), randomUUID(), 10, 'reserve');
+  const check = (secret: string) => new QuotaLimiter(scope.redis, plans, { prefix, now: clock }).check(hashSecret(secret), randomUUID(), 10, 'reserve');
 
   it("are logged for a key whose log_bodies is on or whose team's is, and for no other key; a change applies from the next decision", async () => {
     const plain = await keys.create({ plan: 'pro' });

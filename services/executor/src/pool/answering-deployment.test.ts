@@ -7,12 +7,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayServer } from '@gateway/grpc';
 import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
-import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import {
+  catalogOf,
+  fixture,
+  openAiCompatibleModel,
+  replayJson,
+  replaySse,
+  simulatedModel,
+  startFakeUpstream,
+  TEST_KEY,
+  TEST_KEY_ENV,
+  type FakeUpstream,
+  type Responder,
+} from '@gateway/testing';
 import { DEFAULT_BREAKER } from '../app.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
-import { catalogOf, openAiCompatibleModel, simulatedModel, TEST_KEY, TEST_KEY_ENV } from '../testing/catalog-models.js';
 import { completeOn, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
-import { fixture } from '../testing/fixtures.js';
 import { DeploymentPool } from './deployment-pool.js';
 
 let failing: FakeUpstream;

@@ -160,6 +160,9 @@ function RequestBody({ label, testId, text, cutBytes }: { label: string; testId:
         {shown || '—'}
       </pre>
     </>
+  );
+}
+
 /** The request log's search: the form being edited (`draft`), Search, Clear, and the exports of the search applied. */
 function SearchForm({
   draft,
