@@ -113,7 +113,7 @@ describe('GET /admin/v1/requests without a request log', () => {
     expect(await get('/admin/v1/requests?since=1', ADMIN_TOKEN)).toEqual(
       refused(
         'since',
-        "Unknown query parameter 'since'. Allowed: limit, key_id, start, end, team_id, model, provider, status, error_code, api, outcome, min_latency_ms, max_latency_ms, min_cost_usd, max_cost_usd, sort, order, cursor, format.",
+        "Unknown query parameter 'since'. Allowed: limit, key_id, start, end, team_id, model, provider, deployment, status, error_code, api, outcome, min_latency_ms, max_latency_ms, min_cost_usd, max_cost_usd, sort, order, cursor, format.",
         'unknown_parameter',
       ),
     );
