@@ -258,6 +258,39 @@ export async function startSecondEdge(
   return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child), running: () => child.exitCode === null && child.signalCode === null };
 }
 
+/** A second auth replica beside a running cluster. */
+export interface SecondAuth {
+  readonly process: ChildProcess;
+  /** Its gRPC port, for an edge's AUTH_SERVICE_ADDR. */
+  readonly port: number;
+  readonly metricsPort: number;
+  /** What it printed, for failure reports. */
+  readonly logs: string[];
+}
+
+/** Another auth replica on the cluster's Redis, resolved once its /readyz is green: key changes reach it through Redis alone. */
+export async function startSecondAuth(cluster: Cluster): Promise<SecondAuth> {
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  const logs: string[] = [];
+  const child = spawn(process.execPath, ['services/auth/dist/main.js'], {
+    cwd: ROOT,
+    env: { ...cluster.env, AUTH_LISTEN_ADDR: `127.0.0.1:${port}`, AUTH_METRICS_PORT: String(metricsPort) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (data: Buffer) => logs.push(data.toString()));
+  child.stderr!.on('data', (data: Buffer) => logs.push(data.toString()));
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the second auth exited:\n${logs.join('')}`);
+      return (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status === 200 || undefined;
+    },
+    'the second auth to be ready',
+    30_000,
+    100,
+  );
+  return { process: child, port, metricsPort, logs };
+}
+
 /** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */
 async function deleteStream(url: string, stream: string): Promise<void> {
   const connection = await connect({ servers: natsServers(url), timeout: 2_000 }).catch(() => undefined);
@@ -326,15 +359,21 @@ export const SIM_MINI_ENTRY = `  - id: sim-mini
 /**
  * An openai-compatible model (`fake-model` unless named) served at baseUrl (a fake upstream of the
  * test), with the key in keyVariable, falling back to `fallbacks` (sim-mini unless given) in the catalog's chain; as a
- * catalog YAML entry.
+ * catalog YAML entry, priced at `pricing` (the catalog's fields, USD per million tokens).
  */
-export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-model', fallbacks: readonly string[] = ['sim-mini']): string {
+export function fakeModelEntry(
+  baseUrl: string,
+  keyVariable: string,
+  id = 'fake-model',
+  fallbacks: readonly string[] = ['sim-mini'],
+  pricing = 'input: "0.15", output: "0.60"',
+): string {
   return `  - id: ${id}
     provider: openai-compatible
     owned_by: tests
     created: 1735689600
     upstream: { model: gpt-4o-mini, base_url: "${baseUrl}", api_key_env: ${keyVariable} }
-    pricing: { input: "0.15", output: "0.60" }
+    pricing: { ${pricing} }
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
