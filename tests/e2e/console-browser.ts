@@ -40,6 +40,21 @@ export function requireChromium(): void {
     throw new Error(`No Chromium at ${CHROMIUM}: install it with \`apt-get install chromium\` (or set CHROMIUM_PATH to a Chromium executable).`);
 }
 
+/** Waits for a page of the console to be ready; a page that failed instead says why (its state and error banner). */
+async function pageReady(page: Page, name: string, timeoutMs: number): Promise<void> {
+  const section = page.locator(`[data-testid="page-${name}"]`);
+  try {
+    await section.and(page.locator('[data-state="ready"]')).waitFor({ timeout: timeoutMs });
+  } catch (error) {
+    const state = await section.getAttribute('data-state').catch(() => 'absent');
+    const banner = await page
+      .locator('[role="alert"]')
+      .allTextContents()
+      .catch(() => []);
+    throw new Error(`the ${name} page is ${state}: ${banner.join(' | ') || (error as Error).message}`);
+  }
+}
+
 /** Launches Chromium with one page, its problems collected. */
 export async function openConsoleBrowser(options: ConsoleBrowserOptions = {}): Promise<ConsoleBrowser> {
   requireChromium();
@@ -60,7 +75,7 @@ export async function openConsoleBrowser(options: ConsoleBrowserOptions = {}): P
     page,
     problems,
     byTestId,
-    pageReady: (name, timeoutMs = 15_000) => page.locator(`[data-testid="page-${name}"][data-state="ready"]`).waitFor({ timeout: timeoutMs }),
+    pageReady: (name, timeoutMs = 15_000) => pageReady(page, name, timeoutMs),
     async logIn(address, token) {
       await page.goto(address);
       await byTestId('login-token').fill(token);
