@@ -7,13 +7,13 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createTestDatabase, freePort, type TestDatabase } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
+import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const TRACE_ID = randomBytes(16).toString('hex');
 
@@ -21,10 +21,9 @@ let cluster: Cluster;
 let origin: string;
 let database: TestDatabase;
 let collector: Server;
-let browser: Browser;
+let browser: ConsoleBrowser;
 let page: Page;
 let viewerSecret: string;
-const problems: string[] = [];
 const requestIds: Record<'whole' | 'stream' | 'messages', string> = {
   whole: `console-whole-${randomUUID()}`,
   stream: `console-stream-${randomUUID()}`,
@@ -32,12 +31,11 @@ const requestIds: Record<'whole' | 'stream' | 'messages', string> = {
 };
 
 const byTestId = (id: string) => page.getByTestId(id);
-const pageReady = () => page.locator('[data-testid="page-requests"][data-state="ready"]').waitFor({ timeout: 15_000 });
+const pageReady = () => browser.pageReady('requests');
 const rowIds = async () => page.locator('[data-testid="request-row"]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-request-id')));
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`No Chromium at ${CHROMIUM}: install it with \`apt-get install chromium\` (or set CHROMIUM_PATH to a Chromium executable).`);
+  requireChromium();
   database = await createTestDatabase('reqlog_console');
   // An OTLP/HTTP collector that takes every export: tracing on gives each request its trace id.
   const collectorPort = await freePort();
@@ -78,14 +76,8 @@ beforeAll(async () => {
   await post('/v1/chat/completions', { model: 'sim-mini', messages, stream: true }, requestIds.stream);
   await post('/v1/messages', { model: 'sim-mini', max_tokens: 32, messages }, requestIds.messages, { 'anthropic-version': '2023-06-01' });
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
-  context.setDefaultTimeout(15_000);
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  browser = await openConsoleBrowser({ context: { viewport: { width: 1400, height: 1000 }, acceptDownloads: true } });
+  page = browser.page;
 }, 120_000);
 
 afterAll(async () => {
@@ -97,9 +89,7 @@ afterAll(async () => {
 
 describe('the Requests page on the request log', () => {
   it('shows every request to a viewer, once the log has them', async () => {
-    await page.goto(`${origin}/console#/requests`);
-    await byTestId('login-token').fill(viewerSecret);
-    await byTestId('login-submit').click();
+    await browser.logIn(`${origin}/console#/requests`, viewerSecret);
     await byTestId('nav-requests').click();
     await pageReady();
     await byTestId('requests-filters').waitFor();
@@ -174,6 +164,6 @@ describe('the Requests page on the request log', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { request_id: string });
     expect(rows.map((row) => row.request_id).sort()).toEqual([requestIds.whole, requestIds.stream].sort());
-    expect(problems).toEqual([]);
+    expect(browser.problems).toEqual([]);
   }, 60_000);
 });
