@@ -343,18 +343,23 @@ export function stopProcess(child: ChildProcess | undefined, signal: NodeJS.Sign
   });
 }
 
-/** The simulated economy model most test catalogs include, as a catalog YAML entry. */
-export const SIM_MINI_ENTRY = `  - id: sim-mini
+/** A simulated economy chat model `id`, answering after `timeToFirstTokenMs` (5 unless given), as a catalog YAML entry. */
+export function simulatedEntry(id: string, options: { timeToFirstTokenMs?: number } = {}): string {
+  return `  - id: ${id}
     provider: simulated
     owned_by: gateway
     created: 1735689600
-    upstream: { model: sim-mini }
+    upstream: { model: ${id} }
     pricing: { input: "0.10", output: "0.40" }
     context_window: 32768
     max_output_tokens: 4096
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
     quality_tier: economy
-    simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }`;
+    simulation: { time_to_first_token_ms: ${options.timeToFirstTokenMs ?? 5}, tokens_per_second: 0 }`;
+}
+
+/** The simulated economy model most test catalogs include, as a catalog YAML entry. */
+export const SIM_MINI_ENTRY = simulatedEntry('sim-mini');
 
 /**
  * An openai-compatible model (`fake-model` unless named) served at baseUrl (a fake upstream of the
