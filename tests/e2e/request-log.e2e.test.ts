@@ -71,6 +71,21 @@ async function post(path: string, body: Record<string, unknown>, requestId: stri
   });
 }
 
+/** What a whole chat completion of sim-mini sent and its answer showed. */
+function sentChatCompletion(requestId: string, body: Answer): Sent {
+  return {
+    requestId,
+    api: 'chat_completions',
+    stream: false,
+    status: 200,
+    model: 'sim-mini',
+    promptTokens: body.usage.prompt_tokens,
+    completionTokens: body.usage.completion_tokens,
+    responseId: body.id,
+    costUsd: body.gateway.cost_usd,
+  };
+}
+
 /** The `data:` payloads of an SSE body, parsed (`[DONE]` left out). */
 function sseData(text: string): Answer[] {
   return text
@@ -133,19 +148,8 @@ describe('the request log', () => {
     {
       const requestId = `rl-whole-${randomUUID()}`;
       const response = await post('/v1/chat/completions', { model: 'sim-mini', messages: hello }, requestId);
-      const body = (await response.json()) as Answer;
       expect(response.status).toBe(200);
-      sent.push({
-        requestId,
-        api: 'chat_completions',
-        stream: false,
-        status: 200,
-        model: 'sim-mini',
-        promptTokens: body.usage.prompt_tokens,
-        completionTokens: body.usage.completion_tokens,
-        responseId: body.id,
-        costUsd: body.gateway.cost_usd,
-      });
+      sent.push(sentChatCompletion(requestId, await response.json()));
     }
     // Chat completions, streamed with its usage.
     {
@@ -217,18 +221,7 @@ describe('the request log', () => {
       const body = (await response.json()) as Answer;
       expect(response.status).toBe(200);
       expect(body.gateway.routed_to).toBe('sim-mini');
-      sent.push({
-        requestId,
-        api: 'chat_completions',
-        stream: false,
-        status: 200,
-        model: 'sim-mini',
-        promptTokens: body.usage.prompt_tokens,
-        completionTokens: body.usage.completion_tokens,
-        responseId: body.id,
-        costUsd: body.gateway.cost_usd,
-        fallbackModels: ['fake-model'],
-      });
+      sent.push({ ...sentChatCompletion(requestId, body), fallbackModels: ['fake-model'] });
     }
     // A failure: the primary fails and nothing may answer instead.
     {
