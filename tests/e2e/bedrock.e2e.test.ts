@@ -34,7 +34,7 @@ import {
 } from './cli-backend.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { USAGE, type ScriptedTurn } from './codex-cli-upstream.js';
-import { expectThinkingStreamed, expectThinkingToolRoundTrip, THOUGHT } from './thinking-checks.js';
+import { expectThinkingMessage, expectThinkingStreamed, expectThinkingToolRoundTrip, THOUGHT } from './thinking-checks.js';
 
 const REGION = 'us-east-1';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/gateway-executor';
@@ -177,15 +177,7 @@ describe('a Bedrock-served Claude model through the openai client', () => {
 
 describe('a Bedrock-served Claude model through /v1/messages (@anthropic-ai/sdk)', () => {
   it('creates a message whose thinking block carries its signature; thinking reaches Bedrock in additionalModelRequestFields', async () => {
-    const message = await anthropic.beta.messages.create({
-      model: 'bedrock-claude',
-      max_tokens: 4096,
-      thinking: { type: 'enabled', budget_tokens: 2048 },
-      betas: ['interleaved-thinking-2025-05-14'],
-      messages: [{ role: 'user', content: 'Hello' }],
-    });
-    expect(message.content.map((block) => block.type)).toEqual(['thinking', 'text']);
-    expect(message.content[0]).toEqual({ type: 'thinking', thinking: THOUGHT, signature: signatureOf(THOUGHT) });
+    await expectThinkingMessage(anthropic, 'bedrock-claude');
     expect(lastBedrockRequest().body.additionalModelRequestFields).toEqual({
       thinking: { type: 'enabled', budget_tokens: 2048 },
       anthropic_beta: ['interleaved-thinking-2025-05-14'],

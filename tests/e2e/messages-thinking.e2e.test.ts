@@ -14,7 +14,7 @@ import { providerFixture } from '../../services/executor/src/testing/fixtures.js
 import { signatureOf, thinkingModel } from './anthropic-thinking-upstream.js';
 import { anthropicModelEntry } from './cli-backend.js';
 import { fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
-import { expectThinkingStreamed, expectThinkingToolRoundTrip, THOUGHT, WEATHER_TOOL } from './thinking-checks.js';
+import { expectThinkingMessage, expectThinkingStreamed, expectThinkingToolRoundTrip, THOUGHT, WEATHER_TOOL } from './thinking-checks.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 
@@ -47,15 +47,7 @@ function lastUpstreamRequest() {
 
 describe('extended thinking on a Claude model (Anthropic upstream)', () => {
   it('creates a message whose thinking block carries its signature; thinking and the betas reach Anthropic', async () => {
-    const message = await client.beta.messages.create({
-      model: 'fake-claude',
-      max_tokens: 4096,
-      thinking: { type: 'enabled', budget_tokens: 2048 },
-      betas: ['interleaved-thinking-2025-05-14'],
-      messages: [{ role: 'user', content: 'Hello' }],
-    });
-    expect(message.content.map((block) => block.type)).toEqual(['thinking', 'text']);
-    expect(message.content[0]).toEqual({ type: 'thinking', thinking: THOUGHT, signature: signatureOf(THOUGHT) });
+    await expectThinkingMessage(client, 'fake-claude');
     const received = lastUpstreamRequest();
     expect(received.body.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
     expect(String(received.headers['anthropic-beta']).split(',')).toContain('interleaved-thinking-2025-05-14');

@@ -22,6 +22,20 @@ export const WEATHER_TOOL = {
 /** The thinking request's fields, on `model`. */
 const thinkingOn = (model: string) => ({ model, max_tokens: 4096, thinking: { type: 'enabled' as const, budget_tokens: 2048 } });
 
+/**
+ * Creates a thinking message with the interleaved-thinking beta on `model` and checks that it is
+ * the signed thinking block, then the text; the caller checks what reached the host.
+ */
+export async function expectThinkingMessage(client: Anthropic, model: string): Promise<void> {
+  const message = await client.beta.messages.create({
+    ...thinkingOn(model),
+    betas: ['interleaved-thinking-2025-05-14'],
+    messages: [{ role: 'user', content: 'Hello' }],
+  });
+  expect(message.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+  expect(message.content[0]).toEqual({ type: 'thinking', thinking: THOUGHT, signature: signatureOf(THOUGHT) });
+}
+
 /** Streams a thinking message: two thinking deltas and the signature before the text `text`, and the final message has the block whole. */
 export async function expectThinkingStreamed(client: Anthropic, model: string, text: string): Promise<void> {
   const stream = client.messages.stream({ ...thinkingOn(model), messages: [{ role: 'user', content: 'Hello' }] });
