@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { fakeOpenAiEmbeddings, startFakeUpstream } from '@gateway/testing';
-import { simulatedEntry, startCluster, writeCatalog, type Cluster } from '../tests/e2e/cluster.js';
+import { openAiEmbeddingEntry, simulatedEntry, startCluster, writeCatalog, type Cluster } from '../tests/e2e/cluster.js';
 import { fixed, processCpuMs, table } from './measure.js';
 import { requestBody, writeUnlimitedPlans } from './proxy.bench.js';
 import type { BenchSuite } from './run.js';
@@ -87,15 +87,7 @@ export const suite: BenchSuite = {
     context_window: 8192
     embedding: { dimensions: 1536, shortenable: true }
     simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 }`,
-        `  - id: upstream-embedding
-    provider: openai-compatible
-    kind: embedding
-    owned_by: bench
-    created: 1735689600
-    upstream: { model: text-embedding-3-small, base_url: "${upstream.baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.02" }
-    context_window: 8191
-    embedding: { dimensions: 1536, shortenable: true }`,
+        openAiEmbeddingEntry('upstream-embedding', upstream.baseUrl, KEY_VARIABLE, { inputPrice: '0.02', dimensions: 1536 }),
       ]);
       cluster = await startCluster({ plan: 'pro', env: { CATALOG_PATH: catalog, AUTH_PLANS_PATH: plans, [KEY_VARIABLE]: 'sk-bench' } });
       const lines = [

@@ -291,6 +291,20 @@ export async function startSecondAuth(cluster: Cluster): Promise<SecondAuth> {
   return { process: child, port, metricsPort, logs };
 }
 
+/**
+ * Creates an admin token of `role` named `name` through the admin API at `origin` (the cluster
+ * started with EDGE_ADMIN_TOKENS_ENABLED), as the holder of `adminToken`; resolves its secret.
+ */
+export async function createAdminToken(origin: string, adminToken: string, role: 'admin' | 'viewer', name: string): Promise<string> {
+  const created = await fetch(`${origin}/admin/v1/admin-tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ role, name }),
+  });
+  if (created.status !== 201) throw new Error(`creating the admin token ${name}: ${created.status} ${await created.text()}`);
+  return ((await created.json()) as { secret: string }).secret;
+}
+
 /** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */
 async function deleteStream(url: string, stream: string): Promise<void> {
   const connection = await connect({ servers: natsServers(url), timeout: 2_000 }).catch(() => undefined);
@@ -388,6 +402,32 @@ export function fakeModelEntry(
     fallbacks: [${fallbacks.join(', ')}]`
         : ''
     }`;
+}
+
+/** How an OpenAI embedding model of a test catalog is served and priced. */
+export interface EmbeddingEntryOptions {
+  /** USD per million input tokens, as the catalog writes it. */
+  readonly inputPrice: string;
+  readonly dimensions: number;
+  /** The most inputs one upstream call takes, when less than OpenAI's. */
+  readonly batchSize?: number;
+}
+
+/**
+ * OpenAI's text-embedding-3-small as model `id`, served at baseUrl (a fake upstream of the test)
+ * with the key in keyVariable, shortenable from `dimensions`; as a catalog YAML entry.
+ */
+export function openAiEmbeddingEntry(id: string, baseUrl: string, keyVariable: string, options: EmbeddingEntryOptions): string {
+  const batch = options.batchSize === undefined ? '' : `, batch_size: ${options.batchSize}`;
+  return `  - id: ${id}
+    provider: openai-compatible
+    kind: embedding
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: text-embedding-3-small, base_url: "${baseUrl}", api_key_env: ${keyVariable} }
+    pricing: { input: "${options.inputPrice}" }
+    context_window: 8191
+    embedding: { dimensions: ${options.dimensions}, shortenable: true${batch} }`;
 }
 
 /** Writes a catalog of the given YAML model entries to a new temporary file; returns its path. */
