@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { createTestDatabase, freePort, type TestDatabase } from '@gateway/testing';
-import { startCluster, type Cluster } from './cluster.js';
+import { createAdminToken, startCluster, type Cluster } from './cluster.js';
 import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -55,12 +55,7 @@ beforeAll(async () => {
     },
   });
   origin = new URL(cluster.baseUrl).origin;
-  const created = await fetch(`${origin}/admin/v1/admin-tokens`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ role: 'viewer', name: 'console-request-log' }),
-  });
-  viewerSecret = ((await created.json()) as { secret: string }).secret;
+  viewerSecret = await createAdminToken(origin, ADMIN_TOKEN, 'viewer', 'console-request-log');
 
   const post = (path: string, body: unknown, requestId: string, headers: Record<string, string> = {}) =>
     fetch(`${origin}${path}`, {

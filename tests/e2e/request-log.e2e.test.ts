@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costPicoUsd, loadCatalog } from '@gateway/catalog';
 import { createTestDatabase, eventually, type FakeUpstream, replayJson, startFakeUpstream, type TestDatabase } from '@gateway/testing';
 import { fixture } from '../../services/executor/src/testing/fixtures.js';
-import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
+import { createAdminToken, fakeModelEntry, SIM_MINI_ENTRY, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 const STATIC_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const KEY_VARIABLE = 'REQUEST_LOG_UPSTREAM_API_KEY';
@@ -115,12 +115,7 @@ beforeAll(async () => {
     },
   });
   origin = new URL(cluster.baseUrl).origin;
-  const created = await fetch(`${origin}/admin/v1/admin-tokens`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${STATIC_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ role: 'viewer', name: 'request-log-viewer' }),
-  });
-  viewer = ((await created.json()) as { secret: string }).secret;
+  viewer = await createAdminToken(origin, STATIC_TOKEN, 'viewer', 'request-log-viewer');
 }, 120_000);
 
 afterAll(async () => {
