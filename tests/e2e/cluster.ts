@@ -534,3 +534,8 @@ export async function metric(url: string, name: string, labels: Record<string, s
   }
   return total;
 }
+
+/** Waits until the metric `name` at `url` (summed as `metric` sums it) is `expected`; `what` names the wait in its timeout's error. */
+export async function metricReaches(url: string, name: string, expected: number, what: string, timeoutMs: number, intervalMs = 200): Promise<void> {
+  await eventually(async () => (await metric(url, name)) === expected || undefined, what, timeoutMs, intervalMs);
+}
