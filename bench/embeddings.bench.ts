@@ -8,14 +8,14 @@
  * measure. Absolute figures on a shared machine mean little: the ratio to the chat line says what
  * an embedding costs the gateway compared with a completion.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { fakeOpenAiEmbeddings, startFakeUpstream } from '@gateway/testing';
-import { startCluster, writeCatalog, type Cluster } from '../tests/e2e/cluster.js';
+import { openAiEmbeddingEntry, simulatedEntry, startCluster, writeCatalog, type Cluster } from '../tests/e2e/cluster.js';
 import { fixed, processCpuMs, table } from './measure.js';
-import { requestBody } from './proxy.bench.js';
+import { requestBody, writeUnlimitedPlans } from './proxy.bench.js';
 import type { BenchSuite } from './run.js';
 
 const CONNECTIONS = 50;
@@ -74,25 +74,9 @@ export const suite: BenchSuite = {
     const upstream = await startFakeUpstream(fakeOpenAiEmbeddings({ key: 'sk-bench', dimensions: 1536 }));
     let cluster: Cluster | undefined;
     try {
-      const plans = join(directory, 'plans.yaml');
-      writeFileSync(
-        plans,
-        ['starter', 'pro', 'enterprise']
-          .map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`)
-          .join(''),
-      );
+      const plans = writeUnlimitedPlans(directory);
       const catalog = writeCatalog('bench-embeddings', [
-        `  - id: sim-chat
-    provider: simulated
-    owned_by: bench
-    created: 1735689600
-    upstream: { model: sim-chat }
-    pricing: { input: "0.10", output: "0.40" }
-    context_window: 32768
-    max_output_tokens: 4096
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: economy
-    simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 }`,
+        simulatedEntry('sim-chat', { timeToFirstTokenMs: 0 }),
         `  - id: sim-embedding
     provider: simulated
     kind: embedding
@@ -103,15 +87,7 @@ export const suite: BenchSuite = {
     context_window: 8192
     embedding: { dimensions: 1536, shortenable: true }
     simulation: { time_to_first_token_ms: 0, tokens_per_second: 0 }`,
-        `  - id: upstream-embedding
-    provider: openai-compatible
-    kind: embedding
-    owned_by: bench
-    created: 1735689600
-    upstream: { model: text-embedding-3-small, base_url: "${upstream.baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.02" }
-    context_window: 8191
-    embedding: { dimensions: 1536, shortenable: true }`,
+        openAiEmbeddingEntry('upstream-embedding', upstream.baseUrl, KEY_VARIABLE, { inputPrice: '0.02', dimensions: 1536 }),
       ]);
       cluster = await startCluster({ plan: 'pro', env: { CATALOG_PATH: catalog, AUTH_PLANS_PATH: plans, [KEY_VARIABLE]: 'sk-bench' } });
       const lines = [

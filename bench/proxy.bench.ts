@@ -462,13 +462,7 @@ export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {},
     const catalog = writeCatalog('bench-proxy', [entry('bench-model', mock.port), entry('bench-slow', holding.port)]);
     // A Pro key whose limits are raised so that no request is refused: every request still goes
     // through the sliding-window reservation and its settlement, as a limited key's do.
-    const plans = join(directory, 'plans.yaml');
-    writeFileSync(
-      plans,
-      ['starter', 'pro', 'enterprise']
-        .map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`)
-        .join(''),
-    );
+    const plans = writeUnlimitedPlans(directory);
     // The cluster (and its clean-up) use the benchmark's own Redis and NATS.
     process.env.REDIS_URL = state.redisUrl;
     process.env.NATS_URL = state.natsUrl;
@@ -511,6 +505,22 @@ export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {},
     await stop();
     throw error;
   }
+}
+
+/**
+ * Writes a plans file to `directory` whose every plan's limits are too high to refuse anything
+ * (a bench measures the path, not the limits: each request still goes through the sliding-window
+ * reservation and its settlement); returns its path.
+ */
+export function writeUnlimitedPlans(directory: string): string {
+  const plans = join(directory, 'plans.yaml');
+  writeFileSync(
+    plans,
+    ['starter', 'pro', 'enterprise']
+      .map((plan) => `${plan}:\n  requests_per_minute: 100000000\n  tokens_per_minute: 100000000000\n  catalog_fallbacks: false\n`)
+      .join(''),
+  );
+  return plans;
 }
 
 export const suite: BenchSuite = {

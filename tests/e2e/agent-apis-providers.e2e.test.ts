@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder, providerFixture } from '@gateway/testing';
+import { streamedChat } from './chat-stream.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
@@ -64,18 +65,7 @@ async function chatReference(model: string, stream: boolean) {
       cost: (completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd,
     };
   }
-  const chunks = await openai.chat.completions.create({
-    model,
-    messages: [{ role: 'user', content: 'Hello' }],
-    stream: true,
-    stream_options: { include_usage: true },
-  });
-  let text = '';
-  let usage: OpenAI.CompletionUsage | undefined;
-  for await (const chunk of chunks) {
-    text += chunk.choices[0]?.delta?.content ?? '';
-    if (chunk.usage) usage = chunk.usage;
-  }
+  const { text, usage } = await streamedChat(openai, model);
   return { text, usage: usage!, cost: undefined };
 }
 

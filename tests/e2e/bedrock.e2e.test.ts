@@ -22,15 +22,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startFakeBedrock, startFakeSts, type FakeBedrock, type FakeSts } from '@gateway/testing';
 import { signatureOf } from './anthropic-thinking-upstream.js';
 import { bedrockClaude, CACHE_USAGE } from './bedrock-claude-upstream.js';
-import { cliLines, runCli, startEgressTrap, startRecordingProxy, usageTotals, type EgressTrap, type RecordingProxy } from './cli-backend.js';
+import {
+  claudeCodeEnvironment,
+  cliLines,
+  runCli,
+  startEgressTrap,
+  startRecordingProxy,
+  usageTotals,
+  type EgressTrap,
+  type RecordingProxy,
+} from './cli-backend.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { USAGE, type ScriptedTurn } from './codex-cli-upstream.js';
+import { expectThinkingMessage, expectThinkingStreamed, expectThinkingToolRoundTrip, THOUGHT } from './thinking-checks.js';
 
 const REGION = 'us-east-1';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/gateway-executor';
 const SERVICE_ACCOUNT_TOKEN = 'eyJhbGciOiJSUzI1NiJ9.gateway-executor-service-account.signature';
-const THOUGHT = 'The user asks about Oslo; I should use the tool first.';
-const WEATHER_TOOL = { name: 'get_weather', description: 'Weather now', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } };
 const OPENAI_WEATHER_TOOL = {
   type: 'function' as const,
   function: { name: 'get_weather', description: 'Weather now', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
@@ -169,15 +177,7 @@ describe('a Bedrock-served Claude model through the openai client', () => {
 
 describe('a Bedrock-served Claude model through /v1/messages (@anthropic-ai/sdk)', () => {
   it('creates a message whose thinking block carries its signature; thinking reaches Bedrock in additionalModelRequestFields', async () => {
-    const message = await anthropic.beta.messages.create({
-      model: 'bedrock-claude',
-      max_tokens: 4096,
-      thinking: { type: 'enabled', budget_tokens: 2048 },
-      betas: ['interleaved-thinking-2025-05-14'],
-      messages: [{ role: 'user', content: 'Hello' }],
-    });
-    expect(message.content.map((block) => block.type)).toEqual(['thinking', 'text']);
-    expect(message.content[0]).toEqual({ type: 'thinking', thinking: THOUGHT, signature: signatureOf(THOUGHT) });
+    await expectThinkingMessage(anthropic, 'bedrock-claude');
     expect(lastBedrockRequest().body.additionalModelRequestFields).toEqual({
       thinking: { type: 'enabled', budget_tokens: 2048 },
       anthropic_beta: ['interleaved-thinking-2025-05-14'],
@@ -185,56 +185,21 @@ describe('a Bedrock-served Claude model through /v1/messages (@anthropic-ai/sdk)
   });
 
   it('streams the thinking (thinking_delta, signature_delta) before the text', async () => {
-    const stream = anthropic.messages.stream({
-      model: 'bedrock-claude',
-      max_tokens: 4096,
-      thinking: { type: 'enabled', budget_tokens: 2048 },
-      messages: [{ role: 'user', content: 'Hello' }],
-    });
-    const deltas: string[] = [];
-    for await (const event of stream) if (event.type === 'content_block_delta') deltas.push(event.delta.type);
-    const final = await stream.finalMessage();
-    expect(deltas).toEqual(['thinking_delta', 'thinking_delta', 'signature_delta', 'text_delta']);
-    expect(final.content[0]).toEqual({ type: 'thinking', thinking: THOUGHT, signature: signatureOf(THOUGHT) });
-    expect(final.content[1]).toMatchObject({ type: 'text', text: 'Hello from Claude on Bedrock.' });
+    await expectThinkingStreamed(anthropic, 'bedrock-claude', 'Hello from Claude on Bedrock.');
   });
 
   it('completes a tool round trip with thinking: the signed block goes back to Bedrock unchanged and first; without it Bedrock refuses (400)', async () => {
-    const ask: Anthropic.MessageParam = { role: 'user', content: 'Weather in Oslo?' };
-    const base = { model: 'bedrock-claude', max_tokens: 4096, thinking: { type: 'enabled' as const, budget_tokens: 2048 }, tools: [WEATHER_TOOL] };
-    for (const streamed of [false, true]) {
-      const first = streamed
-        ? await anthropic.messages.stream({ ...base, messages: [ask] }).finalMessage()
-        : await anthropic.messages.create({ ...base, messages: [ask] });
-      expect(first.stop_reason).toBe('tool_use');
-      expect(first.content.map((block) => block.type)).toEqual(['thinking', 'tool_use']);
-      const call = first.content[1] as Anthropic.ToolUseBlock;
-      const result: Anthropic.MessageParam = { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '3 degrees' }] };
-      const second = await anthropic.messages.create({ ...base, messages: [ask, { role: 'assistant', content: first.content }, result] });
-      expect(second.content.at(-1)).toMatchObject({ type: 'text', text: 'The tool said: 3 degrees' });
-      expect((lastBedrockRequest().body.messages as unknown[])[1]).toEqual({
+    await expectThinkingToolRoundTrip(anthropic, 'bedrock-claude', {
+      answer: 'The tool said: 3 degrees',
+      sentAssistantTurn: () => (lastBedrockRequest().body.messages as unknown[])[1],
+      expectedAssistantTurn: (callId) => ({
         role: 'assistant',
         content: [
           { reasoningContent: { reasoningText: { text: THOUGHT, signature: signatureOf(THOUGHT) } } },
-          { toolUse: { toolUseId: call.id, name: 'get_weather', input: { city: 'Oslo' } } },
+          { toolUse: { toolUseId: callId, name: 'get_weather', input: { city: 'Oslo' } } },
         ],
-      });
-    }
-    const refused = await anthropic.messages
-      .create({
-        ...base,
-        messages: [
-          ask,
-          { role: 'assistant', content: [{ type: 'tool_use', id: 'tooluse_1', name: 'get_weather', input: { city: 'Oslo' } }] },
-          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tooluse_1', content: '3 degrees' }] },
-        ],
-      })
-      .then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-    expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
-    expect(String((refused as Error).message)).toContain('must start with a thinking block');
+      }),
+    });
   });
 
   it("caches a prompt: cache_control becomes cachePoint blocks, and Bedrock's cache reads and writes come back in the usage", async () => {
@@ -281,28 +246,7 @@ describe('Claude Code (claude -p) on a Bedrock-served Claude model', () => {
   function claudeEnvironment(): Record<string, string> {
     const home = mkdtempSync(join(tmpdir(), 'claude-bedrock-home-'));
     temporary.push(home);
-    const model = 'bedrock-claude';
-    return {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: home,
-      CLAUDE_CONFIG_DIR: join(home, '.claude'),
-      ANTHROPIC_BASE_URL: proxy.origin,
-      ANTHROPIC_API_KEY: cluster.apiKey,
-      ANTHROPIC_MODEL: model,
-      ANTHROPIC_SMALL_FAST_MODEL: model,
-      ANTHROPIC_DEFAULT_SONNET_MODEL: model,
-      ANTHROPIC_DEFAULT_OPUS_MODEL: model,
-      ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
-      CLAUDE_CODE_SUBAGENT_MODEL: model,
-      DISABLE_TELEMETRY: '1',
-      DISABLE_ERROR_REPORTING: '1',
-      DISABLE_AUTOUPDATER: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      IS_SANDBOX: '1',
-      HTTPS_PROXY: egress.url,
-      HTTP_PROXY: egress.url,
-      NO_PROXY: '127.0.0.1',
-    };
+    return claudeCodeEnvironment({ home, baseUrl: proxy.origin, apiKey: cluster.apiKey, keyVariable: 'ANTHROPIC_API_KEY', model: 'bedrock-claude', egress });
   }
 
   it('runs the Bash command the model asks for, brings the signed thinking back to Bedrock, prints the answer, metered for the key', async () => {

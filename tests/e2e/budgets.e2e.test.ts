@@ -9,8 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { costPicoUsd, loadCatalog } from '@gateway/catalog';
 import { eventually, type FakeUpstream, replayJson, startFakeUpstream, fixture } from '@gateway/testing';
+import { fixtureAnswerCost } from './fixture-cost.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, startSecondEdge, writeCatalog, type Cluster } from './cluster.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-budget-tests-0123456789abcdef';
@@ -24,22 +24,9 @@ beforeAll(async () => {
   upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   // Priced at 1 USD per million tokens of every kind, so that an answer costs whole micro-dollars,
   // the unit budgets are set in: a budget of exactly three answers is expressible.
-  const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'metered-model', []).replace(
-    'pricing: { input: "0.15", output: "0.60" }',
-    'pricing: { input: "1", cached_input: "1", output: "1" }',
-  );
+  const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'metered-model', [], 'input: "1", cached_input: "1", output: "1"');
   const catalogPath = writeCatalog('budgets', [SIM_MINI_ENTRY, entry]);
-  // What one answer of the fixture costs, priced as metering prices it.
-  const usage = (
-    JSON.parse(fixture('chat-completion.json')) as {
-      usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } };
-    }
-  ).usage;
-  cost = costPicoUsd(loadCatalog(catalogPath).byId.get('metered-model')!.pricing, {
-    prompt_tokens: usage.prompt_tokens,
-    completion_tokens: usage.completion_tokens,
-    cached_tokens: usage.prompt_tokens_details.cached_tokens,
-  });
+  cost = fixtureAnswerCost(catalogPath, 'metered-model');
   expect(cost % 1_000_000n).toBe(0n);
   cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test-budgets', EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
   second = await startSecondEdge(cluster, { CATALOG_PATH: catalogPath, EDGE_ADMIN_TOKEN: ADMIN_TOKEN });

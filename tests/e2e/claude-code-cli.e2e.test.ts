@@ -20,12 +20,14 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeGoogleAuth, vertexGate, type FakeGoogleAuth, type Responder } from '@gateway/testing';
 import {
+  claudeCodeEnvironment,
   cliLines,
   expectMetered,
   runCli,
   scriptShellTask,
   startCliBackend,
   startEgressTrap,
+  type ClaudeKeyVariable,
   type CliBackend,
   type CliRun,
   type EgressTrap,
@@ -60,49 +62,20 @@ function vertexMessagesModel(options: ScriptOptions): Responder {
   return vertexGate(google, (request, response) => messages({ ...request, path: '/v1/messages' }, response));
 }
 
-/** How Claude Code is given the gateway key: `Authorization: Bearer` or `x-api-key`. */
-type KeyVariable = 'ANTHROPIC_AUTH_TOKEN' | 'ANTHROPIC_API_KEY';
-
 /**
- * Claude Code's whole environment: the gateway (through the recording proxy) as its Anthropic API,
- * the key in `keyVariable`, every model it picks (main, background, and the per-family defaults)
- * set to the catalog model, and a temporary HOME and config directory. Nothing else is reached:
- * telemetry, error reporting, the auto-updater and the other non-essential traffic are off
- * (without these, version 2.1.331 calls api.anthropic.com), and any other host would go through
- * the egress trap given as its proxy, which records it. `IS_SANDBOX=1` lets
- * `--dangerously-skip-permissions` run as root (this container), which Claude Code otherwise
- * refuses. Claude Code logs that it does not
- * know the gateway's model ids (`[claude-code:unrecognized_model]` on stderr) and assumes a large
- * context window, which is harmless here.
+ * Claude Code's environment (cli-backend.ts's claudeCodeEnvironment) with the recording proxy in
+ * front of the gateway and a new temporary HOME. Claude Code logs that it does not know the
+ * gateway's model ids (`[claude-code:unrecognized_model]` on stderr) and assumes a large context
+ * window, which is harmless here.
  */
-function claudeEnvironment(model: string, keyVariable: KeyVariable): Record<string, string> {
+function claudeEnvironment(model: string, keyVariable: ClaudeKeyVariable): Record<string, string> {
   const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
   temporary.push(home);
-  return {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: home,
-    CLAUDE_CONFIG_DIR: join(home, '.claude'),
-    ANTHROPIC_BASE_URL: backend.proxy.origin,
-    [keyVariable]: backend.cluster.apiKey,
-    ANTHROPIC_MODEL: model,
-    ANTHROPIC_SMALL_FAST_MODEL: model,
-    ANTHROPIC_DEFAULT_SONNET_MODEL: model,
-    ANTHROPIC_DEFAULT_OPUS_MODEL: model,
-    ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
-    CLAUDE_CODE_SUBAGENT_MODEL: model,
-    DISABLE_TELEMETRY: '1',
-    DISABLE_ERROR_REPORTING: '1',
-    DISABLE_AUTOUPDATER: '1',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    IS_SANDBOX: '1',
-    HTTPS_PROXY: egress.url,
-    HTTP_PROXY: egress.url,
-    NO_PROXY: '127.0.0.1',
-  };
+  return claudeCodeEnvironment({ home, baseUrl: backend.proxy.origin, apiKey: backend.cluster.apiKey, keyVariable, model, egress });
 }
 
 /** Runs `claude -p` with the prompt in a new temporary working directory; resolves when it exits. */
-async function claudePrint(model: string, keyVariable: KeyVariable, prompt: string): Promise<CliRun & { workdir: string }> {
+async function claudePrint(model: string, keyVariable: ClaudeKeyVariable, prompt: string): Promise<CliRun & { workdir: string }> {
   const workdir = mkdtempSync(join(tmpdir(), 'claude-work-'));
   temporary.push(workdir);
   const run = await runCli(CLAUDE, ['-p', prompt, '--dangerously-skip-permissions', '--output-format', 'text'], {
@@ -130,7 +103,7 @@ function report(run: CliRun, turns: readonly ScriptedTurn[]): string {
  */
 async function expectClaudeRunsTheBashTool(
   model: string,
-  keyVariable: KeyVariable,
+  keyVariable: ClaudeKeyVariable,
   scriptedModel: (options: ScriptOptions) => Responder,
 ): Promise<ScriptedTurn[]> {
   const { fileMarker, answerMarker, turns, since, before, firstUpstreamRequest } = await scriptShellTask(backend, scriptedModel);

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { expect } from 'vitest';
 import { eventually, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
@@ -225,6 +226,53 @@ export async function startEgressTrap(): Promise<EgressTrap> {
     url: `http://127.0.0.1:${port}`,
     attempts,
     close: () => closeServer(server),
+  };
+}
+
+/** How Claude Code is given the gateway key: `Authorization: Bearer` or `x-api-key`. */
+export type ClaudeKeyVariable = 'ANTHROPIC_AUTH_TOKEN' | 'ANTHROPIC_API_KEY';
+
+/** Where Claude Code runs: its HOME, the gateway (or a proxy in front of it), the key and the catalog model. */
+export interface ClaudeCodeTarget {
+  readonly home: string;
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  readonly keyVariable: ClaudeKeyVariable;
+  readonly model: string;
+  readonly egress: EgressTrap;
+}
+
+/**
+ * Claude Code's whole environment: `baseUrl` as its Anthropic API, the key in `keyVariable`, every
+ * model it picks (main, background, and the per-family defaults) set to the catalog model, and
+ * `home` as HOME and config directory. Nothing else is reached: telemetry, error reporting, the
+ * auto-updater and the other non-essential traffic are off (without these, version 2.1.331 calls
+ * api.anthropic.com), and any other host would go through the egress trap given as its proxy,
+ * which records it. `IS_SANDBOX=1` lets `--dangerously-skip-permissions` run as root (this
+ * container), which Claude Code otherwise refuses.
+ */
+export function claudeCodeEnvironment(target: ClaudeCodeTarget): Record<string, string> {
+  const { model, egress } = target;
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: target.home,
+    CLAUDE_CONFIG_DIR: join(target.home, '.claude'),
+    ANTHROPIC_BASE_URL: target.baseUrl,
+    [target.keyVariable]: target.apiKey,
+    ANTHROPIC_MODEL: model,
+    ANTHROPIC_SMALL_FAST_MODEL: model,
+    ANTHROPIC_DEFAULT_SONNET_MODEL: model,
+    ANTHROPIC_DEFAULT_OPUS_MODEL: model,
+    ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+    CLAUDE_CODE_SUBAGENT_MODEL: model,
+    DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    IS_SANDBOX: '1',
+    HTTPS_PROXY: egress.url,
+    HTTP_PROXY: egress.url,
+    NO_PROXY: '127.0.0.1',
   };
 }
 

@@ -262,6 +262,53 @@ export async function startSecondEdge(
   return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child), running: () => child.exitCode === null && child.signalCode === null };
 }
 
+/** A second auth replica beside a running cluster. */
+export interface SecondAuth {
+  readonly process: ChildProcess;
+  /** Its gRPC port, for an edge's AUTH_SERVICE_ADDR. */
+  readonly port: number;
+  readonly metricsPort: number;
+  /** What it printed, for failure reports. */
+  readonly logs: string[];
+}
+
+/** Another auth replica on the cluster's Redis, resolved once its /readyz is green: key changes reach it through Redis alone. */
+export async function startSecondAuth(cluster: Cluster): Promise<SecondAuth> {
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  const logs: string[] = [];
+  const child = spawn(process.execPath, ['services/auth/dist/main.js'], {
+    cwd: ROOT,
+    env: { ...cluster.env, AUTH_LISTEN_ADDR: `127.0.0.1:${port}`, AUTH_METRICS_PORT: String(metricsPort) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (data: Buffer) => logs.push(data.toString()));
+  child.stderr!.on('data', (data: Buffer) => logs.push(data.toString()));
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the second auth exited:\n${logs.join('')}`);
+      return (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status === 200 || undefined;
+    },
+    'the second auth to be ready',
+    30_000,
+    100,
+  );
+  return { process: child, port, metricsPort, logs };
+}
+
+/**
+ * Creates an admin token of `role` named `name` through the admin API at `origin` (the cluster
+ * started with EDGE_ADMIN_TOKENS_ENABLED), as the holder of `adminToken`; resolves its secret.
+ */
+export async function createAdminToken(origin: string, adminToken: string, role: 'admin' | 'viewer', name: string): Promise<string> {
+  const created = await fetch(`${origin}/admin/v1/admin-tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ role, name }),
+  });
+  if (created.status !== 201) throw new Error(`creating the admin token ${name}: ${created.status} ${await created.text()}`);
+  return ((await created.json()) as { secret: string }).secret;
+}
+
 /** Deletes a cluster's usage stream once it is stopped, so test runs leave no streams behind. */
 async function deleteStream(url: string, stream: string): Promise<void> {
   const connection = await connect({ servers: natsServers(url), timeout: 2_000 }).catch(() => undefined);
@@ -314,31 +361,42 @@ export function stopProcess(child: ChildProcess | undefined, signal: NodeJS.Sign
   });
 }
 
-/** The simulated economy model most test catalogs include, as a catalog YAML entry. */
-export const SIM_MINI_ENTRY = `  - id: sim-mini
+/** A simulated economy chat model `id`, answering after `timeToFirstTokenMs` (5 unless given), as a catalog YAML entry. */
+export function simulatedEntry(id: string, options: { timeToFirstTokenMs?: number } = {}): string {
+  return `  - id: ${id}
     provider: simulated
     owned_by: gateway
     created: 1735689600
-    upstream: { model: sim-mini }
+    upstream: { model: ${id} }
     pricing: { input: "0.10", output: "0.40" }
     context_window: 32768
     max_output_tokens: 4096
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
     quality_tier: economy
-    simulation: { time_to_first_token_ms: 5, tokens_per_second: 0 }`;
+    simulation: { time_to_first_token_ms: ${options.timeToFirstTokenMs ?? 5}, tokens_per_second: 0 }`;
+}
+
+/** The simulated economy model most test catalogs include, as a catalog YAML entry. */
+export const SIM_MINI_ENTRY = simulatedEntry('sim-mini');
 
 /**
  * An openai-compatible model (`fake-model` unless named) served at baseUrl (a fake upstream of the
  * test), with the key in keyVariable, falling back to `fallbacks` (sim-mini unless given) in the catalog's chain; as a
- * catalog YAML entry.
+ * catalog YAML entry, priced at `pricing` (the catalog's fields, USD per million tokens).
  */
-export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-model', fallbacks: readonly string[] = ['sim-mini']): string {
+export function fakeModelEntry(
+  baseUrl: string,
+  keyVariable: string,
+  id = 'fake-model',
+  fallbacks: readonly string[] = ['sim-mini'],
+  pricing = 'input: "0.15", output: "0.60"',
+): string {
   return `  - id: ${id}
     provider: openai-compatible
     owned_by: tests
     created: 1735689600
     upstream: { model: gpt-4o-mini, base_url: "${baseUrl}", api_key_env: ${keyVariable} }
-    pricing: { input: "0.15", output: "0.60" }
+    pricing: { ${pricing} }
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
@@ -348,6 +406,32 @@ export function fakeModelEntry(baseUrl: string, keyVariable: string, id = 'fake-
     fallbacks: [${fallbacks.join(', ')}]`
         : ''
     }`;
+}
+
+/** How an OpenAI embedding model of a test catalog is served and priced. */
+export interface EmbeddingEntryOptions {
+  /** USD per million input tokens, as the catalog writes it. */
+  readonly inputPrice: string;
+  readonly dimensions: number;
+  /** The most inputs one upstream call takes, when less than OpenAI's. */
+  readonly batchSize?: number;
+}
+
+/**
+ * OpenAI's text-embedding-3-small as model `id`, served at baseUrl (a fake upstream of the test)
+ * with the key in keyVariable, shortenable from `dimensions`; as a catalog YAML entry.
+ */
+export function openAiEmbeddingEntry(id: string, baseUrl: string, keyVariable: string, options: EmbeddingEntryOptions): string {
+  const batch = options.batchSize === undefined ? '' : `, batch_size: ${options.batchSize}`;
+  return `  - id: ${id}
+    provider: openai-compatible
+    kind: embedding
+    owned_by: tests
+    created: 1735689600
+    upstream: { model: text-embedding-3-small, base_url: "${baseUrl}", api_key_env: ${keyVariable} }
+    pricing: { input: "${options.inputPrice}" }
+    context_window: 8191
+    embedding: { dimensions: ${options.dimensions}, shortenable: true${batch} }`;
 }
 
 /** Writes a catalog of the given YAML model entries to a new temporary file; returns its path. */
@@ -453,4 +537,9 @@ export async function metric(url: string, name: string, labels: Record<string, s
     if (Object.entries(labels).every(([label, value]) => line.includes(`${label}="${value}"`))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return total;
+}
+
+/** Waits until the metric `name` at `url` (summed as `metric` sums it) is `expected`; `what` names the wait in its timeout's error. */
+export async function metricReaches(url: string, name: string, expected: number, what: string, timeoutMs: number, intervalMs = 200): Promise<void> {
+  await eventually(async () => (await metric(url, name)) === expected || undefined, what, timeoutMs, intervalMs);
 }

@@ -9,7 +9,6 @@
  * plan limit must apply. Key changes made through one edge's admin API must hold on the other edge,
  * which asks another auth replica, at its next request.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +17,19 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
 import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, fixture } from '@gateway/testing';
-import { fakeModelEntry, freePort, meteredUsage, metric, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, type Cluster } from './cluster.js';
+import {
+  fakeModelEntry,
+  meteredUsage,
+  metric,
+  SIM_MINI_ENTRY,
+  startCluster,
+  startSecondAuth,
+  startSecondEdge,
+  stopProcess,
+  type Cluster,
+  type SecondAuth,
+} from './cluster.js';
+import { startLoad, type LoadResult } from './soak.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -82,32 +93,9 @@ const plansVolume = configMapVolume(join(directory, 'gateway-plans'), 'plans.yam
 let cluster: Cluster;
 let upstream: FakeUpstream;
 let edgeB: Awaited<ReturnType<typeof startSecondEdge>>;
-let authB: { process: ChildProcess; metricsPort: number; logs: string[] };
+let authB: SecondAuth;
 let redis: RedisClient;
 let edgeAOrigin: string;
-
-/** A second auth replica, which the second edge asks: key changes must reach it through Redis alone. */
-async function startSecondAuth(): Promise<{ process: ChildProcess; port: number; metricsPort: number; logs: string[] }> {
-  const [port, metricsPort] = [await freePort(), await freePort()];
-  const logs: string[] = [];
-  const child = spawn(process.execPath, ['services/auth/dist/main.js'], {
-    cwd: ROOT,
-    env: { ...cluster.env, AUTH_LISTEN_ADDR: `127.0.0.1:${port}`, AUTH_METRICS_PORT: String(metricsPort) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (data: Buffer) => logs.push(data.toString()));
-  child.stderr!.on('data', (data: Buffer) => logs.push(data.toString()));
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`the second auth exited:\n${logs.join('')}`);
-      return (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status === 200 || undefined;
-    },
-    'the second auth to be ready',
-    30_000,
-    100,
-  );
-  return { process: child, port, metricsPort, logs };
-}
 
 beforeAll(async () => {
   upstream = await startFakeUpstream((request, response) =>
@@ -125,7 +113,8 @@ beforeAll(async () => {
     },
   });
   edgeAOrigin = cluster.baseUrl.replace(/\/v1$/, '');
-  const auth = await startSecondAuth();
+  // A second auth replica, which the second edge asks: key changes must reach it through Redis alone.
+  const auth = await startSecondAuth(cluster);
   authB = auth;
   edgeB = await startSecondEdge(cluster, { AUTH_SERVICE_ADDR: `127.0.0.1:${auth.port}`, EDGE_ADMIN_TOKEN: ADMIN_TOKEN });
   redis = connectRedis(cluster.redisUrl);
@@ -159,35 +148,15 @@ async function complete(
   return { status: response.status, text, json: !stream && response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : undefined };
 }
 
-/** A steady load on both edges, half whole and half streamed; every answer that is not a full 200 is kept. */
-function startLoad(models: () => readonly string[]) {
-  let stopping = false;
-  let answered = 0;
-  const failures: string[] = [];
-  const client = async (index: number) => {
-    for (let sent = 0; !stopping; sent += 1) {
-      const stream = (index + sent) % 2 === 0;
+/** A steady load on both edges, half whole and half streamed, over the models `models` names at each request. */
+function startLoadOn(models: () => readonly string[]) {
+  return startLoad(cluster, CLIENTS, {
+    timeoutMs: 15_000,
+    target: (index, sent) => {
       const choices = models();
-      const model = choices[sent % choices.length]!;
-      const edge = EDGES()[index % 2]!;
-      try {
-        const { status, text } = await complete(edge, cluster.apiKey, model, stream);
-        if (status !== 200 || (stream && !text.includes('data: [DONE]'))) failures.push(`${edge} ${model} ${status} ${text.slice(0, 300)}`);
-        else answered += 1;
-      } catch (error) {
-        failures.push(`${edge} ${model} no answer: ${(error as Error).message}`);
-      }
-    }
-  };
-  const clients = Array.from({ length: CLIENTS }, (_, index) => client(index));
-  return {
-    answered: () => answered,
-    stop: async () => {
-      stopping = true;
-      await Promise.all(clients);
-      return { answered, failures };
+      return { baseUrl: EDGES()[index % 2]!, model: choices[sent % choices.length]! };
     },
-  };
+  });
 }
 
 async function listedModels(baseUrl: string): Promise<string[]> {
@@ -228,8 +197,8 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
 
     let served: readonly string[] = ['sim-mini', 'sim-standard'];
     const swapped = [REPRICED_MINI, SIM_STANDARD_ENTRY, ADDED_ENTRY, fakeModelEntry(upstream.baseUrl, UPSTREAM_KEY_VARIABLE, ADDED_PROVIDER_MODEL)];
-    const load = startLoad(() => served);
-    let result: { answered: number; failures: string[] } | undefined;
+    const load = startLoadOn(() => served);
+    let result: LoadResult | undefined;
     try {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const swappedAt = Date.now();
@@ -288,8 +257,8 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
   }, 90_000);
 
   it('keeps serving the catalog in use when the new file is invalid, and says so', async () => {
-    const load = startLoad(() => ['sim-mini', ADDED_MODEL]);
-    let result: { answered: number; failures: string[] } | undefined;
+    const load = startLoadOn(() => ['sim-mini', ADDED_MODEL]);
+    let result: LoadResult | undefined;
     try {
       catalogVolume.update(
         catalogText([

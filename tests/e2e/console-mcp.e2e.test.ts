@@ -5,25 +5,23 @@
  * through /mcp with the official SDK, and remove it. The page logs no error throughout.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
+import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const UPSTREAM_KEY = `upstream-${randomBytes(8).toString('hex')}`;
 
 let cluster: Cluster;
 let origin: string;
-let browser: Browser;
+let browser: ConsoleBrowser;
 let page: Page;
 let upstream: McpUpstream;
-const problems: string[] = [];
 
 const byTestId = (id: string) => page.getByTestId(id);
 
@@ -40,19 +38,12 @@ async function toolNames(): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`No Chromium at ${CHROMIUM}: install it with \`apt-get install chromium\` (or set CHROMIUM_PATH to a Chromium executable).`);
+  requireChromium();
   upstream = await startMcpUpstream({ name: 'wiki', apiKey: UPSTREAM_KEY, tools: { search: () => 'found' } });
   cluster = await startCluster({ mcp: true, env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
   origin = new URL(cluster.baseUrl).origin;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  context.setDefaultTimeout(15_000);
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  browser = await openConsoleBrowser();
+  page = browser.page;
 }, 120_000);
 
 afterAll(async () => {
@@ -63,9 +54,7 @@ afterAll(async () => {
 
 describe('MCP servers in the web console', () => {
   it('declares a server with a header, lists it without the header value, and its tools reach /mcp', async () => {
-    await page.goto(`${origin}/console#/mcp-servers`);
-    await byTestId('login-token').fill(ADMIN_TOKEN);
-    await byTestId('login-submit').click();
+    await browser.logIn(`${origin}/console#/mcp-servers`, ADMIN_TOKEN);
     await byTestId('nav-mcp-servers').click();
     await page.locator('[data-testid="page-mcp-servers"][data-state="ready"]').waitFor({ timeout: 30_000 });
     await byTestId('mcp-server-name').fill('wiki');
@@ -87,6 +76,6 @@ describe('MCP servers in the web console', () => {
     await page.getByTestId('mcp-server-delete-confirm').click();
     await row.waitFor({ state: 'detached' });
     await eventually(async () => !(await toolNames()).includes('wiki__search'), 'the tool to be gone', 10_000, 100);
-    expect(problems).toEqual([]);
+    expect(browser.problems).toEqual([]);
   });
 });

@@ -8,14 +8,14 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
 import { Redis } from 'ioredis';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import { createTestDatabase, eventually, freePort, type TestDatabase } from '@gateway/testing';
-import { startCluster, type Cluster } from './cluster.js';
+import { createAdminToken, startCluster, type Cluster } from './cluster.js';
+import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const TRACE_ID = randomBytes(16).toString('hex');
 
@@ -23,10 +23,9 @@ let cluster: Cluster;
 let origin: string;
 let database: TestDatabase;
 let collector: Server;
-let browser: Browser;
+let browser: ConsoleBrowser;
 let page: Page;
 let viewerSecret: string;
-const problems: string[] = [];
 const requestIds: Record<'whole' | 'stream' | 'messages', string> = {
   whole: `console-whole-${randomUUID()}`,
   stream: `console-stream-${randomUUID()}`,
@@ -34,12 +33,11 @@ const requestIds: Record<'whole' | 'stream' | 'messages', string> = {
 };
 
 const byTestId = (id: string) => page.getByTestId(id);
-const pageReady = () => page.locator('[data-testid="page-requests"][data-state="ready"]').waitFor({ timeout: 15_000 });
+const pageReady = () => browser.pageReady('requests');
 const rowIds = async () => page.locator('[data-testid="request-row"]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-request-id')));
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`No Chromium at ${CHROMIUM}: install it with \`apt-get install chromium\` (or set CHROMIUM_PATH to a Chromium executable).`);
+  requireChromium();
   database = await createTestDatabase('reqlog_console');
   // An OTLP/HTTP collector that takes every export: tracing on gives each request its trace id.
   const collectorPort = await freePort();
@@ -71,12 +69,7 @@ beforeAll(async () => {
   const keyId = await redis.hget(`auth:key:${createHash('sha256').update(cluster.apiKey).digest('hex')}`, 'key_id');
   await redis.quit();
   expect((await admin('PATCH', `/admin/v1/keys/${keyId}`, { log_bodies: true })).status).toBe(200);
-  const created = await fetch(`${origin}/admin/v1/admin-tokens`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ role: 'viewer', name: 'console-request-log' }),
-  });
-  viewerSecret = ((await created.json()) as { secret: string }).secret;
+  viewerSecret = await createAdminToken(origin, ADMIN_TOKEN, 'viewer', 'console-request-log');
 
   const post = (path: string, body: unknown, requestId: string, headers: Record<string, string> = {}) =>
     fetch(`${origin}${path}`, {
@@ -98,14 +91,8 @@ beforeAll(async () => {
     200,
   );
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
-  context.setDefaultTimeout(15_000);
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  browser = await openConsoleBrowser({ context: { viewport: { width: 1400, height: 1000 }, acceptDownloads: true } });
+  page = browser.page;
 }, 120_000);
 
 afterAll(async () => {
@@ -117,9 +104,7 @@ afterAll(async () => {
 
 describe('the Requests page on the request log', () => {
   it('shows every request to a viewer, once the log has them', async () => {
-    await page.goto(`${origin}/console#/requests`);
-    await byTestId('login-token').fill(viewerSecret);
-    await byTestId('login-submit').click();
+    await browser.logIn(`${origin}/console#/requests`, viewerSecret);
     await byTestId('nav-requests').click();
     await pageReady();
     await byTestId('requests-filters').waitFor();
@@ -204,6 +189,6 @@ describe('the Requests page on the request log', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { request_id: string });
     expect(rows.map((row) => row.request_id).sort()).toEqual([requestIds.whole, requestIds.stream].sort());
-    expect(problems).toEqual([]);
+    expect(browser.problems).toEqual([]);
   }, 60_000);
 });

@@ -9,41 +9,27 @@
  * The steps share one browser page and depend on each other in order.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
+import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const SCREENSHOTS = fileURLToPath(new URL('../../test-results/console/', import.meta.url));
 
 let cluster: Cluster;
 let origin: string;
-let browser: Browser;
+let browser: ConsoleBrowser;
 let page: Page;
-const problems: string[] = [];
 const teamName = `team-${randomBytes(3).toString('hex')}`;
 let teamId: string | undefined;
 let secret: string | undefined;
 
 const byTestId = (id: string) => page.getByTestId(id);
-/** Waits for a page to be ready; a page that failed instead says why (its state and error banner). */
-async function pageReady(name: string): Promise<void> {
-  const section = page.locator(`[data-testid="page-${name}"]`);
-  try {
-    await section.and(page.locator('[data-state="ready"]')).waitFor({ timeout: 30_000 });
-  } catch (error) {
-    const state = await section.getAttribute('data-state').catch(() => 'absent');
-    const banner = await page
-      .locator('[role="alert"]')
-      .allTextContents()
-      .catch(() => []);
-    throw new Error(`the ${name} page is ${state}: ${banner.join(' | ') || (error as Error).message}`);
-  }
-}
+const pageReady = (name: string) => browser.pageReady(name, 30_000);
 const teamRow = () => page.locator('[data-testid="team-row"]', { hasText: teamName });
 
 function complete(apiKey: string): Promise<Response> {
@@ -55,20 +41,13 @@ function complete(apiKey: string): Promise<Response> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`No Chromium at ${CHROMIUM}: install it with \`apt-get install chromium\` (or set CHROMIUM_PATH to a Chromium executable).`);
+  requireChromium();
   mkdirSync(SCREENSHOTS, { recursive: true });
   cluster = await startCluster({ env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
   origin = new URL(cluster.baseUrl).origin;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  context.setDefaultTimeout(15_000);
-  page = await context.newPage();
-  page.on('console', (message) => {
-    // The refused deletion (409) is expected, and the browser reports it.
-    if (message.type() === 'error' && !/status of 409/.test(message.text())) problems.push(`console error: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  // The refused deletion (409) is expected, and the browser reports it.
+  browser = await openConsoleBrowser({ expected: (message) => /status of 409/.test(message.text()) });
+  page = browser.page;
 });
 
 afterAll(async () => {
@@ -78,9 +57,7 @@ afterAll(async () => {
 
 describe('teams in the web console', () => {
   it('creates a team with a limit and an allow-list', async () => {
-    await page.goto(`${origin}/console`);
-    await byTestId('login-token').fill(ADMIN_TOKEN);
-    await byTestId('login-submit').click();
+    await browser.logIn(`${origin}/console`, ADMIN_TOKEN);
     await pageReady('keys');
     await byTestId('nav-teams').click();
     await pageReady('teams');
@@ -147,6 +124,6 @@ describe('teams in the web console', () => {
     await byTestId('team-delete-confirm').click();
     await byTestId('team-delete-error').waitFor();
     expect(await byTestId('team-delete-error').textContent()).toMatch(/revoke them/);
-    expect(problems).toEqual([]);
+    expect(browser.problems).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@ import { costPicoUsd, DEFAULT_CATALOG_PATH, picoUsdToUsd, usdPerMtokToMicro } fr
 import { eventually, fakeGeminiEmbeddings, fakeOpenAiEmbeddings, fakeVectorOf, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import { hostileEmbeddingBodies, sendHostileBodies } from './hostile-bodies.js';
-import { metric, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { metric, openAiEmbeddingEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_EMBEDDINGS_API_KEY';
 const KEY = 'sk-fake-embeddings-0123456789abcdef';
@@ -41,25 +41,9 @@ function catalogFile(): string {
     SIM_MINI_ENTRY,
     SIM_ENTRY,
     // Three inputs a call at most (the catalog's batch_size over OpenAI's 2048), so 7 take 3 calls.
-    `  - id: fake-embedding
-    provider: openai-compatible
-    kind: embedding
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: text-embedding-3-small, base_url: "${openAiUpstream.baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "0.13" }
-    context_window: 8191
-    embedding: { dimensions: 8, shortenable: true, batch_size: 3 }`,
+    openAiEmbeddingEntry('fake-embedding', openAiUpstream.baseUrl, KEY_VARIABLE, { inputPrice: '0.13', dimensions: 8, batchSize: 3 }),
     // Priced at 1 USD per million input tokens: a request of 10 tokens (the fake counts words) costs 10 micro-dollars.
-    `  - id: budget-embedding
-    provider: openai-compatible
-    kind: embedding
-    owned_by: tests
-    created: 1735689600
-    upstream: { model: text-embedding-3-small, base_url: "${openAiUpstream.baseUrl}", api_key_env: ${KEY_VARIABLE} }
-    pricing: { input: "1" }
-    context_window: 8191
-    embedding: { dimensions: 8, shortenable: true }`,
+    openAiEmbeddingEntry('budget-embedding', openAiUpstream.baseUrl, KEY_VARIABLE, { inputPrice: '1', dimensions: 8 }),
     `  - id: fake-gemini-embedding
     provider: gemini
     kind: embedding

@@ -72,17 +72,22 @@ const PARTS: unknown[] = [
   null,
 ];
 
-/**
- * `count` request bodies from `seed`, each a valid request on `models` bent by one to three
- * mutations; about one in twenty is cut short, so that it is not even JSON.
- */
-export function* hostileBodies(count: number, models: readonly string[], seed = 12345): Generator<string> {
+/** A repeatable sequence of numbers in [0, 1] from `seed` (a linear congruential generator), and a pick from a list by it. */
+function seededRandom(seed: number): { random(): number; pick<T>(list: readonly T[]): T } {
   let state = seed;
   const random = () => {
     state = (state * 1103515245 + 12345) & 0x7fffffff;
     return state / 0x7fffffff;
   };
-  const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
+  return { random, pick: (list) => list[Math.floor(random() * list.length)]! };
+}
+
+/**
+ * `count` request bodies from `seed`, each a valid request on `models` bent by one to three
+ * mutations; about one in twenty is cut short, so that it is not even JSON.
+ */
+export function* hostileBodies(count: number, models: readonly string[], seed = 12345): Generator<string> {
+  const { random, pick } = seededRandom(seed);
   for (let index = 0; index < count; index += 1) {
     const body: Record<string, unknown> = { model: random() < 0.8 ? pick(models) : pick(VALUES), messages: [{ role: 'user', content: 'hi' }] };
     const mutations = 1 + Math.floor(random() * 3);
@@ -146,12 +151,7 @@ const EMBEDDING_FIELDS = ['model', 'input', 'encoding_format', 'dimensions', 'us
  * many, bad dimensions and encodings, chat fields); about one in twenty is cut short.
  */
 export function* hostileEmbeddingBodies(count: number, models: readonly string[], seed = 54321): Generator<string> {
-  let state = seed;
-  const random = () => {
-    state = (state * 1103515245 + 12345) & 0x7fffffff;
-    return state / 0x7fffffff;
-  };
-  const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]!;
+  const { random, pick } = seededRandom(seed);
   for (let index = 0; index < count; index += 1) {
     const body: Record<string, unknown> = {
       model: random() < 0.85 ? pick(models) : pick(VALUES),

@@ -6,12 +6,13 @@
  * second; a tool call is metered; revoking a key ends its MCP session; a request without a key is
  * told where the resource's metadata is; hostile JSON-RPC bodies never get a 5xx or hang.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { eventually } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, startSecondEdge, type Cluster } from './cluster.js';
+import { adminApi, mcpClients, toolNames } from './mcp-clients.js';
 import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
 
 const ADMIN_TOKEN = 'mcp-e2e-admin-token-0123456789abcdef';
@@ -23,15 +24,9 @@ let alpha: McpUpstream;
 let beta: McpUpstream;
 let gamma: McpUpstream;
 let secondEdge: Awaited<ReturnType<typeof startSecondEdge>> | undefined;
-const clients: Client[] = [];
+const clients = mcpClients();
 
-async function admin(method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${origin}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
+const admin = adminApi(() => origin, ADMIN_TOKEN);
 
 async function createKey(allowedTools?: string[] | null): Promise<{ id: string; secret: string }> {
   const response = await admin('POST', '/admin/v1/keys', { plan: 'pro', ...(allowedTools === undefined ? {} : { allowed_mcp_tools: allowedTools }) });
@@ -40,15 +35,8 @@ async function createKey(allowedTools?: string[] | null): Promise<{ id: string; 
 }
 
 /** An SDK client connected to an edge's /mcp with a gateway key. */
-async function connect(secret: string, at = origin): Promise<Client> {
-  const client = new Client({ name: 'e2e', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${at}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
-  clients.push(client);
-  return client;
-}
-
-async function toolNames(client: Client): Promise<string[]> {
-  return (await client.listTools()).tools.map((tool) => tool.name).sort();
+function connect(secret: string, at = origin): Promise<Client> {
+  return clients.connect(at, secret);
 }
 
 function text(result: unknown): string {
@@ -83,7 +71,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+  await clients.closeAll();
   await secondEdge?.stop();
   await cluster?.stop();
   await Promise.all([alpha?.stop(), beta?.stop(), gamma?.stop()]);

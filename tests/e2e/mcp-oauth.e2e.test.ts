@@ -6,13 +6,13 @@
  * on that key's calls carry its own user's token, never another key's. DELETE /mcp/oauth/{server}
  * revokes it; a token the server stops accepting before its expiry is refreshed once.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type FakeOAuthMcpServer, startFakeOAuthMcpServer } from '@gateway/mcp-oauth/testing';
 import { connectRedis, keysMatching, type RedisClient } from '@gateway/redis';
 import { eventually } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from './cluster.js';
+import { adminApi, mcpClients, toolNames } from './mcp-clients.js';
 
 const ADMIN_TOKEN = 'mcp-oauth-e2e-admin-token-0123456789abcdef';
 /** The text of the JSON-RPC error of a key without a token, with the link its user opens. */
@@ -22,15 +22,9 @@ let cluster: Cluster;
 let origin: string;
 let upstream: FakeOAuthMcpServer;
 let redis: RedisClient;
-const clients: Client[] = [];
+const clients = mcpClients();
 
-async function admin(method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${origin}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
+const admin = adminApi(() => origin, ADMIN_TOKEN);
 
 async function createKey(): Promise<string> {
   const response = await admin('POST', '/admin/v1/keys', { plan: 'pro' });
@@ -38,15 +32,8 @@ async function createKey(): Promise<string> {
   return ((await response.json()) as { secret: string }).secret;
 }
 
-async function connect(secret: string): Promise<Client> {
-  const client = new Client({ name: 'e2e', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
-  clients.push(client);
-  return client;
-}
-
-async function toolNames(client: Client): Promise<string[]> {
-  return (await client.listTools()).tools.map((tool) => tool.name).sort();
+function connect(secret: string): Promise<Client> {
+  return clients.connect(origin, secret);
 }
 
 /** The pending authorizations (sign-ins started, not completed) in the MCP service's Redis. */
@@ -105,7 +92,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+  await clients.closeAll();
   await redis?.quit();
   await cluster?.stop();
   await upstream?.close();

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, freePort, natsServerBinary, serverProcess, type ServerProcess } from '@gateway/testing';
-import { metric, startCluster, startSecondEdge, stopProcess, type Cluster } from './cluster.js';
+import { metric, metricReaches, startCluster, startSecondEdge, stopProcess, type Cluster } from './cluster.js';
 
 /** The drill's stand-in for the alert's 5 minutes an event may be held: the outage lasts several turns of it. */
 const HELD_TOO_LONG_SECONDS = 3;
@@ -86,19 +86,9 @@ describe('a NATS outage at low traffic', () => {
     for (let index = 0; index < 3; index += 1) await complete(cluster.baseUrl);
     expect(await metric(edgeMetrics, 'gateway_nats_connected')).toBe(1);
     expect(await metric(meteringMetrics, 'gateway_nats_connected')).toBe(1);
-    await eventually(
-      async () => (await metric(edgeMetrics, 'gateway_usage_events_held')) === 0 || undefined,
-      'the first events to reach the stream',
-      10_000,
-      100,
-    );
+    await metricReaches(edgeMetrics, 'gateway_usage_events_held', 0, 'the first events to reach the stream', 10_000, 100);
     expect(await metric(edgeMetrics, 'gateway_usage_oldest_held_event_age_seconds')).toBe(0);
-    await eventually(
-      async () => (await metric(meteringMetrics, 'gateway_metering_consumer_pending_messages')) === 0 || undefined,
-      'metering to have read a lag of 0',
-      15_000,
-      200,
-    );
+    await metricReaches(meteringMetrics, 'gateway_metering_consumer_pending_messages', 0, 'metering to have read a lag of 0', 15_000);
 
     // NATS stops. Every process notices at once: the connection closes under it.
     await nats.kill('SIGTERM');
@@ -163,11 +153,12 @@ describe('a NATS outage at low traffic', () => {
     expect(await metric(newEdgeMetrics, 'gateway_nats_connected')).toBe(0);
     expect(await metric(newEdgeMetrics, 'gateway_usage_events_held')).toBe(3);
     expect(await usageApiRequests(edge.baseUrl)).toBe(answeredByOldEdge);
-    await eventually(
-      async () => (await metric(newEdgeMetrics, 'gateway_usage_events_handed_over_total')) === 3 || undefined,
+    await metricReaches(
+      newEdgeMetrics,
+      'gateway_usage_events_handed_over_total',
+      3,
       'the new edge to hand over the events it held too long',
       (HANDOVER_AFTER_SECONDS + 15) * 1000,
-      200,
     );
     expect(await metric(newEdgeMetrics, 'gateway_usage_events_held')).toBe(0);
     expect(await usageApiRequests(edge.baseUrl)).toBe(answered);
@@ -185,12 +176,7 @@ describe('a NATS outage at low traffic', () => {
       200,
     );
     await eventually(async () => (await usageApiRequests(edge.baseUrl)) >= answered || undefined, 'every answered request to be metered', 30_000, 200);
-    await eventually(
-      async () => (await metric(meteringMetrics, 'gateway_metering_consumer_pending_messages')) === 0 || undefined,
-      'the lag to go back to 0',
-      30_000,
-      200,
-    );
+    await metricReaches(meteringMetrics, 'gateway_metering_consumer_pending_messages', 0, 'the lag to go back to 0', 30_000);
     expect(await metric(meteringMetrics, 'gateway_nats_connected')).toBe(1);
     expect(await metric(newEdgeMetrics, 'gateway_nats_connected')).toBe(1);
     expect(await metric(newEdgeMetrics, 'gateway_usage_events_held')).toBe(0);

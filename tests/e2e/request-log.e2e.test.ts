@@ -11,7 +11,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costPicoUsd, loadCatalog } from '@gateway/catalog';
 import { createTestDatabase, eventually, type FakeUpstream, replayJson, startFakeUpstream, type TestDatabase, fixture } from '@gateway/testing';
-import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
+import { createAdminToken, fakeModelEntry, SIM_MINI_ENTRY, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
 
 const STATIC_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const KEY_VARIABLE = 'REQUEST_LOG_UPSTREAM_API_KEY';
@@ -70,6 +70,21 @@ async function post(path: string, body: Record<string, unknown>, requestId: stri
   });
 }
 
+/** What a whole chat completion of sim-mini sent and its answer showed. */
+function sentChatCompletion(requestId: string, body: Answer): Sent {
+  return {
+    requestId,
+    api: 'chat_completions',
+    stream: false,
+    status: 200,
+    model: 'sim-mini',
+    promptTokens: body.usage.prompt_tokens,
+    completionTokens: body.usage.completion_tokens,
+    responseId: body.id,
+    costUsd: body.gateway.cost_usd,
+  };
+}
+
 /** The `data:` payloads of an SSE body, parsed (`[DONE]` left out). */
 function sseData(text: string): Answer[] {
   return text
@@ -99,12 +114,7 @@ beforeAll(async () => {
     },
   });
   origin = new URL(cluster.baseUrl).origin;
-  const created = await fetch(`${origin}/admin/v1/admin-tokens`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${STATIC_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ role: 'viewer', name: 'request-log-viewer' }),
-  });
-  viewer = ((await created.json()) as { secret: string }).secret;
+  viewer = await createAdminToken(origin, STATIC_TOKEN, 'viewer', 'request-log-viewer');
 }, 120_000);
 
 afterAll(async () => {
@@ -132,19 +142,8 @@ describe('the request log', () => {
     {
       const requestId = `rl-whole-${randomUUID()}`;
       const response = await post('/v1/chat/completions', { model: 'sim-mini', messages: hello }, requestId);
-      const body = (await response.json()) as Answer;
       expect(response.status).toBe(200);
-      sent.push({
-        requestId,
-        api: 'chat_completions',
-        stream: false,
-        status: 200,
-        model: 'sim-mini',
-        promptTokens: body.usage.prompt_tokens,
-        completionTokens: body.usage.completion_tokens,
-        responseId: body.id,
-        costUsd: body.gateway.cost_usd,
-      });
+      sent.push(sentChatCompletion(requestId, await response.json()));
     }
     // Chat completions, streamed with its usage.
     {
@@ -216,18 +215,7 @@ describe('the request log', () => {
       const body = (await response.json()) as Answer;
       expect(response.status).toBe(200);
       expect(body.gateway.routed_to).toBe('sim-mini');
-      sent.push({
-        requestId,
-        api: 'chat_completions',
-        stream: false,
-        status: 200,
-        model: 'sim-mini',
-        promptTokens: body.usage.prompt_tokens,
-        completionTokens: body.usage.completion_tokens,
-        responseId: body.id,
-        costUsd: body.gateway.cost_usd,
-        fallbackModels: ['fake-model'],
-      });
+      sent.push({ ...sentChatCompletion(requestId, body), fallbackModels: ['fake-model'] });
     }
     // A failure: the primary fails and nothing may answer instead.
     {

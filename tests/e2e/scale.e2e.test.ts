@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startDnsServer, type DnsServer } from '@gateway/testing';
 import { freePort, metric, startCluster, stopProcess, type Cluster } from './cluster.js';
+import { startLoad, type LoadResult } from './soak.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const EXECUTORS = 'executors.gateway.test';
@@ -86,40 +87,6 @@ async function shares(service: Service, ms: number): Promise<Map<string, number>
   return new Map(deltas.map(([host, delta]) => [host, total === 0 ? 0 : delta / total]));
 }
 
-/** A steady load of whole and streamed completions; every answer that is not a full 200 is kept. */
-function startLoad(): { answered(): number; stop(): Promise<{ answered: number; failures: string[] }> } {
-  let stopping = false;
-  let answered = 0;
-  const failures: string[] = [];
-  const client = async (index: number) => {
-    for (let sent = 0; !stopping; sent += 1) {
-      const stream = (index + sent) % 2 === 0;
-      try {
-        const response = await fetch(`${cluster.baseUrl}/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'sim-mini', stream, messages: [{ role: 'user', content: `Request ${index}.${sent}` }], max_tokens: 8 }),
-          signal: AbortSignal.timeout(15_000),
-        });
-        const text = await response.text();
-        if (response.status !== 200 || (stream && !text.includes('data: [DONE]'))) failures.push(`${response.status} ${text.slice(0, 300)}`);
-        else answered += 1;
-      } catch (error) {
-        failures.push(`no answer: ${(error as Error).message}`);
-      }
-    }
-  };
-  const clients = Array.from({ length: CLIENTS }, (_, index) => client(index));
-  return {
-    answered: () => answered,
-    stop: async () => {
-      stopping = true;
-      await Promise.all(clients);
-      return { answered, failures };
-    },
-  };
-}
-
 /**
  * Adds replicas on `hosts` to the name under load and waits until each added one carries at least
  * a quarter of the requests; resolves how long that took after they were added to the name.
@@ -190,8 +157,8 @@ describe('replicas added and removed under load', () => {
   ];
   for (const { service, name, added, what } of drills)
     it(`${what} within 30 s; one removed with SIGTERM fails no request`, async () => {
-      const load = startLoad();
-      let result: { answered: number; failures: string[] } | undefined;
+      const load = startLoad(cluster, CLIENTS, { timeoutMs: 15_000 });
+      let result: LoadResult | undefined;
       try {
         await new Promise((resolve) => setTimeout(resolve, 1_000));
         // The first replica serves everything until the others join.

@@ -113,37 +113,57 @@ export interface LoadResult {
   failures: Array<{ atMs: number; what: string }>;
 }
 
+/** Where one request of a load goes: an edge's base URL (…/v1) and the model asked for. */
+export interface LoadTarget {
+  baseUrl: string;
+  model: string;
+}
+
+/** How a load is sent. */
+export interface LoadOptions {
+  /** Where request `sent` of client `index` goes; the cluster's edge and sim-mini unless given. */
+  target?(index: number, sent: number): LoadTarget;
+  /** How long a request may take before it counts as failed; 30 s unless given. */
+  timeoutMs?: number;
+}
+
 /**
  * Steady whole and streamed chat completions (every other request streamed) from `clients`
  * concurrent clients, all starting at once, each sending its next request when its last is
  * answered, until stop() is called. A failure is anything but a 200 with a full answer (a streamed
  * one ends with `data: [DONE]`).
  */
-export function startLoad(cluster: Cluster, clients: number): { answered(): number; failures(): number; stop(): Promise<LoadResult> } {
+export function startLoad(
+  cluster: Cluster,
+  clients: number,
+  options: LoadOptions = {},
+): { answered(): number; failures(): number; stop(): Promise<LoadResult> } {
   const startedAt = Date.now();
+  const target = options.target ?? (() => ({ baseUrl: cluster.baseUrl, model: 'sim-mini' }));
   let stopping = false;
   let answered = 0;
   let streamed = 0;
   const failures: LoadResult['failures'] = [];
+  const failed = (what: string) => failures.push({ atMs: Date.now() - startedAt, what });
   const client = async (index: number) => {
     for (let sent = 0; !stopping; sent += 1) {
       const stream = (index + sent) % 2 === 0;
+      const { baseUrl, model } = target(index, sent);
       try {
-        const response = await fetch(`${cluster.baseUrl}/chat/completions`, {
+        const response = await fetch(`${baseUrl}/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'sim-mini', stream, messages: [{ role: 'user', content: `Request ${index}.${sent}` }], max_tokens: 8 }),
-          signal: AbortSignal.timeout(30_000),
+          body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: `Request ${index}.${sent}` }], max_tokens: 8 }),
+          signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
         });
         const text = await response.text();
-        if (response.status !== 200 || (stream && !text.includes('data: [DONE]')))
-          failures.push({ atMs: Date.now() - startedAt, what: `${response.status} ${text.slice(0, 300)}` });
+        if (response.status !== 200 || (stream && !text.includes('data: [DONE]'))) failed(`${baseUrl} ${model} ${response.status} ${text.slice(0, 300)}`);
         else {
           answered += 1;
           if (stream) streamed += 1;
         }
       } catch (error) {
-        failures.push({ atMs: Date.now() - startedAt, what: `no answer: ${(error as Error).message}` });
+        failed(`${baseUrl} ${model} no answer: ${(error as Error).message}`);
       }
     }
   };

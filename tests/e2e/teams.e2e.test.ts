@@ -10,80 +10,46 @@
  * answers exactly the requests it covers, run after run: each request's cost bound is held at its
  * admission until metering meters it, and no service falls over meanwhile.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { costPicoUsd, loadCatalog } from '@gateway/catalog';
 import { eventually, type FakeUpstream, replayJson, startFakeUpstream, fixture } from '@gateway/testing';
-import { fakeModelEntry, freePort, SIM_MINI_ENTRY, startCluster, startSecondEdge, stopProcess, writeCatalog, type Cluster } from './cluster.js';
+import { fixtureAnswerCost, fixtureUsage } from './fixture-cost.js';
+import {
+  fakeModelEntry,
+  SIM_MINI_ENTRY,
+  startCluster,
+  startSecondAuth,
+  startSecondEdge,
+  stopProcess,
+  writeCatalog,
+  type Cluster,
+  type SecondAuth,
+} from './cluster.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN_TOKEN = 'admin-token-for-the-team-tests-0123456789abcdef';
 const KEY_VARIABLE = 'TEAMS_UPSTREAM_API_KEY';
 let cluster: Cluster;
 let upstream: FakeUpstream;
-let secondAuth: ChildProcess | undefined;
-const authLogs: string[] = [];
+let secondAuth: SecondAuth | undefined;
 const edges: Array<Awaited<ReturnType<typeof startSecondEdge>>> = [];
 let cost: bigint;
 /** What one answer of `held-model` costs: its 10 completion tokens (its prompt is free), the most its max_tokens allows. */
 let heldCost: bigint;
 
-/** A second auth replica on the cluster's Redis, ready to serve. */
-async function startSecondAuth(): Promise<number> {
-  const [port, metricsPort] = [await freePort(), await freePort()];
-  secondAuth = spawn(process.execPath, ['services/auth/dist/main.js'], {
-    cwd: ROOT,
-    env: { ...cluster.env, AUTH_LISTEN_ADDR: `127.0.0.1:${port}`, AUTH_METRICS_PORT: String(metricsPort) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  secondAuth.stdout!.on('data', (data: Buffer) => authLogs.push(data.toString()));
-  secondAuth.stderr!.on('data', (data: Buffer) => authLogs.push(data.toString()));
-  await eventually(
-    async () => {
-      if (secondAuth!.exitCode !== null) throw new Error(`the second auth exited:\n${authLogs.join('')}`);
-      return (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status === 200 || undefined;
-    },
-    'the second auth to be ready',
-    30_000,
-    100,
-  );
-  return port;
-}
-
 beforeAll(async () => {
   upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
   // 1 USD per million tokens of every kind: an answer costs whole micro-dollars, the unit budgets are set in.
-  const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'team-model', []).replace(
-    'pricing: { input: "0.15", output: "0.60" }',
-    'pricing: { input: "1", cached_input: "1", output: "1" }',
-  );
+  const entry = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'team-model', [], 'input: "1", cached_input: "1", output: "1"');
   // Prompt tokens free, 1 USD per million completion tokens: with max_tokens equal to the fixture's
   // completion, a request's cost bound (what its admission holds) is exactly what it costs.
-  const held = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'held-model', []).replace(
-    'pricing: { input: "0.15", output: "0.60" }',
-    'pricing: { input: "0", cached_input: "0", output: "1" }',
-  );
+  const held = fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, 'held-model', [], 'input: "0", cached_input: "0", output: "1"');
   const catalogPath = writeCatalog('teams', [SIM_MINI_ENTRY, entry, held]);
-  const usage = (
-    JSON.parse(fixture('chat-completion.json')) as {
-      usage: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details: { cached_tokens: number } };
-    }
-  ).usage;
-  cost = costPicoUsd(loadCatalog(catalogPath).byId.get('team-model')!.pricing, {
-    prompt_tokens: usage.prompt_tokens,
-    completion_tokens: usage.completion_tokens,
-    cached_tokens: usage.prompt_tokens_details.cached_tokens,
-  });
+  cost = fixtureAnswerCost(catalogPath, 'team-model');
   expect(cost % 1_000_000n).toBe(0n);
-  heldCost = costPicoUsd(loadCatalog(catalogPath).byId.get('held-model')!.pricing, {
-    prompt_tokens: usage.prompt_tokens,
-    completion_tokens: usage.completion_tokens,
-    cached_tokens: usage.prompt_tokens_details.cached_tokens,
-  });
-  expect(heldCost).toBe(BigInt(usage.completion_tokens) * 1_000_000n);
+  heldCost = fixtureAnswerCost(catalogPath, 'held-model');
+  expect(heldCost).toBe(BigInt(fixtureUsage().completion_tokens) * 1_000_000n);
   cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test-teams', EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
-  const authPort = await startSecondAuth();
+  secondAuth = await startSecondAuth(cluster);
+  const authPort = secondAuth.port;
   // Edges 2 and 3: one on each auth replica (the cluster's edge is on the first).
   edges.push(await startSecondEdge(cluster, { CATALOG_PATH: catalogPath, EDGE_ADMIN_TOKEN: ADMIN_TOKEN, AUTH_SERVICE_ADDR: `127.0.0.1:${authPort}` }));
   edges.push(await startSecondEdge(cluster, { CATALOG_PATH: catalogPath, EDGE_ADMIN_TOKEN: ADMIN_TOKEN }));
@@ -91,7 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const edge of edges) await edge.stop();
-  await stopProcess(secondAuth);
+  await stopProcess(secondAuth?.process);
   await cluster?.stop();
   await upstream?.close();
 });
@@ -235,7 +201,7 @@ describe('teams across three edges and two auth replicas', () => {
       // No service fell over: every process runs, and the usage API answers (above).
       for (const [name, child] of Object.entries(cluster.processes))
         expect({ name, exitCode: child.exitCode, signal: child.signalCode }).toEqual({ name, exitCode: null, signal: null });
-      expect(secondAuth?.exitCode ?? null).toBeNull();
+      expect(secondAuth?.process.exitCode ?? null).toBeNull();
       expect(edges.map((edge) => edge.running())).toEqual([true, true]);
     }
     expect(outcomes).toHaveLength(RUNS);

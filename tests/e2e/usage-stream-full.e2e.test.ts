@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, freePort, hasNatsServer, natsServerBinary, serverProcess, type ServerProcess } from '@gateway/testing';
-import { metric, startCluster, stopProcess, type Cluster } from './cluster.js';
+import { metric, metricReaches, startCluster, stopProcess, type Cluster } from './cluster.js';
 
 /**
  * The stream's limit during the drill: 128 KiB, a few hundred events, filled in seconds. (Servers
@@ -163,12 +163,7 @@ describe.skipIf(!hasNatsServer())('the usage stream at a small max_bytes, filled
         9,
       );
       expect(await metric(edgeMetrics, 'gateway_usage_events_dropped_total')).toBe(0);
-      await eventually(
-        async () => (await metric(meteringMetrics, 'gateway_metering_consumer_pending_messages')) === 0 || undefined,
-        'metering to have acknowledged every message',
-        30_000,
-        250,
-      );
+      await metricReaches(meteringMetrics, 'gateway_metering_consumer_pending_messages', 0, 'metering to have acknowledged every message', 30_000, 250);
       expect(await usage()).toMatchObject(expected);
     } finally {
       stop = true;

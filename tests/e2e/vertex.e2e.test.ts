@@ -26,6 +26,7 @@ import {
   type Responder,
   providerFixture,
 } from '@gateway/testing';
+import { streamedChat, type StreamedChat } from './chat-stream.js';
 import { startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const GEMINI = 'vertex-gemini';
@@ -104,22 +105,9 @@ afterAll(async () => {
   if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
-async function streamedText(model: string): Promise<{ text: string; usage: OpenAI.CompletionUsage | undefined; finish: string | null | undefined }> {
-  const stream = await openai.chat.completions.create({
-    model,
-    messages: [{ role: 'user', content: 'Hello' }],
-    stream: true,
-    stream_options: { include_usage: true },
-  });
-  let text = '';
-  let usage: OpenAI.CompletionUsage | undefined;
-  let finish: string | null | undefined;
-  for await (const chunk of stream) {
-    text += chunk.choices[0]?.delta?.content ?? '';
-    finish = chunk.choices[0]?.finish_reason ?? finish;
-    if (chunk.usage) usage = chunk.usage;
-  }
-  return { text, usage, finish };
+/** A streamed chat completion on `model`, read whole. */
+function streamedText(model: string): Promise<StreamedChat> {
+  return streamedChat(openai, model);
 }
 
 describe('a Gemini model on Vertex AI through the openai client', () => {
