@@ -435,4 +435,54 @@ describe('the request log', () => {
     );
     expect(usage.requests).toBe(1);
   }, 60_000);
+
+  it('logs the requests of a known key refused before reaching a model (a body its API refuses, a model that does not exist), and none of an unknown key', async () => {
+    const created = await fetch(`${origin}/admin/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${STATIC_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'pro', name: 'request-log-refused-bodies' }),
+    });
+    const key = (await created.json()) as { id: string; secret: string };
+    const send = async (path: string, secret: string, body: string, requestId: string) => {
+      const response = await fetch(`${origin}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'x-request-id': requestId, 'user-agent': USER_AGENT },
+        body,
+      });
+      return { status: response.status, json: (await response.json()) as { error?: { code?: string } } };
+    };
+    const ids = { invalid: `rl-invalid-${randomUUID()}`, unknownModel: `rl-no-model-${randomUUID()}`, notJson: `rl-not-json-${randomUUID()}` };
+    const invalid = await send('/v1/chat/completions', key.secret, JSON.stringify({ model: 'sim-mini', messages: 'not a list' }), ids.invalid);
+    const unknownModel = await send('/v1/messages', key.secret, JSON.stringify({ model: 'no-such-model', max_tokens: 16, messages: hello }), ids.unknownModel);
+    const notJson = await send('/v1/chat/completions', key.secret, '{"model": "sim-mini", ', ids.notJson);
+    expect([invalid.status, unknownModel.status, notJson.status]).toEqual([400, 404, 400]);
+    // A request without a valid key is a 401, and nobody's row.
+    const stranger = await send('/v1/chat/completions', `br-${randomBytes(24).toString('hex')}`, '{"model": 1}', `rl-stranger-${randomUUID()}`);
+    expect(stranger.status).toBe(401);
+
+    const rows = await eventually(
+      async () => {
+        const page = await call(viewer, `/admin/v1/requests?key_id=${key.id}`);
+        return page.json?.data?.length === 3 ? (page.json.data as Answer[]) : undefined;
+      },
+      "the key's three refused requests in the request log",
+      30_000,
+      200,
+    );
+    const byId = new Map(rows.map((row) => [row.request_id, row]));
+    expect(byId.get(ids.invalid)).toMatchObject({
+      outcome: 'refused',
+      api: 'chat_completions',
+      http_status: 400,
+      error_code: invalid.json.error?.code ?? null,
+      requested_model: 'sim-mini',
+      cost_pico_usd: '0',
+      user_agent: USER_AGENT,
+    });
+    expect(byId.get(ids.unknownModel)).toMatchObject({ outcome: 'refused', api: 'messages', http_status: 404, requested_model: 'no-such-model' });
+    expect(byId.get(ids.notJson)).toMatchObject({ outcome: 'refused', api: 'chat_completions', http_status: 400, requested_model: '' });
+    // Never metered: the usage API counts nothing for the key.
+    const start = Math.floor(Date.now() / 1000) - 3600;
+    expect((await call(viewer, `/admin/v1/usage?start=${start}&key_id=${key.id}`)).json?.totals?.requests ?? 0).toBe(0);
+  }, 60_000);
 });

@@ -29,6 +29,7 @@ import { adminApiEnabled } from './routes/admin/admin-scope.js';
 import { registerMessagesCountTokens } from './routes/api/messages-count-tokens.js';
 import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
+import { refusedBodyEvent } from './completions/usage-report.js';
 import type { EdgeDependencies } from './dependencies.js';
 
 export type { EdgeDependencies } from './dependencies.js';
@@ -224,7 +225,13 @@ function registerErrorHandlers(app: FastifyInstance, deps: EdgeDependencies, err
     if (requestError.status !== 401 && keyCheckPending(request)) {
       noteKeyChecked(request);
       try {
-        await checkKey(deps, requestKey(request), request.id);
+        const decision = await checkKey(deps, requestKey(request), request.id);
+        // A completion request of a known key refused before reaching a model: the request log shows it.
+        const event =
+          decision.key_id && deps.refusals
+            ? refusedBodyEvent(request, reply.elapsedTime, { keyId: decision.key_id, teamId: decision.team_id ?? '' }, requestError)
+            : undefined;
+        if (event) deps.refusals?.publish(event);
       } catch (keyError) {
         requestError = toRequestError(keyError);
       }

@@ -2,9 +2,11 @@
  * The report stage of a completion: its usage event (to metering, over NATS), its GenAI metrics
  * and span attributes, priced; the wire renders the `gateway` object from what it sets.
  */
+import { randomUUID } from 'node:crypto';
 import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
 import type { ExecuteRequest, UsageEvent, UsageOutput } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
+import type { FastifyRequest } from 'fastify';
 import type { EdgeDependencies } from '../dependencies.js';
 import { type GenAiMetrics, planName } from '../genai-metrics.js';
 import { tierName } from '../catalog-view.js';
@@ -91,35 +93,109 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
   };
 }
 
+/** What the event of a refused request says of the request itself. */
+interface RefusedRequest {
+  eventId: string;
+  requestId: string;
+  receivedAtMs: number;
+  latencyMs: number;
+  stream: boolean;
+  requestedModel: string;
+  /** The route of its API (`/v1/chat/completions`, ...) and the operation it asked for. */
+  route: string;
+  operation: string;
+  traceparent?: string | undefined;
+  userAgent?: string | undefined;
+}
+
+/** The key (and its team) a refused request was made with. */
+export interface RefusedKey {
+  keyId: string;
+  teamId: string;
+}
+
+/** What the caller was answered: the status and the error code. */
+export interface RefusalAnswer {
+  status: number;
+  code?: string | null | undefined;
+}
+
 /**
- * The event of a request auth refused for a known key (a rate limit, a budget, a model the key may
- * not use), for the request log alone (EdgeDependencies.refusals): outcome OUTCOME_REFUSED, no
- * usage, no cost, the status and code the caller was answered with.
+ * The event of a request of a known key that never reached a model, for the request log alone
+ * (EdgeDependencies.refusals): outcome OUTCOME_REFUSED, no usage, no cost, the status and code the
+ * caller was answered with.
  */
-export function refusalEvent(completion: Completion, refused: { keyId: string; teamId: string }, answer: { status: number; code?: string | null }): UsageEvent {
-  const { parsed, traceparent } = completion;
-  const userAgent = completion.request.headers['user-agent'];
+function refusedRequestEvent(request: RefusedRequest, refused: RefusedKey, answer: RefusalAnswer): UsageEvent {
   return {
-    event_id: completion.eventId,
-    request_id: completion.requestId,
+    event_id: request.eventId,
+    request_id: request.requestId,
     key_id: refused.keyId,
     ...(refused.teamId ? { team_id: refused.teamId } : {}),
     model_id: '',
     provider: '',
     usage: NO_USAGE,
-    received_at_ms: completion.receivedAtMs,
-    latency_ms: Math.round(completion.reply.elapsedTime),
-    stream: parsed.stream,
+    received_at_ms: request.receivedAtMs,
+    latency_ms: Math.round(request.latencyMs),
+    stream: request.stream,
     outcome: 'OUTCOME_REFUSED',
-    requested_model: parsed.request.model,
-    ...(traceparent ? { traceparent } : {}),
+    requested_model: request.requestedModel,
+    ...(request.traceparent ? { traceparent: request.traceparent } : {}),
     ...(answer.code ? { error_code: answer.code } : {}),
-    operation: completion.wire.operation,
-    api: API_OF_ROUTE[completion.wire.route] ?? completion.wire.route,
+    operation: request.operation,
+    api: API_OF_ROUTE[request.route] ?? request.route,
     http_status: answer.status,
-    ...(userAgent ? { user_agent: userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
+    ...(request.userAgent ? { user_agent: request.userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
     fallback_models: [],
   };
+}
+
+/** The event of a request auth refused for a known key (a rate limit, a budget, a model the key may not use). */
+export function refusalEvent(completion: Completion, refused: RefusedKey, answer: RefusalAnswer): UsageEvent {
+  return refusedRequestEvent(
+    {
+      eventId: completion.eventId,
+      requestId: completion.requestId,
+      receivedAtMs: completion.receivedAtMs,
+      latencyMs: completion.reply.elapsedTime,
+      stream: completion.parsed.stream,
+      requestedModel: completion.parsed.request.model ?? '',
+      route: completion.wire.route,
+      operation: completion.wire.operation,
+      traceparent: completion.traceparent,
+      userAgent: completion.request.headers['user-agent'],
+    },
+    refused,
+    answer,
+  );
+}
+
+/**
+ * The event of a completion request of a known key refused before auth decided on it: a body its
+ * API refuses (400, 413, 415), a model that does not exist (404), a prompt over the model's
+ * context. Its model is what the body named, if it named one (cut to USER_AGENT_MAX_LENGTH: a
+ * hostile body may name a long one). Undefined for a route that serves no completion.
+ */
+export function refusedBodyEvent(request: FastifyRequest, latencyMs: number, refused: RefusedKey, answer: RefusalAnswer): UsageEvent | undefined {
+  const route = request.routeOptions.url ?? '';
+  if (!(route in API_OF_ROUTE)) return undefined;
+  const body = typeof request.body === 'object' && request.body !== null ? (request.body as Record<string, unknown>) : {};
+  const traceparent = request.headers.traceparent;
+  return refusedRequestEvent(
+    {
+      eventId: randomUUID(),
+      requestId: request.id,
+      receivedAtMs: Date.now() - latencyMs,
+      latencyMs,
+      stream: body.stream === true,
+      requestedModel: typeof body.model === 'string' ? body.model.slice(0, USER_AGENT_MAX_LENGTH) : '',
+      route,
+      operation: route === '/v1/embeddings' ? 'embeddings' : 'chat',
+      traceparent: typeof traceparent === 'string' ? traceparent : undefined,
+      userAgent: request.headers['user-agent'],
+    },
+    refused,
+    answer,
+  );
 }
 
 /** The API names of the usage event (UsageEvent.api), by the route of the wire. */
