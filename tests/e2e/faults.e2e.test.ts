@@ -275,13 +275,19 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
     const own = await startCluster({ env: { NATS_URL: nats.url, USAGE_STREAM_REPLICAS: '3' } });
     try {
       const manager = await probe.jetstreamManager();
-      const leader = await eventually(
-        async () => (await manager.streams.info(own.usageStream).catch(() => undefined))?.cluster?.leader,
+      // One answer of JetStream's API holds both the leader and the replicas: a second request may
+      // meet the cluster still settling its new stream and time out.
+      const created = await eventually(
+        async () => {
+          const info = await manager.streams.info(own.usageStream).catch(() => undefined);
+          return info?.cluster?.leader ? info : undefined;
+        },
         'the usage stream to be created with a leader',
         30_000,
         200,
       );
-      expect((await manager.streams.info(own.usageStream)).config.num_replicas).toBe(3);
+      const leader = created.cluster!.leader!;
+      expect(created.config.num_replicas).toBe(3);
 
       let stop = false;
       const answered: number[] = [];

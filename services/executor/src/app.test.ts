@@ -127,7 +127,8 @@ describe('ExecutorService over gRPC', () => {
     const ends = events.filter((event) => event.event === 'end');
     expect(ends).toHaveLength(1);
     expect(events.at(-1)?.event).toBe('end');
-    expect(ends[0]?.end).toEqual({ usage: whole.response?.usage, provider: 'simulated', model_id: 'sim-paced', attempts: [] });
+    // A simulated model answers in-process: its one deployment.
+    expect(ends[0]?.end).toEqual({ usage: whole.response?.usage, provider: 'simulated', model_id: 'sim-paced', attempts: [], deployment_id: '0:in-process' });
     expect(events[0]?.start).toMatchObject({ model_id: 'sim-paced', provider: 'simulated', attempts: [] });
     expect(events[0]?.start?.completion_id).toMatch(/^chatcmpl-/);
     expect(events.slice(1).every((event) => event.start === undefined)).toBe(true);
@@ -152,6 +153,7 @@ describe('ExecutorService over gRPC', () => {
       provider: 'openai-compatible',
       model_id: 'fake/gpt-4o-mini',
       attempts: [],
+      deployment_id: expect.stringMatching(/^0:/),
     });
   });
 

@@ -77,8 +77,9 @@ export class CompletionPipeline {
         );
         span.setStatus({ code: SpanStatusCode.ERROR });
       }
-      // A request auth refused never reaches a model and is not metered; the request log shows it.
-      const refused = completion.decision === undefined ? deniedKeyOf(error) : undefined;
+      // A request refused before it reached a model (auth's denial, or admitted but routed nowhere:
+      // a model that does not exist) is not metered; the request log shows it.
+      const refused = completion.decision === undefined ? deniedKeyOf(error) : completion.routing === undefined ? decidedKeyOf(completion.decision) : undefined;
       if (refused && this.deps.refusals && error instanceof RequestError)
         this.deps.refusals.publish(refusalEvent(completion, refused, { status: error.status, code: error.code }));
       throw error;
@@ -299,4 +300,9 @@ function modelUnavailable(routing: Routing): RequestError {
       headers: { 'retry-after': String(Math.ceil(retryAfterMs / 1000)), 'retry-after-ms': String(retryAfterMs) },
     },
   );
+}
+
+/** The key (and its team) of auth's decision on a request. */
+function decidedKeyOf(decision: CheckKeyResponseOutput): { keyId: string; teamId: string } | undefined {
+  return decision.key_id ? { keyId: decision.key_id, teamId: decision.team_id ?? '' } : undefined;
 }
