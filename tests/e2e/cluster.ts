@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bodiesNames } from '@gateway/messaging';
+import { bodiesNames, refusedNames } from '@gateway/messaging';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
 import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
@@ -193,7 +193,9 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     stop: async () => {
       await Promise.all(services.map((name) => stopProcess(processes[name])));
       await deleteStream(env.NATS_URL!, env.USAGE_STREAM!);
-      if (options.requestLog) await deleteStream(env.NATS_URL!, bodiesNames(env.USAGE_STREAM!).stream);
+      // The request log's streams beside it (refusals, bodies), each of which NATS reserves room for.
+      if (options.requestLog)
+        for (const stream of [bodiesNames(env.USAGE_STREAM!).stream, refusedNames(env.USAGE_STREAM!).stream]) await deleteStream(env.NATS_URL!, stream);
       // Metering's de-duplication records of that stream go with it.
       const client = connectRedis(redis, { maxRetriesPerRequest: 1 });
       const keyId = await client.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id').catch(() => null);
