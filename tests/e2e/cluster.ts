@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { bodiesNames, refusedNames } from '@gateway/messaging';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
-import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
+import { eventually, freePort, natsServers, natsUrl, redisUrl, skipPorts } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CORE_SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
@@ -78,7 +78,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     try {
       return await startClusterOnce(options);
     } catch (error) {
-      if (attempt === 3 || !/EADDRINUSE/.test(String((error as Error).message))) throw error;
+      if (attempt === 5 || !/EADDRINUSE/.test(String((error as Error).message))) throw error;
+      // Elsewhere in the worker's block of ports: the next ones in line may be as contended.
+      skipPorts();
     }
   }
 }

@@ -274,7 +274,8 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
     await waitForJetStream(probe);
     const own = await startCluster({ env: { NATS_URL: nats.url, USAGE_STREAM_REPLICAS: '3' } });
     try {
-      const manager = await probe.jetstreamManager();
+      // JetStream's API may time out while the new cluster settles: asked again until it answers.
+      const manager = await eventually(() => probe.jetstreamManager().catch(() => undefined), 'JetStream to answer', 30_000, 200);
       // One answer of JetStream's API holds both the leader and the replicas: a second request may
       // meet the cluster still settling its new stream and time out.
       const created = await eventually(

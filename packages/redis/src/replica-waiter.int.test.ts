@@ -39,7 +39,7 @@ describe.skipIf(!hasRedisServer())('ReplicaWaiter', () => {
     replica = serverProcess('redis-server', redisArgs(replicaPort, ['--replicaof', '127.0.0.1', String(masterPort)]), replicaPort);
     await master.start();
     await replica.start();
-    client = new Redis({ port: masterPort, host: '127.0.0.1', commandTimeout: 500 });
+    client = new Redis({ port: masterPort, host: '127.0.0.1', commandTimeout: 3_000 });
     await eventually(async () => (/slave0:.*state=online/.test(await client.info('replication')) ? true : undefined), 'the replica to be in sync', 10_000, 50);
   });
 
@@ -50,7 +50,8 @@ describe.skipIf(!hasRedisServer())('ReplicaWaiter', () => {
   });
 
   it('resolves true once the replica has the writes, false within its bound without one, and waits again once it is back', async () => {
-    const waiter = new ReplicaWaiter(client, { replicas: 1, timeoutMs: 200, quietMs: 1_000 });
+    // A bound with room for a busy machine's replica, and well under the command timeout.
+    const waiter = new ReplicaWaiter(client, { replicas: 1, timeoutMs: 1_000, quietMs: 1_000 });
     await client.set('{a}:one', '1');
     expect(await waiter.wait('{a}:one')).toBe(true);
     // Concurrent writers share the WAITs: every one resolves.
@@ -64,7 +65,7 @@ describe.skipIf(!hasRedisServer())('ReplicaWaiter', () => {
 
     await replica.kill();
     await eventually(async () => ((await client.info('replication')).includes('connected_slaves:0') ? true : undefined), 'the replica to be gone', 10_000, 50);
-    // Bounded under the 500 ms command timeout: false, not a timed-out command.
+    // Bounded under the 3 s command timeout: false, not a timed-out command.
     await client.set('{a}:two', '2');
     expect(await waiter.wait('{a}:two')).toBe(false);
     // Known to lack its replica: 200 writes, each with its wait, none held behind a WAIT (a write

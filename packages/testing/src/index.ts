@@ -140,7 +140,7 @@ export { rejectedWith, thrownBy } from './thrown-by.js';
 export * from './nats-cluster.js';
 export * from './redis-cluster.js';
 export * from './redis-server.js';
-export { freePort, serverProcess, type ServerProcess } from './processes.js';
+export { freePort, serverProcess, skipPorts, type ServerProcess } from './processes.js';
 export * from './fake-upstream.js';
 export * from './fake-bedrock.js';
 export * from './dns-server.js';

@@ -15,6 +15,14 @@ const block = Number(process.env.VITEST_POOL_ID ?? 0) % PORT_BLOCKS;
 const blockStart = PORT_BLOCKS_START + block * PORT_BLOCK_SIZE;
 let nextInBlock = Math.floor(Math.random() * PORT_BLOCK_SIZE);
 
+/**
+ * Moves this worker's next port to a random place in its block: after a port found free was taken
+ * before its server bound it, the ports next in line are as likely to be contended.
+ */
+export function skipPorts(): void {
+  nextInBlock += 1 + Math.floor(Math.random() * (PORT_BLOCK_SIZE - 1));
+}
+
 /** Whether nothing listens on `port`, on any address. */
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
