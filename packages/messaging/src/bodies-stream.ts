@@ -8,56 +8,29 @@
  */
 import type { Logger } from '@gateway/logger';
 import { messageCodec, type RequestBodies, type RequestBodiesOutput } from '@gateway/proto';
-import { DiscardPolicy, nanos, type NatsConnection, RetentionPolicy, type StreamInfo, StorageType } from 'nats';
-import { USAGE_DUPLICATE_WINDOW_MS, USAGE_STREAM } from './usage-stream.js';
+import type { NatsConnection } from 'nats';
+import { type SideStreamNames, sideStreamNames } from './side-stream.js';
+import { USAGE_STREAM } from './usage-stream.js';
 
 /** A bodies stream's name and subject. */
-export interface BodiesNames {
-  stream: string;
-  subject: string;
-}
+export type BodiesNames = SideStreamNames;
 
 /**
  * The bodies stream of a usage stream: `BODIES` and `bodies.v1.request` beside the default USAGE;
  * `<name>_BODIES` and `<name lower-cased>.bodies.v1.request` beside another.
  */
 export function bodiesNames(usageStream: string = USAGE_STREAM): BodiesNames {
-  if (usageStream === USAGE_STREAM) return { stream: 'BODIES', subject: 'bodies.v1.request' };
-  return { stream: `${usageStream}_BODIES`, subject: `${usageStream.toLowerCase()}.bodies.v1.request` };
+  return sideStreamNames('bodies', usageStream);
 }
 
 /** How long bodies wait in the stream by default: a day, for the log to catch up after an outage of its own. */
-export const BODIES_MAX_AGE_MS = 24 * 60 * 60 * 1000;
+const BODIES_MAX_AGE_MS = 24 * 60 * 60 * 1000;
 
 /** The most bytes the bodies stream holds by default (256 MiB: about 4,000 requests at the 64 KiB two bodies may take). */
-export const BODIES_MAX_BYTES = 256 * 1024 * 1024;
+const BODIES_MAX_BYTES = 256 * 1024 * 1024;
 
-/** Creates the bodies stream, or updates it to these limits. */
-export async function ensureBodiesStream(
-  nc: NatsConnection,
-  names: BodiesNames,
-  options: { replicas?: number; maxAgeMs?: number; maxBytes?: number } = {},
-): Promise<StreamInfo> {
-  const manager = await nc.jetstreamManager();
-  const config = {
-    name: names.stream,
-    subjects: [names.subject],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
-    discard: DiscardPolicy.Old,
-    duplicate_window: nanos(USAGE_DUPLICATE_WINDOW_MS),
-    max_age: nanos(options.maxAgeMs ?? BODIES_MAX_AGE_MS),
-    max_bytes: options.maxBytes ?? BODIES_MAX_BYTES,
-    num_replicas: options.replicas ?? 1,
-  };
-  try {
-    return await manager.streams.add(config);
-  } catch (error) {
-    if (!/already in use|already exists/i.test((error as Error).message)) throw error;
-    const { storage: _storage, ...updatable } = config;
-    return manager.streams.update(config.name, updatable);
-  }
-}
+/** The bodies stream's limits by default, for ensureSideStream. */
+export const BODIES_LIMITS = { maxAgeMs: BODIES_MAX_AGE_MS, maxBytes: BODIES_MAX_BYTES };
 
 const codec = messageCodec<RequestBodies, RequestBodiesOutput>('gateway.request_log.v1.RequestBodies');
 

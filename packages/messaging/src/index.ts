@@ -15,3 +15,4 @@ export type { NatsConnection } from 'nats';
 export * from './refused-stream.js';
 export * from './consumer-start.js';
 export * from './bodies-stream.js';
+export * from './side-stream.js';

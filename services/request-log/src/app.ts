@@ -15,8 +15,10 @@ import {
   ConsumerStart,
   decodeRequestBodies,
   decodeUsageEvents,
-  ensureBodiesStream,
-  ensureRefusedStream,
+  BODIES_LIMITS,
+  ensureSideStream,
+  REFUSED_LIMITS,
+  type SideStreamNames,
   type NatsConnection,
   PoisonMessageError,
   type RefusedNames,
@@ -284,17 +286,17 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       await starting.usageStream(stream, dependencies);
       await starting.step(() => maintain());
       scheduleMaintenance();
-      await starting.step(() => ensureRefusedStream(nc, refused, { replicas: dependencies.replicas }));
-      const consume = (from: { stream: string; subject: string }) =>
-        starting.consumer<UsageEventOutput[]>({
+      await starting.step(() => ensureSideStream(nc, refused, { ...REFUSED_LIMITS, replicas: dependencies.replicas }));
+      // Each message acknowledged once the batch holding its rows is committed.
+      const consume = <Message>(from: SideStreamNames, decode: (bytes: Uint8Array) => Message, write: (message: Message) => Promise<void>) =>
+        starting.consumer<Message>({
           stream: from.stream,
           durableName,
           filterSubject: from.subject,
-          decode: decodeUsageEvents,
-          // Resolves once the batch holding the message's rows is committed: then it is acknowledged.
-          handle: async (events) => {
+          decode,
+          handle: async (message) => {
             try {
-              await writer.write(rowsOf(events));
+              await write(message);
             } catch (error) {
               writeErrors.inc();
               throw error;
@@ -304,28 +306,14 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
           backoffMs: dependencies.backoffMs,
           logger,
         });
-      consumers = [await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }), await consume(refused)];
-      await starting.step(() => ensureBodiesStream(nc, bodiesStream, { replicas: dependencies.replicas, maxBytes: dependencies.bodiesMaxBytes }));
-      consumers.push(
-        await starting.consumer<RequestBodiesOutput>({
-          stream: bodiesStream.stream,
-          durableName,
-          filterSubject: bodiesStream.subject,
-          decode: decodeRequestBodies,
-          // Acknowledged once the batch holding its row is committed, like the requests.
-          handle: async (bodies) => {
-            try {
-              await bodiesWriter.write(bodiesRowsOf(bodies));
-            } catch (error) {
-              writeErrors.inc();
-              throw error;
-            }
-          },
-          onPoison: (reason) => poison.inc({ reason }),
-          backoffMs: dependencies.backoffMs,
-          logger,
-        }),
-      );
+      const writeEvents = (events: UsageEventOutput[]) => writer.write(rowsOf(events));
+      consumers = [
+        await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }, decodeUsageEvents, writeEvents),
+        await consume(refused, decodeUsageEvents, writeEvents),
+      ];
+      const bodiesLimits = { ...BODIES_LIMITS, maxBytes: dependencies.bodiesMaxBytes ?? BODIES_LIMITS.maxBytes, replicas: dependencies.replicas };
+      await starting.step(() => ensureSideStream(nc, bodiesStream, bodiesLimits));
+      consumers.push(await consume(bodiesStream, decodeRequestBodies, (bodies) => bodiesWriter.write(bodiesRowsOf(bodies))));
     },
     stop: async () => {
       starting.cancel();
