@@ -319,9 +319,10 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
       // Losing a NATS server never reaches the callers.
       expect([...statuses.keys()]).toEqual([200]);
       expect(answered.length).toBeGreaterThan(20);
+      // The stream's replicas catch up with the returned server before the consumer moves on: slow on a busy machine.
       const usage = await meteredAtLeast(redis, own.apiKey, answered.length, {
         description: 'every answered request to be metered',
-        timeoutMs: 30_000,
+        timeoutMs: 90_000,
         intervalMs: 200,
       });
       await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -337,5 +338,5 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
       await probe.close();
       await nats.stop();
     }
-  }, 120_000);
+  }, 180_000);
 });
