@@ -81,6 +81,8 @@ describe('auth CLI (dist/cli/cli.js)', { timeout: 60_000 }, () => {
       '2.5',
       '--allowed-models',
       'sim-mini, gpt-4o*',
+      '--log-bodies',
+      'on',
     );
     expect(created.code).toBe(0);
     const teamId = /team_id: (team_[A-Za-z0-9]{16})/.exec(created.stdout)?.[1];
@@ -97,11 +99,13 @@ describe('auth CLI (dist/cli/cli.js)', { timeout: 60_000 }, () => {
         requests_per_minute: 30,
         daily_budget: 2_500_000,
         allowed_models: ['sim-mini', 'gpt-4o*'],
+        log_bodies: true,
         live_keys: 1,
       }),
     ]);
     expect(await cli('create-key', '--plan', 'pro', '--team', 'team_0000000000000000')).toMatchObject({ code: 1, stderr: 'no team has this id\n' });
     expect((await cli('create-team', '--name', 'x', '--daily-budget-usd', 'unlimited')).code).toBe(2);
+    expect(await cli('create-team', '--name', 'x', '--log-bodies', 'yes')).toMatchObject({ code: 2, stderr: expect.stringContaining('--log-bodies must be') });
   });
 
   it('creates a key with a chosen secret, storing only its hash, and refuses it twice', async () => {

@@ -10,7 +10,7 @@
  *   node dist/cli/cli.js list-admin-tokens [--json]
  *   node dist/cli/cli.js revoke-admin-token <token_id>
  *   node dist/cli/cli.js create-team --name n [--requests-per-minute N] [--tokens-per-minute N]
- *                                [--daily-budget-usd X] [--monthly-budget-usd X] [--allowed-models a,b*] [--json]
+ *                                [--daily-budget-usd X] [--monthly-budget-usd X] [--allowed-models a,b*] [--log-bodies on|off] [--json]
  *   node dist/cli/cli.js list-teams [--json]
  *   node dist/cli/cli.js help (or --help, -h)
  * where [limits] is [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan]
@@ -47,7 +47,8 @@ const USAGE = `usage:
   list-admin-tokens [--json]
   revoke-admin-token TOKEN_ID
   create-team --name NAME [--requests-per-minute N] [--tokens-per-minute N] [--daily-budget-usd USD]
-              [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--allowed-mcp-tools TOOL,SERVER,PREFIX*] [--json]
+              [--monthly-budget-usd USD] [--allowed-models MODEL,PREFIX*] [--allowed-mcp-tools TOOL,SERVER,PREFIX*]
+              [--log-bodies on|off] [--json]
   list-teams [--json]
   help (or --help, -h): this text
 LIMITS: [--requests-per-minute N|unlimited|plan] [--tokens-per-minute N|unlimited|plan] [--routing-policy NAME]
@@ -228,6 +229,7 @@ async function createTeam({ teams, audit }: CliStores, values: Flags, overrides:
     tokens_per_minute: teamFlag(overrides.tokens_per_minute_override, '--tokens-per-minute'),
     daily_budget: teamFlag(overrides.daily_budget_override, '--daily-budget-usd'),
     monthly_budget: teamFlag(overrides.monthly_budget_override, '--monthly-budget-usd'),
+    log_bodies: overrides.log_bodies,
   };
   for (const [field, value] of Object.entries(limits)) if (value !== undefined) Object.assign(team, { [field]: value });
   if (values['allowed-models'] !== undefined)
