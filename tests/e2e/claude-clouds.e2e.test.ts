@@ -13,9 +13,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,7 +85,6 @@ let bedrock: FakeBedrock;
 let google: FakeGoogleAuth;
 let vertex: FakeUpstream;
 const gateway = new ClusterFixture();
-let directory: string;
 
 /** Claude's answer in Anthropic's Messages wire (Anthropic's API and Vertex AI's rawPredict speak it alike). */
 const claudeMessage: Responder = (request, response) =>
@@ -175,14 +171,13 @@ beforeAll(async () => {
     await sleep(100);
     await claudeMessage(request, response);
   }));
-  directory = mkdtempSync(join(tmpdir(), 'claude-clouds-e2e-'));
   await gateway.start({
     env: {
       CATALOG_PATH: catalogFile(),
       [ANTHROPIC_KEY_VARIABLE]: ANTHROPIC_KEY,
       EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
-      ...awsKeysEnv(AWS, REGION, directory),
-      ...metadataServerEnv(google, 'VERTEX_CREDENTIALS', directory),
+      ...awsKeysEnv(AWS, REGION, gateway.directory),
+      ...metadataServerEnv(google, 'VERTEX_CREDENTIALS', gateway.directory),
       EXECUTOR_RETRY_BASE_DELAY_MS: '5',
       EXECUTOR_RETRY_MAX_DELAY_MS: '20',
     },
@@ -191,7 +186,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway.stop(anthropicUpstream, bedrock, vertex, google);
-  if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
 type GatewayObject = { routed_to: string; provider?: string; cost_usd: number };

@@ -9,8 +9,6 @@
  * its place, the length asked, the tokens the cloud counted, the cost of those tokens at the
  * model's price, and the same in GET /v1/usage.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,7 +37,6 @@ let azure: FakeUpstream;
 let vertex: FakeUpstream;
 let bedrock: FakeBedrock;
 let auth: FakeGoogleAuth;
-let directory: string;
 const gateway = new ClusterFixture();
 
 /** An embedding model's catalog entry: two inputs a call at most. */
@@ -68,7 +65,6 @@ beforeAll(async () => {
   bedrock = await startFakeBedrock({ region: REGION, credentials: [AWS_KEY] });
   bedrock.reply(() => ({ kind: 'embed' }));
   ({ google: auth, vertex } = await startFakeVertex(fakeVertexEmbeddings({ dimensions: 768 })));
-  directory = mkdtempSync(join(tmpdir(), 'cloud-embeddings-e2e-'));
   const catalog = writeCatalog('cloud-embeddings-e2e', [
     entry(
       'azure-embedding',
@@ -103,17 +99,16 @@ beforeAll(async () => {
       // AWS's credential chain reads the access key from the environment; nothing else of the machine's.
       AWS_ACCESS_KEY_ID: AWS_KEY.accessKeyId,
       AWS_SECRET_ACCESS_KEY: AWS_KEY.secretAccessKey,
-      AWS_CONFIG_FILE: join(directory, 'aws-config'),
-      AWS_SHARED_CREDENTIALS_FILE: join(directory, 'aws-credentials'),
+      AWS_CONFIG_FILE: join(gateway.directory, 'aws-config'),
+      AWS_SHARED_CREDENTIALS_FILE: join(gateway.directory, 'aws-credentials'),
       AWS_EC2_METADATA_DISABLED: 'true',
-      ...federationEnv(auth, 'VERTEX_EMBEDDING_CREDENTIALS', directory),
+      ...federationEnv(auth, 'VERTEX_EMBEDDING_CREDENTIALS', gateway.directory),
     },
   });
 });
 
 afterAll(async () => {
   await gateway.stop(azure, vertex, bedrock, auth);
-  if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
 describe('embeddings.create on each cloud', () => {

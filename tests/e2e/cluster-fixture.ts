@@ -1,8 +1,12 @@
 /**
  * An end-to-end file's cluster as its tests reach it: started in the file's beforeAll (once the
  * fakes its options name are up), stopped in its afterAll before those fakes are closed, with the
- * edge's origin and the official OpenAI and Anthropic clients on the cluster's key.
+ * edge's origin, the official OpenAI and Anthropic clients on the cluster's key, and a directory of
+ * its own for the files its environment names.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { eventually } from '@gateway/testing';
@@ -19,6 +23,16 @@ export class ClusterFixture {
   #cluster: Cluster | undefined;
   #openai: OpenAI | undefined;
   #anthropic: Anthropic | undefined;
+  #directory: string | undefined;
+
+  /**
+   * An empty directory of the file's own, made on first use and removed by `stop`: for the
+   * credential files the cluster's environment names, and where the cloud SDKs look for their own.
+   */
+  get directory(): string {
+    this.#directory ??= mkdtempSync(join(tmpdir(), 'gateway-e2e-'));
+    return this.#directory;
+  }
 
   /** Starts the cluster (startCluster's options) and resolves once it is ready. */
   async start(options: ClusterOptions = {}): Promise<Cluster> {
@@ -62,9 +76,10 @@ export class ClusterFixture {
     }, `the ${requests} requests of ${model} to be metered`);
   }
 
-  /** Stops the cluster if it started, then closes those of `others` the file got to start. */
+  /** Stops the cluster if it started, then closes those of `others` the file got to start, and removes the directory. */
   async stop(...others: Array<Closable | undefined>): Promise<void> {
     await this.#cluster?.stop();
     await Promise.all(others.map((other) => other?.close()));
+    if (this.#directory) rmSync(this.#directory, { recursive: true, force: true });
   }
 }

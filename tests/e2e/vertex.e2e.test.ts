@@ -9,9 +9,6 @@
  * GCE_METADATA_HOST names, as on GKE. What a user notices: the answers, whole and streamed, tool
  * calls, Anthropic's usage, and a clear error without the token once Vertex stops accepting it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { replayJson, replaySse, vertexGate, type FakeGoogleAuth, type FakeUpstream, type Responder, providerFixture } from '@gateway/testing';
@@ -25,7 +22,6 @@ const CLAUDE = 'vertex-claude';
 
 let auth: FakeGoogleAuth;
 let upstream: FakeUpstream;
-let directory: string;
 const gateway = new ClusterFixture();
 
 function catalogFile(origin: string): string {
@@ -68,20 +64,18 @@ function publishers(options: { tools?: boolean } = {}): Responder {
 
 beforeAll(async () => {
   ({ google: auth, vertex: upstream } = await startFakeVertex(publishers()));
-  directory = mkdtempSync(join(tmpdir(), 'vertex-e2e-'));
   await gateway.start({
     env: {
       CATALOG_PATH: catalogFile(new URL(upstream.baseUrl).origin),
-      ...federationEnv(auth, 'VERTEX_FEDERATION_CREDENTIALS', directory),
+      ...federationEnv(auth, 'VERTEX_FEDERATION_CREDENTIALS', gateway.directory),
       // The metadata server is the fake; gcloud's own credentials are looked for in an empty folder.
-      ...metadataServerEnv(auth, 'VERTEX_GKE_CREDENTIALS', directory),
+      ...metadataServerEnv(auth, 'VERTEX_GKE_CREDENTIALS', gateway.directory),
     },
   });
 });
 
 afterAll(async () => {
   await gateway.stop(upstream, auth);
-  if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
 /** A chat completion on `model` whole, then one streamed and read whole, of a Vertex answering in text; only their requests recorded. */
