@@ -31,6 +31,7 @@ import {
 import { writeCatalog } from './cluster.js';
 import { ClusterFixture } from './cluster-fixture.js';
 import {
+  downable,
   expectMeteredByProvider,
   expectPricedByProvider,
   pricesYaml as formatPrices,
@@ -56,10 +57,6 @@ let entra: FakeEntra;
 let azure: FakeUpstream;
 let openai: FakeUpstream;
 const gateway = new ClusterFixture();
-/** While true, the OpenAI upstream resets every new request's connection before answering. */
-let openaiDown = false;
-let openaiInFlight = 0;
-let openaiResets = 0;
 
 const pricingOf = (provider: string) => pricingFromUsd(PRICES[provider as ServingProvider]);
 const pricesYaml = (provider: ServingProvider) => formatPrices(PRICES[provider]);
@@ -127,19 +124,9 @@ const azureAnswers: Responder = (request, response) => {
 };
 
 /** OpenAI's answers, until it is taken down: then every new request's connection is reset before any byte. */
-const openaiAnswers: Responder = async (request, response) => {
-  if (openaiDown) {
-    openaiResets += 1;
-    response.socket?.destroy();
-    return;
-  }
-  openaiInFlight += 1;
-  try {
-    await (request.body.stream === true ? replaySse(fixture('stream-text.sse')) : replayJson(200, fixture('chat-completion.json')))(request, response);
-  } finally {
-    openaiInFlight -= 1;
-  }
-};
+const openaiAnswers = downable((request, response) =>
+  (request.body.stream === true ? replaySse(fixture('stream-text.sse')) : replayJson(200, fixture('chat-completion.json')))(request, response),
+);
 
 const WEATHER_TOOL: OpenAI.ChatCompletionTool = {
   type: 'function',
@@ -152,7 +139,7 @@ type Answer = OpenAI.ChatCompletion & { gateway: GatewayObject };
 beforeAll(async () => {
   entra = await startFakeEntra(APPLICATION);
   azure = await startFakeUpstream(azureOpenAi({ apiKey: AZURE_KEY, entra }, azureAnswers));
-  openai = await startFakeUpstream(openaiAnswers);
+  openai = await startFakeUpstream(openaiAnswers.responder);
   await gateway.start({
     env: {
       CATALOG_PATH: catalogFile(),
@@ -315,10 +302,7 @@ describe('one model served by two providers', () => {
     // Both providers serve while both are up.
     await eventually(() => load.servedBy('openai-compatible') >= 8 && load.servedBy('azure') >= 3, 'both providers to answer under load', 30_000, 50);
     // OpenAI goes down: new connections are reset, answers already running finish, then nothing listens.
-    const downAt = await takeDown(
-      { goDown: () => (openaiDown = true), inFlight: () => openaiInFlight, resets: () => openaiResets, close: () => openai.close() },
-      'OpenAI',
-    );
+    const downAt = await takeDown({ ...openaiAnswers, close: () => openai.close() }, 'OpenAI');
     await eventually(() => load.askedSince(downAt) >= 40, '40 answers asked for once OpenAI is down', 60_000, 50);
     await load.stop();
 

@@ -35,6 +35,7 @@ import { writeCatalog } from './cluster.js';
 import { ClusterFixture } from './cluster-fixture.js';
 import { USAGE } from './codex-cli-upstream.js';
 import {
+  downable,
   expectMeteredByProvider,
   expectPricedByProvider,
   pricesYaml,
@@ -92,30 +93,6 @@ const claudeMessage: Responder = (request, response) =>
     request,
     response,
   );
-
-/**
- * An upstream the drill takes down: while up, `answer` answers and the answers being sent are
- * counted; once down, every new request's connection is reset before any byte.
- */
-function downable(answer: Responder) {
-  let down = false;
-  let inFlight = 0;
-  let resets = 0;
-  const responder: Responder = async (request, response) => {
-    if (down) {
-      resets += 1;
-      response.socket?.resetAndDestroy();
-      return;
-    }
-    inFlight += 1;
-    try {
-      await answer(request, response);
-    } finally {
-      inFlight -= 1;
-    }
-  };
-  return { responder, goDown: () => (down = true), inFlight: () => inFlight, resets: () => resets };
-}
 
 /** Anthropic's API: /v1/messages with the key in x-api-key and an anthropic-version. */
 const anthropicApi = downable((request, response) => {
