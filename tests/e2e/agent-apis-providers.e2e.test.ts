@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
 import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder, providerFixture } from '@gateway/testing';
 import { streamedChat } from './chat-stream.js';
-import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 
@@ -23,9 +23,7 @@ const PROVIDERS = {
 type Provider = keyof typeof PROVIDERS;
 
 let upstream: FakeUpstream;
-let cluster: Cluster;
-let openai: OpenAI;
-let anthropic: Anthropic;
+const gateway = new ClusterFixture();
 
 function catalogFile(baseUrl: string): string {
   const entries = (Object.keys(PROVIDERS) as Provider[]).map(
@@ -58,36 +56,33 @@ function replaying(provider: Provider): Responder {
 /** What the chat completion of the same upstream answer says: the reference. */
 async function chatReference(model: string, stream: boolean) {
   if (!stream) {
-    const completion = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello' }] });
+    const completion = await gateway.openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello' }] });
     return {
       text: completion.choices[0]!.message.content ?? '',
       usage: completion.usage!,
       cost: (completion as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd,
     };
   }
-  const { text, usage } = await streamedChat(openai, model);
+  const { text, usage } = await streamedChat(gateway.openai, model);
   return { text, usage: usage!, cost: undefined };
 }
 
 beforeAll(async () => {
   upstream = await startFakeUpstream(replaying('openai-compatible'));
-  cluster = await startCluster({ env: { CATALOG_PATH: catalogFile(upstream.baseUrl), [KEY_VARIABLE]: 'sk-fake-provider-0123456789abcdef' } });
-  openai = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
-  anthropic = new Anthropic({ baseURL: cluster.baseUrl.replace(/\/v1$/, ''), apiKey: cluster.apiKey, maxRetries: 0 });
+  await gateway.start({ env: { CATALOG_PATH: catalogFile(upstream.baseUrl), [KEY_VARIABLE]: 'sk-fake-provider-0123456789abcdef' } });
 });
 
 afterAll(async () => {
-  await cluster?.stop();
-  await upstream?.close();
+  await gateway.stop(upstream);
 });
 
 describe('GET /v1/models through Anthropic’s client', () => {
   it('lists the catalog as Anthropic’s model objects, and reads one', async () => {
     const ids: string[] = [];
-    for await (const model of anthropic.models.list({ limit: 2 })) ids.push(model.id);
+    for await (const model of gateway.anthropic.models.list({ limit: 2 })) ids.push(model.id);
     expect(ids).toEqual((Object.keys(PROVIDERS) as Provider[]).map((provider) => `fake-${provider}`));
-    expect(await anthropic.models.retrieve('fake-anthropic')).toMatchObject({ type: 'model', id: 'fake-anthropic', display_name: 'fake-anthropic' });
-    await expect(anthropic.models.retrieve('nope')).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    expect(await gateway.anthropic.models.retrieve('fake-anthropic')).toMatchObject({ type: 'model', id: 'fake-anthropic', display_name: 'fake-anthropic' });
+    await expect(gateway.anthropic.models.retrieve('nope')).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   });
 });
 
@@ -97,7 +92,7 @@ describe.each(Object.keys(PROVIDERS) as Provider[])('a model behind a fake %s up
   it('answers the Responses API whole and streamed with the chat completion’s text, tokens and cost', async () => {
     upstream.respond(replaying(provider));
     const whole = await chatReference(model, false);
-    const response = await openai.responses.create({ model, input: 'Hello' });
+    const response = await gateway.openai.responses.create({ model, input: 'Hello' });
     expect(response.status).toBe('completed');
     expect(response.output_text).toBe(whole.text);
     expect(whole.text.length).toBeGreaterThan(0);
@@ -105,7 +100,7 @@ describe.each(Object.keys(PROVIDERS) as Provider[])('a model behind a fake %s up
     expect((response as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd).toBe(whole.cost);
 
     const streamed = await chatReference(model, true);
-    const stream = openai.responses.stream({ model, input: 'Hello' });
+    const stream = gateway.openai.responses.stream({ model, input: 'Hello' });
     let deltas = '';
     for await (const event of stream) if (event.type === 'response.output_text.delta') deltas += event.delta;
     const final = await stream.finalResponse();
@@ -117,7 +112,7 @@ describe.each(Object.keys(PROVIDERS) as Provider[])('a model behind a fake %s up
   it('answers the Messages API whole and streamed with the chat completion’s text and tokens', async () => {
     upstream.respond(replaying(provider));
     const whole = await chatReference(model, false);
-    const message = await anthropic.messages.create({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
+    const message = await gateway.anthropic.messages.create({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
     expect(message.type).toBe('message');
     expect(message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')).toBe(whole.text);
     const details = whole.usage.prompt_tokens_details as { cached_tokens?: number; cache_write_tokens?: number } | undefined;
@@ -132,7 +127,7 @@ describe.each(Object.keys(PROVIDERS) as Provider[])('a model behind a fake %s up
     expect((message as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd).toBe(whole.cost);
 
     const streamed = await chatReference(model, true);
-    const stream = anthropic.messages.stream({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
+    const stream = gateway.anthropic.messages.stream({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
     let deltas = '';
     stream.on('text', (text) => {
       deltas += text;

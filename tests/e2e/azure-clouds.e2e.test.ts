@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
 import {
   azureOpenAi,
@@ -28,8 +28,10 @@ import {
   fixture,
   providerFixture,
 } from '@gateway/testing';
-import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 import {
+  downable,
   expectMeteredByProvider,
   expectPricedByProvider,
   pricesYaml as formatPrices,
@@ -54,12 +56,7 @@ type ServingProvider = keyof typeof PRICES;
 let entra: FakeEntra;
 let azure: FakeUpstream;
 let openai: FakeUpstream;
-let cluster: Cluster;
-let client: OpenAI;
-/** While true, the OpenAI upstream resets every new request's connection before answering. */
-let openaiDown = false;
-let openaiInFlight = 0;
-let openaiResets = 0;
+const gateway = new ClusterFixture();
 
 const pricingOf = (provider: string) => pricingFromUsd(PRICES[provider as ServingProvider]);
 const pricesYaml = (provider: ServingProvider) => formatPrices(PRICES[provider]);
@@ -127,19 +124,9 @@ const azureAnswers: Responder = (request, response) => {
 };
 
 /** OpenAI's answers, until it is taken down: then every new request's connection is reset before any byte. */
-const openaiAnswers: Responder = async (request, response) => {
-  if (openaiDown) {
-    openaiResets += 1;
-    response.socket?.destroy();
-    return;
-  }
-  openaiInFlight += 1;
-  try {
-    await (request.body.stream === true ? replaySse(fixture('stream-text.sse')) : replayJson(200, fixture('chat-completion.json')))(request, response);
-  } finally {
-    openaiInFlight -= 1;
-  }
-};
+const openaiAnswers = downable((request, response) =>
+  (request.body.stream === true ? replaySse(fixture('stream-text.sse')) : replayJson(200, fixture('chat-completion.json')))(request, response),
+);
 
 const WEATHER_TOOL: OpenAI.ChatCompletionTool = {
   type: 'function',
@@ -152,8 +139,8 @@ type Answer = OpenAI.ChatCompletion & { gateway: GatewayObject };
 beforeAll(async () => {
   entra = await startFakeEntra(APPLICATION);
   azure = await startFakeUpstream(azureOpenAi({ apiKey: AZURE_KEY, entra }, azureAnswers));
-  openai = await startFakeUpstream(openaiAnswers);
-  cluster = await startCluster({
+  openai = await startFakeUpstream(openaiAnswers.responder);
+  await gateway.start({
     env: {
       CATALOG_PATH: catalogFile(),
       [OPENAI_KEY_VARIABLE]: 'sk-openai-0123456789abcdef',
@@ -168,17 +155,15 @@ beforeAll(async () => {
       EXECUTOR_RETRY_MAX_DELAY_MS: '20',
     },
   });
-  client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
 });
 
 afterAll(async () => {
-  await cluster?.stop();
-  await Promise.all([azure?.close(), openai?.close(), entra?.close()]);
+  await gateway.stop(azure, openai, entra);
 });
 
 describe('an Azure OpenAI model through the gateway', () => {
   it('answers whole and streamed on its deployment URL with api-version and the api-key, saying azure served it', async () => {
-    const whole = (await client.chat.completions.create({ model: 'azure-gpt-4o', messages: hello() })) as Answer;
+    const whole = (await gateway.openai.chat.completions.create({ model: 'azure-gpt-4o', messages: hello() })) as Answer;
     expect(whole.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'Paris is the capital of France.' } });
     expect(whole.usage).toMatchObject({ prompt_tokens: 14, completion_tokens: 8, total_tokens: 22 });
     expect(whole.gateway).toMatchObject({ routed_to: 'azure-gpt-4o', provider: 'azure' });
@@ -189,7 +174,7 @@ describe('an Azure OpenAI model through the gateway', () => {
 
     let content = '';
     let usage: OpenAI.CompletionUsage | undefined;
-    for await (const chunk of await client.chat.completions.create({
+    for await (const chunk of await gateway.openai.chat.completions.create({
       model: 'azure-gpt-4o',
       messages: hello(),
       stream: true,
@@ -203,7 +188,7 @@ describe('an Azure OpenAI model through the gateway', () => {
   });
 
   it('calls tools, whole and streamed', async () => {
-    const whole = await client.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('Weather in Paris?'), tools: [WEATHER_TOOL] });
+    const whole = await gateway.openai.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('Weather in Paris?'), tools: [WEATHER_TOOL] });
     expect(whole.choices[0]).toMatchObject({
       finish_reason: 'tool_calls',
       message: {
@@ -212,7 +197,7 @@ describe('an Azure OpenAI model through the gateway', () => {
     });
     let argumentsText = '';
     let finish: string | null | undefined;
-    for await (const chunk of await client.chat.completions.create({
+    for await (const chunk of await gateway.openai.chat.completions.create({
       model: 'azure-gpt-4o',
       messages: hello('Weather in Paris?'),
       tools: [WEATHER_TOOL],
@@ -226,14 +211,14 @@ describe('an Azure OpenAI model through the gateway', () => {
   });
 
   it("answers the content filter's refusals in OpenAI's shapes: a filtered answer ends with content_filter, a filtered prompt is a 400", async () => {
-    const withheld = await client.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('FILTER_ANSWER please') });
+    const withheld = await gateway.openai.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('FILTER_ANSWER please') });
     expect(withheld.choices[0]?.finish_reason).toBe('content_filter');
     let streamedFinish: string | null | undefined;
-    for await (const chunk of await client.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('FILTER_ANSWER please'), stream: true }))
+    for await (const chunk of await gateway.openai.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('FILTER_ANSWER please'), stream: true }))
       streamedFinish = chunk.choices[0]?.finish_reason ?? streamedFinish;
     expect(streamedFinish).toBe('content_filter');
 
-    const refused = await client.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('FILTER_PROMPT please') }).then(
+    const refused = await gateway.openai.chat.completions.create({ model: 'azure-gpt-4o', messages: hello('FILTER_PROMPT please') }).then(
       () => undefined,
       (error: unknown) => error as InstanceType<typeof OpenAI.APIError>,
     );
@@ -242,9 +227,9 @@ describe('an Azure OpenAI model through the gateway', () => {
   });
 
   it("turns Azure's 429 into the gateway's Retry-After, from retry-after-ms", async () => {
-    const response = await fetch(`${cluster.baseUrl}/chat/completions`, {
+    const response = await fetch(`${gateway.cluster.baseUrl}/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${gateway.cluster.apiKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'azure-gpt-4o-limited', messages: hello() }),
     });
     const body = (await response.json()) as { error: { code: string } };
@@ -256,10 +241,10 @@ describe('an Azure OpenAI model through the gateway', () => {
   });
 
   it('authenticates with a Microsoft Entra ID token that the identity endpoint issued, on the v1 route, and reuses it', async () => {
-    const whole = (await client.chat.completions.create({ model: 'foundry-gpt-4o', messages: hello() })) as Answer;
+    const whole = (await gateway.openai.chat.completions.create({ model: 'foundry-gpt-4o', messages: hello() })) as Answer;
     expect(whole.choices[0]?.message.content).toBe('Paris is the capital of France.');
     let content = '';
-    for await (const chunk of await client.chat.completions.create({ model: 'foundry-gpt-4o', messages: hello(), stream: true }))
+    for await (const chunk of await gateway.openai.chat.completions.create({ model: 'foundry-gpt-4o', messages: hello(), stream: true }))
       content += chunk.choices[0]?.delta.content ?? '';
     expect(content).toBe('Paris is the capital of France.');
     const sent = azure.requests.filter((request) => request.path === '/openai/v1/chat/completions');
@@ -281,7 +266,7 @@ describe('one model served by two providers', () => {
       const startedAt = performance.now();
       const options = { headers: { 'x-request-id': requestId } };
       if (turn % 2 === 0) {
-        const answer = (await client.chat.completions.create({ model: 'gpt-4o-clouds', messages: hello() }, options)) as Answer;
+        const answer = (await gateway.openai.chat.completions.create({ model: 'gpt-4o-clouds', messages: hello() }, options)) as Answer;
         return {
           requestId,
           startedAt,
@@ -290,26 +275,26 @@ describe('one model served by two providers', () => {
           costUsd: answer.gateway.cost_usd,
         };
       }
-      let gateway: GatewayObject | undefined;
+      let reported: GatewayObject | undefined;
       let usage: OpenAI.CompletionUsage | undefined;
-      const chunks = await client.chat.completions.create(
+      const chunks = await gateway.openai.chat.completions.create(
         { model: 'gpt-4o-clouds', messages: hello(), stream: true, stream_options: { include_usage: true } },
         options,
       );
       for await (const chunk of chunks) {
         usage = chunk.usage ?? usage;
-        gateway = (chunk as unknown as { gateway?: GatewayObject }).gateway ?? gateway;
+        reported = (chunk as unknown as { gateway?: GatewayObject }).gateway ?? reported;
       }
       return {
         requestId,
         startedAt,
-        provider: gateway?.provider ?? 'none',
+        provider: reported?.provider ?? 'none',
         usage: {
           prompt_tokens: usage?.prompt_tokens ?? 0,
           completion_tokens: usage?.completion_tokens ?? 0,
           cached_tokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
         },
-        costUsd: gateway?.cost_usd ?? Number.NaN,
+        costUsd: reported?.cost_usd ?? Number.NaN,
       };
     };
     const load = startLoad(4, ask);
@@ -317,10 +302,7 @@ describe('one model served by two providers', () => {
     // Both providers serve while both are up.
     await eventually(() => load.servedBy('openai-compatible') >= 8 && load.servedBy('azure') >= 3, 'both providers to answer under load', 30_000, 50);
     // OpenAI goes down: new connections are reset, answers already running finish, then nothing listens.
-    const downAt = await takeDown(
-      { goDown: () => (openaiDown = true), inFlight: () => openaiInFlight, resets: () => openaiResets, close: () => openai.close() },
-      'OpenAI',
-    );
+    const downAt = await takeDown({ ...openaiAnswers, close: () => openai.close() }, 'OpenAI');
     await eventually(() => load.askedSince(downAt) >= 40, '40 answers asked for once OpenAI is down', 60_000, 50);
     await load.stop();
 
@@ -330,6 +312,6 @@ describe('one model served by two providers', () => {
     // Each answer is priced by its provider; the latest requests say which provider served each
     // one and what it cost; /v1/usage sums them.
     expectPricedByProvider(load, pricingOf);
-    await expectMeteredByProvider({ cluster, adminToken: ADMIN_TOKEN, model: 'gpt-4o-clouds', load, pricing: pricingOf });
+    await expectMeteredByProvider({ cluster: gateway.cluster, adminToken: ADMIN_TOKEN, model: 'gpt-4o-clouds', load, pricing: pricingOf });
   });
 });

@@ -16,8 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startFakeBedrock, startFakeSts, type FakeBedrock, type FakeSts } from '@gateway/testing';
 import { signatureOf } from './anthropic-thinking-upstream.js';
@@ -32,9 +31,10 @@ import {
   type EgressTrap,
   type RecordingProxy,
 } from './cli-backend.js';
-import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 import { USAGE, type ScriptedTurn } from './codex-cli-upstream.js';
-import { expectThinkingMessage, expectThinkingStreamed, expectThinkingToolRoundTrip, THOUGHT } from './thinking-checks.js';
+import { itThinks, THOUGHT } from './thinking-checks.js';
 
 const REGION = 'us-east-1';
 const ROLE_ARN = 'arn:aws:iam::123456789012:role/gateway-executor';
@@ -46,18 +46,14 @@ const OPENAI_WEATHER_TOOL = {
 
 let bedrock: FakeBedrock;
 let sts: FakeSts;
-let cluster: Cluster;
-let openai: OpenAI;
-let anthropic: Anthropic;
-let directory: string;
+const gateway = new ClusterFixture();
 
 beforeAll(async () => {
   // No access key of its own: it accepts only what its STS hands out.
   bedrock = await startFakeBedrock({ region: REGION, credentials: [] });
   bedrock.reply(bedrockClaude());
   sts = await startFakeSts({ roleArn: ROLE_ARN, token: SERVICE_ACCOUNT_TOKEN, onIssue: (issued) => bedrock.addCredentials(issued) });
-  directory = mkdtempSync(join(tmpdir(), 'bedrock-e2e-'));
-  const tokenFile = join(directory, 'token');
+  const tokenFile = join(gateway.directory, 'token');
   writeFileSync(tokenFile, SERVICE_ACCOUNT_TOKEN);
   const catalog = writeCatalog('bedrock-e2e', [
     `  - id: bedrock-claude
@@ -71,7 +67,7 @@ beforeAll(async () => {
     capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
     quality_tier: premium`,
   ]);
-  cluster = await startCluster({
+  await gateway.start({
     env: {
       CATALOG_PATH: catalog,
       // What EKS injects for a service account bound to an IAM role, STS's endpoint aside.
@@ -80,20 +76,15 @@ beforeAll(async () => {
       AWS_REGION: REGION,
       AWS_ENDPOINT_URL_STS: sts.url,
       // Nothing of the machine's own AWS setup, and no instance metadata lookups.
-      AWS_CONFIG_FILE: join(directory, 'config'),
-      AWS_SHARED_CREDENTIALS_FILE: join(directory, 'credentials'),
+      AWS_CONFIG_FILE: join(gateway.directory, 'config'),
+      AWS_SHARED_CREDENTIALS_FILE: join(gateway.directory, 'credentials'),
       AWS_EC2_METADATA_DISABLED: 'true',
     },
   });
-  openai = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
-  anthropic = new Anthropic({ baseURL: cluster.baseUrl.replace(/\/v1$/, ''), apiKey: cluster.apiKey, maxRetries: 0 });
 }, 120_000);
 
 afterAll(async () => {
-  await cluster?.stop();
-  await sts?.close();
-  await bedrock?.close();
-  if (directory) rmSync(directory, { recursive: true, force: true });
+  await gateway.stop(sts, bedrock);
 });
 
 /** The last request the fake Bedrock accepted. */
@@ -103,7 +94,7 @@ function lastBedrockRequest() {
 
 describe('a Bedrock-served Claude model through the openai client', () => {
   it('answers a whole chat completion, signed with the credentials STS exchanged for the service account token', async () => {
-    const completion = await openai.chat.completions.create({
+    const completion = await gateway.openai.chat.completions.create({
       model: 'bedrock-claude',
       messages: [
         { role: 'system', content: 'Be brief.' },
@@ -123,7 +114,7 @@ describe('a Bedrock-served Claude model through the openai client', () => {
   });
 
   it('streams a chat completion from ConverseStream, with the usage last', async () => {
-    const stream = await openai.chat.completions.create({
+    const stream = await gateway.openai.chat.completions.create({
       model: 'bedrock-claude',
       messages: [{ role: 'user', content: 'Hello!' }],
       stream: true,
@@ -145,12 +136,12 @@ describe('a Bedrock-served Claude model through the openai client', () => {
 
   it('calls a tool, whole and streamed, and answers with its result', async () => {
     const ask: OpenAI.ChatCompletionMessageParam = { role: 'user', content: 'Weather in Oslo?' };
-    const whole = await openai.chat.completions.create({ model: 'bedrock-claude', messages: [ask], tools: [OPENAI_WEATHER_TOOL] });
+    const whole = await gateway.openai.chat.completions.create({ model: 'bedrock-claude', messages: [ask], tools: [OPENAI_WEATHER_TOOL] });
     expect(whole.choices[0]?.finish_reason).toBe('tool_calls');
     const call = whole.choices[0]?.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall;
     expect(call.function).toEqual({ name: 'get_weather', arguments: '{"city":"Oslo"}' });
 
-    const stream = await openai.chat.completions.create({ model: 'bedrock-claude', messages: [ask], tools: [OPENAI_WEATHER_TOOL], stream: true });
+    const stream = await gateway.openai.chat.completions.create({ model: 'bedrock-claude', messages: [ask], tools: [OPENAI_WEATHER_TOOL], stream: true });
     let streamedArguments = '';
     let streamedName = '';
     for await (const chunk of stream) {
@@ -161,7 +152,7 @@ describe('a Bedrock-served Claude model through the openai client', () => {
     }
     expect([streamedName, JSON.parse(streamedArguments)]).toEqual(['get_weather', { city: 'Oslo' }]);
 
-    const answer = await openai.chat.completions.create({
+    const answer = await gateway.openai.chat.completions.create({
       model: 'bedrock-claude',
       tools: [OPENAI_WEATHER_TOOL],
       messages: [ask, whole.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: '3 degrees' }],
@@ -176,34 +167,29 @@ describe('a Bedrock-served Claude model through the openai client', () => {
 });
 
 describe('a Bedrock-served Claude model through /v1/messages (@anthropic-ai/sdk)', () => {
-  it('creates a message whose thinking block carries its signature; thinking reaches Bedrock in additionalModelRequestFields', async () => {
-    await expectThinkingMessage(anthropic, 'bedrock-claude');
-    expect(lastBedrockRequest().body.additionalModelRequestFields).toEqual({
-      thinking: { type: 'enabled', budget_tokens: 2048 },
-      anthropic_beta: ['interleaved-thinking-2025-05-14'],
-    });
-  });
-
-  it('streams the thinking (thinking_delta, signature_delta) before the text', async () => {
-    await expectThinkingStreamed(anthropic, 'bedrock-claude', 'Hello from Claude on Bedrock.');
-  });
-
-  it('completes a tool round trip with thinking: the signed block goes back to Bedrock unchanged and first; without it Bedrock refuses (400)', async () => {
-    await expectThinkingToolRoundTrip(anthropic, 'bedrock-claude', {
-      answer: 'The tool said: 3 degrees',
-      sentAssistantTurn: () => (lastBedrockRequest().body.messages as unknown[])[1],
-      expectedAssistantTurn: (callId) => ({
-        role: 'assistant',
-        content: [
-          { reasoningContent: { reasoningText: { text: THOUGHT, signature: signatureOf(THOUGHT) } } },
-          { toolUse: { toolUseId: callId, name: 'get_weather', input: { city: 'Oslo' } } },
-        ],
+  itThinks(gateway, {
+    name: 'Bedrock',
+    model: 'bedrock-claude',
+    streamedText: 'Hello from Claude on Bedrock.',
+    // In Converse's additionalModelRequestFields.
+    expectThinkingSent: () =>
+      expect(lastBedrockRequest().body.additionalModelRequestFields).toEqual({
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        anthropic_beta: ['interleaved-thinking-2025-05-14'],
       }),
-    });
+    answer: 'The tool said: 3 degrees',
+    sentAssistantTurn: () => (lastBedrockRequest().body.messages as unknown[])[1],
+    expectedAssistantTurn: (callId) => ({
+      role: 'assistant',
+      content: [
+        { reasoningContent: { reasoningText: { text: THOUGHT, signature: signatureOf(THOUGHT) } } },
+        { toolUse: { toolUseId: callId, name: 'get_weather', input: { city: 'Oslo' } } },
+      ],
+    }),
   });
 
   it("caches a prompt: cache_control becomes cachePoint blocks, and Bedrock's cache reads and writes come back in the usage", async () => {
-    const message = await anthropic.messages.create({
+    const message = await gateway.anthropic.messages.create({
       model: 'bedrock-claude',
       max_tokens: 1024,
       system: [{ type: 'text', text: 'A long system prompt.', cache_control: { type: 'ephemeral' } }],
@@ -228,7 +214,7 @@ describe('Claude Code (claude -p) on a Bedrock-served Claude model', () => {
   let egress: EgressTrap;
   const temporary: string[] = [];
   beforeAll(async () => {
-    proxy = await startRecordingProxy(cluster.baseUrl);
+    proxy = await startRecordingProxy(gateway.cluster.baseUrl);
     egress = await startEgressTrap();
   });
   afterAll(async () => {
@@ -246,12 +232,19 @@ describe('Claude Code (claude -p) on a Bedrock-served Claude model', () => {
   function claudeEnvironment(): Record<string, string> {
     const home = mkdtempSync(join(tmpdir(), 'claude-bedrock-home-'));
     temporary.push(home);
-    return claudeCodeEnvironment({ home, baseUrl: proxy.origin, apiKey: cluster.apiKey, keyVariable: 'ANTHROPIC_API_KEY', model: 'bedrock-claude', egress });
+    return claudeCodeEnvironment({
+      home,
+      baseUrl: proxy.origin,
+      apiKey: gateway.cluster.apiKey,
+      keyVariable: 'ANTHROPIC_API_KEY',
+      model: 'bedrock-claude',
+      egress,
+    });
   }
 
   it('runs the Bash command the model asks for, brings the signed thinking back to Bedrock, prints the answer, metered for the key', async () => {
     const since = Math.floor(Date.now() / 1000) - 3_600;
-    const before = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
+    const before = await usageTotals(gateway.cluster.baseUrl, gateway.cluster.apiKey, since);
     const fileMarker = `gateway-marker-${randomBytes(6).toString('hex')}`;
     const answerMarker = `gateway-answer-${randomBytes(6).toString('hex')}`;
     const turns: ScriptedTurn[] = [];
@@ -277,7 +270,7 @@ describe('Claude Code (claude -p) on a Bedrock-served Claude model', () => {
       `--- scripted turns\n${JSON.stringify(turns)}`,
       `--- refusals\n${bedrock.refusals.join('\n')}`,
       `--- gateway requests\n${proxy.requests.map((request) => `${request.method} ${request.path} ${request.status ?? '-'}`).join('\n')}`,
-      `--- executor\n${cluster.logs.executor.join('').slice(-4_000)}`,
+      `--- executor\n${gateway.cluster.logs.executor.join('').slice(-4_000)}`,
     ].join('\n');
 
     expect(run.code, report).toBe(0);
@@ -304,7 +297,7 @@ describe('Claude Code (claude -p) on a Bedrock-served Claude model', () => {
     expect(bedrock.requests.slice(firstBedrockRequest).map((request) => request.operation)).toEqual(generations.map(() => 'converse-stream'));
     const after = await eventually(
       async () => {
-        const totals = await usageTotals(cluster.baseUrl, cluster.apiKey, since);
+        const totals = await usageTotals(gateway.cluster.baseUrl, gateway.cluster.apiKey, since);
         return totals.requests >= before.requests + generations.length && totals;
       },
       "Claude Code's requests in the key's usage",

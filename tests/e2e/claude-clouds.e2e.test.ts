@@ -13,11 +13,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BilledUsage } from '@gateway/catalog';
 import {
@@ -25,9 +22,7 @@ import {
   replayJson,
   replaySse,
   startFakeBedrock,
-  startFakeGoogleAuth,
   startFakeUpstream,
-  vertexGate,
   type FakeBedrock,
   type FakeGoogleAuth,
   type FakeUpstream,
@@ -35,10 +30,12 @@ import {
   providerFixture,
 } from '@gateway/testing';
 import { bedrockClaude, CACHE_USAGE } from './bedrock-claude-upstream.js';
-import { awsKeysEnv, metadataServerEnv } from './cloud-credentials.js';
-import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { awsKeysEnv, metadataServerEnv, startFakeVertex } from './cloud-credentials.js';
+import { writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 import { USAGE } from './codex-cli-upstream.js';
 import {
+  downable,
   expectMeteredByProvider,
   expectPricedByProvider,
   pricesYaml,
@@ -88,10 +85,7 @@ let anthropicUpstream: FakeUpstream;
 let bedrock: FakeBedrock;
 let google: FakeGoogleAuth;
 let vertex: FakeUpstream;
-let cluster: Cluster;
-let openai: OpenAI;
-let anthropic: Anthropic;
-let directory: string;
+const gateway = new ClusterFixture();
 
 /** Claude's answer in Anthropic's Messages wire (Anthropic's API and Vertex AI's rawPredict speak it alike). */
 const claudeMessage: Responder = (request, response) =>
@@ -99,30 +93,6 @@ const claudeMessage: Responder = (request, response) =>
     request,
     response,
   );
-
-/**
- * An upstream the drill takes down: while up, `answer` answers and the answers being sent are
- * counted; once down, every new request's connection is reset before any byte.
- */
-function downable(answer: Responder) {
-  let down = false;
-  let inFlight = 0;
-  let resets = 0;
-  const responder: Responder = async (request, response) => {
-    if (down) {
-      resets += 1;
-      response.socket?.resetAndDestroy();
-      return;
-    }
-    inFlight += 1;
-    try {
-      await answer(request, response);
-    } finally {
-      inFlight -= 1;
-    }
-  };
-  return { responder, goDown: () => (down = true), inFlight: () => inFlight, resets: () => resets };
-}
 
 /** Anthropic's API: /v1/messages with the key in x-api-key and an anthropic-version. */
 const anthropicApi = downable((request, response) => {
@@ -172,35 +142,27 @@ beforeAll(async () => {
     });
     return bedrockGeneric(request);
   });
-  google = await startFakeGoogleAuth();
   // Vertex AI answers 100 ms later than the others, so that the pool, which balances by expected
   // wait, prefers Bedrock to it once Anthropic is down: the drill sees Bedrock take over first.
-  vertex = await startFakeUpstream(
-    vertexGate(google, async (request, response) => {
-      await sleep(100);
-      await claudeMessage(request, response);
-    }),
-  );
-  directory = mkdtempSync(join(tmpdir(), 'claude-clouds-e2e-'));
-  cluster = await startCluster({
+  ({ google, vertex } = await startFakeVertex(async (request, response) => {
+    await sleep(100);
+    await claudeMessage(request, response);
+  }));
+  await gateway.start({
     env: {
       CATALOG_PATH: catalogFile(),
       [ANTHROPIC_KEY_VARIABLE]: ANTHROPIC_KEY,
       EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
-      ...awsKeysEnv(AWS, REGION, directory),
-      ...metadataServerEnv(google, 'VERTEX_CREDENTIALS', directory),
+      ...awsKeysEnv(AWS, REGION, gateway.directory),
+      ...metadataServerEnv(google, 'VERTEX_CREDENTIALS', gateway.directory),
       EXECUTOR_RETRY_BASE_DELAY_MS: '5',
       EXECUTOR_RETRY_MAX_DELAY_MS: '20',
     },
   });
-  openai = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
-  anthropic = new Anthropic({ baseURL: cluster.baseUrl.replace(/\/v1$/, ''), apiKey: cluster.apiKey, maxRetries: 0 });
 }, 120_000);
 
 afterAll(async () => {
-  await cluster?.stop();
-  await Promise.all([anthropicUpstream?.close(), bedrock?.close(), vertex?.close(), google?.close()]);
-  if (directory) rmSync(directory, { recursive: true, force: true });
+  await gateway.stop(anthropicUpstream, bedrock, vertex, google);
 });
 
 type GatewayObject = { routed_to: string; provider?: string; cost_usd: number };
@@ -209,15 +171,23 @@ const question = 'What is the capital of France?';
 /** The Messages turns' system prompt, marked as a cache breakpoint. */
 const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'You answer in one sentence.', cache_control: { type: 'ephemeral' } }];
 
-/** OpenAI's usage object as billed usage. */
-function fromOpenAi(usage: OpenAI.CompletionUsage | null | undefined): BilledUsage {
-  const details = usage?.prompt_tokens_details as { cached_tokens?: number; cache_write_tokens?: number } | undefined;
+/**
+ * An OpenAI usage object's counts (input with the cache reads and writes in it, output, and the
+ * input's details) as billed usage; the cache writes are the gateway's `cache_write_tokens` in the details.
+ */
+function billedUsage(input: number | undefined, output: number | undefined, inputDetails: unknown): BilledUsage {
+  const details = inputDetails as { cached_tokens?: number; cache_write_tokens?: number } | undefined;
   return {
-    prompt_tokens: usage?.prompt_tokens ?? 0,
-    completion_tokens: usage?.completion_tokens ?? 0,
+    prompt_tokens: input ?? 0,
+    completion_tokens: output ?? 0,
     cached_tokens: details?.cached_tokens ?? 0,
     cache_write_tokens: details?.cache_write_tokens ?? 0,
   };
+}
+
+/** Chat completions' usage object as billed usage. */
+function fromOpenAi(usage: OpenAI.CompletionUsage | null | undefined): BilledUsage {
+  return billedUsage(usage?.prompt_tokens, usage?.completion_tokens, usage?.prompt_tokens_details);
 }
 
 /** Anthropic's usage object (input_tokens apart from cache reads and writes) as billed usage. */
@@ -232,19 +202,9 @@ function fromAnthropic(usage: Partial<Anthropic.Usage> | undefined): BilledUsage
   };
 }
 
-/**
- * OpenAI's Responses usage object (input_tokens with the cache reads and writes in it) as billed
- * usage; the cache writes are the gateway's `input_tokens_details.cache_write_tokens`, as chat
- * completions' `prompt_tokens_details.cache_write_tokens`.
- */
+/** OpenAI's Responses usage object as billed usage. */
 function fromResponses(usage: OpenAI.Responses.ResponseUsage | null | undefined): BilledUsage {
-  const details = usage?.input_tokens_details as { cached_tokens?: number; cache_write_tokens?: number } | undefined;
-  return {
-    prompt_tokens: usage?.input_tokens ?? 0,
-    completion_tokens: usage?.output_tokens ?? 0,
-    cached_tokens: details?.cached_tokens ?? 0,
-    cache_write_tokens: details?.cache_write_tokens ?? 0,
-  };
+  return billedUsage(usage?.input_tokens, usage?.output_tokens, usage?.input_tokens_details);
 }
 
 /** The APIs the drill asks through, by turn: chat completions, Messages and Responses, each whole then streamed. */
@@ -255,63 +215,66 @@ async function ask(turn: number): Promise<Served> {
   const requestId = `claude-clouds-${randomUUID()}`;
   const startedAt = performance.now();
   const options = { headers: { 'x-request-id': requestId } };
-  const served = (api: string, gateway: GatewayObject | undefined, usage: BilledUsage): Served => {
+  const served = (api: string, reported: GatewayObject | undefined, usage: BilledUsage): Served => {
     // The model asked for answered, whichever of its deployments served it.
-    if (gateway?.routed_to !== MODEL) throw new Error(`${api} answer ${requestId} routed to ${gateway?.routed_to}, not ${MODEL}`);
-    return { requestId, startedAt, api, provider: gateway.provider ?? 'none', usage, costUsd: gateway.cost_usd };
+    if (reported?.routed_to !== MODEL) throw new Error(`${api} answer ${requestId} routed to ${reported?.routed_to}, not ${MODEL}`);
+    return { requestId, startedAt, api, provider: reported.provider ?? 'none', usage, costUsd: reported.cost_usd };
   };
   switch (APIS[turn % APIS.length]) {
     case 'chat': {
-      const answer = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: question }] }, options);
+      const answer = await gateway.openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: question }] }, options);
       expect(answer.choices[0]?.message.content).toBeTruthy();
       return served('chat', (answer as unknown as { gateway: GatewayObject }).gateway, fromOpenAi(answer.usage));
     }
     case 'chat-stream': {
-      let gateway: GatewayObject | undefined;
+      let reported: GatewayObject | undefined;
       let usage: OpenAI.CompletionUsage | undefined;
       let text = '';
-      const chunks = await openai.chat.completions.create(
+      const chunks = await gateway.openai.chat.completions.create(
         { model: MODEL, messages: [{ role: 'user', content: question }], stream: true, stream_options: { include_usage: true } },
         options,
       );
       for await (const chunk of chunks) {
         text += chunk.choices[0]?.delta.content ?? '';
         usage = chunk.usage ?? usage;
-        gateway = (chunk as unknown as { gateway?: GatewayObject }).gateway ?? gateway;
+        reported = (chunk as unknown as { gateway?: GatewayObject }).gateway ?? reported;
       }
       expect(text).toBeTruthy();
-      return served('chat-stream', gateway, fromOpenAi(usage));
+      return served('chat-stream', reported, fromOpenAi(usage));
     }
     case 'messages': {
-      const message = await anthropic.messages.create({ model: MODEL, max_tokens: 1024, system, messages: [{ role: 'user', content: question }] }, options);
+      const message = await gateway.anthropic.messages.create(
+        { model: MODEL, max_tokens: 1024, system, messages: [{ role: 'user', content: question }] },
+        options,
+      );
       expect(message.content.some((block) => block.type === 'text' && block.text !== '')).toBe(true);
       return served('messages', (message as unknown as { gateway: GatewayObject }).gateway, fromAnthropic(message.usage));
     }
     case 'messages-stream': {
-      const events = await anthropic.messages.create(
+      const events = await gateway.anthropic.messages.create(
         { model: MODEL, max_tokens: 1024, system, messages: [{ role: 'user', content: question }], stream: true },
         options,
       );
-      let gateway: GatewayObject | undefined;
+      let reported: GatewayObject | undefined;
       let usage: Partial<Anthropic.Usage> | undefined;
       let text = '';
       for await (const event of events) {
         if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
         if (event.type === 'message_delta') {
           usage = event.usage as Partial<Anthropic.Usage>;
-          gateway = (event as unknown as { gateway?: GatewayObject }).gateway;
+          reported = (event as unknown as { gateway?: GatewayObject }).gateway;
         }
       }
       expect(text).toBeTruthy();
-      return served('messages-stream', gateway, fromAnthropic(usage));
+      return served('messages-stream', reported, fromAnthropic(usage));
     }
     case 'responses': {
-      const response = await openai.responses.create({ model: MODEL, input: question, store: false }, options);
+      const response = await gateway.openai.responses.create({ model: MODEL, input: question, store: false }, options);
       expect(response.output_text).toBeTruthy();
       return served('responses', (response as unknown as { gateway: GatewayObject }).gateway, fromResponses(response.usage));
     }
     default: {
-      const events = await openai.responses.create({ model: MODEL, input: question, store: false, stream: true }, options);
+      const events = await gateway.openai.responses.create({ model: MODEL, input: question, store: false, stream: true }, options);
       let completed: OpenAI.Responses.Response | undefined;
       let text = '';
       for await (const event of events) {
@@ -337,7 +300,7 @@ describe('one Claude model on Anthropic, Bedrock and Vertex AI', () => {
       [
         `--- failures\n${load.failures.map(String).join('\n')}`,
         `--- bedrock refusals\n${bedrock.refusals.join('\n')}`,
-        `--- executor\n${cluster.logs.executor.join('').slice(-6_000)}`,
+        `--- executor\n${gateway.cluster.logs.executor.join('').slice(-6_000)}`,
       ].join('\n');
     /** Who answered through which API so far, for a wait that timed out. */
     const tally = () =>
@@ -392,6 +355,6 @@ describe('one Claude model on Anthropic, Bedrock and Vertex AI', () => {
         usage: expectedUsage(answer),
       });
     expectPricedByProvider(load, pricing);
-    await expectMeteredByProvider({ cluster, adminToken: ADMIN_TOKEN, model: MODEL, load, pricing });
+    await expectMeteredByProvider({ cluster: gateway.cluster, adminToken: ADMIN_TOKEN, model: MODEL, load, pricing });
   }, 360_000);
 });

@@ -9,28 +9,24 @@
  * its place, the length asked, the tokens the cloud counted, the cost of those tokens at the
  * model's price, and the same in GET /v1/usage.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
 import {
   azureOpenAi,
-  eventually,
   fakeOpenAiEmbeddings,
   fakeVectorOf,
   fakeVertexEmbeddings,
   startFakeBedrock,
-  startFakeGoogleAuth,
   startFakeUpstream,
-  vertexGate,
   type FakeBedrock,
   type FakeGoogleAuth,
   type FakeUpstream,
 } from '@gateway/testing';
-import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
-import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { federationEnv, startFakeVertex } from './cloud-credentials.js';
+import { writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 
 const REGION = 'us-east-1';
 const AWS_KEY = { accessKeyId: 'AKIAFAKECLOUDEMBED01', secretAccessKey: 'fake-cloud-embeddings-secret-0123456789abcdef' };
@@ -41,10 +37,7 @@ let azure: FakeUpstream;
 let vertex: FakeUpstream;
 let bedrock: FakeBedrock;
 let auth: FakeGoogleAuth;
-let directory: string;
-let cluster: Cluster;
-let client: OpenAI;
-let origin: string;
+const gateway = new ClusterFixture();
 
 /** An embedding model's catalog entry: two inputs a call at most. */
 function entry(id: string, provider: string, upstream: string, price: string, dimensions: number, shortenable: boolean): string {
@@ -59,17 +52,6 @@ function entry(id: string, provider: string, upstream: string, price: string, di
     embedding: { dimensions: ${dimensions}, shortenable: ${shortenable}, batch_size: 2 }`;
 }
 
-/** The model's one row on GET /v1/usage (grouped by model), once `requests` of its requests are metered. */
-async function meteredRow(model: string, requests: number): Promise<UsageResult> {
-  const start = Math.floor(Date.now() / 1000) - 3_600;
-  return eventually(async () => {
-    const response = await fetch(`${origin}/v1/usage?start=${start}&bucket=day&group_by=model`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
-    const page = (await response.json()) as { data: Array<{ results: UsageResult[] }> };
-    const found = page.data.flatMap((bucket) => bucket.results).filter((row) => row.model === model);
-    return found.length === 1 && found[0]!.requests === requests && found[0];
-  }, `the ${requests} requests of ${model} to be metered`);
-}
-
 const picoOf = (tokens: number, price: string) =>
   costPicoUsd({ input_micro_usd_per_mtok: usdPerMtokToMicro(price), output_micro_usd_per_mtok: 0 } as never, { prompt_tokens: tokens });
 
@@ -82,11 +64,7 @@ beforeAll(async () => {
   azure = await startFakeUpstream(azureOpenAi({ apiKey: AZURE_KEY }, fakeOpenAiEmbeddings({ dimensions: 16 })));
   bedrock = await startFakeBedrock({ region: REGION, credentials: [AWS_KEY] });
   bedrock.reply(() => ({ kind: 'embed' }));
-  auth = await startFakeGoogleAuth();
-  vertex = await startFakeUpstream(vertexGate(auth, fakeVertexEmbeddings({ dimensions: 768 })));
-  directory = mkdtempSync(join(tmpdir(), 'cloud-embeddings-e2e-'));
-  writeFileSync(join(directory, 'subject-token'), auth.subjectToken);
-  writeFileSync(join(directory, 'federation.json'), JSON.stringify(auth.externalAccountConfig(join(directory, 'subject-token'))));
+  ({ google: auth, vertex } = await startFakeVertex(fakeVertexEmbeddings({ dimensions: 768 })));
   const catalog = writeCatalog('cloud-embeddings-e2e', [
     entry(
       'azure-embedding',
@@ -114,32 +92,23 @@ beforeAll(async () => {
       true,
     ),
   ]);
-  cluster = await startCluster({
+  await gateway.start({
     env: {
       CATALOG_PATH: catalog,
       [AZURE_KEY_VARIABLE]: AZURE_KEY,
       // AWS's credential chain reads the access key from the environment; nothing else of the machine's.
       AWS_ACCESS_KEY_ID: AWS_KEY.accessKeyId,
       AWS_SECRET_ACCESS_KEY: AWS_KEY.secretAccessKey,
-      AWS_CONFIG_FILE: join(directory, 'aws-config'),
-      AWS_SHARED_CREDENTIALS_FILE: join(directory, 'aws-credentials'),
+      AWS_CONFIG_FILE: join(gateway.directory, 'aws-config'),
+      AWS_SHARED_CREDENTIALS_FILE: join(gateway.directory, 'aws-credentials'),
       AWS_EC2_METADATA_DISABLED: 'true',
-      VERTEX_EMBEDDING_CREDENTIALS: join(directory, 'federation.json'),
-      GOOGLE_APPLICATION_CREDENTIALS: '',
-      CLOUDSDK_CONFIG: directory,
+      ...federationEnv(auth, 'VERTEX_EMBEDDING_CREDENTIALS', gateway.directory),
     },
   });
-  origin = cluster.baseUrl.replace(/\/v1$/, '');
-  client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
 });
 
 afterAll(async () => {
-  await cluster?.stop();
-  await azure?.close();
-  await vertex?.close();
-  await bedrock?.close();
-  await auth?.close();
-  if (directory) rmSync(directory, { recursive: true, force: true });
+  await gateway.stop(azure, vertex, bedrock, auth);
 });
 
 describe('embeddings.create on each cloud', () => {
@@ -159,7 +128,7 @@ describe('embeddings.create on each cloud', () => {
     },
     { model: 'vertex-embedding', price: '0.025', length: 768, calls: () => vertex.requests.length },
   ])('$model: each input’s vector in its place, the cloud’s tokens, priced in the response and in the usage API', async ({ model, price, length, calls }) => {
-    const response = await client.embeddings.create({ model, input: INPUTS });
+    const response = await gateway.openai.embeddings.create({ model, input: INPUTS });
     expect(response.model).toBe(model);
     expect(response.data.map((item) => item.index)).toEqual([0, 1, 2, 3, 4]);
     expect(response.data.map((item) => item.embedding)).toEqual(INPUTS.map((text) => Array.from(Float32Array.from(fakeVectorOf(text, length)))));
@@ -169,17 +138,17 @@ describe('embeddings.create on each cloud', () => {
     expect(calls()).toBe(model === 'bedrock-titan-embedding' ? 5 : 3);
     const pico = picoOf(tokens, price);
     expect((response as unknown as { gateway: { cost_usd: number } }).gateway.cost_usd).toBe(picoUsdToUsd(pico));
-    const row = await meteredRow(model, 1);
+    const row = await gateway.usageRow(model, 1);
     expect(row).toMatchObject({ requests: 1, prompt_tokens: tokens, completion_tokens: 0, errors: 0, cost_pico_usd: String(pico) });
   });
 
   it('passes dimensions to the clouds that shorten: Azure and Vertex upstream, Titan the next size up shortened by the gateway', async () => {
-    const azureAnswer = await client.embeddings.create({ model: 'azure-embedding', input: 'short', dimensions: 4 });
+    const azureAnswer = await gateway.openai.embeddings.create({ model: 'azure-embedding', input: 'short', dimensions: 4 });
     expect(azureAnswer.data[0]!.embedding).toEqual(fakeVectorOf('short', 4));
-    const vertexAnswer = await client.embeddings.create({ model: 'vertex-embedding', input: 'short', dimensions: 32 });
+    const vertexAnswer = await gateway.openai.embeddings.create({ model: 'vertex-embedding', input: 'short', dimensions: 32 });
     expect(vertexAnswer.data[0]!.embedding).toHaveLength(32);
     expect(vertex.requests.at(-1)!.body).toMatchObject({ parameters: { outputDimensionality: 32 } });
-    const titan = await client.embeddings.create({ model: 'bedrock-titan-embedding', input: 'short', dimensions: 300 });
+    const titan = await gateway.openai.embeddings.create({ model: 'bedrock-titan-embedding', input: 'short', dimensions: 300 });
     expect(titan.data[0]!.embedding).toHaveLength(300);
     expect(bedrock.requests.at(-1)!.body).toEqual({ inputText: 'short', normalize: true, dimensions: 512 });
     const norm = Math.sqrt(titan.data[0]!.embedding.reduce((sum, value) => sum + value * value, 0));
@@ -188,7 +157,7 @@ describe('embeddings.create on each cloud', () => {
 
   it('refuses token ids on Bedrock and Vertex, which take text, with a 400 naming the input', async () => {
     for (const model of ['bedrock-cohere-embedding', 'vertex-embedding']) {
-      const failure = await client.embeddings.create({ model, input: [[1, 2, 3]] }).catch((error: unknown) => error);
+      const failure = await gateway.openai.embeddings.create({ model, input: [[1, 2, 3]] }).catch((error: unknown) => error);
       expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
       expect((failure as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ type: 'invalid_request_error' });
     }

@@ -11,22 +11,22 @@ import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/cl
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { eventually } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, startSecondEdge, type Cluster } from './cluster.js';
+import { startSecondEdge } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 import { adminApi, mcpClients, toolNames } from './mcp-clients.js';
 import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
 
 const ADMIN_TOKEN = 'mcp-e2e-admin-token-0123456789abcdef';
 const ALPHA_API_KEY = 'alpha-upstream-secret-4f1d2c';
 
-let cluster: Cluster;
-let origin: string;
 let alpha: McpUpstream;
 let beta: McpUpstream;
 let gamma: McpUpstream;
+const gateway = new ClusterFixture();
 let secondEdge: Awaited<ReturnType<typeof startSecondEdge>> | undefined;
 const clients = mcpClients();
 
-const admin = adminApi(() => origin, ADMIN_TOKEN);
+const admin = adminApi(() => gateway.origin, ADMIN_TOKEN);
 
 async function createKey(allowedTools?: string[] | null): Promise<{ id: string; secret: string }> {
   const response = await admin('POST', '/admin/v1/keys', { plan: 'pro', ...(allowedTools === undefined ? {} : { allowed_mcp_tools: allowedTools }) });
@@ -35,7 +35,7 @@ async function createKey(allowedTools?: string[] | null): Promise<{ id: string; 
 }
 
 /** An SDK client connected to an edge's /mcp with a gateway key. */
-function connect(secret: string, at = origin): Promise<Client> {
+function connect(secret: string, at = gateway.origin): Promise<Client> {
   return clients.connect(at, secret);
 }
 
@@ -60,11 +60,10 @@ beforeAll(async () => {
       slow: () => new Promise((resolve) => setTimeout(() => resolve('late'), 8_000)),
     },
   });
-  cluster = await startCluster({
+  await gateway.start({
     mcp: true,
     env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200', MCP_MAX_RESPONSE_BYTES: '65536', MCP_TOOL_CALL_TIMEOUT_MS: '5000' },
   });
-  origin = cluster.baseUrl.replace(/\/v1$/, '');
   const put = await admin('PUT', '/admin/v1/mcp-servers/alpha', { url: alpha.url, headers: { 'x-api-key': ALPHA_API_KEY }, description: 'arithmetic' });
   expect(put.status).toBe(200);
   expect((await admin('PUT', '/admin/v1/mcp-servers/beta', { url: beta.url, transport: 'sse' })).status).toBe(200);
@@ -73,7 +72,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await clients.closeAll();
   await secondEdge?.stop();
-  await cluster?.stop();
+  await gateway.stop();
   await Promise.all([alpha?.stop(), beta?.stop(), gamma?.stop()]);
 });
 
@@ -166,7 +165,7 @@ describe('/mcp with the official SDK', () => {
     // The key's own usage API counts the call as its one request, at no cost.
     const usage = await eventually(
       async () => {
-        const response = await fetch(`${cluster.baseUrl}/usage?start=${Math.floor(Date.now() / 1000) - 3_600}&bucket=hour`, {
+        const response = await fetch(`${gateway.cluster.baseUrl}/usage?start=${Math.floor(Date.now() / 1000) - 3_600}&bucket=hour`, {
           headers: { authorization: `Bearer ${key.secret}` },
         });
         const body = (await response.json()) as { totals: { requests: number; errors: number; cost_usd: number } };
@@ -199,7 +198,7 @@ describe('/mcp with the official SDK', () => {
   });
 
   it('applies a permission change on every edge within a second', async () => {
-    secondEdge = await startSecondEdge(cluster);
+    secondEdge = await startSecondEdge(gateway.cluster);
     const key = await createKey(['alpha']);
     const [first, second] = await Promise.all([connect(key.secret), connect(key.secret, secondEdge.origin)]);
     expect(await toolNames(first)).toEqual(['alpha__add', 'alpha__echo']);
@@ -332,7 +331,7 @@ describe('/mcp with the official SDK', () => {
 
   it('refuses a message over the body limit with a 413 JSON-RPC error', async () => {
     const key = await createKey(null);
-    const response = await fetch(`${origin}/mcp`, {
+    const response = await fetch(`${gateway.origin}/mcp`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'alpha__echo', arguments: { text: 'x'.repeat(2 * 1024 * 1024) } } }),
@@ -362,8 +361,8 @@ describe('/mcp with the official SDK', () => {
     };
     // DELETE: the session is gone, a later message is told so (404, the client initializes again).
     const ended = await open();
-    expect((await fetch(`${origin}/mcp`, { method: 'DELETE', headers: headers(ended) })).status).toBe(200);
-    const after = await fetch(`${origin}/mcp`, {
+    expect((await fetch(`${gateway.origin}/mcp`, { method: 'DELETE', headers: headers(ended) })).status).toBe(200);
+    const after = await fetch(`${gateway.origin}/mcp`, {
       method: 'POST',
       headers: { ...headers(ended), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
@@ -373,7 +372,7 @@ describe('/mcp with the official SDK', () => {
     const sessionId = await open();
     // Another key presenting the session is told it does not exist.
     const stranger = await createKey(null);
-    const stolen = await fetch(`${origin}/mcp`, {
+    const stolen = await fetch(`${gateway.origin}/mcp`, {
       method: 'POST',
       headers: {
         ...headers(sessionId),
@@ -384,7 +383,7 @@ describe('/mcp with the official SDK', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(stolen.status).toBe(404);
-    const stream = await fetch(`${origin}/mcp`, { headers: { ...headers(sessionId), accept: 'text/event-stream' } });
+    const stream = await fetch(`${gateway.origin}/mcp`, { headers: { ...headers(sessionId), accept: 'text/event-stream' } });
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toBe('text/event-stream');
     const reader = stream.body!.getReader();
@@ -399,16 +398,16 @@ describe('/mcp with the official SDK', () => {
   });
 
   it('answers a request without a key with a 401 pointing at the protected-resource metadata', async () => {
-    const response = await fetch(`${origin}/mcp`, {
+    const response = await fetch(`${gateway.origin}/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`);
+    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${gateway.origin}/.well-known/oauth-protected-resource/mcp"`);
     expect(((await response.json()) as { jsonrpc: string }).jsonrpc).toBe('2.0');
-    const metadata = (await (await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string };
-    expect(metadata.resource).toBe(`${origin}/mcp`);
+    const metadata = (await (await fetch(`${gateway.origin}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string };
+    expect(metadata.resource).toBe(`${gateway.origin}/mcp`);
   });
 
   it('answers hostile JSON-RPC bodies without a 5xx or a hang', async () => {
@@ -420,7 +419,7 @@ describe('/mcp with the official SDK', () => {
     for (let start = 0; start < bodies.length; start += 10) {
       await Promise.all(
         bodies.slice(start, start + 10).map(async (body) => {
-          const response = await fetch(`${origin}/mcp`, {
+          const response = await fetch(`${gateway.origin}/mcp`, {
             method: 'POST',
             headers: {
               authorization: `Bearer ${key.secret}`,

@@ -8,19 +8,18 @@
  * back unchanged and first; the beta flags reaching Anthropic.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Anthropic from '@anthropic-ai/sdk';
 import { replayJson, startFakeUpstream, type FakeUpstream, providerFixture } from '@gateway/testing';
 import { signatureOf, thinkingModel } from './anthropic-thinking-upstream.js';
 import { anthropicModelEntry } from './cli-backend.js';
-import { fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
-import { expectThinkingMessage, expectThinkingStreamed, expectThinkingToolRoundTrip, THOUGHT, WEATHER_TOOL } from './thinking-checks.js';
+import { fakeModelEntry, writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
+import { itThinks, THOUGHT, WEATHER_TOOL } from './thinking-checks.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
 
 let anthropicUpstream: FakeUpstream;
 let openAiUpstream: FakeUpstream;
-let cluster: Cluster;
-let client: Anthropic;
+const gateway = new ClusterFixture();
 
 beforeAll(async () => {
   anthropicUpstream = await startFakeUpstream(thinkingModel());
@@ -29,14 +28,11 @@ beforeAll(async () => {
     anthropicModelEntry(anthropicUpstream.baseUrl, KEY_VARIABLE, 'fake-claude'),
     fakeModelEntry(openAiUpstream.baseUrl, KEY_VARIABLE, 'fake-openai', []),
   ]);
-  cluster = await startCluster({ env: { CATALOG_PATH: catalog, [KEY_VARIABLE]: 'sk-fake-provider-thinking-0123456789' } });
-  client = new Anthropic({ baseURL: cluster.baseUrl.replace(/\/v1$/, ''), apiKey: cluster.apiKey, maxRetries: 0 });
+  await gateway.start({ env: { CATALOG_PATH: catalog, [KEY_VARIABLE]: 'sk-fake-provider-thinking-0123456789' } });
 });
 
 afterAll(async () => {
-  await cluster?.stop();
-  await anthropicUpstream?.close();
-  await openAiUpstream?.close();
+  await gateway.stop(anthropicUpstream, openAiUpstream);
 });
 
 /** The last request the fake Anthropic upstream received. */
@@ -45,35 +41,30 @@ function lastUpstreamRequest() {
 }
 
 describe('extended thinking on a Claude model (Anthropic upstream)', () => {
-  it('creates a message whose thinking block carries its signature; thinking and the betas reach Anthropic', async () => {
-    await expectThinkingMessage(client, 'fake-claude');
-    const received = lastUpstreamRequest();
-    expect(received.body.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
-    expect(String(received.headers['anthropic-beta']).split(',')).toContain('interleaved-thinking-2025-05-14');
-  });
-
-  it('streams the thinking block (thinking_delta, signature_delta) before the text, and the final message has it whole', async () => {
-    await expectThinkingStreamed(client, 'fake-claude', 'Hello from a thinking model.');
-  });
-
-  it('completes a tool round trip: the signed thinking block goes back unchanged and first; without it Anthropic refuses', async () => {
-    await expectThinkingToolRoundTrip(client, 'fake-claude', {
-      answer: 'The tool said: "3 degrees"',
-      sentAssistantTurn: () => (lastUpstreamRequest().body.messages as unknown[])[1],
-      expectedAssistantTurn: (callId) => ({
-        role: 'assistant',
-        content: [
-          { type: 'thinking', thinking: THOUGHT, signature: signatureOf(THOUGHT) },
-          { type: 'tool_use', id: callId, name: 'get_weather', input: { city: 'Oslo' } },
-        ],
-      }),
-    });
+  itThinks(gateway, {
+    name: 'Anthropic',
+    model: 'fake-claude',
+    streamedText: 'Hello from a thinking model.',
+    expectThinkingSent: () => {
+      const received = lastUpstreamRequest();
+      expect(received.body.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+      expect(String(received.headers['anthropic-beta']).split(',')).toContain('interleaved-thinking-2025-05-14');
+    },
+    answer: 'The tool said: "3 degrees"',
+    sentAssistantTurn: () => (lastUpstreamRequest().body.messages as unknown[])[1],
+    expectedAssistantTurn: (callId) => ({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: THOUGHT, signature: signatureOf(THOUGHT) },
+        { type: 'tool_use', id: callId, name: 'get_weather', input: { city: 'Oslo' } },
+      ],
+    }),
   });
 });
 
 describe('extended thinking on a model behind a translated upstream', () => {
   it('drops thinking and the signed blocks, and answers a conversation that carries them', async () => {
-    const message = await client.beta.messages.create({
+    const message = await gateway.anthropic.beta.messages.create({
       model: 'fake-openai',
       max_tokens: 1024,
       thinking: { type: 'enabled', budget_tokens: 2048 },

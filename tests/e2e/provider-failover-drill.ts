@@ -8,7 +8,7 @@
  */
 import { expect } from 'vitest';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro, type BilledUsage, type Pricing } from '@gateway/catalog';
-import { eventually } from '@gateway/testing';
+import { eventually, type Responder } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import type { Cluster } from './cluster.js';
 
@@ -103,6 +103,30 @@ export interface Downable {
   resets(): number;
   /** Stops listening. */
   close(): Promise<void>;
+}
+
+/**
+ * A fake upstream's responder the drill can take down: while up, `answer` answers and the answers
+ * being sent are counted; once down, every new request's connection is reset before any byte.
+ */
+export function downable(answer: Responder): { responder: Responder } & Omit<Downable, 'close'> {
+  let down = false;
+  let inFlight = 0;
+  let resets = 0;
+  const responder: Responder = async (request, response) => {
+    if (down) {
+      resets += 1;
+      response.socket?.resetAndDestroy();
+      return;
+    }
+    inFlight += 1;
+    try {
+      await answer(request, response);
+    } finally {
+      inFlight -= 1;
+    }
+  };
+  return { responder, goDown: () => (down = true), inFlight: () => inFlight, resets: () => resets };
 }
 
 /**

@@ -11,12 +11,12 @@
  * sent them, whole and streamed; Claude and Gemini answer a request for them with `logprobs: null`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { costPicoUsd, picoUsdToUsd, usdPerMtokToMicro } from '@gateway/catalog';
-import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder, fixture, providerFixture } from '@gateway/testing';
-import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
-import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder, fixture, providerFixture } from '@gateway/testing';
+import { fakeModelEntry, SIM_MINI_ENTRY, writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 import { hostileBodies, sendHostileBodies } from './hostile-bodies.js';
 
 const KEY_VARIABLE = 'FAKE_PROVIDER_API_KEY';
@@ -27,8 +27,7 @@ const PRICES = { input: '3.00', cached_input: '0.30', output: '15.00' };
 const CACHED_CLAUDE_MODELS = ['fake-claude-cached', 'fake-claude-cached-messages', 'fake-claude-cached-responses'] as const;
 
 let upstream: FakeUpstream;
-let cluster: Cluster;
-let client: OpenAI;
+const gateway = new ClusterFixture();
 
 function catalogFile(baseUrl: string): string {
   const origin = new URL(baseUrl).origin;
@@ -80,18 +79,6 @@ function expectedCost(usage: { prompt_tokens: number; completion_tokens: number;
   return picoUsdToUsd(costPicoUsd(pricing, usage));
 }
 
-/** The model's one row on GET /v1/usage (grouped by model), once `requests` of its requests are metered. */
-async function meteredRow(model: string, requests: number): Promise<UsageResult> {
-  const start = Math.floor(Date.now() / 1000) - 3_600;
-  const origin = cluster.baseUrl.replace(/\/v1$/, '');
-  return eventually(async () => {
-    const response = await fetch(`${origin}/v1/usage?start=${start}&bucket=day&group_by=model`, { headers: { authorization: `Bearer ${cluster.apiKey}` } });
-    const page = (await response.json()) as { data: Array<{ results: UsageResult[] }> };
-    const found = page.data.flatMap((bucket) => bucket.results).filter((entry) => entry.model === model);
-    return found.length === 1 && found[0]!.requests === requests && found[0];
-  }, `the ${requests} requests of ${model} to be metered`);
-}
-
 /** Answers by path: the provider's stream or whole fixture. */
 function byProvider(anthropic: Responder, gemini: Responder): Responder {
   return (request, response) => (request.path.startsWith('/v1/messages') ? anthropic(request, response) : gemini(request, response));
@@ -99,19 +86,17 @@ function byProvider(anthropic: Responder, gemini: Responder): Responder {
 
 beforeAll(async () => {
   upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
-  cluster = await startCluster({ env: { CATALOG_PATH: catalogFile(upstream.baseUrl), [KEY_VARIABLE]: KEY } });
-  client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
+  await gateway.start({ env: { CATALOG_PATH: catalogFile(upstream.baseUrl), [KEY_VARIABLE]: KEY } });
 });
 
 afterAll(async () => {
-  await cluster?.stop();
-  await upstream?.close();
+  await gateway.stop(upstream);
 });
 
 describe('an anthropic model through the gateway', () => {
   it('answers a whole completion with cached prompt tokens and a cache-aware cost', async () => {
     upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
-    const completion = await client.chat.completions.create({
+    const completion = await gateway.openai.chat.completions.create({
       model: 'fake-claude',
       messages: [
         { role: 'system', content: 'Be brief.' },
@@ -137,7 +122,7 @@ describe('an anthropic model through the gateway', () => {
 
   it('streams tool calls whose argument fragments reassemble, then the usage', async () => {
     upstream.respond(replaySse(providerFixture('anthropic', 'stream-tool-use.sse')));
-    const stream = await client.chat.completions.create({
+    const stream = await gateway.openai.chat.completions.create({
       model: 'fake-claude',
       messages: [{ role: 'user', content: 'Weather and time in San Francisco?' }],
       tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } }],
@@ -169,7 +154,7 @@ describe('an anthropic model through the gateway', () => {
 
   it("gives the caller the provider's 400 message", async () => {
     upstream.respond(replayJson(400, providerFixture('anthropic', 'error-400.json')));
-    const failure = await client.chat.completions.create({ model: 'fake-claude', messages: [{ role: 'user', content: 'Hi' }] }).then(
+    const failure = await gateway.openai.chat.completions.create({ model: 'fake-claude', messages: [{ role: 'user', content: 'Hi' }] }).then(
       () => undefined,
       (error: unknown) => error,
     );
@@ -187,7 +172,7 @@ describe('a cached Claude session through the gateway', () => {
     // Turn 1: 10,000 plain, 50,000 written for 5 minutes, 8,000 for an hour, 120,000 read, 2,000 out:
     // 10,000 x 3 + 50,000 x 3.75 + 8,000 x 6 + 120,000 x 0.30 + 2,000 x 15 micro-USD = $0.3315.
     upstream.respond(replayJson(200, providerFixture('anthropic', 'message-cache-write.json')));
-    const first = await client.chat.completions.create({
+    const first = await gateway.openai.chat.completions.create({
       model: 'fake-claude-cached',
       messages: [system, { role: 'user', content: 'Summarize it.' }],
     } as never);
@@ -211,7 +196,7 @@ describe('a cached Claude session through the gateway', () => {
       { role: 'assistant', content: 'The document describes a gateway.' },
       { role: 'user', content: [{ type: 'text', text: 'And the second chapter?', cache_control: { type: 'ephemeral' } }] },
     ];
-    const second = await client.chat.completions.create({ model: 'fake-claude-cached', messages: turn2Messages } as never);
+    const second = await gateway.openai.chat.completions.create({ model: 'fake-claude-cached', messages: turn2Messages } as never);
     expect(costOf(second)).toBe(0.0012504);
     expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages.at(-1)).toEqual({
       role: 'user',
@@ -221,7 +206,7 @@ describe('a cached Claude session through the gateway', () => {
     // Turn 3, streamed: 40 plain, 1,000 written for 5 minutes, 2,000 for an hour, 4,096 read, 6 out:
     // 40 x 3 + 1,000 x 3.75 + 2,000 x 6 + 4,096 x 0.30 + 6 x 15 micro-USD = 17,188.8 micro-USD.
     upstream.respond(replaySse(providerFixture('anthropic', 'stream-cache-write.sse')));
-    const stream = await client.chat.completions.create({
+    const stream = await gateway.openai.chat.completions.create({
       model: 'fake-claude-cached',
       messages: [...turn2Messages, { role: 'assistant', content: 'It covers routing.' }, { role: 'user', content: 'Thanks.' }],
       stream: true,
@@ -236,7 +221,7 @@ describe('a cached Claude session through the gateway', () => {
     expect(costOf(last)).toBe(0.0171888);
 
     // Metered alike: $0.3315 + $0.0012504 + $0.0171888 = 349,939,200,000 pico-USD.
-    expect(await meteredRow('fake-claude-cached', 3)).toMatchObject(SESSION_METERED);
+    expect(await gateway.usageRow('fake-claude-cached', 3)).toMatchObject(SESSION_METERED);
   });
 });
 
@@ -274,16 +259,11 @@ describe('a cached Claude Code session through the Messages API', () => {
   const model = 'fake-claude-cached-messages';
   const gatewayOf = (value: object) => (value as { gateway: { cost_usd: number } }).gateway;
   const userTurn = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text, cache_control: { type: 'ephemeral' } }] });
-  let anthropic: Anthropic;
-
-  beforeAll(() => {
-    anthropic = new Anthropic({ baseURL: cluster.baseUrl.replace(/\/v1$/, ''), apiKey: cluster.apiKey, maxRetries: 0 });
-  });
 
   it('forwards every breakpoint to its upstream block and reports and bills the cache reads and writes to the pico-dollar', async () => {
     upstream.respond(replayJson(200, providerFixture('anthropic', 'message-cache-write.json')));
     const turn1 = [userTurn('Summarize it.')];
-    const first = await anthropic.messages.create({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn1 });
+    const first = await gateway.anthropic.messages.create({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn1 });
     // Anthropic's input_tokens is the plain input alone, apart from cache reads and writes.
     expect(first.usage).toMatchObject({ input_tokens: 10_000, output_tokens: 2_000, cache_creation_input_tokens: 58_000, cache_read_input_tokens: 120_000 });
     expect(gatewayOf(first).cost_usd).toBe(0.3315);
@@ -296,7 +276,7 @@ describe('a cached Claude Code session through the Messages API', () => {
 
     upstream.respond(replayJson(200, providerFixture('anthropic', 'message.json')));
     const turn2 = [...turn1, { role: 'assistant' as const, content: 'The document describes a gateway.' }, userTurn('And the second chapter?')];
-    const second = await anthropic.messages.create({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn2 });
+    const second = await gateway.anthropic.messages.create({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn2 });
     expect(second.usage).toMatchObject({ input_tokens: 12, output_tokens: 15, cache_creation_input_tokens: 100, cache_read_input_tokens: 2_048 });
     expect(gatewayOf(second).cost_usd).toBe(0.0012504);
     expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages.at(-1)).toEqual({
@@ -306,7 +286,7 @@ describe('a cached Claude Code session through the Messages API', () => {
 
     upstream.respond(replaySse(providerFixture('anthropic', 'stream-cache-write.sse')));
     const turn3 = [...turn2, { role: 'assistant' as const, content: 'It covers routing.' }, userTurn('Thanks.')];
-    const stream = anthropic.messages.stream({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn3 });
+    const stream = gateway.anthropic.messages.stream({ model, max_tokens: 4096, system: CLAUDE_CODE_SYSTEM, tools: CLAUDE_CODE_TOOLS, messages: turn3 });
     const deltas: Anthropic.MessageDeltaEvent[] = [];
     stream.on('streamEvent', (event) => {
       if (event.type === 'message_delta') deltas.push(event);
@@ -318,14 +298,14 @@ describe('a cached Claude Code session through the Messages API', () => {
     expect(gatewayOf(deltas[0]!).cost_usd).toBe(0.0171888);
     expect(upstream.requests.at(-1)?.body).toMatchObject({ system: CLAUDE_CODE_SYSTEM, stream: true });
 
-    expect(await meteredRow(model, 3)).toMatchObject(SESSION_METERED);
+    expect(await gateway.usageRow(model, 3)).toMatchObject(SESSION_METERED);
   });
 
   it("refuses an invalid cache_control with a 400 in Anthropic's envelope naming the Messages field", async () => {
     const sent = upstream.requests.length;
-    const response = await fetch(`${cluster.baseUrl.replace(/\/v1$/, '')}/v1/messages`, {
+    const response = await fetch(`${gateway.origin}/v1/messages`, {
       method: 'POST',
-      headers: { 'x-api-key': cluster.apiKey, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      headers: { 'x-api-key': gateway.cluster.apiKey, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
       body: JSON.stringify({
         model,
         max_tokens: 64,
@@ -350,7 +330,7 @@ describe('a cached Claude session through the Responses API', () => {
   it("reports the upstream's cache reads as cached tokens and bills the reads and writes to the pico-dollar", async () => {
     upstream.respond(replayJson(200, providerFixture('anthropic', 'message-cache-write.json')));
     const turn1: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'Summarize it.' }];
-    const first = await client.responses.create({ model, instructions, input: turn1 });
+    const first = await gateway.openai.responses.create({ model, instructions, input: turn1 });
     expect(first.usage).toMatchObject({ input_tokens: 188_000, output_tokens: 2_000, input_tokens_details: { cached_tokens: 120_000 } });
     expect(gatewayOf(first).cost_usd).toBe(0.3315);
     // OpenAI's shape has no breakpoints: the instructions go up as plain text.
@@ -362,24 +342,24 @@ describe('a cached Claude session through the Responses API', () => {
       { role: 'assistant', content: 'The document describes a gateway.' },
       { role: 'user', content: 'And the second chapter?' },
     ];
-    const second = await client.responses.create({ model, instructions, input: turn2 });
+    const second = await gateway.openai.responses.create({ model, instructions, input: turn2 });
     expect(second.usage).toMatchObject({ input_tokens: 2_160, output_tokens: 15, input_tokens_details: { cached_tokens: 2_048 } });
     expect(gatewayOf(second).cost_usd).toBe(0.0012504);
 
     upstream.respond(replaySse(providerFixture('anthropic', 'stream-cache-write.sse')));
     const turn3: OpenAI.Responses.ResponseInputItem[] = [...turn2, { role: 'assistant', content: 'It covers routing.' }, { role: 'user', content: 'Thanks.' }];
-    const third = await client.responses.stream({ model, instructions, input: turn3 }).finalResponse();
+    const third = await gateway.openai.responses.stream({ model, instructions, input: turn3 }).finalResponse();
     expect(third.usage).toMatchObject({ input_tokens: 7_136, output_tokens: 6, input_tokens_details: { cached_tokens: 4_096 } });
     expect(gatewayOf(third).cost_usd).toBe(0.0171888);
 
-    expect(await meteredRow(model, 3)).toMatchObject(SESSION_METERED);
+    expect(await gateway.usageRow(model, 3)).toMatchObject(SESSION_METERED);
   });
 });
 
 describe('a gemini model through the gateway', () => {
   it('answers a whole completion with cached and reasoning tokens', async () => {
     upstream.respond(byProvider(replayJson(500, '{}'), replayJson(200, providerFixture('gemini', 'generate-content.json'))));
-    const completion = await client.chat.completions.create({ model: 'fake-gemini', messages: [{ role: 'user', content: 'Hello' }] });
+    const completion = await gateway.openai.chat.completions.create({ model: 'fake-gemini', messages: [{ role: 'user', content: 'Hello' }] });
     expect(completion.choices[0]?.message.content).toBe('Hello! How can I help you today?');
     expect(completion.usage).toMatchObject({
       prompt_tokens: 2061,
@@ -397,7 +377,7 @@ describe('a gemini model through the gateway', () => {
 
   it('streams whole function calls as tool-call deltas with their arguments', async () => {
     upstream.respond(replaySse(providerFixture('gemini', 'stream-function-call.sse')));
-    const stream = await client.chat.completions.create({
+    const stream = await gateway.openai.chat.completions.create({
       model: 'fake-gemini',
       messages: [{ role: 'user', content: 'Weather and time in Boston?' }],
       tools: [
@@ -436,7 +416,7 @@ describe('log probabilities through each adapter', () => {
   it("gives an OpenAI model's logprobs exactly as the upstream sent them, whole and streamed", async () => {
     const published = JSON.parse(fixture('chat-completion-logprobs.json')) as { choices: Array<{ logprobs: unknown }> };
     upstream.respond(replayJson(200, fixture('chat-completion-logprobs.json')));
-    const completion = await client.chat.completions.create({ model: 'fake-model', messages: question, logprobs: true, top_logprobs: 2 });
+    const completion = await gateway.openai.chat.completions.create({ model: 'fake-model', messages: question, logprobs: true, top_logprobs: 2 });
     expect(upstream.requests.at(-1)?.body).toMatchObject({ logprobs: true, top_logprobs: 2 });
     expect(completion.choices[0]?.logprobs).toEqual(published.choices[0]?.logprobs);
     // The special token without a byte representation keeps `bytes: null`.
@@ -448,7 +428,7 @@ describe('log probabilities through each adapter', () => {
       .map((event) => JSON.parse(event.slice('data: '.length)) as { choices: Array<{ logprobs: unknown }> })
       .filter((chunk) => chunk.choices.length > 0);
     upstream.respond(replaySse(fixture('stream-logprobs.sse')));
-    const stream = await client.chat.completions.create({ model: 'fake-model', messages: question, logprobs: true, top_logprobs: 2, stream: true });
+    const stream = await gateway.openai.chat.completions.create({ model: 'fake-model', messages: question, logprobs: true, top_logprobs: 2, stream: true });
     const received: OpenAI.ChatCompletionChunk[] = [];
     for await (const chunk of stream) received.push(chunk);
     expect(received.map((chunk) => chunk.choices[0]?.logprobs)).toEqual(sent.map((chunk) => chunk.choices[0]?.logprobs));
@@ -459,13 +439,13 @@ describe('log probabilities through each adapter', () => {
       byProvider(replayJson(200, providerFixture('anthropic', 'message.json')), replayJson(200, providerFixture('gemini', 'generate-content.json'))),
     );
     for (const model of ['fake-claude', 'fake-gemini']) {
-      const completion = await client.chat.completions.create({ model, messages: question, logprobs: true, top_logprobs: 3 });
+      const completion = await gateway.openai.chat.completions.create({ model, messages: question, logprobs: true, top_logprobs: 3 });
       expect(completion.choices[0]?.message.content).toBeTruthy();
       expect(completion.choices[0]?.logprobs).toBeNull();
     }
     upstream.respond(byProvider(replaySse(providerFixture('anthropic', 'stream-text.sse')), replaySse(providerFixture('gemini', 'stream-text.sse'))));
     for (const model of ['fake-claude', 'fake-gemini']) {
-      const stream = await client.chat.completions.create({ model, messages: question, logprobs: true, stream: true });
+      const stream = await gateway.openai.chat.completions.create({ model, messages: question, logprobs: true, stream: true });
       let content = '';
       for await (const chunk of stream) {
         content += chunk.choices[0]?.delta.content ?? '';
@@ -491,9 +471,9 @@ describe('hostile bodies for the anthropic and gemini adapters', () => {
       );
     });
     const post = (body: string) =>
-      fetch(`${cluster.baseUrl}/chat/completions`, {
+      fetch(`${gateway.cluster.baseUrl}/chat/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${gateway.cluster.apiKey}`, 'content-type': 'application/json' },
         body,
       });
     const statuses = await sendHostileBodies([...hostileBodies(400, ['fake-claude', 'fake-gemini'], 4242)], post);

@@ -11,13 +11,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costPicoUsd, loadCatalog } from '@gateway/catalog';
 import { createTestDatabase, eventually, type FakeUpstream, replayJson, startFakeUpstream, type TestDatabase, fixture } from '@gateway/testing';
-import { createAdminToken, fakeModelEntry, SIM_MINI_ENTRY, startCluster, stopProcess, writeCatalog, type Cluster } from './cluster.js';
+import { createAdminToken, fakeModelEntry, SIM_MINI_ENTRY, stopProcess, writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 
 const STATIC_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const KEY_VARIABLE = 'REQUEST_LOG_UPSTREAM_API_KEY';
 const USER_AGENT = 'request-log-e2e/1.0';
-let cluster: Cluster;
-let origin: string;
+const gateway = new ClusterFixture();
 let database: TestDatabase;
 let upstream: FakeUpstream;
 let viewer: string;
@@ -45,7 +45,7 @@ interface Sent {
 const sent: Sent[] = [];
 
 async function call(token: string, path: string): Promise<{ status: number; json: Answer; text: string; headers: Headers }> {
-  const response = await fetch(`${origin}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const response = await fetch(`${gateway.origin}${path}`, { headers: { authorization: `Bearer ${token}` } });
   const text = await response.text();
   let json: Answer;
   try {
@@ -57,10 +57,10 @@ async function call(token: string, path: string): Promise<{ status: number; json
 }
 
 async function post(path: string, body: Record<string, unknown>, requestId: string, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${origin}${path}`, {
+  return fetch(`${gateway.origin}${path}`, {
     method: 'POST',
     headers: {
-      authorization: `Bearer ${cluster.apiKey}`,
+      authorization: `Bearer ${gateway.cluster.apiKey}`,
       'content-type': 'application/json',
       'x-request-id': requestId,
       'user-agent': USER_AGENT,
@@ -101,7 +101,7 @@ beforeAll(async () => {
   upstream = await startFakeUpstream(replayJson(503, fixture('error-500.json')));
   const catalogPath = writeCatalog('request-log', [SIM_MINI_ENTRY, fakeModelEntry(upstream.baseUrl, KEY_VARIABLE)]);
   catalog = loadCatalog(catalogPath);
-  cluster = await startCluster({
+  await gateway.start({
     requestLog: { databaseUrl: database.url },
     env: {
       CATALOG_PATH: catalogPath,
@@ -113,13 +113,11 @@ beforeAll(async () => {
       REQUEST_LOG_BATCH_DELAY_MS: '20',
     },
   });
-  origin = new URL(cluster.baseUrl).origin;
-  viewer = await createAdminToken(origin, STATIC_TOKEN, 'viewer', 'request-log-viewer');
+  viewer = await createAdminToken(gateway.origin, STATIC_TOKEN, 'viewer', 'request-log-viewer');
 }, 120_000);
 
 afterAll(async () => {
-  await cluster?.stop();
-  await upstream?.close();
+  await gateway.stop(upstream);
   await database?.drop();
 }, 60_000);
 
@@ -376,9 +374,9 @@ describe('the request log', () => {
     );
     // Killed as the burst's events arrive: some batches written, some not, some not acknowledged.
     await eventually(async () => (await call(viewer, '/admin/v1/requests?limit=1000')).json.data.length > before, 'the first rows of the burst', 30_000, 20);
-    await stopProcess(cluster.processes['request-log'], 'SIGKILL');
+    await stopProcess(gateway.cluster.processes['request-log'], 'SIGKILL');
     await Promise.all(answers);
-    cluster.restart('request-log');
+    gateway.cluster.restart('request-log');
     const rows = await loggedRows(before + burst.length, 60_000);
     const logged = rows.map((row) => row.request_id as string).filter((requestId) => requestId.startsWith('rl-killed-'));
     expect(logged.sort()).toEqual([...burst].sort());
@@ -386,7 +384,7 @@ describe('the request log', () => {
   }, 120_000);
 
   it("logs the requests a key's rate limit refused, which the usage API never meters", async () => {
-    const created = await fetch(`${origin}/admin/v1/keys`, {
+    const created = await fetch(`${gateway.origin}/admin/v1/keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${STATIC_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ plan: 'pro', name: 'request-log-limited', limits: { requests_per_minute: 1 } }),
@@ -396,7 +394,7 @@ describe('the request log', () => {
     const refusedIds: string[] = [];
     for (let index = 0; index < 3; index += 1) {
       const requestId = `rl-limited-${index}-${randomUUID()}`;
-      const response = await fetch(`${origin}/v1/chat/completions`, {
+      const response = await fetch(`${gateway.origin}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json', 'x-request-id': requestId, 'user-agent': USER_AGENT },
         body: JSON.stringify({ model: 'sim-mini', messages: hello }),
@@ -437,14 +435,14 @@ describe('the request log', () => {
   }, 60_000);
 
   it('logs the requests of a known key refused before reaching a model (a body its API refuses, a model that does not exist), and none of an unknown key', async () => {
-    const created = await fetch(`${origin}/admin/v1/keys`, {
+    const created = await fetch(`${gateway.origin}/admin/v1/keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${STATIC_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ plan: 'pro', name: 'request-log-refused-bodies' }),
     });
     const key = (await created.json()) as { id: string; secret: string };
     const send = async (path: string, secret: string, body: string, requestId: string) => {
-      const response = await fetch(`${origin}${path}`, {
+      const response = await fetch(`${gateway.origin}${path}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'x-request-id': requestId, 'user-agent': USER_AGENT },
         body,

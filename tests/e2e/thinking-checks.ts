@@ -6,7 +6,7 @@
  * bedrock-claude-upstream.ts) think THOUGHT and call the first tool offered with `{"city":"Oslo"}`.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import { signatureOf } from './anthropic-thinking-upstream.js';
 
 /** What the scripted Claude upstreams think before calling a tool. */
@@ -26,7 +26,7 @@ const thinkingOn = (model: string) => ({ model, max_tokens: 4096, thinking: { ty
  * Creates a thinking message with the interleaved-thinking beta on `model` and checks that it is
  * the signed thinking block, then the text; the caller checks what reached the host.
  */
-export async function expectThinkingMessage(client: Anthropic, model: string): Promise<void> {
+async function expectThinkingMessage(client: Anthropic, model: string): Promise<void> {
   const message = await client.beta.messages.create({
     ...thinkingOn(model),
     betas: ['interleaved-thinking-2025-05-14'],
@@ -37,7 +37,7 @@ export async function expectThinkingMessage(client: Anthropic, model: string): P
 }
 
 /** Streams a thinking message: two thinking deltas and the signature before the text `text`, and the final message has the block whole. */
-export async function expectThinkingStreamed(client: Anthropic, model: string, text: string): Promise<void> {
+async function expectThinkingStreamed(client: Anthropic, model: string, text: string): Promise<void> {
   const stream = client.messages.stream({ ...thinkingOn(model), messages: [{ role: 'user', content: 'Hello' }] });
   const deltas: string[] = [];
   let thinking = '';
@@ -70,7 +70,7 @@ export interface RoundTripHost {
  * the call, the second (with the tool's result) the host's answer, and the host received the
  * thinking block first and unchanged. The same turn without its thinking block is refused (400).
  */
-export async function expectThinkingToolRoundTrip(client: Anthropic, model: string, host: RoundTripHost): Promise<void> {
+async function expectThinkingToolRoundTrip(client: Anthropic, model: string, host: RoundTripHost): Promise<void> {
   const ask: Anthropic.MessageParam = { role: 'user', content: 'Weather in Oslo?' };
   const base = { ...thinkingOn(model), tools: [WEATHER_TOOL] };
   for (const streamed of [false, true]) {
@@ -100,4 +100,35 @@ export async function expectThinkingToolRoundTrip(client: Anthropic, model: stri
     );
   expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
   expect(String((refused as Error).message)).toContain('must start with a thinking block');
+}
+
+/** A host of a Claude model with thinking, as the tests see what reached it. */
+export interface ThinkingHost extends RoundTripHost {
+  /** The host's name in the tests' titles. */
+  readonly name: string;
+  /** The catalog's model the host serves. */
+  readonly model: string;
+  /** The text a streamed thinking message ends with. */
+  readonly streamedText: string;
+  /** Checks that the thinking and the interleaved-thinking beta of the last request reached the host. */
+  expectThinkingSent(): void;
+}
+
+/**
+ * The tests of extended thinking on the host's model, through the gateway's Messages client (read
+ * once the file's cluster is started): a message, the same streamed, and a tool round trip.
+ */
+export function itThinks(gateway: { readonly anthropic: Anthropic }, host: ThinkingHost): void {
+  it(`creates a message whose thinking block carries its signature; the thinking and the interleaved-thinking beta reach ${host.name}`, async () => {
+    await expectThinkingMessage(gateway.anthropic, host.model);
+    host.expectThinkingSent();
+  });
+
+  it('streams the thinking block (thinking_delta, signature_delta) before the text, and the final message has it whole', async () => {
+    await expectThinkingStreamed(gateway.anthropic, host.model, host.streamedText);
+  });
+
+  it(`completes a tool round trip with thinking: the signed block goes back to ${host.name} unchanged and first; without it ${host.name} refuses (400)`, async () => {
+    await expectThinkingToolRoundTrip(gateway.anthropic, host.model, host);
+  });
 }

@@ -9,35 +9,20 @@
  * GCE_METADATA_HOST names, as on GKE. What a user notices: the answers, whole and streamed, tool
  * calls, Anthropic's usage, and a clear error without the token once Vertex stops accepting it.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import {
-  replayJson,
-  replaySse,
-  startFakeGoogleAuth,
-  startFakeUpstream,
-  vertexGate,
-  type FakeGoogleAuth,
-  type FakeUpstream,
-  type Responder,
-  providerFixture,
-} from '@gateway/testing';
+import { replayJson, replaySse, vertexGate, type FakeGoogleAuth, type FakeUpstream, type Responder, providerFixture } from '@gateway/testing';
 import { streamedChat, type StreamedChat } from './chat-stream.js';
-import { startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { federationEnv, metadataServerEnv, startFakeVertex } from './cloud-credentials.js';
+import { writeCatalog } from './cluster.js';
+import { ClusterFixture } from './cluster-fixture.js';
 
 const GEMINI = 'vertex-gemini';
 const CLAUDE = 'vertex-claude';
 
 let auth: FakeGoogleAuth;
 let upstream: FakeUpstream;
-let cluster: Cluster;
-let openai: OpenAI;
-let anthropic: Anthropic;
-let directory: string;
+const gateway = new ClusterFixture();
 
 function catalogFile(origin: string): string {
   const common = `    pricing: { input: "3.00", output: "15.00" }
@@ -78,46 +63,34 @@ function publishers(options: { tools?: boolean } = {}): Responder {
 }
 
 beforeAll(async () => {
-  auth = await startFakeGoogleAuth();
-  upstream = await startFakeUpstream(vertexGate(auth, publishers()));
-  directory = mkdtempSync(join(tmpdir(), 'vertex-e2e-'));
-  writeFileSync(join(directory, 'subject-token'), auth.subjectToken);
-  writeFileSync(join(directory, 'federation.json'), JSON.stringify(auth.externalAccountConfig(join(directory, 'subject-token'))));
-  cluster = await startCluster({
+  ({ google: auth, vertex: upstream } = await startFakeVertex(publishers()));
+  await gateway.start({
     env: {
       CATALOG_PATH: catalogFile(new URL(upstream.baseUrl).origin),
-      VERTEX_FEDERATION_CREDENTIALS: join(directory, 'federation.json'),
-      VERTEX_GKE_CREDENTIALS: 'default',
+      ...federationEnv(auth, 'VERTEX_FEDERATION_CREDENTIALS', gateway.directory),
       // The metadata server is the fake; gcloud's own credentials are looked for in an empty folder.
-      GCE_METADATA_HOST: auth.metadataHost,
-      GOOGLE_APPLICATION_CREDENTIALS: '',
-      CLOUDSDK_CONFIG: directory,
+      ...metadataServerEnv(auth, 'VERTEX_GKE_CREDENTIALS', gateway.directory),
     },
   });
-  openai = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
-  anthropic = new Anthropic({ baseURL: cluster.baseUrl.replace(/\/v1$/, ''), apiKey: cluster.apiKey, maxRetries: 0 });
 });
 
 afterAll(async () => {
-  await cluster?.stop();
-  await upstream?.close();
-  await auth?.close();
-  if (directory) rmSync(directory, { recursive: true, force: true });
+  await gateway.stop(upstream, auth);
 });
 
-/** A streamed chat completion on `model`, read whole. */
-function streamedText(model: string): Promise<StreamedChat> {
-  return streamedChat(openai, model);
+/** A chat completion on `model` whole, then one streamed and read whole, of a Vertex answering in text; only their requests recorded. */
+async function wholeAndStreamed(model: string): Promise<{ whole: OpenAI.ChatCompletion; streamed: StreamedChat }> {
+  upstream.respond(vertexGate(auth, publishers()));
+  upstream.requests.length = 0;
+  const whole = await gateway.openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello' }] });
+  return { whole, streamed: await streamedChat(gateway.openai, model) };
 }
 
 describe('a Gemini model on Vertex AI through the openai client', () => {
   it('answers whole and streamed, on a token from workload identity federation, at the model in its region', async () => {
-    upstream.respond(vertexGate(auth, publishers()));
-    upstream.requests.length = 0;
-    const whole = await openai.chat.completions.create({ model: GEMINI, messages: [{ role: 'user', content: 'Hello' }] });
+    const { whole, streamed } = await wholeAndStreamed(GEMINI);
     expect(whole.choices[0]?.message.content).toBe('Hello! How can I help you today?');
     expect(whole.usage).toMatchObject({ prompt_tokens: 2061, completion_tokens: 9 + 30 });
-    const streamed = await streamedText(GEMINI);
     expect(streamed).toMatchObject({ text: 'Hello! How can I help?', finish: 'stop', usage: { prompt_tokens: 1033, completion_tokens: 7 } });
     const paths = upstream.requests.map((request) => request.path);
     expect(paths).toContain('/v1/projects/acme-prod-ml/locations/europe-west4/publishers/google/models/gemini-2.5-flash:generateContent');
@@ -131,14 +104,14 @@ describe('a Gemini model on Vertex AI through the openai client', () => {
       { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } },
       { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { timezone: { type: 'string' } } } } },
     ];
-    const whole = await openai.chat.completions.create({ model: GEMINI, messages: [{ role: 'user', content: 'Weather and time in Boston?' }], tools });
+    const whole = await gateway.openai.chat.completions.create({ model: GEMINI, messages: [{ role: 'user', content: 'Weather and time in Boston?' }], tools });
     expect(whole.choices[0]?.finish_reason).toBe('tool_calls');
     const calls = whole.choices[0]?.message.tool_calls ?? [];
     expect(calls.map((call) => (call.type === 'function' ? [call.function.name, JSON.parse(call.function.arguments)] : []))).toEqual([
       ['get_weather', { location: 'Boston, MA', unit: 'celsius' }],
       ['get_time', { timezone: 'America/New_York' }],
     ]);
-    const stream = await openai.chat.completions.create({
+    const stream = await gateway.openai.chat.completions.create({
       model: GEMINI,
       messages: [{ role: 'user', content: 'Weather and time in Boston?' }],
       tools,
@@ -152,11 +125,8 @@ describe('a Gemini model on Vertex AI through the openai client', () => {
 
 describe('a Claude model on Vertex AI', () => {
   it('answers the openai client whole and streamed, on a metadata-server token, through rawPredict and streamRawPredict', async () => {
-    upstream.respond(vertexGate(auth, publishers()));
-    upstream.requests.length = 0;
-    const whole = await openai.chat.completions.create({ model: CLAUDE, messages: [{ role: 'user', content: 'Hello' }] });
+    const { whole, streamed } = await wholeAndStreamed(CLAUDE);
     expect(whole.choices[0]?.message.content).toBe('Hi! My name is Claude. How can I help you today?');
-    const streamed = await streamedText(CLAUDE);
     expect(streamed.text).toBe('Hello! How can I help?');
     expect(streamed.finish).toBe('stop');
     const [first, second] = upstream.requests;
@@ -170,7 +140,7 @@ describe('a Claude model on Vertex AI', () => {
 
   it('answers @anthropic-ai/sdk through /v1/messages, whole and streamed, with cache breakpoints carried to Vertex', async () => {
     upstream.respond(vertexGate(auth, publishers()));
-    const message = await anthropic.messages.create({
+    const message = await gateway.anthropic.messages.create({
       model: CLAUDE,
       max_tokens: 1024,
       system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
@@ -182,7 +152,7 @@ describe('a Claude model on Vertex AI', () => {
       anthropic_version: 'vertex-2023-10-16',
       system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
     });
-    const stream = anthropic.messages.stream({ model: CLAUDE, max_tokens: 1024, messages: [{ role: 'user', content: 'Hello' }] });
+    const stream = gateway.anthropic.messages.stream({ model: CLAUDE, max_tokens: 1024, messages: [{ role: 'user', content: 'Hello' }] });
     let text = '';
     stream.on('text', (delta) => {
       text += delta;
@@ -194,7 +164,7 @@ describe('a Claude model on Vertex AI', () => {
 
   it('answers tool use through @anthropic-ai/sdk', async () => {
     upstream.respond(vertexGate(auth, publishers({ tools: true })));
-    const message = await anthropic.messages.create({
+    const message = await gateway.anthropic.messages.create({
       model: CLAUDE,
       max_tokens: 1024,
       tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { location: { type: 'string' } } } }],
@@ -209,7 +179,9 @@ describe('a token Vertex AI no longer accepts', () => {
   it('fails with a 502 in the API envelope that shows no token, without a 500', async () => {
     upstream.respond(vertexGate(auth, publishers()));
     auth.revokeAll();
-    const failure = await openai.chat.completions.create({ model: GEMINI, messages: [{ role: 'user', content: 'Hello' }] }).catch((error: unknown) => error);
+    const failure = await gateway.openai.chat.completions
+      .create({ model: GEMINI, messages: [{ role: 'user', content: 'Hello' }] })
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.APIError);
     expect((failure as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     expect(JSON.stringify((failure as InstanceType<typeof OpenAI.APIError>).error)).not.toMatch(/ya29|Bearer/);
