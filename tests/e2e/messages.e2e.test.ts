@@ -12,6 +12,7 @@ import OpenAI from 'openai';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
 import { createKey, type CreatedKey } from './admin-keys.js';
+import { referenceAnswer } from './reference-answer.js';
 
 const CATALOG = new URL('./fixtures/conformance-catalog.yaml', import.meta.url).pathname;
 const ADMIN_TOKEN = 'admin-token-for-the-messages-tests-0123456789';
@@ -66,16 +67,8 @@ afterAll(async () => {
 });
 
 /** The chat completion of the same conversation: what the Messages answer must say. */
-async function reference() {
-  const openai = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
-  const completion = await openai.chat.completions.create({
-    model: MODEL,
-    messages: [
-      { role: 'system', content: SYSTEM },
-      { role: 'user', content: QUESTION },
-    ],
-  });
-  return { text: completion.choices[0]!.message.content!, usage: completion.usage! };
+function reference() {
+  return referenceAnswer(new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 }), MODEL, SYSTEM, QUESTION);
 }
 
 function textOf(message: Anthropic.Message): string {

@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
 import { createKey, type CreatedKey } from './admin-keys.js';
+import { referenceAnswer } from './reference-answer.js';
 
 const CATALOG = new URL('./fixtures/conformance-catalog.yaml', import.meta.url).pathname;
 /** A body shaped like Codex's (0.169): developer and user messages, function, namespace and web_search tools, its hints. */
@@ -63,15 +64,8 @@ afterAll(async () => {
 });
 
 /** The chat completion of the same conversation: what the Responses answer must say. */
-async function reference() {
-  const completion = await client.chat.completions.create({
-    model: MODEL,
-    messages: [
-      { role: 'system', content: INSTRUCTIONS },
-      { role: 'user', content: QUESTION },
-    ],
-  });
-  return { text: completion.choices[0]!.message.content!, usage: completion.usage! };
+function reference() {
+  return referenceAnswer(client, MODEL, INSTRUCTIONS, QUESTION);
 }
 
 describe('POST /v1/responses with the official client', () => {
