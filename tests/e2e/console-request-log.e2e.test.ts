@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { Redis } from 'ioredis';
 import { createTestDatabase, eventually, freePort, type TestDatabase } from '@gateway/testing';
-import { createAdminToken, startCluster, type Cluster } from './cluster.js';
+import { createAdminToken, type Cluster } from './cluster.js';
+import { startRequestLogCluster } from './request-log-cluster.js';
 import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -46,16 +47,9 @@ beforeAll(async () => {
     request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
   });
   await new Promise<void>((resolve) => collector.listen(collectorPort, '127.0.0.1', resolve));
-  cluster = await startCluster({
-    requestLog: { databaseUrl: database.url },
-    env: {
-      EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
-      EDGE_ADMIN_TOKENS_ENABLED: 'true',
-      DEPLOYMENT_HEALTH_SUBJECT: `health.v1.deployment.test-${randomBytes(4).toString('hex')}`,
-      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
-      REQUEST_LOG_BATCH_DELAY_MS: '20',
-      REQUEST_LOG_BODIES_VIEWERS: '*',
-    },
+  cluster = await startRequestLogCluster(database, ADMIN_TOKEN, {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
+    REQUEST_LOG_BODIES_VIEWERS: '*',
   });
   origin = new URL(cluster.baseUrl).origin;
   const admin = (method: string, path: string, body?: unknown) =>
