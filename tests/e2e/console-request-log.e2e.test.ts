@@ -37,6 +37,16 @@ const byTestId = (id: string) => page.getByTestId(id);
 const pageReady = () => browser.pageReady('requests');
 const rowIds = async () => page.locator('[data-testid="request-row"]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-request-id')));
 
+/** Sets the search form's fields given (in the form's order; an empty one clears it), applies the search and waits for the page. */
+async function search(fields: { api?: string; status?: string; deployment?: string; sort?: string }): Promise<void> {
+  if (fields.api !== undefined) await byTestId('requests-api').selectOption(fields.api);
+  if (fields.status !== undefined) await byTestId('requests-status').fill(fields.status);
+  if (fields.deployment !== undefined) await byTestId('requests-deployment').fill(fields.deployment);
+  if (fields.sort !== undefined) await byTestId('requests-sort').selectOption(fields.sort);
+  await byTestId('requests-apply').click();
+  await pageReady();
+}
+
 beforeAll(async () => {
   requireChromium();
   database = await createTestDatabase('reqlog_console');
@@ -114,28 +124,17 @@ describe('the Requests page on the request log', () => {
   }, 60_000);
 
   it('narrows the requests by API, status and deployment, and orders them by latency', async () => {
-    await byTestId('requests-api').selectOption('messages');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ api: 'messages' });
     expect(await rowIds()).toEqual([requestIds.messages]);
 
-    await byTestId('requests-api').selectOption('');
-    await byTestId('requests-status').fill('429');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ api: '', status: '429' });
     expect(await rowIds()).toEqual([]);
     expect(await page.locator('[data-testid="requests-table"] tbody').textContent()).toContain('No request matches the search.');
 
-    await byTestId('requests-status').fill('200');
-    await byTestId('requests-deployment').fill('1:https://unknown.example');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ status: '200', deployment: '1:https://unknown.example' });
     expect(await rowIds()).toEqual([]);
 
-    await byTestId('requests-deployment').fill('0:in-process');
-    await byTestId('requests-sort').selectOption('latency desc');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ deployment: '0:in-process', sort: 'latency desc' });
     expect((await rowIds()).length).toBe(3);
     const latencies = await page
       .locator('[data-testid="request-row"] td.number:nth-of-type(6)')
@@ -161,9 +160,7 @@ describe('the Requests page on the request log', () => {
   }, 60_000);
 
   it('exports the search as CSV and JSONL downloads', async () => {
-    await byTestId('requests-api').selectOption('chat_completions');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ api: 'chat_completions' });
     const [csv] = await Promise.all([page.waitForEvent('download'), byTestId('requests-export-csv').click()]);
     expect(csv.suggestedFilename()).toMatch(/^requests-.*\.csv$/);
     const lines = readFileSync((await csv.path())!, 'utf8')
