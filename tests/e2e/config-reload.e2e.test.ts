@@ -10,13 +10,13 @@
  * which asks another auth replica, at its next request.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
-import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, fixture } from '@gateway/testing';
+import { configMapVolume, eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, fixture } from '@gateway/testing';
 import {
   fakeModelEntry,
   meteredUsage,
@@ -60,32 +60,6 @@ function catalogText(entries: readonly string[]): string {
 }
 
 const PLANS = readFileSync(join(ROOT, 'services/auth/plans.yaml'), 'utf8');
-
-/**
- * A directory laid out as the kubelet mounts a ConfigMap with one key; `update` writes the new
- * text to a new timestamped directory and renames a new `..data` symlink over the old one.
- */
-function configMapVolume(root: string, key: string, text: string) {
-  mkdirSync(root);
-  let generation = 0;
-  const write = (content: string) => {
-    generation += 1;
-    const name = `..2026_11_26_12_00_${String(generation).padStart(2, '0')}.${process.pid}`;
-    mkdirSync(join(root, name));
-    writeFileSync(join(root, name, key), content);
-    return name;
-  };
-  symlinkSync(write(text), join(root, '..data'));
-  symlinkSync(join('..data', key), join(root, key));
-  return {
-    path: join(root, key),
-    update(content: string): void {
-      const name = write(content);
-      symlinkSync(name, join(root, '..data_tmp'));
-      renameSync(join(root, '..data_tmp'), join(root, '..data'));
-    },
-  };
-}
 
 const directory = mkdtempSync(join(tmpdir(), 'config-reload-'));
 const catalogVolume = configMapVolume(join(directory, 'gateway-config'), 'catalog.yaml', catalogText([SIM_MINI_ENTRY, SIM_STANDARD_ENTRY]));

@@ -151,3 +151,4 @@ export * from './postgres.js';
 export * from './fixtures.js';
 export * from './catalog-models.js';
 export * from './hostile-requests.js';
+export * from './config-map-volume.js';
