@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
 import { connect } from 'nats';
-import { eventually, hasNatsServer, startNatsCluster, waitForJetStream } from '@gateway/testing';
+import { eventually, hasNatsServer, startNatsCluster, streamWithLeader, waitForJetStream } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
 import { freePort, meteredAtLeast, meteredUsage, metric, settledMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
 
@@ -278,15 +278,7 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
       const manager = await eventually(() => probe.jetstreamManager().catch(() => undefined), 'JetStream to answer', 30_000, 200);
       // One answer of JetStream's API holds both the leader and the replicas: a second request may
       // meet the cluster still settling its new stream and time out.
-      const created = await eventually(
-        async () => {
-          const info = await manager.streams.info(own.usageStream).catch(() => undefined);
-          return info?.cluster?.leader ? info : undefined;
-        },
-        'the usage stream to be created with a leader',
-        30_000,
-        200,
-      );
+      const created = await streamWithLeader(() => manager.streams.info(own.usageStream), 'the usage stream to be created with a leader', 30_000);
       const leader = created.cluster!.leader!;
       expect(created.config.num_replicas).toBe(3);
 

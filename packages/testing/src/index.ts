@@ -152,3 +152,4 @@ export * from './fixtures.js';
 export * from './catalog-models.js';
 export * from './hostile-requests.js';
 export * from './config-map-volume.js';
+export * from './stream-leader.js';
