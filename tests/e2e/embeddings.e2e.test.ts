@@ -18,6 +18,7 @@ import { eventually, fakeGeminiEmbeddings, fakeOpenAiEmbeddings, fakeVectorOf, s
 import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import { hostileEmbeddingBodies, sendHostileBodies } from './hostile-bodies.js';
 import { createKey } from './admin-keys.js';
+import { stopInOrder } from './teardown.js';
 import { metric, openAiEmbeddingEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_EMBEDDINGS_API_KEY';
@@ -105,11 +106,7 @@ beforeAll(async () => {
   client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
 });
 
-afterAll(async () => {
-  await cluster?.stop();
-  await openAiUpstream?.close();
-  await geminiUpstream?.close();
-});
+afterAll(() => stopInOrder(cluster, openAiUpstream, geminiUpstream));
 
 describe('the simulated embedding model', () => {
   it('embeds with the openai client: one unit vector per input, the same text the same vector, usage and cost', async () => {
