@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { expect } from 'vitest';
-import { eventually, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { collectOutput, eventually, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
 import { fakeModelEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 import { USAGE, type ScriptedTurn, type ScriptOptions } from './codex-cli-upstream.js';
 
@@ -161,25 +161,18 @@ export interface CliOptions {
 /** Runs a CLI with nothing on stdin and only the given environment; resolves when it exits. */
 export async function runCli(command: string, args: readonly string[], options: CliOptions): Promise<CliRun> {
   const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (data: Buffer) => {
-    stdout += data.toString();
-  });
-  child.stderr.on('data', (data: Buffer) => {
-    stderr += data.toString();
-  });
+  const output = collectOutput(child);
   const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
   const code = await new Promise<number | null>((resolve) => {
     child.once('close', resolve);
     // No binary (node_modules without the optional platform package): a failure with the reason.
     child.once('error', (error) => {
-      stderr += String(error);
+      output.stderr += String(error);
       resolve(null);
     });
   });
   clearTimeout(timer);
-  return { code, stdout, stderr };
+  return { code, ...output };
 }
 
 /** A key's usage totals, as GET /v1/usage reports them. */

@@ -10,13 +10,13 @@
  * which asks another auth replica, at its next request.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
-import { eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, fixture } from '@gateway/testing';
+import { configMapVolume, eventually, replayJson, replaySse, startFakeUpstream, type FakeUpstream, fixture } from '@gateway/testing';
 import {
   fakeModelEntry,
   meteredUsage,
@@ -30,6 +30,7 @@ import {
   type SecondAuth,
 } from './cluster.js';
 import { startLoad, type LoadResult } from './soak.js';
+import { createKey } from './admin-keys.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -59,32 +60,6 @@ function catalogText(entries: readonly string[]): string {
 }
 
 const PLANS = readFileSync(join(ROOT, 'services/auth/plans.yaml'), 'utf8');
-
-/**
- * A directory laid out as the kubelet mounts a ConfigMap with one key; `update` writes the new
- * text to a new timestamped directory and renames a new `..data` symlink over the old one.
- */
-function configMapVolume(root: string, key: string, text: string) {
-  mkdirSync(root);
-  let generation = 0;
-  const write = (content: string) => {
-    generation += 1;
-    const name = `..2026_11_26_12_00_${String(generation).padStart(2, '0')}.${process.pid}`;
-    mkdirSync(join(root, name));
-    writeFileSync(join(root, name, key), content);
-    return name;
-  };
-  symlinkSync(write(text), join(root, '..data'));
-  symlinkSync(join('..data', key), join(root, key));
-  return {
-    path: join(root, key),
-    update(content: string): void {
-      const name = write(content);
-      symlinkSync(name, join(root, '..data_tmp'));
-      renameSync(join(root, '..data_tmp'), join(root, '..data'));
-    },
-  };
-}
 
 const directory = mkdtempSync(join(tmpdir(), 'config-reload-'));
 const catalogVolume = configMapVolume(join(directory, 'gateway-config'), 'catalog.yaml', catalogText([SIM_MINI_ENTRY, SIM_STANDARD_ENTRY]));
@@ -165,17 +140,6 @@ async function listedModels(baseUrl: string): Promise<string[]> {
   return body.data.map((model) => model.id);
 }
 
-/** Creates a key through an edge's admin API. */
-async function createKey(origin: string, body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
-  const response = await fetch(`${origin}/admin/v1/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  expect(response.status).toBe(201);
-  return (await response.json()) as { id: string; secret: string };
-}
-
 /** The cost metering must record for a whole completion's usage at a price. */
 function costAt(price: typeof OLD_PRICE, json: Record<string, unknown> | undefined): bigint {
   const usage = json?.usage as { prompt_tokens: number; completion_tokens: number };
@@ -188,7 +152,7 @@ async function reloads(metricsPort: number, file: string, outcome: string): Prom
 
 describe('the catalog swapped under load, as a ConfigMap update', () => {
   it('is served by every edge within 10 s: the added model listed and answered, the new price metered, no request failed', async () => {
-    const pricing = await createKey(edgeAOrigin, { plan: 'pro', name: 'reload-pricing' });
+    const pricing = await createKey(edgeAOrigin, ADMIN_TOKEN, { plan: 'pro', name: 'reload-pricing' });
     const before = await complete(cluster.baseUrl, pricing.secret, 'sim-mini');
     expect(before.status).toBe(200);
     await eventually(async () => (await meteredUsage(redis, pricing.secret)).requests === 1 || undefined, 'the first request to be metered', 10_000);
@@ -287,7 +251,7 @@ describe('the catalog swapped under load, as a ConfigMap update', () => {
 
 describe('the plans swapped, as a ConfigMap update', () => {
   it('applies a lowered starter limit without a restart, on both auth replicas', async () => {
-    const starter = await createKey(edgeAOrigin, { plan: 'starter', name: 'reload-plans' });
+    const starter = await createKey(edgeAOrigin, ADMIN_TOKEN, { plan: 'starter', name: 'reload-plans' });
     plansVolume.update(PLANS.replace(/starter:\n {2}requests_per_minute: 60/, 'starter:\n  requests_per_minute: 3'));
     for (const port of [cluster.ports.authMetrics!, authB.metricsPort])
       await eventually(async () => (await reloads(port, 'plans', 'success')) === 1 || undefined, `auth on ${port} to reload its plans`, RELOAD_WITHIN_MS);
@@ -299,7 +263,7 @@ describe('the plans swapped, as a ConfigMap update', () => {
 
 describe('key changes through one edge', () => {
   it('hold on the other edge, through another auth replica, at its next request', async () => {
-    const key = await createKey(edgeAOrigin, { plan: 'pro', name: 'reload-keys' });
+    const key = await createKey(edgeAOrigin, ADMIN_TOKEN, { plan: 'pro', name: 'reload-keys' });
     // Created on A: known on B at once.
     expect((await complete(edgeB.baseUrl, key.secret, 'sim-mini')).status).toBe(200);
     // Changed on A (one request a minute): B counts against the new limit at its next request.

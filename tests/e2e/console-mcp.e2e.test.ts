@@ -13,6 +13,7 @@ import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
 import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
+import { stopInOrder } from './teardown.js';
 
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const UPSTREAM_KEY = `upstream-${randomBytes(8).toString('hex')}`;
@@ -46,11 +47,7 @@ beforeAll(async () => {
   page = browser.page;
 }, 120_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await cluster?.stop();
-  await upstream?.stop();
-});
+afterAll(() => stopInOrder(browser, cluster, upstream));
 
 describe('MCP servers in the web console', () => {
   it('declares a server with a header, lists it without the header value, and its tools reach /mcp', async () => {

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { Redis } from 'ioredis';
 import { createTestDatabase, eventually, freePort, type TestDatabase } from '@gateway/testing';
-import { createAdminToken, startCluster, type Cluster } from './cluster.js';
+import { createAdminToken, type Cluster } from './cluster.js';
+import { startRequestLogCluster } from './request-log-cluster.js';
 import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -36,6 +37,16 @@ const byTestId = (id: string) => page.getByTestId(id);
 const pageReady = () => browser.pageReady('requests');
 const rowIds = async () => page.locator('[data-testid="request-row"]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-request-id')));
 
+/** Sets the search form's fields given (in the form's order; an empty one clears it), applies the search and waits for the page. */
+async function search(fields: { api?: string; status?: string; deployment?: string; sort?: string }): Promise<void> {
+  if (fields.api !== undefined) await byTestId('requests-api').selectOption(fields.api);
+  if (fields.status !== undefined) await byTestId('requests-status').fill(fields.status);
+  if (fields.deployment !== undefined) await byTestId('requests-deployment').fill(fields.deployment);
+  if (fields.sort !== undefined) await byTestId('requests-sort').selectOption(fields.sort);
+  await byTestId('requests-apply').click();
+  await pageReady();
+}
+
 beforeAll(async () => {
   requireChromium();
   database = await createTestDatabase('reqlog_console');
@@ -46,16 +57,9 @@ beforeAll(async () => {
     request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
   });
   await new Promise<void>((resolve) => collector.listen(collectorPort, '127.0.0.1', resolve));
-  cluster = await startCluster({
-    requestLog: { databaseUrl: database.url },
-    env: {
-      EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
-      EDGE_ADMIN_TOKENS_ENABLED: 'true',
-      DEPLOYMENT_HEALTH_SUBJECT: `health.v1.deployment.test-${randomBytes(4).toString('hex')}`,
-      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
-      REQUEST_LOG_BATCH_DELAY_MS: '20',
-      REQUEST_LOG_BODIES_VIEWERS: '*',
-    },
+  cluster = await startRequestLogCluster(database, ADMIN_TOKEN, {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
+    REQUEST_LOG_BODIES_VIEWERS: '*',
   });
   origin = new URL(cluster.baseUrl).origin;
   const admin = (method: string, path: string, body?: unknown) =>
@@ -120,28 +124,17 @@ describe('the Requests page on the request log', () => {
   }, 60_000);
 
   it('narrows the requests by API, status and deployment, and orders them by latency', async () => {
-    await byTestId('requests-api').selectOption('messages');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ api: 'messages' });
     expect(await rowIds()).toEqual([requestIds.messages]);
 
-    await byTestId('requests-api').selectOption('');
-    await byTestId('requests-status').fill('429');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ api: '', status: '429' });
     expect(await rowIds()).toEqual([]);
     expect(await page.locator('[data-testid="requests-table"] tbody').textContent()).toContain('No request matches the search.');
 
-    await byTestId('requests-status').fill('200');
-    await byTestId('requests-deployment').fill('1:https://unknown.example');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ status: '200', deployment: '1:https://unknown.example' });
     expect(await rowIds()).toEqual([]);
 
-    await byTestId('requests-deployment').fill('0:in-process');
-    await byTestId('requests-sort').selectOption('latency desc');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ deployment: '0:in-process', sort: 'latency desc' });
     expect((await rowIds()).length).toBe(3);
     const latencies = await page
       .locator('[data-testid="request-row"] td.number:nth-of-type(6)')
@@ -167,9 +160,7 @@ describe('the Requests page on the request log', () => {
   }, 60_000);
 
   it('exports the search as CSV and JSONL downloads', async () => {
-    await byTestId('requests-api').selectOption('chat_completions');
-    await byTestId('requests-apply').click();
-    await pageReady();
+    await search({ api: 'chat_completions' });
     const [csv] = await Promise.all([page.waitForEvent('download'), byTestId('requests-export-csv').click()]);
     expect(csv.suggestedFilename()).toMatch(/^requests-.*\.csv$/);
     const lines = readFileSync((await csv.path())!, 'utf8')

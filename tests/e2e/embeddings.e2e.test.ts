@@ -17,6 +17,8 @@ import { costPicoUsd, DEFAULT_CATALOG_PATH, picoUsdToUsd, usdPerMtokToMicro } fr
 import { eventually, fakeGeminiEmbeddings, fakeOpenAiEmbeddings, fakeVectorOf, startFakeUpstream, type FakeUpstream } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import { hostileEmbeddingBodies, sendHostileBodies } from './hostile-bodies.js';
+import { createKey } from './admin-keys.js';
+import { stopInOrder } from './teardown.js';
 import { metric, openAiEmbeddingEntry, SIM_MINI_ENTRY, startCluster, writeCatalog, type Cluster } from './cluster.js';
 
 const KEY_VARIABLE = 'FAKE_EMBEDDINGS_API_KEY';
@@ -104,11 +106,7 @@ beforeAll(async () => {
   client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
 });
 
-afterAll(async () => {
-  await cluster?.stop();
-  await openAiUpstream?.close();
-  await geminiUpstream?.close();
-});
+afterAll(() => stopInOrder(cluster, openAiUpstream, geminiUpstream));
 
 describe('the simulated embedding model', () => {
   it('embeds with the openai client: one unit vector per input, the same text the same vector, usage and cost', async () => {
@@ -209,7 +207,7 @@ describe('an OpenAI-compatible embedding model', () => {
   });
 
   it('meters the tokens and the cost to the pico-dollar in the usage API', async () => {
-    const { secret: fresh, id: freshId } = await createKey({ plan: 'pro' });
+    const { secret: fresh, id: freshId } = await createKey(origin, ADMIN_TOKEN, { plan: 'pro' });
     const keyed = new OpenAI({ baseURL: cluster.baseUrl, apiKey: fresh, maxRetries: 0 });
     const first = await keyed.embeddings.create({ model: 'fake-embedding', input: ['one two three', 'four five'] });
     const second = await keyed.embeddings.create({ model: 'fake-embedding', input: 'six seven eight nine' });
@@ -349,20 +347,9 @@ describe('bad bodies', () => {
   });
 });
 
-/** Creates a key with the admin API; returns its secret and public id. */
-async function createKey(body: Record<string, unknown>): Promise<{ secret: string; id: string }> {
-  const response = await fetch(`${origin}/admin/v1/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  expect(response.status).toBe(201);
-  return (await response.json()) as { secret: string; id: string };
-}
-
 describe('limits', () => {
   it("counts embedding tokens against the key's tokens per minute", async () => {
-    const { secret } = await createKey({ plan: 'pro', limits: { tokens_per_minute: 1_000 } });
+    const { secret } = await createKey(origin, ADMIN_TOKEN, { plan: 'pro', limits: { tokens_per_minute: 1_000 } });
     // 3,000 bytes: reserved as 750 tokens, then settled with the ~500 the model counts.
     const input = 'lorem '.repeat(500);
     const first = await post('/v1/embeddings', { model: 'sim-embedding', input }, secret);
@@ -379,7 +366,7 @@ describe('limits', () => {
 
 describe('allow-lists', () => {
   it("refuses an embedding model outside the key's allow-list with 403 model_not_allowed, and serves one inside it", async () => {
-    const { secret } = await createKey({ plan: 'pro', allowed_models: ['sim-mini', 'fake-embedding'] });
+    const { secret } = await createKey(origin, ADMIN_TOKEN, { plan: 'pro', allowed_models: ['sim-mini', 'fake-embedding'] });
     const refused = await post('/v1/embeddings', { model: 'sim-embedding', input: 'hello' }, secret);
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ error: { type: 'permission_error', code: 'model_not_allowed', param: 'model' } });
@@ -389,7 +376,7 @@ describe('allow-lists', () => {
 
 describe('budgets', () => {
   it("spends a key's daily budget with embeddings, then refuses with 429 insufficient_quota", async () => {
-    const { secret } = await createKey({ plan: 'pro', budgets: { daily_usd: 0.00003 } });
+    const { secret } = await createKey(origin, ADMIN_TOKEN, { plan: 'pro', budgets: { daily_usd: 0.00003 } });
     const input = 'one two three four five six seven eight nine ten';
     for (let index = 0; index < 3; index += 1) {
       const answer = await post('/v1/embeddings', { model: 'budget-embedding', input }, secret);

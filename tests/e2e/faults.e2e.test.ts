@@ -8,9 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '@gateway/redis';
 import { connect } from 'nats';
-import { eventually, hasNatsServer, startNatsCluster, waitForJetStream } from '@gateway/testing';
+import { eventually, hasNatsServer, startNatsCluster, streamWithLeader, waitForJetStream } from '@gateway/testing';
 import { picoUsdToUsd } from '@gateway/catalog';
 import { freePort, meteredAtLeast, meteredUsage, metric, settledMeteredUsage, startCluster, stopProcess, type Cluster } from './cluster.js';
+import { startChatLoad } from './chat-load.js';
 
 let cluster: Cluster;
 let redis: RedisClient;
@@ -278,43 +279,19 @@ describe.skipIf(!hasNatsServer())('a NATS server lost with its disk, on a three-
       const manager = await eventually(() => probe.jetstreamManager().catch(() => undefined), 'JetStream to answer', 30_000, 200);
       // One answer of JetStream's API holds both the leader and the replicas: a second request may
       // meet the cluster still settling its new stream and time out.
-      const created = await eventually(
-        async () => {
-          const info = await manager.streams.info(own.usageStream).catch(() => undefined);
-          return info?.cluster?.leader ? info : undefined;
-        },
-        'the usage stream to be created with a leader',
-        30_000,
-        200,
-      );
+      const created = await streamWithLeader(() => manager.streams.info(own.usageStream), 'the usage stream to be created with a leader', 30_000);
       const leader = created.cluster!.leader!;
       expect(created.config.num_replicas).toBe(3);
 
-      let stop = false;
-      const answered: number[] = [];
-      const statuses = new Map<number, number>();
-      const load = async () => {
-        while (!stop) {
-          const response = await fetch(`${own.baseUrl}/chat/completions`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${own.apiKey}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'hello' }] }),
-            signal: AbortSignal.timeout(10_000),
-          });
-          statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-          if (response.status === 200) answered.push(((await response.json()) as { gateway: { cost_usd: number } }).gateway.cost_usd);
-          else await response.arrayBuffer();
-        }
-      };
-      const loops = Array.from({ length: 4 }, load);
+      const load = startChatLoad<{ gateway: { cost_usd: number } }>(own, { clients: 4, content: 'hello', timeoutMs: 10_000 });
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       await nats.node(leader).kill();
       nats.node(leader).wipeStore();
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       await nats.node(leader).start();
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      stop = true;
-      await Promise.all(loops);
+      const { answers, statuses } = await load.stop();
+      const answered = answers.map((answer) => answer.gateway.cost_usd);
 
       // Losing a NATS server never reaches the callers.
       expect([...statuses.keys()]).toEqual([200]);

@@ -11,6 +11,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
+import { createKey, type CreatedKey } from './admin-keys.js';
+import { referenceAnswer } from './reference-answer.js';
 
 const CATALOG = new URL('./fixtures/conformance-catalog.yaml', import.meta.url).pathname;
 const ADMIN_TOKEN = 'admin-token-for-the-messages-tests-0123456789';
@@ -28,14 +30,8 @@ let client: Anthropic;
 let origin: string;
 
 /** A key of its own, made through the admin API. */
-async function createKey(plan: 'starter' | 'pro', fields: Record<string, unknown> = {}): Promise<{ id: string; secret: string }> {
-  const response = await fetch(`${origin}/admin/v1/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ plan, name: `messages ${plan}`, ...fields }),
-  });
-  expect(response.status).toBe(201);
-  return (await response.json()) as { id: string; secret: string };
+function createPlanKey(plan: 'starter' | 'pro', fields: Record<string, unknown> = {}): Promise<CreatedKey> {
+  return createKey(origin, ADMIN_TOKEN, { plan, name: `messages ${plan}`, ...fields });
 }
 
 /** POST a raw body to a Messages path (fields the SDK's types do not know, malformed ones). */
@@ -71,16 +67,8 @@ afterAll(async () => {
 });
 
 /** The chat completion of the same conversation: what the Messages answer must say. */
-async function reference() {
-  const openai = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
-  const completion = await openai.chat.completions.create({
-    model: MODEL,
-    messages: [
-      { role: 'system', content: SYSTEM },
-      { role: 'user', content: QUESTION },
-    ],
-  });
-  return { text: completion.choices[0]!.message.content!, usage: completion.usage! };
+function reference() {
+  return referenceAnswer(new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 }), MODEL, SYSTEM, QUESTION);
 }
 
 function textOf(message: Anthropic.Message): string {
@@ -284,7 +272,7 @@ describe("refusals in Anthropic's envelope", () => {
   });
 
   it('429 over the requests per minute: RateLimitError with retry-after; a token count uses none of them', async () => {
-    const limited = await createKey('pro', { limits: { requests_per_minute: 1 } });
+    const limited = await createPlanKey('pro', { limits: { requests_per_minute: 1 } });
     const own = new Anthropic({ baseURL: origin, apiKey: limited.secret, maxRetries: 0 });
     const body: Anthropic.MessageCreateParamsNonStreaming = { model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: QUESTION }] };
     await own.messages.countTokens({ model: MODEL, messages: body.messages });
@@ -336,7 +324,7 @@ describe("refusals in Anthropic's envelope", () => {
 
 describe('metering', () => {
   it("meters Messages requests as the key's usage, whole and streamed; a token count is not a request", async () => {
-    const key = await createKey('pro');
+    const key = await createPlanKey('pro');
     const own = new Anthropic({ baseURL: origin, apiKey: key.secret, maxRetries: 0 });
     const since = Math.floor(Date.now() / 1000) - 3_600;
     const whole = await own.messages.create({ model: MODEL, max_tokens: 1024, messages: [{ role: 'user', content: QUESTION }] });

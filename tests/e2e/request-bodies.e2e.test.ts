@@ -8,7 +8,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, eventually, type TestDatabase } from '@gateway/testing';
-import { startCluster, stopProcess, type Cluster } from './cluster.js';
+import { stopProcess, type Cluster } from './cluster.js';
+import { startRequestLogCluster } from './request-log-cluster.js';
 
 const STATIC_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 /** A secret a careless prompt carries: the log must never keep it. */
@@ -76,17 +77,7 @@ function streamedContent(sse: string): string {
 
 beforeAll(async () => {
   database = await createTestDatabase('bodies_e2e');
-  cluster = await startCluster({
-    requestLog: { databaseUrl: database.url },
-    env: {
-      EDGE_ADMIN_TOKEN: STATIC_TOKEN,
-      EDGE_ADMIN_TOKENS_ENABLED: 'true',
-      DEPLOYMENT_HEALTH_SUBJECT: `health.v1.deployment.test-${randomBytes(4).toString('hex')}`,
-      REQUEST_LOG_BATCH_DELAY_MS: '20',
-      REQUEST_LOG_BODY_MAX_BYTES: '4096',
-      REQUEST_LOG_BODIES_VIEWERS: '',
-    },
-  });
+  cluster = await startRequestLogCluster(database, STATIC_TOKEN, { REQUEST_LOG_BODY_MAX_BYTES: '4096', REQUEST_LOG_BODIES_VIEWERS: '' });
   origin = new URL(cluster.baseUrl).origin;
   for (const name of ['bodies-viewer', 'other-viewer']) {
     const created = await admin('POST', '/admin/v1/admin-tokens', { role: 'viewer', name });

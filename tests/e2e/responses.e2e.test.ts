@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
+import { createKey, type CreatedKey } from './admin-keys.js';
+import { referenceAnswer } from './reference-answer.js';
 
 const CATALOG = new URL('./fixtures/conformance-catalog.yaml', import.meta.url).pathname;
 /** A body shaped like Codex's (0.169): developer and user messages, function, namespace and web_search tools, its hints. */
@@ -30,14 +32,8 @@ let client: OpenAI;
 let origin: string;
 
 /** A key of its own, made through the admin API. */
-async function createKey(plan: 'starter' | 'pro'): Promise<{ id: string; secret: string }> {
-  const response = await fetch(`${origin}/admin/v1/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ plan, name: `responses ${plan}` }),
-  });
-  expect(response.status).toBe(201);
-  return (await response.json()) as { id: string; secret: string };
+function createPlanKey(plan: 'starter' | 'pro'): Promise<CreatedKey> {
+  return createKey(origin, ADMIN_TOKEN, { plan, name: `responses ${plan}` });
 }
 
 /** POST /v1/responses with a raw body (fields the SDK's types do not know, malformed ones). */
@@ -68,15 +64,8 @@ afterAll(async () => {
 });
 
 /** The chat completion of the same conversation: what the Responses answer must say. */
-async function reference() {
-  const completion = await client.chat.completions.create({
-    model: MODEL,
-    messages: [
-      { role: 'system', content: INSTRUCTIONS },
-      { role: 'user', content: QUESTION },
-    ],
-  });
-  return { text: completion.choices[0]!.message.content!, usage: completion.usage! };
+function reference() {
+  return referenceAnswer(client, MODEL, INSTRUCTIONS, QUESTION);
 }
 
 describe('POST /v1/responses with the official client', () => {
@@ -294,7 +283,7 @@ describe("refusals, as for chat completions, in OpenAI's envelope", () => {
   });
 
   it("429 for a request larger than the key's tokens per minute", async () => {
-    const starter = await createKey('starter');
+    const starter = await createPlanKey('starter');
     const response = await post({ model: MODEL, input: QUESTION, max_output_tokens: 110_000 }, starter.secret);
     expect(response.status).toBe(429);
     expect(response.headers.get('x-should-retry')).toBe('false');
@@ -304,7 +293,7 @@ describe("refusals, as for chat completions, in OpenAI's envelope", () => {
 
 describe('metering', () => {
   it("meters Responses requests as the key's usage, whole and streamed", async () => {
-    const key = await createKey('pro');
+    const key = await createPlanKey('pro');
     const own = new OpenAI({ baseURL: cluster.baseUrl, apiKey: key.secret, maxRetries: 0 });
     const since = Math.floor(Date.now() / 1000) - 3_600;
     const whole = await own.responses.create({ model: MODEL, input: QUESTION });

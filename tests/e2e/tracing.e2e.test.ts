@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type FakeUpstream, freePort, replayJson, startFakeUpstream, fixture } from '@gateway/testing';
 import { fakeModelEntry, startCluster, writeCatalog, type Cluster } from './cluster.js';
+import { stopInOrder } from './teardown.js';
 
 const KEY_VARIABLE = 'TRACING_UPSTREAM_KEY';
 
@@ -96,11 +97,7 @@ beforeAll(async () => {
   });
 });
 
-afterAll(async () => {
-  await cluster?.stop();
-  await upstream?.close();
-  await receiver?.close();
-});
+afterAll(() => stopInOrder(cluster, upstream, receiver));
 
 describe('one request, one trace', () => {
   it("spans the edge, auth, the router, the executor, the upstream call and metering, under the caller's span", async () => {

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, freePort, hasNatsServer, natsServerBinary, serverProcess, type ServerProcess } from '@gateway/testing';
 import { metric, metricReaches, startCluster, stopProcess, type Cluster } from './cluster.js';
+import { startChatLoad } from './chat-load.js';
 
 /**
  * The stream's limit during the drill: 128 KiB, a few hundred events, filled in seconds. (Servers
@@ -59,23 +60,7 @@ describe.skipIf(!hasNatsServer())('the usage stream at a small max_bytes, filled
     const stream = { stream: cluster.usageStream };
     const since = Math.floor(Date.now() / 1000) - 3_600;
 
-    let stop = false;
-    const answers: Answer[] = [];
-    const statuses = new Map<number, number>();
-    const load = async () => {
-      while (!stop) {
-        const response = await fetch(`${cluster.baseUrl}/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${cluster.apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'sim-mini', messages: [{ role: 'user', content: 'Name three lighthouses.' }] }),
-          signal: AbortSignal.timeout(15_000),
-        });
-        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-        if (response.status === 200) answers.push((await response.json()) as Answer);
-        else await response.arrayBuffer();
-      }
-    };
-    const workers = Array.from({ length: 8 }, load);
+    const load = startChatLoad<Answer>(cluster, { clients: 8, content: 'Name three lighthouses.', timeoutMs: 15_000 });
     try {
       // The stream fills and refuses: the edge's refusals counted, metering's gauges at the limit.
       await eventually(
@@ -113,8 +98,7 @@ describe.skipIf(!hasNatsServer())('the usage stream at a small max_bytes, filled
       );
       expect(await metric(edgeMetrics, 'gateway_usage_events_held')).toBeGreaterThan(0);
       expect(await metric(edgeMetrics, 'gateway_usage_events_dropped_total')).toBe(0);
-      stop = true;
-      await Promise.all(workers);
+      const { answers, statuses } = await load.stop();
       // Every request was answered: a full stream costs the bill its timeliness, never a request.
       expect([...statuses.keys()]).toEqual([200]);
       expect(answers.length).toBeGreaterThan(0);
@@ -166,8 +150,7 @@ describe.skipIf(!hasNatsServer())('the usage stream at a small max_bytes, filled
       await metricReaches(meteringMetrics, 'gateway_metering_consumer_pending_messages', 0, 'metering to have acknowledged every message', 30_000, 250);
       expect(await usage()).toMatchObject(expected);
     } finally {
-      stop = true;
-      await Promise.all(workers);
+      await load.stop();
     }
   }, 240_000);
 });

@@ -1,7 +1,8 @@
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { configMapVolume } from '@gateway/testing';
 import { ReloadableFile, type ReloadCounter, type ReloadLogger } from './reloadable-file.js';
 
 /** A toy file format: `limit: <positive integer>`, anything else invalid. */
@@ -50,33 +51,6 @@ afterEach(() => {
   for (const file of files.splice(0)) file.close();
   for (const directory of directories.splice(0)) rmSync(directory, { recursive: true, force: true });
 });
-
-/**
- * A directory laid out as the kubelet mounts a ConfigMap: `<key>` -> `..data/<key>`, `..data` ->
- * a timestamped directory. `update` writes a new timestamped directory and swaps `..data` to it
- * with a rename, as the kubelet does; the file itself is never written.
- */
-function configMapVolume(key: string, text: string) {
-  const root = tempDirectory();
-  let generation = 0;
-  const writeGeneration = (content: string) => {
-    generation += 1;
-    const name = `..2026_11_26_00_00_0${generation}.${generation}`;
-    mkdirSync(join(root, name));
-    writeFileSync(join(root, name, key), content);
-    return name;
-  };
-  symlinkSync(writeGeneration(text), join(root, '..data'));
-  symlinkSync(join('..data', key), join(root, key));
-  return {
-    path: join(root, key),
-    update(content: string): void {
-      const name = writeGeneration(content);
-      symlinkSync(name, join(root, '..data_tmp'));
-      renameSync(join(root, '..data_tmp'), join(root, '..data'));
-    },
-  };
-}
 
 describe('ReloadableFile', () => {
   it('reads and validates the file at once, and refuses an invalid one at start', () => {
@@ -141,7 +115,7 @@ describe('ReloadableFile', () => {
   });
 
   it('follows a ConfigMap update: the ..data symlink swapped to a new directory', async () => {
-    const volume = configMapVolume('limits.yaml', 'limit: 5');
+    const volume = configMapVolume(tempDirectory(), 'limits.yaml', 'limit: 5');
     const file = open(new ReloadableFile({ path: volume.path, name: 'limits', parse: parseLimit, intervalMs: 60_000, debounceMs: 20 }).start());
     expect(file.current.limit).toBe(5);
     volume.update('limit: 8');
@@ -152,7 +126,7 @@ describe('ReloadableFile', () => {
   });
 
   it('finds a change by polling when no watch event comes', async () => {
-    const volume = configMapVolume('limits.yaml', 'limit: 5');
+    const volume = configMapVolume(tempDirectory(), 'limits.yaml', 'limit: 5');
     // A debounce longer than the test stands for a watch that never fires.
     const file = open(new ReloadableFile({ path: volume.path, name: 'limits', parse: parseLimit, intervalMs: 50, debounceMs: 600_000 }).start());
     volume.update('limit: 4');

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
 import { createLogger } from '@gateway/logger';
-import { eventually, hasNatsServer, startNatsCluster, TEST_USAGE_STREAM_MAX_BYTES, type NatsCluster } from '@gateway/testing';
+import { eventually, hasNatsServer, startNatsCluster, streamWithLeader, TEST_USAGE_STREAM_MAX_BYTES, type NatsCluster } from '@gateway/testing';
 import { connectNats } from './connect-nats.js';
 import { decodeUsageEvents } from './usage-codec.js';
 import { UsagePublisher } from './usage-publisher.js';
@@ -91,15 +91,7 @@ describe.skipIf(!available)('the usage stream on a 3-node NATS cluster', () => {
     expect(publisher.pending).toBe(0);
 
     // Another server leads the stream now; every stored message is read back.
-    const info = await eventually(
-      async () => {
-        const current = await manager.streams.info(names.stream).catch(() => undefined);
-        return current?.cluster?.leader ? current : undefined;
-      },
-      'the stream to have a leader',
-      20_000,
-      200,
-    );
+    const info = await streamWithLeader(() => manager.streams.info(names.stream), 'the stream to have a leader', 20_000);
     const stored = new Map<string, number>();
     for (let sequence = info.state.first_seq; sequence <= info.state.last_seq; sequence += 1) {
       // A JetStream API call answered 503 while the stream's group settles (the restarted server

@@ -151,3 +151,6 @@ export * from './postgres.js';
 export * from './fixtures.js';
 export * from './catalog-models.js';
 export * from './hostile-requests.js';
+export * from './stream-leader.js';
+export * from './config-map-volume.js';
+export * from './child-output.js';

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { collectOutput } from '@gateway/testing';
 import { AutoRouterScorer, loadAutoRouterModel } from './auto-router-model.js';
 import { promptText } from './prompt-text.js';
 
@@ -10,16 +11,9 @@ const COMMAND = fileURLToPath(new URL('../score.mjs', import.meta.url));
 function run(input: string): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [COMMAND], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => {
-      stdout += data.toString();
-    });
-    child.stderr.on('data', (data: Buffer) => {
-      stderr += data.toString();
-    });
+    const output = collectOutput(child);
     child.on('error', reject);
-    child.on('close', (code) => resolve({ stdout, stderr, code }));
+    child.on('close', (code) => resolve({ ...output, code }));
     child.stdin.end(input);
   });
 }
