@@ -46,22 +46,36 @@ export function finishReason(reason: FinishReasonOutput | undefined): string | n
 }
 
 /**
- * OpenAI's usage object, details included. `prompt_tokens_details.cache_write_tokens` (the prompt
- * tokens written to the provider's cache, as OpenRouter reports them) is added only when the
- * provider wrote some: OpenAI's clients ignore a field they do not know, and an answer without
- * cache writes keeps OpenAI's exact shape.
+ * The token counts of a usage, 0 for each it leaves out; its total, or prompt plus completion
+ * without one. `cacheWriteDetail` is `{ cache_write_tokens }` (the prompt tokens written to the
+ * provider's cache, as OpenRouter reports them) only when the provider wrote some, else empty:
+ * clients ignore a field they do not know, and an answer without cache writes keeps OpenAI's exact
+ * shape.
  */
-export function usageJson(usage: UsageOutput | undefined | null) {
+export function usageCounts(usage: UsageOutput | undefined | null) {
   const prompt = usage?.prompt_tokens ?? 0;
   const completion = usage?.completion_tokens ?? 0;
   const cacheWrites = usage?.cache_write_tokens ?? 0;
   return {
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: usage?.total_tokens || prompt + completion,
-    prompt_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0, audio_tokens: 0, ...(cacheWrites > 0 ? { cache_write_tokens: cacheWrites } : {}) },
+    prompt,
+    completion,
+    total: usage?.total_tokens || prompt + completion,
+    cached: usage?.cached_tokens ?? 0,
+    reasoning: usage?.reasoning_tokens ?? 0,
+    cacheWriteDetail: cacheWrites > 0 ? { cache_write_tokens: cacheWrites } : {},
+  };
+}
+
+/** OpenAI's usage object, details included (`prompt_tokens_details.cache_write_tokens` as usageCounts says). */
+export function usageJson(usage: UsageOutput | undefined | null) {
+  const counts = usageCounts(usage);
+  return {
+    prompt_tokens: counts.prompt,
+    completion_tokens: counts.completion,
+    total_tokens: counts.total,
+    prompt_tokens_details: { cached_tokens: counts.cached, audio_tokens: 0, ...counts.cacheWriteDetail },
     completion_tokens_details: {
-      reasoning_tokens: usage?.reasoning_tokens ?? 0,
+      reasoning_tokens: counts.reasoning,
       audio_tokens: 0,
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0,

@@ -5,32 +5,32 @@
  */
 const STORAGE_KEY = 'gateway-console.admin-token';
 
+/**
+ * What `use` does with this tab's sessionStorage, or `otherwise` where the browser disables
+ * storage: then the user logs in on every load, and a token saved lives in memory until the page
+ * is left.
+ */
+function withStorage<T>(use: (storage: Storage) => T, otherwise: T): T {
+  try {
+    return use(sessionStorage);
+  } catch {
+    return otherwise;
+  }
+}
+
 /** The token of this tab's session, if its user logged in. */
 export function loadAdminToken(): string | null {
-  try {
-    return sessionStorage.getItem(STORAGE_KEY);
-  } catch {
-    // Storage disabled by the browser: the user logs in on every load.
-    return null;
-  }
+  return withStorage((storage) => storage.getItem(STORAGE_KEY), null);
 }
 
 /** Keeps the token for this tab's session. */
 export function saveAdminToken(token: string): void {
-  try {
-    sessionStorage.setItem(STORAGE_KEY, token);
-  } catch {
-    // Storage disabled: the token lives in memory until the page is left.
-  }
+  withStorage((storage) => storage.setItem(STORAGE_KEY, token), undefined);
 }
 
 /** Forgets the token (log out, or the gateway refused it). */
 export function clearAdminToken(): void {
-  try {
-    sessionStorage.removeItem(STORAGE_KEY);
-  } catch {
-    // Nothing was stored.
-  }
+  withStorage((storage) => storage.removeItem(STORAGE_KEY), undefined);
 }
 
 /**

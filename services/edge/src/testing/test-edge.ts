@@ -4,7 +4,7 @@
  * be touched, so a route that calls a peer it should not fails its test.
  */
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { GatewayError, type Metadata } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
@@ -75,6 +75,35 @@ export async function testEdge(env: Record<string, string>, peers: Partial<EdgeD
   });
   await app.ready();
   return app;
+}
+
+/** A call a fake client recorded: its method and request. */
+export type RecordedCall = Pick<ReceivedCall, 'method' | 'request'>;
+
+/**
+ * A test file's edge (testEdge with `env`), built before its tests and closed after them, with the
+ * peers `peers` makes, given what records their calls. `received` holds the calls recorded, in
+ * order, and is emptied before each test; `app()` is the edge once built.
+ */
+export function recordingEdge(
+  env: Record<string, string>,
+  peers: (record: (call: ReceivedCall) => void) => Partial<EdgeDependencies>,
+): { app: () => FastifyInstance; received: RecordedCall[] } {
+  const received: RecordedCall[] = [];
+  let app: FastifyInstance | undefined;
+  beforeAll(async () => {
+    app = await testEdge(
+      env,
+      peers(({ method, request }) => received.push({ method, request })),
+    );
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+  beforeEach(() => {
+    received.length = 0;
+  });
+  return { app: () => app ?? expect.fail('the edge is built before the tests'), received };
 }
 
 /**

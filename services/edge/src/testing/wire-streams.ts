@@ -5,7 +5,7 @@
  */
 import { expect } from 'vitest';
 import type { UsageOutput } from '@gateway/proto';
-import type { Completion, StreamRenderer } from '../completions/completion.js';
+import type { Completion, CompletionWire, StreamRenderer } from '../completions/completion.js';
 
 /** A completion as the pipeline hands it to the wire once the model answered, with `parsed` and `fields` set. */
 export function answeredCompletion<C extends Completion>(parsed: unknown, fields: Record<string, unknown> = {}): C {
@@ -27,6 +27,17 @@ export function answeredCompletion<C extends Completion>(parsed: unknown, fields
     reply,
     ...fields,
   } as unknown as C;
+}
+
+/** The stream `wire` opens for `completion`, begun without a first chunk; `head` holds the headers it set. */
+export function begunStream<C extends Completion>(
+  wire: Pick<CompletionWire<C['parsed']>, 'openStream'>,
+  completion: C,
+): { stream: StreamRenderer; head: Record<string, string> } {
+  const stream = wire.openStream(completion);
+  const head: Record<string, string> = {};
+  stream.begin(undefined, head);
+  return { stream, head };
 }
 
 /** A chat chunk as the executor renders it. */

@@ -10,7 +10,7 @@ import { anthropicErrorJson } from './messages-output.js';
 import { messagesWire } from './messages-wire.js';
 import { parseMessagesRequest } from './parse-messages-request.js';
 import { RequestError } from './request-error.js';
-import { answeredCompletion, chunk, namedEvents, streamedEvents } from '../testing/wire-streams.js';
+import { answeredCompletion, begunStream, chunk, namedEvents, streamedEvents } from '../testing/wire-streams.js';
 
 /** A completion as the pipeline hands it to the wire once the model answered. */
 function completionOf(): Completion {
@@ -72,9 +72,7 @@ describe('the Messages wire', () => {
   });
 
   it('streams text as message_start, one text block with text_delta events, message_delta with usage, message_stop', () => {
-    const stream = messagesWire.openStream(completionOf());
-    const head: Record<string, string> = {};
-    stream.begin(undefined, head);
+    const { stream, head } = begunStream(messagesWire, completionOf());
     expect(head['request-id']).toBe('req_1');
     const list = streamedEvents(stream, [{ role: 'assistant', content: '' }, { content: 'Rivers ' }, { content: 'flow.' }], 'stop', {
       prompt_tokens: 9,
@@ -104,8 +102,7 @@ describe('the Messages wire', () => {
   });
 
   it("streams the final usage as Anthropic's: input apart from cache reads and writes", () => {
-    const stream = messagesWire.openStream(completionOf());
-    stream.begin(undefined, {});
+    const { stream } = begunStream(messagesWire, completionOf());
     const list = streamedEvents(stream, [{ content: 'Cached.' }], 'stop', {
       prompt_tokens: 100,
       completion_tokens: 3,
@@ -177,8 +174,7 @@ describe('the Messages wire', () => {
   });
 
   it("streams thinking as Anthropic does: a thinking block's thinking_delta and signature_delta events, a redacted block whole, then the text", () => {
-    const stream = messagesWire.openStream(completionOf());
-    stream.begin(undefined, {});
+    const { stream } = begunStream(messagesWire, completionOf());
     // The chunks as the executor renders them from its chat deltas.
     const rendered = (delta: Record<string, unknown>) => stream.chunkJson({ choices: [{ index: 0, delta: { tool_calls: [], ...delta } }] } as never);
     const deltas = [

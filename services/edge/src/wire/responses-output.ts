@@ -4,6 +4,7 @@
  * declare them; shared by the whole answer (responses-wire.ts) and the stream (responses-stream.ts).
  */
 import { randomUUID } from 'node:crypto';
+import { usageCounts } from '@gateway/openai-wire';
 import type { UsageOutput } from '@gateway/proto';
 import type { Completion } from '../completions/completion.js';
 import { gatewayInfo } from './chat-completions-wire.js';
@@ -27,21 +28,19 @@ export function statusOf(finish: string | null): { status: 'completed' | 'incomp
 }
 
 /**
- * The Responses usage object. `input_tokens_details.cache_write_tokens` (the input tokens written
- * to the provider's cache, which the cost prices apart) is added only when the provider wrote
- * some, as in chat completions' usage (usageJson): without it a caller could not tell from the
- * usage what the cost is made of, and an answer without cache writes keeps OpenAI's exact shape.
+ * The Responses usage object. `input_tokens_details.cache_write_tokens` is there only when the
+ * provider wrote some input tokens to its cache (usageCounts), as in chat completions' usage: the
+ * cost prices them apart, and without them a caller could not tell from the usage what the cost is
+ * made of.
  */
 export function responseUsage(usage: UsageOutput | undefined | null) {
-  const input = usage?.prompt_tokens ?? 0;
-  const output = usage?.completion_tokens ?? 0;
-  const cacheWrites = usage?.cache_write_tokens ?? 0;
+  const counts = usageCounts(usage);
   return {
-    input_tokens: input,
-    input_tokens_details: { cached_tokens: usage?.cached_tokens ?? 0, ...(cacheWrites > 0 ? { cache_write_tokens: cacheWrites } : {}) },
-    output_tokens: output,
-    output_tokens_details: { reasoning_tokens: usage?.reasoning_tokens ?? 0 },
-    total_tokens: usage?.total_tokens || input + output,
+    input_tokens: counts.prompt,
+    input_tokens_details: { cached_tokens: counts.cached, ...counts.cacheWriteDetail },
+    output_tokens: counts.completion,
+    output_tokens_details: { reasoning_tokens: counts.reasoning },
+    total_tokens: counts.total,
   };
 }
 

@@ -8,7 +8,7 @@ import { RequestError } from './request-error.js';
 import { parseResponsesRequest } from './parse-responses-request.js';
 import type { ResponsesCompletion } from './responses-output.js';
 import { responsesWire } from './responses-wire.js';
-import { answeredCompletion, chunk, namedEvents, streamedEvents } from '../testing/wire-streams.js';
+import { answeredCompletion, begunStream, chunk, namedEvents, streamedEvents } from '../testing/wire-streams.js';
 
 /** A completion as the pipeline hands it to the wire once the model answered. */
 function completionOf(body: Record<string, unknown>): ResponsesCompletion {
@@ -92,9 +92,7 @@ describe('the Responses wire', () => {
   });
 
   it('streams text in the published event sequence, numbered from 0, ending with response.completed and no [DONE]', () => {
-    const stream = responsesWire.openStream(completionOf({ input: 'Hi', stream: true }));
-    const head: Record<string, string> = {};
-    stream.begin(undefined, head);
+    const { stream, head } = begunStream(responsesWire, completionOf({ input: 'Hi', stream: true }));
     expect(head['openai-model']).toBe('sim-full');
     const sequence = streamedEvents(stream, [{ role: 'assistant', content: '' }, { content: 'Hel' }, { content: 'lo' }], 'stop', {
       prompt_tokens: 3,
@@ -127,8 +125,7 @@ describe('the Responses wire', () => {
   });
 
   it("leaves an answer's thinking out of the Response, whole and streamed, and renders the rest as before", () => {
-    const stream = responsesWire.openStream(completionOf({ input: 'Hi', stream: true }));
-    stream.begin(undefined, {});
+    const { stream } = begunStream(responsesWire, completionOf({ input: 'Hi', stream: true }));
     const sequence = streamedEvents(
       stream,
       [
@@ -160,8 +157,7 @@ describe('the Responses wire', () => {
   });
 
   it('streams a tool call as a function_call item with argument deltas, named back by its namespace', () => {
-    const stream = responsesWire.openStream(completionOf({ input: 'Look up ACME.', tools, stream: true }));
-    stream.begin(undefined, {});
+    const { stream } = begunStream(responsesWire, completionOf({ input: 'Look up ACME.', tools, stream: true }));
     const sequence = streamedEvents(
       stream,
       [

@@ -3,10 +3,9 @@
  * client interface: the exact answer to each refused body, the admin token checks, and the
  * CreateKey and UpdateKey requests auth receives for the bodies it accepts.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AuthServiceClient, CreateKeyResponseOutput, KeyInfoOutput, ListKeysResponseOutput } from '@gateway/proto';
-import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
+import { fakeGrpcClient, injectAs, type ReceivedCall, recordingEdge, testEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const KEYS_FIELDS = 'plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models, allowed_mcp_tools, log_bodies';
@@ -54,39 +53,19 @@ const KEY_JSON = {
   log_bodies: false,
 };
 
-/** The requests auth received, in order, by method. */
-const received: Array<{ method: string; request: unknown }> = [];
-
-/** auth's key RPCs: each records its request and answers with one key. */
-function fakeAuth(): AuthServiceClient {
+/** auth's key RPCs: each answers with one key, its requests seen by `record`. */
+function fakeAuth(record?: (call: ReceivedCall) => void): AuthServiceClient {
   const created: CreateKeyResponseOutput = { key: KEY, secret: 'br-created-secret' };
   const listed: ListKeysResponseOutput = { keys: [KEY] };
-  return fakeGrpcClient<AuthServiceClient>({ CreateKey: created, UpdateKey: KEY, GetKey: KEY, ListKeys: listed, RevokeKey: KEY }, ({ method, request }) =>
-    received.push({ method, request }),
-  );
+  return fakeGrpcClient<AuthServiceClient>({ CreateKey: created, UpdateKey: KEY, GetKey: KEY, ListKeys: listed, RevokeKey: KEY }, record);
 }
 
-function edge(adminToken: string): Promise<FastifyInstance> {
-  return testEdge({ EDGE_ADMIN_TOKEN: adminToken }, { auth: fakeAuth() });
-}
-
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  app = await edge(ADMIN_TOKEN);
-});
-
-afterAll(async () => {
-  await app.close();
-});
-
-beforeEach(() => {
-  received.length = 0;
-});
+/** The requests auth received, in order, by method. */
+const { app, received } = recordingEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, (record) => ({ auth: fakeAuth(record) }));
 
 /** A request to the admin API's keys with the admin token, or `authorization`; `body` is sent as JSON, a string as it is. */
 function admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, authorization = `Bearer ${ADMIN_TOKEN}`) {
-  return injectAs(app, { authorization }, method, `/admin/v1/keys${path}`, body);
+  return injectAs(app(), { authorization }, method, `/admin/v1/keys${path}`, body);
 }
 
 /** The double next to `value`, up or down: what the budget bounds are exact to. */
@@ -308,7 +287,7 @@ describe('the admin token', () => {
   });
 
   it('when none is configured, the admin API does not exist', async () => {
-    const without = await edge('');
+    const without = await testEdge({ EDGE_ADMIN_TOKEN: '' }, { auth: fakeAuth() });
     try {
       const response = await injectAs(without, ADMIN_TOKEN, 'POST', '/admin/v1/keys', { plan: 'pro' });
       expect(response.statusCode).toBe(404);

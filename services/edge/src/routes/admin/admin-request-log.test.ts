@@ -5,16 +5,14 @@
  */
 import { GatewayError } from '@gateway/grpc';
 import type { RequestLogServiceClient, RequestRecordOutput } from '@gateway/proto';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { fakeGrpcClient, injectAs, type ReceivedCall, recordingEdge } from '../../testing/test-edge.js';
 import { CSV_COLUMNS, mayReadBodies } from './admin-request-log.js';
 
 const ADMIN_TOKEN = 'admin-token-for-request-log-tests-0123456789abcdef';
 const KEY_ID = 'key_0123456789abcdef';
 const TEAM_ID = 'team_0123456789abcdef';
 
-const received: Array<{ method: string; request: Record<string, unknown> }> = [];
 /** The pages SearchRequests answers, in turn. */
 let pages: Array<{ requests: RequestRecordOutput[]; next_cursor: string }> = [];
 
@@ -49,32 +47,23 @@ function record(fields: Partial<RequestRecordOutput>): RequestRecordOutput {
   } as RequestRecordOutput;
 }
 
-function fakeRequestLog(): RequestLogServiceClient {
+function fakeRequestLog(record: (call: ReceivedCall) => void): RequestLogServiceClient {
   return fakeGrpcClient<RequestLogServiceClient>(
     {
       SearchRequests: () => pages.shift() ?? { requests: [], next_cursor: '' },
       GetRequest: (request: Record<string, unknown>) => GatewayError.of('not_found', `The request log has no request ${request.id}.`, { param: 'id' }),
     },
-    ({ method, request }) => received.push({ method, request }),
+    record,
   );
 }
 
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  app = await testEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, { requestLog: fakeRequestLog() });
-});
-
-afterAll(async () => {
-  await app.close();
-});
+const { app, received } = recordingEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, (record) => ({ requestLog: fakeRequestLog(record) }));
 
 beforeEach(() => {
-  received.length = 0;
   pages = [];
 });
 
-const get = (url: string) => injectAs(app, ADMIN_TOKEN, 'GET', url);
+const get = (url: string) => injectAs(app(), ADMIN_TOKEN, 'GET', url);
 
 describe('GET /admin/v1/requests with the request log', () => {
   it('asks the log for exactly the search the query names', async () => {

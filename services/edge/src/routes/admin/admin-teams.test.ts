@@ -4,12 +4,11 @@
  * the requests auth receives for accepted ones, and the JSON of a team; a key created in a team
  * and the keys of a team.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_ALLOW_LIST_ENTRIES, MAX_ALLOW_LIST_ENTRY_LENGTH } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import type { AuthServiceClient, KeyInfoOutput, TeamOutput, TeamServiceClient } from '@gateway/proto';
-import { fakeGrpcClient, injectAs, type ReceivedCall, testEdge } from '../../testing/test-edge.js';
+import { fakeGrpcClient, injectAs, recordingEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const TEAM_ID = 'team_0123456789abcdef';
@@ -52,41 +51,23 @@ const MEMBER: KeyInfoOutput = {
   team_id: TEAM_ID,
 };
 
-const received: Array<{ method: string; request: unknown }> = [];
-const record = ({ method, request }: ReceivedCall) => received.push({ method, request });
-
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  const inUse = GatewayError.of('team_has_keys', 'This team still has live keys: revoke them before deleting the team.', { param: 'team_id' });
-  app = await testEdge(
-    { EDGE_ADMIN_TOKEN: ADMIN_TOKEN },
+const inUse = GatewayError.of('team_has_keys', 'This team still has live keys: revoke them before deleting the team.', { param: 'team_id' });
+const { app, received } = recordingEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, (record) => ({
+  auth: fakeGrpcClient<AuthServiceClient>({ CreateKey: { key: MEMBER, secret: 'br-created-secret' }, ListKeys: { keys: [MEMBER] } }, record),
+  teams: fakeGrpcClient<TeamServiceClient>(
     {
-      auth: fakeGrpcClient<AuthServiceClient>({ CreateKey: { key: MEMBER, secret: 'br-created-secret' }, ListKeys: { keys: [MEMBER] } }, record),
-      teams: fakeGrpcClient<TeamServiceClient>(
-        {
-          CreateTeam: TEAM,
-          UpdateTeam: TEAM,
-          GetTeam: GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' }),
-          ListTeams: { teams: [TEAM] },
-          DeleteTeam: inUse,
-        },
-        record,
-      ),
+      CreateTeam: TEAM,
+      UpdateTeam: TEAM,
+      GetTeam: GatewayError.of('team_not_found', 'No team has this id.', { param: 'team_id' }),
+      ListTeams: { teams: [TEAM] },
+      DeleteTeam: inUse,
     },
-  );
-});
-
-afterAll(async () => {
-  await app.close();
-});
-
-beforeEach(() => {
-  received.length = 0;
-});
+    record,
+  ),
+}));
 
 function admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) {
-  return injectAs(app, ADMIN_TOKEN, method, url, body);
+  return injectAs(app(), ADMIN_TOKEN, method, url, body);
 }
 
 const REFUSED: Array<[string, unknown, string | null, string, string]> = [

@@ -2,39 +2,23 @@
  * The usage API's query strings: what each route accepts, and the 400 (code and param) each
  * malformed query answers. Metering and auth are in-process fakes of their gRPC methods.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { UsageServiceClient } from '@gateway/proto';
 import type { AuthDecisions } from '../../auth-decisions.js';
-import { fakeGrpcClient, injectAs, testEdge } from '../../testing/test-edge.js';
+import { fakeGrpcClient, injectAs, recordingEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const API_KEY = `br-${'k'.repeat(40)}`;
 const KEY_ID = 'key_0123456789abcdef';
 
 /** The requests metering received, in order. */
-const received: Array<{ method: string; request: Record<string, unknown> }> = [];
-
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  const metering = fakeGrpcClient<UsageServiceClient>({ QueryUsage: { rows: [] }, ListRecentRequests: { requests: [] } }, ({ method, request }) =>
-    received.push({ method, request }),
-  );
-  const decisions = { call: async () => ({ decision: 'DECISION_ALLOW', key_id: KEY_ID }) } as unknown as AuthDecisions;
-  app = await testEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, { metering, decisions });
-});
-
-afterAll(async () => {
-  await app.close();
-});
-
-beforeEach(() => {
-  received.length = 0;
-});
+const { app, received } = recordingEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, (record) => ({
+  metering: fakeGrpcClient<UsageServiceClient>({ QueryUsage: { rows: [] }, ListRecentRequests: { requests: [] } }, record),
+  decisions: { call: async () => ({ decision: 'DECISION_ALLOW', key_id: KEY_ID }) } as unknown as AuthDecisions,
+}));
 
 async function get(url: string, token: string) {
-  const response = await injectAs(app, token, 'GET', url);
+  const response = await injectAs(app(), token, 'GET', url);
   return { status: response.statusCode, body: response.json() };
 }
 
