@@ -11,17 +11,17 @@ import { callUnary, GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { encodeUsageEvent, encodeUsageEventBatch, refusedNames } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
-import {
-  type GetRequestRequest,
-  type GetRequestResponseOutput,
-  type RequestLogServiceClient,
-  type RequestRecordOutput,
-  type SearchRequestsRequest,
-  type SearchRequestsResponseOutput,
-  type UsageEvent,
+import type {
+  GetRequestRequest,
+  GetRequestResponseOutput,
+  RequestLogServiceClient,
+  RequestRecordOutput,
+  SearchRequestsRequest,
+  SearchRequestsResponseOutput,
+  UsageEvent,
 } from '@gateway/proto';
 import { createTestDatabase, eventually, rejectedWith, startTcpProxy, type TcpProxy, type TestDatabase } from '@gateway/testing';
-import { type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogServer } from './app.js';
