@@ -11,14 +11,13 @@ import { createLogger } from '@gateway/logger';
 import { bodiesNames, encodeRequestBodies, encodeUsageEvent } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
 import type { GetRequestRequest, GetRequestResponseOutput, RequestBodies, RequestLogServiceClient, UsageEvent } from '@gateway/proto';
-import { createTestDatabase, eventually, type TestDatabase } from '@gateway/testing';
+import { eventually } from '@gateway/testing';
 import type { NatsConnection } from 'nats';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogServer } from './app.js';
-import { migrate } from './migrations.js';
 import { DAY_MS, dayOf, listPartitions } from './partitions.js';
-import { startTestRequestLog, type TestRequestLog } from './testing/request-log-service.js';
+import { createTestRequestLogDatabase, startTestRequestLog, type TestRequestLog, type TestRequestLogDatabase } from './testing/request-log-service.js';
 
 const logger = createLogger('request-bodies-test', 'silent');
 const id = randomUUID().replaceAll('-', '');
@@ -26,7 +25,7 @@ const names = { stream: `RB_TEST_${id.slice(0, 20)}`, subject: `rb${id}.usage.v1
 const bodiesStream = bodiesNames(names.stream);
 const KEY = 'key_AAAAAAAAAAAAAAAA';
 
-let database: TestDatabase;
+let reqlogDatabase: TestRequestLogDatabase;
 let pool: pg.Pool;
 let nc: NatsConnection;
 let service: TestRequestLog;
@@ -83,11 +82,8 @@ const requestRowsOf = async (eventId: string) =>
   (await pool.query<{ count: number }>('SELECT count(*)::int AS count FROM request_log WHERE event_id = $1', [eventId])).rows[0]!.count;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: database.url, max: 4 });
-  // Dropping the database at the end ends its idle connections: an error the pool reports, not the test.
-  pool.on('error', () => undefined);
-  await migrate(pool);
+  reqlogDatabase = await createTestRequestLogDatabase(4);
+  ({ pool } = reqlogDatabase);
   service = await startTestRequestLog({
     pool,
     catalog: loadCatalog(),
@@ -105,8 +101,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.stop();
-  await pool?.end();
-  await database?.drop();
+  await reqlogDatabase?.drop();
 }, 30_000);
 
 describe('request bodies', () => {

@@ -20,14 +20,13 @@ import type {
   SearchRequestsResponseOutput,
   UsageEvent,
 } from '@gateway/proto';
-import { createTestDatabase, eventually, rejectedWith, startTcpProxy, type TcpProxy, type TestDatabase } from '@gateway/testing';
+import { eventually, rejectedWith, startTcpProxy, type TcpProxy, type TestDatabase } from '@gateway/testing';
 import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogServer } from './app.js';
-import { migrate } from './migrations.js';
 import { DAY_MS, dayOf, listPartitions, partitionName, SEARCHED_COLUMNS_STATISTICS } from './partitions.js';
-import { startTestRequestLog, type TestRequestLog } from './testing/request-log-service.js';
+import { createTestRequestLogDatabase, startTestRequestLog, type TestRequestLog, type TestRequestLogDatabase } from './testing/request-log-service.js';
 
 const logger = createLogger('request-log-test', 'silent');
 const catalog = loadCatalog();
@@ -37,6 +36,7 @@ const KEY_A = 'key_AAAAAAAAAAAAAAAA';
 const KEY_B = 'key_BBBBBBBBBBBBBBBB';
 const TEAM = 'team_TTTTTTTTTTTTTTTT';
 
+let reqlogDatabase: TestRequestLogDatabase;
 let database: TestDatabase;
 let pool: pg.Pool;
 let proxy: TcpProxy;
@@ -102,7 +102,8 @@ async function counter(name: string, labels: Record<string, string> = {}): Promi
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
+  reqlogDatabase = await createTestRequestLogDatabase(3);
+  ({ database, pool } = reqlogDatabase);
   const target = new URL(database.url);
   // The service reaches PostgreSQL through a proxy the tests can cut.
   postgresPort = Number(target.port || 5432);
@@ -111,12 +112,8 @@ beforeAll(async () => {
   const proxied = new URL(database.url);
   proxied.hostname = '127.0.0.1';
   proxied.port = String(proxyPort);
-  pool = new pg.Pool({ connectionString: database.url, max: 3 });
-  // The outage test ends this pool's connections too; the next query opens new ones.
-  pool.on('error', () => undefined);
   const servicePool = new pg.Pool({ connectionString: proxied.toString(), max: 4, connectionTimeoutMillis: 2_000 });
   servicePool.on('error', () => undefined);
-  await migrate(servicePool);
   service = await startTestRequestLog({
     pool: servicePool,
     catalog,
@@ -133,8 +130,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stop();
   await proxy?.close();
-  await pool?.end();
-  await database?.drop();
+  await reqlogDatabase?.drop();
 }, 30_000);
 
 describe('request log', () => {

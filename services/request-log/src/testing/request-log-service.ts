@@ -7,9 +7,11 @@
 import { createClient } from '@gateway/grpc';
 import { bodiesNames, ensureUsageStream, refusedNames } from '@gateway/messaging';
 import { loadGatewayGrpc, type RequestLogServiceClient } from '@gateway/proto';
-import { natsServers, natsUrl, TEST_USAGE_STREAM_MAX_BYTES } from '@gateway/testing';
+import { createTestDatabase, natsServers, natsUrl, TEST_USAGE_STREAM_MAX_BYTES, type TestDatabase } from '@gateway/testing';
 import { connect, type NatsConnection } from 'nats';
+import pg from 'pg';
 import { createServer, type RequestLogDependencies, type RequestLogServer } from '../app.js';
+import { migrate } from '../migrations.js';
 
 /** A started request-log service, its NATS connection (for the tests' messages), a client of it, and its stop. */
 export interface TestRequestLog {
@@ -62,6 +64,32 @@ export async function startTestRequestLog(dependencies: TestRequestLogDependenci
       const manager = await nc.jetstreamManager();
       for (const name of [stream, refusedNames(stream).stream, bodiesNames(stream).stream]) await manager.streams.delete(name).catch(() => undefined);
       await nc.drain();
+    },
+  };
+}
+
+/** A database of the test's own with the request log's schema, the test's pool on it, and their end. */
+export interface TestRequestLogDatabase {
+  readonly database: TestDatabase;
+  readonly pool: pg.Pool;
+  /** Ends the pool, then drops the database. */
+  drop(): Promise<void>;
+}
+
+/** Creates a database of the test's own, migrated through a pool of at most `max` connections. */
+export async function createTestRequestLogDatabase(max: number): Promise<TestRequestLogDatabase> {
+  const database = await createTestDatabase();
+  const pool = new pg.Pool({ connectionString: database.url, max });
+  // Dropping the database at the end (or a test's outage) ends its connections: an error the pool
+  // reports, not the test; the next query opens new ones.
+  pool.on('error', () => undefined);
+  await migrate(pool);
+  return {
+    database,
+    pool,
+    drop: async () => {
+      await pool.end();
+      await database.drop();
     },
   };
 }
