@@ -53,3 +53,17 @@ export function table(header: string[], rows: Array<Array<string | number>>): vo
   console.log(`| ${header.map(() => '---').join(' | ')} |`);
   for (const row of rows) console.log(`| ${row.join(' | ')} |`);
 }
+
+/**
+ * The value of a `--name=<n>` flag of the command line, a positive number (with `integer`, a
+ * positive integer); undefined when the flag is not given.
+ */
+export function numberFlag(name: string, options: { integer?: boolean } = {}): number | undefined {
+  const argument = process.argv.find((candidate) => candidate.startsWith(`--${name}=`));
+  if (!argument) return undefined;
+  const text = argument.slice(name.length + 3);
+  const value = Number(text);
+  if (!(options.integer ? Number.isSafeInteger(value) : Number.isFinite(value)) || value <= 0)
+    throw new Error(`--${name} takes a positive ${options.integer ? 'integer' : 'number'}, not ${text}`);
+  return value;
+}

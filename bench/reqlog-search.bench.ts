@@ -19,7 +19,7 @@ import type { SearchRequestsRequestOutput } from '@gateway/proto';
 import { migrate } from '../services/request-log/src/migrations.js';
 import { createPartitions, DAY_MS, dayOf } from '../services/request-log/src/partitions.js';
 import { getRequest, searchRequests } from '../services/request-log/src/request-search.js';
-import { fixed, percentile, table } from './measure.js';
+import { fixed, numberFlag, percentile, table } from './measure.js';
 import type { BenchSuite } from './run.js';
 
 const DATABASE = 'reqlog_bench_search';
@@ -27,15 +27,6 @@ const DEFAULT_ROWS = 10_000_000;
 const DAYS = 30;
 const TARGET_MS = 200;
 const RETENTION_DAYS = 30;
-
-/** The value of a `--name=<number>` flag, or undefined. */
-function flag(name: string): number | undefined {
-  const argument = process.argv.find((candidate) => candidate.startsWith(`--${name}=`));
-  if (!argument) return undefined;
-  const value = Number(argument.slice(name.length + 3));
-  if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`--${name} takes a positive integer, not ${argument.slice(name.length + 3)}`);
-  return value;
-}
 
 /** The URL of a database on the server of postgresUrl(). */
 function databaseUrl(name: string): string {
@@ -267,8 +258,8 @@ export const suite: BenchSuite = {
       console.log(`Dropped ${DATABASE}.`);
       if (process.argv.includes('--drop-only')) return;
     }
-    const runs = flag('runs') ?? 15;
-    const seeded = await seed(flag('rows') ?? DEFAULT_ROWS);
+    const runs = numberFlag('runs', { integer: true }) ?? 15;
+    const seeded = await seed(numberFlag('rows', { integer: true }) ?? DEFAULT_ROWS);
     const pool = new pg.Pool({ connectionString: databaseUrl(DATABASE), max: 1 });
     try {
       const [size] = await onServer([`SELECT pg_size_pretty(pg_database_size('${DATABASE}')) AS size`]);

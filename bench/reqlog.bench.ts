@@ -25,20 +25,11 @@ import pg from 'pg';
 import { createTestDatabase, natsServers } from '@gateway/testing';
 import { REQUEST_LOG_DURABLE } from '../services/request-log/src/app.js';
 import { stopProcess } from '../tests/e2e/cluster.js';
-import { fixed, percentile, processCpuMs, table } from './measure.js';
+import { fixed, numberFlag, percentile, processCpuMs, table } from './measure.js';
 import { type ProxyBench, requestBody, startProxyBench } from './proxy.bench.js';
 import type { BenchSuite } from './run.js';
 
 const REQUEST_PATH = ['edge', 'auth', 'executor'] as const;
-
-/** The value of a `--name=<number>` flag, or the default. */
-function flag(name: string, fallback: number): number {
-  const argument = process.argv.find((candidate) => candidate.startsWith(`--${name}=`));
-  if (!argument) return fallback;
-  const value = Number(argument.slice(name.length + 3));
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} takes a positive number, not ${argument.slice(name.length + 3)}`);
-  return value;
-}
 
 /** The most requests in flight at once: beyond it the generator is behind and skips a request. */
 const MAX_IN_FLIGHT = 1_000;
@@ -317,10 +308,10 @@ export const suite: BenchSuite = {
   name: 'reqlog',
   description: 'the request log on PostgreSQL under a steady load of whole and streamed completions: rate, lag, rows, and its cost to the request path',
   async run() {
-    const rate = flag('rate', 1_000);
-    const minutes = flag('minutes', 5);
-    const rounds = Math.round(flag('rounds', 6));
-    const roundSeconds = flag('round-seconds', 20);
+    const rate = numberFlag('rate') ?? 1_000;
+    const minutes = numberFlag('minutes') ?? 5;
+    const rounds = Math.round(numberFlag('rounds') ?? 6);
+    const roundSeconds = numberFlag('round-seconds') ?? 20;
     const database = await createTestDatabase('reqlog_bench');
     const bench = await startProxyBench({}, { requestLog: { databaseUrl: database.url } });
     const rows = new pg.Pool({ connectionString: database.url, max: 2 });

@@ -13,20 +13,11 @@
 import { connectRedis } from '@gateway/redis';
 import { quietMeteredUsage, settledMeteredUsage } from '../tests/e2e/cluster.js';
 import { medianOf, sampleMemory, startLoad, startSoakCluster } from '../tests/e2e/soak.js';
-import { fixed, table } from './measure.js';
+import { fixed, numberFlag, table } from './measure.js';
 import type { BenchSuite } from './run.js';
 
 const CLIENTS = 16;
 const DEFAULT_MINUTES = 30;
-
-/** The value of a `--name=<number>` flag, or undefined. */
-function flag(name: string): number | undefined {
-  const argument = process.argv.find((candidate) => candidate.startsWith(`--${name}=`));
-  if (!argument) return undefined;
-  const value = Number(argument.slice(name.length + 3));
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} takes a positive number, not ${argument.slice(name.length + 3)}`);
-  return value;
-}
 
 /** The soak's usage stream: 30 minutes of events with room to spare. */
 const SOAK_USAGE_STREAM_MAX_BYTES = 4 * 1024 ** 3;
@@ -35,8 +26,8 @@ export const suite: BenchSuite = {
   name: 'soak',
   description: `whole and streamed completions from ${CLIENTS} clients across many connection ages (30 minutes at the shipped age): failures and memory`,
   async run() {
-    const minutes = flag('minutes') ?? DEFAULT_MINUTES;
-    const ageMs = flag('age-ms');
+    const minutes = numberFlag('minutes') ?? DEFAULT_MINUTES;
+    const ageMs = numberFlag('age-ms');
     // 30 minutes at the soak's rate take about 0.5 GiB of usage events: more than the 256 MiB stream
     // an e2e cluster gets, so the soak's stream is sized as the proxy benchmark's.
     const soak = await startSoakCluster({ connectionAgeMs: ageMs, env: { USAGE_STREAM_MAX_BYTES: String(SOAK_USAGE_STREAM_MAX_BYTES) } });

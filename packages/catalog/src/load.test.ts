@@ -24,6 +24,11 @@ function micro(prices: { input: number; cached: number; write: number; write1h: 
   };
 }
 
+/** The Pricing of a catalog entry giving only input and output prices: cached input and cache writes cost the input price. */
+function inputAndOutput(input: number, output: number): Pricing {
+  return micro({ input, cached: input, write: input, write1h: input, output });
+}
+
 describe('parseCatalog with invalid catalogs', () => {
   it('has a fixture for every case', () => {
     // Every fixture has its expected message and every expected message its fixture, no two
@@ -85,12 +90,16 @@ models:
     quality_tier: premium
     fallbacks: [sim-a]
 `;
+  /** The minimal catalog with these deployments (each a flow mapping) of vendor/model-b. */
+  const withDeployments = (...deployments: string[]) =>
+    minimal.replace(
+      '    fallbacks: [sim-a]\n',
+      `    fallbacks: [sim-a]\n    deployments:\n${deployments.map((deployment) => `      - ${deployment}\n`).join('')}`,
+    );
 
   it('converts prices to integer micro-USD, defaulting cached input and cache writes to the input price', () => {
     const catalog = parseCatalog(minimal, 'minimal.yaml');
-    expect(catalog.byId.get('sim-a')?.pricing).toEqual(
-      micro({ input: 2_500_000, cached: 2_500_000, write: 2_500_000, write1h: 2_500_000, output: 10_000_000 }),
-    );
+    expect(catalog.byId.get('sim-a')?.pricing).toEqual(inputAndOutput(2_500_000, 10_000_000));
   });
 
   it('defaults the one-hour cache-write price to the five-minute one', () => {
@@ -109,9 +118,9 @@ models:
   });
 
   it('reads more deployments of a model, each inheriting the upstream fields it does not set', () => {
-    const text = minimal.replace(
-      '    fallbacks: [sim-a]\n',
-      '    fallbacks: [sim-a]\n    deployments:\n      - { base_url: "http://eu.example.com/v1" }\n      - { base_url: "http://localhost:8080", model: model-b-eu, api_key_env: VENDOR_KEY_EU, headers: {} }\n',
+    const text = withDeployments(
+      '{ base_url: "http://eu.example.com/v1" }',
+      '{ base_url: "http://localhost:8080", model: model-b-eu, api_key_env: VENDOR_KEY_EU, headers: {} }',
     );
     const catalog = parseCatalog(text, 'deployments.yaml');
     expect(catalog.byId.get('vendor/model-b')?.deployments).toEqual([
@@ -122,14 +131,12 @@ models:
   });
 
   it('reads deployments of other providers with their own key and prices, and prices each answer by the provider that served it', () => {
-    const text = minimal.replace(
-      '    fallbacks: [sim-a]\n',
-      '    fallbacks: [sim-a]\n    deployments:\n' +
-        '      - { provider: azure, base_url: "https://contoso.openai.azure.com", model: gpt-4o, deployment: gpt-4o-prod, api_version: "2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, pricing: { input: "2.75", output: "11.00" } }\n' +
-        '      - { provider: azure, base_url: "https://fabrikam.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY_2, auth: entra_id, pricing: { input: "2.75", output: "11.00" } }\n',
+    const text = withDeployments(
+      '{ provider: azure, base_url: "https://contoso.openai.azure.com", model: gpt-4o, deployment: gpt-4o-prod, api_version: "2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, pricing: { input: "2.75", output: "11.00" } }',
+      '{ provider: azure, base_url: "https://fabrikam.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY_2, auth: entra_id, pricing: { input: "2.75", output: "11.00" } }',
     );
     const model = parseCatalog(text, 'clouds.yaml').byId.get('vendor/model-b')!;
-    const azurePricing = micro({ input: 2_750_000, cached: 2_750_000, write: 2_750_000, write1h: 2_750_000, output: 11_000_000 });
+    const azurePricing = inputAndOutput(2_750_000, 11_000_000);
     expect(model.deployments).toEqual([
       {
         provider: 'azure',
@@ -215,14 +222,12 @@ models:
   });
 
   it("reads a bedrock deployment of another provider's model: its own region and endpoint, no key (AWS's credential chain) and its own prices", () => {
-    const text = minimal.replace(
-      '    fallbacks: [sim-a]\n',
-      '    fallbacks: [sim-a]\n    deployments:\n' +
-        '      - { provider: bedrock, model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1, pricing: { input: "3.00", output: "15.00" } }\n',
+    const text = withDeployments(
+      '{ provider: bedrock, model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1, pricing: { input: "3.00", output: "15.00" } }',
     );
     const catalog = parseCatalog(text, 'clouds.yaml');
     const model = catalog.byId.get('vendor/model-b')!;
-    const bedrockPricing = micro({ input: 3_000_000, cached: 3_000_000, write: 3_000_000, write1h: 3_000_000, output: 15_000_000 });
+    const bedrockPricing = inputAndOutput(3_000_000, 15_000_000);
     // It inherits neither the anthropic upstream's key nor its headers.
     expect(model.deployments).toEqual([
       {
@@ -294,10 +299,8 @@ models:
   });
 
   it("reads a Vertex deployment of another provider's model: its own project, region and endpoint, its credentials and its prices", () => {
-    const text = minimal.replace(
-      '    fallbacks: [sim-a]\n',
-      '    fallbacks: [sim-a]\n    deployments:\n' +
-        '      - { provider: vertex-anthropic, model: claude-sonnet-4@20250514, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS, pricing: { input: "3.00", output: "15.00" } }\n',
+    const text = withDeployments(
+      '{ provider: vertex-anthropic, model: claude-sonnet-4@20250514, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS, pricing: { input: "3.00", output: "15.00" } }',
     );
     const model = parseCatalog(text, 'clouds.yaml').byId.get('vendor/model-b')!;
     expect(model.deployments).toEqual([
@@ -308,7 +311,7 @@ models:
         region: 'us-east5',
         base_url: 'https://us-east5-aiplatform.googleapis.com',
         api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
-        pricing: micro({ input: 3_000_000, cached: 3_000_000, write: 3_000_000, write1h: 3_000_000, output: 15_000_000 }),
+        pricing: inputAndOutput(3_000_000, 15_000_000),
       },
     ]);
     // Its location is checked as a Vertex model's is; its credentials are its own.

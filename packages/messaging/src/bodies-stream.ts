@@ -9,8 +9,7 @@
 import type { Logger } from '@gateway/logger';
 import { messageCodec, type RequestBodies, type RequestBodiesOutput } from '@gateway/proto';
 import type { NatsConnection } from 'nats';
-import { type SideStreamNames, sideStreamNames } from './side-stream.js';
-import { USAGE_STREAM } from './usage-stream.js';
+import { type SideStreamNames, sideStreamLimits, sideStreamNamesOf } from './side-stream.js';
 
 /** A bodies stream's name and subject. */
 export type BodiesNames = SideStreamNames;
@@ -19,18 +18,13 @@ export type BodiesNames = SideStreamNames;
  * The bodies stream of a usage stream: `BODIES` and `bodies.v1.request` beside the default USAGE;
  * `<name>_BODIES` and `<name lower-cased>.bodies.v1.request` beside another.
  */
-export function bodiesNames(usageStream: string = USAGE_STREAM): BodiesNames {
-  return sideStreamNames('bodies', usageStream);
-}
+export const bodiesNames: (usageStream?: string) => BodiesNames = sideStreamNamesOf('bodies');
 
-/** How long bodies wait in the stream by default: a day, for the log to catch up after an outage of its own. */
-const BODIES_MAX_AGE_MS = 24 * 60 * 60 * 1000;
-
-/** The most bytes the bodies stream holds by default (256 MiB: about 4,000 requests at the 64 KiB two bodies may take). */
-const BODIES_MAX_BYTES = 256 * 1024 * 1024;
-
-/** The bodies stream's limits by default, for ensureSideStream. */
-export const BODIES_LIMITS = { maxAgeMs: BODIES_MAX_AGE_MS, maxBytes: BODIES_MAX_BYTES };
+/**
+ * The bodies stream's limits by default, for ensureSideStream: a day, and 256 MiB (about 4,000
+ * requests at the 64 KiB two bodies may take).
+ */
+export const BODIES_LIMITS = sideStreamLimits(256 * 1024 * 1024);
 
 const codec = messageCodec<RequestBodies, RequestBodiesOutput>('gateway.request_log.v1.RequestBodies');
 

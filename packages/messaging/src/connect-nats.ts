@@ -49,6 +49,25 @@ export async function drainNats(connection: NatsConnection | Promise<NatsConnect
   ]);
 }
 
+/** A service that answers gRPC and consumes from JetStream (metering, the request log), as its process stops it. */
+export interface ConsumingService {
+  readonly grpc: { shutdown(graceMs: number): Promise<void> };
+  /** Stops consuming once what the consumers hold is done (or handed back). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Stops a consuming service on shutdown in the order that loses nothing: its gRPC server (the calls
+ * under way get graceMs), its consumers, the NATS connection (drained, 2 s at most), then the
+ * metrics server, so that /metrics answers until the rest is done.
+ */
+export async function stopConsumingService(service: ConsumingService, nc: NatsConnection, graceMs: number, metrics: { close(): Promise<void> }): Promise<void> {
+  await service.grpc.shutdown(graceMs);
+  await service.stop();
+  await drainNats(nc, 2_000);
+  await metrics.close();
+}
+
 /** Whether a process's NATS connection is up now; see followConnection. */
 export interface ConnectionState {
   /** True while connected; false before the first connection, while reconnecting, and once closed. */

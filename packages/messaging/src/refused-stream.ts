@@ -6,8 +6,7 @@
  * the usage stream keeps for billable events. Bounded and lossy on purpose (`discard: old`): when
  * full it forgets its oldest refusals, which only the log would have shown.
  */
-import { type SideStreamNames, sideStreamNames } from './side-stream.js';
-import { USAGE_STREAM } from './usage-stream.js';
+import { type SideStreamNames, sideStreamLimits, sideStreamNamesOf } from './side-stream.js';
 
 /** A refused-requests stream's name and subject. */
 export type RefusedNames = SideStreamNames;
@@ -16,15 +15,7 @@ export type RefusedNames = SideStreamNames;
  * The refused-requests stream of a usage stream: `REFUSED` and `refused.v1.request` beside the
  * default USAGE; `<name>_REFUSED` and `<name lower-cased>.refused.v1.request` beside another.
  */
-export function refusedNames(usageStream: string = USAGE_STREAM): RefusedNames {
-  return sideStreamNames('refused', usageStream);
-}
+export const refusedNames: (usageStream?: string) => RefusedNames = sideStreamNamesOf('refused');
 
-/** How long refusals are kept by default: a day, for the log to catch up after an outage of its own. */
-const REFUSED_MAX_AGE_MS = 24 * 60 * 60 * 1000;
-
-/** The most bytes the refused-requests stream holds by default (64 MiB, about 300,000 refusals). */
-const REFUSED_MAX_BYTES = 64 * 1024 * 1024;
-
-/** The refused stream's limits by default, for ensureSideStream. */
-export const REFUSED_LIMITS = { maxAgeMs: REFUSED_MAX_AGE_MS, maxBytes: REFUSED_MAX_BYTES };
+/** The refused stream's limits by default, for ensureSideStream: a day, and 64 MiB (about 300,000 refusals). */
+export const REFUSED_LIMITS = sideStreamLimits(64 * 1024 * 1024);

@@ -25,6 +25,22 @@ export function sideStreamNames(kind: string, usageStream: string = USAGE_STREAM
   return { stream: `${usageStream}_${stream}`, subject: `${usageStream.toLowerCase()}.${kind}.v1.request` };
 }
 
+/**
+ * How long a side stream keeps its messages by default: a day, for the log to catch up after an
+ * outage of its own.
+ */
+const SIDE_STREAM_MAX_AGE_MS = 24 * 60 * 60 * 1000;
+
+/** The names of a kind of side stream beside a usage stream (sideStreamNames of that kind). */
+export function sideStreamNamesOf(kind: string): (usageStream?: string) => SideStreamNames {
+  return (usageStream = USAGE_STREAM) => sideStreamNames(kind, usageStream);
+}
+
+/** A side stream's limits by default, for ensureSideStream: a day, and at most `maxBytes`. */
+export function sideStreamLimits(maxBytes: number): { maxAgeMs: number; maxBytes: number } {
+  return { maxAgeMs: SIDE_STREAM_MAX_AGE_MS, maxBytes };
+}
+
 /** A side stream's limits: its replicas (1 by default), how long and how many bytes it keeps. */
 export interface SideStreamLimits {
   replicas?: number | undefined;

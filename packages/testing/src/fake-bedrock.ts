@@ -26,12 +26,12 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { fakeVectorOf } from './fake-embeddings.js';
+import { afterBody, type AnswerEnd, closing, listenOn, withAnswerEnd } from './fake-http-server.js';
 
 /** An access key the fake knows, with its secret (and the session token temporary keys come with). */
 export interface FakeAwsCredentials {
@@ -41,7 +41,7 @@ export interface FakeAwsCredentials {
 }
 
 /** One request the fake Bedrock received and accepted (auth, path and body valid). */
-export interface BedrockRequest {
+export interface BedrockRequest extends AnswerEnd {
   readonly operation: 'converse' | 'converse-stream' | 'invoke';
   /** The model id, decoded from the path. */
   readonly modelId: string;
@@ -51,10 +51,6 @@ export interface BedrockRequest {
   readonly body: Record<string, unknown>;
   /** The access key that signed it, or `api-key` for a bearer Bedrock API key. */
   readonly signedBy: string;
-  /** Resolves with the time (performance.now()) the connection closed or the response finished. */
-  readonly closed: Promise<number>;
-  /** True when the response was fully written before the connection closed. */
-  finished: boolean;
 }
 
 /** One message of a ConverseStream answer: an event, or an exception (which ends the stream). */
@@ -428,23 +424,10 @@ export async function startFakeBedrock(options: {
         : [...validate(body, operation === 'converse' ? ConverseRequest$ : ConverseStreamRequest$, '#'), ...conversationProblems(body)];
     if (problems.length > 0)
       return refuse(response, 400, 'ValidationException', `Malformed input request: ${problems.join(', ')}, please reformat your input and try again.`);
-    let markClosed: (at: number) => void = () => {};
-    const request: BedrockRequest = {
-      operation,
-      modelId: decodeURIComponent(match[1]!),
-      path: incoming.url ?? '',
-      headers: incoming.headers,
-      body,
-      signedBy: auth.signedBy,
-      closed: new Promise<number>((resolve) => {
-        markClosed = resolve;
-      }),
-      finished: false,
-    };
-    response.on('finish', () => {
-      request.finished = true;
-    });
-    response.on('close', () => markClosed(performance.now()));
+    const request: BedrockRequest = withAnswerEnd(
+      { operation, modelId: decodeURIComponent(match[1]!), path: incoming.url ?? '', headers: incoming.headers, body, signedBy: auth.signedBy },
+      response,
+    );
     requests.push(request);
     const reply = replier(request);
     const requestId = randomBytes(16).toString('hex');
@@ -481,17 +464,13 @@ export async function startFakeBedrock(options: {
     }
   };
 
-  const server: Server = createServer((incoming, response) => {
-    const pieces: Buffer[] = [];
-    incoming.on('data', (piece: Buffer) => pieces.push(piece));
-    incoming.on('end', () => {
-      void handle(incoming, Buffer.concat(pieces), response).catch(() => response.destroy());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
+  const server: Server = createServer(
+    afterBody((incoming, body, response) => {
+      void handle(incoming, body, response).catch(() => response.destroy());
+    }),
+  );
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: await listenOn(server),
     region: options.region,
     requests,
     refusals,
@@ -501,11 +480,7 @@ export async function startFakeBedrock(options: {
     addCredentials: (entry) => {
       credentials.set(entry.accessKeyId, entry);
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: closing(server),
   };
 }
 
@@ -525,11 +500,9 @@ export interface FakeSts {
  */
 export async function startFakeSts(options: { roleArn: string; token: string; onIssue: (credentials: FakeAwsCredentials) => void }): Promise<FakeSts> {
   const exchanged: string[] = [];
-  const server = createServer((incoming, response) => {
-    const pieces: Buffer[] = [];
-    incoming.on('data', (piece: Buffer) => pieces.push(piece));
-    incoming.on('end', () => {
-      const form = new URLSearchParams(Buffer.concat(pieces).toString('utf8'));
+  const server = createServer(
+    afterBody((_incoming, body, response) => {
+      const form = new URLSearchParams(body.toString('utf8'));
       const fail = (status: number, code: string, message: string) => {
         response.writeHead(status, { 'content-type': 'text/xml' });
         response.end(
@@ -557,19 +530,9 @@ export async function startFakeSts(options: { roleArn: string; token: string; on
           `<AssumedRoleUser><AssumedRoleId>AROAFAKE:${form.get('RoleSessionName') ?? ''}</AssumedRoleId><Arn>${options.roleArn}/${form.get('RoleSessionName') ?? ''}</Arn></AssumedRoleUser>` +
           `</AssumeRoleWithWebIdentityResult><ResponseMetadata><RequestId>${randomBytes(8).toString('hex')}</RequestId></ResponseMetadata></AssumeRoleWithWebIdentityResponse>`,
       );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    exchanged,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+    }),
+  );
+  return { url: await listenOn(server), exchanged, close: closing(server) };
 }
 
 /** A started fake credentials endpoint (the ECS/EKS Pod Identity container endpoint or EC2's IMDS). */
@@ -589,19 +552,6 @@ function temporaryCredentials(): Required<FakeAwsCredentials> {
     secretAccessKey: randomBytes(20).toString('base64'),
     sessionToken: randomBytes(48).toString('base64'),
   };
-}
-
-async function listenOn(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-function closing(server: Server): () => Promise<void> {
-  return () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
 }
 
 /**

@@ -10,18 +10,15 @@
  * Used by the executor's tests, the end-to-end tests and the benchmarks.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer as createTcpServer, type Socket } from 'node:net';
+import { afterBody, type AnswerEnd, closing, listenOn, withAnswerEnd } from './fake-http-server.js';
 
 /** One request the fake upstream received. */
-export interface ReceivedRequest {
+export interface ReceivedRequest extends AnswerEnd {
   readonly method: string;
   readonly path: string;
   readonly headers: IncomingMessage['headers'];
   readonly body: Record<string, unknown>;
-  /** Resolves with the time (performance.now()) the client closed the connection or the response finished. */
-  readonly closed: Promise<number>;
-  /** True when the response was fully written before the connection closed. */
-  finished: boolean;
 }
 
 /** How the fake upstream answers a request. */
@@ -80,43 +77,29 @@ export function replayRaw(status: number, text: string, contentType = 'text/even
 export async function startFakeUpstream(initial: Responder): Promise<FakeUpstream> {
   let responder = initial;
   const requests: ReceivedRequest[] = [];
-  const server: Server = createServer((incoming, response) => {
-    const pieces: Buffer[] = [];
-    incoming.on('data', (piece: Buffer) => pieces.push(piece));
-    incoming.on('end', () => {
-      const text = Buffer.concat(pieces).toString('utf8');
-      let markClosed: (at: number) => void = () => {};
-      const received: ReceivedRequest = {
-        method: incoming.method ?? '',
-        path: incoming.url ?? '',
-        headers: incoming.headers,
-        body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
-        closed: new Promise<number>((resolve) => {
-          markClosed = resolve;
-        }),
-        finished: false,
-      };
-      response.on('finish', () => {
-        received.finished = true;
-      });
-      response.on('close', () => markClosed(performance.now()));
+  const server: Server = createServer(
+    afterBody((incoming, body, response) => {
+      const text = body.toString('utf8');
+      const received = withAnswerEnd(
+        {
+          method: incoming.method ?? '',
+          path: incoming.url ?? '',
+          headers: incoming.headers,
+          body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+        },
+        response,
+      );
       requests.push(received);
       void Promise.resolve(responder(received, response)).catch(() => response.destroy());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
+    }),
+  );
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
+    baseUrl: `${await listenOn(server)}/v1`,
     requests,
     respond: (next) => {
       responder = next;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: closing(server),
   };
 }
 
@@ -126,10 +109,9 @@ export async function startFakeUpstream(initial: Responder): Promise<FakeUpstrea
  */
 export async function refusedBaseUrl(): Promise<string> {
   const server = createTcpServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
+  const url = await listenOn(server);
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/v1`;
+  return `${url}/v1`;
 }
 
 /** An upstream that misbehaves below HTTP: it never sends a status line. */
@@ -158,10 +140,8 @@ export async function startBrokenUpstream(behaviour: 'reset' | 'silent'): Promis
       if (behaviour === 'reset') socket.resetAndDestroy();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
+    baseUrl: `${await listenOn(server)}/v1`,
     requests: () => requests,
     close: () =>
       new Promise<void>((resolve) => {

@@ -257,7 +257,7 @@ export class Aggregator {
       case 'ping':
         return {};
       case 'tools/list': {
-        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.tools(server, keyId));
+        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.list(server, keyId, 'tools'));
         const tools = lists.flatMap(({ server, items, signIn }) =>
           (signIn ? [signInTool(server.name)] : items)
             .map((tool) => ({ ...tool, name: namespaced(server.name, tool.name) }))
@@ -295,7 +295,7 @@ export class Aggregator {
         }
       }
       case 'prompts/list': {
-        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.prompts(server, keyId));
+        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.list(server, keyId, 'prompts'));
         const prompts = lists.flatMap(({ server, items }) =>
           items.map((prompt) => ({ ...prompt, name: namespaced(server.name, prompt.name) })).filter((prompt) => permissions.allows(prompt.name)),
         );
@@ -313,11 +313,11 @@ export class Aggregator {
         return this.withReconnect(server, keyId, (client) => client.getPrompt({ name: target.name, arguments: checked.data.params.arguments }, options));
       }
       case 'resources/list': {
-        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.resources(server, keyId));
+        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.list(server, keyId, 'resources'));
         return { resources: lists.flatMap(({ items }) => items) };
       }
       case 'resources/templates/list': {
-        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.resourceTemplates(server, keyId));
+        const lists = await this.gather(this.visibleServers(permissions), (server) => pool.list(server, keyId, 'templates'));
         return { resourceTemplates: lists.flatMap(({ items }) => items) };
       }
       case 'resources/read': {
@@ -325,11 +325,11 @@ export class Aggregator {
         if (!checked.success) throw new RpcFailure(ErrorCode.InvalidParams, 'Invalid params: resources/read needs a uri.', 'invalid_params');
         const uri = checked.data.params.uri;
         const servers = this.visibleServers(permissions);
-        const lists = await this.gather(servers, (server) => pool.resources(server, keyId));
+        const lists = await this.gather(servers, (server) => pool.list(server, keyId, 'resources'));
         const owner = lists.find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
         if (owner) return this.withReconnect(owner, keyId, (client) => client.readResource({ uri }, options));
         // A URI of a template: the first server with templates that can read it.
-        const templated = await this.gather(servers, (server) => pool.resourceTemplates(server, keyId));
+        const templated = await this.gather(servers, (server) => pool.list(server, keyId, 'templates'));
         for (const { server, items } of templated) {
           if (items.length === 0) continue;
           try {

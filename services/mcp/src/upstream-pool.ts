@@ -37,6 +37,26 @@ const MAX_PAGES = 50;
  */
 const LIST_TIMEOUT_MS = 10_000;
 
+/** What each list a session caches holds. */
+interface Listed {
+  tools: Tool;
+  prompts: Prompt;
+  resources: Resource;
+  templates: ResourceTemplate;
+}
+
+/**
+ * How each list is read: the capability a server declares it under, the Client method that reads
+ * one page of it, and the field of the page that holds its items.
+ */
+const LISTS = {
+  tools: { capability: 'tools', method: 'listTools', items: 'tools' },
+  prompts: { capability: 'prompts', method: 'listPrompts', items: 'prompts' },
+  resources: { capability: 'resources', method: 'listResources', items: 'resources' },
+  // Resource templates come with the resources capability.
+  templates: { capability: 'resources', method: 'listResourceTemplates', items: 'resourceTemplates' },
+} as const satisfies Record<keyof Listed, { capability: ListKind; method: keyof Client; items: string }>;
+
 interface Session {
   server: UpstreamServer;
   client: Promise<Client>;
@@ -223,49 +243,14 @@ export class UpstreamPool {
     return { timeout: Math.min(this.options.timeoutMs, LIST_TIMEOUT_MS) };
   }
 
-  /** A server's tools (cached until it says they changed). */
-  tools(server: UpstreamServer, keyId: string): Promise<Tool[]> {
-    return this.cached(server, keyId, 'tools', (client) =>
-      client.getServerCapabilities()?.tools
+  /** A list of a server (cached until it says that list changed; the templates, until its resources changed). */
+  list<Kind extends keyof Listed>(server: UpstreamServer, keyId: string, kind: Kind): Promise<Listed[Kind][]> {
+    const { capability, method, items } = LISTS[kind];
+    return this.cached(server, keyId, kind, (client) =>
+      client.getServerCapabilities()?.[capability]
         ? this.pages(async (cursor) => {
-            const page = await client.listTools(cursor ? { cursor } : {}, this.requestOptions);
-            return { items: page.tools, nextCursor: page.nextCursor };
-          })
-        : Promise.resolve([]),
-    );
-  }
-
-  /** A server's prompts (cached until it says they changed). */
-  prompts(server: UpstreamServer, keyId: string): Promise<Prompt[]> {
-    return this.cached(server, keyId, 'prompts', (client) =>
-      client.getServerCapabilities()?.prompts
-        ? this.pages(async (cursor) => {
-            const page = await client.listPrompts(cursor ? { cursor } : {}, this.requestOptions);
-            return { items: page.prompts, nextCursor: page.nextCursor };
-          })
-        : Promise.resolve([]),
-    );
-  }
-
-  /** A server's resources (cached until it says they changed). */
-  resources(server: UpstreamServer, keyId: string): Promise<Resource[]> {
-    return this.cached(server, keyId, 'resources', (client) =>
-      client.getServerCapabilities()?.resources
-        ? this.pages(async (cursor) => {
-            const page = await client.listResources(cursor ? { cursor } : {}, this.requestOptions);
-            return { items: page.resources, nextCursor: page.nextCursor };
-          })
-        : Promise.resolve([]),
-    );
-  }
-
-  /** A server's resource templates (cached until it says its resources changed). */
-  resourceTemplates(server: UpstreamServer, keyId: string): Promise<ResourceTemplate[]> {
-    return this.cached(server, keyId, 'templates', (client) =>
-      client.getServerCapabilities()?.resources
-        ? this.pages(async (cursor) => {
-            const page = await client.listResourceTemplates(cursor ? { cursor } : {}, this.requestOptions);
-            return { items: page.resourceTemplates, nextCursor: page.nextCursor };
+            const page: { nextCursor?: string } = await client[method](cursor ? { cursor } : {}, this.requestOptions);
+            return { items: (page as Record<typeof items, Listed[Kind][]>)[items], nextCursor: page.nextCursor };
           })
         : Promise.resolve([]),
     );

@@ -1,5 +1,5 @@
 import { parseCatalog } from '@gateway/catalog';
-import { connectNats, drainNats, usageStreamSettings } from '@gateway/messaging';
+import { connectNats, stopConsumingService, usageStreamSettings } from '@gateway/messaging';
 import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createServer } from './app.js';
 import { billableCatalog } from './billable-catalog.js';
@@ -73,10 +73,7 @@ logger.info(
 const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5_000, async () => {
   catalogFile.close();
   redisMemory.stop();
-  await metering.grpc.shutdown(config.METERING_SHUTDOWN_GRACE_MS);
-  await metering.stop();
-  await drainNats(nc, 2_000);
-  await metrics.close();
+  await stopConsumingService(metering, nc, config.METERING_SHUTDOWN_GRACE_MS, metrics);
   await tracing.shutdown();
   if (responsesRedis !== redis) await responsesRedis.quit().catch(() => responsesRedis.disconnect());
   await redis.quit().catch(() => redis.disconnect());

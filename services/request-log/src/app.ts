@@ -117,13 +117,20 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   const durableName = dependencies.durableName ?? REQUEST_LOG_DURABLE;
   const catalog: CatalogSource = 'current' in dependencies.catalog ? dependencies.catalog : { current: dependencies.catalog };
   const registers = dependencies.registry ? [dependencies.registry] : [];
-  const rows = new prometheus.Counter({
+  /** A counter of the rows a writer was given, by result (each from 0), and the writer's count of a batch into it. */
+  const writtenRows = (metric: { name: string; help: string }) => {
+    const counter = new prometheus.Counter({ ...metric, labelNames: ['result'], registers });
+    for (const result of ['inserted', 'duplicate', 'expired']) counter.inc({ result }, 0);
+    return ({ inserted, duplicates, expired }: { inserted: number; duplicates: number; expired: number }) => {
+      counter.inc({ result: 'inserted' }, inserted);
+      counter.inc({ result: 'duplicate' }, duplicates);
+      counter.inc({ result: 'expired' }, expired);
+    };
+  };
+  const countRows = writtenRows({
     name: 'gateway_request_log_rows_total',
     help: 'Requests the log was given, by result (inserted; duplicate: already there, an event delivered again; expired: older than the retention).',
-    labelNames: ['result'],
-    registers,
   });
-  for (const result of ['inserted', 'duplicate', 'expired']) rows.inc({ result }, 0);
   const writeErrors = new prometheus.Counter({
     name: 'gateway_request_log_write_errors_total',
     help: 'Batches PostgreSQL failed to write (their messages are redelivered).',
@@ -142,13 +149,10 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     registers,
   });
   for (const reason of POISON_REASONS) poison.inc({ reason }, 0);
-  const bodyRows = new prometheus.Counter({
+  const countBodies = writtenRows({
     name: 'gateway_request_log_bodies_total',
     help: 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).',
-    labelNames: ['result'],
-    registers,
   });
-  for (const result of ['inserted', 'duplicate', 'expired']) bodyRows.inc({ result }, 0);
   const bodyRetentionDays = dependencies.bodyRetentionDays ?? 7;
   new prometheus.Gauge({
     name: 'gateway_request_log_pending_messages',
@@ -170,11 +174,9 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     batchDelayMs: dependencies.batchDelayMs,
     retentionDays: dependencies.retentionDays,
     now,
-    onWritten: ({ inserted, duplicates, expired, seconds }) => {
-      rows.inc({ result: 'inserted' }, inserted);
-      rows.inc({ result: 'duplicate' }, duplicates);
-      rows.inc({ result: 'expired' }, expired);
-      batchSeconds.observe(seconds);
+    onWritten: (written) => {
+      countRows(written);
+      batchSeconds.observe(written.seconds);
     },
   });
 
@@ -186,11 +188,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     batchDelayMs: dependencies.batchDelayMs,
     retentionDays: bodyRetentionDays,
     now,
-    onWritten: ({ inserted, duplicates, expired }) => {
-      bodyRows.inc({ result: 'inserted' }, inserted);
-      bodyRows.inc({ result: 'duplicate' }, duplicates);
-      bodyRows.inc({ result: 'expired' }, expired);
-    },
+    onWritten: countBodies,
   });
 
   /** The rows of one message; an event the log can never hold is counted and skipped without its neighbours. */

@@ -1,5 +1,5 @@
 import { parseCatalog } from '@gateway/catalog';
-import { connectNats, drainNats, usageStreamSettings } from '@gateway/messaging';
+import { connectNats, stopConsumingService, usageStreamSettings } from '@gateway/messaging';
 import { onShutdownSignal, startMetricsServer, startService } from '@gateway/observability';
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import pg from 'pg';
@@ -49,9 +49,6 @@ logger.info({ address: config.REQUEST_LOG_LISTEN_ADDR, port, metrics_port: metri
 
 const lifecycle = onShutdownSignal(logger, config.REQUEST_LOG_SHUTDOWN_GRACE_MS + 5_000, async () => {
   catalogFile.close();
-  await requestLog.grpc.shutdown(config.REQUEST_LOG_SHUTDOWN_GRACE_MS);
-  await requestLog.stop();
-  await drainNats(nc, 2_000);
-  await metrics.close();
+  await stopConsumingService(requestLog, nc, config.REQUEST_LOG_SHUTDOWN_GRACE_MS, metrics);
   await pool.end();
 });

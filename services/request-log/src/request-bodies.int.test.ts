@@ -6,25 +6,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { loadCatalog } from '@gateway/catalog';
-import { callUnary, createClient } from '@gateway/grpc';
+import { callUnary } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { bodiesNames, encodeRequestBodies, encodeUsageEvent, ensureUsageStream, refusedNames } from '@gateway/messaging';
+import { bodiesNames, encodeRequestBodies, encodeUsageEvent } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
-import {
-  type GetRequestRequest,
-  type GetRequestResponseOutput,
-  loadGatewayGrpc,
-  type RequestBodies,
-  type RequestLogServiceClient,
-  type UsageEvent,
-} from '@gateway/proto';
-import { createTestDatabase, eventually, natsServers, natsUrl, TEST_USAGE_STREAM_MAX_BYTES, type TestDatabase } from '@gateway/testing';
-import { connect, type NatsConnection } from 'nats';
-import pg from 'pg';
+import type { GetRequestRequest, GetRequestResponseOutput, RequestBodies, RequestLogServiceClient, UsageEvent } from '@gateway/proto';
+import { eventually } from '@gateway/testing';
+import type { NatsConnection } from 'nats';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, type RequestLogServer } from './app.js';
-import { migrate } from './migrations.js';
+import type { RequestLogServer } from './app.js';
 import { DAY_MS, dayOf, listPartitions } from './partitions.js';
+import { createTestRequestLogDatabase, startTestRequestLog, type TestRequestLog, type TestRequestLogDatabase } from './testing/request-log-service.js';
 
 const logger = createLogger('request-bodies-test', 'silent');
 const id = randomUUID().replaceAll('-', '');
@@ -32,9 +25,10 @@ const names = { stream: `RB_TEST_${id.slice(0, 20)}`, subject: `rb${id}.usage.v1
 const bodiesStream = bodiesNames(names.stream);
 const KEY = 'key_AAAAAAAAAAAAAAAA';
 
-let database: TestDatabase;
+let reqlogDatabase: TestRequestLogDatabase;
 let pool: pg.Pool;
 let nc: NatsConnection;
+let service: TestRequestLog;
 let server: RequestLogServer;
 let client: RequestLogServiceClient;
 let clockOffsetMs = 0;
@@ -88,46 +82,26 @@ const requestRowsOf = async (eventId: string) =>
   (await pool.query<{ count: number }>('SELECT count(*)::int AS count FROM request_log WHERE event_id = $1', [eventId])).rows[0]!.count;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: database.url, max: 4 });
-  // Dropping the database at the end ends its idle connections: an error the pool reports, not the test.
-  pool.on('error', () => undefined);
-  await migrate(pool);
-  nc = await connect({ servers: natsServers(await natsUrl()) });
-  await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
-  server = createServer({
+  reqlogDatabase = await createTestRequestLogDatabase(4);
+  ({ pool } = reqlogDatabase);
+  service = await startTestRequestLog({
     pool,
-    nc,
     catalog: loadCatalog(),
     logger,
     registry,
-    retentionDays: 30,
     bodyRetentionDays: 7,
     aheadDays: 1,
-    maintenanceIntervalMs: 3_600_000,
-    batchRows: 50,
-    batchDelayMs: 20,
     now: () => Date.now() + clockOffsetMs,
     ...names,
-    maxBytes: TEST_USAGE_STREAM_MAX_BYTES,
     bodiesMaxBytes: 8 * 1024 * 1024,
     durableName: `request-log-${id}`,
-    backoffMs: [1_000, 1_000],
   });
-  await server.start();
-  const port = await server.grpc.listen('127.0.0.1:0');
-  client = createClient(loadGatewayGrpc().gateway.request_log.v1.RequestLogService, `127.0.0.1:${port}`) as unknown as RequestLogServiceClient;
+  ({ server, nc, client } = service);
 }, 60_000);
 
 afterAll(async () => {
-  client?.close();
-  await server?.grpc.shutdown(1_000);
-  await server?.stop();
-  const manager = await nc?.jetstreamManager();
-  for (const stream of [names.stream, refusedNames(names.stream).stream, bodiesStream.stream]) await manager?.streams.delete(stream).catch(() => undefined);
-  await nc?.drain();
-  await pool?.end();
-  await database?.drop();
+  await service?.stop();
+  await reqlogDatabase?.drop();
 }, 30_000);
 
 describe('request bodies', () => {

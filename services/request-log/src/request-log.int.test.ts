@@ -7,37 +7,26 @@
  */
 import { randomUUID } from 'node:crypto';
 import { costPicoUsd, loadCatalog, pricingOf } from '@gateway/catalog';
-import { callUnary, createClient, GatewayError } from '@gateway/grpc';
+import { callUnary, GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { bodiesNames, encodeUsageEvent, encodeUsageEventBatch, ensureUsageStream, refusedNames } from '@gateway/messaging';
+import { encodeUsageEvent, encodeUsageEventBatch, refusedNames } from '@gateway/messaging';
 import { prometheus } from '@gateway/observability';
-import {
-  type GetRequestRequest,
-  type GetRequestResponseOutput,
-  loadGatewayGrpc,
-  type RequestLogServiceClient,
-  type RequestRecordOutput,
-  type SearchRequestsRequest,
-  type SearchRequestsResponseOutput,
-  type UsageEvent,
+import type {
+  GetRequestRequest,
+  GetRequestResponseOutput,
+  RequestLogServiceClient,
+  RequestRecordOutput,
+  SearchRequestsRequest,
+  SearchRequestsResponseOutput,
+  UsageEvent,
 } from '@gateway/proto';
-import {
-  createTestDatabase,
-  eventually,
-  natsServers,
-  natsUrl,
-  rejectedWith,
-  startTcpProxy,
-  TEST_USAGE_STREAM_MAX_BYTES,
-  type TcpProxy,
-  type TestDatabase,
-} from '@gateway/testing';
-import { connect, type NatsConnection } from 'nats';
+import { eventually, rejectedWith, startTcpProxy, type TcpProxy, type TestDatabase } from '@gateway/testing';
+import type { NatsConnection } from 'nats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, type RequestLogServer } from './app.js';
-import { migrate } from './migrations.js';
+import type { RequestLogServer } from './app.js';
 import { DAY_MS, dayOf, listPartitions, partitionName, SEARCHED_COLUMNS_STATISTICS } from './partitions.js';
+import { createTestRequestLogDatabase, startTestRequestLog, type TestRequestLog, type TestRequestLogDatabase } from './testing/request-log-service.js';
 
 const logger = createLogger('request-log-test', 'silent');
 const catalog = loadCatalog();
@@ -47,11 +36,13 @@ const KEY_A = 'key_AAAAAAAAAAAAAAAA';
 const KEY_B = 'key_BBBBBBBBBBBBBBBB';
 const TEAM = 'team_TTTTTTTTTTTTTTTT';
 
+let reqlogDatabase: TestRequestLogDatabase;
 let database: TestDatabase;
 let pool: pg.Pool;
 let proxy: TcpProxy;
 let proxyPort = 0;
 let nc: NatsConnection;
+let service: TestRequestLog;
 let server: RequestLogServer;
 let client: RequestLogServiceClient;
 let clockOffsetMs = 0;
@@ -111,7 +102,8 @@ async function counter(name: string, labels: Record<string, string> = {}): Promi
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
+  reqlogDatabase = await createTestRequestLogDatabase(3);
+  ({ database, pool } = reqlogDatabase);
   const target = new URL(database.url);
   // The service reaches PostgreSQL through a proxy the tests can cut.
   postgresPort = Number(target.port || 5432);
@@ -120,47 +112,25 @@ beforeAll(async () => {
   const proxied = new URL(database.url);
   proxied.hostname = '127.0.0.1';
   proxied.port = String(proxyPort);
-  pool = new pg.Pool({ connectionString: database.url, max: 3 });
-  // The outage test ends this pool's connections too; the next query opens new ones.
-  pool.on('error', () => undefined);
   const servicePool = new pg.Pool({ connectionString: proxied.toString(), max: 4, connectionTimeoutMillis: 2_000 });
   servicePool.on('error', () => undefined);
-  await migrate(servicePool);
-  nc = await connect({ servers: natsServers(await natsUrl()) });
-  await ensureUsageStream(nc, { ...names, maxBytes: TEST_USAGE_STREAM_MAX_BYTES });
-  server = createServer({
+  service = await startTestRequestLog({
     pool: servicePool,
-    nc,
     catalog,
     logger,
     registry,
-    retentionDays: 30,
     aheadDays: 2,
-    maintenanceIntervalMs: 3_600_000,
-    batchRows: 50,
-    batchDelayMs: 20,
     now: () => Date.now() + clockOffsetMs,
     ...names,
-    maxBytes: TEST_USAGE_STREAM_MAX_BYTES,
     durableName: `request-log-${id}`,
-    backoffMs: [1_000, 1_000],
   });
-  await server.start();
-  const port = await server.grpc.listen('127.0.0.1:0');
-  client = createClient(loadGatewayGrpc().gateway.request_log.v1.RequestLogService, `127.0.0.1:${port}`) as unknown as RequestLogServiceClient;
+  ({ server, nc, client } = service);
 }, 60_000);
 
 afterAll(async () => {
-  client?.close();
-  await server?.grpc.shutdown(1_000);
-  await server?.stop();
-  await (await nc?.jetstreamManager())?.streams.delete(names.stream).catch(() => undefined);
-  await (await nc?.jetstreamManager())?.streams.delete(refusedNames(names.stream).stream).catch(() => undefined);
-  await (await nc?.jetstreamManager())?.streams.delete(bodiesNames(names.stream).stream).catch(() => undefined);
-  await nc?.drain();
+  await service?.stop();
   await proxy?.close();
-  await pool?.end();
-  await database?.drop();
+  await reqlogDatabase?.drop();
 }, 30_000);
 
 describe('request log', () => {

@@ -6,6 +6,7 @@
 import { GatewayError } from '@gateway/grpc';
 import type { RequestRecord, SearchRequestsRequestOutput } from '@gateway/proto';
 import type pg from 'pg';
+import type { RequestRow } from './request-record.js';
 
 /** Rows per page when the search names none. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -62,45 +63,16 @@ export function decodeCursor(text: string, sort: string, ascending: boolean): Cu
   return { sort, ascending, value: parts[2], receivedAtMs: parts[3] as number, eventId: parts[4] };
 }
 
-/** A row as the database returns it. */
-type Row = Record<string, unknown> & {
-  received_at: Date;
-  event_id: string;
-  latency_ms: number;
-  cost_pico_usd: string;
-  time_to_first_token_ms: number | null;
-};
+/** A row as the database returns it (bigint as text). */
+type Row = RequestRow;
 
 /** A row as the RequestLogService answers it. */
-export function recordOf(row: Row): RequestRecord {
+export function recordOf({ received_at, cost_pico_usd, time_to_first_token_ms, ...columns }: Row): RequestRecord {
   return {
-    event_id: row.event_id,
-    request_id: row.request_id as string,
-    response_id: row.response_id as string,
-    trace_id: row.trace_id as string,
-    received_at_ms: row.received_at.getTime(),
-    key_id: row.key_id as string,
-    team_id: row.team_id as string,
-    api: row.api as string,
-    requested_model: row.requested_model as string,
-    model_id: row.model_id as string,
-    provider: row.provider as string,
-    deployment_id: row.deployment_id as string,
-    fallback_models: row.fallback_models as string[],
-    fallback_attempts: row.fallback_attempts as number,
-    outcome: row.outcome as string,
-    http_status: row.http_status as number,
-    error_code: row.error_code as string,
-    prompt_tokens: row.prompt_tokens as number,
-    completion_tokens: row.completion_tokens as number,
-    cached_tokens: row.cached_tokens as number,
-    cache_write_tokens: row.cache_write_tokens as number,
-    reasoning_tokens: row.reasoning_tokens as number,
-    cost_pico_usd: String(row.cost_pico_usd),
-    latency_ms: row.latency_ms,
-    ...(row.time_to_first_token_ms === null ? {} : { time_to_first_token_ms: row.time_to_first_token_ms }),
-    stream: row.stream as boolean,
-    user_agent: row.user_agent as string,
+    ...columns,
+    received_at_ms: received_at.getTime(),
+    cost_pico_usd: String(cost_pico_usd),
+    ...(time_to_first_token_ms === null ? {} : { time_to_first_token_ms }),
   };
 }
 
