@@ -33,6 +33,11 @@ export function chunksOf(events: ProviderStreamEvent[]): ChatChunk[] {
   return events.flatMap((event) => (event.type === 'chunk' ? [event.chunk] : []));
 }
 
+/** The text the first choice of `chunks` carries, joined. */
+export function textOf(chunks: ChatChunk[]): string {
+  return chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('');
+}
+
 /** The GatewayError the gRPC boundary would send for a call that failed with an UpstreamError. */
 export async function gatewayErrorOf(promise: Promise<unknown>): Promise<GatewayError> {
   const error = await promise.then(

@@ -133,6 +133,13 @@ export class ProviderUnderTest<P extends Provider> {
     expect(error.message).toContain(upstreamMessage);
   }
 
+  /** A rate limit (`reply`), whole or streamed: retryable RESOURCE_EXHAUSTED `upstream_rate_limited`, asking for a wait of `retryAfterMs`; returns the failure. */
+  async expectRateLimited(reply: Responder, retryAfterMs: number, call: 'complete' | 'stream' = 'complete'): Promise<GatewayError> {
+    const limited = await this.failureOf(reply, call);
+    expect(limited).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs });
+    return limited;
+  }
+
   /** An upstream message that echoes our key reaches the caller with the key redacted; returns the failure. */
   async expectKeyRedacted(reply: Responder, key: string): Promise<GatewayError> {
     const echoed = await this.failureOf(reply);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replayRaw, replaySse, anthropicModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
-import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
 import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { UpstreamError } from '../upstream-error.js';
@@ -239,7 +239,7 @@ describe('AnthropicProvider: streams', () => {
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === under.model.id)).toBe(true);
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(textOf(chunks)).toBe('Hello! How can I help?');
     expect(
       chunks.filter((chunk) => chunk.choices?.[0]?.finish_reason !== 'FINISH_REASON_UNSPECIFIED').map((chunk) => chunk.choices?.[0]?.finish_reason),
     ).toEqual(['FINISH_REASON_STOP']);
@@ -261,7 +261,7 @@ describe('AnthropicProvider: streams', () => {
   it('streams tool_use blocks as OpenAI tool-call deltas whose fragments reassemble to the arguments', async () => {
     const events = await under.streamWith(replaySse(fixture('stream-tool-use.sse')));
     const chunks = chunksOf(events);
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Okay, let me check the weather.');
+    expect(textOf(chunks)).toBe('Okay, let me check the weather.');
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas[0]).toEqual({ index: 0, id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', type: 'function', function: { name: 'get_weather', arguments: '' } });
     expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"location":' } });
@@ -302,11 +302,7 @@ describe('AnthropicProvider: streams', () => {
   it('fails on an overloaded error event mid-stream as retryable, and on an event that is not JSON', async () => {
     const { events: received, failure } = await under.drainWith(replaySse(fixture('stream-error.sse')));
     expect(failure).toMatchObject({ kind: 'stream_error', status: 529, retryable: true });
-    expect(
-      chunksOf(received)
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-        .join(''),
-    ).toBe('Let me think');
+    expect(textOf(chunksOf(received))).toBe('Let me think');
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
     expect(
       await gatewayErrorOf(
@@ -333,16 +329,8 @@ describe('AnthropicProvider: upstream failures', () => {
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with its retry-after, whole and streamed', async () => {
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }))).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      reason: 'upstream_rate_limited',
-      retryable: true,
-      retryAfterMs: 7000,
-    });
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 'stream')).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      retryAfterMs: 3000,
-    });
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }), 7000);
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 3000, 'stream');
   });
 
   it('maps 500, 529 overloaded and a malformed body to retryable UNAVAILABLE', async () => {

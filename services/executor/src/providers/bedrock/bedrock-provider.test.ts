@@ -17,7 +17,7 @@ import {
   bedrockModel,
   providerFixture,
 } from '@gateway/testing';
-import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
 import type { ProviderContext } from '../provider.js';
 import { BedrockProvider } from './bedrock-provider.js';
 import { contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
@@ -299,7 +299,7 @@ describe('BedrockProvider: streamed answers (AWS event stream)', () => {
     expect(bedrock.fake.requests[0]!.headers.accept).toBe('application/vnd.amazon.eventstream');
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(textOf(chunks)).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(events.at(-1)).toEqual({ type: 'usage', usage: expect.objectContaining({ prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 }) });
   });

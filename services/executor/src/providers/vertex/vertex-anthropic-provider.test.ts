@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replaySse, vertexAnthropicModel, providerFixture } from '@gateway/testing';
-import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
 import { expectRetryableUnavailable } from '../../testing/provider-under-test.js';
 import { useVertexUnderTest } from '../../testing/fake-google-auth.js';
 import { VertexAnthropicProvider } from './vertex-anthropic-provider.js';
@@ -96,11 +96,7 @@ describe('VertexAnthropicProvider: answers', () => {
 
   it('streams text, thinking ended by its signature, and tool calls', async () => {
     const text = await under.streamWith(gated(replaySse(anthropic('stream-text.sse'))));
-    expect(
-      chunksOf(text)
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-        .join(''),
-    ).not.toBe('');
+    expect(textOf(chunksOf(text))).not.toBe('');
     expect(text.at(-1)?.type).toBe('usage');
     const thinking = chunksOf(await under.streamWith(gated(replaySse(anthropic('stream-thinking.sse')))));
     expect(thinking.map((chunk) => chunk.choices?.[0]?.delta?.thinking_signature).filter(Boolean)).toEqual([SIGNATURE]);
@@ -122,12 +118,8 @@ describe('VertexAnthropicProvider: upstream failures in either envelope', () => 
 
   it("maps Vertex's 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with its Retry-After, whole and streamed", async () => {
     for (const call of ['complete', 'stream'] as const) {
-      expect(await under.failureOf(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '4' })), call)).toMatchObject({
-        code: GrpcStatus.RESOURCE_EXHAUSTED,
-        retryable: true,
-        retryAfterMs: 4_000,
-        provider: 'vertex-anthropic',
-      });
+      const limited = await under.expectRateLimited(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '4' })), 4_000, call);
+      expect(limited.provider).toBe('vertex-anthropic');
     }
   });
 
