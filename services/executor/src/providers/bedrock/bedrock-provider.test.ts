@@ -29,7 +29,7 @@ import {
 } from '../../testing/provider-calls.js';
 import type { ProviderContext } from '../provider.js';
 import { BedrockProvider } from './bedrock-provider.js';
-import { contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
+import { bedrockError, contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
 
 const CREDENTIALS = { accessKeyId: 'AKIAFAKEBEDROCKTEST1', secretAccessKey: 'fake-secret-0123456789abcdefghijklmnopqrstuv' };
 const API_KEY_ENV = 'FAKE_BEDROCK_API_KEY';
@@ -341,31 +341,28 @@ function drainStream(reply: BedrockReply) {
 }
 
 describe('BedrockProvider: errors mapped to the gateway rules', () => {
-  const error = (status: number, errorType: string, message: string, headers?: Record<string, string>): BedrockReply => ({
-    kind: 'error',
-    status,
-    errorType,
-    message,
-    ...(headers ? { headers } : {}),
-  });
-
   it('ValidationException: 400 to the caller with Bedrock message', async () => {
-    const failure = await gatewayErrorOf(complete(error(400, 'ValidationException', 'The model returned the following errors: max_tokens: 99999999 > 64000')));
+    const failure = await gatewayErrorOf(
+      complete(bedrockError(400, 'ValidationException', 'The model returned the following errors: max_tokens: 99999999 > 64000')),
+    );
     expect(failure).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
     expect(failure.message).toContain('max_tokens: 99999999 > 64000');
   });
 
   it('ThrottlingException and ServiceQuotaExceededException: rate limited, retryable, with the retry-after', async () => {
     const throttled = await gatewayErrorOf(
-      complete(error(429, 'ThrottlingException', 'Too many requests, please wait before trying again.', { 'retry-after': '3' })),
+      complete(bedrockError(429, 'ThrottlingException', 'Too many requests, please wait before trying again.', { 'retry-after': '3' })),
     );
     expect(throttled).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 3000 });
-    const quota = await gatewayErrorOf(complete(error(400, 'ServiceQuotaExceededException', 'Too many tokens per day.')));
+    const quota = await gatewayErrorOf(complete(bedrockError(400, 'ServiceQuotaExceededException', 'Too many tokens per day.')));
     expect(quota).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true });
   });
 
   it('ServiceUnavailableException and ModelNotReadyException (sent as 429): unavailable, retryable', async () => {
-    for (const reply of [error(503, 'ServiceUnavailableException', 'Service unavailable.'), error(429, 'ModelNotReadyException', 'Model is not ready.')]) {
+    for (const reply of [
+      bedrockError(503, 'ServiceUnavailableException', 'Service unavailable.'),
+      bedrockError(429, 'ModelNotReadyException', 'Model is not ready.'),
+    ]) {
       expect(await gatewayErrorOf(complete(reply))).toMatchObject({
         code: GrpcStatus.UNAVAILABLE,
         reason: 'upstream_error',
@@ -376,9 +373,11 @@ describe('BedrockProvider: errors mapped to the gateway rules', () => {
   });
 
   it('AccessDeniedException and ResourceNotFoundException: the gateway configuration is rejected, not retried', async () => {
-    const denied = await gatewayErrorOf(complete(error(403, 'AccessDeniedException', "You don't have access to the model with the specified model ID.")));
+    const denied = await gatewayErrorOf(
+      complete(bedrockError(403, 'AccessDeniedException', "You don't have access to the model with the specified model ID.")),
+    );
     expect(denied).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false });
-    const missing = await gatewayErrorOf(complete(error(404, 'ResourceNotFoundException', 'Model not found.')));
+    const missing = await gatewayErrorOf(complete(bedrockError(404, 'ResourceNotFoundException', 'Model not found.')));
     expect(missing).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected' });
   });
 
