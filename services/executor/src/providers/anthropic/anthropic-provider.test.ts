@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replayRaw, replaySse, anthropicModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
 import { chunksOf, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
-import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
-import { UpstreamError } from '../upstream-error.js';
 import { AnthropicProvider } from './anthropic-provider.js';
 
 const fixture = (name: string) => providerFixture('anthropic', name);
@@ -168,14 +167,11 @@ describe('AnthropicProvider: requests it sends', () => {
         { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Par' } }] },
       ],
     });
-    const error = await under.provider.complete(request, contextOf()).then(
-      () => undefined,
-      (failure: unknown) => failure,
-    );
-    expect(error).toBeInstanceOf(GatewayError);
-    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'messages[1].tool_calls[0].function.arguments' });
-    expect(error).not.toBeInstanceOf(UpstreamError);
-    expect(under.upstream.requests).toHaveLength(0);
+    await under.expectRefusedBeforeCall(request, {
+      code: GrpcStatus.INVALID_ARGUMENT,
+      reason: 'invalid_request',
+      param: 'messages[1].tool_calls[0].function.arguments',
+    });
   });
 });
 
@@ -334,13 +330,13 @@ describe('AnthropicProvider: upstream failures', () => {
   });
 
   it('maps 500, 529 overloaded and a malformed body to retryable UNAVAILABLE', async () => {
-    for (const [status, name] of [
-      [500, 'error-500.json'],
-      [529, 'error-529.json'],
-    ] as const) {
-      await expectRetryableUnavailable(under.failureOf(replayJson(status, fixture(name))), status);
-    }
-    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
+    await under.expectServerFailuresRetryable(
+      [
+        [500, fixture('error-500.json')],
+        [529, fixture('error-529.json')],
+      ],
+      fixture('malformed.txt'),
+    );
   });
 
   it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {

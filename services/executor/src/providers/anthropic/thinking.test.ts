@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput, MessageOutput } from '@gateway/proto';
 import { replayJson, replaySse, anthropicModel, providerFixture } from '@gateway/testing';
 import { assistantTurnWithThinking, chunksOf, simpleRequest, THINKING_SIGNATURE } from '../../testing/provider-calls.js';
@@ -75,13 +75,11 @@ describe('AnthropicProvider: extended thinking in requests', () => {
   });
 
   it('refuses enabled thinking without a budget before calling the upstream', async () => {
-    const error = await under.provider.complete(simpleRequest({ thinking: { type: 'enabled' } }), contextOf()).then(
-      () => undefined,
-      (failure: unknown) => failure,
-    );
-    expect(error).toBeInstanceOf(GatewayError);
-    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'thinking.budget_tokens' });
-    expect(under.upstream.requests).toHaveLength(0);
+    await under.expectRefusedBeforeCall(simpleRequest({ thinking: { type: 'enabled' } }), {
+      code: GrpcStatus.INVALID_ARGUMENT,
+      reason: 'invalid_request',
+      param: 'thinking.budget_tokens',
+    });
   });
 });
 

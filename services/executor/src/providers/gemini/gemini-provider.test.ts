@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replayRaw, replaySse, geminiModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
 import { chunksOf, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
-import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { GeminiProvider } from './gemini-provider.js';
 
@@ -235,15 +235,7 @@ describe('GeminiProvider: requests it sends', () => {
         'messages[0].content[0].image_url.url',
       ],
     ];
-    for (const [extra, param] of cases) {
-      const error = await under.provider.complete(simpleRequest(extra), contextOf()).then(
-        () => undefined,
-        (failure: unknown) => failure,
-      );
-      expect(error).toBeInstanceOf(GatewayError);
-      expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param });
-    }
-    expect(under.upstream.requests).toHaveLength(0);
+    for (const [extra, param] of cases) await under.expectRefusedBeforeCall(simpleRequest(extra), { code: GrpcStatus.INVALID_ARGUMENT, param });
   });
 });
 
@@ -385,13 +377,13 @@ describe('GeminiProvider: upstream failures', () => {
   });
 
   it('maps 500, 503 UNAVAILABLE and a malformed body to retryable UNAVAILABLE', async () => {
-    for (const [status, name] of [
-      [500, 'error-500.json'],
-      [503, 'error-503.json'],
-    ] as const) {
-      await expectRetryableUnavailable(under.failureOf(replayJson(status, fixture(name))), status);
-    }
-    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
+    await under.expectServerFailuresRetryable(
+      [
+        [500, fixture('error-500.json')],
+        [503, fixture('error-503.json')],
+      ],
+      fixture('malformed.txt'),
+    );
   });
 
   it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {

@@ -341,8 +341,7 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
-    await expectRetryableUnavailable(under.failureOf(replayJson(500, fixture('error-500.json'))), 500);
-    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
+    await under.expectServerFailuresRetryable([[500, fixture('error-500.json')]], fixture('malformed.txt'));
     const closed = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     const baseUrl = closed.baseUrl;
     await closed.close();
