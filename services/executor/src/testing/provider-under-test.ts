@@ -134,15 +134,18 @@ export class ProviderUnderTest<P extends Provider> {
     expect(error.message).toContain(upstreamMessage);
   }
 
-  /** A request the adapter refuses before any call: a GatewayError of its own (no UpstreamError) matching `expected`, and no request upstream. */
-  async expectRefusedBeforeCall(request: ChatRequestOutput, expected: Record<string, unknown>): Promise<void> {
+  /**
+   * A request the adapter refuses before any call: its own INVALID_ARGUMENT (no UpstreamError)
+   * naming `param`, for `reason` when given, and no request upstream.
+   */
+  async expectRefusedBeforeCall(request: ChatRequestOutput, param: string, reason?: string): Promise<void> {
     const error = await this.provider.complete(request, this.contextOf()).then(
       () => undefined,
       (failure: unknown) => failure,
     );
     expect(error).toBeInstanceOf(GatewayError);
     expect(error).not.toBeInstanceOf(UpstreamError);
-    expect(error).toMatchObject(expected);
+    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param, ...(reason === undefined ? {} : { reason }) });
     expect(this.upstream.requests).toHaveLength(0);
   }
 

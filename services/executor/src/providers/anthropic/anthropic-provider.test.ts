@@ -167,11 +167,7 @@ describe('AnthropicProvider: requests it sends', () => {
         { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Par' } }] },
       ],
     });
-    await under.expectRefusedBeforeCall(request, {
-      code: GrpcStatus.INVALID_ARGUMENT,
-      reason: 'invalid_request',
-      param: 'messages[1].tool_calls[0].function.arguments',
-    });
+    await under.expectRefusedBeforeCall(request, 'messages[1].tool_calls[0].function.arguments', 'invalid_request');
   });
 });
 

@@ -235,7 +235,7 @@ describe('GeminiProvider: requests it sends', () => {
         'messages[0].content[0].image_url.url',
       ],
     ];
-    for (const [extra, param] of cases) await under.expectRefusedBeforeCall(simpleRequest(extra), { code: GrpcStatus.INVALID_ARGUMENT, param });
+    for (const [extra, param] of cases) await under.expectRefusedBeforeCall(simpleRequest(extra), param);
   });
 });
 
