@@ -1,61 +1,47 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GatewayError, GrpcStatus, Metadata, type GatewayServer } from '@gateway/grpc';
+import { describe, expect, it } from 'vitest';
+import { GatewayError, GrpcStatus, Metadata } from '@gateway/grpc';
 import { prometheus } from '@gateway/observability';
-import type { ChatRequest, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput, ExecutorServiceClient } from '@gateway/proto';
-import { UpstreamPools } from './providers/upstream-pools.js';
+import type { ChatRequest, ExecuteRequest, ExecuteResponseOutput, ExecuteStreamEventOutput } from '@gateway/proto';
 import {
   replayJson,
   replaySse,
   startFakeUpstream,
   type FakeUpstream,
-  catalogOf,
   openAiCompatibleModel,
   simulatedModel,
   TEST_KEY,
-  TEST_KEY_ENV,
   fixture,
   providerFixture,
 } from '@gateway/testing';
-import { startExecutor } from './testing/executor-calls.js';
+import { useExecutor } from './testing/executor-under-test.js';
 
 let upstream: FakeUpstream;
-let pools: UpstreamPools;
-let server: GatewayServer;
-let client: ExecutorServiceClient;
 let registry: prometheus.Registry;
 
-beforeAll(async () => {
+const executor = useExecutor(async () => {
   upstream = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
-  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 5000, idleMs: 5000 });
   registry = new prometheus.Registry();
-  const catalog = catalogOf([
-    simulatedModel(),
-    simulatedModel({ id: 'sim-paced', simulation: { time_to_first_token_ms: 0, tokens_per_second: 200 } }),
-    openAiCompatibleModel(upstream.baseUrl),
-    openAiCompatibleModel(upstream.baseUrl, {
-      id: 'switched-off',
-      upstream: { model: 'gpt-4o', base_url: upstream.baseUrl, api_key_env: 'UNSET_KEY_VARIABLE' },
-    }),
-    {
-      ...simulatedModel(),
-      id: 'claude-test',
-      provider: 'anthropic',
-      upstream: { model: 'claude-sonnet', base_url: new URL(upstream.baseUrl).origin, api_key_env: 'ANTHROPIC_TEST_KEY' },
-    },
-  ]);
-  ({ server, client } = await startExecutor({
-    catalog,
-    environment: { [TEST_KEY_ENV]: TEST_KEY, ANTHROPIC_TEST_KEY: 'sk-ant-test' },
+  return {
+    models: [
+      simulatedModel(),
+      simulatedModel({ id: 'sim-paced', simulation: { time_to_first_token_ms: 0, tokens_per_second: 200 } }),
+      openAiCompatibleModel(upstream.baseUrl),
+      openAiCompatibleModel(upstream.baseUrl, {
+        id: 'switched-off',
+        upstream: { model: 'gpt-4o', base_url: upstream.baseUrl, api_key_env: 'UNSET_KEY_VARIABLE' },
+      }),
+      {
+        ...simulatedModel(),
+        id: 'claude-test',
+        provider: 'anthropic',
+        upstream: { model: 'claude-sonnet', base_url: new URL(upstream.baseUrl).origin, api_key_env: 'ANTHROPIC_TEST_KEY' },
+      },
+    ],
+    timeouts: { connectMs: 1000, firstByteMs: 5000, idleMs: 5000 },
+    environment: { ANTHROPIC_TEST_KEY: 'sk-ant-test' },
     registry,
-    pools,
-  }));
-});
-
-afterAll(async () => {
-  client.close();
-  await server.shutdown(1000);
-  await pools.close(100);
-  await upstream.close();
+    started: [upstream],
+  };
 });
 
 function chatRequest(text: string, extra: Partial<ChatRequest> = {}): ChatRequest {
@@ -74,7 +60,7 @@ function metadata(): Metadata {
 
 function complete(request: ExecuteRequest): Promise<ExecuteResponseOutput> {
   return new Promise((resolve, reject) => {
-    client.Complete(request, metadata(), { deadline: Date.now() + 10_000 }, (error, response) =>
+    executor.client.Complete(request, metadata(), { deadline: Date.now() + 10_000 }, (error, response) =>
       error ? reject(error) : resolve(response as ExecuteResponseOutput),
     );
   });
@@ -84,7 +70,7 @@ function complete(request: ExecuteRequest): Promise<ExecuteResponseOutput> {
 function streamComplete(request: ExecuteRequest): Promise<{ events: ExecuteStreamEventOutput[]; error?: GatewayError }> {
   return new Promise((resolve) => {
     const events: ExecuteStreamEventOutput[] = [];
-    const call = client.StreamComplete(request, metadata(), { deadline: Date.now() + 10_000 });
+    const call = executor.client.StreamComplete(request, metadata(), { deadline: Date.now() + 10_000 });
     call.on('data', (event: ExecuteStreamEventOutput) => events.push(event));
     call.on('error', (error) => resolve({ events, error: GatewayError.fromServiceError(error) }));
     call.on('end', () => resolve({ events }));
@@ -211,7 +197,7 @@ describe('ExecutorService over gRPC', () => {
   it('aborts the upstream request when the caller cancels the stream', async () => {
     upstream.respond(replaySse(fixture('stream-text.sse'), { delayMs: 5_000, end: false }));
     const before = upstream.requests.length;
-    const call = client.StreamComplete(executeRequest('fake/gpt-4o-mini', chatRequest('Hi')), metadata(), { deadline: Date.now() + 10_000 });
+    const call = executor.client.StreamComplete(executeRequest('fake/gpt-4o-mini', chatRequest('Hi')), metadata(), { deadline: Date.now() + 10_000 });
     call.on('error', () => {
       /* CANCELLED, expected */
     });

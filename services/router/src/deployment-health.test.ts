@@ -45,6 +45,19 @@ function setup() {
   return { state, clock, health, snapshots };
 }
 
+/**
+ * A replica's report holding sim-pro's deployment open (with `timing`), checked to take sim-pro
+ * out; then the clock `laterMs` on and the health updated.
+ */
+function openedThenLater(timing: { retryAfterMs: number; ttlMs: number }, laterMs: number) {
+  const tested = setup();
+  tested.health.apply(report('a', { 'sim-pro': ['DEPLOYMENT_STATE_OPEN'] }, timing));
+  expect(tested.state.isAvailable('sim-pro')).toBe(false);
+  tested.clock.advance(laterMs);
+  tested.health.update();
+  return tested;
+}
+
 describe('DeploymentHealth', () => {
   it('marks a model unavailable only when no replica has a usable deployment, and pushes it with a retry-after', () => {
     const { state, health, snapshots } = setup();
@@ -65,20 +78,12 @@ describe('DeploymentHealth', () => {
   });
 
   it('lets a model back once its open wait has passed, without waiting for the next report', () => {
-    const { state, clock, health } = setup();
-    health.apply(report('a', { 'sim-pro': ['DEPLOYMENT_STATE_OPEN'] }, { retryAfterMs: 3_000, ttlMs: 60_000 }));
-    expect(state.isAvailable('sim-pro')).toBe(false);
-    clock.advance(3_000);
-    health.update();
+    const { state } = openedThenLater({ retryAfterMs: 3_000, ttlMs: 60_000 }, 3_000);
     expect(state.isAvailable('sim-pro')).toBe(true);
   });
 
   it('forgets a replica whose report expired or that said it is draining', () => {
-    const { state, clock, health } = setup();
-    health.apply(report('a', { 'sim-pro': ['DEPLOYMENT_STATE_OPEN'] }, { retryAfterMs: 30_000, ttlMs: 6_000 }));
-    expect(state.isAvailable('sim-pro')).toBe(false);
-    clock.advance(6_000);
-    health.update();
+    const { state, health } = openedThenLater({ retryAfterMs: 30_000, ttlMs: 6_000 }, 6_000);
     expect(health.replicaCount).toBe(0);
     expect(state.isAvailable('sim-pro')).toBe(true);
     health.apply(report('b', { 'sim-pro': ['DEPLOYMENT_STATE_OPEN'] }, { retryAfterMs: 30_000 }));

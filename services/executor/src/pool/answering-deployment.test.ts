@@ -4,60 +4,34 @@
  * upstreams: a model's first deployment answering 503 and its second answering, so that a failover
  * is answered by the second, and a simulated model answering in-process.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GatewayServer } from '@gateway/grpc';
-import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
-import {
-  catalogOf,
-  fixture,
-  openAiCompatibleModel,
-  replayJson,
-  replaySse,
-  simulatedModel,
-  startFakeUpstream,
-  TEST_KEY,
-  TEST_KEY_ENV,
-  type FakeUpstream,
-  type Responder,
-} from '@gateway/testing';
-import { DEFAULT_BREAKER } from '../app.js';
-import { UpstreamPools } from '../providers/upstream-pools.js';
-import { completeOn, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
-import { DeploymentPool } from './deployment-pool.js';
+import { describe, expect, it } from 'vitest';
+import type { ExecuteRequest } from '@gateway/proto';
+import { fixture, openAiCompatibleModel, replayJson, replaySse, simulatedModel, startFakeUpstream, type FakeUpstream, type Responder } from '@gateway/testing';
+import { completeOn, streamCompleteOn } from '../testing/executor-calls.js';
+import { upstreamAt, useExecutor } from '../testing/executor-under-test.js';
 
 let failing: FakeUpstream;
 let answering: FakeUpstream;
-let pools: UpstreamPools;
-let deployments: DeploymentPool;
-let server: GatewayServer;
-let client: ExecutorServiceClient;
 
 /** Answers whole or streamed, as the request asks. */
 const answer: Responder = (request, response) =>
   (request.body.stream ? replaySse(fixture('stream-text.sse')) : replayJson(200, fixture('chat-completion.json')))(request, response);
 
-beforeAll(async () => {
+const executor = useExecutor(async () => {
   [failing, answering] = await Promise.all([startFakeUpstream(replayJson(503, fixture('error-500.json'))), startFakeUpstream(answer)]);
-  pools = new UpstreamPools({ connectMs: 1_000, firstByteMs: 2_000, idleMs: 2_000 });
-  const deployment = (baseUrl: string) => ({ model: 'gpt-4o-mini', base_url: baseUrl, api_key_env: TEST_KEY_ENV });
-  const catalog = catalogOf([
-    simulatedModel(),
-    openAiCompatibleModel(answering.baseUrl, { id: 'one-deployment' }),
-    // Its own upstream (deployment 0) fails; deployment 1 answers.
-    openAiCompatibleModel(failing.baseUrl, { id: 'failover', deployments: [deployment(answering.baseUrl)] }),
-  ]);
-  const environment = { [TEST_KEY_ENV]: TEST_KEY };
-  // A breaker that never opens within the test: each request tries the failing deployment first.
-  deployments = new DeploymentPool(catalog.models, environment, { ...DEFAULT_BREAKER, consecutiveFailures: 1_000 });
-  ({ server, client } = await startExecutor({ catalog, environment, pools, deployments, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 100 } }));
-});
-
-afterAll(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  deployments.dispose();
-  await pools.close(100);
-  await Promise.all([failing.close(), answering.close()]);
+  return {
+    models: [
+      simulatedModel(),
+      openAiCompatibleModel(answering.baseUrl, { id: 'one-deployment' }),
+      // Its own upstream (deployment 0) fails; deployment 1 answers.
+      openAiCompatibleModel(failing.baseUrl, { id: 'failover', deployments: [upstreamAt(answering.baseUrl)] }),
+    ],
+    timeouts: { connectMs: 1_000, firstByteMs: 2_000, idleMs: 2_000 },
+    // A breaker that never opens within the test: each request tries the failing deployment first.
+    breaker: { consecutiveFailures: 1_000 },
+    retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 100 },
+    started: [failing, answering],
+  };
 });
 
 function execute(modelId: string, stream = false): ExecuteRequest {
@@ -73,7 +47,7 @@ function execute(modelId: string, stream = false): ExecuteRequest {
  * first (an unmeasured deployment, or a faster one, is tried before a slow one).
  */
 function failingFirst(): void {
-  const [first, second] = deployments.deploymentsOf('failover');
+  const [first, second] = executor.deployments.deploymentsOf('failover');
   expect(first!.id).toBe(`0:${new URL(failing.baseUrl).origin}`);
   second!.observeLatency(60_000);
 }
@@ -81,8 +55,8 @@ function failingFirst(): void {
 describe('the deployment an answer names', () => {
   it('is the only deployment of a model, whole and streamed', async () => {
     const origin = new URL(answering.baseUrl).origin;
-    expect((await completeOn(client, execute('one-deployment'))).deployment_id).toBe(`0:${origin}`);
-    const { events, error } = await streamCompleteOn(client, execute('one-deployment', true));
+    expect((await completeOn(executor.client, execute('one-deployment'))).deployment_id).toBe(`0:${origin}`);
+    const { events, error } = await streamCompleteOn(executor.client, execute('one-deployment', true));
     expect(error).toBeUndefined();
     expect(events.find((event) => event.start)?.start?.deployment_id).toBe(`0:${origin}`);
     expect(events.at(-1)?.end?.deployment_id).toBe(`0:${origin}`);
@@ -92,12 +66,12 @@ describe('the deployment an answer names', () => {
     const second = `1:${new URL(answering.baseUrl).origin}`;
     failingFirst();
     const before = failing.requests.length;
-    const whole = await completeOn(client, execute('failover'));
+    const whole = await completeOn(executor.client, execute('failover'));
     expect(failing.requests.length).toBe(before + 1);
     expect(whole).toMatchObject({ model_id: 'failover', provider: 'openai-compatible', deployment_id: second });
 
     failingFirst();
-    const { events, error } = await streamCompleteOn(client, execute('failover', true));
+    const { events, error } = await streamCompleteOn(executor.client, execute('failover', true));
     expect(error).toBeUndefined();
     expect(failing.requests.length).toBe(before + 2);
     expect(events.find((event) => event.start)?.start?.deployment_id).toBe(second);
@@ -105,6 +79,6 @@ describe('the deployment an answer names', () => {
   });
 
   it('is in-process for a simulated model', async () => {
-    expect((await completeOn(client, execute('sim-fast'))).deployment_id).toBe('0:in-process');
+    expect((await completeOn(executor.client, execute('sim-fast'))).deployment_id).toBe('0:in-process');
   });
 });

@@ -2,36 +2,17 @@
  * Failure handling before the first byte, through the real gRPC server and the fake upstream:
  * retries with backoff and retry hints, the breaker, fallbacks, and cancellation of retries.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { GrpcStatus, type GatewayServer } from '@gateway/grpc';
-import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
-import { DEFAULT_BREAKER } from '../app.js';
-import { UpstreamPools } from '../providers/upstream-pools.js';
-import {
-  replayJson,
-  replaySse,
-  startFakeUpstream,
-  type FakeUpstream,
-  type Responder,
-  catalogOf,
-  openAiCompatibleModel,
-  simulatedModel,
-  TEST_KEY,
-  TEST_KEY_ENV,
-  fixture,
-} from '@gateway/testing';
-import { DeploymentPool } from './deployment-pool.js';
-import { completeOn, failureOf, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { GrpcStatus } from '@gateway/grpc';
+import type { ExecuteRequest } from '@gateway/proto';
+import { replayJson, replaySse, startFakeUpstream, type FakeUpstream, type Responder, openAiCompatibleModel, simulatedModel, fixture } from '@gateway/testing';
+import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
+import { upstreamAt, useExecutor } from '../testing/executor-under-test.js';
 
 const OPEN_MS = 400;
 let primary: FakeUpstream;
 let secondary: FakeUpstream;
-let pools: UpstreamPools;
-let server: GatewayServer;
-let client: ExecutorServiceClient;
-let deployments: DeploymentPool;
 
-const environment = { [TEST_KEY_ENV]: TEST_KEY };
 const failing = replayJson(503, fixture('error-500.json'));
 const answering = replayJson(200, fixture('chat-completion.json'));
 
@@ -41,25 +22,25 @@ function failTimes(count: number, failure: Responder, then: Responder = answerin
   return (request, response) => (seen++ < count ? failure(request, response) : then(request, response));
 }
 
-beforeAll(async () => {
+const executor = useExecutor(async () => {
   [primary, secondary] = await Promise.all([
     startFakeUpstream(replayJson(200, fixture('chat-completion.json'))),
     startFakeUpstream(replayJson(200, fixture('chat-completion.json'))),
   ]);
-  pools = new UpstreamPools({ connectMs: 1000, firstByteMs: 5000, idleMs: 5000 });
-  const catalog = catalogOf([
-    simulatedModel(),
-    openAiCompatibleModel(primary.baseUrl, { id: 'fake/one' }),
-    openAiCompatibleModel(primary.baseUrl, { id: 'fake/two', deployments: [{ model: 'gpt-4o-mini', base_url: secondary.baseUrl, api_key_env: TEST_KEY_ENV }] }),
-  ]);
-  deployments = new DeploymentPool(catalog.models, environment, { ...DEFAULT_BREAKER, consecutiveFailures: 3, openMs: OPEN_MS, maxOpenMs: OPEN_MS });
-  ({ server, client } = await startExecutor({
-    catalog,
-    environment,
-    pools,
-    deployments,
+  return {
+    models: [
+      simulatedModel(),
+      openAiCompatibleModel(primary.baseUrl, { id: 'fake/one' }),
+      openAiCompatibleModel(primary.baseUrl, {
+        id: 'fake/two',
+        deployments: [upstreamAt(secondary.baseUrl)],
+      }),
+    ],
+    timeouts: { connectMs: 1000, firstByteMs: 5000, idleMs: 5000 },
+    breaker: { consecutiveFailures: 3, openMs: OPEN_MS, maxOpenMs: OPEN_MS },
     retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 1_000 },
-  }));
+    started: [primary, secondary],
+  };
 });
 
 afterEach(async () => {
@@ -74,20 +55,12 @@ afterEach(async () => {
   secondary.requests.length = 0;
 });
 
-afterAll(async () => {
-  client.close();
-  await server.shutdown(1000);
-  deployments.dispose();
-  await pools.close(100);
-  await Promise.all([primary.close(), secondary.close()]);
-});
-
 function execute(modelId: string, fallbacks: string[] = [], text = 'Hi'): ExecuteRequest {
   return { request_id: 'req-test', model_id: modelId, fallbacks, request: { model: modelId, messages: [{ role: 'ROLE_USER', text }] } };
 }
 
-const complete = (request: ExecuteRequest, signal?: AbortSignal) => completeOn(client, request, signal);
-const streamComplete = (request: ExecuteRequest) => streamCompleteOn(client, request);
+const complete = (request: ExecuteRequest, signal?: AbortSignal) => completeOn(executor.client, request, signal);
+const streamComplete = (request: ExecuteRequest) => streamCompleteOn(executor.client, request);
 
 describe('retries before the first byte', () => {
   it('retries a retryable failure and answers once the upstream recovers', async () => {
@@ -175,14 +148,14 @@ describe('the circuit breaker', () => {
     expect(refused).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable', retryable: true });
     expect(refused?.retryAfterMs).toBeGreaterThan(0);
     expect(primary.requests).toHaveLength(3);
-    expect(deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_OPEN');
+    expect(executor.deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_OPEN');
 
     primary.respond(answering);
     await new Promise((resolve) => setTimeout(resolve, OPEN_MS));
-    expect(deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_PROBING');
+    expect(executor.deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_PROBING');
     const response = await complete(execute('fake/one'));
     expect(response.model_id).toBe('fake/one');
-    expect(deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_HEALTHY');
+    expect(executor.deployments.health().find((entry) => entry.model_id === 'fake/one')?.state).toBe('DEPLOYMENT_STATE_HEALTHY');
   });
 
   it('skips a model whose breaker is open straight to its fallback', async () => {

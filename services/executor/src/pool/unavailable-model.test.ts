@@ -7,12 +7,10 @@
  * upstream answering 5xx, 429 or 529 on every try.
  */
 import type { ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
-import { GrpcStatus, type GatewayServer } from '@gateway/grpc';
-import type { ExecuteRequest, ExecutorServiceClient } from '@gateway/proto';
-import { DEFAULT_BREAKER } from '../app.js';
-import { UpstreamPools } from '../providers/upstream-pools.js';
+import { GrpcStatus } from '@gateway/grpc';
+import type { ExecuteRequest } from '@gateway/proto';
 import {
   refusedBaseUrl,
   replayJson,
@@ -21,15 +19,12 @@ import {
   type BrokenUpstream,
   type FakeUpstream,
   type Responder,
-  catalogOf,
   openAiCompatibleModel,
   simulatedModel,
-  TEST_KEY,
-  TEST_KEY_ENV,
   fixture,
 } from '@gateway/testing';
-import { DeploymentPool } from './deployment-pool.js';
-import { completeOn, failureOf, startExecutor, streamCompleteOn } from '../testing/executor-calls.js';
+import { completeOn, failureOf, streamCompleteOn } from '../testing/executor-calls.js';
+import { upstreamAt, useExecutor } from '../testing/executor-under-test.js';
 import { UNAVAILABLE_RETRY_AFTER_MS } from './run-with-fallbacks.js';
 
 const MAX_ATTEMPTS = 3;
@@ -63,14 +58,10 @@ let upstream: FakeUpstream;
 let resetting: BrokenUpstream;
 let silent: BrokenUpstream;
 let refused: string;
-let pools: UpstreamPools;
-let deployments: DeploymentPool;
-let server: GatewayServer;
-let client: ExecutorServiceClient;
 
 /** An openai-compatible model at `baseUrl` whose upstream model name is `upstreamModel`. */
 function modelAt(id: string, baseUrl: string, upstreamModel = 'gpt-4o-mini'): CatalogModel {
-  return openAiCompatibleModel(baseUrl, { id, upstream: { model: upstreamModel, base_url: baseUrl, api_key_env: TEST_KEY_ENV } });
+  return openAiCompatibleModel(baseUrl, { id, upstream: upstreamAt(baseUrl, upstreamModel) });
 }
 
 /** A model the fake upstream answers as ANSWERS says for `upstreamModel`. */
@@ -83,67 +74,50 @@ function requestsFor(upstreamModel: string): number {
   return upstream.requests.filter((request) => request.body.model === upstreamModel).length;
 }
 
-beforeAll(async () => {
+const executor = useExecutor(async () => {
   [upstream, resetting, silent, refused] = await Promise.all([
     startFakeUpstream((request, response) => (ANSWERS[String(request.body.model)] ?? replayJson(200, fixture('chat-completion.json')))(request, response)),
     startBrokenUpstream('reset'),
     startBrokenUpstream('silent'),
     refusedBaseUrl(),
   ]);
-  pools = new UpstreamPools({ connectMs: 1_000, firstByteMs: FIRST_BYTE_MS, idleMs: 2_000 });
-  const catalog = catalogOf([
-    simulatedModel(),
-    modelAt('refused/whole', refused),
-    modelAt('refused/stream', refused),
-    modelAt('refused/fallback', refused),
-    modelAt('refused/stream-fallback', refused),
-    modelAt('refused/breaker', refused),
-    modelAt('reset', resetting.baseUrl),
-    modelAt('dns', 'http://nonexistent.invalid/v1'),
-    modelAt('dns/all-unavailable', 'http://nonexistent.invalid/v1'),
-    modelAt('silent', silent.baseUrl),
-    answering('http-500', 'answers-500'),
-    answering('http-503', 'answers-503'),
-    answering('http-529', 'answers-529'),
-    answering('http-429', 'answers-429'),
-    answering('http-503-retry-after', 'answers-503-retry-after'),
-    answering('http-503-all-unavailable', 'answers-503-retry-after'),
-    answering('http-429-retry-after', 'answers-429-retry-after'),
-    answering('malformed', 'answers-malformed'),
-    answering('http-401', 'answers-401'),
-    answering('http-400', 'answers-400'),
-    answering('drops', 'drops-after-first-byte'),
-  ]);
-  const environment = { [TEST_KEY_ENV]: TEST_KEY };
-  deployments = new DeploymentPool(catalog.models, environment, {
-    ...DEFAULT_BREAKER,
-    consecutiveFailures: CONSECUTIVE_FAILURES,
-    openMs: OPEN_MS,
-    maxOpenMs: OPEN_MS,
-  });
-  ({ server, client } = await startExecutor({
-    catalog,
-    environment,
-    pools,
-    deployments,
+  return {
+    models: [
+      simulatedModel(),
+      modelAt('refused/whole', refused),
+      modelAt('refused/stream', refused),
+      modelAt('refused/fallback', refused),
+      modelAt('refused/stream-fallback', refused),
+      modelAt('refused/breaker', refused),
+      modelAt('reset', resetting.baseUrl),
+      modelAt('dns', 'http://nonexistent.invalid/v1'),
+      modelAt('dns/all-unavailable', 'http://nonexistent.invalid/v1'),
+      modelAt('silent', silent.baseUrl),
+      answering('http-500', 'answers-500'),
+      answering('http-503', 'answers-503'),
+      answering('http-529', 'answers-529'),
+      answering('http-429', 'answers-429'),
+      answering('http-503-retry-after', 'answers-503-retry-after'),
+      answering('http-503-all-unavailable', 'answers-503-retry-after'),
+      answering('http-429-retry-after', 'answers-429-retry-after'),
+      answering('malformed', 'answers-malformed'),
+      answering('http-401', 'answers-401'),
+      answering('http-400', 'answers-400'),
+      answering('drops', 'drops-after-first-byte'),
+    ],
+    timeouts: { connectMs: 1_000, firstByteMs: FIRST_BYTE_MS, idleMs: 2_000 },
+    breaker: { consecutiveFailures: CONSECUTIVE_FAILURES, openMs: OPEN_MS, maxOpenMs: OPEN_MS },
     retry: { maxAttempts: MAX_ATTEMPTS, baseDelayMs: 10, maxDelayMs: 1_000 },
-  }));
-});
-
-afterAll(async () => {
-  client.close();
-  await server.shutdown(1_000);
-  deployments.dispose();
-  await pools.close(100);
-  await Promise.all([upstream.close(), resetting.close(), silent.close()]);
+    started: [upstream, resetting, silent],
+  };
 });
 
 function execute(modelId: string, fallbacks: string[] = []): ExecuteRequest {
   return { request_id: 'req-unavailable', model_id: modelId, fallbacks, request: { model: modelId, messages: [{ role: 'ROLE_USER', text: 'Hi' }] } };
 }
 
-const complete = (request: ExecuteRequest, signal?: AbortSignal) => completeOn(client, request, signal);
-const streamComplete = (request: ExecuteRequest) => streamCompleteOn(client, request);
+const complete = (request: ExecuteRequest, signal?: AbortSignal) => completeOn(executor.client, request, signal);
+const streamComplete = (request: ExecuteRequest) => streamCompleteOn(executor.client, request);
 
 const unavailable = { code: GrpcStatus.UNAVAILABLE, reason: 'model_unavailable', retryable: true };
 

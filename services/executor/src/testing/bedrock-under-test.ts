@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
-import { BEDROCK_TEST_REGION, startFakeBedrock, type FakeBedrock } from '@gateway/testing';
+import { BEDROCK_TEST_REGION, startFakeBedrock, type BedrockReply, type FakeBedrock } from '@gateway/testing';
 import { BedrockProvider } from '../providers/bedrock/bedrock-provider.js';
 import type { ProviderContext } from '../providers/provider.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
@@ -50,4 +50,9 @@ export function useBedrockUnderTest(credentials: TestAwsCredentials, apiKey?: { 
 /** The context of a call on `model`: a signal (a fresh one unless given) and the test request id. */
 export function contextOn(model: CatalogModel, signal: AbortSignal = new AbortController().signal): ProviderContext {
   return { model, signal, requestId: 'test-request' };
+}
+
+/** The fake's answer with an AWS error: `status`, its `errorType` (x-amzn-errortype) and `message`, and any `headers`. */
+export function bedrockError(status: number, errorType: string, message: string, headers?: Record<string, string>): BedrockReply {
+  return { kind: 'error', status, errorType, message, ...(headers ? { headers } : {}) };
 }

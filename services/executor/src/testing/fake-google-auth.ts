@@ -13,7 +13,7 @@ import { startFakeGoogleAuth, VERTEX_TEST_CREDENTIALS_ENV, vertexGate, type Fake
 import type { CatalogModel } from '@gateway/catalog';
 import type { Provider } from '../providers/provider.js';
 import { APPLICATION_DEFAULT_CREDENTIALS, GoogleCredentials } from '../providers/vertex/google-credentials.js';
-import type { VertexDependencies } from '../providers/vertex/vertex-provider.js';
+import type { VertexDependencies } from '../providers/vertex/vertex-auth.js';
 import { type ProviderUnderTest, useProviderUnderTest } from './provider-under-test.js';
 
 /** The fake token endpoints of a test file, and what its Vertex adapter is given to reach them. */

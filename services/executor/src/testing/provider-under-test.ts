@@ -4,11 +4,12 @@
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { CatalogModel } from '@gateway/catalog';
-import { type GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import { replayJson, startFakeUpstream, type FakeUpstream, type Responder, PROVIDER_TEST_KEY, PROVIDER_TEST_KEY_ENV, providerFixture } from '@gateway/testing';
 import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import type { EmbeddingBatch, EmbeddingBatchResult, Provider, ProviderContext, ProviderStreamEvent } from '../providers/provider.js';
 import type { HttpProviderDependencies } from '../providers/upstream-http.js';
+import { UpstreamError } from '../providers/upstream-error.js';
 import { UpstreamPools } from '../providers/upstream-pools.js';
 import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest } from './provider-calls.js';
 
@@ -131,6 +132,34 @@ export class ProviderUnderTest<P extends Provider> {
     const error = await this.failureOf(reply);
     expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
     expect(error.message).toContain(upstreamMessage);
+  }
+
+  /**
+   * A request the adapter refuses before any call: its own INVALID_ARGUMENT (no UpstreamError)
+   * naming `param`, for `reason` when given, and no request upstream.
+   */
+  async expectRefusedBeforeCall(request: ChatRequestOutput, param: string, reason?: string): Promise<void> {
+    const error = await this.provider.complete(request, this.contextOf()).then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error).not.toBeInstanceOf(UpstreamError);
+    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param, ...(reason === undefined ? {} : { reason }) });
+    expect(this.upstream.requests).toHaveLength(0);
+  }
+
+  /** Server failures (each status with its body) and a 2xx `malformed` body: each a retryable UNAVAILABLE, with the failure's status. */
+  async expectServerFailuresRetryable(failures: ReadonlyArray<readonly [number, string]>, malformed: string): Promise<void> {
+    for (const [status, body] of failures) await expectRetryableUnavailable(this.failureOf(replayJson(status, body)), status);
+    await expectRetryableUnavailable(this.failureOf(replayJson(200, malformed)));
+  }
+
+  /** A rate limit (`reply`), whole or streamed: retryable RESOURCE_EXHAUSTED `upstream_rate_limited`, asking for a wait of `retryAfterMs`; returns the failure. */
+  async expectRateLimited(reply: Responder, retryAfterMs: number, call: 'complete' | 'stream' = 'complete'): Promise<GatewayError> {
+    const limited = await this.failureOf(reply, call);
+    expect(limited).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs });
+    return limited;
   }
 
   /** An upstream message that echoes our key reaches the caller with the key redacted; returns the failure. */

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replayRaw, replaySse, anthropicModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
-import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { chunksOf, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
+import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
-import { UpstreamError } from '../upstream-error.js';
 import { AnthropicProvider } from './anthropic-provider.js';
 
 const fixture = (name: string) => providerFixture('anthropic', name);
@@ -168,14 +167,7 @@ describe('AnthropicProvider: requests it sends', () => {
         { role: 'ROLE_ASSISTANT', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location": "Par' } }] },
       ],
     });
-    const error = await under.provider.complete(request, contextOf()).then(
-      () => undefined,
-      (failure: unknown) => failure,
-    );
-    expect(error).toBeInstanceOf(GatewayError);
-    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'messages[1].tool_calls[0].function.arguments' });
-    expect(error).not.toBeInstanceOf(UpstreamError);
-    expect(under.upstream.requests).toHaveLength(0);
+    await under.expectRefusedBeforeCall(request, 'messages[1].tool_calls[0].function.arguments', 'invalid_request');
   });
 });
 
@@ -239,7 +231,7 @@ describe('AnthropicProvider: streams', () => {
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY' && chunk.model === under.model.id)).toBe(true);
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(textOf(chunks)).toBe('Hello! How can I help?');
     expect(
       chunks.filter((chunk) => chunk.choices?.[0]?.finish_reason !== 'FINISH_REASON_UNSPECIFIED').map((chunk) => chunk.choices?.[0]?.finish_reason),
     ).toEqual(['FINISH_REASON_STOP']);
@@ -261,7 +253,7 @@ describe('AnthropicProvider: streams', () => {
   it('streams tool_use blocks as OpenAI tool-call deltas whose fragments reassemble to the arguments', async () => {
     const events = await under.streamWith(replaySse(fixture('stream-tool-use.sse')));
     const chunks = chunksOf(events);
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Okay, let me check the weather.');
+    expect(textOf(chunks)).toBe('Okay, let me check the weather.');
     const deltas = chunks.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []);
     expect(deltas[0]).toEqual({ index: 0, id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', type: 'function', function: { name: 'get_weather', arguments: '' } });
     expect(deltas[1]).toEqual({ index: 0, function: { arguments: '{"location":' } });
@@ -302,11 +294,7 @@ describe('AnthropicProvider: streams', () => {
   it('fails on an overloaded error event mid-stream as retryable, and on an event that is not JSON', async () => {
     const { events: received, failure } = await under.drainWith(replaySse(fixture('stream-error.sse')));
     expect(failure).toMatchObject({ kind: 'stream_error', status: 529, retryable: true });
-    expect(
-      chunksOf(received)
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-        .join(''),
-    ).toBe('Let me think');
+    expect(textOf(chunksOf(received))).toBe('Let me think');
     expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', retryable: true });
     expect(
       await gatewayErrorOf(
@@ -333,26 +321,18 @@ describe('AnthropicProvider: upstream failures', () => {
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with its retry-after, whole and streamed', async () => {
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }))).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      reason: 'upstream_rate_limited',
-      retryable: true,
-      retryAfterMs: 7000,
-    });
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 'stream')).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      retryAfterMs: 3000,
-    });
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json'), { 'retry-after': '7' }), 7000);
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json'), { 'retry-after': '3' }), 3000, 'stream');
   });
 
   it('maps 500, 529 overloaded and a malformed body to retryable UNAVAILABLE', async () => {
-    for (const [status, name] of [
-      [500, 'error-500.json'],
-      [529, 'error-529.json'],
-    ] as const) {
-      await expectRetryableUnavailable(under.failureOf(replayJson(status, fixture(name))), status);
-    }
-    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
+    await under.expectServerFailuresRetryable(
+      [
+        [500, fixture('error-500.json')],
+        [529, fixture('error-529.json')],
+      ],
+      fixture('malformed.txt'),
+    );
   });
 
   it('maps a first-byte timeout to DEADLINE_EXCEEDED', async () => {

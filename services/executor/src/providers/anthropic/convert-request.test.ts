@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, GrpcStatus } from '@gateway/grpc';
-import type { ChatRequestOutput } from '@gateway/proto';
+import type { ChatRequestOutput, MessageOutput } from '@gateway/proto';
 import { anthropicModel } from '@gateway/testing';
 import { toAnthropicRequest } from './convert-request.js';
 
@@ -8,6 +8,11 @@ const model = anthropicModel('http://127.0.0.1:1');
 
 function request(extra: Partial<ChatRequestOutput>): ChatRequestOutput {
   return { messages: [{ role: 'ROLE_USER', content: 'text', text: 'Hi', tool_calls: [] }], stop: [], tools: [], ...extra };
+}
+
+/** A message of `role` whose content is `parts`, with whatever else the test sets. */
+function withParts(role: MessageOutput['role'], parts: NonNullable<MessageOutput['parts']>['parts'], extra: Partial<MessageOutput> = {}): MessageOutput {
+  return { role, content: 'parts', tool_calls: [], parts: { parts }, ...extra };
 }
 
 /** The Messages API body of a whole request with the given fields. */
@@ -28,20 +33,9 @@ describe('toAnthropicRequest', () => {
   it('sends PDFs as documents, tool results with parts as blocks, and drops empty messages', () => {
     const body = bodyOf({
       messages: [
-        {
-          role: 'ROLE_USER',
-          content: 'parts',
-          tool_calls: [],
-          parts: { parts: [{ text: 'Summarize' }, { file: { file_data: 'data:application/pdf;base64,JVBERi0x', filename: 'a.pdf' } }] },
-        },
+        withParts('ROLE_USER', [{ text: 'Summarize' }, { file: { file_data: 'data:application/pdf;base64,JVBERi0x', filename: 'a.pdf' } }]),
         { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [{ id: 'toolu_9', type: 'function', function: { name: 'render', arguments: '' } }] },
-        {
-          role: 'ROLE_TOOL',
-          content: 'parts',
-          tool_call_id: 'toolu_9',
-          tool_calls: [],
-          parts: { parts: [{ text: 'Rendered:' }, { image_url: { url: 'data:image/webp;base64,UklGR' } }] },
-        },
+        withParts('ROLE_TOOL', [{ text: 'Rendered:' }, { image_url: { url: 'data:image/webp;base64,UklGR' } }], { tool_call_id: 'toolu_9' }),
         { role: 'ROLE_ASSISTANT', content: 'text', text: '', tool_calls: [] },
         { role: 'ROLE_USER', content: 'text', text: 'Thanks', tool_calls: [] },
       ],
@@ -110,12 +104,7 @@ describe('toAnthropicRequest', () => {
       messages: [
         { role: 'ROLE_SYSTEM', content: 'text', text: 'You are terse.', tool_calls: [] },
         { role: 'ROLE_SYSTEM', content: 'text', text: 'The manual: ...', tool_calls: [], cache_control: { type: 'ephemeral', ttl: '1h' } },
-        {
-          role: 'ROLE_USER',
-          content: 'parts',
-          tool_calls: [],
-          parts: { parts: [{ text: 'The document', cache_control: { type: 'ephemeral' } }, { text: 'Question?' }] },
-        },
+        withParts('ROLE_USER', [{ text: 'The document', cache_control: { type: 'ephemeral' } }, { text: 'Question?' }]),
         { role: 'ROLE_ASSISTANT', content: 'text', text: 'Answer.', tool_calls: [], cache_control: { type: 'ephemeral', ttl: '5m' } },
         { role: 'ROLE_USER', content: 'text', text: 'More?', tool_calls: [] },
       ],
@@ -150,19 +139,12 @@ describe('toAnthropicRequest', () => {
   it("keeps a system message's parts as separate blocks when their breakpoints sit on parts (Claude Code's three system blocks)", () => {
     const body = bodyOf({
       messages: [
-        {
-          role: 'ROLE_SYSTEM',
-          content: 'parts',
-          tool_calls: [],
-          parts: {
-            parts: [
-              { text: 'x-anthropic-billing-header: cc_version=2.0' },
-              { text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
-              { text: '' },
-              { text: 'The long manual.', cache_control: { type: 'ephemeral', ttl: '1h' } },
-            ],
-          },
-        },
+        withParts('ROLE_SYSTEM', [
+          { text: 'x-anthropic-billing-header: cc_version=2.0' },
+          { text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+          { text: '' },
+          { text: 'The long manual.', cache_control: { type: 'ephemeral', ttl: '1h' } },
+        ]),
         ...request({}).messages!,
       ],
     });
@@ -191,25 +173,14 @@ describe('toAnthropicRequest', () => {
     const cases: Array<[Partial<ChatRequestOutput>, string]> = [
       [{ n: 2 }, 'n'],
       [{ response_format: { type: 'json_object' } }, 'response_format'],
-      [
-        { messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ input_audio: { data: 'UklGRg==', format: 'wav' } }] } }] },
-        'messages[0].content[0].input_audio',
-      ],
-      [
-        { messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ file: { file_id: 'file-abc' } }] } }] },
-        'messages[0].content[0].file',
-      ],
-      [
-        { messages: [{ role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ image_url: { url: 'ftp://example.com/a.png' } }] } }] },
-        'messages[0].content[0].image_url.url',
-      ],
+      [{ messages: [withParts('ROLE_USER', [{ input_audio: { data: 'UklGRg==', format: 'wav' } }])] }, 'messages[0].content[0].input_audio'],
+      [{ messages: [withParts('ROLE_USER', [{ file: { file_id: 'file-abc' } }])] }, 'messages[0].content[0].file'],
+      [{ messages: [withParts('ROLE_USER', [{ image_url: { url: 'ftp://example.com/a.png' } }])] }, 'messages[0].content[0].image_url.url'],
       [{ messages: [{ role: 'ROLE_TOOL', content: 'text', text: 'x', tool_calls: [] }] }, 'messages[0].tool_call_id'],
       [{ tools: [{ type: 'function', function: { name: 'broken', parameters_json: '{not json' } }] }, 'tools[0].function.parameters'],
       [
         {
-          messages: [
-            { role: 'ROLE_USER', content: 'parts', tool_calls: [], parts: { parts: [{ text: 'x', cache_control: { type: 'ephemeral', ttl: '2h' } }] } },
-          ],
+          messages: [withParts('ROLE_USER', [{ text: 'x', cache_control: { type: 'ephemeral', ttl: '2h' } }])],
         },
         'messages[0].content[0].cache_control.ttl',
       ],

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput, MessageOutput } from '@gateway/proto';
 import { replayJson, replaySse, anthropicModel, providerFixture } from '@gateway/testing';
-import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
+import { assistantTurnWithThinking, chunksOf, simpleRequest, THINKING_SIGNATURE } from '../../testing/provider-calls.js';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { AnthropicProvider } from './anthropic-provider.js';
 
@@ -14,27 +13,12 @@ const under = useProviderUnderTest({
 });
 const { contextOf } = under;
 
-const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds';
-
-/** An earlier assistant turn as the Messages API parses it: thinking, redacted thinking, text, a call, then more text. */
+/** An earlier assistant turn as the Messages API parses it: thinking, redacted thinking, text, a call, then more text and a call. */
 function assistantTurn(): MessageOutput {
-  return {
-    role: 'ROLE_ASSISTANT',
-    content: 'parts',
-    parts: {
-      parts: [
-        { thinking: { thinking: 'I should look it up.', signature: SIGNATURE }, part: 'thinking' },
-        { redacted_thinking: { data: 'EmwKAhgBEgy3' }, part: 'redacted_thinking' },
-        { text: 'Checking.', part: 'text' },
-        { tool_call_id: 'toolu_1', part: 'tool_call_id' },
-        { text: 'And the time.', part: 'text' },
-      ],
-    },
-    tool_calls: [
-      { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
-      { id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '{}' } },
-    ],
-  };
+  return assistantTurnWithThinking('EmwKAhgBEgy3', 'toolu_1', {
+    parts: [{ text: 'And the time.', part: 'text' }],
+    toolCalls: [{ id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '{}' } }],
+  });
 }
 
 function thinkingRequest(extra: Partial<ChatRequestOutput> = {}): ChatRequestOutput {
@@ -64,7 +48,7 @@ describe('AnthropicProvider: extended thinking in requests', () => {
     expect(body.messages[1]).toEqual({
       role: 'assistant',
       content: [
-        { type: 'thinking', thinking: 'I should look it up.', signature: SIGNATURE },
+        { type: 'thinking', thinking: 'I should look it up.', signature: THINKING_SIGNATURE },
         { type: 'redacted_thinking', data: 'EmwKAhgBEgy3' },
         { type: 'text', text: 'Checking.' },
         { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { location: 'Paris' } },
@@ -90,13 +74,7 @@ describe('AnthropicProvider: extended thinking in requests', () => {
   });
 
   it('refuses enabled thinking without a budget before calling the upstream', async () => {
-    const error = await under.provider.complete(simpleRequest({ thinking: { type: 'enabled' } }), contextOf()).then(
-      () => undefined,
-      (failure: unknown) => failure,
-    );
-    expect(error).toBeInstanceOf(GatewayError);
-    expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'invalid_request', param: 'thinking.budget_tokens' });
-    expect(under.upstream.requests).toHaveLength(0);
+    await under.expectRefusedBeforeCall(simpleRequest({ thinking: { type: 'enabled' } }), 'thinking.budget_tokens', 'invalid_request');
   });
 });
 
@@ -105,7 +83,7 @@ describe('AnthropicProvider: extended thinking in answers', () => {
     const response = await under.completeWith(replayJson(200, fixture('message-thinking.json')));
     const message = response.choices?.[0]?.message;
     expect(message?.thinking?.blocks).toEqual([
-      { thinking: { thinking: 'The user wants the weather in Paris. I should call get_weather.', signature: SIGNATURE } },
+      { thinking: { thinking: 'The user wants the weather in Paris. I should call get_weather.', signature: THINKING_SIGNATURE } },
       { redacted_thinking: { data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP' } },
     ]);
     expect(message?.content).toBe('Let me check.');
@@ -122,7 +100,7 @@ describe('AnthropicProvider: extended thinking in answers', () => {
     ).toEqual([
       { thinking: 'Let me solve this step by step:\n\n1. First break down 27 * 453' },
       { thinking: '\n2. 453 = 400 + 50 + 3' },
-      { thinking_signature: SIGNATURE },
+      { thinking_signature: THINKING_SIGNATURE },
       { redacted_thinking: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP' },
       { content: '27 * 453 = 12,231' },
     ]);
@@ -130,12 +108,12 @@ describe('AnthropicProvider: extended thinking in answers', () => {
 
   it('gives a signature that came with the block start when the block stops', async () => {
     const sse = fixture('stream-thinking.sse')
-      .replace('"thinking":"","signature":""', `"thinking":"Quick.","signature":"${SIGNATURE}"`)
+      .replace('"thinking":"","signature":""', `"thinking":"Quick.","signature":"${THINKING_SIGNATURE}"`)
       .replace(/event: content_block_delta\ndata: \{[^\n]*signature_delta[^\n]*\n\n/, '');
     expect(sse).not.toContain('signature_delta');
     const deltas = chunksOf(await under.streamWith(replaySse(sse))).map((chunk) => chunk.choices?.[0]?.delta ?? {});
     const thinking = deltas.filter((delta) => delta.thinking !== undefined || delta.thinking_signature !== undefined);
     expect(thinking.at(0)?.thinking).toBe('Quick.');
-    expect(thinking.at(-1)?.thinking_signature).toBe(SIGNATURE);
+    expect(thinking.at(-1)?.thinking_signature).toBe(THINKING_SIGNATURE);
   });
 });

@@ -13,7 +13,7 @@ import {
   PROVIDER_TEST_KEY_ENV,
   providerFixture,
 } from '@gateway/testing';
-import { chunksOf, collect, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, collect, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { UpstreamError } from '../upstream-error.js';
 import { azureChatUrl, AzureProvider } from './azure-provider.js';
@@ -91,7 +91,7 @@ describe('AzureProvider: answers', () => {
     const events = await under.streamWith(azure(replaySse(fixture('stream-text.sse'))));
     expect(under.upstream.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     const chunks = chunksOf(events);
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Paris is the capital of France.');
+    expect(textOf(chunks)).toBe('Paris is the capital of France.');
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(events.at(-1)).toEqual({ type: 'usage', usage: expect.objectContaining({ prompt_tokens: 14, completion_tokens: 8, total_tokens: 22 }) });
   });
@@ -114,7 +114,7 @@ describe('AzureProvider: answers', () => {
     const whole = await under.completeWith(azure(replayJson(200, fixture('chat-completion-content-filter.json'))));
     expect(whole.choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
     const streamed = chunksOf(await under.streamWith(azure(replaySse(fixture('stream-content-filter.sse')))));
-    expect(streamed.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Here is how');
+    expect(textOf(streamed)).toBe('Here is how');
     expect(streamed.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_CONTENT_FILTER');
   });
 });
@@ -129,10 +129,8 @@ describe('AzureProvider: refusals', () => {
 
   it('takes the wait of a 429 from retry-after-ms, else from retry-after', async () => {
     const limited = (headers: Record<string, string>) => azure(replayJson(429, fixture('error-429.json'), headers));
-    const precise = await under.failureOf(limited({ 'retry-after-ms': '1500', 'retry-after': '2' }));
-    expect(precise).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 1500 });
-    const seconds = await under.failureOf(limited({ 'retry-after': '7' }), 'stream');
-    expect(seconds).toMatchObject({ reason: 'upstream_rate_limited', retryAfterMs: 7000 });
+    await under.expectRateLimited(limited({ 'retry-after-ms': '1500', 'retry-after': '2' }), 1500);
+    await under.expectRateLimited(limited({ 'retry-after': '7' }), 7000, 'stream');
   });
 
   it('answers a deployment the resource does not have as upstream_rejected', async () => {

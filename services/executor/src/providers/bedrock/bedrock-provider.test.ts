@@ -17,15 +17,23 @@ import {
   bedrockModel,
   providerFixture,
 } from '@gateway/testing';
-import { chunksOf, collect, drain, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import {
+  assistantTurnWithThinking,
+  chunksOf,
+  collect,
+  drain,
+  gatewayErrorOf,
+  simpleRequest,
+  THINKING_SIGNATURE,
+  textOf,
+} from '../../testing/provider-calls.js';
 import type { ProviderContext } from '../provider.js';
 import { BedrockProvider } from './bedrock-provider.js';
-import { contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
+import { bedrockError, contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
 
 const CREDENTIALS = { accessKeyId: 'AKIAFAKEBEDROCKTEST1', secretAccessKey: 'fake-secret-0123456789abcdefghijklmnopqrstuv' };
 const API_KEY_ENV = 'FAKE_BEDROCK_API_KEY';
 const API_KEY = 'ABSKfakebedrockapikey0123456789';
-const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds';
 
 const json = (name: string) => JSON.parse(providerFixture('bedrock', name)) as object;
 const converse = (name: string): BedrockReply => ({ kind: 'converse', body: json(name) });
@@ -55,27 +63,33 @@ function streamed(reply: BedrockReply, request: ChatRequestOutput = simpleReques
   return collect(bedrock.provider.stream(request, contextOf()));
 }
 
-/** An earlier assistant turn with signed reasoning, redacted reasoning, text and a tool call. */
-function assistantTurn(): MessageOutput {
-  return {
-    role: 'ROLE_ASSISTANT',
-    content: 'parts',
-    parts: {
-      parts: [
-        { thinking: { thinking: 'I should look it up.', signature: SIGNATURE }, part: 'thinking' },
-        { redacted_thinking: { data: 'RW13S0FoZ0JFZ3kz' }, part: 'redacted_thinking' },
-        { text: 'Checking.', part: 'text' },
-        { tool_call_id: 'tooluse_1', part: 'tool_call_id' },
-      ],
-    },
-    tool_calls: [{ id: 'tooluse_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }],
-  };
-}
-
 const WEATHER_TOOL = {
   type: 'function',
   function: { name: 'get_weather', description: 'Weather of a city', parameters_json: '{"type":"object","properties":{"location":{"type":"string"}}}' },
 };
+
+/** An assistant turn that only calls get_weather with `args`. */
+function weatherCall(args: string): MessageOutput {
+  return {
+    role: 'ROLE_ASSISTANT',
+    content: 'text',
+    text: '',
+    tool_calls: [{ id: 'tooluse_1', type: 'function', function: { name: 'get_weather', arguments: args } }],
+  };
+}
+
+/** A request with WEATHER_TOOL after the user's `question`, the assistant's turn `answer` calling the tool, and its result 21C. */
+function afterWeatherCall(question: string, answer: MessageOutput, extra: Partial<ChatRequestOutput>): ChatRequestOutput {
+  return simpleRequest({
+    messages: [
+      { role: 'ROLE_USER', content: 'text', text: question, tool_calls: [] },
+      answer,
+      { role: 'ROLE_TOOL', content: 'text', text: '21C', tool_call_id: 'tooluse_1', tool_calls: [] },
+    ],
+    tools: [WEATHER_TOOL],
+    ...extra,
+  });
+}
 
 describe('BedrockProvider: requests it sends', () => {
   it('posts a SigV4-signed Converse body to /model/{inference profile}/converse that the fake verifies with the same secret', async () => {
@@ -104,20 +118,7 @@ describe('BedrockProvider: requests it sends', () => {
   });
 
   it('sends tools, the tool choice, earlier tool calls and their results as toolConfig, toolUse and toolResult', async () => {
-    const request = simpleRequest({
-      messages: [
-        { role: 'ROLE_USER', content: 'text', text: 'Weather in Paris?', tool_calls: [] },
-        {
-          role: 'ROLE_ASSISTANT',
-          content: 'text',
-          text: '',
-          tool_calls: [{ id: 'tooluse_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }],
-        },
-        { role: 'ROLE_TOOL', content: 'text', text: '21C', tool_call_id: 'tooluse_1', tool_calls: [] },
-      ],
-      tools: [WEATHER_TOOL],
-      tool_choice: { function_name: 'get_weather' },
-    });
+    const request = afterWeatherCall('Weather in Paris?', weatherCall('{"location":"Paris"}'), { tool_choice: { function_name: 'get_weather' } });
     await complete(converse('converse.json'), request);
     expect(bedrock.fake.refusals).toEqual([]);
     expect(bedrock.fake.requests[0]!.body).toMatchObject({
@@ -142,13 +143,7 @@ describe('BedrockProvider: requests it sends', () => {
   });
 
   it('sends thinking and the Bedrock betas as additionalModelRequestFields, and earlier signed and redacted reasoning unchanged', async () => {
-    const request = simpleRequest({
-      messages: [
-        { role: 'ROLE_USER', content: 'text', text: 'Weather in Paris?', tool_calls: [] },
-        assistantTurn(),
-        { role: 'ROLE_TOOL', content: 'text', text: '21C', tool_call_id: 'tooluse_1', tool_calls: [] },
-      ],
-      tools: [WEATHER_TOOL],
+    const request = afterWeatherCall('Weather in Paris?', assistantTurnWithThinking('RW13S0FoZ0JFZ3kz', 'tooluse_1'), {
       max_tokens: 4096,
       thinking: { type: 'enabled', budget_tokens: 2048 },
       anthropic_betas: { flags: ['interleaved-thinking-2025-05-14', 'claude-code-20250219'] },
@@ -164,7 +159,7 @@ describe('BedrockProvider: requests it sends', () => {
     expect(body.messages[1]).toEqual({
       role: 'assistant',
       content: [
-        { reasoningContent: { reasoningText: { text: 'I should look it up.', signature: SIGNATURE } } },
+        { reasoningContent: { reasoningText: { text: 'I should look it up.', signature: THINKING_SIGNATURE } } },
         { reasoningContent: { redactedContent: 'RW13S0FoZ0JFZ3kz' } },
         { text: 'Checking.' },
         { toolUse: { toolUseId: 'tooluse_1', name: 'get_weather', input: { location: 'Paris' } } },
@@ -209,20 +204,7 @@ describe('BedrockProvider: requests it sends', () => {
       code: GrpcStatus.INVALID_ARGUMENT,
       message: expect.stringContaining('base64 data URLs'),
     });
-    const none = simpleRequest({
-      messages: [
-        { role: 'ROLE_USER', content: 'text', text: 'Weather?', tool_calls: [] },
-        {
-          role: 'ROLE_ASSISTANT',
-          content: 'text',
-          text: '',
-          tool_calls: [{ id: 'tooluse_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
-        },
-        { role: 'ROLE_TOOL', content: 'text', text: '21C', tool_call_id: 'tooluse_1', tool_calls: [] },
-      ],
-      tools: [WEATHER_TOOL],
-      tool_choice: { mode: 'none' },
-    });
+    const none = afterWeatherCall('Weather?', weatherCall('{}'), { tool_choice: { mode: 'none' } });
     await expect(complete(converse('converse.json'), none)).rejects.toMatchObject({
       code: GrpcStatus.INVALID_ARGUMENT,
       message: expect.stringContaining('tool_choice "none"'),
@@ -268,7 +250,7 @@ describe('BedrockProvider: whole answers', () => {
         tool_calls: [{ id: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }],
         thinking: {
           blocks: [
-            { thinking: { thinking: 'The user wants the weather in Paris; I will call the tool.', signature: SIGNATURE } },
+            { thinking: { thinking: 'The user wants the weather in Paris; I will call the tool.', signature: THINKING_SIGNATURE } },
             { redacted_thinking: { data: 'RW13S0FoZ0JFZ3kz' } },
           ],
         },
@@ -299,7 +281,7 @@ describe('BedrockProvider: streamed answers (AWS event stream)', () => {
     expect(bedrock.fake.requests[0]!.headers.accept).toBe('application/vnd.amazon.eventstream');
     const chunks = chunksOf(events);
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: '' });
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(textOf(chunks)).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(events.at(-1)).toEqual({ type: 'usage', usage: expect.objectContaining({ prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 }) });
   });
@@ -308,7 +290,7 @@ describe('BedrockProvider: streamed answers (AWS event stream)', () => {
     const events = await streamed(stream('converse-stream-thinking-tools.json'));
     const deltas = chunksOf(events).map((chunk) => chunk.choices?.[0]?.delta);
     expect(deltas.flatMap((delta) => (delta?.thinking ? [delta.thinking] : [])).join('')).toBe('The user wants the weather in Paris.');
-    expect(deltas.flatMap((delta) => (delta?.thinking_signature ? [delta.thinking_signature] : []))).toEqual([SIGNATURE]);
+    expect(deltas.flatMap((delta) => (delta?.thinking_signature ? [delta.thinking_signature] : []))).toEqual([THINKING_SIGNATURE]);
     expect(deltas.flatMap((delta) => (delta?.redacted_thinking ? [delta.redacted_thinking] : []))).toEqual(['RW13S0FoZ0JFZ3kz']);
     expect(deltas.map((delta) => delta?.content ?? '').join('')).toBe('Let me check.');
     const calls = deltas.flatMap((delta) => delta?.tool_calls ?? []);
@@ -359,31 +341,28 @@ function drainStream(reply: BedrockReply) {
 }
 
 describe('BedrockProvider: errors mapped to the gateway rules', () => {
-  const error = (status: number, errorType: string, message: string, headers?: Record<string, string>): BedrockReply => ({
-    kind: 'error',
-    status,
-    errorType,
-    message,
-    ...(headers ? { headers } : {}),
-  });
-
   it('ValidationException: 400 to the caller with Bedrock message', async () => {
-    const failure = await gatewayErrorOf(complete(error(400, 'ValidationException', 'The model returned the following errors: max_tokens: 99999999 > 64000')));
+    const failure = await gatewayErrorOf(
+      complete(bedrockError(400, 'ValidationException', 'The model returned the following errors: max_tokens: 99999999 > 64000')),
+    );
     expect(failure).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', retryable: false, upstreamStatus: 400 });
     expect(failure.message).toContain('max_tokens: 99999999 > 64000');
   });
 
   it('ThrottlingException and ServiceQuotaExceededException: rate limited, retryable, with the retry-after', async () => {
     const throttled = await gatewayErrorOf(
-      complete(error(429, 'ThrottlingException', 'Too many requests, please wait before trying again.', { 'retry-after': '3' })),
+      complete(bedrockError(429, 'ThrottlingException', 'Too many requests, please wait before trying again.', { 'retry-after': '3' })),
     );
     expect(throttled).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true, retryAfterMs: 3000 });
-    const quota = await gatewayErrorOf(complete(error(400, 'ServiceQuotaExceededException', 'Too many tokens per day.')));
+    const quota = await gatewayErrorOf(complete(bedrockError(400, 'ServiceQuotaExceededException', 'Too many tokens per day.')));
     expect(quota).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true });
   });
 
   it('ServiceUnavailableException and ModelNotReadyException (sent as 429): unavailable, retryable', async () => {
-    for (const reply of [error(503, 'ServiceUnavailableException', 'Service unavailable.'), error(429, 'ModelNotReadyException', 'Model is not ready.')]) {
+    for (const reply of [
+      bedrockError(503, 'ServiceUnavailableException', 'Service unavailable.'),
+      bedrockError(429, 'ModelNotReadyException', 'Model is not ready.'),
+    ]) {
       expect(await gatewayErrorOf(complete(reply))).toMatchObject({
         code: GrpcStatus.UNAVAILABLE,
         reason: 'upstream_error',
@@ -394,9 +373,11 @@ describe('BedrockProvider: errors mapped to the gateway rules', () => {
   });
 
   it('AccessDeniedException and ResourceNotFoundException: the gateway configuration is rejected, not retried', async () => {
-    const denied = await gatewayErrorOf(complete(error(403, 'AccessDeniedException', "You don't have access to the model with the specified model ID.")));
+    const denied = await gatewayErrorOf(
+      complete(bedrockError(403, 'AccessDeniedException', "You don't have access to the model with the specified model ID.")),
+    );
     expect(denied).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected', retryable: false });
-    const missing = await gatewayErrorOf(complete(error(404, 'ResourceNotFoundException', 'Model not found.')));
+    const missing = await gatewayErrorOf(complete(bedrockError(404, 'ResourceNotFoundException', 'Model not found.')));
     expect(missing).toMatchObject({ code: GrpcStatus.FAILED_PRECONDITION, reason: 'upstream_rejected' });
   });
 

@@ -6,7 +6,7 @@ import { gatewayErrorOf, textBatch, valuesOf } from '../../testing/provider-call
 import { shortened } from '../embedding-vectors.js';
 import type { EmbeddingBatch } from '../provider.js';
 import { BedrockProvider } from './bedrock-provider.js';
-import { contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
+import { bedrockError, contextOn, useBedrockUnderTest } from '../../testing/bedrock-under-test.js';
 
 const CREDENTIALS = { accessKeyId: 'AKIAFAKEBEDROCKEMBED', secretAccessKey: 'fake-embed-secret-0123456789abcdefghijklmnop' };
 
@@ -53,12 +53,7 @@ describe('BedrockProvider embeddings: Titan Text Embeddings V2', () => {
   });
 
   it('maps throttling to a retryable rate limit, and a wrong secret to the refusal AWS sends, the secret in no message', async () => {
-    bedrock.fake.reply(() => ({
-      kind: 'error',
-      status: 429,
-      errorType: 'ThrottlingException',
-      message: 'Too many requests, please wait before trying again.',
-    }));
+    bedrock.fake.reply(() => bedrockError(429, 'ThrottlingException', 'Too many requests, please wait before trying again.'));
     const throttled = await gatewayErrorOf(embed(TITAN(), textBatch(['a', 'b'])));
     expect(throttled).toMatchObject({ code: GrpcStatus.RESOURCE_EXHAUSTED, reason: 'upstream_rate_limited', retryable: true });
     bedrock.fake.reply(() => ({ kind: 'embed' }));
@@ -89,12 +84,7 @@ describe('BedrockProvider embeddings: Cohere Embed', () => {
   });
 
   it('answers a ValidationException as the caller’s 400, and a model id of neither family as unavailable before any call', async () => {
-    bedrock.fake.reply(() => ({
-      kind: 'error',
-      status: 400,
-      errorType: 'ValidationException',
-      message: 'Malformed input request: #/texts: expected maximum item count: 96',
-    }));
+    bedrock.fake.reply(() => bedrockError(400, 'ValidationException', 'Malformed input request: #/texts: expected maximum item count: 96'));
     const invalid = await gatewayErrorOf(embed(COHERE(), textBatch(['a'])));
     expect(invalid).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, reason: 'upstream_invalid_request', upstreamStatus: 400 });
     expect(invalid.message).toContain('expected maximum item count: 96');

@@ -14,9 +14,9 @@
  */
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '@gateway/grpc';
-import { shortened, vectorOfNumbers } from '../embedding-vectors.js';
-import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
-import { UpstreamError } from '../upstream-error.js';
+import { shortened } from '../embedding-vectors.js';
+import type { EmbeddingBatch, EmbeddingBatchResult, ProviderContext } from '../provider.js';
+import { TextEmbeddings } from '../text-embeddings.js';
 import { headerValue, readJsonBody } from '../upstream-http.js';
 import type { CohereEmbedRequest, CohereEmbedResponse, TitanEmbedRequest, TitanEmbedResponse } from './wire-types.js';
 
@@ -25,6 +25,9 @@ export const BEDROCK_EMBEDDING_BATCH = 96;
 
 /** How many Titan calls of one batch are in flight at once. */
 const TITAN_CONCURRENCY = 4;
+
+/** What an answer's embedding that is no vector is called in its failure. */
+const NOT_A_VECTOR = 'an embedding that is no list of numbers';
 
 /** The vector lengths Titan Text Embeddings V2 gives. */
 const TITAN_V2_DIMENSIONS = [256, 512, 1024] as const;
@@ -44,11 +47,8 @@ export function embeddingFamilyOf(modelId: string): 'titan-v1' | 'titan-v2' | 'c
 }
 
 /** Bedrock's embeddings (Titan, Cohere), over the adapter's signed transport. */
-export class BedrockEmbeddings implements EmbeddingProvider {
+export class BedrockEmbeddings extends TextEmbeddings<BedrockEmbeddingTransport> {
   readonly batchSize = BEDROCK_EMBEDDING_BATCH;
-  readonly textOnly = true;
-
-  constructor(private readonly transport: BedrockEmbeddingTransport) {}
 
   async embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
     const { model } = context;
@@ -62,21 +62,11 @@ export class BedrockEmbeddings implements EmbeddingProvider {
     return family === 'cohere' ? await this.cohere(batch, context) : await this.titan(batch, context, family === 'titan-v2');
   }
 
-  private malformed(what: string): UpstreamError {
-    return new UpstreamError(`upstream sent ${what}`, { provider: this.transport.name, kind: 'malformed' });
-  }
-
   private async answerOf<T>(body: object, context: ProviderContext): Promise<{ answer: T | null; tokens: number | undefined }> {
     const response = await this.transport.invoke(JSON.stringify(body), context);
     const tokens = Number(headerValue(response.headers, 'x-amzn-bedrock-input-token-count') ?? Number.NaN);
     const answer = (await readJsonBody(response, this.transport.name, context.signal)) as T | null;
     return { answer, tokens: Number.isInteger(tokens) && tokens >= 0 ? tokens : undefined };
-  }
-
-  private vectorOf(values: unknown): Float32Array {
-    const vector = vectorOfNumbers(values);
-    if (!vector) throw this.malformed('an embedding that is no list of numbers');
-    return vector;
   }
 
   private async cohere(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
@@ -85,7 +75,7 @@ export class BedrockEmbeddings implements EmbeddingProvider {
     const embeddings = Array.isArray(answer?.embeddings) ? answer.embeddings : answer?.embeddings?.float;
     if (!Array.isArray(embeddings)) throw this.malformed('an InvokeModel answer without embeddings');
     if (embeddings.length !== batch.texts.length) throw this.malformed(`${embeddings.length} embeddings for ${batch.texts.length} texts`);
-    return { vectors: embeddings.map((values) => this.vectorOf(values)), promptTokens: tokens };
+    return { vectors: embeddings.map((values) => this.vectorOf(values, NOT_A_VECTOR)), promptTokens: tokens };
   }
 
   private async titan(batch: EmbeddingBatch, context: ProviderContext, v2: boolean): Promise<EmbeddingBatchResult> {
@@ -106,7 +96,7 @@ export class BedrockEmbeddings implements EmbeddingProvider {
           throw error;
         });
         if (typeof answer !== 'object' || answer === null) throw this.malformed('an InvokeModel answer that is not an object');
-        vectors[index] = shortened(this.vectorOf(answer.embedding), batch.dimensions);
+        vectors[index] = shortened(this.vectorOf(answer.embedding, NOT_A_VECTOR), batch.dimensions);
         const count = answer.inputTextTokenCount;
         tokens = tokens !== undefined && typeof count === 'number' && Number.isInteger(count) && count >= 0 ? tokens + count : undefined;
       }

@@ -5,10 +5,9 @@
  * embeddings: the executor counts the inputs with the gateway's tokenizer. Token-id inputs are
  * refused before any call: Gemini's models take text.
  */
-import { vectorOfNumbers } from '../embedding-vectors.js';
 import type { EmbeddingTransport } from '../http-provider.js';
-import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
-import { UpstreamError } from '../upstream-error.js';
+import type { EmbeddingBatch, EmbeddingBatchResult, ProviderContext } from '../provider.js';
+import { TextEmbeddings } from '../text-embeddings.js';
 import { upstreamUrl } from '../upstream-http.js';
 import type {
   GeminiBatchEmbedContentsRequest,
@@ -25,11 +24,8 @@ export const GEMINI_EMBEDDING_BATCH = 100;
 const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 
 /** The Gemini API's embeddings, over the adapter's transport. */
-export class GeminiEmbeddings implements EmbeddingProvider {
+export class GeminiEmbeddings extends TextEmbeddings<EmbeddingTransport> {
   readonly batchSize = GEMINI_EMBEDDING_BATCH;
-  readonly textOnly = true;
-
-  constructor(private readonly transport: EmbeddingTransport) {}
 
   async embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
     const { model } = context;
@@ -40,7 +36,6 @@ export class GeminiEmbeddings implements EmbeddingProvider {
       content: { parts: [{ text }] },
       ...(batch.dimensions > 0 ? { outputDimensionality: batch.dimensions } : {}),
     });
-    const malformed = (what: string) => new UpstreamError(`upstream sent ${what}`, { provider: this.transport.name, kind: 'malformed' });
     let embeddings: GeminiContentEmbedding[];
     if (batch.texts.length === 1) {
       const url = upstreamUrl(base, 'v1beta', `${name}:embedContent`);
@@ -61,13 +56,9 @@ export class GeminiEmbeddings implements EmbeddingProvider {
         'upstream sent a BatchEmbedContentsResponse without embeddings',
       );
       embeddings = answer.embeddings!;
-      if (embeddings.length !== batch.texts.length) throw malformed(`${embeddings.length} embeddings for ${batch.texts.length} inputs`);
+      if (embeddings.length !== batch.texts.length) throw this.malformed(`${embeddings.length} embeddings for ${batch.texts.length} inputs`);
     }
-    const vectors = embeddings.map((embedding) => {
-      const vector = vectorOfNumbers(embedding?.values);
-      if (!vector) throw malformed('an embedding without values');
-      return vector;
-    });
+    const vectors = embeddings.map((embedding) => this.vectorOf(embedding?.values, 'an embedding without values'));
     return { vectors, promptTokens: undefined };
   }
 }

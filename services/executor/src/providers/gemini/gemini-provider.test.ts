@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { GatewayError, GrpcStatus } from '@gateway/grpc';
+import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replayRaw, replaySse, geminiModel, PROVIDER_TEST_KEY, providerFixture } from '@gateway/testing';
-import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
-import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
+import { chunksOf, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
+import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { toGatewayError } from '../../to-gateway-error.js';
 import { GeminiProvider } from './gemini-provider.js';
 
@@ -235,15 +235,7 @@ describe('GeminiProvider: requests it sends', () => {
         'messages[0].content[0].image_url.url',
       ],
     ];
-    for (const [extra, param] of cases) {
-      const error = await under.provider.complete(simpleRequest(extra), contextOf()).then(
-        () => undefined,
-        (failure: unknown) => failure,
-      );
-      expect(error).toBeInstanceOf(GatewayError);
-      expect(error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, param });
-    }
-    expect(under.upstream.requests).toHaveLength(0);
+    for (const [extra, param] of cases) await under.expectRefusedBeforeCall(simpleRequest(extra), param);
   });
 });
 
@@ -306,7 +298,7 @@ describe('GeminiProvider: streams', () => {
     expect(chunks[0]?.choices?.[0]?.delta).toMatchObject({ role: 'ROLE_ASSISTANT', content: 'Hello' });
     expect(chunks.slice(1).every((chunk) => chunk.choices?.[0]?.delta?.role === undefined)).toBe(true);
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-4Bq0aOvSEqmV7dcPoLmVmAo' && chunk.model === under.model.id)).toBe(true);
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(textOf(chunks)).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]).toMatchObject({ finish_reason: 'FINISH_REASON_STOP', delta: { tool_calls: [] } });
     expect(events.at(-1)).toEqual({
       type: 'usage',
@@ -316,11 +308,7 @@ describe('GeminiProvider: streams', () => {
 
   it('reads CRLF-framed events as Google sends them', async () => {
     const events = await under.streamWith(replayRaw(200, fixture('stream-text.sse').replace(/\n/g, '\r\n')));
-    expect(
-      chunksOf(events)
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-        .join(''),
-    ).toBe('Hello! How can I help?');
+    expect(textOf(chunksOf(events))).toBe('Hello! How can I help?');
   });
 
   it('streams each whole function call as one tool-call delta with id, name and complete arguments', async () => {
@@ -348,11 +336,7 @@ describe('GeminiProvider: streams', () => {
     ]) {
       const { events, failure } = await under.drainWith(responder);
       expect(failure).toMatchObject({ kind: 'truncated', retryable: true });
-      expect(
-        chunksOf(events)
-          .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-          .join(''),
-      ).toBe('Once upon a time');
+      expect(textOf(chunksOf(events))).toBe('Once upon a time');
       expect(events.every((event) => event.type === 'chunk')).toBe(true);
       expect(toGatewayError(failure)).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'upstream_error', provider: 'gemini' });
     }
@@ -360,11 +344,7 @@ describe('GeminiProvider: streams', () => {
 
   it('fails on an error record mid-stream as retryable, and on a chunk that is not JSON', async () => {
     const { events, failure } = await under.drainWith(replaySse(fixture('stream-error.sse')));
-    expect(
-      chunksOf(events)
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-        .join(''),
-    ).toBe('Let me');
+    expect(textOf(chunksOf(events))).toBe('Let me');
     expect(failure).toMatchObject({ kind: 'stream_error', status: 503, retryable: true });
     expect(await gatewayErrorOf(under.streamWith(replaySse(`${fixture('malformed.txt')}\n\n`)))).toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
@@ -388,29 +368,22 @@ describe('GeminiProvider: upstream failures', () => {
   });
 
   it('maps 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with the RetryInfo delay, whole and streamed', async () => {
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json')))).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      reason: 'upstream_rate_limited',
-      retryable: true,
-      retryAfterMs: 12_000,
-    });
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }), 'stream')).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      retryAfterMs: 12_000,
-    });
-    expect(
-      await under.failureOf(replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' })),
-    ).toMatchObject({ retryAfterMs: 3000 });
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json')), 12_000);
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json'), { 'retry-after': '30' }), 12_000, 'stream');
+    await under.expectRateLimited(
+      replayJson(429, JSON.stringify({ error: { code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' } }), { 'retry-after': '3' }),
+      3000,
+    );
   });
 
   it('maps 500, 503 UNAVAILABLE and a malformed body to retryable UNAVAILABLE', async () => {
-    for (const [status, name] of [
-      [500, 'error-500.json'],
-      [503, 'error-503.json'],
-    ] as const) {
-      await expectRetryableUnavailable(under.failureOf(replayJson(status, fixture(name))), status);
-    }
-    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
+    await under.expectServerFailuresRetryable(
+      [
+        [500, fixture('error-500.json')],
+        [503, fixture('error-503.json')],
+      ],
+      fixture('malformed.txt'),
+    );
   });
 
   it('maps an idle stream to DEADLINE_EXCEEDED after the chunks it got', async () => {

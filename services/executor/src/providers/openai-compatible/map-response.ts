@@ -74,22 +74,40 @@ function mapRole(role: string | null | undefined): RoleOutput | undefined {
   return role === 'assistant' ? 'ROLE_ASSISTANT' : undefined;
 }
 
-/** A whole response; `model` is the catalog id. Returns undefined usage when the upstream sent none. */
-export function fromOpenAiResponse(body: OpenAiChatResponse, modelId: string): ChatResponse {
+/** What a whole response and a chunk share: the id, the time (now when not sent), the catalog model id and the fingerprint. */
+function headerOf(body: OpenAiChatResponse | OpenAiChatChunk, modelId: string): Pick<ChatResponse, 'id' | 'created' | 'model' | 'system_fingerprint'> {
   return {
     id: body.id ?? '',
     created: body.created ?? Math.floor(Date.now() / 1000),
     model: modelId,
+    ...(body.system_fingerprint ? { system_fingerprint: body.system_fingerprint } : {}),
+  };
+}
+
+/** A whole choice and a chunk's choice alike: the index (its position when not sent), the finish reason and the log probabilities. */
+function choiceOf(choice: { index?: number; logprobs?: OpenAiChoiceLogprobs | null; finish_reason?: string | null }, position: number) {
+  const logprobs = mapLogprobs(choice.logprobs);
+  return { index: choice.index ?? position, finish_reason: mapFinishReason(choice.finish_reason), ...(logprobs ? { logprobs } : {}) };
+}
+
+/** The content and refusal of a message or a delta, each when it is a string. */
+function textsOf(message: { content?: string | null; refusal?: string | null }): { content?: string; refusal?: string } {
+  return {
+    ...(typeof message.content === 'string' ? { content: message.content } : {}),
+    ...(typeof message.refusal === 'string' ? { refusal: message.refusal } : {}),
+  };
+}
+
+/** A whole response; `model` is the catalog id. Returns undefined usage when the upstream sent none. */
+export function fromOpenAiResponse(body: OpenAiChatResponse, modelId: string): ChatResponse {
+  return {
+    ...headerOf(body, modelId),
     choices: (body.choices ?? []).map((choice, position) => {
       const message = choice.message ?? {};
-      const logprobs = mapLogprobs(choice.logprobs);
       return {
-        index: choice.index ?? position,
-        finish_reason: mapFinishReason(choice.finish_reason),
-        ...(logprobs ? { logprobs } : {}),
+        ...choiceOf(choice, position),
         message: {
-          ...(typeof message.content === 'string' ? { content: message.content } : {}),
-          ...(typeof message.refusal === 'string' ? { refusal: message.refusal } : {}),
+          ...textsOf(message),
           tool_calls: (message.tool_calls ?? []).map((call) => ({
             id: call.id,
             type: call.type ?? 'function',
@@ -99,29 +117,21 @@ export function fromOpenAiResponse(body: OpenAiChatResponse, modelId: string): C
       };
     }),
     ...(body.usage ? { usage: mapUsage(body.usage) } : {}),
-    ...(body.system_fingerprint ? { system_fingerprint: body.system_fingerprint } : {}),
   };
 }
 
 /** One chunk's choices; the usage, when the chunk carries it, is read separately by usageOfChunk. */
 export function fromOpenAiChunk(body: OpenAiChatChunk, modelId: string): ChatChunk {
   return {
-    id: body.id ?? '',
-    created: body.created ?? Math.floor(Date.now() / 1000),
-    model: modelId,
-    ...(body.system_fingerprint ? { system_fingerprint: body.system_fingerprint } : {}),
+    ...headerOf(body, modelId),
     choices: (body.choices ?? []).map((choice, position) => {
       const delta = choice.delta ?? {};
       const role = mapRole(delta.role);
-      const logprobs = mapLogprobs(choice.logprobs);
       return {
-        index: choice.index ?? position,
-        finish_reason: mapFinishReason(choice.finish_reason),
-        ...(logprobs ? { logprobs } : {}),
+        ...choiceOf(choice, position),
         delta: {
           ...(role ? { role } : {}),
-          ...(typeof delta.content === 'string' ? { content: delta.content } : {}),
-          ...(typeof delta.refusal === 'string' ? { refusal: delta.refusal } : {}),
+          ...textsOf(delta),
           tool_calls: (delta.tool_calls ?? []).map((call, callPosition) => ({
             index: call.index ?? callPosition,
             ...(call.id ? { id: call.id } : {}),

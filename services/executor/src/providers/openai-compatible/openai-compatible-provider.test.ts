@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replaySse, startFakeUpstream, catalogOf, openAiCompatibleModel, TEST_KEY, TEST_KEY_ENV, fixture } from '@gateway/testing';
-import { chunksOf, gatewayErrorOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, gatewayErrorOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
 import { expectRetryableUnavailable, useProviderUnderTest } from '../../testing/provider-under-test.js';
 import type { ProviderStreamEvent } from '../provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
@@ -233,7 +233,7 @@ describe('OpenAiCompatibleProvider: streams', () => {
     expect(chunks).toHaveLength(5);
     expect(chunks.every((chunk) => chunk.id === 'chatcmpl-123' && chunk.model === under.model.id && chunk.created === 1694268190)).toBe(true);
     expect(chunks[0]?.choices?.[0]?.delta?.role).toBe('ROLE_ASSISTANT');
-    expect(chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('')).toBe('Hello! How can I help?');
+    expect(textOf(chunks)).toBe('Hello! How can I help?');
     expect(chunks.at(-1)?.choices?.[0]?.finish_reason).toBe('FINISH_REASON_STOP');
     expect(events.at(-1)).toEqual({
       type: 'usage',
@@ -336,21 +336,12 @@ describe('OpenAiCompatibleProvider: upstream failures', () => {
   });
 
   it('maps 429 to RESOURCE_EXHAUSTED with retry-after or retry-after-ms', async () => {
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }))).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      reason: 'upstream_rate_limited',
-      retryable: true,
-      retryAfterMs: 2000,
-    });
-    expect(await under.failureOf(replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }), 'stream')).toMatchObject({
-      code: GrpcStatus.RESOURCE_EXHAUSTED,
-      retryAfterMs: 120,
-    });
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json'), { 'retry-after': '2' }), 2000);
+    await under.expectRateLimited(replayJson(429, fixture('error-429.json'), { 'retry-after': '2', 'retry-after-ms': '120' }), 120, 'stream');
   });
 
   it('maps 500, a malformed body and a refused connection to retryable UNAVAILABLE', async () => {
-    await expectRetryableUnavailable(under.failureOf(replayJson(500, fixture('error-500.json'))), 500);
-    await expectRetryableUnavailable(under.failureOf(replayJson(200, fixture('malformed.txt'))));
+    await under.expectServerFailuresRetryable([[500, fixture('error-500.json')]], fixture('malformed.txt'));
     const closed = await startFakeUpstream(replayJson(200, fixture('chat-completion.json')));
     const baseUrl = closed.baseUrl;
     await closed.close();

@@ -7,10 +7,9 @@
  * their `statistics.token_count` the batch's tokens. Token-id inputs are refused before any call:
  * the models take text.
  */
-import { vectorOfNumbers } from '../embedding-vectors.js';
 import type { EmbeddingTransport } from '../http-provider.js';
-import type { EmbeddingBatch, EmbeddingBatchResult, EmbeddingProvider, ProviderContext } from '../provider.js';
-import { UpstreamError } from '../upstream-error.js';
+import type { EmbeddingBatch, EmbeddingBatchResult, ProviderContext } from '../provider.js';
+import { TextEmbeddings } from '../text-embeddings.js';
 import { vertexModelUrl } from './vertex-url.js';
 import type { VertexPredictEmbeddingsRequest, VertexPredictEmbeddingsResponse } from './wire-types.js';
 
@@ -23,11 +22,8 @@ import type { VertexPredictEmbeddingsRequest, VertexPredictEmbeddingsResponse } 
 export const VERTEX_EMBEDDING_BATCH = 100;
 
 /** Vertex AI's text embeddings, over the adapter's transport. */
-export class VertexEmbeddings implements EmbeddingProvider {
+export class VertexEmbeddings extends TextEmbeddings<EmbeddingTransport> {
   readonly batchSize = VERTEX_EMBEDDING_BATCH;
-  readonly textOnly = true;
-
-  constructor(private readonly transport: EmbeddingTransport) {}
 
   async embed(batch: EmbeddingBatch, context: ProviderContext): Promise<EmbeddingBatchResult> {
     const body: VertexPredictEmbeddingsRequest = {
@@ -41,13 +37,11 @@ export class VertexEmbeddings implements EmbeddingProvider {
       (parsed) => Array.isArray(parsed.predictions),
       'upstream sent a prediction response without predictions',
     );
-    const malformed = (what: string) => new UpstreamError(`upstream sent ${what}`, { provider: this.transport.name, kind: 'malformed' });
     const predictions = answer.predictions!;
-    if (predictions.length !== batch.texts.length) throw malformed(`${predictions.length} predictions for ${batch.texts.length} instances`);
+    if (predictions.length !== batch.texts.length) throw this.malformed(`${predictions.length} predictions for ${batch.texts.length} instances`);
     let tokens: number | undefined = 0;
     const vectors = predictions.map((prediction) => {
-      const vector = vectorOfNumbers(prediction?.embeddings?.values);
-      if (!vector) throw malformed('a prediction without embedding values');
+      const vector = this.vectorOf(prediction?.embeddings?.values, 'a prediction without embedding values');
       const count = prediction.embeddings?.statistics?.token_count;
       tokens = tokens !== undefined && typeof count === 'number' && Number.isInteger(count) && count >= 0 ? tokens + count : undefined;
       return vector;

@@ -2,14 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { replayJson, replaySse, vertexAnthropicModel, providerFixture } from '@gateway/testing';
-import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, simpleRequest, textOf, THINKING_SIGNATURE } from '../../testing/provider-calls.js';
 import { expectRetryableUnavailable } from '../../testing/provider-under-test.js';
 import { useVertexUnderTest } from '../../testing/fake-google-auth.js';
 import { VertexAnthropicProvider } from './vertex-anthropic-provider.js';
 
 const anthropic = (name: string) => providerFixture('anthropic', name);
 const vertex = (name: string) => providerFixture('vertex', name);
-const SIGNATURE = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds';
 
 // Application Default Credentials on GKE: the library asks the fake metadata server for tokens.
 const { google, under } = useVertexUnderTest('metadata-server', (dependencies) => new VertexAnthropicProvider(dependencies), vertexAnthropicModel);
@@ -24,7 +23,7 @@ function claudeCodeLikeRequest(): ChatRequestOutput {
       {
         role: 'ROLE_ASSISTANT',
         content: 'parts',
-        parts: { parts: [{ thinking: { thinking: 'I should run ls.', signature: SIGNATURE }, part: 'thinking' }] },
+        parts: { parts: [{ thinking: { thinking: 'I should run ls.', signature: THINKING_SIGNATURE }, part: 'thinking' }] },
         tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } }],
       },
       { role: 'ROLE_TOOL', content: 'text', text: 'README.md', tool_call_id: 'toolu_1', tool_calls: [], cache_control: { type: 'ephemeral' } },
@@ -56,7 +55,7 @@ describe('VertexAnthropicProvider: requests it sends', () => {
         {
           role: 'assistant',
           content: [
-            { type: 'thinking', thinking: 'I should run ls.', signature: SIGNATURE },
+            { type: 'thinking', thinking: 'I should run ls.', signature: THINKING_SIGNATURE },
             { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } },
           ],
         },
@@ -84,7 +83,7 @@ describe('VertexAnthropicProvider: answers', () => {
     expect(tools.choices?.[0]?.message?.tool_calls?.length).toBeGreaterThan(0);
     const thinking = await under.completeWith(gated(replayJson(200, anthropic('message-thinking.json'))));
     expect(thinking.choices?.[0]?.message?.thinking?.blocks?.[0]).toEqual({
-      thinking: { thinking: 'The user wants the weather in Paris. I should call get_weather.', signature: SIGNATURE },
+      thinking: { thinking: 'The user wants the weather in Paris. I should call get_weather.', signature: THINKING_SIGNATURE },
     });
   });
 
@@ -96,14 +95,10 @@ describe('VertexAnthropicProvider: answers', () => {
 
   it('streams text, thinking ended by its signature, and tool calls', async () => {
     const text = await under.streamWith(gated(replaySse(anthropic('stream-text.sse'))));
-    expect(
-      chunksOf(text)
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-        .join(''),
-    ).not.toBe('');
+    expect(textOf(chunksOf(text))).not.toBe('');
     expect(text.at(-1)?.type).toBe('usage');
     const thinking = chunksOf(await under.streamWith(gated(replaySse(anthropic('stream-thinking.sse')))));
-    expect(thinking.map((chunk) => chunk.choices?.[0]?.delta?.thinking_signature).filter(Boolean)).toEqual([SIGNATURE]);
+    expect(thinking.map((chunk) => chunk.choices?.[0]?.delta?.thinking_signature).filter(Boolean)).toEqual([THINKING_SIGNATURE]);
     const tools = chunksOf(await under.streamWith(gated(replaySse(anthropic('stream-tool-use.sse')))));
     expect(tools.flatMap((chunk) => chunk.choices?.[0]?.delta?.tool_calls ?? []).length).toBeGreaterThan(0);
   });
@@ -122,12 +117,8 @@ describe('VertexAnthropicProvider: upstream failures in either envelope', () => 
 
   it("maps Vertex's 429 RESOURCE_EXHAUSTED to RESOURCE_EXHAUSTED with its Retry-After, whole and streamed", async () => {
     for (const call of ['complete', 'stream'] as const) {
-      expect(await under.failureOf(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '4' })), call)).toMatchObject({
-        code: GrpcStatus.RESOURCE_EXHAUSTED,
-        retryable: true,
-        retryAfterMs: 4_000,
-        provider: 'vertex-anthropic',
-      });
+      const limited = await under.expectRateLimited(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '4' })), 4_000, call);
+      expect(limited.provider).toBe('vertex-anthropic');
     }
   });
 

@@ -18,12 +18,10 @@ import type { ChatRequestOutput } from '@gateway/proto';
 import { AnthropicProvider, betaHeader } from '../anthropic/anthropic-provider.js';
 import { toAnthropicRequest } from '../anthropic/convert-request.js';
 import type { UpstreamRequest } from '../http-provider.js';
-import type { ProviderContext } from '../provider.js';
 import type { UpstreamError } from '../upstream-error.js';
-import { providerKey, type ErrorResponse } from '../upstream-http.js';
+import type { ErrorResponse } from '../upstream-http.js';
 import { upstreamErrorFromVertexAnthropic } from './parse-upstream-error.js';
-import { authorizeWithGoogle } from './vertex-auth.js';
-import type { VertexDependencies } from './vertex-provider.js';
+import { onVertexAi, type VertexDependencies } from './vertex-auth.js';
 import { vertexModelUrl } from './vertex-url.js';
 import { VERTEX_ANTHROPIC_VERSION, type VertexAnthropicRequest } from './wire-types.js';
 
@@ -31,19 +29,11 @@ import { VERTEX_ANTHROPIC_VERSION, type VertexAnthropicRequest } from './wire-ty
 export const VERTEX_ANTHROPIC_PROVIDER = 'vertex-anthropic';
 
 /** The vertex-anthropic adapter (Claude on Vertex AI). */
-export class VertexAnthropicProvider extends AnthropicProvider {
+export class VertexAnthropicProvider extends onVertexAi(AnthropicProvider) {
   override readonly name: string = VERTEX_ANTHROPIC_PROVIDER;
 
   constructor(protected override readonly dependencies: VertexDependencies) {
     super(dependencies);
-  }
-
-  protected override authorize(headers: Record<string, string>, credential: string | undefined, context: ProviderContext): Promise<void> {
-    return authorizeWithGoogle(this.dependencies.credentials, this.name, headers, credential, context);
-  }
-
-  protected override secretsOf(context: ProviderContext): string[] {
-    return this.dependencies.credentials.secretsOf(providerKey(this.dependencies.environment, context.model));
   }
 
   protected override errorOf(response: ErrorResponse, secrets: readonly string[]): UpstreamError {

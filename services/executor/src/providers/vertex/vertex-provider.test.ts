@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '@gateway/grpc';
 import { providerFixture, replayJson, replaySse, startFakeGoogleAuth, vertexGate, vertexModel } from '@gateway/testing';
-import { chunksOf, simpleRequest } from '../../testing/provider-calls.js';
+import { chunksOf, simpleRequest, textOf } from '../../testing/provider-calls.js';
 import { expectRetryableUnavailable } from '../../testing/provider-under-test.js';
 import { useVertexUnderTest } from '../../testing/fake-google-auth.js';
 import { VertexProvider } from './vertex-provider.js';
@@ -61,11 +61,7 @@ describe('VertexProvider: answers', () => {
 
   it('streams text chunks then the final usage', async () => {
     const events = await under.streamWith(gated(replaySse(gemini('stream-text.sse'))));
-    expect(
-      chunksOf(events)
-        .map((chunk) => chunk.choices?.[0]?.delta?.content ?? '')
-        .join(''),
-    ).toBe('Hello! How can I help?');
+    expect(textOf(chunksOf(events))).toBe('Hello! How can I help?');
     expect(events.at(-1)).toMatchObject({ type: 'usage', usage: { prompt_tokens: 1033, completion_tokens: 7 } });
   });
 
@@ -100,12 +96,7 @@ describe('VertexProvider: upstream failures', () => {
 
   it("maps the project's quota (429 RESOURCE_EXHAUSTED) to RESOURCE_EXHAUSTED with its Retry-After, whole and streamed", async () => {
     for (const call of ['complete', 'stream'] as const) {
-      expect(await under.failureOf(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '7' })), call)).toMatchObject({
-        code: GrpcStatus.RESOURCE_EXHAUSTED,
-        reason: 'upstream_rate_limited',
-        retryable: true,
-        retryAfterMs: 7_000,
-      });
+      await under.expectRateLimited(gated(replayJson(429, vertex('error-429-quota.json'), { 'retry-after': '7' })), 7_000, call);
     }
   });
 

@@ -16,36 +16,20 @@ import type { ChatRequestOutput } from '@gateway/proto';
 import type { UpstreamRequest } from '../http-provider.js';
 import { toGeminiRequest } from '../gemini/convert-request.js';
 import { GeminiProvider } from '../gemini/gemini-provider.js';
-import type { ProviderContext } from '../provider.js';
-import { providerKey, type HttpProviderDependencies } from '../upstream-http.js';
 import { VertexEmbeddings } from './embeddings.js';
-import type { GoogleCredentials } from './google-credentials.js';
-import { authorizeWithGoogle } from './vertex-auth.js';
+import { onVertexAi, type VertexDependencies } from './vertex-auth.js';
 import { vertexModelUrl } from './vertex-url.js';
 
 /** The provider name reported to callers; the catalog's `provider` value. */
 export const VERTEX_PROVIDER = 'vertex';
 
-/** What a Vertex adapter needs: the pools, the environment and the process's Google credentials. */
-export interface VertexDependencies extends HttpProviderDependencies {
-  readonly credentials: GoogleCredentials;
-}
-
 /** The vertex adapter (Gemini on Vertex AI). */
-export class VertexProvider extends GeminiProvider {
+export class VertexProvider extends onVertexAi(GeminiProvider) {
   override readonly name: string = VERTEX_PROVIDER;
   override readonly embeddings = new VertexEmbeddings(this);
 
   constructor(protected override readonly dependencies: VertexDependencies) {
     super(dependencies);
-  }
-
-  protected override authorize(headers: Record<string, string>, credential: string | undefined, context: ProviderContext): Promise<void> {
-    return authorizeWithGoogle(this.dependencies.credentials, this.name, headers, credential, context);
-  }
-
-  protected override secretsOf(context: ProviderContext): string[] {
-    return this.dependencies.credentials.secretsOf(providerKey(this.dependencies.environment, context.model));
   }
 
   protected override requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
