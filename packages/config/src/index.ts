@@ -46,6 +46,14 @@ export function loadConfig<Schema extends TObject>(schema: Schema, env: Record<s
   }
 }
 
+/** A service's configuration as its schema declares it, frozen. */
+export type ConfigOf<Schema extends TObject> = Readonly<Static<Schema>>;
+
+/** A service's configuration loader: parses the environment against the schema; throws a ConfigError naming each bad variable. */
+export function configLoader<Schema extends TObject>(schema: Schema): (env: Record<string, string | undefined>) => ConfigOf<Schema> {
+  return (env) => loadConfig(schema, env);
+}
+
 /** The variables a `.env.example` text names: `NAME=value` lines and commented-out `# NAME=value` ones. */
 export function envExampleVariables(text: string): Set<string> {
   return new Set([...text.matchAll(/^#?\s*([A-Z][A-Z0-9_]*)=/gm)].map((match) => match[1]!));

@@ -1,4 +1,4 @@
-import { loadConfig, logLevelVariable, redisVariables, Type, type Static, configReloadVariable, grpcConnectionAgeVariables } from '@gateway/config';
+import { logLevelVariable, redisVariables, Type, configReloadVariable, grpcConnectionAgeVariables, configLoader, type ConfigOf } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './quota/plans.js';
 
@@ -50,9 +50,7 @@ export const AuthConfigSchema = Type.Object({
 });
 
 /** The auth service's configuration, frozen. */
-export type AuthConfig = Readonly<Static<typeof AuthConfigSchema>>;
+export type AuthConfig = ConfigOf<typeof AuthConfigSchema>;
 
 /** Parses the environment; throws a ConfigError naming each bad variable. */
-export function loadAuthConfig(env: Record<string, string | undefined>): AuthConfig {
-  return loadConfig(AuthConfigSchema, env);
-}
+export const loadAuthConfig = configLoader(AuthConfigSchema);

@@ -3,7 +3,7 @@
  * every variable with a comment.
  */
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { loadConfig, Type, type Static, configReloadVariable, grpcConnectionAgeVariables } from '@gateway/config';
+import { Type, configReloadVariable, grpcConnectionAgeVariables, configLoader, type ConfigOf } from '@gateway/config';
 
 /** The schema of the executor's environment, with defaults. */
 export const ExecutorConfigSchema = Type.Object({
@@ -112,9 +112,7 @@ export const ExecutorConfigSchema = Type.Object({
 });
 
 /** The parsed, frozen configuration. */
-export type ExecutorConfig = Readonly<Static<typeof ExecutorConfigSchema>>;
+export type ExecutorConfig = ConfigOf<typeof ExecutorConfigSchema>;
 
 /** Parses the environment; throws a ConfigError naming each bad variable. */
-export function loadExecutorConfig(environment: Record<string, string | undefined>): ExecutorConfig {
-  return loadConfig(ExecutorConfigSchema, environment);
-}
+export const loadExecutorConfig = configLoader(ExecutorConfigSchema);

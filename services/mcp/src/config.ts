@@ -1,4 +1,4 @@
-import { grpcConnectionAgeVariables, loadConfig, logLevelVariable, mcpCredentialsVariables, redisVariables, Type, type Static } from '@gateway/config';
+import { grpcConnectionAgeVariables, logLevelVariable, mcpCredentialsVariables, redisVariables, Type, configLoader, type ConfigOf } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 
 /** The shared declarations of the OAuth variables; the MCP service says what its empty values do. */
@@ -71,9 +71,7 @@ export const McpConfigSchema = Type.Object({
 });
 
 /** The MCP service's configuration, frozen. */
-export type McpConfig = Readonly<Static<typeof McpConfigSchema>>;
+export type McpConfig = ConfigOf<typeof McpConfigSchema>;
 
 /** Parses the environment; throws a ConfigError naming each bad variable. Only main.ts passes process.env. */
-export function loadMcpConfig(env: Record<string, string | undefined>): McpConfig {
-  return loadConfig(McpConfigSchema, env);
-}
+export const loadMcpConfig = configLoader(McpConfigSchema);

@@ -1,13 +1,13 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
 import {
-  loadConfig,
   logLevelVariable,
   redisVariables,
   Type,
-  type Static,
   usageStreamVariables,
   configReloadVariable,
   grpcConnectionAgeVariables,
+  configLoader,
+  type ConfigOf,
 } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
@@ -80,9 +80,7 @@ export const MeteringConfigSchema = Type.Object({
 });
 
 /** The metering service's configuration, frozen. */
-export type MeteringConfig = Readonly<Static<typeof MeteringConfigSchema>>;
+export type MeteringConfig = ConfigOf<typeof MeteringConfigSchema>;
 
 /** Parses the environment; throws a ConfigError naming each bad variable. */
-export function loadMeteringConfig(env: Record<string, string | undefined>): MeteringConfig {
-  return loadConfig(MeteringConfigSchema, env);
-}
+export const loadMeteringConfig = configLoader(MeteringConfigSchema);

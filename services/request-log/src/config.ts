@@ -1,5 +1,5 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
-import { configReloadVariable, grpcConnectionAgeVariables, loadConfig, logLevelVariable, type Static, Type, usageStreamVariables } from '@gateway/config';
+import { configReloadVariable, grpcConnectionAgeVariables, logLevelVariable, Type, usageStreamVariables, configLoader, type ConfigOf } from '@gateway/config';
 import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 /** Every environment variable of the request-log service; .env.example documents each. */
@@ -73,9 +73,7 @@ export const RequestLogConfigSchema = Type.Object({
 });
 
 /** The request-log service's configuration, frozen. */
-export type RequestLogConfig = Readonly<Static<typeof RequestLogConfigSchema>>;
+export type RequestLogConfig = ConfigOf<typeof RequestLogConfigSchema>;
 
 /** Parses the environment; throws a ConfigError naming each bad variable. */
-export function loadRequestLogConfig(env: Record<string, string | undefined>): RequestLogConfig {
-  return loadConfig(RequestLogConfigSchema, env);
-}
+export const loadRequestLogConfig = configLoader(RequestLogConfigSchema);

@@ -1,4 +1,4 @@
-import { loadConfig, Type, type Static, configReloadVariable, grpcConnectionAgeVariables } from '@gateway/config';
+import { Type, configReloadVariable, grpcConnectionAgeVariables, configLoader, type ConfigOf } from '@gateway/config';
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
 
 /** The router's environment; every variable is listed with its meaning in .env.example. */
@@ -46,9 +46,7 @@ export const RouterConfigSchema = Type.Object({
 });
 
 /** The router's validated, frozen configuration. */
-export type RouterConfig = Readonly<Static<typeof RouterConfigSchema>>;
+export type RouterConfig = ConfigOf<typeof RouterConfigSchema>;
 
 /** Reads the router's configuration; fails naming the bad variable. Only main.ts passes process.env. */
-export function loadRouterConfig(env: Record<string, string | undefined>): RouterConfig {
-  return loadConfig(RouterConfigSchema, env);
-}
+export const loadRouterConfig = configLoader(RouterConfigSchema);
