@@ -154,3 +154,4 @@ export * from './hostile-requests.js';
 export * from './stream-leader.js';
 export * from './config-map-volume.js';
 export * from './child-output.js';
+export * from './oauth-metadata.js';

@@ -16,6 +16,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { authorizationServerMetadata } from '@gateway/testing';
 
 /** A client the authorization server registered. */
 export interface FakeOAuthClient {
@@ -88,6 +89,16 @@ async function bodyOf(request: IncomingMessage): Promise<string> {
   for await (const chunk of request) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
 }
+
+/** The authorization server's endpoints (paths below its issuer) and what it supports, as its metadata names them. */
+const ENDPOINTS = { authorization_endpoint: '/authorize', token_endpoint: '/token', registration_endpoint: '/register', revocation_endpoint: '/revoke' };
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'];
+const SUPPORTED = {
+  grant_types: ['authorization_code', 'refresh_token'],
+  token_endpoint_auth_methods: CLIENT_AUTH_METHODS,
+  revocation_endpoint_auth_methods: CLIENT_AUTH_METHODS,
+  scopes: ['tools'],
+};
 
 function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers }).end(JSON.stringify(body));
@@ -179,19 +190,7 @@ export async function startFakeOAuthMcpServer(): Promise<FakeOAuthMcpServer> {
     const url = new URL(request.url ?? '/', issuer);
     try {
       if (request.method === 'GET' && url.pathname === '/.well-known/oauth-authorization-server') {
-        return json(response, 200, {
-          issuer,
-          authorization_endpoint: `${issuer}/authorize`,
-          token_endpoint: `${issuer}/token`,
-          registration_endpoint: `${issuer}/register`,
-          revocation_endpoint: `${issuer}/revoke`,
-          response_types_supported: ['code'],
-          grant_types_supported: ['authorization_code', 'refresh_token'],
-          code_challenge_methods_supported: ['S256'],
-          token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-          revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-          scopes_supported: ['tools'],
-        });
+        return json(response, 200, authorizationServerMetadata(issuer, ENDPOINTS, SUPPORTED));
       }
       if (request.method === 'POST' && url.pathname === '/register') {
         const metadata = JSON.parse(await bodyOf(request)) as { redirect_uris?: string[]; token_endpoint_auth_method?: string };

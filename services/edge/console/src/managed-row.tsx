@@ -1,6 +1,6 @@
 /**
- * A table row an admin may change: its cells, then its buttons (Edit, and a removal such as Revoke
- * or Delete); the edit form or the removal's confirmation opens in a row below it.
+ * A table row an admin may change: the item's id, its cells, then its buttons (Edit, and a removal
+ * such as Revoke or Delete); the edit form or the removal's confirmation opens in a row below it.
  */
 import { type ComponentChildren, toChildArray } from 'preact';
 import { useState } from 'preact/hooks';
@@ -15,11 +15,15 @@ export interface RemovalButtons {
   confirmLabel: string;
 }
 
-/** A removal that asks first: its buttons, and what its confirmation says and does. */
+/** A removal that asks first: its buttons, and what its confirmation says. */
 export interface Removal extends RemovalButtons {
   /** What will happen, as the confirmation asks it. */
   question: ComponentChildren;
-  remove: () => Promise<unknown>;
+}
+
+/** The collection of the admin API an item is removed from, by its id. */
+export interface Removable {
+  remove(id: string): Promise<unknown>;
 }
 
 /** An edit form below the row; `form` gets what to call when it is saved or cancelled. */
@@ -32,11 +36,14 @@ export interface Edit {
 export type RowAttributes = { class?: string } & Record<`data-${string}`, string>;
 
 /**
- * `children` are the row's cells; the buttons, in a last cell, show only while `canChange` and
- * nothing is open. `onChanged` is called once an edit is saved or the removal is done.
+ * The row of the item `id` of `collection`: its id (in code), then `children`, its other cells; the
+ * buttons, in a last cell, show only while `canChange` and nothing is open. `onChanged` is called
+ * once an edit is saved or the removal (of the item from its collection) is done.
  */
 export function ManagedRow({
   row,
+  id,
+  collection,
   canChange,
   edit,
   removal,
@@ -44,6 +51,8 @@ export function ManagedRow({
   children,
 }: {
   row: RowAttributes;
+  id: string;
+  collection: Removable;
   canChange: boolean;
   edit?: Edit;
   removal: Removal;
@@ -59,6 +68,9 @@ export function ManagedRow({
   return (
     <>
       <tr {...row}>
+        <td>
+          <code>{id}</code>
+        </td>
         {children}
         <td>
           {canChange && mode === 'view' && (
@@ -77,7 +89,7 @@ export function ManagedRow({
       </tr>
       {mode !== 'view' && (
         <tr class="detail">
-          <td colSpan={toChildArray(children).length + 1}>
+          <td colSpan={toChildArray(children).length + 2}>
             {mode === 'edit' &&
               edit?.form((changed) => {
                 close();
@@ -91,7 +103,7 @@ export function ManagedRow({
                 confirmLabel={removal.confirmLabel}
                 onConfirm={() =>
                   run(async () => {
-                    await removal.remove();
+                    await collection.remove(id);
                     close();
                     onChanged();
                   })

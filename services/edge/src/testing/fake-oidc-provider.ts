@@ -8,6 +8,7 @@
 import { createHash, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { authorizationServerMetadata } from '@gateway/testing';
 
 /** What the token endpoint answers for one code. */
 export interface FakeGrant {
@@ -50,6 +51,10 @@ async function formOf(request: IncomingMessage): Promise<Record<string, string>>
   return Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
 }
 
+/** The provider's endpoints (paths below its issuer) and what it supports, as its discovery document names them. */
+const ENDPOINTS = { authorization_endpoint: '/auth', token_endpoint: '/token', userinfo_endpoint: '/me', jwks_uri: '/jwks' };
+const SUPPORTED = { subject_types: ['public'], id_token_signing_alg_values: ['ES256'], token_endpoint_auth_methods: ['client_secret_post'] };
+
 function json(response: ServerResponse, status: number, body: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
 }
@@ -87,18 +92,7 @@ export async function startFakeOidcProvider(clientId = 'gateway-console', client
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', issuer).pathname;
     if (path === '/.well-known/openid-configuration') {
-      return json(response, 200, {
-        issuer,
-        authorization_endpoint: `${issuer}/auth`,
-        token_endpoint: `${issuer}/token`,
-        userinfo_endpoint: `${issuer}/me`,
-        jwks_uri: `${issuer}/jwks`,
-        response_types_supported: ['code'],
-        subject_types_supported: ['public'],
-        id_token_signing_alg_values_supported: ['ES256'],
-        code_challenge_methods_supported: ['S256'],
-        token_endpoint_auth_methods_supported: ['client_secret_post'],
-      });
+      return json(response, 200, authorizationServerMetadata(issuer, ENDPOINTS, SUPPORTED));
     }
     if (path === '/jwks') return json(response, 200, { keys: [{ ...key.publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] });
     if (path === '/token' && request.method === 'POST') return void token(request, response);

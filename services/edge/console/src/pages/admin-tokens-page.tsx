@@ -43,11 +43,12 @@ function TokenRow({ api, token, onChanged }: { api: AdminApi; token: AdminToken;
   return (
     <ManagedRow
       row={{ 'data-testid': 'admin-token-row', 'data-token-id': token.id, ...(token.revoked && { class: 'revoked' }) }}
+      id={token.id}
+      collection={api.adminTokens}
       canChange={!token.revoked}
       onChanged={onChanged}
       removal={{
         ...REVOKE_TOKEN,
-        remove: () => api.adminTokens.remove(token.id),
         question: (
           <>
             Revoke the admin token <code>{token.id}</code>? Requests with it are refused within a second. This cannot be undone.
@@ -55,9 +56,6 @@ function TokenRow({ api, token, onChanged }: { api: AdminApi; token: AdminToken;
         ),
       }}
     >
-      <td>
-        <code>{token.id}</code>
-      </td>
       <td>{token.name || <span class="muted">—</span>}</td>
       <td data-testid="admin-token-role">{token.role}</td>
       <td>{formatUnixSeconds(token.created_at)}</td>

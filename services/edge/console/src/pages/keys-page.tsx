@@ -143,12 +143,13 @@ function KeyRow({
   return (
     <ManagedRow
       row={{ 'data-testid': 'key-row', 'data-key-id': apiKey.id, ...(apiKey.revoked && { class: 'revoked' }) }}
+      id={apiKey.id}
+      collection={api.keys}
       canChange={canChange && !apiKey.revoked}
       onChanged={onChanged}
       edit={{ testId: 'key-edit', form: (onDone) => <EditKeyForm api={api} apiKey={apiKey} onDone={onDone} /> }}
       removal={{
         ...REVOKE_KEY,
-        remove: () => api.keys.remove(apiKey.id),
         question: (
           <>
             Revoke <code>{apiKey.id}</code>
@@ -157,9 +158,6 @@ function KeyRow({
         ),
       }}
     >
-      <td>
-        <code>{apiKey.id}</code>
-      </td>
       <td>{apiKey.name || <span class="muted">—</span>}</td>
       <td data-testid="key-plan">{apiKey.plan}</td>
       <td data-testid="key-team">{apiKey.team_id ? <span title={apiKey.team_id}>{teamName ?? apiKey.team_id}</span> : <span class="muted">—</span>}</td>

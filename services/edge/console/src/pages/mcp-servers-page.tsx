@@ -52,11 +52,12 @@ function ServerRow({ api, server, canChange, onChanged }: { api: AdminApi; serve
   return (
     <ManagedRow
       row={{ 'data-testid': 'mcp-server-row', 'data-server-name': server.name }}
+      id={server.name}
+      collection={api.mcpServers}
       canChange={canChange}
       onChanged={onChanged}
       removal={{
         ...REMOVE_SERVER,
-        remove: () => api.mcpServers.remove(server.name),
         question: (
           <>
             Remove the MCP server <code>{server.name}</code>? Its tools disappear from /mcp within a second.
@@ -64,9 +65,6 @@ function ServerRow({ api, server, canChange, onChanged }: { api: AdminApi; serve
         ),
       }}
     >
-      <td>
-        <code>{server.name}</code>
-      </td>
       <td>
         <code>{server.url}</code>
       </td>

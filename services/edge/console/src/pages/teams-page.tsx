@@ -96,12 +96,13 @@ function TeamRow({ api, team, canChange, onChanged }: { api: AdminApi; team: Tea
   return (
     <ManagedRow
       row={{ 'data-testid': 'team-row', 'data-team-id': team.id }}
+      id={team.id}
+      collection={api.teams}
       canChange={canChange}
       onChanged={onChanged}
       edit={{ testId: 'team-edit', form: (onDone) => <EditTeamForm api={api} team={team} onDone={onDone} /> }}
       removal={{
         ...DELETE_TEAM,
-        remove: () => api.teams.remove(team.id),
         question: (
           <>
             Delete the team <code>{team.id}</code> ({team.name})? A team is deleted only once all its keys are revoked.
@@ -109,9 +110,6 @@ function TeamRow({ api, team, canChange, onChanged }: { api: AdminApi; team: Tea
         ),
       }}
     >
-      <td>
-        <code>{team.id}</code>
-      </td>
       <td data-testid="team-name">{team.name}</td>
       <td class="number">{limitText(team.limits.requests_per_minute)}</td>
       <td class="number">{limitText(team.limits.tokens_per_minute)}</td>

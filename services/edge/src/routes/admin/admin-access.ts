@@ -32,9 +32,9 @@ import {
   type AuditQuery,
   AuditQuerySchema,
   type CreatedAdminToken,
-  type List,
   type Principal,
 } from './admin-api-schemas.js';
+import { registerAdminResource } from './admin-resource.js';
 import { registerAdminScope, requireAdminRole } from './admin-scope.js';
 import { bearerCredential } from './admin-principal.js';
 import { readSessionToken } from './sso-session-token.js';
@@ -106,14 +106,16 @@ export function registerAdminAccess(app: FastifyInstance, deps: EdgeDependencies
       },
     );
 
-    admin.get('/admin/v1/admin-tokens', { preHandler: requireAdminRole }, async (request): Promise<List<AdminToken>> => {
-      const listed = await callUnary<ListAdminTokensRequest, ListAdminTokensResponseOutput>(client, client.ListAdminTokens, {}, options(request));
-      return { object: 'list', data: listed.tokens.map(adminTokenJson) };
-    });
-
-    admin.delete<{ Params: { id: string } }>('/admin/v1/admin-tokens/:id', async (request) => {
-      const revoke: RevokeAdminTokenRequest = { token_id: request.params.id };
-      return adminTokenJson(await callUnary<RevokeAdminTokenRequest, AdminTokenInfoOutput>(client, client.RevokeAdminToken, revoke, options(request)));
+    registerAdminResource(admin, options, {
+      path: '/admin/v1/admin-tokens',
+      param: 'id',
+      json: adminTokenJson,
+      listOptions: { preHandler: requireAdminRole },
+      list: async (_request, call) => (await callUnary<ListAdminTokensRequest, ListAdminTokensResponseOutput>(client, client.ListAdminTokens, {}, call)).tokens,
+      remove: async (id, call) => {
+        const revoke: RevokeAdminTokenRequest = { token_id: id };
+        return adminTokenJson(await callUnary<RevokeAdminTokenRequest, AdminTokenInfoOutput>(client, client.RevokeAdminToken, revoke, call));
+      },
     });
 
     admin.get<{ Querystring: AuditQuery }>('/admin/v1/audit', { schema: { querystring: AuditQuerySchema } }, async (request): Promise<AuditPage> => {

@@ -12,7 +12,7 @@
  */
 import { MAX_ALLOW_LIST_ENTRIES, MAX_ALLOW_LIST_ENTRY_LENGTH } from '@gateway/catalog';
 import { PLAN_NAMES } from '@gateway/proto';
-import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
+import { type Static, type TOptional, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 
 export { PLAN_NAMES } from '@gateway/proto';
 
@@ -193,10 +193,13 @@ export type KeyChange = Static<typeof KeyChangeSchema>;
 
 const Nullable = <Schema extends TSchema>(schema: Schema) => Type.Union([schema, Type.Null()]);
 
+/** An object the admin API answers with: its kind in `object`, its id, then its `properties`. */
+function adminObject<Kind extends string, Properties extends TProperties>(kind: Kind, properties: Properties) {
+  return Type.Object({ object: Type.Literal(kind), id: Type.String(), ...properties });
+}
+
 /** A key as the admin API returns it; never its secret, except once in the creation response. */
-export const KeySchema = Type.Object({
-  object: Type.Literal('api_key'),
-  id: Type.String(),
+export const KeySchema = adminObject('api_key', {
   name: Type.String(),
   /** A plan this edge does not know (a newer auth's) is `unknown`. */
   plan: Type.Union([PlanSchema, Type.Literal('unknown')]),
@@ -285,9 +288,7 @@ export const TeamChangeSchema = steps(
 export type TeamChange = Static<typeof TeamChangeSchema>;
 
 /** A team as the admin API returns it. */
-export const TeamSchema = Type.Object({
-  object: Type.Literal('team'),
-  id: Type.String(),
+export const TeamSchema = adminObject('team', {
   name: Type.String(),
   /** Unix seconds. */
   created_at: Type.Integer(),
@@ -532,9 +533,7 @@ export const UsagePageSchema = Type.Object({
 export type UsagePage = Static<typeof UsagePageSchema>;
 
 /** One completion or embeddings request the gateway handled (GET /admin/v1/requests). */
-export const GatewayRequestSchema = Type.Object({
-  object: Type.Literal('gateway.request'),
-  id: Type.String(),
+export const GatewayRequestSchema = adminObject('gateway.request', {
   /** The kind of API: `chat` (chat completions, responses, messages) or `embeddings`. */
   operation: Type.String(),
   request_id: Type.String(),
@@ -592,9 +591,7 @@ export const AdminTokenCreationSchema = steps(
 export type AdminTokenCreation = Static<typeof AdminTokenCreationSchema>;
 
 /** An admin token as the admin API shows it; never its secret, except once in the creation response. */
-export const AdminTokenSchema = Type.Object({
-  object: Type.Literal('admin_token'),
-  id: Type.String(),
+export const AdminTokenSchema = adminObject('admin_token', {
   name: Type.String(),
   /** A role this edge does not know (a newer auth's) is `unknown`. */
   role: Type.Union([RoleSchema, Type.Literal('unknown')]),
@@ -636,9 +633,7 @@ export const AuditQuerySchema = steps(
 export type AuditQuery = Static<typeof AuditQuerySchema>;
 
 /** One admin change (GET /admin/v1/audit). */
-export const AuditEntrySchema = Type.Object({
-  object: Type.Literal('audit_entry'),
-  id: Type.String(),
+export const AuditEntrySchema = adminObject('audit_entry', {
   /** Unix milliseconds when the change applied. */
   created_at_ms: Type.Integer(),
   actor: Type.Object({ subject: Type.String(), role: Type.String(), via: Type.String() }),

@@ -87,8 +87,32 @@ const unknownKeyField = (field: string) => `Unknown field '${field}'. Allowed: $
 /** A creation takes team_id besides: a key joins its team when created, never later. */
 const unknownCreationField = (field: string) => `Unknown field '${field}'. Allowed: ${KEYS_FIELDS}, team_id.`;
 
+type Refusal = [string, unknown, string | null, string, string];
+
+/** [what, group, field, value] of each limit or budget a creation of a pro key refuses. */
+const REFUSED_SETTINGS: Array<[string, 'limits' | 'budgets', string, unknown]> = [
+  ['a limit of 0', 'limits', 'requests_per_minute', 0],
+  ['a negative limit', 'limits', 'tokens_per_minute', -1],
+  ['a fractional limit', 'limits', 'requests_per_minute', 1.5],
+  ['a limit as a string', 'limits', 'requests_per_minute', '60'],
+  ['a limit past 2^53 - 1', 'limits', 'tokens_per_minute', 2 ** 53],
+  ['a null limit', 'limits', 'requests_per_minute', null],
+  ['a budget of 0', 'budgets', 'daily_usd', 0],
+  ['a negative budget', 'budgets', 'daily_usd', -1],
+  ['a budget under half a micro-dollar', 'budgets', 'monthly_usd', nextDouble(5e-7, -1)],
+  ['a budget past 2^53 - 1 micro-dollars', 'budgets', 'monthly_usd', nextDouble(9007199254.74099, 1)],
+  ['a budget as a string', 'budgets', 'daily_usd', '5'],
+  ['a null budget', 'budgets', 'daily_usd', null],
+];
+const SETTING_MESSAGES = { limits: createLimit, budgets: createBudget };
+
+/** The refusal of a pro key's creation whose `field` of `group` is `value`, as the group's message names it. */
+function refusedSetting([what, group, field, value]: (typeof REFUSED_SETTINGS)[number]): Refusal {
+  return [what, { plan: 'pro', [group]: { [field]: value } }, `${group}.${field}`, SETTING_MESSAGES[group](field), 'invalid_value'];
+}
+
 /** [what, body, param, message, code] of each refused creation. */
-const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]> = [
+const REFUSED_CREATIONS: Refusal[] = [
   ['a number', '5', null, NOT_AN_OBJECT, 'invalid_json'],
   ['an array', '[{"plan":"pro"}]', null, NOT_AN_OBJECT, 'invalid_json'],
   ['a string', '"pro"', null, NOT_AN_OBJECT, 'invalid_json'],
@@ -130,30 +154,6 @@ const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]>
     "Unknown field 'rpm'. Allowed: requests_per_minute, tokens_per_minute.",
     'unknown_parameter',
   ],
-  ['a limit of 0', { plan: 'pro', limits: { requests_per_minute: 0 } }, 'limits.requests_per_minute', createLimit('requests_per_minute'), 'invalid_value'],
-  ['a negative limit', { plan: 'pro', limits: { tokens_per_minute: -1 } }, 'limits.tokens_per_minute', createLimit('tokens_per_minute'), 'invalid_value'],
-  [
-    'a fractional limit',
-    { plan: 'pro', limits: { requests_per_minute: 1.5 } },
-    'limits.requests_per_minute',
-    createLimit('requests_per_minute'),
-    'invalid_value',
-  ],
-  [
-    'a limit as a string',
-    { plan: 'pro', limits: { requests_per_minute: '60' } },
-    'limits.requests_per_minute',
-    createLimit('requests_per_minute'),
-    'invalid_value',
-  ],
-  [
-    'a limit past 2^53 - 1',
-    { plan: 'pro', limits: { tokens_per_minute: 2 ** 53 } },
-    'limits.tokens_per_minute',
-    createLimit('tokens_per_minute'),
-    'invalid_value',
-  ],
-  ['a null limit', { plan: 'pro', limits: { requests_per_minute: null } }, 'limits.requests_per_minute', createLimit('requests_per_minute'), 'invalid_value'],
   ['budgets that are an array', { plan: 'pro', budgets: [5] }, null, NOT_AN_OBJECT, 'invalid_json'],
   [
     'an unknown budget',
@@ -162,24 +162,7 @@ const REFUSED_CREATIONS: Array<[string, unknown, string | null, string, string]>
     "Unknown field 'weekly_usd'. Allowed: daily_usd, monthly_usd.",
     'unknown_parameter',
   ],
-  ['a budget of 0', { plan: 'pro', budgets: { daily_usd: 0 } }, 'budgets.daily_usd', createBudget('daily_usd'), 'invalid_value'],
-  ['a negative budget', { plan: 'pro', budgets: { daily_usd: -1 } }, 'budgets.daily_usd', createBudget('daily_usd'), 'invalid_value'],
-  [
-    'a budget under half a micro-dollar',
-    { plan: 'pro', budgets: { monthly_usd: nextDouble(5e-7, -1) } },
-    'budgets.monthly_usd',
-    createBudget('monthly_usd'),
-    'invalid_value',
-  ],
-  [
-    'a budget past 2^53 - 1 micro-dollars',
-    { plan: 'pro', budgets: { monthly_usd: nextDouble(9007199254.74099, 1) } },
-    'budgets.monthly_usd',
-    createBudget('monthly_usd'),
-    'invalid_value',
-  ],
-  ['a budget as a string', { plan: 'pro', budgets: { daily_usd: '5' } }, 'budgets.daily_usd', createBudget('daily_usd'), 'invalid_value'],
-  ['a null budget', { plan: 'pro', budgets: { daily_usd: null } }, 'budgets.daily_usd', createBudget('daily_usd'), 'invalid_value'],
+  ...REFUSED_SETTINGS.map(refusedSetting),
   ['an infinite budget (1e400)', '{"plan":"pro","budgets":{"daily_usd":1e400}}', 'budgets.daily_usd', createBudget('daily_usd'), 'invalid_value'],
 ];
 
@@ -218,7 +201,7 @@ const NOTHING_TO_CHANGE =
   'Nothing to change: send plan, name, limits, budgets, routing_policy, catalog_fallbacks, allowed_models, allowed_mcp_tools or log_bodies.';
 
 /** [what, body, param, message, code] of each refused change. */
-const REFUSED_CHANGES: Array<[string, unknown, string | null, string, string]> = [
+const REFUSED_CHANGES: Refusal[] = [
   ['an empty object', {}, null, NOTHING_TO_CHANGE, 'invalid_value'],
   ['JSON null', 'null', null, NOTHING_TO_CHANGE, 'invalid_value'],
   ['a number', '5', null, NOT_AN_OBJECT, 'invalid_json'],

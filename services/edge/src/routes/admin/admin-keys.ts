@@ -35,8 +35,8 @@ import {
   type KeyListQuery,
   KeyListQuerySchema,
   type Limit as LimitJson,
-  type List,
 } from './admin-api-schemas.js';
+import { registerAdminResource } from './admin-resource.js';
 import { registerAdminScope } from './admin-scope.js';
 
 /** A plan's name in the admin API; `unknown` for one this edge does not know (a newer auth's). */
@@ -143,20 +143,17 @@ export function registerAdminKeys(app: FastifyInstance, deps: EdgeDependencies):
       },
     );
 
-    admin.get<{ Querystring: KeyListQuery }>('/admin/v1/keys', { schema: { querystring: KeyListQuerySchema } }, async (request): Promise<List<Key>> => {
-      const filter: ListKeysRequest = request.query.team_id ? { team_id: request.query.team_id } : {};
-      const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, filter, options(request));
-      return { object: 'list', data: listed.keys.map(adminKeyJson) };
-    });
-
-    admin.get<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: request.params.id }, options(request));
-      return adminKeyJson(key);
-    });
-
-    admin.delete<{ Params: { id: string } }>('/admin/v1/keys/:id', async (request) => {
-      const key = await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: request.params.id }, options(request));
-      return adminKeyJson(key);
+    registerAdminResource<KeyInfoOutput, Key, KeyListQuery>(admin, options, {
+      path: '/admin/v1/keys',
+      param: 'id',
+      json: adminKeyJson,
+      listOptions: { schema: { querystring: KeyListQuerySchema } },
+      list: async (request, call) => {
+        const filter: ListKeysRequest = request.query.team_id ? { team_id: request.query.team_id } : {};
+        return (await callUnary<ListKeysRequest, ListKeysResponseOutput>(deps.auth, deps.auth.ListKeys, filter, call)).keys;
+      },
+      get: (id, call) => callUnary<GetKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.GetKey, { key_id: id }, call),
+      remove: async (id, call) => adminKeyJson(await callUnary<RevokeKeyRequest, KeyInfoOutput>(deps.auth, deps.auth.RevokeKey, { key_id: id }, call)),
     });
 
     admin.patch<{ Params: { id: string }; Body: KeyChange }>(

@@ -17,7 +17,8 @@ import type {
   PutServerRequest,
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../../dependencies.js';
-import { type List, type McpServer, type McpServerPut, McpServerPutSchema } from './admin-api-schemas.js';
+import { type McpServer, type McpServerPut, McpServerPutSchema } from './admin-api-schemas.js';
+import { registerAdminResource } from './admin-resource.js';
 import { registerAdminScope } from './admin-scope.js';
 
 /** A server as the admin API's JSON. */
@@ -66,19 +67,16 @@ export function registerAdminMcpServers(app: FastifyInstance, deps: EdgeDependen
       },
     );
 
-    admin.get('/admin/v1/mcp-servers', async (request): Promise<List<McpServer>> => {
-      const listed = await callUnary<ListServersRequest, ListServersResponseOutput>(mcp, mcp.ListServers, {}, options(request));
-      return { object: 'list', data: listed.servers.map(adminMcpServerJson) };
-    });
-
-    admin.get<{ Params: { name: string } }>('/admin/v1/mcp-servers/:name', async (request) => {
-      const server = await callUnary<GetServerRequest, McpServerInfoOutput>(mcp, mcp.GetServer, { name: request.params.name }, options(request));
-      return adminMcpServerJson(server);
-    });
-
-    admin.delete<{ Params: { name: string } }>('/admin/v1/mcp-servers/:name', async (request) => {
-      await callUnary<DeleteServerRequest, DeleteServerResponseOutput>(mcp, mcp.DeleteServer, { name: request.params.name }, options(request));
-      return { object: 'mcp_server.deleted', name: request.params.name, deleted: true };
+    registerAdminResource(admin, options, {
+      path: '/admin/v1/mcp-servers',
+      param: 'name',
+      json: adminMcpServerJson,
+      list: async (_request, call) => (await callUnary<ListServersRequest, ListServersResponseOutput>(mcp, mcp.ListServers, {}, call)).servers,
+      get: (name, call) => callUnary<GetServerRequest, McpServerInfoOutput>(mcp, mcp.GetServer, { name }, call),
+      remove: async (name, call) => {
+        await callUnary<DeleteServerRequest, DeleteServerResponseOutput>(mcp, mcp.DeleteServer, { name }, call);
+        return { object: 'mcp_server.deleted', name, deleted: true };
+      },
     });
   });
 }

@@ -22,8 +22,9 @@ import type {
   UpdateTeamRequest,
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../../dependencies.js';
-import { type List, type Team, type TeamChange, TeamChangeSchema, type TeamCreation, TeamCreationSchema } from './admin-api-schemas.js';
+import { type Team, type TeamChange, TeamChangeSchema, type TeamCreation, TeamCreationSchema } from './admin-api-schemas.js';
 import { absentBodyIsEmpty } from './admin-keys.js';
+import { registerAdminResource } from './admin-resource.js';
 import { registerAdminScope } from './admin-scope.js';
 
 function perMinute(limit: MinuteLimitOutput | null | undefined): number | null {
@@ -94,14 +95,16 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
       },
     );
 
-    admin.get('/admin/v1/teams', async (request): Promise<List<Team>> => {
-      const listed = await callUnary<ListTeamsRequest, ListTeamsResponseOutput>(teams, teams.ListTeams, {}, options(request));
-      return { object: 'list', data: listed.teams.map(adminTeamJson) };
-    });
-
-    admin.get<{ Params: { id: string } }>('/admin/v1/teams/:id', async (request) => {
-      const team = await callUnary<GetTeamRequest, TeamOutput>(teams, teams.GetTeam, { team_id: request.params.id }, options(request));
-      return adminTeamJson(team);
+    registerAdminResource(admin, options, {
+      path: '/admin/v1/teams',
+      param: 'id',
+      json: adminTeamJson,
+      list: async (_request, call) => (await callUnary<ListTeamsRequest, ListTeamsResponseOutput>(teams, teams.ListTeams, {}, call)).teams,
+      get: (id, call) => callUnary<GetTeamRequest, TeamOutput>(teams, teams.GetTeam, { team_id: id }, call),
+      remove: async (id, call) => {
+        const deleted = await callUnary<DeleteTeamRequest, DeleteTeamResponseOutput>(teams, teams.DeleteTeam, { team_id: id }, call);
+        return { object: 'team.deleted', id: deleted.team_id ?? id, deleted: true };
+      },
     });
 
     admin.patch<{ Params: { id: string }; Body: TeamChange }>(
@@ -123,10 +126,5 @@ export function registerAdminTeams(app: FastifyInstance, deps: EdgeDependencies)
         return adminTeamJson(team);
       },
     );
-
-    admin.delete<{ Params: { id: string } }>('/admin/v1/teams/:id', async (request) => {
-      const deleted = await callUnary<DeleteTeamRequest, DeleteTeamResponseOutput>(teams, teams.DeleteTeam, { team_id: request.params.id }, options(request));
-      return { object: 'team.deleted', id: deleted.team_id ?? request.params.id, deleted: true };
-    });
   });
 }

@@ -283,26 +283,29 @@ describe('single sign-on: the callback', () => {
 });
 
 describe('single sign-on: configuration', () => {
-  it('refuses an issuer without its client, secret or session secret, naming the variable', () => {
-    const base = {
-      EDGE_OIDC_ISSUER: 'https://login.example.com',
-      EDGE_OIDC_CLIENT_ID: 'gw',
-      EDGE_OIDC_CLIENT_SECRET: 's',
-      EDGE_SESSION_SECRET: SESSION_SECRET,
-    };
-    expect(readEdgeConfig(base).EDGE_SESSION_TTL_SECONDS).toBe(28_800);
-    expect(() => readEdgeConfig({ ...base, EDGE_SESSION_SECRET: '' })).toThrow('invalid configuration: EDGE_SESSION_SECRET is required with EDGE_OIDC_ISSUER');
-    expect(() => readEdgeConfig({ ...base, EDGE_OIDC_CLIENT_ID: '' })).toThrow('invalid configuration: EDGE_OIDC_CLIENT_ID is required with EDGE_OIDC_ISSUER');
-    expect(() => readEdgeConfig({ ...base, EDGE_OIDC_CLIENT_SECRET: '' })).toThrow(
-      'invalid configuration: EDGE_OIDC_CLIENT_SECRET is required with EDGE_OIDC_ISSUER',
-    );
-    expect(() => readEdgeConfig({ ...base, EDGE_SESSION_SECRET: 'short' })).toThrow(/EDGE_SESSION_SECRET/);
-    expect(() => readEdgeConfig({ ...base, EDGE_OIDC_ISSUER: 'http://login.example.com' })).toThrow(
-      'invalid configuration: EDGE_OIDC_ISSUER must be https (http only on loopback)',
-    );
-    expect(() => readEdgeConfig({ ...base, EDGE_OIDC_REDIRECT_URL: 'https://gw.example.com/elsewhere' })).toThrow(
+  /** An issuer with its client, secret and session secret. */
+  const base = {
+    EDGE_OIDC_ISSUER: 'https://login.example.com',
+    EDGE_OIDC_CLIENT_ID: 'gw',
+    EDGE_OIDC_CLIENT_SECRET: 's',
+    EDGE_SESSION_SECRET: SESSION_SECRET,
+  };
+  /** [what a configuration changes of base, the refusal that names the variable] */
+  const REFUSED: Array<[Record<string, string>, string | RegExp]> = [
+    [{ EDGE_SESSION_SECRET: '' }, 'invalid configuration: EDGE_SESSION_SECRET is required with EDGE_OIDC_ISSUER'],
+    [{ EDGE_OIDC_CLIENT_ID: '' }, 'invalid configuration: EDGE_OIDC_CLIENT_ID is required with EDGE_OIDC_ISSUER'],
+    [{ EDGE_OIDC_CLIENT_SECRET: '' }, 'invalid configuration: EDGE_OIDC_CLIENT_SECRET is required with EDGE_OIDC_ISSUER'],
+    [{ EDGE_SESSION_SECRET: 'short' }, /EDGE_SESSION_SECRET/],
+    [{ EDGE_OIDC_ISSUER: 'http://login.example.com' }, 'invalid configuration: EDGE_OIDC_ISSUER must be https (http only on loopback)'],
+    [
+      { EDGE_OIDC_REDIRECT_URL: 'https://gw.example.com/elsewhere' },
       'invalid configuration: EDGE_OIDC_REDIRECT_URL must be an http(s) URL ending in /console/sso/callback',
-    );
+    ],
+  ];
+
+  it('refuses an issuer without its client, secret or session secret, naming the variable', () => {
+    expect(readEdgeConfig(base).EDGE_SESSION_TTL_SECONDS).toBe(28_800);
+    for (const [change, refusal] of REFUSED) expect(() => readEdgeConfig({ ...base, ...change })).toThrow(refusal);
     expect(() => readEdgeConfig({ ...base, EDGE_OIDC_ISSUER: 'http://127.0.0.1:9000' })).not.toThrow();
     expect(() => readEdgeConfig({ ...base, EDGE_SESSION_SECRET: '' })).toThrow(ConfigError);
   });
