@@ -8,7 +8,7 @@
  * Tokens and the trail are auth's (AdminAccessService); each change is recorded there with the
  * caller as its actor.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { callUnary } from '@gateway/grpc';
 import type {
   AdminRole,
@@ -35,7 +35,7 @@ import {
   type Principal,
 } from './admin-api-schemas.js';
 import { registerAdminResource } from './admin-resource.js';
-import { registerAdminScope, requireAdminRole } from './admin-scope.js';
+import { absentBodyIsEmpty, registerAdminScope, requireAdminRole } from './admin-scope.js';
 import { bearerCredential } from './admin-principal.js';
 import { readSessionToken } from './sso-session-token.js';
 
@@ -78,11 +78,6 @@ export function auditEntryJson(entry: AuditEntryOutput): AuditEntry {
     after: recordedFacts(entry.after_json),
     request_id: entry.request_id || null,
   };
-}
-
-/** A creation's body left out (or sent as JSON null) is an empty object (and then refused: no role). */
-async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
-  request.body ??= {};
 }
 
 /** Registers /admin/v1/me, /admin/v1/admin-tokens and /admin/v1/audit when the admin API exists. */

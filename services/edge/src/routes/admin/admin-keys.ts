@@ -6,7 +6,7 @@
  * bodies are checked by their schemas (admin-api-schemas.ts), each node carrying the message it
  * answers.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { callUnary } from '@gateway/grpc';
 import { planFromProto, planToProto } from '@gateway/proto';
 import type {
@@ -37,7 +37,7 @@ import {
   type Limit as LimitJson,
 } from './admin-api-schemas.js';
 import { registerAdminResource } from './admin-resource.js';
-import { registerAdminScope } from './admin-scope.js';
+import { absentBodyIsEmpty, registerAdminScope } from './admin-scope.js';
 
 /** A plan's name in the admin API; `unknown` for one this edge does not know (a newer auth's). */
 export function planName(plan: string | null | undefined): Key['plan'] {
@@ -86,11 +86,6 @@ export function adminKeyJson(key: KeyInfoOutput): Key {
     team_id: key.team_id || null,
     log_bodies: key.log_bodies === true,
   };
-}
-
-/** A create or update request's body left out (or sent as JSON null) is an empty object. */
-export async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
-  request.body ??= {};
 }
 
 /** A limit as auth takes it; undefined when the body does not set it. */

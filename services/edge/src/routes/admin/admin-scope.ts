@@ -69,3 +69,8 @@ export function registerAdminScope(
     }));
   });
 }
+
+/** A create or update request's body left out (or sent as JSON null) is an empty object (then checked by the route's schema). */
+export async function absentBodyIsEmpty(request: FastifyRequest): Promise<void> {
+  request.body ??= {};
+}

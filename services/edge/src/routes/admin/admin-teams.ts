@@ -23,9 +23,8 @@ import type {
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../../dependencies.js';
 import { type Team, type TeamChange, TeamChangeSchema, type TeamCreation, TeamCreationSchema } from './admin-api-schemas.js';
-import { absentBodyIsEmpty } from './admin-keys.js';
 import { registerAdminResource } from './admin-resource.js';
-import { registerAdminScope } from './admin-scope.js';
+import { absentBodyIsEmpty, registerAdminScope } from './admin-scope.js';
 
 function perMinute(limit: MinuteLimitOutput | null | undefined): number | null {
   return limit?.value === 'per_minute' ? Number(limit.per_minute ?? 0) : null;
