@@ -29,6 +29,21 @@ function inputAndOutput(input: number, output: number): Pricing {
   return micro({ input, cached: input, write: input, write1h: input, output });
 }
 
+/**
+ * A catalog in YAML of models on the clouds, each given by its id, provider, upstream and any
+ * deployments (flow mappings); the fields every model needs, and these tests do not look at, are
+ * the same for all.
+ */
+function cloudCatalog(...models: Array<[id: string, provider: string, upstream: string, deployments?: string[]]>): string {
+  const entries = models.map(
+    ([id, provider, upstream, deployments]) =>
+      `  - { id: ${id}, provider: ${provider}, owned_by: vendor, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,\n` +
+      '      capabilities: { tools: true, vision: true, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },\n' +
+      `      upstream: ${upstream}${deployments ? `, deployments: [${deployments.join(', ')}]` : ''} }`,
+  );
+  return ['models:', ...entries].join('\n');
+}
+
 describe('parseCatalog with invalid catalogs', () => {
   it('has a fixture for every case', () => {
     // Every fixture has its expected message and every expected message its fixture, no two
@@ -236,15 +251,14 @@ models:
   });
 
   it('reads an Azure OpenAI model on a deployment URL and one on the v1 routes', () => {
-    const text = [
-      'models:',
-      '  - { id: azure/gpt-4o, provider: azure, owned_by: openai, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,',
-      '      capabilities: { tools: true, vision: false, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },',
-      '      upstream: { model: gpt-4o, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, deployment: gpt-4o-prod, api_version: "2025-04-01-preview" } }',
-      '  - { id: foundry/gpt-4o, provider: azure, owned_by: openai, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,',
-      '      capabilities: { tools: true, vision: false, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },',
-      '      upstream: { model: gpt-4o, base_url: "https://contoso.services.ai.azure.com", api_key_env: AZURE_CLIENT_ID, auth: entra_id } }',
-    ].join('\n');
+    const text = cloudCatalog(
+      [
+        'azure/gpt-4o',
+        'azure',
+        '{ model: gpt-4o, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, deployment: gpt-4o-prod, api_version: "2025-04-01-preview" }',
+      ],
+      ['foundry/gpt-4o', 'azure', '{ model: gpt-4o, base_url: "https://contoso.services.ai.azure.com", api_key_env: AZURE_CLIENT_ID, auth: entra_id }'],
+    );
     const catalog = parseCatalog(text, 'azure.yaml');
     expect(catalog.byId.get('azure/gpt-4o')?.upstream).toEqual({
       model: 'gpt-4o',
@@ -262,22 +276,15 @@ models:
   });
 
   it("reads a bedrock model: its region, its region's runtime endpoint unless base_url says, and deployments in other regions", () => {
-    const text = `
-models:
-  - id: bedrock/claude
-    provider: bedrock
-    owned_by: anthropic
-    created: 1735689600
-    upstream: { model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }
-    pricing: { input: "3.00", output: "15.00" }
-    context_window: 200000
-    max_output_tokens: 64000
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
-    quality_tier: premium
-    deployments:
-      - { region: us-west-2 }
-      - { base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }
-`;
+    const text = cloudCatalog([
+      'bedrock/claude',
+      'bedrock',
+      '{ model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }',
+      [
+        '{ region: us-west-2 }',
+        '{ base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }',
+      ],
+    ]);
     const model = parseCatalog(text, 'bedrock.yaml').byId.get('bedrock/claude');
     expect(model?.upstream).toEqual({
       model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
@@ -296,32 +303,19 @@ models:
   });
 
   it("derives a Vertex model's endpoint from its region, the global one for global, and a deployment's from its own region", () => {
-    const text = `
-models:
-  - id: vertex/gemini
-    provider: vertex
-    owned_by: google
-    created: 0
-    upstream: { model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
-    deployments:
-      - { region: europe-west4 }
-      - { project: acme-test-ml, base_url: "http://127.0.0.1:9000" }
-    pricing: { input: "0.30", output: "2.50" }
-    context_window: 1000
-    max_output_tokens: 100
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard
-  - id: vertex/claude
-    provider: vertex-anthropic
-    owned_by: anthropic
-    created: 0
-    upstream: { model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
-    pricing: { input: "3", output: "15" }
-    context_window: 1000
-    max_output_tokens: 100
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
-    quality_tier: premium
-`;
+    const text = cloudCatalog(
+      [
+        'vertex/gemini',
+        'vertex',
+        '{ model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
+        ['{ region: europe-west4 }', '{ project: acme-test-ml, base_url: "http://127.0.0.1:9000" }'],
+      ],
+      [
+        'vertex/claude',
+        'vertex-anthropic',
+        '{ model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
+      ],
+    );
     const catalog = parseCatalog(text, 'vertex.yaml');
     const gemini = catalog.byId.get('vertex/gemini');
     expect(gemini?.upstream).toEqual({
