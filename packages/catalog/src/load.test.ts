@@ -34,9 +34,9 @@ function inputAndOutput(input: number, output: number): Pricing {
  * deployments (flow mappings); the fields every model needs, and these tests do not look at, are
  * the same for all.
  */
-function cloudCatalog(...models: Array<[id: string, provider: string, upstream: string, deployments?: string[]]>): string {
+function cloudCatalog(...models: Array<{ id: string; provider: string; upstream: string; deployments?: string[] }>): string {
   const entries = models.map(
-    ([id, provider, upstream, deployments]) =>
+    ({ id, provider, upstream, deployments }) =>
       `  - { id: ${id}, provider: ${provider}, owned_by: vendor, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,\n` +
       '      capabilities: { tools: true, vision: true, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },\n' +
       `      upstream: ${upstream}${deployments ? `, deployments: [${deployments.join(', ')}]` : ''} }`,
@@ -252,12 +252,17 @@ models:
 
   it('reads an Azure OpenAI model on a deployment URL and one on the v1 routes', () => {
     const text = cloudCatalog(
-      [
-        'azure/gpt-4o',
-        'azure',
-        '{ model: gpt-4o, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, deployment: gpt-4o-prod, api_version: "2025-04-01-preview" }',
-      ],
-      ['foundry/gpt-4o', 'azure', '{ model: gpt-4o, base_url: "https://contoso.services.ai.azure.com", api_key_env: AZURE_CLIENT_ID, auth: entra_id }'],
+      {
+        id: 'azure/gpt-4o',
+        provider: 'azure',
+        upstream:
+          '{ model: gpt-4o, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, deployment: gpt-4o-prod, api_version: "2025-04-01-preview" }',
+      },
+      {
+        id: 'foundry/gpt-4o',
+        provider: 'azure',
+        upstream: '{ model: gpt-4o, base_url: "https://contoso.services.ai.azure.com", api_key_env: AZURE_CLIENT_ID, auth: entra_id }',
+      },
     );
     const catalog = parseCatalog(text, 'azure.yaml');
     expect(catalog.byId.get('azure/gpt-4o')?.upstream).toEqual({
@@ -276,15 +281,15 @@ models:
   });
 
   it("reads a bedrock model: its region, its region's runtime endpoint unless base_url says, and deployments in other regions", () => {
-    const text = cloudCatalog([
-      'bedrock/claude',
-      'bedrock',
-      '{ model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }',
-      [
+    const text = cloudCatalog({
+      id: 'bedrock/claude',
+      provider: 'bedrock',
+      upstream: '{ model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }',
+      deployments: [
         '{ region: us-west-2 }',
         '{ base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }',
       ],
-    ]);
+    });
     const model = parseCatalog(text, 'bedrock.yaml').byId.get('bedrock/claude');
     expect(model?.upstream).toEqual({
       model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
@@ -304,17 +309,17 @@ models:
 
   it("derives a Vertex model's endpoint from its region, the global one for global, and a deployment's from its own region", () => {
     const text = cloudCatalog(
-      [
-        'vertex/gemini',
-        'vertex',
-        '{ model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
-        ['{ region: europe-west4 }', '{ project: acme-test-ml, base_url: "http://127.0.0.1:9000" }'],
-      ],
-      [
-        'vertex/claude',
-        'vertex-anthropic',
-        '{ model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
-      ],
+      {
+        id: 'vertex/gemini',
+        provider: 'vertex',
+        upstream: '{ model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
+        deployments: ['{ region: europe-west4 }', '{ project: acme-test-ml, base_url: "http://127.0.0.1:9000" }'],
+      },
+      {
+        id: 'vertex/claude',
+        provider: 'vertex-anthropic',
+        upstream: '{ model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
+      },
     );
     const catalog = parseCatalog(text, 'vertex.yaml');
     const gemini = catalog.byId.get('vertex/gemini');
