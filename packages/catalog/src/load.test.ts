@@ -233,22 +233,32 @@ models:
     },
   ];
 
-  it.each(otherProviders)('$title', ({ provider, entries, prices: [input, output], reads, keys, refused }) => {
-    const text = withDeployments(...entries);
-    const catalog = parseCatalog(text, 'clouds.yaml');
-    const model = catalog.byId.get('vendor/model-b')!;
-    const pricing = inputAndOutput(input, output);
-    // Another provider's deployment inherits neither the anthropic upstream's headers nor its key.
-    expect(model.deployments).toEqual(reads.map((deployment) => ({ ...deployment, pricing })));
-    expect(pricingOf(model, provider)).toEqual(pricing);
-    expect(pricingOf(model, 'openai-compatible')).toBe(model.pricing);
-    expect(keyVariables(catalog)).toEqual(keys);
-    for (const [from, to, error] of refused) {
-      expect(errorOf(() => parseCatalog(text.replace(from, to), 'clouds.yaml')).message).toBe(
-        `clouds.yaml: models[1] (vendor/model-b): deployments[0].${error}`,
-      );
-    }
-  });
+  for (const {
+    title,
+    provider,
+    entries,
+    prices: [input, output],
+    reads,
+    keys,
+    refused,
+  } of otherProviders) {
+    it(title, () => {
+      const text = withDeployments(...entries);
+      const catalog = parseCatalog(text, 'clouds.yaml');
+      const model = catalog.byId.get('vendor/model-b')!;
+      const pricing = inputAndOutput(input, output);
+      // Another provider's deployment inherits neither the anthropic upstream's headers nor its key.
+      expect(model.deployments).toEqual(reads.map((deployment) => ({ ...deployment, pricing })));
+      expect(pricingOf(model, provider)).toEqual(pricing);
+      expect(pricingOf(model, 'openai-compatible')).toBe(model.pricing);
+      expect(keyVariables(catalog)).toEqual(keys);
+      for (const [from, to, error] of refused) {
+        expect(errorOf(() => parseCatalog(text.replace(from, to), 'clouds.yaml')).message).toBe(
+          `clouds.yaml: models[1] (vendor/model-b): deployments[0].${error}`,
+        );
+      }
+    });
+  }
 
   it('reads an Azure OpenAI model on a deployment URL and one on the v1 routes', () => {
     const text = cloudCatalog(
