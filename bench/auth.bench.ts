@@ -17,13 +17,13 @@ import {
   type CheckKeyRequest,
   type CheckKeyResponseOutput,
   type CreateKeyRequest,
-  type CreateKeyResponseOutput,
   type ExecuteRequest,
   type ExecuteResponseOutput,
   type SettleUsageRequest,
   type SettleUsageResponseOutput,
 } from '@gateway/proto';
 import { startCluster } from '../tests/e2e/cluster.js';
+import { authCalls } from '../services/auth/src/testing/auth-calls.js';
 import type { BenchSuite } from './run.js';
 import { fixed, processCpuMs, summarize, table, timeSequential } from './measure.js';
 
@@ -79,8 +79,9 @@ async function openLoop(
 
 async function createKeys(auth: AuthServiceClient, count: number, plan: CreateKeyRequest['plan']): Promise<string[]> {
   const secrets: string[] = [];
+  const calls = authCalls(auth, { deadlineMs: 5000 });
   for (let index = 0; index < count; index += 1) {
-    const created = await callUnary<CreateKeyRequest, CreateKeyResponseOutput>(auth, auth.CreateKey, { plan, name: 'bench' }, { deadlineMs: 5000 });
+    const created = await calls.createKey({ plan, name: 'bench' });
     secrets.push(created.secret!);
   }
   return secrets;
@@ -116,6 +117,7 @@ export const suite: BenchSuite = {
       });
       while (streamed.openStreams < STREAMS) await new Promise((resolve) => setTimeout(resolve, 10));
       const options: CallOptions = { deadlineMs: 5000 };
+      const calls = authCalls(auth, options);
       const checkRequest = (index: number): CheckKeyRequest => ({
         api_key: secrets[index % KEYS],
         request_id: 'bench',
@@ -128,8 +130,8 @@ export const suite: BenchSuite = {
       };
       const paths = {
         unary: {
-          check: (index: number) => callUnary<CheckKeyRequest, CheckKeyResponseOutput>(auth, auth.CheckKey, checkRequest(index), options).then(allowed),
-          settle: (request: SettleUsageRequest) => callUnary<SettleUsageRequest, SettleUsageResponseOutput>(auth, auth.SettleUsage, request, options),
+          check: (index: number) => calls.checkKey(checkRequest(index)).then(allowed),
+          settle: calls.settleUsage,
         },
         stream: {
           check: (index: number) => streamed.call('check_key', checkRequest(index), options).then(allowed),

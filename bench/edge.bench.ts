@@ -8,6 +8,7 @@ import { callUnary, createClient } from '@gateway/grpc';
 import { loadGatewayGrpc, type ExecuteRequest, type ExecuteResponseOutput } from '@gateway/proto';
 import { startCluster, type Cluster } from '../tests/e2e/cluster.js';
 import type { BenchSuite } from './run.js';
+import { onStarted } from './started.js';
 import { fixed, processCpuMs, processRssMiB, summarize, table, timeSequential } from './measure.js';
 
 const CATALOG = new URL('./catalog.yaml', import.meta.url).pathname;
@@ -31,9 +32,8 @@ async function load(cluster: Cluster, body: string, connections: number, seconds
 export const suite: BenchSuite = {
   name: 'edge',
   description: 'gateway overhead on a whole completion and a stream (simulated model, no delay)',
-  async run() {
-    const cluster = await startCluster({ env: { CATALOG_PATH: CATALOG } });
-    try {
+  run: () =>
+    onStarted(startCluster({ env: { CATALOG_PATH: CATALOG } }), async (cluster) => {
       const grpc = loadGatewayGrpc().gateway;
       const executor = createClient(grpc.executor.v1.ExecutorService, `127.0.0.1:${cluster.ports.executor}`);
       const execute: ExecuteRequest = {
@@ -86,8 +86,5 @@ export const suite: BenchSuite = {
         `\nResident memory after the run (MiB): ${SERVICES.map((name) => `${name} ${fixed(processRssMiB(cluster.processes[name].pid!), 0)}`).join(', ')}`,
       );
       executor.close();
-    } finally {
-      await cluster.stop();
-    }
-  },
+    }),
 };

@@ -11,6 +11,7 @@ import { checkHostileAnswer, hostileBodyQueue } from '../tests/e2e/hostile-bodie
 import { startProbe } from '../tests/e2e/latency-probe.js';
 import { fixed, summarize, table } from './measure.js';
 import type { BenchSuite } from './run.js';
+import { onStarted } from './started.js';
 
 const BODIES = 2_000;
 const CONCURRENCY = 16;
@@ -22,9 +23,8 @@ const MAX_HEALTHZ_P99_MS = 50;
 export const suite: BenchSuite = {
   name: 'hostile',
   description: "the edge's /healthz latency on an idle cluster and while hostile bodies arrive",
-  async run() {
-    const cluster = await startCluster();
-    try {
+  run: () =>
+    onStarted(startCluster(), async (cluster) => {
       const origin = cluster.baseUrl.replace(/\/v1$/, '');
       const idleProbe = startProbe(`${origin}/healthz`, 20);
       await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
@@ -74,8 +74,5 @@ export const suite: BenchSuite = {
         console.log('\nA target was missed (see **MISSED** above).');
         process.exitCode = 1;
       }
-    } finally {
-      await cluster.stop();
-    }
-  },
+    }),
 };

@@ -31,6 +31,7 @@ import { natsServers } from '@gateway/testing';
 import { freePort, quietMeteredUsage, startCluster, stopProcess, writeCatalog, type Cluster, type ClusterOptions } from '../tests/e2e/cluster.js';
 import { fixed, processCpuMs, processRssMiB, summarize, table } from './measure.js';
 import type { BenchSuite } from './run.js';
+import { onStarted } from './started.js';
 
 const HERE = fileURLToPath(new URL('./proxy/', import.meta.url));
 const PIN = process.argv.includes('--pin');
@@ -526,9 +527,8 @@ export function writeUnlimitedPlans(directory: string): string {
 export const suite: BenchSuite = {
   name: 'proxy',
   description: 'the gateway in front of an openai-compatible upstream, beside the upstream alone and a bare node:http + fetch proxy',
-  async run() {
-    const bench = await startProxyBench();
-    try {
+  run: () =>
+    onStarted(startProxyBench(), async (bench) => {
       const { cluster, pids, paths } = bench;
       if (PIN) {
         for (const pid of [...Object.values(pids), bench.bareProxyPid]) pin(pid, 0);
@@ -631,8 +631,5 @@ export const suite: BenchSuite = {
         legs.map((leg) => [leg.label, Math.round(leg.perSecond), fixed(leg.executorMs, 3), fixed(leg.callerMs, 3)]),
       );
       console.log('');
-    } finally {
-      await bench.stop();
-    }
-  },
+    }),
 };

@@ -541,8 +541,9 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
 
 /**
  * Every metric a service or package declares (`name: '...'` in its non-test sources, or the name
- * first passed to a scraped-metric helper: `.count('...'`, `.countByReason('...'`, `.gauge('...'`),
- * with the file declaring it.
+ * first passed to a scraped-metric helper, `.count('...'`, `.countByReason('...'`, `.gauge('...'`, or
+ * to a row of a metric table, `metric.counter('...'`, `.counterBy('...'`, `.histogram('...'`), with
+ * the file declaring it.
  */
 function declaredMetrics() {
   const declared = new Map();
@@ -552,7 +553,8 @@ function declaredMetrics() {
       if (!existsSync(source)) continue;
       for (const path of walk(source).filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))) {
         const text = readFileSync(path, 'utf8');
-        for (const match of text.matchAll(/(?:name: |\.(?:count|countByReason|gauge)\()'((?:gateway|gen_ai)_[a-z0-9_]+)'/g)) declared.set(match[1], text);
+        for (const match of text.matchAll(/(?:name: |\.(?:count|countByReason|counter|counterBy|gauge|histogram)\()'((?:gateway|gen_ai)_[a-z0-9_]+)'/g))
+          declared.set(match[1], text);
       }
     }
   }

@@ -30,36 +30,22 @@ import {
 } from '@gateway/testing';
 import { writeCatalog } from './cluster.js';
 import { ClusterFixture } from './cluster-fixture.js';
-import {
-  downable,
-  expectMeteredByProvider,
-  expectPricedByProvider,
-  pricesYaml as formatPrices,
-  pricingFromUsd,
-  startLoad,
-  takeDown,
-  type ServedAnswer,
-} from './provider-failover-drill.js';
+import { downable, DRILL_ADMIN_TOKEN, expectBilledByProvider, providerPrices, startLoad, takeDown, type ServedAnswer } from './provider-failover-drill.js';
 
 const OPENAI_KEY_VARIABLE = 'FAKE_OPENAI_API_KEY';
 const AZURE_KEY_VARIABLE = 'FAKE_AZURE_OPENAI_API_KEY';
 const AZURE_KEY = 'azure-openai-key-0123456789abcdef';
-const ADMIN_TOKEN = 'admin-token-for-the-azure-tests-0123456789abcdef';
 const APPLICATION = { tenantId: 'c0ffee00-0000-4000-8000-00000000a2e1', clientId: 'gateway-executor-app', clientSecret: 'entra-client-secret-0123456789' };
 /** GPT-4o at OpenAI's list price and at Azure OpenAI's Data Zone price (10% above Global). */
-const PRICES = {
+const PRICES = providerPrices({
   'openai-compatible': { input: '2.50', cached_input: '1.25', output: '10.00' },
   azure: { input: '2.75', cached_input: '1.375', output: '11.00' },
-} as const;
-type ServingProvider = keyof typeof PRICES;
+});
 
 let entra: FakeEntra;
 let azure: FakeUpstream;
 let openai: FakeUpstream;
 const gateway = new ClusterFixture();
-
-const pricingOf = (provider: string) => pricingFromUsd(PRICES[provider as ServingProvider]);
-const pricesYaml = (provider: ServingProvider) => formatPrices(PRICES[provider]);
 
 function azureEntry(id: string, upstream: string): string {
   return `  - id: ${id}
@@ -67,7 +53,7 @@ function azureEntry(id: string, upstream: string): string {
     owned_by: openai
     created: 1735689600
     upstream: ${upstream}
-    pricing: ${pricesYaml('azure')}
+    pricing: ${PRICES.yaml('azure')}
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
@@ -88,9 +74,9 @@ function catalogFile(): string {
     owned_by: openai
     created: 1735689600
     upstream: { model: gpt-4o, base_url: "${openai.baseUrl}", api_key_env: ${OPENAI_KEY_VARIABLE} }
-    pricing: ${pricesYaml('openai-compatible')}
+    pricing: ${PRICES.yaml('openai-compatible')}
     deployments:
-      - { provider: azure, base_url: "${azureOrigin}", model: gpt-4o, deployment: gpt-4o-clouds, api_version: "2024-10-21", api_key_env: ${AZURE_KEY_VARIABLE}, pricing: ${pricesYaml('azure')} }
+      - { provider: azure, base_url: "${azureOrigin}", model: gpt-4o, deployment: gpt-4o-clouds, api_version: "2024-10-21", api_key_env: ${AZURE_KEY_VARIABLE}, pricing: ${PRICES.yaml('azure')} }
     context_window: 128000
     max_output_tokens: 16384
     capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
@@ -145,7 +131,7 @@ beforeAll(async () => {
       CATALOG_PATH: catalogFile(),
       [OPENAI_KEY_VARIABLE]: 'sk-openai-0123456789abcdef',
       [AZURE_KEY_VARIABLE]: AZURE_KEY,
-      EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
+      EDGE_ADMIN_TOKEN: DRILL_ADMIN_TOKEN,
       AZURE_TENANT_ID: APPLICATION.tenantId,
       AZURE_CLIENT_ID: APPLICATION.clientId,
       AZURE_CLIENT_SECRET: APPLICATION.clientSecret,
@@ -167,7 +153,7 @@ describe('an Azure OpenAI model through the gateway', () => {
     expect(whole.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'Paris is the capital of France.' } });
     expect(whole.usage).toMatchObject({ prompt_tokens: 14, completion_tokens: 8, total_tokens: 22 });
     expect(whole.gateway).toMatchObject({ routed_to: 'azure-gpt-4o', provider: 'azure' });
-    expect(whole.gateway.cost_usd).toBe(picoUsdToUsd(costPicoUsd(pricingOf('azure'), { prompt_tokens: 14, completion_tokens: 8 })));
+    expect(whole.gateway.cost_usd).toBe(picoUsdToUsd(costPicoUsd(PRICES.pricing('azure'), { prompt_tokens: 14, completion_tokens: 8 })));
     const sent = azure.requests.at(-1)!;
     expect(sent.path).toBe('/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21');
     expect(sent.headers['api-key']).toBe(AZURE_KEY);
@@ -311,7 +297,6 @@ describe('one model served by two providers', () => {
     expect(load.servedBy('azure', downAt)).toBe(load.askedSince(downAt));
     // Each answer is priced by its provider; the latest requests say which provider served each
     // one and what it cost; /v1/usage sums them.
-    expectPricedByProvider(load, pricingOf);
-    await expectMeteredByProvider({ cluster: gateway.cluster, adminToken: ADMIN_TOKEN, model: 'gpt-4o-clouds', load, pricing: pricingOf });
+    await expectBilledByProvider({ cluster: gateway.cluster, model: 'gpt-4o-clouds', load, pricing: PRICES.pricing });
   });
 });

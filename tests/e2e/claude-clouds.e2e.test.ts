@@ -34,21 +34,11 @@ import { awsKeysEnv, metadataServerEnv, startFakeVertex } from './cloud-credenti
 import { writeCatalog } from './cluster.js';
 import { ClusterFixture } from './cluster-fixture.js';
 import { USAGE } from './codex-cli-upstream.js';
-import {
-  downable,
-  expectMeteredByProvider,
-  expectPricedByProvider,
-  pricesYaml,
-  pricingFromUsd,
-  startLoad,
-  takeDown,
-  type ServedAnswer,
-} from './provider-failover-drill.js';
+import { downable, DRILL_ADMIN_TOKEN, expectBilledByProvider, providerPrices, startLoad, takeDown, type ServedAnswer } from './provider-failover-drill.js';
 
 const MODEL = 'claude-sonnet-clouds';
 const ANTHROPIC_KEY_VARIABLE = 'FAKE_ANTHROPIC_API_KEY';
 const ANTHROPIC_KEY = 'sk-ant-fake-0123456789abcdef';
-const ADMIN_TOKEN = 'admin-token-for-the-claude-clouds-tests-0123456789';
 const AWS = { accessKeyId: 'AKIAGATEWAYCLOUDS01', secretAccessKey: 'fake-secret-access-key-for-the-claude-clouds-drill' };
 const REGION = 'us-east-1';
 /**
@@ -57,13 +47,11 @@ const REGION = 'us-east-1';
  * publishes the same 10% for its regional endpoints; it is priced a cent above Bedrock here (not a
  * published price) so that an answer priced by the wrong cloud shows in its cost.
  */
-const PRICES = {
+const PRICES = providerPrices({
   anthropic: { input: '3.00', cached_input: '0.30', cache_write: '3.75', output: '15.00' },
   bedrock: { input: '3.30', cached_input: '0.33', cache_write: '4.125', output: '16.50' },
   'vertex-anthropic': { input: '3.31', cached_input: '0.331', cache_write: '4.1375', output: '16.51' },
-} as const;
-type ServingProvider = keyof typeof PRICES;
-const pricing = (provider: string) => pricingFromUsd(PRICES[provider as ServingProvider]);
+});
 
 /**
  * The billed usage each provider's answers carry: Anthropic's and Vertex AI's are the recorded
@@ -117,10 +105,10 @@ function catalogFile(): string {
     owned_by: anthropic
     created: 1735689600
     upstream: { model: claude-sonnet-4-5-20250929, base_url: "${new URL(anthropicUpstream.baseUrl).origin}", api_key_env: ${ANTHROPIC_KEY_VARIABLE} }
-    pricing: ${pricesYaml(PRICES.anthropic)}
+    pricing: ${PRICES.yaml('anthropic')}
     deployments:
-      - { provider: bedrock, model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", region: ${REGION}, base_url: "${bedrock.baseUrl}", pricing: ${pricesYaml(PRICES.bedrock)} }
-      - { provider: vertex-anthropic, model: "claude-sonnet-4-5@20250929", project: acme-prod-ml, region: us-east5, base_url: "${new URL(vertex.baseUrl).origin}", api_key_env: VERTEX_CREDENTIALS, pricing: ${pricesYaml(PRICES['vertex-anthropic'])} }
+      - { provider: bedrock, model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", region: ${REGION}, base_url: "${bedrock.baseUrl}", pricing: ${PRICES.yaml('bedrock')} }
+      - { provider: vertex-anthropic, model: "claude-sonnet-4-5@20250929", project: acme-prod-ml, region: us-east5, base_url: "${new URL(vertex.baseUrl).origin}", api_key_env: VERTEX_CREDENTIALS, pricing: ${PRICES.yaml('vertex-anthropic')} }
     context_window: 200000
     max_output_tokens: 64000
     capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
@@ -152,7 +140,7 @@ beforeAll(async () => {
     env: {
       CATALOG_PATH: catalogFile(),
       [ANTHROPIC_KEY_VARIABLE]: ANTHROPIC_KEY,
-      EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
+      EDGE_ADMIN_TOKEN: DRILL_ADMIN_TOKEN,
       ...awsKeysEnv(AWS, REGION, gateway.directory),
       ...metadataServerEnv(google, 'VERTEX_CREDENTIALS', gateway.directory),
       EXECUTOR_RETRY_BASE_DELAY_MS: '5',
@@ -306,7 +294,7 @@ describe('one Claude model on Anthropic, Bedrock and Vertex AI', () => {
     const tally = () =>
       JSON.stringify(
         Object.fromEntries(
-          Object.keys(PRICES).map((provider) => [
+          PRICES.providers.map((provider) => [
             provider,
             APIS.map((api) => load.answers.filter((answer) => answer.provider === provider && answer.api === api).length),
           ]),
@@ -354,7 +342,6 @@ describe('one Claude model on Anthropic, Bedrock and Vertex AI', () => {
         provider: answer.provider,
         usage: expectedUsage(answer),
       });
-    expectPricedByProvider(load, pricing);
-    await expectMeteredByProvider({ cluster: gateway.cluster, adminToken: ADMIN_TOKEN, model: MODEL, load, pricing });
+    await expectBilledByProvider({ cluster: gateway.cluster, model: MODEL, load, pricing: PRICES.pricing });
   }, 360_000);
 });

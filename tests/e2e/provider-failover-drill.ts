@@ -12,6 +12,9 @@ import { eventually, type Responder } from '@gateway/testing';
 import type { UsageResult } from '../../services/edge/src/routes/admin/admin-api-schemas.js';
 import type { Cluster } from './cluster.js';
 
+/** The admin token a drill's cluster is started with (its EDGE_ADMIN_TOKEN): the drill reads the latest requests with it. */
+export const DRILL_ADMIN_TOKEN = 'admin-token-for-the-provider-failover-drills-0123456789';
+
 /** A provider's prices in USD per million tokens, as the catalog writes them. */
 export interface UsdPrices {
   readonly input: string;
@@ -35,6 +38,25 @@ export function pricesYaml(prices: UsdPrices): string {
   return `{ ${Object.entries(prices)
     .map(([name, value]) => `${name}: "${value}"`)
     .join(', ')} }`;
+}
+
+/** A drill's prices by provider, from a table of each provider's prices in USD. */
+export interface ProviderPrices<Provider extends string> {
+  /** The providers of the table. */
+  readonly providers: Provider[];
+  /** A provider's prices as a catalog YAML flow mapping. */
+  yaml(provider: Provider): string;
+  /** The Pricing of the provider that served an answer. */
+  pricing(provider: string): Pricing;
+}
+
+/** The prices of each provider in `prices`, as the catalog and the pricing function read them. */
+export function providerPrices<Provider extends string>(prices: Record<Provider, UsdPrices>): ProviderPrices<Provider> {
+  return {
+    providers: Object.keys(prices) as Provider[],
+    yaml: (provider) => pricesYaml(prices[provider]),
+    pricing: (provider) => pricingFromUsd(prices[provider as Provider]),
+  };
 }
 
 /** One answer the drill's clients got: who served it, its billed usage and the cost it said. */
@@ -144,10 +166,10 @@ export async function takeDown(upstream: Downable, name: string): Promise<number
 
 /**
  * Checks that every request succeeded and that each answer's cost is its usage at the prices of
- * the provider that served it, to the pico-dollar (picoUsdToUsd is exact); resolves with the total
- * in pico-USD.
+ * the provider that served it, to the pico-dollar (picoUsdToUsd is exact); returns the total in
+ * pico-USD.
  */
-export function expectPricedByProvider(load: Load<ServedAnswer>, pricing: (provider: string) => Pricing): bigint {
+function expectPricedByProvider(load: Load<ServedAnswer>, pricing: (provider: string) => Pricing): bigint {
   expect(load.failures).toEqual([]);
   let total = 0n;
   for (const answer of load.answers) {
@@ -163,14 +185,15 @@ export function expectPricedByProvider(load: Load<ServedAnswer>, pricing: (provi
 }
 
 /**
- * Waits until /v1/usage (grouped by model) counts every answer of `model`, and checks that its cost
- * is the sum of the answers' costs, each at its provider's prices, and its token counts the sums
- * of the answers' (plain, cache reads and writes, output); then that the key's latest
- * requests (metering keeps 20) name the provider that served each one and its cost.
+ * Checks that the drill billed each answer by the provider that served it: every request succeeded
+ * and each answer's cost is its usage at that provider's prices (expectPricedByProvider); then
+ * waits until /v1/usage (grouped by model) counts every answer of `model`, and checks that its cost
+ * is the sum of the answers' costs and its token counts the sums of the answers' (plain, cache
+ * reads and writes, output); then that the key's latest requests (metering keeps 20) name the
+ * provider that served each one and its cost.
  */
-export async function expectMeteredByProvider(options: {
+export async function expectBilledByProvider(options: {
   cluster: Cluster;
-  adminToken: string;
   model: string;
   load: Load<ServedAnswer>;
   pricing: (provider: string) => Pricing;
@@ -178,7 +201,7 @@ export async function expectMeteredByProvider(options: {
   const { cluster, load, pricing } = options;
   const answers = load.answers;
   const origin = cluster.baseUrl.replace(/\/v1$/, '');
-  const total = answers.reduce((sum, answer) => sum + costPicoUsd(pricing(answer.provider), answer.usage), 0n);
+  const total = expectPricedByProvider(load, pricing);
   const start = Math.floor(Date.now() / 1000) - 3_600;
   const row = await eventually(
     async () => {
@@ -204,7 +227,7 @@ export async function expectMeteredByProvider(options: {
     cached_tokens: sum((usage) => usage.cached_tokens),
     cache_write_tokens: sum((usage) => usage.cache_write_tokens),
   });
-  const recent = (await (await fetch(`${origin}/admin/v1/requests?limit=200`, { headers: { authorization: `Bearer ${options.adminToken}` } })).json()) as {
+  const recent = (await (await fetch(`${origin}/admin/v1/requests?limit=200`, { headers: { authorization: `Bearer ${DRILL_ADMIN_TOKEN}` } })).json()) as {
     data: Array<{ request_id: string; provider: string; cost_usd: number }>;
   };
   const byRequest = new Map(answers.map((answer) => [answer.requestId, answer]));

@@ -29,6 +29,21 @@ function inputAndOutput(input: number, output: number): Pricing {
   return micro({ input, cached: input, write: input, write1h: input, output });
 }
 
+/**
+ * A catalog in YAML of models on the clouds, each given by its id, provider, upstream and any
+ * deployments (flow mappings); the fields every model needs, and these tests do not look at, are
+ * the same for all.
+ */
+function cloudCatalog(...models: Array<{ id: string; provider: string; upstream: string; deployments?: string[] }>): string {
+  const entries = models.map(
+    ({ id, provider, upstream, deployments }) =>
+      `  - { id: ${id}, provider: ${provider}, owned_by: vendor, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,\n` +
+      '      capabilities: { tools: true, vision: true, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },\n' +
+      `      upstream: ${upstream}${deployments ? `, deployments: [${deployments.join(', ')}]` : ''} }`,
+  );
+  return ['models:', ...entries].join('\n');
+}
+
 describe('parseCatalog with invalid catalogs', () => {
   it('has a fixture for every case', () => {
     // Every fixture has its expected message and every expected message its fixture, no two
@@ -130,47 +145,135 @@ models:
     expect(catalog.byId.get('sim-a')).not.toHaveProperty('deployments');
   });
 
-  it('reads deployments of other providers with their own key and prices, and prices each answer by the provider that served it', () => {
-    const text = withDeployments(
-      '{ provider: azure, base_url: "https://contoso.openai.azure.com", model: gpt-4o, deployment: gpt-4o-prod, api_version: "2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, pricing: { input: "2.75", output: "11.00" } }',
-      '{ provider: azure, base_url: "https://fabrikam.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY_2, auth: entra_id, pricing: { input: "2.75", output: "11.00" } }',
-    );
-    const model = parseCatalog(text, 'clouds.yaml').byId.get('vendor/model-b')!;
-    const azurePricing = inputAndOutput(2_750_000, 11_000_000);
-    expect(model.deployments).toEqual([
-      {
-        provider: 'azure',
-        model: 'gpt-4o',
-        base_url: 'https://contoso.openai.azure.com',
-        deployment: 'gpt-4o-prod',
-        api_version: '2024-10-21',
-        api_key_env: 'AZURE_OPENAI_API_KEY',
-        pricing: azurePricing,
-      },
-      // Another provider's deployment inherits neither upstream's headers nor its key.
-      {
-        provider: 'azure',
-        model: 'model-b-2025',
-        base_url: 'https://fabrikam.openai.azure.com',
-        api_key_env: 'AZURE_OPENAI_API_KEY_2',
-        auth: 'entra_id',
-        pricing: azurePricing,
-      },
-    ]);
-    expect(pricingOf(model, 'azure')).toEqual(azurePricing);
-    expect(pricingOf(model, 'openai-compatible')).toBe(model.pricing);
-  });
+  /**
+   * Deployments of vendor/model-b (an anthropic model) on other providers' clouds: the entries, what
+   * each reads as (its prices aside: every entry of a row costs the row's), the key variables the
+   * catalog then reads, and the changes of the text each refuses with the error after
+   * `clouds.yaml: models[1] (vendor/model-b): deployments[0].`.
+   */
+  const otherProviders: Array<{
+    title: string;
+    provider: string;
+    entries: string[];
+    prices: [input: number, output: number];
+    reads: Array<Record<string, unknown>>;
+    keys: string[];
+    refused: Array<[from: string, to: string, error: string]>;
+  }> = [
+    {
+      title: 'reads deployments of other providers with their own key and prices, and prices each answer by the provider that served it',
+      provider: 'azure',
+      entries: [
+        '{ provider: azure, base_url: "https://contoso.openai.azure.com", model: gpt-4o, deployment: gpt-4o-prod, api_version: "2024-10-21", api_key_env: AZURE_OPENAI_API_KEY, pricing: { input: "2.75", output: "11.00" } }',
+        '{ provider: azure, base_url: "https://fabrikam.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY_2, auth: entra_id, pricing: { input: "2.75", output: "11.00" } }',
+      ],
+      prices: [2_750_000, 11_000_000],
+      reads: [
+        {
+          provider: 'azure',
+          model: 'gpt-4o',
+          base_url: 'https://contoso.openai.azure.com',
+          deployment: 'gpt-4o-prod',
+          api_version: '2024-10-21',
+          api_key_env: 'AZURE_OPENAI_API_KEY',
+        },
+        { provider: 'azure', model: 'model-b-2025', base_url: 'https://fabrikam.openai.azure.com', api_key_env: 'AZURE_OPENAI_API_KEY_2', auth: 'entra_id' },
+      ],
+      keys: ['AZURE_OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY_2', 'VENDOR_KEY_2'],
+      refused: [],
+    },
+    {
+      title: "reads a bedrock deployment of another provider's model: its own region and endpoint, no key (AWS's credential chain) and its own prices",
+      provider: 'bedrock',
+      entries: ['{ provider: bedrock, model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1, pricing: { input: "3.00", output: "15.00" } }'],
+      prices: [3_000_000, 15_000_000],
+      reads: [
+        {
+          provider: 'bedrock',
+          model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
+          region: 'us-east-1',
+          base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+        },
+      ],
+      keys: ['VENDOR_KEY_2'],
+      // Its region is checked as a bedrock model's is, and is refused on a deployment of another provider.
+      refused: [
+        ['region: us-east-1', 'region: us_east_1', 'region must be an AWS region such as "us-east-1", got "us_east_1"'],
+        ['provider: bedrock, ', '', 'region is only for providers bedrock, vertex, vertex-anthropic'],
+      ],
+    },
+    {
+      title: "reads a Vertex deployment of another provider's model: its own project, region and endpoint, its credentials and its prices",
+      provider: 'vertex-anthropic',
+      entries: [
+        '{ provider: vertex-anthropic, model: claude-sonnet-4@20250514, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS, pricing: { input: "3.00", output: "15.00" } }',
+      ],
+      prices: [3_000_000, 15_000_000],
+      reads: [
+        {
+          provider: 'vertex-anthropic',
+          model: 'claude-sonnet-4@20250514',
+          project: 'acme-prod-ml',
+          region: 'us-east5',
+          base_url: 'https://us-east5-aiplatform.googleapis.com',
+          api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
+        },
+      ],
+      keys: ['GOOGLE_VERTEX_CREDENTIALS', 'VENDOR_KEY_2'],
+      // Its location is checked as a Vertex model's is; its credentials are its own.
+      refused: [
+        ['project: acme-prod-ml, ', '', 'project must be a Google Cloud project id (6 to 30 lowercase letters, digits and hyphens), got nothing'],
+        ['region: us-east5', 'region: us-east-1', 'region must be a Vertex AI location such as us-central1 or global, got "us-east-1"'],
+        [
+          'api_key_env: GOOGLE_VERTEX_CREDENTIALS, ',
+          '',
+          'api_key_env is required for a deployment of another provider (vertex-anthropic), whose key is its own',
+        ],
+      ],
+    },
+  ];
+
+  for (const {
+    title,
+    provider,
+    entries,
+    prices: [input, output],
+    reads,
+    keys,
+    refused,
+  } of otherProviders) {
+    it(title, () => {
+      const text = withDeployments(...entries);
+      const catalog = parseCatalog(text, 'clouds.yaml');
+      const model = catalog.byId.get('vendor/model-b')!;
+      const pricing = inputAndOutput(input, output);
+      // Another provider's deployment inherits neither the anthropic upstream's headers nor its key.
+      expect(model.deployments).toEqual(reads.map((deployment) => ({ ...deployment, pricing })));
+      expect(pricingOf(model, provider)).toEqual(pricing);
+      expect(pricingOf(model, 'openai-compatible')).toBe(model.pricing);
+      expect(keyVariables(catalog)).toEqual(keys);
+      for (const [from, to, error] of refused) {
+        expect(errorOf(() => parseCatalog(text.replace(from, to), 'clouds.yaml')).message).toBe(
+          `clouds.yaml: models[1] (vendor/model-b): deployments[0].${error}`,
+        );
+      }
+    });
+  }
 
   it('reads an Azure OpenAI model on a deployment URL and one on the v1 routes', () => {
-    const text = [
-      'models:',
-      '  - { id: azure/gpt-4o, provider: azure, owned_by: openai, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,',
-      '      capabilities: { tools: true, vision: false, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },',
-      '      upstream: { model: gpt-4o, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, deployment: gpt-4o-prod, api_version: "2025-04-01-preview" } }',
-      '  - { id: foundry/gpt-4o, provider: azure, owned_by: openai, created: 1, context_window: 1000, max_output_tokens: 100, quality_tier: standard,',
-      '      capabilities: { tools: true, vision: false, streaming: true, json_mode: true }, pricing: { input: "2.50", output: "10.00" },',
-      '      upstream: { model: gpt-4o, base_url: "https://contoso.services.ai.azure.com", api_key_env: AZURE_CLIENT_ID, auth: entra_id } }',
-    ].join('\n');
+    const text = cloudCatalog(
+      {
+        id: 'azure/gpt-4o',
+        provider: 'azure',
+        upstream:
+          '{ model: gpt-4o, base_url: "https://contoso.openai.azure.com", api_key_env: AZURE_OPENAI_API_KEY, deployment: gpt-4o-prod, api_version: "2025-04-01-preview" }',
+      },
+      {
+        id: 'foundry/gpt-4o',
+        provider: 'azure',
+        upstream: '{ model: gpt-4o, base_url: "https://contoso.services.ai.azure.com", api_key_env: AZURE_CLIENT_ID, auth: entra_id }',
+      },
+    );
     const catalog = parseCatalog(text, 'azure.yaml');
     expect(catalog.byId.get('azure/gpt-4o')?.upstream).toEqual({
       model: 'gpt-4o',
@@ -188,22 +291,15 @@ models:
   });
 
   it("reads a bedrock model: its region, its region's runtime endpoint unless base_url says, and deployments in other regions", () => {
-    const text = `
-models:
-  - id: bedrock/claude
-    provider: bedrock
-    owned_by: anthropic
-    created: 1735689600
-    upstream: { model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }
-    pricing: { input: "3.00", output: "15.00" }
-    context_window: 200000
-    max_output_tokens: 64000
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
-    quality_tier: premium
-    deployments:
-      - { region: us-west-2 }
-      - { base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }
-`;
+    const text = cloudCatalog({
+      id: 'bedrock/claude',
+      provider: 'bedrock',
+      upstream: '{ model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1 }',
+      deployments: [
+        '{ region: us-west-2 }',
+        '{ base_url: "http://127.0.0.1:9000", model: "eu.anthropic.claude-sonnet-4-20250514-v1:0", region: eu-west-1, api_key_env: BEDROCK_EU_KEY }',
+      ],
+    });
     const model = parseCatalog(text, 'bedrock.yaml').byId.get('bedrock/claude');
     expect(model?.upstream).toEqual({
       model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
@@ -221,61 +317,20 @@ models:
     expect(enabledModels(keyed, { AWS_BEARER_TOKEN_BEDROCK: 'bedrock-api-key' }).map((entry) => entry.id)).toEqual(['bedrock/claude']);
   });
 
-  it("reads a bedrock deployment of another provider's model: its own region and endpoint, no key (AWS's credential chain) and its own prices", () => {
-    const text = withDeployments(
-      '{ provider: bedrock, model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1, pricing: { input: "3.00", output: "15.00" } }',
-    );
-    const catalog = parseCatalog(text, 'clouds.yaml');
-    const model = catalog.byId.get('vendor/model-b')!;
-    const bedrockPricing = inputAndOutput(3_000_000, 15_000_000);
-    // It inherits neither the anthropic upstream's key nor its headers.
-    expect(model.deployments).toEqual([
-      {
-        provider: 'bedrock',
-        model: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
-        region: 'us-east-1',
-        base_url: 'https://bedrock-runtime.us-east-1.amazonaws.com',
-        pricing: bedrockPricing,
-      },
-    ]);
-    expect(pricingOf(model, 'bedrock')).toEqual(bedrockPricing);
-    expect(keyVariables(catalog)).toEqual(['VENDOR_KEY_2']);
-    // Its region is checked as a bedrock model's is, and is refused on a deployment of another provider.
-    expect(errorOf(() => parseCatalog(text.replace('region: us-east-1', 'region: us_east_1'), 'clouds.yaml')).message).toBe(
-      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region must be an AWS region such as "us-east-1", got "us_east_1"',
-    );
-    expect(errorOf(() => parseCatalog(text.replace('provider: bedrock, ', ''), 'clouds.yaml')).message).toBe(
-      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region is only for providers bedrock, vertex, vertex-anthropic',
-    );
-  });
-
   it("derives a Vertex model's endpoint from its region, the global one for global, and a deployment's from its own region", () => {
-    const text = `
-models:
-  - id: vertex/gemini
-    provider: vertex
-    owned_by: google
-    created: 0
-    upstream: { model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
-    deployments:
-      - { region: europe-west4 }
-      - { project: acme-test-ml, base_url: "http://127.0.0.1:9000" }
-    pricing: { input: "0.30", output: "2.50" }
-    context_window: 1000
-    max_output_tokens: 100
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: true }
-    quality_tier: standard
-  - id: vertex/claude
-    provider: vertex-anthropic
-    owned_by: anthropic
-    created: 0
-    upstream: { model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }
-    pricing: { input: "3", output: "15" }
-    context_window: 1000
-    max_output_tokens: 100
-    capabilities: { tools: true, vision: true, streaming: true, json_mode: false }
-    quality_tier: premium
-`;
+    const text = cloudCatalog(
+      {
+        id: 'vertex/gemini',
+        provider: 'vertex',
+        upstream: '{ model: gemini-2.5-flash, project: acme-prod-ml, region: global, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
+        deployments: ['{ region: europe-west4 }', '{ project: acme-test-ml, base_url: "http://127.0.0.1:9000" }'],
+      },
+      {
+        id: 'vertex/claude',
+        provider: 'vertex-anthropic',
+        upstream: '{ model: claude-sonnet-4-5@20250929, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS }',
+      },
+    );
     const catalog = parseCatalog(text, 'vertex.yaml');
     const gemini = catalog.byId.get('vertex/gemini');
     expect(gemini?.upstream).toEqual({
@@ -296,34 +351,6 @@ models:
       { model: 'gemini-2.5-flash', project: 'acme-test-ml', region: 'global', base_url: 'http://127.0.0.1:9000', api_key_env: 'GOOGLE_VERTEX_CREDENTIALS' },
     ]);
     expect(catalog.byId.get('vertex/claude')?.upstream.base_url).toBe('https://us-east5-aiplatform.googleapis.com');
-  });
-
-  it("reads a Vertex deployment of another provider's model: its own project, region and endpoint, its credentials and its prices", () => {
-    const text = withDeployments(
-      '{ provider: vertex-anthropic, model: claude-sonnet-4@20250514, project: acme-prod-ml, region: us-east5, api_key_env: GOOGLE_VERTEX_CREDENTIALS, pricing: { input: "3.00", output: "15.00" } }',
-    );
-    const model = parseCatalog(text, 'clouds.yaml').byId.get('vendor/model-b')!;
-    expect(model.deployments).toEqual([
-      {
-        provider: 'vertex-anthropic',
-        model: 'claude-sonnet-4@20250514',
-        project: 'acme-prod-ml',
-        region: 'us-east5',
-        base_url: 'https://us-east5-aiplatform.googleapis.com',
-        api_key_env: 'GOOGLE_VERTEX_CREDENTIALS',
-        pricing: inputAndOutput(3_000_000, 15_000_000),
-      },
-    ]);
-    // Its location is checked as a Vertex model's is; its credentials are its own.
-    expect(errorOf(() => parseCatalog(text.replace('project: acme-prod-ml, ', ''), 'clouds.yaml')).message).toBe(
-      'clouds.yaml: models[1] (vendor/model-b): deployments[0].project must be a Google Cloud project id (6 to 30 lowercase letters, digits and hyphens), got nothing',
-    );
-    expect(errorOf(() => parseCatalog(text.replace('region: us-east5', 'region: us-east-1'), 'clouds.yaml')).message).toBe(
-      'clouds.yaml: models[1] (vendor/model-b): deployments[0].region must be a Vertex AI location such as us-central1 or global, got "us-east-1"',
-    );
-    expect(errorOf(() => parseCatalog(text.replace('api_key_env: GOOGLE_VERTEX_CREDENTIALS, ', ''), 'clouds.yaml')).message).toBe(
-      'clouds.yaml: models[1] (vendor/model-b): deployments[0].api_key_env is required for a deployment of another provider (vertex-anthropic), whose key is its own',
-    );
   });
 
   it('reads the same catalog written as JSON', () => {

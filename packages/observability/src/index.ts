@@ -9,6 +9,7 @@ import client from 'prom-client';
 export { client as prometheus };
 
 export * from './registry.js';
+export * from './metric-table.js';
 
 /** A started metrics server; close it on shutdown. */
 export interface MetricsServer {

@@ -14,7 +14,7 @@
  */
 import type { Logger } from '@gateway/logger';
 import { isNotFound, type NatsConnection } from '@gateway/messaging';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import { type RepeatedReading, repeatReading, throttled } from './repeated-reading.js';
 
 /** How often the consumer's state is read by default. */
@@ -62,21 +62,11 @@ export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
   const { nc, stream, durableName, logger } = options;
   const intervalMs = options.intervalMs ?? DEFAULT_CONSUMER_LAG_INTERVAL_MS;
   const now = options.now ?? Date.now;
-  const registers = options.registry ? [options.registry] : [];
-  const pending = new prometheus.Gauge({
-    name: 'gateway_metering_consumer_pending_messages',
-    help: 'Usage stream messages not metered yet: not delivered to metering, or delivered and not acknowledged.',
-    registers,
-  });
-  const oldestAge = new prometheus.Gauge({
-    name: 'gateway_metering_oldest_unmetered_age_seconds',
-    help: 'Age of the oldest usage stream message not metered yet (0 when none): how late the bill is.',
-    registers,
-  });
-  const lastRead = new prometheus.Gauge({
-    name: 'gateway_metering_lag_last_read_timestamp_seconds',
-    help: 'When the lag gauges were last read from JetStream (Unix seconds; 0 before the first read). While it stands still the lag is unknown.',
-    registers,
+  // biome-ignore format: one metric a line, a table of name and help
+  const { pending, oldestAge, lastRead } = serviceMetrics(options.registry, {
+    pending: metric.gauge('gateway_metering_consumer_pending_messages', 'Usage stream messages not metered yet: not delivered to metering, or delivered and not acknowledged.'),
+    oldestAge: metric.gauge('gateway_metering_oldest_unmetered_age_seconds', 'Age of the oldest usage stream message not metered yet (0 when none): how late the bill is.'),
+    lastRead: metric.gauge('gateway_metering_lag_last_read_timestamp_seconds', 'When the lag gauges were last read from JetStream (Unix seconds; 0 before the first read). While it stands still the lag is unknown.'),
   });
   const warnNow = throttled(WARNING_INTERVAL_MS, now);
 

@@ -13,7 +13,7 @@
 import { GatewayError, unary } from '@gateway/grpc';
 import { deleteStoredResponse, putStoredResponse, storedResponseKey, type StoredResponseBounds, storedResponsesTotalKeys } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import type {
   DeleteResponseRequestOutput,
   DeleteResponseResponse,
@@ -80,32 +80,12 @@ export function createResponseStoreService(dependencies: ResponseStoreDependenci
   const maxBytes = dependencies.maxBytes ?? DEFAULT_RESPONSE_MAX_BYTES;
   const bounds = dependencies.bounds ?? DEFAULT_RESPONSE_BOUNDS;
   const totalKeys = storedResponsesTotalKeys(dependencies.totalTag);
-  const registers = dependencies.registry ? [dependencies.registry] : [];
-  const puts = new prometheus.Counter({
-    name: 'gateway_metering_responses_stored_total',
-    help: 'Responses the edge asked to store, by outcome (stored; too_large: over the bound, not stored).',
-    labelNames: ['outcome'],
-    registers,
-  });
-  for (const outcome of ['stored', 'too_large']) puts.inc({ outcome }, 0);
-  const storeErrors = new prometheus.Counter({
-    name: 'gateway_metering_responses_store_errors_total',
-    help: 'Redis operations on stored responses that failed, by operation (put, get, delete).',
-    labelNames: ['operation'],
-    registers,
-  });
-  for (const operation of ['put', 'get', 'delete']) storeErrors.inc({ operation }, 0);
-  const evictions = new prometheus.Counter({
-    name: 'gateway_metering_responses_evicted_total',
-    help: "Stored responses deleted before their time to keep the store within its bounds, by bound (key: the key's count or bytes; total: the bytes in all).",
-    labelNames: ['bound'],
-    registers,
-  });
-  for (const bound of ['key', 'total']) evictions.inc({ bound }, 0);
-  const storedBytes = new prometheus.Gauge({
-    name: 'gateway_metering_responses_stored_bytes',
-    help: 'Bytes of stored responses in all (their stored form), as of the latest store or delete; compare with METERING_RESPONSES_MAX_TOTAL_BYTES.',
-    registers,
+  // biome-ignore format: one metric a line, a table of name, help and the label each is counted by
+  const { puts, storeErrors, evictions, storedBytes } = serviceMetrics(dependencies.registry, {
+    puts: metric.counterBy('gateway_metering_responses_stored_total', 'Responses the edge asked to store, by outcome (stored; too_large: over the bound, not stored).', 'outcome', ['stored', 'too_large']),
+    storeErrors: metric.counterBy('gateway_metering_responses_store_errors_total', 'Redis operations on stored responses that failed, by operation (put, get, delete).', 'operation', ['put', 'get', 'delete']),
+    evictions: metric.counterBy('gateway_metering_responses_evicted_total', "Stored responses deleted before their time to keep the store within its bounds, by bound (key: the key's count or bytes; total: the bytes in all).", 'bound', ['key', 'total']),
+    storedBytes: metric.gauge('gateway_metering_responses_stored_bytes', 'Bytes of stored responses in all (their stored form), as of the latest store or delete; compare with METERING_RESPONSES_MAX_TOTAL_BYTES.'),
   });
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'response store handler failed');
 

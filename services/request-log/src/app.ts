@@ -27,7 +27,7 @@ import {
   USAGE_STREAM,
   USAGE_SUBJECT,
 } from '@gateway/messaging';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import {
   type GetRequestRequestOutput,
   type GetRequestResponse,
@@ -53,6 +53,9 @@ export const REQUEST_LOG_DURABLE = 'request-log';
 
 /** The poison reasons, each exported from 0. */
 export const POISON_REASONS = ['undecodable', 'missing_event_id', 'missing_key_id', 'missing_received_at'] as const;
+
+/** What a writer did with each row (or body) it was given, each exported from 0. */
+const WRITTEN_RESULTS = ['inserted', 'duplicate', 'expired'];
 
 /** A catalog that may change (a ReloadableFile of @gateway/config fits). */
 export interface CatalogSource {
@@ -116,57 +119,36 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   const stream = dependencies.stream ?? USAGE_STREAM;
   const durableName = dependencies.durableName ?? REQUEST_LOG_DURABLE;
   const catalog: CatalogSource = 'current' in dependencies.catalog ? dependencies.catalog : { current: dependencies.catalog };
-  const registers = dependencies.registry ? [dependencies.registry] : [];
-  /** A counter of the rows a writer was given, by result (each from 0), and the writer's count of a batch into it. */
-  const writtenRows = (metric: { name: string; help: string }) => {
-    const counter = new prometheus.Counter({ ...metric, labelNames: ['result'], registers });
-    for (const result of ['inserted', 'duplicate', 'expired']) counter.inc({ result }, 0);
-    return ({ inserted, duplicates, expired }: { inserted: number; duplicates: number; expired: number }) => {
+  /** Usage messages not written yet (the consumer's pending and unacknowledged); NaN while NATS cannot be read. */
+  const pendingMessages = async () => {
+    try {
+      const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
+      return info.num_pending + info.num_ack_pending;
+    } catch {
+      return Number.NaN;
+    }
+  };
+  // biome-ignore format: one metric a line, a table of name, help and the label each is counted by
+  const metrics = serviceMetrics(dependencies.registry, {
+    rows: metric.counterBy('gateway_request_log_rows_total', 'Requests the log was given, by result (inserted; duplicate: already there, an event delivered again; expired: older than the retention).', 'result', WRITTEN_RESULTS),
+    writeErrors: metric.counter('gateway_request_log_write_errors_total', 'Batches PostgreSQL failed to write (their messages are redelivered).'),
+    batchSeconds: metric.histogram('gateway_request_log_batch_seconds', 'Time to write one batch of rows, partition checks included.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
+    poison: metric.counterBy('gateway_request_log_poison_messages_total', 'Usage messages or events the log can never hold, by reason.', 'reason', POISON_REASONS),
+    bodies: metric.counterBy('gateway_request_log_bodies_total', 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).', 'result', WRITTEN_RESULTS),
+    pending: metric.gauge('gateway_request_log_pending_messages', "Usage messages the request log has not written yet (its consumer's pending and unacknowledged); NaN when NATS cannot be read.", pendingMessages),
+  });
+  const { writeErrors, batchSeconds, poison } = metrics;
+  /** A writer's count of a batch, into a counter by result. */
+  const writtenRows =
+    (counter: prometheus.Counter<'result'>) =>
+    ({ inserted, duplicates, expired }: { inserted: number; duplicates: number; expired: number }) => {
       counter.inc({ result: 'inserted' }, inserted);
       counter.inc({ result: 'duplicate' }, duplicates);
       counter.inc({ result: 'expired' }, expired);
     };
-  };
-  const countRows = writtenRows({
-    name: 'gateway_request_log_rows_total',
-    help: 'Requests the log was given, by result (inserted; duplicate: already there, an event delivered again; expired: older than the retention).',
-  });
-  const writeErrors = new prometheus.Counter({
-    name: 'gateway_request_log_write_errors_total',
-    help: 'Batches PostgreSQL failed to write (their messages are redelivered).',
-    registers,
-  });
-  const batchSeconds = new prometheus.Histogram({
-    name: 'gateway_request_log_batch_seconds',
-    help: 'Time to write one batch of rows, partition checks included.',
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers,
-  });
-  const poison = new prometheus.Counter({
-    name: 'gateway_request_log_poison_messages_total',
-    help: 'Usage messages or events the log can never hold, by reason.',
-    labelNames: ['reason'],
-    registers,
-  });
-  for (const reason of POISON_REASONS) poison.inc({ reason }, 0);
-  const countBodies = writtenRows({
-    name: 'gateway_request_log_bodies_total',
-    help: 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).',
-  });
+  const countRows = writtenRows(metrics.rows);
+  const countBodies = writtenRows(metrics.bodies);
   const bodyRetentionDays = dependencies.bodyRetentionDays ?? 7;
-  new prometheus.Gauge({
-    name: 'gateway_request_log_pending_messages',
-    help: "Usage messages the request log has not written yet (its consumer's pending and unacknowledged); NaN when NATS cannot be read.",
-    registers,
-    async collect() {
-      try {
-        const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
-        this.set(info.num_pending + info.num_ack_pending);
-      } catch {
-        this.set(Number.NaN);
-      }
-    },
-  });
 
   const writer = createRequestWriter({
     pool,

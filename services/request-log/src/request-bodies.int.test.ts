@@ -5,11 +5,8 @@
  * are dropped at their own retention while the requests' stay.
  */
 import { randomUUID } from 'node:crypto';
-import { loadCatalog } from '@gateway/catalog';
 import { callUnary } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
 import { bodiesNames, encodeRequestBodies, encodeUsageEvent } from '@gateway/messaging';
-import { prometheus } from '@gateway/observability';
 import type { GetRequestRequest, GetRequestResponseOutput, RequestBodies, RequestLogServiceClient, UsageEvent } from '@gateway/proto';
 import { eventually } from '@gateway/testing';
 import type { NatsConnection } from 'nats';
@@ -18,10 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogServer } from './app.js';
 import { DAY_MS, dayOf, listPartitions } from './partitions.js';
 import { createTestRequestLogDatabase, startTestRequestLog, type TestRequestLog, type TestRequestLogDatabase } from './testing/request-log-service.js';
+import { testRequestLogSetting } from './testing/request-log-setting.js';
 
-const logger = createLogger('request-bodies-test', 'silent');
-const id = randomUUID().replaceAll('-', '');
-const names = { stream: `RB_TEST_${id.slice(0, 20)}`, subject: `rb${id}.usage.v1.completion`, subjects: [`rb${id}.usage.v1.>`] };
+const setting = testRequestLogSetting('rb');
+const { names, clock } = setting;
 const bodiesStream = bodiesNames(names.stream);
 const KEY = 'key_AAAAAAAAAAAAAAAA';
 
@@ -31,8 +28,6 @@ let nc: NatsConnection;
 let service: TestRequestLog;
 let server: RequestLogServer;
 let client: RequestLogServiceClient;
-let clockOffsetMs = 0;
-const registry = new prometheus.Registry();
 
 /** A request's usage event and its bodies, received `agoMs` before now. */
 function request(agoMs = 0): { event: UsageEvent; bodies: RequestBodies } {
@@ -84,18 +79,7 @@ const requestRowsOf = async (eventId: string) =>
 beforeAll(async () => {
   reqlogDatabase = await createTestRequestLogDatabase(4);
   ({ pool } = reqlogDatabase);
-  service = await startTestRequestLog({
-    pool,
-    catalog: loadCatalog(),
-    logger,
-    registry,
-    bodyRetentionDays: 7,
-    aheadDays: 1,
-    now: () => Date.now() + clockOffsetMs,
-    ...names,
-    bodiesMaxBytes: 8 * 1024 * 1024,
-    durableName: `request-log-${id}`,
-  });
+  service = await startTestRequestLog({ ...setting.dependencies, pool, bodyRetentionDays: 7, aheadDays: 1, bodiesMaxBytes: 8 * 1024 * 1024 });
   ({ server, nc, client } = service);
 }, 60_000);
 
@@ -115,7 +99,7 @@ describe('request bodies', () => {
     );
     // Every delivery handled (acknowledged after its commit), and still one row.
     await eventually(async () => {
-      const info = await (await nc.jetstreamManager()).consumers.info(bodiesStream.stream, `request-log-${id}`);
+      const info = await (await nc.jetstreamManager()).consumers.info(bodiesStream.stream, setting.durableName);
       return info.num_pending + info.num_ack_pending === 0;
     }, 'every delivery of the bodies acknowledged');
     expect(await bodyRowsOf(one.event.event_id!)).toBe(1);
@@ -156,7 +140,7 @@ describe('request bodies', () => {
     expect(await listPartitions(pool, 'request_bodies')).toContain(oldDay);
 
     // Ten days on: past the bodies' seven days, within the requests' thirty.
-    clockOffsetMs = 5 * DAY_MS;
+    clock.offsetMs = 5 * DAY_MS;
     try {
       const done = await server.maintain();
       expect(done.bodies.dropped).toContain(oldDay);
@@ -168,7 +152,7 @@ describe('request bodies', () => {
       expect(answer.request?.event_id).toBe(old.event.event_id);
       expect(answer.bodies ?? undefined).toBeUndefined();
     } finally {
-      clockOffsetMs = 0;
+      clock.offsetMs = 0;
     }
   }, 30_000);
 });

@@ -6,11 +6,9 @@
  * clock moves; and the search finds, orders and pages what it holds.
  */
 import { randomUUID } from 'node:crypto';
-import { costPicoUsd, loadCatalog, pricingOf } from '@gateway/catalog';
+import { costPicoUsd, pricingOf } from '@gateway/catalog';
 import { callUnary, GatewayError } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
 import { encodeUsageEvent, encodeUsageEventBatch, refusedNames } from '@gateway/messaging';
-import { prometheus } from '@gateway/observability';
 import type {
   GetRequestRequest,
   GetRequestResponseOutput,
@@ -27,11 +25,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogServer } from './app.js';
 import { DAY_MS, dayOf, listPartitions, partitionName, SEARCHED_COLUMNS_STATISTICS } from './partitions.js';
 import { createTestRequestLogDatabase, startTestRequestLog, type TestRequestLog, type TestRequestLogDatabase } from './testing/request-log-service.js';
+import { testRequestLogSetting } from './testing/request-log-setting.js';
 
-const logger = createLogger('request-log-test', 'silent');
-const catalog = loadCatalog();
-const id = randomUUID().replaceAll('-', '');
-const names = { stream: `RL_TEST_${id.slice(0, 20)}`, subject: `rl${id}.usage.v1.completion`, subjects: [`rl${id}.usage.v1.>`] };
+const setting = testRequestLogSetting('rl');
+const { id, names, clock, catalog, registry } = setting;
 const KEY_A = 'key_AAAAAAAAAAAAAAAA';
 const KEY_B = 'key_BBBBBBBBBBBBBBBB';
 const TEAM = 'team_TTTTTTTTTTTTTTTT';
@@ -45,11 +42,9 @@ let nc: NatsConnection;
 let service: TestRequestLog;
 let server: RequestLogServer;
 let client: RequestLogServiceClient;
-let clockOffsetMs = 0;
 /** Whether PostgreSQL's answers reach the service (its statements always reach PostgreSQL). */
 let answersPass = true;
 let postgresPort = 5432;
-const registry = new prometheus.Registry();
 
 /** Waits for `call` to fail, and checks that it failed as the service's refusal with this reason. */
 async function expectRefusal(call: Promise<unknown>, reason: string): Promise<void> {
@@ -114,16 +109,7 @@ beforeAll(async () => {
   proxied.port = String(proxyPort);
   const servicePool = new pg.Pool({ connectionString: proxied.toString(), max: 4, connectionTimeoutMillis: 2_000 });
   servicePool.on('error', () => undefined);
-  service = await startTestRequestLog({
-    pool: servicePool,
-    catalog,
-    logger,
-    registry,
-    aheadDays: 2,
-    now: () => Date.now() + clockOffsetMs,
-    ...names,
-    durableName: `request-log-${id}`,
-  });
+  service = await startTestRequestLog({ ...setting.dependencies, pool: servicePool, aheadDays: 2 });
   ({ server, nc, client } = service);
 }, 60_000);
 
@@ -223,7 +209,7 @@ describe('request log', () => {
       for (const single of during.slice(6)) await publish(single);
       await eventually(async () => (await counter('gateway_request_log_write_errors_total')) > errorsBefore, 'a write to fail', 15_000);
       const manager = await nc.jetstreamManager();
-      const info = await manager.consumers.info(names.stream, `request-log-${id}`);
+      const info = await manager.consumers.info(names.stream, setting.durableName);
       expect(info.num_pending + info.num_ack_pending).toBeGreaterThan(0);
     } finally {
       await database.setReachable(true);
@@ -250,7 +236,7 @@ describe('request log', () => {
     proxy = await startTcpProxy(proxyPort, '127.0.0.1', postgresPort, { passFromTarget: () => answersPass });
     await eventually(
       async () => {
-        const info = await (await nc.jetstreamManager()).consumers.info(names.stream, `request-log-${id}`);
+        const info = await (await nc.jetstreamManager()).consumers.info(names.stream, setting.durableName);
         return info.num_pending === 0 && info.num_ack_pending === 0;
       },
       'the redelivered messages to be acknowledged',
@@ -391,16 +377,16 @@ describe('request log', () => {
     const oldDay = dayOf(Number(old.received_at_ms));
     expect(await listPartitions(pool)).toContain(oldDay);
 
-    clockOffsetMs = 25 * DAY_MS;
+    clock.offsetMs = 25 * DAY_MS;
     try {
       const { dropped, created } = await server.maintain();
       expect(dropped).toContain(oldDay);
-      expect(created).toContain(dayOf(Date.now() + clockOffsetMs) + 2);
+      expect(created).toContain(dayOf(Date.now() + clock.offsetMs) + 2);
       // A partition created now keeps the finer statistics of latency and cost the searches' plans rest on.
       const { rows: targets } = await pool.query<{ column: string; target: number }>(
         `SELECT attname AS column, attstattarget::int AS target FROM pg_attribute
           WHERE attrelid = $1::regclass AND attname IN ('latency_ms', 'cost_pico_usd') ORDER BY attname`,
-        [partitionName(dayOf(Date.now() + clockOffsetMs) + 2)],
+        [partitionName(dayOf(Date.now() + clock.offsetMs) + 2)],
       );
       expect(targets).toEqual([
         { column: 'cost_pico_usd', target: SEARCHED_COLUMNS_STATISTICS },
@@ -408,7 +394,7 @@ describe('request log', () => {
       ]);
       const partitions = await listPartitions(pool);
       expect(partitions).not.toContain(oldDay);
-      expect(Math.min(...partitions)).toBeGreaterThanOrEqual(dayOf(Date.now() + clockOffsetMs - 30 * DAY_MS));
+      expect(Math.min(...partitions)).toBeGreaterThanOrEqual(dayOf(Date.now() + clock.offsetMs - 30 * DAY_MS));
       expect(await rowsOf([old.event_id!])).toEqual([]);
       // Today's rows are within the retention: kept.
       expect((await pool.query('SELECT count(*)::int AS count FROM request_log')).rows[0].count).toBeGreaterThan(0);
@@ -422,7 +408,7 @@ describe('request log', () => {
       );
       expect(await rowsOf([late.event_id!])).toEqual([]);
     } finally {
-      clockOffsetMs = 0;
+      clock.offsetMs = 0;
     }
   }, 30_000);
 });

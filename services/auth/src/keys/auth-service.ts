@@ -1,6 +1,6 @@
 import { callTraceparent, GatewayError, serveStreamedCalls, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
+import { endWithError, metric, NO_TRACING, type prometheus, serviceMetrics, SpanKind, type Tracing } from '@gateway/observability';
 import type {
   AuthServiceHandlers,
   BudgetOutput,
@@ -158,19 +158,12 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   const { keys, limiter, logger, auditor, teams } = dependencies;
   const plans = plansSource(dependencies.plans);
   const tracing = dependencies.tracing ?? NO_TRACING;
-  const registers = dependencies.registry ? [dependencies.registry] : [];
-  const decisions = new prometheus.Counter({
-    name: 'gateway_auth_decisions_total',
-    help: 'CheckKey decisions, by decision.',
-    labelNames: ['decision'],
-    registers,
-  });
-  const storeErrors = new prometheus.Counter({ name: 'gateway_auth_store_errors_total', help: 'Key store (Redis) operations that failed.', registers });
-  const settlements = new prometheus.Counter({
-    name: 'gateway_auth_settlements_total',
-    help: 'SettleUsage calls, by outcome.',
-    labelNames: ['outcome'],
-    registers,
+  // biome-ignore format: one metric a line, a table of name, help and the label each is counted by
+  const { decisions, storeErrors, settlements } = serviceMetrics(dependencies.registry, {
+    decisions: metric.counterBy('gateway_auth_decisions_total', 'CheckKey decisions, by decision.', 'decision'),
+    storeErrors: metric.counter('gateway_auth_store_errors_total', 'Key store (Redis) operations that failed.'),
+    settlements: metric.counterBy('gateway_auth_settlements_total', 'SettleUsage calls, by outcome.', 'outcome'),
+    decideStreams: metric.gauge('gateway_auth_decide_streams_open', 'Decide streams open from callers (edges).', () => decide.openStreams),
   });
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'auth handler failed');
 
@@ -444,14 +437,6 @@ export function createAuthService(dependencies: AuthServiceDependencies): AuthSe
   }
 
   const decide = serveStreamedCalls<DecideRequestOutput, DecideResponse>({ check_key: checkKey, settle_usage: settleUsage }, 'Decide', report);
-  new prometheus.Gauge({
-    name: 'gateway_auth_decide_streams_open',
-    help: 'Decide streams open from callers (edges).',
-    registers,
-    collect() {
-      this.set(decide.openStreams);
-    },
-  });
   const handlers: AuthServiceHandlers = {
     CheckKey: unary(checkKey, 'CheckKey', report),
     CreateKey: unary(

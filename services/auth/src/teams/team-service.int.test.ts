@@ -10,26 +10,20 @@ import { teamSpendKeyName } from '@gateway/keyspace';
 import {
   loadGatewayGrpc,
   type AuthServiceClient,
-  type CheckKeyRequest,
-  type CheckKeyResponseOutput,
   type CreateKeyRequest,
-  type CreateKeyResponseOutput,
   type CreateTeamRequest,
   type DeleteTeamRequest,
   type DeleteTeamResponseOutput,
   type GetTeamRequest,
-  type ListKeysRequest,
-  type ListKeysResponseOutput,
   type ListTeamsRequest,
   type ListTeamsResponseOutput,
-  type RevokeKeyRequest,
-  type KeyInfoOutput,
   type TeamOutput,
   type TeamServiceClient,
   type UpdateTeamRequest,
 } from '@gateway/proto';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
+import { type AuthCalls, authCalls } from '../testing/auth-calls.js';
 import { startAuthServer } from '../testing/auth-server.js';
 import { AuditLog } from '../audit/audit-log.js';
 
@@ -39,6 +33,7 @@ let redis: RedisClient;
 let server: GatewayServer;
 let auth: AuthServiceClient;
 let teams: TeamServiceClient;
+let keys: AuthCalls;
 const created: string[] = [];
 
 beforeAll(async () => {
@@ -49,6 +44,7 @@ beforeAll(async () => {
   const grpc = loadGatewayGrpc().gateway.auth.v1;
   auth = createClient(grpc.AuthService, started.address);
   teams = createClient(grpc.TeamService, started.address);
+  keys = authCalls(auth, options);
 });
 
 afterAll(async () => {
@@ -65,9 +61,8 @@ const createTeam = async (request: CreateTeamRequest) => {
   created.push(team.team_id!);
   return team;
 };
-const createKey = (request: CreateKeyRequest) => callUnary<CreateKeyRequest, CreateKeyResponseOutput>(auth, auth.CreateKey, request, options);
-const check = (secret: string) =>
-  callUnary<CheckKeyRequest, CheckKeyResponseOutput>(auth, auth.CheckKey, { api_key: secret, reserve_tokens: 10, request_id: randomUUID() }, options);
+const createKey = (request: CreateKeyRequest) => keys.createKey(request);
+const check = (secret: string) => keys.checkKey({ api_key: secret, reserve_tokens: 10, request_id: randomUUID() });
 const failure = (promise: Promise<unknown>) =>
   promise.then(
     () => expect.fail('the call succeeded'),
@@ -159,8 +154,7 @@ describe("a team's model allow-list", () => {
     const team = await createTeam({ name: 'listed', model_allow_list: { models: ['sim-*'] } });
     const open = await createKey({ plan: 'PLAN_PRO', team_id: team.team_id! });
     const own = await createKey({ plan: 'PLAN_PRO', team_id: team.team_id!, allowed_models: { models: ['gpt-4o', 'sim-mini'] } });
-    const decide = (secret: string, model: string) =>
-      callUnary<CheckKeyRequest, CheckKeyResponseOutput>(auth, auth.CheckKey, { api_key: secret, reserve_tokens: 1, model, request_id: randomUUID() }, options);
+    const decide = (secret: string, model: string) => keys.checkKey({ api_key: secret, reserve_tokens: 1, model, request_id: randomUUID() });
 
     expect(await decide(open.secret!, 'sim-mini')).toMatchObject({ decision: 'DECISION_ALLOW', model_allow_lists: [{ models: ['sim-*'] }] });
     const refused = await decide(open.secret!, 'gpt-4o');
@@ -186,7 +180,7 @@ describe('keys of a team', () => {
     const loner = await createKey({ plan: 'PLAN_PRO' });
     expect(loner.key?.team_id ?? '').toBe('');
 
-    const listed = await callUnary<ListKeysRequest, ListKeysResponseOutput>(auth, auth.ListKeys, { team_id: team.team_id! }, options);
+    const listed = await keys.listKeys({ team_id: team.team_id! });
     expect(listed.keys.map((key) => key.key_id)).toEqual([member.key!.key_id]);
 
     const allowed = await check(member.secret!);
@@ -213,7 +207,7 @@ describe('keys of a team', () => {
       code: GrpcStatus.FAILED_PRECONDITION,
       reason: 'team_has_keys',
     });
-    await callUnary<RevokeKeyRequest, KeyInfoOutput>(auth, auth.RevokeKey, { key_id: member.key!.key_id }, options);
+    await keys.revokeKey({ key_id: member.key!.key_id });
     expect((await callUnary<GetTeamRequest, TeamOutput>(teams, teams.GetTeam, { team_id: team.team_id }, options)).key_count).toBe(0);
     await callUnary<DeleteTeamRequest, DeleteTeamResponseOutput>(teams, teams.DeleteTeam, { team_id: team.team_id }, options);
     // A revoked member stays revoked once its team is gone.

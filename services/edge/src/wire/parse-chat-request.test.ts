@@ -3,6 +3,10 @@ import { parseChatRequest } from './parse-chat-request.js';
 import { RequestError } from './request-error.js';
 
 const base = { model: 'sim-mini', messages: [{ role: 'user', content: 'hi' }] };
+/** A request of model `m` with this one message. */
+const oneMessage = (message: unknown) => ({ model: 'm', messages: [message] });
+/** A request of model `m` with one user message whose content is this one part. */
+const onePart = (part: unknown) => oneMessage({ role: 'user', content: [part] });
 
 function refusal(body: unknown): RequestError {
   try {
@@ -71,12 +75,12 @@ describe('parseChatRequest', () => {
     [{ model: 'm' }, 'messages', "Missing required parameter: 'messages'."],
     [{ model: 'm', messages: [] }, 'messages', "Invalid 'messages': empty array. Expected an array with at least 1 message."],
     [
-      { model: 'm', messages: [{ role: 'robot', content: 'x' }] },
+      oneMessage({ role: 'robot', content: 'x' }),
       'messages[0].role',
       "Invalid value for 'messages[0].role': 'robot'. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool'.",
     ],
-    [{ model: 'm', messages: [{ role: 'user' }] }, 'messages[0].content', "Missing required parameter: 'messages[0].content'. A user message needs 'content'."],
-    [{ model: 'm', messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id', "Missing required parameter: 'messages[0].tool_call_id'."],
+    [oneMessage({ role: 'user' }), 'messages[0].content', "Missing required parameter: 'messages[0].content'. A user message needs 'content'."],
+    [oneMessage({ role: 'tool', content: 'x' }), 'messages[0].tool_call_id', "Missing required parameter: 'messages[0].tool_call_id'."],
     [{ ...base, temperature: 2.5 }, 'temperature', "Invalid value for 'temperature': 2.5 is above the maximum; it must be between 0 and 2."],
     [{ ...base, temperature: 'hot' }, 'temperature', "Invalid type for 'temperature': expected a number between 0 and 2, but got a string."],
     [{ ...base, top_p: -0.1 }, 'top_p', "Invalid value for 'top_p': -0.1 is below the minimum; it must be between 0 and 1."],
@@ -183,92 +187,72 @@ describe('parseChatRequest', () => {
       'messages[1]',
       "Invalid 'messages[1]': a 'function' message must follow an assistant message with a 'function_call'.",
     ],
-    [{ model: 'm', messages: [{ role: 'function', content: '1' }] }, 'messages[0].name', "Missing required parameter: 'messages[0].name'."],
+    [oneMessage({ role: 'function', content: '1' }), 'messages[0].name', "Missing required parameter: 'messages[0].name'."],
     [{ model: 'm', messages: 'hi' }, 'messages', "Invalid type for 'messages': expected an array of messages, but got a string."],
     [{ model: 'm', messages: ['hi'] }, 'messages[0]', "Invalid type for 'messages[0]': expected a message object, but got a string."],
-    [{ model: 'm', messages: [{ content: 'x' }] }, 'messages[0].role', "Missing required parameter: 'messages[0].role'."],
+    [oneMessage({ content: 'x' }), 'messages[0].role', "Missing required parameter: 'messages[0].role'."],
     [
-      { model: 'm', messages: [{ role: 'assistant' }] },
+      oneMessage({ role: 'assistant' }),
       'messages[0].content',
       "Missing required parameter: 'messages[0].content'. An assistant message needs 'content', 'tool_calls' or 'refusal'.",
     ],
     [
-      { model: 'm', messages: [{ role: 'user', content: 5 }] },
+      oneMessage({ role: 'user', content: 5 }),
       'messages[0].content',
       "Invalid type for 'messages[0].content': expected a string or an array of content parts, but got an integer.",
     ],
+    [oneMessage({ role: 'user', content: [] }), 'messages[0].content', "Invalid 'messages[0].content': an array of content parts must not be empty."],
+    [onePart({ text: 'x' }), 'messages[0].content[0].type', "Missing required parameter: 'messages[0].content[0].type'."],
     [
-      { model: 'm', messages: [{ role: 'user', content: [] }] },
-      'messages[0].content',
-      "Invalid 'messages[0].content': an array of content parts must not be empty.",
-    ],
-    [
-      { model: 'm', messages: [{ role: 'user', content: [{ text: 'x' }] }] },
-      'messages[0].content[0].type',
-      "Missing required parameter: 'messages[0].content[0].type'.",
-    ],
-    [
-      { model: 'm', messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'https://a/b.png' } }] }] },
+      oneMessage({ role: 'system', content: [{ type: 'image_url', image_url: { url: 'https://a/b.png' } }] }),
       'messages[0].content[0].type',
       "Invalid value for 'messages[0].content[0].type': 'image_url'. Content parts of system messages may be: 'text'.",
     ],
+    [onePart({ type: 'text' }), 'messages[0].content[0].text', "Missing required parameter: 'messages[0].content[0].text'."],
     [
-      { model: 'm', messages: [{ role: 'user', content: [{ type: 'text' }] }] },
-      'messages[0].content[0].text',
-      "Missing required parameter: 'messages[0].content[0].text'.",
-    ],
-    [
-      { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'ftp://x' } }] }] },
+      onePart({ type: 'image_url', image_url: { url: 'ftp://x' } }),
       'messages[0].content[0].image_url.url',
       "Invalid value for 'messages[0].content[0].image_url.url': expected an http(s) URL or a base64 data URL of an image.",
     ],
     [
-      { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://a/b.png', detail: 'ultra' } }] }] },
+      onePart({ type: 'image_url', image_url: { url: 'https://a/b.png', detail: 'ultra' } }),
       'messages[0].content[0].image_url.detail',
       "Invalid value for 'messages[0].content[0].image_url.detail': 'ultra'. Supported values are: 'auto', 'low', 'high'.",
     ],
+    [onePart({ type: 'image_url' }), 'messages[0].content[0].image_url', "Missing required parameter: 'messages[0].content[0].image_url'."],
     [
-      { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url' }] }] },
-      'messages[0].content[0].image_url',
-      "Missing required parameter: 'messages[0].content[0].image_url'.",
-    ],
-    [
-      { model: 'm', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAA', format: 'ogg' } }] }] },
+      onePart({ type: 'input_audio', input_audio: { data: 'AAA', format: 'ogg' } }),
       'messages[0].content[0].input_audio.format',
       "Invalid value for 'messages[0].content[0].input_audio.format': 'ogg'. Supported values are: 'wav', 'mp3'.",
     ],
     [
-      { model: 'm', messages: [{ role: 'user', content: [{ type: 'file', file: {} }] }] },
+      onePart({ type: 'file', file: {} }),
       'messages[0].content[0].file',
       "Invalid value for 'messages[0].content[0].file': one of 'file_id' or 'file_data' is required.",
     ],
+    [oneMessage({ role: 'user', content: 'x', name: 3 }), 'messages[0].name', "Invalid type for 'messages[0].name': expected a string, but got an integer."],
     [
-      { model: 'm', messages: [{ role: 'user', content: 'x', name: 3 }] },
-      'messages[0].name',
-      "Invalid type for 'messages[0].name': expected a string, but got an integer.",
-    ],
-    [
-      { model: 'm', messages: [{ role: 'user', content: 'x', tool_calls: [] }] },
+      oneMessage({ role: 'user', content: 'x', tool_calls: [] }),
       'messages[0].tool_calls',
       "Invalid parameter: 'messages[0].tool_calls' is only allowed on messages with role 'assistant'.",
     ],
     [
-      { model: 'm', messages: [{ role: 'assistant', tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{}' } }] }] },
+      oneMessage({ role: 'assistant', tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{}' } }] }),
       'messages[0].tool_calls[0].id',
       "Missing required parameter: 'messages[0].tool_calls[0].id'.",
     ],
     [
-      { model: 'm', messages: [{ role: 'assistant', tool_calls: [{ id: 'c', type: 'function' }] }] },
+      oneMessage({ role: 'assistant', tool_calls: [{ id: 'c', type: 'function' }] }),
       'messages[0].tool_calls[0].function',
       "Missing required parameter: 'messages[0].tool_calls[0].function'.",
     ],
     [
-      { model: 'm', messages: [{ role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: { a: 1 } } }] }] },
+      oneMessage({ role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: { a: 1 } } }] }),
       'messages[0].tool_calls[0].function.arguments',
       "Invalid type for 'messages[0].tool_calls[0].function.arguments': expected a string holding JSON, but got an object.",
     ],
     [
-      { model: 'm', messages: [{ role: 'assistant', tool_calls: [{ id: 'c', type: 'code', function: { name: 'f', arguments: '{}' } }] }] },
+      oneMessage({ role: 'assistant', tool_calls: [{ id: 'c', type: 'code', function: { name: 'f', arguments: '{}' } }] }),
       'messages[0].tool_calls[0].type',
       "Invalid value for 'messages[0].tool_calls[0].type': 'code'. Supported values are: 'function'.",
     ],

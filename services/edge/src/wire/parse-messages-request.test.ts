@@ -18,11 +18,22 @@ function refusal(body: unknown, options?: { countOnly?: boolean }): RequestError
   throw new Error('accepted');
 }
 
+/** Parses a Messages body for sim-full with max_tokens 64 and these fields. */
+const ofSimFull = (fields: Record<string, unknown>) => parseMessagesRequest({ model: 'sim-full', max_tokens: 64, ...fields });
+
+/**
+ * The messages of a turn with tools: the user's question, the assistant's content blocks, and the
+ * user's blocks back (tool results among them) when given.
+ */
+const toolTurn = (question: string, assistant: unknown[], reply?: unknown[]) => [
+  { role: 'user', content: question },
+  { role: 'assistant', content: assistant },
+  ...(reply ? [{ role: 'user', content: reply }] : []),
+];
+
 describe('parseMessagesRequest', () => {
   it('folds system blocks and a system-role message into one leading system message', () => {
-    const { request } = parseMessagesRequest({
-      model: 'sim-full',
-      max_tokens: 64,
+    const { request } = ofSimFull({
       system: [
         { type: 'text', text: 'You are Claude Code.' },
         { type: 'text', text: 'Be brief.' },
@@ -38,9 +49,7 @@ describe('parseMessagesRequest', () => {
   });
 
   it('keeps cache breakpoints: one system part per block, on content parts, tool results, tool calls and tools', () => {
-    const { request } = parseMessagesRequest({
-      model: 'sim-full',
-      max_tokens: 64,
+    const { request } = ofSimFull({
       system: [
         { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.0' },
         { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
@@ -124,27 +133,19 @@ describe('parseMessagesRequest', () => {
   });
 
   it('turns tool_use into tool calls and tool_result into tool messages before the rest of the user turn', () => {
-    const { request } = parseMessagesRequest({
-      model: 'sim-full',
-      max_tokens: 64,
-      messages: [
-        { role: 'user', content: 'Weather in Oslo?' },
-        {
-          role: 'assistant',
-          content: [
-            { type: 'thinking', thinking: 'Use the tool.', signature: 'sig' },
-            { type: 'text', text: 'Checking.' },
-            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
-          ],
-        },
-        {
-          role: 'user',
-          content: [
-            { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '3 degrees' }], is_error: false },
-            { type: 'text', text: 'And tomorrow?' },
-          ],
-        },
-      ],
+    const { request } = ofSimFull({
+      messages: toolTurn(
+        'Weather in Oslo?',
+        [
+          { type: 'thinking', thinking: 'Use the tool.', signature: 'sig' },
+          { type: 'text', text: 'Checking.' },
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+        ],
+        [
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '3 degrees' }], is_error: false },
+          { type: 'text', text: 'And tomorrow?' },
+        ],
+      ),
     });
     expect(request.messages!.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_ASSISTANT', 'ROLE_TOOL', 'ROLE_USER']);
     expect(request.messages![1]).toMatchObject({
@@ -155,9 +156,7 @@ describe('parseMessagesRequest', () => {
   });
 
   it('keeps the text of tool results (images noted, errors marked) and documents; drops thinking-only turns', () => {
-    const { request } = parseMessagesRequest({
-      model: 'sim-full',
-      max_tokens: 64,
+    const { request } = ofSimFull({
       messages: [
         { role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Notes.' } }] },
         { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque' }] },
@@ -185,9 +184,7 @@ describe('parseMessagesRequest', () => {
   });
 
   it('maps images, tools, tool_choice, stop_sequences, metadata and thinking; drops server tools, top_k and unknown fields', () => {
-    const parsed = parseMessagesRequest({
-      model: 'sim-full',
-      max_tokens: 64,
+    const parsed = ofSimFull({
       messages: [
         {
           role: 'user',
@@ -252,26 +249,20 @@ describe('parseMessagesRequest', () => {
       model: 'm',
       max_tokens: 4096,
       system: 'Be brief.',
-      messages: [
-        { role: 'user', content: 'Weather and time in Oslo?' },
-        {
-          role: 'assistant',
-          content: [
-            { type: 'thinking', thinking: 'Two tools.', signature: 'sig-1' },
-            { type: 'redacted_thinking', data: 'opaque' },
-            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
-            { type: 'text', text: 'And the time.', cache_control: { type: 'ephemeral' } },
-            { type: 'tool_use', id: 'toolu_2', name: 'get_time', input: {} },
-          ],
-        },
-        {
-          role: 'user',
-          content: [
-            { type: 'tool_result', tool_use_id: 'toolu_1', content: '3 degrees' },
-            { type: 'tool_result', tool_use_id: 'toolu_2', content: '14:05' },
-          ],
-        },
-      ],
+      messages: toolTurn(
+        'Weather and time in Oslo?',
+        [
+          { type: 'thinking', thinking: 'Two tools.', signature: 'sig-1' },
+          { type: 'redacted_thinking', data: 'opaque' },
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+          { type: 'text', text: 'And the time.', cache_control: { type: 'ephemeral' } },
+          { type: 'tool_use', id: 'toolu_2', name: 'get_time', input: {} },
+        ],
+        [
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: '3 degrees' },
+          { type: 'tool_result', tool_use_id: 'toolu_2', content: '14:05' },
+        ],
+      ),
     });
     expect(request.messages![2]!.parts!.parts).toEqual([
       { thinking: { thinking: 'Two tools.', signature: 'sig-1' } },
@@ -285,16 +276,10 @@ describe('parseMessagesRequest', () => {
     const bad = refusal({
       model: 'm',
       max_tokens: 8,
-      messages: [
-        { role: 'user', content: 'x' },
-        {
-          role: 'assistant',
-          content: [
-            { type: 'thinking', thinking: 'x' },
-            { type: 'text', text: 'y' },
-          ],
-        },
-      ],
+      messages: toolTurn('x', [
+        { type: 'thinking', thinking: 'x' },
+        { type: 'text', text: 'y' },
+      ]),
     });
     expect([bad.status, bad.param]).toEqual([400, 'messages[1].content[0].signature']);
   });
@@ -353,16 +338,10 @@ describe('parseMessagesRequest', () => {
       model: 'm',
       max_tokens: 8,
       system: 'S',
-      messages: [
-        { role: 'user', content: 'x' },
-        {
-          role: 'assistant',
-          content: [
-            { type: 'text', text: 'Calling.' },
-            { type: 'tool_use', id: 'toolu_1', name: 42, input: {} },
-          ],
-        },
-      ],
+      messages: toolTurn('x', [
+        { type: 'text', text: 'Calling.' },
+        { type: 'tool_use', id: 'toolu_1', name: 42, input: {} },
+      ]),
     });
     expect(badCall).toMatchObject({ status: 400, param: 'messages[1].content[1].name' });
   });

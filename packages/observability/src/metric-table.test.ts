@@ -1,0 +1,37 @@
+import client from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { metric, serviceMetrics } from './metric-table.js';
+
+describe('serviceMetrics', () => {
+  it('registers each row of the table, a counter by label from 0 for each value given, and returns them by key', async () => {
+    const registry = new client.Registry();
+    const { outcomes, failures, held, seconds } = serviceMetrics(registry, {
+      outcomes: metric.counterBy('gateway_test_outcomes_total', 'Outcomes.', 'outcome', ['stored', 'too_large']),
+      failures: metric.counter('gateway_test_failures_total', 'Failures.'),
+      held: metric.gauge('gateway_test_held', 'Held now.'),
+      seconds: metric.histogram('gateway_test_seconds', 'Durations.', [0.1, 1]),
+    });
+    outcomes.inc({ outcome: 'stored' });
+    failures.inc(2);
+    held.set(3);
+    seconds.observe(0.5);
+    const text = await registry.metrics();
+    expect(text).toContain('gateway_test_outcomes_total{outcome="stored"} 1');
+    expect(text).toContain('gateway_test_outcomes_total{outcome="too_large"} 0');
+    expect(text).toContain('gateway_test_failures_total 2');
+    expect(text).toContain('gateway_test_held 3');
+    expect(text).toContain('gateway_test_seconds_bucket{le="1"} 1');
+  });
+
+  it('reads a gauge given a reading at each scrape, and keeps metrics without a registry unexported', async () => {
+    const registry = new client.Registry();
+    let value = 1;
+    serviceMetrics(registry, { read: metric.gauge('gateway_test_read', 'Read at scrape.', async () => value) });
+    expect(await registry.getSingleMetricAsString('gateway_test_read')).toContain('gateway_test_read 1');
+    value = Number.NaN;
+    expect(await registry.getSingleMetricAsString('gateway_test_read')).toMatch(/^gateway_test_read NaN$/im);
+    const { kept } = serviceMetrics(undefined, { kept: metric.counter('gateway_test_read', 'Same name, on no registry.') });
+    kept.inc();
+    expect((await kept.get()).values[0]?.value).toBe(1);
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * A service's metrics declared as a table, one line each: its name, its help, and what differs (the
+ * label a counter is split by and the values it exports from 0, a histogram's buckets, what a gauge
+ * reads at each scrape). `serviceMetrics` registers the table's metrics and returns them by key.
+ */
+import client from 'prom-client';
+
+/** One row of a table: makes its metric on the registers it is given. */
+export type MetricDefinition<Metric> = (registers: client.Registry[]) => Metric;
+
+/** The rows a table is made of. */
+export const metric = {
+  /** A counter without labels. */
+  counter(name: string, help: string): MetricDefinition<client.Counter> {
+    return (registers) => new client.Counter({ name, help, registers });
+  },
+  /**
+   * A counter by one label. Each of `values` is exported from 0, so that an alert on increase() sees
+   * the first one (a series that appears already at 1 shows no increase); other values appear when counted.
+   */
+  counterBy<Label extends string>(name: string, help: string, label: Label, values: readonly string[] = []): MetricDefinition<client.Counter<Label>> {
+    return (registers) => {
+      const counter = new client.Counter<Label>({ name, help, labelNames: [label], registers });
+      for (const value of values) counter.inc({ [label]: value } as client.LabelValues<Label>, 0);
+      return counter;
+    };
+  },
+  /** A gauge its owner sets; with `read`, one that takes the value `read` gives at each scrape. */
+  gauge(name: string, help: string, read?: () => number | Promise<number>): MetricDefinition<client.Gauge> {
+    return (registers) =>
+      new client.Gauge({
+        name,
+        help,
+        registers,
+        ...(read && {
+          async collect() {
+            this.set(await read());
+          },
+        }),
+      });
+  },
+  /** A histogram with these bucket bounds. */
+  histogram(name: string, help: string, buckets: number[]): MetricDefinition<client.Histogram> {
+    return (registers) => new client.Histogram({ name, help, buckets, registers });
+  },
+};
+
+/**
+ * Registers every metric of `table` on `registry` and returns them by the table's keys. Without a
+ * registry they are kept but not exported (a test that reads none of them).
+ */
+export function serviceMetrics<Table extends Record<string, MetricDefinition<unknown>>>(
+  registry: client.Registry | undefined,
+  table: Table,
+): { [Key in keyof Table]: ReturnType<Table[Key]> } {
+  const registers = registry ? [registry] : [];
+  return Object.fromEntries(Object.entries(table).map(([key, define]) => [key, define(registers)])) as { [Key in keyof Table]: ReturnType<Table[Key]> };
+}
