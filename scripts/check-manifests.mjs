@@ -553,7 +553,7 @@ function declaredMetrics() {
       if (!existsSync(source)) continue;
       for (const path of walk(source).filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))) {
         const text = readFileSync(path, 'utf8');
-        for (const match of text.matchAll(/(?:name: |\.(?:count|countByReason|counter|counterBy|gauge|histogram)\()'((?:gateway|gen_ai)_[a-z0-9_]+)'/g))
+        for (const match of text.matchAll(/(?:name: |\.(?:count|countByReason|counter|counterBy|gauge|histogram)\(\s*)'((?:gateway|gen_ai)_[a-z0-9_]+)'/g))
           declared.set(match[1], text);
       }
     }

@@ -15,13 +15,20 @@ export const metric = {
     return (registers) => new client.Counter({ name, help, registers });
   },
   /**
-   * A counter by one label. Each of `values` is exported from 0, so that an alert on increase() sees
-   * the first one (a series that appears already at 1 shows no increase); other values appear when counted.
+   * A counter by one label, or by several. Each of `values` (of a single label) is exported from 0,
+   * so that an alert on increase() sees the first one (a series that appears already at 1 shows no
+   * increase); other values appear when counted.
    */
-  counterBy<Label extends string>(name: string, help: string, label: Label, values: readonly string[] = []): MetricDefinition<client.Counter<Label>> {
+  counterBy<Label extends string>(
+    name: string,
+    help: string,
+    labels: Label | readonly Label[],
+    values: readonly string[] = [],
+  ): MetricDefinition<client.Counter<Label>> {
     return (registers) => {
-      const counter = new client.Counter<Label>({ name, help, labelNames: [label], registers });
-      for (const value of values) counter.inc({ [label]: value } as client.LabelValues<Label>, 0);
+      const labelNames = typeof labels === 'string' ? [labels] : labels;
+      const counter = new client.Counter<Label>({ name, help, labelNames, registers });
+      for (const value of values) counter.inc({ [labelNames[0] as Label]: value } as client.LabelValues<Label>, 0);
       return counter;
     };
   },
@@ -39,9 +46,14 @@ export const metric = {
         }),
       });
   },
-  /** A histogram with these bucket bounds. */
-  histogram(name: string, help: string, buckets: number[]): MetricDefinition<client.Histogram> {
-    return (registers) => new client.Histogram({ name, help, buckets, registers });
+  /** A histogram with these bucket bounds, by these labels. */
+  histogram<Label extends string = string>(
+    name: string,
+    help: string,
+    buckets: number[],
+    labelNames: readonly Label[] = [],
+  ): MetricDefinition<client.Histogram<Label>> {
+    return (registers) => new client.Histogram<Label>({ name, help, buckets, labelNames, registers });
   },
 };
 

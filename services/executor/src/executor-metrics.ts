@@ -3,7 +3,7 @@
  * id a caller sends is counted as "unknown", so callers cannot grow the label set), the provider
  * and the outcome ("ok", "cancelled" or the failure's stable reason). Never a key.
  */
-import { prometheus } from '@gateway/observability';
+import { metric, prometheus, serviceMetrics } from '@gateway/observability';
 
 /** The executor's instruments. */
 export interface ExecutorMetrics {
@@ -20,16 +20,14 @@ export type DeploymentStates = () => Array<{ model: string; deployment: string; 
 
 /** Registers the executor's metrics on a registry (once per registry). */
 export function createExecutorMetrics(registry: prometheus.Registry, deploymentStates?: DeploymentStates, inFlight?: () => number): ExecutorMetrics {
-  if (inFlight) {
-    new prometheus.Gauge({
-      name: 'gateway_executor_in_flight',
-      help: 'Completions the executor is serving now, over every deployment: the signal to scale the pool on (they mostly wait on upstreams).',
-      registers: [registry],
-      collect() {
-        this.set(inFlight());
-      },
+  if (inFlight)
+    serviceMetrics(registry, {
+      inFlight: metric.gauge(
+        'gateway_executor_in_flight',
+        'Completions the executor is serving now, over every deployment: the signal to scale the pool on (they mostly wait on upstreams).',
+        inFlight,
+      ),
     });
-  }
   if (deploymentStates) {
     new prometheus.Gauge({
       name: 'gateway_executor_deployment_open',
@@ -42,32 +40,27 @@ export function createExecutorMetrics(registry: prometheus.Registry, deploymentS
       },
     });
   }
-  return {
-    retries: new prometheus.Counter({
-      name: 'gateway_executor_retries_total',
-      help: 'Retries of a model before the first byte, by model and the reason of the failure retried.',
-      labelNames: ['model', 'reason'] as const,
-      registers: [registry],
-    }),
-    fallbacks: new prometheus.Counter({
-      name: 'gateway_executor_fallbacks_total',
-      help: 'Models passed over before the first byte (their fallback was tried next), by model and reason.',
-      labelNames: ['from', 'reason'] as const,
-      registers: [registry],
-    }),
-    requests: new prometheus.Counter({
-      name: 'gateway_executor_requests_total',
-      help: 'Completions run by the executor, by model, provider and outcome.',
-      labelNames: ['model', 'provider', 'outcome'] as const,
-      registers: [registry],
-    }),
-    upstreamDuration: new prometheus.Histogram({
-      name: 'gateway_executor_upstream_duration_seconds',
-      help: 'Time from sending a completion upstream to its last byte (whole response or end of stream).',
-      labelNames: ['model', 'provider', 'outcome'] as const,
+  return serviceMetrics(registry, {
+    retries: metric.counterBy('gateway_executor_retries_total', 'Retries of a model before the first byte, by model and the reason of the failure retried.', [
+      'model',
+      'reason',
+    ]),
+    fallbacks: metric.counterBy(
+      'gateway_executor_fallbacks_total',
+      'Models passed over before the first byte (their fallback was tried next), by model and reason.',
+      ['from', 'reason'],
+    ),
+    requests: metric.counterBy('gateway_executor_requests_total', 'Completions run by the executor, by model, provider and outcome.', [
+      'model',
+      'provider',
+      'outcome',
+    ]),
+    upstreamDuration: metric.histogram(
+      'gateway_executor_upstream_duration_seconds',
+      'Time from sending a completion upstream to its last byte (whole response or end of stream).',
       // Completions range from a cached 50 ms answer to minutes-long streams.
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320],
-      registers: [registry],
-    }),
-  };
+      [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320],
+      ['model', 'provider', 'outcome'],
+    ),
+  });
 }

@@ -1,4 +1,4 @@
-import { prometheus } from '@gateway/observability';
+import { metric, prometheus, serviceMetrics } from '@gateway/observability';
 
 /** The router's metrics. Labels are bounded: model ids come from the catalog, policies from a fixed list. */
 export interface RouterMetrics {
@@ -8,12 +8,7 @@ export interface RouterMetrics {
 
 /** Registers the router's metrics on the process registry. */
 export function createRouterMetrics(registry: prometheus.Registry): RouterMetrics {
-  return {
-    decisions: new prometheus.Counter({
-      name: 'gateway_router_decisions_total',
-      help: 'Routing decisions by chosen model and policy.',
-      labelNames: ['model', 'policy'] as const,
-      registers: [registry],
-    }),
-  };
+  return serviceMetrics(registry, {
+    decisions: metric.counterBy('gateway_router_decisions_total', 'Routing decisions by chosen model and policy.', ['model', 'policy']),
+  });
 }
