@@ -1,4 +1,4 @@
-import { metric, prometheus, serviceMetrics } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
 /** The router's metrics. Labels are bounded: model ids come from the catalog, policies from a fixed list. */
 export interface RouterMetrics {
