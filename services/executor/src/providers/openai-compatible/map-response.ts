@@ -74,77 +74,76 @@ function mapRole(role: string | null | undefined): RoleOutput | undefined {
   return role === 'assistant' ? 'ROLE_ASSISTANT' : undefined;
 }
 
-/** What a whole response and a chunk share: the id, the time (now when not sent), the catalog model id and the fingerprint. */
-function headerOf(body: OpenAiChatResponse | OpenAiChatChunk, modelId: string): Pick<ChatResponse, 'id' | 'created' | 'model' | 'system_fingerprint'> {
+/**
+ * What a whole response and a chunk share: the id, the time (now when not sent), the catalog model
+ * id, the fingerprint, and their choices. (Built as one literal: on the stream path this runs for
+ * every chunk, and spreading an object made elsewhere costs several times a literal's allocation.)
+ */
+function withHeader<Choice>(body: OpenAiChatResponse | OpenAiChatChunk, modelId: string, choices: Choice[]) {
   return {
     id: body.id ?? '',
     created: body.created ?? Math.floor(Date.now() / 1000),
     model: modelId,
+    choices,
     ...(body.system_fingerprint ? { system_fingerprint: body.system_fingerprint } : {}),
   };
 }
 
-/** A whole choice and a chunk's choice alike: the index (its position when not sent), the finish reason and the log probabilities. */
-function choiceOf(choice: { index?: number; logprobs?: OpenAiChoiceLogprobs | null; finish_reason?: string | null }, position: number) {
+/**
+ * A whole choice and a chunk's choice alike: the index (its position when not sent), the finish
+ * reason, the log probabilities, and what the choice carries under `field` (a whole response's
+ * message, a chunk's delta), whose content and refusal are set when the upstream sent them as strings.
+ */
+function choiceOf<Field extends 'message' | 'delta', Carried extends { content?: string; refusal?: string }>(
+  choice: { index?: number; logprobs?: OpenAiChoiceLogprobs | null; finish_reason?: string | null },
+  position: number,
+  field: Field,
+  texts: { content?: string | null; refusal?: string | null },
+  carried: Carried,
+) {
+  if (typeof texts.content === 'string') carried.content = texts.content;
+  if (typeof texts.refusal === 'string') carried.refusal = texts.refusal;
   const logprobs = mapLogprobs(choice.logprobs);
-  return { index: choice.index ?? position, finish_reason: mapFinishReason(choice.finish_reason), ...(logprobs ? { logprobs } : {}) };
-}
-
-/** The content and refusal of a message or a delta, each when it is a string. */
-function textsOf(message: { content?: string | null; refusal?: string | null }): { content?: string; refusal?: string } {
-  return {
-    ...(typeof message.content === 'string' ? { content: message.content } : {}),
-    ...(typeof message.refusal === 'string' ? { refusal: message.refusal } : {}),
-  };
+  const mapped = { index: choice.index ?? position, finish_reason: mapFinishReason(choice.finish_reason), ...(logprobs ? { logprobs } : {}) };
+  return Object.assign(mapped, { [field]: carried } as { [key in Field]: Carried });
 }
 
 /** A whole response; `model` is the catalog id. Returns undefined usage when the upstream sent none. */
 export function fromOpenAiResponse(body: OpenAiChatResponse, modelId: string): ChatResponse {
-  return {
-    ...headerOf(body, modelId),
-    choices: (body.choices ?? []).map((choice, position) => {
-      const message = choice.message ?? {};
-      return {
-        ...choiceOf(choice, position),
-        message: {
-          ...textsOf(message),
-          tool_calls: (message.tool_calls ?? []).map((call) => ({
-            id: call.id,
-            type: call.type ?? 'function',
-            function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
-          })),
-        },
-      };
-    }),
-    ...(body.usage ? { usage: mapUsage(body.usage) } : {}),
-  };
+  const choices = (body.choices ?? []).map((choice, position) => {
+    const message = choice.message ?? {};
+    return choiceOf(choice, position, 'message', message, {
+      tool_calls: (message.tool_calls ?? []).map((call) => ({
+        id: call.id,
+        type: call.type ?? 'function',
+        function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+      })),
+    } as NonNullable<ChatResponse['choices']>[number]['message'] & { content?: string; refusal?: string });
+  });
+  const response: ChatResponse = withHeader(body, modelId, choices);
+  if (body.usage) response.usage = mapUsage(body.usage);
+  return response;
 }
 
 /** One chunk's choices; the usage, when the chunk carries it, is read separately by usageOfChunk. */
 export function fromOpenAiChunk(body: OpenAiChatChunk, modelId: string): ChatChunk {
-  return {
-    ...headerOf(body, modelId),
-    choices: (body.choices ?? []).map((choice, position) => {
-      const delta = choice.delta ?? {};
-      const role = mapRole(delta.role);
-      return {
-        ...choiceOf(choice, position),
-        delta: {
-          ...(role ? { role } : {}),
-          ...textsOf(delta),
-          tool_calls: (delta.tool_calls ?? []).map((call, callPosition) => ({
-            index: call.index ?? callPosition,
-            ...(call.id ? { id: call.id } : {}),
-            ...(call.type ? { type: call.type } : {}),
-            function: {
-              ...(typeof call.function?.name === 'string' ? { name: call.function.name } : {}),
-              ...(typeof call.function?.arguments === 'string' ? { arguments: call.function.arguments } : {}),
-            },
-          })),
+  const choices = (body.choices ?? []).map((choice, position) => {
+    const delta = choice.delta ?? {};
+    const role = mapRole(delta.role);
+    return choiceOf(choice, position, 'delta', delta, {
+      ...(role ? { role } : {}),
+      tool_calls: (delta.tool_calls ?? []).map((call, callPosition) => ({
+        index: call.index ?? callPosition,
+        ...(call.id ? { id: call.id } : {}),
+        ...(call.type ? { type: call.type } : {}),
+        function: {
+          ...(typeof call.function?.name === 'string' ? { name: call.function.name } : {}),
+          ...(typeof call.function?.arguments === 'string' ? { arguments: call.function.arguments } : {}),
         },
-      };
-    }),
-  };
+      })),
+    } as NonNullable<ChatChunk['choices']>[number]['delta'] & { content?: string; refusal?: string });
+  });
+  return withHeader(body, modelId, choices);
 }
 
 /** The usage a chunk carries (OpenAI's `usage`, Groq's `x_groq.usage`), if any. */
