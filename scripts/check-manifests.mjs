@@ -541,9 +541,9 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
 
 /**
  * Every metric a service or package declares (`name: '...'` in its non-test sources, or the name
- * first passed to a scraped-metric helper, `.count('...'`, `.countByReason('...'`, `.gauge('...'`, or
- * to a row of a metric table, `metric.counter('...'`, `.counterBy('...'`, `.histogram('...'`), with
- * the file declaring it.
+ * first passed to a row of a metric table: `metric.counter('...'`, `.counterBy(`, `.count(`,
+ * `.countByReason(`, `.gauge(`, `.histogram(`), with the file declaring it (the text its labels are
+ * looked for in).
  */
 function declaredMetrics() {
   const declared = new Map();
@@ -553,8 +553,9 @@ function declaredMetrics() {
       if (!existsSync(source)) continue;
       for (const path of walk(source).filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))) {
         const text = readFileSync(path, 'utf8');
-        for (const match of text.matchAll(/(?:name: |\.(?:count|countByReason|counter|counterBy|gauge|histogram)\(\s*)'((?:gateway|gen_ai)_[a-z0-9_]+)'/g))
-          declared.set(match[1], text);
+        for (const match of text.matchAll(/(?:name: |\.(count|countByReason|counter|counterBy|gauge|histogram)\(\s*)'((?:gateway|gen_ai)_[a-z0-9_]+)'/g))
+          // A countByReason row's label is the table's own (`reason`), not written where the row is.
+          declared.set(match[2], match[1] === 'countByReason' ? `${text}\n'reason'` : text);
       }
     }
   }

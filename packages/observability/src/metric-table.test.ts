@@ -34,4 +34,20 @@ describe('serviceMetrics', () => {
     kept.inc();
     expect((await kept.get()).values[0]?.value).toBe(1);
   });
+
+  it('reads a counter and a counter by reason at each scrape, every reason from 0', async () => {
+    const registry = new client.Registry();
+    const totals = { queued: 2, dropped: { full: 1, closed: 0 } };
+    serviceMetrics(registry, {
+      queued: metric.count('gateway_test_queued_total', 'Queued.', () => totals.queued),
+      dropped: metric.countByReason('gateway_test_dropped_total', 'Dropped.', ['full', 'closed'], () => totals.dropped),
+    });
+    expect(await registry.metrics()).toContain('gateway_test_queued_total 2');
+    totals.queued = 5;
+    totals.dropped.full = 3;
+    const text = await registry.metrics();
+    expect(text).toContain('gateway_test_queued_total 5');
+    expect(text).toContain('gateway_test_dropped_total{reason="full"} 3');
+    expect(text).toContain('gateway_test_dropped_total{reason="closed"} 0');
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * A service's metrics declared as a table, one line each: its name, its help, and what differs (the
  * label a counter is split by and the values it exports from 0, a histogram's buckets, what a gauge
- * reads at each scrape). `serviceMetrics` registers the table's metrics and returns them by key.
+ * or a read counter reads at each scrape). `serviceMetrics` registers the table's metrics and returns them by key.
  */
 import client from 'prom-client';
 
@@ -31,6 +31,42 @@ export const metric = {
       for (const value of values) counter.inc({ [labelNames[0] as Label]: value } as client.LabelValues<Label>, 0);
       return counter;
     };
+  },
+  /**
+   * A counter whose value is read at each scrape: the running total `read` returns (a count kept
+   * elsewhere, never decreasing), so that what it counts costs no metric call where it happens.
+   */
+  count(name: string, help: string, read: () => number): MetricDefinition<client.Counter> {
+    return (registers) =>
+      new client.Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+  },
+  /** A counter by reason read at each scrape, as `count`: every one of `reasons` exported (from 0). */
+  countByReason<Reason extends string>(
+    name: string,
+    help: string,
+    reasons: readonly Reason[],
+    read: () => Record<Reason, number>,
+  ): MetricDefinition<client.Counter<'reason'>> {
+    return (registers) =>
+      new client.Counter({
+        name,
+        help,
+        labelNames: ['reason'],
+        registers,
+        collect() {
+          const counts = read();
+          this.reset();
+          for (const reason of reasons) this.inc({ reason }, counts[reason]);
+        },
+      });
   },
   /** A gauge its owner sets; with `read`, one that takes the value `read` gives at each scrape. */
   gauge(name: string, help: string, read?: () => number | Promise<number>): MetricDefinition<client.Gauge> {

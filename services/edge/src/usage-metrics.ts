@@ -6,7 +6,7 @@
  * so a request costs no metric call for its usage event.
  */
 import { type ConnectionState, type UsagePublisher, USAGE_DROP_REASONS, USAGE_REFUSAL_REASONS } from '@gateway/messaging';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
 /** What the metrics read: the counts a UsagePublisher keeps. */
 export type UsagePublisherCounts = Pick<
@@ -25,58 +25,14 @@ export type UsagePublisherCounts = Pick<
  */
 // biome-ignore format: one metric a line, a table of what each reads
 export function registerUsagePublisherMetrics(registry: prometheus.Registry, publisher: UsagePublisherCounts, nats: ConnectionState): void {
-  const scraped = readAtScrape(registry);
-  scraped.count('gateway_usage_events_queued_total', 'Usage events accepted by the edge to be published to JetStream.', () => publisher.queued);
-  scraped.countByReason('gateway_usage_events_dropped_total', 'Usage events the edge dropped instead of publishing (usage never billed), by reason.', USAGE_DROP_REASONS, () => publisher.droppedBy);
-  scraped.countByReason('gateway_usage_events_refused_total', 'Usage event publishes JetStream refused (held and sent again, not dropped), by reason: stream_full, storage_full, no_stream, other.', USAGE_REFUSAL_REASONS, () => publisher.refusedBy);
-  scraped.count('gateway_usage_events_republished_total', 'Usage events sent again after their publish was refused, not acknowledged in time, or cut by a reconnection.', () => publisher.republished);
-  scraped.gauge('gateway_usage_events_held', 'Usage events the edge holds now: queued, or sent and awaiting their JetStream acknowledgement.', () => publisher.pending);
-  scraped.gauge('gateway_usage_oldest_held_event_age_seconds', 'How long the oldest usage event the edge holds has been held (0 when none): usage not on its way to the bill, at any rate of traffic.', () => publisher.oldestHeldAgeSeconds);
-  scraped.count('gateway_usage_events_handed_over_total', 'Usage events handed to metering directly because NATS did not take them: held EDGE_USAGE_HANDOVER_AFTER_MS, or still held at shutdown.', () => publisher.handedOver);
-  scraped.gauge('gateway_nats_connected', 'Whether this process is connected to NATS now (1) or not (0: never yet, reconnecting, closed).', () => (nats.connected ? 1 : 0));
-}
-
-/**
- * Metrics on `registry` whose values are read when scraped: a counter takes the running total
- * `read` returns (a count kept elsewhere, never decreasing), a gauge the value it returns now.
- */
-function readAtScrape(registry: prometheus.Registry) {
-  const registers = [registry];
-  return {
-    count(name: string, help: string, read: () => number): void {
-      new prometheus.Counter({
-        name,
-        help,
-        registers,
-        collect() {
-          this.reset();
-          this.inc(read());
-        },
-      });
-    },
-    /** A counter per reason, every reason exported from 0. */
-    countByReason<Reason extends string>(name: string, help: string, reasons: readonly Reason[], read: () => Record<Reason, number>): void {
-      new prometheus.Counter({
-        name,
-        help,
-        labelNames: ['reason'],
-        registers,
-        collect() {
-          const counts = read();
-          this.reset();
-          for (const reason of reasons) this.inc({ reason }, counts[reason]);
-        },
-      });
-    },
-    gauge(name: string, help: string, read: () => number): void {
-      new prometheus.Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(read());
-        },
-      });
-    },
-  };
+  serviceMetrics(registry, {
+    queued: metric.count('gateway_usage_events_queued_total', 'Usage events accepted by the edge to be published to JetStream.', () => publisher.queued),
+    dropped: metric.countByReason('gateway_usage_events_dropped_total', 'Usage events the edge dropped instead of publishing (usage never billed), by reason.', USAGE_DROP_REASONS, () => publisher.droppedBy),
+    refused: metric.countByReason('gateway_usage_events_refused_total', 'Usage event publishes JetStream refused (held and sent again, not dropped), by reason: stream_full, storage_full, no_stream, other.', USAGE_REFUSAL_REASONS, () => publisher.refusedBy),
+    republished: metric.count('gateway_usage_events_republished_total', 'Usage events sent again after their publish was refused, not acknowledged in time, or cut by a reconnection.', () => publisher.republished),
+    held: metric.gauge('gateway_usage_events_held', 'Usage events the edge holds now: queued, or sent and awaiting their JetStream acknowledgement.', () => publisher.pending),
+    oldestHeld: metric.gauge('gateway_usage_oldest_held_event_age_seconds', 'How long the oldest usage event the edge holds has been held (0 when none): usage not on its way to the bill, at any rate of traffic.', () => publisher.oldestHeldAgeSeconds),
+    handedOver: metric.count('gateway_usage_events_handed_over_total', 'Usage events handed to metering directly because NATS did not take them: held EDGE_USAGE_HANDOVER_AFTER_MS, or still held at shutdown.', () => publisher.handedOver),
+    natsConnected: metric.gauge('gateway_nats_connected', 'Whether this process is connected to NATS now (1) or not (0: never yet, reconnecting, closed).', () => (nats.connected ? 1 : 0)),
+  });
 }
