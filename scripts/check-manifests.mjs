@@ -553,8 +553,8 @@ function declaredMetrics() {
       if (!existsSync(source)) continue;
       for (const path of walk(source).filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))) {
         const text = readFileSync(path, 'utf8');
+        // A countByReason row's label is the table's own (`reason`), not written where the row is.
         for (const match of text.matchAll(/(?:name: |\.(count|countByReason|counter|counterBy|gauge|histogram)\(\s*)'((?:gateway|gen_ai)_[a-z0-9_]+)'/g))
-          // A countByReason row's label is the table's own (`reason`), not written where the row is.
           declared.set(match[2], match[1] === 'countByReason' ? `${text}\n'reason'` : text);
       }
     }
