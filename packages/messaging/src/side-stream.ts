@@ -15,25 +15,22 @@ export interface SideStreamNames {
 }
 
 /**
- * The side stream `kind` (`refused`, `bodies`) of a usage stream: `REFUSED` and
- * `refused.v1.request` beside the default USAGE; `<name>_REFUSED` and
- * `<name lower-cased>.refused.v1.request` beside another.
- */
-export function sideStreamNames(kind: string, usageStream: string = USAGE_STREAM): SideStreamNames {
-  const stream = kind.toUpperCase();
-  if (usageStream === USAGE_STREAM) return { stream, subject: `${kind}.v1.request` };
-  return { stream: `${usageStream}_${stream}`, subject: `${usageStream.toLowerCase()}.${kind}.v1.request` };
-}
-
-/**
  * How long a side stream keeps its messages by default: a day, for the log to catch up after an
  * outage of its own.
  */
 const SIDE_STREAM_MAX_AGE_MS = 24 * 60 * 60 * 1000;
 
-/** The names of a kind of side stream beside a usage stream (sideStreamNames of that kind). */
+/**
+ * The names of the side stream `kind` (`refused`, `bodies`) beside a usage stream: `REFUSED` and
+ * `refused.v1.request` beside the default USAGE; `<name>_REFUSED` and
+ * `<name lower-cased>.refused.v1.request` beside another.
+ */
 export function sideStreamNamesOf(kind: string): (usageStream?: string) => SideStreamNames {
-  return (usageStream = USAGE_STREAM) => sideStreamNames(kind, usageStream);
+  const stream = kind.toUpperCase();
+  return (usageStream = USAGE_STREAM) =>
+    usageStream === USAGE_STREAM
+      ? { stream, subject: `${kind}.v1.request` }
+      : { stream: `${usageStream}_${stream}`, subject: `${usageStream.toLowerCase()}.${kind}.v1.request` };
 }
 
 /** A side stream's limits by default, for ensureSideStream: a day, and at most `maxBytes`. */
