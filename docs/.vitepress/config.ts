@@ -53,6 +53,9 @@ const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
   Models: [['/routing', 'Smart routing (auto)'], '/providers', '/failures'],
   Operations: [
     '/operations',
+    ['/deployment', 'Kubernetes'],
+    ['/deployment-state', 'NATS and Redis'],
+    '/deployment-monitoring',
     '/operations#request-log',
     '/request-log',
     ['/runbooks/README', 'Alerts and runbooks'],
