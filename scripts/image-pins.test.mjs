@@ -1,6 +1,7 @@
 /**
  * Every image the project runs but its own is pinned: the Dockerfile's base images, docker-compose.yml's
- * and every `image:` of the Kubernetes manifests under deploy/ name an exact release (a patch
+ * and every `image:` of the Kubernetes manifests under deploy/ (with each image a kustomization's
+ * `images:` retags) name an exact release (a patch
  * version: `redis:7.4.2-alpine`, never `redis:7-alpine` or `latest`) or a digest
  * (`...@sha256:<64 hex digits>`), so that a rebuild or a rescheduled pod runs what was tested. The
  * gateway's own image (`gateway`, set by the overlays' `images:` and by digest at release:
@@ -41,6 +42,16 @@ function yamlFiles(dir) {
   });
 }
 
+/**
+ * The images a kustomization's `images:` sets, as the references it renders (a retag of another
+ * image there would override the pinned `image:` it names); the gateway's own is left out.
+ */
+function kustomizationImages(document) {
+  return (document?.images ?? [])
+    .filter((entry) => entry.name !== 'gateway')
+    .map((entry) => `${entry.newName ?? entry.name}${entry.newTag === undefined ? '' : `:${entry.newTag}`}${entry.digest ? `@${entry.digest}` : ''}`);
+}
+
 /** Every `image` value in a parsed document, wherever it sits. */
 function imagesIn(node, found = []) {
   if (Array.isArray(node)) for (const item of node) imagesIn(item, found);
@@ -58,8 +69,11 @@ function references() {
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
   for (const [, image] of dockerfile.matchAll(/^FROM\s+(\S+)/gim)) found.push(['Dockerfile', image]);
   for (const file of [join(ROOT, 'docker-compose.yml'), ...yamlFiles(join(ROOT, 'deploy'))])
-    for (const document of parseAllDocuments(readFileSync(file, 'utf8')))
-      for (const image of imagesIn(document.toJS())) found.push([relative(ROOT, file), image]);
+    for (const document of parseAllDocuments(readFileSync(file, 'utf8'))) {
+      const parsed = document.toJS();
+      const images = /kustomization\.ya?ml$/.test(file) ? kustomizationImages(parsed) : imagesIn(parsed);
+      for (const image of images) found.push([relative(ROOT, file), image]);
+    }
   return found.filter(([, image]) => !OWN_IMAGES.has(image));
 }
 
