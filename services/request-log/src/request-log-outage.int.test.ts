@@ -10,6 +10,7 @@ import type { UsageEvent } from '@gateway/proto';
 import { eventually, startTlsPostgres, type TlsPostgres } from '@gateway/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from './app.js';
 import { databaseClientConfig } from './database-connection.js';
 import { migrate } from './migrations.js';
 import { startTestRequestLog, type TestRequestLog } from './testing/request-log-service.js';
@@ -142,4 +143,34 @@ describe('request log through a PostgreSQL outage', () => {
     expect(caughtUpMs).toBeLessThan(BACKOFF_MS[1]! - OUTAGE_MS);
     console.info(`request log outage: ${during.length} requests of a ${OUTAGE_MS / 1000} s outage logged ${caughtUpMs} ms after PostgreSQL returned`);
   }, 240_000);
+
+  it('hands what it holds back when it stops during an outage, and the next replica writes each once', async () => {
+    await server.stop();
+    const held = await publishEvents(20);
+    await eventually(async () => (await metricValue('gateway_request_log_database_up')) === 0, 'the writer to find PostgreSQL away', 20_000);
+    // A replica stopped while the database is away stops (its shutdown grace would otherwise run
+    // out) and hands its messages back rather than waiting for PostgreSQL.
+    await service.server.stop();
+    await server.start();
+    const next = createServer({
+      ...setting.dependencies,
+      registry: undefined,
+      pool,
+      nc: service.nc,
+      retentionDays: 30,
+      maintenanceIntervalMs: 3_600_000,
+      batchRows: 50,
+      batchDelayMs: 20,
+      aheadDays: 1,
+      backoffMs: BACKOFF_MS,
+      databaseProbeIntervalMs: 500,
+    });
+    await next.start();
+    try {
+      await eventually(async () => (await rowCounts(held)).every((count) => count === 1), 'the next replica to log what the first handed back', 30_000);
+      expect(await rowCounts(held)).toEqual(held.map(() => 1));
+    } finally {
+      await next.stop();
+    }
+  }, 120_000);
 });
