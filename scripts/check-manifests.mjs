@@ -4,7 +4,7 @@
 // declared ports, patches and the HPA target existing objects, config references resolve), and
 // every Deployment and StatefulSet has an image, probes, resources and a non-root, read-only security context.
 // When `kubectl` or `kustomize` is on PATH each overlay is also rendered for real and the rendered
-// objects get the same checks. Every object, as written and as rendered, is validated against the
+// objects get the same checks (so do the examples under deploy/examples, rendered). Every object, as written and as rendered, is validated against the
 // Kubernetes OpenAPI schemas (kubernetes-models, and its sibling packages for the CRDs:
 // scripts/manifests/schemas.mjs): an unknown field, a wrong type or a missing required field fails.
 // Every namespaced object an overlay renders must have a namespace (scripts/manifests/namespaces.mjs),
@@ -479,6 +479,27 @@ if (renderer) {
     await validateSchemas(label, objects);
     for (const problem of [...connectivityProblems(label, objects), ...operationProblems(root, label, objects)]) check(false, problem);
     check(true, `${label}: NetworkPolicy connectivity`);
+  }
+  // The examples under deploy/examples (an overlay with something an operator adds, such as
+  // CloudNativePG's Cluster), rendered and checked as the overlays are; the objects of an operator's
+  // CRDs are not schema-checked here (their packages are not installed).
+  const examplesDir = join(deployDir, 'examples');
+  for (const name of existsSync(examplesDir) ? readdirSync(examplesDir).filter((entry) => kustomizationFile(join(examplesDir, entry))) : []) {
+    const label = `deploy/examples/${name} (rendered by ${renderer[0]})`;
+    let objects;
+    try {
+      objects = render(renderer, join(examplesDir, name));
+    } catch (error) {
+      check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
+      continue;
+    }
+    validate(label, objects);
+    await validateSchemas(
+      label,
+      objects.filter((object) => [...UNSCHEMED_GROUPS, 'postgresql.cnpg.io'].every((group) => !String(object.apiVersion).startsWith(`${group}/`))),
+    );
+    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(root, label, objects)])
+      check(false, problem);
   }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');

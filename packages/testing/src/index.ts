@@ -155,3 +155,4 @@ export * from './stream-leader.js';
 export * from './config-map-volume.js';
 export * from './child-output.js';
 export * from './oauth-metadata.js';
+export * from './tls-postgres.js';

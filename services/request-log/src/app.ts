@@ -24,6 +24,7 @@ import {
   type RefusedNames,
   refusedNames,
   type RunningConsumer,
+  DEFAULT_BACKOFF_MS,
   USAGE_STREAM,
   USAGE_SUBJECT,
 } from '@gateway/messaging';
@@ -38,7 +39,9 @@ import {
   type SearchRequestsResponse,
   type UsageEventOutput,
 } from '@gateway/proto';
+import type { JsMsg } from 'nats';
 import type pg from 'pg';
+import { watchDatabase } from './database-availability.js';
 import { maintainPartitions } from './partitions.js';
 import { BODIES_COLUMNS, type BodiesRow, bodiesRow, getBodies } from './request-bodies.js';
 import { type RequestRow, requestRow } from './request-record.js';
@@ -97,6 +100,8 @@ export interface RequestLogDependencies {
   bodiesMaxBytes?: number;
   /** Redelivery delays after a failed write; see DurableConsumerOptions.backoffMs. */
   backoffMs?: number[];
+  /** While PostgreSQL is away, between two probes of it (REQUEST_LOG_DATABASE_PROBE_INTERVAL_MS); 1 s when not given. */
+  databaseProbeIntervalMs?: number;
   connectionAge?: ConnectionAge;
 }
 
@@ -131,7 +136,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   // biome-ignore format: one metric a line, a table of name, help and the label each is counted by
   const metrics = serviceMetrics(dependencies.registry, {
     rows: metric.counterBy('gateway_request_log_rows_total', 'Requests the log was given, by result (inserted; duplicate: already there, an event delivered again; expired: older than the retention).', 'result', WRITTEN_RESULTS),
-    writeErrors: metric.counter('gateway_request_log_write_errors_total', 'Batches PostgreSQL failed to write (their messages are redelivered).'),
+    writeErrors: metric.counter('gateway_request_log_write_errors_total', 'Batches PostgreSQL failed to write (held until it answers when it is away, else redelivered).'),
+    databaseUp: metric.gauge('gateway_request_log_database_up', 'Whether PostgreSQL takes the log\'s writes (1), or is away and the log holds its messages until it answers (0).', () => (availability.up ? 1 : 0)),
     batchSeconds: metric.histogram('gateway_request_log_batch_seconds', 'Time to write one batch of rows, partition checks included.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
     poison: metric.counterBy('gateway_request_log_poison_messages_total', 'Usage messages or events the log can never hold, by reason.', 'reason', POISON_REASONS),
     bodies: metric.counterBy('gateway_request_log_bodies_total', 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).', 'result', WRITTEN_RESULTS),
@@ -149,6 +155,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   const countRows = writtenRows(metrics.rows);
   const countBodies = writtenRows(metrics.bodies);
   const bodyRetentionDays = dependencies.bodyRetentionDays ?? 7;
+  const availability = watchDatabase(pool, { intervalMs: dependencies.databaseProbeIntervalMs ?? 1_000, logger });
+  const countFailure = () => writeErrors.inc();
 
   const writer = createRequestWriter({
     pool,
@@ -156,6 +164,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     batchDelayMs: dependencies.batchDelayMs,
     retentionDays: dependencies.retentionDays,
     now,
+    availability,
+    onFailed: countFailure,
     onWritten: (written) => {
       countRows(written);
       batchSeconds.observe(written.seconds);
@@ -170,6 +180,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     batchDelayMs: dependencies.batchDelayMs,
     retentionDays: bodyRetentionDays,
     now,
+    availability,
+    onFailed: countFailure,
     onWritten: countBodies,
   });
 
@@ -254,6 +266,25 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   const refused = dependencies.refused ?? refusedNames(stream);
   const bodiesStream = dependencies.bodies ?? bodiesNames(stream);
   let consumers: RunningConsumer[] = [];
+  // The messages being written: while PostgreSQL is away they wait for it for as long as it takes,
+  // each kept from redelivery (JetStream's "in progress") before its acknowledgement time runs out,
+  // so that no replica takes them meanwhile and each is written once, as soon as it returns.
+  const beingWritten = new Set<JsMsg>();
+  const ackWaitMs = (dependencies.backoffMs ?? DEFAULT_BACKOFF_MS)[0]!;
+  let keepAlive: NodeJS.Timeout | undefined;
+  const inProgress = (delivery: JsMsg) => {
+    beingWritten.add(delivery);
+    keepAlive ??= setInterval(
+      () => {
+        if (beingWritten.size === 0) {
+          clearInterval(keepAlive);
+          keepAlive = undefined;
+        }
+        for (const held of beingWritten) held.working();
+      },
+      Math.max(100, Math.floor(ackWaitMs / 3)),
+    ).unref();
+  };
   const starting = new ConsumerStart(nc, logger, 'request log start failed; retrying');
 
   return {
@@ -274,12 +305,12 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
           durableName,
           filterSubject: from.subject,
           decode,
-          handle: async (message) => {
+          handle: async (message, delivery) => {
+            inProgress(delivery);
             try {
               await write(message);
-            } catch (error) {
-              writeErrors.inc();
-              throw error;
+            } finally {
+              beingWritten.delete(delivery);
             }
           },
           onPoison: (reason) => poison.inc({ reason }),
@@ -297,11 +328,15 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     },
     stop: async () => {
       starting.cancel();
+      // Nothing waits for PostgreSQL any more: what is held is handed back, for a replica that reaches it.
+      availability.close();
       clearTimeout(maintenanceTimer);
       maintenanceTimer = undefined;
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       consumers = [];
       await Promise.all([writer.flush(), bodiesWriter.flush()]);
+      clearInterval(keepAlive);
+      keepAlive = undefined;
     },
   };
 }

@@ -12,6 +12,9 @@ describe('request-log configuration', () => {
       REQUEST_LOG_METRICS_PORT: 9105,
       DATABASE_URL,
       REQUEST_LOG_DATABASE_POOL_SIZE: 10,
+      REQUEST_LOG_DATABASE_SSLMODE: '',
+      REQUEST_LOG_DATABASE_CA_FILE: '',
+      REQUEST_LOG_DATABASE_PROBE_INTERVAL_MS: 1_000,
       NATS_URL: 'nats://127.0.0.1:4222',
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
       CONFIG_RELOAD_INTERVAL_MS: 2_000,
@@ -41,6 +44,11 @@ describe('request-log configuration', () => {
     [{ DATABASE_URL, REQUEST_LOG_BATCH_ROWS: '5000' }, 'invalid configuration: env/REQUEST_LOG_BATCH_ROWS must be <= 2000'],
     [{ DATABASE_URL, REQUEST_LOG_DATABASE_POOL_SIZE: '1' }, 'invalid configuration: env/REQUEST_LOG_DATABASE_POOL_SIZE must be >= 2'],
     [{ DATABASE_URL, REQUEST_LOG_MAINTENANCE_INTERVAL_MS: '10' }, 'invalid configuration: env/REQUEST_LOG_MAINTENANCE_INTERVAL_MS must be >= 1000'],
+    [
+      { DATABASE_URL, REQUEST_LOG_DATABASE_SSLMODE: 'allow' },
+      'invalid configuration: env/REQUEST_LOG_DATABASE_SSLMODE must match pattern "^(|disable|prefer|require|verify-ca|verify-full)$"',
+    ],
+    [{ DATABASE_URL, REQUEST_LOG_DATABASE_PROBE_INTERVAL_MS: '10' }, 'invalid configuration: env/REQUEST_LOG_DATABASE_PROBE_INTERVAL_MS must be >= 100'],
     [{ DATABASE_URL, NATS_URL: '127.0.0.1:4222' }, 'invalid configuration: env/NATS_URL must match pattern "^(nats|tls)://"'],
   ];
 

@@ -25,6 +25,23 @@ export const RequestLogConfigSchema = Type.Object({
     minimum: 2,
     default: 10,
   }),
+  REQUEST_LOG_DATABASE_SSLMODE: Type.String({
+    description:
+      "TLS to PostgreSQL when DATABASE_URL has no sslmode, with libpq's meaning (docs/deploy-postgres.md): disable (no TLS), prefer (encrypted, not verified), require (encrypted; verified as verify-ca only when a CA is given), verify-ca (the certificate against the CA), verify-full (the CA and the host name). Empty = DATABASE_URL's sslmode, else disable.",
+    pattern: '^(|disable|prefer|require|verify-ca|verify-full)$',
+    default: '',
+  }),
+  REQUEST_LOG_DATABASE_CA_FILE: Type.String({
+    description:
+      "PEM file of the CA that signed PostgreSQL's certificate, as libpq's sslrootcert (used when DATABASE_URL has none): the Deployment mounts the Secret gateway-request-log-database-ca at /etc/gateway/database-ca (key ca.crt). Empty = none (verify-full then trusts Node's built-in CAs).",
+    default: '',
+  }),
+  REQUEST_LOG_DATABASE_PROBE_INTERVAL_MS: Type.Integer({
+    description:
+      'While PostgreSQL does not answer, how often the writer asks it again (ms); the messages it holds meanwhile are written as soon as it answers, not at their redelivery delays.',
+    minimum: 100,
+    default: 1_000,
+  }),
   NATS_URL: Type.String({
     description: 'NATS with JetStream, where the edge publishes usage events.',
     pattern: '^(nats|tls)://',

@@ -5,23 +5,32 @@ import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import pg from 'pg';
 import { createServer } from './app.js';
 import { loadRequestLogConfig } from './config.js';
+import { databaseClientConfig, databaseFailure } from './database-connection.js';
 import { migrate } from './migrations.js';
 
 const config = loadRequestLogConfig(process.env);
 const { logger, registry, reloadableFile } = startService('request-log', config);
 const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog }).start();
-const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.REQUEST_LOG_DATABASE_POOL_SIZE, connectionTimeoutMillis: 5_000 });
+const database = databaseClientConfig({
+  url: config.DATABASE_URL,
+  sslMode: config.REQUEST_LOG_DATABASE_SSLMODE || undefined,
+  caFile: config.REQUEST_LOG_DATABASE_CA_FILE || undefined,
+});
+const pool = new pg.Pool({ ...database, max: config.REQUEST_LOG_DATABASE_POOL_SIZE, connectionTimeoutMillis: 5_000 });
 // An idle connection PostgreSQL drops (a restart, a failover) is replaced at the next query.
 pool.on('error', (error) => logger.warn({ err: { message: error.message } }, 'an idle PostgreSQL connection failed'));
 // PostgreSQL may not answer yet (it starts beside the gateway, or fails over): the service waits for
 // it, retrying, rather than exiting; nothing is consumed before the schema is there.
 const migrations = retry(handleAll, { maxAttempts: Number.POSITIVE_INFINITY, backoff: new ExponentialBackoff({ initialDelay: 500, maxDelay: 10_000 }) });
-migrations.onRetry(({ delay, ...outcome }) =>
+migrations.onRetry(({ delay, ...outcome }) => {
+  const error = 'error' in outcome ? (outcome.error as Error & { code?: string }) : undefined;
+  // Said as what it is (TLS, credentials, reachability): a certificate refused is no network problem.
+  const { cause, summary } = databaseFailure(error);
   logger.warn(
-    { err: 'error' in outcome && outcome.error instanceof Error ? { message: outcome.error.message } : undefined, retry_in_ms: Math.round(delay) },
-    'request log schema not migrated (PostgreSQL unreachable?); retrying',
-  ),
-);
+    { cause, err: error && { message: error.message, code: error.code }, retry_in_ms: Math.round(delay) },
+    `request log schema not migrated: ${summary}; retrying`,
+  );
+});
 const applied = await migrations.execute(() => migrate(pool));
 logger.info({ applied }, 'request log schema migrated');
 const nc = await connectNats(config.NATS_URL, 'request-log', logger);
@@ -39,6 +48,7 @@ const requestLog = createServer({
   maintenanceIntervalMs: config.REQUEST_LOG_MAINTENANCE_INTERVAL_MS,
   batchRows: config.REQUEST_LOG_BATCH_ROWS,
   batchDelayMs: config.REQUEST_LOG_BATCH_DELAY_MS,
+  databaseProbeIntervalMs: config.REQUEST_LOG_DATABASE_PROBE_INTERVAL_MS,
   ...usageStreamSettings(config),
   connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
 });

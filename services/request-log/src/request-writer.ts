@@ -5,9 +5,13 @@
  * acknowledges the message only then: a writer killed before the commit leaves its messages
  * unacknowledged (JetStream redelivers them), and an event written twice is still one row (the
  * key is the event id and its time). One INSERT at a time, so PostgreSQL sees one writer per
- * replica however fast events come.
+ * replica however fast events come. With `availability`, a batch that failed because PostgreSQL is
+ * away is not failed: it waits, first in line, with every message behind it, until PostgreSQL
+ * answers again, and is written then (a batch that failed with the database up fails, and its
+ * messages are redelivered at their delays).
  */
 import type pg from 'pg';
+import type { DatabaseAvailability } from './database-availability.js';
 import { createPartitions, dayOf, firstKeptDay, type PartitionedTable } from './partitions.js';
 import { REQUEST_COLUMNS, type RequestRow } from './request-record.js';
 
@@ -32,6 +36,10 @@ export interface RequestWriterOptions<Row extends PartitionedRow = RequestRow> {
   now?: () => number;
   /** Told of each batch written: rows new, and rows that were already there (events delivered again). */
   onWritten?: (written: { inserted: number; duplicates: number; expired: number; seconds: number }) => void;
+  /** Told of each INSERT that failed, held or not. */
+  onFailed?: (error: unknown) => void;
+  /** Tells a database that is away from a batch that failed on its own; without it every failure fails its batch. */
+  availability?: DatabaseAvailability;
 }
 
 /** The batching writer. */
@@ -101,6 +109,11 @@ export function createRequestWriter<Row extends PartitionedRow = RequestRow>(opt
       rows += next.rows.length;
     }
     waitingRows -= rows;
+    if (options.availability?.closed && !options.availability.up) {
+      // Shutting down with PostgreSQL away: handed back at once, for a replica that reaches it.
+      for (const entry of batch) entry.reject(new Error('PostgreSQL is away and the request log is stopping; handed back'));
+      return;
+    }
     const started = performance.now();
     try {
       const all = batch.flatMap((entry) => entry.rows);
@@ -108,6 +121,16 @@ export function createRequestWriter<Row extends PartitionedRow = RequestRow>(opt
       options.onWritten?.({ inserted, duplicates: all.length - expired - inserted, expired, seconds: (performance.now() - started) / 1000 });
       for (const entry of batch) entry.resolve();
     } catch (error) {
+      options.onFailed?.(error);
+      const { availability } = options;
+      if (availability && !availability.closed && !(await availability.answersAfterFailure())) {
+        // PostgreSQL is away: the batch waits first in line for its return, then leaves at once.
+        waiting.unshift(...batch);
+        waitingRows += rows;
+        if (await availability.whenUp()) return;
+        waiting.splice(0, batch.length);
+        waitingRows -= rows;
+      }
       for (const entry of batch) entry.reject(error);
     }
   };
