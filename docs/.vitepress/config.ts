@@ -58,7 +58,7 @@ const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
     '/deployment-monitoring',
     '/operations#request-log',
     '/request-log',
-      '/deploy-postgres',
+    '/deploy-postgres',
     ['/runbooks/README', 'Alerts and runbooks'],
     ['/keyspace', 'Redis keyspace'],
     '/performance',
