@@ -373,7 +373,10 @@ describe('request log', () => {
   it("counts its reads by result, what the search alerts read: answered, refused (the caller's), failed (PostgreSQL unreachable)", async () => {
     const reads = async (result: string) => {
       const histogram = (await registry.getMetricsAsJSON()).find((entry) => entry.name === 'gateway_request_log_query_duration_seconds');
-      return Number(histogram?.values.find((entry) => entry.metricName?.endsWith('_count') && entry.labels.result === result)?.value ?? Number.NaN);
+      return Number(
+        histogram?.values.find((entry) => (entry as { metricName?: string }).metricName?.endsWith('_count') && entry.labels.result === result)?.value ??
+          Number.NaN,
+      );
     };
     const before = { ok: await reads('ok'), refused: await reads('refused'), error: await reads('error') };
     expect(Object.values(before).every(Number.isFinite)).toBe(true);
