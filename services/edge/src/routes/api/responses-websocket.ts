@@ -139,6 +139,11 @@ class ResponsesSocket {
       this.alive = true;
     });
     this.whenClosed = new Promise((resolve) => socket.once('close', () => resolve()));
+    // A message over EDGE_WS_MAX_MESSAGE_BYTES: ws closes the socket (1009) and stops reading, so the
+    // client's answering close frame never arrives (its close reads 1006): the error says why.
+    socket.on('error', (error: Error & { code?: string }) => {
+      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.closeReason ??= 'message_too_large';
+    });
     socket.once('close', (code: number) => this.dispose(code));
   }
 
@@ -390,8 +395,8 @@ class ResponsesSocket {
   /** Closed: the running response is cancelled, the timers stopped, the conversation dropped. */
   private dispose(code: number): void {
     this.closed = true;
-    // 1009: ws closed it for a message over EDGE_WS_MAX_MESSAGE_BYTES; 1006: no close frame came.
-    const reason = this.closeReason ?? (code === 1009 ? 'message_too_large' : code === 1006 ? 'dropped' : 'client');
+    // 1006: no close frame came.
+    const reason = this.closeReason ?? (code === 1006 ? 'dropped' : 'client');
     this.metrics.closed.observe({ reason }, (performance.now() - this.openedAt) / 1000);
     this.running?.abort();
     this.runningReply?.destroy();
