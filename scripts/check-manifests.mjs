@@ -51,6 +51,7 @@ import {
 } from './manifests/operations.mjs';
 import { findRenderer, render, renderComponent } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
+import { productionMonitoringProblems } from './manifests/monitoring.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
@@ -442,6 +443,7 @@ if (renderer) {
       ...autoscalerProblems(label, objects, production),
       ...autoscalerMetricProblems(label, objects, capacity),
       ...(production ? productionEntryProblems(label, objects) : []),
+      ...(production ? productionMonitoringProblems(label, objects) : []),
     ])
       check(false, problem);
     check(true, `${label}: namespaces, NetworkPolicy connectivity, probes, placement, rollout, autoscalers and entry point`);

@@ -238,6 +238,17 @@ describe('the alerts', () => {
     expect(missing).toEqual([]);
   });
 
+  it('every service that speaks NATS says it is connected (gateway_nats_connected), the one metric GatewayNatsUnreachable reads', async () => {
+    const clients = ['edge', 'router', 'executor', 'metering', 'requestLog'] as const;
+    const read = async () =>
+      Object.fromEntries(await Promise.all(clients.map(async (service) => [service, await metric(metricsUrl(service), 'gateway_nats_connected')] as const)));
+    // The router and the executors connect beside their start-up, not before it.
+    await eventually(async () => Object.values(await read()).every((value) => value === 1) || undefined, 'every NATS client to report 1', 10_000).catch(
+      () => undefined,
+    );
+    expect(await read()).toEqual({ edge: 1, router: 1, executor: 1, metering: 1, requestLog: 1 });
+  });
+
   // Last: it leaves metering without Redis.
   it('metering store errors: with its Redis unreachable metering falls behind, and counts the failures', async () => {
     const redis = new URL(cluster.redisUrl);

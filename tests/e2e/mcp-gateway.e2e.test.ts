@@ -11,7 +11,7 @@ import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/cl
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { eventually } from '@gateway/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSecondEdge } from './cluster.js';
+import { metric, startSecondEdge } from './cluster.js';
 import { ClusterFixture } from './cluster-fixture.js';
 import { adminApi, mcpClients, toolNames } from './mcp-clients.js';
 import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
@@ -279,10 +279,18 @@ describe('/mcp with the official SDK', () => {
       const key = await createKey(['gamma']);
       const client = await connect(key.secret);
       await eventually(async () => (await toolNames(client)).includes('gamma__big'), 'gamma to be served', 5_000, 50);
+      // What the MCP alerts read: each failure by its outcome, exported from 0 before any.
+      const mcpMetrics = `http://127.0.0.1:${gateway.cluster.ports.mcpMetrics}/metrics`;
+      const calls = (outcome: string) => metric(mcpMetrics, 'gateway_mcp_tool_call_duration_seconds_count', { outcome });
+      const before = { tooLarge: await calls('response_too_large'), timeout: await calls('timeout') };
       await expect(client.callTool({ name: 'gamma__big', arguments: {} })).rejects.toThrow(/larger than this gateway relays \(65536 bytes\)/);
       const started = Date.now();
       await expect(client.callTool({ name: 'gamma__slow', arguments: {} })).rejects.toThrow(/did not answer in time/);
       expect(Date.now() - started).toBeLessThan(7_500);
+      expect({ tooLarge: await calls('response_too_large'), timeout: await calls('timeout') }).toEqual({
+        tooLarge: before.tooLarge + 1,
+        timeout: before.timeout + 1,
+      });
       const failed = await eventually(
         async () => {
           const body = (await (await admin('GET', `/admin/v1/requests?key_id=${key.id}`)).json()) as { data: { model: string; outcome: string }[] };

@@ -208,7 +208,9 @@ describe('the Responses WebSocket', () => {
     open.socket.close();
   });
 
-  it('closes a socket sent a message over the size bound (1009), and one left idle (1000)', async () => {
+  it('closes a socket sent a message over the size bound (1009), and one left idle (1000), each counted by its reason', async () => {
+    const closes = (reason: string) => metric(metricsUrl, 'gateway_responses_websocket_duration_seconds_count', { reason });
+    const before = { large: await closes('message_too_large'), idle: await closes('idle') };
     const large = await openSocket();
     large.socket.send(create({ input: 'x'.repeat(MAX_MESSAGE_BYTES + 1) }));
     expect(await large.closed).toBe(1009);
@@ -216,6 +218,12 @@ describe('the Responses WebSocket', () => {
     const started = Date.now();
     expect(await idle.closed).toBe(1000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS - 500);
+    await eventually(
+      async () => ((await closes('message_too_large')) === before.large + 1 && (await closes('idle')) === before.idle + 1) || undefined,
+      'both closes to be counted by their reason',
+      5_000,
+      50,
+    );
   });
 
   it('leaves no socket open once clients closed theirs, a running response included', async () => {

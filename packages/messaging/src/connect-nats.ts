@@ -1,12 +1,29 @@
 import { connect, type NatsConnection } from 'nats';
 import type { Logger } from '@gateway/logger';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
 /**
  * Connects to NATS and keeps reconnecting forever (also for the first connection), so a NATS
  * restart never needs a service restart. Status changes are logged; the caller owns the
- * connection and drains it on shutdown.
+ * connection and drains it on shutdown. Given the service's registry, it registers
+ * `gateway_nats_connected` on it at once (0 until the first connection), so that every process
+ * that speaks NATS says whether it reaches it, whatever it does with the connection.
  */
-export async function connectNats(url: string, name: string, logger: Logger): Promise<NatsConnection> {
+export function connectNats(url: string, name: string, logger: Logger, registry?: prometheus.Registry): Promise<NatsConnection> {
+  const connection = openConnection(url, name, logger);
+  if (registry) serviceMetrics(registry, connectionMetrics(followConnection(connection)));
+  return connection;
+}
+
+/** The metrics of a process's NATS connection, as a table (see serviceMetrics). */
+// biome-ignore format: one metric a line, a table of what each reads
+function connectionMetrics(state: ConnectionState) {
+  return {
+    connected: metric.gauge('gateway_nats_connected', 'Whether this process is connected to NATS now (1) or not (0: never yet, reconnecting, closed).', () => (state.connected ? 1 : 0)),
+  };
+}
+
+async function openConnection(url: string, name: string, logger: Logger): Promise<NatsConnection> {
   const nc = await connect({
     // A cluster is named by several URLs, comma-separated; the client also learns the others from
     // the server it reaches, and moves to another when it goes away.

@@ -23,6 +23,20 @@ describe('serviceMetrics', () => {
     expect(text).toContain('gateway_test_seconds_bucket{le="1"} 1');
   });
 
+  it('exports a histogram by label from 0 for each value given, before any observation', async () => {
+    const registry = new client.Registry();
+    const { calls } = serviceMetrics(registry, {
+      calls: metric.histogram('gateway_test_call_seconds', 'Calls.', [1], ['outcome'], ['ok', 'timeout']),
+    });
+    let text = await registry.metrics();
+    expect(text).toContain('gateway_test_call_seconds_count{outcome="ok"} 0');
+    expect(text).toContain('gateway_test_call_seconds_bucket{le="1",outcome="timeout"} 0');
+    calls.observe({ outcome: 'timeout' }, 2);
+    text = await registry.metrics();
+    expect(text).toContain('gateway_test_call_seconds_count{outcome="timeout"} 1');
+    expect(text).toContain('gateway_test_call_seconds_bucket{le="1",outcome="timeout"} 0');
+  });
+
   it('reads a gauge given a reading at each scrape, and keeps metrics without a registry unexported', async () => {
     const registry = new client.Registry();
     let value = 1;

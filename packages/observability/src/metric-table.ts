@@ -82,14 +82,23 @@ export const metric = {
         }),
       });
   },
-  /** A histogram with these bucket bounds, by these labels. */
+  /**
+   * A histogram with these bucket bounds, by these labels. Each of `values` (of the first label) is
+   * exported from 0, as counterBy's, so that a ratio or a rate an alert reads exists before the
+   * first observation.
+   */
   histogram<Label extends string = string>(
     name: string,
     help: string,
     buckets: number[],
     labelNames: readonly Label[] = [],
+    values: readonly string[] = [],
   ): MetricDefinition<client.Histogram<Label>> {
-    return (registers) => new client.Histogram<Label>({ name, help, buckets, labelNames, registers });
+    return (registers) => {
+      const histogram = new client.Histogram<Label>({ name, help, buckets, labelNames, registers });
+      for (const value of values) histogram.zero({ [labelNames[0] as Label]: value } as client.LabelValues<Label>);
+      return histogram;
+    };
   },
 };
 

@@ -54,7 +54,7 @@ catalog.start();
 
 // NATS is not awaited: the edge serves while NATS is unreachable, and usage events queue until
 // the first connection (then the stream is made sure of, so events never wait on metering).
-const nats = connectNats(config.NATS_URL, 'edge', logger);
+const nats = connectNats(config.NATS_URL, 'edge', logger, registry);
 const usageStream = usageNames(config.USAGE_STREAM);
 void nats
   .then((connection) =>
@@ -78,7 +78,7 @@ const usage = new UsagePublisher(nats, logger, {
   handOverAfterMs: config.EDGE_USAGE_HANDOVER_AFTER_MS,
 });
 const natsState = followConnection(nats);
-registerUsagePublisherMetrics(registry, usage, natsState);
+registerUsagePublisherMetrics(registry, usage);
 // Requests refused before a model (rate limits, budgets, allow-lists), for the request log only:
 // published only when there is one, on a stream of their own that it creates (never the usage
 // stream); bounded, never handed over, dropped when NATS cannot take them.

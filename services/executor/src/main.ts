@@ -39,7 +39,7 @@ const deployments = createDeploymentPool(catalog, process.env, {
 catalogFile.onChange((next) => deployments.replaceModels(enabledModels(next, process.env)));
 catalogFile.start();
 // Not awaited: the executor serves while NATS is unreachable; reports start once it connects.
-const nats = connectNats(config.NATS_URL, 'executor', logger);
+const nats = connectNats(config.NATS_URL, 'executor', logger, registry);
 nats.catch(() => undefined);
 const replicaId = newReplicaId();
 const health = new HealthPublisher(nats, deployments, logger, {

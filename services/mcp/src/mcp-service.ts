@@ -9,7 +9,7 @@
 import { callTraceparent, GatewayError, Metadata, unary, type ErrorReporter } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { oauthCallbackResponse } from '@gateway/mcp-oauth';
-import { prometheus, SpanKind, type Span, type Tracing } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics, SpanKind, type Span, type Tracing } from '@gateway/observability';
 import type {
   CallerOutput,
   CompleteAuthorizationRequestOutput,
@@ -40,6 +40,12 @@ type ListenCall = Parameters<McpServiceHandlers['Listen']>[0];
 const SESSION_CHECK_MS = 5_000;
 /** Notifications of one kind within this long are sent once. */
 const NOTIFY_DEBOUNCE_MS = 100;
+
+/**
+ * The tool-call outcomes exported from 0 (the others appear when they happen): the ones the alerts'
+ * error ratio reads, and `ok`, its denominator.
+ */
+const TOOL_CALL_OUTCOMES = ['ok', 'upstream_error', 'timeout', 'credentials_unavailable', 'response_too_large'];
 
 /** What the handlers are built from. */
 export interface McpServiceDependencies {
@@ -84,18 +90,10 @@ export function createMcpService({ aggregator, registry, pool, sessions, credent
   endListens(): void;
 } {
   const report: ErrorReporter = (error, method, requestId) => logger.error({ err: error, method, request_id: requestId }, 'MCP service call failed');
-  const messages = new prometheus.Counter({
-    name: 'gateway_mcp_messages_total',
-    help: 'JSON-RPC messages answered by the MCP service, by method (tools/call, tools/list, ...; other for the rest) and HTTP status.',
-    labelNames: ['method', 'status'],
-    registers: [registers],
-  });
-  const toolCalls = new prometheus.Histogram({
-    name: 'gateway_mcp_tool_call_duration_seconds',
-    help: 'Duration of tools/call requests to upstream MCP servers, by outcome (ok, or the failure code).',
-    labelNames: ['outcome'],
-    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [registers],
+  // biome-ignore format: one metric a line, a table of name, help and labels
+  const { messages, toolCalls } = serviceMetrics(registers, {
+    messages: metric.counterBy('gateway_mcp_messages_total', 'JSON-RPC messages answered by the MCP service, by method (tools/call, tools/list, ...; other for the rest) and HTTP status.', ['method', 'status']),
+    toolCalls: metric.histogram('gateway_mcp_tool_call_duration_seconds', 'Duration of tools/call requests to upstream MCP servers, by outcome (ok, or the failure code: upstream_error, timeout, tool_error, unknown_tool, ...).', [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], ['outcome'], TOOL_CALL_OUTCOMES),
   });
   const known = new Set([
     'initialize',

@@ -4,7 +4,6 @@ import type { Logger } from '@gateway/logger';
 import {
   ConsumerStart,
   decodeUsageEvents,
-  followConnection,
   PoisonMessageError,
   USAGE_STREAM,
   USAGE_SUBJECT,
@@ -138,15 +137,6 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     registers: dependencies.registry ? [dependencies.registry] : [],
   });
   for (const reason of POISON_REASONS) poison.inc({ reason }, 0);
-  const connection = followConnection(nc);
-  new prometheus.Gauge({
-    name: 'gateway_nats_connected',
-    help: 'Whether this process is connected to NATS now (1) or not (0: never yet, reconnecting, closed).',
-    registers: dependencies.registry ? [dependencies.registry] : [],
-    collect() {
-      this.set(connection.connected ? 1 : 0);
-    },
-  });
   const records = new prometheus.Gauge({
     name: 'gateway_metering_dedup_records',
     help: 'De-duplication records held in Redis (events in flight plus the retention), after the last prune; NaN (unknown) when the last prune failed.',

@@ -34,7 +34,7 @@ void loadScripts(redis).then(
   (error: unknown) =>
     logger.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'redis scripts not loaded; each is sent on its first use'),
 );
-const nc = await connectNats(config.NATS_URL, 'metering', logger);
+const nc = await connectNats(config.NATS_URL, 'metering', logger, registry);
 
 const tracing = startTracing('metering');
 const metering = createServer({

@@ -60,6 +60,9 @@ export const POISON_REASONS = ['undecodable', 'missing_event_id', 'missing_key_i
 /** What a writer did with each row (or body) it was given, each exported from 0. */
 const WRITTEN_RESULTS = ['inserted', 'duplicate', 'expired'];
 
+/** What a read of the log for a search came to, each exported from 0. */
+const QUERY_RESULTS = ['ok', 'refused', 'error'];
+
 /** A catalog that may change (a ReloadableFile of @gateway/config fits). */
 export interface CatalogSource {
   readonly current: Catalog;
@@ -141,6 +144,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     batchSeconds: metric.histogram('gateway_request_log_batch_seconds', 'Time to write one batch of rows, partition checks included.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
     poison: metric.counterBy('gateway_request_log_poison_messages_total', 'Usage messages or events the log can never hold, by reason.', 'reason', POISON_REASONS),
     bodies: metric.counterBy('gateway_request_log_bodies_total', 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).', 'result', WRITTEN_RESULTS),
+    queries: metric.histogram('gateway_request_log_query_duration_seconds', "Reads of the log for its searches (SearchRequests, GetRequest), by result: ok; refused (the caller's, an invalid cursor say); error (PostgreSQL failed).", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], ['result'], QUERY_RESULTS),
     pending: metric.gauge('gateway_request_log_pending_messages', "Usage messages the request log has not written yet (its consumer's pending and unacknowledged); NaN when NATS cannot be read.", pendingMessages),
   });
   const { writeErrors, batchSeconds, poison } = metrics;
@@ -234,9 +238,13 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'request log search failed');
   /** PostgreSQL failing is UNAVAILABLE; the service's own refusals pass as they are. */
   const database = async <T>(work: () => Promise<T>): Promise<T> => {
+    const done = metrics.queries.startTimer();
     try {
-      return await work();
+      const found = await work();
+      done({ result: 'ok' });
+      return found;
     } catch (error) {
+      done({ result: error instanceof GatewayError ? 'refused' : 'error' });
       if (error instanceof GatewayError) throw error;
       report(error, 'query');
       throw GatewayError.of('store_unavailable', 'The request log could not be read.', { cause: error });

@@ -33,7 +33,7 @@ migrations.onRetry(({ delay, ...outcome }) => {
 });
 const applied = await migrations.execute(() => migrate(pool));
 logger.info({ applied }, 'request log schema migrated');
-const nc = await connectNats(config.NATS_URL, 'request-log', logger);
+const nc = await connectNats(config.NATS_URL, 'request-log', logger, registry);
 
 const requestLog = createServer({
   pool,

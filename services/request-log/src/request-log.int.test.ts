@@ -370,6 +370,31 @@ describe('request log', () => {
     await expectRefusal(get(randomUUID()), 'not_found');
   }, 30_000);
 
+  it("counts its reads by result, what the search alerts read: answered, refused (the caller's), failed (PostgreSQL unreachable)", async () => {
+    const reads = async (result: string) => {
+      const histogram = (await registry.getMetricsAsJSON()).find((entry) => entry.name === 'gateway_request_log_query_duration_seconds');
+      return Number(
+        histogram?.values.find((entry) => (entry as { metricName?: string }).metricName?.endsWith('_count') && entry.labels.result === result)?.value ??
+          Number.NaN,
+      );
+    };
+    const before = { ok: await reads('ok'), refused: await reads('refused'), error: await reads('error') };
+    expect(Object.values(before).every(Number.isFinite)).toBe(true);
+    await search({ page_size: 1 });
+    await expectRefusal(search({ cursor: 'not-a-cursor' }), 'invalid_request');
+    await database.setReachable(false);
+    try {
+      await expectRefusal(search({ page_size: 1 }), 'store_unavailable');
+    } finally {
+      await database.setReachable(true);
+    }
+    expect({ ok: await reads('ok'), refused: await reads('refused'), error: await reads('error') }).toEqual({
+      ok: before.ok + 1,
+      refused: before.refused + 1,
+      error: before.error + 1,
+    });
+  }, 30_000);
+
   it('drops the partitions past the retention as the clock moves, and creates those ahead', async () => {
     const old = event({ agoMs: 10 * DAY_MS });
     await publish(old);

@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     logger.info({ version: state.version, models: state.enabledModels().map((model) => model.id) }, 'catalog served');
   });
   catalogFile.start();
-  const nats = connectNats(config.NATS_URL, 'router', logger);
+  const nats = connectNats(config.NATS_URL, 'router', logger, registry);
   nats.then(
     (connection) => {
       subscribeDeploymentHealth(connection, health, logger, config.DEPLOYMENT_HEALTH_SUBJECT);

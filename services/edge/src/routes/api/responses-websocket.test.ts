@@ -109,7 +109,37 @@ async function openSockets(): Promise<number> {
     .map((line) => Number(line.split(' ')[1]))[0]!;
 }
 
+/** The sockets closed so far for `reason`, as gateway_responses_websocket_duration_seconds counts them. */
+async function closedFor(reason: string): Promise<number | undefined> {
+  const line = (await registry.getSingleMetricAsString('gateway_responses_websocket_duration_seconds'))
+    .split('\n')
+    .find((candidate) => candidate.startsWith(`gateway_responses_websocket_duration_seconds_count{reason="${reason}"}`));
+  return line === undefined ? undefined : Number(line.split(' ').at(-1));
+}
+
 describe('a Responses WebSocket', () => {
+  it('counts each socket closed by why, every reason from 0: its lifetime, the client, a connection dropped without a close frame', async () => {
+    for (const reason of ['client', 'dropped', 'idle', 'lifetime', 'message_too_large', 'unresponsive', 'shutdown', 'terminated'])
+      expect(await closedFor(reason)).toBe(0);
+    const lived = await open();
+    expect(await lived.closed).toBe(1000);
+    await eventually(async () => (await closedFor('lifetime')) === 1 || undefined, 'the lifetime close to be counted', 5_000, 10);
+    const closedByClient = await open();
+    closedByClient.socket.close(1000);
+    await closedByClient.closed;
+    await eventually(async () => (await closedFor('client')) === 1 || undefined, "the client's close to be counted", 5_000, 10);
+    const dropped = await open();
+    dropped.socket.terminate();
+    await eventually(async () => (await closedFor('dropped')) === 1 || undefined, 'the dropped connection to be counted', 5_000, 10);
+    // The socket that lived its whole lifetime shows in the buckets as having lasted at least that long.
+    const lifetime = await registry.getSingleMetricAsString('gateway_responses_websocket_duration_seconds');
+    expect(lifetime).toContain('gateway_responses_websocket_duration_seconds_bucket{le="1",reason="lifetime"} 1');
+    expect(Number(/gateway_responses_websocket_duration_seconds_sum\{reason="lifetime"\} (\S+)/.exec(lifetime)?.[1])).toBeGreaterThanOrEqual(
+      LIFETIME_MS / 1000,
+    );
+    expect(await closedFor('shutdown')).toBe(0);
+  });
+
   it("lets its running response finish past its lifetime, then sends Codex's limit event and closes", async () => {
     const { socket, received, closed } = await open();
     socket.send(create('Hello'));
@@ -155,5 +185,6 @@ describe('a Responses WebSocket', () => {
     expect(await closed).toBe(1001);
     await closing;
     expect(received.at(-1)).toMatchObject({ type: 'response.completed', response: { status: 'completed' } });
+    expect(await closedFor('shutdown')).toBe(1);
   });
 });

@@ -27,7 +27,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from '@fastify/websocket';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import { bearerKey, checkKey, noteKeyChecked } from '../../auth/key-check.js';
 import type { EdgeDependencies } from '../../dependencies.js';
 import { RequestError } from '../../errors.js';
@@ -49,20 +49,34 @@ interface LastResponse {
   items: JsonObject[];
 }
 
-/** The socket metrics of an edge, made once per registry. */
-function socketMetrics(registry: prometheus.Registry) {
-  const open =
-    (registry.getSingleMetric('gateway_responses_websockets_open') as prometheus.Gauge | undefined) ??
-    new prometheus.Gauge({ name: 'gateway_responses_websockets_open', help: 'Responses WebSockets open on this edge.', registers: [registry] });
-  const created =
-    (registry.getSingleMetric('gateway_responses_websocket_messages_total') as prometheus.Counter<'type'> | undefined) ??
-    new prometheus.Counter({
-      name: 'gateway_responses_websocket_messages_total',
-      help: 'Messages received on Responses WebSockets, by type: response.create, response.processed, invalid (not JSON, unknown type, binary).',
-      labelNames: ['type'],
-      registers: [registry],
-    });
-  return { open, messages: created };
+/**
+ * Why a socket closed, each exported from 0: `client` (the client's close frame), `dropped` (the
+ * connection lost without one: a client gone, or a proxy or load balancer cutting it), `idle`
+ * (EDGE_WS_IDLE_TIMEOUT_MS), `lifetime` (EDGE_WS_MAX_LIFETIME_MS), `message_too_large`
+ * (EDGE_WS_MAX_MESSAGE_BYTES, 1009), `unresponsive` (no answer to a ping), `shutdown` (the edge
+ * stopping, its responses finished) and `terminated` (cut when the edge's shutdown budget was spent).
+ */
+export const WEBSOCKET_CLOSE_REASONS = ['client', 'dropped', 'idle', 'lifetime', 'message_too_large', 'unresponsive', 'shutdown', 'terminated'] as const;
+type CloseReason = (typeof WEBSOCKET_CLOSE_REASONS)[number];
+
+/** A socket's lifetime's buckets, in seconds: from a failed start to past the default hour. */
+const LIFETIME_BUCKETS = [1, 5, 30, 60, 300, 600, 1800, 3600, 5400, 7200];
+
+/** The socket metrics of an edge, as a table. */
+// biome-ignore format: one metric a line, a table of name, help and labels
+const socketMetricsTable = () => ({
+  open: metric.gauge('gateway_responses_websockets_open', 'Responses WebSockets open on this edge.'),
+  messages: metric.counterBy('gateway_responses_websocket_messages_total', 'Messages received on Responses WebSockets, by type: response.create, response.processed, invalid (not JSON, unknown type, binary).', 'type'),
+  closed: metric.histogram('gateway_responses_websocket_duration_seconds', 'How long each Responses WebSocket was open, by why it closed: client, dropped (no close frame), idle, lifetime, message_too_large, unresponsive, shutdown, terminated.', LIFETIME_BUCKETS, ['reason'], WEBSOCKET_CLOSE_REASONS),
+});
+type SocketMetrics = ReturnType<typeof serviceMetrics<ReturnType<typeof socketMetricsTable>>>;
+const socketMetricsOf = new WeakMap<prometheus.Registry, SocketMetrics>();
+
+/** The socket metrics of an edge, made once per registry (several apps may share one in tests). */
+function socketMetrics(registry: prometheus.Registry): SocketMetrics {
+  const made = socketMetricsOf.get(registry) ?? serviceMetrics(registry, socketMetricsTable());
+  socketMetricsOf.set(registry, made);
+  return made;
 }
 
 /** An error event, as Codex reads one: the status, OpenAI's error object, and the headers that matter. */
@@ -98,6 +112,9 @@ class ResponsesSocket {
   private expired = false;
   private shuttingDown = false;
   private closed = false;
+  /** Why the edge closes it, once it decided to; a close it did not decide is the client's (or the network's). */
+  private closeReason: CloseReason | undefined;
+  private readonly openedAt = performance.now();
   /** Resolves once the socket closed. */
   readonly whenClosed: Promise<void>;
   private alive = true;
@@ -110,7 +127,7 @@ class ResponsesSocket {
     private readonly deps: EdgeDependencies,
     private readonly socket: WebSocket,
     private readonly upgrade: FastifyRequest,
-    private readonly metrics: ReturnType<typeof socketMetrics>,
+    private readonly metrics: SocketMetrics,
   ) {
     const { config } = deps;
     metrics.open.inc();
@@ -122,7 +139,12 @@ class ResponsesSocket {
       this.alive = true;
     });
     this.whenClosed = new Promise((resolve) => socket.once('close', () => resolve()));
-    socket.once('close', () => this.dispose());
+    // A message over EDGE_WS_MAX_MESSAGE_BYTES: ws closes the socket (1009) and stops reading, so the
+    // client's answering close frame never arrives (its close reads 1006): the error says why.
+    socket.on('error', (error: Error & { code?: string }) => {
+      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.closeReason ??= 'message_too_large';
+    });
+    socket.once('close', (code: number) => this.dispose(code));
   }
 
   /**
@@ -131,12 +153,13 @@ class ResponsesSocket {
    */
   shutdown(): Promise<void> {
     this.shuttingDown = true;
-    if (this.queued === 0) this.socket.close(1001, 'server shutting down');
+    if (this.queued === 0) this.close('shutdown', 1001, 'server shutting down');
     return this.whenClosed;
   }
 
   /** Drops the socket at once (the shutdown's budget is spent). */
   terminate(): void {
+    this.closeReason = 'terminated';
     this.socket.terminate();
   }
 
@@ -322,13 +345,13 @@ class ResponsesSocket {
   private armIdle(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.queued === 0) this.socket.close(1000, 'idle timeout');
+      if (this.queued === 0) this.close('idle', 1000, 'idle timeout');
     }, this.deps.config.EDGE_WS_IDLE_TIMEOUT_MS);
   }
 
   /** After a response: the lifetime's end if it passed meanwhile, else the idle timer again. */
   private afterResponse(): void {
-    if (this.shuttingDown && this.queued === 0) this.socket.close(1001, 'server shutting down');
+    if (this.shuttingDown && this.queued === 0) this.close('shutdown', 1001, 'server shutting down');
     else if (this.expired && this.queued === 0) this.retire();
     else this.armIdle();
   }
@@ -348,11 +371,18 @@ class ResponsesSocket {
         param: null,
       }),
     );
-    this.socket.close(1000, 'connection lifetime reached');
+    this.close('lifetime', 1000, 'connection lifetime reached');
+  }
+
+  /** Closes the socket for `reason` (the first reason given is the one counted). */
+  private close(reason: CloseReason, code: number, text: string): void {
+    this.closeReason ??= reason;
+    this.socket.close(code, text);
   }
 
   private ping(): void {
     if (!this.alive) {
+      this.closeReason ??= 'unresponsive';
       this.socket.terminate();
       return;
     }
@@ -363,8 +393,11 @@ class ResponsesSocket {
   }
 
   /** Closed: the running response is cancelled, the timers stopped, the conversation dropped. */
-  private dispose(): void {
+  private dispose(code: number): void {
     this.closed = true;
+    // 1006: no close frame came.
+    const reason = this.closeReason ?? (code === 1006 ? 'dropped' : 'client');
+    this.metrics.closed.observe({ reason }, (performance.now() - this.openedAt) / 1000);
     this.running?.abort();
     this.runningReply?.destroy();
     clearTimeout(this.idleTimer);
