@@ -75,6 +75,20 @@ const problems = [];
 let checks = 0;
 const rel = (path) => relative(root, path) || '.';
 /** Records one check; `ok` false adds the message to the problems. */
+/**
+ * A shutdown setting of a gateway service (`<SERVICE>_<suffix>`, in ms) as the service reads it:
+ * the container's env value, else the gateway-config ConfigMap's, else the default its config
+ * schema gives (services/<service>/.env.example, generated from it), else 0.
+ */
+function shutdownSetting(service, suffix, container, config) {
+  const name = `${service.toUpperCase().replaceAll('-', '_')}_${suffix}`;
+  const set = (container.env ?? []).find((variable) => variable.name === name)?.value ?? config?.data?.[name];
+  if (set !== undefined) return { name, value: Number(set) };
+  const example = join(root, 'services', service, '.env.example');
+  const line = existsSync(example) ? new RegExp(`^${name}=(\\d+)$`, 'm').exec(readFileSync(example, 'utf8')) : null;
+  return { name, value: line ? Number(line[1]) : 0 };
+}
+
 function check(ok, message) {
   checks += 1;
   if (!ok) problems.push(message);
@@ -268,17 +282,26 @@ function validate(label, objects, patches = []) {
       check(container.securityContext?.readOnlyRootFilesystem === true, `${cat}: readOnlyRootFilesystem is not true`);
       check(container.securityContext?.allowPrivilegeEscalation === false, `${cat}: allowPrivilegeEscalation is not false`);
       for (const mount of container.volumeMounts ?? []) check(volumes.has(mount.name), `${cat}: mounts volume ${mount.name}, which the pod does not define`);
-      // The drain a service is given on SIGTERM, after the preStop pause and with 5 s to close,
-      // fits in the pod's grace period: otherwise the kubelet kills what the service still drains.
-      const drain = (container.env ?? []).find((variable) => /_SHUTDOWN_GRACE_MS$/.test(variable.name));
-      if (drain) {
+      // The shutdown a service is given on SIGTERM (its delay serving on, then its drain, after any
+      // preStop pause, with 5 s to close) fits in the pod's grace period: otherwise the kubelet kills
+      // what the service still drains. Each setting is read where the service reads it: the
+      // container's env, the gateway-config ConfigMap, else its schema's default (.env.example).
+      const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(JSON.stringify(container.command ?? container.args ?? []))?.[1];
+      if (service) {
+        const setting = (suffix) => shutdownSetting(service, suffix, container, gatewayConfigOf(objects));
+        const [grace, delay] = [setting('SHUTDOWN_GRACE_MS'), setting('SHUTDOWN_DELAY_MS')];
         const command = container.lifecycle?.preStop?.exec?.command ?? [];
         const pause = command[0] === 'sleep' ? Number(command[1]) || 0 : 0;
-        const grace = pod.terminationGracePeriodSeconds ?? 30;
+        const period = pod.terminationGracePeriodSeconds ?? 30;
         check(
-          grace * 1000 >= pause * 1000 + Number(drain.value) + 5_000,
-          `${cat}: terminationGracePeriodSeconds ${grace} is shorter than the preStop pause (${pause} s) + ${drain.name} (${drain.value} ms) + 5 s`,
+          period * 1000 >= pause * 1000 + delay.value + grace.value + 5_000,
+          `${cat}: terminationGracePeriodSeconds ${period} is shorter than the preStop pause (${pause} s) + ${delay.name} (${delay.value} ms) + ${grace.name} (${grace.value} ms) + 5 s`,
         );
+        // A rollout does not cut a tool call the MCP service's timeout allows.
+        if (service === 'mcp') {
+          const timeout = setting('TOOL_CALL_TIMEOUT_MS');
+          check(grace.value >= timeout.value, `${cat}: ${grace.name} (${grace.value} ms) is shorter than ${timeout.name} (${timeout.value} ms)`);
+        }
       }
       for (const source of container.envFrom ?? []) {
         if (source.configMapRef)
