@@ -51,6 +51,7 @@ import {
 } from './manifests/operations.mjs';
 import { findRenderer, render, renderComponent } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
+import { shutdownProblems } from './manifests/shutdown.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
@@ -75,20 +76,6 @@ const problems = [];
 let checks = 0;
 const rel = (path) => relative(root, path) || '.';
 /** Records one check; `ok` false adds the message to the problems. */
-/**
- * A shutdown setting of a gateway service (`<SERVICE>_<suffix>`, in ms) as the service reads it:
- * the container's env value, else the gateway-config ConfigMap's, else the default its config
- * schema gives (services/<service>/.env.example, generated from it), else 0.
- */
-function shutdownSetting(service, suffix, container, config) {
-  const name = `${service.toUpperCase().replaceAll('-', '_')}_${suffix}`;
-  const set = (container.env ?? []).find((variable) => variable.name === name)?.value ?? config?.data?.[name];
-  if (set !== undefined) return { name, value: Number(set) };
-  const example = join(root, 'services', service, '.env.example');
-  const line = existsSync(example) ? new RegExp(`^${name}=(\\d+)$`, 'm').exec(readFileSync(example, 'utf8')) : null;
-  return { name, value: line ? Number(line[1]) : 0 };
-}
-
 function check(ok, message) {
   checks += 1;
   if (!ok) problems.push(message);
@@ -223,6 +210,8 @@ function validate(label, objects, patches = []) {
   const deployments = byKind('Deployment');
   // Every workload gets the same checks; Services may select any of them.
   const workloads = [...deployments, ...byKind('StatefulSet')];
+  // Each gateway container's delay + grace + 5 s within its pod's grace period (manifests/shutdown.mjs).
+  for (const problem of shutdownProblems(root, label, objects)) check(false, problem);
   const services = byKind('Service');
   const names = new Set(objects.map((object) => `${object.kind}/${object.metadata?.name}`));
   const where = (object) => `${label}: ${object.kind}/${object.metadata?.name}${object.source ? ` (${object.source})` : ''}`;
@@ -282,27 +271,6 @@ function validate(label, objects, patches = []) {
       check(container.securityContext?.readOnlyRootFilesystem === true, `${cat}: readOnlyRootFilesystem is not true`);
       check(container.securityContext?.allowPrivilegeEscalation === false, `${cat}: allowPrivilegeEscalation is not false`);
       for (const mount of container.volumeMounts ?? []) check(volumes.has(mount.name), `${cat}: mounts volume ${mount.name}, which the pod does not define`);
-      // The shutdown a service is given on SIGTERM (its delay serving on, then its drain, after any
-      // preStop pause, with 5 s to close) fits in the pod's grace period: otherwise the kubelet kills
-      // what the service still drains. Each setting is read where the service reads it: the
-      // container's env, the gateway-config ConfigMap, else its schema's default (.env.example).
-      const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(JSON.stringify(container.command ?? container.args ?? []))?.[1];
-      if (service) {
-        const setting = (suffix) => shutdownSetting(service, suffix, container, gatewayConfigOf(objects));
-        const [grace, delay] = [setting('SHUTDOWN_GRACE_MS'), setting('SHUTDOWN_DELAY_MS')];
-        const command = container.lifecycle?.preStop?.exec?.command ?? [];
-        const pause = command[0] === 'sleep' ? Number(command[1]) || 0 : 0;
-        const period = pod.terminationGracePeriodSeconds ?? 30;
-        check(
-          period * 1000 >= pause * 1000 + delay.value + grace.value + 5_000,
-          `${cat}: terminationGracePeriodSeconds ${period} is shorter than the preStop pause (${pause} s) + ${delay.name} (${delay.value} ms) + ${grace.name} (${grace.value} ms) + 5 s`,
-        );
-        // A rollout does not cut a tool call the MCP service's timeout allows.
-        if (service === 'mcp') {
-          const timeout = setting('TOOL_CALL_TIMEOUT_MS');
-          check(grace.value >= timeout.value, `${cat}: ${grace.name} (${grace.value} ms) is shorter than ${timeout.name} (${timeout.value} ms)`);
-        }
-      }
       for (const source of container.envFrom ?? []) {
         if (source.configMapRef)
           check(
