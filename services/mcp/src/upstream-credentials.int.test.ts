@@ -146,4 +146,14 @@ describe('per-user credentials of an OAuth upstream', () => {
     expect(JSON.parse(list.messageJson).result.tools.map((tool: { name: string }) => tool.name)).toEqual(['private__sign_in']);
     expect(started).toEqual(['key_C']);
   });
+
+  it('answers a request of a key without a token that starts no sign-in with -32005 and what to do, never an internal error', async () => {
+    const session = await initialize('key_D');
+    const answer = await send('key_D', session, { jsonrpc: '2.0', id: 5, method: 'prompts/get', params: { name: 'private__brief' } });
+    expect(JSON.parse(answer.messageJson).error).toEqual({
+      code: -32005,
+      message: 'The MCP server `private` needs your authorization: call its tool `private__sign_in` for the link.',
+    });
+    expect(started).not.toContain('key_D');
+  });
 });
