@@ -93,6 +93,15 @@ const usage = new UsagePublisher(nats, logger, {
 });
 const natsState = followConnection(nats);
 registerUsagePublisherMetrics(registry, usage, natsState);
+// Requests refused before a model (rate limits, budgets, allow-lists), for the request log only:
+// published only when there is one, on a stream of their own that it creates (never the usage
+// stream); bounded, never handed over, dropped when NATS cannot take them.
+const refusals = requestLog ? new UsagePublisher(nats, logger, { subject: refusedNames(config.USAGE_STREAM).subject, maxQueue: 10_000 }) : undefined;
+// The bodies of requests whose key or team keeps them, likewise: only with a request log, on a
+// bounded stream of their own that it creates, sent after the answer and dropped rather than held.
+const bodies = requestLog
+  ? new BodiesPublisher(nats, logger, { subject: bodiesNames(config.USAGE_STREAM).subject, maxPendingBytes: config.REQUEST_LOG_BODY_BUFFER_BYTES })
+  : undefined;
 lifecycle.onStop(async () => {
   // Disconnected, nothing can be acknowledged: no wait, what is held goes to metering at once.
   await usage.flush(natsState.connected ? 5_000 : 0);
@@ -106,15 +115,6 @@ lifecycle.onStop(async () => {
   refusals?.close();
   await bodies?.flush(natsState.connected ? 1_000 : 0);
 });
-// Requests refused before a model (rate limits, budgets, allow-lists), for the request log only:
-// published only when there is one, on a stream of their own that it creates (never the usage
-// stream); bounded, never handed over, dropped when NATS cannot take them.
-const refusals = requestLog ? new UsagePublisher(nats, logger, { subject: refusedNames(config.USAGE_STREAM).subject, maxQueue: 10_000 }) : undefined;
-// The bodies of requests whose key or team keeps them, likewise: only with a request log, on a
-// bounded stream of their own that it creates, sent after the answer and dropped rather than held.
-const bodies = requestLog
-  ? new BodiesPublisher(nats, logger, { subject: bodiesNames(config.USAGE_STREAM).subject, maxPendingBytes: config.REQUEST_LOG_BODY_BUFFER_BYTES })
-  : undefined;
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
