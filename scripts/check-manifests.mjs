@@ -52,6 +52,7 @@ import {
 import { findRenderer, render, renderComponent } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
 import { productionMonitoringProblems } from './manifests/monitoring.mjs';
+import { shutdownProblems } from './manifests/shutdown.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
@@ -210,6 +211,8 @@ function validate(label, objects, patches = []) {
   const deployments = byKind('Deployment');
   // Every workload gets the same checks; Services may select any of them.
   const workloads = [...deployments, ...byKind('StatefulSet')];
+  // Each gateway container's delay + grace + 5 s within its pod's grace period (manifests/shutdown.mjs).
+  for (const problem of shutdownProblems(root, label, objects)) check(false, problem);
   const services = byKind('Service');
   const names = new Set(objects.map((object) => `${object.kind}/${object.metadata?.name}`));
   const where = (object) => `${label}: ${object.kind}/${object.metadata?.name}${object.source ? ` (${object.source})` : ''}`;
@@ -269,18 +272,6 @@ function validate(label, objects, patches = []) {
       check(container.securityContext?.readOnlyRootFilesystem === true, `${cat}: readOnlyRootFilesystem is not true`);
       check(container.securityContext?.allowPrivilegeEscalation === false, `${cat}: allowPrivilegeEscalation is not false`);
       for (const mount of container.volumeMounts ?? []) check(volumes.has(mount.name), `${cat}: mounts volume ${mount.name}, which the pod does not define`);
-      // The drain a service is given on SIGTERM, after the preStop pause and with 5 s to close,
-      // fits in the pod's grace period: otherwise the kubelet kills what the service still drains.
-      const drain = (container.env ?? []).find((variable) => /_SHUTDOWN_GRACE_MS$/.test(variable.name));
-      if (drain) {
-        const command = container.lifecycle?.preStop?.exec?.command ?? [];
-        const pause = command[0] === 'sleep' ? Number(command[1]) || 0 : 0;
-        const grace = pod.terminationGracePeriodSeconds ?? 30;
-        check(
-          grace * 1000 >= pause * 1000 + Number(drain.value) + 5_000,
-          `${cat}: terminationGracePeriodSeconds ${grace} is shorter than the preStop pause (${pause} s) + ${drain.name} (${drain.value} ms) + 5 s`,
-        );
-      }
       for (const source of container.envFrom ?? []) {
         if (source.configMapRef)
           check(

@@ -24,6 +24,7 @@ import {
 import { natsExporterProblems, natsStorageProblems } from './nats-storage.mjs';
 import { findRenderer, render, renderComponent } from './render.mjs';
 import { schemaProblems } from './schemas.mjs';
+import { shutdownProblems } from './shutdown.mjs';
 
 const root = join(import.meta.dirname, '..', '..');
 const overlaysDir = join(root, 'deploy', 'overlays');
@@ -476,6 +477,30 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       [
         "prod: HorizontalPodAutoscaler executor targets gateway_executor_in_flight at 100 a pod, not the capacity table's 700",
         'prod: HorizontalPodAutoscaler edge has no CPU utilization metric, the one every cluster can read',
+      ].sort(),
+    );
+  });
+
+  it("fails a pod's grace period shorter than its service's delay + grace + 5 s, read from its env, gateway-config or the default, and MCP's grace below its tool-call timeout", () => {
+    for (const [overlay, objects] of Object.entries(rendered)) expect(shutdownProblems(root, overlay, objects)).toEqual([]);
+    const { objects, find } = copyOf('prod');
+    const pod = (name) => find('Deployment', name).spec.template.spec;
+    const env = (name) => pod(name).containers[0].env;
+    // The edge's delay raised without its grace period; the executor's drain set in gateway-config.
+    env('edge').find((variable) => variable.name === 'EDGE_SHUTDOWN_DELAY_MS').value = '10000';
+    gatewayConfigOf(objects).data.EXECUTOR_SHUTDOWN_GRACE_MS = '400000';
+    for (const container of pod('executor').containers) container.env = container.env.filter((variable) => variable.name !== 'EXECUTOR_SHUTDOWN_GRACE_MS');
+    // MCP's settings dropped: its defaults (grace 60 s, no delay) within 30 s, and a tool-call timeout over its grace.
+    pod('mcp').terminationGracePeriodSeconds = 30;
+    gatewayConfigOf(objects).data.MCP_TOOL_CALL_TIMEOUT_MS = '120000';
+    for (const container of pod('mcp').containers)
+      container.env = container.env.filter((variable) => !['MCP_SHUTDOWN_GRACE_MS', 'MCP_SHUTDOWN_DELAY_MS'].includes(variable.name));
+    expect(shutdownProblems(root, 'prod', objects).sort()).toEqual(
+      [
+        'prod: Deployment edge container edge: terminationGracePeriodSeconds 310 is shorter than the preStop pause (0 s) + EDGE_SHUTDOWN_DELAY_MS (10000 ms) + EDGE_SHUTDOWN_GRACE_MS (300000 ms) + 5 s',
+        'prod: Deployment executor container executor: terminationGracePeriodSeconds 310 is shorter than the preStop pause (0 s) + EXECUTOR_SHUTDOWN_DELAY_MS (5000 ms) + EXECUTOR_SHUTDOWN_GRACE_MS (400000 ms) + 5 s',
+        'prod: Deployment mcp container mcp: terminationGracePeriodSeconds 30 is shorter than the preStop pause (0 s) + MCP_SHUTDOWN_DELAY_MS (0 ms) + MCP_SHUTDOWN_GRACE_MS (60000 ms) + 5 s',
+        'prod: Deployment mcp container mcp: MCP_SHUTDOWN_GRACE_MS (60000 ms) is shorter than MCP_TOOL_CALL_TIMEOUT_MS (120000 ms)',
       ].sort(),
     );
   });

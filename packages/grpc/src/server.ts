@@ -45,6 +45,11 @@ export interface GatewayServer {
   /** Binds and starts; resolves with the bound port (useful with port 0). */
   listen(address: string): Promise<number>;
   /**
+   * Reports NOT_SERVING on grpc.health.v1 while still serving every call: the first thing a
+   * shutdown does, also during the process's shutdown delay (before it stops accepting).
+   */
+  reportNotServing(): void;
+  /**
    * Reports NOT_SERVING, stops taking calls, drains long-lived streams, waits up to graceMs for
    * in-flight calls, then cancels them.
    */
@@ -126,6 +131,9 @@ export function createGatewayServer(services: GatewayService[], options: grpc.Se
   }
   const health = new HealthImplementation(statuses);
   health.addToServer(server);
+  const reportNotServing = () => {
+    for (const name of Object.keys(statuses)) health.setStatus(name, 'NOT_SERVING');
+  };
   return {
     server,
     health,
@@ -133,8 +141,9 @@ export function createGatewayServer(services: GatewayService[], options: grpc.Se
       new Promise((resolve, reject) => {
         server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)));
       }),
+    reportNotServing,
     shutdown: async (graceMs) => {
-      for (const name of Object.keys(statuses)) health.setStatus(name, 'NOT_SERVING');
+      reportNotServing();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();

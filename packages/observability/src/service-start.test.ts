@@ -8,7 +8,7 @@ describe('startService', () => {
   it('names the logger and the metrics after the service, and counts the reloads of its files', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'service-start-')), 'plans.yaml');
     writeFileSync(path, '3');
-    const { logger, registry, reloadableFile } = startService('auth', { LOG_LEVEL: 'silent', CONFIG_RELOAD_INTERVAL_MS: 0 });
+    const { logger, registry, reloadableFile } = startService('auth', { LOG_LEVEL: 'silent', CONFIG_RELOAD_INTERVAL_MS: 0 }, { graceMs: 1_000 });
     expect(logger.bindings()).toMatchObject({ service: 'auth' });
     expect(logger.level).toBe('silent');
     const file = reloadableFile({ path, name: 'plans', parse: Number });

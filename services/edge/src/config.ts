@@ -140,6 +140,13 @@ export const EdgeConfigSchema = Type.Object({
     minimum: 100,
   }),
   EDGE_SHUTDOWN_GRACE_MS: Type.Integer({ description: 'How long in-flight requests may take to finish after SIGTERM (ms).', default: 20_000, minimum: 0 }),
+  EDGE_SHUTDOWN_DELAY_MS: Type.Integer({
+    description:
+      'How long the edge keeps serving after SIGTERM, reporting not-ready, before it stops accepting (ms): the time the endpoint removal takes to reach every load balancer. 0 = stop accepting at once (no load balancer in front).',
+    default: 0,
+    minimum: 0,
+    maximum: 600_000,
+  }),
   EDGE_ADMIN_TOKEN: Type.String({
     description:
       'Bearer token of the admin API (/admin/v1/*), at least 32 characters; empty = no admin API (404), so a deployment that sets no token exposes no key management.',

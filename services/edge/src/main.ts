@@ -4,7 +4,6 @@
  * and shuts down gracefully.
  */
 import { callUnary, createClient, createHealthClient, isServing } from '@gateway/grpc';
-import { createLogger } from '@gateway/logger';
 import {
   BodiesPublisher,
   bodiesNames,
@@ -16,7 +15,7 @@ import {
   refusedNames,
   usageNames,
 } from '@gateway/messaging';
-import { createRegistry, onShutdownSignal, startMetricsServer, startTracing } from '@gateway/observability';
+import { startMetricsServer, startService, startTracing } from '@gateway/observability';
 import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput, type UsageEventOutput } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './auth-decisions.js';
@@ -28,8 +27,15 @@ import { ResponsesStore } from './wire/responses-store.js';
 import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = readEdgeConfig(process.env);
-const logger = createLogger('edge', config.LOG_LEVEL);
-const registry = createRegistry('edge');
+// The shutdown exists before anything it closes or any readiness reads it: each resource registers
+// its close as it opens (the last opened closes first). On SIGTERM the edge reports not-ready and
+// serves on for EDGE_SHUTDOWN_DELAY_MS, then stops accepting and lets in-flight requests finish.
+const { logger, registry, lifecycle } = startService('edge', config, { graceMs: config.EDGE_SHUTDOWN_GRACE_MS, delayMs: config.EDGE_SHUTDOWN_DELAY_MS });
+// Metrics on a port of their own, never on the public API's; the last to close.
+const metrics = await startMetricsServer(registry, config.EDGE_METRICS_PORT, config.EDGE_HOST, () => !lifecycle.shuttingDown);
+lifecycle.onStop(() => metrics.close());
+const tracing = startTracing('edge');
+lifecycle.onStop(() => tracing.shutdown());
 const grpc = loadGatewayGrpc().gateway;
 
 const auth = createClient(grpc.auth.v1.AuthService, config.AUTH_SERVICE_ADDR);
@@ -48,13 +54,21 @@ const requestLog = config.REQUEST_LOG_SERVICE_ADDR ? createClient(grpc.request_l
 
 // The MCP gateway only when an MCP service is configured.
 const mcp = config.MCP_SERVICE_ADDR ? createClient(grpc.mcp.v1.McpService, config.MCP_SERVICE_ADDR) : undefined;
+lifecycle.onStop(() => {
+  for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...(requestLog ? [requestLog] : []), ...(mcp ? [mcp] : [])])
+    client.close();
+});
+// Settlements still in flight are answered before the streams and the channels close.
+lifecycle.onStop(() => Promise.all([decisions.close(2_000), completions.close(2_000)]));
 
 const catalog = new WatchedCatalog(router, logger);
 catalog.start();
+lifecycle.onStop(() => catalog.stop());
 
 // NATS is not awaited: the edge serves while NATS is unreachable, and usage events queue until
 // the first connection (then the stream is made sure of, so events never wait on metering).
 const nats = connectNats(config.NATS_URL, 'edge', logger, registry);
+lifecycle.onStop(() => drainNats(nats, 2_000));
 const usageStream = usageNames(config.USAGE_STREAM);
 void nats
   .then((connection) =>
@@ -88,6 +102,19 @@ const refusals = requestLog ? new UsagePublisher(nats, logger, { subject: refuse
 const bodies = requestLog
   ? new BodiesPublisher(nats, logger, { subject: bodiesNames(config.USAGE_STREAM).subject, maxPendingBytes: config.REQUEST_LOG_BODY_BUFFER_BYTES })
   : undefined;
+lifecycle.onStop(async () => {
+  // Disconnected, nothing can be acknowledged: no wait, what is held goes to metering at once.
+  await usage.flush(natsState.connected ? 5_000 : 0);
+  // What NATS did not take (it is unreachable) goes to metering, which meters each event once by its
+  // id: a rollout during an outage loses no usage.
+  const held = usage.pending;
+  const handed = await usage.handOver(recordUsage, 5_000);
+  if (held > 0 || handed > 0)
+    logger[handed >= held ? 'warn' : 'error']({ pending: held, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
+  await refusals?.flush(natsState.connected ? 1_000 : 0);
+  refusals?.close();
+  await bodies?.flush(natsState.connected ? 1_000 : 0);
+});
 
 // Ready is the edge's own state: it started up (the catalog arrived, and auth, the router and the
 // executors answered once, so that its first requests do not meet channels still connecting) and
@@ -108,9 +135,11 @@ async function ready(): Promise<boolean> {
   }
   return startup.done;
 }
+lifecycle.onStop(() => {
+  for (const client of health) client.close();
+});
 
 warmUpTokenizer();
-const tracing = startTracing('edge');
 const deps = {
   config,
   logger,
@@ -137,45 +166,12 @@ const deps = {
 // answers 404 for them); without it, one app serves everything on EDGE_PORT.
 const app = await buildEdgeApp(deps, { surface: config.EDGE_ADMIN_PORT ? 'public' : 'both' });
 const admin = config.EDGE_ADMIN_PORT ? await buildEdgeApp(deps, { surface: 'admin' }) : undefined;
-await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
-await admin?.listen({ host: config.EDGE_HOST, port: config.EDGE_ADMIN_PORT });
-// Metrics on a port of their own, never on the public API's.
-const metrics = await startMetricsServer(registry, config.EDGE_METRICS_PORT, config.EDGE_HOST, () => !lifecycle.shuttingDown);
-
-const lifecycle = onShutdownSignal(logger, config.EDGE_SHUTDOWN_GRACE_MS + 5_000, async () => {
-  // Readiness turns false at once; fastify answers new requests 503 and lets in-flight ones finish.
+lifecycle.onStop(async () => {
+  // fastify answers new requests 503 and lets in-flight ones finish.
   await Promise.all([app.close(), admin?.close()]);
   // Responses answered with `store: true` whose put is still on its way are kept before the channel closes.
   const unstored = await ResponsesStore.of(deps).flush(2_000);
   if (unstored > 0) logger.warn({ unstored }, 'responses still being stored at shutdown were given up');
-  catalog.stop();
-  // Disconnected, nothing can be acknowledged: no wait, what is held goes to metering at once.
-  await usage.flush(natsState.connected ? 5_000 : 0);
-  // What NATS did not take (it is unreachable) goes to metering, which meters each event once by its
-  // id: a rollout during an outage loses no usage.
-  const held = usage.pending;
-  const handed = await usage.handOver(recordUsage, 5_000);
-  if (held > 0 || handed > 0)
-    logger[handed >= held ? 'warn' : 'error']({ pending: held, handed_over: handed }, 'usage events NATS did not take were handed to metering at shutdown');
-  await refusals?.flush(natsState.connected ? 1_000 : 0);
-  refusals?.close();
-  await bodies?.flush(natsState.connected ? 1_000 : 0);
-  await drainNats(nats, 2_000);
-  // Settlements still in flight are answered before the streams and the channel close.
-  await Promise.all([decisions.close(2_000), completions.close(2_000)]);
-  for (const client of [
-    auth,
-    adminAccess,
-    teams,
-    router,
-    executor,
-    metering,
-    responseStore,
-    ...(requestLog ? [requestLog] : []),
-    ...(mcp ? [mcp] : []),
-    ...health,
-  ])
-    client.close();
-  await metrics.close();
-  await tracing.shutdown();
 });
+await app.listen({ host: config.EDGE_HOST, port: config.EDGE_PORT });
+await admin?.listen({ host: config.EDGE_HOST, port: config.EDGE_ADMIN_PORT });

@@ -38,6 +38,13 @@ export const ExecutorConfigSchema = Type.Object({
     default: 10_000,
     minimum: 0,
   }),
+  EXECUTOR_SHUTDOWN_DELAY_MS: Type.Integer({
+    description:
+      'How long the executor keeps serving after SIGTERM, reporting not-ready, before it stops accepting (ms): the time the endpoint removal takes to reach every edge (their DNS re-resolution). 0 = stop accepting at once (no load balancer in front).',
+    default: 0,
+    minimum: 0,
+    maximum: 600_000,
+  }),
   UPSTREAM_CONNECT_TIMEOUT_MS: Type.Integer({ description: 'Time allowed to open a connection (TCP + TLS) to an upstream (ms).', default: 5_000, minimum: 1 }),
   UPSTREAM_FIRST_BYTE_TIMEOUT_MS: Type.Integer({
     description: "Time allowed from sending a request to the upstream's response headers (ms).",

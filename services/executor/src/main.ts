@@ -1,14 +1,14 @@
 /**
  * Runs the executor process: config, catalog (reloaded when its file changes: new and changed
  * models are served at once, calls in flight finish where they are), logger, metrics, the deployment pool and its health
- * reports on NATS, listen, and on SIGTERM/SIGINT a graceful shutdown: NOT_SERVING and a last
- * "draining" health report, no new calls (GOAWAY: clients move to other replicas), in-flight
+ * reports on NATS, listen, and on SIGTERM/SIGINT a graceful shutdown: NOT_SERVING (and serving on
+ * for EXECUTOR_SHUTDOWN_DELAY_MS), a last "draining" health report, no new calls (GOAWAY: clients move to other replicas), in-flight
  * streams get EXECUTOR_SHUTDOWN_GRACE_MS to finish, then the upstream pools, NATS and the metrics
  * server close.
  */
 import { enabledModels, parseCatalog } from '@gateway/catalog';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
+import { startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createDeploymentPool, createServer } from './app.js';
 import { loadExecutorConfig } from './config.js';
 import { HealthPublisher, newReplicaId } from './health-publisher.js';
@@ -16,7 +16,18 @@ import { UpstreamPools } from './providers/upstream-pools.js';
 import { warmUpTokenizer } from '@gateway/tokens';
 
 const config = loadExecutorConfig(process.env);
-const { logger, registry, reloadableFile } = startService('executor', config);
+// The shutdown exists before anything it closes: each resource registers its close as it opens
+// (the last opened closes first).
+const { logger, registry, lifecycle, reloadableFile } = startService('executor', config, {
+  graceMs: config.EXECUTOR_SHUTDOWN_GRACE_MS,
+  delayMs: config.EXECUTOR_SHUTDOWN_DELAY_MS,
+});
+// Ready once the gRPC server listens, until shutdown; the metrics server is the last to close.
+let listening = false;
+const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => listening && !lifecycle.shuttingDown);
+lifecycle.onStop(() => metrics.close());
+const tracing = startTracing('executor');
+lifecycle.onStop(() => tracing.shutdown());
 const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog });
 const catalog = catalogFile.current;
 const pools = new UpstreamPools(
@@ -27,6 +38,7 @@ const pools = new UpstreamPools(
   },
   config.UPSTREAM_MAX_CONNECTIONS,
 );
+lifecycle.onStop(() => pools.close());
 const deployments = createDeploymentPool(catalog, process.env, {
   consecutiveFailures: config.EXECUTOR_BREAKER_CONSECUTIVE_FAILURES,
   errorRate: config.EXECUTOR_BREAKER_ERROR_RATE,
@@ -36,11 +48,14 @@ const deployments = createDeploymentPool(catalog, process.env, {
   maxOpenMs: config.EXECUTOR_BREAKER_MAX_OPEN_MS,
   probes: 1,
 });
+lifecycle.onStop(() => deployments.dispose());
 catalogFile.onChange((next) => deployments.replaceModels(enabledModels(next, process.env)));
 catalogFile.start();
+lifecycle.onStop(() => catalogFile.close());
 // Not awaited: the executor serves while NATS is unreachable; reports start once it connects.
 const nats = connectNats(config.NATS_URL, 'executor', logger, registry);
 nats.catch(() => undefined);
+lifecycle.onStop(() => drainNats(nats));
 const replicaId = newReplicaId();
 const health = new HealthPublisher(nats, deployments, logger, {
   replicaId,
@@ -49,7 +64,6 @@ const health = new HealthPublisher(nats, deployments, logger, {
   subject: config.DEPLOYMENT_HEALTH_SUBJECT,
 });
 health.start();
-const tracing = startTracing('executor');
 const server = createServer({
   catalog,
   environment: process.env,
@@ -61,9 +75,12 @@ const server = createServer({
   connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
   retry: { maxAttempts: config.EXECUTOR_RETRY_MAX_ATTEMPTS, baseDelayMs: config.EXECUTOR_RETRY_BASE_DELAY_MS, maxDelayMs: config.EXECUTOR_RETRY_MAX_DELAY_MS },
 });
-// Ready once the gRPC server listens, until shutdown.
-let listening = false;
-const metrics = await startMetricsServer(registry, config.EXECUTOR_METRICS_PORT, '0.0.0.0', () => listening && !lifecycle.shuttingDown);
+// NOT_SERVING at once on the signal (the readiness probe asks grpc.health.v1); the drain after the delay.
+lifecycle.onSignal(() => server.reportNotServing());
+lifecycle.onStop(async () => {
+  health.stop();
+  await server.shutdown(config.EXECUTOR_SHUTDOWN_GRACE_MS);
+});
 warmUpTokenizer();
 const port = await server.listen(config.EXECUTOR_LISTEN_ADDR);
 listening = true;
@@ -71,14 +88,3 @@ logger.info(
   { address: config.EXECUTOR_LISTEN_ADDR, port, metrics_port: metrics.port, catalog: config.CATALOG_PATH, replica_id: replicaId },
   'executor listening',
 );
-
-const lifecycle = onShutdownSignal(logger, config.EXECUTOR_SHUTDOWN_GRACE_MS + 5_000, async () => {
-  catalogFile.close();
-  health.stop();
-  await server.shutdown(config.EXECUTOR_SHUTDOWN_GRACE_MS);
-  deployments.dispose();
-  await pools.close();
-  await drainNats(nats);
-  await metrics.close();
-  await tracing.shutdown();
-});

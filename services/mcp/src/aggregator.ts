@@ -6,6 +6,7 @@
  * names allow); a tools/call goes to the server its name names, after the caller's allow-lists
  * (auth's decision) allowed it. Resources keep their URIs; a read goes to the server listing it.
  */
+import { randomUUID } from 'node:crypto';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -23,7 +24,7 @@ import type { Logger } from '@gateway/logger';
 import type { ClientSessions } from './client-sessions.js';
 import type { ServerRegistry, UpstreamServer } from './server-registry.js';
 import { namespaced, splitNamespaced, ToolPermissions } from './tool-permissions.js';
-import { CredentialsUnavailableError, SIGN_IN_TOOL, SignInRequiredError } from './upstream-credentials.js';
+import { CredentialsUnavailableError, SIGN_IN_TOOL, SignInLinkError, SignInRequiredError } from './upstream-credentials.js';
 import type { UpstreamPool } from './upstream-pool.js';
 
 /** Who sends a message. */
@@ -79,6 +80,13 @@ const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 const SERVER_INFO = { name: 'llm-gateway', title: 'LLM gateway MCP', version: '0.1.0' };
 /** A JSON-RPC error code of the gateway: a tool or prompt the key may not use. */
 export const NOT_ALLOWED_CODE = -32003;
+/**
+ * A JSON-RPC error code of the gateway: the key has no credentials for an `auth: oauth` server and
+ * this answer starts no sign-in (a prompt or resource of it: only a tools/call, which the key's
+ * limits count, starts one and answers the link as UrlElicitationRequired, -32042), or the gateway
+ * offers no per-user OAuth (MCP_OAUTH_REDIRECT_URL unset). Its message says what to do.
+ */
+export const AUTHORIZATION_NEEDED_CODE = -32005;
 
 type Id = string | number | null;
 
@@ -88,13 +96,24 @@ class RpcFailure extends Error {
     readonly code: number,
     message: string,
     readonly reason: string,
+    readonly data?: unknown,
   ) {
     super(message);
   }
 }
 
-function errorJson(id: Id, code: number, message: string): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
+function errorJson(id: Id, code: number, message: string, data?: unknown): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } });
+}
+
+/**
+ * The sign-in a key needs as the MCP error URL elicitation required (spec 2025-11-25; the SDK's
+ * UrlElicitationRequiredError): the link in `data.elicitations` for a client that opens it, and in
+ * the message for one that only shows the message.
+ */
+function signInFailure(error: SignInLinkError): RpcFailure {
+  const elicitation = { mode: 'url', elicitationId: randomUUID(), url: error.url.href, message: error.message };
+  return new RpcFailure(ErrorCode.UrlElicitationRequired, error.message, 'credentials_unavailable', { elicitations: [elicitation] });
 }
 
 function resultJson(id: Id, result: unknown): string {
@@ -184,14 +203,15 @@ export class Aggregator {
     } catch (error) {
       const failure = this.failure(error);
       if (outcome.toolCall) Object.assign(outcome.toolCall, { failed: true, errorCode: failure.reason });
-      return { httpStatus: 200, method, toolCall: outcome.toolCall, messageJson: errorJson(request.id, failure.code, failure.message) };
+      return { httpStatus: 200, method, toolCall: outcome.toolCall, messageJson: errorJson(request.id, failure.code, failure.message, failure.data) };
     }
   }
 
   /** A thrown error as the JSON-RPC error to answer. */
   private failure(error: unknown): RpcFailure {
     if (error instanceof RpcFailure) return error;
-    if (error instanceof CredentialsUnavailableError) return new RpcFailure(ErrorCode.InternalError, error.message, 'credentials_unavailable');
+    if (error instanceof SignInLinkError) return signInFailure(error);
+    if (error instanceof CredentialsUnavailableError) return new RpcFailure(AUTHORIZATION_NEEDED_CODE, error.message, 'credentials_unavailable');
     if (error instanceof McpError) {
       if (error.code === ErrorCode.RequestTimeout) return new RpcFailure(ErrorCode.RequestTimeout, 'The MCP server did not answer in time.', 'timeout');
       // The upstream's own JSON-RPC error: the client sees what the server said.

@@ -62,9 +62,17 @@ export const McpConfigSchema = Type.Object({
     default: 86_400,
   }),
   MCP_SHUTDOWN_GRACE_MS: Type.Integer({
-    description: "How long the MCP service's in-flight calls may take to finish after SIGTERM (ms).",
+    description:
+      "How long the MCP service's in-flight calls may take to finish after SIGTERM (ms): at least MCP_TOOL_CALL_TIMEOUT_MS, so that a rollout does not cut a tool call the timeout allows.",
     minimum: 0,
-    default: 10_000,
+    default: 60_000,
+  }),
+  MCP_SHUTDOWN_DELAY_MS: Type.Integer({
+    description:
+      'How long the MCP service keeps serving after SIGTERM, reporting not-ready, before it stops accepting (ms): the time the endpoint removal takes to reach every edge. 0 = stop accepting at once (no load balancer in front).',
+    minimum: 0,
+    maximum: 600_000,
+    default: 0,
   }),
   ...grpcConnectionAgeVariables(),
   ...logLevelVariable(),

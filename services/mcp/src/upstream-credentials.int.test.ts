@@ -131,9 +131,13 @@ describe('per-user credentials of an OAuth upstream', () => {
     const session = await initialize('key_C');
     const before = seen.length;
     const answer = await send('key_C', session, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'private__whoami', arguments: {} } });
-    expect(JSON.parse(answer.messageJson).error.message).toBe(
-      'The MCP server `private` needs your authorization: open https://auth.example/authorize?key=key_C&server=private and then retry.',
-    );
+    // URL elicitation required (-32042), not an internal error: the link in the message and in its data.
+    const message = 'The MCP server `private` needs your authorization: open https://auth.example/authorize?key=key_C&server=private and then retry.';
+    const error = JSON.parse(answer.messageJson).error;
+    expect(error).toMatchObject({ code: -32042, message });
+    expect(error.data.elicitations).toEqual([
+      { mode: 'url', elicitationId: expect.any(String), url: 'https://auth.example/authorize?key=key_C&server=private', message },
+    ]);
     expect(answer.toolCall).toMatchObject({ server: 'private', failed: true, errorCode: 'credentials_unavailable' });
     expect(seen.length).toBe(before);
     // Its tools are not listed for the key; the sign-in tool stands in for them, and listing starts no sign-in.
@@ -141,5 +145,15 @@ describe('per-user credentials of an OAuth upstream', () => {
     const list = await send('key_C', session, { jsonrpc: '2.0', id: 4, method: 'tools/list' });
     expect(JSON.parse(list.messageJson).result.tools.map((tool: { name: string }) => tool.name)).toEqual(['private__sign_in']);
     expect(started).toEqual(['key_C']);
+  });
+
+  it('answers a request of a key without a token that starts no sign-in with -32005 and what to do, never an internal error', async () => {
+    const session = await initialize('key_D');
+    const answer = await send('key_D', session, { jsonrpc: '2.0', id: 5, method: 'prompts/get', params: { name: 'private__brief' } });
+    expect(JSON.parse(answer.messageJson).error).toEqual({
+      code: -32005,
+      message: 'The MCP server `private` needs your authorization: call its tool `private__sign_in` for the link.',
+    });
+    expect(started).not.toContain('key_D');
   });
 });

@@ -52,6 +52,20 @@ export class SignInRequiredError extends CredentialsUnavailableError {
   }
 }
 
+/**
+ * A sign-in was started for a key at a server: its user opens `url` to authorize the gateway there.
+ * Answered as the MCP error URL elicitation required (-32042) carrying the link (see Aggregator).
+ */
+export class SignInLinkError extends CredentialsUnavailableError {
+  constructor(
+    readonly server: string,
+    readonly url: URL,
+  ) {
+    super(`The MCP server \`${server}\` needs your authorization: open ${url.href} and then retry.`);
+    this.name = 'SignInLinkError';
+  }
+}
+
 /** The tool listed, for a key without a token, in place of an OAuth server's tools: calling it answers the sign-in link. */
 export const SIGN_IN_TOOL = 'sign_in';
 
@@ -74,12 +88,11 @@ export async function oauthHeaders(credentials: UpstreamCredentials, keyId: stri
   return authorizationNeeded(credentials, keyId, server);
 }
 
-/** Throws the CredentialsUnavailableError that tells the key's user where to authorize (or that the gateway cannot). */
+/** Throws the SignInLinkError that tells the key's user where to authorize (or the CredentialsUnavailableError that the gateway cannot). */
 export async function authorizationNeeded(credentials: UpstreamCredentials, keyId: string, server: UpstreamOAuthServer): Promise<never> {
   if (!credentials.authorizationUrl)
     throw new CredentialsUnavailableError(
       `The MCP server \`${server.id}\` needs per-user OAuth authorization, which this gateway does not offer yet. Ask your administrator.`,
     );
-  const url = await credentials.authorizationUrl(keyId, server);
-  throw new CredentialsUnavailableError(`The MCP server \`${server.id}\` needs your authorization: open ${url.href} and then retry.`);
+  throw new SignInLinkError(server.id, await credentials.authorizationUrl(keyId, server));
 }

@@ -1,6 +1,6 @@
 import { parseCatalog } from '@gateway/catalog';
 import { connectNats, stopConsumingService, usageStreamSettings } from '@gateway/messaging';
-import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
+import { startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createServer } from './app.js';
 import { billableCatalog } from './billable-catalog.js';
 import { loadMeteringConfig } from './config.js';
@@ -9,14 +9,19 @@ import { loadScripts } from '@gateway/keyspace';
 import { startRedisMemoryGauges } from './redis-memory-gauges.js';
 
 const config = loadMeteringConfig(process.env);
-const { logger, registry, reloadableFile } = startService('metering', config);
+// The shutdown exists before anything it closes: each resource registers its close as it opens
+// (the last opened closes first).
+const { logger, registry, lifecycle, reloadableFile } = startService('metering', config, { graceMs: config.METERING_SHUTDOWN_GRACE_MS });
 // Prices are read per event: a price changed in the file prices the events metered after the reload.
 const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog }).start();
+lifecycle.onStop(() => catalogFile.close());
 // A model a reload removes is still billed for the requests it already ran.
 const catalog = billableCatalog(catalogFile);
 const redis = createRedis(config.REDIS_URL, logger);
+lifecycle.onStop(() => redis.quit().catch(() => redis.disconnect()));
 // Stored responses may live in a Redis of their own, which may evict (they are not state).
 const responsesRedis = config.RESPONSES_REDIS_URL === '' ? redis : createRedis(config.RESPONSES_REDIS_URL, logger);
+if (responsesRedis !== redis) lifecycle.onStop(() => responsesRedis.quit().catch(() => responsesRedis.disconnect()));
 // Metering's state (metered totals, de-duplication records, settlements) must never be evicted.
 await guardEvictionPolicy(redis, {
   allowEviction: config.REDIS_ALLOW_EVICTION,
@@ -27,6 +32,7 @@ const redisMemory = startRedisMemoryGauges({
   registry,
   logger,
 });
+lifecycle.onStop(() => redisMemory.stop());
 // Every script loaded once Redis is ready, before the first events as a rule (a script Redis lacks
 // is sent whole by the step that runs it, so this only keeps that off the first events).
 void loadScripts(redis).then(
@@ -35,8 +41,16 @@ void loadScripts(redis).then(
     logger.warn({ err: { message: error instanceof Error ? error.message : String(error) } }, 'redis scripts not loaded; each is sent on its first use'),
 );
 const nc = await connectNats(config.NATS_URL, 'metering', logger, registry);
-
 const tracing = startTracing('metering');
+lifecycle.onStop(() => tracing.shutdown());
+// Ready once it consumes and its gRPC server listens, until shutdown.
+let listening = false;
+const metrics = await startMetricsServer(
+  registry,
+  config.METERING_METRICS_PORT,
+  '0.0.0.0',
+  () => listening && !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed(),
+);
 const metering = createServer({
   nc,
   redis,
@@ -57,24 +71,13 @@ const metering = createServer({
   },
   connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
 });
+// The drain stops the gRPC server, then the consumers, then NATS, then the metrics server.
+lifecycle.onSignal(() => metering.grpc.reportNotServing());
+lifecycle.onStop(() => stopConsumingService(metering, nc, config.METERING_SHUTDOWN_GRACE_MS, metrics));
 await metering.start();
 const port = await metering.grpc.listen(config.METERING_LISTEN_ADDR);
-const metrics = await startMetricsServer(
-  registry,
-  config.METERING_METRICS_PORT,
-  '0.0.0.0',
-  () => !lifecycle.shuttingDown && redis.status === 'ready' && !nc.isClosed(),
-);
+listening = true;
 logger.info(
   { address: config.METERING_LISTEN_ADDR, port, metrics_port: metrics.port, catalog_path: config.CATALOG_PATH, models: catalog.current.models.length },
   'metering running',
 );
-
-const lifecycle = onShutdownSignal(logger, config.METERING_SHUTDOWN_GRACE_MS + 5_000, async () => {
-  catalogFile.close();
-  redisMemory.stop();
-  await stopConsumingService(metering, nc, config.METERING_SHUTDOWN_GRACE_MS, metrics);
-  await tracing.shutdown();
-  if (responsesRedis !== redis) await responsesRedis.quit().catch(() => responsesRedis.disconnect());
-  await redis.quit().catch(() => redis.disconnect());
-});

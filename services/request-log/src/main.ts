@@ -1,6 +1,6 @@
 import { parseCatalog } from '@gateway/catalog';
 import { connectNats, stopConsumingService, usageStreamSettings } from '@gateway/messaging';
-import { onShutdownSignal, startMetricsServer, startService } from '@gateway/observability';
+import { startMetricsServer, startService } from '@gateway/observability';
 import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
 import pg from 'pg';
 import { createServer } from './app.js';
@@ -9,14 +9,18 @@ import { databaseClientConfig, databaseFailure } from './database-connection.js'
 import { migrate } from './migrations.js';
 
 const config = loadRequestLogConfig(process.env);
-const { logger, registry, reloadableFile } = startService('request-log', config);
+// The shutdown exists before anything it closes: each resource registers its close as it opens
+// (the last opened closes first).
+const { logger, registry, lifecycle, reloadableFile } = startService('request-log', config, { graceMs: config.REQUEST_LOG_SHUTDOWN_GRACE_MS });
 const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog }).start();
+lifecycle.onStop(() => catalogFile.close());
 const database = databaseClientConfig({
   url: config.DATABASE_URL,
   sslMode: config.REQUEST_LOG_DATABASE_SSLMODE || undefined,
   caFile: config.REQUEST_LOG_DATABASE_CA_FILE || undefined,
 });
 const pool = new pg.Pool({ ...database, max: config.REQUEST_LOG_DATABASE_POOL_SIZE, connectionTimeoutMillis: 5_000 });
+lifecycle.onStop(() => pool.end());
 // An idle connection PostgreSQL drops (a restart, a failover) is replaced at the next query.
 pool.on('error', (error) => logger.warn({ err: { message: error.message } }, 'an idle PostgreSQL connection failed'));
 // PostgreSQL may not answer yet (it starts beside the gateway, or fails over): the service waits for
@@ -52,13 +56,13 @@ const requestLog = createServer({
   ...usageStreamSettings(config),
   connectionAge: { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
 });
+// Ready once it consumes and its gRPC server listens, until shutdown.
+let listening = false;
+const metrics = await startMetricsServer(registry, config.REQUEST_LOG_METRICS_PORT, '0.0.0.0', () => listening && !lifecycle.shuttingDown && !nc.isClosed());
+// The drain stops the gRPC server, then the consumers, then NATS, then the metrics server.
+lifecycle.onSignal(() => requestLog.grpc.reportNotServing());
+lifecycle.onStop(() => stopConsumingService(requestLog, nc, config.REQUEST_LOG_SHUTDOWN_GRACE_MS, metrics));
 await requestLog.start();
 const port = await requestLog.grpc.listen(config.REQUEST_LOG_LISTEN_ADDR);
-const metrics = await startMetricsServer(registry, config.REQUEST_LOG_METRICS_PORT, '0.0.0.0', () => !lifecycle.shuttingDown && !nc.isClosed());
+listening = true;
 logger.info({ address: config.REQUEST_LOG_LISTEN_ADDR, port, metrics_port: metrics.port }, 'request log running');
-
-const lifecycle = onShutdownSignal(logger, config.REQUEST_LOG_SHUTDOWN_GRACE_MS + 5_000, async () => {
-  catalogFile.close();
-  await stopConsumingService(requestLog, nc, config.REQUEST_LOG_SHUTDOWN_GRACE_MS, metrics);
-  await pool.end();
-});

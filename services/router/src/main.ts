@@ -1,6 +1,6 @@
 import { parseCatalog } from '@gateway/catalog';
 import { connectNats, drainNats } from '@gateway/messaging';
-import { onShutdownSignal, startMetricsServer, startTracing, startService } from '@gateway/observability';
+import { startMetricsServer, startTracing, startService } from '@gateway/observability';
 import { createServer } from './app.js';
 import { CatalogState } from './catalog-state.js';
 import { loadRouterConfig } from './config.js';
@@ -13,11 +13,15 @@ import { DeploymentHealth, subscribeDeploymentHealth } from './deployment-health
  */
 async function main(): Promise<void> {
   const config = loadRouterConfig(process.env);
-  const { logger, registry, reloadableFile } = startService('router', config);
+  // The shutdown exists before anything it closes: each resource registers its close as it opens
+  // (the last opened closes first).
+  const { logger, registry, lifecycle, reloadableFile } = startService('router', config, { graceMs: config.ROUTER_SHUTDOWN_GRACE_MS });
   const catalogFile = reloadableFile({ path: config.CATALOG_PATH, name: 'catalog', parse: parseCatalog });
+  lifecycle.onStop(() => catalogFile.close());
   // The key variables only switch models on; the router never reads or logs their values.
   const state = new CatalogState(catalogFile.current, process.env);
   const tracing = startTracing('router');
+  lifecycle.onStop(() => tracing.shutdown());
   const server = createServer({
     state,
     logger,
@@ -28,6 +32,7 @@ async function main(): Promise<void> {
   // Ready once the gRPC server listens, until shutdown.
   let listening = false;
   const metricsServer = await startMetricsServer(registry, config.ROUTER_METRICS_PORT, '0.0.0.0', () => listening && !lifecycle.shuttingDown);
+  lifecycle.onStop(() => metricsServer.close());
   // Deployment health from the executors; not awaited: the router serves while NATS is unreachable
   // (every model then counts as available).
   const health = new DeploymentHealth(state);
@@ -39,12 +44,18 @@ async function main(): Promise<void> {
   });
   catalogFile.start();
   const nats = connectNats(config.NATS_URL, 'router', logger, registry);
+  lifecycle.onStop(() => drainNats(nats));
   nats.then(
     (connection) => {
       subscribeDeploymentHealth(connection, health, logger, config.DEPLOYMENT_HEALTH_SUBJECT);
     },
     (error: unknown) => logger.error({ err: error }, 'router has no NATS connection'),
   );
+  lifecycle.onSignal(() => server.reportNotServing());
+  lifecycle.onStop(async () => {
+    await server.shutdown(config.ROUTER_SHUTDOWN_GRACE_MS);
+    health.stop();
+  });
   const port = await server.listen(config.ROUTER_LISTEN_ADDR);
   listening = true;
   logger.info(
@@ -57,15 +68,6 @@ async function main(): Promise<void> {
     },
     'router listening',
   );
-
-  const lifecycle = onShutdownSignal(logger, config.ROUTER_SHUTDOWN_GRACE_MS + 5_000, async () => {
-    catalogFile.close();
-    await server.shutdown(config.ROUTER_SHUTDOWN_GRACE_MS);
-    health.stop();
-    await drainNats(nats);
-    await metricsServer.close();
-    await tracing.shutdown();
-  });
 }
 
 main().catch((error: unknown) => {
