@@ -3,7 +3,8 @@
  * package.json). docs/architecture.md draws each of them, gives each a row of its table with the
  * ports and the dependencies its configuration has (each service's `.env.example`, generated from its
  * config schema: `REDIS_URL` is Redis, `NATS_URL` NATS, `DATABASE_URL` PostgreSQL,
- * `<NAME>_SERVICE_ADDR` the service `<name>`), and links each service's README. And no page, folder
+ * `<NAME>_SERVICE_ADDR` the service `<name>`), links each service's README, and its repository
+ * layout names every folder of packages/ and every suite of bench/. And no page, folder
  * README or manifest comment counts the services as a number other than the folders': "the five
  * services", "all six services", "the gateway's 7 services". A page that means some of them names
  * them instead of counting them.
@@ -144,6 +145,27 @@ describe('the services the documentation names', () => {
       const service = /^\*\*([a-z-]+)\*\*/.exec(row.service)[1];
       expect(namedIn(row['talks to']), `what ${service} talks to`).toEqual(dependenciesOf(service));
     }
+  });
+
+  it("architecture.md's repository layout names every package and every benchmark suite", () => {
+    const text = readFileSync(ARCHITECTURE, 'utf8');
+    const layout = /## Repository layout\n\n```\n([\s\S]*?)```/.exec(text)[1];
+    const folders = (dir) =>
+      readdirSync(join(ROOT, dir), { withFileTypes: true })
+        .filter((entry) => entry.isDirectory())
+        .map((entry) => entry.name);
+    // A folder's entry: its line and the indented lines that continue it.
+    const section = (name) => {
+      const lines = layout.split('\n');
+      const first = lines.findIndex((line) => line.startsWith(`${name}/`));
+      const next = lines.findIndex((line, index) => index > first && /^\S/.test(line));
+      return lines.slice(first, next).join('\n');
+    };
+    const suites = readdirSync(join(ROOT, 'bench'))
+      .filter((file) => file.endsWith('.bench.ts'))
+      .map((file) => file.slice(0, -'.bench.ts'.length));
+    expect(folders('packages').filter((name) => !hasWord(section('packages'), name))).toEqual([]);
+    expect(suites.filter((name) => !hasWord(section('bench'), name))).toEqual([]);
   });
 
   it("architecture.md links each service's README", () => {
