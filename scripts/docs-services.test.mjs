@@ -4,7 +4,8 @@
  * ports and the dependencies its configuration has (each service's `.env.example`, generated from its
  * config schema: `REDIS_URL` is Redis, `NATS_URL` NATS, `DATABASE_URL` PostgreSQL,
  * `<NAME>_SERVICE_ADDR` the service `<name>`), links each service's README, and its repository
- * layout names every folder of packages/ and every suite of bench/. And no page, folder
+ * layout names every folder of packages/ and every suite of bench/. docs/configuration.md's table
+ * says which services read each variable as their `.env.example` files have it. And no page, folder
  * README or manifest comment counts the services as a number other than the folders': "the five
  * services", "all six services", "the gateway's 7 services". A page that means some of them names
  * them instead of counting them.
@@ -171,6 +172,35 @@ describe('the services the documentation names', () => {
   it("architecture.md links each service's README", () => {
     const text = readFileSync(ARCHITECTURE, 'utf8');
     expect(SERVICES.filter((service) => !text.includes(`](../services/${service}/README.md)`))).toEqual([]);
+  });
+
+  it("configuration.md's 'used by' names the services whose configuration has the variable", () => {
+    const lines = readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8').split('\n');
+    const head = lines.findIndex((line) => line.startsWith('| variable |'));
+    const rows = [];
+    for (const line of lines.slice(head + 2)) {
+      if (!line.startsWith('|')) break;
+      const [variable, , usedBy] = line.slice(1, -1).split(' | ');
+      rows.push({ name: /`([^`]+)`/.exec(variable)[1], usedBy });
+    }
+    const having = (name) => SERVICES.filter((service) => variables(service).has(name));
+    const unchecked = [];
+    for (const { name, usedBy } of rows) {
+      const expected = name.startsWith('<SERVICE>_')
+        ? // Each service's own, but for those with a row of their own.
+          SERVICES.filter((service) => {
+            const own = `${service.toUpperCase().replaceAll('-', '_')}${name.slice('<SERVICE>'.length)}`;
+            return variables(service).has(own) && !rows.some((row) => row.name === own);
+          })
+        : having(name);
+      if (expected.length === 0) {
+        unchecked.push(name);
+        continue;
+      }
+      expect(usedBy === 'all' ? SERVICES : namedIn(usedBy).filter((named) => SERVICES.includes(named)), `who uses ${name}`).toEqual(expected);
+    }
+    // Read by libraries (AWS's credential chain, OpenTelemetry), not by a config schema.
+    expect(unchecked).toEqual(['AWS_*', 'OTEL_EXPORTER_OTLP_ENDPOINT']);
   });
 
   it('no documentation counts them as another number', () => {
