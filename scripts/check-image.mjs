@@ -11,7 +11,7 @@
  *    pnpm store, as it does from the store `pnpm fetch` filled in the image.
  * 3. The runtime stage: every `COPY --from=build` source must exist; they are copied to a second
  *    directory (the runtime image's WORKDIR), with nothing else of the build.
- * 4. From that directory, the stage's CMD starts each of the five services (SERVICE=<name>, the
+ * 4. From that directory, the stage's CMD starts each service but request-log (SERVICE=<name>, the
  *    stage's ENV, NODE_ENV=production) against a Redis and a NATS started for the check on free
  *    ports; each must answer /healthz on its metrics port (the edge also on its API port), and exit
  *    0 on SIGTERM. A module the prune removed, a data file left behind or a dev-only import fails

@@ -317,7 +317,7 @@ function validate(label, objects, patches = []) {
     }
   }
 
-  // The gateway's own shape: five services, gRPC ones probed over gRPC on their port, the edge over
+  // The gateway's own shape: the base's services, gRPC ones probed over gRPC on their port, the edge over
   // HTTP, and the edge reaching executors through the headless Service.
   for (const service of SERVICES) {
     const deployment = deployments.find((object) => object.metadata?.name === service);
@@ -528,7 +528,7 @@ checkAlertRules(
   ),
 );
 
-// 5. docker-compose.yml: parses, runs the dependencies and the five services, edge on 8080.
+// 5. docker-compose.yml: parses, runs the dependencies and the base's services, edge on 8080.
 const composePath = join(root, 'docker-compose.yml');
 if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
   const [compose = {}] = loadYaml(composePath);
