@@ -108,15 +108,6 @@ function serviceCounts(text) {
   });
 }
 
-/**
- * Counts still wrong in the deployment pages, which are being rewritten apart from this check: the
- * last test fails once one is fixed there, so that its entry goes from here too.
- */
-const KNOWN_WRONG = [
-  { file: 'docs/deployment.md', phrase: 'each of the six services' },
-  { file: 'docs/deployment-monitoring.md', phrase: 'all five services' },
-];
-
 describe('the services the documentation names', () => {
   // A service added to services/ fails here first: draw it in architecture.md, then list it here.
   it('are the folders of services/', () => {
@@ -210,21 +201,10 @@ describe('the services the documentation names', () => {
       const name = relative(ROOT, file);
       for (const { line, phrase, count } of serviceCounts(readFileSync(file, 'utf8'))) {
         if (count === SERVICES.length) continue;
-        if (KNOWN_WRONG.some((known) => known.file === name && known.phrase === phrase)) continue;
         wrong.push(`${name}:${line}: "${phrase}" (there are ${SERVICES.length})`);
       }
     }
     expect(wrong).toEqual([]);
-  });
-
-  it('the counts known to be wrong elsewhere are still there (remove each from KNOWN_WRONG once fixed)', () => {
-    for (const known of KNOWN_WRONG) {
-      const text = readFileSync(join(ROOT, known.file), 'utf8');
-      expect(
-        serviceCounts(text).map((count) => count.phrase),
-        known.file,
-      ).toContain(known.phrase);
-    }
   });
 
   it('counts a count of the services, however it is written, and not a count of some', () => {
