@@ -343,7 +343,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const paths = ingress.spec.rules[0].http.paths;
     paths.push({ ...structuredClone(paths[0]), path: '/admin' });
     paths.push({ ...structuredClone(paths[0]), path: '/' });
-    paths[1].backend.service.port = { name: 'admin' };
+    paths.find((path) => path.path === '/healthz').backend.service.port = { name: 'admin' };
     const annotations = ingress.metadata.annotations;
     annotations['nginx.ingress.kubernetes.io/proxy-read-timeout'] = '60';
     delete annotations['nginx.ingress.kubernetes.io/proxy-send-timeout'];
