@@ -407,6 +407,10 @@ const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'aws-bedrock': 'base', 
 // metadata server for Vertex AI): rendered on the base with network-policy, their connectivity
 // checked (the flow open to whom it is for, and to nobody else).
 const POLICY_COMPONENTS = ['vertex-metadata-egress'];
+// The policies with every store in the cluster (overlays/dev runs Redis, the Responses Redis, NATS,
+// PostgreSQL and the request log) and the OTLP egress: each store's ingress policy checked against
+// its clients, as an operator adding components/network-policy to such an overlay would have them.
+const POLICIES_ON_STORES = { components: ['network-policy', 'otlp-egress'], onto: 'overlays/dev' };
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
 const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
   .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))
@@ -511,6 +515,18 @@ if (renderer) {
     await validateSchemas(label, objects);
     for (const problem of [...connectivityProblems(label, objects), ...operationProblems(root, label, objects)]) check(false, problem);
     check(true, `${label}: NetworkPolicy connectivity`);
+  }
+  {
+    const label = `deploy/components/${POLICIES_ON_STORES.components.join(' and ')} on deploy/${POLICIES_ON_STORES.onto} (rendered by ${renderer[0]})`;
+    try {
+      const objects = renderComponent(renderer, deployDir, POLICIES_ON_STORES.components, POLICIES_ON_STORES.onto);
+      validate(label, objects);
+      await validateSchemas(label, objects);
+      for (const problem of [...connectivityProblems(label, objects), ...flowProblems(label, objects)]) check(false, problem);
+      check(true, `${label}: NetworkPolicy connectivity to every store`);
+    } catch (error) {
+      check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
+    }
   }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');
