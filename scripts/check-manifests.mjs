@@ -50,6 +50,7 @@ import { connectivityProblems, gatewayConfigOf } from './manifests/connectivity.
 import { configSchemas, environmentProblems } from './manifests/environment.mjs';
 import { publicPaths, publicRouteProblems } from './manifests/public-routes.mjs';
 import { namespaceProblems } from './manifests/namespaces.mjs';
+import { natsUserProblems } from './manifests/nats-users.mjs';
 import {
   autoscalerMetricProblems,
   autoscalerProblems,
@@ -447,7 +448,7 @@ const [schemas, publicPathTable] = Array.isArray(built) ? built : [];
 const flowProblems = (label, objects, partial = false) =>
   schemas
     ? [
-        ...(partial ? [] : environmentProblems(label, objects, schemas)),
+        ...(partial ? [] : [...environmentProblems(label, objects, schemas), ...natsUserProblems(label, objects)]),
         ...publicRouteProblems(label, objects, publicPathTable, schemas.edge, { overlay: !partial }),
       ]
     : [];
@@ -545,12 +546,22 @@ check(
   'deploy/base/plans.yaml differs from services/auth/plans.yaml: copy it over',
 );
 
-// The Secrets the operator creates are each documented with the command that creates them.
-const deployReadme = existsSync(join(deployDir, 'README.md')) ? readFileSync(join(deployDir, 'README.md'), 'utf8') : '';
+// The Secrets the operator creates are each documented with the command that creates them, in
+// deploy/README.md or a deployment page of the docs (docs/deploy-*.md).
+const docsDir = join(root, 'docs');
+const deployPages = existsSync(docsDir)
+  ? readdirSync(docsDir)
+      .filter((name) => /^deploy-.*\.md$/.test(name))
+      .map((name) => join(docsDir, name))
+  : [];
+const deployReadme = [join(deployDir, 'README.md'), ...deployPages]
+  .filter(existsSync)
+  .map((path) => readFileSync(path, 'utf8'))
+  .join('\n');
 for (const secret of Object.keys(OPERATOR_SECRETS))
   check(
     deployReadme.includes(`create secret generic ${secret}`),
-    `deploy/README.md: no \`kubectl create secret generic ${secret}\` for a Secret the workloads require`,
+    `deploy/README.md: no \`kubectl create secret generic ${secret}\` (there or in docs/deploy-*.md) for a Secret the workloads require`,
   );
 
 // 4. Alerting rules.

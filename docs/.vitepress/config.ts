@@ -51,7 +51,14 @@ const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
   APIs: ['/chat-completions', '/embeddings', '/responses', '/messages', '/mcp'],
   'Access and spend': ['/keys', '/plans', '/budgets', '/teams', '/roles', '/console'],
   Models: [['/routing', 'Smart routing (auto)'], '/providers', '/failures'],
-  Operations: ['/operations', '/operations#request-log', ['/runbooks/README', 'Alerts and runbooks'], ['/keyspace', 'Redis keyspace'], '/performance'],
+  Operations: [
+    '/operations',
+    '/operations#request-log',
+    '/deploy-entry',
+    ['/runbooks/README', 'Alerts and runbooks'],
+    ['/keyspace', 'Redis keyspace'],
+    '/performance',
+  ],
   Internals: ['/architecture', '/contributing'],
 };
 

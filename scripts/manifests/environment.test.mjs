@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { configSchemas, effectiveEnvironment, environmentProblems, hostsOf } from './environment.mjs';
 import { publicPaths, publicRouteProblems } from './public-routes.mjs';
+import { natsUserProblems } from './nats-users.mjs';
 import { findRenderer, render, renderComponent } from './render.mjs';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -110,13 +111,14 @@ describe.skipIf(!renderer)('each service in each rendered overlay has what it re
 
   it("takes a NATS cluster's pods by their headless Service, and fails them without it", () => {
     const { objects, find } = copyOf('prod-cluster');
-    const container = containerOf(find('Deployment', 'request-log'));
-    container.envFrom = container.envFrom.filter((source) => source.secretRef?.name !== 'gateway-nats');
     expect(environmentProblems('prod-cluster', objects, schemas)).toEqual([]);
     objects.splice(objects.indexOf(find('Service', 'nats')), 1);
-    expect(environmentProblems('prod-cluster', objects, schemas)).toEqual([
-      'prod-cluster: Deployment request-log reads NATS_URL=nats://nats-0.nats:4222,nats://nats-1.nats:4222,nats://nats-2.nats:4222 (from the ConfigMap gateway-config): no Service nats in the overlay',
-    ]);
+    expect(environmentProblems('prod-cluster', objects, schemas)).toEqual(
+      ['edge', 'executor', 'metering', 'request-log', 'router'].map(
+        (user) =>
+          `prod-cluster: Deployment ${user} reads NATS_URL=${[0, 1, 2].map((pod) => `nats://${user}:$(NATS_PASSWORD)@nats-${pod}.nats:4222`).join(',')} (from the env): no Service nats in the overlay`,
+      ),
+    );
   });
 });
 
@@ -184,5 +186,55 @@ describe.skipIf(!renderer)('the public entry points route what the edge serves (
     expect(publicRouteProblems('dev', dev.objects, table, schemas.edge)).toEqual([
       "dev: the MCP service's MCP_OAUTH_REDIRECT_URL is unset: upstream MCP servers that need OAuth are refused",
     ]);
+  });
+});
+
+describe.skipIf(!renderer)('each NATS client connects to the in-cluster NATS as its own user (kubectl or kustomize on PATH)', () => {
+  beforeAll(async () => {
+    for (const overlay of OVERLAYS) rendered[overlay] ??= render(renderer, join(root, 'deploy', 'overlays', overlay));
+    schemas ??= await configSchemas(root);
+  }, 120_000);
+
+  it('passes dev and prod-cluster, where every client has its user, and prod-cluster needs no gateway-nats', () => {
+    for (const overlay of ['dev', 'prod-cluster']) expect(natsUserProblems(overlay, rendered[overlay])).toEqual([]);
+    const clients = rendered['prod-cluster'].filter(
+      (object) => object.kind === 'Deployment' && /^(edge|router|executor|metering|request-log)$/.test(object.metadata.name),
+    );
+    expect(clients).toHaveLength(5);
+    for (const client of clients) {
+      expect(containerOf(client).envFrom.map((source) => source.secretRef?.name)).not.toContain('gateway-nats');
+      expect(containerOf(client).env.find((variable) => variable.name === 'NATS_URL').value).toMatch(
+        new RegExp(`^nats://${client.metadata.name}:\\$\\(NATS_PASSWORD\\)@nats-0\\.nats:4222,`),
+      );
+    }
+  });
+
+  it('fails a client left on the user-less URL (the request log before NATS in the component order), and a password of another user', () => {
+    const { objects, find } = copyOf('dev');
+    const requestLog = containerOf(find('Deployment', 'request-log'));
+    requestLog.env = requestLog.env.filter((variable) => !variable.name.startsWith('NATS_'));
+    const router = containerOf(find('Deployment', 'router'));
+    router.env.find((variable) => variable.name === 'NATS_PASSWORD').valueFrom.secretKeyRef.key = 'executor';
+    const server = containerOf(find('Deployment', 'nats'));
+    server.env = server.env.filter((variable) => variable.name !== 'NATS_METERING_PASSWORD');
+    expect(natsUserProblems('dev', objects)).toEqual([
+      'dev: Deployment nats: nats.conf reads NATS_METERING_PASSWORD for the user metering, which its container does not take from the key metering of the Secret gateway-nats-users',
+      'dev: Deployment request-log does not connect to NATS as its user request-log (NATS_URL from gateway-config, without a user)',
+      'dev: Deployment request-log does not take NATS_PASSWORD from the key request-log of the Secret gateway-nats-users',
+      'dev: Deployment router does not take NATS_PASSWORD from the key router of the Secret gateway-nats-users',
+    ]);
+  });
+
+  it("fails prod-cluster without the operator's gateway-nats-users documented, and dev without its generated one", () => {
+    const { objects } = copyOf('dev');
+    objects.splice(
+      objects.findIndex((object) => object.kind === 'Secret' && object.metadata.name.startsWith('gateway-nats-users')),
+      1,
+    );
+    expect(environmentProblems('dev', objects, schemas)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^dev: Deployment edge takes NATS_PASSWORD from the Secret gateway-nats-users, which the overlay does not render/),
+      ]),
+    );
   });
 });
