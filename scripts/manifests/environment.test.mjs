@@ -116,7 +116,7 @@ describe.skipIf(!renderer)('each service in each rendered overlay has what it re
     expect(environmentProblems('prod-cluster', objects, schemas)).toEqual(
       ['edge', 'executor', 'metering', 'request-log', 'router'].map(
         (user) =>
-          `prod-cluster: Deployment ${user} reads NATS_URL=${[0, 1, 2].map((pod) => `nats://${user}:$(NATS_PASSWORD)@nats-${pod}.nats:4222`).join(',')} (from the env): no Service nats in the overlay`,
+          `prod-cluster: Deployment ${user} reads NATS_URL=${[0, 1, 2].map((pod) => `tls://${user}:$(NATS_PASSWORD)@nats-${pod}.nats:4222`).join(',')} (from the env): no Service nats in the overlay`,
       ),
     );
   });
@@ -204,9 +204,22 @@ describe.skipIf(!renderer)('each NATS client connects to the in-cluster NATS as 
     for (const client of clients) {
       expect(containerOf(client).envFrom.map((source) => source.secretRef?.name)).not.toContain('gateway-nats');
       expect(containerOf(client).env.find((variable) => variable.name === 'NATS_URL').value).toMatch(
-        new RegExp(`^nats://${client.metadata.name}:\\$\\(NATS_PASSWORD\\)@nats-0\\.nats:4222,`),
+        new RegExp(`^tls://${client.metadata.name}:\\$\\(NATS_PASSWORD\\)@nats-0\\.nats:4222,`),
       );
     }
+  });
+
+  it('fails a client of the TLS servers on plain NATS, or without their CA', () => {
+    const { objects, find } = copyOf('prod-cluster');
+    const edge = containerOf(find('Deployment', 'edge'));
+    const url = edge.env.find((variable) => variable.name === 'NATS_URL');
+    url.value = url.value.replaceAll('tls://', 'nats://');
+    const metering = containerOf(find('Deployment', 'metering'));
+    metering.env = metering.env.filter((variable) => variable.name !== 'NODE_EXTRA_CA_CERTS');
+    expect(natsUserProblems('prod-cluster', objects)).toEqual([
+      `prod-cluster: Deployment edge connects to NATS without TLS (${url.value}), which the server requires`,
+      "prod-cluster: Deployment metering does not trust the NATS servers' CA (NODE_EXTRA_CA_CERTS on ca.crt of the Secret nats-tls)",
+    ]);
   });
 
   it('fails a client left on the user-less URL (the request log before NATS in the component order), and a password of another user', () => {

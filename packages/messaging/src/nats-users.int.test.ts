@@ -5,8 +5,11 @@
  * make sure of the usage stream, the edge publishes usage, metering and the request log consume it,
  * the request log makes its side streams, the executor publishes deployment health and the router
  * reads it), connecting with its user and password in NATS_URL; and no service but metering can
- * delete or purge the usage stream, nor read another's consumer.
+ * delete or purge the usage stream, nor read another's consumer. And the cluster's servers speak
+ * TLS (components/nats-cluster's `tls` block): a client trusting their CA through
+ * NODE_EXTRA_CA_CERTS, as the deployment sets it, connects over tls://; one without it is refused.
  */
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,5 +150,67 @@ describe.skipIf(!binary)('the deployment NATS users (nats-server on PATH)', () =
 
     // Metering, the stream's owner, may delete it.
     expect(await (await metering.jetstreamManager()).streams.delete(USAGE_STREAM)).toBe(true);
+  }, 60_000);
+});
+
+/** Whether openssl is here, to make a CA and a server certificate as cert-manager would. */
+const hasOpenssl = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
+
+describe.skipIf(!binary || !hasOpenssl)('the cluster servers over TLS (nats-server and openssl on PATH)', () => {
+  let tlsDirectory: string;
+  let tlsServer: ServerProcess;
+  let tlsPort: number;
+
+  beforeAll(async () => {
+    tlsDirectory = mkdtempSync(join(tmpdir(), 'nats-tls-'));
+    const at = (file: string) => join(tlsDirectory, file);
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: tlsDirectory, stdio: 'ignore' });
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=gateway-nats-ca', '-days', '1');
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'tls.key', '-out', 'tls.csr', '-subj', '/CN=nats');
+    writeFileSync(at('san.ext'), 'subjectAltName=DNS:localhost\n');
+    openssl('x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'tls.crt', '-days', '1', '-extfile', 'san.ext');
+    tlsPort = await freePort();
+    // The cluster config's own tls block (its files where the test made them) and users, on one server.
+    const conf = natsConf('nats-cluster', 'nats-cluster.yaml');
+    const tls = /^tls \{[\s\S]*?^\}$/m.exec(conf)?.[0].replaceAll('/etc/nats-tls/', `${tlsDirectory}/`);
+    if (!tls) throw new Error('nats-cluster.yaml has no top-level tls block');
+    const definitions = USERS.map((user) => `NATS_${user.toUpperCase().replace('-', '_')}_PASSWORD: "${PASSWORDS[user]}"`).join('\n');
+    writeFileSync(at('nats.conf'), `${definitions}\nlisten: 127.0.0.1:${tlsPort}\n${tls}\n${authorizationOf(conf)}\n`);
+    tlsServer = serverProcess(binary as string, ['-c', at('nats.conf')], tlsPort);
+    await tlsServer.start();
+  });
+
+  afterAll(async () => {
+    await tlsServer?.kill('SIGTERM');
+    rmSync(tlsDirectory, { recursive: true, force: true });
+  });
+
+  it('takes a client that trusts the CA through NODE_EXTRA_CA_CERTS, and refuses one that does not', () => {
+    // A process of its own: Node.js reads NODE_EXTRA_CA_CERTS at start, as a service's does.
+    const script = `import { connectNats } from ${JSON.stringify(join(import.meta.dirname, '..', 'dist', 'connect-nats.js'))};
+const quiet = { info() {}, warn() {}, error() {} };
+const nc = await connectNats('tls://metering:${PASSWORDS.metering}@localhost:${tlsPort}', 'metering', quiet);
+console.log(JSON.stringify({ tls: nc.info?.tls_required === true }));
+await nc.close();`;
+    const trusted = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: join(tlsDirectory, 'ca.crt') },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(trusted.stderr).toBe('');
+    expect(JSON.parse(trusted.stdout)).toEqual({ tls: true });
+    // Without the CA the handshake fails (one attempt, not connectNats's endless reconnecting).
+    const untrusted = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { connect } from 'nats';
+try { await connect({ servers: 'tls://localhost:${tlsPort}', user: 'metering', pass: '${PASSWORDS.metering}', maxReconnectAttempts: 0 }); console.log('connected'); }
+catch (error) { console.log(error.message); }`,
+      ],
+      { cwd: import.meta.dirname, encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(untrusted.stdout).toMatch(/unable to verify|self.signed|certificate/i);
   }, 60_000);
 });
