@@ -23,6 +23,8 @@ import { connectNats } from './connect-nats.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { refusedNames } from './refused-stream.js';
 import { ensureSideStream, sideStreamLimits } from './side-stream.js';
+import { usageEvent } from './testing/usage-fixtures.js';
+import { UsagePublisher } from './usage-publisher.js';
 import { ensureUsageStream, USAGE_STREAM, USAGE_SUBJECT } from './usage-stream.js';
 
 const root = join(import.meta.dirname, '..', '..', '..');
@@ -104,9 +106,13 @@ describe.skipIf(!binary)('the deployment NATS users (nats-server on PATH)', () =
     await ensureUsageStream(edge, settings);
     await ensureUsageStream(metering, settings);
     await ensureUsageStream(requestLog, settings);
-    // The edge publishes usage; metering's and the request log's consumers read it and acknowledge.
-    const ack = await edge.jetstream().publish(USAGE_SUBJECT, StringCodec().encode('event'), { msgID: 'event-1' });
-    expect(ack.stream).toBe(USAGE_STREAM);
+    // The edge publishes usage as it does (its publisher, acknowledged by JetStream on its inbox);
+    // metering's and the request log's consumers read it and acknowledge.
+    const publisher = new UsagePublisher(edge, logger, { subject: USAGE_SUBJECT });
+    publisher.publish(usageEvent('event-1'));
+    await publisher.flush(30_000);
+    publisher.close();
+    expect((await (await metering.jetstreamManager()).streams.info(USAGE_STREAM)).state.messages).toBe(1);
     for (const [nc, durableName] of [
       [metering, 'metering'],
       [requestLog, 'request-log'],
@@ -114,7 +120,7 @@ describe.skipIf(!binary)('the deployment NATS users (nats-server on PATH)', () =
       await ensureDurableConsumer(nc, { stream: USAGE_STREAM, durableName, filterSubject: USAGE_SUBJECT });
       const consumer = await nc.jetstream().consumers.get(USAGE_STREAM, durableName);
       const message = await consumer.next({ expires: 5_000 });
-      expect(message && StringCodec().decode(message.data)).toBe('event');
+      expect(message?.subject).toBe(USAGE_SUBJECT);
       await message?.ackAck();
     }
     // The request log makes its side streams; the edge publishes refusals and bodies to them.
