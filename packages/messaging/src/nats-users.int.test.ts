@@ -123,6 +123,9 @@ describe.skipIf(!binary)('the deployment NATS users (nats-server on PATH)', () =
       expect(message?.subject).toBe(USAGE_SUBJECT);
       await message?.ackAck();
     }
+    // Metering reads an event's time for its lag (consumer-lag.ts); the request log reads no event itself.
+    expect((await (await metering.jetstreamManager()).streams.getMessage(USAGE_STREAM, { seq: 1 })).subject).toBe(USAGE_SUBJECT);
+    expect(await refusal((await requestLog.jetstreamManager()).streams.getMessage(USAGE_STREAM, { seq: 1 }))).toMatch(/Permissions Violation/);
     // The request log makes its side streams; the edge publishes refusals and bodies to them.
     for (const names of [refusedNames(), bodiesNames()]) {
       await ensureSideStream(requestLog, names, sideStreamLimits(8 * 1024 * 1024));
