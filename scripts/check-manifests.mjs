@@ -25,6 +25,13 @@
 // public entry point (the HTTPRoute of components/gateway-api in the prod overlays, the Ingress of
 // the optional ingress-nginx component) that keeps /admin, /console and the admin port private, lets
 // streams run an hour unbuffered and takes the edge's body limit.
+// Each service of each rendered overlay gets what its config schema reads (its build's
+// services/<name>/dist/config.js): every required variable set, every ConfigMap and Secret it takes
+// rendered or created by the operator (deploy/README.md), every address it connects to a Service the
+// overlay renders, never the pod itself (scripts/manifests/environment.mjs); and every HTTPRoute and
+// Ingress to the edge routes exactly the paths the edge's public port serves (its table,
+// services/edge/src/public-paths.ts), with MCP_OAUTH_REDIRECT_URL on the route's host and a route
+// timeout past the WebSocket's lifetime and a margin (scripts/manifests/public-routes.mjs).
 // docker-compose.yml is parsed and checked for the services it must run, and NATS's storage bounds.
 // Alerting rules (PrometheusRule): every alert has a severity, a summary, a description and a
 // runbook under docs/runbooks/ named after it, and every metric the rules read is one a service
@@ -40,7 +47,10 @@ import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
 import { connectivityProblems, gatewayConfigOf } from './manifests/connectivity.mjs';
+import { configSchemas, environmentProblems } from './manifests/environment.mjs';
+import { publicPaths, publicRouteProblems } from './manifests/public-routes.mjs';
 import { namespaceProblems } from './manifests/namespaces.mjs';
+import { natsUserProblems } from './manifests/nats-users.mjs';
 import {
   autoscalerMetricProblems,
   autoscalerProblems,
@@ -390,6 +400,10 @@ const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'aws-bedrock': 'base', 
 // metadata server for Vertex AI): rendered on the base with network-policy, their connectivity
 // checked (the flow open to whom it is for, and to nobody else).
 const POLICY_COMPONENTS = ['vertex-metadata-egress'];
+// The policies with every store in the cluster (overlays/dev runs Redis, the Responses Redis, NATS,
+// PostgreSQL and the request log) and the OTLP egress: each store's ingress policy checked against
+// its clients, as an operator adding components/network-policy to such an overlay would have them.
+const POLICIES_ON_STORES = { components: ['network-policy', 'otlp-egress'], onto: 'overlays/dev' };
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
 const UNSCHEMED_GROUPS = Object.entries({ 'gateway.networking.k8s.io': 'gateway-api', 'cert-manager.io': 'cert-manager' })
   .filter(([, name]) => !existsSync(join(root, 'node_modules', '@kubernetes-models', name)))
@@ -412,6 +426,24 @@ if (existsSync(componentsDir)) {
 const renderer = findRenderer();
 /** The autoscalers' per-pod targets, from deploy/README.md's capacity table. */
 const capacity = capacityTargets(root);
+/**
+ * What each service reads (its built config schema) and the paths the edge's public port serves (its
+ * built table): each rendered overlay must give every service what it reads (scripts/manifests/environment.mjs)
+ * and route every public path (scripts/manifests/public-routes.mjs).
+ */
+const built = renderer ? await Promise.all([configSchemas(root), publicPaths(root)]).catch((error) => check(false, error.message)) : undefined;
+const [schemas, publicPathTable] = Array.isArray(built) ? built : [];
+/**
+ * The environment and entry-point problems of a rendered set, once the builds are read; of a whole
+ * overlay, or (`partial`) of a component on the base alone, which has no Redis or NATS of its own.
+ */
+const flowProblems = (label, objects, partial = false) =>
+  schemas
+    ? [
+        ...(partial ? [] : [...environmentProblems(label, objects, schemas), ...natsUserProblems(label, objects)]),
+        ...publicRouteProblems(label, objects, publicPathTable, schemas.edge, { overlay: !partial }),
+      ]
+    : [];
 if (renderer) {
   for (const folder of overlays) {
     const label = `${rel(folder)} (rendered by ${renderer[0]})`;
@@ -427,7 +459,12 @@ if (renderer) {
       label,
       objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
     );
-    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(root, label, objects)])
+    for (const problem of [
+      ...namespaceProblems(label, objects),
+      ...connectivityProblems(label, objects),
+      ...operationProblems(root, label, objects),
+      ...flowProblems(label, objects),
+    ])
       check(false, problem);
     const production = basename(folder).startsWith('prod');
     for (const problem of [
@@ -450,7 +487,7 @@ if (renderer) {
       continue;
     }
     validate(label, objects);
-    for (const problem of operationProblems(root, label, objects)) check(false, problem);
+    for (const problem of [...operationProblems(root, label, objects), ...flowProblems(label, objects, onto === 'base')]) check(false, problem);
     // Added only beside an adapter (its kustomization says so): the targets still come from the table.
     for (const problem of autoscalerMetricProblems(label, objects, capacity, { adapter: false })) check(false, problem);
     await validateSchemas(
@@ -494,6 +531,18 @@ if (renderer) {
     for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(root, label, objects)])
       check(false, problem);
   }
+  {
+    const label = `deploy/components/${POLICIES_ON_STORES.components.join(' and ')} on deploy/${POLICIES_ON_STORES.onto} (rendered by ${renderer[0]})`;
+    try {
+      const objects = renderComponent(renderer, deployDir, POLICIES_ON_STORES.components, POLICIES_ON_STORES.onto);
+      validate(label, objects);
+      await validateSchemas(label, objects);
+      for (const problem of [...connectivityProblems(label, objects), ...flowProblems(label, objects)]) check(false, problem);
+      check(true, `${label}: NetworkPolicy connectivity to every store`);
+    } catch (error) {
+      check(false, `${label}: ${String(error.stderr || error.message).trim()}`);
+    }
+  }
 } else {
   console.log('check-manifests: no kubectl or kustomize here; overlays checked from their parts only');
 }
@@ -511,12 +560,22 @@ check(
   'deploy/base/plans.yaml differs from services/auth/plans.yaml: copy it over',
 );
 
-// The Secrets the operator creates are each documented with the command that creates them.
-const deployReadme = existsSync(join(deployDir, 'README.md')) ? readFileSync(join(deployDir, 'README.md'), 'utf8') : '';
+// The Secrets the operator creates are each documented with the command that creates them, in
+// deploy/README.md or a deployment page of the docs (docs/deploy-*.md).
+const docsDir = join(root, 'docs');
+const deployPages = existsSync(docsDir)
+  ? readdirSync(docsDir)
+      .filter((name) => /^deploy-.*\.md$/.test(name))
+      .map((name) => join(docsDir, name))
+  : [];
+const deployReadme = [join(deployDir, 'README.md'), ...deployPages]
+  .filter(existsSync)
+  .map((path) => readFileSync(path, 'utf8'))
+  .join('\n');
 for (const secret of Object.keys(OPERATOR_SECRETS))
   check(
     deployReadme.includes(`create secret generic ${secret}`),
-    `deploy/README.md: no \`kubectl create secret generic ${secret}\` for a Secret the workloads require`,
+    `deploy/README.md: no \`kubectl create secret generic ${secret}\` (there or in docs/deploy-*.md) for a Secret the workloads require`,
   );
 
 // 4. Alerting rules.

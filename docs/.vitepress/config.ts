@@ -59,6 +59,7 @@ const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
     '/operations#request-log',
     '/request-log',
     '/deploy-postgres',
+    '/deploy-entry',
     ['/runbooks/README', 'Alerts and runbooks'],
     ['/keyspace', 'Redis keyspace'],
     '/performance',

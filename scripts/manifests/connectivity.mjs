@@ -1,12 +1,26 @@
 // The flows the gateway needs, checked against an overlay's rendered NetworkPolicies: each needed
-// flow is allowed, every other way into auth, the router, the executors and metering is denied, and
-// the executors' open egress stops short of metadata and cluster addresses (but for the GKE metadata
-// server, opened to the executors alone by components/vertex-metadata-egress).
+// flow is allowed, every other way into the seven services and the in-cluster stores (Redis, the
+// Responses Redis, NATS, PostgreSQL) is denied, and the egress of the services that reach outside
+// (the executors to the providers, the MCP service to upstream MCP servers) is HTTPS (443) and the
+// ports the catalog's upstreams name, stopping short of metadata and cluster addresses (but for the
+// GKE metadata server, opened to the executors alone by components/vertex-metadata-egress).
+import { parse } from 'yaml';
 import { allows } from './network-policy.mjs';
 
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'request-log'];
 /** The services only the edges call (on their gRPC port) and Prometheus scrapes (on `metrics`). */
-const INTERNAL = ['auth', 'router', 'executor', 'metering'];
+const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'request-log'];
+/** The services that export spans (startTracing in their main.ts): OTLP out, with components/otlp-egress. */
+const TRACING = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
+/** Who uses each store, by its config schema: NATS_URL, REDIS_URL, RESPONSES_REDIS_URL, DATABASE_URL. */
+const CLIENTS = {
+  nats: ['edge', 'router', 'executor', 'metering', 'request-log'],
+  redis: ['auth', 'metering', 'mcp'],
+  'redis-responses': ['metering'],
+  postgres: ['request-log'],
+};
+/** Each store's client port (by its container port's name, else this). */
+const STORE_PORTS = { nats: ['client', 4222], redis: ['redis', 6379], 'redis-responses': ['redis', 6379], postgres: ['postgres', 5432] };
 const NAME = 'app.kubernetes.io/name';
 
 /** One pod per Deployment or StatefulSet, with its template's labels and named container ports. */
@@ -92,50 +106,92 @@ function gkeMetadataFlows(at, source) {
   ];
 }
 
+/** A store's client port on its pod. */
+const storePort = (store) => store.ports?.[STORE_PORTS[store.name][0]] ?? STORE_PORTS[store.name][1];
+
+/**
+ * The ports of the catalog's upstreams (its rendered ConfigMap's `base_url`s: 443 for https, 80 for
+ * http, or the URL's own): the executors must reach each, and nothing else outside.
+ */
+function catalogPorts(objects) {
+  const catalog = objects.find((object) => object?.kind === 'ConfigMap' && /^gateway-catalog(-[a-z0-9]{10})?$/.test(object.metadata?.name ?? ''));
+  const ports = new Set([443]);
+  for (const text of Object.values(catalog?.data ?? {})) {
+    let parsed;
+    try {
+      parsed = parse(String(text));
+    } catch {
+      continue;
+    }
+    const visit = (value) => {
+      if (Array.isArray(value)) value.forEach(visit);
+      else if (value && typeof value === 'object')
+        for (const [key, inner] of Object.entries(value)) {
+          if (key === 'base_url' && typeof inner === 'string' && URL.canParse(inner)) {
+            const url = new URL(inner);
+            ports.add(Number(url.port || (url.protocol === 'http:' ? 80 : 443)));
+          } else visit(inner);
+        }
+    };
+    visit(parsed);
+  }
+  return [...ports];
+}
+
 /** The flows that must be allowed: [source, destination, port, protocol?]. */
-function neededFlows(at, { redisPorts, natsPorts, metadata }) {
+function neededFlows(at, { redisPorts, natsPorts, upstreamPorts, metadata }) {
   const flows = [];
   const service = (name) => at(name);
   for (const name of INTERNAL) flows.push([service('edge'), service(name), service(name)?.ports?.grpc]);
   for (const name of SERVICES) {
     flows.push([at('prometheus'), service(name), service(name)?.ports?.metrics]);
     flows.push([service(name), at('kube-dns'), 53, 'UDP'], [service(name), at('kube-dns'), 53, 'TCP']);
-    if (at('the OTLP collector')) flows.push([service(name), at('the OTLP collector'), 4317], [service(name), at('the OTLP collector'), 4318]);
   }
-  for (const name of ['edge', 'router', 'executor', 'metering']) {
-    for (const port of natsPorts) flows.push([service(name), at('the internet'), port]);
-    if (at('nats')) flows.push([service(name), at('nats'), at('nats').ports.client]);
-  }
-  for (const name of ['auth', 'metering']) {
-    for (const port of redisPorts) flows.push([service(name), at('the internet'), port]);
-    if (at('redis')) flows.push([service(name), at('redis'), at('redis').ports.redis ?? 6379]);
-  }
+  if (at('the OTLP collector'))
+    for (const name of TRACING) flows.push([service(name), at('the OTLP collector'), 4317], [service(name), at('the OTLP collector'), 4318]);
+  // Each store wherever it is: outside (the operator's, on its ports) and, when the overlay runs it, in the cluster.
+  for (const name of CLIENTS.nats) for (const port of natsPorts) flows.push([service(name), at('the internet'), port]);
+  for (const name of CLIENTS.redis) for (const port of redisPorts) flows.push([service(name), at('the internet'), port]);
+  for (const name of CLIENTS.postgres) flows.push([service(name), at('the internet'), 5432]);
+  for (const [store, clients] of Object.entries(CLIENTS))
+    if (at(store)) for (const name of clients) flows.push([service(name), at(store), storePort(at(store))]);
   flows.push([at('the internet'), service('edge'), service('edge')?.ports?.http]);
   flows.push([at('a random pod of the namespace'), service('edge'), service('edge')?.ports?.http]);
-  flows.push([service('executor'), at('the internet'), 443]);
+  for (const port of upstreamPorts) flows.push([service('executor'), at('the internet'), port]);
+  flows.push([service('mcp'), at('the internet'), 443]);
   if (metadata) flows.push(...gkeMetadataFlows(at, service('executor')));
-  return flows;
+  return flows.filter(present);
 }
 
-/** The flows that must be denied, beyond the matrix into the internal services. */
-function forbiddenFlows(at, { metadata }) {
+/** The flows that must be denied, beyond the matrix into the services. */
+function forbiddenFlows(at, { metadata, upstreamPorts }) {
   const executor = at('executor');
   const flows = [
     // The metadata endpoint only to the executors, only on its ports, only with the component.
     ...(metadata ? [] : gkeMetadataFlows(at, executor)),
-    ...['edge', 'auth', 'router', 'metering'].flatMap((name) => gkeMetadataFlows(at, at(name))),
+    ...['edge', 'auth', 'router', 'metering', 'mcp', 'request-log'].flatMap((name) => gkeMetadataFlows(at, at(name))),
     [executor, at('the metadata endpoint'), 443],
     [executor, at('the IPv6 metadata endpoint'), 80],
     [executor, at('the Kubernetes API Service'), 443],
     [executor, at('a random pod of the namespace'), 8080],
+    [at('mcp'), at('the metadata endpoint'), 443],
+    [at('mcp'), at('the Kubernetes API Service'), 443],
+    [at('mcp'), at('a random pod of the namespace'), 8080],
     [at('auth'), at('the internet'), 443],
     [at('router'), at('the internet'), 443],
+    [at('request-log'), at('the internet'), 443],
+    [at('edge'), at('the internet'), 443],
+    // Out to the internet on HTTPS and the catalog's ports only: no plain HTTP, SSH or SMTP by the way.
+    ...[22, 25, 80, 8080].filter((port) => !upstreamPorts.includes(port)).map((port) => [executor, at('the internet'), port]),
+    ...[22, 25, 80, 8080].map((port) => [at('mcp'), at('the internet'), port]),
   ];
-  if (at('redis'))
-    flows.push([at('a random pod of the namespace'), at('redis'), at('redis').ports.redis ?? 6379], [at('edge'), at('redis'), at('redis').ports.redis ?? 6379]);
-  if (at('nats')) flows.push([at('a random pod of the namespace'), at('nats'), at('nats').ports.client], [at('auth'), at('nats'), at('nats').ports.client]);
-  return flows;
+  // Each in-cluster store: its clients only (the matrix below), never a random pod of the namespace.
+  for (const store of Object.keys(CLIENTS)) if (at(store)) flows.push([at('a random pod of the namespace'), at(store), storePort(at(store))]);
+  return flows.filter(present);
 }
+
+/** Whether both ends of a flow are in the overlay (the request log only with components/request-log). */
+const present = ([source, destination]) => Boolean(source && destination);
 
 const describe = ([source, destination, port, protocol = 'TCP']) => `${source.name} -> ${destination.name}:${port}${protocol === 'TCP' ? '' : `/${protocol}`}`;
 
@@ -151,20 +207,36 @@ export function connectivityProblems(label, objects) {
   const all = endpoints(objects, policies);
   const at = (name) => all.find((endpoint) => endpoint.name === name);
   const problems = [];
-  const missing = SERVICES.filter((name) => !at(name));
+  const missing = SERVICES.filter((name) => name !== 'request-log' && !at(name));
   if (missing.length > 0) return [`${label}: no workload for ${missing.join(', ')}: connectivity not checked`];
   const verdict = (flow) => allows(policies, { source: flow[0], destination: flow[1], port: flow[2], protocol: flow[3] ?? 'TCP' });
   // Redis on 6379 and 6380 (rediss://, deploy/README.md's gateway-redis), NATS on 4222, and the ports gateway-config names.
-  const ports = { redisPorts: configuredPorts(objects, 'REDIS_URL', [6379, 6380]), natsPorts: configuredPorts(objects, 'NATS_URL', [4222]) };
+  const ports = {
+    redisPorts: configuredPorts(objects, 'REDIS_URL', [6379, 6380]),
+    natsPorts: configuredPorts(objects, 'NATS_URL', [4222]),
+    upstreamPorts: catalogPorts(objects),
+  };
   const metadata = metadataOpened(policies);
   for (const flow of neededFlows(at, { ...ports, metadata }))
     if (flow[2] === undefined || !verdict(flow)) problems.push(`${label}: NetworkPolicies deny ${describe(flow)}, which the gateway needs`);
-  for (const flow of forbiddenFlows(at, { metadata })) if (verdict(flow)) problems.push(`${label}: NetworkPolicies allow ${describe(flow)}`);
+  for (const flow of forbiddenFlows(at, { metadata, upstreamPorts: ports.upstreamPorts }))
+    if (verdict(flow)) problems.push(`${label}: NetworkPolicies allow ${describe(flow)}`);
+  // Into each in-cluster store: its clients on its client port; any other gateway service, on any port, is denied.
+  for (const [store, clients] of Object.entries(CLIENTS)) {
+    const destination = at(store);
+    if (!destination) continue;
+    for (const source of SERVICES.filter((name) => !clients.includes(name))
+      .map(at)
+      .filter(Boolean))
+      for (const port of new Set([storePort(destination), ...Object.values(destination.ports)]))
+        if (verdict([source, destination, port])) problems.push(`${label}: NetworkPolicies allow ${describe([source, destination, port])}`);
+  }
   // Into the internal services: the edges on the gRPC port and Prometheus on `metrics`, nothing
   // else; into the edges: anyone on the API port, Prometheus on `metrics`, nothing else (an admin
   // listener stays private).
   for (const name of SERVICES) {
     const destination = at(name);
+    if (!destination) continue;
     for (const [portName, port] of Object.entries(destination.ports))
       for (const source of all.filter((endpoint) => endpoint !== destination)) {
         const expected =

@@ -125,6 +125,11 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       'prod: NetworkPolicies allow executor -> the IPv6 metadata endpoint:80',
       'prod: NetworkPolicies allow executor -> the Kubernetes API Service:443',
       'prod: NetworkPolicies allow executor -> a random pod of the namespace:8080',
+      // Open on every port: plain HTTP, SSH and mail out too, where only HTTPS (and the catalog's ports) may go.
+      'prod: NetworkPolicies allow executor -> the internet:22',
+      'prod: NetworkPolicies allow executor -> the internet:25',
+      'prod: NetworkPolicies allow executor -> the internet:80',
+      'prod: NetworkPolicies allow executor -> the internet:8080',
     ]);
   });
 
@@ -154,15 +159,18 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     expect(connectivityProblems('prod', objects)).toEqual([
       'prod: NetworkPolicies deny auth -> the internet:6380, which the gateway needs',
       'prod: NetworkPolicies deny metering -> the internet:6380, which the gateway needs',
+      'prod: NetworkPolicies deny mcp -> the internet:6380, which the gateway needs',
     ]);
   });
 
   it('fails a NATS port in gateway-config that the policies do not open', () => {
     const { objects } = copyOf('prod');
     gatewayConfigOf(objects).data.NATS_URL = 'tls://nats.example:4223';
-    // The executors reach any internet port anyway (the providers').
+    // The executors reach the internet on HTTPS alone: NATS's port is its own rule.
     expect(connectivityProblems('prod', objects)).toEqual(
-      ['edge', 'router', 'metering'].map((name) => `prod: NetworkPolicies deny ${name} -> the internet:4223, which the gateway needs`),
+      ['edge', 'router', 'executor', 'metering', 'request-log'].map(
+        (name) => `prod: NetworkPolicies deny ${name} -> the internet:4223, which the gateway needs`,
+      ),
     );
   });
 
@@ -170,7 +178,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const { objects, find } = copyOf('prod-cluster');
     find('NetworkPolicy', 'gateway-otlp-egress').spec.podSelector.matchExpressions[0].values = ['executor'];
     expect(connectivityProblems('prod-cluster', objects)).toEqual(
-      ['edge', 'auth', 'router', 'metering'].flatMap((name) => [
+      ['edge', 'auth', 'router', 'metering', 'mcp'].flatMap((name) => [
         `prod-cluster: NetworkPolicies deny ${name} -> the OTLP collector:4317, which the gateway needs`,
         `prod-cluster: NetworkPolicies deny ${name} -> the OTLP collector:4318, which the gateway needs`,
       ]),
@@ -344,7 +352,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const paths = ingress.spec.rules[0].http.paths;
     paths.push({ ...structuredClone(paths[0]), path: '/admin' });
     paths.push({ ...structuredClone(paths[0]), path: '/' });
-    paths[1].backend.service.port = { name: 'admin' };
+    paths.find((path) => path.path === '/healthz').backend.service.port = { name: 'admin' };
     const annotations = ingress.metadata.annotations;
     annotations['nginx.ingress.kubernetes.io/proxy-read-timeout'] = '60';
     delete annotations['nginx.ingress.kubernetes.io/proxy-send-timeout'];

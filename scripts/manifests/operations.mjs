@@ -50,6 +50,8 @@ export const OPERATOR_SECRETS = {
   'gateway-nats': ['NATS_URL'],
   'gateway-bootstrap': ['GATEWAY_BOOTSTRAP_KEY'],
   'gateway-request-log-database': ['DATABASE_URL'],
+  // components/nats-cluster: each NATS client's password, by service (docs/deploy-entry.md, "NATS users").
+  'gateway-nats-users': ['edge', 'metering', 'request-log', 'router', 'executor'],
 };
 
 const nameOf = (object) => object.metadata?.name;
@@ -215,8 +217,12 @@ export function secretProblems(root, label, objects) {
         const unread = (secretVariables(objects, name) ?? []).filter((variable) => !read.has(variable));
         if (unread.length > 0) problems.push(`${at} takes the Secret ${name}, whose ${unread.join(', ')} it does not read`);
       }
+      // A variable only another one's value expands ($(NATS_PASSWORD) in NATS_URL) is read through it.
+      const expanded = new Set(
+        (container.env ?? []).flatMap((variable) => [...String(variable.value ?? '').matchAll(/\$\(([A-Z0-9_]+)\)/g)].map((match) => match[1])),
+      );
       for (const variable of container.env ?? [])
-        if (variable.valueFrom?.secretKeyRef && !read.has(variable.name))
+        if (variable.valueFrom?.secretKeyRef && !read.has(variable.name) && !expanded.has(variable.name))
           problems.push(`${at} takes ${variable.name} from the Secret ${variable.valueFrom.secretKeyRef.name}, and does not read it`);
     }
   }

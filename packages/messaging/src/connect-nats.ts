@@ -2,10 +2,43 @@ import { connect, type NatsConnection } from 'nats';
 import type { Logger } from '@gateway/logger';
 import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
+/** A NATS_URL's servers, and the user and password its URLs carry, as the client takes them. */
+export interface NatsServers {
+  servers: string[];
+  user?: string;
+  pass?: string;
+  /** `nats://token@host:4222`: a token alone, as NATS's own clients read such a URL. */
+  token?: string;
+}
+
+/**
+ * The servers of a NATS_URL (one URL, or a cluster's, comma-separated) and the credentials in them
+ * (`nats://user:password@host:4222`, percent-encoded): the client takes a user and password as
+ * options and refuses them in a server URL, so they are taken out of every URL (and never logged
+ * with a server); the first URL that carries them gives them. A user without a password is a token.
+ */
+export function natsServers(url: string): NatsServers {
+  const parsed: NatsServers = { servers: [] };
+  for (const entry of url.split(',').map((server) => server.trim())) {
+    if (entry.length === 0) continue;
+    const [, scheme = '', userinfo, rest = entry] = /^([a-z]+:\/\/)?(?:([^@/]*)@)?(.*)$/i.exec(entry) ?? [];
+    parsed.servers.push(`${scheme}${rest}`);
+    if (userinfo === undefined || parsed.user !== undefined || parsed.token !== undefined) continue;
+    const colon = userinfo.indexOf(':');
+    if (colon < 0) parsed.token = decodeURIComponent(userinfo);
+    else {
+      parsed.user = decodeURIComponent(userinfo.slice(0, colon));
+      parsed.pass = decodeURIComponent(userinfo.slice(colon + 1));
+    }
+  }
+  return parsed;
+}
+
 /**
  * Connects to NATS and keeps reconnecting forever (also for the first connection), so a NATS
  * restart never needs a service restart. Status changes are logged; the caller owns the
- * connection and drains it on shutdown. Given the service's registry, it registers
+ * connection and drains it on shutdown. A user and password in the URL (each service its own NATS
+ * user, docs/deploy-entry.md) authenticate the connection. Given the service's registry, it registers
  * `gateway_nats_connected` on it at once (0 until the first connection), so that every process
  * that speaks NATS says whether it reaches it, whatever it does with the connection.
  */
@@ -24,13 +57,13 @@ function connectionMetrics(state: ConnectionState) {
 }
 
 async function openConnection(url: string, name: string, logger: Logger): Promise<NatsConnection> {
+  const { servers, user, pass, token } = natsServers(url);
   const nc = await connect({
     // A cluster is named by several URLs, comma-separated; the client also learns the others from
     // the server it reaches, and moves to another when it goes away.
-    servers: url
-      .split(',')
-      .map((server) => server.trim())
-      .filter((server) => server.length > 0),
+    servers,
+    ...(user === undefined ? {} : { user, pass }),
+    ...(token === undefined ? {} : { token }),
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,

@@ -1,0 +1,86 @@
+// The NetworkPolicy evaluator over all seven services and every in-cluster store: components/
+// network-policy and otlp-egress on overlays/dev (which runs Redis, the Responses Redis, NATS,
+// PostgreSQL and the request log in the cluster), as check-manifests renders them. Each store takes
+// its clients only, the executors and the MCP service go out on HTTPS and the catalog's ports only,
+// and each defect put back into a copy fails with the flow it opens or shuts.
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { connectivityProblems } from './connectivity.mjs';
+import { findRenderer, renderComponent } from './render.mjs';
+
+const root = join(import.meta.dirname, '..', '..');
+const renderer = findRenderer();
+let rendered;
+
+function copy() {
+  const objects = structuredClone(rendered);
+  const find = (kind, name) => {
+    const found = objects.find((object) => object.kind === kind && object.metadata?.name === name);
+    if (!found) throw new Error(`no ${kind} ${name}`);
+    return found;
+  };
+  return { objects, find };
+}
+
+describe.skipIf(!renderer)('NetworkPolicies with every store in the cluster (kubectl or kustomize on PATH)', () => {
+  beforeAll(() => {
+    rendered = renderComponent(renderer, join(root, 'deploy'), ['network-policy', 'otlp-egress'], 'overlays/dev');
+  }, 120_000);
+
+  it('has all seven services and the four stores, and passes as it is', () => {
+    const workloads = rendered.filter((object) => ['Deployment', 'StatefulSet'].includes(object.kind)).map((object) => object.metadata.name);
+    expect(workloads).toEqual(
+      expect.arrayContaining(['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'request-log', 'redis', 'redis-responses', 'nats', 'postgres']),
+    );
+    expect(connectivityProblems('dev', rendered)).toEqual([]);
+  });
+
+  it('fails the redis policy without the MCP service, as it was', () => {
+    const { objects, find } = copy();
+    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering'];
+    expect(connectivityProblems('dev', objects)).toEqual(['dev: NetworkPolicies deny mcp -> redis:6379, which the gateway needs']);
+  });
+
+  it('fails the Responses Redis and PostgreSQL open to any pod, as they were', () => {
+    const { objects, find } = copy();
+    for (const name of ['redis-responses', 'postgres']) objects.splice(objects.indexOf(find('NetworkPolicy', name)), 1);
+    const problems = connectivityProblems('dev', objects);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        'dev: NetworkPolicies allow a random pod of the namespace -> redis-responses:6379',
+        'dev: NetworkPolicies allow a random pod of the namespace -> postgres:5432',
+        // Not a client: metering's Redis egress reaches any 6379, so only the store's own policy stops it.
+        'dev: NetworkPolicies allow auth -> redis-responses:6379',
+        'dev: NetworkPolicies allow mcp -> redis-responses:6379',
+      ]),
+    );
+  });
+
+  it('fails NATS shut to the request log, and open to a service that does not use it', () => {
+    const { objects, find } = copy();
+    const from = find('NetworkPolicy', 'nats').spec.ingress[0].from[0].podSelector.matchExpressions[0];
+    from.values = [...from.values.filter((name) => name !== 'request-log'), 'mcp'];
+    expect(connectivityProblems('dev', objects)).toEqual(['dev: NetworkPolicies deny request-log -> nats:4222, which the gateway needs']);
+    // mcp has no egress to 4222, so it stays out all the same: both sides must allow a flow.
+    find('NetworkPolicy', 'gateway-nats-egress').spec.podSelector.matchExpressions[0].values.push('mcp');
+    expect(connectivityProblems('dev', objects)).toContain('dev: NetworkPolicies allow mcp -> nats:4222');
+  });
+
+  it("fails the MCP service's egress open on every port, as it was", () => {
+    const { objects, find } = copy();
+    delete find('NetworkPolicy', 'mcp').spec.egress[0].ports;
+    expect(connectivityProblems('dev', objects)).toEqual([22, 25, 80, 8080].map((port) => `dev: NetworkPolicies allow mcp -> the internet:${port}`));
+  });
+
+  it("opens the executors to a catalog upstream's own port only once the policy declares it", () => {
+    const { objects, find } = copy();
+    const catalog = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name.startsWith('gateway-catalog'));
+    catalog.data['catalog.yaml'] = stringify({
+      models: [{ id: 'local/llama', upstream: { provider: 'openai', model: 'llama', base_url: 'http://vllm.example.com:8000/v1' } }],
+    });
+    expect(connectivityProblems('dev', objects)).toEqual(['dev: NetworkPolicies deny executor -> the internet:8000, which the gateway needs']);
+    find('NetworkPolicy', 'executor').spec.egress[0].ports.push({ port: 8000 });
+    expect(connectivityProblems('dev', objects)).toEqual([]);
+  });
+});
