@@ -393,7 +393,14 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
 // ingress-nginx (the retired controller, for the clusters that still run it) and aws-bedrock (an
 // AWS identity for the executors) on the base, and autoscale-on-concurrency (needs a metrics
 // adapter) on overlays/prod, whose autoscalers it patches.
-const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'aws-bedrock': 'base', 'autoscale-on-concurrency': 'overlays/prod' };
+const STANDALONE_COMPONENTS = {
+  'ingress-nginx': 'base',
+  'aws-bedrock': 'base',
+  'autoscale-on-concurrency': 'overlays/prod',
+  // The executors' cloud identities on GKE and AKS, like aws-bedrock's on EKS.
+  'gke-workload-identity': 'base',
+  'azure-workload-identity': 'base',
+};
 // Components that only open a flow under components/network-policy, for some clusters (the GKE
 // metadata server for Vertex AI): rendered on the base with network-policy, their connectivity
 // checked (the flow open to whom it is for, and to nobody else).
@@ -435,7 +442,12 @@ if (renderer) {
       label,
       objects.filter((object) => !UNSCHEMED_GROUPS.includes(String(object.apiVersion).split('/')[0])),
     );
-    for (const problem of [...namespaceProblems(label, objects), ...connectivityProblems(label, objects), ...operationProblems(root, label, objects)])
+    for (const problem of [
+      ...namespaceProblems(label, objects),
+      ...connectivityProblems(label, objects),
+      ...operationProblems(root, label, objects),
+      ...cloudIdentityProblems(label, objects),
+    ])
       check(false, problem);
     const production = basename(folder).startsWith('prod');
     for (const problem of [
@@ -457,7 +469,7 @@ if (renderer) {
       continue;
     }
     validate(label, objects);
-    for (const problem of operationProblems(root, label, objects)) check(false, problem);
+    for (const problem of [...operationProblems(root, label, objects), ...cloudIdentityProblems(label, objects)]) check(false, problem);
     // Added only beside an adapter (its kustomization says so): the targets still come from the table.
     for (const problem of autoscalerMetricProblems(label, objects, capacity, { adapter: false })) check(false, problem);
     await validateSchemas(
@@ -661,3 +673,37 @@ if (problems.length > 0) {
   process.exit(1);
 }
 console.log(`check-manifests: all ${checks} checks hold (${overlays.length} overlays${renderer ? `, rendered by ${renderer[0]}` : ''}, docker-compose.yml)`);
+
+/**
+ * Only the executors hold a cloud identity: the ServiceAccounts carrying a cloud's annotation are
+ * the executors' own (`executor`), no pod but the executors runs as one, and only executor pods
+ * ask for Azure's workload identity token. Every executor pod runs as `executor`, never as the
+ * namespace's `default`, which any pod gets.
+ */
+function cloudIdentityProblems(label, objects) {
+  // The annotations and pod label by which a cloud binds an identity to a ServiceAccount or a pod
+  // (here, not at the top level: the checks above run before this file's later constants exist).
+  const CLOUD_IDENTITY_ANNOTATIONS = ['eks.amazonaws.com/role-arn', 'iam.gke.io/gcp-service-account', 'azure.workload.identity/client-id'];
+  const AZURE_WORKLOAD_IDENTITY_LABEL = 'azure.workload.identity/use';
+  const problems = [];
+  const identified = new Set();
+  for (const object of objects.filter((entry) => entry.kind === 'ServiceAccount')) {
+    const annotations = Object.keys(object.metadata?.annotations ?? {}).filter((name) => CLOUD_IDENTITY_ANNOTATIONS.includes(name));
+    if (annotations.length === 0) continue;
+    if (object.metadata?.name !== 'executor') problems.push(`${label}: ServiceAccount ${object.metadata?.name} carries ${annotations.join(', ')}: only the executors' may hold a cloud identity`);
+    identified.add(object.metadata?.name);
+  }
+  for (const object of objects.filter((entry) => entry.spec?.template?.spec)) {
+    const name = object.metadata?.name;
+    const pod = object.spec.template;
+    const account = pod.spec.serviceAccountName ?? 'default';
+    if (name === 'executor') {
+      if (account !== 'executor') problems.push(`${label}: ${object.kind} executor runs as ServiceAccount ${account}, not its own (executor)`);
+      continue;
+    }
+    if (identified.has(account)) problems.push(`${label}: ${object.kind} ${name} runs as ServiceAccount ${account}, which holds a cloud identity`);
+    if (pod.metadata?.labels?.[AZURE_WORKLOAD_IDENTITY_LABEL] !== undefined)
+      problems.push(`${label}: ${object.kind} ${name} asks for an Azure workload identity token (${AZURE_WORKLOAD_IDENTITY_LABEL}): only the executors may`);
+  }
+  return problems;
+}
