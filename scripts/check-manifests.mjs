@@ -690,7 +690,8 @@ function cloudIdentityProblems(label, objects) {
   for (const object of objects.filter((entry) => entry.kind === 'ServiceAccount')) {
     const annotations = Object.keys(object.metadata?.annotations ?? {}).filter((name) => CLOUD_IDENTITY_ANNOTATIONS.includes(name));
     if (annotations.length === 0) continue;
-    if (object.metadata?.name !== 'executor') problems.push(`${label}: ServiceAccount ${object.metadata?.name} carries ${annotations.join(', ')}: only the executors' may hold a cloud identity`);
+    if (object.metadata?.name !== 'executor')
+      problems.push(`${label}: ServiceAccount ${object.metadata?.name} carries ${annotations.join(', ')}: only the executors' may hold a cloud identity`);
     identified.add(object.metadata?.name);
   }
   for (const object of objects.filter((entry) => entry.spec?.template?.spec)) {
