@@ -59,6 +59,7 @@ import {
   operationProblems,
   productionEntryProblems,
 } from './manifests/operations.mjs';
+import { cloudIdentityProblems } from './manifests/cloud-identity.mjs';
 import { findRenderer, render, renderComponent } from './manifests/render.mjs';
 import { schemaProblems } from './manifests/schemas.mjs';
 import { productionMonitoringProblems } from './manifests/monitoring.mjs';
@@ -395,7 +396,14 @@ for (const folder of [join(deployDir, 'base'), ...overlays]) {
 // ingress-nginx (the retired controller, for the clusters that still run it) and aws-bedrock (an
 // AWS identity for the executors) on the base, and autoscale-on-concurrency (needs a metrics
 // adapter) on overlays/prod, whose autoscalers it patches.
-const STANDALONE_COMPONENTS = { 'ingress-nginx': 'base', 'aws-bedrock': 'base', 'autoscale-on-concurrency': 'overlays/prod' };
+const STANDALONE_COMPONENTS = {
+  'ingress-nginx': 'base',
+  'aws-bedrock': 'base',
+  'autoscale-on-concurrency': 'overlays/prod',
+  // The executors' cloud identities on GKE and AKS, like aws-bedrock's on EKS.
+  'gke-workload-identity': 'base',
+  'azure-workload-identity': 'base',
+};
 // Components that only open a flow under components/network-policy, for some clusters (the GKE
 // metadata server for Vertex AI): rendered on the base with network-policy, their connectivity
 // checked (the flow open to whom it is for, and to nobody else).
@@ -464,6 +472,7 @@ if (renderer) {
       ...connectivityProblems(label, objects),
       ...operationProblems(root, label, objects),
       ...flowProblems(label, objects),
+      ...cloudIdentityProblems(label, objects),
     ])
       check(false, problem);
     const production = basename(folder).startsWith('prod');
@@ -487,7 +496,12 @@ if (renderer) {
       continue;
     }
     validate(label, objects);
-    for (const problem of [...operationProblems(root, label, objects), ...flowProblems(label, objects, onto === 'base')]) check(false, problem);
+    for (const problem of [
+      ...operationProblems(root, label, objects),
+      ...flowProblems(label, objects, onto === 'base'),
+      ...cloudIdentityProblems(label, objects),
+    ])
+      check(false, problem);
     // Added only beside an adapter (its kustomization says so): the targets still come from the table.
     for (const problem of autoscalerMetricProblems(label, objects, capacity, { adapter: false })) check(false, problem);
     await validateSchemas(

@@ -2,6 +2,7 @@
 // the overlays are rendered once, and each test injects one defect into a copy.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { cloudIdentityProblems } from './cloud-identity.mjs';
 import { connectivityProblems, gatewayConfigOf } from './connectivity.mjs';
 import { namespaceProblems } from './namespaces.mjs';
 import {
@@ -512,4 +513,49 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       ].sort(),
     );
   });
+
+  it("gives the executors alone a cloud identity: fails another ServiceAccount annotated, another pod running as the executors' or asking for Azure's token", () => {
+    // The three clouds' components together on the base, as a multi-cloud overlay adds them.
+    const objects = renderComponent(renderer, join(root, 'deploy'), ['aws-bedrock', 'gke-workload-identity', 'azure-workload-identity']);
+    const find = (kind, name) => objects.find((object) => object.kind === kind && object.metadata?.name === name);
+    expect(cloudIdentityProblems('clouds', objects)).toEqual([]);
+    expect(Object.keys(find('ServiceAccount', 'executor').metadata.annotations).sort()).toEqual([
+      'azure.workload.identity/client-id',
+      'eks.amazonaws.com/role-arn',
+      'iam.gke.io/gcp-service-account',
+    ]);
+    expect(find('Deployment', 'executor').spec.template.metadata.labels['azure.workload.identity/use']).toBe('true');
+    for (const [defect, problem] of [
+      [
+        (copy) =>
+          (copy.find((object) => object.kind === 'Deployment' && object.metadata?.name === 'router').spec.template.spec.serviceAccountName = 'executor'),
+        'Deployment router runs as ServiceAccount executor, which holds a cloud identity',
+      ],
+      [
+        (copy) =>
+          (copy.find((object) => object.kind === 'Deployment' && object.metadata?.name === 'edge').spec.template.metadata.labels[
+            'azure.workload.identity/use'
+          ] = 'true'),
+        'Deployment edge asks for an Azure workload identity token',
+      ],
+      [
+        (copy) =>
+          copy.push({
+            apiVersion: 'v1',
+            kind: 'ServiceAccount',
+            metadata: { name: 'default', annotations: { 'iam.gke.io/gcp-service-account': 'gateway@p.iam.gserviceaccount.com' } },
+          }),
+        'ServiceAccount default carries iam.gke.io/gcp-service-account',
+      ],
+      [
+        (copy) => delete copy.find((object) => object.kind === 'Deployment' && object.metadata?.name === 'executor').spec.template.spec.serviceAccountName,
+        'Deployment executor runs as ServiceAccount default, not its own',
+      ],
+    ]) {
+      const copy = structuredClone(objects);
+      defect(copy);
+      // Annotating `default` also puts every pod that runs as it in the list.
+      expect(cloudIdentityProblems('clouds', copy)).toContainEqual(expect.stringContaining(problem));
+    }
+  }, 60_000);
 });

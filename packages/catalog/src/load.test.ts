@@ -317,6 +317,75 @@ models:
     expect(enabledModels(keyed, { AWS_BEARER_TOKEN_BEDROCK: 'bedrock-api-key' }).map((entry) => entry.id)).toEqual(['bedrock/claude']);
   });
 
+  it("reads an AWS identity per bedrock deployment: two accounts may serve one model at one endpoint, and a deployment naming its own takes none of upstream's", () => {
+    const role = 'arn:aws:iam::222233334444:role/bedrock-invoker';
+    const text = cloudCatalog({
+      id: 'bedrock/claude',
+      provider: 'bedrock',
+      upstream: `{ model: "us.anthropic.claude-sonnet-4-20250514-v1:0", region: us-east-1, aws_credentials: { role_arn: "${role}", external_id: acme-gateway } }`,
+      deployments: [
+        '{ region: us-east-1, aws_credentials: { access_key_id_env: BEDROCK_B_ACCESS_KEY_ID, secret_access_key_env: BEDROCK_B_SECRET_ACCESS_KEY } }',
+        '{ region: us-east-1, aws_credentials: { profile: account-c } }',
+        '{ region: us-west-2 }',
+        '{ region: us-east-1, aws_credentials: {} }',
+        '{ region: eu-west-1, api_key_env: BEDROCK_EU_KEY }',
+      ],
+    });
+    const catalog = parseCatalog(text, 'accounts.yaml');
+    const model = catalog.byId.get('bedrock/claude');
+    expect(model?.upstream.aws_credentials).toEqual({ role_arn: role, external_id: 'acme-gateway' });
+    expect(model?.deployments?.map((deployment) => [deployment.region, deployment.aws_credentials, deployment.api_key_env])).toEqual([
+      ['us-east-1', { access_key_id_env: 'BEDROCK_B_ACCESS_KEY_ID', secret_access_key_env: 'BEDROCK_B_SECRET_ACCESS_KEY' }, undefined],
+      ['us-east-1', { profile: 'account-c' }, undefined],
+      // Inherited, as api_key_env and headers are.
+      ['us-west-2', { role_arn: role, external_id: 'acme-gateway' }, undefined],
+      // `{}`: AWS's default chain of the process, not upstream's role.
+      ['us-east-1', {}, undefined],
+      // A key of its own: a Bedrock API key, no role.
+      ['eu-west-1', undefined, 'BEDROCK_EU_KEY'],
+    ]);
+    expect(keyVariables(catalog)).toEqual(['BEDROCK_B_ACCESS_KEY_ID', 'BEDROCK_B_SECRET_ACCESS_KEY', 'BEDROCK_EU_KEY']);
+    // Only a request can try an AWS identity: the model is on, in the router too, with no variable set.
+    expect(enabledModels(catalog, {}).map((entry) => entry.id)).toEqual(['bedrock/claude']);
+    // The same identity twice at one endpoint is one deployment counted twice.
+    expect(errorOf(() => parseCatalog(text.replace('aws_credentials: { profile: account-c }', 'aws_credentials: {}'), 'accounts.yaml')).message).toBe(
+      'accounts.yaml: models[0] (bedrock/claude): deployments[3] must differ from upstream and the other deployments in base_url, model or credentials',
+    );
+  });
+
+  it('reads an Entra ID application per Azure deployment, on with no variable set, so the router needs none', () => {
+    const text = cloudCatalog({
+      id: 'azure/gpt-4o',
+      provider: 'azure',
+      upstream:
+        '{ model: gpt-4o, base_url: "https://contoso-east.openai.azure.com", auth: entra_id, azure_credential: { client_id: "3f1c6e2a-9b7d-4c1e-8a2f-5d6b7c8e9f01" } }',
+      deployments: [
+        '{ base_url: "https://fabrikam.openai.azure.com", azure_credential: { client_id: "9a8b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c0d", tenant_id: fabrikam.onmicrosoft.com, client_secret_env: FABRIKAM_AZURE_CLIENT_SECRET } }',
+        '{ base_url: "https://contoso-west.openai.azure.com" }',
+        '{ base_url: "https://contoso-key.openai.azure.com", auth: api_key, api_key_env: CONTOSO_AZURE_KEY }',
+      ],
+    });
+    const catalog = parseCatalog(text, 'azure.yaml');
+    const model = catalog.byId.get('azure/gpt-4o');
+    expect(model?.upstream).toEqual({
+      model: 'gpt-4o',
+      base_url: 'https://contoso-east.openai.azure.com',
+      auth: 'entra_id',
+      azure_credential: { client_id: '3f1c6e2a-9b7d-4c1e-8a2f-5d6b7c8e9f01' },
+    });
+    expect(model?.deployments?.map((deployment) => [deployment.auth, deployment.azure_credential, deployment.api_key_env])).toEqual([
+      [
+        'entra_id',
+        { client_id: '9a8b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c0d', tenant_id: 'fabrikam.onmicrosoft.com', client_secret_env: 'FABRIKAM_AZURE_CLIENT_SECRET' },
+        undefined,
+      ],
+      ['entra_id', { client_id: '3f1c6e2a-9b7d-4c1e-8a2f-5d6b7c8e9f01' }, undefined],
+      ['api_key', undefined, 'CONTOSO_AZURE_KEY'],
+    ]);
+    expect(enabledModels(catalog, {}).map((entry) => entry.id)).toEqual(['azure/gpt-4o']);
+    expect(keyVariables(catalog)).toEqual(['CONTOSO_AZURE_KEY', 'FABRIKAM_AZURE_CLIENT_SECRET']);
+  });
+
   it("derives a Vertex model's endpoint from its region, the global one for global, and a deployment's from its own region", () => {
     const text = cloudCatalog(
       {

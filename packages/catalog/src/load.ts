@@ -7,6 +7,8 @@ import {
   MODEL_KINDS,
   PROVIDERS,
   QUALITY_TIERS,
+  type AwsCredentialsSource,
+  type AzureCredentialSource,
   type Capabilities,
   type Catalog,
   type CatalogDeployment,
@@ -59,9 +61,40 @@ const MODEL_FIELDS = [
 /** Chat fields an embedding model has no use for: stating one is a mistake, not a no-op. */
 const CHAT_ONLY_FIELDS = ['max_output_tokens', 'capabilities', 'quality_tier', 'fallbacks'] as const;
 const EMBEDDING_FIELDS = ['dimensions', 'shortenable', 'batch_size'];
-const UPSTREAM_FIELDS = ['model', 'base_url', 'api_key_env', 'headers', 'deployment', 'api_version', 'auth', 'region', 'project'];
+const UPSTREAM_FIELDS = [
+  'model',
+  'base_url',
+  'api_key_env',
+  'headers',
+  'deployment',
+  'api_version',
+  'auth',
+  'region',
+  'project',
+  'aws_credentials',
+  'azure_credential',
+];
 /** The upstream fields only Azure OpenAI reads. */
-const AZURE_FIELDS = ['deployment', 'api_version', 'auth'] as const;
+const AZURE_FIELDS = ['deployment', 'api_version', 'auth', 'azure_credential'] as const;
+const AWS_CREDENTIALS_FIELDS = ['role_arn', 'external_id', 'session_name', 'profile', 'access_key_id_env', 'secret_access_key_env', 'session_token_env'];
+/** Fields that would put an AWS secret in the catalog: refused with the field to use instead. */
+const AWS_SECRET_FIELDS: Readonly<Record<string, string>> = {
+  access_key_id: 'access_key_id_env',
+  secret_access_key: 'secret_access_key_env',
+  session_token: 'session_token_env',
+};
+const AZURE_CREDENTIAL_FIELDS = ['client_id', 'tenant_id', 'client_secret_env'];
+/** An IAM role ARN, in any partition (`arn:aws:iam::123456789012:role/path/name`, `arn:aws-us-gov:...`). */
+const IAM_ROLE_ARN = /^arn:aws(?:-[a-z]+)*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/;
+/** STS's RoleSessionName: 2 to 64 of letters, digits and `+=,.@-_`. */
+const ROLE_SESSION_NAME = /^[\w+=,.@-]{2,64}$/;
+/** STS's ExternalId: 2 to 1224 of letters, digits and `+=,.@:/-_`. */
+const EXTERNAL_ID = /^[\w+=,.@:/-]{2,1224}$/;
+/** A profile name of the shared AWS files. */
+const AWS_PROFILE_NAME = /^[\w.@+-]{1,64}$/;
+/** An Entra ID client or tenant id: a GUID (a tenant may be named by its domain instead). */
+const ENTRA_GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const ENTRA_TENANT = /^(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[a-z0-9-]+(?:\.[a-z0-9-]+)+)$/;
 /** A deployment may also name its own provider and prices. */
 const DEPLOYMENT_FIELDS = [...UPSTREAM_FIELDS, 'provider', 'pricing'];
 /** Azure's `api-version`: a dated version (`2024-10-21`, `2025-04-01-preview`), or `preview` / `latest` of the v1 routes. */
@@ -183,8 +216,10 @@ class ModelReader {
       if (typeof baseUrl !== 'string' || !isHttpUrl(baseUrl)) this.fail(`upstream.base_url must be an http(s) URL, got ${describe(baseUrl)}`);
       upstream.base_url = baseUrl;
     }
-    // A bedrock model without a key signs with AWS's credential chain.
-    if ((provider !== 'simulated' && provider !== 'bedrock') || fields.api_key_env !== undefined) {
+    // A bedrock model without a key signs with AWS's credential chain; an Azure one naming its
+    // Entra ID application (azure_credential) needs no variable to be on.
+    const keyless = provider === 'simulated' || provider === 'bedrock' || (provider === 'azure' && fields.azure_credential !== undefined);
+    if (!keyless || fields.api_key_env !== undefined) {
       const keyVariable = fields.api_key_env;
       if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
         this.fail(`upstream.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
@@ -198,6 +233,9 @@ class ModelReader {
       upstream.headers = Object.freeze({ ...(headers as Record<string, string>) });
     }
     this.azureFields(fields, provider, 'upstream', upstream);
+    const aws = this.awsCredentials(fields.aws_credentials, provider, 'upstream');
+    if (aws !== undefined) upstream.aws_credentials = aws;
+    this.oneAuth(upstream, 'upstream');
     return Object.freeze(upstream);
   }
 
@@ -228,6 +266,98 @@ class ModelReader {
       this.fail(`${path}.api_version is required with ${path}.deployment (Azure refuses a deployment URL without api-version)`);
     const auth = fields.auth ?? inherited?.auth;
     if (auth !== undefined) upstream.auth = this.oneOf(auth, `${path}.auth`, AZURE_AUTH_KINDS);
+    // A deployment naming a key of its own does not take upstream's Entra ID application.
+    const credential =
+      fields.azure_credential !== undefined
+        ? this.azureCredential(fields.azure_credential, `${path}.azure_credential`)
+        : fields.api_key_env === undefined
+          ? inherited?.azure_credential
+          : undefined;
+    if (credential !== undefined) {
+      if (upstream.auth !== 'entra_id') this.fail(`${path}.azure_credential is only for ${path}.auth entra_id (an API key is not an Entra ID application)`);
+      upstream.azure_credential = credential;
+    }
+  }
+
+  /** An Azure upstream's Entra ID application: its client id, its tenant, the variable of its secret. */
+  azureCredential(value: unknown, path: string): AzureCredentialSource {
+    const fields = this.mapping(value, path);
+    if (fields.client_secret !== undefined)
+      this.fail(`${path}.client_secret must not be in the catalog: name the variable that holds it with ${path}.client_secret_env`);
+    this.rejectUnknown(fields, AZURE_CREDENTIAL_FIELDS, `${path}.`);
+    const clientId = fields.client_id;
+    if (typeof clientId !== 'string' || !ENTRA_GUID.test(clientId)) this.fail(`${path}.client_id must be a client id (a GUID), got ${describe(clientId)}`);
+    const credential: AzureCredentialSource = { client_id: clientId };
+    if (fields.tenant_id !== undefined) {
+      if (typeof fields.tenant_id !== 'string' || !ENTRA_TENANT.test(fields.tenant_id))
+        this.fail(`${path}.tenant_id must be a tenant id (a GUID) or domain, got ${describe(fields.tenant_id)}`);
+      credential.tenant_id = fields.tenant_id;
+    }
+    if (fields.client_secret_env !== undefined) {
+      credential.client_secret_env = this.variable(fields.client_secret_env, `${path}.client_secret_env`);
+      if (credential.tenant_id === undefined) this.fail(`${path}.tenant_id is required with ${path}.client_secret_env (a secret is its tenant's)`);
+    }
+    return Object.freeze(credential);
+  }
+
+  /**
+   * A bedrock upstream's AWS identity: a role to assume, over a profile, keys in named variables or
+   * the default chain. Never a key itself: those fields fail with the field to use instead.
+   */
+  awsCredentials(value: unknown, provider: Provider, path: string): AwsCredentialsSource | undefined {
+    if (value === undefined) return undefined;
+    const field = `${path}.aws_credentials`;
+    if (provider !== 'bedrock') this.fail(`${field} is only for provider bedrock`);
+    const fields = this.mapping(value, field);
+    for (const [name, instead] of Object.entries(AWS_SECRET_FIELDS)) {
+      if (fields[name] !== undefined) this.fail(`${field}.${name} must not be in the catalog: name the variable that holds it with ${field}.${instead}`);
+    }
+    this.rejectUnknown(fields, AWS_CREDENTIALS_FIELDS, `${field}.`);
+    const source: AwsCredentialsSource = {};
+    if (fields.role_arn !== undefined) {
+      if (typeof fields.role_arn !== 'string' || !IAM_ROLE_ARN.test(fields.role_arn))
+        this.fail(`${field}.role_arn must be an IAM role ARN such as "arn:aws:iam::123456789012:role/bedrock", got ${describe(fields.role_arn)}`);
+      source.role_arn = fields.role_arn;
+    }
+    for (const [name, pattern, what] of [
+      ['external_id', EXTERNAL_ID, '2 to 1224 letters, digits or +=,.@:/-_'],
+      ['session_name', ROLE_SESSION_NAME, '2 to 64 letters, digits or +=,.@-_'],
+    ] as const) {
+      const text = fields[name];
+      if (text === undefined) continue;
+      if (source.role_arn === undefined) this.fail(`${field}.${name} is only with ${field}.role_arn`);
+      if (typeof text !== 'string' || !pattern.test(text)) this.fail(`${field}.${name} must be ${what}, got ${describe(text)}`);
+      source[name] = text;
+    }
+    if (fields.profile !== undefined) {
+      if (typeof fields.profile !== 'string' || !AWS_PROFILE_NAME.test(fields.profile))
+        this.fail(`${field}.profile must be a profile name of the shared AWS config, got ${describe(fields.profile)}`);
+      source.profile = fields.profile;
+    }
+    const keys = ['access_key_id_env', 'secret_access_key_env', 'session_token_env'] as const;
+    for (const name of keys) if (fields[name] !== undefined) source[name] = this.variable(fields[name], `${field}.${name}`);
+    const namesKeys = keys.some((name) => source[name] !== undefined);
+    if (namesKeys && (source.access_key_id_env === undefined || source.secret_access_key_env === undefined))
+      this.fail(`${field}.access_key_id_env and ${field}.secret_access_key_env go together (a key is its id and its secret)`);
+    if (namesKeys && source.profile !== undefined)
+      this.fail(`${field}.profile and ${field}.access_key_id_env exclude each other (the credentials come from one source)`);
+    return Object.freeze(source);
+  }
+
+  /** An environment variable's name. */
+  variable(value: unknown, field: string): string {
+    if (typeof value !== 'string' || !ENV_VAR_NAME.test(value))
+      this.fail(`${field} must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(value)}`);
+    return value;
+  }
+
+  /** An upstream authenticates one way: a key variable, or a cloud identity of its own. */
+  oneAuth(upstream: Upstream, path: string): void {
+    if (upstream.api_key_env === undefined) return;
+    if (upstream.aws_credentials !== undefined)
+      this.fail(`${path}.aws_credentials and ${path}.api_key_env exclude each other (a Bedrock API key is sent as it is, not signed)`);
+    if (upstream.azure_credential !== undefined)
+      this.fail(`${path}.azure_credential and ${path}.api_key_env exclude each other (the application is named by azure_credential.client_id)`);
   }
 
   /**
@@ -265,7 +395,7 @@ class ModelReader {
       if (otherProvider) {
         if (ownProvider === 'simulated') this.fail(`${path}.provider must be a real provider (a simulated model runs in the executor)`);
         // A bedrock deployment without a key signs with AWS's credential chain, as a bedrock model does.
-        if (fields.api_key_env === undefined && ownProvider !== 'bedrock')
+        if (fields.api_key_env === undefined && ownProvider !== 'bedrock' && !(ownProvider === 'azure' && fields.azure_credential !== undefined))
           this.fail(`${path}.api_key_env is required for a deployment of another provider (${ownProvider}), whose key is its own`);
         if (fields.pricing === undefined)
           this.fail(`${path}.pricing is required for a deployment of another provider (${ownProvider}), which bills its own prices`);
@@ -275,7 +405,9 @@ class ModelReader {
         if (!otherProvider) this.fail(`${path}.pricing is only for a deployment of another provider (one provider bills a model at one price)`);
         deployment.pricing = this.pricing(fields.pricing, `${path}.pricing`);
       }
-      const keyVariable = fields.api_key_env ?? inherited?.api_key_env;
+      // A deployment naming a cloud identity of its own takes none of upstream's auth.
+      const ownIdentity = fields.aws_credentials !== undefined || fields.azure_credential !== undefined;
+      const keyVariable = fields.api_key_env ?? (ownIdentity ? undefined : inherited?.api_key_env);
       if (keyVariable !== undefined) {
         if (typeof keyVariable !== 'string' || !ENV_VAR_NAME.test(keyVariable))
           this.fail(`${path}.api_key_env must be an environment variable name in SCREAMING_SNAKE_CASE, got ${describe(keyVariable)}`);
@@ -289,8 +421,16 @@ class ModelReader {
         deployment.headers = Object.freeze({ ...(headers as Record<string, string>) });
       }
       this.azureFields(fields, ownProvider, path, deployment, inherited);
+      const aws =
+        fields.aws_credentials !== undefined
+          ? this.awsCredentials(fields.aws_credentials, ownProvider, path)
+          : fields.api_key_env === undefined
+            ? inherited?.aws_credentials
+            : undefined;
+      if (aws !== undefined) deployment.aws_credentials = aws;
+      this.oneAuth(deployment, path);
       const key = deploymentKey(deployment);
-      if (seen.has(key)) this.fail(`${path} must differ from upstream and the other deployments in base_url or model`);
+      if (seen.has(key)) this.fail(`${path} must differ from upstream and the other deployments in base_url, model or credentials`);
       seen.add(key);
       return Object.freeze(deployment);
     });
@@ -406,11 +546,15 @@ function regionalBaseUrl(provider: Provider, region: string): string {
   return provider === 'bedrock' ? bedrockRuntimeUrl(region) : vertexBaseUrl(region);
 }
 
-/** What tells deployments apart: base URL and model, and Azure's deployment name or Vertex's project and region. */
+/**
+ * What tells deployments apart: base URL and model, Azure's deployment name or Vertex's project and
+ * region, and the identity it is reached as (two AWS accounts serve one model at one endpoint).
+ */
 function deploymentKey(upstream: Upstream): string {
   const deployment = upstream.deployment === undefined ? '' : ` ${upstream.deployment}`;
   const location = upstream.project === undefined ? '' : ` ${upstream.project} ${upstream.region}`;
-  return `${upstream.base_url} ${upstream.model}${deployment}${location}`;
+  const identity = JSON.stringify([upstream.api_key_env ?? null, upstream.aws_credentials ?? null, upstream.azure_credential ?? null]);
+  return `${upstream.base_url} ${upstream.model}${deployment}${location} ${identity}`;
 }
 
 function isHttpUrl(text: string): boolean {
@@ -521,22 +665,31 @@ export function loadCatalog(path: string = DEFAULT_CATALOG_PATH): Catalog {
 
 /**
  * The models that are on: simulated ones always, bedrock ones that name no key (they sign with
- * AWS's credential chain, which only a request can try) always, others when their key variable is
- * set and non-empty.
+ * AWS's credential chain or their aws_credentials, which only a request can try) always, Azure ones
+ * naming their azure_credential always (so that the router, which holds no cloud identity, needs
+ * none of its variables), others when their key variable is set and non-empty.
  */
 export function enabledModels(catalog: Catalog, env: Record<string, string | undefined>): CatalogModel[] {
   return catalog.models.filter((model) => {
     const variable = model.upstream.api_key_env;
-    if (variable === undefined) return model.provider === 'simulated' || model.provider === 'bedrock';
+    if (variable === undefined)
+      return model.provider === 'simulated' || model.provider === 'bedrock' || (model.provider === 'azure' && model.upstream.azure_credential !== undefined);
     return Boolean(env[variable]);
   });
 }
 
-/** Every environment variable a catalog reads provider keys from (its models' and deployments' api_key_env), sorted. */
+/**
+ * Every environment variable a catalog reads provider keys from (its models' and deployments'
+ * api_key_env, and the key variables of their aws_credentials and azure_credential), sorted.
+ */
 export function keyVariables(catalog: Catalog): string[] {
   const names = new Set<string>();
   for (const model of catalog.models) {
-    for (const upstream of [model.upstream, ...(model.deployments ?? [])]) if (upstream.api_key_env) names.add(upstream.api_key_env);
+    for (const upstream of [model.upstream, ...(model.deployments ?? [])]) {
+      const { aws_credentials: aws, azure_credential: azure } = upstream;
+      for (const name of [upstream.api_key_env, aws?.access_key_id_env, aws?.secret_access_key_env, aws?.session_token_env, azure?.client_secret_env])
+        if (name) names.add(name);
+    }
   }
   return [...names].sort();
 }

@@ -85,6 +85,56 @@ export interface Upstream {
    * id (AZURE_CLIENT_ID), which turns the model on.
    */
   auth?: AzureAuth;
+  /**
+   * Bedrock: the AWS identity this upstream signs with, its own and no other upstream's; absent:
+   * AWS's default credential chain of the process. Refused with api_key_env (a Bedrock API key is
+   * not signed).
+   */
+  aws_credentials?: AwsCredentialsSource;
+  /**
+   * Azure OpenAI with `auth: entra_id`: the Microsoft Entra ID application this upstream takes its
+   * tokens as, its own and no other upstream's; absent: the process's credential chain with the
+   * client id in api_key_env. With it the upstream names no api_key_env and is on whenever the
+   * catalog lists it.
+   */
+  azure_credential?: AzureCredentialSource;
+}
+
+/**
+ * Where a Bedrock upstream's AWS credentials come from: a source (a named profile, keys in named
+ * environment variables, else AWS's default chain), and optionally a role assumed with them. The
+ * catalog holds names only, never a key.
+ */
+export interface AwsCredentialsSource {
+  /** An IAM role to assume (STS AssumeRole) with the source credentials (`arn:aws:iam::123456789012:role/bedrock`). */
+  role_arn?: string;
+  /** The external id the role's trust policy requires; role_arn only. */
+  external_id?: string;
+  /** The role session's name, as CloudTrail shows it; role_arn only; default `llm-gateway`. */
+  session_name?: string;
+  /** A profile of the shared AWS config and credentials files (AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE). */
+  profile?: string;
+  /** The environment variable holding the access key id (with secret_access_key_env). */
+  access_key_id_env?: string;
+  /** The environment variable holding the secret access key (with access_key_id_env). */
+  secret_access_key_env?: string;
+  /** The environment variable holding a session token of temporary keys (with the two above). */
+  session_token_env?: string;
+}
+
+/**
+ * The Microsoft Entra ID application of an Azure OpenAI upstream: with client_secret_env, a client
+ * secret of the tenant's app registration; without, the pod's workload identity token
+ * (AZURE_FEDERATED_TOKEN_FILE) exchanged for this client id, else the managed identity of this
+ * client id. Ids are not secrets; the secret stays in its variable.
+ */
+export interface AzureCredentialSource {
+  /** The application's (or user-assigned managed identity's) client id. */
+  client_id: string;
+  /** The Entra ID tenant; required with client_secret_env, else AZURE_TENANT_ID's. */
+  tenant_id?: string;
+  /** The environment variable holding the application's client secret. */
+  client_secret_env?: string;
 }
 
 /** How the executor authenticates to Azure OpenAI. */

@@ -40,6 +40,8 @@ export interface FakeEntra {
   tokensIssued: number;
   /** Whether a bearer token is one it issued, for Azure OpenAI, unexpired. */
   verify(token: string): boolean;
+  /** The client id a valid token was issued to; undefined for any other token. */
+  applicationOf(token: string): string | undefined;
   close(): Promise<void>;
 }
 
@@ -47,8 +49,8 @@ function base64Url(data: Buffer | string): string {
   return Buffer.from(data).toString('base64url');
 }
 
-/** Starts the fake token endpoint on a free port of 127.0.0.1. */
-export async function startFakeEntra(application: EntraApplication): Promise<FakeEntra> {
+/** Starts the fake token endpoint on a free port of 127.0.0.1, knowing `application` and any `others` (each in its own tenant or not). */
+export async function startFakeEntra(application: EntraApplication, ...others: EntraApplication[]): Promise<FakeEntra> {
   const directory = mkdtempSync(join(tmpdir(), 'fake-entra-'));
   const keyFile = join(directory, 'key.pem');
   const caFile = join(directory, 'cert.pem');
@@ -75,27 +77,31 @@ export async function startFakeEntra(application: EntraApplication): Promise<Fak
     ],
     { stdio: 'ignore' },
   );
-  return startWithCertificate(application, directory, keyFile, caFile);
+  return startWithCertificate([application, ...others], directory, keyFile, caFile);
 }
 
-async function startWithCertificate(application: EntraApplication, directory: string, keyFile: string, caFile: string): Promise<FakeEntra> {
+async function startWithCertificate(applications: readonly EntraApplication[], directory: string, keyFile: string, caFile: string): Promise<FakeEntra> {
   const signing = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const { tenantId, clientId, clientSecret } = application;
   let authorityHost = '';
-  const issuer = () => `${authorityHost}/${tenantId}/v2.0`;
+  const issuerOf = (tenantId: string) => `${authorityHost}/${tenantId}/v2.0`;
+  const tenants = new Set(applications.map((entry) => entry.tenantId));
   const entra: FakeEntra = {
     authorityHost: '',
     caPem: readFileSync(caFile, 'utf8'),
     caFile,
     tokensIssued: 0,
     verify(token) {
+      return entra.applicationOf(token) !== undefined;
+    },
+    applicationOf(token) {
       const [header, payload, signature] = token.split('.');
-      if (!header || !payload || !signature) return false;
+      if (!header || !payload || !signature) return undefined;
       const verifier = createVerify('RSA-SHA256');
       verifier.update(`${header}.${payload}`);
-      if (!verifier.verify(signing.publicKey, Buffer.from(signature, 'base64url'))) return false;
+      if (!verifier.verify(signing.publicKey, Buffer.from(signature, 'base64url'))) return undefined;
       const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { aud?: string; exp?: number; iss?: string; appid?: string };
-      return claims.aud === COGNITIVE_SERVICES_AUDIENCE && claims.iss === issuer() && claims.appid === clientId && (claims.exp ?? 0) * 1000 > Date.now();
+      const known = applications.find((entry) => entry.clientId === claims.appid && issuerOf(entry.tenantId) === claims.iss);
+      return known && claims.aud === COGNITIVE_SERVICES_AUDIENCE && (claims.exp ?? 0) * 1000 > Date.now() ? known.clientId : undefined;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -111,11 +117,13 @@ async function startWithCertificate(application: EntraApplication, directory: st
     request.on('data', (piece: Buffer) => pieces.push(piece));
     request.on('end', () => {
       const url = new URL(request.url ?? '/', authorityHost);
+      const tenantId = url.pathname.split('/')[1] ?? '';
+      const issuer = () => issuerOf(tenantId);
       const json = (status: number, body: unknown) => {
         response.writeHead(status, { 'content-type': 'application/json' });
         response.end(JSON.stringify(body));
       };
-      if (request.method === 'GET' && url.pathname === `/${tenantId}/v2.0/.well-known/openid-configuration`) {
+      if (request.method === 'GET' && tenants.has(tenantId) && url.pathname === `/${tenantId}/v2.0/.well-known/openid-configuration`) {
         return json(200, {
           issuer: issuer(),
           authorization_endpoint: `${authorityHost}/${tenantId}/oauth2/v2.0/authorize`,
@@ -126,9 +134,11 @@ async function startWithCertificate(application: EntraApplication, directory: st
           token_endpoint_auth_methods_supported: ['client_secret_post', 'private_key_jwt'],
         });
       }
-      if (request.method === 'POST' && url.pathname === `/${tenantId}/oauth2/v2.0/token`) {
+      if (request.method === 'POST' && tenants.has(tenantId) && url.pathname === `/${tenantId}/oauth2/v2.0/token`) {
         const form = new URLSearchParams(Buffer.concat(pieces).toString('utf8'));
-        if (form.get('grant_type') !== 'client_credentials' || form.get('client_id') !== clientId || form.get('client_secret') !== clientSecret) {
+        const known = applications.find((entry) => entry.tenantId === tenantId && entry.clientId === form.get('client_id'));
+        const clientId = known?.clientId ?? '';
+        if (form.get('grant_type') !== 'client_credentials' || !known || form.get('client_secret') !== known.clientSecret) {
           return json(401, { error: 'invalid_client', error_description: 'AADSTS7000215: Invalid client secret provided.', error_codes: [7000215] });
         }
         if (form.get('scope')?.split(' ').includes(`${COGNITIVE_SERVICES_AUDIENCE}/.default`) !== true) {

@@ -241,6 +241,7 @@ async function checkAuth(
   region: string,
   credentials: ReadonlyMap<string, FakeAwsCredentials>,
   apiKeys: ReadonlySet<string>,
+  service = 'bedrock',
 ): Promise<{ refused: [number, string, string] } | { signedBy: string }> {
   const header = incoming.headers.authorization ?? '';
   if (header.startsWith('Bearer ')) {
@@ -262,12 +263,12 @@ async function checkAuth(
       refused: [403, 'InvalidSignatureException', `Signature expired: ${incoming.headers['x-amz-date']} is now earlier than the allowed window of 5 minutes.`],
     };
   }
-  if (authorization.region !== region || authorization.service !== 'bedrock') {
+  if (authorization.region !== region || authorization.service !== service) {
     return {
       refused: [
         403,
         'InvalidSignatureException',
-        `Credential should be scoped to a valid region and to the bedrock service, not '${authorization.region}/${authorization.service}'.`,
+        `Credential should be scoped to a valid region and to the ${service} service, not '${authorization.region}/${authorization.service}'.`,
       ],
     };
   }
@@ -297,7 +298,7 @@ async function checkAuth(
     };
   }
   const [path, query = ''] = (incoming.url ?? '/').split('?') as [string, string?];
-  const signer = new SignatureV4({ service: 'bedrock', region, sha256: Sha256, credentials: known });
+  const signer = new SignatureV4({ service, region, sha256: Sha256, credentials: known });
   const resigned = await signer.sign(
     {
       method: incoming.method ?? 'POST',
@@ -490,18 +491,38 @@ export interface FakeSts {
   readonly url: string;
   /** The web identity tokens it exchanged, in order. */
   readonly exchanged: string[];
+  /** The AssumeRole calls it granted, in order: the role, who signed the call, its session name and external id. */
+  readonly assumed: Array<{ roleArn: string; signedBy: string; sessionName: string; externalId?: string }>;
   close(): Promise<void>;
+}
+
+/** A role the fake STS lets be assumed (AssumeRole): by whom, and with which external id. */
+export interface FakeAssumableRole {
+  readonly roleArn: string;
+  /** The keys its trust policy lets assume it; the call's SigV4 (service sts) is checked against them. */
+  readonly trusted: readonly FakeAwsCredentials[];
+  /** The external id the trust policy requires, when it requires one. */
+  readonly externalId?: string;
 }
 
 /**
  * A fake STS answering AssumeRoleWithWebIdentity (AWS's query protocol, XML answer) for `roleArn`
- * and a token equal to `token`, with temporary credentials it first hands to `onIssue` (the fake
- * Bedrock's addCredentials). Any other action, role or token is refused as STS refuses it.
+ * and a token equal to `token`, and AssumeRole of the `roles` given (its SigV4 for `region`
+ * recomputed as STS does, the caller one the role trusts, the external id the role requires), with
+ * temporary credentials it first hands to `onIssue` (the fake Bedrock's addCredentials). Any other
+ * action, role, token, signer or external id is refused as STS refuses it.
  */
-export async function startFakeSts(options: { roleArn: string; token: string; onIssue: (credentials: FakeAwsCredentials) => void }): Promise<FakeSts> {
+export async function startFakeSts(options: {
+  roleArn: string;
+  token: string;
+  onIssue: (credentials: FakeAwsCredentials) => void;
+  roles?: readonly FakeAssumableRole[];
+  region?: string;
+}): Promise<FakeSts> {
   const exchanged: string[] = [];
+  const assumed: FakeSts['assumed'] = [];
   const server = createServer(
-    afterBody((_incoming, body, response) => {
+    afterBody((incoming, body, response) => {
       const form = new URLSearchParams(body.toString('utf8'));
       const fail = (status: number, code: string, message: string) => {
         response.writeHead(status, { 'content-type': 'text/xml' });
@@ -509,6 +530,10 @@ export async function startFakeSts(options: { roleArn: string; token: string; on
           `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error><RequestId>${randomBytes(8).toString('hex')}</RequestId></ErrorResponse>`,
         );
       };
+      if (form.get('Action') === 'AssumeRole') {
+        void assumeRole(incoming, body, form, fail, response).catch(() => response.destroy());
+        return;
+      }
       if (form.get('Action') !== 'AssumeRoleWithWebIdentity') return fail(400, 'InvalidAction', 'Could not find operation');
       if (form.get('RoleArn') !== options.roleArn) return fail(403, 'AccessDenied', 'Not authorized to perform sts:AssumeRoleWithWebIdentity');
       const token = form.get('WebIdentityToken') ?? '';
@@ -532,7 +557,37 @@ export async function startFakeSts(options: { roleArn: string; token: string; on
       );
     }),
   );
-  return { url: await listenOn(server), exchanged, close: closing(server) };
+  const assumeRole = async (
+    incoming: IncomingMessage,
+    body: Buffer,
+    form: URLSearchParams,
+    fail: (status: number, code: string, message: string) => void,
+    response: ServerResponse,
+  ) => {
+    const role = options.roles?.find((entry) => entry.roleArn === form.get('RoleArn'));
+    const trusted = new Map((role?.trusted ?? []).map((entry) => [entry.accessKeyId, entry]));
+    const auth = await checkAuth(incoming, body, options.region ?? 'us-east-1', trusted, new Set(), 'sts');
+    if ('refused' in auth) return fail(403, 'AccessDenied', `User is not authorized to perform: sts:AssumeRole (${auth.refused[1]})`);
+    if (!role) return fail(403, 'AccessDenied', 'User is not authorized to perform: sts:AssumeRole');
+    const externalId = form.get('ExternalId') ?? undefined;
+    if (role.externalId !== undefined && externalId !== role.externalId)
+      return fail(403, 'AccessDenied', 'User is not authorized to perform: sts:AssumeRole on resource');
+    const sessionName = form.get('RoleSessionName') ?? '';
+    if (!/^[\w+=,.@-]{2,64}$/.test(sessionName)) return fail(400, 'ValidationError', 'Invalid RoleSessionName');
+    const issued = temporaryCredentials();
+    options.onIssue(issued);
+    assumed.push({ roleArn: role.roleArn, signedBy: auth.signedBy, sessionName, ...(externalId === undefined ? {} : { externalId }) });
+    const expiration = new Date(Date.now() + 60 * 60 * 1000).toISOString();
+    response.writeHead(200, { 'content-type': 'text/xml' });
+    response.end(
+      `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>` +
+        `<Credentials><AccessKeyId>${issued.accessKeyId}</AccessKeyId><SecretAccessKey>${issued.secretAccessKey}</SecretAccessKey>` +
+        `<SessionToken>${issued.sessionToken}</SessionToken><Expiration>${expiration}</Expiration></Credentials>` +
+        `<AssumedRoleUser><AssumedRoleId>AROAFAKE:${sessionName}</AssumedRoleId><Arn>${role.roleArn}/${sessionName}</Arn></AssumedRoleUser>` +
+        `</AssumeRoleResult><ResponseMetadata><RequestId>${randomBytes(8).toString('hex')}</RequestId></ResponseMetadata></AssumeRoleResponse>`,
+    );
+  };
+  return { url: await listenOn(server), exchanged, assumed, close: closing(server) };
 }
 
 /** A started fake credentials endpoint (the ECS/EKS Pod Identity container endpoint or EC2's IMDS). */

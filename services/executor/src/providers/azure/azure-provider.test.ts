@@ -17,6 +17,7 @@ import { chunksOf, collect, gatewayErrorOf, simpleRequest, textOf } from '../../
 import { useProviderUnderTest } from '../../testing/provider-under-test.js';
 import { UpstreamError } from '../upstream-error.js';
 import { azureChatUrl, AzureProvider } from './azure-provider.js';
+import { applicationCredentials } from './entra-credential.js';
 
 const fixture = (name: string) => providerFixture('azure', name);
 /** Azure's checks (route, api-version, api-key) in front of a reply. */
@@ -191,6 +192,77 @@ describe('AzureProvider: Microsoft Entra ID', () => {
     expect(failure).toBeInstanceOf(UpstreamError);
     expect(failure).toMatchObject({ status: 401, retryable: false, failureClass: 'unusable' });
     expect((failure as Error).message).not.toContain('wrong-secret');
+    expect(under.upstream.requests).toHaveLength(0);
+  });
+});
+
+describe('AzureProvider: an Entra ID application per deployment', () => {
+  const contoso = {
+    tenantId: 'c0ffee00-0000-4000-8000-00000000000a',
+    clientId: '0a0a0a0a-0000-4000-8000-00000000000a',
+    clientSecret: 'contoso-secret-0123456789',
+  };
+  const fabrikam = {
+    tenantId: 'c0ffee00-0000-4000-8000-00000000000b',
+    clientId: '0b0b0b0b-0000-4000-8000-00000000000b',
+    clientSecret: 'fabrikam-secret-0123456789',
+  };
+  const environment = { CONTOSO_AZURE_SECRET: contoso.clientSecret, FABRIKAM_AZURE_SECRET: fabrikam.clientSecret };
+  let entra: FakeEntra;
+  let provider: AzureProvider;
+  const deploymentOf = (application: typeof contoso, deployment: string, secretVariable: string): typeof under.model => ({
+    ...under.model,
+    upstream: {
+      ...under.model.upstream,
+      api_key_env: undefined,
+      deployment,
+      auth: 'entra_id',
+      azure_credential: { client_id: application.clientId, tenant_id: application.tenantId, client_secret_env: secretVariable },
+    },
+  });
+
+  beforeAll(async () => {
+    entra = await startFakeEntra(contoso, fabrikam);
+    provider = new AzureProvider({
+      pools: (under.provider as unknown as { dependencies: { pools: never } }).dependencies.pools,
+      environment,
+      // The process's own chain must never be asked for a catalog-named application's token.
+      azureCredential: () => {
+        throw new Error('the process credential was used');
+      },
+      azureApplicationCredential: applicationCredentials({ authorityHost: entra.authorityHost, tlsOptions: { ca: entra.caPem } }),
+    });
+  });
+  afterAll(async () => {
+    await entra.close();
+  });
+
+  it("sends each deployment's requests with its own application's token, one token per application", async () => {
+    under.upstream.respond(azureOpenAi({ entra }, replayJson(200, fixture('chat-completion.json'))));
+    const inContoso = deploymentOf(contoso, 'gpt-4o-contoso', 'CONTOSO_AZURE_SECRET');
+    const inFabrikam = deploymentOf(fabrikam, 'gpt-4o-fabrikam', 'FABRIKAM_AZURE_SECRET');
+    for (const model of [inContoso, inFabrikam, inContoso, inFabrikam]) {
+      const answer = await provider.complete(simpleRequest(), under.contextOf(undefined, model));
+      expect(answer.choices?.[0]?.message?.content).toBe('Paris is the capital of France.');
+    }
+    const signedBy = under.upstream.requests.map((request) => [
+      /\/deployments\/([^/]+)\//.exec(request.path)?.[1],
+      entra.applicationOf(/^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''),
+    ]);
+    expect(signedBy).toEqual([
+      ['gpt-4o-contoso', contoso.clientId],
+      ['gpt-4o-fabrikam', fabrikam.clientId],
+      ['gpt-4o-contoso', contoso.clientId],
+      ['gpt-4o-fabrikam', fabrikam.clientId],
+    ]);
+    expect(entra.tokensIssued).toBe(2);
+  });
+
+  it('fails a deployment whose secret variable is not set as a configuration error, naming no secret and sending nothing', async () => {
+    const unset = deploymentOf(fabrikam, 'gpt-4o-fabrikam', 'FABRIKAM_UNSET_SECRET');
+    const failure = await provider.complete(simpleRequest(), under.contextOf(undefined, unset)).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(UpstreamError);
+    expect(failure).toMatchObject({ status: 401, retryable: false, failureClass: 'unusable' });
     expect(under.upstream.requests).toHaveLength(0);
   });
 });

@@ -9,7 +9,8 @@
  *   (`https://contoso.openai.azure.com`, `https://contoso.services.ai.azure.com`); one that already
  *   ends with `/openai` or `/openai/v1` is taken as well.
  * - auth: `api-key: <key>` from api_key_env, or with `auth: entra_id` a Microsoft Entra ID bearer
- *   token from @azure/identity (entra-credential.ts), api_key_env then naming the client id.
+ *   token from @azure/identity (entra-credential.ts), api_key_env then naming the client id, or the
+ *   upstream's own `azure_credential` (an application of its own, never another upstream's).
  * - errors: Azure's content-filter refusal of a prompt is answered as OpenAI's 400
  *   `content_filter` (parse-upstream-error.ts); its 429 wait (`retry-after-ms`) is honoured.
  *
@@ -27,7 +28,7 @@ import type { UpstreamError } from '../upstream-error.js';
 import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { toAzureRequest } from './convert-request.js';
-import { EntraTokens, type CredentialFactory } from './entra-credential.js';
+import { EntraTokens, type ApplicationCredentialFactory, type CredentialFactory } from './entra-credential.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
 
 /** The provider name reported to callers and in usage records. */
@@ -36,6 +37,8 @@ export const AZURE_PROVIDER = 'azure';
 /** What the adapter needs: the HTTP adapters' dependencies, and how to build an Entra ID credential (the server chain unless given). */
 export interface AzureDependencies extends HttpProviderDependencies {
   readonly azureCredential?: CredentialFactory;
+  /** How to build the credential of an upstream's own azure_credential (applicationCredentials() unless given). */
+  readonly azureApplicationCredential?: ApplicationCredentialFactory;
 }
 
 /** The azure adapter. */
@@ -46,13 +49,15 @@ export class AzureProvider extends OpenAiCompatibleProvider {
 
   constructor(dependencies: AzureDependencies) {
     super(dependencies);
-    this.entra = new EntraTokens(AZURE_PROVIDER, dependencies.azureCredential);
+    this.entra = new EntraTokens(AZURE_PROVIDER, dependencies.azureCredential, dependencies.azureApplicationCredential);
   }
 
   protected override authorize(headers: Record<string, string>, key: string | undefined, context: ProviderContext): void | Promise<void> {
     // With entra_id the variable holds the identity's client id; a bearer token is what is sent.
     if (context.model.upstream.auth === 'entra_id') {
-      return this.entra.token(key, context.signal).then((token) => {
+      const own = context.model.upstream.azure_credential;
+      const token = own ? this.entra.applicationToken(own, this.dependencies.environment, context.signal) : this.entra.token(key, context.signal);
+      return token.then((token) => {
         headers.authorization = `Bearer ${token}`;
       });
     }

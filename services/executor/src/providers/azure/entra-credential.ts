@@ -10,8 +10,16 @@
  * The library caches each token and gets a new one before it expires, so a request costs a token
  * request only when the cached one is near its end. AZURE_AUTHORITY_HOST points them at a sovereign
  * cloud (or a test's token endpoint).
+ *
+ * An upstream naming its own `azure_credential` in the catalog takes its tokens as that application
+ * only (applicationCredentials): a ClientSecretCredential of its tenant, client id and the secret in
+ * the variable it names; without a secret, workload identity for its client id (each app
+ * registration trusting the executor's ServiceAccount), else the managed identity of that client
+ * id. Never the process's EnvironmentCredential, whose AZURE_CLIENT_SECRET is another
+ * application's. One credential (and token cache) per distinct application.
  */
-import type { TokenCredential } from '@azure/identity';
+import type { ClientSecretCredentialOptions, TokenCredential } from '@azure/identity';
+import type { AzureCredentialSource } from '@gateway/catalog';
 import { MadeOnce } from '../made-once.js';
 import { UpstreamError } from '../upstream-error.js';
 
@@ -48,6 +56,36 @@ export const serverCredential: CredentialFactory = async (clientId) => {
   return new ChainedTokenCredential(...available);
 };
 
+/** The credential of a catalog-named application, given the value of its secret variable (undefined: none named). */
+export type ApplicationCredentialFactory = (source: AzureCredentialSource, secret: string | undefined) => TokenCredential | Promise<TokenCredential>;
+
+/**
+ * The credentials of catalog-named applications; `options` go to each (a test's authorityHost and
+ * CA; AZURE_AUTHORITY_HOST, the library's own variable, otherwise).
+ */
+export function applicationCredentials(options: Pick<ClientSecretCredentialOptions, 'authorityHost' | 'tlsOptions'> = {}): ApplicationCredentialFactory {
+  return async (source, secret) => {
+    const { ChainedTokenCredential, ClientSecretCredential, ManagedIdentityCredential, WorkloadIdentityCredential } = await import('@azure/identity');
+    const common = { ...options, disableInstanceDiscovery: true };
+    if (source.client_secret_env !== undefined) {
+      if (!secret) throw new Error(`the variable ${source.client_secret_env} that azure_credential names is not set`);
+      return new ClientSecretCredential(source.tenant_id ?? '', source.client_id, secret, common);
+    }
+    const candidates: Array<() => TokenCredential> = [
+      () => new WorkloadIdentityCredential({ ...common, clientId: source.client_id, ...(source.tenant_id ? { tenantId: source.tenant_id } : {}) }),
+      () => new ManagedIdentityCredential({ clientId: source.client_id }),
+    ];
+    const available = candidates.flatMap((create) => {
+      try {
+        return [create()];
+      } catch {
+        return [];
+      }
+    });
+    return new ChainedTokenCredential(...available);
+  };
+}
+
 /** One credential per identity, created on first use and kept (with its token cache) for the process. */
 export class EntraTokens {
   /** Each identity's credential (a credential that could not be created is tried again next time). */
@@ -56,16 +94,32 @@ export class EntraTokens {
   constructor(
     private readonly provider: string,
     private readonly create: CredentialFactory = serverCredential,
+    private readonly createApplication: ApplicationCredentialFactory = applicationCredentials(),
   ) {}
+
+  /**
+   * A token as the catalog-named application `source`, its secret read from `environment`; rejects
+   * as `token` does.
+   */
+  applicationToken(source: AzureCredentialSource, environment: Readonly<Record<string, string | undefined>>, signal: AbortSignal): Promise<string> {
+    const secret = source.client_secret_env === undefined ? undefined : environment[source.client_secret_env];
+    // The key holds the secret's variable, not its value: a rotated value needs a restart, as any key does.
+    const key = `application ${JSON.stringify(source)}`;
+    return this.tokenOf(key, () => this.createApplication(source, secret), signal);
+  }
 
   /**
    * A token for Azure OpenAI; rejects with an UpstreamError when none can be had (no credential
    * configured, the identity refused): the operator's to fix, like a wrong key, so not retried.
    * The message names the failure's type only: identity errors may quote configuration.
    */
-  async token(clientId: string | undefined, signal: AbortSignal): Promise<string> {
+  token(clientId: string | undefined, signal: AbortSignal): Promise<string> {
+    return this.tokenOf(`process ${clientId ?? ''}`, () => this.create(clientId), signal);
+  }
+
+  private async tokenOf(key: string, create: () => TokenCredential | Promise<TokenCredential>, signal: AbortSignal): Promise<string> {
     try {
-      const credential = await this.credentials.get(clientId ?? '', () => this.create(clientId));
+      const credential = await this.credentials.get(key, create);
       const token = await credential.getToken(COGNITIVE_SERVICES_SCOPE, { abortSignal: signal });
       if (!token?.token) throw new Error('the credential returned no token');
       return token.token;

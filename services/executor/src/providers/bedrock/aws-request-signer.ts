@@ -7,22 +7,16 @@
  * instance roles. The chain reads its own AWS_* variables and files (they are AWS's contract, not
  * this service's configuration), caches the credentials and refreshes them before they expire.
  * Both are loaded at the first Bedrock request, so that an executor serving no Bedrock model does
- * not carry them.
+ * not carry them. An upstream naming its own `aws_credentials` signs with those instead
+ * (aws-identities.ts): one signer per region and identity, so no request is ever signed with
+ * another upstream's credentials.
  */
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { MadeOnce } from '../made-once.js';
 import { UpstreamError } from '../upstream-error.js';
+import type { AwsCredentials, AwsCredentialsProvider, AwsIdentity } from './aws-identities.js';
 
-/** AWS credentials: long-lived keys, or temporary ones with their session token. */
-export interface AwsCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-  readonly expiration?: Date;
-}
-
-/** Resolves the credentials to sign with (the chain caches and refreshes them). */
-export type AwsCredentialsProvider = () => Promise<AwsCredentials>;
+export type { AwsCredentials, AwsCredentialsProvider } from './aws-identities.js';
 
 /** The signing name of Bedrock's runtime API. */
 const SERVICE = 'bedrock';
@@ -43,16 +37,15 @@ export interface SignableRequest {
   readonly body: string;
   /** The region the request is signed for. */
   readonly region: string;
+  /** Whose credentials sign it. */
+  readonly identity: AwsIdentity;
 }
 
-/** Signs Bedrock requests; one signer per region. */
+/** Signs Bedrock requests; one signer per region and identity. */
 export class AwsRequestSigner {
   private readonly signers = new MadeOnce<string, SignatureV4>();
 
-  constructor(
-    private readonly credentials: AwsCredentialsProvider,
-    private readonly provider: string,
-  ) {}
+  constructor(private readonly provider: string) {}
 
   /**
    * The request's headers with `host`, `x-amz-date`, `x-amz-content-sha256`, the session token
@@ -61,7 +54,7 @@ export class AwsRequestSigner {
    * which names no secret, goes to the log).
    */
   async sign(request: SignableRequest): Promise<Record<string, string>> {
-    const signer = await this.signerFor(request.region);
+    const signer = await this.signerFor(request.region, request.identity);
     const signed = await signer.sign({
       method: 'POST',
       protocol: request.url.protocol,
@@ -75,16 +68,16 @@ export class AwsRequestSigner {
     return signed.headers as Record<string, string>;
   }
 
-  private signerFor(region: string): Promise<SignatureV4> {
-    return this.signers.get(region, async () => {
+  private signerFor(region: string, identity: AwsIdentity): Promise<SignatureV4> {
+    return this.signers.get(JSON.stringify([region, identity.key]), async () => {
       const [{ SignatureV4 }, { Sha256 }] = await Promise.all([import('@smithy/signature-v4'), import('@aws-crypto/sha256-js')]);
-      return new SignatureV4({ service: SERVICE, region, sha256: Sha256, credentials: () => this.resolveCredentials() });
+      return new SignatureV4({ service: SERVICE, region, sha256: Sha256, credentials: () => this.resolveCredentials(identity.credentials) });
     });
   }
 
-  private async resolveCredentials(): Promise<AwsCredentials> {
+  private async resolveCredentials(credentials: AwsCredentialsProvider): Promise<AwsCredentials> {
     try {
-      return await this.credentials();
+      return await credentials();
     } catch (error) {
       throw new UpstreamError(`no AWS credentials to sign with: ${(error as Error).message}`, {
         provider: this.provider,

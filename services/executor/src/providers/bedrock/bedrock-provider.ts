@@ -6,8 +6,9 @@
  * (`us.anthropic.claude-...`, `global.` ...) or an ARN: it goes in the path, percent-encoded.
  *
  * Auth: SigV4 for the catalog model's region with AWS's default credential chain
- * (aws-request-signer.ts); a model whose catalog entry names api_key_env sends that Bedrock API
- * key as a bearer token instead.
+ * (aws-request-signer.ts), or with the upstream's own `aws_credentials` (a role, a profile, named
+ * key variables: aws-identities.ts); a model whose catalog entry names api_key_env sends that
+ * Bedrock API key as a bearer token instead.
  *
  * Transport: AWS's signer and codec over the executor's own keep-alive pools rather than
  * @aws-sdk/client-bedrock-runtime's client, so that Bedrock gets what every other upstream gets:
@@ -23,6 +24,7 @@ import type { ChatRequestOutput, ChatResponse } from '@gateway/proto';
 import type { Provider, ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { UpstreamError } from '../upstream-error.js';
 import { headerValue, postToUpstream, providerKey, providerSecrets, readJsonBody, type HttpProviderDependencies } from '../upstream-http.js';
+import { AwsIdentities } from './aws-identities.js';
 import { AwsRequestSigner, defaultCredentialsProvider, type AwsCredentialsProvider } from './aws-request-signer.js';
 import { toConverseRequest } from './convert-request.js';
 import { BedrockEmbeddings } from './embeddings.js';
@@ -49,7 +51,7 @@ const STREAM_EVENT_TYPES = new Set<keyof ConverseStreamEvents>([
 
 /** What the bedrock adapter needs from its process. */
 export interface BedrockDependencies extends HttpProviderDependencies {
-  /** Where SigV4 credentials come from; AWS's default Node credential chain unless given. */
+  /** Where SigV4 credentials of upstreams naming no aws_credentials come from; AWS's default Node credential chain unless given. */
   readonly awsCredentials?: AwsCredentialsProvider;
 }
 
@@ -70,9 +72,11 @@ export class BedrockProvider implements Provider {
   readonly name = BEDROCK_PROVIDER;
   readonly embeddings = new BedrockEmbeddings(this);
   private readonly signer: AwsRequestSigner;
+  private readonly identities: AwsIdentities;
 
   constructor(private readonly dependencies: BedrockDependencies) {
-    this.signer = new AwsRequestSigner(dependencies.awsCredentials ?? defaultCredentialsProvider(), this.name);
+    this.signer = new AwsRequestSigner(this.name);
+    this.identities = new AwsIdentities(dependencies.environment, dependencies.awsCredentials ?? defaultCredentialsProvider());
   }
 
   /** A whole Converse answer, translated to a ChatResponse. */
@@ -107,9 +111,14 @@ export class BedrockProvider implements Provider {
     yield { type: 'usage', usage: translator.totalUsage() };
   }
 
-  /** What an error text must never show: the model's Bedrock API key, when it has one. */
+  /** What an error text must never show: the model's Bedrock API key, or the keys its aws_credentials name. */
   private secretsOf(context: ProviderContext): string[] {
-    return providerSecrets(this.dependencies.environment, context.model);
+    const aws = context.model.upstream.aws_credentials;
+    const named = [aws?.secret_access_key_env, aws?.session_token_env].flatMap((name) => {
+      const value = name === undefined ? undefined : this.dependencies.environment[name];
+      return value ? [value] : [];
+    });
+    return [...providerSecrets(this.dependencies.environment, context.model), ...named];
   }
 
   /** InvokeModel with a JSON body (the embeddings' call), signed as Converse is. */
@@ -136,7 +145,7 @@ export class BedrockProvider implements Provider {
     const key = providerKey(this.dependencies.environment, model);
     const authorized = key
       ? { ...headers, authorization: `Bearer ${key}` }
-      : await this.signer.sign({ url, headers, body, region: model.upstream.region ?? '' });
+      : await this.signer.sign({ url, headers, body, region: model.upstream.region ?? '', identity: this.identities.of(model.upstream) });
     return postToUpstream({
       traceparent: context.traceparent,
       provider: this.name,
