@@ -2,6 +2,13 @@ import { connect, type NatsConnection } from 'nats';
 import type { Logger } from '@gateway/logger';
 import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
+/**
+ * What every service's NATS_URL description says of the URL's form, as natsServers reads it: one
+ * sentence, appended to the description of what the service uses NATS for.
+ */
+export const NATS_URL_FORM =
+  ' A user and password (nats://user:password@host:4222, percent-encoded) or a token (nats://token@host:4222) authenticate; tls:// connects over TLS (NODE_EXTRA_CA_CERTS adds a private CA).';
+
 /** A NATS_URL's servers, and the user and password its URLs carry, as the client takes them. */
 export interface NatsServers {
   servers: string[];

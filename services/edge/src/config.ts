@@ -1,5 +1,5 @@
 import { ConfigError, Type, loadConfig, type Static, usageStreamVariables } from '@gateway/config';
-import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
+import { NATS_URL_FORM, USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 /** Every variable the edge reads; see .env.example. */
 export const EdgeConfigSchema = Type.Object({
@@ -75,7 +75,8 @@ export const EdgeConfigSchema = Type.Object({
   }),
   NATS_URL: Type.String({
     description:
-      "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222).",
+      "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222)." +
+      NATS_URL_FORM,
     default: 'nats://127.0.0.1:4222',
   }),
   ...usageStreamVariables(USAGE_STREAM_NAME_PATTERN),

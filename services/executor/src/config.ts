@@ -1,3 +1,4 @@
+import { NATS_URL_FORM } from '@gateway/messaging';
 /**
  * The executor's configuration, read once from the environment by main.ts. `.env.example` lists
  * every variable with a comment.
@@ -63,7 +64,8 @@ export const ExecutorConfigSchema = Type.Object({
   }),
   NATS_URL: Type.String({
     description:
-      "NATS, where this replica publishes its deployments' health (health.v1.deployment) for the router. The executor serves without it; the router then treats every model as available.",
+      "NATS, where this replica publishes its deployments' health (health.v1.deployment) for the router. The executor serves without it; the router then treats every model as available." +
+      NATS_URL_FORM,
     default: 'nats://127.0.0.1:4222',
     minLength: 1,
   }),

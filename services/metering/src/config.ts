@@ -10,7 +10,7 @@ import {
   type ConfigOf,
 } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
-import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
+import { NATS_URL_FORM, USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 /** Every environment variable of the metering service; .env.example documents each. */
 export const MeteringConfigSchema = Type.Object({
@@ -20,7 +20,7 @@ export const MeteringConfigSchema = Type.Object({
   }),
   METERING_METRICS_PORT: Type.Integer({ description: "Port of metering's /metrics, /healthz and /readyz.", minimum: 0, maximum: 65535, default: 9104 }),
   NATS_URL: Type.String({
-    description: 'NATS with JetStream, where the edge publishes usage events.',
+    description: 'NATS with JetStream, where the edge publishes usage events.' + NATS_URL_FORM,
     pattern: '^(nats|tls)://',
     default: 'nats://127.0.0.1:4222',
   }),

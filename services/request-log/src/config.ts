@@ -1,6 +1,6 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
 import { configReloadVariable, grpcConnectionAgeVariables, logLevelVariable, Type, usageStreamVariables, configLoader, type ConfigOf } from '@gateway/config';
-import { USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
+import { NATS_URL_FORM, USAGE_STREAM_NAME_PATTERN } from '@gateway/messaging';
 
 /** Every environment variable of the request-log service; .env.example documents each. */
 export const RequestLogConfigSchema = Type.Object({
@@ -43,7 +43,7 @@ export const RequestLogConfigSchema = Type.Object({
     default: 1_000,
   }),
   NATS_URL: Type.String({
-    description: 'NATS with JetStream, where the edge publishes usage events.',
+    description: 'NATS with JetStream, where the edge publishes usage events.' + NATS_URL_FORM,
     pattern: '^(nats|tls)://',
     default: 'nats://127.0.0.1:4222',
   }),

@@ -1,3 +1,4 @@
+import { NATS_URL_FORM } from '@gateway/messaging';
 import { Type, configReloadVariable, grpcConnectionAgeVariables, configLoader, type ConfigOf } from '@gateway/config';
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
 
@@ -30,7 +31,8 @@ export const RouterConfigSchema = Type.Object({
   ...grpcConnectionAgeVariables(),
   NATS_URL: Type.String({
     description:
-      "NATS, where the executors publish their deployments' health (health.v1.deployment): a model no executor has a healthy deployment of is pushed to the edges as unavailable. Optional: without NATS every model counts as available.",
+      "NATS, where the executors publish their deployments' health (health.v1.deployment): a model no executor has a healthy deployment of is pushed to the edges as unavailable. Optional: without NATS every model counts as available." +
+      NATS_URL_FORM,
     minLength: 1,
     default: 'nats://127.0.0.1:4222',
   }),
