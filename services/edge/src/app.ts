@@ -8,7 +8,7 @@ import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import { prometheus } from '@gateway/observability';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
-import { registerChatCompletions } from './routes/api/chat-completions.js';
+import { registerCompletionRoutes } from './routes/api/completion-routes.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
 import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/api/models.js';
@@ -290,7 +290,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
   });
   if (surface !== 'admin') {
     registerMethodRefusals(app);
-    registerChatCompletions(app, deps);
+    registerCompletionRoutes(app, deps);
     registerMessagesCountTokens(app, deps);
     registerModels(app, deps);
     registerUsage(app, deps);
