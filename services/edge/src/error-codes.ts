@@ -8,7 +8,7 @@
  */
 import { ERROR_REASONS, type ErrorReason } from '@gateway/grpc';
 import type { DecisionOutput } from '@gateway/proto';
-import { RequestError } from './wire/request-error.js';
+import { RequestError } from './request-error.js';
 
 /** What a code answers with. */
 export interface EdgeErrorEntry {

@@ -5,9 +5,9 @@
  * refusals as they are thrown.
  */
 import { errorReason, GatewayError, httpStatusOf } from '@gateway/grpc';
-import { RequestError } from './wire/request-error.js';
+import { RequestError } from './request-error.js';
 
-export { RequestError, invalid, typeForStatus } from './wire/request-error.js';
+export { RequestError, invalid, typeForStatus } from './request-error.js';
 
 /** Converts what a peer service returned into the error the caller sees. */
 export function fromGatewayError(error: GatewayError): RequestError {

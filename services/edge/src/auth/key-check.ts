@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { WireErrors } from '../completions/wire-errors.js';
+import type { WireErrors } from '../wire-errors.js';
 import { GatewayError } from '@gateway/grpc';
 import type { CheckKeyResponseOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';

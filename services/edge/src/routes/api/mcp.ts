@@ -42,7 +42,7 @@ import type {
   UsageEvent,
 } from '@gateway/proto';
 import { bearerKey, denialError, noteKeyChecked } from '../../auth/key-check.js';
-import type { WireErrors } from '../../completions/wire-errors.js';
+import type { WireErrors } from '../../wire-errors.js';
 import type { EdgeDependencies } from '../../dependencies.js';
 import { edgeError } from '../../error-codes.js';
 import type { RequestError } from '../../errors.js';
