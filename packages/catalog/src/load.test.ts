@@ -4,14 +4,26 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CatalogError, DEFAULT_CATALOG_PATH, enabledModels, keyVariables, loadCatalog, parseCatalog } from './load.js';
 import { costPicoUsd, pricingOf, type Pricing } from './pricing.js';
-import { thrownBy } from '@gateway/testing';
 
 const INVALID_FIXTURES = fileURLToPath(new URL('../test/fixtures/invalid/', import.meta.url));
 const catalogFiles = readdirSync(INVALID_FIXTURES)
   .filter((name) => /\.(ya?ml|json)$/.test(name))
   .sort();
 
-const errorOf = (action: () => unknown): CatalogError => thrownBy(CatalogError, action);
+/**
+ * The CatalogError `action` throws; the test fails when it throws nothing or something else. Here
+ * rather than @gateway/testing's thrownBy: @gateway/testing depends on this package.
+ */
+function errorOf(action: () => unknown): CatalogError {
+  let thrown: unknown;
+  try {
+    action();
+  } catch (error) {
+    thrown = error;
+  }
+  expect(thrown).toBeInstanceOf(CatalogError);
+  return thrown as CatalogError;
+}
 
 /** A Pricing from its prices in micro-USD per million tokens. */
 function micro(prices: { input: number; cached: number; write: number; write1h: number; output: number }): Pricing {

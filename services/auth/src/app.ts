@@ -4,7 +4,7 @@ import { createAdminAccessService } from './admin-access/admin-access-service.js
 import type { AdminTokenStore } from './admin-access/admin-token-store.js';
 import type { AuditLog } from './audit/audit-log.js';
 import { createAuditor } from './audit/auditor.js';
-import { createAuthService, type AuthServiceDependencies } from './keys/auth-service.js';
+import { createAuthService, type AuthServiceDependencies } from './auth-service.js';
 import { createTeamService } from './teams/team-service.js';
 import type { TeamStore } from './teams/team-store.js';
 

@@ -8,7 +8,8 @@ import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import { prometheus } from '@gateway/observability';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
-import { registerChatCompletions } from './routes/api/chat-completions.js';
+import { UNAVAILABLE } from './error-codes.js';
+import { registerCompletionRoutes } from './routes/api/completion-routes.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from './wire/json-nesting.js';
 import { JsonParseFailure, OFF_THREAD_JSON_CHARACTERS, OffThreadJson } from './wire/off-thread-json.js';
 import { registerModels } from './routes/api/models.js';
@@ -144,14 +145,7 @@ function registerJsonParser(app: FastifyInstance): void {
       (error: unknown) => {
         if (error instanceof JsonParseFailure) done(error.failure === 'too_deep' ? tooDeep() : new SyntaxError(error.message), undefined);
         // The parser thread died (it is started again for the next body): this body is refused.
-        else
-          done(
-            new RequestError(503, 'The gateway could not read the request body. Please retry.', {
-              code: 'service_unavailable',
-              headers: { 'retry-after': '1' },
-            }),
-            undefined,
-          );
+        else done(UNAVAILABLE.requestBody(), undefined);
       },
     );
   app.removeContentTypeParser('application/json');
@@ -290,7 +284,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
   });
   if (surface !== 'admin') {
     registerMethodRefusals(app);
-    registerChatCompletions(app, deps);
+    registerCompletionRoutes(app, deps);
     registerMessagesCountTokens(app, deps);
     registerModels(app, deps);
     registerUsage(app, deps);

@@ -17,10 +17,10 @@ import type {
   UsageEvent,
   UsageServiceClient,
 } from '@gateway/proto';
-import type { AuthDecisions } from './auth-decisions.js';
+import type { AuthDecisions } from './clients/auth-decisions.js';
 import type { CatalogView } from './catalog-view.js';
 import type { EdgeConfig } from './config.js';
-import type { ExecutorCalls } from './executor-calls.js';
+import type { ExecutorCalls } from './clients/executor-calls.js';
 
 /** Everything the edge talks to. */
 export interface EdgeDependencies {

@@ -8,7 +8,8 @@
  */
 import { ERROR_REASONS, type ErrorReason } from '@gateway/grpc';
 import type { DecisionOutput } from '@gateway/proto';
-import { RequestError } from './wire/request-error.js';
+import { retrySoonHeaders } from './rate-limit-headers.js';
+import { RequestError } from './request-error.js';
 
 /** What a code answers with. */
 export interface EdgeErrorEntry {
@@ -129,3 +130,15 @@ export function edgeError(
   const { status, type } = edgeErrorEntry(code);
   return new RequestError(status, message, { ...options, code, type });
 }
+
+/**
+ * What the edge answers when a part it depends on cannot answer now, by that part: a 503 whose
+ * message says what is down, with retry-after 1 s. One place for each of these outward messages.
+ */
+export const UNAVAILABLE = Object.freeze({
+  auth: () => edgeError('auth_unavailable', 'The gateway cannot check API keys right now. Please retry shortly.', { headers: retrySoonHeaders() }),
+  mcp: () => edgeError('mcp_unavailable', 'The MCP gateway is unavailable right now. Please retry shortly.', { headers: retrySoonHeaders() }),
+  catalog: () => edgeError('catalog_unavailable', 'The model catalog is not available yet. Please retry shortly.', { headers: retrySoonHeaders() }),
+  // The JSON parser's thread died (it is started again for the next body).
+  requestBody: () => edgeError('service_unavailable', 'The gateway could not read the request body. Please retry.', { headers: retrySoonHeaders() }),
+});

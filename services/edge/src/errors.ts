@@ -5,23 +5,19 @@
  * refusals as they are thrown.
  */
 import { errorReason, GatewayError, httpStatusOf } from '@gateway/grpc';
-import { RequestError } from './wire/request-error.js';
+import { retryAfterHeaders, retrySoonHeaders } from './rate-limit-headers.js';
+import { RequestError } from './request-error.js';
 
-export { RequestError, invalid, typeForStatus } from './wire/request-error.js';
+export { RequestError, invalid, typeForStatus } from './request-error.js';
 
 /** Converts what a peer service returned into the error the caller sees. */
 export function fromGatewayError(error: GatewayError): RequestError {
   // The registry of reasons decides (ERROR_REASONS); a reason it does not know, from a peer of
   // another version, falls back on its gRPC status.
   const status = httpStatusOf(error);
-  const headers: Record<string, string> = {};
-  if (error.retryAfterMs !== undefined && error.retryAfterMs > 0) {
-    headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
-    headers['retry-after-ms'] = String(error.retryAfterMs);
-  } else if (status === 503) {
-    // A service that is down (restarting, redeploying) usually answers again within a second.
-    headers['retry-after'] = '1';
-  }
+  // A peer's retry_after_ms is an int64: whole milliseconds, as retryAfterHeaders writes them.
+  const retryAfterMs = error.retryAfterMs ?? 0;
+  const headers = retryAfterMs > 0 ? retryAfterHeaders(retryAfterMs) : status === 503 ? retrySoonHeaders() : {};
   const message = status === 500 ? 'The gateway failed to handle the request.' : error.message;
   return new RequestError(status, message, { code: error.reason, type: errorReason(error.reason)?.type, param: error.param ?? null, headers });
 }

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, normalize, relative } from 'node:path';
+import { dirname, join, normalize, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -29,7 +29,7 @@ function importGraph(): Map<string, string[]> {
 describe("the edge's layout", () => {
   it('has no import cycle: the app wires the routes, the routes and their parts never import the app', () => {
     const graph = importGraph();
-    expect(graph.get('routes/api/chat-completions.ts')).toBeDefined();
+    expect(graph.get('routes/api/completion-routes.ts')).toBeDefined();
     const cycles: string[] = [];
     const visit = (file: string, path: string[]) => {
       if (path.includes(file)) {
@@ -41,5 +41,14 @@ describe("the edge's layout", () => {
     };
     for (const file of graph.keys()) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+
+  it("imports between its folders run one way: no folder imports one that imports it back (RequestError and a wire's error shape sit below wire/ and completions/)", () => {
+    const part = (file: string) => (file.includes(sep) ? `${file.split(sep)[0]}/` : file);
+    const arrows = new Set<string>();
+    for (const [file, imports] of importGraph())
+      for (const imported of imports) if (part(file) !== part(imported)) arrows.add(`${part(file)} -> ${part(imported)}`);
+    expect(arrows).toContain('completions/ -> auth/');
+    expect([...arrows].filter((arrow) => arrows.has(arrow.split(' -> ').reverse().join(' -> ')))).toEqual([]);
   });
 });

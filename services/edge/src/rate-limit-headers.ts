@@ -95,3 +95,11 @@ export function retryAfterHeaders(retryAfterMs: number): Record<string, string> 
   const ms = Math.max(1, Math.ceil(retryAfterMs));
   return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))), 'retry-after-ms': String(ms) };
 }
+
+/**
+ * The header of a 503 from a part that is down with no time of its own to name: retry in a second,
+ * since a service restarting or redeploying usually answers again by then.
+ */
+export function retrySoonHeaders(): Record<string, string> {
+  return { 'retry-after': '1' };
+}

@@ -3,7 +3,7 @@
  * listed, checked and revoked through the AdminTokenStore, and the audit trail read back. Token
  * creation and revocation are audited changes (auditor.ts).
  */
-import { GatewayError, unary } from '@gateway/grpc';
+import { GatewayError, storeCalls, unary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type {
   AdminAccessServiceHandlers,
@@ -22,9 +22,11 @@ import type {
 } from '@gateway/proto';
 import { AuditCursorError, type AuditEntry, type AuditLog } from '../audit/audit-log.js';
 import { type Auditor, callActor } from '../audit/auditor.js';
-import type { AdminRoleName, AdminTokenStore } from './admin-token-store.js';
-import { ADMIN_ROLES, toAdminTokenInfo } from '../info-messages.js';
-import { KEY_ID_PATTERN, KeyInputError } from '../keys/key-store.js';
+import { invalidInput } from '../shared/handler-input.js';
+import { KEY_ID_PATTERN } from '../shared/ids.js';
+import type { AdminRoleName } from './admin-roles.js';
+import { ADMIN_ROLES, toAdminTokenInfo } from './admin-token-message.js';
+import type { AdminTokenStore } from './admin-token-store.js';
 
 /** What the AdminAccessService needs. */
 export interface AdminAccessDependencies {
@@ -40,24 +42,15 @@ function toAuditEntryMessage(entry: AuditEntry): AuditEntryMessage {
   return { ...entry };
 }
 
-/** Runs a store operation, turning a Redis failure into UNAVAILABLE with the cause logged. */
-function guarded(logger: Logger): <T>(operation: () => Promise<T>) => Promise<T> {
-  return async (operation) => {
-    try {
-      return await operation();
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      if (error instanceof KeyInputError) throw GatewayError.of('invalid_request', error.message, { param: error.param });
-      if (error instanceof AuditCursorError) throw GatewayError.of('invalid_request', error.message, { param: 'cursor' });
-      logger.error({ err: { message: (error as Error).message } }, 'admin token store unavailable');
-      throw GatewayError.of('auth_unavailable', 'The admin token store is unavailable.', { retryable: true, cause: error });
-    }
-  };
+/** A store's refusal (a bad value, an unreadable audit cursor) as the caller's invalid_request. */
+function refusal(error: unknown): GatewayError | undefined {
+  if (error instanceof AuditCursorError) return GatewayError.of('invalid_request', error.message, { param: 'cursor' });
+  return invalidInput(error);
 }
 
 /** The AdminAccessService's handlers. */
 export function createAdminAccessService({ adminTokens, audit, auditor, logger }: AdminAccessDependencies): AdminAccessServiceHandlers {
-  const store = guarded(logger);
+  const store = storeCalls(logger, { name: 'admin token store', reason: 'auth_unavailable', message: 'The admin token store is unavailable.', refusal });
   const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'admin access handler failed');
   const notFound = () => GatewayError.of('admin_token_not_found', 'No admin token has this id.', { param: 'token_id' });
 

@@ -28,7 +28,7 @@ import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@g
 import { eventually, redisUrl } from '@gateway/testing';
 import { startAuthServer } from '../testing/auth-server.js';
 import { AuditLog } from '../audit/audit-log.js';
-import { hashSecret } from '../keys/key-secret.js';
+import { hashSecret } from '../shared/ids.js';
 
 const ADMIN: CallActor = { subject: 'static-token', role: 'admin', via: 'static_token' };
 

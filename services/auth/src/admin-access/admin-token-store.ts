@@ -12,8 +12,8 @@
 import { authKeys, DEFAULT_AUTH_PREFIX, type AuthKeys } from '@gateway/keyspace';
 import { type RedisClient, waitForReplicas } from '@gateway/redis';
 import { type AdminRoleName, isAdminRoleName } from './admin-roles.js';
-import { hashSecret, MAX_SECRET_LENGTH, randomBase62 } from '../keys/key-secret.js';
-import { KeyInputError, MAX_KEY_NAME_LENGTH } from '../keys/key-store.js';
+import { hashSecret, MAX_SECRET_LENGTH, randomBase62 } from '../shared/ids.js';
+import { KeyInputError, MAX_KEY_NAME_LENGTH } from '../shared/input-error.js';
 
 export { ADMIN_ROLE_NAMES, type AdminRoleName, isAdminRoleName } from './admin-roles.js';
 

@@ -8,7 +8,7 @@ import { redisUrl } from '@gateway/testing';
 import { AdminTokenStore } from '../admin-access/admin-token-store.js';
 import { AuditLog } from '../audit/audit-log.js';
 import { KeyStore } from '../keys/key-store.js';
-import { hashSecret } from '../keys/key-secret.js';
+import { hashSecret } from '../shared/ids.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/cli.js', import.meta.url));
 const run = promisify(execFile);

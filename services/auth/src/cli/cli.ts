@@ -31,10 +31,13 @@ import { parseArgs } from 'node:util';
 import { ADMIN_ROLE_NAMES, isAdminRoleName } from '../admin-access/admin-roles.js';
 import type { AdminTokenStore, StoredAdminToken } from '../admin-access/admin-token-store.js';
 import { AuditLog, CLI_ACTOR } from '../audit/audit-log.js';
-import { toAdminTokenInfo, toKeyInfo, toTeam } from '../info-messages.js';
+import { toAdminTokenInfo } from '../admin-access/admin-token-message.js';
 import { isWellFormedSecret } from '../keys/key-secret.js';
+import { toKeyInfo } from '../keys/key-message.js';
 import type { KeyChanges, KeyStore, StoredKey } from '../keys/key-store.js';
-import { isPlanName, loadPlans, PLAN_NAMES, usdToBudget, type BudgetLimit, type Limit, type PlanName, type PlanTable } from '../quota/plans.js';
+import { isPlanName, loadPlans, PLAN_NAMES, type PlanName } from '../quota/plans.js';
+import { type BudgetLimit, type Limit, type PlanTable, usdToBudget } from '../shared/limits.js';
+import { toTeam } from '../teams/team-message.js';
 import type { NewTeam, TeamStore } from '../teams/team-store.js';
 
 const USAGE = `usage:
@@ -435,7 +438,7 @@ async function reportFailure(error: unknown): Promise<number> {
     return 2;
   }
   // Loaded already when a command ran (and so could throw them).
-  const { KeyExistsError, KeyInputError, TeamNotFoundError } = await import('../keys/key-store.js');
+  const [{ KeyExistsError, TeamNotFoundError }, { KeyInputError }] = await Promise.all([import('../keys/key-store.js'), import('../shared/input-error.js')]);
   if (error instanceof KeyInputError) {
     process.stderr.write(`${error.message}\n`);
     return 2;

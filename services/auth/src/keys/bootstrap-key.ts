@@ -1,8 +1,8 @@
 import type { Logger } from '@gateway/logger';
+import type { PlanName } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
-import { hashSecret } from './key-secret.js';
+import { hashSecret } from '../shared/ids.js';
 import { KeyExistsError, type KeyStore, type StoredKey } from './key-store.js';
-import type { PlanName } from '../quota/plans.js';
 import { startUpRetry } from '../start-up-retry.js';
 
 /** How long an attempt waits for a disconnected Redis to become ready before it tries anyway. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { generateKeyId, generateSecret, hashSecret, isWellFormedSecret, MAX_SECRET_LENGTH } from './key-secret.js';
+import { hashSecret, MAX_SECRET_LENGTH } from '../shared/ids.js';
+import { generateKeyId, generateSecret, isWellFormedSecret } from './key-secret.js';
 
 describe('key secrets', () => {
   it('draws secrets of br- and 40 base62 characters, all different', () => {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { keysMatching } from '@gateway/redis';
-import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
+import { hashSecret } from '../shared/ids.js';
+import { generateKeyId, generateSecret } from './key-secret.js';
 import { KeyStore } from './key-store.js';
 import { loadPlans } from '../quota/plans.js';
 import { QuotaLimiter } from '../quota/quota-limiter.js';

@@ -1,10 +1,12 @@
-// The allow-list rules alone, without the catalog's loader and its YAML parser (the CLI loads this file).
-import { allowListProblem } from '@gateway/catalog/model-allow-list';
 import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, updateKeyRecord, v1ToV2, type AuthKeys } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import { waitForReplicas, type RedisClient } from '@gateway/redis';
-import { generateKeyId, generateSecret, hashSecret } from './key-secret.js';
-import { BUDGET_FIELDS, isPlanName, type BudgetLimit, type Limit, type PlanName } from '../quota/plans.js';
+import { isPlanName, type PlanName } from '@gateway/proto';
+import { validateAllowLists } from '../shared/allow-lists.js';
+import { hashSecret, KEY_ID_PATTERN, TEAM_ID_PATTERN } from '../shared/ids.js';
+import { KeyInputError, MAX_KEY_NAME_LENGTH } from '../shared/input-error.js';
+import { BUDGET_FIELDS, type BudgetLimit, type Limit } from '../shared/limits.js';
+import { generateKeyId, generateSecret } from './key-secret.js';
 
 /** The public facts of a key as stored; never its secret. */
 export interface StoredKey {
@@ -85,25 +87,8 @@ export interface KeyChanges {
   revoked?: true;
 }
 
-/** Thrown when a value given for a key is invalid; `param` names the field. */
-export class KeyInputError extends Error {
-  constructor(
-    readonly param: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'KeyInputError';
-  }
-}
-
-/** The longest key name accepted. */
-export const MAX_KEY_NAME_LENGTH = 200;
 /** What a routing policy looks like: a short name the router understands. */
 export const ROUTING_POLICY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
-/** What a public key id looks like. */
-export const KEY_ID_PATTERN = /^key_[A-Za-z0-9]{16}$/;
-/** What a public team id looks like. */
-export const TEAM_ID_PATTERN = /^team_[A-Za-z0-9]{16}$/;
 
 const OVERRIDE_FIELDS = ['requests_per_minute_override', 'tokens_per_minute_override', 'daily_budget_override', 'monthly_budget_override'] as const;
 const BUDGET_OVERRIDE_FIELDS = BUDGET_FIELDS.map((field) => `${field}_override` as const);
@@ -129,26 +114,6 @@ function validate(input: KeyChanges): void {
   if (fallbacks !== undefined && fallbacks !== null && typeof fallbacks !== 'boolean')
     throw new KeyInputError('catalog_fallbacks_override', 'catalog_fallbacks_override must be true or false.');
   validateAllowLists(input);
-}
-
-/**
- * Checks a key's or a team's allow-lists (absent or null: not given); throws KeyInputError. Both
- * follow @gateway/catalog's rules for models, so a team's list reads as a key's, and the MCP
- * tools' list the same entries and `prefix*` patterns.
- */
-export function validateAllowLists(input: { allowed_models?: string[] | null; allowed_mcp_tools?: string[] | null }): void {
-  const allowed = input.allowed_models;
-  if (allowed !== undefined && allowed !== null) {
-    const problem = Array.isArray(allowed) ? allowListProblem(allowed) : 'allowed_models must be a list of model ids and "prefix*" patterns.';
-    if (problem) throw new KeyInputError('allowed_models', problem);
-  }
-  const tools = input.allowed_mcp_tools;
-  if (tools !== undefined && tools !== null) {
-    const problem = Array.isArray(tools)
-      ? allowListProblem(tools)?.replace('model id', 'MCP tool name')
-      : 'allowed_mcp_tools must be a list of MCP tool names, server names and "prefix*" patterns.';
-    if (problem) throw new KeyInputError('allowed_mcp_tools', problem);
-  }
 }
 
 /** Where a key's data lives: its id, and its team ('' for none), whose tag names it. */

@@ -4,8 +4,9 @@ import { ALLOW_LIST_CASES, modelAllowed } from '@gateway/catalog';
 import { luaModelAllowed } from '@gateway/keyspace';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
-import { hashSecret } from './key-secret.js';
-import { KeyInputError, KeyStore } from './key-store.js';
+import { hashSecret } from '../shared/ids.js';
+import { KeyInputError } from '../shared/input-error.js';
+import { KeyStore } from './key-store.js';
 import { loadPlans } from '../quota/plans.js';
 import { QuotaLimiter } from '../quota/quota-limiter.js';
 

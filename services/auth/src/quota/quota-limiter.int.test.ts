@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { keysMatching } from '@gateway/redis';
 import { spendDayField, spendKeyName, spendMonthField } from '@gateway/keyspace';
-import { hashSecret } from '../keys/key-secret.js';
+import { hashSecret } from '../shared/ids.js';
 import { KeyStore } from '../keys/key-store.js';
 import { loadPlans, parsePlans } from './plans.js';
 import { QuotaLimiter, RedisFullError, WINDOW_MS, type QuotaDecision } from './quota-limiter.js';

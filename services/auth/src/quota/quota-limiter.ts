@@ -14,7 +14,8 @@ import {
 } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 import { KeyStore, LAST_USED_INTERVAL_MS } from '../keys/key-store.js';
-import { PLAN_NAMES, plansSource, type BudgetLimit, type Limit, type PlanName, type PlansSource, type PlanTable } from './plans.js';
+import { plansSource, type BudgetLimit, type Limit, type PlansSource, type PlanTable } from '../shared/limits.js';
+import { PLAN_NAMES, type PlanName } from './plans.js';
 
 export { PENDING_MAX_AGE_MS, WINDOW_MS, type Settlement } from '@gateway/keyspace';
 

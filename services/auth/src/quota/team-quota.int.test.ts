@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authKeys, spendDayField, spendKeyName, spendMonthField, teamSpendKeyName, windowKeyList } from '@gateway/keyspace';
-import { hashSecret } from '../keys/key-secret.js';
+import { hashSecret } from '../shared/ids.js';
 import { KeyStore, TeamNotFoundError } from '../keys/key-store.js';
 import { loadPlans } from './plans.js';
 import { QuotaLimiter, type QuotaDecision } from './quota-limiter.js';

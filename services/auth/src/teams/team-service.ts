@@ -18,10 +18,9 @@ import type {
   TeamServiceHandlers,
   UpdateTeamRequestOutput,
 } from '@gateway/proto';
-import { fromBudget, fromMinuteLimit } from '../keys/auth-service.js';
-import { toTeam } from '../info-messages.js';
-import { KeyInputError } from '../keys/key-store.js';
 import type { Auditor } from '../audit/auditor.js';
+import { fromBudget, fromMinuteLimit, invalidInput } from '../shared/handler-input.js';
+import { toTeam } from './team-message.js';
 import type { TeamChanges, TeamLimits, TeamStore } from './team-store.js';
 
 /** What the team service needs. */
@@ -54,11 +53,6 @@ function limitsOf(request: {
 
 function allowList(list: ModelAllowListOutput | null | undefined): string[] | undefined {
   return list ? [...(list.models ?? [])] : undefined;
-}
-
-/** A key store refusal of the team's input, as the caller's invalid_request. */
-function invalidInput(error: unknown): GatewayError | undefined {
-  return error instanceof KeyInputError ? GatewayError.of('invalid_request', error.message, { param: error.param }) : undefined;
 }
 
 /** Creates the TeamService's handlers. */

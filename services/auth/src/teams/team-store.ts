@@ -1,7 +1,8 @@
 import { authKeys, createKeyRecord, DEFAULT_AUTH_PREFIX, deleteTeamRecord, updateKeyRecord, windowKeyList, type AuthKeys } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
-import { randomBase62 } from '../keys/key-secret.js';
-import { KeyInputError, TEAM_ID_PATTERN, validateAllowLists } from '../keys/key-store.js';
+import { validateAllowLists } from '../shared/allow-lists.js';
+import { randomBase62, TEAM_ID_PATTERN } from '../shared/ids.js';
+import { KeyInputError } from '../shared/input-error.js';
 
 /** A team's limits: a positive number, or absent for none (a team has no plan to fall back on). */
 export interface TeamLimits {

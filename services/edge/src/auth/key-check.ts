@@ -5,11 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { WireErrors } from '../completions/wire-errors.js';
+import type { WireErrors } from '../wire-errors.js';
 import { GatewayError } from '@gateway/grpc';
 import type { CheckKeyResponseOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
-import { DENIALS, edgeError } from '../error-codes.js';
+import { DENIALS, edgeError, UNAVAILABLE } from '../error-codes.js';
 import { RequestError } from '../errors.js';
 import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 
@@ -156,7 +156,7 @@ export async function checkKey(
   } catch (error) {
     const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
     deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
-    throw edgeError('auth_unavailable', 'The gateway cannot check API keys right now. Please retry shortly.', { headers: { 'retry-after': '1' } });
+    throw UNAVAILABLE.auth();
   }
   if (decision.decision === 'DECISION_ALLOW') return decision;
   const denial = denialError(decision);

@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteRequest, RouteRequest, RouteResponseOutput, RouterServiceClient } from '@gateway/proto';
-import type { ExecutorCalls } from '../executor-calls.js';
+import type { ExecutorCalls } from '../clients/executor-calls.js';
 import { testEdge } from '../testing/test-edge.js';
 import { allowedRouting } from './allowed-models.js';
 import { allowDecision, catalogOf, fakeDecisions, TEST_KEY_ID, testModel, wholeAnswer } from '../testing/edge-fakes.js';

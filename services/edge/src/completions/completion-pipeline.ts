@@ -15,7 +15,7 @@ import { holdReservation } from '../auth/reservations.js';
 import type { EdgeDependencies } from '../dependencies.js';
 import { RequestError, toRequestError } from '../errors.js';
 import { GenAiMetrics } from '../genai-metrics.js';
-import { rateLimitHeaders } from '../rate-limit-headers.js';
+import { rateLimitHeaders, retryAfterHeaders } from '../rate-limit-headers.js';
 import { tierName } from '../catalog-view.js';
 import type { ParsedChatRequest } from './parsed-request.js';
 import { Completion, type CompletionWire, type WholeAnswer } from './completion.js';
@@ -297,7 +297,7 @@ function modelUnavailable(routing: Routing): RequestError {
     {
       code: 'model_unavailable',
       param: 'model',
-      headers: { 'retry-after': String(Math.ceil(retryAfterMs / 1000)), 'retry-after-ms': String(retryAfterMs) },
+      headers: retryAfterHeaders(retryAfterMs),
     },
   );
 }

@@ -29,7 +29,7 @@ import type { EdgeDependencies } from '../dependencies.js';
 import type { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from './parsed-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
-import type { WireErrors } from './wire-errors.js';
+import type { WireErrors } from '../wire-errors.js';
 
 /**
  * A request on its way through admit, route, execute and report. `Parsed` is what its wire's
@@ -111,7 +111,7 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   }
 }
 
-export type { WireErrors } from './wire-errors.js';
+export type { WireErrors } from '../wire-errors.js';
 
 /**
  * One ingress API, as the completion pipeline uses it. `Parsed` is the request its parse returns:

@@ -3,7 +3,7 @@
  * auth's allowing decision, and an executor's whole answer. Each test overrides what it checks.
  */
 import type { CheckKeyRequest, CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
-import type { AuthDecisions } from '../auth-decisions.js';
+import type { AuthDecisions } from '../clients/auth-decisions.js';
 import type { CatalogView } from '../catalog-view.js';
 
 /** The test key's public id. */

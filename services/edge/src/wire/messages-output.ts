@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ContentPartOutput, UsageOutput } from '@gateway/proto';
 import { headerKey } from '../auth/key-check.js';
-import type { WireErrors } from '../completions/wire-errors.js';
+import type { WireErrors } from '../wire-errors.js';
 import type { RequestError } from '../errors.js';
 
 /** A new id of a message (`msg_`) or of a tool use the upstream did not name (`toolu_`). */

@@ -9,7 +9,7 @@ import type { Completion } from '../completions/completion.js';
 import { anthropicErrorJson } from './messages-output.js';
 import { messagesWire } from './messages-wire.js';
 import { parseMessagesRequest } from './parse-messages-request.js';
-import { RequestError } from './request-error.js';
+import { RequestError } from '../request-error.js';
 import { answeredCompletion, begunStream, chunk, namedEvents, streamedEvents } from '../testing/wire-streams.js';
 
 /** A completion as the pipeline hands it to the wire once the model answered. */

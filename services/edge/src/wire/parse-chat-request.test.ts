@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseChatRequest } from './parse-chat-request.js';
-import { RequestError } from './request-error.js';
+import { RequestError } from '../request-error.js';
 
 const base = { model: 'sim-mini', messages: [{ role: 'user', content: 'hi' }] };
 /** A request of model `m` with this one message. */

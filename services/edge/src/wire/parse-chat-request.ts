@@ -13,7 +13,7 @@
  */
 import type { CacheControl, ChatRequest, ContentPart, Message, Tool, ToolCall } from '@gateway/proto';
 import type { ParsedChatRequest } from '../completions/parsed-request.js';
-import { invalid } from './request-error.js';
+import { invalid } from '../request-error.js';
 import { isObject, type Json, type JsonObject } from './translated-request.js';
 
 export type { EmbeddingInputs, ParsedChatRequest } from '../completions/parsed-request.js';

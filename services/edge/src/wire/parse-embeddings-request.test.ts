@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { thrownBy } from '@gateway/testing';
-import { RequestError } from './request-error.js';
+import { RequestError } from '../request-error.js';
 import { MAX_EMBEDDING_INPUTS, parseEmbeddingsRequest } from './parse-embeddings-request.js';
 import { floatValues } from './embeddings-wire.js';
 

@@ -7,7 +7,7 @@
  */
 import { AUTO_MODEL_ID } from '@gateway/catalog';
 import { describe, type EmbeddingInputs, type ParsedChatRequest, requiredBody, requiredModel } from './parse-chat-request.js';
-import { invalid } from './request-error.js';
+import { invalid } from '../request-error.js';
 import type { Json, JsonObject } from './translated-request.js';
 
 /** The most inputs one request may carry (OpenAI's limit). */

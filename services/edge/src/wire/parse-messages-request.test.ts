@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseMessagesRequest } from './parse-messages-request.js';
-import { RequestError } from './request-error.js';
+import { RequestError } from '../request-error.js';
 
 const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
 

@@ -45,7 +45,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ContentPart, Message, ThinkingConfig } from '@gateway/proto';
 import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';
-import { invalid, RequestError } from './request-error.js';
+import { invalid, RequestError } from '../request-error.js';
 import { type FieldSource, given, isObject, type Json, type JsonObject, kindOf, renamedError, wrongType } from './translated-request.js';
 
 /** The chat body being built, and where each of its messages came from (chat param -> Messages param). */

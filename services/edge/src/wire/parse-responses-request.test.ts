@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { RequestError } from './request-error.js';
+import { RequestError } from '../request-error.js';
 import { flattenedName, parseResponsesRequest } from './parse-responses-request.js';
 import { COMPACTED_HISTORY_PREFIX, COMPACTION_PROMPT, compactedSummary, compactionItem } from './responses-compaction.js';
 

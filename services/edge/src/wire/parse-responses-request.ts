@@ -31,7 +31,7 @@
 import { createHash } from 'node:crypto';
 import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';
 import { COMPACTED_HISTORY_PREFIX, COMPACTION_PROMPT, compactedSummary } from './responses-compaction.js';
-import { invalid, RequestError } from './request-error.js';
+import { invalid, RequestError } from '../request-error.js';
 import { type FieldSource, given, isObject, type Json, type JsonObject, kindOf, renamedError, wrongType } from './translated-request.js';
 
 /** A function offered inside a `namespace` tool, under the flattened name the upstream saw. */

@@ -25,7 +25,7 @@ import type {
 } from '@gateway/proto';
 import { bearerKey, checkKey, noteKeyChecked } from '../auth/key-check.js';
 import type { EdgeDependencies } from '../dependencies.js';
-import { RequestError } from './request-error.js';
+import { RequestError } from '../request-error.js';
 import type { ResponsesCompletion } from './responses-output.js';
 import { isObject, type JsonObject } from './translated-request.js';
 

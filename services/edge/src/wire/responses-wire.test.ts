@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ChatResponseOutput } from '@gateway/proto';
-import { RequestError } from './request-error.js';
+import { RequestError } from '../request-error.js';
 import { parseResponsesRequest } from './parse-responses-request.js';
 import type { ResponsesCompletion } from './responses-output.js';
 import { responsesWire } from './responses-wire.js';

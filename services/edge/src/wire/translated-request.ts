@@ -3,7 +3,7 @@
  * APIs) share: reading the JSON they are given, and naming the caller's own field in a 400 the chat
  * parser raised about the field it was translated into.
  */
-import { invalid, RequestError } from './request-error.js';
+import { invalid, RequestError } from '../request-error.js';
 
 export type Json = unknown;
 export type JsonObject = Record<string, Json>;

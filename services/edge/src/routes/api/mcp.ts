@@ -42,9 +42,9 @@ import type {
   UsageEvent,
 } from '@gateway/proto';
 import { bearerKey, denialError, noteKeyChecked } from '../../auth/key-check.js';
-import type { WireErrors } from '../../completions/wire-errors.js';
+import type { WireErrors } from '../../wire-errors.js';
 import type { EdgeDependencies } from '../../dependencies.js';
-import { edgeError } from '../../error-codes.js';
+import { edgeError, UNAVAILABLE } from '../../error-codes.js';
 import type { RequestError } from '../../errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../../wire/json-nesting.js';
 
@@ -108,7 +108,7 @@ async function decide(deps: EdgeDependencies, apiKey: string, requestId: string,
   } catch (error) {
     const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
     deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
-    throw edgeError('auth_unavailable', 'The gateway cannot check API keys right now. Please retry shortly.', { headers: { 'retry-after': '1' } });
+    throw UNAVAILABLE.auth();
   }
 }
 
@@ -122,7 +122,7 @@ function mcpFailure(deps: EdgeDependencies, error: unknown, requestId: string): 
   const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
   if (failure.code === GrpcStatus.NOT_FOUND) return edgeError('mcp_session_not_found', 'Session not found.');
   deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'the MCP service could not answer');
-  return edgeError('mcp_unavailable', 'The MCP gateway is unavailable right now. Please retry shortly.', { headers: { 'retry-after': '1' } });
+  return UNAVAILABLE.mcp();
 }
 
 /** Registers /mcp and its protected-resource metadata when an MCP service is configured. */

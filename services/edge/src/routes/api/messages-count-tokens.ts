@@ -13,7 +13,7 @@ import { checkKey, noteKeyChecked, requestKey } from '../../auth/key-check.js';
 import type { EdgeDependencies } from '../../dependencies.js';
 import { messagesErrors } from '../../wire/messages-output.js';
 import { parseMessagesRequest } from '../../wire/parse-messages-request.js';
-import { requireKey } from './chat-completions.js';
+import { requireKey } from './completion-routes.js';
 
 /** Registers POST /v1/messages/count_tokens, its errors in Anthropic's envelope. */
 export function registerMessagesCountTokens(app: FastifyInstance, deps: EdgeDependencies): void {

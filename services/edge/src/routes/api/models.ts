@@ -21,6 +21,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ModelOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../../dependencies.js';
 import { RequestError } from '../../errors.js';
+import { UNAVAILABLE } from '../../error-codes.js';
 import { checkKey, noteKeyChecked, requestKey } from '../../auth/key-check.js';
 import type { WireErrors } from '../../completions/completion.js';
 import { allowListsOf, isAllowed } from '../../completions/allowed-models.js';
@@ -106,11 +107,7 @@ export function codexModelJson(model: ModelOutput, priority: number) {
 }
 
 function catalogOrUnavailable(deps: EdgeDependencies) {
-  if (!deps.catalog.ready)
-    throw new RequestError(503, 'The model catalog is not available yet. Please retry shortly.', {
-      code: 'catalog_unavailable',
-      headers: { 'retry-after': '1' },
-    });
+  if (!deps.catalog.ready) throw UNAVAILABLE.catalog();
   return deps.catalog;
 }
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { UsageServiceClient } from '@gateway/proto';
-import type { AuthDecisions } from '../../auth-decisions.js';
+import type { AuthDecisions } from '../../clients/auth-decisions.js';
 import { fakeGrpcClient, injectAs, recordingEdge } from '../../testing/test-edge.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';

@@ -1,6 +1,6 @@
 /** The error shape of a wire, apart from the rest of it: read by the key check and the error handler. */
 import type { FastifyRequest } from 'fastify';
-import type { RequestError } from '../errors.js';
+import type { RequestError } from './errors.js';
 
 /** The error shape of a wire: what the edge's error handler sends on the wire's route. */
 export interface WireErrors {

@@ -18,11 +18,11 @@ import {
   type UpdateKeyRequest,
 } from '@gateway/proto';
 import { eventually, redisUrl, startTcpProxy } from '@gateway/testing';
-import { startAuthServer } from '../testing/auth-server.js';
-import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './auth-service.js';
-import { ensureBootstrapKey } from './bootstrap-key.js';
-import { hashSecret } from './key-secret.js';
-import { TeamStore } from '../teams/team-store.js';
+import { ensureBootstrapKey } from './keys/bootstrap-key.js';
+import { INVALID_KEY_MESSAGE, REVOKED_KEY_MESSAGE } from './quota/decision-handlers.js';
+import { hashSecret } from './shared/ids.js';
+import { TeamStore } from './teams/team-store.js';
+import { startAuthServer } from './testing/auth-server.js';
 import { connectRedis, createRedis, deleteMatching, keysMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
 
 const logger = createLogger('auth-test', 'silent');
