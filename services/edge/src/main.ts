@@ -18,8 +18,8 @@ import {
 import { startMetricsServer, startService, startTracing } from '@gateway/observability';
 import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsResponseOutput, type UsageEventOutput } from '@gateway/proto';
 import { buildEdgeApp } from './app.js';
-import { createAuthDecisions } from './auth-decisions.js';
-import { createExecutorCalls } from './executor-calls.js';
+import { createAuthDecisions } from './clients/auth-decisions.js';
+import { createExecutorCalls } from './clients/executor-calls.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { readEdgeConfig } from './config.js';
 import { registerUsagePublisherMetrics } from './usage-metrics.js';
