@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { bodiesNames, refusedNames } from '@gateway/messaging';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
-import { eventually, freePort, natsServers, natsUrl, redisUrl, skipPorts } from '@gateway/testing';
+import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CORE_SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
@@ -72,15 +72,14 @@ export interface ClusterOptions {
 
 /** Starts the cluster and resolves once every service's /readyz is green. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
-  // A port found free can be taken before the service binds it (another suite's process, a cluster
-  // node's bus port): that start is thrown away and the cluster started again on other ports.
+  // freePort's ports are reserved machine-wide among the processes that take them through it; a
+  // program that takes none (anything else on the machine) can still bind one before the service
+  // does: that start is thrown away and the cluster started again on other ports.
   for (let attempt = 1; ; attempt++) {
     try {
       return await startClusterOnce(options);
     } catch (error) {
       if (attempt === 5 || !/EADDRINUSE/.test(String((error as Error).message))) throw error;
-      // Elsewhere in the worker's block of ports: the next ones in line may be as contended.
-      skipPorts();
     }
   }
 }
