@@ -217,7 +217,9 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
         ...(options.requestLog ? ['requestLogMetrics'] : []),
       ].map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
     ];
-    await waitReady(readiness, processes, logs, 60_000);
+    // A bound for a cluster that never gets ready, generous for a machine loaded by a test run
+    // beside this one (within the e2e project's 180 s hooks).
+    await waitReady(readiness, processes, logs, 150_000);
   } catch (error) {
     await cluster.stop();
     throw error;
@@ -345,7 +347,7 @@ async function waitReady(
     if (statuses.every((status) => status === 200)) return;
     if (Date.now() > deadline)
       throw new Error(
-        `the cluster was not ready within ${timeoutMs} ms:\n${(Object.keys(processes) as ServiceName[]).map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`,
+        `the cluster was not ready within ${timeoutMs} ms (${urls.map((url, index) => `${url}: ${statuses[index] || 'no answer'}`).join(', ')}):\n${(Object.keys(processes) as ServiceName[]).map((name) => `--- ${name}\n${logs[name].join('')}`).join('\n')}`,
       );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
