@@ -57,6 +57,12 @@ if ! command -v promtool >/dev/null 2>&1; then
     manifests_status=1
   fi
 fi
+# The overlays are rendered by kubectl kustomize (or kustomize build). Debian's kubernetes-client is
+# no fallback: bookworm's (1.20) embeds kustomize v2, which refuses the `components` every overlay
+# uses. Without a renderer, check-manifests fails under CI=true and skips the rendered checks elsewhere.
+if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1; then
+  gateway_fail "neither kubectl nor kustomize is on PATH: install kubectl 1.21 or later (kustomize v4 or later) to render the overlays"
+fi
 gateway_log "node scripts/check-manifests.mjs"
 node scripts/check-manifests.mjs || manifests_status=$?
 

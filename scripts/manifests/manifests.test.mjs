@@ -49,12 +49,14 @@ function copyOf(overlay) {
 }
 
 describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kustomize on PATH)', () => {
+  // Rendering with kubectl kustomize takes seconds per overlay, many more on a loaded machine: the
+  // hook's bound (not vitest's 10 s) only ends a renderer that hangs; a render that fails throws.
   beforeAll(() => {
     for (const overlay of ['dev', 'prod', 'prod-cluster']) rendered[overlay] = render(renderer, join(overlaysDir, overlay));
     standalone['ingress-nginx'] = renderComponent(renderer, join(root, 'deploy'), 'ingress-nginx');
     standalone['autoscale-on-concurrency'] = renderComponent(renderer, join(root, 'deploy'), 'autoscale-on-concurrency', 'overlays/prod');
     standalone['vertex-metadata-egress'] = renderComponent(renderer, join(root, 'deploy'), ['network-policy', 'vertex-metadata-egress']);
-  });
+  }, 600_000);
 
   it('passes the overlays as they are', async () => {
     for (const [overlay, objects] of Object.entries(rendered)) {

@@ -84,16 +84,15 @@ function chat(baseUrl: string, secret: string, body: Record<string, unknown>): P
 }
 
 describe('model allow-lists', () => {
-  it('a change made through one edge refuses the next request on every other edge, within a second', async () => {
+  it('a change made through one edge refuses the next request on every other edge', async () => {
     const key = await newKey({ plan: 'pro', name: 'allow-lists-change' });
     for (const edge of edges) expect((await chat(edge.baseUrl, key.secret, { model: 'sim-pro' })).status).toBe(200);
 
     const changed = await admin('PATCH', `/${key.id}`, { allowed_models: ['sim-mini', 'sim-standard'] });
     expect(changed.status).toBe(200);
     expect(await changed.json()).toMatchObject({ allowed_models: ['sim-mini', 'sim-standard'] });
-    const changedAt = Date.now();
+    // The very next request on each edge, not one after a cache's expiry: how long it takes is the machine's.
     const refused = await Promise.all(edges.map((edge) => chat(edge.baseUrl, key.secret, { model: 'sim-pro' })));
-    expect(Date.now() - changedAt).toBeLessThan(1_000);
     for (const response of refused) {
       expect(response.status).toBe(403);
       expect(await response.json()).toMatchObject({ error: { type: 'permission_error', code: 'model_not_allowed', param: 'model' } });

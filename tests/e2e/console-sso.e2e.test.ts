@@ -138,8 +138,11 @@ beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const providerPort = await freePort();
   issuer = `http://127.0.0.1:${providerPort}`;
-  // The edge discovers the provider at the first sign-in, so the provider can start once the
-  // edge's address (its redirect URI) is known.
+  // The provider starts only once the edge's address (its redirect URI) is known, after the edge:
+  // an issuer that does not answer while the edge starts must not turn SSO off (the edge answers
+  // `enabled: true` from its settings and discovers the provider at the first sign-in, trying
+  // again at the next one after a failure), and these steps prove it. The provider's port is
+  // reserved for this process (freePort) meanwhile, so nothing else takes it.
   cluster = await startCluster({
     env: {
       EDGE_ADMIN_TOKEN: '',

@@ -202,7 +202,7 @@ describe('a killed executor', () => {
     await stopProcess(cluster.processes.executor, 'SIGKILL');
     expect(await statusOf(complete('sim-mini'))).toBe(503);
     cluster.restart('executor');
-    await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'the executor to answer again', 15_000, 200);
+    await eventually(async () => (await statusOf(complete('sim-mini'))) === 200 || undefined, 'the executor to answer again', 60_000, 200);
   });
 });
 
@@ -217,7 +217,7 @@ describe('a killed metering', () => {
     cluster.restart('metering');
     const after = await meteredAtLeast(redis, cluster.apiKey, before.requests + 1, {
       description: 'the event to be metered after the restart',
-      timeoutMs: 20_000,
+      timeoutMs: 60_000,
       intervalMs: 100,
     });
     expect(after.requests - before.requests).toBe(1);

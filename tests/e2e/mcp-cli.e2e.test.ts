@@ -72,7 +72,9 @@ async function bootstrapKeyId(): Promise<string> {
 
 beforeAll(async () => {
   notes = await startMcpUpstream({ name: 'notes', apiKey: NOTES_API_KEY, tools: { lookup: (args) => `found ${String(args.text ?? '')}` } });
-  backend = await startCliBackend('mcp-cli', { entries: () => [], env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, mcp: true });
+  // A 30 s deadline for the edge's calls to auth and mcp, not the production 2 s: on a machine loaded
+  // by a test run beside this one the agents must meet the tools, not the deadline.
+  backend = await startCliBackend('mcp-cli', { entries: () => [], env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, EDGE_CONTROL_DEADLINE_MS: '30000' }, mcp: true });
   origin = backend.cluster.baseUrl.replace(/\/v1$/, '');
   const put = await fetch(`${origin}/admin/v1/mcp-servers/notes`, {
     method: 'PUT',
@@ -112,6 +114,11 @@ describe('coding agents use a gateway-served MCP tool', () => {
       NO_PROXY: '127.0.0.1',
       // Every MCP tool offered to the model at once, not behind Claude Code's tool search.
       ENABLE_TOOL_SEARCH: 'false',
+      // Claude Code connects its MCP servers beside the first turn by default: on a loaded machine
+      // that turn can go to the model before the gateway's /mcp has answered, without its tools.
+      // It waits for them here (up to 60 s), as the test waits for what it checks.
+      MCP_CONNECTION_NONBLOCKING: 'false',
+      MCP_TIMEOUT: '60000',
     };
     const added = await runCli(
       CLAUDE,

@@ -124,7 +124,10 @@ describe('two edges and two auth processes on one Redis', () => {
   let edges: string[];
 
   beforeAll(async () => {
-    const env = { CATALOG_PATH: catalog(), EDGE_ADMIN_TOKEN: ADMIN_TOKEN };
+    // A deadline of 30 s, not the production 2 s, for the auth and router calls: on a machine loaded
+    // by a test run beside this one, a burst of 200 must meet the limits, not the deadline (whose
+    // 503s are faults.e2e.test.ts's).
+    const env = { CATALOG_PATH: catalog(), EDGE_ADMIN_TOKEN: ADMIN_TOKEN, EDGE_CONTROL_DEADLINE_MS: '30000' };
     cluster = await startCluster({ env });
     replicas = await startReplicas(cluster, env);
     edges = [cluster.baseUrl.replace(/\/v1$/, ''), replicas.origin];
@@ -140,7 +143,10 @@ describe('two edges and two auth processes on one Redis', () => {
     const responses = await Promise.all(Array.from({ length: 200 }, (_, index) => complete(edges[index % 2]!, key.secret)));
     const ok = responses.filter((response) => response.status === 200);
     const limited = responses.filter((response) => response.status === 429);
-    expect(ok).toHaveLength(60);
+    const counts: Record<number, number> = {};
+    for (const response of responses) counts[response.status] = (counts[response.status] ?? 0) + 1;
+    const statuses = `statuses ${JSON.stringify(counts)}`;
+    expect(ok, statuses).toHaveLength(60);
     expect(limited).toHaveLength(140);
 
     // Every success says how many requests remain after it: each of 59..0 exactly once.
@@ -271,27 +277,24 @@ describe('two edges and two auth processes on one Redis', () => {
     expect(next.headers.get('x-ratelimit-remaining-requests')).toBe('58');
   });
 
-  it('applies a revocation and a plan change on every replica within a second', async () => {
+  it('applies a revocation and a plan change on every replica from the next request on', async () => {
     const key = await createKey(edges[0]!, { plan: 'starter' });
     for (const edge of edges) expect((await complete(edge, key.secret)).status).toBe(200);
 
     const patched = await admin(edges[1]!, 'PATCH', `/${key.id}`, { plan: 'enterprise' });
     expect(patched.status).toBe(200);
-    const patchedAt = Date.now();
+    // The very next request on each replica, not one after a cache's expiry.
     for (const edge of edges) {
       const response = await complete(edge, key.secret);
       expect(response.status).toBe(200);
       expect(response.headers.get('x-ratelimit-limit-requests')).toBeNull();
     }
-    expect(Date.now() - patchedAt).toBeLessThan(1_000);
 
     const revoked = await admin(edges[1]!, 'DELETE', `/${key.id}`);
     expect(revoked.status).toBe(200);
     expect(await revoked.json()).toMatchObject({ id: key.id, revoked: true });
-    const revokedAt = Date.now();
     const statuses = await Promise.all(edges.map(async (edge) => (await complete(edge, key.secret)).status));
     expect(statuses).toEqual([401, 401]);
-    expect(Date.now() - revokedAt).toBeLessThan(1_000);
   });
 
   it('never limits an Enterprise key', async () => {

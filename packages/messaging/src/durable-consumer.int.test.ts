@@ -10,6 +10,12 @@ import { ensureUsageStream } from './usage-stream.js';
 
 const logger = createLogger('messaging-test', 'silent');
 
+// What these tests wait for is bounded generously: the bounds only end a wait for what will never
+// come (a lost message, a consumer that hangs), never a slow delivery on a machine loaded by other
+// test runs (or by the cluster pass, where each acknowledgement goes to three NATS replicas).
+const WAIT_MS = 60_000;
+const TEST_TIMEOUT_MS = 3 * WAIT_MS;
+
 /** Waits until the consumer has nothing left to deliver and nothing delivered unacknowledged. */
 async function nothingLeftPending(nc: NatsConnection, stream: string, consumer: string): Promise<void> {
   const manager = await nc.jetstreamManager();
@@ -19,7 +25,7 @@ async function nothingLeftPending(nc: NatsConnection, stream: string, consumer: 
       return info.num_ack_pending === 0 && info.num_pending === 0;
     },
     'nothing left pending or unacknowledged',
-    5_000,
+    WAIT_MS,
   );
 }
 
@@ -39,7 +45,7 @@ describe('startDurableConsumer', () => {
     await nc.drain();
   });
 
-  it('acknowledges handled messages, redelivers failures and terminates poison', async () => {
+  it('acknowledges handled messages, redelivers failures and terminates poison', { timeout: TEST_TIMEOUT_MS }, async () => {
     const js = nc.jetstream();
     await js.publish(names.subject, encodeUsageEvent({ event_id: 'ok', model_id: 'm' }));
     await js.publish(names.subject, new Uint8Array([0xff, 0xff, 0xff]));
@@ -65,7 +71,7 @@ describe('startDurableConsumer', () => {
       },
     });
     try {
-      await eventually(() => handled.length === 2 && poison.length === 2, 'both good messages to be handled and both poison ones terminated', 10_000);
+      await eventually(() => handled.length === 2 && poison.length === 2, 'both good messages to be handled and both poison ones terminated', WAIT_MS);
       expect(handled).toEqual(['ok', 'flaky']);
       expect(flakyAttempts).toBe(2);
       expect(poison.sort()).toEqual(['undecodable', 'unknown_model']);
@@ -76,7 +82,7 @@ describe('startDurableConsumer', () => {
     }
   });
 
-  it('handles the messages of a burst together, each exactly once, and stops without losing any', async () => {
+  it('handles the messages of a burst together, each exactly once, and stops without losing any', { timeout: TEST_TIMEOUT_MS }, async () => {
     const subject = `test.${id}.usage.v1.burst`;
     const js = nc.jetstream();
     const ids = Array.from({ length: 300 }, (_, index) => `burst-${index}`);
@@ -105,11 +111,11 @@ describe('startDurableConsumer', () => {
     // Stopped partway and started again, as a restarted replica: whatever was in flight is
     // finished or handed back, never dropped.
     const first = await start();
-    await eventually(() => seen.size >= 50, 'some of the burst to be handled', 10_000);
+    await eventually(() => seen.size >= 50, 'some of the burst to be handled', WAIT_MS);
     await first.stop();
     const second = await start();
     try {
-      await eventually(() => seen.size === ids.length, 'every message of the burst to be handled', 15_000);
+      await eventually(() => seen.size === ids.length, 'every message of the burst to be handled', WAIT_MS);
       expect(mostInFlight).toBeGreaterThan(1);
       await nothingLeftPending(nc, names.stream, `burst-${id}`);
       expect([...seen.values()].every((count) => count === 1)).toBe(true);

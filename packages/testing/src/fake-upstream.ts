@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
+import { freePort } from './processes.js';
 import { afterBody, type AnswerEnd, closing, listenOn, withAnswerEnd } from './fake-http-server.js';
 
 /** One request the fake upstream received. */
@@ -105,13 +106,10 @@ export async function startFakeUpstream(initial: Responder): Promise<FakeUpstrea
 
 /**
  * A base URL (`http://127.0.0.1:<port>/v1`) where nothing listens, so that every connection is
- * refused: the port was bound once to get it from the OS and released at once.
+ * refused: a port of freePort's, reserved for this process and never bound.
  */
 export async function refusedBaseUrl(): Promise<string> {
-  const server = createTcpServer();
-  const url = await listenOn(server);
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `${url}/v1`;
+  return `http://127.0.0.1:${await freePort()}/v1`;
 }
 
 /** An upstream that misbehaves below HTTP: it never sends a status line. */

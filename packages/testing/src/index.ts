@@ -4,6 +4,7 @@
  * testcontainers where a Docker engine exists. Without either, the test fails and says what to do.
  */
 import { connect } from 'node:net';
+import { freePort } from './processes.js';
 
 const started: Array<{ stop(): Promise<unknown> }> = [];
 
@@ -89,7 +90,8 @@ export interface TcpProxy {
 }
 
 /**
- * Starts a TCP proxy to host:targetPort on `port` (0 for a free one). Closing it makes a
+ * Starts a TCP proxy to host:targetPort on `port` (0 for one of freePort's, reserved for this
+ * process: starting the proxy again on it later never finds it taken). Closing it makes a
  * dependency (Redis, NATS) unreachable for the clients that go through it only, without stopping
  * the shared server; starting it again on the same port brings the dependency back. With
  * `passFromTarget`, the target's bytes reach the clients only while it says so (the clients' bytes
@@ -99,6 +101,7 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
   const { createServer: createTcpServer, connect: connectTcp } = await import('node:net');
   const sockets = new Set<import('node:net').Socket>();
   const { passFromTarget } = options;
+  const listenPort = port === 0 ? await freePort() : port;
   const server = createTcpServer((client) => {
     const upstream = connectTcp(targetPort, host);
     sockets.add(client).add(upstream);
@@ -119,12 +122,11 @@ export async function startTcpProxy(port: number, host: string, targetPort: numb
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(listenPort, '127.0.0.1', () => resolve());
   });
-  const address = server.address();
   let closed = false;
   return {
-    port: typeof address === 'object' && address ? address.port : port,
+    port: listenPort,
     close: () =>
       new Promise<void>((resolve) => {
         if (closed) return resolve();
@@ -140,7 +142,7 @@ export { rejectedWith, thrownBy } from './thrown-by.js';
 export * from './nats-cluster.js';
 export * from './redis-cluster.js';
 export * from './redis-server.js';
-export { freePort, serverProcess, skipPorts, type ServerProcess } from './processes.js';
+export { freePort, serverProcess, type ServerProcess } from './processes.js';
 export * from './fake-upstream.js';
 export * from './fake-bedrock.js';
 export * from './dns-server.js';

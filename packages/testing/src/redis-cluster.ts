@@ -53,7 +53,8 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
   const replicas = options.replicas ?? 1;
   const directory = mkdtempSync(join(tmpdir(), 'redis-cluster-'));
   const ports: number[] = [];
-  for (let index = 0; index < masters * (1 + replicas); index += 1) ports.push(await freePort());
+  // Each node's cluster bus listens on its port + 10000: both are reserved.
+  for (let index = 0; index < masters * (1 + replicas); index += 1) ports.push(await freePort({ companionOffset: 10_000 }));
   const nodes = ports.map((port) => {
     const folder = join(directory, String(port));
     mkdirSync(folder);
