@@ -12,7 +12,7 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, skipPorts } from './processes.js';
+import { freePort } from './processes.js';
 
 const run = promisify(execFile);
 
@@ -142,7 +142,7 @@ export async function startTlsPostgres(): Promise<TlsPostgres> {
     await asServer('pg_ctl', ['-D', data, '-l', log, '-o', options(port), '-w', '-t', '60', 'start']);
     running = true;
   };
-  // A port found free may be taken before the server binds it: then another.
+  // A port leased here may still be bound by a process outside the leases: then another.
   for (let attempt = 0; ; attempt += 1) {
     port = await freePort();
     try {
@@ -154,7 +154,6 @@ export async function startTlsPostgres(): Promise<TlsPostgres> {
         rmSync(folder, { recursive: true, force: true });
         throw new Error(`PostgreSQL did not start: ${(error as Error).message}\n${output}`);
       }
-      skipPorts();
     }
   }
   const stop = async () => {
