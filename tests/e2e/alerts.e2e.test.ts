@@ -139,13 +139,19 @@ describe('the alerts', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     cluster.restart('metering');
-    // Metering reads its lag before consuming: its first figures are the backlog it found.
+    // Metering reads its lag before consuming: its first figures are the backlog it found. Its metrics
+    // port answers from the first instant of its start-up, before that first read (the gauges absent,
+    // then NaN): the reading is the one the restarted process stamped.
     const pending = await eventually(
       async () => {
-        const value = await metric(meteringMetrics, 'gateway_metering_consumer_pending_messages').catch(() => undefined);
-        return value === undefined ? undefined : { value, age: await metric(meteringMetrics, 'gateway_metering_oldest_unmetered_age_seconds') };
+        const readAt = await metric(meteringMetrics, 'gateway_metering_lag_last_read_timestamp_seconds').catch(() => 0);
+        if (readAt * 1000 < stoppedAt) return undefined;
+        return {
+          value: await metric(meteringMetrics, 'gateway_metering_consumer_pending_messages'),
+          age: await metric(meteringMetrics, 'gateway_metering_oldest_unmetered_age_seconds'),
+        };
       },
-      'metering to serve its metrics again',
+      'metering to read its lag again',
       20_000,
       50,
     );

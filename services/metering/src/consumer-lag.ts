@@ -54,7 +54,7 @@ export type ConsumerLag = RepeatedReading<ConsumerLagReading | undefined>;
 const WARNING_INTERVAL_MS = 60_000;
 
 /**
- * Creates the lag reporter and its three gauges. A failed read sets the two lag gauges to NaN
+ * Creates the lag reporter and its three gauges. Before the first read, and after a failed one, the two lag gauges read NaN
  * (unknown: a comparison with NaN is false, so no lag alert fires on a stale figure, and the alert
  * on the last read's age does) and logs a warning at most once a minute.
  */
@@ -68,6 +68,10 @@ export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
     oldestAge: metric.gauge('gateway_metering_oldest_unmetered_age_seconds', 'Age of the oldest usage stream message not metered yet (0 when none): how late the bill is.'),
     lastRead: metric.gauge('gateway_metering_lag_last_read_timestamp_seconds', 'When the lag gauges were last read from JetStream (Unix seconds; 0 before the first read). While it stands still the lag is unknown.'),
   });
+  // Unknown until the first read: a scrape between the service's start and its first read must not
+  // see "nothing pending" on a backlog (the metrics port answers from the first instant of start-up).
+  pending.set(Number.NaN);
+  oldestAge.set(Number.NaN);
   const warnNow = throttled(WARNING_INTERVAL_MS, now);
 
   /** When the oldest message not acknowledged was stored: the first one after the ack floor still in the stream. */
@@ -99,7 +103,11 @@ export function createConsumerLag(options: ConsumerLagOptions): ConsumerLag {
       return { pendingMessages, oldestAgeSeconds };
     } catch (error) {
       // Before metering's first start there is no durable consumer yet: nothing was ever consumed to be behind on.
-      if (isNotFound(error)) return undefined;
+      if (isNotFound(error)) {
+        pending.set(0);
+        oldestAge.set(0);
+        return undefined;
+      }
       pending.set(Number.NaN);
       oldestAge.set(Number.NaN);
       if (warnNow()) {
