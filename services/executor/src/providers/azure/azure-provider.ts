@@ -30,9 +30,7 @@ import type { ChatRequestOutput } from '@gateway/proto';
 import { toAzureRequest } from './convert-request.js';
 import { EntraTokens, type ApplicationCredentialFactory, type CredentialFactory } from './entra-credential.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
-
-/** The provider name reported to callers and in usage records. */
-export const AZURE_PROVIDER = 'azure';
+import { AZURE_PROVIDER } from '../provider-names.js';
 
 /** What the adapter needs: the HTTP adapters' dependencies, and how to build an Entra ID credential (the server chain unless given). */
 export interface AzureDependencies extends HttpProviderDependencies {

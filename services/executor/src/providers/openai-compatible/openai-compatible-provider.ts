@@ -23,9 +23,7 @@ import { OpenAiCompatibleEmbeddings } from './embeddings.js';
 import { fromOpenAiChunk, fromOpenAiResponse, usageOfChunk } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
 import type { OpenAiChatChunk, OpenAiChatResponse } from './wire-types.js';
-
-/** The provider name reported to callers. */
-export const OPENAI_COMPATIBLE_PROVIDER = 'openai-compatible';
+import { OPENAI_COMPATIBLE_PROVIDER } from '../provider-names.js';
 
 /** What the adapter needs from its process (the same as every HTTP adapter). */
 export type OpenAiCompatibleDependencies = HttpProviderDependencies;
