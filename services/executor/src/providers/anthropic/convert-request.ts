@@ -28,7 +28,7 @@
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { CacheControlOutput, ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
-import { invalidRequest, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
+import { invalidRequest, notAUrl, unknownRole, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
 import type {
   AnthropicCacheControl,
   AnthropicContentBlock,
@@ -66,7 +66,7 @@ function imageBlock(url: string, param: string): AnthropicImageBlock {
   const data = parseDataUrl(url);
   if (data) return { type: 'image', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
   if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };
-  throw invalidRequest(`${param} must be an http(s) URL or a base64 data URL.`, param);
+  throw notAUrl(param);
 }
 
 function partBlock(part: ContentPartOutput, param: string): AnthropicContentBlock | undefined {
@@ -235,7 +235,7 @@ function convertMessage(message: MessageOutput, position: number): { role: 'user
       return { role: 'user', blocks: messageBlocks([result], message, position) };
     }
     default:
-      throw invalidRequest(`messages[${position}].role is missing or unknown.`, `messages[${position}].role`);
+      throw unknownRole(position);
   }
 }
 

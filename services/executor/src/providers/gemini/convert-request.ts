@@ -18,7 +18,7 @@
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
-import { invalidRequest, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
+import { invalidRequest, notAUrl, unknownRole, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
 import { toGeminiSchema, UnconvertibleSchemaError } from './to-gemini-schema.js';
 import type { GeminiContent, GeminiFunctionDeclaration, GeminiPart, GeminiRequest } from './wire-types.js';
 import { GEMINI_PROVIDER } from '../provider-names.js';
@@ -54,7 +54,7 @@ function imagePart(url: string, param: string): GeminiPart {
     }
     return { fileData: { mimeType, fileUri: url } };
   }
-  throw invalidRequest(`${param} must be an http(s) URL or a base64 data URL.`, param);
+  throw notAUrl(param);
 }
 
 function convertPart(part: ContentPartOutput, param: string): GeminiPart | undefined {
@@ -141,7 +141,7 @@ function convertContents(request: ChatRequestOutput): { contents: GeminiContent[
         return;
       }
       default:
-        throw invalidRequest(`messages[${position}].role is missing or unknown.`, `messages[${position}].role`);
+        throw unknownRole(position);
     }
   });
   return { contents, system };
