@@ -44,7 +44,7 @@ import type pg from 'pg';
 import { watchDatabase } from './database-availability.js';
 import { maintainPartitions } from './partitions.js';
 import { BODIES_COLUMNS, type BodiesRow, bodiesRow, getBodies } from './request-bodies.js';
-import { type RequestRow, requestRow } from './request-record.js';
+import { REQUEST_COLUMNS, type RequestRow, requestRow } from './request-record.js';
 import { getRequest, searchRequests } from './request-search.js';
 import { createRequestWriter } from './request-writer.js';
 
@@ -162,8 +162,10 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   const availability = watchDatabase(pool, { intervalMs: dependencies.databaseProbeIntervalMs ?? 1_000, logger });
   const countFailure = () => writeErrors.inc();
 
-  const writer = createRequestWriter({
+  const writer = createRequestWriter<RequestRow>({
     pool,
+    table: 'request_log',
+    columns: REQUEST_COLUMNS,
     batchRows: dependencies.batchRows,
     batchDelayMs: dependencies.batchDelayMs,
     retentionDays: dependencies.retentionDays,
@@ -269,7 +271,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       'GetRequest',
       report,
     ),
-  } as unknown as RequestLogServiceHandlers;
+  };
 
   const refused = dependencies.refused ?? refusedNames(stream);
   const bodiesStream = dependencies.bodies ?? bodiesNames(stream);

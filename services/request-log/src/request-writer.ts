@@ -13,7 +13,7 @@
 import type pg from 'pg';
 import type { DatabaseAvailability } from './database-availability.js';
 import { createPartitions, dayOf, firstKeptDay, type PartitionedTable } from './partitions.js';
-import { REQUEST_COLUMNS, type RequestRow } from './request-record.js';
+import type { RequestRow } from './request-record.js';
 
 /** A row of one of the partitioned tables: partitioned by its received_at. */
 export interface PartitionedRow {
@@ -23,9 +23,9 @@ export interface PartitionedRow {
 /** What a writer writes to and how it batches. */
 export interface RequestWriterOptions<Row extends PartitionedRow = RequestRow> {
   pool: pg.Pool;
-  /** The table written (request_log when not given), and its columns in the INSERT's order (REQUEST_COLUMNS). */
-  table?: PartitionedTable;
-  columns?: readonly (keyof Row & string)[];
+  /** The table written, and its columns in the INSERT's order (REQUEST_COLUMNS for request_log). */
+  table: PartitionedTable;
+  columns: readonly (keyof Row & string)[];
   /** Rows one INSERT writes at most (REQUEST_LOG_BATCH_ROWS); a message's rows are never split. */
   batchRows: number;
   /** How long a row waits for others (REQUEST_LOG_BATCH_DELAY_MS). */
@@ -66,9 +66,7 @@ function insertStatement(table: string, columns: readonly string[], count: numbe
 
 /** Creates a writer; see the file's comment. */
 export function createRequestWriter<Row extends PartitionedRow = RequestRow>(options: RequestWriterOptions<Row>): RequestWriter<Row> {
-  const { pool } = options;
-  const table = options.table ?? 'request_log';
-  const columns = options.columns ?? (REQUEST_COLUMNS as unknown as readonly (keyof Row & string)[]);
+  const { pool, table, columns } = options;
   const now = options.now ?? Date.now;
   let waiting: Waiting<Row>[] = [];
   let waitingRows = 0;

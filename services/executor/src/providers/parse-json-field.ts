@@ -10,6 +10,16 @@ export function invalidRequest(message: string, param: string, reason: ErrorReas
   return GatewayError.of(reason, message, { param });
 }
 
+/** The refusal of a message whose role is missing or none the gateway knows. */
+export function unknownRole(position: number): GatewayError {
+  return invalidRequest(`messages[${position}].role is missing or unknown.`, `messages[${position}].role`);
+}
+
+/** The refusal of an image (or file) URL that is neither http(s) nor a base64 data URL. */
+export function notAUrl(param: string): GatewayError {
+  return invalidRequest(`${param} must be an http(s) URL or a base64 data URL.`, param);
+}
+
 /** Parses a JSON string the caller sent; throws INVALID_ARGUMENT naming `param` when it is not JSON. */
 export function parseJsonField(text: string, param: string): unknown {
   try {

@@ -5,6 +5,7 @@
  * every message. Provider-specific parts (the error envelope, the wire format) stay in each
  * provider's folder.
  */
+import { GatewayError } from '@gateway/grpc';
 import type { Dispatcher } from 'undici';
 import { UpstreamError } from './upstream-error.js';
 import type { UpstreamPools } from './upstream-pools.js';
@@ -23,6 +24,11 @@ export interface HttpProviderDependencies {
 export function providerKey(environment: Readonly<Record<string, string | undefined>>, model: { upstream: { api_key_env?: string } }): string | undefined {
   const variable = model.upstream.api_key_env;
   return (variable ? environment[variable] : undefined) || undefined;
+}
+
+/** The refusal of a model the catalog gives no upstream base_url (its provider needs one). */
+export function missingBaseUrl(model: { id: string }): GatewayError {
+  return GatewayError.of('model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
 }
 
 /** The secrets an error text must never show: the model's provider key, when it has one. */

@@ -23,9 +23,7 @@ import { toAnthropicRequest } from './convert-request.js';
 import { AnthropicStreamTranslator, fromAnthropicResponse } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
 import type { AnthropicResponse, AnthropicStreamEvent } from './wire-types.js';
-
-/** The provider name reported to callers; the catalog's `provider` value. */
-export const ANTHROPIC_PROVIDER = 'anthropic';
+import { ANTHROPIC_PROVIDER } from '../provider-names.js';
 
 /** The Messages API version this adapter speaks. */
 export const ANTHROPIC_VERSION = '2023-06-01';

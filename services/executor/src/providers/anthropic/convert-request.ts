@@ -28,7 +28,7 @@
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { CacheControlOutput, ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
-import { invalidRequest, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
+import { invalidRequest, notAUrl, unknownRole, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
 import type {
   AnthropicCacheControl,
   AnthropicContentBlock,
@@ -41,6 +41,8 @@ import type {
   AnthropicToolChoice,
   AnthropicToolUseBlock,
 } from './wire-types.js';
+import { ANTHROPIC_PROVIDER } from '../provider-names.js';
+import { ProviderRefusal } from '../provider-refusal.js';
 
 /** The media types Anthropic's document blocks accept from a data URL. */
 const DOCUMENT_MEDIA_TYPES = new Set(['application/pdf', 'text/plain']);
@@ -64,7 +66,7 @@ function imageBlock(url: string, param: string): AnthropicImageBlock {
   const data = parseDataUrl(url);
   if (data) return { type: 'image', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
   if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };
-  throw invalidRequest(`${param} must be an http(s) URL or a base64 data URL.`, param);
+  throw notAUrl(param);
 }
 
 function partBlock(part: ContentPartOutput, param: string): AnthropicContentBlock | undefined {
@@ -78,13 +80,13 @@ function contentOfPart(part: ContentPartOutput, param: string): AnthropicContent
   if (part.file) {
     const data = part.file.file_data ? parseDataUrl(part.file.file_data) : undefined;
     if (data && DOCUMENT_MEDIA_TYPES.has(data.mediaType)) return { type: 'document', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
-    throw invalidRequest(
-      'The anthropic provider accepts files only as base64 data URLs of PDF or plain text (file_data); file ids are not supported.',
-      `${param}.file`,
-      'unsupported_parameter',
-    );
+    throw new ProviderRefusal(ANTHROPIC_PROVIDER, 'accepts files only as base64 data URLs of PDF or plain text (file_data); file ids are not supported.', {
+      param: `${param}.file`,
+      reason: 'unsupported_parameter',
+    });
   }
-  if (part.input_audio) throw invalidRequest('The anthropic provider does not accept audio input.', `${param}.input_audio`, 'unsupported_parameter');
+  if (part.input_audio)
+    throw new ProviderRefusal(ANTHROPIC_PROVIDER, 'does not accept audio input.', { param: `${param}.input_audio`, reason: 'unsupported_parameter' });
   if (part.thinking) return { type: 'thinking', thinking: part.thinking.thinking ?? '', signature: part.thinking.signature ?? '' };
   if (part.redacted_thinking) return { type: 'redacted_thinking', data: part.redacted_thinking.data ?? '' };
   // A refusal part is the assistant's own earlier refusal: there is nothing to send for it.
@@ -233,7 +235,7 @@ function convertMessage(message: MessageOutput, position: number): { role: 'user
       return { role: 'user', blocks: messageBlocks([result], message, position) };
     }
     default:
-      throw invalidRequest(`messages[${position}].role is missing or unknown.`, `messages[${position}].role`);
+      throw unknownRole(position);
   }
 }
 
@@ -267,14 +269,13 @@ function toolChoiceOf(request: ChatRequestOutput): AnthropicToolChoice | undefin
 /** Builds the Messages API body; throws INVALID_ARGUMENT for what cannot be translated. */
 export function toAnthropicRequest(request: ChatRequestOutput, model: CatalogModel, stream: boolean): AnthropicRequest {
   if (request.n !== undefined && request.n > 1)
-    throw invalidRequest('The anthropic provider returns one choice per request; n must be 1.', 'n', 'unsupported_parameter');
+    throw new ProviderRefusal(ANTHROPIC_PROVIDER, 'returns one choice per request; n must be 1.', { param: 'n', reason: 'unsupported_parameter' });
   const format = request.response_format?.type;
   if (format === 'json_object' || format === 'json_schema') {
-    throw invalidRequest(
-      'The anthropic provider has no JSON response format; remove response_format or choose a model with JSON mode.',
-      'response_format',
-      'unsupported_parameter',
-    );
+    throw new ProviderRefusal(ANTHROPIC_PROVIDER, 'has no JSON response format; remove response_format or choose a model with JSON mode.', {
+      param: 'response_format',
+      reason: 'unsupported_parameter',
+    });
   }
   const body: AnthropicRequest = {
     model: model.upstream.model,

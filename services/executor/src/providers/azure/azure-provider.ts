@@ -19,20 +19,17 @@
  * `.../openai/v1/embeddings` with `model` in the body, with the same auth and error envelope.
  */
 import type { CatalogModel } from '@gateway/catalog';
-import { GatewayError } from '@gateway/grpc';
 import type { UpstreamRequest } from '../http-provider.js';
 import { OpenAiCompatibleEmbeddings } from '../openai-compatible/embeddings.js';
 import { OpenAiCompatibleProvider } from '../openai-compatible/openai-compatible-provider.js';
 import type { ProviderContext } from '../provider.js';
 import type { UpstreamError } from '../upstream-error.js';
-import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
+import { type ErrorResponse, type HttpProviderDependencies, missingBaseUrl } from '../upstream-http.js';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { toAzureRequest } from './convert-request.js';
 import { EntraTokens, type ApplicationCredentialFactory, type CredentialFactory } from './entra-credential.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
-
-/** The provider name reported to callers and in usage records. */
-export const AZURE_PROVIDER = 'azure';
+import { AZURE_PROVIDER } from '../provider-names.js';
 
 /** What the adapter needs: the HTTP adapters' dependencies, and how to build an Entra ID credential (the server chain unless given). */
 export interface AzureDependencies extends HttpProviderDependencies {
@@ -69,9 +66,7 @@ export class AzureProvider extends OpenAiCompatibleProvider {
   }
 
   protected override requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
-    if (!model.upstream.base_url) {
-      throw GatewayError.of('model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
-    }
+    if (!model.upstream.base_url) throw missingBaseUrl(model);
     return { url: azureChatUrl(model.upstream), body: JSON.stringify(toAzureRequest(request, model, stream)) };
   }
 }

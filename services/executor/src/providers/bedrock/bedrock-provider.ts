@@ -32,9 +32,7 @@ import { readEventStream } from './event-stream.js';
 import { ConverseStreamTranslator, fromConverseResponse } from './map-response.js';
 import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
 import type { ConverseResponse, ConverseStreamEvent, ConverseStreamEvents } from './wire-types.js';
-
-/** The provider name reported to callers; the catalog's `provider` value. */
-export const BEDROCK_PROVIDER = 'bedrock';
+import { BEDROCK_PROVIDER } from '../provider-names.js';
 
 /** Sent as `user-agent` on every upstream request. */
 const USER_AGENT = 'llm-gateway-executor/0.1';

@@ -24,11 +24,9 @@
  * InvokeModel with their own bodies, in a convert-embeddings.ts beside it.
  */
 import type { CatalogModel } from '@gateway/catalog';
-import { type ErrorReason, GatewayError } from '@gateway/grpc';
 import type { ChatRequestOutput } from '@gateway/proto';
 import { toAnthropicRequest } from '../anthropic/convert-request.js';
 import type { AnthropicContentBlock, AnthropicRequest, AnthropicTextBlock, AnthropicTool } from '../anthropic/wire-types.js';
-import { invalidRequest } from '../parse-json-field.js';
 import type {
   ConverseContentBlock,
   ConverseImage,
@@ -38,6 +36,8 @@ import type {
   ConverseTool,
   ConverseToolChoice,
 } from './wire-types.js';
+import { BEDROCK_PROVIDER } from '../provider-names.js';
+import { ProviderRefusal } from '../provider-refusal.js';
 
 /** The cache breakpoint block of Converse. */
 const CACHE_POINT = { cachePoint: { type: 'default' } } as const;
@@ -80,9 +80,13 @@ class DocumentNames {
 function imageOf(block: Extract<AnthropicContentBlock, { type: 'image' }>): ConverseImage {
   const format = block.source.type === 'base64' ? IMAGE_FORMATS[block.source.media_type.toLowerCase()] : undefined;
   if (block.source.type !== 'base64') {
-    throw invalidRequest('The bedrock provider accepts images only as base64 data URLs (Converse takes no image URL).', 'messages', 'unsupported_parameter');
+    throw new ProviderRefusal(BEDROCK_PROVIDER, 'accepts images only as base64 data URLs (Converse takes no image URL).', {
+      param: 'messages',
+      reason: 'unsupported_parameter',
+    });
   }
-  if (!format) throw invalidRequest('The bedrock provider accepts png, jpeg, gif and webp images only.', 'messages', 'unsupported_parameter');
+  if (!format)
+    throw new ProviderRefusal(BEDROCK_PROVIDER, 'accepts png, jpeg, gif and webp images only.', { param: 'messages', reason: 'unsupported_parameter' });
   return { format, source: { bytes: block.source.data } };
 }
 
@@ -101,7 +105,7 @@ function blockOf(block: AnthropicContentBlock, documents: DocumentNames): Conver
     case 'document': {
       const format = block.source.type === 'base64' ? DOCUMENT_FORMATS[block.source.media_type] : undefined;
       if (block.source.type !== 'base64' || !format)
-        throw invalidRequest('The bedrock provider accepts PDF and plain-text documents as base64 only.', 'messages');
+        throw new ProviderRefusal(BEDROCK_PROVIDER, 'accepts PDF and plain-text documents as base64 only.', { param: 'messages' });
       return { document: { format, name: documents.next(), source: { bytes: block.source.data } } };
     }
     case 'tool_use':
@@ -151,9 +155,7 @@ function anthropicBody(request: ChatRequestOutput, model: CatalogModel): Anthrop
   try {
     return toAnthropicRequest(request, model, false);
   } catch (error) {
-    if (!(error instanceof GatewayError) || !error.message.startsWith('The anthropic provider')) throw error;
-    const message = error.message.replace('The anthropic provider', 'The bedrock provider');
-    throw GatewayError.of(error.reason as ErrorReason, message, error.param === undefined ? {} : { param: error.param });
+    throw error instanceof ProviderRefusal ? error.naming(BEDROCK_PROVIDER) : error;
   }
 }
 
@@ -173,10 +175,10 @@ export function toConverseRequest(request: ChatRequestOutput, model: CatalogMode
     const choice = anthropic.tool_choice;
     if (choice?.type === 'none') {
       if (holdsToolBlocks(body.messages)) {
-        throw invalidRequest(
-          'The bedrock provider cannot honour tool_choice "none" in a conversation that holds tool calls (Converse has no "none"); use "auto".',
-          'tool_choice',
-          'unsupported_parameter',
+        throw new ProviderRefusal(
+          BEDROCK_PROVIDER,
+          'cannot honour tool_choice "none" in a conversation that holds tool calls (Converse has no "none"); use "auto".',
+          { param: 'tool_choice', reason: 'unsupported_parameter' },
         );
       }
     } else {

@@ -18,9 +18,11 @@
  */
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
-import { invalidRequest, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
+import { invalidRequest, notAUrl, unknownRole, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
 import { toGeminiSchema, UnconvertibleSchemaError } from './to-gemini-schema.js';
 import type { GeminiContent, GeminiFunctionDeclaration, GeminiPart, GeminiRequest } from './wire-types.js';
+import { GEMINI_PROVIDER } from '../provider-names.js';
+import { ProviderRefusal } from '../provider-refusal.js';
 
 /** Media types by file extension, for http(s) image URLs (Gemini's fileData needs one). */
 const MEDIA_TYPES: Readonly<Record<string, string>> = {
@@ -44,15 +46,15 @@ function imagePart(url: string, param: string): GeminiPart {
     const extension = /\.([a-z0-9]+)$/i.exec(new URL(url).pathname)?.[1]?.toLowerCase();
     const mimeType = extension ? MEDIA_TYPES[extension] : undefined;
     if (!mimeType) {
-      throw invalidRequest(
-        `The gemini provider needs the image type of ${param}: use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a base64 data URL.`,
-        param,
-        'unsupported_parameter',
+      throw new ProviderRefusal(
+        GEMINI_PROVIDER,
+        `needs the image type of ${param}: use a URL ending in .png, .jpg, .jpeg, .webp, .gif, .heic or .heif, or a base64 data URL.`,
+        { param, reason: 'unsupported_parameter' },
       );
     }
     return { fileData: { mimeType, fileUri: url } };
   }
-  throw invalidRequest(`${param} must be an http(s) URL or a base64 data URL.`, param);
+  throw notAUrl(param);
 }
 
 function convertPart(part: ContentPartOutput, param: string): GeminiPart | undefined {
@@ -66,11 +68,10 @@ function convertPart(part: ContentPartOutput, param: string): GeminiPart | undef
   if (part.file) {
     const data = part.file.file_data ? parseDataUrl(part.file.file_data) : undefined;
     if (data) return { inlineData: { mimeType: data.mediaType, data: data.data } };
-    throw invalidRequest(
-      'The gemini provider accepts files only as base64 data URLs (file_data); file ids are not supported.',
-      `${param}.file`,
-      'unsupported_parameter',
-    );
+    throw new ProviderRefusal(GEMINI_PROVIDER, 'accepts files only as base64 data URLs (file_data); file ids are not supported.', {
+      param: `${param}.file`,
+      reason: 'unsupported_parameter',
+    });
   }
   return undefined;
 }
@@ -140,7 +141,7 @@ function convertContents(request: ChatRequestOutput): { contents: GeminiContent[
         return;
       }
       default:
-        throw invalidRequest(`messages[${position}].role is missing or unknown.`, `messages[${position}].role`);
+        throw unknownRole(position);
     }
   });
   return { contents, system };

@@ -21,9 +21,7 @@ import { GeminiEmbeddings } from './embeddings.js';
 import { fromGeminiResponse, GeminiStreamTranslator } from './map-response.js';
 import { streamErrorOf, upstreamErrorFromResponse } from './parse-upstream-error.js';
 import type { GeminiResponse } from './wire-types.js';
-
-/** The provider name reported to callers; the catalog's `provider` value. */
-export const GEMINI_PROVIDER = 'gemini';
+import { GEMINI_PROVIDER } from '../provider-names.js';
 
 /** Used when a catalog model names no base_url. */
 const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';

@@ -10,6 +10,7 @@ import type { CatalogModel } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import type { ChatRequestOutput, ContentPartOutput, MessageOutput, RoleOutput } from '@gateway/proto';
 import type { OpenAiChatRequest, OpenAiContentPart, OpenAiMessage } from './wire-types.js';
+import { unknownRole } from '../parse-json-field.js';
 
 const ROLES: Partial<Record<RoleOutput, OpenAiMessage['role']>> = {
   ROLE_SYSTEM: 'system',
@@ -67,10 +68,7 @@ function textWithoutThinking(message: MessageOutput): string | null | undefined 
 
 function convertMessage(message: MessageOutput, position: number): OpenAiMessage {
   const role = message.role ? ROLES[message.role] : undefined;
-  if (!role)
-    throw GatewayError.of('invalid_request', `messages[${position}].role is missing or unknown.`, {
-      param: `messages[${position}].role`,
-    });
+  if (!role) throw unknownRole(position);
   let content: OpenAiMessage['content'];
   const withoutThinking = textWithoutThinking(message);
   if (withoutThinking !== undefined) content = withoutThinking;

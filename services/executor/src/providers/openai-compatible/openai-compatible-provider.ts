@@ -9,7 +9,6 @@
  * upstream's TCP window) and always ask for the usage chunk, which becomes the StreamEnd's usage.
  */
 import type { EventSourceMessage } from 'eventsource-parser';
-import { GatewayError } from '@gateway/grpc';
 import type { CatalogModel } from '@gateway/catalog';
 import type { ChatRequestOutput, ChatResponse, Usage } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
@@ -17,15 +16,13 @@ import { HttpProvider, type UpstreamRequest } from '../http-provider.js';
 import type { ProviderContext, ProviderStreamEvent } from '../provider.js';
 import { parseStreamJson, readServerSentEvents } from '../server-sent-events.js';
 import { UpstreamError } from '../upstream-error.js';
-import type { ErrorResponse, HttpProviderDependencies } from '../upstream-http.js';
+import { type ErrorResponse, type HttpProviderDependencies, missingBaseUrl } from '../upstream-http.js';
 import { toOpenAiRequest } from './convert-request.js';
 import { OpenAiCompatibleEmbeddings } from './embeddings.js';
 import { fromOpenAiChunk, fromOpenAiResponse, usageOfChunk } from './map-response.js';
 import { upstreamErrorFromResponse } from './parse-upstream-error.js';
 import type { OpenAiChatChunk, OpenAiChatResponse } from './wire-types.js';
-
-/** The provider name reported to callers. */
-export const OPENAI_COMPATIBLE_PROVIDER = 'openai-compatible';
+import { OPENAI_COMPATIBLE_PROVIDER } from '../provider-names.js';
 
 /** What the adapter needs from its process (the same as every HTTP adapter). */
 export type OpenAiCompatibleDependencies = HttpProviderDependencies;
@@ -105,9 +102,7 @@ export class OpenAiCompatibleProvider extends HttpProvider {
   }
 
   protected requestFor(request: ChatRequestOutput, model: CatalogModel, stream: boolean): UpstreamRequest {
-    if (!model.upstream.base_url) {
-      throw GatewayError.of('model_unavailable', `Model ${model.id} has no upstream base_url in the catalog.`);
-    }
+    if (!model.upstream.base_url) throw missingBaseUrl(model);
     const base = new URL(model.upstream.base_url);
     const url = new URL(`${base.pathname.replace(/\/+$/, '')}/chat/completions${base.search}`, base.origin);
     return { url, body: JSON.stringify(toOpenAiRequest(request, model, stream)) };

@@ -12,9 +12,7 @@ import { UpstreamError } from '../upstream-error.js';
 import { SimulatedEmbeddings } from './simulated-embeddings.js';
 import { planCompletion, type CompletionPlan, type PlannedChoice } from './completion-plan.js';
 import { parseSimulationDirectives, type SimulationDirectives } from './simulation-directives.js';
-
-/** The provider name reported to callers. */
-export const SIMULATED_PROVIDER = 'simulated';
+import { SIMULATED_PROVIDER } from '../provider-names.js';
 
 const SYSTEM_FINGERPRINT = 'fp_simulated';
 

@@ -24,9 +24,7 @@ import { upstreamErrorFromVertexAnthropic } from './parse-upstream-error.js';
 import { onVertexAi, type VertexDependencies } from './vertex-auth.js';
 import { vertexModelUrl } from './vertex-url.js';
 import { VERTEX_ANTHROPIC_VERSION, type VertexAnthropicRequest } from './wire-types.js';
-
-/** The provider name reported to callers; the catalog's `provider` value. */
-export const VERTEX_ANTHROPIC_PROVIDER = 'vertex-anthropic';
+import { VERTEX_ANTHROPIC_PROVIDER } from '../provider-names.js';
 
 /** The vertex-anthropic adapter (Claude on Vertex AI). */
 export class VertexAnthropicProvider extends onVertexAi(AnthropicProvider) {

@@ -19,9 +19,7 @@ import { GeminiProvider } from '../gemini/gemini-provider.js';
 import { VertexEmbeddings } from './embeddings.js';
 import { onVertexAi, type VertexDependencies } from './vertex-auth.js';
 import { vertexModelUrl } from './vertex-url.js';
-
-/** The provider name reported to callers; the catalog's `provider` value. */
-export const VERTEX_PROVIDER = 'vertex';
+import { VERTEX_PROVIDER } from '../provider-names.js';
 
 /** The vertex adapter (Gemini on Vertex AI). */
 export class VertexProvider extends onVertexAi(GeminiProvider) {
