@@ -97,7 +97,7 @@ describe('runService', () => {
   it('answers /readyz 503 until what it serves listens, 200 once it does, and 503 again on the signal', async () => {
     const run = await runServiceProcess(
       `
-      const metrics = context.open(await context.metrics(0, '127.0.0.1'), (server) => server.close());
+      const metrics = context.open(await context.metrics(0, { host: '127.0.0.1' }), (server) => server.close());
       const readyz = async () => (await fetch('http://127.0.0.1:' + metrics.port + '/readyz')).status;
       globalThis.readyz = readyz;
       say('before listen', { status: await readyz() });

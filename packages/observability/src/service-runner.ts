@@ -17,9 +17,11 @@ export interface RunContext<Config> extends ServiceStart {
   /**
    * Starts the metrics server (/metrics, /healthz, /readyz) on `port`; its /readyz answers 200 once
    * what the service serves listens, until shutdown, while the served `ready` holds. It is not
-   * registered for closing: pass it to `open` (or to the drain that closes it).
+   * registered for closing: pass it to `open` (or to the drain that closes it). `host` defaults to
+   * 0.0.0.0; `ready` replaces that readiness (the edge's metrics port is ready until shutdown, its
+   * own /readyz on the API's port says more).
    */
-  metrics(port: number, host?: string): Promise<MetricsServer>;
+  metrics(port: number, options?: { readonly host?: string; readonly ready?: () => boolean }): Promise<MetricsServer>;
 }
 
 /** What a service serves, returned by its `open` once every resource is there. */
@@ -34,8 +36,8 @@ export interface Served {
   beforeListen?(): Promise<unknown> | unknown;
   /** A readiness check beyond listening and not shutting down (a client's connection up). */
   ready?(): boolean;
-  /** The line an operator reads once it listens: its fields and message. */
-  listening(port: number): readonly [Record<string, unknown>, string];
+  /** The line an operator reads once it listens: its fields and message (none when absent). */
+  listening?(port: number): readonly [Record<string, unknown>, string];
 }
 
 /** A service as the runner starts it. */
@@ -82,7 +84,7 @@ export async function runService<Config extends ServiceStartConfig>(
       lifecycle.onStop(() => close(resource));
       return resource;
     },
-    metrics: (port, host = '0.0.0.0') => startMetricsServer(registry, port, host, ready),
+    metrics: (port, options = {}) => startMetricsServer(registry, port, options.host ?? '0.0.0.0', options.ready ?? ready),
   };
   try {
     served = await service.open(context);
@@ -92,8 +94,8 @@ export async function runService<Config extends ServiceStartConfig>(
     await served.beforeListen?.();
     const port = await served.listen();
     listening = true;
-    const [fields, message] = served.listening(port);
-    logger.info(fields, message);
+    const line = served.listening?.(port);
+    if (line) logger.info(line[0], line[1]);
   } catch (error) {
     failedToStart(logger, service.name, error);
     lifecycle.abort('start-up failed');
