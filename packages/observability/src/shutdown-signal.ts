@@ -71,6 +71,11 @@ export interface ServiceLifecycle extends ShutdownSignal {
    * read from `shuttingDown` (a gRPC server's grpc.health.v1 status).
    */
   onSignal(listener: (signal: string) => void): void;
+  /**
+   * Stops the process as a signal would, but with exit code 1 whatever the stop steps do: for a
+   * start-up that failed, so that what was opened so far is closed before the process exits.
+   */
+  abort(reason: string): void;
 }
 
 /**
@@ -151,5 +156,6 @@ export function startLifecycle(logger: ShutdownLogger, options: ShutdownOptions)
     onSignal: (listener) => {
       listeners.push(listener);
     },
+    abort: (reason) => run(reason, 1),
   };
 }
