@@ -44,8 +44,15 @@ export const serverCredential: CredentialFactory = async (clientId) => {
     () => new WorkloadIdentityCredential({ ...options, ...(clientId ? { clientId } : {}) }),
     () => new ManagedIdentityCredential(clientId ? { clientId } : {}),
   ];
-  // A credential whose settings are absent may refuse to be built (workload identity without
-  // AZURE_FEDERATED_TOKEN_FILE): it is left out of the chain, as DefaultAzureCredential does.
+  return chainOfAvailable(ChainedTokenCredential, candidates);
+};
+
+/**
+ * A chain of the candidates that can be built: a credential whose settings are absent may refuse to
+ * be built (workload identity without AZURE_FEDERATED_TOKEN_FILE), and is left out of the chain, as
+ * DefaultAzureCredential does.
+ */
+function chainOfAvailable(Chain: new (...sources: TokenCredential[]) => TokenCredential, candidates: Array<() => TokenCredential>): TokenCredential {
   const available = candidates.flatMap((create) => {
     try {
       return [create()];
@@ -53,8 +60,8 @@ export const serverCredential: CredentialFactory = async (clientId) => {
       return [];
     }
   });
-  return new ChainedTokenCredential(...available);
-};
+  return new Chain(...available);
+}
 
 /** The credential of a catalog-named application, given the value of its secret variable (undefined: none named). */
 export type ApplicationCredentialFactory = (source: AzureCredentialSource, secret: string | undefined) => TokenCredential | Promise<TokenCredential>;
@@ -75,14 +82,7 @@ export function applicationCredentials(options: Pick<ClientSecretCredentialOptio
       () => new WorkloadIdentityCredential({ ...common, clientId: source.client_id, ...(source.tenant_id ? { tenantId: source.tenant_id } : {}) }),
       () => new ManagedIdentityCredential({ clientId: source.client_id }),
     ];
-    const available = candidates.flatMap((create) => {
-      try {
-        return [create()];
-      } catch {
-        return [];
-      }
-    });
-    return new ChainedTokenCredential(...available);
+    return chainOfAvailable(ChainedTokenCredential, candidates);
   };
 }
 
