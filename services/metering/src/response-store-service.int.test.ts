@@ -168,12 +168,12 @@ describe("the stored responses' bounds", () => {
     const port = await server.listen('127.0.0.1:0');
     const client = createClient(definition, `127.0.0.1:${port}`) as unknown as ResponseStoreServiceClient;
     clients.push(client);
-    const put = async (keyId: string) => {
+    const put = async (keyId: string, answeredAtMs?: number) => {
       const responseId = newResponseId();
       const answer = await callUnary<PutResponseRequest, PutResponseResponseOutput>(
         client,
         client.PutResponse,
-        { key_id: keyId, response_id: responseId, ...responseOfBytes(SIZE) },
+        { key_id: keyId, response_id: responseId, ...responseOfBytes(SIZE), ...(answeredAtMs === undefined ? {} : { answered_at_ms: answeredAtMs }) },
         { deadlineMs: 5_000 },
       );
       expect(answer.outcome).toBe('PUT_OUTCOME_STORED');
@@ -221,6 +221,17 @@ describe("the stored responses' bounds", () => {
     const other = newKeyId();
     for (let turn = 0; turn < 3; turn += 1) await store.put(other);
     expect(await stillFound(store, keyId, ids.slice(2))).toEqual([true, true, true]);
+  });
+
+  it('forgets the response answered first, whatever order the puts arrive in', async () => {
+    const store = await storeWith({ maxPerKey: 2, maxBytesPerKey: 0, maxTotalBytes: 0 });
+    const keyId = newKeyId();
+    const answeredAt = Date.now();
+    // Answered first, second and third; their puts arrive third, first and second.
+    const third = await store.put(keyId, answeredAt + 2);
+    const first = await store.put(keyId, answeredAt);
+    const second = await store.put(keyId, answeredAt + 1);
+    expect(await stillFound(store, keyId, [first, second, third])).toEqual([false, true, true]);
   });
 
   it("keeps a key within its bytes, counting each response's stored form", async () => {

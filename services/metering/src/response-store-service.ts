@@ -99,6 +99,12 @@ export function createResponseStoreService(dependencies: ResponseStoreDependenci
     }
   }
 
+  /** The answer's time as the edge gave it; absent, 0, or not a time (an older edge): now. */
+  const answeredAt = (ms: number | string | undefined): number | undefined => {
+    const value = Number(ms ?? 0);
+    return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+  };
+
   async function putResponse(request: PutResponseRequestOutput): Promise<PutResponseResponse> {
     const key = responseKey(request);
     if (key === undefined) throw invalid('response_id must be a response id (resp_...).', 'response_id');
@@ -110,7 +116,13 @@ export function createResponseStoreService(dependencies: ResponseStoreDependenci
     }
     // One script: the response never exists without its expiry, nor outside its key's index.
     const put = await store('put', () =>
-      putStoredResponse(redis, { keyId: request.key_id!, responseId: request.response_id!, response, input, ttlMs: ttlSeconds * 1_000 }, bounds, totalKeys),
+      putStoredResponse(
+        redis,
+        // Ordered by when its edge answered it, not by when this put arrived (puts may overtake each other).
+        { keyId: request.key_id!, responseId: request.response_id!, response, input, ttlMs: ttlSeconds * 1_000, nowMs: answeredAt(request.answered_at_ms) },
+        bounds,
+        totalKeys,
+      ),
     );
     evictions.inc({ bound: 'key' }, put.evictedForKey);
     evictions.inc({ bound: 'total' }, put.evictedForTotal);

@@ -172,6 +172,7 @@ export class ResponsesStore {
       response_id: responseId,
       response_json: JSON.stringify(response),
       input_items_json: JSON.stringify(inputItems),
+      answered_at_ms: Date.now(),
     };
     // Started on a later tick: the answer's bytes go out first.
     const put = Promise.resolve()

@@ -1,5 +1,5 @@
 -- Sizes of stored responses (used by the response-* scripts): an index (zset: member -> when it
--- was stored, Unix ms) and its sizes (hash: member -> bytes, and `total`), whose total only these
+-- was answered, Unix ms) and its sizes (hash: member -> bytes, and `total`), whose total only these
 -- functions change.
 
 -- Forgets one member of an index and its size; returns the total after.
@@ -19,12 +19,12 @@ local function forgetExpired(index, sizes, before)
   return #expired
 end
 
--- Adds one member of `bytes` stored at `now` (or 1 ms after the newest, so that the order of the
--- index is the order of storing); returns the total after.
+-- Adds one member of `bytes` answered at `now`, or on the first free millisecond after it (members
+-- of the same millisecond keep the order of storing, and an earlier answer stored later still
+-- sorts before the later ones); returns the total after.
 local function remember(index, sizes, member, bytes, now)
   forget(index, sizes, member)
-  local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
-  if newest[2] and tonumber(newest[2]) >= now then now = tonumber(newest[2]) + 1 end
+  while #redis.call('ZRANGEBYSCORE', index, now, now, 'LIMIT', 0, 1) > 0 do now = now + 1 end
   redis.call('ZADD', index, now, member)
   redis.call('HSET', sizes, member, bytes)
   return redis.call('HINCRBY', sizes, 'total', bytes)
