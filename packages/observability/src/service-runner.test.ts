@@ -19,7 +19,7 @@ interface Run {
 function runServiceProcess(body: string, after = '', environment: Record<string, string> = {}): Promise<Run> {
   const program = `
     import { runService } from ${JSON.stringify(MODULE)};
-    const say = (msg, extra = {}) => console.log(JSON.stringify({ msg, ...extra }));
+    const say = (msg, extra = {}) => console.log(JSON.stringify({ msg, time: new Date().toISOString(), ...extra }));
     const running = runService({
       name: 'demo',
       config: (env) => { if (env.DEMO_BAD) throw new Error('DEMO_BAD is set'); return { LOG_LEVEL: 'info' }; },
@@ -70,8 +70,12 @@ describe('runService', () => {
       `await running; process.kill(process.pid, 'SIGTERM');`,
     );
     expect(run.code).toBe(0);
-    const order = messages(run).filter((msg) => ['demo listening', 'not serving', 'drained', 'closed second', 'closed first'].includes(msg as string));
-    expect(order).toEqual(['demo listening', 'not serving', 'drained', 'closed second', 'closed first']);
+    // The service's own lines in their order; the logger's listening line before them by its time
+    // (two writers, whose output may interleave in either order).
+    const order = messages(run).filter((msg) => ['not serving', 'drained', 'closed second', 'closed first'].includes(msg as string));
+    expect(order).toEqual(['not serving', 'drained', 'closed second', 'closed first']);
+    const timeOf = (msg: string) => Date.parse(String(run.lines.find((line) => line.msg === msg)?.time));
+    expect(timeOf('demo listening')).toBeLessThanOrEqual(timeOf('not serving'));
     expect(run.lines.find((line) => line.msg === 'demo listening')?.port).toBe(1234);
   });
 
@@ -85,7 +89,10 @@ describe('runService', () => {
     const failure = run.lines.find((line) => line.msg === 'demo failed to start');
     expect((failure?.err as { message?: string } | undefined)?.message).toBe('the database refused');
     expect(messages(run)).toContain('closed first');
-    expect(messages(run).indexOf('closed first')).toBeGreaterThan(messages(run).indexOf('demo failed to start'));
+    // Closed after the failure was logged: by the lines' own times, since the logger's line and the
+    // close's come through two writers whose output may interleave in either order.
+    const closed = run.lines.find((line) => line.msg === 'closed first');
+    expect(Date.parse(String(closed?.time))).toBeGreaterThanOrEqual(Date.parse(String(failure?.time)));
   });
 
   it('exits 1 with one JSON line on stderr when the config does not parse, opening nothing', async () => {
