@@ -5,7 +5,6 @@
  * certificate, not reachability; and each sslmode does what libpq documents.
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { encodeUsageEvent } from '@gateway/messaging';
 import { collectOutput, eventually, startTlsPostgres, type TlsPostgres } from '@gateway/testing';
@@ -14,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseClientConfig, type DatabaseSettings, databaseFailure } from './database-connection.js';
 import { migrate } from './migrations.js';
 import { startTestRequestLog } from './testing/request-log-service.js';
-import { testRequestLogSetting } from './testing/request-log-setting.js';
+import { completedUsageEvent, testRequestLogSetting } from './testing/request-log-setting.js';
 
 let server: TlsPostgres;
 
@@ -58,22 +57,9 @@ describe('the request log on a PostgreSQL with TLS', () => {
       expect(rows[0]!.ssl).toBe(true);
       const service = await startTestRequestLog({ ...setting.dependencies, pool, aheadDays: 1 });
       try {
-        const eventId = randomUUID();
-        await service.nc.jetstream().publish(
-          setting.names.subject,
-          encodeUsageEvent({
-            event_id: eventId,
-            key_id: 'key_TLSTLSTLSTLSTLS',
-            model_id: 'sim-mini',
-            requested_model: 'sim-mini',
-            provider: 'simulated',
-            received_at_ms: Date.now(),
-            outcome: 'OUTCOME_COMPLETED',
-            api: 'chat_completions',
-            http_status: 200,
-          }),
-          { msgID: eventId },
-        );
+        const event = completedUsageEvent('key_TLSTLSTLSTLSTLS');
+        const eventId = event.event_id!;
+        await service.nc.jetstream().publish(setting.names.subject, encodeUsageEvent(event), { msgID: eventId });
         await eventually(
           async () => (await pool.query('SELECT 1 FROM request_log WHERE event_id = $1', [eventId])).rowCount === 1,
           'the request logged over TLS',

@@ -14,7 +14,7 @@ import { createServer } from './app.js';
 import { databaseClientConfig } from './database-connection.js';
 import { migrate } from './migrations.js';
 import { startTestRequestLog, type TestRequestLog } from './testing/request-log-service.js';
-import { testRequestLogSetting } from './testing/request-log-setting.js';
+import { completedUsageEvent, testRequestLogSetting } from './testing/request-log-setting.js';
 
 const setting = testRequestLogSetting('rlout');
 const { names, registry, durableName } = setting;
@@ -33,18 +33,7 @@ let pool: pg.Pool;
 let service: TestRequestLog;
 
 function event(): UsageEvent {
-  return {
-    event_id: randomUUID(),
-    key_id: 'key_OUTAGEOUTAGEOUTA',
-    model_id: 'sim-mini',
-    requested_model: 'sim-mini',
-    provider: 'simulated',
-    received_at_ms: Date.now(),
-    outcome: 'OUTCOME_COMPLETED',
-    api: 'chat_completions',
-    http_status: 200,
-    latency_ms: 50,
-  };
+  return completedUsageEvent('key_OUTAGEOUTAGEOUTA', { latency_ms: 50 });
 }
 
 /** Publishes `count` events, one message each and in batches of five; resolves their ids. */

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { type Catalog, loadCatalog } from '@gateway/catalog';
 import { createLogger, type Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
+import type { UsageEvent } from '@gateway/proto';
 import type { TestRequestLogDependencies } from './request-log-service.js';
 
 /** A test file's names, clock, catalog and registry; see testRequestLogSetting. */
@@ -50,5 +51,24 @@ export function testRequestLogSetting(tag: string): TestRequestLogSetting {
       ...names,
       durableName,
     },
+  };
+}
+
+/**
+ * A completed chat completion's usage event of `keyId` on the simulated model, received now, with
+ * a new event id; `fields` add to it or change it.
+ */
+export function completedUsageEvent(keyId: string, fields: Partial<UsageEvent> = {}): UsageEvent {
+  return {
+    event_id: randomUUID(),
+    key_id: keyId,
+    model_id: 'sim-mini',
+    requested_model: 'sim-mini',
+    provider: 'simulated',
+    received_at_ms: Date.now(),
+    outcome: 'OUTCOME_COMPLETED',
+    api: 'chat_completions',
+    http_status: 200,
+    ...fields,
   };
 }
