@@ -21,6 +21,7 @@ import type { ProtoGrpcType as RouterGrpc } from './generated/router.js';
 import type { ProtoGrpcType as TeamsGrpc } from './generated/teams.js';
 import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
 import type { ProtoGrpcType as McpGrpc } from './generated/mcp.js';
+import type { ProtoGrpcType as GuardGrpc } from './generated/guard.js';
 
 /** The folder holding the .proto files. */
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto', import.meta.url));
@@ -45,7 +46,7 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & RequestLogGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc & McpGrpc;
+export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & RequestLogGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc & McpGrpc & GuardGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 
