@@ -46,7 +46,16 @@ function protoFiles(folder: string): string[] {
 }
 
 /** Every gRPC service and message of the gateway, typed. */
-export type GatewayGrpc = AdminAccessGrpc & AuthGrpc & TeamsGrpc & ExecutorGrpc & RequestLogGrpc & ResponseStoreGrpc & RouterGrpc & UsageGrpc & McpGrpc & GuardGrpc;
+export type GatewayGrpc = AdminAccessGrpc &
+  AuthGrpc &
+  TeamsGrpc &
+  ExecutorGrpc &
+  RequestLogGrpc &
+  ResponseStoreGrpc &
+  RouterGrpc &
+  UsageGrpc &
+  McpGrpc &
+  GuardGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 
