@@ -3,7 +3,7 @@
 #   docker build -t gateway .
 
 # --- build: install everything, build every workspace package, then keep production deps only ---
-FROM node:22.21.1-slim AS build
+FROM node:22.22.0-slim@sha256:dd9d21971ec4395903fa6143c2b9267d048ae01ca6d3ea96f16cb30df6187d94 AS build
 # pnpm from npm (corepack cannot fetch it in every environment we build in); the version the
 # workspace pins in package.json's packageManager.
 RUN npm install -g pnpm@10.34.9
@@ -27,7 +27,7 @@ RUN pnpm install --offline --frozen-lockfile \
 
 # --- runtime: built output, production dependencies, the proto contracts and the catalog ---
 # Node 22 LTS (Node 20 left maintenance in April 2026); the test suite runs on both.
-FROM node:22.21.1-slim
+FROM node:22.22.0-slim@sha256:dd9d21971ec4395903fa6143c2b9267d048ae01ca6d3ea96f16cb30df6187d94
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=root:root /app/package.json /app/pnpm-workspace.yaml ./
