@@ -49,7 +49,13 @@ async function fromEnvOrContainer({ variable, image, port, args, scheme }: Depen
 
 /** The Redis URL for integration tests: one server, or a cluster's nodes (`redis-cluster://h:p,h:p`). */
 export async function redisUrl(): Promise<string> {
-  const url = await fromEnvOrContainer({ variable: 'REDIS_URL', image: 'redis:7-alpine', port: 6379, args: ['redis-server', '--save', ''], scheme: 'redis' });
+  const url = await fromEnvOrContainer({
+    variable: 'REDIS_URL',
+    image: 'redis:7.4.2-alpine@sha256:02419de7eddf55aa5bcf49efb74e88fa8d931b4d77c07eff8a6b2144472b6952',
+    port: 6379,
+    args: ['redis-server', '--save', ''],
+    scheme: 'redis',
+  });
   const first = url.replace(/^(rediss?)-cluster:/, '$1:').split(',')[0]!;
   if (!(await reachable(first))) throw new Error(`Redis at ${url} does not answer`);
   return url;
@@ -57,7 +63,7 @@ export async function redisUrl(): Promise<string> {
 
 /** The NATS URL (JetStream on) for integration tests: one server, or a cluster's, comma-separated. */
 export async function natsUrl(): Promise<string> {
-  const url = await fromEnvOrContainer({ variable: 'NATS_URL', image: 'nats:2.10-alpine', port: 4222, args: ['-js'], scheme: 'nats' });
+  const url = await fromEnvOrContainer({ variable: 'NATS_URL', image: 'nats:2.10.24-alpine', port: 4222, args: ['-js'], scheme: 'nats' });
   const [first] = natsServers(url);
   if (!first || !(await reachable(first))) throw new Error(`NATS at ${url} does not answer`);
   return url;
