@@ -27,7 +27,7 @@ import { keepBodies, streamedAnswer } from './request-bodies.js';
 import { relayStream } from './sse-relay.js';
 import { createUsageReporter, NO_USAGE, refusalEvent, type UsageReporter } from './usage-report.js';
 import { guardCompletionInput, guardWholeAnswer } from '../guardrails/completion-guard.js';
-import type { GuardChecks } from '../guardrails/request-guard.js';
+import { type GuardChecks, guardChecksOf } from '../guardrails/request-guard.js';
 
 /** The stages of a completion, built once per edge from its dependencies. */
 export class CompletionPipeline {
@@ -39,8 +39,7 @@ export class CompletionPipeline {
   private readonly guardChecks: GuardChecks | undefined;
 
   constructor(private readonly deps: EdgeDependencies) {
-    this.guardChecks =
-      deps.guard && deps.policies ? { client: deps.guard, policies: deps.policies, marginMs: deps.config.EDGE_GUARD_DEADLINE_MARGIN_MS } : undefined;
+    this.guardChecks = guardChecksOf(deps);
     this.metrics = new GenAiMetrics(deps.registry, { keyId: deps.config.EDGE_METRICS_KEY_ID });
     this.tracing = deps.tracing ?? NO_TRACING;
     this.resolve = createModelResolver(deps);

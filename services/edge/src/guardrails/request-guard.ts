@@ -6,6 +6,7 @@
  */
 import { callUnary, GatewayError } from '@gateway/grpc';
 import type { CheckRequest, CheckResponseOutput, GuardDecisionOutput, GuardrailDecision, GuardServiceClient } from '@gateway/proto';
+import type { EdgeDependencies } from '../dependencies.js';
 import type { AppliedPolicy, GuardPoint, GuardText, RequestGuard } from './guard-context.js';
 import type { GuardSubject, PolicyView } from './policy-view.js';
 
@@ -24,6 +25,11 @@ export interface GuardChecks {
   policies: PolicyView;
   /** EDGE_GUARD_DEADLINE_MARGIN_MS. */
   marginMs: number;
+}
+
+/** The guard's checks of an edge; undefined without GUARD_SERVICE_ADDR. */
+export function guardChecksOf(deps: Pick<EdgeDependencies, 'guard' | 'policies' | 'config'>): GuardChecks | undefined {
+  return deps.guard && deps.policies ? { client: deps.guard, policies: deps.policies, marginMs: deps.config.EDGE_GUARD_DEADLINE_MARGIN_MS } : undefined;
 }
 
 const NO_POLICIES: readonly AppliedPolicy[] = Object.freeze([]);
