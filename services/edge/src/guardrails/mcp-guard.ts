@@ -23,7 +23,7 @@ function stringLeaves(value: Json, at: string, holder: Leaf['holder'], field: st
   if (typeof value === 'string') {
     if (value) leaves.push({ path: at, text: value, holder, field });
   } else if (Array.isArray(value)) {
-    value.forEach((item, index) => stringLeaves(item, `${at}[${index}]`, value, index, leaves));
+    for (const [index, item] of value.entries()) stringLeaves(item, `${at}[${index}]`, value, index, leaves);
   } else if (value && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) stringLeaves(item, `${at}.${key}`, value, key, leaves);
   }
