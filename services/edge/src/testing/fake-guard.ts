@@ -124,7 +124,17 @@ export async function startFakeGuard(): Promise<FakeGuard> {
       for (const text of texts) {
         for (const { entity, pattern } of FINDINGS) {
           text.text = text.text.replace(pattern, (found, start: number) => {
-            response.decisions.push({ policy: name, check: spec.name, point: request.point, action: spec.action, enforced, entity, path: text.path, start, end: start + found.length });
+            response.decisions.push({
+              policy: name,
+              check: spec.name,
+              point: request.point,
+              action: spec.action,
+              enforced,
+              entity,
+              path: text.path,
+              start,
+              end: start + found.length,
+            });
             if (!enforced) return found;
             if (spec.action === 'ACTION_BLOCK' && !response.blocked) {
               response.blocked = true;
