@@ -111,6 +111,7 @@ beforeAll(async () => {
     'answers-block': policy(keys.output!, { points: ['output'], action: 'block', ...pii }),
     'cards-restore': policy(keys.restore!, { points: ['input'], action: 'mask', ...pii }, { restore_masked: true }),
     'tool-secrets': policy(keys.tools!, { name: 'secrets', points: ['tool_arguments'], action: 'block', secrets: {} }),
+    'tool-cards': policy(keys.tools!, { points: ['tool_result'], action: 'mask', ...pii }),
   };
   for (const [name, body] of Object.entries(policies)) {
     const response = await admin('PUT', `/admin/v1/policies/${name}`, body);
@@ -249,6 +250,12 @@ describe('MCP tool calls', () => {
     const passed = await client.callTool({ name: 'tools__echo', arguments: { text: 'hello' } });
     expect((passed.content as Array<{ text: string }>)[0]?.text).toBe('hello');
     expect(tools.calls.get('echo')).toBe(1);
+  });
+
+  it("a card in the tool's result is masked before it reaches the caller", async () => {
+    const client = await clients.connect(gateway.origin, keys.tools!.secret);
+    const result = await client.callTool({ name: 'tools__echo', arguments: { text: `card ${CARD}` } });
+    expect((result.content as Array<{ text: string }>)[0]?.text).toBe('card <CARD_1>');
   });
 });
 

@@ -4,7 +4,8 @@
  * on_error applied, the placeholders of masked input to put back into the answer, and every
  * decision made, for the answer's `gateway.guardrails` and the usage event.
  */
-import { callUnary, GatewayError } from '@gateway/grpc';
+import { GatewayError } from '@gateway/grpc';
+import { checkTexts } from '../clients/guard-checks.js';
 import type { CheckRequest, CheckResponseOutput, GuardDecisionOutput, GuardrailDecision, GuardServiceClient } from '@gateway/proto';
 import type { EdgeDependencies } from '../dependencies.js';
 import type { AppliedPolicy, GuardPoint, GuardText, RequestGuard } from './guard-context.js';
@@ -95,7 +96,7 @@ export class GuardedRequest implements RequestGuard {
     const deadlineMs = Math.max(...policies.map((policy) => policy.deadlineMs)) + marginMs;
     let response: CheckResponseOutput;
     try {
-      response = await callUnary<CheckRequest, CheckResponseOutput>(client, client.Check, request, {
+      response = await checkTexts(client, request, {
         deadlineMs: Math.max(1, deadlineMs),
         requestId,
         ...(signal && { signal }),

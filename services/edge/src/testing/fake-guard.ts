@@ -2,7 +2,8 @@
  * A guard service for tests: a real grpc-js server speaking gateway.guard.v1.GuardService, with
  * the policies in memory and Check by simple deterministic rules, so that the edge's guardrails
  * are exercised over real gRPC. It finds the card number `4111 1111 1111 1111` (entity `card`,
- * placeholder `<CARD_n>`) and `sk_live_` secrets (entity `secret`, `<SECRET_n>`); each policy
+ * placeholder `<CARD_n>`, by a pii check) and `sk_live_` secrets (entity `secret`, `<SECRET_n>`, by a
+ * secrets check); each policy
  * named in a Check applies the action of its first check covering the point, as enforced or
  * monitored. It records every Check and the actor of every change, and can be made to fail.
  */
@@ -27,9 +28,10 @@ import { freePort } from '@gateway/testing';
 /** A WatchPolicies call as the server holds it. */
 type WatchCall = Parameters<GuardServiceHandlers['WatchPolicies']>[0];
 
-const FINDINGS: ReadonlyArray<{ entity: string; pattern: RegExp }> = [
-  { entity: 'card', pattern: /4111[ -]?1111[ -]?1111[ -]?1111/g },
-  { entity: 'secret', pattern: /sk_live_[A-Za-z0-9]{8,}/g },
+/** What each kind of check finds: a pii check the card, a secrets check the secret, any other both. */
+const FINDINGS: ReadonlyArray<{ entity: string; kind: string; pattern: RegExp }> = [
+  { entity: 'card', kind: 'pii', pattern: /4111[ -]?1111[ -]?1111[ -]?1111/g },
+  { entity: 'secret', kind: 'secrets', pattern: /sk_live_[A-Za-z0-9]{8,}/g },
 ];
 
 /** How the fake guard fails its Check calls: not at all, at once (unavailable), or by never answering in time. */
@@ -122,7 +124,8 @@ export async function startFakeGuard(): Promise<FakeGuard> {
       if (!policy || !spec) continue;
       const enforced = policy.mode !== 'MODE_MONITOR';
       for (const text of texts) {
-        for (const { entity, pattern } of FINDINGS) {
+        for (const { entity, kind, pattern } of FINDINGS) {
+          if ((spec.pii || spec.secrets) && !spec[kind as 'pii' | 'secrets']) continue;
           text.text = text.text.replace(pattern, (found, start: number) => {
             response.decisions.push({
               policy: name,
