@@ -26,7 +26,7 @@ import { answeredModel, countBoundedPromptTokens, createModelResolver, type Mode
 import { keepBodies, streamedAnswer } from './request-bodies.js';
 import { relayStream } from './sse-relay.js';
 import { createUsageReporter, NO_USAGE, refusalEvent, type UsageReporter } from './usage-report.js';
-import { guardCompletionInput, guardWholeAnswer } from '../guardrails/completion-guard.js';
+import { guardCompletionInput, guardWholeAnswer } from './completion-guard.js';
 import { type GuardChecks, guardChecksOf } from '../guardrails/request-guard.js';
 
 /** The stages of a completion, built once per edge from its dependencies. */

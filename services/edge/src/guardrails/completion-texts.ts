@@ -6,7 +6,6 @@
  * in its place.
  */
 import type { ChatRequest, ChatResponseOutput } from '@gateway/proto';
-import type { EmbeddingInputs } from '../completions/parsed-request.js';
 import type { GuardText } from './guard-context.js';
 
 /** One text and the field it was read from, to write a masked text back. */
@@ -20,7 +19,7 @@ export interface TextSlot extends GuardText {
  * of the chat messages every API is translated to (`messages[2].content[0].text`), or of an
  * embeddings `input[i]`.
  */
-export function inputTexts(request: ChatRequest, embeddings: EmbeddingInputs | undefined): TextSlot[] {
+export function inputTexts(request: ChatRequest, embeddings: { texts: string[] } | undefined): TextSlot[] {
   const slots: TextSlot[] = [];
   if (embeddings) {
     embeddings.texts.forEach((text, index) => {

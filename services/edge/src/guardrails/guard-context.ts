@@ -1,7 +1,8 @@
 /**
  * What a completion carries of the guard (proto/gateway/guard/v1/guard.proto) once a policy's
  * output checks apply to it: the policies, one way to check a text with their deadline and
- * on_error applied, and the decisions made so far. The whole answer's check (output-guard.ts) and
+ * on_error applied, and the decisions made so far. The whole answer's check
+ * (completions/completion-guard.ts) and
  * the stream hold-back (stream-hold-back.ts) both read it; a request no output policy applies to
  * has none (Completion.guard undefined) and pays nothing.
  */

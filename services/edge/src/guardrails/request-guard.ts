@@ -7,7 +7,6 @@
 import { GatewayError } from '@gateway/grpc';
 import { checkTexts } from '../clients/guard-checks.js';
 import type { CheckRequest, CheckResponseOutput, GuardDecisionOutput, GuardrailDecision, GuardServiceClient } from '@gateway/proto';
-import type { EdgeDependencies } from '../dependencies.js';
 import type { AppliedPolicy, GuardPoint, GuardText, RequestGuard } from './guard-context.js';
 import type { GuardSubject, PolicyView } from './policy-view.js';
 
@@ -29,7 +28,11 @@ export interface GuardChecks {
 }
 
 /** The guard's checks of an edge; undefined without GUARD_SERVICE_ADDR. */
-export function guardChecksOf(deps: Pick<EdgeDependencies, 'guard' | 'policies' | 'config'>): GuardChecks | undefined {
+export function guardChecksOf(deps: {
+  guard?: GuardServiceClient | undefined;
+  policies?: PolicyView | undefined;
+  config: { EDGE_GUARD_DEADLINE_MARGIN_MS: number };
+}): GuardChecks | undefined {
   return deps.guard && deps.policies ? { client: deps.guard, policies: deps.policies, marginMs: deps.config.EDGE_GUARD_DEADLINE_MARGIN_MS } : undefined;
 }
 

@@ -7,11 +7,11 @@
  * back. A request no policy covers makes no call.
  */
 import type { ChatResponseOutput } from '@gateway/proto';
-import type { Completion } from '../completions/completion.js';
+import type { Completion } from './completion.js';
 import { edgeError } from '../error-codes.js';
 import type { RequestError } from '../errors.js';
-import { answerTexts, blankAnswer, inputTexts, writeBack } from './completion-texts.js';
-import { blockedMessage, type GuardChecks, guardFor } from './request-guard.js';
+import { answerTexts, blankAnswer, inputTexts, writeBack } from '../guardrails/completion-texts.js';
+import { blockedMessage, type GuardChecks, guardFor } from '../guardrails/request-guard.js';
 
 /** The guard's API name of a wire, by its route. */
 const API_OF_ROUTE: Readonly<Record<string, string>> = {
