@@ -99,8 +99,9 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   streamedText: string | undefined;
 
   /**
-   * The guard of the request's answer, set after routing when a policy's output checks apply to
-   * it (guardrails/guard-context.ts); undefined otherwise, and then nothing is checked.
+   * The guard of the request's answer, set after the input's check when a policy's output checks
+   * apply to it or masked input is to be put back (guardrails/guard-context.ts); undefined
+   * otherwise, and then nothing is checked.
    */
   guard: RequestGuard | undefined;
   /** The guardrail decisions made for the request (input, output), in order; empty when no policy applies. */

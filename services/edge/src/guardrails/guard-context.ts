@@ -2,9 +2,9 @@
  * What a completion carries of the guard (proto/gateway/guard/v1/guard.proto) once a policy's
  * output checks apply to it: the policies, one way to check a text with their deadline and
  * on_error applied, and the decisions made so far. The whole answer's check
- * (completions/completion-guard.ts) and
- * the stream hold-back (stream-hold-back.ts) both read it; a request no output policy applies to
- * has none (Completion.guard undefined) and pays nothing.
+ * (completions/completion-guard.ts) and the stream hold-back (stream-hold-back.ts) both read it;
+ * a request no output policy applies to, and whose masked input is not to be restored, has none
+ * (Completion.guard undefined) and pays nothing.
  */
 import type { CheckResponseOutput, GuardDecisionOutput, StreamWindowOutput } from '@gateway/proto';
 
@@ -34,7 +34,10 @@ export interface AppliedPolicy {
 
 /** The guard of one request, for its output: whole or streamed. */
 export interface RequestGuard {
-  /** The policies whose output checks apply to this request, in snapshot order; never empty. */
+  /**
+   * The policies whose output checks apply to this request, in snapshot order; empty only when the
+   * guard is there to restore the input's masked spans (`restore`), with nothing to check.
+   */
   readonly policies: readonly AppliedPolicy[];
   /**
    * The hold-back of a stream: the smallest window (tokens and ms, each the least over policies),
