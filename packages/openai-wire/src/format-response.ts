@@ -29,6 +29,12 @@ export interface GatewayInfo {
   auto?: { score: number | null; policy: string; tier: string | null; reason: string | null };
   /** Models passed over before the one that answered (fallbacks), each with why. */
   tried?: Array<{ model: string; reason: string }>;
+  /**
+   * The guardrail decisions made for the request, in order: which policy's check did what at
+   * which point (`input`, `output`), and what kind of thing it found; never the text. `error` is
+   * set for a check that could not run (its policy's on_error then decided).
+   */
+  guardrails?: Array<{ policy: string; check: string; point: string; action: string; enforced: boolean; entity: string; error?: string }>;
 }
 
 const FINISH_REASONS: Record<FinishReasonOutput, string | null> = {

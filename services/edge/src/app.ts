@@ -17,6 +17,7 @@ import { registerAdminAccess } from './routes/admin/admin-access.js';
 import { registerAdminKeys } from './routes/admin/admin-keys.js';
 import { registerAdminTeams } from './routes/admin/admin-teams.js';
 import { registerAdminMcpServers } from './routes/admin/admin-mcp-servers.js';
+import { registerAdminPolicies } from './routes/admin/admin-policies.js';
 import { registerMcp } from './routes/api/mcp.js';
 import { registerResponses } from './routes/api/responses.js';
 import { registerResponsesCompact } from './routes/api/responses-compact.js';
@@ -298,6 +299,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerAdminAccess(app, deps);
     registerAdminTeams(app, deps);
     registerAdminMcpServers(app, deps);
+    registerAdminPolicies(app, deps);
     registerAdminUsage(app, deps);
     registerAdminRequestLog(app, deps);
     const consoleEnabled = adminApiEnabled(deps.config);

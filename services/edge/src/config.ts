@@ -73,6 +73,18 @@ export const EdgeConfigSchema = Type.Object({
     default: 70_000,
     minimum: 1_000,
   }),
+  GUARD_SERVICE_ADDR: Type.String({
+    description:
+      "gRPC address of the guard service, which checks prompts, answers and MCP tool calls against the operator's policies and which the admin API's /admin/v1/policies call; dns:///name:port spreads calls over every address of the name. Empty: no guardrails (nothing is checked, /admin/v1/policies is a 404).",
+    default: '',
+  }),
+  EDGE_GUARD_DEADLINE_MARGIN_MS: Type.Integer({
+    description:
+      "How much longer than a policy's own deadline (the longest of its checks) the edge waits for the guard's Check (ms): the hop and the guard's own work; past it the policy's on_error applies.",
+    default: 250,
+    minimum: 0,
+    maximum: 60_000,
+  }),
   NATS_URL: Type.String({
     description:
       "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222)." +

@@ -16,7 +16,9 @@ import type {
   TeamServiceClient,
   UsageEvent,
   UsageServiceClient,
+  GuardServiceClient,
 } from '@gateway/proto';
+import type { PolicyView } from './guardrails/policy-view.js';
 import type { AuthDecisions } from './clients/auth-decisions.js';
 import type { CatalogView } from './catalog-view.js';
 import type { EdgeConfig } from './config.js';
@@ -52,6 +54,10 @@ export interface EdgeDependencies {
   responseStore: ResponseStoreServiceClient;
   /** The MCP service (MCP_SERVICE_ADDR); absent: no MCP gateway. */
   mcp?: McpServiceClient;
+  /** The guard service (GUARD_SERVICE_ADDR): Check on the request path, the policies for /admin/v1/policies; absent: no guardrails. */
+  guard?: GuardServiceClient;
+  /** The guard's policy attachments, pushed by its WatchPolicies; present with `guard`. */
+  policies?: PolicyView;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */

@@ -54,6 +54,8 @@ export const EDGE_ERROR_CODES = Object.freeze({
   invalid_compaction: BAD_REQUEST,
   // `auto` or a fallback chain with no model the key's allow-lists let it use.
   no_allowed_model: BAD_REQUEST,
+  // A guardrail policy blocked the request's input or an MCP tool call (guardrails/).
+  content_policy_violation: BAD_REQUEST,
   // The URL and the method.
   unknown_url: entry(404, INVALID),
   method_not_allowed: entry(405, INVALID),

@@ -21,6 +21,7 @@ import { buildEdgeApp } from './app.js';
 import { createAuthDecisions } from './clients/auth-decisions.js';
 import { createExecutorCalls } from './clients/executor-calls.js';
 import { WatchedCatalog } from './catalog-view.js';
+import { WatchedPolicies } from './guardrails/policy-view.js';
 import { readEdgeConfig } from './config.js';
 import { registerUsagePublisherMetrics } from './usage-metrics.js';
 import { ResponsesStore } from './wire/responses-store.js';
@@ -54,8 +55,21 @@ await runService({
 
     // The MCP gateway only when an MCP service is configured.
     const mcp = config.MCP_SERVICE_ADDR ? createClient(grpc.mcp.v1.McpService, config.MCP_SERVICE_ADDR) : undefined;
+    // Guardrails only when a guard service is configured.
+    const guard = config.GUARD_SERVICE_ADDR ? createClient(grpc.guard.v1.GuardService, config.GUARD_SERVICE_ADDR) : undefined;
     lifecycle.onStop(() => {
-      for (const client of [auth, adminAccess, teams, router, executor, metering, responseStore, ...(requestLog ? [requestLog] : []), ...(mcp ? [mcp] : [])])
+      for (const client of [
+        auth,
+        adminAccess,
+        teams,
+        router,
+        executor,
+        metering,
+        responseStore,
+        ...(requestLog ? [requestLog] : []),
+        ...(mcp ? [mcp] : []),
+        ...(guard ? [guard] : []),
+      ])
         client.close();
     });
     // Settlements still in flight are answered before the streams and the channels close.
@@ -64,6 +78,9 @@ await runService({
     const catalog = new WatchedCatalog(router, logger);
     catalog.start();
     open(catalog, (watched) => watched.stop());
+    // The policies' attachments, pushed by the guard: which requests need a Check, with no call to decide it.
+    const policies = guard ? open(new WatchedPolicies(guard, logger), (watched) => watched.stop()) : undefined;
+    policies?.start();
 
     // NATS is not awaited: the edge serves while NATS is unreachable, and usage events queue until
     // the first connection (then the stream is made sure of, so events never wait on metering).
@@ -158,6 +175,7 @@ await runService({
       responseStore,
       ...(requestLog && { requestLog }),
       mcp,
+      ...(guard && policies && { guard, policies }),
       ready,
       tracing,
     };

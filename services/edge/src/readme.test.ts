@@ -29,6 +29,8 @@ describe('the edge README', () => {
       ready: async () => true,
       // With an MCP service: /mcp and /admin/v1/mcp-servers exist only then.
       mcp: {},
+      // With a guard service: /admin/v1/policies exists only then.
+      guard: {},
     } as unknown as EdgeDependencies);
     await app.ready();
     const routes = registeredRoutes(app).filter((route) => route.url !== '*' && !route.url.startsWith('/console/'));

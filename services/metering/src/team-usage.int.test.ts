@@ -43,6 +43,7 @@ describe('usage of a team', () => {
     received_at_ms: at,
     outcome: 'OUTCOME_COMPLETED',
     fallback_models: [],
+    guardrails: [],
     ...overrides,
   });
   const oneEventCost = costPicoUsd(model.pricing, { prompt_tokens: 1_000, completion_tokens: 100, cached_tokens: 0, cache_write_tokens: 0 });

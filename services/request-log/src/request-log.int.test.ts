@@ -359,13 +359,16 @@ describe('request log', () => {
   }, 30_000);
 
   it('reads one request by its event id or its request id, and says when it has none', async () => {
-    const one = event({ request_id: `req-${id}` });
+    const guardrails = [{ policy: 'cards', check: 'card', point: 'input', action: 'mask', enforced: true, entity: 'card', error: '' }];
+    const one = event({ request_id: `req-${id}`, guardrails });
     await publish(one);
     await eventually(async () => (await rowsOf([one.event_id!])).length === 1, 'the request to be logged', 15_000);
     const get = (requestId: string) =>
       callUnary<GetRequestRequest, GetRequestResponseOutput>(client, client.GetRequest, { id: requestId }, { deadlineMs: 5_000 });
     const byEvent: RequestRecordOutput = (await get(one.event_id!)).request!;
     expect(byEvent).toMatchObject({ event_id: one.event_id, request_id: `req-${id}`, key_id: KEY_A, user_agent: 'test-agent/1.0' });
+    // The guardrail decisions of the request, as its usage event carried them.
+    expect(byEvent.guardrails).toEqual(guardrails);
     expect((await get(`req-${id}`)).request?.event_id).toBe(one.event_id);
     await expectRefusal(get(randomUUID()), 'not_found');
   }, 30_000);

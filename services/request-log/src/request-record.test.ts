@@ -13,6 +13,7 @@ const base: UsageEventOutput = {
   received_at_ms: Date.UTC(2026, 10, 27),
   usage: { prompt_tokens: 1_000, completion_tokens: 100, total_tokens: 1_100 },
   fallback_models: [],
+  guardrails: [],
 } as UsageEventOutput;
 
 describe('a usage event as a row', () => {

@@ -29,6 +29,29 @@ export function costOf(event: UsageEventOutput, catalog: Catalog): bigint {
   return costPicoUsd(pricingOf(model, event.provider ?? ''), event.usage ?? {});
 }
 
+/** One guardrail decision as the log keeps it. */
+export interface RequestGuardrail {
+  policy: string;
+  check: string;
+  point: string;
+  action: string;
+  enforced: boolean;
+  entity: string;
+  error: string;
+}
+
+function guardrailOf(decision: NonNullable<UsageEventOutput['guardrails']>[number]): RequestGuardrail {
+  return {
+    policy: decision.policy ?? '',
+    check: decision.check ?? '',
+    point: decision.point ?? '',
+    action: decision.action ?? '',
+    enforced: decision.enforced === true,
+    entity: decision.entity ?? '',
+    error: decision.error ?? '',
+  };
+}
+
 /** How an event gives a column of its row. */
 type Column = (event: UsageEventOutput, catalog: Catalog) => unknown;
 
@@ -62,6 +85,8 @@ const COLUMNS = {
   time_to_first_token_ms: (event) => event.time_to_first_token_ms ?? null,
   stream: (event) => event.stream === true,
   user_agent: (event) => event.user_agent ?? '',
+  /** The guardrail decisions, as JSON text for the jsonb column (read back as the array). */
+  guardrails: (event): string | RequestGuardrail[] => JSON.stringify((event.guardrails ?? []).map(guardrailOf)),
 } satisfies Record<string, Column>;
 
 /** One row of request_log: the columns an INSERT writes (REQUEST_COLUMNS). */

@@ -6,7 +6,7 @@
 import { GatewayError } from '@gateway/grpc';
 import type { RequestRecord, SearchRequestsRequestOutput } from '@gateway/proto';
 import type pg from 'pg';
-import type { RequestRow } from './request-record.js';
+import type { RequestGuardrail, RequestRow } from './request-record.js';
 
 /** Rows per page when the search names none. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -67,9 +67,11 @@ export function decodeCursor(text: string, sort: string, ascending: boolean): Cu
 type Row = RequestRow;
 
 /** A row as the RequestLogService answers it. */
-export function recordOf({ received_at, cost_pico_usd, time_to_first_token_ms, ...columns }: Row): RequestRecord {
+export function recordOf({ received_at, cost_pico_usd, time_to_first_token_ms, guardrails, ...columns }: Row): RequestRecord {
   return {
     ...columns,
+    // jsonb comes back parsed; text only from a row built in memory.
+    guardrails: typeof guardrails === 'string' ? (JSON.parse(guardrails) as RequestGuardrail[]) : guardrails,
     received_at_ms: received_at.getTime(),
     cost_pico_usd: String(cost_pico_usd),
     ...(time_to_first_token_ms === null ? {} : { time_to_first_token_ms }),

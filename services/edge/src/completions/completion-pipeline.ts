@@ -26,6 +26,8 @@ import { answeredModel, countBoundedPromptTokens, createModelResolver, type Mode
 import { keepBodies, streamedAnswer } from './request-bodies.js';
 import { relayStream } from './sse-relay.js';
 import { createUsageReporter, NO_USAGE, refusalEvent, type UsageReporter } from './usage-report.js';
+import { guardCompletionInput, guardWholeAnswer } from './completion-guard.js';
+import { type GuardChecks, guardChecksOf } from '../guardrails/request-guard.js';
 
 /** The stages of a completion, built once per edge from its dependencies. */
 export class CompletionPipeline {
@@ -33,8 +35,11 @@ export class CompletionPipeline {
   private readonly tracing: Tracing;
   private readonly resolve: ModelResolver;
   private readonly report: UsageReporter;
+  /** The guard and its policies; undefined without GUARD_SERVICE_ADDR (nothing is checked). */
+  private readonly guardChecks: GuardChecks | undefined;
 
   constructor(private readonly deps: EdgeDependencies) {
+    this.guardChecks = guardChecksOf(deps);
     this.metrics = new GenAiMetrics(deps.registry, { keyId: deps.config.EDGE_METRICS_KEY_ID });
     this.tracing = deps.tracing ?? NO_TRACING;
     this.resolve = createModelResolver(deps);
@@ -57,6 +62,7 @@ export class CompletionPipeline {
     this.open(completion);
     try {
       await this.admitAndRoute(completion);
+      await guardCompletionInput(this.guardChecks, completion);
       reply.raw.once('close', this.metrics.started());
       if (!completion.parsed.stream) {
         const answer = await this.executeWhole(completion);
@@ -79,7 +85,13 @@ export class CompletionPipeline {
       }
       // A request refused before it reached a model (auth's denial, or admitted but routed nowhere:
       // a model that does not exist) is not metered; the request log shows it.
-      const refused = completion.decision === undefined ? deniedKeyOf(error) : completion.routing === undefined ? decidedKeyOf(completion.decision) : undefined;
+      // A request a guardrail refused is one too: it reached no model.
+      const refused =
+        completion.decision === undefined
+          ? deniedKeyOf(error)
+          : completion.routing === undefined || (error instanceof RequestError && error.code === 'content_policy_violation')
+            ? decidedKeyOf(completion.decision)
+            : undefined;
       if (refused && this.deps.refusals && error instanceof RequestError)
         this.deps.refusals.publish(refusalEvent(completion, refused, { status: error.status, code: error.code }));
       throw error;
@@ -242,6 +254,7 @@ export class CompletionPipeline {
     completion.deploymentId = result.deployment_id ?? '';
     completion.attempts = result.attempts ?? [];
     completion.usage = result.usage ?? undefined;
+    if (result.response) await guardWholeAnswer(completion, result.response);
     this.report(completion, 'OUTCOME_COMPLETED');
     return await result.render();
   }
@@ -259,6 +272,7 @@ function chatAnswer(completion: Completion): (result: ExecuteResponseOutput) => 
       deployment_id: result.deployment_id,
       attempts: result.attempts,
       usage: response.usage,
+      response,
       render: () => completion.wire.renderWhole(completion, response),
     };
   };

@@ -20,6 +20,7 @@ import type {
   CheckKeyResponseOutput,
   ExecuteRequest,
   ExecutionAttemptOutput,
+  GuardDecisionOutput,
   ModelOutput,
   UsageOutput,
 } from '@gateway/proto';
@@ -30,6 +31,9 @@ import type { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from './parsed-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
 import type { WireErrors } from '../wire-errors.js';
+import type { RequestGuard } from '../guardrails/guard-context.js';
+
+const NO_DECISIONS: readonly GuardDecisionOutput[] = Object.freeze([]);
 
 /**
  * A request on its way through admit, route, execute and report. `Parsed` is what its wire's
@@ -93,6 +97,15 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
 
   /** Streams: the text and tool call arguments streamed, in order (the request log's bodies). */
   streamedText: string | undefined;
+
+  /**
+   * The guard of the request's answer, set after the input's check when a policy's output checks
+   * apply to it or masked input is to be put back (guardrails/guard-context.ts); undefined
+   * otherwise, and then nothing is checked.
+   */
+  guard: RequestGuard | undefined;
+  /** The guardrail decisions made for the request (input, output), in order; empty when no policy applies. */
+  guardDecisions: readonly GuardDecisionOutput[] = NO_DECISIONS;
 
   // Report: what the answer's own summary (the `gateway` object) shows.
   latencyMs = 0;
@@ -165,6 +178,8 @@ export interface WholeAnswer {
   readonly deployment_id?: string;
   readonly attempts?: readonly ExecutionAttemptOutput[];
   readonly usage?: UsageOutput | null;
+  /** A chat answer (not embeddings): what its output guardrails check before it is rendered. */
+  readonly response?: ChatResponseOutput;
   /** Sets the answer's headers and returns its body (after the report set the cost and latency); a large one may take turns of the event loop. */
   render(): string | Promise<string>;
 }

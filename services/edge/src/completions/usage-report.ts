@@ -11,6 +11,7 @@ import type { EdgeDependencies } from '../dependencies.js';
 import { type GenAiMetrics, planName } from '../genai-metrics.js';
 import { tierName } from '../catalog-view.js';
 import type { Completion } from './completion.js';
+import { decisionJson } from '../guardrails/request-guard.js';
 
 /** The usage of a request that produced nothing the gateway could count. */
 export const NO_USAGE: UsageOutput = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
@@ -90,6 +91,7 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
     ...(completion.responseId ? { response_id: completion.responseId } : {}),
     fallback_models: completion.attempts.map((attempt) => attempt.model_id ?? ''),
     ...(completion.deploymentId ? { deployment_id: completion.deploymentId } : {}),
+    guardrails: completion.guardDecisions.map(decisionJson),
   };
 }
 
@@ -106,6 +108,8 @@ interface RefusedRequest {
   operation: string;
   traceparent?: string | undefined;
   userAgent?: string | undefined;
+  /** The guardrail decisions made before it was refused (a policy's block among them). */
+  guardrails?: UsageEvent['guardrails'];
 }
 
 /** The key (and its team) a refused request was made with. */
@@ -146,6 +150,7 @@ function refusedRequestEvent(request: RefusedRequest, refused: RefusedKey, answe
     http_status: answer.status,
     ...(request.userAgent ? { user_agent: request.userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
     fallback_models: [],
+    guardrails: request.guardrails ?? [],
   };
 }
 
@@ -163,6 +168,7 @@ export function refusalEvent(completion: Completion, refused: RefusedKey, answer
       operation: completion.wire.operation,
       traceparent: completion.traceparent,
       userAgent: completion.request.headers['user-agent'],
+      guardrails: completion.guardDecisions.map(decisionJson),
     },
     refused,
     answer,

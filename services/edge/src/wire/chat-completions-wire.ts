@@ -10,6 +10,7 @@ import type { Completion, CompletionWire, StreamRenderer } from '../completions/
 import { errorBody, type RequestError } from '../errors.js';
 import { tierName } from '../catalog-view.js';
 import { parseChatRequest } from './parse-chat-request.js';
+import { decisionJson } from '../guardrails/request-guard.js';
 
 /** The `gateway` object: the model that answered, what it cost, and how it was chosen. */
 export function gatewayInfo(completion: Completion): GatewayInfo {
@@ -29,6 +30,7 @@ export function gatewayInfo(completion: Completion): GatewayInfo {
       reason: route.reason || null,
     };
   }
+  if (completion.guardDecisions.length > 0) info.guardrails = completion.guardDecisions.map(decisionJson);
   if (attempts.length > 0) info.tried = attempts.map((attempt) => ({ model: attempt.model_id ?? '', reason: attempt.reason ?? '' }));
   return info;
 }

@@ -18,6 +18,7 @@ export * from './schemas/audit.js';
 export * from './schemas/keys.js';
 export * from './schemas/mcp-servers.js';
 export * from './schemas/models.js';
+export * from './schemas/policies.js';
 export * from './schemas/requests.js';
 export * from './schemas/teams.js';
 export * from './schemas/usage.js';

@@ -192,6 +192,15 @@ export function loggedJson(record: RequestRecordOutput): LoggedRequest {
     cost_pico_usd: cost.toString(),
     fallback_models: record.fallback_models ?? [],
     user_agent: record.user_agent || null,
+    guardrails: (record.guardrails ?? []).map((decision) => ({
+      policy: decision.policy ?? '',
+      check: decision.check ?? '',
+      point: decision.point ?? '',
+      action: decision.action ?? '',
+      enforced: decision.enforced === true,
+      entity: decision.entity ?? '',
+      ...(decision.error ? { error: decision.error } : {}),
+    })),
     auto: null,
   };
 }

@@ -47,6 +47,8 @@ import type { EdgeDependencies } from '../../dependencies.js';
 import { edgeError, UNAVAILABLE } from '../../error-codes.js';
 import type { RequestError } from '../../errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../../wire/json-nesting.js';
+import { guardToolArguments, guardToolResult } from '../../guardrails/mcp-guard.js';
+import { decisionJson, type GuardedRequest, guardChecksOf, guardFor } from '../../guardrails/request-guard.js';
 
 /** How often an open GET stream checks its key again (a revoked key's stream ends within this). */
 const STREAM_KEY_CHECK_MS = 2_000;
@@ -234,6 +236,32 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
     return JSON.stringify({ jsonrpc: '2.0', id, error: { code: LIMITED_CODE, message: refusal.message } });
   }
   const span = toolCall ? deps.tracing?.startSpan('mcp.tools/call', { attributes: { 'gateway.key_id': decision.key_id ?? '' } }) : undefined;
+  // A tools/call's arguments and result pass the guardrails attached to the key or its team.
+  const guard = toolCall
+    ? guardFor(
+        guardChecksOf(deps),
+        {
+          requestId: request.id,
+          keyId: decision.key_id ?? '',
+          teamId: decision.team_id ?? '',
+          model: '',
+          api: 'mcp',
+          traceparent: deps.tracing?.traceparentOf(span),
+        },
+        ['POINT_TOOL_ARGUMENTS', 'POINT_TOOL_RESULT'],
+      )
+    : undefined;
+  let forwarded = text;
+  if (guard) {
+    const outcome = await guardToolArguments(guard, id, text);
+    if ('answer' in outcome) {
+      span?.end();
+      report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'content_policy_violation', latencyMs: 0 }, guard);
+      void reply.header('content-type', 'application/json');
+      return outcome.answer;
+    }
+    forwarded = outcome.forward;
+  }
   const controller = new AbortController();
   const abort = () => controller.abort();
   request.raw.once('close', abort);
@@ -246,35 +274,42 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
         caller: callerOf(decision),
         session_id: header(request, 'mcp-session-id'),
         protocol_version: header(request, 'mcp-protocol-version'),
-        message_json: text,
+        message_json: forwarded,
       },
       { deadlineMs: deps.config.EDGE_MCP_DEADLINE_MS, requestId: request.id, signal: controller.signal, traceparent: deps.tracing?.traceparentOf(span) },
     );
   } catch (error) {
     span?.end();
-    if (toolCall) report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'mcp_unavailable', latencyMs: 0 });
+    if (toolCall) report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'mcp_unavailable', latencyMs: 0 }, guard);
     throw mcpFailure(deps, error, request.id);
   } finally {
     request.raw.off('close', abort);
   }
   const call = answer.tool_call;
+  const messageJson = guard && answer.message_json ? await guardToolResult(guard, answer.message_json) : answer.message_json;
   if (call) {
     span?.setAttributes({ 'gateway.mcp.server': call.server ?? '', 'gateway.mcp.tool': call.tool ?? '', 'gateway.mcp.failed': call.failed === true });
-    report(deps, request, decision, {
-      receivedAtMs,
-      server: call.server ?? '',
-      tool: call.tool ?? '',
-      failed: call.failed === true,
-      errorCode: call.error_code ?? '',
-      latencyMs: call.latency_ms ?? 0,
-    });
+    report(
+      deps,
+      request,
+      decision,
+      {
+        receivedAtMs,
+        server: call.server ?? '',
+        tool: call.tool ?? '',
+        failed: call.failed === true,
+        errorCode: call.error_code ?? '',
+        latencyMs: call.latency_ms ?? 0,
+      },
+      guard,
+    );
   }
   span?.end();
   if (answer.session_id) void reply.header('mcp-session-id', answer.session_id);
   void reply.status(answer.http_status || 200);
-  if (!answer.message_json) return '';
+  if (!messageJson) return '';
   void reply.header('content-type', 'application/json');
-  return answer.message_json;
+  return messageJson;
 }
 
 /** Meters, and logs as an audit line, one tools/call: who called which tool on which server, never its arguments or result. */
@@ -283,6 +318,7 @@ function report(
   request: FastifyRequest,
   decision: CheckKeyResponseOutput,
   call: { receivedAtMs: number; server: string; tool: string; failed: boolean; errorCode: string; latencyMs: number },
+  guard?: GuardedRequest,
 ): void {
   const keyId = decision.key_id ?? '';
   const teamId = decision.team_id ?? '';
@@ -316,6 +352,7 @@ function report(
     outcome: call.failed ? 'OUTCOME_FAILED' : 'OUTCOME_COMPLETED',
     ...(call.errorCode ? { error_code: call.errorCode } : {}),
     operation: 'mcp.tools/call',
+    ...(guard && guard.decisions.length > 0 ? { guardrails: guard.decisions.map(decisionJson) } : {}),
   };
   deps.usage.publish(event);
   // The audit trail keeps it too (auth's, beside the admin changes), without holding the answer back.

@@ -92,6 +92,8 @@ export type LoggedRequest = GatewayRequest & {
   cost_pico_usd: string;
   time_to_first_token_ms: number | null;
   user_agent: string | null;
+  /** The guardrail decisions made for the request, in order; never the text found. */
+  guardrails: Array<{ policy: string; check: string; point: string; action: string; enforced: boolean; entity: string; error?: string }>;
 };
 
 /**
