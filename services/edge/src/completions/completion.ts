@@ -30,6 +30,7 @@ import type { RequestError } from '../errors.js';
 import type { ParsedChatRequest } from './parsed-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
 import type { WireErrors } from '../wire-errors.js';
+import type { RequestGuard } from '../guardrails/guard-context.js';
 
 /**
  * A request on its way through admit, route, execute and report. `Parsed` is what its wire's
@@ -93,6 +94,12 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
 
   /** Streams: the text and tool call arguments streamed, in order (the request log's bodies). */
   streamedText: string | undefined;
+
+  /**
+   * The guard of the request's answer, set after routing when a policy's output checks apply to
+   * it (guardrails/guard-context.ts); undefined otherwise, and then nothing is checked.
+   */
+  guard: RequestGuard | undefined;
 
   // Report: what the answer's own summary (the `gateway` object) shows.
   latencyMs = 0;
