@@ -2,9 +2,11 @@
  * A check that behaves as the guard's does on stream windows, for the hold-back's tests and its
  * benchmark: it finds one fixed secret (an AWS access key id), masks or blocks it, and on a window
  * that is not final holds back the tail of each text that could be the secret's start
- * (TextResult.held_chars).
+ * (TextResult.held_chars). startFakeStreamGuard serves it as a real GuardService.
  */
-import type { CheckResponseOutput, GuardDecisionOutput } from '@gateway/proto';
+import { createGatewayServer, type GatewayService, unary } from '@gateway/grpc';
+import { type CheckRequestOutput, type CheckResponseOutput, type GuardDecisionOutput, loadGatewayGrpc } from '@gateway/proto';
+import { freePort } from '@gateway/testing';
 import type { GuardText } from '../guardrails/guard-context.js';
 
 /** The secret the fake check finds. */
@@ -76,4 +78,41 @@ export function fakeStreamCheck(action: 'mask' | 'block' = 'mask'): {
       return response;
     },
   };
+}
+
+/** A running guard service whose Check answers as fakeCheckResponse does. */
+export interface FakeStreamGuard {
+  /** Its address (host:port). */
+  readonly address: string;
+  /** Every Check received, in order. */
+  readonly checks: CheckRequestOutput[];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a real grpc-js GuardService on a free port whose Check masks or blocks FAKE_SECRET and,
+ * on a window that is not final, holds back a tail that could start it; its other methods are
+ * unimplemented.
+ */
+export async function startFakeStreamGuard(action: 'mask' | 'block'): Promise<FakeStreamGuard> {
+  const checks: CheckRequestOutput[] = [];
+  const handlers = {
+    Check: unary(async (request: CheckRequestOutput) => {
+      checks.push(request);
+      return fakeCheckResponse(
+        request.texts.map((text) => ({ path: text.path ?? '', text: text.text ?? '' })),
+        request.final === true,
+        action,
+      );
+    }, 'Check'),
+  };
+  const server = createGatewayServer([
+    {
+      name: 'gateway.guard.v1.GuardService',
+      definition: loadGatewayGrpc().gateway.guard.v1.GuardService.service,
+      handlers: handlers as unknown as GatewayService['handlers'],
+    },
+  ]);
+  const port = await server.listen(`127.0.0.1:${await freePort()}`);
+  return { address: `127.0.0.1:${port}`, checks, close: () => server.shutdown(0) };
 }
