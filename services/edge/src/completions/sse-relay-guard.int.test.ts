@@ -97,7 +97,7 @@ function requestGuard(client: GuardServiceClient): RequestGuard {
       const response = await callUnary<CheckRequest, CheckResponseOutput>(
         client,
         client.Check,
-        { request_id: 'req_1', point, policies: ['secrets'], texts, final, api: 'chat' },
+        { request_id: 'req_1', point, policies: ['secrets'], texts: [...texts], final, api: 'chat' },
         { deadlineMs: 2000 },
       );
       decisions.push(...response.decisions);
