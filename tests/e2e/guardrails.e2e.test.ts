@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { eventually, fixture, type FakeUpstream, replayJson, startFakeUpstream } from '@gateway/testing';
+import { eventually, fixture, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
 import { type FakeGuard, startFakeGuard } from '../../services/edge/src/testing/fake-guard.js';
 import { fakeModelEntry, SIM_MINI_ENTRY, writeCatalog } from './cluster.js';
 import { ClusterFixture } from './cluster-fixture.js';
@@ -234,6 +234,42 @@ describe('the whole answer', () => {
       const answer = await chat(keys.restore!);
       expect(upstreamBodiesSince(from)).not.toContain('4111');
       expect(answer.choices[0]?.message.content).toBe(`Charged ${CARD}.`);
+    } finally {
+      upstream.respond(replayJson(200, fixture('chat-completion.json')));
+    }
+  });
+
+  it('restore_masked on a stream: a placeholder split across chunks reaches the caller as the number', async () => {
+    const pieces = ['Charged <CA', 'RD_', '1> today', '.'];
+    const chunks = pieces.map((content, index) =>
+      JSON.stringify({
+        id: 'chatcmpl-guard',
+        object: 'chat.completion.chunk',
+        created: 1735689600,
+        model: 'gpt-4o-mini',
+        choices: [{ index: 0, delta: index === 0 ? { role: 'assistant', content } : { content }, finish_reason: null }],
+      }),
+    );
+    const finish = JSON.stringify({
+      id: 'chatcmpl-guard',
+      object: 'chat.completion.chunk',
+      created: 1735689600,
+      model: 'gpt-4o-mini',
+      choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+    });
+    upstream.respond(replaySse(`${[...chunks, finish].map((chunk) => `data: ${chunk}`).join('\n\n')}\n\ndata: [DONE]\n\n`, { delayMs: 5 }));
+    try {
+      const from = upstream.requests.length;
+      const stream = await openai(keys.restore!).chat.completions.create({
+        model: 'guarded-model',
+        messages: [{ role: 'user', content: PROMPT }],
+        stream: true,
+      });
+      const deltas: string[] = [];
+      for await (const chunk of stream) deltas.push(chunk.choices[0]?.delta?.content ?? '');
+      expect(upstreamBodiesSince(from)).not.toContain('4111');
+      expect(deltas.join('')).toBe(`Charged ${CARD} today.`);
+      expect(deltas.some((delta) => delta.includes('<'))).toBe(false);
     } finally {
       upstream.respond(replayJson(200, fixture('chat-completion.json')));
     }

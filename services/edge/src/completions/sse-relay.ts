@@ -14,6 +14,7 @@ import type { Completion, StreamRenderer } from './completion.js';
 import { isReplicaLoss, ReplicaLost, streamReplicaRetries } from './executor-replicas.js';
 import { answeredModel } from './model-resolution.js';
 import { estimatedUsage, NO_USAGE, type UsageReporter } from './usage-report.js';
+import { StreamHoldBack } from '../guardrails/stream-hold-back.js';
 
 /** What the relay uses of the edge. */
 type RelayDependencies = Pick<EdgeDependencies, 'config' | 'catalog' | 'completions' | 'executor'>;
@@ -31,6 +32,10 @@ const STREAM_WINDOW = 8;
  * finish_reason is held back until the stream ends, so that the wire can add its summary (the
  * `gateway` object) to the last chunk; every other chunk is written as soon as it arrives. An
  * executor replica that dies before its first event is replaced by another, as for whole requests.
+ * Under output guardrails (completion.guard) every chunk passes through the stream hold-back
+ * (guardrails/stream-hold-back.ts) and leaves only once its text was checked; a blocked answer
+ * ends with the wire's content_filter ending and the executor call is cancelled. Without a guard
+ * the relay does nothing more per chunk than it always did.
  */
 export async function relayStream(deps: RelayDependencies, completion: Completion, report: UsageReporter): Promise<void> {
   const relay = new SseRelay(deps, completion, report);
@@ -60,6 +65,12 @@ class SseRelay {
   /** A StreamComplete call of its own, made only while no CompleteCalls stream is open. */
   private call: ReturnType<RelayDependencies['executor']['StreamComplete']> | undefined;
   private readonly cancel = () => this.call?.cancel();
+  /** Under output guardrails: the hold-back every chunk passes through, and what stops the executor call on a block. */
+  private readonly holdBack: StreamHoldBack | undefined;
+  private readonly stop: AbortController | undefined;
+  private blocked = false;
+  /** Under output guardrails: the text the executor generated, released or not (for a usage estimate). */
+  private generatedText = '';
   private readonly uncork = () => {
     this.corked = false;
     this.raw.uncork();
@@ -73,6 +84,17 @@ class SseRelay {
     this.reply = completion.reply;
     this.raw = completion.reply.raw;
     this.renderer = completion.wire.openStream(completion);
+    const guard = completion.guard;
+    if (guard) {
+      this.stop = new AbortController();
+      this.holdBack = new StreamHoldBack({
+        window: guard.streamWindow,
+        check: (texts, final) => guard.check('POINT_OUTPUT', texts, final),
+        restore: (text) => guard.restore(text),
+        emit: (json, text, finishing) => this.released(json, text, finishing),
+        blocked: () => this.onBlocked(),
+      });
+    }
     // A model silent for a whole keep-alive interval before its first chunk (a long time to first
     // token) gets the stream committed and pinged, so that clients and proxies do not time out; a
     // failure after that is an error event rather than a status.
@@ -101,6 +123,7 @@ class SseRelay {
       clearTimeout(this.commitTimer);
       if (this.keepAlive) clearInterval(this.keepAlive);
       signal.removeEventListener('abort', this.cancel);
+      this.holdBack?.close();
     }
   }
 
@@ -110,7 +133,7 @@ class SseRelay {
     const callOptions = {
       deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS,
       requestId: completion.requestId,
-      signal: completion.signal,
+      signal: this.stop ? AbortSignal.any([completion.signal, this.stop.signal]) : completion.signal,
       traceparent: completion.traceparent,
     };
     const events = deps.completions.stream('stream', completion.execute, { ...callOptions, window: STREAM_WINDOW });
@@ -133,6 +156,15 @@ class SseRelay {
         received = true;
         if (completed) continue;
         if (event.start) this.onStart(event.start);
+        if (this.holdBack) {
+          if (event.rendered || event.chunk) {
+            await this.holdBackEvent(event, this.holdBack);
+            if (this.blocked) break;
+            continue;
+          }
+          // The end: what is held is checked as the last window before the stream's last events.
+          if (event.end) await this.holdBack.finish();
+        }
         if (event.rendered) {
           // Chunks the executor rendered: written as they are.
           if (!this.started) this.begin(undefined);
@@ -161,6 +193,8 @@ class SseRelay {
     } catch (error) {
       // The answer is complete: what the stream does after its end event changes nothing.
       if (completed) return;
+      // A blocked answer's call was cancelled on purpose.
+      if (this.blocked) return this.endBlocked();
       if (!received && isReplicaLoss(error)) {
         completion.request.log.warn('executor replica lost before the stream began');
         throw new ReplicaLost(error);
@@ -168,8 +202,51 @@ class SseRelay {
       throw error;
     }
     if (completed) return;
+    if (this.blocked) return this.endBlocked();
     // The executor closed the stream without its end event: never end cleanly as if complete.
     throw GatewayError.of('upstream_error', 'The model stream ended unexpectedly.');
+  }
+
+  /** One event's chunks under output guardrails: into the hold-back, which releases them once checked. */
+  private async holdBackEvent(event: ExecuteStreamEventOutput, holdBack: StreamHoldBack): Promise<void> {
+    if (event.rendered) {
+      if (!this.started) this.begin(undefined);
+      this.generatedText += event.rendered.text ?? '';
+      for (const chunk of event.rendered.chunks) await holdBack.push(chunk.json ?? '');
+    } else if (event.chunk) {
+      if (!this.started) this.begin(event.chunk);
+      this.generatedText += chunkText(event.chunk);
+      await holdBack.push(this.renderer.chunkJson(event.chunk));
+    }
+    this.armKeepAlive();
+  }
+
+  /** A chunk the hold-back released: written as any other (the finishing one held for the wire's summary). */
+  private async released(json: string, text: string, finishing: boolean): Promise<void> {
+    if (this.raw.destroyed) return;
+    this.completion.firstTokenMs ??= this.reply.elapsedTime;
+    this.streamedText += text;
+    await this.relay(json, finishing);
+  }
+
+  /** The guard blocked the answer: its content_filter chunk is held; the executor call is cancelled. */
+  private onBlocked(): void {
+    this.blocked = true;
+    this.stop?.abort();
+    this.call?.cancel();
+  }
+
+  /**
+   * A blocked answer's last events, its executor call cancelled before its end: the wire's
+   * content_filter ending (with the `gateway` summary), metered with what was generated.
+   */
+  private async endBlocked(): Promise<void> {
+    const { completion } = this;
+    completion.usage ??= await estimatedUsage(completion.execute, this.generatedText);
+    this.report(completion, 'OUTCOME_COMPLETED');
+    const held = this.held;
+    this.held = undefined;
+    if (!this.raw.destroyed) this.raw.end(this.renderer.end(held, completion.usage));
   }
 
   /** The executor's start event: the model that answers, after which attempts, and the completion's id. */
@@ -206,7 +283,7 @@ class SseRelay {
     const { completion } = this;
     if (completion.signal.aborted) {
       // The client went away: meter what was generated before it left.
-      completion.usage = await estimatedUsage(completion.execute, this.streamedText);
+      completion.usage = await estimatedUsage(completion.execute, this.holdBack ? this.generatedText : this.streamedText);
       this.report(completion, 'OUTCOME_CANCELLED');
       return;
     }
@@ -221,7 +298,7 @@ class SseRelay {
       throw requestError;
     }
     completion.request.log.warn({ err: (error as Error).message }, 'stream failed after the first byte');
-    completion.usage ??= await estimatedUsage(completion.execute, this.streamedText);
+    completion.usage ??= await estimatedUsage(completion.execute, this.holdBack ? this.generatedText : this.streamedText);
     this.report(completion, 'OUTCOME_FAILED');
     if (!this.raw.destroyed) this.raw.end(this.renderer.failure(requestError));
   }
@@ -296,6 +373,16 @@ class SseRelay {
       for (const toolCall of choice.delta?.tool_calls ?? []) this.streamedText += toolCall.function?.arguments ?? '';
     }
   }
+}
+
+/** A chunk's text (content and tool call arguments), as addText counts it. */
+function chunkText(chunk: ChatChunkOutput): string {
+  let text = '';
+  for (const choice of chunk.choices) {
+    text += choice.delta?.content ?? '';
+    for (const toolCall of choice.delta?.tool_calls ?? []) text += toolCall.function?.arguments ?? '';
+  }
+  return text;
 }
 
 /** Whether a choice of a chunk finishes. */

@@ -82,7 +82,7 @@ export class GuardedRequest implements RequestGuard {
 
   async check(point: GuardPoint, texts: readonly GuardText[], final: boolean): Promise<CheckResponseOutput> {
     const policies = this.byPoint[point] ?? NO_POLICIES;
-    if (policies.length === 0 || texts.length === 0) return passed(texts);
+    if (policies.length === 0 || texts.length === 0) return passed(texts, final);
     const { client, marginMs } = this.checks;
     const { requestId, keyId, teamId, model, api, signal, traceparent } = this.identity;
     const request: CheckRequest = {
@@ -121,13 +121,22 @@ export class GuardedRequest implements RequestGuard {
   }
 }
 
-/** The answer to a point no policy covers: every text as it is. */
-function passed(texts: readonly GuardText[]): CheckResponseOutput {
+/** The end of a text that may be the start of a placeholder the next window completes (`<CAR`). */
+const PARTIAL_PLACEHOLDER = /<[A-Z0-9_]{0,40}$/;
+
+/**
+ * The answer to a point no policy covers: every text as it is. In a stream window that is not final, a tail that may be the start of a
+ * placeholder is held back, so that a placeholder split across chunks is still put back whole.
+ */
+function passed(texts: readonly GuardText[], final = true): CheckResponseOutput {
   return {
     blocked: false,
     blocked_by_policy: '',
     blocked_by_check: '',
-    texts: texts.map(({ text }) => ({ text, held_chars: 0 })),
+    texts: texts.map(({ text }) => {
+      const held = final ? 0 : (PARTIAL_PLACEHOLDER.exec(text)?.[0].length ?? 0);
+      return { text: text.slice(0, text.length - held), held_chars: held };
+    }),
     decisions: [],
     placeholders: [],
   };
