@@ -43,6 +43,19 @@ if [[ -z "${CHROMIUM_PATH:-}" ]] && ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# The request log's PgBouncer test (services/request-log/src/pgbouncer.int.test.ts) runs Debian's
+# pgbouncer in front of the PostgreSQL above: installed with apt-get when missing and we are root.
+if ! command -v pgbouncer >/dev/null 2>&1 && [[ ! -x /usr/sbin/pgbouncer ]]; then
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    gateway_log "pgbouncer is missing; installing it: apt-get install -y pgbouncer"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer ||
+      { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer; }; } >/dev/null 2>&1 ||
+      gateway_fail "apt-get install -y pgbouncer failed; the request log's PgBouncer test will fail"
+  else
+    gateway_fail "pgbouncer is not installed: run \`sudo apt-get install -y pgbouncer\`; the request log's PgBouncer test needs it"
+  fi
+fi
+
 manifests_status=0
 # The alerting rules' checks in check-manifests need promtool: Debian's prometheus package, installed
 # with apt-get when missing and we are root; without promtool the manifests check fails.

@@ -164,3 +164,4 @@ export * from './config-map-volume.js';
 export * from './child-output.js';
 export * from './oauth-metadata.js';
 export * from './tls-postgres.js';
+export * from './pgbouncer.js';
