@@ -497,9 +497,11 @@ describe('AuthService', () => {
       expect(await leaving.streamed.reserve({ api_key: created.secret!, reserve_tokens: 1, reservation_id: randomUUID() })).toMatchObject({
         decision: 'DECISION_ALLOW',
       });
+      // A grace far longer than the test may take: a shutdown that waited for the open stream to
+      // end by itself would wait it out and fail the bound (or time the test out).
       const started = Date.now();
-      await leaving.shutdown(10_000);
-      expect(Date.now() - started).toBeLessThan(1_500);
+      await leaving.shutdown(120_000);
+      expect(Date.now() - started).toBeLessThan(15_000);
       await eventually(() => leaving.decisions.openStreams === 0, 'the caller to see its stream end');
     } finally {
       await leaving.stop();
@@ -509,9 +511,9 @@ describe('AuthService', () => {
   it('answers UNAVAILABLE quickly, never a decision, when Redis is unreachable', async () => {
     const down = await startAuth('redis://127.0.0.1:1', `test-${randomUUID()}:auth:`, { reachable: false });
     try {
-      const started = Date.now();
+      // Quickly = before the call's 3 s deadline: a call that waited on Redis would end with
+      // DEADLINE_EXCEEDED, not UNAVAILABLE.
       const error = await down.checkKey(`br-${'a'.repeat(40)}`).catch((caught: unknown) => caught);
-      expect(Date.now() - started).toBeLessThan(1_000);
       expect(error).toBeInstanceOf(GatewayError);
       expect(error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, reason: 'auth_unavailable', message: 'The key service cannot decide right now.' });
       // The same over the Decide stream: a failure to decide, never a decision.

@@ -256,9 +256,10 @@ describe('RouterService.WatchCatalog over gRPC', () => {
     try {
       const { snapshots, ended } = watch(client);
       await eventually(() => snapshots.length === 1 || undefined, 'the first snapshot');
+      // A grace far longer than the test may take: waiting the open watch out would fail the bound.
       const started = Date.now();
-      await server.shutdown(10_000);
-      expect(Date.now() - started).toBeLessThan(2_000);
+      await server.shutdown(120_000);
+      expect(Date.now() - started).toBeLessThan(15_000);
       expect(await ended).toBe('end');
       expect(state.subscriberCount).toBe(0);
     } finally {
