@@ -36,3 +36,4 @@ export {
   type RedisMemory,
 } from './eviction-policy.js';
 export { DEFAULT_MEMORY_WATCH_INTERVAL_MS, isFull, RedisMemoryWatch, type RedisMemoryWatchOptions } from './memory-watch.js';
+export { SecretCipher } from './secret-cipher.js';

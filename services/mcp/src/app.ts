@@ -2,10 +2,9 @@ import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type Gat
 import type { Logger } from '@gateway/logger';
 import type { prometheus, Tracing } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
-import type { RedisClient } from '@gateway/redis';
+import { type RedisClient, SecretCipher } from '@gateway/redis';
 import { Aggregator } from './aggregator.js';
 import { ClientSessions } from './client-sessions.js';
-import { HeaderCipher } from './header-cipher.js';
 import { createMcpService } from './mcp-service.js';
 import { ServerRegistry } from './server-registry.js';
 import { NO_UPSTREAM_CREDENTIALS, type UpstreamCredentials } from './upstream-credentials.js';
@@ -44,7 +43,7 @@ export interface McpApp {
  * within the grace period, then closes the upstream sessions.
  */
 export function createServer(deps: McpDependencies): McpApp {
-  const servers = new ServerRegistry(deps.redis, new HeaderCipher(deps.secretsKey), {
+  const servers = new ServerRegistry(deps.redis, new SecretCipher(deps.secretsKey, 'MCP_SECRETS_KEY'), {
     prefix: deps.prefix,
     intervalMs: deps.reloadIntervalMs,
     logger: deps.logger,

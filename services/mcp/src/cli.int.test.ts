@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
-import { HeaderCipher } from './header-cipher.js';
+import { SecretCipher } from '@gateway/redis';
 import { ServerRegistry } from './server-registry.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -38,7 +38,7 @@ function cli(...args: string[]): Promise<{ code: number | null; stdout: string; 
 beforeAll(async () => {
   url = await redisUrl();
   redis = connectRedis(url);
-  replica = new ServerRegistry(redis, new HeaderCipher(KEY), { prefix, intervalMs: 100, logger: createLogger('mcp', 'silent') });
+  replica = new ServerRegistry(redis, new SecretCipher(KEY, 'MCP_SECRETS_KEY'), { prefix, intervalMs: 100, logger: createLogger('mcp', 'silent') });
   await replica.start();
 });
 

@@ -17,9 +17,8 @@
 import { parseArgs } from 'node:util';
 import { GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { connectRedis } from '@gateway/redis';
+import { connectRedis, SecretCipher } from '@gateway/redis';
 import { loadMcpConfig } from './config.js';
-import { HeaderCipher } from './header-cipher.js';
 import { ServerRegistry, type ServerInput, type StoredServer } from './server-registry.js';
 
 const USAGE = `usage:
@@ -119,7 +118,7 @@ async function run(argv: readonly string[], print: (text: string) => void): Prom
   if (!['list', 'get', 'put', 'delete'].includes(command)) throw new UsageError(`unknown command: ${command}`);
   const config = loadMcpConfig(process.env);
   const redis = connectRedis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
-  const registry = new ServerRegistry(redis, new HeaderCipher(config.MCP_SECRETS_KEY), {
+  const registry = new ServerRegistry(redis, new SecretCipher(config.MCP_SECRETS_KEY, 'MCP_SECRETS_KEY'), {
     prefix: config.MCP_REDIS_PREFIX,
     intervalMs: config.MCP_RELOAD_INTERVAL_MS,
     logger: createLogger('mcp-cli', 'warn'),

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
-import { HeaderCipher } from './header-cipher.js';
+import { SecretCipher } from '@gateway/redis';
 import { ServerRegistry } from './server-registry.js';
 
 const KEY = randomBytes(32).toString('base64');
@@ -19,7 +19,7 @@ let redis: RedisClient;
 const registries: ServerRegistry[] = [];
 
 function registry(key = KEY): ServerRegistry {
-  const created = new ServerRegistry(redis, new HeaderCipher(key), { prefix, intervalMs: 100, logger });
+  const created = new ServerRegistry(redis, new SecretCipher(key, 'MCP_SECRETS_KEY'), { prefix, intervalMs: 100, logger });
   registries.push(created);
   return created;
 }

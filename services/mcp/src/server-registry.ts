@@ -1,6 +1,6 @@
 /**
  * The upstream MCP servers the operator declared, in Redis so that every replica serves the same
- * set: `<prefix>{servers}` is a hash name -> JSON of a StoredServer (headers sealed by HeaderCipher),
+ * set: `<prefix>{servers}` is a hash name -> JSON of a StoredServer (headers sealed by SecretCipher),
  * `<prefix>{servers}:version` a counter (one slot, so a change and its bump are one MULTI on a Redis Cluster) bumped by each change. Each replica reads the counter every
  * MCP_RELOAD_INTERVAL_MS and the hash when it moved, so a change made through any replica (the
  * admin API reaches one) is served by all within that interval.
@@ -8,7 +8,7 @@
 import { GatewayError } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { RedisClient } from '@gateway/redis';
-import type { HeaderCipher } from './header-cipher.js';
+import type { SecretCipher } from '@gateway/redis';
 
 /** How a server is reached. */
 export type UpstreamTransport = 'streamable_http' | 'sse';
@@ -108,7 +108,7 @@ export class ServerRegistry {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly cipher: HeaderCipher,
+    private readonly cipher: SecretCipher,
     private readonly options: { prefix: string; intervalMs: number; logger: Logger; now?: () => number },
   ) {}
 

@@ -15,7 +15,7 @@ import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { Aggregator, type McpCaller } from './aggregator.js';
 import { ClientSessions } from './client-sessions.js';
-import { HeaderCipher } from './header-cipher.js';
+import { SecretCipher } from '@gateway/redis';
 import { ServerRegistry } from './server-registry.js';
 import type { UpstreamCredentials, UpstreamOAuthServer } from './upstream-credentials.js';
 import { UpstreamPool } from './upstream-pool.js';
@@ -84,7 +84,7 @@ beforeAll(async () => {
     })();
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  registry = new ServerRegistry(redis, new HeaderCipher(randomBytes(32).toString('base64')), { prefix, intervalMs: 100, logger });
+  registry = new ServerRegistry(redis, new SecretCipher(randomBytes(32).toString('base64'), 'MCP_SECRETS_KEY'), { prefix, intervalMs: 100, logger });
   await registry.start();
   await registry.put({
     name: 'private',
