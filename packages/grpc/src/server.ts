@@ -105,6 +105,11 @@ export interface ConnectionAge {
   graceMs: number;
 }
 
+/** A service's connection age, from its GRPC_MAX_CONNECTION_AGE_MS and GRPC_MAX_CONNECTION_AGE_GRACE_MS. */
+export function connectionAgeOf(config: { readonly GRPC_MAX_CONNECTION_AGE_MS: number; readonly GRPC_MAX_CONNECTION_AGE_GRACE_MS: number }): ConnectionAge {
+  return { maxAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, graceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS };
+}
+
 /** The grpc-js server options of a connection age; none (the defaults) when not given. */
 export function connectionAgeOptions(age?: ConnectionAge): grpc.ServerOptions {
   return age ? { 'grpc.max_connection_age_ms': age.maxAgeMs, 'grpc.max_connection_age_grace_ms': age.graceMs } : {};

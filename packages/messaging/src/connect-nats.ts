@@ -1,6 +1,6 @@
 import { connect, type NatsConnection } from 'nats';
 import type { Logger } from '@gateway/logger';
-import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
+import { type GrpcServed, type GrpcServedOptions, metric, type prometheus, type Served, serviceMetrics, servedGrpc } from '@gateway/observability';
 
 /**
  * What every service's NATS_URL description says of the URL's form, as natsServers reads it: one
@@ -123,6 +123,28 @@ export async function stopConsumingService(service: ConsumingService, nc: NatsCo
   await service.stop();
   await drainNats(nc, 2_000);
   await metrics.close();
+}
+
+/** What a consuming service's process serves beside its service: its address, grace, metrics server, readiness and listening line. */
+export interface ConsumingServedOptions extends Pick<GrpcServedOptions, 'address' | 'graceMs' | 'ready' | 'listening'> {
+  /** Closed last, by the drain (see stopConsumingService). */
+  readonly metrics: { close(): Promise<void> };
+}
+
+/**
+ * What a consuming service serves (metering, the request log): its gRPC server, NOT_SERVING at once
+ * on the signal; its consumers started before it listens; drained as stopConsumingService does.
+ */
+export function servedConsumingService(
+  service: ConsumingService & { readonly grpc: GrpcServed; start(): Promise<void> },
+  nc: NatsConnection,
+  { metrics, ...options }: ConsumingServedOptions,
+): Served {
+  return {
+    ...servedGrpc(service.grpc, { ...options, beforeListen: () => service.start() }),
+    // The gRPC server, then the consumers, then NATS, then the metrics server.
+    drain: () => stopConsumingService(service, nc, options.graceMs, metrics),
+  };
 }
 
 /** Whether a process's NATS connection is up now; see followConnection. */

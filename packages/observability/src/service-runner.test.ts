@@ -18,7 +18,7 @@ interface Run {
  */
 function runServiceProcess(body: string, after = '', environment: Record<string, string> = {}): Promise<Run> {
   const program = `
-    import { runService } from ${JSON.stringify(MODULE)};
+    import { runService, servedGrpc } from ${JSON.stringify(MODULE)};
     const say = (msg, extra = {}) => console.log(JSON.stringify({ msg, time: new Date().toISOString(), ...extra }));
     const running = runService({
       name: 'demo',
@@ -125,5 +125,42 @@ describe('runService', () => {
     expect(run.code).toBe(0);
     const status = (msg: string) => run.lines.find((line) => line.msg === msg)?.status;
     expect([status('before listen'), status('while listen starts'), status('after listen'), status('after signal')]).toEqual([503, 503, 200, 503]);
+  });
+
+  it('serves a gRPC server: NOT_SERVING on the signal, then the steps around its shutdown with the grace, then the metrics server closes in its turn', async () => {
+    const run = await runServiceProcess(
+      `
+      context.open('first', async () => {
+        const status = await fetch('http://127.0.0.1:' + globalThis.metricsPort + '/healthz').then((response) => response.status, () => 'closed');
+        say('closed first', { metrics: status });
+      });
+      globalThis.metricsPort = (await context.openMetrics(0, { host: '127.0.0.1' })).port;
+      context.tracing();
+      context.open('last', () => say('closed last'));
+      const timer = setInterval(() => {}, 1_000);
+      const server = {
+        listen: async (address) => { say('listen', { address }); return 4321; },
+        reportNotServing: () => say('not serving'),
+        shutdown: async (graceMs) => { say('shutdown', { graceMs }); clearInterval(timer); },
+      };
+      return servedGrpc(server, {
+        address: '127.0.0.1:0',
+        graceMs: 750,
+        beforeShutdown: () => say('before shutdown'),
+        afterShutdown: () => say('after shutdown'),
+        beforeListen: () => say('before listen'),
+        listening: (port) => [{ port }, 'demo listening'],
+      });`,
+      `await running; process.kill(process.pid, 'SIGTERM');`,
+    );
+    expect(run.code).toBe(0);
+    const own = ['before listen', 'listen', 'not serving', 'before shutdown', 'shutdown', 'after shutdown', 'closed last', 'closed first'];
+    expect(messages(run).filter((msg) => own.includes(msg as string))).toEqual(own);
+    const line = (msg: string) => run.lines.find((entry) => entry.msg === msg);
+    expect(line('listen')?.address).toBe('127.0.0.1:0');
+    expect(line('shutdown')?.graceMs).toBe(750);
+    expect(line('demo listening')?.port).toBe(4321);
+    // The metrics server, opened after "first", is closed before it.
+    expect(line('closed first')?.metrics).toBe('closed');
   });
 });

@@ -8,10 +8,13 @@ import type { Logger } from '@gateway/logger';
 import { type MetricsServer, startMetricsServer } from './metrics-server.js';
 import { type ServiceStart, type ServiceStartConfig, startService } from './service-start.js';
 import { describeFailure, type ShutdownOptions } from './shutdown-signal.js';
+import { startTracing, type Tracing } from './tracing.js';
 
 /** What a service's `open` is given: the prologue of startService, the config, and its openers. */
 export interface RunContext<Config> extends ServiceStart {
   readonly config: Config;
+  /** The environment the config was parsed from (what a service reads beyond its schema: the provider key variables). */
+  readonly environment: NodeJS.ProcessEnv;
   /** Registers `close` as the resource's stop step (the last opened closes first) and returns it. */
   open<Resource>(resource: Resource, close: (resource: Resource) => unknown): Resource;
   /**
@@ -21,7 +24,17 @@ export interface RunContext<Config> extends ServiceStart {
    * 0.0.0.0; `ready` replaces that readiness (the edge's metrics port is ready until shutdown, its
    * own /readyz on the API's port says more).
    */
-  metrics(port: number, options?: { readonly host?: string; readonly ready?: () => boolean }): Promise<MetricsServer>;
+  metrics(port: number, options?: MetricsOptions): Promise<MetricsServer>;
+  /** `metrics`, its close registered as the next stop step (so it closes after what opens later). */
+  openMetrics(port: number, options?: MetricsOptions): Promise<MetricsServer>;
+  /** Starts the service's tracing (off unless configured) and registers its shutdown. */
+  tracing(): Tracing;
+}
+
+/** Where a metrics server listens and what its /readyz answers (see RunContext.metrics). */
+export interface MetricsOptions {
+  readonly host?: string;
+  readonly ready?: () => boolean;
 }
 
 /** What a service serves, returned by its `open` once every resource is there. */
@@ -80,11 +93,14 @@ export async function runService<Config extends ServiceStartConfig>(
   const context: RunContext<Config> = {
     ...start,
     config,
+    environment,
     open: (resource, close) => {
       lifecycle.onStop(() => close(resource));
       return resource;
     },
     metrics: (port, options = {}) => startMetricsServer(registry, port, options.host ?? '0.0.0.0', options.ready ?? ready),
+    openMetrics: async (port, options) => context.open(await context.metrics(port, options), (server) => server.close()),
+    tracing: () => context.open(startTracing(service.name), (tracing) => tracing.shutdown()),
   };
   try {
     served = await service.open(context);
@@ -100,6 +116,42 @@ export async function runService<Config extends ServiceStartConfig>(
     failedToStart(logger, service.name, error);
     lifecycle.abort('start-up failed');
   }
+}
+
+/** A gRPC server as `servedGrpc` serves it (@gateway/grpc's GatewayServer). */
+export interface GrpcServed {
+  listen(address: string): Promise<number>;
+  shutdown(graceMs: number): Promise<unknown>;
+  reportNotServing(): void;
+}
+
+/** What a gRPC service serves besides its server: its address, grace, and the Served steps it adds. */
+export interface GrpcServedOptions extends Pick<Served, 'beforeListen' | 'ready' | 'listening'> {
+  readonly address: string;
+  /** In-flight calls' budget once the server stops taking new ones (the service's SHUTDOWN_GRACE_MS). */
+  readonly graceMs: number;
+  /** Run in the drain before the server shuts down. */
+  readonly beforeShutdown?: () => unknown;
+  /** Run in the drain once the server has shut down. */
+  readonly afterShutdown?: () => unknown;
+}
+
+/**
+ * What a gRPC service serves: NOT_SERVING on grpc.health.v1 at once on the signal (readiness probes
+ * ask it), then, after the delay, no new calls and `graceMs` for those in flight.
+ */
+export function servedGrpc(server: GrpcServed, options: GrpcServedOptions): Served {
+  const { address, graceMs, beforeShutdown, afterShutdown, ...served } = options;
+  return {
+    ...served,
+    reportNotServing: () => server.reportNotServing(),
+    drain: async () => {
+      await beforeShutdown?.();
+      await server.shutdown(graceMs);
+      await afterShutdown?.();
+    },
+    listen: () => server.listen(address),
+  };
 }
 
 function failedToStart(logger: Logger, name: string, error: unknown): void {

@@ -135,6 +135,14 @@ export function createRedis(url: string, logger: Logger, options: RedisClientOpt
 }
 
 /**
+ * Closes a client as a service's stop step: QUIT (the commands sent before it are answered), or,
+ * when Redis cannot be reached to take it, the connection dropped at once.
+ */
+export function closeRedis(client: RedisClient): Promise<unknown> {
+  return client.quit().catch(() => client.disconnect());
+}
+
+/**
  * A plain client of a REDIS_URL with ioredis's defaults (an offline queue, retries): for tools and
  * tests that inspect what the services store.
  */

@@ -10,6 +10,7 @@
  */
 export { Cluster, Redis } from 'ioredis';
 export {
+  closeRedis,
   connectRedis,
   createRedis,
   deleteMatching,
