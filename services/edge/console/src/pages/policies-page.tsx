@@ -11,6 +11,7 @@ import { TextField } from '../fields';
 import { formatUnixSeconds } from '../format';
 import { ManagedRow, type RemovalButtons } from '../managed-row';
 import { EmptyRow, Page, RefreshButton, Table } from '../page';
+import { attachmentOf, kindOf } from '../policy-summary';
 import { useLoader } from '../use-loader';
 
 const EXAMPLE = JSON.stringify(
@@ -43,21 +44,6 @@ function PutPolicyForm({ api, onSaved }: { api: AdminApi; onSaved: () => void })
       </label>
     </CreateForm>
   );
-}
-
-function attachmentOf(policy: PolicyJson): string {
-  const { attachment } = policy;
-  if (attachment.all_requests) return 'all requests';
-  const parts = [
-    attachment.key_ids.length > 0 ? `keys ${attachment.key_ids.join(', ')}` : '',
-    attachment.team_ids.length > 0 ? `teams ${attachment.team_ids.join(', ')}` : '',
-    attachment.models.length > 0 ? `models ${attachment.models.join(', ')}` : '',
-  ].filter(Boolean);
-  return parts.length > 0 ? parts.join('; ') : 'nothing';
-}
-
-function kindOf(check: PolicyJson['checks'][number]): string {
-  return (['secrets', 'pii', 'patterns', 'limits', 'external'] as const).find((kind) => check[kind] !== undefined) ?? '?';
 }
 
 const REMOVE_POLICY: RemovalButtons = { testId: 'policy-delete', label: 'Delete', confirmLabel: 'Delete' };
