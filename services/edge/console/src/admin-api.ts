@@ -22,6 +22,8 @@ import type {
   LoggedRequestDetail,
   McpServer,
   McpServerPut,
+  PolicyJson,
+  PolicyPut,
   ModelHealth,
   Plan,
   Principal,
@@ -224,6 +226,8 @@ export class AdminApi {
   readonly teams = new Collection<Team, TeamCreation, TeamChange>(this.#bound, 'teams');
   /** The upstream MCP servers of /mcp (a 404 when the gateway has no MCP service). */
   readonly mcpServers = new Collection<McpServer, never, never, McpServer, McpServerPut>(this.#bound, 'mcp-servers');
+  /** Guardrail policies, kept by the guard service (a 404 when the gateway has none). */
+  readonly policies = new Collection<PolicyJson, never, never, PolicyJson, PolicyPut>(this.#bound, 'policies');
   /** Admin tokens (role admin only). */
   readonly adminTokens = new Collection<AdminToken, AdminTokenCreation, never, CreatedAdminToken>(this.#bound, 'admin-tokens');
   /** Every model with its health. */

@@ -1,6 +1,6 @@
 /**
  * The console's shell: the login form while there is no token, else the navigation bar and the
- * page that the location's hash names (`#/keys`, `#/teams`, `#/usage`, `#/requests`, `#/models`, `#/mcp-servers`, `#/audit`,
+ * page that the location's hash names (`#/keys`, `#/teams`, `#/usage`, `#/requests`, `#/models`, `#/mcp-servers`, `#/policies`, `#/audit`,
  * `#/admin-tokens`). Hash routing keeps every page at the one URL the edge serves, /console. Who
  * the token belongs to (GET /admin/v1/me) decides what is shown: a viewer gets no button that
  * changes anything, and no Admin tokens page.
@@ -18,6 +18,7 @@ import { ModelsPage } from './pages/models-page';
 import { AuditPage } from './pages/audit-page';
 import { AdminTokensPage } from './pages/admin-tokens-page';
 import { McpServersPage } from './pages/mcp-servers-page';
+import { PoliciesPage } from './pages/policies-page';
 
 /** The pages, in the order the navigation bar lists them. */
 const PAGES = [
@@ -27,6 +28,7 @@ const PAGES = [
   { id: 'requests', title: 'Requests' },
   { id: 'models', title: 'Models' },
   { id: 'mcp-servers', title: 'MCP servers' },
+  { id: 'policies', title: 'Policies' },
   { id: 'audit', title: 'Audit' },
   { id: 'admin-tokens', title: 'Admin tokens', adminOnly: true },
 ] as const;
@@ -149,6 +151,7 @@ export function App() {
         {page === 'requests' && <RequestsPage api={api} />}
         {page === 'models' && <ModelsPage api={api} />}
         {page === 'mcp-servers' && <McpServersPage api={api} canChange={canChange} />}
+        {page === 'policies' && <PoliciesPage api={api} canChange={canChange} />}
         {page === 'audit' && <AuditPage api={api} />}
         {page === 'admin-tokens' && canChange && <AdminTokensPage api={api} />}
       </main>

@@ -8,7 +8,7 @@
  */
 import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
-import type { AdminApi, GatewayRequest, LoggedRequest, RequestSearch } from '../admin-api';
+import type { AdminApi, GatewayRequest, LoggedRequest, LoggedRequestDetail, RequestSearch } from '../admin-api';
 import { ErrorBanner } from '../error-banner';
 import { formatCount, formatMilliseconds, formatUnixMilliseconds, formatUsd } from '../format';
 import { type Options, SelectField, TextField } from '../fields';
@@ -132,6 +132,7 @@ function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClos
           </Fragment>
         ))}
       </dl>
+      {request && <GuardrailDecisions decisions={request.guardrails ?? []} />}
       {bodies && (
         <>
           <RequestBody label="Request body" testId="request-detail-request-body" text={bodies.request} cutBytes={bodies.request_truncated_bytes} />
@@ -139,6 +140,47 @@ function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClos
         </>
       )}
     </div>
+  );
+}
+
+/** The guardrail decisions taken on one request: each policy's check, where, what it did and whether it was enforced. */
+function GuardrailDecisions({ decisions }: { decisions: LoggedRequestDetail['guardrails'] }) {
+  return (
+    <>
+      <h3>Guardrails</h3>
+      {decisions.length === 0 ? (
+        <p class="muted" data-testid="request-detail-guardrails-empty">
+          No guardrail decisions on this request.
+        </p>
+      ) : (
+        <table data-testid="request-detail-guardrails">
+          <thead>
+            <tr>
+              <th>Policy</th>
+              <th>Check</th>
+              <th>Point</th>
+              <th>Action</th>
+              <th>Enforced</th>
+              <th>Entity</th>
+              <th>Error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {decisions.map((decision, index) => (
+              <tr key={index} data-testid="request-detail-guardrail">
+                <td>{decision.policy}</td>
+                <td>{decision.check}</td>
+                <td>{decision.point}</td>
+                <td>{decision.action}</td>
+                <td>{decision.enforced ? 'enforced' : 'monitor'}</td>
+                <td>{decision.entity || '—'}</td>
+                <td>{decision.error || '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
   );
 }
 
