@@ -76,7 +76,10 @@ function serviceTable() {
 
 /** The names in a table cell that are services or the stores: what the cell says a service talks to. */
 function namedIn(cell) {
-  return [...SERVICES, 'Redis', 'NATS', 'PostgreSQL'].filter((name) => hasWord(cell, name)).sort();
+  // A service some configuration has an address of counts too, in services/ or not (the guard
+  // service's contract is in proto/ before its folder is).
+  const addressed = SERVICES.flatMap((service) => dependenciesOf(service));
+  return [...new Set([...SERVICES, ...addressed, 'Redis', 'NATS', 'PostgreSQL'])].filter((name) => hasWord(cell, name)).sort();
 }
 
 /** The documentation files: every markdown file outside dependencies and build output, and the manifests. */
