@@ -5,7 +5,7 @@
 import type { RunContext } from '@gateway/observability';
 import { createAuthDecisions } from './clients/auth-decisions.js';
 import { createExecutorCalls } from './clients/executor-calls.js';
-import { openServiceClients } from './clients/service-clients.js';
+import { openServiceClients } from './service-clients.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { WatchedPolicies } from './guardrails/policy-view.js';
 import type { EdgeConfig } from './config.js';

@@ -30,7 +30,8 @@ export function gatewayInfo(completion: Completion): GatewayInfo {
       reason: route.reason || null,
     };
   }
-  if (completion.guardDecisions.length > 0) info.guardrails = completion.guardDecisions.map(decisionJson);
+  const decisions = completion.guardDecisions ?? [];
+  if (decisions.length > 0) info.guardrails = decisions.map(decisionJson);
   if (attempts.length > 0) info.tried = attempts.map((attempt) => ({ model: attempt.model_id ?? '', reason: attempt.reason ?? '' }));
   return info;
 }

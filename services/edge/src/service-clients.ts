@@ -5,8 +5,8 @@
 import { createClient } from '@gateway/grpc';
 import type { RunContext } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
-import type { EdgeConfig } from '../config.js';
-import type { EdgeDependencies } from '../dependencies.js';
+import type { EdgeConfig } from './config.js';
+import type { EdgeDependencies } from './dependencies.js';
 
 /** The gRPC clients among the edge's dependencies. */
 export type ServiceClients = Pick<
