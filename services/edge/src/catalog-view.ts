@@ -4,11 +4,7 @@
  */
 import type { CatalogSnapshotOutput, ModelOutput, RouterServiceClient } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
-import { SingleTimeout } from '@gateway/messaging';
-import { ExponentialBackoff, noJitterGenerator, type IBackoff } from 'cockatiel';
-
-/** Reconnection delays of the catalog watch: 100 ms doubling to at most 2 s, with no jitter. */
-const RECONNECT_BACKOFF = new ExponentialBackoff({ initialDelay: 100, maxDelay: 2_000, exponent: 2, generator: noJitterGenerator });
+import { SnapshotWatch } from './snapshot-watch.js';
 
 const TIERS: Record<string, string> = { QUALITY_TIER_ECONOMY: 'economy', QUALITY_TIER_STANDARD: 'standard', QUALITY_TIER_PREMIUM: 'premium' };
 
@@ -31,18 +27,22 @@ export class WatchedCatalog implements CatalogView {
   private models: readonly ModelOutput[] = [];
   private byId = new Map<string, ModelOutput>();
   private version = -1;
-  private call: ReturnType<RouterServiceClient['WatchCatalog']> | undefined;
-  private readonly retryTimer = new SingleTimeout(() => this.start());
-  private stopped = false;
-  /** The reconnection backoff since the last snapshot arrived; undefined when connected. */
-  private backoff: IBackoff<unknown> | undefined;
+  private readonly watch: SnapshotWatch<CatalogSnapshotOutput>;
   ready = false;
 
   constructor(
-    private readonly client: RouterServiceClient,
+    client: RouterServiceClient,
     private readonly logger: Logger,
-    private readonly watchDeadlineMs = 10 * 60_000,
-  ) {}
+    watchDeadlineMs = 10 * 60_000,
+  ) {
+    this.watch = new SnapshotWatch({
+      open: (deadline) => client.WatchCatalog({}, { deadline }),
+      apply: (snapshot) => this.apply(snapshot),
+      logger,
+      name: 'catalog',
+      deadlineMs: watchDeadlineMs,
+    });
+  }
 
   /** Applies a snapshot (also used by tests to seed the view). */
   apply(snapshot: CatalogSnapshotOutput): void {
@@ -63,30 +63,11 @@ export class WatchedCatalog implements CatalogView {
 
   /** Opens the watch; every call has a deadline, so the watch is renewed when it expires. */
   start(): void {
-    if (this.stopped) return;
-    const call = this.client.WatchCatalog({}, { deadline: Date.now() + this.watchDeadlineMs });
-    this.call = call;
-    call.on('data', (snapshot: CatalogSnapshotOutput) => {
-      this.backoff = undefined;
-      this.apply(snapshot);
-    });
-    call.on('error', (error: Error & { code?: number }) => {
-      if (!this.stopped && error.code !== 4) this.logger.warn({ err: error.message }, 'catalog watch failed; retrying');
-    });
-    call.on('close', () => this.scheduleRetry());
-    call.on('end', () => this.scheduleRetry());
-  }
-
-  private scheduleRetry(): void {
-    if (this.stopped || this.retryTimer.pending) return;
-    this.backoff = this.backoff ? this.backoff.next(undefined) : RECONNECT_BACKOFF.next();
-    this.retryTimer.schedule(this.backoff.duration);
+    this.watch.start();
   }
 
   /** Stops watching. */
   stop(): void {
-    this.stopped = true;
-    this.retryTimer.cancel();
-    this.call?.cancel();
+    this.watch.stop();
   }
 }

@@ -5,12 +5,8 @@
  */
 import type { GuardServiceClient, PolicySnapshotOutput, PolicySummaryOutput } from '@gateway/proto';
 import type { Logger } from '@gateway/logger';
-import { SingleTimeout } from '@gateway/messaging';
-import { ExponentialBackoff, noJitterGenerator, type IBackoff } from 'cockatiel';
+import { SnapshotWatch } from '../snapshot-watch.js';
 import type { AppliedPolicy, GuardPoint } from './guard-context.js';
-
-/** Reconnection delays of the policy watch: 100 ms doubling to at most 2 s, with no jitter. */
-const RECONNECT_BACKOFF = new ExponentialBackoff({ initialDelay: 100, maxDelay: 2_000, exponent: 2, generator: noJitterGenerator });
 
 const POINTS: readonly GuardPoint[] = ['POINT_INPUT', 'POINT_OUTPUT', 'POINT_TOOL_ARGUMENTS', 'POINT_TOOL_RESULT'];
 
@@ -110,18 +106,22 @@ export interface PolicyView {
 export class WatchedPolicies implements PolicyView {
   private indexes = indexSnapshot({ version: 0, policies: [] });
   private version = -1;
-  private call: ReturnType<GuardServiceClient['WatchPolicies']> | undefined;
-  private readonly retryTimer = new SingleTimeout(() => this.start());
-  private stopped = false;
-  /** The reconnection backoff since the last snapshot arrived; undefined when connected. */
-  private backoff: IBackoff<unknown> | undefined;
+  private readonly watch: SnapshotWatch<PolicySnapshotOutput>;
   ready = false;
 
   constructor(
-    private readonly client: GuardServiceClient,
+    client: GuardServiceClient,
     private readonly logger: Logger,
-    private readonly watchDeadlineMs = 10 * 60_000,
-  ) {}
+    watchDeadlineMs = 10 * 60_000,
+  ) {
+    this.watch = new SnapshotWatch({
+      open: (deadline) => client.WatchPolicies({}, { deadline }),
+      apply: (snapshot) => this.apply(snapshot),
+      logger,
+      name: 'policy',
+      deadlineMs: watchDeadlineMs,
+    });
+  }
 
   /** Applies a snapshot (also used by tests to seed the view). */
   apply(snapshot: PolicySnapshotOutput): void {
@@ -137,30 +137,11 @@ export class WatchedPolicies implements PolicyView {
 
   /** Opens the watch; every call has a deadline, so the watch is renewed when it expires. */
   start(): void {
-    if (this.stopped) return;
-    const call = this.client.WatchPolicies({}, { deadline: Date.now() + this.watchDeadlineMs });
-    this.call = call;
-    call.on('data', (snapshot: PolicySnapshotOutput) => {
-      this.backoff = undefined;
-      this.apply(snapshot);
-    });
-    call.on('error', (error: Error & { code?: number }) => {
-      if (!this.stopped && error.code !== 4) this.logger.warn({ err: error.message }, 'policy watch failed; retrying');
-    });
-    call.on('close', () => this.scheduleRetry());
-    call.on('end', () => this.scheduleRetry());
-  }
-
-  private scheduleRetry(): void {
-    if (this.stopped || this.retryTimer.pending) return;
-    this.backoff = this.backoff ? this.backoff.next(undefined) : RECONNECT_BACKOFF.next();
-    this.retryTimer.schedule(this.backoff.duration);
+    this.watch.start();
   }
 
   /** Stops watching. */
   stop(): void {
-    this.stopped = true;
-    this.retryTimer.cancel();
-    this.call?.cancel();
+    this.watch.stop();
   }
 }
