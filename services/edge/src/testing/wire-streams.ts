@@ -22,6 +22,7 @@ export function answeredCompletion<C extends Completion>(parsed: unknown, fields
     routing: { model: { id: 'sim-full' } },
     answered: { id: 'sim-full' },
     attempts: [],
+    guardDecisions: [],
     latencyMs: 12.5,
     costPico: 3_000_000n,
     reply,

@@ -30,8 +30,7 @@ export function gatewayInfo(completion: Completion): GatewayInfo {
       reason: route.reason || null,
     };
   }
-  const decisions = completion.guardDecisions ?? [];
-  if (decisions.length > 0) info.guardrails = decisions.map(decisionJson);
+  if (completion.guardDecisions.length > 0) info.guardrails = completion.guardDecisions.map(decisionJson);
   if (attempts.length > 0) info.tried = attempts.map((attempt) => ({ model: attempt.model_id ?? '', reason: attempt.reason ?? '' }));
   return info;
 }
