@@ -61,7 +61,7 @@ export async function openConsoleBrowser(options: ConsoleBrowserOptions = {}): P
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, ...options.context });
   // Well inside vitest's test timeout, so a missing element fails with Playwright's own message.
-  context.setDefaultTimeout(15_000);
+  context.setDefaultTimeout(30_000);
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('console', (message) => {
@@ -75,7 +75,7 @@ export async function openConsoleBrowser(options: ConsoleBrowserOptions = {}): P
     page,
     problems,
     byTestId,
-    pageReady: (name, timeoutMs = 15_000) => pageReady(page, name, timeoutMs),
+    pageReady: (name, timeoutMs = 30_000) => pageReady(page, name, timeoutMs),
     async logIn(address, token) {
       await page.goto(address);
       await byTestId('login-token').fill(token);

@@ -88,7 +88,7 @@ function providerConfiguration(redirectUri: string): Configuration {
 /** A fresh browser context (no provider session) with its page, watching the edge's pages for problems. */
 async function newPage(who: string): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  context.setDefaultTimeout(15_000);
+  context.setDefaultTimeout(30_000);
   await context.addInitScript(() => {
     const { document, console } = globalThis as unknown as PageGlobals;
     document.addEventListener('securitypolicyviolation', (event) => {
@@ -130,7 +130,7 @@ async function kept(page: Page): Promise<{ session: string[]; cookie: string; hr
   });
 }
 
-const pageReady = (page: Page, name: string) => page.locator(`[data-testid="page-${name}"][data-state="ready"]`).waitFor({ timeout: 15_000 });
+const pageReady = (page: Page, name: string) => page.locator(`[data-testid="page-${name}"][data-state="ready"]`).waitFor({ timeout: 30_000 });
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM))
@@ -196,7 +196,7 @@ describe('single sign-on to the web console', () => {
 
     await page.getByTestId('create-key-name').fill(`sso-${randomBytes(3).toString('hex')}`);
     await page.getByTestId('create-key-submit').click();
-    await page.getByTestId('new-key-box').waitFor({ timeout: 10_000 });
+    await page.getByTestId('new-key-box').waitFor({ timeout: 30_000 });
     keyId = (await page.getByTestId('new-key-id').textContent())?.trim();
     const secret = (await page.getByTestId('new-key-secret').textContent())?.trim();
     expect(keyId).toMatch(/^key_\w+$/);

@@ -78,7 +78,7 @@ describe('teams in the web console', () => {
     await byTestId('create-key-plan').selectOption('pro');
     await byTestId('create-key-team').selectOption(teamId!);
     await byTestId('create-key-submit').click();
-    await byTestId('new-key-box').waitFor({ timeout: 10_000 });
+    await byTestId('new-key-box').waitFor({ timeout: 30_000 });
     secret = (await byTestId('new-key-secret').textContent())?.trim();
     const keyId = (await byTestId('new-key-id').textContent())?.trim();
     const row = page.locator(`[data-testid="key-row"][data-key-id="${keyId}"]`);

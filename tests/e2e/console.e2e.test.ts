@@ -61,7 +61,7 @@ let viewerSecret: string | undefined;
 
 const byTestId = (id: string) => page.getByTestId(id);
 /** Waits until a page of the console has loaded its data. */
-const pageReady = (name: string) => page.locator(`[data-testid="page-${name}"][data-state="ready"]`).waitFor({ timeout: 15_000 });
+const pageReady = (name: string) => page.locator(`[data-testid="page-${name}"][data-state="ready"]`).waitFor({ timeout: 30_000 });
 const screenshot = (name: string) => page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 const keyRow = () => page.locator(`[data-testid="key-row"][data-key-id="${keyId}"]`);
 const client = (apiKey: string) => new OpenAI({ baseURL: cluster.baseUrl, apiKey, maxRetries: 0 });
@@ -86,7 +86,7 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   // Well inside vitest's test timeout, so a missing element fails with Playwright's own message.
-  context.setDefaultTimeout(15_000);
+  context.setDefaultTimeout(30_000);
   // Runs before the console's own script, outside its CSP: a violation becomes a console error.
   await context.addInitScript(() => {
     const { document, console } = globalThis as unknown as PageGlobals;
@@ -161,7 +161,7 @@ describe('the web console', () => {
     await byTestId('create-key-daily').fill('25');
     await byTestId('create-key-models').fill(`${MODEL}, other-*`);
     await byTestId('create-key-submit').click();
-    await byTestId('new-key-box').waitFor({ timeout: 10_000 });
+    await byTestId('new-key-box').waitFor({ timeout: 30_000 });
     secret = (await byTestId('new-key-secret').textContent())?.trim();
     keyId = (await byTestId('new-key-id').textContent())?.trim();
     expect(secret).toMatch(/^br-\S+$/);
@@ -217,9 +217,9 @@ describe('the web console', () => {
     await pageReady('requests');
     await byTestId('requests-key-filter').selectOption(keyId!);
     const rows = page.locator(`[data-testid="request-row"][data-key-id="${keyId}"]`);
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + 30_000;
     while ((await rows.count()) === 0) {
-      if (Date.now() > deadline) throw new Error(`no request of ${keyId} on the Requests page within 15 s`);
+      if (Date.now() > deadline) throw new Error(`no request of ${keyId} on the Requests page within 30 s`);
       await page.waitForTimeout(500);
       await byTestId('requests-refresh').click();
       await pageReady('requests');
@@ -247,7 +247,7 @@ describe('the web console', () => {
     await byTestId('create-admin-token-name').fill('console-viewer');
     await byTestId('create-admin-token-role').selectOption('viewer');
     await byTestId('create-admin-token-submit').click();
-    await byTestId('new-admin-token-box').waitFor({ timeout: 10_000 });
+    await byTestId('new-admin-token-box').waitFor({ timeout: 30_000 });
     viewerSecret = (await byTestId('new-admin-token-secret').textContent())?.trim();
     expect(viewerSecret).toMatch(/^bra-[A-Za-z0-9]{40}$/);
     await screenshot('admin-tokens');
@@ -279,7 +279,7 @@ describe('the web console', () => {
     await byTestId('usage-key-filter').selectOption(keyId!);
     await pageReady('usage');
     const cost = page.locator(`[data-testid="usage-key-row"][data-group-id="${keyId}"] [data-testid="usage-cost"]`);
-    await expect.poll(async () => Number((await cost.count()) > 0 ? await cost.getAttribute('data-cost-usd') : 0), { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(async () => Number((await cost.count()) > 0 ? await cost.getAttribute('data-cost-usd') : 0), { timeout: 30_000 }).toBeGreaterThan(0);
 
     await byTestId('nav-audit').click();
     await pageReady('audit');
@@ -308,7 +308,7 @@ describe('the web console', () => {
     await pageReady('keys');
     await keyRow().getByTestId('key-revoke').click();
     await byTestId('key-revoke-confirm').click();
-    await expect.poll(() => keyRow().getByTestId('key-revoked').textContent(), { timeout: 10_000 }).toBe('revoked');
+    await expect.poll(() => keyRow().getByTestId('key-revoked').textContent(), { timeout: 30_000 }).toBe('revoked');
 
     const refused = await client(secret!)
       .chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Still there?' }] })
