@@ -12,6 +12,7 @@ import { type EnvExampleSection, renderEnvExample, type TObject, undescribedVari
 import { AuthConfigSchema } from '../services/auth/src/config.js';
 import { EdgeConfigSchema } from '../services/edge/src/config.js';
 import { ExecutorConfigSchema } from '../services/executor/src/config.js';
+import { GuardConfigSchema } from '../services/guard/src/config.js';
 import { McpConfigSchema } from '../services/mcp/src/config.js';
 import { MeteringConfigSchema } from '../services/metering/src/config.js';
 import { RequestLogConfigSchema } from '../services/request-log/src/config.js';
@@ -57,6 +58,7 @@ ${providerKeys('', false)}`,
   ['metering', MeteringConfigSchema],
   ['request-log', RequestLogConfigSchema],
   ['mcp', McpConfigSchema],
+  ['guard', GuardConfigSchema],
 ];
 
 /** Variables more than one service reads: listed once, first, in the repository's file. */
@@ -82,6 +84,7 @@ const HEADINGS: Record<string, string> = {
   metering: '--- metering (consumes usage events from NATS, totals in Redis) ---',
   'request-log': '--- request-log (optional: consumes usage events from NATS, one row per request in PostgreSQL) ---',
   mcp: '--- mcp (gRPC: the MCP gateway, sessions to the upstream MCP servers) ---',
+  guard: '--- guard (gRPC: guardrail policies in Redis, checks of prompts, answers and tool calls) ---',
 };
 
 /** The repository's `.env.example`: every variable once, grouped by the service that reads it. */
