@@ -18,7 +18,7 @@
 // probes that wait for a busy pod, a startup probe before liveness (auth's and metering's outlasting
 // a Redis or NATS outage), liveness slower than readiness; gateway Deployments and NATS spread over
 // zones and hosts, PodDisruptionBudgets of maxUnavailable 1, autoscalers for the edges, executors,
-// auth and metering in the prod overlays, each on CPU, on a custom metric only beside an adapter and
+// auth, metering and the guard in the prod overlays, each on CPU, on a custom metric only beside an adapter and
 // at deploy/README.md's capacity table's target; each Secret only to the services that read it (the
 // executors never hold Redis's); gateway-config hashed, the catalog and plans hashed or kept by name
 // for live reload (then mounted as directories, reloading on), each read by its rendered name; and a
@@ -67,13 +67,17 @@ import { shutdownProblems } from './manifests/shutdown.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
-const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054, mcp: 50057 };
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard'];
+const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054, guard: 50056, mcp: 50057 };
 /**
  * Metrics the rules may read before any service declares them, each with the change that adds it.
  * Once a service declares one, the check fails until it is removed from here.
  */
-const PENDING_METRICS = {};
+const PENDING_METRICS = {
+  gateway_guard_checks_total: "the guard's main (services/guard), which counts every check it runs",
+  gateway_guard_check_errors_total: "the guard's main (services/guard), which counts the checks that could not run",
+  gateway_guard_check_duration_seconds: "the guard's main (services/guard), which times every check",
+};
 /** Labels Prometheus adds at scrape (the PodMonitor's target labels) or histograms carry; no service declares them. */
 const SCRAPE_LABELS = new Set(['namespace', 'pod', 'container', 'job', 'instance', 'endpoint', 'le', 'service']);
 
@@ -357,12 +361,14 @@ function validate(label, objects, patches = []) {
   // Generated, so rendered with its content's hash: gateway-config-<hash>.
   const config = gatewayConfigOf(byKind('ConfigMap'));
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
-    // The edge's long-lived streams to auth, the router and the executors spread over every pod
-    // only through headless Services (a ClusterIP pins a connection, and its streams, to one pod).
+    // The edge's long-lived streams to auth, the router, the executors and the guard (its checks on
+    // every request a policy names, its policy watch) spread over every pod only through headless
+    // Services (a ClusterIP pins a connection, and its streams, to one pod).
     for (const [variable, port] of [
       ['AUTH_SERVICE_ADDR', 50051],
       ['ROUTER_SERVICE_ADDR', 50052],
       ['EXECUTOR_SERVICE_ADDR', 50053],
+      ['GUARD_SERVICE_ADDR', 50056],
     ]) {
       const address = String(config.data?.[variable] ?? '');
       const headlessName = /^dns:\/\/\/([^:.]+)/.exec(address)?.[1];
@@ -400,7 +406,7 @@ const STANDALONE_COMPONENTS = {
   'ingress-nginx': 'base',
   'aws-bedrock': 'base',
   'autoscale-on-concurrency': 'overlays/prod',
-  // The executors' cloud identities on GKE and AKS, like aws-bedrock's on EKS.
+  // The executors' (and the guard's, on GKE) cloud identities on GKE and AKS, like aws-bedrock's on EKS.
   'gke-workload-identity': 'base',
   'azure-workload-identity': 'base',
 };

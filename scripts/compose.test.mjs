@@ -12,9 +12,15 @@ const compose = parse(readFileSync(join(import.meta.dirname, '..', 'docker-compo
 const services = Object.entries(compose.services);
 
 describe('docker-compose.yml', () => {
-  it('runs the dependencies and the six services, and a Redis for stored responses only in its profile', () => {
+  it('runs the dependencies and the eight services, and a Redis for stored responses only in its profile', () => {
     const byDefault = services.filter(([, service]) => !service.profiles).map(([name]) => name);
-    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'mcp', 'metering', 'nats', 'postgres', 'redis', 'request-log', 'router']);
+    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'guard', 'mcp', 'metering', 'nats', 'postgres', 'redis', 'request-log', 'router']);
+  });
+
+  it('points the edge at the guard, and starts it once the guard is healthy', () => {
+    expect(compose.services.edge.environment.GUARD_SERVICE_ADDR).toBe('dns:///guard:50056');
+    expect(compose.services.edge.depends_on.guard).toEqual({ condition: 'service_healthy' });
+    expect(compose.services.guard.environment).toMatchObject({ SERVICE: 'guard', GUARD_LISTEN_ADDR: '0.0.0.0:50056', GUARD_METRICS_PORT: '9106' });
     expect(compose.services['redis-responses'].profiles).toEqual(['responses-redis']);
   });
 

@@ -1,4 +1,4 @@
-// The NetworkPolicy evaluator over all seven services and every in-cluster store: components/
+// The NetworkPolicy evaluator over all eight services and every in-cluster store: components/
 // network-policy and otlp-egress on overlays/dev (which runs Redis, the Responses Redis, NATS,
 // PostgreSQL and the request log in the cluster), as check-manifests renders them. Each store takes
 // its clients only, the executors and the MCP service go out on HTTPS and the catalog's ports only,
@@ -28,18 +28,30 @@ describe.skipIf(!renderer)('NetworkPolicies with every store in the cluster (kub
     rendered = renderComponent(renderer, join(root, 'deploy'), ['network-policy', 'otlp-egress'], 'overlays/dev');
   }, 120_000);
 
-  it('has all seven services and the four stores, and passes as it is', () => {
+  it('has all eight services and the four stores, and passes as it is', () => {
     const workloads = rendered.filter((object) => ['Deployment', 'StatefulSet'].includes(object.kind)).map((object) => object.metadata.name);
     expect(workloads).toEqual(
-      expect.arrayContaining(['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'request-log', 'redis', 'redis-responses', 'nats', 'postgres']),
+      expect.arrayContaining(['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'request-log', 'redis', 'redis-responses', 'nats', 'postgres']),
     );
     expect(connectivityProblems('dev', rendered)).toEqual([]);
   });
 
   it('fails the redis policy without the MCP service, as it was', () => {
     const { objects, find } = copy();
-    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering'];
+    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering', 'guard'];
     expect(connectivityProblems('dev', objects)).toEqual(['dev: NetworkPolicies deny mcp -> redis:6379, which the gateway needs']);
+  });
+
+  it('fails the redis policy and the Redis egress without the guard, whose policies are in Redis', () => {
+    const { objects, find } = copy();
+    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering', 'mcp'];
+    expect(connectivityProblems('dev', objects)).toEqual(['dev: NetworkPolicies deny guard -> redis:6379, which the gateway needs']);
+    find('NetworkPolicy', 'gateway-redis-egress').spec.podSelector.matchExpressions[0].values = ['auth', 'metering', 'mcp'];
+    expect(connectivityProblems('dev', objects)).toEqual([
+      'dev: NetworkPolicies deny guard -> the internet:6379, which the gateway needs',
+      'dev: NetworkPolicies deny guard -> the internet:6380, which the gateway needs',
+      'dev: NetworkPolicies deny guard -> redis:6379, which the gateway needs',
+    ]);
   });
 
   it('fails the Responses Redis and PostgreSQL open to any pod, as they were', () => {
@@ -71,6 +83,24 @@ describe.skipIf(!renderer)('NetworkPolicies with every store in the cluster (kub
     const { objects, find } = copy();
     delete find('NetworkPolicy', 'mcp').spec.egress[0].ports;
     expect(connectivityProblems('dev', objects)).toEqual([22, 25, 80, 8080].map((port) => `dev: NetworkPolicies allow mcp -> the internet:${port}`));
+  });
+
+  it("fails the guard shut off from the moderation services, open on every port, or open to the cluster's addresses", () => {
+    const { objects, find } = copy();
+    const egress = find('NetworkPolicy', 'guard').spec.egress[0];
+    egress.ports = [{ port: 80 }];
+    expect(connectivityProblems('dev', objects)).toEqual([
+      'dev: NetworkPolicies deny guard -> the internet:443, which the gateway needs',
+      'dev: NetworkPolicies allow guard -> the internet:80',
+    ]);
+    delete egress.ports;
+    expect(connectivityProblems('dev', objects)).toEqual([22, 25, 80, 8080].map((port) => `dev: NetworkPolicies allow guard -> the internet:${port}`));
+    egress.ports = [{ port: 443 }];
+    egress.to = [{ ipBlock: { cidr: '0.0.0.0/0' } }];
+    expect(connectivityProblems('dev', objects)).toEqual([
+      'dev: NetworkPolicies allow guard -> the metadata endpoint:443',
+      'dev: NetworkPolicies allow guard -> the Kubernetes API Service:443',
+    ]);
   });
 
   it("opens the executors to a catalog upstream's own port only once the policy declares it", () => {

@@ -1,21 +1,22 @@
 // The flows the gateway needs, checked against an overlay's rendered NetworkPolicies: each needed
-// flow is allowed, every other way into the seven services and the in-cluster stores (Redis, the
+// flow is allowed, every other way into the services and the in-cluster stores (Redis, the
 // Responses Redis, NATS, PostgreSQL) is denied, and the egress of the services that reach outside
-// (the executors to the providers, the MCP service to upstream MCP servers) is HTTPS (443) and the
-// ports the catalog's upstreams name, stopping short of metadata and cluster addresses (but for the
-// GKE metadata server, opened to the executors alone by components/vertex-metadata-egress).
+// (the executors to the providers, the MCP service to upstream MCP servers, the guard to moderation
+// services) is HTTPS (443) and the ports the catalog's upstreams name, stopping short of metadata
+// and cluster addresses (but for the GKE metadata server, opened to the executors and the guard
+// alone by components/vertex-metadata-egress).
 import { parse } from 'yaml';
 import { allows } from './network-policy.mjs';
 
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'request-log'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'request-log'];
 /** The services only the edges call (on their gRPC port) and Prometheus scrapes (on `metrics`). */
-const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'request-log'];
+const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'request-log'];
 /** The services that export spans (startTracing in their main.ts): OTLP out, with components/otlp-egress. */
-const TRACING = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
+const TRACING = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard'];
 /** Who uses each store, by its config schema: NATS_URL, REDIS_URL, RESPONSES_REDIS_URL, DATABASE_URL. */
 const CLIENTS = {
   nats: ['edge', 'router', 'executor', 'metering', 'request-log'],
-  redis: ['auth', 'metering', 'mcp'],
+  redis: ['auth', 'metering', 'mcp', 'guard'],
   'redis-responses': ['metering'],
   postgres: ['request-log'],
 };
@@ -91,8 +92,8 @@ function configuredPorts(objects, variable, defaults) {
 }
 
 /**
- * Whether components/vertex-metadata-egress is in: the executors then reach the GKE metadata
- * server, for Vertex AI tokens through GKE's Workload Identity Federation.
+ * Whether components/vertex-metadata-egress is in: the executors (and the guard, for Model Armor)
+ * then reach the GKE metadata server, for tokens through GKE's Workload Identity Federation.
  */
 function metadataOpened(policies) {
   return policies.some((object) => object.metadata?.name === 'gateway-vertex-metadata-egress');
@@ -159,7 +160,8 @@ function neededFlows(at, { redisPorts, natsPorts, upstreamPorts, metadata }) {
   flows.push([at('a random pod of the namespace'), service('edge'), service('edge')?.ports?.http]);
   for (const port of upstreamPorts) flows.push([service('executor'), at('the internet'), port]);
   flows.push([service('mcp'), at('the internet'), 443]);
-  if (metadata) flows.push(...gkeMetadataFlows(at, service('executor')));
+  flows.push([service('guard'), at('the internet'), 443]);
+  if (metadata) flows.push(...gkeMetadataFlows(at, service('executor')), ...gkeMetadataFlows(at, service('guard')));
   return flows.filter(present);
 }
 
@@ -167,8 +169,8 @@ function neededFlows(at, { redisPorts, natsPorts, upstreamPorts, metadata }) {
 function forbiddenFlows(at, { metadata, upstreamPorts }) {
   const executor = at('executor');
   const flows = [
-    // The metadata endpoint only to the executors, only on its ports, only with the component.
-    ...(metadata ? [] : gkeMetadataFlows(at, executor)),
+    // The metadata endpoint only to the executors and the guard, only on its ports, only with the component.
+    ...(metadata ? [] : [...gkeMetadataFlows(at, executor), ...gkeMetadataFlows(at, at('guard'))]),
     ...['edge', 'auth', 'router', 'metering', 'mcp', 'request-log'].flatMap((name) => gkeMetadataFlows(at, at(name))),
     [executor, at('the metadata endpoint'), 443],
     [executor, at('the IPv6 metadata endpoint'), 80],
@@ -177,6 +179,10 @@ function forbiddenFlows(at, { metadata, upstreamPorts }) {
     [at('mcp'), at('the metadata endpoint'), 443],
     [at('mcp'), at('the Kubernetes API Service'), 443],
     [at('mcp'), at('a random pod of the namespace'), 8080],
+    [at('guard'), at('the metadata endpoint'), 443],
+    [at('guard'), at('the IPv6 metadata endpoint'), 80],
+    [at('guard'), at('the Kubernetes API Service'), 443],
+    [at('guard'), at('a random pod of the namespace'), 8080],
     [at('auth'), at('the internet'), 443],
     [at('router'), at('the internet'), 443],
     [at('request-log'), at('the internet'), 443],
@@ -184,6 +190,7 @@ function forbiddenFlows(at, { metadata, upstreamPorts }) {
     // Out to the internet on HTTPS and the catalog's ports only: no plain HTTP, SSH or SMTP by the way.
     ...[22, 25, 80, 8080].filter((port) => !upstreamPorts.includes(port)).map((port) => [executor, at('the internet'), port]),
     ...[22, 25, 80, 8080].map((port) => [at('mcp'), at('the internet'), port]),
+    ...[22, 25, 80, 8080].map((port) => [at('guard'), at('the internet'), port]),
   ];
   // Each in-cluster store: its clients only (the matrix below), never a random pod of the namespace.
   for (const store of Object.keys(CLIENTS)) if (at(store)) flows.push([at('a random pod of the namespace'), at(store), storePort(at(store))]);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { OPERATOR_SECRETS } from './operations.mjs';
 
-/** The seven services, each with the export of its config schema. */
+/** The services, each with the export of its config schema. */
 export const SERVICE_SCHEMAS = {
   edge: 'EdgeConfigSchema',
   auth: 'AuthConfigSchema',
@@ -20,6 +20,7 @@ export const SERVICE_SCHEMAS = {
   executor: 'ExecutorConfigSchema',
   metering: 'MeteringConfigSchema',
   mcp: 'McpConfigSchema',
+  guard: 'GuardConfigSchema',
   'request-log': 'RequestLogConfigSchema',
 };
 

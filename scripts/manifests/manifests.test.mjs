@@ -136,24 +136,30 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     ]);
   });
 
-  it('opens the GKE metadata server to the executors alone with components/vertex-metadata-egress, and keeps it shut without', () => {
+  it('opens the GKE metadata server to the executors and the guard alone with components/vertex-metadata-egress, and keeps it shut without', () => {
     expect(connectivityProblems('vertex', standalone['vertex-metadata-egress'])).toEqual([]);
     // The overlays as they are keep it shut (checked above, through the forbidden flows); the
     // component's flows are needed once it is in.
     const { objects, find } = copyOf('vertex-metadata-egress');
     const policy = find('NetworkPolicy', 'gateway-vertex-metadata-egress');
     policy.spec.egress = policy.spec.egress.slice(0, 1);
-    expect(connectivityProblems('vertex', objects)).toEqual(['vertex: NetworkPolicies deny executor -> the GKE metadata server:988, which the gateway needs']);
+    expect(connectivityProblems('vertex', objects)).toEqual(
+      ['executor', 'guard'].map((name) => `vertex: NetworkPolicies deny ${name} -> the GKE metadata server:988, which the gateway needs`),
+    );
     policy.spec.podSelector = {
-      matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: ['edge', 'auth', 'router', 'executor', 'metering'] }],
+      matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: ['edge', 'auth', 'router', 'executor', 'metering', 'guard'] }],
     };
     expect(connectivityProblems('vertex', objects)).toEqual([
-      'vertex: NetworkPolicies deny executor -> the GKE metadata server:988, which the gateway needs',
+      ...['executor', 'guard'].map((name) => `vertex: NetworkPolicies deny ${name} -> the GKE metadata server:988, which the gateway needs`),
       ...['edge', 'auth', 'router', 'metering'].map((name) => `vertex: NetworkPolicies allow ${name} -> the metadata endpoint:80`),
     ]);
     policy.spec.egress = [{ to: [{ ipBlock: { cidr: '169.254.0.0/16' } }] }];
-    policy.spec.podSelector = { matchLabels: { 'app.kubernetes.io/name': 'executor' } };
-    expect(connectivityProblems('vertex', objects)).toEqual(['vertex: NetworkPolicies allow executor -> the metadata endpoint:443']);
+    policy.spec.podSelector = { matchLabels: { 'app.kubernetes.io/name': 'guard' } };
+    expect(connectivityProblems('vertex', objects)).toEqual([
+      'vertex: NetworkPolicies deny executor -> the metadata endpoint:80, which the gateway needs',
+      'vertex: NetworkPolicies deny executor -> the GKE metadata server:988, which the gateway needs',
+      'vertex: NetworkPolicies allow guard -> the metadata endpoint:443',
+    ]);
   });
 
   it('fails Redis on 6380 (rediss://) refused', () => {
@@ -163,6 +169,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       'prod: NetworkPolicies deny auth -> the internet:6380, which the gateway needs',
       'prod: NetworkPolicies deny metering -> the internet:6380, which the gateway needs',
       'prod: NetworkPolicies deny mcp -> the internet:6380, which the gateway needs',
+      'prod: NetworkPolicies deny guard -> the internet:6380, which the gateway needs',
     ]);
   });
 
@@ -181,7 +188,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const { objects, find } = copyOf('prod-cluster');
     find('NetworkPolicy', 'gateway-otlp-egress').spec.podSelector.matchExpressions[0].values = ['executor'];
     expect(connectivityProblems('prod-cluster', objects)).toEqual(
-      ['edge', 'auth', 'router', 'metering', 'mcp'].flatMap((name) => [
+      ['edge', 'auth', 'router', 'metering', 'mcp', 'guard'].flatMap((name) => [
         `prod-cluster: NetworkPolicies deny ${name} -> the OTLP collector:4317, which the gateway needs`,
         `prod-cluster: NetworkPolicies deny ${name} -> the OTLP collector:4318, which the gateway needs`,
       ]),
@@ -492,7 +499,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     );
   });
 
-  it("fails a pod's grace period shorter than its service's delay + grace + 5 s, read from its env, gateway-config or the default, and MCP's grace below its tool-call timeout", () => {
+  it("fails a pod's grace period shorter than its service's delay + grace + 5 s, read from its env, gateway-config or the default, MCP's grace below its tool-call timeout and the guard's below its check deadline", () => {
     for (const [overlay, objects] of Object.entries(rendered)) expect(shutdownProblems(root, overlay, objects)).toEqual([]);
     const { objects, find } = copyOf('prod');
     const pod = (name) => find('Deployment', name).spec.template.spec;
@@ -506,17 +513,20 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     gatewayConfigOf(objects).data.MCP_TOOL_CALL_TIMEOUT_MS = '120000';
     for (const container of pod('mcp').containers)
       container.env = container.env.filter((variable) => !['MCP_SHUTDOWN_GRACE_MS', 'MCP_SHUTDOWN_DELAY_MS'].includes(variable.name));
+    // The guard's outside checks given a deadline of 20 s in gateway-config: its 10 s grace would cut them.
+    gatewayConfigOf(objects).data.GUARD_CHECK_DEADLINE_MS = '20000';
     expect(shutdownProblems(root, 'prod', objects).sort()).toEqual(
       [
         'prod: Deployment edge container edge: terminationGracePeriodSeconds 310 is shorter than the preStop pause (0 s) + EDGE_SHUTDOWN_DELAY_MS (10000 ms) + EDGE_SHUTDOWN_GRACE_MS (300000 ms) + 5 s',
         'prod: Deployment executor container executor: terminationGracePeriodSeconds 310 is shorter than the preStop pause (0 s) + EXECUTOR_SHUTDOWN_DELAY_MS (5000 ms) + EXECUTOR_SHUTDOWN_GRACE_MS (400000 ms) + 5 s',
         'prod: Deployment mcp container mcp: terminationGracePeriodSeconds 30 is shorter than the preStop pause (0 s) + MCP_SHUTDOWN_DELAY_MS (0 ms) + MCP_SHUTDOWN_GRACE_MS (60000 ms) + 5 s',
         'prod: Deployment mcp container mcp: MCP_SHUTDOWN_GRACE_MS (60000 ms) is shorter than MCP_TOOL_CALL_TIMEOUT_MS (120000 ms)',
+        'prod: Deployment guard container guard: GUARD_SHUTDOWN_GRACE_MS (10000 ms) is shorter than GUARD_CHECK_DEADLINE_MS (20000 ms)',
       ].sort(),
     );
   });
 
-  it("gives the executors alone a cloud identity: fails another ServiceAccount annotated, another pod running as the executors' or asking for Azure's token", () => {
+  it("gives the executors and the guard alone a cloud identity, each its own: fails another ServiceAccount annotated, another pod running as theirs or asking for Azure's token", () => {
     // The three clouds' components together on the base, as a multi-cloud overlay adds them.
     const objects = renderComponent(renderer, join(root, 'deploy'), ['aws-bedrock', 'gke-workload-identity', 'azure-workload-identity']);
     const find = (kind, name) => objects.find((object) => object.kind === kind && object.metadata?.name === name);
@@ -527,6 +537,12 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       'iam.gke.io/gcp-service-account',
     ]);
     expect(find('Deployment', 'executor').spec.template.metadata.labels['azure.workload.identity/use']).toBe('true');
+    // The guard: AWS (Bedrock's guardrails) and Google (Model Armor) as its own ServiceAccount; Azure's check takes a key.
+    expect(Object.keys(find('ServiceAccount', 'guard').metadata.annotations).sort()).toEqual(['eks.amazonaws.com/role-arn', 'iam.gke.io/gcp-service-account']);
+    expect(find('ServiceAccount', 'guard').metadata.annotations['eks.amazonaws.com/role-arn']).not.toBe(
+      find('ServiceAccount', 'executor').metadata.annotations['eks.amazonaws.com/role-arn'],
+    );
+    expect(find('Deployment', 'guard').spec.template.spec.serviceAccountName).toBe('guard');
     for (const [defect, problem] of [
       [
         (copy) =>
@@ -552,6 +568,21 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       [
         (copy) => delete copy.find((object) => object.kind === 'Deployment' && object.metadata?.name === 'executor').spec.template.spec.serviceAccountName,
         'Deployment executor runs as ServiceAccount default, not its own',
+      ],
+      [
+        (copy) => (copy.find((object) => object.kind === 'Deployment' && object.metadata?.name === 'guard').spec.template.spec.serviceAccountName = 'executor'),
+        'Deployment guard runs as ServiceAccount executor, not its own (guard)',
+      ],
+      [
+        (copy) => (copy.find((object) => object.kind === 'Deployment' && object.metadata?.name === 'mcp').spec.template.spec.serviceAccountName = 'guard'),
+        'Deployment mcp runs as ServiceAccount guard, which holds a cloud identity',
+      ],
+      [
+        (copy) =>
+          (copy.find((object) => object.kind === 'Deployment' && object.metadata?.name === 'guard').spec.template.metadata.labels[
+            'azure.workload.identity/use'
+          ] = 'true'),
+        'Deployment guard asks for an Azure workload identity token',
       ],
     ]) {
       const copy = structuredClone(objects);

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { natsExporterProblems, natsStorageProblems } from './nats-storage.mjs';
 
-const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering'];
+const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'guard'];
 /** The official NATS chart's probes, on the monitor port. */
 const NATS_PROBES = { startupProbe: '/healthz', readinessProbe: '/healthz?js-server-only=true', livenessProbe: '/healthz?js-enabled-only=true' };
 const SPREAD_KEYS = ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'];
@@ -21,8 +21,8 @@ const STARTUP_WAIT_SECONDS = 300;
 const PROBE_TIMEOUT_SECONDS = 5;
 /** The least silence (s) before liveness restarts a pod: never for a GC pause or a burst of work. */
 const LIVENESS_PATIENCE_SECONDS = 30;
-/** What production's autoscalers must scale (the router runs a fixed count). */
-const AUTOSCALED = ['edge', 'executor', 'auth', 'metering'];
+/** What production's autoscalers must scale (the router and the MCP service run fixed counts). */
+const AUTOSCALED = ['edge', 'executor', 'auth', 'metering', 'guard'];
 /** Generated ConfigMaps: rendered as <name>-<hash of the content>, so that a change rolls their readers. */
 const GENERATED = ['gateway-config'];
 /**

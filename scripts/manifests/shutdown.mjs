@@ -2,7 +2,8 @@
 // service serves on for its delay (<SERVICE>_SHUTDOWN_DELAY_MS), drains for its grace
 // (<SERVICE>_SHUTDOWN_GRACE_MS) and takes 5 s to close (SHUTDOWN_CLOSE_MARGIN_MS of
 // @gateway/observability), after any preStop pause; otherwise the kubelet kills what it still
-// drains. The MCP service's grace covers its tool-call timeout, so a rollout does not cut a call.
+// drains. The MCP service's grace covers its tool-call timeout, so a rollout does not cut a call,
+// and the guard's its check deadline, so a rollout does not turn a check into its policy's on_error.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gatewayConfigOf } from './connectivity.mjs';
@@ -46,6 +47,10 @@ export function shutdownProblems(root, label, objects) {
       if (service === 'mcp') {
         const timeout = setting('TOOL_CALL_TIMEOUT_MS');
         if (grace.value < timeout.value) problems.push(`${at}: ${grace.name} (${grace.value} ms) is shorter than ${timeout.name} (${timeout.value} ms)`);
+      }
+      if (service === 'guard') {
+        const deadline = setting('CHECK_DEADLINE_MS');
+        if (grace.value < deadline.value) problems.push(`${at}: ${grace.name} (${grace.value} ms) is shorter than ${deadline.name} (${deadline.value} ms)`);
       }
     }
   }
