@@ -130,7 +130,7 @@ function createScanner(spec: ExternalSpec, dependencies: ExternalDependencies): 
         shield ? shieldPrompt(piece, context.point === 'tool_result', context.signal) : analyze(texts[index]!, piece, context.signal),
       );
       const findings: Finding[][] = texts.map(() => []);
-      calls.forEach(({ index }, position) => findings[index]!.push(...found[position]!));
+      for (const [position, { index }] of calls.entries()) findings[index]!.push(...found[position]!);
       return findings.map(orderedFindings);
     },
   };
