@@ -225,3 +225,77 @@ export function startFakeAzureContentSafety(options: {
     failure: (status) => azureError(status, 'InternalServerError', 'An unexpected error occurred.'),
   });
 }
+
+// --- Lakera Guard ---
+
+const LAKERA_ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+
+/** How many code points `text` has before UTF-16 offset `offset` (Lakera counts as Python does). */
+function codePointsBefore(text: string, offset: number): number {
+  return [...text.slice(0, offset)].length;
+}
+
+function lakeraError(status: number, message: string): FakeAnswer {
+  return { status, body: { error: message } };
+}
+
+/** Lakera Guard, accepting `apiKey`. */
+export function startFakeLakeraGuard(options: { apiKey: string }): Promise<FakeModerationService> {
+  return startFakeService({
+    refuseAuth: (request) => (bearerOf(request.headers) === options.apiKey ? undefined : lakeraError(401, 'Unauthorized: the API key is not valid.')),
+    answer(request) {
+      if (request.method !== 'POST' || request.path !== '/v2/guard') return lakeraError(404, 'Not Found');
+      const body = request.body as { messages?: unknown; breakdown?: unknown; payload?: unknown; project_id?: unknown } | undefined;
+      const messages = body?.messages;
+      if (
+        !Array.isArray(messages) ||
+        messages.length === 0 ||
+        messages.some(
+          (message) => !LAKERA_ROLES.has((message as { role?: string })?.role ?? '') || typeof (message as { content?: unknown }).content !== 'string',
+        )
+      ) {
+        return lakeraError(400, 'messages must be a non-empty list of {role, content}');
+      }
+      const project = typeof body?.project_id === 'string' ? body.project_id : 'project-default';
+      const screened = messages as Array<{ role: string; content: string }>;
+      const detected = (test: (text: string) => boolean) => screened.some((message) => test(message.content));
+      const detectors: Array<[string, boolean]> = [
+        ['prompt_attack', detected(hasInjectionTrigger)],
+        ['moderated_content/hate', detected(hasFlagTrigger)],
+        ['pii/email', detected((text) => emailsOf(text).length > 0)],
+        ['unknown_links', false],
+      ];
+      const payload = screened.flatMap((message, messageId) =>
+        emailsOf(message.content).map((email) => ({
+          start: codePointsBefore(message.content, email.start),
+          end: codePointsBefore(message.content, email.end),
+          text: email.text,
+          detector_type: 'pii/email',
+          labels: ['pii/email'],
+          message_id: messageId,
+        })),
+      );
+      return {
+        status: 200,
+        body: {
+          flagged: detectors.some(([, hit]) => hit),
+          ...(body?.payload === true ? { payload } : {}),
+          ...(body?.breakdown === true
+            ? {
+                breakdown: detectors.map(([detectorType, hit]) => ({
+                  project_id: project,
+                  policy_id: 'policy-default',
+                  detector_id: `detector-${detectorType.replace('/', '-')}`,
+                  detector_type: detectorType,
+                  detected: hit,
+                  message_id: 0,
+                })),
+              }
+            : {}),
+          metadata: { request_uuid: randomUUID() },
+        },
+      };
+    },
+    failure: (status) => lakeraError(status, 'Internal Server Error'),
+  });
+}

@@ -36,3 +36,30 @@ export function entityName(category: string): string {
     .toLowerCase()
     .replace(/[/\s-]+/g, '_');
 }
+
+/** The UTF-16 offset of code point `codePoints` of `text`; undefined past its end. */
+function utf16Offset(text: string, codePoints: number): number | undefined {
+  let offset = 0;
+  for (let seen = 0; seen < codePoints; seen++) {
+    if (offset >= text.length) return undefined;
+    offset += (text.codePointAt(offset) ?? 0) > 0xffff ? 2 : 1;
+  }
+  return offset;
+}
+
+/**
+ * The span a service reported at [start, end), in UTF-16 code units (as JavaScript counts) or in
+ * code points (as Python and Google's APIs count), whichever holds `matched` when the service
+ * gave it; without `matched`, the offsets as UTF-16 when they fit the text. Where neither holds,
+ * each place `matched` is in the text; a category finding when it is nowhere.
+ */
+export function reportedSpan(text: string, start: unknown, end: unknown, entity: string, matched?: string): Finding[] {
+  if (typeof start === 'number' && typeof end === 'number' && Number.isInteger(start) && Number.isInteger(end) && start >= 0 && end > start) {
+    if (matched === undefined) return end <= text.length ? [{ entity, start, end }] : [categoryFinding(entity)];
+    if (text.slice(start, end) === matched) return [{ entity, start, end }];
+    const from = utf16Offset(text, start);
+    const to = utf16Offset(text, end);
+    if (from !== undefined && to !== undefined && text.slice(from, to) === matched) return [{ entity, start: from, end: to }];
+  }
+  return matched === undefined ? [categoryFinding(entity)] : matchFindings(text, matched, entity);
+}

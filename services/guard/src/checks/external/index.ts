@@ -8,12 +8,13 @@ import type { ScanContext } from '../scanner.js';
 import type { ExternalAdapter, ExternalScanner, ExternalSpec } from './external-adapter.js';
 import { ExternalCheckError } from './external-check-error.js';
 import { azureContentSafety } from './azure-content-safety.js';
+import { lakeraGuard } from './lakera-guard.js';
 import { openAiModeration } from './openai-moderation.js';
 
 export type { ExternalAdapter, ExternalDependencies, ExternalScanner, ExternalSpec } from './external-adapter.js';
 export { ExternalCheckError, type ExternalFailureReason } from './external-check-error.js';
 
-const ADAPTERS: readonly ExternalAdapter[] = [openAiModeration, azureContentSafety];
+const ADAPTERS: readonly ExternalAdapter[] = [openAiModeration, azureContentSafety, lakeraGuard];
 
 const BY_SERVICE = new Map(ADAPTERS.map((adapter) => [adapter.service, adapter]));
 
