@@ -2,7 +2,7 @@
  * Limits on a point's texts: their total size (a finding without a span on the text that crosses
  * it) and the scripts their letters may be written in (each run of letters of another script is a
  * span, entity `script`). Scripts are Unicode's (`Latin`, `Cyrillic`, `Han`, ...), tested with
- * JavaScript's Unicode property classes one letter at a time; `Common` and `Inherited` (digits,
+ * JavaScript's Unicode property classes (one class of the letters of other scripts); `Common` and `Inherited` (digits,
  * punctuation, combining marks) are always allowed.
  */
 import type { Finding, Scanner } from './scanner.js';
@@ -32,7 +32,10 @@ export function validateLimitsSpec(spec: LimitsSpec): string | undefined {
 /** The scanner of a validated spec. */
 export function createLimitsScanner(spec: LimitsSpec): Scanner {
   const scripts = [...spec.allowed_scripts, 'Common', 'Inherited'].map((script) => `\\p{Script=${script}}`).join('');
-  const allowed = spec.allowed_scripts.length > 0 ? new RegExp(`[${scripts}]`, 'u') : undefined;
+  // A run of letters of other scripts, with what separates them up to its last such letter. The
+  // letter and non-letter classes are disjoint, so the match is linear.
+  const foreign = `[\\p{L}--[${scripts}]]`;
+  const foreignRuns = spec.allowed_scripts.length > 0 ? new RegExp(`${foreign}(?:\\P{L}*${foreign})*`, 'gv') : undefined;
   return {
     scan(texts) {
       let total = 0;
@@ -44,23 +47,8 @@ export function createLimitsScanner(spec: LimitsSpec): Scanner {
           crossed = true;
           found.push({ entity: 'max_chars', start: -1, end: -1 });
         }
-        if (allowed) {
-          // A run of foreign letters, with what separates them, up to its last foreign letter.
-          let runStart = -1;
-          let runEnd = -1;
-          let index = 0;
-          for (const character of text) {
-            const letter = /\p{L}/u.test(character);
-            if (letter && !allowed.test(character)) {
-              if (runStart < 0) runStart = index;
-              runEnd = index + character.length;
-            } else if (letter && runStart >= 0) {
-              found.push({ entity: 'script', start: runStart, end: runEnd });
-              runStart = -1;
-            }
-            index += character.length;
-          }
-          if (runStart >= 0) found.push({ entity: 'script', start: runStart, end: runEnd });
+        if (foreignRuns) {
+          for (const match of text.matchAll(foreignRuns)) found.push({ entity: 'script', start: match.index, end: match.index + match[0].length });
         }
         return found;
       });
