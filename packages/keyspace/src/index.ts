@@ -19,3 +19,4 @@ export * from './scripts/settle-quota.js';
 export * as v1ToV2 from './migrations/v1-to-v2.js';
 export * from './scripts/model-allow-list.js';
 export * from './scripts/response-store.js';
+export * from './audit-log.js';

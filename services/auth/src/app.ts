@@ -2,7 +2,7 @@ import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type Gat
 import { loadGatewayGrpc } from '@gateway/proto';
 import { createAdminAccessService } from './admin-access/admin-access-service.js';
 import type { AdminTokenStore } from './admin-access/admin-token-store.js';
-import type { AuditLog } from './audit/audit-log.js';
+import type { AuditLog } from '@gateway/keyspace';
 import { createAuditor } from './audit/auditor.js';
 import { createAuthService, type AuthServiceDependencies } from './auth-service.js';
 import { createTeamService } from './teams/team-service.js';

@@ -9,7 +9,7 @@ import type { RunContext } from '@gateway/observability';
 import { closeRedis, createRedis, guardEvictionPolicy, type RedisClient, RedisMemoryWatch } from '@gateway/redis';
 import { AdminTokenStore } from './admin-access/admin-token-store.js';
 import type { AuthServerDependencies } from './app.js';
-import { AuditLog } from './audit/audit-log.js';
+import { AuditLog } from '@gateway/keyspace';
 import type { AuthConfig } from './config.js';
 import { ensureBootstrapKeyOnceReachable } from './keys/bootstrap-key.js';
 import { KeyStore } from './keys/key-store.js';

@@ -1,4 +1,5 @@
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer, withShutdownSteps } from '@gateway/grpc';
+import { AuditLog } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import type { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
@@ -18,6 +19,8 @@ export interface GuardDependencies {
   prefix: string;
   /** GUARD_SECRETS_KEY: base64 of 32 bytes, or '' for none. */
   secretsKey: string;
+  /** GUARD_AUDIT_PREFIX: auth's prefix, whose audit trail gets each policy change; '' for none. */
+  auditPrefix?: string;
   reloadIntervalMs: number;
   defaults: PolicyDefaults;
   /** GUARD_MAX_TEXT_CHARS. */
@@ -47,6 +50,8 @@ export function createServer(deps: GuardDependencies): GuardApp {
     maxChars: deps.maxChars,
     metrics: createGuardMetrics(deps.registry),
     logger: deps.logger,
+    // auth trims the trail by its own retention; the guard only adds to it.
+    ...(deps.auditPrefix && { audit: new AuditLog(deps.redis, { prefix: deps.auditPrefix, trims: false }) }),
   });
   const server = createGatewayServer(
     [

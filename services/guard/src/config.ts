@@ -21,6 +21,12 @@ export const GuardConfigSchema = Type.Object({
     pattern: '^([A-Za-z0-9+/]{43}=)?$',
     default: '',
   }),
+  GUARD_AUDIT_PREFIX: Type.String({
+    description:
+      "The prefix of auth's Redis keys (auth's AUTH_REDIS_PREFIX) on the same Redis: every policy put or removed is added to the audit trail auth keeps there, which the admin API lists (/admin/v1/audit), with its actor. Empty: policy changes are only logged.",
+    pattern: '^[A-Za-z0-9:_-]*$',
+    default: 'auth:',
+  }),
   GUARD_RELOAD_INTERVAL_MS: Type.Integer({
     description:
       'How often each replica looks for a change of the policies in Redis (ms): a policy put or removed through any replica is applied, and pushed to the edges watching this one, within this.',

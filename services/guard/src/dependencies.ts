@@ -15,6 +15,7 @@ export function openGuardDependencies({ config, logger, registry, open }: RunCon
     logger,
     registry,
     prefix: config.GUARD_REDIS_PREFIX,
+    auditPrefix: config.GUARD_AUDIT_PREFIX,
     secretsKey: config.GUARD_SECRETS_KEY,
     reloadIntervalMs: config.GUARD_RELOAD_INTERVAL_MS,
     defaults: { windowTokens: config.GUARD_WINDOW_TOKENS, windowMs: config.GUARD_WINDOW_MS, checkDeadlineMs: config.GUARD_CHECK_DEADLINE_MS },

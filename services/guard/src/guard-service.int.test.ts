@@ -17,6 +17,7 @@ import {
   type PolicyOutput,
   type PolicySnapshotOutput,
 } from '@gateway/proto';
+import { AuditLog } from '@gateway/keyspace';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl, rejectedWith } from '@gateway/testing';
 import { createServer, type GuardApp } from './app.js';
@@ -33,6 +34,7 @@ async function startReplica(): Promise<GuardServiceClient> {
     redis,
     logger,
     prefix,
+    auditPrefix: `${prefix}auth:`,
     secretsKey: SECRETS_KEY,
     reloadIntervalMs: 50,
     defaults: { windowTokens: 64, windowMs: 250, checkDeadlineMs: 200 },
@@ -94,6 +96,14 @@ describe('policies', () => {
     const gone = await rejectedWith(GatewayError, callUnary(a, a.GetPolicy, { name: 'cards' }, CALL));
     expect(gone.reason).toBe('not_found');
     expect((await rejectedWith(GatewayError, callUnary(a, a.DeletePolicy, { name: 'cards' }, CALL))).reason).toBe('not_found');
+    // Each change is in auth's audit trail, with its actor, newest first.
+    const trail = await new AuditLog(redis, { prefix: `${prefix}auth:` }).list({ target_id: 'cards' });
+    expect(trail.entries.map((entry) => [entry.action, entry.actor.subject, entry.actor.via])).toEqual([
+      ['policy.delete', 'test-admin', 'static_token'],
+      ['policy.put', 'test-admin', 'static_token'],
+    ]);
+    expect(JSON.parse(trail.entries[1]!.after_json)).toMatchObject({ name: 'cards', description: 'No card numbers.' });
+    expect(JSON.parse(trail.entries[0]!.before_json)).toMatchObject({ name: 'cards' });
   });
 
   it('refuses what cannot be applied, naming the field, and stores nothing', async () => {
@@ -296,6 +306,7 @@ describe('Check', () => {
     // The credential is stored sealed and never shown.
     expect(JSON.stringify(stored)).not.toContain('sk-test-credential');
     expect(JSON.stringify(await redis.hgetall(`${prefix}{policies}`))).not.toContain('sk-test-credential');
+    expect(JSON.stringify(await redis.xrange(`${prefix}auth:audit`, '-', '+'))).not.toContain('sk-test-credential');
     await until(async () => {
       const allowed = await check(b, {
         request_id: 'req_5',

@@ -2,11 +2,12 @@
  * The GuardService handlers. Check runs one point of one request against the compiled policies
  * (checks/check-runner.ts); until the policies were read once it answers UNAVAILABLE, so that the
  * edge applies each policy's on_error rather than passing unchecked text as checked. PutPolicy
- * validates and stores a policy, DeletePolicy removes one, each logged with its actor (never a
- * credential); WatchPolicies pushes the enabled policies' summaries at once and on every change
+ * validates and stores a policy, DeletePolicy removes one, each logged and added to auth's audit
+ * trail with its actor and the policy before and after (never a credential); WatchPolicies pushes the enabled policies' summaries at once and on every change
  * this replica reads, until the edge cancels.
  */
 import { actorOf, GatewayError, requestIdOf, unary } from '@gateway/grpc';
+import { type AuditLog, UNKNOWN_ACTOR } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import type {
   CheckRequestOutput,
@@ -36,6 +37,8 @@ export interface GuardServiceOptions {
   maxChars: number;
   metrics: GuardMetrics;
   logger: Logger;
+  /** The audit trail auth keeps, each policy change added to it; undefined: changes are only logged. */
+  audit?: AuditLog;
   now?: () => number;
 }
 
@@ -52,8 +55,34 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
   const { store, compiled, logger, metrics } = options;
   const watches = new Map<WatchCall, () => void>();
   const notFound = (name: string) => GatewayError.of('not_found', `No policy named '${name.slice(0, 64)}'.`, { param: 'name' });
-  const logChange = (call: Parameters<typeof actorOf>[0], change: string, policy: string) =>
-    logger.info({ policy, change, actor: actorOf(call)?.subject ?? 'unknown', request_id: requestIdOf(call) }, 'guard policy changed');
+  /**
+   * A change applied: logged, and added to the audit trail with its actor and the policy before and
+   * after (as the contract shows it: no credential). An entry that cannot be written leaves the
+   * change applied; the failure is logged.
+   */
+  const recordChange = async (
+    call: Parameters<typeof actorOf>[0],
+    action: 'policy.put' | 'policy.delete',
+    name: string,
+    before?: StoredPolicy,
+    after?: StoredPolicy,
+  ) => {
+    const actor = actorOf(call) ?? UNKNOWN_ACTOR;
+    const requestId = requestIdOf(call);
+    logger.info({ policy: name, action, actor: actor.subject, request_id: requestId }, 'guard policy changed');
+    await options.audit
+      ?.record({
+        actor,
+        action,
+        target_id: name,
+        before: before && policyOfStored(before),
+        after: after && policyOfStored(after),
+        request_id: requestId,
+      })
+      .catch((error: unknown) =>
+        logger.error({ policy: name, action, actor: actor.subject, err: { message: (error as Error).message } }, 'audit entry not written'),
+      );
+  };
 
   let snapshot: PolicySnapshot | undefined;
   store.onChange((set) => {
@@ -75,7 +104,7 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
     const before: StoredPolicy | undefined = await store.get(name);
     const policy = validatePolicy(request.policy, { before, cipher: options.cipher, now: (options.now ?? Date.now)() });
     await store.put(policy);
-    logChange(call, before ? 'replaced' : 'created', policy.name);
+    await recordChange(call, 'policy.put', policy.name, before, policy);
     return policyOfStored(policy);
   }
 
@@ -105,8 +134,9 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
       ListPolicies: unary(async () => ({ policies: (await store.list()).map(policyOfStored) }), 'ListPolicies'),
       DeletePolicy: unary(async (request: DeletePolicyRequestOutput, call) => {
         const name = request.name ?? '';
+        const before = await store.get(name);
         if (!(await store.delete(name))) throw notFound(name);
-        logChange(call, 'deleted', name);
+        await recordChange(call, 'policy.delete', name, before);
         return {};
       }, 'DeletePolicy'),
       WatchPolicies: watchPolicies,

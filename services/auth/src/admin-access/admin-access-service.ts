@@ -20,7 +20,7 @@ import type {
   RecordToolCallResponse,
   RevokeAdminTokenRequestOutput,
 } from '@gateway/proto';
-import { AuditCursorError, type AuditEntry, type AuditLog } from '../audit/audit-log.js';
+import { AuditCursorError, type AuditEntry, type AuditLog } from '@gateway/keyspace';
 import { type Auditor, callActor } from '../audit/auditor.js';
 import { invalidInput } from '../shared/handler-input.js';
 import { KEY_ID_PATTERN } from '../shared/ids.js';

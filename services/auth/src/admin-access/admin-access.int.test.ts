@@ -27,7 +27,7 @@ import {
 import { connectRedis, deleteMatching, keysMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
 import { startAuthServer } from '../testing/auth-server.js';
-import { AuditLog } from '../audit/audit-log.js';
+import { AuditLog } from '@gateway/keyspace';
 import { hashSecret } from '../shared/ids.js';
 
 const ADMIN: CallActor = { subject: 'static-token', role: 'admin', via: 'static_token' };

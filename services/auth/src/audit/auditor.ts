@@ -10,7 +10,7 @@
 import { actorOf, type AsyncUnary, type Metadata, requestIdOf } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { prometheus } from '@gateway/observability';
-import { type AuditActor, type AuditLog, UNKNOWN_ACTOR } from './audit-log.js';
+import { type AuditActor, type AuditLog, UNKNOWN_ACTOR } from '@gateway/keyspace';
 
 /** What an audited handler reads of its call: the metadata (actor, request id). */
 type Call = { metadata: Metadata };

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { redisUrl } from '@gateway/testing';
 import { AdminTokenStore } from '../admin-access/admin-token-store.js';
-import { AuditLog } from '../audit/audit-log.js';
+import { AuditLog } from '@gateway/keyspace';
 import { KeyStore } from '../keys/key-store.js';
 import { hashSecret } from '../shared/ids.js';
 

@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 // start the CLI many times over (`pnpm bench cli-start` holds its start to a few of Node's own).
 import { ADMIN_ROLE_NAMES, isAdminRoleName } from '../admin-access/admin-roles.js';
 import type { AdminTokenStore, StoredAdminToken } from '../admin-access/admin-token-store.js';
-import { AuditLog, CLI_ACTOR } from '../audit/audit-log.js';
+import { AuditLog, CLI_ACTOR } from '@gateway/keyspace';
 import { toAdminTokenInfo } from '../admin-access/admin-token-message.js';
 import { isWellFormedSecret } from '../keys/key-secret.js';
 import { toKeyInfo } from '../keys/key-message.js';

@@ -25,7 +25,7 @@ import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
 import { eventually, redisUrl } from '@gateway/testing';
 import { type AuthCalls, authCalls } from '../testing/auth-calls.js';
 import { startAuthServer } from '../testing/auth-server.js';
-import { AuditLog } from '../audit/audit-log.js';
+import { AuditLog } from '@gateway/keyspace';
 
 const prefix = `test-${randomUUID()}:auth:`;
 const options = { deadlineMs: 3_000 };

@@ -4,7 +4,7 @@ import { createLogger } from '@gateway/logger';
 import type { RedisClient } from '@gateway/redis';
 import { AdminTokenStore } from '../admin-access/admin-token-store.js';
 import { createServer } from '../app.js';
-import { AuditLog } from '../audit/audit-log.js';
+import { AuditLog } from '@gateway/keyspace';
 import { KeyStore } from '../keys/key-store.js';
 import { loadPlans } from '../quota/plans.js';
 import { QuotaLimiter } from '../quota/quota-limiter.js';

@@ -1,11 +1,11 @@
 /**
- * The audit trail of admin changes: one Redis stream (`<prefix>audit`, @gateway/keyspace), an entry
- * per change that auth (the gRPC services or its CLI) applied, trimmed by age on each write
+ * The audit trail of admin changes: one Redis stream (`<prefix>audit`), an entry per change that
+ * auth (its gRPC services or its CLI) or the guard (its policies) applied, trimmed by age on each write
  * (`XADD ... MINID ~`, AUTH_AUDIT_RETENTION_DAYS) and read newest first (`XREVRANGE`). One key, one
  * command at a time: it works the same on a Redis Cluster. An entry holds public facts only: the
  * before and after JSON go through publicJson, which drops every field that could hold a secret.
  */
-import { authKeys, DEFAULT_AUTH_PREFIX, type AuthKeys } from '@gateway/keyspace';
+import { authKeys, DEFAULT_AUTH_PREFIX, type AuthKeys } from './keys.js';
 import type { RedisClient } from '@gateway/redis';
 
 /** Who made a change. */
@@ -94,6 +94,11 @@ export interface AuditLogOptions {
   prefix?: string;
   /** Entries older than this are trimmed on the next write and never read. Default 90. */
   retentionDays?: number;
+  /**
+   * False: this writer never trims (a service that adds to the trail auth keeps, without knowing
+   * auth's retention); its entries are trimmed by auth's next write. Default true.
+   */
+  trims?: boolean;
   now?: () => number;
 }
 
@@ -102,6 +107,7 @@ export class AuditLog {
   private readonly names: AuthKeys;
   private readonly retentionMs: number;
   private readonly now: () => number;
+  private readonly trims: boolean;
 
   constructor(
     private readonly redis: RedisClient,
@@ -110,6 +116,7 @@ export class AuditLog {
     this.names = authKeys(options.prefix ?? DEFAULT_AUTH_PREFIX);
     this.retentionMs = (options.retentionDays ?? 90) * DAY_MS;
     this.now = options.now ?? Date.now;
+    this.trims = options.trims ?? true;
   }
 
   /** The oldest entry id kept. */
@@ -137,7 +144,9 @@ export class AuditLog {
       'request_id',
       change.request_id ?? '',
     ];
-    const id = await this.redis.xadd(this.names.audit, 'MINID', '~', this.minId(), '*', ...fields);
+    const id = this.trims
+      ? await this.redis.xadd(this.names.audit, 'MINID', '~', this.minId(), '*', ...fields)
+      : await this.redis.xadd(this.names.audit, '*', ...fields);
     return id ?? '';
   }
 
