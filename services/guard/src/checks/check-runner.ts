@@ -12,7 +12,7 @@
  * two windows long. What is held is neither sent, nor decided on: the next window scans it again.
  */
 import { GatewayError } from '@gateway/grpc';
-import type { CheckRequestOutput, CheckResponse, GuardDecision } from '@gateway/proto';
+import type { CheckRequestOutput, CheckResponse, GuardDecision, Placeholder, TextResult } from '@gateway/proto';
 import type { GuardMetrics } from '../guard-metrics.js';
 import { ACTIONS, POINTS, type PointName, type StoredCheck, type StoredPolicy, shortName } from '../policies/policy.js';
 import { ExternalCheckError } from './external/index.js';
@@ -130,8 +130,11 @@ function releaseEnds(
   });
 }
 
+/** A Check call's answer, every list present. */
+export type CheckOutcome = CheckResponse & { blocked: boolean; texts: TextResult[]; decisions: GuardDecision[]; placeholders: Placeholder[] };
+
 /** Runs one Check call. */
-export async function runCheck(request: CheckRequestOutput, options: CheckRunOptions): Promise<CheckResponse> {
+export async function runCheck(request: CheckRequestOutput, options: CheckRunOptions): Promise<CheckOutcome> {
   const point = shortName(POINTS, request.point);
   if (!point) throw GatewayError.of('invalid_request', 'point must be input, output, tool_arguments or tool_result.', { param: 'point' });
   const texts = request.texts.map((text) => text.text ?? '');
@@ -157,7 +160,7 @@ export async function runCheck(request: CheckRequestOutput, options: CheckRunOpt
 
   const decisions: Array<{ decision: GuardDecision; text: number; order: number }> = [];
   const masks: MaskSpan[][] = texts.map(() => []);
-  const response: CheckResponse = { blocked: false, texts: [], decisions: [], placeholders: [] };
+  const response: CheckOutcome = { blocked: false, texts: [], decisions: [], placeholders: [] };
   const block = (policy: StoredPolicy, check: StoredCheck) => {
     if (response.blocked) return;
     response.blocked = true;
