@@ -15,33 +15,12 @@
  * PII, and passes any other text.
  */
 import { randomUUID } from 'node:crypto';
+import { emailsOf, hasFlagTrigger, hasInjectionTrigger } from './moderation-triggers.js';
 import { bearerOf, type FakeAnswer, type FakeModerationService, type FakeRequest, startFakeService } from './fake-service-server.js';
 
+export { emailsOf, FLAG_TRIGGER, hasFlagTrigger, hasInjectionTrigger, INJECTION_TRIGGER } from './moderation-triggers.js';
 export { closedBaseUrl, type FakeModerationService, type FakeRequest } from './fake-service-server.js';
-
-/** A text with this in it is flagged as hateful, threatening and about self-harm. */
-export const FLAG_TRIGGER = 'FLAG-ME';
-/** A text with this in it (any case) is a prompt attack. */
-export const INJECTION_TRIGGER = 'ignore previous instructions';
-
-/** Whether the text has the flag trigger. */
-export function hasFlagTrigger(text: string): boolean {
-  return text.includes(FLAG_TRIGGER);
-}
-
-/** Whether the text has the injection trigger. */
-export function hasInjectionTrigger(text: string): boolean {
-  return text.toLowerCase().includes(INJECTION_TRIGGER);
-}
-
-/** The e-mail addresses of a text, where they are (UTF-16 offsets). */
-export function emailsOf(text: string): Array<{ text: string; start: number; end: number }> {
-  return [...text.matchAll(/[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g)].map((match) => ({
-    text: match[0],
-    start: match.index,
-    end: match.index + match[0].length,
-  }));
-}
+export { DENIED_TOPIC, type FakeBedrockGuardrails, startFakeBedrockGuardrails } from './fake-bedrock-guardrails.js';
 
 // --- OpenAI ---
 
