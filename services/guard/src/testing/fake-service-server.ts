@@ -11,8 +11,10 @@ import { freePort } from '@gateway/testing';
 /** A request as the fake received it. */
 export interface FakeRequest {
   readonly method: string;
-  /** The path without the query. */
+  /** The path without the query, decoded. */
   readonly path: string;
+  /** The path as sent (percent-encoded). */
+  readonly rawPath: string;
   readonly query: URLSearchParams;
   readonly headers: IncomingHttpHeaders;
   readonly rawBody: Buffer;
@@ -91,7 +93,8 @@ export async function startFakeService(definition: FakeServiceDefinition): Promi
       const rawBody = Buffer.concat(pieces);
       const request: FakeRequest = {
         method: incoming.method ?? 'GET',
-        path: url.pathname,
+        path: decodeURI(url.pathname),
+        rawPath: url.pathname,
         query: url.searchParams,
         headers: incoming.headers,
         rawBody,

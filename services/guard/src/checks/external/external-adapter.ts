@@ -25,10 +25,20 @@ export interface ExternalScanner extends Scanner {
   scan(texts: readonly string[], context: ScanContext): Promise<Finding[][]>;
 }
 
+/** AWS credentials, as AWS's credential providers give them. */
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+  expiration?: Date;
+}
+
 /** What an adapter's scanner reaches the world with. */
 export interface ExternalDependencies {
   /** The fetch of the HTTP services (OpenAI, Azure, Lakera, Model Armor). */
   fetch: typeof fetch;
+  /** The credentials Bedrock's calls are signed with; undefined: AWS's default Node credential chain of the process. */
+  awsCredentials?: (() => Promise<AwsCredentials>) | undefined;
 }
 
 /** One outside service. */

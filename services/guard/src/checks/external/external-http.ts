@@ -31,8 +31,10 @@ function errorCodeOf(text: string): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const { error, code } = body as { error?: unknown; code?: unknown };
   if (typeof error === 'object' && error !== null) {
-    const inner = error as { code?: unknown; status?: unknown; type?: unknown };
-    return safeCode(inner.code) ?? safeCode(inner.status) ?? safeCode(inner.type);
+    // A named code before a number: Google's `{code: 401, status: 'UNAUTHENTICATED'}`.
+    const { code: inner, status, type } = error as { code?: unknown; status?: unknown; type?: unknown };
+    const named = [inner, status, type].find((candidate) => typeof candidate === 'string' && safeCode(candidate) !== undefined);
+    return safeCode(named) ?? safeCode(inner);
   }
   return safeCode(code);
 }

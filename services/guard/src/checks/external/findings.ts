@@ -63,3 +63,11 @@ export function reportedSpan(text: string, start: unknown, end: unknown, entity:
   }
   return matched === undefined ? [categoryFinding(entity)] : matchFindings(text, matched, entity);
 }
+
+/** A span given in code points (as Google's APIs count) as a UTF-16 span; a category finding when it does not fit the text. */
+export function codePointSpan(text: string, start: unknown, end: unknown, entity: string): Finding {
+  const [from, to] = [Number(start), Number(end)];
+  if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to <= from) return categoryFinding(entity);
+  const [utf16From, utf16To] = [utf16Offset(text, from), utf16Offset(text, to)];
+  return utf16From === undefined || utf16To === undefined ? categoryFinding(entity) : { entity, start: utf16From, end: utf16To };
+}

@@ -5,16 +5,18 @@
  * ended at the check's own deadline too when it has one.
  */
 import type { ScanContext } from '../scanner.js';
-import type { ExternalAdapter, ExternalScanner, ExternalSpec } from './external-adapter.js';
+import type { AwsCredentials, ExternalAdapter, ExternalScanner, ExternalSpec } from './external-adapter.js';
 import { ExternalCheckError } from './external-check-error.js';
 import { azureContentSafety } from './azure-content-safety.js';
+import { bedrockGuardrails } from './bedrock-guardrails.js';
 import { lakeraGuard } from './lakera-guard.js';
+import { modelArmor } from './model-armor.js';
 import { openAiModeration } from './openai-moderation.js';
 
-export type { ExternalAdapter, ExternalDependencies, ExternalScanner, ExternalSpec } from './external-adapter.js';
+export type { AwsCredentials, ExternalAdapter, ExternalDependencies, ExternalScanner, ExternalSpec } from './external-adapter.js';
 export { ExternalCheckError, type ExternalFailureReason } from './external-check-error.js';
 
-const ADAPTERS: readonly ExternalAdapter[] = [openAiModeration, azureContentSafety, lakeraGuard];
+const ADAPTERS: readonly ExternalAdapter[] = [openAiModeration, azureContentSafety, lakeraGuard, bedrockGuardrails, modelArmor];
 
 const BY_SERVICE = new Map(ADAPTERS.map((adapter) => [adapter.service, adapter]));
 
@@ -68,15 +70,20 @@ function deadlineSignal(signal: AbortSignal, deadlineMs: number): AbortSignal {
   return deadlineMs > 0 ? AbortSignal.any([signal, AbortSignal.timeout(deadlineMs)]) : signal;
 }
 
-/**
- * The scanner of a valid external check (throws on one validateExternalSpec refuses). `fetch` is
- * the transport of the HTTP services, the global fetch by default.
- */
-export function createExternalScanner(spec: ExternalSpec, options: { fetch?: typeof fetch } = {}): ExternalScanner {
+/** What the scanners are given in place of the process's defaults. */
+export interface ExternalScannerOptions {
+  /** The transport of the HTTP services; the global fetch by default. */
+  fetch?: typeof fetch;
+  /** The credentials Bedrock's calls are signed with; AWS's default Node credential chain by default. */
+  awsCredentials?: () => Promise<AwsCredentials>;
+}
+
+/** The scanner of a valid external check (throws on one validateExternalSpec refuses). */
+export function createExternalScanner(spec: ExternalSpec, options: ExternalScannerOptions = {}): ExternalScanner {
   const problem = validateExternalSpec(spec);
   if (problem) throw new Error(problem);
   const adapter = BY_SERVICE.get(spec.service)!;
-  const scanner = adapter.create(spec, { fetch: options.fetch ?? fetch });
+  const scanner = adapter.create(spec, { fetch: options.fetch ?? fetch, awsCredentials: options.awsCredentials });
   return {
     async scan(texts: readonly string[], context: ScanContext) {
       const signal = deadlineSignal(context.signal, spec.deadlineMs);
