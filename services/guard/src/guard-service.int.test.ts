@@ -180,7 +180,7 @@ describe('WatchPolicies', () => {
       on_error: 'ON_ERROR_ALLOW',
       deadline_ms: 200,
     });
-    const before = snapshots.at(-1)!.version;
+    const before = snapshots.at(-1)!.version ?? 0;
     await put(a, policy('watched', { enabled: false }));
     await until(() => expect(snapshots.at(-1)?.policies.map((candidate) => candidate.name)).not.toContain('watched'));
     expect(snapshots.at(-1)!.version).toBeGreaterThan(before);

@@ -136,12 +136,17 @@ export type CheckOutcome = CheckResponse & { blocked: boolean; texts: TextResult
 /** Runs one Check call. */
 export async function runCheck(request: CheckRequestOutput, options: CheckRunOptions): Promise<CheckOutcome> {
   const point = shortName(POINTS, request.point);
-  if (!point) throw GatewayError.of('invalid_request', 'point must be input, output, tool_arguments or tool_result.', { param: 'point' });
+  if (!point) {
+    options.metrics.calls.inc({ point: 'unspecified', outcome: 'refused' });
+    throw GatewayError.of('invalid_request', 'point must be input, output, tool_arguments or tool_result.', { param: 'point' });
+  }
   const texts = request.texts.map((text) => text.text ?? '');
   const paths = request.texts.map((text) => text.path ?? '');
   const total = texts.reduce((sum, text) => sum + text.length, 0);
-  if (total > options.maxChars)
+  if (total > options.maxChars) {
+    options.metrics.calls.inc({ point, outcome: 'refused' });
     throw GatewayError.of('invalid_request', `The texts of one check have at most ${options.maxChars} characters (GUARD_MAX_TEXT_CHARS).`, { param: 'texts' });
+  }
   const final = request.final === true;
   const named = [...new Set(request.policies)].map((name) => options.policies.get(name)).filter((policy) => policy !== undefined);
   const context = { requestId: request.request_id ?? '', keyId: request.key_id ?? '', teamId: request.team_id ?? '', model: request.model ?? '', point };
