@@ -24,11 +24,20 @@ export interface SecretRule {
   pattern: RegExp;
 }
 
-/** The names of JSON fields whose value is a secret whatever it looks like (matched without case). */
-const SECRET_NAME = `[A-Za-z0-9_-]*(?:password|passwd|secret|api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|private[_-]?key)`;
+/**
+ * The names of JSON fields whose value is a secret whatever it looks like, as pattern source (to
+ * be matched without case): `password`, `api_key`, `apiKey`, `client_secret`, `access_token`, ...
+ */
+export const SECRET_FIELD_NAME = `[A-Za-z0-9_-]*(?:password|passwd|secret|api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|private[_-]?key)`;
 
 /** The characters an API key's body is made of. */
 const KEY_BODY = '[A-Za-z0-9_-]';
+/**
+ * An older OpenAI key's mark: 20 characters, then `T3BlbkFJ` (base64 of `OpenAI`). At a fixed
+ * place, so each `sk-` costs a few steps: a search for the mark anywhere in the run would read a
+ * run of `sk-sk-sk-...` to its end from each `sk-`.
+ */
+const OPENAI_MARK = '[A-Za-z0-9]{20}T3BlbkFJ';
 
 /**
  * The rules, in the order `redactSecrets` applies them: secret fields first (a field's value is
@@ -39,12 +48,12 @@ export const SECRET_RULES: readonly SecretRule[] = [
   // Secret fields: `"password": "..."`, `"api_key"`, `"apiKey"`, `"client_secret"`,
   // `"access_token"`, ... as JSON: the string value, between its quotes. Only string values: a
   // number is no secret worth the risk of redacting counts.
-  { entity: 'secret_field', pattern: new RegExp(String.raw`(?<="${SECRET_NAME}"\s*:\s*")(?:[^"\\]|\\.)*(?=")`, 'gi') },
+  { entity: 'secret_field', pattern: new RegExp(String.raw`(?<="${SECRET_FIELD_NAME}"\s*:\s*")(?:[^"\\]|\\.)*(?=")`, 'gi') },
   // The same inside a JSON string (a tool call's arguments, escaped: `\"password\":\"...\"`). There
   // a value's own `\"` and `\\` are `\\\"` and `\\\\`; any other escape is `\x`.
   {
     entity: 'secret_field',
-    pattern: new RegExp(String.raw`(?<=\\"${SECRET_NAME}\\"\s*:\s*\\")(?:[^"\\]|\\\\\\["\\]|\\[^"\\])*(?=\\")`, 'gi'),
+    pattern: new RegExp(String.raw`(?<=\\"${SECRET_FIELD_NAME}\\"\s*:\s*\\")(?:[^"\\]|\\\\\\["\\]|\\[^"\\])*(?=\\")`, 'gi'),
   },
   // PEM private keys (RSA, EC, OPENSSH, PKCS#8, encrypted), the whole block; in JSON its newlines are `\n`.
   { entity: 'private_key', pattern: /-----BEGIN ((?:[A-Z]+ )*)PRIVATE KEY-----(?:(?!-----BEGIN )[\s\S])*?-----END \1PRIVATE KEY-----/g },
@@ -53,13 +62,13 @@ export const SECRET_RULES: readonly SecretRule[] = [
   { entity: 'bearer_token', pattern: /(?=[A-Za-z0-9._~+/=-])(?<=\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi },
   // Anthropic's keys (`sk-ant-api03-...`, `sk-ant-admin01-...`).
   { entity: 'anthropic_api_key', pattern: new RegExp(String.raw`\bsk-(?=ant-)${KEY_BODY}{16,}`, 'g') },
-  // OpenAI's keys: project, service account and admin keys by their prefix, older ones by the
-  // `T3BlbkFJ` (base64 of `OpenAI`) every OpenAI key carries.
-  { entity: 'openai_api_key', pattern: new RegExp(String.raw`\bsk-(?=(?:proj|svcacct|admin)-|${KEY_BODY}*T3BlbkFJ)${KEY_BODY}{16,}`, 'g') },
+  // OpenAI's keys: project, service account and admin keys by their prefix, older ones by their
+  // shape (see OPENAI_MARK).
+  { entity: 'openai_api_key', pattern: new RegExp(String.raw`\bsk-(?=(?:proj|svcacct|admin)-|${OPENAI_MARK})${KEY_BODY}{16,}`, 'g') },
   // Any other `sk-` key (other providers use the prefix too) and the gateway's own (`br-`).
   {
     entity: 'api_key',
-    pattern: new RegExp(String.raw`\b(?:sk-(?!ant-|proj-|svcacct-|admin-|${KEY_BODY}*T3BlbkFJ)|br-)${KEY_BODY}{16,}`, 'g'),
+    pattern: new RegExp(String.raw`\b(?:sk-(?!ant-|proj-|svcacct-|admin-|${OPENAI_MARK})|br-)${KEY_BODY}{16,}`, 'g'),
   },
   // AWS access key ids (long-term and temporary).
   { entity: 'aws_access_key', pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g },
