@@ -286,6 +286,8 @@ export interface CliBackendExtras {
   env: Record<string, string>;
   /** Also start the MCP service (startCluster's `mcp`). */
   mcp?: boolean;
+  /** Also start the guard service (startCluster's `guard`); its log joins the failure's message. */
+  guard?: boolean;
 }
 
 /**
@@ -299,6 +301,7 @@ export async function startCliBackend(name: string, extras?: CliBackendExtras): 
   });
   const cluster = await startCluster({
     mcp: extras?.mcp,
+    guard: extras?.guard,
     env: {
       CATALOG_PATH: writeCatalog(name, [
         SIM_MINI_ENTRY,
@@ -322,6 +325,7 @@ export async function startCliBackend(name: string, extras?: CliBackendExtras): 
         `--- upstream requests\n${upstream.requests.map((request) => `${request.method} ${request.path} ${JSON.stringify(request.body).slice(0, 2_000)}`).join('\n')}`,
         `--- edge\n${cluster.logs.edge.join('')}`,
         `--- executor\n${cluster.logs.executor.join('')}`,
+        ...(extras?.guard ? [`--- guard\n${cluster.logs.guard.join('')}`] : []),
       ].join('\n'),
     close: async () => {
       await proxy.close();
