@@ -255,7 +255,7 @@ describe('Check', () => {
     expect(answer).toMatchObject({ blocked: true, blocked_by_policy: 'block-keys', blocked_by_check: 'keys' });
     expect(answer.decisions.map((decision) => [decision.policy, decision.action, decision.enforced, decision.entity])).toEqual([
       ['watch-words', 'ACTION_BLOCK', false, 'codename'],
-      ['block-keys', 'ACTION_BLOCK', true, 'api_key'],
+      ['block-keys', 'ACTION_BLOCK', true, 'openai_api_key'],
     ]);
     // A monitor policy changes nothing: the text is as sent.
     expect(answer.texts[0]!.text).toContain('Project Falcon');
@@ -324,14 +324,17 @@ describe('Check', () => {
         }),
       ]);
     });
-    const blocked = await check(b, {
-      request_id: 'req_6',
-      point: 'POINT_INPUT',
-      policies: ['outside-block'],
-      texts: [{ path: 'p', text: 'hello' }],
-      final: true,
+    // Applied on the other replica once its reload read it.
+    await until(async () => {
+      const blocked = await check(b, {
+        request_id: 'req_6',
+        point: 'POINT_INPUT',
+        policies: ['outside-block'],
+        texts: [{ path: 'p', text: 'hello' }],
+        final: true,
+      });
+      expect(blocked).toMatchObject({ blocked: true, blocked_by_policy: 'outside-block', blocked_by_check: 'moderation' });
     });
-    expect(blocked).toMatchObject({ blocked: true, blocked_by_policy: 'outside-block', blocked_by_check: 'moderation' });
   });
 
   it('refuses a call past GUARD_MAX_TEXT_CHARS or without a point, so the edge applies on_error', async () => {
