@@ -73,11 +73,7 @@ const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 5005
  * Metrics the rules may read before any service declares them, each with the change that adds it.
  * Once a service declares one, the check fails until it is removed from here.
  */
-const PENDING_METRICS = {
-  gateway_guard_checks_total: "the guard's main (services/guard), which counts every check it runs",
-  gateway_guard_check_errors_total: "the guard's main (services/guard), which counts the checks that could not run",
-  gateway_guard_check_duration_seconds: "the guard's main (services/guard), which times every check",
-};
+const PENDING_METRICS = {};
 /** Labels Prometheus adds at scrape (the PodMonitor's target labels) or histograms carry; no service declares them. */
 const SCRAPE_LABELS = new Set(['namespace', 'pod', 'container', 'job', 'instance', 'endpoint', 'le', 'service']);
 

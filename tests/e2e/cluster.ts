@@ -16,8 +16,8 @@ import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/t
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CORE_SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
-/** The name of one of the five services, or of an optional one (ClusterOptions.requestLog, ClusterOptions.mcp). */
-export type ServiceName = (typeof CORE_SERVICES)[number] | 'request-log' | 'mcp';
+/** The name of one of the five services, or of an optional one (ClusterOptions.requestLog, ClusterOptions.mcp, ClusterOptions.guard). */
+export type ServiceName = (typeof CORE_SERVICES)[number] | 'request-log' | 'mcp' | 'guard';
 
 /** A running cluster. */
 export interface Cluster {
@@ -63,6 +63,11 @@ export interface ClusterOptions {
    */
   mcp?: boolean;
   /**
+   * Also start the guard service (guardrail policies; the edge's /admin/v1/policies), with a Redis
+   * prefix and a secrets key of its own and a 100 ms reload.
+   */
+  guard?: boolean;
+  /**
    * With `mcp`: per-key OAuth for `auth: oauth` upstream servers, tokens sealed under a key of the
    * cluster's own (MCP_CREDENTIALS_KEY) and the callback at this cluster's edge
    * (MCP_OAUTH_REDIRECT_URL).
@@ -89,6 +94,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
   const services: ServiceName[] = [
     ...CORE_SERVICES.slice(0, 4),
     ...(options.mcp ? (['mcp'] as const) : []),
+    ...(options.guard ? (['guard'] as const) : []),
     ...(options.requestLog ? (['request-log'] as const) : []),
     'edge',
   ];
@@ -106,6 +112,8 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     ...(options.requestLog ? ['requestLog', 'requestLogMetrics'] : []),
     'mcp',
     'mcpMetrics',
+    'guard',
+    'guardMetrics',
   ];
   const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
   const apiKey = randomApiKey();
@@ -160,9 +168,18 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
           }),
         }
       : {}),
+    ...(options.guard && {
+      GUARD_LISTEN_ADDR: `127.0.0.1:${ports.guard}`,
+      GUARD_METRICS_PORT: String(ports.guardMetrics),
+      GUARD_SERVICE_ADDR: `127.0.0.1:${ports.guard}`,
+      // The cluster's own policies, apart from other clusters on this Redis.
+      GUARD_REDIS_PREFIX: `guard:e2e-${randomBytes(4).toString('hex')}:`,
+      GUARD_SECRETS_KEY: randomBytes(32).toString('base64'),
+      GUARD_RELOAD_INTERVAL_MS: '100',
+    }),
     ...options.env,
   };
-  const logs = Object.fromEntries([...CORE_SERVICES, 'mcp', 'request-log'].map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
+  const logs = Object.fromEntries([...CORE_SERVICES, 'mcp', 'guard', 'request-log'].map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
   const processes = {} as Record<ServiceName, ChildProcess>;
   const launch = (name: ServiceName) => {
     const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], {
@@ -214,6 +231,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
         'executorMetrics',
         'meteringMetrics',
         ...(options.mcp ? ['mcpMetrics'] : []),
+        ...(options.guard ? ['guardMetrics'] : []),
         ...(options.requestLog ? ['requestLogMetrics'] : []),
       ].map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
     ];
@@ -250,6 +268,7 @@ export async function startSecondEdge(
       EXECUTOR_SERVICE_ADDR: `127.0.0.1:${cluster.ports.executor}`,
       METERING_SERVICE_ADDR: `127.0.0.1:${cluster.ports.metering}`,
       ...(cluster.env.MCP_SERVICE_ADDR ? { MCP_SERVICE_ADDR: cluster.env.MCP_SERVICE_ADDR } : {}),
+      ...(cluster.env.GUARD_SERVICE_ADDR ? { GUARD_SERVICE_ADDR: cluster.env.GUARD_SERVICE_ADDR } : {}),
       ...env,
     },
   });

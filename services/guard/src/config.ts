@@ -29,7 +29,8 @@ export const GuardConfigSchema = Type.Object({
     default: 250,
   }),
   GUARD_WINDOW_TOKENS: Type.Integer({
-    description: "The stream hold-back of a policy that sets none, in tokens (about 4 characters a token): the most text an edge keeps unsent while it is checked.",
+    description:
+      'The stream hold-back of a policy that sets none, in tokens (about 4 characters a token): the most text an edge keeps unsent while it is checked.',
     minimum: 1,
     maximum: 4_096,
     default: 64,
@@ -48,7 +49,8 @@ export const GuardConfigSchema = Type.Object({
     default: 200,
   }),
   GUARD_MAX_TEXT_CHARS: Type.Integer({
-    description: 'The most characters (UTF-16 code units) over all texts of one Check call; a larger call is refused with INVALID_ARGUMENT, and the edge applies on_error.',
+    description:
+      'The most characters (UTF-16 code units) over all texts of one Check call; a larger call is refused with INVALID_ARGUMENT, and the edge applies on_error.',
     minimum: 1_000,
     maximum: 64 * 1024 * 1024,
     default: 4 * 1024 * 1024,

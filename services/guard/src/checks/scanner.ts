@@ -35,7 +35,8 @@ export interface Scanner {
   /**
    * For a stream window that more text follows: how many characters at the end of `text` could be
    * the start of a finding not yet complete, to be held back and scanned again with what follows.
-   * Undefined: the runner's default (the trailing run of characters a token or a number is made of).
+   * The runner holds back the longest of every scanner's tail and its own default (the trailing run
+   * of characters a token or a number is made of).
    */
   pendingTail?(text: string): number;
 }

@@ -1,0 +1,121 @@
+/**
+ * The GuardService handlers. Check runs one point of one request against the compiled policies
+ * (checks/check-runner.ts); until the policies were read once it answers UNAVAILABLE, so that the
+ * edge applies each policy's on_error rather than passing unchecked text as checked. PutPolicy
+ * validates and stores a policy, DeletePolicy removes one, each logged with its actor (never a
+ * credential); WatchPolicies pushes the enabled policies' summaries at once and on every change
+ * this replica reads, until the edge cancels.
+ */
+import { actorOf, GatewayError, requestIdOf, unary } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import type {
+  CheckRequestOutput,
+  DeletePolicyRequestOutput,
+  GetPolicyRequestOutput,
+  GuardServiceHandlers,
+  PolicySnapshot,
+  PutPolicyRequestOutput,
+} from '@gateway/proto';
+import type { SecretCipher } from '@gateway/redis';
+import { runCheck } from './checks/check-runner.js';
+import type { GuardMetrics } from './guard-metrics.js';
+import type { CompiledPolicies } from './policies/compiled-policies.js';
+import { type PolicyDefaults, policyOfStored, type StoredPolicy, summaryOf } from './policies/policy.js';
+import type { PolicySet, PolicyStore } from './policies/policy-store.js';
+import { validatePolicy } from './policies/policy-validation.js';
+
+/** A WatchPolicies call as grpc-js hands it to the handler. */
+type WatchCall = Parameters<GuardServiceHandlers['WatchPolicies']>[0];
+
+/** What the handlers work with. */
+export interface GuardServiceOptions {
+  store: PolicyStore;
+  compiled: CompiledPolicies;
+  cipher: SecretCipher;
+  defaults: PolicyDefaults;
+  maxChars: number;
+  metrics: GuardMetrics;
+  logger: Logger;
+  now?: () => number;
+}
+
+/** The snapshot WatchPolicies pushes of a set. */
+export function snapshotOf(set: PolicySet, defaults: PolicyDefaults): PolicySnapshot {
+  return {
+    version: set.version,
+    policies: [...set.policies.values()].filter((policy) => policy.enabled).map((policy) => summaryOf(policy, defaults)),
+  };
+}
+
+/** The handlers, and a way to end every open watch at shutdown. */
+export function createGuardService(options: GuardServiceOptions): { handlers: GuardServiceHandlers; endWatches(): void } {
+  const { store, compiled, logger, metrics } = options;
+  const watches = new Map<WatchCall, () => void>();
+  const notFound = (name: string) => GatewayError.of('not_found', `No policy named '${name.slice(0, 64)}'.`, { param: 'name' });
+  const logChange = (call: Parameters<typeof actorOf>[0], change: string, policy: string) =>
+    logger.info({ policy, change, actor: actorOf(call)?.subject ?? 'unknown', request_id: requestIdOf(call) }, 'guard policy changed');
+
+  let snapshot: PolicySnapshot | undefined;
+  store.onChange((set) => {
+    compiled.update(set);
+    metrics.policies.set(compiled.byName.size);
+    snapshot = snapshotOf(set, options.defaults);
+    for (const call of watches.keys()) if (!call.cancelled && call.writable) call.write(snapshot);
+  });
+
+  async function check(request: CheckRequestOutput, call: { cancelled?: boolean; once(event: 'cancelled', listener: () => void): unknown }) {
+    if (!store.loaded) throw GatewayError.of('service_unavailable', 'The guard has not read its policies yet.');
+    const controller = new AbortController();
+    call.once('cancelled', () => controller.abort());
+    return runCheck(request, { policies: compiled.byName, signal: controller.signal, maxChars: options.maxChars, metrics });
+  }
+
+  async function putPolicy(request: PutPolicyRequestOutput, call: Parameters<typeof actorOf>[0]) {
+    const name = request.policy?.name ?? '';
+    const before: StoredPolicy | undefined = await store.get(name);
+    const policy = validatePolicy(request.policy, { before, cipher: options.cipher, now: (options.now ?? Date.now)() });
+    await store.put(policy);
+    logChange(call, before ? 'replaced' : 'created', policy.name);
+    return policyOfStored(policy);
+  }
+
+  function watchPolicies(call: WatchCall): void {
+    const stop = () => {
+      watches.delete(call);
+      metrics.watchers.set(watches.size);
+    };
+    watches.set(call, stop);
+    metrics.watchers.set(watches.size);
+    call.once('cancelled', stop);
+    call.once('error', stop);
+    call.once('close', stop);
+    // Before the first read there is nothing to push: the first change read sends it.
+    if (snapshot) call.write(snapshot);
+  }
+
+  return {
+    handlers: {
+      Check: unary(check, 'Check'),
+      PutPolicy: unary(putPolicy, 'PutPolicy'),
+      GetPolicy: unary(async (request: GetPolicyRequestOutput) => {
+        const policy = await store.get(request.name ?? '');
+        if (!policy) throw notFound(request.name ?? '');
+        return policyOfStored(policy);
+      }, 'GetPolicy'),
+      ListPolicies: unary(async () => ({ policies: (await store.list()).map(policyOfStored) }), 'ListPolicies'),
+      DeletePolicy: unary(async (request: DeletePolicyRequestOutput, call) => {
+        const name = request.name ?? '';
+        if (!(await store.delete(name))) throw notFound(name);
+        logChange(call, 'deleted', name);
+        return {};
+      }, 'DeletePolicy'),
+      WatchPolicies: watchPolicies,
+    } as GuardServiceHandlers,
+    endWatches() {
+      for (const [call, stop] of [...watches]) {
+        stop();
+        call.end();
+      }
+    },
+  };
+}
