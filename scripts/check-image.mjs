@@ -7,18 +7,21 @@
  *    what .dockerignore leaves out, copied to a temporary directory that stands for WORKDIR.
  * 2. The build stage: each COPY from the context, and each RUN as `sh -c`, in order (Docker's
  *    rules for continuation lines and comments inside a RUN). `npm install -g pnpm@X` is not run:
- *    the pnpm on the PATH must be X. `pnpm install --offline` then resolves from this machine's
- *    pnpm store, as it does from the store `pnpm fetch` filled in the image.
+ *    the pnpm on the PATH must be X. Nor is `apt-get update && apt-get install ...` (the toolchain
+ *    re2's node-gyp build needs): each package it installs must be installed here. `pnpm install
+ *    --offline` then resolves from this machine's pnpm store, as it does from the store
+ *    `pnpm fetch` filled in the image.
  * 3. The runtime stage: every `COPY --from=build` source must exist; they are copied to a second
  *    directory (the runtime image's WORKDIR), with nothing else of the build.
  * 4. From that directory, the stage's CMD starts each service but request-log (SERVICE=<name>, the
  *    stage's ENV, NODE_ENV=production) against a Redis and a NATS started for the check on free
  *    ports; each must answer /healthz on its metrics port (the edge also on its API port), and exit
- *    0 on SIGTERM. A module the prune removed, a data file left behind or a dev-only import fails
- *    the start.
+ *    0 on SIGTERM. A module the prune removed, a data file left behind, a dev-only import or a
+ *    native addon (the guard's re2) the runtime files lack fails the start.
  *
  * What it does not check: the base images (node:22-slim is not pulled; this machine's Node runs
- * the services), file ownership and USER, and the image's layers and size.
+ * the services, and re2 is built against its headers), the apt packages' versions, file ownership
+ * and USER, and the image's layers and size.
  *
  *   node scripts/check-image.mjs [--keep]     (--keep leaves the temporary directories)
  */
@@ -30,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard'];
 const keep = process.argv.includes('--keep');
 const log = (message) => console.log(`check-image: ${message}`);
 
@@ -53,6 +56,31 @@ export function parseDockerfile(text) {
     current = '';
   }
   return stages;
+}
+
+/**
+ * The packages a RUN installs with apt-get (`apt-get update && apt-get install -y
+ * --no-install-recommends a b c && rm -rf /var/lib/apt/lists/*`), or undefined when it installs none.
+ */
+export function aptPackages(run) {
+  const install = /(?:^|&&)\s*apt-get\s+(?:-\S+\s+)*install\s+([^&|;]*)/.exec(run);
+  if (!install) return undefined;
+  return install[1]
+    .split(/\s+/)
+    .filter((word) => word && !word.startsWith('-'))
+    .map((word) => word.replace(/=.*$/, ''));
+}
+
+/** The packages of a list that dpkg does not have installed here (`dpkg-query -s`: `Status: install ok installed`). */
+function missingPackages(packages) {
+  return packages.filter((name) => {
+    try {
+      const status = execFileSync('dpkg-query', ['-s', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      return !/^Status: install ok installed$/m.test(status);
+    } catch {
+      return true;
+    }
+  });
 }
 
 /** A .dockerignore pattern as a regular expression over a context-relative path (a match of a directory covers what is under it). */
@@ -111,6 +139,14 @@ function runBuildStage(stage, work) {
       const version = execFileSync('pnpm', ['--version'], { encoding: 'utf8' }).trim();
       if (version !== pinned[1]) throw new Error(`the image installs pnpm ${pinned[1]}, this machine has ${version}`);
       log(`RUN ${rest}: pnpm ${version} is on the PATH`);
+      continue;
+    }
+    const packages = aptPackages(rest);
+    if (packages) {
+      const missing = missingPackages(packages);
+      if (missing.length > 0)
+        throw new Error(`the image installs ${missing.join(', ')} with apt-get, which this machine lacks: apt-get install ${missing.join(' ')}`);
+      log(`RUN ${rest.slice(0, 80)}...: ${packages.join(', ')} are installed here`);
       continue;
     }
     log(`RUN ${rest.slice(0, 120)}${rest.length > 120 ? '...' : ''}`);
@@ -182,7 +218,7 @@ function stop(child, timeoutMs = 15_000) {
   });
 }
 
-/** Starts the six services from the runtime directory with the stage's CMD, and checks each answers and stops cleanly. */
+/** Starts the services from the runtime directory with the stage's CMD, and checks each answers and stops cleanly. */
 async function startServices(runtime, image, scratch) {
   const [redisPort, natsPort] = [await freePort(), await freePort()];
   const redis = start('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {});

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ignorePattern, parseDockerfile } from './check-image.mjs';
+import { aptPackages, ignorePattern, parseDockerfile } from './check-image.mjs';
 
 describe('parseDockerfile', () => {
   it('reads the build and the runtime stage, joining continuation lines and dropping comment lines inside a RUN as Docker does', () => {
@@ -39,6 +39,31 @@ describe('parseDockerfile', () => {
     expect(run.rest).toMatch(/pnpm install --offline --frozen-lockfile && pnpm build && rm -rf .* --prod .* && find /);
     expect(run.rest).not.toContain('#');
     expect(JSON.parse(runtime.steps.find((step) => step.instruction === 'CMD').rest)[0]).toBe('sh');
+  });
+
+  it("installs re2's toolchain in the build stage alone, and builds re2 from source there against the image's own Node headers", () => {
+    const [build, runtime] = parseDockerfile(readFileSync(join(import.meta.dirname, '..', 'Dockerfile'), 'utf8'));
+    const installs = (stage) => stage.steps.flatMap((step) => (step.instruction === 'RUN' ? (aptPackages(step.rest) ?? []) : []));
+    expect(installs(build).sort()).toEqual(['g++', 'make', 'python3']);
+    expect(installs(runtime)).toEqual([]);
+    const run = build.steps.find((step) => step.rest.includes('pnpm build')).rest;
+    expect(run).toMatch(/DOWNLOAD_FORCE_BUILD=1 npm_config_nodedir=/);
+    // The production install keeps the allowed builds (re2's, from the side-effects cache); with
+    // --ignore-scripts the runtime would lack re2.node.
+    expect(run).toMatch(/pnpm install --offline --frozen-lockfile --prod &&/);
+    expect(run).not.toContain('--ignore-scripts');
+    expect(JSON.parse(runtime.steps.find((step) => step.instruction === 'CMD').rest)[2]).toContain(' guard}');
+  });
+});
+
+describe('aptPackages', () => {
+  it.each([
+    ['apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*', ['python3', 'make', 'g++']],
+    ['apt-get -q update && apt-get -y install curl=7.88.1-10 && true', ['curl']],
+    ['pnpm install --offline --frozen-lockfile', undefined],
+    ['npm install -g pnpm@10.34.9', undefined],
+  ])('reads %s as %j', (run, packages) => {
+    expect(aptPackages(run)).toEqual(packages);
   });
 });
 

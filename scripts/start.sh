@@ -28,7 +28,7 @@ if [[ -f .env ]]; then
   done <.env
 fi
 
-SERVICES=(auth router executor metering mcp edge) # the edge last: it waits for the others anyway
+SERVICES=(auth router executor metering mcp guard edge) # the edge last: it waits for the others anyway
 EDGE_PORT="${EDGE_PORT:-8080}"
 READY_TIMEOUT_SECONDS="${READY_TIMEOUT_SECONDS:-60}"
 
@@ -42,7 +42,7 @@ source scripts/dependencies.sh || exit 1
 
 # The request log, when PostgreSQL is there: its service before the edge, which then searches it.
 if [[ -n "${DATABASE_URL:-}" && "${GATEWAY_REQUEST_LOG:-on}" != off ]]; then
-  SERVICES=(auth router executor metering mcp request-log edge)
+  SERVICES=(auth router executor metering mcp guard request-log edge)
   export REQUEST_LOG_SERVICE_ADDR="${REQUEST_LOG_SERVICE_ADDR:-127.0.0.1:50055}"
 fi
 
@@ -82,6 +82,11 @@ use_kept_secret EDGE_ADMIN_TOKEN admin-token 'process.stdout.write(require("node
 use_kept_secret MCP_SECRETS_KEY mcp-secrets-key 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64") + "\n")' 'the MCP secrets key'
 # The edge serves /mcp through the MCP service started here.
 export MCP_SERVICE_ADDR="${MCP_SERVICE_ADDR:-127.0.0.1:50057}"
+# The key the guard encrypts outside checks' credentials (moderation API keys) with.
+use_kept_secret GUARD_SECRETS_KEY guard-secrets-key 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64") + "\n")' 'the guard secrets key'
+# The edge checks prompts, answers and tool calls through the guard started here (its policies:
+# /admin/v1/policies).
+export GUARD_SERVICE_ADDR="${GUARD_SERVICE_ADDR:-127.0.0.1:50056}"
 # Per-key OAuth to upstream MCP servers: the callback is this edge's (its tokens sealed with a key
 # derived from MCP_SECRETS_KEY unless MCP_CREDENTIALS_KEY is set).
 export MCP_OAUTH_REDIRECT_URL="${MCP_OAUTH_REDIRECT_URL:-http://127.0.0.1:$EDGE_PORT/mcp/oauth/callback}"
@@ -121,12 +126,27 @@ http_get() {
   fi
 }
 
+# HTTP with a body and a 5 s budget: "status body" on stdout, as http_get. $1 method, $2 URL, $3 the
+# bearer token, $4 the JSON body.
+http_send() {
+  local method="$1" url="$2" key="$3" body="$4"
+  if command -v curl >/dev/null 2>&1; then
+    curl -s --max-time 5 -w '\n%{http_code}' -X "$method" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' --data-binary "$body" "$url" 2>/dev/null |
+      awk '{ lines[NR] = $0 } END { printf "%s ", lines[NR]; for (i = 1; i < NR; i++) print lines[i] }'
+  else
+    node -e '
+      const [method, url, key, body] = process.argv.slice(1);
+      fetch(url, { method, body, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, signal: AbortSignal.timeout(5000) })
+        .then(async (response) => process.stdout.write(`${response.status} ${await response.text()}`), () => process.stdout.write("000 "));' "$method" "$url" "$key" "$body"
+  fi
+}
+
 # Bounded wait for every service's /readyz (the edge's own, the others' on their metrics ports),
 # watching that every service stays alive.
 ready_url="http://127.0.0.1:$EDGE_PORT/readyz"
 ready_urls=("$ready_url" "http://127.0.0.1:${AUTH_METRICS_PORT:-9101}/readyz" "http://127.0.0.1:${ROUTER_METRICS_PORT:-9102}/readyz"
   "http://127.0.0.1:${EXECUTOR_METRICS_PORT:-9103}/readyz" "http://127.0.0.1:${METERING_METRICS_PORT:-9104}/readyz"
-  "http://127.0.0.1:${MCP_METRICS_PORT:-9107}/readyz")
+  "http://127.0.0.1:${MCP_METRICS_PORT:-9107}/readyz" "http://127.0.0.1:${GUARD_METRICS_PORT:-9106}/readyz")
 [[ " ${SERVICES[*]} " == *" request-log "* ]] && ready_urls+=("http://127.0.0.1:${REQUEST_LOG_METRICS_PORT:-9105}/readyz")
 gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for every service's /readyz"
 deadline=$((SECONDS + READY_TIMEOUT_SECONDS))
@@ -166,6 +186,29 @@ console_port="$EDGE_PORT"
 request_log="the request log is on (DATABASE_URL)"
 [[ " ${SERVICES[*]} " == *" request-log "* ]] || request_log="no request log: no PostgreSQL; the latest requests only"
 if [[ -n "${EDGE_ADMIN_PORT:-}" && "$EDGE_ADMIN_PORT" != 0 ]]; then console_port="$EDGE_ADMIN_PORT"; fi
+admin_url="http://127.0.0.1:$console_port/admin/v1"
+# A sample guardrail policy, off: a payment card number (Luhn-checked) in a prompt or an answer is
+# refused once it is turned on (the command below). Put only when there is none of that name, so
+# that a policy changed or turned on survives a restart (the guard keeps policies in Redis).
+sample_policy='{"description":"Refuses a prompt or an answer that carries a payment card number (Luhn-checked).","enabled":false,"mode":"enforce","attachment":{"all_requests":true},"checks":[{"name":"card","points":["input","output"],"action":"block","pii":{"entities":["card"]}}]}'
+sample_policy_on="${sample_policy/\"enabled\":false/\"enabled\":true}"
+policy_answer="$(http_get "$admin_url/policies/block-card-numbers" "$EDGE_ADMIN_TOKEN" || true)"
+policy_state=off
+if [[ "${policy_answer%% *}" == 404 ]]; then
+  policy_answer="$(http_send PUT "$admin_url/policies/block-card-numbers" "$EDGE_ADMIN_TOKEN" "$sample_policy" || true)"
+  if [[ "${policy_answer%% *}" == 200 ]]; then
+    gateway_log "put the sample guardrail policy block-card-numbers (off)"
+  else
+    policy_state="not put (${policy_answer:0:200})"
+    gateway_log "could not put the sample guardrail policy block-card-numbers: ${policy_answer:0:300}"
+  fi
+elif [[ "${policy_answer%% *}" == 200 ]]; then
+  [[ "$policy_answer" == *'"enabled":true'* ]] && policy_state=on
+else
+  policy_state="unknown (GET answered ${policy_answer:0:200})"
+  gateway_log "could not read the guardrail policy block-card-numbers: ${policy_answer:0:300}"
+fi
+
 # The first model the gateway offers, for the examples.
 model="$(http_get "$base_url/models" "$GATEWAY_BOOTSTRAP_KEY" | cut -d' ' -f2- |
   node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{process.stdout.write(JSON.parse(s).data[0].id)}catch{}})' || true)"
@@ -198,6 +241,15 @@ The gateway is ready.
   Usage:    curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" "$base_url/usage?start=\$(( \$(date +%s) - 86400 ))&bucket=hour"
   MCP:      claude mcp add --transport http gateway http://127.0.0.1:$EDGE_PORT/mcp --header "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY"
             (declare upstream MCP servers first: PUT /admin/v1/mcp-servers/<name>, see services/mcp/README.md)
+  Guardrails: the sample policy block-card-numbers ($policy_state). To turn it on (a PUT replaces the whole policy):
+  curl -X PUT $admin_url/policies/block-card-numbers \\
+    -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" -H "Content-Type: application/json" \\
+    -d '$sample_policy_on'
+            then a card number is refused with 400 content_policy_violation:
+  curl $base_url/chat/completions \\
+    -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" -H "Content-Type: application/json" \\
+    -d '{"model":"$model","messages":[{"role":"user","content":"My card is 4242 4242 4242 4242"}]}'
+            (every policy: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" $admin_url/policies)
   Console:  http://127.0.0.1:$console_port/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
   Requests: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" "http://127.0.0.1:$console_port/admin/v1/requests?status=429&format=csv"   ($request_log)
   Logs:     .run/logs/<service>.log  (${SERVICES[*]})

@@ -11,7 +11,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SERVICES=(edge mcp request-log metering executor router auth) # the edge first: it stops taking requests
+SERVICES=(edge mcp guard request-log metering executor router auth) # the edge first: it stops taking requests
 
 # stop_ours PID_FILE PATTERN WHAT GRACE: stops the process of PID_FILE, given GRACE seconds after
 # SIGTERM, while it is still PATTERN's; a pid file whose process is gone is removed.

@@ -12,7 +12,7 @@ const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guar
 /** The services only the edges call (on their gRPC port) and Prometheus scrapes (on `metrics`). */
 const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'request-log'];
 /** The services that export spans (startTracing in their main.ts): OTLP out, with components/otlp-egress. */
-const TRACING = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard'];
+const TRACING = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
 /** Who uses each store, by its config schema: NATS_URL, REDIS_URL, RESPONSES_REDIS_URL, DATABASE_URL. */
 const CLIENTS = {
   nats: ['edge', 'router', 'executor', 'metering', 'request-log'],

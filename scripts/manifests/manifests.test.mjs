@@ -188,7 +188,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     const { objects, find } = copyOf('prod-cluster');
     find('NetworkPolicy', 'gateway-otlp-egress').spec.podSelector.matchExpressions[0].values = ['executor'];
     expect(connectivityProblems('prod-cluster', objects)).toEqual(
-      ['edge', 'auth', 'router', 'metering', 'mcp', 'guard'].flatMap((name) => [
+      ['edge', 'auth', 'router', 'metering', 'mcp'].flatMap((name) => [
         `prod-cluster: NetworkPolicies deny ${name} -> the OTLP collector:4317, which the gateway needs`,
         `prod-cluster: NetworkPolicies deny ${name} -> the OTLP collector:4318, which the gateway needs`,
       ]),
@@ -413,9 +413,12 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     delete container('edge').livenessProbe.timeoutSeconds;
     container('executor').livenessProbe.failureThreshold = 1;
     container('router').startupProbe.grpc.port = 9102;
+    // The guard's startup probe as mcp's (2 minutes): the guard reads its policies from Redis first.
+    container('guard').startupProbe.failureThreshold = 24;
     expect(probeProblems('prod', objects).sort()).toEqual(
       [
         'prod: Deployment auth has no startupProbe: liveness would judge it while it starts',
+        'prod: Deployment guard: its startupProbe gives up after 120 s, but it waits for Redis before it listens: at least 300 s',
         'prod: Deployment metering: its startupProbe gives up after 60 s, but it waits for NATS before it listens: at least 300 s',
         'prod: Deployment edge: its livenessProbe waits 1 s for an answer, a loaded event loop more: at least 5',
         'prod: Deployment executor: its livenessProbe restarts it after 10 s without an answer: at least 30',

@@ -14,7 +14,7 @@ const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'guard'];
 const NATS_PROBES = { startupProbe: '/healthz', readinessProbe: '/healthz?js-server-only=true', livenessProbe: '/healthz?js-enabled-only=true' };
 const SPREAD_KEYS = ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'];
 /** Services that connect to a dependency before they listen: their startup probe outlasts its outage. */
-const WAITS_BEFORE_LISTENING = { auth: 'Redis', metering: 'NATS' };
+const WAITS_BEFORE_LISTENING = { auth: 'Redis', metering: 'NATS', guard: 'Redis' };
 /** How long (s) such a startup probe waits at least before the kubelet restarts the container. */
 const STARTUP_WAIT_SECONDS = 300;
 /** The least a probe waits for its answer (s): the default 1 s fails a pod whose event loop is only busy. */
