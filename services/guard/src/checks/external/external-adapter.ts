@@ -8,13 +8,13 @@ import type { Finding, ScanContext, Scanner } from '../scanner.js';
 
 /** One outside check of a policy (the proto's ExternalCheck, its credential decrypted). */
 export interface ExternalSpec {
-  /** `openai_moderation`, `azure_content_safety`, `lakera_guard`, `bedrock_guardrails` or `model_armor`. */
+  /** `openai_moderation`, `azure_content_safety`, `lakera_guard`, `bedrock_guardrails`, `model_armor` or `judge_model`. */
   service: string;
-  /** The service's endpoint; '' for its public default (Azure has none). */
+  /** The service's endpoint; '' for its public default (Azure, Model Armor and a judge model have none). */
   baseUrl: string;
   /** The API key or bearer token; '' where the service authenticates otherwise (Bedrock, Model Armor). */
   credential: string;
-  /** The service's settings (a Bedrock `guardrail_id`, a Model Armor `template`, categories, thresholds). */
+  /** The service's settings (a Bedrock `guardrail_id`, a Model Armor `template`, a judge's `model`, categories, thresholds). */
   settings: Record<string, string>;
   /** How long one scan may take (ms); 0: only the context's signal bounds it. */
   deadlineMs: number;
@@ -35,7 +35,7 @@ export interface AwsCredentials {
 
 /** What an adapter's scanner reaches the world with. */
 export interface ExternalDependencies {
-  /** The fetch of the HTTP services (OpenAI, Azure, Lakera, Model Armor). */
+  /** The fetch of the HTTP services (OpenAI, Azure, Lakera, Model Armor, a judge model). */
   fetch: typeof fetch;
   /** The credentials Bedrock's calls are signed with; undefined: AWS's default Node credential chain of the process. */
   awsCredentials?: (() => Promise<AwsCredentials>) | undefined;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createExternalScanner, EXTERNAL_SERVICES, type ExternalSpec, validateExternalSpec } from './index.js';
 
 const TEMPLATE = 'projects/acme-ml/locations/us-central1/templates/strict';
+const JUDGE_URL = 'http://edge:8080/v1';
 const BEDROCK = { guardrail_id: 'gr7abc12def', guardrail_version: 'DRAFT', region: 'us-east-1' };
 
 function spec(service: string, overrides: Partial<ExternalSpec> = {}): ExternalSpec {
@@ -29,6 +30,11 @@ describe('validateExternalSpec', () => {
       }),
       spec('model_armor', { credential: '', settings: { template: TEMPLATE } }),
       spec('model_armor', { settings: { template: TEMPLATE }, deadlineMs: 0 }),
+      spec('judge_model', { baseUrl: JUDGE_URL, settings: { model: 'llama-guard-3-8b' } }),
+      spec('judge_model', {
+        baseUrl: JUDGE_URL,
+        settings: { model: 'gpt-4o-mini', format: 'json', categories: 'S1, hate,violent_crimes,Code Interpreter Abuse', max_tokens: '64' },
+      }),
     ];
     expect(valid.map(validateExternalSpec)).toEqual(valid.map(() => undefined));
   });
@@ -36,8 +42,8 @@ describe('validateExternalSpec', () => {
   it.each<[string, ExternalSpec, string]>([
     [
       'an unknown service',
-      spec('judge_model'),
-      'unknown service "judge_model" (known: openai_moderation, azure_content_safety, lakera_guard, bedrock_guardrails, model_armor)',
+      spec('perspective_api'),
+      'unknown service "perspective_api" (known: openai_moderation, azure_content_safety, lakera_guard, bedrock_guardrails, model_armor, judge_model)',
     ],
     ['Azure without its endpoint', spec('azure_content_safety'), 'azure_content_safety needs base_url (it has no public endpoint)'],
     ['a base_url that is not a URL', spec('openai_moderation', { baseUrl: 'api.openai.com' }), 'openai_moderation: base_url is not a URL'],
@@ -120,6 +126,32 @@ describe('validateExternalSpec', () => {
       spec('azure_content_safety', { baseUrl: 'https://acme.cognitiveservices.azure.com', settings: { categories: 'Hate,Spam' } }),
       'azure_content_safety: setting categories names unknown categories Spam (known: Hate, SelfHarm, Sexual, Violence)',
     ],
+    ['a judge without its model', spec('judge_model', { baseUrl: JUDGE_URL }), 'judge_model needs the setting model'],
+    [
+      'a judge without its endpoint',
+      spec('judge_model', { settings: { model: 'llama-guard-3-8b' } }),
+      'judge_model needs base_url (it has no public endpoint)',
+    ],
+    [
+      'a judge without a key',
+      spec('judge_model', { baseUrl: JUDGE_URL, credential: '', settings: { model: 'llama-guard-3-8b' } }),
+      'judge_model needs a credential (its API key)',
+    ],
+    [
+      'a judge of an unknown format',
+      spec('judge_model', { baseUrl: JUDGE_URL, settings: { model: 'llama-guard-3-8b', format: 'yaml' } }),
+      'judge_model: setting format must be llama_guard or json, not "yaml"',
+    ],
+    [
+      'a judge with max_tokens out of range',
+      spec('judge_model', { baseUrl: JUDGE_URL, settings: { model: 'llama-guard-3-8b', max_tokens: '0' } }),
+      'judge_model: setting max_tokens must be an integer from 1 to 4096, not "0"',
+    ],
+    [
+      'an unknown judge category',
+      spec('judge_model', { baseUrl: JUDGE_URL, settings: { model: 'llama-guard-3-8b', categories: 'S1,S15,spam' } }),
+      'judge_model: setting categories names unknown categories S15, spam (known, by code or name: S1 Violent Crimes, S2 Non-Violent Crimes, S3 Sex Crimes, S4 Child Exploitation, S5 Defamation, S6 Specialized Advice, S7 Privacy, S8 Intellectual Property, S9 Indiscriminate Weapons, S10 Hate, S11 Self-Harm, S12 Sexual Content, S13 Elections, S14 Code Interpreter Abuse)',
+    ],
     ['a negative deadline', spec('lakera_guard', { deadlineMs: -1 }), 'lakera_guard: deadline_ms must be an integer from 0 to 60000'],
   ])('refuses %s', (_, invalid, message) => {
     expect(validateExternalSpec(invalid)).toBe(message);
@@ -127,8 +159,8 @@ describe('validateExternalSpec', () => {
 });
 
 describe('createExternalScanner', () => {
-  it('serves the five services, not yet a judge model', () => {
-    expect(EXTERNAL_SERVICES).toEqual(['openai_moderation', 'azure_content_safety', 'lakera_guard', 'bedrock_guardrails', 'model_armor']);
+  it('serves the outside services and a judge model', () => {
+    expect(EXTERNAL_SERVICES).toEqual(['openai_moderation', 'azure_content_safety', 'lakera_guard', 'bedrock_guardrails', 'model_armor', 'judge_model']);
   });
 
   it('refuses a check validateExternalSpec refuses, with its message', () => {

@@ -9,6 +9,7 @@ import type { AwsCredentials, ExternalAdapter, ExternalScanner, ExternalSpec } f
 import { ExternalCheckError } from './external-check-error.js';
 import { azureContentSafety } from './azure-content-safety.js';
 import { bedrockGuardrails } from './bedrock-guardrails.js';
+import { judgeModel } from './judge-model.js';
 import { lakeraGuard } from './lakera-guard.js';
 import { modelArmor } from './model-armor.js';
 import { openAiModeration } from './openai-moderation.js';
@@ -16,7 +17,7 @@ import { openAiModeration } from './openai-moderation.js';
 export type { AwsCredentials, ExternalAdapter, ExternalDependencies, ExternalScanner, ExternalSpec } from './external-adapter.js';
 export { ExternalCheckError, type ExternalFailureReason } from './external-check-error.js';
 
-const ADAPTERS: readonly ExternalAdapter[] = [openAiModeration, azureContentSafety, lakeraGuard, bedrockGuardrails, modelArmor];
+const ADAPTERS: readonly ExternalAdapter[] = [openAiModeration, azureContentSafety, lakeraGuard, bedrockGuardrails, modelArmor, judgeModel];
 
 const BY_SERVICE = new Map(ADAPTERS.map((adapter) => [adapter.service, adapter]));
 
