@@ -1,0 +1,107 @@
+/**
+ * Phone numbers in a text, as libphonenumber-js (with its full metadata, so "valid" is checked
+ * against each country's numbering plan, not its lengths alone) finds them: valid numbers only;
+ * with a default region, national numbers of that region too; without one, only numbers written
+ * with their +country code.
+ *
+ * libphonenumber's matcher parses every run of digits and phone punctuation it meets, and a parse
+ * that fails throws an error with a stack trace, so a text dense with short numbers (`+1 +1 +1`,
+ * a table of small counts, dates) costs far more than prose. Two things keep that cost where
+ * numbers can be: a run with fewer digits than the shortest valid number it could be (with a
+ * plus sign, of any country; without, of the default region or dialled from it; without a
+ * default region, none) is blanked out before the matcher runs (offsets unchanged, and not
+ * within an extension's reach of a kept run), and its errors are made without a stack trace.
+ */
+import { type CountryCode, findPhoneNumbersInText, getCountries, getCountryCallingCode, Metadata } from 'libphonenumber-js/max';
+
+/** libphonenumber's phone punctuation (dashes, slashes, dots, spaces, brackets, tildes). */
+const PUNCTUATION = String.raw`\-\u2010-\u2015\u2212\u30FC\uFF0D\uFF0F/\uFF0E. \u00A0\u00AD\u200B\u2060\u3000()\uFF08\uFF09\uFF3B\uFF3D\[\]~\u2053\u223C\uFF5E`;
+/** What may open a number: a bracket or a plus sign. */
+const LEAD = String.raw`(\[\uFF08\uFF3B+\uFF0B`;
+/**
+ * A maximal run of digits joined by at most four punctuation characters, with up to ten lead or
+ * punctuation characters before its first digit: every number libphonenumber could find lies
+ * inside one (its candidates allow two leads of five characters, then blocks of digits joined by
+ * four punctuation characters; a plus sign only leads). Each part is one class, disjoint from
+ * the digits, so no part of a text can be read two ways: linear time, whatever the run of brackets.
+ */
+const DIGIT_RUN = new RegExp(String.raw`[${LEAD}${PUNCTUATION}]{0,10}\p{Nd}+(?:[${PUNCTUATION}]{0,4}\p{Nd}+)*`, 'gu');
+/** A decimal digit of any script. */
+const DIGIT = /\p{Nd}/gu;
+/** How far after a kept run an extension (`ext. 12`, `x 12`, `#12`) may start. */
+const EXTENSION_REACH = 16;
+
+/** The fewest digits of a valid number written with its +country code, over every country. */
+let fewestInternationalDigits: number | undefined;
+
+/** The numbering plan of `region`. */
+function planOf(region: CountryCode): NonNullable<Metadata['numberingPlan']> {
+  const metadata = new Metadata();
+  metadata.selectNumberingPlan(region);
+  return metadata.numberingPlan!;
+}
+
+/** The fewest digits of a valid national number of `region`. */
+function fewestNationalDigits(region: CountryCode): number {
+  return Math.min(...planOf(region).possibleLengths());
+}
+
+/** The fewest digits of `region`'s international call prefix (`011`, `00`, one country's `0`), by trying each length. */
+function fewestPrefixDigits(region: CountryCode): number {
+  const prefix = new RegExp(`^(?:${planOf(region).IDDPrefix()})$`);
+  for (let length = 1; length <= 4; length += 1)
+    for (let value = 0; value < 10 ** length; value += 1) if (prefix.test(String(value).padStart(length, '0'))) return length;
+  return 5;
+}
+
+/**
+ * The fewest digits of a run libphonenumber can read as a valid number: with a plus sign, a
+ * country's code and number; without one, a national number of the default region or its
+ * international prefix and a +country number; none without a default region (Infinity).
+ */
+function fewestDigits(region: CountryCode | undefined): { withPlus: number; withoutPlus: number } {
+  fewestInternationalDigits ??= Math.min(...getCountries().map((country) => getCountryCallingCode(country).length + fewestNationalDigits(country)));
+  const withoutPlus = region ? Math.min(fewestNationalDigits(region), fewestPrefixDigits(region) + fewestInternationalDigits) : Number.POSITIVE_INFINITY;
+  return { withPlus: fewestInternationalDigits, withoutPlus };
+}
+
+/** A plus sign, which a +country number starts with. */
+const PLUS = /[+\uFF0B]/;
+
+/** A phone number's span in its text, in UTF-16 code units. */
+export interface PhoneSpan {
+  start: number;
+  end: number;
+}
+
+/** A finder of valid phone numbers read with one default region (undefined: +country numbers only). */
+export function createPhoneFinder(region: CountryCode | undefined): (text: string) => PhoneSpan[] {
+  const minimum = fewestDigits(region);
+  const options = region ? { defaultCountry: region } : {};
+  return (text) => {
+    const parts: string[] = [];
+    let copied = 0;
+    let keptEnd = Number.NEGATIVE_INFINITY;
+    let kept = false;
+    for (const run of text.matchAll(DIGIT_RUN)) {
+      const end = run.index + run[0].length;
+      const needed = PLUS.test(run[0]) ? minimum.withPlus : minimum.withoutPlus;
+      if ((run[0].match(DIGIT)?.length ?? 0) >= needed) {
+        kept = true;
+        keptEnd = end;
+      } else if (run.index - keptEnd > EXTENSION_REACH) {
+        parts.push(text.slice(copied, run.index), '_'.repeat(run[0].length));
+        copied = end;
+      }
+    }
+    if (!kept) return [];
+    parts.push(text.slice(copied));
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      return findPhoneNumbersInText(parts.join(''), options).map((found) => ({ start: found.startsAt, end: found.endsAt }));
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
+  };
+}
