@@ -50,7 +50,7 @@ function hostileText(kind: number, random: ReturnType<typeof generator>): string
       ).join('');
     case 2:
       // Digit runs that nearly pass the card, IBAN, SSN and Aadhaar validators.
-      return Array.from({ length: 50 + int(500) }, () => `${int(10 ** 8)}`.padStart(8, '0') + pick([' ', '-', '', '  '])).join('');
+      return Array.from({ length: 20 + int(150) }, () => `${int(10 ** 8)}`.padStart(8, '0') + pick([' ', '-', '', '  '])).join('');
     case 3:
       // One huge word of token characters: the default held tail and the secret rules' worst case.
       return `sk-${'A9_-'.repeat(200 + int(2_000))}`;
@@ -132,7 +132,7 @@ describe('10,000 hostile texts against every built-in check', () => {
     const one = async (index: number) => {
       // One call in a hundred is past the size cap.
       const kind = index % 100 === 0 ? 8 : random.pick([0, 1, 2, 3, 4, 5, 6, 7, 9]);
-      const texts = Array.from({ length: kind === 8 ? 1 : 1 + random.int(3) }, () => ({ path: `messages[${index}].content`, text: hostileText(kind, random) }));
+      const texts = Array.from({ length: kind === 8 ? 1 : 1 + random.int(2) }, () => ({ path: `messages[${index}].content`, text: hostileText(kind, random) }));
       const final = random.next() < 0.5;
       const request: CheckRequest = {
         request_id: `hostile-${index}`,
