@@ -270,8 +270,8 @@ describe('Check', () => {
       final: false,
     });
     // The digits are held (with the space before them, where the PII check holds that too).
-    expect(first.texts[0]!.text.trimEnd()).toBe('Your card is');
-    expect(first.texts[0]!.text.length + (first.texts[0]!.held_chars ?? 0)).toBe('Your card is 4111 1111'.length);
+    expect(first.texts[0]!.text!.trimEnd()).toBe('Your card is');
+    expect(first.texts[0]!.text!.length + (first.texts[0]!.held_chars ?? 0)).toBe('Your card is 4111 1111'.length);
     expect(first.decisions).toEqual([]);
     const next = await check(b, {
       request_id: 'req_3',
