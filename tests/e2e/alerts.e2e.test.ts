@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { connect } from 'nats';
 import { encodeUsageEvent, usageNames } from '@gateway/messaging';
@@ -34,12 +34,13 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KEY_VARIABLE = 'ALERTS_UPSTREAM_API_KEY';
 /** The SLO's threshold: the `le` bucket the time-to-first-token burn-rate rules read. */
 const TTFT_SLO_SECONDS = '2.5';
+const ADMIN_TOKEN = 'alerts-e2e-admin-token-0123456789abcdef';
 
 let cluster: Cluster;
 const upstreams: FakeUpstream[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
 
-const metricsUrl = (service: 'edge' | 'auth' | 'router' | 'executor' | 'metering' | 'requestLog' | 'mcp') =>
+const metricsUrl = (service: 'edge' | 'auth' | 'router' | 'executor' | 'metering' | 'requestLog' | 'mcp' | 'guard') =>
   `http://127.0.0.1:${cluster.ports[`${service}Metrics`]}/metrics`;
 /** The request log's own database: the cluster runs every service the alerting rules read, the optional ones included. */
 let database: TestDatabase | undefined;
@@ -84,7 +85,7 @@ beforeAll(async () => {
     fakeModelEntry(slow.baseUrl, KEY_VARIABLE, 'slow-model', []),
   ]);
   database = await createTestDatabase('alerts');
-  cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test' }, requestLog: { databaseUrl: database.url }, mcp: true });
+  cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test', EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, requestLog: { databaseUrl: database.url }, mcp: true, guard: true });
 });
 
 afterAll(async () => {
@@ -234,8 +235,22 @@ describe('the alerts', () => {
         .flatMap((entry) => [...entry.expr.matchAll(/(?<![a-zA-Z0-9_:])((?:gateway|gen_ai)_[a-z0-9_]+)(?![a-z0-9_:])/g)].map((match) => match[1]!)),
     );
     expect(names.size).toBeGreaterThanOrEqual(6);
+    // The guard exports a check's series once a policy has it: one policy, on a model nobody calls.
+    const put = await fetch(`${new URL(cluster.baseUrl).origin}/admin/v1/policies/alerts-probe`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        attachment: { models: ['alerts-unused-model'] },
+        checks: [{ name: 'cards', points: ['input'], action: 'block', pii: { entities: ['card'] } }],
+      }),
+    });
+    expect(put.status, await put.text()).toBe(200);
+    await vi.waitFor(
+      async () => expect(await fetch(metricsUrl('guard')).then((response) => response.text())).toContain('gateway_guard_checks_total{'),
+      { timeout: 10_000, interval: 50 },
+    );
     const pages = await Promise.all(
-      (['edge', 'auth', 'router', 'executor', 'metering', 'requestLog', 'mcp'] as const).map((service) =>
+      (['edge', 'auth', 'router', 'executor', 'metering', 'requestLog', 'mcp', 'guard'] as const).map((service) =>
         fetch(metricsUrl(service)).then((response) => response.text()),
       ),
     );

@@ -291,12 +291,14 @@ describe('a policy change', () => {
 describe('the audit trail', () => {
   it('lists each policy change with the admin who made it, never an outside credential', async () => {
     const credential = 'lakera-credential-value-0123456789';
-    await putPolicy('audited', {
+    // A name of this run's own: auth's audit trail outlives a cluster on a shared Redis.
+    const name = `audited-${Date.now().toString(36)}`;
+    await putPolicy(name, {
       enabled: false,
       checks: [{ name: 'injection', points: ['input'], action: 'flag', external: { service: 'lakera_guard', credential } }],
     });
-    expect((await admin('DELETE', '/admin/v1/policies/audited')).status).toBe(200);
-    const response = await admin('GET', '/admin/v1/audit?target_id=audited');
+    expect((await admin('DELETE', `/admin/v1/policies/${name}`)).status).toBe(200);
+    const response = await admin('GET', `/admin/v1/audit?target_id=${name}`);
     const text = await response.text();
     expect(response.status, text).toBe(200);
     expect(text).not.toContain(credential);
@@ -305,7 +307,7 @@ describe('the audit trail', () => {
       ['policy.delete', 'static-token', 'static_token'],
       ['policy.put', 'static-token', 'static_token'],
     ]);
-    expect(entries[1]!.after).toMatchObject({ name: 'audited', enabled: false });
+    expect(entries[1]!.after).toMatchObject({ name, enabled: false });
   });
 });
 

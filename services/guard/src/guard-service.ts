@@ -88,6 +88,13 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
   store.onChange((set) => {
     compiled.update(set);
     metrics.policies.set(compiled.byName.size);
+    // Each check's series from 0, so that rate() and the error ratio see its first check and error.
+    for (const [policy, entry] of compiled.byName) {
+      for (const { check } of entry.checks) {
+        metrics.checks.inc({ policy, check: check.name, action: 'pass' }, 0);
+        metrics.checkErrors.inc({ policy, check: check.name, reason: 'deadline_exceeded' }, 0);
+      }
+    }
     snapshot = snapshotOf(set, options.defaults);
     for (const call of watches.keys()) if (!call.cancelled && call.writable) call.write(snapshot);
   });
