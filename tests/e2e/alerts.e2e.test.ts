@@ -85,7 +85,12 @@ beforeAll(async () => {
     fakeModelEntry(slow.baseUrl, KEY_VARIABLE, 'slow-model', []),
   ]);
   database = await createTestDatabase('alerts');
-  cluster = await startCluster({ env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test', EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, requestLog: { databaseUrl: database.url }, mcp: true, guard: true });
+  cluster = await startCluster({
+    env: { CATALOG_PATH: catalogPath, [KEY_VARIABLE]: 'sk-test', EDGE_ADMIN_TOKEN: ADMIN_TOKEN },
+    requestLog: { databaseUrl: database.url },
+    mcp: true,
+    guard: true,
+  });
 });
 
 afterAll(async () => {
@@ -245,10 +250,10 @@ describe('the alerts', () => {
       }),
     });
     expect(put.status, await put.text()).toBe(200);
-    await vi.waitFor(
-      async () => expect(await fetch(metricsUrl('guard')).then((response) => response.text())).toContain('gateway_guard_checks_total{'),
-      { timeout: 10_000, interval: 50 },
-    );
+    await vi.waitFor(async () => expect(await fetch(metricsUrl('guard')).then((response) => response.text())).toContain('gateway_guard_checks_total{'), {
+      timeout: 10_000,
+      interval: 50,
+    });
     const pages = await Promise.all(
       (['edge', 'auth', 'router', 'executor', 'metering', 'requestLog', 'mcp', 'guard'] as const).map((service) =>
         fetch(metricsUrl(service)).then((response) => response.text()),
