@@ -170,3 +170,39 @@ describe('10,000 hostile texts against every built-in check', () => {
     expect(refused).toBeGreaterThan(0);
   }, 600_000);
 });
+
+describe('a text dense with phone numbers', () => {
+  it('does not hold the replica: checks sent after it are answered before it', async () => {
+    // About 8,000 valid US numbers: libphonenumber parses each, most of a second of work.
+    const dense = Array.from({ length: 8_000 }, (_, index) => `${2125550000 + index} `)
+      .join('')
+      .slice(0, MAX_CHARS);
+    const call = (id: string, text: string) =>
+      callUnary<CheckRequest, CheckResponseOutput>(
+        client,
+        client.Check,
+        { request_id: id, point: 'POINT_INPUT', policies: ['everything'], texts: [{ path: 'messages[0].content', text }], final: true },
+        { deadlineMs: 30_000 },
+      );
+    const order: string[] = [];
+    const big = call('dense', dense).then((answer) => {
+      order.push('dense');
+      return answer;
+    });
+    const small = Array.from({ length: 10 }, (_, index) =>
+      call(`small-${index}`, `call +44 20 7946 0958, ticket ${index}`).then((answer) => {
+        order.push(`small-${index}`);
+        return answer;
+      }),
+    );
+    const answers = await Promise.all(small);
+    expect(answers.every((answer) => answer.texts[0]!.text?.includes('<PHONE_1>'))).toBe(true);
+    // Read whole within the check's deadline (every number masked), or stopped at it on a loaded
+    // machine (the policy's on_error then applies): never a replica held past the deadline.
+    const denseAnswer = await big;
+    const errors = denseAnswer.decisions.filter((decision) => decision.error).map((decision) => [decision.check, decision.error]);
+    if (errors.length === 0) expect(denseAnswer.texts[0]!.text).toContain('<PHONE_8000>');
+    else expect(errors).toEqual([['pii', 'deadline_exceeded']]);
+    expect(order.at(-1)).toBe('dense');
+  }, 120_000);
+});

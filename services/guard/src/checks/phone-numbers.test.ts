@@ -1,7 +1,8 @@
 /**
  * The phone finder finds what libphonenumber finds in the whole text, with the same spans, though
- * it blanks out the runs of digits too short to be a number first; and it finds nothing but
- * +country numbers without a default region.
+ * it blanks out the runs of digits too short to be a number first and reads a long text in
+ * pieces; it finds nothing but +country numbers without a default region; and reading a long text
+ * lets other work run between its pieces and stops when its signal is aborted.
  */
 import { type CountryCode, findPhoneNumbersInText } from 'libphonenumber-js/max';
 import { describe, expect, it } from 'vitest';
@@ -31,5 +32,42 @@ describe('createPhoneFinder', () => {
     const text = 'call (415) 555-2671 or +44 20 7946 0958';
     expect(createPhoneFinder('US')(text).map((span) => text.slice(span.start, span.end))).toEqual(['(415) 555-2671', '+44 20 7946 0958']);
     expect(createPhoneFinder(undefined)(text).map((span) => text.slice(span.start, span.end))).toEqual(['+44 20 7946 0958']);
+  });
+
+  /** Long texts: prose with numbers far apart, numbers close together for many pieces, one run of numbers with nothing but spaces between. */
+  const LONG = [
+    Array.from({ length: 120 }, (_, index) => `${'Some words about the quarter, nothing more. '.repeat(index % 5)}${TEXTS[index % TEXTS.length]} `).join(''),
+    Array.from({ length: 1_500 }, (_, index) => `row ${index}: (415) 555-${String(1000 + index)}, +44 20 7946 ${String(index).padStart(4, '0')}; `).join(''),
+    Array.from({ length: 1_500 }, (_, index) => `${2125550000 + index} `).join(''),
+  ];
+
+  for (const region of ['US', undefined] as Array<CountryCode | undefined>)
+    it(`finds what libphonenumber finds in a long text read in pieces, at once or yielding (${region ?? 'no default region'})`, async () => {
+      const find = createPhoneFinder(region);
+      for (const text of LONG) {
+        const expected = findPhoneNumbersInText(text, region ? { defaultCountry: region } : {}).map((found) => ({ start: found.startsAt, end: found.endsAt }));
+        if (region) expect(expected.length).toBeGreaterThan(0);
+        expect(find(text)).toEqual(expected);
+        expect(await find.yielding(text, new AbortController().signal)).toEqual(expected);
+      }
+    });
+
+  it('lets other work run while it reads a text dense with numbers, and stops once its signal is aborted', async () => {
+    const find = createPhoneFinder('US');
+    const text = Array.from({ length: 20_000 }, (_, index) => `${2125550000 + index} `).join('');
+    let ticks = 0;
+    const timer = setInterval(() => {
+      ticks += 1;
+    }, 0);
+    try {
+      expect(await find.yielding(text, new AbortController().signal)).toHaveLength(20_000);
+    } finally {
+      clearInterval(timer);
+    }
+    expect(ticks).toBeGreaterThan(0);
+    const controller = new AbortController();
+    const reading = find.yielding(text, controller.signal);
+    setImmediate(() => controller.abort(new Error('past the deadline')));
+    await expect(reading).rejects.toThrow('past the deadline');
   });
 });

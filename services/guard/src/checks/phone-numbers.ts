@@ -74,34 +74,111 @@ export interface PhoneSpan {
   end: number;
 }
 
-/** A finder of valid phone numbers read with one default region (undefined: +country numbers only). */
-export function createPhoneFinder(region: CountryCode | undefined): (text: string) => PhoneSpan[] {
+/** Context read on each side of a piece: more than the longest number with its punctuation and extension. */
+const PAD = 256;
+/** A gap between kept runs at least this long may be cut in its middle: the pads then hold no digit that counts. */
+const GAP_CUT = 2 * PAD;
+/** A piece is cut once it is this long, at the next gap, or within a run longer than this. */
+const PIECE_CHARS = 2_000;
+/** Work between two yields to the event loop, in milliseconds. */
+const SLICE_MS = 5;
+
+/** The text with the runs too short to be a number blanked out, and where it may be cut; undefined when no run can be a number. */
+interface Prepared {
+  text: string;
+  /** Cut points, ascending, from 0 to the text's length. */
+  cuts: number[];
+}
+
+/** A finder of valid phone numbers with one default region (undefined: +country numbers only). */
+export interface PhoneFinder {
+  /** The numbers of `text`, read at once. */
+  (text: string): PhoneSpan[];
+  /**
+   * The same, read a piece at a time, yielding to the event loop after each few milliseconds of
+   * work, and rejecting with the signal's reason once it is aborted (a check past its deadline
+   * stops reading, and other calls are answered meanwhile).
+   */
+  yielding(text: string, signal: AbortSignal): Promise<PhoneSpan[]>;
+}
+
+/**
+ * A finder of valid phone numbers read with one default region (undefined: +country numbers only).
+ *
+ * libphonenumber reads a text from its start, and a parse costs about a tenth of a millisecond:
+ * a text dense with numbers holds the loop for seconds. So the text is read in pieces of about
+ * 2,000 characters, each with 256 characters of context on either side, and a piece keeps the
+ * numbers that start in it. A piece ends in the middle of a gap of 512 characters where no digit
+ * counts, so its findings are exactly those of the whole text. Where numbers follow each other
+ * closer than that for more than a piece (a table of numbers), a piece ends where a run starts,
+ * and within a run longer than a piece; a number is then read from the piece it starts in, with
+ * the numbers before it as its context rather than the whole text's.
+ */
+export function createPhoneFinder(region: CountryCode | undefined): PhoneFinder {
   const minimum = fewestDigits(region);
   const options = region ? { defaultCountry: region } : {};
-  return (text) => {
+  const prepare = (text: string): Prepared | undefined => {
     const parts: string[] = [];
+    const cuts = [0];
     let copied = 0;
     let keptEnd = Number.NEGATIVE_INFINITY;
+    // Where the last run left in the text ends (kept, or within an extension's reach of one).
+    let liveEnd = 0;
     let kept = false;
     for (const run of text.matchAll(DIGIT_RUN)) {
       const end = run.index + run[0].length;
       const needed = PLUS.test(run[0]) ? minimum.withPlus : minimum.withoutPlus;
       if ((run[0].match(DIGIT)?.length ?? 0) >= needed) {
+        if (kept && run.index - cuts.at(-1)! >= PIECE_CHARS) cuts.push(run.index - liveEnd >= GAP_CUT ? Math.floor((liveEnd + run.index) / 2) : run.index);
+        for (let cut = Math.max(run.index, cuts.at(-1)!) + PIECE_CHARS; cut < end - PAD; cut += PIECE_CHARS) cuts.push(cut);
         kept = true;
         keptEnd = end;
+        liveEnd = end;
       } else if (run.index - keptEnd > EXTENSION_REACH) {
         parts.push(text.slice(copied, run.index), '_'.repeat(run[0].length));
         copied = end;
-      }
+      } else liveEnd = end;
     }
-    if (!kept) return [];
+    if (!kept) return undefined;
     parts.push(text.slice(copied));
+    cuts.push(text.length);
+    return { text: parts.join(''), cuts };
+  };
+  /** The numbers starting in piece `index` of `prepared`. */
+  const readPiece = ({ text, cuts }: Prepared, index: number): PhoneSpan[] => {
+    const from = cuts[index]!;
+    const to = cuts[index + 1]!;
+    const offset = Math.max(0, from - PAD);
+    const piece = text.slice(offset, Math.min(text.length, to + PAD));
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
-      return findPhoneNumbersInText(parts.join(''), options).map((found) => ({ start: found.startsAt, end: found.endsAt }));
+      return findPhoneNumbersInText(piece, options)
+        .map((found) => ({ start: found.startsAt + offset, end: found.endsAt + offset }))
+        .filter((span) => span.start >= from && span.start < to);
     } finally {
       Error.stackTraceLimit = stackTraceLimit;
     }
   };
+  const find = (text: string): PhoneSpan[] => {
+    const prepared = prepare(text);
+    if (!prepared) return [];
+    return prepared.cuts.slice(0, -1).flatMap((_, index) => readPiece(prepared, index));
+  };
+  find.yielding = async (text: string, signal: AbortSignal): Promise<PhoneSpan[]> => {
+    const prepared = prepare(text);
+    if (!prepared) return [];
+    const spans: PhoneSpan[] = [];
+    let sliceStart = performance.now();
+    for (let index = 0; index + 1 < prepared.cuts.length; index += 1) {
+      signal.throwIfAborted();
+      spans.push(...readPiece(prepared, index));
+      if (performance.now() - sliceStart >= SLICE_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+    return spans;
+  };
+  return find;
 }

@@ -199,7 +199,7 @@ describe('createPiiScanner', () => {
     expect(findings.map((list) => list.map((finding) => finding.entity))).toEqual([[], ['email'], []]);
   });
 
-  it('finds every entity of a large text at its place', () => {
+  it('finds every entity of a large text at its place', async () => {
     const values: Array<[string, string]> = [
       ['card', '4111 1111 1111 1111'],
       ['iban', 'GB29 NWBK 6016 1331 9268 19'],
@@ -218,7 +218,10 @@ describe('createPiiScanner', () => {
         chunks.push(filler.repeat(8), value[1], ' 😀 ');
         expected.push(value);
       }
-    expect(found(chunks.join(''))).toEqual(expected);
+    const text = chunks.join('');
+    // A text this long is read in pieces: the answer comes later.
+    const [findings] = await createPiiScanner({ entities: [...PII_ENTITIES], defaultPhoneRegion: 'US' }).scan([text], context);
+    expect(findings!.map((finding) => [finding.entity, text.slice(finding.start, finding.end)])).toEqual(expected);
   });
 
   it('refuses a spec validatePiiSpec refuses', () => {
@@ -272,5 +275,20 @@ describe('piiPendingTail', () => {
 
   it('holds back at most 40 characters of a number', () => {
     expect(piiPendingTail(`x ${'1 '.repeat(100)}`)).toBe(40);
+  });
+});
+
+describe('a long text', () => {
+  it('is read without holding the loop: the same findings, given later, and none once the deadline passes', async () => {
+    const scanner = createPiiScanner({ entities: [], defaultPhoneRegion: 'US' });
+    const filler = Array.from({ length: 4_000 }, (_, index) => `${2125550000 + index} `).join('');
+    const text = `${filler}card 4111 1111 1111 1111, mail a@example.com, call +44 20 7946 0958.`;
+    const answer = scanner.scan([text], context);
+    expect(answer).toBeInstanceOf(Promise);
+    const [findings] = await answer;
+    expect(findings!.map((finding) => finding.entity)).toEqual([...Array<string>(4_000).fill('phone'), 'card', 'email', 'phone']);
+    const controller = new AbortController();
+    controller.abort(new Error('past the deadline'));
+    await expect(scanner.scan([text], { ...context, signal: controller.signal })).rejects.toThrow('past the deadline');
   });
 });

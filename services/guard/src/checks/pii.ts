@@ -13,9 +13,9 @@
  * merged into the longest (an IBAN's digits are not also a card).
  */
 import { countrySpecs, isValidIBAN } from 'ibantools';
-import { type CountryCode, isSupportedCountry } from 'libphonenumber-js/max';
+import { isSupportedCountry } from 'libphonenumber-js/max';
 import { passesLuhn, passesVerhoeff } from './checksums.js';
-import { createPhoneFinder } from './phone-numbers.js';
+import { createPhoneFinder, type PhoneSpan } from './phone-numbers.js';
 import type { Finding, Scanner } from './scanner.js';
 
 /** Every entity the check knows, as a policy names them. */
@@ -230,23 +230,23 @@ function mergeSpans(spans: readonly Span[]): Finding[] {
   return merged;
 }
 
-/** The finders of a spec's entities. */
-function findersOf(entities: readonly PiiEntity[], region: CountryCode | undefined): Array<(text: string) => Span[]> {
-  const finders: Record<PiiEntity, () => (text: string) => Span[]> = {
-    card: () => findCards,
-    iban: () => findIbans,
-    phone: () => {
-      const findPhones = createPhoneFinder(region);
-      return (text) => findPhones(text).map((span) => ({ entity: 'phone', ...span }));
-    },
-    email: () => findEmails,
-    us_ssn: () => findUsSsns,
-    uk_nino: () => findUkNinos,
-    ca_sin: () => (text) => findChecked(text, CA_SIN, 'ca_sin', passesLuhn),
-    in_aadhaar: () => (text) => findChecked(text, IN_AADHAAR, 'in_aadhaar', passesVerhoeff),
+/** The finders of a spec's entities, in their order; phone numbers as `phones` (of the text) gives them. */
+function findersOf(entities: readonly PiiEntity[], phones: (text: string) => Span[]): Array<(text: string) => Span[]> {
+  const finders: Record<PiiEntity, (text: string) => Span[]> = {
+    card: findCards,
+    iban: findIbans,
+    phone: phones,
+    email: findEmails,
+    us_ssn: findUsSsns,
+    uk_nino: findUkNinos,
+    ca_sin: (text) => findChecked(text, CA_SIN, 'ca_sin', passesLuhn),
+    in_aadhaar: (text) => findChecked(text, IN_AADHAAR, 'in_aadhaar', passesVerhoeff),
   };
-  return [...new Set(entities)].map((entity) => finders[entity]());
+  return [...new Set(entities)].map((entity) => finders[entity]);
 }
+
+/** Texts of a call up to this many characters in all are read at once; longer ones let other calls in while their phone numbers are read. */
+const AT_ONCE_CHARS = 16_384;
 
 /** Most of a trailing number held back (a printed IBAN is at most 42 characters with its spaces). */
 const MAX_HELD_NUMBER = 40;
@@ -289,9 +289,25 @@ export function createPiiScanner(spec: PiiSpec): Scanner {
   if (invalid) throw new Error(invalid);
   const entities = spec.entities.length > 0 ? spec.entities.filter(isPiiEntity) : DEFAULT_ENTITIES;
   const region = spec.defaultPhoneRegion !== '' && isSupportedCountry(spec.defaultPhoneRegion) ? spec.defaultPhoneRegion : undefined;
-  const finders = findersOf(entities, region);
+  const phones = createPhoneFinder(region);
+  const named = (spans: readonly PhoneSpan[]): Span[] => spans.map((span) => ({ entity: 'phone', ...span }));
+  const atOnce = findersOf(entities, (text) => named(phones(text)));
+  const findAll = (finders: ReadonlyArray<(text: string) => Span[]>, text: string) => mergeSpans(finders.flatMap((find) => find(text)));
   return {
-    scan: (texts) => texts.map((text) => mergeSpans(finders.flatMap((find) => find(text)))),
+    scan: (texts, context) => {
+      // libphonenumber is the one finder that costs more than a pass over the text: a text dense
+      // with numbers is read in pieces, yielding between them and stopping at the deadline.
+      if (!entities.includes('phone') || texts.reduce((sum, text) => sum + text.length, 0) <= AT_ONCE_CHARS) return texts.map((text) => findAll(atOnce, text));
+      return Promise.all(
+        texts.map(async (text) => {
+          const found = named(await phones.yielding(text, context.signal));
+          return findAll(
+            findersOf(entities, () => found),
+            text,
+          );
+        }),
+      );
+    },
     pendingTail: piiPendingTail,
   };
 }
