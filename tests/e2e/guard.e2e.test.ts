@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { fixture, type FakeUpstream, replayJson, replaySse, startFakeUpstream } from '@gateway/testing';
-import { fakeModelEntry, SIM_MINI_ENTRY, startSecondEdge, writeCatalog } from './cluster.js';
+import { fakeModelEntry, metric, SIM_MINI_ENTRY, startSecondEdge, writeCatalog } from './cluster.js';
 import { ClusterFixture } from './cluster-fixture.js';
 import { adminApi, mcpClients } from './mcp-clients.js';
 import { type McpUpstream, startMcpUpstream } from './mcp-upstreams.js';
@@ -317,11 +317,19 @@ describe('a guard that is down', () => {
     const exited = new Promise((resolve) => guard.once('exit', resolve));
     guard.kill('SIGKILL');
     await exited;
+    // The edge counts the calls that got no answer (GatewayGuardUnanswered reads them).
+    const edgeMetrics = `http://127.0.0.1:${gateway.cluster.ports.edgeMetrics}/metrics`;
+    const unanswered = async () =>
+      (await metric(edgeMetrics, 'gateway_edge_guard_check_failures_total', { reason: 'unavailable' })) +
+      (await metric(edgeMetrics, 'gateway_edge_guard_check_failures_total', { reason: 'deadline_exceeded' }));
+    const [sentBefore, failedBefore] = [await metric(edgeMetrics, 'gateway_edge_guard_checks_total'), await unanswered()];
     const allowed = await chat(keys.allowOnError!, `card ${CARD}`);
     expect(decisionsOf(allowed)).toEqual([
       expect.objectContaining({ policy: 'guard-down-allow', action: 'flag', error: expect.stringMatching(/unavailable|deadline_exceeded/) }),
     ]);
     await expect(chat(keys.blockOnError!, 'nothing to find here')).rejects.toMatchObject({ status: 400, code: 'content_policy_violation' });
+    expect((await unanswered()) - failedBefore).toBe(2);
+    expect((await metric(edgeMetrics, 'gateway_edge_guard_checks_total')) - sentBefore).toBe(2);
     gateway.cluster.restart('guard');
     await vi.waitFor(() => expect(chat(keys.blockOnError!, 'nothing to find here')).resolves.toBeTruthy(), { timeout: 60_000, interval: 200 });
     await expect(chat(keys.allowOnError!, `card ${CARD}`)).rejects.toMatchObject({ status: 400 });

@@ -18,6 +18,7 @@ import type {
   UsageServiceClient,
   GuardServiceClient,
 } from '@gateway/proto';
+import type { GuardCallCounts } from './guardrails/guard-call-counts.js';
 import type { PolicyView } from './guardrails/policy-view.js';
 import type { AuthDecisions } from './clients/auth-decisions.js';
 import type { CatalogView } from './catalog-view.js';
@@ -58,6 +59,8 @@ export interface EdgeDependencies {
   guard?: GuardServiceClient;
   /** The guard's policy attachments, pushed by its WatchPolicies; present with `guard`. */
   policies?: PolicyView;
+  /** The edge's counts of its Check calls to the guard (its metrics); present with `guard`. */
+  guardCalls?: GuardCallCounts;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */

@@ -7,6 +7,7 @@ import { createAuthDecisions } from './clients/auth-decisions.js';
 import { createExecutorCalls } from './clients/executor-calls.js';
 import { openServiceClients } from './service-clients.js';
 import { WatchedCatalog } from './catalog-view.js';
+import { GuardCallCounts, registerGuardCallMetrics } from './guardrails/guard-call-counts.js';
 import { WatchedPolicies } from './guardrails/policy-view.js';
 import type { EdgeConfig } from './config.js';
 import type { EdgeDependencies } from './dependencies.js';
@@ -34,6 +35,8 @@ export function openEdgeDependencies(context: RunContext<EdgeConfig>): EdgeDepen
   // The policies' attachments, pushed by the guard: which requests need a Check, with no call to decide it.
   const policies = clients.guard ? open(new WatchedPolicies(clients.guard, logger), (watched) => watched.stop()) : undefined;
   policies?.start();
+  const guardCalls = clients.guard ? new GuardCallCounts() : undefined;
+  if (guardCalls) registerGuardCallMetrics(registry, guardCalls);
   const { requestLog, guard, ...services } = clients;
   const publishing = openUsagePublishing(context, clients.metering, requestLog !== undefined);
   const ready = startupReadiness(context, catalog);
@@ -43,7 +46,7 @@ export function openEdgeDependencies(context: RunContext<EdgeConfig>): EdgeDepen
     registry,
     ...services,
     ...(requestLog && { requestLog }),
-    ...(guard && policies && { guard, policies }),
+    ...(guard && policies && guardCalls && { guard, policies, guardCalls }),
     decisions,
     completions,
     catalog,

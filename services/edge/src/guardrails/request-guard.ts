@@ -8,6 +8,7 @@ import { GatewayError } from '@gateway/grpc';
 import { checkTexts } from '../clients/guard-checks.js';
 import type { CheckRequest, CheckResponseOutput, GuardDecisionOutput, GuardrailDecision, GuardServiceClient } from '@gateway/proto';
 import type { AppliedPolicy, GuardPoint, GuardText, RequestGuard } from './guard-context.js';
+import { GuardCallCounts, type GuardCallFailure } from './guard-call-counts.js';
 import type { GuardSubject, PolicyView } from './policy-view.js';
 
 /** What the guard needs of the request besides its texts. */
@@ -25,15 +26,19 @@ export interface GuardChecks {
   policies: PolicyView;
   /** EDGE_GUARD_DEADLINE_MARGIN_MS. */
   marginMs: number;
+  /** The edge's counts of its Check calls, for its metrics. */
+  counts: GuardCallCounts;
 }
 
 /** The guard's checks of an edge; undefined without GUARD_SERVICE_ADDR. */
 export function guardChecksOf(deps: {
   guard?: GuardServiceClient | undefined;
   policies?: PolicyView | undefined;
+  guardCalls?: GuardCallCounts | undefined;
   config: { EDGE_GUARD_DEADLINE_MARGIN_MS: number };
 }): GuardChecks | undefined {
-  return deps.guard && deps.policies ? { client: deps.guard, policies: deps.policies, marginMs: deps.config.EDGE_GUARD_DEADLINE_MARGIN_MS } : undefined;
+  if (!deps.guard || !deps.policies) return undefined;
+  return { client: deps.guard, policies: deps.policies, marginMs: deps.config.EDGE_GUARD_DEADLINE_MARGIN_MS, counts: deps.guardCalls ?? new GuardCallCounts() };
 }
 
 const NO_POLICIES: readonly AppliedPolicy[] = Object.freeze([]);
@@ -98,6 +103,7 @@ export class GuardedRequest implements RequestGuard {
     };
     const deadlineMs = Math.max(...policies.map((policy) => policy.deadlineMs)) + marginMs;
     let response: CheckResponseOutput;
+    this.checks.counts.sent += 1;
     try {
       response = await checkTexts(client, request, {
         deadlineMs: Math.max(1, deadlineMs),
@@ -106,7 +112,9 @@ export class GuardedRequest implements RequestGuard {
         ...(traceparent && { traceparent }),
       });
     } catch (error) {
-      response = onErrorResponse(point, policies, texts, reasonOf(error));
+      const reason = reasonOf(error);
+      this.checks.counts.failedBy[reason] += 1;
+      response = onErrorResponse(point, policies, texts, reason);
     }
     this.decisions.push(...response.decisions);
     for (const placeholder of response.placeholders ?? []) {
@@ -143,7 +151,7 @@ function passed(texts: readonly GuardText[], final = true): CheckResponseOutput 
 }
 
 /** Why a Check failed, as a decision's `error` says it. */
-function reasonOf(error: unknown): string {
+function reasonOf(error: unknown): GuardCallFailure {
   const code = error instanceof GatewayError ? error.code : (error as { code?: number }).code;
   return code === DEADLINE_EXCEEDED ? 'deadline_exceeded' : 'unavailable';
 }
