@@ -161,6 +161,8 @@ function neededFlows(at, { redisPorts, natsPorts, upstreamPorts, metadata }) {
   for (const port of upstreamPorts) flows.push([service('executor'), at('the internet'), port]);
   flows.push([service('mcp'), at('the internet'), 443]);
   flows.push([service('guard'), at('the internet'), 443]);
+  // A judge_model check pointed at the gateway itself, its calls metered to the policy owner's key.
+  flows.push([service('guard'), service('edge'), service('edge')?.ports?.http]);
   if (metadata) flows.push(...gkeMetadataFlows(at, service('executor')), ...gkeMetadataFlows(at, service('guard')));
   return flows.filter(present);
 }
