@@ -3,8 +3,8 @@
  * each allowed only its subjects) against a real nats-server running that config's authorization
  * block: each service does what it does at run time through this package (the edge and metering
  * make sure of the usage stream, the edge publishes usage, metering and the request log consume it,
- * the request log makes its side streams (refused, bodies, tool calls), the executor publishes deployment health and the router
- * reads it), connecting with its user and password in NATS_URL; and no service but metering can
+ * the request log makes its side streams (refused, bodies, tool calls), the executor publishes
+ * deployment health and the router reads it), connecting with its user and password in NATS_URL; and no service but metering can
  * delete or purge the usage stream, nor read another's consumer. And the cluster's servers speak
  * TLS (components/nats-cluster's `tls` block): a client trusting their CA through
  * NODE_EXTRA_CA_CERTS, as the deployment sets it, connects over tls://; one without it is refused.
