@@ -5,9 +5,9 @@
  * each was found, never the text found). For a key or team with `log_bodies` on, the call's
  * message as forwarded upstream and the answer sent back go as its RequestBodies (the call's event
  * id) on the bodies stream, each redacted and capped as a completion's bodies are
- * (body-redaction.ts): a message a policy blocked is never kept, only the answer. Published on a
- * later turn of the event loop, so that neither the encoding nor the redaction ever delays an
- * answer, and never failing one.
+ * (body-redaction.ts): a message a policy blocked, or a limit refused before any policy saw it,
+ * is never kept, only the answer. Published on a later turn of the event loop, so that neither the
+ * encoding nor the redaction ever delays an answer, and never failing one.
  */
 import { randomUUID } from 'node:crypto';
 import type { CheckKeyResponseOutput, GuardDecisionOutput, GuardrailDecision } from '@gateway/proto';

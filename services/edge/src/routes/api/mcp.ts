@@ -243,7 +243,8 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
       outcome: 'limited',
       errorCode: refusal.code ?? '',
       latencyMs: 0,
-      forwarded: text,
+      // Nothing was forwarded, nor checked by a policy: only the answer is kept.
+      forwarded: '',
       answer: limited,
     });
     void reply.header('content-type', 'application/json');
