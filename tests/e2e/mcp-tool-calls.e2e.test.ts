@@ -2,8 +2,8 @@
  * MCP tool calls in the request log through the whole cluster (edge, auth, mcp, guard and the
  * request log on PostgreSQL): the official MCP SDK client calls tools of an upstream through /mcp,
  * and GET /admin/v1/tool-calls lists each call once with its key, server, tool and outcome (ok, an
- * upstream error, a tool the key may not use, arguments and a result a policy blocked, arguments
- * a policy masked) and the policy's decisions with where they were found, never the text found;
+ * upstream error, a tool the key may not use, a call its rate limit refused, arguments and a
+ * result a policy blocked, arguments a policy masked) and the policy's decisions with where they were found, never the text found;
  * the detail keeps the call's message and answer only for a key with `log_bodies` on, redacted.
  */
 import { randomBytes } from 'node:crypto';
@@ -105,6 +105,7 @@ beforeAll(async () => {
     env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN, MCP_RELOAD_INTERVAL_MS: '200', REQUEST_LOG_BATCH_DELAY_MS: '20' },
   });
   keys.plain = await newKey({ log_bodies: true, allowed_mcp_tools: ['web__echo', 'web__fail'] });
+  keys.limited = await newKey({ log_bodies: true, limits: { requests_per_minute: 1 } });
   keys.kept = await newKey({ log_bodies: true });
   keys.quiet = await newKey();
   keys.guarded = await newKey({ log_bodies: true });
@@ -166,6 +167,27 @@ describe('tool calls in the request log', () => {
     const refused = await asKey('/admin/v1/tool-calls');
     expect(refused.status).toBe(403);
     expect(await refused.json()).toEqual(await (await asKey('/admin/v1/requests')).json());
+  }, 90_000);
+
+  it("lists a call the key's rate limit refused as limited, keeping its answer and not its message", async () => {
+    const client = await connected(keys.limited!);
+    await client.callTool({ name: 'web__echo', arguments: { text: 'first' } });
+    await expect(client.callTool({ name: 'web__echo', arguments: { text: `second ${CARD}` } })).rejects.toThrow();
+    const calls = await loggedCalls(keys.limited!, 2);
+    expect(calls.map((call) => [call.tool, call.outcome, call.error_code])).toEqual([
+      ['echo', 'limited', 'rate_limit_exceeded'],
+      ['echo', 'ok', null],
+    ]);
+    const detail = await vi.waitFor(
+      async () => {
+        const found = (await (await admin('GET', `/admin/v1/tool-calls/${calls[0]!.id}`)).json()) as { bodies: { request: string; response: string } | null };
+        expect(found.bodies).not.toBeNull();
+        return found;
+      },
+      { timeout: 30_000, interval: 200 },
+    );
+    expect(detail.bodies!.request).toBe('');
+    expect(detail.bodies!.response).toContain('-32004');
   }, 90_000);
 
   it("keeps a call's message and answer only for a key with log_bodies on, with secrets redacted", async () => {
