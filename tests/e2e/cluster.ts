@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bodiesNames, refusedNames } from '@gateway/messaging';
+import { bodiesNames, refusedNames, toolCallNames } from '@gateway/messaging';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
 import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
@@ -211,9 +211,9 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     stop: async () => {
       await Promise.all(services.map((name) => stopProcess(processes[name])));
       await deleteStream(env.NATS_URL!, env.USAGE_STREAM!);
-      // The request log's streams beside it (refusals, bodies), each of which NATS reserves room for.
+      // The request log's streams beside it (refusals, bodies, tool calls), each of which NATS reserves room for.
       if (options.requestLog)
-        for (const stream of [bodiesNames(env.USAGE_STREAM!).stream, refusedNames(env.USAGE_STREAM!).stream]) await deleteStream(env.NATS_URL!, stream);
+        for (const names of [bodiesNames, refusedNames, toolCallNames]) await deleteStream(env.NATS_URL!, names(env.USAGE_STREAM!).stream);
       // Metering's de-duplication records of that stream go with it.
       const client = connectRedis(redis, { maxRetriesPerRequest: 1 });
       const keyId = await client.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id').catch(() => null);

@@ -10,6 +10,7 @@ import type { Logger } from '@gateway/logger';
 import { messageCodec, type RequestBodies, type RequestBodiesOutput } from '@gateway/proto';
 import type { NatsConnection } from 'nats';
 import { type SideStreamNames, sideStreamLimits, sideStreamNamesOf } from './side-stream.js';
+import { SideStreamPublisher, type SideStreamPublisherOptions } from './side-stream-publisher.js';
 
 /** A bodies stream's name and subject. */
 export type BodiesNames = SideStreamNames;
@@ -39,83 +40,14 @@ export function decodeRequestBodies(bytes: Uint8Array): RequestBodiesOutput {
 }
 
 /** What a bodies publisher holds at most and where it publishes. */
-export interface BodiesPublisherOptions {
-  subject: string;
-  /** Bytes of encoded bodies waiting for JetStream's acknowledgement at most; more are dropped. */
-  maxPendingBytes: number;
-}
+export type BodiesPublisherOptions = SideStreamPublisherOptions;
 
 /**
  * Publishes request bodies to JetStream, each once (the event id is the message id), in the
- * background: publish() returns at once and never throws. Bounded: bodies that would take more
- * than maxPendingBytes waiting for acknowledgements, that arrive while NATS is unreachable, or that
- * JetStream refuses are dropped and counted (`dropped`), never retried: the request log loses a
- * body, never a request its time.
+ * background; see SideStreamPublisher: the request log loses a body, never a request its time.
  */
-export class BodiesPublisher {
-  private pendingBytes = 0;
-  private inFlight = new Set<Promise<void>>();
-  private connection: NatsConnection | undefined;
-  /** Bodies published and acknowledged, since start. */
-  published = 0;
-  /** Bodies dropped (buffer full, NATS unreachable, refused), since start. */
-  dropped = 0;
-
-  constructor(
-    nats: Promise<NatsConnection> | NatsConnection,
-    private readonly logger: Logger,
-    private readonly options: BodiesPublisherOptions,
-  ) {
-    void Promise.resolve(nats)
-      .then((connection) => {
-        this.connection = connection;
-      })
-      .catch(() => undefined);
-  }
-
-  /** Sends a request's bodies in the background; see the class's comment. */
-  publish(bodies: RequestBodies): void {
-    const connection = this.connection;
-    if (!connection || connection.isClosed()) {
-      this.dropped += 1;
-      return;
-    }
-    let payload: Uint8Array;
-    try {
-      payload = encodeRequestBodies(bodies);
-    } catch (error) {
-      this.dropped += 1;
-      this.logger.warn({ err: error, event_id: bodies.event_id }, 'request bodies could not be encoded; dropped');
-      return;
-    }
-    if (this.pendingBytes + payload.length > this.options.maxPendingBytes) {
-      this.dropped += 1;
-      return;
-    }
-    this.pendingBytes += payload.length;
-    const sent = connection
-      .jetstream()
-      .publish(this.options.subject, payload, { msgID: bodies.event_id ?? undefined, timeout: 5_000 })
-      .then(
-        () => {
-          this.published += 1;
-        },
-        (error: unknown) => {
-          this.dropped += 1;
-          this.logger.warn({ err: { message: (error as Error).message }, event_id: bodies.event_id }, 'request bodies not stored by JetStream; dropped');
-        },
-      )
-      .finally(() => {
-        this.pendingBytes -= payload.length;
-        this.inFlight.delete(sent);
-      });
-    this.inFlight.add(sent);
-  }
-
-  /** Waits, at most timeoutMs, for the bodies being sent. */
-  async flush(timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
+export class BodiesPublisher extends SideStreamPublisher<RequestBodies> {
+  constructor(nats: Promise<NatsConnection> | NatsConnection, logger: Logger, options: BodiesPublisherOptions) {
+    super(nats, logger, options, { encode: encodeRequestBodies, what: 'request bodies' });
   }
 }

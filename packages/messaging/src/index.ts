@@ -2,7 +2,8 @@
  * NATS JetStream plumbing shared by the edge (publishing usage events) and metering (consuming
  * them): the usage stream and subject, the protobuf payload codec, a connection that reconnects
  * forever, a never-blocking publisher, and a durable consumer that acknowledges only committed work.
- * Also the core-NATS subject and codec of the executors' deployment health reports (router).
+ * The request log's side streams (refused requests, bodies, tool calls). Also the core-NATS
+ * subject and codec of the executors' deployment health reports (router).
  */
 export * from './usage-stream.js';
 export * from './usage-codec.js';
@@ -16,3 +17,5 @@ export * from './refused-stream.js';
 export * from './consumer-start.js';
 export * from './bodies-stream.js';
 export * from './side-stream.js';
+export * from './side-stream-publisher.js';
+export * from './tool-calls-stream.js';

@@ -3,8 +3,8 @@
  * each allowed only its subjects) against a real nats-server running that config's authorization
  * block: each service does what it does at run time through this package (the edge and metering
  * make sure of the usage stream, the edge publishes usage, metering and the request log consume it,
- * the request log makes its side streams, the executor publishes deployment health and the router
- * reads it), connecting with its user and password in NATS_URL; and no service but metering can
+ * the request log makes its side streams (refused, bodies, tool calls), the executor publishes
+ * deployment health and the router reads it), connecting with its user and password in NATS_URL; and no service but metering can
  * delete or purge the usage stream, nor read another's consumer. And the cluster's servers speak
  * TLS (components/nats-cluster's `tls` block): a client trusting their CA through
  * NODE_EXTRA_CA_CERTS, as the deployment sets it, connects over tls://; one without it is refused.
@@ -23,6 +23,7 @@ import { connectNats } from './connect-nats.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { refusedNames } from './refused-stream.js';
 import { ensureSideStream, sideStreamLimits } from './side-stream.js';
+import { toolCallNames } from './tool-calls-stream.js';
 import { usageEvent } from './testing/usage-fixtures.js';
 import { UsagePublisher } from './usage-publisher.js';
 import { ensureUsageStream, USAGE_STREAM, USAGE_SUBJECT } from './usage-stream.js';
@@ -126,8 +127,8 @@ describe.skipIf(!binary)('the deployment NATS users (nats-server on PATH)', () =
     // Metering reads an event's time for its lag (consumer-lag.ts); the request log reads no event itself.
     expect((await (await metering.jetstreamManager()).streams.getMessage(USAGE_STREAM, { seq: 1 })).subject).toBe(USAGE_SUBJECT);
     expect(await refusal((await requestLog.jetstreamManager()).streams.getMessage(USAGE_STREAM, { seq: 1 }))).toMatch(/Permissions Violation/);
-    // The request log makes its side streams; the edge publishes refusals and bodies to them.
-    for (const names of [refusedNames(), bodiesNames()]) {
+    // The request log makes its side streams; the edge publishes refusals, bodies and tool calls to them.
+    for (const names of [refusedNames(), bodiesNames(), toolCallNames()]) {
       await ensureSideStream(requestLog, names, sideStreamLimits(8 * 1024 * 1024));
       await edge.jetstream().publish(names.subject, StringCodec().encode('side'));
       await ensureDurableConsumer(requestLog, { stream: names.stream, durableName: 'request-log', filterSubject: names.subject });

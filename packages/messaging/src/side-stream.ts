@@ -21,16 +21,17 @@ export interface SideStreamNames {
 const SIDE_STREAM_MAX_AGE_MS = 24 * 60 * 60 * 1000;
 
 /**
- * The names of the side stream `kind` (`refused`, `bodies`) beside a usage stream: `REFUSED` and
- * `refused.v1.request` beside the default USAGE; `<name>_REFUSED` and
- * `<name lower-cased>.refused.v1.request` beside another.
+ * The names of the side stream `kind` (`refused`, `bodies`, `tool_calls`) beside a usage stream,
+ * its subject ending in `event` (`request` unless given): `REFUSED` and `refused.v1.request`
+ * beside the default USAGE; `<name>_REFUSED` and `<name lower-cased>.refused.v1.request` beside
+ * another.
  */
-export function sideStreamNamesOf(kind: string): (usageStream?: string) => SideStreamNames {
+export function sideStreamNamesOf(kind: string, event = 'request'): (usageStream?: string) => SideStreamNames {
   const stream = kind.toUpperCase();
   return (usageStream = USAGE_STREAM) =>
     usageStream === USAGE_STREAM
-      ? { stream, subject: `${kind}.v1.request` }
-      : { stream: `${usageStream}_${stream}`, subject: `${usageStream.toLowerCase()}.${kind}.v1.request` };
+      ? { stream, subject: `${kind}.v1.${event}` }
+      : { stream: `${usageStream}_${stream}`, subject: `${usageStream.toLowerCase()}.${kind}.v1.${event}` };
 }
 
 /** A side stream's limits by default, for ensureSideStream: a day, and at most `maxBytes`. */

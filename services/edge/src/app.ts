@@ -23,6 +23,7 @@ import { registerResponses } from './routes/api/responses.js';
 import { registerResponsesCompact } from './routes/api/responses-compact.js';
 import { drainResponsesWebSockets, registerResponsesWebSocket } from './routes/api/responses-websocket.js';
 import { registerAdminRequestLog } from './routes/admin/admin-request-log.js';
+import { registerAdminToolCalls } from './routes/admin/admin-tool-calls.js';
 import { registerAdminUsage } from './routes/admin/admin-usage.js';
 import { registerUsage } from './routes/api/usage.js';
 import { registerConsole } from './routes/admin/console.js';
@@ -302,6 +303,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerAdminPolicies(app, deps);
     registerAdminUsage(app, deps);
     registerAdminRequestLog(app, deps);
+    registerAdminToolCalls(app, deps);
     const consoleEnabled = adminApiEnabled(deps.config);
     registerConsole(app, { enabled: consoleEnabled });
     if (consoleEnabled) registerConsoleSso(app, deps.config);

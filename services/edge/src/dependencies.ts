@@ -9,6 +9,7 @@ import type {
   AuthServiceClient,
   ExecutorServiceClient,
   RequestBodies,
+  ToolCallEvent,
   RequestLogServiceClient,
   McpServiceClient,
   ResponseStoreServiceClient,
@@ -47,6 +48,8 @@ export interface EdgeDependencies {
   refusals?: { publish(event: UsageEvent): void };
   /** The bodies of requests whose key or team keeps them, for the request log (its bodies stream); absent without a request log. */
   bodies?: { publish(bodies: RequestBodies): void };
+  /** The MCP tool calls answered at /mcp, for the request log (its tool-calls stream); absent without a request log. */
+  toolCalls?: { publish(event: ToolCallEvent): void };
   /** Metering's UsageService: usage read back for /v1/usage, the admin API and the console. */
   metering: UsageServiceClient;
   /** The request-log service's RequestLogService (REQUEST_LOG_SERVICE_ADDR); absent when no request log is configured. */

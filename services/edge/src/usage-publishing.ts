@@ -1,7 +1,7 @@
 /**
  * The edge's NATS connection and what it publishes on it: usage events (handed to metering when
- * NATS does not take them), and, with a request log, refused requests and kept bodies; at shutdown
- * what is held is flushed, and usage NATS did not take is handed to metering.
+ * NATS does not take them), and, with a request log, refused requests, kept bodies and MCP tool
+ * calls; at shutdown what is held is flushed, and usage NATS did not take is handed to metering.
  */
 import { callUnary } from '@gateway/grpc';
 import {
@@ -12,6 +12,8 @@ import {
   ensureUsageStream,
   followConnection,
   refusedNames,
+  ToolCallPublisher,
+  toolCallNames,
   UsagePublisher,
   usageNames,
 } from '@gateway/messaging';
@@ -22,7 +24,7 @@ import type { EdgeDependencies } from './dependencies.js';
 import { registerUsagePublisherMetrics } from './usage-metrics.js';
 
 /** The publishers among the edge's dependencies. */
-export type UsagePublishing = Pick<EdgeDependencies, 'usage' | 'refusals' | 'bodies'>;
+export type UsagePublishing = Pick<EdgeDependencies, 'usage' | 'refusals' | 'bodies' | 'toolCalls'>;
 
 /**
  * Connects to NATS without waiting: the edge serves while NATS is unreachable, and usage events
@@ -68,6 +70,11 @@ export function openUsagePublishing(
   const bodies = requestLog
     ? new BodiesPublisher(nats, logger, { subject: bodiesNames(config.USAGE_STREAM).subject, maxPendingBytes: config.REQUEST_LOG_BODY_BUFFER_BYTES })
     : undefined;
+  // The MCP tool calls answered at /mcp, likewise: only with a request log, on a bounded stream of
+  // their own that it creates, sent after the answer and dropped rather than held.
+  const toolCalls = requestLog
+    ? new ToolCallPublisher(nats, logger, { subject: toolCallNames(config.USAGE_STREAM).subject, maxPendingBytes: 8 * 1024 * 1024 })
+    : undefined;
   lifecycle.onStop(async () => {
     // Disconnected, nothing can be acknowledged: no wait, what is held goes to metering at once.
     await usage.flush(natsState.connected ? 5_000 : 0);
@@ -80,6 +87,7 @@ export function openUsagePublishing(
     await refusals?.flush(natsState.connected ? 1_000 : 0);
     refusals?.close();
     await bodies?.flush(natsState.connected ? 1_000 : 0);
+    await toolCalls?.flush(natsState.connected ? 1_000 : 0);
   });
-  return { usage, ...(refusals && { refusals }), ...(bodies && { bodies }) };
+  return { usage, ...(refusals && { refusals }), ...(bodies && { bodies }), ...(toolCalls && { toolCalls }) };
 }

@@ -4,7 +4,9 @@
  * stream (requests refused before a model, which the edge publishes only there), writing one row per request to
  * PostgreSQL in batches and acknowledging each message once its batch is committed; a third on the
  * bodies stream (the prompts and answers of the keys that keep them), into a table of their own with
- * a shorter retention; the daily partitions' upkeep; and the RequestLogService the edge searches.
+ * a shorter retention; a fourth on the tool-calls stream (the MCP tool calls the edge answered at
+ * /mcp), one row per call in a table of their own; the daily partitions' upkeep; and the
+ * RequestLogService the edge searches.
  */
 import type { Catalog } from '@gateway/catalog';
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, GatewayError, type GatewayServer, unary } from '@gateway/grpc';
@@ -25,6 +27,10 @@ import {
   refusedNames,
   type RunningConsumer,
   DEFAULT_BACKOFF_MS,
+  decodeToolCallEvent,
+  TOOL_CALL_LIMITS,
+  type ToolCallNames,
+  toolCallNames,
   USAGE_STREAM,
   USAGE_SUBJECT,
 } from '@gateway/messaging';
@@ -32,11 +38,16 @@ import { metric, type prometheus, serviceMetrics } from '@gateway/observability'
 import {
   type GetRequestRequestOutput,
   type GetRequestResponse,
+  type GetToolCallRequestOutput,
+  type GetToolCallResponse,
   loadGatewayGrpc,
   type RequestBodiesOutput,
   type RequestLogServiceHandlers,
   type SearchRequestsRequestOutput,
   type SearchRequestsResponse,
+  type SearchToolCallsRequestOutput,
+  type SearchToolCallsResponse,
+  type ToolCallEventOutput,
   type UsageEventOutput,
 } from '@gateway/proto';
 import type { JsMsg } from 'nats';
@@ -47,6 +58,8 @@ import { BODIES_COLUMNS, type BodiesRow, bodiesRow, getBodies } from './request-
 import { REQUEST_COLUMNS, type RequestRow, requestRow } from './request-record.js';
 import { getRequest, searchRequests } from './request-search.js';
 import { createRequestWriter } from './request-writer.js';
+import { TOOL_CALL_COLUMNS, type ToolCallRow, toolCallRow } from './tool-call-record.js';
+import { getToolCall, searchToolCalls } from './tool-call-search.js';
 
 /** The fully qualified name the RequestLogService is registered and health-checked under. */
 export const REQUEST_LOG_SERVICE_NAME = 'gateway.request_log.v1.RequestLogService';
@@ -99,6 +112,8 @@ export interface RequestLogDependencies {
   refused?: RefusedNames;
   /** The bodies stream the log also reads (bodiesNames of the usage stream when not given). */
   bodies?: BodiesNames;
+  /** The tool-calls stream the log also reads (toolCallNames of the usage stream when not given). */
+  toolCalls?: ToolCallNames;
   /** The most bytes the bodies stream holds (REQUEST_LOG_BODY_STREAM_MAX_BYTES). */
   bodiesMaxBytes?: number;
   /** Redelivery delays after a failed write; see DurableConsumerOptions.backoffMs. */
@@ -115,7 +130,12 @@ export interface RequestLogServer {
   /** Ensures the usage stream, the partitions and the durable consumer, then consumes. */
   start(): Promise<void>;
   /** One partition upkeep now (the schedule runs it every maintenanceIntervalMs). */
-  maintain(): Promise<{ created: number[]; dropped: number[]; bodies: { created: number[]; dropped: number[] } }>;
+  maintain(): Promise<{
+    created: number[];
+    dropped: number[];
+    bodies: { created: number[]; dropped: number[] };
+    toolCalls: { created: number[]; dropped: number[] };
+  }>;
   /** Stops consuming once the rows being written are committed (or handed back). */
   stop(): Promise<void>;
 }
@@ -144,7 +164,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     batchSeconds: metric.histogram('gateway_request_log_batch_seconds', 'Time to write one batch of rows, partition checks included.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
     poison: metric.counterBy('gateway_request_log_poison_messages_total', 'Usage messages or events the log can never hold, by reason.', 'reason', POISON_REASONS),
     bodies: metric.counterBy('gateway_request_log_bodies_total', 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).', 'result', WRITTEN_RESULTS),
-    queries: metric.histogram('gateway_request_log_query_duration_seconds', "Reads of the log for its searches (SearchRequests, GetRequest), by result: ok; refused (the caller's, an invalid cursor say); error (PostgreSQL failed).", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], ['result'], QUERY_RESULTS),
+    toolCalls: metric.counterBy('gateway_request_log_tool_calls_total', 'MCP tool calls the log was given, by result (inserted; duplicate: delivered again; expired: older than the retention).', 'result', WRITTEN_RESULTS),
+    queries: metric.histogram('gateway_request_log_query_duration_seconds', "Reads of the log for its searches (SearchRequests, GetRequest, SearchToolCalls, GetToolCall), by result: ok; refused (the caller's, an invalid cursor say); error (PostgreSQL failed).", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], ['result'], QUERY_RESULTS),
     pending: metric.gauge('gateway_request_log_pending_messages', "Usage messages the request log has not written yet (its consumer's pending and unacknowledged); NaN when NATS cannot be read.", pendingMessages),
   });
   const { writeErrors, batchSeconds, poison } = metrics;
@@ -158,6 +179,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     };
   const countRows = writtenRows(metrics.rows);
   const countBodies = writtenRows(metrics.bodies);
+  const countToolCalls = writtenRows(metrics.toolCalls);
   const bodyRetentionDays = dependencies.bodyRetentionDays ?? 7;
   const availability = watchDatabase(pool, { intervalMs: dependencies.databaseProbeIntervalMs ?? 1_000, logger });
   const countFailure = () => writeErrors.inc();
@@ -191,6 +213,31 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     onWritten: countBodies,
   });
 
+  const toolCallWriter = createRequestWriter<ToolCallRow>({
+    pool,
+    table: 'tool_calls',
+    columns: TOOL_CALL_COLUMNS,
+    batchRows: dependencies.batchRows,
+    batchDelayMs: dependencies.batchDelayMs,
+    retentionDays: dependencies.retentionDays,
+    now,
+    availability,
+    onFailed: countFailure,
+    onWritten: countToolCalls,
+  });
+
+  /** The row of one tool-call message; a call the log can never hold is counted and skipped. */
+  const toolCallRowsOf = (event: ToolCallEventOutput): ToolCallRow[] => {
+    try {
+      return [toolCallRow(event)];
+    } catch (error) {
+      if (!(error instanceof PoisonMessageError)) throw error;
+      poison.inc({ reason: error.reason });
+      logger.error({ err: error, reason: error.reason }, 'tool call can never be logged; skipped');
+      return [];
+    }
+  };
+
   /** The rows of one message; an event the log can never hold is counted and skipped without its neighbours. */
   const rowsOf = (events: UsageEventOutput[]): RequestRow[] =>
     events.flatMap((event) => {
@@ -222,8 +269,11 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     // The bodies leave at their own, shorter, retention.
     const bodies = await maintainPartitions(pool, { ...options, retentionDays: bodyRetentionDays, table: 'request_bodies' });
     if (done.created.length > 0 || done.dropped.length > 0) logger.info(done, 'request log partitions maintained');
+    // The tool calls are kept as long as the requests.
+    const toolCalls = await maintainPartitions(pool, { ...options, retentionDays: dependencies.retentionDays, table: 'tool_calls' });
     if (bodies.created.length > 0 || bodies.dropped.length > 0) logger.info(bodies, 'request bodies partitions maintained');
-    return { ...done, bodies };
+    if (toolCalls.created.length > 0 || toolCalls.dropped.length > 0) logger.info(toolCalls, 'tool calls partitions maintained');
+    return { ...done, bodies, toolCalls };
   };
   let maintenanceTimer: NodeJS.Timeout | undefined;
   const scheduleMaintenance = () => {
@@ -271,10 +321,30 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       'GetRequest',
       report,
     ),
+    SearchToolCalls: unary<SearchToolCallsRequestOutput, SearchToolCallsResponse>(
+      (request) => database(() => searchToolCalls(pool, request, { nowMs: now(), retentionDays: dependencies.retentionDays })),
+      'SearchToolCalls',
+      report,
+    ),
+    GetToolCall: unary<GetToolCallRequestOutput, GetToolCallResponse>(
+      async (request) => {
+        const id = request.id ?? '';
+        if (!id || id.length > 200) throw GatewayError.of('invalid_request', "'id' must be an event id or a request id.", { param: 'id' });
+        const found = await database(() => getToolCall(pool, id));
+        if (!found) throw GatewayError.of('not_found', `The request log has no tool call ${id}.`, { param: 'id' });
+        if (!request.include_bodies) return { tool_call: found };
+        // A call's arguments and result are kept as its bodies, under its event id.
+        const bodies = await database(() => getBodies(pool, found.event_id ?? '', Number(found.received_at_ms ?? 0)));
+        return { tool_call: found, ...(bodies && { bodies }) };
+      },
+      'GetToolCall',
+      report,
+    ),
   };
 
   const refused = dependencies.refused ?? refusedNames(stream);
   const bodiesStream = dependencies.bodies ?? bodiesNames(stream);
+  const toolCallStream = dependencies.toolCalls ?? toolCallNames(stream);
   let consumers: RunningConsumer[] = [];
   // The messages being written: while PostgreSQL is away they wait for it for as long as it takes,
   // each kept from redelivery (JetStream's "in progress") before its acknowledgement time runs out,
@@ -335,6 +405,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       const bodiesLimits = { ...BODIES_LIMITS, maxBytes: dependencies.bodiesMaxBytes ?? BODIES_LIMITS.maxBytes, replicas: dependencies.replicas };
       await starting.step(() => ensureSideStream(nc, bodiesStream, bodiesLimits));
       consumers.push(await consume(bodiesStream, decodeRequestBodies, (bodies) => bodiesWriter.write(bodiesRowsOf(bodies))));
+      await starting.step(() => ensureSideStream(nc, toolCallStream, { ...TOOL_CALL_LIMITS, replicas: dependencies.replicas }));
+      consumers.push(await consume(toolCallStream, decodeToolCallEvent, (event) => toolCallWriter.write(toolCallRowsOf(event))));
     },
     stop: async () => {
       starting.cancel();
@@ -344,7 +416,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       maintenanceTimer = undefined;
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       consumers = [];
-      await Promise.all([writer.flush(), bodiesWriter.flush()]);
+      await Promise.all([writer.flush(), bodiesWriter.flush(), toolCallWriter.flush()]);
       clearInterval(keepAlive);
       keepAlive = undefined;
     },

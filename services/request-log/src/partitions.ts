@@ -6,8 +6,8 @@
 import type pg from 'pg';
 import { withSchemaLock } from './migrations.js';
 
-/** The partitioned tables: one row per request, and the bodies of the requests that keep them. */
-export type PartitionedTable = 'request_log' | 'request_bodies';
+/** The partitioned tables: one row per request, the bodies of the requests that keep them, one row per MCP tool call. */
+export type PartitionedTable = 'request_log' | 'request_bodies' | 'tool_calls';
 
 /** One day in milliseconds. */
 export const DAY_MS = 86_400_000;

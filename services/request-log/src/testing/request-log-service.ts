@@ -5,7 +5,7 @@
  * on port 0 with a client of it; `stop` ends it, deletes its streams and drains the connection.
  */
 import { createClient } from '@gateway/grpc';
-import { bodiesNames, ensureUsageStream, refusedNames } from '@gateway/messaging';
+import { bodiesNames, ensureUsageStream, refusedNames, toolCallNames } from '@gateway/messaging';
 import { loadGatewayGrpc, type RequestLogServiceClient } from '@gateway/proto';
 import { createTestDatabase, natsServers, natsUrl, TEST_USAGE_STREAM_MAX_BYTES, type TestDatabase } from '@gateway/testing';
 import { connect, type NatsConnection } from 'nats';
@@ -18,7 +18,7 @@ export interface TestRequestLog {
   readonly server: RequestLogServer;
   readonly nc: NatsConnection;
   readonly client: RequestLogServiceClient;
-  /** Closes the client, stops the service, deletes its usage, refused and bodies streams and drains its connection. */
+  /** Closes the client, stops the service, deletes its usage, refused, bodies and tool-calls streams and drains its connection. */
   stop(): Promise<void>;
 }
 
@@ -62,7 +62,8 @@ export async function startTestRequestLog(dependencies: TestRequestLogDependenci
       await server.grpc.shutdown(1_000);
       await server.stop();
       const manager = await nc.jetstreamManager();
-      for (const name of [stream, refusedNames(stream).stream, bodiesNames(stream).stream]) await manager.streams.delete(name).catch(() => undefined);
+      for (const name of [stream, refusedNames(stream).stream, bodiesNames(stream).stream, toolCallNames(stream).stream])
+        await manager.streams.delete(name).catch(() => undefined);
       await nc.drain();
     },
   };

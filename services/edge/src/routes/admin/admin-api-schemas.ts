@@ -21,4 +21,5 @@ export * from './schemas/models.js';
 export * from './schemas/policies.js';
 export * from './schemas/requests.js';
 export * from './schemas/teams.js';
+export * from './schemas/tool-calls.js';
 export * from './schemas/usage.js';

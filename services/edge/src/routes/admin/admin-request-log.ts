@@ -53,8 +53,8 @@ export function mayReadBodies(principal: AdminPrincipal | undefined, viewers: st
   return allowed.includes('*') || allowed.includes(principal.subject);
 }
 
-/** A request's bodies as the detail shows them. */
-function bodiesJson(bodies: RequestBodiesOutput): LoggedBodies {
+/** A request's (or a tool call's) bodies as the detail shows them. */
+export function bodiesJson(bodies: RequestBodiesOutput): LoggedBodies {
   const requestCut = Number(bodies.request_truncated_bytes ?? 0);
   const responseCut = Number(bodies.response_truncated_bytes ?? 0);
   return {
@@ -72,11 +72,11 @@ export const EXPORT_MAX_ROWS = 100_000;
 /** Requests per call to the request log while exporting. */
 const EXPORT_PAGE_SIZE = 1_000;
 
-/** The 503 of a route that needs the request log where none is configured. */
-function notConfigured(): Error {
+/** The 503 of a route that needs the request log where none is configured; `what` it would have searched. */
+export function notConfigured(what = 'requests'): Error {
   return edgeError(
     'request_log_not_configured',
-    'The request log is not configured: set REQUEST_LOG_SERVICE_ADDR to the request-log service (which needs a DATABASE_URL) to search requests.',
+    `The request log is not configured: set REQUEST_LOG_SERVICE_ADDR to the request-log service (which needs a DATABASE_URL) to search ${what}.`,
   );
 }
 

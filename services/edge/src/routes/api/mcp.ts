@@ -9,7 +9,8 @@
  *   initialize. A tools/call counts as a request against the key's limits (a denial is a JSON-RPC
  *   error the client shows), and is metered (a usage event, operation `mcp.tools/call`, model the
  *   namespaced tool), traced, and audited (auth's audit trail, action `mcp.tool_call`, and a log
- *   line: key, team, server, tool; never arguments or results).
+ *   line: key, team, server, tool; never arguments or results). With a request log, each one is a
+ *   row of it too (mcp-tool-call-log.ts), published after the answer.
  * - GET: the session's server-to-client SSE stream (list_changed notifications); the key is checked
  *   again every few seconds, so a revoked key's stream ends.
  * - DELETE: ends the session.
@@ -49,6 +50,7 @@ import type { RequestError } from '../../errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../../wire/json-nesting.js';
 import { guardToolArguments, guardToolResult } from '../../guardrails/mcp-guard.js';
 import { decisionJson, type GuardedRequest, guardChecksOf, guardFor } from '../../guardrails/request-guard.js';
+import { logToolCall, namedTool, type ToolCallOutcome } from './mcp-tool-call-log.js';
 
 /** How often an open GET stream checks its key again (a revoked key's stream ends within this). */
 const STREAM_KEY_CHECK_MS = 2_000;
@@ -232,8 +234,21 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
     const refusal = denialError(decision);
     // A limit or budget refusing a tool call is the tool's answer, which the client shows; a bad key is a 401.
     if (refusal.status === 401 || !toolCall) throw refusal;
+    const limited = JSON.stringify({ jsonrpc: '2.0', id, error: { code: LIMITED_CODE, message: refusal.message } });
+    logToolCall(deps, {
+      requestId: request.id,
+      receivedAtMs,
+      decision,
+      ...namedTool(text),
+      outcome: 'limited',
+      errorCode: refusal.code ?? '',
+      latencyMs: 0,
+      // Nothing was forwarded, nor checked by a policy: only the answer is kept.
+      forwarded: '',
+      answer: limited,
+    });
     void reply.header('content-type', 'application/json');
-    return JSON.stringify({ jsonrpc: '2.0', id, error: { code: LIMITED_CODE, message: refusal.message } });
+    return limited;
   }
   const span = toolCall ? deps.tracing?.startSpan('mcp.tools/call', { attributes: { 'gateway.key_id': decision.key_id ?? '' } }) : undefined;
   // A tools/call's arguments and result pass the guardrails attached to the key or its team.
@@ -257,6 +272,19 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
     if ('answer' in outcome) {
       span?.end();
       report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'content_policy_violation', latencyMs: 0 }, guard);
+      // The arguments a policy blocked are never kept: only the answer.
+      logToolCall(deps, {
+        requestId: request.id,
+        receivedAtMs,
+        decision,
+        ...namedTool(text),
+        outcome: 'blocked',
+        errorCode: 'content_policy_violation',
+        latencyMs: 0,
+        guard,
+        forwarded: '',
+        answer: outcome.answer,
+      });
       void reply.header('content-type', 'application/json');
       return outcome.answer;
     }
@@ -280,7 +308,21 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
     );
   } catch (error) {
     span?.end();
-    if (toolCall) report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'mcp_unavailable', latencyMs: 0 }, guard);
+    if (toolCall) {
+      report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'mcp_unavailable', latencyMs: 0 }, guard);
+      logToolCall(deps, {
+        requestId: request.id,
+        receivedAtMs,
+        decision,
+        ...namedTool(forwarded),
+        outcome: 'unavailable',
+        errorCode: 'mcp_unavailable',
+        latencyMs: 0,
+        guard,
+        forwarded,
+        answer: '',
+      });
+    }
     throw mcpFailure(deps, error, request.id);
   } finally {
     request.raw.off('close', abort);
@@ -303,6 +345,21 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
       },
       guard,
     );
+    const blocked = guard?.decisions.some((made) => made.point === 'POINT_TOOL_RESULT' && made.action === 'ACTION_BLOCK' && made.enforced === true) === true;
+    const outcome: ToolCallOutcome = blocked ? 'blocked' : !call.failed ? 'ok' : call.error_code === 'tool_not_allowed' ? 'denied' : 'error';
+    logToolCall(deps, {
+      requestId: request.id,
+      receivedAtMs,
+      decision,
+      server: call.server ?? '',
+      tool: call.tool ?? '',
+      outcome,
+      errorCode: blocked ? 'content_policy_violation' : (call.error_code ?? ''),
+      latencyMs: call.latency_ms ?? 0,
+      guard,
+      forwarded,
+      answer: messageJson ?? '',
+    });
   }
   span?.end();
   if (answer.session_id) void reply.header('mcp-session-id', answer.session_id);

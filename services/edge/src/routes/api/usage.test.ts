@@ -129,4 +129,13 @@ describe('GET /admin/v1/requests without a request log', () => {
     const answer = await get('/admin/v1/requests/0b9e2a34-1c1f-4a8e-9a52-2f2f1c1e0d11', ADMIN_TOKEN);
     expect(answer).toMatchObject({ status: 503, body: { error: { code: 'request_log_not_configured' } } });
   });
+
+  it('answers the tool calls and a tool call with the same 503', async () => {
+    for (const path of ['/admin/v1/tool-calls', '/admin/v1/tool-calls?server=web', '/admin/v1/tool-calls/0b9e2a34-1c1f-4a8e-9a52-2f2f1c1e0d11']) {
+      const answer = await get(path, ADMIN_TOKEN);
+      expect(answer).toMatchObject({ status: 503, body: { error: { code: 'request_log_not_configured' } } });
+      expect(answer.body.error.message).toContain('to search tool calls');
+    }
+    expect(received).toEqual([]);
+  });
 });
