@@ -302,6 +302,19 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
       throw GatewayError.of('store_unavailable', 'The request log could not be read.', { cause: error });
     }
   };
+  /** A record by the id a Get names (NOT_FOUND when none), with its bodies when asked for and kept. */
+  const withBodies = async <Found extends { event_id?: string; received_at_ms?: unknown }>(
+    request: { id?: string; include_bodies?: boolean },
+    what: string,
+    get: (id: string) => Promise<Found | undefined>,
+  ) => {
+    const id = request.id ?? '';
+    if (!id || id.length > 200) throw GatewayError.of('invalid_request', "'id' must be an event id or a request id.", { param: 'id' });
+    const found = await database(() => get(id));
+    if (!found) throw GatewayError.of('not_found', `The request log has no ${what} ${id}.`, { param: 'id' });
+    const bodies = request.include_bodies ? await database(() => getBodies(pool, found.event_id ?? '', Number(found.received_at_ms ?? 0))) : undefined;
+    return { found, bodies };
+  };
   const handlers: RequestLogServiceHandlers = {
     SearchRequests: unary<SearchRequestsRequestOutput, SearchRequestsResponse>(
       (request) => database(() => searchRequests(pool, request, { nowMs: now(), retentionDays: dependencies.retentionDays })),
@@ -310,12 +323,7 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     ),
     GetRequest: unary<GetRequestRequestOutput, GetRequestResponse>(
       async (request) => {
-        const id = request.id ?? '';
-        if (!id || id.length > 200) throw GatewayError.of('invalid_request', "'id' must be an event id or a request id.", { param: 'id' });
-        const found = await database(() => getRequest(pool, id));
-        if (!found) throw GatewayError.of('not_found', `The request log has no request ${id}.`, { param: 'id' });
-        if (!request.include_bodies) return { request: found };
-        const bodies = await database(() => getBodies(pool, found.event_id ?? '', Number(found.received_at_ms ?? 0)));
+        const { found, bodies } = await withBodies(request, 'request', (id) => getRequest(pool, id));
         return { request: found, ...(bodies && { bodies }) };
       },
       'GetRequest',
@@ -328,13 +336,8 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     ),
     GetToolCall: unary<GetToolCallRequestOutput, GetToolCallResponse>(
       async (request) => {
-        const id = request.id ?? '';
-        if (!id || id.length > 200) throw GatewayError.of('invalid_request', "'id' must be an event id or a request id.", { param: 'id' });
-        const found = await database(() => getToolCall(pool, id));
-        if (!found) throw GatewayError.of('not_found', `The request log has no tool call ${id}.`, { param: 'id' });
-        if (!request.include_bodies) return { tool_call: found };
         // A call's arguments and result are kept as its bodies, under its event id.
-        const bodies = await database(() => getBodies(pool, found.event_id ?? '', Number(found.received_at_ms ?? 0)));
+        const { found, bodies } = await withBodies(request, 'tool call', (id) => getToolCall(pool, id));
         return { tool_call: found, ...(bodies && { bodies }) };
       },
       'GetToolCall',

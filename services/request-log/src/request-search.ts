@@ -78,12 +78,33 @@ export function recordOf({ received_at, cost_pico_usd, time_to_first_token_ms, g
   };
 }
 
-/** A search as its SQL and parameters, plus how to read its next cursor. */
-export interface SearchQuery {
+/** A search as its SQL and parameters (one row more than a page, to tell whether another follows), plus how to read its next cursor. */
+export interface PageQuery<R> {
   text: string;
   values: unknown[];
   pageSize: number;
-  cursorOf(row: Row): string;
+  cursorOf(row: R): string;
+}
+
+/** A search of requests. */
+export type SearchQuery = PageQuery<Row>;
+
+/** Runs a page query: the page's records and the cursor of the next page (empty at the last). */
+export async function queryPage<R extends pg.QueryResultRow, Out>(
+  pool: pg.Pool,
+  query: PageQuery<R>,
+  recordOfRow: (row: R) => Out,
+): Promise<{ records: Out[]; next_cursor: string }> {
+  const { rows } = await pool.query<R>(query.text, query.values);
+  const page = rows.slice(0, query.pageSize);
+  const more = rows.length > query.pageSize;
+  return { records: page.map(recordOfRow), next_cursor: more ? query.cursorOf(page.at(-1)!) : '' };
+}
+
+/** The row of `table` whose event id or request id is `id` (the newest of a repeated request id); undefined when none. */
+export async function rowById<R extends pg.QueryResultRow>(pool: pg.Pool, table: 'request_log' | 'tool_calls', id: string): Promise<R | undefined> {
+  const { rows } = await pool.query<R>(`SELECT * FROM ${table} WHERE event_id = $1 OR request_id = $1 ORDER BY received_at DESC LIMIT 1`, [id]);
+  return rows[0];
 }
 
 const PICO = /^\d+$/;
@@ -158,15 +179,12 @@ export async function searchRequests(
   request: SearchRequestsRequestOutput,
   options: { nowMs: number; retentionDays: number },
 ): Promise<{ requests: RequestRecord[]; next_cursor: string }> {
-  const query = searchQuery(request, options.nowMs, options.retentionDays);
-  const { rows } = await pool.query<Row>(query.text, query.values);
-  const page = rows.slice(0, query.pageSize);
-  const more = rows.length > query.pageSize;
-  return { requests: page.map(recordOf), next_cursor: more ? query.cursorOf(page.at(-1)!) : '' };
+  const { records, next_cursor } = await queryPage(pool, searchQuery(request, options.nowMs, options.retentionDays), recordOf);
+  return { requests: records, next_cursor };
 }
 
 /** One request by its event id or request id (the newest of a repeated request id); undefined when absent. */
 export async function getRequest(pool: pg.Pool, id: string): Promise<RequestRecord | undefined> {
-  const { rows } = await pool.query<Row>('SELECT * FROM request_log WHERE event_id = $1 OR request_id = $1 ORDER BY received_at DESC LIMIT 1', [id]);
-  return rows[0] ? recordOf(rows[0]) : undefined;
+  const row = await rowById<Row>(pool, 'request_log', id);
+  return row && recordOf(row);
 }

@@ -6,7 +6,7 @@
 import { GatewayError } from '@gateway/grpc';
 import type { SearchToolCallsRequestOutput, ToolCallRecord } from '@gateway/proto';
 import type pg from 'pg';
-import { DEFAULT_PAGE_SIZE, decodeCursor, encodeCursor, MAX_PAGE_SIZE } from './request-search.js';
+import { DEFAULT_PAGE_SIZE, decodeCursor, encodeCursor, MAX_PAGE_SIZE, type PageQuery, queryPage, rowById } from './request-search.js';
 import { type ToolCallRow, toolCallRecordOf } from './tool-call-record.js';
 
 /** The sort a tool-call cursor belongs to: the only one, by time. */
@@ -17,12 +17,7 @@ function invalid(message: string, param: string): GatewayError {
 }
 
 /** A tool-call search as its SQL and parameters, plus how to read its next cursor. */
-export interface ToolCallQuery {
-  text: string;
-  values: unknown[];
-  pageSize: number;
-  cursorOf(row: ToolCallRow): string;
-}
+export type ToolCallQuery = PageQuery<ToolCallRow>;
 
 /** Builds a tool-call search's query; INVALID_ARGUMENT for a malformed one. */
 export function toolCallQuery(request: SearchToolCallsRequestOutput, nowMs: number, retentionDays: number): ToolCallQuery {
@@ -69,15 +64,12 @@ export async function searchToolCalls(
   request: SearchToolCallsRequestOutput,
   options: { nowMs: number; retentionDays: number },
 ): Promise<{ tool_calls: ToolCallRecord[]; next_cursor: string }> {
-  const query = toolCallQuery(request, options.nowMs, options.retentionDays);
-  const { rows } = await pool.query<ToolCallRow>(query.text, query.values);
-  const page = rows.slice(0, query.pageSize);
-  const more = rows.length > query.pageSize;
-  return { tool_calls: page.map(toolCallRecordOf), next_cursor: more ? query.cursorOf(page.at(-1)!) : '' };
+  const { records, next_cursor } = await queryPage(pool, toolCallQuery(request, options.nowMs, options.retentionDays), toolCallRecordOf);
+  return { tool_calls: records, next_cursor };
 }
 
 /** One tool call by its event id or request id (the newest of a repeated request id); undefined when absent. */
 export async function getToolCall(pool: pg.Pool, id: string): Promise<ToolCallRecord | undefined> {
-  const { rows } = await pool.query<ToolCallRow>('SELECT * FROM tool_calls WHERE event_id = $1 OR request_id = $1 ORDER BY received_at DESC LIMIT 1', [id]);
-  return rows[0] ? toolCallRecordOf(rows[0]) : undefined;
+  const row = await rowById<ToolCallRow>(pool, 'tool_calls', id);
+  return row && toolCallRecordOf(row);
 }
