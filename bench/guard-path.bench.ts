@@ -124,7 +124,7 @@ export const suite: BenchSuite = {
           if (Date.now() > deadline) throw new Error(`the edge did not apply the policies of state ${state} within 30 s`);
           const benchCalls = await callsOfOne(benchKey);
           const otherCalls = await callsOfOne(otherKey);
-          const applied = (benchCalls > 0) === (state === 'c') && (otherCalls > 0) === (state === 'b');
+          const applied = benchCalls > 0 === (state === 'c') && otherCalls > 0 === (state === 'b');
           settled = applied ? settled + 1 : 0;
           if (!applied) await new Promise((resolve) => setTimeout(resolve, 100));
         }
@@ -187,7 +187,16 @@ export const suite: BenchSuite = {
       const ratios = (totals: Totals, base: Totals) => totals.rounds.map((value, index) => fixed(value / base.rounds[index]!)).join(', ');
       console.log(`Whole completions, every gateway process's CPU (the guard, Redis and NATS included; the mock not):\n`);
       table(
-        ['state', 'completions/s', 'errors', 'CPU ms per completion', 'vs (a)', 'per round vs (a)', 'guard CPU ms per completion', 'guard calls per completion (input, output)'],
+        [
+          'state',
+          'completions/s',
+          'errors',
+          'CPU ms per completion',
+          'vs (a)',
+          'per round vs (a)',
+          'guard CPU ms per completion',
+          'guard calls per completion (input, output)',
+        ],
         (['a', 'b', 'c'] as const).map((state) => {
           const totals = whole[state];
           return [
