@@ -67,13 +67,15 @@ interface Totals {
   errors: number;
   cpuMs: number;
   guardMs: number;
+  /** CPU ms by process. */
+  byProcess: Record<string, number>;
   inputCalls: number;
   outputCalls: number;
   /** Each round's CPU ms per request, every process. */
   rounds: number[];
 }
 
-const emptyTotals = (): Totals => ({ requests: 0, seconds: 0, errors: 0, cpuMs: 0, guardMs: 0, inputCalls: 0, outputCalls: 0, rounds: [] });
+const emptyTotals = (): Totals => ({ requests: 0, seconds: 0, errors: 0, cpuMs: 0, guardMs: 0, byProcess: {}, inputCalls: 0, outputCalls: 0, rounds: [] });
 
 export const suite: BenchSuite = {
   name: 'guard-path',
@@ -153,6 +155,7 @@ export const suite: BenchSuite = {
         totals.errors += result.errors;
         totals.cpuMs += perRequest * result.requests;
         totals.guardMs += result.cpuPerRequest.guard! * result.requests;
+        for (const [name, ms] of Object.entries(result.cpuPerRequest)) totals.byProcess[name] = (totals.byProcess[name] ?? 0) + ms * result.requests;
         totals.inputCalls += after.input - before.input;
         totals.outputCalls += after.output - before.output;
         totals.rounds.push(perRequest);
@@ -184,6 +187,12 @@ export const suite: BenchSuite = {
       await admin('DELETE', `/admin/v1/policies/${POLICY}`);
 
       const perRequest = (totals: Totals) => totals.cpuMs / Math.max(1, totals.requests);
+      /** What (c) adds over (a) per request, by process. */
+      const addedBy = (checked: Totals, plain: Totals) =>
+        Object.keys(checked.byProcess)
+          .filter((name) => name !== 'mock')
+          .map((name) => `${name} ${fixed(checked.byProcess[name]! / Math.max(1, checked.requests) - plain.byProcess[name]! / Math.max(1, plain.requests), 3)}`)
+          .join(', ');
       const ratios = (totals: Totals, base: Totals) => totals.rounds.map((value, index) => fixed(value / base.rounds[index]!)).join(', ');
       console.log(`Whole completions, every gateway process's CPU (the guard, Redis and NATS included; the mock not):\n`);
       table(
@@ -212,7 +221,7 @@ export const suite: BenchSuite = {
         }),
       );
       console.log(
-        `\n(b)/(a) ${fixed(perRequest(whole.b) / perRequest(whole.a))}, (c)/(a) ${fixed(perRequest(whole.c) / perRequest(whole.a))}; added by the checks, (c) - (a): ${fixed(perRequest(whole.c) - perRequest(whole.a), 3)} ms per completion, of which the guard ${fixed(whole.c.guardMs / whole.c.requests - whole.a.guardMs / Math.max(1, whole.a.requests), 3)} ms.\n`,
+        `\n(b)/(a) ${fixed(perRequest(whole.b) / perRequest(whole.a))}, (c)/(a) ${fixed(perRequest(whole.c) / perRequest(whole.a))}; added by the checks, (c) - (a): ${fixed(perRequest(whole.c) - perRequest(whole.a), 3)} ms per completion; by process (ms): ${addedBy(whole.c, whole.a)}.\n`,
       );
 
       console.log(`Streams (${CONTENT_CHUNKS} content chunks, a finish and a usage chunk), every gateway process's CPU:\n`);
@@ -234,7 +243,7 @@ export const suite: BenchSuite = {
       );
       const addedStream = perRequest(streams.c) - perRequest(streams.a);
       console.log(
-        `\nAdded by the checks, (c) - (a): ${fixed(addedStream, 3)} ms per stream, ${fixed((addedStream * 1000) / CONTENT_CHUNKS, 1)} µs per content chunk.\n`,
+        `\nAdded by the checks, (c) - (a): ${fixed(addedStream, 3)} ms per stream, ${fixed((addedStream * 1000) / CONTENT_CHUNKS, 1)} µs per content chunk; by process (ms per stream): ${addedBy(streams.c, streams.a)}.\n`,
       );
 
       const [plain, checked] = [summarize(first.a), summarize(first.c)];
