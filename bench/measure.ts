@@ -35,6 +35,28 @@ export function processCpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
 
+/** CPU ms (from /proc) each named process has used so far. */
+export function cpuOf(pids: Partial<Record<string, number>>): Record<string, number> {
+  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuMs(pid!)]));
+}
+
+/**
+ * CPU ms each named process used since `before` (from cpuOf), read once the processes have gone
+ * quiet (metering handles usage events after their answers left): until a 300 ms window adds less
+ * than 1% of a core per process, at most 10 s.
+ */
+export async function cpuSince(pids: Partial<Record<string, number>>, before: Record<string, number>): Promise<Record<string, number>> {
+  let last = cpuOf(pids);
+  for (let waited = 0; waited < 10_000; waited += 300) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const now = cpuOf(pids);
+    const moved = Object.keys(now).reduce((sum, name) => sum + now[name]! - last[name]!, 0);
+    last = now;
+    if (moved < 3 * Object.keys(now).length) break;
+  }
+  return Object.fromEntries(Object.keys(last).map((name) => [name, last[name]! - before[name]!]));
+}
+
 /** Resident memory of a process in MiB, from /proc. */
 export function processRssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

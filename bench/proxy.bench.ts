@@ -29,7 +29,7 @@ import { connect as connectNats } from 'nats';
 import { connectRedis } from '@gateway/redis';
 import { natsServers } from '@gateway/testing';
 import { freePort, quietMeteredUsage, startCluster, stopProcess, writeCatalog, type Cluster, type ClusterOptions } from '../tests/e2e/cluster.js';
-import { fixed, processCpuMs, processRssMiB, summarize, table } from './measure.js';
+import { cpuOf, cpuSince, fixed, processCpuMs, processRssMiB, summarize, table } from './measure.js';
 import type { BenchSuite } from './run.js';
 import { onStarted } from './started.js';
 
@@ -125,7 +125,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: 1 });
  * One POST; resolves with the ms until the response ended and, for a stream, until the first
  * event carrying content arrived (the time to first token).
  */
-function timedPost(url: URL, headers: Record<string, string>, body: string): Promise<{ totalMs: number; firstTokenMs: number }> {
+export function timedPost(url: URL, headers: Record<string, string>, body: string): Promise<{ totalMs: number; firstTokenMs: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const request = httpRequest(
@@ -179,44 +179,34 @@ export async function sequential(
   return { total: summarize(totals), firstToken: summarize(firstTokens) };
 }
 
-function cpuOf(pids: Partial<Record<string, number>>): Record<string, number> {
-  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuMs(pid!)]));
-}
-
 /**
- * CPU used since `before`, read once the processes have gone quiet (metering handles usage events
- * after their answers left): until a 300 ms window adds less than 1% of a core, at most 10 s.
+ * Requests per second at CONNECTIONS connections for `seconds` (LOAD_SECONDS) after
+ * `warmupSeconds` (2; 0: none) of the same load, and the CPU per request of each process.
  */
-async function cpuSince(pids: Partial<Record<string, number>>, before: Record<string, number>): Promise<Record<string, number>> {
-  let last = cpuOf(pids);
-  for (let waited = 0; waited < 10_000; waited += 300) {
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const now = cpuOf(pids);
-    const moved = Object.keys(now).reduce((sum, name) => sum + now[name]! - last[name]!, 0);
-    last = now;
-    if (moved < 3 * Object.keys(now).length) break;
-  }
-  return Object.fromEntries(Object.keys(last).map((name) => [name, last[name]! - before[name]!]));
-}
-
-/** Requests per second at CONNECTIONS connections, and the CPU per request of each process. */
-export async function throughput(path: Path, stream: boolean): Promise<{ perSecond: number; errors: number; cpuPerRequest: Record<string, number> }> {
-  const options = {
+export async function throughput(
+  path: Path,
+  stream: boolean,
+  options: { seconds?: number; warmupSeconds?: number } = {},
+): Promise<{ perSecond: number; errors: number; requests: number; cpuPerRequest: Record<string, number> }> {
+  const seconds = options.seconds ?? LOAD_SECONDS;
+  const warmupSeconds = options.warmupSeconds ?? 2;
+  const load = {
     url: path.url.href,
     method: 'POST' as const,
     connections: CONNECTIONS,
     headers: { ...path.headers, 'content-type': 'application/json' },
     body: requestBody(path.model, stream),
   };
-  await autocannon({ ...options, duration: 2 });
+  if (warmupSeconds > 0) await autocannon({ ...load, duration: warmupSeconds });
   await cpuSince(path.pids, cpuOf(path.pids));
   const before = cpuOf(path.pids);
-  const result = await autocannon({ ...options, duration: LOAD_SECONDS });
+  const result = await autocannon({ ...load, duration: seconds });
   const used = await cpuSince(path.pids, before);
   const count = Math.max(1, result.requests.total);
   return {
-    perSecond: result.requests.total / LOAD_SECONDS,
+    perSecond: result.requests.total / seconds,
     errors: result.non2xx + result.errors + result.timeouts,
+    requests: result.requests.total,
     cpuPerRequest: Object.fromEntries(Object.entries(used).map(([name, ms]) => [name, ms / count])),
   };
 }
@@ -429,9 +419,13 @@ export interface ProxyBench {
  * Starts Redis, NATS, the mock upstreams (one answering at once, one holding streams open), the
  * bare proxy and the gateway with a catalog of two openai-compatible models pointing at them.
  * `nodeArgs` adds node flags per service (`--cpu-prof` to profile); `options.requestLog` runs the
- * request-log service too, on that database.
+ * request-log service too, on that database, `options.guard` the guard service; `options.env` is
+ * added to the services' environment.
  */
-export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {}, options: Pick<ClusterOptions, 'requestLog'> = {}): Promise<ProxyBench> {
+export async function startProxyBench(
+  nodeArgs: ClusterOptions['nodeArgs'] = {},
+  options: Pick<ClusterOptions, 'requestLog' | 'guard' | 'env'> = {},
+): Promise<ProxyBench> {
   const directory = mkdtempSync(join(tmpdir(), 'bench-proxy-'));
   const started: ChildProcess[] = [];
   let cluster: Cluster | undefined;
@@ -477,6 +471,7 @@ export async function startProxyBench(nodeArgs: ClusterOptions['nodeArgs'] = {},
         [KEY_VARIABLE]: 'sk-bench',
         UPSTREAM_MAX_CONNECTIONS: String(OPEN_STREAMS + 1_000),
         USAGE_STREAM_MAX_BYTES: String(BENCH_USAGE_STREAM_MAX_BYTES),
+        ...options.env,
       },
     });
     const pids = {
