@@ -99,11 +99,20 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
     for (const call of watches.keys()) if (!call.cancelled && call.writable) call.write(snapshot);
   });
 
-  async function check(request: CheckRequestOutput, call: { cancelled?: boolean; once(event: 'cancelled', listener: () => void): unknown }) {
+  async function check(
+    request: CheckRequestOutput,
+    call: { cancelled?: boolean; once(event: 'cancelled', listener: () => void): unknown; off(event: 'cancelled', listener: () => void): unknown },
+  ) {
     if (!store.loaded) throw GatewayError.of('service_unavailable', 'The guard has not read its policies yet.');
     const controller = new AbortController();
-    call.once('cancelled', () => controller.abort());
-    return runCheck(request, { policies: compiled.byName, signal: controller.signal, maxChars: options.maxChars, metrics });
+    const cancel = () => controller.abort();
+    call.once('cancelled', cancel);
+    try {
+      return await runCheck(request, { policies: compiled.byName, signal: controller.signal, maxChars: options.maxChars, metrics });
+    } finally {
+      // grpc-js reports a call cancelled once it is closed, answered or not: an answered check has nothing to stop.
+      call.off('cancelled', cancel);
+    }
   }
 
   async function putPolicy(request: PutPolicyRequestOutput, call: Parameters<typeof actorOf>[0]) {
