@@ -68,6 +68,36 @@ function fewestDigits(region: CountryCode | undefined): { withPlus: number; with
 /** A plus sign, which a +country number starts with. */
 const PLUS = /[+\uFF0B]/;
 
+/** The fewest digits of a valid number, with its code, by country calling code (+1, +44, +880). */
+let fewestByCallingCode: Map<string, number> | undefined;
+
+/**
+ * The fewest digits a run written with a plus sign needs, read from the calling code its first
+ * digits spell (calling codes are prefix-free): `+1 415 555 01` needs 11 and is none, which
+ * libphonenumber would otherwise parse. A code of no country (+800, ...) or digits of another
+ * script than ASCII: the fewest of any country.
+ */
+function fewestWithPlus(run: string): number {
+  if (!fewestByCallingCode) {
+    fewestByCallingCode = new Map();
+    for (const country of getCountries()) {
+      const code = getCountryCallingCode(country);
+      const fewest = code.length + fewestNationalDigits(country);
+      fewestByCallingCode.set(code, Math.min(fewestByCallingCode.get(code) ?? Number.POSITIVE_INFINITY, fewest));
+    }
+  }
+  const digits = (run.match(FIRST_DIGITS)?.[0] ?? '').match(/\p{Nd}/gu)?.join('') ?? '';
+  if (/^[0-9]+$/.test(digits))
+    for (let length = 1; length <= digits.length; length += 1) {
+      const fewest = fewestByCallingCode.get(digits.slice(0, length));
+      if (fewest !== undefined) return fewest;
+    }
+  return fewestInternationalDigits!;
+}
+
+/** The first three digits of a run, with what is between them. */
+const FIRST_DIGITS = /\p{Nd}(?:\P{Nd}*\p{Nd}){0,2}/u;
+
 /** A phone number's span in its text, in UTF-16 code units. */
 export interface PhoneSpan {
   start: number;
@@ -127,7 +157,7 @@ export function createPhoneFinder(region: CountryCode | undefined): PhoneFinder 
     let kept = false;
     for (const run of text.matchAll(DIGIT_RUN)) {
       const end = run.index + run[0].length;
-      const needed = PLUS.test(run[0]) ? minimum.withPlus : minimum.withoutPlus;
+      const needed = PLUS.test(run[0]) ? fewestWithPlus(run[0]) : minimum.withoutPlus;
       if ((run[0].match(DIGIT)?.length ?? 0) >= needed) {
         if (kept && run.index - cuts.at(-1)! >= PIECE_CHARS) cuts.push(run.index - liveEnd >= GAP_CUT ? Math.floor((liveEnd + run.index) / 2) : run.index);
         for (let cut = Math.max(run.index, cuts.at(-1)!) + PIECE_CHARS; cut < end - PAD; cut += PIECE_CHARS) cuts.push(cut);
