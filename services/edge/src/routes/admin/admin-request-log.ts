@@ -88,20 +88,25 @@ function usdToPico(usd: string): number {
   return Number(BigInt(whole) * 1_000_000_000_000n + BigInt(fraction.padEnd(12, '0')));
 }
 
-/** A validated query as the request log's search. */
-function searchOf(query: RequestLogQuery): SearchRequestsRequest {
+/** A search's time range (`start`, `end` in Unix seconds) in milliseconds, 0 where open; INVALID_VALUE when it ends before it starts. */
+export function timeRangeOf(query: { start?: string | number; end?: string | number }): { start_ms: number; end_ms: number } {
   const start = query.start === undefined ? 0 : Number(query.start) * 1000;
   const end = query.end === undefined ? 0 : Number(query.end) * 1000;
   if (end && end <= start) throw edgeError('invalid_value', "'end' must be after 'start'.", { param: 'end' });
-  const range = (low: string | undefined, high: string | undefined, name: string) => {
+  return { start_ms: start, end_ms: end };
+}
+
+/** A validated query as the request log's search. */
+function searchOf(query: RequestLogQuery): SearchRequestsRequest {
+  const range = timeRangeOf(query);
+  const bounds = (low: string | undefined, high: string | undefined, name: string) => {
     if (low !== undefined && high !== undefined && Number(high) < Number(low))
       throw edgeError('invalid_value', `'max_${name}' must not be below 'min_${name}'.`, { param: `max_${name}` });
   };
-  range(query.min_latency_ms, query.max_latency_ms, 'latency_ms');
-  range(query.min_cost_usd, query.max_cost_usd, 'cost_usd');
+  bounds(query.min_latency_ms, query.max_latency_ms, 'latency_ms');
+  bounds(query.min_cost_usd, query.max_cost_usd, 'cost_usd');
   return {
-    start_ms: start,
-    end_ms: end,
+    ...range,
     key_id: query.key_id ?? '',
     team_id: query.team_id ?? '',
     model: query.model ?? '',

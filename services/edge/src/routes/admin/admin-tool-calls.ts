@@ -17,17 +17,13 @@ import type { EdgeDependencies } from '../../dependencies.js';
 import { edgeError } from '../../error-codes.js';
 import type { List, LoggedToolCall, LoggedToolCallDetail, ToolCallQuery } from './admin-api-schemas.js';
 import { ToolCallQuerySchema } from './admin-api-schemas.js';
-import { bodiesJson, mayReadBodies, notConfigured } from './admin-request-log.js';
+import { bodiesJson, mayReadBodies, notConfigured, timeRangeOf } from './admin-request-log.js';
 import { registerAdminScope } from './admin-scope.js';
 
 /** A validated query as the request log's search. */
 function searchOf(query: ToolCallQuery): SearchToolCallsRequest {
-  const start = query.start === undefined ? 0 : Number(query.start) * 1000;
-  const end = query.end === undefined ? 0 : Number(query.end) * 1000;
-  if (end && end <= start) throw edgeError('invalid_value', "'end' must be after 'start'.", { param: 'end' });
   return {
-    start_ms: start,
-    end_ms: end,
+    ...timeRangeOf(query),
     key_id: query.key_id ?? '',
     team_id: query.team_id ?? '',
     server: query.server ?? '',
