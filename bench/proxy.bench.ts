@@ -412,6 +412,13 @@ export interface ProxyBench {
   paths: [Path, Path, Path];
   mockPids: number[];
   bareProxyPid: number;
+  /**
+   * Starts another gateway beside this one, from the built checkout at `root` (an earlier commit,
+   * bench/previous.ts), with a Redis and NATS of its own and the same catalog, plans and mock
+   * upstream; it is stopped with this one. Its path and processes are measured as `paths[2]` and
+   * `pids` are.
+   */
+  startBeside(root: string): Promise<{ cluster: Cluster; pids: Record<GatewayProcess, number>; path: Path }>;
   stop(): Promise<void>;
 }
 
@@ -429,8 +436,9 @@ export async function startProxyBench(
   const directory = mkdtempSync(join(tmpdir(), 'bench-proxy-'));
   const started: ChildProcess[] = [];
   let cluster: Cluster | undefined;
+  const besides: Cluster[] = [];
   const stop = async () => {
-    await cluster?.stop();
+    await Promise.all([cluster, ...besides].map((each) => each?.stop()));
     await Promise.all(started.map((child) => stopProcess(child)));
     rmSync(directory, { recursive: true, force: true });
   };
@@ -458,27 +466,44 @@ export async function startProxyBench(
     // A Pro key whose limits are raised so that no request is refused: every request still goes
     // through the sliding-window reservation and its settlement, as a limited key's do.
     const plans = writeUnlimitedPlans(directory);
+    /** A gateway from `root` (this checkout when undefined) on `state`, with its processes and its path to the mock. */
+    const startGateway = async (stores: Awaited<ReturnType<typeof startState>>, root?: string) => {
+      const started = await startCluster({
+        ...(root === undefined ? options : {}),
+        ...(root === undefined ? {} : { root }),
+        plan: 'pro',
+        nodeArgs,
+        env: {
+          REDIS_URL: stores.redisUrl,
+          NATS_URL: stores.natsUrl,
+          CATALOG_PATH: catalog,
+          AUTH_PLANS_PATH: plans,
+          [KEY_VARIABLE]: 'sk-bench',
+          UPSTREAM_MAX_CONNECTIONS: String(OPEN_STREAMS + 1_000),
+          USAGE_STREAM_MAX_BYTES: String(BENCH_USAGE_STREAM_MAX_BYTES),
+          ...(root === undefined ? options.env : {}),
+        },
+      });
+      const pids = {
+        ...Object.fromEntries((['edge', 'auth', 'router', 'executor', 'metering'] as const).map((name) => [name, started.processes[name].pid!])),
+        redis: stores.redis.pid!,
+        nats: stores.nats.pid!,
+      } as Record<GatewayProcess, number>;
+      const path: Path = {
+        label: 'gateway',
+        url: new URL(`${started.baseUrl}/chat/completions`),
+        headers: { authorization: `Bearer ${started.apiKey}` },
+        model: 'bench-model',
+        pids: { ...pids, mock: mock.process.pid! },
+      };
+      return { cluster: started, pids, path };
+    };
     // The cluster (and its clean-up) use the benchmark's own Redis and NATS.
     process.env.REDIS_URL = state.redisUrl;
     process.env.NATS_URL = state.natsUrl;
-    cluster = await startCluster({
-      ...options,
-      plan: 'pro',
-      nodeArgs,
-      env: {
-        CATALOG_PATH: catalog,
-        AUTH_PLANS_PATH: plans,
-        [KEY_VARIABLE]: 'sk-bench',
-        UPSTREAM_MAX_CONNECTIONS: String(OPEN_STREAMS + 1_000),
-        USAGE_STREAM_MAX_BYTES: String(BENCH_USAGE_STREAM_MAX_BYTES),
-        ...options.env,
-      },
-    });
-    const pids = {
-      ...Object.fromEntries((['edge', 'auth', 'router', 'executor', 'metering'] as const).map((name) => [name, cluster!.processes[name].pid!])),
-      redis: state.redis.pid!,
-      nats: state.nats.pid!,
-    } as Record<GatewayProcess, number>;
+    const gateway = await startGateway(state);
+    cluster = gateway.cluster;
+    const pids = gateway.pids;
     const paths: [Path, Path, Path] = [
       { label: 'upstream alone', url: new URL(`${upstreamUrl}/chat/completions`), headers: {}, model: 'bench-model', pids: { mock: mock.process.pid! } },
       {
@@ -488,15 +513,16 @@ export async function startProxyBench(
         model: 'bench-model',
         pids: { proxy: bare.process.pid!, mock: mock.process.pid! },
       },
-      {
-        label: 'gateway',
-        url: new URL(`${cluster.baseUrl}/chat/completions`),
-        headers: { authorization: `Bearer ${cluster.apiKey}` },
-        model: 'bench-model',
-        pids: { ...pids, mock: mock.process.pid! },
-      },
+      gateway.path,
     ];
-    return { cluster, pids, paths, mockPids: [mock.process.pid!, holding.process.pid!], bareProxyPid: bare.process.pid!, stop };
+    const startBeside = async (root: string) => {
+      const own = await startState(mkdtempSync(join(directory, 'beside-')));
+      started.push(own.redis, own.nats);
+      const beside = await startGateway(own, root);
+      besides.push(beside.cluster);
+      return beside;
+    };
+    return { cluster, pids, paths, mockPids: [mock.process.pid!, holding.process.pid!], bareProxyPid: bare.process.pid!, startBeside, stop };
   } catch (error) {
     await stop();
     throw error;

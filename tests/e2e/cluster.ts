@@ -73,6 +73,12 @@ export interface ClusterOptions {
    * (MCP_OAUTH_REDIRECT_URL).
    */
   mcpOAuth?: boolean;
+  /**
+   * The checkout whose built services run (its `services/<name>/dist/main.js`): another build of
+   * the gateway, such as an earlier commit's a benchmark measures beside this one. This one's by
+   * default.
+   */
+  root?: string;
 }
 
 /** Starts the cluster and resolves once every service's /readyz is green. */
@@ -90,7 +96,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 }
 
 async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
-  const [redis, nats] = await Promise.all([redisUrl(), natsUrl()]);
+  // options.env may name a Redis and NATS of the caller's own.
+  const [redis, nats] = await Promise.all([options.env?.REDIS_URL ?? redisUrl(), natsUrl()]);
   const services: ServiceName[] = [
     ...CORE_SERVICES.slice(0, 4),
     ...(options.mcp ? (['mcp'] as const) : []),
@@ -183,7 +190,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
   const processes = {} as Record<ServiceName, ChildProcess>;
   const launch = (name: ServiceName) => {
     const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], {
-      cwd: ROOT,
+      cwd: options.root ?? ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
