@@ -94,7 +94,8 @@ const emptyTotals = (): Totals => ({ requests: 0, seconds: 0, errors: 0, cpuMs: 
 
 export const suite: BenchSuite = {
   name: 'guard-path',
-  description: 'CPU per completion and per streamed chunk, and time to first token, with no policy, a policy on another key, and the built-in checks',
+  description:
+    'CPU per completion and per streamed chunk, and time to first token, with the code before guardrails, no policy, a policy on another key, and the built-in checks',
   run: async () => {
     // Built before the clusters start, so that the build's CPU is in no figure.
     const previous = previousCode();
@@ -222,7 +223,7 @@ export const suite: BenchSuite = {
       await admin('DELETE', `/admin/v1/policies/${POLICY}`);
 
       const perRequest = (totals: Totals) => totals.cpuMs / Math.max(1, totals.requests);
-      /** What (c) adds over (a) per request, by process. */
+      /** What one state adds over another per request, by process (the first's processes). */
       const addedBy = (checked: Totals, plain: Totals) =>
         Object.keys(checked.byProcess)
           .filter((name) => name !== 'mock')
@@ -265,7 +266,7 @@ export const suite: BenchSuite = {
         }),
       );
       console.log(
-        `\n${previous ? `(a)/(p) ${fixed(perRequest(whole.a) / perRequest(whole.p))}, ` : ''}(b)/(a) ${fixed(perRequest(whole.b) / perRequest(whole.a))}, (c)/(a) ${fixed(perRequest(whole.c) / perRequest(whole.a))}; added by the checks, (c) - (a): ${fixed(perRequest(whole.c) - perRequest(whole.a), 3)} ms per completion; by process (ms): ${addedBy(whole.c, whole.a)}.\n`,
+        `\n${previous ? `(a)/(p) ${fixed(perRequest(whole.a) / perRequest(whole.p))} (by process, (a) - (p), ms: ${addedBy(whole.a, whole.p)}), ` : ''}(b)/(a) ${fixed(perRequest(whole.b) / perRequest(whole.a))}, (c)/(a) ${fixed(perRequest(whole.c) / perRequest(whole.a))}; added by the checks, (c) - (a): ${fixed(perRequest(whole.c) - perRequest(whole.a), 3)} ms per completion; by process (ms): ${addedBy(whole.c, whole.a)}.\n`,
       );
 
       console.log(`Streams (${CONTENT_CHUNKS} content chunks, a finish and a usage chunk), every gateway process's CPU:\n`);
@@ -286,7 +287,7 @@ export const suite: BenchSuite = {
       );
       const addedStream = perRequest(streams.c) - perRequest(streams.a);
       console.log(
-        `\n${previous ? `(a)/(p) ${fixed(perRequest(streams.a) / perRequest(streams.p))}; ` : ''}added by the checks, (c) - (a): ${fixed(addedStream, 3)} ms per stream, ${fixed((addedStream * 1000) / CONTENT_CHUNKS, 1)} µs per content chunk; by process (ms per stream): ${addedBy(streams.c, streams.a)}.\n`,
+        `\n${previous ? `(a)/(p) ${fixed(perRequest(streams.a) / perRequest(streams.p))} (by process, (a) - (p), ms per stream: ${addedBy(streams.a, streams.p)}); ` : ''}added by the checks, (c) - (a): ${fixed(addedStream, 3)} ms per stream, ${fixed((addedStream * 1000) / CONTENT_CHUNKS, 1)} µs per content chunk; by process (ms per stream): ${addedBy(streams.c, streams.a)}.\n`,
       );
 
       const times = Object.fromEntries(streamed.map((state) => [state, summarize(first[state])])) as Record<Streamed, ReturnType<typeof summarize>>;
