@@ -10,7 +10,8 @@
  *   error the client shows), and is metered (a usage event, operation `mcp.tools/call`, model the
  *   namespaced tool), traced, and audited (auth's audit trail, action `mcp.tool_call`, and a log
  *   line: key, team, server, tool; never arguments or results). With a request log, each one is a
- *   row of it too (mcp-tool-call-log.ts), published after the answer.
+ *   row of it too (mcp-tool-call-log.ts), published after the answer. The tools/call's own path is
+ *   mcp-tool-call.ts; the calls to auth and the MCP service every method makes, mcp-calls.ts.
  * - GET: the session's server-to-client SSE stream (list_changed notifications); the key is checked
  *   again every few seconds, so a revoked key's stream ends.
  * - DELETE: ends the session.
@@ -23,41 +24,32 @@
  *   and `/.well-known/oauth-protected-resource(/mcp)` describes the resource (RFC 9728), so that
  *   clients doing MCP's authorization discovery find their way; a key is sent as a bearer header.
  */
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { callMetadata, callUnary, GatewayError, GrpcStatus } from '@gateway/grpc';
+import { callMetadata, callUnary } from '@gateway/grpc';
 import type {
-  CheckKeyResponseOutput,
   CompleteAuthorizationRequest,
   CompleteAuthorizationResponseOutput,
   EndSessionRequest,
   EndSessionResponseOutput,
-  HandleRequest,
   HandleResponseOutput,
   ListenEventOutput,
   McpServiceClient,
-  RecordToolCallRequest,
-  RecordToolCallResponseOutput,
   RevokeAuthorizationRequest,
   RevokeAuthorizationResponseOutput,
-  UsageEvent,
 } from '@gateway/proto';
 import { bearerKey, denialError, noteKeyChecked } from '../../auth/key-check.js';
-import type { WireErrors } from '../../wire-errors.js';
 import type { EdgeDependencies } from '../../dependencies.js';
-import { edgeError, UNAVAILABLE } from '../../error-codes.js';
+import { edgeError } from '../../error-codes.js';
 import type { RequestError } from '../../errors.js';
+import type { WireErrors } from '../../wire-errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_NESTING } from '../../wire/json-nesting.js';
-import { guardToolArguments, guardToolResult } from '../../guardrails/mcp-guard.js';
-import { decisionJson, type GuardedRequest, guardChecksOf, guardFor } from '../../guardrails/request-guard.js';
-import { logToolCall, namedTool, type ToolCallOutcome } from './mcp-tool-call-log.js';
+import { callerOf, decide, handleMessage, header, mcpFailure, sendAnswer } from './mcp-calls.js';
+import { callTool } from './mcp-tool-call.js';
 
 /** How often an open GET stream checks its key again (a revoked key's stream ends within this). */
 const STREAM_KEY_CHECK_MS = 2_000;
 /** How often an idle GET stream sends an SSE comment, so that proxies keep it open. */
 const STREAM_KEEPALIVE_MS = 15_000;
-/** A JSON-RPC error code of the gateway: a limit or budget of the key refused a tools/call. */
-const LIMITED_CODE = -32004;
 
 /** Errors of /mcp as JSON-RPC error responses (id null: the message was not answered). */
 export const mcpErrors: WireErrors = {
@@ -77,11 +69,6 @@ function resourceMetadataUrl(request: FastifyRequest): string {
   return `${origin(request)}/.well-known/oauth-protected-resource/mcp`;
 }
 
-function header(request: FastifyRequest, name: string): string {
-  const value = request.headers[name];
-  return typeof value === 'string' ? value : '';
-}
-
 /** The id and method of a message, as far as the body shows them (a malformed body: none). */
 function peek(text: string): { id: string | number | null; method: string } {
   try {
@@ -92,41 +79,6 @@ function peek(text: string): { id: string | number | null; method: string } {
   } catch {
     return { id: null, method: '' };
   }
-}
-
-/** The key decision of an /mcp request: counted (a tools/call) or only checked; a failure to decide is a 503. */
-async function decide(deps: EdgeDependencies, apiKey: string, requestId: string, count: boolean): Promise<CheckKeyResponseOutput> {
-  try {
-    return await deps.decisions.call(
-      'check_key',
-      {
-        api_key: apiKey,
-        request_id: requestId,
-        reserve_tokens: 0,
-        reservation_id: count ? randomUUID() : '',
-        check_only: !count,
-        mcp: true,
-      },
-      { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId },
-    );
-  } catch (error) {
-    const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
-    deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'auth could not decide');
-    throw UNAVAILABLE.auth();
-  }
-}
-
-/** The caller as the MCP service takes it. */
-function callerOf(decision: CheckKeyResponseOutput) {
-  return { key_id: decision.key_id ?? '', team_id: decision.team_id ?? '', tool_allow_lists: decision.mcp_tool_allow_lists ?? [] };
-}
-
-/** A failure of the MCP service as the error to send: its own refusals as they are, else a 503. */
-function mcpFailure(deps: EdgeDependencies, error: unknown, requestId: string): RequestError {
-  const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
-  if (failure.code === GrpcStatus.NOT_FOUND) return edgeError('mcp_session_not_found', 'Session not found.');
-  deps.logger.warn({ request_id: requestId, reason: failure.reason }, 'the MCP service could not answer');
-  return UNAVAILABLE.mcp();
 }
 
 /** Registers /mcp and its protected-resource metadata when an MCP service is configured. */
@@ -213,6 +165,7 @@ async function revokeAuthorization(deps: EdgeDependencies, mcp: McpServiceClient
   return { object: 'mcp.authorization', server, revoked: answer.revoked === true };
 }
 
+/** POST /mcp: one JSON-RPC message, a tools/call (mcp-tool-call.ts) or any other, relayed to the MCP service. */
 async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: FastifyRequest, reply: FastifyReply): Promise<string> {
   const apiKey = bearerKey(request);
   noteKeyChecked(request);
@@ -227,210 +180,17 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
     });
   }
   const { id, method } = peek(text);
-  const toolCall = method === 'tools/call';
   const receivedAtMs = Date.now();
-  const decision = await decide(deps, apiKey, request.id, toolCall);
-  if (decision.decision !== 'DECISION_ALLOW') {
-    const refusal = denialError(decision);
-    // A limit or budget refusing a tool call is the tool's answer, which the client shows; a bad key is a 401.
-    if (refusal.status === 401 || !toolCall) throw refusal;
-    const limited = JSON.stringify({ jsonrpc: '2.0', id, error: { code: LIMITED_CODE, message: refusal.message } });
-    logToolCall(deps, {
-      requestId: request.id,
-      receivedAtMs,
-      decision,
-      ...namedTool(text),
-      outcome: 'limited',
-      errorCode: refusal.code ?? '',
-      latencyMs: 0,
-      // Nothing was forwarded, nor checked by a policy: only the answer is kept.
-      forwarded: '',
-      answer: limited,
-    });
-    void reply.header('content-type', 'application/json');
-    return limited;
-  }
-  const span = toolCall ? deps.tracing?.startSpan('mcp.tools/call', { attributes: { 'gateway.key_id': decision.key_id ?? '' } }) : undefined;
-  // A tools/call's arguments and result pass the guardrails attached to the key or its team.
-  const guard = toolCall
-    ? guardFor(
-        guardChecksOf(deps),
-        {
-          requestId: request.id,
-          keyId: decision.key_id ?? '',
-          teamId: decision.team_id ?? '',
-          model: '',
-          api: 'mcp',
-          traceparent: deps.tracing?.traceparentOf(span),
-        },
-        ['POINT_TOOL_ARGUMENTS', 'POINT_TOOL_RESULT'],
-      )
-    : undefined;
-  let forwarded = text;
-  if (guard) {
-    const outcome = await guardToolArguments(guard, id, text);
-    if ('answer' in outcome) {
-      span?.end();
-      report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'content_policy_violation', latencyMs: 0 }, guard);
-      // The arguments a policy blocked are never kept: only the answer.
-      logToolCall(deps, {
-        requestId: request.id,
-        receivedAtMs,
-        decision,
-        ...namedTool(text),
-        outcome: 'blocked',
-        errorCode: 'content_policy_violation',
-        latencyMs: 0,
-        guard,
-        forwarded: '',
-        answer: outcome.answer,
-      });
-      void reply.header('content-type', 'application/json');
-      return outcome.answer;
-    }
-    forwarded = outcome.forward;
-  }
-  const controller = new AbortController();
-  const abort = () => controller.abort();
-  request.raw.once('close', abort);
+  if (method === 'tools/call') return callTool(deps, mcp, request, reply, { id, text, receivedAtMs, decision: await decide(deps, apiKey, request.id, true) });
+  const decision = await decide(deps, apiKey, request.id, false);
+  if (decision.decision !== 'DECISION_ALLOW') throw denialError(decision);
   let answer: HandleResponseOutput;
   try {
-    answer = await callUnary<HandleRequest, HandleResponseOutput>(
-      mcp,
-      mcp.Handle,
-      {
-        caller: callerOf(decision),
-        session_id: header(request, 'mcp-session-id'),
-        protocol_version: header(request, 'mcp-protocol-version'),
-        message_json: forwarded,
-      },
-      { deadlineMs: deps.config.EDGE_MCP_DEADLINE_MS, requestId: request.id, signal: controller.signal, traceparent: deps.tracing?.traceparentOf(span) },
-    );
+    answer = await handleMessage(deps, mcp, request, { decision, json: text });
   } catch (error) {
-    span?.end();
-    if (toolCall) {
-      report(deps, request, decision, { receivedAtMs, server: '', tool: '', failed: true, errorCode: 'mcp_unavailable', latencyMs: 0 }, guard);
-      logToolCall(deps, {
-        requestId: request.id,
-        receivedAtMs,
-        decision,
-        ...namedTool(forwarded),
-        outcome: 'unavailable',
-        errorCode: 'mcp_unavailable',
-        latencyMs: 0,
-        guard,
-        forwarded,
-        answer: '',
-      });
-    }
     throw mcpFailure(deps, error, request.id);
-  } finally {
-    request.raw.off('close', abort);
   }
-  const call = answer.tool_call;
-  const messageJson = guard && answer.message_json ? await guardToolResult(guard, answer.message_json) : answer.message_json;
-  if (call) {
-    span?.setAttributes({ 'gateway.mcp.server': call.server ?? '', 'gateway.mcp.tool': call.tool ?? '', 'gateway.mcp.failed': call.failed === true });
-    report(
-      deps,
-      request,
-      decision,
-      {
-        receivedAtMs,
-        server: call.server ?? '',
-        tool: call.tool ?? '',
-        failed: call.failed === true,
-        errorCode: call.error_code ?? '',
-        latencyMs: call.latency_ms ?? 0,
-      },
-      guard,
-    );
-    const blocked = guard?.decisions.some((made) => made.point === 'POINT_TOOL_RESULT' && made.action === 'ACTION_BLOCK' && made.enforced === true) === true;
-    const outcome: ToolCallOutcome = blocked ? 'blocked' : !call.failed ? 'ok' : call.error_code === 'tool_not_allowed' ? 'denied' : 'error';
-    logToolCall(deps, {
-      requestId: request.id,
-      receivedAtMs,
-      decision,
-      server: call.server ?? '',
-      tool: call.tool ?? '',
-      outcome,
-      errorCode: blocked ? 'content_policy_violation' : (call.error_code ?? ''),
-      latencyMs: call.latency_ms ?? 0,
-      guard,
-      forwarded,
-      answer: messageJson ?? '',
-    });
-  }
-  span?.end();
-  if (answer.session_id) void reply.header('mcp-session-id', answer.session_id);
-  void reply.status(answer.http_status || 200);
-  if (!messageJson) return '';
-  void reply.header('content-type', 'application/json');
-  return messageJson;
-}
-
-/** Meters, and logs as an audit line, one tools/call: who called which tool on which server, never its arguments or result. */
-function report(
-  deps: EdgeDependencies,
-  request: FastifyRequest,
-  decision: CheckKeyResponseOutput,
-  call: { receivedAtMs: number; server: string; tool: string; failed: boolean; errorCode: string; latencyMs: number },
-  guard?: GuardedRequest,
-): void {
-  const keyId = decision.key_id ?? '';
-  const teamId = decision.team_id ?? '';
-  const tool = call.server ? `${call.server}__${call.tool}` : 'unknown';
-  deps.logger.info(
-    {
-      audit: 'mcp.tools/call',
-      request_id: request.id,
-      key_id: keyId,
-      team_id: teamId || undefined,
-      server: call.server,
-      tool: call.tool,
-      failed: call.failed,
-      error_code: call.errorCode || undefined,
-      latency_ms: call.latencyMs,
-    },
-    'MCP tool called',
-  );
-  const event: UsageEvent = {
-    event_id: randomUUID(),
-    request_id: request.id,
-    key_id: keyId,
-    ...(teamId ? { team_id: teamId } : {}),
-    // The reservation CheckKey made for the call is settled when the event is metered.
-    reservation_id: decision.reservation_id ?? '',
-    model_id: tool,
-    provider: 'mcp',
-    received_at_ms: call.receivedAtMs,
-    latency_ms: call.latencyMs,
-    stream: false,
-    outcome: call.failed ? 'OUTCOME_FAILED' : 'OUTCOME_COMPLETED',
-    ...(call.errorCode ? { error_code: call.errorCode } : {}),
-    operation: 'mcp.tools/call',
-    ...(guard && guard.decisions.length > 0 ? { guardrails: guard.decisions.map(decisionJson) } : {}),
-  };
-  deps.usage.publish(event);
-  // The audit trail keeps it too (auth's, beside the admin changes), without holding the answer back.
-  callUnary<RecordToolCallRequest, RecordToolCallResponseOutput>(
-    deps.adminAccess,
-    deps.adminAccess.RecordToolCall,
-    {
-      key_id: keyId,
-      team_id: teamId,
-      server: call.server,
-      tool: call.tool,
-      failed: call.failed,
-      error_code: call.errorCode,
-      latency_ms: call.latencyMs,
-      request_id: request.id,
-    },
-    { deadlineMs: deps.config.EDGE_CONTROL_DEADLINE_MS, requestId: request.id },
-  ).catch((error: unknown) => {
-    const failure = error instanceof GatewayError ? error : GatewayError.fromServiceError(error);
-    deps.logger.warn({ request_id: request.id, reason: failure.reason }, 'a tool call could not be recorded in the audit trail');
-  });
+  return sendAnswer(reply, answer, answer.message_json);
 }
 
 /** GET /mcp: the session's server-to-client SSE stream, relayed from the MCP service's Listen. */
