@@ -9,7 +9,7 @@
  * RequestLogService the edge searches.
  */
 import type { Catalog } from '@gateway/catalog';
-import { connectionAgeOptions, createGatewayServer, type ConnectionAge, GatewayError, type GatewayServer, unary } from '@gateway/grpc';
+import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import {
   type BodiesNames,
@@ -35,31 +35,16 @@ import {
   USAGE_SUBJECT,
 } from '@gateway/messaging';
 import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
-import {
-  type GetRequestRequestOutput,
-  type GetRequestResponse,
-  type GetToolCallRequestOutput,
-  type GetToolCallResponse,
-  loadGatewayGrpc,
-  type RequestBodiesOutput,
-  type RequestLogServiceHandlers,
-  type SearchRequestsRequestOutput,
-  type SearchRequestsResponse,
-  type SearchToolCallsRequestOutput,
-  type SearchToolCallsResponse,
-  type ToolCallEventOutput,
-  type UsageEventOutput,
-} from '@gateway/proto';
-import type { JsMsg } from 'nats';
+import { loadGatewayGrpc, type UsageEventOutput } from '@gateway/proto';
 import type pg from 'pg';
-import { watchDatabase } from './database-availability.js';
-import { maintainPartitions } from './partitions.js';
-import { BODIES_COLUMNS, type BodiesRow, bodiesRow, getBodies } from './request-bodies.js';
+import { type DatabaseAvailability, watchDatabase } from './database-availability.js';
+import { HeldMessages } from './held-messages.js';
+import { type PartitionedTable, partitionUpkeep, type Upkeep } from './partitions.js';
+import { BODIES_COLUMNS, type BodiesRow, bodiesRow } from './request-bodies.js';
+import { QUERY_RESULTS, requestLogHandlers } from './request-log-handlers.js';
 import { REQUEST_COLUMNS, type RequestRow, requestRow } from './request-record.js';
-import { getRequest, searchRequests } from './request-search.js';
-import { createRequestWriter } from './request-writer.js';
+import { createRequestWriter, type PartitionedRow, type Written } from './request-writer.js';
 import { TOOL_CALL_COLUMNS, type ToolCallRow, toolCallRow } from './tool-call-record.js';
-import { getToolCall, searchToolCalls } from './tool-call-search.js';
 
 /** The fully qualified name the RequestLogService is registered and health-checked under. */
 export const REQUEST_LOG_SERVICE_NAME = 'gateway.request_log.v1.RequestLogService';
@@ -72,9 +57,6 @@ export const POISON_REASONS = ['undecodable', 'missing_event_id', 'missing_key_i
 
 /** What a writer did with each row (or body) it was given, each exported from 0. */
 const WRITTEN_RESULTS = ['inserted', 'duplicate', 'expired'];
-
-/** What a read of the log for a search came to, each exported from 0. */
-const QUERY_RESULTS = ['ok', 'refused', 'error'];
 
 /** A catalog that may change (a ReloadableFile of @gateway/config fits). */
 export interface CatalogSource {
@@ -130,12 +112,7 @@ export interface RequestLogServer {
   /** Ensures the usage stream, the partitions and the durable consumer, then consumes. */
   start(): Promise<void>;
   /** One partition upkeep now (the schedule runs it every maintenanceIntervalMs). */
-  maintain(): Promise<{
-    created: number[];
-    dropped: number[];
-    bodies: { created: number[]; dropped: number[] };
-    toolCalls: { created: number[]; dropped: number[] };
-  }>;
+  maintain(): Promise<Upkeep>;
   /** Stops consuming once the rows being written are committed (or handed back). */
   stop(): Promise<void>;
 }
@@ -147,20 +124,164 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
   const stream = dependencies.stream ?? USAGE_STREAM;
   const durableName = dependencies.durableName ?? REQUEST_LOG_DURABLE;
   const catalog: CatalogSource = 'current' in dependencies.catalog ? dependencies.catalog : { current: dependencies.catalog };
+  const availability = watchDatabase(pool, { intervalMs: dependencies.databaseProbeIntervalMs ?? 1_000, logger });
+  const metrics = requestLogMetrics(dependencies.registry, { nc, stream, durableName, databaseUp: () => availability.up });
+  const { poison } = metrics;
+  const bodyRetentionDays = dependencies.bodyRetentionDays ?? 7;
+  const { writer, bodiesWriter, toolCallWriter } = createWriters(dependencies, { now, availability, metrics, bodyRetentionDays });
+  const skipping = skippingPoison(poison, logger);
+  const requestRowOf = skipping('usage event', (event: UsageEventOutput) => requestRow(event, catalog.current));
+  const bodiesRowOf = skipping('request bodies', bodiesRow);
+  const toolCallRowOf = skipping('tool call', toolCallRow);
+
+  const upkeep = partitionUpkeep(pool, {
+    now,
+    aheadDays: dependencies.aheadDays,
+    retentionDays: dependencies.retentionDays,
+    bodyRetentionDays,
+    intervalMs: dependencies.maintenanceIntervalMs,
+    logger,
+  });
+  const handlers = requestLogHandlers({ pool, logger, now, retentionDays: dependencies.retentionDays, queries: metrics.queries });
+
+  const refused = dependencies.refused ?? refusedNames(stream);
+  const bodiesStream = dependencies.bodies ?? bodiesNames(stream);
+  const toolCallStream = dependencies.toolCalls ?? toolCallNames(stream);
+  let consumers: RunningConsumer[] = [];
+  const held = new HeldMessages((dependencies.backoffMs ?? DEFAULT_BACKOFF_MS)[0]!);
+  const starting = new ConsumerStart(nc, logger, 'request log start failed; retrying');
+  // Each message acknowledged once the batch holding its rows is committed.
+  const consume = <Message>(from: SideStreamNames, decode: (bytes: Uint8Array) => Message, write: (message: Message) => Promise<void>) =>
+    starting.consumer<Message>({
+      stream: from.stream,
+      durableName,
+      filterSubject: from.subject,
+      decode,
+      handle: async (message, delivery) => {
+        held.hold(delivery);
+        try {
+          await write(message);
+        } finally {
+          held.release(delivery);
+        }
+      },
+      onPoison: (reason) => poison.inc({ reason }),
+      backoffMs: dependencies.backoffMs,
+      logger,
+    });
+
+  return {
+    grpc: createGatewayServer(
+      [{ name: REQUEST_LOG_SERVICE_NAME, definition: loadGatewayGrpc().gateway.request_log.v1.RequestLogService.service, handlers }],
+      connectionAgeOptions(dependencies.connectionAge),
+    ),
+    maintain: upkeep.maintain,
+    start: async () => {
+      await starting.usageStream(stream, dependencies);
+      await starting.step(() => upkeep.maintain());
+      upkeep.schedule();
+      await starting.step(() => ensureSideStream(nc, refused, { ...REFUSED_LIMITS, replicas: dependencies.replicas }));
+      const writeEvents = (events: UsageEventOutput[]) => writer.write(events.flatMap(requestRowOf));
+      consumers = [
+        await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }, decodeUsageEvents, writeEvents),
+        await consume(refused, decodeUsageEvents, writeEvents),
+      ];
+      const bodiesLimits = { ...BODIES_LIMITS, maxBytes: dependencies.bodiesMaxBytes ?? BODIES_LIMITS.maxBytes, replicas: dependencies.replicas };
+      await starting.step(() => ensureSideStream(nc, bodiesStream, bodiesLimits));
+      consumers.push(await consume(bodiesStream, decodeRequestBodies, (bodies) => bodiesWriter.write(bodiesRowOf(bodies))));
+      await starting.step(() => ensureSideStream(nc, toolCallStream, { ...TOOL_CALL_LIMITS, replicas: dependencies.replicas }));
+      consumers.push(await consume(toolCallStream, decodeToolCallEvent, (event) => toolCallWriter.write(toolCallRowOf(event))));
+    },
+    stop: async () => {
+      starting.cancel();
+      // Nothing waits for PostgreSQL any more: what is held is handed back, for a replica that reaches it.
+      availability.close();
+      upkeep.stop();
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
+      consumers = [];
+      await Promise.all([writer.flush(), bodiesWriter.flush(), toolCallWriter.flush()]);
+      held.close();
+    },
+  };
+}
+
+/** The writers of the three tables, counting what each batch came to. */
+function createWriters(
+  dependencies: RequestLogDependencies,
+  wiring: { now: () => number; availability: DatabaseAvailability; metrics: RequestLogMetrics; bodyRetentionDays: number },
+) {
+  const { metrics } = wiring;
+  const writerOf = <Row extends PartitionedRow>(
+    table: PartitionedTable,
+    columns: readonly (keyof Row & string)[],
+    retentionDays: number,
+    onWritten: (written: Written) => void,
+  ) =>
+    createRequestWriter<Row>({
+      pool: dependencies.pool,
+      table,
+      columns,
+      batchRows: dependencies.batchRows,
+      batchDelayMs: dependencies.batchDelayMs,
+      retentionDays,
+      now: wiring.now,
+      availability: wiring.availability,
+      onFailed: () => metrics.writeErrors.inc(),
+      onWritten,
+    });
+  return {
+    writer: writerOf<RequestRow>('request_log', REQUEST_COLUMNS, dependencies.retentionDays, (written) => {
+      countWritten(metrics.rows, written);
+      metrics.batchSeconds.observe(written.seconds);
+    }),
+    bodiesWriter: writerOf<BodiesRow>('request_bodies', BODIES_COLUMNS, wiring.bodyRetentionDays, (written) => countWritten(metrics.bodies, written)),
+    toolCallWriter: writerOf<ToolCallRow>('tool_calls', TOOL_CALL_COLUMNS, dependencies.retentionDays, (written) => countWritten(metrics.toolCalls, written)),
+  };
+}
+
+/** A message's row, or none for one the log can never hold: counted and skipped without its neighbours. */
+function skippingPoison(poison: prometheus.Counter<'reason'>, logger: Logger) {
+  return <Message, Row>(what: string, rowOf: (message: Message) => Row) =>
+    (message: Message): Row[] => {
+      try {
+        return [rowOf(message)];
+      } catch (error) {
+        if (!(error instanceof PoisonMessageError)) throw error;
+        poison.inc({ reason: error.reason });
+        logger.error({ err: error, reason: error.reason }, `${what} can never be logged; skipped`);
+        return [];
+      }
+    };
+}
+
+/** A writer's count of a batch, into a counter by result. */
+function countWritten(counter: prometheus.Counter<'result'>, { inserted, duplicates, expired }: Written): void {
+  counter.inc({ result: 'inserted' }, inserted);
+  counter.inc({ result: 'duplicate' }, duplicates);
+  counter.inc({ result: 'expired' }, expired);
+}
+
+type RequestLogMetrics = ReturnType<typeof requestLogMetrics>;
+
+/** The service's metrics, each a row of the shared metric table. */
+function requestLogMetrics(
+  registry: prometheus.Registry | undefined,
+  reads: { nc: NatsConnection; stream: string; durableName: string; databaseUp: () => boolean },
+) {
   /** Usage messages not written yet (the consumer's pending and unacknowledged); NaN while NATS cannot be read. */
   const pendingMessages = async () => {
     try {
-      const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
+      const info = await (await reads.nc.jetstreamManager()).consumers.info(reads.stream, reads.durableName);
       return info.num_pending + info.num_ack_pending;
     } catch {
       return Number.NaN;
     }
   };
   // biome-ignore format: one metric a line, a table of name, help and the label each is counted by
-  const metrics = serviceMetrics(dependencies.registry, {
+  return serviceMetrics(registry, {
     rows: metric.counterBy('gateway_request_log_rows_total', 'Requests the log was given, by result (inserted; duplicate: already there, an event delivered again; expired: older than the retention).', 'result', WRITTEN_RESULTS),
     writeErrors: metric.counter('gateway_request_log_write_errors_total', 'Batches PostgreSQL failed to write (held until it answers when it is away, else redelivered).'),
-    databaseUp: metric.gauge('gateway_request_log_database_up', 'Whether PostgreSQL takes the log\'s writes (1), or is away and the log holds its messages until it answers (0).', () => (availability.up ? 1 : 0)),
+    databaseUp: metric.gauge('gateway_request_log_database_up', 'Whether PostgreSQL takes the log\'s writes (1), or is away and the log holds its messages until it answers (0).', () => (reads.databaseUp() ? 1 : 0)),
     batchSeconds: metric.histogram('gateway_request_log_batch_seconds', 'Time to write one batch of rows, partition checks included.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
     poison: metric.counterBy('gateway_request_log_poison_messages_total', 'Usage messages or events the log can never hold, by reason.', 'reason', POISON_REASONS),
     bodies: metric.counterBy('gateway_request_log_bodies_total', 'Request bodies the log was given, by result (inserted; duplicate: delivered again; expired: older than the bodies retention).', 'result', WRITTEN_RESULTS),
@@ -168,260 +289,4 @@ export function createServer(dependencies: RequestLogDependencies): RequestLogSe
     queries: metric.histogram('gateway_request_log_query_duration_seconds', "Reads of the log for its searches (SearchRequests, GetRequest, SearchToolCalls, GetToolCall), by result: ok; refused (the caller's, an invalid cursor say); error (PostgreSQL failed).", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], ['result'], QUERY_RESULTS),
     pending: metric.gauge('gateway_request_log_pending_messages', "Usage messages the request log has not written yet (its consumer's pending and unacknowledged); NaN when NATS cannot be read.", pendingMessages),
   });
-  const { writeErrors, batchSeconds, poison } = metrics;
-  /** A writer's count of a batch, into a counter by result. */
-  const writtenRows =
-    (counter: prometheus.Counter<'result'>) =>
-    ({ inserted, duplicates, expired }: { inserted: number; duplicates: number; expired: number }) => {
-      counter.inc({ result: 'inserted' }, inserted);
-      counter.inc({ result: 'duplicate' }, duplicates);
-      counter.inc({ result: 'expired' }, expired);
-    };
-  const countRows = writtenRows(metrics.rows);
-  const countBodies = writtenRows(metrics.bodies);
-  const countToolCalls = writtenRows(metrics.toolCalls);
-  const bodyRetentionDays = dependencies.bodyRetentionDays ?? 7;
-  const availability = watchDatabase(pool, { intervalMs: dependencies.databaseProbeIntervalMs ?? 1_000, logger });
-  const countFailure = () => writeErrors.inc();
-
-  const writer = createRequestWriter<RequestRow>({
-    pool,
-    table: 'request_log',
-    columns: REQUEST_COLUMNS,
-    batchRows: dependencies.batchRows,
-    batchDelayMs: dependencies.batchDelayMs,
-    retentionDays: dependencies.retentionDays,
-    now,
-    availability,
-    onFailed: countFailure,
-    onWritten: (written) => {
-      countRows(written);
-      batchSeconds.observe(written.seconds);
-    },
-  });
-
-  const bodiesWriter = createRequestWriter<BodiesRow>({
-    pool,
-    table: 'request_bodies',
-    columns: BODIES_COLUMNS,
-    batchRows: dependencies.batchRows,
-    batchDelayMs: dependencies.batchDelayMs,
-    retentionDays: bodyRetentionDays,
-    now,
-    availability,
-    onFailed: countFailure,
-    onWritten: countBodies,
-  });
-
-  const toolCallWriter = createRequestWriter<ToolCallRow>({
-    pool,
-    table: 'tool_calls',
-    columns: TOOL_CALL_COLUMNS,
-    batchRows: dependencies.batchRows,
-    batchDelayMs: dependencies.batchDelayMs,
-    retentionDays: dependencies.retentionDays,
-    now,
-    availability,
-    onFailed: countFailure,
-    onWritten: countToolCalls,
-  });
-
-  /** The row of one tool-call message; a call the log can never hold is counted and skipped. */
-  const toolCallRowsOf = (event: ToolCallEventOutput): ToolCallRow[] => {
-    try {
-      return [toolCallRow(event)];
-    } catch (error) {
-      if (!(error instanceof PoisonMessageError)) throw error;
-      poison.inc({ reason: error.reason });
-      logger.error({ err: error, reason: error.reason }, 'tool call can never be logged; skipped');
-      return [];
-    }
-  };
-
-  /** The rows of one message; an event the log can never hold is counted and skipped without its neighbours. */
-  const rowsOf = (events: UsageEventOutput[]): RequestRow[] =>
-    events.flatMap((event) => {
-      try {
-        return [requestRow(event, catalog.current)];
-      } catch (error) {
-        if (!(error instanceof PoisonMessageError)) throw error;
-        poison.inc({ reason: error.reason });
-        logger.error({ err: error, reason: error.reason }, 'usage event can never be logged; skipped');
-        return [];
-      }
-    });
-
-  /** The row of one bodies message; bodies the log can never hold are counted and skipped. */
-  const bodiesRowsOf = (bodies: RequestBodiesOutput): BodiesRow[] => {
-    try {
-      return [bodiesRow(bodies)];
-    } catch (error) {
-      if (!(error instanceof PoisonMessageError)) throw error;
-      poison.inc({ reason: error.reason });
-      logger.error({ err: error, reason: error.reason }, 'request bodies can never be logged; skipped');
-      return [];
-    }
-  };
-
-  const maintain = async () => {
-    const options = { nowMs: now(), aheadDays: dependencies.aheadDays };
-    const done = await maintainPartitions(pool, { ...options, retentionDays: dependencies.retentionDays });
-    // The bodies leave at their own, shorter, retention.
-    const bodies = await maintainPartitions(pool, { ...options, retentionDays: bodyRetentionDays, table: 'request_bodies' });
-    if (done.created.length > 0 || done.dropped.length > 0) logger.info(done, 'request log partitions maintained');
-    // The tool calls are kept as long as the requests.
-    const toolCalls = await maintainPartitions(pool, { ...options, retentionDays: dependencies.retentionDays, table: 'tool_calls' });
-    if (bodies.created.length > 0 || bodies.dropped.length > 0) logger.info(bodies, 'request bodies partitions maintained');
-    if (toolCalls.created.length > 0 || toolCalls.dropped.length > 0) logger.info(toolCalls, 'tool calls partitions maintained');
-    return { ...done, bodies, toolCalls };
-  };
-  let maintenanceTimer: NodeJS.Timeout | undefined;
-  const scheduleMaintenance = () => {
-    maintenanceTimer = setTimeout(() => {
-      maintain()
-        .catch((error: unknown) => logger.warn({ err: error }, 'request log partition upkeep failed; retrying at the next interval'))
-        .finally(() => {
-          if (maintenanceTimer) scheduleMaintenance();
-        });
-    }, dependencies.maintenanceIntervalMs);
-    maintenanceTimer.unref();
-  };
-
-  const report = (error: unknown, method: string) => logger.error({ err: error, method }, 'request log search failed');
-  /** PostgreSQL failing is UNAVAILABLE; the service's own refusals pass as they are. */
-  const database = async <T>(work: () => Promise<T>): Promise<T> => {
-    const done = metrics.queries.startTimer();
-    try {
-      const found = await work();
-      done({ result: 'ok' });
-      return found;
-    } catch (error) {
-      done({ result: error instanceof GatewayError ? 'refused' : 'error' });
-      if (error instanceof GatewayError) throw error;
-      report(error, 'query');
-      throw GatewayError.of('store_unavailable', 'The request log could not be read.', { cause: error });
-    }
-  };
-  /** A record by the id a Get names (NOT_FOUND when none), with its bodies when asked for and kept. */
-  const withBodies = async <Found extends { event_id?: string; received_at_ms?: unknown }>(
-    request: { id?: string; include_bodies?: boolean },
-    what: string,
-    get: (id: string) => Promise<Found | undefined>,
-  ) => {
-    const id = request.id ?? '';
-    if (!id || id.length > 200) throw GatewayError.of('invalid_request', "'id' must be an event id or a request id.", { param: 'id' });
-    const found = await database(() => get(id));
-    if (!found) throw GatewayError.of('not_found', `The request log has no ${what} ${id}.`, { param: 'id' });
-    const bodies = request.include_bodies ? await database(() => getBodies(pool, found.event_id ?? '', Number(found.received_at_ms ?? 0))) : undefined;
-    return { found, bodies };
-  };
-  const handlers: RequestLogServiceHandlers = {
-    SearchRequests: unary<SearchRequestsRequestOutput, SearchRequestsResponse>(
-      (request) => database(() => searchRequests(pool, request, { nowMs: now(), retentionDays: dependencies.retentionDays })),
-      'SearchRequests',
-      report,
-    ),
-    GetRequest: unary<GetRequestRequestOutput, GetRequestResponse>(
-      async (request) => {
-        const { found, bodies } = await withBodies(request, 'request', (id) => getRequest(pool, id));
-        return { request: found, ...(bodies && { bodies }) };
-      },
-      'GetRequest',
-      report,
-    ),
-    SearchToolCalls: unary<SearchToolCallsRequestOutput, SearchToolCallsResponse>(
-      (request) => database(() => searchToolCalls(pool, request, { nowMs: now(), retentionDays: dependencies.retentionDays })),
-      'SearchToolCalls',
-      report,
-    ),
-    GetToolCall: unary<GetToolCallRequestOutput, GetToolCallResponse>(
-      async (request) => {
-        // A call's arguments and result are kept as its bodies, under its event id.
-        const { found, bodies } = await withBodies(request, 'tool call', (id) => getToolCall(pool, id));
-        return { tool_call: found, ...(bodies && { bodies }) };
-      },
-      'GetToolCall',
-      report,
-    ),
-  };
-
-  const refused = dependencies.refused ?? refusedNames(stream);
-  const bodiesStream = dependencies.bodies ?? bodiesNames(stream);
-  const toolCallStream = dependencies.toolCalls ?? toolCallNames(stream);
-  let consumers: RunningConsumer[] = [];
-  // The messages being written: while PostgreSQL is away they wait for it for as long as it takes,
-  // each kept from redelivery (JetStream's "in progress") before its acknowledgement time runs out,
-  // so that no replica takes them meanwhile and each is written once, as soon as it returns.
-  const beingWritten = new Set<JsMsg>();
-  const ackWaitMs = (dependencies.backoffMs ?? DEFAULT_BACKOFF_MS)[0]!;
-  let keepAlive: NodeJS.Timeout | undefined;
-  const inProgress = (delivery: JsMsg) => {
-    beingWritten.add(delivery);
-    keepAlive ??= setInterval(
-      () => {
-        if (beingWritten.size === 0) {
-          clearInterval(keepAlive);
-          keepAlive = undefined;
-        }
-        for (const held of beingWritten) held.working();
-      },
-      Math.max(100, Math.floor(ackWaitMs / 3)),
-    ).unref();
-  };
-  const starting = new ConsumerStart(nc, logger, 'request log start failed; retrying');
-
-  return {
-    grpc: createGatewayServer(
-      [{ name: REQUEST_LOG_SERVICE_NAME, definition: loadGatewayGrpc().gateway.request_log.v1.RequestLogService.service, handlers }],
-      connectionAgeOptions(dependencies.connectionAge),
-    ),
-    maintain,
-    start: async () => {
-      await starting.usageStream(stream, dependencies);
-      await starting.step(() => maintain());
-      scheduleMaintenance();
-      await starting.step(() => ensureSideStream(nc, refused, { ...REFUSED_LIMITS, replicas: dependencies.replicas }));
-      // Each message acknowledged once the batch holding its rows is committed.
-      const consume = <Message>(from: SideStreamNames, decode: (bytes: Uint8Array) => Message, write: (message: Message) => Promise<void>) =>
-        starting.consumer<Message>({
-          stream: from.stream,
-          durableName,
-          filterSubject: from.subject,
-          decode,
-          handle: async (message, delivery) => {
-            inProgress(delivery);
-            try {
-              await write(message);
-            } finally {
-              beingWritten.delete(delivery);
-            }
-          },
-          onPoison: (reason) => poison.inc({ reason }),
-          backoffMs: dependencies.backoffMs,
-          logger,
-        });
-      const writeEvents = (events: UsageEventOutput[]) => writer.write(rowsOf(events));
-      consumers = [
-        await consume({ stream, subject: dependencies.subject ?? USAGE_SUBJECT }, decodeUsageEvents, writeEvents),
-        await consume(refused, decodeUsageEvents, writeEvents),
-      ];
-      const bodiesLimits = { ...BODIES_LIMITS, maxBytes: dependencies.bodiesMaxBytes ?? BODIES_LIMITS.maxBytes, replicas: dependencies.replicas };
-      await starting.step(() => ensureSideStream(nc, bodiesStream, bodiesLimits));
-      consumers.push(await consume(bodiesStream, decodeRequestBodies, (bodies) => bodiesWriter.write(bodiesRowsOf(bodies))));
-      await starting.step(() => ensureSideStream(nc, toolCallStream, { ...TOOL_CALL_LIMITS, replicas: dependencies.replicas }));
-      consumers.push(await consume(toolCallStream, decodeToolCallEvent, (event) => toolCallWriter.write(toolCallRowsOf(event))));
-    },
-    stop: async () => {
-      starting.cancel();
-      // Nothing waits for PostgreSQL any more: what is held is handed back, for a replica that reaches it.
-      availability.close();
-      clearTimeout(maintenanceTimer);
-      maintenanceTimer = undefined;
-      await Promise.all(consumers.map((consumer) => consumer.stop()));
-      consumers = [];
-      await Promise.all([writer.flush(), bodiesWriter.flush(), toolCallWriter.flush()]);
-      clearInterval(keepAlive);
-      keepAlive = undefined;
-    },
-  };
 }

@@ -3,6 +3,7 @@
  * past the retention (DROP TABLE, never a DELETE over the table, so retention costs neither a scan
  * nor dead rows). Both under the schema's advisory lock, so replicas never race on the DDL.
  */
+import type { Logger } from '@gateway/logger';
 import type pg from 'pg';
 import { withSchemaLock } from './migrations.js';
 
@@ -104,4 +105,58 @@ export async function maintainPartitions(
       for (const day of expired) await client.query(`DROP TABLE IF EXISTS ${partitionName(day, table)}`);
     });
   return { created: wanted, dropped: expired };
+}
+
+/** One upkeep of every table: the requests, their bodies (at their own, shorter, retention), the tool calls (kept as long as the requests). */
+export interface Upkeep extends Maintenance {
+  bodies: Maintenance;
+  toolCalls: Maintenance;
+}
+
+/** The upkeep of the log's tables, run now or every intervalMs until stopped. */
+export interface PartitionUpkeep {
+  maintain(): Promise<Upkeep>;
+  /** Runs maintain every intervalMs (a failure is logged and retried at the next); stop ends it. */
+  schedule(): void;
+  stop(): void;
+}
+
+/** Creates the upkeep of the three partitioned tables. */
+export function partitionUpkeep(
+  pool: pg.Pool,
+  options: { now: () => number; aheadDays: number; retentionDays: number; bodyRetentionDays: number; intervalMs: number; logger: Logger },
+): PartitionUpkeep {
+  const { logger } = options;
+  const upkeep = (table: PartitionedTable, retentionDays: number, label: string) => async (nowMs: number) => {
+    const done = await maintainPartitions(pool, { nowMs, aheadDays: options.aheadDays, retentionDays, table });
+    if (done.created.length > 0 || done.dropped.length > 0) logger.info(done, `${label} partitions maintained`);
+    return done;
+  };
+  const requests = upkeep('request_log', options.retentionDays, 'request log');
+  const bodies = upkeep('request_bodies', options.bodyRetentionDays, 'request bodies');
+  const toolCalls = upkeep('tool_calls', options.retentionDays, 'tool calls');
+  const maintain = async (): Promise<Upkeep> => {
+    const nowMs = options.now();
+    const done = await requests(nowMs);
+    return { ...done, bodies: await bodies(nowMs), toolCalls: await toolCalls(nowMs) };
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = () => {
+    timer = setTimeout(() => {
+      maintain()
+        .catch((error: unknown) => logger.warn({ err: error }, 'request log partition upkeep failed; retrying at the next interval'))
+        .finally(() => {
+          if (timer) schedule();
+        });
+    }, options.intervalMs);
+    timer.unref();
+  };
+  return {
+    maintain,
+    schedule,
+    stop: () => {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
 }

@@ -20,6 +20,14 @@ export interface PartitionedRow {
   received_at: Date;
 }
 
+/** What one batch came to: rows inserted, already there (delivered again), older than the retention; the time it took. */
+export interface Written {
+  inserted: number;
+  duplicates: number;
+  expired: number;
+  seconds: number;
+}
+
 /** What a writer writes to and how it batches. */
 export interface RequestWriterOptions<Row extends PartitionedRow = RequestRow> {
   pool: pg.Pool;
@@ -35,7 +43,7 @@ export interface RequestWriterOptions<Row extends PartitionedRow = RequestRow> {
   /** The clock, in Unix ms; tests move their own. */
   now?: () => number;
   /** Told of each batch written: rows new, and rows that were already there (events delivered again). */
-  onWritten?: (written: { inserted: number; duplicates: number; expired: number; seconds: number }) => void;
+  onWritten?: (written: Written) => void;
   /** Told of each INSERT that failed, held or not. */
   onFailed?: (error: unknown) => void;
   /** Tells a database that is away from a batch that failed on its own; without it every failure fails its batch. */
