@@ -10,15 +10,15 @@ import {
   type NatsConnection,
   type RunningConsumer,
 } from '@gateway/messaging';
-import { prometheus, type Tracing } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics, type Tracing } from '@gateway/observability';
 import { loadGatewayGrpc, type RecordUsageEventsResponse, type UsageEventOutput } from '@gateway/proto';
 import type { StoredResponseBounds } from '@gateway/keyspace';
 import type { RedisClient } from '@gateway/redis';
 import { createConsumerLag } from './consumer-lag.js';
 import { createUsageStreamUse } from './usage-stream-use.js';
 import { createResponseStoreService, RESPONSE_STORE_SERVICE_NAME } from './response-store-service.js';
-import { createUsageMeter, type CatalogSource } from './usage-meter.js';
-import { legacyDedupKey, pruneMetered } from './usage-store.js';
+import { createUsageMeter, type CatalogSource, type UsageMeter } from './usage-meter.js';
+import { DedupPruning } from './dedup-pruning.js';
 import { createUsageService } from './usage-service.js';
 
 /** The fully qualified name the UsageService is registered and health-checked under. */
@@ -111,82 +111,84 @@ export interface MeteringServer {
 export function createServer(dependencies: MeteringDependencies): MeteringServer {
   const { nc, logger } = dependencies;
   const stream = dependencies.stream ?? USAGE_STREAM;
-  // The newest ack floor seen at least the retention ago: records up to it can go (0: none yet).
-  let pruneThrough = 0;
-  // Whether the earlier layout's set of this stream may hold records (until a sweep finds it empty).
-  let earlierRecords = true;
-  const storeErrors = new prometheus.Counter({
-    name: 'gateway_metering_store_errors_total',
-    help: 'Redis operations of metering that failed, by operation (record: metering an event, its WAIT included; prune; read: the usage API).',
-    labelNames: ['operation'],
-    registers: dependencies.registry ? [dependencies.registry] : [],
+  const durableName = dependencies.durableName ?? METERING_DURABLE;
+  // biome-ignore format: one metric a line, a table of name, help and the label each is counted by
+  const metrics = serviceMetrics(dependencies.registry, {
+    storeErrors: metric.counterBy('gateway_metering_store_errors_total', 'Redis operations of metering that failed, by operation (record: metering an event, its WAIT included; prune; read: the usage API).', 'operation', ['record', 'prune', 'read']),
+    poison: metric.counterBy('gateway_metering_poison_messages_total', 'Usage messages terminated because they can never be metered, by reason.', 'reason', POISON_REASONS),
+    records: metric.gauge('gateway_metering_dedup_records', 'De-duplication records held in Redis (events in flight plus the retention), after the last prune; NaN (unknown) when the last prune failed.'),
   });
-  for (const operation of ['record', 'prune', 'read']) storeErrors.inc({ operation }, 0);
+  const { storeErrors } = metrics;
+  const pruning = new DedupPruning({
+    nc,
+    redis: dependencies.redis,
+    stream,
+    durableName,
+    retentionMs: dependencies.dedupRetentionMs ?? DEFAULT_DEDUP_RETENTION_MS,
+    intervalMs: dependencies.dedupPruneIntervalMs ?? DEFAULT_DEDUP_PRUNE_INTERVAL_MS,
+    logger,
+    records: metrics.records,
+    onError: () => storeErrors.inc({ operation: 'prune' }),
+  });
   const meter = createUsageMeter({
     ...dependencies,
     stream,
     onStoreError: () => storeErrors.inc({ operation: 'record' }),
-    pruneThrough: () => pruneThrough,
-    earlierRecords: () => earlierRecords,
+    pruneThrough: () => pruning.pruneThrough,
+    earlierRecords: () => pruning.earlierRecords,
     redisReplicas: dependencies.redisReplicas,
   });
-  const poison = new prometheus.Counter({
-    name: 'gateway_metering_poison_messages_total',
-    help: 'Usage messages terminated because they can never be metered, by reason.',
-    labelNames: ['reason'],
-    registers: dependencies.registry ? [dependencies.registry] : [],
-  });
-  for (const reason of POISON_REASONS) poison.inc({ reason }, 0);
-  const records = new prometheus.Gauge({
-    name: 'gateway_metering_dedup_records',
-    help: 'De-duplication records held in Redis (events in flight plus the retention), after the last prune; NaN (unknown) when the last prune failed.',
-    registers: dependencies.registry ? [dependencies.registry] : [],
-  });
-  const durableName = dependencies.durableName ?? METERING_DURABLE;
+  const meterAll = meteringTogether(meter, metrics.poison, logger);
   const lag = createConsumerLag({ nc, stream, durableName, logger, registry: dependencies.registry, intervalMs: dependencies.lagIntervalMs });
   const streamUse = createUsageStreamUse({ nc, stream, logger, registry: dependencies.registry, intervalMs: dependencies.lagIntervalMs });
-  const retentionMs = dependencies.dedupRetentionMs ?? DEFAULT_DEDUP_RETENTION_MS;
-  const pruneIntervalMs = dependencies.dedupPruneIntervalMs ?? DEFAULT_DEDUP_PRUNE_INTERVAL_MS;
-  // Ack floors seen, oldest first: records are pruned up to the floor seen at least retentionMs ago.
-  const floors: Array<{ atMs: number; sequence: number }> = [];
-  let pruneTimer: NodeJS.Timeout | undefined;
 
-  /**
-   * One prune: reads the durable consumer's ack floor and forgets the records that are done, in
-   * every key's set (the keys that meter also prune their own set as they go, up to pruneThrough).
-   */
-  const prune = async () => {
-    const info = await (await nc.jetstreamManager()).consumers.info(stream, durableName);
-    const now = Date.now();
-    floors.push({ atMs: now, sequence: info.ack_floor.stream_seq });
-    // floors[0] becomes the newest floor seen at least retentionMs ago, when there is one.
-    while (floors.length > 1 && floors[1]!.atMs <= now - retentionMs) floors.shift();
-    if (floors[0]!.atMs <= now - retentionMs) pruneThrough = floors[0]!.sequence;
-    records.set(await pruneMetered(dependencies.redis, stream, pruneThrough));
-    earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream))) === 1;
+  let consumer: RunningConsumer | undefined;
+  const starting = new ConsumerStart(nc, logger, 'usage stream not reachable at start; retrying');
+  return {
+    grpc: meteringGrpc(dependencies, { onReadError: () => storeErrors.inc({ operation: 'read' }), record: (events) => meterAll(events, HANDED_OVER_SEQUENCE) }),
+    start: async () => {
+      // JetStream may not answer at start (a NATS cluster electing a leader, a server replaced):
+      // metering waits for it, retrying, rather than exiting and leaving usage unmetered.
+      await starting.usageStream(stream, dependencies);
+      // Most deployments never had the earlier layout: no extra lookup per event for them.
+      await pruning.readEarlierRecords();
+      // Read before consuming: what a restarted metering finds waiting is reported, not only what is left later.
+      await lag.start();
+      await streamUse.start();
+      consumer = await starting.consumer<UsageEventOutput[]>({
+        stream,
+        durableName,
+        filterSubject: dependencies.subject ?? USAGE_SUBJECT,
+        decode: decodeUsageEvents,
+        // The events of one message (a batch, or one event) are metered together (meterAll); a
+        // failure has the whole message redelivered.
+        handle: async (events, delivery) => {
+          await meterAll(events, delivery.seq);
+        },
+        onPoison: (reason) => metrics.poison.inc({ reason }),
+        backoffMs: dependencies.backoffMs,
+        logger,
+      });
+      pruning.schedule();
+    },
+    stop: async () => {
+      starting.cancel();
+      pruning.stop();
+      lag.stop();
+      streamUse.stop();
+      await consumer?.stop();
+      consumer = undefined;
+    },
   };
-  const schedulePrune = () => {
-    pruneTimer = setTimeout(() => {
-      prune()
-        .catch((error: unknown) => {
-          storeErrors.inc({ operation: 'prune' });
-          // Not the last count, which would look current: unknown until a prune succeeds again.
-          records.set(Number.NaN);
-          logger.warn({ err: error }, 'pruning de-duplication records failed; retrying at the next interval');
-        })
-        .finally(() => {
-          if (pruneTimer) schedulePrune();
-        });
-    }, pruneIntervalMs);
-    pruneTimer.unref();
-  };
+}
 
-  /**
-   * Meters the events of one message, or of one RecordUsageEvents call, together: an event that can
-   * never be metered is counted and skipped without its neighbours; any other failure rejects once
-   * all are settled, and the events already metered are recognised by their ids when sent again.
-   */
-  const meterAll = async (events: UsageEventOutput[], sequence: number): Promise<RecordUsageEventsResponse> => {
+/**
+ * Meters the events of one message, or of one RecordUsageEvents call, together: an event that can
+ * never be metered is counted and skipped without its neighbours; any other failure rejects once
+ * all are settled, and the events already metered are recognised by their ids when sent again.
+ */
+function meteringTogether(meter: UsageMeter, poison: prometheus.Counter<'reason'>, logger: Logger) {
+  return async (events: UsageEventOutput[], sequence: number): Promise<RecordUsageEventsResponse> => {
     const results = await Promise.allSettled(events.map((event) => meter(event, sequence)));
     const counts = { metered: 0, duplicates: 0, poison: 0 };
     let failure: unknown;
@@ -203,68 +205,36 @@ export function createServer(dependencies: MeteringDependencies): MeteringServer
     if (failure !== undefined) throw failure;
     return counts;
   };
+}
 
-  let consumer: RunningConsumer | undefined;
-  const starting = new ConsumerStart(nc, logger, 'usage stream not reachable at start; retrying');
-  return {
-    grpc: createGatewayServer(
-      [
-        {
-          name: USAGE_SERVICE_NAME,
-          definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
-          handlers: createUsageService({
-            redis: dependencies.redis,
-            logger,
-            onStoreError: () => storeErrors.inc({ operation: 'read' }),
-            record: (events) => meterAll(events, HANDED_OVER_SEQUENCE),
-          }),
-        },
-        {
-          name: RESPONSE_STORE_SERVICE_NAME,
-          definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
-          handlers: createResponseStoreService({
-            ...dependencies,
-            redis: dependencies.responsesRedis ?? dependencies.redis,
-            ttlSeconds: dependencies.responsesTtlSeconds,
-            bounds: dependencies.responseBounds,
-          }),
-        },
-      ],
-      connectionAgeOptions(dependencies.connectionAge),
-    ),
-    start: async () => {
-      // JetStream may not answer at start (a NATS cluster electing a leader, a server replaced):
-      // metering waits for it, retrying, rather than exiting and leaving usage unmetered.
-      await starting.usageStream(stream, dependencies);
-      // Most deployments never had the earlier layout: no extra lookup per event for them.
-      earlierRecords = (await dependencies.redis.exists(legacyDedupKey(stream)).catch(() => 1)) === 1;
-      // Read before consuming: what a restarted metering finds waiting is reported, not only what is left later.
-      await lag.start();
-      await streamUse.start();
-      consumer = await starting.consumer<UsageEventOutput[]>({
-        stream,
-        durableName,
-        filterSubject: dependencies.subject ?? USAGE_SUBJECT,
-        decode: decodeUsageEvents,
-        // The events of one message (a batch, or one event) are metered together (meterAll); a
-        // failure has the whole message redelivered.
-        handle: async (events, delivery) => {
-          await meterAll(events, delivery.seq);
-        },
-        onPoison: (reason) => poison.inc({ reason }),
-        backoffMs: dependencies.backoffMs,
-        logger,
-      });
-      schedulePrune();
-    },
-    stop: async () => {
-      starting.cancel();
-      clearTimeout(pruneTimer);
-      pruneTimer = undefined;
-      lag.stop();
-      streamUse.stop();
-      await consumer?.stop();
-      consumer = undefined;
-    },
-  };
+/** The gRPC server: the UsageService (usage read back, and events an edge hands over) and the ResponseStoreService. */
+function meteringGrpc(
+  dependencies: MeteringDependencies,
+  served: { onReadError: () => void; record: (events: UsageEventOutput[]) => Promise<RecordUsageEventsResponse> },
+): GatewayServer {
+  return createGatewayServer(
+    [
+      {
+        name: USAGE_SERVICE_NAME,
+        definition: loadGatewayGrpc().gateway.usage.v1.UsageService.service,
+        handlers: createUsageService({
+          redis: dependencies.redis,
+          logger: dependencies.logger,
+          onStoreError: served.onReadError,
+          record: served.record,
+        }),
+      },
+      {
+        name: RESPONSE_STORE_SERVICE_NAME,
+        definition: loadGatewayGrpc().gateway.responses.v1.ResponseStoreService.service,
+        handlers: createResponseStoreService({
+          ...dependencies,
+          redis: dependencies.responsesRedis ?? dependencies.redis,
+          ttlSeconds: dependencies.responsesTtlSeconds,
+          bounds: dependencies.responseBounds,
+        }),
+      },
+    ],
+    connectionAgeOptions(dependencies.connectionAge),
+  );
 }
