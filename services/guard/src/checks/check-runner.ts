@@ -148,6 +148,9 @@ function releaseEnds(
   });
 }
 
+/** One check of one policy run on the texts: its findings by text, or why it could not run. */
+type CheckResult = { policy: StoredPolicy; compiled: CompiledCheck; findings: Finding[][] | undefined; error: string | undefined };
+
 /** A Check call's answer, every list present. */
 export type CheckOutcome = CheckResponse & { blocked: boolean; texts: TextResult[]; decisions: GuardDecision[]; placeholders: Placeholder[] };
 
@@ -172,7 +175,7 @@ export async function runCheck(request: CheckRequestOutput, options: CheckRunOpt
     compiled.checks.filter((check) => check.check.points.includes(point as PointName)).map((check) => ({ policy: compiled.policy, compiled: check })),
   );
   const settled = await Promise.allSettled(runs.map((run) => scanned(run.compiled, texts, context, options.signal, options.metrics)));
-  const results = runs.map((run, index) => {
+  const results = runs.map((run, index): CheckResult => {
     const outcome = settled[index]!;
     return outcome.status === 'fulfilled'
       ? { ...run, findings: outcome.value, error: undefined }
@@ -181,9 +184,27 @@ export async function runCheck(request: CheckRequestOutput, options: CheckRunOpt
   const windowChars = Math.min(...named.map((policy) => policy.windowChars), Number.MAX_SAFE_INTEGER);
   const ends = releaseEnds(texts, final, results, windowChars === Number.MAX_SAFE_INTEGER ? DEFAULT_TAIL_LIMIT : windowChars);
 
-  const decisions: Array<{ decision: GuardDecision; text: number; order: number }> = [];
-  const masks: MaskSpan[][] = texts.map(() => []);
   const response: CheckOutcome = { blocked: false, texts: [], decisions: [], placeholders: [] };
+  const { decisions, masks } = decide(response, results, { point: request.point, paths, ends, metrics: options.metrics });
+  const book = new PlaceholderBook();
+  response.texts = texts.map((text, index) => ({ text: maskText(text, masks[index]!, ends[index]!, book), held_chars: text.length - ends[index]! }));
+  response.placeholders = book.restored;
+  response.decisions = decisions
+    .sort((a, b) => a.text - b.text || (a.decision.start ?? 0) - (b.decision.start ?? 0) || a.order - b.order)
+    .map(({ decision }) => decision);
+  options.metrics.calls.inc({ point, outcome: response.blocked ? 'blocked' : 'passed' });
+  return response;
+}
+
+/** What each check found, as decisions in order of where; what it blocked, on the response; what to mask, by text. */
+function decide(
+  response: CheckOutcome,
+  results: CheckResult[],
+  scope: { point: CheckRequestOutput['point']; paths: string[]; ends: number[]; metrics: CheckRunOptions['metrics'] },
+): { decisions: Array<{ decision: GuardDecision; text: number; order: number }>; masks: MaskSpan[][] } {
+  const { point, paths, ends, metrics } = scope;
+  const decisions: Array<{ decision: GuardDecision; text: number; order: number }> = [];
+  const masks: MaskSpan[][] = ends.map(() => []);
   const block = (policy: StoredPolicy, check: StoredCheck) => {
     if (response.blocked) return;
     response.blocked = true;
@@ -196,26 +217,11 @@ export async function runCheck(request: CheckRequestOutput, options: CheckRunOpt
     const enforced = policy.mode === 'enforce';
     const labels = { policy: policy.name, check: check.name };
     if (result.error) {
-      options.metrics.checkErrors.inc({ ...labels, reason: result.error });
-      const action = policy.on_error === 'block' ? 'block' : 'flag';
-      options.metrics.checks.inc({ ...labels, action });
-      if (action === 'block' && enforced) block(policy, check);
-      decisions.push({
-        decision: {
-          policy: policy.name,
-          check: check.name,
-          point: request.point,
-          action: ACTIONS[action],
-          enforced,
-          entity: '',
-          path: '',
-          start: -1,
-          end: -1,
-          error: result.error,
-        },
-        text: -1,
-        order,
-      });
+      const decision = errorDecision(result, result.error, point);
+      metrics.checkErrors.inc({ ...labels, reason: result.error });
+      metrics.checks.inc({ ...labels, action: policy.on_error === 'block' ? 'block' : 'flag' });
+      if (decision.action === ACTIONS.block && enforced) block(policy, check);
+      decisions.push({ decision, text: -1, order });
       continue;
     }
     let found = false;
@@ -228,7 +234,7 @@ export async function runCheck(request: CheckRequestOutput, options: CheckRunOpt
           decision: {
             policy: policy.name,
             check: check.name,
-            point: request.point,
+            point,
             action: ACTIONS[check.action],
             enforced,
             entity: finding.entity,
@@ -252,15 +258,25 @@ export async function runCheck(request: CheckRequestOutput, options: CheckRunOpt
         }
       }
     }
-    options.metrics.checks.inc({ ...labels, action: found ? check.action : 'pass' });
+    metrics.checks.inc({ ...labels, action: found ? check.action : 'pass' });
   }
 
-  const book = new PlaceholderBook();
-  response.texts = texts.map((text, index) => ({ text: maskText(text, masks[index]!, ends[index]!, book), held_chars: text.length - ends[index]! }));
-  response.placeholders = book.restored;
-  response.decisions = decisions
-    .sort((a, b) => a.text - b.text || (a.decision.start ?? 0) - (b.decision.start ?? 0) || a.order - b.order)
-    .map(({ decision }) => decision);
-  options.metrics.calls.inc({ point, outcome: response.blocked ? 'blocked' : 'passed' });
-  return response;
+  return { decisions, masks };
+}
+
+/** The decision of a check that could not run: the policy's on_error (block, else flag), with why. */
+function errorDecision(result: CheckResult, error: string, point: CheckRequestOutput['point']): GuardDecision {
+  const action = result.policy.on_error === 'block' ? 'block' : 'flag';
+  return {
+    policy: result.policy.name,
+    check: result.compiled.check.name,
+    point,
+    action: ACTIONS[action],
+    enforced: result.policy.mode === 'enforce',
+    entity: '',
+    path: '',
+    start: -1,
+    end: -1,
+    error,
+  };
 }
