@@ -17,6 +17,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
+  type JSONRPCMessage,
   type JSONRPCRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -129,35 +130,46 @@ function signInTool(server: string): Tool {
   };
 }
 
+/** One message as JSON-RPC 2.0 (a request, notification or response), or the error answering it. */
+function parseMessage(messageJson: string): { rpc: JSONRPCMessage } | { answer: McpAnswer } {
+  if (Buffer.byteLength(messageJson) > MAX_MESSAGE_BYTES)
+    return { answer: { httpStatus: 413, messageJson: errorJson(null, ErrorCode.InvalidRequest, 'The message is too large.') } };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(messageJson);
+  } catch {
+    return { answer: { httpStatus: 400, messageJson: errorJson(null, ErrorCode.ParseError, 'Parse error: the body is not valid JSON.') } };
+  }
+  if (Array.isArray(parsed))
+    return {
+      answer: {
+        httpStatus: 400,
+        messageJson: errorJson(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported; send one message per request.'),
+      },
+    };
+  const checked = JSONRPCMessageSchema.safeParse(parsed);
+  if (!checked.success) {
+    const id =
+      typeof parsed === 'object' && parsed !== null && 'id' in parsed && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
+    return {
+      answer: {
+        httpStatus: 400,
+        messageJson: errorJson(id, ErrorCode.InvalidRequest, 'Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response.'),
+      },
+    };
+  }
+  return { rpc: checked.data };
+}
+
 /** The aggregated server. */
 export class Aggregator {
   constructor(private readonly deps: AggregatorDependencies) {}
 
   /** Answers one message; never throws for anything a client sent (a store failure rejects). */
   async handle(message: McpMessage): Promise<McpAnswer> {
-    if (Buffer.byteLength(message.messageJson) > MAX_MESSAGE_BYTES)
-      return { httpStatus: 413, messageJson: errorJson(null, ErrorCode.InvalidRequest, 'The message is too large.') };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(message.messageJson);
-    } catch {
-      return { httpStatus: 400, messageJson: errorJson(null, ErrorCode.ParseError, 'Parse error: the body is not valid JSON.') };
-    }
-    if (Array.isArray(parsed))
-      return {
-        httpStatus: 400,
-        messageJson: errorJson(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported; send one message per request.'),
-      };
-    const checked = JSONRPCMessageSchema.safeParse(parsed);
-    if (!checked.success) {
-      const id =
-        typeof parsed === 'object' && parsed !== null && 'id' in parsed && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
-      return {
-        httpStatus: 400,
-        messageJson: errorJson(id, ErrorCode.InvalidRequest, 'Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response.'),
-      };
-    }
-    const rpc = checked.data;
+    const parsed = parseMessage(message.messageJson);
+    if ('answer' in parsed) return parsed.answer;
+    const { rpc } = parsed;
     const method = 'method' in rpc ? rpc.method : '';
     if (method === 'initialize' && 'id' in rpc) return { ...(await this.initialize(rpc as JSONRPCRequest, message.caller)), method };
     if (message.protocolVersion && !SUPPORTED_PROTOCOL_VERSIONS.includes(message.protocolVersion))
@@ -272,7 +284,6 @@ export class Aggregator {
   private async dispatch(request: JSONRPCRequest, caller: McpCaller, permissions: ToolPermissions, outcome: { toolCall?: ToolCallOutcome }): Promise<unknown> {
     const keyId = caller.keyId;
     const pool = this.deps.pool;
-    const options = { timeout: this.deps.timeoutMs };
     switch (request.method) {
       case 'ping':
         return {};
@@ -285,35 +296,8 @@ export class Aggregator {
         );
         return { tools };
       }
-      case 'tools/call': {
-        const checked = CallToolRequestSchema.safeParse(request);
-        if (!checked.success)
-          throw new RpcFailure(ErrorCode.InvalidParams, 'Invalid params: tools/call needs a tool name and an arguments object.', 'invalid_params');
-        const name = checked.data.params.name;
-        const target = splitNamespaced(name);
-        const server = target && this.server(target.server);
-        outcome.toolCall = { server: server ? server.name : '', tool: target && server ? target.name : '', failed: false, errorCode: '', latencyMs: 0 };
-        if (!target || !server) throw new RpcFailure(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 200)}`, 'unknown_tool');
-        if (!permissions.allows(name))
-          throw new RpcFailure(NOT_ALLOWED_CODE, `This API key is not allowed to use the tool \`${name.slice(0, 200)}\`.`, 'tool_not_allowed');
-        const started = performance.now();
-        try {
-          const result = await this.withReconnect(server, keyId, (client) =>
-            client.callTool({ name: target.name, arguments: checked.data.params.arguments ?? {} }, undefined, {
-              ...options,
-              maxTotalTimeout: this.deps.timeoutMs,
-            }),
-          ).catch((error: unknown) => {
-            // A key without a token: this counted call starts its sign-in, and the error carries the link.
-            if (error instanceof SignInRequiredError) return pool.signIn(server, keyId);
-            throw error;
-          });
-          if (result.isError === true) Object.assign(outcome.toolCall, { failed: true, errorCode: 'tool_error' });
-          return result;
-        } finally {
-          outcome.toolCall.latencyMs = Math.round(performance.now() - started);
-        }
-      }
+      case 'tools/call':
+        return this.callTool(request, keyId, permissions, outcome);
       case 'prompts/list': {
         const lists = await this.gather(this.visibleServers(permissions), (server) => pool.list(server, keyId, 'prompts'));
         const prompts = lists.flatMap(({ server, items }) =>
@@ -321,17 +305,8 @@ export class Aggregator {
         );
         return { prompts };
       }
-      case 'prompts/get': {
-        const checked = GetPromptRequestSchema.safeParse(request);
-        if (!checked.success) throw new RpcFailure(ErrorCode.InvalidParams, 'Invalid params: prompts/get needs a prompt name.', 'invalid_params');
-        const name = checked.data.params.name;
-        const target = splitNamespaced(name);
-        const server = target && this.server(target.server);
-        if (!target || !server) throw new RpcFailure(ErrorCode.InvalidParams, `Unknown prompt: ${name.slice(0, 200)}`, 'unknown_prompt');
-        if (!permissions.allows(name))
-          throw new RpcFailure(NOT_ALLOWED_CODE, `This API key is not allowed to use the prompt \`${name.slice(0, 200)}\`.`, 'not_allowed');
-        return this.withReconnect(server, keyId, (client) => client.getPrompt({ name: target.name, arguments: checked.data.params.arguments }, options));
-      }
+      case 'prompts/get':
+        return this.getPrompt(request, keyId, permissions);
       case 'resources/list': {
         const lists = await this.gather(this.visibleServers(permissions), (server) => pool.list(server, keyId, 'resources'));
         return { resources: lists.flatMap(({ items }) => items) };
@@ -340,29 +315,82 @@ export class Aggregator {
         const lists = await this.gather(this.visibleServers(permissions), (server) => pool.list(server, keyId, 'templates'));
         return { resourceTemplates: lists.flatMap(({ items }) => items) };
       }
-      case 'resources/read': {
-        const checked = ReadResourceRequestSchema.safeParse(request);
-        if (!checked.success) throw new RpcFailure(ErrorCode.InvalidParams, 'Invalid params: resources/read needs a uri.', 'invalid_params');
-        const uri = checked.data.params.uri;
-        const servers = this.visibleServers(permissions);
-        const lists = await this.gather(servers, (server) => pool.list(server, keyId, 'resources'));
-        const owner = lists.find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
-        if (owner) return this.withReconnect(owner, keyId, (client) => client.readResource({ uri }, options));
-        // A URI of a template: the first server with templates that can read it.
-        const templated = await this.gather(servers, (server) => pool.list(server, keyId, 'templates'));
-        for (const { server, items } of templated) {
-          if (items.length === 0) continue;
-          try {
-            return await this.withReconnect(server, keyId, (client) => client.readResource({ uri }, options));
-          } catch {
-            // Not this server's: try the next one.
-          }
-        }
-        throw new RpcFailure(-32002, `Resource not found: ${uri.slice(0, 200)}`, 'unknown_resource');
-      }
+      case 'resources/read':
+        return this.readResource(request, keyId, permissions);
       default:
         throw new RpcFailure(ErrorCode.MethodNotFound, `Method not found: ${request.method.slice(0, 100)}`, 'method_not_found');
     }
+  }
+
+  /** tools/call: the namespaced tool on its server, if the key may use it; the outcome records how it ended and how long it took. */
+  private async callTool(request: JSONRPCRequest, keyId: string, permissions: ToolPermissions, outcome: { toolCall?: ToolCallOutcome }): Promise<unknown> {
+    const pool = this.deps.pool;
+    const options = { timeout: this.deps.timeoutMs };
+    const checked = CallToolRequestSchema.safeParse(request);
+    if (!checked.success)
+      throw new RpcFailure(ErrorCode.InvalidParams, 'Invalid params: tools/call needs a tool name and an arguments object.', 'invalid_params');
+    const name = checked.data.params.name;
+    const target = splitNamespaced(name);
+    const server = target && this.server(target.server);
+    outcome.toolCall = { server: server ? server.name : '', tool: target && server ? target.name : '', failed: false, errorCode: '', latencyMs: 0 };
+    if (!target || !server) throw new RpcFailure(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 200)}`, 'unknown_tool');
+    if (!permissions.allows(name))
+      throw new RpcFailure(NOT_ALLOWED_CODE, `This API key is not allowed to use the tool \`${name.slice(0, 200)}\`.`, 'tool_not_allowed');
+    const started = performance.now();
+    try {
+      const result = await this.withReconnect(server, keyId, (client) =>
+        client.callTool({ name: target.name, arguments: checked.data.params.arguments ?? {} }, undefined, {
+          ...options,
+          maxTotalTimeout: this.deps.timeoutMs,
+        }),
+      ).catch((error: unknown) => {
+        // A key without a token: this counted call starts its sign-in, and the error carries the link.
+        if (error instanceof SignInRequiredError) return pool.signIn(server, keyId);
+        throw error;
+      });
+      if (result.isError === true) Object.assign(outcome.toolCall, { failed: true, errorCode: 'tool_error' });
+      return result;
+    } finally {
+      outcome.toolCall.latencyMs = Math.round(performance.now() - started);
+    }
+  }
+
+  /** prompts/get: the namespaced prompt on its server, if the key may use it. */
+  private async getPrompt(request: JSONRPCRequest, keyId: string, permissions: ToolPermissions): Promise<unknown> {
+    const options = { timeout: this.deps.timeoutMs };
+    const checked = GetPromptRequestSchema.safeParse(request);
+    if (!checked.success) throw new RpcFailure(ErrorCode.InvalidParams, 'Invalid params: prompts/get needs a prompt name.', 'invalid_params');
+    const name = checked.data.params.name;
+    const target = splitNamespaced(name);
+    const server = target && this.server(target.server);
+    if (!target || !server) throw new RpcFailure(ErrorCode.InvalidParams, `Unknown prompt: ${name.slice(0, 200)}`, 'unknown_prompt');
+    if (!permissions.allows(name))
+      throw new RpcFailure(NOT_ALLOWED_CODE, `This API key is not allowed to use the prompt \`${name.slice(0, 200)}\`.`, 'not_allowed');
+    return this.withReconnect(server, keyId, (client) => client.getPrompt({ name: target.name, arguments: checked.data.params.arguments }, options));
+  }
+
+  /** resources/read: from the visible server listing the URI, else the first whose templates can read it. */
+  private async readResource(request: JSONRPCRequest, keyId: string, permissions: ToolPermissions): Promise<unknown> {
+    const pool = this.deps.pool;
+    const options = { timeout: this.deps.timeoutMs };
+    const checked = ReadResourceRequestSchema.safeParse(request);
+    if (!checked.success) throw new RpcFailure(ErrorCode.InvalidParams, 'Invalid params: resources/read needs a uri.', 'invalid_params');
+    const uri = checked.data.params.uri;
+    const servers = this.visibleServers(permissions);
+    const lists = await this.gather(servers, (server) => pool.list(server, keyId, 'resources'));
+    const owner = lists.find(({ items }) => items.some((resource) => resource.uri === uri))?.server;
+    if (owner) return this.withReconnect(owner, keyId, (client) => client.readResource({ uri }, options));
+    // A URI of a template: the first server with templates that can read it.
+    const templated = await this.gather(servers, (server) => pool.list(server, keyId, 'templates'));
+    for (const { server, items } of templated) {
+      if (items.length === 0) continue;
+      try {
+        return await this.withReconnect(server, keyId, (client) => client.readResource({ uri }, options));
+      } catch {
+        // Not this server's: try the next one.
+      }
+    }
+    throw new RpcFailure(-32002, `Resource not found: ${uri.slice(0, 200)}`, 'unknown_resource');
   }
 
   /**
