@@ -4,11 +4,11 @@
  * does:
  * - OpenAI's moderation endpoint (POST /v1/moderations, `Authorization: Bearer`; a wrong key is a
  *   401 in OpenAI's error envelope, whose message quotes the key it was given, here in full);
- * - Azure AI Content Safety (text:analyze and text:shieldPrompt, api-version 2024-09-01,
- *   `Ocp-Apim-Subscription-Key`);
+ * - Azure AI Content Safety (fake-azure-content-safety.ts: text:analyze and text:shieldPrompt,
+ *   api-version 2024-09-01, `Ocp-Apim-Subscription-Key`);
  * - Lakera Guard (POST /v2/guard, Bearer, breakdown and payload);
- * - Google Cloud Model Armor (sanitizeUserPrompt and sanitizeModelResponse of a template, an OAuth
- *   bearer token);
+ * - Google Cloud Model Armor (fake-model-armor.ts: sanitizeUserPrompt and sanitizeModelResponse
+ *   of a template, an OAuth bearer token);
  * - Amazon Bedrock's ApplyGuardrail (fake-bedrock-guardrails.ts: SigV4 recomputed).
  * Each flags a text that contains FLAG_TRIGGER (hate, harassment, self-harm, violence) or
  * INJECTION_TRIGGER (a prompt attack), finds the e-mail addresses in it where the service finds
@@ -21,6 +21,8 @@ import { bearerOf, type FakeAnswer, type FakeModerationService, type FakeRequest
 export { emailsOf, FLAG_TRIGGER, hasFlagTrigger, hasInjectionTrigger, INJECTION_TRIGGER } from './moderation-triggers.js';
 export { closedBaseUrl, type FakeModerationService, type FakeRequest } from './fake-service-server.js';
 export { DENIED_TOPIC, type FakeBedrockGuardrails, startFakeBedrockGuardrails } from './fake-bedrock-guardrails.js';
+export { AZURE_TRIGGER_SEVERITIES, startFakeAzureContentSafety } from './fake-azure-content-safety.js';
+export { startFakeModelArmor } from './fake-model-armor.js';
 
 // --- OpenAI ---
 
@@ -111,100 +113,6 @@ export function openAiInputs(requests: readonly FakeRequest[]): string[] {
   return requests.flatMap((request) => (request.body as { input: string[] }).input);
 }
 
-// --- Azure AI Content Safety ---
-
-const AZURE_API_VERSION = '2024-09-01';
-const AZURE_CATEGORIES = ['Hate', 'SelfHarm', 'Sexual', 'Violence'];
-/** The severities FLAG_TRIGGER gives (the others are 0). */
-export const AZURE_TRIGGER_SEVERITIES: Readonly<Record<string, number>> = { Hate: 6, SelfHarm: 4, Violence: 2 };
-const AZURE_MAX_CHARS = 10_000;
-
-function azureError(status: number, code: string, message: string): FakeAnswer {
-  return { status, body: { error: { code, message, details: [] } } };
-}
-
-/** The text:analyze answer of one text. */
-function azureAnalysis(body: Record<string, unknown>, blocklists: Readonly<Record<string, readonly string[]>>): FakeAnswer {
-  const { text, categories, blocklistNames, outputType } = body as { text?: unknown; categories?: unknown; blocklistNames?: unknown; outputType?: unknown };
-  if (typeof text !== 'string') return azureError(400, 'InvalidRequestBody', 'The field text is required.');
-  if (text.length > AZURE_MAX_CHARS) return azureError(400, 'InvalidRequestBody', `The text is too long: the maximum is ${AZURE_MAX_CHARS} characters.`);
-  if (outputType !== undefined && outputType !== 'FourSeverityLevels' && outputType !== 'EightSeverityLevels') {
-    return azureError(400, 'InvalidRequestBody', 'The outputType is not valid.');
-  }
-  const asked = categories === undefined ? AZURE_CATEGORIES : categories;
-  if (!Array.isArray(asked) || asked.some((category) => !AZURE_CATEGORIES.includes(category as string))) {
-    return azureError(400, 'InvalidRequestBody', 'The categories are not valid.');
-  }
-  const names = blocklistNames === undefined ? [] : blocklistNames;
-  if (!Array.isArray(names)) return azureError(400, 'InvalidRequestBody', 'The blocklistNames are not valid.');
-  const unknown = names.find((name) => blocklists[name as string] === undefined);
-  if (unknown !== undefined) return azureError(404, 'NotFound', `The blocklist ${String(unknown)} is not found.`);
-  const flagged = hasFlagTrigger(text);
-  return {
-    status: 200,
-    body: {
-      blocklistsMatch: (names as string[]).flatMap((name) =>
-        (blocklists[name] ?? [])
-          .filter((item) => text.toLowerCase().includes(item.toLowerCase()))
-          .map((item, position) => ({ blocklistName: name, blocklistItemId: `item-${position}`, blocklistItemText: item })),
-      ),
-      categoriesAnalysis: (asked as string[]).map((category) => ({ category, severity: flagged ? (AZURE_TRIGGER_SEVERITIES[category] ?? 0) : 0 })),
-    },
-  };
-}
-
-/** The text:shieldPrompt answer. */
-function azureShield(body: Record<string, unknown>): FakeAnswer {
-  const { userPrompt, documents } = body as { userPrompt?: unknown; documents?: unknown };
-  if (typeof userPrompt !== 'string' && !Array.isArray(documents)) return azureError(400, 'InvalidRequestBody', 'userPrompt or documents is required.');
-  const docs = Array.isArray(documents) ? documents : [];
-  if (docs.some((document) => typeof document !== 'string')) return azureError(400, 'InvalidRequestBody', 'The documents are not valid.');
-  const total = (typeof userPrompt === 'string' ? userPrompt.length : 0) + (docs as string[]).reduce((sum, document) => sum + document.length, 0);
-  if (total > AZURE_MAX_CHARS) return azureError(400, 'InvalidRequestBody', `The input is too long: the maximum is ${AZURE_MAX_CHARS} characters.`);
-  return {
-    status: 200,
-    body: {
-      userPromptAnalysis: { attackDetected: typeof userPrompt === 'string' && hasInjectionTrigger(userPrompt) },
-      documentsAnalysis: (docs as string[]).map((document) => ({ attackDetected: hasInjectionTrigger(document) })),
-    },
-  };
-}
-
-/** Azure AI Content Safety, accepting `key`, with the given blocklists (name -> items). */
-export function startFakeAzureContentSafety(options: {
-  key: string;
-  blocklists?: Readonly<Record<string, readonly string[]>>;
-}): Promise<FakeModerationService> {
-  return startFakeService({
-    refuseAuth(request) {
-      const key = request.headers['ocp-apim-subscription-key'];
-      if (key === undefined) {
-        return azureError(401, '401', 'Access denied due to missing subscription key. Make sure to include subscription key when making requests to an API.');
-      }
-      if (key !== options.key) {
-        return azureError(
-          401,
-          '401',
-          'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.',
-        );
-      }
-      return undefined;
-    },
-    answer(request) {
-      if (request.method !== 'POST') return azureError(404, '404', 'Resource not found');
-      if (request.query.get('api-version') !== AZURE_API_VERSION) {
-        return azureError(404, 'UnsupportedApiVersion', `The HTTP resource does not support the API version ${request.query.get('api-version') ?? ''}.`);
-      }
-      if (typeof request.body !== 'object' || request.body === null) return azureError(400, 'InvalidRequestBody', 'The request body is not valid JSON.');
-      const body = request.body as Record<string, unknown>;
-      if (request.path === '/contentsafety/text:analyze') return azureAnalysis(body, options.blocklists ?? {});
-      if (request.path === '/contentsafety/text:shieldPrompt') return azureShield(body);
-      return azureError(404, '404', 'Resource not found');
-    },
-    failure: (status) => azureError(status, 'InternalServerError', 'An unexpected error occurred.'),
-  });
-}
-
 // --- Lakera Guard ---
 
 const LAKERA_ROLES = new Set(['system', 'user', 'assistant', 'tool']);
@@ -276,102 +184,5 @@ export function startFakeLakeraGuard(options: { apiKey: string }): Promise<FakeM
       };
     },
     failure: (status) => lakeraError(status, 'Internal Server Error'),
-  });
-}
-
-// --- Google Cloud Model Armor ---
-
-function googleError(status: number, grpcStatus: string, message: string): FakeAnswer {
-  return { status, body: { error: { code: status, message, status: grpcStatus } } };
-}
-
-function matchState(found: boolean): string {
-  return found ? 'MATCH_FOUND' : 'NO_MATCH_FOUND';
-}
-
-/** The sanitizationResult of one text, with every filter of a template that enables them all. */
-function sanitization(text: string): object {
-  const flagged = hasFlagTrigger(text);
-  const injection = hasInjectionTrigger(text);
-  const emails = emailsOf(text);
-  const codePoints = (offset: number) => String([...text.slice(0, offset)].length);
-  const bytes = (offset: number) => String(Buffer.byteLength(text.slice(0, offset)));
-  const executed = { executionState: 'EXECUTION_SUCCESS' };
-  const filterResults = {
-    rai: {
-      raiFilterResult: {
-        ...executed,
-        matchState: matchState(flagged),
-        raiFilterTypeResults: {
-          sexually_explicit: { matchState: 'NO_MATCH_FOUND' },
-          hate_speech: flagged ? { confidenceLevel: 'HIGH', matchState: 'MATCH_FOUND' } : { matchState: 'NO_MATCH_FOUND' },
-          harassment: flagged ? { confidenceLevel: 'MEDIUM_AND_ABOVE', matchState: 'MATCH_FOUND' } : { matchState: 'NO_MATCH_FOUND' },
-          dangerous: { matchState: 'NO_MATCH_FOUND' },
-        },
-      },
-    },
-    pi_and_jailbreak: { piAndJailbreakFilterResult: { ...executed, matchState: matchState(injection), ...(injection ? { confidenceLevel: 'HIGH' } : {}) } },
-    csam: { csamFilterFilterResult: { ...executed, matchState: 'NO_MATCH_FOUND' } },
-    malicious_uris: { maliciousUriFilterResult: { ...executed, matchState: 'NO_MATCH_FOUND' } },
-    sdp: {
-      sdpFilterResult: {
-        inspectResult: {
-          ...executed,
-          matchState: matchState(emails.length > 0),
-          findings: emails.map((email) => ({
-            infoType: 'EMAIL_ADDRESS',
-            likelihood: 'LIKELY',
-            location: {
-              byteRange: { start: bytes(email.start), end: bytes(email.end) },
-              codepointRange: { start: codePoints(email.start), end: codePoints(email.end) },
-            },
-          })),
-        },
-      },
-    },
-  };
-  return {
-    filterMatchState: matchState(flagged || injection || emails.length > 0),
-    filterResults,
-    invocationResult: 'SUCCESS',
-    sanitizationMetadata: {},
-  };
-}
-
-/**
- * Model Armor with the templates `templates` (full names), accepting an Authorization header
- * `accepts` says is a valid token (a fixed token's, or one a fake Google token endpoint issued).
- */
-export function startFakeModelArmor(options: {
-  templates: readonly string[];
-  accepts: (authorization: string | undefined) => boolean;
-}): Promise<FakeModerationService> {
-  const templates = new Set(options.templates);
-  return startFakeService({
-    refuseAuth: (request) =>
-      options.accepts(request.headers.authorization)
-        ? undefined
-        : googleError(
-            401,
-            'UNAUTHENTICATED',
-            'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
-          ),
-    answer(request) {
-      const match = /^\/v1\/(projects\/[^/]+\/locations\/[^/]+\/templates\/[^/:]+):(sanitizeUserPrompt|sanitizeModelResponse)$/.exec(request.path);
-      if (request.method !== 'POST' || !match) return googleError(404, 'NOT_FOUND', 'The requested URL was not found on this server.');
-      const [, template, method] = match as unknown as [string, string, string];
-      if (!templates.has(template)) return googleError(404, 'NOT_FOUND', `Template ${template} not found.`);
-      const body = request.body as { userPromptData?: { text?: unknown }; modelResponseData?: { text?: unknown } } | undefined;
-      const text = method === 'sanitizeUserPrompt' ? body?.userPromptData?.text : body?.modelResponseData?.text;
-      if (typeof text !== 'string') {
-        return googleError(
-          400,
-          'INVALID_ARGUMENT',
-          `Invalid JSON payload: ${method === 'sanitizeUserPrompt' ? 'user_prompt_data' : 'model_response_data'}.text is required.`,
-        );
-      }
-      return { status: 200, body: { sanitizationResult: sanitization(text) } };
-    },
-    failure: (status) => googleError(status, status === 503 ? 'UNAVAILABLE' : 'INTERNAL', 'Internal error encountered.'),
   });
 }
