@@ -70,9 +70,9 @@ export function costPicoUsd(pricing: Pricing, usage: BilledUsage): bigint {
  * be billed at (plain, cache read or cache write) and `completionTokens` at the output price, under
  * whichever of `pricings` is the dearest for each (the models the request may be answered by: its
  * own and its fallbacks). Budgets hold this from a request's admission until it is metered; with
- * no pricing, 0.
+ * no pricing, 0. A price a Pricing message leaves out (a proto3 zero) counts as 0.
  */
-export function costBoundPicoUsd(pricings: readonly Pricing[], promptTokens: number, completionTokens: number): bigint {
+export function costBoundPicoUsd(pricings: readonly Partial<Pricing>[], promptTokens: number, completionTokens: number): bigint {
   let promptPrice = 0;
   let outputPrice = 0;
   for (const pricing of pricings) {

@@ -73,6 +73,11 @@ export class GatewayError extends Error {
     return { code: this.code, details: this.message, message: this.message, metadata };
   }
 
+  /** The error a server stream is destroyed with (`call.destroy`): an Error carrying the status grpc-js sends. */
+  toStreamError(): Error & Partial<grpc.StatusObject> {
+    return Object.assign(new Error(this.message), this.toServiceError());
+  }
+
   /**
    * Rebuilds a GatewayError from a status code and the ErrorInfo a peer sent with it (in a
    * trailer or in a stream message); fields the info lacks fall back to what the code implies.

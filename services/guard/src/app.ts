@@ -58,7 +58,7 @@ export function createServer(deps: GuardDependencies): GuardApp {
       {
         name: 'gateway.guard.v1.GuardService',
         definition: loadGatewayGrpc().gateway.guard.v1.GuardService.service,
-        handlers: service.handlers as unknown as Parameters<typeof createGatewayServer>[0][number]['handlers'],
+        handlers: service.handlers,
       },
     ],
     connectionAgeOptions(deps.connectionAge),

@@ -172,14 +172,14 @@ export function createMcpService({ aggregator, registry, pool, sessions, credent
     try {
       caller = callerOf(call.request.caller);
     } catch (error) {
-      call.destroy((error as GatewayError).toServiceError() as unknown as Error);
+      call.destroy(GatewayError.fromServiceError(error).toStreamError());
       return;
     }
     const sessionId = call.request.session_id ?? '';
     sessions.find(sessionId, caller.keyId).then(
       (session) => {
         if (!session) {
-          call.destroy(GatewayError.of('not_found', 'Session not found.').toServiceError() as unknown as Error);
+          call.destroy(GatewayError.of('not_found', 'Session not found.').toStreamError());
           return;
         }
         listeners.add(call);
@@ -204,7 +204,7 @@ export function createMcpService({ aggregator, registry, pool, sessions, credent
       },
       (error: unknown) => {
         report(error, 'Listen');
-        call.destroy(GatewayError.of('store_unavailable', 'The session store is unavailable.').toServiceError() as unknown as Error);
+        call.destroy(GatewayError.of('store_unavailable', 'The session store is unavailable.').toStreamError());
       },
     );
   }

@@ -45,7 +45,7 @@ export function allowedRouting(catalog: EdgeDependencies['catalog'], routing: Ro
   const chosenId = ranked.find((id) => id !== '' && isAllowed(lists, id));
   if (chosenId === undefined) throw noAllowedModel();
   // Before the first catalog snapshot, the id alone (as the resolver does for a routed model).
-  const chosen = catalog.get(chosenId) ?? ({ id: chosenId, pricing: {}, capabilities: {}, fallbacks: [] } as unknown as ModelOutput);
+  const chosen = catalog.get(chosenId) ?? ({ id: chosenId, pricing: {}, capabilities: {}, fallbacks: [] } satisfies ModelOutput);
   const fallbacks = (chosen.fallbacks ?? []).filter((id) => catalog.get(id)?.available !== false);
   const reason = `${route.reason ?? ''} ${route.model_id} is not allowed for this key: ${chosen.id}, the best-ranked model it may use.`.trim();
   return { model: chosen, route: { ...route, model_id: chosen.id ?? '', fallbacks, reason } };

@@ -6,7 +6,7 @@
  * parses the body and renders the answer.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { costBoundPicoUsd, type Pricing } from '@gateway/catalog';
+import { costBoundPicoUsd } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Tracing } from '@gateway/observability';
 import type { CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
@@ -184,7 +184,7 @@ export class CompletionPipeline {
         : model
           ? [model, ...(Array.isArray(fallbacks) ? fallbacks : (model.fallbacks ?? [])).flatMap((id) => catalog.get(id) ?? [])]
           : [];
-    const pricings = candidates.flatMap((candidate) => (candidate.pricing ? [candidate.pricing as unknown as Pricing] : []));
+    const pricings = candidates.flatMap((candidate) => (candidate.pricing ? [candidate.pricing] : []));
     return costBoundPicoUsd(pricings, promptTokens, this.reserved(completion, promptTokens) - promptTokens);
   }
 

@@ -151,7 +151,7 @@ export function createModelResolver(deps: Pick<EdgeDependencies, 'config' | 'cat
       throw error;
     });
     const routedId = route.model_id ?? '';
-    const model = catalog.get(routedId) ?? ({ id: routedId, pricing: {}, capabilities: {}, fallbacks: [] } as unknown as ModelOutput);
+    const model = catalog.get(routedId) ?? ({ id: routedId, pricing: {}, capabilities: {}, fallbacks: [] } satisfies ModelOutput);
     if (catalog.ready) checkCapabilities(model, parsed, promptTokens);
     return { model, route };
   };
