@@ -1,12 +1,12 @@
 /**
  * The McpService handlers: Handle answers one JSON-RPC message through the Aggregator, Listen
- * streams a session's list_changed notifications, EndSession ends a session, and the server CRUD
+ * streams a session's list_changed notifications (listen-streams.ts), EndSession ends a session, and the server CRUD
  * (what the edge's /admin/v1/mcp-servers calls) goes to the ServerRegistry. CompleteAuthorization
  * answers the OAuth callback of an upstream server's authorization server (the edge relays its
  * public GET /mcp/oauth/callback) and RevokeAuthorization forgets a key's token. Every error leaves
  * as a GatewayError through @gateway/grpc's unary.
  */
-import { callTraceparent, GatewayError, Metadata, unary, type ErrorReporter } from '@gateway/grpc';
+import { callTraceparent, GatewayError, unary, type ErrorReporter } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { oauthCallbackResponse } from '@gateway/mcp-oauth';
 import { metric, type prometheus, serviceMetrics, SpanKind, type Span, type Tracing } from '@gateway/observability';
@@ -32,14 +32,8 @@ import type { Aggregator, McpCaller } from './aggregator.js';
 import type { ClientSessions } from './client-sessions.js';
 import type { ServerRegistry, StoredServer } from './server-registry.js';
 import type { UpstreamCredentials } from './upstream-credentials.js';
-import type { ListKind, UpstreamPool } from './upstream-pool.js';
-
-type ListenCall = Parameters<McpServiceHandlers['Listen']>[0];
-
-/** How often an open Listen stream checks that its session still exists (ended elsewhere, or expired). */
-const SESSION_CHECK_MS = 5_000;
-/** Notifications of one kind within this long are sent once. */
-const NOTIFY_DEBOUNCE_MS = 100;
+import { ListenStreams } from './listen-streams.js';
+import type { UpstreamPool } from './upstream-pool.js';
 
 /**
  * The tool-call outcomes exported from 0 (the others appear when they happen): the ones the alerts'
@@ -107,25 +101,8 @@ export function createMcpService({ aggregator, registry, pool, sessions, credent
     'resources/templates/list',
   ]);
 
-  const listeners = new Set<ListenCall>();
-  const pending = new Set<ListKind>();
-  let scheduled = false;
-  pool.onListChanged((_server, kind) => {
-    pending.add(kind);
-    if (scheduled) return;
-    scheduled = true;
-    setTimeout(() => {
-      scheduled = false;
-      const kinds = [...pending];
-      pending.clear();
-      for (const call of listeners) {
-        for (const changed of kinds) {
-          if (!call.cancelled && call.writable)
-            call.write({ message_json: JSON.stringify({ jsonrpc: '2.0', method: `notifications/${changed}/list_changed` }) });
-        }
-      }
-    }, NOTIFY_DEBOUNCE_MS).unref();
-  });
+  const streams = new ListenStreams(sessions, callerOf, report);
+  streams.follow(pool);
 
   async function handle(request: HandleRequestOutput, context?: unknown): Promise<HandleResponse> {
     const span = tracing?.startSpan('mcp.handle', {
@@ -165,48 +142,6 @@ export function createMcpService({ aggregator, registry, pool, sessions, credent
       method: answer.method ?? '',
       ...(call && { tool_call: { server: call.server, tool: call.tool, failed: call.failed, error_code: call.errorCode, latency_ms: call.latencyMs } }),
     };
-  }
-
-  function listen(call: ListenCall): void {
-    let caller: McpCaller;
-    try {
-      caller = callerOf(call.request.caller);
-    } catch (error) {
-      call.destroy(GatewayError.fromServiceError(error).toStreamError());
-      return;
-    }
-    const sessionId = call.request.session_id ?? '';
-    sessions.find(sessionId, caller.keyId).then(
-      (session) => {
-        if (!session) {
-          call.destroy(GatewayError.of('not_found', 'Session not found.').toStreamError());
-          return;
-        }
-        listeners.add(call);
-        // Headers go out at once, so that the edge can answer the client's GET with its stream.
-        call.sendMetadata(new Metadata());
-        const check = setInterval(() => {
-          sessions.exists(sessionId).then(
-            (alive) => {
-              if (!alive) stop(true);
-            },
-            () => undefined,
-          );
-        }, SESSION_CHECK_MS);
-        const stop = (end: boolean) => {
-          clearInterval(check);
-          listeners.delete(call);
-          if (end && call.writable) call.end();
-        };
-        call.once('cancelled', () => stop(false));
-        call.once('error', () => stop(false));
-        call.once('finish', () => stop(false));
-      },
-      (error: unknown) => {
-        report(error, 'Listen');
-        call.destroy(GatewayError.of('store_unavailable', 'The session store is unavailable.').toStreamError());
-      },
-    );
   }
 
   async function endSession(request: EndSessionRequestOutput): Promise<EndSessionResponse> {
@@ -287,7 +222,7 @@ export function createMcpService({ aggregator, registry, pool, sessions, credent
   return {
     handlers: {
       Handle: unary(handle, 'Handle', report),
-      Listen: listen,
+      Listen: streams.listen,
       EndSession: unary(endSession, 'EndSession', report),
       PutServer: unary(putServer, 'PutServer', report),
       ListServers: unary(listServers, 'ListServers', report),
@@ -296,9 +231,6 @@ export function createMcpService({ aggregator, registry, pool, sessions, credent
       CompleteAuthorization: unary(completeAuthorization, 'CompleteAuthorization', report),
       RevokeAuthorization: unary(revokeAuthorization, 'RevokeAuthorization', report),
     },
-    endListens() {
-      for (const call of listeners) if (call.writable) call.end();
-      listeners.clear();
-    },
+    endListens: () => streams.endAll(),
   };
 }
