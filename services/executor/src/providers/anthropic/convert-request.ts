@@ -27,10 +27,9 @@
  *   caller set them: Anthropic itself refuses what thinking does not allow.
  */
 import type { CatalogModel } from '@gateway/catalog';
-import type { CacheControlOutput, ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
+import type { ChatRequestOutput, ContentPartOutput, MessageOutput } from '@gateway/proto';
 import { invalidRequest, notAUrl, unknownRole, parseArgumentsObject, parseDataUrl, parseJsonField } from '../parse-json-field.js';
 import type {
-  AnthropicCacheControl,
   AnthropicContentBlock,
   AnthropicImageBlock,
   AnthropicMessage,
@@ -43,24 +42,11 @@ import type {
 } from './wire-types.js';
 import { ANTHROPIC_PROVIDER } from '../provider-names.js';
 import { ProviderRefusal } from '../provider-refusal.js';
+import { cacheControlOf, withCacheControl } from './cache-control.js';
+import { systemOf } from './convert-system.js';
 
 /** The media types Anthropic's document blocks accept from a data URL. */
 const DOCUMENT_MEDIA_TYPES = new Set(['application/pdf', 'text/plain']);
-
-/** A gateway cache breakpoint -> Anthropic's; undefined when none was set. */
-function cacheControlOf(control: CacheControlOutput | null | undefined, param: string): AnthropicCacheControl | undefined {
-  if (!control) return undefined;
-  if (control.type !== undefined && control.type !== '' && control.type !== 'ephemeral')
-    throw invalidRequest(`${param}.type must be "ephemeral".`, `${param}.type`);
-  if (control.ttl === undefined || control.ttl === '') return { type: 'ephemeral' };
-  if (control.ttl !== '5m' && control.ttl !== '1h') throw invalidRequest(`${param}.ttl must be "5m" or "1h".`, `${param}.ttl`);
-  return { type: 'ephemeral', ttl: control.ttl };
-}
-
-/** The block with the breakpoint set, when there is one. */
-function withCacheControl<Block extends { cache_control?: AnthropicCacheControl }>(block: Block, control: AnthropicCacheControl | undefined): Block {
-  return control ? { ...block, cache_control: control } : block;
-}
 
 function imageBlock(url: string, param: string): AnthropicImageBlock {
   const data = parseDataUrl(url);
@@ -107,54 +93,6 @@ function messageBlocks(blocks: AnthropicContentBlock[], message: MessageOutput, 
   const control = cacheControlOf(message.cache_control, `messages[${position}].cache_control`);
   if (!control || blocks.length === 0) return blocks;
   return [...blocks.slice(0, -1), withCacheControl(blocks.at(-1)!, control)];
-}
-
-/** The text of a system or developer message. */
-function systemText(message: MessageOutput): string {
-  if (message.content === 'parts' || message.parts)
-    return (message.parts?.parts ?? []).flatMap((part) => (part.text === undefined ? [] : [part.text])).join('\n');
-  return message.text ?? '';
-}
-
-/** A system or developer message's cache breakpoint: its own, else the last one of its parts. */
-function systemCacheControl(message: MessageOutput, position: number): AnthropicCacheControl | undefined {
-  const parts = message.parts?.parts ?? [];
-  const index = parts.findLastIndex((part) => part.cache_control);
-  const own = cacheControlOf(message.cache_control, `messages[${position}].cache_control`);
-  return own ?? (index < 0 ? undefined : cacheControlOf(parts[index]!.cache_control, `messages[${position}].content[${index}].cache_control`));
-}
-
-/**
- * A system or developer message's system blocks: one text block, or, when breakpoints sit on its
- * parts, one per text part, each with its own (the message's own breakpoint on the last), so a
- * breakpoint caches the prompt up to its own part and no further.
- */
-function systemBlocks(message: MessageOutput, position: number): AnthropicTextBlock[] {
-  const parts = message.parts?.parts ?? [];
-  if (!parts.some((part) => part.cache_control)) {
-    const text = systemText(message);
-    return text === '' ? [] : [withCacheControl<AnthropicTextBlock>({ type: 'text', text }, systemCacheControl(message, position))];
-  }
-  const blocks = parts.flatMap((part, index) => {
-    if (part.text === undefined || part.text === '') return [];
-    const control = cacheControlOf(part.cache_control, `messages[${position}].content[${index}].cache_control`);
-    return [withCacheControl<AnthropicTextBlock>({ type: 'text', text: part.text }, control)];
-  });
-  const own = cacheControlOf(message.cache_control, `messages[${position}].cache_control`);
-  return own && blocks.length > 0 ? [...blocks.slice(0, -1), withCacheControl(blocks.at(-1)!, own)] : blocks;
-}
-
-/**
- * The top-level `system`: the system and developer messages' texts, joined by a blank line, or,
- * when one of them carries a cache breakpoint, their text blocks (one per message, or one per part
- * of a message whose parts carry breakpoints) with their breakpoints.
- */
-function systemOf(request: ChatRequestOutput): { text: string; blocks?: AnthropicTextBlock[] } {
-  const blocks = (request.messages ?? []).flatMap((message, position) =>
-    message.role === 'ROLE_SYSTEM' || message.role === 'ROLE_DEVELOPER' ? systemBlocks(message, position) : [],
-  );
-  const text = blocks.map((block) => block.text).join('\n\n');
-  return blocks.some((block) => block.cache_control) ? { text, blocks } : { text };
 }
 
 function toolResultContent(message: MessageOutput, position: number): string | Array<AnthropicTextBlock | AnthropicImageBlock> {
