@@ -246,15 +246,19 @@ class StoredSessionProvider implements OAuthClientProvider {
 class CredentialStore {
   readonly keys: UpstreamCredentialKeys;
 
-  constructor(
-    readonly redis: RedisClient,
-    prefix: string,
-    private readonly encryptionKey: Buffer,
-    readonly redirectUri: string,
-    readonly clientName: string,
-    readonly now: () => number,
-  ) {
-    this.keys = upstreamCredentialKeys(prefix);
+  readonly redis: RedisClient;
+  readonly redirectUri: string;
+  readonly clientName: string;
+  readonly now: () => number;
+  private readonly encryptionKey: Buffer;
+
+  constructor(options: { redis: RedisClient; prefix: string; encryptionKey: Buffer; redirectUri: string; clientName: string; now: () => number }) {
+    this.redis = options.redis;
+    this.redirectUri = options.redirectUri;
+    this.clientName = options.clientName;
+    this.now = options.now;
+    this.encryptionKey = options.encryptionKey;
+    this.keys = upstreamCredentialKeys(options.prefix);
   }
 
   async readTokens(keyId: string, serverId: string): Promise<TokenRecord | undefined> {
@@ -422,14 +426,14 @@ export class UpstreamCredentials {
     } catch {
       throw new Error('the OAuth redirect URI must be an absolute http(s) URL');
     }
-    this.store = new CredentialStore(
-      options.redis,
-      options.prefix,
-      options.encryptionKey,
-      options.redirectUri,
-      options.clientName ?? 'LLM gateway',
-      options.now ?? Date.now,
-    );
+    this.store = new CredentialStore({
+      redis: options.redis,
+      prefix: options.prefix,
+      encryptionKey: options.encryptionKey,
+      redirectUri: options.redirectUri,
+      clientName: options.clientName ?? 'LLM gateway',
+      now: options.now ?? Date.now,
+    });
     this.baseFetch = options.fetch ?? fetch;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   }

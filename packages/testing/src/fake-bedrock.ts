@@ -238,11 +238,9 @@ function amzDate(text: string | undefined): Date | undefined {
 async function checkAuth(
   incoming: IncomingMessage,
   rawBody: Buffer,
-  region: string,
-  credentials: ReadonlyMap<string, FakeAwsCredentials>,
-  apiKeys: ReadonlySet<string>,
-  service = 'bedrock',
+  accepted: { region: string; credentials: ReadonlyMap<string, FakeAwsCredentials>; apiKeys: ReadonlySet<string>; service?: string },
 ): Promise<{ refused: [number, string, string] } | { signedBy: string }> {
+  const { region, credentials, apiKeys, service = 'bedrock' } = accepted;
   const header = incoming.headers.authorization ?? '';
   if (header.startsWith('Bearer ')) {
     return apiKeys.has(header.slice('Bearer '.length))
@@ -408,7 +406,7 @@ export async function startFakeBedrock(options: {
   };
 
   const handle = async (incoming: IncomingMessage, rawBody: Buffer, response: ServerResponse) => {
-    const auth = await checkAuth(incoming, rawBody, options.region, credentials, apiKeys);
+    const auth = await checkAuth(incoming, rawBody, { region: options.region, credentials, apiKeys });
     if ('refused' in auth) return refuse(response, ...auth.refused);
     const match = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/.exec(incoming.url ?? '');
     if (incoming.method !== 'POST' || !match) return refuse(response, 404, 'UnknownOperationException', 'Unknown operation');
@@ -566,7 +564,7 @@ export async function startFakeSts(options: {
   ) => {
     const role = options.roles?.find((entry) => entry.roleArn === form.get('RoleArn'));
     const trusted = new Map((role?.trusted ?? []).map((entry) => [entry.accessKeyId, entry]));
-    const auth = await checkAuth(incoming, body, options.region ?? 'us-east-1', trusted, new Set(), 'sts');
+    const auth = await checkAuth(incoming, body, { region: options.region ?? 'us-east-1', credentials: trusted, apiKeys: new Set(), service: 'sts' });
     if ('refused' in auth) return fail(403, 'AccessDenied', `User is not authorized to perform: sts:AssumeRole (${auth.refused[1]})`);
     if (!role) return fail(403, 'AccessDenied', 'User is not authorized to perform: sts:AssumeRole');
     const externalId = form.get('ExternalId') ?? undefined;

@@ -21,8 +21,9 @@ import { logToolCall, namedTool, type ToolCallOutcome } from './mcp-tool-call-lo
 /** A JSON-RPC error code of the gateway: a limit or budget of the key refused a tools/call. */
 const LIMITED_CODE = -32004;
 
-/** A tools/call message as the edge received it, with the key's decision (counted) for it. */
+/** A tools/call message as the edge received it (its request), with the key's decision (counted) for it. */
 export interface ToolCallMessage {
+  request: FastifyRequest;
   id: string | number | null;
   text: string;
   receivedAtMs: number;
@@ -42,7 +43,6 @@ interface EndedCall {
 class ToolCallRecord {
   constructor(
     private readonly deps: EdgeDependencies,
-    private readonly request: FastifyRequest,
     private readonly message: ToolCallMessage,
     private readonly guard: GuardedRequest | undefined,
   ) {}
@@ -52,9 +52,9 @@ class ToolCallRecord {
    * answered (the row's own error code where a policy blocked a result the tool gave).
    */
   end(call: EndedCall, row: { server: string; tool: string; outcome: ToolCallOutcome; errorCode?: string; forwarded: string; answer: string }): void {
-    meter(this.deps, this.request, this.message, call, this.guard);
+    meter(this.deps, this.message, call, this.guard);
     logToolCall(this.deps, {
-      requestId: this.request.id,
+      requestId: this.message.request.id,
       receivedAtMs: this.message.receivedAtMs,
       decision: this.message.decision,
       ...row,
@@ -66,15 +66,9 @@ class ToolCallRecord {
 }
 
 /** Answers a tools/call: refused by a limit, blocked by a policy, or relayed to the MCP service. */
-export async function callTool(
-  deps: EdgeDependencies,
-  mcp: McpServiceClient,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  message: ToolCallMessage,
-): Promise<string> {
-  const { decision } = message;
-  if (decision.decision !== 'DECISION_ALLOW') return refuse(deps, request, reply, message);
+export async function callTool(deps: EdgeDependencies, mcp: McpServiceClient, reply: FastifyReply, message: ToolCallMessage): Promise<string> {
+  const { decision, request } = message;
+  if (decision.decision !== 'DECISION_ALLOW') return refuse(deps, reply, message);
   const span = deps.tracing?.startSpan('mcp.tools/call', { attributes: { 'gateway.key_id': decision.key_id ?? '' } });
   const traceparent = deps.tracing?.traceparentOf(span);
   const guard = guardFor(
@@ -82,7 +76,7 @@ export async function callTool(
     { requestId: request.id, keyId: decision.key_id ?? '', teamId: decision.team_id ?? '', model: '', api: 'mcp', traceparent },
     ['POINT_TOOL_ARGUMENTS', 'POINT_TOOL_RESULT'],
   );
-  const record = new ToolCallRecord(deps, request, message, guard);
+  const record = new ToolCallRecord(deps, message, guard);
   try {
     let forwarded = message.text;
     if (guard) {
@@ -126,7 +120,8 @@ export async function callTool(
 }
 
 /** A limit or budget refused the call: the tool's answer, kept as a row (nothing forwarded, nothing for a policy). */
-function refuse(deps: EdgeDependencies, request: FastifyRequest, reply: FastifyReply, message: ToolCallMessage): string {
+function refuse(deps: EdgeDependencies, reply: FastifyReply, message: ToolCallMessage): string {
+  const { request } = message;
   const refusal = denialError(message.decision);
   if (refusal.status === 401) throw refusal;
   const limited = JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: LIMITED_CODE, message: refusal.message } });
@@ -146,8 +141,8 @@ function refuse(deps: EdgeDependencies, request: FastifyRequest, reply: FastifyR
 }
 
 /** Meters, and logs as an audit line, one tools/call: who called which tool on which server, never its arguments or result. */
-function meter(deps: EdgeDependencies, request: FastifyRequest, message: ToolCallMessage, call: EndedCall, guard: GuardedRequest | undefined): void {
-  const { decision } = message;
+function meter(deps: EdgeDependencies, message: ToolCallMessage, call: EndedCall, guard: GuardedRequest | undefined): void {
+  const { decision, request } = message;
   const keyId = decision.key_id ?? '';
   const teamId = decision.team_id ?? '';
   const tool = call.server ? `${call.server}__${call.tool}` : 'unknown';

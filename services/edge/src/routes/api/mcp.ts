@@ -181,7 +181,7 @@ async function post(deps: EdgeDependencies, mcp: McpServiceClient, request: Fast
   }
   const { id, method } = peek(text);
   const receivedAtMs = Date.now();
-  if (method === 'tools/call') return callTool(deps, mcp, request, reply, { id, text, receivedAtMs, decision: await decide(deps, apiKey, request.id, true) });
+  if (method === 'tools/call') return callTool(deps, mcp, reply, { request, id, text, receivedAtMs, decision: await decide(deps, apiKey, request.id, true) });
   const decision = await decide(deps, apiKey, request.id, false);
   if (decision.decision !== 'DECISION_ALLOW') throw denialError(decision);
   let answer: HandleResponseOutput;
