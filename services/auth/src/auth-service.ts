@@ -10,7 +10,8 @@ import { metric, NO_TRACING, type prometheus, serviceMetrics, type Tracing } fro
 import type { AuthServiceHandlers } from '@gateway/proto';
 import type { Auditor } from './audit/auditor.js';
 import { createKeyHandlers } from './keys/key-handlers.js';
-import { KeyExistsError, type KeyStore, TeamNotFoundError } from './keys/key-store.js';
+import type { KeyStore } from './keys/key-store.js';
+import { KeyExistsError, TeamNotFoundError } from './shared/input-error.js';
 import { createDecisionHandlers } from './quota/decision-handlers.js';
 import { type QuotaLimiter, ReservationIdError } from './quota/quota-limiter.js';
 import { invalidInput, type StoreCall } from './shared/handler-input.js';

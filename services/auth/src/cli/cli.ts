@@ -34,7 +34,8 @@ import { AuditLog, CLI_ACTOR } from '@gateway/keyspace';
 import { toAdminTokenInfo } from '../admin-access/admin-token-message.js';
 import { isWellFormedSecret } from '../keys/key-secret.js';
 import { toKeyInfo } from '../keys/key-message.js';
-import type { KeyChanges, KeyStore, StoredKey } from '../keys/key-store.js';
+import type { KeyStore } from '../keys/key-store.js';
+import type { KeyChanges, StoredKey } from '../keys/stored-key.js';
 import { isPlanName, loadPlans, PLAN_NAMES, type PlanName } from '../quota/plans.js';
 import { type BudgetLimit, type Limit, type PlanTable, usdToBudget } from '../shared/limits.js';
 import { toTeam } from '../teams/team-message.js';
@@ -438,7 +439,7 @@ async function reportFailure(error: unknown): Promise<number> {
     return 2;
   }
   // Loaded already when a command ran (and so could throw them).
-  const [{ KeyExistsError, TeamNotFoundError }, { KeyInputError }] = await Promise.all([import('../keys/key-store.js'), import('../shared/input-error.js')]);
+  const { KeyExistsError, KeyInputError, TeamNotFoundError } = await import('../shared/input-error.js');
   if (error instanceof KeyInputError) {
     process.stderr.write(`${error.message}\n`);
     return 2;

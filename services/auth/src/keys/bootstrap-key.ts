@@ -2,7 +2,9 @@ import type { Logger } from '@gateway/logger';
 import type { PlanName } from '@gateway/proto';
 import type { RedisClient } from '@gateway/redis';
 import { hashSecret } from '../shared/ids.js';
-import { KeyExistsError, type KeyStore, type StoredKey } from './key-store.js';
+import { KeyExistsError } from '../shared/input-error.js';
+import type { KeyStore } from './key-store.js';
+import type { StoredKey } from './stored-key.js';
 import { startUpRetry } from '../start-up-retry.js';
 
 /** How long an attempt waits for a disconnected Redis to become ready before it tries anyway. */

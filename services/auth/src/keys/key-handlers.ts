@@ -21,7 +21,9 @@ import { type FailureReport, fromBudget, fromMinuteLimit, type StoreCall } from 
 import type { PlansSource } from '../shared/limits.js';
 import { isWellFormedSecret } from './key-secret.js';
 import { toKeyInfo } from './key-message.js';
-import { KeyExistsError, type KeyChanges, type KeyStore, TeamNotFoundError } from './key-store.js';
+import { KeyExistsError, TeamNotFoundError } from '../shared/input-error.js';
+import type { KeyStore } from './key-store.js';
+import type { KeyChanges } from './stored-key.js';
 
 /** What the key RPCs need. */
 export interface KeyHandlerDependencies {

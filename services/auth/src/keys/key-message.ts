@@ -6,7 +6,7 @@
  */
 import { type KeyInfo, planToProto } from '@gateway/proto';
 import { BUDGET_FIELDS, toBudget, toMinuteLimit, type PlanTable } from '../shared/limits.js';
-import type { StoredKey } from './key-store.js';
+import type { StoredKey } from './stored-key.js';
 
 /** The public facts of a stored key as a KeyInfo message, with the limits in force. */
 export function toKeyInfo(key: StoredKey, plans: PlanTable): KeyInfo {
