@@ -3,7 +3,7 @@
  * It speaks REST and SSE and nothing else; every decision is made by auth, router and executor.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type onResponseHookHandler } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import { prometheus } from '@gateway/observability';
@@ -34,6 +34,7 @@ import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
 import { refusedBodyEvent } from './completions/usage-report.js';
 import type { EdgeDependencies } from './dependencies.js';
+import { httpMetricsHook, sharedMetric } from './http-metrics.js';
 
 export type { EdgeDependencies } from './dependencies.js';
 
@@ -157,56 +158,6 @@ function registerJsonParser(app: FastifyInstance): void {
     else if (jsonNestsDeeperThan(text, MAX_JSON_NESTING)) done(tooDeep(), undefined);
     else parseJson(request, text, done);
   });
-}
-
-/**
- * Requests by route and status, and their duration. Hooks in callback style, and the metrics'
- * label children kept per route and status: they run on every request, where a promise or a
- * label lookup each is a measurable share of the edge.
- */
-/**
- * A metric of the registry by name, created by `create` the first time: the public and the admin
- * listener's apps (EDGE_ADMIN_PORT) count into the same series.
- */
-function sharedMetric<O extends { name: string }, T>(
-  registry: prometheus.Registry,
-  options: O,
-  create: (options: O & { registers: prometheus.Registry[] }) => T,
-): T {
-  return (registry.getSingleMetric(options.name) as T | undefined) ?? create({ ...options, registers: [registry] });
-}
-
-function httpMetricsHook(registry: prometheus.Registry): onResponseHookHandler {
-  // Each name spelled out as `name: '...'`: check-manifests reads them to check the alerts' metrics.
-  const requests = sharedMetric(
-    registry,
-    { name: 'gateway_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'] },
-    (options) => new prometheus.Counter(options),
-  );
-  const duration = sharedMetric(
-    registry,
-    {
-      name: 'gateway_http_request_duration_seconds',
-      help: 'Time from request to the end of the response.',
-      labelNames: ['route'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    },
-    (options) => new prometheus.Histogram(options),
-  );
-  const requestCounters = new Map<string, { inc(): void }>();
-  const durationHistograms = new Map<string, { observe(value: number): void }>();
-  return (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const status = reply.statusCode;
-    const key = `${status} ${route}`;
-    let counter = requestCounters.get(key);
-    if (!counter) requestCounters.set(key, (counter = requests.labels({ route, status: String(status) })));
-    counter.inc();
-    let histogram = durationHistograms.get(route);
-    if (!histogram) durationHistograms.set(route, (histogram = duration.labels({ route })));
-    histogram.observe(reply.elapsedTime / 1000);
-    done();
-  };
 }
 
 /**

@@ -7,7 +7,8 @@ import { GatewayError } from '@gateway/grpc';
 import type { RequestLogServiceClient, RequestRecordOutput } from '@gateway/proto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { fakeGrpcClient, injectAs, type ReceivedCall, recordingEdge } from '../../testing/test-edge.js';
-import { CSV_COLUMNS, mayReadBodies } from './admin-request-log.js';
+import { CSV_COLUMNS } from './admin-request-export.js';
+import { mayReadBodies } from './admin-request-log.js';
 
 const ADMIN_TOKEN = 'admin-token-for-request-log-tests-0123456789abcdef';
 const KEY_ID = 'key_0123456789abcdef';

@@ -17,7 +17,8 @@ import type { EdgeDependencies } from '../../dependencies.js';
 import { edgeError } from '../../error-codes.js';
 import type { List, LoggedToolCall, LoggedToolCallDetail, ToolCallQuery } from './admin-api-schemas.js';
 import { ToolCallQuerySchema } from './admin-api-schemas.js';
-import { bodiesJson, mayReadBodies, notConfigured, timeRangeOf } from './admin-request-log.js';
+import { bodiesJson } from './admin-request-json.js';
+import { mayReadBodies, notConfigured, timeRangeOf } from './admin-request-log.js';
 import { registerAdminScope } from './admin-scope.js';
 
 /** A validated query as the request log's search. */
