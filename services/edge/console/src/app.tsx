@@ -61,6 +61,32 @@ function Whoami({ session }: { session: AdminSession }) {
   );
 }
 
+/** The bar over every page: the pages the session may open (the one shown marked), who is logged in, and Log out. */
+function TopBar({ page, canChange, session, onLogOut }: { page: string; canChange: boolean; session: AdminSession; onLogOut: () => void }) {
+  return (
+    <header class="top">
+      <span class="brand">Gateway console</span>
+      <nav>
+        {PAGES.filter((entry) => canChange || !('adminOnly' in entry)).map((entry) => (
+          <a
+            key={entry.id}
+            href={`#/${entry.id}`}
+            class={entry.id === page ? 'active' : undefined}
+            aria-current={entry.id === page ? 'page' : undefined}
+            data-testid={`nav-${entry.id}`}
+          >
+            {entry.title}
+          </a>
+        ))}
+      </nav>
+      <Whoami session={session} />
+      <button type="button" class="secondary" data-testid="logout" onClick={onLogOut}>
+        Log out
+      </button>
+    </header>
+  );
+}
+
 /** The whole console. */
 export function App() {
   // A session handed over by single sign-on first (it also cleans the address), else this tab's token.
@@ -124,26 +150,7 @@ export function App() {
 
   return (
     <div class="shell">
-      <header class="top">
-        <span class="brand">Gateway console</span>
-        <nav>
-          {PAGES.filter((entry) => canChange || !('adminOnly' in entry)).map((entry) => (
-            <a
-              key={entry.id}
-              href={`#/${entry.id}`}
-              class={entry.id === page ? 'active' : undefined}
-              aria-current={entry.id === page ? 'page' : undefined}
-              data-testid={`nav-${entry.id}`}
-            >
-              {entry.title}
-            </a>
-          ))}
-        </nav>
-        <Whoami session={session} />
-        <button type="button" class="secondary" data-testid="logout" onClick={() => logOut()}>
-          Log out
-        </button>
-      </header>
+      <TopBar page={page} canChange={canChange} session={session} onLogOut={() => logOut()} />
       <main>
         {page === 'keys' && <KeysPage api={api} canChange={canChange} />}
         {page === 'teams' && <TeamsPage api={api} canChange={canChange} />}

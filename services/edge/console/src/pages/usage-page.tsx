@@ -98,6 +98,35 @@ function TotalsTable({
   );
 }
 
+/** The range's totals by key, by team and by model. */
+function TotalsByGroup({ data, keys, teamNames }: { data: UsageData; keys: ReadonlyMap<string, Key>; teamNames: ReadonlyMap<string, string> }) {
+  return (
+    <>
+      <TotalsTable
+        testId="usage-totals-by-key"
+        rowTestId="usage-key-row"
+        title="By key"
+        rows={totalsBy(data.byKey.data, 'key_id').map((row) => ({ ...row, label: keyLabel(keys, row.id) }))}
+        all={data.byKey.totals}
+      />
+      <TotalsTable
+        testId="usage-totals-by-team"
+        rowTestId="usage-team-row"
+        title="By team"
+        rows={totalsBy(data.byTeam.data, 'team_id').map((row) => ({ ...row, label: teamNames.get(row.id) ?? (row.id === NO_TEAM ? 'no team' : row.id) }))}
+        all={data.byTeam.totals}
+      />
+      <TotalsTable
+        testId="usage-totals-by-model"
+        rowTestId="usage-model-row"
+        title="By model"
+        rows={totalsBy(data.byModel.data, 'model').map((row) => ({ ...row, label: row.id }))}
+        all={data.byModel.totals}
+      />
+    </>
+  );
+}
+
 /** The Usage page. */
 export function UsagePage({ api }: { api: AdminApi }) {
   const [rangeId, setRangeId] = useState<RangeId>(() => choicesFromHash().range);
@@ -161,31 +190,7 @@ export function UsagePage({ api }: { api: AdminApi }) {
         <SpendChart id="chart-spend-by-model" title="Spend per model (USD)" spend={modelSpend} label={modelLabel} />
         <SpendChart id="chart-spend-by-key" title="Spend per key (USD)" spend={keySpend} label={labelKey} />
       </div>
-      {data && (
-        <>
-          <TotalsTable
-            testId="usage-totals-by-key"
-            rowTestId="usage-key-row"
-            title="By key"
-            rows={totalsBy(data.byKey.data, 'key_id').map((row) => ({ ...row, label: keyLabel(keys, row.id) }))}
-            all={data.byKey.totals}
-          />
-          <TotalsTable
-            testId="usage-totals-by-team"
-            rowTestId="usage-team-row"
-            title="By team"
-            rows={totalsBy(data.byTeam.data, 'team_id').map((row) => ({ ...row, label: teamNames.get(row.id) ?? (row.id === NO_TEAM ? 'no team' : row.id) }))}
-            all={data.byTeam.totals}
-          />
-          <TotalsTable
-            testId="usage-totals-by-model"
-            rowTestId="usage-model-row"
-            title="By model"
-            rows={totalsBy(data.byModel.data, 'model').map((row) => ({ ...row, label: row.id }))}
-            all={data.byModel.totals}
-          />
-        </>
-      )}
+      {data && <TotalsByGroup data={data} keys={keys} teamNames={teamNames} />}
     </Page>
   );
 }
