@@ -5,6 +5,10 @@
  * namespaced by server (`<server>__<tool>`: letters, digits, "_", "-" and "." only, as MCP's tool
  * names allow); a tools/call goes to the server its name names, after the caller's allow-lists
  * (auth's decision) allowed it. Resources keep their URIs; a read goes to the server listing it.
+ *
+ * One piece: the aggregated server, one method per JSON-RPC method, all over the same upstream
+ * pool, the caller's permissions and the call that opens a lost upstream session again
+ * (withReconnect).
  */
 import { randomUUID } from 'node:crypto';
 import {

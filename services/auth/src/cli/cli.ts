@@ -21,6 +21,9 @@
  * and AUTH_AUDIT_RETENTION_DAYS. A secret is printed once, by create-key or create-admin-token (an
  * admin token bootstraps the admin API without EDGE_ADMIN_TOKEN). Every change is recorded in the
  * audit trail with the actor `cli`.
+ *
+ * One piece: one program's command line, its usage, its flags and the commands that read them; the
+ * stores it drives are the service's own modules, loaded only by a command that needs Redis.
  */
 import { parseArgs } from 'node:util';
 // Only what parsing the command line and printing the usage need is imported here; Redis, the

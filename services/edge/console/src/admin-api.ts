@@ -3,6 +3,9 @@
  * bearer token, and every failure as an {@link ApiError} carrying the OpenAI error envelope's
  * fields. A 401 or 403 also reports itself to the console, which forgets the token and returns
  * to the login form.
+ *
+ * One piece: the console's one client of the admin API, every resource a member of AdminApi over
+ * one call function, so that every page's call carries the token and fails the same way.
  */
 
 import { PLAN_NAMES } from '@gateway/proto/plans';

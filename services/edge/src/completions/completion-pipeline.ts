@@ -4,6 +4,10 @@
  * the same time; execute runs it on an executor, whole or streamed (sse-relay.ts); report
  * publishes its usage event and metrics (usage-report.ts). The wire (CompletionWire, completion.ts) only
  * parses the body and renders the answer.
+ *
+ * One piece: the stages in the order a request meets them, in one class whose fields (the
+ * dependencies, the metrics) every stage uses; what a stage does beyond its order is in the files
+ * named above.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { costBoundPicoUsd } from '@gateway/catalog';

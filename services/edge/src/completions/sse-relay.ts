@@ -2,6 +2,10 @@
  * The streamed execution of a completion: the executor's events relayed to the caller as
  * server-sent events, rendered by the completion's wire (a StreamRenderer), and reported when the
  * stream ends however it ends.
+ *
+ * One piece: one stream's relay, a class whose state (the attempt, the fallbacks left, the hold-
+ * back, the keep-alive timer, what has been written) every step reads; the rendering is the wire's
+ * and the hold-back stream-hold-back.ts's.
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';

@@ -10,6 +10,9 @@
  * BUFFER_WINDOWS windows of unchecked text `push` waits for the check, which holds the upstream back
  * (the relay reads no further event, so the executor is granted no credit). A blocked answer ends
  * with a chunk whose finish_reason is `content_filter`, and nothing after it.
+ *
+ * One piece: the hold-back's state machine and the functions that cut its queue where the guard's
+ * release ends, which share its Piece and Slot shapes; nothing else uses them.
  */
 import type { CheckResponseOutput } from '@gateway/proto';
 import type { GuardText } from './guard-context.js';

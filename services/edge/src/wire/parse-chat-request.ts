@@ -10,6 +10,10 @@
  * the request's CacheControl for the providers that take breakpoints.
  * Hand-written rather than schema-compiled: the messages name the exact path and the allowed
  * values, and one pass both checks and converts, so the body is walked once.
+ *
+ * One piece: one schema's validator, a function per object of the body in the order the schema
+ * gives them; split, the rules of one body and the paths its errors name would be read across
+ * files.
  */
 import type { CacheControl, ChatRequest, ContentPart, Message, Tool, ToolCall } from '@gateway/proto';
 import type { ParsedChatRequest } from '../completions/parsed-request.js';

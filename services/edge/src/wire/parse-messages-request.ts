@@ -41,6 +41,9 @@
  * - `stop_sequences` become `stop`, `metadata.user_id` `user`; `temperature`, `top_p` as they are;
  *   `top_k`, `context_management`, `output_config`, `service_tier`, `container`,
  *   `mcp_servers` and every other unknown top-level field are accepted and unused.
+ *
+ * One piece: the whole translation of one API's body, a function per block and field, and the
+ * renaming of the chat parser's errors, which needs the positions each of them kept.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ContentPart, Message, ThinkingConfig } from '@gateway/proto';

@@ -27,6 +27,9 @@
  *   (no tool is called), a `compaction` item this gateway made is expanded into its summary.
  * Refused: what cannot be honoured without other stored state (an unresolved `previous_response_id`, `conversation`,
  * `background`, `prompt` templates, `item_reference` items) and what is malformed.
+ *
+ * One piece: the whole translation of one API's body, a function per item and field, and the
+ * renaming of the chat parser's errors, which needs the positions each of them kept.
  */
 import { createHash } from 'node:crypto';
 import { type ParsedChatRequest, parseChatRequest } from './parse-chat-request.js';

@@ -23,6 +23,10 @@
  *   opens a new socket) and is closed; pings every EDGE_WS_PING_INTERVAL_MS, and a socket that has
  *   not answered the previous one is dropped. Closing a socket stops its running response (the
  *   upstream call is cancelled) and drops what it held.
+ *
+ * One piece: one socket's life in one class (its queue of responses, its idle, lifetime and ping
+ * timers, the reason it closes), with the route that opens it and the drain that ends every socket
+ * at shutdown.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
