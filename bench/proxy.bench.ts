@@ -13,6 +13,12 @@
  *
  * `pnpm bench proxy --pin` puts the gateway's processes (Redis and NATS included) and the bare
  * proxy on core 0, the load generator and the mock on core 1.
+ *
+ * `pnpm bench proxy --against=<ref>` also measures an earlier commit beside this checkout: built
+ * once under .run/bench-previous (bench/previous.ts) and started with a Redis and NATS of its own,
+ * the same catalog, plans and mock, then both loaded in PREVIOUS_ROUNDS alternating rounds, whole
+ * completions and streams, for the CPU per request of every gateway process and the rate, each as
+ * a ratio to the earlier code's (a refit's "no slower than before", measured in one run).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +36,7 @@ import { connectRedis } from '@gateway/redis';
 import { natsServers } from '@gateway/testing';
 import { freePort, quietMeteredUsage, startCluster, stopProcess, writeCatalog, type Cluster, type ClusterOptions } from '../tests/e2e/cluster.js';
 import { cpuOf, cpuSince, fixed, processCpuMs, processRssMiB, summarize, table } from './measure.js';
+import { buildPrevious, type PreviousBuild } from './previous.js';
 import type { BenchSuite } from './run.js';
 import { onStarted } from './started.js';
 
@@ -40,6 +47,9 @@ const LOAD_SECONDS = 10;
 const SEQUENTIAL = 1_000;
 const OPEN_STREAMS = 10_000;
 const KEY_VARIABLE = 'BENCH_UPSTREAM_KEY';
+/** Alternating rounds of this checkout and the earlier code (--against), and the seconds of each measure. */
+const PREVIOUS_ROUNDS = 3;
+const PREVIOUS_SECONDS = 5;
 const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'redis', 'nats'] as const;
 type GatewayProcess = (typeof GATEWAY)[number];
 
@@ -545,11 +555,74 @@ export function writeUnlimitedPlans(directory: string): string {
   return plans;
 }
 
+/** The earlier code `--against=<ref>` names, built; undefined without the flag. */
+function previousCode(): PreviousBuild | undefined {
+  const ref = process.argv.find((argument) => argument.startsWith('--against='))?.slice('--against='.length);
+  return ref ? buildPrevious(ref) : undefined;
+}
+
+/** The gateway's own CPU ms per request of a throughput run (the mock left out). */
+function gatewayCpu(result: Awaited<ReturnType<typeof throughput>>): number {
+  return Object.entries(result.cpuPerRequest)
+    .filter(([name]) => name !== 'mock')
+    .reduce((sum, [, ms]) => sum + ms, 0);
+}
+
+/**
+ * This checkout's gateway and the earlier code's, loaded in turn for PREVIOUS_ROUNDS rounds (whole
+ * completions, then streams; each measure PREVIOUS_SECONDS after 1 s of the same load), after 5 s
+ * of each load on each to warm the earlier one up (it has just started): the sums over the
+ * rounds, each round's ratio, and by process what this checkout spends more or less.
+ */
+async function againstPrevious(current: Path, previous: Path, build: PreviousBuild): Promise<void> {
+  // The earlier gateway has just started: both are loaded for a while before anything is counted.
+  for (const path of [previous, current]) for (const stream of [false, true]) await throughput(path, stream, { seconds: 2, warmupSeconds: 3 });
+  for (const stream of [false, true]) {
+    const totals = [current, previous].map(() => ({ requests: 0, errors: 0, cpuMs: 0, byProcess: {} as Record<string, number>, rounds: [] as number[] }));
+    for (let round = 0; round < PREVIOUS_ROUNDS; round += 1) {
+      for (const [index, path] of [previous, current].entries()) {
+        const total = totals[1 - index]!;
+        const result = await throughput(path, stream, { seconds: PREVIOUS_SECONDS, warmupSeconds: 1 });
+        total.requests += result.requests;
+        total.errors += result.errors;
+        total.cpuMs += gatewayCpu(result) * result.requests;
+        for (const [name, ms] of Object.entries(result.cpuPerRequest)) total.byProcess[name] = (total.byProcess[name] ?? 0) + ms * result.requests;
+        total.rounds.push(gatewayCpu(result));
+      }
+    }
+    const [now, before] = totals as [(typeof totals)[number], (typeof totals)[number]];
+    const perRequest = (total: typeof now) => total.cpuMs / Math.max(1, total.requests);
+    console.log(
+      `${stream ? 'Streams' : 'Whole completions'} beside the earlier code (${build.subject.slice(0, 90)}), ${PREVIOUS_ROUNDS} alternating rounds of ${PREVIOUS_SECONDS} s at ${CONNECTIONS} connections:\n`,
+    );
+    table(
+      ['code', stream ? 'streams/s' : 'completions/s', 'errors', 'CPU ms per request (mock excluded)', 'vs earlier', 'per round'],
+      [
+        [build.commit.slice(0, 7), Math.round(before.requests / (PREVIOUS_ROUNDS * PREVIOUS_SECONDS)), before.errors, fixed(perRequest(before), 3), '', ''],
+        [
+          'this checkout',
+          Math.round(now.requests / (PREVIOUS_ROUNDS * PREVIOUS_SECONDS)),
+          now.errors,
+          fixed(perRequest(now), 3),
+          fixed(perRequest(now) / perRequest(before)),
+          now.rounds.map((value, index) => fixed(value / before.rounds[index]!)).join(', '),
+        ],
+      ],
+    );
+    const byProcess = GATEWAY.map(
+      (name) => `${name} ${fixed((now.byProcess[name] ?? 0) / Math.max(1, now.requests) - (before.byProcess[name] ?? 0) / Math.max(1, before.requests), 3)}`,
+    );
+    console.log(`\nThis checkout - the earlier code, CPU ms per request by process: ${byProcess.join(', ')}.\n`);
+  }
+}
+
 export const suite: BenchSuite = {
   name: 'proxy',
   description: 'the gateway in front of an openai-compatible upstream, beside the upstream alone and a bare node:http + fetch proxy',
-  run: () =>
-    onStarted(startProxyBench(), async (bench) => {
+  run: async () => {
+    // Built before the clusters start, so that the build's CPU is in no figure.
+    const previous = previousCode();
+    await onStarted(startProxyBench(), async (bench) => {
       const { cluster, pids, paths } = bench;
       if (PIN) {
         for (const pid of [...Object.values(pids), bench.bareProxyPid]) pin(pid, 0);
@@ -652,5 +725,8 @@ export const suite: BenchSuite = {
         legs.map((leg) => [leg.label, Math.round(leg.perSecond), fixed(leg.executorMs, 3), fixed(leg.callerMs, 3)]),
       );
       console.log('');
-    }),
+
+      if (previous) await againstPrevious(paths[2], (await bench.startBeside(previous.root)).path, previous);
+    });
+  },
 };
