@@ -64,4 +64,47 @@ describe('serviceMetrics', () => {
     expect(text).toContain('gateway_test_dropped_total{reason="full"} 3');
     expect(text).toContain('gateway_test_dropped_total{reason="closed"} 0');
   });
+
+  it('keeps a gauge by labels its owner sets (metric.gauge with label names), and one read at each scrape holding just the series read', async () => {
+    const registry = new client.Registry();
+    let states = [
+      { model: 'm', deployment: 'a', open: 1 },
+      { model: 'm', deployment: 'b', open: 0 },
+    ];
+    const { bytes } = serviceMetrics(registry, {
+      bytes: metric.gauge('gateway_test_stream_bytes', 'Bytes by stream.', ['stream']),
+      open: metric.gauge('gateway_test_open', 'Open by model and deployment.', ['model', 'deployment'], () =>
+        states.map((state) => ({ labels: { model: state.model, deployment: state.deployment }, value: state.open })),
+      ),
+    });
+    bytes.set({ stream: 'usage' }, 7);
+    let text = await registry.metrics();
+    expect(text).toContain('gateway_test_stream_bytes{stream="usage"} 7');
+    expect(text).toContain('gateway_test_open{model="m",deployment="a"} 1');
+    expect(text).toContain('gateway_test_open{model="m",deployment="b"} 0');
+    bytes.remove({ stream: 'usage' });
+    states = [{ model: 'm', deployment: 'b', open: 1 }];
+    text = await registry.metrics();
+    expect(text).not.toContain('gateway_test_stream_bytes{');
+    expect(text).not.toContain('deployment="a"');
+    expect(text).toContain('gateway_test_open{model="m",deployment="b"} 1');
+  });
+
+  it('reuses, shared, the metrics a registry already holds by name, where registering again would throw', async () => {
+    const registry = new client.Registry();
+    const table = () => ({
+      requests: metric.counterBy('gateway_test_requests_total', 'Requests by route.', 'route'),
+      seconds: metric.histogram('gateway_test_request_seconds', 'Durations.', [1]),
+    });
+    const first = serviceMetrics(registry, table(), { shared: true });
+    const second = serviceMetrics(registry, table(), { shared: true });
+    expect(second.requests).toBe(first.requests);
+    expect(second.seconds).toBe(first.seconds);
+    first.requests.inc({ route: '/a' });
+    second.requests.inc({ route: '/a' });
+    expect(await registry.metrics()).toContain('gateway_test_requests_total{route="/a"} 2');
+    expect(() => serviceMetrics(registry, table())).toThrow(/already been registered/);
+    const unshared = serviceMetrics(undefined, table(), { shared: true });
+    expect(unshared.requests).not.toBe(first.requests);
+  });
 });

@@ -1,18 +1,100 @@
 /**
  * A service's metrics declared as a table, one line each: its name, its help, and what differs (the
- * label a counter is split by and the values it exports from 0, a histogram's buckets, what a gauge
- * or a read counter reads at each scrape). `serviceMetrics` registers the table's metrics and returns them by key.
+ * label a counter is split by and the values it exports from 0, a histogram's buckets, the labels
+ * of a gauge, what a gauge or a read counter reads at each scrape). `serviceMetrics` registers the
+ * table's metrics and returns them by key; `shared`, it reuses those its registry already holds.
  */
 import client from 'prom-client';
 
 /** One row of a table: makes its metric on the registers it is given. */
-export type MetricDefinition<Metric> = (registers: client.Registry[]) => Metric;
+export interface MetricDefinition<Metric> {
+  (registers: client.Registry[]): Metric;
+  /** The metric's name: what a shared table (serviceMetrics' `shared`) finds it by on the registry. */
+  readonly metricName: string;
+}
+
+/** A row making its metric with `make`, under `name`. */
+function row<Metric>(name: string, make: (registers: client.Registry[]) => Metric): MetricDefinition<Metric> {
+  return Object.assign(make, { metricName: name });
+}
+
+/** One series of a gauge by labels, as a reading gives it: its labels and its value. */
+export interface LabelledValue<Label extends string> {
+  labels: client.LabelValues<Label>;
+  value: number;
+}
+
+/** A gauge without labels (metric.gauge). */
+function gauge(name: string, help: string, read?: () => number | Promise<number>): MetricDefinition<client.Gauge>;
+/** A gauge by labels (metric.gauge). */
+function gauge<Label extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly Label[],
+  read?: () => Iterable<LabelledValue<Label>>,
+): MetricDefinition<client.Gauge<Label>>;
+function gauge(
+  name: string,
+  help: string,
+  labelsOrRead?: readonly string[] | (() => number | Promise<number>),
+  readLabelled?: () => Iterable<LabelledValue<string>>,
+): MetricDefinition<client.Gauge> {
+  return typeof labelsOrRead === 'function' || labelsOrRead === undefined
+    ? plainGauge(name, help, labelsOrRead)
+    : labelledGauge(name, help, labelsOrRead, readLabelled);
+}
+
+/** A gauge without labels, set by its owner or read at each scrape. */
+function plainGauge(name: string, help: string, read?: () => number | Promise<number>): MetricDefinition<client.Gauge> {
+  return row(
+    name,
+    (registers) =>
+      new client.Gauge({
+        name,
+        help,
+        registers,
+        ...(read && {
+          async collect() {
+            this.set(await read());
+          },
+        }),
+      }),
+  );
+}
+
+/**
+ * A gauge by labels, set by its owner or, with `read`, holding the series read at each scrape. The
+ * reading is synchronous: what it serves (the executor's deployments) is state held in memory.
+ */
+function labelledGauge(
+  name: string,
+  help: string,
+  labelNames: readonly string[],
+  read?: () => Iterable<LabelledValue<string>>,
+): MetricDefinition<client.Gauge> {
+  return row(
+    name,
+    (registers) =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        ...(read && {
+          collect() {
+            this.reset();
+            for (const { labels, value } of read()) this.set(labels, value);
+          },
+        }),
+      }),
+  );
+}
 
 /** The rows a table is made of. */
 export const metric = {
   /** A counter without labels. */
   counter(name: string, help: string): MetricDefinition<client.Counter> {
-    return (registers) => new client.Counter({ name, help, registers });
+    return row(name, (registers) => new client.Counter({ name, help, registers }));
   },
   /**
    * A counter by one label, or by several. Each of `values` (of a single label) is exported from 0,
@@ -25,28 +107,31 @@ export const metric = {
     labels: Label | readonly Label[],
     values: readonly string[] = [],
   ): MetricDefinition<client.Counter<Label>> {
-    return (registers) => {
+    return row(name, (registers) => {
       const labelNames = typeof labels === 'string' ? [labels] : labels;
       const counter = new client.Counter<Label>({ name, help, labelNames, registers });
       for (const value of values) counter.inc({ [labelNames[0] as Label]: value } as client.LabelValues<Label>, 0);
       return counter;
-    };
+    });
   },
   /**
    * A counter whose value is read at each scrape: the running total `read` returns (a count kept
    * elsewhere, never decreasing), so that what it counts costs no metric call where it happens.
    */
   count(name: string, help: string, read: () => number): MetricDefinition<client.Counter> {
-    return (registers) =>
-      new client.Counter({
-        name,
-        help,
-        registers,
-        collect() {
-          this.reset();
-          this.inc(read());
-        },
-      });
+    return row(
+      name,
+      (registers) =>
+        new client.Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read());
+          },
+        }),
+    );
   },
   /** A counter by reason read at each scrape, as `count`: every one of `reasons` exported (from 0). */
   countByReason<Reason extends string>(
@@ -55,33 +140,29 @@ export const metric = {
     reasons: readonly Reason[],
     read: () => Record<Reason, number>,
   ): MetricDefinition<client.Counter<'reason'>> {
-    return (registers) =>
-      new client.Counter({
-        name,
-        help,
-        labelNames: ['reason'],
-        registers,
-        collect() {
-          const counts = read();
-          this.reset();
-          for (const reason of reasons) this.inc({ reason }, counts[reason]);
-        },
-      });
-  },
-  /** A gauge its owner sets; with `read`, one that takes the value `read` gives at each scrape. */
-  gauge(name: string, help: string, read?: () => number | Promise<number>): MetricDefinition<client.Gauge> {
-    return (registers) =>
-      new client.Gauge({
-        name,
-        help,
-        registers,
-        ...(read && {
-          async collect() {
-            this.set(await read());
+    return row(
+      name,
+      (registers) =>
+        new client.Counter({
+          name,
+          help,
+          labelNames: ['reason'],
+          registers,
+          collect() {
+            const counts = read();
+            this.reset();
+            for (const reason of reasons) this.inc({ reason }, counts[reason]);
           },
         }),
-      });
+    );
   },
+  /**
+   * A gauge its owner sets; with `read`, one that takes the value `read` gives at each scrape. By
+   * labels (their names after the help), its owner sets and removes its series; with `read` then,
+   * it holds at each scrape exactly the series `read` gives, the others dropped, so that one whose
+   * subject is gone (a deployment removed, say) disappears rather than keeps its last value.
+   */
+  gauge,
   /**
    * A histogram with these bucket bounds, by these labels. Each of `values` (of the first label) is
    * exported from 0, as counterBy's, so that a ratio or a rate an alert reads exists before the
@@ -94,13 +175,26 @@ export const metric = {
     labelNames: readonly Label[] = [],
     values: readonly string[] = [],
   ): MetricDefinition<client.Histogram<Label>> {
-    return (registers) => {
+    return row(name, (registers) => {
       const histogram = new client.Histogram<Label>({ name, help, buckets, labelNames, registers });
       for (const value of values) histogram.zero({ [labelNames[0] as Label]: value } as client.LabelValues<Label>);
       return histogram;
-    };
+    });
   },
 };
+
+/** How serviceMetrics registers a table. */
+export interface ServiceMetricsOptions {
+  /**
+   * Reuse a metric the registry already holds by a row's name instead of registering it again
+   * (which prom-client refuses): for apps that count into the same series of one registry, as the
+   * edge's public and admin listeners do. The metric found is taken as the row's.
+   */
+  shared?: boolean;
+}
+
+/** The metrics of a table, by its keys. */
+export type TableMetrics<Table extends Record<string, MetricDefinition<unknown>>> = { [Key in keyof Table]: ReturnType<Table[Key]> };
 
 /**
  * Registers every metric of `table` on `registry` and returns them by the table's keys. Without a
@@ -109,7 +203,9 @@ export const metric = {
 export function serviceMetrics<Table extends Record<string, MetricDefinition<unknown>>>(
   registry: client.Registry | undefined,
   table: Table,
-): { [Key in keyof Table]: ReturnType<Table[Key]> } {
+  options: ServiceMetricsOptions = {},
+): TableMetrics<Table> {
   const registers = registry ? [registry] : [];
-  return Object.fromEntries(Object.entries(table).map(([key, define]) => [key, define(registers)])) as { [Key in keyof Table]: ReturnType<Table[Key]> };
+  const made = (define: MetricDefinition<unknown>) => (options.shared && registry?.getSingleMetric(define.metricName)) || define(registers);
+  return Object.fromEntries(Object.entries(table).map(([key, define]) => [key, made(define)])) as TableMetrics<Table>;
 }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
-import { prometheus } from '@gateway/observability';
+import type { prometheus } from '@gateway/observability';
 import { RequestError, errorBody, shouldRetry, toRequestError } from './errors.js';
 import { UNAVAILABLE } from './error-codes.js';
 import { registerCompletionRoutes } from './routes/api/completion-routes.js';
@@ -34,7 +34,7 @@ import { messagesErrors } from './wire/messages-output.js';
 import { checkKey, keyCheckPending, noteKeyChecked, requestKey, routeWire } from './auth/key-check.js';
 import { refusedBodyEvent } from './completions/usage-report.js';
 import type { EdgeDependencies } from './dependencies.js';
-import { httpMetricsHook, sharedMetric } from './http-metrics.js';
+import { errorCounter, httpMetricsHook } from './http-metrics.js';
 
 export type { EdgeDependencies } from './dependencies.js';
 
@@ -265,15 +265,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
 export async function buildEdgeApp(deps: EdgeDependencies, options: EdgeAppOptions = {}): Promise<FastifyInstance> {
   const app = createFastify(deps);
   trackRoutes(app);
-  const errors = sharedMetric(
-    deps.registry,
-    {
-      name: 'gateway_errors_total',
-      help: 'Requests answered with an error, by status and OpenAI error type and code.',
-      labelNames: ['status', 'type', 'code'],
-    },
-    (options) => new prometheus.Counter(options),
-  );
+  const errors = errorCounter(deps.registry);
   const recordResponse = httpMetricsHook(deps.registry);
   registerJsonParser(app);
   await app.register(cors, { origin: true, methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 });

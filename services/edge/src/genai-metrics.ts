@@ -9,7 +9,7 @@
  * only): every other label has a bounded set of values (the catalog's models and providers, the
  * plans, the outcomes).
  */
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
 /** Buckets the conventions recommend for each instrument. */
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
@@ -52,15 +52,26 @@ export function planName(plan: string | undefined): string {
 type Observer = { observe(value: number): void };
 type Incrementer = { inc(value?: number): void };
 
+/** The labels of every per-completion metric (the duration and the tokens add one each). */
+const COMPLETION_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'plan', 'stream'];
+
+/** The metrics, each a row of the shared metric table; spend by key id too with `keyIdLabel`. */
+function genAiMetricTable(registry: prometheus.Registry, keyIdLabel: boolean) {
+  // biome-ignore format: one metric a line, a table of name, help, buckets and labels
+  return serviceMetrics(registry, {
+    duration: metric.histogram('gen_ai_client_operation_duration_seconds', 'Duration of chat completions through the gateway, from the request to the last byte.', DURATION_BUCKETS, [...COMPLETION_LABELS, 'error_type']),
+    tokens: metric.histogram('gen_ai_client_token_usage', 'Tokens per chat completion, by type (input, output).', TOKEN_BUCKETS, [...COMPLETION_LABELS, 'gen_ai_token_type']),
+    firstToken: metric.histogram('gen_ai_server_time_to_first_token_seconds', 'Time from the request to the first chunk of a streamed completion.', FIRST_TOKEN_BUCKETS, COMPLETION_LABELS),
+    perToken: metric.histogram('gen_ai_server_time_per_output_token_seconds', 'Time per output token after the first, of streamed completions.', PER_TOKEN_BUCKETS, COMPLETION_LABELS),
+    cost: metric.counterBy('gateway_cost_usd_total', "What the completions cost at the catalog's prices, in USD.", keyIdLabel ? [...COMPLETION_LABELS, 'key_id'] : COMPLETION_LABELS),
+    fallbacks: metric.counterBy('gateway_fallbacks_total', 'Completions answered by another model than the one routed to, by both models.', ['gen_ai_request_model', 'gen_ai_response_model']),
+    inFlight: metric.gauge('gateway_completions_in_flight', 'Chat completions the edge is serving now (a scaling signal: they mostly wait on upstreams).'),
+  });
+}
+
 /** The edge's GenAI metrics on a registry; observe() once per completion. */
 export class GenAiMetrics {
-  private readonly duration: prometheus.Histogram<string>;
-  private readonly tokens: prometheus.Histogram<string>;
-  private readonly firstToken: prometheus.Histogram<string>;
-  private readonly perToken: prometheus.Histogram<string>;
-  private readonly cost: prometheus.Counter<string>;
-  private readonly fallbacks: prometheus.Counter<string>;
-  private readonly inFlight: prometheus.Gauge<string>;
+  private readonly metrics: ReturnType<typeof genAiMetricTable>;
   // Label children per combination: a label lookup per observation is a measurable share of the edge.
   private readonly children = new Map<
     string,
@@ -72,61 +83,17 @@ export class GenAiMetrics {
   /** `keyId`: label spend by API key id too (EDGE_METRICS_KEY_ID), one series per key and model. */
   constructor(registry: prometheus.Registry, options: { keyId?: boolean } = {}) {
     this.keyIdLabel = options.keyId === true;
-    const registers = [registry];
-    const labels = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'plan', 'stream'];
-    // Each name spelled out as `name: '...'`: check-manifests reads the declared metrics from the source.
-    const histogram = (options: { name: string; help: string; labelNames: string[]; buckets: number[] }) => new prometheus.Histogram({ ...options, registers });
-    this.duration = histogram({
-      name: 'gen_ai_client_operation_duration_seconds',
-      help: 'Duration of chat completions through the gateway, from the request to the last byte.',
-      labelNames: [...labels, 'error_type'],
-      buckets: DURATION_BUCKETS,
-    });
-    this.tokens = histogram({
-      name: 'gen_ai_client_token_usage',
-      help: 'Tokens per chat completion, by type (input, output).',
-      labelNames: [...labels, 'gen_ai_token_type'],
-      buckets: TOKEN_BUCKETS,
-    });
-    this.firstToken = histogram({
-      name: 'gen_ai_server_time_to_first_token_seconds',
-      help: 'Time from the request to the first chunk of a streamed completion.',
-      labelNames: labels,
-      buckets: FIRST_TOKEN_BUCKETS,
-    });
-    this.perToken = histogram({
-      name: 'gen_ai_server_time_per_output_token_seconds',
-      help: 'Time per output token after the first, of streamed completions.',
-      labelNames: labels,
-      buckets: PER_TOKEN_BUCKETS,
-    });
-    this.cost = new prometheus.Counter({
-      name: 'gateway_cost_usd_total',
-      help: "What the completions cost at the catalog's prices, in USD.",
-      labelNames: this.keyIdLabel ? [...labels, 'key_id'] : labels,
-      registers,
-    });
-    this.fallbacks = new prometheus.Counter({
-      name: 'gateway_fallbacks_total',
-      help: 'Completions answered by another model than the one routed to, by both models.',
-      labelNames: ['gen_ai_request_model', 'gen_ai_response_model'],
-      registers,
-    });
-    this.inFlight = new prometheus.Gauge({
-      name: 'gateway_completions_in_flight',
-      help: 'Chat completions the edge is serving now (a scaling signal: they mostly wait on upstreams).',
-      registers,
-    });
+    this.metrics = genAiMetricTable(registry, this.keyIdLabel);
   }
 
   /** A completion started; call the returned function once when it is over, however it ends. */
   started(): () => void {
-    this.inFlight.inc();
+    this.metrics.inFlight.inc();
     let over = false;
     return () => {
       if (over) return;
       over = true;
-      this.inFlight.dec();
+      this.metrics.inFlight.dec();
     };
   }
 
@@ -146,12 +113,12 @@ export class GenAiMetrics {
         stream: String(completion.stream),
       };
       child = {
-        duration: this.duration.labels({ ...labels, error_type: completion.errorType }),
-        input: this.tokens.labels({ ...labels, gen_ai_token_type: 'input' }),
-        output: this.tokens.labels({ ...labels, gen_ai_token_type: 'output' }),
-        firstToken: this.firstToken.labels(labels),
-        perToken: this.perToken.labels(labels),
-        cost: this.cost.labels(this.keyIdLabel ? { ...labels, key_id: keyId } : labels),
+        duration: this.metrics.duration.labels({ ...labels, error_type: completion.errorType }),
+        input: this.metrics.tokens.labels({ ...labels, gen_ai_token_type: 'input' }),
+        output: this.metrics.tokens.labels({ ...labels, gen_ai_token_type: 'output' }),
+        firstToken: this.metrics.firstToken.labels(labels),
+        perToken: this.metrics.perToken.labels(labels),
+        cost: this.metrics.cost.labels(this.keyIdLabel ? { ...labels, key_id: keyId } : labels),
       };
       this.children.set(key, child);
     }
@@ -170,7 +137,7 @@ export class GenAiMetrics {
       if (!counter)
         this.fallbackChildren.set(
           fallbackKey,
-          (counter = this.fallbacks.labels({ gen_ai_request_model: completion.routedModel, gen_ai_response_model: completion.responseModel })),
+          (counter = this.metrics.fallbacks.labels({ gen_ai_request_model: completion.routedModel, gen_ai_response_model: completion.responseModel })),
         );
       counter.inc();
     }

@@ -3,7 +3,7 @@
  * id a caller sends is counted as "unknown", so callers cannot grow the label set), the provider
  * and the outcome ("ok", "cancelled" or the failure's stable reason). Never a key.
  */
-import { metric, prometheus, serviceMetrics } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
 /** The executor's instruments. */
 export interface ExecutorMetrics {
@@ -29,15 +29,19 @@ export function createExecutorMetrics(registry: prometheus.Registry, deploymentS
       ),
     });
   if (deploymentStates) {
-    new prometheus.Gauge({
-      name: 'gateway_executor_deployment_open',
-      help: 'Whether a deployment takes no requests now (1: breaker open or held by a rate limit; 0: healthy or probing).',
-      labelNames: ['model', 'deployment'] as const,
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const entry of deploymentStates()) this.set({ model: entry.model, deployment: entry.deployment }, entry.state === 'DEPLOYMENT_STATE_OPEN' ? 1 : 0);
-      },
+    // Read at each scrape: a deployment no longer listed loses its series.
+    const openNow = () =>
+      deploymentStates().map((entry) => ({
+        labels: { model: entry.model, deployment: entry.deployment },
+        value: entry.state === 'DEPLOYMENT_STATE_OPEN' ? 1 : 0,
+      }));
+    serviceMetrics(registry, {
+      deploymentOpen: metric.gauge(
+        'gateway_executor_deployment_open',
+        'Whether a deployment takes no requests now (1: breaker open or held by a rate limit; 0: healthy or probing).',
+        ['model', 'deployment'],
+        openNow,
+      ),
     });
   }
   return serviceMetrics(registry, {

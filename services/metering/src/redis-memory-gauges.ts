@@ -7,7 +7,7 @@
  * an alert never sees a stale figure; `gateway_redis_memory_read_success` says which.
  */
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import { readMemoryOfMasters, type RedisClient } from '@gateway/redis';
 
 /** How often Redis's memory is read unless configured otherwise: every 15 s, Prometheus's scrape interval. */
@@ -31,30 +31,12 @@ export interface RedisMemoryGauges {
 
 /** Starts reading Redis's memory into gauges, at once and then every interval. */
 export function startRedisMemoryGauges(options: RedisMemoryGaugesOptions): RedisMemoryGauges {
-  const registers = options.registry ? [options.registry] : [];
-  const used = new prometheus.Gauge({
-    name: 'gateway_redis_memory_used_bytes',
-    help: "Redis's used_memory, by Redis (state: REDIS_URL; responses: RESPONSES_REDIS_URL) and master; absent while it cannot be read.",
-    labelNames: ['redis', 'node'],
-    registers,
-  });
-  const max = new prometheus.Gauge({
-    name: 'gateway_redis_memory_max_bytes',
-    help: "Redis's maxmemory (0: no limit), by Redis and master; absent while it cannot be read.",
-    labelNames: ['redis', 'node'],
-    registers,
-  });
-  const policy = new prometheus.Gauge({
-    name: 'gateway_redis_maxmemory_policy',
-    help: "1 for each Redis master's maxmemory-policy (the policy label), by Redis and master; absent while it cannot be read. The state Redis must say noeviction.",
-    labelNames: ['redis', 'node', 'policy'],
-    registers,
-  });
-  const readable = new prometheus.Gauge({
-    name: 'gateway_redis_memory_read_success',
-    help: "1 when the latest read of a Redis's memory (every master) succeeded, 0 when it failed, by Redis.",
-    labelNames: ['redis'],
-    registers,
+  // biome-ignore format: one metric a line, a table of name, help and labels
+  const { used, max, policy, readable } = serviceMetrics(options.registry, {
+    used: metric.gauge('gateway_redis_memory_used_bytes', "Redis's used_memory, by Redis (state: REDIS_URL; responses: RESPONSES_REDIS_URL) and master; absent while it cannot be read.", ['redis', 'node']),
+    max: metric.gauge('gateway_redis_memory_max_bytes', "Redis's maxmemory (0: no limit), by Redis and master; absent while it cannot be read.", ['redis', 'node']),
+    policy: metric.gauge('gateway_redis_maxmemory_policy', "1 for each Redis master's maxmemory-policy (the policy label), by Redis and master; absent while it cannot be read. The state Redis must say noeviction.", ['redis', 'node', 'policy']),
+    readable: metric.gauge('gateway_redis_memory_read_success', "1 when the latest read of a Redis's memory (every master) succeeded, 0 when it failed, by Redis.", ['redis']),
   });
   // The nodes with series, by Redis: a node gone from a cluster loses its series.
   const nodes = new Map<string, Set<string>>();

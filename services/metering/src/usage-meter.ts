@@ -2,7 +2,7 @@ import { costPicoUsd, pricingOf, type Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
 import { DEFAULT_AUTH_PREFIX, METERED_KEY_TEAMS, METERED_KEYS } from '@gateway/keyspace';
-import { endWithError, NO_TRACING, prometheus, SpanKind, type Tracing } from '@gateway/observability';
+import { endWithError, metric, NO_TRACING, type prometheus, serviceMetrics, SpanKind, type Tracing } from '@gateway/observability';
 import type { UsageEventOutput } from '@gateway/proto';
 import { ReplicaWaiter, type RedisClient } from '@gateway/redis';
 import { isMeteredEarlier, recordEvent, type EventUsage } from './usage-store.js';
@@ -83,20 +83,15 @@ function recentJson(event: UsageEventOutput, usage: { prompt_tokens: number; com
   });
 }
 
-/** The counters of a meter, registered in `registry` when given. */
+/** The counters of a meter, registered in `registry` when given: each a row of the shared metric table. */
 function meterCounters(registry: prometheus.Registry | undefined) {
-  const registers = registry ? [registry] : [];
-  const counter = <Label extends string>(name: string, help: string, labelNames: readonly Label[] = []) =>
-    new prometheus.Counter<Label>({ name, help, labelNames, registers });
-  return {
-    events: counter('gateway_metering_events_total', 'Usage events processed, by result (metered, duplicate).', ['result']),
-    mismatches: counter('gateway_metering_cost_mismatch_total', 'Events whose cost reported by the edge differs from the metered cost.'),
-    tokens: counter('gateway_metering_tokens_total', 'Metered tokens, by kind (prompt, completion, cached, cache_write).', ['kind']),
-    unreplicated: counter(
-      'gateway_metering_unreplicated_total',
-      'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.',
-    ),
-  };
+  // biome-ignore format: one metric a line, a table of name, help and the label each is counted by
+  return serviceMetrics(registry, {
+    events: metric.counterBy('gateway_metering_events_total', 'Usage events processed, by result (metered, duplicate).', 'result'),
+    mismatches: metric.counter('gateway_metering_cost_mismatch_total', 'Events whose cost reported by the edge differs from the metered cost.'),
+    tokens: metric.counterBy('gateway_metering_tokens_total', 'Metered tokens, by kind (prompt, completion, cached, cache_write).', 'kind'),
+    unreplicated: metric.counter('gateway_metering_unreplicated_total', 'Events acknowledged although fewer Redis replicas than REDIS_WAIT_REPLICAS had their write in time.'),
+  });
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 import type { Logger } from '@gateway/logger';
 import type { NatsConnection } from '@gateway/messaging';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import { type RepeatedReading, repeatReading, throttled } from './repeated-reading.js';
 
 /** How often the stream's state is read by default. */
@@ -45,21 +45,12 @@ export type UsageStreamUse = RepeatedReading<UsageStreamUseReading | undefined>;
 export function createUsageStreamUse(options: UsageStreamUseOptions): UsageStreamUse {
   const { nc, stream, logger } = options;
   const intervalMs = options.intervalMs ?? DEFAULT_USAGE_STREAM_USE_INTERVAL_MS;
-  const registers = options.registry ? [options.registry] : [];
   // Labelled by the stream (one per gateway sharing a NATS) so that a failed read can remove them.
-  const labelNames = ['stream'] as const;
-  const bytes = new prometheus.Gauge({
-    name: 'gateway_usage_stream_bytes',
-    help: 'Bytes the usage stream holds (on each of its servers).',
-    labelNames,
-    registers,
-  });
-  const messages = new prometheus.Gauge({ name: 'gateway_usage_stream_messages', help: 'Messages the usage stream holds.', labelNames, registers });
-  const maxBytes = new prometheus.Gauge({
-    name: 'gateway_usage_stream_max_bytes',
-    help: "The usage stream's max_bytes (USAGE_STREAM_MAX_BYTES): at it, new usage events are refused and the edges hold them.",
-    labelNames,
-    registers,
+  // biome-ignore format: one metric a line, a table of name, help and labels
+  const { bytes, messages, maxBytes } = serviceMetrics(options.registry, {
+    bytes: metric.gauge('gateway_usage_stream_bytes', 'Bytes the usage stream holds (on each of its servers).', ['stream']),
+    messages: metric.gauge('gateway_usage_stream_messages', 'Messages the usage stream holds.', ['stream']),
+    maxBytes: metric.gauge('gateway_usage_stream_max_bytes', "The usage stream's max_bytes (USAGE_STREAM_MAX_BYTES): at it, new usage events are refused and the edges hold them.", ['stream']),
   });
   const warnNow = throttled(WARNING_INTERVAL_MS);
 

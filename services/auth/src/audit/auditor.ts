@@ -9,7 +9,7 @@
  */
 import { actorOf, type AsyncUnary, type Metadata, requestIdOf } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import { type AuditActor, type AuditLog, UNKNOWN_ACTOR } from '@gateway/keyspace';
 
 /** What an audited handler reads of its call: the metadata (actor, request id). */
@@ -46,10 +46,8 @@ export function callActor(call: Call): AuditActor {
  * action, target and actor, and counted (gateway_auth_audit_write_failures_total).
  */
 export function createAuditor(audit: AuditLog, logger: Logger, registry?: prometheus.Registry): Auditor {
-  const failures = new prometheus.Counter({
-    name: 'gateway_auth_audit_write_failures_total',
-    help: 'Admin changes applied whose audit entry could not be written.',
-    registers: registry ? [registry] : [],
+  const { failures } = serviceMetrics(registry, {
+    failures: metric.counter('gateway_auth_audit_write_failures_total', 'Admin changes applied whose audit entry could not be written.'),
   });
   return {
     audited: (handler, change) => async (request, call) => {

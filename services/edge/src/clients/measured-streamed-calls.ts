@@ -5,7 +5,7 @@
  */
 import { StreamedCalls, type StreamedCallsOptions, type StreamedMethods } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 
 /** What differs between the edge's streamed clients. */
 export interface MeasuredStreamedCallsOptions<Methods extends StreamedMethods>
@@ -25,11 +25,10 @@ export function measuredStreamedCalls<Methods extends StreamedMethods, Streams e
   options: MeasuredStreamedCallsOptions<Methods>,
 ): StreamedCalls<Methods, Streams> {
   const { service, registry, logger } = options;
-  const calls = new prometheus.Counter({
-    name: `gateway_${service}_calls_total`,
-    help: `${options.calls}, by method and path (stream or unary).`,
-    labelNames: ['method', 'path'],
-    registers: [registry],
+  // The gauge reads `streamed` (made below) at scrapes only.
+  const { calls } = serviceMetrics(registry, {
+    calls: metric.counterBy(`gateway_${service}_calls_total`, `${options.calls}, by method and path (stream or unary).`, ['method', 'path']),
+    streamsOpen: metric.gauge(`gateway_${service}_streams_open`, `${options.streamsOf} open and taking calls.`, () => streamed.openStreams),
   });
   const streamed = new StreamedCalls<Methods, Streams>({
     open: options.open,
@@ -41,14 +40,6 @@ export function measuredStreamedCalls<Methods extends StreamedMethods, Streams e
     respreadAfterStartMs: options.respreadAfterStartMs,
     onCall: (method, path) => calls.inc({ method, path }),
     onStreamBroken: (error) => logger.warn({ reason: error.reason, service }, 'a call stream broke; its calls in flight failed and it reopens'),
-  });
-  new prometheus.Gauge({
-    name: `gateway_${service}_streams_open`,
-    help: `${options.streamsOf} open and taking calls.`,
-    registers: [registry],
-    collect() {
-      this.set(streamed.openStreams);
-    },
   });
   return streamed;
 }

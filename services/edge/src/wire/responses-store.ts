@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { callUnary } from '@gateway/grpc';
-import { prometheus } from '@gateway/observability';
+import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import type {
   DeleteResponseResponseOutput,
   GetResponseRequest,
@@ -103,13 +103,10 @@ export class ResponsesStore {
   private readonly pending = new Map<string, Promise<unknown>>();
 
   constructor(private readonly deps: EdgeDependencies) {
-    this.stored = new prometheus.Counter({
-      name: 'gateway_responses_store_total',
-      help: 'Responses the edge stored for the Responses API (store: true), by outcome: stored; too_large (over the store bound, not stored); failed (the store could not be reached: logged).',
-      labelNames: ['outcome'],
-      registers: [deps.registry],
-    });
-    for (const outcome of ['stored', 'too_large', 'failed']) this.stored.inc({ outcome }, 0);
+    // biome-ignore format: one metric a line, a table of name, help and the label it is counted by
+    this.stored = serviceMetrics(deps.registry, {
+      stored: metric.counterBy('gateway_responses_store_total', 'Responses the edge stored for the Responses API (store: true), by outcome: stored; too_large (over the store bound, not stored); failed (the store could not be reached: logged).', 'outcome', ['stored', 'too_large', 'failed']),
+    }).stored;
   }
 
   /** The store of an edge, made once per edge. */
