@@ -4,7 +4,7 @@
  * same name whichever it comes from; and the bodies the log kept for it (or for a tool call).
  */
 import { picoUsdToUsd } from '@gateway/catalog';
-import type { RecentRequestOutput, RequestBodiesOutput, RequestRecordOutput } from '@gateway/proto';
+import type { GuardrailDecisionOutput, RecentRequestOutput, RequestBodiesOutput, RequestRecordOutput } from '@gateway/proto';
 import type { GatewayRequest, LoggedBodies, LoggedRequest } from './admin-api-schemas.js';
 
 /** A request's (or a tool call's) bodies as the detail shows them. */
@@ -91,15 +91,20 @@ export function loggedJson(record: RequestRecordOutput): LoggedRequest {
     cost_pico_usd: cost.toString(),
     fallback_models: record.fallback_models ?? [],
     user_agent: record.user_agent || null,
-    guardrails: (record.guardrails ?? []).map((decision) => ({
-      policy: decision.policy ?? '',
-      check: decision.check ?? '',
-      point: decision.point ?? '',
-      action: decision.action ?? '',
-      enforced: decision.enforced === true,
-      entity: decision.entity ?? '',
-      ...(decision.error ? { error: decision.error } : {}),
-    })),
+    guardrails: (record.guardrails ?? []).map(guardrailJson),
     auto: null,
+  };
+}
+
+/** A guardrail decision the log kept, as the admin API shows it: which policy's check, where, what it did, whether enforced. */
+export function guardrailJson(decision: GuardrailDecisionOutput) {
+  return {
+    policy: decision.policy ?? '',
+    check: decision.check ?? '',
+    point: decision.point ?? '',
+    action: decision.action ?? '',
+    enforced: decision.enforced === true,
+    entity: decision.entity ?? '',
+    ...(decision.error ? { error: decision.error } : {}),
   };
 }

@@ -17,7 +17,7 @@ import type { EdgeDependencies } from '../../dependencies.js';
 import { edgeError } from '../../error-codes.js';
 import type { List, LoggedToolCall, LoggedToolCallDetail, ToolCallQuery } from './admin-api-schemas.js';
 import { ToolCallQuerySchema } from './admin-api-schemas.js';
-import { bodiesJson } from './admin-request-json.js';
+import { bodiesJson, guardrailJson } from './admin-request-json.js';
 import { mayReadBodies, notConfigured, timeRangeOf } from './admin-request-log.js';
 import { registerAdminScope } from './admin-scope.js';
 
@@ -51,13 +51,7 @@ export function toolCallJson(record: ToolCallRecordOutput): LoggedToolCall {
     error_code: record.error_code || null,
     latency_ms: Number(record.latency_ms ?? 0),
     guardrails: (record.guardrails ?? []).map((decision) => ({
-      policy: decision.policy ?? '',
-      check: decision.check ?? '',
-      point: decision.point ?? '',
-      action: decision.action ?? '',
-      enforced: decision.enforced === true,
-      entity: decision.entity ?? '',
-      ...(decision.error ? { error: decision.error } : {}),
+      ...guardrailJson(decision),
       path: decision.path ?? '',
       start: typeof decision.start === 'number' ? decision.start : null,
       end: typeof decision.end === 'number' ? decision.end : null,
