@@ -72,7 +72,7 @@ describe('a channel on a DNS name', () => {
     await startReplica('127.0.0.2', port);
     await startReplica('127.0.0.3', port);
     dns.set(NAME, ['127.0.0.2']);
-    const client = createClient(definition, dns.target(NAME, port), FAST) as unknown as AuthServiceClient;
+    const client = createClient<AuthServiceClient>(definition, dns.target(NAME, port), FAST);
     cleanups.push(() => client.close());
     expect(await unaryAnswers(client, 10)).toEqual({ '127.0.0.2': 10 });
 
@@ -95,7 +95,7 @@ describe('a channel on a DNS name', () => {
     const { dns, port } = await setUp();
     await startReplica('127.0.0.2', port);
     dns.set(NAME, ['127.0.0.2']);
-    const client = createClient(definition, dns.target(NAME, port), FAST) as unknown as AuthServiceClient;
+    const client = createClient<AuthServiceClient>(definition, dns.target(NAME, port), FAST);
     cleanups.push(() => client.close());
     expect(await unaryAnswers(client, 3)).toEqual({ '127.0.0.2': 3 });
     dns.set(NAME, []);
@@ -115,7 +115,7 @@ describe('call streams on a DNS name', () => {
     };
     dns.set(NAME, ['127.0.0.2']);
     const target = dns.target(NAME, port);
-    const client = createClient(definition, target, FAST) as unknown as AuthServiceClient;
+    const client = createClient<AuthServiceClient>(definition, target, FAST);
     const calls = new StreamedCalls<{ check_key: [CheckKeyRequest, CheckKeyResponseOutput] }>({
       open: () => client.Decide() as never,
       streams: 4,

@@ -46,7 +46,7 @@ describe('a server that bounds its connections age', () => {
     );
     const port = await server.listen('127.0.0.1:0');
     cleanups.push(() => server.shutdown(100));
-    const client = createClient(definition, `127.0.0.1:${port}`) as unknown as AuthServiceClient;
+    const client = createClient<AuthServiceClient>(definition, `127.0.0.1:${port}`);
     const calls = new StreamedCalls<{ check_key: [CheckKeyRequest, CheckKeyResponseOutput] }>({
       open: () => client.Decide() as never,
       streams: 2,

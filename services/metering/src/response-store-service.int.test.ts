@@ -67,7 +67,7 @@ describe('ResponseStoreService', () => {
       },
     ]);
     const port = await server.listen('127.0.0.1:0');
-    client = createClient(definition, `127.0.0.1:${port}`) as unknown as ResponseStoreServiceClient;
+    client = createClient<ResponseStoreServiceClient>(definition, `127.0.0.1:${port}`);
   });
 
   afterAll(async () => {
@@ -166,7 +166,7 @@ describe("the stored responses' bounds", () => {
     ]);
     servers.push(server);
     const port = await server.listen('127.0.0.1:0');
-    const client = createClient(definition, `127.0.0.1:${port}`) as unknown as ResponseStoreServiceClient;
+    const client = createClient<ResponseStoreServiceClient>(definition, `127.0.0.1:${port}`);
     clients.push(client);
     const put = async (keyId: string, answeredAtMs?: number) => {
       const responseId = newResponseId();

@@ -44,7 +44,7 @@ describe.skipIf(!hasRedisServer())('usage while a shard is down', () => {
       },
     ]);
     const port = await server.listen('127.0.0.1:0');
-    client = createClient(definition, `127.0.0.1:${port}`) as unknown as UsageServiceClient;
+    client = createClient<UsageServiceClient>(definition, `127.0.0.1:${port}`);
   });
 
   afterAll(async () => {

@@ -121,10 +121,10 @@ describe('a streamed answer under output guardrails', () => {
     blocking = await startFakeStreamGuard('block');
     masking = await startFakeStreamGuard('mask');
     const grpc = loadGatewayGrpc().gateway;
-    const executorClient = createClient(grpc.executor.v1.ExecutorService, executor.address) as unknown as ExecutorServiceClient;
+    const executorClient = createClient<ExecutorServiceClient>(grpc.executor.v1.ExecutorService, executor.address);
     const guards = {
-      block: createClient(grpc.guard.v1.GuardService, blocking.address) as unknown as GuardServiceClient,
-      mask: createClient(grpc.guard.v1.GuardService, masking.address) as unknown as GuardServiceClient,
+      block: createClient<GuardServiceClient>(grpc.guard.v1.GuardService, blocking.address),
+      mask: createClient<GuardServiceClient>(grpc.guard.v1.GuardService, masking.address),
     };
     const deps = {
       config: readEdgeConfig({}),

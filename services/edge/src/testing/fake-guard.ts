@@ -7,7 +7,7 @@
  * named in a Check applies the action of its first check covering the point, as enforced or
  * monitored. It records every Check and the actor of every change, and can be made to fail.
  */
-import { createGatewayServer, GatewayError, GrpcStatus, type GatewayServer, type GatewayService, type Metadata, unary } from '@gateway/grpc';
+import { createGatewayServer, GatewayError, GrpcStatus, type GatewayServer, type Metadata, unary } from '@gateway/grpc';
 import {
   type CheckRequestOutput,
   type CheckResponse,
@@ -158,7 +158,7 @@ export async function startFakeGuard(): Promise<FakeGuard> {
     return response;
   };
 
-  const handlers = {
+  const handlers: GuardServiceHandlers = {
     Check: unary(check, 'Check'),
     PutPolicy: unary(async (request: PutPolicyRequestOutput, call) => {
       changes.push({ method: 'PutPolicy', name: request.policy?.name ?? '', actor: actorOf(call) });
@@ -187,7 +187,7 @@ export async function startFakeGuard(): Promise<FakeGuard> {
     {
       name: 'gateway.guard.v1.GuardService',
       definition: loadGatewayGrpc().gateway.guard.v1.GuardService.service,
-      handlers: handlers as unknown as GatewayService['handlers'],
+      handlers,
     },
   ]);
   const port = await server.listen(`127.0.0.1:${await freePort()}`);

@@ -52,7 +52,7 @@ export async function startTestRequestLog(dependencies: TestRequestLogDependenci
     await nc.drain().catch(() => undefined);
     throw error;
   }
-  const client = createClient(loadGatewayGrpc().gateway.request_log.v1.RequestLogService, `127.0.0.1:${port}`) as unknown as RequestLogServiceClient;
+  const client: RequestLogServiceClient = createClient(loadGatewayGrpc().gateway.request_log.v1.RequestLogService, `127.0.0.1:${port}`);
   return {
     server,
     nc,
