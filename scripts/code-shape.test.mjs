@@ -109,7 +109,8 @@ function ownBodyLines(node, file) {
 function functionsOf(path, file) {
   const found = [];
   const visit = (node) => {
-    if (isFunction(node)) found.push({ node, where: `${relative(ROOT, path)}:${file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1} ${nameOf(node)}` });
+    if (isFunction(node))
+      found.push({ node, where: `${relative(ROOT, path)}:${file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1} ${nameOf(node)}` });
     ts.forEachChild(node, visit);
   };
   visit(file);
