@@ -33,45 +33,19 @@ function gauge<Label extends string>(
   labelNames: readonly Label[],
   read?: () => Iterable<LabelledValue<Label>>,
 ): MetricDefinition<client.Gauge<Label>>;
+/**
+ * The gauge rows: without labels, `read` gives the one value at each scrape; by labels, `read`
+ * gives the series, the others dropped. That reading is synchronous: what it serves (the
+ * executor's deployments) is state held in memory. Without a reading, the owner sets the gauge.
+ */
 function gauge(
   name: string,
   help: string,
   labelsOrRead?: readonly string[] | (() => number | Promise<number>),
   readLabelled?: () => Iterable<LabelledValue<string>>,
 ): MetricDefinition<client.Gauge> {
-  return typeof labelsOrRead === 'function' || labelsOrRead === undefined
-    ? plainGauge(name, help, labelsOrRead)
-    : labelledGauge(name, help, labelsOrRead, readLabelled);
-}
-
-/** A gauge without labels, set by its owner or read at each scrape. */
-function plainGauge(name: string, help: string, read?: () => number | Promise<number>): MetricDefinition<client.Gauge> {
-  return row(
-    name,
-    (registers) =>
-      new client.Gauge({
-        name,
-        help,
-        registers,
-        ...(read && {
-          async collect() {
-            this.set(await read());
-          },
-        }),
-      }),
-  );
-}
-
-/**
- * A gauge by labels, set by its owner or, with `read`, holding the series read at each scrape. The
- * reading is synchronous: what it serves (the executor's deployments) is state held in memory.
- */
-function labelledGauge(
-  name: string,
-  help: string,
-  labelNames: readonly string[],
-  read?: () => Iterable<LabelledValue<string>>,
-): MetricDefinition<client.Gauge> {
+  const read = typeof labelsOrRead === 'function' ? labelsOrRead : undefined;
+  const labelNames = typeof labelsOrRead === 'function' ? [] : (labelsOrRead ?? []);
   return row(
     name,
     (registers) =>
@@ -81,9 +55,14 @@ function labelledGauge(
         labelNames,
         registers,
         ...(read && {
+          async collect() {
+            this.set(await read());
+          },
+        }),
+        ...(readLabelled && {
           collect() {
             this.reset();
-            for (const { labels, value } of read()) this.set(labels, value);
+            for (const { labels, value } of readLabelled()) this.set(labels, value);
           },
         }),
       }),
