@@ -8,12 +8,12 @@ import { formatCount, formatMilliseconds, formatUnixMilliseconds, formatUsd } fr
 import { EmptyRow, Table } from '../page';
 
 /** How a request ended, as a badge. */
-export function Outcome({ outcome }: { outcome: GatewayRequest['outcome'] }) {
+function Outcome({ outcome }: { outcome: GatewayRequest['outcome'] }) {
   const tone = outcome === 'completed' ? 'good' : outcome === 'failed' || outcome === 'refused' ? 'bad' : 'neutral';
   return <span class={`badge ${tone}`}>{outcome}</span>;
 }
 
-export const isLogged = (request: GatewayRequest | LoggedRequest): request is LoggedRequest => 'api' in request;
+const isLogged = (request: GatewayRequest | LoggedRequest): request is LoggedRequest => 'api' in request;
 
 /** The requests of a page; `log`: read from the request log (each opens its detail), else metering's latest. */
 export function RequestsTable({
