@@ -8,3 +8,4 @@ export { status as GrpcStatus, Metadata } from '@grpc/grpc-js';
 export * from './health.js';
 export * from './streamed-calls.js';
 export * from './store-failure.js';
+export { WatchStreams } from './watch-streams.js';

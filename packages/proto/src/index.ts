@@ -22,6 +22,7 @@ import type { ProtoGrpcType as TeamsGrpc } from './generated/teams.js';
 import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
 import type { ProtoGrpcType as McpGrpc } from './generated/mcp.js';
 import type { ProtoGrpcType as GuardGrpc } from './generated/guard.js';
+import type { ProtoGrpcType as CacheGrpc } from './generated/cache.js';
 
 /** The folder holding the .proto files. */
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto', import.meta.url));
@@ -55,7 +56,8 @@ export type GatewayGrpc = AdminAccessGrpc &
   RouterGrpc &
   UsageGrpc &
   McpGrpc &
-  GuardGrpc;
+  GuardGrpc &
+  CacheGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 

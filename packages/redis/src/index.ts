@@ -38,3 +38,4 @@ export {
 } from './eviction-policy.js';
 export { DEFAULT_MEMORY_WATCH_INTERVAL_MS, isFull, RedisMemoryWatch, type RedisMemoryWatchOptions } from './memory-watch.js';
 export { SecretCipher } from './secret-cipher.js';
+export { type HashChange, VersionedHash, type VersionedHashOptions, type VersionedSet } from './versioned-hash.js';

@@ -6,7 +6,7 @@
  * trail with its actor and the policy before and after (never a credential); WatchPolicies pushes the enabled policies' summaries at once and on every change
  * this replica reads, until the edge cancels.
  */
-import { actorOf, GatewayError, requestIdOf, unary } from '@gateway/grpc';
+import { actorOf, GatewayError, requestIdOf, unary, WatchStreams } from '@gateway/grpc';
 import { type AuditLog, UNKNOWN_ACTOR } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
 import type {
@@ -24,9 +24,6 @@ import type { CompiledPolicies } from './policies/compiled-policies.js';
 import { type PolicyDefaults, policyOfStored, type StoredPolicy, summaryOf } from './policies/policy.js';
 import type { PolicySet, PolicyStore } from './policies/policy-store.js';
 import { validatePolicy } from './policies/policy-validation.js';
-
-/** A WatchPolicies call as grpc-js hands it to the handler. */
-type WatchCall = Parameters<GuardServiceHandlers['WatchPolicies']>[0];
 
 /** What the handlers work with. */
 export interface GuardServiceOptions {
@@ -53,7 +50,7 @@ export function snapshotOf(set: PolicySet, defaults: PolicyDefaults): PolicySnap
 /** The handlers, and a way to end every open watch at shutdown. */
 export function createGuardService(options: GuardServiceOptions): { handlers: GuardServiceHandlers; endWatches(): void } {
   const { store, compiled, logger, metrics } = options;
-  const watches = new Map<WatchCall, () => void>();
+  const watches = new WatchStreams<PolicySnapshot>((count) => metrics.watchers.set(count));
   const notFound = (name: string) => GatewayError.of('not_found', `No policy named '${name.slice(0, 64)}'.`, { param: 'name' });
   /**
    * A change applied: logged, and added to the audit trail with its actor and the policy before and
@@ -84,7 +81,6 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
       );
   };
 
-  let snapshot: PolicySnapshot | undefined;
   store.onChange((set) => {
     compiled.update(set);
     metrics.policies.set(compiled.byName.size);
@@ -95,8 +91,7 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
         metrics.checkErrors.inc({ policy, check: check.name, reason: 'deadline_exceeded' }, 0);
       }
     }
-    snapshot = snapshotOf(set, options.defaults);
-    for (const call of watches.keys()) if (!call.cancelled && call.writable) call.write(snapshot);
+    watches.push(snapshotOf(set, options.defaults));
   });
 
   async function check(
@@ -124,20 +119,6 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
     return policyOfStored(policy);
   }
 
-  function watchPolicies(call: WatchCall): void {
-    const stop = () => {
-      watches.delete(call);
-      metrics.watchers.set(watches.size);
-    };
-    watches.set(call, stop);
-    metrics.watchers.set(watches.size);
-    call.once('cancelled', stop);
-    call.once('error', stop);
-    call.once('close', stop);
-    // Before the first read there is nothing to push: the first change read sends it.
-    if (snapshot) call.write(snapshot);
-  }
-
   return {
     handlers: {
       Check: unary(check, 'Check'),
@@ -155,13 +136,9 @@ export function createGuardService(options: GuardServiceOptions): { handlers: Gu
         await recordChange(call, 'policy.delete', name, before);
         return {};
       }, 'DeletePolicy'),
-      WatchPolicies: watchPolicies,
+      // Before the first read there is nothing to push: the first change read sends it.
+      WatchPolicies: (call) => watches.add(call),
     } as GuardServiceHandlers,
-    endWatches() {
-      for (const [call, stop] of [...watches]) {
-        stop();
-        call.end();
-      }
-    },
+    endWatches: () => watches.end(),
   };
 }

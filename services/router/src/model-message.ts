@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { CatalogModel, QualityTier } from '@gateway/catalog';
 import type { Model } from '@gateway/proto';
 
@@ -31,5 +32,12 @@ export function toModelMessage(model: CatalogModel, available: boolean): Model {
     kind: model.kind === 'embedding' ? 'MODEL_KIND_EMBEDDING' : 'MODEL_KIND_CHAT',
     ...(model.embedding ? { embedding_dimensions: model.embedding.dimensions, embedding_shortenable: model.embedding.shortenable } : {}),
     ...(Object.keys(providerPricing).length > 0 ? { provider_pricing: providerPricing } : {}),
+    revision: revisionOf(model),
   };
+}
+
+/** Model.revision: a hash of the catalog entry without its prices (16 hex digits). */
+function revisionOf(model: CatalogModel): string {
+  const entry = { ...model, pricing: undefined, deployments: (model.deployments ?? []).map((deployment) => ({ ...deployment, pricing: undefined })) };
+  return createHash('sha256').update(JSON.stringify(entry)).digest('hex').slice(0, 16);
 }
