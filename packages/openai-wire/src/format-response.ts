@@ -35,6 +35,12 @@ export interface GatewayInfo {
    * set for a check that could not run (its policy's on_error then decided).
    */
   guardrails?: Array<{ policy: string; check: string; point: string; action: string; enforced: boolean; entity: string; error?: string }>;
+  /**
+   * What the response cache did, when its settings cover the request: `hit` (answered from the
+   * cache, with the entry's age), `miss` (looked up, not found; the answer is kept once complete),
+   * or `skip` (not looked up: the caller's Cache-Control, sampling above the threshold).
+   */
+  cache?: { status: 'hit' | 'miss' | 'skip'; age_ms?: number };
 }
 
 const FINISH_REASONS: Record<FinishReasonOutput, string | null> = {

@@ -57,9 +57,9 @@ export function cacheKey(input: CacheKeyInput): string {
  * Whether a request's sampling makes its answer repeatable enough to keep: a `seed`, or a
  * `temperature` at most `maxTemperature` (absent: the providers' default of 1).
  */
-export function isDeterministicEnough(request: { temperature?: number | null; seed?: number | null }, maxTemperature: number): boolean {
+export function isDeterministicEnough(request: { temperature?: number | string | null; seed?: unknown }, maxTemperature: number): boolean {
   if (request.seed !== undefined && request.seed !== null) return true;
-  return (request.temperature ?? 1) <= maxTemperature;
+  return Number(request.temperature ?? 1) <= maxTemperature;
 }
 
 /** The scope a request's entries live in: its key's team (or the key without one), its key, or a shared group. */

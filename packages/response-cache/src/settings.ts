@@ -6,7 +6,7 @@
  * purge of the team reaches.
  */
 import { GatewayError } from '@gateway/grpc';
-import type { CacheSettings, CacheSettingsOutput } from '@gateway/proto';
+import type { CacheSettingsOutput } from '@gateway/proto';
 
 /** What a target looks like. */
 export const TARGET_PATTERN = /^(global|model:[A-Za-z0-9._:/@-]{1,128}|team:team_[A-Za-z0-9]{16}|key:key_[A-Za-z0-9_-]{1,64})$/;
@@ -28,7 +28,7 @@ function bounded(value: number | undefined, min: number, max: number, param: str
 }
 
 /** Validates a target's settings as put, stamped with who put them and when; throws INVALID_ARGUMENT naming the field. */
-export function validateSettings(settings: CacheSettingsOutput | undefined, actor: string, nowMs: number): CacheSettings & { target: string } {
+export function validateSettings(settings: CacheSettingsOutput | undefined, actor: string, nowMs: number): CacheSettingsOutput & { target: string } {
   const target = settings?.target ?? '';
   if (!TARGET_PATTERN.test(target))
     throw invalid('`target` must be `global`, `model:<catalog model id>`, `team:<team id>` or `key:<key id>`.', 'target');

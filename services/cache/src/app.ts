@@ -4,6 +4,7 @@ import type { Logger } from '@gateway/logger';
 import type { prometheus } from '@gateway/observability';
 import { loadGatewayGrpc } from '@gateway/proto';
 import { NO_EVICTION, readMemoryOfMasters, type RedisClient } from '@gateway/redis';
+import { CacheAdmin } from './cache-admin.js';
 import { createCacheMetrics } from './cache-metrics.js';
 import { createCacheService } from './cache-service.js';
 import { CacheState } from './cache-state.js';
@@ -52,9 +53,9 @@ export function createServer(deps: CacheDependencies): CacheApp {
   const service = createCacheService({
     state,
     entries: new EntryStore(deps.cacheRedis, state, { prefix: deps.prefix, maxEntryBytes: deps.maxEntryBytes }),
+    // auth trims the trail by its own retention; the cache only adds to it.
+    admin: new CacheAdmin(state, { logger: deps.logger, ...(deps.auditPrefix && { audit: new AuditLog(deps.redis, { prefix: deps.auditPrefix, trims: false }) }) }),
     metrics,
-    logger: deps.logger,
-    ...(deps.auditPrefix && { audit: new AuditLog(deps.redis, { prefix: deps.auditPrefix, trims: false }) }),
   });
   const server = createGatewayServer(
     [{ name: 'gateway.cache.v1.CacheService', definition: loadGatewayGrpc().gateway.cache.v1.CacheService.service, handlers: service.handlers }],

@@ -8,7 +8,7 @@
  * one that changed it at once).
  */
 import type { Logger } from '@gateway/logger';
-import type { CacheSettings, CacheSettingsOutput } from '@gateway/proto';
+import type { CacheSettingsOutput } from '@gateway/proto';
 import { type RedisClient, VersionedHash } from '@gateway/redis';
 import { cacheScope, MAX_TARGETS, mergeSettings } from '@gateway/response-cache';
 import { GatewayError } from '@gateway/grpc';
@@ -49,6 +49,11 @@ export class CacheState {
     this.hash.stop();
   }
 
+  /** Reads the state again now (a one-off reader: the CLI). */
+  refresh(): Promise<void> {
+    return this.hash.refresh();
+  }
+
   /** Calls `listener` after each change read. */
   onChange(listener: () => void): void {
     this.hash.onChange(listener);
@@ -77,7 +82,7 @@ export class CacheState {
   }
 
   /** Stores a target's validated settings, and applies them here at once. */
-  async put(settings: CacheSettings & { target: string }): Promise<void> {
+  async put(settings: CacheSettingsOutput & { target: string }): Promise<void> {
     const field = SETTINGS + settings.target;
     const exists = (await this.hash.read(field)) !== undefined;
     if (!exists && this.settings().length >= MAX_TARGETS)

@@ -47,13 +47,13 @@ export class EntryStore {
     return bytes ? entryCodec.decode(bytes) : undefined;
   }
 
-  /** Keeps an entry for `ttlSeconds`; `too_large` when it is over the cap (not kept). */
-  async store(address: EntryAddress, entry: CacheEntry, ttlSeconds: number): Promise<'stored' | 'too_large'> {
+  /** Keeps an entry for `ttlSeconds`, resolving its size; `too_large` when it is over the cap (not kept). */
+  async store(address: EntryAddress, entry: CacheEntry, ttlSeconds: number): Promise<{ result: 'stored' | 'too_large'; bytes: number }> {
     const bytes = entryCodec.encode(entry);
-    if (bytes.byteLength > this.options.maxEntryBytes) return 'too_large';
+    if (bytes.byteLength > this.options.maxEntryBytes) return { result: 'too_large', bytes: 0 };
     await this.redis.set(this.nameOf(address), Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 'EX', ttlSeconds).catch((error: unknown) => {
       throw unavailable(error);
     });
-    return 'stored';
+    return { result: 'stored', bytes: bytes.byteLength };
   }
 }

@@ -18,6 +18,7 @@ import { registerAdminKeys } from './routes/admin/admin-keys.js';
 import { registerAdminTeams } from './routes/admin/admin-teams.js';
 import { registerAdminMcpServers } from './routes/admin/admin-mcp-servers.js';
 import { registerAdminPolicies } from './routes/admin/admin-policies.js';
+import { registerAdminCache } from './routes/admin/admin-cache.js';
 import { registerMcp } from './routes/api/mcp.js';
 import { registerResponses } from './routes/api/responses.js';
 import { registerResponsesCompact } from './routes/api/responses-compact.js';
@@ -252,6 +253,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerAdminTeams(app, deps);
     registerAdminMcpServers(app, deps);
     registerAdminPolicies(app, deps);
+    registerAdminCache(app, deps);
     registerAdminUsage(app, deps);
     registerAdminRequestLog(app, deps);
     registerAdminToolCalls(app, deps);

@@ -85,6 +85,18 @@ export const EdgeConfigSchema = Type.Object({
     minimum: 0,
     maximum: 60_000,
   }),
+  CACHE_SERVICE_ADDR: Type.String({
+    description:
+      "gRPC address of the cache service, which keeps answers for the requests the operator's cache settings cover and which the admin API's /admin/v1/cache calls; dns:///name:port spreads calls over every address of the name. Empty: no response cache (every request reaches a model, /admin/v1/cache is a 404).",
+    default: '',
+  }),
+  EDGE_CACHE_LOOKUP_DEADLINE_MS: Type.Integer({
+    description:
+      'How long the edge waits for the cache\'s answer to a lookup (ms); past it, or when the cache fails, the request is a miss and goes to its model: a cache that does not answer never fails or slows a request by more than this.',
+    default: 10,
+    minimum: 1,
+    maximum: 10_000,
+  }),
   NATS_URL: Type.String({
     description:
       "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222)." +

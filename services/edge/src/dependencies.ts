@@ -18,9 +18,11 @@ import type {
   UsageEvent,
   UsageServiceClient,
   GuardServiceClient,
+  CacheServiceClient,
 } from '@gateway/proto';
 import type { GuardCallCounts } from './guardrails/guard-call-counts.js';
 import type { PolicyView } from './guardrails/policy-view.js';
+import type { CacheSettingsView } from './cache/cache-settings-view.js';
 import type { AuthDecisions } from './clients/auth-decisions.js';
 import type { CatalogView } from './catalog-view.js';
 import type { EdgeConfig } from './config.js';
@@ -64,6 +66,10 @@ export interface EdgeDependencies {
   policies?: PolicyView;
   /** The edge's counts of its Check calls to the guard (its metrics); present with `guard`. */
   guardCalls?: GuardCallCounts;
+  /** The cache service (CACHE_SERVICE_ADDR): Lookup and Store on the request path, /admin/v1/cache; absent: no response cache. */
+  cache?: CacheServiceClient;
+  /** The cache's settings, pushed by its WatchSettings; present with `cache`. */
+  cacheSettings?: CacheSettingsView;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */

@@ -9,6 +9,7 @@ import { openServiceClients } from './service-clients.js';
 import { WatchedCatalog } from './catalog-view.js';
 import { GuardCallCounts, registerGuardCallMetrics } from './guardrails/guard-call-counts.js';
 import { WatchedPolicies } from './guardrails/policy-view.js';
+import { WatchedCacheSettings } from './cache/cache-settings-view.js';
 import type { EdgeConfig } from './config.js';
 import type { EdgeDependencies } from './dependencies.js';
 import { startupReadiness } from './startup-readiness.js';
@@ -37,7 +38,10 @@ export function openEdgeDependencies(context: RunContext<EdgeConfig>): EdgeDepen
   policies?.start();
   const guardCalls = clients.guard ? new GuardCallCounts() : undefined;
   if (guardCalls) registerGuardCallMetrics(registry, guardCalls);
-  const { requestLog, guard, ...services } = clients;
+  // The cache's settings, pushed by the cache: which requests are cacheable, with no call to decide it.
+  const cacheSettings = clients.cache ? open(new WatchedCacheSettings(clients.cache, logger), (watched) => watched.stop()) : undefined;
+  cacheSettings?.start();
+  const { requestLog, guard, cache, ...services } = clients;
   const publishing = openUsagePublishing(context, clients.metering, requestLog !== undefined);
   const ready = startupReadiness(context, catalog);
   return {
@@ -47,6 +51,7 @@ export function openEdgeDependencies(context: RunContext<EdgeConfig>): EdgeDepen
     ...services,
     ...(requestLog && { requestLog }),
     ...(guard && policies && guardCalls && { guard, policies, guardCalls }),
+    ...(cache && cacheSettings && { cache, cacheSettings }),
     decisions,
     completions,
     catalog,

@@ -1,6 +1,6 @@
 /**
  * The edge's long-lived channels to the services behind it, each client closed on shutdown; the
- * request log, the MCP service and the guard only when their addresses are configured.
+ * request log, the MCP service, the guard and the cache only when their addresses are configured.
  */
 import { createClient } from '@gateway/grpc';
 import type { RunContext } from '@gateway/observability';
@@ -11,7 +11,7 @@ import type { EdgeDependencies } from './dependencies.js';
 /** The gRPC clients among the edge's dependencies. */
 export type ServiceClients = Pick<
   EdgeDependencies,
-  'auth' | 'adminAccess' | 'teams' | 'router' | 'executor' | 'metering' | 'responseStore' | 'requestLog' | 'mcp' | 'guard'
+  'auth' | 'adminAccess' | 'teams' | 'router' | 'executor' | 'metering' | 'responseStore' | 'requestLog' | 'mcp' | 'guard' | 'cache'
 >;
 
 /** Creates the clients (grpc-js connects on the first call) and registers their close. */
@@ -33,6 +33,8 @@ export function openServiceClients({ config, lifecycle }: Pick<RunContext<EdgeCo
     mcp: config.MCP_SERVICE_ADDR ? createClient(grpc.mcp.v1.McpService, config.MCP_SERVICE_ADDR) : undefined,
     // Guardrails only when a guard service is configured.
     guard: config.GUARD_SERVICE_ADDR ? createClient(grpc.guard.v1.GuardService, config.GUARD_SERVICE_ADDR) : undefined,
+    // The response cache only when a cache service is configured.
+    cache: config.CACHE_SERVICE_ADDR ? createClient(grpc.cache.v1.CacheService, config.CACHE_SERVICE_ADDR) : undefined,
   };
   lifecycle.onStop(() => {
     for (const client of Object.values(clients)) client?.close();

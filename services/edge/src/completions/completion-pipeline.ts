@@ -13,7 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { costBoundPicoUsd } from '@gateway/catalog';
 import { GatewayError } from '@gateway/grpc';
 import { NO_TRACING, SpanKind, SpanStatusCode, type Tracing } from '@gateway/observability';
-import type { CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
+import type { CacheEntryOutput, CheckKeyResponseOutput, ExecuteResponseOutput, ModelOutput } from '@gateway/proto';
 import { checkKey, deniedKeyOf, noteKeyChecked, reservedTokens } from '../auth/key-check.js';
 import { holdReservation } from '../auth/reservations.js';
 import type { EdgeDependencies } from '../dependencies.js';
@@ -32,6 +32,8 @@ import { relayStream } from './sse-relay.js';
 import { createUsageReporter, NO_USAGE, refusalEvent, type UsageReporter } from './usage-report.js';
 import { guardCompletionInput, guardWholeAnswer } from './completion-guard.js';
 import { type GuardChecks, guardChecksOf } from '../guardrails/request-guard.js';
+import { hitCompletionId, ResponseCache } from '../cache/response-cache.js';
+import { replayStream } from '../cache/cached-stream.js';
 
 /** The stages of a completion, built once per edge from its dependencies. */
 export class CompletionPipeline {
@@ -41,6 +43,8 @@ export class CompletionPipeline {
   private readonly report: UsageReporter;
   /** The guard and its policies; undefined without GUARD_SERVICE_ADDR (nothing is checked). */
   private readonly guardChecks: GuardChecks | undefined;
+  /** The response cache; undefined without CACHE_SERVICE_ADDR (nothing is looked up or kept). */
+  private readonly cache: ResponseCache | undefined;
 
   constructor(private readonly deps: EdgeDependencies) {
     this.guardChecks = guardChecksOf(deps);
@@ -48,6 +52,17 @@ export class CompletionPipeline {
     this.tracing = deps.tracing ?? NO_TRACING;
     this.resolve = createModelResolver(deps);
     this.report = createUsageReporter(deps, this.metrics);
+    this.cache =
+      deps.cache && deps.cacheSettings
+        ? new ResponseCache({
+            cache: deps.cache,
+            cacheSettings: deps.cacheSettings,
+            lookupDeadlineMs: deps.config.EDGE_CACHE_LOOKUP_DEADLINE_MS,
+            joinDeadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS,
+            logger: deps.logger,
+            registry: deps.registry,
+          })
+        : undefined;
   }
 
   /**
@@ -67,13 +82,16 @@ export class CompletionPipeline {
     try {
       await this.admitAndRoute(completion);
       await guardCompletionInput(this.guardChecks, completion);
+      const kept = await this.cache?.lookup(completion);
       reply.raw.once('close', this.metrics.started());
+      if (kept) return await this.answerKept(completion, kept);
       if (!completion.parsed.stream) {
         const answer = await this.executeWhole(completion);
         keepBodies(this.deps, completion, () => answer);
         return answer;
       }
       await relayStream(this.deps, completion, this.report);
+      if (completion.cacheAnswer) this.cache?.keep(completion, { chat: completion.cacheAnswer });
       keepBodies(this.deps, completion, () => streamedAnswer(completion));
       return reply;
     } catch (error) {
@@ -99,7 +117,36 @@ export class CompletionPipeline {
       if (refused && this.deps.refusals && error instanceof RequestError)
         this.deps.refusals.publish(refusalEvent(completion, refused, { status: error.status, code: error.code }));
       throw error;
+    } finally {
+      // A request that led others and kept nothing lets them ask their model.
+      this.cache?.release(completion);
     }
+  }
+
+  /**
+   * Answers a hit with the kept answer, whole or streamed as the caller asked, under the model
+   * and deployment that made it, and reports it (a hit costs the operator's share of its price).
+   */
+  private async answerKept(completion: Completion, entry: CacheEntryOutput): Promise<string | FastifyReply> {
+    const { deps } = this;
+    const { wire } = completion;
+    completion.answered = answeredModel(deps.catalog, completion.routing, entry.model_id);
+    completion.provider = entry.provider ?? '';
+    completion.deploymentId = entry.deployment_id ?? '';
+    completion.usage = entry.usage ?? NO_USAGE;
+    const chat = entry.chat ? { ...entry.chat, id: hitCompletionId() } : undefined;
+    if (chat && wire.route === '/v1/chat/completions') completion.responseId = chat.id;
+    if (completion.parsed.stream && chat) {
+      replayStream(completion, chat, chat.id, this.report);
+      keepBodies(deps, completion, () => streamedAnswer(completion));
+      return completion.reply;
+    }
+    const answer = chat ? { response: chat, render: () => wire.renderWhole(completion, chat) } : wire.cachedWhole?.(completion, entry);
+    if (!answer) throw new Error(`a kept answer of kind ${entry.answer ?? 'none'} for ${wire.route}`);
+    this.report(completion, 'OUTCOME_COMPLETED');
+    const body = await answer.render();
+    keepBodies(deps, completion, () => body);
+    return body;
   }
 
   /** The request's abort (the client went away) and its span (tracing on), ended with the response. */
@@ -260,6 +307,8 @@ export class CompletionPipeline {
     completion.usage = result.usage ?? undefined;
     if (result.response) await guardWholeAnswer(completion, result.response);
     this.report(completion, 'OUTCOME_COMPLETED');
+    if (result.response) this.cache?.keep(completion, { chat: result.response });
+    else if (result.embeddings) this.cache?.keep(completion, { embeddings: result.embeddings });
     return await result.render();
   }
 }

@@ -15,9 +15,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CallOptions } from '@gateway/grpc';
 import type { Span } from '@gateway/observability';
 import type {
+  CacheEntryOutput,
   ChatChunkOutput,
   ChatResponseOutput,
   CheckKeyResponseOutput,
+  EmbedResponseOutput,
   ExecuteRequest,
   ExecutionAttemptOutput,
   GuardDecisionOutput,
@@ -32,6 +34,7 @@ import type { ParsedChatRequest } from './parsed-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
 import type { WireErrors } from '../wire-errors.js';
 import type { RequestGuard } from '../guardrails/guard-context.js';
+import type { CacheUse } from '../cache/response-cache.js';
 
 const NO_DECISIONS: readonly GuardDecisionOutput[] = Object.freeze([]);
 
@@ -107,6 +110,11 @@ export class Completion<Parsed extends ParsedChatRequest = ParsedChatRequest> {
   /** The guardrail decisions made for the request (input, output), in order; empty when no policy applies. */
   guardDecisions: readonly GuardDecisionOutput[] = NO_DECISIONS;
 
+  /** What the response cache does for the request (cache/response-cache.ts); undefined when its settings leave the cache off. */
+  cache: CacheUse | undefined;
+  /** Streams the cache keeps: the answer put back together once the stream completed (the relay sets it). */
+  cacheAnswer: ChatResponseOutput | undefined;
+
   // Report: what the answer's own summary (the `gateway` object) shows.
   latencyMs = 0;
   costPico = 0n;
@@ -165,6 +173,11 @@ export interface CompletionWire<Parsed extends ParsedChatRequest = ParsedChatReq
    * executor and the answer's rendering. Absent: Complete, rendered by renderWhole.
    */
   executeWhole?(deps: EdgeDependencies, completion: Completion<Parsed>, options: CallOptions): Promise<WholeAnswer>;
+  /**
+   * Optional, for an API that is no chat completion (embeddings): a kept answer of the response
+   * cache as the answer to render. Absent: the kept chat answer, rendered by renderWhole.
+   */
+  cachedWhole?(completion: Completion<Parsed>, entry: CacheEntryOutput): WholeAnswer;
   /** The renderer of one streamed answer. */
   openStream(completion: Completion<Parsed>): StreamRenderer;
 }
@@ -180,6 +193,8 @@ export interface WholeAnswer {
   readonly usage?: UsageOutput | null;
   /** A chat answer (not embeddings): what its output guardrails check before it is rendered. */
   readonly response?: ChatResponseOutput;
+  /** An embeddings answer: what the response cache keeps. */
+  readonly embeddings?: EmbedResponseOutput;
   /** Sets the answer's headers and returns its body (after the report set the cost and latency); a large one may take turns of the event loop. */
   render(): string | Promise<string>;
 }

@@ -19,6 +19,7 @@ import { isReplicaLoss, ReplicaLost, streamReplicaRetries } from './executor-rep
 import { answeredModel } from './model-resolution.js';
 import { estimatedUsage, NO_USAGE, type UsageReporter } from './usage-report.js';
 import { StreamHoldBack } from '../guardrails/stream-hold-back.js';
+import { AnswerAssembler } from '../cache/answer-assembler.js';
 
 /** What the relay uses of the edge. */
 type RelayDependencies = Pick<EdgeDependencies, 'config' | 'catalog' | 'completions' | 'executor'>;
@@ -73,6 +74,8 @@ class SseRelay {
   private readonly holdBack: StreamHoldBack | undefined;
   private readonly stop: AbortController | undefined;
   private blocked = false;
+  /** A stream the response cache keeps: its chunks put back together as they pass. */
+  private readonly assembler: AnswerAssembler | undefined;
   /** Under output guardrails: the text the executor generated, released or not (for a usage estimate). */
   private generatedText = '';
   private readonly uncork = () => {
@@ -88,6 +91,7 @@ class SseRelay {
     this.reply = completion.reply;
     this.raw = completion.reply.raw;
     this.renderer = completion.wire.openStream(completion);
+    this.assembler = completion.cache?.store ? new AnswerAssembler() : undefined;
     const guard = completion.guard;
     if (guard) {
       this.stop = new AbortController();
@@ -174,7 +178,10 @@ class SseRelay {
           if (!this.started) this.begin(undefined);
           completion.firstTokenMs ??= reply.elapsedTime;
           this.streamedText += event.rendered.text ?? '';
-          for (const chunk of event.rendered.chunks) await this.relay(chunk.json ?? '', chunk.finishes === true);
+          for (const chunk of event.rendered.chunks) {
+            this.assembler?.addRendered(chunk.json ?? '');
+            await this.relay(chunk.json ?? '', chunk.finishes === true);
+          }
           this.armKeepAlive();
         } else if (event.chunk) {
           // A chunk as a message, from an executor that does not render: rendered by the wire.
@@ -182,6 +189,7 @@ class SseRelay {
           if (!this.started) this.begin(chunk);
           completion.firstTokenMs ??= reply.elapsedTime;
           this.addText(chunk);
+          this.assembler?.addChunk(chunk);
           await this.relay(this.renderer.chunkJson(chunk), chunk.choices.some(finishes));
           this.armKeepAlive();
         } else if (event.failure) {
@@ -276,6 +284,7 @@ class SseRelay {
     completion.provider = end.provider ?? completion.provider;
     completion.deploymentId = end.deployment_id || completion.deploymentId;
     completion.usage = end.usage;
+    if (this.assembler) completion.cacheAnswer = this.assembler.finish(end.usage);
     this.report(completion, 'OUTCOME_COMPLETED');
     const held = this.held;
     this.held = undefined;
@@ -312,17 +321,7 @@ class SseRelay {
     if (this.started) return;
     this.started = true;
     clearTimeout(this.commitTimer);
-    const head: Record<string, string> = {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-request-id': this.completion.requestId,
-    };
-    this.renderer.begin(first, head);
-    addCarriedHeaders(this.reply, head);
-    this.reply.hijack();
-    this.raw.writeHead(200, head);
+    writeSseHead(this.completion, this.renderer, first);
     this.armKeepAlive();
   }
 
@@ -392,6 +391,21 @@ function chunkText(chunk: ChatChunkOutput): string {
 /** Whether a choice of a chunk finishes. */
 function finishes(choice: ChatChunkOutput['choices'][number]): boolean {
   return Boolean(choice.finish_reason && choice.finish_reason !== 'FINISH_REASON_UNSPECIFIED');
+}
+
+/** Writes a stream's head (200, the SSE headers, the wire's, those the reply carries), hijacking the reply from fastify. */
+export function writeSseHead(completion: Completion, renderer: StreamRenderer, first: ChatChunkOutput | undefined): void {
+  const head: Record<string, string> = {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': completion.requestId,
+  };
+  renderer.begin(first, head);
+  addCarriedHeaders(completion.reply, head);
+  completion.reply.hijack();
+  completion.reply.raw.writeHead(200, head);
 }
 
 /** Adds the headers set on the reply that a hijacked response must carry: CORS, rate limits, budget. */

@@ -29,7 +29,11 @@ export function createUsageReporter(deps: Pick<EdgeDependencies, 'usage'>, metri
   return function report(completion, outcome): void {
     const { answered, parsed, usage } = completion;
     // Priced by the provider that served it: a deployment of another provider bills its own prices.
-    const costPico = costPicoUsd((answered.provider_pricing?.[completion.provider] ?? answered.pricing ?? {}) as never, usage ?? {});
+    const priced = costPicoUsd((answered.provider_pricing?.[completion.provider] ?? answered.pricing ?? {}) as never, usage ?? {});
+    // A hit costs the operator's share of what its answer would cost now, and saves the rest; its tokens reached no model.
+    const hit = completion.cache?.status === 'hit' ? completion.cache : undefined;
+    const costPico = hit ? hitCost(priced, hit.settings.hitCostRatio) : priced;
+    if (hit) hit.savedPico = priced - costPico;
     completion.costPico = costPico;
     completion.latencyMs = completion.reply.elapsedTime;
     const reservationId = completion.reservation.handOff();
@@ -47,8 +51,8 @@ export function createUsageReporter(deps: Pick<EdgeDependencies, 'usage'>, metri
       errorType: outcome === 'OUTCOME_COMPLETED' ? '' : outcome === 'OUTCOME_CANCELLED' ? 'cancelled' : 'failed',
       durationSeconds: completion.latencyMs / 1000,
       ...(completion.firstTokenMs !== undefined ? { firstTokenSeconds: completion.firstTokenMs / 1000 } : {}),
-      inputTokens: usage?.prompt_tokens ?? 0,
-      outputTokens: usage?.completion_tokens ?? 0,
+      inputTokens: hit ? 0 : (usage?.prompt_tokens ?? 0),
+      outputTokens: hit ? 0 : (usage?.completion_tokens ?? 0),
       costUsd: picoUsdToUsd(costPico),
     });
     deps.usage.publish(usageEvent(completion, outcome, reservationId));
@@ -92,6 +96,25 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
     fallback_models: completion.attempts.map((attempt) => attempt.model_id ?? ''),
     ...(completion.deploymentId ? { deployment_id: completion.deploymentId } : {}),
     guardrails: completion.guardDecisions.map(decisionJson),
+    ...(completion.cache && { cache: cacheUseOf(completion) }),
+  };
+}
+
+/** What a hit costs: `ratio` (0 to 1, to the millionth) of what its answer would cost. */
+function hitCost(priced: bigint, ratio: number): bigint {
+  return (priced * BigInt(Math.round(ratio * 1_000_000))) / 1_000_000n;
+}
+
+/** The usage event's `cache`: what the cache did, and for a hit its age, its cost and the cost it saved. */
+function cacheUseOf(completion: Completion): UsageEvent['cache'] {
+  const use = completion.cache!;
+  if (use.status !== 'hit') return { status: use.status };
+  return {
+    status: 'hit',
+    age_ms: use.ageMs ?? 0,
+    saved_cost_pico_usd: Number(use.savedPico ?? 0n),
+    cost_pico_usd: Number(completion.costPico),
+    count_tokens: use.settings.countHitTokens,
   };
 }
 

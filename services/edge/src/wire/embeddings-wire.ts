@@ -70,6 +70,26 @@ function embedRequestOf(completion: Completion<ParsedEmbeddingRequest>): EmbedRe
   };
 }
 
+/** An Embed answer (the executor's, or one the response cache kept) as the pipeline reports and renders it. */
+function embeddingsAnswer(completion: Completion<ParsedEmbeddingRequest>, response: EmbedResponseOutput): WholeAnswer {
+  return {
+    model_id: response.model_id,
+    provider: response.provider,
+    deployment_id: response.deployment_id,
+    attempts: response.attempts,
+    usage: response.usage,
+    embeddings: response,
+    render: async () => {
+      const body = await embeddingsJson(completion, response);
+      void completion.reply
+        .header('content-type', 'application/json')
+        .header('openai-processing-ms', String(Math.round(completion.latencyMs)))
+        .header('openai-model', completion.answered.id ?? '');
+      return body;
+    },
+  };
+}
+
 /** The embeddings API: whole answers only. */
 export const embeddingsWire: CompletionWire<ParsedEmbeddingRequest> = {
   route: '/v1/embeddings',
@@ -77,23 +97,9 @@ export const embeddingsWire: CompletionWire<ParsedEmbeddingRequest> = {
   parse: parseEmbeddingsRequest,
   promptTokens: embeddingInputTokens,
   async executeWhole(deps, completion, options): Promise<WholeAnswer> {
-    const response = await deps.completions.call('embed', embedRequestOf(completion), options);
-    return {
-      model_id: response.model_id,
-      provider: response.provider,
-      deployment_id: response.deployment_id,
-      attempts: response.attempts,
-      usage: response.usage,
-      render: async () => {
-        const body = await embeddingsJson(completion, response);
-        void completion.reply
-          .header('content-type', 'application/json')
-          .header('openai-processing-ms', String(Math.round(completion.latencyMs)))
-          .header('openai-model', completion.answered.id ?? '');
-        return body;
-      },
-    };
+    return embeddingsAnswer(completion, await deps.completions.call('embed', embedRequestOf(completion), options));
   },
+  cachedWhole: (completion, entry) => embeddingsAnswer(completion, entry.embeddings ?? { embeddings: [], attempts: [] }),
   renderWhole(): string {
     throw new Error('embeddings are rendered by executeWhole');
   },

@@ -23,3 +23,4 @@ export * from './schemas/requests.js';
 export * from './schemas/teams.js';
 export * from './schemas/tool-calls.js';
 export * from './schemas/usage.js';
+export * from './schemas/cache.js';
