@@ -53,5 +53,5 @@ COPY --from=build --chown=root:root /app/services ./services
 # The files belong to root and the process runs as the image's unprivileged `node` user (uid 1000),
 # so it cannot change its own code; the root filesystem can be mounted read-only.
 USER 1000:1000
-EXPOSE 8080 50051 50052 50053 50054 50055 50056 50057
-CMD ["sh", "-c", "exec node services/${SERVICE:?set SERVICE to one of edge auth router executor metering request-log mcp guard}/dist/main.js"]
+EXPOSE 8080 50051 50052 50053 50054 50055 50056 50057 50058
+CMD ["sh", "-c", "exec node services/${SERVICE:?set SERVICE to one of edge auth router executor metering request-log mcp guard cache}/dist/main.js"]

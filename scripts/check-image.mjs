@@ -15,7 +15,7 @@
  *    directory (the runtime image's WORKDIR), with nothing else of the build.
  * 4. From that directory, the stage's CMD starts each service but request-log (SERVICE=<name>, the
  *    stage's ENV, NODE_ENV=production) against a Redis and a NATS started for the check on free
- *    ports; each must answer /healthz on its metrics port (the edge also on its API port), and exit
+ *    ports (and, for the cache's entries, a second Redis, bounded and evicting as it must be); each must answer /healthz on its metrics port (the edge also on its API port), and exit
  *    0 on SIGTERM. A module the prune removed, a data file left behind, a dev-only import or a
  *    native addon (the guard's re2) the runtime files lack fails the start.
  *
@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache'];
 const keep = process.argv.includes('--keep');
 const log = (message) => console.log(`check-image: ${message}`);
 
@@ -220,8 +220,13 @@ function stop(child, timeoutMs = 15_000) {
 
 /** Starts the services from the runtime directory with the stage's CMD, and checks each answers and stops cleanly. */
 async function startServices(runtime, image, scratch) {
-  const [redisPort, natsPort] = [await freePort(), await freePort()];
+  const [redisPort, cacheRedisPort, natsPort] = [await freePort(), await freePort(), await freePort()];
   const redis = start('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {});
+  const cacheRedis = start(
+    'redis-server',
+    ['--port', String(cacheRedisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru'],
+    {},
+  );
   const natsBinary = ['/usr/sbin/nats-server', '/usr/local/bin/nats-server'].find((path) => existsSync(path)) ?? 'nats-server';
   const nats = start(natsBinary, ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(scratch, 'nats')], {});
   const ports = {};
@@ -233,6 +238,7 @@ async function startServices(runtime, image, scratch) {
     ...image.env,
     LOG_LEVEL: 'warn',
     REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    CACHE_REDIS_URL: `redis://127.0.0.1:${cacheRedisPort}`,
     NATS_URL: `nats://127.0.0.1:${natsPort}`,
     EDGE_HOST: '127.0.0.1',
     EDGE_PORT: String(ports.edge.listen),
@@ -259,7 +265,7 @@ async function startServices(runtime, image, scratch) {
       const code = await stop(children[name]);
       if (code !== 0) failures.push(`${name} exited with ${code} on SIGTERM:\n${children[name].output.join('')}`);
     }
-    await Promise.all([stop(redis), stop(nats)]);
+    await Promise.all([stop(redis), stop(cacheRedis), stop(nats)]);
   }
   if (failures.length > 0) throw new Error(failures.join('\n'));
   log('each service stopped cleanly on SIGTERM');

@@ -67,8 +67,14 @@ import { shutdownProblems } from './manifests/shutdown.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache'];
 const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054, guard: 50056, mcp: 50057 };
+/**
+ * The services probed over HTTP (/readyz, /healthz) instead, with the port they are probed on (its
+ * name and number): the edge on its API port, the cache on its metrics port, whose /readyz says
+ * whether its settings are read (its gRPC health does not).
+ */
+const HTTP_PROBE_PORTS = { edge: ['http', 8080], cache: ['metrics', 9108] };
 /**
  * Metrics the rules may read before any service declares them, each with the change that adds it.
  * Once a service declares one, the check fails until it is removed from here.
@@ -328,8 +334,8 @@ function validate(label, objects, patches = []) {
     }
   }
 
-  // The gateway's own shape: the base's services, gRPC ones probed over gRPC on their port, the edge over
-  // HTTP, and the edge reaching executors through the headless Service.
+  // The gateway's own shape: the base's services, gRPC ones probed over gRPC on their port, the edge and
+  // the cache over HTTP, and the edge reaching executors through the headless Service.
   for (const service of SERVICES) {
     const deployment = deployments.find((object) => object.metadata?.name === service);
     if (!check(Boolean(deployment), `${label}: no Deployment ${service}`)) continue;
@@ -348,23 +354,30 @@ function validate(label, objects, patches = []) {
         `${label}: ${service} must be probed over gRPC on ${GRPC_PORTS[service]}`,
       );
     } else {
+      const ports = HTTP_PROBE_PORTS[service] ?? [];
+      const onPort = (probe) => ports.includes(probe?.httpGet?.port);
       check(
-        container.readinessProbe?.httpGet?.path === '/readyz' && container.livenessProbe?.httpGet?.path === '/healthz',
-        `${label}: edge must be probed on /readyz (readiness) and /healthz (liveness)`,
+        container.readinessProbe?.httpGet?.path === '/readyz' &&
+          container.livenessProbe?.httpGet?.path === '/healthz' &&
+          onPort(container.readinessProbe) &&
+          onPort(container.livenessProbe),
+        `${label}: ${service} must be probed on /readyz (readiness) and /healthz (liveness) of its ${ports[0]} port (${ports[1]})`,
       );
     }
   }
   // Generated, so rendered with its content's hash: gateway-config-<hash>.
   const config = gatewayConfigOf(byKind('ConfigMap'));
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
-    // The edge's long-lived streams to auth, the router, the executors and the guard (its checks on
-    // every request a policy names, its policy watch) spread over every pod only through headless
-    // Services (a ClusterIP pins a connection, and its streams, to one pod).
+    // The edge's long-lived streams to auth, the router, the executors, the guard (its checks on
+    // every request a policy names, its policy watch) and the cache (a lookup on every request a
+    // setting covers, its settings watch) spread over every pod only through headless Services (a
+    // ClusterIP pins a connection, and its streams, to one pod).
     for (const [variable, port] of [
       ['AUTH_SERVICE_ADDR', 50051],
       ['ROUTER_SERVICE_ADDR', 50052],
       ['EXECUTOR_SERVICE_ADDR', 50053],
       ['GUARD_SERVICE_ADDR', 50056],
+      ['CACHE_SERVICE_ADDR', 50058],
     ]) {
       const address = String(config.data?.[variable] ?? '');
       const headlessName = /^dns:\/\/\/([^:.]+)/.exec(address)?.[1];
@@ -410,8 +423,8 @@ const STANDALONE_COMPONENTS = {
 // metadata server for Vertex AI): rendered on the base with network-policy, their connectivity
 // checked (the flow open to whom it is for, and to nobody else).
 const POLICY_COMPONENTS = ['vertex-metadata-egress'];
-// The policies with every store in the cluster (overlays/dev runs Redis, the Responses Redis, NATS,
-// PostgreSQL and the request log) and the OTLP egress: each store's ingress policy checked against
+// The policies with every store in the cluster (overlays/dev runs Redis, the Responses Redis, the
+// cache's Redis, NATS, PostgreSQL and the request log) and the OTLP egress: each store's ingress policy checked against
 // its clients, as an operator adding components/network-policy to such an overlay would have them.
 const POLICIES_ON_STORES = { components: ['network-policy', 'otlp-egress'], onto: 'overlays/dev' };
 /** API groups whose schema package is not installed: their objects are checked for consistency only. */
@@ -609,12 +622,13 @@ checkAlertRules(
   ),
 );
 
-// 5. docker-compose.yml: parses, runs the dependencies and the base's services, edge on 8080.
+// 5. docker-compose.yml: parses, runs the dependencies and the base's services, edge on 8080, the
+// cache's entries in a bounded, evicting Redis of their own.
 const composePath = join(root, 'docker-compose.yml');
 if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
   const [compose = {}] = loadYaml(composePath);
   const composeServices = compose.services ?? {};
-  for (const name of ['redis', 'nats', ...SERVICES]) {
+  for (const name of ['redis', 'redis-cache', 'nats', ...SERVICES]) {
     const service = composeServices[name];
     if (!check(Boolean(service), `docker-compose.yml: no service ${name}`)) continue;
     check(Boolean(service.image || service.build), `docker-compose.yml: ${name} has neither image nor build`);
@@ -631,6 +645,16 @@ if (check(existsSync(composePath), 'docker-compose.yml is missing')) {
   check(
     (composeServices.edge?.ports ?? []).some((port) => String(port.published ?? port).includes('8080')),
     'docker-compose.yml: edge must publish 8080',
+  );
+  const cacheRedis = [composeServices['redis-cache']?.command ?? []].flat().map(String);
+  const argument = (name) => cacheRedis[cacheRedis.indexOf(`--${name}`) + 1];
+  check(
+    cacheRedis.includes('--maxmemory') && !/^0/.test(argument('maxmemory')) && argument('maxmemory-policy') === 'allkeys-lru',
+    'docker-compose.yml: redis-cache must run with --maxmemory and --maxmemory-policy allkeys-lru',
+  );
+  check(
+    /^redis:\/\/redis-cache:/.test(String(composeServices.cache?.environment?.CACHE_REDIS_URL ?? '')),
+    "docker-compose.yml: the cache's CACHE_REDIS_URL must name redis-cache, never the state Redis",
   );
 }
 

@@ -12,9 +12,23 @@ const compose = parse(readFileSync(join(import.meta.dirname, '..', 'docker-compo
 const services = Object.entries(compose.services);
 
 describe('docker-compose.yml', () => {
-  it('runs the dependencies and the eight services, and a Redis for stored responses only in its profile', () => {
+  it('runs the dependencies and the nine services, and a Redis for stored responses only in its profile', () => {
     const byDefault = services.filter(([, service]) => !service.profiles).map(([name]) => name);
-    expect(byDefault.sort()).toEqual(['auth', 'edge', 'executor', 'guard', 'mcp', 'metering', 'nats', 'postgres', 'redis', 'request-log', 'router']);
+    expect(byDefault.sort()).toEqual([
+      'auth',
+      'cache',
+      'edge',
+      'executor',
+      'guard',
+      'mcp',
+      'metering',
+      'nats',
+      'postgres',
+      'redis',
+      'redis-cache',
+      'request-log',
+      'router',
+    ]);
   });
 
   it('points the edge at the guard, and starts it once the guard is healthy', () => {
@@ -22,6 +36,23 @@ describe('docker-compose.yml', () => {
     expect(compose.services.edge.depends_on.guard).toEqual({ condition: 'service_healthy' });
     expect(compose.services.guard.environment).toMatchObject({ SERVICE: 'guard', GUARD_LISTEN_ADDR: '0.0.0.0:50056', GUARD_METRICS_PORT: '9106' });
     expect(compose.services['redis-responses'].profiles).toEqual(['responses-redis']);
+  });
+
+  it("points the edge at the cache, and the cache's entries at a bounded, evicting Redis of their own", () => {
+    expect(compose.services.edge.environment.CACHE_SERVICE_ADDR).toBe('dns:///cache:50058');
+    expect(compose.services.edge.depends_on.cache).toEqual({ condition: 'service_healthy' });
+    expect(compose.services.cache.environment).toMatchObject({
+      SERVICE: 'cache',
+      CACHE_LISTEN_ADDR: '0.0.0.0:50058',
+      CACHE_METRICS_PORT: '9108',
+      CACHE_REDIS_URL: 'redis://redis-cache:6379',
+      REDIS_URL: 'redis://redis:6379',
+    });
+    const command = compose.services['redis-cache'].command.join(' ');
+    expect(command).toMatch(/--maxmemory \d+mb/);
+    expect(command).toMatch(/--maxmemory-policy allkeys-lru/);
+    expect(command).toMatch(/--appendonly no/);
+    expect(compose.services['redis-cache'].volumes).toBeUndefined();
   });
 
   it.each(services)('gives %s a healthcheck', (_name, service) => {

@@ -20,6 +20,9 @@
 # package) under .run/postgres/<port>, trust authentication on loopback only. The database
 # `gateway` is created in it when missing, and DATABASE_URL names it unless set already. Unlike
 # Redis and NATS it is optional: without it the gateway runs with no request log (a warning).
+# The response cache's entries get a Redis of their own, bounded and evicting (gateway_cache_redis,
+# which scripts/start.sh calls): CACHE_REDIS_URL the same way, default redis://127.0.0.1:6380, a
+# server started here with --maxmemory 256mb --maxmemory-policy allkeys-lru and nothing on disk.
 # Idempotent: a server this project started earlier is found by its pid file and reused.
 # `bash scripts/stop.sh` stops only the servers started here, never ones that were found running.
 # Sets DEPENDENCIES_STARTED to what this call started ("redis:6390 nats:4290"), for callers that
@@ -151,12 +154,13 @@ _deps_start_server() {
   _DEPS_URL="$url"
 }
 
-# _deps_launch_redis BINARY PORT DIR PID_FILE LOG_FILE: starts redis-server, daemonized, without persistence.
+# _deps_launch_redis BINARY PORT DIR PID_FILE LOG_FILE: starts redis-server, daemonized, without
+# persistence, with the caller's _DEPS_REDIS_ARGS (an array, empty for the state Redis) after ours.
 _deps_launch_redis() {
   local binary="$1" port="$2" dir="$3" pid_file="$4" log_file="$5"
-  gateway_log "starting redis-server on 127.0.0.1:$port (log: ${log_file#"$GATEWAY_ROOT"/})"
+  gateway_log "starting redis-server on 127.0.0.1:$port${_DEPS_REDIS_ARGS[*]:+ ${_DEPS_REDIS_ARGS[*]}} (log: ${log_file#"$GATEWAY_ROOT"/})"
   "$binary" --port "$port" --bind 127.0.0.1 --daemonize yes --pidfile "$pid_file" \
-    --logfile "$log_file" --dir "$dir" --save "" --appendonly no >&2
+    --logfile "$log_file" --dir "$dir" --save "" --appendonly no "${_DEPS_REDIS_ARGS[@]}" >&2
 }
 
 # _deps_launch_nats BINARY PORT DIR PID_FILE LOG_FILE: starts nats-server with JetStream, detached.
@@ -175,6 +179,14 @@ _deps_launch_nats() {
 _deps_start_redis() { _deps_start_server redis "$1" 6379 _deps_redis_answers REDIS_URL "redis://127.0.0.1:$1"; }
 
 _deps_start_nats() { _deps_start_server nats "$1" 4222 _deps_nats_answers NATS_URL "nats://127.0.0.1:$1"; }
+
+# The cache's entries' Redis on PORT: bounded (256 MB) and evicting the least recently used entry,
+# as the cache requires (losing an entry loses a hit, nothing else). The array is local, so only
+# this launch sees it (bash's dynamic scope reaches _deps_launch_redis).
+_deps_start_cache_redis() {
+  local _DEPS_REDIS_ARGS=(--maxmemory 256mb --maxmemory-policy allkeys-lru)
+  _deps_start_server redis "$1" 6380 _deps_redis_answers CACHE_REDIS_URL "redis://127.0.0.1:$1"
+}
 
 # resolve KIND CHECK START DEFAULT_URL DEFAULT_PORT CURRENT_URL -> sets _DEPS_URL to the URL to use.
 # (A global rather than output: the start functions must run in this shell, not a $(...) subshell,
@@ -268,6 +280,31 @@ _deps_postgres() {
     fi
     export DATABASE_URL="${server%/*}/gateway"
   fi
+}
+
+DEFAULT_CACHE_REDIS_URL="redis://127.0.0.1:6380"
+
+# Makes sure the cache's entries' Redis answers (CACHE_REDIS_URL, else the default, else one started
+# here) and exports CACHE_REDIS_URL; adds what it started to DEPENDENCIES_STARTED. A Redis found
+# running without a maxmemory or with noeviction is used with a warning: the cache reports it
+# (gateway_cache_redis_bounded) and its stores fail once it is full.
+gateway_cache_redis() {
+  local bounds
+  _DEPS_URL=""
+  _deps_resolve "the cache's Redis" _deps_redis_answers _deps_start_cache_redis "$DEFAULT_CACHE_REDIS_URL" 6380 "${CACHE_REDIS_URL:-}" || return 1
+  export CACHE_REDIS_URL="$_DEPS_URL"
+  DEPENDENCIES_STARTED="${DEPENDENCIES_STARTED% }"
+  export DEPENDENCIES_STARTED
+  if command -v redis-cli >/dev/null 2>&1; then
+    bounds="$(timeout 3 redis-cli -u "$CACHE_REDIS_URL" --no-auth-warning config get 'maxmemory*' 2>/dev/null | tr '\n' ' ')" || true
+    if [[ "$bounds" == *"maxmemory 0 "* || "$bounds" == *noeviction* ]]; then
+      gateway_log "warning: the cache's Redis at $CACHE_REDIS_URL is not bounded ($bounds): set maxmemory and maxmemory-policy allkeys-lru"
+    fi
+  fi
+  # Its URL without credentials: a password in CACHE_REDIS_URL never reaches a log.
+  local shown="$CACHE_REDIS_URL"
+  [[ "$shown" == *@* ]] && shown="${shown%%://*}://${shown#*://*@}"
+  gateway_log "the cache's Redis: $shown"
 }
 
 # Runs the whole procedure; returns non-zero (and says why) when either cannot be had.

@@ -35,7 +35,7 @@ function variables(service) {
 function dependenciesOf(service) {
   const result = new Set();
   for (const name of variables(service).keys()) {
-    if (name === 'REDIS_URL' || name === 'RESPONSES_REDIS_URL') result.add('Redis');
+    if (name === 'REDIS_URL' || name === 'RESPONSES_REDIS_URL' || name === 'CACHE_REDIS_URL') result.add('Redis');
     else if (name === 'NATS_URL') result.add('NATS');
     else if (name === 'DATABASE_URL') result.add('PostgreSQL');
     else if (name.endsWith('_SERVICE_ADDR')) result.add(name.slice(0, -'_SERVICE_ADDR'.length).toLowerCase().replaceAll('_', '-'));
@@ -114,7 +114,7 @@ function serviceCounts(text) {
 describe('the services the documentation names', () => {
   // A service added to services/ fails here first: draw it in architecture.md, then list it here.
   it('are the folders of services/', () => {
-    expect(SERVICES).toEqual(['auth', 'edge', 'executor', 'guard', 'mcp', 'metering', 'request-log', 'router']);
+    expect(SERVICES).toEqual(['auth', 'cache', 'edge', 'executor', 'guard', 'mcp', 'metering', 'request-log', 'router']);
   });
 
   it("architecture.md's diagram draws every service", () => {

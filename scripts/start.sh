@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole gateway on this machine: installs, builds, makes sure Redis, NATS and PostgreSQL
-# answer, (re)starts the services in the background and waits until the edge is ready. The request
+# answer (and a second Redis, bounded and evicting, for the cache's entries: CACHE_REDIS_URL, by
+# default 127.0.0.1:6380), (re)starts the services in the background and waits until the edge is ready. The request
 # log's service starts when PostgreSQL could be had (DATABASE_URL); GATEWAY_REQUEST_LOG=off skips it.
 # Needs only Debian (or similar) and Node.js 20; installs pnpm, Redis, NATS and PostgreSQL when missing.
 #
@@ -28,7 +29,7 @@ if [[ -f .env ]]; then
   done <.env
 fi
 
-SERVICES=(auth router executor metering mcp guard edge) # the edge last: it waits for the others anyway
+SERVICES=(auth router executor metering mcp guard cache edge) # the edge last: it waits for the others anyway
 EDGE_PORT="${EDGE_PORT:-8080}"
 READY_TIMEOUT_SECONDS="${READY_TIMEOUT_SECONDS:-60}"
 
@@ -39,10 +40,12 @@ fi
 
 # shellcheck source=scripts/dependencies.sh
 source scripts/dependencies.sh || exit 1
+# The cache's entries in a Redis of their own (never REDIS_URL's, which must not evict).
+gateway_cache_redis || exit 1
 
 # The request log, when PostgreSQL is there: its service before the edge, which then searches it.
 if [[ -n "${DATABASE_URL:-}" && "${GATEWAY_REQUEST_LOG:-on}" != off ]]; then
-  SERVICES=(auth router executor metering mcp guard request-log edge)
+  SERVICES=(auth router executor metering mcp guard cache request-log edge)
   export REQUEST_LOG_SERVICE_ADDR="${REQUEST_LOG_SERVICE_ADDR:-127.0.0.1:50055}"
 fi
 
@@ -87,6 +90,8 @@ use_kept_secret GUARD_SECRETS_KEY guard-secrets-key 'process.stdout.write(requir
 # The edge checks prompts, answers and tool calls through the guard started here (its policies:
 # /admin/v1/policies).
 export GUARD_SERVICE_ADDR="${GUARD_SERVICE_ADDR:-127.0.0.1:50056}"
+# The edge looks cacheable requests up in the cache started here (its settings: /admin/v1/cache).
+export CACHE_SERVICE_ADDR="${CACHE_SERVICE_ADDR:-127.0.0.1:50058}"
 # Per-key OAuth to upstream MCP servers: the callback is this edge's (its tokens sealed with a key
 # derived from MCP_SECRETS_KEY unless MCP_CREDENTIALS_KEY is set).
 export MCP_OAUTH_REDIRECT_URL="${MCP_OAUTH_REDIRECT_URL:-http://127.0.0.1:$EDGE_PORT/mcp/oauth/callback}"
@@ -146,7 +151,8 @@ http_send() {
 ready_url="http://127.0.0.1:$EDGE_PORT/readyz"
 ready_urls=("$ready_url" "http://127.0.0.1:${AUTH_METRICS_PORT:-9101}/readyz" "http://127.0.0.1:${ROUTER_METRICS_PORT:-9102}/readyz"
   "http://127.0.0.1:${EXECUTOR_METRICS_PORT:-9103}/readyz" "http://127.0.0.1:${METERING_METRICS_PORT:-9104}/readyz"
-  "http://127.0.0.1:${MCP_METRICS_PORT:-9107}/readyz" "http://127.0.0.1:${GUARD_METRICS_PORT:-9106}/readyz")
+  "http://127.0.0.1:${MCP_METRICS_PORT:-9107}/readyz" "http://127.0.0.1:${GUARD_METRICS_PORT:-9106}/readyz"
+  "http://127.0.0.1:${CACHE_METRICS_PORT:-9108}/readyz")
 [[ " ${SERVICES[*]} " == *" request-log "* ]] && ready_urls+=("http://127.0.0.1:${REQUEST_LOG_METRICS_PORT:-9105}/readyz")
 gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for every service's /readyz"
 deadline=$((SECONDS + READY_TIMEOUT_SECONDS))

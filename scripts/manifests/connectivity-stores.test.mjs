@@ -1,6 +1,6 @@
-// The NetworkPolicy evaluator over all eight services and every in-cluster store: components/
-// network-policy and otlp-egress on overlays/dev (which runs Redis, the Responses Redis, NATS,
-// PostgreSQL and the request log in the cluster), as check-manifests renders them. Each store takes
+// The NetworkPolicy evaluator over all nine services and every in-cluster store: components/
+// network-policy and otlp-egress on overlays/dev (which runs Redis, the Responses Redis, the cache's
+// Redis, NATS, PostgreSQL and the request log in the cluster), as check-manifests renders them. Each store takes
 // its clients only, the executors and the MCP service go out on HTTPS and the catalog's ports only,
 // and each defect put back into a copy fails with the flow it opens or shuts.
 import { join } from 'node:path';
@@ -28,29 +28,76 @@ describe.skipIf(!renderer)('NetworkPolicies with every store in the cluster (kub
     rendered = renderComponent(renderer, join(root, 'deploy'), ['network-policy', 'otlp-egress'], 'overlays/dev');
   }, 120_000);
 
-  it('has all eight services and the four stores, and passes as it is', () => {
+  it('has all nine services and the five stores, and passes as it is', () => {
     const workloads = rendered.filter((object) => ['Deployment', 'StatefulSet'].includes(object.kind)).map((object) => object.metadata.name);
     expect(workloads).toEqual(
-      expect.arrayContaining(['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'request-log', 'redis', 'redis-responses', 'nats', 'postgres']),
+      expect.arrayContaining([
+        'edge',
+        'auth',
+        'router',
+        'executor',
+        'metering',
+        'mcp',
+        'guard',
+        'cache',
+        'request-log',
+        'redis',
+        'redis-responses',
+        'redis-cache',
+        'nats',
+        'postgres',
+      ]),
     );
     expect(connectivityProblems('dev', rendered)).toEqual([]);
   });
 
   it('fails the redis policy without the MCP service, as it was', () => {
     const { objects, find } = copy();
-    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering', 'guard'];
+    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering', 'guard', 'cache'];
     expect(connectivityProblems('dev', objects)).toEqual(['dev: NetworkPolicies deny mcp -> redis:6379, which the gateway needs']);
   });
 
   it('fails the redis policy and the Redis egress without the guard, whose policies are in Redis', () => {
     const { objects, find } = copy();
-    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering', 'mcp'];
+    find('NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['auth', 'metering', 'mcp', 'cache'];
     expect(connectivityProblems('dev', objects)).toEqual(['dev: NetworkPolicies deny guard -> redis:6379, which the gateway needs']);
-    find('NetworkPolicy', 'gateway-redis-egress').spec.podSelector.matchExpressions[0].values = ['auth', 'metering', 'mcp'];
+    find('NetworkPolicy', 'gateway-redis-egress').spec.podSelector.matchExpressions[0].values = ['auth', 'metering', 'mcp', 'cache'];
     expect(connectivityProblems('dev', objects)).toEqual([
       'dev: NetworkPolicies deny guard -> the internet:6379, which the gateway needs',
       'dev: NetworkPolicies deny guard -> the internet:6380, which the gateway needs',
       'dev: NetworkPolicies deny guard -> redis:6379, which the gateway needs',
+    ]);
+  });
+
+  it("fails the cache shut off from its Redis servers, its entries' Redis open to others, and the cache open to the internet", () => {
+    const { objects, find } = copy();
+    const egress = find('NetworkPolicy', 'gateway-redis-egress').spec.podSelector.matchExpressions[0];
+    egress.values = egress.values.filter((name) => name !== 'cache');
+    expect(connectivityProblems('dev', objects)).toEqual([
+      'dev: NetworkPolicies deny cache -> the internet:6379, which the gateway needs',
+      'dev: NetworkPolicies deny cache -> the internet:6380, which the gateway needs',
+      'dev: NetworkPolicies deny cache -> redis:6379, which the gateway needs',
+      'dev: NetworkPolicies deny cache -> redis-cache:6379, which the gateway needs',
+    ]);
+    egress.values.push('cache');
+    objects.splice(objects.indexOf(find('NetworkPolicy', 'redis-cache')), 1);
+    expect(connectivityProblems('dev', objects)).toEqual(
+      expect.arrayContaining([
+        'dev: NetworkPolicies allow a random pod of the namespace -> redis-cache:6379',
+        // The Redis egress reaches any 6379: only the store's own policy keeps the others out.
+        'dev: NetworkPolicies allow auth -> redis-cache:6379',
+        'dev: NetworkPolicies allow guard -> redis-cache:6379',
+      ]),
+    );
+    const open = copy();
+    open.find('NetworkPolicy', 'cache').spec.egress = [{ to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }] }];
+    expect(connectivityProblems('dev', open.objects)).toEqual([
+      'dev: NetworkPolicies allow cache -> the metadata endpoint:80',
+      'dev: NetworkPolicies allow cache -> the GKE metadata server:988',
+      'dev: NetworkPolicies allow cache -> the internet:443',
+      'dev: NetworkPolicies allow cache -> the IPv6 metadata endpoint:80',
+      'dev: NetworkPolicies allow cache -> the Kubernetes API Service:443',
+      'dev: NetworkPolicies allow cache -> a random pod of the namespace:8080',
     ]);
   });
 

@@ -1,6 +1,7 @@
 // The flows the gateway needs, checked against an overlay's rendered NetworkPolicies: each needed
 // flow is allowed, every other way into the services and the in-cluster stores (Redis, the
-// Responses Redis, NATS, PostgreSQL) is denied, and the egress of the services that reach outside
+// Responses Redis, the cache's Redis, NATS, PostgreSQL) is denied, the cache reaches its two Redis
+// servers and nothing outside, and the egress of the services that reach outside
 // (the executors to the providers, the MCP service to upstream MCP servers, the guard to moderation
 // services) is HTTPS (443) and the ports the catalog's upstreams name, stopping short of metadata
 // and cluster addresses (but for the GKE metadata server, opened to the executors and the guard
@@ -8,20 +9,27 @@
 import { parse } from 'yaml';
 import { allows } from './network-policy.mjs';
 
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'request-log'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'request-log'];
 /** The services only the edges call (on their gRPC port) and Prometheus scrapes (on `metrics`). */
-const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'request-log'];
+const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'request-log'];
 /** The services that export spans (startTracing in their main.ts): OTLP out, with components/otlp-egress. */
 const TRACING = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
-/** Who uses each store, by its config schema: NATS_URL, REDIS_URL, RESPONSES_REDIS_URL, DATABASE_URL. */
+/** Who uses each store, by its config schema: NATS_URL, REDIS_URL, RESPONSES_REDIS_URL, CACHE_REDIS_URL, DATABASE_URL. */
 const CLIENTS = {
   nats: ['edge', 'router', 'executor', 'metering', 'request-log'],
-  redis: ['auth', 'metering', 'mcp', 'guard'],
+  redis: ['auth', 'metering', 'mcp', 'guard', 'cache'],
   'redis-responses': ['metering'],
+  'redis-cache': ['cache'],
   postgres: ['request-log'],
 };
 /** Each store's client port (by its container port's name, else this). */
-const STORE_PORTS = { nats: ['client', 4222], redis: ['redis', 6379], 'redis-responses': ['redis', 6379], postgres: ['postgres', 5432] };
+const STORE_PORTS = {
+  nats: ['client', 4222],
+  redis: ['redis', 6379],
+  'redis-responses': ['redis', 6379],
+  'redis-cache': ['redis', 6379],
+  postgres: ['postgres', 5432],
+};
 const NAME = 'app.kubernetes.io/name';
 
 /** One pod per Deployment or StatefulSet, with its template's labels and named container ports. */
@@ -140,7 +148,7 @@ function catalogPorts(objects) {
 }
 
 /** The flows that must be allowed: [source, destination, port, protocol?]. */
-function neededFlows(at, { redisPorts, natsPorts, upstreamPorts, metadata }) {
+function neededFlows(at, { redisPorts, cacheRedisPorts, natsPorts, upstreamPorts, metadata }) {
   const flows = [];
   const service = (name) => at(name);
   for (const name of INTERNAL) flows.push([service('edge'), service(name), service(name)?.ports?.grpc]);
@@ -153,6 +161,8 @@ function neededFlows(at, { redisPorts, natsPorts, upstreamPorts, metadata }) {
   // Each store wherever it is: outside (the operator's, on its ports) and, when the overlay runs it, in the cluster.
   for (const name of CLIENTS.nats) for (const port of natsPorts) flows.push([service(name), at('the internet'), port]);
   for (const name of CLIENTS.redis) for (const port of redisPorts) flows.push([service(name), at('the internet'), port]);
+  // The cache's entries' Redis: the ports of CACHE_REDIS_URL beyond those it reaches REDIS_URL's on.
+  for (const port of cacheRedisPorts.filter((port) => !redisPorts.includes(port))) flows.push([service('cache'), at('the internet'), port]);
   for (const name of CLIENTS.postgres) flows.push([service(name), at('the internet'), 5432]);
   for (const [store, clients] of Object.entries(CLIENTS))
     if (at(store)) for (const name of clients) flows.push([service(name), at(store), storePort(at(store))]);
@@ -173,7 +183,7 @@ function forbiddenFlows(at, { metadata, upstreamPorts }) {
   const flows = [
     // The metadata endpoint only to the executors and the guard, only on its ports, only with the component.
     ...(metadata ? [] : [...gkeMetadataFlows(at, executor), ...gkeMetadataFlows(at, at('guard'))]),
-    ...['edge', 'auth', 'router', 'metering', 'mcp', 'request-log'].flatMap((name) => gkeMetadataFlows(at, at(name))),
+    ...['edge', 'auth', 'router', 'metering', 'mcp', 'cache', 'request-log'].flatMap((name) => gkeMetadataFlows(at, at(name))),
     [executor, at('the metadata endpoint'), 443],
     [executor, at('the IPv6 metadata endpoint'), 80],
     [executor, at('the Kubernetes API Service'), 443],
@@ -185,6 +195,11 @@ function forbiddenFlows(at, { metadata, upstreamPorts }) {
     [at('guard'), at('the IPv6 metadata endpoint'), 80],
     [at('guard'), at('the Kubernetes API Service'), 443],
     [at('guard'), at('a random pod of the namespace'), 8080],
+    // The cache reaches its two Redis servers and nothing else: no HTTPS, no metadata, no pod.
+    [at('cache'), at('the internet'), 443],
+    [at('cache'), at('the IPv6 metadata endpoint'), 80],
+    [at('cache'), at('the Kubernetes API Service'), 443],
+    [at('cache'), at('a random pod of the namespace'), 8080],
     [at('auth'), at('the internet'), 443],
     [at('router'), at('the internet'), 443],
     [at('request-log'), at('the internet'), 443],
@@ -219,9 +234,11 @@ export function connectivityProblems(label, objects) {
   const missing = SERVICES.filter((name) => name !== 'request-log' && !at(name));
   if (missing.length > 0) return [`${label}: no workload for ${missing.join(', ')}: connectivity not checked`];
   const verdict = (flow) => allows(policies, { source: flow[0], destination: flow[1], port: flow[2], protocol: flow[3] ?? 'TCP' });
-  // Redis on 6379 and 6380 (rediss://, deploy/README.md's gateway-redis), NATS on 4222, and the ports gateway-config names.
+  // Redis on 6379 and 6380 (rediss://, deploy/README.md's gateway-redis and gateway-cache-redis),
+  // NATS on 4222, and the ports gateway-config names.
   const ports = {
     redisPorts: configuredPorts(objects, 'REDIS_URL', [6379, 6380]),
+    cacheRedisPorts: configuredPorts(objects, 'CACHE_REDIS_URL', [6379, 6380]),
     natsPorts: configuredPorts(objects, 'NATS_URL', [4222]),
     upstreamPorts: catalogPorts(objects),
   };

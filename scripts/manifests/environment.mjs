@@ -6,7 +6,9 @@
 // the overlay renders nor deploy/README.md has the operator create, a key missing from it, and an
 // address (a *_URL or *_ADDR the service connects to) naming a Service the overlay does not render
 // or the pod itself (127.0.0.1, the schemas' defaults for one machine) are problems. Values that
-// come from an operator's Secret are the operator's: their hosts are not checked.
+// come from an operator's Secret are the operator's: their hosts are not checked. The cache's
+// entries (CACHE_REDIS_URL) must be in a Redis other than the state Redis (REDIS_URL), and one the
+// overlay runs must be bounded and evicting (--maxmemory, an allkeys-/volatile- policy).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,6 +23,7 @@ export const SERVICE_SCHEMAS = {
   metering: 'MeteringConfigSchema',
   mcp: 'McpConfigSchema',
   guard: 'GuardConfigSchema',
+  cache: 'CacheConfigSchema',
   'request-log': 'RequestLogConfigSchema',
 };
 
@@ -182,6 +185,56 @@ export function environmentProblems(label, objects, schemas) {
       const reasons = new Set(hostsOf(value ?? '').map((host) => unresolved(host, services, workload.metadata?.namespace, governing)));
       for (const why of reasons) if (why) problems.push(`${at} reads ${variable}=${value} (${from}): ${why} in the overlay`);
     }
+    if (service === 'cache') problems.push(...cacheRedisProblems(at, objects, environment, properties));
   }
+  return problems;
+}
+
+/** A redis-server's setting among its container's args (`--maxmemory 256mb`), or undefined. */
+function redisArgument(container, name) {
+  const args = [...(container.command ?? []), ...(container.args ?? [])].map(String);
+  const index = args.indexOf(`--${name}`);
+  return index === -1 ? undefined : args[index + 1];
+}
+
+/**
+ * The cache's Redis servers: CACHE_REDIS_URL (its entries, which it fills) must not name REDIS_URL's
+ * server (the state Redis, which must never evict and refuses writes when full), and a Redis the
+ * overlay runs for it must start bounded (--maxmemory other than 0) and evicting (a policy other
+ * than noeviction), or it grows until it refuses every store or is killed. Values from an
+ * operator's Secret are the operator's.
+ */
+function cacheRedisProblems(at, objects, environment, properties) {
+  const readOf = (variable) => {
+    const set = environment.get(variable);
+    return set ? (set.operator ? undefined : set.value) : properties[variable]?.default;
+  };
+  const [entries, state] = [readOf('CACHE_REDIS_URL'), readOf('REDIS_URL')];
+  if (entries === undefined) return [];
+  const problems = [];
+  const hostAndPort = (url) =>
+    String(url)
+      .replace(/^[a-z][a-z0-9+.-]*:\/\/\/?/i, '')
+      .replace(/^[^@/]*@/, '')
+      .replace(/\/.*$/, '');
+  if (state !== undefined && hostAndPort(entries) === hostAndPort(state))
+    problems.push(`${at}: CACHE_REDIS_URL (${entries}) is REDIS_URL's Redis: the cache's entries need a bounded, evicting Redis of their own`);
+  const [host] = hostsOf(entries);
+  const service = objects.find((object) => object?.kind === 'Service' && nameOf(object) === host);
+  const selector = Object.entries(service?.spec?.selector ?? {});
+  const workload = selector.length
+    ? objects.find(
+        (object) =>
+          ['Deployment', 'StatefulSet'].includes(object?.kind) && selector.every(([key, value]) => object.spec?.template?.metadata?.labels?.[key] === value),
+      )
+    : undefined;
+  const redis = (workload?.spec?.template?.spec?.containers ?? []).find((container) => /(^|\/)redis(:|@|$)/.test(String(container.image)));
+  if (!redis) return problems;
+  const maxmemory = redisArgument(redis, 'maxmemory');
+  const policy = redisArgument(redis, 'maxmemory-policy');
+  if (maxmemory === undefined || /^0[a-z]*$/i.test(maxmemory) || !/^(allkeys|volatile)-/.test(policy ?? ''))
+    problems.push(
+      `${at}: CACHE_REDIS_URL names ${workload.kind} ${nameOf(workload)}, whose Redis is not bounded and evicting (--maxmemory ${maxmemory ?? 'unset'}, --maxmemory-policy ${policy ?? 'unset'}): it grows until it refuses the cache's stores`,
+    );
   return problems;
 }

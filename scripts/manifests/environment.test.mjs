@@ -53,14 +53,14 @@ describe.skipIf(!renderer)('each service in each rendered overlay has what it re
     expect(publicRouteProblems('ingress-nginx', rendered['ingress-nginx'], table, schemas.edge)).toEqual([]);
   });
 
-  it('knows all eight services', () => {
+  it('knows all nine services', () => {
     for (const overlay of OVERLAYS)
       expect(
         rendered[overlay]
           .filter((object) => object.kind === 'Deployment' && object.metadata.name in schemas)
           .map((object) => object.metadata.name)
           .sort(),
-      ).toEqual(['auth', 'edge', 'executor', 'guard', 'mcp', 'metering', 'request-log', 'router']);
+      ).toEqual(['auth', 'cache', 'edge', 'executor', 'guard', 'mcp', 'metering', 'request-log', 'router']);
   });
 
   it("fails prod when the request log does not get gateway-nats: the ConfigMap's nats://nats:4222 is no Service there", () => {
@@ -106,6 +106,30 @@ describe.skipIf(!renderer)('each service in each rendered overlay has what it re
     expect(problemsOf('dev', objects)).toEqual([
       "dev: Deployment edge reads ROUTER_SERVICE_ADDR=127.0.0.1:50052 (the schema's default): the pod itself in the overlay",
       'dev: Deployment metering reads RESPONSES_REDIS_URL=redis://redis-responses:6379 (from the ConfigMap gateway-config): no Service redis-responses in the overlay',
+    ]);
+  });
+
+  it("fails the cache's entries in the state Redis, in an unbounded Redis, or nowhere in prod", () => {
+    const { objects, find } = copyOf('dev');
+    const config = objects.find((object) => object.kind === 'ConfigMap' && /^gateway-config-/.test(object.metadata.name));
+    expect(config.data.CACHE_REDIS_URL).toBe('redis://redis-cache:6379');
+    config.data.CACHE_REDIS_URL = 'redis://redis:6379';
+    expect(problemsOf('dev', objects)).toEqual([
+      "dev: Deployment cache: CACHE_REDIS_URL (redis://redis:6379) is REDIS_URL's Redis: the cache's entries need a bounded, evicting Redis of their own",
+      "dev: Deployment cache: CACHE_REDIS_URL names Deployment redis, whose Redis is not bounded and evicting (--maxmemory 200mb, --maxmemory-policy noeviction): it grows until it refuses the cache's stores",
+    ]);
+    config.data.CACHE_REDIS_URL = 'redis://redis-cache:6379';
+    const redis = containerOf(find('Deployment', 'redis-cache'));
+    redis.args = redis.args.map((argument) => (argument === 'allkeys-lru' ? 'noeviction' : argument));
+    expect(problemsOf('dev', objects)).toEqual([
+      "dev: Deployment cache: CACHE_REDIS_URL names Deployment redis-cache, whose Redis is not bounded and evicting (--maxmemory 256mb, --maxmemory-policy noeviction): it grows until it refuses the cache's stores",
+    ]);
+    // prod without the Secret gateway-cache-redis: the schema's default, this machine's 6380.
+    const prod = copyOf('prod');
+    const cache = containerOf(prod.find('Deployment', 'cache'));
+    cache.envFrom = cache.envFrom.filter((source) => source.secretRef?.name !== 'gateway-cache-redis');
+    expect(problemsOf('prod', prod.objects)).toEqual([
+      "prod: Deployment cache reads CACHE_REDIS_URL=redis://127.0.0.1:6380 (the schema's default): the pod itself in the overlay",
     ]);
   });
 

@@ -170,6 +170,7 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
       'prod: NetworkPolicies deny metering -> the internet:6380, which the gateway needs',
       'prod: NetworkPolicies deny mcp -> the internet:6380, which the gateway needs',
       'prod: NetworkPolicies deny guard -> the internet:6380, which the gateway needs',
+      'prod: NetworkPolicies deny cache -> the internet:6380, which the gateway needs',
     ]);
   });
 
@@ -453,6 +454,36 @@ describe.skipIf(!renderer)('check-manifests on rendered overlays (kubectl or kus
     expect(['edge', 'auth', 'router', 'executor', 'metering'].filter((name) => secretsOf(name).includes('gateway-redis'))).toEqual(['auth', 'metering']);
     expect(secretsOf('executor')).toEqual(['gateway-provider-keys', 'gateway-nats']);
     expect(secretProblems(root, 'prod', shipped.objects)).toEqual([]);
+  });
+
+  it("gives the cache's entries' Redis Secret to the cache alone, and fails it given to another service", () => {
+    const secretsOf = (objects, name) =>
+      objects
+        .find((object) => object.kind === 'Deployment' && object.metadata.name === name)
+        .spec.template.spec.containers[0].envFrom.flatMap((source) => (source.secretRef ? [source.secretRef.name] : []));
+    for (const overlay of ['prod', 'prod-cluster']) {
+      const deployments = rendered[overlay].filter((object) => object.kind === 'Deployment').map((object) => object.metadata.name);
+      expect(deployments.filter((name) => secretsOf(rendered[overlay], name).includes('gateway-cache-redis'))).toEqual(['cache']);
+      expect(secretsOf(rendered[overlay], 'cache')).toEqual(['gateway-redis', 'gateway-cache-redis']);
+    }
+    const { objects, find } = copyOf('prod');
+    find('Deployment', 'auth').spec.template.spec.containers[0].envFrom.push({ secretRef: { name: 'gateway-cache-redis' } });
+    expect(secretProblems(root, 'prod', objects)).toEqual([
+      'prod: Deployment auth takes the Secret gateway-cache-redis, whose CACHE_REDIS_URL it does not read',
+    ]);
+  });
+
+  it('fails the cache probed over gRPC or on another port than its metrics port, and the edge reaching it through a ClusterIP', () => {
+    const { objects, find } = copyOf('prod');
+    const container = find('Deployment', 'cache').spec.template.spec.containers[0];
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(find('Service', 'cache-headless').spec.clusterIP).toBe('None');
+    const config = objects.find((object) => object.kind === 'ConfigMap' && /^gateway-config-/.test(object.metadata.name));
+    expect(config.data.CACHE_SERVICE_ADDR).toBe('dns:///cache-headless:50058');
+    // Its startup probe asks what liveness asks (/healthz, which answers while it waits for Redis).
+    container.startupProbe = { grpc: { port: 50058 }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 24 };
+    expect(operationProblems(root, 'prod', objects)).toEqual(['prod: Deployment cache: its startupProbe must ask what its livenessProbe asks']);
   });
 
   it('fails NATS without GOMEMLIMIT, or with one past its memory limit, and NATS not spread over zones', () => {

@@ -9,11 +9,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { natsExporterProblems, natsStorageProblems } from './nats-storage.mjs';
 
-const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'guard'];
+const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'guard', 'cache'];
 /** The official NATS chart's probes, on the monitor port. */
 const NATS_PROBES = { startupProbe: '/healthz', readinessProbe: '/healthz?js-server-only=true', livenessProbe: '/healthz?js-enabled-only=true' };
 const SPREAD_KEYS = ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'];
-/** Services that connect to a dependency before they listen: their startup probe outlasts its outage. */
+/**
+ * Services that connect to a dependency before they listen: their startup probe outlasts its
+ * outage. The cache waits for Redis too, but its probes ask /healthz on its metrics port, which
+ * answers while it waits: liveness never judges the wait.
+ */
 const WAITS_BEFORE_LISTENING = { auth: 'Redis', metering: 'NATS', guard: 'Redis' };
 /** How long (s) such a startup probe waits at least before the kubelet restarts the container. */
 const STARTUP_WAIT_SECONDS = 300;
@@ -47,6 +51,8 @@ export const OPERATOR_SECRETS = {
   'gateway-provider-keys': 'catalog',
   'gateway-admin': ['EDGE_ADMIN_TOKEN'],
   'gateway-redis': ['REDIS_URL'],
+  // The cache's entries' Redis, bounded and evicting: the cache alone reads it.
+  'gateway-cache-redis': ['CACHE_REDIS_URL'],
   'gateway-nats': ['NATS_URL'],
   'gateway-bootstrap': ['GATEWAY_BOOTSTRAP_KEY'],
   'gateway-request-log-database': ['DATABASE_URL'],

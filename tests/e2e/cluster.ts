@@ -12,12 +12,15 @@ import { fileURLToPath } from 'node:url';
 import { bodiesNames, refusedNames, toolCallNames } from '@gateway/messaging';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
-import { eventually, freePort, natsServers, natsUrl, redisUrl } from '@gateway/testing';
+import { eventually, freePort, natsServers, natsUrl, type RedisServer, redisUrl, startRedisServer } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CORE_SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
-/** The name of one of the five services, or of an optional one (ClusterOptions.requestLog, ClusterOptions.mcp, ClusterOptions.guard). */
-export type ServiceName = (typeof CORE_SERVICES)[number] | 'request-log' | 'mcp' | 'guard';
+/**
+ * The name of one of the five services, or of an optional one (ClusterOptions.requestLog,
+ * ClusterOptions.mcp, ClusterOptions.guard, ClusterOptions.cache).
+ */
+export type ServiceName = (typeof CORE_SERVICES)[number] | 'request-log' | 'mcp' | 'guard' | 'cache';
 
 /** A running cluster. */
 export interface Cluster {
@@ -33,6 +36,13 @@ export interface Cluster {
   /** What each service printed, for failure reports. */
   logs: Record<ServiceName, string[]>;
   processes: Record<ServiceName, ChildProcess>;
+  /** With ClusterOptions.cache: the URL of the cache's entries' Redis (CACHE_REDIS_URL), the cluster's own. */
+  cacheRedisUrl?: string;
+  /**
+   * With ClusterOptions.cache: that Redis, to take away and bring back in an outage drill (`stop`
+   * kills it, `start` starts it again on the same port, empty). cluster.stop() removes it.
+   */
+  cacheRedis?: { stop(): Promise<void>; start(): Promise<void> };
   /** Starts a service again (after a test killed it) with the same environment. */
   restart(name: ServiceName): void;
   stop(): Promise<void>;
@@ -68,6 +78,13 @@ export interface ClusterOptions {
    */
   guard?: boolean;
   /**
+   * Also start the cache service (the response cache; the edge's /admin/v1/cache), with a Redis
+   * prefix of its own on the cluster's Redis (its settings and purges), auth's audit prefix, a
+   * 100 ms reload, and its entries in a Redis server of the cluster's own (64 MB, allkeys-lru, as
+   * the cache requires), started here and stopped with the cluster (Cluster.cacheRedis).
+   */
+  cache?: boolean;
+  /**
    * With `mcp`: per-key OAuth for `auth: oauth` upstream servers, tokens sealed under a key of the
    * cluster's own (MCP_CREDENTIALS_KEY) and the callback at this cluster's edge
    * (MCP_OAUTH_REDIRECT_URL).
@@ -102,6 +119,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     ...CORE_SERVICES.slice(0, 4),
     ...(options.mcp ? (['mcp'] as const) : []),
     ...(options.guard ? (['guard'] as const) : []),
+    ...(options.cache ? (['cache'] as const) : []),
     ...(options.requestLog ? (['request-log'] as const) : []),
     'edge',
   ];
@@ -121,8 +139,13 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     'mcpMetrics',
     'guard',
     'guardMetrics',
+    'cache',
+    'cacheMetrics',
   ];
   const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
+  // The cache's entries in a Redis of their own, bounded and evicting: never the shared Redis,
+  // whose policy must not evict, and apart from other clusters' entries.
+  const cacheRedis: RedisServer | undefined = options.cache ? await startRedisServer(['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru']) : undefined;
   const apiKey = randomApiKey();
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
@@ -184,9 +207,24 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
       GUARD_SECRETS_KEY: randomBytes(32).toString('base64'),
       GUARD_RELOAD_INTERVAL_MS: '100',
     }),
+    ...(cacheRedis && {
+      CACHE_LISTEN_ADDR: `127.0.0.1:${ports.cache}`,
+      CACHE_METRICS_PORT: String(ports.cacheMetrics),
+      CACHE_SERVICE_ADDR: `127.0.0.1:${ports.cache}`,
+      CACHE_REDIS_URL: cacheRedis.url,
+      // The cluster's own settings and purges on the shared Redis, apart from other clusters'; its
+      // changes go to the audit trail of the cluster's auth (its prefix, auth's default unless the
+      // test gives one), where /admin/v1/audit reads them.
+      CACHE_REDIS_PREFIX: `cache:e2e-${randomBytes(4).toString('hex')}:`,
+      CACHE_AUDIT_PREFIX: options.env?.AUTH_REDIS_PREFIX ?? 'auth:',
+      CACHE_RELOAD_INTERVAL_MS: '100',
+    }),
     ...options.env,
   };
-  const logs = Object.fromEntries([...CORE_SERVICES, 'mcp', 'guard', 'request-log'].map((name) => [name, [] as string[]])) as Record<ServiceName, string[]>;
+  const logs = Object.fromEntries([...CORE_SERVICES, 'mcp', 'guard', 'cache', 'request-log'].map((name) => [name, [] as string[]])) as Record<
+    ServiceName,
+    string[]
+  >;
   const processes = {} as Record<ServiceName, ChildProcess>;
   const launch = (name: ServiceName) => {
     const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], {
@@ -214,9 +252,14 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     env,
     logs,
     processes,
+    ...(cacheRedis && {
+      cacheRedisUrl: cacheRedis.url,
+      cacheRedis: { stop: () => cacheRedis.pause(), start: () => cacheRedis.resume() },
+    }),
     restart: launch,
     stop: async () => {
       await Promise.all(services.map((name) => stopProcess(processes[name])));
+      await cacheRedis?.stop();
       await deleteStream(env.NATS_URL!, env.USAGE_STREAM!);
       // The request log's streams beside it (refusals, bodies, tool calls), each of which NATS reserves room for.
       if (options.requestLog)
@@ -239,6 +282,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
         'meteringMetrics',
         ...(options.mcp ? ['mcpMetrics'] : []),
         ...(options.guard ? ['guardMetrics'] : []),
+        ...(options.cache ? ['cacheMetrics'] : []),
         ...(options.requestLog ? ['requestLogMetrics'] : []),
       ].map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
     ];
@@ -256,7 +300,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
 export async function startSecondEdge(
   cluster: Cluster,
   env: Record<string, string> = {},
-): Promise<{ origin: string; baseUrl: string; stop(): Promise<void>; running(): boolean }> {
+): Promise<{ origin: string; baseUrl: string; pid: number; stop(): Promise<void>; running(): boolean }> {
   const port = await freePort();
   const child = spawn(process.execPath, ['services/edge/dist/main.js'], {
     cwd: ROOT,
@@ -276,6 +320,7 @@ export async function startSecondEdge(
       METERING_SERVICE_ADDR: `127.0.0.1:${cluster.ports.metering}`,
       ...(cluster.env.MCP_SERVICE_ADDR ? { MCP_SERVICE_ADDR: cluster.env.MCP_SERVICE_ADDR } : {}),
       ...(cluster.env.GUARD_SERVICE_ADDR ? { GUARD_SERVICE_ADDR: cluster.env.GUARD_SERVICE_ADDR } : {}),
+      ...(cluster.env.CACHE_SERVICE_ADDR ? { CACHE_SERVICE_ADDR: cluster.env.CACHE_SERVICE_ADDR } : {}),
       ...env,
     },
   });
@@ -290,7 +335,13 @@ export async function startSecondEdge(
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('the second edge did not become ready');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { origin, baseUrl: `${origin}/v1`, stop: () => stopProcess(child), running: () => child.exitCode === null && child.signalCode === null };
+  return {
+    origin,
+    baseUrl: `${origin}/v1`,
+    pid: child.pid!,
+    stop: () => stopProcess(child),
+    running: () => child.exitCode === null && child.signalCode === null,
+  };
 }
 
 /** A second auth replica beside a running cluster. */

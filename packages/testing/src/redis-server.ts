@@ -17,6 +17,14 @@ export interface RedisServer {
   readonly url: string;
   /** Runs a redis-cli command against it (CONFIG SET maxmemory, INFO memory); returns its output, trimmed. */
   cli(...args: string[]): string;
+  /**
+   * An outage: stops the server (SIGTERM) and resolves once it exited, keeping its port and folder
+   * for `resume`. Its data goes with it (no persistence): it comes back empty.
+   */
+  pause(): Promise<void>;
+  /** Starts it again after `pause`, on the same port and flags; resolves once it listens. */
+  resume(): Promise<void>;
+  /** Stops it for good and removes its folder. */
   stop(): Promise<void>;
 }
 
@@ -38,6 +46,10 @@ export async function startRedisServer(options: string[] = []): Promise<RedisSer
       const result = spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 });
       if (result.status !== 0) throw new Error(`redis-cli -p ${port} ${args.join(' ')}: ${result.stderr || result.stdout}`);
       return result.stdout.trim();
+    },
+    pause: () => server.kill('SIGTERM'),
+    async resume() {
+      if (!server.running) await server.start();
     },
     async stop() {
       await server.kill('SIGTERM');
