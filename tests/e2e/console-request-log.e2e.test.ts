@@ -4,7 +4,8 @@
  * requests made through the gateway, narrows them by API and by status, orders them by latency,
  * opens one and reads its request id, its trace id (tracing on: the caller's trace) and its bodies
  * (the key keeps them, and REQUEST_LOG_BODIES_VIEWERS lets every viewer see them), and exports
- * the search as CSV and JSONL downloads. No console error, no CSP violation along the way.
+ * the search as CSV and JSONL downloads; a response-cache hit (its usage event as an edge publishes
+ * it) shows its badge and the cost it saved. No console error, no CSP violation along the way.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -12,7 +13,9 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { Redis } from 'ioredis';
-import { createTestDatabase, eventually, freePort, type TestDatabase } from '@gateway/testing';
+import { connect } from 'nats';
+import { encodeUsageEvent, usageNames } from '@gateway/messaging';
+import { createTestDatabase, eventually, freePort, natsServers, type TestDatabase } from '@gateway/testing';
 import { createAdminToken, type Cluster } from './cluster.js';
 import { startRequestLogCluster } from './request-log-cluster.js';
 import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
@@ -27,6 +30,7 @@ let collector: Server;
 let browser: ConsoleBrowser;
 let page: Page;
 let viewerSecret: string;
+let keyId: string;
 const requestIds: Record<'whole' | 'stream' | 'messages', string> = {
   whole: `console-whole-${randomUUID()}`,
   stream: `console-stream-${randomUUID()}`,
@@ -70,7 +74,7 @@ beforeAll(async () => {
     });
   // The cluster's key (found as auth stores it: Redis is shared with other clusters) keeps its requests' bodies.
   const redis = new Redis(cluster.redisUrl);
-  const keyId = await redis.hget(`auth:key:${createHash('sha256').update(cluster.apiKey).digest('hex')}`, 'key_id');
+  keyId = (await redis.hget(`auth:key:${createHash('sha256').update(cluster.apiKey).digest('hex')}`, 'key_id'))!;
   await redis.quit();
   expect((await admin('PATCH', `/admin/v1/keys/${keyId}`, { log_bodies: true })).status).toBe(200);
   viewerSecret = await createAdminToken(origin, ADMIN_TOKEN, 'viewer', 'console-request-log');
@@ -181,6 +185,56 @@ describe('the Requests page on the request log', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { request_id: string });
     expect(rows.map((row) => row.request_id).sort()).toEqual([requestIds.whole, requestIds.stream].sort());
+    expect(browser.problems).toEqual([]);
+  }, 60_000);
+
+  it('shows a response-cache hit with its badge and the cost it saved, in the table and the detail', async () => {
+    const requestId = `console-hit-${randomUUID()}`;
+    const eventId = randomUUID();
+    // The usage event an edge publishes for a hit: the stored answer's model and tokens, at the default hit cost (0).
+    const nc = await connect({ servers: natsServers(cluster.natsUrl) });
+    try {
+      await nc.jetstream().publish(
+        usageNames(cluster.usageStream).subject,
+        encodeUsageEvent({
+          event_id: eventId,
+          request_id: requestId,
+          key_id: keyId,
+          model_id: 'sim-mini',
+          requested_model: 'sim-mini',
+          provider: 'simulated',
+          usage: { prompt_tokens: 1_000, completion_tokens: 375, total_tokens: 1_375 },
+          received_at_ms: Date.now(),
+          latency_ms: 3,
+          outcome: 'OUTCOME_COMPLETED',
+          api: 'responses',
+          operation: 'chat',
+          http_status: 200,
+          cache: { status: 'hit', age_ms: 42_000, saved_cost_pico_usd: 6_250_000_000, cost_pico_usd: 0, count_tokens: false },
+        }),
+        { msgID: eventId },
+      );
+    } finally {
+      await nc.close();
+    }
+    await search({ api: 'responses' });
+    const row = page.locator(`[data-testid="request-row"][data-request-id="${requestId}"]`);
+    const deadline = Date.now() + 30_000;
+    while ((await row.count()) === 0) {
+      if (Date.now() > deadline) throw new Error('the Requests page did not show the cache hit within 30 s');
+      await page.waitForTimeout(500);
+      await byTestId('requests-refresh').click();
+      await pageReady();
+    }
+    const hit = row.getByTestId('request-cache-hit');
+    expect(await hit.textContent()).toBe('cache hit saved $0.00625');
+    expect(await hit.getAttribute('data-saved-cost-usd')).toBe('0.00625');
+    expect(await row.getByTestId('request-cost').getAttribute('data-cost-usd')).toBe('0');
+    await row.getByTestId('request-open').click();
+    await page.locator('[data-testid="request-detail"][data-state="ready"]').waitFor();
+    expect(await byTestId('request-detail-cache').textContent()).toBe('cache hit');
+    expect(await byTestId('request-detail-saved-cost').textContent()).toBe('$0.00625 (6250000000 pico-USD)');
+    await byTestId('request-detail-close').click();
     expect(browser.problems).toEqual([]);
   }, 60_000);
 });

@@ -21,7 +21,7 @@ const upstreams: FakeUpstream[] = [];
 /** One result of a usage page (a bucket's group, or the totals), as the edge writes it. */
 type Result = Omit<UsageResult, 'object'>;
 /** What one request should add to its key's and model's buckets: a result's counts, the cost exact. */
-interface Expected extends Omit<Result, 'key_id' | 'model' | 'plan' | 'cost_pico_usd' | 'cost_usd'> {
+interface Expected extends Omit<Result, 'key_id' | 'model' | 'plan' | 'cost_pico_usd' | 'cost_usd' | 'cache_hits' | 'saved_cost_usd' | 'saved_cost_pico_usd'> {
   key: string;
   model: string;
   cost: bigint;

@@ -12,7 +12,8 @@ import { loadGatewayGrpc, type RecordUsageEventsRequest, type RecordUsageEventsR
 import { createServer, type MeteringDependencies, type MeteringServer } from './app.js';
 import { testModel } from './testing/catalog-model.js';
 import { connectRedis, createRedis, deleteMatching, parseRedisUrl, type RedisClient } from '@gateway/redis';
-import { dailyKey, dedupKey, utcMonth } from '@gateway/keyspace';
+import { dailyKey, dedupKey, spendDayField, spendKeyName, utcMonth } from '@gateway/keyspace';
+import { readRecent } from './usage-buckets.js';
 import { isMetered, keyModelTotals, keyTotals, modelTotals, recordEvent } from './usage-store.js';
 
 const logger = createLogger('metering-test', 'silent');
@@ -47,6 +48,8 @@ const ONE_EVENT_TOTALS = {
   cache_write_tokens: 0,
   cost_pico_usd: 6_250_000_000n,
   cost_usd: 0.00625,
+  cache_hits: 0,
+  saved_cost_pico_usd: 0n,
 };
 
 function usageEvent(overrides: Partial<UsageEvent> = {}): UsageEvent {
@@ -167,6 +170,98 @@ describe('metering', () => {
     }
   });
 
+  it('meters a response-cache hit at its hit cost, sums what it saved, counts none of its tokens, and settles its reservation with none unless they count', async () => {
+    const prefix = `metering-test-${run}-hits:`;
+    const hits = await startMetering(nc, redis, { quotaPrefix: prefix });
+    streams.push(hits.stream);
+    try {
+      // Three reservations of 5,000 tokens, as auth's CheckKey leaves them in the key's window.
+      const keyId = `key_${run}cachehit`;
+      const window = `${prefix}window:{${keyId}}:`;
+      const [seconds] = await inspector.time();
+      const now = Number(seconds) * 1000;
+      const reserving = inspector.multi();
+      for (const charge of ['r1', 'r2', 'r3'])
+        reserving.zadd(`${window}requests`, now, charge).zadd(`${window}tokens`, now, charge).hset(`${window}charges`, `t:${charge}`, 5_000);
+      await reserving.hset(`${window}charges`, 'total', 15_000).exec();
+      // The stored answer's tokens, as the edge reports them for a hit: priced by the catalog, 6,250 micro-USD.
+      const cache = { status: 'hit', age_ms: 42_000, saved_cost_pico_usd: 6_250_000_000 };
+      // A hit at the default cost (0), the edge reporting nothing; one at a tenth, its tokens counted.
+      const free = usageEvent({ key_id: keyId, reservation_id: `${keyId}:r1`, cache: { ...cache, cost_pico_usd: 0, count_tokens: false } });
+      const charged = usageEvent({
+        key_id: keyId,
+        reservation_id: `${keyId}:r2`,
+        reported_cost_pico_usd: 625_000_000,
+        cache: { ...cache, cost_pico_usd: 625_000_000, count_tokens: true },
+      });
+      // A miss is metered as any request: the catalog's price of its tokens.
+      const missed = usageEvent({ key_id: keyId, reservation_id: `${keyId}:r3`, reported_cost_pico_usd: 6_250_000_000, cache: { status: 'miss' } });
+      for (const event of [free, charged, missed]) hits.publisher.publish(event);
+      hits.publisher.publish({ ...free });
+      await hits.publisher.flush(5_000);
+      // A redelivery of the free hit: a distinct message, which JetStream cannot de-duplicate.
+      await nc.jetstream().publish(hits.subject, encodeUsageEvent(free), { msgID: `redelivery-${free.event_id}` });
+      await eventually(
+        async () => (await counterValue(hits.registry, 'gateway_metering_events_total', { result: 'duplicate' })) >= 1,
+        'the redelivered hit to be seen as a duplicate',
+      );
+      await eventually(async () => (await keyTotals(redis, keyId)).requests === 3, 'the three events to be metered');
+
+      expect(await keyTotals(redis, keyId)).toEqual({
+        ...ONE_EVENT_TOTALS,
+        requests: 3,
+        cost_pico_usd: 6_250_000_000n + 625_000_000n,
+        cost_usd: 0.006875,
+        cache_hits: 2,
+        saved_cost_pico_usd: 12_500_000_000n,
+      });
+      expect(await keyModelTotals(redis, keyId, PREMIUM)).toMatchObject({
+        requests: 3,
+        prompt_tokens: 1_200,
+        cache_hits: 2,
+        saved_cost_pico_usd: 12_500_000_000n,
+      });
+      // Settled: the free hit with no tokens, the charged one with its total (count_tokens), the miss with its total.
+      expect(await inspector.hgetall(`${window}charges`)).toEqual({
+        't:r1': '0',
+        's:r1': '1',
+        't:r2': '1550',
+        's:r2': '1',
+        't:r3': '1550',
+        's:r3': '1',
+        total: '3100',
+      });
+      // The buckets: three requests, two of them hits, one request's tokens.
+      const receivedAt = 1_763_700_000_000;
+      const day = new Date(receivedAt).getUTCDate();
+      const daily = await inspector.hgetall(dailyKey(keyId, PREMIUM, utcMonth(receivedAt)));
+      expect(daily).toMatchObject({ [`${day}:r`]: '3', [`${day}:p`]: '1200', [`${day}:c`]: '350', [`${day}:h`]: '2', [`${day}:s`]: '12500000000' });
+      // The budget spends the hits' cost only.
+      expect(await inspector.hget(spendKeyName(keyId), spendDayField(receivedAt))).toBe('6875000000');
+      // The edge's reported cost of a hit is its hit cost: no mismatch.
+      expect(await counterValue(hits.registry, 'gateway_metering_cost_mismatch_total')).toBe(0);
+      expect(await counterValue(hits.registry, 'gateway_metering_tokens_total', { kind: 'prompt' })).toBe(1_200);
+      // The latest requests show what the cache did, with the stored answer's tokens.
+      const recent = (await readRecent(redis, 10, keyId)).map((json) => JSON.parse(json) as Record<string, unknown>);
+      const byEvent = new Map(recent.map((entry) => [entry.event_id, entry]));
+      expect(recent).toHaveLength(3);
+      expect(byEvent.get(free.event_id)).toMatchObject({
+        cache_status: 'hit',
+        cache_age_ms: 42_000,
+        saved_cost_pico_usd: '6250000000',
+        cost_pico_usd: '0',
+        prompt_tokens: 1_200,
+        completion_tokens: 350,
+      });
+      expect(byEvent.get(charged.event_id)).toMatchObject({ cache_status: 'hit', cost_pico_usd: '625000000' });
+      expect(byEvent.get(missed.event_id)).toMatchObject({ cache_status: 'miss', cache_age_ms: 0, saved_cost_pico_usd: '0', cost_pico_usd: '6250000000' });
+      await inspector.del(`${window}requests`, `${window}tokens`, `${window}charges`, `${window}pending`);
+    } finally {
+      await hits.metering.stop();
+      hits.publisher.close();
+    }
+  });
+
   it('meters a published event with the exact catalog cost, on its key and its model', async () => {
     const event = usageEvent({ key_id: `key_${run}exact` });
     const modelBefore = await modelTotals(redis, PREMIUM);
@@ -206,6 +301,8 @@ describe('metering', () => {
       cache_write_tokens: 116_000,
       cost_pico_usd: 663_000_000_000n,
       cost_usd: 0.663,
+      cache_hits: 0,
+      saved_cost_pico_usd: 0n,
     });
     // The events' day (their hourly buckets are past retention): its daily bucket counts the writes.
     const receivedAt = 1_763_700_000_000;
@@ -379,6 +476,8 @@ describe('metering', () => {
       cache_write_tokens: 0,
       cost_pico_usd: 772_850_000n,
       cost_usd: 0.00077285,
+      cache_hits: 0,
+      saved_cost_pico_usd: 0n,
     });
     expect(await keyTotals(redis, bob)).toEqual({
       requests: 1,
@@ -388,6 +487,8 @@ describe('metering', () => {
       cache_write_tokens: 0,
       cost_pico_usd: 7_500_000n,
       cost_usd: 0.0000075,
+      cache_hits: 0,
+      saved_cost_pico_usd: 0n,
     });
     const economy = await modelTotals(redis, ECONOMY);
     expect(economy).toMatchObject({ requests: 3, prompt_tokens: 1_057, completion_tokens: 503, cached_tokens: 400, cost_pico_usd: 430_350_000n });

@@ -92,6 +92,8 @@ describe('usage buckets', () => {
     cost_pico_usd: cost,
     errors,
     fallbacks,
+    cache_hits: 0,
+    saved_cost_pico_usd: '0',
   });
 
   it('counts every event once in its UTC hour, per key and model, errors, fallbacks and cache writes included', async () => {
@@ -107,6 +109,33 @@ describe('usage buckets', () => {
         { start: seconds(base + 2 * HOUR), key: alice, model: models[1], counts: counts(1, 100, 50, 40, '123456789012', 0, 1, 30) },
       ].sort((a, b) => a.start - b.start || a.key.localeCompare(b.key) || a.model!.localeCompare(b.model!)),
     );
+  });
+
+  it('counts response-cache hits and the cost they saved in the buckets, beside the requests and cost of the hour', async () => {
+    const grace = newKeyId();
+    try {
+      await record(grace, models[0]!, base + 10 * 60_000, {
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cost_pico_usd: 0n,
+        cache_hit: true,
+        saved_cost_pico_usd: 1_000_000n,
+      });
+      await record(grace, models[0]!, base + 20 * 60_000, {
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cost_pico_usd: 5n,
+        cache_hit: true,
+        saved_cost_pico_usd: 50n,
+      });
+      await record(grace, models[0]!, base + 30 * 60_000);
+      const { rows } = await query({ start: seconds(base), end: seconds(base + HOUR), bucket: 'BUCKET_WIDTH_HOUR', key_ids: [grace] });
+      expect(rows.map((row) => ({ ...row.counts, requests: Number(row.counts?.requests), cache_hits: Number(row.counts?.cache_hits) }))).toEqual([
+        { ...counts(3, 10, 20, 0, '1000005'), cache_hits: 2, saved_cost_pico_usd: '1000050' },
+      ]);
+    } finally {
+      await deleteMatching(redis, `metering:*{${grace}}*`);
+    }
   });
 
   it('counts the same events in UTC days, split at midnight', async () => {

@@ -17,8 +17,8 @@
  * where <day> counts UTC days since 1970-01-01 and <month> is year * 12 + (month - 1), as in
  * @gateway/keyspace's spend hash. Counts are one letter each: r requests, p prompt tokens, c
  * completion tokens, k cached tokens, w cache-written tokens, $ cost in pico-USD, e errors, f
- * fallbacks; a count that is
- * zero has no field. Memory is bounded by time, never by traffic: a key costs at most
+ * fallbacks, h response-cache hits, s the cost those hits saved in pico-USD; a count that is zero
+ * has no field. Memory is bounded by time, never by traffic: a key costs at most
  * (models used) x (15 hourly hashes + 14 daily hashes) plus its list.
  */
 import {
@@ -57,6 +57,13 @@ export interface MeteredCounts {
   /** Prompt tokens written to the provider's cache (a part of prompt_tokens). */
   cache_write_tokens: number;
   cost_pico_usd: bigint;
+  /**
+   * Requests answered from the response cache: each counts in requests and at its hit cost, never
+   * in the token counts (no provider processed its tokens).
+   */
+  cache_hits: number;
+  /** What the cached answers of those hits cost when they were made, pico-USD: the cost they saved. */
+  saved_cost_pico_usd: bigint;
 }
 
 /** What one bucket counted for one key and model. */
@@ -88,10 +95,23 @@ const COUNT_FIELDS: Record<string, keyof BucketCounts> = {
   $: 'cost_pico_usd',
   e: 'errors',
   f: 'fallbacks',
+  h: 'cache_hits',
+  s: 'saved_cost_pico_usd',
 };
 
 function emptyCounts(): BucketCounts {
-  return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost_pico_usd: 0n, errors: 0, fallbacks: 0 };
+  return {
+    requests: 0,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    cost_pico_usd: 0n,
+    errors: 0,
+    fallbacks: 0,
+    cache_hits: 0,
+    saved_cost_pico_usd: 0n,
+  };
 }
 
 /** How buckets of one width are laid out: a hash per `unit` (UTC day or month) of `widthMs` buckets. */
@@ -122,7 +142,7 @@ function bucketsOf(hash: Record<string, string>, owner: { keyId: string; teamId:
     if (!count || !Number.isInteger(index)) continue;
     let counts = byIndex.get(index);
     if (!counts) byIndex.set(index, (counts = emptyCounts()));
-    if (count === 'cost_pico_usd') counts.cost_pico_usd = BigInt(value);
+    if (count === 'cost_pico_usd' || count === 'saved_cost_pico_usd') counts[count] = BigInt(value);
     else counts[count] = Number(value);
   }
   return [...byIndex].map(([index, counts]) => ({ startMs: firstMs + (index - axis.offset) * axis.widthMs, ...owner, counts }));

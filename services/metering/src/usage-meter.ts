@@ -1,4 +1,4 @@
-import { costPicoUsd, pricingOf, type Catalog } from '@gateway/catalog';
+import type { Catalog } from '@gateway/catalog';
 import type { Logger } from '@gateway/logger';
 import { PoisonMessageError } from '@gateway/messaging';
 import { DEFAULT_AUTH_PREFIX, METERED_KEY_TEAMS, METERED_KEYS } from '@gateway/keyspace';
@@ -7,6 +7,7 @@ import type { UsageEventOutput } from '@gateway/proto';
 import { ReplicaWaiter, type RedisClient } from '@gateway/redis';
 import { isMeteredEarlier, recordEvent, type EventUsage } from './usage-store.js';
 import { noteRecentKey } from './usage-buckets.js';
+import { pricedEvent, recentJson } from './event-pricing.js';
 
 /** What metering needs to price and store events. */
 export interface UsageMeterDependencies {
@@ -58,30 +59,6 @@ const LISTED_KEYS_CACHE_SIZE = 200_000;
  * once per request.
  */
 const RECENT_KEY_REFRESH_MS = 5_000;
-
-/** A metered request as the latest-requests list keeps it (RecentRequest's fields). */
-function recentJson(event: UsageEventOutput, usage: { prompt_tokens: number; completion_tokens: number }, cost: bigint): string {
-  const auto = event.auto ? { score: event.auto.score ?? 0, tier: event.auto.tier ?? '', policy: event.auto.policy ?? '' } : undefined;
-  return JSON.stringify({
-    event_id: event.event_id,
-    request_id: event.request_id ?? '',
-    key_id: event.key_id,
-    received_at_ms: event.received_at_ms ?? 0,
-    requested_model: event.requested_model ?? '',
-    model_id: event.model_id,
-    provider: event.provider ?? '',
-    stream: event.stream === true,
-    outcome: event.outcome ?? 'OUTCOME_UNSPECIFIED',
-    latency_ms: event.latency_ms ?? 0,
-    prompt_tokens: usage.prompt_tokens,
-    completion_tokens: usage.completion_tokens,
-    cost_pico_usd: cost.toString(),
-    fallback_attempts: event.fallback_attempts ?? 0,
-    ...(auto ? { auto } : {}),
-    error_code: event.error_code ?? '',
-    operation: event.operation || 'chat',
-  });
-}
 
 /** The counters of a meter, registered in `registry` when given: each a row of the shared metric table. */
 function meterCounters(registry: prometheus.Registry | undefined) {
@@ -141,9 +118,10 @@ export type UsageMeter = (event: UsageEventOutput, sequence: number) => Promise<
  * Creates the function that meters one usage event: it prices the event with the catalog's
  * pricing and costPicoUsd (the function the edge uses for gateway.cost_usd, so both agree to the
  * pico-dollar) and records it atomically, once per event id, settling the request's quota
- * reservation (UsageEvent.reservation_id) in the same step. Throws PoisonMessageError for an
- * event that can never be metered (no event id or key id, a model the catalog does not know);
- * a Redis failure rejects as is, so the message is redelivered.
+ * reservation (UsageEvent.reservation_id) in the same step. A response-cache hit is metered at
+ * its hit cost instead (see cacheHitOf). Throws PoisonMessageError for an event that can never be
+ * metered (no event id or key id, a model the catalog does not know); a Redis failure rejects as
+ * is, so the message is redelivered.
  */
 export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMeter {
   const { redis, logger } = dependencies;
@@ -184,13 +162,16 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     // Only which keys the console looks at first: a failure here loses no usage.
     await noteRecentKey(redis, keyId, receivedAtMs || now).catch((error: unknown) => logger.warn({ err: error }, 'could not note a recently active key'));
   };
-  /** Meters a priced event unless the earlier layout remembers it; resolves whether it was new. */
-  const record = async (event: UsageEventOutput, sequence: number, usage: EventUsage) => {
+  /**
+   * Meters a priced event unless the earlier layout remembers it, settling its reservation with
+   * `settledTokens`; resolves whether it was new.
+   */
+  const record = async (event: UsageEventOutput, sequence: number, usage: EventUsage, settledTokens: number) => {
     const eventId = event.event_id!;
     const meteredEarlier = dependencies.earlierRecords?.() === true && (await isMeteredEarlier(redis, dependencies.stream, eventId));
     if (meteredEarlier) return false;
     const reservationId = event.reservation_id ?? '';
-    const settlement = reservationId ? { reservationId, actualTokens: event.usage?.total_tokens ?? 0, prefix: quotaPrefix } : undefined;
+    const settlement = reservationId ? { reservationId, actualTokens: settledTokens, prefix: quotaPrefix } : undefined;
     return recordEvent(
       redis,
       { stream: dependencies.stream, eventId, sequence, usage, ...(settlement && { settlement }) },
@@ -201,21 +182,7 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     const model = meterableModel(event, catalog, unknownModelGraceMs, lookAgain);
     const keyId = event.key_id!;
     const modelId = event.model_id!;
-    const tokenCounts = {
-      prompt_tokens: event.usage?.prompt_tokens ?? 0,
-      completion_tokens: event.usage?.completion_tokens ?? 0,
-      cached_tokens: event.usage?.cached_tokens ?? 0,
-      cache_write_tokens: event.usage?.cache_write_tokens ?? 0,
-    };
-    // The lifetime split prices the writes; the buckets count them together.
-    // Priced by the provider that served the answer: a deployment of another provider bills its own prices.
-    const cost = !model
-      ? 0n
-      : costPicoUsd(pricingOf(model, event.provider ?? ''), {
-          ...tokenCounts,
-          cache_write_5m_tokens: event.usage?.cache_write_5m_tokens ?? 0,
-          cache_write_1h_tokens: event.usage?.cache_write_1h_tokens ?? 0,
-        });
+    const { answered, tokenCounts, cost, hit } = pricedEvent(event, model);
     const teamId = event.team_id ?? '';
     await listKey(keyId, teamId);
     const receivedAtMs = Number(event.received_at_ms ?? 0);
@@ -228,9 +195,10 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
       received_at_ms: receivedAtMs,
       failed: event.outcome === 'OUTCOME_FAILED',
       fell_back: (event.fallback_attempts ?? 0) > 0,
-      recent: recentJson(event, tokenCounts, cost),
+      ...(hit && { cache_hit: true, saved_cost_pico_usd: hit.savedCostPicoUsd }),
+      recent: recentJson(event, answered, cost),
     };
-    if (!(await record(event, sequence, usage))) {
+    if (!(await record(event, sequence, usage, hit ? hit.settledTokens : (event.usage?.total_tokens ?? 0)))) {
       counters.events.inc({ result: 'duplicate' });
       logger.debug({ event_id: event.event_id }, 'usage event already metered');
       return 'duplicate';
@@ -241,7 +209,8 @@ export function createUsageMeter(dependencies: UsageMeterDependencies): UsageMet
     counters.tokens.inc({ kind: 'completion' }, tokenCounts.completion_tokens);
     counters.tokens.inc({ kind: 'cached' }, tokenCounts.cached_tokens);
     counters.tokens.inc({ kind: 'cache_write' }, tokenCounts.cache_write_tokens);
-    // proto3 cannot tell an unset int64 from 0, so 0 means "the edge reported nothing".
+    // proto3 cannot tell an unset int64 from 0, so 0 means "the edge reported nothing". A hit's
+    // metered cost is its hit cost, which the edge reported too.
     const reported = event.reported_cost_pico_usd ?? 0;
     if (reported !== 0 && BigInt(Math.trunc(reported)) !== cost) {
       counters.mismatches.inc();

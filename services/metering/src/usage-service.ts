@@ -121,7 +121,11 @@ export function createUsageService(dependencies: UsageServiceDependencies): Usag
         key_id: bucket.keyId,
         team_id: bucket.teamId,
         model_id: bucket.modelId,
-        counts: { ...bucket.counts, cost_pico_usd: bucket.counts.cost_pico_usd.toString() },
+        counts: {
+          ...bucket.counts,
+          cost_pico_usd: bucket.counts.cost_pico_usd.toString(),
+          saved_cost_pico_usd: bucket.counts.saved_cost_pico_usd.toString(),
+        },
       })),
     };
   }

@@ -88,6 +88,10 @@ export interface EventUsage {
   failed?: boolean;
   /** A fallback model answered after the first choice failed. */
   fell_back?: boolean;
+  /** Answered from the response cache (UsageEvent.cache.status `hit`): counted in cache_hits. */
+  cache_hit?: boolean;
+  /** What the cached answer cost when it was made, pico-USD (the cost a hit saved); default 0. */
+  saved_cost_pico_usd?: bigint;
   /** The request as the latest-requests list shows it (JSON); omitted: not listed. */
   recent?: string;
 }
@@ -158,6 +162,8 @@ export async function recordEvent(redis: RedisClient, event: StreamEvent, option
       atMs: usage.received_at_ms && usage.received_at_ms > 0 ? usage.received_at_ms : Date.now(),
       failed: usage.failed === true,
       fellBack: usage.fell_back === true,
+      cacheHit: usage.cache_hit === true,
+      savedCostPicoUsd: usage.saved_cost_pico_usd ?? 0n,
       recent: usage.recent ?? '',
     },
     ...(settlement && charge && { settlement: { chargeId: charge.chargeId, actualTokens: settlement.actualTokens, prefix: settlement.prefix } }),
@@ -262,10 +268,19 @@ export async function modelTotals(redis: RedisClient, modelId: string): Promise<
   return totals(hashes);
 }
 
-const TOTAL_FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens', 'cost_pico_usd'] as const;
+const TOTAL_FIELDS = [
+  'requests',
+  'prompt_tokens',
+  'completion_tokens',
+  'cached_tokens',
+  'cache_write_tokens',
+  'cost_pico_usd',
+  'cache_hits',
+  'saved_cost_pico_usd',
+] as const;
 
 function totals(hashes: Array<Record<string, string>>): UsageTotals {
-  const sum = { requests: 0n, prompt_tokens: 0n, completion_tokens: 0n, cached_tokens: 0n, cache_write_tokens: 0n, cost_pico_usd: 0n };
+  const sum = Object.fromEntries(TOTAL_FIELDS.map((field) => [field, 0n])) as Record<(typeof TOTAL_FIELDS)[number], bigint>;
   for (const hash of hashes) for (const field of TOTAL_FIELDS) sum[field] += BigInt(hash[field] ?? '0');
   return {
     requests: Number(sum.requests),
@@ -275,5 +290,7 @@ function totals(hashes: Array<Record<string, string>>): UsageTotals {
     cache_write_tokens: Number(sum.cache_write_tokens),
     cost_pico_usd: sum.cost_pico_usd,
     cost_usd: picoUsdToUsd(sum.cost_pico_usd),
+    cache_hits: Number(sum.cache_hits),
+    saved_cost_pico_usd: sum.saved_cost_pico_usd,
   };
 }

@@ -358,6 +358,32 @@ describe('request log', () => {
     await expectRefusal(search({ ...range, sort: 'SORT_FIELD_COST', cursor: timeCursor }), 'invalid_request');
   }, 30_000);
 
+  it('logs what the response cache did: a hit at its hit cost with what it saved, found by its cache status', async () => {
+    const base = Date.now() - 2 * 3_600_000;
+    const hit = event({
+      received_at_ms: base + 1_000,
+      cache: { status: 'hit', age_ms: 42_000, saved_cost_pico_usd: 1_250_000, cost_pico_usd: 125_000, count_tokens: false },
+    });
+    const miss = event({ received_at_ms: base + 2_000, cache: { status: 'miss' } });
+    const uncached = event({ received_at_ms: base + 3_000 });
+    await publish(hit, miss, uncached);
+    const ids = [hit, miss, uncached].map((entry) => entry.event_id!);
+    await eventually(async () => (await rowsOf(ids)).length === 3, 'the three requests to be logged', 15_000);
+    const range = { start_ms: base, end_ms: base + 10_000 };
+    const found = (await search(range)).requests;
+    const byId = new Map(found.map((entry) => [entry.event_id!, entry]));
+    // The hit keeps the stored answer's tokens, and costs what the edge charged for it.
+    expect(byId.get(hit.event_id!)).toMatchObject({ cache_status: 'hit', saved_cost_pico_usd: '1250000', cost_pico_usd: '125000', prompt_tokens: 1_000 });
+    expect(byId.get(miss.event_id!)).toMatchObject({ cache_status: 'miss', saved_cost_pico_usd: '0' });
+    expect(BigInt(byId.get(miss.event_id!)!.cost_pico_usd!)).toBeGreaterThan(0n);
+    expect(byId.get(uncached.event_id!)).toMatchObject({ cache_status: '', saved_cost_pico_usd: '0' });
+    const withStatus = async (cache_status: string) => (await search({ ...range, cache_status })).requests.map((entry) => ids.indexOf(entry.event_id!));
+    expect(await withStatus('hit')).toEqual([0]);
+    expect(await withStatus('miss')).toEqual([1]);
+    expect(await withStatus('skip')).toEqual([]);
+    expect((await search(range)).requests.map((entry) => ids.indexOf(entry.event_id!))).toEqual([2, 1, 0]);
+  }, 30_000);
+
   it('reads one request by its event id or its request id, and says when it has none', async () => {
     const guardrails = [{ policy: 'cards', check: 'card', point: 'input', action: 'mask', enforced: true, entity: 'card', error: '' }];
     const one = event({ request_id: `req-${id}`, guardrails });

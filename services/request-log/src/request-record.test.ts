@@ -29,6 +29,20 @@ describe('a usage event as a row', () => {
     expect(requestRow({ ...base, model_id: 'gone', reported_cost_pico_usd: 1234 }, catalog).cost_pico_usd).toBe('1234');
   });
 
+  it('prices a response-cache hit at its hit cost, keeps what it saved, and what the cache did for any other request', () => {
+    const hit = requestRow(
+      { ...base, cache: { status: 'hit', age_ms: 5_000, saved_cost_pico_usd: 900_000, cost_pico_usd: 90_000, count_tokens: false } },
+      catalog,
+    );
+    expect(hit).toMatchObject({ cache_status: 'hit', saved_cost_pico_usd: '900000', cost_pico_usd: '90000', prompt_tokens: 1_000, completion_tokens: 100 });
+    expect(requestRow({ ...base, cache: { status: 'hit', saved_cost_pico_usd: 900_000 } }, catalog)).toMatchObject({ cost_pico_usd: '0' });
+    const miss = requestRow({ ...base, cache: { status: 'miss', saved_cost_pico_usd: 0, cost_pico_usd: 0 } }, catalog);
+    expect(miss).toMatchObject({ cache_status: 'miss', saved_cost_pico_usd: '0', cost_pico_usd: requestRow(base, catalog).cost_pico_usd });
+    expect(requestRow({ ...base, cache: { status: 'skip' } }, catalog).cache_status).toBe('skip');
+    expect(requestRow(base, catalog)).toMatchObject({ cache_status: null, saved_cost_pico_usd: '0' });
+    expect(requestRow({ ...base, cache: { status: 'stale' } }, catalog).cache_status).toBeNull();
+  });
+
   it("names the API of an edge from before UsageEvent.api by the event's operation", () => {
     expect(requestRow({ ...base, operation: 'embeddings' }, catalog).api).toBe('embeddings');
     expect(requestRow({ ...base, operation: 'chat' }, catalog).api).toBe('chat');

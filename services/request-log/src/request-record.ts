@@ -1,6 +1,7 @@
 /**
  * A usage event as the request log's row: its ids, its API, models, outcome, tokens, cost (priced
- * as metering prices it, by @gateway/catalog's pricingOf and costPicoUsd) and timings.
+ * as metering prices it, by @gateway/catalog's pricingOf and costPicoUsd; a response-cache hit at
+ * its hit cost), timings and what the response cache did.
  */
 import { type Catalog, costPicoUsd, pricingOf } from '@gateway/catalog';
 import { PoisonMessageError } from '@gateway/messaging';
@@ -19,11 +20,13 @@ function apiOf(event: UsageEventOutput): string {
 }
 
 /**
- * The cost of an event in pico-USD: the catalog's price of the model at the provider that
- * answered, as metering bills it; for a model the catalog does not know (removed since), what the
- * edge reported in the response.
+ * The cost of an event in pico-USD, as metering bills it: for a response-cache hit its hit cost
+ * (CacheUse.cost_pico_usd, never the price of the stored answer's tokens); otherwise the catalog's
+ * price of the model at the provider that answered, or for a model the catalog does not know
+ * (removed since) what the edge reported in the response.
  */
 export function costOf(event: UsageEventOutput, catalog: Catalog): bigint {
+  if (event.cache?.status === 'hit') return BigInt(Math.max(0, Math.trunc(event.cache.cost_pico_usd ?? 0)));
   const model = catalog.byId.get(event.model_id ?? '');
   if (!model) return BigInt(Math.trunc(event.reported_cost_pico_usd ?? 0));
   return costPicoUsd(pricingOf(model, event.provider ?? ''), event.usage ?? {});
@@ -50,6 +53,15 @@ function guardrailOf(decision: NonNullable<UsageEventOutput['guardrails']>[numbe
     entity: decision.entity ?? '',
     error: decision.error ?? '',
   };
+}
+
+/** What the response cache can have done for a request (CacheUse.status). */
+const CACHE_STATUSES = new Set(['hit', 'miss', 'skip']);
+
+/** The cache status of an event; null when the cache was off for it (or it names a status the log does not know). */
+function cacheStatusOf(event: UsageEventOutput): string | null {
+  const status = event.cache?.status ?? '';
+  return CACHE_STATUSES.has(status) ? status : null;
 }
 
 /** How an event gives a column of its row. */
@@ -87,6 +99,9 @@ const COLUMNS = {
   user_agent: (event) => event.user_agent ?? '',
   /** The guardrail decisions, as JSON text for the jsonb column (read back as the array). */
   guardrails: (event): string | RequestGuardrail[] => JSON.stringify((event.guardrails ?? []).map(guardrailOf)),
+  cache_status: cacheStatusOf,
+  /** What a hit saved, pico-USD as a decimal integer; '0' for anything but a hit. */
+  saved_cost_pico_usd: (event) => (event.cache?.status === 'hit' ? String(Math.max(0, Math.trunc(event.cache.saved_cost_pico_usd ?? 0))) : '0'),
 } satisfies Record<string, Column>;
 
 /** One row of request_log: the columns an INSERT writes (REQUEST_COLUMNS). */

@@ -67,9 +67,19 @@ export function decodeCursor(text: string, sort: string, ascending: boolean): Cu
 type Row = RequestRow;
 
 /** A row as the RequestLogService answers it. */
-export function recordOf({ received_at, cost_pico_usd, time_to_first_token_ms, guardrails, ...columns }: Row): RequestRecord {
+export function recordOf({
+  received_at,
+  cost_pico_usd,
+  time_to_first_token_ms,
+  guardrails,
+  cache_status,
+  saved_cost_pico_usd,
+  ...columns
+}: Row): RequestRecord {
   return {
     ...columns,
+    cache_status: cache_status ?? '',
+    saved_cost_pico_usd: String(saved_cost_pico_usd),
     // jsonb comes back parsed; text only from a row built in memory.
     guardrails: typeof guardrails === 'string' ? (JSON.parse(guardrails) as RequestGuardrail[]) : guardrails,
     received_at_ms: received_at.getTime(),
@@ -139,6 +149,7 @@ export function searchQuery(request: SearchRequestsRequestOutput, nowMs: number,
   equal('error_code', request.error_code);
   equal('api', request.api);
   equal('outcome', request.outcome);
+  equal('cache_status', request.cache_status);
   if (request.model) {
     const model = bind(request.model);
     where.push(`(model_id = ${model} OR requested_model = ${model})`);

@@ -10,7 +10,9 @@
 -- its totals and its budget holds: the event counts in the team's totals and spend too, and its
 -- charge is settled in the team's window and holds (as `<key_id>:<charge>`, args.key_id).
 -- args (see record-usage.ts, which names each): the event (event_id, sequence, prompt_tokens,
--- completion_tokens, cached_tokens, cache_write_tokens, cost_pico_usd, model_id, errors, fallbacks), its settlement
+-- completion_tokens, cached_tokens, cache_write_tokens, cost_pico_usd, model_id, errors, fallbacks,
+-- cache_hits: 1 for an answer from the response cache, saved_cost_pico_usd: what that answer
+-- cost when it was made), its settlement
 -- (charge, '' for none; actual_tokens; pending_max_age_ms), the de-duplication record
 -- (prune_through, 0 for none; dedup_ttl_ms), the buckets (hour_field, hourly_expires_at_ms,
 -- day_field, daily_expires_at_ms, models_ttl_ms), the spend (spend_day_field, spend_month_field,
@@ -32,6 +34,9 @@ for _, name in ipairs(totals) do
   -- Only when not zero: the totals of a key that never writes a cache keep the fields they had.
   if args.cache_write_tokens ~= '0' then redis.call('HINCRBY', name, 'cache_write_tokens', args.cache_write_tokens) end
   redis.call('HINCRBY', name, 'cost_pico_usd', args.cost_pico_usd)
+  -- The same for the response cache's hits and the cost they saved.
+  if args.cache_hits ~= '0' then redis.call('HINCRBY', name, 'cache_hits', args.cache_hits) end
+  if args.saved_cost_pico_usd ~= '0' then redis.call('HINCRBY', name, 'saved_cost_pico_usd', args.saved_cost_pico_usd) end
 end
 if args.charge ~= '' then
   -- The window's length is the one auth recorded with the charge.
@@ -44,8 +49,12 @@ if args.charge ~= '' then
   end
 end
 -- Time buckets: a field per count, only for counts that are not zero (most events have no cached
--- or cache-written tokens, error or fallback). A bucket whose retention has passed expires at once.
-local counts = {{'p', args.prompt_tokens}, {'c', args.completion_tokens}, {'k', args.cached_tokens}, {'w', args.cache_write_tokens}, {'$', args.cost_pico_usd}, {'e', args.errors}, {'f', args.fallbacks}}
+-- or cache-written tokens, error, fallback or cache hit). A bucket whose retention has passed
+-- expires at once.
+local counts = {
+  {'p', args.prompt_tokens}, {'c', args.completion_tokens}, {'k', args.cached_tokens}, {'w', args.cache_write_tokens}, {'$', args.cost_pico_usd},
+  {'e', args.errors}, {'f', args.fallbacks}, {'h', args.cache_hits}, {'s', args.saved_cost_pico_usd},
+}
 for _, bucket in ipairs({{KEYS[9], args.hour_field, args.hourly_expires_at_ms}, {KEYS[10], args.day_field, args.daily_expires_at_ms}}) do
   redis.call('HINCRBY', bucket[1], bucket[2] .. 'r', 1)
   for _, count in ipairs(counts) do

@@ -39,6 +39,10 @@ export interface UsageRecord {
   atMs: number;
   failed: boolean;
   fellBack: boolean;
+  /** Answered from the response cache (UsageEvent.cache.status `hit`): counted in cache_hits; default false. */
+  cacheHit?: boolean;
+  /** What the cached answer cost when it was made (the cost the hit saved), pico-USD; default 0. */
+  savedCostPicoUsd?: bigint;
   /** The request as the latest-requests list shows it (JSON); '' for none. */
   recent: string;
 }
@@ -108,6 +112,8 @@ function recordArguments({ event, settlement, retention }: RecordUsageInput, buc
     model_id: event.modelId,
     errors: event.failed ? 1 : 0,
     fallbacks: event.fellBack ? 1 : 0,
+    cache_hits: event.cacheHit ? 1 : 0,
+    saved_cost_pico_usd: (event.savedCostPicoUsd ?? 0n).toString(),
     charge: settlement?.chargeId ?? '',
     key_id: event.keyId,
     actual_tokens: Math.max(0, Math.ceil(settlement?.actualTokens ?? 0)),

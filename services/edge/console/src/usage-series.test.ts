@@ -19,6 +19,9 @@ function result(group: Partial<UsageResult>, cost: number, requests = 1): UsageR
     cost_pico_usd: String(Math.round(cost * 1e12)),
     errors: 0,
     fallbacks: 0,
+    cache_hits: 0,
+    saved_cost_usd: 0,
+    saved_cost_pico_usd: '0',
     ...group,
   };
 }
@@ -101,19 +104,23 @@ describe('spendSeries', () => {
 });
 
 describe('totalsBy', () => {
-  it('sums each group over every bucket, largest spend first', () => {
+  it('sums each group over every bucket, cache hits and saved cost included, largest spend first', () => {
     const totals = totalsBy(
-      [bucket(0, HOUR, [result({ key_id: 'key_a' }, 0.25, 2), result({ key_id: 'key_b' }, 1, 1)]), bucket(HOUR, HOUR, [result({ key_id: 'key_a' }, 1, 3)])],
+      [
+        bucket(0, HOUR, [result({ key_id: 'key_a', cache_hits: 1, saved_cost_usd: 0.5 }, 0.25, 2), result({ key_id: 'key_b' }, 1, 1)]),
+        bucket(HOUR, HOUR, [result({ key_id: 'key_a', cache_hits: 2, saved_cost_usd: 0.25 }, 1, 3)]),
+      ],
       'key_id',
     );
+    const zero = { cached_tokens: 0, cache_write_tokens: 0, errors: 0, fallbacks: 0 };
     expect(totals).toEqual([
       {
         id: 'key_a',
-        totals: { requests: 5, prompt_tokens: 50, completion_tokens: 100, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 1.25, errors: 0, fallbacks: 0 },
+        totals: { ...zero, requests: 5, prompt_tokens: 50, completion_tokens: 100, cost_usd: 1.25, cache_hits: 3, saved_cost_usd: 0.75 },
       },
       {
         id: 'key_b',
-        totals: { requests: 1, prompt_tokens: 10, completion_tokens: 20, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 1, errors: 0, fallbacks: 0 },
+        totals: { ...zero, requests: 1, prompt_tokens: 10, completion_tokens: 20, cost_usd: 1, cache_hits: 0, saved_cost_usd: 0 },
       },
     ]);
   });

@@ -105,7 +105,7 @@ export function spendSeries(buckets: readonly UsageBucket[], dimension: 'key_id'
 }
 
 /** A result's counters, without its group. */
-export type UsageTotals = Omit<UsageResult, 'object' | 'key_id' | 'model' | 'plan' | 'cost_pico_usd'>;
+export type UsageTotals = Omit<UsageResult, 'object' | 'key_id' | 'model' | 'plan' | 'cost_pico_usd' | 'saved_cost_pico_usd'>;
 
 const ZERO: UsageTotals = {
   requests: 0,
@@ -116,6 +116,8 @@ const ZERO: UsageTotals = {
   cost_usd: 0,
   errors: 0,
   fallbacks: 0,
+  cache_hits: 0,
+  saved_cost_usd: 0,
 };
 
 /** Adds a result's counters to totals. */
@@ -129,6 +131,8 @@ function add(totals: UsageTotals, result: UsageTotals): UsageTotals {
     cost_usd: totals.cost_usd + result.cost_usd,
     errors: totals.errors + result.errors,
     fallbacks: totals.fallbacks + result.fallbacks,
+    cache_hits: totals.cache_hits + result.cache_hits,
+    saved_cost_usd: totals.saved_cost_usd + result.saved_cost_usd,
   };
 }
 

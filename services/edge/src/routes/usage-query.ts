@@ -69,6 +69,8 @@ interface Sums {
   cost: bigint;
   errors: number;
   fallbacks: number;
+  cache_hits: number;
+  saved_cost: bigint;
 }
 
 function addCounts(sums: Sums, counts: UsageCountsOutput | null | undefined): void {
@@ -80,6 +82,8 @@ function addCounts(sums: Sums, counts: UsageCountsOutput | null | undefined): vo
   sums.cost += BigInt(counts?.cost_pico_usd || '0');
   sums.errors += Number(counts?.errors ?? 0);
   sums.fallbacks += Number(counts?.fallbacks ?? 0);
+  sums.cache_hits += Number(counts?.cache_hits ?? 0);
+  sums.saved_cost += BigInt(counts?.saved_cost_pico_usd || '0');
 }
 
 function resultJson(sums: Sums, group: Group): UsageResult {
@@ -95,11 +99,25 @@ function resultJson(sums: Sums, group: Group): UsageResult {
     cost_pico_usd: sums.cost.toString(),
     errors: sums.errors,
     fallbacks: sums.fallbacks,
+    cache_hits: sums.cache_hits,
+    saved_cost_usd: picoUsdToUsd(sums.saved_cost),
+    saved_cost_pico_usd: sums.saved_cost.toString(),
   };
 }
 
 function emptySums(): Sums {
-  return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost: 0n, errors: 0, fallbacks: 0 };
+  return {
+    requests: 0,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    cost: 0n,
+    errors: 0,
+    fallbacks: 0,
+    cache_hits: 0,
+    saved_cost: 0n,
+  };
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * One request's detail in the Requests page, read from the request log: its ids, trace id, key,
- * team, model, outcome, timings, tokens and cost, the guardrail decisions made for it, and its
- * bodies where the log kept them and the caller may read them.
+ * team, model, outcome, timings, tokens and cost, what the response cache did (a hit: the cost it
+ * saved), the guardrail decisions made for it, and its bodies where the log kept them and the
+ * caller may read them.
  */
 import { Fragment } from 'preact';
 import type { AdminApi, LoggedRequestDetail } from '../admin-api';
@@ -13,34 +14,7 @@ import { useLoader } from '../use-loader';
 export function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string; onClose: () => void }) {
   const detail = useLoader(() => api.request(id), [api, id]);
   const request = detail.data;
-  const rows: Array<[string, string, string | number | null | undefined]> = request
-    ? [
-        ['Request id', 'request-detail-request-id', request.request_id],
-        ['Event id', 'request-detail-id', request.id],
-        ['Response id', 'request-detail-response-id', request.response_id],
-        ['Trace id', 'request-detail-trace-id', request.trace_id],
-        ['Received (UTC)', 'request-detail-time', formatUnixMilliseconds(request.created_at)],
-        ['Key', 'request-detail-key', request.key_id],
-        ['Team', 'request-detail-team', request.team_id],
-        ['API', 'request-detail-api', request.api],
-        ['Requested model', 'request-detail-requested-model', request.requested_model],
-        ['Served by', 'request-detail-model', `${request.model} (${request.provider})`],
-        ['Deployment', 'request-detail-deployment', request.deployment_id],
-        ['Fell back from', 'request-detail-fallbacks', request.fallback_models.join(', ') || null],
-        ['Outcome', 'request-detail-outcome', request.outcome],
-        ['HTTP status', 'request-detail-status', request.http_status],
-        ['Error code', 'request-detail-error-code', request.error_code],
-        ['Streamed', 'request-detail-stream', request.stream ? 'yes' : 'no'],
-        ['Latency', 'request-detail-latency', formatMilliseconds(request.latency_ms)],
-        ['Time to first token', 'request-detail-ttft', request.time_to_first_token_ms === null ? null : formatMilliseconds(request.time_to_first_token_ms)],
-        ['Input tokens', 'request-detail-prompt-tokens', formatCount(request.prompt_tokens)],
-        ['of which cache reads, writes', 'request-detail-cache-tokens', `${formatCount(request.cached_tokens)}, ${formatCount(request.cache_write_tokens)}`],
-        ['Output tokens', 'request-detail-completion-tokens', formatCount(request.completion_tokens)],
-        ['of which reasoning', 'request-detail-reasoning-tokens', formatCount(request.reasoning_tokens)],
-        ['Cost', 'request-detail-cost', `${formatUsd(request.cost_usd)} (${request.cost_pico_usd} pico-USD)`],
-        ['User agent', 'request-detail-user-agent', request.user_agent],
-      ]
-    : [];
+  const rows = request ? detailRows(request) : [];
   const bodies = request?.bodies;
   return (
     <div class="card" data-testid="request-detail" data-state={detail.loading ? 'loading' : detail.error ? 'error' : 'ready'}>
@@ -68,6 +42,42 @@ export function RequestDetail({ api, id, onClose }: { api: AdminApi; id: string;
       )}
     </div>
   );
+}
+
+/** The rows of a request's detail: label, test id, value (empty values show a dash). */
+function detailRows(request: LoggedRequestDetail): Array<[string, string, string | number | null | undefined]> {
+  return [
+    ['Request id', 'request-detail-request-id', request.request_id],
+    ['Event id', 'request-detail-id', request.id],
+    ['Response id', 'request-detail-response-id', request.response_id],
+    ['Trace id', 'request-detail-trace-id', request.trace_id],
+    ['Received (UTC)', 'request-detail-time', formatUnixMilliseconds(request.created_at)],
+    ['Key', 'request-detail-key', request.key_id],
+    ['Team', 'request-detail-team', request.team_id],
+    ['API', 'request-detail-api', request.api],
+    ['Requested model', 'request-detail-requested-model', request.requested_model],
+    ['Served by', 'request-detail-model', `${request.model} (${request.provider})`],
+    ['Deployment', 'request-detail-deployment', request.deployment_id],
+    ['Fell back from', 'request-detail-fallbacks', request.fallback_models.join(', ') || null],
+    ['Outcome', 'request-detail-outcome', request.outcome],
+    ['HTTP status', 'request-detail-status', request.http_status],
+    ['Error code', 'request-detail-error-code', request.error_code],
+    ['Streamed', 'request-detail-stream', request.stream ? 'yes' : 'no'],
+    ['Latency', 'request-detail-latency', formatMilliseconds(request.latency_ms)],
+    ['Time to first token', 'request-detail-ttft', request.time_to_first_token_ms === null ? null : formatMilliseconds(request.time_to_first_token_ms)],
+    ['Input tokens', 'request-detail-prompt-tokens', formatCount(request.prompt_tokens)],
+    ['of which cache reads, writes', 'request-detail-cache-tokens', `${formatCount(request.cached_tokens)}, ${formatCount(request.cache_write_tokens)}`],
+    ['Output tokens', 'request-detail-completion-tokens', formatCount(request.completion_tokens)],
+    ['of which reasoning', 'request-detail-reasoning-tokens', formatCount(request.reasoning_tokens)],
+    ['Cost', 'request-detail-cost', `${formatUsd(request.cost_usd)} (${request.cost_pico_usd} pico-USD)`],
+    ['Response cache', 'request-detail-cache', request.cache_status === 'hit' ? 'cache hit' : request.cache_status],
+    [
+      'Saved by the cache',
+      'request-detail-saved-cost',
+      request.cache_status === 'hit' ? `${formatUsd(request.saved_cost_usd)} (${request.saved_cost_pico_usd} pico-USD)` : null,
+    ],
+    ['User agent', 'request-detail-user-agent', request.user_agent],
+  ];
 }
 
 /** The guardrail decisions taken on one request: each policy's check, where, what it did and whether it was enforced. */

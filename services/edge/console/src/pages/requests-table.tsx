@@ -1,7 +1,8 @@
 /**
  * The Requests page's table: a row per request (when it was received, its key and the key's name,
  * the model asked for and the one that answered, status, latency, cost, tokens, outcome and
- * fallbacks), each time a button that opens the request's detail where the request log is there.
+ * fallbacks; a response-cache hit with a badge and the cost it saved), each time a button that
+ * opens the request's detail where the request log is there.
  */
 import type { GatewayRequest, LoggedRequest } from '../admin-api';
 import { formatCount, formatMilliseconds, formatUnixMilliseconds, formatUsd } from '../format';
@@ -11,6 +12,16 @@ import { EmptyRow, Table } from '../page';
 function Outcome({ outcome }: { outcome: GatewayRequest['outcome'] }) {
   const tone = outcome === 'completed' ? 'good' : outcome === 'failed' || outcome === 'refused' ? 'bad' : 'neutral';
   return <span class={`badge ${tone}`}>{outcome}</span>;
+}
+
+/** A request answered from the response cache, as a badge beside its cost, with the cost it saved. */
+function CacheHit({ request }: { request: GatewayRequest | LoggedRequest }) {
+  if (request.cache_status !== 'hit') return null;
+  return (
+    <span class="sub" data-testid="request-cache-hit" data-saved-cost-usd={String(request.saved_cost_usd)}>
+      <span class="badge good">cache hit</span> saved {formatUsd(request.saved_cost_usd)}
+    </span>
+  );
 }
 
 const isLogged = (request: GatewayRequest | LoggedRequest): request is LoggedRequest => 'api' in request;
@@ -102,6 +113,7 @@ function RequestRow({
       <td class="number">{formatMilliseconds(request.latency_ms)}</td>
       <td class="number" data-testid="request-cost" data-cost-usd={String(request.cost_usd)}>
         {formatUsd(request.cost_usd)}
+        <CacheHit request={request} />
       </td>
       <td class="number">
         {formatCount(request.prompt_tokens)} + {formatCount(request.completion_tokens)}

@@ -1,7 +1,8 @@
 /**
  * Usage: spend over time per model and per key as charts, and the totals of the window per key,
- * per team and per model, for one of four ranges, of every key or of one. Three usage queries
- * (grouped by model, by key, by team) on the same buckets, and the key and team lists for names.
+ * per team and per model (the cost the response cache saved beside the cost), for one of four
+ * ranges, of every key or of one. Three usage queries (grouped by model, by key, by team) on the
+ * same buckets, and the key and team lists for names.
  */
 import { useCallback, useMemo, useState } from 'preact/hooks';
 import type { AdminApi, Key, Team, UsagePage as UsagePageJson, UsageResult } from '../admin-api';
@@ -58,6 +59,10 @@ function TotalsRow({ label, totals, testId, groupId }: { label: string; totals: 
       <td class="number" data-testid="usage-cost" data-cost-usd={String(totals.cost_usd)}>
         {formatUsd(totals.cost_usd)}
       </td>
+      <td class="number" data-testid="usage-saved-cost" data-saved-cost-usd={String(totals.saved_cost_usd)}>
+        {formatUsd(totals.saved_cost_usd)}
+        {totals.cache_hits > 0 ? <span class="sub">{formatCount(totals.cache_hits)} cache hits</span> : null}
+      </td>
       <td class="number">{formatCount(totals.errors)}</td>
       <td class="number">{formatCount(totals.fallbacks)}</td>
     </tr>
@@ -65,7 +70,7 @@ function TotalsRow({ label, totals, testId, groupId }: { label: string; totals: 
 }
 
 /** The totals columns after a group's name. */
-const TOTALS_COLUMNS = ['Requests', 'Prompt tokens', 'Completion tokens', 'Cached tokens', 'Cost', 'Errors', 'Fallbacks'];
+const TOTALS_COLUMNS = ['Requests', 'Prompt tokens', 'Completion tokens', 'Cached tokens', 'Cost', 'Saved by the cache', 'Errors', 'Fallbacks'];
 
 /** The totals of each group over the window, and the window's totals. */
 function TotalsTable({
@@ -91,7 +96,7 @@ function TotalsTable({
       {rows.map((row) => (
         <TotalsRow key={row.id} label={row.label} totals={row.totals} testId={rowTestId} groupId={row.id} />
       ))}
-      <EmptyRow shown={rows.length === 0} columns={8}>
+      <EmptyRow shown={rows.length === 0} columns={9}>
         No usage in this range.
       </EmptyRow>
     </Table>

@@ -39,6 +39,11 @@ type RequestFields = Pick<
   | 'fallback_attempts'
 >;
 
+/** A cache status as the admin API shows it; null for none (or one it does not know). */
+function cacheStatusOf(status: string | undefined): GatewayRequest['cache_status'] {
+  return status === 'hit' || status === 'miss' || status === 'skip' ? status : null;
+}
+
 /** What every request the admin API shows says, from the fields both sources carry. */
 function requestJson(entry: RequestFields) {
   return {
@@ -67,12 +72,16 @@ export function recentJson(entry: RecentRequestOutput): GatewayRequest {
     outcome: (entry.outcome ?? 'OUTCOME_UNSPECIFIED').replace('OUTCOME_', '').toLowerCase() as GatewayRequest['outcome'],
     cost_usd: picoUsdToUsd(BigInt(entry.cost_pico_usd || '0')),
     auto: entry.auto ? { score: entry.auto.score ?? 0, tier: entry.auto.tier ?? '', policy: entry.auto.policy ?? '' } : null,
+    cache_status: cacheStatusOf(entry.cache_status),
+    cache_age_ms: entry.cache_status === 'hit' ? Number(entry.cache_age_ms ?? 0) : null,
+    saved_cost_usd: picoUsdToUsd(BigInt(entry.saved_cost_pico_usd || '0')),
   };
 }
 
 /** A logged request as the admin API shows it. */
 export function loggedJson(record: RequestRecordOutput): LoggedRequest {
   const cost = BigInt(record.cost_pico_usd || '0');
+  const saved = BigInt(record.saved_cost_pico_usd || '0');
   return {
     ...requestJson(record),
     operation: record.api === 'embeddings' ? 'embeddings' : 'chat',
@@ -93,6 +102,10 @@ export function loggedJson(record: RequestRecordOutput): LoggedRequest {
     user_agent: record.user_agent || null,
     guardrails: (record.guardrails ?? []).map(guardrailJson),
     auto: null,
+    cache_status: cacheStatusOf(record.cache_status),
+    cache_age_ms: null,
+    saved_cost_usd: picoUsdToUsd(saved),
+    saved_cost_pico_usd: saved.toString(),
   };
 }
 

@@ -72,7 +72,7 @@ describe('GET /admin/v1/requests with the request log', () => {
     const response = await get(
       `/admin/v1/requests?start=100&end=200&key_id=${KEY_ID}&team_id=${TEAM_ID}&model=sim-mini&provider=simulated&status=429` +
         '&deployment=1:https://api.openai.com' +
-        '&error_code=rate_limit_exceeded&api=messages&outcome=failed&min_latency_ms=10&max_latency_ms=20&min_cost_usd=0.000000000001' +
+        '&error_code=rate_limit_exceeded&api=messages&outcome=failed&cache_status=hit&min_latency_ms=10&max_latency_ms=20&min_cost_usd=0.000000000001' +
         '&max_cost_usd=1.5&sort=cost&order=asc&limit=1000&cursor=abc_-1',
     );
     expect(response.statusCode).toBe(200);
@@ -91,6 +91,7 @@ describe('GET /admin/v1/requests with the request log', () => {
           error_code: 'rate_limit_exceeded',
           api: 'messages',
           outcome: 'failed',
+          cache_status: 'hit',
           min_latency_ms: 10,
           max_latency_ms: 20,
           min_cost_pico_usd: 1,
@@ -110,6 +111,25 @@ describe('GET /admin/v1/requests with the request log', () => {
     });
   });
 
+  it('shows what the response cache did for each request: a hit with the cost it saved, a miss, none', async () => {
+    pages = [
+      {
+        requests: [
+          record({ event_id: 'e1', cache_status: 'hit', cost_pico_usd: '150000', saved_cost_pico_usd: '1500000' }),
+          record({ event_id: 'e2', cache_status: 'miss', saved_cost_pico_usd: '0' }),
+          record({ event_id: 'e3' }),
+        ],
+        next_cursor: '',
+      },
+    ];
+    const response = await get('/admin/v1/requests?cache_status=hit');
+    expect(response.json().data).toMatchObject([
+      { id: 'e1', cache_status: 'hit', cache_age_ms: null, cost_usd: 0.00000015, saved_cost_usd: 0.0000015, saved_cost_pico_usd: '1500000' },
+      { id: 'e2', cache_status: 'miss', saved_cost_usd: 0, saved_cost_pico_usd: '0' },
+      { id: 'e3', cache_status: null, saved_cost_usd: 0, saved_cost_pico_usd: '0' },
+    ]);
+  });
+
   it.each([
     ['?sort=tokens', 'sort', "'sort' must be one of time, latency, cost."],
     ['?status=99', 'status', "'status' must be an HTTP status (100 to 599)."],
@@ -118,6 +138,7 @@ describe('GET /admin/v1/requests with the request log', () => {
     ['?start=200&end=100', 'end', "'end' must be after 'start'."],
     ['?cursor=a%20b', 'cursor', "'cursor' must be the next_cursor of a previous page."],
     ['?format=xml', 'format', "'format' must be one of json, csv, jsonl."],
+    ['?cache_status=stale', 'cache_status', "'cache_status' must be one of hit, miss, skip."],
   ])('refuses %s', async (query, param, message) => {
     const response = await get(`/admin/v1/requests${query}`);
     expect(response.statusCode).toBe(400);

@@ -93,6 +93,7 @@ function searchOf(query: RequestLogQuery): SearchRequestsRequest {
     error_code: query.error_code ?? '',
     api: query.api ?? '',
     outcome: query.outcome ?? '',
+    cache_status: query.cache_status ?? '',
     ...(query.min_latency_ms !== undefined && { min_latency_ms: Number(query.min_latency_ms) }),
     ...(query.max_latency_ms !== undefined && { max_latency_ms: Number(query.max_latency_ms) }),
     ...(query.min_cost_usd !== undefined && { min_cost_pico_usd: usdToPico(query.min_cost_usd) }),

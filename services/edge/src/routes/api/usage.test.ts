@@ -2,8 +2,8 @@
  * The usage API's query strings: what each route accepts, and the 400 (code and param) each
  * malformed query answers. Metering and auth are in-process fakes of their gRPC methods.
  */
-import { describe, expect, it } from 'vitest';
-import type { UsageServiceClient } from '@gateway/proto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ListRecentRequestsResponseOutput, QueryUsageResponseOutput, UsageServiceClient } from '@gateway/proto';
 import type { AuthDecisions } from '../../clients/auth-decisions.js';
 import { fakeGrpcClient, injectAs, recordingEdge } from '../../testing/test-edge.js';
 
@@ -11,11 +11,20 @@ const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 const API_KEY = `br-${'k'.repeat(40)}`;
 const KEY_ID = 'key_0123456789abcdef';
 
+/** The rows QueryUsage answers with (none unless a test sets them), and the latest requests ListRecentRequests answers. */
+let usageRows: QueryUsageResponseOutput['rows'] = [];
+let recentRequests: ListRecentRequestsResponseOutput['requests'] = [];
+
 /** The requests metering received, in order. */
 const { app, received } = recordingEdge({ EDGE_ADMIN_TOKEN: ADMIN_TOKEN }, (record) => ({
-  metering: fakeGrpcClient<UsageServiceClient>({ QueryUsage: { rows: [] }, ListRecentRequests: { requests: [] } }, record),
+  metering: fakeGrpcClient<UsageServiceClient>({ QueryUsage: () => ({ rows: usageRows }), ListRecentRequests: () => ({ requests: recentRequests }) }, record),
   decisions: { call: async () => ({ decision: 'DECISION_ALLOW', key_id: KEY_ID }) } as unknown as AuthDecisions,
 }));
+
+afterEach(() => {
+  usageRows = [];
+  recentRequests = [];
+});
 
 async function get(url: string, token: string) {
   const response = await injectAs(app(), token, 'GET', url);
@@ -59,6 +68,31 @@ describe('GET /v1/usage', () => {
     expect(received).toEqual([{ method: 'QueryUsage', request: { start: 100, end: 7300, bucket: 'BUCKET_WIDTH_HOUR', key_ids: [KEY_ID] } }]);
   });
 
+  it('shows the response-cache hits and the cost they saved, per model and in the totals, in USD and exactly', async () => {
+    const counts = (cost: string, hits: number, saved: string) => ({
+      requests: 4,
+      prompt_tokens: 100,
+      cost_pico_usd: cost,
+      cache_hits: hits,
+      saved_cost_pico_usd: saved,
+    });
+    usageRows = [
+      { start: 3_600, key_id: KEY_ID, model_id: 'sim-mini', counts: counts('1000000', 2, '2500000000000') },
+      { start: 3_600, key_id: KEY_ID, model_id: 'sim-pro', counts: counts('7', 1, '1') },
+      { start: 7_200, key_id: KEY_ID, model_id: 'sim-mini', counts: { requests: 1, cost_pico_usd: '5' } },
+    ];
+    const answer = await get('/v1/usage?start=0&end=10800&bucket=hour&group_by=model', API_KEY);
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.map((bucket: { results: unknown[] }) => bucket.results)).toMatchObject([
+      [
+        { model: 'sim-mini', cache_hits: 2, saved_cost_usd: 2.5, saved_cost_pico_usd: '2500000000000', cost_usd: 0.000001 },
+        { model: 'sim-pro', cache_hits: 1, saved_cost_usd: 1e-12, saved_cost_pico_usd: '1' },
+      ],
+      [{ model: 'sim-mini', requests: 1, cache_hits: 0, saved_cost_usd: 0, saved_cost_pico_usd: '0' }],
+    ]);
+    expect(answer.body.totals).toMatchObject({ requests: 9, cache_hits: 3, saved_cost_usd: 2.500000000001, saved_cost_pico_usd: '2500000000001' });
+  });
+
   it('takes a day bucket and no grouping by default, and ours over an alias given too', async () => {
     const answer = await get('/v1/usage?start=100&start_time=oops&end=200&group_by=', API_KEY);
     expect(answer).toMatchObject({ status: 200, body: { bucket: 'day', start: 100, end: 200, group_by: [] } });
@@ -97,7 +131,7 @@ describe('GET /admin/v1/requests without a request log', () => {
     expect(await get('/admin/v1/requests?since=1', ADMIN_TOKEN)).toEqual(
       refused(
         'since',
-        "Unknown query parameter 'since'. Allowed: limit, key_id, start, end, team_id, model, provider, deployment, status, error_code, api, outcome, min_latency_ms, max_latency_ms, min_cost_usd, max_cost_usd, sort, order, cursor, format.",
+        "Unknown query parameter 'since'. Allowed: limit, key_id, start, end, team_id, model, provider, deployment, status, error_code, api, outcome, cache_status, min_latency_ms, max_latency_ms, min_cost_usd, max_cost_usd, sort, order, cursor, format.",
         'unknown_parameter',
       ),
     );
@@ -114,7 +148,21 @@ describe('GET /admin/v1/requests without a request log', () => {
     ]);
   });
 
-  it.each(['?model=sim-mini', '?status=429', '?format=csv', '?sort=latency'])(
+  it("shows what the response cache did for metering's latest requests: a hit's age and saved cost", async () => {
+    recentRequests = [
+      { event_id: 'e1', key_id: KEY_ID, cache_status: 'hit', cache_age_ms: 42_000, cost_pico_usd: '0', saved_cost_pico_usd: '6250000000' },
+      { event_id: 'e2', key_id: KEY_ID, cache_status: 'miss', cost_pico_usd: '6250000000' },
+      { event_id: 'e3', key_id: KEY_ID, cost_pico_usd: '6250000000' },
+    ];
+    const answer = await get('/admin/v1/requests', ADMIN_TOKEN);
+    expect(answer.body.data).toMatchObject([
+      { id: 'e1', cache_status: 'hit', cache_age_ms: 42_000, cost_usd: 0, saved_cost_usd: 0.00625 },
+      { id: 'e2', cache_status: 'miss', cache_age_ms: null, cost_usd: 0.00625, saved_cost_usd: 0 },
+      { id: 'e3', cache_status: null, cache_age_ms: null, saved_cost_usd: 0 },
+    ]);
+  });
+
+  it.each(['?model=sim-mini', '?status=429', '?format=csv', '?sort=latency', '?cache_status=hit'])(
     'answers %s with a 503 that says the request log is not configured',
     async (query) => {
       const answer = await get(`/admin/v1/requests${query}`, ADMIN_TOKEN);

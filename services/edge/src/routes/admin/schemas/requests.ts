@@ -24,6 +24,7 @@ export const REQUEST_LOG_PARAMETERS = [
   'error_code',
   'api',
   'outcome',
+  'cache_status',
   'min_latency_ms',
   'max_latency_ms',
   'min_cost_usd',
@@ -64,6 +65,7 @@ export const RequestLogQuerySchema = steps(
     outcome: Type.Optional(
       queryParameter('outcome', '^(completed|failed|cancelled|refused)$', "'outcome' must be one of completed, failed, cancelled, refused."),
     ),
+    cache_status: Type.Optional(queryParameter('cache_status', '^(hit|miss|skip)$', "'cache_status' must be one of hit, miss, skip.")),
     min_latency_ms: Type.Optional(NonNegativeInteger('min_latency_ms')),
     max_latency_ms: Type.Optional(NonNegativeInteger('max_latency_ms')),
     min_cost_usd: Type.Optional(UsdAmount('min_cost_usd')),
@@ -90,6 +92,8 @@ export type LoggedRequest = GatewayRequest & {
   cache_write_tokens: number;
   reasoning_tokens: number;
   cost_pico_usd: string;
+  /** saved_cost_usd exactly: pico-USD as a decimal integer. */
+  saved_cost_pico_usd: string;
   time_to_first_token_ms: number | null;
   user_agent: string | null;
   /** The guardrail decisions made for the request, in order; never the text found. */
@@ -137,5 +141,14 @@ export const GatewayRequestSchema = adminObject('gateway.request', {
   fallbacks: Type.Integer(),
   /** For `"model": "auto"` only. */
   auto: Nullable(Type.Object({ score: Type.Number(), tier: Type.String(), policy: Type.String() })),
+  /**
+   * What the response cache did: `hit` (answered from the cache, no model called: the tokens are
+   * the stored answer's, cost_usd the hit cost), `miss`, `skip`; null when the cache was off for it.
+   */
+  cache_status: Nullable(Type.Union([Type.Literal('hit'), Type.Literal('miss'), Type.Literal('skip')])),
+  /** A hit: how old the cached answer was (ms); null otherwise, and in the request log, which does not keep it. */
+  cache_age_ms: Nullable(Type.Integer()),
+  /** A hit: what the cached answer cost when it was made (the cost saved); 0 otherwise. */
+  saved_cost_usd: Type.Number(),
 });
 export type GatewayRequest = Static<typeof GatewayRequestSchema>;

@@ -65,6 +65,12 @@ export const UsageResultSchema = Type.Object({
   cost_pico_usd: Type.String(),
   errors: Type.Integer(),
   fallbacks: Type.Integer(),
+  /** Requests answered from the response cache: counted in requests and cost (at their hit cost), in no token count. */
+  cache_hits: Type.Integer(),
+  /** What the cached answers of those hits cost when they were made: the cost the cache saved. */
+  saved_cost_usd: Type.Number(),
+  /** saved_cost_usd exactly: pico-USD as a decimal integer. */
+  saved_cost_pico_usd: Type.String(),
 });
 export type UsageResult = Static<typeof UsageResultSchema>;
 
