@@ -22,15 +22,15 @@ const SERVED_BY: Readonly<Record<string, string>> = {
   'gateway/router/v1/router.proto': 'router',
   'gateway/usage/v1/usage_service.proto': 'metering',
   'gateway/request_log/v1/request_log.proto': 'request-log',
+  'gateway/guard/v1/guard.proto': 'guard',
+  'gateway/cache/v1/cache.proto': 'cache',
 };
 
 /**
  * Contracts whose server is not in services/ yet, with the service that calls them: its README
- * names each RPC instead.
+ * names each RPC instead. None today.
  */
-const CALLED_BY: Readonly<Record<string, string>> = {
-  'gateway/guard/v1/guard.proto': 'edge',
-};
+const CALLED_BY: Readonly<Record<string, string>> = {};
 
 function protoFiles(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>

@@ -67,7 +67,8 @@ export class VersionedHash<Value> {
 
   /** Reads the set once, then looks for changes every interval; resolves after the first read (or its failure, logged). */
   async start(): Promise<void> {
-    const refresh = () => this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, `reading the ${this.options.what}s failed; retrying`));
+    const refresh = () =>
+      this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, `reading the ${this.options.what}s failed; retrying`));
     await refresh();
     this.timer = setInterval(refresh, this.options.intervalMs);
     this.timer.unref();

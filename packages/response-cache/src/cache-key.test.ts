@@ -73,7 +73,12 @@ describe('cacheScope', () => {
 describe('mergeSettings', () => {
   it('overrides field by field in order, over defaults that leave the cache off', () => {
     expect(mergeSettings([])).toMatchObject({ enabled: false, ttlSeconds: 3_600, maxTemperature: 0, scope: 'team', hitCostRatio: 0, countHitTokens: false });
-    const merged = mergeSettings([{ target: 'global', enabled: true, ttl_seconds: 60 }, undefined, { target: 'team:t', ttl_seconds: 600, scope: 'key' }, { target: 'key:k', enabled: false }]);
+    const merged = mergeSettings([
+      { target: 'global', enabled: true, ttl_seconds: 60 },
+      undefined,
+      { target: 'team:t', ttl_seconds: 600, scope: 'key' },
+      { target: 'key:k', enabled: false },
+    ]);
     expect(merged).toMatchObject({ enabled: false, ttlSeconds: 600, scope: 'key' });
   });
 });

@@ -30,8 +30,7 @@ function bounded(value: number | undefined, min: number, max: number, param: str
 /** Validates a target's settings as put, stamped with who put them and when; throws INVALID_ARGUMENT naming the field. */
 export function validateSettings(settings: CacheSettingsOutput | undefined, actor: string, nowMs: number): CacheSettingsOutput & { target: string } {
   const target = settings?.target ?? '';
-  if (!TARGET_PATTERN.test(target))
-    throw invalid('`target` must be `global`, `model:<catalog model id>`, `team:<team id>` or `key:<key id>`.', 'target');
+  if (!TARGET_PATTERN.test(target)) throw invalid('`target` must be `global`, `model:<catalog model id>`, `team:<team id>` or `key:<key id>`.', 'target');
   bounded(settings?.ttl_seconds, 1, MAX_TTL_SECONDS, 'ttl_seconds');
   if (settings?.ttl_seconds !== undefined && !Number.isInteger(settings.ttl_seconds)) throw invalid('`ttl_seconds` must be a whole number.', 'ttl_seconds');
   bounded(settings?.max_temperature, 0, 2, 'max_temperature');

@@ -54,7 +54,10 @@ export function createServer(deps: CacheDependencies): CacheApp {
     state,
     entries: new EntryStore(deps.cacheRedis, state, { prefix: deps.prefix, maxEntryBytes: deps.maxEntryBytes }),
     // auth trims the trail by its own retention; the cache only adds to it.
-    admin: new CacheAdmin(state, { logger: deps.logger, ...(deps.auditPrefix && { audit: new AuditLog(deps.redis, { prefix: deps.auditPrefix, trims: false }) }) }),
+    admin: new CacheAdmin(state, {
+      logger: deps.logger,
+      ...(deps.auditPrefix && { audit: new AuditLog(deps.redis, { prefix: deps.auditPrefix, trims: false }) }),
+    }),
     metrics,
   });
   const server = createGatewayServer(

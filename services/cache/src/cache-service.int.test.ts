@@ -72,7 +72,12 @@ const putSettings = (client: CacheServiceClient, settings: CacheSettings) =>
 
 function entry(text: string): CacheEntry {
   return {
-    chat: { id: 'chatcmpl-1', created: 1_700_000_000, model: 'gpt-4o-mini', choices: [{ index: 0, message: { content: text }, finish_reason: 'FINISH_REASON_STOP' }] },
+    chat: {
+      id: 'chatcmpl-1',
+      created: 1_700_000_000,
+      model: 'gpt-4o-mini',
+      choices: [{ index: 0, message: { content: text }, finish_reason: 'FINISH_REASON_STOP' }],
+    },
     usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 },
     model_id: 'gpt-4o-mini',
     model_version: 'rev1',
@@ -130,12 +135,14 @@ describe('entries', () => {
   it('are refused a Store without a scope, a key or a TTL', async () => {
     const refused = await rejectedWith(GatewayError, store(a, { scope: '', key: 'e', model_id: 'm', entry: entry('x'), ttl_seconds: 60 }));
     expect(refused.reason).toBe('invalid_request');
-    expect((await rejectedWith(GatewayError, store(a, { scope: 's', key: 'e', model_id: 'm', entry: entry('x'), ttl_seconds: 0 }))).reason).toBe('invalid_request');
+    expect((await rejectedWith(GatewayError, store(a, { scope: 's', key: 'e', model_id: 'm', entry: entry('x'), ttl_seconds: 0 }))).reason).toBe(
+      'invalid_request',
+    );
   });
 });
 
 describe('purges', () => {
-  it("of a team, a key, a model and everything make exactly their entries unreachable, on every replica", async () => {
+  it('of a team, a key, a model and everything make exactly their entries unreachable, on every replica', async () => {
     const keep = async (scope: string, model: string, key: string) => {
       const address = { scope, key, model_id: model };
       await store(a, { ...address, entry: entry(`${scope} ${model}`), ttl_seconds: 600 });

@@ -40,12 +40,10 @@ export function createCacheService(options: CacheServiceOptions): { handlers: Ca
   return {
     handlers: {
       Lookup: unary(async (request) => {
-        const entry = await entries
-          .lookup({ scope: request.scope ?? '', key: request.key ?? '', modelId: request.model_id ?? '' })
-          .catch((error: unknown) => {
-            metrics.lookups.inc({ result: 'error' });
-            throw error;
-          });
+        const entry = await entries.lookup({ scope: request.scope ?? '', key: request.key ?? '', modelId: request.model_id ?? '' }).catch((error: unknown) => {
+          metrics.lookups.inc({ result: 'error' });
+          throw error;
+        });
         metrics.lookups.inc({ result: entry ? 'hit' : 'miss' });
         return entry ? { entry } : {};
       }, 'Lookup'),
@@ -53,10 +51,12 @@ export function createCacheService(options: CacheServiceOptions): { handlers: Ca
         const ttl = request.ttl_seconds ?? 0;
         if (!request.entry || !request.scope || !request.key || ttl < 1)
           throw GatewayError.of('invalid_request', 'A Store names a scope, a key, an entry and a TTL.', { param: 'entry' });
-        const result = await entries.store({ scope: request.scope, key: request.key, modelId: request.model_id ?? '' }, request.entry, ttl).catch((error: unknown) => {
-          metrics.stores.inc({ result: 'error' });
-          throw error;
-        });
+        const result = await entries
+          .store({ scope: request.scope, key: request.key, modelId: request.model_id ?? '' }, request.entry, ttl)
+          .catch((error: unknown) => {
+            metrics.stores.inc({ result: 'error' });
+            throw error;
+          });
         metrics.stores.inc({ result: result.result });
         metrics.storedBytes.inc(result.bytes);
         return result.result === 'stored' ? { stored: true } : { stored: false, reason: result.result };

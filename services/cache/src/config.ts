@@ -17,12 +17,14 @@ export const CacheConfigSchema = Type.Object({
     default: 'redis://127.0.0.1:6380',
   }),
   CACHE_REDIS_PREFIX: Type.String({
-    description: "Prefix of every key the cache writes, in both Redis servers (its settings and purges in REDIS_URL's, its entries in CACHE_REDIS_URL's), so environments can share them.",
+    description:
+      "Prefix of every key the cache writes, in both Redis servers (its settings and purges in REDIS_URL's, its entries in CACHE_REDIS_URL's), so environments can share them.",
     pattern: '^[A-Za-z0-9:_-]*$',
     default: 'cache:',
   }),
   CACHE_MAX_ENTRY_BYTES: Type.Integer({
-    description: 'The largest answer kept, in bytes as stored (an embeddings answer of many vectors, a long completion); a larger one is not kept, and its request stays a miss.',
+    description:
+      'The largest answer kept, in bytes as stored (an embeddings answer of many vectors, a long completion); a larger one is not kept, and its request stays a miss.',
     minimum: 1_024,
     maximum: 64 * 1024 * 1024,
     default: 1_048_576,

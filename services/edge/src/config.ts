@@ -92,8 +92,8 @@ export const EdgeConfigSchema = Type.Object({
   }),
   EDGE_CACHE_LOOKUP_DEADLINE_MS: Type.Integer({
     description:
-      'How long the edge waits for the cache\'s answer to a lookup (ms); past it, or when the cache fails, the request is a miss and goes to its model: a cache that does not answer never fails or slows a request by more than this.',
-    default: 10,
+      "How long the edge waits for the cache's answer to a lookup (ms); past it, or when the cache fails, the request is a miss and goes to its model: a cache that does not answer never fails or slows a request by more than this.",
+    default: 20,
     minimum: 1,
     maximum: 10_000,
   }),

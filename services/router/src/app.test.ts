@@ -232,6 +232,7 @@ describe('RouterService.WatchCatalog over gRPC', () => {
         available: true,
         fallbacks: ['google/gemini-2.0-flash'],
         kind: 'MODEL_KIND_CHAT',
+        revision: expect.stringMatching(/^[0-9a-f]{16}$/),
       });
       expect(snapshots[0].models[6]).toMatchObject({ id: 'google/gemini-embedding-001', kind: 'MODEL_KIND_EMBEDDING', embedding_dimensions: 3072 });
 

@@ -30,6 +30,7 @@ describe('CatalogState', () => {
       available: true,
       fallbacks: ['sim-standard', 'sim-mini'],
       kind: 'MODEL_KIND_CHAT',
+      revision: expect.stringMatching(/^[0-9a-f]{16}$/),
     });
     expect(snapshot.models?.[3]).toMatchObject({
       id: 'sim-embedding',

@@ -55,7 +55,12 @@ export class WatchedCacheSettings implements CacheSettingsView {
   settingsFor({ keyId, teamId, modelId }: CacheSubject): ResolvedSettings | undefined {
     if (!this.anyEnabled) return undefined;
     const { byTarget } = this;
-    const settings = mergeSettings([byTarget.get('global'), byTarget.get(`model:${modelId}`), teamId ? byTarget.get(`team:${teamId}`) : undefined, byTarget.get(`key:${keyId}`)]);
+    const settings = mergeSettings([
+      byTarget.get('global'),
+      byTarget.get(`model:${modelId}`),
+      teamId ? byTarget.get(`team:${teamId}`) : undefined,
+      byTarget.get(`key:${keyId}`),
+    ]);
     return settings.enabled ? settings : undefined;
   }
 

@@ -29,7 +29,14 @@ export function replayedChunks(response: ChatResponseOutput, id: string, created
     for (const [position, call] of (message?.tool_calls ?? []).entries()) {
       chunks.push(
         chunk(index, {
-          tool_calls: [{ index: position, id: call.id ?? '', type: call.type || 'function', function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' } }],
+          tool_calls: [
+            {
+              index: position,
+              id: call.id ?? '',
+              type: call.type || 'function',
+              function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+            },
+          ],
         }),
       );
     }

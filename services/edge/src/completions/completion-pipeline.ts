@@ -32,8 +32,8 @@ import { relayStream } from './sse-relay.js';
 import { createUsageReporter, NO_USAGE, refusalEvent, type UsageReporter } from './usage-report.js';
 import { guardCompletionInput, guardWholeAnswer } from './completion-guard.js';
 import { type GuardChecks, guardChecksOf } from '../guardrails/request-guard.js';
-import { hitCompletionId, ResponseCache } from '../cache/response-cache.js';
-import { replayStream } from '../cache/cached-stream.js';
+import { hitCompletionId, ResponseCache } from './response-cache.js';
+import { replayStream } from './cached-stream.js';
 
 /** The stages of a completion, built once per edge from its dependencies. */
 export class CompletionPipeline {

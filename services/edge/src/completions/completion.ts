@@ -34,7 +34,7 @@ import type { ParsedChatRequest } from './parsed-request.js';
 import { type Routing, routePolicy } from './model-resolution.js';
 import type { WireErrors } from '../wire-errors.js';
 import type { RequestGuard } from '../guardrails/guard-context.js';
-import type { CacheUse } from '../cache/response-cache.js';
+import type { CacheUse } from '../cache/cache-use.js';
 
 const NO_DECISIONS: readonly GuardDecisionOutput[] = Object.freeze([]);
 

@@ -153,7 +153,7 @@ class SseRelay {
 
   /** One try on one executor replica. */
   private async attempt(): Promise<void> {
-    const { completion, reply } = this;
+    const { completion } = this;
     let received = false;
     // Set at the end event. The loop then runs on to the stream's own end (its status follows at
     // once): leaving the loop early would destroy a StreamComplete call, which builds an
@@ -173,34 +173,7 @@ class SseRelay {
           // The end: what is held is checked as the last window before the stream's last events.
           if (event.end) await this.holdBack.finish();
         }
-        if (event.rendered) {
-          // Chunks the executor rendered: written as they are.
-          if (!this.started) this.begin(undefined);
-          completion.firstTokenMs ??= reply.elapsedTime;
-          this.streamedText += event.rendered.text ?? '';
-          for (const chunk of event.rendered.chunks) {
-            this.assembler?.addRendered(chunk.json ?? '');
-            await this.relay(chunk.json ?? '', chunk.finishes === true);
-          }
-          this.armKeepAlive();
-        } else if (event.chunk) {
-          // A chunk as a message, from an executor that does not render: rendered by the wire.
-          const chunk = event.chunk;
-          if (!this.started) this.begin(chunk);
-          completion.firstTokenMs ??= reply.elapsedTime;
-          this.addText(chunk);
-          this.assembler?.addChunk(chunk);
-          await this.relay(this.renderer.chunkJson(chunk), chunk.choices.some(finishes));
-          this.armKeepAlive();
-        } else if (event.failure) {
-          // The executor's own count of what was generated before it failed; its status follows.
-          completion.usage = event.failure.usage;
-          completion.provider = event.failure.provider ?? completion.provider;
-          completion.deploymentId = event.failure.deployment_id || completion.deploymentId;
-        } else if (event.end) {
-          this.onEnd(event.end);
-          completed = true;
-        }
+        if (await this.relayEvent(event)) completed = true;
       }
     } catch (error) {
       // The answer is complete: what the stream does after its end event changes nothing.
@@ -217,6 +190,40 @@ class SseRelay {
     if (this.blocked) return this.endBlocked();
     // The executor closed the stream without its end event: never end cleanly as if complete.
     throw GatewayError.of('upstream_error', 'The model stream ended unexpectedly.');
+  }
+
+  /** One event of the stream, with no output guardrail: its chunks written, its failure's count kept, its end reported; true at the end. */
+  private async relayEvent(event: ExecuteStreamEventOutput): Promise<boolean> {
+    const { completion, reply } = this;
+    if (event.rendered) {
+      // Chunks the executor rendered: written as they are.
+      if (!this.started) this.begin(undefined);
+      completion.firstTokenMs ??= reply.elapsedTime;
+      this.streamedText += event.rendered.text ?? '';
+      for (const chunk of event.rendered.chunks) {
+        this.assembler?.addRendered(chunk.json ?? '');
+        await this.relay(chunk.json ?? '', chunk.finishes === true);
+      }
+      this.armKeepAlive();
+    } else if (event.chunk) {
+      // A chunk as a message, from an executor that does not render: rendered by the wire.
+      const chunk = event.chunk;
+      if (!this.started) this.begin(chunk);
+      completion.firstTokenMs ??= reply.elapsedTime;
+      this.addText(chunk);
+      this.assembler?.addChunk(chunk);
+      await this.relay(this.renderer.chunkJson(chunk), chunk.choices.some(finishes));
+      this.armKeepAlive();
+    } else if (event.failure) {
+      // The executor's own count of what was generated before it failed; its status follows.
+      completion.usage = event.failure.usage;
+      completion.provider = event.failure.provider ?? completion.provider;
+      completion.deploymentId = event.failure.deployment_id || completion.deploymentId;
+    } else if (event.end) {
+      this.onEnd(event.end);
+      return true;
+    }
+    return false;
   }
 
   /** One event's chunks under output guardrails: into the hold-back, which releases them once checked. */

@@ -12,7 +12,9 @@ export const CacheSettingsPutSchema = steps(
   fieldNames(SETTINGS_FIELDS),
   Type.Object({
     enabled: Type.Optional(Type.Boolean({ errorMessage: "'enabled' must be true or false." })),
-    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_592_000, errorMessage: "'ttl_seconds' must be a whole number of seconds from 1 to 2592000 (30 days)." })),
+    ttl_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 2_592_000, errorMessage: "'ttl_seconds' must be a whole number of seconds from 1 to 2592000 (30 days)." }),
+    ),
     max_temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2, errorMessage: "'max_temperature' must be a number from 0 to 2." })),
     scope: Type.Optional(
       Type.String({

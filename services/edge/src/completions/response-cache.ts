@@ -14,28 +14,9 @@ import type { Logger } from '@gateway/logger';
 import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
 import type { CacheEntryOutput, CacheServiceClient, ChatResponseOutput, EmbedResponseOutput, LookupRequest, LookupResponseOutput } from '@gateway/proto';
 import { cacheKey, cacheScope, isDeterministicEnough, type ResolvedSettings } from '@gateway/response-cache';
-import type { Completion } from '../completions/completion.js';
-import type { CacheSettingsView } from './cache-settings-view.js';
-
-/** What the cache did for a request, as `gateway.cache` and its usage event show it. */
-export type CacheStatus = 'hit' | 'miss' | 'skip';
-
-/** A request's use of the cache, set by the cache stage (Completion.cache). */
-export interface CacheUse {
-  status: CacheStatus;
-  settings: ResolvedSettings;
-  scope: string;
-  key: string;
-  /** Whether its answer is kept once complete (a miss, or a refresh by `Cache-Control: no-cache`). */
-  store: boolean;
-  /** A hit: the entry, and its age when found. */
-  entry?: CacheEntryOutput;
-  ageMs?: number;
-  /** A hit, once reported: what its answer would cost now, less what the hit costs (pico-USD). */
-  savedPico?: bigint;
-  /** A request leading others in flight for its key: hands them the answer (or nothing), once. */
-  settle?: (entry: CacheEntryOutput | undefined) => void;
-}
+import type { Completion } from './completion.js';
+import type { CacheSettingsView } from '../cache/cache-settings-view.js';
+import type { CacheUse } from '../cache/cache-use.js';
 
 /** A complete answer to keep: a completion's or an embeddings'. */
 export type KeptAnswer = { chat: ChatResponseOutput } | { embeddings: EmbedResponseOutput };
@@ -45,7 +26,7 @@ function cacheControl(header: string | string[] | undefined): { noStore: boolean
   const value = (Array.isArray(header) ? header.join(',') : (header ?? '')).toLowerCase();
   if (!value) return { noStore: false, noCache: false };
   const directives = new Set(value.split(',').map((directive) => directive.trim().split('=')[0]));
-  return { noStore: directives.has('no-store'), noCache: directives.has('no-cache') || directives.has('max-age') && /max-age\s*=\s*0\b/.test(value) };
+  return { noStore: directives.has('no-store'), noCache: directives.has('no-cache') || (directives.has('max-age') && /max-age\s*=\s*0\b/.test(value)) };
 }
 
 /** Whether a request's answer may be kept at all: deterministic enough, and nothing a kept answer would lose. */
@@ -108,7 +89,8 @@ export class ResponseCache {
     const scope = cacheScope(settings.scope, keyId, teamId);
     const control = cacheControl(completion.request.headers['cache-control']);
     // Output guardrails check an answer as it is made, for this request's policies: such a request is answered by its model.
-    if (control.noStore || completion.guard || !cacheable(completion, settings)) return this.decided(completion, { status: 'skip', settings, scope, key: '', store: false });
+    if (control.noStore || completion.guard || !cacheable(completion, settings))
+      return this.decided(completion, { status: 'skip', settings, scope, key: '', store: false });
     const { parsed } = completion;
     const key = cacheKey({
       api: completion.wire.route,
@@ -117,7 +99,9 @@ export class ResponseCache {
       request: parsed.request,
       extra: {
         legacy_functions: parsed.legacyFunctions === true,
-        ...(parsed.embeddings && { embeddings: { texts: parsed.embeddings.texts, tokens: parsed.embeddings.tokenArrays, dimensions: parsed.embeddings.dimensions } }),
+        ...(parsed.embeddings && {
+          embeddings: { texts: parsed.embeddings.texts, tokens: parsed.embeddings.tokenArrays, dimensions: parsed.embeddings.dimensions },
+        }),
       },
     });
     if (control.noCache) return this.decided(completion, { status: 'skip', settings, scope, key, store: true });
@@ -164,11 +148,16 @@ export class ResponseCache {
   private async fetch(scope: string, key: string, modelId: string, completion: Completion): Promise<CacheEntryOutput | undefined> {
     const { cache } = this.deps;
     try {
-      const response = await callUnary<LookupRequest, LookupResponseOutput>(cache, cache.Lookup, { scope, key, model_id: modelId }, {
-        deadlineMs: this.deps.lookupDeadlineMs,
-        requestId: completion.requestId,
-        signal: completion.signal,
-      });
+      const response = await callUnary<LookupRequest, LookupResponseOutput>(
+        cache,
+        cache.Lookup,
+        { scope, key, model_id: modelId },
+        {
+          deadlineMs: this.deps.lookupDeadlineMs,
+          requestId: completion.requestId,
+          signal: completion.signal,
+        },
+      );
       return response.entry ?? undefined;
     } catch (error) {
       this.metrics.failures.inc({ call: 'lookup' });
@@ -187,7 +176,10 @@ export class ResponseCache {
     if (!use?.store) return;
     const chat = 'chat' in answer ? answer.chat : undefined;
     const refused = chat?.choices.some((choice) => choice.finish_reason === 'FINISH_REASON_CONTENT_FILTER' || Boolean(choice.message?.refusal)) ?? false;
-    if (completion.attempts.length > 0 || refused || (chat && chat.choices.length === 0)) return this.release(completion);
+    if (completion.attempts.length > 0 || refused || (chat && chat.choices.length === 0)) {
+      this.release(completion);
+      return;
+    }
     const entry: CacheEntryOutput = {
       ...answer,
       answer: 'chat' in answer ? 'chat' : 'embeddings',
@@ -202,10 +194,15 @@ export class ResponseCache {
     use.store = false;
     use.settle?.(entry);
     const { cache } = this.deps;
-    callUnary(cache, cache.Store, { scope: use.scope, key: use.key, model_id: entry.model_id, entry, ttl_seconds: use.settings.ttlSeconds }, {
-      deadlineMs: STORE_DEADLINE_MS,
-      requestId: completion.requestId,
-    }).catch((error: unknown) => {
+    callUnary(
+      cache,
+      cache.Store,
+      { scope: use.scope, key: use.key, model_id: entry.model_id, entry, ttl_seconds: use.settings.ttlSeconds },
+      {
+        deadlineMs: STORE_DEADLINE_MS,
+        requestId: completion.requestId,
+      },
+    ).catch((error: unknown) => {
       this.metrics.failures.inc({ call: 'store' });
       this.deps.logger.warn({ err: (error as Error).message }, 'cache store failed; the answer is not kept');
     });

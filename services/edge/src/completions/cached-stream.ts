@@ -4,10 +4,10 @@
  * before its last event so that the `gateway` summary shows its cost and latency.
  */
 import type { ChatResponseOutput } from '@gateway/proto';
-import type { Completion } from '../completions/completion.js';
-import { writeSseHead } from '../completions/sse-relay.js';
-import type { UsageReporter } from '../completions/usage-report.js';
-import { replayedChunks } from './replayed-chunks.js';
+import type { Completion } from './completion.js';
+import { writeSseHead } from './sse-relay.js';
+import type { UsageReporter } from './usage-report.js';
+import { replayedChunks } from '../cache/replayed-chunks.js';
 
 /** Streams a kept answer to the caller, with a fresh completion id. */
 export function replayStream(completion: Completion, response: ChatResponseOutput, id: string, report: UsageReporter): void {
