@@ -317,7 +317,18 @@ export const suite: BenchSuite = {
             whole.failed + first.failed,
           ]),
         );
-        if (reasons.size > 0) console.log(`\nFailed one at a time (first of each kind): ${[...reasons].slice(0, 4).join('; ')}.`);
+        if (reasons.size > 0) {
+          console.log(`\nFailed one at a time (first of each kind): ${[...reasons].slice(0, 4).join('; ')}.`);
+          // What the edge logged of them: why auth could not decide.
+          const logged = new Set(
+            cluster.logs.edge
+              .join('')
+              .split('\n')
+              .filter((line) => line.includes('auth could not decide'))
+              .map((line) => /"reason":"([^"]*)"/.exec(line)?.[1] ?? line.slice(0, 200)),
+          );
+          console.log(`The edge's reasons: ${[...logged].join(', ') || 'none logged'}.`);
+        }
         const [missLatency, hitLatency, bareLatency] = latency as [(typeof latency)[number], (typeof latency)[number], (typeof latency)[number]];
         const p50 = (one: Timing, other: Timing) => fixed(one.p50 / other.p50);
         console.log(

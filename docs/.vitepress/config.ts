@@ -49,7 +49,7 @@ checkReadmeLinks();
 const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
   Introduction: ['/getting-started', '/configuration', '/clients'],
   APIs: ['/chat-completions', '/embeddings', '/responses', '/messages', '/mcp'],
-  'Access and spend': ['/keys', '/plans', '/budgets', '/teams', '/roles', '/guardrails', '/console'],
+  'Access and spend': ['/keys', '/plans', '/budgets', '/teams', '/roles', '/guardrails', '/cache', '/console'],
   Models: [['/routing', 'Smart routing (auto)'], '/providers', '/failures'],
   Operations: [
     '/operations',

@@ -4,7 +4,7 @@
  * precedes is run (shell with bash, TypeScript and JavaScript with tsx) with `GATEWAY_URL` (the
  * edge's origin), `GATEWAY_KEY` (an API key) and `GATEWAY_ADMIN_TOKEN` (the admin API's token) naming
  * a cluster started for the test (with the request log, as `scripts/start.sh` starts it beside
- * PostgreSQL). Each must exit 0 and, where its marker says `<!-- example: run, prints: TEXT -->`,
+ * PostgreSQL, and the response cache). Each must exit 0 and, where its marker says `<!-- example: run, prints: TEXT -->`,
  * print TEXT. A block that `<!-- example: console, shows: MODEL -->` precedes holds the console's
  * address as a page gives it: the address is opened in Chromium (its origin the started gateway's),
  * the console logged in with the admin token, and its Requests page must list, newest first, a
@@ -144,7 +144,7 @@ describe('the documentation examples', () => {
     // The admin API on, with a token of the cluster's own, as scripts/start.sh turns it on.
     const adminToken = randomBytes(32).toString('base64url');
     database = await createTestDatabase('reqlog_docs');
-    cluster = await startCluster({ plan: 'pro', requestLog: { databaseUrl: database.url }, env: { EDGE_ADMIN_TOKEN: adminToken } });
+    cluster = await startCluster({ plan: 'pro', requestLog: { databaseUrl: database.url }, cache: true, env: { EDGE_ADMIN_TOKEN: adminToken } });
     env = { ...process.env, GATEWAY_URL: cluster.baseUrl.replace(/\/v1$/, ''), GATEWAY_KEY: cluster.apiKey, GATEWAY_ADMIN_TOKEN: adminToken };
     // The SDKs' own variables are the page's to set: none leaks in from the developer's shell.
     for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']) delete env[name];
