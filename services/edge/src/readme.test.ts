@@ -31,6 +31,8 @@ describe('the edge README', () => {
       mcp: {},
       // With a guard service: /admin/v1/policies exists only then.
       guard: {},
+      // With a cache service: /admin/v1/cache exists only then.
+      cache: {},
     } as unknown as EdgeDependencies);
     await app.ready();
     const routes = registeredRoutes(app).filter((route) => route.url !== '*' && !route.url.startsWith('/console/'));
