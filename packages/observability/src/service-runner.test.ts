@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const MODULE = fileURLToPath(new URL('./service-runner.ts', import.meta.url));
-const TSX = createRequire(import.meta.url).resolve('tsx/cli', { paths: [ROOT] });
+/** tsx's loader, imported into node itself: the process under test is the one spawned, no tsx parent relaying its signals. */
+const TSX = createRequire(import.meta.url).resolve('tsx', { paths: [ROOT] });
 
 interface Run {
   code: number | null;
@@ -29,7 +30,7 @@ function runServiceProcess(body: string, after = '', environment: Record<string,
     ${after}
   `;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX, '--input-type=module', '-e', program], {
+    const child = spawn(process.execPath, ['--import', TSX, '--input-type=module', '-e', program], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...environment },

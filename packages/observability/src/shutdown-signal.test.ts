@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const MODULE = fileURLToPath(new URL('./shutdown-signal.ts', import.meta.url));
-const TSX = createRequire(import.meta.url).resolve('tsx/cli', { paths: [ROOT] });
+/**
+ * tsx's loader, imported into node itself: signals reach the process under test directly. Through
+ * tsx's CLI they would pass a parent that gives the child 30 ms to say it got one and otherwise
+ * kills it (exit 143), which a loaded machine exceeds.
+ */
+const TSX = createRequire(import.meta.url).resolve('tsx', { paths: [ROOT] });
 
 /**
  * Runs a process that starts its lifecycle (logging JSON lines as a service's pino does), then runs
@@ -23,7 +28,7 @@ function runProcess(failure: string): Promise<{ code: number | null; lines: Arra
     ${failure}
   `;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX, '--input-type=module', '-e', program], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', TSX, '--input-type=module', '-e', program], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (data: Buffer) => {
       output += data.toString();
@@ -87,7 +92,7 @@ async function startServing(delayMs: number, steps = ''): Promise<ServingProcess
     ${steps}
     server.listen(0, '127.0.0.1', () => log('info')({ port: server.address().port }, 'listening'));
   `;
-  const child = spawn(process.execPath, [TSX, '--input-type=module', '-e', program], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', TSX, '--input-type=module', '-e', program], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Array<Record<string, unknown>> = [];
   let pending = '';
   const listening = new Promise<number>((resolve, reject) => {

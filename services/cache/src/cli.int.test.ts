@@ -47,7 +47,8 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-describe('the cache CLI', () => {
+// Each test starts the CLI up to six times, each run a few seconds on a loaded machine.
+describe('the cache CLI', { timeout: 120_000 }, () => {
   it('puts, lists and deletes settings that a running replica applies, each audited as the CLI', async () => {
     const put = await cli('settings', 'put', `team:${TEAM}`, '--enabled', 'on', '--ttl-seconds', '120', '--scope', 'shared:lab', '--json');
     expect(put.code, put.stderr).toBe(0);
