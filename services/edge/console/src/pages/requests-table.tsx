@@ -110,7 +110,9 @@ function RequestRow({
       <td data-testid="request-status">
         {isLogged(request) && request.http_status ? request.http_status : request.auto ? `auto ${request.auto.score.toFixed(2)}` : ''}
       </td>
-      <td class="number">{formatMilliseconds(request.latency_ms)}</td>
+      <td class="number" data-testid="request-latency" data-latency-ms={String(request.latency_ms)}>
+        {formatMilliseconds(request.latency_ms)}
+      </td>
       <td class="number" data-testid="request-cost" data-cost-usd={String(request.cost_usd)}>
         {formatUsd(request.cost_usd)}
         <CacheHit request={request} />
