@@ -284,7 +284,10 @@ describe('an upstream that is down', () => {
     };
     const response = await callUnary<ExecuteRequest, ExecuteResponseOutput>(executor, executor.Complete, request, { deadlineMs: 10_000 });
     expect(response.model_id).toBe('sim-mini');
-    expect(response.attempts).toMatchObject([{ model_id: 'fake-model', reason: 'model_unavailable', tries: 0 }]);
+    expect(response.attempts).toMatchObject([{ model_id: 'fake-model', reason: 'model_unavailable' }]);
+    // 0 while its breakers are open; 1 when their open period ran out first (a loaded machine) and
+    // the one probe they let through failed.
+    expect(response.attempts[0]!.tries).toBeLessThanOrEqual(1);
   });
 
   it('with fallbacks the next model answers and gateway.routed_to shows it', async () => {
