@@ -48,7 +48,8 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-describe('the MCP CLI', () => {
+// Each test starts the CLI several times, each run seconds on a loaded machine (CI's Node 22 pass beside its cluster suites).
+describe('the MCP CLI', { timeout: 120_000 }, () => {
   it('declares a server that a running replica serves with its header, never printing or storing the header in the clear', async () => {
     const put = await cli('put', 'github', '--url', 'https://mcp.example.test/mcp', '--header', `Authorization: Bearer ${SECRET}`, '--json');
     expect(put.code, put.stderr).toBe(0);

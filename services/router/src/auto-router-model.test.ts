@@ -12,7 +12,7 @@ import { HARD_PROMPT } from '../test/prompts.js';
 const DATA_PATH = DEFAULT_DATA_PATH;
 
 describe('the shipped model file', () => {
-  it('is byte for byte what the training command produces from the data', { timeout: 180_000 }, () => {
+  it('is byte for byte what the training command produces from the data', { timeout: 480_000 }, () => {
     expect(existsSync(DATA_PATH), `the routing data at ${DATA_PATH}`).toBe(true);
     const { model, report } = trainAutoRouter(readRoutingRows(DATA_PATH));
     expect(serializeModel(model)).toBe(readFileSync(DEFAULT_MODEL_PATH, 'utf8'));
