@@ -27,6 +27,8 @@ export interface Cluster {
   baseUrl: string;
   apiKey: string;
   redisUrl: string;
+  /** auth's AUTH_REDIS_PREFIX (auth's default, `auth:`, unless the test chose one), which metering settles under too. */
+  authPrefix: string;
   natsUrl: string;
   /** The cluster's own usage stream (USAGE_STREAM). */
   usageStream: string;
@@ -54,6 +56,14 @@ export { freePort } from '@gateway/testing';
 export function randomApiKey(): string {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
   return `br-${Array.from(randomBytes(40), (byte) => alphabet[byte % alphabet.length]).join('')}`;
+}
+
+/**
+ * An AUTH_REDIS_PREFIX of a cluster's own (`auth:e2e-<hex>:`): its keys, teams and audit trail
+ * apart from every other cluster's on the shared Redis, so that listing them lists its own only.
+ */
+export function ownAuthPrefix(): string {
+  return `auth:e2e-${randomBytes(4).toString('hex')}:`;
 }
 
 /** Options of a test cluster. */
@@ -147,6 +157,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
   // whose policy must not evict, and apart from other clusters' entries.
   const cacheRedis: RedisServer | undefined = options.cache ? await startRedisServer(['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru']) : undefined;
   const apiKey = randomApiKey();
+  const authPrefix = options.env?.AUTH_REDIS_PREFIX ?? 'auth:';
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     LOG_LEVEL: 'warn',
@@ -206,6 +217,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
       GUARD_REDIS_PREFIX: `guard:e2e-${randomBytes(4).toString('hex')}:`,
       GUARD_SECRETS_KEY: randomBytes(32).toString('base64'),
       GUARD_RELOAD_INTERVAL_MS: '100',
+      GUARD_AUDIT_PREFIX: authPrefix,
     }),
     ...(cacheRedis && {
       CACHE_LISTEN_ADDR: `127.0.0.1:${ports.cache}`,
@@ -216,7 +228,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
       // changes go to the audit trail of the cluster's auth (its prefix, auth's default unless the
       // test gives one), where /admin/v1/audit reads them.
       CACHE_REDIS_PREFIX: `cache:e2e-${randomBytes(4).toString('hex')}:`,
-      CACHE_AUDIT_PREFIX: options.env?.AUTH_REDIS_PREFIX ?? 'auth:',
+      CACHE_AUDIT_PREFIX: authPrefix,
       CACHE_RELOAD_INTERVAL_MS: '100',
     }),
     ...options.env,
@@ -245,6 +257,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     baseUrl: `http://127.0.0.1:${ports.edge}/v1`,
     apiKey,
     redisUrl: redis,
+    authPrefix,
     // options.env may name a NATS of the test's own: what a replica added beside the cluster joins.
     natsUrl: env.NATS_URL!,
     usageStream: env.USAGE_STREAM!,
@@ -266,7 +279,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
         for (const names of [bodiesNames, refusedNames, toolCallNames]) await deleteStream(env.NATS_URL!, names(env.USAGE_STREAM!).stream);
       // Metering's de-duplication records of that stream go with it.
       const client = connectRedis(redis, { maxRetriesPerRequest: 1 });
-      const keyId = await client.hget(`auth:key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id').catch(() => null);
+      const keyId = await client.hget(`${authPrefix}key:${createHash('sha256').update(apiKey).digest('hex')}`, 'key_id').catch(() => null);
       if (keyId) await client.del(`metering:dedup:{${keyId}}:${env.USAGE_STREAM}`).catch(() => undefined);
       client.disconnect();
     },

@@ -3,6 +3,7 @@
  * one Redis, driven over raw HTTP (the headers are the point). Keys are made with the admin API.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,7 +128,14 @@ describe('two edges and two auth processes on one Redis', () => {
     // A deadline of 30 s, not the production 2 s, for the auth and router calls: on a machine loaded
     // by a test run beside this one, a burst of 200 must meet the limits, not the deadline (whose
     // 503s are faults.e2e.test.ts's).
-    const env = { CATALOG_PATH: catalog(), EDGE_ADMIN_TOKEN: ADMIN_TOKEN, EDGE_CONTROL_DEADLINE_MS: '30000' };
+    // Keys under a prefix of their own (AUTH_REDIS_PREFIX, on both auths and metering): the
+    // settlement below holds only when metering settles under the prefix auth reserves under.
+    const env = {
+      CATALOG_PATH: catalog(),
+      EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
+      EDGE_CONTROL_DEADLINE_MS: '30000',
+      AUTH_REDIS_PREFIX: `auth:e2e-${randomBytes(4).toString('hex')}:`,
+    };
     cluster = await startCluster({ env });
     replicas = await startReplicas(cluster, env);
     edges = [cluster.baseUrl.replace(/\/v1$/, ''), replicas.origin];

@@ -8,6 +8,7 @@ import type { Static, TObject } from '@sinclair/typebox';
 
 export { Type } from '@sinclair/typebox';
 export {
+  authPrefixVariable,
   configReloadVariable,
   grpcConnectionAgeVariables,
   logLevelVariable,

@@ -29,6 +29,21 @@ export function redisVariables(urlPattern: string) {
   };
 }
 
+/**
+ * AUTH_REDIS_PREFIX: auth's, and metering's, which settles the token reservations auth opens there;
+ * the two must agree, or a reservation never settles and holds its estimate until it expires.
+ */
+export function authPrefixVariable() {
+  return {
+    AUTH_REDIS_PREFIX: Type.String({
+      description:
+        "Prefix of every Redis key auth (and its CLI) writes, so environments can share one Redis; metering settles auth's token reservations under it, so set it the same on both.",
+      pattern: '^[A-Za-z0-9:_-]*$',
+      default: 'auth:',
+    }),
+  };
+}
+
 /** USAGE_STREAM, USAGE_STREAM_REPLICAS and the stream's limits: the edge and metering, which must agree on all of them. */
 export function usageStreamVariables(namePattern: string) {
   return {

@@ -1,4 +1,4 @@
-import { logLevelVariable, redisVariables, Type, configReloadVariable, grpcConnectionAgeVariables, configLoader, type ConfigOf } from '@gateway/config';
+import { authPrefixVariable, logLevelVariable, redisVariables, Type, configReloadVariable, grpcConnectionAgeVariables, configLoader, type ConfigOf } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './quota/plans.js';
 
@@ -7,11 +7,7 @@ export const AuthConfigSchema = Type.Object({
   AUTH_LISTEN_ADDR: Type.String({ description: "Address auth's gRPC server listens on.", default: '0.0.0.0:50051' }),
   AUTH_METRICS_PORT: Type.Integer({ description: "Port of auth's /metrics, /healthz and /readyz.", minimum: 0, maximum: 65535, default: 9101 }),
   ...redisVariables(REDIS_URL_PATTERN),
-  AUTH_REDIS_PREFIX: Type.String({
-    description: 'Prefix of every Redis key auth (and its CLI) writes, so environments can share one Redis.',
-    pattern: '^[A-Za-z0-9:_-]*$',
-    default: 'auth:',
-  }),
+  ...authPrefixVariable(),
   AUTH_QUOTA_WINDOW_SECONDS: Type.Integer({
     description:
       "Length of the quota window in seconds: plans' requests and tokens per minute count over it (60; a drill may shorten it, say to 2, instead of waiting out a minute).",

@@ -12,6 +12,7 @@ describe('metering configuration', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_WAIT_REPLICAS: 0,
       REDIS_ALLOW_EVICTION: false,
+      AUTH_REDIS_PREFIX: 'auth:',
       CATALOG_PATH: DEFAULT_CATALOG_PATH,
       CONFIG_RELOAD_INTERVAL_MS: 2_000,
       GRPC_MAX_CONNECTION_AGE_MS: 120_000,
@@ -36,6 +37,7 @@ describe('metering configuration', () => {
   const invalid: Array<[Record<string, string>, string]> = [
     [{ NATS_URL: '127.0.0.1:4222' }, 'invalid configuration: env/NATS_URL must match pattern "^(nats|tls)://"'],
     [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'invalid configuration: env/REDIS_URL must match pattern "^rediss?(-cluster)?://"'],
+    [{ AUTH_REDIS_PREFIX: 'auth prefix' }, 'invalid configuration: env/AUTH_REDIS_PREFIX must match pattern "^[A-Za-z0-9:_-]*$"'],
     [{ METERING_METRICS_PORT: '70000' }, 'invalid configuration: env/METERING_METRICS_PORT must be <= 65535'],
     [{ CATALOG_PATH: '' }, 'invalid configuration: env/CATALOG_PATH must NOT have fewer than 1 characters'],
     [{ USAGE_STREAM: 'usage.v1' }, 'invalid configuration: env/USAGE_STREAM must match pattern "^[A-Za-z0-9_-]{1,32}$"'],

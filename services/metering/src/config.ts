@@ -1,5 +1,6 @@
 import { DEFAULT_CATALOG_PATH } from '@gateway/catalog';
 import {
+  authPrefixVariable,
   logLevelVariable,
   redisVariables,
   Type,
@@ -25,6 +26,7 @@ export const MeteringConfigSchema = Type.Object({
     default: 'nats://127.0.0.1:4222',
   }),
   ...redisVariables(REDIS_URL_PATTERN),
+  ...authPrefixVariable(),
   CATALOG_PATH: Type.String({
     description: 'The model catalog (YAML) to price events with; unset = packages/catalog/catalog.yaml.',
     examples: ['/etc/gateway/catalog.yaml'],

@@ -57,6 +57,7 @@ export async function openMeteringDependencies({
     ...usageStreamSettings(config),
     dedupRetentionMs: config.METERING_DEDUP_RETENTION_MS,
     redisReplicas: config.REDIS_WAIT_REPLICAS,
+    quotaPrefix: config.AUTH_REDIS_PREFIX,
     responsesTtlSeconds: config.METERING_RESPONSES_TTL_SECONDS,
     responsesRedis,
     responseBounds: {
