@@ -1,3 +1,4 @@
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 // Four projects, run by `pnpm test` in three groups, one after the other:
@@ -19,9 +20,35 @@ const native = process.env.GATEWAY_TESTS_WITHOUT_NATIVE === '1' ? ['services/gua
 /** The drills that run alone on the machine. */
 export const DRILLS = ['tests/e2e/hostile-drill.e2e.test.ts', 'tests/e2e/rate-limits.e2e.test.ts'];
 
+/**
+ * The end-to-end files that drive Chromium beside their cluster. Each is the heaviest load an e2e
+ * file puts on the machine, so the sequencer below spreads them out: two side by side would starve
+ * each other's cluster of the CPU its admin calls need.
+ */
+const BROWSER_FILES = /tests\/e2e\/(console[\w-]*|docs-examples)\.e2e\.test\.ts$/;
+
+/**
+ * vitest's order (failed first, then slowest first, then largest), with the e2e project's browser
+ * files spread evenly through its queue: the files run in this order, a few at a time, so no two
+ * browser files start near each other.
+ */
+export class SpreadSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const e2e = sorted.filter((file) => file.project.name === 'e2e');
+    const browser = e2e.filter((file) => BROWSER_FILES.test(file.moduleId));
+    if (browser.length === 0) return sorted;
+    const spread = e2e.filter((file) => !BROWSER_FILES.test(file.moduleId));
+    const gap = Math.max(1, Math.floor(e2e.length / browser.length));
+    for (const [index, file] of browser.entries()) spread.splice(Math.min(spread.length, index * gap + Math.floor(gap / 2)), 0, file);
+    return [...sorted.filter((file) => file.project.name !== 'e2e'), ...spread];
+  }
+}
+
 export default defineConfig({
   test: {
     maxWorkers: 4,
+    sequence: { sequencer: SpreadSequencer },
     projects: [
       {
         test: {

@@ -5,6 +5,7 @@
  * token, wait for a page of the console to have loaded its data).
  */
 import { existsSync } from 'node:fs';
+import { ownAuthPrefix } from './cluster.js';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
 
 /** The Chromium executable the tests drive. */
@@ -32,6 +33,18 @@ export interface ConsoleBrowser {
   /** Opens `address` (the console, or one of its pages) and logs in with `token`. */
   logIn(address: string, token: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * What the cluster of a console test runs with besides its own settings: keys, teams and audit
+ * trail under a prefix of its own, so that its pages list this cluster's, not every earlier test's
+ * on the shared Redis; and a 30 s deadline for the edge's calls to auth and the router instead of
+ * the production 2 s, since beside a browser and other clusters on a loaded machine an admin call
+ * can take longer, and its 504 would fail a page load the test is not about (faults.e2e.test.ts
+ * holds the deadline's 503s and 504s).
+ */
+export function consoleClusterEnv(): Record<string, string> {
+  return { AUTH_REDIS_PREFIX: ownAuthPrefix(), EDGE_CONTROL_DEADLINE_MS: '30000' };
 }
 
 /** Fails with the fix in the message when there is no Chromium: never a silent skip. */

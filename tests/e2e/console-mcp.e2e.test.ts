@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
-import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
+import { consoleClusterEnv, openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 import { startMcpUpstream, type McpUpstream } from './mcp-upstreams.js';
 import { stopInOrder } from './teardown.js';
 
@@ -41,7 +41,7 @@ async function toolNames(): Promise<string[]> {
 beforeAll(async () => {
   requireChromium();
   upstream = await startMcpUpstream({ name: 'wiki', apiKey: UPSTREAM_KEY, tools: { search: () => 'found' } });
-  cluster = await startCluster({ mcp: true, env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
+  cluster = await startCluster({ mcp: true, env: { ...consoleClusterEnv(), EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
   origin = new URL(cluster.baseUrl).origin;
   browser = await openConsoleBrowser();
   page = browser.page;

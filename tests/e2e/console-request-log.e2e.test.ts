@@ -18,7 +18,7 @@ import { encodeUsageEvent, usageNames } from '@gateway/messaging';
 import { createTestDatabase, eventually, freePort, natsServers, type TestDatabase } from '@gateway/testing';
 import { createAdminToken, type Cluster } from './cluster.js';
 import { startRequestLogCluster } from './request-log-cluster.js';
-import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
+import { consoleClusterEnv, openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const TRACE_ID = randomBytes(16).toString('hex');
@@ -62,6 +62,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => collector.listen(collectorPort, '127.0.0.1', resolve));
   cluster = await startRequestLogCluster(database, ADMIN_TOKEN, {
+    ...consoleClusterEnv(),
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`,
     REQUEST_LOG_BODIES_VIEWERS: '*',
   });
@@ -74,7 +75,7 @@ beforeAll(async () => {
     });
   // The cluster's key (found as auth stores it: Redis is shared with other clusters) keeps its requests' bodies.
   const redis = new Redis(cluster.redisUrl);
-  keyId = (await redis.hget(`auth:key:${createHash('sha256').update(cluster.apiKey).digest('hex')}`, 'key_id'))!;
+  keyId = (await redis.hget(`${cluster.authPrefix}key:${createHash('sha256').update(cluster.apiKey).digest('hex')}`, 'key_id'))!;
   await redis.quit();
   expect((await admin('PATCH', `/admin/v1/keys/${keyId}`, { log_bodies: true })).status).toBe(200);
   viewerSecret = await createAdminToken(origin, ADMIN_TOKEN, 'viewer', 'console-request-log');

@@ -22,6 +22,7 @@ import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startCluster, type Cluster } from './cluster.js';
+import { consoleClusterEnv } from './console-browser.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../test-results/console-sso/', import.meta.url));
@@ -145,6 +146,7 @@ beforeAll(async () => {
   // reserved for this process (freePort) meanwhile, so nothing else takes it.
   cluster = await startCluster({
     env: {
+      ...consoleClusterEnv(),
       EDGE_ADMIN_TOKEN: '',
       EDGE_OIDC_ISSUER: issuer,
       EDGE_OIDC_CLIENT_ID: CLIENT_ID,

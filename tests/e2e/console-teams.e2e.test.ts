@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { eventually } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
-import { openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
+import { consoleClusterEnv, openConsoleBrowser, requireChromium, type ConsoleBrowser } from './console-browser.js';
 
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
 const SCREENSHOTS = fileURLToPath(new URL('../../test-results/console/', import.meta.url));
@@ -43,7 +43,7 @@ function complete(apiKey: string): Promise<Response> {
 beforeAll(async () => {
   requireChromium();
   mkdirSync(SCREENSHOTS, { recursive: true });
-  cluster = await startCluster({ env: { EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
+  cluster = await startCluster({ env: { ...consoleClusterEnv(), EDGE_ADMIN_TOKEN: ADMIN_TOKEN } });
   origin = new URL(cluster.baseUrl).origin;
   // The refused deletion (409) is expected, and the browser reports it.
   browser = await openConsoleBrowser({ expected: (message) => /status of 409/.test(message.text()) });

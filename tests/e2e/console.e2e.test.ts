@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { startCluster, type Cluster } from './cluster.js';
+import { consoleClusterEnv } from './console-browser.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ADMIN_TOKEN = `admin-${randomBytes(24).toString('hex')}`;
@@ -73,11 +74,9 @@ beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   cluster = await startCluster({
     env: {
+      ...consoleClusterEnv(),
       EDGE_ADMIN_TOKEN: ADMIN_TOKEN,
       EDGE_ADMIN_TOKENS_ENABLED: 'true',
-      // The console's pages, not the deadline: on a machine loaded by a test run beside this one an
-      // admin call to auth can take longer than the production 2 s, and its 503 fails a page load.
-      EDGE_CONTROL_DEADLINE_MS: '30000',
       // Health reports of this cluster's models only: another cluster's breakers never mark sim-mini down here.
       DEPLOYMENT_HEALTH_SUBJECT: `health.v1.deployment.test-${randomBytes(4).toString('hex')}`,
     },

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@gateway/testing';
 import { startCluster, type Cluster } from './cluster.js';
-import { openConsoleBrowser, type ConsoleBrowser } from './console-browser.js';
+import { consoleClusterEnv, openConsoleBrowser, type ConsoleBrowser } from './console-browser.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Where TypeScript examples are written to run: inside the repository, so that their imports resolve. */
@@ -144,7 +144,12 @@ describe('the documentation examples', () => {
     // The admin API on, with a token of the cluster's own, as scripts/start.sh turns it on.
     const adminToken = randomBytes(32).toString('base64url');
     database = await createTestDatabase('reqlog_docs');
-    cluster = await startCluster({ plan: 'pro', requestLog: { databaseUrl: database.url }, cache: true, env: { EDGE_ADMIN_TOKEN: adminToken } });
+    cluster = await startCluster({
+      plan: 'pro',
+      requestLog: { databaseUrl: database.url },
+      cache: true,
+      env: { ...consoleClusterEnv(), EDGE_ADMIN_TOKEN: adminToken },
+    });
     env = { ...process.env, GATEWAY_URL: cluster.baseUrl.replace(/\/v1$/, ''), GATEWAY_KEY: cluster.apiKey, GATEWAY_ADMIN_TOKEN: adminToken };
     // The SDKs' own variables are the page's to set: none leaks in from the developer's shell.
     for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']) delete env[name];
