@@ -7,6 +7,7 @@ import { envSchema } from 'env-schema';
 import type { Static, TObject } from '@sinclair/typebox';
 
 export { Type } from '@sinclair/typebox';
+export { type Command, type CommandLineOptions, failureOf, isUsageError, runCommandLine, UsageError } from './command-line.js';
 export {
   authPrefixVariable,
   configReloadVariable,

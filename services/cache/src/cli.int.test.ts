@@ -4,14 +4,13 @@
  * generation on, and a wrong command line or setting is refused with the reason and a non-zero
  * exit.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog } from '@gateway/keyspace';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
-import { eventually, redisUrl } from '@gateway/testing';
+import { eventually, redisUrl, runScript, type ScriptResult } from '@gateway/testing';
 import { CacheState } from './cache-state.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -21,17 +20,8 @@ let redis: RedisClient;
 let url: string;
 let replica: CacheState;
 
-function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', REDIS_URL: url, CACHE_REDIS_PREFIX: prefix, CACHE_AUDIT_PREFIX: `${prefix}auth:` },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function cli(...args: string[]): Promise<ScriptResult> {
+  return runScript(CLI, args, { PATH: process.env.PATH ?? '', REDIS_URL: url, CACHE_REDIS_PREFIX: prefix, CACHE_AUDIT_PREFIX: `${prefix}auth:` });
 }
 
 beforeAll(async () => {

@@ -15,6 +15,7 @@
  * recorded in the audit trail with the actor `cli`.
  */
 import { parseArgs } from 'node:util';
+import { runCommandLine, UsageError } from '@gateway/config';
 import { GatewayError } from '@gateway/grpc';
 import { AuditLog, CLI_ACTOR } from '@gateway/keyspace';
 import { createLogger } from '@gateway/logger';
@@ -33,9 +34,6 @@ const USAGE = `usage:
   cli.js purge --team TEAM_ID | --key KEY_ID | --model MODEL_ID | --all
 TARGET is global, model:MODEL_ID, team:TEAM_ID or key:KEY_ID. Reads REDIS_URL, CACHE_REDIS_PREFIX
 and CACHE_AUDIT_PREFIX.`;
-
-/** A command line that cannot be run: its message and the usage, exit code 2. */
-class UsageError extends Error {}
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -131,13 +129,5 @@ async function run(argv: readonly string[], print: (text: string) => void): Prom
   }
 }
 
-run(process.argv.slice(2), (text) => process.stdout.write(`${text}\n`)).catch((error: unknown) => {
-  const code = (error as { code?: unknown }).code;
-  if (error instanceof UsageError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS'))) {
-    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    process.exit(2);
-  }
-  // Refused settings (their validation) name the field; anything else is one line, no stack.
-  process.stderr.write(`${error instanceof GatewayError ? error.message : `error: ${(error as Error).message}`}\n`);
-  process.exit(1);
-});
+// A refusal (its validation) names the field: printed as it is.
+runCommandLine(run, { usage: USAGE, speaksForItself: (error) => error instanceof GatewayError });

@@ -4,13 +4,12 @@
  * printed nor stored in the clear, --keep-headers keeps them, delete removes the server, and a
  * wrong command line or server is refused with the reason and a non-zero exit.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, deleteMatching, type RedisClient } from '@gateway/redis';
-import { eventually, redisUrl } from '@gateway/testing';
+import { eventually, redisUrl, runScript, type ScriptResult } from '@gateway/testing';
 import { SecretCipher } from '@gateway/redis';
 import { ServerRegistry } from './server-registry.js';
 
@@ -22,17 +21,8 @@ let redis: RedisClient;
 let url: string;
 let replica: ServerRegistry;
 
-function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH ?? '', REDIS_URL: url, MCP_REDIS_PREFIX: prefix, MCP_SECRETS_KEY: KEY },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
-    child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function cli(...args: string[]): Promise<ScriptResult> {
+  return runScript(CLI, args, { PATH: process.env.PATH ?? '', REDIS_URL: url, MCP_REDIS_PREFIX: prefix, MCP_SECRETS_KEY: KEY });
 }
 
 beforeAll(async () => {

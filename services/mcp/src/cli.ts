@@ -15,6 +15,7 @@
  * `put` replaces the server's headers with those given (none: no headers) unless --keep-headers.
  */
 import { parseArgs } from 'node:util';
+import { runCommandLine, UsageError } from '@gateway/config';
 import { GatewayError } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { connectRedis, SecretCipher } from '@gateway/redis';
@@ -30,9 +31,6 @@ const USAGE = `usage:
   cli.js delete <name>
 Reads REDIS_URL, MCP_REDIS_PREFIX and MCP_SECRETS_KEY. Header values and client secrets are stored
 sealed and never printed.`;
-
-/** A command line that cannot be run: its message and the usage, exit code 2. */
-class UsageError extends Error {}
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -143,13 +141,5 @@ async function run(argv: readonly string[], print: (text: string) => void): Prom
   }
 }
 
-run(process.argv.slice(2), (text) => process.stdout.write(`${text}\n`)).catch((error: unknown) => {
-  const code = (error as { code?: unknown }).code;
-  if (error instanceof UsageError || (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS'))) {
-    process.stderr.write(`${(error as Error).message}\n${USAGE}\n`);
-    process.exit(2);
-  }
-  // A refused server (the registry's checks) names the field; anything else is one line, no stack.
-  process.stderr.write(`${error instanceof GatewayError ? error.message : `error: ${(error as Error).message}`}\n`);
-  process.exit(1);
-});
+// A refusal (its validation) names the field: printed as it is.
+runCommandLine(run, { usage: USAGE, speaksForItself: (error) => error instanceof GatewayError });
