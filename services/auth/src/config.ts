@@ -1,4 +1,13 @@
-import { authPrefixVariable, logLevelVariable, redisVariables, Type, configReloadVariable, grpcConnectionAgeVariables, configLoader, type ConfigOf } from '@gateway/config';
+import {
+  authPrefixVariable,
+  logLevelVariable,
+  redisVariables,
+  Type,
+  configReloadVariable,
+  grpcConnectionAgeVariables,
+  configLoader,
+  type ConfigOf,
+} from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 import { DEFAULT_PLANS_PATH, PLAN_NAMES, type PlanName } from './quota/plans.js';
 
