@@ -16,6 +16,10 @@ const SCOPE_PATTERN = /^(team|key|shared:[a-z0-9_-]{1,64})$/;
 export const MAX_TARGETS = 10_000;
 /** The longest TTL: 30 days. */
 export const MAX_TTL_SECONDS = 2_592_000;
+/** A semantic model setting: a catalog model id, or empty for exact only. */
+const MODEL_ID_PATTERN = /^[A-Za-z0-9._:/@-]{1,128}$/;
+/** The least semantic threshold: nearer than this is not the same question by any embedding model. */
+export const MIN_SEMANTIC_THRESHOLD = 0.5;
 
 function invalid(message: string, param: string): GatewayError {
   return GatewayError.of('invalid_request', message, { param });
@@ -35,6 +39,9 @@ export function validateSettings(settings: CacheSettingsOutput | undefined, acto
   if (settings?.ttl_seconds !== undefined && !Number.isInteger(settings.ttl_seconds)) throw invalid('`ttl_seconds` must be a whole number.', 'ttl_seconds');
   bounded(settings?.max_temperature, 0, 2, 'max_temperature');
   bounded(settings?.hit_cost_ratio, 0, 1, 'hit_cost_ratio');
+  bounded(settings?.semantic_threshold, MIN_SEMANTIC_THRESHOLD, 1, 'semantic_threshold');
+  if (settings?.semantic_model && !MODEL_ID_PATTERN.test(settings.semantic_model))
+    throw invalid('`semantic_model` must be the id of a catalog embedding model, or empty for exact lookups only.', 'semantic_model');
   if (settings?.scope !== undefined && !SCOPE_PATTERN.test(settings.scope))
     throw invalid('`scope` must be `team`, `key` or `shared:<group>` (a group of 1 to 64 lowercase letters, digits, `-` or `_`).', 'scope');
   const given = settings ?? {};
@@ -46,6 +53,8 @@ export function validateSettings(settings: CacheSettingsOutput | undefined, acto
     ...(given.scope !== undefined && { scope: given.scope }),
     ...(given.hit_cost_ratio !== undefined && { hit_cost_ratio: given.hit_cost_ratio }),
     ...(given.count_hit_tokens !== undefined && { count_hit_tokens: given.count_hit_tokens }),
+    ...(given.semantic_model !== undefined && given.semantic_model !== null && { semantic_model: given.semantic_model }),
+    ...(given.semantic_threshold !== undefined && given.semantic_threshold !== null && { semantic_threshold: given.semantic_threshold }),
     updated_by: actor,
     updated_at_ms: nowMs,
   };
@@ -60,9 +69,13 @@ export interface ResolvedSettings {
   scope: string;
   hitCostRatio: number;
   countHitTokens: boolean;
+  /** The catalog embedding model of semantic lookups; empty: exact only. */
+  semanticModel: string;
+  /** The least cosine similarity of a semantic hit. */
+  semanticThreshold: number;
 }
 
-/** The defaults under every target: off; an hour; deterministic requests only; the team's scope; hits free. */
+/** The defaults under every target: off; an hour; deterministic requests only; the team's scope; hits free; exact only. */
 export const DEFAULT_SETTINGS: Readonly<ResolvedSettings> = Object.freeze({
   enabled: false,
   ttlSeconds: 3_600,
@@ -70,6 +83,8 @@ export const DEFAULT_SETTINGS: Readonly<ResolvedSettings> = Object.freeze({
   scope: 'team',
   hitCostRatio: 0,
   countHitTokens: false,
+  semanticModel: '',
+  semanticThreshold: 0.95,
 });
 
 /** Merges records in order (each overriding the one before field by field) over the defaults. */
@@ -83,6 +98,8 @@ export function mergeSettings(records: readonly (CacheSettingsOutput | undefined
     if (record.scope) merged.scope = record.scope;
     if (record.hit_cost_ratio !== undefined && record.hit_cost_ratio !== null) merged.hitCostRatio = record.hit_cost_ratio;
     if (record.count_hit_tokens !== undefined && record.count_hit_tokens !== null) merged.countHitTokens = record.count_hit_tokens;
+    if (record.semantic_model !== undefined && record.semantic_model !== null) merged.semanticModel = record.semantic_model;
+    if (record.semantic_threshold !== undefined && record.semantic_threshold !== null) merged.semanticThreshold = record.semantic_threshold;
   }
   return merged;
 }

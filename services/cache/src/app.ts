@@ -1,3 +1,7 @@
+/**
+ * The cache wired from its dependencies: the shared state, the entries, the semantic index and
+ * its tail of the cache's Redis, the admin changes, the metrics and the gRPC server.
+ */
 import { connectionAgeOptions, createGatewayServer, type ConnectionAge, type GatewayServer, withShutdownSteps } from '@gateway/grpc';
 import { AuditLog } from '@gateway/keyspace';
 import type { Logger } from '@gateway/logger';
@@ -9,6 +13,9 @@ import { createCacheMetrics } from './cache-metrics.js';
 import { createCacheService } from './cache-service.js';
 import { CacheState } from './cache-state.js';
 import { EntryStore } from './entries.js';
+import { SemanticCache } from './semantic-cache.js';
+import { SemanticIndex } from './semantic-index.js';
+import { SemanticTail } from './semantic-tail.js';
 
 /** What the cache is wired from; main.ts builds these from the config, tests build their own. */
 export interface CacheDependencies {
@@ -24,6 +31,8 @@ export interface CacheDependencies {
   auditPrefix?: string;
   reloadIntervalMs: number;
   maxEntryBytes: number;
+  /** CACHE_SEMANTIC_MAX_BYTES: the bound of this replica's semantic index (256 MiB unless given). */
+  semanticMaxBytes?: number;
   connectionAge?: ConnectionAge;
 }
 
@@ -31,28 +40,43 @@ export interface CacheDependencies {
 export interface CacheApp {
   server: GatewayServer;
   state: CacheState;
+  /**
+   * The semantic index's tail of the cache's Redis: start() it beside the state (it resolves after
+   * the first rebuild, or its failure: a cache's Redis down never holds the start back); the
+   * server's shutdown stops it.
+   */
+  semantic: SemanticTail;
   /** Reads whether the entries' Redis is bounded (gateway_cache_redis_bounded), logging an error when not. */
   checkBounded(): Promise<void>;
 }
 
 /** How often the entries' Redis's bounds are read again. */
 const BOUNDS_INTERVAL_MS = 60_000;
+/** The semantic index's bound when the dependencies name none (CACHE_SEMANTIC_MAX_BYTES's default). */
+const SEMANTIC_MAX_BYTES = 256 * 1024 * 1024;
 
 /**
  * The cache's unstarted gRPC server (CacheService and grpc.health.v1) with its shared state. Its
  * shutdown first ends the open WatchSettings streams (the edges reconnect to another replica),
- * then drains the calls in flight, then stops polling Redis.
+ * then drains the calls in flight, then stops polling Redis and tailing the semantic stream.
  */
 export function createServer(deps: CacheDependencies): CacheApp {
   const state = new CacheState(deps.redis, { prefix: deps.prefix, intervalMs: deps.reloadIntervalMs, logger: deps.logger });
   let bounded = 0;
+  const index = new SemanticIndex({ maxBytes: deps.semanticMaxBytes ?? SEMANTIC_MAX_BYTES });
+  const tail = new SemanticTail(deps.cacheRedis, index, { prefix: deps.prefix, logger: deps.logger });
   const metrics = createCacheMetrics(deps.registry, {
     redisUp: () => (deps.cacheRedis.status === 'ready' ? 1 : 0),
     redisBounded: () => bounded,
+    semantic: () => ({ vectors: index.vectors, bytes: index.bytes, annGroups: index.annGroups }),
+    semanticDropped: () => index.dropped,
+    semanticRebuilds: () => tail.rebuilds,
   });
+  const entries = new EntryStore(deps.cacheRedis, state, { prefix: deps.prefix, maxEntryBytes: deps.maxEntryBytes });
   const service = createCacheService({
     state,
-    entries: new EntryStore(deps.cacheRedis, state, { prefix: deps.prefix, maxEntryBytes: deps.maxEntryBytes }),
+    entries,
+    semantic: new SemanticCache(deps.cacheRedis, entries, index, deps.prefix),
     // auth trims the trail by its own retention; the cache only adds to it.
     admin: new CacheAdmin(state, {
       logger: deps.logger,
@@ -79,12 +103,14 @@ export function createServer(deps: CacheDependencies): CacheApp {
   };
   return {
     state,
+    semantic: tail,
     checkBounded,
     server: withShutdownSteps(server, {
       before: () => service.endWatches(),
-      after: () => {
+      after: async () => {
         state.stop();
         clearInterval(boundsTimer);
+        await tail.stop();
       },
     }),
   };

@@ -1,9 +1,10 @@
 /**
- * The CacheService handlers. Lookup and Store read and write the entries (entries.ts): a Redis
- * that does not answer is UNAVAILABLE at once, which the edge takes as a miss. PutSettings,
- * DeleteSettings and Purge are the operator's changes (cache-admin.ts), made with the call's
- * actor; WatchSettings pushes every target's settings at once and on every change this replica
- * reads.
+ * The CacheService handlers. Lookup and Store read and write the entries (entries.ts), and with a
+ * semantic key (and, for a Lookup, no exact key) the vectors of their questions too
+ * (semantic-cache.ts): a Redis that does not answer is UNAVAILABLE at once, which the edge takes as
+ * a miss. PutSettings, DeleteSettings and Purge are the operator's changes (cache-admin.ts), made
+ * with the call's actor; WatchSettings pushes every target's settings at once and on every change
+ * this replica reads.
  */
 import { actorOf, GatewayError, requestIdOf, unary, WatchStreams } from '@gateway/grpc';
 import { UNKNOWN_ACTOR } from '@gateway/keyspace';
@@ -12,11 +13,13 @@ import type { CacheAdmin, Change } from './cache-admin.js';
 import type { CacheMetrics } from './cache-metrics.js';
 import type { CacheState } from './cache-state.js';
 import type { EntryStore } from './entries.js';
+import type { SemanticCache } from './semantic-cache.js';
 
 /** What the handlers work with. */
 export interface CacheServiceOptions {
   state: CacheState;
   entries: EntryStore;
+  semantic: SemanticCache;
   admin: CacheAdmin;
   metrics: CacheMetrics;
 }
@@ -28,7 +31,7 @@ function changeOf(call: Parameters<typeof actorOf>[0]): Change {
 
 /** The handlers, and a way to end every open watch at shutdown. */
 export function createCacheService(options: CacheServiceOptions): { handlers: CacheServiceHandlers; endWatches(): void } {
-  const { state, entries, admin, metrics } = options;
+  const { state, entries, semantic, admin, metrics } = options;
   const watches = new WatchStreams<SettingsSnapshot>((count) => metrics.watchers.set(count));
   state.onChange(() => {
     const settings = state.settings();
@@ -40,7 +43,16 @@ export function createCacheService(options: CacheServiceOptions): { handlers: Ca
   return {
     handlers: {
       Lookup: unary(async (request) => {
-        const entry = await entries.lookup({ scope: request.scope ?? '', key: request.key ?? '', modelId: request.model_id ?? '' }).catch((error: unknown) => {
+        const address = { scope: request.scope ?? '', modelId: request.model_id ?? '' };
+        if (request.semantic && !request.key) {
+          const near = await semantic.lookup(address, request.semantic, request.threshold ?? 0).catch((error: unknown) => {
+            metrics.semanticLookups.inc({ result: 'error' });
+            throw error;
+          });
+          metrics.semanticLookups.inc({ result: near ? 'hit' : 'miss' });
+          return near ?? {};
+        }
+        const entry = await entries.lookup({ ...address, key: request.key ?? '' }).catch((error: unknown) => {
           metrics.lookups.inc({ result: 'error' });
           throw error;
         });
@@ -51,12 +63,12 @@ export function createCacheService(options: CacheServiceOptions): { handlers: Ca
         const ttl = request.ttl_seconds ?? 0;
         if (!request.entry || !request.scope || !request.key || ttl < 1)
           throw GatewayError.of('invalid_request', 'A Store names a scope, a key, an entry and a TTL.', { param: 'entry' });
-        const result = await entries
-          .store({ scope: request.scope, key: request.key, modelId: request.model_id ?? '' }, request.entry, ttl)
-          .catch((error: unknown) => {
-            metrics.stores.inc({ result: 'error' });
-            throw error;
-          });
+        const address = { scope: request.scope, key: request.key, modelId: request.model_id ?? '' };
+        const stored = request.semantic ? semantic.store(address, request.entry, ttl, request.semantic) : entries.store(address, request.entry, ttl);
+        const result = await stored.catch((error: unknown) => {
+          metrics.stores.inc({ result: 'error' });
+          throw error;
+        });
         metrics.stores.inc({ result: result.result });
         metrics.storedBytes.inc(result.bytes);
         return result.result === 'stored' ? { stored: true } : { stored: false, reason: result.result };

@@ -6,7 +6,8 @@
  *   node dist/cli.js settings list [--json]
  *   node dist/cli.js settings get <target> [--json]
  *   node dist/cli.js settings put <target> [--enabled on|off] [--ttl-seconds N] [--max-temperature X]
- *                                 [--scope team|key|shared:<group>] [--hit-cost-ratio X] [--count-hit-tokens on|off] [--json]
+ *                                 [--scope team|key|shared:<group>] [--hit-cost-ratio X] [--count-hit-tokens on|off]
+ *                                 [--semantic-model <embedding model id>|''] [--semantic-threshold X] [--json]
  *   node dist/cli.js settings delete <target>
  *   node dist/cli.js purge --team <team_id> | --key <key_id> | --model <model_id> | --all
  *   node dist/cli.js help (or --help, -h)
@@ -29,7 +30,8 @@ const USAGE = `usage:
   cli.js settings list [--json]
   cli.js settings get TARGET [--json]
   cli.js settings put TARGET [--enabled on|off] [--ttl-seconds N] [--max-temperature X]
-                             [--scope team|key|shared:GROUP] [--hit-cost-ratio X] [--count-hit-tokens on|off] [--json]
+                             [--scope team|key|shared:GROUP] [--hit-cost-ratio X] [--count-hit-tokens on|off]
+                             [--semantic-model EMBEDDING_MODEL_ID|''] [--semantic-threshold X] [--json]
   cli.js settings delete TARGET
   cli.js purge --team TEAM_ID | --key KEY_ID | --model MODEL_ID | --all
 TARGET is global, model:MODEL_ID, team:TEAM_ID or key:KEY_ID. Reads REDIS_URL, CACHE_REDIS_PREFIX
@@ -44,6 +46,8 @@ const OPTIONS = {
   scope: { type: 'string' },
   'hit-cost-ratio': { type: 'string' },
   'count-hit-tokens': { type: 'string' },
+  'semantic-model': { type: 'string' },
+  'semantic-threshold': { type: 'string' },
   team: { type: 'string' },
   key: { type: 'string' },
   model: { type: 'string' },
@@ -75,11 +79,13 @@ function settingsOf(target: string, values: Values): CacheSettingsOutput {
     scope: values.scope,
     hit_cost_ratio: number(values['hit-cost-ratio'], 'hit-cost-ratio'),
     count_hit_tokens: onOff(values['count-hit-tokens'], 'count-hit-tokens'),
+    semantic_model: values['semantic-model'],
+    semantic_threshold: number(values['semantic-threshold'], 'semantic-threshold'),
   };
 }
 
 function line(settings: CacheSettingsOutput): string {
-  const fields = (['enabled', 'ttl_seconds', 'max_temperature', 'scope', 'hit_cost_ratio', 'count_hit_tokens'] as const)
+  const fields = (['enabled', 'ttl_seconds', 'max_temperature', 'scope', 'hit_cost_ratio', 'count_hit_tokens', 'semantic_model', 'semantic_threshold'] as const)
     .filter((field) => settings[field] !== undefined && settings[field] !== null)
     .map((field) => `${field}=${settings[field]}`);
   return `${settings.target}\t${fields.join(' ')}`;

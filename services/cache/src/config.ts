@@ -1,3 +1,4 @@
+/** The cache's configuration: every variable it reads, with its description and default. */
 import { grpcConnectionAgeVariables, logLevelVariable, redisVariables, Type, configLoader, type ConfigOf } from '@gateway/config';
 import { REDIS_URL_PATTERN } from '@gateway/redis';
 
@@ -28,6 +29,13 @@ export const CacheConfigSchema = Type.Object({
     minimum: 1_024,
     maximum: 64 * 1024 * 1024,
     default: 1_048_576,
+  }),
+  CACHE_SEMANTIC_MAX_BYTES: Type.Integer({
+    description:
+      "The most memory each replica's semantic index (the kept questions' vectors it searches) takes, in bytes as estimated (the vectors, their bookkeeping, the HNSW index of a large group): past it the oldest vectors go first, and their questions are exact-only misses. The vectors themselves live in CACHE_REDIS_URL's Redis with their entries, so every replica finds them and a restarted one reads them again.",
+    minimum: 1_048_576,
+    maximum: 68_719_476_736,
+    default: 268_435_456,
   }),
   CACHE_AUDIT_PREFIX: Type.String({
     description:

@@ -21,6 +21,7 @@ export function openCacheDependencies({ config, logger, registry, open }: RunCon
     auditPrefix: config.CACHE_AUDIT_PREFIX,
     reloadIntervalMs: config.CACHE_RELOAD_INTERVAL_MS,
     maxEntryBytes: config.CACHE_MAX_ENTRY_BYTES,
+    semanticMaxBytes: config.CACHE_SEMANTIC_MAX_BYTES,
     connectionAge: connectionAgeOf(config),
   };
 }

@@ -3,7 +3,8 @@
  * `<prefix>e:<scope>:<generations>:<model>:<key>`, its value a CacheEntry in protobuf bytes, with
  * the TTL of its settings. The generations (global, scope, model; cache-state.ts) are in the name,
  * so a purge makes the entries it covers unreachable at once, and memory is bounded by the Redis's
- * `maxmemory` and its evicting policy rather than by anything the cache counts.
+ * `maxmemory` and its evicting policy rather than by anything the cache counts. A semantic lookup
+ * reads the entry its nearest kept question names (semantic-cache.ts).
  */
 import { GatewayError } from '@gateway/grpc';
 import { type CacheEntry, type CacheEntryOutput, messageCodec } from '@gateway/proto';
@@ -20,7 +21,7 @@ export interface EntryAddress {
 }
 
 /** A Redis failure as the callers see it: UNAVAILABLE, which the edge takes as a miss. */
-function unavailable(error: unknown): GatewayError {
+export function unavailable(error: unknown): GatewayError {
   return GatewayError.of('service_unavailable', `The cache's Redis did not answer: ${(error as Error).message}`);
 }
 
@@ -32,28 +33,37 @@ export class EntryStore {
     private readonly options: { prefix: string; maxEntryBytes: number },
   ) {}
 
-  /** The Redis key of an entry, with the generations as they are now. */
-  private nameOf({ scope, key, modelId }: EntryAddress): string {
+  /** The generations of an address's entries as they are now: global, scope, model. */
+  generations({ scope, modelId }: Omit<EntryAddress, 'key'>): string {
     const state = this.state;
-    const generations = `${state.generation('all')}.${state.generation(`scope:${scope}`)}.${state.generation(`model:${modelId}`)}`;
-    return `${this.options.prefix}e:${scope}:${generations}:${modelId}:${key}`;
+    return `${state.generation('all')}.${state.generation(`scope:${scope}`)}.${state.generation(`model:${modelId}`)}`;
   }
 
-  /** The entry, or undefined for none. */
-  async lookup(address: EntryAddress): Promise<CacheEntryOutput | undefined> {
-    const bytes = await this.redis.getBuffer(this.nameOf(address)).catch((error: unknown) => {
+  /** The Redis key of an entry, with these generations (those of now unless given). */
+  private nameOf(address: EntryAddress, generations = this.generations(address)): string {
+    return `${this.options.prefix}e:${address.scope}:${generations}:${address.modelId}:${address.key}`;
+  }
+
+  /** The entry, or undefined for none; under `generations` when given (a semantic lookup's). */
+  async lookup(address: EntryAddress, generations?: string): Promise<CacheEntryOutput | undefined> {
+    const bytes = await this.redis.getBuffer(this.nameOf(address, generations)).catch((error: unknown) => {
       throw unavailable(error);
     });
     return bytes ? entryCodec.decode(bytes) : undefined;
   }
 
-  /** Keeps an entry for `ttlSeconds`, resolving its size; `too_large` when it is over the cap (not kept). */
-  async store(address: EntryAddress, entry: CacheEntry, ttlSeconds: number): Promise<{ result: 'stored' | 'too_large'; bytes: number }> {
+  /**
+   * Keeps an entry for `ttlSeconds` (under `generations` when given: a semantic store's), resolving
+   * its size; `too_large` when it is over the cap (not kept).
+   */
+  async store(address: EntryAddress, entry: CacheEntry, ttlSeconds: number, generations?: string): Promise<{ result: 'stored' | 'too_large'; bytes: number }> {
     const bytes = entryCodec.encode(entry);
     if (bytes.byteLength > this.options.maxEntryBytes) return { result: 'too_large', bytes: 0 };
-    await this.redis.set(this.nameOf(address), Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 'EX', ttlSeconds).catch((error: unknown) => {
-      throw unavailable(error);
-    });
+    await this.redis
+      .set(this.nameOf(address, generations), Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), 'EX', ttlSeconds)
+      .catch((error: unknown) => {
+        throw unavailable(error);
+      });
     return { result: 'stored', bytes: bytes.byteLength };
   }
 }

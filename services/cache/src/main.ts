@@ -5,9 +5,10 @@ import { openCacheDependencies } from './dependencies.js';
 
 /**
  * The cache: its two Redis servers, the settings (read once REDIS_URL's answers, then polled), the
- * gRPC server; ready without the entries' Redis (a cache that does not answer is a miss); on
- * SIGTERM NOT_SERVING at once, serving on for CACHE_SHUTDOWN_DELAY_MS, then no new calls and
- * CACHE_SHUTDOWN_GRACE_MS for the calls in flight.
+ * gRPC server, the semantic index read from the entries' Redis and then tailed; ready without the
+ * entries' Redis (a cache that does not answer is a miss); on SIGTERM NOT_SERVING at once,
+ * serving on for CACHE_SHUTDOWN_DELAY_MS, then no new calls and CACHE_SHUTDOWN_GRACE_MS for the
+ * calls in flight.
  */
 await runService({
   name: 'cache',
@@ -26,6 +27,8 @@ await runService({
         if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
         await app.state.start();
         await app.checkBounded();
+        // The semantic index read from the cache's Redis before the first call (at most a few seconds).
+        await app.semantic.start();
       },
       ready: () => redis.status === 'ready' && app.state.loaded,
       listening: (port) => [
