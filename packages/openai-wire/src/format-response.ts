@@ -37,10 +37,11 @@ export interface GatewayInfo {
   guardrails?: Array<{ policy: string; check: string; point: string; action: string; enforced: boolean; entity: string; error?: string }>;
   /**
    * What the response cache did, when its settings cover the request: `hit` (answered from the
-   * cache, with the entry's age), `miss` (looked up, not found; the answer is kept once complete),
-   * or `skip` (not looked up: the caller's Cache-Control, sampling above the threshold).
+   * cache, with the entry's age, and for a semantic hit the cosine similarity of the kept
+   * question to this one), `miss` (looked up, not found; the answer is kept once complete), or
+   * `skip` (not looked up: the caller's Cache-Control, sampling above the threshold).
    */
-  cache?: { status: 'hit' | 'miss' | 'skip'; age_ms?: number };
+  cache?: { status: 'hit' | 'miss' | 'skip'; age_ms?: number; similarity?: number };
 }
 
 const FINISH_REASONS: Record<FinishReasonOutput, string | null> = {

@@ -97,6 +97,13 @@ export const EdgeConfigSchema = Type.Object({
     minimum: 1,
     maximum: 10_000,
   }),
+  EDGE_CACHE_SEMANTIC_DEADLINE_MS: Type.Integer({
+    description:
+      "How long the edge waits for the embedding of a request's question when its cache settings name a semantic model (ms); past it, or when the embedding fails, the request is looked up exactly only: a semantic cache never adds more than this (and one lookup) to a miss.",
+    default: 1_000,
+    minimum: 1,
+    maximum: 60_000,
+  }),
   NATS_URL: Type.String({
     description:
       "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222)." +

@@ -61,6 +61,13 @@ export class CompletionPipeline {
             joinDeadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS,
             logger: deps.logger,
             registry: deps.registry,
+            embedder: {
+              embed: (request, options) => deps.completions.call('embed', request, options),
+              usage: deps.usage,
+              catalog: deps.catalog,
+              deadlineMs: deps.config.EDGE_CACHE_SEMANTIC_DEADLINE_MS,
+              logger: deps.logger,
+            },
           })
         : undefined;
   }

@@ -12,11 +12,21 @@ import { randomUUID } from 'node:crypto';
 import { callUnary } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { metric, type prometheus, serviceMetrics } from '@gateway/observability';
-import type { CacheEntryOutput, CacheServiceClient, ChatResponseOutput, EmbedResponseOutput, LookupRequest, LookupResponseOutput } from '@gateway/proto';
+import type {
+  CacheEntryOutput,
+  CacheServiceClient,
+  ChatResponseOutput,
+  EmbedResponseOutput,
+  LookupRequest,
+  LookupResponseOutput,
+  SemanticKey,
+} from '@gateway/proto';
 import { cacheKey, cacheScope, isDeterministicEnough, type ResolvedSettings } from '@gateway/response-cache';
 import type { Completion } from './completion.js';
 import type { CacheSettingsView } from '../cache/cache-settings-view.js';
 import type { CacheUse } from '../cache/cache-use.js';
+import { embedQuestion, type QuestionEmbedderDependencies } from './question-embedder.js';
+import { semanticQuestion } from '../cache/semantic-question.js';
 
 /** A complete answer to keep: a completion's or an embeddings'. */
 export type KeptAnswer = { chat: ChatResponseOutput } | { embeddings: EmbedResponseOutput };
@@ -47,7 +57,8 @@ function cacheMetrics(registry: prometheus.Registry | undefined) {
   return serviceMetrics(registry, {
     requests: metric.counterBy('gateway_edge_cache_requests_total', 'Requests the cache settings cover, by what the cache did (hit, miss, skip).', 'status', ['hit', 'miss', 'skip']),
     joined: metric.counter('gateway_edge_cache_joined_total', 'Requests answered by joining an identical one in flight on this edge.'),
-    failures: metric.counterBy('gateway_edge_cache_failures_total', 'Cache calls that failed or ran past their deadline (lookup: the request was a miss), by call.', 'call', ['lookup', 'store']),
+    failures: metric.counterBy('gateway_edge_cache_failures_total', 'Cache calls that failed or ran past their deadline (lookup, semantic: the request was a miss), by call.', 'call', ['lookup', 'semantic', 'store']),
+    embeddings: metric.counterBy('gateway_edge_cache_embeddings_total', "Questions a semantic lookup embedded with its settings' semantic model, by result (failed: looked up exactly only).", 'result', ['embedded', 'failed']),
   });
 }
 
@@ -60,6 +71,8 @@ export interface ResponseCacheDependencies {
   joinDeadlineMs: number;
   logger: Logger;
   registry?: prometheus.Registry;
+  /** Semantic lookups' embeddings: without it, settings that name a semantic model look up exactly only. */
+  embedder?: QuestionEmbedderDependencies;
 }
 
 /** How long a Store may take: it runs after the answer left, so only its own bound matters. */
@@ -92,10 +105,9 @@ export class ResponseCache {
     if (control.noStore || completion.guard || !cacheable(completion, settings))
       return this.decided(completion, { status: 'skip', settings, scope, key: '', store: false });
     const { parsed } = completion;
+    const keyOf = { api: completion.wire.route, modelId, modelRevision: routing.model.revision ?? '' };
     const key = cacheKey({
-      api: completion.wire.route,
-      modelId,
-      modelRevision: routing.model.revision ?? '',
+      ...keyOf,
       request: parsed.request,
       extra: {
         legacy_functions: parsed.legacyFunctions === true,
@@ -104,13 +116,18 @@ export class ResponseCache {
         }),
       },
     });
-    if (control.noCache) return this.decided(completion, { status: 'skip', settings, scope, key, store: true });
-    const flight = `${scope}\n${modelId}\n${key}`;
-    const entry = (await this.join(flight, completion)) ?? (await this.fetch(scope, key, modelId, completion)) ?? (await this.join(flight, completion));
-    if (entry) {
-      const ageMs = Math.max(0, Date.now() - Number(entry.created_at_ms ?? 0));
-      return this.decided(completion, { status: 'hit', settings, scope, key, store: false, entry, ageMs });
+    if (control.noCache) {
+      // A refresh: answered by its model and kept, for near questions too when the settings are semantic.
+      const refresh: CacheUse = { status: 'skip', settings, scope, key, store: true };
+      const semantic = await this.semanticKey(completion, refresh, keyOf);
+      return this.decided(completion, { ...refresh, ...(semantic && { semantic }) });
     }
+    const flight = `${scope}\n${modelId}\n${key}`;
+    const entry =
+      (await this.join(flight, completion)) ??
+      (await this.fetch({ scope, key, model_id: modelId }, completion))?.entry ??
+      (await this.join(flight, completion));
+    if (entry) return this.hit(completion, { status: 'hit', settings, scope, key, store: false }, entry);
     // A miss: this request leads, and every identical one that arrives meanwhile joins it.
     let settle!: (entry: CacheEntryOutput | undefined) => void;
     const answer = new Promise<CacheEntryOutput | undefined>((resolve) => {
@@ -120,7 +137,50 @@ export class ResponseCache {
       };
     });
     this.inFlight.set(flight, answer);
-    return this.decided(completion, { status: 'miss', settings, scope, key, store: true, settle });
+    const use: CacheUse = { status: 'miss', settings, scope, key, store: true, settle };
+    // Semantic settings: the nearest kept question of the same context may answer it.
+    const semantic = await this.semanticKey(completion, use, keyOf);
+    if (semantic) {
+      use.semantic = semantic;
+      const near = await this.fetch({ scope, key: '', model_id: modelId, semantic, threshold: settings.semanticThreshold }, completion, 'semantic');
+      if (near?.entry) {
+        settle(near.entry);
+        return this.hit(
+          completion,
+          { ...use, status: 'hit', store: false, settle: undefined, semantic: undefined, similarity: near.similarity ?? 0 },
+          near.entry,
+        );
+      }
+    }
+    return this.decided(completion, use);
+  }
+
+  /** A hit on `entry`, with its age. */
+  private hit(completion: Completion, use: CacheUse, entry: CacheEntryOutput): CacheEntryOutput | undefined {
+    const ageMs = Math.max(0, Date.now() - Number(entry.created_at_ms ?? 0));
+    return this.decided(completion, { ...use, entry, ageMs });
+  }
+
+  /**
+   * The semantic key of a request its settings look up semantically: its question embedded with the
+   * settings' semantic model, and the hash of everything else; undefined for exact lookups only
+   * (no semantic model, an embeddings request, no question of text, an embedding that failed).
+   */
+  private async semanticKey(
+    completion: Completion,
+    use: CacheUse,
+    key: { api: string; modelId: string; modelRevision: string },
+  ): Promise<SemanticKey | undefined> {
+    const embedder = this.deps.embedder;
+    const model = use.settings.semanticModel;
+    if (!embedder || !model || completion.parsed.embeddings) return undefined;
+    const question = semanticQuestion(completion.parsed.request);
+    if (!question) return undefined;
+    const vector = await embedQuestion(embedder, completion, model, question.text);
+    this.metrics.embeddings.inc({ result: vector ? 'embedded' : 'failed' });
+    if (!vector) return undefined;
+    const context = cacheKey({ ...key, request: question.context, extra: { semantic: true, legacy_functions: completion.parsed.legacyFunctions === true } });
+    return { context, vector, embedding_model: model };
   }
 
   private decided(completion: Completion, use: CacheUse): CacheEntryOutput | undefined {
@@ -144,23 +204,17 @@ export class ResponseCache {
     return entry;
   }
 
-  /** The cache's entry for the key; a failure or a late answer is a miss. */
-  private async fetch(scope: string, key: string, modelId: string, completion: Completion): Promise<CacheEntryOutput | undefined> {
+  /** The cache's answer to a lookup; a failure or a late answer is a miss. */
+  private async fetch(request: LookupRequest, completion: Completion, call: 'lookup' | 'semantic' = 'lookup'): Promise<LookupResponseOutput | undefined> {
     const { cache } = this.deps;
     try {
-      const response = await callUnary<LookupRequest, LookupResponseOutput>(
-        cache,
-        cache.Lookup,
-        { scope, key, model_id: modelId },
-        {
-          deadlineMs: this.deps.lookupDeadlineMs,
-          requestId: completion.requestId,
-          signal: completion.signal,
-        },
-      );
-      return response.entry ?? undefined;
+      return await callUnary<LookupRequest, LookupResponseOutput>(cache, cache.Lookup, request, {
+        deadlineMs: this.deps.lookupDeadlineMs,
+        requestId: completion.requestId,
+        signal: completion.signal,
+      });
     } catch (error) {
-      this.metrics.failures.inc({ call: 'lookup' });
+      this.metrics.failures.inc({ call });
       this.deps.logger.debug({ err: (error as Error).message }, 'cache lookup failed; a miss');
       return undefined;
     }
@@ -197,7 +251,14 @@ export class ResponseCache {
     callUnary(
       cache,
       cache.Store,
-      { scope: use.scope, key: use.key, model_id: entry.model_id, entry, ttl_seconds: use.settings.ttlSeconds },
+      {
+        scope: use.scope,
+        key: use.key,
+        model_id: entry.model_id,
+        entry,
+        ttl_seconds: use.settings.ttlSeconds,
+        ...(use.semantic && { semantic: use.semantic }),
+      },
       {
         deadlineMs: STORE_DEADLINE_MS,
         requestId: completion.requestId,

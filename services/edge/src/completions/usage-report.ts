@@ -1,10 +1,14 @@
 /**
  * The report stage of a completion: its usage event (to metering, over NATS), its GenAI metrics
  * and span attributes, priced; the wire renders the `gateway` object from what it sets.
+ *
+ * One piece: every usage event the edge publishes for a request (a completion's, a refusal's, and
+ * the embedding a semantic cache lookup made) is built here, on one table of APIs and one bound
+ * of the User-Agent, so that they read alike in metering and the request log.
  */
 import { randomUUID } from 'node:crypto';
 import { costPicoUsd, picoUsdToUsd } from '@gateway/catalog';
-import type { ExecuteRequest, UsageEvent, UsageOutput } from '@gateway/proto';
+import type { EmbedResponseOutput, ExecuteRequest, UsageEvent, UsageOutput } from '@gateway/proto';
 import { countPromptTokensAsync, countTextTokensAsync } from '@gateway/tokens';
 import type { FastifyRequest } from 'fastify';
 import type { EdgeDependencies } from '../dependencies.js';
@@ -115,6 +119,7 @@ function cacheUseOf(completion: Completion): UsageEvent['cache'] {
     saved_cost_pico_usd: Number(use.savedPico ?? 0n),
     cost_pico_usd: Number(completion.costPico),
     count_tokens: use.settings.countHitTokens,
+    ...(use.similarity !== undefined && { similarity: use.similarity }),
   };
 }
 
@@ -270,4 +275,48 @@ export async function estimatedUsage(execute: ExecuteRequest, streamedText: stri
   const prompt = await countPromptTokensAsync(execute.request!);
   const completion = await countTextTokensAsync(streamedText);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cached_tokens: 0, reasoning_tokens: 0 };
+}
+
+/** The embedding a semantic lookup made of a request's question: what its usage event carries. */
+export interface QuestionEmbedding {
+  /** The settings' semantic model, as asked. */
+  model: string;
+  response: EmbedResponseOutput;
+  receivedAtMs: number;
+  latencyMs: number;
+  costPico: bigint;
+}
+
+/**
+ * The usage event of the embedding a semantic lookup made for a completion: an embeddings request
+ * of its own (its own event id, the completion's request id), metered to the completion's key and
+ * team like any embedding, in the usage API and the request log.
+ */
+export function questionEmbeddingEvent(completion: Completion, embedding: QuestionEmbedding): UsageEvent {
+  const { response } = embedding;
+  const userAgent = completion.request.headers['user-agent'];
+  return {
+    event_id: randomUUID(),
+    request_id: completion.requestId,
+    key_id: completion.decision.key_id ?? '',
+    ...(completion.decision.team_id ? { team_id: completion.decision.team_id } : {}),
+    model_id: response.model_id || embedding.model,
+    provider: response.provider,
+    usage: response.usage ?? NO_USAGE,
+    received_at_ms: embedding.receivedAtMs,
+    latency_ms: Math.round(embedding.latencyMs),
+    stream: false,
+    outcome: 'OUTCOME_COMPLETED',
+    requested_model: embedding.model,
+    reported_cost_pico_usd: Number(embedding.costPico),
+    ...(completion.traceparent ? { traceparent: completion.traceparent } : {}),
+    fallback_attempts: 0,
+    operation: 'embeddings',
+    api: API_OF_ROUTE['/v1/embeddings']!,
+    http_status: 200,
+    ...(userAgent ? { user_agent: userAgent.slice(0, USER_AGENT_MAX_LENGTH) } : {}),
+    fallback_models: [],
+    ...(response.deployment_id ? { deployment_id: response.deployment_id } : {}),
+    guardrails: [],
+  };
 }

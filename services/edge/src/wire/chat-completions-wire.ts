@@ -32,7 +32,11 @@ export function gatewayInfo(completion: Completion): GatewayInfo {
   }
   if (completion.guardDecisions.length > 0) info.guardrails = completion.guardDecisions.map(decisionJson);
   const cache = completion.cache;
-  if (cache) info.cache = cache.status === 'hit' ? { status: 'hit', age_ms: cache.ageMs ?? 0 } : { status: cache.status };
+  if (cache)
+    info.cache =
+      cache.status === 'hit'
+        ? { status: 'hit', age_ms: cache.ageMs ?? 0, ...(cache.similarity !== undefined && { similarity: Math.round(cache.similarity * 10_000) / 10_000 }) }
+        : { status: cache.status };
   if (attempts.length > 0) info.tried = attempts.map((attempt) => ({ model: attempt.model_id ?? '', reason: attempt.reason ?? '' }));
   return info;
 }

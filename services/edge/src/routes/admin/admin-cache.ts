@@ -21,6 +21,7 @@ import type {
 } from '@gateway/proto';
 import type { EdgeDependencies } from '../../dependencies.js';
 import { type CachePurge, CachePurgeSchema, type CacheSettingsJson, type CacheSettingsPut, CacheSettingsPutSchema } from './admin-api-schemas.js';
+import { RequestError } from '../../request-error.js';
 import { registerAdminResource } from './admin-resource.js';
 import { absentBodyIsEmpty, registerAdminScope } from './admin-scope.js';
 
@@ -35,6 +36,8 @@ export function adminCacheSettingsJson(settings: CacheSettingsOutput): CacheSett
     ...(settings.scope && { scope: settings.scope }),
     ...(settings.hit_cost_ratio !== undefined && settings.hit_cost_ratio !== null && { hit_cost_ratio: settings.hit_cost_ratio }),
     ...(settings.count_hit_tokens !== undefined && settings.count_hit_tokens !== null && { count_hit_tokens: settings.count_hit_tokens }),
+    ...(settings.semantic_model !== undefined && settings.semantic_model !== null && { semantic_model: settings.semantic_model }),
+    ...(settings.semantic_threshold !== undefined && settings.semantic_threshold !== null && { semantic_threshold: settings.semantic_threshold }),
     updated_by: settings.updated_by ?? '',
     updated_at: Math.floor((settings.updated_at_ms ?? 0) / 1000),
   };
@@ -49,6 +52,12 @@ export function registerAdminCache(app: FastifyInstance, deps: EdgeDependencies)
       '/admin/v1/cache/settings/:name',
       { schema: { body: CacheSettingsPutSchema }, preValidation: absentBodyIsEmpty },
       async (request): Promise<CacheSettingsJson> => {
+        const semanticModel = request.body.semantic_model;
+        if (semanticModel && deps.catalog.get(semanticModel)?.kind !== 'MODEL_KIND_EMBEDDING')
+          throw new RequestError(400, `'semantic_model' must be an embedding model of the catalog; '${semanticModel}' is not one.`, {
+            param: 'semantic_model',
+            code: 'invalid_value',
+          });
         const put: CacheSettings = { target: request.params.name, ...request.body };
         return adminCacheSettingsJson(await callUnary<CacheSettings, CacheSettingsOutput>(cache, cache.PutSettings, put, options(request)));
       },

@@ -2,7 +2,16 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { fieldNames, steps } from './common.js';
 
-const SETTINGS_FIELDS = ['enabled', 'ttl_seconds', 'max_temperature', 'scope', 'hit_cost_ratio', 'count_hit_tokens'] as const;
+const SETTINGS_FIELDS = [
+  'enabled',
+  'ttl_seconds',
+  'max_temperature',
+  'scope',
+  'hit_cost_ratio',
+  'count_hit_tokens',
+  'semantic_model',
+  'semantic_threshold',
+] as const;
 
 /**
  * The body of PUT /admin/v1/cache/settings/:target: only what the target changes; a field left
@@ -24,6 +33,15 @@ export const CacheSettingsPutSchema = steps(
     ),
     hit_cost_ratio: Type.Optional(Type.Number({ minimum: 0, maximum: 1, errorMessage: "'hit_cost_ratio' must be a number from 0 to 1." })),
     count_hit_tokens: Type.Optional(Type.Boolean({ errorMessage: "'count_hit_tokens' must be true or false." })),
+    semantic_model: Type.Optional(
+      Type.String({
+        pattern: '^([A-Za-z0-9._:/@-]{1,128})?$',
+        errorMessage: "'semantic_model' must be the id of a catalog embedding model, or '' for exact lookups only.",
+      }),
+    ),
+    semantic_threshold: Type.Optional(
+      Type.Number({ minimum: 0.5, maximum: 1, errorMessage: "'semantic_threshold' must be a cosine similarity from 0.5 to 1." }),
+    ),
   }),
 );
 /** The body of PUT /admin/v1/cache/settings/:target. */
@@ -39,6 +57,8 @@ export const CacheSettingsSchema = Type.Object({
   scope: Type.Optional(Type.String()),
   hit_cost_ratio: Type.Optional(Type.Number()),
   count_hit_tokens: Type.Optional(Type.Boolean()),
+  semantic_model: Type.Optional(Type.String()),
+  semantic_threshold: Type.Optional(Type.Number()),
   updated_by: Type.String(),
   updated_at: Type.Integer(),
 });
