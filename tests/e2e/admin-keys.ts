@@ -17,3 +17,14 @@ export async function createKey(origin: string, adminToken: string, body: Record
   expect(response.status).toBe(201);
   return (await response.json()) as CreatedKey;
 }
+
+/** Creates a team named `name` through the admin API at `origin`, as `adminToken`; expects a 201 and resolves its id. */
+export async function createTeam(origin: string, adminToken: string, name: string): Promise<string> {
+  const response = await fetch(`${origin}/admin/v1/teams`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+  });
+  expect(response.status, await response.clone().text()).toBe(201);
+  return ((await response.json()) as { id: string }).id;
+}

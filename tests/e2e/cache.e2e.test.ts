@@ -10,12 +10,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
-import { eventually, type FakeUpstream, fakeOpenAiEmbeddings, type ReceivedRequest, startFakeUpstream } from '@gateway/testing';
-import type { ServerResponse } from 'node:http';
+import { eventually, type FakeUpstream, fakeOpenAiEmbeddings, startFakeUpstream } from '@gateway/testing';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { fakeModelEntry, metric, openAiEmbeddingEntry, writeCatalog } from './cluster.js';
+import { createKey as createAdminKey, createTeam as createAdminTeam } from './admin-keys.js';
 import { ClusterFixture } from './cluster-fixture.js';
+import { NumberedAnswers } from './numbered-answers.js';
 import { adminApi } from './mcp-clients.js';
 
 const ADMIN_TOKEN = 'cache-e2e-admin-token-0123456789abcdef';
@@ -31,41 +32,8 @@ type Key = { id: string; secret: string };
 let teamA: string;
 let teamB: string;
 const keys: Record<string, Key> = {};
-/** How many chat answers the fake model has written: each answer names its number. */
-let answered = 0;
-
-/**
- * The fake model: every answer is new (`Answer 7 to: <question>`), whole or streamed as asked,
- * with usage; a tool call when the request offers a tool named `lookup`.
- */
-function numberedAnswers(request: ReceivedRequest, response: ServerResponse): void {
-  answered += 1;
-  const messages = (request.body.messages as Array<{ content?: unknown }>) ?? [];
-  const question = JSON.stringify(messages.at(-1)?.content ?? '').slice(0, 80);
-  const text = `Answer ${answered} to: ${question}`;
-  const usage = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 };
-  const base = { id: `chatcmpl-up-${answered}`, created: 1_735_689_600, model: 'gpt-4o-mini' };
-  if (request.body.stream !== true) {
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(
-      JSON.stringify({
-        ...base,
-        object: 'chat.completion',
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-        usage,
-      }),
-    );
-    return;
-  }
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) =>
-    `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
-  const words = text.split(/(?<= )/);
-  response.writeHead(200, { 'content-type': 'text/event-stream' });
-  response.end(
-    `${words.map((word, index) => chunk(index === 0 ? { role: 'assistant', content: word } : { content: word })).join('')}${chunk({}, 'stop')}` +
-      `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage })}\n\ndata: [DONE]\n\n`,
-  );
-}
+/** The fake model: each answer names its number, so a test counts its calls. */
+const fakeModel = new NumberedAnswers();
 
 const openai = (key: Key) => new OpenAI({ baseURL: gateway.cluster.baseUrl, apiKey: key.secret, maxRetries: 0 });
 const anthropic = (key: Key) => new Anthropic({ baseURL: gateway.origin, apiKey: key.secret, maxRetries: 0 });
@@ -94,20 +62,12 @@ async function askStreamed(key: Key, content: string): Promise<{ text: string; i
   return { text, ids, cache };
 }
 
-async function createKey(team?: string): Promise<Key> {
-  const response = await admin('POST', '/admin/v1/keys', { plan: 'enterprise', ...(team && { team_id: team }) });
-  expect(response.status, await response.clone().text()).toBe(201);
-  return (await response.json()) as Key;
-}
-
-async function createTeam(name: string): Promise<string> {
-  const response = await admin('POST', '/admin/v1/teams', { name });
-  expect(response.status, await response.clone().text()).toBe(201);
-  return ((await response.json()) as { id: string }).id;
-}
+/** An Enterprise key, in `team` when given. */
+const createKey = (team?: string): Promise<Key> => createAdminKey(gateway.origin, ADMIN_TOKEN, { plan: 'enterprise', ...(team && { team_id: team }) });
+const createTeam = (name: string): Promise<string> => createAdminTeam(gateway.origin, ADMIN_TOKEN, name);
 
 beforeAll(async () => {
-  [upstream, embeddingsUpstream] = await Promise.all([startFakeUpstream(numberedAnswers), startFakeUpstream(fakeOpenAiEmbeddings({ key: 'sk-cache-e2e' }))]);
+  [upstream, embeddingsUpstream] = await Promise.all([startFakeUpstream(fakeModel.handle), startFakeUpstream(fakeOpenAiEmbeddings({ key: 'sk-cache-e2e' }))]);
   const catalog = writeCatalog('cache', [
     fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, MODEL, []),
     openAiEmbeddingEntry(EMBEDDING_MODEL, embeddingsUpstream.baseUrl, KEY_VARIABLE, { inputPrice: '0.13', dimensions: 8 }),
@@ -145,12 +105,12 @@ afterAll(async () => {
 
 describe('chat completions', () => {
   it('answer the same question a second time from the cache: no model call, the same content, a new id, free', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     const first = await ask(keys.a!, 'What is the capital of France?');
     expect(cacheOf(first)).toEqual({ status: 'miss' });
     expect(costOf(first)).toBeGreaterThan(0);
     const second = await ask(keys.a!, 'What is the capital of France?');
-    expect(answered).toBe(from + 1);
+    expect(fakeModel.answered).toBe(from + 1);
     expect(second.choices[0]?.message.content).toBe(first.choices[0]?.message.content);
     expect(cacheOf(second)?.status).toBe('hit');
     expect(cacheOf(second)?.age_ms).toBeGreaterThanOrEqual(0);
@@ -159,11 +119,11 @@ describe('chat completions', () => {
     expect(second.usage).toMatchObject({ prompt_tokens: first.usage?.prompt_tokens, completion_tokens: first.usage?.completion_tokens });
     // Another key of the same team shares the team's entries.
     expect(cacheOf(await ask(keys.a2!, 'What is the capital of France?'))?.status).toBe('hit');
-    expect(answered).toBe(from + 1);
+    expect(fakeModel.answered).toBe(from + 1);
   });
 
   it('stream a hit as the chunks of a stream, which the client parses as it parsed the original', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     const whole = await ask(keys.a!, 'Name three rivers.');
     const streamedHit = await askStreamed(keys.a!, 'Name three rivers.');
     expect(streamedHit.text).toBe(whole.choices[0]?.message.content);
@@ -177,7 +137,7 @@ describe('chat completions', () => {
       expect(cacheOf(hit)?.status).toBe('hit');
       expect(hit.choices[0]?.message.content).toBe(streamedMiss.text);
     });
-    expect(answered).toBe(from + 2);
+    expect(fakeModel.answered).toBe(from + 2);
   });
 
   it('never answer one team with another team’s entry; the scope follows the team’s settings on the next request', async () => {
@@ -211,15 +171,15 @@ describe('chat completions', () => {
   });
 
   it('look up only what the settings and the caller allow: sampling above the threshold, no-store and no-cache skip', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     const warm = await ask(keys.a!, 'Tell me a joke.', { temperature: 0.9 });
     expect(cacheOf(warm)).toEqual({ status: 'skip' });
     expect(cacheOf(await ask(keys.a!, 'Tell me a joke.', { temperature: 0.9 }))).toEqual({ status: 'skip' });
-    expect(answered).toBe(from + 2);
+    expect(fakeModel.answered).toBe(from + 2);
     // A seed makes sampling repeatable: cached whatever the temperature.
     await ask(keys.a!, 'Tell me a joke.', { temperature: 0.9, seed: 42 });
     expect(cacheOf(await ask(keys.a!, 'Tell me a joke.', { temperature: 0.9, seed: 42 }))?.status).toBe('hit');
-    expect(answered).toBe(from + 3);
+    expect(fakeModel.answered).toBe(from + 3);
 
     const client = openai(keys.a!);
     const withHeader = (value: string) =>
@@ -228,18 +188,18 @@ describe('chat completions', () => {
         { headers: { 'cache-control': value } },
       );
     expect(cacheOf(await withHeader('no-store'))).toEqual({ status: 'skip' });
-    expect(answered).toBe(from + 4);
+    expect(fakeModel.answered).toBe(from + 4);
     // no-cache asks the model and keeps its fresh answer for the next requests.
     const fresh = await withHeader('no-cache');
     expect(cacheOf(fresh)).toEqual({ status: 'skip' });
-    expect(answered).toBe(from + 5);
+    expect(fakeModel.answered).toBe(from + 5);
     await vi.waitFor(async () =>
       expect((await ask(keys.a!, 'Tell me a joke.', { temperature: 0.9, seed: 42 })).choices[0]?.message.content).toBe(fresh.choices[0]?.message.content),
     );
   });
 
   it('never answer a request whose tools or response format differ with another’s entry', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     const tool = { type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } };
     await ask(keys.a!, 'Find the weather.', { tools: [tool] });
     expect(cacheOf(await ask(keys.a!, 'Find the weather.'))).toEqual({ status: 'miss' });
@@ -247,7 +207,7 @@ describe('chat completions', () => {
       status: 'miss',
     });
     expect(cacheOf(await ask(keys.a!, 'Find the weather.', { response_format: { type: 'json_object' } }))).toEqual({ status: 'miss' });
-    expect(answered).toBe(from + 4);
+    expect(fakeModel.answered).toBe(from + 4);
     expect(cacheOf(await ask(keys.a!, 'Find the weather.', { tools: [tool] }))?.status).toBe('hit');
   });
 });
@@ -255,7 +215,7 @@ describe('chat completions', () => {
 describe('the other APIs', () => {
   it('Responses over HTTP: a miss then a hit, whole and streamed', async () => {
     const client = openai(keys.a!);
-    const from = answered;
+    const from = fakeModel.answered;
     const first = await client.responses.create({ model: MODEL, input: 'Summarize the plot of Hamlet.', temperature: 0 });
     expect(cacheOf(first)).toEqual({ status: 'miss' });
     const second = await client.responses.create({ model: MODEL, input: 'Summarize the plot of Hamlet.', temperature: 0 });
@@ -272,14 +232,14 @@ describe('the other APIs', () => {
     expect(text).toBe(first.output_text);
     expect(completed?.status).toBe('completed');
     expect(JSON.stringify(completed?.output)).toContain(JSON.stringify(first.output_text).slice(1, -1));
-    expect(answered).toBe(from + 1);
+    expect(fakeModel.answered).toBe(from + 1);
     // A hit is stored as any response is: a conversation continues from it.
     const next = await client.responses.create({ model: MODEL, input: 'And in one word?', previous_response_id: second.id, temperature: 0 });
     expect(next.output_text).toContain('Answer');
   });
 
   it('Responses over the WebSocket: a hit answers in the same event sequence', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     await openai(keys.a!).responses.create({ model: MODEL, input: 'Describe a lighthouse.', temperature: 0 });
     const socket = new WebSocket(`${gateway.origin.replace('http', 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${keys.a!.secret}` } });
     const events: Array<{ type: string; delta?: string; response?: { output?: unknown; gateway?: { cache?: GatewayCache } } }> = [];
@@ -295,13 +255,13 @@ describe('the other APIs', () => {
         .map((event) => event.delta)
         .join(''),
     ).toContain('Answer');
-    expect(answered).toBe(from + 1);
+    expect(fakeModel.answered).toBe(from + 1);
     expect(JSON.stringify(completed)).toContain('"cache":{"status":"hit"');
   });
 
   it('Messages with the Anthropic client: a miss then a hit, whole and streamed', async () => {
     const client = anthropic(keys.a!);
-    const from = answered;
+    const from = fakeModel.answered;
     const request = { model: MODEL, max_tokens: 200, temperature: 0, messages: [{ role: 'user' as const, content: 'List the planets.' }] };
     const first = await client.messages.create(request);
     const second = await client.messages.create(request);
@@ -312,7 +272,7 @@ describe('the other APIs', () => {
     const final = await stream.finalMessage();
     expect(final.content).toEqual(first.content);
     expect(final.stop_reason).toBe(first.stop_reason);
-    expect(answered).toBe(from + 1);
+    expect(fakeModel.answered).toBe(from + 1);
   });
 
   it('embeddings: the same vectors, without a call to the provider', async () => {
@@ -330,10 +290,10 @@ describe('the other APIs', () => {
 
 describe('under load and faults', () => {
   it('100 identical requests at once reach the model a handful of times, and each is metered once', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     const results = await Promise.all(Array.from({ length: 100 }, () => ask(keys.crowd!, 'What is the boiling point of water?')));
-    expect(answered - from).toBeLessThanOrEqual(3);
-    expect(new Set(results.map((result) => result.choices[0]?.message.content)).size).toBe(answered - from);
+    expect(fakeModel.answered - from).toBeLessThanOrEqual(3);
+    expect(new Set(results.map((result) => result.choices[0]?.message.content)).size).toBe(fakeModel.answered - from);
     const statuses = results.map((result) => cacheOf(result)?.status);
     expect(statuses.filter((status) => status === 'hit').length).toBeGreaterThanOrEqual(97);
     // Metered once each: the key's usage counts 100 requests.
@@ -365,10 +325,10 @@ describe('under load and faults', () => {
     await ask(keys.outage!, 'Is the cache up?');
     await gateway.cluster.cacheRedis!.stop();
     try {
-      const from = answered;
+      const from = fakeModel.answered;
       const results = await Promise.all(Array.from({ length: 20 }, (_, index) => ask(keys.outage!, `Question ${index} while the cache is down?`)));
       expect(results.map((result) => cacheOf(result)?.status)).toEqual(results.map(() => 'miss'));
-      expect(answered - from).toBe(20);
+      expect(fakeModel.answered - from).toBe(20);
       expect(await metric(cacheMetrics, 'gateway_cache_redis_up')).toBe(0);
     } finally {
       await gateway.cluster.cacheRedis!.start();

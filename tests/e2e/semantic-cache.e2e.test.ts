@@ -10,12 +10,13 @@
  * from its Redis); and the admin API refuses a semantic model that is no embedding model.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { eventually, type FakeUpstream, type ReceivedRequest, startFakeUpstream } from '@gateway/testing';
+import { eventually, type FakeUpstream, startFakeUpstream } from '@gateway/testing';
 import { fakeModelEntry, stopProcess, writeCatalog } from './cluster.js';
+import { createKey as createAdminKey, createTeam as createAdminTeam } from './admin-keys.js';
 import { ClusterFixture } from './cluster-fixture.js';
+import { NumberedAnswers } from './numbered-answers.js';
 import { adminApi } from './mcp-clients.js';
 
 const ADMIN_TOKEN = 'semantic-cache-e2e-admin-token-0123456789';
@@ -41,35 +42,8 @@ const admin = adminApi(() => gateway.origin, ADMIN_TOKEN);
 let upstream: FakeUpstream;
 type Key = { id: string; secret: string };
 const keys: Record<string, Key> = {};
-/** How many answers the fake model has written: each answer names its number. */
-let answered = 0;
-
-/** The fake model: every answer is new (`Answer 7`), whole or streamed as asked, with usage; Messages and chat alike (an OpenAI-compatible upstream). */
-function numberedAnswers(request: ReceivedRequest, response: ServerResponse): void {
-  answered += 1;
-  const text = `Answer ${answered}`;
-  const usage = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 };
-  const base = { id: `chatcmpl-up-${answered}`, created: 1_735_689_600, model: 'gpt-4o-mini' };
-  if (request.body.stream !== true) {
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(
-      JSON.stringify({
-        ...base,
-        object: 'chat.completion',
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-        usage,
-      }),
-    );
-    return;
-  }
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-    `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  response.writeHead(200, { 'content-type': 'text/event-stream' });
-  response.end(
-    `${chunk({ role: 'assistant', content: 'Answer ' })}${chunk({ content: String(answered) })}${chunk({}, 'stop')}` +
-      `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage })}\n\ndata: [DONE]\n\n`,
-  );
-}
+/** The fake model: each answer names its number, so a test counts its calls. */
+const fakeModel = new NumberedAnswers();
 
 type GatewayCache = { status: string; age_ms?: number; similarity?: number };
 const cacheOf = (answer: unknown): GatewayCache | undefined => (answer as { gateway?: { cache?: GatewayCache } }).gateway?.cache;
@@ -83,20 +57,12 @@ const ask = (key: Key, content: string, extra: Record<string, unknown> = {}) =>
   } as never) as Promise<OpenAI.ChatCompletion>;
 const contentOf = (answer: OpenAI.ChatCompletion) => answer.choices[0]?.message.content;
 
-async function createKey(team?: string): Promise<Key> {
-  const response = await admin('POST', '/admin/v1/keys', { plan: 'enterprise', ...(team && { team_id: team }) });
-  expect(response.status, await response.clone().text()).toBe(201);
-  return (await response.json()) as Key;
-}
-
-async function createTeam(name: string): Promise<string> {
-  const response = await admin('POST', '/admin/v1/teams', { name });
-  expect(response.status, await response.clone().text()).toBe(201);
-  return ((await response.json()) as { id: string }).id;
-}
+/** An Enterprise key, in `team` when given. */
+const createKey = (team?: string): Promise<Key> => createAdminKey(gateway.origin, ADMIN_TOKEN, { plan: 'enterprise', ...(team && { team_id: team }) });
+const createTeam = (name: string): Promise<string> => createAdminTeam(gateway.origin, ADMIN_TOKEN, name);
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream(numberedAnswers);
+  upstream = await startFakeUpstream(fakeModel.handle);
   const catalog = writeCatalog('semantic-cache', [fakeModelEntry(upstream.baseUrl, KEY_VARIABLE, MODEL, []), SIMULATED_EMBEDDING]);
   await gateway.start({
     cache: true,
@@ -135,7 +101,7 @@ afterAll(async () => {
 
 describe('the semantic cache', () => {
   it('answers a paraphrase over the threshold from the cache, with its similarity; a question under it reaches the model', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     const first = await ask(keys.a!, 'What is the capital of France?');
     expect(cacheOf(first)).toEqual({ status: 'miss' });
     // Kept once the answer left: a near question finds it on the next request.
@@ -151,20 +117,20 @@ describe('the semantic cache', () => {
     const same = cacheOf(await ask(keys.a2!, 'what is the capital of france'));
     expect(same?.status).toBe('hit');
     expect(same?.similarity).toBeGreaterThan(0.999);
-    expect(answered).toBe(from + 1);
+    expect(fakeModel.answered).toBe(from + 1);
     // Another question that shares most words, and one that shares none: under the threshold.
     const spain = await ask(keys.a!, 'What is the capital of Spain?');
     expect(cacheOf(spain)).toEqual({ status: 'miss' });
     expect(contentOf(spain)).not.toBe(contentOf(first));
     expect(cacheOf(await ask(keys.a!, 'How do volcanoes form under the ocean?'))).toEqual({ status: 'miss' });
-    expect(answered).toBe(from + 3);
+    expect(fakeModel.answered).toBe(from + 3);
   });
 
   it('never answers across teams, tools or an earlier turn: everything but the question matches exactly', async () => {
     const question = 'How long does shipping to Canada take?';
     const kept = await ask(keys.a!, question);
     await vi.waitFor(async () => expect(cacheOf(await ask(keys.a!, 'How long does shipping to Canada take, roughly?'))?.status).toBe('hit'));
-    const from = answered;
+    const from = fakeModel.answered;
     // Another team: its own scope.
     const other = await ask(keys.b!, question);
     expect(cacheOf(other)).toEqual({ status: 'miss' });
@@ -182,11 +148,11 @@ describe('the semantic cache', () => {
       ],
     });
     expect(cacheOf(withTurn)).toEqual({ status: 'miss' });
-    expect(answered).toBe(from + 3);
+    expect(fakeModel.answered).toBe(from + 3);
   });
 
   it('streams a semantic hit as chunks the client parses; the Messages API finds near questions of its own', async () => {
-    const from = answered;
+    const from = fakeModel.answered;
     const first = await ask(keys.a!, 'Which ocean is the largest?');
     await vi.waitFor(async () => {
       const stream = await openai(keys.a!).chat.completions.create({
@@ -214,7 +180,7 @@ describe('the semantic cache', () => {
       return answer;
     });
     expect(hit.content).toEqual(kept.content);
-    expect(answered).toBe(from + 2);
+    expect(fakeModel.answered).toBe(from + 2);
   });
 
   it("meters each question's embedding to the key, as an embedding of the semantic model", async () => {
@@ -236,7 +202,7 @@ describe('the semantic cache', () => {
   it('finds the questions it kept after the cache service is killed and started again', async () => {
     const kept = await ask(keys.a!, 'What colour is the sky on Mars?');
     await vi.waitFor(async () => expect(cacheOf(await ask(keys.a!, 'What colour is the sky on Mars, usually?'))?.status).toBe('hit'));
-    const from = answered;
+    const from = fakeModel.answered;
     const { cluster } = gateway;
     cluster.processes.cache.kill('SIGKILL');
     await stopProcess(cluster.processes.cache);
@@ -258,12 +224,12 @@ describe('the semantic cache', () => {
       { timeout: 60_000, interval: 200 },
     );
     // Then the near question, once: found in the index the new process rebuilt from its Redis.
-    const asked = answered;
+    const asked = fakeModel.answered;
     const again = await ask(keys.a!, 'What colour is the sky on Mars, usually?');
     expect(cacheOf(again)?.status).toBe('hit');
-    expect(answered).toBe(asked);
+    expect(fakeModel.answered).toBe(asked);
     expect(contentOf(again)).toBe(contentOf(kept));
-    expect(answered).toBeGreaterThan(from);
+    expect(fakeModel.answered).toBeGreaterThan(from);
   });
 
   it('refuses a semantic model that is not an embedding model of the catalog, naming the field', async () => {

@@ -165,3 +165,4 @@ export * from './child-output.js';
 export * from './oauth-metadata.js';
 export * from './tls-postgres.js';
 export * from './pgbouncer.js';
+export * from './seeded-random.js';

@@ -24,7 +24,7 @@ import {
   type StoreResponseOutput,
 } from '@gateway/proto';
 import { connectRedis, createRedis, deleteMatching, type RedisClient } from '@gateway/redis';
-import { eventually, redisUrl, rejectedWith, type RedisServer, startRedisServer } from '@gateway/testing';
+import { eventually, redisUrl, rejectedWith, type RedisServer, seededRandom as random, startRedisServer } from '@gateway/testing';
 import { type CacheApp, createServer } from './app.js';
 import { memberBytes } from './vector-group.js';
 import { dot, unitVector, vectorBytes } from './vectors.js';
@@ -256,16 +256,6 @@ describe('the byte bound', () => {
 });
 
 describe('a large group', () => {
-  /** A seeded generator (mulberry32): the same vectors on every run. */
-  function random(seed: number): () => number {
-    return () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-    };
-  }
-
   it('is searched through usearch and finds the same nearest as brute force', async () => {
     const next = random(42);
     const dimensions = 16;

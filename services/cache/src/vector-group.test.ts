@@ -3,19 +3,9 @@
  * the same nearest member with the same similarity as brute force, and goes when the group shrinks.
  */
 import { describe, expect, it } from 'vitest';
-import { eventually } from '@gateway/testing';
+import { eventually, seededRandom as random } from '@gateway/testing';
 import { type Member, VectorGroup } from './vector-group.js';
 import { unitVector, vectorBytes } from './vectors.js';
-
-/** A seeded generator (mulberry32), so that a failure is the same on every run. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const randomVector = (next: () => number, dimensions: number) => unitVector(vectorBytes(Array.from({ length: dimensions }, () => next() - 0.5)))!;
 
