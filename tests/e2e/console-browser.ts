@@ -30,6 +30,8 @@ export interface ConsoleBrowser {
   byTestId(id: string): Locator;
   /** Waits until the console's page `name` (`keys`, `requests`…) has loaded its data. */
   pageReady(name: string, timeoutMs?: number): Promise<void>;
+  /** Waits until the console's page `name` has loaded its data or shown why not; resolves which (`ready`, `error`). */
+  pageSettled(name: string, timeoutMs?: number): Promise<string>;
   /** Opens `address` (the console, or one of its pages) and logs in with `token`. */
   logIn(address: string, token: string): Promise<void>;
   close(): Promise<void>;
@@ -89,6 +91,11 @@ export async function openConsoleBrowser(options: ConsoleBrowserOptions = {}): P
     problems,
     byTestId,
     pageReady: (name, timeoutMs = 30_000) => pageReady(page, name, timeoutMs),
+    async pageSettled(name, timeoutMs = 30_000) {
+      const section = page.locator(`[data-testid="page-${name}"]`);
+      await section.and(page.locator('[data-state="ready"], [data-state="error"]')).waitFor({ timeout: timeoutMs });
+      return (await section.getAttribute('data-state')) ?? 'absent';
+    },
     async logIn(address, token) {
       await page.goto(address);
       await byTestId('login-token').fill(token);

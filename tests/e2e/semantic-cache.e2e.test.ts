@@ -5,9 +5,10 @@
  * is answered from the cache with the original's content and its similarity, through the official
  * `openai` and `@anthropic-ai/sdk` clients, whole and streamed; a different question under the
  * threshold, the same question with other tools or an earlier turn of its own, and another team's
- * key all reach the model; each question's embedding is metered to the key as an embedding; a
- * cache service killed and started again still finds the questions it kept (its index rebuilt
- * from its Redis); and the admin API refuses a semantic model that is no embedding model.
+ * key all reach the model; 50 paraphrases asked at once are all hits; each question's embedding
+ * is metered to the key as an embedding; a cache service killed and started again still finds the
+ * questions it kept (its index rebuilt from its Redis); and the admin API refuses a semantic model
+ * that is no embedding model.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import OpenAI from 'openai';
@@ -181,6 +182,18 @@ describe('the semantic cache', () => {
     });
     expect(hit.content).toEqual(kept.content);
     expect(fakeModel.answered).toBe(from + 2);
+  });
+
+  it('answers 50 different paraphrases asked at once from one kept answer, none reaching the model', async () => {
+    const question = 'How many moons does the planet Jupiter have in total today?';
+    const kept = await ask(keys.a2!, question);
+    // Found by a near question once kept; then the crowd, every request a paraphrase of its own.
+    await vi.waitFor(async () => expect(cacheOf(await ask(keys.a2!, `${question} Variant zero.`))?.status).toBe('hit'));
+    const from = fakeModel.answered;
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => ask(keys.a2!, `${question} Variant ${index + 1}.`)));
+    expect(answers.map((answer) => cacheOf(answer)?.status)).toEqual(answers.map(() => 'hit'));
+    expect(new Set(answers.map(contentOf))).toEqual(new Set([contentOf(kept)]));
+    expect(fakeModel.answered).toBe(from);
   });
 
   it("meters each question's embedding to the key, as an embedding of the semantic model", async () => {
