@@ -4,10 +4,11 @@
  * request_log_migrations. Replicas starting together take one advisory lock, so only one applies
  * them and the others find them applied.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inTransaction, type Migration, readMigrations as readMigrationFiles } from '@gateway/postgres';
 import type pg from 'pg';
+
+export type { Migration } from '@gateway/postgres';
 
 /** The folder of the migration files. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -18,28 +19,9 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta
  */
 export const SCHEMA_LOCK = 0x7265716c6f67;
 
-/** One migration file. */
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
-const FILE_NAME = /^(\d{3})_[a-z0-9_]+\.sql$/;
-
-/** The migrations of a folder, by version; throws on a file that is not NNN_name.sql or a version used twice. */
+/** The request log's migrations, by version (see @gateway/postgres's readMigrations). */
 export function readMigrations(folder: string = MIGRATIONS_DIR): Migration[] {
-  const migrations = readdirSync(folder)
-    .filter((name) => name.endsWith('.sql'))
-    .map((name) => {
-      const match = FILE_NAME.exec(name);
-      if (!match) throw new Error(`migration file ${name} is not named NNN_lower_snake.sql`);
-      return { version: Number(match[1]), name, sql: readFileSync(join(folder, name), 'utf8') };
-    })
-    .sort((a, b) => a.version - b.version);
-  for (let index = 1; index < migrations.length; index += 1)
-    if (migrations[index]!.version === migrations[index - 1]!.version) throw new Error(`two migrations have version ${migrations[index]!.version}`);
-  return migrations;
+  return readMigrationFiles(folder);
 }
 
 /**
@@ -49,26 +31,8 @@ export function readMigrations(folder: string = MIGRATIONS_DIR): Migration[] {
  * (pg_advisory_lock) would be taken on one server connection and its unlock sent on another,
  * leaving the lock held and the next replica's start waiting for ever.
  */
-export async function withSchemaLock<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
-    try {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch((rollback: Error) => {
-        broken = rollback;
-      });
-      throw error;
-    }
-  } finally {
-    // A connection whose ROLLBACK failed is in no known state: closed rather than reused.
-    client.release(broken);
-  }
+export function withSchemaLock<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return inTransaction(pool, work, { lock: SCHEMA_LOCK });
 }
 
 /**
