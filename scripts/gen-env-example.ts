@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type EnvExampleSection, renderEnvExample, type TObject, undescribedVariables } from '@gateway/config';
 import { AuthConfigSchema } from '../services/auth/src/config.js';
+import { BatchConfigSchema } from '../services/batch/src/config.js';
 import { CacheConfigSchema } from '../services/cache/src/config.js';
 import { EdgeConfigSchema } from '../services/edge/src/config.js';
 import { ExecutorConfigSchema } from '../services/executor/src/config.js';
@@ -61,6 +62,7 @@ ${providerKeys('', false)}`,
   ['mcp', McpConfigSchema],
   ['guard', GuardConfigSchema],
   ['cache', CacheConfigSchema],
+  ['batch', BatchConfigSchema],
 ];
 
 /** Variables more than one service reads: listed once, first, in the repository's file. */
@@ -88,6 +90,7 @@ const HEADINGS: Record<string, string> = {
   mcp: '--- mcp (gRPC: the MCP gateway, sessions to the upstream MCP servers) ---',
   guard: '--- guard (gRPC: guardrail policies in Redis, checks of prompts, answers and tool calls) ---',
   cache: "--- cache (gRPC: the response cache, entries in a bounded Redis of its own, settings and purges in REDIS_URL's) ---",
+  batch: '--- batch (gRPC: the files and batches of the Files and Batch APIs in PostgreSQL, each batch run through the edge) ---',
 };
 
 /** The repository's `.env.example`: every variable once, grouped by the service that reads it. */

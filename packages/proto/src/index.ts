@@ -23,6 +23,7 @@ import type { ProtoGrpcType as UsageGrpc } from './generated/usage_service.js';
 import type { ProtoGrpcType as McpGrpc } from './generated/mcp.js';
 import type { ProtoGrpcType as GuardGrpc } from './generated/guard.js';
 import type { ProtoGrpcType as CacheGrpc } from './generated/cache.js';
+import type { ProtoGrpcType as BatchGrpc } from './generated/batch.js';
 
 /** The folder holding the .proto files. */
 export const PROTO_ROOT = fileURLToPath(new URL('../../../proto', import.meta.url));
@@ -57,7 +58,8 @@ export type GatewayGrpc = AdminAccessGrpc &
   UsageGrpc &
   McpGrpc &
   GuardGrpc &
-  CacheGrpc;
+  CacheGrpc &
+  BatchGrpc;
 
 let grpcCache: GatewayGrpc | undefined;
 
