@@ -48,7 +48,7 @@ checkReadmeLinks();
  */
 const SIDEBAR: Record<string, Array<string | [link: string, title: string]>> = {
   Introduction: ['/getting-started', '/configuration', '/clients'],
-  APIs: ['/chat-completions', '/embeddings', '/responses', '/messages', '/mcp'],
+  APIs: ['/chat-completions', '/embeddings', '/responses', '/messages', '/batches', '/mcp'],
   'Access and spend': ['/keys', '/plans', '/budgets', '/teams', '/roles', '/guardrails', '/cache', '/console'],
   Models: [['/routing', 'Smart routing (auto)'], '/providers', '/failures'],
   Operations: [

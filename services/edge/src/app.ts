@@ -27,6 +27,8 @@ import { registerAdminRequestLog } from './routes/admin/admin-request-log.js';
 import { registerAdminToolCalls } from './routes/admin/admin-tool-calls.js';
 import { registerAdminUsage } from './routes/admin/admin-usage.js';
 import { registerUsage } from './routes/api/usage.js';
+import { registerFiles } from './routes/api/files.js';
+import { registerBatches } from './routes/api/batches.js';
 import { registerConsole } from './routes/admin/console.js';
 import { registerConsoleSso } from './routes/admin/console-sso.js';
 import { adminApiEnabled } from './routes/admin/admin-scope.js';
@@ -242,6 +244,8 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerMessagesCountTokens(app, deps);
     registerModels(app, deps);
     registerUsage(app, deps);
+    registerFiles(app, deps);
+    registerBatches(app, deps);
     registerResponses(app, deps);
     registerResponsesWebSocket(app, deps);
     registerResponsesCompact(app, deps);

@@ -104,6 +104,17 @@ export const EdgeConfigSchema = Type.Object({
     minimum: 1,
     maximum: 60_000,
   }),
+  BATCH_SERVICE_ADDR: Type.String({
+    description:
+      "gRPC address of the batch service, which keeps the files and batches of OpenAI's Files and Batch APIs (/v1/files, /v1/batches) and runs each batch's lines through the edge with the owner's key; dns:///name:port spreads calls over every address of the name. Empty: no batch API (/v1/files and /v1/batches answer 404).",
+    default: '',
+  }),
+  EDGE_MAX_FILE_BYTES: Type.Integer({
+    description:
+      'Largest file POST /v1/files accepts, in bytes (larger: 413); streamed to the batch service as it arrives, never held whole in memory. The batch service bounds its files too (BATCH_MAX_FILE_BYTES).',
+    default: 209_715_200,
+    minimum: 1024,
+  }),
   NATS_URL: Type.String({
     description:
       "NATS with JetStream (usage events: the edge publishes, metering consumes); a cluster as its servers' URLs, comma-separated (nats://nats-0:4222,nats://nats-1:4222,nats://nats-2:4222)." +

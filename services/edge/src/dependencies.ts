@@ -19,6 +19,7 @@ import type {
   UsageServiceClient,
   GuardServiceClient,
   CacheServiceClient,
+  BatchServiceClient,
 } from '@gateway/proto';
 import type { GuardCallCounts } from './guardrails/guard-call-counts.js';
 import type { PolicyView } from './guardrails/policy-view.js';
@@ -70,6 +71,8 @@ export interface EdgeDependencies {
   cache?: CacheServiceClient;
   /** The cache's settings, pushed by its WatchSettings; present with `cache`. */
   cacheSettings?: CacheSettingsView;
+  /** The batch service (BATCH_SERVICE_ADDR): OpenAI's Files and Batch APIs; absent: /v1/files and /v1/batches answer 404. */
+  batch?: BatchServiceClient;
   /** True once the edge started up (catalog arrived, dependencies answered once) until it shuts down; never its dependencies' later state. */
   ready(): Promise<boolean>;
   /** Traces (OTLP), when configured; off by default. */

@@ -72,6 +72,9 @@ export const EDGE_ERROR_CODES = Object.freeze({
   mcp_session_required: BAD_REQUEST,
   mcp_session_not_found: entry(404, INVALID),
   mcp_unavailable: entry(503, 'service_unavailable_error'),
+  // OpenAI's Files and Batch APIs (/v1/files, /v1/batches): no batch service, or one that cannot answer.
+  batch_not_configured: entry(404, INVALID),
+  batch_service_unavailable: entry(503, 'service_unavailable_error'),
   // Single sign-on (console-sso.ts): the sign-in flow, the provider's answer, the user's role.
   sso_flow_expired: BAD_REQUEST,
   sso_state_mismatch: BAD_REQUEST,
@@ -140,6 +143,7 @@ export function edgeError(
 export const UNAVAILABLE = Object.freeze({
   auth: () => edgeError('auth_unavailable', 'The gateway cannot check API keys right now. Please retry shortly.', { headers: retrySoonHeaders() }),
   mcp: () => edgeError('mcp_unavailable', 'The MCP gateway is unavailable right now. Please retry shortly.', { headers: retrySoonHeaders() }),
+  batch: () => edgeError('batch_service_unavailable', 'The batch service is unavailable right now. Please retry shortly.', { headers: retrySoonHeaders() }),
   catalog: () => edgeError('catalog_unavailable', 'The model catalog is not available yet. Please retry shortly.', { headers: retrySoonHeaders() }),
   // The JSON parser's thread died (it is started again for the next body).
   requestBody: () => edgeError('service_unavailable', 'The gateway could not read the request body. Please retry.', { headers: retrySoonHeaders() }),

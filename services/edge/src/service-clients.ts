@@ -1,6 +1,7 @@
 /**
  * The edge's long-lived channels to the services behind it, each client closed on shutdown; the
- * request log, the MCP service, the guard and the cache only when their addresses are configured.
+ * request log, the MCP service, the guard, the cache and the batch service only when their
+ * addresses are configured.
  */
 import { createClient } from '@gateway/grpc';
 import type { RunContext } from '@gateway/observability';
@@ -11,7 +12,7 @@ import type { EdgeDependencies } from './dependencies.js';
 /** The gRPC clients among the edge's dependencies. */
 export type ServiceClients = Pick<
   EdgeDependencies,
-  'auth' | 'adminAccess' | 'teams' | 'router' | 'executor' | 'metering' | 'responseStore' | 'requestLog' | 'mcp' | 'guard' | 'cache'
+  'auth' | 'adminAccess' | 'teams' | 'router' | 'executor' | 'metering' | 'responseStore' | 'requestLog' | 'mcp' | 'guard' | 'cache' | 'batch'
 >;
 
 /** Creates the clients (grpc-js connects on the first call) and registers their close. */
@@ -35,6 +36,8 @@ export function openServiceClients({ config, lifecycle }: Pick<RunContext<EdgeCo
     guard: config.GUARD_SERVICE_ADDR ? createClient(grpc.guard.v1.GuardService, config.GUARD_SERVICE_ADDR) : undefined,
     // The response cache only when a cache service is configured.
     cache: config.CACHE_SERVICE_ADDR ? createClient(grpc.cache.v1.CacheService, config.CACHE_SERVICE_ADDR) : undefined,
+    // OpenAI's Files and Batch APIs only when a batch service is configured.
+    batch: config.BATCH_SERVICE_ADDR ? createClient(grpc.batch.v1.BatchService, config.BATCH_SERVICE_ADDR) : undefined,
   };
   lifecycle.onStop(() => {
     for (const client of Object.values(clients)) client?.close();

@@ -9,3 +9,13 @@ export interface WireErrors {
   /** Reads the caller's key from the request's headers (a 401 when there is none); absent: the bearer token. */
   readKey?(request: FastifyRequest): string;
 }
+
+declare module 'fastify' {
+  /** What the edge's routes set in their `config` (the multipart parser adds its own beside them). */
+  interface FastifyContextConfig {
+    /** The route's error shape and key reader (auth/key-check.ts's routeWire): a wire, or a function that picks one per request. */
+    wire?: WireErrors | ((request: FastifyRequest) => WireErrors | undefined);
+    /** A 405 answer to the other methods of an API path: no endpoint (app.ts's registeredRoutes leaves it out). */
+    methodNotAllowed?: boolean;
+  }
+}

@@ -101,7 +101,22 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
     ...(completion.deploymentId ? { deployment_id: completion.deploymentId } : {}),
     guardrails: completion.guardDecisions.map(decisionJson),
     ...(completion.cache && { cache: cacheUseOf(completion) }),
+    ...batchOf(completion.request.headers[BATCH_HEADER]),
   };
+}
+
+/** The header the batch service's lane sends each line with: the line's batch. */
+const BATCH_HEADER = 'x-gateway-batch-id';
+/** A batch id as the batch service makes them. */
+const BATCH_ID = /^batch_[A-Za-z0-9]{1,64}$/;
+
+/**
+ * The usage event's `batch_id` from the request's batch header, when well formed. A label of the
+ * caller's own usage, never a credential: the line is admitted, limited and priced on its key as
+ * any online request is.
+ */
+function batchOf(header: string | string[] | undefined): { batch_id?: string } {
+  return typeof header === 'string' && BATCH_ID.test(header) ? { batch_id: header } : {};
 }
 
 /** What a hit costs: `ratio` (0 to 1, to the millionth) of what its answer would cost. */
