@@ -33,7 +33,8 @@ RUN export DOWNLOAD_FORCE_BUILD=1 npm_config_nodedir="$(dirname "$(dirname "$(co
  # The addon's compiler output and C++ sources stay behind: only build/Release/re2.node runs.
  && rm -rf node_modules/.pnpm/re2@*/node_modules/re2/build/Release/obj.target node_modules/.pnpm/re2@*/node_modules/re2/vendor \
  # Only what runs: the sources, tests and their fixtures stay behind (data the services read at
- # run time, such as plans.yaml, catalog.yaml and the router's model, is outside src/; the edge's
+ # run time, such as plans.yaml, catalog.yaml, the router's model and the request log's and the batch
+# service's migrations/*.sql, is outside src/; the edge's
  # web console runs from its build in dist/console, its sources in console/ stay behind too, as
  # does the router's offline training code in training/, and the providers' recorded fixtures of
  # packages/testing/fixtures).
@@ -53,5 +54,5 @@ COPY --from=build --chown=root:root /app/services ./services
 # The files belong to root and the process runs as the image's unprivileged `node` user (uid 1000),
 # so it cannot change its own code; the root filesystem can be mounted read-only.
 USER 1000:1000
-EXPOSE 8080 50051 50052 50053 50054 50055 50056 50057 50058
-CMD ["sh", "-c", "exec node services/${SERVICE:?set SERVICE to one of edge auth router executor metering request-log mcp guard cache}/dist/main.js"]
+EXPOSE 8080 50051 50052 50053 50054 50055 50056 50057 50058 50059
+CMD ["sh", "-c", "exec node services/${SERVICE:?set SERVICE to one of edge auth router executor metering request-log mcp guard cache batch}/dist/main.js"]

@@ -15,7 +15,9 @@
  *    directory (the runtime image's WORKDIR), with nothing else of the build.
  * 4. From that directory, the stage's CMD starts each service but request-log (SERVICE=<name>, the
  *    stage's ENV, NODE_ENV=production) against a Redis and a NATS started for the check on free
- *    ports (and, for the cache's entries, a second Redis, bounded and evicting as it must be); each must answer /healthz on its metrics port (the edge also on its API port), and exit
+ *    ports (and, for the cache's entries, a second Redis, bounded and evicting as it must be; for
+ *    the batch service, a PostgreSQL database of its own, createTestDatabase's, which it must
+ *    migrate from its migrations/*.sql: its /readyz too); each must answer /healthz on its metrics port (the edge also on its API port), and exit
  *    0 on SIGTERM. A module the prune removed, a data file left behind, a dev-only import or a
  *    native addon (the guard's re2) the runtime files lack fails the start.
  *
@@ -30,10 +32,10 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@gateway/testing';
+import { createTestDatabase, freePort } from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'batch'];
 const keep = process.argv.includes('--keep');
 const log = (message) => console.log(`check-image: ${message}`);
 
@@ -229,6 +231,8 @@ async function startServices(runtime, image, scratch) {
   );
   const natsBinary = ['/usr/sbin/nats-server', '/usr/local/bin/nats-server'].find((path) => existsSync(path)) ?? 'nats-server';
   const nats = start(natsBinary, ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(scratch, 'nats')], {});
+  // The batch service's PostgreSQL (POSTGRES_URL's server, else 127.0.0.1:5432): a database of the check's own.
+  const batchDatabase = await createTestDatabase('image_check');
   const ports = {};
   for (const name of SERVICES) ports[name] = { listen: await freePort(), metrics: await freePort() };
   const upper = (name) => name.toUpperCase();
@@ -242,6 +246,9 @@ async function startServices(runtime, image, scratch) {
     NATS_URL: `nats://127.0.0.1:${natsPort}`,
     EDGE_HOST: '127.0.0.1',
     EDGE_PORT: String(ports.edge.listen),
+    DATABASE_URL: batchDatabase.url,
+    BATCH_SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    BATCH_EDGE_URL: `http://127.0.0.1:${ports.edge.listen}`,
   };
   for (const name of SERVICES) {
     env[`${upper(name)}_METRICS_PORT`] = String(ports[name].metrics);
@@ -259,6 +266,9 @@ async function startServices(runtime, image, scratch) {
       log(`${name} started from the runtime files and answers /healthz`);
     }
     await answers(`http://127.0.0.1:${ports.edge.listen}/healthz`, children.edge, 'edge');
+    // Ready only once its migrations (migrations/*.sql, outside src/) ran: the runtime files have them.
+    await answers(`http://127.0.0.1:${ports.batch.metrics}/readyz`, children.batch, 'batch');
+    log('batch migrated its database from the runtime files and is ready');
   } finally {
     for (const name of SERVICES) {
       if (!children[name]) continue;
@@ -266,6 +276,7 @@ async function startServices(runtime, image, scratch) {
       if (code !== 0) failures.push(`${name} exited with ${code} on SIGTERM:\n${children[name].output.join('')}`);
     }
     await Promise.all([stop(redis), stop(cacheRedis), stop(nats)]);
+    await batchDatabase.drop();
   }
   if (failures.length > 0) throw new Error(failures.join('\n'));
   log('each service stopped cleanly on SIGTERM');

@@ -52,7 +52,7 @@ describe('parseDockerfile', () => {
     // --ignore-scripts the runtime would lack re2.node.
     expect(run).toMatch(/pnpm install --offline --frozen-lockfile --prod &&/);
     expect(run).not.toContain('--ignore-scripts');
-    expect(JSON.parse(runtime.steps.find((step) => step.instruction === 'CMD').rest)[2]).toContain(' guard cache}');
+    expect(JSON.parse(runtime.steps.find((step) => step.instruction === 'CMD').rest)[2]).toContain(' guard cache batch}');
   });
 });
 

@@ -67,14 +67,15 @@ import { shutdownProblems } from './manifests/shutdown.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const deployDir = join(root, 'deploy');
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'batch'];
 const GRPC_PORTS = { auth: 50051, router: 50052, executor: 50053, metering: 50054, guard: 50056, mcp: 50057 };
 /**
  * The services probed over HTTP (/readyz, /healthz) instead, with the port they are probed on (its
  * name and number): the edge on its API port, the cache on its metrics port, whose /readyz says
- * whether its settings are read (its gRPC health does not).
+ * whether its settings are read (its gRPC health does not), the batch service on its metrics port,
+ * whose /readyz says whether its PostgreSQL is connected and migrated.
  */
-const HTTP_PROBE_PORTS = { edge: ['http', 8080], cache: ['metrics', 9108] };
+const HTTP_PROBE_PORTS = { edge: ['http', 8080], cache: ['metrics', 9108], batch: ['metrics', 9109] };
 /**
  * Metrics the rules may read before any service declares them, each with the change that adds it.
  * Once a service declares one, the check fails until it is removed from here.
@@ -334,8 +335,8 @@ function validate(label, objects, patches = []) {
     }
   }
 
-  // The gateway's own shape: the base's services, gRPC ones probed over gRPC on their port, the edge and
-  // the cache over HTTP, and the edge reaching executors through the headless Service.
+  // The gateway's own shape: the base's services, gRPC ones probed over gRPC on their port, the edge,
+  // the cache and the batch service over HTTP, and the edge reaching executors through the headless Service.
   for (const service of SERVICES) {
     const deployment = deployments.find((object) => object.metadata?.name === service);
     if (!check(Boolean(deployment), `${label}: no Deployment ${service}`)) continue;
@@ -370,14 +371,16 @@ function validate(label, objects, patches = []) {
   if (check(Boolean(config), `${label}: no ConfigMap gateway-config`)) {
     // The edge's long-lived streams to auth, the router, the executors, the guard (its checks on
     // every request a policy names, its policy watch) and the cache (a lookup on every request a
-    // setting covers, its settings watch) spread over every pod only through headless Services (a
-    // ClusterIP pins a connection, and its streams, to one pod).
+    // setting covers, its settings watch) and the batch service (files uploaded and read as streams)
+    // spread over every pod only through headless Services (a ClusterIP pins a connection, and its
+    // streams, to one pod).
     for (const [variable, port] of [
       ['AUTH_SERVICE_ADDR', 50051],
       ['ROUTER_SERVICE_ADDR', 50052],
       ['EXECUTOR_SERVICE_ADDR', 50053],
       ['GUARD_SERVICE_ADDR', 50056],
       ['CACHE_SERVICE_ADDR', 50058],
+      ['BATCH_SERVICE_ADDR', 50059],
     ]) {
       const address = String(config.data?.[variable] ?? '');
       const headlessName = /^dns:\/\/\/([^:.]+)/.exec(address)?.[1];

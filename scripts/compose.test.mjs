@@ -12,10 +12,11 @@ const compose = parse(readFileSync(join(import.meta.dirname, '..', 'docker-compo
 const services = Object.entries(compose.services);
 
 describe('docker-compose.yml', () => {
-  it('runs the dependencies and the nine services, and a Redis for stored responses only in its profile', () => {
+  it('runs the dependencies and the ten services, and a Redis for stored responses only in its profile', () => {
     const byDefault = services.filter(([, service]) => !service.profiles).map(([name]) => name);
     expect(byDefault.sort()).toEqual([
       'auth',
+      'batch',
       'cache',
       'edge',
       'executor',
@@ -53,6 +54,22 @@ describe('docker-compose.yml', () => {
     expect(command).toMatch(/--maxmemory-policy allkeys-lru/);
     expect(command).toMatch(/--appendonly no/);
     expect(compose.services['redis-cache'].volumes).toBeUndefined();
+  });
+
+  it("points the edge at the batch service, and the batch service at compose's PostgreSQL and the edge", () => {
+    expect(compose.services.edge.environment.BATCH_SERVICE_ADDR).toBe('dns:///batch:50059');
+    expect(compose.services.edge.depends_on.batch).toEqual({ condition: 'service_healthy' });
+    expect(compose.services.batch.environment).toMatchObject({
+      SERVICE: 'batch',
+      BATCH_LISTEN_ADDR: '0.0.0.0:50059',
+      BATCH_METRICS_PORT: '9109',
+      BATCH_EDGE_URL: 'http://edge:8080',
+    });
+    expect(compose.services.batch.environment.DATABASE_URL).toMatch(/@postgres:5432\//);
+    // A development key (32 bytes), unless .env sets one.
+    const developmentKey = String(compose.services.batch.environment.BATCH_SECRETS_KEY).replace(/^\$\{BATCH_SECRETS_KEY:-(.*)\}$/, '$1');
+    expect(Buffer.from(developmentKey, 'base64')).toHaveLength(32);
+    expect(compose.services.batch.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
   });
 
   it.each(services)('gives %s a healthcheck', (_name, service) => {

@@ -3,6 +3,8 @@
 # answer (and a second Redis, bounded and evicting, for the cache's entries: CACHE_REDIS_URL, by
 # default 127.0.0.1:6380), (re)starts the services in the background and waits until the edge is ready. The request
 # log's service starts when PostgreSQL could be had (DATABASE_URL); GATEWAY_REQUEST_LOG=off skips it.
+# So does the batch service (/v1/files, /v1/batches: its files and batches in the same PostgreSQL,
+# schema batch), with a generated .run/batch-secrets-key; GATEWAY_BATCH=off skips it.
 # Needs only Debian (or similar) and Node.js 20; installs pnpm, Redis, NATS and PostgreSQL when missing.
 #
 #   bash scripts/start.sh
@@ -48,6 +50,12 @@ if [[ -n "${DATABASE_URL:-}" && "${GATEWAY_REQUEST_LOG:-on}" != off ]]; then
   SERVICES=(auth router executor metering mcp guard cache request-log edge)
   export REQUEST_LOG_SERVICE_ADDR="${REQUEST_LOG_SERVICE_ADDR:-127.0.0.1:50055}"
 fi
+# The batch service, when PostgreSQL is there: before the edge, which then serves /v1/files and
+# /v1/batches through it; its lanes send each line to this edge.
+if [[ -n "${DATABASE_URL:-}" && "${GATEWAY_BATCH:-on}" != off ]]; then
+  SERVICES=("${SERVICES[@]:0:${#SERVICES[@]}-1}" batch edge)
+  export BATCH_SERVICE_ADDR="${BATCH_SERVICE_ADDR:-127.0.0.1:50059}"
+fi
 
 for service in "${SERVICES[@]}"; do
   if [[ ! -f "services/$service/dist/main.js" ]]; then
@@ -92,6 +100,12 @@ use_kept_secret GUARD_SECRETS_KEY guard-secrets-key 'process.stdout.write(requir
 export GUARD_SERVICE_ADDR="${GUARD_SERVICE_ADDR:-127.0.0.1:50056}"
 # The edge looks cacheable requests up in the cache started here (its settings: /admin/v1/cache).
 export CACHE_SERVICE_ADDR="${CACHE_SERVICE_ADDR:-127.0.0.1:50058}"
+if [[ " ${SERVICES[*]} " == *" batch "* ]]; then
+  # The key the batch service seals the owners' keys with while their batches run (kept: a batch
+  # still running after a restart needs the same one), and the edge its lanes send the lines to.
+  use_kept_secret BATCH_SECRETS_KEY batch-secrets-key 'process.stdout.write(require("node:crypto").randomBytes(32).toString("base64") + "\n")' 'the batch secrets key'
+  export BATCH_EDGE_URL="${BATCH_EDGE_URL:-http://127.0.0.1:$EDGE_PORT}"
+fi
 # Per-key OAuth to upstream MCP servers: the callback is this edge's (its tokens sealed with a key
 # derived from MCP_SECRETS_KEY unless MCP_CREDENTIALS_KEY is set).
 export MCP_OAUTH_REDIRECT_URL="${MCP_OAUTH_REDIRECT_URL:-http://127.0.0.1:$EDGE_PORT/mcp/oauth/callback}"
@@ -154,6 +168,7 @@ ready_urls=("$ready_url" "http://127.0.0.1:${AUTH_METRICS_PORT:-9101}/readyz" "h
   "http://127.0.0.1:${MCP_METRICS_PORT:-9107}/readyz" "http://127.0.0.1:${GUARD_METRICS_PORT:-9106}/readyz"
   "http://127.0.0.1:${CACHE_METRICS_PORT:-9108}/readyz")
 [[ " ${SERVICES[*]} " == *" request-log "* ]] && ready_urls+=("http://127.0.0.1:${REQUEST_LOG_METRICS_PORT:-9105}/readyz")
+[[ " ${SERVICES[*]} " == *" batch "* ]] && ready_urls+=("http://127.0.0.1:${BATCH_METRICS_PORT:-9109}/readyz")
 gateway_log "waiting up to ${READY_TIMEOUT_SECONDS}s for every service's /readyz"
 deadline=$((SECONDS + READY_TIMEOUT_SECONDS))
 while :; do
@@ -191,6 +206,8 @@ base_url="http://127.0.0.1:$EDGE_PORT/v1"
 console_port="$EDGE_PORT"
 request_log="the request log is on (DATABASE_URL)"
 [[ " ${SERVICES[*]} " == *" request-log "* ]] || request_log="no request log: no PostgreSQL; the latest requests only"
+batches="on (the batch service, BATCH_SERVICE_ADDR=${BATCH_SERVICE_ADDR:-})"
+[[ " ${SERVICES[*]} " == *" batch "* ]] || batches="off: no PostgreSQL (or GATEWAY_BATCH=off)"
 if [[ -n "${EDGE_ADMIN_PORT:-}" && "$EDGE_ADMIN_PORT" != 0 ]]; then console_port="$EDGE_ADMIN_PORT"; fi
 admin_url="http://127.0.0.1:$console_port/admin/v1"
 # A sample guardrail policy, off: a payment card number (Luhn-checked) in a prompt or an answer is
@@ -258,6 +275,7 @@ The gateway is ready.
             (every policy: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" $admin_url/policies)
   Console:  http://127.0.0.1:$console_port/console   (admin token: $EDGE_ADMIN_TOKEN, kept in .run/admin-token)
   Requests: curl -H "Authorization: Bearer $EDGE_ADMIN_TOKEN" "http://127.0.0.1:$console_port/admin/v1/requests?status=429&format=csv"   ($request_log)
+  Batches:  curl -H "Authorization: Bearer $GATEWAY_BOOTSTRAP_KEY" $base_url/batches   ($batches)
   Logs:     .run/logs/<service>.log  (${SERVICES[*]})
   Stop:     bash scripts/stop.sh
 EOF

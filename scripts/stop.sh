@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stops what scripts/start.sh and scripts/dependencies.sh started: the services (the request log's
-# too), then the Redis (the cache's too), NATS and PostgreSQL servers this project started itself (their pid files
+# and the batch service's too), then the Redis (the cache's too), NATS and PostgreSQL servers this project started itself (their pid files
 # are under .run/pids/). One that was already running when we looked is never touched: it has no
 # pid file here.
 #
@@ -11,7 +11,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SERVICES=(edge mcp guard cache request-log metering executor router auth) # the edge first: it stops taking requests
+SERVICES=(edge mcp guard cache batch request-log metering executor router auth) # the edge first: it stops taking requests
 
 # stop_ours PID_FILE PATTERN WHAT GRACE: stops the process of PID_FILE, given GRACE seconds after
 # SIGTERM, while it is still PATTERN's; a pid file whose process is gone is removed.

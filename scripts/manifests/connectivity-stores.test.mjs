@@ -1,4 +1,4 @@
-// The NetworkPolicy evaluator over all nine services and every in-cluster store: components/
+// The NetworkPolicy evaluator over all ten services and every in-cluster store: components/
 // network-policy and otlp-egress on overlays/dev (which runs Redis, the Responses Redis, the cache's
 // Redis, NATS, PostgreSQL and the request log in the cluster), as check-manifests renders them. Each store takes
 // its clients only, the executors and the MCP service go out on HTTPS and the catalog's ports only,
@@ -28,7 +28,7 @@ describe.skipIf(!renderer)('NetworkPolicies with every store in the cluster (kub
     rendered = renderComponent(renderer, join(root, 'deploy'), ['network-policy', 'otlp-egress'], 'overlays/dev');
   }, 120_000);
 
-  it('has all nine services and the five stores, and passes as it is', () => {
+  it('has all ten services and the five stores, and passes as it is', () => {
     const workloads = rendered.filter((object) => ['Deployment', 'StatefulSet'].includes(object.kind)).map((object) => object.metadata.name);
     expect(workloads).toEqual(
       expect.arrayContaining([
@@ -40,6 +40,7 @@ describe.skipIf(!renderer)('NetworkPolicies with every store in the cluster (kub
         'mcp',
         'guard',
         'cache',
+        'batch',
         'request-log',
         'redis',
         'redis-responses',

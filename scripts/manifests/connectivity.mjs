@@ -1,7 +1,7 @@
 // The flows the gateway needs, checked against an overlay's rendered NetworkPolicies: each needed
 // flow is allowed, every other way into the services and the in-cluster stores (Redis, the
 // Responses Redis, the cache's Redis, NATS, PostgreSQL) is denied, the cache reaches its two Redis
-// servers and nothing outside, and the egress of the services that reach outside
+// servers and nothing outside, the batch service PostgreSQL and the edges' API port alone, and the egress of the services that reach outside
 // (the executors to the providers, the MCP service to upstream MCP servers, the guard to moderation
 // services) is HTTPS (443) and the ports the catalog's upstreams name, stopping short of metadata
 // and cluster addresses (but for the GKE metadata server, opened to the executors and the guard
@@ -9,9 +9,9 @@
 import { parse } from 'yaml';
 import { allows } from './network-policy.mjs';
 
-const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'request-log'];
+const SERVICES = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'batch', 'request-log'];
 /** The services only the edges call (on their gRPC port) and Prometheus scrapes (on `metrics`). */
-const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'request-log'];
+const INTERNAL = ['auth', 'router', 'executor', 'metering', 'mcp', 'guard', 'cache', 'batch', 'request-log'];
 /** The services that export spans (startTracing in their main.ts): OTLP out, with components/otlp-egress. */
 const TRACING = ['edge', 'auth', 'router', 'executor', 'metering', 'mcp'];
 /** Who uses each store, by its config schema: NATS_URL, REDIS_URL, RESPONSES_REDIS_URL, CACHE_REDIS_URL, DATABASE_URL. */
@@ -20,7 +20,7 @@ const CLIENTS = {
   redis: ['auth', 'metering', 'mcp', 'guard', 'cache'],
   'redis-responses': ['metering'],
   'redis-cache': ['cache'],
-  postgres: ['request-log'],
+  postgres: ['request-log', 'batch'],
 };
 /** Each store's client port (by its container port's name, else this). */
 const STORE_PORTS = {
@@ -173,6 +173,8 @@ function neededFlows(at, { redisPorts, cacheRedisPorts, natsPorts, upstreamPorts
   flows.push([service('guard'), at('the internet'), 443]);
   // A judge_model check pointed at the gateway itself, its calls metered to the policy owner's key.
   flows.push([service('guard'), service('edge'), service('edge')?.ports?.http]);
+  // Each batch line, sent to the edges' API with its owner's key (BATCH_EDGE_URL).
+  flows.push([service('batch'), service('edge'), service('edge')?.ports?.http]);
   if (metadata) flows.push(...gkeMetadataFlows(at, service('executor')), ...gkeMetadataFlows(at, service('guard')));
   return flows.filter(present);
 }
@@ -183,7 +185,7 @@ function forbiddenFlows(at, { metadata, upstreamPorts }) {
   const flows = [
     // The metadata endpoint only to the executors and the guard, only on its ports, only with the component.
     ...(metadata ? [] : [...gkeMetadataFlows(at, executor), ...gkeMetadataFlows(at, at('guard'))]),
-    ...['edge', 'auth', 'router', 'metering', 'mcp', 'cache', 'request-log'].flatMap((name) => gkeMetadataFlows(at, at(name))),
+    ...['edge', 'auth', 'router', 'metering', 'mcp', 'cache', 'batch', 'request-log'].flatMap((name) => gkeMetadataFlows(at, at(name))),
     [executor, at('the metadata endpoint'), 443],
     [executor, at('the IPv6 metadata endpoint'), 80],
     [executor, at('the Kubernetes API Service'), 443],
@@ -200,6 +202,12 @@ function forbiddenFlows(at, { metadata, upstreamPorts }) {
     [at('cache'), at('the IPv6 metadata endpoint'), 80],
     [at('cache'), at('the Kubernetes API Service'), 443],
     [at('cache'), at('a random pod of the namespace'), 8080],
+    // The batch service reaches PostgreSQL and the edges' API port only: no HTTPS out, no metadata, no other pod.
+    [at('batch'), at('the internet'), 443],
+    [at('batch'), at('the internet'), 8080],
+    [at('batch'), at('the IPv6 metadata endpoint'), 80],
+    [at('batch'), at('the Kubernetes API Service'), 443],
+    [at('batch'), at('a random pod of the namespace'), 8080],
     [at('auth'), at('the internet'), 443],
     [at('router'), at('the internet'), 443],
     [at('request-log'), at('the internet'), 443],

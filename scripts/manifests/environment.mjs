@@ -24,6 +24,7 @@ export const SERVICE_SCHEMAS = {
   mcp: 'McpConfigSchema',
   guard: 'GuardConfigSchema',
   cache: 'CacheConfigSchema',
+  batch: 'BatchConfigSchema',
   'request-log': 'RequestLogConfigSchema',
 };
 

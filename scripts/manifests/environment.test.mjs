@@ -53,14 +53,14 @@ describe.skipIf(!renderer)('each service in each rendered overlay has what it re
     expect(publicRouteProblems('ingress-nginx', rendered['ingress-nginx'], table, schemas.edge)).toEqual([]);
   });
 
-  it('knows all nine services', () => {
+  it('knows all ten services', () => {
     for (const overlay of OVERLAYS)
       expect(
         rendered[overlay]
           .filter((object) => object.kind === 'Deployment' && object.metadata.name in schemas)
           .map((object) => object.metadata.name)
           .sort(),
-      ).toEqual(['auth', 'cache', 'edge', 'executor', 'guard', 'mcp', 'metering', 'request-log', 'router']);
+      ).toEqual(['auth', 'batch', 'cache', 'edge', 'executor', 'guard', 'mcp', 'metering', 'request-log', 'router']);
   });
 
   it("fails prod when the request log does not get gateway-nats: the ConfigMap's nats://nats:4222 is no Service there", () => {

@@ -9,16 +9,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { natsExporterProblems, natsStorageProblems } from './nats-storage.mjs';
 
-const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'guard', 'cache'];
+const GATEWAY = ['edge', 'auth', 'router', 'executor', 'metering', 'guard', 'cache', 'batch'];
 /** The official NATS chart's probes, on the monitor port. */
 const NATS_PROBES = { startupProbe: '/healthz', readinessProbe: '/healthz?js-server-only=true', livenessProbe: '/healthz?js-enabled-only=true' };
 const SPREAD_KEYS = ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'];
 /**
  * Services that connect to a dependency before they listen: their startup probe outlasts its
  * outage. The cache waits for Redis too, but its probes ask /healthz on its metrics port, which
- * answers while it waits: liveness never judges the wait.
+ * answers while it waits: liveness never judges the wait. The batch service migrates its
+ * PostgreSQL at start: its startup probe outlasts a database away.
  */
-const WAITS_BEFORE_LISTENING = { auth: 'Redis', metering: 'NATS', guard: 'Redis' };
+const WAITS_BEFORE_LISTENING = { auth: 'Redis', metering: 'NATS', guard: 'Redis', batch: 'PostgreSQL' };
 /** How long (s) such a startup probe waits at least before the kubelet restarts the container. */
 const STARTUP_WAIT_SECONDS = 300;
 /** The least a probe waits for its answer (s): the default 1 s fails a pod whose event loop is only busy. */
@@ -56,6 +57,8 @@ export const OPERATOR_SECRETS = {
   'gateway-nats': ['NATS_URL'],
   'gateway-bootstrap': ['GATEWAY_BOOTSTRAP_KEY'],
   'gateway-request-log-database': ['DATABASE_URL'],
+  // The batch service's key that seals the owners' keys while their batches run (required).
+  'gateway-batch': ['BATCH_SECRETS_KEY'],
   // components/nats-cluster: each NATS client's password, by service (docs/deploy-entry.md, "NATS users").
   'gateway-nats-users': ['edge', 'metering', 'request-log', 'router', 'executor'],
 };

@@ -12,15 +12,25 @@ import { fileURLToPath } from 'node:url';
 import { bodiesNames, refusedNames, toolCallNames } from '@gateway/messaging';
 import { connectRedis } from '@gateway/redis';
 import { connect } from 'nats';
-import { eventually, freePort, natsServers, natsUrl, type RedisServer, redisUrl, startRedisServer } from '@gateway/testing';
+import {
+  createTestDatabase,
+  eventually,
+  freePort,
+  natsServers,
+  natsUrl,
+  type RedisServer,
+  redisUrl,
+  startRedisServer,
+  type TestDatabase,
+} from '@gateway/testing';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CORE_SERVICES = ['auth', 'router', 'executor', 'metering', 'edge'] as const;
 /**
  * The name of one of the five services, or of an optional one (ClusterOptions.requestLog,
- * ClusterOptions.mcp, ClusterOptions.guard, ClusterOptions.cache).
+ * ClusterOptions.mcp, ClusterOptions.guard, ClusterOptions.cache, ClusterOptions.batch).
  */
-export type ServiceName = (typeof CORE_SERVICES)[number] | 'request-log' | 'mcp' | 'guard' | 'cache';
+export type ServiceName = (typeof CORE_SERVICES)[number] | 'request-log' | 'mcp' | 'guard' | 'cache' | 'batch';
 
 /** A running cluster. */
 export interface Cluster {
@@ -45,6 +55,13 @@ export interface Cluster {
    * kills it, `start` starts it again on the same port, empty). cluster.stop() removes it.
    */
   cacheRedis?: { stop(): Promise<void>; start(): Promise<void> };
+  /** With ClusterOptions.batch: the batch service's PostgreSQL database (its DATABASE_URL). */
+  batchDatabaseUrl?: string;
+  /**
+   * With ClusterOptions.batch and no databaseUrl: the test database created for it (to take away
+   * and bring back with setReachable), dropped by cluster.stop().
+   */
+  batchDatabase?: TestDatabase;
   /** Starts a service again (after a test killed it) with the same environment. */
   restart(name: ServiceName): void;
   stop(): Promise<void>;
@@ -95,6 +112,15 @@ export interface ClusterOptions {
    */
   cache?: boolean;
   /**
+   * Also start the batch service (the edge's /v1/files and /v1/batches, BATCH_SERVICE_ADDR), its
+   * lanes sending each line to this cluster's edge (BATCH_EDGE_URL) every 50 ms at most
+   * (BATCH_POLL_INTERVAL_MS), with a secrets key of its own, on this PostgreSQL database
+   * (databaseUrl) or else on a test database created here (createTestDatabase) and dropped with the
+   * cluster (Cluster.batchDatabase). Its DATABASE_URL is its own: beside `requestLog`, each keeps
+   * its database.
+   */
+  batch?: boolean | { databaseUrl?: string };
+  /**
    * With `mcp`: per-key OAuth for `auth: oauth` upstream servers, tokens sealed under a key of the
    * cluster's own (MCP_CREDENTIALS_KEY) and the callback at this cluster's edge
    * (MCP_OAUTH_REDIRECT_URL).
@@ -131,6 +157,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     ...(options.guard ? (['guard'] as const) : []),
     ...(options.cache ? (['cache'] as const) : []),
     ...(options.requestLog ? (['request-log'] as const) : []),
+    ...(options.batch ? (['batch'] as const) : []),
     'edge',
   ];
   const names = [
@@ -151,11 +178,16 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
     'guardMetrics',
     'cache',
     'cacheMetrics',
+    ...(options.batch ? ['batch', 'batchMetrics'] : []),
   ];
   const ports = Object.fromEntries(await Promise.all(names.map(async (name) => [name, await freePort()] as const)));
   // The cache's entries in a Redis of their own, bounded and evicting: never the shared Redis,
   // whose policy must not evict, and apart from other clusters' entries.
   const cacheRedis: RedisServer | undefined = options.cache ? await startRedisServer(['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru']) : undefined;
+  // The batch service's database: the caller's, or a test database of the cluster's own.
+  const batchOption = typeof options.batch === 'object' ? options.batch : {};
+  const batchDatabase: TestDatabase | undefined = options.batch && !batchOption.databaseUrl ? await createTestDatabase('batch_test') : undefined;
+  const batchDatabaseUrl = options.batch ? (batchOption.databaseUrl ?? batchDatabase!.url) : undefined;
   const apiKey = randomApiKey();
   const authPrefix = options.env?.AUTH_REDIS_PREFIX ?? 'auth:';
   const env: Record<string, string> = {
@@ -231,9 +263,21 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
       CACHE_AUDIT_PREFIX: authPrefix,
       CACHE_RELOAD_INTERVAL_MS: '100',
     }),
+    ...(options.batch && {
+      BATCH_LISTEN_ADDR: `127.0.0.1:${ports.batch}`,
+      BATCH_METRICS_PORT: String(ports.batchMetrics),
+      BATCH_SERVICE_ADDR: `127.0.0.1:${ports.batch}`,
+      BATCH_EDGE_URL: `http://127.0.0.1:${ports.edge}`,
+      BATCH_SECRETS_KEY: randomBytes(32).toString('base64'),
+      BATCH_POLL_INTERVAL_MS: '50',
+    }),
     ...options.env,
   };
-  const logs = Object.fromEntries([...CORE_SERVICES, 'mcp', 'guard', 'cache', 'request-log'].map((name) => [name, [] as string[]])) as Record<
+  /** What one service runs with beyond `env`: the batch service's DATABASE_URL, which the request log's may differ from. */
+  const serviceEnv: Partial<Record<ServiceName, Record<string, string>>> = {
+    ...(batchDatabaseUrl && { batch: { DATABASE_URL: batchDatabaseUrl } }),
+  };
+  const logs = Object.fromEntries([...CORE_SERVICES, 'mcp', 'guard', 'cache', 'request-log', 'batch'].map((name) => [name, [] as string[]])) as Record<
     ServiceName,
     string[]
   >;
@@ -241,7 +285,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
   const launch = (name: ServiceName) => {
     const child = spawn(process.execPath, [...(options.nodeArgs?.[name] ?? []), `services/${name}/dist/main.js`], {
       cwd: options.root ?? ROOT,
-      env,
+      env: { ...env, ...serviceEnv[name] },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const keep = (data: Buffer) => {
@@ -269,10 +313,13 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
       cacheRedisUrl: cacheRedis.url,
       cacheRedis: { stop: () => cacheRedis.pause(), start: () => cacheRedis.resume() },
     }),
+    ...(batchDatabaseUrl && { batchDatabaseUrl }),
+    ...(batchDatabase && { batchDatabase }),
     restart: launch,
     stop: async () => {
       await Promise.all(services.map((name) => stopProcess(processes[name])));
       await cacheRedis?.stop();
+      await batchDatabase?.drop();
       await deleteStream(env.NATS_URL!, env.USAGE_STREAM!);
       // The request log's streams beside it (refusals, bodies, tool calls), each of which NATS reserves room for.
       if (options.requestLog)
@@ -297,6 +344,7 @@ async function startClusterOnce(options: ClusterOptions): Promise<Cluster> {
         ...(options.guard ? ['guardMetrics'] : []),
         ...(options.cache ? ['cacheMetrics'] : []),
         ...(options.requestLog ? ['requestLogMetrics'] : []),
+        ...(options.batch ? ['batchMetrics'] : []),
       ].map((port) => `http://127.0.0.1:${ports[port]}/readyz`),
     ];
     // A bound for a cluster that never gets ready, generous for a machine loaded by a test run
