@@ -40,7 +40,7 @@ let cluster: Cluster;
 const upstreams: FakeUpstream[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
 
-const metricsUrl = (service: 'edge' | 'auth' | 'router' | 'executor' | 'metering' | 'requestLog' | 'mcp' | 'guard' | 'cache') =>
+const metricsUrl = (service: 'edge' | 'auth' | 'router' | 'executor' | 'metering' | 'requestLog' | 'mcp' | 'guard' | 'cache' | 'batch') =>
   `http://127.0.0.1:${cluster.ports[`${service}Metrics`]}/metrics`;
 /** The request log's own database: the cluster runs every service the alerting rules read, the optional ones included. */
 let database: TestDatabase | undefined;
@@ -91,6 +91,7 @@ beforeAll(async () => {
     mcp: true,
     guard: true,
     cache: true,
+    batch: true,
   });
 });
 
@@ -256,7 +257,7 @@ describe('the alerts', () => {
       interval: 50,
     });
     const pages = await Promise.all(
-      (['edge', 'auth', 'router', 'executor', 'metering', 'requestLog', 'mcp', 'guard', 'cache'] as const).map((service) =>
+      (['edge', 'auth', 'router', 'executor', 'metering', 'requestLog', 'mcp', 'guard', 'cache', 'batch'] as const).map((service) =>
         fetch(metricsUrl(service)).then((response) => response.text()),
       ),
     );

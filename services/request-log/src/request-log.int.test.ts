@@ -384,6 +384,24 @@ describe('request log', () => {
     expect((await search(range)).requests.map((entry) => ids.indexOf(entry.event_id!))).toEqual([2, 1, 0]);
   }, 30_000);
 
+  it("logs the batch a request was a line of, found by the batch's id", async () => {
+    const base = Date.now() - 3 * 3_600_000;
+    const batchId = `batch_${id.replace(/[^A-Za-z0-9]/g, '')}`;
+    const lines = [event({ received_at_ms: base + 1_000, batch_id: batchId }), event({ received_at_ms: base + 2_000, batch_id: batchId })];
+    const online = event({ received_at_ms: base + 3_000 });
+    await publish(...lines, online);
+    const ids = [...lines, online].map((entry) => entry.event_id!);
+    await eventually(async () => (await rowsOf(ids)).length === 3, 'the three requests to be logged', 15_000);
+    const range = { start_ms: base, end_ms: base + 10_000 };
+    expect((await search({ ...range, batch_id: batchId })).requests.map((entry) => ids.indexOf(entry.event_id!))).toEqual([1, 0]);
+    const all = (await search(range)).requests;
+    expect(all.map((entry) => [ids.indexOf(entry.event_id!), entry.batch_id])).toEqual([
+      [2, ''],
+      [1, batchId],
+      [0, batchId],
+    ]);
+  }, 30_000);
+
   it('reads one request by its event id or its request id, and says when it has none', async () => {
     const guardrails = [{ policy: 'cards', check: 'card', point: 'input', action: 'mask', enforced: true, entity: 'card', error: '' }];
     const one = event({ request_id: `req-${id}`, guardrails });

@@ -102,6 +102,7 @@ const COLUMNS = {
   cache_status: cacheStatusOf,
   /** What a hit saved, pico-USD as a decimal integer; '0' for anything but a hit. */
   saved_cost_pico_usd: (event) => (event.cache?.status === 'hit' ? String(Math.max(0, Math.trunc(event.cache.saved_cost_pico_usd ?? 0))) : '0'),
+  batch_id: (event) => event.batch_id ?? '',
 } satisfies Record<string, Column>;
 
 /** One row of request_log: the columns an INSERT writes (REQUEST_COLUMNS). */

@@ -150,6 +150,7 @@ export function searchQuery(request: SearchRequestsRequestOutput, nowMs: number,
   equal('api', request.api);
   equal('outcome', request.outcome);
   equal('cache_status', request.cache_status);
+  equal('batch_id', request.batch_id);
   if (request.model) {
     const model = bind(request.model);
     where.push(`(model_id = ${model} OR requested_model = ${model})`);

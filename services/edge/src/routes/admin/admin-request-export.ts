@@ -51,6 +51,7 @@ export const CSV_COLUMNS = [
   'cache_status',
   'saved_cost_usd',
   'saved_cost_pico_usd',
+  'batch_id',
 ] as const satisfies readonly (keyof LoggedRequest)[];
 
 /** One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break; a leading =, +, - or @ is quoted text, never a spreadsheet formula. */

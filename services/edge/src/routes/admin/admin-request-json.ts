@@ -106,6 +106,7 @@ export function loggedJson(record: RequestRecordOutput): LoggedRequest {
     cache_age_ms: null,
     saved_cost_usd: picoUsdToUsd(saved),
     saved_cost_pico_usd: saved.toString(),
+    batch_id: record.batch_id || null,
   };
 }
 

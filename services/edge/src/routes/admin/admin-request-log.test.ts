@@ -72,7 +72,7 @@ describe('GET /admin/v1/requests with the request log', () => {
     const response = await get(
       `/admin/v1/requests?start=100&end=200&key_id=${KEY_ID}&team_id=${TEAM_ID}&model=sim-mini&provider=simulated&status=429` +
         '&deployment=1:https://api.openai.com' +
-        '&error_code=rate_limit_exceeded&api=messages&outcome=failed&cache_status=hit&min_latency_ms=10&max_latency_ms=20&min_cost_usd=0.000000000001' +
+        '&error_code=rate_limit_exceeded&api=messages&outcome=failed&cache_status=hit&batch_id=batch_AbC123&min_latency_ms=10&max_latency_ms=20&min_cost_usd=0.000000000001' +
         '&max_cost_usd=1.5&sort=cost&order=asc&limit=1000&cursor=abc_-1',
     );
     expect(response.statusCode).toBe(200);
@@ -92,6 +92,7 @@ describe('GET /admin/v1/requests with the request log', () => {
           api: 'messages',
           outcome: 'failed',
           cache_status: 'hit',
+          batch_id: 'batch_AbC123',
           min_latency_ms: 10,
           max_latency_ms: 20,
           min_cost_pico_usd: 1,

@@ -94,6 +94,7 @@ function searchOf(query: RequestLogQuery): SearchRequestsRequest {
     api: query.api ?? '',
     outcome: query.outcome ?? '',
     cache_status: query.cache_status ?? '',
+    batch_id: query.batch_id ?? '',
     ...(query.min_latency_ms !== undefined && { min_latency_ms: Number(query.min_latency_ms) }),
     ...(query.max_latency_ms !== undefined && { max_latency_ms: Number(query.max_latency_ms) }),
     ...(query.min_cost_usd !== undefined && { min_cost_pico_usd: usdToPico(query.min_cost_usd) }),

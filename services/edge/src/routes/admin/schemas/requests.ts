@@ -25,6 +25,7 @@ export const REQUEST_LOG_PARAMETERS = [
   'api',
   'outcome',
   'cache_status',
+  'batch_id',
   'min_latency_ms',
   'max_latency_ms',
   'min_cost_usd',
@@ -66,6 +67,7 @@ export const RequestLogQuerySchema = steps(
       queryParameter('outcome', '^(completed|failed|cancelled|refused)$', "'outcome' must be one of completed, failed, cancelled, refused."),
     ),
     cache_status: Type.Optional(queryParameter('cache_status', '^(hit|miss|skip)$', "'cache_status' must be one of hit, miss, skip.")),
+    batch_id: Type.Optional(queryParameter('batch_id', '^batch_[A-Za-z0-9]{1,64}$', "'batch_id' must be a batch id (batch_...).")),
     min_latency_ms: Type.Optional(NonNegativeInteger('min_latency_ms')),
     max_latency_ms: Type.Optional(NonNegativeInteger('max_latency_ms')),
     min_cost_usd: Type.Optional(UsdAmount('min_cost_usd')),
@@ -94,6 +96,8 @@ export type LoggedRequest = GatewayRequest & {
   cost_pico_usd: string;
   /** saved_cost_usd exactly: pico-USD as a decimal integer. */
   saved_cost_pico_usd: string;
+  /** The batch the request was a line of (`batch_...`); null for an online request. */
+  batch_id: string | null;
   time_to_first_token_ms: number | null;
   user_agent: string | null;
   /** The guardrail decisions made for the request, in order; never the text found. */
