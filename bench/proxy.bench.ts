@@ -437,11 +437,12 @@ export interface ProxyBench {
  * bare proxy and the gateway with a catalog of two openai-compatible models pointing at them.
  * `nodeArgs` adds node flags per service (`--cpu-prof` to profile); `options.requestLog` runs the
  * request-log service too, on that database, `options.guard` the guard service, `options.cache` the
- * cache service with its entries' Redis; `options.env` is added to the services' environment.
+ * cache service with its entries' Redis, `options.batch` the batch service on a test database;
+ * `options.env` is added to the services' environment.
  */
 export async function startProxyBench(
   nodeArgs: ClusterOptions['nodeArgs'] = {},
-  options: Pick<ClusterOptions, 'requestLog' | 'guard' | 'cache' | 'env'> = {},
+  options: Pick<ClusterOptions, 'requestLog' | 'guard' | 'cache' | 'batch' | 'env'> = {},
 ): Promise<ProxyBench> {
   const directory = mkdtempSync(join(tmpdir(), 'bench-proxy-'));
   const started: ChildProcess[] = [];
