@@ -8,6 +8,7 @@
  * neither the first key's file nor its batch (404s).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '@gateway/testing';
 import OpenAI, { toFile } from 'openai';
 import { createKey } from './admin-keys.js';
 import { type Cluster, SIM_MINI_ENTRY, simulatedEntry, startCluster, writeCatalog } from './cluster.js';
@@ -18,6 +19,7 @@ const LINES = 200;
 const SLOW_MODEL = 'sim-slow';
 
 let cluster: Cluster;
+let database: TestDatabase;
 let client: OpenAI;
 /** The first batch's input file and the batch, once made. */
 let inputFileId: string;
@@ -54,12 +56,18 @@ interface OutputLine {
 
 beforeAll(async () => {
   const catalog = writeCatalog('batches', [SIM_MINI_ENTRY, simulatedEntry(SLOW_MODEL, { timeToFirstTokenMs: 1_500 })]);
-  cluster = await startCluster({ batch: true, env: { CATALOG_PATH: catalog, EDGE_ADMIN_TOKEN: ADMIN_TOKEN, BATCH_LANE_CONCURRENCY: '8' } });
+  database = await createTestDatabase();
+  cluster = await startCluster({
+    batch: true,
+    requestLog: { databaseUrl: database.url },
+    env: { CATALOG_PATH: catalog, EDGE_ADMIN_TOKEN: ADMIN_TOKEN, BATCH_LANE_CONCURRENCY: '8', REQUEST_LOG_BATCH_DELAY_MS: '20' },
+  });
   client = new OpenAI({ baseURL: cluster.baseUrl, apiKey: cluster.apiKey, maxRetries: 0 });
 }, 180_000);
 
 afterAll(async () => {
   await cluster?.stop();
+  await database?.drop();
 });
 
 describe('a batch of 200 chat completions', () => {
@@ -133,6 +141,28 @@ describe('a batch of 200 chat completions', () => {
       },
       { timeout: 30_000, interval: 250 },
     );
+  }, 60_000);
+});
+
+describe("the batch's lines in the request log", () => {
+  it('lists the 200 lines under the batch id, and no online request under it', async () => {
+    const online = await client.chat.completions.create({ model: 'sim-mini', messages: [{ role: 'user', content: 'An online request.' }] });
+    expect(online.choices[0]?.message.content).toBeTruthy();
+    const page = async (query: string) => {
+      const response = await fetch(`${origin()}/admin/v1/requests?${query}&start=${Math.floor(Date.now() / 1000) - 3_600}&limit=1000`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      expect(response.status, await response.clone().text()).toBe(200);
+      return ((await response.json()) as { data: Array<{ batch_id: string | null; request_id: string }> }).data;
+    };
+    await vi.waitFor(async () => expect(await page(`batch_id=${batchId}`)).toHaveLength(LINES), { timeout: 30_000, interval: 250 });
+    const lines = await page(`batch_id=${batchId}`);
+    expect(new Set(lines.map((line) => line.batch_id))).toEqual(new Set([batchId]));
+    expect(new Set(lines.map((line) => line.request_id)).size).toBe(LINES);
+    await vi.waitFor(async () => expect((await page('model=sim-mini')).some((request) => request.batch_id === null)).toBe(true), {
+      timeout: 30_000,
+      interval: 250,
+    });
   }, 60_000);
 });
 

@@ -24,6 +24,7 @@ const SERVED_BY: Readonly<Record<string, string>> = {
   'gateway/request_log/v1/request_log.proto': 'request-log',
   'gateway/guard/v1/guard.proto': 'guard',
   'gateway/cache/v1/cache.proto': 'cache',
+  'gateway/batch/v1/batch.proto': 'batch',
 };
 
 /**

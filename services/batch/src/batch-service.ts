@@ -1,7 +1,8 @@
 /**
  * The BatchService handlers: uploads (a client stream, bounded by BATCH_MAX_FILE_BYTES as it
  * arrives, a batch file checked line by line before it is kept), file reads (the bytes streamed in
- * chunks of 64 KiB), and the batches. A database that does not answer is UNAVAILABLE
+ * chunks of 64 KiB), and the batches (OpenAI's from a file, Anthropic's message batches from their
+ * inline requests). A database that does not answer is UNAVAILABLE
  * (`store_unavailable`); anything else unexpected is reported and INTERNAL.
  */
 import type * as grpc from '@grpc/grpc-js';
@@ -10,7 +11,7 @@ import type { Logger } from '@gateway/logger';
 import type { BatchServiceHandlers, FileChunk, FileInfo, FileContentRequestOutput, UploadFileRequestOutput, UploadStartOutput } from '@gateway/proto';
 import type pg from 'pg';
 import { parseBatchFile } from './batch-lines.js';
-import { cancelBatch, type CreateOptions, createBatch, getBatch, listBatches } from './batch-store.js';
+import { cancelBatch, type CreateOptions, createBatch, createMessageBatch, deleteBatch, getBatch, listBatches } from './batch-store.js';
 import { describeError, type DatabaseWatch } from './database.js';
 import { deleteFile, type FileBounds, fileBytes, getFile, insertFile, listFiles } from './file-store.js';
 
@@ -74,11 +75,23 @@ export function createBatchService(options: BatchServiceOptions): BatchServiceHa
       return batch;
     }),
     GetBatch: call('GetBatch', (request) => getBatch(pool, request.owner, request.batch_id ?? '')),
-    ListBatches: call('ListBatches', (request) => listBatches(pool, request.owner, { limit: request.limit ?? 0, after: request.after ?? '' })),
+    ListBatches: call('ListBatches', (request) =>
+      listBatches(pool, request.owner, { limit: request.limit ?? 0, after: request.after ?? '', before: request.before ?? '', api: request.api ?? '' }),
+    ),
     CancelBatch: call('CancelBatch', async (request) => {
       const batch = await cancelBatch(pool, request.owner, request.batch_id ?? '');
       options.onCreated();
       return batch;
+    }),
+    CreateMessageBatch: call('CreateMessageBatch', async (request) => {
+      const batch = await createMessageBatch(pool, request, options);
+      logger.info({ batch_id: batch.id, key_id: request.owner?.key_id, lines: batch.request_counts?.total }, 'message batch created');
+      options.onCreated();
+      return batch;
+    }),
+    DeleteBatch: call('DeleteBatch', async (request) => {
+      await deleteBatch(pool, request.owner, request.batch_id ?? '');
+      return { batch_id: request.batch_id ?? '' };
     }),
   };
 }

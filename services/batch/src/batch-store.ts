@@ -1,16 +1,18 @@
 /**
  * The batches of each key in PostgreSQL (batch.batches and their lines in batch.batch_lines):
- * created from a batch file of the key's, read and listed newest first, cancelled; every read and
- * write scoped to the owner's key. The owner's API key is kept sealed (SecretCipher) while the
- * batch runs.
+ * created from a batch file of the key's (OpenAI's Batch API) or from inline requests (Anthropic's
+ * Message Batches API, `api` = `anthropic`), read and listed newest first (each API its own
+ * batches), cancelled, and removed once ended; every read and write scoped to the owner's key. The
+ * owner's API key is kept sealed (SecretCipher) while the batch runs.
  */
 import { GatewayError } from '@gateway/grpc';
-import type { BatchInfo, BatchOwnerOutput, CreateBatchRequestOutput } from '@gateway/proto';
+import type { BatchInfo, BatchOwnerOutput, CreateBatchRequestOutput, CreateMessageBatchRequestOutput } from '@gateway/proto';
 import type { SecretCipher } from '@gateway/redis';
 import type pg from 'pg';
-import { BATCH_ENDPOINTS, parseBatchFile, randomId } from './batch-lines.js';
+import { BATCH_ENDPOINTS, type BatchLine, parseBatchFile, randomId } from './batch-lines.js';
 import { inTransaction } from '@gateway/postgres';
 import { epoch, fileContent, keyOf } from './file-store.js';
+import { ANTHROPIC_API, MESSAGES_URL, OPENAI_API, parseMessageRequests } from './message-batch-lines.js';
 
 /** The statuses of a batch that has not ended. */
 export const ACTIVE_STATUSES = ['validating', 'in_progress', 'finalizing', 'cancelling'];
@@ -25,7 +27,15 @@ const BATCH_COLUMNS = `b.id, b.endpoint, b.errors_json, b.input_file_id, b.compl
     SELECT json_build_object('total', count(*), 'completed', count(*) FILTER (WHERE l.status = 'done'), 'failed', count(*) FILTER (WHERE l.status = 'failed'))
     FROM batch.batch_lines l WHERE l.batch_id = b.id)
   ELSE json_build_object('total', b.total_count, 'completed', b.completed_count, 'failed', b.failed_count) END AS request_counts,
-  b.metadata_json`;
+  b.metadata_json, b.api,
+  CASE WHEN b.status IN ${ACTIVE} THEN (
+    SELECT json_build_object('processing', count(*) FILTER (WHERE l.status IN ('queued', 'running')),
+      'succeeded', count(*) FILTER (WHERE l.status = 'done' AND l.status_code BETWEEN 200 AND 299),
+      'errored', count(*) FILTER (WHERE l.status = 'failed' OR (l.status = 'done' AND l.status_code NOT BETWEEN 200 AND 299)),
+      'canceled', 0, 'expired', 0)
+    FROM batch.batch_lines l WHERE l.batch_id = b.id)
+  ELSE json_build_object('processing', 0, 'succeeded', b.succeeded_count, 'errored', b.errored_count, 'canceled', b.canceled_count,
+    'expired', b.expired_count) END AS message_counts`;
 
 /** Lines inserted per statement. */
 const INSERT_ROWS = 1_000;
@@ -77,13 +87,62 @@ export async function createBatch(pool: pg.Pool, request: CreateBatchRequestOutp
     throw GatewayError.of('invalid_value', `Line ${stray.line} of the file: \`url\` ${stray.url} is not the batch's endpoint ${request.endpoint}.`, {
       param: 'input_file_id',
     });
-  const id = randomId('batch_');
-  const sealed = options.cipher.seal({ api_key: request.api_key });
+  return storeBatch(pool, {
+    id: randomId('batch_'),
+    keyId,
+    teamId,
+    api: OPENAI_API,
+    endpoint: request.endpoint ?? '',
+    inputFileId: request.input_file_id,
+    metadataJson: request.metadata_json ?? '',
+    sealed: options.cipher.seal({ api_key: request.api_key }),
+    lines,
+  });
+}
+
+/**
+ * Creates a batch of Anthropic's Message Batches API from its inline requests (JSON Lines of
+ * `{custom_id, params}`), each a line POSTed to /v1/messages: `msgbatch_...`, no input file, stored
+ * and running as createBatch's.
+ */
+export async function createMessageBatch(pool: pg.Pool, request: CreateMessageBatchRequestOutput, options: CreateOptions): Promise<BatchInfo> {
+  const { keyId, teamId } = keyOf(request.owner);
+  if (!request.api_key) throw GatewayError.of('invalid_request', 'The call carries no API key to send the requests with.', { param: 'api_key' });
+  const lines = parseMessageRequests(request.requests_jsonl ?? '', options.maxLines);
+  return storeBatch(pool, {
+    id: randomId('msgbatch_'),
+    keyId,
+    teamId,
+    api: ANTHROPIC_API,
+    endpoint: MESSAGES_URL,
+    inputFileId: '',
+    metadataJson: '',
+    sealed: options.cipher.seal({ api_key: request.api_key }),
+    lines,
+  });
+}
+
+/** A checked batch to store. */
+interface NewBatch {
+  id: string;
+  keyId: string;
+  teamId: string;
+  api: string;
+  endpoint: string;
+  inputFileId: string;
+  metadataJson: string;
+  sealed: string;
+  lines: BatchLine[];
+}
+
+/** Stores a batch `validating` with its lines, then `in_progress`, in one transaction; resolves it as it is then. */
+function storeBatch(pool: pg.Pool, batch: NewBatch): Promise<BatchInfo> {
+  const { id, lines } = batch;
   return inTransaction(pool, async (client) => {
     await client.query(
-      `INSERT INTO batch.batches (id, key_id, team_id, endpoint, input_file_id, completion_window, status, expires_at, metadata_json, sealed_api_key, total_count)
-       VALUES ($1, $2, $3, $4, $5, $6, 'validating', now() + interval '24 hours', $7, $8, $9)`,
-      [id, keyId, teamId, request.endpoint, request.input_file_id, request.completion_window, request.metadata_json ?? '', sealed, lines.length],
+      `INSERT INTO batch.batches (id, key_id, team_id, endpoint, input_file_id, completion_window, status, expires_at, metadata_json, sealed_api_key, total_count, api)
+       VALUES ($1, $2, $3, $4, $5, '24h', 'validating', now() + interval '24 hours', $6, $7, $8, $9)`,
+      [id, batch.keyId, batch.teamId, batch.endpoint, batch.inputFileId, batch.metadataJson, batch.sealed, lines.length, batch.api],
     );
     for (let start = 0; start < lines.length; start += INSERT_ROWS) {
       const part = lines.slice(start, start + INSERT_ROWS);
@@ -114,26 +173,41 @@ export async function getBatch(pool: pg.Pool, owner: BatchOwnerOutput | undefine
   return rows[0];
 }
 
-/** The key's batches newest first: at most `limit` (20 when 0, 100 at most) after `after`, and whether more follow. */
+/**
+ * The key's batches of one API (`openai` when empty) newest first: at most `limit` (20 when 0; 100
+ * at most, 1,000 for `anthropic`) after `after`, or the page just before `before` (the newer
+ * batches nearest to it), and whether more follow (past the last, or before the first for a page
+ * before).
+ */
 export async function listBatches(
   pool: pg.Pool,
   owner: BatchOwnerOutput | undefined,
-  page: { limit: number; after: string },
+  page: { limit: number; after: string; before?: string; api?: string },
 ): Promise<{ batches: BatchInfo[]; has_more: boolean }> {
   const { keyId } = keyOf(owner);
-  if (page.limit < 0 || page.limit > 100) throw GatewayError.of('invalid_value', '`limit` must be between 1 and 100.', { param: 'limit' });
+  const api = page.api || OPENAI_API;
+  if (api !== OPENAI_API && api !== ANTHROPIC_API) throw GatewayError.of('invalid_value', '`api` must be openai or anthropic.', { param: 'api' });
+  const most = api === ANTHROPIC_API ? 1_000 : 100;
+  if (page.limit < 0 || page.limit > most) throw GatewayError.of('invalid_value', `\`limit\` must be between 1 and ${most}.`, { param: 'limit' });
   const limit = page.limit || 20;
-  let before = '9223372036854775807';
-  if (page.after) {
-    const { rows } = await pool.query<{ seq: string }>('SELECT seq FROM batch.batches WHERE id = $1 AND key_id = $2', [page.after, keyId]);
-    if (!rows[0]) throw GatewayError.of('not_found', `No such batch: ${page.after}.`, { param: 'after' });
-    before = rows[0].seq;
+  const cursor = page.after || page.before || '';
+  let seq: string | undefined;
+  if (cursor) {
+    const { rows } = await pool.query<{ seq: string }>('SELECT seq FROM batch.batches WHERE id = $1 AND key_id = $2 AND api = $3', [cursor, keyId, api]);
+    if (!rows[0]) throw GatewayError.of('not_found', `No such batch: ${cursor}.`, { param: page.after ? 'after' : 'before' });
+    seq = rows[0].seq;
   }
-  const { rows } = await pool.query<BatchInfo>(`SELECT ${BATCH_COLUMNS} FROM batch.batches b WHERE b.key_id = $1 AND b.seq < $2 ORDER BY b.seq DESC LIMIT $3`, [
-    keyId,
-    before,
-    limit + 1,
-  ]);
+  if (!page.after && seq !== undefined) {
+    const { rows } = await pool.query<BatchInfo>(
+      `SELECT ${BATCH_COLUMNS} FROM batch.batches b WHERE b.key_id = $1 AND b.api = $2 AND b.seq > $3 ORDER BY b.seq ASC LIMIT $4`,
+      [keyId, api, seq, limit + 1],
+    );
+    return { batches: rows.slice(0, limit).reverse(), has_more: rows.length > limit };
+  }
+  const { rows } = await pool.query<BatchInfo>(
+    `SELECT ${BATCH_COLUMNS} FROM batch.batches b WHERE b.key_id = $1 AND b.api = $2 AND b.seq < $3 ORDER BY b.seq DESC LIMIT $4`,
+    [keyId, api, seq ?? '9223372036854775807', limit + 1],
+  );
   return { batches: rows.slice(0, limit), has_more: rows.length > limit };
 }
 
@@ -145,6 +219,27 @@ export async function cancelBatch(pool: pg.Pool, owner: BatchOwnerOutput | undef
     [id, keyId],
   );
   return getBatch(pool, owner, id);
+}
+
+/**
+ * Removes a batch of the key that ended, its lines and its output and error files with it, in one
+ * transaction; NOT_FOUND for another key's or an unknown id, INVALID_ARGUMENT for one not ended.
+ */
+export async function deleteBatch(pool: pg.Pool, owner: BatchOwnerOutput | undefined, id: string): Promise<void> {
+  const { keyId } = keyOf(owner);
+  await inTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ status: string; output_file_id: string; error_file_id: string }>(
+      'SELECT status, output_file_id, error_file_id FROM batch.batches WHERE id = $1 AND key_id = $2 FOR UPDATE',
+      [id, keyId],
+    );
+    const batch = rows[0];
+    if (!batch) throw batchNotFound(id);
+    if (ACTIVE_STATUSES.includes(batch.status))
+      throw GatewayError.of('invalid_value', `Batch ${id} has not ended: cancel it and wait for it to end before deleting it.`, { param: 'batch_id' });
+    await client.query('DELETE FROM batch.batches WHERE id = $1', [id]);
+    const files = [batch.output_file_id, batch.error_file_id].filter(Boolean);
+    if (files.length > 0) await client.query('DELETE FROM batch.files WHERE id = ANY($1::text[]) AND key_id = $2', [files, keyId]);
+  });
 }
 
 /** Batches not ended (validating, in progress, finalizing, cancelling), of every key. */

@@ -1,9 +1,11 @@
 /**
  * The batch lane of one replica: a loop that claims the lines of running batches (at most
- * `concurrency` running at once here), sends each to the edge's API with the batch owner's key,
- * writes its answer (whatever its HTTP status) or, when the edge could not be reached after the
- * last attempt, its failure; sends a line again later on a 429, 502, 503, 504 or a connection
- * failure; keeps the leases of its lines; and finalizes the batches that are ready. It polls every
+ * `concurrency` running at once here), sends each to the edge's API with the batch owner's key (as
+ * a bearer token, which the edge's /v1/messages takes as it takes `x-api-key`; a /v1/messages line
+ * with Anthropic's `anthropic-version` too), writes its answer (whatever its HTTP status) or, when
+ * the edge could not be reached after the last attempt, its failure; sends a line again later on a
+ * 429, 502, 503, 504 or a connection failure; keeps the leases of its lines; and finalizes the
+ * batches that are ready. It polls every
  * `pollIntervalMs` while idle and at once when woken (a batch created here, a line ended). On
  * stop it claims nothing more, lets the lines in flight finish within the grace, and hands the
  * others back to the queue.
@@ -15,6 +17,10 @@ import { type LineAnswer, retryableStatus, retryDelayMs, sentBody } from './batc
 import { describeError, type DatabaseWatch } from './database.js';
 import { finalizeReady } from './finalize.js';
 import { type ClaimedLine, claimLines, finishLine, releaseLines, renewLeases, requeueLine } from './lane-store.js';
+import { MESSAGES_URL } from './message-batch-lines.js';
+
+/** The `anthropic-version` a line of Anthropic's Messages API is sent with, as Anthropic's SDK sends it. */
+const ANTHROPIC_VERSION = '2023-06-01';
 
 /** What the lane counts. */
 export interface LaneCounters {
@@ -201,7 +207,12 @@ export class BatchLane {
     try {
       const response = await fetch(`${this.options.edgeUrl.replace(/\/+$/, '')}${line.url}`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'x-gateway-batch-id': line.batchId },
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          'content-type': 'application/json',
+          'x-gateway-batch-id': line.batchId,
+          ...(line.url === MESSAGES_URL ? { 'anthropic-version': ANTHROPIC_VERSION } : {}),
+        },
         body: JSON.stringify(sentBody(line.body)),
         signal,
       });

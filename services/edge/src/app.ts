@@ -29,6 +29,7 @@ import { registerAdminUsage } from './routes/admin/admin-usage.js';
 import { registerUsage } from './routes/api/usage.js';
 import { registerFiles } from './routes/api/files.js';
 import { registerBatches } from './routes/api/batches.js';
+import { registerMessageBatches } from './routes/api/message-batches.js';
 import { registerConsole } from './routes/admin/console.js';
 import { registerConsoleSso } from './routes/admin/console-sso.js';
 import { adminApiEnabled } from './routes/admin/admin-scope.js';
@@ -246,6 +247,7 @@ function registerSurface(app: FastifyInstance, deps: EdgeDependencies, surface: 
     registerUsage(app, deps);
     registerFiles(app, deps);
     registerBatches(app, deps);
+    registerMessageBatches(app, deps);
     registerResponses(app, deps);
     registerResponsesWebSocket(app, deps);
     registerResponsesCompact(app, deps);

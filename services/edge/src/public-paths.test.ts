@@ -58,6 +58,13 @@ describe('the public paths table', () => {
     for (const url of batchUrls) expect(coveredBy(v1, url), url).toBe(true);
   });
 
+  it("covers Anthropic's Message Batches API under /v1, batch service or not", () => {
+    const batchUrls = ['/v1/messages/batches', '/v1/messages/batches/:id', '/v1/messages/batches/:id/cancel', '/v1/messages/batches/:id/results'];
+    expect(urls('public')).toEqual(expect.arrayContaining(batchUrls));
+    const v1 = PUBLIC_PATHS.find((entry) => entry.path === '/v1')!;
+    for (const url of batchUrls) expect(coveredBy(v1, url), url).toBe(true);
+  });
+
   it('names only paths the public port serves', () => {
     for (const entry of PUBLIC_PATHS)
       expect(

@@ -157,7 +157,11 @@ export async function startFakeEdge(behaviour: EdgeBehaviour = () => false) {
     incoming.on('data', (part: Buffer) => parts.push(part));
     incoming.on('end', async () => {
       const batchId = String(incoming.headers['x-gateway-batch-id'] ?? '');
-      if (incoming.headers.authorization !== `Bearer ${API_KEY}` || !batchId.startsWith('batch_') || incoming.headers['content-type'] !== 'application/json') {
+      if (
+        incoming.headers.authorization !== `Bearer ${API_KEY}` ||
+        !/^(?:msg)?batch_/.test(batchId) ||
+        incoming.headers['content-type'] !== 'application/json'
+      ) {
         response.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"bad key","code":"invalid_api_key"}}');
         return;
       }

@@ -107,8 +107,8 @@ function usageEvent(completion: Completion, outcome: UsageEvent['outcome'], rese
 
 /** The header the batch service's lane sends each line with: the line's batch. */
 const BATCH_HEADER = 'x-gateway-batch-id';
-/** A batch id as the batch service makes them. */
-const BATCH_ID = /^batch_[A-Za-z0-9]{1,64}$/;
+/** A batch id as the batch service makes them: OpenAI's batches (`batch_`) and Anthropic's message batches (`msgbatch_`). */
+const BATCH_ID = /^(msg)?batch_[A-Za-z0-9]{1,64}$/;
 
 /**
  * The usage event's `batch_id` from the request's batch header, when well formed. A label of the

@@ -14,7 +14,8 @@ import { edgeError, UNAVAILABLE } from '../../error-codes.js';
 import { fromGatewayError, RequestError } from '../../errors.js';
 
 /** What a gateway without a batch service (BATCH_SERVICE_ADDR empty) answers on /v1/files and /v1/batches. */
-export const NO_BATCH_SERVICE = 'The gateway has no batch service configured: the Files and Batch APIs (/v1/files, /v1/batches) are not served here.';
+export const NO_BATCH_SERVICE =
+  'The gateway has no batch service configured: the Files and Batch APIs (/v1/files, /v1/batches, /v1/messages/batches) are not served here.';
 
 /** The caller of a batch route, once its key is checked. */
 export interface BatchCaller {

@@ -257,7 +257,7 @@ describe('a gateway without a batch service (BATCH_SERVICE_ADDR empty)', () => {
     expect(refusal(response)).toEqual({
       status: 404,
       error: {
-        message: 'The gateway has no batch service configured: the Files and Batch APIs (/v1/files, /v1/batches) are not served here.',
+        message: 'The gateway has no batch service configured: the Files and Batch APIs (/v1/files, /v1/batches, /v1/messages/batches) are not served here.',
         type: 'invalid_request_error',
         param: null,
         code: 'batch_not_configured',

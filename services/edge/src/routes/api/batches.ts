@@ -4,12 +4,14 @@
  * batch service for the caller's key; another key's batch is a 404 as an unknown one is. A batch is
  * created with the caller's own key, which the batch service keeps encrypted while the batch runs:
  * its lane sends every line to the edge with it, so that each line is admitted, limited, budgeted,
- * metered and logged as the same request online. Without a batch service every route is a 404 that
- * says so.
+ * metered and logged as the same request online. A batch of Anthropic's Message Batches API
+ * (message-batches.ts) is not one of these routes': a 404 as an unknown one. Without a batch service
+ * every route is a 404 that says so.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { BatchInfoOutput, CancelBatchRequest, CreateBatchRequest, GetBatchRequest, ListBatchesRequest, ListBatchesResponseOutput } from '@gateway/proto';
 import type { EdgeDependencies } from '../../dependencies.js';
+import { edgeError } from '../../error-codes.js';
 import { compileSchemaValidator, schemaRefusal } from '../admin/schema-validation.js';
 import { batchCaller, callBatch } from './batch-calls.js';
 import { type BatchJson, batchJson, type ListJson, listJson } from './batch-objects.js';
@@ -19,6 +21,12 @@ type BatchRequest = FastifyRequest<{ Params: { id: string } }>;
 
 /** The schema checks of a route, in the style of the usage and admin APIs (a refusal names its param). */
 const validation = { validatorCompiler: compileSchemaValidator, schemaErrorFormatter: schemaRefusal };
+
+/** A 404 for the id of an Anthropic message batch (`msgbatch_...`), which OpenAI's routes do not reach. */
+function openaiId(id: string): string {
+  if (id.startsWith('msgbatch_')) throw edgeError('not_found', `No such batch: ${id.slice(0, 100)}.`, { param: 'batch_id' });
+  return id;
+}
 
 /** Registers the Batch API's routes. */
 export function registerBatches(app: FastifyInstance, deps: EdgeDependencies): void {
@@ -55,7 +63,7 @@ export function registerBatches(app: FastifyInstance, deps: EdgeDependencies): v
     const caller = await batchCaller(deps, request);
     const batch = await callBatch<GetBatchRequest, BatchInfoOutput>(deps, request, caller, caller.batch.GetBatch, {
       owner: caller.owner,
-      batch_id: request.params.id,
+      batch_id: openaiId(request.params.id),
     });
     return batchJson(batch);
   });
@@ -64,7 +72,7 @@ export function registerBatches(app: FastifyInstance, deps: EdgeDependencies): v
     const caller = await batchCaller(deps, request);
     const batch = await callBatch<CancelBatchRequest, BatchInfoOutput>(deps, request, caller, caller.batch.CancelBatch, {
       owner: caller.owner,
-      batch_id: request.params.id,
+      batch_id: openaiId(request.params.id),
     });
     return batchJson(batch);
   });

@@ -35,9 +35,15 @@ type FileRequest = FastifyRequest<{ Params: { id: string } }>;
  * cannot read fails here, before any byte is sent, and is answered as JSON. The rest streams as it
  * comes; a client that goes away cancels the call.
  */
-async function fileContent(deps: EdgeDependencies, request: FileRequest, caller: BatchCaller, onClose: (cancel: () => void) => void): Promise<Readable> {
+export async function fileContent(
+  deps: EdgeDependencies,
+  request: FastifyRequest,
+  caller: BatchCaller,
+  fileId: string,
+  onClose: (cancel: () => void) => void,
+): Promise<Readable> {
   const { metadata, callOptions } = callMetadata({ deadlineMs: deps.config.EDGE_COMPLETION_DEADLINE_MS, requestId: request.id });
-  const stream = withoutCallerStack(() => caller.batch.FileContent({ owner: caller.owner, file_id: request.params.id }, metadata, callOptions));
+  const stream = withoutCallerStack(() => caller.batch.FileContent({ owner: caller.owner, file_id: fileId }, metadata, callOptions));
   onClose(() => stream.cancel());
   const chunks = (stream as AsyncIterable<FileChunkOutput>)[Symbol.asyncIterator]();
   let first: IteratorResult<FileChunkOutput>;
@@ -98,7 +104,7 @@ export function registerFiles(app: FastifyInstance, deps: EdgeDependencies): voi
 
     scope.get('/v1/files/:id/content', async (request: FileRequest, reply) => {
       const caller = await batchCaller(deps, request);
-      const content = await fileContent(deps, request, caller, (cancel) => reply.raw.once('close', cancel));
+      const content = await fileContent(deps, request, caller, request.params.id, (cancel) => reply.raw.once('close', cancel));
       void reply.header('content-type', 'application/octet-stream');
       return reply.send(content);
     });

@@ -131,7 +131,7 @@ describe('GET /admin/v1/requests without a request log', () => {
     expect(await get('/admin/v1/requests?since=1', ADMIN_TOKEN)).toEqual(
       refused(
         'since',
-        "Unknown query parameter 'since'. Allowed: limit, key_id, start, end, team_id, model, provider, deployment, status, error_code, api, outcome, cache_status, min_latency_ms, max_latency_ms, min_cost_usd, max_cost_usd, sort, order, cursor, format.",
+        "Unknown query parameter 'since'. Allowed: limit, key_id, start, end, team_id, model, provider, deployment, status, error_code, api, outcome, cache_status, batch_id, min_latency_ms, max_latency_ms, min_cost_usd, max_cost_usd, sort, order, cursor, format.",
         'unknown_parameter',
       ),
     );

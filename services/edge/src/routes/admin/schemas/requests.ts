@@ -67,7 +67,7 @@ export const RequestLogQuerySchema = steps(
       queryParameter('outcome', '^(completed|failed|cancelled|refused)$', "'outcome' must be one of completed, failed, cancelled, refused."),
     ),
     cache_status: Type.Optional(queryParameter('cache_status', '^(hit|miss|skip)$', "'cache_status' must be one of hit, miss, skip.")),
-    batch_id: Type.Optional(queryParameter('batch_id', '^batch_[A-Za-z0-9]{1,64}$', "'batch_id' must be a batch id (batch_...).")),
+    batch_id: Type.Optional(queryParameter('batch_id', '^(msg)?batch_[A-Za-z0-9]{1,64}$', "'batch_id' must be a batch id (batch_... or msgbatch_...).")),
     min_latency_ms: Type.Optional(NonNegativeInteger('min_latency_ms')),
     max_latency_ms: Type.Optional(NonNegativeInteger('max_latency_ms')),
     min_cost_usd: Type.Optional(UsdAmount('min_cost_usd')),
